@@ -1,0 +1,219 @@
+"""Transformer architectures: the shape facts that the capacity model needs.
+
+An architecture is either a catalog preset (``tokenplane.catalog.MODEL_PRESETS``)
+or read from a Hugging Face ``config.json``, which is the source of truth a real
+user has on disk. Parameter counts are derived from the shapes rather than typed
+in, so that a preset and the config it came from cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tokenplane.errors import SpecError
+
+
+class ModelKind(StrEnum):
+    """Decoders generate and keep a KV cache; encoders embed and keep none."""
+
+    DECODER = "decoder"
+    ENCODER = "encoder"
+
+
+class Architecture(BaseModel):
+    """The shapes of one transformer, as in its Hugging Face config.
+
+    Mixture-of-experts fields stay at their defaults for dense models, and the
+    MLA fields (multi-head latent attention, DeepSeek-V2/V3) stay ``None`` for
+    models with ordinary grouped-query attention.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: ModelKind = ModelKind.DECODER
+    hidden_size: int = Field(gt=0)
+    num_layers: int = Field(gt=0)
+    num_attention_heads: int = Field(gt=0)
+    num_kv_heads: int = Field(gt=0)
+    head_dim: int | None = Field(default=None, gt=0)
+    intermediate_size: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    max_position_embeddings: int = Field(gt=0)
+    tie_word_embeddings: bool = False
+    # Mixture of experts. num_experts=0 means a dense MLP.
+    num_experts: int = Field(default=0, ge=0)
+    experts_per_token: int = Field(default=0, ge=0)
+    moe_intermediate_size: int | None = Field(default=None, gt=0)
+    num_shared_experts: int = Field(default=0, ge=0)
+    first_dense_layers: int = Field(default=0, ge=0)
+    # Multi-head latent attention: the KV cache holds one compressed latent.
+    kv_lora_rank: int | None = Field(default=None, gt=0)
+    q_lora_rank: int | None = Field(default=None, gt=0)
+    qk_rope_head_dim: int | None = Field(default=None, gt=0)
+    qk_nope_head_dim: int | None = Field(default=None, gt=0)
+    v_head_dim: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _shapes_agree(self) -> Architecture:
+        if self.num_attention_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_kv_heads={self.num_kv_heads} must divide num_attention_heads="
+                f"{self.num_attention_heads} (grouped-query attention shares each KV head "
+                "across an equal group of query heads)"
+            )
+        if self.num_experts and not self.experts_per_token:
+            raise ValueError(
+                f"num_experts={self.num_experts} needs experts_per_token >= 1 (the router's top-k)"
+            )
+        if self.experts_per_token > self.num_experts:
+            raise ValueError(
+                f"experts_per_token={self.experts_per_token} exceeds num_experts={self.num_experts}"
+            )
+        mla = (self.kv_lora_rank, self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim)
+        if any(v is not None for v in mla) and any(v is None for v in mla):
+            raise ValueError(
+                "MLA needs all of kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim"
+            )
+        return self
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 1
+
+    @property
+    def attention_head_dim(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def attention_width(self) -> int:
+        """Width of the attention scores' inner product, summed over heads."""
+        if self.is_mla:
+            return self.num_attention_heads * (_req(self.qk_nope_head_dim) + _req(self.qk_rope_head_dim))
+        return self.num_attention_heads * self.attention_head_dim
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding plus an untied LM head; kept at 16 bits by weight-only quantizers."""
+        if self.kind is ModelKind.ENCODER:
+            return self.vocab_size * self.hidden_size + self.max_position_embeddings * self.hidden_size
+        heads = 1 if self.tie_word_embeddings else 2
+        return heads * self.vocab_size * self.hidden_size
+
+    @property
+    def params_total(self) -> int:
+        """Every weight, all experts included."""
+        return self.embedding_params + self._body_params(active_only=False)
+
+    @property
+    def params_active(self) -> int:
+        """Weights one token touches: the routed top-k experts, not all of them."""
+        return self.embedding_params + self._body_params(active_only=True)
+
+    def _attention_params(self) -> int:
+        h = self.hidden_size
+        if self.kind is ModelKind.ENCODER:
+            return 4 * h * h + 4 * h
+        if self.is_mla:
+            nope, rope, v = _req(self.qk_nope_head_dim), _req(self.qk_rope_head_dim), _req(self.v_head_dim)
+            heads, kv_rank = self.num_attention_heads, _req(self.kv_lora_rank)
+            q_out = heads * (nope + rope)
+            q = h * self.q_lora_rank + self.q_lora_rank * q_out if self.q_lora_rank else h * q_out
+            return q + h * (kv_rank + rope) + kv_rank * heads * (nope + v) + heads * v * h
+        hd = self.attention_head_dim
+        return h * self.num_attention_heads * hd * 2 + 2 * h * self.num_kv_heads * hd
+
+    def _mlp_params(self, *, moe_layer: bool, active_only: bool) -> int:
+        h = self.hidden_size
+        if self.kind is ModelKind.ENCODER:
+            return 2 * h * self.intermediate_size
+        if not moe_layer:
+            return 3 * h * self.intermediate_size  # gate, up and down projections
+        expert = 3 * h * (self.moe_intermediate_size or self.intermediate_size)
+        routed = self.experts_per_token if active_only else self.num_experts
+        return (routed + self.num_shared_experts) * expert + h * self.num_experts
+
+    def _body_params(self, *, active_only: bool) -> int:
+        dense_layers = self.num_layers if not self.is_moe else min(self.first_dense_layers, self.num_layers)
+        moe_layers = self.num_layers - dense_layers
+        per_layer_common = self._attention_params() + 2 * self.hidden_size  # two norms
+        body = self.num_layers * per_layer_common
+        body += dense_layers * self._mlp_params(moe_layer=False, active_only=active_only)
+        body += moe_layers * self._mlp_params(moe_layer=True, active_only=active_only)
+        return body + self.hidden_size  # final norm
+
+
+def _req(value: int | None) -> int:
+    """Narrow an MLA field that the validator has already proven present."""
+    if value is None:
+        raise TypeError("MLA field missing on a model that validated as MLA")
+    return value
+
+
+# Hugging Face config keys -> our names. Several families spell the same fact
+# differently; the first key present wins.
+_HF_KEYS: dict[str, tuple[str, ...]] = {
+    "hidden_size": ("hidden_size", "d_model", "n_embd"),
+    "num_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "num_attention_heads": ("num_attention_heads", "n_head"),
+    "intermediate_size": ("intermediate_size", "ffn_dim", "n_inner"),
+    "vocab_size": ("vocab_size",),
+    "max_position_embeddings": ("max_position_embeddings", "n_positions", "max_seq_len"),
+}
+_ENCODER_TYPES = {"bert", "roberta", "xlm-roberta", "mpnet", "nomic_bert", "distilbert"}
+
+
+def from_hf_config(path: Path) -> Architecture:
+    """Read an architecture from a Hugging Face ``config.json``.
+
+    Raises:
+        SpecError: the file is missing, is not JSON, or lacks a required key;
+            the message names the file and the key.
+    """
+    try:
+        raw: Any = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise SpecError(f"{path}: no such file (pass the config.json of the model)") from e
+    except json.JSONDecodeError as e:
+        raise SpecError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from e
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    # Multimodal configs nest the language model's config.
+    cfg: dict[str, Any] = raw.get("text_config", raw) if isinstance(raw.get("text_config"), dict) else raw
+    fields: dict[str, Any] = {}
+    for ours, keys in _HF_KEYS.items():
+        for key in keys:
+            if key in cfg:
+                fields[ours] = cfg[key]
+                break
+        else:
+            raise SpecError(f"{path}: missing key {keys[0]!r} (needed for {ours}); is this a transformer config.json?")
+    model_type = str(cfg.get("model_type", ""))
+    fields["kind"] = ModelKind.ENCODER if model_type in _ENCODER_TYPES else ModelKind.DECODER
+    fields["num_kv_heads"] = cfg.get("num_key_value_heads") or fields["num_attention_heads"]
+    if cfg.get("head_dim"):
+        fields["head_dim"] = cfg["head_dim"]
+    fields["tie_word_embeddings"] = bool(cfg.get("tie_word_embeddings", False))
+    experts = cfg.get("num_local_experts") or cfg.get("n_routed_experts") or cfg.get("num_experts") or 0
+    if experts:
+        fields["num_experts"] = experts
+        fields["experts_per_token"] = cfg.get("num_experts_per_tok", 2)
+        if cfg.get("moe_intermediate_size"):
+            fields["moe_intermediate_size"] = cfg["moe_intermediate_size"]
+        fields["num_shared_experts"] = cfg.get("n_shared_experts") or 0
+        fields["first_dense_layers"] = cfg.get("first_k_dense_replace") or 0
+    for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+        if cfg.get(key):
+            fields[key] = cfg[key]
+    try:
+        return Architecture(**fields)
+    except ValueError as e:
+        raise SpecError(f"{path}: {e}") from e

@@ -1,0 +1,245 @@
+"""Hardware and model catalog: GPUs, AWS GPU instance types, model presets.
+
+Each figure notes its public source. Throughput figures are *dense* (no 2:4
+sparsity), because serving kernels do not use sparsity. ``hbm_gib`` is what
+``torch.cuda.mem_get_info()`` reports as total, which is the number vLLM
+multiplies by ``gpu_memory_utilization``; it is a little less than the
+marketing capacity because of ECC and the driver's reservation.
+
+Instance prices are us-east-1 on-demand Linux list prices in USD per hour
+(https://aws.amazon.com/ec2/pricing/on-demand/, after AWS's June 2025 P4/P5
+price reduction). A spec overrides them under ``pricing.instances`` for
+reserved or negotiated rates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from tokenplane.architecture import Architecture, ModelKind
+from tokenplane.errors import CatalogError
+
+T = TypeVar("T")
+
+GIB = 1024**3
+GB = 1000**3
+TERA = 1e12
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One accelerator's memory and peak rates."""
+
+    name: str
+    hbm_gib: float  # total as reported to CUDA, GiB
+    hbm_bandwidth: float  # bytes/s
+    bf16_flops: float  # dense FLOP/s
+    fp8_flops: float | None  # dense FLOP/s; None where the chip has no FP8 tensor cores
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.hbm_gib * GIB
+
+    def flops(self, *, fp8: bool) -> float:
+        """Peak matmul rate for the weight format; FP8 falls back to BF16 where unsupported."""
+        return self.fp8_flops if fp8 and self.fp8_flops else self.bf16_flops
+
+
+# Sources: NVIDIA datasheets (A10, L4, L40S, A100, H100, H200, DGX B200);
+# the reported totals are those printed by vLLM's startup log and nvidia-smi.
+GPUS: dict[str, Gpu] = {
+    gpu.name: gpu
+    for gpu in (
+        # NVIDIA A10 datasheet: 24 GB GDDR6, 600 GB/s, 125 TFLOPS BF16 dense. AWS's A10G shares the GA102 die.
+        Gpu("A10G", 22.07, 600 * GB, 125 * TERA, None),
+        # NVIDIA L4 datasheet: 24 GB, 300 GB/s, 121 TFLOPS BF16 / 242.5 FP8 dense (half the sparse figures).
+        Gpu("L4", 22.05, 300 * GB, 121 * TERA, 242.5 * TERA),
+        # NVIDIA L40S datasheet: 48 GB, 864 GB/s, 362 TFLOPS BF16 / 733 FP8 dense.
+        Gpu("L40S", 44.39, 864 * GB, 362 * TERA, 733 * TERA),
+        # NVIDIA A100 datasheet: 40 GB HBM2 1,555 GB/s; 80 GB HBM2e 2,039 GB/s (SXM); 312 TFLOPS BF16.
+        Gpu("A100-40GB", 39.39, 1555 * GB, 312 * TERA, None),
+        Gpu("A100-80GB", 79.15, 2039 * GB, 312 * TERA, None),
+        # NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, 989 TFLOPS BF16 / 1,979 FP8 dense.
+        Gpu("H100-80GB", 79.19, 3350 * GB, 989 * TERA, 1979 * TERA),
+        # NVIDIA H200 datasheet (SXM): 141 GB HBM3e, 4.8 TB/s, same compute as H100.
+        Gpu("H200-141GB", 139.72, 4800 * GB, 989 * TERA, 1979 * TERA),
+        # NVIDIA DGX B200 datasheet: 1,440 GB over 8 GPUs, 64 TB/s total; 2.25 PF BF16 / 4.5 PF FP8 dense per GPU.
+        Gpu("B200", 178.35, 8000 * GB, 2250 * TERA, 4500 * TERA),
+    )
+}
+
+GPU_ALIASES: dict[str, str] = {
+    "A10": "A10G",
+    "A100": "A100-80GB",
+    "A100-40G": "A100-40GB",
+    "A100-80G": "A100-80GB",
+    "H100": "H100-80GB",
+    "H100-SXM": "H100-80GB",
+    "H100-SXM-80GB": "H100-80GB",
+    "H200": "H200-141GB",
+}
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """An AWS GPU instance type: its GPUs, local NVMe and on-demand price."""
+
+    name: str
+    gpu: str
+    gpus: int
+    nvme_gb: int  # local instance-store NVMe, where weights are cached for fast cold starts
+    usd_per_hour: float
+
+
+# Source: https://aws.amazon.com/ec2/instance-types/ (accelerated computing) for GPUs and NVMe;
+# prices from the on-demand pricing page, us-east-1, Linux.
+INSTANCE_TYPES: dict[str, InstanceType] = {
+    it.name: it
+    for it in (
+        InstanceType("g5.xlarge", "A10G", 1, 250, 1.006),
+        InstanceType("g5.12xlarge", "A10G", 4, 3800, 5.672),
+        InstanceType("g5.48xlarge", "A10G", 8, 7600, 16.288),
+        InstanceType("g6.xlarge", "L4", 1, 250, 0.8048),
+        InstanceType("g6.12xlarge", "L4", 4, 3760, 4.6016),
+        InstanceType("g6.48xlarge", "L4", 8, 7520, 13.3504),
+        InstanceType("g6e.xlarge", "L40S", 1, 250, 1.861),
+        InstanceType("g6e.12xlarge", "L40S", 4, 3800, 10.493),
+        InstanceType("g6e.48xlarge", "L40S", 8, 7600, 30.131),
+        InstanceType("p4d.24xlarge", "A100-40GB", 8, 8000, 21.96),
+        InstanceType("p4de.24xlarge", "A100-80GB", 8, 8000, 27.447),
+        InstanceType("p5.48xlarge", "H100-80GB", 8, 30400, 55.04),
+        InstanceType("p5e.48xlarge", "H200-141GB", 8, 30400, 60.0),
+        InstanceType("p5en.48xlarge", "H200-141GB", 8, 30400, 63.296),
+        InstanceType("p6-b200.48xlarge", "B200", 8, 30400, 113.9328),
+    )
+}
+
+# The instance a pool gets when its spec names only a GPU: the 8-GPU node, which
+# has NVLink for tensor parallelism (g5/g6/g6e nodes have PCIe only).
+DEFAULT_INSTANCE: dict[str, str] = {
+    "A10G": "g5.12xlarge",
+    "L4": "g6.12xlarge",
+    "L40S": "g6e.12xlarge",
+    "A100-40GB": "p4d.24xlarge",
+    "A100-80GB": "p4de.24xlarge",
+    "H100-80GB": "p5.48xlarge",
+    "H200-141GB": "p5en.48xlarge",
+    "B200": "p6-b200.48xlarge",
+}
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """A published model: its architecture and where its config lives."""
+
+    name: str
+    hf_repo: str
+    architecture: Architecture
+
+
+def _decoder(**fields: int | bool) -> Architecture:
+    return Architecture.model_validate(fields)
+
+
+# Sources: each model's config.json on huggingface.co/<hf_repo>. Parameter counts
+# are derived from these shapes; tests check them against the published totals.
+MODEL_PRESETS: dict[str, ModelPreset] = {
+    p.name: p
+    for p in (
+        ModelPreset(
+            "llama-3.1-8b",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            _decoder(hidden_size=4096, num_layers=32, num_attention_heads=32, num_kv_heads=8,
+                     intermediate_size=14336, vocab_size=128256, max_position_embeddings=131072),
+        ),
+        ModelPreset(
+            "llama-3.1-70b",
+            "meta-llama/Llama-3.1-70B-Instruct",
+            _decoder(hidden_size=8192, num_layers=80, num_attention_heads=64, num_kv_heads=8,
+                     intermediate_size=28672, vocab_size=128256, max_position_embeddings=131072),
+        ),
+        ModelPreset(
+            "llama-3.1-405b",
+            "meta-llama/Llama-3.1-405B-Instruct",
+            _decoder(hidden_size=16384, num_layers=126, num_attention_heads=128, num_kv_heads=8,
+                     intermediate_size=53248, vocab_size=128256, max_position_embeddings=131072),
+        ),
+        ModelPreset(
+            "qwen2.5-7b",
+            "Qwen/Qwen2.5-7B-Instruct",
+            _decoder(hidden_size=3584, num_layers=28, num_attention_heads=28, num_kv_heads=4,
+                     intermediate_size=18944, vocab_size=152064, max_position_embeddings=32768),
+        ),
+        ModelPreset(
+            "qwen2.5-32b",
+            "Qwen/Qwen2.5-32B-Instruct",
+            _decoder(hidden_size=5120, num_layers=64, num_attention_heads=40, num_kv_heads=8,
+                     intermediate_size=27648, vocab_size=152064, max_position_embeddings=32768),
+        ),
+        ModelPreset(
+            "qwen2.5-72b",
+            "Qwen/Qwen2.5-72B-Instruct",
+            _decoder(hidden_size=8192, num_layers=80, num_attention_heads=64, num_kv_heads=8,
+                     intermediate_size=29568, vocab_size=152064, max_position_embeddings=32768),
+        ),
+        ModelPreset(
+            "mixtral-8x7b",
+            "mistralai/Mixtral-8x7B-Instruct-v0.1",
+            _decoder(hidden_size=4096, num_layers=32, num_attention_heads=32, num_kv_heads=8,
+                     intermediate_size=14336, vocab_size=32000, max_position_embeddings=32768,
+                     num_experts=8, experts_per_token=2),
+        ),
+        ModelPreset(
+            "deepseek-v3",
+            "deepseek-ai/DeepSeek-V3",
+            _decoder(hidden_size=7168, num_layers=61, num_attention_heads=128, num_kv_heads=128,
+                     intermediate_size=18432, vocab_size=129280, max_position_embeddings=163840,
+                     num_experts=256, experts_per_token=8, moe_intermediate_size=2048,
+                     num_shared_experts=1, first_dense_layers=3, kv_lora_rank=512,
+                     q_lora_rank=1536, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128),
+        ),
+        ModelPreset(
+            "all-minilm-l6-v2",
+            "sentence-transformers/all-MiniLM-L6-v2",
+            Architecture(kind=ModelKind.ENCODER, hidden_size=384, num_layers=6, num_attention_heads=12,
+                         num_kv_heads=12, intermediate_size=1536, vocab_size=30522,
+                         max_position_embeddings=512, tie_word_embeddings=True),
+        ),
+        ModelPreset(
+            "bge-large-en-v1.5",
+            "BAAI/bge-large-en-v1.5",
+            Architecture(kind=ModelKind.ENCODER, hidden_size=1024, num_layers=24, num_attention_heads=16,
+                         num_kv_heads=16, intermediate_size=4096, vocab_size=30522,
+                         max_position_embeddings=512, tie_word_embeddings=True),
+        ),
+    )
+}
+
+
+def _lookup(table: dict[str, T], name: str, what: str, aliases: dict[str, str] | None = None) -> T:
+    key = (aliases or {}).get(name, name)
+    if key in table:
+        return table[key]
+    raise CatalogError(f"unknown {what} {name!r}; known: {', '.join(sorted(table))}")
+
+
+def gpu(name: str) -> Gpu:
+    """Look up a GPU by catalog name or alias (``H100`` -> ``H100-80GB``)."""
+    return _lookup(GPUS, name, "GPU", GPU_ALIASES)
+
+
+def canonical_gpu_name(name: str) -> str:
+    return gpu(name).name
+
+
+def instance_type(name: str) -> InstanceType:
+    return _lookup(INSTANCE_TYPES, name, "instance type")
+
+
+def default_instance(gpu_name: str) -> InstanceType:
+    return instance_type(DEFAULT_INSTANCE[canonical_gpu_name(gpu_name)])
+
+
+def model_preset(name: str) -> ModelPreset:
+    return _lookup(MODEL_PRESETS, name.lower(), "model preset")

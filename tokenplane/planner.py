@@ -1,0 +1,468 @@
+"""Capacity plan of a whole spec: per (region, pool) memory, latency, queueing and cost.
+
+``plan(spec)`` is what ``tokenplane plan`` prints and what the policies check.
+It never imports pulumi. All the arithmetic is in ``tokenplane.capacity``; this
+module only decides which numbers go in.
+
+Predictions "at peak" assume the pool runs at its configured ``max_replicas``
+(the most the autoscaler can reach). ``replicas_needed`` is the fewest replicas
+that keep utilization under the pool's target and every class within its SLO.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tokenplane import capacity as cap
+from tokenplane.architecture import ModelKind
+from tokenplane.catalog import GIB, GPUS, default_instance, instance_type
+from tokenplane.spec import PlatformSpec, Pool, Region, SpeculativeMethod, WorkloadClass
+from tokenplane.traffic import Spill, route
+
+MAX_REPLICAS_SEARCHED = 100_000  # beyond this a pool is not a sizing problem but a design one
+EAGLE_DRAFT_COST = 0.05  # an EAGLE head is about one decoder layer of the target
+PREFILL_INTERFERENCE_SHARE = 0.05  # above this share of steps carrying prefill, P95 ITL sees a chunk
+
+
+@dataclass(frozen=True)
+class ClassPrediction:
+    ttft_p50_ms: float
+    ttft_p95_ms: float
+    e2e_p95_ms: float
+    max_concurrency: float
+    slo_ttft_p95_ms: float | None
+    rps: float
+
+
+@dataclass
+class PoolPlan:
+    region: str
+    jurisdiction: str
+    name: str
+    tier: str
+    isolation: str
+    gpu: str
+    instance_type: str
+    tp: int
+    pp: int
+    gpus_per_replica: int
+    weights_gib: float
+    kv_gib: float
+    kv_tokens: int
+    kv_bytes_per_token: int
+    batch_slots: int
+    arrival_rps: float  # lambda
+    service_rps_per_replica: float  # mu of one replica
+    min_replicas: int
+    max_replicas: int
+    replicas_needed: int
+    utilization: float  # rho at max replicas
+    queue_wait_mean_ms: float
+    queue_wait_p95_ms: float
+    itl_p50_ms: float
+    itl_p95_ms: float
+    classes: dict[str, ClassPrediction]
+    nodes_needed: int
+    nodes_max: int
+    gpus_needed: int
+    gpus_max: int
+    usd_per_hour: float  # at replicas_needed
+    usd_per_hour_max: float
+    usd_per_million_tokens: float  # effective, at the load actually served
+    provider_usd_per_million_tokens: float | None
+    provider: str | None
+
+    @property
+    def ttft_p95_ms(self) -> float:
+        return max((c.ttft_p95_ms for c in self.classes.values()), default=0.0)
+
+    @property
+    def service_rps(self) -> float:
+        return self.service_rps_per_replica * self.max_replicas
+
+
+@dataclass(frozen=True)
+class PlanViolation:
+    kind: str  # memory | stability | slo | capacity | quota | budget | unrouted
+    message: str
+    region: str | None = None
+    pool: str | None = None
+
+
+@dataclass
+class Plan:
+    platform: str
+    pools: list[PoolPlan]
+    spills: list[Spill]
+    violations: list[PlanViolation] = field(default_factory=list)
+    warnings: list[PlanViolation] = field(default_factory=list)
+    budget_usd_per_hour: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def summary(self) -> dict[str, float | int | str | bool]:
+        served = [p for p in self.pools if p.arrival_rps > 0]
+        return {
+            "platform": self.platform,
+            "pools": len(self.pools),
+            "regions": len({p.region for p in self.pools}),
+            "peak_rps_to_pools": round(sum(p.arrival_rps for p in self.pools), 3),
+            "peak_rps_to_providers": round(sum(s.rps for s in self.spills), 3),
+            "gpus_needed": sum(p.gpus_needed for p in self.pools),
+            "gpus_max": sum(p.gpus_max for p in self.pools),
+            "usd_per_hour": round(sum(p.usd_per_hour for p in self.pools), 2),
+            "usd_per_hour_max": round(sum(p.usd_per_hour_max for p in self.pools), 2),
+            "budget_usd_per_hour": self.budget_usd_per_hour,
+            "max_utilization": round(max((p.utilization for p in served), default=0.0), 4),
+            "ok": self.ok,
+        }
+
+
+def replica_model(spec: PlatformSpec, pool: Pool) -> cap.ReplicaModel:
+    """The capacity model's view of one replica of a pool."""
+    model = spec.model(pool.model)
+    return cap.ReplicaModel(
+        arch=model.resolved_architecture(),
+        gpu=GPUS[pool.gpu],
+        tp=pool.tensor_parallel,
+        pp=pool.pipeline_parallel,
+        quantization=model.quantization,
+        kv_cache_dtype=pool.engine.kv_cache_dtype,
+        speculation=_speculation(spec, pool),
+    )
+
+
+def _speculation(spec: PlatformSpec, pool: Pool) -> cap.Speculation | None:
+    s = pool.engine.speculative
+    if s is None:
+        return None
+    if s.method is SpeculativeMethod.NGRAM:
+        ratio = 0.0  # n-gram lookup runs on the CPU against the prompt
+    elif s.method is SpeculativeMethod.EAGLE:
+        ratio = EAGLE_DRAFT_COST
+    else:
+        draft, target = spec.model(s.draft_model or ""), spec.model(pool.model)
+        ratio = cap.model_weight_bytes(draft.resolved_architecture(), draft.quantization) / cap.model_weight_bytes(
+            target.resolved_architecture(), target.quantization
+        )
+    return cap.Speculation(s.num_speculative_tokens, s.acceptance_rate, ratio)
+
+
+def memory(spec: PlatformSpec, pool: Pool) -> cap.MemoryPlan:
+    model = spec.model(pool.model)
+    return cap.replica_memory(
+        model.resolved_architecture(),
+        GPUS[pool.gpu],
+        tp=pool.tensor_parallel,
+        pp=pool.pipeline_parallel,
+        quantization=model.quantization,
+        kv_cache_dtype=pool.engine.kv_cache_dtype,
+        gpu_memory_utilization=pool.engine.gpu_memory_utilization,
+        max_num_batched_tokens=pool.engine.max_num_batched_tokens,
+        max_num_seqs=pool.engine.max_num_seqs,
+    )
+
+
+def plan(spec: PlatformSpec) -> Plan:
+    """Size every (region, pool) of the spec and list what does not hold."""
+    traffic = route(spec)
+    result = Plan(spec.platform.name, [], traffic.spills, budget_usd_per_hour=spec.budget.max_usd_per_hour)
+    for region in spec.regions:
+        for placement in region.pools:
+            load = traffic.loads[(region.name, placement.pool)]
+            pool_plan, problems = _plan_pool(spec, region, spec.pool(placement.pool), load.per_class)
+            result.pools.append(pool_plan)
+            result.violations.extend(problems)
+    for miss in traffic.unrouted:
+        result.violations.append(
+            PlanViolation(
+                "unrouted",
+                f"{miss.rps:.1f} req/s of class {miss.cls.value} tier {miss.tier.value} in region {miss.region} has no "
+                f"pool and no provider along {' -> '.join(miss.chain)}; place a {miss.tier.value} pool serving class "
+                f"{miss.cls.value} there or add a provider to routing.fallbacks.{miss.tier.value}",
+                region=miss.region,
+            )
+        )
+    result.violations.extend(_region_checks(spec, result))
+    result.warnings.extend(_dr_checks(spec, result))
+    return result
+
+
+def _plan_pool(
+    spec: PlatformSpec, region: Region, pool: Pool, per_class: dict[WorkloadClass, float]
+) -> tuple[PoolPlan, list[PlanViolation]]:
+    placement = next(pl for pl in region.pools if pl.pool == pool.name)
+    model = replica_model(spec, pool)
+    mem = memory(spec, pool)
+    node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
+    lam = sum(per_class.values())
+    classes = list(per_class) or list(pool.classes)
+    weights = per_class or {c: 1.0 for c in pool.classes if c in spec.workload_classes}
+    shapes = [
+        cap.RequestShape(spec.workload_classes[c].prompt_tokens.mean, spec.workload_classes[c].output_tokens.mean, w)
+        for c, w in weights.items()
+    ]
+    encoder = model.arch.kind is ModelKind.ENCODER
+    shape = cap.mean_shape(shapes) if shapes else cap.RequestShape(1, 1)
+    if encoder:
+        shape = cap.RequestShape(min(shape.prompt_tokens, model.arch.max_position_embeddings), 0, shape.weight)
+    prefix_kept = _prefix_kept(spec, pool)
+    slots = pool.engine.max_num_seqs if encoder else cap.batch_slots(pool.engine.max_num_seqs, mem.kv_tokens, shape)
+    mu = (
+        cap.embedding_throughput(model, shape.prompt_tokens)
+        if encoder
+        else cap.replica_throughput(model, shape, batch=slots, prefill_tokens=shape.prompt_tokens * prefix_kept)
+    )
+    problems: list[PlanViolation] = []
+    at_max = _predict(spec, pool, model, mem, shape, per_class, lam, mu, slots, placement.max_replicas, prefix_kept)
+    needed = _replicas_needed(spec, pool, model, mem, shape, per_class, lam, mu, slots, prefix_kept, placement.min_replicas)
+    rho = cap.utilization(lam, mu * placement.max_replicas)
+    where = f"pool {pool.name} in {region.name}"
+    if lam > 0 and rho >= 1:
+        problems.append(
+            PlanViolation(
+                "stability",
+                f"{where}: lambda={lam:.1f} req/s >= mu={mu * placement.max_replicas:.1f} req/s at max_replicas="
+                f"{placement.max_replicas} (rho={rho:.2f}); the queue grows by {lam - mu * placement.max_replicas:.1f} "
+                f"req/s. Raise max_replicas to at least {needed}",
+                region.name,
+                pool.name,
+            )
+        )
+    elif needed > placement.max_replicas:
+        problems.append(
+            PlanViolation(
+                "capacity",
+                f"{where}: needs {needed} replicas to meet its SLOs at rho <= {pool.autoscaling.target_utilization} "
+                f"but max_replicas={placement.max_replicas}; raise max_replicas to {needed}",
+                region.name,
+                pool.name,
+            )
+        )
+    for cls, pred in at_max[2].items():
+        slo = pred.slo_ttft_p95_ms
+        if slo is None or pred.rps <= 0 or pred.ttft_p95_ms <= slo or rho >= 1:
+            continue
+        if needed > placement.max_replicas:
+            fix = f"raise max_replicas to {needed}"
+        else:  # queueing is not the cause: prefill of a P95 prompt alone is too slow here
+            fix = "queueing is not the cause: use a faster GPU, a higher tensor_parallel, or relax the SLO"
+        problems.append(
+            PlanViolation(
+                "slo",
+                f"{where}: class {cls} P95 TTFT {pred.ttft_p95_ms:.0f} ms exceeds its SLO of {slo:.0f} ms at "
+                f"max_replicas={placement.max_replicas}; {fix}",
+                region.name,
+                pool.name,
+            )
+        )
+    nodes_needed = cap.nodes_needed(needed, pool.gpus_per_replica, node.gpus)
+    nodes_max = cap.nodes_needed(placement.max_replicas, pool.gpus_per_replica, node.gpus)
+    price = spec.instance_price(node.name)
+    tokens_per_s = lam * (shape.prompt_tokens + shape.output_tokens)
+    provider_name, provider_price = _provider_price(spec, pool, shape)
+    wait, itl, preds = at_max
+    return (
+        PoolPlan(
+            region=region.name,
+            jurisdiction=region.jurisdiction.value,
+            name=pool.name,
+            tier=pool.tier.value,
+            isolation=pool.isolation.value,
+            gpu=pool.gpu,
+            instance_type=node.name,
+            tp=pool.tensor_parallel,
+            pp=pool.pipeline_parallel,
+            gpus_per_replica=pool.gpus_per_replica,
+            weights_gib=mem.weights / GIB,
+            kv_gib=max(mem.kv_available, 0.0) / GIB,
+            kv_tokens=mem.kv_tokens,
+            kv_bytes_per_token=mem.kv_bytes_per_token,
+            batch_slots=slots,
+            arrival_rps=lam,
+            service_rps_per_replica=mu,
+            min_replicas=placement.min_replicas,
+            max_replicas=placement.max_replicas,
+            replicas_needed=needed,
+            utilization=rho,
+            queue_wait_mean_ms=wait.mean_s * 1000,
+            queue_wait_p95_ms=wait.p95_s * 1000,
+            itl_p50_ms=itl[0] * 1000,
+            itl_p95_ms=itl[1] * 1000,
+            classes=preds,
+            nodes_needed=nodes_needed,
+            nodes_max=nodes_max,
+            gpus_needed=nodes_needed * node.gpus,
+            gpus_max=nodes_max * node.gpus,
+            usd_per_hour=nodes_needed * price,
+            usd_per_hour_max=nodes_max * price,
+            usd_per_million_tokens=cap.usd_per_million_tokens(nodes_needed * price, tokens_per_s),
+            provider_usd_per_million_tokens=provider_price,
+            provider=provider_name,
+        ),
+        problems,
+    )
+
+
+def _prefix_kept(spec: PlatformSpec, pool: Pool) -> float:
+    """Share of prompt tokens that still need prefill after engine prefix-cache hits."""
+    if pool.engine.enable_prefix_caching and spec.cache.prefix.enabled:
+        return 1 - spec.cache.prefix.expected_hit_rate
+    return 1.0
+
+
+Predictions = tuple[cap.QueueWait, tuple[float, float], dict[str, ClassPrediction]]
+
+
+def _predict(
+    spec: PlatformSpec,
+    pool: Pool,
+    model: cap.ReplicaModel,
+    mem: cap.MemoryPlan,
+    shape: cap.RequestShape,
+    per_class: dict[WorkloadClass, float],
+    lam: float,
+    mu: float,
+    slots: int,
+    replicas: int,
+    prefix_kept: float,
+) -> Predictions:
+    """Queueing and latency at ``replicas`` replicas under arrival rate ``lam``."""
+    servers = replicas * slots
+    wait = cap.queue_wait(lam, mu / slots, servers) if lam > 0 else cap.QueueWait(0, 0, 0, 0)
+    lam_rep = lam / replicas if replicas else math.inf
+    encoder = model.arch.kind is ModelKind.ENCODER
+    context = shape.prompt_tokens + shape.output_tokens / 2
+    per_token = cap.prefill_seconds_per_token(model, context=int(shape.prompt_tokens / 2))
+    prefill_share = min(0.95, lam_rep * shape.prompt_tokens * prefix_kept * per_token / model.pp)
+    batch = 1.0
+    itl = 0.0
+    for _ in range(30):  # Little's law fixed point: batch = lambda_rep x time in the batch
+        itl = cap.inter_token_seconds(model, max(1, math.ceil(batch)), mean_context=context) / (1 - prefill_share)
+        in_batch = cap.prefill_seconds(model, int(shape.prompt_tokens * prefix_kept)) + shape.output_tokens * itl
+        batch = min(float(slots), max(1.0, lam_rep * in_batch))
+    itl_p50 = 0.0 if encoder else itl
+    chunk = 0
+    if prefill_share > PREFILL_INTERFERENCE_SHARE:
+        chunk = max(0, pool.engine.max_num_batched_tokens - math.ceil(batch))
+    itl_p95 = 0.0 if encoder else itl_p50 + min(chunk, shape.prompt_tokens) * per_token
+    preds: dict[str, ClassPrediction] = {}
+    for cls in pool.classes:
+        cs = spec.workload_classes.get(cls)
+        if cs is None:
+            continue
+        p50_prompt = int(cs.prompt_tokens.quantile(0.5) * prefix_kept)
+        p95_prompt = int(cs.prompt_tokens.quantile(0.95) * prefix_kept)
+        if encoder:
+            p50_prompt = min(p50_prompt, model.arch.max_position_embeddings)
+            p95_prompt = min(p95_prompt, model.arch.max_position_embeddings)
+        ttft50 = wait.p50_s + cap.prefill_seconds(model, p50_prompt) + itl_p50
+        ttft95 = wait.p95_s + cap.prefill_seconds(model, p95_prompt) + itl_p95
+        longest = cs.prompt_tokens.max + (0 if encoder else cs.output_tokens.max)
+        preds[cls.value] = ClassPrediction(
+            ttft_p50_ms=ttft50 * 1000,
+            ttft_p95_ms=ttft95 * 1000,
+            e2e_p95_ms=cap.e2e_seconds(ttft95, itl_p50, int(cs.output_tokens.quantile(0.95))) * 1000,
+            max_concurrency=cap.max_concurrency(mem.kv_tokens, longest) if mem.kv_tokens else float(slots),
+            slo_ttft_p95_ms=cs.ttft_p95_ms,
+            rps=per_class.get(cls, 0.0),
+        )
+    return wait, (itl_p50, itl_p95), preds
+
+
+def _replicas_needed(
+    spec: PlatformSpec,
+    pool: Pool,
+    model: cap.ReplicaModel,
+    mem: cap.MemoryPlan,
+    shape: cap.RequestShape,
+    per_class: dict[WorkloadClass, float],
+    lam: float,
+    mu: float,
+    slots: int,
+    prefix_kept: float,
+    floor: int,
+) -> int:
+    """Fewest replicas with rho <= target and every loaded class within its TTFT SLO."""
+    if lam <= 0:
+        return floor
+    n = max(floor, 1, math.ceil(lam / (mu * pool.autoscaling.target_utilization)))
+    while n < MAX_REPLICAS_SEARCHED:
+        wait, _, preds = _predict(spec, pool, model, mem, shape, per_class, lam, mu, slots, n, prefix_kept)
+        late = [p for p in preds.values() if p.rps > 0 and p.slo_ttft_p95_ms and p.ttft_p95_ms > p.slo_ttft_p95_ms]
+        if not late:
+            return n
+        # Once waits are ~0 a missed SLO is the pool's speed, which more replicas cannot fix.
+        if wait.p95_s == 0:
+            return n
+        n = max(n + 1, math.ceil(n * 1.1))
+    return n
+
+
+def _provider_price(spec: PlatformSpec, pool: Pool, shape: cap.RequestShape) -> tuple[str | None, float | None]:
+    """The first provider on the tier's fallback chain, priced for the pool's request mix."""
+    for target in spec.routing.fallbacks.get(pool.tier, []):
+        provider = spec.provider(target)
+        if provider is not None and pool.tier in provider.models:
+            m = provider.models[pool.tier]
+            return provider.name, cap.blended_price_per_million(m.input_usd_per_1m, m.output_usd_per_1m, shape)
+    return None, None
+
+
+def _region_checks(spec: PlatformSpec, result: Plan) -> list[PlanViolation]:
+    problems: list[PlanViolation] = []
+    for region in spec.regions:
+        if region.gpu_quota is None:
+            continue
+        used = sum(p.gpus_max for p in result.pools if p.region == region.name)
+        if used > region.gpu_quota:
+            problems.append(
+                PlanViolation(
+                    "quota",
+                    f"region {region.name}: {used} GPUs at max replicas exceed gpu_quota={region.gpu_quota}; request a "
+                    "service-quota increase or lower max_replicas",
+                    region.name,
+                )
+            )
+    spend = sum(p.usd_per_hour_max for p in result.pools)
+    if spend > spec.budget.max_usd_per_hour:
+        problems.append(
+            PlanViolation(
+                "budget",
+                f"${spend:,.0f}/h at max replicas exceeds budget.max_usd_per_hour=${spec.budget.max_usd_per_hour:,.0f}; "
+                "lower max_replicas, route more to the small tier, or raise the cap",
+            )
+        )
+    return problems
+
+
+def _dr_checks(spec: PlatformSpec, result: Plan) -> list[PlanViolation]:
+    """Advisory: can each DR secondary carry its primary's peak for critical pools?"""
+    if spec.dr is None:
+        return []
+    warnings: list[PlanViolation] = []
+    by_key = {(p.region, p.name): p for p in result.pools}
+    for primary, secondary in spec.dr.secondaries.items():
+        for (region, name), pp in by_key.items():
+            if region != primary or not spec.pool(name).critical:
+                continue
+            standby = by_key.get((secondary, name))
+            if standby is None:
+                warnings.append(
+                    PlanViolation("dr", f"critical pool {name} runs in {primary} but not in its DR region {secondary}", primary, name)
+                )
+            elif standby.service_rps < pp.arrival_rps:
+                share = standby.service_rps / pp.arrival_rps
+                warnings.append(
+                    PlanViolation(
+                        "dr",
+                        f"DR region {secondary} can carry {share:.0%} of {primary}'s peak for {name} at max_replicas="
+                        f"{standby.max_replicas}; raise it to {math.ceil(pp.arrival_rps / standby.service_rps_per_replica)}",
+                        secondary,
+                        name,
+                    )
+                )
+    return warnings

@@ -1,0 +1,148 @@
+"""Human (rich) and machine (JSON) views of plans and sizes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from tokenplane.catalog import GIB
+from tokenplane.planner import Plan, PoolPlan
+from tokenplane.sizing import SizeResult
+
+
+def _num(value: float, digits: int = 1) -> str:
+    if not math.isfinite(value):
+        return "∞"
+    return f"{value:,.{digits}f}"
+
+
+def _ms(value: float) -> str:
+    return _num(value, 0) if value >= 10 or not math.isfinite(value) else _num(value, 1)
+
+
+def plan_json(result: Plan) -> dict[str, Any]:
+    return {
+        "summary": result.summary(),
+        "pools": [_pool_json(p) for p in result.pools],
+        "providers": [asdict(s) | {"cls": s.cls.value, "tier": s.tier.value} for s in result.spills],
+        "violations": [asdict(v) for v in result.violations],
+        "warnings": [asdict(w) for w in result.warnings],
+    }
+
+
+def _pool_json(p: PoolPlan) -> dict[str, Any]:
+    out = asdict(p)
+    out["ttft_p95_ms"] = p.ttft_p95_ms
+    out["service_rps"] = p.service_rps
+    return out
+
+
+def _table(title: str, columns: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, title_justify="left", expand=False)
+    for column, justify in columns:
+        table.add_column(column, justify="right" if justify == "r" else "left")
+    return table
+
+
+def _capacity_table(region: str, pools: list[PoolPlan]) -> Table:
+    table = _table(
+        f"region {region} ({pools[0].jurisdiction}): memory and latency at peak",
+        [("pool", "l"), ("GPUs", "l"), ("weights/KV GiB", "r"), ("KV tokens", "r"), ("max conc.", "l"),
+         ("TTFT p50/p95 ms", "r"), ("ITL p50/p95 ms", "r")],
+    )
+    for p in pools:
+        ttft50 = max((c.ttft_p50_ms for c in p.classes.values()), default=0.0)
+        table.add_row(
+            f"{p.name}\n[dim]{p.tier}/{p.isolation}[/]",
+            f"{p.gpu} x{p.gpus_per_replica}\n[dim]TP{p.tp} PP{p.pp}[/]",
+            f"{p.weights_gib:.1f}/{p.kv_gib:.1f}",
+            f"{p.kv_tokens:,}",
+            " ".join(f"{c}:{_num(v.max_concurrency, 0)}" for c, v in p.classes.items()),
+            f"{_ms(ttft50)}/{_ms(p.ttft_p95_ms)}",
+            f"{_ms(p.itl_p50_ms)}/{_ms(p.itl_p95_ms)}",
+        )
+    return table
+
+
+def _load_table(region: str, pools: list[PoolPlan]) -> Table:
+    table = _table(
+        f"region {region}: queue and cost at peak",
+        [("pool", "l"), ("λ req/s", "r"), ("μ req/s", "r"), ("ρ", "r"), ("wait p95 ms", "r"),
+         ("replicas need/min/max", "r"), ("$/h", "r"), ("$/1M tok (provider)", "r")],
+    )
+    for p in pools:
+        provider = f" ({_num(p.provider_usd_per_million_tokens, 2)})" if p.provider_usd_per_million_tokens else ""
+        style = "red" if p.utilization >= 1 else ("yellow" if p.utilization > 0.85 else "")
+        rho = _num(p.utilization, 2)
+        table.add_row(
+            p.name,
+            _num(p.arrival_rps, 2),
+            _num(p.service_rps, 1),
+            f"[{style}]{rho}[/]" if style else rho,
+            _ms(p.queue_wait_p95_ms),
+            f"{p.replicas_needed}/{p.min_replicas}/{p.max_replicas}",
+            _num(p.usd_per_hour, 2),
+            f"{_num(p.usd_per_million_tokens, 3)}{provider}",
+        )
+    return table
+
+
+def print_plan(result: Plan, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
+    regions: dict[str, list[PoolPlan]] = {}
+    for pool in result.pools:
+        regions.setdefault(pool.region, []).append(pool)
+    for region, pools in regions.items():
+        console.print(_capacity_table(region, pools))
+        console.print(_load_table(region, pools))
+    if result.spills:
+        spill = Table(title="traffic to external providers", title_justify="left")
+        for column in ("region", "class", "tier", "provider", "req/s"):
+            spill.add_column(column)
+        for s in result.spills:
+            spill.add_row(s.region, s.cls.value, s.tier.value, s.provider, _num(s.rps, 2))
+        console.print(spill)
+    summary = result.summary()
+    console.print(
+        f"[bold]{summary['platform']}[/]: {summary['pools']} pools in {summary['regions']} regions; "
+        f"{summary['gpus_needed']} GPUs needed at peak ({summary['gpus_max']} at max replicas); "
+        f"${summary['usd_per_hour']:,.2f}/h at peak, ${summary['usd_per_hour_max']:,.2f}/h at max "
+        f"(budget ${summary['budget_usd_per_hour']:,.2f}/h); highest ρ {summary['max_utilization']}"
+    )
+    for w in result.warnings:
+        console.print(f"[yellow]warning[/] [{w.kind}] {w.message}")
+    for v in result.violations:
+        console.print(f"[red]violation[/] [{v.kind}] {v.message}")
+    console.print("[green]plan ok[/]" if result.ok else f"[red]{len(result.violations)} violation(s)[/]")
+
+
+def print_size(result: SizeResult, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
+    r, m = result.request, result.memory
+    table = Table(title=f"{r.model_name} on {r.gpu.name}, TP={r.tp} PP={r.pp}", title_justify="left", show_header=False)
+    table.add_column("item")
+    table.add_column("value", justify="right")
+    rows = [
+        ("parameters", f"{r.arch.params_total / 1e9:,.2f} B ({r.arch.params_active / 1e9:,.2f} B active)"),
+        ("quantization / KV dtype", f"{r.quantization.value} / {r.kv_cache_dtype.value}"),
+        ("GPU memory (as CUDA reports)", f"{m.gpu_total / GIB:.2f} GiB"),
+        (f"budget x {r.gpu_memory_utilization}", f"{m.budget / GIB:.2f} GiB"),
+        ("weights per GPU", f"{m.weights / GIB:.2f} GiB"),
+        (f"activation peak ({r.max_num_batched_tokens} tokens, {r.max_num_seqs} seqs)", f"{m.activation / GIB:.2f} GiB"),
+        ("non-torch overhead", f"{m.non_torch / GIB:.2f} GiB"),
+        ("KV cache per GPU", f"{m.kv_available / GIB:.2f} GiB"),
+        ("KV bytes per token (model / per GPU)", f"{result.kv_bytes_per_token:,} / {m.kv_bytes_per_token:,}"),
+        ("KV cache", f"{m.kv_blocks:,} blocks = {m.kv_tokens:,} tokens"),
+        (f"max concurrency at {r.max_model_len:,} tokens", f"{result.max_concurrency:.2f}x"),
+    ]
+    for item, value in rows:
+        table.add_row(item, value)
+    console.print(table)
+    if result.fits:
+        console.print("[green]fits[/]")
+    else:
+        console.print(f"[red]does not fit:[/] {result.reason}")

@@ -1,0 +1,181 @@
+"""``tokenplane size``: one replica's VRAM and KV cache, as vLLM reports it at startup.
+
+The reference's "calculate GPU VRAM and KV cache capacity" as a function: the
+CLI parses flags into a ``SizeRequest``, ``size_replica`` computes, and the
+report module prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tokenplane import capacity as cap
+from tokenplane.architecture import Architecture, ModelKind, from_hf_config
+from tokenplane.catalog import GIB, Gpu, gpu, model_preset
+from tokenplane.errors import SpecError
+
+E = TypeVar("E", cap.Quantization, cap.KvCacheDtype)
+
+
+@dataclass(frozen=True)
+class SizeRequest:
+    model_name: str
+    arch: Architecture
+    gpu: Gpu
+    tp: int
+    pp: int
+    quantization: cap.Quantization
+    kv_cache_dtype: cap.KvCacheDtype
+    gpu_memory_utilization: float
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+    @classmethod
+    def from_cli(
+        cls,
+        *,
+        model: str | None,
+        hf_config: Path | None,
+        gpu: str | None,
+        gpu_memory_gib: float | None,
+        tp: int,
+        pp: int,
+        quantization: str,
+        kv_cache_dtype: str,
+        gpu_memory_utilization: float,
+        max_model_len: int | None,
+        max_num_batched_tokens: int,
+        max_num_seqs: int,
+    ) -> SizeRequest:
+        """Validate flags; every error names the flag, the value and what is allowed."""
+        if (model is None) == (hf_config is None):
+            raise SpecError("give exactly one of --model PRESET or --hf-config PATH")
+        if hf_config is not None:
+            arch, name = from_hf_config(hf_config), str(hf_config)
+        else:
+            preset = model_preset(model or "")
+            arch, name = preset.architecture, preset.name
+        device = _device(gpu, gpu_memory_gib)
+        for flag, value in (("--tp", tp), ("--pp", pp), ("--max-num-batched-tokens", max_num_batched_tokens),
+                            ("--max-num-seqs", max_num_seqs)):
+            if value < 1:
+                raise SpecError(f"{flag}={value} must be at least 1")
+        if not 0.05 < gpu_memory_utilization <= 0.99:
+            raise SpecError(f"--gpu-memory-utilization={gpu_memory_utilization} must be in (0.05, 0.99]")
+        if arch.num_attention_heads % tp:
+            raise SpecError(f"--tp={tp} must divide num_attention_heads={arch.num_attention_heads} of {name}")
+        length = max_model_len or arch.max_position_embeddings
+        if length < 1 or length > arch.max_position_embeddings:
+            raise SpecError(
+                f"--max-model-len={length} must be between 1 and {name}'s max_position_embeddings="
+                f"{arch.max_position_embeddings}"
+            )
+        return cls(
+            model_name=name,
+            arch=arch,
+            gpu=device,
+            tp=tp,
+            pp=pp,
+            quantization=_enum(cap.Quantization, quantization, "--quantization"),
+            kv_cache_dtype=_enum(cap.KvCacheDtype, kv_cache_dtype, "--kv-cache-dtype"),
+            gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=length,
+            max_num_batched_tokens=max_num_batched_tokens,
+            max_num_seqs=max_num_seqs,
+        )
+
+
+def _device(name: str | None, memory_gib: float | None) -> Gpu:
+    if (name is None) == (memory_gib is None):
+        raise SpecError("give exactly one of --gpu NAME or --gpu-memory-gib X")
+    if name is not None:
+        return gpu(name)
+    if memory_gib is None or memory_gib <= 0:
+        raise SpecError(f"--gpu-memory-gib={memory_gib} must be positive")
+    # A GPU known only by its memory: rates are unknown, and size reports memory alone.
+    return Gpu(f"{memory_gib:g} GiB GPU", memory_gib, 0.0, 0.0, None)
+
+
+def _enum(kind: type[E], value: str, flag: str) -> E:
+    try:
+        return kind(value.lower())
+    except ValueError as e:
+        allowed = ", ".join(m.value for m in kind)
+        raise SpecError(f"{flag}={value!r} is not one of {allowed}") from e
+
+
+@dataclass(frozen=True)
+class SizeResult:
+    request: SizeRequest
+    memory: cap.MemoryPlan
+    kv_bytes_per_token: int  # the model's, unsharded
+    max_concurrency: float
+    fits: bool
+    reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        r, m = self.request, self.memory
+        out: dict[str, Any] = {
+            "model": r.model_name,
+            "gpu": r.gpu.name,
+            "tp": r.tp,
+            "pp": r.pp,
+            "quantization": r.quantization.value,
+            "kv_cache_dtype": r.kv_cache_dtype.value,
+            "params_billion": round(r.arch.params_total / 1e9, 3),
+            "gpu_total_gib": round(m.gpu_total / GIB, 3),
+            "budget_gib": round(m.budget / GIB, 3),
+            "weights_gib": round(m.weights * r.tp * r.pp / GIB, 3),
+            "weights_per_gpu_gib": round(m.weights / GIB, 3),
+            "activation_gib": round(m.activation / GIB, 3),
+            "non_torch_gib": round(m.non_torch / GIB, 3),
+            "kv_cache_gib_per_gpu": round(max(m.kv_available, 0.0) / GIB, 3),
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "kv_bytes_per_token_per_gpu": m.kv_bytes_per_token,
+            "kv_cache_blocks": m.kv_blocks,
+            "kv_cache_tokens": m.kv_tokens,
+            "max_model_len": r.max_model_len,
+            "max_concurrency": round(self.max_concurrency, 3),
+            "fits": self.fits,
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+def size_replica(request: SizeRequest) -> SizeResult:
+    r = request
+    mem = cap.replica_memory(
+        r.arch,
+        r.gpu,
+        tp=r.tp,
+        pp=r.pp,
+        quantization=r.quantization,
+        kv_cache_dtype=r.kv_cache_dtype,
+        gpu_memory_utilization=r.gpu_memory_utilization,
+        max_num_batched_tokens=r.max_num_batched_tokens,
+        max_num_seqs=r.max_num_seqs,
+    )
+    encoder = r.arch.kind is ModelKind.ENCODER
+    fits = mem.fits if encoder else mem.fits_sequence(r.max_model_len)
+    reason = None
+    if not fits:
+        missing = -mem.kv_available if encoder else mem.missing_bytes_for(r.max_model_len)
+        reason = (
+            f"weights {mem.weights / GIB:.2f} GiB + activations {mem.activation / GIB:.2f} GiB + overhead "
+            f"{mem.non_torch / GIB:.2f} GiB per GPU leave {mem.kv_available / GIB:.2f} GiB of the {mem.budget / GIB:.2f} "
+            f"GiB budget; one {r.max_model_len}-token sequence needs {missing / GIB:.2f} GiB more per GPU "
+            "(raise --tp, use a larger GPU, quantize, or lower --max-model-len)"
+        )
+    concurrency = cap.max_concurrency(mem.kv_tokens, r.max_model_len) if not encoder else float(r.max_num_seqs)
+    return SizeResult(
+        request=r,
+        memory=mem,
+        kv_bytes_per_token=cap.kv_bytes_per_token(r.arch, r.kv_cache_dtype),
+        max_concurrency=concurrency,
+        fits=fits,
+        reason=reason,
+    )

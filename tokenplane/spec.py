@@ -1,0 +1,615 @@
+"""The platform spec: one typed document from which everything else is derived.
+
+Every model forbids unknown keys, so a typo fails loudly instead of being
+ignored. Rules that involve one model live on it; rules that cross parts of
+the spec (references, memory fit, residency, DR) live in
+``tokenplane.spec_rules`` and run from ``PlatformSpec``'s model validator, which
+reports every violation at once, each with its field path.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tokenplane.architecture import Architecture, ModelKind
+from tokenplane.capacity import KvCacheDtype, Quantization
+from tokenplane.catalog import canonical_gpu_name, instance_type, model_preset
+from tokenplane.errors import CatalogError
+
+Name = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")]
+"""A DNS-label-safe name: it becomes part of cloud and Kubernetes resource names."""
+
+Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+SECRET_REF = re.compile(r"^(aws-sm|k8s|env|vault)://[A-Za-z0-9_./:-]+$")
+
+
+class Model(BaseModel):
+    """Base for every spec model: unknown keys are errors, values are re-validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_enum_values=False)
+
+
+class Environment(StrEnum):
+    DEV = "dev"
+    STAGING = "staging"
+    PROD = "prod"
+
+
+class Jurisdiction(StrEnum):
+    US = "US"
+    EU = "EU"
+    UK = "UK"
+    APAC = "APAC"
+    CA = "CA"
+
+
+class RegionRole(StrEnum):
+    PRIMARY = "primary"
+    DR = "dr"
+
+
+class Tier(StrEnum):
+    SMALL = "small"
+    MEDIUM = "medium"
+    LARGE = "large"
+
+
+class Isolation(StrEnum):
+    """Which traffic a pool is dedicated to, so that batch never stalls interactive."""
+
+    INTERACTIVE = "interactive"
+    BATCH = "batch"
+    LONG_CONTEXT = "long-context"
+    EMBEDDING = "embedding"
+    FINE_TUNE = "fine-tune"
+
+
+class WorkloadClass(StrEnum):
+    """The reference's four scheduling classes."""
+
+    A = "A"  # short interactive
+    B = "B"  # medium reasoning / RAG
+    C = "C"  # long-context analysis
+    D = "D"  # background batch
+
+
+class Priority(StrEnum):
+    CRITICAL = "critical"
+    HIGH = "high"
+    NORMAL = "normal"
+    BATCH = "batch"
+
+
+def secret_ref(value: str) -> str:
+    """Secrets are referenced, never written inline (``aws-sm://path``, ``k8s://ns/name/key``, ``env://VAR``)."""
+    if not SECRET_REF.match(value):
+        raise ValueError(
+            f"{value[:6]!r}... is not a secret reference; write aws-sm://<path>, k8s://<namespace>/<name>/<key>, "
+            "env://<VAR> or vault://<path>, and keep the secret itself out of the spec"
+        )
+    return value
+
+
+SecretRef = Annotated[str, Field(description="aws-sm://, k8s://, env:// or vault:// reference")]
+
+
+# --- platform ---------------------------------------------------------------------------------
+
+
+class Platform(Model):
+    name: Name
+    environment: Environment = Environment.PROD
+    peak_rps: float = Field(gt=0, description="Peak requests per second across all regions")
+    availability_target: float = Field(default=0.999, gt=0, lt=1)
+    kubernetes_version: str = Field(default="1.31", pattern=r"^1\.\d+$")
+    domain: str = Field(default="llm.example.com", pattern=r"^[a-z0-9.-]+$")
+
+
+class Budget(Model):
+    max_usd_per_hour: float = Field(gt=0, description="Cap on the platform's $/h at configured maximum replicas")
+    monthly_usd: float | None = Field(default=None, gt=0)
+    alert_at: Fraction = 0.8
+
+
+class Pricing(Model):
+    """Overrides for catalog prices: reserved instances, savings plans, negotiated rates."""
+
+    instances: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("instances")
+    @classmethod
+    def _known_instances(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, price in value.items():
+            instance_type(name)
+            if price <= 0:
+                raise ValueError(f"price for {name} must be positive, got {price}")
+        return value
+
+
+# --- regions ----------------------------------------------------------------------------------
+
+
+class Placement(Model):
+    """A pool deployed in a region, with its autoscaling bounds there."""
+
+    pool: Name
+    min_replicas: int = Field(ge=0)
+    max_replicas: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Placement:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(
+                f"min_replicas={self.min_replicas} exceeds max_replicas={self.max_replicas}; "
+                f"raise max_replicas to at least {self.min_replicas} or lower min_replicas"
+            )
+        return self
+
+
+class Region(Model):
+    name: Name
+    cloud_region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$", description="AWS region, e.g. eu-west-1")
+    azs: list[str] = Field(min_length=1, description="Availability zones, e.g. eu-west-1a")
+    jurisdiction: Jurisdiction
+    role: RegionRole = RegionRole.PRIMARY
+    traffic_share: Fraction = Field(default=0.0, description="Share of platform peak RPS this region takes")
+    gpu_quota: int | None = Field(default=None, ge=0, description="GPUs the account may run here")
+    pools: list[Placement] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _azs_in_region(self) -> Region:
+        for az in self.azs:
+            if not re.fullmatch(re.escape(self.cloud_region) + r"[a-z]", az):
+                raise ValueError(
+                    f"AZ {az!r} is not in {self.cloud_region}; AZ names are the region plus a letter, "
+                    f"e.g. {self.cloud_region}a"
+                )
+        if len(set(self.azs)) != len(self.azs):
+            raise ValueError(f"azs lists a zone twice: {self.azs}")
+        return self
+
+
+# --- model registry ---------------------------------------------------------------------------
+
+
+class Scorecard(Model):
+    uri: str
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+
+class RegistryModel(Model):
+    """An immutable, versioned model artifact (``business-model-v2``)."""
+
+    name: Name
+    version: str = Field(pattern=r"^v\d+(\.\d+)*$")
+    preset: str | None = Field(default=None, description="Catalog preset for the architecture")
+    architecture: Architecture | None = None
+    uri: str = Field(pattern=r"^(s3|gs|hf|file)://.+", description="Where the weights live")
+    local_path: str | None = Field(default=None, description="Weights on local disk, for --engine vllm")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    tokenizer: str
+    quantization: Quantization = Quantization.BF16
+    prompt_contract: str = Field(description="Name and version of the prompt template contract")
+    eval_scorecard: Scorecard | None = None
+
+    @model_validator(mode="after")
+    def _one_architecture(self) -> RegistryModel:
+        if (self.preset is None) == (self.architecture is None):
+            raise ValueError("give exactly one of preset (a catalog name) or architecture (explicit shapes)")
+        if self.preset is not None:
+            model_preset(self.preset)
+        return self
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}-{self.version}"
+
+    def resolved_architecture(self) -> Architecture:
+        if self.architecture is not None:
+            return self.architecture
+        return model_preset(self.preset or "").architecture
+
+
+# --- pools ------------------------------------------------------------------------------------
+
+
+class SpeculativeMethod(StrEnum):
+    NGRAM = "ngram"
+    DRAFT = "draft"
+    EAGLE = "eagle"
+
+
+class Speculative(Model):
+    method: SpeculativeMethod
+    draft_model: Name | None = Field(default=None, description="Registry model name, for method=draft")
+    num_speculative_tokens: int = Field(ge=1, le=16)
+    acceptance_rate: Fraction = Field(default=0.7, description="Expected per-token acceptance, for planning")
+
+    @model_validator(mode="after")
+    def _draft_named(self) -> Speculative:
+        if (self.method is SpeculativeMethod.DRAFT) != (self.draft_model is not None):
+            raise ValueError("draft_model is required for method=draft and only allowed there")
+        return self
+
+
+class EngineArgs(Model):
+    """vLLM engine arguments; defaults are vLLM's V1 defaults for online serving."""
+
+    max_num_seqs: int = Field(default=256, ge=1)
+    max_num_batched_tokens: int = Field(default=8192, ge=16)
+    max_model_len: int = Field(default=8192, ge=16)
+    gpu_memory_utilization: float = Field(default=0.9, gt=0.05, le=0.99)
+    enable_prefix_caching: bool = True
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
+    speculative: Speculative | None = None
+
+
+class Signals(Model):
+    """Composite scale-out triggers: any one firing adds replicas.
+
+    GPU utilization alone is not a signal here: a GPU can sit at 60% compute
+    with its KV cache full and its queue backed up.
+    """
+
+    queue_wait_ms: float | None = Field(default=500, gt=0)
+    kv_cache_usage: Fraction | None = 0.85
+    ttft_p95_ms: float | None = Field(default=800, gt=0)
+    gpu_utilization: Fraction | None = None
+
+    @model_validator(mode="after")
+    def _composite(self) -> Signals:
+        if self.queue_wait_ms is None and self.kv_cache_usage is None and self.ttft_p95_ms is None:
+            raise ValueError(
+                "set at least one of queue_wait_ms, kv_cache_usage or ttft_p95_ms; "
+                "GPU utilization alone misses a full KV cache and a growing queue"
+            )
+        return self
+
+
+class ScheduledScale(Model):
+    """Predictive scaling: raise the floor before a known surge."""
+
+    cron: str = Field(pattern=r"^(\S+\s+){4}\S+$", description="Five-field cron, in the region's time zone")
+    min_replicas: int = Field(ge=0)
+    duration_minutes: int = Field(gt=0, le=1440)
+    timezone: str = "UTC"
+
+
+class Autoscaling(Model):
+    signals: Signals = Field(default_factory=Signals)
+    warm_pool: int = Field(default=0, ge=0, description="Nodes kept booted with weights on NVMe")
+    cold_start_seconds: float = Field(default=300, gt=0, description="Node boot + weight pull + engine start")
+    warm_start_seconds: float = Field(default=45, gt=0, description="Engine start with weights on NVMe")
+    scale_down_delay_seconds: float = Field(default=600, ge=0)
+    predictive: list[ScheduledScale] = Field(default_factory=list)
+    target_utilization: float = Field(default=0.8, gt=0, lt=1, description="Planner's rho target per pool")
+
+
+class Pool(Model):
+    name: Name
+    tier: Tier
+    isolation: Isolation = Isolation.INTERACTIVE
+    model: Name = Field(description="Registry model name")
+    gpu: str
+    instance_type: str | None = Field(default=None, description="Defaults to the catalog's node for the GPU")
+    tensor_parallel: int = Field(default=1, ge=1)
+    pipeline_parallel: int = Field(default=1, ge=1)
+    classes: list[WorkloadClass] = Field(min_length=1)
+    critical: bool = False
+    engine: EngineArgs = Field(default_factory=EngineArgs)
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling)
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, value: str) -> str:
+        return canonical_gpu_name(value)
+
+    @field_validator("instance_type")
+    @classmethod
+    def _known_instance(cls, value: str | None) -> str | None:
+        if value is not None:
+            instance_type(value)
+        return value
+
+    @model_validator(mode="after")
+    def _instance_matches_gpu(self) -> Pool:
+        if self.instance_type is not None:
+            it = instance_type(self.instance_type)
+            if it.gpu != self.gpu:
+                raise ValueError(
+                    f"instance_type {self.instance_type} carries {it.gpu}, not {self.gpu}; "
+                    "change gpu or pick an instance type with that GPU"
+                )
+        return self
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+
+# --- workload ---------------------------------------------------------------------------------
+
+
+class TokenRange(Model):
+    """Token counts, uniform between min and max for planning and simulation."""
+
+    min: int = Field(ge=1)
+    max: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TokenRange:
+        if self.min > self.max:
+            raise ValueError(f"min={self.min} exceeds max={self.max}; swap them")
+        return self
+
+    @property
+    def mean(self) -> float:
+        return (self.min + self.max) / 2
+
+    def quantile(self, q: float) -> float:
+        return self.min + q * (self.max - self.min)
+
+
+class ClassSpec(Model):
+    description: str = ""
+    share: Fraction = Field(description="Share of peak requests in this class")
+    prompt_tokens: TokenRange
+    output_tokens: TokenRange
+    ttft_p95_ms: float | None = Field(default=None, gt=0, description="SLO; None for batch")
+    e2e_p95_ms: float | None = Field(default=None, gt=0)
+    deadline_hours: float | None = Field(default=None, gt=0, description="Batch completion deadline")
+
+
+# --- tenants ----------------------------------------------------------------------------------
+
+
+class Tenant(Model):
+    name: Name
+    plan: str = Field(default="standard", pattern=r"^[a-z][a-z0-9-]*$")
+    residency: Jurisdiction | None = Field(default=None, description="Prompts never leave this jurisdiction")
+    priority: Priority = Priority.NORMAL
+    rpm: int = Field(gt=0)
+    tpm: int = Field(gt=0)
+    monthly_tokens: int | None = Field(default=None, gt=0)
+    monthly_usd: float | None = Field(default=None, gt=0)
+    allowed_tiers: list[Tier] = Field(default_factory=lambda: list(Tier), min_length=1)
+    api_key_secret: SecretRef
+
+    _check_secret = field_validator("api_key_secret")(classmethod(lambda cls, v: secret_ref(v)))
+
+
+# --- routing and providers --------------------------------------------------------------------
+
+
+class RuleMatch(Model):
+    classes: list[WorkloadClass] | None = None
+    task_types: list[str] | None = None
+    min_complexity: Fraction | None = None
+    min_context_tokens: int | None = Field(default=None, ge=0)
+    tenant_plans: list[str] | None = None
+    max_latency_slo_ms: float | None = Field(default=None, gt=0)
+
+
+class RoutingRule(Model):
+    name: Name
+    match: RuleMatch
+    tier: Tier
+
+
+class Routing(Model):
+    mix: dict[Tier, Fraction] = Field(description="Target share per tier, e.g. 70/20/10")
+    rules: list[RoutingRule] = Field(default_factory=list)
+    fallbacks: dict[Tier, list[Name]] = Field(
+        default_factory=dict, description="Per tier, tiers or provider names to try in order"
+    )
+
+
+class ProviderKind(StrEnum):
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    OPENAI_COMPATIBLE = "openai-compatible"
+
+
+class ProviderModel(Model):
+    model: str
+    input_usd_per_1m: float = Field(ge=0)
+    output_usd_per_1m: float = Field(ge=0)
+
+
+class ProviderLatency(Model):
+    ttft_ms: float = Field(default=500, gt=0)
+    tokens_per_second: float = Field(default=80, gt=0)
+
+
+class Provider(Model):
+    name: Name
+    kind: ProviderKind
+    base_url: str = Field(pattern=r"^https?://")
+    api_key_secret: SecretRef
+    jurisdictions: list[Jurisdiction] = Field(min_length=1, description="Where data sent to it may be processed")
+    models: dict[Tier, ProviderModel] = Field(min_length=1)
+    latency: ProviderLatency = Field(default_factory=ProviderLatency)
+
+    _check_secret = field_validator("api_key_secret")(classmethod(lambda cls, v: secret_ref(v)))
+
+
+# --- caches, queues, DR, observability --------------------------------------------------------
+
+
+class CacheLayer(Model):
+    enabled: bool = True
+    ttl_seconds: int = Field(default=3600, ge=0)
+    tenant_scoped: bool = True
+    expected_hit_rate: Fraction = 0.0
+
+
+class SemanticCache(CacheLayer):
+    similarity_threshold: float = Field(default=0.95, gt=0, le=1)
+    embedding_pool: Name | None = None
+    classes: list[WorkloadClass] = Field(default_factory=lambda: [WorkloadClass.A, WorkloadClass.B])
+
+
+class Caches(Model):
+    """The five layers, outermost first."""
+
+    edge: CacheLayer = Field(default_factory=lambda: CacheLayer(enabled=False, ttl_seconds=60))
+    exact: CacheLayer = Field(default_factory=CacheLayer)
+    semantic: SemanticCache = Field(default_factory=lambda: SemanticCache(enabled=False))
+    retrieval: CacheLayer = Field(default_factory=CacheLayer)
+    prefix: CacheLayer = Field(default_factory=lambda: CacheLayer(ttl_seconds=0, tenant_scoped=False))
+
+    @model_validator(mode="after")
+    def _tenant_scoped_outputs(self) -> Caches:
+        for layer in ("edge", "exact", "semantic"):
+            cache: CacheLayer = getattr(self, layer)
+            if cache.enabled and not cache.tenant_scoped:
+                raise ValueError(
+                    f"{layer}.tenant_scoped=false would serve one tenant's completion to another; set it to true"
+                )
+        return self
+
+
+class TopicPurpose(StrEnum):
+    BATCH = "batch"
+    USAGE = "usage"
+    AUDIT = "audit"
+
+
+class Topic(Model):
+    name: str = Field(pattern=r"^[a-zA-Z0-9._-]{1,249}$")
+    purpose: TopicPurpose
+    partitions: int = Field(default=12, ge=1)
+    replication_factor: int = Field(default=3, ge=1)
+    retention_hours: int = Field(default=168, ge=1)
+
+
+class PriorityLevel(Model):
+    max_queue_wait_ms: float = Field(gt=0)
+    shed_at_utilization: float = Field(gt=0, le=2.0, description="Shed this level when pool rho exceeds this")
+
+
+def _default_levels() -> dict[Priority, PriorityLevel]:
+    return {
+        Priority.CRITICAL: PriorityLevel(max_queue_wait_ms=2000, shed_at_utilization=1.0),
+        Priority.HIGH: PriorityLevel(max_queue_wait_ms=5000, shed_at_utilization=0.97),
+        Priority.NORMAL: PriorityLevel(max_queue_wait_ms=10000, shed_at_utilization=0.93),
+        Priority.BATCH: PriorityLevel(max_queue_wait_ms=3_600_000, shed_at_utilization=0.85),
+    }
+
+
+class Queues(Model):
+    topics: list[Topic] = Field(default_factory=list)
+    priorities: dict[Priority, PriorityLevel] = Field(default_factory=_default_levels)
+
+    @model_validator(mode="after")
+    def _levels_ordered(self) -> Queues:
+        order = [p for p in Priority if p in self.priorities]
+        sheds = [self.priorities[p].shed_at_utilization for p in order]
+        if sheds != sorted(sheds, reverse=True):
+            raise ValueError(
+                "shed_at_utilization must not rise as priority falls "
+                f"({', '.join(f'{p}={s}' for p, s in zip(order, sheds, strict=True))}); "
+                "lower priorities are shed first"
+            )
+        return self
+
+
+class ReplicatedArtifact(StrEnum):
+    WEIGHTS = "weights"
+    ROUTING_POLICIES = "routing_policies"
+    RATE_LIMIT_CONFIGS = "rate_limit_configs"
+    PROMPT_TEMPLATES = "prompt_templates"
+    TOOL_REGISTRIES = "tool_registries"
+    EVAL_DATASETS = "eval_datasets"
+    BILLING_LEDGERS = "billing_ledgers"
+
+
+class DisasterRecovery(Model):
+    rpo_minutes: float = Field(gt=0)
+    rto_minutes: float = Field(gt=0)
+    secondaries: dict[Name, Name] = Field(
+        default_factory=dict, description="Primary region name -> its DR region name"
+    )
+    replicate: list[ReplicatedArtifact] = Field(default_factory=lambda: list(ReplicatedArtifact))
+
+
+class Tracing(Model):
+    enabled: bool = True
+    sample_ratio: Fraction = 0.05
+
+
+class Logs(Model):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    retention_days: int = Field(default=30, ge=1)
+    redact_prompts: bool = True
+
+
+class Observability(Model):
+    scrape_interval_seconds: int = Field(default=15, ge=1)
+    metrics_retention_days: int = Field(default=15, ge=1)
+    dashboards: list[str] = Field(default_factory=lambda: ["vllm", "gateway", "cost"])
+    tracing: Tracing = Field(default_factory=Tracing)
+    logs: Logs = Field(default_factory=Logs)
+
+
+# --- the whole --------------------------------------------------------------------------------
+
+
+class PlatformSpec(Model):
+    """A whole LLM serving platform."""
+
+    platform: Platform
+    budget: Budget
+    pricing: Pricing = Field(default_factory=Pricing)
+    regions: list[Region] = Field(min_length=1)
+    models: list[RegistryModel] = Field(min_length=1)
+    pools: list[Pool] = Field(min_length=1)
+    workload_classes: dict[WorkloadClass, ClassSpec] = Field(min_length=1)
+    tenants: list[Tenant] = Field(default_factory=list)
+    routing: Routing
+    providers: list[Provider] = Field(default_factory=list)
+    cache: Caches = Field(default_factory=Caches)
+    queues: Queues = Field(default_factory=Queues)
+    dr: DisasterRecovery | None = None
+    observability: Observability = Field(default_factory=Observability)
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self) -> PlatformSpec:
+        from tokenplane.spec_rules import check  # the rules need the finished models
+
+        check(self)
+        return self
+
+    # Lookups the rest of the codebase shares, so that nobody re-derives them.
+
+    def pool(self, name: str) -> Pool:
+        return next(p for p in self.pools if p.name == name)
+
+    def region(self, name: str) -> Region:
+        return next(r for r in self.regions if r.name == name)
+
+    def model(self, name: str) -> RegistryModel:
+        return next(m for m in self.models if m.name == name)
+
+    def provider(self, name: str) -> Provider | None:
+        return next((p for p in self.providers if p.name == name), None)
+
+    def architecture(self, pool: Pool) -> Architecture:
+        return self.model(pool.model).resolved_architecture()
+
+    def instance_price(self, instance: str) -> float:
+        return self.pricing.instances.get(instance, instance_type(instance).usd_per_hour)
+
+    def is_embedding(self, pool: Pool) -> bool:
+        return self.architecture(pool).kind is ModelKind.ENCODER
+
+
+__all__ = [
+    "Architecture",
+    "CatalogError",
+    "PlatformSpec",
+]
