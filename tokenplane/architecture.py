@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -67,18 +68,12 @@ class Architecture(BaseModel):
                 "across an equal group of query heads)"
             )
         if self.num_experts and not self.experts_per_token:
-            raise ValueError(
-                f"num_experts={self.num_experts} needs experts_per_token >= 1 (the router's top-k)"
-            )
+            raise ValueError(f"num_experts={self.num_experts} needs experts_per_token >= 1 (the router's top-k)")
         if self.experts_per_token > self.num_experts:
-            raise ValueError(
-                f"experts_per_token={self.experts_per_token} exceeds num_experts={self.num_experts}"
-            )
+            raise ValueError(f"experts_per_token={self.experts_per_token} exceeds num_experts={self.num_experts}")
         mla = (self.kv_lora_rank, self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim)
         if any(v is not None for v in mla) and any(v is None for v in mla):
-            raise ValueError(
-                "MLA needs all of kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim"
-            )
+            raise ValueError("MLA needs all of kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
         return self
 
     @property
@@ -100,7 +95,7 @@ class Architecture(BaseModel):
             return self.num_attention_heads * (_req(self.qk_nope_head_dim) + _req(self.qk_rope_head_dim))
         return self.num_attention_heads * self.attention_head_dim
 
-    @property
+    @cached_property
     def embedding_params(self) -> int:
         """Input embedding plus an untied LM head; kept at 16 bits by weight-only quantizers."""
         if self.kind is ModelKind.ENCODER:
@@ -108,12 +103,12 @@ class Architecture(BaseModel):
         heads = 1 if self.tie_word_embeddings else 2
         return heads * self.vocab_size * self.hidden_size
 
-    @property
+    @cached_property
     def params_total(self) -> int:
         """Every weight, all experts included."""
         return self.embedding_params + self._body_params(active_only=False)
 
-    @property
+    @cached_property
     def params_active(self) -> int:
         """Weights one token touches: the routed top-k experts, not all of them."""
         return self.embedding_params + self._body_params(active_only=True)

@@ -438,7 +438,9 @@ def replica_service_seconds(model: ReplicaModel, shape: RequestShape, *, batch: 
     return cost / model.pp
 
 
-def replica_throughput(model: ReplicaModel, shape: RequestShape, *, batch: int, prefill_tokens: float | None = None) -> float:
+def replica_throughput(
+    model: ReplicaModel, shape: RequestShape, *, batch: int, prefill_tokens: float | None = None
+) -> float:
     """Requests per second one replica completes when its batch is full (its service rate mu)."""
     prefill = shape.prompt_tokens if prefill_tokens is None else prefill_tokens
     return 1.0 / replica_service_seconds(model, shape, batch=batch, prefill_tokens=prefill)
@@ -472,30 +474,30 @@ def utilization(arrival_rate: float, service_rate: float) -> float:
 def erlang_c(servers: int, offered_load: float) -> float:
     """Probability that an arrival waits in an M/M/c queue (Erlang C).
 
-    Computed from the Poisson pmf and CDF in log space, summing only the terms
-    that matter (within 12 standard deviations of the mode), so that pools with
-    tens of thousands of batch slots cost microseconds, not a loop over every slot.
+    Erlang B is the Poisson pmf at c over the CDF at c, computed in log space
+    and summing only the terms within 12 standard deviations of the mean, so a
+    pool with tens of thousands of batch slots costs ~1 ms, not a loop over every
+    slot, and tiny or huge loads neither overflow nor underflow.
     """
     c, a = servers, offered_load
     if c <= 0 or a >= c:
         return 1.0
     if a <= 0:
         return 0.0
-    log_pmf_c = c * math.log(a) - a - math.lgamma(c + 1)
+    log_pmf_c = _log_poisson(c, a)
     window = 12 * math.sqrt(a) + 20
     if c > a + window:
-        cdf = 1.0  # the mass beyond the mode's window is below double precision
+        log_cdf = 0.0  # the Poisson mass above c is below double precision
     else:
-        # Walk down from c: pmf(k-1) = pmf(k) * k / a, relative to pmf(c).
-        ratio_sum, term, k = 1.0, 1.0, c
-        lowest = max(0, int(a - window))
-        while k > lowest:
-            term *= k / a
-            ratio_sum += term
-            k -= 1
-        cdf = math.exp(log_pmf_c) * ratio_sum
-    erlang_b = min(1.0, math.exp(log_pmf_c) / cdf) if cdf > 0 else 1.0
+        logs = [_log_poisson(k, a) for k in range(max(0, int(a - window)), c + 1)]
+        top = max(logs)
+        log_cdf = top + math.log(math.fsum(math.exp(x - top) for x in logs))
+    erlang_b = math.exp(min(0.0, log_pmf_c - log_cdf))
     return c * erlang_b / (c - a * (1 - erlang_b))
+
+
+def _log_poisson(k: int, mean: float) -> float:
+    return k * math.log(mean) - mean - math.lgamma(k + 1)
 
 
 @dataclass(frozen=True)
@@ -529,7 +531,9 @@ def queue_wait(arrival_rate: float, server_rate: float, servers: int) -> QueueWa
 
 def nodes_needed(replicas: int, gpus_per_replica: int, gpus_per_node: int) -> int:
     """Nodes to host the replicas. A replica never spans nodes (TP needs NVLink)."""
-    per_node = max(1, gpus_per_node // gpus_per_replica)
+    if gpus_per_replica > gpus_per_node:
+        raise ValueError(f"a {gpus_per_replica}-GPU replica does not fit a {gpus_per_node}-GPU node")
+    per_node = gpus_per_node // gpus_per_replica
     return -(-replicas // per_node)
 
 

@@ -33,8 +33,10 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Emit machine-readable JS
 
 def _fail(message: str, code: int = 2) -> NoReturn:
     from rich.console import Console
+    from rich.text import Text
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {message}", markup=True)
+    # The message is plain text: a spec key like "[bold]" must print as itself, not as markup.
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text.assemble(("error: ", "bold red"), message))
     raise typer.Exit(code)
 
 
@@ -87,13 +89,17 @@ def size(
     model: Annotated[str | None, typer.Option(help="Catalog preset, e.g. llama-3.1-70b")] = None,
     hf_config: Annotated[Path | None, typer.Option("--hf-config", help="A Hugging Face config.json")] = None,
     gpu: Annotated[str | None, typer.Option(help="Catalog GPU, e.g. H100")] = None,
-    gpu_memory_gib: Annotated[float | None, typer.Option("--gpu-memory-gib", help="GPU memory instead of --gpu")] = None,
+    gpu_memory_gib: Annotated[
+        float | None, typer.Option("--gpu-memory-gib", help="GPU memory instead of --gpu")
+    ] = None,
     tp: Annotated[int, typer.Option(help="Tensor parallel size")] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline parallel size")] = 1,
     quantization: Annotated[str, typer.Option(help="bf16, fp16, fp8, int8, awq or gptq")] = "bf16",
     kv_cache_dtype: Annotated[str, typer.Option("--kv-cache-dtype", help="auto or fp8")] = "auto",
     gpu_memory_utilization: Annotated[float, typer.Option("--gpu-memory-utilization")] = 0.9,
-    max_model_len: Annotated[int | None, typer.Option("--max-model-len", help="Defaults to the model's maximum")] = None,
+    max_model_len: Annotated[
+        int | None, typer.Option("--max-model-len", help="Defaults to the model's maximum")
+    ] = None,
     max_num_batched_tokens: Annotated[int, typer.Option("--max-num-batched-tokens")] = 8192,
     max_num_seqs: Annotated[int, typer.Option("--max-num-seqs")] = 256,
     as_json: JsonFlag = False,

@@ -3,7 +3,7 @@
     TokenplaneError
     ├── SpecError            a spec, config.json or CLI value is invalid
     │   └── SpecLoadError    a spec file failed to load; carries every issue at once
-    └── CatalogError         a GPU, instance type or model preset is unknown
+    └── CatalogError         a GPU, instance type or model preset is unknown (also a ValueError)
 
 Every message names the offending key and value, says what is allowed, and
 how to fix it. The CLI prints ``str(error)`` and exits 2.
@@ -23,8 +23,12 @@ class SpecError(TokenplaneError):
     """A spec, or a value standing in for part of one, is invalid."""
 
 
-class CatalogError(SpecError):
-    """A name is not in the catalog; the message lists the names that are."""
+class CatalogError(SpecError, ValueError):
+    """A name is not in the catalog; the message lists the names that are.
+
+    Also a ``ValueError``, so that pydantic reports it at the field's position
+    when a spec validator looks a name up.
+    """
 
 
 @dataclass(frozen=True)

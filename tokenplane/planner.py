@@ -69,6 +69,7 @@ class PoolPlan:
     gpus_max: int
     usd_per_hour: float  # at replicas_needed
     usd_per_hour_max: float
+    usd_per_hour_min: float
     usd_per_million_tokens: float  # effective, at the load actually served
     provider_usd_per_million_tokens: float | None
     provider: str | None
@@ -98,6 +99,8 @@ class Plan:
     violations: list[PlanViolation] = field(default_factory=list)
     warnings: list[PlanViolation] = field(default_factory=list)
     budget_usd_per_hour: float = 0.0
+    worst_case_usd_per_hour: float = 0.0
+    worst_case_scenario: str = "normal"
 
     @property
     def ok(self) -> bool:
@@ -114,7 +117,8 @@ class Plan:
             "gpus_needed": sum(p.gpus_needed for p in self.pools),
             "gpus_max": sum(p.gpus_max for p in self.pools),
             "usd_per_hour": round(sum(p.usd_per_hour for p in self.pools), 2),
-            "usd_per_hour_max": round(sum(p.usd_per_hour_max for p in self.pools), 2),
+            "usd_per_hour_max": round(self.worst_case_usd_per_hour, 2),
+            "worst_case_scenario": self.worst_case_scenario,
             "budget_usd_per_hour": self.budget_usd_per_hour,
             "max_utilization": round(max((p.utilization for p in served), default=0.0), 4),
             "ok": self.ok,
@@ -186,6 +190,7 @@ def plan(spec: PlatformSpec) -> Plan:
                 region=miss.region,
             )
         )
+    result.worst_case_usd_per_hour, result.worst_case_scenario = worst_case_spend(spec, result.pools)
     result.violations.extend(_region_checks(spec, result))
     result.warnings.extend(_dr_checks(spec, result))
     return result
@@ -199,8 +204,8 @@ def _plan_pool(
     mem = memory(spec, pool)
     node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
     lam = sum(per_class.values())
-    classes = list(per_class) or list(pool.classes)
-    weights = per_class or {c: 1.0 for c in pool.classes if c in spec.workload_classes}
+    # A pool with no traffic (a DR standby) is sized for the classes' platform-wide mix.
+    weights = per_class or {c: spec.workload_classes[c].share for c in pool.classes if c in spec.workload_classes}
     shapes = [
         cap.RequestShape(spec.workload_classes[c].prompt_tokens.mean, spec.workload_classes[c].output_tokens.mean, w)
         for c, w in weights.items()
@@ -218,7 +223,9 @@ def _plan_pool(
     )
     problems: list[PlanViolation] = []
     at_max = _predict(spec, pool, model, mem, shape, per_class, lam, mu, slots, placement.max_replicas, prefix_kept)
-    needed = _replicas_needed(spec, pool, model, mem, shape, per_class, lam, mu, slots, prefix_kept, placement.min_replicas)
+    needed = _replicas_needed(
+        spec, pool, model, mem, shape, per_class, lam, mu, slots, prefix_kept, placement.min_replicas
+    )
     rho = cap.utilization(lam, mu * placement.max_replicas)
     where = f"pool {pool.name} in {region.name}"
     if lam > 0 and rho >= 1:
@@ -299,6 +306,7 @@ def _plan_pool(
             gpus_max=nodes_max * node.gpus,
             usd_per_hour=nodes_needed * price,
             usd_per_hour_max=nodes_max * price,
+            usd_per_hour_min=cap.nodes_needed(placement.min_replicas, pool.gpus_per_replica, node.gpus) * price,
             usd_per_million_tokens=cap.usd_per_million_tokens(nodes_needed * price, tokens_per_s),
             provider_usd_per_million_tokens=provider_price,
             provider=provider_name,
@@ -412,6 +420,30 @@ def _provider_price(spec: PlatformSpec, pool: Pool, shape: cap.RequestShape) -> 
     return None, None
 
 
+def worst_case_spend(spec: PlatformSpec, pools: list[PoolPlan]) -> tuple[float, str]:
+    """The most the platform can spend per hour, and in which scenario.
+
+    Normally primaries may reach max replicas while DR regions idle at their
+    warm minimum. When a primary fails it stops billing and its secondary may
+    scale to max. Both never happen at once, so the cap is the worst scenario.
+    """
+    primaries = {r.name for r in spec.regions if r.role.value == "primary"}
+
+    def spend(failed: str | None) -> float:
+        secondary = spec.dr.secondaries.get(failed) if spec.dr and failed else None
+        total = 0.0
+        for p in pools:
+            if p.region == failed:
+                continue
+            at_max = p.region in primaries or p.region == secondary
+            total += p.usd_per_hour_max if at_max else p.usd_per_hour_min
+        return total
+
+    scenarios = {"normal peak": spend(None)} | {f"{r} failed over": spend(r) for r in sorted(primaries)}
+    worst = max(scenarios, key=lambda k: scenarios[k])
+    return scenarios[worst], worst
+
+
 def _region_checks(spec: PlatformSpec, result: Plan) -> list[PlanViolation]:
     problems: list[PlanViolation] = []
     for region in spec.regions:
@@ -427,16 +459,20 @@ def _region_checks(spec: PlatformSpec, result: Plan) -> list[PlanViolation]:
                     region.name,
                 )
             )
-    spend = sum(p.usd_per_hour_max for p in result.pools)
+    spend, scenario = result.worst_case_usd_per_hour, result.worst_case_scenario
     if spend > spec.budget.max_usd_per_hour:
         problems.append(
             PlanViolation(
                 "budget",
-                f"${spend:,.0f}/h at max replicas exceeds budget.max_usd_per_hour=${spec.budget.max_usd_per_hour:,.0f}; "
-                "lower max_replicas, route more to the small tier, or raise the cap",
+                f"${spend:,.0f}/h at max replicas ({scenario}) exceeds budget.max_usd_per_hour="
+                f"${spec.budget.max_usd_per_hour:,.0f}; lower max_replicas, route more to the small tier, or raise the cap",
             )
         )
     return problems
+
+
+def _replicas_for(arrival_rps: float, pool_plan: PoolPlan, pool: Pool) -> int:
+    return math.ceil(arrival_rps / (pool_plan.service_rps_per_replica * pool.autoscaling.target_utilization))
 
 
 def _dr_checks(spec: PlatformSpec, result: Plan) -> list[PlanViolation]:
@@ -452,15 +488,20 @@ def _dr_checks(spec: PlatformSpec, result: Plan) -> list[PlanViolation]:
             standby = by_key.get((secondary, name))
             if standby is None:
                 warnings.append(
-                    PlanViolation("dr", f"critical pool {name} runs in {primary} but not in its DR region {secondary}", primary, name)
+                    PlanViolation(
+                        "dr",
+                        f"critical pool {name} runs in {primary} but not in its DR region {secondary}",
+                        primary,
+                        name,
+                    )
                 )
-            elif standby.service_rps < pp.arrival_rps:
+            elif standby.max_replicas < _replicas_for(pp.arrival_rps, standby, spec.pool(name)):
                 share = standby.service_rps / pp.arrival_rps
                 warnings.append(
                     PlanViolation(
                         "dr",
                         f"DR region {secondary} can carry {share:.0%} of {primary}'s peak for {name} at max_replicas="
-                        f"{standby.max_replicas}; raise it to {math.ceil(pp.arrival_rps / standby.service_rps_per_replica)}",
+                        f"{standby.max_replicas}; raise it to {_replicas_for(pp.arrival_rps, standby, spec.pool(name))}",
                         secondary,
                         name,
                     )

@@ -44,15 +44,23 @@ def _pool_json(p: PoolPlan) -> dict[str, Any]:
 def _table(title: str, columns: list[tuple[str, str]]) -> Table:
     table = Table(title=title, title_justify="left", expand=False)
     for column, justify in columns:
-        table.add_column(column, justify="right" if justify == "r" else "left")
+        # no_wrap: wrapping is most of rich's rendering time, and a cut cell beats a reflowed one.
+        table.add_column(column, justify="right" if justify == "r" else "left", no_wrap=True)
     return table
 
 
 def _capacity_table(region: str, pools: list[PoolPlan]) -> Table:
     table = _table(
         f"region {region} ({pools[0].jurisdiction}): memory and latency at peak",
-        [("pool", "l"), ("GPUs", "l"), ("weights/KV GiB", "r"), ("KV tokens", "r"), ("max conc.", "l"),
-         ("TTFT p50/p95 ms", "r"), ("ITL p50/p95 ms", "r")],
+        [
+            ("pool", "l"),
+            ("GPUs", "l"),
+            ("weights/KV GiB", "r"),
+            ("KV tokens", "r"),
+            ("max conc.", "l"),
+            ("TTFT p50/p95 ms", "r"),
+            ("ITL p50/p95 ms", "r"),
+        ],
     )
     for p in pools:
         ttft50 = max((c.ttft_p50_ms for c in p.classes.values()), default=0.0)
@@ -71,8 +79,16 @@ def _capacity_table(region: str, pools: list[PoolPlan]) -> Table:
 def _load_table(region: str, pools: list[PoolPlan]) -> Table:
     table = _table(
         f"region {region}: queue and cost at peak",
-        [("pool", "l"), ("λ req/s", "r"), ("μ req/s", "r"), ("ρ", "r"), ("wait p95 ms", "r"),
-         ("replicas need/min/max", "r"), ("$/h", "r"), ("$/1M tok (provider)", "r")],
+        [
+            ("pool", "l"),
+            ("λ req/s", "r"),
+            ("μ req/s", "r"),
+            ("ρ", "r"),
+            ("wait p95 ms", "r"),
+            ("replicas need/min/max", "r"),
+            ("$/h", "r"),
+            ("$/1M tok (provider)", "r"),
+        ],
     )
     for p in pools:
         provider = f" ({_num(p.provider_usd_per_million_tokens, 2)})" if p.provider_usd_per_million_tokens else ""
@@ -132,7 +148,10 @@ def print_size(result: SizeResult, console: Console | None = None) -> None:
         ("GPU memory (as CUDA reports)", f"{m.gpu_total / GIB:.2f} GiB"),
         (f"budget x {r.gpu_memory_utilization}", f"{m.budget / GIB:.2f} GiB"),
         ("weights per GPU", f"{m.weights / GIB:.2f} GiB"),
-        (f"activation peak ({r.max_num_batched_tokens} tokens, {r.max_num_seqs} seqs)", f"{m.activation / GIB:.2f} GiB"),
+        (
+            f"activation peak ({r.max_num_batched_tokens} tokens, {r.max_num_seqs} seqs)",
+            f"{m.activation / GIB:.2f} GiB",
+        ),
         ("non-torch overhead", f"{m.non_torch / GIB:.2f} GiB"),
         ("KV cache per GPU", f"{m.kv_available / GIB:.2f} GiB"),
         ("KV bytes per token (model / per GPU)", f"{result.kv_bytes_per_token:,} / {m.kv_bytes_per_token:,}"),

@@ -59,8 +59,12 @@ class SizeRequest:
             preset = model_preset(model or "")
             arch, name = preset.architecture, preset.name
         device = _device(gpu, gpu_memory_gib)
-        for flag, value in (("--tp", tp), ("--pp", pp), ("--max-num-batched-tokens", max_num_batched_tokens),
-                            ("--max-num-seqs", max_num_seqs)):
+        for flag, value in (
+            ("--tp", tp),
+            ("--pp", pp),
+            ("--max-num-batched-tokens", max_num_batched_tokens),
+            ("--max-num-seqs", max_num_seqs),
+        ):
             if value < 1:
                 raise SpecError(f"{flag}={value} must be at least 1")
         if not 0.05 < gpu_memory_utilization <= 0.99:

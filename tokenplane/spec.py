@@ -531,9 +531,7 @@ class ReplicatedArtifact(StrEnum):
 class DisasterRecovery(Model):
     rpo_minutes: float = Field(gt=0)
     rto_minutes: float = Field(gt=0)
-    secondaries: dict[Name, Name] = Field(
-        default_factory=dict, description="Primary region name -> its DR region name"
-    )
+    secondaries: dict[Name, Name] = Field(default_factory=dict, description="Primary region name -> its DR region name")
     replicate: list[ReplicatedArtifact] = Field(default_factory=lambda: list(ReplicatedArtifact))
 
 

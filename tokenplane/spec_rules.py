@@ -43,6 +43,8 @@ def format_loc(loc: Iterable[str | int]) -> str:
     """``("pools", 2, "tensor_parallel")`` -> ``pools[2].tensor_parallel``."""
     out = ""
     for part in loc:
+        if part == "[key]":  # pydantic's marker for an invalid dict key: the key itself is already in the path
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
@@ -71,7 +73,9 @@ def _unique_names(spec: PlatformSpec) -> Iterator[Violation]:
         dupes = _duplicates(names)
         for i, name in enumerate(names):
             if name in dupes:
-                yield Violation((group, i, "name"), f"name {name!r} is used more than once in {group}; names must be unique")
+                yield Violation(
+                    (group, i, "name"), f"name {name!r} is used more than once in {group}; names must be unique"
+                )
     for dupe in _duplicates(r.cloud_region for r in spec.regions):
         i = next(i for i, r in enumerate(spec.regions) if r.cloud_region == dupe)
         yield Violation(("regions", i, "cloud_region"), f"cloud_region {dupe!r} is declared by two regions; merge them")
@@ -79,10 +83,15 @@ def _unique_names(spec: PlatformSpec) -> Iterator[Violation]:
         yield Violation(("queues", "topics"), f"topic {dupe!r} is declared twice")
     for i, name in enumerate(groups["providers"]):
         if name in TIER_NAMES:
-            yield Violation(("providers", i, "name"), f"provider {name!r} shares its name with a tier; fallback chains could not tell them apart")
+            yield Violation(
+                ("providers", i, "name"),
+                f"provider {name!r} shares its name with a tier; fallback chains could not tell them apart",
+            )
     for r_i, region in enumerate(spec.regions):
         for dupe in _duplicates(p.pool for p in region.pools):
-            yield Violation(("regions", r_i, "pools"), f"pool {dupe!r} is placed twice in region {region.name!r}; merge the entries")
+            yield Violation(
+                ("regions", r_i, "pools"), f"pool {dupe!r} is placed twice in region {region.name!r}; merge the entries"
+            )
 
 
 def _known(known: Iterable[str]) -> str:
@@ -114,9 +123,15 @@ def _references(spec: PlatformSpec) -> Iterator[Violation]:
             )
         for cls in pool.classes:
             if cls not in spec.workload_classes:
-                yield Violation(("pools", p_i, "classes"), f"class {cls.value} is not defined under workload_classes; define it or drop it here")
+                yield Violation(
+                    ("pools", p_i, "classes"),
+                    f"class {cls.value} is not defined under workload_classes; define it or drop it here",
+                )
         if not any(pool.name == pl.pool for r in spec.regions for pl in r.pools):
-            yield Violation(("pools", p_i, "name"), f"pool {pool.name!r} is placed in no region; add it to a region's pools or delete it")
+            yield Violation(
+                ("pools", p_i, "name"),
+                f"pool {pool.name!r} is placed in no region; add it to a region's pools or delete it",
+            )
     for tier, chain in spec.routing.fallbacks.items():
         for i, target in enumerate(chain):
             if target not in tiers and target not in providers:
@@ -129,24 +144,40 @@ def _references(spec: PlatformSpec) -> Iterator[Violation]:
                 yield Violation(("routing", "fallbacks", tier.value, i), f"tier {tier.value} falls back to itself")
     for i, rule in enumerate(spec.routing.rules):
         if rule.tier.value not in tiers:
-            yield Violation(("routing", "rules", i, "tier"), f"tier {rule.tier.value} has no share in routing.mix; add it (a share of 0 is fine)")
+            yield Violation(
+                ("routing", "rules", i, "tier"),
+                f"tier {rule.tier.value} has no share in routing.mix; add it (a share of 0 is fine)",
+            )
     for t_i, tenant in enumerate(spec.tenants):
         for tier in tenant.allowed_tiers:
             if tier.value not in tiers:
-                yield Violation(("tenants", t_i, "allowed_tiers"), f"tier {tier.value} is not in routing.mix ({', '.join(sorted(tiers))})")
+                yield Violation(
+                    ("tenants", t_i, "allowed_tiers"),
+                    f"tier {tier.value} is not in routing.mix ({', '.join(sorted(tiers))})",
+                )
     if spec.dr is not None:
         for primary, secondary in spec.dr.secondaries.items():
             for name, which in ((primary, "primary"), (secondary, "secondary")):
                 if name not in regions:
-                    yield Violation(("dr", "secondaries", primary), f"{which} region {name!r} is not defined ({_known(regions)})")
+                    yield Violation(
+                        ("dr", "secondaries", primary), f"{which} region {name!r} is not defined ({_known(regions)})"
+                    )
             if primary == secondary:
                 yield Violation(("dr", "secondaries", primary), f"region {primary!r} cannot be its own DR secondary")
     semantic = spec.cache.semantic
     if semantic.enabled and semantic.embedding_pool is not None:
         if semantic.embedding_pool not in pools:
-            yield Violation(("cache", "semantic", "embedding_pool"), f"pool {semantic.embedding_pool!r} is not defined ({_known(pools)})")
-        elif spec.pool(semantic.embedding_pool).model in models and not spec.is_embedding(spec.pool(semantic.embedding_pool)):
-            yield Violation(("cache", "semantic", "embedding_pool"), f"pool {semantic.embedding_pool!r} serves a decoder; point this at a pool with isolation: embedding")
+            yield Violation(
+                ("cache", "semantic", "embedding_pool"),
+                f"pool {semantic.embedding_pool!r} is not defined ({_known(pools)})",
+            )
+        elif spec.pool(semantic.embedding_pool).model in models and not spec.is_embedding(
+            spec.pool(semantic.embedding_pool)
+        ):
+            yield Violation(
+                ("cache", "semantic", "embedding_pool"),
+                f"pool {semantic.embedding_pool!r} serves a decoder; point this at a pool with isolation: embedding",
+            )
 
 
 def _sums(spec: PlatformSpec) -> Iterator[Violation]:
@@ -160,7 +191,9 @@ def _sums(spec: PlatformSpec) -> Iterator[Violation]:
     traffic = sum(r.traffic_share for r in spec.regions)
     if abs(traffic - 1) > SUM_TOLERANCE:
         shares = ", ".join(f"{r.name}={r.traffic_share}" for r in spec.regions)
-        yield Violation(("regions",), f"traffic_share sums to {traffic:g} ({shares}); give the primary regions shares that sum to 1")
+        yield Violation(
+            ("regions",), f"traffic_share sums to {traffic:g} ({shares}); give the primary regions shares that sum to 1"
+        )
 
 
 def _valid_tps(arch: Architecture, max_gpus: int) -> list[int]:
@@ -224,7 +257,11 @@ def _parallelism_and_memory(spec: PlatformSpec) -> Iterator[Violation]:
             )
             continue
         if pool.pipeline_parallel > arch.num_layers:
-            yield Violation((*where, "pipeline_parallel"), f"pipeline_parallel={pool.pipeline_parallel} exceeds the {arch.num_layers} layers of {model.name}")
+            yield Violation(
+                (*where, "pipeline_parallel"),
+                f"pipeline_parallel={pool.pipeline_parallel} exceeds the {arch.num_layers} layers of {model.name}; "
+                f"lower it to at most {arch.num_layers} (each stage needs at least one layer)",
+            )
             continue
         if pool.engine.max_model_len > arch.max_position_embeddings:
             yield Violation(
@@ -257,10 +294,10 @@ def _memory_fit(spec: PlatformSpec, pool: Pool, where: Loc, node_gpus: int) -> I
     by_size = sorted(GPUS.values(), key=lambda g: g.hbm_gib)
     for gpu in by_size:
         node = instance_type(DEFAULT_INSTANCE[gpu.name])
-        if gpu.hbm_gib > GPUS[pool.gpu].hbm_gib and node.gpus >= pool.gpus_per_replica:
-            if _memory(spec, pool, tp=pool.tensor_parallel, gpu_name=gpu.name).fits_sequence(length):
-                hints.append(f"gpu: {gpu.name}")
-                break
+        bigger = gpu.hbm_gib > GPUS[pool.gpu].hbm_gib and node.gpus >= pool.gpus_per_replica
+        if bigger and _memory(spec, pool, tp=pool.tensor_parallel, gpu_name=gpu.name).fits_sequence(length):
+            hints.append(f"gpu: {gpu.name}")
+            break
     hints.append("a lower max_model_len" if arch.kind is ModelKind.DECODER else "a smaller model")
     yield Violation(
         (*where, "tensor_parallel"),
@@ -291,31 +328,43 @@ def _class_lengths(spec: PlatformSpec) -> Iterator[Violation]:
 
 
 def _residency(spec: PlatformSpec) -> Iterator[Violation]:
-    regions_by_jurisdiction: dict[str, list[str]] = {}
-    for region in spec.regions:
-        regions_by_jurisdiction.setdefault(region.jurisdiction.value, []).append(region.name)
+    """Each pinned tenant's tiers resolve, along the gateway's own fallback chain, inside its jurisdiction."""
     pools = {p.name: p for p in spec.pools}
+    models = {m.name for m in spec.models}
     for t_i, tenant in enumerate(spec.tenants):
         if tenant.residency is None:
             continue
-        home = tenant.residency.value
-        local_regions = [r for r in spec.regions if r.jurisdiction is tenant.residency]
+        home = tenant.residency
+        local_tiers = {
+            pools[pl.pool].tier.value
+            for region in spec.regions
+            if region.jurisdiction is home
+            for pl in region.pools
+            # A pool with an unknown model is reported by _references; count it here, or one typo reads as two errors.
+            if pl.pool in pools and (pools[pl.pool].model not in models or not spec.is_embedding(pools[pl.pool]))
+        }
         for tier in tenant.allowed_tiers:
-            local_pool = any(
-                pl.pool in pools and pools[pl.pool].tier is tier and not spec.is_embedding(pools[pl.pool])
-                for region in local_regions
-                for pl in region.pools
-                if pl.pool in pools and pools[pl.pool].model in {m.name for m in spec.models}
-            )
-            provider = any(tenant.residency in p.jurisdictions and tier in p.models for p in spec.providers)
-            if local_pool or provider:
+            chain = [tier.value, *spec.routing.fallbacks.get(tier, [])]
+            reached = False
+            for target in chain:
+                provider = spec.provider(target)
+                if target in local_tiers or (provider and home in provider.jurisdictions and tier in provider.models):
+                    reached = True
+                    break
+            if reached:
                 continue
-            where = f"regions {', '.join(regions_by_jurisdiction.get(home, []))}" if local_regions else f"no region in {home}"
+            outside = [
+                f"{target} ({', '.join(j.value for j in prov.jurisdictions)})"
+                for target in chain
+                if (prov := spec.provider(target)) is not None
+            ]
+            providers = f"; its providers are outside {home.value}: {', '.join(outside)}" if outside else ""
             yield Violation(
                 ("tenants", t_i, "allowed_tiers"),
-                f"tenant {tenant.name!r} is pinned to {home} but tier {tier.value} has no pool in a {home} region "
-                f"({where}) and no provider allowed in {home} maps it; place a {tier.value} pool in a {home} region, "
-                f"add a provider with jurisdictions [{home}] and a {tier.value} model, or remove {tier.value} from allowed_tiers",
+                f"tenant {tenant.name!r} is pinned to {home.value} but tier {tier.value} reaches nothing in "
+                f"{home.value} along {' -> '.join(chain)}: no {home.value} region runs a pool of those tiers{providers}. "
+                f"Place a {tier.value} pool in a region of {home.value}, add a provider with jurisdictions "
+                f"[{home.value}] to routing.fallbacks.{tier.value}, or remove {tier.value} from allowed_tiers",
             )
 
 
@@ -332,7 +381,10 @@ def _dr(spec: PlatformSpec) -> Iterator[Violation]:
         names = ", ".join(critical)
         secondary = secondaries.get(region.name)
         if spec.dr is None:
-            yield Violation(("dr",), f"critical pools ({names}) run in {region.name} but the spec has no dr section; add dr with rpo_minutes, rto_minutes and secondaries")
+            yield Violation(
+                ("dr",),
+                f"critical pools ({names}) run in {region.name} but the spec has no dr section; add dr with rpo_minutes, rto_minutes and secondaries",
+            )
         elif secondary is None:
             yield Violation(
                 ("dr", "secondaries"),
@@ -346,4 +398,3 @@ def _dr(spec: PlatformSpec) -> Iterator[Violation]:
                 f"{region.jurisdiction.value}; failing over would move data out of its jurisdiction. Pick a "
                 f"{region.jurisdiction.value} region",
             )
-

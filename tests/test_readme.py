@@ -1,0 +1,68 @@
+"""The README is the front door: its quickstart and its example commands must stay true."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BASH_BLOCKS = re.findall(r"```bash\n(.*?)```", README, flags=re.DOTALL)
+
+
+def _quickstart() -> tuple[str, str]:
+    section = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    run, test = re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)[:2]
+    return run.strip(), test.strip()
+
+
+def test_quickstart_has_exactly_two_commands_one_to_run_and_one_to_test() -> None:
+    run, test = _quickstart()
+    assert "\n" not in run and "\n" not in test
+    assert "tokenplane" in run and "pytest" in test
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    _, test = _quickstart()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert test in ci.splitlines(), f".ci/run must contain the README test command verbatim: {test}"
+
+
+def test_quickstart_main_job_runs_and_succeeds() -> None:
+    run, _ = _quickstart()
+    main_job = run.split("&&")[-1].strip()
+    argv = shlex.split(main_job)
+    assert argv[0].endswith("tokenplane"), main_job
+    done = subprocess.run(
+        [sys.executable, "-m", "tokenplane", *argv[1:]], check=False, cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "plan ok" in done.stdout
+
+
+def _example_commands() -> list[str]:
+    commands = []
+    for block in BASH_BLOCKS:
+        for line in block.splitlines():
+            if line.startswith("tokenplane "):
+                commands.append(line)
+    return commands
+
+
+@pytest.mark.parametrize("command", _example_commands())
+def test_readme_example_command_succeeds(command: str) -> None:
+    argv = shlex.split(command.split(">", 1)[0])
+    done = subprocess.run(
+        [sys.executable, "-m", "tokenplane", *argv[1:]], check=False, cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+    assert done.stdout.strip(), f"{command} printed nothing"
+
+
+def test_readme_lists_example_commands() -> None:
+    assert len(_example_commands()) >= 4

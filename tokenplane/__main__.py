@@ -1,0 +1,5 @@
+"""``python -m tokenplane`` runs the CLI."""
+
+from tokenplane.cli import app
+
+app()
