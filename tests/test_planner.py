@@ -249,3 +249,37 @@ def test_cli_schema_prints_the_spec_json_schema(runner: CliRunner) -> None:
     assert result.exit_code == 0, result.output
     schema = json.loads(result.stdout)
     assert {"platform", "pools", "regions", "routing"} <= set(schema["properties"])
+
+
+def test_kv_cache_full_at_peak_warns_that_the_autoscaler_will_not_settle(dev_data: SpecData, load_data: Load) -> None:
+    # A small KV budget near saturation: the running batch holds more KV than the scale-out signal allows.
+    pool = next(p for p in dev_data["pools"] if p["name"] == "small")
+    pool["engine"]["gpu_memory_utilization"] = 0.45
+    pool["autoscaling"] = {"signals": {"kv_cache_usage": 0.6}}
+    dev_data["platform"]["peak_rps"] = 12
+    _placement(dev_data, "small")["max_replicas"] = 5
+    result = plan(load_data(dev_data))
+    small = _pool(result, "small")
+    [warning] = [w for w in result.warnings if w.kind == "memory" and w.pool == "small"]
+    assert small.kv_usage > 0.6
+    assert f"{small.kv_usage:.0%} of the KV cache" in warning.message
+    assert "kv_cache_dtype: fp8" in warning.message
+    pool["autoscaling"] = {"signals": {"kv_cache_usage": 0.95}}
+    assert not [w for w in plan(load_data(dev_data)).warnings if w.kind == "memory"]
+
+
+def test_budget_cap_is_checked_against_the_worst_failover_scenario() -> None:
+    spec = load_spec(ROOT / "stacks" / "byteion.yaml")
+    result = plan(spec)
+    by_key = {(p.region, p.name): p for p in result.pools}
+    primaries = [r.name for r in spec.regions if r.role.value == "primary"]
+    normal = sum(p.usd_per_hour_max if p.region in primaries else p.usd_per_hour_min for p in result.pools)
+    # Losing us-east stops its spend and lets us-west scale to its maximum.
+    us_east_failed = sum(
+        p.usd_per_hour_max if p.region in primaries or p.region == "us-west" else p.usd_per_hour_min
+        for (region, _), p in by_key.items()
+        if region != "us-east"
+    )
+    assert result.worst_case_usd_per_hour == pytest.approx(max(normal, us_east_failed, result.worst_case_usd_per_hour))
+    assert result.worst_case_usd_per_hour >= normal
+    assert result.summary()["usd_per_hour_max"] == pytest.approx(result.worst_case_usd_per_hour, abs=0.01)

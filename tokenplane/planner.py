@@ -23,6 +23,7 @@ from tokenplane.traffic import Spill, route
 MAX_REPLICAS_SEARCHED = 100_000  # beyond this a pool is not a sizing problem but a design one
 EAGLE_DRAFT_COST = 0.05  # an EAGLE head is about one decoder layer of the target
 PREFILL_INTERFERENCE_SHARE = 0.05  # above this share of steps carrying prefill, P95 ITL sees a chunk
+FIXED_POINT_STEPS = 50  # the batch fixed point converges in under 10 steps on every example spec
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class PoolPlan:
     queue_wait_p95_ms: float
     itl_p50_ms: float
     itl_p95_ms: float
+    kv_usage: float  # share of the KV cache the running batch holds at peak
     classes: dict[str, ClassPrediction]
     nodes_needed: int
     nodes_max: int
@@ -177,9 +179,10 @@ def plan(spec: PlatformSpec) -> Plan:
     for region in spec.regions:
         for placement in region.pools:
             load = traffic.loads[(region.name, placement.pool)]
-            pool_plan, problems = _plan_pool(spec, region, spec.pool(placement.pool), load.per_class)
+            pool_plan, problems, warnings = _plan_pool(spec, region, spec.pool(placement.pool), load.per_class)
             result.pools.append(pool_plan)
             result.violations.extend(problems)
+            result.warnings.extend(warnings)
     for miss in traffic.unrouted:
         result.violations.append(
             PlanViolation(
@@ -198,7 +201,8 @@ def plan(spec: PlatformSpec) -> Plan:
 
 def _plan_pool(
     spec: PlatformSpec, region: Region, pool: Pool, per_class: dict[WorkloadClass, float]
-) -> tuple[PoolPlan, list[PlanViolation]]:
+) -> tuple[PoolPlan, list[PlanViolation], list[PlanViolation]]:
+    """One pool's plan, its violations, and its advisory warnings."""
     placement = next(pl for pl in region.pools if pl.pool == pool.name)
     model = replica_model(spec, pool)
     mem = memory(spec, pool)
@@ -222,6 +226,7 @@ def _plan_pool(
         else cap.replica_throughput(model, shape, batch=slots, prefill_tokens=shape.prompt_tokens * prefix_kept)
     )
     problems: list[PlanViolation] = []
+    warnings: list[PlanViolation] = []
     at_max = _predict(spec, pool, model, mem, shape, per_class, lam, mu, slots, placement.max_replicas, prefix_kept)
     needed = _replicas_needed(
         spec, pool, model, mem, shape, per_class, lam, mu, slots, prefix_kept, placement.min_replicas
@@ -249,7 +254,7 @@ def _plan_pool(
                 pool.name,
             )
         )
-    for cls, pred in at_max[2].items():
+    for cls, pred in at_max.classes.items():
         slo = pred.slo_ttft_p95_ms
         if slo is None or pred.rps <= 0 or pred.ttft_p95_ms <= slo or rho >= 1:
             continue
@@ -266,12 +271,25 @@ def _plan_pool(
                 pool.name,
             )
         )
+    context = shape.prompt_tokens + shape.output_tokens / 2
+    kv_usage = at_max.batch * context / mem.kv_tokens if mem.kv_tokens and lam > 0 and rho < 1 else 0.0
+    threshold = pool.autoscaling.signals.kv_cache_usage
+    if threshold is not None and kv_usage > threshold:
+        warnings.append(
+            PlanViolation(
+                "memory",
+                f"{where}: the running batch holds {kv_usage:.0%} of the KV cache at peak, above the scale-out "
+                f"signal kv_cache_usage={threshold}; the autoscaler will not settle. Use kv_cache_dtype: fp8, a "
+                "higher tensor_parallel, or a larger GPU",
+                region.name,
+                pool.name,
+            )
+        )
     nodes_needed = cap.nodes_needed(needed, pool.gpus_per_replica, node.gpus)
     nodes_max = cap.nodes_needed(placement.max_replicas, pool.gpus_per_replica, node.gpus)
     price = spec.instance_price(node.name)
     tokens_per_s = lam * (shape.prompt_tokens + shape.output_tokens)
     provider_name, provider_price = _provider_price(spec, pool, shape)
-    wait, itl, preds = at_max
     return (
         PoolPlan(
             region=region.name,
@@ -295,11 +313,12 @@ def _plan_pool(
             max_replicas=placement.max_replicas,
             replicas_needed=needed,
             utilization=rho,
-            queue_wait_mean_ms=wait.mean_s * 1000,
-            queue_wait_p95_ms=wait.p95_s * 1000,
-            itl_p50_ms=itl[0] * 1000,
-            itl_p95_ms=itl[1] * 1000,
-            classes=preds,
+            queue_wait_mean_ms=at_max.wait.mean_s * 1000,
+            queue_wait_p95_ms=at_max.wait.p95_s * 1000,
+            itl_p50_ms=at_max.itl_p50_s * 1000,
+            itl_p95_ms=at_max.itl_p95_s * 1000,
+            kv_usage=kv_usage,
+            classes=at_max.classes,
             nodes_needed=nodes_needed,
             nodes_max=nodes_max,
             gpus_needed=nodes_needed * node.gpus,
@@ -312,6 +331,7 @@ def _plan_pool(
             provider=provider_name,
         ),
         problems,
+        warnings,
     )
 
 
@@ -322,7 +342,15 @@ def _prefix_kept(spec: PlatformSpec, pool: Pool) -> float:
     return 1.0
 
 
-Predictions = tuple[cap.QueueWait, tuple[float, float], dict[str, ClassPrediction]]
+@dataclass(frozen=True)
+class _AtLoad:
+    """A pool's queueing and latency at one replica count."""
+
+    wait: cap.QueueWait
+    itl_p50_s: float
+    itl_p95_s: float
+    batch: float  # sequences running per replica (Little's law)
+    classes: dict[str, ClassPrediction]
 
 
 def _predict(
@@ -337,7 +365,7 @@ def _predict(
     slots: int,
     replicas: int,
     prefix_kept: float,
-) -> Predictions:
+) -> _AtLoad:
     """Queueing and latency at ``replicas`` replicas under arrival rate ``lam``."""
     servers = replicas * slots
     wait = cap.queue_wait(lam, mu / slots, servers) if lam > 0 else cap.QueueWait(0, 0, 0, 0)
@@ -348,10 +376,12 @@ def _predict(
     prefill_share = min(0.95, lam_rep * shape.prompt_tokens * prefix_kept * per_token / model.pp)
     batch = 1.0
     itl = 0.0
-    for _ in range(30):  # Little's law fixed point: batch = lambda_rep x time in the batch
+    prefill = cap.prefill_seconds(model, int(shape.prompt_tokens * prefix_kept))
+    for _ in range(FIXED_POINT_STEPS):  # Little's law: batch = lambda_rep x time a request spends in the batch
         itl = cap.inter_token_seconds(model, max(1, math.ceil(batch)), mean_context=context) / (1 - prefill_share)
-        in_batch = cap.prefill_seconds(model, int(shape.prompt_tokens * prefix_kept)) + shape.output_tokens * itl
-        batch = min(float(slots), max(1.0, lam_rep * in_batch))
+        previous, batch = batch, min(float(slots), max(1.0, lam_rep * (prefill + shape.output_tokens * itl)))
+        if abs(batch - previous) < 0.01:
+            break
     itl_p50 = 0.0 if encoder else itl
     chunk = 0
     if prefill_share > PREFILL_INTERFERENCE_SHARE:
@@ -378,7 +408,7 @@ def _predict(
             slo_ttft_p95_ms=cs.ttft_p95_ms,
             rps=per_class.get(cls, 0.0),
         )
-    return wait, (itl_p50, itl_p95), preds
+    return _AtLoad(wait, itl_p50, itl_p95, batch, preds)
 
 
 def _replicas_needed(
@@ -399,12 +429,12 @@ def _replicas_needed(
         return floor
     n = max(floor, 1, math.ceil(lam / (mu * pool.autoscaling.target_utilization)))
     while n < MAX_REPLICAS_SEARCHED:
-        wait, _, preds = _predict(spec, pool, model, mem, shape, per_class, lam, mu, slots, n, prefix_kept)
-        late = [p for p in preds.values() if p.rps > 0 and p.slo_ttft_p95_ms and p.ttft_p95_ms > p.slo_ttft_p95_ms]
+        at = _predict(spec, pool, model, mem, shape, per_class, lam, mu, slots, n, prefix_kept)
+        late = [p for p in at.classes.values() if p.rps > 0 and p.slo_ttft_p95_ms and p.ttft_p95_ms > p.slo_ttft_p95_ms]
         if not late:
             return n
         # Once waits are ~0 a missed SLO is the pool's speed, which more replicas cannot fix.
-        if wait.p95_s == 0:
+        if at.wait.p95_s == 0:
             return n
         n = max(n + 1, math.ceil(n * 1.1))
     return n
@@ -412,6 +442,8 @@ def _replicas_needed(
 
 def _provider_price(spec: PlatformSpec, pool: Pool, shape: cap.RequestShape) -> tuple[str | None, float | None]:
     """The first provider on the tier's fallback chain, priced for the pool's request mix."""
+    if spec.is_embedding(pool):
+        return None, None  # providers here are chat models; an embedding price would not compare
     for target in spec.routing.fallbacks.get(pool.tier, []):
         provider = spec.provider(target)
         if provider is not None and pool.tier in provider.models:

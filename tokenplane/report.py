@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from tokenplane.catalog import GIB
 from tokenplane.planner import Plan, PoolPlan
 from tokenplane.sizing import SizeResult
+
+PIPE_WIDTH = 200  # columns for piped output; a plan's widest table needs about 170
 
 
 def _num(value: float, digits: int = 1) -> str:
@@ -42,19 +47,27 @@ def _pool_json(p: PoolPlan) -> dict[str, Any]:
 
 
 def _table(title: str, columns: list[tuple[str, str]]) -> Table:
-    table = Table(title=title, title_justify="left", expand=False)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for column, justify in columns:
-        # no_wrap: wrapping is most of rich's rendering time, and a cut cell beats a reflowed one.
-        table.add_column(column, justify="right" if justify == "r" else "left", no_wrap=True)
+        table.add_column(column, justify="right" if justify == "r" else "left")
     return table
 
 
-def _capacity_table(region: str, pools: list[PoolPlan]) -> Table:
+def _by_region(pools: list[PoolPlan]) -> list[list[PoolPlan]]:
+    groups: dict[str, list[PoolPlan]] = {}
+    for pool in pools:
+        groups.setdefault(pool.region, []).append(pool)
+    return list(groups.values())
+
+
+def _capacity_table(pools: list[PoolPlan]) -> Table:
     table = _table(
-        f"region {region} ({pools[0].jurisdiction}): memory and latency at peak",
+        "memory and latency at peak (at max replicas)",
         [
+            ("region", "l"),
             ("pool", "l"),
-            ("GPUs", "l"),
+            ("tier/isolation", "l"),
+            ("GPUs per replica", "l"),
             ("weights/KV GiB", "r"),
             ("KV tokens", "r"),
             ("max conc.", "l"),
@@ -62,24 +75,29 @@ def _capacity_table(region: str, pools: list[PoolPlan]) -> Table:
             ("ITL p50/p95 ms", "r"),
         ],
     )
-    for p in pools:
-        ttft50 = max((c.ttft_p50_ms for c in p.classes.values()), default=0.0)
-        table.add_row(
-            f"{p.name}\n[dim]{p.tier}/{p.isolation}[/]",
-            f"{p.gpu} x{p.gpus_per_replica}\n[dim]TP{p.tp} PP{p.pp}[/]",
-            f"{p.weights_gib:.1f}/{p.kv_gib:.1f}",
-            f"{p.kv_tokens:,}",
-            " ".join(f"{c}:{_num(v.max_concurrency, 0)}" for c, v in p.classes.items()),
-            f"{_ms(ttft50)}/{_ms(p.ttft_p95_ms)}",
-            f"{_ms(p.itl_p50_ms)}/{_ms(p.itl_p95_ms)}",
-        )
+    for group in _by_region(pools):
+        for i, p in enumerate(group):
+            ttft50 = max((c.ttft_p50_ms for c in p.classes.values()), default=0.0)
+            table.add_row(
+                f"{p.region} ({p.jurisdiction})" if i == 0 else "",
+                p.name,
+                f"{p.tier}/{p.isolation}",
+                f"{p.gpu} x{p.gpus_per_replica} (TP{p.tp} PP{p.pp})",
+                f"{p.weights_gib:.1f}/{p.kv_gib:.1f}",
+                f"{p.kv_tokens:,}",
+                " ".join(f"{c}:{_num(v.max_concurrency, 0)}" for c, v in p.classes.items()),
+                f"{_ms(ttft50)}/{_ms(p.ttft_p95_ms)}",
+                f"{_ms(p.itl_p50_ms)}/{_ms(p.itl_p95_ms)}",
+                end_section=i == len(group) - 1,
+            )
     return table
 
 
-def _load_table(region: str, pools: list[PoolPlan]) -> Table:
+def _load_table(pools: list[PoolPlan]) -> Table:
     table = _table(
-        f"region {region}: queue and cost at peak",
+        "queue and cost at peak",
         [
+            ("region", "l"),
             ("pool", "l"),
             ("λ req/s", "r"),
             ("μ req/s", "r"),
@@ -90,54 +108,69 @@ def _load_table(region: str, pools: list[PoolPlan]) -> Table:
             ("$/1M tok (provider)", "r"),
         ],
     )
-    for p in pools:
-        provider = f" ({_num(p.provider_usd_per_million_tokens, 2)})" if p.provider_usd_per_million_tokens else ""
-        style = "red" if p.utilization >= 1 else ("yellow" if p.utilization > 0.85 else "")
-        rho = _num(p.utilization, 2)
-        table.add_row(
-            p.name,
-            _num(p.arrival_rps, 2),
-            _num(p.service_rps, 1),
-            f"[{style}]{rho}[/]" if style else rho,
-            _ms(p.queue_wait_p95_ms),
-            f"{p.replicas_needed}/{p.min_replicas}/{p.max_replicas}",
-            _num(p.usd_per_hour, 2),
-            f"{_num(p.usd_per_million_tokens, 3)}{provider}",
-        )
+    for group in _by_region(pools):
+        for i, p in enumerate(group):
+            provider = f" ({_num(p.provider_usd_per_million_tokens, 2)})" if p.provider_usd_per_million_tokens else ""
+            style = "red" if p.utilization >= 1 else ("yellow" if p.utilization > 0.85 else "")
+            table.add_row(
+                p.region if i == 0 else "",
+                p.name,
+                _num(p.arrival_rps, 2),
+                _num(p.service_rps, 1),
+                Text(_num(p.utilization, 2), style=style),
+                _ms(p.queue_wait_p95_ms),
+                f"{p.replicas_needed}/{p.min_replicas}/{p.max_replicas}",
+                _num(p.usd_per_hour, 2),
+                f"{_num(p.usd_per_million_tokens, 3)}{provider}",
+                end_section=i == len(group) - 1,
+            )
     return table
 
 
 def print_plan(result: Plan, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
-    regions: dict[str, list[PoolPlan]] = {}
-    for pool in result.pools:
-        regions.setdefault(pool.region, []).append(pool)
-    for region, pools in regions.items():
-        console.print(_capacity_table(region, pools))
-        console.print(_load_table(region, pools))
+    console = console or _console()
+    console.print(_capacity_table(result.pools))
+    console.print(_load_table(result.pools))
     if result.spills:
-        spill = Table(title="traffic to external providers", title_justify="left")
-        for column in ("region", "class", "tier", "provider", "req/s"):
-            spill.add_column(column)
+        spill = _table(
+            "traffic to external providers",
+            [(c, "l") for c in ("region", "class", "tier", "provider")] + [("req/s", "r")],
+        )
         for s in result.spills:
             spill.add_row(s.region, s.cls.value, s.tier.value, s.provider, _num(s.rps, 2))
         console.print(spill)
     summary = result.summary()
     console.print(
-        f"[bold]{summary['platform']}[/]: {summary['pools']} pools in {summary['regions']} regions; "
-        f"{summary['gpus_needed']} GPUs needed at peak ({summary['gpus_max']} at max replicas); "
-        f"${summary['usd_per_hour']:,.2f}/h at peak, ${summary['usd_per_hour_max']:,.2f}/h at max "
-        f"(budget ${summary['budget_usd_per_hour']:,.2f}/h); highest ρ {summary['max_utilization']}"
+        Text.assemble(
+            (str(summary["platform"]), "bold"),
+            f": {summary['pools']} pools in {summary['regions']} regions; "
+            f"{summary['gpus_needed']} GPUs needed at peak ({summary['gpus_max']} at max replicas); "
+            f"${summary['usd_per_hour']:,.2f}/h at peak, ${summary['usd_per_hour_max']:,.2f}/h at max "
+            f"({summary['worst_case_scenario']}; budget ${summary['budget_usd_per_hour']:,.2f}/h); "
+            f"highest ρ {summary['max_utilization']}",
+        )
     )
     for w in result.warnings:
-        console.print(f"[yellow]warning[/] [{w.kind}] {w.message}")
+        console.print(Text.assemble(("warning ", "yellow"), f"[{w.kind}] {w.message}"))
     for v in result.violations:
-        console.print(f"[red]violation[/] [{v.kind}] {v.message}")
-    console.print("[green]plan ok[/]" if result.ok else f"[red]{len(result.violations)} violation(s)[/]")
+        console.print(Text.assemble(("violation ", "red"), f"[{v.kind}] {v.message}"))
+    if result.ok:
+        console.print(Text("plan ok", style="green"))
+    else:
+        console.print(Text(f"{len(result.violations)} violation(s)", style="red"))
+
+
+def _console() -> Console:
+    """A console for plain user text (markup off: names print as written).
+
+    Piped output (CI logs, files) gets a wide page instead of rich's default 80
+    columns, so that a plan's tables are neither cut nor reflowed.
+    """
+    return Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
 
 
 def print_size(result: SizeResult, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
+    console = console or _console()
     r, m = result.request, result.memory
     table = Table(title=f"{r.model_name} on {r.gpu.name}, TP={r.tp} PP={r.pp}", title_justify="left", show_header=False)
     table.add_column("item")
@@ -162,6 +195,6 @@ def print_size(result: SizeResult, console: Console | None = None) -> None:
         table.add_row(item, value)
     console.print(table)
     if result.fits:
-        console.print("[green]fits[/]")
+        console.print(Text("fits", style="green"))
     else:
-        console.print(f"[red]does not fit:[/] {result.reason}")
+        console.print(Text.assemble(("does not fit: ", "red"), result.reason or ""))
