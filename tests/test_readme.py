@@ -66,3 +66,11 @@ def test_readme_example_command_succeeds(command: str) -> None:
 
 def test_readme_lists_example_commands() -> None:
     assert len(_example_commands()) >= 4
+
+
+def test_readme_lists_every_policy_of_the_pack_with_its_enforcement() -> None:
+    from policies import ALL
+
+    for policy in ALL:
+        level = getattr(policy.enforcement_level, "value", policy.enforcement_level)
+        assert f"| `{policy.name}` | {level} |" in README, policy.name

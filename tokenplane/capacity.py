@@ -330,26 +330,65 @@ def prefill_flops(arch: Architecture, tokens: int, *, context_before: int = 0) -
     token. Attention: QK^T and AV over the causal triangle, 4 x width per
     query-key pair per layer.
     """
-    linear = 2.0 * (arch.params_active - arch.vocab_size * arch.hidden_size) * tokens
-    pairs = tokens * context_before + tokens * tokens / 2
-    attention = 4.0 * arch.num_layers * arch.attention_width * pairs
-    return linear + attention
+    return _linear_flops_per_token(arch) * tokens + _attention_flops_per_pair(arch) * causal_pairs(
+        tokens, context_before
+    )
+
+
+def _linear_flops_per_token(arch: Architecture) -> float:
+    return 2.0 * (arch.params_active - arch.vocab_size * arch.hidden_size)
+
+
+def _attention_flops_per_pair(arch: Architecture) -> float:
+    return 4.0 * arch.num_layers * arch.attention_width
+
+
+def causal_pairs(tokens: float, context_before: float = 0.0) -> float:
+    """Query-key pairs that prefilling ``tokens`` after ``context_before`` cached ones attends over."""
+    return tokens * context_before + tokens * tokens / 2
+
+
+@dataclass(frozen=True)
+class PrefillCost:
+    """Prefill compute time of one replica as two rates, so that a simulator can price chunks cheaply.
+
+    ``seconds(t, c)`` equals ``prefill_compute_seconds(model, t, context_before=c)``. Chunked prefill
+    costs the same in total as one pass: the chunks' causal triangles add up to the whole one.
+    """
+
+    per_token_s: float
+    per_pair_s: float
+
+    def seconds(self, tokens: float, context_before: float = 0.0) -> float:
+        return self.per_token_s * tokens + self.per_pair_s * causal_pairs(tokens, context_before)
+
+
+def prefill_cost(model: ReplicaModel) -> PrefillCost:
+    rate = model.peak_flops * model.efficiency.mfu_prefill
+    return PrefillCost(_linear_flops_per_token(model.arch) / rate, _attention_flops_per_pair(model.arch) / rate)
+
+
+def prefill_compute_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0) -> float:
+    """Prefill's compute time without the per-iteration overhead: what a chunk adds to a running iteration."""
+    return prefill_flops(model.arch, tokens, context_before=context_before) / (
+        model.peak_flops * model.efficiency.mfu_prefill
+    )
 
 
 def prefill_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0) -> float:
     """Time to prefill a prompt alone. Pipeline stages run one after another for one request."""
     if tokens <= 0:
         return 0.0
-    flops = prefill_flops(model.arch, tokens, context_before=context_before)
-    return flops / (model.peak_flops * model.efficiency.mfu_prefill) + _step_overhead(model)
+    return prefill_compute_seconds(model, tokens, context_before=context_before) + step_overhead_seconds(model)
 
 
 def prefill_seconds_per_token(model: ReplicaModel, *, context: int) -> float:
     """Marginal prefill cost of one token at a typical context, used for throughput."""
-    return prefill_flops(model.arch, 1, context_before=context) / (model.peak_flops * model.efficiency.mfu_prefill)
+    return prefill_compute_seconds(model, 1, context_before=context)
 
 
-def _step_overhead(model: ReplicaModel) -> float:
+def step_overhead_seconds(model: ReplicaModel) -> float:
+    """Per-iteration scheduling, sampling and launch cost, plus the tensor-parallel all-reduces."""
     eff = model.efficiency
     allreduce = 2 * model.arch.num_layers * eff.allreduce_s if model.tp > 1 else 0.0
     return eff.step_overhead_s + allreduce
@@ -369,6 +408,37 @@ def _weight_bytes_read(model: ReplicaModel, batch: int) -> float:
     return read
 
 
+@dataclass(frozen=True)
+class DecodeStepTerms:
+    """One decode iteration's cost at a given batch, split so that the context can vary freely.
+
+    ``decode_step_seconds(model, b, mean_context=c)`` equals
+    ``max(memory_s + kv_s_per_token * b * c, compute_s) + overhead_s``: the simulator tabulates the
+    terms once per batch size and then prices millions of iterations with array arithmetic.
+    """
+
+    memory_s: float  # reading the weights (only the experts the batch touches, for MoE)
+    kv_s_per_token: float  # reading one token of KV cache, summed over the TP ranks
+    compute_s: float
+    overhead_s: float
+
+    def seconds(self, total_context: float) -> float:
+        """The step's time when the batch holds ``total_context`` tokens of KV cache in all."""
+        return max(self.memory_s + self.kv_s_per_token * total_context, self.compute_s) + self.overhead_s
+
+
+def decode_step_terms(model: ReplicaModel, batch: int) -> DecodeStepTerms:
+    eff = model.efficiency
+    rate = model.bandwidth * eff.mbu_decode
+    kv_per_token = kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp
+    return DecodeStepTerms(
+        memory_s=_weight_bytes_read(model, batch) / rate,
+        kv_s_per_token=kv_per_token / rate,
+        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode),
+        overhead_s=step_overhead_seconds(model),
+    )
+
+
 def decode_step_seconds(model: ReplicaModel, batch: int, *, mean_context: float) -> float:
     """One decode iteration for ``batch`` sequences of ``mean_context`` tokens each.
 
@@ -377,21 +447,20 @@ def decode_step_seconds(model: ReplicaModel, batch: int, *, mean_context: float)
     """
     if batch <= 0:
         return 0.0
-    eff = model.efficiency
-    kv_read = batch * mean_context * kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp
-    memory = (_weight_bytes_read(model, batch) + kv_read) / (model.bandwidth * eff.mbu_decode)
-    compute = prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode)
-    return max(memory, compute) + _step_overhead(model)
+    return decode_step_terms(model, batch).seconds(batch * mean_context)
+
+
+def speculation_factor(model: ReplicaModel) -> float:
+    """Expected time per streamed token over time per target step: 1 without speculative decoding."""
+    spec = model.speculation
+    if spec is None:
+        return 1.0
+    return (1 + spec.num_tokens * spec.draft_cost_ratio) / spec.tokens_per_step
 
 
 def inter_token_seconds(model: ReplicaModel, batch: int, *, mean_context: float) -> float:
     """Time between streamed tokens, with speculative decoding's expected speed-up."""
-    step = decode_step_seconds(model, batch, mean_context=mean_context)
-    spec = model.speculation
-    if spec is None:
-        return step
-    cost = step * (1 + spec.num_tokens * spec.draft_cost_ratio)
-    return cost / spec.tokens_per_step
+    return decode_step_seconds(model, batch, mean_context=mean_context) * speculation_factor(model)
 
 
 def e2e_seconds(ttft: float, itl: float, output_tokens: int) -> float:

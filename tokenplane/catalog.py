@@ -90,28 +90,30 @@ class InstanceType:
     gpus: int
     nvme_gb: int  # local instance-store NVMe, where weights are cached for fast cold starts
     usd_per_hour: float
+    vcpus: int
+    memory_gib: int
 
 
-# Source: https://aws.amazon.com/ec2/instance-types/ (accelerated computing) for GPUs and NVMe;
+# Source: https://aws.amazon.com/ec2/instance-types/ (accelerated computing) for GPUs, NVMe, vCPUs and memory;
 # prices from the on-demand pricing page, us-east-1, Linux.
 INSTANCE_TYPES: dict[str, InstanceType] = {
     it.name: it
     for it in (
-        InstanceType("g5.xlarge", "A10G", 1, 250, 1.006),
-        InstanceType("g5.12xlarge", "A10G", 4, 3800, 5.672),
-        InstanceType("g5.48xlarge", "A10G", 8, 7600, 16.288),
-        InstanceType("g6.xlarge", "L4", 1, 250, 0.8048),
-        InstanceType("g6.12xlarge", "L4", 4, 3760, 4.6016),
-        InstanceType("g6.48xlarge", "L4", 8, 7520, 13.3504),
-        InstanceType("g6e.xlarge", "L40S", 1, 250, 1.861),
-        InstanceType("g6e.12xlarge", "L40S", 4, 3800, 10.493),
-        InstanceType("g6e.48xlarge", "L40S", 8, 7600, 30.131),
-        InstanceType("p4d.24xlarge", "A100-40GB", 8, 8000, 21.96),
-        InstanceType("p4de.24xlarge", "A100-80GB", 8, 8000, 27.447),
-        InstanceType("p5.48xlarge", "H100-80GB", 8, 30400, 55.04),
-        InstanceType("p5e.48xlarge", "H200-141GB", 8, 30400, 60.0),
-        InstanceType("p5en.48xlarge", "H200-141GB", 8, 30400, 63.296),
-        InstanceType("p6-b200.48xlarge", "B200", 8, 30400, 113.9328),
+        InstanceType("g5.xlarge", "A10G", 1, 250, 1.006, 4, 16),
+        InstanceType("g5.12xlarge", "A10G", 4, 3800, 5.672, 48, 192),
+        InstanceType("g5.48xlarge", "A10G", 8, 7600, 16.288, 192, 768),
+        InstanceType("g6.xlarge", "L4", 1, 250, 0.8048, 4, 16),
+        InstanceType("g6.12xlarge", "L4", 4, 3760, 4.6016, 48, 192),
+        InstanceType("g6.48xlarge", "L4", 8, 7520, 13.3504, 192, 768),
+        InstanceType("g6e.xlarge", "L40S", 1, 250, 1.861, 4, 32),
+        InstanceType("g6e.12xlarge", "L40S", 4, 3800, 10.493, 48, 384),
+        InstanceType("g6e.48xlarge", "L40S", 8, 7600, 30.131, 192, 1536),
+        InstanceType("p4d.24xlarge", "A100-40GB", 8, 8000, 21.96, 96, 1152),
+        InstanceType("p4de.24xlarge", "A100-80GB", 8, 8000, 27.447, 96, 1152),
+        InstanceType("p5.48xlarge", "H100-80GB", 8, 30400, 55.04, 192, 2048),
+        InstanceType("p5e.48xlarge", "H200-141GB", 8, 30400, 60.0, 192, 2048),
+        InstanceType("p5en.48xlarge", "H200-141GB", 8, 30400, 63.296, 192, 2048),
+        InstanceType("p6-b200.48xlarge", "B200", 8, 30400, 113.9328, 192, 2048),
     )
 }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -65,23 +66,64 @@ def _root(
 
 
 @app.command()
-def plan(spec: SpecPath, as_json: JsonFlag = False) -> None:
-    """Size every pool of SPEC: memory, latency, lambda < mu, replicas and cost. Exits 1 on any violation."""
+def plan(
+    spec: SpecPath,
+    as_json: JsonFlag = False,
+    capacity_only: Annotated[
+        bool,
+        typer.Option("--capacity-only", help="Size only; skip rendering the Pulumi graph (fast, no pulumi import)"),
+    ] = False,
+    tree: Annotated[bool, typer.Option("--tree", help="Also print the component and resource tree")] = False,
+    graph: Annotated[Path | None, typer.Option("--graph", help="Write the topology to FILE (.svg or .png)")] = None,
+) -> None:
+    """Size every pool of SPEC and render its Pulumi graph offline. Exits 1 on any violation or render error.
+
+    Capacity: memory, latency, lambda < mu, replicas and cost per region and pool.
+    Graph: LlmPlatform under Pulumi's mock runtime, every Kubernetes object checked
+    against the Kubernetes schema of the spec's version.
+    """
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
     from tokenplane.planner import plan as make_plan
-    from tokenplane.report import plan_json, print_plan
+    from tokenplane.report import _console, plan_json, print_plan
 
     try:
         platform = load_spec(spec)
     except SpecError as e:
         _fail(str(e))
     result = make_plan(platform)
+    rendered = None
+    if not capacity_only:
+        from tokenplane.render import render
+
+        rendered = render(platform)
+    ok = result.ok and (rendered is None or rendered.ok)
     if as_json:
-        _emit_json(plan_json(result))
+        data = plan_json(result)
+        if rendered is not None:
+            from tokenplane.render_report import render_json
+
+            data |= render_json(rendered)
+            data["summary"]["ok"] = ok
+        _emit_json(data)
     else:
-        print_plan(result)
-    raise typer.Exit(0 if result.ok else 1)
+        console = _console()
+        print_plan(result, console)
+        if rendered is not None:
+            from tokenplane.render_report import print_counts, print_issues, print_tree
+
+            print_counts(rendered, console)
+            if tree:
+                print_tree(rendered, console)
+            print_issues(rendered, console)
+    if graph is not None and rendered is not None:
+        from tokenplane.render_report import write_graph
+
+        try:
+            write_graph(rendered, graph)
+        except SpecError as e:
+            _fail(str(e))
+    raise typer.Exit(0 if ok else 1)
 
 
 @app.command()
@@ -134,6 +176,55 @@ def size(
     raise typer.Exit(0 if result.fits else 1)
 
 
+class CheckFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    JUNIT = "junit"
+    SARIF = "sarif"
+
+
+@app.command()
+def check(
+    spec: SpecPath,
+    fmt: Annotated[
+        CheckFormat, typer.Option("--format", help="table for people; json, junit or sarif for CI")
+    ] = CheckFormat.TABLE,
+    policy_config: Annotated[
+        Path | None, typer.Option("--policy-config", help="CrossGuard --policy-pack-config JSON: levels and thresholds")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report to FILE instead of stdout")
+    ] = None,
+) -> None:
+    """Run the CrossGuard policy pack offline against SPEC's rendered graph. Exits 1 on a mandatory violation."""
+    from policies import ALL
+    from tokenplane.check import load_policy_config, run_checks
+    from tokenplane.check_report import print_table, render
+    from tokenplane.errors import SpecError
+    from tokenplane.load import load_spec
+    from tokenplane.render import render as render_graph
+    from tokenplane.report import _console
+
+    try:
+        settings = load_policy_config(policy_config, ALL) if policy_config else None
+        platform = load_spec(spec)
+    except SpecError as e:
+        _fail(str(e))
+    rendered = render_graph(platform)
+    result = run_checks(rendered, ALL, settings)
+    if fmt is CheckFormat.TABLE and output is None:
+        print_table(result, _console())
+    else:
+        text = render(result, "json" if fmt is CheckFormat.TABLE else fmt.value)
+        if output is not None:
+            output.write_text(text + "\n", encoding="utf-8")
+        else:
+            sys.stdout.write(text + "\n")
+    if not rendered.ok:
+        _fail("; ".join(str(issue) for issue in rendered.issues[:5]), code=1)
+    raise typer.Exit(0 if result.ok else 1)
+
+
 @app.command()
 def schema() -> None:
     """Print the spec's JSON Schema, for editor completion and checking."""
@@ -144,3 +235,71 @@ def schema() -> None:
 
 def main() -> None:  # pragma: no cover - the console script calls app directly
     app()
+
+
+@app.command()
+def simulate(
+    spec: SpecPath,
+    rps: Annotated[
+        float | None, typer.Option(help="Peak requests per second, all regions; default: the spec's platform.peak_rps")
+    ] = None,
+    duration: Annotated[str, typer.Option(help="Simulated time: 60s, 10m, 24h or 1h30m")] = "60s",
+    profile: Annotated[str, typer.Option(help="flat, or diurnal (a business day; --rps is its peak)")] = "flat",
+    burst: Annotated[
+        list[str] | None, typer.Option(help="A surge HH:MMxFACTOR/DURATION, e.g. 09:00x3/15m; repeatable")
+    ] = None,
+    start: Annotated[str, typer.Option(help="Simulated clock at the start, HH:MM (day 0 is a Monday)")] = "00:00",
+    seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same run")] = 0,
+    initial: Annotated[
+        str, typer.Option(help="settled (replicas the autoscaler settles on for the starting load) or min")
+    ] = "settled",
+    as_json: JsonFlag = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write an HTML page of plots here, e.g. sim.html")
+    ] = None,
+) -> None:
+    """Simulate SPEC's platform request by request: latency, queues, autoscaling, shedding and cost over time."""
+    from tokenplane.errors import SpecError
+    from tokenplane.load import load_spec
+    from tokenplane.sim.workload import Burst, Profile, parse_clock, parse_duration
+    from tokenplane.simulate import Initial, SimConfig
+    from tokenplane.simulate import simulate as run_simulation
+
+    try:
+        if rps is not None and not (math.isfinite(rps) and rps > 0):
+            raise SpecError(f"--rps {rps:g} must be a positive number of requests per second, e.g. --rps 10000")
+        if profile not in {p.value for p in Profile}:
+            raise SpecError(f"--profile {profile!r} is not a profile; use flat or diurnal")
+        if initial not in {i.value for i in Initial}:
+            raise SpecError(f"--initial {initial!r} is not allowed; use settled or min")
+        config = SimConfig(
+            rps=rps,
+            duration_s=parse_duration(duration),
+            profile=Profile(profile),
+            bursts=tuple(Burst.parse(b) for b in burst or []),
+            start_s=parse_clock(start),
+            seed=seed,
+            initial=Initial(initial),
+        )
+        platform = load_spec(spec)
+    except SpecError as e:
+        _fail(str(e))
+    result = run_simulation(platform, config)
+    from tokenplane.sim.metrics import ttft_ms_by_class
+
+    summary = result.summary()
+    if report is not None:
+        from tokenplane.simulate_report import simulation_html
+
+        try:
+            report.write_text(simulation_html(summary, ttft_ms_by_class(result)), encoding="utf-8")
+        except OSError as e:
+            _fail(f"--report {report}: cannot write the page ({e.strerror}); pick a writable path")
+    if as_json:
+        _emit_json(summary)
+    else:
+        from tokenplane.simulate_report import print_simulation
+
+        print_simulation(summary)
+        if report is not None:
+            typer.echo(f"report written to {report}")

@@ -1,9 +1,9 @@
 """The core's exceptions, in one tree.
 
     TokenplaneError
-    ├── SpecError            a spec, config.json or CLI value is invalid
-    │   └── SpecLoadError    a spec file failed to load; carries every issue at once
-    └── CatalogError         a GPU, instance type or model preset is unknown (also a ValueError)
+    └── SpecError            a spec, config.json or CLI value is invalid (also a ValueError)
+        ├── SpecLoadError    a spec file failed to load; carries every issue at once
+        └── CatalogError     a GPU, instance type or model preset is unknown
 
 Every message names the offending key and value, says what is allowed, and
 how to fix it. The CLI prints ``str(error)`` and exits 2.
@@ -19,16 +19,16 @@ class TokenplaneError(Exception):
     """Base class of every error the core raises on purpose."""
 
 
-class SpecError(TokenplaneError):
-    """A spec, or a value standing in for part of one, is invalid."""
+class SpecError(TokenplaneError, ValueError):
+    """A spec, or a value standing in for part of one, is invalid.
 
-
-class CatalogError(SpecError, ValueError):
-    """A name is not in the catalog; the message lists the names that are.
-
-    Also a ``ValueError``, so that pydantic reports it at the field's position
-    when a spec validator looks a name up.
+    Also a ``ValueError``, so that pydantic reports one raised inside a spec
+    validator (an unknown GPU, an unsupported cron) at the field's position.
     """
+
+
+class CatalogError(SpecError):
+    """A name is not in the catalog; the message lists the names that are."""
 
 
 @dataclass(frozen=True)

@@ -278,6 +278,13 @@ class ScheduledScale(Model):
     duration_minutes: int = Field(gt=0, le=1440)
     timezone: str = "UTC"
 
+    @model_validator(mode="after")
+    def _supported_cron(self) -> ScheduledScale:
+        from tokenplane.schedule import cron_window
+
+        cron_window(self.cron, self.duration_minutes)  # raises SpecError (a ValueError) with the fix
+        return self
+
 
 class Autoscaling(Model):
     signals: Signals = Field(default_factory=Signals)
@@ -546,10 +553,14 @@ class Logs(Model):
     redact_prompts: bool = True
 
 
+DashboardName = Literal["vllm", "gateway", "cost"]
+DASHBOARDS: tuple[DashboardName, ...] = ("vllm", "gateway", "cost")
+
+
 class Observability(Model):
     scrape_interval_seconds: int = Field(default=15, ge=1)
     metrics_retention_days: int = Field(default=15, ge=1)
-    dashboards: list[str] = Field(default_factory=lambda: ["vllm", "gateway", "cost"])
+    dashboards: list[DashboardName] = Field(default_factory=lambda: list(DASHBOARDS))
     tracing: Tracing = Field(default_factory=Tracing)
     logs: Logs = Field(default_factory=Logs)
 

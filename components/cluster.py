@@ -1,0 +1,182 @@
+"""Cluster: EKS with IAM, OIDC for pod roles, managed add-ons and a system node group."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.base import Component
+from tokenplane.spec import PlatformSpec, Region
+
+SYSTEM_INSTANCE_TYPE = "m6i.xlarge"  # gateways, Qdrant, Prometheus: CPU work next to the GPU pools
+# Managed add-ons, left at EKS's default version for the cluster's Kubernetes version.
+ADDONS = ("vpc-cni", "coredns", "kube-proxy", "aws-ebs-csi-driver", "eks-pod-identity-agent")
+NODE_POLICIES = (
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+)
+
+
+def assume_role_policy(service: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
+        }
+    )
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    spec: PlatformSpec
+    region: Region
+    private_subnet_ids: list[pulumi.Output[str]]
+    public_subnet_ids: list[pulumi.Output[str]]
+    tags: dict[str, str]
+
+
+class Cluster(Component):
+    """An EKS cluster whose nodes live in the private subnets of every AZ."""
+
+    MODULE = "cluster"
+
+    name: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    node_role_arn: pulumi.Output[str]
+    oidc_provider_arn: pulumi.Output[str]
+    oidc_issuer: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        spec, region, tags = args.spec, args.region, args.tags
+        cluster_role = aws.iam.Role(
+            self.child("cluster-role"),
+            assume_role_policy=assume_role_policy("eks.amazonaws.com"),
+            tags=tags,
+            opts=self.opts(),
+        )
+        aws.iam.RolePolicyAttachment(
+            self.child("cluster-policy"),
+            role=cluster_role.name,
+            policy_arn="arn:aws:iam::aws:policy/AmazonEKSClusterPolicy",
+            opts=self.opts(),
+        )
+        # Kubernetes Secrets (the gateway's Redis token among them) are envelope-encrypted with a CMK.
+        secrets_key = aws.kms.Key(
+            self.child("secrets-key"),
+            description=f"EKS secrets for {name}",
+            enable_key_rotation=True,
+            tags=tags,
+            opts=self.opts(),
+        )
+        cluster = aws.eks.Cluster(
+            self.child("eks"),
+            name=f"{spec.platform.name}-{region.name}",
+            version=spec.platform.kubernetes_version,
+            role_arn=cluster_role.arn,
+            vpc_config=aws.eks.ClusterVpcConfigArgs(
+                subnet_ids=[*args.private_subnet_ids, *args.public_subnet_ids],
+                endpoint_private_access=True,
+                endpoint_public_access=True,
+            ),
+            access_config=aws.eks.ClusterAccessConfigArgs(authentication_mode="API"),
+            encryption_config=aws.eks.ClusterEncryptionConfigArgs(
+                resources=["secrets"], provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=secrets_key.arn)
+            ),
+            enabled_cluster_log_types=["api", "audit", "authenticator"],
+            tags=tags,
+            opts=self.opts(),
+        )
+        oidc = aws.iam.OpenIdConnectProvider(
+            self.child("oidc"),
+            url=cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer),  # type: ignore[index]  # the SDK types identities as Optional
+            client_id_lists=["sts.amazonaws.com"],
+            tags=tags,
+            opts=self.opts(),
+        )
+        node_role = aws.iam.Role(
+            self.child("node-role"),
+            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            tags=tags,
+            opts=self.opts(),
+        )
+        attachments = [
+            aws.iam.RolePolicyAttachment(
+                self.child("node-policy", arn.rsplit("/", 1)[-1].lower()),
+                role=node_role.name,
+                policy_arn=arn,
+                opts=self.opts(),
+            )
+            for arn in NODE_POLICIES
+        ]
+        system_size = 3 if spec.platform.environment.value == "prod" else 2
+        aws.eks.NodeGroup(
+            self.child("system"),
+            cluster_name=cluster.name,
+            node_role_arn=node_role.arn,
+            subnet_ids=args.private_subnet_ids,  # spans every AZ of the region
+            instance_types=[SYSTEM_INSTANCE_TYPE],
+            ami_type="AL2023_x86_64_STANDARD",
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=system_size, desired_size=system_size, max_size=system_size * 4
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            labels={"tokenplane.io/node-role": "system"},
+            tags=tags,
+            opts=self.opts(depends_on=attachments),
+        )
+        for addon in ADDONS:
+            aws.eks.Addon(
+                self.child("addon", addon),
+                cluster_name=cluster.name,
+                addon_name=addon,
+                resolve_conflicts_on_update="OVERWRITE",
+                tags=tags,
+                opts=self.opts(),
+            )
+        self.name = cluster.name
+        self.node_role_arn = node_role.arn
+        self.oidc_provider_arn = oidc.arn
+        self.oidc_issuer = oidc.url
+        self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, cluster.certificate_authority).apply(
+            lambda a: _kubeconfig(str(a[0]), str(a[1]), a[2], region.cloud_region)
+        )
+        self.register_outputs(
+            {
+                "name": cluster.name,
+                "endpoint": cluster.endpoint,
+                "oidc_provider_arn": oidc.arn,
+                "node_role_arn": node_role.arn,
+            }
+        )
+
+
+def _kubeconfig(name: str, endpoint: str, authority: object, cloud_region: str) -> str:
+    """A kubeconfig that authenticates with ``aws eks get-token``: no long-lived credentials."""
+    data = authority.get("data") if isinstance(authority, dict) else getattr(authority, "data", "")
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {"server": endpoint, "certificate-authority-data": data}}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+            "users": [
+                {
+                    "name": name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "aws",
+                            "args": ["eks", "get-token", "--cluster-name", name, "--region", cloud_region],
+                        }
+                    },
+                }
+            ],
+        }
+    )

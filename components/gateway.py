@@ -1,0 +1,282 @@
+"""What the AI gateway and the model gateway share: a hardened Deployment of the serving image.
+
+The runtime config is the spec itself, rendered into a ConfigMap and read by the
+same pydantic models, so the gateway cannot disagree with the plan. A checksum
+of it in the pod template rolls the pods whenever it changes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import kube
+from components.base import Component
+from components.iam import irsa_role, policy_document
+from components.naming import LABEL_REGION, NS_GATEWAY, app_labels, checksum
+from tokenplane.spec import PlatformSpec, Region
+
+GATEWAY_PORT = 8080
+CONFIG_DIR = "/etc/tokenplane"
+SPOOL_DIR = "/var/spool/tokenplane"
+# A gateway replica plans for 1,000 req/s: its benchmark target is 1,500 per core, and it gets two cores.
+RPS_PER_REPLICA = 1000
+SPOOL_LIMIT = "2Gi"  # usage events queued on disk while Kafka is unreachable (the gateway bounds it too)
+
+
+@dataclass(frozen=True)
+class GatewayArgs:
+    spec: PlatformSpec
+    region: Region
+    image: pulumi.Input[str]
+    redis_url: pulumi.Input[str]
+    kafka_bootstrap: pulumi.Input[str]
+    kafka_cluster_arn: pulumi.Input[str]
+    qdrant_url: str
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_issuer: pulumi.Input[str]
+    account_id: pulumi.Input[str]
+    tags: dict[str, str]
+    pool_urls: dict[str, pulumi.Input[str]] = field(default_factory=dict)
+    model_gateway_url: str = ""
+    otel_endpoint: str = ""
+
+
+def replica_bounds(spec: PlatformSpec, region: Region) -> tuple[int, int]:
+    """Enough replicas for the region's peak with a third to spare; at least 3 in prod for AZ spread."""
+    floor = 3 if spec.platform.environment.value == "prod" else 2
+    need = math.ceil(spec.platform.peak_rps * region.traffic_share / RPS_PER_REPLICA * 1.3)
+    low = max(floor, need)
+    return low, max(low * 3, floor * 2)
+
+
+def runtime_config(spec: PlatformSpec, region: Region) -> dict[str, str]:
+    """The ConfigMap's data: the whole spec as JSON, and which region this copy serves."""
+    return {"platform.json": spec.model_dump_json(exclude_none=True), "region": region.name}
+
+
+def secret_arns(spec: PlatformSpec, region: Region, account_id: str) -> list[str]:
+    """Secrets Manager ARNs of every aws-sm:// reference the gateways resolve (tenant and provider keys)."""
+    refs = [t.api_key_secret for t in spec.tenants] + [p.api_key_secret for p in spec.providers]
+    return sorted(
+        f"arn:aws:secretsmanager:{region.cloud_region}:{account_id}:secret:{ref.removeprefix('aws-sm://')}-*"
+        for ref in refs
+        if ref.startswith("aws-sm://")
+    )
+
+
+class GatewayWorkload(Component):
+    """Base of AiGateway and ModelGateway; subclasses set the app name, module and exposure."""
+
+    MODULE = "gateway"
+    APP: str
+    SERVING_MODULE: str
+    PUBLIC = False
+
+    service: k8s.core.v1.Service
+
+    def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        app, spec, region = self.APP, args.spec, args.region
+        labels = app_labels(app, "gateway", **{LABEL_REGION: region.name})
+        config_data = runtime_config(spec, region)
+        config = k8s.core.v1.ConfigMap(
+            self.child("config"),
+            metadata={"name": f"{app}-config", "namespace": NS_GATEWAY, "labels": labels},
+            data=config_data,
+            opts=self.opts(),
+        )
+        secret = k8s.core.v1.Secret(
+            self.child("secret"),
+            metadata={"name": f"{app}-connections", "namespace": NS_GATEWAY, "labels": labels},
+            type="Opaque",
+            string_data={
+                "REDIS_URL": args.redis_url,
+                "KAFKA_BOOTSTRAP_SERVERS": args.kafka_bootstrap,
+            },
+            opts=self.opts(),
+        )
+        role = self._role(args)
+        account = k8s.core.v1.ServiceAccount(
+            self.child("sa"),
+            metadata={
+                "name": app,
+                "namespace": NS_GATEWAY,
+                "labels": labels,
+                "annotations": {"eks.amazonaws.com/role-arn": role.arn},
+            },
+            automount_service_account_token=True,
+            opts=self.opts(),
+        )
+        env: list[dict[str, Any]] = [
+            {"name": "TOKENPLANE_CONFIG", "value": f"{CONFIG_DIR}/platform.json"},
+            {"name": "TOKENPLANE_REGION", "value": region.name},
+            {"name": "TOKENPLANE_SPOOL_DIR", "value": SPOOL_DIR},
+            {"name": "QDRANT_URL", "value": args.qdrant_url},
+            {"name": "AWS_REGION", "value": region.cloud_region},
+            {"name": "KAFKA_SASL_MECHANISM", "value": "AWS_MSK_IAM"},
+        ]
+        if args.model_gateway_url:
+            env.append({"name": "MODEL_GATEWAY_URL", "value": args.model_gateway_url})
+        if args.otel_endpoint:
+            env.append({"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": args.otel_endpoint})
+        for pool, url in sorted(args.pool_urls.items()):
+            env.append({"name": f"POOL_URL_{pool.upper().replace('-', '_')}", "value": url})
+        probe = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
+        container = {
+            "name": app,
+            "image": args.image,
+            "command": ["python", "-m", self.SERVING_MODULE],
+            "ports": [{"name": "http", "containerPort": GATEWAY_PORT}],
+            "env": env,
+            "envFrom": [{"secretRef": {"name": f"{app}-connections"}}],
+            "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
+            "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}},
+            "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}, "failureThreshold": 6},
+            # Let the LB drain the pod before SIGTERM reaches the server; streams then finish in the grace period.
+            "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 10"]}}},
+            "securityContext": {
+                "runAsNonRoot": True,
+                "readOnlyRootFilesystem": True,
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+            },
+            "volumeMounts": [
+                {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+                {"name": "spool", "mountPath": SPOOL_DIR},
+                {"name": "tmp", "mountPath": "/tmp"},
+            ],
+        }
+        low, high = replica_bounds(spec, region)
+        deployment = k8s.apps.v1.Deployment(
+            self.child("deployment"),
+            metadata={"name": app, "namespace": NS_GATEWAY, "labels": labels},
+            spec={
+                "replicas": low,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}},
+                "template": {
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {
+                            "tokenplane.io/config-checksum": checksum(config_data),
+                            "prometheus.io/scrape": "true",
+                            "prometheus.io/port": str(GATEWAY_PORT),
+                        },
+                    },
+                    "spec": {
+                        "serviceAccountName": app,
+                        "terminationGracePeriodSeconds": 120,
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": 10001,
+                            "runAsGroup": 10001,
+                            "fsGroup": 10001,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        "containers": [container],
+                        "topologySpreadConstraints": [
+                            {
+                                "maxSkew": 1,
+                                "topologyKey": "topology.kubernetes.io/zone",
+                                "whenUnsatisfiable": "DoNotSchedule",
+                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
+                            }
+                        ],
+                        "volumes": [
+                            {"name": "config", "configMap": {"name": f"{app}-config"}},
+                            {"name": "spool", "emptyDir": {"sizeLimit": SPOOL_LIMIT}},
+                            {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
+                        ],
+                    },
+                },
+            },
+            opts=self.opts(
+                depends_on=[config, secret, account], ignore_changes=["spec.replicas"]
+            ),  # the HPA owns replicas
+        )
+        k8s.autoscaling.v2.HorizontalPodAutoscaler(
+            self.child("hpa"),
+            metadata={"name": app, "namespace": NS_GATEWAY, "labels": labels},
+            spec={
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
+                "minReplicas": low,
+                "maxReplicas": high,
+                "metrics": [
+                    {
+                        "type": "Resource",
+                        "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}},
+                    }
+                ],
+            },
+            opts=self.opts(depends_on=[deployment]),
+        )
+        kube.pdb(self.child("pdb"), namespace=NS_GATEWAY, app=app, opts=self.opts())
+        kube.allow_ingress(
+            self.child("netpol"),
+            namespace=NS_GATEWAY,
+            app=app,
+            port=GATEWAY_PORT,
+            sources=self.ingress_sources(),
+            opts=self.opts(),
+        )
+        service_spec: dict[str, Any] = {
+            "selector": {"app.kubernetes.io/name": app},
+            "ports": [{"name": "http", "port": 443 if self.PUBLIC else GATEWAY_PORT, "targetPort": "http"}],
+            "type": "LoadBalancer" if self.PUBLIC else "ClusterIP",
+        }
+        annotations = self.service_annotations()
+        self.service = k8s.core.v1.Service(
+            self.child("service"),
+            metadata={"name": app, "namespace": NS_GATEWAY, "labels": labels, "annotations": annotations},
+            spec=service_spec,
+            opts=self.opts(),
+        )
+        self.app = app
+        self.register_outputs({"deployment": deployment.metadata["name"], "service": self.service.metadata["name"]})
+
+    def ingress_sources(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def service_annotations(self) -> dict[str, str]:
+        return {}
+
+    def iam_statements(self, args: GatewayArgs, account_id: str, kafka_arn: str) -> list[dict[str, Any]]:
+        """Connect to this region's MSK cluster and use its topics; read the referenced secrets."""
+        topics = kafka_arn.replace(":cluster/", ":topic/", 1) + "/*"
+        statements: list[dict[str, Any]] = [
+            {
+                "Effect": "Allow",
+                "Action": ["kafka-cluster:Connect", "kafka-cluster:DescribeCluster"],
+                "Resource": [kafka_arn],
+            },
+            {
+                "Effect": "Allow",
+                "Action": ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData", "kafka-cluster:ReadData"],
+                "Resource": [topics],
+            },
+        ]
+        arns = secret_arns(args.spec, args.region, account_id)
+        if arns:
+            statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns})
+        return statements
+
+    def _role(self, args: GatewayArgs) -> aws.iam.Role:
+        policy = pulumi.Output.all(args.account_id, args.kafka_cluster_arn).apply(
+            lambda a: policy_document(self.iam_statements(args, str(a[0]), str(a[1])))
+        )
+        return irsa_role(
+            self.child("role"),
+            namespace=NS_GATEWAY,
+            service_account=self.APP,
+            oidc_provider_arn=args.oidc_provider_arn,
+            oidc_issuer=args.oidc_issuer,
+            policy=policy,
+            tags=args.tags,
+            opts=self.opts(),
+        )

@@ -1,0 +1,130 @@
+"""GlobalRouting: Route53 names that keep each jurisdiction's traffic inside it.
+
+    api.<domain>            geolocation: EU users -> eu.<domain>, ...; everyone else -> latency.<domain>
+    <jurisdiction>.<domain> latency records over that jurisdiction's primary regions only
+    latency.<domain>        latency records over every primary region
+    <region>.<domain>       failover: the region's gateway, then its DR secondary's
+
+A pinned tenant is given ``<jurisdiction>.<domain>``, which can only ever resolve
+to a region of its jurisdiction, even when another region has spare capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.base import Component
+from tokenplane.spec import Jurisdiction, PlatformSpec, RegionRole
+
+TTL = 60  # seconds: failover must beat the spec's RTO with room to spare
+# Route53 geolocation for each jurisdiction: ("continent" | "country", code).
+GEO: dict[Jurisdiction, list[tuple[str, str]]] = {
+    Jurisdiction.US: [("country", "US")],
+    Jurisdiction.CA: [("country", "CA")],
+    Jurisdiction.EU: [("continent", "EU")],
+    Jurisdiction.UK: [("country", "GB")],
+    Jurisdiction.APAC: [("continent", "AS"), ("continent", "OC")],
+}
+
+
+@dataclass(frozen=True)
+class GlobalRoutingArgs:
+    spec: PlatformSpec
+    gateway_hostnames: dict[str, pulumi.Input[str]]  # region name -> the AI gateway's load balancer hostname
+    tags: dict[str, str]
+
+
+class GlobalRouting(Component):
+    MODULE = "global_routing"
+
+    endpoints: dict[str, str]  # jurisdiction or "global" -> hostname
+
+    def __init__(self, name: str, args: GlobalRoutingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        spec, domain = args.spec, args.spec.platform.domain
+        zone = aws.route53.Zone(self.child("zone"), name=domain, tags=args.tags, opts=self.opts())
+        checks = {
+            region: aws.route53.HealthCheck(
+                self.child("health", region),
+                fqdn=host,
+                port=443,
+                type="HTTPS",
+                resource_path="/readyz",
+                failure_threshold=3,
+                request_interval=10,  # three failures in 30 s: failover well inside the RTO
+                tags={**args.tags, "Name": f"{region}-gateway"},
+                opts=self.opts(),
+            )
+            for region, host in args.gateway_hostnames.items()
+        }
+        secondaries = spec.dr.secondaries if spec.dr else {}
+        primaries = [r for r in spec.regions if r.role is RegionRole.PRIMARY]
+
+        def record(suffix: str, record_name: str, target: pulumi.Input[str], **policy: object) -> None:
+            aws.route53.Record(
+                self.child(suffix),
+                zone_id=zone.zone_id,
+                name=record_name,
+                type="CNAME",
+                ttl=TTL,
+                records=[target],
+                **policy,
+                opts=self.opts(),
+            )
+
+        for region in primaries:
+            host = f"{region.name}.{domain}"
+            secondary = secondaries.get(region.name)
+            if secondary is None or secondary not in args.gateway_hostnames:
+                record(f"{region.name}-simple", host, args.gateway_hostnames[region.name])
+                continue
+            for role, target in (("PRIMARY", region.name), ("SECONDARY", secondary)):
+                record(
+                    f"{region.name}-{role.lower()}",
+                    host,
+                    args.gateway_hostnames[target],
+                    set_identifier=f"{region.name}-{role.lower()}",
+                    failover_routing_policies=[aws.route53.RecordFailoverRoutingPolicyArgs(type=role)],
+                    health_check_id=checks[target].id,
+                )
+        jurisdictions = sorted({r.jurisdiction for r in primaries}, key=lambda j: j.value)
+        for jurisdiction in jurisdictions:
+            j = jurisdiction.value.lower()
+            for region in (r for r in primaries if r.jurisdiction is jurisdiction):
+                record(
+                    f"{j}-latency-{region.name}",
+                    f"{j}.{domain}",
+                    f"{region.name}.{domain}",
+                    set_identifier=region.name,
+                    latency_routing_policies=[aws.route53.RecordLatencyRoutingPolicyArgs(region=region.cloud_region)],
+                )
+            for kind, code in GEO[jurisdiction]:
+                geo = aws.route53.RecordGeolocationRoutingPolicyArgs(**{kind: code})
+                record(
+                    f"api-geo-{j}-{code.lower()}",
+                    f"api.{domain}",
+                    f"{j}.{domain}",
+                    set_identifier=f"{j}-{code}",
+                    geolocation_routing_policies=[geo],
+                )
+        for region in primaries:
+            record(
+                f"latency-{region.name}",
+                f"latency.{domain}",
+                f"{region.name}.{domain}",
+                set_identifier=region.name,
+                latency_routing_policies=[aws.route53.RecordLatencyRoutingPolicyArgs(region=region.cloud_region)],
+            )
+        # Everyone outside a listed jurisdiction goes to the nearest region by latency.
+        record(
+            "api-geo-default",
+            f"api.{domain}",
+            f"latency.{domain}",
+            set_identifier="default",
+            geolocation_routing_policies=[aws.route53.RecordGeolocationRoutingPolicyArgs(country="*")],
+        )
+        self.endpoints = {"global": f"api.{domain}", **{j.value: f"{j.value.lower()}.{domain}" for j in jurisdictions}}
+        self.register_outputs({"zone_id": zone.zone_id, "endpoints": self.endpoints})

@@ -1,0 +1,116 @@
+"""Kafka: MSK with brokers in every AZ, TLS and IAM authentication, encryption at rest, and the spec's topics."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.base import Component
+from components.pins import MSK_KAFKA_VERSION
+from tokenplane.spec import Topic
+
+IAM_TLS_PORT = 9098
+BROKER_TYPE = {"prod": "kafka.m7g.large", "staging": "kafka.m7g.large", "dev": "kafka.t3.small"}
+BROKER_VOLUME_GIB = 1000
+# Writes survive one broker down: min.insync.replicas=2 with replication factor 3.
+SERVER_PROPERTIES = """auto.create.topics.enable=false
+default.replication.factor=3
+min.insync.replicas=2
+unclean.leader.election.enable=false
+"""
+
+
+@dataclass(frozen=True)
+class KafkaArgs:
+    environment: str
+    azs: list[str]
+    vpc_id: pulumi.Input[str]
+    vpc_cidr: str
+    subnet_ids: list[pulumi.Output[str]]
+    topics: list[Topic]
+    tags: dict[str, str]
+
+
+class Kafka(Component):
+    MODULE = "kafka"
+
+    bootstrap_brokers: pulumi.Output[str]
+    cluster_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: KafkaArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        firewall = aws.ec2.SecurityGroup(
+            self.child("sg"),
+            vpc_id=args.vpc_id,
+            description="MSK: IAM over TLS from inside the VPC only",
+            ingress=[
+                aws.ec2.SecurityGroupIngressArgs(
+                    protocol="tcp", from_port=IAM_TLS_PORT, to_port=IAM_TLS_PORT, cidr_blocks=[args.vpc_cidr]
+                )
+            ],
+            tags=args.tags,
+            opts=self.opts(),
+        )
+        key = aws.kms.Key(
+            self.child("key"),
+            description=f"MSK at-rest encryption ({name})",
+            enable_key_rotation=True,
+            tags=args.tags,
+            opts=self.opts(),
+        )
+        config = aws.msk.Configuration(
+            self.child("config"),
+            kafka_versions=[MSK_KAFKA_VERSION],
+            server_properties=SERVER_PROPERTIES,
+            opts=self.opts(),
+        )
+        brokers = len(args.azs) * (1 if len(args.azs) >= 3 else 2)  # at least 3 brokers for RF 3; a multiple of the AZs
+        cluster = aws.msk.Cluster(
+            self.child("msk"),
+            kafka_version=MSK_KAFKA_VERSION,
+            number_of_broker_nodes=brokers,
+            broker_node_group_info=aws.msk.ClusterBrokerNodeGroupInfoArgs(
+                instance_type=BROKER_TYPE.get(args.environment, BROKER_TYPE["prod"]),
+                client_subnets=args.subnet_ids,
+                security_groups=[firewall.id],
+                storage_info=aws.msk.ClusterBrokerNodeGroupInfoStorageInfoArgs(
+                    ebs_storage_info=aws.msk.ClusterBrokerNodeGroupInfoStorageInfoEbsStorageInfoArgs(
+                        volume_size=BROKER_VOLUME_GIB
+                    )
+                ),
+            ),
+            client_authentication=aws.msk.ClusterClientAuthenticationArgs(
+                sasl=aws.msk.ClusterClientAuthenticationSaslArgs(iam=True), unauthenticated=False
+            ),
+            encryption_info=aws.msk.ClusterEncryptionInfoArgs(
+                encryption_at_rest_kms_key_arn=key.arn,
+                encryption_in_transit=aws.msk.ClusterEncryptionInfoEncryptionInTransitArgs(
+                    client_broker="TLS", in_cluster=True
+                ),
+            ),
+            configuration_info=aws.msk.ClusterConfigurationInfoArgs(arn=config.arn, revision=config.latest_revision),
+            open_monitoring=aws.msk.ClusterOpenMonitoringArgs(
+                prometheus=aws.msk.ClusterOpenMonitoringPrometheusArgs(
+                    jmx_exporter=aws.msk.ClusterOpenMonitoringPrometheusJmxExporterArgs(enabled_in_broker=True),
+                    node_exporter=aws.msk.ClusterOpenMonitoringPrometheusNodeExporterArgs(enabled_in_broker=True),
+                )
+            ),
+            tags=args.tags,
+            opts=self.opts(),
+        )
+        for topic in args.topics:
+            aws.msk.Topic(
+                self.child("topic", topic.name.replace(".", "-").replace("_", "-")),
+                cluster_arn=cluster.arn,
+                name=topic.name,
+                partition_count=topic.partitions,
+                replication_factor=min(topic.replication_factor, brokers),
+                configs=json.dumps({"retention.ms": str(topic.retention_hours * 3_600_000)}),
+                opts=self.opts(),
+            )
+        self.bootstrap_brokers = cluster.bootstrap_brokers_sasl_iam
+        self.cluster_arn = cluster.arn
+        self.register_outputs({"bootstrap_brokers": cluster.bootstrap_brokers_sasl_iam, "arn": cluster.arn})

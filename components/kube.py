@@ -1,0 +1,126 @@
+"""Small builders for the Kubernetes objects every workload needs, so each is written once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+PROMETHEUS_URL = "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
+KEDA_API_VERSION = "keda.sh/v1alpha1"
+
+
+def namespace(name: str, logical: str, opts: pulumi.ResourceOptions) -> k8s.core.v1.Namespace:
+    """A namespace that denies all ingress by default; workloads open only what they need."""
+    ns = k8s.core.v1.Namespace(
+        logical,
+        metadata={
+            "name": name,
+            "labels": {"kubernetes.io/metadata.name": name, "app.kubernetes.io/part-of": "tokenplane"},
+        },
+        opts=opts,
+    )
+    k8s.networking.v1.NetworkPolicy(
+        f"{logical}-default-deny",
+        metadata={"name": "default-deny-ingress", "namespace": name},
+        spec={"podSelector": {}, "policyTypes": ["Ingress"]},
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[ns])),
+    )
+    return ns
+
+
+def allow_ingress(
+    logical: str,
+    *,
+    namespace: str,
+    app: str,
+    port: int,
+    sources: list[dict[str, Any]],
+    opts: pulumi.ResourceOptions,
+    name: str | None = None,
+) -> k8s.networking.v1.NetworkPolicy:
+    """Allow ingress to ``app`` on ``port`` from the given peers only (an empty list means from anywhere)."""
+    rule: dict[str, Any] = {"ports": [{"port": port, "protocol": "TCP"}]}
+    if sources:
+        rule["from"] = sources
+    return k8s.networking.v1.NetworkPolicy(
+        logical,
+        metadata={"name": name or f"{app}-ingress", "namespace": namespace},
+        spec={
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
+            "policyTypes": ["Ingress"],
+            "ingress": [rule],
+        },
+        opts=opts,
+    )
+
+
+def peer(namespace: str, app: str | None = None) -> dict[str, Any]:
+    """A NetworkPolicy peer: pods of ``app`` in ``namespace``, or the whole namespace."""
+    out: dict[str, Any] = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
+    if app is not None:
+        out["podSelector"] = {"matchLabels": {"app.kubernetes.io/name": app}}
+    return out
+
+
+def pdb(logical: str, *, namespace: str, app: str, opts: pulumi.ResourceOptions) -> k8s.policy.v1.PodDisruptionBudget:
+    """At most one pod of ``app`` down at a time for voluntary disruptions (node drains, upgrades)."""
+    spec: dict[str, Any] = {"maxUnavailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": app}}}
+    return k8s.policy.v1.PodDisruptionBudget(
+        logical, metadata={"name": app, "namespace": namespace}, spec=spec, opts=opts
+    )
+
+
+def scaled_object(
+    logical: str,
+    *,
+    namespace: str,
+    target: str,
+    min_replicas: int,
+    max_replicas: int,
+    cooldown_seconds: int,
+    triggers: list[dict[str, Any]],
+    opts: pulumi.ResourceOptions,
+) -> k8s.apiextensions.CustomResource:
+    """A KEDA ScaledObject. Several triggers act as OR: the HPA takes the largest replica count."""
+    return k8s.apiextensions.CustomResource(
+        logical,
+        api_version=KEDA_API_VERSION,
+        kind="ScaledObject",
+        metadata={"name": target, "namespace": namespace},
+        spec={
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+            "minReplicaCount": min_replicas,
+            "maxReplicaCount": max_replicas,
+            "pollingInterval": 15,
+            "cooldownPeriod": cooldown_seconds,
+            "advanced": {
+                "horizontalPodAutoscalerConfig": {
+                    "behavior": {
+                        # Scale out at once, scale in one replica a minute after the delay: GPUs are slow to return.
+                        "scaleUp": {
+                            "stabilizationWindowSeconds": 0,
+                            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}],
+                        },
+                        "scaleDown": {
+                            "stabilizationWindowSeconds": min(cooldown_seconds, 3600),
+                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+                        },
+                    }
+                }
+            },
+            "triggers": triggers,
+        },
+        opts=opts,
+    )
+
+
+def prometheus_trigger(name: str, query: str, threshold: float) -> dict[str, Any]:
+    """A KEDA Prometheus trigger whose metric is compared as a per-pool value (metricType Value)."""
+    return {
+        "type": "prometheus",
+        "name": name,
+        "metricType": "Value",
+        "metadata": {"serverAddress": PROMETHEUS_URL, "query": query, "threshold": f"{threshold:g}"},
+    }

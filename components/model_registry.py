@@ -1,0 +1,148 @@
+"""ModelRegistry: versioned, encrypted S3 with cross-region replication and checksums in object metadata.
+
+Artifacts live under ``models/<name>/<version>/`` in the home region's bucket
+and replicate to a bucket in every other region, where the pools' init
+containers read them. Each version has a ``MANIFEST.json`` whose object metadata
+carries the weights' sha256, so a replica can be verified without the spec.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.base import Component
+from components.cluster import assume_role_policy
+from components.storage import secure_bucket
+from tokenplane.spec import PlatformSpec
+
+
+@dataclass(frozen=True)
+class ModelRegistryArgs:
+    spec: PlatformSpec
+    home: str  # region name of the bucket artifacts are published to
+    providers: dict[str, aws.Provider]  # region name -> that region's provider
+    tags: dict[str, str]
+
+
+class ModelRegistry(Component):
+    MODULE = "model_registry"
+
+    buckets: dict[str, pulumi.Output[str]]  # region name -> bucket name
+
+    def __init__(self, name: str, args: ModelRegistryArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        spec = args.spec
+        buckets = {
+            region: secure_bucket(self.child(region), tags=args.tags, opts=self.opts(provider=provider))
+            for region, provider in args.providers.items()
+        }
+        home = buckets[args.home]
+        home_opts = self.opts(provider=args.providers[args.home])
+        replicas = {r: b for r, b in buckets.items() if r != args.home}
+        if replicas:
+            role = aws.iam.Role(
+                self.child("replication-role"),
+                assume_role_policy=assume_role_policy("s3.amazonaws.com"),
+                tags=args.tags,
+                opts=home_opts,
+            )
+            policy = pulumi.Output.all(home.arn, *[b.arn for b in replicas.values()]).apply(
+                lambda arns: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Action": ["s3:GetReplicationConfiguration", "s3:ListBucket"],
+                                "Resource": [arns[0]],
+                            },
+                            {
+                                "Effect": "Allow",
+                                "Action": [
+                                    "s3:GetObjectVersionForReplication",
+                                    "s3:GetObjectVersionAcl",
+                                    "s3:GetObjectVersionTagging",
+                                ],
+                                "Resource": [f"{arns[0]}/*"],
+                            },
+                            {
+                                "Effect": "Allow",
+                                "Action": ["s3:ReplicateObject", "s3:ReplicateDelete", "s3:ReplicateTags"],
+                                "Resource": [f"{arn}/*" for arn in arns[1:]],
+                            },
+                            {
+                                "Effect": "Allow",
+                                "Action": ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"],
+                                "Resource": ["*"],
+                            },
+                        ],
+                    }
+                )
+            )
+            aws.iam.RolePolicy(self.child("replication-policy"), role=role.id, policy=policy, opts=home_opts)
+            aws.s3.BucketReplicationConfig(
+                self.child("replication"),
+                bucket=home.id,
+                role=role.arn,
+                rules=[
+                    aws.s3.BucketReplicationConfigRuleArgs(
+                        id=f"to-{region}",
+                        priority=i + 1,
+                        status="Enabled",
+                        filter=aws.s3.BucketReplicationConfigRuleFilterArgs(prefix=""),
+                        delete_marker_replication=aws.s3.BucketReplicationConfigRuleDeleteMarkerReplicationArgs(
+                            status="Enabled"
+                        ),
+                        source_selection_criteria=aws.s3.BucketReplicationConfigRuleSourceSelectionCriteriaArgs(
+                            sse_kms_encrypted_objects=aws.s3.BucketReplicationConfigRuleSourceSelectionCriteriaSseKmsEncryptedObjectsArgs(
+                                status="Enabled"
+                            )
+                        ),
+                        destination=aws.s3.BucketReplicationConfigRuleDestinationArgs(
+                            bucket=bucket.arn,
+                            storage_class="STANDARD",
+                            # Replication Time Control: 99.99% of objects within 15 minutes, the spec's RPO.
+                            replication_time=aws.s3.BucketReplicationConfigRuleDestinationReplicationTimeArgs(
+                                status="Enabled",
+                                time=aws.s3.BucketReplicationConfigRuleDestinationReplicationTimeTimeArgs(minutes=15),
+                            ),
+                            metrics=aws.s3.BucketReplicationConfigRuleDestinationMetricsArgs(
+                                status="Enabled",
+                                event_threshold=aws.s3.BucketReplicationConfigRuleDestinationMetricsEventThresholdArgs(
+                                    minutes=15
+                                ),
+                            ),
+                        ),
+                    )
+                    for i, (region, bucket) in enumerate(sorted(replicas.items()))
+                ],
+                opts=home_opts,
+            )
+        for model in spec.models:
+            aws.s3.BucketObjectv2(
+                self.child("manifest", model.name, model.version.replace(".", "-")),
+                bucket=home.id,
+                key=f"models/{model.name}/{model.version}/MANIFEST.json",
+                content=json.dumps(
+                    {
+                        "name": model.name,
+                        "version": model.version,
+                        "source": model.uri,
+                        "sha256": model.sha256,
+                        "tokenizer": model.tokenizer,
+                        "quantization": model.quantization.value,
+                        "prompt_contract": model.prompt_contract,
+                        "eval_scorecard": model.eval_scorecard.model_dump() if model.eval_scorecard else None,
+                    },
+                    sort_keys=True,
+                ),
+                content_type="application/json",
+                metadata={"sha256": model.sha256, "prompt-contract": model.prompt_contract},
+                opts=home_opts,
+            )
+        self.buckets = {region: b.bucket for region, b in buckets.items()}
+        self.register_outputs({"home_bucket": home.bucket, "buckets": self.buckets})

@@ -1,0 +1,125 @@
+"""Network: a VPC with a public and a private subnet in every AZ, and one NAT per AZ."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.base import Component
+from tokenplane.spec import PlatformSpec, Region
+
+VPC_CIDR = "10.0.0.0/16"
+# /20 private subnets hold 4,091 pod IPs each: the VPC CNI gives every pod a VPC address.
+PRIVATE_PREFIX = 20
+PUBLIC_PREFIX = 24
+
+
+@dataclass(frozen=True)
+class NetworkArgs:
+    spec: PlatformSpec
+    region: Region
+    tags: dict[str, str]
+
+
+class Network(Component):
+    """VPC, subnets per AZ, an internet gateway, and a NAT gateway per AZ."""
+
+    MODULE = "network"
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: list[pulumi.Output[str]]
+    public_subnet_ids: list[pulumi.Output[str]]
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        tags = args.tags
+        vpc = aws.ec2.Vpc(
+            self.child("vpc"),
+            cidr_block=VPC_CIDR,
+            enable_dns_hostnames=True,  # EKS nodes and private endpoints need DNS hostnames
+            enable_dns_support=True,
+            tags={**tags, "Name": self.child("vpc")},
+            opts=self.opts(),
+        )
+        igw = aws.ec2.InternetGateway(self.child("igw"), vpc_id=vpc.id, tags=tags, opts=self.opts())
+        public_rt = aws.ec2.RouteTable(
+            self.child("public-rt"),
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            tags=tags,
+            opts=self.opts(),
+        )
+        network = ipaddress.IPv4Network(VPC_CIDR)
+        private_blocks = list(network.subnets(new_prefix=PRIVATE_PREFIX))
+        # Public subnets are /24s carved from the last /20, which no private subnet uses (at most 15 AZs).
+        public_blocks = list(private_blocks[-1].subnets(new_prefix=PUBLIC_PREFIX))
+        cluster_tag = f"kubernetes.io/cluster/{args.spec.platform.name}-{args.region.name}"
+        self.private_subnet_ids, self.public_subnet_ids = [], []
+        for i, az in enumerate(args.region.azs):
+            suffix = az[-1]
+            public = aws.ec2.Subnet(
+                self.child("public", suffix),
+                vpc_id=vpc.id,
+                cidr_block=str(public_blocks[i]),
+                availability_zone=az,
+                map_public_ip_on_launch=False,  # only load balancers and NATs live here
+                tags={
+                    **tags,
+                    "Name": self.child("public", suffix),
+                    "kubernetes.io/role/elb": "1",
+                    cluster_tag: "shared",
+                },
+                opts=self.opts(),
+            )
+            aws.ec2.RouteTableAssociation(
+                self.child("public", suffix, "rta"), subnet_id=public.id, route_table_id=public_rt.id, opts=self.opts()
+            )
+            # One NAT per AZ, so that an AZ outage does not cut egress (image and weight pulls) for the others.
+            eip = aws.ec2.Eip(self.child("nat", suffix, "eip"), domain="vpc", tags=tags, opts=self.opts())
+            nat = aws.ec2.NatGateway(
+                self.child("nat", suffix),
+                allocation_id=eip.id,
+                subnet_id=public.id,
+                tags={**tags, "Name": self.child("nat", suffix)},
+                opts=self.opts(depends_on=[igw]),
+            )
+            private = aws.ec2.Subnet(
+                self.child("private", suffix),
+                vpc_id=vpc.id,
+                cidr_block=str(private_blocks[i]),
+                availability_zone=az,
+                tags={
+                    **tags,
+                    "Name": self.child("private", suffix),
+                    "kubernetes.io/role/internal-elb": "1",
+                    cluster_tag: "shared",
+                },
+                opts=self.opts(),
+            )
+            private_rt = aws.ec2.RouteTable(
+                self.child("private", suffix, "rt"),
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+                tags=tags,
+                opts=self.opts(),
+            )
+            aws.ec2.RouteTableAssociation(
+                self.child("private", suffix, "rta"),
+                subnet_id=private.id,
+                route_table_id=private_rt.id,
+                opts=self.opts(),
+            )
+            self.public_subnet_ids.append(public.id)
+            self.private_subnet_ids.append(private.id)
+        self.vpc_id = vpc.id
+        self.vpc_cidr = VPC_CIDR
+        self.register_outputs(
+            {
+                "vpc_id": vpc.id,
+                "private_subnet_ids": self.private_subnet_ids,
+                "public_subnet_ids": self.public_subnet_ids,
+            }
+        )

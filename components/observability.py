@@ -1,0 +1,232 @@
+"""Observability: Prometheus and Grafana (kube-prometheus-stack), the dashboards, and an OTel collector."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from components import dashboards, kube
+from components.base import Component
+from components.naming import NS_BATCH, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
+from components.pins import KUBE_PROMETHEUS_STACK_CHART, OTEL_COLLECTOR_IMAGE
+from tokenplane.spec import PlatformSpec, Region
+
+OTEL_APP = "otel-collector"
+OTLP_GRPC, OTLP_HTTP, OTEL_METRICS = 4317, 4318, 8889
+GRAFANA_URL = "http://kube-prometheus-stack-grafana.monitoring.svc"
+
+# Scrape every pod that opts in with prometheus.io/* annotations, and carry the pool label over,
+# so that KEDA's queries and the dashboards can select by pool.
+POD_SCRAPE: dict[str, Any] = {
+    "job_name": "tokenplane-pods",
+    "kubernetes_sd_configs": [{"role": "pod"}],
+    "relabel_configs": [
+        {"source_labels": ["__meta_kubernetes_pod_annotation_prometheus_io_scrape"], "action": "keep", "regex": "true"},
+        {
+            "source_labels": ["__meta_kubernetes_pod_annotation_prometheus_io_path"],
+            "action": "replace",
+            "target_label": "__metrics_path__",
+            "regex": "(.+)",
+        },
+        {
+            "source_labels": ["__address__", "__meta_kubernetes_pod_annotation_prometheus_io_port"],
+            "action": "replace",
+            "regex": "([^:]+)(?::\\d+)?;(\\d+)",
+            "replacement": "$1:$2",
+            "target_label": "__address__",
+        },
+        {"source_labels": ["__meta_kubernetes_pod_label_tokenplane_io_pool"], "target_label": "pool"},
+        {"source_labels": ["__meta_kubernetes_pod_label_tokenplane_io_region"], "target_label": "region"},
+        {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
+        {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
+    ],
+}
+
+
+@dataclass(frozen=True)
+class ObservabilityArgs:
+    spec: PlatformSpec
+    region: Region
+
+
+def collector_config(spec: PlatformSpec, region: Region) -> dict[str, Any]:
+    """Traces sampled per the spec go to X-Ray; span metrics are exposed for Prometheus."""
+    return {
+        "receivers": {
+            "otlp": {
+                "protocols": {
+                    "grpc": {"endpoint": f"0.0.0.0:{OTLP_GRPC}"},
+                    "http": {"endpoint": f"0.0.0.0:{OTLP_HTTP}"},
+                }
+            }
+        },
+        "processors": {
+            "memory_limiter": {"check_interval": "1s", "limit_percentage": 80, "spike_limit_percentage": 20},
+            "probabilistic_sampler": {"sampling_percentage": spec.observability.tracing.sample_ratio * 100},
+            "batch": {"timeout": "5s", "send_batch_size": 1024},
+        },
+        "exporters": {
+            "awsxray": {"region": region.cloud_region},
+            "prometheus": {"endpoint": f"0.0.0.0:{OTEL_METRICS}"},
+        },
+        "service": {
+            "pipelines": {
+                "traces": {
+                    "receivers": ["otlp"],
+                    "processors": ["memory_limiter", "probabilistic_sampler", "batch"],
+                    "exporters": ["awsxray"],
+                },
+                "metrics": {
+                    "receivers": ["otlp"],
+                    "processors": ["memory_limiter", "batch"],
+                    "exporters": ["prometheus"],
+                },
+            }
+        },
+    }
+
+
+class Observability(Component):
+    MODULE = "observability"
+
+    otlp_endpoint: str
+    grafana_url: str
+
+    def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        spec, obs = args.spec, args.spec.observability
+        chart, version, repo = KUBE_PROMETHEUS_STACK_CHART
+        values = {
+            "prometheus": {
+                "prometheusSpec": {
+                    "retention": f"{obs.metrics_retention_days}d",
+                    "scrapeInterval": f"{obs.scrape_interval_seconds}s",
+                    "additionalScrapeConfigs": [POD_SCRAPE],
+                    "podMonitorSelectorNilUsesHelmValues": False,
+                    "serviceMonitorSelectorNilUsesHelmValues": False,
+                }
+            },
+            "grafana": {
+                "sidecar": {
+                    "dashboards": {"enabled": True, "label": "grafana_dashboard", "searchNamespace": NS_MONITORING}
+                }
+            },
+            "alertmanager": {"enabled": True},
+        }
+        release = k8s.helm.v3.Release(
+            self.child("kube-prometheus-stack"),
+            name="kube-prometheus-stack",
+            chart=chart,
+            version=version,
+            namespace=NS_MONITORING,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
+            values=values,
+            opts=self.opts(),
+        )
+        for board in obs.dashboards:
+            content = dashboards.build(spec, board)
+            k8s.core.v1.ConfigMap(
+                self.child("dashboard", board),
+                metadata={
+                    "name": f"tokenplane-dashboard-{board}",
+                    "namespace": NS_MONITORING,
+                    "labels": {"grafana_dashboard": "1", "app.kubernetes.io/part-of": "tokenplane"},
+                },
+                data={f"tokenplane-{board}.json": json.dumps(content, sort_keys=True)},
+                opts=self.opts(depends_on=[release]),
+            )
+        # Inside the namespace Grafana reads Prometheus and Prometheus reaches Alertmanager;
+        # KEDA, in its own namespace, queries Prometheus for the pools' scaling signals.
+        k8s.networking.v1.NetworkPolicy(
+            self.child("netpol-same-namespace"),
+            metadata={"name": "allow-same-namespace", "namespace": NS_MONITORING},
+            spec={"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": {}}]}]},
+            opts=self.opts(),
+        )
+        kube.allow_ingress(
+            self.child("netpol-keda"),
+            namespace=NS_MONITORING,
+            app="prometheus",
+            port=9090,
+            sources=[kube.peer(NS_KEDA)],
+            opts=self.opts(),
+            name="prometheus-from-keda",
+        )
+        self._collector(spec, args.region)
+        self.otlp_endpoint = f"http://{OTEL_APP}.{NS_MONITORING}.svc:{OTLP_GRPC}"
+        self.grafana_url = GRAFANA_URL
+        self.register_outputs({"grafana_url": self.grafana_url, "otlp_endpoint": self.otlp_endpoint})
+
+    def _collector(self, spec: PlatformSpec, region: Region) -> None:
+        labels = app_labels(OTEL_APP, "telemetry")
+        config = k8s.core.v1.ConfigMap(
+            self.child("otel-config"),
+            metadata={"name": f"{OTEL_APP}-config", "namespace": NS_MONITORING, "labels": labels},
+            data={"config.yaml": yaml.safe_dump(collector_config(spec, region), sort_keys=True)},
+            opts=self.opts(),
+        )
+        ports = [("otlp-grpc", OTLP_GRPC), ("otlp-http", OTLP_HTTP), ("metrics", OTEL_METRICS)]
+        k8s.apps.v1.Deployment(
+            self.child("otel"),
+            metadata={"name": OTEL_APP, "namespace": NS_MONITORING, "labels": labels},
+            spec={
+                "replicas": 2,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": OTEL_APP}},
+                "template": {
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(OTEL_METRICS)},
+                    },
+                    "spec": {
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": 10001,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        "containers": [
+                            {
+                                "name": OTEL_APP,
+                                "image": OTEL_COLLECTOR_IMAGE,
+                                "args": ["--config=/conf/config.yaml"],
+                                "ports": [{"name": n, "containerPort": p} for n, p in ports],
+                                "resources": {
+                                    "requests": {"cpu": "200m", "memory": "256Mi"},
+                                    "limits": {"cpu": "1", "memory": "1Gi"},
+                                },
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]},
+                                },
+                                "volumeMounts": [{"name": "config", "mountPath": "/conf", "readOnly": True}],
+                            }
+                        ],
+                        "volumes": [{"name": "config", "configMap": {"name": f"{OTEL_APP}-config"}}],
+                    },
+                },
+            },
+            opts=self.opts(depends_on=[config]),
+        )
+        k8s.core.v1.Service(
+            self.child("otel-service"),
+            metadata={"name": OTEL_APP, "namespace": NS_MONITORING, "labels": labels},
+            spec={
+                "selector": {"app.kubernetes.io/name": OTEL_APP},
+                "ports": [{"name": n, "port": p, "targetPort": p} for n, p in ports],
+            },
+            opts=self.opts(),
+        )
+        kube.pdb(self.child("otel-pdb"), namespace=NS_MONITORING, app=OTEL_APP, opts=self.opts())
+        kube.allow_ingress(
+            self.child("otel-netpol"),
+            namespace=NS_MONITORING,
+            app=OTEL_APP,
+            port=OTLP_GRPC,
+            sources=[kube.peer(NS_GATEWAY), kube.peer(NS_BATCH)],
+            opts=self.opts(),
+        )

@@ -1,0 +1,24 @@
+"""Every third-party image and chart version, pinned in one place.
+
+Never ``:latest``: a node that restarts must pull the bytes we tested. Digests
+are better still; the policy pack flags tags without one as advisory.
+"""
+
+from __future__ import annotations
+
+# vLLM's OpenAI-compatible server; the capacity model is calibrated against v0.19 startup logs.
+VLLM_IMAGE = "vllm/vllm-openai:v0.19.0"
+# Pulls weights from S3 to node NVMe in the pool's init container.
+AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
+QDRANT_IMAGE = "qdrant/qdrant:v1.13.4-unprivileged"  # runs as a non-root user
+OTEL_COLLECTOR_IMAGE = "otel/opentelemetry-collector-contrib:0.120.0"
+# The serving image's base, used by serving/images/Dockerfile.
+PYTHON_BASE_IMAGE = "python:3.11.11-slim-bookworm"
+
+KEDA_CHART = ("keda", "2.16.1", "https://kedacore.github.io/charts")
+NVIDIA_DEVICE_PLUGIN_CHART = ("nvidia-device-plugin", "0.17.0", "https://nvidia.github.io/k8s-device-plugin")
+CLUSTER_AUTOSCALER_CHART = ("cluster-autoscaler", "9.43.2", "https://kubernetes.github.io/autoscaler")
+KUBE_PROMETHEUS_STACK_CHART = ("kube-prometheus-stack", "67.9.0", "https://prometheus-community.github.io/helm-charts")
+
+MSK_KAFKA_VERSION = "3.6.0"
+REDIS_ENGINE_VERSION = "7.1"

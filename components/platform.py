@@ -1,0 +1,90 @@
+"""LlmPlatform: the root component. One spec in, the whole multi-region platform out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.base import Component
+from components.global_routing import GlobalRouting, GlobalRoutingArgs
+from components.images import Images, ImagesArgs
+from components.model_registry import ModelRegistry, ModelRegistryArgs
+from components.naming import tags
+from components.region import Region, RegionArgs
+from tokenplane.spec import PlatformSpec, RegionRole
+
+
+@dataclass(frozen=True)
+class LlmPlatformArgs:
+    spec: PlatformSpec
+
+
+class LlmPlatform(Component):
+    """An explicit AWS provider per region; the image and model registry; every region; global DNS."""
+
+    MODULE = "platform"
+
+    regions: dict[str, Region]
+    gateway_endpoints: dict[str, pulumi.Output[str]]
+    registry_bucket: pulumi.Output[str]
+    dashboards: dict[str, str]
+
+    def __init__(self, name: str, args: LlmPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        spec = args.spec
+        base_tags = tags(spec)
+        # Explicit providers only: a resource can never land in whatever region the CLI defaults to.
+        providers = {
+            r.name: aws.Provider(
+                self.child(r.name, "aws"),
+                region=r.cloud_region,
+                default_tags=aws.ProviderDefaultTagsArgs(tags={**base_tags, "tokenplane:region": r.name}),
+                opts=self.opts(),
+            )
+            for r in spec.regions
+        }
+        home = next((r for r in spec.regions if r.role is RegionRole.PRIMARY), spec.regions[0])
+        images = Images(
+            self.child("images"),
+            ImagesArgs(
+                home.cloud_region, sorted({r.cloud_region for r in spec.regions} - {home.cloud_region}), base_tags
+            ),
+            self.opts(providers=[providers[home.name]]),
+        )
+        registry = ModelRegistry(
+            self.child("registry"), ModelRegistryArgs(spec, home.name, providers, base_tags), self.opts()
+        )
+        self.regions = {
+            r.name: Region(
+                self.child(r.name),
+                RegionArgs(
+                    spec=spec,
+                    region=r,
+                    registry_bucket=registry.buckets[r.name],
+                    image=images.ref(r.cloud_region),
+                    account_id=images.account_id,
+                    tags={**base_tags, "tokenplane:region": r.name},
+                ),
+                self.opts(providers=[providers[r.name]]),
+            )
+            for r in spec.regions
+        }
+        routing = GlobalRouting(
+            self.child("dns"),
+            GlobalRoutingArgs(spec, {n: r.gateway_hostname for n, r in self.regions.items()}, base_tags),
+            self.opts(providers=[providers[home.name]]),
+        )
+        self.gateway_endpoints = {n: r.gateway_hostname for n, r in self.regions.items()}
+        self.registry_bucket = registry.buckets[home.name]
+        self.dashboards = {n: r.grafana_url for n, r in self.regions.items()}
+        self.dns_endpoints = routing.endpoints
+        self.register_outputs(
+            {
+                "gateway_endpoints": self.gateway_endpoints,
+                "registry_bucket": self.registry_bucket,
+                "dashboards": self.dashboards,
+                "dns": routing.endpoints,
+            }
+        )

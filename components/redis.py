@@ -1,0 +1,83 @@
+"""Redis: ElastiCache across the region's AZs, encrypted at rest and in transit, with an auth token.
+
+The gateways keep rate-limit buckets, quotas and the exact cache here; a limit
+holds across every gateway replica because they all share this one primary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_random as random
+
+from components.base import Component
+from components.pins import REDIS_ENGINE_VERSION
+
+REDIS_PORT = 6379
+NODE_TYPE = {"prod": "cache.r7g.large", "staging": "cache.r7g.large", "dev": "cache.t4g.medium"}
+
+
+@dataclass(frozen=True)
+class RedisArgs:
+    environment: str
+    azs: list[str]
+    vpc_id: pulumi.Input[str]
+    vpc_cidr: str
+    subnet_ids: list[pulumi.Output[str]]
+    tags: dict[str, str]
+
+
+class Redis(Component):
+    MODULE = "redis"
+
+    url: pulumi.Output[str]  # rediss://:<token>@<primary>:6379, a secret
+
+    def __init__(self, name: str, args: RedisArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        group = aws.elasticache.SubnetGroup(
+            self.child("subnets"), subnet_ids=args.subnet_ids, tags=args.tags, opts=self.opts()
+        )
+        firewall = aws.ec2.SecurityGroup(
+            self.child("sg"),
+            vpc_id=args.vpc_id,
+            description="Redis: clients inside the VPC only",
+            ingress=[
+                aws.ec2.SecurityGroupIngressArgs(
+                    protocol="tcp", from_port=REDIS_PORT, to_port=REDIS_PORT, cidr_blocks=[args.vpc_cidr]
+                )
+            ],
+            tags=args.tags,
+            opts=self.opts(),
+        )
+        token = random.RandomPassword(self.child("auth-token"), length=64, special=False, opts=self.opts())
+        replicas = max(1, len(args.azs) - 1)  # a replica in every other AZ, for failover
+        cluster = aws.elasticache.ReplicationGroup(
+            self.child("rg"),
+            description=f"tokenplane gateway state ({name})",
+            engine="redis",
+            engine_version=REDIS_ENGINE_VERSION,
+            node_type=NODE_TYPE.get(args.environment, NODE_TYPE["prod"]),
+            port=REDIS_PORT,
+            num_node_groups=1,
+            replicas_per_node_group=replicas,
+            automatic_failover_enabled=True,
+            multi_az_enabled=True,
+            preferred_cache_cluster_azs=args.azs[: replicas + 1],
+            at_rest_encryption_enabled=True,
+            transit_encryption_enabled=True,
+            auth_token=token.result,
+            subnet_group_name=group.name,
+            security_group_ids=[firewall.id],
+            snapshot_retention_limit=7,  # rate-limit configs and quota ledgers are in the DR list
+            apply_immediately=False,
+            tags=args.tags,
+            opts=self.opts(),
+        )
+        self.url = pulumi.Output.secret(
+            pulumi.Output.all(token.result, cluster.primary_endpoint_address).apply(
+                lambda a: f"rediss://:{a[0]}@{a[1]}:{REDIS_PORT}/0"
+            )
+        )
+        self.register_outputs({"primary_endpoint": cluster.primary_endpoint_address, "url": self.url})

@@ -1,0 +1,278 @@
+"""Region: one AWS region's whole stack, from the VPC to the gateways."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import kube
+from components.ai_gateway import AiGateway
+from components.base import Component
+from components.batch_workers import BatchWorkers, BatchWorkersArgs
+from components.cluster import Cluster, ClusterArgs
+from components.gateway import GATEWAY_PORT, GatewayArgs
+from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
+from components.iam import irsa_role, policy_document
+from components.kafka import Kafka, KafkaArgs
+from components.model_gateway import ModelGateway
+from components.naming import APP_NAMESPACES, NS_GATEWAY, NS_KEDA
+from components.network import Network, NetworkArgs
+from components.observability import Observability, ObservabilityArgs
+from components.pins import CLUSTER_AUTOSCALER_CHART, KEDA_CHART, NVIDIA_DEVICE_PLUGIN_CHART
+from components.redis import Redis, RedisArgs
+from components.vector_db import STORAGE_CLASS, VectorDb, VectorDbArgs
+from components.vllm_pool import VllmPool, VllmPoolArgs
+from tokenplane.spec import PlatformSpec, WorkloadClass
+from tokenplane.spec import Region as RegionSpec
+
+KEDA_PORTS = (6443, 9443)  # metrics API and admission webhook, called by the Kubernetes API server
+
+
+@dataclass(frozen=True)
+class RegionArgs:
+    spec: PlatformSpec
+    region: RegionSpec
+    registry_bucket: pulumi.Input[str]
+    image: pulumi.Input[str]
+    account_id: pulumi.Input[str]
+    tags: dict[str, str]
+
+
+class Region(Component):
+    """Network, EKS, GPU node groups, Redis, Kafka and Qdrant; then the pools, gateways and telemetry."""
+
+    MODULE = "region"
+
+    gateway_hostname: pulumi.Output[str]
+    grafana_url: str
+
+    def __init__(self, name: str, args: RegionArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        spec, region, tags = args.spec, args.region, args.tags
+        environment = spec.platform.environment.value
+        network = Network(self.child("network"), NetworkArgs(spec, region, tags), self.opts())
+        cluster = Cluster(
+            self.child("cluster"),
+            ClusterArgs(spec, region, network.private_subnet_ids, network.public_subnet_ids, tags),
+            self.opts(),
+        )
+        k8s_provider = k8s.Provider(
+            self.child("k8s"), kubeconfig=cluster.kubeconfig, enable_server_side_apply=True, opts=self.opts()
+        )
+        on_k8s = self.opts(providers=[k8s_provider])
+        namespaces = [kube.namespace(ns, self.child("ns", ns), on_k8s) for ns in APP_NAMESPACES]
+        self._addons(region, cluster, k8s_provider, tags)
+        for placement in region.pools:
+            GpuNodeGroup(
+                self.child("gpu", placement.pool),
+                GpuNodeGroupArgs(
+                    spec.pool(placement.pool),
+                    placement,
+                    cluster.name,
+                    cluster.node_role_arn,
+                    network.private_subnet_ids,
+                    tags,
+                ),
+                self.opts(),
+            )
+        redis = Redis(
+            self.child("redis"),
+            RedisArgs(environment, region.azs, network.vpc_id, network.vpc_cidr, network.private_subnet_ids, tags),
+            self.opts(),
+        )
+        kafka = Kafka(
+            self.child("kafka"),
+            KafkaArgs(
+                environment,
+                region.azs,
+                network.vpc_id,
+                network.vpc_cidr,
+                network.private_subnet_ids,
+                spec.queues.topics,
+                tags,
+            ),
+            self.opts(),
+        )
+        after_namespaces = self.opts(providers=[k8s_provider], depends_on=namespaces)
+        vector_db = VectorDb(self.child("qdrant"), VectorDbArgs(environment), after_namespaces)
+        observability = Observability(self.child("observability"), ObservabilityArgs(spec, region), after_namespaces)
+        pools = {
+            placement.pool: VllmPool(
+                self.child("pool", placement.pool),
+                VllmPoolArgs(
+                    spec,
+                    region,
+                    spec.pool(placement.pool),
+                    placement,
+                    args.registry_bucket,
+                    cluster.oidc_provider_arn,
+                    cluster.oidc_issuer,
+                    tags,
+                ),
+                after_namespaces,
+            )
+            for placement in region.pools
+        }
+        gateway_args = GatewayArgs(
+            spec=spec,
+            region=region,
+            image=args.image,
+            redis_url=redis.url,
+            kafka_bootstrap=kafka.bootstrap_brokers,
+            kafka_cluster_arn=kafka.cluster_arn,
+            qdrant_url=vector_db.url,
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            account_id=args.account_id,
+            tags=tags,
+            otel_endpoint=observability.otlp_endpoint,
+        )
+        model_gateway = ModelGateway(
+            self.child("model-gateway"),
+            GatewayArgs(
+                **{**gateway_args.__dict__, "pool_urls": {name: pool.service_url for name, pool in pools.items()}}
+            ),
+            after_namespaces,
+        )
+        model_gateway_url = f"http://{model_gateway.app}.{NS_GATEWAY}.svc:{GATEWAY_PORT}/v1"
+        ai_gateway = AiGateway(
+            self.child("ai-gateway"),
+            GatewayArgs(**{**gateway_args.__dict__, "model_gateway_url": model_gateway_url}),
+            after_namespaces,
+        )
+        serves_batch = any(WorkloadClass.D in spec.pool(p.pool).classes for p in region.pools)
+        if serves_batch:
+            BatchWorkers(
+                self.child("batch"),
+                BatchWorkersArgs(
+                    spec,
+                    region,
+                    args.image,
+                    kafka.bootstrap_brokers,
+                    kafka.cluster_arn,
+                    model_gateway_url,
+                    cluster.oidc_provider_arn,
+                    cluster.oidc_issuer,
+                    tags,
+                ),
+                after_namespaces,
+            )
+        self.gateway_hostname = ai_gateway.service.status.apply(
+            lambda s: (s.load_balancer.ingress or [None])[0].hostname if s and s.load_balancer else ""  # type: ignore[union-attr]  # ingress is None until the NLB exists
+        )
+        self.grafana_url = observability.grafana_url
+        self.cluster_name = cluster.name
+        self.register_outputs(
+            {"cluster": cluster.name, "gateway_hostname": self.gateway_hostname, "grafana_url": self.grafana_url}
+        )
+
+    def _addons(self, region: RegionSpec, cluster: Cluster, k8s_provider: k8s.Provider, tags: dict[str, str]) -> None:
+        """Cluster-wide add-ons: KEDA, the NVIDIA device plugin, Cluster Autoscaler and an encrypted gp3 class."""
+        on_k8s = self.opts(providers=[k8s_provider])
+        keda_ns = k8s.core.v1.Namespace(
+            self.child("ns", NS_KEDA),
+            metadata={
+                "name": NS_KEDA,
+                "labels": {"kubernetes.io/metadata.name": NS_KEDA, "app.kubernetes.io/part-of": "tokenplane"},
+            },
+            opts=on_k8s,
+        )
+        # The API server reaches KEDA's metrics API and webhook from outside the pod network.
+        k8s.networking.v1.NetworkPolicy(
+            self.child("keda-netpol"),
+            metadata={"name": "allow-apiserver", "namespace": NS_KEDA},
+            spec={
+                "podSelector": {},
+                "policyTypes": ["Ingress"],
+                "ingress": [{"ports": [{"port": p, "protocol": "TCP"} for p in KEDA_PORTS]}],
+            },
+            opts=self.opts(providers=[k8s_provider], depends_on=[keda_ns]),
+        )
+        k8s.storage.v1.StorageClass(
+            self.child("gp3"),
+            metadata={"name": STORAGE_CLASS},
+            provisioner="ebs.csi.aws.com",
+            parameters={"type": "gp3", "encrypted": "true"},
+            volume_binding_mode="WaitForFirstConsumer",  # bind in the AZ the pod lands in
+            allow_volume_expansion=True,
+            reclaim_policy="Retain",
+            opts=on_k8s,
+        )
+        for (chart, version, repo), namespace, values in (
+            (KEDA_CHART, NS_KEDA, {"prometheus": {"operator": {"enabled": True}}}),
+            (
+                NVIDIA_DEVICE_PLUGIN_CHART,
+                "kube-system",
+                {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+            ),
+        ):
+            k8s.helm.v3.Release(
+                self.child(chart),
+                name=chart,
+                chart=chart,
+                version=version,
+                namespace=namespace,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
+                values=values,
+                opts=self.opts(providers=[k8s_provider], depends_on=[keda_ns]),
+            )
+        autoscaler_role = irsa_role(
+            self.child("cluster-autoscaler-role"),
+            namespace="kube-system",
+            service_account="cluster-autoscaler",
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            policy=policy_document(
+                [
+                    {
+                        "Effect": "Allow",
+                        "Action": [
+                            "autoscaling:DescribeAutoScalingGroups",
+                            "autoscaling:DescribeAutoScalingInstances",
+                            "autoscaling:DescribeLaunchConfigurations",
+                            "autoscaling:DescribeTags",
+                            "ec2:DescribeInstanceTypes",
+                            "ec2:DescribeLaunchTemplateVersions",
+                            "eks:DescribeNodegroup",
+                        ],
+                        "Resource": ["*"],
+                    },
+                    {
+                        "Effect": "Allow",
+                        "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
+                        "Resource": ["*"],
+                        "Condition": {"StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/enabled": "true"}},
+                    },
+                ]
+            ),
+            tags=tags,
+            opts=self.opts(),
+        )
+        chart, version, repo = CLUSTER_AUTOSCALER_CHART
+        k8s.helm.v3.Release(
+            self.child(chart),
+            name=chart,
+            chart=chart,
+            version=version,
+            namespace="kube-system",
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
+            values={
+                "autoDiscovery": {"clusterName": cluster.name},
+                "awsRegion": region.cloud_region,
+                "rbac": {
+                    "serviceAccount": {
+                        "name": "cluster-autoscaler",
+                        "annotations": {"eks.amazonaws.com/role-arn": autoscaler_role.arn},
+                    }
+                },
+                # GPU nodes keep weights on local NVMe: that must not pin them forever.
+                "extraArgs": {
+                    "balance-similar-node-groups": True,
+                    "skip-nodes-with-local-storage": False,
+                    "expander": "least-waste",
+                },
+            },
+            opts=on_k8s,
+        )

@@ -1,0 +1,157 @@
+"""VectorDb: Qdrant on the cluster, holding the semantic cache and retrieval collections."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import kube
+from components.base import Component
+from components.naming import NS_BATCH, NS_DATA, NS_GATEWAY, NS_MONITORING, app_labels
+from components.pins import QDRANT_IMAGE
+
+APP = "qdrant"
+HTTP_PORT = 6333
+GRPC_PORT = 6334
+P2P_PORT = 6335
+STORAGE_CLASS = "gp3-encrypted"
+VOLUME_GIB = {"prod": 200, "staging": 100, "dev": 20}
+
+
+@dataclass(frozen=True)
+class VectorDbArgs:
+    environment: str
+
+
+class VectorDb(Component):
+    """A Qdrant StatefulSet: three replicas in distributed mode in prod, one elsewhere."""
+
+    MODULE = "vector_db"
+
+    url: str
+
+    def __init__(self, name: str, args: VectorDbArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        prod = args.environment == "prod"
+        replicas = 3 if prod else 1
+        labels = app_labels(APP, "vector-db")
+        env = [{"name": "QDRANT__SERVICE__GRPC_PORT", "value": str(GRPC_PORT)}]
+        command = ["./entrypoint.sh"]
+        if prod:
+            # Distributed mode: replicas find the first pod through the headless service.
+            env.append({"name": "QDRANT__CLUSTER__ENABLED", "value": "true"})
+            command = [
+                "/bin/bash",
+                "-c",
+                f'if [ "${{HOSTNAME##*-}}" = 0 ]; then exec ./entrypoint.sh --uri http://${{HOSTNAME}}.{APP}-headless:{P2P_PORT}; '
+                f"else exec ./entrypoint.sh --bootstrap http://{APP}-0.{APP}-headless:{P2P_PORT}; fi",
+            ]
+        resources = {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "8Gi"}}
+        probe = {"httpGet": {"path": "/readyz", "port": HTTP_PORT}, "periodSeconds": 10}
+        ports = [("http", HTTP_PORT), ("grpc", GRPC_PORT), ("p2p", P2P_PORT)]
+        k8s.core.v1.Service(
+            self.child("headless"),
+            metadata={"name": f"{APP}-headless", "namespace": NS_DATA, "labels": labels},
+            spec={
+                "clusterIP": "None",
+                "publishNotReadyAddresses": True,  # peers must find each other before they are ready
+                "selector": {"app.kubernetes.io/name": APP},
+                "ports": [{"name": n, "port": p, "targetPort": p} for n, p in ports],
+            },
+            opts=self.opts(),
+        )
+        k8s.core.v1.Service(
+            self.child("service"),
+            metadata={"name": APP, "namespace": NS_DATA, "labels": labels},
+            spec={
+                "selector": {"app.kubernetes.io/name": APP},
+                "ports": [{"name": n, "port": p, "targetPort": p} for n, p in ports[:2]],
+            },
+            opts=self.opts(),
+        )
+        k8s.apps.v1.StatefulSet(
+            self.child("statefulset"),
+            metadata={"name": APP, "namespace": NS_DATA, "labels": labels},
+            spec={
+                "serviceName": f"{APP}-headless",
+                "replicas": replicas,
+                "podManagementPolicy": "OrderedReady",
+                "selector": {"matchLabels": {"app.kubernetes.io/name": APP}},
+                "template": {
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(HTTP_PORT)},
+                    },
+                    "spec": {
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": 1000,
+                            "fsGroup": 3000,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        "containers": [
+                            {
+                                "name": APP,
+                                "image": QDRANT_IMAGE,
+                                "command": command,
+                                "env": env,
+                                "ports": [{"name": n, "containerPort": p} for n, p in ports],
+                                "resources": resources,
+                                "readinessProbe": probe,
+                                "livenessProbe": {
+                                    "httpGet": {"path": "/livez", "port": HTTP_PORT},
+                                    "periodSeconds": 20,
+                                },
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": False,
+                                    "capabilities": {"drop": ["ALL"]},
+                                },
+                                "volumeMounts": [{"name": "storage", "mountPath": "/qdrant/storage"}],
+                            }
+                        ],
+                        "topologySpreadConstraints": [
+                            {
+                                "maxSkew": 1,
+                                "topologyKey": "topology.kubernetes.io/zone",
+                                "whenUnsatisfiable": "DoNotSchedule",
+                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": APP}},
+                            }
+                        ],
+                    },
+                },
+                "volumeClaimTemplates": [
+                    {
+                        "metadata": {"name": "storage"},
+                        "spec": {
+                            "accessModes": ["ReadWriteOnce"],
+                            "storageClassName": STORAGE_CLASS,
+                            "resources": {"requests": {"storage": f"{VOLUME_GIB.get(args.environment, 100)}Gi"}},
+                        },
+                    }
+                ],
+            },
+            opts=self.opts(),
+        )
+        kube.pdb(self.child("pdb"), namespace=NS_DATA, app=APP, opts=self.opts())
+        kube.allow_ingress(
+            self.child("netpol"),
+            namespace=NS_DATA,
+            app=APP,
+            port=HTTP_PORT,
+            sources=[kube.peer(NS_GATEWAY), kube.peer(NS_BATCH), kube.peer(NS_MONITORING)],
+            opts=self.opts(),
+        )
+        if prod:  # peers replicate to each other over the p2p port
+            kube.allow_ingress(
+                self.child("netpol-p2p"),
+                namespace=NS_DATA,
+                app=APP,
+                port=P2P_PORT,
+                sources=[kube.peer(NS_DATA, APP)],
+                opts=self.opts(),
+                name=f"{APP}-p2p",
+            )
+        self.url = f"http://{APP}.{NS_DATA}.svc:{HTTP_PORT}"
+        self.register_outputs({"url": self.url, "replicas": replicas})

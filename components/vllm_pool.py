@@ -1,0 +1,340 @@
+"""VllmPool: one pool's vLLM replicas in one region, with its service, budget, policy and autoscaler."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import kube
+from components.base import Component
+from components.iam import irsa_role, policy_document
+from components.naming import (
+    GPU_TAINT_KEY,
+    LABEL_POOL,
+    LABEL_REGION,
+    LABEL_TIER,
+    NS_GATEWAY,
+    NS_MONITORING,
+    NS_SERVING,
+    app_labels,
+)
+from components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
+from tokenplane.catalog import default_instance, instance_type
+from tokenplane.schedule import cron_window
+from tokenplane.spec import Placement, PlatformSpec, Pool, Region
+from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
+
+MODELS_DIR = "/models"
+# Weights cache on the node's instance-store RAID0 (see GpuNodeGroup), shared by every replica on the node.
+NODE_CACHE = "/mnt/k8s-disks/0/tokenplane-models"
+REQUEST_SHARE = 0.8  # of a node's CPU and memory per GPU; the rest is for kubelet and daemons
+DRAIN_SECONDS = 15  # preStop: time for endpoints to drop the pod before vLLM stops accepting
+DEFAULT_DECODE_S_PER_TOKEN = 0.1  # grace-period estimate for a class without an E2E SLO
+
+# Fetch the artifact from the regional registry bucket unless the node already holds a verified copy,
+# then check its sha256: the hash of the sorted `sha256sum` manifest of every file in the artifact.
+FETCH_SCRIPT = r"""set -eu
+for entry in $ARTIFACTS; do
+  ref=${entry%%=*}; rest=${entry#*=}; sha=${rest%%@*}; src=${rest#*@}
+  dest="$MODELS/$ref"
+  if [ -f "$dest/.verified-$sha" ]; then echo "$ref: verified copy on NVMe"; continue; fi
+  rm -rf "$dest.partial"
+  aws s3 sync --only-show-errors "$src" "$dest.partial"
+  actual=$(cd "$dest.partial" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  if [ "$actual" != "$sha" ]; then echo "$ref: sha256 $actual does not match the registry's $sha" >&2; exit 1; fi
+  rm -rf "$dest" && mv "$dest.partial" "$dest" && touch "$dest/.verified-$sha"
+  echo "$ref: fetched and verified"
+done
+"""
+
+
+@dataclass(frozen=True)
+class VllmPoolArgs:
+    spec: PlatformSpec
+    region: Region
+    pool: Pool
+    placement: Placement
+    registry_bucket: pulumi.Input[str]
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_issuer: pulumi.Input[str]
+    tags: dict[str, str]
+
+
+def grace_period_seconds(spec: PlatformSpec, pool: Pool) -> int:
+    """Long enough for the slowest in-flight stream of the pool's classes to finish after SIGTERM."""
+    longest = 0.0
+    for cls in pool.classes:
+        c = spec.workload_classes.get(cls)
+        if c is not None:
+            e2e = c.e2e_p95_ms / 1000 if c.e2e_p95_ms else c.output_tokens.max * DEFAULT_DECODE_S_PER_TOKEN
+            longest = max(longest, e2e)
+    return DRAIN_SECONDS + max(60, math.ceil(longest * 1.5))
+
+
+def scaling_triggers(pool: Pool, app: str) -> list[dict[str, Any]]:
+    """KEDA triggers for the pool's composite signals and its predictive schedule."""
+    signals = pool.autoscaling.signals
+    sel = f'pool="{pool.name}"'
+    triggers = []
+    if signals.queue_wait_ms is not None:
+        query = (
+            f"1000 * sum(rate(vllm:request_queue_time_seconds_sum{{{sel}}}[1m])) / "
+            f"clamp_min(sum(rate(vllm:request_queue_time_seconds_count{{{sel}}}[1m])), 1e-9)"
+        )
+        triggers.append(kube.prometheus_trigger("queue-wait-ms", query, signals.queue_wait_ms))
+    if signals.kv_cache_usage is not None:
+        # vLLM renamed gpu_cache_usage_perc to kv_cache_usage_perc; either one feeds the trigger.
+        query = f"avg(vllm:kv_cache_usage_perc{{{sel}}} or vllm:gpu_cache_usage_perc{{{sel}}})"
+        triggers.append(kube.prometheus_trigger("kv-cache-usage", query, signals.kv_cache_usage))
+    if signals.ttft_p95_ms is not None:
+        query = (
+            f"1000 * histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m])))"
+        )
+        triggers.append(kube.prometheus_trigger("ttft-p95-ms", query, signals.ttft_p95_ms))
+    if signals.gpu_utilization is not None:
+        query = f'avg(DCGM_FI_DEV_GPU_UTIL{{pod=~"{app}-.*"}}) / 100'
+        triggers.append(kube.prometheus_trigger("gpu-utilization", query, signals.gpu_utilization))
+    for i, window in enumerate(pool.autoscaling.predictive):
+        start, end = cron_window(window.cron, window.duration_minutes)
+        triggers.append(
+            {
+                "type": "cron",
+                "name": f"predictive-{i}",
+                "metadata": {
+                    "timezone": window.timezone,
+                    "start": start,
+                    "end": end,
+                    "desiredReplicas": str(window.min_replicas),
+                },
+            }
+        )
+    return triggers
+
+
+class VllmPool(Component):
+    """A Deployment of the pinned vLLM image with weights on NVMe, a Service, a PDB and a KEDA autoscaler."""
+
+    MODULE = "vllm_pool"
+
+    service_url: pulumi.Output[str]
+
+    def __init__(self, name: str, args: VllmPoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, opts)
+        spec, pool, placement = args.spec, args.pool, args.placement
+        app = f"vllm-{pool.name}"
+        labels = app_labels(
+            app, "inference", **{LABEL_POOL: pool.name, LABEL_TIER: pool.tier.value, LABEL_REGION: args.region.name}
+        )
+        node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
+        gpus = pool.gpus_per_replica
+        share = gpus / node.gpus
+        cpu = max(1, math.floor(node.vcpus * share * REQUEST_SHARE))
+        memory = max(4, math.floor(node.memory_gib * share * REQUEST_SHARE))
+        needed = artifacts(spec, pool)
+
+        role = self._weights_role(args, app, needed)
+        account = k8s.core.v1.ServiceAccount(
+            self.child("sa"),
+            metadata={
+                "name": app,
+                "namespace": NS_SERVING,
+                "labels": labels,
+                "annotations": {"eks.amazonaws.com/role-arn": role.arn},
+            },
+            opts=self.opts(),
+        )
+        fetch_env = [
+            {"name": "MODELS", "value": MODELS_DIR},
+            {"name": "AWS_REGION", "value": args.region.cloud_region},
+            {
+                "name": "ARTIFACTS",
+                "value": pulumi.Output.from_input(args.registry_bucket).apply(
+                    lambda bucket: " ".join(
+                        f"{m.ref}={m.sha256}@s3://{bucket}/models/{m.name}/{m.version}/" for m in needed
+                    )
+                ),
+            },
+        ]
+        fetch = {
+            "name": "fetch-weights",
+            "image": AWS_CLI_IMAGE,
+            "command": ["/bin/sh", "-c", FETCH_SCRIPT],
+            "env": fetch_env,
+            "volumeMounts": [{"name": "models", "mountPath": MODELS_DIR}],
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
+            "securityContext": {"allowPrivilegeEscalation": False},
+        }
+        resources = {"cpu": str(cpu), "memory": f"{memory}Gi", "nvidia.com/gpu": str(gpus)}
+        probe = {"httpGet": {"path": "/health", "port": DEFAULT_PORT}}
+        startup_checks = math.ceil(pool.autoscaling.cold_start_seconds / 10) + 6
+        container = {
+            "name": "vllm",
+            "image": VLLM_IMAGE,
+            "command": ["vllm", "serve"],
+            "args": vllm_args(spec, pool, models_dir=MODELS_DIR),
+            "ports": [{"name": "http", "containerPort": DEFAULT_PORT}],
+            "env": [{"name": "HF_HUB_OFFLINE", "value": "1"}, {"name": "VLLM_NO_USAGE_STATS", "value": "1"}],
+            # Requests equal limits: a Guaranteed pod is the last to be evicted from a GPU node.
+            "resources": {"requests": resources, "limits": resources},
+            "startupProbe": {**probe, "periodSeconds": 10, "failureThreshold": startup_checks},
+            "readinessProbe": {**probe, "periodSeconds": 5, "failureThreshold": 2},
+            "livenessProbe": {**probe, "periodSeconds": 15, "failureThreshold": 4, "timeoutSeconds": 5},
+            "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", f"sleep {DRAIN_SECONDS}"]}}},
+            "volumeMounts": [
+                {"name": "models", "mountPath": MODELS_DIR, "readOnly": True},
+                {"name": "dshm", "mountPath": "/dev/shm"},
+            ],
+        }
+        pod_spec = {
+            "serviceAccountName": app,
+            "terminationGracePeriodSeconds": grace_period_seconds(spec, pool),
+            "initContainers": [fetch],
+            "containers": [container],
+            "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": LABEL_POOL, "operator": "In", "values": [pool.name]}]}
+                        ]
+                    }
+                }
+            },
+            # Spread replicas over AZs so that one AZ outage takes only its share of the pool.
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
+                }
+            ],
+            "volumes": [
+                {"name": "models", "hostPath": {"path": NODE_CACHE, "type": "DirectoryOrCreate"}},
+                # Tensor parallelism exchanges activations through shared memory (NCCL).
+                {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{min(memory // 2, 64)}Gi"}},
+            ],
+        }
+        annotations = {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": str(DEFAULT_PORT),
+            "prometheus.io/path": "/metrics",
+        }
+        deployment = k8s.apps.v1.Deployment(
+            self.child("deployment"),
+            metadata={"name": app, "namespace": NS_SERVING, "labels": labels},
+            spec={
+                "replicas": placement.min_replicas,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
+                # Surge one replica at a time: a new replica needs a whole free GPU node slot.
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod_spec},
+            },
+            opts=self.opts(depends_on=[account], ignore_changes=["spec.replicas"]),  # KEDA owns the replica count
+        )
+        if pool.autoscaling.warm_pool > 0:
+            self._prefetch(app, labels, fetch, pod_spec)
+        service = k8s.core.v1.Service(
+            self.child("service"),
+            metadata={"name": app, "namespace": NS_SERVING, "labels": labels},
+            spec={
+                "type": "ClusterIP",
+                "selector": {"app.kubernetes.io/name": app},
+                "ports": [{"name": "http", "port": DEFAULT_PORT, "targetPort": "http"}],
+            },
+            opts=self.opts(),
+        )
+        kube.pdb(self.child("pdb"), namespace=NS_SERVING, app=app, opts=self.opts())
+        # Only the model gateway sends requests; Prometheus scrapes /metrics.
+        kube.allow_ingress(
+            self.child("netpol"),
+            namespace=NS_SERVING,
+            app=app,
+            port=DEFAULT_PORT,
+            sources=[kube.peer(NS_GATEWAY, "model-gateway"), kube.peer(NS_MONITORING)],
+            opts=self.opts(),
+        )
+        kube.scaled_object(
+            self.child("scaler"),
+            namespace=NS_SERVING,
+            target=app,
+            min_replicas=placement.min_replicas,
+            max_replicas=placement.max_replicas,
+            cooldown_seconds=int(pool.autoscaling.scale_down_delay_seconds),
+            triggers=scaling_triggers(pool, app),
+            opts=self.opts(depends_on=[deployment]),
+        )
+        self.app = app
+        self.service_url = service.metadata.apply(lambda m: f"http://{m['name']}.{NS_SERVING}.svc:{DEFAULT_PORT}/v1")
+        self.register_outputs(
+            {"deployment": deployment.metadata["name"], "service_url": self.service_url, "role_arn": role.arn}
+        )
+
+    def _weights_role(self, args: VllmPoolArgs, app: str, needed: list[Any]) -> aws.iam.Role:
+        """IRSA: the pool's pods may read their own artifacts from the registry bucket, nothing else."""
+        policy = pulumi.Output.from_input(args.registry_bucket).apply(
+            lambda bucket: policy_document(
+                [
+                    {
+                        "Effect": "Allow",
+                        "Action": ["s3:GetObject"],
+                        "Resource": [f"arn:aws:s3:::{bucket}/models/{m.name}/{m.version}/*" for m in needed],
+                    },
+                    {
+                        "Effect": "Allow",
+                        "Action": ["s3:ListBucket"],
+                        "Resource": [f"arn:aws:s3:::{bucket}"],
+                        "Condition": {"StringLike": {"s3:prefix": [f"models/{m.name}/{m.version}/*" for m in needed]}},
+                    },
+                ]
+            )
+        )
+        return irsa_role(
+            self.child("weights-role"),
+            namespace=NS_SERVING,
+            service_account=app,
+            oidc_provider_arn=args.oidc_provider_arn,
+            oidc_issuer=args.oidc_issuer,
+            policy=policy,
+            tags=args.tags,
+            opts=self.opts(),
+        )
+
+    def _prefetch(self, app: str, labels: dict[str, str], fetch: dict[str, Any], pod_spec: dict[str, Any]) -> None:
+        """Warm pool: every node of the pool gets the weights on NVMe before a replica needs them."""
+        pause = {
+            "name": "hold",
+            "image": AWS_CLI_IMAGE,
+            "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; while true; do sleep 3600 & wait $!; done"],
+            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "50m", "memory": "32Mi"}},
+            "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True},
+        }
+        prefetch_labels = {
+            **labels,
+            "app.kubernetes.io/name": f"{app}-prefetch",
+            "app.kubernetes.io/component": "weights-prefetch",
+        }
+        k8s.apps.v1.DaemonSet(
+            self.child("prefetch"),
+            metadata={"name": f"{app}-prefetch", "namespace": NS_SERVING, "labels": prefetch_labels},
+            spec={
+                "selector": {"matchLabels": {"app.kubernetes.io/name": f"{app}-prefetch"}},
+                "template": {
+                    "metadata": {"labels": prefetch_labels},
+                    "spec": {
+                        "serviceAccountName": app,
+                        "initContainers": [fetch],
+                        "containers": [pause],
+                        "tolerations": pod_spec["tolerations"],
+                        "affinity": pod_spec["affinity"],
+                        "volumes": [pod_spec["volumes"][0]],
+                    },
+                },
+            },
+            opts=self.opts(),
+        )

@@ -1,0 +1,7 @@
+"""The CrossGuard entry point: `pulumi preview --policy-pack policies`."""
+
+from pulumi_policy import EnforcementLevel, PolicyPack
+
+from policies import ALL
+
+PolicyPack(name="tokenplane", enforcement_level=EnforcementLevel.MANDATORY, policies=ALL)

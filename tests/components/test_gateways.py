@@ -1,0 +1,131 @@
+"""AI gateway and model gateway: hardened Deployments configured by the spec itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.naming import checksum
+from tests.components.conftest import containers, k8s_objects, named, spec
+from tokenplane.render import REDACTED, RenderResult
+from tokenplane.spec import PlatformSpec
+
+NS = "llm-gateway"
+APPS = ["ai-gateway", "model-gateway"]
+BYTEION_REGIONS = [r.name for r in spec("byteion").regions]
+
+
+def obj(result: RenderResult, kind: str, name: str, region: str | None = None) -> dict[str, Any]:
+    return named((o for o in k8s_objects(result, kind, region) if o["metadata"].get("namespace") == NS), name)
+
+
+def ingress_peers(policy: dict[str, Any]) -> list[dict[str, Any] | None]:
+    return [peer for rule in policy["spec"]["ingress"] for peer in rule.get("from", [None])]
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_deployment_runs_in_the_gateway_namespace(dev: RenderResult, app: str) -> None:
+    deployment = obj(dev, "Deployment", app)
+    assert [c["name"] for c in containers(deployment)] == [app], f"{deployment['_urn']} runs {containers(deployment)}"
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_config_is_the_spec_itself(dev: RenderResult, app: str) -> None:
+    config = obj(dev, "ConfigMap", f"{app}-config")
+    loaded = PlatformSpec.model_validate_json(config["data"]["platform.json"])
+    assert loaded == spec("dev"), f"{config['_urn']} holds a platform.json that differs from stacks/dev.yaml"
+
+
+@pytest.mark.parametrize("region", BYTEION_REGIONS)
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_config_names_the_region_it_serves(byteion: RenderResult, app: str, region: str) -> None:
+    config = obj(byteion, "ConfigMap", f"{app}-config", region)
+    assert config["data"]["region"] == region, f"{config['_urn']} says it serves {config['data']['region']}"
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_pods_roll_when_their_config_changes(dev: RenderResult, app: str) -> None:
+    config = obj(dev, "ConfigMap", f"{app}-config")
+    deployment = obj(dev, "Deployment", app)
+    annotation = deployment["spec"]["template"]["metadata"]["annotations"].get("tokenplane.io/config-checksum")
+    assert annotation == checksum(config["data"]), (
+        f"{deployment['_urn']} carries config checksum {annotation}, not that of {config['_urn']}"
+    )
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_container_cannot_write_its_image_or_escalate(dev: RenderResult, app: str) -> None:
+    deployment = obj(dev, "Deployment", app)
+    [container] = containers(deployment)
+    context = container.get("securityContext", {})
+    expected = {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False}
+    assert {k: context.get(k) for k in expected} == expected, f"{deployment['_urn']} runs with {context}"
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_is_autoscaled_by_an_hpa(dev: RenderResult, app: str) -> None:
+    hpa = obj(dev, "HorizontalPodAutoscaler", app)
+    target = hpa["spec"]["scaleTargetRef"]
+    assert (target["kind"], target["name"]) == ("Deployment", app), f"{hpa['_urn']} scales {target}"
+    assert 0 < hpa["spec"]["minReplicas"] <= hpa["spec"]["maxReplicas"], f"{hpa['_urn']} bounds {hpa['spec']}"
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_has_a_disruption_budget(dev: RenderResult, app: str) -> None:
+    pdb = obj(dev, "PodDisruptionBudget", app)
+    assert pdb["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": app}, f"{pdb['_urn']}"
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_connection_secret_is_redacted_in_the_render(dev: RenderResult, app: str) -> None:
+    secret = obj(dev, "Secret", f"{app}-connections")
+    values = secret.get("stringData", {})
+    assert set(values) == {"REDIS_URL", "KAFKA_BOOTSTRAP_SERVERS"}, f"{secret['_urn']} holds {sorted(values)}"
+    assert set(values.values()) == {REDACTED}, f"{secret['_urn']} renders a secret value in the clear"
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_reads_its_connections_from_its_secret(dev: RenderResult, app: str) -> None:
+    deployment = obj(dev, "Deployment", app)
+    [container] = containers(deployment)
+    assert container.get("envFrom") == [{"secretRef": {"name": f"{app}-connections"}}], (
+        f"{deployment['_urn']} takes env from {container.get('envFrom')}"
+    )
+
+
+def test_model_gateway_admits_only_the_ai_gateway_batch_workers_and_monitoring(dev: RenderResult) -> None:
+    policy = obj(dev, "NetworkPolicy", "model-gateway-ingress")
+
+    def peer(namespace: str, app: str | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
+        return out | ({"podSelector": {"matchLabels": {"app.kubernetes.io/name": app}}} if app else {})
+
+    expected = [peer(NS, "ai-gateway"), peer("llm-batch", "batch-workers"), peer("monitoring")]
+    assert ingress_peers(policy) == expected, f"{policy['_urn']} admits {ingress_peers(policy)}"
+
+
+@pytest.mark.parametrize("region", BYTEION_REGIONS)
+def test_only_the_ai_gateway_is_exposed_through_a_load_balancer(byteion: RenderResult, region: str) -> None:
+    balancers = [s for s in k8s_objects(byteion, "Service", region) if s["spec"].get("type") == "LoadBalancer"]
+    found = [(s["metadata"].get("namespace"), s["metadata"]["name"]) for s in balancers]
+    assert found == [(NS, "ai-gateway")], f"{region} exposes {found}: {[s['_urn'] for s in balancers]}"
+
+
+@pytest.mark.parametrize("region", BYTEION_REGIONS)
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_image_is_pinned_by_digest(byteion: RenderResult, app: str, region: str) -> None:
+    deployment = obj(byteion, "Deployment", app, region)
+    [container] = containers(deployment)
+    assert "@sha256:" in container["image"], f"{deployment['_urn']} runs {container['image']}, not pinned by digest"
+
+
+@pytest.mark.parametrize("region", BYTEION_REGIONS)
+@pytest.mark.parametrize("app", APPS)
+def test_gateway_image_is_pulled_from_its_own_regions_registry(byteion: RenderResult, app: str, region: str) -> None:
+    deployment = obj(byteion, "Deployment", app, region)
+    [container] = containers(deployment)
+    cloud = spec("byteion").region(region).cloud_region
+    assert f".dkr.ecr.{cloud}.amazonaws.com/" in container["image"], (
+        f"{deployment['_urn']} pulls {container['image']} from outside {cloud}"
+    )

@@ -1,0 +1,57 @@
+"""The `vllm serve` flags a pool's replicas run with, derived from the spec."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tokenplane.load import load_spec
+from tokenplane.vllm_args import artifacts, served_model_names, vllm_args
+
+ROOT = Path(__file__).resolve().parent.parent
+BYTEION = load_spec(ROOT / "stacks" / "byteion.yaml")
+
+
+def _flag(args: list[str], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+def test_engine_flags_come_from_the_pool_spec() -> None:
+    pool = BYTEION.pool("long-context")
+    args = vllm_args(BYTEION, pool, models_dir="/models")
+    assert args[0] == "/models/byteion-large-v2"
+    assert _flag(args, "--tensor-parallel-size") == "4"
+    assert _flag(args, "--pipeline-parallel-size") == "1"
+    assert _flag(args, "--max-num-seqs") == "64"
+    assert _flag(args, "--max-num-batched-tokens") == "16384"
+    assert _flag(args, "--max-model-len") == "131072"
+    assert _flag(args, "--kv-cache-dtype") == "fp8"
+    assert _flag(args, "--quantization") == "fp8"
+    assert "--enable-prefix-caching" in args
+
+
+def test_served_model_name_carries_the_registry_version() -> None:
+    pool = BYTEION.pool("small-chat")
+    assert served_model_names(BYTEION, pool) == ["byteion-small-v3", "byteion-small"]
+    args = vllm_args(BYTEION, pool, models_dir="/m")
+    assert args[args.index("--served-model-name") + 1] == "byteion-small-v3"
+    assert _flag(args, "--dtype") == "bfloat16"
+
+
+def test_speculative_draft_model_is_loaded_from_the_local_registry_copy() -> None:
+    pool = BYTEION.pool("large-reasoning")
+    config = json.loads(_flag(vllm_args(BYTEION, pool, models_dir="/models"), "--speculative-config"))
+    assert config == {"model": "/models/byteion-draft-v1", "num_speculative_tokens": 4}
+    assert [m.ref for m in artifacts(BYTEION, pool)] == ["byteion-large-v2", "byteion-draft-v1"]
+
+
+def test_embedding_pool_runs_the_embed_task() -> None:
+    args = vllm_args(BYTEION, BYTEION.pool("embed"), models_dir="/models")
+    assert _flag(args, "--task") == "embed"
+
+
+def test_no_flag_points_at_a_model_hub() -> None:
+    for pool in BYTEION.pools:
+        args = vllm_args(BYTEION, pool, models_dir="/models")
+        assert "--tokenizer" not in args  # tokenizer files ship inside the artifact directory
+        assert all(not a.startswith(("hf://", "https://")) for a in args), pool.name

@@ -1,0 +1,356 @@
+"""The workbench's traffic: when requests arrive, what they ask for, and where the gateway sends them.
+
+Arrivals are a Poisson process whose rate is ``rps`` times a daily profile times
+any bursts, held constant within bins of ``ARRIVAL_BIN_S``. Each arrival draws a
+region (``traffic_share``), a workload class (``share``), prompt and output
+lengths (uniform over the class's ``TokenRange``, as the spec documents) and a
+priority. Its destination (a cache hit, a pool, an external provider, or
+nowhere) is drawn from the rates that ``tokenplane.traffic.route`` computes, so
+the simulator and the planner never disagree about routing. Semantic-cache
+classes also send one embedding call to the region's embedding pool, as
+``route`` counts them.
+
+Everything is drawn up front with numpy from one seeded generator, so a seed
+fixes the whole day.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+
+import numpy as np
+import numpy.typing as npt
+
+from tokenplane.errors import SpecError
+from tokenplane.spec import PlatformSpec, Priority, Tier, WorkloadClass
+from tokenplane.traffic import route
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+ARRIVAL_BIN_S = (
+    1.0  # the rate is constant within a bin: the daily curve moves far slower, bursts start on whole minutes
+)
+DAY_S = 86_400.0
+LEVELS: tuple[Priority, ...] = tuple(Priority)  # critical, high, normal, batch: index 0 is served first
+
+# Share of peak traffic per hour of a business day (local time): a night trough, the 08:00-10:00
+# surge the reference architecture describes, a working-day plateau and an evening decline.
+DIURNAL_HOURLY = (
+    0.20, 0.16, 0.14, 0.13, 0.14, 0.18, 0.28, 0.50, 0.80, 0.95, 1.00, 0.98,
+    0.92, 0.96, 1.00, 0.97, 0.90, 0.80, 0.66, 0.55, 0.47, 0.40, 0.32, 0.25,
+)  # fmt: skip
+
+
+class Profile(StrEnum):
+    """How the arrival rate moves through the day; ``rps`` is its peak."""
+
+    FLAT = "flat"
+    DIURNAL = "diurnal"
+
+
+class Kind(IntEnum):
+    """Where a request ends up, decided at the gateway."""
+
+    CACHE = 0  # answered by the exact or semantic cache
+    POOL = 1
+    PROVIDER = 2
+    UNROUTED = 3  # no pool and no provider along the chain: an error to the client
+
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+_CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+_BURST = re.compile(r"^(?P<at>[^x/]+)x(?P<factor>[^/]+)/(?P<duration>.+)$")
+
+
+def parse_duration(text: str, *, flag: str = "--duration") -> float:
+    """Seconds in ``60s``, ``10m``, ``24h``, ``1h30m`` or a bare number of seconds.
+
+    Raises:
+        SpecError: the text is not a positive duration in that form.
+    """
+    match = _DURATION.match(text.strip())
+    if not text.strip() or match is None or not any(match.groups()):
+        raise SpecError(f"{flag} {text!r} is not a duration; write e.g. 60s, 10m, 24h or 1h30m")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if total <= 0:
+        raise SpecError(f"{flag} {text!r} must be longer than zero; write e.g. 60s, 10m or 24h")
+    return total
+
+
+def parse_clock(text: str, *, flag: str = "--start") -> float:
+    """Seconds after midnight of a ``HH:MM`` time of day.
+
+    Raises:
+        SpecError: the text is not a 24-hour ``HH:MM`` time.
+    """
+    match = _CLOCK.match(text.strip())
+    if match is None:
+        raise SpecError(f"{flag} {text!r} is not a time of day; write HH:MM on a 24-hour clock, e.g. 08:30")
+    return int(match.group(1)) * 3600.0 + int(match.group(2)) * 60.0
+
+
+@dataclass(frozen=True)
+class Burst:
+    """A surge: the rate times ``factor`` from ``at_s`` (seconds after midnight) for ``duration_s``, every day."""
+
+    at_s: float
+    factor: float
+    duration_s: float
+
+    @classmethod
+    def parse(cls, text: str) -> Burst:
+        """Read ``HH:MMxFACTOR/DURATION``, e.g. ``09:00x3/15m``.
+
+        Raises:
+            SpecError: the text is not in that form; the message shows one that is.
+        """
+        form = "write HH:MMxFACTOR/DURATION, e.g. 09:00x3/15m"
+        match = _BURST.match(text.strip().replace(" ", ""))
+        if match is None:
+            raise SpecError(f"--burst {text!r} is not a burst; {form}")
+        try:
+            factor = float(match.group("factor"))
+        except ValueError:
+            raise SpecError(f"--burst {text!r}: factor {match.group('factor')!r} is not a number; {form}") from None
+        if not math.isfinite(factor) or factor <= 0:
+            raise SpecError(f"--burst {text!r}: factor must be a positive number; {form}")
+        at = parse_clock(match.group("at"), flag=f"--burst {text!r}: time")
+        duration = parse_duration(match.group("duration"), flag=f"--burst {text!r}: duration")
+        return cls(at, factor, duration)
+
+
+def rate_multiplier(profile: Profile, bursts: tuple[Burst, ...], clock_s: F64) -> F64:
+    """The share of ``rps`` that arrives at each instant (seconds after day 0's midnight)."""
+    time_of_day = np.mod(clock_s, DAY_S)
+    if profile is Profile.DIURNAL:
+        hours = np.arange(25, dtype=np.float64)
+        shares = np.array([*DIURNAL_HOURLY, DIURNAL_HOURLY[0]], dtype=np.float64)
+        multiplier = np.interp(time_of_day / 3600.0, hours, shares)
+    else:
+        multiplier = np.ones_like(time_of_day)
+    for burst in bursts:
+        inside = np.mod(time_of_day - burst.at_s, DAY_S) < burst.duration_s
+        multiplier = np.where(inside, multiplier * burst.factor, multiplier)
+    return multiplier
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A pool placement or a provider that requests can be sent to."""
+
+    kind: Kind
+    index: int  # placement index (regions' pools in spec order) or provider index
+    tier: Tier | None = None  # which of the provider's models is priced
+
+
+@dataclass
+class Routing:
+    """Per (region, class), the probability of each destination, from ``traffic.route``.
+
+    ``table[r, c]`` sums to one over the pools, then the providers, then a cache hit,
+    then unrouted. ``embed[r, c, p]`` is the embedding calls per request sent to placement ``p``.
+    """
+
+    destinations: list[Destination]
+    table: F64
+    embed: F64
+    cache_column: int
+    unrouted_column: int
+
+
+def placements(spec: PlatformSpec) -> list[tuple[str, str]]:
+    """Every (region, pool) in spec order: the order of ``planner.plan(spec).pools``."""
+    return [(r.name, pl.pool) for r in spec.regions for pl in r.pools]
+
+
+def routing(spec: PlatformSpec) -> Routing:
+    """Turn ``route``'s per-destination rates into per-request probabilities."""
+    traffic = route(spec)
+    keys = placements(spec)
+    index = {key: i for i, key in enumerate(keys)}
+    provider_tiers = sorted({(s.provider, s.tier) for s in traffic.spills}, key=lambda x: (x[0], x[1].value))
+    providers = [p.name for p in spec.providers]
+    dests = [Destination(Kind.POOL, i) for i in range(len(keys))]
+    dests += [Destination(Kind.PROVIDER, providers.index(name), tier) for name, tier in provider_tiers]
+    cache_col, unrouted_col = len(dests), len(dests) + 1
+    regions, classes = spec.regions, list(spec.workload_classes)
+    table = np.zeros((len(regions), len(classes), len(dests) + 2))
+    embed = np.zeros((len(regions), len(classes), len(keys)))
+
+    def base(region: int, cls: WorkloadClass) -> float:
+        return spec.platform.peak_rps * regions[region].traffic_share * spec.workload_classes[cls].share
+
+    region_of = {r.name: i for i, r in enumerate(regions)}
+    for (region_name, pool_name), load in traffic.loads.items():
+        ri = region_of[region_name]
+        column = index[(region_name, pool_name)]
+        for cls, rps in load.per_class.items():
+            if base(ri, cls) <= 0:
+                continue
+            target = embed if spec.is_embedding(load.pool) else table
+            target[ri, classes.index(cls), column] += rps / base(ri, cls)
+    for spill in traffic.spills:
+        ri = region_of[spill.region]
+        column = len(keys) + provider_tiers.index((spill.provider, spill.tier))
+        table[ri, classes.index(spill.cls), column] += spill.rps / base(ri, spill.cls)
+    for miss in traffic.unrouted:
+        ri = region_of[miss.region]
+        table[ri, classes.index(miss.cls), unrouted_col] += miss.rps / base(ri, miss.cls)
+    table[:, :, cache_col] = np.clip(1.0 - table.sum(axis=2), 0.0, 1.0)
+    return Routing(dests, table, embed, cache_col, unrouted_col)
+
+
+def priority_mix(spec: PlatformSpec) -> F64:
+    """P(priority level | region, class): batch for class D, the tenants' mix (by RPM) otherwise.
+
+    A tenant pinned to a jurisdiction sends traffic only to that jurisdiction's regions;
+    the others spread over every region by traffic share. Batch-priority tenants are
+    taken to be class D's senders. With no interactive tenants, interactive traffic is normal.
+    """
+    regions, classes = spec.regions, list(spec.workload_classes)
+    mix = np.zeros((len(regions), len(classes), len(LEVELS)))
+    for ri, region in enumerate(regions):
+        weights = np.zeros(len(LEVELS))
+        for tenant in spec.tenants:
+            if tenant.priority is Priority.BATCH:
+                continue
+            if tenant.residency is None:
+                share = region.traffic_share
+            elif tenant.residency is region.jurisdiction:
+                peers = sum(r.traffic_share for r in regions if r.jurisdiction is region.jurisdiction)
+                share = region.traffic_share / peers if peers > 0 else 0.0
+            else:
+                share = 0.0
+            weights[LEVELS.index(tenant.priority)] += tenant.rpm * share
+        if weights.sum() <= 0:
+            weights[LEVELS.index(Priority.NORMAL)] = 1.0
+        for ci, cls in enumerate(classes):
+            if cls is WorkloadClass.D:
+                mix[ri, ci, LEVELS.index(Priority.BATCH)] = 1.0
+            else:
+                mix[ri, ci] = weights / weights.sum()
+    return mix
+
+
+@dataclass
+class Requests:
+    """Every request of the run; embedding calls are requests of their own, after the others.
+
+    Platform requests are sorted by arrival, and so are the embedding calls, so every
+    pool's own requests are in arrival order.
+    """
+
+    arrival: F64  # seconds after the start
+    region: I64
+    cls: I64  # index into spec.workload_classes
+    kind: I64  # Kind
+    dest: I64  # placement index for POOL, provider index (spec.providers) for PROVIDER, -1 otherwise
+    tier: I64  # for PROVIDER, which of its models (index into Tier); -1 otherwise
+    prompt: I64
+    output: I64  # 0 for embedding calls
+    priority: I64  # index into LEVELS
+    embedding: npt.NDArray[np.bool_]
+
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+
+def _categorical(rng: np.random.Generator, cum: F64, rows: I64) -> I64:
+    """Draw one column per row from per-row cumulative probabilities ``cum[rows]``.
+
+    Row ``g`` is shifted into ``[g, g + 1]``, so that one sorted array and one
+    ``searchsorted`` serve every row at once.
+    """
+    groups, width = cum.shape
+    flat = (np.clip(cum, 0.0, 1.0) + np.arange(groups)[:, None]).ravel()
+    picked: I64 = np.searchsorted(flat, rows + rng.random(len(rows)), side="right") - rows * width
+    return np.clip(picked, 0, width - 1).astype(np.int64)
+
+
+def sample(
+    spec: PlatformSpec,
+    rng: np.random.Generator,
+    *,
+    rps: float,
+    duration_s: float,
+    start_s: float,
+    profile: Profile,
+    bursts: tuple[Burst, ...],
+    routes: Routing,
+) -> Requests:
+    """Draw every arrival of the run and what it asks for."""
+    bins = math.ceil(duration_s / ARRIVAL_BIN_S)
+    starts = np.arange(bins, dtype=np.float64) * ARRIVAL_BIN_S
+    widths = np.minimum(ARRIVAL_BIN_S, duration_s - starts)
+    rates = rps * rate_multiplier(profile, bursts, start_s + starts + widths / 2)
+    counts = rng.poisson(rates * widths)
+    arrival = np.sort(np.repeat(starts, counts) + rng.random(int(counts.sum())) * np.repeat(widths, counts))
+    n = len(arrival)
+    regions, classes = spec.regions, list(spec.workload_classes)
+    region_p = np.array([r.traffic_share for r in regions])
+    region = np.searchsorted(np.cumsum(region_p / region_p.sum()), rng.random(n), side="right")
+    region = np.minimum(region, len(regions) - 1).astype(np.int64)
+    class_p = np.array([spec.workload_classes[c].share for c in classes])
+    cls = np.minimum(
+        np.searchsorted(np.cumsum(class_p / class_p.sum()), rng.random(n), side="right"), len(classes) - 1
+    ).astype(np.int64)
+    group = region * len(classes) + cls
+    column = _categorical(rng, np.cumsum(routes.table, axis=2).reshape(len(regions) * len(classes), -1), group)
+    kind = np.full(n, int(Kind.CACHE), dtype=np.int64)
+    dest = np.full(n, -1, dtype=np.int64)
+    tier = np.full(n, -1, dtype=np.int64)
+    for i, d in enumerate(routes.destinations):
+        at = column == i
+        kind[at] = int(d.kind)
+        dest[at] = d.index
+        if d.tier is not None:
+            tier[at] = list(Tier).index(d.tier)
+    kind[column == routes.unrouted_column] = int(Kind.UNROUTED)
+    lo_p = np.array([spec.workload_classes[c].prompt_tokens.min for c in classes])
+    hi_p = np.array([spec.workload_classes[c].prompt_tokens.max for c in classes])
+    lo_o = np.array([spec.workload_classes[c].output_tokens.min for c in classes])
+    hi_o = np.array([spec.workload_classes[c].output_tokens.max for c in classes])
+    prompt = lo_p[cls] + np.floor(rng.random(n) * (hi_p[cls] - lo_p[cls] + 1)).astype(np.int64)
+    output = lo_o[cls] + np.floor(rng.random(n) * (hi_o[cls] - lo_o[cls] + 1)).astype(np.int64)
+    mix = np.cumsum(priority_mix(spec), axis=2).reshape(len(regions) * len(classes), -1)
+    priority = _categorical(rng, mix, group)
+    requests = Requests(arrival, region, cls, kind, dest, tier, prompt, output, priority, np.zeros(n, dtype=np.bool_))
+    return _with_embedding_calls(spec, rng, requests, routes)
+
+
+def _with_embedding_calls(spec: PlatformSpec, rng: np.random.Generator, base: Requests, routes: Routing) -> Requests:
+    """Add one embedding call per semantic-cached request, to its region's embedding pool."""
+    calls = routes.embed[base.region, base.cls]  # (n, placements): calls per request to each pool
+    if not calls.any():
+        return base
+    keys = placements(spec)
+    picked: list[npt.NDArray[np.intp]] = []
+    pools: list[I64] = []
+    for p in np.flatnonzero(calls.sum(axis=0)):
+        # Each embedder takes a request with its share as the probability: one call per request in
+        # expectation, as route() counts them, and exactly one where a region has one embedder.
+        share = calls[:, p]
+        rows = np.flatnonzero(rng.random(len(share)) < share)
+        picked.append(rows)
+        pools.append(np.full(len(rows), p, dtype=np.int64))
+    rows = np.concatenate(picked)
+    pool = np.concatenate(pools)
+    max_tokens = np.array([spec.architecture(spec.pool(name)).max_position_embeddings for _, name in keys])
+    merged = Requests(
+        arrival=np.concatenate([base.arrival, base.arrival[rows]]),
+        region=np.concatenate([base.region, base.region[rows]]),
+        cls=np.concatenate([base.cls, base.cls[rows]]),
+        kind=np.concatenate([base.kind, np.full(len(rows), int(Kind.POOL), dtype=np.int64)]),
+        dest=np.concatenate([base.dest, pool]),
+        tier=np.concatenate([base.tier, np.full(len(rows), -1, dtype=np.int64)]),
+        prompt=np.concatenate([base.prompt, np.minimum(base.prompt[rows], max_tokens[pool])]),
+        output=np.concatenate([base.output, np.zeros(len(rows), dtype=np.int64)]),
+        priority=np.concatenate([base.priority, base.priority[rows]]),
+        embedding=np.concatenate([base.embedding, np.ones(len(rows), dtype=np.bool_)]),
+    )
+    return merged

@@ -1,0 +1,285 @@
+"""Human views of a workbench run: rich tables for the terminal and a self-contained HTML page of plots.
+
+Both read ``summarize``'s plain data, so the tables, the HTML and ``--json``
+always show the same numbers. matplotlib is imported only when a page is
+written (with the Agg backend: no display needed), and its figures are inlined
+as SVG so that the page is one file.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tokenplane.report import _console, _num, _table
+
+TIMELINE_ROWS = 8  # instants in the terminal's replicas-over-time table; the HTML page plots every period
+HTML_POOLS = 12  # pools drawn in the HTML page's timelines, busiest first: more lines would not be legible
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return _num(value, 0) if value >= 10 else _num(value, 1)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _latency_table(summary: dict[str, Any]) -> Table:
+    table = _table(
+        "latency per pool and class (ms; P50/P95/P99 of served requests)",
+        [
+            ("pool", "l"),
+            ("class", "l"),
+            ("requests", "r"),
+            ("TTFT", "r"),
+            ("ITL", "r"),
+            ("E2E", "r"),
+            ("queue mean/p95", "r"),
+            ("shed", "r"),
+            ("SLO met", "r"),
+            ("goodput req/s", "r"),
+        ],
+    )
+
+    def row(where: str, cls: str, s: dict[str, Any], end: bool) -> None:
+        table.add_row(
+            where,
+            cls,
+            f"{s['requests']:,}",
+            "/".join(_ms(s[f"ttft_p{q}_ms"]) for q in (50, 95, 99)),
+            "/".join(_ms(s[f"itl_p{q}_ms"]) for q in (50, 95, 99)),
+            "/".join(_ms(s[f"e2e_p{q}_ms"]) for q in (50, 95, 99)),
+            f"{_ms(s['queue_mean_ms'])}/{_ms(s['queue_p95_ms'])}",
+            Text(f"{s['shed']:,}", style="red" if s["shed"] else ""),
+            _pct(s["slo_attainment"]),
+            _num(s["goodput_rps"], 2),
+            end_section=end,
+        )
+
+    for pool in summary["pools"]:
+        classes = list(pool["classes"].items())
+        for i, (cls, s) in enumerate(classes):
+            row(f"{pool['region']}/{pool['pool']}" if i == 0 else "", cls, s, i == len(classes) - 1)
+    for provider in summary["providers"]:
+        classes = list(provider["classes"].items())
+        for i, (cls, s) in enumerate(classes):
+            row(f"provider {provider['provider']}" if i == 0 else "", cls, s, i == len(classes) - 1)
+    classes = list(summary["classes"].items())
+    for i, (cls, s) in enumerate(classes):
+        row("all" if i == 0 else "", cls, s, False)
+    return table
+
+
+def _pool_table(summary: dict[str, Any]) -> Table:
+    table = _table(
+        "pools: utilization, KV cache, replicas and cost",
+        [
+            ("pool", "l"),
+            ("ρ mean/max", "r"),
+            ("KV mean/max", "r"),
+            ("replicas start/min/max/end", "r"),
+            ("started (cold)", "r"),
+            ("preempted", "r"),
+            ("failover", "r"),
+            ("$/h", "r"),
+            ("$/1M tok", "r"),
+        ],
+    )
+    for p in summary["pools"]:
+        r = p["replicas"]
+        rho_max = p["rho_max"]
+        style = "red" if rho_max is None or rho_max >= 1 else ("yellow" if rho_max > 0.85 else "")
+        table.add_row(
+            f"{p['region']}/{p['pool']}",
+            Text(f"{p['utilization']:.2f}/{_num(rho_max, 2) if rho_max is not None else '∞'}", style=style),
+            f"{p['kv_usage_mean']:.0%}/{p['kv_usage_max']:.0%}",
+            f"{r['start']}/{r['min']}/{r['max']}/{r['end']}",
+            f"{r['started']} ({r['cold_starts']})",
+            f"{p['preemptions']:,}",
+            f"{p['failover']:,}",
+            _num(p["usd_per_hour"], 2),
+            "-" if p["usd_per_million_tokens"] is None else _num(p["usd_per_million_tokens"], 3),
+        )
+    return table
+
+
+def _timeline_table(summary: dict[str, Any]) -> Table:
+    times: list[float] = summary["timeline"]["t_s"]
+    picks = sorted({round(i * (len(times) - 1) / max(1, TIMELINE_ROWS - 1)) for i in range(TIMELINE_ROWS)})
+    picks = [i for i in picks if i < len(times)]
+    table = _table(
+        "ready replicas over time (+ starting)",
+        [("pool", "l")] + [(_clock(summary, times[i]), "r") for i in picks],
+    )
+    for key, series in summary["timeline"]["pools"].items():
+        if not any(series["arrival_rps"]) and series["ready"] and min(series["ready"]) == max(series["ready"]):
+            continue  # an idle standby at its floor all run long says nothing over time
+        cells = []
+        for i in picks:
+            starting = int(series["starting"][i])
+            cells.append(f"{int(series['ready'][i])}" + (f" +{starting}" if starting else ""))
+        table.add_row(key, *cells)
+    return table
+
+
+def _audit_table(summary: dict[str, Any]) -> Table:
+    table = _table(
+        "λ < μ audit over time",
+        [
+            ("pool", "l"),
+            ("stable", "l"),
+            ("ρ max", "r"),
+            ("unstable s", "r"),
+            ("first unstable", "r"),
+            ("queue max", "r"),
+            ("queue growth max req/s", "r"),
+        ],
+    )
+    for a in summary["audit"]:
+        if a["rho_max"] == 0:
+            continue
+        table.add_row(
+            f"{a['region']}/{a['pool']}",
+            Text("yes" if a["stable"] else "no", style="" if a["stable"] else "red"),
+            "∞" if a["rho_max"] is None else _num(a["rho_max"], 2),
+            _num(a["unstable_seconds"], 0),
+            "-" if a["first_unstable_s"] is None else _clock(summary, a["first_unstable_s"]),
+            f"{a['queue_max']:,}",
+            _num(a["queue_growth_max_rps"], 1),
+        )
+    return table
+
+
+def _clock(summary: dict[str, Any], t_s: float) -> str:
+    start = summary["config"]["start"]
+    hours, minutes = (int(x) for x in start.split()[-1].split(":"))
+    total = hours * 3600 + minutes * 60 + int(t_s)
+    return f"{total // 3600 % 24:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
+
+
+def print_simulation(summary: dict[str, Any], console: Console | None = None) -> None:
+    """The run as tables: latency per pool and class, pools, replicas over time, the audit and the cost."""
+    console = console or _console()
+    console.print(_latency_table(summary))
+    console.print(_pool_table(summary))
+    console.print(_timeline_table(summary))
+    console.print(_audit_table(summary))
+    req, cost, cfg = summary["requests"], summary["cost"], summary["config"]
+    bursts = f", bursts {' '.join(cfg['bursts'])}" if cfg["bursts"] else ""
+    console.print(
+        Text.assemble(
+            (summary["platform"], "bold"),
+            f": {cfg['duration_s']:,.0f} s from {cfg['start']} at {cfg['rps']:,.0f} req/s peak ({cfg['profile']}"
+            f"{bursts}, seed {cfg['seed']}); {req['platform']:,} requests ({req['cache_hits']:,} cache hits, "
+            f"{req['to_providers']:,} to providers, {req['failover']:,} failed over, {req['shed']:,} shed, "
+            f"{req['in_flight']:,} in flight at the end) + {req['embedding_calls']:,} embedding calls",
+        )
+    )
+    console.print(
+        f"cost ${cost['usd']:,.2f} = ${cost['usd_per_hour']:,.2f}/h (pools ${cost['pools_usd_per_hour']:,.2f}/h, "
+        f"providers ${cost['providers_usd_per_hour']:,.2f}/h); "
+        f"${_num(cost['usd_per_million_tokens'] or math.inf, 3)} per 1M tokens served"
+    )
+    unstable = [a for a in summary["audit"] if not a["stable"]]
+    verdict = (
+        Text(f"λ ≥ μ in {len(unstable)} pool(s)", style="red") if unstable else Text("λ < μ throughout", style="green")
+    )
+    console.print(
+        Text.assemble(
+            verdict,
+            f"; simulated {req['total']:,} requests in {summary['wall_seconds']:.2f} s "
+            f"({req['simulated_per_wall_second'] or 0:,.0f} per second)",
+        )
+    )
+
+
+# --- HTML --------------------------------------------------------------------------------------
+
+
+def _svg(figure: Any) -> str:
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
+
+
+def simulation_html(summary: dict[str, Any], latencies: dict[str, list[float]]) -> str:
+    """One self-contained page: TTFT CDFs per class, queue depth, replicas and cost over time.
+
+    Args:
+        summary: what ``summarize`` returns.
+        latencies: TTFTs in milliseconds per class, for the CDFs.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figures: list[tuple[str, str]] = []
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for cls, values in latencies.items():
+        if values:
+            ordered = sorted(values)
+            ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], label=f"class {cls}")
+    ax.set_xscale("log")
+    ax.set_xlabel("TTFT (ms)")
+    ax.set_ylabel("share of requests")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    figures.append(("Time to first token, CDF per class", _svg(fig)))
+    plt.close(fig)
+
+    pools = summary["timeline"]["pools"]
+    busiest = sorted(pools, key=lambda k: -sum(pools[k]["arrival_rps"]))[:HTML_POOLS]
+    times = [t / 60 for t in summary["timeline"]["t_s"]]
+    queue_times = [t / 60 for t in summary["queue_times_s"]]
+    for title, key, xs, ylabel in (
+        ("Queue depth (requests waiting for admission)", "queue_depth", queue_times, "requests"),
+        ("Ready replicas", "ready", times, "replicas"),
+        ("Utilization ρ = λ / μ", "rho", times, "ρ"),
+        ("Cost of each pool ($/h)", "usd_per_hour", times, "$/h"),
+    ):
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for pool in busiest:
+            ax.step(xs, pools[pool][key], where="post", label=pool)
+        if key == "rho":
+            ax.axhline(1.0, color="red", linestyle="--", linewidth=1)
+        ax.set_xlabel("minutes from the start")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+        figures.append((title, _svg(fig)))
+        plt.close(fig)
+
+    cfg, cost, req = summary["config"], summary["cost"], summary["requests"]
+    rows = "".join(
+        f"<tr><td>{html.escape(cls)}</td><td>{s['requests']:,}</td><td>{_ms(s['ttft_p50_ms'])}</td>"
+        f"<td>{_ms(s['ttft_p95_ms'])}</td><td>{_ms(s['ttft_p99_ms'])}</td><td>{_ms(s['itl_p50_ms'])}</td>"
+        f"<td>{_ms(s['e2e_p95_ms'])}</td><td>{s['shed']:,}</td><td>{_pct(s['slo_attainment'])}</td></tr>"
+        for cls, s in summary["classes"].items()
+    )
+    sections = "".join(f"<h2>{html.escape(title)}</h2>\n{svg}\n" for title, svg in figures)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>tokenplane simulate: {html.escape(summary["platform"])}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse}}td,th{{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}}
+td:first-child,th:first-child{{text-align:left}}</style></head><body>
+<h1>{html.escape(summary["platform"])}: {cfg["duration_s"]:,.0f} s at {cfg["rps"]:,.0f} req/s peak</h1>
+<p>profile {html.escape(cfg["profile"])}, start {html.escape(cfg["start"])}, bursts
+{html.escape(" ".join(cfg["bursts"]) or "none")}, seed {cfg["seed"]}. {req["platform"]:,} requests,
+{req["shed"]:,} shed. Cost ${cost["usd_per_hour"]:,.2f}/h; ${_num(cost["usd_per_million_tokens"] or math.inf, 3)}
+per 1M tokens. Simulated in {summary["wall_seconds"]:.2f} s.</p>
+<table><tr><th>class</th><th>requests</th><th>TTFT p50</th><th>p95</th><th>p99</th><th>ITL p50</th>
+<th>E2E p95</th><th>shed</th><th>SLO met</th></tr>{rows}</table>
+{sections}</body></html>
+"""

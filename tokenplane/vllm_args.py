@@ -1,0 +1,82 @@
+"""The ``vllm serve`` command line for a pool, derived from the spec.
+
+One function used by the Kubernetes Deployment (``components.vllm_pool``) and by
+``tokenplane dev --engine vllm``, so that a laptop and a cluster run the same flags.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tokenplane.capacity import KvCacheDtype, Quantization
+from tokenplane.spec import PlatformSpec, Pool, RegistryModel, SpeculativeMethod
+
+DEFAULT_PORT = 8000
+
+# vLLM's --quantization for formats that need a kernel; 16-bit formats set --dtype instead.
+_QUANTIZATION_FLAG = {Quantization.FP8: "fp8", Quantization.AWQ: "awq", Quantization.GPTQ: "gptq"}
+_DTYPE_FLAG = {Quantization.BF16: "bfloat16", Quantization.FP16: "float16"}
+
+
+def served_model_names(spec: PlatformSpec, pool: Pool) -> list[str]:
+    """The registry version first (``business-model-v2``), then the bare name for clients that omit it."""
+    model = spec.model(pool.model)
+    return [model.ref, model.name]
+
+
+def artifacts(spec: PlatformSpec, pool: Pool) -> list[RegistryModel]:
+    """Registry artifacts a pool's replicas load: its model, and a speculative draft model if any."""
+    needed = [spec.model(pool.model)]
+    speculative = pool.engine.speculative
+    if speculative is not None and speculative.draft_model is not None:
+        needed.append(spec.model(speculative.draft_model))
+    return needed
+
+
+def vllm_args(spec: PlatformSpec, pool: Pool, *, models_dir: str, port: int = DEFAULT_PORT) -> list[str]:
+    """Arguments after ``vllm serve``: the model's directory, then the engine flags from the pool spec.
+
+    Weights (tokenizer files included) are read from ``models_dir/<name>-<version>``, so a
+    replica never reaches a model hub at start-up.
+    """
+    model = spec.model(pool.model)
+    engine = pool.engine
+    args = [
+        f"{models_dir}/{model.ref}",
+        "--served-model-name",
+        *served_model_names(spec, pool),
+        "--port",
+        str(port),
+        "--tensor-parallel-size",
+        str(pool.tensor_parallel),
+        "--pipeline-parallel-size",
+        str(pool.pipeline_parallel),
+        "--max-num-seqs",
+        str(engine.max_num_seqs),
+        "--max-num-batched-tokens",
+        str(engine.max_num_batched_tokens),
+        "--max-model-len",
+        str(engine.max_model_len),
+        "--gpu-memory-utilization",
+        str(engine.gpu_memory_utilization),
+        "--enable-prefix-caching" if engine.enable_prefix_caching else "--no-enable-prefix-caching",
+        "--kv-cache-dtype",
+        engine.kv_cache_dtype.value if engine.kv_cache_dtype is not KvCacheDtype.AUTO else "auto",
+    ]
+    if model.quantization in _QUANTIZATION_FLAG:
+        args += ["--quantization", _QUANTIZATION_FLAG[model.quantization]]
+    if model.quantization in _DTYPE_FLAG:
+        args += ["--dtype", _DTYPE_FLAG[model.quantization]]
+    if spec.is_embedding(pool):
+        args += ["--task", "embed"]
+    speculative = engine.speculative
+    if speculative is not None:
+        config: dict[str, object] = {"num_speculative_tokens": speculative.num_speculative_tokens}
+        if speculative.method is SpeculativeMethod.NGRAM:
+            config |= {"method": "ngram", "prompt_lookup_max": 4}
+        elif speculative.method is SpeculativeMethod.EAGLE:
+            config |= {"method": "eagle"}
+        else:
+            config |= {"model": f"{models_dir}/{spec.model(speculative.draft_model or '').ref}"}
+        args += ["--speculative-config", json.dumps(config, sort_keys=True)]
+    return args
