@@ -3,9 +3,11 @@
     api.<domain>            geolocation: EU users -> eu.<domain>, ...; everyone else -> latency.<domain>
     <jurisdiction>.<domain> latency records over that jurisdiction's primary regions only
     latency.<domain>        latency records over every primary region
-    <region>.<domain>       failover: the region's gateway, then its DR secondary's
+    <region>.regions.<domain> failover: the region's gateway, then its DR secondary's
 
-A pinned tenant is given ``<jurisdiction>.<domain>``, which can only ever resolve
+Region names live under ``regions.`` so that a region named like a jurisdiction
+(``us``) cannot collide with the jurisdiction's name. A pinned tenant is given
+``<jurisdiction>.<domain>``, which can only ever resolve
 to a region of its jurisdiction, even when another region has spare capacity.
 """
 
@@ -35,6 +37,11 @@ class GlobalRoutingArgs:
     spec: PlatformSpec
     gateway_hostnames: dict[str, pulumi.Input[str]]  # region name -> the AI gateway's load balancer hostname
     tags: dict[str, str]
+
+
+def region_host(region: str, domain: str) -> str:
+    """The failover name of one region."""
+    return f"{region}.regions.{domain}"
 
 
 class GlobalRouting(Component):
@@ -76,7 +83,7 @@ class GlobalRouting(Component):
             )
 
         for region in primaries:
-            host = f"{region.name}.{domain}"
+            host = region_host(region.name, domain)
             secondary = secondaries.get(region.name)
             if secondary is None or secondary not in args.gateway_hostnames:
                 record(f"{region.name}-simple", host, args.gateway_hostnames[region.name])
@@ -97,7 +104,7 @@ class GlobalRouting(Component):
                 record(
                     f"{j}-latency-{region.name}",
                     f"{j}.{domain}",
-                    f"{region.name}.{domain}",
+                    region_host(region.name, domain),
                     set_identifier=region.name,
                     latency_routing_policies=[aws.route53.RecordLatencyRoutingPolicyArgs(region=region.cloud_region)],
                 )
@@ -114,7 +121,7 @@ class GlobalRouting(Component):
             record(
                 f"latency-{region.name}",
                 f"latency.{domain}",
-                f"{region.name}.{domain}",
+                region_host(region.name, domain),
                 set_identifier=region.name,
                 latency_routing_policies=[aws.route53.RecordLatencyRoutingPolicyArgs(region=region.cloud_region)],
             )

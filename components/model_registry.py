@@ -44,6 +44,9 @@ class ModelRegistry(Component):
         home_opts = self.opts(provider=args.providers[args.home])
         replicas = {r: b for r, b in buckets.items() if r != args.home}
         if replicas:
+            identity = aws.get_caller_identity_output(
+                opts=pulumi.InvokeOutputOptions(parent=self, provider=args.providers[args.home])
+            )
             role = aws.iam.Role(
                 self.child("replication-role"),
                 assume_role_policy=assume_role_policy("s3.amazonaws.com"),
@@ -105,6 +108,14 @@ class ModelRegistry(Component):
                         destination=aws.s3.BucketReplicationConfigRuleDestinationArgs(
                             bucket=bucket.arn,
                             storage_class="STANDARD",
+                            # KMS-encrypted objects are re-encrypted with the destination region's S3 key.
+                            encryption_configuration=aws.s3.BucketReplicationConfigRuleDestinationEncryptionConfigurationArgs(
+                                replica_kms_key_id=identity.account_id.apply(
+                                    lambda account, cloud=spec.region(region).cloud_region: (
+                                        f"arn:aws:kms:{cloud}:{account}:alias/aws/s3"
+                                    )
+                                )
+                            ),
                             # Replication Time Control: 99.99% of objects within 15 minutes, the spec's RPO.
                             replication_time=aws.s3.BucketReplicationConfigRuleDestinationReplicationTimeArgs(
                                 status="Enabled",

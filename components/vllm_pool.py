@@ -76,7 +76,7 @@ def grace_period_seconds(spec: PlatformSpec, pool: Pool) -> int:
     return DRAIN_SECONDS + max(60, math.ceil(longest * 1.5))
 
 
-def scaling_triggers(pool: Pool, app: str) -> list[dict[str, Any]]:
+def scaling_triggers(pool: Pool, app: str, max_replicas: int | None = None) -> list[dict[str, Any]]:
     """KEDA triggers for the pool's composite signals and its predictive schedule."""
     signals = pool.autoscaling.signals
     sel = f'pool="{pool.name}"'
@@ -109,7 +109,8 @@ def scaling_triggers(pool: Pool, app: str) -> list[dict[str, Any]]:
                     "timezone": window.timezone,
                     "start": start,
                     "end": end,
-                    "desiredReplicas": str(window.min_replicas),
+                    # A window cannot lift the pool above its placement's ceiling in this region.
+                    "desiredReplicas": str(min(window.min_replicas, max_replicas or window.min_replicas)),
                 },
             }
         )
@@ -266,7 +267,7 @@ class VllmPool(Component):
             min_replicas=placement.min_replicas,
             max_replicas=placement.max_replicas,
             cooldown_seconds=int(pool.autoscaling.scale_down_delay_seconds),
-            triggers=scaling_triggers(pool, app),
+            triggers=scaling_triggers(pool, app, placement.max_replicas),
             opts=self.opts(depends_on=[deployment]),
         )
         self.app = app

@@ -188,10 +188,10 @@ def _residency(args: StackValidationArgs, report: ReportViolation) -> None:
         targets = [by_urn[u] for u in record.property_dependencies.get("records", []) if u in by_urn]
         if home is not None:
             for value in get(record.props, "records", default=[]):
-                region = str(value).removesuffix(f".{domain}")
-                if jurisdiction.get(region) not in (home, None) or region not in jurisdiction:
+                region = str(value).removesuffix(f".regions.{domain}")
+                if jurisdiction.get(region) is not home:
                     report(f"{name} routes {home.value}-pinned tenants to {value}, outside {home.value}", record.urn)
-        region_name = name.removesuffix(f".{domain}")
+        region_name = name.removesuffix(f".regions.{domain}")
         if region_name in jurisdiction and jurisdiction[region_name] in pinned:
             for target in targets:
                 target_region = region_of(target, spec)

@@ -85,7 +85,7 @@ def plan(
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
     from tokenplane.planner import plan as make_plan
-    from tokenplane.report import _console, plan_json, print_plan
+    from tokenplane.report import console_for_output, plan_json, print_plan
 
     try:
         platform = load_spec(spec)
@@ -107,7 +107,7 @@ def plan(
             data["summary"]["ok"] = ok
         _emit_json(data)
     else:
-        console = _console()
+        console = console_for_output()
         print_plan(result, console)
         if rendered is not None:
             from tokenplane.render_report import print_counts, print_issues, print_tree
@@ -203,7 +203,7 @@ def check(
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
     from tokenplane.render import render as render_graph
-    from tokenplane.report import _console
+    from tokenplane.report import console_for_output
 
     try:
         settings = load_policy_config(policy_config, ALL) if policy_config else None
@@ -213,7 +213,7 @@ def check(
     rendered = render_graph(platform)
     result = run_checks(rendered, ALL, settings)
     if fmt is CheckFormat.TABLE and output is None:
-        print_table(result, _console())
+        print_table(result, console_for_output())
     else:
         text = render(result, "json" if fmt is CheckFormat.TABLE else fmt.value)
         if output is not None:
@@ -295,6 +295,8 @@ def simulate(
             report.write_text(simulation_html(summary, ttft_ms_by_class(result)), encoding="utf-8")
         except OSError as e:
             _fail(f"--report {report}: cannot write the page ({e.strerror}); pick a writable path")
+        except SpecError as e:
+            _fail(str(e))
     if as_json:
         _emit_json(summary)
     else:

@@ -218,7 +218,7 @@ def _plan_pool(
     shape = cap.mean_shape(shapes) if shapes else cap.RequestShape(1, 1)
     if encoder:
         shape = cap.RequestShape(min(shape.prompt_tokens, model.arch.max_position_embeddings), 0, shape.weight)
-    prefix_kept = _prefix_kept(spec, pool)
+    prefix_kept = prefix_kept_share(spec, pool)
     slots = pool.engine.max_num_seqs if encoder else cap.batch_slots(pool.engine.max_num_seqs, mem.kv_tokens, shape)
     mu = (
         cap.embedding_throughput(model, shape.prompt_tokens)
@@ -335,7 +335,7 @@ def _plan_pool(
     )
 
 
-def _prefix_kept(spec: PlatformSpec, pool: Pool) -> float:
+def prefix_kept_share(spec: PlatformSpec, pool: Pool) -> float:
     """Share of prompt tokens that still need prefill after engine prefix-cache hits."""
     if pool.engine.enable_prefix_caching and spec.cache.prefix.enabled:
         return 1 - spec.cache.prefix.expected_hit_rate

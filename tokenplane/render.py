@@ -188,6 +188,7 @@ class _Recorder:
         self.inputs: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
         self.dependencies: dict[str, dict[str, list[str]]] = {}
+        self.seen: set[str] = set()
 
     def region_of(self, urn: str, parent: str, provider: str) -> str | None:
         """The spec region: the AWS provider's region, else the nearest Region component's."""
@@ -282,13 +283,15 @@ def _recording_monitor_class() -> type:
 
         def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - the gRPC method's name
             urn = self.make_urn(request.parent, request.type, request.name)
-            if urn in self.resources:
-                # The real engine rejects a second registration of one URN; the mock monitor would overwrite it.
-                self.duplicates.append(
-                    RenderIssue("duplicate-urn", urn, "registered twice; give one of them another name")
-                )
             rec = self.recorder
             with rec.lock:
+                # The real engine rejects a second registration of one URN; the mock monitor would overwrite it.
+                # Registrations run on several threads, so the check and the claim happen under one lock.
+                if urn in rec.seen:
+                    self.duplicates.append(
+                        RenderIssue("duplicate-urn", urn, "registered twice; give one of them another name")
+                    )
+                rec.seen.add(urn)
                 rec.parents[urn] = (request.type, request.name, request.parent)
             rec.local.inputs = {}
             rec.local.region = rec.region_of(urn, request.parent, request.provider)
@@ -404,14 +407,14 @@ def mock_call(token: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def _check(resources: list[RenderedResource], kubernetes_version: str) -> list[RenderIssue]:
     issues: list[RenderIssue] = []
-    seen: dict[tuple[str | None, str, str, str], str] = {}
+    seen: dict[tuple[str | None, str, str, str], str] = {}  # keyed by cluster: the Kubernetes provider
     for r in resources:
         if not r.is_kubernetes_object:
             continue
         manifest = kubernetes_manifest(r)
         meta = manifest.get("metadata", {})
         key = (
-            r.region,
+            r.provider,
             f"{manifest.get('apiVersion')}/{manifest.get('kind')}",
             str(meta.get("namespace", "")),
             str(meta.get("name", "")),

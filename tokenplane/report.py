@@ -19,14 +19,14 @@ from tokenplane.sizing import SizeResult
 PIPE_WIDTH = 200  # columns for piped output; a plan's widest table needs about 170
 
 
-def _num(value: float, digits: int = 1) -> str:
+def fmt_num(value: float, digits: int = 1) -> str:
     if not math.isfinite(value):
         return "∞"
     return f"{value:,.{digits}f}"
 
 
 def _ms(value: float) -> str:
-    return _num(value, 0) if value >= 10 or not math.isfinite(value) else _num(value, 1)
+    return fmt_num(value, 0) if value >= 10 or not math.isfinite(value) else fmt_num(value, 1)
 
 
 def plan_json(result: Plan) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def _pool_json(p: PoolPlan) -> dict[str, Any]:
     return out
 
 
-def _table(title: str, columns: list[tuple[str, str]]) -> Table:
+def simple_table(title: str, columns: list[tuple[str, str]]) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for column, justify in columns:
         table.add_column(column, justify="right" if justify == "r" else "left")
@@ -61,7 +61,7 @@ def _by_region(pools: list[PoolPlan]) -> list[list[PoolPlan]]:
 
 
 def _capacity_table(pools: list[PoolPlan]) -> Table:
-    table = _table(
+    table = simple_table(
         "memory and latency at peak (at max replicas)",
         [
             ("region", "l"),
@@ -85,7 +85,7 @@ def _capacity_table(pools: list[PoolPlan]) -> Table:
                 f"{p.gpu} x{p.gpus_per_replica} (TP{p.tp} PP{p.pp})",
                 f"{p.weights_gib:.1f}/{p.kv_gib:.1f}",
                 f"{p.kv_tokens:,}",
-                " ".join(f"{c}:{_num(v.max_concurrency, 0)}" for c, v in p.classes.items()),
+                " ".join(f"{c}:{fmt_num(v.max_concurrency, 0)}" for c, v in p.classes.items()),
                 f"{_ms(ttft50)}/{_ms(p.ttft_p95_ms)}",
                 f"{_ms(p.itl_p50_ms)}/{_ms(p.itl_p95_ms)}",
                 end_section=i == len(group) - 1,
@@ -94,7 +94,7 @@ def _capacity_table(pools: list[PoolPlan]) -> Table:
 
 
 def _load_table(pools: list[PoolPlan]) -> Table:
-    table = _table(
+    table = simple_table(
         "queue and cost at peak",
         [
             ("region", "l"),
@@ -110,34 +110,36 @@ def _load_table(pools: list[PoolPlan]) -> Table:
     )
     for group in _by_region(pools):
         for i, p in enumerate(group):
-            provider = f" ({_num(p.provider_usd_per_million_tokens, 2)})" if p.provider_usd_per_million_tokens else ""
+            provider = (
+                f" ({fmt_num(p.provider_usd_per_million_tokens, 2)})" if p.provider_usd_per_million_tokens else ""
+            )
             style = "red" if p.utilization >= 1 else ("yellow" if p.utilization > 0.85 else "")
             table.add_row(
                 p.region if i == 0 else "",
                 p.name,
-                _num(p.arrival_rps, 2),
-                _num(p.service_rps, 1),
-                Text(_num(p.utilization, 2), style=style),
+                fmt_num(p.arrival_rps, 2),
+                fmt_num(p.service_rps, 1),
+                Text(fmt_num(p.utilization, 2), style=style),
                 _ms(p.queue_wait_p95_ms),
                 f"{p.replicas_needed}/{p.min_replicas}/{p.max_replicas}",
-                _num(p.usd_per_hour, 2),
-                f"{_num(p.usd_per_million_tokens, 3)}{provider}",
+                fmt_num(p.usd_per_hour, 2),
+                f"{fmt_num(p.usd_per_million_tokens, 3)}{provider}",
                 end_section=i == len(group) - 1,
             )
     return table
 
 
 def print_plan(result: Plan, console: Console | None = None) -> None:
-    console = console or _console()
+    console = console or console_for_output()
     console.print(_capacity_table(result.pools))
     console.print(_load_table(result.pools))
     if result.spills:
-        spill = _table(
+        spill = simple_table(
             "traffic to external providers",
             [(c, "l") for c in ("region", "class", "tier", "provider")] + [("req/s", "r")],
         )
         for s in result.spills:
-            spill.add_row(s.region, s.cls.value, s.tier.value, s.provider, _num(s.rps, 2))
+            spill.add_row(s.region, s.cls.value, s.tier.value, s.provider, fmt_num(s.rps, 2))
         console.print(spill)
     summary = result.summary()
     console.print(
@@ -160,7 +162,7 @@ def print_plan(result: Plan, console: Console | None = None) -> None:
         console.print(Text(f"{len(result.violations)} violation(s)", style="red"))
 
 
-def _console() -> Console:
+def console_for_output() -> Console:
     """A console for plain user text (markup off: names print as written).
 
     Piped output (CI logs, files) gets a wide page instead of rich's default 80
@@ -170,7 +172,7 @@ def _console() -> Console:
 
 
 def print_size(result: SizeResult, console: Console | None = None) -> None:
-    console = console or _console()
+    console = console or console_for_output()
     r, m = result.request, result.memory
     table = Table(title=f"{r.model_name} on {r.gpu.name}, TP={r.tp} PP={r.pp}", title_justify="left", show_header=False)
     table.add_column("item")

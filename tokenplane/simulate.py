@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.catalog import default_instance, instance_type
-from tokenplane.planner import PoolPlan, _prefix_kept, memory, plan, replica_model
+from tokenplane.planner import PoolPlan, memory, plan, prefix_kept_share, replica_model
 from tokenplane.sim import gateway, metrics
 from tokenplane.sim.autoscale import EVALUATION_S, ReplicaState, Scaler, Signals
 from tokenplane.sim.engine import SHED_GATEWAY, SHED_UNROUTED, Engine, PoolEngineParams, RequestState
@@ -269,7 +269,7 @@ def _request_state(spec: PlatformSpec, reqs: Requests, setups: list[PoolSetup]) 
     """The engine's per-request inputs: prompt tokens to hold and to prefill after prefix-cache hits."""
     kept = np.ones(len(reqs))
     for setup in setups:
-        kept[setup.requests] = _prefix_kept(spec, spec.pool(setup.name))
+        kept[setup.requests] = prefix_kept_share(spec, spec.pool(setup.name))
     prefill = np.maximum(1, np.ceil(reqs.prompt * kept)).astype(np.int64)
     return RequestState(
         arrival=reqs.arrival.tolist(),

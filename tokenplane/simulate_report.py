@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tokenplane.report import _console, _num, _table
+from tokenplane.errors import SpecError
+from tokenplane.report import console_for_output, fmt_num, simple_table
 
 TIMELINE_ROWS = 8  # instants in the terminal's replicas-over-time table; the HTML page plots every period
 HTML_POOLS = 12  # pools drawn in the HTML page's timelines, busiest first: more lines would not be legible
@@ -26,7 +27,7 @@ HTML_POOLS = 12  # pools drawn in the HTML page's timelines, busiest first: more
 def _ms(value: float | None) -> str:
     if value is None:
         return "-"
-    return _num(value, 0) if value >= 10 else _num(value, 1)
+    return fmt_num(value, 0) if value >= 10 else fmt_num(value, 1)
 
 
 def _pct(value: float | None) -> str:
@@ -34,7 +35,7 @@ def _pct(value: float | None) -> str:
 
 
 def _latency_table(summary: dict[str, Any]) -> Table:
-    table = _table(
+    table = simple_table(
         "latency per pool and class (ms; P50/P95/P99 of served requests)",
         [
             ("pool", "l"),
@@ -61,7 +62,7 @@ def _latency_table(summary: dict[str, Any]) -> Table:
             f"{_ms(s['queue_mean_ms'])}/{_ms(s['queue_p95_ms'])}",
             Text(f"{s['shed']:,}", style="red" if s["shed"] else ""),
             _pct(s["slo_attainment"]),
-            _num(s["goodput_rps"], 2),
+            fmt_num(s["goodput_rps"], 2),
             end_section=end,
         )
 
@@ -80,7 +81,7 @@ def _latency_table(summary: dict[str, Any]) -> Table:
 
 
 def _pool_table(summary: dict[str, Any]) -> Table:
-    table = _table(
+    table = simple_table(
         "pools: utilization, KV cache, replicas and cost",
         [
             ("pool", "l"),
@@ -100,14 +101,14 @@ def _pool_table(summary: dict[str, Any]) -> Table:
         style = "red" if rho_max is None or rho_max >= 1 else ("yellow" if rho_max > 0.85 else "")
         table.add_row(
             f"{p['region']}/{p['pool']}",
-            Text(f"{p['utilization']:.2f}/{_num(rho_max, 2) if rho_max is not None else '∞'}", style=style),
+            Text(f"{p['utilization']:.2f}/{fmt_num(rho_max, 2) if rho_max is not None else '∞'}", style=style),
             f"{p['kv_usage_mean']:.0%}/{p['kv_usage_max']:.0%}",
             f"{r['start']}/{r['min']}/{r['max']}/{r['end']}",
             f"{r['started']} ({r['cold_starts']})",
             f"{p['preemptions']:,}",
             f"{p['failover']:,}",
-            _num(p["usd_per_hour"], 2),
-            "-" if p["usd_per_million_tokens"] is None else _num(p["usd_per_million_tokens"], 3),
+            fmt_num(p["usd_per_hour"], 2),
+            "-" if p["usd_per_million_tokens"] is None else fmt_num(p["usd_per_million_tokens"], 3),
         )
     return table
 
@@ -116,7 +117,7 @@ def _timeline_table(summary: dict[str, Any]) -> Table:
     times: list[float] = summary["timeline"]["t_s"]
     picks = sorted({round(i * (len(times) - 1) / max(1, TIMELINE_ROWS - 1)) for i in range(TIMELINE_ROWS)})
     picks = [i for i in picks if i < len(times)]
-    table = _table(
+    table = simple_table(
         "ready replicas over time (+ starting)",
         [("pool", "l")] + [(_clock(summary, times[i]), "r") for i in picks],
     )
@@ -132,7 +133,7 @@ def _timeline_table(summary: dict[str, Any]) -> Table:
 
 
 def _audit_table(summary: dict[str, Any]) -> Table:
-    table = _table(
+    table = simple_table(
         "λ < μ audit over time",
         [
             ("pool", "l"),
@@ -150,11 +151,11 @@ def _audit_table(summary: dict[str, Any]) -> Table:
         table.add_row(
             f"{a['region']}/{a['pool']}",
             Text("yes" if a["stable"] else "no", style="" if a["stable"] else "red"),
-            "∞" if a["rho_max"] is None else _num(a["rho_max"], 2),
-            _num(a["unstable_seconds"], 0),
+            "∞" if a["rho_max"] is None else fmt_num(a["rho_max"], 2),
+            fmt_num(a["unstable_seconds"], 0),
             "-" if a["first_unstable_s"] is None else _clock(summary, a["first_unstable_s"]),
             f"{a['queue_max']:,}",
-            _num(a["queue_growth_max_rps"], 1),
+            fmt_num(a["queue_growth_max_rps"], 1),
         )
     return table
 
@@ -168,7 +169,7 @@ def _clock(summary: dict[str, Any], t_s: float) -> str:
 
 def print_simulation(summary: dict[str, Any], console: Console | None = None) -> None:
     """The run as tables: latency per pool and class, pools, replicas over time, the audit and the cost."""
-    console = console or _console()
+    console = console or console_for_output()
     console.print(_latency_table(summary))
     console.print(_pool_table(summary))
     console.print(_timeline_table(summary))
@@ -187,7 +188,7 @@ def print_simulation(summary: dict[str, Any], console: Console | None = None) ->
     console.print(
         f"cost ${cost['usd']:,.2f} = ${cost['usd_per_hour']:,.2f}/h (pools ${cost['pools_usd_per_hour']:,.2f}/h, "
         f"providers ${cost['providers_usd_per_hour']:,.2f}/h); "
-        f"${_num(cost['usd_per_million_tokens'] or math.inf, 3)} per 1M tokens served"
+        f"${fmt_num(cost['usd_per_million_tokens'] or math.inf, 3)} per 1M tokens served"
     )
     unstable = [a for a in summary["audit"] if not a["stable"]]
     verdict = (
@@ -219,8 +220,10 @@ def simulation_html(summary: dict[str, Any], latencies: dict[str, list[float]]) 
         summary: what ``summarize`` returns.
         latencies: TTFTs in milliseconds per class, for the CDFs.
     """
-    import matplotlib
-
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise SpecError("--report needs matplotlib: pip install 'tokenplane[viz]'") from e
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -277,7 +280,7 @@ td:first-child,th:first-child{{text-align:left}}</style></head><body>
 <h1>{html.escape(summary["platform"])}: {cfg["duration_s"]:,.0f} s at {cfg["rps"]:,.0f} req/s peak</h1>
 <p>profile {html.escape(cfg["profile"])}, start {html.escape(cfg["start"])}, bursts
 {html.escape(" ".join(cfg["bursts"]) or "none")}, seed {cfg["seed"]}. {req["platform"]:,} requests,
-{req["shed"]:,} shed. Cost ${cost["usd_per_hour"]:,.2f}/h; ${_num(cost["usd_per_million_tokens"] or math.inf, 3)}
+{req["shed"]:,} shed. Cost ${cost["usd_per_hour"]:,.2f}/h; ${fmt_num(cost["usd_per_million_tokens"] or math.inf, 3)}
 per 1M tokens. Simulated in {summary["wall_seconds"]:.2f} s.</p>
 <table><tr><th>class</th><th>requests</th><th>TTFT p50</th><th>p95</th><th>p99</th><th>ITL p50</th>
 <th>E2E p95</th><th>shed</th><th>SLO met</th></tr>{rows}</table>

@@ -30,11 +30,13 @@ def settings_of(result: RenderResult, type_token: str, bucket: RenderedResource)
     return found[0]
 
 
-def dashboard_exprs(result: RenderResult, board: str) -> list[str]:
+def dashboard_queries(result: RenderResult, board: str) -> tuple[str, str]:
+    """The dashboard ConfigMap's URN, and every PromQL expression of its panels."""
     config = named(k8s_objects(result, "ConfigMap"), f"tokenplane-dashboard-{board}")
     assert config["metadata"]["labels"].get("grafana_dashboard") == "1", f"{config['_urn']} is not picked up by Grafana"
     [content] = config["data"].values()
-    return [t["expr"] for panel in json.loads(content)["panels"] for t in panel.get("targets", [])]
+    exprs = [t["expr"] for panel in json.loads(content)["panels"] for t in panel.get("targets", [])]
+    return config["_urn"], " ".join(exprs)
 
 
 @parametrize_regions
@@ -92,7 +94,7 @@ def test_kafka_brokers_spread_evenly_over_the_azs(name: str, region: str) -> Non
 def test_kafka_has_one_topic_per_spec_topic(name: str, region: str) -> None:
     topics = of_type(rendered(name), "aws:msk/topic:Topic", region)
     names = sorted(t.inputs["name"] for t in topics)
-    assert names == sorted(t.name for t in spec(name).queues.topics), f"{region} has topics {names}"
+    assert names == sorted(t.name for t in spec(name).queues.topics), f"{region} has topics {[t.urn for t in topics]}"
 
 
 @pytest.mark.parametrize("name", ["dev", "byteion"])
@@ -129,7 +131,7 @@ def test_home_registry_replicates_to_every_other_region_within_15_minutes(byteio
     prefix = "byteion-registry-"
     buckets = {b.name.removeprefix(prefix): b for b in of_type(byteion, BUCKET) if b.name.startswith(prefix)}
     assert mock_output(buckets[home], "bucket") == byteion.outputs["registry_bucket"], (
-        "the home bucket is not the output"
+        f"{buckets[home].urn} is not the registry_bucket output"
     )
     [replication] = of_type(byteion, "aws:s3/bucketReplicationConfig:BucketReplicationConfig")
     assert replication.inputs["bucket"] == mock_id(buckets[home]), f"{replication.urn} replicates another bucket"
@@ -170,14 +172,14 @@ def test_qdrant_runs_as_non_root(name: str) -> None:
 
 
 def test_vllm_dashboard_charts_time_to_first_token_and_queue_depth(dev: RenderResult) -> None:
-    exprs = " ".join(dashboard_exprs(dev, "vllm"))
+    urn, exprs = dashboard_queries(dev, "vllm")
     for metric in ("vllm:time_to_first_token_seconds", "vllm:num_requests_waiting"):
-        assert metric in exprs, f"the vLLM dashboard never queries {metric}"
+        assert metric in exprs, f"{urn} never queries {metric}"
 
 
 def test_gateway_dashboard_charts_request_rate(dev: RenderResult) -> None:
-    exprs = " ".join(dashboard_exprs(dev, "gateway"))
-    assert "tokenplane_requests_total" in exprs, "the gateway dashboard never queries tokenplane_requests_total"
+    urn, exprs = dashboard_queries(dev, "gateway")
+    assert "tokenplane_requests_total" in exprs, f"{urn} never queries tokenplane_requests_total"
 
 
 @parametrize_regions

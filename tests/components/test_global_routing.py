@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.global_routing import region_host
 from tests.components.conftest import k8s_objects, mock_id, named, of_type, rendered, spec
 from tokenplane.load import load_spec_text
 from tokenplane.render import RenderedResource, RenderResult, render
@@ -23,6 +24,7 @@ BYTEION_GEO = {
     "EU": {("continent", "EU")},
     "APAC": {("continent", "AS"), ("continent", "OC")},
 }
+SECONDARIES = _dr.secondaries if (_dr := spec("byteion").dr) else {}  # primary region -> its DR region
 
 
 def records(result: RenderResult, name: str) -> list[RenderedResource]:
@@ -57,7 +59,7 @@ def test_jurisdiction_names_route_only_to_regions_of_that_jurisdiction(byteion: 
         latency = records(byteion, f"{jurisdiction.lower()}.{domain}")
         targets = {t for r in latency for t in r.inputs["records"]}
         expected = {
-            f"{r.name}.{domain}"
+            region_host(r.name, domain)
             for r in platform.regions
             if r.jurisdiction.value == jurisdiction and r.role is RegionRole.PRIMARY
         }
@@ -65,13 +67,13 @@ def test_jurisdiction_names_route_only_to_regions_of_that_jurisdiction(byteion: 
         assert {policy_of(r) for r in latency} == {"latency"}, f"{[r.urn for r in latency]} are not latency records"
 
 
-@pytest.mark.parametrize("primary", sorted(spec("byteion").dr.secondaries))  # type: ignore[union-attr]
+@pytest.mark.parametrize("primary", sorted(SECONDARIES))
 def test_primary_region_name_fails_over_to_its_dr_secondary(byteion: RenderResult, primary: str) -> None:
     platform, endpoints = spec("byteion"), byteion.outputs["gateway_endpoints"]
-    secondary = platform.dr.secondaries[primary]  # type: ignore[union-attr]
+    secondary = SECONDARIES[primary]
     found = {
         r.inputs["failoverRoutingPolicies"][0]["type"]: (r.inputs["records"], r.urn)
-        for r in records(byteion, f"{primary}.{platform.platform.domain}")
+        for r in records(byteion, region_host(primary, platform.platform.domain))
     }
     assert {role: targets for role, (targets, _) in found.items()} == {
         "PRIMARY": [endpoints[primary]],
@@ -79,10 +81,10 @@ def test_primary_region_name_fails_over_to_its_dr_secondary(byteion: RenderResul
     }, f"{[urn for _, urn in found.values()]} fail {primary} over as {found}"
 
 
-@pytest.mark.parametrize("primary", sorted(spec("byteion").dr.secondaries))  # type: ignore[union-attr]
+@pytest.mark.parametrize("primary", sorted(SECONDARIES))
 def test_failover_records_are_health_checked_against_their_own_target(byteion: RenderResult, primary: str) -> None:
     checks = {c.inputs["fqdn"]: mock_id(c) for c in of_type(byteion, HEALTH_CHECK)}
-    for record in records(byteion, f"{primary}.{spec('byteion').platform.domain}"):
+    for record in records(byteion, region_host(primary, spec('byteion').platform.domain)):
         [target] = record.inputs["records"]
         assert record.inputs.get("healthCheckId") == checks.get(target), (
             f"{record.urn} points at {target} but is health-checked by {record.inputs.get('healthCheckId')}"

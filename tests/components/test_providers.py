@@ -47,8 +47,10 @@ def test_each_region_has_exactly_one_aws_provider(name: str) -> None:
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_each_aws_provider_targets_its_regions_cloud_region(name: str) -> None:
     platform, result = spec(name), rendered(name)
+    by_name = {f"{platform.platform.name}-{r.name}-aws": r for r in platform.regions}
     for provider in of_type(result, AWS_PROVIDER):
-        region = next(r for r in platform.regions if provider.name == f"{platform.platform.name}-{r.name}-aws")
+        region = by_name.get(provider.name)
+        assert region is not None, f"{provider.urn} is not named for a spec region ({sorted(by_name)})"
         assert provider.inputs.get("region") == region.cloud_region, (
             f"{provider.urn} targets {provider.inputs.get('region')}, not {region.name}'s {region.cloud_region}"
         )
