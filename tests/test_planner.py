@@ -283,3 +283,13 @@ def test_budget_cap_is_checked_against_the_worst_failover_scenario() -> None:
     assert result.worst_case_usd_per_hour == pytest.approx(max(normal, us_east_failed, result.worst_case_usd_per_hour))
     assert result.worst_case_usd_per_hour >= normal
     assert result.summary()["usd_per_hour_max"] == pytest.approx(result.worst_case_usd_per_hour, abs=0.01)
+
+
+def test_end_to_end_slo_is_checked_against_the_decode_speed(dev_data: SpecData, load_data: Load) -> None:
+    dev_data["workload_classes"]["A"]["e2e_p95_ms"] = 50  # 300 output tokens cannot stream in 50 ms
+    result = plan(load_data(dev_data))
+    slo = [v for v in result.violations if v.kind == "slo" and "end-to-end" in v.message]
+    assert slo, [v.message for v in result.violations]
+    assert "class A" in slo[0].message and "SLO of 50 ms" in slo[0].message
+    dev_data["workload_classes"]["A"]["e2e_p95_ms"] = 600_000
+    assert not [v for v in plan(load_data(dev_data)).violations if "end-to-end" in v.message]

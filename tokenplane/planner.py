@@ -33,6 +33,7 @@ class ClassPrediction:
     e2e_p95_ms: float
     max_concurrency: float
     slo_ttft_p95_ms: float | None
+    slo_e2e_p95_ms: float | None
     rps: float
 
 
@@ -271,6 +272,19 @@ def _plan_pool(
                 pool.name,
             )
         )
+    for cls, pred in at_max.classes.items():
+        e2e = pred.slo_e2e_p95_ms
+        if e2e is not None and pred.rps > 0 and rho < 1 and pred.e2e_p95_ms > e2e:
+            problems.append(
+                PlanViolation(
+                    "slo",
+                    f"{where}: class {cls} P95 end-to-end {pred.e2e_p95_ms:.0f} ms exceeds its SLO of {e2e:.0f} ms "
+                    f"(P95 output at {at_max.itl_p50_s * 1000:.0f} ms per token); raise the SLO, lower the class's "
+                    "output_tokens, or use speculative decoding or a faster GPU",
+                    region.name,
+                    pool.name,
+                )
+            )
     context = shape.prompt_tokens + shape.output_tokens / 2
     kv_usage = at_max.batch * context / mem.kv_tokens if mem.kv_tokens and lam > 0 and rho < 1 else 0.0
     threshold = pool.autoscaling.signals.kv_cache_usage
@@ -406,6 +420,7 @@ def _predict(
             e2e_p95_ms=cap.e2e_seconds(ttft95, itl_p50, int(cs.output_tokens.quantile(0.95))) * 1000,
             max_concurrency=cap.max_concurrency(mem.kv_tokens, longest) if mem.kv_tokens else float(slots),
             slo_ttft_p95_ms=cs.ttft_p95_ms,
+            slo_e2e_p95_ms=cs.e2e_p95_ms,
             rps=per_class.get(cls, 0.0),
         )
     return _AtLoad(wait, itl_p50, itl_p95, batch, preds)
