@@ -18,6 +18,7 @@ from tokenplane import capacity as cap
 from tokenplane.architecture import ModelKind
 from tokenplane.catalog import GIB, GPUS, default_instance, instance_type
 from tokenplane.spec import PlatformSpec, Pool, Region, SpeculativeMethod, WorkloadClass
+from tokenplane.spec_rules import pool_memory
 from tokenplane.traffic import Spill, route
 
 MAX_REPLICAS_SEARCHED = 100_000  # beyond this a pool is not a sizing problem but a design one
@@ -159,18 +160,8 @@ def _speculation(spec: PlatformSpec, pool: Pool) -> cap.Speculation | None:
 
 
 def memory(spec: PlatformSpec, pool: Pool) -> cap.MemoryPlan:
-    model = spec.model(pool.model)
-    return cap.replica_memory(
-        model.resolved_architecture(),
-        GPUS[pool.gpu],
-        tp=pool.tensor_parallel,
-        pp=pool.pipeline_parallel,
-        quantization=model.quantization,
-        kv_cache_dtype=pool.engine.kv_cache_dtype,
-        gpu_memory_utilization=pool.engine.gpu_memory_utilization,
-        max_num_batched_tokens=pool.engine.max_num_batched_tokens,
-        max_num_seqs=pool.engine.max_num_seqs,
-    )
+    """One replica's memory as vLLM would account it at startup."""
+    return pool_memory(spec, pool)
 
 
 def plan(spec: PlatformSpec) -> Plan:
@@ -228,10 +219,9 @@ def _plan_pool(
     )
     problems: list[PlanViolation] = []
     warnings: list[PlanViolation] = []
-    at_max = _predict(spec, pool, model, mem, shape, per_class, lam, mu, slots, placement.max_replicas, prefix_kept)
-    needed = _replicas_needed(
-        spec, pool, model, mem, shape, per_class, lam, mu, slots, prefix_kept, placement.min_replicas
-    )
+    pm = _PoolModel(spec, pool, model, mem, shape, per_class, lam, mu, slots, prefix_kept)
+    at_max = _predict(pm, placement.max_replicas)
+    needed = _replicas_needed(pm, placement.min_replicas)
     rho = cap.utilization(lam, mu * placement.max_replicas)
     where = f"pool {pool.name} in {region.name}"
     if lam > 0 and rho >= 1:
@@ -367,20 +357,26 @@ class _AtLoad:
     classes: dict[str, ClassPrediction]
 
 
-def _predict(
-    spec: PlatformSpec,
-    pool: Pool,
-    model: cap.ReplicaModel,
-    mem: cap.MemoryPlan,
-    shape: cap.RequestShape,
-    per_class: dict[WorkloadClass, float],
-    lam: float,
-    mu: float,
-    slots: int,
-    replicas: int,
-    prefix_kept: float,
-) -> _AtLoad:
+@dataclass(frozen=True)
+class _PoolModel:
+    """Everything about one pool at one region's peak that does not depend on the replica count."""
+
+    spec: PlatformSpec
+    pool: Pool
+    model: cap.ReplicaModel
+    mem: cap.MemoryPlan
+    shape: cap.RequestShape
+    per_class: dict[WorkloadClass, float]
+    lam: float  # arrival rate, req/s
+    mu: float  # one replica's service rate, req/s
+    slots: int  # batch slots per replica
+    prefix_kept: float
+
+
+def _predict(pm: _PoolModel, replicas: int) -> _AtLoad:
     """Queueing and latency at ``replicas`` replicas under arrival rate ``lam``."""
+    spec, pool, model, mem, shape = pm.spec, pm.pool, pm.model, pm.mem, pm.shape
+    per_class, lam, mu, slots, prefix_kept = pm.per_class, pm.lam, pm.mu, pm.slots, pm.prefix_kept
     servers = replicas * slots
     wait = cap.queue_wait(lam, mu / slots, servers) if lam > 0 else cap.QueueWait(0, 0, 0, 0)
     lam_rep = lam / replicas if replicas else math.inf
@@ -426,25 +422,13 @@ def _predict(
     return _AtLoad(wait, itl_p50, itl_p95, batch, preds)
 
 
-def _replicas_needed(
-    spec: PlatformSpec,
-    pool: Pool,
-    model: cap.ReplicaModel,
-    mem: cap.MemoryPlan,
-    shape: cap.RequestShape,
-    per_class: dict[WorkloadClass, float],
-    lam: float,
-    mu: float,
-    slots: int,
-    prefix_kept: float,
-    floor: int,
-) -> int:
+def _replicas_needed(pm: _PoolModel, floor: int) -> int:
     """Fewest replicas with rho <= target and every loaded class within its TTFT SLO."""
-    if lam <= 0:
+    if pm.lam <= 0:
         return floor
-    n = max(floor, 1, math.ceil(lam / (mu * pool.autoscaling.target_utilization)))
+    n = max(floor, 1, math.ceil(pm.lam / (pm.mu * pm.pool.autoscaling.target_utilization)))
     while n < MAX_REPLICAS_SEARCHED:
-        at = _predict(spec, pool, model, mem, shape, per_class, lam, mu, slots, n, prefix_kept)
+        at = _predict(pm, n)
         late = [p for p in at.classes.values() if p.rps > 0 and p.slo_ttft_p95_ms and p.ttft_p95_ms > p.slo_ttft_p95_ms]
         if not late:
             return n

@@ -209,8 +209,13 @@ def _tp_problem(arch: Architecture, tp: int) -> str | None:
     return None
 
 
-def _memory(spec: PlatformSpec, pool: Pool, *, tp: int, gpu_name: str) -> capacity.MemoryPlan:
+def pool_memory(
+    spec: PlatformSpec, pool: Pool, *, tp: int | None = None, gpu_name: str | None = None
+) -> capacity.MemoryPlan:
+    """One replica's memory as vLLM accounts it, optionally at another TP or GPU (for fix hints)."""
     model = spec.model(pool.model)
+    tp = pool.tensor_parallel if tp is None else tp
+    gpu_name = pool.gpu if gpu_name is None else gpu_name
     return capacity.replica_memory(
         model.resolved_architecture(),
         GPUS[gpu_name],
@@ -281,21 +286,21 @@ def _parallelism_and_memory(spec: PlatformSpec) -> Iterator[Violation]:
 def _memory_fit(spec: PlatformSpec, pool: Pool, where: Loc, node_gpus: int) -> Iterator[Violation]:
     arch = spec.architecture(pool)
     length = pool.engine.max_model_len
-    mem = _memory(spec, pool, tp=pool.tensor_parallel, gpu_name=pool.gpu)
+    mem = pool_memory(spec, pool, tp=pool.tensor_parallel, gpu_name=pool.gpu)
     ok = mem.fits if arch.kind is ModelKind.ENCODER else mem.fits_sequence(length)
     if ok:
         return
     missing = mem.missing_bytes_for(length) if arch.kind is ModelKind.DECODER else -mem.kv_available
     hints: list[str] = []
     for tp in _valid_tps(arch, node_gpus // pool.pipeline_parallel):
-        if tp > pool.tensor_parallel and _memory(spec, pool, tp=tp, gpu_name=pool.gpu).fits_sequence(length):
+        if tp > pool.tensor_parallel and pool_memory(spec, pool, tp=tp, gpu_name=pool.gpu).fits_sequence(length):
             hints.append(f"tensor_parallel: {tp}")
             break
     by_size = sorted(GPUS.values(), key=lambda g: g.hbm_gib)
     for gpu in by_size:
         node = instance_type(DEFAULT_INSTANCE[gpu.name])
         bigger = gpu.hbm_gib > GPUS[pool.gpu].hbm_gib and node.gpus >= pool.gpus_per_replica
-        if bigger and _memory(spec, pool, tp=pool.tensor_parallel, gpu_name=gpu.name).fits_sequence(length):
+        if bigger and pool_memory(spec, pool, tp=pool.tensor_parallel, gpu_name=gpu.name).fits_sequence(length):
             hints.append(f"gpu: {gpu.name}")
             break
     hints.append("a lower max_model_len" if arch.kind is ModelKind.DECODER else "a smaller model")
