@@ -72,15 +72,20 @@ def _registry_replication(args: StackValidationArgs, report: ReportViolation) ->
     spec = spec_from_stack(args)
     if spec is None or spec.dr is None:
         return
-    # A replication rule's destination is another bucket's ARN; the engine records which bucket that came from.
-    replicated = {
-        _provider_region(bucket)
-        for config in args.resources
-        if config.resource_type == "aws:s3/bucketReplicationConfig:BucketReplicationConfig"
-        and any(get(rule, "status") == "Enabled" for rule in get(config.props, "rules", default=[]))
-        for bucket in config.property_dependencies.get("rules", [])
-        if bucket.resource_type == BUCKET
-    }
+    # A rule's destination is another bucket's ARN; the engine records which buckets the rules came from,
+    # and an autonamed bucket's name starts with its logical name.
+    replicated = set()
+    for config in (
+        r for r in args.resources if r.resource_type == "aws:s3/bucketReplicationConfig:BucketReplicationConfig"
+    ):
+        sources = [b for b in config.property_dependencies.get("rules", []) if b.resource_type == BUCKET]
+        for rule in get(config.props, "rules", default=[]):
+            if get(rule, "status") != "Enabled":
+                continue
+            target = str(get(rule, "destination", "bucket", default="")).removeprefix("arn:aws:s3:::")
+            for bucket in sources:
+                if target == get(bucket.props, "bucket") or target.startswith(f"{bucket.name}-"):
+                    replicated.add(_provider_region(bucket))
     for primary, secondary in spec.dr.secondaries.items():
         cloud = spec.region(secondary).cloud_region
         if cloud not in replicated:
@@ -180,12 +185,11 @@ def _residency(args: StackValidationArgs, report: ReportViolation) -> None:
     pinned = {t.residency for t in spec.tenants if t.residency is not None}
     jurisdiction = {r.name: r.jurisdiction for r in spec.regions}
     domain = spec.platform.domain
-    by_urn = {r.urn: r for r in args.resources}
     # Every region's name record resolves to gateways of that region or its DR secondary.
     for record in (r for r in args.resources if r.resource_type == "aws:route53/record:Record"):
         name = str(get(record.props, "name", default=""))
         home = next((j for j in pinned if name == f"{j.value.lower()}.{domain}"), None)
-        targets = [by_urn[u] for u in record.property_dependencies.get("records", []) if u in by_urn]
+        targets = record.property_dependencies.get("records", [])  # the gateways the record's values came from
         if home is not None:
             for value in get(record.props, "records", default=[]):
                 region = str(value).removesuffix(f".regions.{domain}")

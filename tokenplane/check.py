@@ -79,6 +79,8 @@ def load_policy_config(path: Path, policies: list[Policy]) -> dict[str, PolicySe
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as e:
         raise SpecError(f"{path}: no such policy config file") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot read the policy config ({e}); pass a JSON file") from e
     except json.JSONDecodeError as e:
         raise SpecError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from e
     if not isinstance(raw, dict):
@@ -92,8 +94,11 @@ def settings_for(
     by_name = {p.name: p for p in policies}
     base = {p.name: PolicySettings(_level(p), _defaults(p)) for p in policies}
     if "all" in raw:
+        everything = raw["all"]
+        if not isinstance(everything, str | dict):
+            raise SpecError(f"{source}: all must be an enforcement level ({', '.join(LEVELS)}), got {everything!r}")
         level = _check_level(
-            raw["all"] if isinstance(raw["all"], str) else raw["all"].get("enforcementLevel"), "all", source
+            everything if isinstance(everything, str) else everything.get("enforcementLevel"), "all", source
         )
         base = {name: PolicySettings(level, s.config) for name, s in base.items()}
     for name, value in raw.items():

@@ -83,8 +83,12 @@ def to_junit(result: CheckResult) -> str:
     return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
 
 
-def to_sarif(result: CheckResult) -> dict[str, Any]:
-    """SARIF 2.1.0, which GitHub code scanning turns into annotations."""
+def to_sarif(result: CheckResult, artifact: str = "Pulumi.yaml") -> dict[str, Any]:
+    """SARIF 2.1.0, which GitHub code scanning turns into annotations.
+
+    Code scanning needs a file for every result: the spec the graph was rendered
+    from; the resource's URN goes in the logical location.
+    """
     rules = [
         {
             "id": o.name,
@@ -98,7 +102,12 @@ def to_sarif(result: CheckResult) -> dict[str, Any]:
             "ruleId": o.name,
             "level": SARIF_LEVEL.get(o.enforcement, "note"),
             "message": {"text": v.message},
-            "locations": [{"logicalLocations": [{"fullyQualifiedName": v.urn or "stack", "kind": "resource"}]}],
+            "locations": [
+                {
+                    "physicalLocation": {"artifactLocation": {"uri": artifact}},
+                    "logicalLocations": [{"fullyQualifiedName": v.urn or "stack", "kind": "resource"}],
+                }
+            ],
         }
         for o in result.outcomes
         if o.status in ("failed", "warned")
@@ -113,11 +122,11 @@ def to_sarif(result: CheckResult) -> dict[str, Any]:
     }
 
 
-def render(result: CheckResult, fmt: str) -> str:
+def render(result: CheckResult, fmt: str, *, artifact: str = "Pulumi.yaml") -> str:
     if fmt == "json":
         return json.dumps(to_json(result), indent=2)
     if fmt == "junit":
         return to_junit(result)
     if fmt == "sarif":
-        return json.dumps(to_sarif(result), indent=2)
+        return json.dumps(to_sarif(result, artifact), indent=2)
     raise ValueError(f"unknown format {fmt!r}")

@@ -215,7 +215,7 @@ def check(
     if fmt is CheckFormat.TABLE and output is None:
         print_table(result, console_for_output())
     else:
-        text = render(result, "json" if fmt is CheckFormat.TABLE else fmt.value)
+        text = render(result, "json" if fmt is CheckFormat.TABLE else fmt.value, artifact=str(spec))
         if output is not None:
             output.write_text(text + "\n", encoding="utf-8")
         else:

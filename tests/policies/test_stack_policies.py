@@ -296,7 +296,7 @@ def test_an_eu_region_failing_over_to_a_us_gateway_breaks_residency() -> None:
     ]
     found = messages(stack_reports(stack.residency, dataclasses.replace(graph, resources=resources)))
     assert found == [
-        f"eu-west.{domain} fails over to us-west (US), outside EU; pick a DR secondary in the same jurisdiction"
+        f"eu-west.regions.{domain} fails over to us-west (US), outside EU; pick a DR secondary in the same jurisdiction"
     ]
 
 
