@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import Result
+from typer.testing import Result
 from typer.testing import CliRunner
 
 from policies import ALL
