@@ -11,6 +11,7 @@ Run: python benchmarks/plan_bench.py [--runs N]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -23,9 +24,14 @@ CAPACITY_TARGET_S = 0.5
 FULL_TARGET_S = 5.0
 
 
+# A normal install caches bytecode; some sandboxes set PYTHONDONTWRITEBYTECODE, which would make every
+# run recompile the project and measure the compiler instead of tokenplane.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _time(argv: list[str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    done = subprocess.run(argv, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
@@ -45,7 +51,7 @@ result = R.render(spec, validate=False); t.append(time.perf_counter())
 R._check(result.resources, spec.platform.kubernetes_version); t.append(time.perf_counter())
 print(json.dumps([len([r for r in result.resources if r.custom])] + [b - a for a, b in zip(t, t[1:])]))
 """
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True, text=True, check=True).stdout
     import json
 
     count, *phases = json.loads(out)
@@ -77,6 +83,8 @@ def main() -> None:
         "plan (capacity + render + validate)": [sys.executable, "-m", "tokenplane", "plan", str(SPEC)],
     }
     samples: dict[str, list[float]] = {name: [] for name in cases}
+    for argv in cases.values():  # warm-up: bytecode caches and the OS page cache
+        _time(argv)
     for _ in range(args.runs):
         for name, argv in cases.items():
             samples[name].append(_time(argv))
