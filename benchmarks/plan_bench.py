@@ -51,7 +51,9 @@ result = R.render(spec, validate=False); t.append(time.perf_counter())
 R._check(result.resources, spec.platform.kubernetes_version); t.append(time.perf_counter())
 print(json.dumps([len([r for r in result.resources if r.custom])] + [b - a for a, b in zip(t, t[1:])]))
 """
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=ENV, capture_output=True, text=True, check=True
+    ).stdout
     import json
 
     count, *phases = json.loads(out)

@@ -94,7 +94,7 @@ class Cluster(Component):
         )
         oidc = aws.iam.OpenIdConnectProvider(
             self.child("oidc"),
-            url=cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer),  # type: ignore[index]  # the SDK types identities as Optional
+            url=cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer),
             client_id_lists=["sts.amazonaws.com"],
             tags=tags,
             opts=self.opts(),

@@ -20,6 +20,11 @@ from components.storage import secure_bucket
 from tokenplane.spec import PlatformSpec
 
 
+def _s3_key(account_id: pulumi.Output[str], cloud_region: str) -> pulumi.Output[str]:
+    """The AWS-managed S3 key of a region, which re-encrypts replicated objects there."""
+    return account_id.apply(lambda account: f"arn:aws:kms:{cloud_region}:{account}:alias/aws/s3")
+
+
 @dataclass(frozen=True)
 class ModelRegistryArgs:
     spec: PlatformSpec
@@ -110,11 +115,7 @@ class ModelRegistry(Component):
                             storage_class="STANDARD",
                             # KMS-encrypted objects are re-encrypted with the destination region's S3 key.
                             encryption_configuration=aws.s3.BucketReplicationConfigRuleDestinationEncryptionConfigurationArgs(
-                                replica_kms_key_id=identity.account_id.apply(
-                                    lambda account, cloud=spec.region(region).cloud_region: (
-                                        f"arn:aws:kms:{cloud}:{account}:alias/aws/s3"
-                                    )
-                                )
+                                replica_kms_key_id=_s3_key(identity.account_id, spec.region(region).cloud_region)
                             ),
                             # Replication Time Control: 99.99% of objects within 15 minutes, the spec's RPO.
                             replication_time=aws.s3.BucketReplicationConfigRuleDestinationReplicationTimeArgs(

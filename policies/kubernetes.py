@@ -25,7 +25,7 @@ SECRET_PATTERNS = (
     re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"),  # Anthropic API key
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
     re.compile(
-        r"(?i)\b(password|passwd|secret|token|api[_-]?key)[\"']?\s*[:=]\s*[\"']?(?!(aws-sm|k8s|env|vault)://)[^\s\"',}]{8,}"
+        r"(?i)\b(password|passwd|secret|token|api[_-]?key)[\"']?\s*[:=]\s*[\"']?(?!(aws-sm|k8s|env|vault)://|\$\{)[^\s\"',}]{8,}"
     ),
 )
 
@@ -75,8 +75,10 @@ def _vllm_gpus(args: ResourceValidationArgs, report: ReportViolation) -> None:
             continue
         argv = [str(a) for a in container.get("args", [])]
         expected = _flag_value(argv, "--tensor-parallel-size") * _flag_value(argv, "--pipeline-parallel-size")
+        limit = get(container, "resources", "limits", "nvidia.com/gpu", default=0)
         for section in ("requests", "limits"):
-            got = as_int(get(container, "resources", section, "nvidia.com/gpu", default=0))
+            # Kubernetes copies a limit into a missing request for extended resources like GPUs.
+            got = as_int(get(container, "resources", section, "nvidia.com/gpu", default=limit))
             if got != expected:
                 report(
                     f"vLLM {object_name(args.props)} runs TP x PP = {expected} GPUs but resources.{section} asks for "
@@ -207,7 +209,7 @@ def _configmap_secrets(args: ResourceValidationArgs, report: ReportViolation) ->
         for pattern in SECRET_PATTERNS:
             match = pattern.search(str(value))
             if match:
-                shown = match.group(0)[:12] + "..."
+                shown = match.group(0)[:4] + "..."  # enough to find it, too little to use it
                 report(
                     f"ConfigMap {object_name(args.props)} key {key!r} holds what looks like a credential ({shown}); "
                     "ConfigMaps are readable by anyone who can read the namespace. Move it to a Secret and reference it",

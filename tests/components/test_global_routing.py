@@ -84,7 +84,7 @@ def test_primary_region_name_fails_over_to_its_dr_secondary(byteion: RenderResul
 @pytest.mark.parametrize("primary", sorted(SECONDARIES))
 def test_failover_records_are_health_checked_against_their_own_target(byteion: RenderResult, primary: str) -> None:
     checks = {c.inputs["fqdn"]: mock_id(c) for c in of_type(byteion, HEALTH_CHECK)}
-    for record in records(byteion, region_host(primary, spec('byteion').platform.domain)):
+    for record in records(byteion, region_host(primary, spec("byteion").platform.domain)):
         [target] = record.inputs["records"]
         assert record.inputs.get("healthCheckId") == checks.get(target), (
             f"{record.urn} points at {target} but is health-checked by {record.inputs.get('healthCheckId')}"

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from policies import ALL
 from tokenplane.cli import app

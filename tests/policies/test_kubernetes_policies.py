@@ -335,3 +335,28 @@ def test_any_composite_signal_next_to_gpu_utilization_satisfies_the_policy(query
 def test_scalers_of_non_vllm_workloads_may_use_any_signal() -> None:
     props = scaled_object("batch-workers", "sum(kafka_consumergroup_lag)")
     assert collect(kubernetes.autoscaling_composite_signals, k8s_args(props)) == []
+
+
+def test_configmap_env_placeholders_are_references_not_secrets() -> None:
+    from policies.kubernetes import no_secrets_in_configmaps
+    from tests.policies.fixtures import collect, resource_args
+
+    props = {
+        "metadata": {"name": "otel", "namespace": "monitoring"},
+        "data": {"config.yaml": "password: ${env:REDIS_PASSWORD}"},
+    }
+    assert collect(no_secrets_in_configmaps, resource_args("kubernetes:core/v1:ConfigMap", props)) == []
+
+
+def test_gpu_limit_alone_counts_as_the_request() -> None:
+    from policies.kubernetes import vllm_gpus_match_parallelism
+    from tests.policies.fixtures import collect, resource_args
+
+    container = {
+        "name": "vllm",
+        "image": "vllm/vllm-openai:v0.19.0",
+        "args": ["/m", "--tensor-parallel-size", "2"],
+        "resources": {"limits": {"nvidia.com/gpu": "2"}},
+    }
+    props = {"metadata": {"name": "vllm-x"}, "spec": {"template": {"spec": {"containers": [container]}}}}
+    assert collect(vllm_gpus_match_parallelism, resource_args("kubernetes:apps/v1:Deployment", props)) == []

@@ -276,12 +276,22 @@ def test_the_eu_name_pointing_at_a_us_region_breaks_residency() -> None:
     domain = spec("byteion").platform.domain
 
     def to_us_east(inputs: dict[str, Any]) -> None:
-        inputs["records"] = [f"us-east.{domain}"]
+        inputs["records"] = [f"us-east.regions.{domain}"]  # the US region's own name
 
     graph = editing(byteion(), eu_latency_record, to_us_east, expect=1)
     [found] = stack_reports(stack.residency, graph)
     assert found.urn == urn_where(byteion(), eu_latency_record)
-    assert found.message == f"eu.{domain} routes EU-pinned tenants to us-east.{domain}, outside EU"
+    assert found.message == f"eu.{domain} routes EU-pinned tenants to us-east.regions.{domain}, outside EU"
+
+
+def test_the_eu_name_may_point_at_the_eu_dr_region() -> None:
+    domain = spec("byteion").platform.domain
+
+    def to_eu_central(inputs: dict[str, Any]) -> None:
+        inputs["records"] = [f"eu-central.regions.{domain}"]
+
+    graph = editing(byteion(), eu_latency_record, to_eu_central, expect=1)
+    assert stack_reports(stack.residency, graph) == []
 
 
 def test_an_eu_region_failing_over_to_a_us_gateway_breaks_residency() -> None:
