@@ -127,7 +127,7 @@ class GatewayWorkload(Component):
             env.append({"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": args.otel_endpoint})
         for pool, url in sorted(args.pool_urls.items()):
             env.append({"name": f"POOL_URL_{pool.upper().replace('-', '_')}", "value": url})
-        probe = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
+        probe: dict[str, Any] = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
         container = {
             "name": app,
             "image": args.image,

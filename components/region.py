@@ -160,7 +160,7 @@ class Region(Component):
                 after_namespaces,
             )
         self.gateway_hostname = ai_gateway.service.status.apply(
-            lambda s: (s.load_balancer.ingress or [None])[0].hostname if s and s.load_balancer else ""  # type: ignore[union-attr]  # ingress is None until the NLB exists
+            lambda s: (s.load_balancer.ingress or [None])[0].hostname if s and s.load_balancer else ""
         )
         self.grafana_url = observability.grafana_url
         self.cluster_name = cluster.name

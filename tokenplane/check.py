@@ -187,7 +187,7 @@ def run_checks(
                 )
                 _call(policy.validate, args, lambda message, urn=None, r=resource: report(message, urn or r.urn))
         else:
-            _call(policy.validate, StackValidationArgs(resources, setting.config), report)
+            _call(getattr(policy, "validate", None), StackValidationArgs(resources, setting.config), report)
     return CheckResult(outcomes)
 
 

@@ -80,7 +80,7 @@ def to_junit(result: CheckResult) -> str:
             ET.SubElement(case, "skipped", message="disabled by policy config")
         elif outcome.status == "warned":
             ET.SubElement(case, "system-out").text = text
-    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
 def to_sarif(result: CheckResult, artifact: str = "Pulumi.yaml") -> dict[str, Any]:

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tokenplane.spec import PlatformSpec
 
@@ -134,14 +134,14 @@ def render_program(
     recorder = _Recorder(regions)
     monitor = _RecordingMonitor(recorder)
     settings.set_root_resource(None)  # type: ignore[arg-type]  # a fresh stack for every render
-    mocks.set_mocks(recorder, project="tokenplane", stack=stack, preview=False, monitor=monitor)
+    mocks.set_mocks(cast(Any, recorder), project="tokenplane", stack=stack, preview=False, monitor=monitor)
     outputs: dict[str, Any] = {}
 
     def run() -> Any:
         return pulumi.Output.from_input(program()).apply(lambda value: outputs.update(value or {}))
 
     with _without_stack_traces():
-        mocks.test(run)()
+        mocks.test(run)()  # type: ignore[no-untyped-call]  # the SDK leaves its test helper untyped
     result = RenderResult(recorder.finish(), outputs, list(monitor.duplicates), list(recorder.calls))
     if kubernetes_version is not None:
         result.issues.extend(_check(result.resources, kubernetes_version))
@@ -162,11 +162,11 @@ def _without_stack_traces() -> Iterator[None]:
     if original is None:  # a newer SDK without the hook: nothing to skip
         yield
         return
-    resource._get_stack_trace = source_pb2.StackTrace  # type: ignore[attr-defined]  # a private SDK hook
+    resource._get_stack_trace = source_pb2.StackTrace  # a private SDK hook
     try:
         yield
     finally:
-        resource._get_stack_trace = original  # type: ignore[attr-defined]
+        resource._get_stack_trace = original
 
 
 class _Recorder:
@@ -275,9 +275,9 @@ def _region_ancestor(urn: str, by_urn: dict[str, tuple[str, str, str]], regions:
 def _recording_monitor_class() -> type:
     from pulumi.runtime import mocks
 
-    class RecordingMonitor(mocks.MockMonitor):  # type: ignore[misc]  # pulumi ships no type stubs for mocks
+    class RecordingMonitor(mocks.MockMonitor):
         def __init__(self, recorder: _Recorder) -> None:
-            super().__init__(recorder)
+            super().__init__(cast(Any, recorder))  # _Recorder implements the Mocks protocol without importing it
             self.recorder = recorder
             self.duplicates: list[RenderIssue] = []
 
@@ -295,7 +295,7 @@ def _recording_monitor_class() -> type:
                 rec.parents[urn] = (request.type, request.name, request.parent)
             rec.local.inputs = {}
             rec.local.region = rec.region_of(urn, request.parent, request.provider)
-            response = super().RegisterResource(request)
+            response = super().RegisterResource(request)  # type: ignore[no-untyped-call]  # the SDK leaves it untyped
             inputs = redact_secrets(rec.local.inputs)
             with rec.lock:
                 rec.records.append(
@@ -473,7 +473,7 @@ def _validator(api_version: str, kind: str, kubernetes_version: str) -> jsonsche
     """A cached validator per kind: kubernetes-validate re-reads its multi-megabyte definitions on every call."""
     import jsonschema
     import referencing
-    from kubernetes_validate import utils
+    from kubernetes_validate import utils  # type: ignore[import-untyped]  # the package ships no type hints
 
     if api_version == "keda.sh/v1alpha1" and kind == "ScaledObject":
         return jsonschema.Draft202012Validator(json.loads(KEDA_SCHEMA.read_text(encoding="utf-8")))

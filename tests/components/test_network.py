@@ -41,7 +41,7 @@ def route_table_of(result: RenderResult, region: str, subnet: RenderedResource) 
 @pytest.mark.parametrize(("name", "region"), REGIONS)
 def test_every_az_has_exactly_one_private_subnet(name: str, region: str) -> None:
     private = subnets(rendered(name), region, PRIVATE_TAG)
-    azs = sorted(s.inputs.get("availabilityZone") for s in private)
+    azs = sorted(str(s.inputs.get("availabilityZone")) for s in private)
     assert azs == sorted(spec(name).region(region).azs), (
         f"private subnets in {region} cover {azs}: {[s.urn for s in private]}"
     )
@@ -50,7 +50,7 @@ def test_every_az_has_exactly_one_private_subnet(name: str, region: str) -> None
 @pytest.mark.parametrize(("name", "region"), REGIONS)
 def test_every_az_has_exactly_one_public_subnet(name: str, region: str) -> None:
     public = subnets(rendered(name), region, PUBLIC_TAG)
-    azs = sorted(s.inputs.get("availabilityZone") for s in public)
+    azs = sorted(str(s.inputs.get("availabilityZone")) for s in public)
     assert azs == sorted(spec(name).region(region).azs), (
         f"public subnets in {region} cover {azs}: {[s.urn for s in public]}"
     )
@@ -63,7 +63,7 @@ def test_every_az_has_its_own_nat_gateway(name: str, region: str) -> None:
     nats = of_type(result, NAT, region)
     for nat in nats:
         assert nat.inputs.get("subnetId") in public_az, f"{nat.urn} is not in one of {region}'s public subnets"
-    azs = sorted(public_az[n.inputs["subnetId"]] for n in nats)
+    azs = sorted(str(public_az[n.inputs["subnetId"]]) for n in nats)
     assert azs == sorted(spec(name).region(region).azs), (
         f"NAT gateways in {region} cover {azs}: {[n.urn for n in nats]}"
     )
@@ -98,8 +98,8 @@ def test_private_subnets_use_the_nat_in_their_own_az(name: str, region: str) -> 
 def test_subnets_are_disjoint_and_inside_the_vpc(name: str, region: str) -> None:
     result = rendered(name)
     [vpc] = of_type(result, VPC, region)
-    network = ipaddress.ip_network(vpc.inputs["cidrBlock"])
-    blocks = [(s.urn, ipaddress.ip_network(s.inputs["cidrBlock"])) for s in of_type(result, SUBNET, region)]
+    network = ipaddress.IPv4Network(vpc.inputs["cidrBlock"])
+    blocks = [(s.urn, ipaddress.IPv4Network(s.inputs["cidrBlock"])) for s in of_type(result, SUBNET, region)]
     for i, (urn, block) in enumerate(blocks):
         assert block.subnet_of(network), f"{urn} ({block}) is outside {vpc.urn} ({network})"
         for other_urn, other in blocks[i + 1 :]:
