@@ -9,6 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
+from components.network import vpc_only_firewall
 from components.pins import MSK_KAFKA_VERSION
 from tokenplane.spec import Topic
 
@@ -42,15 +43,12 @@ class Kafka(Component):
 
     def __init__(self, name: str, args: KafkaArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        firewall = aws.ec2.SecurityGroup(
+        firewall = vpc_only_firewall(
             self.child("sg"),
             vpc_id=args.vpc_id,
+            vpc_cidr=args.vpc_cidr,
+            port=IAM_TLS_PORT,
             description="MSK: IAM over TLS from inside the VPC only",
-            ingress=[
-                aws.ec2.SecurityGroupIngressArgs(
-                    protocol="tcp", from_port=IAM_TLS_PORT, to_port=IAM_TLS_PORT, cidr_blocks=[args.vpc_cidr]
-                )
-            ],
             tags=args.tags,
             opts=self.opts(),
         )

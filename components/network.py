@@ -123,3 +123,26 @@ class Network(Component):
                 "public_subnet_ids": self.public_subnet_ids,
             }
         )
+
+
+def vpc_only_firewall(
+    logical: str,
+    *,
+    vpc_id: pulumi.Input[str],
+    vpc_cidr: str,
+    port: int,
+    description: str,
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+) -> aws.ec2.SecurityGroup:
+    """A security group that admits one TCP port from inside the VPC and nothing else."""
+    return aws.ec2.SecurityGroup(
+        logical,
+        vpc_id=vpc_id,
+        description=description,
+        ingress=[
+            aws.ec2.SecurityGroupIngressArgs(protocol="tcp", from_port=port, to_port=port, cidr_blocks=[vpc_cidr])
+        ],
+        tags=tags,
+        opts=opts,
+    )

@@ -13,6 +13,7 @@ import pulumi_aws as aws
 import pulumi_random as random
 
 from components.base import Component
+from components.network import vpc_only_firewall
 from components.pins import REDIS_ENGINE_VERSION
 
 REDIS_PORT = 6379
@@ -39,15 +40,12 @@ class Redis(Component):
         group = aws.elasticache.SubnetGroup(
             self.child("subnets"), subnet_ids=args.subnet_ids, tags=args.tags, opts=self.opts()
         )
-        firewall = aws.ec2.SecurityGroup(
+        firewall = vpc_only_firewall(
             self.child("sg"),
             vpc_id=args.vpc_id,
+            vpc_cidr=args.vpc_cidr,
+            port=REDIS_PORT,
             description="Redis: clients inside the VPC only",
-            ingress=[
-                aws.ec2.SecurityGroupIngressArgs(
-                    protocol="tcp", from_port=REDIS_PORT, to_port=REDIS_PORT, cidr_blocks=[args.vpc_cidr]
-                )
-            ],
             tags=args.tags,
             opts=self.opts(),
         )

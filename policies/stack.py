@@ -7,6 +7,7 @@ planner sized, under CrossGuard and offline alike.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 
 from pulumi_policy import (
@@ -19,10 +20,21 @@ from pulumi_policy import (
 )
 
 from policies.common import as_int, cluster_of, get, kind, object_name, region_of, spec_from_stack
-from tokenplane.planner import plan
-from tokenplane.spec import RegionRole
+from tokenplane.planner import Plan, plan
+from tokenplane.spec import PlatformSpec, RegionRole
 
 BUCKET = "aws:s3/bucket:Bucket"
+
+
+@functools.lru_cache(maxsize=4)
+def _plan_of(spec_json: str) -> Plan:
+    """The capacity plan of a spec, computed once for the three policies that read it."""
+    return plan(PlatformSpec.model_validate_json(spec_json))
+
+
+def _planned(args: StackValidationArgs) -> Plan | None:
+    spec = spec_from_stack(args)
+    return None if spec is None else _plan_of(spec.model_dump_json())
 
 
 def _attached(args: StackValidationArgs, resource_type: str) -> dict[str, list[PolicyResource]]:
@@ -255,11 +267,10 @@ dr_critical_pools_in_secondary = StackValidationPolicy(
 
 
 def _capacity(args: StackValidationArgs, report: ReportViolation) -> None:
-    spec = spec_from_stack(args)
-    if spec is None:
+    result = _planned(args)
+    if result is None:
         return
     max_rho = float(args.get_config().get("maxUtilization", 1.0))
-    result = plan(spec)
     for pool in result.pools:
         if pool.arrival_rps > 0 and pool.utilization >= max_rho:
             report(
@@ -285,11 +296,11 @@ capacity_lambda_below_mu = StackValidationPolicy(
 
 
 def _kv_headroom(args: StackValidationArgs, report: ReportViolation) -> None:
-    spec = spec_from_stack(args)
-    if spec is None:
+    result = _planned(args)
+    if result is None:
         return
     limit = float(args.get_config().get("maxKvUsage", 0.9))
-    for pool in plan(spec).pools:
+    for pool in result.pools:
         if pool.kv_usage > limit:
             report(
                 f"pool {pool.name} in {pool.region} fills {pool.kv_usage:.0%} of its KV cache at peak (limit {limit:.0%}); "
@@ -310,11 +321,10 @@ kv_headroom = StackValidationPolicy(
 
 
 def _budget(args: StackValidationArgs, report: ReportViolation) -> None:
-    spec = spec_from_stack(args)
-    if spec is None:
+    result = _planned(args)
+    if result is None:
         return
-    cap = float(args.get_config().get("maxUsdPerHour", spec.budget.max_usd_per_hour))
-    result = plan(spec)
+    cap = float(args.get_config().get("maxUsdPerHour", result.budget_usd_per_hour))
     if result.worst_case_usd_per_hour > cap:
         report(
             f"${result.worst_case_usd_per_hour:,.0f}/h at max replicas ({result.worst_case_scenario}) exceeds the cap of "
