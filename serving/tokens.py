@@ -1,0 +1,110 @@
+"""Token counts before a request runs: the model's own tokenizer where its file is at hand, else an estimate.
+
+The gateway needs a count before it calls the engine (for TPM reservations,
+quotas, the workload class and the context-length check). It is exact for the
+message text where the registry model's ``tokenizer.json`` is on local disk
+(``models[].local_path``, loaded with HF ``tokenizers``, never from a hub).
+Otherwise it is the documented estimate below. Either way the gateway
+reconciles with the usage the engine reports, which is what is billed.
+
+The estimate: text splits into words and punctuation marks; a word costs one
+token per started four characters (the usual ~4 characters per token of
+English BPE vocabularies), a punctuation mark one token. Chat formatting adds
+``MESSAGE_OVERHEAD`` tokens per message and ``REPLY_PRIMING`` for the
+assistant's turn, as OpenAI's counting guide does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from tokenplane.spec import RegistryModel
+
+MESSAGE_OVERHEAD = 4  # role and separators around each chat message
+REPLY_PRIMING = 3  # the assistant turn's header
+CHARS_PER_TOKEN = 4
+
+_PIECES = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+class TokenCounter(Protocol):
+    """Counts tokens in text; ``exact`` says whether it is the model's tokenizer."""
+
+    exact: bool
+
+    def count(self, text: str) -> int: ...
+
+
+class EstimatingCounter:
+    """The estimate described in the module docstring; no files, no downloads."""
+
+    exact = False
+
+    def count(self, text: str) -> int:
+        total = 0
+        for piece in _PIECES.findall(text):
+            total += -(-len(piece) // CHARS_PER_TOKEN) if piece[0].isalnum() or piece[0] == "_" else 1
+        return total
+
+
+class HfCounter:
+    """The model's own tokenizer, from a ``tokenizer.json`` on local disk."""
+
+    exact = True
+
+    def __init__(self, path: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(path))
+
+    def count(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+ESTIMATE = EstimatingCounter()
+
+
+@lru_cache(maxsize=64)
+def _hf_counter(path: str) -> HfCounter:
+    return HfCounter(Path(path))
+
+
+def counter_for(model: RegistryModel) -> TokenCounter:
+    """The model's tokenizer if ``local_path`` holds its ``tokenizer.json``, else the estimate."""
+    if model.local_path:
+        path = Path(model.local_path) / "tokenizer.json"
+        if path.is_file():
+            return _hf_counter(str(path))
+    return ESTIMATE
+
+
+def content_text(content: Any) -> str:
+    """A chat message's text: a string, or the text parts of a content list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return str(content)
+
+
+def count_messages(counter: TokenCounter, messages: Iterable[dict[str, Any]]) -> int:
+    """Prompt tokens of a chat request, formatting included."""
+    total = REPLY_PRIMING
+    for message in messages:
+        total += MESSAGE_OVERHEAD + counter.count(content_text(message.get("content")))
+        if message.get("name"):
+            total += counter.count(str(message["name"]))
+    return total
+
+
+def count_prompt(counter: TokenCounter, prompt: Any) -> int:
+    """Prompt tokens of a completions request: a string or a list of strings."""
+    if isinstance(prompt, list):
+        return sum(counter.count(str(p)) for p in prompt)
+    return counter.count(str(prompt or ""))
