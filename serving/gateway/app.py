@@ -1,0 +1,242 @@
+"""The AI gateway's ASGI app: OpenAI's API in front of the stages, built once from the spec.
+
+``create_app`` takes every dependency as an argument (Redis, the upstream,
+the event sink, the semantic cache, the clock, the metrics registry, the
+tracer), so tests and ``tokenplane dev`` hand in real local services and
+production hands in the cloud ones; nothing here reads the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+from opentelemetry import trace
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route as HttpRoute
+
+from serving.errors import AuthenticationFailed, InvalidRequest, NotFound, ServingError
+from serving.gateway.admission import AdmissionController
+from serving.gateway.auth import KeyRing, Resolver
+from serving.gateway.call import Call, Handler
+from serving.gateway.exact_cache import ExactCache
+from serving.gateway.metrics import GatewayMetrics
+from serving.gateway.pricing import Prices
+from serving.gateway.quota import QuotaLedger
+from serving.gateway.ratelimit import RateLimiter
+from serving.gateway.routing import Router
+from serving.gateway.semantic_cache import SemanticCache
+from serving.gateway.stages import (
+    Admit,
+    Authenticate,
+    ExactCacheStage,
+    Forward,
+    Observe,
+    Quota,
+    RateLimit,
+    Route,
+    SemanticCacheStage,
+)
+from serving.gateway.streams import sse, with_keepalive
+from serving.tokens import ESTIMATE, TokenCounter, counter_for
+from serving.types import Clock, Endpoint, EventSink, SystemClock, Upstream
+from tokenplane import planner
+from tokenplane.spec import PlatformSpec
+
+JSON_MEDIA = "application/json"
+
+
+@dataclass
+class Gateway:
+    """What the app is made of; kept on ``app.state.gateway`` for health checks and tests."""
+
+    spec: PlatformSpec
+    region: str
+    pipeline: Handler
+    keys: KeyRing
+    router: Router
+    redis: aioredis.Redis
+    upstream: Upstream
+    sink: EventSink
+    clock: Clock
+    metrics: GatewayMetrics
+    admission: dict[str, AdmissionController]
+    limiter: RateLimiter
+    ledger: QuotaLedger
+    extra_routes: list[HttpRoute] = field(default_factory=list)
+
+
+def admission_permits(spec: PlatformSpec, region: str, *, gateway_replicas: int) -> dict[str, int]:
+    """Per pool: its batch slots at max replicas (the planner's), shared among the gateway replicas."""
+    placements = {pl.pool: pl for pl in spec.region(region).pools}
+    return {
+        p.name: max(1, math.ceil(p.batch_slots * placements[p.name].max_replicas / gateway_replicas))
+        for p in planner.plan(spec).pools
+        if p.region == region and p.name in placements
+    }
+
+
+def _counters(spec: PlatformSpec, router: Router) -> Callable[[str], TokenCounter]:
+    """The tokenizer of the model a request names (its tier's first pool for a tier name), else the estimate."""
+    by_name: dict[str, TokenCounter] = {}
+    for pool in spec.pools:
+        model = spec.model(pool.model)
+        counter = counter_for(model)
+        for name in (model.name, model.ref):
+            by_name.setdefault(name, counter)
+        by_name.setdefault(pool.tier.value, counter)
+    return lambda name: by_name.get(name, ESTIMATE)
+
+
+def build_gateway(
+    spec: PlatformSpec,
+    region: str,
+    *,
+    redis: aioredis.Redis,
+    upstream: Upstream,
+    sink: EventSink,
+    resolve: Resolver,
+    semantic: SemanticCache | None = None,
+    clock: Clock | None = None,
+    registry: CollectorRegistry | None = None,
+    tracer: trace.Tracer | None = None,
+    gateway_replicas: int = 1,
+    permits: dict[str, int] | None = None,
+) -> Gateway:
+    """Stack the stages once. ``permits`` overrides the planner's admission permits per pool."""
+    clock = clock or SystemClock()
+    metrics = GatewayMetrics(registry or CollectorRegistry())
+    router = Router(spec, region)
+    keys = KeyRing.from_spec(spec, resolve)
+    prices = Prices(spec, region)
+    limiter = RateLimiter(redis, replicas=gateway_replicas)
+    ledger = QuotaLedger(redis, clock=clock)
+    exact = ExactCache(redis, spec.cache.exact)
+    counts = {**admission_permits(spec, region, gateway_replicas=gateway_replicas), **(permits or {})}
+    admission = {
+        pool: AdmissionController(pool, permits=n, levels=spec.queues.priorities, clock=clock)
+        for pool, n in counts.items()
+    }
+    handler: Handler = Forward(upstream=upstream, clock=clock, tracer=tracer)
+    handler = Admit(handler, pools=admission, metrics=metrics, tracer=tracer)
+    if semantic is not None:
+        handler = SemanticCacheStage(
+            handler, cache=semantic, replay=lambda c: exact.replay_chunks(c, include_usage=True), tracer=tracer
+        )
+    handler = ExactCacheStage(handler, cache=exact, tracer=tracer)
+    handler = Quota(handler, ledger=ledger, prices=prices, tracer=tracer)
+    handler = RateLimit(handler, limiter=limiter, tracer=tracer)
+    handler = Route(handler, router=router, counter_for=_counters(spec, router), tracer=tracer)
+    handler = Authenticate(handler, keys=keys, tracer=tracer)
+    handler = Observe(handler, metrics=metrics, sink=sink, prices=prices, region=region, clock=clock, tracer=tracer)
+    return Gateway(
+        spec=spec,
+        region=region,
+        pipeline=handler,
+        keys=keys,
+        router=router,
+        redis=redis,
+        upstream=upstream,
+        sink=sink,
+        clock=clock,
+        metrics=metrics,
+        admission=admission,
+        limiter=limiter,
+        ledger=ledger,
+    )
+
+
+def error_response(error: ServingError, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The one place a ``ServingError`` becomes what the client sees."""
+    return JSONResponse(error.body(), status_code=error.status, headers={**(headers or {}), **error.headers})
+
+
+def create_app(gateway: Gateway) -> Starlette:
+    """The ASGI app over a built ``Gateway``."""
+
+    async def complete(request: Request, endpoint: Endpoint) -> Response:
+        call = Call(
+            request_id=f"req_{uuid.uuid4().hex}",
+            endpoint=endpoint,
+            raw=await request.body(),
+            headers=request.headers,
+            received=gateway.clock.monotonic(),
+        )
+        try:
+            reply = await gateway.pipeline(call)
+        except ServingError as e:
+            return error_response(e, {**call.response_headers, "x-request-id": call.request_id})
+        headers = {**call.response_headers, "x-request-id": call.request_id}
+        if reply.chunks is not None:
+            include_usage = call.request.include_usage if call.request is not None else False
+            headers |= {"cache-control": "no-cache", "x-accel-buffering": "no"}
+            body = with_keepalive(sse(reply.chunks, include_usage=include_usage))
+            return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+        return Response(json.dumps(reply.body, separators=(",", ":")), media_type=JSON_MEDIA, headers=headers)
+
+    async def chat(request: Request) -> Response:
+        return await complete(request, Endpoint.CHAT)
+
+    async def completions(request: Request) -> Response:
+        return await complete(request, Endpoint.COMPLETIONS)
+
+    async def embeddings(request: Request) -> Response:
+        return await complete(request, Endpoint.EMBEDDINGS)
+
+    async def models(request: Request) -> Response:
+        try:
+            gateway.keys.authenticate(request.headers.get("authorization"))
+        except AuthenticationFailed as e:
+            return error_response(e)
+        data = [{"id": name, "object": "model", "created": 0, "owned_by": gateway.spec.platform.name}
+                for name in gateway.router.model_names()]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        checks: dict[str, Any] = {"keys": len(gateway.keys) > 0, "events": getattr(gateway.sink, "healthy", True)}
+        ok = all(checks.values())
+        checks["redis"] = "degraded" if gateway.limiter.degraded else "ok"
+        return JSONResponse({"ready": ok, **checks}, status_code=200 if ok else 503)
+
+    async def metrics(request: Request) -> Response:
+        for name, controller in gateway.admission.items():
+            gateway.metrics.queue_depth.labels(name).set(controller.queued)
+        gateway.metrics.degraded.labels("redis").set(1 if gateway.limiter.degraded else 0)
+        gateway.metrics.degraded.labels("kafka").set(0 if getattr(gateway.sink, "healthy", True) else 1)
+        return Response(generate_latest(gateway.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        if status == 404:
+            return error_response(NotFound(f"no route {request.method} {request.url.path}; see the OpenAI API reference"))
+        if status == 405:
+            error = InvalidRequest(f"{request.method} is not allowed on {request.url.path}")
+            error.status = 405
+            return error_response(error)
+        return error_response(ServingError("the gateway failed on this request; it has been logged"))
+
+    routes = [
+        HttpRoute("/v1/chat/completions", chat, methods=["POST"]),
+        HttpRoute("/v1/completions", completions, methods=["POST"]),
+        HttpRoute("/v1/embeddings", embeddings, methods=["POST"]),
+        HttpRoute("/v1/models", models, methods=["GET"]),
+        HttpRoute("/healthz", healthz, methods=["GET"]),
+        HttpRoute("/readyz", readyz, methods=["GET"]),
+        HttpRoute("/metrics", metrics, methods=["GET"]),
+        *gateway.extra_routes,
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: http_error})
+    app.state.gateway = gateway
+    return app

@@ -1,0 +1,130 @@
+"""Stage 4: validate an OpenAI request body and estimate its tokens before anything is spent on it.
+
+Only what the gateway itself needs is checked here: the JSON, the fields that
+decide routing and limits (model, messages or prompt, max_tokens, stream, n),
+and their types. Everything else passes through to the engine untouched, as
+an OpenAI-compatible proxy should.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from serving.errors import InvalidRequest
+from serving.tokens import TokenCounter, content_text, count_messages, count_prompt
+from serving.types import Endpoint, Json
+
+MAX_BODY_BYTES = 8 * 1024 * 1024  # a 128k-token prompt is about 0.5 MB; anything far above is not a prompt
+AFFINITY_PREFIX_CHARS = 512  # requests sharing this much leading text share a system prompt and its KV blocks
+DEFAULT_MAX_TOKENS = 1024  # when a client sets none, reserve this much output for TPM and quota (reconciled later)
+
+
+@dataclass(slots=True)
+class ParsedRequest:
+    """A validated request: the body as sent, plus what the later stages read from it."""
+
+    endpoint: Endpoint
+    body: Json
+    model: str
+    stream: bool
+    include_usage: bool
+    max_tokens: int  # the output reserved for limits: the client's max_tokens or DEFAULT_MAX_TOKENS
+    explicit_max_tokens: int | None  # what the client asked for; the context-length check uses this
+    prompt_tokens: int
+    prompt_text: str  # what the semantic cache embeds and prefix affinity hashes
+
+    @property
+    def estimated_tokens(self) -> int:
+        return self.prompt_tokens + self.max_tokens
+
+    @property
+    def affinity_key(self) -> str:
+        return self.prompt_text[:AFFINITY_PREFIX_CHARS]
+
+
+def decode_body(raw: bytes) -> Json:
+    if len(raw) > MAX_BODY_BYTES:
+        raise InvalidRequest(f"request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InvalidRequest(
+            f"the request body is not valid JSON ({e}); send a JSON object with Content-Type: application/json"
+        ) from e
+    if not isinstance(body, dict):
+        raise InvalidRequest(f"the request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _int_field(body: Json, name: str, *, minimum: int) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidRequest(f"{name} must be an integer >= {minimum}, got {value!r}", param=name)
+    return value
+
+
+def _messages(body: Json) -> list[dict[str, Any]]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("messages must be a non-empty array of {role, content} objects", param="messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise InvalidRequest(f"messages[{i}] must be an object with a string role", param=f"messages[{i}]")
+        if message["role"] not in {"system", "developer", "user", "assistant", "tool", "function"}:
+            raise InvalidRequest(
+                f"messages[{i}].role={message['role']!r} is not one of system, developer, user, assistant, tool",
+                param=f"messages[{i}].role",
+            )
+    return messages
+
+
+def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedRequest:
+    """Check the fields the gateway depends on and count the prompt; raise ``InvalidRequest`` naming the field."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequest("model is required: a model name from GET /v1/models, a tier, or 'auto'", param="model")
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise InvalidRequest(f"stream must be true or false, got {stream!r}", param="stream")
+    n = _int_field(body, "n", minimum=1)
+    if n is not None and n > 1:
+        raise InvalidRequest("n > 1 is not supported; send n requests instead", param="n")
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        raise InvalidRequest("stream_options must be an object", param="stream_options")
+    include_usage = bool(options.get("include_usage", False))
+    if endpoint is Endpoint.CHAT:
+        messages = _messages(body)
+        prompt_tokens = count_messages(counter, messages)
+        prompt_text = "\n".join(content_text(m.get("content")) for m in messages)
+        limit = _int_field(body, "max_completion_tokens", minimum=1) or _int_field(body, "max_tokens", minimum=1)
+    elif endpoint is Endpoint.COMPLETIONS:
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str | list) or not prompt:
+            raise InvalidRequest("prompt must be a non-empty string or array of strings", param="prompt")
+        prompt_tokens = count_prompt(counter, prompt)
+        prompt_text = prompt if isinstance(prompt, str) else "\n".join(map(str, prompt))
+        limit = _int_field(body, "max_tokens", minimum=1)
+    else:
+        inputs = body.get("input")
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):
+            raise InvalidRequest("input must be a non-empty string or array of strings", param="input")
+        prompt_tokens = sum(counter.count(i) for i in inputs)
+        return ParsedRequest(endpoint, body, model, False, False, 0, None, prompt_tokens, "\n".join(inputs))
+    return ParsedRequest(
+        endpoint=endpoint,
+        body=body,
+        model=model,
+        stream=stream,
+        include_usage=include_usage,
+        max_tokens=limit or DEFAULT_MAX_TOKENS,
+        explicit_max_tokens=limit,
+        prompt_tokens=prompt_tokens,
+        prompt_text=prompt_text,
+    )

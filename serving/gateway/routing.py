@@ -1,0 +1,231 @@
+"""Stages 9 and 10: the workload class from the token estimate, then tier -> pools -> failover chain.
+
+Everything the router needs is derived from the spec once, when the gateway
+starts: which names a client may ask for, which pools of this region serve
+each tier and class, and which providers each tenant's residency allows. A
+request then costs a few dictionary lookups.
+
+What a client may put in ``model``:
+- ``auto``: the spec's routing rules decide the tier (task type, complexity,
+  context length, plan, latency SLO); with no rule matching, the tier with the
+  largest share of the routing mix that the tenant may use;
+- a tier name (``small``, ``medium``, ``large``);
+- a registry model (``small-chat`` or ``small-chat-v1``): the tier of the pools
+  that run it.
+
+Residency is absolute: a tenant pinned to a jurisdiction is never given a
+target outside it, whatever the fallback chain says. A gateway in another
+jurisdiction refuses such a tenant's prompts instead of forwarding them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from serving.errors import ContextTooLong, NotFound, PermissionDenied
+from serving.gateway.requests import ParsedRequest
+from serving.types import Endpoint, Target, TargetKind
+from tokenplane.spec import Pool, PlatformSpec, RoutingRule, Tenant, Tier, WorkloadClass
+
+AUTO = "auto"
+COMPLEXITY_TOKENS = 4000  # without a client hint, a prompt this long counts as complexity 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """What the routing rules match on, besides the tenant and the class."""
+
+    task_type: str | None = None
+    complexity: float | None = None  # 0..1; None: estimated from the prompt length
+    latency_slo_ms: float | None = None  # None: the class's TTFT SLO
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    tier: Tier
+    workload_class: WorkloadClass
+    targets: tuple[Target, ...]
+    rule: str | None  # the routing rule that chose the tier, if any
+
+    @property
+    def primary_pool(self) -> str | None:
+        first = self.targets[0]
+        return first.name if first.kind is TargetKind.POOL else None
+
+
+def classify(spec: PlatformSpec, prompt_tokens: int, *, batch: bool = False) -> WorkloadClass:
+    """The class whose prompt range holds the estimate (batch jobs are D); between ranges, the nearest."""
+    if batch and WorkloadClass.D in spec.workload_classes:
+        return WorkloadClass.D
+    online = [(c, s) for c, s in spec.workload_classes.items() if c is not WorkloadClass.D]
+    if not online:
+        return next(iter(spec.workload_classes))
+
+    def distance(item: tuple[WorkloadClass, object]) -> int:
+        cls_spec = spec.workload_classes[item[0]]
+        low, high = cls_spec.prompt_tokens.min, cls_spec.prompt_tokens.max
+        return max(low - prompt_tokens, 0, prompt_tokens - high)
+
+    return min(online, key=distance)[0]
+
+
+class Router:
+    """Routes one region's requests; built once from the spec."""
+
+    def __init__(self, spec: PlatformSpec, region: str) -> None:
+        self.spec = spec
+        self.region = spec.region(region)
+        self._pools = [spec.pool(pl.pool) for pl in self.region.pools]
+        self._chat_pools = [p for p in self._pools if not spec.is_embedding(p)]
+        self._embedding_pools = [p for p in self._pools if spec.is_embedding(p)]
+        self._aliases: dict[str, Tier] = {t.value: t for t in Tier}
+        for pool in spec.pools:
+            if spec.is_embedding(pool):
+                continue
+            model = spec.model(pool.model)
+            self._aliases.setdefault(model.name, pool.tier)
+            self._aliases.setdefault(model.ref, pool.tier)
+        self._embedding_models = {
+            name: pool
+            for pool in self._embedding_pools
+            for name in (spec.model(pool.model).name, spec.model(pool.model).ref)
+        }
+        self._mix_order = sorted(spec.routing.mix, key=lambda t: -spec.routing.mix[t])
+
+    def model_names(self) -> list[str]:
+        """What ``GET /v1/models`` lists: ``auto``, the tiers, the registry models served here."""
+        names = [AUTO, *(t.value for t in Tier if any(p.tier is t for p in self._chat_pools))]
+        names += sorted({n for n in self._aliases if n not in names and self._serves_alias(n)})
+        names += sorted(self._embedding_models)
+        return names
+
+    def _serves_alias(self, name: str) -> bool:
+        return name not in {t.value for t in Tier}
+
+    def route(self, tenant: Tenant, request: ParsedRequest, *, signals: Signals, batch: bool = False) -> Route:
+        """Pick the tier and build the failover chain; raise a 4xx ``ServingError`` naming the reason."""
+        self._check_residency(tenant)
+        cls = classify(self.spec, request.prompt_tokens, batch=batch)
+        if request.endpoint is Endpoint.EMBEDDINGS:
+            return self._embedding_route(request, cls)
+        tier, rule = self._tier(tenant, request, cls, signals)
+        if tier not in tenant.allowed_tiers:
+            allowed = ", ".join(t.value for t in tenant.allowed_tiers)
+            raise PermissionDenied(
+                f"tenant '{tenant.name}' may not use tier {tier.value}; its plan allows {allowed} "
+                f"(ask for model 'auto' or one of those tiers)",
+                param="model",
+            )
+        needed = request.prompt_tokens + (request.explicit_max_tokens or 1)
+        targets = self._chain(tenant, tier, cls, needed)
+        if not targets:
+            longest = max((p.engine.max_model_len for p in self._chat_pools), default=0)
+            if longest and needed > longest:
+                raise ContextTooLong(
+                    f"this request needs {needed} tokens ({request.prompt_tokens} in the prompt, "
+                    f"{request.explicit_max_tokens or 1} to generate); the longest context served here is "
+                    f"{longest} tokens. Shorten the prompt or lower max_tokens",
+                    param="messages",
+                )
+            raise PermissionDenied(
+                f"no pool or provider in {tier.value}'s failover chain may serve tenant '{tenant.name}'"
+                + (f" within {tenant.residency.value}" if tenant.residency else "")
+                + f" for a class-{cls.value} request of {needed} tokens",
+                param="model",
+            )
+        return Route(tier, cls, targets, rule)
+
+    def _check_residency(self, tenant: Tenant) -> None:
+        if tenant.residency is not None and tenant.residency is not self.region.jurisdiction:
+            raise PermissionDenied(
+                f"tenant '{tenant.name}' is pinned to {tenant.residency.value}, and this gateway is in "
+                f"{self.region.jurisdiction.value} ({self.region.name}); send its requests to "
+                f"{tenant.residency.value.lower()}.{self.spec.platform.domain}",
+            )
+
+    def _tier(
+        self, tenant: Tenant, request: ParsedRequest, cls: WorkloadClass, signals: Signals
+    ) -> tuple[Tier, str | None]:
+        if request.model != AUTO:
+            tier = self._aliases.get(request.model)
+            if tier is None:
+                raise NotFound(
+                    f"model '{request.model}' does not exist here; choose one of: {', '.join(self.model_names())}",
+                    param="model",
+                    code="model_not_found",
+                )
+            return tier, None
+        for rule in self.spec.routing.rules:
+            if self._matches(rule, tenant, request, cls, signals):
+                return rule.tier, rule.name
+        allowed = [t for t in self._mix_order if t in tenant.allowed_tiers]
+        return (allowed or self._mix_order)[0], None
+
+    def _matches(
+        self, rule: RoutingRule, tenant: Tenant, request: ParsedRequest, cls: WorkloadClass, signals: Signals
+    ) -> bool:
+        m = rule.match
+        if m.classes is not None and cls not in m.classes:
+            return False
+        if m.task_types is not None and signals.task_type not in m.task_types:
+            return False
+        if m.min_complexity is not None:
+            complexity = signals.complexity
+            if complexity is None:
+                complexity = min(1.0, request.prompt_tokens / COMPLEXITY_TOKENS)
+            if complexity < m.min_complexity:
+                return False
+        if m.min_context_tokens is not None and request.prompt_tokens < m.min_context_tokens:
+            return False
+        if m.tenant_plans is not None and tenant.plan not in m.tenant_plans:
+            return False
+        if m.max_latency_slo_ms is not None:
+            slo = signals.latency_slo_ms
+            if slo is None:
+                slo = self.spec.workload_classes[cls].ttft_p95_ms
+            if slo is None or slo > m.max_latency_slo_ms:
+                return False
+        return True
+
+    def _chain(self, tenant: Tenant, tier: Tier, cls: WorkloadClass, needed: int) -> tuple[Target, ...]:
+        targets: list[Target] = []
+        seen: set[tuple[TargetKind, str]] = set()
+        for step in (tier.value, *self.spec.routing.fallbacks.get(tier, [])):
+            if step in {t.value for t in Tier}:
+                step_tier = Tier(step)
+                if step_tier not in tenant.allowed_tiers:
+                    continue
+                for pool in self._serving(step_tier, cls, needed):
+                    if (TargetKind.POOL, pool.name) not in seen:
+                        seen.add((TargetKind.POOL, pool.name))
+                        targets.append(Target(TargetKind.POOL, pool.name, step_tier))
+                continue
+            provider = self.spec.provider(step)
+            if provider is None or tier not in provider.models:
+                continue
+            if tenant.residency is not None and tenant.residency not in provider.jurisdictions:
+                continue  # residency: a provider outside the tenant's jurisdiction never sees its prompts
+            if (TargetKind.PROVIDER, provider.name) not in seen:
+                seen.add((TargetKind.PROVIDER, provider.name))
+                targets.append(Target(TargetKind.PROVIDER, provider.name, tier))
+        return tuple(targets)
+
+    def _serving(self, tier: Tier, cls: WorkloadClass, needed: int) -> list[Pool]:
+        return [
+            p
+            for p in self._chat_pools
+            if p.tier is tier and cls in p.classes and p.engine.max_model_len >= needed
+        ]
+
+    def _embedding_route(self, request: ParsedRequest, cls: WorkloadClass) -> Route:
+        pool = self._embedding_models.get(request.model)
+        if pool is None and request.model == AUTO and self._embedding_pools:
+            pool = self._embedding_pools[0]
+        if pool is None:
+            raise NotFound(
+                f"embedding model '{request.model}' does not exist here; choose one of: "
+                f"{', '.join(sorted(self._embedding_models)) or '(none: this region runs no embedding pool)'}",
+                param="model",
+                code="model_not_found",
+            )
+        return Route(pool.tier, cls, (Target(TargetKind.POOL, pool.name, pool.tier),), None)

@@ -1,0 +1,123 @@
+"""Server-sent events exactly as OpenAI sends them, and the bookkeeping around a stream.
+
+A stream's headers go out as soon as the request is admitted, before the first
+token exists, so a load balancer's idle timer never sees a silent connection.
+While the first token is still being computed, SSE comments (``: keep-alive``),
+which clients ignore, keep the connection warm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from serving.errors import ServingError, UpstreamStreamBroken
+from serving.types import Json
+
+KEEPALIVE_SECONDS = 5.0  # well under the 60 s idle timeout of the common load balancers
+DONE = b"data: [DONE]\n\n"
+KEEPALIVE = b": keep-alive\n\n"
+
+
+def event(data: Json) -> bytes:
+    return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
+
+
+def error_event(error: ServingError) -> bytes:
+    return event(error.body())
+
+
+def client_view(chunk: Json, *, include_usage: bool) -> Json | None:
+    """What the client sees of an upstream chunk: the usage chunk only when it asked for it."""
+    if include_usage or "usage" not in chunk or chunk.get("usage") is None:
+        return chunk
+    if not chunk.get("choices"):
+        return None
+    return {k: v for k, v in chunk.items() if k != "usage"}
+
+
+async def sse(chunks: AsyncIterator[Json], *, include_usage: bool) -> AsyncIterator[bytes]:
+    """Encode chunks as SSE and end with ``[DONE]``, or with an error event if the stream breaks."""
+    try:
+        async for chunk in chunks:
+            view = client_view(chunk, include_usage=include_usage)
+            if view is not None:
+                yield event(view)
+        yield DONE
+    except ServingError as e:
+        yield error_event(e)
+    except Exception as e:  # a bug must still end the stream with an error, never a silent cut
+        yield error_event(UpstreamStreamBroken(f"the stream failed: {type(e).__name__}"))
+        raise
+    finally:
+        await _close(chunks)
+
+
+async def _close(iterator: object) -> None:
+    close = getattr(iterator, "aclose", None)
+    if close is not None:
+        await close()
+
+
+async def with_keepalive(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """Interleave ``: keep-alive`` comments whenever ``body`` is silent for ``KEEPALIVE_SECONDS``."""
+    iterator = aiter(body)
+    pending: asyncio.Task[bytes] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(iterator))
+            done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_SECONDS)
+            if not done:
+                yield KEEPALIVE
+                continue
+            try:
+                item = pending.result()
+            except StopAsyncIteration:
+                return
+            pending = None
+            yield item
+    finally:
+        if pending is not None and not pending.done():
+            pending.cancel()
+            # The generator is still running inside that task; it must stop before it can be closed.
+            await asyncio.gather(pending, return_exceptions=True)
+        await _close(iterator)
+
+
+def assemble(chunks: list[Json]) -> Json | None:
+    """A whole chat.completion or text_completion from its stream chunks (for the caches)."""
+    if not chunks:
+        return None
+    head = chunks[0]
+    chat = head.get("object") == "chat.completion.chunk"
+    text: list[str] = []
+    finish: str | None = None
+    usage: Any = None
+    for chunk in chunks:
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            piece = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+            if piece:
+                text.append(piece)
+            if choice.get("finish_reason"):
+                finish = choice["finish_reason"]
+    if finish is None:
+        return None  # an unfinished stream is never cached
+    content = "".join(text)
+    choice_out: Json
+    if chat:
+        choice_out = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
+    else:
+        choice_out = {"index": 0, "text": content, "finish_reason": finish}
+    return {
+        "id": head.get("id", ""),
+        "object": "chat.completion" if chat else "text_completion",
+        "created": head.get("created", 0),
+        "model": head.get("model", ""),
+        "choices": [choice_out],
+        "usage": usage,
+    }
