@@ -61,15 +61,15 @@ async def _close(iterator: object) -> None:
         await close()
 
 
-async def with_keepalive(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """Interleave ``: keep-alive`` comments whenever ``body`` is silent for ``KEEPALIVE_SECONDS``."""
+async def with_keepalive(body: AsyncIterator[bytes], *, interval: float = KEEPALIVE_SECONDS) -> AsyncIterator[bytes]:
+    """Interleave ``: keep-alive`` comments whenever ``body`` is silent for ``interval`` seconds."""
     iterator = aiter(body)
     pending: asyncio.Task[bytes] | None = None
     try:
         while True:
             if pending is None:
                 pending = asyncio.ensure_future(anext(iterator))
-            done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_SECONDS)
+            done, _ = await asyncio.wait({pending}, timeout=interval)
             if not done:
                 yield KEEPALIVE
                 continue

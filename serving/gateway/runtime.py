@@ -1,0 +1,192 @@
+"""The AI gateway as a process: its dependencies built from the environment the components set.
+
+``components/gateway.py`` gives each pod ``TOKENPLANE_CONFIG`` (the spec as
+JSON), ``TOKENPLANE_REGION``, ``REDIS_URL``, ``KAFKA_BOOTSTRAP_SERVERS`` (with
+``KAFKA_SASL_MECHANISM=AWS_MSK_IAM`` on MSK), ``QDRANT_URL``,
+``MODEL_GATEWAY_URL``, ``TOKENPLANE_SPOOL_DIR``, ``POOL_URL_<POOL>`` and
+``OTEL_EXPORTER_OTLP_ENDPOINT``. Without ``MODEL_GATEWAY_URL`` the model
+gateway runs inside this process over the ``POOL_URL_*`` replicas, which is
+how one laptop runs the whole path. Without ``QDRANT_URL``, Qdrant runs in
+local mode (``QDRANT_PATH``, or in memory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import redis.asyncio as aioredis
+from prometheus_client import CollectorRegistry
+from qdrant_client import AsyncQdrantClient
+from starlette.applications import Starlette
+
+from serving.gateway.app import Gateway, build_gateway, create_app
+from serving.gateway.metering import KafkaSink, kafka_security_from_env
+from serving.gateway.semantic_cache import Embedder, HttpEmbedder, LexicalEmbedder, SemanticCache
+from serving.secrets import resolve_secret
+from serving.telemetry import tracer_for
+from serving.types import SystemClock, Upstream
+from tokenplane.errors import SpecError
+from tokenplane.spec import PlatformSpec, TopicPurpose
+
+DEFAULT_SPOOL_DIR = "/var/spool/tokenplane"
+
+
+class ConfigError(SpecError):
+    """The process environment is missing or contradicts what the gateway needs."""
+
+
+def _required(environ: Mapping[str, str], name: str, hint: str) -> str:
+    value = environ.get(name)
+    if not value:
+        raise ConfigError(f"{name} is not set; {hint}")
+    return value
+
+
+def load_config(environ: Mapping[str, str]) -> tuple[PlatformSpec, str]:
+    """The spec from ``TOKENPLANE_CONFIG`` (JSON, as the ConfigMap holds it, or a YAML spec file) and the region."""
+    path = Path(_required(environ, "TOKENPLANE_CONFIG", "point it at the spec (platform.json or a stacks/*.yaml)"))
+    if not path.is_file():
+        raise ConfigError(f"TOKENPLANE_CONFIG={path} does not exist")
+    if path.suffix == ".json":
+        spec = PlatformSpec.model_validate_json(path.read_text(encoding="utf-8"))
+    else:
+        from tokenplane.load import load_spec
+
+        spec = load_spec(path)
+    region = environ.get("TOKENPLANE_REGION") or spec.regions[0].name
+    names = [r.name for r in spec.regions]
+    if region not in names:
+        raise ConfigError(f"TOKENPLANE_REGION={region} is not a region of the spec; choose one of {names}")
+    return spec, region
+
+
+def pool_urls(spec: PlatformSpec, environ: Mapping[str, str]) -> dict[str, list[str]]:
+    """``POOL_URL_<POOL>``: each pool's replica base URLs, comma-separated."""
+    urls: dict[str, list[str]] = {}
+    for pool in spec.pools:
+        value = environ.get(f"POOL_URL_{pool.name.upper().replace('-', '_')}")
+        if value:
+            urls[pool.name] = [u.strip().rstrip("/") for u in value.split(",") if u.strip()]
+    return urls
+
+
+def resolver(environ: Mapping[str, str]) -> Callable[[str], str | None]:
+    """Secret references as the pod resolves them; ``TOKENPLANE_DEV_SECRETS`` (a JSON file of
+    ``{reference: value}`` that ``tokenplane dev`` writes) answers first, so a laptop needs no secret store."""
+    overrides: dict[str, str] = {}
+    path = environ.get("TOKENPLANE_DEV_SECRETS")
+    if path:
+        try:
+            overrides = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise ConfigError(f"TOKENPLANE_DEV_SECRETS={path} is not a readable JSON object: {e}") from e
+    return lambda ref: overrides.get(ref) or resolve_secret(ref, environ=environ)
+
+
+def topics(spec: PlatformSpec) -> dict[TopicPurpose, str]:
+    names = {t.purpose: t.name for t in spec.queues.topics}
+    defaults = {TopicPurpose.USAGE: "usage-events", TopicPurpose.AUDIT: "audit-events", TopicPurpose.BATCH: "batch-jobs"}
+    return {purpose: names.get(purpose, default) for purpose, default in defaults.items()}
+
+
+@dataclass
+class Resources:
+    session: aiohttp.ClientSession
+    redis: aioredis.Redis
+    sink: KafkaSink
+    qdrant: AsyncQdrantClient | None
+    upstream: Upstream
+
+
+def _embedder(spec: PlatformSpec, urls: dict[str, list[str]], session: aiohttp.ClientSession) -> Embedder:
+    layer = spec.cache.semantic
+    pool = spec.pool(layer.embedding_pool) if layer.embedding_pool else None
+    dimension = spec.architecture(pool).hidden_size if pool is not None else 384
+    if pool is not None and urls.get(pool.name):
+        model = spec.model(pool.model).ref
+        return HttpEmbedder(session, urls[pool.name][0], model, dimension)
+    return LexicalEmbedder(dimension)
+
+
+def _upstream(
+    spec: PlatformSpec, region: str, environ: Mapping[str, str], session: aiohttp.ClientSession, registry: CollectorRegistry
+) -> Upstream:
+    url = environ.get("MODEL_GATEWAY_URL")
+    if url:
+        from serving.modelgw.client import HttpUpstream
+
+        return HttpUpstream(url, session=session)
+    from serving.modelgw.config import load_modelgw_config
+    from serving.modelgw.gateway import ModelGateway
+
+    return ModelGateway(load_modelgw_config(spec, region, environ), session=session, registry=registry)
+
+
+@contextlib.asynccontextmanager
+async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]:
+    """Build, start and finally close everything a gateway process holds."""
+    spec, region = load_config(environ)
+    registry = CollectorRegistry()
+    urls = pool_urls(spec, environ)
+    session = aiohttp.ClientSession()
+    redis = aioredis.Redis.from_url(environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    sink = KafkaSink(
+        _required(environ, "KAFKA_BOOTSTRAP_SERVERS", "the usage, audit and batch topics' brokers (host:port,...)"),
+        topics(spec),
+        spool_dir=Path(environ.get("TOKENPLANE_SPOOL_DIR", DEFAULT_SPOOL_DIR)),
+        clock=SystemClock(),
+        security=kafka_security_from_env(environ),
+    )
+    qdrant: AsyncQdrantClient | None = None
+    semantic: SemanticCache | None = None
+    if spec.cache.semantic.enabled:
+        if environ.get("QDRANT_URL"):
+            qdrant = AsyncQdrantClient(url=environ["QDRANT_URL"])
+        else:
+            qdrant = AsyncQdrantClient(path=environ["QDRANT_PATH"]) if environ.get("QDRANT_PATH") else AsyncQdrantClient(location=":memory:")
+        semantic = SemanticCache(qdrant, _embedder(spec, urls, session), spec.cache.semantic, clock=SystemClock())
+    upstream = _upstream(spec, region, environ, session, registry)
+    tracer = tracer_for("ai-gateway", spec.observability.tracing, environ=environ, region=region)
+    await sink.start()
+    try:
+        yield build_gateway(
+            spec,
+            region,
+            redis=redis,
+            upstream=upstream,
+            sink=sink,
+            resolve=resolver(environ),
+            semantic=semantic,
+            registry=registry,
+            tracer=tracer,
+            gateway_replicas=int(environ.get("TOKENPLANE_GATEWAY_REPLICAS", "1")),
+        )
+    finally:
+        await upstream.aclose()
+        await sink.aclose()
+        if qdrant is not None:
+            await qdrant.close()
+        await redis.aclose()
+        await session.close()
+
+
+def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
+    """An app whose lifespan builds the gateway from ``environ`` (the process environment by default)."""
+    env = dict(os.environ if environ is None else environ)
+    load_config(env)  # fail at start-up, not at the first request
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with gateway_from_env(env) as gateway:
+            inner = create_app(gateway)
+            app.router.routes[:] = inner.router.routes
+            app.state.gateway = gateway
+            yield
+
+    return Starlette(lifespan=lifespan)
