@@ -25,7 +25,7 @@ def test_the_vllm_image_is_the_one_the_pools_run() -> None:
 
 def test_the_serving_image_installs_the_serving_extra_without_pulumi() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = [d for d in project["dependencies"] if re.match(r"(?i)(pydantic|pyyaml)\b", d)]
+    wanted = [d for d in project["dependencies"] if re.match(r"(?i)(pydantic|pyyaml|numpy)\b", d)]
     wanted += project["optional-dependencies"]["serving"]
     lines = [ln.strip() for ln in (IMAGES / "requirements.txt").read_text().splitlines()]
     listed = [ln for ln in lines if ln and not ln.startswith("#")]
