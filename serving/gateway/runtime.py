@@ -26,6 +26,9 @@ from qdrant_client import AsyncQdrantClient
 from starlette.applications import Starlette
 
 from serving.gateway.app import Gateway, build_gateway, create_app
+from serving.gateway.batch_api import batch_routes
+from serving.gateway.batch_store import BatchStore
+from serving.gateway.files import DirectoryFileStore
 from serving.gateway.metering import KafkaSink, kafka_security_from_env
 from serving.gateway.semantic_cache import Embedder, HttpEmbedder, LexicalEmbedder, SemanticCache
 from serving.secrets import resolve_secret
@@ -35,6 +38,7 @@ from tokenplane.errors import SpecError
 from tokenplane.spec import PlatformSpec, TopicPurpose
 
 DEFAULT_SPOOL_DIR = "/var/spool/tokenplane"
+DEFAULT_FILES_DIR = "/var/lib/tokenplane/files"  # Batch API files: a volume the AI gateway and batch workers share
 
 
 class ConfigError(SpecError):
@@ -155,7 +159,7 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
     tracer = tracer_for("ai-gateway", spec.observability.tracing, environ=environ, region=region)
     await sink.start()
     try:
-        yield build_gateway(
+        gateway = build_gateway(
             spec,
             region,
             redis=redis,
@@ -167,6 +171,13 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
             tracer=tracer,
             gateway_replicas=int(environ.get("TOKENPLANE_GATEWAY_REPLICAS", "1")),
         )
+        gateway.extra_routes = batch_routes(
+            gateway,
+            files=DirectoryFileStore(Path(environ.get("TOKENPLANE_FILES_DIR", DEFAULT_FILES_DIR))),
+            jobs=BatchStore(redis),
+            sink=sink,
+        )
+        yield gateway
     finally:
         await upstream.aclose()
         await sink.aclose()

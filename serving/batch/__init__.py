@@ -1,0 +1,9 @@
+"""Batch workers: class D jobs from the batch topic, run through the gateway's pipeline at batch priority.
+
+``python -m serving.batch`` runs one worker configured from the environment;
+``BatchWorker`` is the same worker for tests and ``tokenplane dev``.
+"""
+
+from serving.batch.worker import LINE_CONCURRENCY, BatchWorker
+
+__all__ = ["LINE_CONCURRENCY", "BatchWorker"]

@@ -1,0 +1,71 @@
+"""``python -m serving.batch``: one batch worker, configured from the environment the components set.
+
+``TOKENPLANE_CONFIG`` (the spec), ``TOKENPLANE_REGION``, ``REDIS_URL``,
+``KAFKA_BOOTSTRAP_SERVERS`` (with ``KAFKA_SASL_MECHANISM`` on MSK),
+``KAFKA_TOPIC`` (default: the spec's batch topic), ``MODEL_GATEWAY_URL`` and
+``TOKENPLANE_FILES_DIR``. Prometheus scrapes ``tokenplane_batch_pending_jobs``
+on ``TOKENPLANE_METRICS_PORT`` (9100); KEDA scales the workers on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from prometheus_client import start_http_server
+
+from serving.batch.worker import BatchWorker
+from serving.gateway.batch_store import BatchStore
+from serving.gateway.files import DirectoryFileStore
+from serving.gateway.metering import kafka_security_from_env
+from serving.gateway.runtime import DEFAULT_FILES_DIR, ConfigError, gateway_from_env, topics
+from tokenplane.errors import SpecError
+from tokenplane.spec import TopicPurpose
+
+METRICS_PORT = 9100
+
+
+
+async def run(environ: Mapping[str, str]) -> None:
+    """Build the gateway from ``environ``, then consume batch jobs until SIGTERM or SIGINT."""
+    bootstrap = environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if not bootstrap:
+        raise ConfigError("KAFKA_BOOTSTRAP_SERVERS is not set; the batch topic's brokers (host:port,...)")
+    async with gateway_from_env(environ) as gateway:
+        worker = BatchWorker(
+            gateway,
+            files=DirectoryFileStore(Path(environ.get("TOKENPLANE_FILES_DIR", DEFAULT_FILES_DIR))),
+            jobs=BatchStore(gateway.redis),
+            bootstrap=bootstrap,
+            topic=environ.get("KAFKA_TOPIC") or topics(gateway.spec)[TopicPurpose.BATCH],
+            registry=gateway.metrics.registry,
+            security=kafka_security_from_env(environ),
+        )
+        start_http_server(int(environ.get("TOKENPLANE_METRICS_PORT", METRICS_PORT)), registry=gateway.metrics.registry)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            # Finish the lines in flight, leave the job uncommitted; the next worker skips what is done.
+            loop.add_signal_handler(sig, lambda: asyncio.ensure_future(worker.stop()))
+        await worker.run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m serving.batch", description=__doc__)
+    parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        asyncio.run(run(dict(os.environ)))
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""OpenAI's Files and Batch APIs: class D work goes in here, is validated, stored, and queued on Kafka.
+
+    POST   /v1/files                    upload a batch input (multipart: file, purpose)
+    GET    /v1/files/{file_id}          its file object
+    GET    /v1/files/{file_id}/content  its bytes
+    DELETE /v1/files/{file_id}
+    POST   /v1/batches                  validate every line, store the batch, publish the job
+    GET    /v1/batches                  the tenant's batches, newest first (limit, after)
+    GET    /v1/batches/{batch_id}
+    POST   /v1/batches/{batch_id}/cancel
+
+Every route authenticates the API key, and everything is scoped to its
+tenant: another tenant's file or batch is a 404. The batch workers
+(``serving.batch``) run the queued jobs through the same gateway pipeline as
+online traffic, at batch priority.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+
+from redis.exceptions import RedisError
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from serving.errors import InvalidRequest, ServingError
+from serving.gateway.app import Gateway, error_response
+from serving.gateway.batch_lines import parse_input
+from serving.gateway.batch_store import BatchStore
+from serving.gateway.files import MAX_UPLOAD_BYTES, FilePurpose, FileStore
+from serving.gateway.requests import decode_body
+from serving.types import Endpoint, EventSink, Json
+from tokenplane.spec import Tenant, TopicPurpose
+
+COMPLETION_WINDOWS = {"24h": 24 * 3600.0}  # OpenAI's only window; workload class D's 24-hour deadline
+UPLOAD_PURPOSES = (FilePurpose.BATCH,)  # batch_output files are written by the workers, never uploaded
+MULTIPART_OVERHEAD_BYTES = 64 * 1024  # boundaries and the purpose field around the file itself
+READ_CHUNK_BYTES = 1024 * 1024
+MAX_METADATA_PAIRS = 16  # OpenAI's metadata limits
+MAX_METADATA_KEY_CHARS = 64
+MAX_METADATA_VALUE_CHARS = 512
+
+HttpHandler = Callable[[Request], Awaitable[Response]]
+
+
+def _too_large(size: int) -> InvalidRequest:
+    error = InvalidRequest(
+        f"the upload is {size} bytes; the limit is {MAX_UPLOAD_BYTES} bytes ({MAX_UPLOAD_BYTES // 2**20} MiB). "
+        "Split the requests into several batch files",
+        param="file",
+        code="file_too_large",
+    )
+    error.status = 413
+    return error
+
+
+def _metadata(value: object) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidRequest(f"metadata must be an object of strings, got {type(value).__name__}", param="metadata")
+    if len(value) > MAX_METADATA_PAIRS:
+        raise InvalidRequest(
+            f"metadata has {len(value)} keys; at most {MAX_METADATA_PAIRS} are allowed", param="metadata"
+        )
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise InvalidRequest(f"metadata[{key!r}] must be a string, got {type(item).__name__}", param="metadata")
+        if len(key) > MAX_METADATA_KEY_CHARS or len(item) > MAX_METADATA_VALUE_CHARS:
+            raise InvalidRequest(
+                f"metadata[{key[:20]!r}]: keys are at most {MAX_METADATA_KEY_CHARS} characters "
+                f"and values at most {MAX_METADATA_VALUE_CHARS}",
+                param="metadata",
+            )
+    return dict(value)
+
+
+def _store_unavailable(e: RedisError) -> ServingError:
+    error = ServingError(
+        f"the batch store is unavailable ({type(e).__name__}); retry shortly", code="store_unavailable"
+    )
+    error.status = 503
+    return error
+
+
+def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: EventSink) -> list[Route]:
+    """The Files and Batch API routes over a built ``Gateway``; add them to ``gateway.extra_routes``."""
+
+    def handler(fn: Callable[[Request, Tenant], Awaitable[Response]]) -> HttpHandler:
+        async def run(request: Request) -> Response:
+            try:
+                tenant = gateway.keys.authenticate(request.headers.get("authorization"))
+                return await fn(request, tenant)
+            except ServingError as e:
+                return error_response(e)
+            except RedisError as e:
+                return error_response(_store_unavailable(e))
+
+        return run
+
+    async def audit(tenant: Tenant, action: str, **details: object) -> None:
+        event = {
+            "request_id": f"req_{uuid.uuid4().hex}",
+            "ts": gateway.clock.time(),
+            "region": gateway.region,
+            "tenant": tenant.name,
+            "action": action,
+            **details,
+        }
+        await sink.publish(TopicPurpose.AUDIT, tenant.name, event)
+
+    async def upload(request: Request, tenant: Tenant) -> Response:
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES:
+            raise _too_large(int(declared))
+        try:
+            form = await request.form(max_files=1, max_fields=4)
+        except HTTPException as e:
+            raise InvalidRequest(f"the upload is not valid multipart/form-data: {e.detail}", param="file") from e
+        try:
+            purpose, part = form.get("purpose"), form.get("file")
+            if purpose not in {p.value for p in UPLOAD_PURPOSES}:
+                raise InvalidRequest(
+                    f"purpose={purpose!r} is not supported; upload batch inputs with purpose 'batch'", param="purpose"
+                )
+            if not isinstance(part, UploadFile):
+                raise InvalidRequest("send the file as the multipart field 'file'", param="file")
+            data = bytearray()
+            while chunk := await part.read(READ_CHUNK_BYTES):
+                data += chunk
+                if len(data) > MAX_UPLOAD_BYTES:
+                    raise _too_large(len(data))
+            obj = await files.put(tenant.name, str(purpose), part.filename or "upload.jsonl", bytes(data))
+        finally:
+            await form.close()
+        await audit(tenant, "file.uploaded", file_id=obj["id"], bytes=obj["bytes"], purpose=obj["purpose"])
+        return JSONResponse(obj)
+
+    async def file_object(request: Request, tenant: Tenant) -> Response:
+        return JSONResponse(await files.get(tenant.name, request.path_params["file_id"]))
+
+    async def file_content(request: Request, tenant: Tenant) -> Response:
+        data = await files.content(tenant.name, request.path_params["file_id"])
+        return Response(data, media_type="application/octet-stream")
+
+    async def file_delete(request: Request, tenant: Tenant) -> Response:
+        deleted = await files.delete(tenant.name, request.path_params["file_id"])
+        await audit(tenant, "file.deleted", file_id=deleted["id"])
+        return JSONResponse(deleted)
+
+    async def create_batch(request: Request, tenant: Tenant) -> Response:
+        body = decode_body(await request.body())
+        input_file_id = body.get("input_file_id")
+        if not isinstance(input_file_id, str):
+            raise InvalidRequest(
+                "input_file_id is required: the id of an uploaded purpose='batch' file", param="input_file_id"
+            )
+        if body.get("endpoint") not in {e.value for e in Endpoint}:
+            raise InvalidRequest(
+                f"endpoint={body.get('endpoint')!r} is not supported; use one of {[e.value for e in Endpoint]}",
+                param="endpoint",
+            )
+        endpoint = Endpoint(str(body["endpoint"]))
+        window = body.get("completion_window")
+        if window not in COMPLETION_WINDOWS:
+            raise InvalidRequest(
+                f"completion_window={window!r} is not supported; use one of {list(COMPLETION_WINDOWS)}",
+                param="completion_window",
+            )
+        metadata = _metadata(body.get("metadata"))
+        meta = await files.get(tenant.name, input_file_id)
+        if meta.get("purpose") != FilePurpose.BATCH.value:
+            raise InvalidRequest(
+                f"file {input_file_id} has purpose {meta.get('purpose')!r}; a batch reads a purpose='batch' file",
+                param="input_file_id",
+            )
+        lines = parse_input(await files.content(tenant.name, input_file_id), endpoint)
+        now = gateway.clock.time()
+        batch = await jobs.create(
+            tenant.name,
+            endpoint=endpoint.value,
+            input_file_id=input_file_id,
+            completion_window=str(window),
+            completion_window_seconds=COMPLETION_WINDOWS[str(window)],
+            total=len(lines),
+            created_at=now,
+            metadata=metadata,
+        )
+        job: Json = {
+            "batch_id": batch["id"],
+            "tenant": tenant.name,
+            "endpoint": endpoint.value,
+            "input_file_id": input_file_id,
+            "created_at": now,
+            "expires_at": batch["expires_at"],
+        }
+        # Keyed by tenant: one tenant's batches share a partition and run in order, so one tenant's
+        # flood of batches occupies one worker, not all of them.
+        await sink.publish(TopicPurpose.BATCH, tenant.name, job)
+        await audit(tenant, "batch.created", batch_id=batch["id"], input_file_id=input_file_id, requests=len(lines))
+        return JSONResponse(batch)
+
+    async def get_batch(request: Request, tenant: Tenant) -> Response:
+        return JSONResponse(await jobs.get(tenant.name, request.path_params["batch_id"]))
+
+    async def list_batches(request: Request, tenant: Tenant) -> Response:
+        raw_limit = request.query_params.get("limit", "20")
+        if not raw_limit.isdigit():
+            raise InvalidRequest(f"limit={raw_limit!r} must be a whole number", param="limit")
+        data, has_more = await jobs.page(tenant.name, limit=int(raw_limit), after=request.query_params.get("after"))
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+                "has_more": has_more,
+            }
+        )
+
+    async def cancel_batch(request: Request, tenant: Tenant) -> Response:
+        batch = await jobs.cancel(tenant.name, request.path_params["batch_id"], at=gateway.clock.time())
+        await audit(tenant, "batch.cancelled", batch_id=batch["id"], status=batch["status"])
+        return JSONResponse(batch)
+
+    return [
+        Route("/v1/files", handler(upload), methods=["POST"]),
+        Route("/v1/files/{file_id}", handler(file_object), methods=["GET"]),
+        Route("/v1/files/{file_id}", handler(file_delete), methods=["DELETE"]),
+        Route("/v1/files/{file_id}/content", handler(file_content), methods=["GET"]),
+        Route("/v1/batches", handler(create_batch), methods=["POST"]),
+        Route("/v1/batches", handler(list_batches), methods=["GET"]),
+        Route("/v1/batches/{batch_id}", handler(get_batch), methods=["GET"]),
+        Route("/v1/batches/{batch_id}/cancel", handler(cancel_batch), methods=["POST"]),
+    ]

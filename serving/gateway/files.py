@@ -1,0 +1,158 @@
+"""The Files API's storage: batch inputs that tenants upload and the outputs batch workers write.
+
+A file belongs to exactly one tenant. Asking for another tenant's file is a
+404 ``NotFound``, the same answer as for a file that never existed, so that
+ids cannot be probed. ``DirectoryFileStore`` keeps each file under
+``root/<tenant>/`` on a volume the gateway and the batch workers share; in a
+cloud region the same Protocol is met by object storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from serving.errors import NotFound
+from serving.types import Clock, Json, SystemClock
+
+# OpenAI allows 200 MB for a batch input. The gateway holds an upload in memory while it validates every
+# line (the bytes, then the decoded JSON, roughly 3x), and its pod's limit is 2 GiB
+# (components/gateway.py), so 100 MiB keeps two concurrent uploads well inside it. 100 MiB is still
+# about 50,000 requests of 2 KB each, OpenAI's per-batch request limit.
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+MAX_FILENAME_CHARS = 255  # what most filesystems allow; the name is metadata only, never a path
+
+FILE_ID = re.compile(r"^file-[0-9a-f]{32}$")
+TENANT_DIR = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")  # tokenplane.spec.Name: a safe directory name
+
+
+class FilePurpose(StrEnum):
+    BATCH = "batch"  # an uploaded batch input (JSONL of requests)
+    BATCH_OUTPUT = "batch_output"  # a batch's output or error file, written by a worker
+
+
+class FileStore(Protocol):
+    """Tenant-scoped file storage in OpenAI's file object terms."""
+
+    async def put(self, tenant: str, purpose: str, filename: str, data: bytes) -> Json:
+        """Store ``data``; return its file object (``id`` "file-<hex>", ``object`` "file", ``bytes``, ...)."""
+        ...
+
+    async def get(self, tenant: str, file_id: str) -> Json:
+        """The file object; ``NotFound`` if the tenant has no such file."""
+        ...
+
+    async def content(self, tenant: str, file_id: str) -> bytes:
+        """The file's bytes; ``NotFound`` if the tenant has no such file."""
+        ...
+
+    async def delete(self, tenant: str, file_id: str) -> Json:
+        """Remove the file; return OpenAI's deletion object ``{"id", "object": "file", "deleted": true}``."""
+        ...
+
+
+def _not_found(file_id: str) -> NotFound:
+    return NotFound(f"No such File object: {file_id}", param="file_id", code="file_not_found")
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write to a temporary name in the same directory, then rename: readers see all of it or nothing."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with temporary.open("wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+class DirectoryFileStore:
+    """Files on a local or mounted directory: ``root/<tenant>/<file_id>.data`` and ``<file_id>.json``.
+
+    The content is written before the metadata, and the metadata is what makes
+    a file exist, so a crash between the two leaves an orphan, never a file
+    object without content. Blocking filesystem calls run in a thread.
+    """
+
+    def __init__(self, root: Path, *, clock: Clock | None = None) -> None:
+        self.root = Path(root)
+        self.clock = clock or SystemClock()
+
+    def _dir(self, tenant: str) -> Path:
+        if not TENANT_DIR.match(tenant):
+            raise ValueError(f"tenant {tenant!r} is not a spec tenant name (lowercase letters, digits and '-')")
+        return self.root / tenant
+
+    def _paths(self, tenant: str, file_id: str) -> tuple[Path, Path]:
+        if not FILE_ID.match(file_id):  # also keeps '../' out of the path
+            raise _not_found(file_id)
+        folder = self._dir(tenant)
+        return folder / f"{file_id}.data", folder / f"{file_id}.json"
+
+    async def put(self, tenant: str, purpose: str, filename: str, data: bytes) -> Json:
+        if purpose not in {p.value for p in FilePurpose}:
+            raise ValueError(f"purpose {purpose!r} is not one of {[p.value for p in FilePurpose]}")
+        file_id = f"file-{secrets.token_hex(16)}"
+        content, meta = self._paths(tenant, file_id)
+        obj: Json = {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(data),
+            "created_at": int(self.clock.time()),
+            "filename": filename[:MAX_FILENAME_CHARS],
+            "purpose": purpose,
+            "status": "processed",
+            "status_details": None,
+            "expires_at": None,
+        }
+
+        def write() -> None:
+            content.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomically(content, data)
+            _write_atomically(meta, json.dumps(obj).encode())
+
+        await asyncio.to_thread(write)
+        return obj
+
+    async def get(self, tenant: str, file_id: str) -> Json:
+        _, meta = self._paths(tenant, file_id)
+        try:
+            raw = await asyncio.to_thread(meta.read_bytes)
+        except FileNotFoundError:
+            raise _not_found(file_id) from None
+        obj: Json = json.loads(raw)
+        return obj
+
+    async def content(self, tenant: str, file_id: str) -> bytes:
+        content, meta = self._paths(tenant, file_id)
+
+        def read() -> bytes:
+            if not meta.exists():
+                raise FileNotFoundError(meta)
+            return content.read_bytes()
+
+        try:
+            return await asyncio.to_thread(read)
+        except FileNotFoundError:
+            raise _not_found(file_id) from None
+
+    async def delete(self, tenant: str, file_id: str) -> Json:
+        content, meta = self._paths(tenant, file_id)
+
+        def remove() -> None:
+            meta.unlink()  # first: from here on the file does not exist
+            content.unlink(missing_ok=True)
+
+        try:
+            await asyncio.to_thread(remove)
+        except FileNotFoundError:
+            raise _not_found(file_id) from None
+        return {"id": file_id, "object": "file", "deleted": True}

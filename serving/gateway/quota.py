@@ -1,0 +1,243 @@
+"""Stage 6: each tenant's monthly token and dollar quota, one ledger shared by every gateway replica.
+
+A tenant-month is one Redis hash, ``<prefix>:quota:<tenant>:<YYYY-MM>`` with
+fields ``tokens`` and ``micro_usd``. Months are calendar months in UTC, so a
+new month starts with a new, empty key and the old one expires by itself
+after ``MONTH_KEY_TTL_SECONDS``. Dollars are integer micro-dollars so that
+millions of increments add up exactly.
+
+A request reserves its worst case before the call (its token estimate, and
+the chain's highest price for it) with a check-and-charge Lua script, so that
+concurrent requests can never spend past the limit together. ``settle``
+applies the difference once the real usage and price are known. A hold is
+settled in the month it was reserved in, even if the month ended meanwhile.
+
+A tenant with neither ``monthly_tokens`` nor ``monthly_usd`` is unlimited and
+costs no Redis call. If Redis is unreachable the ledger fails open (requests
+pass), sets ``degraded``, logs one warning per outage, and keeps what was
+spent meanwhile in memory, which it adds to the ledger once Redis is back.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from serving.errors import QuotaExceeded
+from serving.types import Clock
+from tokenplane.spec import Tenant
+
+log = logging.getLogger(__name__)
+
+MONTH_KEY_TTL_SECONDS = 40 * 86_400  # longer than any month, so a month's ledger outlives its last write
+MICRO = 1_000_000  # micro-dollars per dollar
+PENDING_LIMIT = 4096  # tenant-months spent during an outage, kept until Redis returns; tenants come from the spec
+
+# KEYS[1]: the tenant-month hash. ARGV: tokens, micro_usd (the reservation), token_limit, micro_usd_limit
+# (-1 = no limit), ttl. Returns {0, field, used} when the reservation would pass a limit, else {1, tokens, micro_usd}.
+_RESERVE = """
+local tokens = tonumber(ARGV[1])
+local micro = tonumber(ARGV[2])
+local token_limit = tonumber(ARGV[3])
+local micro_limit = tonumber(ARGV[4])
+local used = redis.call('HMGET', KEYS[1], 'tokens', 'micro_usd')
+local used_tokens = tonumber(used[1]) or 0
+local used_micro = tonumber(used[2]) or 0
+if token_limit >= 0 and used_tokens + tokens > token_limit then
+  return {0, 'tokens', used_tokens}
+end
+if micro_limit >= 0 and used_micro + micro > micro_limit then
+  return {0, 'usd', used_micro}
+end
+local now_tokens = redis.call('HINCRBY', KEYS[1], 'tokens', tokens)
+local now_micro = redis.call('HINCRBY', KEYS[1], 'micro_usd', micro)
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+return {1, now_tokens, now_micro}
+"""
+
+
+def to_micro(usd: float) -> int:
+    """Dollars as whole micro-dollars (rounded to the nearest)."""
+    return round(usd * MICRO)
+
+
+def month_of(ts: float) -> str:
+    """The UTC calendar month of a wall-clock time, as ``YYYY-MM``."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m")
+
+
+def month_end(ts: float) -> datetime:
+    """The first instant of the UTC month after the one ``ts`` is in: when the quota resets."""
+    now = datetime.fromtimestamp(ts, UTC)
+    return datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaHold:
+    """What ``reserve`` charged, to be settled against the real usage.
+
+    Attributes:
+        tenant: The tenant's name.
+        key: The tenant-month hash it was charged to; None for an unlimited tenant (nothing to settle).
+        tokens: Tokens charged in Redis now (0 when the hold was taken while Redis was unreachable).
+        micro_usd: Micro-dollars charged in Redis now (likewise 0 when degraded).
+        degraded: True when Redis was unreachable and the request passed unchecked.
+    """
+
+    tenant: str
+    key: str | None
+    tokens: int = 0
+    micro_usd: int = 0
+    degraded: bool = False
+
+
+class QuotaLedger:
+    """Monthly tokens and dollars per tenant, in Redis, charged atomically across replicas.
+
+    Args:
+        redis: The shared Redis.
+        clock: Wall-clock time decides the month.
+        prefix: The first part of every key (``<prefix>:quota:<tenant>:<YYYY-MM>``).
+    """
+
+    def __init__(self, redis: aioredis.Redis, *, clock: Clock, prefix: str = "tp") -> None:
+        self.redis = redis
+        self.clock = clock
+        self.prefix = prefix
+        self._reserve = redis.register_script(_RESERVE)
+        self._degraded = False
+        # Spent while Redis was unreachable: key -> [tokens, micro_usd], added to Redis once it is back.
+        self._pending: dict[str, list[int]] = {}
+
+    @property
+    def degraded(self) -> bool:
+        """True while Redis is unreachable and quotas are not enforced."""
+        return self._degraded
+
+    def key(self, tenant: str, ts: float | None = None) -> str:
+        return f"{self.prefix}:quota:{tenant}:{month_of(self.clock.time() if ts is None else ts)}"
+
+    async def reserve(self, tenant: Tenant, *, tokens: int, usd: float) -> QuotaHold:
+        """Charge a request's worst case to this month, or raise if it would pass a limit.
+
+        Args:
+            tenant: The tenant; ``monthly_tokens`` and ``monthly_usd`` are its limits (None = none).
+            tokens: The request's token estimate.
+            usd: The most the request can cost.
+
+        Returns:
+            The hold to settle after the call.
+
+        Raises:
+            QuotaExceeded: used + this request would pass ``monthly_tokens`` or ``monthly_usd``.
+        """
+        if tenant.monthly_tokens is None and tenant.monthly_usd is None:
+            return QuotaHold(tenant.name, None)
+        now = self.clock.time()
+        key = self.key(tenant.name, now)
+        micro = to_micro(usd)
+        token_limit = tenant.monthly_tokens if tenant.monthly_tokens is not None else -1
+        micro_limit = to_micro(tenant.monthly_usd) if tenant.monthly_usd is not None else -1
+        try:
+            await self._flush_pending()
+            ok, what, used = await self._reserve(
+                keys=[key], args=[tokens, micro, token_limit, micro_limit, MONTH_KEY_TTL_SECONDS]
+            )
+        except (RedisError, OSError) as e:
+            self._down(e)
+            return QuotaHold(tenant.name, key, degraded=True)
+        self._up()
+        if int(ok) == 0:
+            raise _exceeded(
+                tenant, what.decode() if isinstance(what, bytes) else str(what), int(used), tokens, micro, now
+            )
+        return QuotaHold(tenant.name, key, tokens, micro)
+
+    async def settle(self, hold: QuotaHold, *, tokens: int, usd: float) -> None:
+        """Replace the hold's reservation by what the request really used and cost.
+
+        Args:
+            hold: What ``reserve`` returned.
+            tokens: The tokens the request consumed (0 when nothing answered it).
+            usd: What it cost.
+        """
+        if hold.key is None:
+            return
+        delta_tokens = tokens - hold.tokens
+        delta_micro = to_micro(usd) - hold.micro_usd
+        if delta_tokens == 0 and delta_micro == 0:
+            return
+        try:
+            await self._flush_pending()
+            await self._add(hold.key, delta_tokens, delta_micro)
+        except (RedisError, OSError) as e:
+            self._down(e)
+            self._remember(hold.key, delta_tokens, delta_micro)
+            return
+        self._up()
+
+    async def usage(self, tenant: Tenant) -> tuple[int, float]:
+        """This month's tokens and dollars so far ((0, 0.0) when unknown because Redis is unreachable)."""
+        try:
+            tokens, micro = await self.redis.hmget(self.key(tenant.name), ["tokens", "micro_usd"])
+        except (RedisError, OSError) as e:
+            self._down(e)
+            return 0, 0.0
+        self._up()
+        return int(tokens or 0), int(micro or 0) / MICRO
+
+    async def _add(self, key: str, tokens: int, micro: int) -> None:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hincrby(key, "tokens", tokens)
+            pipe.hincrby(key, "micro_usd", micro)
+            pipe.expire(key, MONTH_KEY_TTL_SECONDS)
+            await pipe.execute()
+
+    def _remember(self, key: str, tokens: int, micro: int) -> None:
+        entry = self._pending.get(key)
+        if entry is None:
+            if len(self._pending) >= PENDING_LIMIT:
+                log.error("quota: %d tenant-months already pending; usage of %s is not recorded", PENDING_LIMIT, key)
+                return
+            entry = self._pending[key] = [0, 0]
+        entry[0] += tokens
+        entry[1] += micro
+
+    async def _flush_pending(self) -> None:
+        while self._pending:
+            key, (tokens, micro) = next(iter(self._pending.items()))
+            await self._add(key, tokens, micro)  # raises while Redis is still away; the entry stays
+            del self._pending[key]
+
+    def _down(self, error: BaseException) -> None:
+        if not self._degraded:
+            self._degraded = True
+            log.warning(
+                "quota: Redis is unreachable (%s: %s); monthly quotas are not enforced until it returns, "
+                "and usage meanwhile is kept in memory",
+                type(error).__name__,
+                error,
+            )
+
+    def _up(self) -> None:
+        if self._degraded:
+            self._degraded = False
+            log.warning("quota: Redis is reachable again; monthly quotas are enforced")
+
+
+def _exceeded(tenant: Tenant, what: str, used: int, tokens: int, micro: int, now: float) -> QuotaExceeded:
+    resets = month_end(now)
+    days = max(0.0, (resets.timestamp() - now) / 86_400)
+    when = f"the quota resets at {resets:%Y-%m-%dT%H:%M:%SZ} (in {days:.1f} days)"
+    if what == "tokens":
+        detail = f"monthly_tokens: used {used} of {tenant.monthly_tokens}, this request needs up to {tokens}"
+    else:
+        detail = f"monthly_usd: used ${used / MICRO:.2f} of ${tenant.monthly_usd:.2f}, this request may cost up to ${micro / MICRO:.4f}"
+    return QuotaExceeded(
+        f"You exceeded your current quota: tenant {tenant.name} {detail}; {when}. "
+        "Raise the tenant's limit or wait for the reset."
+    )

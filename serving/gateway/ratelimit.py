@@ -1,0 +1,351 @@
+"""Stage 5: requests and tokens per minute per tenant, shared by every gateway replica through Redis.
+
+The algorithm is two token buckets per tenant, kept in one Redis hash: one of
+``rpm`` requests and one of ``tpm`` tokens. Each holds at most its per-minute
+limit and refills continuously at limit/60 per second, so a tenant may burst
+up to one minute's allowance and then runs at its steady rate. A request
+needs one request token and its whole token estimate (prompt + max output);
+both buckets are checked and charged together in one Lua script, so two
+replicas can never both spend the last tokens. The script reads the time from
+Redis (``TIME``), not from the replica, so replicas whose clocks disagree
+still refill one bucket consistently.
+
+The estimate is reconciled once the response is done: unused tokens go back
+(never above capacity), and usage beyond the estimate is charged, which may
+push the bucket below zero. That debt delays the tenant's next requests
+instead of being forgiven.
+
+If Redis is unreachable the limiter degrades rather than failing requests:
+each replica falls back to an in-process bucket per tenant sized at the limit
+divided by the number of replicas (the ``replicas`` hint), logs one warning
+per outage, and sets ``degraded``. It probes Redis again every
+``PROBE_INTERVAL_SECONDS`` so that an outage costs each request no connection
+attempt, and a recovered Redis is used again at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import redis.asyncio as aioredis
+from redis.exceptions import MaxConnectionsError, RedisError
+
+from serving.errors import RateLimited, retry_after_header
+from serving.types import Clock, SystemClock
+from tokenplane.spec import Tenant
+
+log = logging.getLogger(__name__)
+
+PROBE_INTERVAL_SECONDS = (
+    1.0  # while degraded, try Redis at most this often; other requests go straight to the local bucket
+)
+LOCAL_BUCKETS_LIMIT = (
+    4096  # in-process buckets kept while degraded; tenants come from the spec, so this is never reached in practice
+)
+SECONDS_PER_MINUTE = 60.0
+
+# One script for both operations, so that acquire and reconcile share the refill arithmetic.
+# KEYS[1]: the tenant's hash {r: requests left, t: tokens left, at: µs of the last update, Redis time}.
+# ARGV: rpm, tpm, amount, op. op "acquire" takes 1 request and `amount` tokens if both fit;
+# op "adjust" adds `amount` tokens (a refund > 0, never above capacity; an overage < 0, may go negative).
+# Returns {verdict, r, t}: verdict 0 admitted (or adjusted), 1 out of requests, 2 out of tokens.
+# Levels travel as strings: Redis truncates Lua numbers to integers in replies.
+_SCRIPT = """
+local rpm = tonumber(ARGV[1])
+local tpm = tonumber(ARGV[2])
+local amount = tonumber(ARGV[3])
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local state = redis.call('HMGET', KEYS[1], 'r', 't', 'at')
+local r = tonumber(state[1]) or rpm
+local t = tonumber(state[2]) or tpm
+local at = tonumber(state[3]) or now
+local elapsed = math.max(0, now - at) / 1000000
+r = math.min(rpm, r + elapsed * rpm / 60)
+t = math.min(tpm, t + elapsed * tpm / 60)
+local verdict = 0
+if ARGV[4] == 'acquire' then
+  if r < 1 then
+    verdict = 1
+  elseif t < amount then
+    verdict = 2
+  else
+    r = r - 1
+    t = t - amount
+  end
+else
+  t = math.min(tpm, t + amount)
+end
+redis.call('HSET', KEYS[1], 'r', string.format('%.17g', r), 't', string.format('%.17g', t), 'at', string.format('%d', now))
+-- A bucket that has refilled completely is the same as no key, so the key lives only until then.
+local full_in = math.max((rpm - r) / rpm, (tpm - t) / tpm) * 60
+redis.call('PEXPIRE', KEYS[1], math.ceil(full_in * 1000) + 1000)
+return {verdict, string.format('%.17g', r), string.format('%.17g', t)}
+"""
+
+_ADMITTED, _OUT_OF_REQUESTS, _OUT_OF_TOKENS = 0, 1, 2
+
+
+def format_reset(seconds: float) -> str:
+    """A duration as OpenAI writes its reset headers: ``"20ms"``, ``"1s"``, ``"6m0s"``, ``"1h0m0s"``."""
+    if seconds <= 0:
+        return "0s"
+    if seconds < 1:
+        return f"{max(1, math.ceil(seconds * 1000))}ms"
+    whole = math.ceil(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
+
+
+def _headers(rpm: float, tpm: float, requests_left: float, tokens_left: float) -> dict[str, str]:
+    """OpenAI's ``x-ratelimit-*`` headers for buckets of these capacities at these levels."""
+    return {
+        "x-ratelimit-limit-requests": str(math.floor(rpm)),
+        "x-ratelimit-remaining-requests": str(max(0, math.floor(requests_left))),
+        "x-ratelimit-reset-requests": format_reset((rpm - requests_left) * SECONDS_PER_MINUTE / rpm),
+        "x-ratelimit-limit-tokens": str(math.floor(tpm)),
+        "x-ratelimit-remaining-tokens": str(max(0, math.floor(tokens_left))),
+        "x-ratelimit-reset-tokens": format_reset((tpm - tokens_left) * SECONDS_PER_MINUTE / tpm),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """What ``acquire`` admitted: one request and ``tokens`` of TPM, to be reconciled after the call.
+
+    Attributes:
+        tenant: The tenant's name.
+        tokens: The TPM tokens reserved (the request's estimate, prompt + max output).
+        rpm: The tenant's requests-per-minute limit at the time of the reservation.
+        tpm: The tenant's tokens-per-minute limit at the time of the reservation.
+        headers: The ``x-ratelimit-*`` headers after this request, for the response.
+        local: True when it came from the in-process bucket because Redis was unreachable.
+    """
+
+    tenant: str
+    tokens: int
+    rpm: int
+    tpm: int
+    headers: dict[str, str] = field(default_factory=dict)
+    local: bool = False
+
+
+class _LocalBucket:
+    """The degraded-mode pair of buckets: the same arithmetic as the script, on the replica's monotonic clock."""
+
+    __slots__ = ("at", "requests", "rpm", "tokens", "tpm")
+
+    def __init__(self, rpm: float, tpm: float, now: float) -> None:
+        self.rpm, self.tpm = rpm, tpm
+        self.requests, self.tokens = rpm, tpm
+        self.at = now
+
+    def refill(self, now: float) -> None:
+        elapsed = max(0.0, now - self.at)
+        self.requests = min(self.rpm, self.requests + elapsed * self.rpm / SECONDS_PER_MINUTE)
+        self.tokens = min(self.tpm, self.tokens + elapsed * self.tpm / SECONDS_PER_MINUTE)
+        self.at = now
+
+
+class RateLimiter:
+    """RPM and TPM per tenant, atomic across gateway replicas that share one Redis.
+
+    Args:
+        redis: The shared Redis. Give it short socket timeouts: a hung Redis delays requests until they pass.
+        prefix: The first part of every key (``<prefix>:ratelimit:<tenant>``).
+        replicas: How many gateway replicas share the limit; sizes the local buckets while Redis is down.
+        clock: Time for the local buckets and the probe interval (Redis keeps its own time).
+    """
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        *,
+        prefix: str = "tp",
+        replicas: int = 1,
+        clock: Clock | None = None,
+    ) -> None:
+        if replicas < 1:
+            raise ValueError(f"replicas={replicas} must be at least 1 (the number of gateway replicas)")
+        self.redis = redis
+        self.prefix = prefix
+        self.replicas = replicas
+        self.clock: Clock = clock or SystemClock()
+        self._script = redis.register_script(_SCRIPT)
+        self._local: OrderedDict[str, _LocalBucket] = OrderedDict()
+        self._degraded = False
+        self._probe_at = 0.0
+        self._pool_warned = False
+
+    @property
+    def degraded(self) -> bool:
+        """True while Redis is unreachable and each replica limits on its own share."""
+        return self._degraded
+
+    def key(self, tenant: str) -> str:
+        return f"{self.prefix}:ratelimit:{tenant}"
+
+    async def acquire(self, tenant: Tenant, *, tokens: int) -> Reservation:
+        """Admit one request of ``tokens`` estimated tokens, or raise.
+
+        Args:
+            tenant: The tenant, whose ``rpm`` and ``tpm`` are the limits.
+            tokens: The request's estimate (prompt + max output), reserved from TPM until ``reconcile``.
+
+        Returns:
+            The reservation, with the ``x-ratelimit-*`` headers for the response.
+
+        Raises:
+            RateLimited: ``type`` "requests" or "tokens", with ``retry-after`` and ``x-ratelimit-*``
+                headers; a request larger than the whole TPM gets no ``retry-after``, since it never fits.
+        """
+        if tokens < 0:
+            raise ValueError(f"tokens={tokens} must not be negative")
+        if tokens > tenant.tpm:
+            raise _never_fits(tenant, tokens)
+        levels = await self._run(tenant, tokens, "acquire")
+        if levels is None:
+            return self._acquire_locally(tenant, tokens)
+        verdict, requests_left, tokens_left = levels
+        headers = _headers(tenant.rpm, tenant.tpm, requests_left, tokens_left)
+        if verdict != _ADMITTED:
+            raise _rejection(tenant, verdict, tokens, tenant.rpm, tenant.tpm, requests_left, tokens_left, headers)
+        return Reservation(tenant.name, tokens, tenant.rpm, tenant.tpm, headers)
+
+    async def reconcile(self, reservation: Reservation, *, actual_tokens: int) -> None:
+        """Give back what the request did not use, or charge what it used beyond its estimate.
+
+        Args:
+            reservation: What ``acquire`` returned.
+            actual_tokens: The tokens the request really consumed (0 for a cache hit or a failure).
+        """
+        delta = reservation.tokens - max(0, actual_tokens)
+        if delta == 0:
+            return
+        if not reservation.local:
+            levels = await self._run_raw(reservation.tenant, reservation.rpm, reservation.tpm, delta, "adjust")
+            if levels is not None:
+                return
+        # Taken locally, or Redis went away since: the local bucket stands in for the shared one.
+        bucket = self._bucket(reservation.tenant, reservation.rpm, reservation.tpm)
+        bucket.refill(self.clock.monotonic())
+        bucket.tokens = min(bucket.tpm, bucket.tokens + delta)
+
+    async def _run(self, tenant: Tenant, amount: int, op: str) -> tuple[int, float, float] | None:
+        return await self._run_raw(tenant.name, tenant.rpm, tenant.tpm, amount, op)
+
+    async def _run_raw(self, tenant: str, rpm: int, tpm: int, amount: int, op: str) -> tuple[int, float, float] | None:
+        """The script's verdict and levels, or None when Redis is unreachable (the caller goes local)."""
+        now = self.clock.monotonic()
+        if self._degraded and now < self._probe_at:
+            return None
+        try:
+            verdict, requests_left, tokens_left = await self._script(
+                keys=[self.key(tenant)], args=[rpm, tpm, amount, op]
+            )
+        except MaxConnectionsError:
+            # This replica's connection pool is exhausted, but Redis is fine: only this call goes local.
+            if not self._pool_warned:
+                self._pool_warned = True
+                log.warning(
+                    "rate limiter: the Redis connection pool is exhausted; the overflow is limited locally "
+                    "(give the client a BlockingConnectionPool so that bursts wait for a connection)"
+                )
+            return None
+        except (RedisError, OSError) as e:
+            self._probe_at = now + PROBE_INTERVAL_SECONDS
+            if not self._degraded:
+                self._degraded = True
+                log.warning(
+                    "rate limiter: Redis is unreachable (%s: %s); each replica now limits tenants locally "
+                    "at 1/%d of their RPM and TPM until it returns",
+                    type(e).__name__,
+                    e,
+                    self.replicas,
+                )
+            return None
+        if self._degraded:
+            self._degraded = False
+            self._local.clear()  # the next outage starts from full local buckets, not from stale ones
+            log.warning("rate limiter: Redis is reachable again; limits are shared across replicas")
+        return int(verdict), float(requests_left), float(tokens_left)
+
+    def _bucket(self, tenant: str, rpm: int, tpm: int) -> _LocalBucket:
+        bucket = self._local.get(tenant)
+        share_rpm, share_tpm = rpm / self.replicas, tpm / self.replicas
+        if bucket is None or bucket.rpm != share_rpm or bucket.tpm != share_tpm:
+            bucket = _LocalBucket(share_rpm, share_tpm, self.clock.monotonic())
+            self._local[tenant] = bucket
+            while len(self._local) > LOCAL_BUCKETS_LIMIT:
+                self._local.popitem(last=False)
+        self._local.move_to_end(tenant)
+        return bucket
+
+    def _acquire_locally(self, tenant: Tenant, tokens: int) -> Reservation:
+        bucket = self._bucket(tenant.name, tenant.rpm, tenant.tpm)
+        bucket.refill(self.clock.monotonic())
+        # A request larger than this replica's share (but within the whole TPM) passes when the local
+        # bucket is full, going into debt: otherwise it could never pass while Redis is down.
+        need = min(float(tokens), bucket.tpm)
+        verdict = _ADMITTED
+        if bucket.requests < 1:
+            verdict = _OUT_OF_REQUESTS
+        elif bucket.tokens < need:
+            verdict = _OUT_OF_TOKENS
+        else:
+            bucket.requests -= 1
+            bucket.tokens -= tokens
+        headers = _headers(bucket.rpm, bucket.tpm, bucket.requests, bucket.tokens)
+        if verdict != _ADMITTED:
+            raise _rejection(tenant, verdict, need, bucket.rpm, bucket.tpm, bucket.requests, bucket.tokens, headers)
+        return Reservation(tenant.name, tokens, tenant.rpm, tenant.tpm, headers, local=True)
+
+
+def _never_fits(tenant: Tenant, tokens: int) -> RateLimited:
+    error = RateLimited(
+        f"Request too large for tenant {tenant.name} on tokens per min (TPM): limit {tenant.tpm}, "
+        f"requested {tokens} (prompt + max_tokens). It can never pass, so do not retry: "
+        "lower max_tokens or shorten the prompt.",
+        headers={
+            "x-ratelimit-limit-requests": str(tenant.rpm),
+            "x-ratelimit-limit-tokens": str(tenant.tpm),
+        },
+    )
+    error.type = "tokens"
+    return error
+
+
+def _rejection(
+    tenant: Tenant,
+    verdict: int,
+    tokens: float,
+    rpm: float,
+    tpm: float,
+    requests_left: float,
+    tokens_left: float,
+    headers: dict[str, str],
+) -> RateLimited:
+    if verdict == _OUT_OF_REQUESTS:
+        kind, what = "requests", "requests per min (RPM)"
+        wait = (1 - requests_left) * SECONDS_PER_MINUTE / rpm
+        detail = f"limit {math.floor(rpm)}, remaining 0"
+    else:
+        kind, what = "tokens", "tokens per min (TPM)"
+        wait = (tokens - tokens_left) * SECONDS_PER_MINUTE / tpm
+        detail = f"limit {math.floor(tpm)}, remaining {max(0, math.floor(tokens_left))}, requested {math.ceil(tokens)}"
+    retry = retry_after_header(wait)
+    error = RateLimited(
+        f"Rate limit reached for tenant {tenant.name} on {what}: {detail}. "
+        f"Please try again in {retry['retry-after']}s.",
+        headers={**retry, **headers},
+    )
+    error.type = kind
+    return error

@@ -1,0 +1,70 @@
+"""``python -m serving.modelgw``: the model gateway process.
+
+Reads ``TOKENPLANE_CONFIG``, ``TOKENPLANE_REGION`` and ``POOL_URL_<POOL>``
+(see ``serving.modelgw.config``) and serves on ``--host``/``--port``. A
+missing or invalid config exits with status 2 and one line saying what to fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+import aiohttp
+import uvicorn
+import uvloop
+from prometheus_client import CollectorRegistry
+
+from serving.modelgw.app import create_app
+from serving.modelgw.config import ConfigError, ModelGatewayConfig, load_modelgw_config, load_spec_from_env
+from serving.modelgw.gateway import ModelGateway
+
+DEFAULT_PORT = 8080
+# Connections kept to all replicas and providers together; vLLM handles hundreds of concurrent
+# streams per replica, and a pool has a handful of replicas behind each model gateway.
+CONNECTION_LIMIT = 1024
+EXIT_CONFIG = 2
+
+
+def _config(environ: Mapping[str, str]) -> ModelGatewayConfig:
+    spec, region = load_spec_from_env(environ)
+    return load_modelgw_config(spec, region, environ)
+
+
+async def _serve(config: ModelGatewayConfig, host: str, port: int) -> None:
+    registry = CollectorRegistry()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONNECTION_LIMIT)) as session:
+        gateway = ModelGateway(config, session=session, registry=registry)
+        try:
+            app = create_app(gateway, registry=registry)
+            server = uvicorn.Server(
+                uvicorn.Config(app, host=host, port=port, http="httptools", access_log=False, log_level="info")
+            )
+            await server.serve()
+        finally:
+            await gateway.aclose()
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m serving.modelgw", description="The model gateway process.")
+    parser.add_argument("--host", default="0.0.0.0")  # the pod's port; the NetworkPolicy limits callers
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = _config(os.environ if environ is None else environ)
+    except (ConfigError, ValueError, RuntimeError) as e:
+        print(f"serving.modelgw: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    # uvloop for the event loop; httptools parses HTTP (the Config above): both are the fast paths.
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(_serve(config, args.host, args.port))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""``HttpUpstream``: the AI gateway's side of the HTTP boundary to a remote model gateway.
+
+It sends the chain and the request's context as ``x-tokenplane-*`` headers,
+and turns the model gateway's answers back into what ``ModelGateway`` itself
+would have returned or raised: error JSON becomes the matching
+``serving.errors`` class, and an SSE error event (or a stream that stops
+without ``[DONE]``) becomes ``UpstreamStreamBroken``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+
+import aiohttp
+
+from serving.errors import (
+    ServingError,
+    UpstreamError,
+    UpstreamRejected,
+    UpstreamStreamBroken,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+)
+from serving.modelgw import headers as h
+from serving.modelgw.providers.vllm import SSE_DONE, sse_data
+from serving.types import Clock, Completion, Json, SystemClock, Target, UpstreamRequest, format_targets
+
+# The model gateway enforces the deadline itself; this margin only keeps a caller from hanging on
+# a model gateway that died without closing the connection.
+DEADLINE_GRACE_S = 5.0
+CONNECT_TIMEOUT_S = 5.0  # an in-cluster Service connects in milliseconds; seconds mean it is gone
+
+_BY_CODE: dict[str, type[UpstreamError]] = {
+    "upstream_unavailable": UpstreamUnavailable,
+    "upstream_timeout": UpstreamTimeout,
+    "stream_interrupted": UpstreamStreamBroken,
+    "upstream_error": UpstreamError,
+}
+
+
+def error_from_response(status: int, raw: bytes) -> ServingError:
+    """The ``serving.errors`` instance an error response from the model gateway stands for."""
+    try:
+        body = json.loads(raw)
+        error = body["error"]
+        message = str(error.get("message") or "")
+        code = error.get("code")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        text = raw.decode(errors="replace")[:500]
+        return UpstreamError(f"the model gateway answered HTTP {status}: {text}")
+    if code in _BY_CODE:
+        return _BY_CODE[code](message)
+    if 400 <= status < 500:  # the request itself was refused (by an upstream or by the model gateway)
+        return UpstreamRejected(message, status=status, body=body)
+    return UpstreamError(message)
+
+
+class HttpStream:
+    """``serving.types.CompletionStream`` over the model gateway's SSE response."""
+
+    def __init__(self, response: aiohttp.ClientResponse, first: Json, events: AsyncGenerator[Json, None]) -> None:
+        self.served_by = Target.parse(response.headers[h.SERVED_BY])
+        self.attempts = int(response.headers.get(h.ATTEMPTS, "1"))
+        self._response = response
+        self._first: Json | None = first
+        self._events = events
+
+    async def __aiter__(self) -> AsyncIterator[Json]:
+        try:
+            if self._first is not None:
+                first, self._first = self._first, None
+                yield first
+            async for chunk in self._events:
+                yield chunk
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP response; the model gateway sees the disconnect and cancels upstream."""
+        await self._events.aclose()
+        self._response.close()
+
+
+class HttpUpstream:
+    """``serving.types.Upstream`` over HTTP to a model gateway.
+
+    Args:
+        base_url: The model gateway's base URL, e.g. ``http://model-gateway:8080``.
+        session: A shared aiohttp session; the caller closes it.
+        clock: Turns the request's monotonic deadline into milliseconds left.
+    """
+
+    def __init__(self, base_url: str, *, session: aiohttp.ClientSession, clock: Clock | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._session = session
+        self._clock = clock or SystemClock()
+
+    def _headers(self, request: UpstreamRequest) -> dict[str, str]:
+        left = max(0.0, request.deadline - self._clock.monotonic())
+        return {
+            h.TARGETS: format_targets(request.targets),
+            h.REQUEST_ID: request.request_id,
+            h.TENANT: request.tenant,
+            h.PRIORITY: request.priority.value,
+            h.DEADLINE_MS: f"{left * 1000:.0f}",
+            h.AFFINITY: request.affinity_key,
+        }
+
+    def _timeout(self, request: UpstreamRequest) -> aiohttp.ClientTimeout:
+        left = max(0.0, request.deadline - self._clock.monotonic())
+        # sock_read bounds each wait for bytes, so a stream may run past the deadline once it has started.
+        return aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT_S, sock_read=left + DEADLINE_GRACE_S)
+
+    async def _post(self, request: UpstreamRequest, body: Json) -> aiohttp.ClientResponse:
+        try:
+            return await self._session.post(
+                self.base_url + request.endpoint.value,
+                json=body,
+                headers=self._headers(request),
+                timeout=self._timeout(request),
+            )
+        except aiohttp.ClientError as e:
+            raise UpstreamUnavailable(f"the model gateway at {self.base_url} is unreachable: {e}") from e
+        except TimeoutError as e:
+            raise UpstreamTimeout(f"the model gateway at {self.base_url} did not answer in time") from e
+
+    async def complete(self, request: UpstreamRequest) -> Completion:
+        """Send the request and wait for the whole response."""
+        response = await self._post(request, {**request.body, "stream": False})
+        try:
+            raw = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise UpstreamError(f"the model gateway at {self.base_url} broke the response: {e}") from e
+        finally:
+            response.release()
+        if response.status >= 400:
+            raise error_from_response(response.status, raw)
+        return Completion(
+            body=json.loads(raw),
+            served_by=Target.parse(response.headers[h.SERVED_BY]),
+            attempts=int(response.headers.get(h.ATTEMPTS, "1")),
+        )
+
+    async def stream(self, request: UpstreamRequest) -> HttpStream:
+        """Send the request; return once the first chunk is here (the model gateway sends headers only then)."""
+        response = await self._post(request, {**request.body, "stream": True})
+        try:
+            if response.status >= 400:
+                raise error_from_response(response.status, await response.read())
+            events = _chunks(response, self.base_url)
+            try:
+                first = await anext(events)
+            except StopAsyncIteration:
+                raise UpstreamStreamBroken(f"the model gateway at {self.base_url} sent an empty stream") from None
+            except UpstreamStreamBroken as e:
+                # Broken before any chunk reached us: nothing was sent on, so it reads as a failed attempt.
+                raise UpstreamError(e.message) from e
+        except BaseException:
+            response.close()
+            raise
+        return HttpStream(response, first, events)
+
+    async def aclose(self) -> None:
+        """The session is the caller's; nothing of its own to close."""
+
+
+async def _chunks(response: aiohttp.ClientResponse, where: str) -> AsyncGenerator[Json, None]:
+    try:
+        async for data in sse_data(response.content):
+            if data == SSE_DONE:
+                return
+            event = json.loads(data)
+            if "error" in event:
+                error = event["error"] or {}
+                raise UpstreamStreamBroken(str(error.get("message") or "the stream failed"))
+            yield event
+    except (aiohttp.ClientError, TimeoutError, ValueError) as e:
+        raise UpstreamStreamBroken(f"the stream from the model gateway at {where} broke: {e}") from e
+    raise UpstreamStreamBroken(f"the stream from the model gateway at {where} ended without [DONE]")

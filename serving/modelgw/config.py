@@ -1,0 +1,159 @@
+"""What one model gateway process serves: this region's pools with their replicas, and the providers.
+
+Built from the spec, the region name and the pod environment::
+
+    TOKENPLANE_CONFIG   the spec as JSON (the ConfigMap's platform.json) or a stacks/*.yaml file
+    TOKENPLANE_REGION   the region this process runs in
+    POOL_URL_<POOL>     comma-separated base URLs of that pool's replicas ('-' -> '_', upper case)
+
+A pool without ``POOL_URL_*`` is not available here, and a provider whose key
+does not resolve is unavailable: both stay in the config with the reason, so
+that a request whose chain names them is told why they were skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from serving.secrets import resolve_secret
+from tokenplane.errors import SpecLoadError
+from tokenplane.load import load_spec
+from tokenplane.spec import PlatformSpec, Provider, Tier
+from tokenplane.vllm_args import served_model_names
+
+log = logging.getLogger(__name__)
+
+CONFIG_ENV = "TOKENPLANE_CONFIG"
+REGION_ENV = "TOKENPLANE_REGION"
+
+
+class ConfigError(Exception):
+    """The process's environment does not describe a model gateway it can run; the message says how to fix it."""
+
+
+def pool_url_env(pool: str) -> str:
+    """``POOL_URL_<POOL>``, the variable that lists a pool's replicas."""
+    return f"POOL_URL_{pool.upper().replace('-', '_')}"
+
+
+@dataclass(frozen=True, slots=True)
+class PoolConfig:
+    """A self-hosted pool in this region.
+
+    Attributes:
+        name: The pool's name in the spec (the ``name`` of a ``pool:`` target).
+        tier: The pool's tier.
+        served_model: The name the replicas serve the model under (``--served-model-name``).
+        replicas: Base URLs of the replicas; empty when the pool has none here.
+    """
+
+    name: str
+    tier: Tier
+    served_model: str
+    replicas: tuple[str, ...]
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        if self.replicas:
+            return None
+        return f"pool {self.name} has no replicas in this region ({pool_url_env(self.name)} is not set)"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderConfig:
+    """An external provider and its resolved API key.
+
+    Attributes:
+        spec: The provider as the spec declares it.
+        api_key: The key, or ``None`` when the secret did not resolve (the provider is unavailable).
+    """
+
+    spec: Provider
+    api_key: str | None
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        if self.api_key:
+            return None
+        return f"provider {self.spec.name} has no API key ({self.spec.api_key_secret} did not resolve)"
+
+    def __repr__(self) -> str:  # the key must never reach a log line or a traceback
+        return f"ProviderConfig(spec={self.spec.name!r}, api_key={'***' if self.api_key else None})"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelGatewayConfig:
+    """Everything the model gateway needs from the spec and the environment."""
+
+    region: str
+    pools: dict[str, PoolConfig]
+    providers: dict[str, ProviderConfig]
+
+
+def load_modelgw_config(
+    spec: PlatformSpec,
+    region: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    resolve: Callable[[str], str | None] | None = None,
+) -> ModelGatewayConfig:
+    """The pools placed in ``region`` with their replica URLs, and every provider with its key.
+
+    Args:
+        spec: The platform spec.
+        region: The region this process serves.
+        environ: Where ``POOL_URL_*`` and ``env://`` secrets are read; the process's own when ``None``.
+        resolve: Reads a secret reference; ``resolve_secret`` over ``environ`` by default.
+
+    Raises:
+        ConfigError: ``region`` is not in the spec.
+    """
+    env = os.environ if environ is None else environ
+    names = [r.name for r in spec.regions]
+    if region not in names:
+        raise ConfigError(f"{REGION_ENV}={region} is not a region of the spec; choose one of {names}")
+    read = resolve or (lambda ref: resolve_secret(ref, environ=env))
+    pools: dict[str, PoolConfig] = {}
+    for placement in spec.region(region).pools:
+        pool = spec.pool(placement.pool)
+        raw = env.get(pool_url_env(pool.name), "")
+        replicas = tuple(u.strip().rstrip("/") for u in raw.split(",") if u.strip())
+        pools[pool.name] = PoolConfig(pool.name, pool.tier, served_model_names(spec, pool)[0], replicas)
+    providers = {p.name: ProviderConfig(p, read(p.api_key_secret)) for p in spec.providers}
+    reasons = [p.unavailable_reason for p in pools.values()] + [p.unavailable_reason for p in providers.values()]
+    for reason in filter(None, reasons):
+        log.info("unavailable here: %s", reason)
+    return ModelGatewayConfig(region, pools, providers)
+
+
+def load_spec_from_env(environ: Mapping[str, str]) -> tuple[PlatformSpec, str]:
+    """The spec from ``TOKENPLANE_CONFIG`` and the region from ``TOKENPLANE_REGION``.
+
+    Raises:
+        ConfigError: a variable is missing, the file is absent or the spec is invalid.
+    """
+    value = environ.get(CONFIG_ENV)
+    if not value:
+        raise ConfigError(f"{CONFIG_ENV} is not set; point it at the spec (platform.json or a stacks/*.yaml)")
+    path = Path(value)
+    if not path.is_file():
+        raise ConfigError(f"{CONFIG_ENV}={path} does not exist; point it at the spec (platform.json)")
+    try:
+        if path.suffix == ".json":
+            spec = PlatformSpec.model_validate_json(path.read_text(encoding="utf-8"))
+        else:
+            spec = load_spec(path)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ConfigError(f"{CONFIG_ENV}={path} is not a valid spec: {where}: {first['msg']}") from e
+    except (OSError, ValueError, SpecLoadError) as e:  # one line for the operator; the cause is chained
+        raise ConfigError(f"{CONFIG_ENV}={path} could not be read: {e}".splitlines()[0]) from e
+    region = environ.get(REGION_ENV) or spec.regions[0].name
+    return spec, region

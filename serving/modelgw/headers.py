@@ -1,0 +1,12 @@
+"""The HTTP headers between the AI gateway and the model gateway, named once for both sides."""
+
+from __future__ import annotations
+
+TARGETS = "x-tokenplane-targets"  # the failover chain, in format_targets form (required)
+REQUEST_ID = "x-tokenplane-request-id"
+TENANT = "x-tokenplane-tenant"
+PRIORITY = "x-tokenplane-priority"
+DEADLINE_MS = "x-tokenplane-deadline-ms"  # milliseconds left when the request was sent
+AFFINITY = "x-tokenplane-affinity"  # the prefix-affinity key
+SERVED_BY = "x-tokenplane-served-by"  # response: str(Target) of the target that answered
+ATTEMPTS = "x-tokenplane-attempts"  # response: attempts the request took

@@ -1,0 +1,1 @@
+"""How the model gateway speaks to each kind of upstream, behind one small ``Provider`` protocol."""

@@ -1,0 +1,106 @@
+"""A self-hosted pool's replica: vLLM's OpenAI API over the gateway's one pooled aiohttp session."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+
+import aiohttp
+
+from serving.errors import UpstreamError, UpstreamTimeout
+from serving.modelgw.providers.base import ProviderCall, status_error
+from serving.types import Endpoint, Json
+
+SSE_DONE = b"[DONE]"
+
+
+class VllmProvider:
+    """Replicas of the pools, reached at ``ProviderCall.url``.
+
+    Args:
+        session: The shared session: its connector keeps connections to the replicas alive.
+    """
+
+    endpoints = frozenset(Endpoint)
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
+
+    def _body(self, call: ProviderCall, *, stream: bool) -> Json:
+        body = {**call.body, "model": call.model, "stream": stream}
+        if stream:
+            # Usage must be known for metering even when the client did not ask for it.
+            body["stream_options"] = {**(call.body.get("stream_options") or {}), "include_usage": True}
+        else:
+            body.pop("stream_options", None)
+        return body
+
+    def _url(self, call: ProviderCall) -> str:
+        if call.url is None:
+            raise ValueError(f"{call.target} has no replica URL; the gateway chooses one before calling")
+        return call.url + call.endpoint.value
+
+    async def complete(self, call: ProviderCall) -> Json:
+        where = f"{call.target} at {call.url}"
+        try:
+            async with self._session.post(
+                self._url(call), json=self._body(call, stream=False), headers={"x-request-id": call.request_id}
+            ) as response:
+                raw = await response.read()
+                if response.status >= 400:
+                    raise status_error(where, response.status, raw)
+                body: Json = json.loads(raw)
+                return body
+        except (aiohttp.ServerTimeoutError, TimeoutError) as e:
+            raise UpstreamTimeout(f"{where} timed out") from e
+        except (aiohttp.ClientError, ValueError) as e:
+            raise UpstreamError(f"{where} failed: {type(e).__name__}: {e}") from e
+
+    async def stream(self, call: ProviderCall) -> AsyncGenerator[Json, None]:
+        where = f"{call.target} at {call.url}"
+        response: aiohttp.ClientResponse | None = None
+        finished = False
+        try:
+            response = await self._session.post(
+                self._url(call), json=self._body(call, stream=True), headers={"x-request-id": call.request_id}
+            )
+            if response.status >= 400:
+                raise status_error(where, response.status, await response.read())
+            async for data in sse_data(response.content):
+                if data == SSE_DONE:
+                    finished = True
+                    return
+                chunk = json.loads(data)
+                if isinstance(chunk, dict) and "error" in chunk:  # vLLM reports a failed generation in-band
+                    raise UpstreamError(f"{where} sent an error event: {chunk['error']}")
+                yield chunk
+            raise UpstreamError(f"{where} ended the stream before [DONE]")
+        except (aiohttp.ServerTimeoutError, TimeoutError) as e:
+            raise UpstreamTimeout(f"{where} timed out") from e
+        except (aiohttp.ClientError, ValueError) as e:
+            raise UpstreamError(f"{where} failed: {type(e).__name__}: {e}") from e
+        finally:
+            if response is not None:
+                if finished:
+                    response.release()  # the connection goes back to the pool
+                else:
+                    # Closing the connection is how the engine learns the client is gone and aborts.
+                    response.close()
+
+    async def aclose(self) -> None:
+        """The session is the caller's; nothing of its own to close."""
+
+
+async def sse_data(content: aiohttp.StreamReader) -> AsyncGenerator[bytes, None]:
+    """The ``data`` of each server-sent event (multi-line data joined with newlines); comments skipped."""
+    lines: list[bytes] = []
+    async for raw in content:
+        line = raw.rstrip(b"\r\n")
+        if not line:
+            if lines:
+                yield b"\n".join(lines)
+                lines = []
+        elif line.startswith(b"data:"):
+            lines.append(line[5:].removeprefix(b" "))
+    if lines:
+        yield b"\n".join(lines)

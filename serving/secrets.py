@@ -1,0 +1,88 @@
+"""Secret references, resolved where the secret is used and never written down.
+
+The spec names secrets by reference only (``tokenplane.spec.secret_ref``)::
+
+    env://VAR                   an environment variable (dev, CI)
+    k8s://namespace/name/key    a Kubernetes Secret mounted as files under
+                                /var/run/secrets/tokenplane/<namespace>/<name>/<key>
+    aws-sm://path               AWS Secrets Manager (boto3)
+
+A secret that is simply absent resolves to ``None``: the caller marks what
+needed it unavailable (a provider without a key is skipped, never faked). A
+reference the process cannot read at all (an unknown scheme, boto3 missing)
+raises, because that is a deployment mistake to fix, not a state to run in.
+Values are never logged.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+SECRETS_DIR = Path("/var/run/secrets/tokenplane")  # where the pod spec mounts the referenced Secrets
+SECRETS_DIR_ENV = "TOKENPLANE_SECRETS_DIR"  # overrides SECRETS_DIR (tests, a laptop)
+SCHEMES = ("env://", "k8s://", "aws-sm://")
+
+
+def resolve_secret(ref: str, *, environ: Mapping[str, str] | None = None) -> str | None:
+    """Read the secret that ``ref`` names.
+
+    Args:
+        ref: ``env://VAR``, ``k8s://namespace/name/key`` or ``aws-sm://path``.
+        environ: The environment to read ``env://`` variables and ``TOKENPLANE_SECRETS_DIR``
+            from; the process's own when ``None``.
+
+    Returns:
+        The secret, or ``None`` when it is not there (unset variable, no mounted file,
+        no such AWS secret).
+
+    Raises:
+        ValueError: ``ref`` has an unsupported scheme or a malformed path.
+        RuntimeError: ``aws-sm://`` was asked for and boto3 is not installed.
+    """
+    env = os.environ if environ is None else environ
+    scheme, sep, path = ref.partition("://")
+    if not sep or not path:
+        # Only a prefix: a "reference" with no scheme may be the secret itself, pasted in by mistake.
+        raise ValueError(
+            f"secret reference {ref[:6]!r}... has no scheme; write one of {', '.join(s + '...' for s in SCHEMES)}"
+        )
+    if scheme == "env":
+        return env.get(path)
+    if scheme == "k8s":
+        return _read_mounted(ref, path, Path(env.get(SECRETS_DIR_ENV) or SECRETS_DIR))
+    if scheme == "aws-sm":
+        return _read_aws(path)
+    raise ValueError(
+        f"secret reference {ref!r}: scheme {scheme}:// is not supported here; use one of {', '.join(SCHEMES)}"
+    )
+
+
+def _read_mounted(ref: str, path: str, base: Path) -> str | None:
+    parts = path.split("/")
+    if len(parts) != 3 or not all(parts) or any(p in (".", "..") for p in parts):
+        raise ValueError(f"secret reference {ref!r} must be k8s://<namespace>/<name>/<key>")
+    file = base.joinpath(*parts)
+    try:
+        # Mounted Secret files often end in a newline that is not part of the key.
+        return file.read_text().strip()
+    except FileNotFoundError:
+        return None
+
+
+def _read_aws(path: str) -> str | None:
+    try:
+        import boto3  # type: ignore[import-untyped]  # boto3 ships no type hints; boto3-stubs is not a dependency
+    except ImportError as e:
+        raise RuntimeError(
+            f"aws-sm://{path} needs boto3, which is not installed; pip install boto3 "
+            "(the serving image includes it) or reference the secret as k8s:// or env://"
+        ) from e
+    client = boto3.client("secretsmanager")
+    try:
+        value = client.get_secret_value(SecretId=path)
+    except client.exceptions.ResourceNotFoundException:
+        return None
+    secret = value.get("SecretString")
+    return secret if isinstance(secret, str) else None

@@ -1,0 +1,327 @@
+"""The Batch API end to end: the official openai client, the gateway, Kafka, a batch worker, the engine.
+
+Everything is real: the engine simulator for the small pool (where class D is
+routed) over HTTP, the model gateway in process, Redis and the Tansu broker as
+processes, and the gateway under uvicorn. Where a test needs a worker to be
+mid-job, a ``Gate`` layer in front of the real pipeline holds lines until the
+test lets them go, so nothing depends on timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+import redis.asyncio as aioredis
+from openai import AsyncOpenAI
+from prometheus_client import CollectorRegistry
+
+from serving.batch import BatchWorker
+from serving.engine.app import create_app as engine_app
+from serving.engine.config import EngineConfig
+from serving.gateway.app import Gateway, build_gateway, create_app
+from serving.gateway.batch_api import batch_routes
+from serving.gateway.batch_store import BatchStore
+from serving.gateway.call import Call, Handler, Reply
+from serving.gateway.files import DirectoryFileStore
+from serving.gateway.metering import KafkaSink
+from serving.gateway.runtime import topics
+from serving.modelgw.config import load_modelgw_config
+from serving.modelgw.gateway import ModelGateway
+from serving.types import SystemClock
+from tests.serving.conftest import Broker, consume, serve
+from tokenplane.spec import PlatformSpec
+
+KEYS = {"env://TOKENPLANE_KEY_DEMO": "sk-demo", "env://TOKENPLANE_KEY_ACME_EU": "sk-acme-eu"}
+KEY_OF = {"demo": "sk-demo", "acme-eu": "sk-acme-eu"}
+FINAL = {"completed", "failed", "cancelled", "expired"}
+POLL_SECONDS = 0.02
+WAIT_LIMIT_SECONDS = 20.0  # a guard against a hang, never an expectation about speed
+SESSION_TIMEOUT_MS = 1000  # Tansu holds a join for about the session timeout; keep the tests' joins short
+
+
+@dataclass
+class Stack:
+    spec: PlatformSpec
+    url: str
+    gateway: Gateway
+    files: DirectoryFileStore
+    jobs: BatchStore
+    bootstrap: str
+    clients: list[AsyncOpenAI] = dataclasses.field(default_factory=list)
+
+    def client(self, tenant: str = "demo", *, key: str | None = None) -> AsyncOpenAI:
+        client = AsyncOpenAI(base_url=self.url + "/v1", api_key=key or KEY_OF[tenant], max_retries=0)
+        self.clients.append(client)
+        return client
+
+    def worker(self, pipeline: Handler | None = None, **kwargs: Any) -> BatchWorker:
+        gateway = self.gateway if pipeline is None else dataclasses.replace(self.gateway, pipeline=pipeline)
+        return BatchWorker(
+            gateway,
+            files=self.files,
+            jobs=self.jobs,
+            bootstrap=self.bootstrap,
+            topic="batch-jobs",
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            **kwargs,
+        )
+
+
+@pytest.fixture
+async def stack(dev_spec: PlatformSpec, redis_url: str, kafka: Broker, tmp_path: Path) -> AsyncIterator[Stack]:
+    async with contextlib.AsyncExitStack() as exit:
+        engine = await exit.enter_async_context(
+            serve(engine_app(EngineConfig.from_spec(dev_spec, "small", speed=math.inf)))
+        )
+        session = aiohttp.ClientSession()
+        exit.push_async_callback(session.close)
+        registry = CollectorRegistry()
+        config = load_modelgw_config(dev_spec, "local", {"POOL_URL_SMALL": engine})
+        upstream = ModelGateway(config, session=session, registry=registry)
+        exit.push_async_callback(upstream.aclose)
+        redis = aioredis.Redis.from_url(redis_url)
+        exit.push_async_callback(redis.aclose)
+        sink = KafkaSink(kafka.bootstrap, topics(dev_spec), spool_dir=tmp_path / "spool", clock=SystemClock())
+        await sink.start()
+        exit.push_async_callback(sink.aclose)
+        gateway = build_gateway(
+            dev_spec, "local", redis=redis, upstream=upstream, sink=sink, resolve=KEYS.get, registry=registry
+        )
+        files, jobs = DirectoryFileStore(tmp_path / "files"), BatchStore(redis)
+        gateway.extra_routes += batch_routes(gateway, files=files, jobs=jobs, sink=sink)
+        url = await exit.enter_async_context(serve(create_app(gateway)))
+        stack = Stack(dev_spec, url, gateway, files, jobs, kafka.bootstrap)
+        yield stack
+        for client in stack.clients:
+            await client.close()
+
+
+class Gate:
+    """A layer in front of the pipeline: lets ``open`` lines through, then holds each one until ``release``."""
+
+    def __init__(self, inner: Handler, *, open: int) -> None:
+        self.inner = inner
+        self.open = open
+        self.calls = 0
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, call: Call) -> Reply:
+        self.calls += 1
+        if self.calls > self.open:
+            self.holding.set()
+            await self.release.wait()
+        return await self.inner(call)
+
+
+def chat_line(custom_id: str, text: str = "Summarise the quarter in one line.") -> dict[str, Any]:
+    return {
+        "custom_id": custom_id,
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "small", "messages": [{"role": "user", "content": text}], "max_tokens": 20},
+    }
+
+
+def jsonl(lines: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+async def submit(client: AsyncOpenAI, lines: list[dict[str, Any]]) -> str:
+    uploaded = await client.files.create(file=("requests.jsonl", jsonl(lines)), purpose="batch")
+    batch = await client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    return batch.id
+
+
+async def settled(client: AsyncOpenAI, batch_id: str) -> openai.types.Batch:
+    async with asyncio.timeout(WAIT_LIMIT_SECONDS):
+        while (batch := await client.batches.retrieve(batch_id)).status not in FINAL:
+            await asyncio.sleep(POLL_SECONDS)
+    return batch
+
+
+@contextlib.asynccontextmanager
+async def running(worker: BatchWorker) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(worker.run())
+    try:
+        yield task
+    finally:
+        await worker.stop()
+        await task
+
+
+async def read_jsonl(client: AsyncOpenAI, file_id: str | None) -> list[dict[str, Any]]:
+    if file_id is None:
+        return []
+    content = await client.files.content(file_id)
+    return [json.loads(line) for line in content.text.splitlines()]
+
+
+# --- the whole path ------------------------------------------------------------------------------
+
+
+async def test_a_batch_runs_every_line_at_batch_priority_in_class_d(stack: Stack) -> None:
+    client = stack.client()
+    ids = [f"req-{i}" for i in range(5)]
+    batch_id = await submit(client, [chat_line(i, f"Question {i}: what is a forecast?") for i in ids])
+    worker = stack.worker()
+    async with running(worker):
+        batch = await settled(client, batch_id)
+    assert batch.status == "completed"
+    assert worker.registry.get_sample_value("tokenplane_batch_pending_jobs", {"region": "local"}) == 0
+    assert batch.request_counts is not None
+    assert (batch.request_counts.total, batch.request_counts.completed, batch.request_counts.failed) == (5, 5, 0)
+    assert batch.error_file_id is None and batch.in_progress_at and batch.completed_at
+    output = await read_jsonl(client, batch.output_file_id)
+    assert sorted(line["custom_id"] for line in output) == ids
+    for line in output:
+        assert line["id"].startswith("batch_req_") and line["error"] is None
+        assert line["response"]["status_code"] == 200
+        assert line["response"]["body"]["usage"]["completion_tokens"] > 0
+    events = [json.loads(v) for v in await consume(stack.bootstrap, "usage-events", count=5)]
+    assert len(events) == 5
+    assert {(e["tenant"], e["workload_class"], e["priority"], e["status"]) for e in events} == {
+        ("demo", "D", "batch", 200)
+    }
+    assert {e["request_id"] for e in events} == {line["response"]["request_id"] for line in output}
+
+
+async def test_another_tenant_cannot_see_the_batch_or_its_files(stack: Stack) -> None:
+    client, other = stack.client("demo"), stack.client("acme-eu")
+    batch_id = await submit(client, [chat_line("only")])
+    async with running(stack.worker()):
+        batch = await settled(client, batch_id)
+    assert batch.output_file_id is not None
+    with pytest.raises(openai.NotFoundError):
+        await other.batches.retrieve(batch_id)
+    with pytest.raises(openai.NotFoundError):
+        await other.batches.cancel(batch_id)
+    for file_id in (batch.input_file_id, batch.output_file_id):
+        with pytest.raises(openai.NotFoundError):
+            await other.files.retrieve(file_id)
+        with pytest.raises(openai.NotFoundError):
+            await other.files.content(file_id)
+        with pytest.raises(openai.NotFoundError):
+            await other.files.delete(file_id)
+    assert [b.id async for b in other.batches.list()] == []
+    assert [b.id async for b in client.batches.list()] == [batch_id]
+
+
+async def test_a_bad_line_is_refused_with_a_400_naming_its_line(stack: Stack) -> None:
+    client = stack.client()
+    lines = [chat_line("a"), {**chat_line("b"), "url": "/v1/embeddings"}, chat_line("c")]
+    uploaded = await client.files.create(file=("requests.jsonl", jsonl(lines)), purpose="batch")
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    assert "line 2" in caught.value.message and "/v1/embeddings" in caught.value.message
+    assert [b async for b in client.batches.list()] == []
+
+
+async def test_an_upload_and_a_batch_are_audited_and_the_job_is_queued(stack: Stack) -> None:
+    batch_id = await submit(stack.client(), [chat_line("a"), chat_line("b")])
+    audits = [json.loads(v) for v in await consume(stack.bootstrap, "audit-events", count=2)]
+    assert [a["action"] for a in audits] == ["file.uploaded", "batch.created"]
+    assert all(a["tenant"] == "demo" for a in audits) and audits[1]["batch_id"] == batch_id
+    [job] = [json.loads(v) for v in await consume(stack.bootstrap, "batch-jobs", count=1)]
+    assert (job["batch_id"], job["tenant"]) == (batch_id, "demo")
+
+
+async def test_an_upload_without_the_batch_purpose_is_refused(stack: Stack) -> None:
+    with pytest.raises(openai.BadRequestError, match="purpose"):
+        await stack.client().files.create(file=("x.jsonl", b"{}\n"), purpose="fine-tune")
+
+
+async def test_a_request_without_a_key_is_refused(stack: Stack) -> None:
+    anonymous = stack.client(key="sk-unknown")
+    with pytest.raises(openai.AuthenticationError):
+        await anonymous.batches.list()
+
+
+# --- cancel, restart, expiry ---------------------------------------------------------------------
+
+
+async def test_cancel_stops_starting_new_lines(stack: Stack) -> None:
+    client = stack.client()
+    batch_id = await submit(client, [chat_line(f"req-{i}") for i in range(5)])
+    gate = Gate(stack.gateway.pipeline, open=1)
+    async with running(stack.worker(gate, concurrency=1)):
+        await gate.holding.wait()  # line 2 is in flight
+        assert (await client.batches.cancel(batch_id)).status == "cancelling"
+        gate.release.set()
+        batch = await settled(client, batch_id)
+    assert batch.status == "cancelled" and batch.cancelled_at
+    assert gate.calls == 2
+    assert batch.request_counts is not None and batch.request_counts.completed == 2
+    assert [line["custom_id"] for line in await read_jsonl(client, batch.output_file_id)] == ["req-0", "req-1"]
+
+
+async def test_a_batch_cancelled_before_any_worker_starts_never_runs(stack: Stack) -> None:
+    client = stack.client()
+    batch_id = await submit(client, [chat_line("a")])
+    assert (await client.batches.cancel(batch_id)).status == "cancelled"
+    gate = Gate(stack.gateway.pipeline, open=10)
+    worker = stack.worker(gate)
+    assert await worker.process(batch_id, "demo") is True
+    assert gate.calls == 0 and (await client.batches.retrieve(batch_id)).status == "cancelled"
+
+
+async def test_a_worker_restarted_mid_job_does_not_redo_finished_lines(stack: Stack) -> None:
+    client = stack.client()
+    ids = [f"req-{i}" for i in range(5)]
+    batch_id = await submit(client, [chat_line(i) for i in ids])
+    first = Gate(stack.gateway.pipeline, open=2)
+    worker = stack.worker(first, concurrency=1)
+    task = asyncio.create_task(worker.run())
+    await first.holding.wait()  # lines 1-2 done, line 3 in flight
+    await worker.stop()
+    first.release.set()
+    await task  # stopped mid-job: the job's offset is not committed
+    mid = await client.batches.retrieve(batch_id)
+    assert mid.status == "in_progress" and mid.request_counts is not None and mid.request_counts.completed == 3
+
+    second = Gate(stack.gateway.pipeline, open=10)
+    async with running(stack.worker(second)):  # the same consumer group is handed the job again
+        batch = await settled(client, batch_id)
+    assert batch.status == "completed" and second.calls == 2
+    assert batch.request_counts is not None and batch.request_counts.completed == 5
+    assert sorted(line["custom_id"] for line in await read_jsonl(client, batch.output_file_id)) == ids
+
+
+@dataclass
+class LaterClock:
+    """The wall clock a day and an hour on: the batch's 24-hour window has passed."""
+
+    offset: float = 25 * 3600.0
+
+    def monotonic(self) -> float:
+        return SystemClock.monotonic()
+
+    def time(self) -> float:
+        return SystemClock.time() + self.offset
+
+
+async def test_a_job_past_its_completion_window_is_marked_expired(stack: Stack) -> None:
+    client = stack.client()
+    batch_id = await submit(client, [chat_line("a"), chat_line("b")])
+    gate = Gate(stack.gateway.pipeline, open=10)
+    late = dataclasses.replace(stack.gateway, pipeline=gate, clock=LaterClock())
+    worker = BatchWorker(late, files=stack.files, jobs=stack.jobs, bootstrap=stack.bootstrap, topic="batch-jobs")
+    assert await worker.process(batch_id, "demo") is True
+    batch = await client.batches.retrieve(batch_id)
+    assert batch.status == "expired" and gate.calls == 0
+    assert batch.request_counts is not None and batch.request_counts.failed == 2
+    errors = await read_jsonl(client, batch.error_file_id)
+    assert {(e["custom_id"], e["error"]["code"]) for e in errors} == {("a", "batch_expired"), ("b", "batch_expired")}

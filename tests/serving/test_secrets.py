@@ -1,0 +1,54 @@
+"""resolve_secret: each scheme, absent secrets, and the errors that name the fix."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from serving.secrets import resolve_secret
+
+
+def test_env_ref_reads_the_variable() -> None:
+    assert resolve_secret("env://OPENAI_API_KEY", environ={"OPENAI_API_KEY": "sk-test"}) == "sk-test"
+
+
+def test_env_ref_to_an_unset_variable_is_none() -> None:
+    assert resolve_secret("env://OPENAI_API_KEY", environ={}) is None
+
+
+def test_k8s_ref_reads_the_mounted_file_without_its_trailing_newline(tmp_path: Path) -> None:
+    (tmp_path / "serving" / "providers").mkdir(parents=True)
+    (tmp_path / "serving" / "providers" / "openai").write_text("sk-mounted\n")
+    environ = {"TOKENPLANE_SECRETS_DIR": str(tmp_path)}
+    assert resolve_secret("k8s://serving/providers/openai", environ=environ) == "sk-mounted"
+
+
+def test_k8s_ref_without_a_mounted_file_is_none(tmp_path: Path) -> None:
+    environ = {"TOKENPLANE_SECRETS_DIR": str(tmp_path)}
+    assert resolve_secret("k8s://serving/providers/openai", environ=environ) is None
+
+
+@pytest.mark.parametrize("ref", ["k8s://serving/openai", "k8s://serving/../etc/passwd", "k8s://a//b"])
+def test_malformed_k8s_ref_names_the_expected_form(ref: str) -> None:
+    with pytest.raises(ValueError, match=r"k8s://<namespace>/<name>/<key>"):
+        resolve_secret(ref, environ={})
+
+
+def test_unsupported_scheme_names_it_and_the_supported_ones() -> None:
+    with pytest.raises(ValueError, match=r"vault:// is not supported.*env://, k8s://, aws-sm://"):
+        resolve_secret("vault://kv/openai", environ={})
+
+
+def test_ref_without_a_scheme_is_refused_without_echoing_it() -> None:
+    with pytest.raises(ValueError, match="has no scheme") as info:
+        resolve_secret("sk-live-secret", environ={})
+    assert "sk-live-secret" not in str(info.value)  # a scheme-less "reference" may be a pasted secret
+
+
+def test_aws_ref_without_boto3_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "boto3", None)  # what an image without boto3 looks like to `import`
+    with pytest.raises(RuntimeError, match="pip install boto3") as info:
+        resolve_secret("aws-sm://prod/openai", environ={})
+    assert isinstance(info.value.__cause__, ImportError)

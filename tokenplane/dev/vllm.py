@@ -1,0 +1,165 @@
+"""``--engine vllm``: each pool replica is a real ``vllm serve`` on this machine's GPUs.
+
+The flags come from ``tokenplane.vllm_args``, the function the Kubernetes Deployment uses,
+so a laptop and a cluster run the same engine configuration. Weights come from each
+registry entry's ``local_path``; ``vllm_args`` expects ``models_dir/<name>-<version>``, so
+``models_dir`` is a farm of symlinks under the state directory. Each replica gets its own
+``tensor_parallel x pipeline_parallel`` GPUs through ``CUDA_VISIBLE_DEVICES``.
+
+Everything is checked before anything starts: the ``vllm`` package, a GPU, enough GPUs for
+the region's replicas, and the weights on disk.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from tokenplane.dev.services import VLLM_START_TIMEOUT, DevOptions, Service, Stage, has_module
+from tokenplane.errors import SpecError
+from tokenplane.spec import PlatformSpec, Pool, Region
+from tokenplane.standins import LOOPBACK
+from tokenplane.vllm_args import artifacts, vllm_args
+
+NVIDIA_SMI_TIMEOUT = 10.0  # seconds; a driver that hangs this long is as good as absent
+
+
+class EngineUnavailable(SpecError):
+    """``--engine vllm`` cannot run here: no vllm, no GPU, too few GPUs, or weights not on disk."""
+
+
+def nvidia_smi_gpus() -> list[str] | None:
+    """The GPUs ``nvidia-smi -L`` lists (their indices), or None when it is absent or fails."""
+    binary = shutil.which("nvidia-smi")
+    if binary is None:
+        return None
+    try:
+        done = subprocess.run([binary, "-L"], capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return [str(i) for i, line in enumerate(done.stdout.splitlines()) if line.startswith("GPU ")]
+
+
+def visible_gpus(
+    environ: Mapping[str, str],
+    *,
+    has_vllm: Callable[[], bool] = lambda: has_module("vllm"),
+    list_gpus: Callable[[], list[str] | None] = nvidia_smi_gpus,
+) -> list[str]:
+    """The GPU ids this process may use, after checking that vLLM can run at all.
+
+    Raises:
+        EngineUnavailable: vllm is not installed, or there is no usable GPU.
+    """
+    if not has_vllm():
+        raise EngineUnavailable(
+            "--engine vllm needs the vllm package, which is not installed in this Python "
+            f"({sys.executable}); install it (pip install vllm) on a machine with NVIDIA GPUs, "
+            "or use --engine sim"
+        )
+    gpus = list_gpus()
+    if not gpus:
+        raise EngineUnavailable(
+            "--engine vllm needs an NVIDIA GPU, and `nvidia-smi -L` is absent, failed or listed none; "
+            "check the driver, or use --engine sim"
+        )
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [d.strip() for d in visible.split(",") if d.strip()]
+        if not ids or ids == ["-1"]:
+            raise EngineUnavailable(
+                f"--engine vllm needs a GPU, and CUDA_VISIBLE_DEVICES={visible!r} hides them all; "
+                "unset it or list the GPUs to use, e.g. CUDA_VISIBLE_DEVICES=0,1"
+            )
+        return ids
+    return gpus
+
+
+def link_models(spec: PlatformSpec, pools: list[Pool], models_dir: Path) -> Path:
+    """``models_dir/<name>-<version>`` -> each needed model's ``local_path``; returns ``models_dir``.
+
+    Raises:
+        EngineUnavailable: a model has no ``local_path``, or it is not a directory.
+    """
+    models_dir.mkdir(parents=True, exist_ok=True)
+    seen: set[str] = set()
+    for pool in pools:
+        for model in artifacts(spec, pool):
+            if model.ref in seen:
+                continue
+            seen.add(model.ref)
+            if model.local_path is None:
+                raise EngineUnavailable(
+                    f"models[{model.name}].local_path is not set, and --engine vllm loads pool {pool.name}'s "
+                    f"weights ({model.ref}, from {model.uri}) from local disk; download them and set "
+                    f"local_path: /path/to/{model.ref} in the spec"
+                )
+            target = Path(model.local_path).expanduser().resolve()
+            if not target.is_dir():
+                raise EngineUnavailable(
+                    f"models[{model.name}].local_path={model.local_path} is not a directory of weights; "
+                    f"download {model.uri} there (config.json, tokenizer and *.safetensors)"
+                )
+            link = models_dir / model.ref
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(target, target_is_directory=True)
+    return models_dir
+
+
+def vllm_command() -> list[str]:
+    """``vllm``, from this Python's environment first."""
+    beside = Path(sys.executable).parent / "vllm"
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("vllm")
+    return [found] if found else [sys.executable, "-m", "vllm.entrypoints.cli.main"]
+
+
+def vllm_engines(
+    options: DevOptions, env: dict[str, str], gpus: list[str], *, command: list[str] | None = None
+) -> Callable[[PlatformSpec, Region, list[tuple[str, Pool, int, int]]], list[Service]]:
+    """The engine builder ``services.plan_stack`` takes: one ``vllm serve`` per replica slot.
+
+    Raises (from the builder):
+        EngineUnavailable: the replicas need more GPUs than ``gpus``, or weights are missing.
+    """
+    command = command or vllm_command()
+
+    def build(spec: PlatformSpec, region: Region, slots: list[tuple[str, Pool, int, int]]) -> list[Service]:
+        needed = sum(p.tensor_parallel * p.pipeline_parallel for _, p, _, _ in slots)
+        if needed > len(gpus):
+            shapes = ", ".join(f"{name} {p.tensor_parallel}x{p.pipeline_parallel}" for name, p, _, _ in slots)
+            raise EngineUnavailable(
+                f"--engine vllm needs {needed} GPUs for region {region.name}'s replicas ({shapes}), and "
+                f"{len(gpus)} are visible ({','.join(gpus)}); lower the pools' min_replicas or tensor_parallel "
+                "in a spec for this machine, or use --engine sim"
+            )
+        models_dir = link_models(spec, [p for _, p, _, _ in slots], options.state_dir / "models")
+        services = []
+        free = iter(gpus)
+        for name, pool, port, index in slots:
+            devices = [next(free) for _ in range(pool.tensor_parallel * pool.pipeline_parallel)]
+            args = vllm_args(spec, pool, models_dir=str(models_dir), port=port)
+            services.append(
+                Service(
+                    name,
+                    Stage.ENGINES,
+                    [*command, "serve", *args, "--host", LOOPBACK],
+                    port,
+                    "--ports-from",
+                    env=env | {"CUDA_VISIBLE_DEVICES": ",".join(devices)},
+                    ready_url=f"http://{LOOPBACK}:{port}/health",
+                    start_timeout=VLLM_START_TIMEOUT,
+                    description=f"vllm serve: pool {pool.name} ({spec.model(pool.model).ref}), replica {index}, "
+                    f"GPUs {','.join(devices)}",
+                )
+            )
+        return services
+
+    return build
