@@ -48,7 +48,9 @@ sys.path.insert(0, str(ROOT))
 from tokenplane.standins import free_port, kafka_stand_in, redis_stand_in, wait_for_port  # noqa: E402
 
 KEY = "sk-bench-0001"
-BODY = {"model": "small", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8}
+MESSAGES = [{"role": "user", "content": "Say hello."}]
+VIA_BODY = {"model": "small", "messages": MESSAGES, "max_tokens": 8}  # a tier name: the gateway routes it
+DIRECT_BODY = {**VIA_BODY, "model": "small-chat"}  # the engine's served name: what the model gateway sends
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -74,14 +76,16 @@ def start(argv: list[str], env: dict[str, str], port: int, log: Path) -> subproc
     return process
 
 
-async def closed_loop(session: aiohttp.ClientSession, url: str, headers: dict[str, str], *, seconds: float, workers: int) -> int:
+async def closed_loop(
+    session: aiohttp.ClientSession, url: str, headers: dict[str, str], body: dict[str, object], *, seconds: float, workers: int
+) -> int:
     done = 0
     stop = time.perf_counter() + seconds
 
     async def worker() -> None:
         nonlocal done
         while time.perf_counter() < stop:
-            async with session.post(url, json=BODY, headers=headers) as r:
+            async with session.post(url, json=body, headers=headers) as r:
                 await r.read()
                 if r.status != 200:
                     raise RuntimeError(f"{url} answered {r.status}: {await r.text()}")
@@ -91,7 +95,9 @@ async def closed_loop(session: aiohttp.ClientSession, url: str, headers: dict[st
     return done
 
 
-async def open_loop(session: aiohttp.ClientSession, url: str, headers: dict[str, str], *, rate: float, seconds: float) -> list[float]:
+async def open_loop(
+    session: aiohttp.ClientSession, url: str, headers: dict[str, str], body: dict[str, object], *, rate: float, seconds: float
+) -> list[float]:
     """Send at a fixed rate regardless of answers (no coordinated omission); return each latency in seconds."""
     latencies: list[float] = []
     count = int(rate * seconds)
@@ -101,7 +107,7 @@ async def open_loop(session: aiohttp.ClientSession, url: str, headers: dict[str,
         due = start_at + i / rate
         await asyncio.sleep(max(0.0, due - time.perf_counter()))
         sent = time.perf_counter()
-        async with session.post(url, json=BODY, headers=headers) as r:
+        async with session.post(url, json=body, headers=headers) as r:
             await r.read()
             if r.status != 200:
                 raise RuntimeError(f"{url} answered {r.status}")
@@ -120,15 +126,15 @@ async def measure(engine_url: str, gateway_url: str, gateway_pid: int, args: arg
     connector = aiohttp.TCPConnector(limit=512)
     async with aiohttp.ClientSession(connector=connector) as session:
         direct_url, via_url = engine_url + "/v1/chat/completions", gateway_url + "/v1/chat/completions"
-        await closed_loop(session, direct_url, {}, seconds=1, workers=8)  # warm-up
-        await closed_loop(session, via_url, headers, seconds=1, workers=8)
+        await closed_loop(session, direct_url, {}, DIRECT_BODY, seconds=1, workers=8)  # warm-up
+        await closed_loop(session, via_url, headers, VIA_BODY, seconds=1, workers=8)
         before = cpu_seconds(gateway_pid)
         t0 = time.perf_counter()
-        served = await closed_loop(session, via_url, headers, seconds=args.seconds, workers=args.workers)
+        served = await closed_loop(session, via_url, headers, VIA_BODY, seconds=args.seconds, workers=args.workers)
         wall = time.perf_counter() - t0
         burned = cpu_seconds(gateway_pid) - before
-        direct = await open_loop(session, direct_url, {}, rate=args.rate, seconds=args.seconds)
-        via = await open_loop(session, via_url, headers, rate=args.rate, seconds=args.seconds)
+        direct = await open_loop(session, direct_url, {}, DIRECT_BODY, rate=args.rate, seconds=args.seconds)
+        via = await open_loop(session, via_url, headers, VIA_BODY, rate=args.rate, seconds=args.seconds)
     return {
         "closed_loop_rps": served / wall,
         "gateway_cpu_seconds": burned,

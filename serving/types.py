@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -204,7 +204,8 @@ class UsageEvent:
     streamed: bool
 
     def to_json(self) -> Json:
-        data = asdict(self)
+        # Flat fields only: a plain comprehension, not dataclasses.asdict's recursive deep copy, on the hot path.
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["cache"] = self.cache.value
         return data
 

@@ -196,11 +196,6 @@ def test_a_port_in_use_is_a_clear_error_and_nothing_starts(tmp_path: Path) -> No
     assert not (tmp_path / "logs").exists()
 
 
-@pytest.mark.xfail(
-    reason="serving.gateway.runtime does not mount the Files/Batch API routes (batch_api.batch_routes) yet, "
-    "so the smoke's batch check reports 'not available' and the run exits 1; strict: drop this mark once it does",
-    strict=True,
-)
 def test_smoke_runs_the_session_prints_the_table_and_exits_zero(tmp_path: Path) -> None:
     output = tmp_path / "smoke.out"
     process = start_stack(tmp_path, output, "--speed", "inf", "--smoke")

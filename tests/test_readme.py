@@ -42,7 +42,7 @@ def test_quickstart_main_job_runs_and_succeeds() -> None:
         [sys.executable, "-m", "tokenplane", *argv[1:]], check=False, cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "plan ok" in done.stdout
+    assert "checks passed" in done.stdout
 
 
 def _example_commands() -> list[str]:

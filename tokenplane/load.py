@@ -7,12 +7,20 @@ carry the field path. Joining the two gives messages like::
 
 JSON is parsed by the same YAML parser (JSON is YAML's flow style), so both get
 positions.
+
+Whatever the text holds, the loader answers with a ``PlatformSpec`` or a
+``SpecLoadError``: characters YAML forbids, scalars YAML cannot read (a bad
+``!!float`` or a date like ``2024-13-45``), unknown tags, recursive aliases and
+alias bombs are all located issues, never a PyYAML or Python exception.
 """
 
 from __future__ import annotations
 
+import math
+import re
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +33,24 @@ from tokenplane.spec_rules import SpecRuleViolations, format_loc
 
 Loc = tuple[str | int, ...]
 Position = tuple[int, int]
+
+# Aliases let a small text expand to an exponentially large tree (a "billion laughs" bomb). The largest
+# spec we ship expands to about 2,000 values; 100,000 leaves room for any real platform and still walks
+# in well under a second, instead of hanging the CLI and exhausting memory.
+MAX_VALUES = 100_000
+# A spec nests about six levels deep; anything far deeper is a mistake, and bounding it keeps the walk
+# (which recurses) well inside Python's recursion limit.
+MAX_DEPTH = 64
+# Spec integers are counts, sizes and limits; int64 is what Kubernetes, JSON consumers and the planner's
+# float arithmetic can carry. Larger ones would overflow those later instead of failing here.
+MAX_INT = 2**63 - 1
+# Values quoted back in messages are clipped so that one pasted blob cannot bury the other issues.
+MAX_QUOTED = 60
+
+# What YAML allows in a stream (YAML 1.1 section 5.1, PyYAML's reader): no C0 controls but tab and
+# newlines, no lone surrogates, no U+FFFE/U+FFFF.
+_NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_TAG_PREFIX = "tag:yaml.org,2002:"
 
 
 def load_spec(path: str | Path) -> PlatformSpec:
@@ -50,23 +76,80 @@ def load_spec_text(text: str, *, filename: str = "<spec>") -> PlatformSpec:
     """Validate spec text; ``filename`` is only used in messages."""
     data, positions = _parse(text, filename)
     try:
-        return PlatformSpec.model_validate(data)
+        spec = PlatformSpec.model_validate(data)
     except ValidationError as e:
         raise SpecLoadError(_issues(e, positions, filename)) from e
+    except ArithmeticError as e:
+        # A number too large for the rules' float arithmetic (a quoted "1e400", a 30-digit string) got
+        # past the field types; name the numbers that could have done it rather than crash.
+        raise SpecLoadError(_overflow_issues(data, positions, filename, e)) from e
+    non_finite = [
+        Issue(
+            format_loc(loc),
+            f"must be a finite number (got {value!r}); write a number",
+            filename,
+            *_locate(loc, positions),
+        )
+        for loc, value in _floats(spec, ())
+        if not math.isfinite(value)
+    ]
+    if non_finite:
+        raise SpecLoadError(non_finite)
+    return spec
 
 
 # libyaml's parser is several times faster than the pure-Python one; positions are the same.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+class _SpecLoader(_Loader):  # type: ignore[misc,valid-type]  # _Loader is chosen at import time
+    """The safe loader, reading a lone ``=`` as text instead of YAML 1.1's unsupported ``!!value``."""
+
+
+_SpecLoader.add_constructor(_TAG_PREFIX + "value", _SpecLoader.construct_yaml_str)
+
+
+def _position(text: str, index: int) -> Position:
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
 def _parse(text: str, filename: str) -> tuple[Any, dict[Loc, Position]]:
+    bad = _NON_PRINTABLE.search(text)
+    if bad:
+        char = bad.group()
+        kind = (
+            "a lone surrogate (the file was decoded wrongly)" if "\ud800" <= char <= "\udfff" else "a control character"
+        )
+        raise SpecLoadError(
+            [
+                Issue(
+                    "",
+                    f"not valid YAML/JSON: character U+{ord(char):04X} is {kind}, which YAML does not allow; "
+                    "delete it (or save the file as UTF-8 text)",
+                    filename,
+                    *_position(text, bad.start()),
+                )
+            ]
+        )
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=_SpecLoader)
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
-        problem = e.problem or e.context or "invalid YAML"
-        raise SpecLoadError([Issue("", f"not valid YAML/JSON: {problem}", filename, line, col)]) from e
+        raise SpecLoadError([_yaml_issue(e, filename)]) from e
+    except yaml.YAMLError as e:  # a ReaderError: the checks above should have caught its characters
+        raise SpecLoadError([Issue("", f"not valid YAML/JSON: {e}", filename, 1, 1)]) from e
+    except RecursionError as e:  # only the pure-Python parser recurses per level; libyaml stops at 1,000
+        raise SpecLoadError(
+            [
+                Issue(
+                    "",
+                    f"not valid YAML/JSON: nested too deeply (a spec nests under {MAX_DEPTH} levels)",
+                    filename,
+                    1,
+                    1,
+                )
+            ]
+        ) from e
     if node is None:
         raise SpecLoadError(
             [
@@ -80,12 +163,15 @@ def _parse(text: str, filename: str) -> tuple[Any, dict[Loc, Position]]:
                 )
             ]
         )
-    positions: dict[Loc, Position] = {}
-    duplicates: list[Issue] = []
-    _walk(node, (), positions, duplicates, filename)
-    if duplicates:
-        raise SpecLoadError(duplicates)
-    data = _Loader(text).construct_document(node)
+    walker = _Walker(_SpecLoader(""), filename)
+    walker.walk(node, ())
+    if walker.issues:
+        raise SpecLoadError(walker.issues)
+    try:
+        data = walker.constructor.construct_document(node)
+    except yaml.MarkedYAMLError as e:  # a bad merge key (<<) or an unhashable key: the mark says where
+        raise SpecLoadError([_yaml_issue(e, filename)]) from e
+    positions = walker.positions
     if not isinstance(data, dict):
         raise SpecLoadError(
             [Issue("", f"the top level must be a mapping of sections, got a {type(data).__name__}", filename, 1, 1)]
@@ -93,31 +179,129 @@ def _parse(text: str, filename: str) -> tuple[Any, dict[Loc, Position]]:
     return data, positions
 
 
-def _walk(node: yaml.Node, loc: Loc, positions: dict[Loc, Position], issues: list[Issue], filename: str) -> None:
-    positions.setdefault(loc, (node.start_mark.line + 1, node.start_mark.column + 1))
-    if isinstance(node, yaml.MappingNode):
+def _yaml_issue(error: yaml.MarkedYAMLError, filename: str) -> Issue:
+    mark = error.problem_mark or error.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    problem = error.problem or error.context or "invalid YAML"
+    if error.context and error.problem:  # "while constructing a mapping ... found unhashable key"
+        problem = f"{error.problem} ({error.context})"
+    return Issue("", f"not valid YAML/JSON: {problem}", filename, line, col)
+
+
+def _short(tag: str) -> str:
+    return "!!" + tag.removeprefix(_TAG_PREFIX) if tag.startswith(_TAG_PREFIX) else tag
+
+
+def _clip(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= MAX_QUOTED else f"{text[: MAX_QUOTED - 5]}... ({len(text)} characters)"
+
+
+def _unreadable(error: Exception) -> str:
+    if isinstance(error, KeyError):  # SafeConstructor looks a !!bool up in its table of spellings
+        return "not one of true, false, yes, no, on, off"
+    if isinstance(error, AttributeError):  # its !!timestamp regex found no match
+        return "not a date or time"
+    return str(getattr(error, "problem", None) or error)
+
+
+class _Walker:
+    """Walks the node tree once: records positions, and checks what YAML itself lets through."""
+
+    def __init__(self, constructor: yaml.SafeLoader, filename: str) -> None:
+        self.constructor = constructor
+        self.filename = filename
+        self.positions: dict[Loc, Position] = {}
+        self.issues: list[Issue] = []
+        self.values = 0
+        self._open: set[int] = set()  # ids of the collections being walked: an alias to one is a cycle
+
+    def issue(self, node: yaml.Node, loc: Loc, message: str) -> None:
+        self.issues.append(
+            Issue(format_loc(loc), message, self.filename, node.start_mark.line + 1, node.start_mark.column + 1)
+        )
+
+    def walk(self, node: yaml.Node, loc: Loc) -> None:
+        self.positions.setdefault(loc, (node.start_mark.line + 1, node.start_mark.column + 1))
+        self.values += 1
+        if self.values > MAX_VALUES:
+            self.issue(
+                node,
+                loc,
+                f"the spec expands to more than {MAX_VALUES:,} values: aliases (*name) of anchors (&name) that "
+                "themselves hold aliases multiply its size; repeat fewer nested aliases",
+            )
+            raise SpecLoadError(self.issues)
+        if node.tag not in type(self.constructor).yaml_constructors:
+            self.issue(node, loc, f"unknown tag {_short(node.tag)}; a spec holds plain YAML values, so delete the tag")
+            return
+        if isinstance(node, yaml.ScalarNode):
+            self._scalar(node, loc)
+            return
+        if id(node) in self._open:
+            self.issue(node, loc, "an alias (*name) refers to a value that contains the alias itself, so it never ends")
+            return
+        if len(loc) >= MAX_DEPTH:
+            self.issue(node, loc, f"nested {len(loc)} levels deep; a spec nests only a few levels, so flatten it")
+            return
+        self._open.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            self._mapping(node, loc)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self.walk(item, (*loc, i))
+        self._open.discard(id(node))
+
+    def _mapping(self, node: yaml.MappingNode, loc: Loc) -> None:
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
-            key = str(key_node.value)
             line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.issue(
+                    key_node, loc, "a key must be a plain name, not a list or mapping; quote it or fix the indentation"
+                )
+                continue
+            key = str(key_node.value)
             if key in seen:
-                issues.append(
+                self.issues.append(
                     Issue(
                         format_loc((*loc, key)),
-                        f"key {key!r} appears twice (first on line {seen[key]}); "
+                        f"key {_clip(key)} appears twice (first on line {seen[key]}); "
                         "YAML keeps only the last, so delete one",
-                        filename,
+                        self.filename,
                         line,
                         key_node.start_mark.column + 1,
                     )
                 )
             seen[key] = line
             # A key's own position is where a reader looks for an unknown or misspelt key.
-            positions[(*loc, key)] = (line, key_node.start_mark.column + 1)
-            _walk(value_node, (*loc, key), positions, issues, filename)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _walk(item, (*loc, i), positions, issues, filename)
+            self.positions[(*loc, key)] = (line, key_node.start_mark.column + 1)
+            self.walk(value_node, (*loc, key))
+
+    def _scalar(self, node: yaml.ScalarNode, loc: Loc) -> None:
+        """Construct the scalar now, so that a value YAML cannot read is reported at its field."""
+        kind = _short(node.tag)
+        try:
+            value = self.constructor.construct_object(node)
+        # PyYAML's scalar constructors raise these bare, without a position: a date like 2024-13-45
+        # (ValueError), !!bool maybe (KeyError), !!timestamp soon (AttributeError), bad !!binary.
+        except (yaml.YAMLError, ValueError, KeyError, AttributeError, TypeError, OverflowError) as e:
+            fix = (
+                "quote it if it is text, or write a real date as YYYY-MM-DD"
+                if kind == "!!timestamp"
+                else f"write a valid {kind.removeprefix('!!')} or quote the value to keep it as text"
+            )
+            reason = _unreadable(e)
+            self.issue(node, loc, f"{_clip(node.value)} cannot be read as YAML {kind} ({reason}); {fix}")
+            return
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+            self.issue(
+                node,
+                loc,
+                f"integer {_clip(value)} is out of range; spec integers lie within +-{MAX_INT:,} (2**63 - 1)",
+            )
+        elif isinstance(value, float) and not math.isfinite(value):
+            self.issue(node, loc, f"must be a finite number (got {_clip(node.value)}); write a number")
 
 
 def _locate(loc: Loc, positions: dict[Loc, Position]) -> Position | tuple[None, None]:
@@ -154,9 +338,63 @@ def _message(err: Any, loc: Loc) -> str:
     if kind == "missing":
         return "required field is missing"
     value = err.get("input")
+    if isinstance(value, str) and len(value) > MAX_QUOTED:  # e.g. "unknown GPU '<a pasted blob>'"
+        msg = msg.replace(repr(value), _clip(value)).replace(value, _clip(value))
     if isinstance(value, (str, int, float, bool)) and kind not in ("value_error", "assertion_error"):
-        return f"{msg} (got {value!r})"
+        return f"{msg} (got {_clip(value)})"
     return msg
+
+
+def _floats(value: Any, loc: Loc) -> Iterator[tuple[Loc, float]]:
+    """Every float in a validated spec, with its path, so that NaN and infinity written as text are caught."""
+    if isinstance(value, float):
+        yield loc, value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from _floats(getattr(value, name), (*loc, name))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _floats(item, (*loc, str(key)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _floats(item, (*loc, i))
+
+
+def _overflow_issues(data: Any, positions: dict[Loc, Position], filename: str, error: ArithmeticError) -> list[Issue]:
+    """Issues for the numbers in ``data`` too large to compute with, after ``error`` stopped the rules."""
+    issues = [
+        Issue(
+            format_loc(loc),
+            f"{_clip(value)} is too large to compute with ({error}); use a number within +-{MAX_INT:,}",
+            filename,
+            *_locate(loc, positions),
+        )
+        for loc, value in _leaves(data, ())
+        if _too_large(value)
+    ]
+    return issues or [
+        Issue("", f"a number in the spec is too large to compute with ({error}); look for huge values", filename, 1, 1)
+    ]
+
+
+def _leaves(value: Any, loc: Loc) -> Iterator[tuple[Loc, Any]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, (*loc, str(key)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, (*loc, i))
+    else:
+        yield loc, value
+
+
+def _too_large(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value = float(value.replace("_", ""))
+        except ValueError:
+            return False
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= MAX_INT
 
 
 def _fields_at(loc: Loc) -> list[str]:

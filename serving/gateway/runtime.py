@@ -80,6 +80,23 @@ def pool_urls(spec: PlatformSpec, environ: Mapping[str, str]) -> dict[str, list[
     return urls
 
 
+REDIS_MAX_CONNECTIONS = 256  # a replica's requests in flight at 1,000 req/s and ~50 ms each, with room to spare
+REDIS_POOL_TIMEOUT_SECONDS = 1.0  # waiting longer than this for a connection is an outage: degrade instead
+REDIS_SOCKET_TIMEOUT_SECONDS = 0.5  # a limit check is a sub-millisecond Lua call; a stalled Redis must not stall requests
+
+
+def redis_client(url: str) -> aioredis.Redis:
+    """A client whose callers wait for a pooled connection instead of failing at redis-py's default 100."""
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url,
+        max_connections=REDIS_MAX_CONNECTIONS,
+        timeout=REDIS_POOL_TIMEOUT_SECONDS,
+        socket_timeout=REDIS_SOCKET_TIMEOUT_SECONDS,
+        socket_connect_timeout=REDIS_SOCKET_TIMEOUT_SECONDS,
+    )
+    return aioredis.Redis.from_pool(pool)
+
+
 def resolver(environ: Mapping[str, str]) -> Callable[[str], str | None]:
     """Secret references as the pod resolves them; ``TOKENPLANE_DEV_SECRETS`` (a JSON file of
     ``{reference: value}`` that ``tokenplane dev`` writes) answers first, so a laptop needs no secret store."""
@@ -139,7 +156,7 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
     registry = CollectorRegistry()
     urls = pool_urls(spec, environ)
     session = aiohttp.ClientSession()
-    redis = aioredis.Redis.from_url(environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    redis = redis_client(environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     sink = KafkaSink(
         _required(environ, "KAFKA_BOOTSTRAP_SERVERS", "the usage, audit and batch topics' brokers (host:port,...)"),
         topics(spec),

@@ -13,10 +13,8 @@ import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import aiohttp
-import redis.asyncio as aioredis
 from openai import AsyncOpenAI
 from prometheus_client import CollectorRegistry
 from qdrant_client import AsyncQdrantClient
@@ -25,7 +23,7 @@ from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
 from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.metering import KafkaSink
-from serving.gateway.runtime import topics
+from serving.gateway.runtime import redis_client, topics
 from serving.gateway.semantic_cache import HttpEmbedder, SemanticCache
 from serving.modelgw.config import load_modelgw_config
 from serving.modelgw.gateway import ModelGateway
@@ -99,7 +97,7 @@ async def platform(
         registry = CollectorRegistry()
         upstream = ModelGateway(load_modelgw_config(spec, "local", env), session=session, registry=registry)
         stack.push_async_callback(upstream.aclose)
-        redis = aioredis.Redis.from_url(redis_url)
+        redis = redis_client(redis_url)
         stack.push_async_callback(redis.aclose)
         sink = KafkaSink(bootstrap, topics(spec), spool_dir=spool_dir, clock=SystemClock())
         await sink.start()
