@@ -135,7 +135,7 @@ def _parse(text: str, filename: str) -> tuple[Any, dict[Loc, Position]]:
     try:
         node = yaml.compose(text, Loader=_SpecLoader)
     except yaml.MarkedYAMLError as e:
-        raise SpecLoadError([_yaml_issue(e, filename)]) from e
+        raise SpecLoadError([_yaml_issue(e, text, filename)]) from e
     except yaml.YAMLError as e:  # a ReaderError: the checks above should have caught its characters
         raise SpecLoadError([Issue("", f"not valid YAML/JSON: {e}", filename, 1, 1)]) from e
     except RecursionError as e:  # only the pure-Python parser recurses per level; libyaml stops at 1,000
@@ -170,7 +170,7 @@ def _parse(text: str, filename: str) -> tuple[Any, dict[Loc, Position]]:
     try:
         data = walker.constructor.construct_document(node)
     except yaml.MarkedYAMLError as e:  # a bad merge key (<<) or an unhashable key: the mark says where
-        raise SpecLoadError([_yaml_issue(e, filename)]) from e
+        raise SpecLoadError([_yaml_issue(e, text, filename)]) from e
     positions = walker.positions
     if not isinstance(data, dict):
         raise SpecLoadError(
@@ -179,9 +179,14 @@ def _parse(text: str, filename: str) -> tuple[Any, dict[Loc, Position]]:
     return data, positions
 
 
-def _yaml_issue(error: yaml.MarkedYAMLError, filename: str) -> Issue:
+def _yaml_issue(error: yaml.MarkedYAMLError, text: str, filename: str) -> Issue:
     mark = error.problem_mark or error.context_mark
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    # At the end of a text without a final newline, libyaml marks the line after the last; point at
+    # the end of the last line instead, where an editor can jump.
+    last = text.count("\n") + 1
+    if line > last:
+        line, col = last, len(text) - (text.rfind("\n") + 1) + 1
     problem = error.problem or error.context or "invalid YAML"
     if error.context and error.problem:  # "while constructing a mapping ... found unhashable key"
         problem = f"{error.problem} ({error.context})"

@@ -19,6 +19,7 @@ never pays for it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import hashlib
@@ -131,6 +132,7 @@ def render_program(
     import pulumi
     from pulumi.runtime import mocks, settings
 
+    _ensure_event_loop()
     recorder = _Recorder(regions)
     monitor = _RecordingMonitor(recorder)
     settings.set_root_resource(None)  # type: ignore[arg-type]  # a fresh stack for every render
@@ -146,6 +148,16 @@ def render_program(
     if kubernetes_version is not None:
         result.issues.extend(_check(result.resources, kubernetes_version))
     return result
+
+
+def _ensure_event_loop() -> None:
+    """The SDK's mock runtime takes the thread's current event loop. A caller that ran asyncio before
+    (``asyncio.run``, an async test) may have unset it, so set a new one then; it stays current."""
+    policy = asyncio.get_event_loop_policy()
+    try:
+        policy.get_event_loop()
+    except RuntimeError:
+        policy.set_event_loop(policy.new_event_loop())
 
 
 @contextlib.contextmanager

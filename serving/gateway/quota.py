@@ -39,6 +39,14 @@ PENDING_LIMIT = 4096  # tenant-months spent during an outage, kept until Redis r
 
 # KEYS[1]: the tenant-month hash. ARGV: tokens, micro_usd (the reservation), token_limit, micro_usd_limit
 # (-1 = no limit), ttl. Returns {0, field, used} when the reservation would pass a limit, else {1, tokens, micro_usd}.
+# Apply a settlement's difference in one round trip (a MULTI/EXEC pipeline costs five commands).
+_ADD = """
+redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'micro_usd', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
 _RESERVE = """
 local tokens = tonumber(ARGV[1])
 local micro = tonumber(ARGV[2])
@@ -109,6 +117,7 @@ class QuotaLedger:
         self.clock = clock
         self.prefix = prefix
         self._reserve = redis.register_script(_RESERVE)
+        self._add_script = redis.register_script(_ADD)
         self._degraded = False
         # Spent while Redis was unreachable: key -> [tokens, micro_usd], added to Redis once it is back.
         self._pending: dict[str, list[int]] = {}
@@ -191,11 +200,7 @@ class QuotaLedger:
         return int(tokens or 0), int(micro or 0) / MICRO
 
     async def _add(self, key: str, tokens: int, micro: int) -> None:
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hincrby(key, "tokens", tokens)
-            pipe.hincrby(key, "micro_usd", micro)
-            pipe.expire(key, MONTH_KEY_TTL_SECONDS)
-            await pipe.execute()
+        await self._add_script(keys=[key], args=[tokens, micro, MONTH_KEY_TTL_SECONDS])
 
     def _remember(self, key: str, tokens: int, micro: int) -> None:
         entry = self._pending.get(key)

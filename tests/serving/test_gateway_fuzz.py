@@ -1,0 +1,137 @@
+"""Schemathesis against the live gateway: every answer is documented, and none is a 5xx.
+
+The whole dev platform runs on loopback (engines, model gateway, Redis, the
+Kafka-protocol broker, the Batch API); the gateway under test is the same
+``Gateway`` served again with the Batch API and ``GET /openapi.json`` mounted.
+Schemathesis loads the document from that route, generates valid and invalid
+requests for every operation, sends them with the demo tenant's key, and checks
+that no answer is a server error and that each one's status code, content type
+and body are the documented ones.
+
+Schemathesis' client is blocking, so it runs in a worker thread while this
+test's event loop serves the platform.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from serving.gateway.app import create_app
+from serving.gateway.batch_api import batch_routes
+from serving.gateway.batch_store import BatchStore
+from serving.gateway.files import DirectoryFileStore
+from serving.gateway.openapi import openapi_document
+from tests.serving.conftest import Broker, serve
+from tests.serving.platform import KEY_OF, platform
+from tokenplane.spec import PlatformSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+COUNTS_FILE = ROOT / "tests" / ".fuzz_counts.json"
+AUTH = {"Authorization": f"Bearer {KEY_OF['demo']}"}
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+# Examples per operation and mode: about 15 operations x 2 modes x 12 stays well under a minute.
+EXAMPLES = {GenerationMode.POSITIVE: 12, GenerationMode.NEGATIVE: 12}
+# Known gateway bugs found by this test, by "METHOD /path"; each is reported to the gateway's owner.
+KNOWN_5XX: dict[str, str] = {}
+
+
+@dataclasses.dataclass
+class Finding:
+    operation: str
+    mode: str
+    request: str
+    failure: str
+
+
+@dataclasses.dataclass
+class Run:
+    cases: Counter[str] = dataclasses.field(default_factory=Counter)
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+
+
+def fuzz_operations(base_url: str) -> Run:
+    """Load the document from the live gateway and fuzz each operation; collect every failed check."""
+    schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
+    run = Run()
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        label = f"{operation.method.upper()} {operation.path}"
+        for mode, examples in EXAMPLES.items():
+            strategy = operation.as_strategy(generation_mode=mode)
+
+            @given(case=strategy)
+            @settings(
+                max_examples=examples,
+                deadline=None,
+                database=None,  # the live platform differs per run; replaying old cases would mislead
+                suppress_health_check=list(HealthCheck),
+            )
+            def send(case: Any, label: str = label, mode: GenerationMode = mode) -> None:
+                run.cases[f"{label} ({mode.value})"] += 1
+                try:
+                    case.call_and_validate(base_url=base_url, headers=AUTH, checks=CHECKS, timeout=10)
+                except Exception as e:  # a failed check (schemathesis' Failure or FailureGroup): record, go on
+                    run.findings.append(Finding(label, mode.value, case.as_curl_command(headers=AUTH), str(e)[:2000]))
+
+            send()
+    return run
+
+
+def write_counts(run: Run) -> None:
+    counts = json.loads(COUNTS_FILE.read_text(encoding="utf-8")) if COUNTS_FILE.exists() else {}
+    counts["gateway"] = {
+        "cases": dict(run.cases),
+        "total": sum(run.cases.values()),
+        "server_errors": sum("Server error" in f.failure for f in run.findings),
+        "findings": len(run.findings),
+    }
+    COUNTS_FILE.write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # schemathesis' dependencies on Python 3.11
+async def test_the_live_gateway_answers_every_generated_request_as_documented(
+    dev_spec: PlatformSpec, redis_url: str, kafka: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR)
+    async with platform(dev_spec, redis_url=redis_url, bootstrap=kafka.bootstrap, spool_dir=tmp_path / "spool") as p:
+        files = DirectoryFileStore(tmp_path / "files")
+        batch = batch_routes(p.gateway, files=files, jobs=BatchStore(p.gateway.redis), sink=p.gateway.sink)
+        gateway = dataclasses.replace(p.gateway, extra_routes=batch)
+        document = openapi_document(gateway)
+
+        async def openapi(request: Request) -> Response:
+            return JSONResponse(document)
+
+        gateway.extra_routes = [*batch, Route("/openapi.json", openapi, methods=["GET"])]
+        async with serve(create_app(gateway)) as url:
+            run = await asyncio.to_thread(fuzz_operations, url)
+    write_counts(run)
+    fuzzed = {key.rsplit(" (", 1)[0] for key in run.cases}
+    documented = {f"{method.upper()} {path}" for path, ops in document["paths"].items() for method in ops}
+    assert fuzzed == documented, f"not fuzzed: {sorted(documented - fuzzed)}"
+    unexpected = [f for f in run.findings if f.operation not in KNOWN_5XX]
+    logs = "\n".join(r.getMessage() + ("\n" + r.exc_text if r.exc_text else "") for r in caplog.records)
+    report = "\n\n".join(f"{f.operation} [{f.mode}]\n{f.request}\n{f.failure}" for f in unexpected[:10])
+    assert not unexpected, (
+        f"{len(unexpected)} of {sum(run.cases.values())} cases failed:\n{report}\n\nserver log:\n{logs[:5000]}"
+    )
