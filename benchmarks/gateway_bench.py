@@ -77,7 +77,13 @@ def start(argv: list[str], env: dict[str, str], port: int, log: Path) -> subproc
 
 
 async def closed_loop(
-    session: aiohttp.ClientSession, url: str, headers: dict[str, str], body: dict[str, object], *, seconds: float, workers: int
+    session: aiohttp.ClientSession,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, object],
+    *,
+    seconds: float,
+    workers: int,
 ) -> int:
     done = 0
     stop = time.perf_counter() + seconds
@@ -96,7 +102,13 @@ async def closed_loop(
 
 
 async def open_loop(
-    session: aiohttp.ClientSession, url: str, headers: dict[str, str], body: dict[str, object], *, rate: float, seconds: float
+    session: aiohttp.ClientSession,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, object],
+    *,
+    rate: float,
+    seconds: float,
 ) -> list[float]:
     """Send at a fixed rate regardless of answers (no coordinated omission); return each latency in seconds."""
     latencies: list[float] = []
@@ -169,8 +181,22 @@ def main() -> int:
         try:
             children.append(
                 start(
-                    [python, "-m", "serving.engine", "--spec", str(spec), "--pool", "small", "--port", str(engine_port), "--speed", "inf"],
-                    {}, engine_port, tmp / "engine.log",
+                    [
+                        python,
+                        "-m",
+                        "serving.engine",
+                        "--spec",
+                        str(spec),
+                        "--pool",
+                        "small",
+                        "--port",
+                        str(engine_port),
+                        "--speed",
+                        "inf",
+                    ],
+                    {},
+                    engine_port,
+                    tmp / "engine.log",
                 )
             )
             env = {
@@ -184,7 +210,9 @@ def main() -> int:
             }
             gateway = start(
                 [python, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(gateway_port)],
-                env, gateway_port, tmp / "gateway.log",
+                env,
+                gateway_port,
+                tmp / "gateway.log",
             )
             children.append(gateway)
             result = asyncio.run(
@@ -199,10 +227,14 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"gateway closed loop: {result['closed_loop_rps']:.0f} req/s, {result['rps_per_core']:.0f} req/s per core "
-          f"(target >= 1500) on {result['gateway_cpu_seconds']:.1f} CPU s")
-    print(f"open loop at {args.rate:.0f} req/s: direct P50 {result['direct_p50_ms']:.2f} ms / P99 {result['direct_p99_ms']:.2f} ms; "
-          f"via gateway P50 {result['gateway_p50_ms']:.2f} ms / P99 {result['gateway_p99_ms']:.2f} ms")
+    print(
+        f"gateway closed loop: {result['closed_loop_rps']:.0f} req/s, {result['rps_per_core']:.0f} req/s per core "
+        f"(target >= 1500) on {result['gateway_cpu_seconds']:.1f} CPU s"
+    )
+    print(
+        f"open loop at {args.rate:.0f} req/s: direct P50 {result['direct_p50_ms']:.2f} ms / P99 {result['direct_p99_ms']:.2f} ms; "
+        f"via gateway P50 {result['gateway_p50_ms']:.2f} ms / P99 {result['gateway_p99_ms']:.2f} ms"
+    )
     print(f"added: P50 {result['added_p50_ms']:.2f} ms, P99 {result['added_p99_ms']:.2f} ms (target P99 <= 2 ms)")
     return 0
 

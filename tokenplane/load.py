@@ -47,6 +47,9 @@ MAX_INT = 2**63 - 1
 # Values quoted back in messages are clipped so that one pasted blob cannot bury the other issues.
 MAX_QUOTED = 60
 
+# A run of digits this long is a pasted or generated number, not a spec value; messages clip it.
+_LONG_NUMBER = re.compile(r"\d{%d,}" % (MAX_QUOTED // 2))
+
 # What YAML allows in a stream (YAML 1.1 section 5.1, PyYAML's reader): no C0 controls but tab and
 # newlines, no lone surrogates, no U+FFFE/U+FFFF.
 _NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -83,18 +86,11 @@ def load_spec_text(text: str, *, filename: str = "<spec>") -> PlatformSpec:
         # A number too large for the rules' float arithmetic (a quoted "1e400", a 30-digit string) got
         # past the field types; name the numbers that could have done it rather than crash.
         raise SpecLoadError(_overflow_issues(data, positions, filename, e)) from e
-    non_finite = [
-        Issue(
-            format_loc(loc),
-            f"must be a finite number (got {value!r}); write a number",
-            filename,
-            *_locate(loc, positions),
-        )
-        for loc, value in _floats(spec, ())
-        if not math.isfinite(value)
+    out_of_range = [
+        Issue(format_loc(loc), problem, filename, *_locate(loc, positions)) for loc, problem in _out_of_range(spec, ())
     ]
-    if non_finite:
-        raise SpecLoadError(non_finite)
+    if out_of_range:
+        raise SpecLoadError(out_of_range)
     return spec
 
 
@@ -163,7 +159,7 @@ def _parse(text: str, filename: str) -> tuple[Any, dict[Loc, Position]]:
                 )
             ]
         )
-    walker = _Walker(_SpecLoader(""), filename)
+    walker = _Walker(_SpecLoader(""), text, filename)
     walker.walk(node, ())
     if walker.issues:
         raise SpecLoadError(walker.issues)
@@ -179,14 +175,21 @@ def _parse(text: str, filename: str) -> tuple[Any, dict[Loc, Position]]:
     return data, positions
 
 
-def _yaml_issue(error: yaml.MarkedYAMLError, text: str, filename: str) -> Issue:
-    mark = error.problem_mark or error.context_mark
-    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-    # At the end of a text without a final newline, libyaml marks the line after the last; point at
-    # the end of the last line instead, where an editor can jump.
+def _within(text: str, line: int, col: int) -> Position:
+    """``line:col``, or the end of the last line where a mark lies past it.
+
+    At the end of a text without a final newline, libyaml marks the line after the last (an empty
+    value there, or an error at the end); an editor cannot jump there.
+    """
     last = text.count("\n") + 1
     if line > last:
-        line, col = last, len(text) - (text.rfind("\n") + 1) + 1
+        return last, len(text) - (text.rfind("\n") + 1) + 1
+    return line, col
+
+
+def _yaml_issue(error: yaml.MarkedYAMLError, text: str, filename: str) -> Issue:
+    mark = error.problem_mark or error.context_mark
+    line, col = _within(text, mark.line + 1, mark.column + 1) if mark else (1, 1)
     problem = error.problem or error.context or "invalid YAML"
     if error.context and error.problem:  # "while constructing a mapping ... found unhashable key"
         problem = f"{error.problem} ({error.context})"
@@ -213,21 +216,23 @@ def _unreadable(error: Exception) -> str:
 class _Walker:
     """Walks the node tree once: records positions, and checks what YAML itself lets through."""
 
-    def __init__(self, constructor: yaml.SafeLoader, filename: str) -> None:
+    def __init__(self, constructor: yaml.SafeLoader, text: str, filename: str) -> None:
         self.constructor = constructor
+        self.text = text
         self.filename = filename
         self.positions: dict[Loc, Position] = {}
         self.issues: list[Issue] = []
         self.values = 0
         self._open: set[int] = set()  # ids of the collections being walked: an alias to one is a cycle
 
+    def position(self, node: yaml.Node) -> Position:
+        return _within(self.text, node.start_mark.line + 1, node.start_mark.column + 1)
+
     def issue(self, node: yaml.Node, loc: Loc, message: str) -> None:
-        self.issues.append(
-            Issue(format_loc(loc), message, self.filename, node.start_mark.line + 1, node.start_mark.column + 1)
-        )
+        self.issues.append(Issue(format_loc(loc), message, self.filename, *self.position(node)))
 
     def walk(self, node: yaml.Node, loc: Loc) -> None:
-        self.positions.setdefault(loc, (node.start_mark.line + 1, node.start_mark.column + 1))
+        self.positions.setdefault(loc, self.position(node))
         self.values += 1
         if self.values > MAX_VALUES:
             self.issue(
@@ -260,7 +265,7 @@ class _Walker:
     def _mapping(self, node: yaml.MappingNode, loc: Loc) -> None:
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
-            line = key_node.start_mark.line + 1
+            line, column = self.position(key_node)
             if not isinstance(key_node, yaml.ScalarNode):
                 self.issue(
                     key_node, loc, "a key must be a plain name, not a list or mapping; quote it or fix the indentation"
@@ -275,12 +280,12 @@ class _Walker:
                         "YAML keeps only the last, so delete one",
                         self.filename,
                         line,
-                        key_node.start_mark.column + 1,
+                        column,
                     )
                 )
             seen[key] = line
             # A key's own position is where a reader looks for an unknown or misspelt key.
-            self.positions[(*loc, key)] = (line, key_node.start_mark.column + 1)
+            self.positions[(*loc, key)] = (line, column)
             self.walk(value_node, (*loc, key))
 
     def _scalar(self, node: yaml.ScalarNode, loc: Loc) -> None:
@@ -289,8 +294,9 @@ class _Walker:
         try:
             value = self.constructor.construct_object(node)
         # PyYAML's scalar constructors raise these bare, without a position: a date like 2024-13-45
-        # (ValueError), !!bool maybe (KeyError), !!timestamp soon (AttributeError), bad !!binary.
-        except (yaml.YAMLError, ValueError, KeyError, AttributeError, TypeError, OverflowError) as e:
+        # (ValueError), !!bool maybe (KeyError), an empty !!float (IndexError), !!timestamp soon
+        # (AttributeError), bad !!binary.
+        except (yaml.YAMLError, ValueError, KeyError, IndexError, AttributeError, TypeError, OverflowError) as e:
             fix = (
                 "quote it if it is text, or write a real date as YYYY-MM-DD"
                 if kind == "!!timestamp"
@@ -326,10 +332,10 @@ def _issues(error: ValidationError, positions: dict[Loc, Position], filename: st
             for v in cause.violations:
                 full = (*loc, *v.loc)
                 line, col = _locate(full, positions)
-                issues.append(Issue(format_loc(full), v.message, filename, line, col))
+                issues.append(Issue(format_loc(full), _clip_numbers(v.message), filename, line, col))
             continue
         line, col = _locate(loc, positions)
-        issues.append(Issue(format_loc(loc), _message(err, loc), filename, line, col))
+        issues.append(Issue(format_loc(loc), _clip_numbers(_message(err, loc)), filename, line, col))
     return issues
 
 
@@ -350,19 +356,26 @@ def _message(err: Any, loc: Loc) -> str:
     return msg
 
 
-def _floats(value: Any, loc: Loc) -> Iterator[tuple[Loc, float]]:
-    """Every float in a validated spec, with its path, so that NaN and infinity written as text are caught."""
-    if isinstance(value, float):
-        yield loc, value
+def _out_of_range(value: Any, loc: Loc) -> Iterator[tuple[Loc, str]]:
+    """Numbers in a validated spec that the YAML checks could not see: those written as quoted text
+    ("nan", "1e400", a 30-digit string), which pydantic reads as numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield loc, f"must be a finite number (got {value!r}); write a number"
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        yield loc, f"{_clip(value)} is out of range; spec integers lie within +-{MAX_INT:,} (2**63 - 1)"
     elif isinstance(value, BaseModel):
         for name in type(value).model_fields:
-            yield from _floats(getattr(value, name), (*loc, name))
+            yield from _out_of_range(getattr(value, name), (*loc, name))
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from _floats(item, (*loc, str(key)))
+            yield from _out_of_range(item, (*loc, str(key)))
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _floats(item, (*loc, i))
+            yield from _out_of_range(item, (*loc, i))
+
+
+def _clip_numbers(message: str) -> str:
+    return _LONG_NUMBER.sub(lambda m: f"{m.group()[:12]}...({len(m.group())} digits)", message)
 
 
 def _overflow_issues(data: Any, positions: dict[Loc, Position], filename: str, error: ArithmeticError) -> list[Issue]:

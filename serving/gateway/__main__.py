@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     # uvloop and httptools: the gateway's budget is a couple of milliseconds per request.
-    uvicorn.run(app, host=args.host, port=args.port, loop="uvloop", http="httptools", access_log=False, log_level="info")
+    uvicorn.run(
+        app, host=args.host, port=args.port, loop="uvloop", http="httptools", access_log=False, log_level="info"
+    )
     return 0
 
 

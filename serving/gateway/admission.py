@@ -88,7 +88,13 @@ class AdmissionController:
     """One pool's admission, in one gateway replica."""
 
     def __init__(
-        self, pool: str, *, permits: int, levels: dict[Priority, PriorityLevel], clock: Clock, queue_limit: int = QUEUE_LIMIT
+        self,
+        pool: str,
+        *,
+        permits: int,
+        levels: dict[Priority, PriorityLevel],
+        clock: Clock,
+        queue_limit: int = QUEUE_LIMIT,
     ) -> None:
         if permits < 1:
             raise ValueError(f"pool {pool}: permits must be at least 1, got {permits}")

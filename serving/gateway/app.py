@@ -197,8 +197,10 @@ def create_app(gateway: Gateway) -> Starlette:
             gateway.keys.authenticate(request.headers.get("authorization"))
         except AuthenticationFailed as e:
             return error_response(e)
-        data = [{"id": name, "object": "model", "created": 0, "owned_by": gateway.spec.platform.name}
-                for name in gateway.router.model_names()]
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": gateway.spec.platform.name}
+            for name in gateway.router.model_names()
+        ]
         return JSONResponse({"object": "list", "data": data})
 
     async def healthz(request: Request) -> Response:
@@ -220,7 +222,9 @@ def create_app(gateway: Gateway) -> Starlette:
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         if status == 404:
-            return error_response(NotFound(f"no route {request.method} {request.url.path}; see the OpenAI API reference"))
+            return error_response(
+                NotFound(f"no route {request.method} {request.url.path}; see the OpenAI API reference")
+            )
         if status == 405:
             error = InvalidRequest(f"{request.method} is not allowed on {request.url.path}")
             error.status = 405

@@ -37,7 +37,9 @@ class KeyRing:
         for tenant in spec.tenants:
             secret = resolve(tenant.api_key_secret)
             if not secret:
-                log.warning("tenant %s has no API key (%s is not set); it cannot sign in", tenant.name, tenant.api_key_secret)
+                log.warning(
+                    "tenant %s has no API key (%s is not set); it cannot sign in", tenant.name, tenant.api_key_secret
+                )
                 continue
             for key in (k.strip() for k in secret.split(",")):
                 if key:
@@ -59,5 +61,7 @@ class KeyRing:
         tenant = self._tenants.get(digest(key.strip()))
         if tenant is None:
             shown = key.strip()[-4:]
-            raise AuthenticationFailed(f"Incorrect API key provided: ...{shown}. Check the key your platform team issued.")
+            raise AuthenticationFailed(
+                f"Incorrect API key provided: ...{shown}. Check the key your platform team issued."
+            )
         return tenant

@@ -211,11 +211,7 @@ class Router:
         return tuple(targets)
 
     def _serving(self, tier: Tier, cls: WorkloadClass, needed: int) -> list[Pool]:
-        return [
-            p
-            for p in self._chat_pools
-            if p.tier is tier and cls in p.classes and p.engine.max_model_len >= needed
-        ]
+        return [p for p in self._chat_pools if p.tier is tier and cls in p.classes and p.engine.max_model_len >= needed]
 
     def _embedding_route(self, request: ParsedRequest, cls: WorkloadClass) -> Route:
         pool = self._embedding_models.get(request.model)

@@ -82,7 +82,9 @@ def pool_urls(spec: PlatformSpec, environ: Mapping[str, str]) -> dict[str, list[
 
 REDIS_MAX_CONNECTIONS = 256  # a replica's requests in flight at 1,000 req/s and ~50 ms each, with room to spare
 REDIS_POOL_TIMEOUT_SECONDS = 1.0  # waiting longer than this for a connection is an outage: degrade instead
-REDIS_SOCKET_TIMEOUT_SECONDS = 0.5  # a limit check is a sub-millisecond Lua call; a stalled Redis must not stall requests
+REDIS_SOCKET_TIMEOUT_SECONDS = (
+    0.5  # a limit check is a sub-millisecond Lua call; a stalled Redis must not stall requests
+)
 
 
 def redis_client(url: str) -> aioredis.Redis:
@@ -112,7 +114,11 @@ def resolver(environ: Mapping[str, str]) -> Callable[[str], str | None]:
 
 def topics(spec: PlatformSpec) -> dict[TopicPurpose, str]:
     names = {t.purpose: t.name for t in spec.queues.topics}
-    defaults = {TopicPurpose.USAGE: "usage-events", TopicPurpose.AUDIT: "audit-events", TopicPurpose.BATCH: "batch-jobs"}
+    defaults = {
+        TopicPurpose.USAGE: "usage-events",
+        TopicPurpose.AUDIT: "audit-events",
+        TopicPurpose.BATCH: "batch-jobs",
+    }
     return {purpose: names.get(purpose, default) for purpose, default in defaults.items()}
 
 
@@ -136,7 +142,11 @@ def _embedder(spec: PlatformSpec, urls: dict[str, list[str]], session: aiohttp.C
 
 
 def _upstream(
-    spec: PlatformSpec, region: str, environ: Mapping[str, str], session: aiohttp.ClientSession, registry: CollectorRegistry
+    spec: PlatformSpec,
+    region: str,
+    environ: Mapping[str, str],
+    session: aiohttp.ClientSession,
+    registry: CollectorRegistry,
 ) -> Upstream:
     url = environ.get("MODEL_GATEWAY_URL")
     if url:
@@ -170,7 +180,11 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
         if environ.get("QDRANT_URL"):
             qdrant = AsyncQdrantClient(url=environ["QDRANT_URL"])
         else:
-            qdrant = AsyncQdrantClient(path=environ["QDRANT_PATH"]) if environ.get("QDRANT_PATH") else AsyncQdrantClient(location=":memory:")
+            qdrant = (
+                AsyncQdrantClient(path=environ["QDRANT_PATH"])
+                if environ.get("QDRANT_PATH")
+                else AsyncQdrantClient(location=":memory:")
+            )
         semantic = SemanticCache(qdrant, _embedder(spec, urls, session), spec.cache.semantic, clock=SystemClock())
     upstream = _upstream(spec, region, environ, session, registry)
     tracer = tracer_for("ai-gateway", spec.observability.tracing, environ=environ, region=region)

@@ -217,7 +217,9 @@ class Authenticate:
     async def __call__(self, call: Call) -> Reply:
         with _span(self.tracer, "gateway.auth"):
             # A batch line arrives with its tenant already known: the Batch API authenticated the upload.
-            tenant = call.tenant if call.tenant is not None else self.keys.authenticate(call.headers.get("authorization"))
+            tenant = (
+                call.tenant if call.tenant is not None else self.keys.authenticate(call.headers.get("authorization"))
+            )
             call.tenant = tenant
             call.priority = Priority.BATCH if call.batch else _lowered(tenant.priority, call.headers)
         return await self.next(call)

@@ -36,7 +36,11 @@ KEYS = {
     "env://TOKENPLANE_KEY_ACME_EU": "sk-acme-eu-0002",
     "env://TOKENPLANE_KEY_FREE": "sk-free-0003",
 }
-KEY_OF = {"demo": KEYS["env://TOKENPLANE_KEY_DEMO"], "acme-eu": KEYS["env://TOKENPLANE_KEY_ACME_EU"], "free": KEYS["env://TOKENPLANE_KEY_FREE"]}
+KEY_OF = {
+    "demo": KEYS["env://TOKENPLANE_KEY_DEMO"],
+    "acme-eu": KEYS["env://TOKENPLANE_KEY_ACME_EU"],
+    "free": KEYS["env://TOKENPLANE_KEY_FREE"],
+}
 
 
 @dataclass
@@ -105,7 +109,9 @@ async def platform(
         qdrant = AsyncQdrantClient(location=":memory:")
         stack.push_async_callback(qdrant.close)
         embed = spec.pool("embed")
-        embedder = HttpEmbedder(session, urls["embed"], spec.model(embed.model).ref, spec.architecture(embed).hidden_size)
+        embedder = HttpEmbedder(
+            session, urls["embed"], spec.model(embed.model).ref, spec.architecture(embed).hidden_size
+        )
         semantic = SemanticCache(qdrant, embedder, spec.cache.semantic, clock=SystemClock())
         gateway = build_gateway(
             spec,

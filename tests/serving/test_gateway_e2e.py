@@ -48,7 +48,10 @@ async def test_a_chat_goes_through_every_stage_with_exact_usage(dev: Platform) -
     assert int(raw.headers["x-ratelimit-limit-requests"]) == 600
     [event] = await usage_events(dev, 1)
     assert event["tenant"] == "demo" and event["served_by"] == "pool:small@small"
-    assert (event["prompt_tokens"], event["completion_tokens"]) == (reply.usage.prompt_tokens, reply.usage.completion_tokens)
+    assert (event["prompt_tokens"], event["completion_tokens"]) == (
+        reply.usage.prompt_tokens,
+        reply.usage.completion_tokens,
+    )
     assert event["workload_class"] == "A" and event["cost_usd"] > 0
 
 
@@ -106,7 +109,9 @@ async def test_a_near_identical_prompt_is_a_semantic_hit_never_across_tenants(de
     first = [{"role": "user", "content": "What is inventory forecasting and why does it matter?"}]
     close = [{"role": "user", "content": "what is inventory forecasting, and why does it matter"}]
     await dev.client("demo").chat.completions.create(model="small", messages=first, max_tokens=20)
-    hit = await dev.client("demo").chat.completions.with_raw_response.create(model="small", messages=close, max_tokens=20)
+    hit = await dev.client("demo").chat.completions.with_raw_response.create(
+        model="small", messages=close, max_tokens=20
+    )
     other = await dev.client("acme-eu").chat.completions.with_raw_response.create(
         model="small", messages=close, max_tokens=20
     )

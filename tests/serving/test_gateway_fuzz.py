@@ -69,31 +69,34 @@ class Run:
     findings: list[Finding] = dataclasses.field(default_factory=list)
 
 
+def fuzz_operation(operation: Any, mode: GenerationMode, base_url: str, run: Run) -> None:
+    """Send ``EXAMPLES[mode]`` generated requests to one operation; record each failed check, keep going."""
+    label = f"{operation.method.upper()} {operation.path}"
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=EXAMPLES[mode],
+        deadline=None,
+        database=None,  # the live platform differs per run; replaying old cases would mislead
+        suppress_health_check=list(HealthCheck),
+    )
+    def send(case: Any) -> None:
+        run.cases[f"{label} ({mode.value})"] += 1
+        try:
+            case.call_and_validate(base_url=base_url, headers=AUTH, checks=CHECKS, timeout=10)
+        except Exception as e:  # schemathesis' Failure or FailureGroup, or a dropped connection: record it
+            run.findings.append(Finding(label, mode.value, case.as_curl_command(headers=AUTH), str(e)[:2000]))
+
+    send()
+
+
 def fuzz_operations(base_url: str) -> Run:
-    """Load the document from the live gateway and fuzz each operation; collect every failed check."""
+    """Load the document from the live gateway and fuzz each operation in both modes."""
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
     run = Run()
     for result in schema.get_all_operations():
-        operation = result.ok()
-        label = f"{operation.method.upper()} {operation.path}"
-        for mode, examples in EXAMPLES.items():
-            strategy = operation.as_strategy(generation_mode=mode)
-
-            @given(case=strategy)
-            @settings(
-                max_examples=examples,
-                deadline=None,
-                database=None,  # the live platform differs per run; replaying old cases would mislead
-                suppress_health_check=list(HealthCheck),
-            )
-            def send(case: Any, label: str = label, mode: GenerationMode = mode) -> None:
-                run.cases[f"{label} ({mode.value})"] += 1
-                try:
-                    case.call_and_validate(base_url=base_url, headers=AUTH, checks=CHECKS, timeout=10)
-                except Exception as e:  # a failed check (schemathesis' Failure or FailureGroup): record, go on
-                    run.findings.append(Finding(label, mode.value, case.as_curl_command(headers=AUTH), str(e)[:2000]))
-
-            send()
+        for mode in EXAMPLES:
+            fuzz_operation(result.ok(), mode, base_url, run)
     return run
 
 

@@ -78,8 +78,17 @@ async def _chunks(items: list[dict], fail_after: int | None = None) -> AsyncIter
 
 
 def _chunk(content: str | None = None, finish: str | None = None, usage: dict | None = None) -> dict:  # type: ignore[type-arg]
-    choices = [] if usage and content is None else [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]
-    return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": choices, "usage": usage}
+    choices = (
+        [] if usage and content is None else [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]
+    )
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": choices,
+        "usage": usage,
+    }
 
 
 async def test_sse_ends_with_done_and_hides_usage_unless_asked() -> None:

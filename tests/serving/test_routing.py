@@ -33,7 +33,9 @@ def with_us_region(data: dict[str, Any]) -> PlatformSpec:
     data = copy.deepcopy(data)
     data["regions"][0]["traffic_share"] = 0.5
     us = copy.deepcopy(data["regions"][0])
-    us.update(name="us", cloud_region="us-east-1", azs=["us-east-1a", "us-east-1b"], jurisdiction="US", traffic_share=0.5)
+    us.update(
+        name="us", cloud_region="us-east-1", azs=["us-east-1a", "us-east-1b"], jurisdiction="US", traffic_share=0.5
+    )
     data["regions"].append(us)
     return load_spec_text(yaml.safe_dump(data), filename="two-regions.yaml")
 
