@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -125,7 +125,7 @@ def content_text(content: Any) -> str:
     return str(content)
 
 
-def count_messages(counter: TokenCounter, messages: Iterable[dict[str, Any]]) -> int:
+def count_messages(counter: TokenCounter, messages: Iterable[Mapping[str, object]]) -> int:
     """Prompt tokens of a chat request, formatting included."""
     total = REPLY_PRIMING
     for message in messages:

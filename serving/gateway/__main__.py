@@ -15,7 +15,7 @@ PORT = 8080  # components/gateway.py GATEWAY_PORT
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serving.gateway", description=__doc__)
-    parser.add_argument("--host", default="0.0.0.0")  # noqa: S104 - a pod listens on its own IP
+    parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=PORT)
     args = parser.parse_args(argv)
     try:

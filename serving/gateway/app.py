@@ -219,6 +219,11 @@ def create_app(gateway: Gateway) -> Starlette:
         gateway.metrics.degraded.labels("kafka").set(0 if getattr(gateway.sink, "healthy", True) else 1)
         return Response(generate_latest(gateway.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    async def openapi(request: Request) -> Response:
+        from serving.gateway.openapi import openapi_document  # built on first request only
+
+        return JSONResponse(openapi_document(gateway))
+
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         if status == 404:
@@ -239,6 +244,7 @@ def create_app(gateway: Gateway) -> Starlette:
         HttpRoute("/healthz", healthz, methods=["GET"]),
         HttpRoute("/readyz", readyz, methods=["GET"]),
         HttpRoute("/metrics", metrics, methods=["GET"]),
+        HttpRoute("/openapi.json", openapi, methods=["GET"]),
         *gateway.extra_routes,
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: http_error})

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from serving.errors import ContextTooLong, NotFound, PermissionDenied
 from serving.gateway.requests import ParsedRequest
 from serving.types import Endpoint, Target, TargetKind
-from tokenplane.spec import Pool, PlatformSpec, RoutingRule, Tenant, Tier, WorkloadClass
+from tokenplane.spec import PlatformSpec, Pool, RoutingRule, Tenant, Tier, WorkloadClass
 
 AUTO = "auto"
 COMPLEXITY_TOKENS = 4000  # without a client hint, a prompt this long counts as complexity 1.0

@@ -52,8 +52,8 @@ def redis_url(redis_server: ManagedProcess) -> str:
 
 
 async def create_topics(bootstrap: str, topics: tuple[str, ...] = TOPICS, partitions: int = 3) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-    from aiokafka.errors import TopicAlreadyExistsError
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped]  # aiokafka ships no types
+    from aiokafka.errors import TopicAlreadyExistsError  # type: ignore[import-untyped]  # aiokafka ships no types
 
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
@@ -89,7 +89,7 @@ async def kafka(tmp_path: Path) -> AsyncIterator[Broker]:
 
 async def consume(bootstrap: str, topic: str, *, count: int, timeout: float = 20.0) -> list[bytes]:
     """Read ``count`` messages from the start of ``topic`` (all partitions), or what arrived by ``timeout``."""
-    from aiokafka import AIOKafkaConsumer
+    from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]  # aiokafka ships no types
 
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None)
     await consumer.start()

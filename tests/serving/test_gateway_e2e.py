@@ -12,17 +12,21 @@ import json
 import math
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from serving.tokens import ESTIMATE, count_messages
 from tests.serving.conftest import Broker, consume
 from tests.serving.platform import KEY_OF, Platform, platform
 from tokenplane.spec import PlatformSpec
 
-MESSAGES = [{"role": "user", "content": "Explain inventory forecasting in two sentences."}]
+MESSAGES: list[ChatCompletionMessageParam] = [
+    {"role": "user", "content": "Explain inventory forecasting in two sentences."}
+]
 
 
 @pytest.fixture
@@ -73,21 +77,20 @@ async def test_a_stream_carries_the_same_usage_as_its_tokens(dev: Platform) -> N
 
 
 async def test_a_stream_without_include_usage_sends_no_usage_chunk(dev: Platform) -> None:
-    async with httpx.AsyncClient() as http:
-        async with http.stream(
-            "POST",
-            dev.url + "/v1/chat/completions",
-            headers={"authorization": f"Bearer {KEY_OF['demo']}"},
-            json={"model": "small", "messages": MESSAGES, "max_tokens": 5, "stream": True},
-        ) as r:
-            assert r.headers["content-type"].startswith("text/event-stream")
-            lines = [line async for line in r.aiter_lines() if line.startswith("data: ")]
+    async with httpx.AsyncClient() as http, http.stream(
+        "POST",
+        dev.url + "/v1/chat/completions",
+        headers={"authorization": f"Bearer {KEY_OF['demo']}"},
+        json={"model": "small", "messages": MESSAGES, "max_tokens": 5, "stream": True},
+    ) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        lines = [line async for line in r.aiter_lines() if line.startswith("data: ")]
     assert lines[-1] == "data: [DONE]"
     assert not any('"usage":{' in line for line in lines[:-1])
 
 
 async def test_a_deterministic_repeat_is_an_exact_cache_hit_for_that_tenant_only(dev: Platform) -> None:
-    ask = {"model": "small", "messages": MESSAGES, "max_tokens": 30, "temperature": 0}
+    ask: dict[str, Any] = {"model": "small", "messages": MESSAGES, "max_tokens": 30, "temperature": 0}
     first = await dev.client("demo").chat.completions.with_raw_response.create(**ask)
     again = await dev.client("demo").chat.completions.with_raw_response.create(**ask)
     other = await dev.client("acme-eu").chat.completions.with_raw_response.create(**ask)
@@ -98,7 +101,7 @@ async def test_a_deterministic_repeat_is_an_exact_cache_hit_for_that_tenant_only
 
 
 async def test_a_cached_answer_replays_as_a_stream(dev: Platform) -> None:
-    ask = {"model": "small", "messages": MESSAGES, "max_tokens": 30, "temperature": 0}
+    ask: dict[str, Any] = {"model": "small", "messages": MESSAGES, "max_tokens": 30, "temperature": 0}
     whole = await dev.client("demo").chat.completions.create(**ask)
     stream = await dev.client("demo").chat.completions.create(**ask, stream=True)
     text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
@@ -106,8 +109,12 @@ async def test_a_cached_answer_replays_as_a_stream(dev: Platform) -> None:
 
 
 async def test_a_near_identical_prompt_is_a_semantic_hit_never_across_tenants(dev: Platform) -> None:
-    first = [{"role": "user", "content": "What is inventory forecasting and why does it matter?"}]
-    close = [{"role": "user", "content": "what is inventory forecasting, and why does it matter"}]
+    first: list[ChatCompletionMessageParam] = [
+        {"role": "user", "content": "What is inventory forecasting and why does it matter?"}
+    ]
+    close: list[ChatCompletionMessageParam] = [
+        {"role": "user", "content": "what is inventory forecasting, and why does it matter"}
+    ]
     await dev.client("demo").chat.completions.create(model="small", messages=first, max_tokens=20)
     hit = await dev.client("demo").chat.completions.with_raw_response.create(
         model="small", messages=close, max_tokens=20

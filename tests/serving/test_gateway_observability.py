@@ -77,11 +77,13 @@ def exporter() -> InMemorySpanExporter:
 async def test_a_request_leaves_one_span_per_stage_under_one_trace(
     dev_spec: PlatformSpec, redis_url: str, kafka: Broker, tmp_path: Path, exporter: InMemorySpanExporter
 ) -> None:
-    async with traced_gateway(dev_spec, redis_url, kafka, tmp_path, exporter) as (url, _):
-        async with AsyncOpenAI(base_url=url + "/v1", api_key=KEY_OF["demo"], max_retries=0) as client:
-            await client.chat.completions.create(
-                model="small", messages=[{"role": "user", "content": "hi"}], max_tokens=5, temperature=0
-            )
+    async with (
+        traced_gateway(dev_spec, redis_url, kafka, tmp_path, exporter) as (url, _),
+        AsyncOpenAI(base_url=url + "/v1", api_key=KEY_OF["demo"], max_retries=0) as client,
+    ):
+        await client.chat.completions.create(
+            model="small", messages=[{"role": "user", "content": "hi"}], max_tokens=5, temperature=0
+        )
     spans = exporter.get_finished_spans()
     assert {s.name for s in spans} >= STAGES
     assert len({s.context.trace_id for s in spans if s.name in STAGES}) == 1

@@ -42,7 +42,8 @@ def with_us_region(data: dict[str, Any]) -> PlatformSpec:
 
 @pytest.fixture(scope="module")
 def dev_data() -> dict[str, Any]:
-    return yaml.safe_load((ROOT / "stacks" / "dev.yaml").read_text())
+    data: dict[str, Any] = yaml.safe_load((ROOT / "stacks" / "dev.yaml").read_text())
+    return data
 
 
 def test_prompt_tokens_pick_the_class_whose_range_holds_them(dev_spec: PlatformSpec) -> None:

@@ -19,7 +19,7 @@ def test_redis_stand_in_answers_commands(redis_url: str) -> None:
 
 
 async def test_broker_round_trips_messages_in_order(kafka: Broker) -> None:
-    from aiokafka import AIOKafkaProducer
+    from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]  # aiokafka ships no types
 
     producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap)
     await producer.start()
