@@ -63,16 +63,16 @@ class Platform:
         for client in self.clients.values():
             await client.close()
 
-    async def engine_metric(self, pool: str, name: str) -> float:
-        """Sum of one metric's samples on a pool's engine."""
+    async def engine_metric(self, pool: str, name: str, **labels: str) -> float:
+        """Sum of one metric's samples on a pool's engine, over the samples carrying ``labels``."""
         async with self.session.get(self.engines[pool] + "/metrics") as r:
             text = await r.text()
+        wanted = [f'{k}="{v}"' for k, v in labels.items()]
         total = 0.0
         for line in text.splitlines():
-            if line.startswith(name) and not line.startswith("#"):
-                head, _, value = line.rpartition(" ")
-                if head == name or head.startswith(name + "{"):
-                    total += float(value)
+            head, _, value = line.rpartition(" ")
+            if (head == name or head.startswith(name + "{")) and all(w in head for w in wanted):
+                total += float(value)
         return total
 
 
