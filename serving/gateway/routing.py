@@ -94,13 +94,9 @@ class Router:
 
     def model_names(self) -> list[str]:
         """What ``GET /v1/models`` lists: ``auto``, the tiers, the registry models served here."""
-        names = [AUTO, *(t.value for t in Tier if any(p.tier is t for p in self._chat_pools))]
-        names += sorted({n for n in self._aliases if n not in names and self._serves_alias(n)})
-        names += sorted(self._embedding_models)
-        return names
-
-    def _serves_alias(self, name: str) -> bool:
-        return name not in {t.value for t in Tier}
+        tiers = [t.value for t in Tier if any(p.tier is t for p in self._chat_pools)]
+        models = sorted(n for n in self._aliases if n not in {t.value for t in Tier})
+        return [AUTO, *tiers, *models, *sorted(self._embedding_models)]
 
     def route(self, tenant: Tenant, request: ParsedRequest, *, signals: Signals, batch: bool = False) -> Route:
         """Pick the tier and build the failover chain; raise a 4xx ``ServingError`` naming the reason."""
