@@ -83,6 +83,20 @@ async def _wrap(
         await on_end(error)
 
 
+async def _then(rest: Awaitable[Reply], on_end: Callable[[BaseException | None], Awaitable[None]]) -> Reply:
+    """Run the rest of the pipeline; ``on_end`` runs once when the response is over (a stream: when it ends)."""
+    try:
+        reply = await rest
+    except BaseException as e:
+        await on_end(e)
+        raise
+    if reply.chunks is not None:
+        reply.chunks = _wrap(reply.chunks, on_end=on_end)
+    else:
+        await on_end(None)
+    return reply
+
+
 def _status(error: BaseException | None) -> int:
     if error is None:
         return 200
@@ -115,17 +129,8 @@ class Observe:
 
     async def __call__(self, call: Call) -> Reply:
         span = self.tracer.start_span("gateway.request") if self.tracer is not None else None
-        try:
-            with trace.use_span(span, end_on_exit=False) if span is not None else nullcontext():
-                reply = await self.next(call)
-        except BaseException as e:
-            await self._finish(call, e, span)
-            raise
-        if reply.chunks is not None:
-            reply.chunks = _wrap(reply.chunks, on_end=lambda error: self._finish(call, error, span))
-        else:
-            await self._finish(call, None, span)
-        return reply
+        with trace.use_span(span, end_on_exit=False) if span is not None else nullcontext():
+            return await _then(self.next(call), lambda error: self._finish(call, error, span))
 
     async def _finish(self, call: Call, error: BaseException | None, span: trace.Span | None) -> None:
         status = _status(error)
@@ -306,16 +311,7 @@ class RateLimit:
         async def reconcile(_: BaseException | None = None) -> None:
             await self.limiter.reconcile(reservation, actual_tokens=_consumed(call))
 
-        try:
-            reply = await self.next(call)
-        except BaseException:
-            await reconcile()
-            raise
-        if reply.chunks is not None:
-            reply.chunks = _wrap(reply.chunks, on_end=reconcile)
-        else:
-            await reconcile()
-        return reply
+        return await _then(self.next(call), reconcile)
 
 
 class Quota:
@@ -340,16 +336,7 @@ class Quota:
             usd = self.prices.cost(Target.parse(call.served_by), call.final_usage()) if tokens else 0.0
             await self.ledger.settle(hold, tokens=tokens, usd=usd)
 
-        try:
-            reply = await self.next(call)
-        except BaseException:
-            await settle()
-            raise
-        if reply.chunks is not None:
-            reply.chunks = _wrap(reply.chunks, on_end=settle)
-        else:
-            await settle()
-        return reply
+        return await _then(self.next(call), settle)
 
 
 async def _replay(chunks: list[Json]) -> AsyncIterator[Json]:
@@ -496,16 +483,7 @@ class Admit:
             ticket.release()
             self.metrics.in_flight.labels(controller.pool).set(controller.in_flight)
 
-        try:
-            reply = await self.next(call)
-        except BaseException:
-            await release()
-            raise
-        if reply.chunks is not None:
-            reply.chunks = _wrap(reply.chunks, on_end=release)
-        else:
-            await release()
-        return reply
+        return await _then(self.next(call), release)
 
 
 class Forward:
