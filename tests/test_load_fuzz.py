@@ -41,6 +41,8 @@ COUNTS_FILE = ROOT / "tests" / ".fuzz_counts.json"
 # far beyond that means a value was quoted back unclipped.
 MAX_MESSAGE = 1200
 # A repr of an object rather than a value: "<yaml.nodes.ScalarNode object at 0x7f...>", "ScalarNode(tag=".
+# YAML's line breaks: its line numbers count these, not only "\n".
+LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
 OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>|\b(Scalar|Mapping|Sequence)Node\(")
 
 # Examples per property, sized so that the file runs in well under 40 s on two cores.
@@ -68,7 +70,7 @@ def check_outcome(text: str, filename: str) -> PlatformSpec | SpecLoadError:
 
 def assert_well_reported(error: SpecLoadError, text: str, filename: str) -> None:
     assert error.issues, "a SpecLoadError must carry at least one issue"
-    lines = max(1, text.count("\n") + 1)
+    lines = len(LINE_BREAK.findall(text)) + 1
     for issue in error.issues:
         # load_spec_text always has text, so every issue has a line: even a missing top-level section is
         # placed at 1:1 (the document's start). Only load_spec's unreadable-file issues have none.
@@ -429,7 +431,7 @@ def test_a_non_finite_number_is_rejected_at_its_field(value: str) -> None:
     [issue] = rejected(text).issues
     assert issue.path == "pricing.instances.g6.xlarge"
     assert issue.line == line_of(text, "g6.xlarge")
-    assert "must be a finite number" in issue.message
+    assert "finite number" in issue.message  # the loader's own words, or pydantic's (allow_inf_nan=False)
 
 
 def test_a_lone_equals_sign_is_read_as_text() -> None:
@@ -452,6 +454,37 @@ def test_nesting_far_deeper_than_a_spec_is_reported() -> None:
     text = MINIMAL + "x: " + "[" * 200 + "]" * 200 + "\n"
     [issue] = rejected(text).issues
     assert "levels deep" in issue.message or "nesting depth" in issue.message
+
+
+@pytest.mark.parametrize("tagged", ["!!float ''", "!!int ''"])
+def test_an_empty_tagged_number_is_reported_at_its_field(tagged: str) -> None:
+    # Was: IndexError ("string index out of range") from PyYAML's float and int constructors.
+    text = MINIMAL.replace("peak_rps: 5", f"peak_rps: {tagged}")
+    [issue] = rejected(text).issues
+    assert issue.path == "platform.peak_rps"
+    assert "cannot be read as YAML" in issue.message
+
+
+def test_an_error_at_the_end_of_a_text_without_a_newline_is_placed_on_the_last_line() -> None:
+    # Was: line 39 of a 38-line text; libyaml marks the end of the stream on the line after the last.
+    text = MINIMAL.rstrip("\n") + "\nm"
+    [issue] = rejected(text).issues
+    assert (issue.line, issue.column) == (len(text.splitlines()), 2)
+    assert "could not find expected ':'" in issue.message
+
+
+def test_lines_are_counted_as_yaml_counts_them() -> None:
+    text = MINIMAL.replace("  name: minimal\n", "  name: minimal\u2028\n").replace("gpu: L4", "gpu: H1000")
+    [issue] = rejected(text).issues
+    assert issue.line == line_of(MINIMAL, "gpu: L4") + 1  # U+2028 is a line break to YAML
+
+
+def test_a_quoted_huge_number_is_clipped_in_a_rule_message() -> None:
+    # Was: a 1,341-character message repeating a 400-digit token count (read by pydantic from a string).
+    text = MINIMAL.replace("prompt_tokens: {min: 50, max: 1000}", "prompt_tokens: {min: 50, max: '" + "9" * 400 + "'}")
+    issues = rejected(text).issues
+    assert all(len(i.message) < 400 for i in issues)
+    assert any("(400 digits)" in i.message for i in issues)
 
 
 # --- the counts the closing note quotes -------------------------------------------------------

@@ -48,12 +48,14 @@ MAX_INT = 2**63 - 1
 MAX_QUOTED = 60
 
 # A run of digits this long is a pasted or generated number, not a spec value; messages clip it.
-_LONG_NUMBER = re.compile(r"\d{%d,}" % (MAX_QUOTED // 2))
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_QUOTED // 2},}}")
 
 # What YAML allows in a stream (YAML 1.1 section 5.1, PyYAML's reader): no C0 controls but tab and
 # newlines, no lone surrogates, no U+FFFE/U+FFFF.
 _NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _TAG_PREFIX = "tag:yaml.org,2002:"
+# What YAML counts as a line break, and so what its line numbers count.
+_LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
 
 
 def load_spec(path: str | Path) -> PlatformSpec:
@@ -106,8 +108,9 @@ _SpecLoader.add_constructor(_TAG_PREFIX + "value", _SpecLoader.construct_yaml_st
 
 
 def _position(text: str, index: int) -> Position:
-    line = text.count("\n", 0, index) + 1
-    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+    """The 1-based line and column of ``text[index]``, counting lines as YAML does."""
+    breaks = list(_LINE_BREAK.finditer(text, 0, index))
+    return len(breaks) + 1, index - (breaks[-1].end() if breaks else 0) + 1
 
 
 def _parse(text: str, filename: str) -> tuple[Any, dict[Loc, Position]]:
@@ -175,21 +178,18 @@ def _parse(text: str, filename: str) -> tuple[Any, dict[Loc, Position]]:
     return data, positions
 
 
-def _within(text: str, line: int, col: int) -> Position:
+def _within(end: Position, line: int, col: int) -> Position:
     """``line:col``, or the end of the last line where a mark lies past it.
 
     At the end of a text without a final newline, libyaml marks the line after the last (an empty
     value there, or an error at the end); an editor cannot jump there.
     """
-    last = text.count("\n") + 1
-    if line > last:
-        return last, len(text) - (text.rfind("\n") + 1) + 1
-    return line, col
+    return end if line > end[0] else (line, col)
 
 
 def _yaml_issue(error: yaml.MarkedYAMLError, text: str, filename: str) -> Issue:
     mark = error.problem_mark or error.context_mark
-    line, col = _within(text, mark.line + 1, mark.column + 1) if mark else (1, 1)
+    line, col = _within(_position(text, len(text)), mark.line + 1, mark.column + 1) if mark else (1, 1)
     problem = error.problem or error.context or "invalid YAML"
     if error.context and error.problem:  # "while constructing a mapping ... found unhashable key"
         problem = f"{error.problem} ({error.context})"
@@ -218,7 +218,7 @@ class _Walker:
 
     def __init__(self, constructor: yaml.SafeLoader, text: str, filename: str) -> None:
         self.constructor = constructor
-        self.text = text
+        self.end = _position(text, len(text))  # once: marks past it are clamped to it
         self.filename = filename
         self.positions: dict[Loc, Position] = {}
         self.issues: list[Issue] = []
@@ -226,7 +226,7 @@ class _Walker:
         self._open: set[int] = set()  # ids of the collections being walked: an alias to one is a cycle
 
     def position(self, node: yaml.Node) -> Position:
-        return _within(self.text, node.start_mark.line + 1, node.start_mark.column + 1)
+        return _within(self.end, node.start_mark.line + 1, node.start_mark.column + 1)
 
     def issue(self, node: yaml.Node, loc: Loc, message: str) -> None:
         self.issues.append(Issue(format_loc(loc), message, self.filename, *self.position(node)))

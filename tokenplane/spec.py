@@ -30,7 +30,7 @@ SECRET_REF = re.compile(r"^(aws-sm|k8s|env|vault)://[A-Za-z0-9_./:-]+$")
 class Model(BaseModel):
     """Base for every spec model: unknown keys are errors, values are re-validated on assignment."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_enum_values=False)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_enum_values=False, allow_inf_nan=False)
 
 
 class Environment(StrEnum):

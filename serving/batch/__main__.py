@@ -4,7 +4,7 @@
 ``KAFKA_BOOTSTRAP_SERVERS`` (with ``KAFKA_SASL_MECHANISM`` on MSK),
 ``KAFKA_TOPIC`` (default: the spec's batch topic), ``MODEL_GATEWAY_URL`` and
 ``TOKENPLANE_FILES_DIR``. Prometheus scrapes ``tokenplane_batch_pending_jobs``
-on ``TOKENPLANE_METRICS_PORT`` (9100); KEDA scales the workers on it.
+on ``TOKENPLANE_METRICS_PORT`` (9000); KEDA scales the workers on it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from serving.gateway.runtime import DEFAULT_FILES_DIR, ConfigError, gateway_from
 from tokenplane.errors import SpecError
 from tokenplane.spec import TopicPurpose
 
-METRICS_PORT = 9100
+METRICS_PORT = 9000  # components/batch_workers.py METRICS_PORT: what Prometheus scrapes and KEDA queries
 
 
 

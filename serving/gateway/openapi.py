@@ -279,7 +279,9 @@ def schemas(model_names: list[str]) -> dict[str, Schema]:
 def _completion_op(summary: str, request: str, response: str, *, streams: bool) -> Schema:
     content: Schema = {JSON: {"schema": ref(response)}}
     if streams:
-        content["text/event-stream"] = {"schema": {"type": "string", "description": "data: {chunk} events"}}
+        # Each server-sent event: ``data`` is a chunk's JSON, an error's JSON, or "[DONE]".
+        event = obj({"data": {"type": "string"}, "event": {"type": "string"}}, required=("data",))
+        content["text/event-stream"] = {"schema": event}
     return operation(
         summary,
         {"200": {"description": summary, "content": content}, **errors(*COMPLETION_ERRORS)},

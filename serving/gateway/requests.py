@@ -106,6 +106,12 @@ def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedReques
         prompt = body.get("prompt")
         if not isinstance(prompt, str | list) or not prompt:
             raise InvalidRequest("prompt must be a non-empty string or array of strings", param="prompt")
+        if isinstance(prompt, list) and len(prompt) > 1:
+            # The engine runs one prompt per request (as it counts, meters and streams one completion).
+            raise InvalidRequest(
+                f"prompt holds {len(prompt)} prompts; send one request per prompt (or use the Batch API)",
+                param="prompt",
+            )
         prompt_tokens = count_prompt(counter, prompt)
         prompt_text = prompt if isinstance(prompt, str) else "\n".join(map(str, prompt))
         limit = _int_field(body, "max_tokens", minimum=1)

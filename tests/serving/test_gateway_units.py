@@ -123,3 +123,10 @@ def test_assemble_rebuilds_the_completion_and_refuses_unfinished_streams() -> No
     assert whole is not None
     assert whole["choices"][0]["message"]["content"] == " a b" and whole["usage"] == usage
     assert streams.assemble([_chunk(" a")]) is None
+
+
+def test_a_completions_request_with_several_prompts_is_a_400_before_any_stream_starts() -> None:
+    with pytest.raises(InvalidRequest, match="one request per prompt") as info:
+        parse(Endpoint.COMPLETIONS, {"model": "small", "prompt": ["a", "b"], "stream": True}, ESTIMATE)
+    assert info.value.param == "prompt"
+    assert parse(Endpoint.COMPLETIONS, {"model": "small", "prompt": ["only one"]}, ESTIMATE).prompt_tokens == 2
