@@ -159,7 +159,9 @@ def summary(run: Run, rate: float) -> dict[str, object]:
     }
 
 
-async def sweep(direct: Target, gateways: list[Target], rates: tuple[int, ...], seconds: float) -> list[dict[str, object]]:
+async def sweep(
+    direct: Target, gateways: list[Target], rates: tuple[int, ...], seconds: float
+) -> list[dict[str, object]]:
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
     rows: list[dict[str, object]] = []
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as session:
@@ -183,7 +185,11 @@ async def sweep(direct: Target, gateways: list[Target], rates: tuple[int, ...], 
                 row["litellm_over_tokenplane"] = {
                     q: theirs[f"added_{q}_ms"] / ours[f"added_{q}_ms"] if ours[f"added_{q}_ms"] > 0 else math.nan
                     for q in ("p50", "p95", "p99")
-                } | {"achieved_rps": ours["achieved_rps"] / theirs["achieved_rps"] if theirs["achieved_rps"] else math.nan}
+                } | {
+                    "achieved_rps": ours["achieved_rps"] / theirs["achieved_rps"]
+                    if theirs["achieved_rps"]
+                    else math.nan
+                }
             rows.append(row)
     return rows
 
@@ -232,7 +238,9 @@ def spec_file(path: Path, *, tpm: int | None) -> None:
     path.write_text(yaml.safe_dump(data))
 
 
-def gateway_process(name: str, tmp: Path, spec: Path, *, redis_port: int, kafka_port: int, engine_port: int, replicas: int = 1) -> ManagedProcess:
+def gateway_process(
+    name: str, tmp: Path, spec: Path, *, redis_port: int, kafka_port: int, engine_port: int, replicas: int = 1
+) -> ManagedProcess:
     port = free_port()
     env = {
         "TOKENPLANE_CONFIG": str(spec),
@@ -261,7 +269,10 @@ def ensure_litellm() -> tuple[Path | None, str]:
             subprocess.run([sys.executable, "-m", "venv", str(LITELLM_VENV)], check=True, stdout=out, stderr=out)
             subprocess.run(
                 [str(LITELLM_VENV / "bin" / "pip"), "install", "-q", LITELLM_SPEC],
-                check=True, stdout=out, stderr=out, timeout=LITELLM_INSTALL_TIMEOUT,
+                check=True,
+                stdout=out,
+                stderr=out,
+                timeout=LITELLM_INSTALL_TIMEOUT,
             )
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
         tail = log.read_text(errors="replace").splitlines()[-5:] if log.exists() else []
@@ -269,7 +280,9 @@ def ensure_litellm() -> tuple[Path | None, str]:
     return (exe, "installed into " + str(LITELLM_VENV)) if exe.exists() else (None, f"{exe} missing after install")
 
 
-def litellm_process(name: str, exe: Path, tmp: Path, *, engine_port: int, redis_port: int, rpm: int, tpm: int) -> ManagedProcess:
+def litellm_process(
+    name: str, exe: Path, tmp: Path, *, engine_port: int, redis_port: int, rpm: int, tpm: int
+) -> ManagedProcess:
     config = {
         "model_list": [
             {
@@ -309,9 +322,13 @@ def start_all(processes: list[ManagedProcess]) -> None:
         deadline = time.monotonic() + p.start_timeout
         while not _listening(p):
             if not p.running:
-                raise RuntimeError(f"{p.name} exited with {p.process.returncode if p.process else '?'}:\n{p.log_tail(8)}")
+                raise RuntimeError(
+                    f"{p.name} exited with {p.process.returncode if p.process else '?'}:\n{p.log_tail(8)}"
+                )
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{p.name} did not listen on {p.port} within {p.start_timeout:.0f} s:\n{p.log_tail(8)}")
+                raise RuntimeError(
+                    f"{p.name} did not listen on {p.port} within {p.start_timeout:.0f} s:\n{p.log_tail(8)}"
+                )
             time.sleep(0.1)
 
 
@@ -325,7 +342,10 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     rates = QUICK_RATES if args.quick else RATES
     seconds = 3.0 if args.quick else 8.0
     burst_seconds = 5.0 if args.quick else 10.0
-    result: dict[str, object] = {"seconds_per_rate": seconds, "auth": "tokenplane: tenant API key; litellm: master_key (virtual keys need its Postgres)"}
+    result: dict[str, object] = {
+        "seconds_per_rate": seconds,
+        "auth": "tokenplane: tenant API key; litellm: master_key (virtual keys need its Postgres)",
+    }
     exe, why = ensure_litellm()
     result["litellm"] = {"available": exe is not None, "note": why}
     with tempfile.TemporaryDirectory() as scratch:
@@ -338,8 +358,22 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         engine_port = free_port()
         engine = ManagedProcess(
             "engine",
-            [sys.executable, "-m", "serving.engine", "--spec", str(sweep_spec), "--pool", "small", "--port", str(engine_port), "--speed", "inf"],
-            engine_port, tmp / "engine.log", start_timeout=60,
+            [
+                sys.executable,
+                "-m",
+                "serving.engine",
+                "--spec",
+                str(sweep_spec),
+                "--pool",
+                "small",
+                "--port",
+                str(engine_port),
+                "--speed",
+                "inf",
+            ],
+            engine_port,
+            tmp / "engine.log",
+            start_timeout=60,
         )
         stack: list[ManagedProcess] = []
         try:
@@ -350,17 +384,44 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             ours = gateway_process("tokenplane", tmp, sweep_spec, **ports)
             ours.start()
             stack.append(ours)
-            gateways = [Target("tokenplane", f"http://127.0.0.1:{ours.port}/v1/chat/completions", {"authorization": f"Bearer {KEY}"}, {"model": "small", "messages": MESSAGES, "max_tokens": 8})]
+            gateways = [
+                Target(
+                    "tokenplane",
+                    f"http://127.0.0.1:{ours.port}/v1/chat/completions",
+                    {"authorization": f"Bearer {KEY}"},
+                    {"model": "small", "messages": MESSAGES, "max_tokens": 8},
+                )
+            ]
             if exe is not None:
-                theirs = litellm_process("litellm", exe, tmp, engine_port=engine_port, redis_port=redis_server.port, rpm=100_000_000, tpm=10_000_000_000)
+                theirs = litellm_process(
+                    "litellm",
+                    exe,
+                    tmp,
+                    engine_port=engine_port,
+                    redis_port=redis_server.port,
+                    rpm=100_000_000,
+                    tpm=10_000_000_000,
+                )
                 try:
                     start_all([theirs])
                     stack.append(theirs)
-                    gateways.append(Target("litellm", f"http://127.0.0.1:{theirs.port}/v1/chat/completions", {"authorization": f"Bearer {MASTER_KEY}"}, {"model": "small", "messages": MESSAGES, "max_tokens": 8}))
+                    gateways.append(
+                        Target(
+                            "litellm",
+                            f"http://127.0.0.1:{theirs.port}/v1/chat/completions",
+                            {"authorization": f"Bearer {MASTER_KEY}"},
+                            {"model": "small", "messages": MESSAGES, "max_tokens": 8},
+                        )
+                    )
                 except RuntimeError as e:
                     theirs.stop()
                     result["litellm"] = {"available": False, "note": f"installed, but did not start: {e}"}
-            direct = Target("direct", f"http://127.0.0.1:{engine_port}/v1/chat/completions", {}, {"model": "small-chat", "messages": MESSAGES, "max_tokens": 8})
+            direct = Target(
+                "direct",
+                f"http://127.0.0.1:{engine_port}/v1/chat/completions",
+                {},
+                {"model": "small-chat", "messages": MESSAGES, "max_tokens": 8},
+            )
             result["sweep"] = asyncio.run(sweep(direct, gateways, rates, seconds))
             for p in stack[3:]:
                 p.stop()
@@ -374,17 +435,41 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             replicas = [gateway_process(f"tokenplane-{i}", tmp, rl_spec, **ports, replicas=3) for i in range(3)]
             start_all(replicas)
             stack += replicas
-            targets = [Target(p.name, f"http://127.0.0.1:{p.port}/v1/chat/completions", {"authorization": f"Bearer {KEY}"}, body) for p in replicas]
+            targets = [
+                Target(
+                    p.name, f"http://127.0.0.1:{p.port}/v1/chat/completions", {"authorization": f"Bearer {KEY}"}, body
+                )
+                for p in replicas
+            ]
             accuracy_rows["tokenplane"] = asyncio.run(accuracy(targets, burst_seconds, fixed_window=False))
             for p in replicas:
                 p.stop()
             del stack[3:]
             if len(gateways) > 1 and exe is not None:
                 client.flushall()
-                lls = [litellm_process(f"litellm-{i}", exe, tmp, engine_port=engine_port, redis_port=redis_server.port, rpm=100_000_000, tpm=RL_TPM) for i in range(3)]
+                lls = [
+                    litellm_process(
+                        f"litellm-{i}",
+                        exe,
+                        tmp,
+                        engine_port=engine_port,
+                        redis_port=redis_server.port,
+                        rpm=100_000_000,
+                        tpm=RL_TPM,
+                    )
+                    for i in range(3)
+                ]
                 stack += lls
                 start_all(lls)
-                targets = [Target(p.name, f"http://127.0.0.1:{p.port}/v1/chat/completions", {"authorization": f"Bearer {MASTER_KEY}"}, body) for p in lls]
+                targets = [
+                    Target(
+                        p.name,
+                        f"http://127.0.0.1:{p.port}/v1/chat/completions",
+                        {"authorization": f"Bearer {MASTER_KEY}"},
+                        body,
+                    )
+                    for p in lls
+                ]
                 accuracy_rows["litellm"] = asyncio.run(accuracy(targets, burst_seconds, fixed_window=True))
             client.close()
             result["rate_limit"] = accuracy_rows
@@ -407,10 +492,14 @@ def print_report(result: dict[str, object]) -> None:
             if s:
                 errors = {k: v for k, v in s["statuses"].items() if k != "200"}
                 flag = " saturated" if s["saturated"] else ""
-                print(f"{row['rate']:>6} {name:<11} {s['achieved_rps']:>9.0f} {s['added_p50_ms']:>8.2f} {s['added_p95_ms']:>8.2f} {s['added_p99_ms']:>8.2f}  {errors or ''}{flag}")
+                print(
+                    f"{row['rate']:>6} {name:<11} {s['achieved_rps']:>9.0f} {s['added_p50_ms']:>8.2f} {s['added_p95_ms']:>8.2f} {s['added_p99_ms']:>8.2f}  {errors or ''}{flag}"
+                )
     for name, r in result.get("rate_limit", {}).items():  # type: ignore[attr-defined]
-        print(f"rate limit {name}: admitted {r['admitted_tokens']} tokens vs allowed {r['allowed_tokens']:.0f} "
-              f"({r['admitted_over_allowed']:.2f}x; {r['allowed_rule']}), statuses {r['statuses']}")
+        print(
+            f"rate limit {name}: admitted {r['admitted_tokens']} tokens vs allowed {r['allowed_tokens']:.0f} "
+            f"({r['admitted_over_allowed']:.2f}x; {r['allowed_rule']}), statuses {r['statuses']}"
+        )
 
 
 def main() -> int:

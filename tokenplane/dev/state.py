@@ -24,6 +24,7 @@ atomically (write, then rename), so a reader never sees half of it.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import urllib.error
@@ -177,5 +178,5 @@ def answers(ready_url: str | None, port: int) -> bool:
     try:
         with _DIRECT.open(ready_url, timeout=PROBE_TIMEOUT) as response:
             return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):  # a probe may even self-connect
         return False

@@ -1,0 +1,355 @@
+"""Run every serving benchmark with ``--json`` and rewrite ``BENCHMARKS.md`` from their numbers.
+
+The benchmarks, in order: ``gateway_bench.py`` (what the gateway adds over the
+engine), ``vs_litellm.py`` (against the LiteLLM proxy), ``overload.py`` (2x the
+pool's capacity) and ``faults.py`` (one fault at a time under load). Each runs
+as its own process under a time limit, so that one hung benchmark cannot hold
+the others; a failed one is reported in the file with its last lines of output.
+All of it stays under 20 minutes on two cores; ``--quick`` takes a few.
+
+Run: ``python benchmarks/run_all.py [--quick]`` (``make bench``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+OUTPUT = ROOT / "BENCHMARKS.md"
+RAW = ROOT / ".bench" / "last-run.json"  # the raw results, so that the Markdown can be re-rendered (--from-json)
+
+# (script, extra args for a full run, extra args for --quick, time limit in seconds for a full run)
+BENCHMARKS = (
+    ("gateway_bench.py", [], ["--seconds", "3"], 180),
+    ("vs_litellm.py", [], ["--quick"], 600),
+    ("overload.py", [], ["--quick"], 240),
+    ("faults.py", [], ["--quick"], 720),
+)
+
+
+def machine() -> dict[str, str]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown",
+    )
+    mem_kib = next(
+        int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:")
+    )
+    return {
+        "cpu": cpu,
+        "cores": str(os.cpu_count()),
+        "memory": f"{mem_kib / 1024**2:.1f} GiB",
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()}",
+    }
+
+
+def run_one(script: str, extra: list[str], limit: float) -> dict[str, object]:
+    argv = [sys.executable, str(HERE / script), "--json", *extra]
+    t0 = time.perf_counter()
+    try:
+        # Its own session: on a time-out the whole group (the stand-ins it started) goes with it.
+        process = subprocess.Popen(
+            argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        )
+        try:
+            out, err = process.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 15)
+            try:
+                out, err = process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, 9)
+                out, err = process.communicate()
+            return {
+                "error": f"timed out after {limit:.0f} s",
+                "tail": err.decode(errors="replace")[-1500:],
+                "seconds": time.perf_counter() - t0,
+            }
+    finally:
+        pass
+    seconds = time.perf_counter() - t0
+    if process.returncode != 0:
+        return {
+            "error": f"exited with {process.returncode}",
+            "tail": err.decode(errors="replace")[-1500:],
+            "seconds": seconds,
+        }
+    text = out.decode()
+    try:
+        return {"result": json.loads(text[text.index("{") :]), "seconds": seconds}
+    except ValueError as e:
+        return {"error": f"no JSON on stdout: {e}", "tail": text[-1500:], "seconds": seconds}
+
+
+def f(value: object, digits: int = 1) -> str:
+    if isinstance(value, float):
+        return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def statuses(s: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted(s.items())) or "none"
+
+
+def table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(head) + " |",
+        "|" + " --- |" * len(head),
+        *("| " + " | ".join(r) + " |" for r in rows),
+        "",
+    ]
+
+
+def gateway_section(r: dict) -> list[str]:
+    rows = [
+        ["closed-loop throughput", f"{f(r['closed_loop_rps'], 0)} req/s"],
+        ["requests/s per gateway core", f(r["rps_per_core"], 0)],
+        ["engine direct P50 / P99", f"{f(r['direct_p50_ms'], 2)} / {f(r['direct_p99_ms'], 2)} ms"],
+        ["via gateway P50 / P99", f"{f(r['gateway_p50_ms'], 2)} / {f(r['gateway_p99_ms'], 2)} ms"],
+        ["added P50 / P99", f"{f(r['added_p50_ms'], 2)} / {f(r['added_p99_ms'], 2)} ms"],
+    ]
+    return table(["measure", "value"], rows)
+
+
+def litellm_section(r: dict) -> list[str]:
+    ll = r["litellm"]
+    lines = [
+        f"LiteLLM: {'ran' if ll['available'] else '**did not run**'} ({ll['note']}). Auth: {r['auth']}. "
+        f"Each rate {f(r['seconds_per_rate'], 0)} s, open loop; added = percentile through the gateway minus the engine's "
+        "own at the same rate; a gateway stops stepping once saturated (achieved < 90 % of offered or P99 > 1 s).",
+        "",
+    ]
+    rows = []
+    for row in r["sweep"]:
+        ratio = row.get("litellm_over_tokenplane", {})
+        for name in ("tokenplane", "litellm"):
+            s = row.get(name)
+            if not s:
+                continue
+            errors = {k: v for k, v in s["statuses"].items() if k != "200"}
+            rows.append(
+                [
+                    str(row["rate"]),
+                    name,
+                    f(s["achieved_rps"], 0),
+                    f(s["added_p50_ms"], 2),
+                    f(s["added_p95_ms"], 2),
+                    f(s["added_p99_ms"], 2),
+                    statuses(errors),
+                    "yes" if s["saturated"] else "",
+                    f(ratio.get("p99", math.nan), 1) if name == "litellm" else "",
+                ]
+            )
+    lines += table(
+        [
+            "offered RPS",
+            "gateway",
+            "achieved RPS",
+            "+P50 ms",
+            "+P95 ms",
+            "+P99 ms",
+            "errors",
+            "saturated",
+            "LiteLLM/ours +P99",
+        ],
+        rows,
+    )
+    rl = r.get("rate_limit", {})
+    if rl:
+        rows = [
+            [
+                name,
+                str(x["replicas"]),
+                str(x["tpm"]),
+                f(x["burst_seconds"], 1),
+                str(x["admitted_tokens"]),
+                f(x["allowed_tokens"], 0),
+                f(x["admitted_over_allowed"], 2),
+                x["allowed_rule"],
+                statuses(x["statuses"]),
+            ]
+            for name, x in rl.items()
+        ]
+        lines += [
+            "Rate-limit accuracy: one key, a closed-loop burst from many clients over three replicas sharing one Redis.",
+            "",
+        ]
+        lines += table(
+            [
+                "gateway",
+                "replicas",
+                "TPM",
+                "burst s",
+                "tokens admitted",
+                "allowed",
+                "admitted/allowed",
+                "allowed by",
+                "statuses",
+            ],
+            rows,
+        )
+    return lines
+
+
+def overload_section(r: dict) -> list[str]:
+    lines = [
+        f"μ = {f(r['mu_rps'])} req/s measured on one `small` replica (speed {r['speed']}, max_num_seqs {r['max_num_seqs']}, "
+        f"{r['max_tokens']} output tokens; gateway admission permits {r['admission_permits']}); offered λ = "
+        f"{f(r['offered_rps'])} req/s for {f(r['seconds'], 0)} s, {r['requests']} streamed requests; served {f(r['served_rps'])} req/s.",
+        "",
+    ]
+    rows = [
+        [p, statuses(r["statuses_by_priority"][p]), f(r["p95_ttft_ms_by_priority"][p], 0)]
+        for p in ("critical", "high", "normal", "batch")
+    ]
+    lines += table(["priority", "statuses (429/503 = shed)", "P95 TTFT ms (served)"], rows)
+    rss = r["rss_mib"]
+    rows = [
+        [
+            "interactive P95 TTFT",
+            f"{f(r['interactive_p95_ttft_ms'], 0)} ms (class-A SLO {f(r['class_a_ttft_p95_slo_ms'], 0)} ms)",
+        ],
+        [
+            "gateway RSS start / max / end",
+            f"{f(rss['start'], 0)} / {f(rss['max'], 0)} / {f(rss['end'], 0)} MiB ({rss['samples']} samples)",
+        ],
+        [
+            "recovery after the load",
+            f"{f(r['recovery_s'], 2)} s (to within 2x the unloaded {f(r['baseline_latency_ms'], 0)} ms)",
+        ],
+    ]
+    return lines + table(["measure", "value"], rows)
+
+
+def faults_section(r: dict) -> list[str]:
+    lines = [
+        f"Steady open-loop load: {r['rate_rps']} req/s of streamed `small` chats ({r['max_tokens']} tokens), plus as many `large` chats for the provider fault.",
+        "",
+    ]
+    rows = []
+    for x in r["faults"]:
+        if "error" in x:
+            rows.append([x["fault"], f"did not run: {x['error']}", "", "", "", ""])
+            continue
+        rows.append(
+            [
+                x["fault"] + (f" ({f(x['hold_s'], 0)} s)" if x["hold_s"] else ""),
+                statuses(x["errors_after_fault"]),
+                f(x["recovery_s"]),
+                f"{x['usage_events_distinct']} / {x['metered_expected']}",
+                f"missing {x['missing_events']} (after the fault {x['missing_after_fault']}), unexpected {x['unexpected_events']}, "
+                f"duplicates {x['duplicate_events']}",
+                "yes" if x["metering_match"] else "**no**",
+            ]
+        )
+    return lines + table(
+        [
+            "fault",
+            "client errors after the fault",
+            "recovery s",
+            "events / metered responses",
+            "differences",
+            "exact match",
+        ],
+        rows,
+    )
+
+
+SECTIONS = {
+    "gateway_bench.py": ("What the gateway adds (gateway_bench.py)", gateway_section),
+    "vs_litellm.py": ("Against the LiteLLM proxy (vs_litellm.py)", litellm_section),
+    "overload.py": ("Overload at 2x μ (overload.py)", overload_section),
+    "faults.py": ("Faults under load (faults.py)", faults_section),
+}
+
+
+def render(results: dict[str, dict], command: str, total: float, quick: bool) -> str:
+    m = machine()
+    lines = [
+        "# Benchmarks",
+        "",
+        "Measurements, not tests: each compares against a baseline measured in the same run, on this machine,",
+        "with every process (load generator, gateways, engines, Redis, broker) sharing its cores.",
+        "Written by `benchmarks/run_all.py`; do not edit by hand.",
+        "",
+        f"- date: {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- machine: {m['cpu']}, {m['cores']} cores, {m['memory']} memory, {m['os']}, Python {m['python']}",
+        f"- command: `{command}`{' (quick sizes)' if quick else ''}, {total / 60:.1f} minutes in all",
+        "",
+    ]
+    for script, (title, section) in SECTIONS.items():
+        entry = results.get(script)
+        if entry is None:
+            continue
+        lines += [f"## {title}", "", f"{f(entry['seconds'], 0)} s.", ""]
+        if "error" in entry:
+            lines += [f"**Failed**: {entry['error']}.", "", "```text", str(entry.get("tail", "")).strip(), "```", ""]
+            continue
+        try:
+            lines += section(entry["result"])
+        except (KeyError, TypeError) as e:
+            lines += [
+                f"**Unreadable result** ({e!r}):",
+                "",
+                "```json",
+                json.dumps(entry["result"], indent=2)[:3000],
+                "```",
+                "",
+            ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="every benchmark at its smoke size")
+    parser.add_argument("--json", action="store_true", help="also print every result as JSON")
+    parser.add_argument("--output", type=Path, default=OUTPUT, help="the Markdown file to rewrite")
+    parser.add_argument(
+        "--from-json", type=Path, help=f"re-render a saved run (e.g. {RAW.relative_to(ROOT)}) instead of running"
+    )
+    args = parser.parse_args()
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        args.output.write_text(
+            render(saved["results"], saved["command"], saved["total"], saved["quick"]), encoding="utf-8"
+        )
+        return 0
+    command = shlex.join(["python", "benchmarks/run_all.py", *sys.argv[1:]])
+    results: dict[str, dict] = {}
+    t0 = time.perf_counter()
+    for script, full, quick, limit in BENCHMARKS:
+        print(f"running {script} ...", file=sys.stderr, flush=True)
+        results[script] = run_one(script, quick if args.quick else full, limit / 2 if args.quick else limit)
+        print(
+            f"  {script}: {results[script].get('error', 'ok')} in {results[script]['seconds']:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    total = time.perf_counter() - t0
+    RAW.parent.mkdir(exist_ok=True)
+    RAW.write_text(json.dumps({"results": results, "command": command, "total": total, "quick": args.quick}, indent=2))
+    args.output.write_text(render(results, command, total, args.quick), encoding="utf-8")
+    print(f"wrote {args.output} in {total / 60:.1f} minutes", file=sys.stderr)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0 if all("error" not in r for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
