@@ -1,6 +1,7 @@
 """``python -m serving.engine``: serve one simulated replica of a pool over HTTP.
 
     python -m serving.engine --spec stacks/dev.yaml --pool small --port 8001 [--speed inf]
+    python -m serving.engine --pool embed [--embeddings auto|lexical]
 
 A bad argument (an unknown pool, a spec that does not load) exits with status
 2 and one clear message, as the ``tokenplane`` CLI does.
@@ -9,6 +10,7 @@ A bad argument (an unknown pool, a spec that does not load) exits with status
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import sys
 from collections.abc import Sequence
@@ -37,18 +39,30 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--speed", type=_speed, default=1.0, help="modelled seconds per wall second; inf: no sleeps")
     parser.add_argument("--kv-blocks", type=int, default=None, help="override the KV blocks of vLLM's accounting")
     parser.add_argument("--seed", type=int, default=0, help="output seed for requests without their own")
+    parser.add_argument(
+        "--embeddings",
+        choices=["auto", "lexical"],
+        default="auto",
+        help="an encoder pool's vectors: auto (the model's weights where installed, else lexical) or lexical",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from serving.engine.config import EngineConfig
+    from serving.engine.embedder import EmbeddingMode
     from tokenplane.errors import SpecLoadError
     from tokenplane.load import load_spec
 
     try:
         config = EngineConfig.from_spec(
-            load_spec(args.spec), args.pool, speed=args.speed, kv_blocks=args.kv_blocks, seed=args.seed
+            load_spec(args.spec),
+            args.pool,
+            speed=args.speed,
+            kv_blocks=args.kv_blocks,
+            seed=args.seed,
+            embeddings=EmbeddingMode(args.embeddings),
         )
     except SpecLoadError as e:
         # One problem reads best on one line; several keep the loader's list, one per line.
@@ -62,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from serving.engine.app import create_app
 
+    # The app's own lines (an encoder pool's choice of embedder) next to uvicorn's.
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     speed = "no added latency" if math.isinf(config.speed) else f"speed {config.speed:g}"
     print(f"engine for pool {config.pool} ({', '.join(config.served_model_names)}) on {args.host}:{args.port}, {speed}")
     uvicorn.run(

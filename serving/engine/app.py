@@ -5,6 +5,11 @@ SSE when asked), ``POST /v1/embeddings`` (encoder pools only), ``GET
 /v1/models``, ``GET /health`` and ``GET /metrics``. Errors leave in OpenAI's
 shape, written by ``ServingError.body()`` alone.
 
+An encoder pool embeds with its model's real weights where their package is
+installed, else with the labelled lexical stand-in (``serving.engine.embedder``);
+the weights load once, as the app starts, and the header
+``x-tokenplane-embedding`` says which answered.
+
 A client that goes away aborts its request in the engine at once, freeing its
 KV blocks, whether it was streaming (the response notices the disconnect) or
 waiting for a whole response (a watcher awaits the ASGI disconnect message
@@ -30,9 +35,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
 from serving.engine import protocol
 from serving.engine.config import EngineConfig
+from serving.engine.embedder import Embedder, load_embedder
 from serving.engine.metrics import EngineMetrics, create_registry
 from serving.engine.scheduler import Scheduler, Sequence
 from serving.engine.text import SyntheticOutput, chat_prompt_ids, synthetic_output
@@ -46,14 +51,16 @@ CLIENT_CLOSED = 499  # nginx's status for a request whose client went away; nobo
 JSON_TYPE = "application/json"
 
 
-def create_app(config: EngineConfig, *, clock: Clock | None = None) -> Starlette:
+def create_app(config: EngineConfig, *, clock: Clock | None = None, embedder: Embedder | None = None) -> Starlette:
     """The engine as an ASGI app; its lifespan runs the scheduler loop.
 
     Args:
         config: The replica to simulate.
         clock: Wall time, for ``created`` and the loop's sleeps; the system clock by default.
+        embedder: What an encoder pool embeds with; by default ``load_embedder(config)``, run as the app starts.
 
-    ``app.state.scheduler`` and ``app.state.metrics`` expose the engine's state to tests.
+    ``app.state.scheduler``, ``app.state.metrics`` and (once started) ``app.state.embedder`` expose the
+    engine's state to tests.
     """
     clock = clock or SystemClock()
     metrics = EngineMetrics(config.model_name)
@@ -62,6 +69,10 @@ def create_app(config: EngineConfig, *, clock: Clock | None = None) -> Starlette
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if config.encoder:
+            # Reading the weights takes a moment; a thread keeps the loop free (uvicorn waits for us anyway).
+            handlers.embedder = embedder or await asyncio.to_thread(load_embedder, config)
+            app.state.embedder = handlers.embedder
         scheduler.start()
         try:
             yield
@@ -120,6 +131,7 @@ class _Handlers:
         self.scheduler = scheduler
         self.registry = registry
         self.clock = clock
+        self.embedder: Embedder | None = None  # an encoder pool's, set as the app starts
 
     # --- generation -----------------------------------------------------------------------------------
 
@@ -243,7 +255,8 @@ class _Handlers:
         cfg = self.config
         body = protocol.parse_body(await request.body())
         model = protocol.check_model(body, cfg)
-        if not cfg.encoder:
+        embedder = self.embedder
+        if not cfg.encoder or embedder is None:
             raise InvalidRequest(
                 f"The model does not support Embeddings API: pool {cfg.pool} serves a generative model"
             )
@@ -254,14 +267,11 @@ class _Handlers:
                 f"encoding_format={encoding!r} must be one of {', '.join(protocol.ENCODING_FORMATS)}",
                 param="encoding_format",
             )
-        texts: list[str] = []
+        prepared = [embedder.prepare(item) for item in inputs]
         seqs: list[Sequence] = []
-        for item in inputs:
-            text = item if isinstance(item, str) else " ".join(map(str, item))
-            ids = cfg.counter.ids(item) if isinstance(item, str) else list(item)
-            protocol.check_embedding_length(len(ids), cfg)
-            texts.append(text)
-            seqs.append(Sequence("embd-" + os.urandom(8).hex(), ids, 0, stream=False))
+        for one in prepared:
+            protocol.check_embedding_length(one.length, cfg)
+            seqs.append(Sequence("embd-" + os.urandom(8).hex(), one.ids, 0, stream=False))
         try:
             for seq in seqs:
                 self.scheduler.add(seq)
@@ -273,14 +283,8 @@ class _Handlers:
             return Response(status_code=CLIENT_CLOSED)
         for seq in seqs:
             self._check_served(seq)
-        data = [
-            {
-                "object": "embedding",
-                "index": i,
-                "embedding": _encode(lexical_embedding(t, cfg.embedding_dimension), encoding),
-            }
-            for i, t in enumerate(texts)
-        ]
+        vectors = await embedder.embed(prepared)
+        data = [{"object": "embedding", "index": i, "embedding": _encode(v, encoding)} for i, v in enumerate(vectors)]
         tokens = sum(s.prompt_tokens for s in seqs)
         result = {
             "object": "list",
@@ -290,7 +294,7 @@ class _Handlers:
             "data": data,
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens, "completion_tokens": 0},
         }
-        return _json(result, headers={EMBEDDING_HEADER: EMBEDDING_KIND_LEXICAL})
+        return _json(result, headers={EMBEDDING_HEADER: embedder.kind})
 
     # --- the rest ------------------------------------------------------------------------------------------
 

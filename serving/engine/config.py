@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from serving.engine.embedder import EmbeddingMode
 from serving.tokens import TokenCounter, counter_for
 from tokenplane import planner
 from tokenplane.capacity import BLOCK_SIZE
@@ -33,6 +34,9 @@ class EngineConfig:
         speed: Modelled seconds per wall second; ``math.inf`` never sleeps.
         seed: Mixed into the output of requests that carry no ``seed`` of their own.
         block_size: Tokens per KV block.
+        model_preset: The registry model's catalog preset (None for explicit shapes): an encoder whose preset
+            has packaged weights installed serves that model's real embeddings.
+        embeddings: ``auto`` (real embeddings where the weights are installed) or ``lexical`` (the stand-in).
     """
 
     pool: str
@@ -50,6 +54,8 @@ class EngineConfig:
     speed: float = 1.0
     seed: int = 0
     block_size: int = BLOCK_SIZE
+    model_preset: str | None = None
+    embeddings: EmbeddingMode = EmbeddingMode.AUTO
 
     def __post_init__(self) -> None:
         if not self.speed > 0:
@@ -84,6 +90,7 @@ class EngineConfig:
         speed: float = 1.0,
         kv_blocks: int | None = None,
         seed: int = 0,
+        embeddings: EmbeddingMode = EmbeddingMode.AUTO,
     ) -> EngineConfig:
         """Build the config of one replica of ``pool``.
 
@@ -93,6 +100,7 @@ class EngineConfig:
             speed: Modelled seconds per wall second (``math.inf``: no added latency).
             kv_blocks: Overrides the KV blocks vLLM's memory accounting gives the replica.
             seed: Output seed for requests without one.
+            embeddings: How an encoder pool embeds: ``auto`` or ``lexical`` (see ``serving.engine.embedder``).
 
         Raises:
             ValueError: ``pool`` is not in the spec (the message lists the pools), or a value is out of range.
@@ -129,6 +137,8 @@ class EngineConfig:
             counter=counter_for(spec.model(found.model)),
             speed=speed,
             seed=seed,
+            model_preset=spec.model(found.model).preset,
+            embeddings=embeddings,
         )
 
 

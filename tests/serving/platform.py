@@ -21,6 +21,7 @@ from qdrant_client import AsyncQdrantClient
 
 from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
+from serving.engine.embedder import EmbeddingMode
 from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import redis_client, topics
@@ -92,7 +93,8 @@ async def platform(
     async with contextlib.AsyncExitStack() as stack:
         engines: dict[str, str] = {}
         for placement in spec.regions[0].pools:
-            config = EngineConfig.from_spec(spec, placement.pool, speed=speed)
+            # Lexical embeddings: these tests exercise the plumbing, and the real model would load both cores.
+            config = EngineConfig.from_spec(spec, placement.pool, speed=speed, embeddings=EmbeddingMode.LEXICAL)
             engines[placement.pool] = await stack.enter_async_context(serve(engine_app(config)))
         urls = {**engines, **(pool_urls or {})}
         env = {f"POOL_URL_{p.upper()}": u for p, u in urls.items()} | (environ or {})

@@ -19,6 +19,7 @@ from openai import AsyncOpenAI
 from starlette.applications import Starlette
 
 from serving.engine import EngineConfig, create_app
+from serving.engine.embedder import EmbeddingMode
 from serving.engine.scheduler import Scheduler
 from serving.tokens import ESTIMATE, count_messages
 from tests.serving.conftest import serve
@@ -373,7 +374,7 @@ async def test_an_unsupported_or_missing_field_is_a_400_naming_it(
 
 
 async def test_an_encoder_pool_serves_lexical_embeddings_of_its_hidden_size(dev_spec: PlatformSpec) -> None:
-    config = EngineConfig.from_spec(dev_spec, "embed", speed=math.inf)
+    config = EngineConfig.from_spec(dev_spec, "embed", speed=math.inf, embeddings=EmbeddingMode.LEXICAL)
     async with running(config) as engine:
         raw = await engine.client.embeddings.with_raw_response.create(model="embedder", input=["a cat", "a dog"])
         floats = await engine.client.embeddings.create(model="embedder", input="a cat", encoding_format="float")
