@@ -17,7 +17,6 @@ import copy
 import json
 import math
 import re
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -288,12 +287,10 @@ def alias_graphs(draw: st.DrawFn) -> str:
 
 @given(text=alias_graphs())
 @fuzz("alias_graphs")
-def test_alias_graphs_are_loaded_bounded_or_rejected_quickly(text: str) -> None:
+def test_alias_graphs_are_loaded_bounded_or_rejected(text: str) -> None:
+    # No clock here (machines are shared): a bomb that escaped MAX_VALUES would hang this test for minutes.
     CASES["alias_graphs"] += 1
-    started = time.perf_counter()
     check_outcome(text, "stacks/aliases.yaml")
-    # 100,000 values walk in about 0.2 s; a bomb that escaped the bound would take minutes.
-    assert time.perf_counter() - started < 5
 
 
 # --- regressions: each input below crashed, hung or was accepted before the fix in load.py ------
@@ -385,14 +382,12 @@ def test_a_recursive_alias_is_reported_not_recursed_into(cycle: str) -> None:
     assert any("refers to a value that contains the alias itself" in i.message for i in issues)
 
 
-def test_a_billion_laughs_alias_bomb_is_rejected_in_well_under_a_second() -> None:
+def test_a_billion_laughs_alias_bomb_is_rejected_at_the_value_bound() -> None:
     # Was: a hang; nine levels of nine aliases walk 9**10 nodes.
     bomb = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
         f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefghi", "bcdefghij", strict=True)
     )
-    started = time.perf_counter()
     [issue] = rejected(bomb + MINIMAL).issues
-    assert time.perf_counter() - started < 1
     assert f"the spec expands to more than {MAX_VALUES:,} values" in issue.message
     assert issue.line is not None
 

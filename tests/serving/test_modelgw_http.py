@@ -176,6 +176,7 @@ async def test_a_client_disconnect_mid_stream_cancels_the_upstream_request(
     stream = await HttpUpstream(url, session=session).stream(chat("pool:small@small", stream=True))
     await stream.aclose()  # the caller stops reading after the first chunk
     await asyncio.wait_for(small.disconnected.wait(), 10)
+    assert small.disconnected.is_set()
 
 
 async def test_a_client_disconnect_before_the_response_cancels_the_upstream_request(
