@@ -52,6 +52,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import yaml
@@ -60,6 +61,7 @@ from aiohttp import web
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._common import unlimited_dev_spec  # noqa: E402
 from tokenplane.standins import free_port, port_in_use  # noqa: E402
 
 RATE = 8.0  # req/s of each kind: moderate, a fraction of what one small replica serves at speed 1
@@ -74,12 +76,7 @@ USAGE_TOPIC = "usage-events"
 
 
 def spec_file(path: Path, provider_url: str) -> None:
-    data = yaml.safe_load((ROOT / "stacks" / "dev.yaml").read_text())
-    for tenant in data["tenants"]:
-        tenant.update(rpm=100_000_000, tpm=10_000_000_000)
-        tenant.pop("monthly_usd", None)
-        tenant["monthly_tokens"] = 10**15
-    data["cache"]["semantic"]["enabled"] = False
+    data = unlimited_dev_spec()
     region = data["regions"][0]
     region["pools"] = [p for p in region["pools"] if p["pool"] != "large"]
     data["pools"] = [p for p in data["pools"] if p["name"] != "large"]
@@ -196,9 +193,10 @@ class Stack:
             start_new_session=True,
         )
 
-    def state(self) -> dict[str, object]:
+    def state(self) -> dict[str, Any]:
         try:
-            return json.loads((self.state_dir / "dev.json").read_text())
+            state: dict[str, Any] = json.loads((self.state_dir / "dev.json").read_text())
+            return state
         except (OSError, json.JSONDecodeError):
             return {}
 
@@ -214,7 +212,7 @@ class Stack:
         raise RuntimeError(f"tokenplane dev did not become ready: {self.tail()}")
 
     def pid(self, service: str) -> int:
-        pid = self.state()["services"][service]["pid"]  # type: ignore[index]
+        pid = self.state()["services"][service]["pid"]
         if not pid:
             raise RuntimeError(f"{service} has no pid in dev.json")
         return int(pid)
@@ -281,7 +279,7 @@ class UsageConsumer:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        from aiokafka import AIOKafkaConsumer
+        from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]  # aiokafka ships no types
 
         self.consumer = AIOKafkaConsumer(
             USAGE_TOPIC,
@@ -377,7 +375,7 @@ async def one_fault(fault: str, tmp: Path, *, hold: float) -> dict[str, object]:
                 await asyncio.sleep(0.5)
             seen = Counter(consumer.ids)
             seen.update(k for k in await read_topic(bootstrap) if k not in seen)
-            services = {n: s["restarts"] for n, s in stack.state().get("services", {}).items()}  # type: ignore[union-attr]
+            services = {n: s["restarts"] for n, s in stack.state().get("services", {}).items()}
     finally:
         if consumer is not None:
             with contextlib.suppress(Exception):

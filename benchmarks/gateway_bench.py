@@ -31,8 +31,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +45,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._common import engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
 from tokenplane.standins import free_port, kafka_stand_in, redis_stand_in, wait_for_port  # noqa: E402
 
 KEY = "sk-bench-0001"
@@ -56,12 +57,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 def bench_spec(path: Path) -> None:
     """The dev spec, with limits no benchmark reaches (they are still checked) and no semantic cache."""
-    data = yaml.safe_load((ROOT / "stacks" / "dev.yaml").read_text())
-    for tenant in data["tenants"]:
-        tenant.update(rpm=100_000_000, tpm=10_000_000_000)
-        tenant.pop("monthly_usd", None)
-        tenant["monthly_tokens"] = 10**15
-    data["cache"]["semantic"]["enabled"] = False
+    data = unlimited_dev_spec()
     path.write_text(yaml.safe_dump(data))
 
 
@@ -129,10 +125,6 @@ async def open_loop(
     return latencies
 
 
-def pct(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=1000)[int(q * 1000) - 1] if len(values) > 10 else max(values)
-
-
 async def measure(engine_url: str, gateway_url: str, gateway_pid: int, args: argparse.Namespace) -> dict[str, float]:
     headers = {"authorization": f"Bearer {KEY}"}
     connector = aiohttp.TCPConnector(limit=512)
@@ -176,24 +168,11 @@ def main() -> int:
         redis.start()
         kafka.start()
         engine_port, gateway_port = free_port(), free_port()
-        python = sys.executable
         children: list[subprocess.Popen[bytes]] = []
         try:
             children.append(
                 start(
-                    [
-                        python,
-                        "-m",
-                        "serving.engine",
-                        "--spec",
-                        str(spec),
-                        "--pool",
-                        "small",
-                        "--port",
-                        str(engine_port),
-                        "--speed",
-                        "inf",
-                    ],
+                    engine_argv(spec, "small", engine_port, speed=math.inf),
                     {},
                     engine_port,
                     tmp / "engine.log",
@@ -209,7 +188,7 @@ def main() -> int:
                 "TOKENPLANE_KEY_DEMO": KEY,
             }
             gateway = start(
-                [python, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(gateway_port)],
+                gateway_argv(gateway_port),
                 env,
                 gateway_port,
                 tmp / "gateway.log",

@@ -46,6 +46,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._common import engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
+from tokenplane.spec import WorkloadClass  # noqa: E402
 from tokenplane.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
 
 SPEED = 1.0  # modelled seconds per wall second: the GPU's real timing
@@ -66,14 +68,9 @@ RSS_INTERVAL_S = 1.0
 
 
 def spec_file(path: Path) -> None:
-    data = yaml.safe_load((ROOT / "stacks" / "dev.yaml").read_text())
-    for tenant in data["tenants"]:
-        tenant.update(rpm=100_000_000, tpm=10_000_000_000)
-        tenant.pop("monthly_usd", None)
-        tenant["monthly_tokens"] = 10**15
+    data = unlimited_dev_spec()
     vip = dict(data["tenants"][0], name="vip", priority="high", api_key_secret="env://TOKENPLANE_KEY_VIP")
     data["tenants"].append(vip)
-    data["cache"]["semantic"]["enabled"] = False
     for placement in data["regions"][0]["pools"]:
         if placement["pool"] == "small":
             placement["max_replicas"] = 1
@@ -81,14 +78,6 @@ def spec_file(path: Path) -> None:
         if pool["name"] == "small":
             pool["engine"]["max_num_seqs"] = MAX_NUM_SEQS
     path.write_text(yaml.safe_dump(data))
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return math.nan
-    if len(values) < 20:
-        return sorted(values)[min(len(values) - 1, int(q * len(values)))]
-    return statistics.quantiles(values, n=1000)[int(q * 1000) - 1]
 
 
 def rss_mib(pid: int) -> float:
@@ -229,25 +218,13 @@ def run(args: argparse.Namespace) -> dict[str, object]:
 
         loaded = load_spec(spec)
         permits = admission_permits(loaded, "local", gateway_replicas=1)["small"]
-        slo = loaded.workload_classes["A"].ttft_p95_ms
+        slo = loaded.workload_classes[WorkloadClass.A].ttft_p95_ms
         redis_server = redis_stand_in(free_port(), tmp / "redis")
         kafka = kafka_stand_in(free_port(), tmp)
         engine_port, gateway_port = free_port(), free_port()
         engine = ManagedProcess(
             "engine",
-            [
-                sys.executable,
-                "-m",
-                "serving.engine",
-                "--spec",
-                str(spec),
-                "--pool",
-                "small",
-                "--port",
-                str(engine_port),
-                "--speed",
-                f"{SPEED:g}",
-            ],
+            engine_argv(spec, "small", engine_port, speed=SPEED),
             engine_port,
             tmp / "engine.log",
             start_timeout=60,
@@ -266,7 +243,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         }
         gateway = ManagedProcess(
             "gateway",
-            [sys.executable, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(gateway_port)],
+            gateway_argv(gateway_port),
             gateway_port,
             tmp / "gateway.log",
             env=env,

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -30,7 +31,8 @@ OUTPUT = ROOT / "BENCHMARKS.md"
 RAW = ROOT / ".bench" / "last-run.json"  # the raw results, so that the Markdown can be re-rendered (--from-json)
 
 # (script, extra args for a full run, extra args for --quick, time limit in seconds for a full run)
-BENCHMARKS = (
+# (script, arguments of a full run, arguments of --quick, time limit in seconds)
+BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("gateway_bench.py", [], ["--seconds", "3"], 180),
     ("vs_litellm.py", [], ["--quick"], 600),
     ("overload.py", [], ["--quick"], 240),
@@ -116,7 +118,7 @@ def table(head: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def gateway_section(r: dict) -> list[str]:
+def gateway_section(r: dict[str, Any]) -> list[str]:
     rows = [
         ["closed-loop throughput", f"{f(r['closed_loop_rps'], 0)} req/s"],
         ["requests/s per gateway core", f(r["rps_per_core"], 0)],
@@ -127,7 +129,7 @@ def gateway_section(r: dict) -> list[str]:
     return table(["measure", "value"], rows)
 
 
-def litellm_section(r: dict) -> list[str]:
+def litellm_section(r: dict[str, Any]) -> list[str]:
     ll = r["litellm"]
     lines = [
         f"LiteLLM: {'ran' if ll['available'] else '**did not run**'} ({ll['note']}). Auth: {r['auth']}. "
@@ -207,7 +209,7 @@ def litellm_section(r: dict) -> list[str]:
     return lines
 
 
-def overload_section(r: dict) -> list[str]:
+def overload_section(r: dict[str, Any]) -> list[str]:
     lines = [
         f"μ = {f(r['mu_rps'])} req/s measured on one `small` replica (speed {r['speed']}, max_num_seqs {r['max_num_seqs']}, "
         f"{r['max_tokens']} output tokens; gateway admission permits {r['admission_permits']}); offered λ = "
@@ -237,7 +239,7 @@ def overload_section(r: dict) -> list[str]:
     return lines + table(["measure", "value"], rows)
 
 
-def faults_section(r: dict) -> list[str]:
+def faults_section(r: dict[str, Any]) -> list[str]:
     lines = [
         f"Steady open-loop load: {r['rate_rps']} req/s of streamed `small` chats ({r['max_tokens']} tokens), plus as many `large` chats for the provider fault.",
         "",
@@ -279,7 +281,7 @@ SECTIONS = {
 }
 
 
-def render(results: dict[str, dict], command: str, total: float, quick: bool) -> str:
+def render(results: dict[str, dict[str, Any]], command: str, total: float, quick: bool) -> str:
     m = machine()
     lines = [
         "# Benchmarks",
@@ -331,7 +333,7 @@ def main() -> int:
         )
         return 0
     command = shlex.join(["python", "benchmarks/run_all.py", *sys.argv[1:]])
-    results: dict[str, dict] = {}
+    results: dict[str, dict[str, Any]] = {}
     t0 = time.perf_counter()
     for script, full, quick, limit in BENCHMARKS:
         print(f"running {script} ...", file=sys.stderr, flush=True)

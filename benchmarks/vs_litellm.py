@@ -42,7 +42,6 @@ import asyncio
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,6 +57,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._common import engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
 from tokenplane.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
 
 CACHE_DIR = ROOT / ".bench"
@@ -93,14 +93,6 @@ class Run:
     statuses: Counter[str] = field(default_factory=Counter)
     tokens: int = 0
     elapsed: float = 0.0
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return math.nan
-    if len(values) < 20:
-        return sorted(values)[min(len(values) - 1, int(q * len(values)))]
-    return statistics.quantiles(values, n=1000)[int(q * 1000) - 1]
 
 
 async def send(session: aiohttp.ClientSession, target: Target, run: Run) -> None:
@@ -204,7 +196,7 @@ async def accuracy(replicas: list[Target], seconds: float, *, fixed_window: bool
         ended = time.time()
     if fixed_window:
         windows = int(ended // 60) - int(began // 60) + 1
-        allowed = RL_TPM * windows
+        allowed: float = RL_TPM * windows
         rule = f"TPM per calendar minute ({windows} minute(s) touched)"
     else:
         allowed = RL_TPM + RL_TPM * run.elapsed / 60
@@ -227,14 +219,9 @@ async def accuracy(replicas: list[Target], seconds: float, *, fixed_window: bool
 
 def spec_file(path: Path, *, tpm: int | None) -> None:
     """The dev spec with no semantic cache; limits no load reaches, or ``tpm`` on the demo tenant."""
-    data = yaml.safe_load((ROOT / "stacks" / "dev.yaml").read_text())
-    for tenant in data["tenants"]:
-        tenant.update(rpm=100_000_000, tpm=10_000_000_000)
-        tenant.pop("monthly_usd", None)
-        tenant["monthly_tokens"] = 10**15
+    data = unlimited_dev_spec()
     if tpm is not None:
         data["tenants"][0]["tpm"] = tpm
-    data["cache"]["semantic"]["enabled"] = False
     path.write_text(yaml.safe_dump(data))
 
 
@@ -253,7 +240,7 @@ def gateway_process(
         "TOKENPLANE_KEY_DEMO": KEY,
         "TOKENPLANE_GATEWAY_REPLICAS": str(replicas),
     }
-    argv = [sys.executable, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(port)]
+    argv = gateway_argv(port)
     return ManagedProcess(name, argv, port, tmp / f"{name}.log", env=env, start_timeout=60)
 
 
@@ -358,19 +345,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         engine_port = free_port()
         engine = ManagedProcess(
             "engine",
-            [
-                sys.executable,
-                "-m",
-                "serving.engine",
-                "--spec",
-                str(sweep_spec),
-                "--pool",
-                "small",
-                "--port",
-                str(engine_port),
-                "--speed",
-                "inf",
-            ],
+            engine_argv(sweep_spec, "small", engine_port, speed=math.inf),
             engine_port,
             tmp / "engine.log",
             start_timeout=60,

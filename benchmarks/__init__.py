@@ -1,0 +1,1 @@
+"""Measured comparisons (not tests); each script runs on its own: ``python benchmarks/<name>.py``."""

@@ -1,0 +1,54 @@
+"""What the serving benchmarks share: the spec they run, how they start the processes, percentiles."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def unlimited_dev_spec() -> dict[str, Any]:
+    """``stacks/dev.yaml`` with limits no benchmark reaches (still checked on every request) and no
+    semantic cache, whose embedding call per request is the embedding pool's latency, not the gateway's."""
+    data: dict[str, Any] = yaml.safe_load((ROOT / "stacks" / "dev.yaml").read_text())
+    for tenant in data["tenants"]:
+        tenant.update(rpm=100_000_000, tpm=10_000_000_000)
+        tenant.pop("monthly_usd", None)
+        tenant["monthly_tokens"] = 10**15
+    data["cache"]["semantic"]["enabled"] = False
+    return data
+
+
+def engine_argv(spec: Path, pool: str, port: int, *, speed: float) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "serving.engine",
+        "--spec",
+        str(spec),
+        "--pool",
+        pool,
+        "--port",
+        str(port),
+        "--speed",
+        "inf" if math.isinf(speed) else f"{speed:g}",
+    ]
+
+
+def gateway_argv(port: int) -> list[str]:
+    return [sys.executable, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(port)]
+
+
+def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile; NaN for no values, the nearest rank for a handful."""
+    if not values:
+        return math.nan
+    if len(values) < 20:
+        return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+    return statistics.quantiles(values, n=1000)[int(q * 1000) - 1]
