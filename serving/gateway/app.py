@@ -85,7 +85,7 @@ def admission_permits(spec: PlatformSpec, region: str, *, gateway_replicas: int)
     }
 
 
-def _counters(spec: PlatformSpec, router: Router) -> Callable[[str], TokenCounter]:
+def _counters(spec: PlatformSpec) -> Callable[[str], TokenCounter]:
     """The tokenizer of the model a request names (its tier's first pool for a tier name), else the estimate."""
     by_name: dict[str, TokenCounter] = {}
     for pool in spec.pools:
@@ -135,7 +135,7 @@ def build_gateway(
     handler = ExactCacheStage(handler, cache=exact, tracer=tracer)
     handler = Quota(handler, ledger=ledger, prices=prices, tracer=tracer)
     handler = RateLimit(handler, limiter=limiter, tracer=tracer)
-    handler = Route(handler, router=router, counter_for=_counters(spec, router), tracer=tracer)
+    handler = Route(handler, router=router, counter_for=_counters(spec), tracer=tracer)
     handler = Authenticate(handler, keys=keys, tracer=tracer)
     handler = Observe(handler, metrics=metrics, sink=sink, prices=prices, region=region, clock=clock, tracer=tracer)
     return Gateway(

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from serving.gateway.requests import ParsedRequest
 from serving.gateway.routing import Route
-from serving.types import CacheOutcome, Endpoint, Json, Usage
+from serving.types import CacheOutcome, Endpoint, Json, Target, Usage
 from tokenplane.spec import Priority, Tenant
 
 
@@ -33,7 +33,7 @@ class Call:
     route: Route | None = None
     priority: Priority = Priority.NORMAL
     cache: CacheOutcome = CacheOutcome.MISS
-    served_by: str = ""
+    served_by: Target | None = None  # the pool or provider that answered
     usage: Usage | None = None
     streamed_tokens: int = 0  # content chunks sent so far: the usage of a stream cut short
     first_token_at: float | None = None

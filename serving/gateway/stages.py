@@ -40,7 +40,6 @@ from serving.types import (
     Endpoint,
     EventSink,
     Json,
-    Target,
     Upstream,
     UpstreamRequest,
     Usage,
@@ -164,7 +163,7 @@ class Observe:
         usage = call.final_usage() if (call.served_by or call.cache is not CacheOutcome.MISS) else Usage(0, 0)
         billed = Usage(0, 0) if call.cache is not CacheOutcome.MISS else usage
         if call.served_by and call.cache is CacheOutcome.MISS:
-            call.cost_usd = self.prices.cost(Target.parse(call.served_by), billed)
+            call.cost_usd = self.prices.cost(call.served_by, billed)
         self.metrics.tokens.labels(tenant, tier, "in").inc(billed.prompt_tokens)
         self.metrics.tokens.labels(tenant, tier, "out").inc(billed.completion_tokens)
         self.metrics.cost.labels(tenant, tier).inc(call.cost_usd)
@@ -179,7 +178,9 @@ class Observe:
             workload_class=call.route.workload_class.value,
             priority=call.priority.value,
             tier=tier,
-            served_by=call.served_by or (f"cache:{call.cache.value}" if call.cache is not CacheOutcome.MISS else ""),
+            served_by=str(call.served_by)
+            if call.served_by
+            else (f"cache:{call.cache.value}" if call.cache is not CacheOutcome.MISS else ""),
             model=call.request.model,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
@@ -333,7 +334,7 @@ class Quota:
 
         async def settle(_: BaseException | None = None) -> None:
             tokens = _consumed(call)
-            usd = self.prices.cost(Target.parse(call.served_by), call.final_usage()) if tokens else 0.0
+            usd = self.prices.cost(call.served_by, call.final_usage()) if tokens and call.served_by else 0.0
             await self.ledger.settle(hold, tokens=tokens, usd=usd)
 
         return await _then(self.next(call), settle)
@@ -518,14 +519,14 @@ class Forward:
             return Reply(chunks=self._stream(call, upstream_request))
         with _span(self.tracer, "gateway.upstream"):
             completion = await self.upstream.complete(upstream_request)
-        call.served_by = str(completion.served_by)
+        call.served_by = completion.served_by
         call.usage = Usage.from_body(completion.body.get("usage"))
-        call.response_headers["x-tokenplane-served-by"] = call.served_by
+        call.response_headers["x-tokenplane-served-by"] = str(call.served_by)
         return Reply(body=completion.body)
 
     async def _stream(self, call: Call, upstream_request: UpstreamRequest) -> AsyncIterator[Json]:
         stream = await self.upstream.stream(upstream_request)
-        call.served_by = str(stream.served_by)
+        call.served_by = stream.served_by
         try:
             async for chunk in stream:
                 usage = chunk.get("usage")
