@@ -81,7 +81,7 @@ def pool_urls(spec: PlatformSpec, environ: Mapping[str, str]) -> dict[str, list[
 
 
 REDIS_MAX_CONNECTIONS = 256  # a replica's requests in flight at 1,000 req/s and ~50 ms each, with room to spare
-REDIS_POOL_TIMEOUT_SECONDS = 1.0  # waiting longer than this for a connection is an outage: degrade instead
+REDIS_POOL_TIMEOUT_SECONDS = 2.0  # waiting longer than this for a connection is an outage: degrade instead
 REDIS_SOCKET_TIMEOUT_SECONDS = (
     0.5  # a limit check is a sub-millisecond Lua call; a stalled Redis must not stall requests
 )

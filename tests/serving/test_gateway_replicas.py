@@ -78,6 +78,8 @@ async def test_tokens_admitted_across_three_gateways_stay_within_the_tpm(
             "KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap,
             "POOL_URL_SMALL": engine,
             "TOKENPLANE_KEY_DEMO": KEY,
+            # As deployed: should Redis stall, each replica's fallback bucket holds a third of the limit.
+            "TOKENPLANE_GATEWAY_REPLICAS": str(REPLICAS),
         }
         async with gateways(spec_path, env, tmp_path) as urls:
             clients = [openai.AsyncOpenAI(base_url=u + "/v1", api_key=KEY, max_retries=0) for u in urls]
