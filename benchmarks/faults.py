@@ -14,22 +14,22 @@ the provider fault, as many non-streamed ``large`` chats). One fault each:
   supervisor restarts it.
 - redis: SIGKILL Redis; the supervisor restarts it (empty: no persistence).
 - kafka: SIGSTOP the supervisor, SIGKILL the broker, wait 30 s (``--quick``:
-  10 s), SIGCONT the supervisor, which then restarts the broker (empty: its
-  storage is in memory) and recreates the topics. Stopping the supervisor is
-  what keeps its restart after the pause.
+  10 s), SIGCONT the supervisor, which then restarts the broker. Stopping the
+  supervisor is what keeps its restart after the pause.
 - provider: the local server answers 500 for 20 s (``--quick``: 8 s), then 200.
 
 Reported per fault: client outcomes by status (``stream_error``: an error event
 inside a 200 stream), recovery time (from the fault to the send time of the last
 failed request, counting those in flight at the fault; 0 if none failed), and metering: the ``x-request-id`` of every
 200 response against the ``request_id`` of the usage events on the broker.
-A consumer reads the usage topic continuously from before the load and
-survives the broker's restart (it resets to the earliest offset); after the
-load a fresh consumer reads the topic again from the start, and the two are
-united. For the Kafka fault, events acknowledged by the old broker before the
-kill die with its memory unless the continuous consumer read them first, so
-the report also compares only requests sent after the kill (spooled, then
-replayed). They must match exactly; any difference is listed.
+The broker keeps its log in an S3-compatible store (``tokenplane dev
+--kafka-storage s3://...`` on moto's server, started here), so, as on MSK,
+what it acknowledged survives its SIGKILL: with the default in-memory log the
+events acknowledged just before the kill would die with the broker and the
+count could not be exact. A consumer reads the usage topic continuously from
+before the load and survives the broker's restart; after the load a fresh
+consumer reads the topic again from the start, and the two are united. They
+must match exactly; any difference is listed.
 
 Run: ``python benchmarks/faults.py [--quick] [--json] [--only engine,redis,kafka,provider]``.
 """
@@ -62,7 +62,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import unlimited_dev_spec  # noqa: E402
-from tokenplane.standins import free_port, port_in_use  # noqa: E402
+from tokenplane.standins import (  # noqa: E402
+    ManagedProcess,
+    create_bucket,
+    free_port,
+    port_in_use,
+    s3_client_env,
+    s3_stand_in,
+)
 
 RATE = 8.0  # req/s of each kind: moderate, a fraction of what one small replica serves at speed 1
 MAX_TOKENS = 48  # about a second of streaming at speed 1: a kill lands mid-stream
@@ -165,7 +172,7 @@ def quiet_ports() -> int:
 class Stack:
     """``tokenplane dev`` in its own process group, and its ``dev.json``."""
 
-    def __init__(self, spec: Path, state_dir: Path, env: dict[str, str]) -> None:
+    def __init__(self, spec: Path, state_dir: Path, env: dict[str, str], *, kafka_storage: str) -> None:
         self.state_dir = state_dir
         self.ports_from = quiet_ports()
         self.port = self.ports_from + STACK_PORTS
@@ -182,6 +189,8 @@ class Stack:
             str(self.ports_from),
             "--speed",
             "1",
+            "--kafka-storage",
+            kafka_storage,
         ]
         self.log = (state_dir.parent / f"{state_dir.name}-dev.log").open("wb")
         self.process = subprocess.Popen(
@@ -339,11 +348,14 @@ async def inject(fault: str, stack: Stack, provider: Provider, hold: float) -> N
         provider.failing = False
 
 
-async def one_fault(fault: str, tmp: Path, *, hold: float) -> dict[str, object]:
+async def one_fault(fault: str, tmp: Path, s3: ManagedProcess, *, hold: float) -> dict[str, object]:
     provider, provider_port = Provider(), free_port()
     spec = tmp / f"{fault}.yaml"
     spec_file(spec, f"http://127.0.0.1:{provider_port}/v1")
-    stack = Stack(spec, tmp / fault, {"OPENAI_API_KEY": "sk-fake-provider"})
+    bucket = f"kafka-{fault}"  # a fresh log for each fault's stack
+    await asyncio.to_thread(create_bucket, s3.port, bucket)
+    env = {"OPENAI_API_KEY": "sk-fake-provider", **s3_client_env(s3.port)}
+    stack = Stack(spec, tmp / fault, env, kafka_storage=f"s3://{bucket}/")
     consumer: UsageConsumer | None = None
     try:
         async with provider_server(provider, provider_port):
@@ -411,12 +423,17 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     faults = args.only.split(",") if args.only else list(FAULTS)
     results = []
     with tempfile.TemporaryDirectory() as scratch:
-        for fault in faults:
-            hold = {"kafka": 10.0 if args.quick else 30.0, "provider": 8.0 if args.quick else 20.0}.get(fault, 0.0)
-            try:
-                results.append(asyncio.run(one_fault(fault, Path(scratch), hold=hold)))
-            except Exception as e:  # one fault's broken stack must not hide the others' numbers
-                results.append({"fault": fault, "error": f"{type(e).__name__}: {e}"})
+        s3 = s3_stand_in(free_port(), Path(scratch))
+        s3.start()
+        try:
+            for fault in faults:
+                hold = {"kafka": 10.0 if args.quick else 30.0, "provider": 8.0 if args.quick else 20.0}.get(fault, 0.0)
+                try:
+                    results.append(asyncio.run(one_fault(fault, Path(scratch), s3, hold=hold)))
+                except Exception as e:  # one fault's broken stack must not hide the others' numbers
+                    results.append({"fault": fault, "error": f"{type(e).__name__}: {e}"})
+        finally:
+            s3.stop()
     return {"rate_rps": RATE, "max_tokens": MAX_TOKENS, "faults": results}
 
 

@@ -102,3 +102,20 @@ def test_a_taken_port_names_the_port_the_service_and_the_flag(tmp_path: Path) ->
         stack = plan(tmp_path, ports_from=port - 1)
         with pytest.raises(SpecError, match=rf"port {port} for kafka is already in use.*--ports-from N"):
             stack.check_ports()
+
+
+def test_the_broker_is_in_memory_unless_kafka_storage_names_an_object_store(tmp_path: Path) -> None:
+    def broker_argv(stack: StackPlan) -> list[str]:
+        return next(s for s in stack.services if s.name == "kafka").argv
+
+    assert broker_argv(plan(tmp_path))[-2:] == ["--storage-engine", "memory://tansu/"]
+    durable = plan(tmp_path, kafka_storage="s3://tansu/")
+    assert broker_argv(durable)[-2:] == ["--storage-engine", "s3://tansu/"]
+    assert "on s3://tansu/" in next(s for s in durable.services if s.name == "kafka").description
+
+
+@pytest.mark.parametrize("storage", ["sqlite:///tmp/kafka.db", "s3://", "/tmp/kafka", "postgres://localhost"])
+def test_a_storage_engine_this_broker_lacks_is_a_clear_error(tmp_path: Path, storage: str) -> None:
+    with pytest.raises(SpecError, match=r"--kafka-storage: .*memory://tansu/.*s3://BUCKET/") as error:
+        plan(tmp_path, kafka_storage=storage)
+    assert repr(storage) in str(error.value)

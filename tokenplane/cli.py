@@ -285,6 +285,14 @@ def dev_up(
     smoke: Annotated[
         bool, typer.Option("--smoke", help="Start, run a scripted openai-client session, print the checks, stop")
     ] = False,
+    kafka_storage: Annotated[
+        str,
+        typer.Option(
+            "--kafka-storage",
+            help="The broker's storage: memory://tansu/, or s3://BUCKET/ (AWS_ENDPOINT and keys from the "
+            "environment) for a log that survives a broker restart",
+        ),
+    ] = "memory://tansu/",
 ) -> None:
     """Start SPEC's first region (Redis, Kafka, engines, model gateway, AI gateway, batch worker) and keep it up.
 
@@ -310,6 +318,7 @@ def dev_up(
         speed=speed,
         state_dir=state_dir.resolve(),
         engine=EngineKind(engine.value),
+        kafka_storage=kafka_storage,
     )
     try:
         platform = load_spec(spec)

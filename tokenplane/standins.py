@@ -92,10 +92,30 @@ def redis_argv(port: int, data_dir: Path) -> list[str]:
     ]
 
 
-def tansu_argv(port: int) -> list[str]:
-    """Tansu with in-memory storage: topics and messages last as long as the broker."""
+TANSU_MEMORY = "memory://tansu/"
+# The storage engines the wheel's Tansu build has (its "dynostore" feature); sqlite and slatedb are not built in.
+TANSU_STORAGE_SCHEMES = ("memory", "s3")
+
+
+def tansu_argv(port: int, storage: str = TANSU_MEMORY) -> list[str]:
+    """Tansu on loopback. In memory by default: topics and messages last as long as the broker.
+
+    ``storage`` ``s3://bucket/`` keeps them in an S3-compatible object store (the endpoint and
+    credentials from ``AWS_ENDPOINT``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+    ``AWS_DEFAULT_REGION`` and ``AWS_ALLOW_HTTP`` in the broker's environment), so that they survive
+    a broker restart, as on MSK.
+
+    Raises:
+        StandInError: ``storage`` is not a URL of a storage engine this Tansu build has.
+    """
+    scheme, sep, rest = storage.partition("://")
+    if not sep or scheme not in TANSU_STORAGE_SCHEMES or not rest.strip("/"):
+        raise StandInError(
+            f"Kafka storage {storage!r} is not one this Tansu build has; use {TANSU_MEMORY} (the default) "
+            "or s3://BUCKET/ with AWS_ENDPOINT and credentials in the environment"
+        )
     url = f"tcp://{LOOPBACK}:{port}"
-    return [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url]
+    return [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", storage]
 
 
 # Run before the real program, in the child: ask Linux to SIGTERM it when its parent dies, then exec
@@ -193,6 +213,12 @@ class ManagedProcess:
             self._log.close()
             self._log = None
 
+    def kill(self) -> None:
+        """SIGKILL the group and reap it, as a crash would end it: no shutdown, no flush. ``start()`` brings it back."""
+        if self.process is not None:
+            self.signal(signal.SIGKILL)
+            self.process.wait()
+
     def restart(self) -> None:
         self.stop()
         self.start()
@@ -218,5 +244,49 @@ def redis_stand_in(port: int, data_dir: Path) -> ManagedProcess:
     return ManagedProcess("redis", redis_argv(port, data_dir), port, data_dir / "redis.log")
 
 
-def kafka_stand_in(port: int, log_dir: Path) -> ManagedProcess:
-    return ManagedProcess("kafka", tansu_argv(port), port, log_dir / "kafka.log")
+def kafka_stand_in(
+    port: int, log_dir: Path, *, storage: str = TANSU_MEMORY, env: dict[str, str] | None = None
+) -> ManagedProcess:
+    return ManagedProcess("kafka", tansu_argv(port, storage), port, log_dir / "kafka.log", env=dict(env or {}))
+
+
+# --- an S3-compatible object store: moto's server, for a broker whose log must outlive the broker --------------
+
+S3_REGION = "us-east-1"
+
+
+def s3_argv(port: int) -> list[str]:
+    """moto's S3-compatible server on loopback (``moto[server]``, a dev dependency); its objects live in memory."""
+    return [sys.executable, "-m", "moto.server", "--host", LOOPBACK, "--port", str(port)]
+
+
+def s3_client_env(port: int) -> dict[str, str]:
+    """What a client of the stand-in needs in its environment: the endpoint and throwaway credentials.
+
+    Tansu's object-store client reads ``AWS_ENDPOINT`` and needs ``AWS_ALLOW_HTTP`` for plain HTTP.
+    """
+    return {
+        "AWS_ENDPOINT": f"http://{LOOPBACK}:{port}",
+        "AWS_ACCESS_KEY_ID": "tokenplane-dev",
+        "AWS_SECRET_ACCESS_KEY": "tokenplane-dev",
+        "AWS_DEFAULT_REGION": S3_REGION,
+        "AWS_ALLOW_HTTP": "true",
+    }
+
+
+def s3_stand_in(port: int, log_dir: Path) -> ManagedProcess:
+    try:
+        import moto.server  # noqa: F401  (checked here: the child would only say "No module named moto")
+    except ImportError as e:
+        raise StandInError("the S3 stand-in needs moto's server: pip install 'moto[server]'") from e
+    return ManagedProcess("s3", s3_argv(port), port, log_dir / "s3.log", start_timeout=30.0)
+
+
+def create_bucket(port: int, bucket: str) -> None:
+    """Create ``bucket`` on the stand-in (moto's server takes an unsigned ``PUT /bucket``); idempotent."""
+    import urllib.request
+
+    request = urllib.request.Request(f"http://{LOOPBACK}:{port}/{bucket}", method="PUT")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        if response.status != 200:
+            raise StandInError(f"creating bucket {bucket} on the S3 stand-in answered {response.status}")

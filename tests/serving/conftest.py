@@ -20,7 +20,15 @@ import uvicorn
 
 from tokenplane.load import load_spec
 from tokenplane.spec import PlatformSpec
-from tokenplane.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in
+from tokenplane.standins import (
+    ManagedProcess,
+    create_bucket,
+    free_port,
+    kafka_stand_in,
+    redis_stand_in,
+    s3_client_env,
+    s3_stand_in,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPICS = ("usage-events", "audit-events", "batch-jobs")  # stacks/dev.yaml's topics
@@ -65,7 +73,7 @@ async def create_topics(bootstrap: str, topics: tuple[str, ...] = TOPICS, partit
 
 
 class Broker:
-    """A Tansu broker a test owns: stop it, start it again on the same port (empty: storage is in memory)."""
+    """A Tansu broker a test owns: stop it, start it again on the same port (empty, unless its storage is S3)."""
 
     def __init__(self, process: ManagedProcess) -> None:
         self.process = process
@@ -82,6 +90,27 @@ class Broker:
 @pytest.fixture
 async def kafka(tmp_path: Path) -> AsyncIterator[Broker]:
     broker = Broker(kafka_stand_in(free_port(), tmp_path))
+    await broker.start()
+    yield broker
+    await broker.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedProcess]:
+    server = s3_stand_in(free_port(), tmp_path_factory.mktemp("s3"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def durable_kafka(s3_server: ManagedProcess, tmp_path: Path) -> AsyncIterator[Broker]:
+    """A broker whose log lives in a bucket of its own on the S3 stand-in: it survives a SIGKILL, as MSK's does."""
+    bucket = f"kafka-{tmp_path.name.lower().replace('_', '-')[-40:]}"
+    await asyncio.to_thread(create_bucket, s3_server.port, bucket)
+    broker = Broker(
+        kafka_stand_in(free_port(), tmp_path, storage=f"s3://{bucket}/", env=s3_client_env(s3_server.port))
+    )
     await broker.start()
     yield broker
     await broker.stop()

@@ -26,7 +26,15 @@ from pathlib import Path
 
 from tokenplane.errors import SpecError
 from tokenplane.spec import PlatformSpec, Pool, Region
-from tokenplane.standins import LOOPBACK, ManagedProcess, StandInError, port_in_use, redis_argv, tansu_argv
+from tokenplane.standins import (
+    LOOPBACK,
+    TANSU_MEMORY,
+    ManagedProcess,
+    StandInError,
+    port_in_use,
+    redis_argv,
+    tansu_argv,
+)
 
 # How long each kind of process may take from spawn to ready. Generous, because a laptop with two
 # cores starts four Python engines, two gateways and a broker at once; a service that needs longer is
@@ -70,6 +78,7 @@ class DevOptions:
     state_dir: Path = Path(".tokenplane")
     engine: EngineKind = EngineKind.SIM
     host: str = LOOPBACK
+    kafka_storage: str = TANSU_MEMORY  # s3://BUCKET/: the broker's log outlives a broker restart
 
 
 @dataclass
@@ -78,7 +87,7 @@ class Service:
 
     ``ready_url`` answers 200 once the service is ready; without one, the port accepting
     connections is readiness (Redis, the broker). ``after_ready`` runs after each (re)start,
-    e.g. creating the broker's topics, which live in memory.
+    e.g. creating the broker's topics, which live in memory unless ``--kafka-storage`` says otherwise.
     """
 
     name: str
@@ -291,6 +300,11 @@ def plan_stack(
 
     data_dir = state_dir / "redis"
     bootstrap = f"{LOOPBACK}:{kafka_port}"
+    try:
+        kafka_argv = tansu_argv(kafka_port, options.kafka_storage)
+    except StandInError as e:
+        raise SpecError(f"--kafka-storage: {e}") from None
+    durable = not options.kafka_storage.startswith("memory://")
     services = [
         Service(
             "redis",
@@ -305,13 +319,14 @@ def plan_stack(
         Service(
             "kafka",
             Stage.DATA,
-            tansu_argv(kafka_port),
+            kafka_argv,
             kafka_port,
             "--ports-from",
             env=inherited,
             start_timeout=DATA_START_TIMEOUT,
             after_ready=lambda: create_topics(bootstrap, spec),
-            description="Kafka protocol (Tansu, in memory): usage, audit and batch topics",
+            description=f"Kafka protocol (Tansu, {'on ' + options.kafka_storage if durable else 'in memory'}): "
+            "usage, audit and batch topics",
         ),
     ]
     build = engines or simulator_engines(spec_path, options, inherited)
