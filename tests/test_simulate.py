@@ -13,14 +13,16 @@ from tokenplane import capacity as cap
 from tokenplane.load import load_spec_text
 from tokenplane.planner import plan, replica_model
 from tokenplane.sim import gateway
-from tokenplane.sim.engine import SERVED, SHED_GATEWAY
+from tokenplane.sim.engine import SERVED, SHED_DEADLINE, SHED_GATEWAY
 from tokenplane.sim.metrics import queue_depth
 from tokenplane.sim.workload import Burst, Kind, Profile, rate_multiplier
 from tokenplane.simulate import SimConfig, SimResult, simulate
 from tokenplane.spec import PlatformSpec
 
 LEVELS = ("critical", "high", "normal", "batch")
-NO_SHEDDING = {level: {"max_queue_wait_ms": 3.6e9, "shed_at_utilization": 2.0} for level in LEVELS}
+NO_SHEDDING = {
+    level: {"max_queue_wait_ms": 3.6e9, "shed_at_utilization": 2.0, "shed_past_ttft_slo": False} for level in LEVELS
+}
 
 
 def one_pool(
@@ -339,3 +341,24 @@ def test_prefill_cost_in_chunks_adds_up_to_one_pass() -> None:
     assert cap.prefill_seconds(model, 8000) == pytest.approx(
         cost.seconds(8000) + cap.step_overhead_seconds(model), rel=1e-12
     )
+
+
+@pytest.mark.parametrize("past_slo", [True, False])
+def test_a_request_queued_past_its_classs_ttft_slo_is_shed_as_the_gateway_sheds_it(past_slo: bool) -> None:
+    """Twice the capacity, utilization shedding off: only queue deadlines shed, at the SLO or at max_queue_wait_ms."""
+    levels = {
+        level: {"max_queue_wait_ms": 30_000, "shed_at_utilization": 2.0, "shed_past_ttft_slo": past_slo}
+        for level in LEVELS
+    }
+    spec = one_pool(prompt=(200, 600), output=(50, 150), max_num_seqs=64, priorities=levels)
+    mu = plan(spec).pools[0].service_rps_per_replica
+    result = simulate(spec, SimConfig(rps=2 * mu, duration_s=60, seed=5))
+    out, reqs = result.outcome, result.requests
+    rows = served(result)
+    waited = out.admitted[rows] - reqs.arrival[rows]
+    slo_s = 2.0  # one_pool's class A
+    if past_slo:
+        assert np.count_nonzero(out.shed == SHED_DEADLINE) > 0.2 * len(reqs)
+        assert waited.max() <= slo_s
+    else:  # only max_queue_wait_ms bounds the wait: served requests queue far past the SLO
+        assert waited.max() > slo_s

@@ -199,10 +199,6 @@ def _setup_pools(
 ) -> tuple[list[PoolSetup], list[PoolEngineParams]]:
     setups: list[PoolSetup] = []
     params: list[PoolEngineParams] = []
-    max_wait = tuple(
-        spec.queues.priorities[level].max_queue_wait_ms / 1000 if level in spec.queues.priorities else math.inf
-        for level in LEVELS
-    )
     shed_at = np.array(
         [
             spec.queues.priorities[level].shed_at_utilization if level in spec.queues.priorities else math.inf
@@ -224,7 +220,6 @@ def _setup_pools(
                 max_num_seqs=pool.engine.max_num_seqs,
                 token_budget=pool.engine.max_num_batched_tokens,
                 kv_tokens=math.inf if encoder else float(mem.kv_tokens),
-                max_wait_s=max_wait,
                 encoder=encoder,
             )
         )
@@ -271,6 +266,9 @@ def _request_state(spec: PlatformSpec, reqs: Requests, setups: list[PoolSetup]) 
     for setup in setups:
         kept[setup.requests] = prefix_kept_share(spec, spec.pool(setup.name))
     prefill = np.maximum(1, np.ceil(reqs.prompt * kept)).astype(np.int64)
+    # The gateway's queue deadline (the level's max wait, or the class's TTFT SLO when sooner), per (class, level).
+    slos = [spec.workload_classes[c].ttft_p95_ms for c in spec.workload_classes]
+    deadline = np.array([[spec.queues.max_wait_s(level, slo) for level in LEVELS] for slo in slos])
     return RequestState(
         arrival=reqs.arrival.tolist(),
         priority=reqs.priority.tolist(),
@@ -278,6 +276,7 @@ def _request_state(spec: PlatformSpec, reqs: Requests, setups: list[PoolSetup]) 
         prefill=prefill.tolist(),
         cached=(reqs.prompt - prefill).tolist(),
         tokens=reqs.output.tolist(),
+        max_wait=deadline[reqs.cls, reqs.priority].tolist(),
     )
 
 

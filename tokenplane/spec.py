@@ -9,6 +9,7 @@ reports every violation at once, each with its field path.
 
 from __future__ import annotations
 
+import math
 import re
 from enum import StrEnum
 from typing import Annotated, Literal
@@ -497,6 +498,11 @@ class Topic(Model):
 class PriorityLevel(Model):
     max_queue_wait_ms: float = Field(gt=0)
     shed_at_utilization: float = Field(gt=0, le=2.0, description="Shed this level when pool rho exceeds this")
+    shed_past_ttft_slo: bool = Field(
+        default=True,
+        description="Also shed a queued request once its wait alone exceeds its class's ttft_p95_ms: it has "
+        "missed its SLO, and serving it late takes the capacity that requests which can still meet theirs need",
+    )
 
 
 def _default_levels() -> dict[Priority, PriorityLevel]:
@@ -511,6 +517,20 @@ def _default_levels() -> dict[Priority, PriorityLevel]:
 class Queues(Model):
     topics: list[Topic] = Field(default_factory=list)
     priorities: dict[Priority, PriorityLevel] = Field(default_factory=_default_levels)
+
+    def max_wait_s(self, priority: Priority, ttft_slo_ms: float | None) -> float:
+        """How long a request at ``priority`` of a class with TTFT SLO ``ttft_slo_ms`` may queue before it is shed.
+
+        One rule for the gateway's admission and the simulator: the level's ``max_queue_wait_ms``, or
+        the class's SLO when that is sooner and the level sheds past it; unbounded for a level not configured.
+        """
+        level = self.priorities.get(priority)
+        if level is None:
+            return math.inf
+        wait_ms = level.max_queue_wait_ms
+        if level.shed_past_ttft_slo and ttft_slo_ms is not None:
+            wait_ms = min(wait_ms, ttft_slo_ms)
+        return wait_ms / 1000
 
     @model_validator(mode="after")
     def _levels_ordered(self) -> Queues:

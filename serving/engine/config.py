@@ -119,7 +119,6 @@ class EngineConfig:
             max_num_seqs=engine.max_num_seqs,
             token_budget=engine.max_num_batched_tokens,
             kv_tokens=math.inf if encoder else float(blocks * BLOCK_SIZE),
-            max_wait_s=(),  # the engine never sheds on queue wait; admission upstream does
             encoder=encoder,
         )
         return cls(

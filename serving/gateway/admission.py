@@ -4,8 +4,11 @@ Each pool has a number of permits: the concurrent requests this gateway
 replica may have in flight there (the pool's batch slots at max replicas, per
 gateway replica). A request with a free permit goes straight through.
 Otherwise it waits in a priority queue (critical > high > normal > batch,
-first come first served within a level) until a permit frees or its level's
-``max_queue_wait_ms`` passes.
+first come first served within a level) until a permit frees or its deadline
+passes: the level's ``max_queue_wait_ms``, or sooner its class's TTFT SLO
+(``Queues.max_wait_s``, the rule the simulator follows too). A request queued
+past its SLO has missed it; served late, it would take the permit from one
+that can still meet its own.
 
 Shedding follows λ and μ, measured live. λ≥p is the arrival rate of requests at
 priority p or above (what the pool would carry if everything below p were
@@ -135,8 +138,13 @@ class AdmissionController:
         status = 429 if priority is Priority.BATCH else 503
         return Overloaded(f"pool {self.pool} is overloaded: {reason}", retry_after=retry_after, status=status)
 
-    async def admit(self, priority: Priority) -> Ticket:
-        """Wait for a permit in priority order; raise ``Overloaded`` when shed."""
+    async def admit(self, priority: Priority, *, max_wait: float | None = None) -> Ticket:
+        """Wait for a permit in priority order; raise ``Overloaded`` when shed.
+
+        Args:
+            priority: The request's level.
+            max_wait: Seconds it may queue (see ``Queues.max_wait_s``); None: its level's ``max_queue_wait_ms``.
+        """
         now = self.clock.monotonic()
         self._rates[priority].add(now)
         level = self.levels.get(priority)
@@ -151,12 +159,13 @@ class AdmissionController:
         if self.in_flight < self.permits and not self.queued:
             self.in_flight += 1
             return Ticket(self, now, 0.0)
-        max_wait = (level.max_queue_wait_ms / 1000) if level is not None else math.inf
+        if max_wait is None:
+            max_wait = (level.max_queue_wait_ms / 1000) if level is not None else math.inf
         if self._samples >= MIN_SAMPLES and self._expected_wait(priority) > max_wait:
             raise self._shed(
                 priority,
                 f"the expected queue wait {self._expected_wait(priority) * 1000:.0f} ms exceeds "
-                f"{priority.value}'s max_queue_wait_ms={max_wait * 1000:.0f}",
+                f"this request's queue deadline of {max_wait * 1000:.0f} ms",
                 self._expected_wait(priority),
             )
         self._make_room(priority)
@@ -169,9 +178,7 @@ class AdmissionController:
             raise
         if not done:
             waiter.future.cancel()
-            raise self._shed(
-                priority, f"queued longer than {priority.value}'s max_queue_wait_ms={max_wait * 1000:.0f}", max_wait
-            )
+            raise self._shed(priority, f"queued past this request's deadline of {max_wait * 1000:.0f} ms", max_wait)
         waiter.future.result()  # raises the Overloaded of an eviction
         started = self.clock.monotonic()
         return Ticket(self, started, started - now)

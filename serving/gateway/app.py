@@ -50,7 +50,7 @@ from serving.gateway.streams import sse, with_keepalive
 from serving.tokens import ESTIMATE, TokenCounter, counter_for
 from serving.types import Clock, Endpoint, EventSink, SystemClock, Upstream
 from tokenplane import planner
-from tokenplane.spec import PlatformSpec
+from tokenplane.spec import PlatformSpec, Priority, WorkloadClass
 
 JSON_MEDIA = "application/json"
 
@@ -97,6 +97,16 @@ def _counters(spec: PlatformSpec) -> Callable[[str], TokenCounter]:
     return lambda name: by_name.get(name, ESTIMATE)
 
 
+def queue_deadlines(spec: PlatformSpec) -> Callable[[Priority, WorkloadClass], float]:
+    """Each (level, class) pair's queue deadline, worked out once: the lookup is on every request's path."""
+    deadlines = {
+        (priority, cls): spec.queues.max_wait_s(priority, spec.workload_classes[cls].ttft_p95_ms)
+        for priority in Priority
+        for cls in spec.workload_classes
+    }
+    return lambda priority, cls: deadlines.get((priority, cls), spec.queues.max_wait_s(priority, None))
+
+
 def build_gateway(
     spec: PlatformSpec,
     region: str,
@@ -127,7 +137,7 @@ def build_gateway(
         for pool, n in counts.items()
     }
     handler: Handler = Forward(upstream=upstream, clock=clock, tracer=tracer)
-    handler = Admit(handler, pools=admission, metrics=metrics, tracer=tracer)
+    handler = Admit(handler, pools=admission, max_wait=queue_deadlines(spec), metrics=metrics, tracer=tracer)
     if semantic is not None:
         handler = SemanticCacheStage(
             handler, cache=semantic, replay=lambda c: exact.replay_chunks(c, include_usage=True), tracer=tracer

@@ -45,7 +45,7 @@ from serving.types import (
     Usage,
     UsageEvent,
 )
-from tokenplane.spec import Priority, TopicPurpose
+from tokenplane.spec import Priority, TopicPurpose, WorkloadClass
 
 log = logging.getLogger(__name__)
 
@@ -455,11 +455,13 @@ class Admit:
         next: Handler,
         *,
         pools: dict[str, AdmissionController],
+        max_wait: Callable[[Priority, WorkloadClass], float],
         metrics: GatewayMetrics,
         tracer: trace.Tracer | None = None,
     ) -> None:
         self.next = next
         self.pools = pools
+        self.max_wait = max_wait
         self.metrics = metrics
         self.tracer = tracer
 
@@ -471,7 +473,9 @@ class Admit:
         with _span(self.tracer, "gateway.admission"):
             self.metrics.queue_depth.labels(controller.pool).set(controller.queued + 1)
             try:
-                ticket = await controller.admit(call.priority)
+                ticket = await controller.admit(
+                    call.priority, max_wait=self.max_wait(call.priority, route.workload_class)
+                )
             except ServingError as e:
                 self.metrics.sheds.labels(controller.pool, call.priority.value).inc()
                 e.headers.setdefault("x-tokenplane-shed", call.priority.value)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
 from serving.errors import Overloaded
 from serving.gateway.admission import MIN_SAMPLES, AdmissionController, Ticket
-from tokenplane.spec import Priority, PriorityLevel, _default_levels
+from serving.gateway.app import queue_deadlines
+from tokenplane.spec import PlatformSpec, Priority, PriorityLevel, Queues, WorkloadClass, _default_levels
 
 
 class StepClock:
@@ -132,11 +134,43 @@ async def test_a_waiter_past_its_deadline_is_shed_with_503() -> None:
     levels = {**_default_levels(), Priority.NORMAL: PriorityLevel(max_queue_wait_ms=20, shed_at_utilization=0.93)}
     admission = AdmissionController("small", permits=1, levels=levels, clock=StepClock())
     held = await admission.admit(Priority.NORMAL)
-    with pytest.raises(Overloaded, match="max_queue_wait_ms=20") as info:
+    with pytest.raises(Overloaded, match="deadline of 20 ms") as info:
         await admission.admit(Priority.NORMAL)
     assert info.value.status == 503
     held.release()
     assert admission.in_flight == 0 and admission.queued == 0
+
+
+async def test_a_deadline_sooner_than_the_levels_max_wait_sheds_at_the_deadline() -> None:
+    admission, _ = controller(permits=1)  # normal may queue 10 s by default
+    held = await admission.admit(Priority.NORMAL)
+    with pytest.raises(Overloaded, match="deadline of 20 ms") as info:
+        await admission.admit(Priority.NORMAL, max_wait=0.02)  # e.g. its class's TTFT SLO
+    assert info.value.status == 503 and admission.sheds[Priority.NORMAL] == 1
+    held.release()
+    assert admission.in_flight == 0 and admission.queued == 0
+
+
+def test_the_queue_deadline_is_the_sooner_of_the_levels_max_wait_and_the_classs_ttft_slo() -> None:
+    levels = {
+        **_default_levels(),
+        Priority.HIGH: PriorityLevel(max_queue_wait_ms=5000, shed_at_utilization=0.97, shed_past_ttft_slo=False),
+    }
+    del levels[Priority.BATCH]
+    queues = Queues(priorities=levels)
+    assert queues.max_wait_s(Priority.NORMAL, 500) == 0.5  # the SLO: sooner than normal's 10 s
+    assert queues.max_wait_s(Priority.CRITICAL, 5000) == 2.0  # the level: sooner than a lax SLO
+    assert queues.max_wait_s(Priority.NORMAL, None) == 10.0  # a class without a TTFT SLO (batch)
+    assert queues.max_wait_s(Priority.HIGH, 500) == 5.0  # this level does not shed past the SLO
+    assert queues.max_wait_s(Priority.BATCH, 500) == math.inf  # a level not configured never sheds on wait
+
+
+def test_the_gateway_gives_each_level_and_class_its_deadline(dev_spec: PlatformSpec) -> None:
+    deadline = queue_deadlines(dev_spec)
+    slo = dev_spec.workload_classes[WorkloadClass.A].ttft_p95_ms
+    assert slo is not None
+    assert deadline(Priority.NORMAL, WorkloadClass.A) == min(slo, 10_000) / 1000
+    assert deadline(Priority.BATCH, WorkloadClass.D) == dev_spec.queues.max_wait_s(Priority.BATCH, None)
 
 
 async def test_a_client_that_leaves_the_queue_does_not_leak_its_permit() -> None:

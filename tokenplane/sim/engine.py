@@ -72,7 +72,6 @@ class PoolEngineParams:
     overhead_s: float
     speculation: float
     prefill: cap.PrefillCost
-    max_wait_s: tuple[float, ...]  # per priority level: dropped when queued longer
     encoder: bool = False  # an embedding model: prefill only, no KV cache, first token = last
 
     @classmethod
@@ -83,7 +82,6 @@ class PoolEngineParams:
         max_num_seqs: int,
         token_budget: int,
         kv_tokens: float,
-        max_wait_s: tuple[float, ...],
         encoder: bool = False,
     ) -> PoolEngineParams:
         terms = [cap.decode_step_terms(model, b) for b in range(max_num_seqs + 1)]
@@ -97,7 +95,6 @@ class PoolEngineParams:
             overhead_s=terms[0].overhead_s,
             speculation=cap.speculation_factor(model),
             prefill=cap.prefill_cost(model),
-            max_wait_s=max_wait_s,
             encoder=encoder,
         )
 
@@ -116,6 +113,7 @@ class RequestState:
     prefill: list[int]  # tokens still to prefill
     cached: list[int]  # tokens already in the KV cache when the prefill starts (prefix-cache hits)
     tokens: list[int]  # tokens still to produce, the prefill's first one included (0: an embedding)
+    max_wait: list[float]  # seconds it may queue before it is shed (``Queues.max_wait_s``); inf: never
     admitted: list[float] = field(default_factory=list)
     first: list[float] = field(default_factory=list)
     done: list[float] = field(default_factory=list)
@@ -274,10 +272,10 @@ class Engine:
         """
         p = self.pools[rep.pool]
         req = self.req
-        arrival, level_of, pf, cached = req.arrival, req.priority, req.prefill, req.cached
+        arrival, max_wait, pf, cached = req.arrival, req.max_wait, req.prefill, req.cached
         admitted, first, done, shed = req.admitted, req.first, req.done, req.shed
         per_token, per_pair, overhead = p.prefill.per_token_s, p.prefill.per_pair_s, p.overhead_s
-        max_seqs, token_budget, max_wait = p.max_num_seqs, p.token_budget, p.max_wait_s
+        max_seqs, token_budget = p.max_num_seqs, p.token_budget
         counters = self.counters[rep.pool]
         ttfts = counters.ttfts
         clock, fifo, pos = rep.clock, rep.fifo, rep.pos
@@ -298,9 +296,9 @@ class Engine:
                 a = arrival[rid]
                 if a > clock:
                     break
-                if clock - a > max_wait[level_of[rid]]:
+                if clock - a > max_wait[rid]:
                     shed[rid] = SHED_DEADLINE
-                    done[rid] = a + max_wait[level_of[rid]]
+                    done[rid] = a + max_wait[rid]
                     pos += 1
                     left_arrivals += a
                     continue
@@ -343,7 +341,7 @@ class Engine:
         joined, finish_at, live, preemptions = req.joined, req.finish_at, req.running, req.preemptions
         mem, comp, kv_s, overhead, spec = p.memory_s, p.compute_s, p.kv_s_per_token, p.overhead_s, p.speculation
         per_token, per_pair = p.prefill.per_token_s, p.prefill.per_pair_s
-        kv_cap, max_seqs, token_budget, max_wait = p.kv_tokens, p.max_num_seqs, p.token_budget, p.max_wait_s
+        kv_cap, max_seqs, token_budget, max_wait = p.kv_tokens, p.max_num_seqs, p.token_budget, req.max_wait
         counters = self.counters[rep.pool]
         ttfts = counters.ttfts
         clock, it, batch, context, reserved = rep.clock, rep.iteration, rep.batch, rep.context, rep.reserved
@@ -382,10 +380,10 @@ class Engine:
                         partial_done += chunk
                 while partial < 0 and ready:
                     level, a, rid = ready[0]
-                    if level >= 0 and clock - a > max_wait[level]:
+                    if level >= 0 and clock - a > max_wait[rid]:
                         heappop(ready)
                         shed[rid] = SHED_DEADLINE
-                        done[rid] = a + max_wait[level]
+                        done[rid] = a + max_wait[rid]
                         left += 1
                         left_arrivals += a
                         continue
