@@ -115,7 +115,16 @@ def tansu_argv(port: int, storage: str = TANSU_MEMORY) -> list[str]:
             "or s3://BUCKET/ with AWS_ENDPOINT and credentials in the environment"
         )
     url = f"tcp://{LOOPBACK}:{port}"
-    return [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", storage]
+    return [
+        tansu_binary(),
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        storage,
+    ]
 
 
 # Run before the real program, in the child: ask Linux to SIGTERM it when its parent dies, then exec

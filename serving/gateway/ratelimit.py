@@ -18,7 +18,10 @@ instead of being forgiven.
 If Redis is unreachable the limiter degrades rather than failing requests:
 each replica falls back to an in-process bucket per tenant sized at the limit
 divided by the number of replicas (the ``replicas`` hint), logs one warning
-per outage, and sets ``degraded``. It probes Redis again every
+per outage, and sets ``degraded``. The local bucket starts from the replica's
+share of what the shared bucket last held (refilled since), not full: a tenant
+that had spent its minute before the outage has not got it back because Redis
+went away. It probes Redis again every
 ``PROBE_INTERVAL_SECONDS`` so that an outage costs each request no connection
 attempt, and a recovered Redis is used again at once.
 """
@@ -143,9 +146,12 @@ class _LocalBucket:
 
     __slots__ = ("at", "requests", "rpm", "tokens", "tpm")
 
-    def __init__(self, rpm: float, tpm: float, now: float) -> None:
+    def __init__(
+        self, rpm: float, tpm: float, now: float, *, requests: float | None = None, tokens: float | None = None
+    ) -> None:
         self.rpm, self.tpm = rpm, tpm
-        self.requests, self.tokens = rpm, tpm
+        self.requests = rpm if requests is None else min(rpm, requests)
+        self.tokens = tpm if tokens is None else min(tpm, tokens)
         self.at = now
 
     def refill(self, now: float) -> None:
@@ -181,6 +187,8 @@ class RateLimiter:
         self.clock: Clock = clock or SystemClock()
         self._script = redis.register_script(_SCRIPT)
         self._local: OrderedDict[str, _LocalBucket] = OrderedDict()
+        # Each tenant's shared levels as the last script call returned them, and when: a local bucket starts there.
+        self._last_seen: OrderedDict[str, tuple[float, float, float]] = OrderedDict()
         self._degraded = False
         self._probe_at = 0.0
         self._pool_warned = False
@@ -274,15 +282,33 @@ class RateLimiter:
             return None
         if self._degraded:
             self._degraded = False
-            self._local.clear()  # the next outage starts from full local buckets, not from stale ones
+            self._local.clear()  # the next outage starts from the shared levels seen by then, not from stale ones
             log.warning("rate limiter: Redis is reachable again; limits are shared across replicas")
-        return int(verdict), float(requests_left), float(tokens_left)
+        levels = int(verdict), float(requests_left), float(tokens_left)
+        self._last_seen[tenant] = (levels[1], levels[2], now)
+        self._last_seen.move_to_end(tenant)
+        if len(self._last_seen) > LOCAL_BUCKETS_LIMIT:
+            self._last_seen.popitem(last=False)
+        return levels
 
     def _bucket(self, tenant: str, rpm: int, tpm: int) -> _LocalBucket:
         bucket = self._local.get(tenant)
         share_rpm, share_tpm = rpm / self.replicas, tpm / self.replicas
         if bucket is None or bucket.rpm != share_rpm or bucket.tpm != share_tpm:
-            bucket = _LocalBucket(share_rpm, share_tpm, self.clock.monotonic())
+            now = self.clock.monotonic()
+            seen = self._last_seen.get(tenant)
+            if seen is None:
+                bucket = _LocalBucket(share_rpm, share_tpm, now)
+            else:  # this replica's share of the shared levels, refilled at the shared rate since they were read
+                requests_left, tokens_left, at = seen
+                minutes = max(0.0, now - at) / SECONDS_PER_MINUTE
+                bucket = _LocalBucket(
+                    share_rpm,
+                    share_tpm,
+                    now,
+                    requests=(requests_left + minutes * rpm) / self.replicas,
+                    tokens=(tokens_left + minutes * tpm) / self.replicas,
+                )
             self._local[tenant] = bucket
             while len(self._local) > LOCAL_BUCKETS_LIMIT:
                 self._local.popitem(last=False)

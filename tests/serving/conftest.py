@@ -3,7 +3,8 @@
 Redis and Tansu are started once per session as real processes (the same
 stand-ins ``tokenplane dev`` runs); each test gets a flushed Redis. Tests that
 stop or restart the broker use the function-scoped ``kafka`` fixture, which
-owns its own broker, so that they never disturb another test.
+owns its own broker, so that they never disturb another test. S3, a cloud API
+with no local stand-in, is moto's in-process emulation (``s3``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 import redis
 import uvicorn
 
+from serving.gateway.s3_files import s3_client
 from tokenplane.load import load_spec
 from tokenplane.spec import PlatformSpec
 from tokenplane.standins import (
@@ -32,6 +34,8 @@ from tokenplane.standins import (
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPICS = ("usage-events", "audit-events", "batch-jobs")  # stacks/dev.yaml's topics
+FILES_BUCKET = "tokenplane-test-files"
+S3_REGION = "us-east-1"
 
 
 @pytest.fixture(scope="session")
@@ -57,6 +61,21 @@ def redis_url(redis_server: ManagedProcess) -> str:
     client.flushall()
     client.close()
     return url
+
+
+@pytest.fixture
+def s3() -> Iterator[Any]:
+    """A boto3 S3 client on moto's emulation, with ``FILES_BUCKET`` created versioned (as ``secure_bucket`` does).
+
+    Every client made while the fixture is active, in any thread, talks to the same emulated S3.
+    """
+    from moto import mock_aws
+
+    with mock_aws():
+        client = s3_client(region=S3_REGION)
+        client.create_bucket(Bucket=FILES_BUCKET)
+        client.put_bucket_versioning(Bucket=FILES_BUCKET, VersioningConfiguration={"Status": "Enabled"})
+        yield client
 
 
 async def create_topics(bootstrap: str, topics: tuple[str, ...] = TOPICS, partitions: int = 3) -> None:
@@ -108,9 +127,7 @@ async def durable_kafka(s3_server: ManagedProcess, tmp_path: Path) -> AsyncItera
     """A broker whose log lives in a bucket of its own on the S3 stand-in: it survives a SIGKILL, as MSK's does."""
     bucket = f"kafka-{tmp_path.name.lower().replace('_', '-')[-40:]}"
     await asyncio.to_thread(create_bucket, s3_server.port, bucket)
-    broker = Broker(
-        kafka_stand_in(free_port(), tmp_path, storage=f"s3://{bucket}/", env=s3_client_env(s3_server.port))
-    )
+    broker = Broker(kafka_stand_in(free_port(), tmp_path, storage=f"s3://{bucket}/", env=s3_client_env(s3_server.port)))
     await broker.start()
     yield broker
     await broker.stop()

@@ -270,7 +270,7 @@ async def test_with_redis_stopped_the_limiter_degrades_to_a_local_share_and_reco
     limiter = RateLimiter(client, replicas=2, clock=clock)
     who = tenant(rpm=4, tpm=60_000)
     try:
-        await limiter.acquire(who, tokens=1)
+        await limiter.acquire(tenant("fresh", rpm=4), tokens=1)
         assert not limiter.degraded
         await asyncio.to_thread(redis_server.stop)
         # Each of the 2 replicas gets half the RPM: 2 requests here, then 429 from the local bucket.
@@ -287,6 +287,27 @@ async def test_with_redis_stopped_the_limiter_degrades_to_a_local_share_and_reco
     clock.now += PROBE_INTERVAL_SECONDS  # the next request probes Redis again
     again = await limiter.acquire(tenant("other", rpm=4), tokens=1)
     assert not limiter.degraded and not again.local
+    await client.aclose()
+
+
+async def test_a_tenant_that_spent_its_minute_does_not_get_it_back_when_redis_goes_away(
+    redis_url: str, redis_server: ManagedProcess
+) -> None:
+    clock = SteppedClock()
+    client = fast_client(redis_url)
+    limiter = RateLimiter(client, replicas=2, clock=clock)
+    who = tenant("spender", rpm=600, tpm=6_000)
+    try:
+        await limiter.acquire(who, tokens=5_000)  # the shared bucket has 1,000 tokens left
+        await asyncio.to_thread(redis_server.stop)
+        clock.now += 6.0  # and refills 600 tokens in 6 s: this replica's share is (1,000 + 600) / 2
+        share = await limiter.acquire(who, tokens=800)
+        assert share.local and share.headers["x-ratelimit-remaining-tokens"] == "0"
+        with pytest.raises(RateLimited) as caught:  # a full share (3,000) would have let this pass
+            await limiter.acquire(who, tokens=100)
+        assert caught.value.type == "tokens"
+    finally:
+        await asyncio.to_thread(redis_server.start)
     await client.aclose()
 
 
