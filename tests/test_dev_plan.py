@@ -119,3 +119,14 @@ def test_a_storage_engine_this_broker_lacks_is_a_clear_error(tmp_path: Path, sto
     with pytest.raises(SpecError, match=r"--kafka-storage: .*memory://tansu/.*s3://BUCKET/") as error:
         plan(tmp_path, kafka_storage=storage)
     assert repr(storage) in str(error.value)
+
+
+def test_a_new_stack_starts_with_an_empty_semantic_cache_and_keeps_the_unsent_spool(tmp_path: Path) -> None:
+    stale = tmp_path / "qdrant" / "collection" / "semantic-cache"
+    stale.mkdir(parents=True)
+    (stale / "storage.sqlite").write_bytes(b"an earlier stack's answers")
+    (tmp_path / "spool").mkdir()
+    (tmp_path / "spool" / "00000000000000000000.jsonl").write_bytes(b'{"topic":"usage-events"}\n')
+    plan(tmp_path).write_files()
+    assert not (tmp_path / "qdrant").exists()
+    assert (tmp_path / "spool" / "00000000000000000000.jsonl").exists()

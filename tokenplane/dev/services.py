@@ -18,6 +18,7 @@ import json
 import math
 import os
 import secrets
+import shutil
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -156,7 +157,14 @@ class StackPlan:
             )
 
     def write_files(self) -> None:
-        """The spec as the ConfigMap holds it, and the secrets file for non-env:// key references."""
+        """The spec as the ConfigMap holds it, and the secrets file for non-env:// key references.
+
+        The semantic cache's Qdrant data is removed: it starts empty, as the exact cache does in a
+        Redis without persistence. Kept, it would answer this stack's prompts with an earlier stack's
+        answers (real embeddings put "prompt (nonce 1)" next to "prompt (nonce 2)"). The spool stays:
+        its events have not reached a broker yet.
+        """
+        shutil.rmtree(self.state_dir / "qdrant", ignore_errors=True)
         for name in ("logs", "spool", "files", "redis"):
             path = self.state_dir / name
             path.mkdir(parents=True, exist_ok=True)
