@@ -20,6 +20,25 @@ class AiGateway(GatewayWorkload):
     def ingress_sources(self) -> list[dict[str, Any]]:
         return []  # reached through the NLB from anywhere; auth is the gateway's first stage
 
+    def files_env(self, args: GatewayArgs) -> list[dict[str, Any]]:
+        if args.files_bucket is None:
+            # No batch workers in this region, so no bucket and no one to run a job: the Files and Batch
+            # routes answer a 404 that says so, rather than a 500 from the read-only root filesystem.
+            return [{"name": "TOKENPLANE_BATCH_API", "value": "off"}]
+        return super().files_env(args)
+
+    def replica_env(self, min_replicas: int) -> list[dict[str, Any]]:
+        # Each replica sizes two things by this count: its share of every tenant's RPM and TPM while Redis is
+        # unreachable (limit / N, ratelimit.py) and its admission permits per pool (slots / N, app.py). It has
+        # to be one number in the pod template (a changing one would roll the pods at every scale), so: the
+        # HPA's floor or its ceiling. The floor, because it never under-serves: at the floor the replicas
+        # together admit exactly each limit, and scaled up to k x the floor an outage lets a tenant through
+        # at up to k x its limit, bounded by max/min replicas (3x, replica_bounds) and only while Redis is
+        # down. The ceiling would hold every limit, but at the floor, where the gateway runs most of the
+        # time, it would cut every tenant to a third of its limit in an outage, and admission to a third of
+        # each pool's slots with Redis healthy. Unset, the count is 1: every replica admits a full limit.
+        return [{"name": "TOKENPLANE_GATEWAY_REPLICAS", "value": str(min_replicas)}]
+
     def service_annotations(self) -> dict[str, str]:
         # An NLB in IP mode keeps client connections on long streams; TLS terminates at the listener.
         return {

@@ -1,16 +1,27 @@
-"""BatchWorkers: consume class-D jobs from Kafka, run them through the model gateway, store results in S3."""
+"""BatchWorkers: consume class-D jobs from Kafka, run them through the model gateway, store results in S3.
+
+A worker runs each line through the AI gateway's own pipeline (``serving.batch``
+builds it with ``serving.gateway.runtime.gateway_from_env``), so its pods get
+what the gateway's get: the spec as a ConfigMap, Redis and Kafka in a Secret, a
+spool volume for usage events, Qdrant, and the tenants' key secrets. The
+results bucket is also where the AI gateway stores the Batch API's files
+(``components/batch_files.py``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import kube
 from components.base import Component
+from components.batch_files import WORKER_ACTIONS, files_env, files_statements
+from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, runtime_config, secret_arns
 from components.iam import irsa_role, policy_document
-from components.naming import LABEL_REGION, NS_BATCH, NS_MONITORING, app_labels
+from components.naming import LABEL_REGION, NS_BATCH, NS_MONITORING, app_labels, checksum
 from components.storage import secure_bucket
 from tokenplane.spec import PlatformSpec, Region, TopicPurpose
 
@@ -24,12 +35,16 @@ class BatchWorkersArgs:
     spec: PlatformSpec
     region: Region
     image: pulumi.Input[str]
+    redis_url: pulumi.Input[str]
     kafka_bootstrap: pulumi.Input[str]
     kafka_cluster_arn: pulumi.Input[str]
+    qdrant_url: str
     model_gateway_url: str
     oidc_provider_arn: pulumi.Input[str]
     oidc_issuer: pulumi.Input[str]
+    account_id: pulumi.Input[str]
     tags: dict[str, str]
+    otel_endpoint: str = ""
 
 
 class BatchWorkers(Component):
@@ -42,30 +57,8 @@ class BatchWorkers(Component):
         labels = app_labels(APP, "batch", **{LABEL_REGION: args.region.name})
         results = secure_bucket(self.child("results"), tags=args.tags, opts=self.opts())
         topic = next((t.name for t in args.spec.queues.topics if t.purpose is TopicPurpose.BATCH), "batch-jobs")
-        policy = pulumi.Output.all(results.arn, args.kafka_cluster_arn).apply(
-            lambda a: policy_document(
-                [
-                    {"Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject"], "Resource": [f"{a[0]}/*"]},
-                    {
-                        "Effect": "Allow",
-                        "Action": ["kafka-cluster:Connect", "kafka-cluster:DescribeCluster"],
-                        "Resource": [a[1]],
-                    },
-                    {
-                        "Effect": "Allow",
-                        "Action": [
-                            "kafka-cluster:DescribeTopic",
-                            "kafka-cluster:ReadData",
-                            "kafka-cluster:DescribeGroup",
-                            "kafka-cluster:AlterGroup",
-                        ],
-                        "Resource": [
-                            str(a[1]).replace(":cluster/", ":topic/", 1) + "/*",
-                            str(a[1]).replace(":cluster/", ":group/", 1) + "/*",
-                        ],
-                    },
-                ]
-            )
+        policy = pulumi.Output.all(results.bucket, args.kafka_cluster_arn, args.account_id).apply(
+            lambda a: policy_document(self._statements(args, str(a[0]), str(a[1]), str(a[2])))
         )
         role = irsa_role(
             self.child("role"),
@@ -87,12 +80,33 @@ class BatchWorkers(Component):
             },
             opts=self.opts(),
         )
+        config_data = runtime_config(args.spec, args.region)
+        config = k8s.core.v1.ConfigMap(
+            self.child("config"),
+            metadata={"name": f"{APP}-config", "namespace": NS_BATCH, "labels": labels},
+            data=config_data,
+            opts=self.opts(),
+        )
         secret = k8s.core.v1.Secret(
             self.child("secret"),
             metadata={"name": f"{APP}-connections", "namespace": NS_BATCH, "labels": labels},
-            string_data={"KAFKA_BOOTSTRAP_SERVERS": args.kafka_bootstrap},
+            type="Opaque",
+            string_data={"REDIS_URL": args.redis_url, "KAFKA_BOOTSTRAP_SERVERS": args.kafka_bootstrap},
             opts=self.opts(),
         )
+        env: list[dict[str, Any]] = [
+            {"name": "TOKENPLANE_CONFIG", "value": f"{CONFIG_DIR}/platform.json"},
+            {"name": "TOKENPLANE_REGION", "value": args.region.name},
+            {"name": "TOKENPLANE_SPOOL_DIR", "value": SPOOL_DIR},
+            {"name": "QDRANT_URL", "value": args.qdrant_url},
+            {"name": "KAFKA_TOPIC", "value": topic},
+            {"name": "KAFKA_SASL_MECHANISM", "value": "AWS_MSK_IAM"},
+            {"name": "MODEL_GATEWAY_URL", "value": args.model_gateway_url},
+            *files_env(results.bucket),
+            {"name": "AWS_REGION", "value": args.region.cloud_region},
+        ]
+        if args.otel_endpoint:
+            env.append({"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": args.otel_endpoint})
         deployment = k8s.apps.v1.Deployment(
             self.child("deployment"),
             metadata={"name": APP, "namespace": NS_BATCH, "labels": labels},
@@ -102,7 +116,11 @@ class BatchWorkers(Component):
                 "template": {
                     "metadata": {
                         "labels": labels,
-                        "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(METRICS_PORT)},
+                        "annotations": {
+                            "tokenplane.io/config-checksum": checksum(config_data),
+                            "prometheus.io/scrape": "true",
+                            "prometheus.io/port": str(METRICS_PORT),
+                        },
                     },
                     "spec": {
                         "serviceAccountName": APP,
@@ -118,13 +136,7 @@ class BatchWorkers(Component):
                                 "name": APP,
                                 "image": args.image,
                                 "command": ["python", "-m", "serving.batch"],
-                                "env": [
-                                    {"name": "KAFKA_TOPIC", "value": topic},
-                                    {"name": "KAFKA_SASL_MECHANISM", "value": "AWS_MSK_IAM"},
-                                    {"name": "MODEL_GATEWAY_URL", "value": args.model_gateway_url},
-                                    {"name": "RESULTS_BUCKET", "value": results.bucket},
-                                    {"name": "AWS_REGION", "value": args.region.cloud_region},
-                                ],
+                                "env": env,
                                 "envFrom": [{"secretRef": {"name": f"{APP}-connections"}}],
                                 "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
                                 "resources": {
@@ -136,12 +148,23 @@ class BatchWorkers(Component):
                                     "readOnlyRootFilesystem": True,
                                     "capabilities": {"drop": ["ALL"]},
                                 },
+                                "volumeMounts": [
+                                    {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+                                    {"name": "spool", "mountPath": SPOOL_DIR},
+                                    {"name": "tmp", "mountPath": "/tmp"},
+                                ],
                             }
+                        ],
+                        # The root filesystem is read-only: usage events wait in the spool while Kafka is away.
+                        "volumes": [
+                            {"name": "config", "configMap": {"name": f"{APP}-config"}},
+                            {"name": "spool", "emptyDir": {"sizeLimit": SPOOL_LIMIT}},
+                            {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
                         ],
                     },
                 },
             },
-            opts=self.opts(depends_on=[account, secret], ignore_changes=["spec.replicas"]),
+            opts=self.opts(depends_on=[config, account, secret], ignore_changes=["spec.replicas"]),
         )
         kube.pdb(self.child("pdb"), namespace=NS_BATCH, app=APP, opts=self.opts())
         kube.allow_ingress(
@@ -167,3 +190,33 @@ class BatchWorkers(Component):
         )
         self.results_bucket = results.bucket
         self.register_outputs({"results_bucket": results.bucket})
+
+    @staticmethod
+    def _statements(args: BatchWorkersArgs, bucket: str, kafka_arn: str, account_id: str) -> list[dict[str, Any]]:
+        """The files in the results bucket; the batch topic and group; the usage and audit topics; tenant keys."""
+        topics = kafka_arn.replace(":cluster/", ":topic/", 1) + "/*"
+        statements: list[dict[str, Any]] = [
+            *files_statements(bucket, WORKER_ACTIONS),
+            {
+                "Effect": "Allow",
+                "Action": ["kafka-cluster:Connect", "kafka-cluster:DescribeCluster"],
+                "Resource": [kafka_arn],
+            },
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "kafka-cluster:DescribeTopic",
+                    "kafka-cluster:ReadData",
+                    "kafka-cluster:DescribeGroup",
+                    "kafka-cluster:AlterGroup",
+                ],
+                "Resource": [topics, kafka_arn.replace(":cluster/", ":group/", 1) + "/*"],
+            },
+            # Each line is metered like online traffic: the worker's pipeline writes usage and audit events.
+            {"Effect": "Allow", "Action": ["kafka-cluster:WriteData"], "Resource": [topics]},
+        ]
+        # The pipeline authenticates nothing, but it builds the gateway's key ring, which reads every key.
+        arns = secret_arns(args.spec, args.region, account_id)
+        if arns:
+            statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns})
+        return statements

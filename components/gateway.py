@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 
 from components import kube
 from components.base import Component
+from components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
 from components.iam import irsa_role, policy_document
 from components.naming import LABEL_REGION, NS_GATEWAY, app_labels, checksum
 from tokenplane.spec import PlatformSpec, Region
@@ -45,6 +46,8 @@ class GatewayArgs:
     pool_urls: dict[str, pulumi.Input[str]] = field(default_factory=dict)
     model_gateway_url: str = ""
     otel_endpoint: str = ""
+    # The bucket the Batch API's files live in (BatchWorkers.results_bucket); only the AI gateway serves files.
+    files_bucket: pulumi.Input[str] | None = None
 
 
 def replica_bounds(spec: PlatformSpec, region: Region) -> tuple[int, int]:
@@ -125,6 +128,9 @@ class GatewayWorkload(Component):
             env.append({"name": "MODEL_GATEWAY_URL", "value": args.model_gateway_url})
         if args.otel_endpoint:
             env.append({"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": args.otel_endpoint})
+        env.extend(self.files_env(args))
+        low, high = replica_bounds(spec, region)
+        env.extend(self.replica_env(low))
         for pool, url in sorted(args.pool_urls.items()):
             env.append({"name": f"POOL_URL_{pool.upper().replace('-', '_')}", "value": url})
         probe: dict[str, Any] = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
@@ -152,7 +158,6 @@ class GatewayWorkload(Component):
                 {"name": "tmp", "mountPath": "/tmp"},
             ],
         }
-        low, high = replica_bounds(spec, region)
         deployment = k8s.apps.v1.Deployment(
             self.child("deployment"),
             metadata={"name": app, "namespace": NS_GATEWAY, "labels": labels},
@@ -246,8 +251,18 @@ class GatewayWorkload(Component):
     def service_annotations(self) -> dict[str, str]:
         return {}
 
-    def iam_statements(self, args: GatewayArgs, account_id: str, kafka_arn: str) -> list[dict[str, Any]]:
-        """Connect to this region's MSK cluster and use its topics; read the referenced secrets."""
+    def files_env(self, args: GatewayArgs) -> list[dict[str, Any]]:
+        """Container env for the Batch API's file store: the bucket's, where one is given."""
+        return files_env(args.files_bucket) if args.files_bucket is not None else []
+
+    def replica_env(self, min_replicas: int) -> list[dict[str, Any]]:
+        """Container env derived from the HPA's floor; none unless the serving module reads it."""
+        return []
+
+    def iam_statements(
+        self, args: GatewayArgs, account_id: str, kafka_arn: str, files_bucket: str = ""
+    ) -> list[dict[str, Any]]:
+        """Connect to this region's MSK cluster and use its topics; read the referenced secrets and files."""
         topics = kafka_arn.replace(":cluster/", ":topic/", 1) + "/*"
         statements: list[dict[str, Any]] = [
             {
@@ -264,11 +279,14 @@ class GatewayWorkload(Component):
         arns = secret_arns(args.spec, args.region, account_id)
         if arns:
             statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns})
+        if files_bucket:
+            statements.extend(files_statements(files_bucket, GATEWAY_ACTIONS))
         return statements
 
     def _role(self, args: GatewayArgs) -> aws.iam.Role:
-        policy = pulumi.Output.all(args.account_id, args.kafka_cluster_arn).apply(
-            lambda a: policy_document(self.iam_statements(args, str(a[0]), str(a[1])))
+        bucket = args.files_bucket if args.files_bucket is not None else ""
+        policy = pulumi.Output.all(args.account_id, args.kafka_cluster_arn, bucket).apply(
+            lambda a: policy_document(self.iam_statements(args, str(a[0]), str(a[1]), str(a[2])))
         )
         return irsa_role(
             self.child("role"),

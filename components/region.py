@@ -137,28 +137,43 @@ class Region(Component):
             after_namespaces,
         )
         model_gateway_url = f"http://{model_gateway.app}.{NS_GATEWAY}.svc:{GATEWAY_PORT}/v1"
-        ai_gateway = AiGateway(
-            self.child("ai-gateway"),
-            GatewayArgs(**{**gateway_args.__dict__, "model_gateway_url": model_gateway_url}),
-            after_namespaces,
-        )
         serves_batch = any(WorkloadClass.D in spec.pool(p.pool).classes for p in region.pools)
-        if serves_batch:
+        batch = (
             BatchWorkers(
                 self.child("batch"),
                 BatchWorkersArgs(
-                    spec,
-                    region,
-                    args.image,
-                    kafka.bootstrap_brokers,
-                    kafka.cluster_arn,
-                    model_gateway_url,
-                    cluster.oidc_provider_arn,
-                    cluster.oidc_issuer,
-                    tags,
+                    spec=spec,
+                    region=region,
+                    image=args.image,
+                    redis_url=redis.url,
+                    kafka_bootstrap=kafka.bootstrap_brokers,
+                    kafka_cluster_arn=kafka.cluster_arn,
+                    qdrant_url=vector_db.url,
+                    model_gateway_url=model_gateway_url,
+                    oidc_provider_arn=cluster.oidc_provider_arn,
+                    oidc_issuer=cluster.oidc_issuer,
+                    account_id=args.account_id,
+                    tags=tags,
+                    otel_endpoint=observability.otlp_endpoint,
                 ),
                 after_namespaces,
             )
+            if serves_batch
+            else None
+        )
+        # The Batch API's files live in the workers' results bucket, the one place both pods can reach.
+        # Passing the output orders the bucket before the gateway's role and pods that name it.
+        ai_gateway = AiGateway(
+            self.child("ai-gateway"),
+            GatewayArgs(
+                **{
+                    **gateway_args.__dict__,
+                    "model_gateway_url": model_gateway_url,
+                    "files_bucket": batch.results_bucket if batch is not None else None,
+                }
+            ),
+            after_namespaces,
+        )
         self.gateway_hostname = ai_gateway.service.status.apply(
             lambda s: (s.load_balancer.ingress or [None])[0].hostname if s and s.load_balancer else ""
         )

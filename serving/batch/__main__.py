@@ -2,8 +2,10 @@
 
 ``TOKENPLANE_CONFIG`` (the spec), ``TOKENPLANE_REGION``, ``REDIS_URL``,
 ``KAFKA_BOOTSTRAP_SERVERS`` (with ``KAFKA_SASL_MECHANISM`` on MSK),
-``KAFKA_TOPIC`` (default: the spec's batch topic), ``MODEL_GATEWAY_URL`` and
-``TOKENPLANE_FILES_DIR``. Prometheus scrapes ``tokenplane_batch_pending_jobs``
+``KAFKA_TOPIC`` (default: the spec's batch topic), ``MODEL_GATEWAY_URL``,
+``TOKENPLANE_SPOOL_DIR`` and the file store's (``TOKENPLANE_FILES_BUCKET`` and
+``TOKENPLANE_FILES_PREFIX`` in a cloud region, else ``TOKENPLANE_FILES_DIR``;
+see ``serving.gateway.runtime.file_store``). Prometheus scrapes ``tokenplane_batch_pending_jobs``
 on ``TOKENPLANE_METRICS_PORT`` (9000); KEDA scales the workers on it.
 """
 
@@ -16,20 +18,17 @@ import os
 import signal
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 
 from prometheus_client import start_http_server
 
 from serving.batch.worker import BatchWorker
 from serving.gateway.batch_store import BatchStore
-from serving.gateway.files import DirectoryFileStore
 from serving.gateway.metering import kafka_security_from_env
-from serving.gateway.runtime import DEFAULT_FILES_DIR, ConfigError, gateway_from_env, topics
+from serving.gateway.runtime import ConfigError, file_store, gateway_from_env, topics
 from tokenplane.errors import SpecError
 from tokenplane.spec import TopicPurpose
 
 METRICS_PORT = 9000  # components/batch_workers.py METRICS_PORT: what Prometheus scrapes and KEDA queries
-
 
 
 async def run(environ: Mapping[str, str]) -> None:
@@ -40,7 +39,7 @@ async def run(environ: Mapping[str, str]) -> None:
     async with gateway_from_env(environ) as gateway:
         worker = BatchWorker(
             gateway,
-            files=DirectoryFileStore(Path(environ.get("TOKENPLANE_FILES_DIR", DEFAULT_FILES_DIR))),
+            files=file_store(environ),
             jobs=BatchStore(gateway.redis),
             bootstrap=bootstrap,
             topic=environ.get("KAFKA_TOPIC") or topics(gateway.spec)[TopicPurpose.BATCH],

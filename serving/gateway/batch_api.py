@@ -12,11 +12,13 @@
 Every route authenticates the API key, and everything is scoped to its
 tenant: another tenant's file or batch is a 404. The batch workers
 (``serving.batch``) run the queued jobs through the same gateway pipeline as
-online traffic, at batch priority.
+online traffic, at batch priority. While Redis (the batch store) or the file
+store is unreachable, a route answers 503 and the tenant retries.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -27,14 +29,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from serving.errors import InvalidRequest, ServingError
+from serving.errors import InvalidRequest, NotFound, ServingError
 from serving.gateway.app import Gateway, error_response
 from serving.gateway.batch_lines import parse_input
 from serving.gateway.batch_store import BatchStore
-from serving.gateway.files import MAX_UPLOAD_BYTES, FilePurpose, FileStore
+from serving.gateway.files import MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable
 from serving.gateway.requests import decode_body
 from serving.types import Endpoint, EventSink, Json
 from tokenplane.spec import Tenant, TopicPurpose
+
+log = logging.getLogger(__name__)
 
 COMPLETION_WINDOWS = {"24h": 24 * 3600.0}  # OpenAI's only window; workload class D's 24-hour deadline
 UPLOAD_PURPOSES = (FilePurpose.BATCH,)  # batch_output files are written by the workers, never uploaded
@@ -87,6 +91,13 @@ def _store_unavailable(e: RedisError) -> ServingError:
     return error
 
 
+def _files_unavailable(e: FileStoreUnavailable) -> ServingError:
+    log.warning("file store unavailable: %s", e)  # the bucket and key are for the log, not the tenant
+    error = ServingError("the file store is unavailable; retry shortly", code="files_unavailable")
+    error.status = 503
+    return error
+
+
 def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: EventSink) -> list[Route]:
     """The Files and Batch API routes over a built ``Gateway``; add them to ``gateway.extra_routes``."""
 
@@ -99,6 +110,8 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
                 return error_response(e)
             except RedisError as e:
                 return error_response(_store_unavailable(e))
+            except FileStoreUnavailable as e:
+                return error_response(_files_unavailable(e))
 
         return run
 
@@ -236,4 +249,30 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
         Route("/v1/batches", handler(list_batches), methods=["GET"]),
         Route("/v1/batches/{batch_id}", handler(get_batch), methods=["GET"]),
         Route("/v1/batches/{batch_id}/cancel", handler(cancel_batch), methods=["POST"]),
+    ]
+
+
+def batch_api_absent_routes(gateway: Gateway) -> list[Route]:
+    """The Files and Batch API paths in a region that runs no batch workers: an OpenAI-shaped 404 that says why.
+
+    Authentication still comes first, so an unauthenticated caller learns nothing about the region.
+    """
+
+    async def absent(request: Request) -> Response:
+        try:
+            gateway.keys.authenticate(request.headers.get("authorization"))
+        except ServingError as e:
+            return error_response(e)
+        error = NotFound(
+            f"the Files and Batch API is not offered in region {gateway.region}: none of its pools serves "
+            "class D (batch), so it runs no batch workers. Send batch jobs to a region that does, or add D "
+            "to the classes of one of this region's pools in the spec.",
+            code="batch_api_unavailable",
+        )
+        return error_response(error)
+
+    methods = ["GET", "POST", "DELETE"]
+    return [
+        Route("/v1/files{rest:path}", absent, methods=methods),
+        Route("/v1/batches{rest:path}", absent, methods=methods),
     ]

@@ -3,8 +3,16 @@
 A file belongs to exactly one tenant. Asking for another tenant's file is a
 404 ``NotFound``, the same answer as for a file that never existed, so that
 ids cannot be probed. ``DirectoryFileStore`` keeps each file under
-``root/<tenant>/`` on a volume the gateway and the batch workers share; in a
-cloud region the same Protocol is met by object storage.
+``root/<tenant>/`` on a directory the gateway and the batch workers share (one
+machine: ``tokenplane dev``); in a cloud region ``serving.gateway.s3_files``
+meets the same Protocol in S3. ``serving.gateway.runtime.file_store`` picks one
+from the environment.
+
+A store raises ``NotFound`` for a file the tenant does not have, ``ValueError``
+for a tenant name or purpose no caller should send, and ``FileStoreUnavailable``
+(an ``OSError``, deliberately not a ``ServingError``) when its storage fails: a
+batch worker lets that propagate so that its job is retried, where a
+``ServingError`` would fail the batch.
 """
 
 from __future__ import annotations
@@ -57,8 +65,48 @@ class FileStore(Protocol):
         ...
 
 
-def _not_found(file_id: str) -> NotFound:
+class FileStoreUnavailable(OSError):
+    """The storage under a file store failed (S3 refused or timed out); retryable, never the tenant's doing."""
+
+
+def not_found(file_id: str) -> NotFound:
     return NotFound(f"No such File object: {file_id}", param="file_id", code="file_not_found")
+
+
+def check_tenant(tenant: str) -> str:
+    """``tenant``, if it is a spec tenant name and so safe as a folder or key segment; else ``ValueError``."""
+    if not TENANT_DIR.match(tenant):
+        raise ValueError(f"tenant {tenant!r} is not a spec tenant name (lowercase letters, digits and '-')")
+    return tenant
+
+
+def check_file_id(file_id: str) -> str:
+    """``file_id``, if it has the shape ids are minted in (which also keeps '../' out); else ``NotFound``."""
+    if not FILE_ID.match(file_id):
+        raise not_found(file_id)
+    return file_id
+
+
+def new_file_object(purpose: str, filename: str, size: int, *, created_at: float) -> Json:
+    """A fresh file object with a new id; ``ValueError`` for a purpose that is not a ``FilePurpose``."""
+    if purpose not in {p.value for p in FilePurpose}:
+        raise ValueError(f"purpose {purpose!r} is not one of {[p.value for p in FilePurpose]}")
+    return {
+        "id": f"file-{secrets.token_hex(16)}",
+        "object": "file",
+        "bytes": size,
+        "created_at": int(created_at),
+        "filename": filename[:MAX_FILENAME_CHARS],
+        "purpose": purpose,
+        "status": "processed",
+        "status_details": None,
+        "expires_at": None,
+    }
+
+
+def deleted(file_id: str) -> Json:
+    """OpenAI's deletion object."""
+    return {"id": file_id, "object": "file", "deleted": True}
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -86,33 +134,14 @@ class DirectoryFileStore:
         self.root = Path(root)
         self.clock = clock or SystemClock()
 
-    def _dir(self, tenant: str) -> Path:
-        if not TENANT_DIR.match(tenant):
-            raise ValueError(f"tenant {tenant!r} is not a spec tenant name (lowercase letters, digits and '-')")
-        return self.root / tenant
-
     def _paths(self, tenant: str, file_id: str) -> tuple[Path, Path]:
-        if not FILE_ID.match(file_id):  # also keeps '../' out of the path
-            raise _not_found(file_id)
-        folder = self._dir(tenant)
+        check_file_id(file_id)
+        folder = self.root / check_tenant(tenant)
         return folder / f"{file_id}.data", folder / f"{file_id}.json"
 
     async def put(self, tenant: str, purpose: str, filename: str, data: bytes) -> Json:
-        if purpose not in {p.value for p in FilePurpose}:
-            raise ValueError(f"purpose {purpose!r} is not one of {[p.value for p in FilePurpose]}")
-        file_id = f"file-{secrets.token_hex(16)}"
-        content, meta = self._paths(tenant, file_id)
-        obj: Json = {
-            "id": file_id,
-            "object": "file",
-            "bytes": len(data),
-            "created_at": int(self.clock.time()),
-            "filename": filename[:MAX_FILENAME_CHARS],
-            "purpose": purpose,
-            "status": "processed",
-            "status_details": None,
-            "expires_at": None,
-        }
+        obj = new_file_object(purpose, filename, len(data), created_at=self.clock.time())
+        content, meta = self._paths(tenant, obj["id"])
 
         def write() -> None:
             content.parent.mkdir(parents=True, exist_ok=True)
@@ -127,7 +156,7 @@ class DirectoryFileStore:
         try:
             raw = await asyncio.to_thread(meta.read_bytes)
         except FileNotFoundError:
-            raise _not_found(file_id) from None
+            raise not_found(file_id) from None
         obj: Json = json.loads(raw)
         return obj
 
@@ -142,7 +171,7 @@ class DirectoryFileStore:
         try:
             return await asyncio.to_thread(read)
         except FileNotFoundError:
-            raise _not_found(file_id) from None
+            raise not_found(file_id) from None
 
     async def delete(self, tenant: str, file_id: str) -> Json:
         content, meta = self._paths(tenant, file_id)
@@ -154,5 +183,5 @@ class DirectoryFileStore:
         try:
             await asyncio.to_thread(remove)
         except FileNotFoundError:
-            raise _not_found(file_id) from None
-        return {"id": file_id, "object": "file", "deleted": True}
+            raise not_found(file_id) from None
+        return deleted(file_id)

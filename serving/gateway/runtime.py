@@ -3,8 +3,9 @@
 ``components/gateway.py`` gives each pod ``TOKENPLANE_CONFIG`` (the spec as
 JSON), ``TOKENPLANE_REGION``, ``REDIS_URL``, ``KAFKA_BOOTSTRAP_SERVERS`` (with
 ``KAFKA_SASL_MECHANISM=AWS_MSK_IAM`` on MSK), ``QDRANT_URL``,
-``MODEL_GATEWAY_URL``, ``TOKENPLANE_SPOOL_DIR``, ``POOL_URL_<POOL>`` and
-``OTEL_EXPORTER_OTLP_ENDPOINT``. Without ``MODEL_GATEWAY_URL`` the model
+``MODEL_GATEWAY_URL``, ``TOKENPLANE_SPOOL_DIR``, ``POOL_URL_<POOL>``,
+``OTEL_EXPORTER_OTLP_ENDPOINT``, ``TOKENPLANE_GATEWAY_REPLICAS`` and the Batch
+API's file store (``file_store``), or ``TOKENPLANE_BATCH_API=off``. Without ``MODEL_GATEWAY_URL`` the model
 gateway runs inside this process over the ``POOL_URL_*`` replicas, which is
 how one laptop runs the whole path. Without ``QDRANT_URL``, Qdrant runs in
 local mode (``QDRANT_PATH``, or in memory).
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +28,9 @@ from qdrant_client import AsyncQdrantClient
 from starlette.applications import Starlette
 
 from serving.gateway.app import Gateway, build_gateway, create_app
-from serving.gateway.batch_api import batch_routes
+from serving.gateway.batch_api import batch_api_absent_routes, batch_routes
 from serving.gateway.batch_store import BatchStore
-from serving.gateway.files import DirectoryFileStore
+from serving.gateway.files import DirectoryFileStore, FileStore
 from serving.gateway.metering import KafkaSink, kafka_security_from_env
 from serving.gateway.semantic_cache import Embedder, HttpEmbedder, LexicalEmbedder, SemanticCache
 from serving.secrets import resolve_secret
@@ -39,6 +41,11 @@ from tokenplane.spec import PlatformSpec, TopicPurpose
 
 DEFAULT_SPOOL_DIR = "/var/spool/tokenplane"
 DEFAULT_FILES_DIR = "/var/lib/tokenplane/files"  # Batch API files: a volume the AI gateway and batch workers share
+FILES_BUCKET_ENV = "TOKENPLANE_FILES_BUCKET"  # components/batch_files.py sets these three names
+FILES_PREFIX_ENV = "TOKENPLANE_FILES_PREFIX"
+FILES_DIR_ENV = "TOKENPLANE_FILES_DIR"
+BATCH_API_ENV = "TOKENPLANE_BATCH_API"  # off: a region without batch workers; the routes say so, OpenAI-shaped
+BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")  # S3's rule for a bucket name
 
 
 class ConfigError(SpecError):
@@ -110,6 +117,54 @@ def resolver(environ: Mapping[str, str]) -> Callable[[str], str | None]:
         except (OSError, json.JSONDecodeError) as e:
             raise ConfigError(f"TOKENPLANE_DEV_SECRETS={path} is not a readable JSON object: {e}") from e
     return lambda ref: overrides.get(ref) or resolve_secret(ref, environ=environ)
+
+
+def batch_api_on(environ: Mapping[str, str]) -> bool:
+    """Whether this gateway serves the Files and Batch API (``TOKENPLANE_BATCH_API``, ``on`` by default).
+
+    Raises:
+        ConfigError: The value is neither ``on`` nor ``off``.
+    """
+    value = environ.get(BATCH_API_ENV, "on")
+    if value not in ("on", "off"):
+        raise ConfigError(f"{BATCH_API_ENV}={value!r}: use on (the default) or off (a region without batch workers)")
+    return value == "on"
+
+
+def file_store(environ: Mapping[str, str]) -> FileStore:
+    """The Batch API's file store that ``environ`` names; the AI gateway and the batch workers both call this.
+
+    ``TOKENPLANE_FILES_BUCKET`` selects ``S3FileStore`` on that bucket, under ``TOKENPLANE_FILES_PREFIX``
+    (default ``files``), with ``AWS_REGION`` and, for a stand-in, ``AWS_ENDPOINT_URL_S3``: in a cloud region
+    the gateway's and the workers' pods share no volume. Otherwise ``TOKENPLANE_FILES_DIR`` (default
+    ``/var/lib/tokenplane/files``) selects ``DirectoryFileStore``, which processes on one machine share
+    (``tokenplane dev``).
+
+    Raises:
+        ConfigError: Both a bucket and a directory are set, a prefix is set without a bucket, or the
+            bucket is not a valid S3 bucket name.
+    """
+    bucket = environ.get(FILES_BUCKET_ENV, "")
+    if not bucket:
+        if environ.get(FILES_PREFIX_ENV):
+            raise ConfigError(f"{FILES_PREFIX_ENV} is set without {FILES_BUCKET_ENV}; set the bucket, or unset both")
+        return DirectoryFileStore(Path(environ.get(FILES_DIR_ENV) or DEFAULT_FILES_DIR))
+    if environ.get(FILES_DIR_ENV):
+        raise ConfigError(
+            f"{FILES_BUCKET_ENV}={bucket} and {FILES_DIR_ENV}={environ[FILES_DIR_ENV]} are both set; "
+            "files live in one place: unset one of them"
+        )
+    if not BUCKET_NAME.match(bucket):
+        raise ConfigError(
+            f"{FILES_BUCKET_ENV}={bucket!r} is not an S3 bucket name (3-63 lowercase letters, digits, '.' and '-')"
+        )
+    from serving.gateway.s3_files import DEFAULT_PREFIX, S3FileStore, s3_client  # boto3 only where S3 is used
+
+    client = s3_client(
+        region=environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or None,
+        endpoint_url=environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL") or None,
+    )
+    return S3FileStore(client, bucket, prefix=environ.get(FILES_PREFIX_ENV, DEFAULT_PREFIX))
 
 
 def topics(spec: PlatformSpec) -> dict[TopicPurpose, str]:
@@ -202,11 +257,10 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
             tracer=tracer,
             gateway_replicas=int(environ.get("TOKENPLANE_GATEWAY_REPLICAS", "1")),
         )
-        gateway.extra_routes = batch_routes(
-            gateway,
-            files=DirectoryFileStore(Path(environ.get("TOKENPLANE_FILES_DIR", DEFAULT_FILES_DIR))),
-            jobs=BatchStore(redis),
-            sink=sink,
+        gateway.extra_routes = (
+            batch_routes(gateway, files=file_store(environ), jobs=BatchStore(redis), sink=sink)
+            if batch_api_on(environ)
+            else batch_api_absent_routes(gateway)
         )
         yield gateway
     finally:

@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
+from components.gateway import replica_bounds
 from components.naming import checksum
-from tests.components.conftest import containers, k8s_objects, named, spec
+from tests.components.conftest import containers, k8s_objects, named, rendered, spec
 from tokenplane.render import REDACTED, RenderResult
-from tokenplane.spec import PlatformSpec
+from tokenplane.spec import PlatformSpec, WorkloadClass
 
 NS = "llm-gateway"
 APPS = ["ai-gateway", "model-gateway"]
@@ -129,3 +130,41 @@ def test_gateway_image_is_pulled_from_its_own_regions_registry(byteion: RenderRe
     assert f".dkr.ecr.{cloud}.amazonaws.com/" in container["image"], (
         f"{deployment['_urn']} pulls {container['image']} from outside {cloud}"
     )
+
+
+def env_of(deployment: dict[str, Any]) -> dict[str, Any]:
+    [container] = containers(deployment)
+    return {e["name"]: e.get("value") for e in container.get("env", [])}
+
+
+@pytest.mark.parametrize(("name", "region"), [("dev", "local"), *(("byteion", r) for r in BYTEION_REGIONS)])
+def test_ai_gateway_replicas_size_their_shares_by_the_hpa_floor(name: str, region: str) -> None:
+    result = rendered(name)
+    deployment = obj(result, "Deployment", "ai-gateway", region)
+    hpa = obj(result, "HorizontalPodAutoscaler", "ai-gateway", region)
+    floor = hpa["spec"]["minReplicas"]
+    told = env_of(deployment).get("TOKENPLANE_GATEWAY_REPLICAS")
+    assert told == str(floor), f"{deployment['_urn']} says {told} replicas; {hpa['_urn']} keeps at least {floor}"
+    assert floor == replica_bounds(spec(name), spec(name).region(region))[0], f"{hpa['_urn']} floor is {floor}"
+
+
+def test_model_gateway_is_not_told_a_replica_count_it_does_not_read(dev: RenderResult) -> None:
+    deployment = obj(dev, "Deployment", "model-gateway")
+    env = env_of(deployment)
+    assert "TOKENPLANE_GATEWAY_REPLICAS" not in env, f"{deployment['_urn']} sets {sorted(env)}"
+    assert "TOKENPLANE_FILES_BUCKET" not in env, f"{deployment['_urn']} serves no files but is given a bucket"
+
+
+@pytest.mark.parametrize("region", BYTEION_REGIONS)
+def test_a_region_without_batch_workers_turns_the_batch_api_off_and_one_with_them_keeps_files_in_s3(
+    byteion: RenderResult, region: str
+) -> None:
+    platform = spec("byteion")
+    serves_batch = any(WorkloadClass.D in platform.pool(p.pool).classes for p in platform.region(region).pools)
+    env = env_of(obj(byteion, "Deployment", "ai-gateway", region))
+    if serves_batch:
+        assert env.get("TOKENPLANE_FILES_BUCKET") and "TOKENPLANE_BATCH_API" not in env, f"{region}: {sorted(env)}"
+    else:
+        assert env.get("TOKENPLANE_BATCH_API") == "off" and "TOKENPLANE_FILES_BUCKET" not in env, (
+            f"{region} runs no batch workers, yet its gateway has {sorted(env)}"
+        )

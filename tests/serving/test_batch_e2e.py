@@ -5,6 +5,11 @@ routed) over HTTP, the model gateway in process, Redis and the Tansu broker as
 processes, and the gateway under uvicorn. Where a test needs a worker to be
 mid-job, a ``Gate`` layer in front of the real pipeline holds lines until the
 test lets them go, so nothing depends on timing.
+
+Files live in a directory both share, as under ``tokenplane dev``; the tests
+marked ``@on_both_stores`` run again with the gateway and the worker each
+holding its own S3 file store on one bucket (moto's), as their pods do in a
+cloud region.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import contextlib
 import dataclasses
 import json
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,13 +38,13 @@ from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.batch_api import batch_routes
 from serving.gateway.batch_store import BatchStore
 from serving.gateway.call import Call, Handler, Reply
-from serving.gateway.files import DirectoryFileStore
+from serving.gateway.files import FileStore
 from serving.gateway.metering import KafkaSink
-from serving.gateway.runtime import topics
+from serving.gateway.runtime import file_store, topics
 from serving.modelgw.config import load_modelgw_config
 from serving.modelgw.gateway import ModelGateway
 from serving.types import SystemClock
-from tests.serving.conftest import Broker, consume, serve
+from tests.serving.conftest import FILES_BUCKET, S3_REGION, Broker, consume, serve
 from tokenplane.spec import PlatformSpec
 
 KEYS = {"env://TOKENPLANE_KEY_DEMO": "sk-demo", "env://TOKENPLANE_KEY_ACME_EU": "sk-acme-eu"}
@@ -48,6 +53,8 @@ FINAL = {"completed", "failed", "cancelled", "expired"}
 POLL_SECONDS = 0.02
 WAIT_LIMIT_SECONDS = 20.0  # a guard against a hang, never an expectation about speed
 SESSION_TIMEOUT_MS = 1000  # Tansu holds a join for about the session timeout; keep the tests' joins short
+STORES = ("directory", "s3")
+on_both_stores = pytest.mark.parametrize("files_backend", STORES, indirect=True)
 
 
 @dataclass
@@ -55,7 +62,8 @@ class Stack:
     spec: PlatformSpec
     url: str
     gateway: Gateway
-    files: DirectoryFileStore
+    files: FileStore  # the gateway's
+    worker_files: FileStore  # the workers': the same files, reached on their own
     jobs: BatchStore
     bootstrap: str
     clients: list[AsyncOpenAI] = dataclasses.field(default_factory=list)
@@ -69,7 +77,7 @@ class Stack:
         gateway = self.gateway if pipeline is None else dataclasses.replace(self.gateway, pipeline=pipeline)
         return BatchWorker(
             gateway,
-            files=self.files,
+            files=self.worker_files,
             jobs=self.jobs,
             bootstrap=self.bootstrap,
             topic="batch-jobs",
@@ -79,7 +87,31 @@ class Stack:
 
 
 @pytest.fixture
-async def stack(dev_spec: PlatformSpec, redis_url: str, kafka: Broker, tmp_path: Path) -> AsyncIterator[Stack]:
+def files_backend(request: pytest.FixtureRequest) -> str:
+    """Where the stack keeps files: "directory" unless a test is marked ``@on_both_stores``."""
+    backend: str = getattr(request, "param", "directory")
+    return backend
+
+
+@pytest.fixture
+def stores(request: pytest.FixtureRequest, files_backend: str, tmp_path: Path) -> tuple[FileStore, FileStore]:
+    """The gateway's file store and the worker's, each built from the environment its process would get."""
+    if files_backend == "s3":
+        request.getfixturevalue("s3")  # moto's S3, with the bucket made
+        env = {"TOKENPLANE_FILES_BUCKET": FILES_BUCKET, "AWS_REGION": S3_REGION}
+    else:
+        env = {"TOKENPLANE_FILES_DIR": str(tmp_path / "files")}
+    return file_store(env), file_store(env)
+
+
+@pytest.fixture
+async def stack(
+    dev_spec: PlatformSpec,
+    redis_url: str,
+    kafka: Broker,
+    tmp_path: Path,
+    stores: tuple[FileStore, FileStore],
+) -> AsyncIterator[Stack]:
     async with contextlib.AsyncExitStack() as exit:
         engine = await exit.enter_async_context(
             serve(engine_app(EngineConfig.from_spec(dev_spec, "small", speed=math.inf)))
@@ -98,10 +130,10 @@ async def stack(dev_spec: PlatformSpec, redis_url: str, kafka: Broker, tmp_path:
         gateway = build_gateway(
             dev_spec, "local", redis=redis, upstream=upstream, sink=sink, resolve=KEYS.get, registry=registry
         )
-        files, jobs = DirectoryFileStore(tmp_path / "files"), BatchStore(redis)
+        (files, worker_files), jobs = stores, BatchStore(redis)
         gateway.extra_routes += batch_routes(gateway, files=files, jobs=jobs, sink=sink)
         url = await exit.enter_async_context(serve(create_app(gateway)))
-        stack = Stack(dev_spec, url, gateway, files, jobs, kafka.bootstrap)
+        stack = Stack(dev_spec, url, gateway, files, worker_files, jobs, kafka.bootstrap)
         yield stack
         for client in stack.clients:
             await client.close()
@@ -173,6 +205,7 @@ async def read_jsonl(client: AsyncOpenAI, file_id: str | None) -> list[dict[str,
 # --- the whole path ------------------------------------------------------------------------------
 
 
+@on_both_stores
 async def test_a_batch_runs_every_line_at_batch_priority_in_class_d(stack: Stack) -> None:
     client = stack.client()
     ids = [f"req-{i}" for i in range(5)]
@@ -199,6 +232,7 @@ async def test_a_batch_runs_every_line_at_batch_priority_in_class_d(stack: Stack
     assert {e["request_id"] for e in events} == {line["response"]["request_id"] for line in output}
 
 
+@on_both_stores
 async def test_another_tenant_cannot_see_the_batch_or_its_files(stack: Stack) -> None:
     client, other = stack.client("demo"), stack.client("acme-eu")
     batch_id = await submit(client, [chat_line("only")])
@@ -250,6 +284,32 @@ async def test_a_request_without_a_key_is_refused(stack: Stack) -> None:
         await anonymous.batches.list()
 
 
+@pytest.mark.parametrize("files_backend", ["s3"], indirect=True)
+async def test_the_files_api_answers_503_while_its_bucket_cannot_be_reached(stack: Stack, s3: Any) -> None:
+    client = stack.client()
+    uploaded = await client.files.create(file=("requests.jsonl", jsonl([chat_line("a")])), purpose="batch")
+    s3.delete_objects(
+        Bucket=FILES_BUCKET,
+        Delete={
+            "Objects": [
+                {"Key": v["Key"], "VersionId": v["VersionId"]}
+                for v in s3.list_object_versions(Bucket=FILES_BUCKET).get("Versions", [])
+            ]
+        },
+    )
+    s3.delete_bucket(Bucket=FILES_BUCKET)
+    calls: list[Callable[[], Awaitable[object]]] = [
+        lambda: client.files.create(file=("requests.jsonl", jsonl([chat_line("b")])), purpose="batch"),
+        lambda: client.files.retrieve(uploaded.id),
+        lambda: client.files.content(uploaded.id),
+        lambda: client.files.delete(uploaded.id),
+    ]
+    for call in calls:
+        with pytest.raises(openai.InternalServerError) as caught:
+            await call()
+        assert caught.value.status_code == 503 and caught.value.code == "files_unavailable", caught.value.message
+
+
 # --- cancel, restart, expiry ---------------------------------------------------------------------
 
 
@@ -278,6 +338,7 @@ async def test_a_batch_cancelled_before_any_worker_starts_never_runs(stack: Stac
     assert gate.calls == 0 and (await client.batches.retrieve(batch_id)).status == "cancelled"
 
 
+@on_both_stores
 async def test_a_worker_restarted_mid_job_does_not_redo_finished_lines(stack: Stack) -> None:
     client = stack.client()
     ids = [f"req-{i}" for i in range(5)]
@@ -318,7 +379,7 @@ async def test_a_job_past_its_completion_window_is_marked_expired(stack: Stack) 
     batch_id = await submit(client, [chat_line("a"), chat_line("b")])
     gate = Gate(stack.gateway.pipeline, open=10)
     late = dataclasses.replace(stack.gateway, pipeline=gate, clock=LaterClock())
-    worker = BatchWorker(late, files=stack.files, jobs=stack.jobs, bootstrap=stack.bootstrap, topic="batch-jobs")
+    worker = BatchWorker(late, files=stack.worker_files, jobs=stack.jobs, bootstrap=stack.bootstrap, topic="batch-jobs")
     assert await worker.process(batch_id, "demo") is True
     batch = await client.batches.retrieve(batch_id)
     assert batch.status == "expired" and gate.calls == 0
