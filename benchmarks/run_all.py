@@ -214,6 +214,8 @@ def overload_section(r: dict[str, Any]) -> list[str]:
         f"μ = {f(r['mu_rps'])} req/s measured on one `small` replica (speed {r['speed']}, max_num_seqs {r['max_num_seqs']}, "
         f"{r['max_tokens']} output tokens; gateway admission permits {r['admission_permits']}); offered λ = "
         f"{f(r['offered_rps'])} req/s for {f(r['seconds'], 0)} s, {r['requests']} streamed requests; served {f(r['served_rps'])} req/s.",
+        "A queued request is shed at the sooner of its level's `max_queue_wait_ms` and its class's TTFT SLO",
+        "(`Queues.max_wait_s`): past its SLO it has missed it, and serving it would take the permit from one that can still meet its own.",
         "",
     ]
     rows = [
@@ -242,6 +244,9 @@ def overload_section(r: dict[str, Any]) -> list[str]:
 def faults_section(r: dict[str, Any]) -> list[str]:
     lines = [
         f"Steady open-loop load: {r['rate_rps']} req/s of streamed `small` chats ({r['max_tokens']} tokens), plus as many `large` chats for the provider fault.",
+        "The broker keeps its log in an S3-compatible store (`tokenplane dev --kafka-storage s3://...` on moto's server),",
+        "so that what it acknowledged survives its SIGKILL, as on MSK; with an in-memory log the events acknowledged",
+        "just before the kill die with the broker, and no count could be exact.",
         "",
     ]
     rows = []
