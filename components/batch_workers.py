@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import kube
 from components.base import Component
-from components.batch_files import WORKER_ACTIONS, files_env, files_statements
+from components.batch_files import FILES_PREFIX, WORKER_ACTIONS, files_env, files_statements
 from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, runtime_config, secret_arns
 from components.iam import irsa_role, policy_document
 from components.naming import LABEL_REGION, NS_BATCH, NS_MONITORING, app_labels, checksum
@@ -28,6 +29,7 @@ from tokenplane.spec import PlatformSpec, Region, TopicPurpose
 APP = "batch-workers"
 METRICS_PORT = 9000
 JOBS_PER_WORKER = 50  # pending jobs one worker drains within its polling window
+NONCURRENT_FILE_DAYS = 7  # a deleted or overwritten batch file stays recoverable this long, then is gone
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,22 @@ class BatchWorkers(Component):
         super().__init__(name, opts)
         labels = app_labels(APP, "batch", **{LABEL_REGION: args.region.name})
         results = secure_bucket(self.child("results"), tags=args.tags, opts=self.opts())
+        # Batch files are tenants' data: one a tenant deleted must not live on as an old version of a
+        # versioned bucket, nor an upload cut short linger as invisible parts.
+        aws.s3.BucketLifecycleConfiguration(
+            self.child("results-lifecycle"),
+            bucket=results.id,
+            rules=[
+                {
+                    "id": "batch-files",
+                    "status": "Enabled",
+                    "filter": {"prefix": f"{FILES_PREFIX}/"},
+                    "noncurrent_version_expiration": {"noncurrent_days": NONCURRENT_FILE_DAYS},
+                    "abort_incomplete_multipart_upload": {"days_after_initiation": 1},
+                }
+            ],
+            opts=self.opts(),
+        )
         topic = next((t.name for t in args.spec.queues.topics if t.purpose is TopicPurpose.BATCH), "batch-jobs")
         policy = pulumi.Output.all(results.bucket, args.kafka_cluster_arn, args.account_id).apply(
             lambda a: policy_document(self._statements(args, str(a[0]), str(a[1]), str(a[2])))

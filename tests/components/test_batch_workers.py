@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from components.batch_files import FILES_PREFIX
+from components.batch_workers import NONCURRENT_FILE_DAYS
 from components.gateway import CONFIG_DIR
 from components.naming import checksum
 from serving.gateway.runtime import FILES_BUCKET_ENV, FILES_PREFIX_ENV
@@ -171,3 +172,16 @@ def test_worker_may_read_the_tenant_keys_the_gateway_reads(name: str, region: st
 def test_byteion_keys_are_in_secrets_manager_so_the_worker_needs_them() -> None:
     _, statements = role_policy(rendered("byteion"), "us-east", "batch")
     assert allowed(statements, "secretsmanager:GetSecretValue"), "byteion's worker role cannot read tenant keys"
+
+
+@parametrize_batch_regions
+def test_deleted_batch_files_and_abandoned_uploads_expire_from_the_versioned_results_bucket(
+    name: str, region: str
+) -> None:
+    result = rendered(name)
+    lifecycles = of_type(result, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", region)
+    [lifecycle] = [x for x in lifecycles if x.inputs["bucket"] == results_bucket(result, region)]
+    [rule] = lifecycle.inputs["rules"]
+    assert rule["status"] == "Enabled" and rule["filter"] == {"prefix": f"{FILES_PREFIX}/"}, lifecycle.urn
+    assert rule["noncurrentVersionExpiration"]["noncurrentDays"] == NONCURRENT_FILE_DAYS, lifecycle.urn
+    assert rule["abortIncompleteMultipartUpload"]["daysAfterInitiation"] == 1, lifecycle.urn
