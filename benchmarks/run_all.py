@@ -2,7 +2,8 @@
 
 The benchmarks, in order: ``gateway_bench.py`` (what the gateway adds over the
 engine), ``vs_litellm.py`` (against the LiteLLM proxy), ``overload.py`` (2x the
-pool's capacity) and ``faults.py`` (one fault at a time under load). Each runs
+pool's capacity), ``faults.py`` (one fault at a time under load) and ``fuzz.py``
+(the fuzz suites at 8x their CI sizes, with the cases they tried). Each runs
 as its own process under a time limit, so that one hung benchmark cannot hold
 the others; a failed one is reported in the file with its last lines of output.
 All of it stays under 20 minutes on two cores; ``--quick`` takes a few.
@@ -37,6 +38,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("vs_litellm.py", [], ["--quick"], 600),
     ("overload.py", [], ["--quick"], 240),
     ("faults.py", [], ["--quick"], 720),
+    ("fuzz.py", [], ["--quick"], 600),
 )
 
 
@@ -278,11 +280,38 @@ def faults_section(r: dict[str, Any]) -> list[str]:
     )
 
 
+def fuzz_section(r: dict[str, Any]) -> list[str]:
+    gateway, load = r.get("gateway") or {}, r.get("load") or {}
+    lines = [
+        f"{'Passed' if r['passed'] else '**Failed**'} at {f(r['scale'], 0)}x the CI sizes: {r['summary']}.",
+        *(f"- {line}" for line in r.get("failures", [])),
+        "",
+        "schemathesis against the live gateway's `/openapi.json` (every operation, valid and invalid requests;",
+        "checks: no 5xx, documented status, content type and body):",
+        "",
+    ]
+    cases = gateway.get("cases", {})
+    lines += table(["operation (mode)", "cases"], [[op, str(n)] for op, n in cases.items()])
+    lines += [
+        "",
+        f"{gateway.get('total', 'n/a')} requests; {gateway.get('server_errors', 'n/a')} server errors, "
+        f"{gateway.get('findings', 'n/a')} findings.",
+        "",
+        "hypothesis on the spec loader (mutated data and text of the shipped specs, alias graphs): a spec or a",
+        "located `SpecLoadError`, never a crash:",
+        "",
+    ]
+    lines += table(["property", "cases"], [[k, str(v)] for k, v in load.get("cases", {}).items()])
+    lines += ["", f"{load.get('total', 'n/a')} inputs; {load.get('crashes', 'n/a')} crashes."]
+    return lines
+
+
 SECTIONS = {
     "gateway_bench.py": ("What the gateway adds (gateway_bench.py)", gateway_section),
     "vs_litellm.py": ("Against the LiteLLM proxy (vs_litellm.py)", litellm_section),
     "overload.py": ("Overload at 2x μ (overload.py)", overload_section),
     "faults.py": ("Faults under load (faults.py)", faults_section),
+    "fuzz.py": ("Fuzzing (fuzz.py)", fuzz_section),
 }
 
 

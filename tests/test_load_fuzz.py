@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -44,8 +45,13 @@ MAX_MESSAGE = 1200
 LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
 OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>|\b(Scalar|Mapping|Sequence)Node\(")
 
-# Examples per property, sized so that the file runs in well under 40 s on two cores.
-PLAN = {"data_mutations": 700, "text_mutations": 700, "alias_graphs": 60}
+# Examples per property, sized so that the file runs in well under 40 s on two cores; ``make bench``
+# (benchmarks/fuzz.py) runs it at TOKENPLANE_FUZZ_SCALE times as many and records the counts.
+SCALE = float(os.environ.get("TOKENPLANE_FUZZ_SCALE", "1"))
+PLAN = {
+    name: max(1, round(n * SCALE))
+    for name, n in {"data_mutations": 700, "text_mutations": 700, "alias_graphs": 60}.items()
+}
 CASES: Counter[str] = Counter()
 
 

@@ -23,6 +23,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -57,8 +58,10 @@ ROOT = Path(__file__).resolve().parents[2]
 COUNTS_FILE = ROOT / "tests" / ".fuzz_counts.json"
 AUTH = {"Authorization": f"Bearer {KEY_OF['demo']}"}
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
-# Examples per operation and mode: 15 operations x 2 modes x 25 runs in about 25 s.
-EXAMPLES = {GenerationMode.POSITIVE: 25, GenerationMode.NEGATIVE: 25}
+# Examples per operation and mode: 15 operations x 2 modes x 25 runs in about 25 s; ``make bench``
+# (benchmarks/fuzz.py) runs TOKENPLANE_FUZZ_SCALE times as many and records the counts.
+PER_MODE = max(1, round(25 * float(os.environ.get("TOKENPLANE_FUZZ_SCALE", "1"))))
+EXAMPLES = {GenerationMode.POSITIVE: PER_MODE, GenerationMode.NEGATIVE: PER_MODE}
 # Known gateway bugs found by this test, by "METHOD /path"; each is reported to the gateway's owner.
 KNOWN_5XX: dict[str, str] = {}
 
