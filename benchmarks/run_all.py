@@ -293,7 +293,6 @@ def fuzz_section(r: dict[str, Any]) -> list[str]:
     cases = gateway.get("cases", {})
     lines += table(["operation (mode)", "cases"], [[op, str(n)] for op, n in cases.items()])
     lines += [
-        "",
         f"{gateway.get('total', 'n/a')} requests; {gateway.get('server_errors', 'n/a')} server errors, "
         f"{gateway.get('findings', 'n/a')} findings.",
         "",
@@ -302,7 +301,7 @@ def fuzz_section(r: dict[str, Any]) -> list[str]:
         "",
     ]
     lines += table(["property", "cases"], [[k, str(v)] for k, v in load.get("cases", {}).items()])
-    lines += ["", f"{load.get('total', 'n/a')} inputs; {load.get('crashes', 'n/a')} crashes."]
+    lines += [f"{load.get('total', 'n/a')} inputs; {load.get('crashes', 'n/a')} crashes."]
     return lines
 
 
