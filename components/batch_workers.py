@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 from components import kube
 from components.base import Component
 from components.batch_files import FILES_PREFIX, WORKER_ACTIONS, files_env, files_statements
-from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, runtime_config, secret_arns
+from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, runtime_objects, secret_arns
 from components.iam import irsa_role, policy_document
 from components.naming import LABEL_REGION, NS_BATCH, NS_MONITORING, app_labels, checksum
 from components.storage import secure_bucket
@@ -98,19 +98,15 @@ class BatchWorkers(Component):
             },
             opts=self.opts(),
         )
-        config_data = runtime_config(args.spec, args.region)
-        config = k8s.core.v1.ConfigMap(
-            self.child("config"),
-            metadata={"name": f"{APP}-config", "namespace": NS_BATCH, "labels": labels},
-            data=config_data,
-            opts=self.opts(),
-        )
-        secret = k8s.core.v1.Secret(
-            self.child("secret"),
-            metadata={"name": f"{APP}-connections", "namespace": NS_BATCH, "labels": labels},
-            type="Opaque",
-            string_data={"REDIS_URL": args.redis_url, "KAFKA_BOOTSTRAP_SERVERS": args.kafka_bootstrap},
-            opts=self.opts(),
+        config, secret, config_data = runtime_objects(
+            self,
+            app=APP,
+            namespace=NS_BATCH,
+            labels=labels,
+            spec=args.spec,
+            region=args.region,
+            redis_url=args.redis_url,
+            kafka_bootstrap=args.kafka_bootstrap,
         )
         env: list[dict[str, Any]] = [
             {"name": "TOKENPLANE_CONFIG", "value": f"{CONFIG_DIR}/platform.json"},

@@ -63,6 +63,38 @@ def runtime_config(spec: PlatformSpec, region: Region) -> dict[str, str]:
     return {"platform.json": spec.model_dump_json(exclude_none=True), "region": region.name}
 
 
+def runtime_objects(
+    component: Component,
+    *,
+    app: str,
+    namespace: str,
+    labels: dict[str, str],
+    spec: PlatformSpec,
+    region: Region,
+    redis_url: pulumi.Input[str],
+    kafka_bootstrap: pulumi.Input[str],
+) -> tuple[k8s.core.v1.ConfigMap, k8s.core.v1.Secret, dict[str, str]]:
+    """What a serving pod reads at start: the spec ConfigMap and the Redis/Kafka Secret; also the config's data.
+
+    The gateways and the batch workers build the same ``Gateway`` from them (``serving.gateway.runtime``).
+    """
+    data = runtime_config(spec, region)
+    config = k8s.core.v1.ConfigMap(
+        component.child("config"),
+        metadata={"name": f"{app}-config", "namespace": namespace, "labels": labels},
+        data=data,
+        opts=component.opts(),
+    )
+    secret = k8s.core.v1.Secret(
+        component.child("secret"),
+        metadata={"name": f"{app}-connections", "namespace": namespace, "labels": labels},
+        type="Opaque",
+        string_data={"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap},
+        opts=component.opts(),
+    )
+    return config, secret, data
+
+
 def secret_arns(spec: PlatformSpec, region: Region, account_id: str) -> list[str]:
     """Secrets Manager ARNs of every aws-sm:// reference the gateways resolve (tenant and provider keys)."""
     refs = [t.api_key_secret for t in spec.tenants] + [p.api_key_secret for p in spec.providers]
@@ -87,22 +119,15 @@ class GatewayWorkload(Component):
         super().__init__(name, opts)
         app, spec, region = self.APP, args.spec, args.region
         labels = app_labels(app, "gateway", **{LABEL_REGION: region.name})
-        config_data = runtime_config(spec, region)
-        config = k8s.core.v1.ConfigMap(
-            self.child("config"),
-            metadata={"name": f"{app}-config", "namespace": NS_GATEWAY, "labels": labels},
-            data=config_data,
-            opts=self.opts(),
-        )
-        secret = k8s.core.v1.Secret(
-            self.child("secret"),
-            metadata={"name": f"{app}-connections", "namespace": NS_GATEWAY, "labels": labels},
-            type="Opaque",
-            string_data={
-                "REDIS_URL": args.redis_url,
-                "KAFKA_BOOTSTRAP_SERVERS": args.kafka_bootstrap,
-            },
-            opts=self.opts(),
+        config, secret, config_data = runtime_objects(
+            self,
+            app=app,
+            namespace=NS_GATEWAY,
+            labels=labels,
+            spec=spec,
+            region=region,
+            redis_url=args.redis_url,
+            kafka_bootstrap=args.kafka_bootstrap,
         )
         role = self._role(args)
         account = k8s.core.v1.ServiceAccount(

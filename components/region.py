@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pulumi
@@ -142,19 +143,12 @@ class Region(Component):
             BatchWorkers(
                 self.child("batch"),
                 BatchWorkersArgs(
-                    spec=spec,
-                    region=region,
-                    image=args.image,
-                    redis_url=redis.url,
-                    kafka_bootstrap=kafka.bootstrap_brokers,
-                    kafka_cluster_arn=kafka.cluster_arn,
-                    qdrant_url=vector_db.url,
+                    **{
+                        f.name: getattr(gateway_args, f.name)  # the gateways' cluster, data stores and identity
+                        for f in dataclasses.fields(BatchWorkersArgs)
+                        if f.name != "model_gateway_url"
+                    },
                     model_gateway_url=model_gateway_url,
-                    oidc_provider_arn=cluster.oidc_provider_arn,
-                    oidc_issuer=cluster.oidc_issuer,
-                    account_id=args.account_id,
-                    tags=tags,
-                    otel_endpoint=observability.otlp_endpoint,
                 ),
                 after_namespaces,
             )
