@@ -152,6 +152,36 @@ def die_with_parent(argv: list[str]) -> list[str]:
     return [sys.executable, "-S", "-c", _DIE_WITH_PARENT_SHIM, str(os.getpid()), *argv]
 
 
+GROUP_EXIT_TIMEOUT_SECONDS = 5.0  # how long ``stop`` waits for a SIGKILLed group to be gone
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is still running (zombies, dead but not yet reaped, count as gone)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True  # no /proc (macOS): kill(0) is the best answer there is
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text(encoding="ascii", errors="replace").rsplit(")", 1)[-1].split()
+        except OSError:  # it exited while we looked
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":  # state, ppid, pgrp
+            return True
+    return False
+
+
+def _await_group_gone(pgid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 @dataclass
 class ManagedProcess:
     """One stand-in: a child process with a log file, which can be stopped and started again on the same port.
@@ -206,6 +236,7 @@ class ManagedProcess:
                 os.killpg(self.process.pid, sig)
 
     def stop(self, grace: float = STOP_GRACE_SECONDS) -> None:
+        """SIGTERM, then SIGKILL after ``grace``; returns once the process and everything it forked are gone."""
         process = self.process
         if process is not None:
             if process.poll() is None:
@@ -215,8 +246,9 @@ class ManagedProcess:
                 except subprocess.TimeoutExpired:
                     self.signal(signal.SIGKILL)
                     process.wait()
-            else:
-                self.signal(signal.SIGKILL)  # the leader is gone; take anything it forked with it
+            self.signal(signal.SIGKILL)  # whatever it forked and left behind goes with it
+            # A SIGKILLed process takes a moment to die: the port or the files it held are not free before.
+            _await_group_gone(process.pid, GROUP_EXIT_TIMEOUT_SECONDS)
         self.process = None
         if self._log is not None:
             self._log.close()
@@ -227,6 +259,7 @@ class ManagedProcess:
         if self.process is not None:
             self.signal(signal.SIGKILL)
             self.process.wait()
+            _await_group_gone(self.process.pid, GROUP_EXIT_TIMEOUT_SECONDS)
 
     def restart(self) -> None:
         self.stop()
