@@ -29,6 +29,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from serving.gateway.outage import Outage
 from serving.types import Endpoint, Json
 from tokenplane.spec import CacheLayer
 
@@ -65,7 +66,7 @@ class ExactCache:
         self.redis = redis
         self.layer = layer
         self.prefix = prefix
-        self._down = False
+        self._outage = Outage("exact cache: Redis", log)
 
     def key(self, tenant: str, endpoint: str, body: Json) -> str | None:
         """The entry's key, or None when the layer is off or the request is not deterministic.
@@ -148,14 +149,10 @@ class ExactCache:
         return chunks
 
     def _failed(self, error: BaseException) -> None:
-        if not self._down:
-            self._down = True
-            log.warning("exact cache: Redis is unreachable (%s: %s); serving misses", type(error).__name__, error)
+        self._outage.down(error, "every lookup is a miss and nothing is stored")
 
     def _ok(self) -> None:
-        if self._down:
-            self._down = False
-            log.warning("exact cache: Redis is reachable again")
+        self._outage.up()
 
 
 def _words(text: str) -> list[str]:

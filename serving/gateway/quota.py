@@ -28,6 +28,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from serving.errors import QuotaExceeded
+from serving.gateway.outage import Outage
 from serving.types import Clock
 from tokenplane.spec import Tenant
 
@@ -118,14 +119,14 @@ class QuotaLedger:
         self.prefix = prefix
         self._reserve = redis.register_script(_RESERVE)
         self._add_script = redis.register_script(_ADD)
-        self._degraded = False
+        self._outage = Outage("quota: Redis", log)
         # Spent while Redis was unreachable: key -> [tokens, micro_usd], added to Redis once it is back.
         self._pending: dict[str, list[int]] = {}
 
     @property
     def degraded(self) -> bool:
         """True while Redis is unreachable and quotas are not enforced."""
-        return self._degraded
+        return self._outage.active
 
     def key(self, tenant: str, ts: float | None = None) -> str:
         return f"{self.prefix}:quota:{tenant}:{month_of(self.clock.time() if ts is None else ts)}"
@@ -219,19 +220,10 @@ class QuotaLedger:
             del self._pending[key]
 
     def _down(self, error: BaseException) -> None:
-        if not self._degraded:
-            self._degraded = True
-            log.warning(
-                "quota: Redis is unreachable (%s: %s); monthly quotas are not enforced until it returns, "
-                "and usage meanwhile is kept in memory",
-                type(error).__name__,
-                error,
-            )
+        self._outage.down(error, "monthly quotas are not enforced and usage is kept in memory")
 
     def _up(self) -> None:
-        if self._degraded:
-            self._degraded = False
-            log.warning("quota: Redis is reachable again; monthly quotas are enforced")
+        self._outage.up("monthly quotas are enforced")
 
 
 def _exceeded(tenant: Tenant, what: str, used: int, tokens: int, micro: int, now: float) -> QuotaExceeded:

@@ -28,6 +28,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
+from serving.gateway.outage import Outage
 from serving.types import Clock, Json
 from tokenplane.spec import SemanticCache as SemanticCacheLayer
 
@@ -133,6 +134,7 @@ class SemanticCache:
         self.collection = collection
         self._ready = False
         self._ready_lock = asyncio.Lock()
+        self._outage = Outage("semantic cache: Qdrant or the embedder", log)
         self._stores = 0
 
     @property
@@ -161,8 +163,9 @@ class SemanticCache:
                 with_payload=True,
             )
         except Exception as e:  # any failure here is a miss: the request goes on to the model
-            log.warning("semantic cache: lookup failed (%s: %s); serving a miss", type(e).__name__, e)
+            self._outage.down(e, "every lookup is a miss and nothing is stored")
             return None
+        self._outage.up()
         for point in found.points:
             payload = point.payload or {}
             # Checked again here, not only in the filter: a hit across tenants must be impossible.
@@ -198,11 +201,12 @@ class SemanticCache:
                 },
             )
             await self.qdrant.upsert(self.collection, points=[point])
+            self._outage.up()
             self._stores += 1
             if self._stores % PURGE_EVERY_STORES == 0:
                 await self._purge(now)
         except Exception as e:  # a failed write only costs a future hit
-            log.warning("semantic cache: store failed (%s: %s); not cached", type(e).__name__, e)
+            self._outage.down(e, "every lookup is a miss and nothing is stored")
 
     def _filter(self, tenant: str, scope: str) -> qm.Filter:
         return qm.Filter(

@@ -139,13 +139,19 @@ async def test_the_http_embedder_reads_vectors_in_order_and_the_pools_embedding_
             await wrong.embed([PROMPT])
 
 
-async def test_an_unreachable_embedder_is_a_miss_not_an_error(qdrant: AsyncQdrantClient) -> None:
+async def test_an_unreachable_embedder_is_a_miss_not_an_error_and_is_logged_once(
+    qdrant: AsyncQdrantClient, caplog: pytest.LogCaptureFixture
+) -> None:
     async with aiohttp.ClientSession() as session:
         embedder = HttpEmbedder(session, f"http://127.0.0.1:{free_port()}", "embed-model", DIMENSION)
         layer = SemanticLayer(enabled=True, similarity_threshold=0.9)
         semantic = SemanticCache(qdrant, embedder, layer, clock=SteppedClock())
         await semantic.store("acme", SCOPE, PROMPT, ANSWER)
-        assert await semantic.lookup("acme", SCOPE, PROMPT) is None
+        for _ in range(3):
+            assert await semantic.lookup("acme", SCOPE, PROMPT) is None
+    warnings = [r.getMessage() for r in caplog.records if "semantic cache" in r.getMessage()]
+    assert len(warnings) == 1, warnings  # one warning for the outage, not one per request
+    assert "is unreachable" in warnings[0] and "every lookup is a miss" in warnings[0]
 
 
 async def test_a_collection_of_another_dimension_is_a_logged_miss(
