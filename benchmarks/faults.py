@@ -20,7 +20,8 @@ the provider fault, as many non-streamed ``large`` chats). One fault each:
 
 Reported per fault: client outcomes by status (``stream_error``: an error event
 inside a 200 stream), recovery time (from the fault to the send time of the last
-failed request, counting those in flight at the fault; 0 if none failed), and metering: the ``x-request-id`` of every
+failed request, counting those in flight at the fault; 0 if none failed) and, for
+a fault that lasts (Kafka, the provider), the same from the moment it ended, and metering: the ``x-request-id`` of every
 200 response against the ``request_id`` of the usage events on the broker.
 The broker keeps its log in an S3-compatible store (``tokenplane dev
 --kafka-storage s3://...`` on moto's server, started here), so, as on MSK,
@@ -394,16 +395,18 @@ async def one_fault(fault: str, tmp: Path, s3: ManagedProcess, *, hold: float) -
                 await consumer.stop()
         await asyncio.to_thread(stack.stop)
     failed = [o for o in outcomes if o.done >= fault_at and o.status != "200"]  # in flight at the fault, or later
+    held = hold if fault in ("kafka", "provider") else 0.0
     all_ids = {o.request_id for o in outcomes if o.request_id}
     after = {o.request_id for o in outcomes if o.sent >= fault_at and o.request_id} & ok
     missing, unexpected = ok - set(seen), set(seen) - all_ids
     return {
         "fault": fault,
-        "hold_s": hold if fault in ("kafka", "provider") else 0.0,
+        "hold_s": held,
         "requests": len(outcomes),
         "statuses": dict(Counter(o.status for o in outcomes)),
         "errors_after_fault": dict(Counter(o.status for o in failed)),
         "recovery_s": max(0.0, max((o.sent for o in failed), default=fault_at) - fault_at),
+        "recovery_after_end_s": max(0.0, max((o.sent for o in failed), default=fault_at) - fault_at - held),
         "metered_expected": len(ok),
         "usage_events_distinct": len(set(seen) & all_ids),
         "missing_events": len(missing),

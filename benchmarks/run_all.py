@@ -260,7 +260,7 @@ def faults_section(r: dict[str, Any]) -> list[str]:
             [
                 x["fault"] + (f" ({f(x['hold_s'], 0)} s)" if x["hold_s"] else ""),
                 statuses(x["errors_after_fault"]),
-                f(x["recovery_s"]),
+                f(x["recovery_s"]) + (f" ({f(x['recovery_after_end_s'])} after it ended)" if x["hold_s"] else ""),
                 f"{x['usage_events_distinct']} / {x['metered_expected']}",
                 f"missing {x['missing_events']} (after the fault {x['missing_after_fault']}), unexpected {x['unexpected_events']}, "
                 f"duplicates {x['duplicate_events']}",
