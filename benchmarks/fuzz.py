@@ -38,6 +38,8 @@ def run(scale: float) -> dict[str, object]:
         "passed": done.returncode == 0,
         "summary": lines[-1] if lines else done.stderr.strip()[-300:],
         "failures": [line for line in lines if line.startswith("FAILED")][:10],
+        # What failed, in pytest's own words: a fuzz finding is worth nothing without its input.
+        "details": [line[:300] for line in lines if line.startswith("E ")][:20],
         "gateway": counts.get("gateway"),
         "load": counts.get("load"),
     }

@@ -285,6 +285,7 @@ def fuzz_section(r: dict[str, Any]) -> list[str]:
     lines = [
         f"{'Passed' if r['passed'] else '**Failed**'} at {f(r['scale'], 0)}x the CI sizes: {r['summary']}.",
         *(f"- {line}" for line in r.get("failures", [])),
+        *(["", "```text", *r.get("details", []), "```"] if r.get("details") else []),
         "",
         "schemathesis against the live gateway's `/openapi.json` (every operation, valid and invalid requests;",
         "checks: no 5xx, documented status, content type and body):",

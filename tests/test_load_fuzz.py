@@ -354,6 +354,21 @@ def test_an_explicitly_tagged_scalar_yaml_cannot_read_is_reported_at_its_field(t
     assert reason in issue.message
 
 
+@pytest.mark.parametrize(
+    ("tagged", "reason"),
+    [
+        ("!!float peak_rps", "cannot be read as YAML !!float"),  # was ValueError: found by the 8x fuzz run
+        ("!!int peak_rps", "cannot be read as YAML !!int"),  # was ValueError
+        ("!custom peak_rps", "unknown tag !custom on a key"),  # was ConstructorError
+    ],
+)
+def test_a_tagged_key_yaml_cannot_read_is_reported_at_the_key(tagged: str, reason: str) -> None:
+    text = MINIMAL.replace("peak_rps: 5", f"{tagged}: 5")
+    [issue] = rejected(text).issues
+    assert (issue.path, issue.line, issue.column) == ("platform.peak_rps", line_of(text, tagged), 3)
+    assert reason in issue.message
+
+
 @pytest.mark.parametrize("tag", ["!!python/name:os.system", "!custom", "!!python/object:os.system"])
 def test_an_unknown_tag_is_reported_at_its_field(tag: str) -> None:
     # Was: yaml.constructor.ConstructorError, uncaught (the document was constructed outside the try).

@@ -54,6 +54,8 @@ _LONG_NUMBER = re.compile(rf"\d{{{MAX_QUOTED // 2},}}")
 # newlines, no lone surrogates, no U+FFFE/U+FFFF.
 _NON_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _TAG_PREFIX = "tag:yaml.org,2002:"
+_STR_TAG = _TAG_PREFIX + "str"
+_MERGE_TAG = _TAG_PREFIX + "merge"  # "<<": SafeLoader merges it before constructing, so it has no constructor
 # What YAML counts as a line break, and so what its line numbers count.
 _LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
 
@@ -272,6 +274,8 @@ class _Walker:
                 )
                 continue
             key = str(key_node.value)
+            if key_node.tag not in (_STR_TAG, _MERGE_TAG) and not self._key_readable(key_node, (*loc, key)):
+                continue
             if key in seen:
                 self.issues.append(
                     Issue(
@@ -287,6 +291,15 @@ class _Walker:
             # A key's own position is where a reader looks for an unknown or misspelt key.
             self.positions[(*loc, key)] = (line, column)
             self.walk(value_node, (*loc, key))
+
+    def _key_readable(self, node: yaml.ScalarNode, loc: Loc) -> bool:
+        """A key YAML resolved or was told to read as something else than text: checked as a value is."""
+        before = len(self.issues)
+        if node.tag not in type(self.constructor).yaml_constructors:
+            self.issue(node, loc, f"unknown tag {_short(node.tag)} on a key; a key is a plain name, so delete the tag")
+        else:
+            self._scalar(node, loc)
+        return len(self.issues) == before
 
     def _scalar(self, node: yaml.ScalarNode, loc: Loc) -> None:
         """Construct the scalar now, so that a value YAML cannot read is reported at its field."""
