@@ -188,7 +188,8 @@ class RateLimiter:
         self._script = redis.register_script(_SCRIPT)
         self._local: OrderedDict[str, _LocalBucket] = OrderedDict()
         # Each tenant's shared levels as the last script call returned them, and when: a local bucket starts there.
-        self._last_seen: OrderedDict[str, tuple[float, float, float]] = OrderedDict()
+        # Keyed by tenant name: tenants come from the spec, so it holds at most one entry each.
+        self._last_seen: dict[str, tuple[float, float, float]] = {}
         self._degraded = False
         self._probe_at = 0.0
         self._pool_warned = False
@@ -285,10 +286,7 @@ class RateLimiter:
             self._local.clear()  # the next outage starts from the shared levels seen by then, not from stale ones
             log.warning("rate limiter: Redis is reachable again; limits are shared across replicas")
         levels = int(verdict), float(requests_left), float(tokens_left)
-        self._last_seen[tenant] = (levels[1], levels[2], now)
-        self._last_seen.move_to_end(tenant)
-        if len(self._last_seen) > LOCAL_BUCKETS_LIMIT:
-            self._last_seen.popitem(last=False)
+        self._last_seen[tenant] = (levels[1], levels[2], now)  # on every call: one dict store, no LRU upkeep
         return levels
 
     def _bucket(self, tenant: str, rpm: int, tpm: int) -> _LocalBucket:
