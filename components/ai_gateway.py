@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.gateway import GatewayArgs, GatewayWorkload
+from components.gateway import METRICS_PORT, GatewayArgs, GatewayWorkload
 
 __all__ = ["AiGateway", "GatewayArgs"]
 
@@ -16,6 +16,7 @@ class AiGateway(GatewayWorkload):
     APP = "ai-gateway"
     SERVING_MODULE = "serving.gateway"
     PUBLIC = True
+    METRICS_PORT = METRICS_PORT  # its series are labelled by tenant: the load balancer's port must not show them
 
     def ingress_sources(self) -> list[dict[str, Any]]:
         return []  # reached through the NLB from anywhere; auth is the gateway's first stage

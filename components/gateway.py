@@ -19,10 +19,12 @@ from components import kube
 from components.base import Component
 from components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
 from components.iam import irsa_role, policy_document
-from components.naming import LABEL_REGION, NS_GATEWAY, app_labels, checksum
+from components.naming import LABEL_REGION, NS_GATEWAY, NS_MONITORING, app_labels, checksum
 from tokenplane.spec import PlatformSpec, Region
 
 GATEWAY_PORT = 8080
+# The AI gateway's /metrics (per-tenant usage and cost) is served here, never on its public port.
+METRICS_PORT = 9090
 CONFIG_DIR = "/etc/tokenplane"
 SPOOL_DIR = "/var/spool/tokenplane"
 # A gateway replica plans for 1,000 req/s: its benchmark target is 1,500 per core, and it gets two cores.
@@ -112,6 +114,7 @@ class GatewayWorkload(Component):
     APP: str
     SERVING_MODULE: str
     PUBLIC = False
+    METRICS_PORT: int | None = None  # a port of its own for /metrics; None: /metrics on GATEWAY_PORT
 
     service: k8s.core.v1.Service
 
@@ -158,12 +161,16 @@ class GatewayWorkload(Component):
         env.extend(self.replica_env(low))
         for pool, url in sorted(args.pool_urls.items()):
             env.append({"name": f"POOL_URL_{pool.upper().replace('-', '_')}", "value": url})
+        ports = [{"name": "http", "containerPort": GATEWAY_PORT}]
+        if self.METRICS_PORT is not None:
+            env.append({"name": "TOKENPLANE_METRICS_PORT", "value": str(self.METRICS_PORT)})
+            ports.append({"name": "metrics", "containerPort": self.METRICS_PORT})
         probe: dict[str, Any] = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
         container = {
             "name": app,
             "image": args.image,
             "command": ["python", "-m", self.SERVING_MODULE],
-            "ports": [{"name": "http", "containerPort": GATEWAY_PORT}],
+            "ports": ports,
             "env": env,
             "envFrom": [{"secretRef": {"name": f"{app}-connections"}}],
             "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
@@ -196,7 +203,7 @@ class GatewayWorkload(Component):
                         "annotations": {
                             "tokenplane.io/config-checksum": checksum(config_data),
                             "prometheus.io/scrape": "true",
-                            "prometheus.io/port": str(GATEWAY_PORT),
+                            "prometheus.io/port": str(self.METRICS_PORT or GATEWAY_PORT),
                         },
                     },
                     "spec": {
@@ -255,6 +262,16 @@ class GatewayWorkload(Component):
             sources=self.ingress_sources(),
             opts=self.opts(),
         )
+        if self.METRICS_PORT is not None:
+            kube.allow_ingress(
+                self.child("metrics-netpol"),
+                namespace=NS_GATEWAY,
+                app=app,
+                port=self.METRICS_PORT,
+                sources=[kube.peer(NS_MONITORING)],  # Prometheus only
+                name=f"{app}-metrics-ingress",
+                opts=self.opts(),
+            )
         service_spec: dict[str, Any] = {
             "selector": {"app.kubernetes.io/name": app},
             "ports": [{"name": "http", "port": 443 if self.PUBLIC else GATEWAY_PORT, "targetPort": "http"}],

@@ -5,7 +5,10 @@
     │   └── ContextTooLong    400    prompt + max_tokens exceed every reachable pool's max_model_len
     ├── AuthenticationFailed  401    missing or unknown API key
     ├── PermissionDenied      403    a tier or model the tenant may not use
-    ├── NotFound              404    an unknown model, file or batch
+    ├── NotFound              404    an unknown model, file, batch or path
+    ├── MethodNotAllowed      405    a known path with another method
+    ├── RequestTimeout        408    the body did not arrive in time
+    ├── RequestTooLarge       413    the body is over the limit (refused before it is read)
     ├── RateLimited           429    RPM or TPM; Retry-After and x-ratelimit-* headers
     ├── QuotaExceeded         429    monthly tokens or $ spent (type insufficient_quota)
     ├── Overloaded            503    shed by admission (429 for batch priority); Retry-After
@@ -32,6 +35,10 @@ class ServingError(Exception):
     status = 500
     type = "server_error"
     code: str | None = None
+    # What a client outside the platform is told instead of ``message``; None: the message itself. A
+    # server-side failure's message names upstream URLs, secret references and exception names, which
+    # belong in the log (with the request id), never in a public response.
+    public_message: str | None = None
 
     def __init__(
         self,
@@ -51,6 +58,13 @@ class ServingError(Exception):
     def body(self) -> dict[str, Any]:
         """OpenAI's error shape: ``{"error": {"message", "type", "param", "code"}}``."""
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+    def public_body(self, request_id: str | None = None) -> dict[str, Any]:
+        """``body()`` as the public edge sends it: a server-side failure's details replaced by ``public_message``."""
+        if self.public_message is None:
+            return self.body()
+        message = self.public_message + (f" (request {request_id})" if request_id else "")
+        return {"error": {"message": message, "type": self.type, "param": None, "code": self.code}}
 
 
 class InvalidRequest(ServingError):
@@ -78,6 +92,24 @@ class NotFound(ServingError):
     status = 404
     type = "invalid_request_error"
     code = "not_found"
+
+
+class MethodNotAllowed(ServingError):
+    status = 405
+    type = "invalid_request_error"
+    code = "method_not_allowed"
+
+
+class RequestTimeout(ServingError):
+    status = 408
+    type = "invalid_request_error"
+    code = "request_timeout"
+
+
+class RequestTooLarge(ServingError):
+    status = 413
+    type = "invalid_request_error"
+    code = "request_too_large"
 
 
 def retry_after_header(seconds: float) -> dict[str, str]:
@@ -112,23 +144,27 @@ class UpstreamError(ServingError):
     status = 502
     type = "server_error"
     code = "upstream_error"
+    public_message: str | None = "The model backend failed on this request; it has been logged. Retry shortly."
     retryable = True
 
 
 class UpstreamUnavailable(UpstreamError):
     status = 503
     code = "upstream_unavailable"
+    public_message = "No model backend can take this request right now. Retry shortly."
 
 
 class UpstreamTimeout(UpstreamError):
     status = 504
     code = "upstream_timeout"
+    public_message = "The model backend did not answer in time. Retry, or ask for fewer tokens."
 
 
 class UpstreamRejected(UpstreamError):
     """The upstream said the request itself is wrong (a 4xx other than 408/429); retrying cannot help."""
 
     retryable = False
+    public_message = None  # the upstream's own 4xx answer is about the request, and is the client's to read
 
     def __init__(self, message: str, *, status: int, body: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -146,3 +182,4 @@ class UpstreamStreamBroken(UpstreamError):
 
     retryable = False
     code = "stream_interrupted"
+    public_message = "The stream from the model backend was interrupted; the text so far is incomplete."

@@ -207,7 +207,8 @@ def test_smoke_runs_the_session_prints_the_table_and_exits_zero(tmp_path: Path) 
             process.wait(30)
     printed = output.read_text(errors="replace")
     assert code == 0, printed
-    for check in ("streamed chat", "cached repeat", "tier large", "EU tenant acme-eu", "rate limit free", "batch job"):
+    checks = ("streamed chat", "cached repeat", "multi-turn chat", "tier large", "EU tenant acme-eu", "rate limit free")
+    for check in (*checks, "batch job"):
         assert check in printed
     assert "checks passed" in printed
     pids = [s["pid"] for s in read_state(state_path(tmp_path))["services"].values()]

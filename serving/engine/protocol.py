@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from serving import jsonbody
 from serving.engine.config import EngineConfig
 from serving.errors import ContextTooLong, InvalidRequest, NotFound
 from serving.types import Json
@@ -23,8 +24,8 @@ ENCODING_FORMATS = ("float", "base64")
 def parse_body(raw: bytes) -> Json:
     """The request's JSON object; malformed JSON or a non-object is a 400."""
     try:
-        body = json.loads(raw)
-    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
+        body = jsonbody.loads(raw)
+    except jsonbody.BadJson as e:
         raise InvalidRequest(f"the request body is not valid JSON: {e}; send a JSON object") from e
     if not isinstance(body, dict):
         raise InvalidRequest(f"the request body must be a JSON object, not {type(body).__name__}")

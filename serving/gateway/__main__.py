@@ -1,32 +1,53 @@
-"""``python -m serving.gateway``: the AI gateway on port 8080, configured from the environment."""
+"""``python -m serving.gateway``: the AI gateway, configured from the environment.
+
+The public API listens on ``--port`` (8080); Prometheus scrapes ``/metrics`` on
+``--metrics-port`` (``TOKENPLANE_METRICS_PORT``, default 9090), which the load
+balancer never reaches.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import sys
 
-import uvicorn
+import uvloop
 
-from serving.gateway.runtime import app_from_env
+from serving.gateway.runtime import apps_from_env
+from serving.gateway.server import metrics_server, public_server, serve_both
 from tokenplane.errors import SpecError
 
 PORT = 8080  # components/gateway.py GATEWAY_PORT
+METRICS_PORT = 9090  # components/gateway.py METRICS_PORT
+METRICS_PORT_ENV = "TOKENPLANE_METRICS_PORT"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serving.gateway", description=__doc__)
     parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=PORT)
+    parser.add_argument(
+        "--metrics-port", type=int, default=None, help=f"default: ${METRICS_PORT_ENV} or {METRICS_PORT}"
+    )
     args = parser.parse_args(argv)
     try:
-        app = app_from_env()
+        metrics_port = args.metrics_port or int(os.environ.get(METRICS_PORT_ENV) or METRICS_PORT)
+    except ValueError:
+        print(f"error: {METRICS_PORT_ENV}={os.environ[METRICS_PORT_ENV]!r} is not a port number", file=sys.stderr)
+        return 2
+    try:
+        public, metrics = apps_from_env()
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    # uvloop and httptools: the gateway's budget is a couple of milliseconds per request.
-    uvicorn.run(
-        app, host=args.host, port=args.port, loop="uvloop", http="httptools", access_log=False, log_level="info"
+    servers = serve_both(
+        public_server(public, host=args.host, port=args.port),
+        metrics_server(metrics, host=args.host, port=metrics_port),
     )
+    # uvloop and httptools: the gateway's budget is a couple of milliseconds per request.
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(servers)
     return 0
 
 

@@ -9,6 +9,7 @@ production hands in the cloud ones; nothing here reads the environment.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import uuid
 from collections.abc import Callable
@@ -19,15 +20,15 @@ import redis.asyncio as aioredis
 from opentelemetry import trace
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
-from serving.errors import AuthenticationFailed, InvalidRequest, NotFound, ServingError
+from serving.errors import AuthenticationFailed, ServingError
 from serving.gateway.admission import AdmissionController
 from serving.gateway.auth import KeyRing, Resolver
 from serving.gateway.call import Call, Handler
+from serving.gateway.edge import InternalError, error_json, public_app
 from serving.gateway.exact_cache import ExactCache
 from serving.gateway.metrics import GatewayMetrics
 from serving.gateway.pricing import Prices
@@ -51,6 +52,8 @@ from serving.tokens import ESTIMATE, TokenCounter, counter_for
 from serving.types import Clock, Endpoint, EventSink, SystemClock, Upstream
 from tokenplane import planner
 from tokenplane.spec import PlatformSpec, Priority, WorkloadClass
+
+log = logging.getLogger(__name__)
 
 JSON_MEDIA = "application/json"
 
@@ -97,6 +100,11 @@ def _counters(spec: PlatformSpec) -> Callable[[str], TokenCounter]:
     return lambda name: by_name.get(name, ESTIMATE)
 
 
+def providers_with_keys(spec: PlatformSpec, resolve: Resolver) -> list[str]:
+    """The spec's providers whose key resolves here: the model gateway skips the others (same secrets)."""
+    return [p.name for p in spec.providers if resolve(p.api_key_secret)]
+
+
 def queue_deadlines(spec: PlatformSpec) -> Callable[[Priority, WorkloadClass], float]:
     """Each (level, class) pair's queue deadline, worked out once: the lookup is on every request's path."""
     deadlines = {
@@ -125,8 +133,8 @@ def build_gateway(
     """Stack the stages once. ``permits`` overrides the planner's admission permits per pool."""
     clock = clock or SystemClock()
     metrics = GatewayMetrics(registry or CollectorRegistry())
-    router = Router(spec, region)
     keys = KeyRing.from_spec(spec, resolve)
+    router = Router(spec, region, providers=providers_with_keys(spec, resolve))
     prices = Prices(spec, region)
     limiter = RateLimiter(redis, replicas=gateway_replicas)
     ledger = QuotaLedger(redis, clock=clock)
@@ -166,30 +174,37 @@ def build_gateway(
 
 
 def error_response(error: ServingError, headers: dict[str, str] | None = None) -> JSONResponse:
-    """The one place a ``ServingError`` becomes what the client sees."""
-    return JSONResponse(error.body(), status_code=error.status, headers={**(headers or {}), **error.headers})
+    """What the client sees of ``error`` (``edge.error_json``, with the request id from ``headers``)."""
+    headers = dict(headers or {})
+    return error_json(error, request_id=headers.pop("x-request-id", None), headers=headers)
 
 
 def create_app(gateway: Gateway) -> Starlette:
     """The ASGI app over a built ``Gateway``."""
 
     async def complete(request: Request, endpoint: Endpoint) -> Response:
-        call = Call(
-            request_id=f"req_{uuid.uuid4().hex}",
-            endpoint=endpoint,
-            raw=await request.body(),
-            headers=request.headers,
-            received=gateway.clock.monotonic(),
-        )
+        request_id = f"req_{uuid.uuid4().hex}"
+        received = gateway.clock.monotonic()
+        call: Call | None = None
         try:
+            call = Call(
+                request_id=request_id,
+                endpoint=endpoint,
+                raw=await request.body(),
+                headers=request.headers,
+                received=received,
+            )
             reply = await gateway.pipeline(call)
         except ServingError as e:
-            return error_response(e, {**call.response_headers, "x-request-id": call.request_id})
-        headers = {**call.response_headers, "x-request-id": call.request_id}
+            return error_json(e, request_id=request_id, headers=call.response_headers if call else None)
+        except Exception as e:  # a bug must still be an OpenAI-shaped 500 that keeps the connection usable
+            log.exception("request %s: unhandled error", request_id)
+            return error_json(InternalError(f"{type(e).__name__}: {e}"), request_id=request_id)
+        headers = {**call.response_headers, "x-request-id": request_id}
         if reply.chunks is not None:
             include_usage = call.request.include_usage if call.request is not None else False
             headers |= {"cache-control": "no-cache", "x-accel-buffering": "no"}
-            body = with_keepalive(sse(reply.chunks, include_usage=include_usage))
+            body = with_keepalive(sse(reply.chunks, include_usage=include_usage, request_id=request_id))
             return StreamingResponse(body, media_type="text/event-stream", headers=headers)
         return Response(json.dumps(reply.body, separators=(",", ":")), media_type=JSON_MEDIA, headers=headers)
 
@@ -222,29 +237,10 @@ def create_app(gateway: Gateway) -> Starlette:
         checks["redis"] = "degraded" if gateway.limiter.degraded else "ok"
         return JSONResponse({"ready": ok, **checks}, status_code=200 if ok else 503)
 
-    async def metrics(request: Request) -> Response:
-        for name, controller in gateway.admission.items():
-            gateway.metrics.queue_depth.labels(name).set(controller.queued)
-        gateway.metrics.degraded.labels("redis").set(1 if gateway.limiter.degraded else 0)
-        gateway.metrics.degraded.labels("kafka").set(0 if getattr(gateway.sink, "healthy", True) else 1)
-        return Response(generate_latest(gateway.metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
     async def openapi(request: Request) -> Response:
         from serving.gateway.openapi import openapi_document  # built on first request only
 
         return JSONResponse(openapi_document(gateway))
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        if status == 404:
-            return error_response(
-                NotFound(f"no route {request.method} {request.url.path}; see the OpenAI API reference")
-            )
-        if status == 405:
-            error = InvalidRequest(f"{request.method} is not allowed on {request.url.path}")
-            error.status = 405
-            return error_response(error)
-        return error_response(ServingError("the gateway failed on this request; it has been logged"))
 
     routes = [
         HttpRoute("/v1/chat/completions", chat, methods=["POST"]),
@@ -253,10 +249,35 @@ def create_app(gateway: Gateway) -> Starlette:
         HttpRoute("/v1/models", models, methods=["GET"]),
         HttpRoute("/healthz", healthz, methods=["GET"]),
         HttpRoute("/readyz", readyz, methods=["GET"]),
-        HttpRoute("/metrics", metrics, methods=["GET"]),
         HttpRoute("/openapi.json", openapi, methods=["GET"]),
         *gateway.extra_routes,
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: http_error})
+    app = public_app(routes)
     app.state.gateway = gateway
     return app
+
+
+def render_metrics(gateway: Gateway) -> bytes:
+    """The gateway's Prometheus exposition, with the gauges that are read at scrape time brought up to date."""
+    for name, controller in gateway.admission.items():
+        gateway.metrics.queue_depth.labels(name).set(controller.queued)
+    gateway.metrics.degraded.labels("redis").set(1 if gateway.limiter.degraded else 0)
+    gateway.metrics.degraded.labels("kafka").set(0 if getattr(gateway.sink, "healthy", True) else 1)
+    return generate_latest(gateway.metrics.registry)
+
+
+def create_metrics_app(current: Callable[[], Gateway | None]) -> Starlette:
+    """``/metrics`` for Prometheus, served on its own port and never on the public one.
+
+    The series are labelled by tenant (requests, tokens, cost in USD), which is the operator's to see
+    and no tenant's: the pod's scrape annotations point at this port, and the load balancer only at
+    the public one. ``current`` returns the gateway once its process has built it.
+    """
+
+    async def metrics(request: Request) -> Response:
+        gateway = current()
+        if gateway is None:
+            return PlainTextResponse("starting\n", status_code=503)
+        return Response(render_metrics(gateway), media_type=CONTENT_TYPE_LATEST)
+
+    return Starlette(routes=[HttpRoute("/metrics", metrics, methods=["GET"])])

@@ -30,9 +30,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from serving.errors import InvalidRequest, NotFound, ServingError
-from serving.gateway.app import Gateway, error_response
+from serving.gateway.app import Gateway
 from serving.gateway.batch_lines import parse_input
 from serving.gateway.batch_store import BatchStore
+from serving.gateway.edge import error_json
 from serving.gateway.files import MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable
 from serving.gateway.requests import decode_body
 from serving.types import Endpoint, EventSink, Json
@@ -107,11 +108,11 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
                 tenant = gateway.keys.authenticate(request.headers.get("authorization"))
                 return await fn(request, tenant)
             except ServingError as e:
-                return error_response(e)
+                return error_json(e)
             except RedisError as e:
-                return error_response(_store_unavailable(e))
+                return error_json(_store_unavailable(e))
             except FileStoreUnavailable as e:
-                return error_response(_files_unavailable(e))
+                return error_json(_files_unavailable(e))
 
         return run
 
@@ -262,14 +263,14 @@ def batch_api_absent_routes(gateway: Gateway) -> list[Route]:
         try:
             gateway.keys.authenticate(request.headers.get("authorization"))
         except ServingError as e:
-            return error_response(e)
+            return error_json(e)
         error = NotFound(
             f"the Files and Batch API is not offered in region {gateway.region}: none of its pools serves "
             "class D (batch), so it runs no batch workers. Send batch jobs to a region that does, or add D "
             "to the classes of one of this region's pools in the spec.",
             code="batch_api_unavailable",
         )
-        return error_response(error)
+        return error_json(error)
 
     methods = ["GET", "POST", "DELETE"]
     return [

@@ -11,6 +11,7 @@ import json
 import secrets
 from dataclasses import dataclass
 
+from serving import jsonbody
 from serving.errors import InvalidRequest
 from serving.types import Endpoint, Json
 
@@ -55,9 +56,9 @@ def parse_input(data: bytes, endpoint: Endpoint) -> list[BatchLine]:
         if len(lines) == MAX_BATCH_LINES:
             raise _bad(number, f"a batch holds at most {MAX_BATCH_LINES} requests; split the file into several batches")
         try:
-            item = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise _bad(number, f"not valid JSON ({e.msg} at column {e.colno})") from e
+            item = jsonbody.loads(raw)
+        except jsonbody.BadJson as e:
+            raise _bad(number, f"not valid JSON: {e}") from e
         if not isinstance(item, dict):
             raise _bad(number, f"must be a JSON object, got {type(item).__name__}")
         custom_id = item.get("custom_id")

@@ -73,7 +73,7 @@ def operation(
     parameters: list[Schema] | None = None,
     public: bool = False,
 ) -> Schema:
-    """One operation; ``public`` ones (health, metrics) need no API key."""
+    """One operation; ``public`` ones (health, readiness, this document) need no API key."""
     op: Schema = {"summary": summary, "responses": responses}
     if body is not None:
         op["requestBody"] = body
@@ -317,18 +317,6 @@ def _core_paths() -> dict[str, Schema]:
                 {
                     "200": json_body(obj({"ready": {"type": "boolean"}}, required=("ready",)), "Ready"),
                     "503": json_body(obj({"ready": {"type": "boolean"}}, required=("ready",)), "Not ready"),
-                },
-                public=True,
-            )
-        },
-        "/metrics": {
-            "get": operation(
-                "Prometheus metrics",
-                {
-                    "200": {
-                        "description": "Text exposition format",
-                        "content": {"text/plain": {"schema": {"type": "string"}}},
-                    }
                 },
                 public=True,
             )

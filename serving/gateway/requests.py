@@ -8,10 +8,12 @@ an OpenAI-compatible proxy should.
 
 from __future__ import annotations
 
-import json
+import hashlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from serving import jsonbody
 from serving.errors import InvalidRequest
 from serving.tokens import TokenCounter, content_text, count_messages, count_prompt
 from serving.types import Endpoint, Json
@@ -41,17 +43,21 @@ class ParsedRequest:
 
     @property
     def affinity_key(self) -> str:
-        return self.prompt_text[:AFFINITY_PREFIX_CHARS]
+        """A digest of the prompt's start, not the text: it travels in a header to the model gateway,
+        where control characters are refused and proxies and access logs record what they see."""
+        prefix = self.prompt_text[:AFFINITY_PREFIX_CHARS].encode("utf-8", "surrogatepass")
+        return hashlib.blake2b(prefix, digest_size=16).hexdigest()
 
 
 def decode_body(raw: bytes) -> Json:
     if len(raw) > MAX_BODY_BYTES:
         raise InvalidRequest(f"request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
     try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        body = jsonbody.loads(raw)
+    except jsonbody.BadJson as e:
         raise InvalidRequest(
-            f"the request body is not valid JSON ({e}); send a JSON object with Content-Type: application/json"
+            f"the request body is not valid JSON: {e}; send a JSON object with Content-Type: application/json",
+            code="invalid_json",
         ) from e
     if not isinstance(body, dict):
         raise InvalidRequest(f"the request body must be a JSON object, got {type(body).__name__}")
@@ -65,6 +71,29 @@ def _int_field(body: Json, name: str, *, minimum: int) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidRequest(f"{name} must be an integer >= {minimum}, got {value!r}", param=name)
     return value
+
+
+# Sampling parameters the gateway checks, as OpenAI bounds them: a value outside is refused here
+# rather than forwarded (a NaN would otherwise reach the engine, and a cache key, as nonsense).
+SAMPLING_RANGES: dict[str, tuple[float, float]] = {
+    "temperature": (0.0, 2.0),
+    "top_p": (0.0, 1.0),
+    "presence_penalty": (-2.0, 2.0),
+    "frequency_penalty": (-2.0, 2.0),
+}
+
+
+def _check_sampling(body: Json) -> None:
+    for name, (low, high) in SAMPLING_RANGES.items():
+        value = body.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise InvalidRequest(f"{name} must be a number between {low:g} and {high:g}, got {value!r}", param=name)
+        if not low <= value <= high:
+            raise InvalidRequest(
+                f"{name}={value!r} is out of range; use a number between {low:g} and {high:g}", param=name
+            )
 
 
 def _messages(body: Json) -> list[dict[str, Any]]:
@@ -97,6 +126,7 @@ def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedReques
     if not isinstance(options, dict):
         raise InvalidRequest("stream_options must be an object", param="stream_options")
     include_usage = bool(options.get("include_usage", False))
+    _check_sampling(body)
     if endpoint is Endpoint.CHAT:
         messages = _messages(body)
         prompt_tokens = count_messages(counter, messages)

@@ -20,6 +20,7 @@ jurisdiction refuses such a tenant's prompts instead of forwarding them.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from serving.errors import ContextTooLong, NotFound, PermissionDenied
@@ -72,9 +73,16 @@ def classify(spec: PlatformSpec, prompt_tokens: int, *, batch: bool = False) -> 
 class Router:
     """Routes one region's requests; built once from the spec."""
 
-    def __init__(self, spec: PlatformSpec, region: str) -> None:
+    def __init__(self, spec: PlatformSpec, region: str, *, providers: Collection[str] | None = None) -> None:
+        """``providers``: the external providers this deployment holds a key for (None: every one in the spec).
+
+        A provider without a key is left out of every chain, as the model gateway would skip it: then a
+        request that only such a provider could serve (say, longer than every pool's context) is the
+        client's 400 naming the limit, not a 503 that no retry can ever turn into an answer.
+        """
         self.spec = spec
         self.region = spec.region(region)
+        self._providers = None if providers is None else frozenset(providers)
         self._pools = [spec.pool(pl.pool) for pl in self.region.pools]
         self._chat_pools = [p for p in self._pools if not spec.is_embedding(p)]
         self._embedding_pools = [p for p in self._pools if spec.is_embedding(p)]
@@ -198,6 +206,8 @@ class Router:
                 continue
             provider = self.spec.provider(step)
             if provider is None or tier not in provider.models:
+                continue
+            if self._providers is not None and provider.name not in self._providers:
                 continue
             if tenant.residency is not None and tenant.residency not in provider.jurisdictions:
                 continue  # residency: a provider outside the tenant's jurisdiction never sees its prompts

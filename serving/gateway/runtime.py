@@ -27,9 +27,10 @@ from prometheus_client import CollectorRegistry
 from qdrant_client import AsyncQdrantClient
 from starlette.applications import Starlette
 
-from serving.gateway.app import Gateway, build_gateway, create_app
+from serving.gateway.app import Gateway, build_gateway, create_app, create_metrics_app
 from serving.gateway.batch_api import batch_api_absent_routes, batch_routes
 from serving.gateway.batch_store import BatchStore
+from serving.gateway.edge import public_app
 from serving.gateway.files import DirectoryFileStore, FileStore
 from serving.gateway.metering import KafkaSink, kafka_security_from_env
 from serving.gateway.semantic_cache import Embedder, HttpEmbedder, LexicalEmbedder, SemanticCache
@@ -272,10 +273,12 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
         await session.close()
 
 
-def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
-    """An app whose lifespan builds the gateway from ``environ`` (the process environment by default)."""
+def apps_from_env(environ: Mapping[str, str] | None = None) -> tuple[Starlette, Starlette]:
+    """The public app, whose lifespan builds the gateway from ``environ`` (the process environment by
+    default), and the metrics app that serves that gateway's ``/metrics`` on its own port."""
     env = dict(os.environ if environ is None else environ)
     load_config(env)  # fail at start-up, not at the first request
+    built: list[Gateway] = []
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -283,6 +286,10 @@ def app_from_env(environ: Mapping[str, str] | None = None) -> Starlette:
             inner = create_app(gateway)
             app.router.routes[:] = inner.router.routes
             app.state.gateway = gateway
-            yield
+            built.append(gateway)
+            try:
+                yield
+            finally:
+                built.clear()
 
-    return Starlette(lifespan=lifespan)
+    return public_app(lifespan=lifespan), create_metrics_app(lambda: built[0] if built else None)

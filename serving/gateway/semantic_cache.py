@@ -1,8 +1,12 @@
 """Stage 8: a prompt close enough to one this tenant asked before is answered from Qdrant.
 
 Each stored answer is a point whose vector is the prompt's embedding and
-whose payload holds ``tenant``, ``scope`` (the endpoint, model and tier: an
-answer from the small tier must not answer a large-tier request),
+whose payload holds ``tenant``, ``scope`` (``scope_of``: the endpoint, model
+and tier, so an answer from the small tier never answers a large-tier
+request, plus a digest of every request field that changes an answer:
+``max_tokens``, ``temperature``, ``top_p``, ``tools``, ``response_format``,
+``stop``, ``seed`` and any other field not in ``ANSWER_NEUTRAL_FIELDS``, and
+the conversation's roles, so only the message *text* is matched by meaning),
 ``expires_at`` (wall-clock seconds) and the response. A lookup searches with
 the filter ``tenant == X AND scope == Y AND expires_at > now``, so a hit can
 never cross tenants, whatever the vectors; it needs a cosine similarity of at
@@ -18,6 +22,7 @@ Qdrant or the embedder is logged and served as a miss, never as an error.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import uuid
@@ -38,6 +43,25 @@ EMBEDDING_HEADER = "x-tokenplane-embedding"  # the embedding pool says which kin
 EMBED_TIMEOUT_SECONDS = 2.0  # the lookup is on the request path: a slow embedder is a miss, not a delay
 MAX_TEXT_CHARS = 32_000  # longer prompts are not cached: they would be truncated by the embedder and collide
 MAX_RESPONSE_BYTES = 256 * 1024  # a larger answer is served but not stored: the payload lives in Qdrant's RAM
+# The request fields that cannot change the answer; every other field (max_tokens, temperature, top_p,
+# tools, response_format, stop, seed, logit_bias, ...) is part of the scope, so a cached answer is only
+# reused for a request those fields cannot tell apart. The prompt's text is matched by meaning instead.
+ANSWER_NEUTRAL_FIELDS = frozenset(
+    {"messages", "prompt", "model", "stream", "stream_options", "user", "metadata", "store", "service_tier"}
+)
+
+
+def scope_of(endpoint: str, model: str, tier: str, body: Json) -> str:
+    """What must match exactly for a semantic hit: endpoint, model, tier, the answer-changing fields, the roles."""
+    params = {k: v for k, v in body.items() if k not in ANSWER_NEUTRAL_FIELDS}
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        params["(roles)"] = [m.get("role") if isinstance(m, dict) else None for m in messages]
+    canonical = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+    digest = hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    return f"{endpoint}|{model}|{tier}|{digest}"
+
+
 PURGE_EVERY_STORES = 100  # delete expired points this often, so the collection holds live answers only
 _NAMESPACE = uuid.UUID("6f0b5c1e-2f7a-4d4c-9b7e-3c1f1f0e9a51")  # point ids: one per tenant, scope and prompt
 

@@ -31,7 +31,7 @@ from serving.gateway.quota import QuotaLedger
 from serving.gateway.ratelimit import RateLimiter
 from serving.gateway.requests import decode_body, parse
 from serving.gateway.routing import Router, Signals
-from serving.gateway.semantic_cache import SemanticCache
+from serving.gateway.semantic_cache import SemanticCache, scope_of
 from serving.gateway.streams import assemble
 from serving.tokens import TokenCounter
 from serving.types import (
@@ -436,7 +436,7 @@ class SemanticCacheStage(_CachingStage):
             or call.headers.get("cache-control", "").lower() in {"no-cache", "no-store"}
         ):
             return await self.next(call)
-        scope = f"{request.endpoint.value}|{request.model}|{route.tier.value}"
+        scope = scope_of(request.endpoint.value, request.model, route.tier.value, request.body)
         with _span(self.tracer, "gateway.semantic_cache"):
             cached = await self.cache.lookup(tenant.name, scope, request.prompt_text)
         if cached is not None:

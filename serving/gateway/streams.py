@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from serving.errors import ServingError, UpstreamStreamBroken
 from serving.types import Json
+
+log = logging.getLogger(__name__)
 
 KEEPALIVE_SECONDS = 5.0  # well under the 60 s idle timeout of the common load balancers
 DONE = b"data: [DONE]\n\n"
@@ -25,8 +28,11 @@ def event(data: Json) -> bytes:
     return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
 
 
-def error_event(error: ServingError) -> bytes:
-    return event(error.body())
+def error_event(error: ServingError, *, request_id: str | None = None) -> bytes:
+    """The last event of a broken stream, as the public edge tells it (details go to the log)."""
+    if error.public_message is not None:
+        log.warning("request %s: stream ended by %s: %s", request_id or "-", error.code, error.message)
+    return event(error.public_body(request_id))
 
 
 def client_view(chunk: Json, *, include_usage: bool) -> Json | None:
@@ -38,7 +44,9 @@ def client_view(chunk: Json, *, include_usage: bool) -> Json | None:
     return {k: v for k, v in chunk.items() if k != "usage"}
 
 
-async def sse(chunks: AsyncIterator[Json], *, include_usage: bool) -> AsyncIterator[bytes]:
+async def sse(
+    chunks: AsyncIterator[Json], *, include_usage: bool, request_id: str | None = None
+) -> AsyncIterator[bytes]:
     """Encode chunks as SSE and end with ``[DONE]``, or with an error event if the stream breaks."""
     try:
         async for chunk in chunks:
@@ -47,10 +55,10 @@ async def sse(chunks: AsyncIterator[Json], *, include_usage: bool) -> AsyncItera
                 yield event(view)
         yield DONE
     except ServingError as e:
-        yield error_event(e)
-    except Exception as e:  # a bug must still end the stream with an error, never a silent cut
-        yield error_event(UpstreamStreamBroken(f"the stream failed: {type(e).__name__}"))
-        raise
+        yield error_event(e, request_id=request_id)
+    except Exception as e:  # a bug must still end the stream with an error event, never a silent cut
+        log.exception("request %s: the stream failed", request_id or "-")
+        yield error_event(UpstreamStreamBroken(f"the stream failed: {type(e).__name__}: {e}"), request_id=request_id)
     finally:
         await _close(chunks)
 

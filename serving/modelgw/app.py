@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from serving import jsonbody
 from serving.errors import InvalidRequest, ServingError
 from serving.modelgw import headers as h
 from serving.modelgw.gateway import ModelGateway
@@ -54,9 +55,9 @@ async def _read_request(request: Request, endpoint: Endpoint, gateway: ModelGate
     if len(raw) > MAX_BODY_BYTES:
         raise InvalidRequest(f"the body is {len(raw)} bytes; at most {MAX_BODY_BYTES} are accepted")
     try:
-        body = json.loads(raw)
-    except ValueError as e:
-        raise InvalidRequest(f"the body is not JSON: {e}") from e
+        body = jsonbody.loads(raw)
+    except jsonbody.BadJson as e:
+        raise InvalidRequest(f"the body is not valid JSON: {e}", code="invalid_json") from e
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
     chain = request.headers.get(h.TARGETS)

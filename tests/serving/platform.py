@@ -1,15 +1,19 @@
 """The whole serving path on loopback for the end-to-end tests: engines, model gateway, AI gateway.
 
-Every part is real: the engine simulator per pool over HTTP, the model gateway
-in process over those URLs, Redis and the Kafka-protocol broker as processes,
-Qdrant in local mode, and the gateway served by uvicorn. Tests talk to it with
-the official ``openai`` client.
+Every part is real and crosses the hops the cluster has: the engine simulator
+per pool over HTTP, the model gateway as its own process (``python -m
+serving.modelgw``, as its Deployment runs it) over those URLs, reached over
+HTTP with ``x-tokenplane-*`` headers, Redis and the Kafka-protocol broker as
+processes, Qdrant in local mode, and the gateway served by uvicorn. Tests talk
+to it with the official ``openai`` client.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,11 +30,11 @@ from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import redis_client, topics
 from serving.gateway.semantic_cache import HttpEmbedder, SemanticCache
-from serving.modelgw.config import load_modelgw_config
-from serving.modelgw.gateway import ModelGateway
+from serving.modelgw.client import HttpUpstream
 from serving.types import SystemClock
 from tests.serving.conftest import serve
 from tokenplane.spec import PlatformSpec
+from tokenplane.standins import ManagedProcess, free_port
 
 KEYS = {
     "env://TOKENPLANE_KEY_DEMO": "sk-demo-0001",
@@ -52,6 +56,7 @@ class Platform:
     engines: dict[str, str]
     bootstrap: str
     session: aiohttp.ClientSession
+    modelgw: ManagedProcess
     clients: dict[str, AsyncOpenAI] = field(default_factory=dict)
 
     def client(self, tenant: str) -> AsyncOpenAI:
@@ -101,8 +106,10 @@ async def platform(
         session = aiohttp.ClientSession()
         stack.push_async_callback(session.close)
         registry = CollectorRegistry()
-        upstream = ModelGateway(load_modelgw_config(spec, "local", env), session=session, registry=registry)
-        stack.push_async_callback(upstream.aclose)
+        modelgw = await stack.enter_async_context(
+            model_gateway_process(spec, env, spool_dir.with_name(spool_dir.name + "-modelgw"))
+        )
+        upstream = HttpUpstream(f"http://127.0.0.1:{modelgw.port}", session=session)
         redis = redis_client(redis_url)
         stack.push_async_callback(redis.aclose)
         sink = KafkaSink(bootstrap, topics(spec), spool_dir=spool_dir, clock=SystemClock())
@@ -127,6 +134,29 @@ async def platform(
             permits=permits,
         )
         url = await stack.enter_async_context(serve(create_app(gateway)))
-        running = Platform(spec, url, gateway, engines, bootstrap, session)
+        running = Platform(spec, url, gateway, engines, bootstrap, session, modelgw)
         stack.push_async_callback(running.aclose)
         yield running
+
+
+@contextlib.asynccontextmanager
+async def model_gateway_process(spec: PlatformSpec, env: dict[str, str], state: Path) -> AsyncIterator[ManagedProcess]:
+    """``python -m serving.modelgw`` for region ``local`` of ``spec``, with ``env`` (its ``POOL_URL_*``, keys)."""
+    state.mkdir(parents=True, exist_ok=True)
+    config = state / "platform.json"
+    config.write_text(spec.model_dump_json(exclude_none=True), encoding="utf-8")
+    port = free_port()
+    process = ManagedProcess(
+        "modelgw",
+        [sys.executable, "-m", "serving.modelgw", "--host", "127.0.0.1", "--port", str(port)],
+        port,
+        state / "modelgw.log",
+        env={"TOKENPLANE_CONFIG": str(config), "TOKENPLANE_REGION": "local", **env},
+        start_timeout=60.0,  # an interpreter start and the serving imports, on two busy cores
+        die_with_parent=True,
+    )
+    await asyncio.to_thread(process.start)
+    try:
+        yield process
+    finally:
+        await asyncio.to_thread(process.stop)

@@ -28,9 +28,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import (
@@ -170,3 +172,69 @@ async def test_the_live_gateway_answers_every_generated_request_as_documented(
     assert not unexpected, (
         f"{len(unexpected)} of {sum(run.cases.values())} cases failed:\n{report}\n\nserver log:\n{logs[:5000]}"
     )
+
+
+# Hostile conversations: every character class a client can put in a JSON string, lone surrogates and
+# control characters included (hypothesis' default text leaves surrogates out), in multi-turn chats.
+HOSTILE_CHARS = st.characters(codec=None, categories=["L", "N", "P", "S", "Z", "Cc", "Cf", "Cs", "Co"])
+ROLES = st.sampled_from(["system", "developer", "user", "assistant"])
+MESSAGES = st.lists(
+    st.fixed_dictionaries({"role": ROLES, "content": st.text(HOSTILE_CHARS, min_size=1, max_size=300)}),
+    min_size=1,
+    max_size=6,
+)
+HOSTILE_EXAMPLES = max(1, round(40 * float(os.environ.get("TOKENPLANE_FUZZ_SCALE", "1"))))
+LEAKS = ("127.0.0.1", "env://", "OPENAI_API_KEY", "Traceback", "Error:")
+
+
+@st.composite
+def hostile_bodies(draw: st.DrawFn) -> tuple[str, bytes]:
+    """A chat request that may be nested, oversized, non-finite or carry hostile text; its label for reports."""
+    body: dict[str, Any] = {"model": draw(st.sampled_from(["small", "auto", "large"])), "messages": draw(MESSAGES)}
+    body["max_tokens"] = draw(st.integers(1, 40))
+    if draw(st.booleans()):
+        body["temperature"] = draw(st.sampled_from([0, 0.7, 2]))
+    body["stream"] = draw(st.booleans())
+    raw = json.dumps(body)  # ensure_ascii: lone surrogates travel as \udXXX escapes, as a client would send them
+    shape = draw(st.sampled_from(["plain", "nested", "huge", "nan"]))
+    if shape == "nested":
+        depth = draw(st.integers(60, 3000))
+        raw = raw[:-1] + ', "metadata": ' + "[" * depth + "]" * depth + "}"
+    elif shape == "huge":
+        raw = raw[:-1] + ', "user": "' + "x" * (9 * 1024 * 1024) + '"}'
+    elif shape == "nan":
+        raw = raw[:-1] + ', "top_p": NaN}'
+    return shape, raw.encode()
+
+
+async def test_hostile_conversations_get_a_2xx_or_a_clean_4xx_through_the_separate_model_gateway(
+    dev_spec: PlatformSpec, redis_url: str, kafka: Broker, tmp_path: Path
+) -> None:
+    async with (
+        platform(dev_spec, redis_url=redis_url, bootstrap=kafka.bootstrap, spool_dir=tmp_path / "spool") as p,
+        httpx.AsyncClient(base_url=p.url, timeout=30) as http,
+    ):
+        sent: list[tuple[str, bytes]] = []
+
+        @given(case=hostile_bodies())
+        @settings(max_examples=HOSTILE_EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        def collect(case: tuple[str, bytes]) -> None:
+            sent.append(case)
+
+        collect()
+        headers = {"authorization": f"Bearer {KEY_OF['demo']}", "content-type": "application/json"}
+        problems = []
+        for shape, raw in sent:
+            response = await http.post("/v1/chat/completions", content=raw, headers=headers)
+            text = response.text
+            if response.status_code >= 500 or any(leak in text for leak in LEAKS):
+                problems.append(f"[{shape}] {response.status_code} {text[:300]} <- {raw[:300]!r}")
+            elif response.status_code >= 400 and response.json()["error"]["type"] not in {
+                "invalid_request_error",
+                "requests",
+                "insufficient_quota",
+            }:
+                problems.append(f"[{shape}] not OpenAI-shaped: {text[:300]}")
+            elif response.status_code == 200 and b'"stream": true' in raw and "data: [DONE]" not in text:
+                problems.append(f"[{shape}] a stream that did not end with [DONE]: {text[-300:]}")
+    assert not problems, f"{len(problems)} of {len(sent)}:\n" + "\n".join(problems[:10])

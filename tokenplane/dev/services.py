@@ -101,6 +101,7 @@ class Service:
     start_timeout: float = PYTHON_START_TIMEOUT
     after_ready: Callable[[], None] | None = None
     description: str = ""
+    other_ports: tuple[int, ...] = ()  # further ports it listens on (the gateway's metrics port)
 
     @property
     def url(self) -> str | None:
@@ -147,13 +148,13 @@ class StackPlan:
 
     def check_ports(self) -> None:
         """Raise ``SpecError`` naming the port, the service and the flag, if any port is taken."""
-        taken = [s for s in self.services if port_in_use(s.port)]
+        taken = [(s, p) for s in self.services for p in (s.port, *s.other_ports) if port_in_use(p)]
         if taken:
-            first = taken[0]
-            others = f" (also taken: {', '.join(f'{s.port} for {s.name}' for s in taken[1:])})" if taken[1:] else ""
+            (first, port), rest = taken[0], taken[1:]
+            others = f" (also taken: {', '.join(f'{p} for {s.name}' for s, p in rest)})" if rest else ""
+            fix = _port_fix(first, self) if port == first.port else _port_fix(self.services[0], self)
             raise SpecError(
-                f"port {first.port} for {first.name} is already in use{others}; stop what listens there, or "
-                f"{_port_fix(first, self)}"
+                f"port {port} for {first.name} is already in use{others}; stop what listens there, or {fix}"
             )
 
     def write_files(self) -> None:
@@ -179,7 +180,7 @@ class StackPlan:
 def _port_fix(service: Service, plan: StackPlan) -> str:
     if service.port_flag == "--port":
         return f"give the gateway another port with --port N (now {plan.options.port})"
-    last = max(s.port for s in plan.services if s.port_flag == "--ports-from")
+    last = max(p for s in plan.services for p in (s.port, *s.other_ports) if p != plan.options.port)
     return (
         f"move the stand-ins' ports with --ports-from N "
         f"(now {plan.options.ports_from}; they take {plan.options.ports_from}-{last})"
@@ -378,23 +379,38 @@ def plan_stack(
     )
     if embedding_pool and embedding_pool in urls:
         gateway_env[pool_url_var(embedding_pool)] = ",".join(urls[embedding_pool])
+    metrics_port = allocate()  # /metrics is off the public port, as in the cluster
     services.append(
         Service(
             "gateway",
             Stage.GATEWAY,
-            [python, "-m", "serving.gateway", "--host", options.host, "--port", str(options.port)],
+            [
+                python,
+                "-m",
+                "serving.gateway",
+                "--host",
+                options.host,
+                "--port",
+                str(options.port),
+                "--metrics-port",
+                str(metrics_port),
+            ],
             options.port,
             "--port",
             env=gateway_env,
+            other_ports=(metrics_port,),
             ready_url=f"http://{LOOPBACK}:{options.port}/readyz",
-            description="AI gateway: auth, limits, caches, routing, admission, metering (Qdrant local mode in process)",
+            description=(
+                "AI gateway: auth, limits, caches, routing, admission, metering (Qdrant local mode in process); "
+                f"/metrics on :{metrics_port}"
+            ),
         )
     )
     if has_module("serving.batch.__main__"):
         batch_port = allocate()
         services.append(batch_service(batch_port, gateway_env, python))
 
-    ports = [s.port for s in services]
+    ports = [p for s in services for p in (s.port, *s.other_ports)]
     if len(set(ports)) != len(ports):
         clash = next(p for p in ports if ports.count(p) > 1)
         raise SpecError(

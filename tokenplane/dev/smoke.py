@@ -72,6 +72,7 @@ def run_smoke(plan: StackPlan, console: Console | None = None) -> list[Check]:
     checks: list[tuple[str, Callable[[], str]]] = [
         ("streamed chat", lambda: _streamed_chat(main)),
         ("cached repeat", lambda: _cached_repeat(main)),
+        ("multi-turn chat", lambda: _multi_turn(main)),
     ]
     for tier in ("small", "medium", "large"):
         if any(p.tier.value == tier for p in spec.pools):
@@ -131,6 +132,26 @@ def _streamed_chat(client: OpenAI) -> str:
     if not joined:
         raise CheckFailed(f"{chunks} chunks and no text")
     return f"{chunks} chunks, finish_reason {finish}: {joined[:40]!r}"
+
+
+# A conversation as applications send it: a system message, earlier turns, newlines, tabs, a NUL and
+# text outside the BMP. Each must cross the AI gateway -> model gateway hop intact (a prompt's start
+# once travelled in a header there, where control characters are refused).
+CONVERSATION = [
+    {"role": "system", "content": "You are terse.\nAnswer in one line."},
+    {"role": "user", "content": "Name a fruit.\r\n\tAny will do."},
+    {"role": "assistant", "content": "Mango 🥭"},
+    {"role": "user", "content": "And a vegetable?\x00 Ünïcödé, 日本語."},
+]
+
+
+def _multi_turn(client: OpenAI) -> str:
+    whole = client.chat.completions.create(model="small", messages=CONVERSATION, max_tokens=8)  # type: ignore[arg-type]
+    stream = client.chat.completions.create(model="small", messages=CONVERSATION, max_tokens=8, stream=True)  # type: ignore[arg-type]
+    streamed = "".join(c.choices[0].delta.content or "" for c in stream if not isinstance(c, tuple) and c.choices)
+    if not whole.choices[0].message.content or not streamed:
+        raise CheckFailed("an empty answer to a four-message conversation")
+    return f"{len(CONVERSATION)} messages (system, control characters, emoji), whole and streamed"
 
 
 def _cached_repeat(client: OpenAI) -> str:

@@ -14,7 +14,7 @@ atomically (write, then rename), so a reader never sees half of it.
       "base_url": "http://127.0.0.1:8080/v1",
       "tenants": {"demo": "sk-dev-demo-...", ...},
       "services": {
-        "redis": {"pid": 4243, "port": 18000, "state": "ready", "restarts": 0,
+        "redis": {"pid": 4243, "port": 18000, "other_ports": [], "state": "ready", "restarts": 0,
                   "log": "/abs/.tokenplane/logs/redis.log", "ready_url": null},
         ...
       },
@@ -70,6 +70,7 @@ class ServiceState(StrEnum):
 class ServiceRecord(TypedDict):
     pid: int | None
     port: int
+    other_ports: list[int]  # the gateway's metrics port
     state: str
     restarts: int
     log: str

@@ -93,6 +93,7 @@ class _Run:
         return {
             "pid": self.process.pid if self.alive else None,
             "port": self.service.port,
+            "other_ports": list(self.service.other_ports),
             "state": self.state.value,
             "restarts": self.restarts,
             "log": str(self.process.log_path),

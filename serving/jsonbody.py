@@ -1,0 +1,86 @@
+"""The one JSON decoder for bodies that come from outside: bounded depth, finite numbers, valid Unicode.
+
+Python's ``json`` accepts three things an API must not: nesting deep enough
+to exhaust the interpreter's recursion limit (a ``RecursionError`` that no
+handler expects), the non-standard ``NaN``/``Infinity`` constants (which a
+later ``json.dumps`` writes back out as invalid JSON), and ``\\ud800``-style
+escapes of lone UTF-16 surrogates (a ``str`` that cannot be encoded to UTF-8,
+so it fails wherever the text is sent on). ``loads`` refuses all three with a
+``BadJson`` that says which, so each caller can turn it into its own 400.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# Deeper than any real request: a chat body is ~5 levels, a tool's JSON schema rarely passes 10.
+# Well under the interpreter's recursion limit (1,000), so the C decoder never hits it first.
+MAX_DEPTH = 64
+
+# A \u escape of a UTF-16 surrogate (D800-DFFF). Only bodies that contain one pay for the walk that
+# tells a valid pair (decoded to one code point) from a lone half.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+class BadJson(ValueError):
+    """The text is not JSON this API accepts; the message is the reason, to follow "not valid JSON: "."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise BadJson(f"{name} is not a JSON number (send a finite number, or null)")
+
+
+def loads(raw: bytes | str) -> Any:
+    """Parse ``raw`` as strict JSON.
+
+    Raises:
+        BadJson: Not JSON, invalid UTF-8, nested deeper than ``MAX_DEPTH``, ``NaN``/``Infinity``,
+            or a string holding a lone UTF-16 surrogate.
+    """
+    try:
+        value = json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:
+        raise BadJson(f"it is nested deeper than {MAX_DEPTH} levels") from None
+    except json.JSONDecodeError as e:
+        raise BadJson(f"{e.msg} at line {e.lineno} column {e.colno}") from None
+    except UnicodeDecodeError as e:
+        raise BadJson(f"it is not UTF-8 ({e.reason} at byte {e.start})") from None
+    encoded = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    _check(value, strings=_SURROGATE_ESCAPE.search(encoded) is not None)
+    return value
+
+
+def _check(value: Any, *, strings: bool) -> None:
+    """Walk the containers once (iteratively, so depth itself cannot overflow the stack)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+            if strings:
+                for key in item:
+                    _encodable(key)
+        elif isinstance(item, list):
+            children = item
+        else:
+            if strings and isinstance(item, str):
+                _encodable(item)
+            continue
+        if depth > MAX_DEPTH:
+            raise BadJson(f"it is nested deeper than {MAX_DEPTH} levels")
+        for child in children:
+            if isinstance(child, dict | list) or (strings and isinstance(child, str)):
+                stack.append((child, depth + 1))
+
+
+def _encodable(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        code = ord(text[e.start])
+        raise BadJson(
+            f"a string holds a lone UTF-16 surrogate (\\u{code:04x}) at character {e.start} "
+            "(send valid Unicode: a surrogate must be half of a pair)"
+        ) from None

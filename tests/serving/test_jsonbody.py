@@ -1,0 +1,67 @@
+"""The strict JSON decoder every outside body goes through: depth, NaN/Infinity and lone surrogates refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from serving import jsonbody
+
+
+def test_ordinary_json_with_unicode_and_valid_surrogate_pairs_decodes() -> None:
+    raw = json.dumps({"messages": [{"role": "user", "content": "héllo 😀\n\r\x00 tab\t"}]}).encode()
+    assert b"\\ud83d\\ude00" in raw  # the emoji travels as an escaped surrogate pair
+    assert jsonbody.loads(raw)["messages"][0]["content"] == "héllo 😀\n\r\x00 tab\t"
+
+
+@pytest.mark.parametrize("raw", [b'{"c": "\\ud800 x"}', b'{"c": "x\\uDFFF"}', b'{"\\udc00": 1}', b'["\\ud83d"]'])
+def test_a_lone_surrogate_anywhere_is_refused_naming_it(raw: bytes) -> None:
+    with pytest.raises(jsonbody.BadJson, match="lone UTF-16 surrogate"):
+        jsonbody.loads(raw)
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_refused(constant: str) -> None:
+    with pytest.raises(jsonbody.BadJson, match=f"{constant} is not a JSON number"):
+        jsonbody.loads(f'{{"temperature": {constant}}}'.encode())
+
+
+def test_nesting_at_the_limit_decodes_and_one_deeper_is_refused() -> None:
+    at_limit = "[" * jsonbody.MAX_DEPTH + "]" * jsonbody.MAX_DEPTH
+    assert isinstance(jsonbody.loads(at_limit), list)
+    deeper = "[" * (jsonbody.MAX_DEPTH + 1) + "]" * (jsonbody.MAX_DEPTH + 1)
+    with pytest.raises(jsonbody.BadJson, match=f"nested deeper than {jsonbody.MAX_DEPTH}"):
+        jsonbody.loads(deeper)
+
+
+def test_nesting_past_the_interpreters_recursion_limit_is_a_bad_json_not_a_recursion_error() -> None:
+    raw = b'{"model": "small", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(jsonbody.BadJson, match="nested deeper"):
+        jsonbody.loads(raw)
+
+
+def test_malformed_and_non_utf8_bodies_say_where() -> None:
+    with pytest.raises(jsonbody.BadJson, match="line 1 column"):
+        jsonbody.loads(b'{"a": ')
+    with pytest.raises(jsonbody.BadJson, match="not UTF-8"):
+        jsonbody.loads(b'{"a": "\xff"}')
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda c: st.lists(c) | st.dictionaries(st.text(), c),
+        max_leaves=30,
+    )
+)
+def test_anything_json_dumps_writes_either_decodes_equal_or_is_refused_as_bad_json(value: object) -> None:
+    raw = json.dumps(value)  # ensure_ascii: a lone surrogate in a generated str becomes a \\udXXX escape
+    try:
+        decoded = jsonbody.loads(raw.encode())
+    except jsonbody.BadJson:
+        return
+    assert decoded == value
+    json.dumps(decoded, ensure_ascii=False).encode("utf-8")  # what was accepted can always be sent on
