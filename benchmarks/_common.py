@@ -42,7 +42,13 @@ def engine_argv(spec: Path, pool: str, port: int, *, speed: float) -> list[str]:
 
 
 def gateway_argv(port: int) -> list[str]:
-    return [sys.executable, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(port)]
+    """A gateway process on ``port``, its metrics on a free port of its own (several may run side by side)."""
+    from tokenplane.standins import free_port
+
+    return [
+        *[sys.executable, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(port)],
+        *["--metrics-port", str(free_port())],
+    ]
 
 
 def pct(values: list[float], q: float) -> float:

@@ -44,8 +44,11 @@ def test_ports_run_consecutively_from_ports_from_and_the_gateway_takes_port(tmp_
     stack = plan(tmp_path, port=9090, ports_from=21000)
     by_name = {s.name: s.port for s in stack.services}
     assert by_name["gateway"] == 9090
-    others = sorted(p for n, p in by_name.items() if n != "gateway")
+    others = sorted(p for s in stack.services for p in (s.port, *s.other_ports) if p != 9090)
     assert others == list(range(21000, 21000 + len(others)))
+    gateway = next(s for s in stack.services if s.name == "gateway")
+    assert gateway.other_ports[0] in others  # its metrics port comes from the stand-ins' range
+    assert "--metrics-port" in gateway.argv
     assert stack.base_url == "http://127.0.0.1:9090/v1"
 
 

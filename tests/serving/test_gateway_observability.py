@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
-from serving.gateway.app import build_gateway, create_app
+from serving.gateway.app import build_gateway, create_app, create_metrics_app
 from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import topics
 from serving.modelgw.config import load_modelgw_config
@@ -42,7 +42,7 @@ STAGES = {
 @contextlib.asynccontextmanager
 async def traced_gateway(
     spec: PlatformSpec, redis_url: str, kafka: Broker, spool: Path, exporter: InMemorySpanExporter
-) -> AsyncIterator[tuple[str, CollectorRegistry]]:
+) -> AsyncIterator[tuple[str, str, CollectorRegistry]]:
     tracer = tracer_for(
         "ai-gateway", Tracing(enabled=True, sample_ratio=1.0), environ={}, region="local", exporter=exporter
     )
@@ -66,7 +66,8 @@ async def traced_gateway(
             spec, "local", redis=redis, upstream=upstream, sink=sink, resolve=KEYS.get, registry=registry, tracer=tracer
         )
         url = await stack.enter_async_context(serve(create_app(gateway)))
-        yield url, registry
+        metrics_url = await stack.enter_async_context(serve(create_metrics_app(lambda: gateway)))
+        yield url, metrics_url, registry
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ async def test_a_request_leaves_one_span_per_stage_under_one_trace(
     dev_spec: PlatformSpec, redis_url: str, kafka: Broker, tmp_path: Path, exporter: InMemorySpanExporter
 ) -> None:
     async with (
-        traced_gateway(dev_spec, redis_url, kafka, tmp_path, exporter) as (url, _),
+        traced_gateway(dev_spec, redis_url, kafka, tmp_path, exporter) as (url, _, _),
         AsyncOpenAI(base_url=url + "/v1", api_key=KEY_OF["demo"], max_retries=0) as client,
     ):
         await client.chat.completions.create(
@@ -97,7 +98,7 @@ async def test_metrics_count_requests_tokens_and_rejections_by_tenant(
 ) -> None:
     import openai
 
-    async with traced_gateway(dev_spec, redis_url, kafka, tmp_path, exporter) as (url, registry):
+    async with traced_gateway(dev_spec, redis_url, kafka, tmp_path, exporter) as (url, metrics_url, registry):
         async with AsyncOpenAI(base_url=url + "/v1", api_key=KEY_OF["free"], max_retries=0) as client:
             for _ in range(5):
                 await client.chat.completions.create(
@@ -107,8 +108,11 @@ async def test_metrics_count_requests_tokens_and_rejections_by_tenant(
                 await client.chat.completions.create(
                     model="small", messages=[{"role": "user", "content": "hi"}], max_tokens=5
                 )
-        async with aiohttp.ClientSession() as http, http.get(url + "/metrics") as r:
-            text = await r.text()
+        async with aiohttp.ClientSession() as http:
+            async with http.get(url + "/metrics") as public:
+                assert public.status == 404, "per-tenant series must not be on the public port"
+            async with http.get(metrics_url + "/metrics") as r:
+                text = await r.text()
     ok = registry.get_sample_value(
         "tokenplane_gateway_requests_total",
         {"tenant": "free", "tier": "small", "pool": "small", "status": "200", "cache": "miss"},

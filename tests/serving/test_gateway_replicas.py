@@ -37,7 +37,10 @@ async def gateways(spec_path: Path, env: dict[str, str], tmp: Path) -> AsyncIter
             port = free_port()
             log = logs.enter_context((tmp / f"gateway{i}.log").open("wb"))
             process = subprocess.Popen(
-                [sys.executable, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(port)],
+                [
+                    *[sys.executable, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(port)],
+                    *["--metrics-port", str(free_port())],
+                ],
                 env={
                     **os.environ,
                     **env,
