@@ -41,10 +41,10 @@ from serving.gateway.call import Call, Handler, Reply
 from serving.gateway.files import FileStore
 from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import file_store, topics
-from serving.modelgw.config import load_modelgw_config
-from serving.modelgw.gateway import ModelGateway
+from serving.modelgw.client import HttpUpstream
 from serving.types import SystemClock
 from tests.serving.conftest import FILES_BUCKET, S3_REGION, Broker, consume, serve
+from tests.serving.platform import model_gateway_process
 from tokenplane.spec import PlatformSpec
 
 KEYS = {"env://TOKENPLANE_KEY_DEMO": "sk-demo", "env://TOKENPLANE_KEY_ACME_EU": "sk-acme-eu"}
@@ -119,9 +119,11 @@ async def stack(
         session = aiohttp.ClientSession()
         exit.push_async_callback(session.close)
         registry = CollectorRegistry()
-        config = load_modelgw_config(dev_spec, "local", {"POOL_URL_SMALL": engine})
-        upstream = ModelGateway(config, session=session, registry=registry)
-        exit.push_async_callback(upstream.aclose)
+        # The model gateway as its own process over HTTP, as the cluster runs it.
+        modelgw = await exit.enter_async_context(
+            model_gateway_process(dev_spec, {"POOL_URL_SMALL": engine}, tmp_path / "modelgw")
+        )
+        upstream = HttpUpstream(f"http://127.0.0.1:{modelgw.port}", session=session)
         redis = aioredis.Redis.from_url(redis_url)
         exit.push_async_callback(redis.aclose)
         sink = KafkaSink(kafka.bootstrap, topics(dev_spec), spool_dir=tmp_path / "spool", clock=SystemClock())
