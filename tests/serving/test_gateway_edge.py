@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import socket
+from collections.abc import MutableMapping
 from typing import Any
 
 import httpx
@@ -159,10 +160,10 @@ def test_upstream_failures_reach_the_client_without_urls_or_secret_references(ca
     with caplog.at_level(logging.WARNING):
         response = error_json(UpstreamUnavailable(detail), request_id="req_1")
         event = error_event(UpstreamStreamBroken(detail), request_id="req_2")
-    text = response.body.decode() + event.decode()
+    text = bytes(response.body).decode() + event.decode()
     for leak in ("127.0.0.1", "env://", "OPENAI_API_KEY", "UnicodeEncodeError", "pool:small"):
         assert leak not in text
-    assert json.loads(response.body)["error"]["code"] == "upstream_unavailable"
+    assert json.loads(bytes(response.body))["error"]["code"] == "upstream_unavailable"
     assert "req_1" in text and "req_2" in text
     assert detail in caplog.text  # the operator still gets the whole story, with the request id
 
@@ -221,12 +222,12 @@ async def test_a_body_cut_off_inside_a_route_that_answers_itself_still_closes_th
         except RequestTooLarge as e:
             await error_json(e)(asgi_scope, receive, send)
 
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"x" * MiB, "more_body": True}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
     await BodyLimit(app)(scope({}), receive, send)
