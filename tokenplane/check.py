@@ -227,3 +227,52 @@ def policy_resources(rendered: RenderResult) -> list[PolicyResource]:
         }
         node.dependencies = [d for deps in node.property_dependencies.values() for d in deps]
     return list(by_urn.values())
+
+
+@dataclass
+class ProgramCheck:
+    """A program's rendered graph and the pack's verdict on it."""
+
+    rendered: RenderResult
+    result: CheckResult
+
+    @property
+    def ok(self) -> bool:
+        return self.rendered.ok and self.result.ok
+
+
+def check_program(
+    directory: str | Path,
+    *,
+    stack: str = "dev",
+    config: Mapping[str, str] | None = None,
+    policy_config: str | Path | None = None,
+    kubernetes_version: str | None = "1.31",
+) -> ProgramCheck:
+    """Apply the policy pack to any Pulumi Python program, offline: no cloud, no credentials, no Pulumi CLI.
+
+    The same as ``tokenplane check --program DIR``::
+
+        from tokenplane.check import check_program
+
+        verdict = check_program("infra/", stack="prod", config={"aws:region": "eu-west-1"})
+        for outcome in verdict.result.outcomes:
+            print(outcome.name, outcome.status, len(outcome.violations))
+
+    Args:
+        directory: the project directory, the one holding ``Pulumi.yaml``.
+        stack: its config comes from ``Pulumi.<stack>.yaml``, if there is one.
+        config: ``KEY=VALUE`` settings over the stack file's, e.g. ``{"aws:region": "eu-west-1"}``.
+        policy_config: a CrossGuard ``--policy-pack-config`` JSON file (levels, thresholds, exceptions).
+        kubernetes_version: check Kubernetes objects against this version's schema; None skips it.
+
+    Raises:
+        SpecError: a bad project, stack file, policy config, or a program that fails under the mocks.
+    """
+    from policies import ALL
+    from tokenplane.program import load_project, render_project
+
+    settings = load_policy_config(Path(policy_config), ALL) if policy_config is not None else None
+    project = load_project(Path(directory), stack=stack, config=config)
+    rendered = render_project(project, kubernetes_version=kubernetes_version)
+    return ProgramCheck(rendered, run_checks(rendered, ALL, settings))
