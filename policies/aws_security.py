@@ -61,10 +61,20 @@ def _ingress_rules(args: ResourceValidationArgs) -> Iterator[tuple[str, int, int
     if args.resource_type == "aws:ec2/securityGroup:SecurityGroup":
         for rule in get(props, "ingress", default=[]):
             cidrs = [*get(rule, "cidrBlocks", default=[]), *get(rule, "ipv6CidrBlocks", default=[])]
-            yield str(get(rule, "protocol", default="")), as_int(get(rule, "fromPort")), as_int(get(rule, "toPort")), cidrs
+            yield (
+                str(get(rule, "protocol", default="")),
+                as_int(get(rule, "fromPort")),
+                as_int(get(rule, "toPort")),
+                cidrs,
+            )
     elif args.resource_type == "aws:ec2/securityGroupRule:SecurityGroupRule" and get(props, "type") == "ingress":
         cidrs = [*get(props, "cidrBlocks", default=[]), *get(props, "ipv6CidrBlocks", default=[])]
-        yield str(get(props, "protocol", default="")), as_int(get(props, "fromPort")), as_int(get(props, "toPort")), cidrs
+        yield (
+            str(get(props, "protocol", default="")),
+            as_int(get(props, "fromPort")),
+            as_int(get(props, "toPort")),
+            cidrs,
+        )
     elif args.resource_type == "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule":
         cidrs = [c for c in (get(props, "cidrIpv4"), get(props, "cidrIpv6")) if c]
         protocol = str(get(props, "ipProtocol", default=""))
@@ -208,6 +218,29 @@ eks_secrets_encrypted = _policy(
 )
 
 
+def _kms_rotation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != "aws:kms/key:Key":
+        return
+    # Rotation applies to symmetric encryption keys only; AWS refuses it for asymmetric and HMAC keys.
+    if get(args.props, "customerMasterKeySpec", default=get(args.props, "keySpec", default="SYMMETRIC_DEFAULT")) != (
+        "SYMMETRIC_DEFAULT"
+    ):
+        return
+    if not _true(get(args.props, "enableKeyRotation")):
+        exceptions.flagger(args, report)(
+            "enableKeyRotation",
+            f"KMS key {args.name} never rotates its key material; set enable_key_rotation=True (AWS rotates yearly "
+            "and keeps old material for decryption)",
+        )
+
+
+kms_key_rotation_enabled = _policy(
+    "kms-key-rotation-enabled",
+    "Symmetric KMS keys rotate their key material (AWSGuard cmk-backing-key-rotation).",
+    _kms_rotation,
+)
+
+
 # --- IAM --------------------------------------------------------------------------------------
 
 
@@ -285,6 +318,7 @@ POLICIES = [
     ebs_encrypted,
     rds_storage_encrypted,
     eks_secrets_encrypted,
+    kms_key_rotation_enabled,
     iam_no_wildcards,
     iam_no_access_keys,
 ]

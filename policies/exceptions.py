@@ -129,7 +129,9 @@ def flagger(args: ResourceValidationArgs, report: ReportViolation) -> Flag:
     return flag
 
 
-def stack_flagger(config: Mapping[str, Any] | None, report: ReportViolation) -> Callable[[PolicyResource, str, str], None]:
+def stack_flagger(
+    config: Mapping[str, Any] | None, report: ReportViolation
+) -> Callable[[PolicyResource, str, str], None]:
     """``flagger`` for stack policies: each finding names the resource it is about."""
     rules = get(config, "exceptions", default=[])
 

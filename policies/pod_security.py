@@ -184,9 +184,7 @@ def _read_only(args: ResourceValidationArgs, pod: Mapping[str, Any], label: str,
             )
 
 
-pods_not_privileged = _policy(
-    "pods-not-privileged", "No container runs privileged (PSS baseline).", _privileged
-)
+pods_not_privileged = _policy("pods-not-privileged", "No container runs privileged (PSS baseline).", _privileged)
 pods_no_host_namespaces = _policy(
     "pods-no-host-namespaces",
     "No pod shares the node's network, PID or IPC namespace, or binds a host port (PSS baseline).",

@@ -44,7 +44,9 @@ def _subnets(resource: PolicyResource, key: str) -> list[PolicyResource]:
 def availability_zones(node_group: PolicyResource) -> tuple[set[str], int]:
     """The distinct AZs of a node group's subnets, and how many of its subnets the stack does not define."""
     subnets = _subnets(node_group, "subnetIds")
-    zones = {str(get(s.props, "availabilityZone", default=get(s.props, "availabilityZoneId", default=""))) for s in subnets}
+    zones = {
+        str(get(s.props, "availabilityZone", default=get(s.props, "availabilityZoneId", default=""))) for s in subnets
+    }
     zones.discard("")
     listed = len(get(node_group.props, "subnetIds", default=[]))
     return zones, max(0, listed - len(subnets))
@@ -109,7 +111,9 @@ def public_subnets(resources: Iterable[PolicyResource]) -> dict[str, str]:
             gateways = {d.urn for d in r.property_dependencies.get("routes", []) if d.resource_type == INTERNET_GATEWAY}
             for route in get(r.props, "routes", default=[]):
                 target = str(get(route, "gatewayId", default=""))
-                to_igw = target.startswith("igw-") or (bool(gateways) and bool(target) and not target.startswith("vgw-"))
+                to_igw = target.startswith("igw-") or (
+                    bool(gateways) and bool(target) and not target.startswith("vgw-")
+                )
                 if get(route, "cidrBlock", default=get(route, "ipv6CidrBlock")) in ANYWHERE and to_igw:
                     igw_tables.add(r.urn)
         elif r.resource_type == "aws:ec2/route:Route":

@@ -187,15 +187,19 @@ class CheckFormat(StrEnum):
 @app.command()
 def check(
     spec: Annotated[
-        Path | None, typer.Argument(help="The platform spec, e.g. stacks/dev.yaml (or use --program)", show_default=False)
+        Path | None,
+        typer.Argument(help="The platform spec, e.g. stacks/dev.yaml (or use --program)", show_default=False),
     ] = None,
     program: Annotated[
         Path | None,
-        typer.Option("--program", help="A Pulumi Python project directory (with Pulumi.yaml) to check instead of a spec"),
+        typer.Option(
+            "--program", help="A Pulumi Python project directory (with Pulumi.yaml) to check instead of a spec"
+        ),
     ] = None,
     stack: Annotated[str, typer.Option("--stack", help="With --program: read Pulumi.STACK.yaml's config")] = "dev",
     config: Annotated[
-        list[str] | None, typer.Option("--config", "-c", help="With --program: KEY=VALUE config, e.g. aws:region=eu-west-1")
+        list[str] | None,
+        typer.Option("--config", "-c", help="With --program: KEY=VALUE config, e.g. aws:region=eu-west-1"),
     ] = None,
     fmt: Annotated[
         CheckFormat, typer.Option("--format", help="table for people; json, junit or sarif for CI")
@@ -227,13 +231,13 @@ def check(
         if program is not None:
             from tokenplane.program import load_project, parse_config, render_project
 
-            rendered = render_project(load_project(program, stack=stack, config=parse_config(config or [])))
-            artifact = str(program)
-        else:
+            project = load_project(program, stack=stack, config=parse_config(config or []))
+            rendered = render_project(project)
+            artifact = project.entry_path  # SARIF annotations point at the program's entry file
+        elif spec is not None:  # always, after the either/or check above
             from tokenplane.load import load_spec
             from tokenplane.render import render as render_graph
 
-            assert spec is not None  # noqa: S101 - narrowed by the either/or check above, for mypy
             rendered = render_graph(load_spec(spec))
             artifact = str(spec)
     except SpecError as e:

@@ -43,6 +43,14 @@ class Project:
     config: dict[str, str]  # fully qualified keys (``aws:region``), values as the CLI passes them: strings
 
     @property
+    def entry_path(self) -> str:
+        """The entry file relative to the working directory where possible (a SARIF artifact URI)."""
+        try:
+            return self.entry.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            return self.entry.as_posix()
+
+    @property
     def aws_region(self) -> str:
         return self.config.get("aws:region", DEFAULT_REGION)
 
@@ -74,7 +82,9 @@ def load_project(directory: Path, *, stack: str = DEFAULT_STACK, config: Mapping
     main = directory / str(meta.get("main") or ".")
     entry = main / "__main__.py" if main.is_dir() else main
     if not entry.is_file():
-        raise SpecError(f"{project_file}: main {meta.get('main') or '.'!r} has no {entry.name}; point main at the program")
+        raise SpecError(
+            f"{project_file}: main {meta.get('main') or '.'!r} has no {entry.name}; point main at the program"
+        )
     values = _stack_config(directory / f"Pulumi.{stack}.yaml", name)
     for key, value in (config or {}).items():
         values[_qualified(key, name)] = value

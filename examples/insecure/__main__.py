@@ -76,7 +76,9 @@ k8s.batch.v1.CronJob(
                 "template": {
                     "spec": {
                         "restartPolicy": "OnFailure",
-                        "containers": [{"name": "cleanup", "image": "busybox", "command": ["sh", "-c", "rm -rf /tmp/*"]}],
+                        "containers": [
+                            {"name": "cleanup", "image": "busybox", "command": ["sh", "-c", "rm -rf /tmp/*"]}
+                        ],
                     }
                 }
             }

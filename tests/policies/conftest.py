@@ -13,7 +13,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     caught = sum(1 for flagged, clean in DETECTION.values() if flagged and clean)
     terminalreporter.section("policy mutation detection")
-    terminalreporter.write_line(f"{caught}/{len(MUTATIONS)} policies caught their mutation and passed the fixed program")
+    terminalreporter.write_line(
+        f"{caught}/{len(MUTATIONS)} policies caught their mutation and passed the fixed program"
+    )
     for name in sorted(MUTATIONS):
         flagged, clean = DETECTION.get(name, (False, False))
         if name not in DETECTION:

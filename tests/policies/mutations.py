@@ -138,7 +138,9 @@ def node_group(azs: list[str], *, gpu: bool = False, tainted: bool = True, envir
 
 
 def iam_document(action: str, resource: str) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": action, "Resource": resource}]})
+    return json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": action, "Resource": resource}]}
+    )
 
 
 def eks_cluster(*, public: bool = False, encrypted: bool = True) -> None:
@@ -272,7 +274,11 @@ def _cases() -> list[Mutation]:
             ),
         ),
         m("rds-not-publicly-accessible", "publicly_accessible=True", program(lambda bad: rds(public=bad))),
-        m("eks-endpoint-not-public", "endpoint_public_access=True, no CIDRs", program(lambda bad: eks_cluster(public=bad))),
+        m(
+            "eks-endpoint-not-public",
+            "endpoint_public_access=True, no CIDRs",
+            program(lambda bad: eks_cluster(public=bad)),
+        ),
         m(
             "ebs-encrypted",
             "encrypted=False",
@@ -280,6 +286,11 @@ def _cases() -> list[Mutation]:
         ),
         m("rds-storage-encrypted", "storage_encrypted=False", program(lambda bad: rds(encrypted=not bad))),
         m("eks-secrets-encrypted", "no encryption_config", program(lambda bad: eks_cluster(encrypted=not bad))),
+        m(
+            "kms-key-rotation-enabled",
+            "enable_key_rotation=False",
+            program(lambda bad: aws.kms.Key("key", description="data", enable_key_rotation=not bad)),
+        ),
         m(
             "iam-no-wildcards",
             "Action s3:* on Resource *",
@@ -293,7 +304,7 @@ def _cases() -> list[Mutation]:
         m(
             "iam-no-access-keys",
             "an AccessKey for the user",
-            program(lambda bad: _user_with_key(bad)),
+            program(_user_with_key),
         ),
         m(
             "node-groups-multi-az",
@@ -338,7 +349,9 @@ def _cases() -> list[Mutation]:
             "image pinned by tag, not digest",
             program(
                 lambda bad: workload(
-                    "Pod", "web", pod([container(image=ECR_IMAGE.split("@")[0] + ":1.0" if bad else ECR_IMAGE)])
+                    "Pod",
+                    "web",
+                    pod([container(image=ECR_IMAGE.split("@", maxsplit=1)[0] + ":1.0" if bad else ECR_IMAGE)]),
                 )
             ),
         ),
@@ -386,7 +399,7 @@ def _cases() -> list[Mutation]:
         m(
             "autoscaling-composite-signals",
             "vLLM ScaledObject on GPU utilization only",
-            program(lambda bad: _scaled_object(bad)),
+            program(_scaled_object),
         ),
         m(
             "pods-not-privileged",
@@ -396,7 +409,9 @@ def _cases() -> list[Mutation]:
         m(
             "pods-no-host-namespaces",
             "DaemonSet with hostNetwork: true",
-            program(lambda bad: workload("DaemonSet", "d", pod([container()], **({"hostNetwork": True} if bad else {})))),
+            program(
+                lambda bad: workload("DaemonSet", "d", pod([container()], **({"hostNetwork": True} if bad else {})))
+            ),
         ),
         m(
             "pods-restricted-volumes",
@@ -446,7 +461,7 @@ def _cases() -> list[Mutation]:
                 lambda bad: workload("CronJob", "w", pod([secure({"readOnlyRootFilesystem": False} if bad else {})]))
             ),
         ),
-        m("s3-buckets-private-versioned-encrypted", "bucket without its versioning", program(lambda bad: _bucket(bad))),
+        m("s3-buckets-private-versioned-encrypted", "bucket without its versioning", program(_bucket)),
         m(
             "registry-replicated-to-dr",
             "byteion without the registry's replication config",
@@ -458,12 +473,12 @@ def _cases() -> list[Mutation]:
         m(
             "namespaces-have-network-policy",
             "a Namespace without a NetworkPolicy",
-            program(lambda bad: _namespace(bad)),
+            program(_namespace),
         ),
         m(
             "replicated-workloads-have-pdb",
             "3-replica Deployment without a PodDisruptionBudget",
-            program(lambda bad: _replicated(bad)),
+            program(_replicated),
         ),
         m(
             "residency-pinned",
@@ -476,7 +491,8 @@ def _cases() -> list[Mutation]:
             stack_mutation(
                 "byteion",
                 lambda g: dropping(
-                    g, lambda r: kind_of(r) == "Deployment" and r.region == "us-west" and k8s_name(r) == "vllm-small-chat"
+                    g,
+                    lambda r: kind_of(r) == "Deployment" and r.region == "us-west" and k8s_name(r) == "vllm-small-chat",
                 ),
             ),
         ),
@@ -531,7 +547,10 @@ def _scaled_object(bad: bool) -> None:
         spec={
             "scaleTargetRef": {"name": "vllm-x"},
             "triggers": [
-                {"type": "prometheus", "metadata": {"serverAddress": "http://prom:9090", "query": query, "threshold": "1"}}
+                {
+                    "type": "prometheus",
+                    "metadata": {"serverAddress": "http://prom:9090", "query": query, "threshold": "1"},
+                }
             ],
         },
     )

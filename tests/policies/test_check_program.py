@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import json
 from pathlib import Path
 
@@ -155,3 +156,56 @@ def test_unqualified_config_keys_take_the_project_name(tmp_path: Path) -> None:
     project = load_project(write_project(tmp_path, "", stack="config:\n  size: 3\n  aws:region: eu-west-1\n"))
     assert project.config == {"p:size": "3", "aws:region": "eu-west-1"}
     assert project.aws_region == "eu-west-1"
+
+
+# --- the README's account of it stays true --------------------------------------------------------
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+POLICIES_SECTION = README.split("## Policies\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_python_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    [block] = re.findall(r"```python\n(.*?)```", POLICIES_SECTION, flags=re.DOTALL)
+    monkeypatch.chdir(ROOT)
+    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - the README's own example, run as written
+
+
+def test_the_readme_summary_of_the_insecure_example_is_current() -> None:
+    [summary] = re.findall(r"\$ tokenplane check --program examples/insecure --stack dev\n\.\.\.\n(.*)\n", README)
+    result = invoke("--program", str(INSECURE), "--stack", "dev")
+    assert result.exit_code == 1
+    assert result.stdout.strip().splitlines()[-1] == summary
+
+
+def test_the_readme_lists_every_default_exception() -> None:
+    from policies.exceptions import TOKENPLANE
+
+    for policy in TOKENPLANE:
+        assert f"`{policy}`" in POLICIES_SECTION.split("### Exceptions", 1)[1], policy
+
+
+def test_the_ci_example_checks_a_spec_and_a_program_with_commands_that_pass() -> None:
+    import shlex
+
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "policy.yml").read_text(encoding="utf-8"))
+    checks = [entry["check"] for entry in workflow["jobs"]["offline"]["strategy"]["matrix"]["include"]]
+    assert any(c.startswith("--program ") for c in checks) and any(c.endswith(".yaml") for c in checks)
+    [step] = [s for s in workflow["jobs"]["offline"]["steps"] if s.get("name") == "tokenplane check"]
+    assert step["run"].startswith("tokenplane check ${{ matrix.check }} --format sarif")
+    program = next(c for c in checks if c.startswith("--program "))
+    result = invoke(*shlex.split(program), "--format", "sarif")
+    assert result.exit_code == 0, result.output
+
+
+def test_sarif_for_a_program_points_at_its_entry_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = invoke("--program", "examples/insecure", "--format", "sarif")
+    assert result.exit_code == 1
+    locations = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for r in json.loads(result.stdout)["runs"][0]["results"]
+        for loc in r["locations"]
+    }
+    assert locations == {"examples/insecure/__main__.py"}

@@ -21,7 +21,9 @@ DETECTION: dict[str, tuple[bool, bool]] = {}
 
 def _violations(policy: Policy, case: Mutation, *, bad: bool) -> list[str]:
     graph = case.build(bad)
-    assert graph.ok, f"{case.policy} ({'bad' if bad else 'good'}): the fixture itself does not render cleanly: {graph.issues}"
+    assert graph.ok, (
+        f"{case.policy} ({'bad' if bad else 'good'}): the fixture itself does not render cleanly: {graph.issues}"
+    )
     settings = settings_for({policy.name: case.config} if bad and case.config else {}, [policy])
     # Advisory policies report too; detection is about finding the violation, not about its level.
     settings = {policy.name: PolicySettings("mandatory", settings[policy.name].config)}

@@ -11,7 +11,7 @@ from pulumi_policy import ResourceValidationPolicy
 
 from policies import ALL, exceptions, pod_security
 from policies.common import POD_SPEC_PATHS, all_containers
-from tests.policies.fixtures import KUBERNETES_TYPES, collect, k8s, resource_args, rendered
+from tests.policies.fixtures import KUBERNETES_TYPES, collect, k8s, rendered, resource_args
 from tokenplane.check import load_policy_config, run_checks, settings_for
 from tokenplane.errors import SpecError
 
@@ -38,7 +38,9 @@ def wrap(kind: str, pod: dict[str, Any], name: str = "x", namespace: str = "apps
     return k8s(kind, name, namespace, **body)
 
 
-def check(policy: ResourceValidationPolicy, kind: str, pod: dict[str, Any], config: dict[str, Any] | None = None) -> list[str]:
+def check(
+    policy: ResourceValidationPolicy, kind: str, pod: dict[str, Any], config: dict[str, Any] | None = None
+) -> list[str]:
     props = wrap(kind, pod)
     return collect(policy, resource_args(KUBERNETES_TYPES.get(kind, f"kubernetes:x/v1:{kind}"), props, config=config))
 
@@ -73,7 +75,10 @@ def test_containers_inherit_run_as_non_root_and_seccomp_from_the_pod() -> None:
 
 
 def test_a_container_cannot_undo_the_pods_seccomp_profile() -> None:
-    pod = {"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}, "containers": [c(seccompProfile={"type": "Unconfined"})]}
+    pod = {
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [c(seccompProfile={"type": "Unconfined"})],
+    }
     [message] = check(pod_security.pods_seccomp_runtime_default, "Pod", pod)
     assert "seccompProfile Unconfined" in message
 
@@ -117,7 +122,9 @@ OTHER = {"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}}
 
 
 def vllm_check(volumes: list[dict[str, Any]], config: dict[str, Any] | None = None) -> list[str]:
-    props = wrap("Deployment", {"containers": [c("vllm")], "volumes": volumes}, name="vllm-small", namespace="llm-serving")
+    props = wrap(
+        "Deployment", {"containers": [c("vllm")], "volumes": volumes}, name="vllm-small", namespace="llm-serving"
+    )
     defaults = {"exceptions": exceptions.TOKENPLANE["pods-restricted-volumes"]}
     args = resource_args(KUBERNETES_TYPES["Deployment"], props, config=config if config is not None else defaults)
     return collect(pod_security.pods_restricted_volumes, args)

@@ -8,8 +8,8 @@ from typing import Any
 from pulumi_policy import PolicyResource
 
 from policies import topology
-from tokenplane.check import policy_resources
 from tests.policies.fixtures import dropping, node, rendered, stack_reports
+from tokenplane.check import policy_resources
 
 SUBNET = "aws:ec2/subnet:Subnet"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
