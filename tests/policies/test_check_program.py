@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-import re
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -167,7 +167,7 @@ POLICIES_SECTION = README.split("## Policies\n", 1)[1].split("\n## ", 1)[0]
 def test_the_readme_python_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     [block] = re.findall(r"```python\n(.*?)```", POLICIES_SECTION, flags=re.DOTALL)
     monkeypatch.chdir(ROOT)
-    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - the README's own example, run as written
+    exec(compile(block, "README.md", "exec"), {})  # the README's own example, run as written
 
 
 def test_the_readme_summary_of_the_insecure_example_is_current() -> None:
