@@ -20,7 +20,16 @@ from pulumi_policy import (
 )
 
 from policies import exceptions
-from policies.common import WORKLOAD_KINDS, all_containers, as_int, get, kind, object_name, pod_spec
+from policies.common import (
+    POD_SPEC_PATHS,
+    WORKLOAD_KINDS,
+    all_containers,
+    as_int,
+    get,
+    kind,
+    object_name,
+    pod_spec,
+)
 from policies.exceptions import Flag
 
 # The restricted profile's volume types: none of them reaches into the node.
@@ -38,6 +47,22 @@ HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
 ALLOWED_ADDED_CAPABILITIES = ("NET_BIND_SERVICE",)
 SECCOMP_ALLOWED = ("RuntimeDefault", "Localhost")
 
+# PSS baseline: the sysctls namespaced to the pod, and the SELinux types a container may ask for.
+SAFE_SYSCTLS = (
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+)
+SELINUX_TYPES = ("container_t", "container_init_t", "container_kvm_t", "container_engine_t")
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
+
 Check = Callable[[ResourceValidationArgs, Mapping[str, Any], str, Flag], None]
 
 
@@ -48,6 +73,13 @@ def _containers(args: ResourceValidationArgs) -> Iterator[Mapping[str, Any]]:
 def _context(container: Mapping[str, Any]) -> Mapping[str, Any]:
     ctx = get(container, "securityContext", default={})
     return ctx if isinstance(ctx, Mapping) else {}
+
+
+def pod_template_metadata(args: ResourceValidationArgs) -> Mapping[str, Any]:
+    """The pod template's metadata (where per-container annotations go); a bare Pod's own."""
+    path = POD_SPEC_PATHS.get(kind(args.resource_type), ("spec",))
+    meta = get(args.props, *path[:-1], "metadata", default={}) if len(path) > 1 else get(args.props, "metadata")
+    return meta if isinstance(meta, Mapping) else {}
 
 
 def _policy(name: str, description: str, check: Check) -> ResourceValidationPolicy:
@@ -184,6 +216,43 @@ def _read_only(args: ResourceValidationArgs, pod: Mapping[str, Any], label: str,
             )
 
 
+def _node_overrides(pod: Mapping[str, Any], containers: list[Mapping[str, Any]]) -> Iterator[tuple[str, str]]:
+    """(finding, what it loosens) for each PSS baseline option a pod or container sets."""
+    contexts = [("pod", get(pod, "securityContext", default={}))]
+    contexts += [(f"container {c.get('name')}", _context(c)) for c in containers]
+    for where, ctx in contexts:
+        if get(ctx, "appArmorProfile", "type") == "Unconfined":
+            yield where, "appArmorProfile Unconfined"
+        selinux = get(ctx, "seLinuxOptions", default={})
+        if selinux.get("type") not in (None, "", *SELINUX_TYPES):
+            yield where, f"seLinuxOptions.type {selinux.get('type')}"
+        for key in ("user", "role"):
+            if selinux.get(key):
+                yield where, f"seLinuxOptions.{key} {selinux.get(key)}"
+        if get(ctx, "procMount") not in (None, "Default"):
+            yield where, f"procMount {get(ctx, 'procMount')}"
+        if get(ctx, "windowsOptions", "hostProcess") is True:
+            yield where, "windowsOptions.hostProcess"
+    for sysctl in get(pod, "securityContext", "sysctls", default=[]):
+        if get(sysctl, "name") not in SAFE_SYSCTLS:
+            yield "pod", f"sysctl {get(sysctl, 'name')}"
+
+
+def _baseline_options(args: ResourceValidationArgs, pod: Mapping[str, Any], label: str, flag: Flag) -> None:
+    annotations = get(args.props, "metadata", "annotations", default={}) or {}
+    template = get(pod_template_metadata(args), "annotations", default={}) or {}
+    for key, value in {**annotations, **template}.items():
+        if str(key).startswith(APPARMOR_ANNOTATION) and value == "unconfined":
+            container = str(key)[len(APPARMOR_ANNOTATION) :]
+            flag(f"container {container}", f"{label} runs container {container!r} AppArmor-unconfined; remove {key}")
+    for where, option in _node_overrides(pod, list(_containers(args))):
+        flag(
+            where,
+            f"{label} {where} sets {option}, which loosens what the node enforces; remove it (PSS baseline allows "
+            "only the runtime's defaults here)",
+        )
+
+
 pods_not_privileged = _policy("pods-not-privileged", "No container runs privileged (PSS baseline).", _privileged)
 pods_no_host_namespaces = _policy(
     "pods-no-host-namespaces",
@@ -213,6 +282,12 @@ pods_seccomp_runtime_default = _policy(
     "Every container runs under the RuntimeDefault (or a Localhost) seccomp profile (PSS restricted).",
     _seccomp,
 )
+pods_baseline_security_options = _policy(
+    "pods-baseline-security-options",
+    "No pod unconfines AppArmor, picks a custom SELinux type, user or role, unmasks /proc, sets an unsafe sysctl "
+    "or runs as a Windows HostProcess (PSS baseline).",
+    _baseline_options,
+)
 pods_read_only_root_filesystem = _policy(
     "pods-read-only-root-filesystem",
     "Every container's root filesystem is read-only (beyond PSS; CIS 5.7.x hardening).",
@@ -227,5 +302,6 @@ POLICIES = [
     pods_drop_all_capabilities,
     pods_no_privilege_escalation,
     pods_seccomp_runtime_default,
+    pods_baseline_security_options,
     pods_read_only_root_filesystem,
 ]

@@ -455,6 +455,15 @@ def _cases() -> list[Mutation]:
             ),
         ),
         m(
+            "pods-baseline-security-options",
+            "StatefulSet container with seLinuxOptions.type spc_t (SELinux off for it)",
+            program(
+                lambda bad: workload(
+                    "StatefulSet", "b", pod([secure({"seLinuxOptions": {"type": "spc_t"}} if bad else {})])
+                )
+            ),
+        ),
+        m(
             "pods-read-only-root-filesystem",
             "CronJob container with a writable root filesystem",
             program(

@@ -115,6 +115,41 @@ def test_volume_types_outside_the_restricted_profile_are_flagged() -> None:
     assert "is a nfs volume" in message
 
 
+@pytest.mark.parametrize(
+    ("pod", "finding"),
+    [
+        ({"containers": [c(appArmorProfile={"type": "Unconfined"})]}, "appArmorProfile Unconfined"),
+        ({"containers": [c(seLinuxOptions={"type": "spc_t"})]}, "seLinuxOptions.type spc_t"),
+        ({"containers": [c(procMount="Unmasked")]}, "procMount Unmasked"),
+        (
+            {"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}, "containers": [c()]},
+            "sysctl kernel.msgmax",
+        ),
+    ],
+)
+def test_baseline_options_that_loosen_the_node_are_flagged(pod: dict[str, Any], finding: str) -> None:
+    [message] = check(pod_security.pods_baseline_security_options, "Job", pod)
+    assert finding in message
+
+
+def test_safe_sysctls_and_the_default_selinux_type_pass() -> None:
+    pod = {
+        "securityContext": {"sysctls": [{"name": "net.ipv4.tcp_keepalive_time", "value": "60"}]},
+        "containers": [c(seLinuxOptions={"type": "container_t", "level": "s0:c1,c2"})],
+    }
+    assert check(pod_security.pods_baseline_security_options, "Job", pod) == []
+
+
+def test_the_apparmor_annotation_on_the_pod_template_is_read() -> None:
+    props = wrap("Deployment", {"containers": [c()]})
+    props["spec"]["template"]["metadata"] = {
+        "annotations": {"container.apparmor.security.beta.kubernetes.io/app": "unconfined"}
+    }
+    args = resource_args(KUBERNETES_TYPES["Deployment"], props)
+    [message] = collect(pod_security.pods_baseline_security_options, args)
+    assert "AppArmor-unconfined" in message
+
+
 # --- exceptions ---------------------------------------------------------------------------------
 
 WEIGHTS = {"name": "models", "hostPath": {"path": "/mnt/k8s-disks/0/tokenplane-models"}}
