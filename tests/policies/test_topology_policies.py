@@ -10,6 +10,7 @@ from pulumi_policy import PolicyResource
 from policies import topology
 from tests.policies.fixtures import dropping, node, rendered, stack_reports
 from tokenplane.check import policy_resources
+from tokenplane.render import RenderedResource, RenderResult
 
 SUBNET = "aws:ec2/subnet:Subnet"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -58,11 +59,11 @@ def test_prod_three_az_rule_leaves_other_environments_alone() -> None:
     assert found.message.startswith("prod node group workers has 2 subnet(s) in 2 distinct AZ(s)")
 
 
-def _redis_subnet_group(r: Any) -> bool:
+def _redis_subnet_group(r: RenderedResource) -> bool:
     return r.type == "aws:elasticache/subnetGroup:SubnetGroup"
 
 
-def _public_subnet_urns(graph: Any) -> list[str]:
+def _public_subnet_urns(graph: RenderResult) -> list[str]:
     return [r.urn for r in graph.resources if r.type == SUBNET and "-public-" in r.name]
 
 
