@@ -9,7 +9,7 @@ booleans sometimes as strings).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -22,6 +22,7 @@ from pulumi_policy import (
 
 from policies import exceptions
 from policies.common import as_int, get
+from policies.exceptions import Flag
 
 ANYWHERE = ("0.0.0.0/0", "::/0")
 ALL_PROTOCOLS = ("-1", "all")
@@ -41,8 +42,16 @@ def _true(value: Any) -> bool:
 
 
 def _policy(
-    name: str, description: str, validate: Any, properties: Mapping[str, Any] | None = None
+    name: str,
+    description: str,
+    check: Callable[[ResourceValidationArgs, Flag], None],
+    properties: Mapping[str, Any] | None = None,
 ) -> ResourceValidationPolicy:
+    """A policy whose ``check`` reports through a flag that honours the policy's exceptions."""
+
+    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        check(args, exceptions.flagger(args, report, name))
+
     return ResourceValidationPolicy(
         name=name,
         description=description,
@@ -81,9 +90,8 @@ def _ingress_rules(args: ResourceValidationArgs) -> Iterator[tuple[str, int, int
         yield protocol, as_int(get(props, "fromPort")), as_int(get(props, "toPort")), cidrs
 
 
-def _open_ingress(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _open_ingress(args: ResourceValidationArgs, flag: Flag) -> None:
     public_ports = {as_int(p) for p in args.get_config().get("publicPorts", [443])}
-    flag = exceptions.flagger(args, report)
     for protocol, low, high, cidrs in _ingress_rules(args):
         open_to = [c for c in cidrs if c in ANYWHERE]
         if not open_to:
@@ -108,11 +116,11 @@ security_groups_no_public_ingress = _policy(
 )
 
 
-def _rds_public(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _rds_public(args: ResourceValidationArgs, flag: Flag) -> None:
     if args.resource_type not in ("aws:rds/instance:Instance", "aws:rds/clusterInstance:ClusterInstance"):
         return
     if _true(get(args.props, "publiclyAccessible")):
-        exceptions.flagger(args, report)(
+        flag(
             "publiclyAccessible",
             f"database {args.name} is publicly accessible: it gets a public IP and DNS name. Set "
             "publicly_accessible=False and reach it from inside the VPC",
@@ -124,7 +132,7 @@ rds_not_publicly_accessible = _policy(
 )
 
 
-def _eks_endpoint(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _eks_endpoint(args: ResourceValidationArgs, flag: Flag) -> None:
     if args.resource_type != "aws:eks/cluster:Cluster":
         return
     vpc = get(args.props, "vpcConfig", default={})
@@ -133,7 +141,7 @@ def _eks_endpoint(args: ResourceValidationArgs, report: ReportViolation) -> None
     cidrs = get(vpc, "publicAccessCidrs", default=[])
     if cidrs and not any(c in ANYWHERE for c in cidrs):
         return
-    exceptions.flagger(args, report)(
+    flag(
         "endpointPublicAccess",
         f"EKS cluster {args.name}'s API endpoint is open to the internet (endpointPublicAccess defaults to true); "
         "set vpcConfig.endpointPublicAccess=False, or publicAccessCidrs to your CI's and operators' ranges",
@@ -150,8 +158,7 @@ eks_endpoint_not_public = _policy(
 # --- encryption at rest -----------------------------------------------------------------------
 
 
-def _ebs(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    flag = exceptions.flagger(args, report)
+def _ebs(args: ResourceValidationArgs, flag: Flag) -> None:
     props = args.props
     if args.resource_type == "aws:ebs/volume:Volume":
         if not _true(get(props, "encrypted")):
@@ -181,14 +188,14 @@ ebs_encrypted = _policy(
 )
 
 
-def _rds_encrypted(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _rds_encrypted(args: ResourceValidationArgs, flag: Flag) -> None:
     if args.resource_type not in ("aws:rds/instance:Instance", "aws:rds/cluster:Cluster"):
         return
     # An instance of an Aurora cluster takes the cluster's encryption; the cluster is checked instead.
     if args.resource_type == "aws:rds/instance:Instance" and get(args.props, "replicateSourceDb"):
         return
     if not _true(get(args.props, "storageEncrypted")):
-        exceptions.flagger(args, report)(
+        flag(
             "storageEncrypted",
             f"database {args.name} stores data unencrypted; set storage_encrypted=True (it cannot be turned on later "
             "without a snapshot and restore)",
@@ -200,13 +207,13 @@ rds_storage_encrypted = _policy(
 )
 
 
-def _eks_secrets(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _eks_secrets(args: ResourceValidationArgs, flag: Flag) -> None:
     if args.resource_type != "aws:eks/cluster:Cluster":
         return
     config = get(args.props, "encryptionConfig", default={})
     configs = config if isinstance(config, list) else [config]  # the provider's schema took a list before v6
     if not any("secrets" in get(c, "resources", default=[]) and get(c, "provider", "keyArn") for c in configs):
-        exceptions.flagger(args, report)(
+        flag(
             "encryptionConfig",
             f"EKS cluster {args.name} keeps Kubernetes Secrets unencrypted by a key of yours; set encryption_config "
             "with resources=['secrets'] and a KMS key ARN",
@@ -218,7 +225,7 @@ eks_secrets_encrypted = _policy(
 )
 
 
-def _kms_rotation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _kms_rotation(args: ResourceValidationArgs, flag: Flag) -> None:
     if args.resource_type != "aws:kms/key:Key":
         return
     # Rotation applies to symmetric encryption keys only; AWS refuses it for asymmetric and HMAC keys.
@@ -227,7 +234,7 @@ def _kms_rotation(args: ResourceValidationArgs, report: ReportViolation) -> None
     ):
         return
     if not _true(get(args.props, "enableKeyRotation")):
-        exceptions.flagger(args, report)(
+        flag(
             "enableKeyRotation",
             f"KMS key {args.name} never rotates its key material; set enable_key_rotation=True (AWS rotates yearly "
             "and keeps old material for decryption)",
@@ -267,8 +274,7 @@ def _as_list(value: Any) -> list[str]:
     return [str(v) for v in (value if isinstance(value, list) else [value] if value is not None else [])]
 
 
-def _wildcards(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    flag = exceptions.flagger(args, report)
+def _wildcards(args: ResourceValidationArgs, flag: Flag) -> None:
     for where, document in _documents(args):
         for i, statement in enumerate(_statements(document)):
             if statement.get("Effect") != "Allow":
@@ -300,9 +306,9 @@ iam_no_wildcards = _policy(
 )
 
 
-def _access_keys(args: ResourceValidationArgs, report: ReportViolation) -> None:
+def _access_keys(args: ResourceValidationArgs, flag: Flag) -> None:
     if args.resource_type == "aws:iam/accessKey:AccessKey":
-        exceptions.flagger(args, report)(
+        flag(
             "accessKey",
             f"IAM access key {args.name} is a long-lived credential that ends up in state and CI secrets; use a role "
             "(IRSA for pods, OIDC for CI) instead",

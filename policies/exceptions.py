@@ -117,9 +117,19 @@ def covered(rules: Iterable[Mapping[str, Any]], names: list[str], finding: str) 
     return False
 
 
-def flagger(args: ResourceValidationArgs, report: ReportViolation) -> Flag:
+def rules_of(config: Mapping[str, Any] | None, policy: str) -> list[Mapping[str, Any]]:
+    """The policy's exceptions: its config's, or tokenplane's defaults when the config has none.
+
+    The defaults are also the config schema's, which the offline runner fills in; falling back
+    here keeps the verdict the same under an engine that hands the policy its config unfilled.
+    """
+    configured = get(config, "exceptions")
+    return list(configured if isinstance(configured, list) else TOKENPLANE.get(policy, []))
+
+
+def flagger(args: ResourceValidationArgs, report: ReportViolation, policy: str) -> Flag:
     """A ``report`` that skips findings an exception in the policy's config covers."""
-    rules = get(args.get_config(), "exceptions", default=[])
+    rules = rules_of(args.get_config(), policy)
     names = subjects(args.resource_type, args.name, args.props)
 
     def flag(finding: str, message: str) -> None:
@@ -130,10 +140,10 @@ def flagger(args: ResourceValidationArgs, report: ReportViolation) -> Flag:
 
 
 def stack_flagger(
-    config: Mapping[str, Any] | None, report: ReportViolation
+    config: Mapping[str, Any] | None, report: ReportViolation, policy: str
 ) -> Callable[[PolicyResource, str, str], None]:
     """``flagger`` for stack policies: each finding names the resource it is about."""
-    rules = get(config, "exceptions", default=[])
+    rules = rules_of(config, policy)
 
     def flag(resource: PolicyResource, finding: str, message: str) -> None:
         if not covered(rules, subjects(resource.resource_type, resource.name, resource.props), finding):

@@ -89,7 +89,7 @@ def _policy(name: str, description: str, check: Check) -> ResourceValidationPoli
         if kind(args.resource_type) not in WORKLOAD_KINDS:
             return
         label = f"{kind(args.resource_type)} {object_name(args.props)}"
-        check(args, pod_spec(args.props, args.resource_type), label, exceptions.flagger(args, report))
+        check(args, pod_spec(args.props, args.resource_type), label, exceptions.flagger(args, report, name))
 
     return ResourceValidationPolicy(
         name=name,

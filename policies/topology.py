@@ -130,9 +130,12 @@ def public_subnets(resources: Iterable[PolicyResource]) -> dict[str, str]:
     return public
 
 
+data_stores_policy = "data-stores-in-private-subnets"
+
+
 def _data_stores(args: StackValidationArgs, report: ReportViolation) -> None:
     public = public_subnets(args.resources)
-    flag = exceptions.stack_flagger(args.get_config(), report)
+    flag = exceptions.stack_flagger(args.get_config(), report, data_stores_policy)
     for store in (r for r in args.resources if r.resource_type in DATA_STORE_SUBNETS):
         for subnet in _subnets(store, DATA_STORE_SUBNETS[store.resource_type]):
             if subnet.urn in public:
@@ -145,10 +148,10 @@ def _data_stores(args: StackValidationArgs, report: ReportViolation) -> None:
 
 
 data_stores_in_private_subnets = StackValidationPolicy(
-    name="data-stores-in-private-subnets",
+    name=data_stores_policy,
     description="Databases, caches and brokers (RDS, ElastiCache, MSK, ...) sit only in private subnets.",
     enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=PolicyConfigSchema(properties={"exceptions": exceptions.setting("data-stores-in-private-subnets")}),
+    config_schema=PolicyConfigSchema(properties={"exceptions": exceptions.setting(data_stores_policy)}),
     validate=_data_stores,
 )
 

@@ -201,3 +201,9 @@ def test_clearing_the_exceptions_shows_what_they_waive(tmp_path: Path) -> None:
 def test_an_exception_without_a_reason_is_refused() -> None:
     with pytest.raises(SpecError, match=r"pods-restricted-volumes\.exceptions=.*'reason' is a required property"):
         settings_for({"pods-restricted-volumes": {"exceptions": [{"resources": ["apps/*"]}]}}, ALL)
+
+
+def test_tokenplanes_exceptions_hold_when_the_engine_passes_no_config() -> None:
+    # CrossGuard may hand a policy its config without the schema's defaults filled in.
+    assert vllm_check([WEIGHTS], config={}) == []
+    assert len(vllm_check([WEIGHTS], config={"exceptions": []})) == 1
