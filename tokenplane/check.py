@@ -247,7 +247,7 @@ def check_program(
     stack: str = "dev",
     config: Mapping[str, str] | None = None,
     policy_config: str | Path | None = None,
-    kubernetes_version: str | None = "1.31",
+    kubernetes_version: str | None = None,
 ) -> ProgramCheck:
     """Apply the policy pack to any Pulumi Python program, offline: no cloud, no credentials, no Pulumi CLI.
 
@@ -264,15 +264,16 @@ def check_program(
         stack: its config comes from ``Pulumi.<stack>.yaml``, if there is one.
         config: ``KEY=VALUE`` settings over the stack file's, e.g. ``{"aws:region": "eu-west-1"}``.
         policy_config: a CrossGuard ``--policy-pack-config`` JSON file (levels, thresholds, exceptions).
-        kubernetes_version: check Kubernetes objects against this version's schema; None skips it.
+        kubernetes_version: check Kubernetes objects against this version's schema (default 1.31).
 
     Raises:
         SpecError: a bad project, stack file, policy config, or a program that fails under the mocks.
     """
     from policies import ALL
-    from tokenplane.program import load_project, render_project
+    from tokenplane.program import DEFAULT_KUBERNETES_VERSION, kubernetes_minor, load_project, render_project
 
+    version = kubernetes_minor(kubernetes_version or DEFAULT_KUBERNETES_VERSION)
     settings = load_policy_config(Path(policy_config), ALL) if policy_config is not None else None
     project = load_project(Path(directory), stack=stack, config=config)
-    rendered = render_project(project, kubernetes_version=kubernetes_version)
+    rendered = render_project(project, kubernetes_version=version)
     return ProgramCheck(rendered, run_checks(rendered, ALL, settings))

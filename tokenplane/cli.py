@@ -201,6 +201,12 @@ def check(
         list[str] | None,
         typer.Option("--config", "-c", help="With --program: KEY=VALUE config, e.g. aws:region=eu-west-1"),
     ] = None,
+    kubernetes_version: Annotated[
+        str | None,
+        typer.Option(
+            "--kubernetes-version", help="With --program: check Kubernetes objects against this version [1.31]"
+        ),
+    ] = None,
     fmt: Annotated[
         CheckFormat, typer.Option("--format", help="table for people; json, junit or sarif for CI")
     ] = CheckFormat.TABLE,
@@ -224,15 +230,24 @@ def check(
 
     if (spec is None) == (program is None):
         _fail("give either a spec file (tokenplane check stacks/dev.yaml) or --program DIR, not both or neither")
-    if program is None and (config or stack != "dev"):
-        _fail("--stack and --config apply only to --program DIR; a spec file carries its own settings")
+    if program is None and (config or stack != "dev" or kubernetes_version is not None):
+        _fail(
+            "--stack, --config and --kubernetes-version apply only to --program DIR; a spec file carries its own settings"
+        )
     try:
         settings = load_policy_config(policy_config, ALL) if policy_config else None
         if program is not None:
-            from tokenplane.program import load_project, parse_config, render_project
+            from tokenplane.program import (
+                DEFAULT_KUBERNETES_VERSION,
+                kubernetes_minor,
+                load_project,
+                parse_config,
+                render_project,
+            )
 
+            version = kubernetes_minor(kubernetes_version or DEFAULT_KUBERNETES_VERSION)
             project = load_project(program, stack=stack, config=parse_config(config or []))
-            rendered = render_project(project)
+            rendered = render_project(project, kubernetes_version=version)
             artifact = project.entry_path  # SARIF annotations point at the program's entry file
         elif spec is not None:  # always, after the either/or check above
             from tokenplane.load import load_spec

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import runpy
 import sys
 import traceback
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from tokenplane.render import RenderResult
 
 DEFAULT_STACK = "dev"
+DEFAULT_KUBERNETES_VERSION = "1.31"  # the schema a program's Kubernetes objects are checked against
 DEFAULT_REGION = "us-east-1"  # what an AWS provider without a region would be asked for; only labels resources
 
 
@@ -150,7 +152,19 @@ def parse_config(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def render_project(project: Project, *, kubernetes_version: str | None = "1.31") -> RenderResult:
+def kubernetes_minor(version: str) -> str:
+    """``1.31`` or ``v1.31.4`` -> ``1.31``.
+
+    Raises:
+        SpecError: anything that is not a Kubernetes version.
+    """
+    match = re.fullmatch(r"v?(1\.\d+)(\.\d+)?", version.strip())
+    if match is None:
+        raise SpecError(f"--kubernetes-version {version!r} is not a Kubernetes version; use MAJOR.MINOR, e.g. 1.31")
+    return match.group(1)
+
+
+def render_project(project: Project, *, kubernetes_version: str | None = DEFAULT_KUBERNETES_VERSION) -> RenderResult:
     """Run the project's program under the recording mocks and return its checked resource graph.
 
     Raises:

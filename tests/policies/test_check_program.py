@@ -209,3 +209,25 @@ def test_sarif_for_a_program_points_at_its_entry_file(monkeypatch: pytest.Monkey
         for loc in r["locations"]
     }
     assert locations == {"examples/insecure/__main__.py"}
+
+
+def test_a_bad_kubernetes_version_is_refused() -> None:
+    result = invoke("--program", str(INSECURE), "--kubernetes-version", "latest")
+    assert result.exit_code == 2
+    assert "--kubernetes-version 'latest' is not a Kubernetes version" in result.stderr
+
+
+def test_objects_are_checked_against_the_chosen_kubernetes_version(tmp_path: Path) -> None:
+    # appArmorProfile joined the pod securityContext in 1.30: valid for 1.31, a schema error for 1.29.
+    program = (
+        "import pulumi_kubernetes as k8s\n"
+        "k8s.core.v1.Pod('p', metadata={'name': 'p'}, spec={'securityContext': "
+        "{'appArmorProfile': {'type': 'RuntimeDefault'}}, 'containers': [{'name': 'c', 'image': 'x:1'}]})\n"
+    )
+    project = write_project(tmp_path, program)
+    assert check_program(project, kubernetes_version="1.31").rendered.ok
+    old = check_program(project, kubernetes_version="v1.29.3").rendered
+    assert [issue.kind for issue in old.issues] == ["schema"]
+    result = invoke("--program", str(project), "--kubernetes-version", "1.29")
+    assert result.exit_code == 1
+    assert "appArmorProfile" in result.stderr
