@@ -69,6 +69,14 @@ TOKENPLANE: dict[str, list[dict[str, Any]]] = {
             "without a seccomp profile; RuntimeDefault is untested there",
         }
     ],
+    "s3-buckets-tls-only": [
+        {
+            "resources": ["*-registry-*", "*-batch-results"],
+            "reason": "the model registry and batch results buckets are read and written only by the AWS SDK and "
+            "CLI (HTTPS by default) under IRSA roles scoped to them; their TLS-only bucket policy is still to be "
+            "added to ModelRegistry and BatchWorkers",
+        }
+    ],
     "eks-endpoint-not-public": [
         {
             "resources": ["*-cluster-eks"],

@@ -471,6 +471,7 @@ def _cases() -> list[Mutation]:
             ),
         ),
         m("s3-buckets-private-versioned-encrypted", "bucket without its versioning", program(_bucket)),
+        m("s3-buckets-tls-only", "bucket without a TLS-only bucket policy", program(_tls_bucket)),
         m(
             "registry-replicated-to-dr",
             "byteion without the registry's replication config",
@@ -595,6 +596,21 @@ def _bucket(bad: bool) -> None:
             "data-versioning",
             bucket=bucket.id,
             versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+        )
+
+
+def _tls_bucket(bad: bool) -> None:
+    bucket = aws.s3.Bucket("data")
+    if not bad:
+        deny = {
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": ["arn:aws:s3:::data", "arn:aws:s3:::data/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        }
+        aws.s3.BucketPolicy(
+            "data-tls", bucket=bucket.id, policy=json.dumps({"Version": "2012-10-17", "Statement": [deny]})
         )
 
 
