@@ -5,13 +5,15 @@ team's own program, without the Pulumi CLI, a backend or cloud credentials.
 The project is read the way the Pulumi CLI reads it: ``Pulumi.yaml`` names the
 runtime and ``main``, ``Pulumi.<stack>.yaml`` holds the stack's config, and the
 program runs with its ``main`` directory as working directory and on
-``sys.path``. What the mocks cannot provide (secrets from a backend, a
-``StackReference``'s outputs) is an error that says so, not a silent gap.
+``sys.path``. A secure config value, which only the backend can decrypt, is an
+error that asks for a stand-in; invokes the mocks do not model (a
+``StackReference``'s outputs, ``aws.ec2.get_ami``) answer empty.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import runpy
@@ -123,14 +125,8 @@ def _stack_config(path: Path, project: str) -> dict[str, str]:
                 f"with --config {key}=VALUE"
             )
         # The CLI hands structured values to the program as JSON strings.
-        values[_qualified(str(key), project)] = value if isinstance(value, str) else _json(value)
+        values[_qualified(str(key), project)] = value if isinstance(value, str) else json.dumps(value)
     return values
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value)
 
 
 def _qualified(key: str, project: str) -> str:
