@@ -6,8 +6,8 @@ The project is read the way the Pulumi CLI reads it: ``Pulumi.yaml`` names the
 runtime and ``main``, ``Pulumi.<stack>.yaml`` holds the stack's config, and the
 program runs with its ``main`` directory as working directory and on
 ``sys.path``. A secure config value, which only the backend can decrypt, is an
-error that asks for a stand-in; invokes the mocks do not model (a
-``StackReference``'s outputs, ``aws.ec2.get_ami``) answer empty.
+error that asks for a stand-in; what the mocks do not model (a
+``StackReference``'s outputs, most invokes such as ``aws.ec2.get_ami``) comes back empty.
 """
 
 from __future__ import annotations
