@@ -39,6 +39,7 @@ class PolicyOutcome:
     description: str
     enforcement: str  # advisory | mandatory | disabled
     violations: list[Violation] = field(default_factory=list)
+    waived: int = 0  # findings the policy config's exceptions cover: shown, so that an exception is no blind spot
 
     @property
     def status(self) -> str:
@@ -157,8 +158,6 @@ def run_checks(
     rendered: RenderResult, policies: list[Policy], settings: dict[str, PolicySettings] | None = None
 ) -> CheckResult:
     """Run every policy against the rendered graph, with CrossGuard's semantics."""
-    from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy, StackValidationArgs
-
     settings = settings or {p.name: PolicySettings(_level(p), _defaults(p)) for p in policies}
     resources = policy_resources(rendered)
     outcomes = []
@@ -168,27 +167,40 @@ def run_checks(
         outcomes.append(outcome)
         if setting.enforcement == "disabled":
             continue
-
-        def report(message: str, urn: str | None = None, _outcome: PolicyOutcome = outcome) -> None:
-            _outcome.violations.append(Violation(message, urn))
-
-        if isinstance(policy, ResourceValidationPolicy):
-            for resource in resources:
-                if resource.resource_type.startswith("pulumi:providers:"):
-                    continue
-                args = ResourceValidationArgs(
-                    resource.resource_type,
-                    resource.props,
-                    resource.urn,
-                    resource.name,
-                    resource.opts,
-                    resource.provider,
-                    setting.config,
-                )
-                _call(policy.validate, args, lambda message, urn=None, r=resource: report(message, urn or r.urn))
-        else:
-            _call(getattr(policy, "validate", None), StackValidationArgs(resources, setting.config), report)
+        outcome.violations = _validate(policy, resources, setting.config)
+        if setting.config.get("exceptions"):
+            # Once more without them, to count what they waive.
+            everything = _validate(policy, resources, {**setting.config, "exceptions": []})
+            outcome.waived = len(everything) - len(outcome.violations)
     return CheckResult(outcomes)
+
+
+def _validate(policy: Policy, resources: list[PolicyResource], config: dict[str, Any]) -> list[Violation]:
+    """What one policy reports on the graph under one config, as CrossGuard would call it."""
+    from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy, StackValidationArgs
+
+    found: list[Violation] = []
+
+    def report(message: str, urn: str | None = None) -> None:
+        found.append(Violation(message, urn))
+
+    if isinstance(policy, ResourceValidationPolicy):
+        for resource in resources:
+            if resource.resource_type.startswith("pulumi:providers:"):
+                continue
+            args = ResourceValidationArgs(
+                resource.resource_type,
+                resource.props,
+                resource.urn,
+                resource.name,
+                resource.opts,
+                resource.provider,
+                config,
+            )
+            _call(policy.validate, args, lambda message, urn=None, r=resource: report(message, urn or r.urn))
+    else:
+        _call(getattr(policy, "validate", None), StackValidationArgs(resources, config), report)
+    return found
 
 
 def _call(validate: Any, args: Any, report: Callable[..., None]) -> None:

@@ -57,6 +57,10 @@ def test_the_insecure_example_is_flagged_on_every_point(point: str) -> None:
     assert policy["status"] == "failed", f"{point}: {policy}"
 
 
+def test_the_json_report_counts_waived_findings_per_policy() -> None:
+    assert all(p["waived_by_exceptions"] == 0 for p in insecure_json().values())  # none of its resources is excepted
+
+
 def test_the_insecure_examples_pod_and_cronjob_are_both_checked() -> None:
     messages = [v["message"] for v in insecure_json()["pods-run-as-non-root"]["violations"]]  # type: ignore[attr-defined]
     assert any(m.startswith("Pod default/web") for m in messages)
@@ -68,6 +72,7 @@ def test_the_shipped_program_passes_as_a_program() -> None:
     result = invoke("--program", str(ROOT), "--stack", "dev")
     assert result.exit_code == 0, result.output
     assert "(0 mandatory violations)" in result.stdout
+    assert "finding(s) waived by the policy config's exceptions" in result.stdout  # visible, not a blind spot
 
 
 def test_config_on_the_command_line_overrides_the_stack_file(tmp_path: Path) -> None:

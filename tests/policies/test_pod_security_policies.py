@@ -207,3 +207,15 @@ def test_tokenplanes_exceptions_hold_when_the_engine_passes_no_config() -> None:
     # CrossGuard may hand a policy its config without the schema's defaults filled in.
     assert vllm_check([WEIGHTS], config={}) == []
     assert len(vllm_check([WEIGHTS], config={"exceptions": []})) == 1
+
+
+def test_the_runner_counts_what_exceptions_waive() -> None:
+    [outcome] = [o for o in run_checks(rendered("dev"), ALL).outcomes if o.name == "pods-restricted-volumes"]
+    vllm_pools = [
+        r for r in rendered("dev").resources if r.type.endswith("Deployment") and r.name.endswith("-deployment")
+    ]
+    assert outcome.violations == []
+    assert outcome.waived == 4, vllm_pools  # one weight-cache hostPath per vLLM pool: small, medium, large, embed
+    strict = settings_for({"pods-restricted-volumes": {"exceptions": []}}, ALL)
+    [unwaived] = [o for o in run_checks(rendered("dev"), ALL, strict).outcomes if o.name == "pods-restricted-volumes"]
+    assert (len(unwaived.violations), unwaived.waived) == (4, 0)
