@@ -86,6 +86,8 @@ class ModelRegistry(Component):
                                 "Effect": "Allow",
                                 "Action": ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"],
                                 "Resource": ["*"],
+                                # Only through S3: the keys are used for the replicas, not by this role directly.
+                                "Condition": {"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}},
                             },
                         ],
                     }

@@ -313,7 +313,14 @@ class VllmPool(Component):
             "image": AWS_CLI_IMAGE,
             "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; while true; do sleep 3600 & wait $!; done"],
             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "50m", "memory": "32Mi"}},
-            "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True},
+            # It only sleeps: no root, no capabilities (the pod security policies hold it to that).
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "runAsNonRoot": True,
+                "runAsUser": 65534,
+                "capabilities": {"drop": ["ALL"]},
+            },
         }
         prefetch_labels = {
             **labels,

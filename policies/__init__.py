@@ -8,8 +8,15 @@ never returns, so it happens only in ``__main__.py``.
 
 from pulumi_policy import Policy
 
-from policies import aws, kubernetes, stack
+from policies import aws, aws_security, kubernetes, pod_security, stack, topology
 
-ALL: list[Policy] = [*aws.POLICIES, *kubernetes.POLICIES, *stack.POLICIES]
+ALL: list[Policy] = [
+    *aws.POLICIES,
+    *aws_security.POLICIES,
+    *topology.POLICIES,
+    *kubernetes.POLICIES,
+    *pod_security.POLICIES,
+    *stack.POLICIES,
+]
 
 __all__ = ["ALL"]

@@ -1,10 +1,9 @@
-"""AWS resource policies: GPU nodes, multi-AZ, and encryption of the data services."""
+"""AWS resource policies: GPU nodes, and encryption of the data services (multi-AZ is in ``topology``)."""
 
 from __future__ import annotations
 
 from pulumi_policy import (
     EnforcementLevel,
-    PolicyConfigSchema,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -38,51 +37,6 @@ gpu_node_groups_tainted = ResourceValidationPolicy(
     description="GPU node groups carry the nvidia.com/gpu NoSchedule taint, so only GPU workloads land there.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_gpu_taint,
-)
-
-
-def _multi_az(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != NODE_GROUP:
-        return
-    minimum = int(args.get_config().get("minAzs", 2))
-    subnets = get(args.props, "subnetIds", default=[])
-    if len(subnets) < minimum:
-        report(
-            f"node group {args.name} spans {len(subnets)} subnet(s); an AZ outage would take it whole. "
-            f"Give it private subnets in at least {minimum} AZs",
-            None,
-        )
-
-
-node_groups_multi_az = ResourceValidationPolicy(
-    name="node-groups-multi-az",
-    description="Node groups span at least two availability zones.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=PolicyConfigSchema(properties={"minAzs": {"type": "integer", "minimum": 1, "default": 2}}),
-    validate=_multi_az,
-)
-
-
-def _prod_three_azs(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != NODE_GROUP:
-        return
-    environment = get(args.props, "tags", "tokenplane:environment", default="")
-    minimum = int(args.get_config().get("minAzs", 3))
-    subnets = get(args.props, "subnetIds", default=[])
-    if environment == "prod" and len(subnets) < minimum:
-        report(
-            f"prod node group {args.name} spans {len(subnets)} AZs; with fewer than {minimum}, losing one AZ "
-            f"removes 1/{len(subnets)} of the pool. Add an AZ to the region in the spec",
-            None,
-        )
-
-
-prod_node_groups_three_azs = ResourceValidationPolicy(
-    name="prod-node-groups-three-azs",
-    description="In prod, node groups span at least three AZs (advisory: some regions offer only two for a GPU type).",
-    enforcement_level=EnforcementLevel.ADVISORY,
-    config_schema=PolicyConfigSchema(properties={"minAzs": {"type": "integer", "minimum": 1, "default": 3}}),
-    validate=_prod_three_azs,
 )
 
 
@@ -136,8 +90,6 @@ msk_tls_iam_encrypted = ResourceValidationPolicy(
 
 POLICIES = [
     gpu_node_groups_tainted,
-    node_groups_multi_az,
-    prod_node_groups_three_azs,
     elasticache_encrypted,
     msk_tls_iam_encrypted,
 ]

@@ -14,7 +14,20 @@ from pulumi_policy import PolicyResource, StackValidationArgs
 
 from tokenplane.spec import PlatformSpec
 
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
+# Where each kind keeps its pod template's spec. Every kind that runs a pod is here, so that
+# a bare Pod or a CronJob gets the same checks as a Deployment.
+POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "PodTemplate": ("template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+WORKLOAD_KINDS = tuple(POD_SPEC_PATHS)
 GATEWAY_CONFIG_MAPS = ("ai-gateway-config", "model-gateway-config")
 REGION_COMPONENT = "tokenplane:region:Region"
 
@@ -43,14 +56,21 @@ def object_name(props: Mapping[str, Any]) -> str:
     return f"{namespace}/{name}" if namespace else str(name)
 
 
-def pod_spec(props: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = get(props, "spec", "template", "spec", default={})
+def pod_spec(props: Mapping[str, Any], resource_type: str | None = None) -> Mapping[str, Any]:
+    """The pod spec of any workload kind; ``{}`` for anything else.
+
+    The kind comes from the resource type when given, else from the object's own ``kind``.
+    """
+    workload = kind(resource_type) if resource_type else str(get(props, "kind", default=""))
+    path = POD_SPEC_PATHS.get(workload, ("spec", "template", "spec"))
+    spec = get(props, *path, default={})
     return spec if isinstance(spec, Mapping) else {}
 
 
-def all_containers(props: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    spec = pod_spec(props)
-    for key in ("initContainers", "containers"):
+def all_containers(props: Mapping[str, Any], resource_type: str | None = None) -> Iterator[Mapping[str, Any]]:
+    """Every container of a pod: init, app and ephemeral (a debug container runs in the pod too)."""
+    spec = pod_spec(props, resource_type)
+    for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in get(spec, key, default=[]):
             if isinstance(container, Mapping):
                 yield container

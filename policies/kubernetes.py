@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -37,7 +38,7 @@ def _workload(args: ResourceValidationArgs) -> bool:
 def _requests_limits(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if not _workload(args):
         return
-    for container in all_containers(args.props):
+    for container in all_containers(args.props, args.resource_type):
         for section in ("requests", "limits"):
             values = get(container, "resources", section, default={})
             missing = [r for r in ("cpu", "memory") if r not in values]
@@ -70,7 +71,7 @@ def _flag_value(args: list[str], flag: str, default: int = 1) -> int:
 def _vllm_gpus(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if not _workload(args):
         return
-    for container in get(pod_spec(args.props), "containers", default=[]):
+    for container in get(pod_spec(args.props, args.resource_type), "containers", default=[]):
         if not VLLM_IMAGE.search(str(container.get("image", ""))):
             continue
         argv = [str(a) for a in container.get("args", [])]
@@ -96,7 +97,7 @@ vllm_gpus_match_parallelism = ResourceValidationPolicy(
 
 
 def _images(args: ResourceValidationArgs) -> list[tuple[str, str]]:
-    return [(str(c.get("name")), str(c.get("image", ""))) for c in all_containers(args.props)]
+    return [(str(c.get("name")), str(c.get("image", ""))) for c in all_containers(args.props, args.resource_type)]
 
 
 def _untagged(image: str) -> bool:
@@ -146,12 +147,65 @@ images_pinned_by_digest = ResourceValidationPolicy(
 )
 
 
+# The registries tokenplane's own images come from: your account's ECR, AWS's public gallery, and the
+# Docker Hub organisations of the projects it pins (components/pins.py).
+DEFAULT_REGISTRIES = [
+    "*.dkr.ecr.*.amazonaws.com/*",
+    "public.ecr.aws/*",
+    "docker.io/vllm/*",
+    "docker.io/qdrant/*",
+    "docker.io/otel/*",
+]
+
+
+def image_repository(image: str) -> str:
+    """``nginx:1.27`` -> ``docker.io/library/nginx``: the registry made explicit, tag and digest removed."""
+    name = image.split("@", 1)[0]
+    head, _, rest = name.partition("/")
+    if rest and ("." in head or ":" in head or head == "localhost"):
+        registry, path = head, rest
+    else:
+        registry, path = "docker.io", name
+    if registry == "docker.io" and "/" not in path:
+        path = f"library/{path}"
+    last = path.rsplit("/", 1)
+    if ":" in last[-1]:
+        path = path[: path.rindex(":")]
+    return f"{registry}/{path}"
+
+
+def _registries(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if not _workload(args):
+        return
+    allowed = [str(p) for p in args.get_config().get("allowedRegistries", DEFAULT_REGISTRIES)]
+    for name, image in _images(args):
+        repository = image_repository(image)
+        if not any(fnmatch.fnmatchcase(repository, pattern) for pattern in allowed):
+            report(
+                f"{object_name(args.props)} container {name!r} pulls {image!r} from {repository}, which is not an "
+                f"allowed source ({', '.join(allowed)}); mirror it into your ECR or add the repository to "
+                "allowedRegistries",
+                None,
+            )
+
+
+images_from_allowed_registries = ResourceValidationPolicy(
+    name="images-from-allowed-registries",
+    description="Container images come only from allowed registries and repositories (allowedRegistries).",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=PolicyConfigSchema(
+        properties={"allowedRegistries": {"type": "array", "items": {"type": "string"}, "default": DEFAULT_REGISTRIES}}
+    ),
+    validate=_registries,
+)
+
+
 def _gateway_hardening(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if kind(args.resource_type) != "Deployment":
         return
     if get(args.props, "metadata", "labels", "app.kubernetes.io/component") != "gateway":
         return
-    pod = pod_spec(args.props)
+    pod = pod_spec(args.props, args.resource_type)
     pod_ctx: Mapping[str, Any] = get(pod, "securityContext", default={})
     for container in get(pod, "containers", default=[]):
         ctx: Mapping[str, Any] = get(container, "securityContext", default={})
@@ -253,6 +307,7 @@ POLICIES = [
     vllm_gpus_match_parallelism,
     images_not_latest,
     images_pinned_by_digest,
+    images_from_allowed_registries,
     gateways_non_root_read_only,
     only_ai_gateway_load_balancer,
     no_secrets_in_configmaps,

@@ -8,7 +8,9 @@ planner sized, under CrossGuard and offline alike.
 from __future__ import annotations
 
 import functools
+import json
 from collections import defaultdict
+from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -19,6 +21,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from policies import exceptions
 from policies.common import as_int, cluster_of, get, kind, object_name, region_of, spec_from_stack
 from tokenplane.planner import Plan, plan
 from tokenplane.spec import PlatformSpec, RegionRole
@@ -73,6 +76,49 @@ s3_buckets_private_versioned_encrypted = StackValidationPolicy(
     description="Every S3 bucket blocks public access, keeps versions and encrypts server-side.",
     enforcement_level=EnforcementLevel.MANDATORY,
     validate=_buckets,
+)
+
+
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+TLS_ONLY = "tls-only"  # the finding an exception to s3-buckets-tls-only names
+
+
+def _denies_plain_http(document: Any) -> bool:
+    """Whether a bucket policy denies requests made without TLS (``aws:SecureTransport`` false)."""
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except json.JSONDecodeError:
+            return False
+    statements = get(document, "Statement", default=[])
+    for statement in statements if isinstance(statements, list) else [statements]:
+        secure = get(statement, "Condition", "Bool", "aws:SecureTransport")
+        if get(statement, "Effect") == "Deny" and str(secure).lower() == "false":
+            return True
+    return False
+
+
+def _tls_only(args: StackValidationArgs, report: ReportViolation) -> None:
+    policies = _attached(args, BUCKET_POLICY)
+    flag = exceptions.stack_flagger(args.get_config(), report, s3_tls_policy)
+    for bucket in (r for r in args.resources if r.resource_type == BUCKET):
+        documents = [get(bucket.props, "policy")] + [get(p.props, "policy") for p in policies.get(bucket.urn, [])]
+        if not any(_denies_plain_http(d) for d in documents if d):
+            flag(
+                bucket,
+                TLS_ONLY,
+                f"bucket {bucket.name} accepts plain-HTTP requests; add a BucketPolicy that denies s3:* when "
+                '"aws:SecureTransport" is "false"',
+            )
+
+
+s3_tls_policy = "s3-buckets-tls-only"
+s3_buckets_tls_only = StackValidationPolicy(
+    name=s3_tls_policy,
+    description="Every S3 bucket's policy denies requests without TLS (aws:SecureTransport false).",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=PolicyConfigSchema(properties={"exceptions": exceptions.setting(s3_tls_policy)}),
+    validate=_tls_only,
 )
 
 
@@ -343,6 +389,7 @@ budget_cap = StackValidationPolicy(
 
 POLICIES = [
     s3_buckets_private_versioned_encrypted,
+    s3_buckets_tls_only,
     registry_replicated_to_dr,
     namespaces_have_network_policy,
     replicated_workloads_have_pdb,

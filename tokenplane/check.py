@@ -39,6 +39,7 @@ class PolicyOutcome:
     description: str
     enforcement: str  # advisory | mandatory | disabled
     violations: list[Violation] = field(default_factory=list)
+    waived: int = 0  # findings the policy config's exceptions cover: shown, so that an exception is no blind spot
 
     @property
     def status(self) -> str:
@@ -157,8 +158,6 @@ def run_checks(
     rendered: RenderResult, policies: list[Policy], settings: dict[str, PolicySettings] | None = None
 ) -> CheckResult:
     """Run every policy against the rendered graph, with CrossGuard's semantics."""
-    from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy, StackValidationArgs
-
     settings = settings or {p.name: PolicySettings(_level(p), _defaults(p)) for p in policies}
     resources = policy_resources(rendered)
     outcomes = []
@@ -168,27 +167,40 @@ def run_checks(
         outcomes.append(outcome)
         if setting.enforcement == "disabled":
             continue
-
-        def report(message: str, urn: str | None = None, _outcome: PolicyOutcome = outcome) -> None:
-            _outcome.violations.append(Violation(message, urn))
-
-        if isinstance(policy, ResourceValidationPolicy):
-            for resource in resources:
-                if resource.resource_type.startswith("pulumi:providers:"):
-                    continue
-                args = ResourceValidationArgs(
-                    resource.resource_type,
-                    resource.props,
-                    resource.urn,
-                    resource.name,
-                    resource.opts,
-                    resource.provider,
-                    setting.config,
-                )
-                _call(policy.validate, args, lambda message, urn=None, r=resource: report(message, urn or r.urn))
-        else:
-            _call(getattr(policy, "validate", None), StackValidationArgs(resources, setting.config), report)
+        outcome.violations = _validate(policy, resources, setting.config)
+        if setting.config.get("exceptions"):
+            # Once more without them, to count what they waive.
+            everything = _validate(policy, resources, {**setting.config, "exceptions": []})
+            outcome.waived = len(everything) - len(outcome.violations)
     return CheckResult(outcomes)
+
+
+def _validate(policy: Policy, resources: list[PolicyResource], config: dict[str, Any]) -> list[Violation]:
+    """What one policy reports on the graph under one config, as CrossGuard would call it."""
+    from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy, StackValidationArgs
+
+    found: list[Violation] = []
+
+    def report(message: str, urn: str | None = None) -> None:
+        found.append(Violation(message, urn))
+
+    if isinstance(policy, ResourceValidationPolicy):
+        for resource in resources:
+            if resource.resource_type.startswith("pulumi:providers:"):
+                continue
+            args = ResourceValidationArgs(
+                resource.resource_type,
+                resource.props,
+                resource.urn,
+                resource.name,
+                resource.opts,
+                resource.provider,
+                config,
+            )
+            _call(policy.validate, args, lambda message, urn=None, r=resource: report(message, urn or r.urn))
+    else:
+        _call(getattr(policy, "validate", None), StackValidationArgs(resources, config), report)
+    return found
 
 
 def _call(validate: Any, args: Any, report: Callable[..., None]) -> None:
@@ -227,3 +239,53 @@ def policy_resources(rendered: RenderResult) -> list[PolicyResource]:
         }
         node.dependencies = [d for deps in node.property_dependencies.values() for d in deps]
     return list(by_urn.values())
+
+
+@dataclass
+class ProgramCheck:
+    """A program's rendered graph and the pack's verdict on it."""
+
+    rendered: RenderResult
+    result: CheckResult
+
+    @property
+    def ok(self) -> bool:
+        return self.rendered.ok and self.result.ok
+
+
+def check_program(
+    directory: str | Path,
+    *,
+    stack: str = "dev",
+    config: Mapping[str, str] | None = None,
+    policy_config: str | Path | None = None,
+    kubernetes_version: str | None = None,
+) -> ProgramCheck:
+    """Apply the policy pack to any Pulumi Python program, offline: no cloud, no credentials, no Pulumi CLI.
+
+    The same as ``tokenplane check --program DIR``::
+
+        from tokenplane.check import check_program
+
+        verdict = check_program("infra/", stack="prod", config={"aws:region": "eu-west-1"})
+        for outcome in verdict.result.outcomes:
+            print(outcome.name, outcome.status, len(outcome.violations))
+
+    Args:
+        directory: the project directory, the one holding ``Pulumi.yaml``.
+        stack: its config comes from ``Pulumi.<stack>.yaml``, if there is one.
+        config: ``KEY=VALUE`` settings over the stack file's, e.g. ``{"aws:region": "eu-west-1"}``.
+        policy_config: a CrossGuard ``--policy-pack-config`` JSON file (levels, thresholds, exceptions).
+        kubernetes_version: check Kubernetes objects against this version's schema (default 1.31).
+
+    Raises:
+        SpecError: a bad project, stack file, policy config, or a program that fails under the mocks.
+    """
+    from policies import ALL
+    from tokenplane.program import DEFAULT_KUBERNETES_VERSION, kubernetes_minor, load_project, render_project
+
+    version = kubernetes_minor(kubernetes_version or DEFAULT_KUBERNETES_VERSION)
+    settings = load_policy_config(Path(policy_config), ALL) if policy_config is not None else None
+    project = load_project(Path(directory), stack=stack, config=config)
+    rendered = render_project(project, kubernetes_version=version)
+    return ProgramCheck(rendered, run_checks(rendered, ALL, settings))

@@ -20,7 +20,7 @@ SARIF_LEVEL = {"mandatory": "error", "remediate": "error", "advisory": "warning"
 
 def print_table(result: CheckResult, console: Console) -> None:
     table = Table(title="policy checks", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("policy", "enforcement", "result", "violations"):
+    for column in ("policy", "enforcement", "result", "violations", "waived"):
         table.add_column(column)
     for outcome in result.outcomes:
         table.add_row(
@@ -28,6 +28,7 @@ def print_table(result: CheckResult, console: Console) -> None:
             outcome.enforcement,
             Text(outcome.status, style=STYLE[outcome.status]),
             str(len(outcome.violations)),
+            str(outcome.waived or ""),
         )
     console.print(table)
     for outcome in result.outcomes:
@@ -38,6 +39,12 @@ def print_table(result: CheckResult, console: Console) -> None:
     failed = sum(1 for o in result.outcomes if o.status == "failed")
     warned = sum(1 for o in result.outcomes if o.status == "warned")
     passed = sum(1 for o in result.outcomes if o.status == "passed")
+    waived = sum(o.waived for o in result.outcomes)
+    if waived:
+        console.print(
+            f"{waived} finding(s) waived by the policy config's exceptions (each with its reason; tokenplane's own "
+            "are in policies/exceptions.py, and exceptions: [] in --policy-config shows them)"
+        )
     summary = f"{passed} passed, {failed} failed, {warned} warned ({result.mandatory_failures} mandatory violations)"
     console.print(Text(summary, style="green" if result.ok else "red"))
 
@@ -53,6 +60,7 @@ def to_json(result: CheckResult) -> dict[str, Any]:
                 "enforcement": o.enforcement,
                 "status": o.status,
                 "violations": [{"message": v.message, "urn": v.urn} for v in o.violations],
+                "waived_by_exceptions": o.waived,
             }
             for o in result.outcomes
         ],

@@ -186,37 +186,82 @@ class CheckFormat(StrEnum):
 
 @app.command()
 def check(
-    spec: SpecPath,
+    spec: Annotated[
+        Path | None,
+        typer.Argument(help="The platform spec, e.g. stacks/dev.yaml (or use --program)", show_default=False),
+    ] = None,
+    program: Annotated[
+        Path | None,
+        typer.Option(
+            "--program", help="A Pulumi Python project directory (with Pulumi.yaml) to check instead of a spec"
+        ),
+    ] = None,
+    stack: Annotated[str, typer.Option("--stack", help="With --program: read Pulumi.STACK.yaml's config")] = "dev",
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", "-c", help="With --program: KEY=VALUE config, e.g. aws:region=eu-west-1"),
+    ] = None,
+    kubernetes_version: Annotated[
+        str | None,
+        typer.Option(
+            "--kubernetes-version", help="With --program: check Kubernetes objects against this version [1.31]"
+        ),
+    ] = None,
     fmt: Annotated[
         CheckFormat, typer.Option("--format", help="table for people; json, junit or sarif for CI")
     ] = CheckFormat.TABLE,
     policy_config: Annotated[
-        Path | None, typer.Option("--policy-config", help="CrossGuard --policy-pack-config JSON: levels and thresholds")
+        Path | None,
+        typer.Option("--policy-config", help="CrossGuard --policy-pack-config JSON: levels, thresholds, exceptions"),
     ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report to FILE instead of stdout")
     ] = None,
 ) -> None:
-    """Run the CrossGuard policy pack offline against SPEC's rendered graph. Exits 1 on a mandatory violation."""
+    """Run the CrossGuard policy pack offline against SPEC's rendered graph, or any Pulumi program's (--program DIR).
+
+    Exits 1 on a mandatory violation or a render error, 2 on bad input.
+    """
     from policies import ALL
     from tokenplane.check import load_policy_config, run_checks
     from tokenplane.check_report import print_table, render
     from tokenplane.errors import SpecError
-    from tokenplane.load import load_spec
-    from tokenplane.render import render as render_graph
     from tokenplane.report import console_for_output
 
+    if (spec is None) == (program is None):
+        _fail("give either a spec file (tokenplane check stacks/dev.yaml) or --program DIR, not both or neither")
+    if program is None and (config or stack != "dev" or kubernetes_version is not None):
+        _fail(
+            "--stack, --config and --kubernetes-version apply only to --program DIR; a spec file carries its own settings"
+        )
     try:
         settings = load_policy_config(policy_config, ALL) if policy_config else None
-        platform = load_spec(spec)
+        if program is not None:
+            from tokenplane.program import (
+                DEFAULT_KUBERNETES_VERSION,
+                kubernetes_minor,
+                load_project,
+                parse_config,
+                render_project,
+            )
+
+            version = kubernetes_minor(kubernetes_version or DEFAULT_KUBERNETES_VERSION)
+            project = load_project(program, stack=stack, config=parse_config(config or []))
+            rendered = render_project(project, kubernetes_version=version)
+            artifact = project.entry_path  # SARIF annotations point at the program's entry file
+        elif spec is not None:  # always, after the either/or check above
+            from tokenplane.load import load_spec
+            from tokenplane.render import render as render_graph
+
+            rendered = render_graph(load_spec(spec))
+            artifact = str(spec)
     except SpecError as e:
         _fail(str(e))
-    rendered = render_graph(platform)
     result = run_checks(rendered, ALL, settings)
     if fmt is CheckFormat.TABLE and output is None:
         print_table(result, console_for_output())
     else:
-        text = render(result, "json" if fmt is CheckFormat.TABLE else fmt.value, artifact=str(spec))
+        text = render(result, "json" if fmt is CheckFormat.TABLE else fmt.value, artifact=artifact)
         if output is not None:
             output.write_text(text + "\n", encoding="utf-8")
         else:

@@ -119,6 +119,7 @@ def render_program(
     *,
     regions: dict[str, str],
     stack: str = "render",
+    project: str = "tokenplane",
     kubernetes_version: str | None = "1.31",
 ) -> RenderResult:
     """Run any Pulumi program under the recording mocks.
@@ -127,6 +128,7 @@ def render_program(
         program: builds resources; what it returns (outputs allowed) is awaited into ``outputs``.
         regions: cloud region -> the name resources are attributed to.
         stack: the stack name in URNs.
+        project: the project name in URNs (and the namespace of unqualified config keys).
         kubernetes_version: validate Kubernetes objects against this version; None skips the checks.
     """
     import pulumi
@@ -136,7 +138,7 @@ def render_program(
     recorder = _Recorder(regions)
     monitor = _RecordingMonitor(recorder)
     settings.set_root_resource(None)  # type: ignore[arg-type]  # a fresh stack for every render
-    mocks.set_mocks(cast(Any, recorder), project="tokenplane", stack=stack, preview=False, monitor=monitor)
+    mocks.set_mocks(cast(Any, recorder), project=project, stack=stack, preview=False, monitor=monitor)
     outputs: dict[str, Any] = {}
 
     def run() -> Any:

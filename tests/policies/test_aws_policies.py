@@ -81,18 +81,6 @@ CASES = [
         ("dev-local-gpu-small-ng", "nvidia.com/gpu", "NO_SCHEDULE"),
     ),
     Case(
-        aws.node_groups_multi_az,
-        resource_args(NODE_GROUP, node_group(subnets=2), name="dev-local-cluster-system"),
-        resource_args(NODE_GROUP, node_group(subnets=1), name="dev-local-cluster-system"),
-        ("dev-local-cluster-system", "spans 1 subnet", "at least 2 AZs"),
-    ),
-    Case(
-        aws.prod_node_groups_three_azs,
-        resource_args(NODE_GROUP, node_group(subnets=3, environment="prod"), name="prod-us-east-gpu-ng"),
-        resource_args(NODE_GROUP, node_group(subnets=2, environment="prod"), name="prod-us-east-gpu-ng"),
-        ("prod-us-east-gpu-ng", "spans 2 AZs", "Add an AZ"),
-    ),
-    Case(
         aws.elasticache_encrypted,
         resource_args(REPLICATION_GROUP, redis(), name="dev-local-redis-rg"),
         resource_args(REPLICATION_GROUP, redis(atRestEncryptionEnabled=False), name="dev-local-redis-rg"),
@@ -147,27 +135,6 @@ def test_gpu_taint_with_prefer_no_schedule_is_not_enough() -> None:
 def test_legacy_al2_gpu_ami_counts_as_a_gpu_group() -> None:
     args = resource_args(NODE_GROUP, node_group(ami="AL2_x86_64_GPU", taints=[]), name="gpu-ng")
     assert len(collect(aws.gpu_node_groups_tainted, args)) == 1
-
-
-# --- AZ spread and its threshold --------------------------------------------------------------
-
-
-def test_multi_az_threshold_comes_from_config_min_azs() -> None:
-    two = resource_args(NODE_GROUP, node_group(subnets=2), name="gpu-ng", config={"minAzs": 3})
-    three = resource_args(NODE_GROUP, node_group(subnets=3), name="gpu-ng", config={"minAzs": 3})
-    [message] = collect(aws.node_groups_multi_az, two)
-    assert "spans 2 subnet(s)" in message and "at least 3 AZs" in message
-    assert collect(aws.node_groups_multi_az, three) == []
-
-
-def test_prod_three_az_rule_leaves_other_environments_alone() -> None:
-    args = resource_args(NODE_GROUP, node_group(subnets=2, environment="staging"), name="gpu-ng")
-    assert collect(aws.prod_node_groups_three_azs, args) == []
-
-
-def test_prod_three_az_threshold_comes_from_config_min_azs() -> None:
-    args = resource_args(NODE_GROUP, node_group(subnets=2, environment="prod"), name="gpu-ng", config={"minAzs": 2})
-    assert collect(aws.prod_node_groups_three_azs, args) == []
 
 
 # --- ElastiCache --------------------------------------------------------------------------------

@@ -102,6 +102,12 @@ CASES = [
         ("apps/web", "nginx:1.27", "Pin the digest"),
     ),
     Case(
+        kubernetes.images_from_allowed_registries,
+        k8s_args(deployment(f"123456789012.dkr.ecr.eu-west-1.amazonaws.com/web@{DIGEST}")),
+        k8s_args(deployment("nginx:1.27")),
+        ("apps/web", "docker.io/library/nginx", "allowedRegistries"),
+    ),
+    Case(
         kubernetes.gateways_non_root_read_only,
         k8s_args(gateway(HARDENED)),
         k8s_args(gateway({**HARDENED, "readOnlyRootFilesystem": False})),

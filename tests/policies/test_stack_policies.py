@@ -28,6 +28,7 @@ from tests.policies.fixtures import (
     k8s_namespace,
     k8s_node,
     kind_of,
+    node,
     provider,
     rendered,
     spec,
@@ -308,6 +309,20 @@ def test_an_eu_region_failing_over_to_a_us_gateway_breaks_residency() -> None:
     assert found == [
         f"eu-west.regions.{domain} fails over to us-west (US), outside EU; pick a DR secondary in the same jurisdiction"
     ]
+
+
+@breaks(stack.s3_buckets_tls_only)
+def test_buckets_without_a_tls_only_policy_are_reported_once_their_exception_is_cleared() -> None:
+    found = stack_reports(stack.s3_buckets_tls_only, dev(), {"exceptions": []})
+    buckets = {r.urn for r in dev().resources if r.type == "aws:s3/bucket:Bucket"}
+    assert {f.urn for f in found} == buckets and len(buckets) == 2
+    assert all("accepts plain-HTTP requests" in f.message for f in found)
+
+
+def test_the_shipped_buckets_tls_exception_does_not_cover_other_buckets() -> None:
+    assert stack_reports(stack.s3_buckets_tls_only, dev()) == []  # the default exception covers tokenplane's
+    [found] = stack_reports(stack.s3_buckets_tls_only, [node("aws:s3/bucket:Bucket", {}, "team-data")])
+    assert found.message.startswith("bucket team-data accepts plain-HTTP requests")
 
 
 # --- DR ---------------------------------------------------------------------------------------

@@ -1,0 +1,160 @@
+"""Exceptions to a policy: explicit, scoped to named resources and findings, and justified.
+
+A policy that takes exceptions has an ``exceptions`` setting in its config
+schema: a list of ``{"resources": [...], "findings": [...], "reason": "..."}``.
+``resources`` are globs on the resource's Pulumi name or, for a Kubernetes
+object, on ``namespace/name``; ``findings`` (optional) are globs on what the
+policy found, e.g. ``container vllm`` or ``hostPath /mnt/k8s-disks/*``; a
+``reason`` is required, so that every exception says why it is safe.
+
+tokenplane's own components need a few; they are the settings' defaults
+(``TOKENPLANE``), so the shipped stacks pass with them visible in the policy
+config, and a ``--policy-config`` that sets ``exceptions`` replaces them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs
+
+from policies.common import get, kind, object_name
+
+Flag = Callable[[str, str], None]  # (finding, message): report unless an exception covers the finding
+
+# The vLLM pods' exceptions, shared by the pod security policies they need.
+_VLLM_PODS = ["llm-serving/vllm-*"]
+_VLLM_ROOT = (
+    "the vllm/vllm-openai image runs as root and writes its compile caches under /root; the pod holds no "
+    "credentials besides its read-only weights role and is reachable only from the model gateway (NetworkPolicy)"
+)
+
+TOKENPLANE: dict[str, list[dict[str, Any]]] = {
+    "pods-restricted-volumes": [
+        {
+            "resources": _VLLM_PODS,
+            "findings": ["hostPath /mnt/k8s-disks/0/tokenplane-models"],
+            "reason": "the weight cache lives on the node's NVMe RAID so that a rescheduled replica starts without "
+            "re-downloading hundreds of GB; the path is the one directory the node config sets aside for it",
+        }
+    ],
+    "pods-run-as-non-root": [
+        {"resources": _VLLM_PODS, "findings": ["container vllm", "container fetch-weights"], "reason": _VLLM_ROOT}
+    ],
+    "pods-read-only-root-filesystem": [
+        {
+            "resources": _VLLM_PODS,
+            "findings": ["container vllm", "container fetch-weights"],
+            "reason": "vLLM and the AWS CLI write caches and temp files to paths inside the image (~/.cache, "
+            "/tmp, triton and torch.compile caches) that differ by version; an emptyDir for each is not yet mapped",
+        },
+        {
+            "resources": ["llm-data/qdrant"],
+            "findings": ["container qdrant"],
+            "reason": "Qdrant writes its snapshots and WAL temp files beside its storage in the image's /qdrant tree",
+        },
+    ],
+    "pods-drop-all-capabilities": [
+        {"resources": _VLLM_PODS, "findings": ["container vllm", "container fetch-weights"], "reason": _VLLM_ROOT},
+    ],
+    "pods-no-privilege-escalation": [
+        {"resources": _VLLM_PODS, "findings": ["container vllm"], "reason": _VLLM_ROOT},
+    ],
+    "pods-seccomp-runtime-default": [
+        {
+            "resources": _VLLM_PODS,
+            "reason": "the NVIDIA container runtime and NCCL's shared-memory setup are validated on the EKS GPU AMI "
+            "without a seccomp profile; RuntimeDefault is untested there",
+        }
+    ],
+    "s3-buckets-tls-only": [
+        {
+            "resources": ["*-registry-*", "*-batch-results"],
+            "reason": "the model registry and batch results buckets are read and written only by the AWS SDK and "
+            "CLI (HTTPS by default) under IRSA roles scoped to them; their TLS-only bucket policy is still to be "
+            "added to ModelRegistry and BatchWorkers",
+        }
+    ],
+    "eks-endpoint-not-public": [
+        {
+            "resources": ["*-cluster-eks"],
+            "reason": "`pulumi up` applies the in-cluster objects from CI runners outside the VPC; the endpoint "
+            "takes only IAM-authenticated callers (authenticationMode API) and writes an audit log",
+        }
+    ],
+}
+
+SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["resources", "reason"],
+        "additionalProperties": False,
+        "properties": {
+            "resources": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
+            "findings": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
+            # A reason long enough to say why; "n/a" is not one.
+            "reason": {"type": "string", "minLength": 20},
+        },
+    },
+}
+
+
+def setting(policy: str) -> dict[str, Any]:
+    """The ``exceptions`` config property of a policy, with tokenplane's own as its default."""
+    return {**SCHEMA, "default": TOKENPLANE.get(policy, [])}
+
+
+def subjects(resource_type: str, name: str, props: Mapping[str, Any] | None) -> list[str]:
+    """The names an exception's ``resources`` glob may match."""
+    names = [name]
+    if kind(resource_type):
+        names.append(object_name(props or {}))
+    return names
+
+
+def covered(rules: Iterable[Mapping[str, Any]], names: list[str], finding: str) -> bool:
+    for rule in rules:
+        if not any(fnmatch.fnmatchcase(n, pattern) for n in names for pattern in rule.get("resources", [])):
+            continue
+        findings = rule.get("findings")
+        if findings is None or any(fnmatch.fnmatchcase(finding, pattern) for pattern in findings):
+            return True
+    return False
+
+
+def rules_of(config: Mapping[str, Any] | None, policy: str) -> list[Mapping[str, Any]]:
+    """The policy's exceptions: its config's, or tokenplane's defaults when the config has none.
+
+    The defaults are also the config schema's, which the offline runner fills in; falling back
+    here keeps the verdict the same under an engine that hands the policy its config unfilled.
+    """
+    configured = get(config, "exceptions")
+    return list(configured if isinstance(configured, list) else TOKENPLANE.get(policy, []))
+
+
+def flagger(args: ResourceValidationArgs, report: ReportViolation, policy: str) -> Flag:
+    """A ``report`` that skips findings an exception in the policy's config covers."""
+    rules = rules_of(args.get_config(), policy)
+    names = subjects(args.resource_type, args.name, args.props)
+
+    def flag(finding: str, message: str) -> None:
+        if not covered(rules, names, finding):
+            report(message, None)
+
+    return flag
+
+
+def stack_flagger(
+    config: Mapping[str, Any] | None, report: ReportViolation, policy: str
+) -> Callable[[PolicyResource, str, str], None]:
+    """``flagger`` for stack policies: each finding names the resource it is about."""
+    rules = rules_of(config, policy)
+
+    def flag(resource: PolicyResource, finding: str, message: str) -> None:
+        if not covered(rules, subjects(resource.resource_type, resource.name, resource.props), finding):
+            report(message, resource.urn)
+
+    return flag
