@@ -44,7 +44,7 @@ def repository_name(platform: str) -> str:
 class VllmMirror(Component):
     """The pinned vLLM image in each region's ECR, referenced by the digest of the one build pushed to all."""
 
-    MODULE = "images"
+    MODULE = "vllm_mirror"
 
     digest: pulumi.Output[str]
     account_id: pulumi.Output[str]
@@ -89,7 +89,8 @@ class VllmMirror(Component):
             opts=self.opts(),
         )
         self.digest = image.digest
-        self.account_id = aws.get_caller_identity_output(opts=self.invoke_opts()).account_id
+        # The registry ID is the account's: no caller-identity invoke, which would need a provider of its own.
+        self.account_id = next(iter(repos.values())).registry_id
         self.register_outputs(
             {"repository_urls": {c: r.repository_url for c, r in repos.items()}, "digest": image.digest}
         )

@@ -28,8 +28,12 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenplane.dev.services import DevOptions, Service, StackPlan, plan_stack
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # The processes that come from the image: ``python -m serving.<x>`` in the plan (everything else is a stand-in).
 SERVING_PREFIX = "serving."
@@ -162,6 +166,32 @@ def writable_by(config: ImageConfig, state_dir: Path) -> None:
         os.chown(path, int(uid), int(gid or uid))
 
 
+# Run inside the image: every installed distribution's version, by canonical name (PEP 503).
+_VERSIONS = (
+    "import importlib.metadata as m, json, re; "
+    "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version for d in m.distributions()}))"
+)
+
+
+def image_drift(root: Path) -> list[str]:
+    """Where the image's installed packages differ from serving/images/requirements.lock (empty: none)."""
+    from tests.image.lockfile import IMAGES, parse, version_drift
+
+    try:
+        done = subprocess.run(
+            ["chroot", str(root), "python", "-c", _VERSIONS],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
+        )
+    except subprocess.CalledProcessError as e:
+        raise ImageSmokeError(f"the image's python cannot list its packages: {e.stderr.strip()}") from e
+    found: dict[str, str] = json.loads(done.stdout)
+    pins = parse((IMAGES / "requirements.lock").read_text(encoding="utf-8"))
+    return version_drift(pins, installed=lambda name: found.get(name, "not installed"))
+
+
 def from_image(plan: StackPlan, root: Path, config: ImageConfig) -> list[str]:
     """Swap every serving process of ``plan`` for the image's; the names of those swapped."""
     swapped = []
@@ -170,6 +200,27 @@ def from_image(plan: StackPlan, root: Path, config: ImageConfig) -> list[str]:
             plan.services[index] = in_image(service, root, config)
             swapped.append(service.name)
     return swapped
+
+
+def smoke(image: str, spec_path: Path, work: Path, *, port: int, ports_from: int, console: Console) -> int:
+    """Check the image's versions, then run the dev stack with its serving processes from the image; the exit code."""
+    from tokenplane.dev.up import run_dev
+    from tokenplane.load import load_spec
+
+    with container_root(image) as root:
+        config = image_config(image, (root / "etc" / "passwd").read_text(encoding="utf-8"))
+        drift = image_drift(root)
+        if drift:
+            console.print("error: the image's packages are not the lock's:\n  " + "\n  ".join(drift))
+            return 1
+        console.print(f"{image}: every package at the lock's version (the versions the tests ran against)")
+        options = DevOptions(port=port, ports_from=ports_from, state_dir=work / "state")
+        plan = plan_stack(load_spec(spec_path), spec_path, options)
+        swapped = from_image(plan, root, config)
+        console.print(f"from the image, as user {config.user or 'root'}: {', '.join(swapped)}")
+        writable_by(config, plan.state_dir)
+        with mounted(root, shared=[work], read_only=[spec_path.parent]):
+            return run_dev(plan, console, smoke=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -182,27 +233,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from rich.console import Console
 
-    from tokenplane.dev.up import run_dev
     from tokenplane.errors import SpecError
-    from tokenplane.load import load_spec
 
     console = Console(highlight=False)
     if os.geteuid() != 0:
         console.print("error: entering the image needs root (mount and chroot); run it with sudo")
         return 2
-    spec_path = args.spec.resolve()
     work = Path(tempfile.mkdtemp(prefix="tokenplane-image-"))
     work.chmod(0o755)  # mkdtemp's 0700 would keep the image's user out of the state directory below it
     try:
-        with container_root(args.image) as root:
-            config = image_config(args.image, (root / "etc" / "passwd").read_text(encoding="utf-8"))
-            options = DevOptions(port=args.port, ports_from=args.ports_from, state_dir=work / "state")
-            plan = plan_stack(load_spec(spec_path), spec_path, options)
-            swapped = from_image(plan, root, config)
-            console.print(f"from {args.image} (user {config.user or 'root'}): {', '.join(swapped)}")
-            writable_by(config, plan.state_dir)
-            with mounted(root, shared=[work], read_only=[spec_path.parent]):
-                code = run_dev(plan, console, smoke=True)
+        code = smoke(args.image, args.spec.resolve(), work, port=args.port, ports_from=args.ports_from, console=console)
     except (ImageSmokeError, SpecError) as e:
         console.print(f"error: {e}")
         code = 2
