@@ -27,4 +27,4 @@ fi
 ca=${PIP_CERT:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}
 [ -s "$ca" ] && build+=(--secret "id=ca,src=$ca")
 "${build[@]}" .
-.venv/bin/python -m tests.image.smoke_from_image "$image"
+.venv/bin/python -m tests.image.smoke_from_image "$image" "$@"  # e.g. --port N --ports-from N

@@ -35,6 +35,7 @@ from tokenplane.dev.services import DevOptions, Service, StackPlan, plan_stack
 if TYPE_CHECKING:
     from rich.console import Console
 
+CHROOT = "/usr/sbin/chroot"  # coreutils' (Debian): by path, since a process's PATH here is the image's
 # The processes that come from the image: ``python -m serving.<x>`` in the plan (everything else is a stand-in).
 SERVING_PREFIX = "serving."
 
@@ -58,7 +59,7 @@ def serves_from_image(service: Service) -> bool:
     return len(argv) > 2 and argv[1] == "-m" and argv[2].startswith(SERVING_PREFIX)
 
 
-def in_image(service: Service, root: Path, config: ImageConfig, *, chroot: str = "/usr/sbin/chroot") -> Service:
+def in_image(service: Service, root: Path, config: ImageConfig, *, chroot: str = CHROOT) -> Service:
     """The same service, started inside ``root`` as the image's user with the image's Python and environment.
 
     The module and its flags stay as planned; only the interpreter changes, to the image's ``python``
@@ -179,7 +180,7 @@ def image_drift(root: Path) -> list[str]:
 
     try:
         done = subprocess.run(
-            ["chroot", str(root), "python", "-c", _VERSIONS],
+            [CHROOT, str(root), "python", "-c", _VERSIONS],
             check=True,
             capture_output=True,
             text=True,
@@ -246,10 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ImageSmokeError, SpecError) as e:
         console.print(f"error: {e}")
         code = 2
-    if code == 0:
-        shutil.rmtree(work, ignore_errors=True)
+    logs = work / "state" / "logs"
+    if code != 0 and logs.is_dir():
+        console.print(f"the services' logs are kept in {logs}")
     else:
-        console.print(f"the services' logs are kept in {work / 'state' / 'logs'}")
+        shutil.rmtree(work, ignore_errors=True)
     return code
 
 
