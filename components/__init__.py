@@ -24,6 +24,7 @@ from components.platform import LlmPlatform, LlmPlatformArgs
 from components.redis import Redis, RedisArgs
 from components.region import Region, RegionArgs
 from components.vector_db import VectorDb, VectorDbArgs
+from components.vllm_mirror import VllmMirror, VllmMirrorArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
 
 __all__ = [
@@ -56,6 +57,8 @@ __all__ = [
     "RegionArgs",
     "VectorDb",
     "VectorDbArgs",
+    "VllmMirror",
+    "VllmMirrorArgs",
     "VllmPool",
     "VllmPoolArgs",
 ]

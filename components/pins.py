@@ -12,8 +12,11 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.19.0"
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
 QDRANT_IMAGE = "qdrant/qdrant:v1.13.4-unprivileged"  # runs as a non-root user
 OTEL_COLLECTOR_IMAGE = "otel/opentelemetry-collector-contrib:0.120.0"
-# The serving image's base, used by serving/images/Dockerfile.
+# The serving image's base, used by serving/images/Dockerfile. The digest is the one public Dockerfiles pin
+# this tag to most often (a code search); NOT verified against Docker Hub, which was unreachable where it was
+# written: `docker buildx imagetools inspect python:3.11.11-slim-bookworm` confirms it.
 PYTHON_BASE_IMAGE = "python:3.11.11-slim-bookworm"
+PYTHON_BASE_DIGEST = "sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5"
 
 KEDA_CHART = ("keda", "2.16.1", "https://kedacore.github.io/charts")
 NVIDIA_DEVICE_PLUGIN_CHART = ("nvidia-device-plugin", "0.17.0", "https://nvidia.github.io/k8s-device-plugin")

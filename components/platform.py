@@ -13,6 +13,7 @@ from components.images import Images, ImagesArgs
 from components.model_registry import ModelRegistry, ModelRegistryArgs
 from components.naming import tags
 from components.region import Region, RegionArgs
+from components.vllm_mirror import VllmMirror, VllmMirrorArgs
 from tokenplane.spec import PlatformSpec, RegionRole
 
 
@@ -53,6 +54,12 @@ class LlmPlatform(Component):
             ),
             self.opts(providers=[providers[home.name]]),
         )
+        # The pools pull vLLM from their own region's ECR, never from Docker Hub through the NAT gateways.
+        vllm = VllmMirror(
+            self.child("vllm"),
+            VllmMirrorArgs(spec.platform.name, {r.cloud_region: providers[r.name] for r in spec.regions}, base_tags),
+            self.opts(),
+        )
         registry = ModelRegistry(
             self.child("registry"), ModelRegistryArgs(spec, home.name, providers, base_tags), self.opts()
         )
@@ -64,6 +71,7 @@ class LlmPlatform(Component):
                     region=r,
                     registry_bucket=registry.buckets[r.name],
                     image=images.ref(r.cloud_region),
+                    vllm_image=vllm.ref(r.cloud_region),
                     account_id=images.account_id,
                     tags={**base_tags, "tokenplane:region": r.name},
                 ),

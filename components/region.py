@@ -39,6 +39,7 @@ class RegionArgs:
     image: pulumi.Input[str]
     account_id: pulumi.Input[str]
     tags: dict[str, str]
+    vllm_image: pulumi.Input[str]  # the pinned vLLM image in this region's ECR (VllmMirror), by digest
 
 
 class Region(Component):
@@ -111,6 +112,7 @@ class Region(Component):
                     cluster.oidc_provider_arn,
                     cluster.oidc_issuer,
                     tags,
+                    image=args.vllm_image,
                 ),
                 after_namespaces,
             )

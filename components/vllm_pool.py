@@ -23,7 +23,7 @@ from components.naming import (
     NS_SERVING,
     app_labels,
 )
-from components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
+from components.pins import AWS_CLI_IMAGE
 from tokenplane.catalog import default_instance, instance_type
 from tokenplane.schedule import cron_window
 from tokenplane.spec import Placement, PlatformSpec, Pool, Region
@@ -63,6 +63,7 @@ class VllmPoolArgs:
     oidc_provider_arn: pulumi.Input[str]
     oidc_issuer: pulumi.Input[str]
     tags: dict[str, str]
+    image: pulumi.Input[str]  # pins.VLLM_IMAGE as mirrored into the region's ECR (VllmMirror.ref), by digest
 
 
 def grace_period_seconds(spec: PlatformSpec, pool: Pool) -> int:
@@ -175,7 +176,7 @@ class VllmPool(Component):
         startup_checks = math.ceil(pool.autoscaling.cold_start_seconds / 10) + 6
         container = {
             "name": "vllm",
-            "image": VLLM_IMAGE,
+            "image": args.image,
             "command": ["vllm", "serve"],
             "args": vllm_args(spec, pool, models_dir=MODELS_DIR),
             "ports": [{"name": "http", "containerPort": DEFAULT_PORT}],

@@ -9,6 +9,7 @@ import pytest
 
 from components.pins import VLLM_IMAGE
 from tests.components.conftest import containers, k8s_objects, mock_output, named, of_type, placements, rendered, spec
+from tokenplane.render import ACCOUNT_ID
 from tokenplane.schedule import cron_window
 from tokenplane.spec import PlatformSpec, RegistryModel
 from tokenplane.vllm_args import vllm_args
@@ -56,11 +57,15 @@ def test_each_placement_has_a_vllm_deployment_in_the_serving_namespace(name: str
 
 
 @parametrize_pools
-def test_vllm_runs_the_pinned_release_never_latest(name: str, region: str, pool: str) -> None:
+def test_vllm_runs_the_pinned_release_from_its_own_regions_ecr_by_digest(name: str, region: str, pool: str) -> None:
     image = vllm(name, region, pool)["image"]
     urn = deployment(name, region, pool)["_urn"]
-    assert image == VLLM_IMAGE, f"{urn} runs {image}, not the pinned {VLLM_IMAGE}"
-    assert not image.endswith(":latest") and ":" in image.rsplit("/", 1)[-1], f"{urn} runs an unpinned {image}"
+    platform = spec(name)
+    cloud = next(r.cloud_region for r in platform.regions if r.name == region)
+    [mirror] = [r for r in of_type(rendered(name), "docker-build:index:Image") if r.name.endswith("-vllm")]
+    assert mirror.inputs["dockerfile"]["location"].endswith("serving/images/vllm.Dockerfile")  # FROM VLLM_IMAGE
+    expected = f"{ACCOUNT_ID}.dkr.ecr.{cloud}.amazonaws.com/{platform.platform.name}/vllm-openai@{mock_output(mirror, 'digest')}"
+    assert image == expected, f"{urn} runs {image}, not the {VLLM_IMAGE} mirrored into {cloud} ({expected})"
 
 
 @parametrize_pools
