@@ -82,14 +82,13 @@ def test_a_key_referenced_outside_env_goes_to_the_dev_secrets_file(
 
 def test_a_shell_pointing_at_a_real_qdrant_does_not_reach_the_dev_gateway(tmp_path: Path) -> None:
     gateway = next(s for s in plan(tmp_path).services if s.name == "gateway")
-    assert "QDRANT_URL" not in gateway.env
-    assert gateway.env["QDRANT_PATH"] == str(tmp_path.resolve() / "qdrant")
+    assert "QDRANT_URL" not in gateway.env  # so its semantic cache is the embedded index, in its own memory
 
 
 def test_a_provider_without_its_key_is_noted_as_unavailable(tmp_path: Path) -> None:
     notes = plan(tmp_path).notes
     assert "provider openai: unavailable, OPENAI_API_KEY is not set (fallbacks to it are skipped)" in notes
-    assert any("Qdrant local mode inside the gateway process" in n for n in notes)
+    assert any("embedded HNSW index inside the gateway process" in n for n in notes)
 
 
 def test_a_gateway_port_among_the_stand_ins_ports_is_an_error(tmp_path: Path) -> None:

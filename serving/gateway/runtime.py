@@ -7,8 +7,8 @@ JSON), ``TOKENPLANE_REGION``, ``REDIS_URL``, ``KAFKA_BOOTSTRAP_SERVERS`` (with
 ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``TOKENPLANE_GATEWAY_REPLICAS`` and the Batch
 API's file store (``file_store``), or ``TOKENPLANE_BATCH_API=off``. Without ``MODEL_GATEWAY_URL`` the model
 gateway runs inside this process over the ``POOL_URL_*`` replicas, which is
-how one laptop runs the whole path. Without ``QDRANT_URL``, Qdrant runs in
-local mode (``QDRANT_PATH``, or in memory).
+how one laptop runs the whole path. Without ``QDRANT_URL``, the semantic cache
+keeps its vectors in a bounded in-process HNSW index (``vector_store``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import json
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -34,6 +33,7 @@ from serving.gateway.edge import public_app
 from serving.gateway.files import DirectoryFileStore, FileStore
 from serving.gateway.metering import KafkaSink, kafka_security_from_env
 from serving.gateway.semantic_cache import Embedder, HttpEmbedder, LexicalEmbedder, SemanticCache
+from serving.gateway.vector_store import DEFAULT_MAX_ENTRIES, EmbeddedStore, QdrantStore, VectorStore
 from serving.secrets import resolve_secret
 from serving.telemetry import tracer_for
 from serving.types import SystemClock, Upstream
@@ -45,6 +45,7 @@ DEFAULT_FILES_DIR = "/var/lib/tokenplane/files"  # Batch API files: a volume the
 FILES_BUCKET_ENV = "TOKENPLANE_FILES_BUCKET"  # components/batch_files.py sets these three names
 FILES_PREFIX_ENV = "TOKENPLANE_FILES_PREFIX"
 FILES_DIR_ENV = "TOKENPLANE_FILES_DIR"
+SEMANTIC_MAX_ENTRIES_ENV = "TOKENPLANE_SEMANTIC_MAX_ENTRIES"  # the embedded vector store's bound
 BATCH_API_ENV = "TOKENPLANE_BATCH_API"  # off: a region without batch workers; the routes say so, OpenAI-shaped
 BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")  # S3's rule for a bucket name
 
@@ -178,13 +179,19 @@ def topics(spec: PlatformSpec) -> dict[TopicPurpose, str]:
     return {purpose: names.get(purpose, default) for purpose, default in defaults.items()}
 
 
-@dataclass
-class Resources:
-    session: aiohttp.ClientSession
-    redis: aioredis.Redis
-    sink: KafkaSink
-    qdrant: AsyncQdrantClient | None
-    upstream: Upstream
+def vector_store(environ: Mapping[str, str], dimension: int) -> VectorStore:
+    """``QDRANT_URL``: the Qdrant server (the cluster's); otherwise a bounded in-process HNSW index, as
+    on one machine (``TOKENPLANE_SEMANTIC_MAX_ENTRIES`` bounds it, default 100,000 answers).
+
+    Raises:
+        ConfigError: ``TOKENPLANE_SEMANTIC_MAX_ENTRIES`` is not a positive integer.
+    """
+    if environ.get("QDRANT_URL"):
+        return QdrantStore(AsyncQdrantClient(url=environ["QDRANT_URL"]), dimension)
+    raw = environ.get(SEMANTIC_MAX_ENTRIES_ENV, str(DEFAULT_MAX_ENTRIES))
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{SEMANTIC_MAX_ENTRIES_ENV}={raw!r}: use a positive number of cached answers, e.g. 100000")
+    return EmbeddedStore(dimension, max_entries=int(raw))
 
 
 def _embedder(spec: PlatformSpec, urls: dict[str, list[str]], session: aiohttp.ClientSession) -> Embedder:
@@ -230,18 +237,12 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
         clock=SystemClock(),
         security=kafka_security_from_env(environ),
     )
-    qdrant: AsyncQdrantClient | None = None
     semantic: SemanticCache | None = None
     if spec.cache.semantic.enabled:
-        if environ.get("QDRANT_URL"):
-            qdrant = AsyncQdrantClient(url=environ["QDRANT_URL"])
-        else:
-            qdrant = (
-                AsyncQdrantClient(path=environ["QDRANT_PATH"])
-                if environ.get("QDRANT_PATH")
-                else AsyncQdrantClient(location=":memory:")
-            )
-        semantic = SemanticCache(qdrant, _embedder(spec, urls, session), spec.cache.semantic, clock=SystemClock())
+        embedder = _embedder(spec, urls, session)
+        semantic = SemanticCache(
+            vector_store(environ, embedder.dimension), embedder, spec.cache.semantic, clock=SystemClock()
+        )
     upstream = _upstream(spec, region, environ, session, registry)
     tracer = tracer_for("ai-gateway", spec.observability.tracing, environ=environ, region=region)
     await sink.start()
@@ -267,8 +268,8 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
     finally:
         await upstream.aclose()
         await sink.aclose()
-        if qdrant is not None:
-            await qdrant.close()
+        if semantic is not None:
+            await semantic.aclose()
         await redis.aclose()
         await session.close()
 

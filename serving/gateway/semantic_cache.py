@@ -1,4 +1,4 @@
-"""Stage 8: a prompt close enough to one this tenant asked before is answered from Qdrant.
+"""Stage 8: a prompt close enough to one this tenant asked before is answered from a vector store.
 
 Each stored answer is a point whose vector is the prompt's embedding and
 whose payload holds ``tenant``, ``scope`` (``scope_of``: the endpoint, model
@@ -7,21 +7,22 @@ request, plus a digest of every request field that changes an answer:
 ``max_tokens``, ``temperature``, ``top_p``, ``tools``, ``response_format``,
 ``stop``, ``seed`` and any other field not in ``ANSWER_NEUTRAL_FIELDS``, and
 the conversation's roles, so only the message *text* is matched by meaning),
-``expires_at`` (wall-clock seconds) and the response. A lookup searches with
-the filter ``tenant == X AND scope == Y AND expires_at > now``, so a hit can
+``expires_at`` (wall-clock seconds) and the response. A lookup finds only
+points with ``tenant == X AND scope == Y AND expires_at > now``, so a hit can
 never cross tenants, whatever the vectors; it needs a cosine similarity of at
-least ``similarity_threshold``. Expired points are skipped by the filter and
-deleted every ``PURGE_EVERY_STORES`` stores.
+least ``similarity_threshold``. Expired points are skipped and deleted every
+``PURGE_EVERY_STORES`` stores. The store (``serving.gateway.vector_store``)
+is a Qdrant server in the cluster and a bounded embedded HNSW index on one
+machine.
 
 Embeddings come from the platform's embedding pool over its OpenAI API
 (``HttpEmbedder``) or, where no model is installed, from the labelled lexical
 embedding (``LexicalEmbedder``). A cache is an optimisation: any failure of
-Qdrant or the embedder is logged and served as a miss, never as an error.
+the store or the embedder is logged and served as a miss, never as an error.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -29,11 +30,10 @@ import uuid
 from typing import Protocol
 
 import aiohttp
-from qdrant_client import AsyncQdrantClient
-from qdrant_client import models as qm
 
 from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
 from serving.gateway.outage import Outage
+from serving.gateway.vector_store import VectorStore
 from serving.types import Clock, Json
 from tokenplane.spec import SemanticCache as SemanticCacheLayer
 
@@ -132,33 +132,21 @@ class HttpEmbedder:
 
 
 class SemanticCache:
-    """Answers by meaning, per tenant and scope, in a Qdrant collection.
+    """Answers by meaning, per tenant and scope, from a ``VectorStore``.
 
     Args:
-        qdrant: The Qdrant client (a server, or local mode).
-        embedder: What turns prompts into vectors; fixes the collection's dimension.
+        store: Where the vectors live: ``QdrantStore`` (a server) or ``EmbeddedStore`` (one machine).
+        embedder: What turns prompts into vectors.
         layer: The spec's semantic layer: ``enabled``, ``ttl_seconds``, ``similarity_threshold``.
         clock: Wall-clock time decides expiry (it is compared across replicas).
-        collection: The collection's name; created on first use.
     """
 
-    def __init__(
-        self,
-        qdrant: AsyncQdrantClient,
-        embedder: Embedder,
-        layer: SemanticCacheLayer,
-        *,
-        clock: Clock,
-        collection: str = "tokenplane-semantic",
-    ) -> None:
-        self.qdrant = qdrant
+    def __init__(self, store: VectorStore, embedder: Embedder, layer: SemanticCacheLayer, *, clock: Clock) -> None:
+        self.vectors = store
         self.embedder = embedder
         self.layer = layer
         self.clock = clock
-        self.collection = collection
-        self._ready = False
-        self._ready_lock = asyncio.Lock()
-        self._outage = Outage("semantic cache: Qdrant or the embedder", log)
+        self._outage = Outage("semantic cache: its vector store or the embedder", log)
         self._stores = 0
 
     @property
@@ -170,38 +158,24 @@ class SemanticCache:
 
         Args:
             tenant: The tenant's name; only its own entries can match.
-            scope: What else must match exactly (e.g. ``endpoint|model|tier``).
+            scope: What else must match exactly (``scope_of``).
             text: The prompt.
         """
         if not self.enabled or not text or len(text) > MAX_TEXT_CHARS:
             return None
         try:
-            await self._ensure_collection()
             [vector] = await self.embedder.embed([text])
-            found = await self.qdrant.query_points(
-                self.collection,
-                query=vector,
-                query_filter=self._filter(tenant, scope),
-                limit=1,
-                score_threshold=self.layer.similarity_threshold,
-                with_payload=True,
+            hit = await self.vectors.search(
+                vector, tenant=tenant, scope=scope, now=self.clock.time(), threshold=self.layer.similarity_threshold
             )
         except Exception as e:  # any failure here is a miss: the request goes on to the model
             self._outage.down(e, "every lookup is a miss and nothing is stored")
             return None
         self._outage.up()
-        for point in found.points:
-            payload = point.payload or {}
-            # Checked again here, not only in the filter: a hit across tenants must be impossible.
-            if (
-                point.score >= self.layer.similarity_threshold
-                and payload.get("tenant") == tenant
-                and payload.get("scope") == scope
-                and float(payload.get("expires_at", 0)) > self.clock.time()
-            ):
-                response = json.loads(payload["response"])
-                return response if isinstance(response, dict) else None
-        return None
+        if hit is None:
+            return None
+        response = json.loads(hit.response)
+        return response if isinstance(response, dict) else None
 
     async def store(self, tenant: str, scope: str, text: str, response: Json) -> None:
         """Keep ``response`` as the answer to ``text`` for this tenant and scope, for the layer's TTL."""
@@ -212,78 +186,21 @@ class SemanticCache:
             return
         now = self.clock.time()
         try:
-            await self._ensure_collection()
             [vector] = await self.embedder.embed([text])
-            point = qm.PointStruct(
-                id=str(uuid.uuid5(_NAMESPACE, f"{tenant}\x00{scope}\x00{text}")),
-                vector=vector,
-                payload={
-                    "tenant": tenant,
-                    "scope": scope,
-                    "expires_at": now + self.layer.ttl_seconds,
-                    "response": raw,
-                },
+            await self.vectors.upsert(
+                str(uuid.uuid5(_NAMESPACE, f"{tenant}\x00{scope}\x00{text}")),
+                vector,
+                tenant=tenant,
+                scope=scope,
+                expires_at=now + self.layer.ttl_seconds,
+                response=raw,
             )
-            await self.qdrant.upsert(self.collection, points=[point])
             self._outage.up()
             self._stores += 1
             if self._stores % PURGE_EVERY_STORES == 0:
-                await self._purge(now)
+                await self.vectors.purge(now)
         except Exception as e:  # a failed write only costs a future hit
             self._outage.down(e, "every lookup is a miss and nothing is stored")
 
-    def _filter(self, tenant: str, scope: str) -> qm.Filter:
-        return qm.Filter(
-            must=[
-                qm.FieldCondition(key="tenant", match=qm.MatchValue(value=tenant)),
-                qm.FieldCondition(key="scope", match=qm.MatchValue(value=scope)),
-                qm.FieldCondition(key="expires_at", range=qm.Range(gt=self.clock.time())),
-            ]
-        )
-
-    async def _purge(self, now: float) -> None:
-        expired = qm.Filter(must=[qm.FieldCondition(key="expires_at", range=qm.Range(lte=now))])
-        await self.qdrant.delete(self.collection, points_selector=qm.FilterSelector(filter=expired))
-
-    async def _ensure_collection(self) -> None:
-        if self._ready:
-            return
-        async with self._ready_lock:
-            if self._ready:
-                return
-            if await self.qdrant.collection_exists(self.collection):
-                await self._check_dimension()
-            else:
-                await self.qdrant.create_collection(
-                    self.collection,
-                    vectors_config=qm.VectorParams(size=self.embedder.dimension, distance=qm.Distance.COSINE),
-                )
-                if not _is_local(self.qdrant):  # local mode has no payload indexes (and warns about them)
-                    # The tenant index is Qdrant's multitenancy hint: points are grouped per tenant on disk.
-                    await self.qdrant.create_payload_index(
-                        self.collection,
-                        "tenant",
-                        field_schema=qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True),
-                    )
-                    await self.qdrant.create_payload_index(
-                        self.collection, "scope", field_schema=qm.PayloadSchemaType.KEYWORD
-                    )
-                    await self.qdrant.create_payload_index(
-                        self.collection, "expires_at", field_schema=qm.PayloadSchemaType.FLOAT
-                    )
-            self._ready = True
-
-    async def _check_dimension(self) -> None:
-        vectors = (await self.qdrant.get_collection(self.collection)).config.params.vectors
-        size = vectors.size if isinstance(vectors, qm.VectorParams) else None
-        if size is not None and size != self.embedder.dimension:
-            raise ValueError(
-                f"Qdrant collection {self.collection} holds vectors of {size} floats but the embedder "
-                f"({self.embedder.kind}) makes {self.embedder.dimension}; point the cache at another "
-                "collection or delete this one"
-            )
-
-
-def _is_local(qdrant: AsyncQdrantClient) -> bool:
-    options = qdrant.init_options
-    return options.get("location") == ":memory:" or bool(options.get("path"))
+    async def aclose(self) -> None:
+        await self.vectors.close()

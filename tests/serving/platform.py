@@ -4,7 +4,7 @@ Every part is real and crosses the hops the cluster has: the engine simulator
 per pool over HTTP, the model gateway as its own process (``python -m
 serving.modelgw``, as its Deployment runs it) over those URLs, reached over
 HTTP with ``x-tokenplane-*`` headers, Redis and the Kafka-protocol broker as
-processes, Qdrant in local mode, and the gateway served by uvicorn. Tests talk
+processes, the semantic cache's embedded index, and the gateway served by uvicorn. Tests talk
 to it with the official ``openai`` client.
 """
 
@@ -21,7 +21,6 @@ from pathlib import Path
 import aiohttp
 from openai import AsyncOpenAI
 from prometheus_client import CollectorRegistry
-from qdrant_client import AsyncQdrantClient
 
 from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
@@ -30,6 +29,7 @@ from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import redis_client, topics
 from serving.gateway.semantic_cache import HttpEmbedder, SemanticCache
+from serving.gateway.vector_store import EmbeddedStore
 from serving.modelgw.client import HttpUpstream
 from serving.types import SystemClock
 from tests.serving.conftest import serve
@@ -115,13 +115,12 @@ async def platform(
         sink = KafkaSink(bootstrap, topics(spec), spool_dir=spool_dir, clock=SystemClock())
         await sink.start()
         stack.push_async_callback(sink.aclose)
-        qdrant = AsyncQdrantClient(location=":memory:")
-        stack.push_async_callback(qdrant.close)
         embed = spec.pool("embed")
         embedder = HttpEmbedder(
             session, urls["embed"], spec.model(embed.model).ref, spec.architecture(embed).hidden_size
         )
-        semantic = SemanticCache(qdrant, embedder, spec.cache.semantic, clock=SystemClock())
+        # The embedded index, as the dev gateway runs it (the Qdrant store has its own tests).
+        semantic = SemanticCache(EmbeddedStore(embedder.dimension), embedder, spec.cache.semantic, clock=SystemClock())
         gateway = build_gateway(
             spec,
             "local",

@@ -1,4 +1,6 @@
-"""The semantic cache on Qdrant local mode: hits by meaning, never across tenants, expiry, threshold, the HTTP embedder."""
+"""The semantic cache on both of its stores (the Qdrant store, here over qdrant-client's local mode, which
+speaks the server's API; and the embedded HNSW index): hits by meaning, never across tenants or scopes,
+expiry, threshold, the embedded index's bounds, and the HTTP embedder."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from starlette.routing import Route
 
 from serving.embeddings import lexical_embedding
 from serving.gateway.semantic_cache import HttpEmbedder, LexicalEmbedder, SemanticCache
+from serving.gateway.vector_store import EmbeddedStore, QdrantStore, VectorStore
 from serving.types import Json
 from tests.serving.conftest import serve
 from tokenplane.spec import SemanticCache as SemanticLayer
@@ -45,39 +48,51 @@ async def qdrant() -> AsyncIterator[AsyncQdrantClient]:
     await client.close()
 
 
-def cache(qdrant: AsyncQdrantClient, clock: SteppedClock, *, similarity_threshold: float = 0.9) -> SemanticCache:
+@pytest.fixture(params=["qdrant", "embedded"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[VectorStore]:
+    """Each behaviour holds for both stores."""
+    made: VectorStore
+    if request.param == "qdrant":
+        made = QdrantStore(AsyncQdrantClient(location=":memory:"), DIMENSION)
+    else:
+        made = EmbeddedStore(DIMENSION)
+    yield made
+    await made.close()
+
+
+def cache(store: VectorStore, clock: SteppedClock, *, similarity_threshold: float = 0.9) -> SemanticCache:
     spec = SemanticLayer(enabled=True, ttl_seconds=3600, similarity_threshold=similarity_threshold)
-    return SemanticCache(qdrant, LexicalEmbedder(DIMENSION), spec, clock=clock)
+    return SemanticCache(store, LexicalEmbedder(DIMENSION), spec, clock=clock)
 
 
-async def test_a_near_identical_prompt_hits_for_the_same_tenant(qdrant: AsyncQdrantClient) -> None:
-    semantic = cache(qdrant, SteppedClock())
+async def test_a_near_identical_prompt_hits_for_the_same_tenant(store: VectorStore) -> None:
+    semantic = cache(store, SteppedClock())
     await semantic.store("acme", SCOPE, PROMPT, ANSWER)
     assert await semantic.lookup("acme", SCOPE, NEAR) == ANSWER
 
 
-async def test_an_unrelated_prompt_misses(qdrant: AsyncQdrantClient) -> None:
-    semantic = cache(qdrant, SteppedClock())
+async def test_an_unrelated_prompt_misses(store: VectorStore) -> None:
+    semantic = cache(store, SteppedClock())
     await semantic.store("acme", SCOPE, PROMPT, ANSWER)
     assert await semantic.lookup("acme", SCOPE, UNRELATED) is None
 
 
-async def test_tenant_b_never_gets_tenant_as_hit_even_for_the_identical_prompt(qdrant: AsyncQdrantClient) -> None:
-    semantic = cache(qdrant, SteppedClock())
+async def test_tenant_b_never_gets_tenant_as_hit_even_for_the_identical_prompt(store: VectorStore) -> None:
+    semantic = cache(store, SteppedClock())
     await semantic.store("alpha", SCOPE, PROMPT, ANSWER)
     assert await semantic.lookup("beta", SCOPE, PROMPT) is None
     assert await semantic.lookup("alpha", SCOPE, PROMPT) == ANSWER
 
 
-async def test_another_scope_never_gets_the_hit(qdrant: AsyncQdrantClient) -> None:
-    semantic = cache(qdrant, SteppedClock())
+async def test_another_scope_never_gets_the_hit(store: VectorStore) -> None:
+    semantic = cache(store, SteppedClock())
     await semantic.store("acme", SCOPE, PROMPT, ANSWER)
     assert await semantic.lookup("acme", "/v1/chat/completions|large|large", PROMPT) is None
 
 
-async def test_an_expired_entry_misses(qdrant: AsyncQdrantClient) -> None:
+async def test_an_expired_entry_misses(store: VectorStore) -> None:
     clock = SteppedClock()
-    semantic = cache(qdrant, clock)
+    semantic = cache(store, clock)
     await semantic.store("acme", SCOPE, PROMPT, ANSWER)
     clock.now += 3599
     assert await semantic.lookup("acme", SCOPE, PROMPT) == ANSWER
@@ -85,34 +100,99 @@ async def test_an_expired_entry_misses(qdrant: AsyncQdrantClient) -> None:
     assert await semantic.lookup("acme", SCOPE, PROMPT) is None
 
 
-async def test_a_hit_needs_the_similarity_threshold(qdrant: AsyncQdrantClient) -> None:
+async def test_a_hit_needs_the_similarity_threshold(store: VectorStore) -> None:
     similarity = sum(
         a * b for a, b in zip(lexical_embedding(PROMPT, DIMENSION), lexical_embedding(NEAR, DIMENSION), strict=True)
     )
     assert 0.9 < similarity < 0.9999  # close, not identical: the thresholds below sit either side of it
-    strict = cache(qdrant, SteppedClock(), similarity_threshold=min(1.0, similarity + 0.0005))
+    strict = cache(store, SteppedClock(), similarity_threshold=min(1.0, similarity + 0.0005))
     await strict.store("acme", SCOPE, PROMPT, ANSWER)
     assert await strict.lookup("acme", SCOPE, NEAR) is None
     assert await strict.lookup("acme", SCOPE, PROMPT) == ANSWER
-    loose = cache(qdrant, SteppedClock(), similarity_threshold=similarity - 0.0005)
+    loose = cache(store, SteppedClock(), similarity_threshold=similarity - 0.0005)
     assert await loose.lookup("acme", SCOPE, NEAR) == ANSWER
 
 
 async def test_a_disabled_layer_stores_and_finds_nothing(qdrant: AsyncQdrantClient) -> None:
     spec = SemanticLayer(enabled=False)
-    semantic = SemanticCache(qdrant, LexicalEmbedder(DIMENSION), spec, clock=SteppedClock())
+    semantic = SemanticCache(QdrantStore(qdrant, DIMENSION), LexicalEmbedder(DIMENSION), spec, clock=SteppedClock())
     await semantic.store("acme", SCOPE, PROMPT, ANSWER)
     assert await semantic.lookup("acme", SCOPE, PROMPT) is None
     assert not await qdrant.collection_exists("tokenplane-semantic")
 
 
 async def test_storing_the_same_prompt_again_replaces_the_answer(qdrant: AsyncQdrantClient) -> None:
-    semantic = cache(qdrant, SteppedClock())
+    semantic = cache(QdrantStore(qdrant, DIMENSION), SteppedClock())
     await semantic.store("acme", SCOPE, PROMPT, ANSWER)
     await semantic.store("acme", SCOPE, PROMPT, {**ANSWER, "id": "c2"})
     assert (await qdrant.count("tokenplane-semantic")).count == 1
     hit = await semantic.lookup("acme", SCOPE, PROMPT)
     assert hit is not None and hit["id"] == "c2"
+
+
+async def test_the_embedded_store_replaces_an_answer_in_place() -> None:
+    store = EmbeddedStore(DIMENSION)
+    semantic = cache(store, SteppedClock())
+    await semantic.store("acme", SCOPE, PROMPT, ANSWER)
+    await semantic.store("acme", SCOPE, PROMPT, {**ANSWER, "id": "c2"})
+    assert len(store) == 1
+    hit = await semantic.lookup("acme", SCOPE, PROMPT)
+    assert hit is not None and hit["id"] == "c2"
+
+
+def vector(i: int) -> list[float]:
+    return lexical_embedding(f"question number {i} about topic {i * 7919 % 1000}", DIMENSION)
+
+
+async def test_the_embedded_store_is_bounded_and_evicts_the_least_recently_used_first() -> None:
+    store = EmbeddedStore(DIMENSION, max_entries=3)
+    for i in range(3):
+        await store.upsert(f"p{i}", vector(i), tenant="acme", scope=SCOPE, expires_at=2e9, response=f'"{i}"')
+    assert await store.search(vector(0), tenant="acme", scope=SCOPE, now=0, threshold=0.999) is not None  # p0 used
+    await store.upsert("p3", vector(3), tenant="acme", scope=SCOPE, expires_at=2e9, response='"3"')
+    assert len(store) == 3
+    assert await store.search(vector(1), tenant="acme", scope=SCOPE, now=0, threshold=0.999) is None  # evicted
+    for kept in (0, 2, 3):
+        hit = await store.search(vector(kept), tenant="acme", scope=SCOPE, now=0, threshold=0.999)
+        assert hit is not None and hit.response == f'"{kept}"'
+
+
+async def test_the_embedded_store_bounds_the_bytes_of_answers_too() -> None:
+    store = EmbeddedStore(DIMENSION, max_bytes=10)
+    await store.upsert("a", vector(1), tenant="acme", scope=SCOPE, expires_at=2e9, response="x" * 6)
+    await store.upsert("b", vector(2), tenant="acme", scope=SCOPE, expires_at=2e9, response="y" * 6)
+    assert (len(store), store.bytes) == (1, 6)
+    await store.upsert("c", vector(3), tenant="acme", scope=SCOPE, expires_at=2e9, response="z" * 11)
+    assert len(store) == 1, "an answer larger than the whole bound is not stored"
+
+
+async def test_the_embedded_store_purges_expired_answers_and_frees_their_labels() -> None:
+    store = EmbeddedStore(DIMENSION)
+    for i in range(300):  # past the first partition's initial capacity: it grows
+        await store.upsert(f"p{i}", vector(i), tenant="acme", scope=SCOPE, expires_at=100.0 + i, response='"x"')
+    await store.purge(now=250.0)
+    assert len(store) == 149
+    for i in range(300, 450):  # reuses the purged labels
+        await store.upsert(f"p{i}", vector(i), tenant="acme", scope=SCOPE, expires_at=2e9, response='"y"')
+    assert len(store) == 299
+    hit = await store.search(vector(420), tenant="acme", scope=SCOPE, now=260.0, threshold=0.999)
+    assert hit is not None and hit.response == '"y"'
+    assert await store.search(vector(10), tenant="acme", scope=SCOPE, now=260.0, threshold=0.999) is None
+
+
+async def test_the_embedded_store_finds_the_same_nearest_answer_as_an_exact_scan() -> None:
+    """Recall: HNSW is approximate; on 2,000 answers the nearest found is the true nearest for nearly every probe."""
+    store = EmbeddedStore(DIMENSION)
+    vectors = [vector(i) for i in range(2000)]
+    for i, v in enumerate(vectors):
+        await store.upsert(f"p{i}", v, tenant="acme", scope=SCOPE, expires_at=2e9, response=str(i))
+    misses = 0
+    for probe in range(0, 2000, 40):
+        query = lexical_embedding(f"question number {probe} about topic", DIMENSION)
+        best = max(range(2000), key=lambda i: sum(a * b for a, b in zip(query, vectors[i], strict=True)))
+        hit = await store.search(query, tenant="acme", scope=SCOPE, now=0, threshold=-1.0)
+        misses += hit is None or hit.response != str(best)
+    assert misses <= 1, f"{misses} of 50 probes missed the exact nearest answer"
 
 
 async def embeddings(request: Request) -> JSONResponse:
@@ -140,12 +220,12 @@ async def test_the_http_embedder_reads_vectors_in_order_and_the_pools_embedding_
 
 
 async def test_an_unreachable_embedder_is_a_miss_not_an_error_and_is_logged_once(
-    qdrant: AsyncQdrantClient, caplog: pytest.LogCaptureFixture
+    store: VectorStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with aiohttp.ClientSession() as session:
         embedder = HttpEmbedder(session, f"http://127.0.0.1:{free_port()}", "embed-model", DIMENSION)
         layer = SemanticLayer(enabled=True, similarity_threshold=0.9)
-        semantic = SemanticCache(qdrant, embedder, layer, clock=SteppedClock())
+        semantic = SemanticCache(store, embedder, layer, clock=SteppedClock())
         await semantic.store("acme", SCOPE, PROMPT, ANSWER)
         for _ in range(3):
             assert await semantic.lookup("acme", SCOPE, PROMPT) is None
@@ -157,7 +237,7 @@ async def test_an_unreachable_embedder_is_a_miss_not_an_error_and_is_logged_once
 async def test_a_collection_of_another_dimension_is_a_logged_miss(
     qdrant: AsyncQdrantClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    await cache(qdrant, SteppedClock()).store("acme", SCOPE, PROMPT, ANSWER)
-    other = SemanticCache(qdrant, LexicalEmbedder(8), SemanticLayer(enabled=True), clock=SteppedClock())
+    await cache(QdrantStore(qdrant, DIMENSION), SteppedClock()).store("acme", SCOPE, PROMPT, ANSWER)
+    other = SemanticCache(QdrantStore(qdrant, 8), LexicalEmbedder(8), SemanticLayer(enabled=True), clock=SteppedClock())
     assert await other.lookup("acme", SCOPE, PROMPT) is None
     assert "holds vectors of 256 floats" in caplog.text

@@ -160,10 +160,9 @@ class StackPlan:
     def write_files(self) -> None:
         """The spec as the ConfigMap holds it, and the secrets file for non-env:// key references.
 
-        The semantic cache's Qdrant data is removed: it starts empty, as the exact cache does in a
-        Redis without persistence. Kept, it would answer this stack's prompts with an earlier stack's
-        answers (real embeddings put "prompt (nonce 1)" next to "prompt (nonce 2)"). The spool stays:
-        its events have not reached a broker yet.
+        The semantic cache lives in the gateway's memory, so it starts empty, as the exact cache does
+        in a Redis without persistence (an earlier stack's Qdrant local-mode data, from before the
+        embedded index, is removed). The spool stays: its events have not reached a broker yet.
         """
         shutil.rmtree(self.state_dir / "qdrant", ignore_errors=True)
         for name in ("logs", "spool", "files", "redis"):
@@ -373,7 +372,6 @@ def plan_stack(
             "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
             "MODEL_GATEWAY_URL": f"http://{LOOPBACK}:{modelgw_port}",
             "TOKENPLANE_SPOOL_DIR": str(state_dir / "spool"),
-            "QDRANT_PATH": str(state_dir / "qdrant"),
             "TOKENPLANE_FILES_DIR": str(state_dir / "files"),
         }
     )
@@ -401,7 +399,7 @@ def plan_stack(
             other_ports=(metrics_port,),
             ready_url=f"http://{LOOPBACK}:{options.port}/readyz",
             description=(
-                "AI gateway: auth, limits, caches, routing, admission, metering (Qdrant local mode in process); "
+                "AI gateway: auth, limits, caches, routing, admission, metering (semantic cache in process); "
                 f"/metrics on :{metrics_port}"
             ),
         )
@@ -423,8 +421,8 @@ def plan_stack(
 
     notes = [
         *provider_notes(spec, environ),
-        f"vector DB: Qdrant local mode inside the gateway process (qdrant-client's local mode is in-process "
-        f"by design), data in {state_dir / 'qdrant'}",
+        "vector DB: the semantic cache's embedded HNSW index inside the gateway process (a Qdrant server "
+        "in the cluster), in memory and bounded",
     ]
     if file_secrets:
         notes.append(f"tenant keys for non-env:// references are in {state_dir / 'secrets.json'}")
@@ -459,11 +457,10 @@ def simulator_engines(
 def batch_service(port: int, gateway_env: dict[str, str], python: str) -> Service:
     """The batch worker: it reads the batch topic and runs each job's lines through its own gateway pipeline.
 
-    It gets the AI gateway's environment, except ``QDRANT_PATH``: Qdrant's local mode locks its
-    directory to one process, so the worker's semantic cache stays in memory. Its readiness is its
-    Prometheus endpoint, which it opens once its gateway is built.
+    It gets the AI gateway's environment; its semantic cache is its own embedded index. Its readiness
+    is its Prometheus endpoint, which it opens once its gateway is built.
     """
-    env = {k: v for k, v in gateway_env.items() if k != "QDRANT_PATH"} | {"TOKENPLANE_METRICS_PORT": str(port)}
+    env = gateway_env | {"TOKENPLANE_METRICS_PORT": str(port)}
     return Service(
         "batch",
         Stage.WORKERS,
