@@ -24,7 +24,7 @@ from components.naming import (
     app_labels,
 )
 from components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
-from tokenplane.catalog import default_instance, instance_type
+from tokenplane.pool_model import replica_requests
 from tokenplane.schedule import cron_window
 from tokenplane.spec import Placement, PlatformSpec, Pool, Region
 from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
@@ -32,7 +32,6 @@ from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
 MODELS_DIR = "/models"
 # Weights cache on the node's instance-store RAID0 (see GpuNodeGroup), shared by every replica on the node.
 NODE_CACHE = "/mnt/k8s-disks/0/tokenplane-models"
-REQUEST_SHARE = 0.8  # of a node's CPU and memory per GPU; the rest is for kubelet and daemons
 DRAIN_SECONDS = 15  # preStop: time for endpoints to drop the pod before vLLM stops accepting
 DEFAULT_DECODE_S_PER_TOKEN = 0.1  # grace-period estimate for a class without an E2E SLO
 
@@ -131,11 +130,7 @@ class VllmPool(Component):
         labels = app_labels(
             app, "inference", **{LABEL_POOL: pool.name, LABEL_TIER: pool.tier.value, LABEL_REGION: args.region.name}
         )
-        node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
-        gpus = pool.gpus_per_replica
-        share = gpus / node.gpus
-        cpu = max(1, math.floor(node.vcpus * share * REQUEST_SHARE))
-        memory = max(4, math.floor(node.memory_gib * share * REQUEST_SHARE))
+        requests = replica_requests(pool)
         needed = artifacts(spec, pool)
 
         role = self._weights_role(args, app, needed)
@@ -170,7 +165,11 @@ class VllmPool(Component):
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
             "securityContext": {"allowPrivilegeEscalation": False},
         }
-        resources = {"cpu": str(cpu), "memory": f"{memory}Gi", "nvidia.com/gpu": str(gpus)}
+        resources = {
+            "cpu": str(requests.cpu),
+            "memory": f"{requests.memory_gib}Gi",
+            "nvidia.com/gpu": str(requests.gpus),
+        }
         probe = {"httpGet": {"path": "/health", "port": DEFAULT_PORT}}
         startup_checks = math.ceil(pool.autoscaling.cold_start_seconds / 10) + 6
         container = {
@@ -218,7 +217,10 @@ class VllmPool(Component):
             "volumes": [
                 {"name": "models", "hostPath": {"path": NODE_CACHE, "type": "DirectoryOrCreate"}},
                 # Tensor parallelism exchanges activations through shared memory (NCCL).
-                {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{min(memory // 2, 64)}Gi"}},
+                {
+                    "name": "dshm",
+                    "emptyDir": {"medium": "Memory", "sizeLimit": f"{min(requests.memory_gib // 2, 64)}Gi"},
+                },
             ],
         }
         annotations = {

@@ -11,7 +11,8 @@ import yaml
 
 from tokenplane import capacity as cap
 from tokenplane.load import load_spec_text
-from tokenplane.planner import plan, replica_model
+from tokenplane.planner import plan
+from tokenplane.pool_model import replica_model
 from tokenplane.sim import gateway
 from tokenplane.sim.engine import SERVED, SHED_DEADLINE, SHED_GATEWAY
 from tokenplane.sim.metrics import queue_depth

@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tokenplane.catalog import default_instance, instance_type
-from tokenplane.planner import PoolPlan, memory, plan, prefix_kept_share, replica_model
+from tokenplane.planner import PoolPlan, plan
+from tokenplane.pool_model import PoolTiming, node_for, prefix_kept_share, replicas_per_node, timing
 from tokenplane.sim import gateway, metrics
 from tokenplane.sim.autoscale import EVALUATION_S, ReplicaState, Scaler, Signals
-from tokenplane.sim.engine import SHED_GATEWAY, SHED_UNROUTED, Engine, PoolEngineParams, RequestState
+from tokenplane.sim.engine import SHED_GATEWAY, SHED_UNROUTED, Engine, RequestState
 from tokenplane.sim.workload import LEVELS, Burst, Kind, Profile, Requests, placements, routing, sample
 from tokenplane.spec import PlatformSpec, Priority, Tier
 
@@ -196,9 +196,9 @@ def _epoch_ends(duration_s: float) -> list[float]:
 
 def _setup_pools(
     spec: PlatformSpec, reqs: Requests, planned: list[PoolPlan]
-) -> tuple[list[PoolSetup], list[PoolEngineParams]]:
+) -> tuple[list[PoolSetup], list[PoolTiming]]:
     setups: list[PoolSetup] = []
-    params: list[PoolEngineParams] = []
+    params: list[PoolTiming] = []
     shed_at = np.array(
         [
             spec.queues.priorities[level].shed_at_utilization if level in spec.queues.priorities else math.inf
@@ -211,25 +211,16 @@ def _setup_pools(
         region = spec.region(region_name)
         pool = spec.pool(pool_name)
         placement = next(pl for pl in region.pools if pl.pool == pool_name)
-        node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
+        node = node_for(pool)
         encoder = spec.is_embedding(pool)
-        mem = memory(spec, pool)
-        params.append(
-            PoolEngineParams.build(
-                replica_model(spec, pool),
-                max_num_seqs=pool.engine.max_num_seqs,
-                token_budget=pool.engine.max_num_batched_tokens,
-                kv_tokens=math.inf if encoder else float(mem.kv_tokens),
-                encoder=encoder,
-            )
-        )
+        params.append(timing(spec, pool))
         scaler = Scaler(
             first=sum(s.scaler.max_replicas for s in setups),
             min_replicas=placement.min_replicas,
             max_replicas=placement.max_replicas,
             spec=pool.autoscaling,
             service_rps_per_replica=pool_plan.service_rps_per_replica,
-            replicas_per_node=max(1, node.gpus // pool.gpus_per_replica),
+            replicas_per_node=replicas_per_node(pool),
             gpus_per_replica=pool.gpus_per_replica,
             gpus_per_node=node.gpus,
             usd_per_node_hour=spec.instance_price(node.name),

@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 import re
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tokenplane.architecture import Architecture, ModelKind
 from tokenplane.capacity import KvCacheDtype, Quantization
 from tokenplane.catalog import canonical_gpu_name, instance_type, model_preset
-from tokenplane.errors import CatalogError
+from tokenplane.errors import CatalogError, SpecError
 
 Name = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")]
 """A DNS-label-safe name: it becomes part of cloud and Kubernetes resource names."""
@@ -616,13 +616,16 @@ class PlatformSpec(Model):
     # Lookups the rest of the codebase shares, so that nobody re-derives them.
 
     def pool(self, name: str) -> Pool:
-        return next(p for p in self.pools if p.name == name)
+        """The pool called ``name``; raises ``SpecError`` listing the spec's pools if there is none."""
+        return _named(self.pools, name, "pool", "pools")
 
     def region(self, name: str) -> Region:
-        return next(r for r in self.regions if r.name == name)
+        """The region called ``name``; raises ``SpecError`` listing the spec's regions if there is none."""
+        return _named(self.regions, name, "region", "regions")
 
     def model(self, name: str) -> RegistryModel:
-        return next(m for m in self.models if m.name == name)
+        """The registry model called ``name``; raises ``SpecError`` listing the spec's models if there is none."""
+        return _named(self.models, name, "model", "models")
 
     def provider(self, name: str) -> Provider | None:
         return next((p for p in self.providers if p.name == name), None)
@@ -635,6 +638,24 @@ class PlatformSpec(Model):
 
     def is_embedding(self, pool: Pool) -> bool:
         return self.architecture(pool).kind is ModelKind.ENCODER
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_T = TypeVar("_T", bound=_Named)
+
+
+def _named(items: list[_T], name: str, kind: str, section: str) -> _T:
+    for item in items:
+        if item.name == name:
+            return item
+    known = ", ".join(item.name for item in items) or "none"
+    raise SpecError(
+        f"unknown {kind} {name!r}; the spec's {section} are: {known} (add it under {section}: or use one of those)"
+    )
 
 
 __all__ = [

@@ -132,7 +132,7 @@ def vllm_engines(
     command = command or vllm_command()
 
     def build(spec: PlatformSpec, region: Region, slots: list[tuple[str, Pool, int, int]]) -> list[Service]:
-        needed = sum(p.tensor_parallel * p.pipeline_parallel for _, p, _, _ in slots)
+        needed = sum(p.gpus_per_replica for _, p, _, _ in slots)
         if needed > len(gpus):
             shapes = ", ".join(f"{name} {p.tensor_parallel}x{p.pipeline_parallel}" for name, p, _, _ in slots)
             raise EngineUnavailable(
@@ -144,7 +144,7 @@ def vllm_engines(
         services = []
         free = iter(gpus)
         for name, pool, port, index in slots:
-            devices = [next(free) for _ in range(pool.tensor_parallel * pool.pipeline_parallel)]
+            devices = [next(free) for _ in range(pool.gpus_per_replica)]
             args = vllm_args(spec, pool, models_dir=str(models_dir), port=port)
             services.append(
                 Service(
