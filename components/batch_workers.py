@@ -19,15 +19,17 @@ import pulumi_kubernetes as k8s
 
 from components import kube
 from components.base import Component
-from components.batch_files import FILES_PREFIX, WORKER_ACTIONS, files_env, files_statements
+from components.batch_files import WORKER_ACTIONS, files_env, files_statements
 from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, runtime_objects, secret_arns
 from components.iam import irsa_role, policy_document
 from components.naming import LABEL_REGION, NS_BATCH, NS_MONITORING, app_labels, checksum
 from components.storage import secure_bucket
+from tokenplane.runtime_env import DEFAULT_FILES_PREFIX as FILES_PREFIX
+from tokenplane.runtime_env import DEFAULT_METRICS_PORT as METRICS_PORT
+from tokenplane.runtime_env import MSK_IAM, Var, env_list
 from tokenplane.spec import PlatformSpec, Region, TopicPurpose
 
 APP = "batch-workers"
-METRICS_PORT = 9000
 JOBS_PER_WORKER = 50  # pending jobs one worker drains within its polling window
 NONCURRENT_FILE_DAYS = 7  # a deleted or overwritten batch file stays recoverable this long, then is gone
 
@@ -74,7 +76,7 @@ class BatchWorkers(Component):
             ],
             opts=self.opts(),
         )
-        topic = next((t.name for t in args.spec.queues.topics if t.purpose is TopicPurpose.BATCH), "batch-jobs")
+        topic = args.spec.queues.topic_names()[TopicPurpose.BATCH]
         policy = pulumi.Output.all(results.bucket, args.kafka_cluster_arn, args.account_id).apply(
             lambda a: policy_document(self._statements(args, str(a[0]), str(a[1]), str(a[2])))
         )
@@ -108,19 +110,21 @@ class BatchWorkers(Component):
             redis_url=args.redis_url,
             kafka_bootstrap=args.kafka_bootstrap,
         )
-        env: list[dict[str, Any]] = [
-            {"name": "TOKENPLANE_CONFIG", "value": f"{CONFIG_DIR}/platform.json"},
-            {"name": "TOKENPLANE_REGION", "value": args.region.name},
-            {"name": "TOKENPLANE_SPOOL_DIR", "value": SPOOL_DIR},
-            {"name": "QDRANT_URL", "value": args.qdrant_url},
-            {"name": "KAFKA_TOPIC", "value": topic},
-            {"name": "KAFKA_SASL_MECHANISM", "value": "AWS_MSK_IAM"},
-            {"name": "MODEL_GATEWAY_URL", "value": args.model_gateway_url},
+        env = [
+            *env_list(
+                {
+                    Var.CONFIG: f"{CONFIG_DIR}/platform.json",
+                    Var.REGION: args.region.name,
+                    Var.SPOOL_DIR: SPOOL_DIR,
+                    Var.QDRANT_URL: args.qdrant_url,
+                    Var.KAFKA_TOPIC: topic,
+                    Var.KAFKA_SASL_MECHANISM: MSK_IAM,
+                    Var.MODEL_GATEWAY_URL: args.model_gateway_url,
+                }
+            ),
             *files_env(results.bucket),
-            {"name": "AWS_REGION", "value": args.region.cloud_region},
+            *env_list({Var.AWS_REGION: args.region.cloud_region, Var.OTEL_ENDPOINT: args.otel_endpoint or None}),
         ]
-        if args.otel_endpoint:
-            env.append({"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": args.otel_endpoint})
         deployment = k8s.apps.v1.Deployment(
             self.child("deployment"),
             metadata={"name": APP, "namespace": NS_BATCH, "labels": labels},

@@ -20,6 +20,7 @@ from components.base import Component
 from components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
 from components.iam import irsa_role, policy_document
 from components.naming import LABEL_REGION, NS_GATEWAY, app_labels, checksum
+from tokenplane.runtime_env import MSK_IAM, Var, env_list, pool_url_var
 from tokenplane.spec import PlatformSpec, Region
 
 GATEWAY_PORT = 8080
@@ -89,7 +90,7 @@ def runtime_objects(
         component.child("secret"),
         metadata={"name": f"{app}-connections", "namespace": namespace, "labels": labels},
         type="Opaque",
-        string_data={"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap},
+        string_data={Var.REDIS_URL.value: redis_url, Var.KAFKA_BOOTSTRAP_SERVERS.value: kafka_bootstrap},
         opts=component.opts(),
     )
     return config, secret, data
@@ -141,23 +142,22 @@ class GatewayWorkload(Component):
             automount_service_account_token=True,
             opts=self.opts(),
         )
-        env: list[dict[str, Any]] = [
-            {"name": "TOKENPLANE_CONFIG", "value": f"{CONFIG_DIR}/platform.json"},
-            {"name": "TOKENPLANE_REGION", "value": region.name},
-            {"name": "TOKENPLANE_SPOOL_DIR", "value": SPOOL_DIR},
-            {"name": "QDRANT_URL", "value": args.qdrant_url},
-            {"name": "AWS_REGION", "value": region.cloud_region},
-            {"name": "KAFKA_SASL_MECHANISM", "value": "AWS_MSK_IAM"},
-        ]
-        if args.model_gateway_url:
-            env.append({"name": "MODEL_GATEWAY_URL", "value": args.model_gateway_url})
-        if args.otel_endpoint:
-            env.append({"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": args.otel_endpoint})
+        env = env_list(
+            {
+                Var.CONFIG: f"{CONFIG_DIR}/platform.json",
+                Var.REGION: region.name,
+                Var.SPOOL_DIR: SPOOL_DIR,
+                Var.QDRANT_URL: args.qdrant_url,
+                Var.AWS_REGION: region.cloud_region,
+                Var.KAFKA_SASL_MECHANISM: MSK_IAM,
+                Var.MODEL_GATEWAY_URL: args.model_gateway_url or None,
+                Var.OTEL_ENDPOINT: args.otel_endpoint or None,
+            }
+        )
         env.extend(self.files_env(args))
         low, high = replica_bounds(spec, region)
         env.extend(self.replica_env(low))
-        for pool, url in sorted(args.pool_urls.items()):
-            env.append({"name": f"POOL_URL_{pool.upper().replace('-', '_')}", "value": url})
+        env.extend({"name": pool_url_var(pool), "value": url} for pool, url in sorted(args.pool_urls.items()))
         probe: dict[str, Any] = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
         container = {
             "name": app,

@@ -25,6 +25,7 @@ from components.naming import (
 )
 from components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
 from tokenplane.pool_model import replica_requests
+from tokenplane.runtime_env import Var, env_list
 from tokenplane.schedule import cron_window
 from tokenplane.spec import Placement, PlatformSpec, Pool, Region
 from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
@@ -146,7 +147,7 @@ class VllmPool(Component):
         )
         fetch_env = [
             {"name": "MODELS", "value": MODELS_DIR},
-            {"name": "AWS_REGION", "value": args.region.cloud_region},
+            *env_list({Var.AWS_REGION: args.region.cloud_region}),
             {
                 "name": "ARTIFACTS",
                 "value": pulumi.Output.from_input(args.registry_bucket).apply(
@@ -178,7 +179,7 @@ class VllmPool(Component):
             "command": ["vllm", "serve"],
             "args": vllm_args(spec, pool, models_dir=MODELS_DIR),
             "ports": [{"name": "http", "containerPort": DEFAULT_PORT}],
-            "env": [{"name": "HF_HUB_OFFLINE", "value": "1"}, {"name": "VLLM_NO_USAGE_STATS", "value": "1"}],
+            "env": env_list({Var.HF_HUB_OFFLINE: "1", Var.VLLM_NO_USAGE_STATS: "1"}),
             # Requests equal limits: a Guaranteed pod is the last to be evicted from a GPU node.
             "resources": {"requests": resources, "limits": resources},
             "startupProbe": {**probe, "periodSeconds": 10, "failureThreshold": startup_checks},

@@ -514,9 +514,37 @@ def _default_levels() -> dict[Priority, PriorityLevel]:
     }
 
 
+DEFAULT_TOPICS: dict[TopicPurpose, str] = {
+    TopicPurpose.BATCH: "batch-jobs",
+    TopicPurpose.USAGE: "usage-events",
+    TopicPurpose.AUDIT: "audit-events",
+}
+"""The topic each purpose uses when ``queues.topics`` lists none for it."""
+
+
 class Queues(Model):
-    topics: list[Topic] = Field(default_factory=list)
+    topics: list[Topic] = Field(
+        default_factory=list,
+        validate_default=True,  # a spec without topics still gets every purpose's default one
+        description="Kafka topics by purpose; a purpose not listed gets its default topic (batch-jobs, "
+        "usage-events, audit-events) with the default partitions and retention",
+    )
     priorities: dict[Priority, PriorityLevel] = Field(default_factory=_default_levels)
+
+    @field_validator("topics")
+    @classmethod
+    def _every_purpose_has_a_topic(cls, topics: list[Topic]) -> list[Topic]:
+        # The gateway writes usage and audit events and the batch API enqueues jobs whatever the spec lists,
+        # and MSK runs with topic auto-creation off: a purpose left out must still be a topic the cluster has.
+        listed = {t.purpose for t in topics}
+        return topics + [Topic(name=name, purpose=p) for p, name in DEFAULT_TOPICS.items() if p not in listed]
+
+    def topic_names(self) -> dict[TopicPurpose, str]:
+        """The topic of each purpose (the first listed for it)."""
+        names: dict[TopicPurpose, str] = {}
+        for topic in self.topics:
+            names.setdefault(topic.purpose, topic.name)
+        return names
 
     def max_wait_s(self, priority: Priority, ttft_slo_ms: float | None) -> float:
         """How long a request at ``priority`` of a class with TTFT SLO ``ttft_slo_ms`` may queue before it is shed.

@@ -47,6 +47,7 @@ from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code  # typ
 
 from serving.types import Clock, Json
 from tokenplane.errors import SpecError
+from tokenplane.runtime_env import MSK_IAM, Var
 from tokenplane.spec import Topic, TopicPurpose
 
 log = logging.getLogger(__name__)
@@ -525,22 +526,27 @@ def kafka_security_from_env(environ: Mapping[str, str]) -> dict[str, Any]:
         ImportError: MSK IAM is asked for but ``aws-msk-iam-sasl-signer-python`` is not installed.
         SpecError: The mechanism is unknown, or ``AWS_REGION`` is missing.
     """
-    mechanism = environ.get("KAFKA_SASL_MECHANISM", "")
+    mechanism = environ.get(Var.KAFKA_SASL_MECHANISM, "")
     if not mechanism:
         return {}
-    if mechanism != "AWS_MSK_IAM":
+    if mechanism != MSK_IAM:
         raise SpecError(
-            f"KAFKA_SASL_MECHANISM={mechanism} is not supported; use AWS_MSK_IAM, or leave it unset for plaintext"
+            f"{Var.KAFKA_SASL_MECHANISM.value}={mechanism} is not supported; use {MSK_IAM}, "
+            "or leave it unset for plaintext"
         )
     try:
         import aws_msk_iam_sasl_signer  # noqa: F401  (checked here, at start-up, not at the first connection)
     except ImportError as e:
         raise ImportError(
-            "KAFKA_SASL_MECHANISM=AWS_MSK_IAM needs the MSK IAM signer: pip install aws-msk-iam-sasl-signer-python"
+            f"{Var.KAFKA_SASL_MECHANISM.value}={MSK_IAM} needs the MSK IAM signer: "
+            "pip install aws-msk-iam-sasl-signer-python"
         ) from e
-    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
+    region = environ.get(Var.AWS_REGION) or environ.get(Var.AWS_DEFAULT_REGION)
     if not region:
-        raise SpecError("KAFKA_SASL_MECHANISM=AWS_MSK_IAM needs AWS_REGION (the MSK cluster's region) to sign tokens")
+        raise SpecError(
+            f"{Var.KAFKA_SASL_MECHANISM.value}={MSK_IAM} needs {Var.AWS_REGION.value} (the MSK cluster's region) "
+            "to sign tokens"
+        )
     from aiokafka.helpers import create_ssl_context  # type: ignore[import-untyped]  # no type hints
 
     return {

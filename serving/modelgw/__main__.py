@@ -20,8 +20,9 @@ import uvloop
 from prometheus_client import CollectorRegistry
 
 from serving.modelgw.app import create_app
-from serving.modelgw.config import ConfigError, ModelGatewayConfig, load_modelgw_config, load_spec_from_env
+from serving.modelgw.config import ModelGatewayConfig, load_modelgw_config
 from serving.modelgw.gateway import ModelGateway
+from tokenplane.runtime_env import ConfigError, load_spec_from_env
 
 DEFAULT_PORT = 8080
 # Connections kept to all replicas and providers together; vLLM handles hundreds of concurrent

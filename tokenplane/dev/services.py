@@ -26,6 +26,7 @@ from enum import IntEnum, StrEnum
 from pathlib import Path
 
 from tokenplane.errors import SpecError
+from tokenplane.runtime_env import POOL_URL_PREFIX, Var, env_dict, pool_url_env
 from tokenplane.spec import PlatformSpec, Pool, Region
 from tokenplane.standins import (
     LOOPBACK,
@@ -45,8 +46,10 @@ PYTHON_START_TIMEOUT = 60.0
 VLLM_START_TIMEOUT = 1200.0  # a 70B checkpoint loads from disk, then CUDA graphs are captured
 
 # Variables a developer's shell may hold for a real cluster; a dev child must not follow them off loopback.
-_CLEARED_ENV = ("QDRANT_URL", "KAFKA_SASL_MECHANISM", "MODEL_GATEWAY_URL", "REDIS_URL", "TOKENPLANE_DEV_SECRETS")
-_CLEARED_PREFIXES = ("POOL_URL_", "TOKENPLANE_CONFIG", "TOKENPLANE_REGION")
+_CLEARED_ENV = tuple(
+    v.value for v in (Var.QDRANT_URL, Var.KAFKA_SASL_MECHANISM, Var.MODEL_GATEWAY_URL, Var.REDIS_URL, Var.DEV_SECRETS)
+)
+_CLEARED_PREFIXES = (POOL_URL_PREFIX, Var.CONFIG.value, Var.REGION.value)
 
 
 # The processes every dev stack runs, as ``python -m`` targets; checked before anything starts.
@@ -189,11 +192,6 @@ def _port_fix(service: Service, plan: StackPlan) -> str:
 def env_var_name(reference: str) -> str | None:
     """``env://VAR`` -> ``VAR``; other schemes -> None."""
     return reference.removeprefix("env://") if reference.startswith("env://") else None
-
-
-def pool_url_var(pool: str) -> str:
-    """``POOL_URL_<POOL>``, as ``serving.gateway.runtime.pool_urls`` reads it."""
-    return f"POOL_URL_{pool.upper().replace('-', '_')}"
 
 
 def replicas(minimum: int, scale: float) -> int:
@@ -345,7 +343,7 @@ def plan_stack(
     for service, (_, pool, _, _) in zip(engine_services, slots, strict=True):
         urls.setdefault(pool.name, []).append(f"http://{LOOPBACK}:{service.port}")
     config = state_dir / "platform.json"
-    common = inherited | {"TOKENPLANE_CONFIG": str(config), "TOKENPLANE_REGION": region.name}
+    common = inherited | env_dict({Var.CONFIG: str(config), Var.REGION: region.name})
     services.append(
         Service(
             "modelgw",
@@ -353,7 +351,7 @@ def plan_stack(
             [python, "-m", "serving.modelgw", "--host", LOOPBACK, "--port", str(modelgw_port)],
             modelgw_port,
             "--ports-from",
-            env=common | {pool_url_var(pool): ",".join(u) for pool, u in urls.items()},
+            env=common | pool_url_env(urls),
             ready_url=f"http://{LOOPBACK}:{modelgw_port}/readyz",
             description="model gateway: provider choice, retries, circuit breakers, failover",
         )
@@ -362,22 +360,24 @@ def plan_stack(
     keys = tenant_keys(spec)
     key_env, file_secrets = key_environment(spec, keys)
     if file_secrets:
-        key_env["TOKENPLANE_DEV_SECRETS"] = str(state_dir / "secrets.json")
+        key_env[Var.DEV_SECRETS.value] = str(state_dir / "secrets.json")
     embedding_pool = spec.cache.semantic.embedding_pool
     gateway_env = (
         common
         | key_env
-        | {
-            "REDIS_URL": f"redis://{LOOPBACK}:{redis_port}/0",
-            "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-            "MODEL_GATEWAY_URL": f"http://{LOOPBACK}:{modelgw_port}",
-            "TOKENPLANE_SPOOL_DIR": str(state_dir / "spool"),
-            "QDRANT_PATH": str(state_dir / "qdrant"),
-            "TOKENPLANE_FILES_DIR": str(state_dir / "files"),
-        }
+        | env_dict(
+            {
+                Var.REDIS_URL: f"redis://{LOOPBACK}:{redis_port}/0",
+                Var.KAFKA_BOOTSTRAP_SERVERS: bootstrap,
+                Var.MODEL_GATEWAY_URL: f"http://{LOOPBACK}:{modelgw_port}",
+                Var.SPOOL_DIR: str(state_dir / "spool"),
+                Var.QDRANT_PATH: str(state_dir / "qdrant"),
+                Var.FILES_DIR: str(state_dir / "files"),
+            }
+        )
     )
     if embedding_pool and embedding_pool in urls:
-        gateway_env[pool_url_var(embedding_pool)] = ",".join(urls[embedding_pool])
+        gateway_env |= pool_url_env({embedding_pool: urls[embedding_pool]})
     services.append(
         Service(
             "gateway",
@@ -447,7 +447,7 @@ def batch_service(port: int, gateway_env: dict[str, str], python: str) -> Servic
     directory to one process, so the worker's semantic cache stays in memory. Its readiness is its
     Prometheus endpoint, which it opens once its gateway is built.
     """
-    env = {k: v for k, v in gateway_env.items() if k != "QDRANT_PATH"} | {"TOKENPLANE_METRICS_PORT": str(port)}
+    env = {k: v for k, v in gateway_env.items() if k != Var.QDRANT_PATH} | env_dict({Var.METRICS_PORT: str(port)})
     return Service(
         "batch",
         Stage.WORKERS,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tokenplane.dev.services import VLLM_START_TIMEOUT, DevOptions, Service, Stage, has_module
 from tokenplane.errors import SpecError
+from tokenplane.runtime_env import Var, env_dict
 from tokenplane.spec import PlatformSpec, Pool, Region
 from tokenplane.standins import LOOPBACK
 from tokenplane.vllm_args import artifacts, vllm_args
@@ -68,7 +69,7 @@ def visible_gpus(
             "--engine vllm needs an NVIDIA GPU, and `nvidia-smi -L` is absent, failed or listed none; "
             "check the driver, or use --engine sim"
         )
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    visible = environ.get(Var.CUDA_VISIBLE_DEVICES)
     if visible is not None:
         ids = [d.strip() for d in visible.split(",") if d.strip()]
         if not ids or ids == ["-1"]:
@@ -153,7 +154,7 @@ def vllm_engines(
                     [*command, "serve", *args, "--host", LOOPBACK],
                     port,
                     "--ports-from",
-                    env=env | {"CUDA_VISIBLE_DEVICES": ",".join(devices)},
+                    env=env | env_dict({Var.CUDA_VISIBLE_DEVICES: ",".join(devices)}),
                     ready_url=f"http://{LOOPBACK}:{port}/health",
                     start_timeout=VLLM_START_TIMEOUT,
                     description=f"vllm serve: pool {pool.name} ({spec.model(pool.model).ref}), replica {index}, "
