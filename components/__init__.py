@@ -5,7 +5,7 @@ Each can be used on its own in a Pulumi program::
     from components import LlmPlatform, LlmPlatformArgs
     from tokenplane.load import load_spec
 
-    LlmPlatform("byteion", LlmPlatformArgs(load_spec("stacks/byteion.yaml")))
+    LlmPlatform("byteion", LlmPlatformArgs(spec=load_spec("stacks/byteion.yaml")))
 """
 
 from components.ai_gateway import AiGateway

@@ -31,8 +31,11 @@ RPS_PER_REPLICA = 1000
 SPOOL_LIMIT = "2Gi"  # usage events queued on disk while Kafka is unreachable (the gateway bounds it too)
 
 
-@dataclass(frozen=True)
-class GatewayArgs:
+@dataclass(frozen=True, kw_only=True)
+class ServingDeps:
+    """What every pod of the serving image needs from its region: the spec, the image, the data stores,
+    the cluster's identity provider and the telemetry endpoint. The gateways and the batch workers share it."""
+
     spec: PlatformSpec
     region: Region
     image: pulumi.Input[str]
@@ -44,9 +47,14 @@ class GatewayArgs:
     oidc_issuer: pulumi.Input[str]
     account_id: pulumi.Input[str]
     tags: dict[str, str]
+    otel_endpoint: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayArgs:
+    deps: ServingDeps
     pool_urls: dict[str, pulumi.Input[str]] = field(default_factory=dict)
     model_gateway_url: str = ""
-    otel_endpoint: str = ""
     # The bucket the Batch API's files live in (BatchWorkers.results_bucket); only the AI gateway serves files.
     files_bucket: pulumi.Input[str] | None = None
 
@@ -118,7 +126,7 @@ class GatewayWorkload(Component):
 
     def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        app, spec, region = self.APP, args.spec, args.region
+        app, spec, region = self.APP, args.deps.spec, args.deps.region
         labels = app_labels(app, "gateway", **{LABEL_REGION: region.name})
         config, secret, config_data = runtime_objects(
             self,
@@ -127,8 +135,8 @@ class GatewayWorkload(Component):
             labels=labels,
             spec=spec,
             region=region,
-            redis_url=args.redis_url,
-            kafka_bootstrap=args.kafka_bootstrap,
+            redis_url=args.deps.redis_url,
+            kafka_bootstrap=args.deps.kafka_bootstrap,
         )
         role = self._role(args)
         account = k8s.core.v1.ServiceAccount(
@@ -147,11 +155,11 @@ class GatewayWorkload(Component):
                 Var.CONFIG: f"{CONFIG_DIR}/platform.json",
                 Var.REGION: region.name,
                 Var.SPOOL_DIR: SPOOL_DIR,
-                Var.QDRANT_URL: args.qdrant_url,
+                Var.QDRANT_URL: args.deps.qdrant_url,
                 Var.AWS_REGION: region.cloud_region,
                 Var.KAFKA_SASL_MECHANISM: MSK_IAM,
                 Var.MODEL_GATEWAY_URL: args.model_gateway_url or None,
-                Var.OTEL_ENDPOINT: args.otel_endpoint or None,
+                Var.OTEL_ENDPOINT: args.deps.otel_endpoint or None,
             }
         )
         env.extend(self.files_env(args))
@@ -161,7 +169,7 @@ class GatewayWorkload(Component):
         probe: dict[str, Any] = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
         container = {
             "name": app,
-            "image": args.image,
+            "image": args.deps.image,
             "command": ["python", "-m", self.SERVING_MODULE],
             "ports": [{"name": "http", "containerPort": GATEWAY_PORT}],
             "env": env,
@@ -171,12 +179,7 @@ class GatewayWorkload(Component):
             "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}, "failureThreshold": 6},
             # Let the LB drain the pod before SIGTERM reaches the server; streams then finish in the grace period.
             "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 10"]}}},
-            "securityContext": {
-                "runAsNonRoot": True,
-                "readOnlyRootFilesystem": True,
-                "allowPrivilegeEscalation": False,
-                "capabilities": {"drop": ["ALL"]},
-            },
+            "securityContext": kube.container_security(),
             "volumeMounts": [
                 {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                 {"name": "spool", "mountPath": SPOOL_DIR},
@@ -202,13 +205,7 @@ class GatewayWorkload(Component):
                     "spec": {
                         "serviceAccountName": app,
                         "terminationGracePeriodSeconds": 120,
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "runAsUser": 10001,
-                            "runAsGroup": 10001,
-                            "fsGroup": 10001,
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
+                        "securityContext": kube.pod_security(group=kube.SERVING_UID, fs_group=kube.SERVING_UID),
                         "containers": [container],
                         "topologySpreadConstraints": [
                             {
@@ -301,7 +298,7 @@ class GatewayWorkload(Component):
                 "Resource": [topics],
             },
         ]
-        arns = secret_arns(args.spec, args.region, account_id)
+        arns = secret_arns(args.deps.spec, args.deps.region, account_id)
         if arns:
             statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns})
         if files_bucket:
@@ -310,16 +307,16 @@ class GatewayWorkload(Component):
 
     def _role(self, args: GatewayArgs) -> aws.iam.Role:
         bucket = args.files_bucket if args.files_bucket is not None else ""
-        policy = pulumi.Output.all(args.account_id, args.kafka_cluster_arn, bucket).apply(
+        policy = pulumi.Output.all(args.deps.account_id, args.deps.kafka_cluster_arn, bucket).apply(
             lambda a: policy_document(self.iam_statements(args, str(a[0]), str(a[1]), str(a[2])))
         )
         return irsa_role(
             self.child("role"),
             namespace=NS_GATEWAY,
             service_account=self.APP,
-            oidc_provider_arn=args.oidc_provider_arn,
-            oidc_issuer=args.oidc_issuer,
+            oidc_provider_arn=args.deps.oidc_provider_arn,
+            oidc_issuer=args.deps.oidc_issuer,
             policy=policy,
-            tags=args.tags,
+            tags=args.deps.tags,
             opts=self.opts(),
         )

@@ -47,7 +47,7 @@ class NodeCounts:
         return cls(low, max(high, low, 1))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuNodeGroupArgs:
     pool: Pool
     placement: Placement

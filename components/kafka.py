@@ -24,7 +24,7 @@ unclean.leader.election.enable=false
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KafkaArgs:
     environment: str
     azs: list[str]

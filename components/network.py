@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
-from tokenplane.spec import PlatformSpec, Region
+from tokenplane.spec import Region
 
 VPC_CIDR = "10.0.0.0/16"
 # /20 private subnets hold 4,091 pod IPs each: the VPC CNI gives every pod a VPC address.
@@ -17,10 +17,10 @@ PRIVATE_PREFIX = 20
 PUBLIC_PREFIX = 24
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NetworkArgs:
-    spec: PlatformSpec
     region: Region
+    cluster_name: str  # the EKS cluster the subnets are tagged for (components.naming.cluster_name)
     tags: dict[str, str]
 
 
@@ -56,7 +56,7 @@ class Network(Component):
         private_blocks = list(network.subnets(new_prefix=PRIVATE_PREFIX))
         # Public subnets are /24s carved from the last /20, which no private subnet uses (at most 15 AZs).
         public_blocks = list(private_blocks[-1].subnets(new_prefix=PUBLIC_PREFIX))
-        cluster_tag = f"kubernetes.io/cluster/{args.spec.platform.name}-{args.region.name}"
+        cluster_tag = f"kubernetes.io/cluster/{args.cluster_name}"
         self.private_subnet_ids, self.public_subnet_ids = [], []
         for i, az in enumerate(args.region.azs):
             suffix = az[-1]

@@ -16,7 +16,7 @@ from components.region import Region, RegionArgs
 from tokenplane.spec import PlatformSpec, RegionRole
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LlmPlatformArgs:
     spec: PlatformSpec
 
@@ -49,12 +49,16 @@ class LlmPlatform(Component):
         images = Images(
             self.child("images"),
             ImagesArgs(
-                home.cloud_region, sorted({r.cloud_region for r in spec.regions} - {home.cloud_region}), base_tags
+                home_region=home.cloud_region,
+                replica_regions=sorted({r.cloud_region for r in spec.regions} - {home.cloud_region}),
+                tags=base_tags,
             ),
             self.opts(providers=[providers[home.name]]),
         )
         registry = ModelRegistry(
-            self.child("registry"), ModelRegistryArgs(spec, home.name, providers, base_tags), self.opts()
+            self.child("registry"),
+            ModelRegistryArgs(spec=spec, home=home.name, providers=providers, tags=base_tags),
+            self.opts(),
         )
         self.regions = {
             r.name: Region(
@@ -73,7 +77,9 @@ class LlmPlatform(Component):
         }
         routing = GlobalRouting(
             self.child("dns"),
-            GlobalRoutingArgs(spec, {n: r.gateway_hostname for n, r in self.regions.items()}, base_tags),
+            GlobalRoutingArgs(
+                spec=spec, gateway_hostnames={n: r.gateway_hostname for n, r in self.regions.items()}, tags=base_tags
+            ),
             self.opts(providers=[providers[home.name]]),
         )
         self.gateway_endpoints = {n: r.gateway_hostname for n, r in self.regions.items()}

@@ -20,7 +20,7 @@ REDIS_PORT = 6379
 NODE_TYPE = {"prod": "cache.r7g.large", "staging": "cache.r7g.large", "dev": "cache.t4g.medium"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RedisArgs:
     environment: str
     azs: list[str]

@@ -53,7 +53,7 @@ done
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VllmPoolArgs:
     spec: PlatformSpec
     region: Region
