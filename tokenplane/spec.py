@@ -249,7 +249,7 @@ class EngineArgs(Model):
     speculative: Speculative | None = None
 
 
-class Signals(Model):
+class ScalingSignals(Model):
     """Composite scale-out triggers: any one firing adds replicas.
 
     GPU utilization alone is not a signal here: a GPU can sit at 60% compute
@@ -262,7 +262,7 @@ class Signals(Model):
     gpu_utilization: Fraction | None = None
 
     @model_validator(mode="after")
-    def _composite(self) -> Signals:
+    def _composite(self) -> ScalingSignals:
         if self.queue_wait_ms is None and self.kv_cache_usage is None and self.ttft_p95_ms is None:
             raise ValueError(
                 "set at least one of queue_wait_ms, kv_cache_usage or ttft_p95_ms; "
@@ -288,7 +288,7 @@ class ScheduledScale(Model):
 
 
 class Autoscaling(Model):
-    signals: Signals = Field(default_factory=Signals)
+    signals: ScalingSignals = Field(default_factory=ScalingSignals)
     warm_pool: int = Field(default=0, ge=0, description="Nodes kept booted with weights on NVMe")
     cold_start_seconds: float = Field(default=300, gt=0, description="Node boot + weight pull + engine start")
     warm_start_seconds: float = Field(default=45, gt=0, description="Engine start with weights on NVMe")
@@ -455,7 +455,7 @@ class CacheLayer(Model):
     expected_hit_rate: Fraction = 0.0
 
 
-class SemanticCache(CacheLayer):
+class SemanticCacheLayer(CacheLayer):
     similarity_threshold: float = Field(default=0.95, gt=0, le=1)
     embedding_pool: Name | None = None
     classes: list[WorkloadClass] = Field(default_factory=lambda: [WorkloadClass.A, WorkloadClass.B])
@@ -466,7 +466,7 @@ class Caches(Model):
 
     edge: CacheLayer = Field(default_factory=lambda: CacheLayer(enabled=False, ttl_seconds=60))
     exact: CacheLayer = Field(default_factory=CacheLayer)
-    semantic: SemanticCache = Field(default_factory=lambda: SemanticCache(enabled=False))
+    semantic: SemanticCacheLayer = Field(default_factory=lambda: SemanticCacheLayer(enabled=False))
     retrieval: CacheLayer = Field(default_factory=CacheLayer)
     prefix: CacheLayer = Field(default_factory=lambda: CacheLayer(ttl_seconds=0, tenant_scoped=False))
 
@@ -686,8 +686,64 @@ def _named(items: list[_T], name: str, kind: str, section: str) -> _T:
     )
 
 
+# The spec's public vocabulary, including the catalog types a spec field is typed with.
 __all__ = [
+    "DASHBOARDS",
+    "DEFAULT_TOPICS",
+    "SECRET_REF",
     "Architecture",
+    "Autoscaling",
+    "Budget",
+    "CacheLayer",
+    "Caches",
     "CatalogError",
+    "ClassSpec",
+    "DashboardName",
+    "DisasterRecovery",
+    "EngineArgs",
+    "Environment",
+    "Fraction",
+    "Isolation",
+    "Jurisdiction",
+    "KvCacheDtype",
+    "Logs",
+    "Model",
+    "ModelKind",
+    "Name",
+    "Observability",
+    "Placement",
+    "Platform",
     "PlatformSpec",
+    "Pool",
+    "Pricing",
+    "Priority",
+    "PriorityLevel",
+    "Provider",
+    "ProviderKind",
+    "ProviderLatency",
+    "ProviderModel",
+    "Quantization",
+    "Queues",
+    "Region",
+    "RegionRole",
+    "RegistryModel",
+    "ReplicatedArtifact",
+    "Routing",
+    "RoutingRule",
+    "RuleMatch",
+    "ScalingSignals",
+    "ScheduledScale",
+    "Scorecard",
+    "SecretRef",
+    "SemanticCacheLayer",
+    "Speculative",
+    "SpeculativeMethod",
+    "Tenant",
+    "Tier",
+    "TokenRange",
+    "Topic",
+    "TopicPurpose",
+    "Tracing",
+    "WorkloadClass",
+    "secret_ref",
 ]

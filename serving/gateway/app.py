@@ -36,14 +36,14 @@ from serving.gateway.ratelimit import RateLimiter
 from serving.gateway.routing import Router
 from serving.gateway.semantic_cache import SemanticCache
 from serving.gateway.stages import (
-    Admit,
-    Authenticate,
+    AdmitStage,
+    AuthenticateStage,
     ExactCacheStage,
-    Forward,
-    Observe,
-    Quota,
-    RateLimit,
-    Route,
+    ForwardStage,
+    ObserveStage,
+    QuotaStage,
+    RateLimitStage,
+    RouteStage,
     SemanticCacheStage,
 )
 from serving.gateway.streams import sse, with_keepalive
@@ -136,18 +136,20 @@ def build_gateway(
         pool: AdmissionController(pool, permits=n, levels=spec.queues.priorities, clock=clock)
         for pool, n in counts.items()
     }
-    handler: Handler = Forward(upstream=upstream, clock=clock, tracer=tracer)
-    handler = Admit(handler, pools=admission, max_wait=queue_deadlines(spec), metrics=metrics, tracer=tracer)
+    handler: Handler = ForwardStage(upstream=upstream, clock=clock, tracer=tracer)
+    handler = AdmitStage(handler, pools=admission, max_wait=queue_deadlines(spec), metrics=metrics, tracer=tracer)
     if semantic is not None:
         handler = SemanticCacheStage(
             handler, cache=semantic, replay=lambda c: exact.replay_chunks(c, include_usage=True), tracer=tracer
         )
     handler = ExactCacheStage(handler, cache=exact, tracer=tracer)
-    handler = Quota(handler, ledger=ledger, prices=prices, tracer=tracer)
-    handler = RateLimit(handler, limiter=limiter, tracer=tracer)
-    handler = Route(handler, router=router, counter_for=_counters(spec), tracer=tracer)
-    handler = Authenticate(handler, keys=keys, tracer=tracer)
-    handler = Observe(handler, metrics=metrics, sink=sink, prices=prices, region=region, clock=clock, tracer=tracer)
+    handler = QuotaStage(handler, ledger=ledger, prices=prices, tracer=tracer)
+    handler = RateLimitStage(handler, limiter=limiter, tracer=tracer)
+    handler = RouteStage(handler, router=router, counter_for=_counters(spec), tracer=tracer)
+    handler = AuthenticateStage(handler, keys=keys, tracer=tracer)
+    handler = ObserveStage(
+        handler, metrics=metrics, sink=sink, prices=prices, region=region, clock=clock, tracer=tracer
+    )
     return Gateway(
         spec=spec,
         region=region,
@@ -241,9 +243,7 @@ def create_app(gateway: Gateway) -> Starlette:
                 NotFound(f"no route {request.method} {request.url.path}; see the OpenAI API reference")
             )
         if status == 405:
-            error = InvalidRequest(f"{request.method} is not allowed on {request.url.path}")
-            error.status = 405
-            return error_response(error)
+            return error_response(InvalidRequest(f"{request.method} is not allowed on {request.url.path}", status=405))
         return error_response(ServingError("the gateway failed on this request; it has been logged"))
 
     routes = [

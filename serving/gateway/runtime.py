@@ -31,7 +31,7 @@ from serving.gateway.batch_api import batch_api_absent_routes, batch_routes
 from serving.gateway.batch_store import BatchStore
 from serving.gateway.files import DirectoryFileStore, FileStore
 from serving.gateway.metering import KafkaSink, kafka_security_from_env
-from serving.gateway.semantic_cache import Embedder, HttpEmbedder, LexicalEmbedder, SemanticCache
+from serving.gateway.semantic_cache import HttpKeyEmbedder, KeyEmbedder, LexicalKeyEmbedder, SemanticCache
 from serving.secrets import resolve_secret
 from serving.telemetry import tracer_for
 from serving.types import SystemClock, Upstream
@@ -138,14 +138,14 @@ class Resources:
     upstream: Upstream
 
 
-def _embedder(spec: PlatformSpec, urls: dict[str, tuple[str, ...]], session: aiohttp.ClientSession) -> Embedder:
+def _embedder(spec: PlatformSpec, urls: dict[str, tuple[str, ...]], session: aiohttp.ClientSession) -> KeyEmbedder:
     layer = spec.cache.semantic
     pool = spec.pool(layer.embedding_pool) if layer.embedding_pool else None
     dimension = spec.architecture(pool).hidden_size if pool is not None else 384
     if pool is not None and urls.get(pool.name):
         model = spec.model(pool.model).ref
-        return HttpEmbedder(session, urls[pool.name][0], model, dimension)
-    return LexicalEmbedder(dimension)
+        return HttpKeyEmbedder(session, urls[pool.name][0], model, dimension)
+    return LexicalKeyEmbedder(dimension)
 
 
 def _upstream(

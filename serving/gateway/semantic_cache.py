@@ -10,8 +10,8 @@ least ``similarity_threshold``. Expired points are skipped by the filter and
 deleted every ``PURGE_EVERY_STORES`` stores.
 
 Embeddings come from the platform's embedding pool over its OpenAI API
-(``HttpEmbedder``) or, where no model is installed, from the labelled lexical
-embedding (``LexicalEmbedder``). A cache is an optimisation: any failure of
+(``HttpKeyEmbedder``) or, where no model is installed, from the labelled lexical
+embedding (``LexicalKeyEmbedder``). A cache is an optimisation: any failure of
 Qdrant or the embedder is logged and served as a miss, never as an error.
 """
 
@@ -30,7 +30,7 @@ from qdrant_client import models as qm
 from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
 from serving.gateway.outage import Outage
 from serving.types import Clock, Json
-from tokenplane.spec import SemanticCache as SemanticCacheLayer
+from tokenplane.spec import SemanticCacheLayer
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ PURGE_EVERY_STORES = 100  # delete expired points this often, so the collection 
 _NAMESPACE = uuid.UUID("6f0b5c1e-2f7a-4d4c-9b7e-3c1f1f0e9a51")  # point ids: one per tenant, scope and prompt
 
 
-class Embedder(Protocol):
+class KeyEmbedder(Protocol):
     """Texts to vectors of ``dimension`` floats; ``kind`` names what made them (a model, or "lexical")."""
 
     dimension: int
@@ -51,7 +51,7 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
-class LexicalEmbedder:
+class LexicalKeyEmbedder:
     """The lexical embedding of ``serving.embeddings``, in process (kind "lexical").
 
     Args:
@@ -67,7 +67,7 @@ class LexicalEmbedder:
         return [lexical_embedding(text, self.dimension) for text in texts]
 
 
-class HttpEmbedder:
+class HttpKeyEmbedder:
     """An OpenAI-compatible ``POST {base_url}/v1/embeddings``: the platform's embedding pool.
 
     Args:
@@ -121,7 +121,7 @@ class SemanticCache:
     def __init__(
         self,
         qdrant: AsyncQdrantClient,
-        embedder: Embedder,
+        embedder: KeyEmbedder,
         layer: SemanticCacheLayer,
         *,
         clock: Clock,

@@ -25,7 +25,7 @@ from serving.engine.embedder import EmbeddingMode
 from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import redis_client, topics
-from serving.gateway.semantic_cache import HttpEmbedder, SemanticCache
+from serving.gateway.semantic_cache import HttpKeyEmbedder, SemanticCache
 from serving.modelgw.config import load_modelgw_config
 from serving.modelgw.gateway import ModelGateway
 from serving.types import SystemClock
@@ -111,7 +111,7 @@ async def platform(
         qdrant = AsyncQdrantClient(location=":memory:")
         stack.push_async_callback(qdrant.close)
         embed = spec.pool("embed")
-        embedder = HttpEmbedder(
+        embedder = HttpKeyEmbedder(
             session, urls["embed"], spec.model(embed.model).ref, spec.architecture(embed).hidden_size
         )
         semantic = SemanticCache(qdrant, embedder, spec.cache.semantic, clock=SystemClock())
