@@ -161,9 +161,9 @@ def _upstream(
 
         return HttpUpstream(url, session=session)
     from serving.modelgw.config import load_modelgw_config
-    from serving.modelgw.gateway import ModelGateway
+    from serving.modelgw.gateway import FailoverUpstream
 
-    return ModelGateway(load_modelgw_config(spec, region, environ), session=session, registry=registry)
+    return FailoverUpstream(load_modelgw_config(spec, region, environ), session=session, registry=registry)
 
 
 @contextlib.asynccontextmanager

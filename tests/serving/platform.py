@@ -27,7 +27,7 @@ from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import redis_client, topics
 from serving.gateway.semantic_cache import HttpKeyEmbedder, SemanticCache
 from serving.modelgw.config import load_modelgw_config
-from serving.modelgw.gateway import ModelGateway
+from serving.modelgw.gateway import FailoverUpstream
 from serving.types import SystemClock
 from tests.serving.conftest import serve
 from tokenplane.spec import PlatformSpec
@@ -101,7 +101,7 @@ async def platform(
         session = aiohttp.ClientSession()
         stack.push_async_callback(session.close)
         registry = CollectorRegistry()
-        upstream = ModelGateway(load_modelgw_config(spec, "local", env), session=session, registry=registry)
+        upstream = FailoverUpstream(load_modelgw_config(spec, "local", env), session=session, registry=registry)
         stack.push_async_callback(upstream.aclose)
         redis = redis_client(redis_url)
         stack.push_async_callback(redis.aclose)

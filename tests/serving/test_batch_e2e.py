@@ -42,7 +42,7 @@ from serving.gateway.files import FileStore
 from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import file_store, topics
 from serving.modelgw.config import load_modelgw_config
-from serving.modelgw.gateway import ModelGateway
+from serving.modelgw.gateway import FailoverUpstream
 from serving.types import SystemClock
 from tests.serving.conftest import FILES_BUCKET, S3_REGION, Broker, consume, serve
 from tokenplane.spec import PlatformSpec
@@ -120,7 +120,7 @@ async def stack(
         exit.push_async_callback(session.close)
         registry = CollectorRegistry()
         config = load_modelgw_config(dev_spec, "local", {"POOL_URL_SMALL": engine})
-        upstream = ModelGateway(config, session=session, registry=registry)
+        upstream = FailoverUpstream(config, session=session, registry=registry)
         exit.push_async_callback(upstream.aclose)
         redis = aioredis.Redis.from_url(redis_url)
         exit.push_async_callback(redis.aclose)
