@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from prometheus_client import start_http_server
 
 from serving.batch.worker import BatchWorker
-from serving.gateway.batch_store import BatchStore
+from serving.files.batch_store import BatchStore
 from serving.gateway.metering import kafka_security_from_env
 from serving.gateway.runtime import file_store, gateway_from_env, topics
 from tokenplane.errors import SpecError

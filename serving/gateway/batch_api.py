@@ -30,10 +30,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from serving.errors import InvalidRequest, NotFound, ServingError
+from serving.files.batch_lines import parse_input
+from serving.files.batch_store import BatchStore
+from serving.files.store import MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable
 from serving.gateway.app import Gateway, error_response
-from serving.gateway.batch_lines import parse_input
-from serving.gateway.batch_store import BatchStore
-from serving.gateway.files import MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable
 from serving.gateway.requests import decode_body
 from serving.types import Endpoint, EventSink, Json
 from tokenplane.spec import Tenant, TopicPurpose

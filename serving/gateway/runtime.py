@@ -26,10 +26,10 @@ from prometheus_client import CollectorRegistry
 from qdrant_client import AsyncQdrantClient
 from starlette.applications import Starlette
 
+from serving.files.batch_store import BatchStore
+from serving.files.store import DirectoryFileStore, FileStore
 from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.batch_api import batch_api_absent_routes, batch_routes
-from serving.gateway.batch_store import BatchStore
-from serving.gateway.files import DirectoryFileStore, FileStore
 from serving.gateway.metering import KafkaSink, kafka_security_from_env
 from serving.gateway.semantic_cache import HttpKeyEmbedder, KeyEmbedder, LexicalKeyEmbedder, SemanticCache
 from serving.secrets import resolve_secret
@@ -118,7 +118,7 @@ def file_store(environ: Mapping[str, str]) -> FileStore:
         raise ConfigError(
             f"{Var.FILES_BUCKET.value}={bucket!r} is not an S3 bucket name (3-63 lowercase letters, digits, '.' and '-')"
         )
-    from serving.gateway.s3_files import S3FileStore, s3_client  # boto3 only where S3 is used
+    from serving.files.s3 import S3FileStore, s3_client  # boto3 only where S3 is used
 
     client = s3_client(region=env.aws_region_name, endpoint_url=env.s3_endpoint)
     return S3FileStore(client, bucket, prefix=prefix or DEFAULT_FILES_PREFIX)

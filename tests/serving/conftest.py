@@ -19,7 +19,7 @@ import pytest
 import redis
 import uvicorn
 
-from serving.gateway.s3_files import s3_client
+from serving.files.s3 import s3_client
 from tokenplane.load import load_spec
 from tokenplane.spec import PlatformSpec
 from tokenplane.standins import (

@@ -45,10 +45,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from serving.files.batch_store import BatchStore
+from serving.files.store import DirectoryFileStore
 from serving.gateway.app import create_app
 from serving.gateway.batch_api import batch_routes
-from serving.gateway.batch_store import BatchStore
-from serving.gateway.files import DirectoryFileStore
 from serving.gateway.openapi import openapi_document
 from tests.serving.conftest import Broker, serve
 from tests.serving.platform import KEY_OF, platform

@@ -32,7 +32,7 @@ import boto3  # type: ignore[import-untyped]  # boto3 ships no type hints; boto3
 from botocore.config import Config  # type: ignore[import-untyped]  # as above
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]  # as above
 
-from serving.gateway.files import (
+from serving.files.store import (
     FileStoreUnavailable,
     check_file_id,
     check_tenant,
