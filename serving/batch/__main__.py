@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from prometheus_client import start_http_server
 
 from serving.batch.worker import BatchWorker
+from serving.events.kafka import kafka_security_from_env
 from serving.files.batch_store import BatchStore
-from serving.gateway.metering import kafka_security_from_env
 from serving.gateway.runtime import file_store, gateway_from_env, topics
 from tokenplane.errors import SpecError
 from tokenplane.runtime_env import RuntimeEnv, Var

@@ -26,11 +26,11 @@ from prometheus_client import CollectorRegistry
 from qdrant_client import AsyncQdrantClient
 from starlette.applications import Starlette
 
+from serving.events.kafka import KafkaSink, kafka_security_from_env
 from serving.files.batch_store import BatchStore
 from serving.files.store import DirectoryFileStore, FileStore
 from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.batch_api import batch_api_absent_routes, batch_routes
-from serving.gateway.metering import KafkaSink, kafka_security_from_env
 from serving.gateway.semantic_cache import HttpKeyEmbedder, KeyEmbedder, LexicalKeyEmbedder, SemanticCache
 from serving.secrets import resolve_secret
 from serving.telemetry import tracer_for

@@ -22,8 +22,8 @@ from qdrant_client import AsyncQdrantClient
 from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
 from serving.engine.embedder import EmbeddingMode
+from serving.events.kafka import KafkaSink
 from serving.gateway.app import Gateway, build_gateway, create_app
-from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import redis_client, topics
 from serving.gateway.semantic_cache import HttpKeyEmbedder, SemanticCache
 from serving.modelgw.config import load_modelgw_config

@@ -15,8 +15,8 @@ from prometheus_client import CollectorRegistry
 
 from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
+from serving.events.kafka import KafkaSink
 from serving.gateway.app import build_gateway, create_app
-from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import topics
 from serving.modelgw.config import load_modelgw_config
 from serving.modelgw.gateway import FailoverUpstream

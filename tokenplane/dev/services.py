@@ -478,7 +478,7 @@ async def _create_topics(bootstrap: str, spec: PlatformSpec) -> None:
     # aiokafka ships no type hints (no py.typed); only its error base class is named here.
     from aiokafka.errors import KafkaError  # type: ignore[import-untyped]
 
-    from serving.gateway.metering import ensure_topics
+    from serving.events.kafka import ensure_topics
 
     # One broker: a topic can have one replica, whatever the cluster's spec asks for.
     wanted = [t.model_copy(update={"replication_factor": 1}) for t in spec.queues.topics]
