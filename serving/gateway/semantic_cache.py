@@ -28,7 +28,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
-from serving.gateway.outage import Outage
+from serving.outage import Outage
 from serving.types import Clock, Json
 from tokenplane.spec import SemanticCacheLayer
 
