@@ -23,9 +23,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
+from serving.engine.minilm import MODEL_NAME as MINILM
+from serving.engine.minilm import PIP_INSTALL, MiniLmEncoder
 from serving.errors import InvalidRequest
-from serving.minilm import MODEL_NAME as MINILM
-from serving.minilm import PIP_INSTALL, MiniLmEncoder
 from serving.tokens import TokenCounter
 
 if TYPE_CHECKING:
