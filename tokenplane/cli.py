@@ -376,9 +376,9 @@ def simulate(
     """Simulate SPEC's platform request by request: latency, queues, autoscaling, shedding and cost over time."""
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
+    from tokenplane.sim.simulate import Initial, SimConfig
+    from tokenplane.sim.simulate import simulate as run_simulation
     from tokenplane.sim.workload import Burst, Profile, parse_clock, parse_duration
-    from tokenplane.simulate import Initial, SimConfig
-    from tokenplane.simulate import simulate as run_simulation
 
     try:
         if rps is not None and not (math.isfinite(rps) and rps > 0):
@@ -404,7 +404,7 @@ def simulate(
 
     summary = result.summary()
     if report is not None:
-        from tokenplane.simulate_report import simulation_html
+        from tokenplane.sim.report import simulation_html
 
         try:
             report.write_text(simulation_html(summary, ttft_ms_by_class(result)), encoding="utf-8")
@@ -415,7 +415,7 @@ def simulate(
     if as_json:
         _emit_json(summary)
     else:
-        from tokenplane.simulate_report import print_simulation
+        from tokenplane.sim.report import print_simulation
 
         print_simulation(summary)
         if report is not None:

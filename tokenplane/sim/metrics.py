@@ -23,7 +23,7 @@ from tokenplane.sim.workload import Kind, Requests, rate_multiplier
 from tokenplane.spec import PlatformSpec, Tier
 
 if TYPE_CHECKING:
-    from tokenplane.simulate import SimConfig, SimResult
+    from tokenplane.sim.simulate import SimConfig, SimResult
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
