@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from tokenplane.standins import free_port
+from tokenplane.dev.standins import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_S = 30.0  # a cold interpreter imports the spec, pydantic and uvicorn; generous for a loaded CI box

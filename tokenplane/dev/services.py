@@ -25,10 +25,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from pathlib import Path
 
-from tokenplane.errors import SpecError
-from tokenplane.runtime_env import POOL_URL_PREFIX, Var, env_dict, pool_url_env
-from tokenplane.spec import PlatformSpec, Pool, Region
-from tokenplane.standins import (
+from tokenplane.dev.standins import (
     LOOPBACK,
     TANSU_MEMORY,
     ManagedProcess,
@@ -37,6 +34,9 @@ from tokenplane.standins import (
     redis_argv,
     tansu_argv,
 )
+from tokenplane.errors import SpecError
+from tokenplane.runtime_env import POOL_URL_PREFIX, Var, env_dict, pool_url_env
+from tokenplane.spec import PlatformSpec, Pool, Region
 
 # How long each kind of process may take from spawn to ready. Generous, because a laptop with two
 # cores starts four Python engines, two gateways and a broker at once; a service that needs longer is

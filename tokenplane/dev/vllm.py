@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tokenplane.dev.services import VLLM_START_TIMEOUT, DevOptions, Service, Stage, has_module
+from tokenplane.dev.standins import LOOPBACK
 from tokenplane.errors import SpecError
 from tokenplane.runtime_env import Var, env_dict
 from tokenplane.spec import PlatformSpec, Pool, Region
-from tokenplane.standins import LOOPBACK
 from tokenplane.vllm_args import artifacts, vllm_args
 
 NVIDIA_SMI_TIMEOUT = 10.0  # seconds; a driver that hangs this long is as good as absent
