@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from tokenplane import capacity as cap
-from tokenplane.architecture import Architecture
 from tokenplane.catalog import GIB, gpu, model_preset
 from tokenplane.errors import CatalogError, SpecError
 from tokenplane.sizing import SizeRequest, size_replica
+from tokenplane.transformer import Architecture
 
 H100 = gpu("H100")
 AUTO, FP8_KV = cap.KvCacheDtype.AUTO, cap.KvCacheDtype.FP8

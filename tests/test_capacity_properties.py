@@ -11,8 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tokenplane import capacity as cap
-from tokenplane.architecture import Architecture, ModelKind
 from tokenplane.catalog import GPUS, MODEL_PRESETS, Gpu
+from tokenplane.transformer import Architecture, ModelKind
 
 # Time-based deadlines would make these tests depend on the machine; examples are cheap anyway.
 PROPERTY = settings(deadline=None, max_examples=150)

@@ -21,8 +21,8 @@ import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from tokenplane.architecture import Architecture, ModelKind
 from tokenplane.catalog import GIB, Gpu
+from tokenplane.transformer import Architecture, ModelKind
 
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
 

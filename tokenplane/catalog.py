@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tokenplane.architecture import Architecture, ModelKind
 from tokenplane.errors import CatalogError
+from tokenplane.transformer import Architecture, ModelKind
 
 T = TypeVar("T")
 

@@ -85,8 +85,8 @@ def plan(
     """
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
+    from tokenplane.plan_report import console_for_output, plan_json, print_plan
     from tokenplane.planner import plan as make_plan
-    from tokenplane.report import console_for_output, plan_json, print_plan
 
     try:
         platform = load_spec(spec)
@@ -149,7 +149,7 @@ def size(
 ) -> None:
     """GPU VRAM and KV cache capacity of one replica, as vLLM would report it at startup."""
     from tokenplane.errors import SpecError
-    from tokenplane.report import print_size
+    from tokenplane.plan_report import print_size
     from tokenplane.sizing import SizeRequest, size_replica
 
     try:
@@ -203,8 +203,8 @@ def check(
     from tokenplane.check_report import print_table, render
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
+    from tokenplane.plan_report import console_for_output
     from tokenplane.render import render as render_graph
-    from tokenplane.report import console_for_output
 
     try:
         settings = load_policy_config(policy_config, ALL) if policy_config else None

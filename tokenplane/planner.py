@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass, field
 
 from tokenplane import capacity as cap
-from tokenplane.architecture import ModelKind
 from tokenplane.catalog import GIB
 from tokenplane.pool_model import memory, node_for, nodes_for, prefix_kept_share, replica_model
 from tokenplane.spec import PlatformSpec, Pool, Region, WorkloadClass
 from tokenplane.traffic import Spill, route
+from tokenplane.transformer import ModelKind
 
 MAX_REPLICAS_SEARCHED = 100_000  # beyond this a pool is not a sizing problem but a design one
 PREFILL_INTERFERENCE_SHARE = 0.05  # above this share of steps carrying prefill, P95 ITL sees a chunk

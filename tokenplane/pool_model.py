@@ -16,9 +16,9 @@ import math
 from dataclasses import dataclass
 
 from tokenplane import capacity as cap
-from tokenplane.architecture import ModelKind
 from tokenplane.catalog import GPUS, InstanceType, default_instance, instance_type
 from tokenplane.spec import PlatformSpec, Pool, SpeculativeMethod
+from tokenplane.transformer import ModelKind
 
 EAGLE_DRAFT_COST = 0.05  # an EAGLE head is about one decoder layer of the target
 REQUEST_SHARE = 0.8  # of a node's CPU and memory per GPU; the rest is for kubelet and daemons

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tokenplane import capacity as cap
-from tokenplane.architecture import Architecture, ModelKind, from_hf_config
 from tokenplane.catalog import GIB, Gpu, gpu, model_preset
 from tokenplane.errors import SpecError
+from tokenplane.transformer import Architecture, ModelKind, from_hf_config
 
 E = TypeVar("E", cap.Quantization, cap.KvCacheDtype)
 

@@ -16,10 +16,10 @@ from typing import Annotated, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tokenplane.architecture import Architecture, ModelKind
 from tokenplane.capacity import KvCacheDtype, Quantization
 from tokenplane.catalog import canonical_gpu_name, instance_type, model_preset
 from tokenplane.errors import CatalogError, SpecError
+from tokenplane.transformer import Architecture, ModelKind
 
 Name = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")]
 """A DNS-label-safe name: it becomes part of cloud and Kubernetes resource names."""

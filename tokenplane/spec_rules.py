@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tokenplane.architecture import Architecture, ModelKind
 from tokenplane.catalog import GIB, GPUS, default_instance
 from tokenplane.pool_model import memory, node_for
+from tokenplane.transformer import Architecture, ModelKind
 
 if TYPE_CHECKING:
     from tokenplane.spec import PlatformSpec, Pool
