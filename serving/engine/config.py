@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-from serving.engine.embedder import EmbeddingMode
 from serving.tokens import TokenCounter, counter_for
 from tokenplane import pool_model
 from tokenplane.capacity import BLOCK_SIZE
 from tokenplane.pool_model import PoolTiming
 from tokenplane.spec import PlatformSpec
 from tokenplane.vllm_args import served_model_names
+
+
+class EmbeddingMode(StrEnum):
+    """``--embeddings``: how an encoder pool picks its embedder."""
+
+    AUTO = "auto"  # the model's weights where a package of them is installed, else lexical
+    LEXICAL = "lexical"  # always the stand-in: fast and dependency-free, for load tests of the plumbing
 
 
 @dataclass(frozen=True, eq=False)

@@ -74,6 +74,13 @@ class Gateway:
     ledger: QuotaLedger
     extra_routes: list[HttpRoute] = field(default_factory=list)
 
+    def openapi(self) -> dict[str, Any]:
+        """This gateway's OpenAPI document: its platform, region, model names and mounted APIs."""
+        from serving.gateway.openapi import openapi_document  # built on first request only
+
+        mounted = {getattr(route, "path", "") for route in self.extra_routes}
+        return openapi_document(self.spec, region=self.region, model_names=self.router.model_names(), mounted=mounted)
+
 
 def admission_permits(spec: PlatformSpec, region: str, *, gateway_replicas: int) -> dict[str, int]:
     """Per pool: its batch slots at max replicas (the planner's), shared among the gateway replicas."""
@@ -232,9 +239,7 @@ def create_app(gateway: Gateway) -> Starlette:
         return Response(generate_latest(gateway.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     async def openapi(request: Request) -> Response:
-        from serving.gateway.openapi import openapi_document  # built on first request only
-
-        return JSONResponse(openapi_document(gateway))
+        return JSONResponse(gateway.openapi())
 
     async def http_error(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500

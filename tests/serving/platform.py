@@ -20,8 +20,7 @@ from prometheus_client import CollectorRegistry
 from qdrant_client import AsyncQdrantClient
 
 from serving.engine.app import create_app as engine_app
-from serving.engine.config import EngineConfig
-from serving.engine.embedder import EmbeddingMode
+from serving.engine.config import EmbeddingMode, EngineConfig
 from serving.events.kafka import KafkaSink
 from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.runtime import redis_client, topics

@@ -19,7 +19,7 @@ from openai import AsyncOpenAI
 from starlette.applications import Starlette
 
 from serving.engine import EngineConfig, create_app
-from serving.engine.embedder import EmbeddingMode
+from serving.engine.config import EmbeddingMode
 from serving.engine.scheduler import Scheduler
 from serving.tokens import ESTIMATE, count_messages
 from tests.serving.conftest import serve

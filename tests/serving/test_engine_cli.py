@@ -30,7 +30,8 @@ def test_an_unknown_pool_exits_2_listing_the_spec_s_pools() -> None:
     result = engine_cli("--pool", "nope")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: unknown pool 'nope'; the spec's pools are: small, medium, large, embed"
+        "error: unknown pool 'nope'; the spec's pools are: small, medium, large, embed "
+        "(add it under pools: or use one of those)"
     ]
 
 

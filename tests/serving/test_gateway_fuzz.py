@@ -49,7 +49,6 @@ from serving.files.batch_store import BatchStore
 from serving.files.store import DirectoryFileStore
 from serving.gateway.app import create_app
 from serving.gateway.batch_api import batch_routes
-from serving.gateway.openapi import openapi_document
 from tests.serving.conftest import Broker, serve
 from tests.serving.platform import KEY_OF, platform
 from tokenplane.spec import PlatformSpec
@@ -151,7 +150,7 @@ async def test_the_live_gateway_answers_every_generated_request_as_documented(
         files = DirectoryFileStore(tmp_path / "files")
         batch = batch_routes(p.gateway, files=files, jobs=BatchStore(p.gateway.redis), sink=p.gateway.sink)
         gateway = dataclasses.replace(p.gateway, extra_routes=batch)
-        document = openapi_document(gateway)
+        document = gateway.openapi()
 
         async def openapi(request: Request) -> Response:
             return JSONResponse(document)

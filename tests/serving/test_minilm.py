@@ -18,7 +18,7 @@ from openai import AsyncOpenAI, BadRequestError
 
 from serving.embeddings import lexical_embedding
 from serving.engine import EngineConfig, create_app
-from serving.engine.embedder import EmbeddingMode
+from serving.engine.config import EmbeddingMode
 from serving.engine.minilm import MiniLmEncoder
 from tests.serving.conftest import ROOT, serve
 from tokenplane.dev.standins import free_port
