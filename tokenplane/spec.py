@@ -16,8 +16,7 @@ from typing import Annotated, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tokenplane.capacity import KvCacheDtype, Quantization
-from tokenplane.catalog import canonical_gpu_name, instance_type, model_preset
+from tokenplane.catalog import KvCacheDtype, Quantization, canonical_gpu_name, instance_type, model_preset
 from tokenplane.errors import CatalogError, SpecError
 from tokenplane.transformer import Architecture, ModelKind
 
