@@ -6,6 +6,11 @@ Each can be used on its own in a Pulumi program::
     from tokenplane.load import load_spec
 
     LlmPlatform("byteion", LlmPlatformArgs(spec=load_spec("stacks/byteion.yaml")))
+
+Components may import the core (the spec, ``pool_model`` for a pool's node and
+requests, ``runtime_env`` for the pods' environment, ``vllm_args`` for the engine's
+flags); never ``serving`` or ``policies``. Only ``stacks/__main__.py`` reads
+``pulumi.Config``.
 """
 
 from components.ai_gateway import AiGateway

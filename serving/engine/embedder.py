@@ -81,7 +81,7 @@ class LexicalEmbedder:
 
 
 class MiniLmEmbedder:
-    """all-MiniLM-L6-v2's real vectors (``serving.minilm``), computed off the event loop."""
+    """all-MiniLM-L6-v2's real vectors (``serving.engine.minilm``), computed off the event loop."""
 
     kind = MINILM
 
