@@ -26,9 +26,6 @@ import gc
 import itertools
 import math
 import time
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -38,76 +35,23 @@ from tokenplane.pool_model import PoolTiming, node_for, prefix_kept_share, repli
 from tokenplane.sim import gateway, metrics
 from tokenplane.sim.autoscale import EVALUATION_S, ReplicaState, Scaler, Signals
 from tokenplane.sim.engine import SHED_GATEWAY, SHED_UNROUTED, Engine, RequestState
-from tokenplane.sim.workload import LEVELS, Burst, Kind, Profile, Requests, placements, routing, sample
+from tokenplane.sim.metrics import PoolSetup, SimResult
+from tokenplane.sim.workload import (
+    LEVELS,
+    Initial,
+    Kind,
+    Requests,
+    SimConfig,
+    placements,
+    routing,
+    sample,
+)
 from tokenplane.spec import PlatformSpec, Priority, Tier
+
+__all__ = ["Initial", "PoolSetup", "SimConfig", "SimResult", "simulate"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
-
-
-class Initial(StrEnum):
-    """The replicas each pool has when the run starts."""
-
-    SETTLED = "settled"  # what the autoscaler settles on for the starting load: a platform already running
-    MIN = "min"  # min_replicas: a platform that was idle when the traffic arrived
-
-
-@dataclass(frozen=True)
-class SimConfig:
-    """One run of the workbench.
-
-    Attributes:
-        rps: peak arrival rate across all regions; ``None`` takes the spec's ``platform.peak_rps``.
-        duration_s: simulated seconds.
-        profile: flat, or the business-day curve of ``workload.DIURNAL_HOURLY`` (``rps`` is its peak).
-        bursts: surges on top of the profile, e.g. 3x at 09:00 for 15 minutes.
-        start_s: the simulated clock at the start, in seconds after Monday 00:00.
-        seed: fixes every random draw: the same seed gives the same run.
-        initial: replicas at the start.
-    """
-
-    rps: float | None = None
-    duration_s: float = 60.0
-    profile: Profile = Profile.FLAT
-    bursts: tuple[Burst, ...] = ()
-    start_s: float = 0.0
-    seed: int = 0
-    initial: Initial = Initial.SETTLED
-
-
-@dataclass
-class PoolSetup:
-    """One (region, pool) placement as the run sees it."""
-
-    index: int
-    region: str
-    name: str
-    tier: Tier
-    encoder: bool
-    scaler: Scaler
-    requests: I64  # its requests, by arrival
-    failover: int  # provider index for overflow of non-batch levels, -1 if none may take it
-    shed_at: F64
-    timeline: list[metrics.EpochRecord] = field(default_factory=list)
-
-
-@dataclass
-class SimResult:
-    """Everything a run produced: the config, the per-request outcomes, the timelines and the wall time."""
-
-    spec: PlatformSpec
-    config: SimConfig
-    rps: float
-    requests: Requests
-    outcome: metrics.Outcome
-    pools: list[PoolSetup]
-    epochs: list[float]
-    wall_seconds: float
-    replica_iterations: int
-
-    def summary(self) -> dict[str, Any]:
-        """The run as plain data: what ``--json`` prints; see ``tokenplane.sim.metrics.summarize``."""
-        return metrics.summarize(self)
 
 
 def simulate(spec: PlatformSpec, config: SimConfig) -> SimResult:
