@@ -24,12 +24,23 @@ class NetworkArgs:
     tags: dict[str, str]
 
 
+@dataclass(frozen=True, kw_only=True)
+class PrivateSubnets:
+    """Where a data store lives: a private subnet in each of the region's AZs, reachable from the VPC only."""
+
+    azs: list[str]
+    vpc_id: pulumi.Input[str]
+    vpc_cidr: str
+    subnet_ids: list[pulumi.Output[str]]
+
+
 class Network(Component):
     """VPC, subnets per AZ, an internet gateway, and a NAT gateway per AZ."""
 
     MODULE = "network"
 
     vpc_id: pulumi.Output[str]
+    private: PrivateSubnets
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
 
@@ -116,6 +127,9 @@ class Network(Component):
             self.private_subnet_ids.append(private.id)
         self.vpc_id = vpc.id
         self.vpc_cidr = VPC_CIDR
+        self.private = PrivateSubnets(
+            azs=args.region.azs, vpc_id=vpc.id, vpc_cidr=VPC_CIDR, subnet_ids=self.private_subnet_ids
+        )
         self.register_outputs(
             {
                 "vpc_id": vpc.id,
@@ -128,8 +142,7 @@ class Network(Component):
 def vpc_only_firewall(
     logical: str,
     *,
-    vpc_id: pulumi.Input[str],
-    vpc_cidr: str,
+    subnets: PrivateSubnets,
     port: int,
     description: str,
     tags: dict[str, str],
@@ -138,10 +151,12 @@ def vpc_only_firewall(
     """A security group that admits one TCP port from inside the VPC and nothing else."""
     return aws.ec2.SecurityGroup(
         logical,
-        vpc_id=vpc_id,
+        vpc_id=subnets.vpc_id,
         description=description,
         ingress=[
-            aws.ec2.SecurityGroupIngressArgs(protocol="tcp", from_port=port, to_port=port, cidr_blocks=[vpc_cidr])
+            aws.ec2.SecurityGroupIngressArgs(
+                protocol="tcp", from_port=port, to_port=port, cidr_blocks=[subnets.vpc_cidr]
+            )
         ],
         tags=tags,
         opts=opts,

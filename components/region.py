@@ -89,27 +89,12 @@ class Region(Component):
             )
         redis = Redis(
             self.child("redis"),
-            RedisArgs(
-                environment=environment,
-                azs=region.azs,
-                vpc_id=network.vpc_id,
-                vpc_cidr=network.vpc_cidr,
-                subnet_ids=network.private_subnet_ids,
-                tags=tags,
-            ),
+            RedisArgs(environment=environment, subnets=network.private, tags=tags),
             self.opts(),
         )
         kafka = Kafka(
             self.child("kafka"),
-            KafkaArgs(
-                environment=environment,
-                azs=region.azs,
-                vpc_id=network.vpc_id,
-                vpc_cidr=network.vpc_cidr,
-                subnet_ids=network.private_subnet_ids,
-                topics=spec.queues.topics,
-                tags=tags,
-            ),
+            KafkaArgs(environment=environment, subnets=network.private, topics=spec.queues.topics, tags=tags),
             self.opts(),
         )
         after_namespaces = self.opts(providers=[k8s_provider], depends_on=namespaces)
