@@ -13,6 +13,7 @@ The processes get the same environment the Kubernetes components give the pods.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -282,7 +283,7 @@ def plan_stack(
         raise SpecError(f"--speed {options.speed:g} must be positive (inf: no added latency)")
     region = spec.regions[0]
     state_dir = options.state_dir.resolve()
-    options = DevOptions(**{**options.__dict__, "state_dir": state_dir})
+    options = dataclasses.replace(options, state_dir=state_dir)
     spec_path = spec_path.resolve()
     inherited = base_env(environ)
     python = sys.executable
