@@ -43,7 +43,7 @@ def engine_argv(spec: Path, pool: str, port: int, *, speed: float) -> list[str]:
 
 def gateway_argv(port: int) -> list[str]:
     """A gateway process on ``port``, its metrics on a free port of its own (several may run side by side)."""
-    from tokenplane.standins import free_port
+    from tokenplane.dev.standins import free_port
 
     return [
         *[sys.executable, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(port)],

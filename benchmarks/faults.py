@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import unlimited_dev_spec  # noqa: E402
-from tokenplane.standins import (  # noqa: E402
+from tokenplane.dev.standins import (  # noqa: E402
     ManagedProcess,
     create_bucket,
     free_port,

@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
-from tokenplane.standins import free_port, kafka_stand_in, redis_stand_in, wait_for_port  # noqa: E402
+from tokenplane.dev.standins import free_port, kafka_stand_in, redis_stand_in, wait_for_port  # noqa: E402
 
 KEY = "sk-bench-0001"
 MESSAGES = [{"role": "user", "content": "Say hello."}]

@@ -47,8 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
+from tokenplane.dev.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
 from tokenplane.spec import WorkloadClass  # noqa: E402
-from tokenplane.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
 
 SPEED = 1.0  # modelled seconds per wall second: the GPU's real timing
 MAX_NUM_SEQS = 16

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenplane.load import load_spec
-from tokenplane.simulate import SimConfig, simulate
+from tokenplane.sim.simulate import SimConfig, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "stacks" / "byteion.yaml"

@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
-from tokenplane.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
+from tokenplane.dev.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
 
 CACHE_DIR = ROOT / ".bench"
 LITELLM_VENV = CACHE_DIR / "litellm-venv"
@@ -320,7 +320,7 @@ def start_all(processes: list[ManagedProcess]) -> None:
 
 
 def _listening(p: ManagedProcess) -> bool:
-    from tokenplane.standins import port_in_use
+    from tokenplane.dev.standins import port_in_use
 
     return port_in_use(p.port)
 

@@ -5,7 +5,12 @@ Each can be used on its own in a Pulumi program::
     from components import LlmPlatform, LlmPlatformArgs
     from tokenplane.load import load_spec
 
-    LlmPlatform("byteion", LlmPlatformArgs(load_spec("stacks/byteion.yaml")))
+    LlmPlatform("byteion", LlmPlatformArgs(spec=load_spec("stacks/byteion.yaml")))
+
+Components may import the core (the spec, ``pool_model`` for a pool's node and
+requests, ``runtime_env`` for the pods' environment, ``vllm_args`` for the engine's
+flags); never ``serving`` or ``policies``. Only ``stacks/__main__.py`` reads
+``pulumi.Config``.
 """
 
 from components.ai_gateway import AiGateway

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.gateway import METRICS_PORT, GatewayArgs, GatewayWorkload
+from tokenplane.runtime_env import Var, env_list
 
 __all__ = ["AiGateway", "GatewayArgs"]
 
@@ -25,7 +26,7 @@ class AiGateway(GatewayWorkload):
         if args.files_bucket is None:
             # No batch workers in this region, so no bucket and no one to run a job: the Files and Batch
             # routes answer a 404 that says so, rather than a 500 from the read-only root filesystem.
-            return [{"name": "TOKENPLANE_BATCH_API", "value": "off"}]
+            return env_list({Var.BATCH_API: "off"})
         return super().files_env(args)
 
     def replica_env(self, min_replicas: int) -> list[dict[str, Any]]:
@@ -38,7 +39,7 @@ class AiGateway(GatewayWorkload):
         # down. The ceiling would hold every limit, but at the floor, where the gateway runs most of the
         # time, it would cut every tenant to a third of its limit in an outage, and admission to a third of
         # each pool's slots with Redis healthy. Unset, the count is 1: every replica admits a full limit.
-        return [{"name": "TOKENPLANE_GATEWAY_REPLICAS", "value": str(min_replicas)}]
+        return env_list({Var.GATEWAY_REPLICAS: str(min_replicas)})
 
     def service_annotations(self) -> dict[str, str]:
         # An NLB in IP mode keeps client connections on long streams; TLS terminates at the listener.

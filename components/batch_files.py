@@ -12,17 +12,16 @@ from typing import Any
 
 import pulumi
 
-FILES_PREFIX = "files"  # serving.gateway.s3_files.DEFAULT_PREFIX; spelled out so that IAM and the pods agree
+from tokenplane.runtime_env import DEFAULT_FILES_PREFIX as FILES_PREFIX
+from tokenplane.runtime_env import Var, env_list
+
 GATEWAY_ACTIONS = ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"]  # upload; retrieve and content; delete
 WORKER_ACTIONS = ["s3:PutObject", "s3:GetObject"]  # read the input; write the output and error files
 
 
 def files_env(bucket: pulumi.Input[str]) -> list[dict[str, Any]]:
     """The container env that selects the S3 file store on ``bucket``, under ``FILES_PREFIX``."""
-    return [
-        {"name": "TOKENPLANE_FILES_BUCKET", "value": bucket},
-        {"name": "TOKENPLANE_FILES_PREFIX", "value": FILES_PREFIX},
-    ]
+    return env_list({Var.FILES_BUCKET: bucket, Var.FILES_PREFIX: FILES_PREFIX})
 
 
 def bucket_arn(bucket: str) -> str:

@@ -19,34 +19,25 @@ import pulumi_kubernetes as k8s
 
 from components import kube
 from components.base import Component
-from components.batch_files import FILES_PREFIX, WORKER_ACTIONS, files_env, files_statements
-from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, runtime_objects, secret_arns
+from components.batch_files import WORKER_ACTIONS, files_env, files_statements
+from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, ServingDeps, runtime_objects, secret_arns
 from components.iam import irsa_role, policy_document
 from components.naming import LABEL_REGION, NS_BATCH, NS_MONITORING, app_labels, checksum
 from components.storage import secure_bucket
-from tokenplane.spec import PlatformSpec, Region, TopicPurpose
+from tokenplane.runtime_env import DEFAULT_FILES_PREFIX as FILES_PREFIX
+from tokenplane.runtime_env import DEFAULT_METRICS_PORT as METRICS_PORT
+from tokenplane.runtime_env import MSK_IAM, Var, env_list
+from tokenplane.spec import TopicPurpose
 
 APP = "batch-workers"
-METRICS_PORT = 9000
 JOBS_PER_WORKER = 50  # pending jobs one worker drains within its polling window
 NONCURRENT_FILE_DAYS = 7  # a deleted or overwritten batch file stays recoverable this long, then is gone
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BatchWorkersArgs:
-    spec: PlatformSpec
-    region: Region
-    image: pulumi.Input[str]
-    redis_url: pulumi.Input[str]
-    kafka_bootstrap: pulumi.Input[str]
-    kafka_cluster_arn: pulumi.Input[str]
-    qdrant_url: str
+    deps: ServingDeps  # the gateways' cluster, data stores and identity: a worker runs the AI gateway's pipeline
     model_gateway_url: str
-    oidc_provider_arn: pulumi.Input[str]
-    oidc_issuer: pulumi.Input[str]
-    account_id: pulumi.Input[str]
-    tags: dict[str, str]
-    otel_endpoint: str = ""
 
 
 class BatchWorkers(Component):
@@ -56,8 +47,8 @@ class BatchWorkers(Component):
 
     def __init__(self, name: str, args: BatchWorkersArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        labels = app_labels(APP, "batch", **{LABEL_REGION: args.region.name})
-        results = secure_bucket(self.child("results"), tags=args.tags, opts=self.opts())
+        labels = app_labels(APP, "batch", **{LABEL_REGION: args.deps.region.name})
+        results = secure_bucket(self.child("results"), tags=args.deps.tags, opts=self.opts())
         # Batch files are tenants' data: one a tenant deleted must not live on as an old version of a
         # versioned bucket, nor an upload cut short linger as invisible parts.
         aws.s3.BucketLifecycleConfiguration(
@@ -74,18 +65,18 @@ class BatchWorkers(Component):
             ],
             opts=self.opts(),
         )
-        topic = next((t.name for t in args.spec.queues.topics if t.purpose is TopicPurpose.BATCH), "batch-jobs")
-        policy = pulumi.Output.all(results.bucket, args.kafka_cluster_arn, args.account_id).apply(
+        topic = args.deps.spec.queues.topic_names()[TopicPurpose.BATCH]
+        policy = pulumi.Output.all(results.bucket, args.deps.kafka_cluster_arn, args.deps.account_id).apply(
             lambda a: policy_document(self._statements(args, str(a[0]), str(a[1]), str(a[2])))
         )
         role = irsa_role(
             self.child("role"),
             namespace=NS_BATCH,
             service_account=APP,
-            oidc_provider_arn=args.oidc_provider_arn,
-            oidc_issuer=args.oidc_issuer,
+            oidc_provider_arn=args.deps.oidc_provider_arn,
+            oidc_issuer=args.deps.oidc_issuer,
             policy=policy,
-            tags=args.tags,
+            tags=args.deps.tags,
             opts=self.opts(),
         )
         account = k8s.core.v1.ServiceAccount(
@@ -103,24 +94,28 @@ class BatchWorkers(Component):
             app=APP,
             namespace=NS_BATCH,
             labels=labels,
-            spec=args.spec,
-            region=args.region,
-            redis_url=args.redis_url,
-            kafka_bootstrap=args.kafka_bootstrap,
+            spec=args.deps.spec,
+            region=args.deps.region,
+            redis_url=args.deps.redis_url,
+            kafka_bootstrap=args.deps.kafka_bootstrap,
         )
-        env: list[dict[str, Any]] = [
-            {"name": "TOKENPLANE_CONFIG", "value": f"{CONFIG_DIR}/platform.json"},
-            {"name": "TOKENPLANE_REGION", "value": args.region.name},
-            {"name": "TOKENPLANE_SPOOL_DIR", "value": SPOOL_DIR},
-            {"name": "QDRANT_URL", "value": args.qdrant_url},
-            {"name": "KAFKA_TOPIC", "value": topic},
-            {"name": "KAFKA_SASL_MECHANISM", "value": "AWS_MSK_IAM"},
-            {"name": "MODEL_GATEWAY_URL", "value": args.model_gateway_url},
+        env = [
+            *env_list(
+                {
+                    Var.CONFIG: f"{CONFIG_DIR}/platform.json",
+                    Var.REGION: args.deps.region.name,
+                    Var.SPOOL_DIR: SPOOL_DIR,
+                    Var.QDRANT_URL: args.deps.qdrant_url,
+                    Var.KAFKA_TOPIC: topic,
+                    Var.KAFKA_SASL_MECHANISM: MSK_IAM,
+                    Var.MODEL_GATEWAY_URL: args.model_gateway_url,
+                }
+            ),
             *files_env(results.bucket),
-            {"name": "AWS_REGION", "value": args.region.cloud_region},
+            *env_list(
+                {Var.AWS_REGION: args.deps.region.cloud_region, Var.OTEL_ENDPOINT: args.deps.otel_endpoint or None}
+            ),
         ]
-        if args.otel_endpoint:
-            env.append({"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": args.otel_endpoint})
         deployment = k8s.apps.v1.Deployment(
             self.child("deployment"),
             metadata={"name": APP, "namespace": NS_BATCH, "labels": labels},
@@ -140,15 +135,11 @@ class BatchWorkers(Component):
                         "serviceAccountName": APP,
                         # A worker finishes the job in hand before it exits; Kafka redelivers anything uncommitted.
                         "terminationGracePeriodSeconds": 300,
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "runAsUser": 10001,
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
+                        "securityContext": kube.pod_security(),
                         "containers": [
                             {
                                 "name": APP,
-                                "image": args.image,
+                                "image": args.deps.image,
                                 "command": ["python", "-m", "serving.batch"],
                                 "env": env,
                                 "envFrom": [{"secretRef": {"name": f"{APP}-connections"}}],
@@ -157,11 +148,7 @@ class BatchWorkers(Component):
                                     "requests": {"cpu": "500m", "memory": "512Mi"},
                                     "limits": {"cpu": "1", "memory": "1Gi"},
                                 },
-                                "securityContext": {
-                                    "allowPrivilegeEscalation": False,
-                                    "readOnlyRootFilesystem": True,
-                                    "capabilities": {"drop": ["ALL"]},
-                                },
+                                "securityContext": kube.container_security(),
                                 "volumeMounts": [
                                     {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                                     {"name": "spool", "mountPath": SPOOL_DIR},
@@ -189,7 +176,7 @@ class BatchWorkers(Component):
             sources=[kube.peer(NS_MONITORING)],
             opts=self.opts(),
         )
-        query = f'sum(tokenplane_batch_pending_jobs{{region="{args.region.name}"}})'
+        query = f'sum(tokenplane_batch_pending_jobs{{region="{args.deps.region.name}"}})'
         kube.scaled_object(
             self.child("scaler"),
             namespace=NS_BATCH,
@@ -230,7 +217,7 @@ class BatchWorkers(Component):
             {"Effect": "Allow", "Action": ["kafka-cluster:WriteData"], "Resource": [topics]},
         ]
         # The pipeline authenticates nothing, but it builds the gateway's key ring, which reads every key.
-        arns = secret_arns(args.spec, args.region, account_id)
+        arns = secret_arns(args.deps.spec, args.deps.region, account_id)
         if arns:
             statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns})
         return statements

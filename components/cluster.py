@@ -9,7 +9,8 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
-from tokenplane.spec import PlatformSpec, Region
+from components.naming import cluster_name
+from tokenplane.spec import Platform, Region
 
 SYSTEM_INSTANCE_TYPE = "m6i.xlarge"  # gateways, Qdrant, Prometheus: CPU work next to the GPU pools
 # Managed add-ons, left at EKS's default version for the cluster's Kubernetes version.
@@ -31,9 +32,9 @@ def assume_role_policy(service: str) -> str:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClusterArgs:
-    spec: PlatformSpec
+    platform: Platform
     region: Region
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
@@ -53,7 +54,7 @@ class Cluster(Component):
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        spec, region, tags = args.spec, args.region, args.tags
+        platform, region, tags = args.platform, args.region, args.tags
         cluster_role = aws.iam.Role(
             self.child("cluster-role"),
             assume_role_policy=assume_role_policy("eks.amazonaws.com"),
@@ -76,8 +77,8 @@ class Cluster(Component):
         )
         cluster = aws.eks.Cluster(
             self.child("eks"),
-            name=f"{spec.platform.name}-{region.name}",
-            version=spec.platform.kubernetes_version,
+            name=cluster_name(platform.name, region.name),
+            version=platform.kubernetes_version,
             role_arn=cluster_role.arn,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
                 subnet_ids=[*args.private_subnet_ids, *args.public_subnet_ids],
@@ -114,7 +115,7 @@ class Cluster(Component):
             )
             for arn in NODE_POLICIES
         ]
-        system_size = 3 if spec.platform.environment.value == "prod" else 2
+        system_size = 3 if platform.environment.value == "prod" else 2
         aws.eks.NodeGroup(
             self.child("system"),
             cluster_name=cluster.name,

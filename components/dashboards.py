@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenplane.catalog import default_instance, instance_type
+from tokenplane.pool_model import node_for
 from tokenplane.spec import PlatformSpec
 
 GRID_WIDTH = 24
@@ -171,7 +171,7 @@ def cost(spec: PlatformSpec) -> dict[str, Any]:
     """$/h from running GPU nodes at the spec's prices, and $ per 1M tokens from vLLM's counters."""
     terms = []
     for pool in spec.pools:
-        node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
+        node = node_for(pool)
         price = spec.instance_price(node.name)
         terms.append(f'count(kube_node_labels{{label_tokenplane_io_pool="{pool.name}"}}) * {price:g}')
     spend = " or ".join(f"({t})" for t in terms) if terms else "vector(0)"

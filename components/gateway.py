@@ -20,11 +20,12 @@ from components.base import Component
 from components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
 from components.iam import irsa_role, policy_document
 from components.naming import LABEL_REGION, NS_GATEWAY, NS_MONITORING, app_labels, checksum
+from tokenplane.runtime_env import DEFAULT_METRICS_PORT, MSK_IAM, Var, env_list, pool_url_var
 from tokenplane.spec import PlatformSpec, Region
 
 GATEWAY_PORT = 8080
 # The AI gateway's /metrics (per-tenant usage and cost) is served here, never on its public port.
-METRICS_PORT = 9090
+METRICS_PORT = DEFAULT_METRICS_PORT
 CONFIG_DIR = "/etc/tokenplane"
 SPOOL_DIR = "/var/spool/tokenplane"
 # A gateway replica plans for 1,000 req/s: its benchmark target is 1,500 per core, and it gets two cores.
@@ -32,8 +33,11 @@ RPS_PER_REPLICA = 1000
 SPOOL_LIMIT = "2Gi"  # usage events queued on disk while Kafka is unreachable (the gateway bounds it too)
 
 
-@dataclass(frozen=True)
-class GatewayArgs:
+@dataclass(frozen=True, kw_only=True)
+class ServingDeps:
+    """What every pod of the serving image needs from its region: the spec, the image, the data stores,
+    the cluster's identity provider and the telemetry endpoint. The gateways and the batch workers share it."""
+
     spec: PlatformSpec
     region: Region
     image: pulumi.Input[str]
@@ -45,9 +49,14 @@ class GatewayArgs:
     oidc_issuer: pulumi.Input[str]
     account_id: pulumi.Input[str]
     tags: dict[str, str]
+    otel_endpoint: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayArgs:
+    deps: ServingDeps
     pool_urls: dict[str, pulumi.Input[str]] = field(default_factory=dict)
     model_gateway_url: str = ""
-    otel_endpoint: str = ""
     # The bucket the Batch API's files live in (BatchWorkers.results_bucket); only the AI gateway serves files.
     files_bucket: pulumi.Input[str] | None = None
 
@@ -91,7 +100,7 @@ def runtime_objects(
         component.child("secret"),
         metadata={"name": f"{app}-connections", "namespace": namespace, "labels": labels},
         type="Opaque",
-        string_data={"REDIS_URL": redis_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap},
+        string_data={Var.REDIS_URL.value: redis_url, Var.KAFKA_BOOTSTRAP_SERVERS.value: kafka_bootstrap},
         opts=component.opts(),
     )
     return config, secret, data
@@ -120,7 +129,7 @@ class GatewayWorkload(Component):
 
     def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        app, spec, region = self.APP, args.spec, args.region
+        app, spec, region = self.APP, args.deps.spec, args.deps.region
         labels = app_labels(app, "gateway", **{LABEL_REGION: region.name})
         config, secret, config_data = runtime_objects(
             self,
@@ -129,8 +138,8 @@ class GatewayWorkload(Component):
             labels=labels,
             spec=spec,
             region=region,
-            redis_url=args.redis_url,
-            kafka_bootstrap=args.kafka_bootstrap,
+            redis_url=args.deps.redis_url,
+            kafka_bootstrap=args.deps.kafka_bootstrap,
         )
         role = self._role(args)
         account = k8s.core.v1.ServiceAccount(
@@ -144,31 +153,30 @@ class GatewayWorkload(Component):
             automount_service_account_token=True,
             opts=self.opts(),
         )
-        env: list[dict[str, Any]] = [
-            {"name": "TOKENPLANE_CONFIG", "value": f"{CONFIG_DIR}/platform.json"},
-            {"name": "TOKENPLANE_REGION", "value": region.name},
-            {"name": "TOKENPLANE_SPOOL_DIR", "value": SPOOL_DIR},
-            {"name": "QDRANT_URL", "value": args.qdrant_url},
-            {"name": "AWS_REGION", "value": region.cloud_region},
-            {"name": "KAFKA_SASL_MECHANISM", "value": "AWS_MSK_IAM"},
-        ]
-        if args.model_gateway_url:
-            env.append({"name": "MODEL_GATEWAY_URL", "value": args.model_gateway_url})
-        if args.otel_endpoint:
-            env.append({"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": args.otel_endpoint})
+        env = env_list(
+            {
+                Var.CONFIG: f"{CONFIG_DIR}/platform.json",
+                Var.REGION: region.name,
+                Var.SPOOL_DIR: SPOOL_DIR,
+                Var.QDRANT_URL: args.deps.qdrant_url,
+                Var.AWS_REGION: region.cloud_region,
+                Var.KAFKA_SASL_MECHANISM: MSK_IAM,
+                Var.MODEL_GATEWAY_URL: args.model_gateway_url or None,
+                Var.OTEL_ENDPOINT: args.deps.otel_endpoint or None,
+            }
+        )
         env.extend(self.files_env(args))
         low, high = replica_bounds(spec, region)
         env.extend(self.replica_env(low))
-        for pool, url in sorted(args.pool_urls.items()):
-            env.append({"name": f"POOL_URL_{pool.upper().replace('-', '_')}", "value": url})
+        env.extend({"name": pool_url_var(pool), "value": url} for pool, url in sorted(args.pool_urls.items()))
         ports = [{"name": "http", "containerPort": GATEWAY_PORT}]
         if self.METRICS_PORT is not None:
-            env.append({"name": "TOKENPLANE_METRICS_PORT", "value": str(self.METRICS_PORT)})
+            env.extend(env_list({Var.METRICS_PORT: str(self.METRICS_PORT)}))
             ports.append({"name": "metrics", "containerPort": self.METRICS_PORT})
         probe: dict[str, Any] = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
         container = {
             "name": app,
-            "image": args.image,
+            "image": args.deps.image,
             "command": ["python", "-m", self.SERVING_MODULE],
             "ports": ports,
             "env": env,
@@ -178,12 +186,7 @@ class GatewayWorkload(Component):
             "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}, "failureThreshold": 6},
             # Let the LB drain the pod before SIGTERM reaches the server; streams then finish in the grace period.
             "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 10"]}}},
-            "securityContext": {
-                "runAsNonRoot": True,
-                "readOnlyRootFilesystem": True,
-                "allowPrivilegeEscalation": False,
-                "capabilities": {"drop": ["ALL"]},
-            },
+            "securityContext": kube.container_security(),
             "volumeMounts": [
                 {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                 {"name": "spool", "mountPath": SPOOL_DIR},
@@ -209,13 +212,7 @@ class GatewayWorkload(Component):
                     "spec": {
                         "serviceAccountName": app,
                         "terminationGracePeriodSeconds": 120,
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "runAsUser": 10001,
-                            "runAsGroup": 10001,
-                            "fsGroup": 10001,
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
+                        "securityContext": kube.pod_security(group=kube.SERVING_UID, fs_group=kube.SERVING_UID),
                         "containers": [container],
                         "topologySpreadConstraints": [
                             {
@@ -318,7 +315,7 @@ class GatewayWorkload(Component):
                 "Resource": [topics],
             },
         ]
-        arns = secret_arns(args.spec, args.region, account_id)
+        arns = secret_arns(args.deps.spec, args.deps.region, account_id)
         if arns:
             statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns})
         if files_bucket:
@@ -327,16 +324,16 @@ class GatewayWorkload(Component):
 
     def _role(self, args: GatewayArgs) -> aws.iam.Role:
         bucket = args.files_bucket if args.files_bucket is not None else ""
-        policy = pulumi.Output.all(args.account_id, args.kafka_cluster_arn, bucket).apply(
+        policy = pulumi.Output.all(args.deps.account_id, args.deps.kafka_cluster_arn, bucket).apply(
             lambda a: policy_document(self.iam_statements(args, str(a[0]), str(a[1]), str(a[2])))
         )
         return irsa_role(
             self.child("role"),
             namespace=NS_GATEWAY,
             service_account=self.APP,
-            oidc_provider_arn=args.oidc_provider_arn,
-            oidc_issuer=args.oidc_issuer,
+            oidc_provider_arn=args.deps.oidc_provider_arn,
+            oidc_issuer=args.deps.oidc_issuer,
             policy=policy,
-            tags=args.tags,
+            tags=args.deps.tags,
             opts=self.opts(),
         )

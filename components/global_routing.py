@@ -32,7 +32,7 @@ GEO: dict[Jurisdiction, list[tuple[str, str]]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GlobalRoutingArgs:
     spec: PlatformSpec
     gateway_hostnames: dict[str, pulumi.Input[str]]  # region name -> the AI gateway's load balancer hostname

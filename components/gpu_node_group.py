@@ -10,8 +10,7 @@ import pulumi_aws as aws
 
 from components.base import Component
 from components.naming import GPU_TAINT_KEY, LABEL_POOL, LABEL_TIER
-from tokenplane import capacity
-from tokenplane.catalog import InstanceType, default_instance, instance_type
+from tokenplane.pool_model import node_for, nodes_for
 from tokenplane.spec import Placement, Pool
 
 ROOT_VOLUME_GIB = 200  # the vLLM image is ~10 GB; weights live on instance-store NVMe, not here
@@ -41,14 +40,14 @@ class NodeCounts:
     max: int
 
     @classmethod
-    def for_pool(cls, pool: Pool, placement: Placement, node: InstanceType) -> NodeCounts:
+    def for_pool(cls, pool: Pool, placement: Placement) -> NodeCounts:
         warm = pool.autoscaling.warm_pool  # booted nodes with weights on NVMe, ahead of demand
-        low = capacity.nodes_needed(placement.min_replicas, pool.gpus_per_replica, node.gpus) + warm
-        high = capacity.nodes_needed(placement.max_replicas, pool.gpus_per_replica, node.gpus) + warm
+        low = nodes_for(pool, placement.min_replicas) + warm
+        high = nodes_for(pool, placement.max_replicas) + warm
         return cls(low, max(high, low, 1))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuNodeGroupArgs:
     pool: Pool
     placement: Placement
@@ -66,8 +65,8 @@ class GpuNodeGroup(Component):
     def __init__(self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
         pool = args.pool
-        node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
-        counts = NodeCounts.for_pool(pool, args.placement, node)
+        node = node_for(pool)
+        counts = NodeCounts.for_pool(pool, args.placement)
         template = aws.ec2.LaunchTemplate(
             self.child("lt"),
             user_data=base64.b64encode(NODEADM_USER_DATA.encode()).decode(),

@@ -16,7 +16,7 @@ CONTEXT = Path(__file__).resolve().parent.parent  # the repository root: the ima
 DOCKERFILE = CONTEXT / "serving" / "images" / "Dockerfile"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImagesArgs:
     home_region: str  # cloud region of the ECR repository the image is pushed to
     replica_regions: list[str]  # cloud regions ECR replicates the repository to

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
-from components.network import vpc_only_firewall
+from components.network import PrivateSubnets, vpc_only_firewall
 from components.pins import MSK_KAFKA_VERSION
 from tokenplane.spec import Topic
 
@@ -24,13 +24,10 @@ unclean.leader.election.enable=false
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class KafkaArgs:
     environment: str
-    azs: list[str]
-    vpc_id: pulumi.Input[str]
-    vpc_cidr: str
-    subnet_ids: list[pulumi.Output[str]]
+    subnets: PrivateSubnets
     topics: list[Topic]
     tags: dict[str, str]
 
@@ -45,8 +42,7 @@ class Kafka(Component):
         super().__init__(name, opts)
         firewall = vpc_only_firewall(
             self.child("sg"),
-            vpc_id=args.vpc_id,
-            vpc_cidr=args.vpc_cidr,
+            subnets=args.subnets,
             port=IAM_TLS_PORT,
             description="MSK: IAM over TLS from inside the VPC only",
             tags=args.tags,
@@ -65,14 +61,16 @@ class Kafka(Component):
             server_properties=SERVER_PROPERTIES,
             opts=self.opts(),
         )
-        brokers = len(args.azs) * (1 if len(args.azs) >= 3 else 2)  # at least 3 brokers for RF 3; a multiple of the AZs
+        brokers = len(args.subnets.azs) * (
+            1 if len(args.subnets.azs) >= 3 else 2
+        )  # at least 3 brokers for RF 3; a multiple of the AZs
         cluster = aws.msk.Cluster(
             self.child("msk"),
             kafka_version=MSK_KAFKA_VERSION,
             number_of_broker_nodes=brokers,
             broker_node_group_info=aws.msk.ClusterBrokerNodeGroupInfoArgs(
                 instance_type=BROKER_TYPE.get(args.environment, BROKER_TYPE["prod"]),
-                client_subnets=args.subnet_ids,
+                client_subnets=args.subnets.subnet_ids,
                 security_groups=[firewall.id],
                 storage_info=aws.msk.ClusterBrokerNodeGroupInfoStorageInfoArgs(
                     ebs_storage_info=aws.msk.ClusterBrokerNodeGroupInfoStorageInfoEbsStorageInfoArgs(

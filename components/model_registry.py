@@ -25,7 +25,7 @@ def _s3_key(account_id: pulumi.Output[str], cloud_region: str) -> pulumi.Output[
     return account_id.apply(lambda account: f"arn:aws:kms:{cloud_region}:{account}:alias/aws/s3")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelRegistryArgs:
     spec: PlatformSpec
     home: str  # region name of the bucket artifacts are published to

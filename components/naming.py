@@ -51,3 +51,8 @@ def tags(spec: PlatformSpec, **extra: str) -> dict[str, str]:
 def checksum(value: Any) -> str:
     """A stable sha256 of JSON-able data, for roll-on-change pod annotations."""
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def cluster_name(platform: str, region: str) -> str:
+    """The EKS cluster of a spec region; subnets are tagged with it so that load balancers find them."""
+    return f"{platform}-{region}"

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
-from tokenplane.spec import PlatformSpec, Region
+from tokenplane.spec import Region
 
 VPC_CIDR = "10.0.0.0/16"
 # /20 private subnets hold 4,091 pod IPs each: the VPC CNI gives every pod a VPC address.
@@ -17,11 +17,21 @@ PRIVATE_PREFIX = 20
 PUBLIC_PREFIX = 24
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NetworkArgs:
-    spec: PlatformSpec
     region: Region
+    cluster_name: str  # the EKS cluster the subnets are tagged for (components.naming.cluster_name)
     tags: dict[str, str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivateSubnets:
+    """Where a data store lives: a private subnet in each of the region's AZs, reachable from the VPC only."""
+
+    azs: list[str]
+    vpc_id: pulumi.Input[str]
+    vpc_cidr: str
+    subnet_ids: list[pulumi.Output[str]]
 
 
 class Network(Component):
@@ -30,6 +40,7 @@ class Network(Component):
     MODULE = "network"
 
     vpc_id: pulumi.Output[str]
+    private: PrivateSubnets
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
 
@@ -56,7 +67,7 @@ class Network(Component):
         private_blocks = list(network.subnets(new_prefix=PRIVATE_PREFIX))
         # Public subnets are /24s carved from the last /20, which no private subnet uses (at most 15 AZs).
         public_blocks = list(private_blocks[-1].subnets(new_prefix=PUBLIC_PREFIX))
-        cluster_tag = f"kubernetes.io/cluster/{args.spec.platform.name}-{args.region.name}"
+        cluster_tag = f"kubernetes.io/cluster/{args.cluster_name}"
         self.private_subnet_ids, self.public_subnet_ids = [], []
         for i, az in enumerate(args.region.azs):
             suffix = az[-1]
@@ -116,6 +127,9 @@ class Network(Component):
             self.private_subnet_ids.append(private.id)
         self.vpc_id = vpc.id
         self.vpc_cidr = VPC_CIDR
+        self.private = PrivateSubnets(
+            azs=args.region.azs, vpc_id=vpc.id, vpc_cidr=VPC_CIDR, subnet_ids=self.private_subnet_ids
+        )
         self.register_outputs(
             {
                 "vpc_id": vpc.id,
@@ -128,8 +142,7 @@ class Network(Component):
 def vpc_only_firewall(
     logical: str,
     *,
-    vpc_id: pulumi.Input[str],
-    vpc_cidr: str,
+    subnets: PrivateSubnets,
     port: int,
     description: str,
     tags: dict[str, str],
@@ -138,10 +151,12 @@ def vpc_only_firewall(
     """A security group that admits one TCP port from inside the VPC and nothing else."""
     return aws.ec2.SecurityGroup(
         logical,
-        vpc_id=vpc_id,
+        vpc_id=subnets.vpc_id,
         description=description,
         ingress=[
-            aws.ec2.SecurityGroupIngressArgs(protocol="tcp", from_port=port, to_port=port, cidr_blocks=[vpc_cidr])
+            aws.ec2.SecurityGroupIngressArgs(
+                protocol="tcp", from_port=port, to_port=port, cidr_blocks=[subnets.vpc_cidr]
+            )
         ],
         tags=tags,
         opts=opts,

@@ -48,7 +48,7 @@ POD_SCRAPE: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ObservabilityArgs:
     spec: PlatformSpec
     region: Region
@@ -183,11 +183,7 @@ class Observability(Component):
                         "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(OTEL_METRICS)},
                     },
                     "spec": {
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "runAsUser": 10001,
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
+                        "securityContext": kube.pod_security(),
                         "containers": [
                             {
                                 "name": OTEL_APP,
@@ -198,11 +194,7 @@ class Observability(Component):
                                     "requests": {"cpu": "200m", "memory": "256Mi"},
                                     "limits": {"cpu": "1", "memory": "1Gi"},
                                 },
-                                "securityContext": {
-                                    "allowPrivilegeEscalation": False,
-                                    "readOnlyRootFilesystem": True,
-                                    "capabilities": {"drop": ["ALL"]},
-                                },
+                                "securityContext": kube.container_security(),
                                 "volumeMounts": [{"name": "config", "mountPath": "/conf", "readOnly": True}],
                             }
                         ],

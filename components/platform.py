@@ -17,7 +17,7 @@ from components.vllm_mirror import VllmMirror, VllmMirrorArgs
 from tokenplane.spec import PlatformSpec, RegionRole
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LlmPlatformArgs:
     spec: PlatformSpec
 
@@ -50,7 +50,9 @@ class LlmPlatform(Component):
         images = Images(
             self.child("images"),
             ImagesArgs(
-                home.cloud_region, sorted({r.cloud_region for r in spec.regions} - {home.cloud_region}), base_tags
+                home_region=home.cloud_region,
+                replica_regions=sorted({r.cloud_region for r in spec.regions} - {home.cloud_region}),
+                tags=base_tags,
             ),
             self.opts(providers=[providers[home.name]]),
         )
@@ -61,7 +63,9 @@ class LlmPlatform(Component):
             self.opts(),
         )
         registry = ModelRegistry(
-            self.child("registry"), ModelRegistryArgs(spec, home.name, providers, base_tags), self.opts()
+            self.child("registry"),
+            ModelRegistryArgs(spec=spec, home=home.name, providers=providers, tags=base_tags),
+            self.opts(),
         )
         self.regions = {
             r.name: Region(
@@ -81,7 +85,9 @@ class LlmPlatform(Component):
         }
         routing = GlobalRouting(
             self.child("dns"),
-            GlobalRoutingArgs(spec, {n: r.gateway_hostname for n, r in self.regions.items()}, base_tags),
+            GlobalRoutingArgs(
+                spec=spec, gateway_hostnames={n: r.gateway_hostname for n, r in self.regions.items()}, tags=base_tags
+            ),
             self.opts(providers=[providers[home.name]]),
         )
         self.gateway_endpoints = {n: r.gateway_hostname for n, r in self.regions.items()}

@@ -13,20 +13,17 @@ import pulumi_aws as aws
 import pulumi_random as random
 
 from components.base import Component
-from components.network import vpc_only_firewall
+from components.network import PrivateSubnets, vpc_only_firewall
 from components.pins import REDIS_ENGINE_VERSION
 
 REDIS_PORT = 6379
 NODE_TYPE = {"prod": "cache.r7g.large", "staging": "cache.r7g.large", "dev": "cache.t4g.medium"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RedisArgs:
     environment: str
-    azs: list[str]
-    vpc_id: pulumi.Input[str]
-    vpc_cidr: str
-    subnet_ids: list[pulumi.Output[str]]
+    subnets: PrivateSubnets
     tags: dict[str, str]
 
 
@@ -38,19 +35,18 @@ class Redis(Component):
     def __init__(self, name: str, args: RedisArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
         group = aws.elasticache.SubnetGroup(
-            self.child("subnets"), subnet_ids=args.subnet_ids, tags=args.tags, opts=self.opts()
+            self.child("subnets"), subnet_ids=args.subnets.subnet_ids, tags=args.tags, opts=self.opts()
         )
         firewall = vpc_only_firewall(
             self.child("sg"),
-            vpc_id=args.vpc_id,
-            vpc_cidr=args.vpc_cidr,
+            subnets=args.subnets,
             port=REDIS_PORT,
             description="Redis: clients inside the VPC only",
             tags=args.tags,
             opts=self.opts(),
         )
         token = random.RandomPassword(self.child("auth-token"), length=64, special=False, opts=self.opts())
-        replicas = max(1, len(args.azs) - 1)  # a replica in every other AZ, for failover
+        replicas = max(1, len(args.subnets.azs) - 1)  # a replica in every other AZ, for failover
         cluster = aws.elasticache.ReplicationGroup(
             self.child("rg"),
             description=f"tokenplane gateway state ({name})",
@@ -62,7 +58,7 @@ class Redis(Component):
             replicas_per_node_group=replicas,
             automatic_failover_enabled=True,
             multi_az_enabled=True,
-            preferred_cache_cluster_azs=args.azs[: replicas + 1],
+            preferred_cache_cluster_azs=args.subnets.azs[: replicas + 1],
             at_rest_encryption_enabled=True,
             transit_encryption_enabled=True,
             auth_token=token.result,

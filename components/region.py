@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import pulumi
@@ -13,12 +12,12 @@ from components.ai_gateway import AiGateway
 from components.base import Component
 from components.batch_workers import BatchWorkers, BatchWorkersArgs
 from components.cluster import Cluster, ClusterArgs
-from components.gateway import GATEWAY_PORT, GatewayArgs
+from components.gateway import GATEWAY_PORT, GatewayArgs, ServingDeps
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.iam import irsa_role, policy_document
 from components.kafka import Kafka, KafkaArgs
 from components.model_gateway import ModelGateway
-from components.naming import APP_NAMESPACES, NS_GATEWAY, NS_KEDA
+from components.naming import APP_NAMESPACES, NS_GATEWAY, NS_KEDA, cluster_name
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from components.pins import CLUSTER_AUTOSCALER_CHART, KEDA_CHART, NVIDIA_DEVICE_PLUGIN_CHART
@@ -31,7 +30,7 @@ from tokenplane.spec import Region as RegionSpec
 KEDA_PORTS = (6443, 9443)  # metrics API and admission webhook, called by the Kubernetes API server
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RegionArgs:
     spec: PlatformSpec
     region: RegionSpec
@@ -54,10 +53,20 @@ class Region(Component):
         super().__init__(name, opts)
         spec, region, tags = args.spec, args.region, args.tags
         environment = spec.platform.environment.value
-        network = Network(self.child("network"), NetworkArgs(spec, region, tags), self.opts())
+        network = Network(
+            self.child("network"),
+            NetworkArgs(region=region, cluster_name=cluster_name(spec.platform.name, region.name), tags=tags),
+            self.opts(),
+        )
         cluster = Cluster(
             self.child("cluster"),
-            ClusterArgs(spec, region, network.private_subnet_ids, network.public_subnet_ids, tags),
+            ClusterArgs(
+                platform=spec.platform,
+                region=region,
+                private_subnet_ids=network.private_subnet_ids,
+                public_subnet_ids=network.public_subnet_ids,
+                tags=tags,
+            ),
             self.opts(),
         )
         k8s_provider = k8s.Provider(
@@ -70,55 +79,49 @@ class Region(Component):
             GpuNodeGroup(
                 self.child("gpu", placement.pool),
                 GpuNodeGroupArgs(
-                    spec.pool(placement.pool),
-                    placement,
-                    cluster.name,
-                    cluster.node_role_arn,
-                    network.private_subnet_ids,
-                    tags,
+                    pool=spec.pool(placement.pool),
+                    placement=placement,
+                    cluster_name=cluster.name,
+                    node_role_arn=cluster.node_role_arn,
+                    subnet_ids=network.private_subnet_ids,
+                    tags=tags,
                 ),
                 self.opts(),
             )
         redis = Redis(
             self.child("redis"),
-            RedisArgs(environment, region.azs, network.vpc_id, network.vpc_cidr, network.private_subnet_ids, tags),
+            RedisArgs(environment=environment, subnets=network.private, tags=tags),
             self.opts(),
         )
         kafka = Kafka(
             self.child("kafka"),
-            KafkaArgs(
-                environment,
-                region.azs,
-                network.vpc_id,
-                network.vpc_cidr,
-                network.private_subnet_ids,
-                spec.queues.topics,
-                tags,
-            ),
+            KafkaArgs(environment=environment, subnets=network.private, topics=spec.queues.topics, tags=tags),
             self.opts(),
         )
         after_namespaces = self.opts(providers=[k8s_provider], depends_on=namespaces)
-        vector_db = VectorDb(self.child("qdrant"), VectorDbArgs(environment), after_namespaces)
-        observability = Observability(self.child("observability"), ObservabilityArgs(spec, region), after_namespaces)
+        vector_db = VectorDb(self.child("qdrant"), VectorDbArgs(environment=environment), after_namespaces)
+        observability = Observability(
+            self.child("observability"), ObservabilityArgs(spec=spec, region=region), after_namespaces
+        )
         pools = {
             placement.pool: VllmPool(
                 self.child("pool", placement.pool),
                 VllmPoolArgs(
-                    spec,
-                    region,
-                    spec.pool(placement.pool),
-                    placement,
-                    args.registry_bucket,
-                    cluster.oidc_provider_arn,
-                    cluster.oidc_issuer,
-                    tags,
+                    spec=spec,
+                    region=region,
+                    pool=spec.pool(placement.pool),
+                    placement=placement,
+                    registry_bucket=args.registry_bucket,
+                    oidc_provider_arn=cluster.oidc_provider_arn,
+                    oidc_issuer=cluster.oidc_issuer,
+                    tags=tags,
                     image=args.vllm_image,
                 ),
                 after_namespaces,
             )
             for placement in region.pools
         }
-        gateway_args = GatewayArgs(
+        deps = ServingDeps(
             spec=spec,
             region=region,
             image=args.image,
@@ -134,9 +137,7 @@ class Region(Component):
         )
         model_gateway = ModelGateway(
             self.child("model-gateway"),
-            GatewayArgs(
-                **{**gateway_args.__dict__, "pool_urls": {name: pool.service_url for name, pool in pools.items()}}
-            ),
+            GatewayArgs(deps=deps, pool_urls={name: pool.service_url for name, pool in pools.items()}),
             after_namespaces,
         )
         model_gateway_url = f"http://{model_gateway.app}.{NS_GATEWAY}.svc:{GATEWAY_PORT}/v1"
@@ -144,14 +145,7 @@ class Region(Component):
         batch = (
             BatchWorkers(
                 self.child("batch"),
-                BatchWorkersArgs(
-                    **{
-                        f.name: getattr(gateway_args, f.name)  # the gateways' cluster, data stores and identity
-                        for f in dataclasses.fields(BatchWorkersArgs)
-                        if f.name != "model_gateway_url"
-                    },
-                    model_gateway_url=model_gateway_url,
-                ),
+                BatchWorkersArgs(deps=deps, model_gateway_url=model_gateway_url),
                 after_namespaces,
             )
             if serves_batch
@@ -162,11 +156,9 @@ class Region(Component):
         ai_gateway = AiGateway(
             self.child("ai-gateway"),
             GatewayArgs(
-                **{
-                    **gateway_args.__dict__,
-                    "model_gateway_url": model_gateway_url,
-                    "files_bucket": batch.results_bucket if batch is not None else None,
-                }
+                deps=deps,
+                model_gateway_url=model_gateway_url,
+                files_bucket=batch.results_bucket if batch is not None else None,
             ),
             after_namespaces,
         )

@@ -15,12 +15,13 @@ from components.pins import QDRANT_IMAGE
 APP = "qdrant"
 HTTP_PORT = 6333
 GRPC_PORT = 6334
+QDRANT_UID, QDRANT_FS_GROUP = 1000, 3000  # the user of the official image; its storage volume is group-writable
 P2P_PORT = 6335
 STORAGE_CLASS = "gp3-encrypted"
 VOLUME_GIB = {"prod": 200, "staging": 100, "dev": 20}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VectorDbArgs:
     environment: str
 
@@ -85,12 +86,7 @@ class VectorDb(Component):
                         "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(HTTP_PORT)},
                     },
                     "spec": {
-                        "securityContext": {
-                            "runAsNonRoot": True,
-                            "runAsUser": 1000,
-                            "fsGroup": 3000,
-                            "seccompProfile": {"type": "RuntimeDefault"},
-                        },
+                        "securityContext": kube.pod_security(user=QDRANT_UID, fs_group=QDRANT_FS_GROUP),
                         "containers": [
                             {
                                 "name": APP,
@@ -104,10 +100,7 @@ class VectorDb(Component):
                                     "httpGet": {"path": "/livez", "port": HTTP_PORT},
                                     "periodSeconds": 20,
                                 },
-                                "securityContext": {
-                                    "allowPrivilegeEscalation": False,
-                                    "capabilities": {"drop": ["ALL"]},
-                                },
+                                "securityContext": kube.container_security(read_only_root=False),
                                 "volumeMounts": [{"name": "storage", "mountPath": "/qdrant/storage"}],
                             }
                         ],

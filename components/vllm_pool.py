@@ -24,7 +24,8 @@ from components.naming import (
     app_labels,
 )
 from components.pins import AWS_CLI_IMAGE
-from tokenplane.catalog import default_instance, instance_type
+from tokenplane.pool_model import replica_requests
+from tokenplane.runtime_env import Var, env_list
 from tokenplane.schedule import cron_window
 from tokenplane.spec import Placement, PlatformSpec, Pool, Region
 from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
@@ -32,7 +33,6 @@ from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
 MODELS_DIR = "/models"
 # Weights cache on the node's instance-store RAID0 (see GpuNodeGroup), shared by every replica on the node.
 NODE_CACHE = "/mnt/k8s-disks/0/tokenplane-models"
-REQUEST_SHARE = 0.8  # of a node's CPU and memory per GPU; the rest is for kubelet and daemons
 DRAIN_SECONDS = 15  # preStop: time for endpoints to drop the pod before vLLM stops accepting
 DEFAULT_DECODE_S_PER_TOKEN = 0.1  # grace-period estimate for a class without an E2E SLO
 
@@ -53,7 +53,7 @@ done
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VllmPoolArgs:
     spec: PlatformSpec
     region: Region
@@ -132,11 +132,7 @@ class VllmPool(Component):
         labels = app_labels(
             app, "inference", **{LABEL_POOL: pool.name, LABEL_TIER: pool.tier.value, LABEL_REGION: args.region.name}
         )
-        node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
-        gpus = pool.gpus_per_replica
-        share = gpus / node.gpus
-        cpu = max(1, math.floor(node.vcpus * share * REQUEST_SHARE))
-        memory = max(4, math.floor(node.memory_gib * share * REQUEST_SHARE))
+        requests = replica_requests(pool)
         needed = artifacts(spec, pool)
 
         role = self._weights_role(args, app, needed)
@@ -152,7 +148,7 @@ class VllmPool(Component):
         )
         fetch_env = [
             {"name": "MODELS", "value": MODELS_DIR},
-            {"name": "AWS_REGION", "value": args.region.cloud_region},
+            *env_list({Var.AWS_REGION: args.region.cloud_region}),
             {
                 "name": "ARTIFACTS",
                 "value": pulumi.Output.from_input(args.registry_bucket).apply(
@@ -171,7 +167,11 @@ class VllmPool(Component):
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
             "securityContext": {"allowPrivilegeEscalation": False},
         }
-        resources = {"cpu": str(cpu), "memory": f"{memory}Gi", "nvidia.com/gpu": str(gpus)}
+        resources = {
+            "cpu": str(requests.cpu),
+            "memory": f"{requests.memory_gib}Gi",
+            "nvidia.com/gpu": str(requests.gpus),
+        }
         probe = {"httpGet": {"path": "/health", "port": DEFAULT_PORT}}
         startup_checks = math.ceil(pool.autoscaling.cold_start_seconds / 10) + 6
         container = {
@@ -180,7 +180,7 @@ class VllmPool(Component):
             "command": ["vllm", "serve"],
             "args": vllm_args(spec, pool, models_dir=MODELS_DIR),
             "ports": [{"name": "http", "containerPort": DEFAULT_PORT}],
-            "env": [{"name": "HF_HUB_OFFLINE", "value": "1"}, {"name": "VLLM_NO_USAGE_STATS", "value": "1"}],
+            "env": env_list({Var.HF_HUB_OFFLINE: "1", Var.VLLM_NO_USAGE_STATS: "1"}),
             # Requests equal limits: a Guaranteed pod is the last to be evicted from a GPU node.
             "resources": {"requests": resources, "limits": resources},
             "startupProbe": {**probe, "periodSeconds": 10, "failureThreshold": startup_checks},
@@ -219,7 +219,10 @@ class VllmPool(Component):
             "volumes": [
                 {"name": "models", "hostPath": {"path": NODE_CACHE, "type": "DirectoryOrCreate"}},
                 # Tensor parallelism exchanges activations through shared memory (NCCL).
-                {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{min(memory // 2, 64)}Gi"}},
+                {
+                    "name": "dshm",
+                    "emptyDir": {"medium": "Memory", "sizeLimit": f"{min(requests.memory_gib // 2, 64)}Gi"},
+                },
             ],
         }
         annotations = {

@@ -47,12 +47,19 @@ class ServingError(Exception):
         param: str | None = None,
         code: str | None = None,
         headers: dict[str, str] | None = None,
+        status: int | None = None,
+        type: str | None = None,
     ) -> None:
+        """``status`` and ``type`` override the class's, for the one error of a kind that answers otherwise."""
         super().__init__(message)
         self.message = message
         self.param = param
         if code is not None:
             self.code = code
+        if status is not None:
+            self.status = status
+        if type is not None:
+            self.type = type
         self.headers = dict(headers or {})
 
     def body(self) -> dict[str, Any]:
@@ -135,8 +142,7 @@ class Overloaded(ServingError):
     code = "overloaded"
 
     def __init__(self, message: str, *, retry_after: float, status: int = 503) -> None:
-        super().__init__(message, headers=retry_after_header(retry_after))
-        self.status = status
+        super().__init__(message, headers=retry_after_header(retry_after), status=status)
         self.retry_after = retry_after
 
 

@@ -20,8 +20,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from tokenplane.runtime_env import Var
+
 SECRETS_DIR = Path("/var/run/secrets/tokenplane")  # where the pod spec mounts the referenced Secrets
-SECRETS_DIR_ENV = "TOKENPLANE_SECRETS_DIR"  # overrides SECRETS_DIR (tests, a laptop)
 SCHEMES = ("env://", "k8s://", "aws-sm://")
 
 
@@ -51,7 +52,7 @@ def resolve_secret(ref: str, *, environ: Mapping[str, str] | None = None) -> str
     if scheme == "env":
         return env.get(path)
     if scheme == "k8s":
-        return _read_mounted(ref, path, Path(env.get(SECRETS_DIR_ENV) or SECRETS_DIR))
+        return _read_mounted(ref, path, Path(env.get(Var.SECRETS_DIR) or SECRETS_DIR))
     if scheme == "aws-sm":
         return _read_aws(path)
     raise ValueError(

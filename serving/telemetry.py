@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
+from tokenplane.runtime_env import Var
 from tokenplane.spec import Tracing
 
 
@@ -37,7 +38,7 @@ def tracer_for(
     )
     if exporter is not None:
         provider.add_span_processor(SimpleSpanProcessor(exporter))
-    elif environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+    elif environ.get(Var.OTEL_ENDPOINT):
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # OTLP gRPC; endpoint from the env

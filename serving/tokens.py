@@ -28,6 +28,9 @@ from tokenplane.spec import RegistryModel
 MESSAGE_OVERHEAD = 4  # role and separators around each chat message
 REPLY_PRIMING = 3  # the assistant turn's header
 CHARS_PER_TOKEN = 4
+# The output a request that sets no max_tokens is expected to produce: what the gateway reserves for TPM and
+# quota (reconciled with the engine's usage afterwards) and what the model gateway's balancer counts as load.
+DEFAULT_MAX_TOKENS = 1024
 
 _PIECES = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 ESTIMATE_VOCAB = 1 << 17  # ids the estimate hands out: about the size of Llama 3's and Qwen 2.5's vocabularies

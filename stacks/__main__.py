@@ -29,7 +29,7 @@ except SpecError as error:
     # Stop before any resource is touched; the message lists every problem with its file:line.
     raise SystemExit(str(error)) from error
 
-platform = LlmPlatform(spec.platform.name, LlmPlatformArgs(spec))
+platform = LlmPlatform(spec.platform.name, LlmPlatformArgs(spec=spec))
 
 pulumi.export("gateway_endpoints", platform.gateway_endpoints)
 pulumi.export("dns", platform.dns_endpoints)

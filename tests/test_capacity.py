@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from tokenplane import capacity as cap
-from tokenplane.architecture import Architecture
-from tokenplane.catalog import GIB, gpu, model_preset
+from tokenplane.catalog import GIB, KvCacheDtype, Quantization, gpu, model_preset
 from tokenplane.errors import CatalogError, SpecError
 from tokenplane.sizing import SizeRequest, size_replica
+from tokenplane.transformer import Architecture
 
 H100 = gpu("H100")
-AUTO, FP8_KV = cap.KvCacheDtype.AUTO, cap.KvCacheDtype.FP8
+AUTO, FP8_KV = KvCacheDtype.AUTO, KvCacheDtype.FP8
 NO_OVERHEAD = cap.Efficiency(step_overhead_s=0.0, allreduce_s=0.0)
 
 
@@ -28,20 +28,20 @@ def arch(name: str) -> Architecture:
 
 
 def test_70b_fp16_weights_take_140_gb() -> None:
-    assert cap.weight_bytes(70e9, cap.Quantization.FP16) == 140e9
+    assert cap.weight_bytes(70e9, Quantization.FP16) == 140e9
 
 
 def test_405b_fp16_weights_take_810_gb() -> None:
-    assert cap.weight_bytes(405e9, cap.Quantization.FP16) == 810e9
+    assert cap.weight_bytes(405e9, Quantization.FP16) == 810e9
 
 
 def test_quantizers_keep_embeddings_at_16_bits() -> None:
-    assert cap.weight_bytes(10e9, cap.Quantization.FP8, embedding_params=1e9) == 9e9 * 1 + 1e9 * 2
+    assert cap.weight_bytes(10e9, Quantization.FP8, embedding_params=1e9) == 9e9 * 1 + 1e9 * 2
 
 
 def test_embedding_params_beyond_the_total_are_rejected() -> None:
     with pytest.raises(ValueError, match="exceeds params"):
-        cap.weight_bytes(1e9, cap.Quantization.FP8, embedding_params=2e9)
+        cap.weight_bytes(1e9, Quantization.FP8, embedding_params=2e9)
 
 
 def test_100_rps_of_1500_tokens_is_150k_tokens_per_second() -> None:
@@ -114,7 +114,7 @@ def test_llama_8b_on_one_h100_has_the_hand_computed_kv_cache() -> None:
 
 
 def test_replica_memory_is_conserved() -> None:
-    plan = cap.replica_memory(arch("qwen2.5-32b"), H100, tp=2, quantization=cap.Quantization.FP8)
+    plan = cap.replica_memory(arch("qwen2.5-32b"), H100, tp=2, quantization=Quantization.FP8)
     total = plan.weights + plan.activation + plan.non_torch + plan.kv_available
     assert total == pytest.approx(plan.budget, rel=1e-12)
     assert plan.kv_tokens % cap.BLOCK_SIZE == 0
@@ -189,7 +189,7 @@ def test_mixtral_reads_only_its_routed_experts_at_batch_one() -> None:
     mixtral = model.arch
     # With no overhead and no KV the step is pure memory time, so it gives back the bytes read.
     read = cap.decode_step_seconds(model, 1, mean_context=0) * H100.hbm_bandwidth * NO_OVERHEAD.mbu_decode
-    total = cap.model_weight_bytes(mixtral, cap.Quantization.BF16)
+    total = cap.model_weight_bytes(mixtral, Quantization.BF16)
     assert read < 0.35 * total
     assert read == pytest.approx(2 * (mixtral.params_active - mixtral.vocab_size * mixtral.hidden_size), rel=1e-9)
 
@@ -276,7 +276,7 @@ def test_size_with_an_unknown_gpu_lists_the_known_ones() -> None:
 
 
 def test_size_with_a_bad_quantization_lists_the_allowed_values() -> None:
-    allowed = ", ".join(q.value for q in cap.Quantization)
+    allowed = ", ".join(q.value for q in Quantization)
     with pytest.raises(SpecError, match=f"--quantization='int3' is not one of {allowed}"):
         SizeRequest.from_cli(**_flags(quantization="int3"))
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from tokenplane import capacity as cap
-from tokenplane.catalog import GIB, gpu, model_preset
+from tokenplane.catalog import GIB, KvCacheDtype, Quantization, gpu, model_preset
 
 TOKENS_TOLERANCE = 0.015  # KV tokens: what VllmOverheads promises
 WEIGHTS_TOLERANCE = 0.025  # "Model loading took" also counts buffers we do not model (rotary caches)
@@ -33,8 +33,8 @@ class Point:
 
     label: str
     model: str
-    quantization: cap.Quantization
-    kv_cache_dtype: cap.KvCacheDtype
+    quantization: Quantization
+    kv_cache_dtype: KvCacheDtype
     tp: int
     weights_gib: float
     kv_gib: float
@@ -45,8 +45,8 @@ class Point:
     concurrency: float | None = None
 
 
-BF16, FP8 = cap.Quantization.BF16, cap.Quantization.FP8
-AUTO, FP8_KV = cap.KvCacheDtype.AUTO, cap.KvCacheDtype.FP8
+BF16, FP8 = Quantization.BF16, Quantization.FP8
+AUTO, FP8_KV = KvCacheDtype.AUTO, KvCacheDtype.FP8
 
 POINTS = [
     # Row 7. LLM_D_REPORT: Llama-3.1-8B-Instruct bf16, TP1; "476,000 tokens", 58.11x at 8,192.

@@ -11,8 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tokenplane import capacity as cap
-from tokenplane.architecture import Architecture, ModelKind
-from tokenplane.catalog import GPUS, MODEL_PRESETS, Gpu
+from tokenplane.catalog import GPUS, MODEL_PRESETS, Gpu, KvCacheDtype, Quantization
+from tokenplane.transformer import Architecture, ModelKind
 
 # Time-based deadlines would make these tests depend on the machine; examples are cheap anyway.
 PROPERTY = settings(deadline=None, max_examples=150)
@@ -20,8 +20,8 @@ PROPERTY = settings(deadline=None, max_examples=150)
 DECODERS = sorted(n for n, p in MODEL_PRESETS.items() if p.architecture.kind is ModelKind.DECODER)
 decoders = st.sampled_from(DECODERS).map(lambda name: MODEL_PRESETS[name].architecture)
 gpus = st.sampled_from(sorted(GPUS)).map(GPUS.__getitem__)
-quantizations = st.sampled_from(list(cap.Quantization))
-kv_dtypes = st.sampled_from(list(cap.KvCacheDtype))
+quantizations = st.sampled_from(list(Quantization))
+kv_dtypes = st.sampled_from(list(KvCacheDtype))
 tps = st.sampled_from([1, 2, 4, 8])
 shapes = st.builds(cap.RequestShape, st.integers(1, 32_768).map(float), st.integers(1, 4096).map(float))
 
@@ -34,7 +34,7 @@ def erlang_c_reference(c: int, a: float) -> float:
     return c * b / (c - a * (1 - b))
 
 
-def _memory(arch: Architecture, gpu: Gpu, tp: int, quantization: cap.Quantization, **knobs: Any) -> cap.MemoryPlan:
+def _memory(arch: Architecture, gpu: Gpu, tp: int, quantization: Quantization, **knobs: Any) -> cap.MemoryPlan:
     return cap.replica_memory(arch, gpu, tp=tp, quantization=quantization, **knobs)
 
 
@@ -48,8 +48,8 @@ def test_replica_memory_conserves_the_budget_and_fills_whole_blocks(
     gpu: Gpu,
     tp: int,
     pp: int,
-    quantization: cap.Quantization,
-    kv_dtype: cap.KvCacheDtype,
+    quantization: Quantization,
+    kv_dtype: KvCacheDtype,
     util: float,
 ) -> None:
     plan = cap.replica_memory(
@@ -67,7 +67,7 @@ def test_replica_memory_conserves_the_budget_and_fills_whole_blocks(
 @PROPERTY
 @given(decoders, kv_dtypes, tps, st.integers(0, 200_000), st.integers(1, 200_000))
 def test_a_request_needs_more_kv_bytes_the_more_tokens_it_holds(
-    arch: Architecture, kv_dtype: cap.KvCacheDtype, tp: int, tokens: int, more: int
+    arch: Architecture, kv_dtype: KvCacheDtype, tp: int, tokens: int, more: int
 ) -> None:
     per_token = cap.kv_bytes_per_token(arch, kv_dtype, tp=tp)
     assert per_token > 0
@@ -77,7 +77,7 @@ def test_a_request_needs_more_kv_bytes_the_more_tokens_it_holds(
 @PROPERTY
 @given(decoders, gpus, tps, quantizations, st.integers(16, 65_536), st.integers(16, 65_536))
 def test_kv_tokens_never_grow_with_max_num_batched_tokens(
-    arch: Architecture, gpu: Gpu, tp: int, quantization: cap.Quantization, low: int, high: int
+    arch: Architecture, gpu: Gpu, tp: int, quantization: Quantization, low: int, high: int
 ) -> None:
     low, high = sorted((low, high))
     small = _memory(arch, gpu, tp, quantization, max_num_batched_tokens=low)
@@ -88,7 +88,7 @@ def test_kv_tokens_never_grow_with_max_num_batched_tokens(
 @PROPERTY
 @given(decoders, gpus, tps, quantizations, st.integers(1, 4096), st.integers(1, 4096))
 def test_kv_tokens_never_grow_with_max_num_seqs(
-    arch: Architecture, gpu: Gpu, tp: int, quantization: cap.Quantization, low: int, high: int
+    arch: Architecture, gpu: Gpu, tp: int, quantization: Quantization, low: int, high: int
 ) -> None:
     low, high = sorted((low, high))
     few = _memory(arch, gpu, tp, quantization, max_num_seqs=low)
@@ -99,7 +99,7 @@ def test_kv_tokens_never_grow_with_max_num_seqs(
 @PROPERTY
 @given(decoders, gpus, tps, quantizations, st.floats(0.06, 0.99), st.floats(0.06, 0.99))
 def test_kv_tokens_never_shrink_with_gpu_memory_utilization(
-    arch: Architecture, gpu: Gpu, tp: int, quantization: cap.Quantization, low: float, high: float
+    arch: Architecture, gpu: Gpu, tp: int, quantization: Quantization, low: float, high: float
 ) -> None:
     low, high = sorted((low, high))
     less = _memory(arch, gpu, tp, quantization, gpu_memory_utilization=low)
@@ -110,7 +110,7 @@ def test_kv_tokens_never_shrink_with_gpu_memory_utilization(
 @PROPERTY
 @given(decoders, gpus, quantizations)
 def test_each_gpu_holds_fewer_weight_bytes_at_higher_tp(
-    arch: Architecture, gpu: Gpu, quantization: cap.Quantization
+    arch: Architecture, gpu: Gpu, quantization: Quantization
 ) -> None:
     per_gpu = [cap.replica_memory(arch, gpu, tp=tp, quantization=quantization).weights for tp in (1, 2, 4, 8)]
     assert all(a > b for a, b in itertools.pairwise(per_gpu)), per_gpu
@@ -122,7 +122,7 @@ def test_each_gpu_holds_fewer_weight_bytes_at_higher_tp(
 @PROPERTY
 @given(decoders, gpus, tps, quantizations, st.integers(1, 2048), st.integers(1, 2048), st.integers(0, 131_072))
 def test_decode_step_time_never_falls_as_the_batch_grows(
-    arch: Architecture, gpu: Gpu, tp: int, quantization: cap.Quantization, b1: int, b2: int, context: int
+    arch: Architecture, gpu: Gpu, tp: int, quantization: Quantization, b1: int, b2: int, context: int
 ) -> None:
     small, large = sorted((b1, b2))
     model = cap.ReplicaModel(arch, gpu, tp=tp, quantization=quantization)

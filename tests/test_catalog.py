@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tokenplane import catalog
-from tokenplane.architecture import ModelKind
 from tokenplane.errors import CatalogError, SpecError
+from tokenplane.transformer import ModelKind
 
 # Published parameter totals (model cards on huggingface.co), and the active share for MoE.
 PUBLISHED_PARAMS: dict[str, float] = {

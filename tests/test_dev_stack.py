@@ -22,8 +22,8 @@ from openai import DefaultHttpxClient, OpenAI
 
 from tests.conftest import DEV_SPEC, ROOT
 from tests.dev_stacks import free_port_block
+from tokenplane.dev.standins import free_port
 from tokenplane.dev.state import StackRecord, pid_alive, read_state, state_path
-from tokenplane.standins import free_port
 
 TOKENPLANE = Path(sys.executable).parent / "tokenplane"
 WAIT = 90.0  # seconds to wait for something expected (a stack on two busy cores); never asserted on

@@ -16,9 +16,9 @@ from rich.console import Console
 
 from tests.dev_stacks import ROOT, child, plan_of
 from tokenplane.dev.services import Stage
+from tokenplane.dev.standins import free_port
 from tokenplane.dev.state import pid_alive, read_state, state_path
 from tokenplane.dev.supervisor import Supervisor, SupervisorError
-from tokenplane.standins import free_port
 
 WAIT = 30.0  # seconds a test waits for something it expects before failing; never asserted on
 

@@ -19,32 +19,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-from tokenplane.architecture import Architecture, ModelKind
-from tokenplane.catalog import GIB, Gpu
+from tokenplane.catalog import GIB, Gpu, KvCacheDtype, Quantization
+from tokenplane.transformer import Architecture, ModelKind
 
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
-
-
-class Quantization(StrEnum):
-    """Weight formats. AWQ and GPTQ are 4-bit weight-only with group scales."""
-
-    BF16 = "bf16"
-    FP16 = "fp16"
-    FP8 = "fp8"
-    INT8 = "int8"
-    AWQ = "awq"
-    GPTQ = "gptq"
-
-
-class KvCacheDtype(StrEnum):
-    """vLLM's ``--kv-cache-dtype``: ``auto`` keeps the model's 16-bit dtype."""
-
-    AUTO = "auto"
-    FP8 = "fp8"
-    FP8_E4M3 = "fp8_e4m3"
-    FP8_E5M2 = "fp8_e5m2"
 
 
 # Bytes per weight. 4-bit formats carry one fp16 scale and a 4-bit zero point per

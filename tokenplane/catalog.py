@@ -15,10 +15,32 @@ reserved or negotiated rates.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TypeVar
 
-from tokenplane.architecture import Architecture, ModelKind
 from tokenplane.errors import CatalogError
+from tokenplane.transformer import Architecture, ModelKind
+
+
+class Quantization(StrEnum):
+    """Weight formats. AWQ and GPTQ are 4-bit weight-only with group scales."""
+
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    AWQ = "awq"
+    GPTQ = "gptq"
+
+
+class KvCacheDtype(StrEnum):
+    """vLLM's ``--kv-cache-dtype``: ``auto`` keeps the model's 16-bit dtype."""
+
+    AUTO = "auto"
+    FP8 = "fp8"
+    FP8_E4M3 = "fp8_e4m3"
+    FP8_E5M2 = "fp8_e5m2"
+
 
 T = TypeVar("T")
 

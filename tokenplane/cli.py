@@ -85,8 +85,8 @@ def plan(
     """
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
+    from tokenplane.plan_report import console_for_output, plan_json, print_plan
     from tokenplane.planner import plan as make_plan
-    from tokenplane.report import console_for_output, plan_json, print_plan
 
     try:
         platform = load_spec(spec)
@@ -149,7 +149,7 @@ def size(
 ) -> None:
     """GPU VRAM and KV cache capacity of one replica, as vLLM would report it at startup."""
     from tokenplane.errors import SpecError
-    from tokenplane.report import print_size
+    from tokenplane.plan_report import print_size
     from tokenplane.sizing import SizeRequest, size_replica
 
     try:
@@ -226,7 +226,7 @@ def check(
     from tokenplane.check import load_policy_config, run_checks
     from tokenplane.check_report import print_table, render
     from tokenplane.errors import SpecError
-    from tokenplane.report import console_for_output
+    from tokenplane.plan_report import console_for_output
 
     if (spec is None) == (program is None):
         _fail("give either a spec file (tokenplane check stacks/dev.yaml) or --program DIR, not both or neither")
@@ -421,9 +421,9 @@ def simulate(
     """Simulate SPEC's platform request by request: latency, queues, autoscaling, shedding and cost over time."""
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
+    from tokenplane.sim.simulate import Initial, SimConfig
+    from tokenplane.sim.simulate import simulate as run_simulation
     from tokenplane.sim.workload import Burst, Profile, parse_clock, parse_duration
-    from tokenplane.simulate import Initial, SimConfig
-    from tokenplane.simulate import simulate as run_simulation
 
     try:
         if rps is not None and not (math.isfinite(rps) and rps > 0):
@@ -449,7 +449,7 @@ def simulate(
 
     summary = result.summary()
     if report is not None:
-        from tokenplane.simulate_report import simulation_html
+        from tokenplane.sim.report import simulation_html
 
         try:
             report.write_text(simulation_html(summary, ttft_ms_by_class(result)), encoding="utf-8")
@@ -460,7 +460,7 @@ def simulate(
     if as_json:
         _emit_json(summary)
     else:
-        from tokenplane.simulate_report import print_simulation
+        from tokenplane.sim.report import print_simulation
 
         print_simulation(summary)
         if report is not None:

@@ -15,14 +15,13 @@ import math
 from dataclasses import dataclass, field
 
 from tokenplane import capacity as cap
-from tokenplane.architecture import ModelKind
-from tokenplane.catalog import GIB, GPUS, default_instance, instance_type
-from tokenplane.spec import PlatformSpec, Pool, Region, SpeculativeMethod, WorkloadClass
-from tokenplane.spec_rules import pool_memory
+from tokenplane.catalog import GIB
+from tokenplane.pool_model import memory, node_for, nodes_for, prefix_kept_share, replica_model
+from tokenplane.spec import PlatformSpec, Pool, Region, WorkloadClass
 from tokenplane.traffic import Spill, route
+from tokenplane.transformer import ModelKind
 
 MAX_REPLICAS_SEARCHED = 100_000  # beyond this a pool is not a sizing problem but a design one
-EAGLE_DRAFT_COST = 0.05  # an EAGLE head is about one decoder layer of the target
 PREFILL_INTERFERENCE_SHARE = 0.05  # above this share of steps carrying prefill, P95 ITL sees a chunk
 FIXED_POINT_STEPS = 50  # the batch fixed point converges in under 10 steps on every example spec
 
@@ -129,41 +128,6 @@ class Plan:
         }
 
 
-def replica_model(spec: PlatformSpec, pool: Pool) -> cap.ReplicaModel:
-    """The capacity model's view of one replica of a pool."""
-    model = spec.model(pool.model)
-    return cap.ReplicaModel(
-        arch=model.resolved_architecture(),
-        gpu=GPUS[pool.gpu],
-        tp=pool.tensor_parallel,
-        pp=pool.pipeline_parallel,
-        quantization=model.quantization,
-        kv_cache_dtype=pool.engine.kv_cache_dtype,
-        speculation=_speculation(spec, pool),
-    )
-
-
-def _speculation(spec: PlatformSpec, pool: Pool) -> cap.Speculation | None:
-    s = pool.engine.speculative
-    if s is None:
-        return None
-    if s.method is SpeculativeMethod.NGRAM:
-        ratio = 0.0  # n-gram lookup runs on the CPU against the prompt
-    elif s.method is SpeculativeMethod.EAGLE:
-        ratio = EAGLE_DRAFT_COST
-    else:
-        draft, target = spec.model(s.draft_model or ""), spec.model(pool.model)
-        ratio = cap.model_weight_bytes(draft.resolved_architecture(), draft.quantization) / cap.model_weight_bytes(
-            target.resolved_architecture(), target.quantization
-        )
-    return cap.Speculation(s.num_speculative_tokens, s.acceptance_rate, ratio)
-
-
-def memory(spec: PlatformSpec, pool: Pool) -> cap.MemoryPlan:
-    """One replica's memory as vLLM would account it at startup."""
-    return pool_memory(spec, pool)
-
-
 def plan(spec: PlatformSpec) -> Plan:
     """Size every (region, pool) of the spec and list what does not hold."""
     traffic = route(spec)
@@ -198,7 +162,7 @@ def _plan_pool(
     placement = next(pl for pl in region.pools if pl.pool == pool.name)
     model = replica_model(spec, pool)
     mem = memory(spec, pool)
-    node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
+    node = node_for(pool)
     lam = sum(per_class.values())
     # A pool with no traffic (a DR standby) is sized for the classes' platform-wide mix.
     weights = per_class or {c: spec.workload_classes[c].share for c in pool.classes if c in spec.workload_classes}
@@ -289,8 +253,8 @@ def _plan_pool(
                 pool.name,
             )
         )
-    nodes_needed = cap.nodes_needed(needed, pool.gpus_per_replica, node.gpus)
-    nodes_max = cap.nodes_needed(placement.max_replicas, pool.gpus_per_replica, node.gpus)
+    nodes_needed = nodes_for(pool, needed)
+    nodes_max = nodes_for(pool, placement.max_replicas)
     price = spec.instance_price(node.name)
     tokens_per_s = lam * (shape.prompt_tokens + shape.output_tokens)
     provider_name, provider_price = _provider_price(spec, pool, shape)
@@ -329,7 +293,7 @@ def _plan_pool(
             gpus_max=nodes_max * node.gpus,
             usd_per_hour=nodes_needed * price,
             usd_per_hour_max=nodes_max * price,
-            usd_per_hour_min=cap.nodes_needed(placement.min_replicas, pool.gpus_per_replica, node.gpus) * price,
+            usd_per_hour_min=nodes_for(pool, placement.min_replicas) * price,
             usd_per_million_tokens=cap.usd_per_million_tokens(nodes_needed * price, tokens_per_s),
             provider_usd_per_million_tokens=provider_price,
             provider=provider_name,
@@ -337,13 +301,6 @@ def _plan_pool(
         problems,
         warnings,
     )
-
-
-def prefix_kept_share(spec: PlatformSpec, pool: Pool) -> float:
-    """Share of prompt tokens that still need prefill after engine prefix-cache hits."""
-    if pool.engine.enable_prefix_caching and spec.cache.prefix.enabled:
-        return 1 - spec.cache.prefix.expected_hit_rate
-    return 1.0
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ def render(spec: PlatformSpec, *, validate: bool = True) -> RenderResult:
     from components.platform import LlmPlatform, LlmPlatformArgs
 
     def program() -> dict[str, Any]:
-        platform = LlmPlatform(spec.platform.name, LlmPlatformArgs(spec))
+        platform = LlmPlatform(spec.platform.name, LlmPlatformArgs(spec=spec))
         return {
             "gateway_endpoints": platform.gateway_endpoints,
             "registry_bucket": platform.registry_bucket,

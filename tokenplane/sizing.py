@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tokenplane import capacity as cap
-from tokenplane.architecture import Architecture, ModelKind, from_hf_config
-from tokenplane.catalog import GIB, Gpu, gpu, model_preset
+from tokenplane.catalog import GIB, Gpu, KvCacheDtype, Quantization, gpu, model_preset
 from tokenplane.errors import SpecError
+from tokenplane.transformer import Architecture, ModelKind, from_hf_config
 
-E = TypeVar("E", cap.Quantization, cap.KvCacheDtype)
+E = TypeVar("E", Quantization, KvCacheDtype)
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,8 @@ class SizeRequest:
     gpu: Gpu
     tp: int
     pp: int
-    quantization: cap.Quantization
-    kv_cache_dtype: cap.KvCacheDtype
+    quantization: Quantization
+    kv_cache_dtype: KvCacheDtype
     gpu_memory_utilization: float
     max_model_len: int
     max_num_batched_tokens: int
@@ -83,8 +83,8 @@ class SizeRequest:
             gpu=device,
             tp=tp,
             pp=pp,
-            quantization=_enum(cap.Quantization, quantization, "--quantization"),
-            kv_cache_dtype=_enum(cap.KvCacheDtype, kv_cache_dtype, "--kv-cache-dtype"),
+            quantization=_enum(Quantization, quantization, "--quantization"),
+            kv_cache_dtype=_enum(KvCacheDtype, kv_cache_dtype, "--kv-cache-dtype"),
             gpu_memory_utilization=gpu_memory_utilization,
             max_model_len=length,
             max_num_batched_tokens=max_num_batched_tokens,

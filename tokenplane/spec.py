@@ -12,14 +12,13 @@ from __future__ import annotations
 import math
 import re
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tokenplane.architecture import Architecture, ModelKind
-from tokenplane.capacity import KvCacheDtype, Quantization
-from tokenplane.catalog import canonical_gpu_name, instance_type, model_preset
-from tokenplane.errors import CatalogError
+from tokenplane.catalog import KvCacheDtype, Quantization, canonical_gpu_name, instance_type, model_preset
+from tokenplane.errors import CatalogError, SpecError
+from tokenplane.transformer import Architecture, ModelKind
 
 Name = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")]
 """A DNS-label-safe name: it becomes part of cloud and Kubernetes resource names."""
@@ -249,7 +248,7 @@ class EngineArgs(Model):
     speculative: Speculative | None = None
 
 
-class Signals(Model):
+class ScalingSignals(Model):
     """Composite scale-out triggers: any one firing adds replicas.
 
     GPU utilization alone is not a signal here: a GPU can sit at 60% compute
@@ -262,7 +261,7 @@ class Signals(Model):
     gpu_utilization: Fraction | None = None
 
     @model_validator(mode="after")
-    def _composite(self) -> Signals:
+    def _composite(self) -> ScalingSignals:
         if self.queue_wait_ms is None and self.kv_cache_usage is None and self.ttft_p95_ms is None:
             raise ValueError(
                 "set at least one of queue_wait_ms, kv_cache_usage or ttft_p95_ms; "
@@ -288,7 +287,7 @@ class ScheduledScale(Model):
 
 
 class Autoscaling(Model):
-    signals: Signals = Field(default_factory=Signals)
+    signals: ScalingSignals = Field(default_factory=ScalingSignals)
     warm_pool: int = Field(default=0, ge=0, description="Nodes kept booted with weights on NVMe")
     cold_start_seconds: float = Field(default=300, gt=0, description="Node boot + weight pull + engine start")
     warm_start_seconds: float = Field(default=45, gt=0, description="Engine start with weights on NVMe")
@@ -455,7 +454,7 @@ class CacheLayer(Model):
     expected_hit_rate: Fraction = 0.0
 
 
-class SemanticCache(CacheLayer):
+class SemanticCacheLayer(CacheLayer):
     similarity_threshold: float = Field(default=0.95, gt=0, le=1)
     embedding_pool: Name | None = None
     classes: list[WorkloadClass] = Field(default_factory=lambda: [WorkloadClass.A, WorkloadClass.B])
@@ -466,7 +465,7 @@ class Caches(Model):
 
     edge: CacheLayer = Field(default_factory=lambda: CacheLayer(enabled=False, ttl_seconds=60))
     exact: CacheLayer = Field(default_factory=CacheLayer)
-    semantic: SemanticCache = Field(default_factory=lambda: SemanticCache(enabled=False))
+    semantic: SemanticCacheLayer = Field(default_factory=lambda: SemanticCacheLayer(enabled=False))
     retrieval: CacheLayer = Field(default_factory=CacheLayer)
     prefix: CacheLayer = Field(default_factory=lambda: CacheLayer(ttl_seconds=0, tenant_scoped=False))
 
@@ -514,9 +513,37 @@ def _default_levels() -> dict[Priority, PriorityLevel]:
     }
 
 
+DEFAULT_TOPICS: dict[TopicPurpose, str] = {
+    TopicPurpose.BATCH: "batch-jobs",
+    TopicPurpose.USAGE: "usage-events",
+    TopicPurpose.AUDIT: "audit-events",
+}
+"""The topic each purpose uses when ``queues.topics`` lists none for it."""
+
+
 class Queues(Model):
-    topics: list[Topic] = Field(default_factory=list)
+    topics: list[Topic] = Field(
+        default_factory=list,
+        validate_default=True,  # a spec without topics still gets every purpose's default one
+        description="Kafka topics by purpose; a purpose not listed gets its default topic (batch-jobs, "
+        "usage-events, audit-events) with the default partitions and retention",
+    )
     priorities: dict[Priority, PriorityLevel] = Field(default_factory=_default_levels)
+
+    @field_validator("topics")
+    @classmethod
+    def _every_purpose_has_a_topic(cls, topics: list[Topic]) -> list[Topic]:
+        # The gateway writes usage and audit events and the batch API enqueues jobs whatever the spec lists,
+        # and MSK runs with topic auto-creation off: a purpose left out must still be a topic the cluster has.
+        listed = {t.purpose for t in topics}
+        return topics + [Topic(name=name, purpose=p) for p, name in DEFAULT_TOPICS.items() if p not in listed]
+
+    def topic_names(self) -> dict[TopicPurpose, str]:
+        """The topic of each purpose (the first listed for it)."""
+        names: dict[TopicPurpose, str] = {}
+        for topic in self.topics:
+            names.setdefault(topic.purpose, topic.name)
+        return names
 
     def max_wait_s(self, priority: Priority, ttft_slo_ms: float | None) -> float:
         """How long a request at ``priority`` of a class with TTFT SLO ``ttft_slo_ms`` may queue before it is shed.
@@ -616,13 +643,16 @@ class PlatformSpec(Model):
     # Lookups the rest of the codebase shares, so that nobody re-derives them.
 
     def pool(self, name: str) -> Pool:
-        return next(p for p in self.pools if p.name == name)
+        """The pool called ``name``; raises ``SpecError`` listing the spec's pools if there is none."""
+        return _named(self.pools, name, "pool", "pools")
 
     def region(self, name: str) -> Region:
-        return next(r for r in self.regions if r.name == name)
+        """The region called ``name``; raises ``SpecError`` listing the spec's regions if there is none."""
+        return _named(self.regions, name, "region", "regions")
 
     def model(self, name: str) -> RegistryModel:
-        return next(m for m in self.models if m.name == name)
+        """The registry model called ``name``; raises ``SpecError`` listing the spec's models if there is none."""
+        return _named(self.models, name, "model", "models")
 
     def provider(self, name: str) -> Provider | None:
         return next((p for p in self.providers if p.name == name), None)
@@ -637,8 +667,82 @@ class PlatformSpec(Model):
         return self.architecture(pool).kind is ModelKind.ENCODER
 
 
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_T = TypeVar("_T", bound=_Named)
+
+
+def _named(items: list[_T], name: str, kind: str, section: str) -> _T:
+    for item in items:
+        if item.name == name:
+            return item
+    known = ", ".join(item.name for item in items) or "none"
+    raise SpecError(
+        f"unknown {kind} {name!r}; the spec's {section} are: {known} (add it under {section}: or use one of those)"
+    )
+
+
+# The spec's public vocabulary, including the catalog types a spec field is typed with.
 __all__ = [
+    "DASHBOARDS",
+    "DEFAULT_TOPICS",
+    "SECRET_REF",
     "Architecture",
+    "Autoscaling",
+    "Budget",
+    "CacheLayer",
+    "Caches",
     "CatalogError",
+    "ClassSpec",
+    "DashboardName",
+    "DisasterRecovery",
+    "EngineArgs",
+    "Environment",
+    "Fraction",
+    "Isolation",
+    "Jurisdiction",
+    "KvCacheDtype",
+    "Logs",
+    "Model",
+    "ModelKind",
+    "Name",
+    "Observability",
+    "Placement",
+    "Platform",
     "PlatformSpec",
+    "Pool",
+    "Pricing",
+    "Priority",
+    "PriorityLevel",
+    "Provider",
+    "ProviderKind",
+    "ProviderLatency",
+    "ProviderModel",
+    "Quantization",
+    "Queues",
+    "Region",
+    "RegionRole",
+    "RegistryModel",
+    "ReplicatedArtifact",
+    "Routing",
+    "RoutingRule",
+    "RuleMatch",
+    "ScalingSignals",
+    "ScheduledScale",
+    "Scorecard",
+    "SecretRef",
+    "SemanticCacheLayer",
+    "Speculative",
+    "SpeculativeMethod",
+    "Tenant",
+    "Tier",
+    "TokenRange",
+    "Topic",
+    "TopicPurpose",
+    "Tracing",
+    "WorkloadClass",
+    "secret_ref",
 ]

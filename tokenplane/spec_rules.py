@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tokenplane import capacity
-from tokenplane.architecture import Architecture, ModelKind
-from tokenplane.catalog import DEFAULT_INSTANCE, GIB, GPUS, default_instance, instance_type
+from tokenplane.catalog import GIB, GPUS, default_instance
+from tokenplane.pool_model import memory, node_for
+from tokenplane.transformer import Architecture, ModelKind
 
 if TYPE_CHECKING:
     from tokenplane.spec import PlatformSpec, Pool
@@ -209,26 +209,6 @@ def _tp_problem(arch: Architecture, tp: int) -> str | None:
     return None
 
 
-def pool_memory(
-    spec: PlatformSpec, pool: Pool, *, tp: int | None = None, gpu_name: str | None = None
-) -> capacity.MemoryPlan:
-    """One replica's memory as vLLM accounts it, optionally at another TP or GPU (for fix hints)."""
-    model = spec.model(pool.model)
-    tp = pool.tensor_parallel if tp is None else tp
-    gpu_name = pool.gpu if gpu_name is None else gpu_name
-    return capacity.replica_memory(
-        model.resolved_architecture(),
-        GPUS[gpu_name],
-        tp=tp,
-        pp=pool.pipeline_parallel,
-        quantization=model.quantization,
-        kv_cache_dtype=pool.engine.kv_cache_dtype,
-        gpu_memory_utilization=pool.engine.gpu_memory_utilization,
-        max_num_batched_tokens=pool.engine.max_num_batched_tokens,
-        max_num_seqs=pool.engine.max_num_seqs,
-    )
-
-
 def _parallelism_and_memory(spec: PlatformSpec) -> Iterator[Violation]:
     models = {m.name: m for m in spec.models}
     for p_i, pool in enumerate(spec.pools):
@@ -237,7 +217,7 @@ def _parallelism_and_memory(spec: PlatformSpec) -> Iterator[Violation]:
         model = models[pool.model]
         arch = model.resolved_architecture()
         where = ("pools", p_i)
-        node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
+        node = node_for(pool)
         encoder = arch.kind is ModelKind.ENCODER
         if encoder != (pool.isolation.value == "embedding"):
             yield Violation(
@@ -286,21 +266,20 @@ def _parallelism_and_memory(spec: PlatformSpec) -> Iterator[Violation]:
 def _memory_fit(spec: PlatformSpec, pool: Pool, where: Loc, node_gpus: int) -> Iterator[Violation]:
     arch = spec.architecture(pool)
     length = pool.engine.max_model_len
-    mem = pool_memory(spec, pool, tp=pool.tensor_parallel, gpu_name=pool.gpu)
+    mem = memory(spec, pool)
     ok = mem.fits if arch.kind is ModelKind.ENCODER else mem.fits_sequence(length)
     if ok:
         return
     missing = mem.missing_bytes_for(length) if arch.kind is ModelKind.DECODER else -mem.kv_available
     hints: list[str] = []
     for tp in _valid_tps(arch, node_gpus // pool.pipeline_parallel):
-        if tp > pool.tensor_parallel and pool_memory(spec, pool, tp=tp, gpu_name=pool.gpu).fits_sequence(length):
+        if tp > pool.tensor_parallel and memory(spec, pool, tp=tp, gpu_name=pool.gpu).fits_sequence(length):
             hints.append(f"tensor_parallel: {tp}")
             break
     by_size = sorted(GPUS.values(), key=lambda g: g.hbm_gib)
     for gpu in by_size:
-        node = instance_type(DEFAULT_INSTANCE[gpu.name])
-        bigger = gpu.hbm_gib > GPUS[pool.gpu].hbm_gib and node.gpus >= pool.gpus_per_replica
-        if bigger and pool_memory(spec, pool, tp=pool.tensor_parallel, gpu_name=gpu.name).fits_sequence(length):
+        bigger = gpu.hbm_gib > GPUS[pool.gpu].hbm_gib and default_instance(gpu.name).gpus >= pool.gpus_per_replica
+        if bigger and memory(spec, pool, tp=pool.tensor_parallel, gpu_name=gpu.name).fits_sequence(length):
             hints.append(f"gpu: {gpu.name}")
             break
     hints.append("a lower max_model_len" if arch.kind is ModelKind.DECODER else "a smaller model")

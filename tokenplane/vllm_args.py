@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from tokenplane.capacity import KvCacheDtype, Quantization
+from tokenplane.catalog import KvCacheDtype, Quantization
 from tokenplane.spec import PlatformSpec, Pool, RegistryModel, SpeculativeMethod
 
 DEFAULT_PORT = 8000

@@ -2,6 +2,8 @@
 
 ``python -m serving.batch`` runs one worker configured from the environment;
 ``BatchWorker`` is the same worker for tests and ``tokenplane dev``.
+
+It may import the core, ``serving``'s shared rooms and ``serving.gateway`` (whose pipeline it runs).
 """
 
 from serving.batch.worker import LINE_CONCURRENCY, BatchWorker

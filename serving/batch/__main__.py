@@ -22,31 +22,29 @@ from collections.abc import Mapping
 from prometheus_client import start_http_server
 
 from serving.batch.worker import BatchWorker
-from serving.gateway.batch_store import BatchStore
-from serving.gateway.metering import kafka_security_from_env
-from serving.gateway.runtime import ConfigError, file_store, gateway_from_env, topics
+from serving.events.kafka import kafka_security_from_env
+from serving.files.batch_store import BatchStore
+from serving.gateway.runtime import file_store, gateway_from_env, topics
 from tokenplane.errors import SpecError
+from tokenplane.runtime_env import RuntimeEnv, Var
 from tokenplane.spec import TopicPurpose
-
-METRICS_PORT = 9000  # components/batch_workers.py METRICS_PORT: what Prometheus scrapes and KEDA queries
 
 
 async def run(environ: Mapping[str, str]) -> None:
     """Build the gateway from ``environ``, then consume batch jobs until SIGTERM or SIGINT."""
-    bootstrap = environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    if not bootstrap:
-        raise ConfigError("KAFKA_BOOTSTRAP_SERVERS is not set; the batch topic's brokers (host:port,...)")
+    env = RuntimeEnv.parse(environ)
+    bootstrap = env.required(Var.KAFKA_BOOTSTRAP_SERVERS, "the batch topic's brokers (host:port,...)")
     async with gateway_from_env(environ) as gateway:
         worker = BatchWorker(
             gateway,
             files=file_store(environ),
             jobs=BatchStore(gateway.redis),
             bootstrap=bootstrap,
-            topic=environ.get("KAFKA_TOPIC") or topics(gateway.spec)[TopicPurpose.BATCH],
+            topic=env.kafka_topic or topics(gateway.spec)[TopicPurpose.BATCH],
             registry=gateway.metrics.registry,
             security=kafka_security_from_env(environ),
         )
-        start_http_server(int(environ.get("TOKENPLANE_METRICS_PORT", METRICS_PORT)), registry=gateway.metrics.registry)
+        start_http_server(env.metrics_port, registry=gateway.metrics.registry)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             # Finish the lines in flight, leave the job uncommitted; the next worker skips what is done.

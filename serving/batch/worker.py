@@ -27,11 +27,11 @@ from aiokafka.errors import KafkaError  # type: ignore[import-untyped]  # as abo
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from serving.errors import Overloaded, RateLimited, ServingError
+from serving.files.batch_lines import BatchLine, error_line, output_line, parse_input, to_jsonl
+from serving.files.batch_store import LINES_GRACE_SECONDS, TERMINAL, BatchStatus, BatchStore
+from serving.files.store import FilePurpose, FileStore
 from serving.gateway.app import Gateway
-from serving.gateway.batch_lines import BatchLine, error_line, output_line, parse_input, to_jsonl
-from serving.gateway.batch_store import LINES_GRACE_SECONDS, TERMINAL, BatchStatus, BatchStore
 from serving.gateway.call import Call
-from serving.gateway.files import FilePurpose, FileStore
 from serving.gateway.streams import assemble
 from serving.types import Endpoint, Json
 from tokenplane.spec import Tenant

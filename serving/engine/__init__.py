@@ -8,6 +8,9 @@ deterministic, and its token counts are exact.
 
     config = EngineConfig.from_spec(load_spec("stacks/dev.yaml"), "small", speed=math.inf)
     app = create_app(config)  # an ASGI app; or: python -m serving.engine --pool small
+
+It may import the core (its timing comes from ``tokenplane.pool_model``) and
+``serving``'s shared modules; never another process package.
 """
 
 from __future__ import annotations

@@ -50,8 +50,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from serving.engine.config import EngineConfig
-    from serving.engine.embedder import EmbeddingMode
+    from serving.engine.config import EmbeddingMode, EngineConfig
     from tokenplane.errors import SpecLoadError
     from tokenplane.load import load_spec
 

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from enum import StrEnum
 
-from serving.engine.embedder import EmbeddingMode
 from serving.tokens import TokenCounter, counter_for
-from tokenplane import planner
+from tokenplane import pool_model
 from tokenplane.capacity import BLOCK_SIZE
-from tokenplane.sim.engine import PoolEngineParams
-from tokenplane.spec import PlatformSpec, Pool
+from tokenplane.pool_model import PoolTiming
+from tokenplane.spec import PlatformSpec
 from tokenplane.vllm_args import served_model_names
+
+
+class EmbeddingMode(StrEnum):
+    """``--embeddings``: how an encoder pool picks its embedder."""
+
+    AUTO = "auto"  # the model's weights where a package of them is installed, else lexical
+    LEXICAL = "lexical"  # always the stand-in: fast and dependency-free, for load tests of the plumbing
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,7 +55,7 @@ class EngineConfig:
     encoder: bool
     embedding_dimension: int
     output_tokens: tuple[int, int]
-    timing: PoolEngineParams
+    timing: PoolTiming
     counter: TokenCounter
     speed: float = 1.0
     seed: int = 0
@@ -105,22 +111,15 @@ class EngineConfig:
         Raises:
             ValueError: ``pool`` is not in the spec (the message lists the pools), or a value is out of range.
         """
-        found = _pool(spec, pool)
+        found = spec.pool(pool)
         engine = found.engine
         encoder = spec.is_embedding(found)
-        model = planner.replica_model(spec, found)
-        blocks = planner.memory(spec, found).kv_blocks if kv_blocks is None else kv_blocks
         if kv_blocks is not None and kv_blocks < 1:
             raise ValueError(f"kv_blocks={kv_blocks} must be at least 1")
+        blocks = pool_model.memory(spec, found).kv_blocks if kv_blocks is None else kv_blocks
         classes = [spec.workload_classes[c].output_tokens for c in found.classes if c in spec.workload_classes]
         output = (min(r.min for r in classes), max(r.max for r in classes)) if classes else (1, 1)
-        timing = PoolEngineParams.build(
-            model,
-            max_num_seqs=engine.max_num_seqs,
-            token_budget=engine.max_num_batched_tokens,
-            kv_tokens=math.inf if encoder else float(blocks * BLOCK_SIZE),
-            encoder=encoder,
-        )
+        timing = pool_model.timing(spec, found, kv_blocks=blocks)
         return cls(
             pool=found.name,
             served_model_names=tuple(served_model_names(spec, found)),
@@ -130,7 +129,7 @@ class EngineConfig:
             kv_blocks=0 if encoder else blocks,
             prefix_caching=engine.enable_prefix_caching and not encoder,
             encoder=encoder,
-            embedding_dimension=model.arch.hidden_size,
+            embedding_dimension=spec.architecture(found).hidden_size,
             output_tokens=output,
             timing=timing,
             counter=counter_for(spec.model(found.model)),
@@ -139,11 +138,3 @@ class EngineConfig:
             model_preset=spec.model(found.model).preset,
             embeddings=embeddings,
         )
-
-
-def _pool(spec: PlatformSpec, name: str) -> Pool:
-    for pool in spec.pools:
-        if pool.name == name:
-            return pool
-    names = ", ".join(p.name for p in spec.pools)
-    raise ValueError(f"unknown pool {name!r}; the spec's pools are: {names}")

@@ -19,30 +19,20 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
+from serving.engine.config import EmbeddingMode, EngineConfig
+from serving.engine.minilm import MODEL_NAME as MINILM
+from serving.engine.minilm import PIP_INSTALL, MiniLmEncoder
 from serving.errors import InvalidRequest
-from serving.minilm import MODEL_NAME as MINILM
-from serving.minilm import PIP_INSTALL, MiniLmEncoder
 from serving.tokens import TokenCounter
-
-if TYPE_CHECKING:
-    from serving.engine.config import EngineConfig
 
 log = logging.getLogger(__name__)
 
 # Forward passes at once. One already keeps every core busy (BLAS threads), and each holds up to ~200 MB of
 # activations; more would only add memory and slow the event loop's thread, not finish sooner.
 MAX_CONCURRENT_FORWARDS = 1
-
-
-class EmbeddingMode(StrEnum):
-    """``--embeddings``: how an encoder pool picks its embedder."""
-
-    AUTO = "auto"  # the model's weights where a package of them is installed, else lexical
-    LEXICAL = "lexical"  # always the stand-in: fast and dependency-free, for load tests of the plumbing
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +81,7 @@ class LexicalEmbedder:
 
 
 class MiniLmEmbedder:
-    """all-MiniLM-L6-v2's real vectors (``serving.minilm``), computed off the event loop."""
+    """all-MiniLM-L6-v2's real vectors (``serving.engine.minilm``), computed off the event loop."""
 
     kind = MINILM
 

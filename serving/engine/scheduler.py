@@ -14,7 +14,7 @@ admitted running sequence is preempted: its blocks are freed and it goes back
 to the front of the queue, to recompute its prompt and the tokens it has made
 so far. No waiting sequence is admitted in an iteration that preempted.
 
-An iteration lasts what the capacity model says (``PoolEngineParams``, the
+An iteration lasts what the capacity model says (``pool_model.PoolTiming``, the
 workbench simulator's own tables): one decode step at the batch's total
 context, or the step overhead when nothing decodes, plus ``PrefillCost.seconds``
 for each prefill chunk. The loop then sleeps that long divided by ``speed``;

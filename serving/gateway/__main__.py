@@ -1,7 +1,7 @@
 """``python -m serving.gateway``: the AI gateway, configured from the environment.
 
 The public API listens on ``--port`` (8080); Prometheus scrapes ``/metrics`` on
-``--metrics-port`` (``TOKENPLANE_METRICS_PORT``, default 9090), which the load
+``--metrics-port`` (``TOKENPLANE_METRICS_PORT``, default 9000), which the load
 balancer never reaches.
 """
 
@@ -17,26 +17,19 @@ import uvloop
 from serving.gateway.runtime import apps_from_env
 from serving.gateway.server import metrics_server, public_server, serve_both
 from tokenplane.errors import SpecError
+from tokenplane.runtime_env import RuntimeEnv, Var
 
 PORT = 8080  # components/gateway.py GATEWAY_PORT
-METRICS_PORT = 9090  # components/gateway.py METRICS_PORT
-METRICS_PORT_ENV = "TOKENPLANE_METRICS_PORT"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serving.gateway", description=__doc__)
     parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=PORT)
-    parser.add_argument(
-        "--metrics-port", type=int, default=None, help=f"default: ${METRICS_PORT_ENV} or {METRICS_PORT}"
-    )
+    parser.add_argument("--metrics-port", type=int, default=None, help=f"default: ${Var.METRICS_PORT.value} or 9000")
     args = parser.parse_args(argv)
     try:
-        metrics_port = args.metrics_port or int(os.environ.get(METRICS_PORT_ENV) or METRICS_PORT)
-    except ValueError:
-        print(f"error: {METRICS_PORT_ENV}={os.environ[METRICS_PORT_ENV]!r} is not a port number", file=sys.stderr)
-        return 2
-    try:
+        metrics_port = args.metrics_port or RuntimeEnv.parse(os.environ).metrics_port
         public, metrics = apps_from_env()
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -37,14 +37,14 @@ from serving.gateway.ratelimit import RateLimiter
 from serving.gateway.routing import Router
 from serving.gateway.semantic_cache import SemanticCache
 from serving.gateway.stages import (
-    Admit,
-    Authenticate,
+    AdmitStage,
+    AuthenticateStage,
     ExactCacheStage,
-    Forward,
-    Observe,
-    Quota,
-    RateLimit,
-    Route,
+    ForwardStage,
+    ObserveStage,
+    QuotaStage,
+    RateLimitStage,
+    RouteStage,
     SemanticCacheStage,
 )
 from serving.gateway.streams import sse, with_keepalive
@@ -76,6 +76,13 @@ class Gateway:
     limiter: RateLimiter
     ledger: QuotaLedger
     extra_routes: list[HttpRoute] = field(default_factory=list)
+
+    def openapi(self) -> dict[str, Any]:
+        """This gateway's OpenAPI document: its platform, region, model names and mounted APIs."""
+        from serving.gateway.openapi import openapi_document  # built on first request only
+
+        mounted = {getattr(route, "path", "") for route in self.extra_routes}
+        return openapi_document(self.spec, region=self.region, model_names=self.router.model_names(), mounted=mounted)
 
 
 def admission_permits(spec: PlatformSpec, region: str, *, gateway_replicas: int) -> dict[str, int]:
@@ -144,18 +151,20 @@ def build_gateway(
         pool: AdmissionController(pool, permits=n, levels=spec.queues.priorities, clock=clock)
         for pool, n in counts.items()
     }
-    handler: Handler = Forward(upstream=upstream, clock=clock, tracer=tracer)
-    handler = Admit(handler, pools=admission, max_wait=queue_deadlines(spec), metrics=metrics, tracer=tracer)
+    handler: Handler = ForwardStage(upstream=upstream, clock=clock, tracer=tracer)
+    handler = AdmitStage(handler, pools=admission, max_wait=queue_deadlines(spec), metrics=metrics, tracer=tracer)
     if semantic is not None:
         handler = SemanticCacheStage(
             handler, cache=semantic, replay=lambda c: exact.replay_chunks(c, include_usage=True), tracer=tracer
         )
     handler = ExactCacheStage(handler, cache=exact, tracer=tracer)
-    handler = Quota(handler, ledger=ledger, prices=prices, tracer=tracer)
-    handler = RateLimit(handler, limiter=limiter, tracer=tracer)
-    handler = Route(handler, router=router, counter_for=_counters(spec), tracer=tracer)
-    handler = Authenticate(handler, keys=keys, tracer=tracer)
-    handler = Observe(handler, metrics=metrics, sink=sink, prices=prices, region=region, clock=clock, tracer=tracer)
+    handler = QuotaStage(handler, ledger=ledger, prices=prices, tracer=tracer)
+    handler = RateLimitStage(handler, limiter=limiter, tracer=tracer)
+    handler = RouteStage(handler, router=router, counter_for=_counters(spec), tracer=tracer)
+    handler = AuthenticateStage(handler, keys=keys, tracer=tracer)
+    handler = ObserveStage(
+        handler, metrics=metrics, sink=sink, prices=prices, region=region, clock=clock, tracer=tracer
+    )
     return Gateway(
         spec=spec,
         region=region,
@@ -238,9 +247,7 @@ def create_app(gateway: Gateway) -> Starlette:
         return JSONResponse({"ready": ok, **checks}, status_code=200 if ok else 503)
 
     async def openapi(request: Request) -> Response:
-        from serving.gateway.openapi import openapi_document  # built on first request only
-
-        return JSONResponse(openapi_document(gateway))
+        return JSONResponse(gateway.openapi())
 
     routes = [
         HttpRoute("/v1/chat/completions", chat, methods=["POST"]),

@@ -30,11 +30,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from serving.errors import InvalidRequest, NotFound, ServingError
+from serving.files.batch_lines import parse_input
+from serving.files.batch_store import BatchStore
+from serving.files.store import MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable
 from serving.gateway.app import Gateway
-from serving.gateway.batch_lines import parse_input
-from serving.gateway.batch_store import BatchStore
 from serving.gateway.edge import error_json
-from serving.gateway.files import MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable
 from serving.gateway.requests import decode_body
 from serving.types import Endpoint, EventSink, Json
 from tokenplane.spec import Tenant, TopicPurpose
@@ -53,14 +53,13 @@ HttpHandler = Callable[[Request], Awaitable[Response]]
 
 
 def _too_large(size: int) -> InvalidRequest:
-    error = InvalidRequest(
+    return InvalidRequest(
         f"the upload is {size} bytes; the limit is {MAX_UPLOAD_BYTES} bytes ({MAX_UPLOAD_BYTES // 2**20} MiB). "
         "Split the requests into several batch files",
         param="file",
         code="file_too_large",
+        status=413,
     )
-    error.status = 413
-    return error
 
 
 def _metadata(value: object) -> dict[str, str] | None:
@@ -85,18 +84,14 @@ def _metadata(value: object) -> dict[str, str] | None:
 
 
 def _store_unavailable(e: RedisError) -> ServingError:
-    error = ServingError(
-        f"the batch store is unavailable ({type(e).__name__}); retry shortly", code="store_unavailable"
+    return ServingError(
+        f"the batch store is unavailable ({type(e).__name__}); retry shortly", code="store_unavailable", status=503
     )
-    error.status = 503
-    return error
 
 
 def _files_unavailable(e: FileStoreUnavailable) -> ServingError:
     log.warning("file store unavailable: %s", e)  # the bucket and key are for the log, not the tenant
-    error = ServingError("the file store is unavailable; retry shortly", code="files_unavailable")
-    error.status = 503
-    return error
+    return ServingError("the file store is unavailable; retry shortly", code="files_unavailable", status=503)
 
 
 def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: EventSink) -> list[Route]:

@@ -38,7 +38,8 @@ from serving.errors import (
     RequestTooLarge,
     ServingError,
 )
-from serving.gateway import files, requests
+from serving.files import store as files
+from serving.gateway import requests
 
 log = logging.getLogger(__name__)
 

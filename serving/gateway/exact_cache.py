@@ -29,7 +29,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from serving.gateway.outage import Outage
+from serving.outage import Outage
 from serving.types import Endpoint, Json
 from tokenplane.spec import CacheLayer
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serving.gateway.app import Gateway
+from tokenplane.spec import PlatformSpec
 
 Schema = dict[str, Any]
 
@@ -410,19 +410,19 @@ def _error_responses() -> dict[str, Schema]:
     return {f"Error{s}": json_body(ref("Error"), text) for s, text in ERROR_DESCRIPTIONS.items()}
 
 
-def openapi_document(gateway: Gateway) -> dict[str, Any]:
+def openapi_document(spec: PlatformSpec, *, region: str, model_names: list[str], mounted: set[str]) -> dict[str, Any]:
     """The gateway's OpenAPI 3.1 document.
 
     Args:
-        gateway: the built gateway; its spec names the platform, its router the model names, and its
-            extra routes say whether the Files and Batch APIs are mounted.
+        spec: names the platform and its domain.
+        region: the region this gateway serves.
+        model_names: what ``model`` may say (the router's names).
+        mounted: the paths of the routes mounted besides the core ones: the Files and Batch APIs' when present.
 
     Returns:
         The document as a JSON-serialisable dict, ready for ``JSONResponse``.
     """
-    spec = gateway.spec
     paths = _core_paths()
-    mounted = {getattr(route, "path", "") for route in gateway.extra_routes}
     if {"/v1/files", "/v1/batches"} & mounted:
         paths |= _batch_paths()
     return {
@@ -430,7 +430,7 @@ def openapi_document(gateway: Gateway) -> dict[str, Any]:
         "info": {
             "title": f"{spec.platform.name} AI gateway",
             "version": "1",
-            "description": "OpenAI-compatible API of the tokenplane AI gateway, region " + gateway.region,
+            "description": "OpenAI-compatible API of the tokenplane AI gateway, region " + region,
         },
         "servers": [{"url": f"https://{spec.platform.domain}"}],
         "security": [{"bearer": []}],
@@ -439,7 +439,7 @@ def openapi_document(gateway: Gateway) -> dict[str, Any]:
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "description": "A tenant's API key (sk-...)"}
             },
-            "schemas": schemas(gateway.router.model_names()),
+            "schemas": schemas(model_names),
             "responses": _error_responses(),
         },
     }

@@ -28,7 +28,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from serving.errors import QuotaExceeded
-from serving.gateway.outage import Outage
+from serving.outage import Outage
 from serving.types import Clock
 from tokenplane.spec import Tenant
 

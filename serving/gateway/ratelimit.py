@@ -334,7 +334,7 @@ class RateLimiter:
 
 
 def _never_fits(tenant: Tenant, tokens: int) -> RateLimited:
-    error = RateLimited(
+    return RateLimited(
         f"Request too large for tenant {tenant.name} on tokens per min (TPM): limit {tenant.tpm}, "
         f"requested {tokens} (prompt + max_tokens). It can never pass, so do not retry: "
         "lower max_tokens or shorten the prompt.",
@@ -342,9 +342,8 @@ def _never_fits(tenant: Tenant, tokens: int) -> RateLimited:
             "x-ratelimit-limit-requests": str(tenant.rpm),
             "x-ratelimit-limit-tokens": str(tenant.tpm),
         },
+        type="tokens",
     )
-    error.type = "tokens"
-    return error
 
 
 def _rejection(
@@ -366,10 +365,9 @@ def _rejection(
         wait = (tokens - tokens_left) * SECONDS_PER_MINUTE / tpm
         detail = f"limit {math.floor(tpm)}, remaining {max(0, math.floor(tokens_left))}, requested {math.ceil(tokens)}"
     retry = retry_after_header(wait)
-    error = RateLimited(
+    return RateLimited(
         f"Rate limit reached for tenant {tenant.name} on {what}: {detail}. "
         f"Please try again in {retry['retry-after']}s.",
         headers={**retry, **headers},
+        type=kind,
     )
-    error.type = kind
-    return error

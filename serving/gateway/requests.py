@@ -15,12 +15,11 @@ from typing import Any
 
 from serving import jsonbody
 from serving.errors import InvalidRequest
-from serving.tokens import TokenCounter, content_text, count_messages, count_prompt
+from serving.tokens import DEFAULT_MAX_TOKENS, TokenCounter, content_text, count_messages, count_prompt
 from serving.types import Endpoint, Json
 
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a 128k-token prompt is about 0.5 MB; anything far above is not a prompt
 AFFINITY_PREFIX_CHARS = 512  # requests sharing this much leading text share a system prompt and its KV blocks
-DEFAULT_MAX_TOKENS = 1024  # when a client sets none, reserve this much output for TPM and quota (reconciled later)
 
 
 @dataclass(slots=True)

@@ -33,7 +33,7 @@ COMPLEXITY_TOKENS = 4000  # without a client hint, a prompt this long counts as 
 
 
 @dataclass(frozen=True, slots=True)
-class Signals:
+class RequestSignals:
     """What the routing rules match on, besides the tenant and the class."""
 
     task_type: str | None = None
@@ -106,7 +106,7 @@ class Router:
         models = sorted(n for n in self._aliases if n not in {t.value for t in Tier})
         return [AUTO, *tiers, *models, *sorted(self._embedding_models)]
 
-    def route(self, tenant: Tenant, request: ParsedRequest, *, signals: Signals, batch: bool = False) -> Route:
+    def route(self, tenant: Tenant, request: ParsedRequest, *, signals: RequestSignals, batch: bool = False) -> Route:
         """Pick the tier and build the failover chain; raise a 4xx ``ServingError`` naming the reason."""
         self._check_residency(tenant)
         cls = classify(self.spec, request.prompt_tokens, batch=batch)
@@ -148,7 +148,7 @@ class Router:
             )
 
     def _tier(
-        self, tenant: Tenant, request: ParsedRequest, cls: WorkloadClass, signals: Signals
+        self, tenant: Tenant, request: ParsedRequest, cls: WorkloadClass, signals: RequestSignals
     ) -> tuple[Tier, str | None]:
         if request.model != AUTO:
             tier = self._aliases.get(request.model)
@@ -166,7 +166,7 @@ class Router:
         return (allowed or self._mix_order)[0], None
 
     def _matches(
-        self, rule: RoutingRule, tenant: Tenant, request: ParsedRequest, cls: WorkloadClass, signals: Signals
+        self, rule: RoutingRule, tenant: Tenant, request: ParsedRequest, cls: WorkloadClass, signals: RequestSignals
     ) -> bool:
         m = rule.match
         if m.classes is not None and cls not in m.classes:

@@ -16,8 +16,8 @@ is a Qdrant server in the cluster and a bounded embedded HNSW index on one
 machine.
 
 Embeddings come from the platform's embedding pool over its OpenAI API
-(``HttpEmbedder``) or, where no model is installed, from the labelled lexical
-embedding (``LexicalEmbedder``). A cache is an optimisation: any failure of
+(``HttpKeyEmbedder``) or, where no model is installed, from the labelled lexical
+embedding (``LexicalKeyEmbedder``). A cache is an optimisation: any failure of
 the store or the embedder is logged and served as a miss, never as an error.
 """
 
@@ -32,10 +32,10 @@ from typing import Protocol
 import aiohttp
 
 from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
-from serving.gateway.outage import Outage
 from serving.gateway.vector_store import VectorStore
+from serving.outage import Outage
 from serving.types import Clock, Json
-from tokenplane.spec import SemanticCache as SemanticCacheLayer
+from tokenplane.spec import SemanticCacheLayer
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ PURGE_EVERY_STORES = 100  # delete expired points this often, so the collection 
 _NAMESPACE = uuid.UUID("6f0b5c1e-2f7a-4d4c-9b7e-3c1f1f0e9a51")  # point ids: one per tenant, scope and prompt
 
 
-class Embedder(Protocol):
+class KeyEmbedder(Protocol):
     """Texts to vectors of ``dimension`` floats; ``kind`` names what made them (a model, or "lexical")."""
 
     dimension: int
@@ -75,7 +75,7 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
-class LexicalEmbedder:
+class LexicalKeyEmbedder:
     """The lexical embedding of ``serving.embeddings``, in process (kind "lexical").
 
     Args:
@@ -91,7 +91,7 @@ class LexicalEmbedder:
         return [lexical_embedding(text, self.dimension) for text in texts]
 
 
-class HttpEmbedder:
+class HttpKeyEmbedder:
     """An OpenAI-compatible ``POST {base_url}/v1/embeddings``: the platform's embedding pool.
 
     Args:
@@ -141,7 +141,7 @@ class SemanticCache:
         clock: Wall-clock time decides expiry (it is compared across replicas).
     """
 
-    def __init__(self, store: VectorStore, embedder: Embedder, layer: SemanticCacheLayer, *, clock: Clock) -> None:
+    def __init__(self, store: VectorStore, embedder: KeyEmbedder, layer: SemanticCacheLayer, *, clock: Clock) -> None:
         self.vectors = store
         self.embedder = embedder
         self.layer = layer

@@ -1,7 +1,7 @@
 """The AI gateway's stages, outermost first. ``serving.gateway.app`` stacks them once.
 
-    Observe -> Authenticate -> Route -> RateLimit -> Quota -> ExactCache
-            -> SemanticCacheStage -> Admit -> Forward
+    ObserveStage -> AuthenticateStage -> RouteStage -> RateLimitStage -> QuotaStage -> ExactCacheStage
+            -> SemanticCacheStage -> AdmitStage -> ForwardStage
 
 Routing (validation, the token estimate, the class and the failover chain) is
 pure and cheap, so it runs before anything is charged: an unknown model or a
@@ -30,7 +30,7 @@ from serving.gateway.pricing import Prices
 from serving.gateway.quota import QuotaLedger
 from serving.gateway.ratelimit import RateLimiter
 from serving.gateway.requests import decode_body, parse
-from serving.gateway.routing import Router, Signals
+from serving.gateway.routing import RequestSignals, Router
 from serving.gateway.semantic_cache import SemanticCache, scope_of
 from serving.gateway.streams import assemble
 from serving.tokens import TokenCounter
@@ -104,7 +104,7 @@ def _status(error: BaseException | None) -> int:
     return 499 if type(error).__name__ in {"CancelledError", "GeneratorExit"} else 500
 
 
-class Observe:
+class ObserveStage:
     """Stage 16 and the metering of stage 15: one usage event, metrics and a trace per request."""
 
     def __init__(
@@ -212,7 +212,7 @@ class Observe:
         )
 
 
-class Authenticate:
+class AuthenticateStage:
     """Stages 2 and 3: the API key names the tenant; its plan, residency and priority come with it."""
 
     def __init__(self, next: Handler, *, keys: KeyRing, tracer: trace.Tracer | None = None) -> None:
@@ -252,7 +252,7 @@ def _float_header(headers: Mapping[str, str], name: str) -> float | None:
         raise InvalidRequest(f"header {name} must be a number, got {value!r}", param=name) from None
 
 
-class Route:
+class RouteStage:
     """Stages 4, 9 and 10: validate, count the prompt, pick the class, the tier and the failover chain."""
 
     def __init__(
@@ -271,13 +271,13 @@ class Route:
     async def __call__(self, call: Call) -> Reply:
         tenant = call.tenant
         if tenant is None:
-            raise RuntimeError("Route runs after Authenticate")
+            raise RuntimeError("RouteStage runs after AuthenticateStage")
         with _span(self.tracer, "gateway.validate"):
             body = decode_body(call.raw)
             model = body.get("model")
             call.request = parse(call.endpoint, body, self.counter_for(model if isinstance(model, str) else ""))
         with _span(self.tracer, "gateway.route"):
-            signals = Signals(
+            signals = RequestSignals(
                 task_type=call.headers.get("x-tokenplane-task-type"),
                 complexity=_float_header(call.headers, "x-tokenplane-complexity"),
                 latency_slo_ms=_float_header(call.headers, "x-tokenplane-latency-slo-ms"),
@@ -295,7 +295,7 @@ def _consumed(call: Call) -> int:
     return call.final_usage().total_tokens
 
 
-class RateLimit:
+class RateLimitStage:
     """Stage 5: RPM and TPM, atomic in Redis; TPM reserves the estimate and is reconciled afterwards."""
 
     def __init__(self, next: Handler, *, limiter: RateLimiter, tracer: trace.Tracer | None = None) -> None:
@@ -315,7 +315,7 @@ class RateLimit:
         return await _then(self.next(call), reconcile)
 
 
-class Quota:
+class QuotaStage:
     """Stage 6: the monthly token and $ quota, charged at the chain's worst price, settled at the real one."""
 
     def __init__(
@@ -447,7 +447,7 @@ class SemanticCacheStage(_CachingStage):
         )
 
 
-class Admit:
+class AdmitStage:
     """Stage 11: a permit on the primary pool, in priority order, or a shed with Retry-After."""
 
     def __init__(
@@ -491,7 +491,7 @@ class Admit:
         return await _then(self.next(call), release)
 
 
-class Forward:
+class ForwardStage:
     """Stages 12-14: the model gateway walks the failover chain; the engine prefills and decodes."""
 
     def __init__(self, *, upstream: Upstream, clock: Clock, tracer: trace.Tracer | None = None) -> None:

@@ -4,4 +4,6 @@
 and ``balancer`` are the per-endpoint mechanics; ``providers`` speak each
 upstream's protocol; ``gateway`` is the retry loop; ``app`` is its HTTP face
 and ``client`` the AI gateway's side of that HTTP boundary.
+
+It may import the core and ``serving``'s shared modules; never another process package.
 """

@@ -20,8 +20,9 @@ import uvloop
 from prometheus_client import CollectorRegistry
 
 from serving.modelgw.app import create_app
-from serving.modelgw.config import ConfigError, ModelGatewayConfig, load_modelgw_config, load_spec_from_env
-from serving.modelgw.gateway import ModelGateway
+from serving.modelgw.config import ModelGatewayConfig, load_modelgw_config
+from serving.modelgw.gateway import FailoverUpstream
+from tokenplane.runtime_env import ConfigError, load_spec_from_env
 
 DEFAULT_PORT = 8080
 # Connections kept to all replicas and providers together; vLLM handles hundreds of concurrent
@@ -38,7 +39,7 @@ def _config(environ: Mapping[str, str]) -> ModelGatewayConfig:
 async def _serve(config: ModelGatewayConfig, host: str, port: int) -> None:
     registry = CollectorRegistry()
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONNECTION_LIMIT)) as session:
-        gateway = ModelGateway(config, session=session, registry=registry)
+        gateway = FailoverUpstream(config, session=session, registry=registry)
         try:
             app = create_app(gateway, registry=registry)
             server = uvicorn.Server(

@@ -28,7 +28,7 @@ from starlette.routing import Route
 from serving import jsonbody
 from serving.errors import InvalidRequest, ServingError
 from serving.modelgw import headers as h
-from serving.modelgw.gateway import ModelGateway
+from serving.modelgw.gateway import FailoverUpstream
 from serving.modelgw.stream import GatewayStream
 from serving.types import Completion, Endpoint, Json, UpstreamRequest, parse_targets
 from tokenplane.spec import Priority
@@ -50,7 +50,7 @@ def _error_response(error: ServingError) -> JSONResponse:
     return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
 
 
-async def _read_request(request: Request, endpoint: Endpoint, gateway: ModelGateway) -> UpstreamRequest:
+async def _read_request(request: Request, endpoint: Endpoint, gateway: FailoverUpstream) -> UpstreamRequest:
     raw = await request.body()
     if len(raw) > MAX_BODY_BYTES:
         raise InvalidRequest(f"the body is {len(raw)} bytes; at most {MAX_BODY_BYTES} are accepted")
@@ -118,7 +118,7 @@ async def _sse(stream: GatewayStream) -> AsyncIterator[bytes]:
         await stream.aclose()
 
 
-def create_app(gateway: ModelGateway, *, registry: CollectorRegistry) -> Starlette:
+def create_app(gateway: FailoverUpstream, *, registry: CollectorRegistry) -> Starlette:
     """The model gateway's ASGI app.
 
     Args:

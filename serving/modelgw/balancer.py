@@ -16,13 +16,12 @@ import hashlib
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
-from serving.tokens import CHARS_PER_TOKEN
+from serving.tokens import CHARS_PER_TOKEN, DEFAULT_MAX_TOKENS
 from serving.types import Json
 
 # A cached prefix saves its prefill; waiting behind up to one long prompt's worth of
 # extra work is still cheaper than recomputing it elsewhere, and more is not.
 AFFINITY_SLACK_TOKENS = 4096
-DEFAULT_MAX_TOKENS = 256  # the output estimate for a request that sets no max_tokens
 
 
 class Chooser(Protocol):

@@ -1,7 +1,7 @@
 """``HttpUpstream``: the AI gateway's side of the HTTP boundary to a remote model gateway.
 
 It sends the chain and the request's context as ``x-tokenplane-*`` headers,
-and turns the model gateway's answers back into what ``ModelGateway`` itself
+and turns the model gateway's answers back into what ``FailoverUpstream`` itself
 would have returned or raised: error JSON becomes the matching
 ``serving.errors`` class, and an SSE error event (or a stream that stops
 without ``[DONE]``) becomes ``UpstreamStreamBroken``.

@@ -17,29 +17,13 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-
-from pydantic import ValidationError
 
 from serving.secrets import resolve_secret
-from tokenplane.errors import SpecLoadError
-from tokenplane.load import load_spec
+from tokenplane.runtime_env import ConfigError, Var, pool_url_var, pool_urls
 from tokenplane.spec import PlatformSpec, Provider, Tier
 from tokenplane.vllm_args import served_model_names
 
 log = logging.getLogger(__name__)
-
-CONFIG_ENV = "TOKENPLANE_CONFIG"
-REGION_ENV = "TOKENPLANE_REGION"
-
-
-class ConfigError(Exception):
-    """The process's environment does not describe a model gateway it can run; the message says how to fix it."""
-
-
-def pool_url_env(pool: str) -> str:
-    """``POOL_URL_<POOL>``, the variable that lists a pool's replicas."""
-    return f"POOL_URL_{pool.upper().replace('-', '_')}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +46,7 @@ class PoolConfig:
     def unavailable_reason(self) -> str | None:
         if self.replicas:
             return None
-        return f"pool {self.name} has no replicas in this region ({pool_url_env(self.name)} is not set)"
+        return f"pool {self.name} has no replicas in this region ({pool_url_var(self.name)} is not set)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,43 +101,16 @@ def load_modelgw_config(
     env = os.environ if environ is None else environ
     names = [r.name for r in spec.regions]
     if region not in names:
-        raise ConfigError(f"{REGION_ENV}={region} is not a region of the spec; choose one of {names}")
+        raise ConfigError(f"{Var.REGION.value}={region} is not a region of the spec; choose one of {names}")
     read = resolve or (lambda ref: resolve_secret(ref, environ=env))
+    urls = pool_urls(spec, env)
     pools: dict[str, PoolConfig] = {}
     for placement in spec.region(region).pools:
         pool = spec.pool(placement.pool)
-        raw = env.get(pool_url_env(pool.name), "")
-        replicas = tuple(u.strip().rstrip("/") for u in raw.split(",") if u.strip())
+        replicas = urls.get(pool.name, ())
         pools[pool.name] = PoolConfig(pool.name, pool.tier, served_model_names(spec, pool)[0], replicas)
     providers = {p.name: ProviderConfig(p, read(p.api_key_secret)) for p in spec.providers}
     reasons = [p.unavailable_reason for p in pools.values()] + [p.unavailable_reason for p in providers.values()]
     for reason in filter(None, reasons):
         log.info("unavailable here: %s", reason)
     return ModelGatewayConfig(region, pools, providers)
-
-
-def load_spec_from_env(environ: Mapping[str, str]) -> tuple[PlatformSpec, str]:
-    """The spec from ``TOKENPLANE_CONFIG`` and the region from ``TOKENPLANE_REGION``.
-
-    Raises:
-        ConfigError: a variable is missing, the file is absent or the spec is invalid.
-    """
-    value = environ.get(CONFIG_ENV)
-    if not value:
-        raise ConfigError(f"{CONFIG_ENV} is not set; point it at the spec (platform.json or a stacks/*.yaml)")
-    path = Path(value)
-    if not path.is_file():
-        raise ConfigError(f"{CONFIG_ENV}={path} does not exist; point it at the spec (platform.json)")
-    try:
-        if path.suffix == ".json":
-            spec = PlatformSpec.model_validate_json(path.read_text(encoding="utf-8"))
-        else:
-            spec = load_spec(path)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ConfigError(f"{CONFIG_ENV}={path} is not a valid spec: {where}: {first['msg']}") from e
-    except (OSError, ValueError, SpecLoadError) as e:  # one line for the operator; the cause is chained
-        raise ConfigError(f"{CONFIG_ENV}={path} could not be read: {e}".splitlines()[0]) from e
-    region = environ.get(REGION_ENV) or spec.regions[0].name
-    return spec, region

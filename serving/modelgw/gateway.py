@@ -1,4 +1,4 @@
-"""``ModelGateway``: walks the failover chain the AI gateway chose, with retries before the first token.
+"""``FailoverUpstream``: walks the failover chain the AI gateway chose, with retries before the first token.
 
 For each target of ``UpstreamRequest.targets`` in order::
 
@@ -88,7 +88,7 @@ class _Walk:
     deadline_passed: bool = False
 
 
-class ModelGateway:
+class FailoverUpstream:
     """``serving.types.Upstream`` in process: the pools and providers of one region.
 
     Args:

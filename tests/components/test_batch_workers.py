@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 
-from components.batch_files import FILES_PREFIX
 from components.batch_workers import NONCURRENT_FILE_DAYS
 from components.gateway import CONFIG_DIR
 from components.naming import checksum
-from serving.gateway.runtime import FILES_BUCKET_ENV, FILES_PREFIX_ENV
-from serving.gateway.s3_files import DEFAULT_PREFIX
 from tests.components.conftest import containers, k8s_objects, mock_output, named, of_type, rendered, spec
 from tokenplane.render import REDACTED, RenderResult
+from tokenplane.runtime_env import DEFAULT_FILES_PREFIX as FILES_PREFIX
+from tokenplane.runtime_env import Var
 from tokenplane.spec import PlatformSpec, WorkloadClass
 
 NS = "llm-batch"
@@ -119,15 +118,11 @@ def test_worker_and_ai_gateway_keep_files_in_the_results_bucket(name: str, regio
     for namespace, app in ((NS, APP), ("llm-gateway", "ai-gateway")):
         deployment = obj(result, "Deployment", app, region, namespace)
         env = env_of(deployment)
-        assert (env.get(FILES_BUCKET_ENV), env.get(FILES_PREFIX_ENV)) == (bucket, FILES_PREFIX), (
-            f"{deployment['_urn']} keeps files in {env.get(FILES_BUCKET_ENV)}/{env.get(FILES_PREFIX_ENV)}, "
+        assert (env.get(Var.FILES_BUCKET), env.get(Var.FILES_PREFIX)) == (bucket, FILES_PREFIX), (
+            f"{deployment['_urn']} keeps files in {env.get(Var.FILES_BUCKET)}/{env.get(Var.FILES_PREFIX)}, "
             f"not the results bucket {bucket}/{FILES_PREFIX}"
         )
         assert "TOKENPLANE_FILES_DIR" not in env, f"{deployment['_urn']} also names a files directory"
-
-
-def test_components_and_the_serving_store_agree_on_the_prefix() -> None:
-    assert FILES_PREFIX == DEFAULT_PREFIX
 
 
 @parametrize_batch_regions

@@ -19,10 +19,8 @@ import pytest
 import redis
 import uvicorn
 
-from serving.gateway.s3_files import s3_client
-from tokenplane.load import load_spec
-from tokenplane.spec import PlatformSpec
-from tokenplane.standins import (
+from serving.files.s3 import s3_client
+from tokenplane.dev.standins import (
     ManagedProcess,
     create_bucket,
     free_port,
@@ -31,6 +29,8 @@ from tokenplane.standins import (
     s3_client_env,
     s3_stand_in,
 )
+from tokenplane.load import load_spec
+from tokenplane.spec import PlatformSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPICS = ("usage-events", "audit-events", "batch-jobs")  # stacks/dev.yaml's topics

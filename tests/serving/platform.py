@@ -23,18 +23,17 @@ from openai import AsyncOpenAI
 from prometheus_client import CollectorRegistry
 
 from serving.engine.app import create_app as engine_app
-from serving.engine.config import EngineConfig
-from serving.engine.embedder import EmbeddingMode
+from serving.engine.config import EmbeddingMode, EngineConfig
+from serving.events.kafka import KafkaSink
 from serving.gateway.app import Gateway, build_gateway, create_app
-from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import redis_client, topics
-from serving.gateway.semantic_cache import HttpEmbedder, SemanticCache
+from serving.gateway.semantic_cache import HttpKeyEmbedder, SemanticCache
 from serving.gateway.vector_store import EmbeddedStore
 from serving.modelgw.client import HttpUpstream
 from serving.types import SystemClock
 from tests.serving.conftest import serve
+from tokenplane.dev.standins import ManagedProcess, free_port
 from tokenplane.spec import PlatformSpec
-from tokenplane.standins import ManagedProcess, free_port
 
 KEYS = {
     "env://TOKENPLANE_KEY_DEMO": "sk-demo-0001",
@@ -116,7 +115,7 @@ async def platform(
         await sink.start()
         stack.push_async_callback(sink.aclose)
         embed = spec.pool("embed")
-        embedder = HttpEmbedder(
+        embedder = HttpKeyEmbedder(
             session, urls["embed"], spec.model(embed.model).ref, spec.architecture(embed).hidden_size
         )
         # The embedded index, as the dev gateway runs it (the Qdrant store has its own tests).

@@ -34,12 +34,12 @@ from prometheus_client import CollectorRegistry
 from serving.batch import BatchWorker
 from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
+from serving.events.kafka import KafkaSink
+from serving.files.batch_store import BatchStore
+from serving.files.store import FileStore
 from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.batch_api import batch_routes
-from serving.gateway.batch_store import BatchStore
 from serving.gateway.call import Call, Handler, Reply
-from serving.gateway.files import FileStore
-from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import file_store, topics
 from serving.modelgw.client import HttpUpstream
 from serving.types import SystemClock

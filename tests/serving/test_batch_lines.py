@@ -7,7 +7,7 @@ import json
 import pytest
 
 from serving.errors import InvalidRequest
-from serving.gateway.batch_lines import error_line, output_line, parse_input, to_jsonl
+from serving.files.batch_lines import error_line, output_line, parse_input, to_jsonl
 from serving.types import Endpoint
 
 CHAT = "/v1/chat/completions"

@@ -8,7 +8,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from serving.errors import InvalidRequest, NotFound
-from serving.gateway.batch_store import BatchStatus, BatchStore
+from serving.files.batch_store import BatchStatus, BatchStore
 
 NOW = 1_700_000_000.0
 DAY = 24 * 3600.0

@@ -19,12 +19,12 @@ from openai import AsyncOpenAI
 from starlette.applications import Starlette
 
 from serving.engine import EngineConfig, create_app
-from serving.engine.embedder import EmbeddingMode
+from serving.engine.config import EmbeddingMode
 from serving.engine.scheduler import Scheduler
 from serving.tokens import ESTIMATE, count_messages
 from tests.serving.conftest import serve
 from tokenplane import capacity as cap
-from tokenplane import planner
+from tokenplane import pool_model
 from tokenplane.spec import PlatformSpec
 
 MODEL = "small-chat-v1"
@@ -263,7 +263,7 @@ async def test_a_lone_request_s_modelled_ttft_agrees_with_the_capacity_model(dev
         reply = await engine.client.chat.completions.create(model=MODEL, messages=messages, max_tokens=4)
         text = await engine.metrics()
     assert reply.usage is not None
-    model = planner.replica_model(dev_spec, dev_spec.pool("small"))
+    model = pool_model.replica_model(dev_spec, dev_spec.pool("small"))
     expected = cap.prefill_seconds(model, reply.usage.prompt_tokens)  # prefill compute plus one step's overhead
     assert sample(text, "vllm:time_to_first_token_seconds_count") == 1
     assert sample(text, "vllm:time_to_first_token_seconds_sum") == pytest.approx(expected, rel=0.02)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from tokenplane.standins import free_port
+from tokenplane.dev.standins import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_S = 30.0  # a cold interpreter imports the spec, pydantic and uvicorn; generous for a loaded CI box
@@ -30,7 +30,8 @@ def test_an_unknown_pool_exits_2_listing_the_spec_s_pools() -> None:
     result = engine_cli("--pool", "nope")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: unknown pool 'nope'; the spec's pools are: small, medium, large, embed"
+        "error: unknown pool 'nope'; the spec's pools are: small, medium, large, embed "
+        "(add it under pools: or use one of those)"
     ]
 
 

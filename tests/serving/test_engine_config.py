@@ -7,7 +7,7 @@ import math
 import pytest
 
 from serving.engine.config import EngineConfig
-from tokenplane import planner
+from tokenplane import pool_model
 from tokenplane.spec import PlatformSpec
 
 
@@ -15,7 +15,7 @@ def test_a_chat_pool_s_config_follows_the_spec_and_vllm_s_memory_accounting(dev_
     config = EngineConfig.from_spec(dev_spec, "small")
     pool = dev_spec.pool("small")
     assert config.served_model_names == ("small-chat-v1", "small-chat")
-    assert config.kv_blocks == planner.memory(dev_spec, pool).kv_blocks > 0
+    assert config.kv_blocks == pool_model.memory(dev_spec, pool).kv_blocks > 0
     assert (config.max_model_len, config.max_num_seqs, config.max_num_batched_tokens) == (16384, 256, 8192)
     assert config.output_tokens == (10, 1000)  # classes A, B and D together
     assert config.prefix_caching and not config.encoder

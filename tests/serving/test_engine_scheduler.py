@@ -12,7 +12,7 @@ from serving.engine.config import EngineConfig
 from serving.engine.metrics import EngineMetrics
 from serving.engine.scheduler import Scheduler, Sequence
 from tokenplane import capacity as cap
-from tokenplane import planner
+from tokenplane import pool_model
 from tokenplane.spec import PlatformSpec
 
 
@@ -59,7 +59,7 @@ async def test_a_lone_request_s_first_token_takes_the_capacity_model_s_prefill_t
     scheduler = engine(config)
     seq = Sequence("r", prompt(3000), 5, stream=False)
     await run_all(scheduler, [seq])
-    model = planner.replica_model(dev_spec, dev_spec.pool("small"))
+    model = pool_model.replica_model(dev_spec, dev_spec.pool("small"))
     assert seq.first_token_at is not None
     # The first token comes out of the iteration that prefills the prompt: compute plus one step's overhead.
     assert seq.first_token_at - seq.arrival == pytest.approx(cap.prefill_seconds(model, 3000), rel=1e-9)
@@ -70,7 +70,7 @@ async def test_decode_iterations_cost_one_decode_step_at_the_batch_s_context(dev
     scheduler = engine(config)
     seq = Sequence("r", prompt(100), 3, stream=False)
     await run_all(scheduler, [seq])
-    model = planner.replica_model(dev_spec, dev_spec.pool("small"))
+    model = pool_model.replica_model(dev_spec, dev_spec.pool("small"))
     steps = cap.decode_step_seconds(model, 1, mean_context=101) + cap.decode_step_seconds(model, 1, mean_context=102)
     assert seq.finished_at is not None and seq.first_token_at is not None
     assert seq.finished_at - seq.first_token_at == pytest.approx(steps, rel=1e-9)
@@ -81,7 +81,7 @@ async def test_a_prompt_longer_than_the_token_budget_is_prefilled_in_chunks(dev_
     scheduler = engine(config)
     seq = Sequence("r", prompt(12_000), 1, stream=False)
     await run_all(scheduler, [seq])
-    model = planner.replica_model(dev_spec, dev_spec.pool("small"))
+    model = pool_model.replica_model(dev_spec, dev_spec.pool("small"))
     assert scheduler.iterations == 2  # 8192 tokens, then the other 3808
     # Chunks add up to one pass of compute; each iteration pays its overhead.
     expected = cap.prefill_compute_seconds(model, 12_000) + 2 * cap.step_overhead_seconds(model)
@@ -138,7 +138,7 @@ async def test_an_embedding_is_done_when_its_prompt_is_computed(dev_spec: Platfo
     scheduler = engine(config)
     seqs = [Sequence(f"e{i}", prompt(100, i), 0, stream=False) for i in range(3)]
     await run_all(scheduler, seqs)
-    model = planner.replica_model(dev_spec, dev_spec.pool("embed"))
+    model = pool_model.replica_model(dev_spec, dev_spec.pool("embed"))
     assert scheduler.iterations == 1  # one iteration embeds all three
     assert all(s.generated == 0 and s.finish_reason == "stop" for s in seqs)
     expected = cap.step_overhead_seconds(model) + 3 * cap.prefill_cost(model).seconds(100)

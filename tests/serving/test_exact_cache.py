@@ -15,8 +15,8 @@ from redis.backoff import NoBackoff
 from serving.gateway.exact_cache import ExactCache
 from serving.gateway.streams import assemble
 from serving.types import Json
+from tokenplane.dev.standins import free_port
 from tokenplane.spec import CacheLayer
-from tokenplane.standins import free_port
 
 CHAT = "/v1/chat/completions"
 LAYER = CacheLayer(ttl_seconds=600)

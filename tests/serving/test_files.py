@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from serving.errors import NotFound
-from serving.gateway.files import DirectoryFileStore, FileStore
-from serving.gateway.s3_files import S3FileStore
+from serving.files.s3 import S3FileStore
+from serving.files.store import DirectoryFileStore, FileStore
 from tests.serving.conftest import FILES_BUCKET
 
 DATA = b'{"custom_id": "a"}\n'

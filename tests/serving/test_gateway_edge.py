@@ -20,7 +20,7 @@ from serving.errors import RequestTooLarge, UpstreamStreamBroken, UpstreamUnavai
 from serving.gateway.edge import MAX_BODY_BYTES, BodyLimit, error_json, public_app
 from serving.gateway.server import HeaderTimeoutProtocol
 from serving.gateway.streams import error_event
-from tokenplane.standins import free_port
+from tokenplane.dev.standins import free_port
 
 MiB = 1024 * 1024
 

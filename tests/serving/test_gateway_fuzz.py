@@ -47,11 +47,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from serving.files.batch_store import BatchStore
+from serving.files.store import DirectoryFileStore
 from serving.gateway.app import create_app
 from serving.gateway.batch_api import batch_routes
-from serving.gateway.batch_store import BatchStore
-from serving.gateway.files import DirectoryFileStore
-from serving.gateway.openapi import openapi_document
 from tests.serving.conftest import Broker, serve
 from tests.serving.platform import KEY_OF, platform
 from tokenplane.spec import PlatformSpec
@@ -153,7 +152,7 @@ async def test_the_live_gateway_answers_every_generated_request_as_documented(
         files = DirectoryFileStore(tmp_path / "files")
         batch = batch_routes(p.gateway, files=files, jobs=BatchStore(p.gateway.redis), sink=p.gateway.sink)
         gateway = dataclasses.replace(p.gateway, extra_routes=batch)
-        document = openapi_document(gateway)
+        document = gateway.openapi()
 
         async def openapi(request: Request) -> Response:
             return JSONResponse(document)

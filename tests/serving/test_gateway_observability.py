@@ -15,11 +15,11 @@ from prometheus_client import CollectorRegistry
 
 from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
+from serving.events.kafka import KafkaSink
 from serving.gateway.app import build_gateway, create_app, create_metrics_app
-from serving.gateway.metering import KafkaSink
 from serving.gateway.runtime import topics
 from serving.modelgw.config import load_modelgw_config
-from serving.modelgw.gateway import ModelGateway
+from serving.modelgw.gateway import FailoverUpstream
 from serving.telemetry import tracer_for
 from serving.types import SystemClock
 from tests.serving.conftest import Broker, serve
@@ -53,7 +53,7 @@ async def traced_gateway(
         session = aiohttp.ClientSession()
         stack.push_async_callback(session.close)
         registry = CollectorRegistry()
-        upstream = ModelGateway(
+        upstream = FailoverUpstream(
             load_modelgw_config(spec, "local", {"POOL_URL_SMALL": engine}), session=session, registry=registry
         )
         stack.push_async_callback(upstream.aclose)

@@ -19,8 +19,8 @@ import yaml
 from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
 from tests.serving.conftest import ROOT, Broker, serve
+from tokenplane.dev.standins import free_port, wait_for_port
 from tokenplane.load import load_spec
-from tokenplane.standins import free_port, wait_for_port
 
 TPM = 2000
 KEY = "sk-replica-test-0001"

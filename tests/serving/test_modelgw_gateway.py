@@ -1,4 +1,4 @@
-"""ModelGateway over real HTTP: small OpenAI-speaking upstreams on loopback that fail on cue."""
+"""FailoverUpstream over real HTTP: small OpenAI-speaking upstreams on loopback that fail on cue."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from serving.errors import UpstreamError, UpstreamRejected, UpstreamStreamBroken, UpstreamTimeout, UpstreamUnavailable
 from serving.modelgw.config import load_modelgw_config
-from serving.modelgw.gateway import ModelGateway
+from serving.modelgw.gateway import FailoverUpstream
 from serving.types import Endpoint, UpstreamRequest, parse_targets
 from tests.serving.conftest import serve
 from tokenplane.spec import PlatformSpec, Priority, ProviderKind
@@ -183,16 +183,16 @@ async def gateway_for(
     spec: PlatformSpec,
     environ: dict[str, str],
     **kwargs: Any,
-) -> ModelGateway:
+) -> FailoverUpstream:
     config = load_modelgw_config(spec, "local", environ)
     kwargs.setdefault("rng", random.Random(0))
     kwargs.setdefault("registry", CollectorRegistry())
-    gateway = ModelGateway(config, session=session, **kwargs)
+    gateway = FailoverUpstream(config, session=session, **kwargs)
     stack.push_async_callback(gateway.aclose)
     return gateway
 
 
-def metric(gateway: ModelGateway, name: str, **labels: str) -> float:
+def metric(gateway: FailoverUpstream, name: str, **labels: str) -> float:
     return gateway.registry.get_sample_value(name, labels) or 0.0
 
 

@@ -27,7 +27,7 @@ from serving.modelgw import headers as h
 from serving.modelgw.app import create_app
 from serving.modelgw.client import HttpUpstream
 from serving.modelgw.config import load_modelgw_config
-from serving.modelgw.gateway import ModelGateway
+from serving.modelgw.gateway import FailoverUpstream
 from tests.serving.conftest import ROOT, serve
 from tests.serving.test_modelgw_gateway import FakeReplica, chat, urls, with_provider
 from tokenplane.spec import PlatformSpec, ProviderKind
@@ -50,7 +50,7 @@ async def modelgw(
 ) -> str:
     """The model gateway app served on loopback over ``environ``'s pools; its base URL."""
     registry = CollectorRegistry()
-    gateway = ModelGateway(load_modelgw_config(spec, "local", environ), session=session, registry=registry)
+    gateway = FailoverUpstream(load_modelgw_config(spec, "local", environ), session=session, registry=registry)
     stack.push_async_callback(gateway.aclose)
     return await stack.enter_async_context(serve(create_app(gateway, registry=registry)))
 

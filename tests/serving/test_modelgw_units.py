@@ -14,8 +14,9 @@ from serving.errors import InvalidRequest, UpstreamError
 from serving.modelgw.backoff import Backoff
 from serving.modelgw.balancer import AFFINITY_SLACK_TOKENS, Balancer, estimate_tokens
 from serving.modelgw.breaker import BreakerState, CircuitBreaker
-from serving.modelgw.config import ConfigError, load_modelgw_config
+from serving.modelgw.config import load_modelgw_config
 from serving.modelgw.providers.anthropic import ChunkTranslator, to_chat_completion, to_messages_request
+from tokenplane.runtime_env import ConfigError
 from tokenplane.spec import PlatformSpec
 
 

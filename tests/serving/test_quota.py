@@ -15,8 +15,8 @@ from redis.backoff import NoBackoff
 
 from serving.errors import QuotaExceeded
 from serving.gateway.quota import MONTH_KEY_TTL_SECONDS, QuotaLedger, month_end, to_micro
+from tokenplane.dev.standins import ManagedProcess, free_port
 from tokenplane.spec import Tenant
-from tokenplane.standins import ManagedProcess, free_port
 
 
 class WallClock:

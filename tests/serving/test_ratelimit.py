@@ -19,8 +19,8 @@ from redis.backoff import NoBackoff
 
 from serving.errors import RateLimited
 from serving.gateway.ratelimit import PROBE_INTERVAL_SECONDS, RateLimiter, format_reset
+from tokenplane.dev.standins import ManagedProcess
 from tokenplane.spec import Tenant
-from tokenplane.standins import ManagedProcess
 
 HEADERS = {
     "x-ratelimit-limit-requests",

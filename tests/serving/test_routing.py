@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from serving.errors import ContextTooLong, NotFound, PermissionDenied
 from serving.gateway.requests import parse
-from serving.gateway.routing import Router, Signals, classify
+from serving.gateway.routing import RequestSignals, Router, classify
 from serving.tokens import ESTIMATE
 from serving.types import Endpoint, TargetKind
 from tests.serving.conftest import ROOT
@@ -55,26 +55,26 @@ def test_prompt_tokens_pick_the_class_whose_range_holds_them(dev_spec: PlatformS
 
 def test_auto_follows_the_mix_and_a_plan_rule_pins_free_to_small(dev_spec: PlatformSpec) -> None:
     router = Router(dev_spec, "local")
-    route = router.route(tenant(dev_spec, "demo"), chat(), signals=Signals())
+    route = router.route(tenant(dev_spec, "demo"), chat(), signals=RequestSignals())
     assert route.tier is Tier.SMALL and route.rule is None
-    free = router.route(tenant(dev_spec, "free"), chat(), signals=Signals())
+    free = router.route(tenant(dev_spec, "free"), chat(), signals=RequestSignals())
     assert free.tier is Tier.SMALL and free.rule == "free-plan-small"
 
 
 def test_the_failover_chain_follows_the_spec_fallbacks(dev_spec: PlatformSpec) -> None:
-    route = Router(dev_spec, "local").route(tenant(dev_spec, "demo"), chat("small"), signals=Signals())
+    route = Router(dev_spec, "local").route(tenant(dev_spec, "demo"), chat("small"), signals=RequestSignals())
     assert [str(t) for t in route.targets] == ["pool:small@small", "pool:medium@medium", "provider:openai@small"]
 
 
 def test_an_eu_tenant_never_gets_a_provider_outside_the_eu(dev_spec: PlatformSpec) -> None:
-    route = Router(dev_spec, "local").route(tenant(dev_spec, "acme-eu"), chat("small"), signals=Signals())
+    route = Router(dev_spec, "local").route(tenant(dev_spec, "acme-eu"), chat("small"), signals=RequestSignals())
     assert [str(t) for t in route.targets] == ["pool:small@small", "pool:medium@medium"]
 
 
 def test_an_eu_tenant_is_refused_by_a_us_gateway(dev_data: dict[str, Any]) -> None:
     spec = with_us_region(dev_data)
     with pytest.raises(PermissionDenied, match="pinned to EU"):
-        Router(spec, "us").route(tenant(spec, "acme-eu"), chat(), signals=Signals())
+        Router(spec, "us").route(tenant(spec, "acme-eu"), chat(), signals=RequestSignals())
 
 
 @settings(max_examples=200, deadline=None)
@@ -91,7 +91,7 @@ def test_every_target_of_a_pinned_tenant_is_in_its_jurisdiction(
     router = Router(spec, region)
     acme = tenant(spec, "acme-eu")
     try:
-        route = router.route(acme, chat(model, "word " * words), signals=Signals())
+        route = router.route(acme, chat(model, "word " * words), signals=RequestSignals())
     except (PermissionDenied, ContextTooLong):
         return  # refusing is always allowed; leaving the jurisdiction never is
     assert router.region.jurisdiction is Jurisdiction.EU
@@ -112,34 +112,36 @@ def _two_regions(data: dict[str, Any]) -> PlatformSpec:
 
 def test_a_tier_the_plan_does_not_allow_is_a_403(dev_spec: PlatformSpec) -> None:
     with pytest.raises(PermissionDenied, match="may not use tier large"):
-        Router(dev_spec, "local").route(tenant(dev_spec, "free"), chat("large"), signals=Signals())
+        Router(dev_spec, "local").route(tenant(dev_spec, "free"), chat("large"), signals=RequestSignals())
 
 
 def test_an_unknown_model_is_a_404_listing_the_models(dev_spec: PlatformSpec) -> None:
     with pytest.raises(NotFound, match="small-chat") as info:
-        Router(dev_spec, "local").route(tenant(dev_spec, "demo"), chat("gpt-9"), signals=Signals())
+        Router(dev_spec, "local").route(tenant(dev_spec, "demo"), chat("gpt-9"), signals=RequestSignals())
     assert info.value.code == "model_not_found"
 
 
 def test_a_prompt_longer_than_every_pool_is_context_too_long(dev_spec: PlatformSpec) -> None:
     request = chat("small", "word " * 20000)
     with pytest.raises(ContextTooLong, match="16384"):  # acme-eu has no provider it may use
-        Router(dev_spec, "local").route(tenant(dev_spec, "acme-eu"), request, signals=Signals())
+        Router(dev_spec, "local").route(tenant(dev_spec, "acme-eu"), request, signals=RequestSignals())
 
 
 def test_a_prompt_too_long_for_the_pools_goes_to_the_provider_when_allowed(dev_spec: PlatformSpec) -> None:
-    route = Router(dev_spec, "local").route(tenant(dev_spec, "demo"), chat("small", "word " * 20000), signals=Signals())
+    route = Router(dev_spec, "local").route(
+        tenant(dev_spec, "demo"), chat("small", "word " * 20000), signals=RequestSignals()
+    )
     assert [str(t) for t in route.targets] == ["provider:openai@small"]
 
 
 def test_a_registry_model_name_routes_to_its_tier(dev_spec: PlatformSpec) -> None:
-    route = Router(dev_spec, "local").route(tenant(dev_spec, "demo"), chat("large-chat-v1"), signals=Signals())
+    route = Router(dev_spec, "local").route(tenant(dev_spec, "demo"), chat("large-chat-v1"), signals=RequestSignals())
     assert route.tier is Tier.LARGE and route.primary_pool == "large"
 
 
 def test_embeddings_route_to_the_embedding_pool(dev_spec: PlatformSpec) -> None:
     request = parse(Endpoint.EMBEDDINGS, {"model": "embedder", "input": "hi"}, ESTIMATE)
-    route = Router(dev_spec, "local").route(tenant(dev_spec, "demo"), request, signals=Signals())
+    route = Router(dev_spec, "local").route(tenant(dev_spec, "demo"), request, signals=RequestSignals())
     assert [str(t) for t in route.targets] == ["pool:embed@small"]
 
 

@@ -11,12 +11,13 @@ import pytest
 from openai import AsyncOpenAI
 from starlette.applications import Starlette
 
+from serving.files.s3 import S3FileStore
+from serving.files.store import DirectoryFileStore
 from serving.gateway.auth import KeyRing
 from serving.gateway.batch_api import batch_api_absent_routes
-from serving.gateway.files import DirectoryFileStore
-from serving.gateway.runtime import DEFAULT_FILES_DIR, ConfigError, batch_api_on, file_store
-from serving.gateway.s3_files import S3FileStore
+from serving.gateway.runtime import batch_api_on, file_store
 from tests.serving.conftest import FILES_BUCKET, S3_REGION, serve
+from tokenplane.runtime_env import DEFAULT_FILES_DIR, ConfigError
 from tokenplane.spec import PlatformSpec
 
 

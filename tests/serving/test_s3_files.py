@@ -13,10 +13,10 @@ import pytest
 from botocore.config import Config  # type: ignore[import-untyped]  # as above
 
 from serving.errors import NotFound
-from serving.gateway.files import FileStoreUnavailable
-from serving.gateway.s3_files import S3FileStore
+from serving.files.s3 import S3FileStore
+from serving.files.store import FileStoreUnavailable
 from tests.serving.conftest import FILES_BUCKET, S3_REGION
-from tokenplane.standins import free_port
+from tokenplane.dev.standins import free_port
 
 DATA = b'{"custom_id": "a"}\n'
 

@@ -15,12 +15,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from serving.embeddings import lexical_embedding
-from serving.gateway.semantic_cache import HttpEmbedder, LexicalEmbedder, SemanticCache
+from serving.gateway.semantic_cache import HttpKeyEmbedder, LexicalKeyEmbedder, SemanticCache
 from serving.gateway.vector_store import EmbeddedStore, QdrantStore, VectorStore
 from serving.types import Json
 from tests.serving.conftest import serve
-from tokenplane.spec import SemanticCache as SemanticLayer
-from tokenplane.standins import free_port
+from tokenplane.dev.standins import free_port
+from tokenplane.spec import SemanticCacheLayer as SemanticLayer
 
 DIMENSION = 256
 SCOPE = "/v1/chat/completions|small|small"
@@ -62,7 +62,7 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[VectorStore]:
 
 def cache(store: VectorStore, clock: SteppedClock, *, similarity_threshold: float = 0.9) -> SemanticCache:
     spec = SemanticLayer(enabled=True, ttl_seconds=3600, similarity_threshold=similarity_threshold)
-    return SemanticCache(store, LexicalEmbedder(DIMENSION), spec, clock=clock)
+    return SemanticCache(store, LexicalKeyEmbedder(DIMENSION), spec, clock=clock)
 
 
 async def test_a_near_identical_prompt_hits_for_the_same_tenant(store: VectorStore) -> None:
@@ -115,7 +115,7 @@ async def test_a_hit_needs_the_similarity_threshold(store: VectorStore) -> None:
 
 async def test_a_disabled_layer_stores_and_finds_nothing(qdrant: AsyncQdrantClient) -> None:
     spec = SemanticLayer(enabled=False)
-    semantic = SemanticCache(QdrantStore(qdrant, DIMENSION), LexicalEmbedder(DIMENSION), spec, clock=SteppedClock())
+    semantic = SemanticCache(QdrantStore(qdrant, DIMENSION), LexicalKeyEmbedder(DIMENSION), spec, clock=SteppedClock())
     await semantic.store("acme", SCOPE, PROMPT, ANSWER)
     assert await semantic.lookup("acme", SCOPE, PROMPT) is None
     assert not await qdrant.collection_exists("tokenplane-semantic")
@@ -210,11 +210,11 @@ async def embeddings(request: Request) -> JSONResponse:
 async def test_the_http_embedder_reads_vectors_in_order_and_the_pools_embedding_kind() -> None:
     app = Starlette(routes=[Route("/v1/embeddings", embeddings, methods=["POST"])])
     async with serve(app) as url, aiohttp.ClientSession() as session:
-        embedder = HttpEmbedder(session, url, "embed-model", DIMENSION)
+        embedder = HttpKeyEmbedder(session, url, "embed-model", DIMENSION)
         vectors = await embedder.embed([PROMPT, UNRELATED])
         assert vectors == [lexical_embedding(PROMPT, DIMENSION), lexical_embedding(UNRELATED, DIMENSION)]
         assert embedder.kind == "lexical"
-        wrong = HttpEmbedder(session, url, "embed-model", DIMENSION + 1)
+        wrong = HttpKeyEmbedder(session, url, "embed-model", DIMENSION + 1)
         with pytest.raises(ValueError, match="257 floats"):
             await wrong.embed([PROMPT])
 
@@ -223,7 +223,7 @@ async def test_an_unreachable_embedder_is_a_miss_not_an_error_and_is_logged_once
     store: VectorStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with aiohttp.ClientSession() as session:
-        embedder = HttpEmbedder(session, f"http://127.0.0.1:{free_port()}", "embed-model", DIMENSION)
+        embedder = HttpKeyEmbedder(session, f"http://127.0.0.1:{free_port()}", "embed-model", DIMENSION)
         layer = SemanticLayer(enabled=True, similarity_threshold=0.9)
         semantic = SemanticCache(store, embedder, layer, clock=SteppedClock())
         await semantic.store("acme", SCOPE, PROMPT, ANSWER)
@@ -238,6 +238,8 @@ async def test_a_collection_of_another_dimension_is_a_logged_miss(
     qdrant: AsyncQdrantClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     await cache(QdrantStore(qdrant, DIMENSION), SteppedClock()).store("acme", SCOPE, PROMPT, ANSWER)
-    other = SemanticCache(QdrantStore(qdrant, 8), LexicalEmbedder(8), SemanticLayer(enabled=True), clock=SteppedClock())
+    other = SemanticCache(
+        QdrantStore(qdrant, 8), LexicalKeyEmbedder(8), SemanticLayer(enabled=True), clock=SteppedClock()
+    )
     assert await other.lookup("acme", SCOPE, PROMPT) is None
     assert "holds vectors of 256 floats" in caplog.text

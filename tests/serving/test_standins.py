@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from tests.serving.conftest import Broker, consume
-from tokenplane.standins import ManagedProcess, StandInError, free_port, redis_stand_in
+from tokenplane.dev.standins import ManagedProcess, StandInError, free_port, redis_stand_in
 
 
 def test_redis_stand_in_answers_commands(redis_url: str) -> None:

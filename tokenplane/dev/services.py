@@ -13,6 +13,7 @@ The processes get the same environment the Kubernetes components give the pods.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -25,9 +26,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from pathlib import Path
 
-from tokenplane.errors import SpecError
-from tokenplane.spec import PlatformSpec, Pool, Region
-from tokenplane.standins import (
+from tokenplane.dev.standins import (
     LOOPBACK,
     TANSU_MEMORY,
     ManagedProcess,
@@ -36,6 +35,9 @@ from tokenplane.standins import (
     redis_argv,
     tansu_argv,
 )
+from tokenplane.errors import SpecError
+from tokenplane.runtime_env import POOL_URL_PREFIX, Var, env_dict, pool_url_env
+from tokenplane.spec import PlatformSpec, Pool, Region
 
 # How long each kind of process may take from spawn to ready. Generous, because a laptop with two
 # cores starts four Python engines, two gateways and a broker at once; a service that needs longer is
@@ -45,8 +47,10 @@ PYTHON_START_TIMEOUT = 60.0
 VLLM_START_TIMEOUT = 1200.0  # a 70B checkpoint loads from disk, then CUDA graphs are captured
 
 # Variables a developer's shell may hold for a real cluster; a dev child must not follow them off loopback.
-_CLEARED_ENV = ("QDRANT_URL", "KAFKA_SASL_MECHANISM", "MODEL_GATEWAY_URL", "REDIS_URL", "TOKENPLANE_DEV_SECRETS")
-_CLEARED_PREFIXES = ("POOL_URL_", "TOKENPLANE_CONFIG", "TOKENPLANE_REGION")
+_CLEARED_ENV = tuple(
+    v.value for v in (Var.QDRANT_URL, Var.KAFKA_SASL_MECHANISM, Var.MODEL_GATEWAY_URL, Var.REDIS_URL, Var.DEV_SECRETS)
+)
+_CLEARED_PREFIXES = (POOL_URL_PREFIX, Var.CONFIG.value, Var.REGION.value)
 
 
 # The processes every dev stack runs, as ``python -m`` targets; checked before anything starts.
@@ -191,11 +195,6 @@ def env_var_name(reference: str) -> str | None:
     return reference.removeprefix("env://") if reference.startswith("env://") else None
 
 
-def pool_url_var(pool: str) -> str:
-    """``POOL_URL_<POOL>``, as ``serving.gateway.runtime.pool_urls`` reads it."""
-    return f"POOL_URL_{pool.upper().replace('-', '_')}"
-
-
 def replicas(minimum: int, scale: float) -> int:
     """The warm pool, scaled by ``--scale``; a pool always gets at least one replica, or nothing serves it."""
     return max(1, math.ceil(minimum * scale))
@@ -284,7 +283,7 @@ def plan_stack(
         raise SpecError(f"--speed {options.speed:g} must be positive (inf: no added latency)")
     region = spec.regions[0]
     state_dir = options.state_dir.resolve()
-    options = DevOptions(**{**options.__dict__, "state_dir": state_dir})
+    options = dataclasses.replace(options, state_dir=state_dir)
     spec_path = spec_path.resolve()
     inherited = base_env(environ)
     python = sys.executable
@@ -345,7 +344,7 @@ def plan_stack(
     for service, (_, pool, _, _) in zip(engine_services, slots, strict=True):
         urls.setdefault(pool.name, []).append(f"http://{LOOPBACK}:{service.port}")
     config = state_dir / "platform.json"
-    common = inherited | {"TOKENPLANE_CONFIG": str(config), "TOKENPLANE_REGION": region.name}
+    common = inherited | env_dict({Var.CONFIG: str(config), Var.REGION: region.name})
     services.append(
         Service(
             "modelgw",
@@ -353,7 +352,7 @@ def plan_stack(
             [python, "-m", "serving.modelgw", "--host", LOOPBACK, "--port", str(modelgw_port)],
             modelgw_port,
             "--ports-from",
-            env=common | {pool_url_var(pool): ",".join(u) for pool, u in urls.items()},
+            env=common | pool_url_env(urls),
             ready_url=f"http://{LOOPBACK}:{modelgw_port}/readyz",
             description="model gateway: provider choice, retries, circuit breakers, failover",
         )
@@ -362,21 +361,23 @@ def plan_stack(
     keys = tenant_keys(spec)
     key_env, file_secrets = key_environment(spec, keys)
     if file_secrets:
-        key_env["TOKENPLANE_DEV_SECRETS"] = str(state_dir / "secrets.json")
+        key_env[Var.DEV_SECRETS.value] = str(state_dir / "secrets.json")
     embedding_pool = spec.cache.semantic.embedding_pool
     gateway_env = (
         common
         | key_env
-        | {
-            "REDIS_URL": f"redis://{LOOPBACK}:{redis_port}/0",
-            "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-            "MODEL_GATEWAY_URL": f"http://{LOOPBACK}:{modelgw_port}",
-            "TOKENPLANE_SPOOL_DIR": str(state_dir / "spool"),
-            "TOKENPLANE_FILES_DIR": str(state_dir / "files"),
-        }
+        | env_dict(
+            {
+                Var.REDIS_URL: f"redis://{LOOPBACK}:{redis_port}/0",
+                Var.KAFKA_BOOTSTRAP_SERVERS: bootstrap,
+                Var.MODEL_GATEWAY_URL: f"http://{LOOPBACK}:{modelgw_port}",
+                Var.SPOOL_DIR: str(state_dir / "spool"),
+                Var.FILES_DIR: str(state_dir / "files"),
+            }
+        )
     )
     if embedding_pool and embedding_pool in urls:
-        gateway_env[pool_url_var(embedding_pool)] = ",".join(urls[embedding_pool])
+        gateway_env |= pool_url_env({embedding_pool: urls[embedding_pool]})
     metrics_port = allocate()  # /metrics is off the public port, as in the cluster
     services.append(
         Service(
@@ -460,7 +461,7 @@ def batch_service(port: int, gateway_env: dict[str, str], python: str) -> Servic
     It gets the AI gateway's environment; its semantic cache is its own embedded index. Its readiness
     is its Prometheus endpoint, which it opens once its gateway is built.
     """
-    env = gateway_env | {"TOKENPLANE_METRICS_PORT": str(port)}
+    env = gateway_env | env_dict({Var.METRICS_PORT: str(port)})
     return Service(
         "batch",
         Stage.WORKERS,
@@ -491,7 +492,7 @@ async def _create_topics(bootstrap: str, spec: PlatformSpec) -> None:
     # aiokafka ships no type hints (no py.typed); only its error base class is named here.
     from aiokafka.errors import KafkaError  # type: ignore[import-untyped]
 
-    from serving.gateway.metering import ensure_topics
+    from serving.events.kafka import ensure_topics
 
     # One broker: a topic can have one replica, whatever the cluster's spec asks for.
     wanted = [t.model_copy(update={"replication_factor": 1}) for t in spec.queues.topics]

@@ -34,8 +34,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypedDict
 
+from tokenplane.dev.standins import LOOPBACK, port_in_use
 from tokenplane.errors import TokenplaneError
-from tokenplane.standins import LOOPBACK, port_in_use
 
 STATE_FILE = "dev.json"
 SCHEMA_VERSION = 1

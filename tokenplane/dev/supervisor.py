@@ -33,6 +33,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from tokenplane.dev.services import Service, StackPlan, Stage
+from tokenplane.dev.standins import STOP_GRACE_SECONDS, ManagedProcess, StandInError
 from tokenplane.dev.state import (
     ServiceRecord,
     ServiceState,
@@ -43,7 +44,6 @@ from tokenplane.dev.state import (
     write_state,
 )
 from tokenplane.errors import TokenplaneError
-from tokenplane.standins import STOP_GRACE_SECONDS, ManagedProcess, StandInError
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType

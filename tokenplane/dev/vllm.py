@@ -19,9 +19,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tokenplane.dev.services import VLLM_START_TIMEOUT, DevOptions, Service, Stage, has_module
+from tokenplane.dev.standins import LOOPBACK
 from tokenplane.errors import SpecError
+from tokenplane.runtime_env import Var, env_dict
 from tokenplane.spec import PlatformSpec, Pool, Region
-from tokenplane.standins import LOOPBACK
 from tokenplane.vllm_args import artifacts, vllm_args
 
 NVIDIA_SMI_TIMEOUT = 10.0  # seconds; a driver that hangs this long is as good as absent
@@ -68,7 +69,7 @@ def visible_gpus(
             "--engine vllm needs an NVIDIA GPU, and `nvidia-smi -L` is absent, failed or listed none; "
             "check the driver, or use --engine sim"
         )
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    visible = environ.get(Var.CUDA_VISIBLE_DEVICES)
     if visible is not None:
         ids = [d.strip() for d in visible.split(",") if d.strip()]
         if not ids or ids == ["-1"]:
@@ -132,7 +133,7 @@ def vllm_engines(
     command = command or vllm_command()
 
     def build(spec: PlatformSpec, region: Region, slots: list[tuple[str, Pool, int, int]]) -> list[Service]:
-        needed = sum(p.tensor_parallel * p.pipeline_parallel for _, p, _, _ in slots)
+        needed = sum(p.gpus_per_replica for _, p, _, _ in slots)
         if needed > len(gpus):
             shapes = ", ".join(f"{name} {p.tensor_parallel}x{p.pipeline_parallel}" for name, p, _, _ in slots)
             raise EngineUnavailable(
@@ -144,7 +145,7 @@ def vllm_engines(
         services = []
         free = iter(gpus)
         for name, pool, port, index in slots:
-            devices = [next(free) for _ in range(pool.tensor_parallel * pool.pipeline_parallel)]
+            devices = [next(free) for _ in range(pool.gpus_per_replica)]
             args = vllm_args(spec, pool, models_dir=str(models_dir), port=port)
             services.append(
                 Service(
@@ -153,7 +154,7 @@ def vllm_engines(
                     [*command, "serve", *args, "--host", LOOPBACK],
                     port,
                     "--ports-from",
-                    env=env | {"CUDA_VISIBLE_DEVICES": ",".join(devices)},
+                    env=env | env_dict({Var.CUDA_VISIBLE_DEVICES: ",".join(devices)}),
                     ready_url=f"http://{LOOPBACK}:{port}/health",
                     start_timeout=VLLM_START_TIMEOUT,
                     description=f"vllm serve: pool {pool.name} ({spec.model(pool.model).ref}), replica {index}, "

@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane import capacity as cap
+from tokenplane.pool_model import PoolTiming
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -57,50 +58,6 @@ ORDER_SLACK = 64  # finished sequences linger in a replica's admission-order lis
 
 # Why a request was shed (0: served).
 SERVED, SHED_GATEWAY, SHED_DEADLINE, SHED_TOO_LONG, SHED_UNROUTED = 0, 1, 2, 3, 4
-
-
-@dataclass
-class PoolEngineParams:
-    """What the engine needs to know about one pool's replicas, as plain numbers."""
-
-    max_num_seqs: int
-    token_budget: int
-    kv_tokens: float  # infinite for encoders, which keep no KV cache
-    memory_s: list[float]  # DecodeStepTerms per batch size 0..max_num_seqs
-    compute_s: list[float]
-    kv_s_per_token: float
-    overhead_s: float
-    speculation: float
-    prefill: cap.PrefillCost
-    encoder: bool = False  # an embedding model: prefill only, no KV cache, first token = last
-
-    @classmethod
-    def build(
-        cls,
-        model: cap.ReplicaModel,
-        *,
-        max_num_seqs: int,
-        token_budget: int,
-        kv_tokens: float,
-        encoder: bool = False,
-    ) -> PoolEngineParams:
-        terms = [cap.decode_step_terms(model, b) for b in range(max_num_seqs + 1)]
-        return cls(
-            max_num_seqs=max_num_seqs,
-            token_budget=token_budget,
-            kv_tokens=kv_tokens,
-            memory_s=[t.memory_s for t in terms],
-            compute_s=[t.compute_s for t in terms],
-            kv_s_per_token=terms[0].kv_s_per_token,
-            overhead_s=terms[0].overhead_s,
-            speculation=cap.speculation_factor(model),
-            prefill=cap.prefill_cost(model),
-            encoder=encoder,
-        )
-
-    def decode_seconds(self, batch: int, context: float) -> float:
-        step = max(self.memory_s[batch] + self.kv_s_per_token * context, self.compute_s[batch]) + self.overhead_s
-        return step * self.speculation
 
 
 @dataclass
@@ -194,7 +151,7 @@ class Replica:
 class Engine:
     """Every replica slot of every pool; a slot simulates only while ``on``."""
 
-    def __init__(self, pools: list[PoolEngineParams], slots: list[int], requests: RequestState, arrival: F64) -> None:
+    def __init__(self, pools: list[PoolTiming], slots: list[int], requests: RequestState, arrival: F64) -> None:
         self.pools = pools
         self.req = requests
         self.arrival_np = arrival

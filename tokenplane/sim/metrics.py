@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from tokenplane.sim.autoscale import Scaler
 from tokenplane.sim.engine import SERVED, SHED_DEADLINE, SHED_GATEWAY, SHED_TOO_LONG, SHED_UNROUTED, RequestState
-from tokenplane.sim.workload import Kind, Requests, rate_multiplier
+from tokenplane.sim.workload import Kind, Requests, SimConfig, rate_multiplier
 from tokenplane.spec import PlatformSpec, Tier
-
-if TYPE_CHECKING:
-    from tokenplane.simulate import SimConfig, SimResult
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -370,3 +368,38 @@ def ttft_ms_by_class(result: SimResult) -> dict[str, list[float]]:
             grid = np.linspace(0, 100, min(CDF_POINTS, len(values)))
             curves[cls.value] = [float(v) for v in np.percentile(values, grid)]
     return curves
+
+
+@dataclass
+class PoolSetup:
+    """One (region, pool) placement as the run sees it."""
+
+    index: int
+    region: str
+    name: str
+    tier: Tier
+    encoder: bool
+    scaler: Scaler
+    requests: I64  # its requests, by arrival
+    failover: int  # provider index for overflow of non-batch levels, -1 if none may take it
+    shed_at: F64
+    timeline: list[EpochRecord] = field(default_factory=list)
+
+
+@dataclass
+class SimResult:
+    """Everything a run produced: the config, the per-request outcomes, the timelines and the wall time."""
+
+    spec: PlatformSpec
+    config: SimConfig
+    rps: float
+    requests: Requests
+    outcome: Outcome
+    pools: list[PoolSetup]
+    epochs: list[float]
+    wall_seconds: float
+    replica_iterations: int
+
+    def summary(self) -> dict[str, Any]:
+        """The run as plain data: what ``--json`` prints; see ``tokenplane.sim.metrics.summarize``."""
+        return summarize(self)

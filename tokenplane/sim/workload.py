@@ -354,3 +354,33 @@ def _with_embedding_calls(spec: PlatformSpec, rng: np.random.Generator, base: Re
         embedding=np.concatenate([base.embedding, np.ones(len(rows), dtype=np.bool_)]),
     )
     return merged
+
+
+class Initial(StrEnum):
+    """The replicas each pool has when the run starts."""
+
+    SETTLED = "settled"  # what the autoscaler settles on for the starting load: a platform already running
+    MIN = "min"  # min_replicas: a platform that was idle when the traffic arrived
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """One run of the workbench.
+
+    Attributes:
+        rps: peak arrival rate across all regions; ``None`` takes the spec's ``platform.peak_rps``.
+        duration_s: simulated seconds.
+        profile: flat, or the business-day curve of ``workload.DIURNAL_HOURLY`` (``rps`` is its peak).
+        bursts: surges on top of the profile, e.g. 3x at 09:00 for 15 minutes.
+        start_s: the simulated clock at the start, in seconds after Monday 00:00.
+        seed: fixes every random draw: the same seed gives the same run.
+        initial: replicas at the start.
+    """
+
+    rps: float | None = None
+    duration_s: float = 60.0
+    profile: Profile = Profile.FLAT
+    bursts: tuple[Burst, ...] = ()
+    start_s: float = 0.0
+    seed: int = 0
+    initial: Initial = Initial.SETTLED

@@ -4,7 +4,7 @@ A file belongs to exactly one tenant. Asking for another tenant's file is a
 404 ``NotFound``, the same answer as for a file that never existed, so that
 ids cannot be probed. ``DirectoryFileStore`` keeps each file under
 ``root/<tenant>/`` on a directory the gateway and the batch workers share (one
-machine: ``tokenplane dev``); in a cloud region ``serving.gateway.s3_files``
+machine: ``tokenplane dev``); in a cloud region ``serving.files.s3``
 meets the same Protocol in S3. ``serving.gateway.runtime.file_store`` picks one
 from the environment.
 

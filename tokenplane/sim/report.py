@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenplane.errors import SpecError
-from tokenplane.report import console_for_output, fmt_num, simple_table
+from tokenplane.plan_report import console_for_output, fmt_num, simple_table
 
 TIMELINE_ROWS = 8  # instants in the terminal's replicas-over-time table; the HTML page plots every period
 HTML_POOLS = 12  # pools drawn in the HTML page's timelines, busiest first: more lines would not be legible

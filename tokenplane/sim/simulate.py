@@ -26,88 +26,32 @@ import gc
 import itertools
 import math
 import time
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from tokenplane.catalog import default_instance, instance_type
-from tokenplane.planner import PoolPlan, memory, plan, prefix_kept_share, replica_model
+from tokenplane.planner import PoolPlan, plan
+from tokenplane.pool_model import PoolTiming, node_for, prefix_kept_share, replicas_per_node, timing
 from tokenplane.sim import gateway, metrics
 from tokenplane.sim.autoscale import EVALUATION_S, ReplicaState, Scaler, Signals
-from tokenplane.sim.engine import SHED_GATEWAY, SHED_UNROUTED, Engine, PoolEngineParams, RequestState
-from tokenplane.sim.workload import LEVELS, Burst, Kind, Profile, Requests, placements, routing, sample
+from tokenplane.sim.engine import SHED_GATEWAY, SHED_UNROUTED, Engine, RequestState
+from tokenplane.sim.metrics import PoolSetup, SimResult
+from tokenplane.sim.workload import (
+    LEVELS,
+    Initial,
+    Kind,
+    Requests,
+    SimConfig,
+    placements,
+    routing,
+    sample,
+)
 from tokenplane.spec import PlatformSpec, Priority, Tier
+
+__all__ = ["Initial", "PoolSetup", "SimConfig", "SimResult", "simulate"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
-
-
-class Initial(StrEnum):
-    """The replicas each pool has when the run starts."""
-
-    SETTLED = "settled"  # what the autoscaler settles on for the starting load: a platform already running
-    MIN = "min"  # min_replicas: a platform that was idle when the traffic arrived
-
-
-@dataclass(frozen=True)
-class SimConfig:
-    """One run of the workbench.
-
-    Attributes:
-        rps: peak arrival rate across all regions; ``None`` takes the spec's ``platform.peak_rps``.
-        duration_s: simulated seconds.
-        profile: flat, or the business-day curve of ``workload.DIURNAL_HOURLY`` (``rps`` is its peak).
-        bursts: surges on top of the profile, e.g. 3x at 09:00 for 15 minutes.
-        start_s: the simulated clock at the start, in seconds after Monday 00:00.
-        seed: fixes every random draw: the same seed gives the same run.
-        initial: replicas at the start.
-    """
-
-    rps: float | None = None
-    duration_s: float = 60.0
-    profile: Profile = Profile.FLAT
-    bursts: tuple[Burst, ...] = ()
-    start_s: float = 0.0
-    seed: int = 0
-    initial: Initial = Initial.SETTLED
-
-
-@dataclass
-class PoolSetup:
-    """One (region, pool) placement as the run sees it."""
-
-    index: int
-    region: str
-    name: str
-    tier: Tier
-    encoder: bool
-    scaler: Scaler
-    requests: I64  # its requests, by arrival
-    failover: int  # provider index for overflow of non-batch levels, -1 if none may take it
-    shed_at: F64
-    timeline: list[metrics.EpochRecord] = field(default_factory=list)
-
-
-@dataclass
-class SimResult:
-    """Everything a run produced: the config, the per-request outcomes, the timelines and the wall time."""
-
-    spec: PlatformSpec
-    config: SimConfig
-    rps: float
-    requests: Requests
-    outcome: metrics.Outcome
-    pools: list[PoolSetup]
-    epochs: list[float]
-    wall_seconds: float
-    replica_iterations: int
-
-    def summary(self) -> dict[str, Any]:
-        """The run as plain data: what ``--json`` prints; see ``tokenplane.sim.metrics.summarize``."""
-        return metrics.summarize(self)
 
 
 def simulate(spec: PlatformSpec, config: SimConfig) -> SimResult:
@@ -196,9 +140,9 @@ def _epoch_ends(duration_s: float) -> list[float]:
 
 def _setup_pools(
     spec: PlatformSpec, reqs: Requests, planned: list[PoolPlan]
-) -> tuple[list[PoolSetup], list[PoolEngineParams]]:
+) -> tuple[list[PoolSetup], list[PoolTiming]]:
     setups: list[PoolSetup] = []
-    params: list[PoolEngineParams] = []
+    params: list[PoolTiming] = []
     shed_at = np.array(
         [
             spec.queues.priorities[level].shed_at_utilization if level in spec.queues.priorities else math.inf
@@ -211,25 +155,16 @@ def _setup_pools(
         region = spec.region(region_name)
         pool = spec.pool(pool_name)
         placement = next(pl for pl in region.pools if pl.pool == pool_name)
-        node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
+        node = node_for(pool)
         encoder = spec.is_embedding(pool)
-        mem = memory(spec, pool)
-        params.append(
-            PoolEngineParams.build(
-                replica_model(spec, pool),
-                max_num_seqs=pool.engine.max_num_seqs,
-                token_budget=pool.engine.max_num_batched_tokens,
-                kv_tokens=math.inf if encoder else float(mem.kv_tokens),
-                encoder=encoder,
-            )
-        )
+        params.append(timing(spec, pool))
         scaler = Scaler(
             first=sum(s.scaler.max_replicas for s in setups),
             min_replicas=placement.min_replicas,
             max_replicas=placement.max_replicas,
             spec=pool.autoscaling,
             service_rps_per_replica=pool_plan.service_rps_per_replica,
-            replicas_per_node=max(1, node.gpus // pool.gpus_per_replica),
+            replicas_per_node=replicas_per_node(pool),
             gpus_per_replica=pool.gpus_per_replica,
             gpus_per_node=node.gpus,
             usd_per_node_hour=spec.instance_price(node.name),

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from tokenplane.architecture import Architecture, ModelKind, from_hf_config
 from tokenplane.catalog import model_preset
 from tokenplane.errors import SpecError
+from tokenplane.transformer import Architecture, ModelKind, from_hf_config
 
 # Abridged from huggingface.co/<repo>/config.json: the keys we read, plus a few we must ignore.
 LLAMA_3_1_8B_CONFIG: dict[str, Any] = {

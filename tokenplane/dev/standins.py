@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from tokenplane.errors import TokenplaneError
+from tokenplane.runtime_env import Var
 
 LOOPBACK = "127.0.0.1"
 STOP_GRACE_SECONDS = 5.0  # SIGTERM first; SIGKILL a process that ignores it this long
@@ -308,11 +309,11 @@ def s3_client_env(port: int) -> dict[str, str]:
     Tansu's object-store client reads ``AWS_ENDPOINT`` and needs ``AWS_ALLOW_HTTP`` for plain HTTP.
     """
     return {
-        "AWS_ENDPOINT": f"http://{LOOPBACK}:{port}",
-        "AWS_ACCESS_KEY_ID": "tokenplane-dev",
-        "AWS_SECRET_ACCESS_KEY": "tokenplane-dev",
-        "AWS_DEFAULT_REGION": S3_REGION,
-        "AWS_ALLOW_HTTP": "true",
+        Var.AWS_ENDPOINT.value: f"http://{LOOPBACK}:{port}",
+        Var.AWS_ACCESS_KEY_ID.value: "tokenplane-dev",
+        Var.AWS_SECRET_ACCESS_KEY.value: "tokenplane-dev",
+        Var.AWS_DEFAULT_REGION.value: S3_REGION,
+        Var.AWS_ALLOW_HTTP.value: "true",
     }
 
 

@@ -261,13 +261,12 @@ class BatchStore:
             applied, now = await self.transition(batch_id, to, at=at)
             if applied or now in (BatchStatus.CANCELLING, BatchStatus.CANCELLED):
                 return await self.get(tenant, batch_id)
-        error = InvalidRequest(
+        raise InvalidRequest(
             f"Cannot cancel a batch with status '{now or batch['status']}'; only validating, in_progress and finalizing batches can be cancelled",
             param="batch_id",
             code="batch_not_cancellable",
+            status=409,
         )
-        error.status = 409
-        raise error
 
     async def record_line(self, batch_id: str, custom_id: str, line: Json, *, ok: bool, ttl_seconds: float) -> bool:
         """Keep a line's result once and count it as completed or failed; ``False`` if it was already done."""

@@ -32,7 +32,7 @@ import boto3  # type: ignore[import-untyped]  # boto3 ships no type hints; boto3
 from botocore.config import Config  # type: ignore[import-untyped]  # as above
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]  # as above
 
-from serving.gateway.files import (
+from serving.files.store import (
     FileStoreUnavailable,
     check_file_id,
     check_tenant,
@@ -41,10 +41,10 @@ from serving.gateway.files import (
     not_found,
 )
 from serving.types import Clock, Json, SystemClock
+from tokenplane.runtime_env import DEFAULT_FILES_PREFIX
 
 T = TypeVar("T")
 
-DEFAULT_PREFIX = "files"  # components/batch_files.py FILES_PREFIX: the pods' IAM grants object access under it
 MAX_PUT_BYTES = 5 * 1024**3  # S3's limit for one PutObject; the largest file (a batch's output) is far below it
 # S3's error code for a key that is not there. Reads use GetObject, never HeadObject, whose bare "404"
 # would also cover a bucket that does not exist: that is a deployment mistake, not a tenant's missing file.
@@ -77,7 +77,9 @@ class S3FileStore:
         clock: Where ``created_at`` comes from.
     """
 
-    def __init__(self, client: Any, bucket: str, *, prefix: str = DEFAULT_PREFIX, clock: Clock | None = None) -> None:
+    def __init__(
+        self, client: Any, bucket: str, *, prefix: str = DEFAULT_FILES_PREFIX, clock: Clock | None = None
+    ) -> None:
         self.client = client
         self.bucket = bucket
         self.prefix = prefix.strip("/")

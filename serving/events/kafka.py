@@ -30,13 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
-import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +42,10 @@ from aiokafka.abc import AbstractTokenProvider  # type: ignore[import-untyped]  
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped]  # aiokafka ships no type hints
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code  # type: ignore[import-untyped]  # aiokafka ships no type hints
 
+from serving.events.spool import DEFAULT_SPOOL_MAX_BYTES, Record, Spool
 from serving.types import Clock, Json
 from tokenplane.errors import SpecError
+from tokenplane.runtime_env import MSK_IAM, Var
 from tokenplane.spec import Topic, TopicPurpose
 
 log = logging.getLogger(__name__)
@@ -55,9 +54,6 @@ MEMORY_QUEUE_LIMIT = (
     10_000  # events waiting for the writer: seconds of peak traffic (~10 MB), enough to ride out a slow ack
 )
 BATCH_LIMIT = 500  # events per send: amortizes the ack round trip without making one failed batch costly to replay
-SEGMENT_MAX_BYTES = 4 << 20  # a spool file is replayed and deleted whole; a crash mid-replay resends at most this much
-# An outage of about an hour at 300 events/s and ~1 KB an event, within the pod's ephemeral-storage request.
-DEFAULT_SPOOL_MAX_BYTES = 1 << 30
 MAX_EVENT_BYTES = 1_000_000  # Kafka's default message.max.bytes: a larger event could never be delivered
 SEND_TIMEOUT_SECONDS = 10.0  # how long a batch waits for its acks before the broker is taken for down
 BACKOFF_MIN_SECONDS = 0.2
@@ -67,163 +63,6 @@ BACKOFF_MAX_SECONDS = (
 CLOSE_DRAIN_SECONDS = 5.0  # at shutdown, time given to a draining spool: the pod's spool volume may not outlive it
 LINGER_MS = 5  # a few ms of batching in the producer; the writer already batches
 TOKEN_REFRESH_MARGIN_SECONDS = 60.0  # renew an MSK IAM token this long before it expires
-
-
-@dataclass(frozen=True, slots=True)
-class _Record:
-    topic: str
-    key: str
-    value: bytes  # the event's JSON
-
-    def line(self) -> bytes:
-        head = json.dumps({"topic": self.topic, "key": self.key}, separators=(",", ":")).encode()
-        return head[:-1] + b',"value":' + self.value + b"}\n"
-
-    @classmethod
-    def parse(cls, line: bytes) -> _Record:
-        data = json.loads(line)
-        return cls(data["topic"], data["key"], json.dumps(data["value"], separators=(",", ":")).encode())
-
-
-def _append(path: Path, data: bytes, *, new: bool) -> None:
-    with path.open("ab") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    if new:  # the file's name must survive a crash too, not only its contents
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _rewrite(path: Path, data: bytes) -> None:
-    temporary = path.with_suffix(".tmp")
-    with temporary.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    temporary.replace(path)
-
-
-def _scan(directory: Path) -> list[tuple[Path, int]]:
-    directory.mkdir(parents=True, exist_ok=True)
-    for stale in directory.glob("*.tmp"):  # a rewrite that crashed before its rename; the original is intact
-        stale.unlink()
-    return [(p, p.stat().st_size) for p in sorted(directory.glob("*.jsonl"))]
-
-
-def _read(path: Path) -> list[_Record]:
-    records: list[_Record] = []
-    for number, line in enumerate(path.read_bytes().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(_Record.parse(line))
-        except (ValueError, KeyError, TypeError):
-            # Only a write cut short by a crash leaves a bad line, and it is always the last one.
-            log.warning("metering: %s:%d is not a whole event (a write cut short by a crash); skipped", path, number)
-    return records
-
-
-class _Spool:
-    """Segment files on disk, oldest first; the newest may be open for appends."""
-
-    def __init__(self, directory: Path, max_bytes: int) -> None:
-        self.directory = directory
-        self.max_bytes = max_bytes
-        self.bytes = 0
-        self.nonempty = asyncio.Event()
-        self.drained = asyncio.Event()
-        self.drained.set()
-        self._segments: dict[Path, int] = {}  # path -> size, in sequence order
-        self._active: Path | None = None
-        self._next = 0
-        self._unbounded = False
-        self._changed = asyncio.Condition()
-
-    async def open(self) -> None:
-        found = await asyncio.to_thread(_scan, self.directory)
-        self._segments = dict(found)
-        self.bytes = sum(self._segments.values())
-        self._next = max((int(p.stem) for p, _ in found), default=-1) + 1
-        if found:
-            self.nonempty.set()
-            self.drained.clear()
-
-    @property
-    def empty(self) -> bool:
-        return not self._segments
-
-    @property
-    def full(self) -> bool:
-        return not self._unbounded and self.bytes >= self.max_bytes
-
-    def _fits(self, size: int) -> bool:
-        return self._unbounded or self.bytes == 0 or self.bytes + size <= self.max_bytes
-
-    async def unbound(self) -> None:
-        """At shutdown the bound gives way: a final flush must not wait for space that may never come."""
-        async with self._changed:
-            self._unbounded = True
-            self._changed.notify_all()
-
-    async def append(self, lines: list[bytes]) -> None:
-        """Write ``lines`` in order, fsynced, waiting for room whenever the spool is full."""
-        async with self._changed:
-            i = 0
-            while i < len(lines):
-                await self._changed.wait_for(functools.partial(self._fits, len(lines[i])))
-                j, size = i, 0
-                while j < len(lines) and (j == i or self._fits(size + len(lines[j]))):
-                    size += len(lines[j])
-                    j += 1
-                new = self._active is None or self._segments[self._active] >= SEGMENT_MAX_BYTES
-                if new:
-                    self._active = self.directory / f"{self._next:020d}.jsonl"
-                    self._next += 1
-                    self._segments[self._active] = 0
-                path = self._active
-                if path is None:  # for mypy: set just above
-                    raise RuntimeError("no active spool segment")
-                await asyncio.to_thread(_append, path, b"".join(lines[i:j]), new=new)
-                self._segments[path] += size
-                self.bytes += size
-                self.nonempty.set()
-                self.drained.clear()
-                i = j
-
-    async def oldest(self) -> Path | None:
-        """The oldest segment, sealed: later appends go to a new one, so it can be replayed and deleted whole."""
-        async with self._changed:
-            if not self._segments:
-                return None
-            path = next(iter(self._segments))
-            if path == self._active:
-                self._active = None
-            return path
-
-    async def read(self, path: Path) -> list[_Record]:
-        return await asyncio.to_thread(_read, path)
-
-    async def keep_only(self, path: Path, records: list[_Record]) -> None:
-        """Rewrite a sealed segment with what is still unacknowledged."""
-        data = b"".join(r.line() for r in records)
-        await asyncio.to_thread(_rewrite, path, data)
-        async with self._changed:
-            self.bytes += len(data) - self._segments[path]
-            self._segments[path] = len(data)
-            self._changed.notify_all()
-
-    async def remove(self, path: Path) -> None:
-        await asyncio.to_thread(path.unlink, missing_ok=True)
-        async with self._changed:
-            self.bytes -= self._segments.pop(path)
-            if not self._segments:
-                self.nonempty.clear()
-                self.drained.set()
-            self._changed.notify_all()
 
 
 class KafkaSink:
@@ -262,8 +101,8 @@ class KafkaSink:
         self.sent = 0  # events Kafka acknowledged straight from memory
         self.spooled = 0  # events written to the spool
         self.replayed = 0  # spooled events Kafka has since acknowledged
-        self._spool = _Spool(spool_dir, spool_max_bytes)
-        self._queue: asyncio.Queue[_Record] = asyncio.Queue(maxsize=queue_size)
+        self._spool = Spool(spool_dir, spool_max_bytes)
+        self._queue: asyncio.Queue[Record] = asyncio.Queue(maxsize=queue_size)
         self._producer: AIOKafkaProducer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
@@ -322,7 +161,7 @@ class KafkaSink:
             raise ValueError(
                 f"a {purpose.value} event of {len(value)} bytes is over the {MAX_EVENT_BYTES} bytes Kafka accepts"
             )
-        await self._queue.put(_Record(topic, key, value))
+        await self._queue.put(Record(topic, key, value))
 
     async def aclose(self) -> None:
         """Send what is in memory (or spool it if the broker is down), then stop. Nothing is lost."""
@@ -351,7 +190,7 @@ class KafkaSink:
                 for _ in batch:
                     self._queue.task_done()
 
-    async def _dispatch(self, batch: list[_Record]) -> None:
+    async def _dispatch(self, batch: list[Record]) -> None:
         if not self._spool.empty:  # the spool holds older events: these must follow them
             await self._to_spool(batch)
             return
@@ -362,7 +201,7 @@ class KafkaSink:
         self.sent += failed
         await self._to_spool(batch[failed:])
 
-    async def _to_spool(self, records: list[_Record]) -> None:
+    async def _to_spool(self, records: list[Record]) -> None:
         await self._spool.append([r.line() for r in records])
         self.spooled += len(records)
 
@@ -392,7 +231,7 @@ class KafkaSink:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX_SECONDS)
 
-    async def _send(self, records: list[_Record]) -> int | None:
+    async def _send(self, records: list[Record]) -> int | None:
         """Send and wait for the acks; the index of the first unacknowledged record, or None if all were."""
         producer = await self._connect()
         if producer is None:
@@ -525,22 +364,27 @@ def kafka_security_from_env(environ: Mapping[str, str]) -> dict[str, Any]:
         ImportError: MSK IAM is asked for but ``aws-msk-iam-sasl-signer-python`` is not installed.
         SpecError: The mechanism is unknown, or ``AWS_REGION`` is missing.
     """
-    mechanism = environ.get("KAFKA_SASL_MECHANISM", "")
+    mechanism = environ.get(Var.KAFKA_SASL_MECHANISM, "")
     if not mechanism:
         return {}
-    if mechanism != "AWS_MSK_IAM":
+    if mechanism != MSK_IAM:
         raise SpecError(
-            f"KAFKA_SASL_MECHANISM={mechanism} is not supported; use AWS_MSK_IAM, or leave it unset for plaintext"
+            f"{Var.KAFKA_SASL_MECHANISM.value}={mechanism} is not supported; use {MSK_IAM}, "
+            "or leave it unset for plaintext"
         )
     try:
         import aws_msk_iam_sasl_signer  # noqa: F401  (checked here, at start-up, not at the first connection)
     except ImportError as e:
         raise ImportError(
-            "KAFKA_SASL_MECHANISM=AWS_MSK_IAM needs the MSK IAM signer: pip install aws-msk-iam-sasl-signer-python"
+            f"{Var.KAFKA_SASL_MECHANISM.value}={MSK_IAM} needs the MSK IAM signer: "
+            "pip install aws-msk-iam-sasl-signer-python"
         ) from e
-    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
+    region = environ.get(Var.AWS_REGION) or environ.get(Var.AWS_DEFAULT_REGION)
     if not region:
-        raise SpecError("KAFKA_SASL_MECHANISM=AWS_MSK_IAM needs AWS_REGION (the MSK cluster's region) to sign tokens")
+        raise SpecError(
+            f"{Var.KAFKA_SASL_MECHANISM.value}={MSK_IAM} needs {Var.AWS_REGION.value} (the MSK cluster's region) "
+            "to sign tokens"
+        )
     from aiokafka.helpers import create_ssl_context  # type: ignore[import-untyped]  # no type hints
 
     return {

@@ -1,0 +1,191 @@
+"""The rooms hold what they say: one place per derived value, no import cycles, a layout the README tells true.
+
+These read the source as text or syntax trees; each check is also run on a small
+snippet with the defect put back, to show that it fires.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tokenplane.runtime_env import POOL_URL_PREFIX, Var
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("tokenplane", "serving", "components", "policies")
+PRODUCTION = ("tokenplane", "serving", "components")
+ENV_NAMES = {v.value for v in Var}
+# Where a value is derived; nowhere else may derive it again.
+# The node a pool runs on: its instance_type, else its GPU's default (a validator checking the pair is not this).
+NODE_EXPR = re.compile(
+    r"instance_type\(\s*(\w+)\.instance_type\s*\)\s+if\s+\1\.instance_type|default_instance\(\s*\w+\.gpu\s*\)"
+)
+GPUS_EXPR = re.compile(r"tensor_parallel\s*\*\s*\w*\.?pipeline_parallel")
+NODE_HOME = {"tokenplane/pool_model.py"}
+GPUS_HOME = {"tokenplane/spec.py"}
+# Type-only cycles still to break: each needs its shared type moved (see issue 13's report).
+KNOWN_CYCLES = {
+    frozenset({"tokenplane.spec", "tokenplane.spec_rules", "tokenplane.pool_model"}),
+}
+
+
+def _sources(roots: Iterable[str]) -> Iterator[tuple[str, str]]:
+    for root in roots:
+        for path in sorted((ROOT / root).rglob("*.py")):
+            yield path.relative_to(ROOT).as_posix(), path.read_text(encoding="utf-8")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                ids.add(id(first.value))
+    return ids
+
+
+def env_literals(source: str) -> list[str]:
+    """Environment variable names written as string literals (docstrings aside)."""
+    tree = ast.parse(source)
+    skip = _docstrings(tree)
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in skip
+        and (node.value in ENV_NAMES or node.value.startswith(POOL_URL_PREFIX))
+    ]
+
+
+def module_name(relative: str) -> str:
+    name = relative.removesuffix(".py").replace("/", ".")
+    return name.removesuffix(".__init__")
+
+
+def import_graph(sources: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
+    """Module -> the modules it imports, lazily or not, type-only imports included."""
+    files = dict(sources)
+    modules = {module_name(rel) for rel in files}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for rel, text in files.items():
+        me = module_name(rel)
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets.update(filter(None, (resolve(f"{node.module}.{a.name}") for a in node.names)))
+            elif isinstance(node, ast.Import):
+                targets.update(filter(None, (resolve(a.name) for a in node.names)))
+        # A package's __init__ re-exporting its children is not a cycle with them.
+        graph[me] = {t for t in targets if t != me and not me.startswith(f"{t}.")}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[frozenset[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_env_var_name_is_written_outside_runtime_env() -> None:
+    found = {
+        rel: hits
+        for rel, text in _sources(PRODUCTION)
+        if rel != "tokenplane/runtime_env.py" and (hits := env_literals(text))
+    }
+    assert not found, f"use tokenplane.runtime_env.Var instead: {found}"
+
+
+def test_the_env_check_fires_on_a_literal_name() -> None:
+    assert env_literals('env = [{"name": "REDIS_URL", "value": url}, {"name": "POOL_URL_SMALL"}]') == [
+        "REDIS_URL",
+        "POOL_URL_SMALL",
+    ]
+    assert env_literals('"""REDIS_URL in a docstring is prose."""\nx = Var.REDIS_URL') == []
+
+
+def test_no_module_rederives_a_pools_node_or_gpus() -> None:
+    for rel, text in _sources(PRODUCTION):
+        if rel not in NODE_HOME:
+            assert not NODE_EXPR.search(text), f"{rel} derives a pool's node; use pool_model.node_for"
+        if rel not in GPUS_HOME:
+            assert not GPUS_EXPR.search(text), f"{rel} multiplies TP x PP; use pool.gpus_per_replica"
+
+
+def test_the_rederivation_check_fires_on_the_old_expression() -> None:
+    old = "node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)"
+    assert NODE_EXPR.search(old)
+    assert GPUS_EXPR.search("needed = sum(p.tensor_parallel * p.pipeline_parallel for p in pools)")
+
+
+def test_no_new_import_cycle() -> None:
+    found = set(cycles(import_graph(_sources(PACKAGES))))
+    assert found <= KNOWN_CYCLES, f"new import cycles: {found - KNOWN_CYCLES}"
+
+
+def test_the_cycle_check_fires_on_two_modules_that_import_each_other() -> None:
+    graph = import_graph([("serving/a.py", "from serving.b import X\n"), ("serving/b.py", "import serving.a\n")])
+    assert cycles(graph) == [frozenset({"serving.a", "serving.b"})]
+
+
+@pytest.mark.parametrize(
+    "package",
+    sorted((p.parent.relative_to(ROOT) for r in PRODUCTION for p in (ROOT / r).rglob("__init__.py")), key=str),
+)
+def test_each_package_says_what_it_holds_and_may_import(package: Path) -> None:
+    relative = package
+    package = ROOT / package
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    assert len(doc) > 80, f"{relative}/__init__.py should say what the package holds"
+    assert "import" in doc.lower(), f"{relative}/__init__.py should say what the package may import"
+
+
+def test_the_readme_layout_names_only_what_exists() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Layout", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    for folder in re.findall(r"^([\w./-]+/)\s", block, flags=re.MULTILINE):
+        assert (ROOT / folder).is_dir(), f"README's layout names {folder}, which is not in the tree"
+    core = [line for line in block.splitlines() if line.startswith(" ") and "  " in line.strip()]
+    for line in core:
+        names = line.strip().split("  ")[0]
+        for name in re.findall(r"[a-z_]+", names):
+            if (ROOT / "tokenplane").joinpath(f"{name}.py").exists() or name in {"cli"}:
+                continue
+            assert (ROOT / "tokenplane" / name).is_dir(), f"README's layout names tokenplane {name}, not in the tree"

@@ -1,0 +1,171 @@
+"""What one pool is at run time: its node, its replicas' memory and timing, derived from the spec once.
+
+The capacity model (``tokenplane.capacity``) is pure arithmetic over numbers;
+this module decides which numbers of the spec go in. The planner, the spec's
+cross-field rules, the workbench simulator, the simulated engine, the Pulumi
+components and ``tokenplane dev`` all ask here, so that a pool's node type,
+its node count, its KV cache and its iteration costs cannot drift apart
+between what is sized, what is deployed and what is simulated.
+
+It imports only the vocabulary (spec, catalog) and the capacity model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tokenplane import capacity as cap
+from tokenplane.catalog import GPUS, InstanceType, default_instance, instance_type
+from tokenplane.spec import PlatformSpec, Pool, SpeculativeMethod
+from tokenplane.transformer import ModelKind
+
+EAGLE_DRAFT_COST = 0.05  # an EAGLE head is about one decoder layer of the target
+REQUEST_SHARE = 0.8  # of a node's CPU and memory per GPU; the rest is for kubelet and daemons
+MIN_CPU, MIN_MEMORY_GIB = 1, 4  # below these vLLM's API server and tokenizer workers starve
+
+
+def node_for(pool: Pool) -> InstanceType:
+    """The instance type a pool's replicas run on: the spec's ``instance_type``, else the GPU's default."""
+    return instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)
+
+
+def replicas_per_node(pool: Pool) -> int:
+    """Replicas one node holds (at least one: the rules reject a replica larger than its node)."""
+    return max(1, node_for(pool).gpus // pool.gpus_per_replica)
+
+
+def nodes_for(pool: Pool, replicas: int) -> int:
+    """Nodes that ``replicas`` replicas of the pool occupy, whole replicas per node."""
+    return cap.nodes_needed(replicas, pool.gpus_per_replica, node_for(pool).gpus)
+
+
+@dataclass(frozen=True)
+class ReplicaRequests:
+    """What one replica's pod asks the scheduler for: its GPUs and its GPUs' share of the node's CPU and memory."""
+
+    gpus: int
+    cpu: int
+    memory_gib: int
+
+
+def replica_requests(pool: Pool) -> ReplicaRequests:
+    """The pod requests of one replica, sized so that whole replicas pack the pool's node."""
+    node = node_for(pool)
+    share = pool.gpus_per_replica / node.gpus
+    return ReplicaRequests(
+        gpus=pool.gpus_per_replica,
+        cpu=max(MIN_CPU, math.floor(node.vcpus * share * REQUEST_SHARE)),
+        memory_gib=max(MIN_MEMORY_GIB, math.floor(node.memory_gib * share * REQUEST_SHARE)),
+    )
+
+
+def replica_model(spec: PlatformSpec, pool: Pool) -> cap.ReplicaModel:
+    """The capacity model's view of one replica of a pool."""
+    model = spec.model(pool.model)
+    return cap.ReplicaModel(
+        arch=model.resolved_architecture(),
+        gpu=GPUS[pool.gpu],
+        tp=pool.tensor_parallel,
+        pp=pool.pipeline_parallel,
+        quantization=model.quantization,
+        kv_cache_dtype=pool.engine.kv_cache_dtype,
+        speculation=speculation(spec, pool),
+    )
+
+
+def speculation(spec: PlatformSpec, pool: Pool) -> cap.Speculation | None:
+    """The pool's speculative decoding as the capacity model prices it (None: off)."""
+    s = pool.engine.speculative
+    if s is None:
+        return None
+    if s.method is SpeculativeMethod.NGRAM:
+        ratio = 0.0  # n-gram lookup runs on the CPU against the prompt
+    elif s.method is SpeculativeMethod.EAGLE:
+        ratio = EAGLE_DRAFT_COST
+    else:
+        draft, target = spec.model(s.draft_model or ""), spec.model(pool.model)
+        ratio = cap.model_weight_bytes(draft.resolved_architecture(), draft.quantization) / cap.model_weight_bytes(
+            target.resolved_architecture(), target.quantization
+        )
+    return cap.Speculation(s.num_speculative_tokens, s.acceptance_rate, ratio)
+
+
+def memory(spec: PlatformSpec, pool: Pool, *, tp: int | None = None, gpu_name: str | None = None) -> cap.MemoryPlan:
+    """One replica's memory as vLLM accounts it at startup; ``tp``/``gpu_name`` ask "what if" (for fix hints)."""
+    model = spec.model(pool.model)
+    return cap.replica_memory(
+        model.resolved_architecture(),
+        GPUS[pool.gpu if gpu_name is None else gpu_name],
+        tp=pool.tensor_parallel if tp is None else tp,
+        pp=pool.pipeline_parallel,
+        quantization=model.quantization,
+        kv_cache_dtype=pool.engine.kv_cache_dtype,
+        gpu_memory_utilization=pool.engine.gpu_memory_utilization,
+        max_num_batched_tokens=pool.engine.max_num_batched_tokens,
+        max_num_seqs=pool.engine.max_num_seqs,
+    )
+
+
+def prefix_kept_share(spec: PlatformSpec, pool: Pool) -> float:
+    """Share of prompt tokens that still need prefill after engine prefix-cache hits."""
+    if pool.engine.enable_prefix_caching and spec.cache.prefix.enabled:
+        return 1 - spec.cache.prefix.expected_hit_rate
+    return 1.0
+
+
+@dataclass
+class PoolTiming:
+    """One pool's replica iteration costs as plain numbers: what the workbench and the simulated engine step by."""
+
+    max_num_seqs: int
+    token_budget: int
+    kv_tokens: float  # infinite for encoders, which keep no KV cache
+    memory_s: list[float]  # DecodeStepTerms per batch size 0..max_num_seqs
+    compute_s: list[float]
+    kv_s_per_token: float
+    overhead_s: float
+    speculation: float
+    prefill: cap.PrefillCost
+    encoder: bool = False  # an embedding model: prefill only, no KV cache, first token = last
+
+    @classmethod
+    def build(
+        cls,
+        model: cap.ReplicaModel,
+        *,
+        max_num_seqs: int,
+        token_budget: int,
+        kv_tokens: float,
+        encoder: bool = False,
+    ) -> PoolTiming:
+        terms = [cap.decode_step_terms(model, b) for b in range(max_num_seqs + 1)]
+        return cls(
+            max_num_seqs=max_num_seqs,
+            token_budget=token_budget,
+            kv_tokens=kv_tokens,
+            memory_s=[t.memory_s for t in terms],
+            compute_s=[t.compute_s for t in terms],
+            kv_s_per_token=terms[0].kv_s_per_token,
+            overhead_s=terms[0].overhead_s,
+            speculation=cap.speculation_factor(model),
+            prefill=cap.prefill_cost(model),
+            encoder=encoder,
+        )
+
+    def decode_seconds(self, batch: int, context: float) -> float:
+        step = max(self.memory_s[batch] + self.kv_s_per_token * context, self.compute_s[batch]) + self.overhead_s
+        return step * self.speculation
+
+
+def timing(spec: PlatformSpec, pool: Pool, *, kv_blocks: int | None = None) -> PoolTiming:
+    """The pool's iteration costs; ``kv_blocks`` overrides the KV cache vLLM's accounting gives a replica."""
+    encoder = spec.model(pool.model).resolved_architecture().kind is ModelKind.ENCODER
+    blocks = memory(spec, pool).kv_blocks if kv_blocks is None else kv_blocks
+    return PoolTiming.build(
+        replica_model(spec, pool),
+        max_num_seqs=pool.engine.max_num_seqs,
+        token_budget=pool.engine.max_num_batched_tokens,
+        kv_tokens=math.inf if encoder else float(blocks * cap.BLOCK_SIZE),
+        encoder=encoder,
+    )
