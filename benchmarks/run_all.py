@@ -2,8 +2,9 @@
 
 The benchmarks, in order: ``gateway_bench.py`` (what the gateway adds over the
 engine), ``vs_litellm.py`` (against the LiteLLM proxy), ``overload.py`` (2x the
-pool's capacity), ``faults.py`` (one fault at a time under load) and ``fuzz.py``
-(the fuzz suites at 8x their CI sizes, with the cases they tried). Each runs
+pool's capacity), ``faults.py`` (one fault at a time under load), ``fuzz.py``
+(the fuzz suites at 8x their CI sizes, with the cases they tried) and
+``semantic_cache.py`` (the semantic cache's lookup cost by cached answers). Each runs
 as its own process under a time limit, so that one hung benchmark cannot hold
 the others; a failed one is reported in the file with its last lines of output.
 All of it stays under 20 minutes on two cores; ``--quick`` takes a few.
@@ -39,6 +40,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("overload.py", [], ["--quick"], 240),
     ("faults.py", [], ["--quick"], 720),
     ("fuzz.py", [], ["--quick"], 600),
+    ("semantic_cache.py", [], ["--sizes", "10000", "--windows", "2"], 900),
 )
 
 
@@ -306,12 +308,33 @@ def fuzz_section(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def semantic_cache_section(r: dict[str, Any]) -> list[str]:
+    rows = [
+        [
+            e["store"],
+            f"{e['entries']:,}",
+            f(e["insert_ms"], 3),
+            f(e["p50_ms"], 3),
+            f(e["p99_ms"], 3),
+            f"{f(e['p99_range_ms'][0], 3)}-{f(e['p99_range_ms'][1], 3)}",
+        ]
+        for e in r["semantic_cache"]
+    ]
+    return [
+        "Lookup cost by cached answers, one tenant and scope, 384-float vectors, half hits (median of the",
+        "windows; the P99's range across them). qdrant-client's local mode is the baseline it replaces:",
+        "",
+        *table(["store", "answers", "insert ms", "lookup P50 ms", "lookup P99 ms", "P99 range ms"], rows),
+    ]
+
+
 SECTIONS = {
     "gateway_bench.py": ("What the gateway adds (gateway_bench.py)", gateway_section),
     "vs_litellm.py": ("Against the LiteLLM proxy (vs_litellm.py)", litellm_section),
     "overload.py": ("Overload at 2x μ (overload.py)", overload_section),
     "faults.py": ("Faults under load (faults.py)", faults_section),
     "fuzz.py": ("Fuzzing (fuzz.py)", fuzz_section),
+    "semantic_cache.py": ("The semantic cache's vector store (semantic_cache.py)", semantic_cache_section),
 }
 
 
