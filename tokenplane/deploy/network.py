@@ -1,0 +1,39 @@
+"""AWS-side network rules: subnets in AZs that exist, MSK on 2 or 3 client subnets, distinct VPC CIDRs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tokenplane.aws_zones import MSK_CLIENT_SUBNETS, zones
+from tokenplane.deploy.findings import Finding
+from tokenplane.deploy.graph import Graph
+
+RULE = "aws-network"
+SUBNET = "aws:ec2/subnet:Subnet"
+MSK = "aws:msk/cluster:Cluster"
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    clouds = {r.name: r.cloud_region for r in graph.spec.regions}
+    for subnet in graph.of_type(SUBNET):
+        cloud = clouds.get(str(subnet.region))
+        az = subnet.inputs.get("availabilityZone")
+        known = zones(cloud) if cloud else None
+        if az is not None and known is not None and az not in known:
+            yield Finding(
+                RULE,
+                subnet.urn,
+                f"availabilityZone {az} does not exist in {cloud} (zones: {', '.join(known)})",
+                "list only existing zones in the region's azs",
+            )
+    for msk in graph.of_type(MSK):
+        subnets = (msk.inputs.get("brokerNodeGroupInfo") or {}).get("clientSubnets")
+        if subnets is None:
+            continue
+        if len(subnets) not in MSK_CLIENT_SUBNETS:
+            yield Finding(
+                RULE,
+                msk.urn,
+                f"MSK takes 2 or 3 client subnets; this cluster has {len(subnets)}",
+                "place the brokers in 2 or 3 of the region's AZs",
+            )

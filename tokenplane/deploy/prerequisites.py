@@ -1,0 +1,80 @@
+"""What must exist in the account before ``pulumi up``, which the stack does not (and should not) create.
+
+Secrets (their values never belong in the stack), GPU quota (AWS decides it
+per account, region and instance family) and the parent domain's delegation.
+``tokenplane preflight`` is where these are checked against a real account;
+offline they are listed, so that nobody learns them from a failed update.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from tokenplane.catalog import instance_type
+from tokenplane.deploy.findings import Prerequisite
+from tokenplane.deploy.graph import NODE_GROUP, Graph, lookup
+from tokenplane.deploy.references import PREREQUISITES_ANNOTATION
+
+# Service Quotas codes of the EC2 on-demand vCPU quotas, by instance family letter
+# (Service Quotas console, service "ec2": "Running On-Demand P instances" and "... G and VT instances").
+GPU_VCPU_QUOTAS = {"p": "L-417A185B", "g": "L-DB2E81BA"}
+
+
+def prerequisites(graph: Graph) -> list[Prerequisite]:
+    spec = graph.spec
+    out: list[Prerequisite] = []
+    refs = [t.api_key_secret for t in spec.tenants] + [p.api_key_secret for p in spec.providers]
+    for region in spec.regions:
+        for ref in sorted({r for r in refs if r.startswith("aws-sm://")}):
+            out.append(
+                Prerequisite(
+                    "secret",
+                    region.cloud_region,
+                    ref.removeprefix("aws-sm://"),
+                    "Secrets Manager secret the gateways read in this region (a replica secret will do)",
+                )
+            )
+    for workload in graph.workloads():
+        annotation = str((lookup(workload.manifest, "metadata.annotations") or {}).get(PREREQUISITES_ANNOTATION, ""))
+        for item in filter(None, (p.strip() for p in annotation.split(","))):
+            out.append(
+                Prerequisite(
+                    f"kubernetes-{item.partition('/')[0]}",
+                    _cloud(graph, workload.resource.region),
+                    f"{workload.namespace}/{item.partition('/')[2]}",
+                    f"read by {workload.kind} {workload.name}",
+                )
+            )
+    vcpus: dict[tuple[str, str], float] = defaultdict(float)
+    for group in graph.of_type(NODE_GROUP):
+        types = group.inputs.get("instanceTypes") or []
+        most = lookup(group.inputs, "scalingConfig.maxSize")
+        if not types or most is None:
+            continue
+        name = str(types[0])
+        family = name[0]
+        if family in GPU_VCPU_QUOTAS:
+            vcpus[(_cloud(graph, group.region), family)] += float(most) * instance_type(name).vcpus
+    for (cloud, family), total in sorted(vcpus.items()):
+        out.append(
+            Prerequisite(
+                "quota",
+                cloud,
+                f"ec2 {GPU_VCPU_QUOTAS[family]}",
+                f"on-demand {family.upper()}-family vCPUs: {total:.0f} at every GPU node group's maximum",
+            )
+        )
+    for zone in graph.of_type("aws:route53/zone:Zone"):
+        out.append(
+            Prerequisite(
+                "dns",
+                "global",
+                str(zone.inputs.get("name")),
+                "delegate this zone's name servers (stack output) from the parent domain",
+            )
+        )
+    return out
+
+
+def _cloud(graph: Graph, region: str | None) -> str:
+    return next((r.cloud_region for r in graph.spec.regions if r.name == region), region or "global")
