@@ -9,11 +9,15 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
+from components.iam import irsa_role
+from components.naming import ROLE_NAME_MAX, fitted_name
 from tokenplane.spec import PlatformSpec, Region
 
 SYSTEM_INSTANCE_TYPE = "m6i.xlarge"  # gateways, Qdrant, Prometheus: CPU work next to the GPU pools
 # Managed add-ons, left at EKS's default version for the cluster's Kubernetes version.
 ADDONS = ("vpc-cni", "coredns", "kube-proxy", "aws-ebs-csi-driver", "eks-pod-identity-agent")
+EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"  # the add-on's controller service account in kube-system
+EBS_CSI_POLICY = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
@@ -56,6 +60,7 @@ class Cluster(Component):
         spec, region, tags = args.spec, args.region, args.tags
         cluster_role = aws.iam.Role(
             self.child("cluster-role"),
+            name=fitted_name(self.child("cluster-role"), ROLE_NAME_MAX),
             assume_role_policy=assume_role_policy("eks.amazonaws.com"),
             tags=tags,
             opts=self.opts(),
@@ -101,6 +106,7 @@ class Cluster(Component):
         )
         node_role = aws.iam.Role(
             self.child("node-role"),
+            name=fitted_name(self.child("node-role"), ROLE_NAME_MAX),
             assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
             tags=tags,
             opts=self.opts(),
@@ -130,11 +136,26 @@ class Cluster(Component):
             tags=tags,
             opts=self.opts(depends_on=attachments),
         )
+        # The EBS CSI controller creates and attaches gp3 volumes (Qdrant's PVCs) with its own IRSA role:
+        # the GPU nodes allow one IMDS hop, so the node-role fallback is off, and no pod should hold it anyway.
+        ebs_role = irsa_role(
+            self.child("ebs-csi-role"),
+            namespace="kube-system",
+            service_account=EBS_CSI_SERVICE_ACCOUNT,
+            oidc_provider_arn=oidc.arn,
+            oidc_issuer=oidc.url,
+            policy=None,
+            managed_policies=(EBS_CSI_POLICY,),
+            tags=tags,
+            opts=self.opts(),
+        )
+        addon_roles = {"aws-ebs-csi-driver": ebs_role.arn}
         for addon in ADDONS:
             aws.eks.Addon(
                 self.child("addon", addon),
                 cluster_name=cluster.name,
                 addon_name=addon,
+                service_account_role_arn=addon_roles.get(addon),
                 resolve_conflicts_on_update="OVERWRITE",
                 tags=tags,
                 opts=self.opts(),

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
-from components.naming import GPU_TAINT_KEY, LABEL_POOL, LABEL_TIER
+from components.naming import GPU_PRESENT_LABEL, GPU_TAINT_KEY, LABEL_POOL, LABEL_TIER
 from tokenplane import capacity
 from tokenplane.catalog import InstanceType, default_instance, instance_type
 from tokenplane.spec import Placement, Pool
@@ -102,7 +102,14 @@ class GpuNodeGroup(Component):
                 min_size=counts.min, desired_size=counts.min, max_size=counts.max
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
-            labels={LABEL_POOL: pool.name, LABEL_TIER: pool.tier.value, "tokenplane.io/gpu": pool.gpu},
+            labels={
+                LABEL_POOL: pool.name,
+                LABEL_TIER: pool.tier.value,
+                "tokenplane.io/gpu": pool.gpu,
+                # The NVIDIA device plugin chart (0.15+) runs only on nodes labelled so (or by NFD); without
+                # it no node advertises nvidia.com/gpu and every vLLM pod stays Pending.
+                GPU_PRESENT_LABEL: "true",
+            },
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
             tags={
                 **args.tags,

@@ -17,6 +17,7 @@ from components.gateway import GATEWAY_PORT, GatewayArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.iam import irsa_role, policy_document
 from components.kafka import Kafka, KafkaArgs
+from components.lb_controller import lb_controller
 from components.model_gateway import ModelGateway
 from components.naming import APP_NAMESPACES, NS_GATEWAY, NS_KEDA
 from components.network import Network, NetworkArgs
@@ -64,7 +65,7 @@ class Region(Component):
         )
         on_k8s = self.opts(providers=[k8s_provider])
         namespaces = [kube.namespace(ns, self.child("ns", ns), on_k8s) for ns in APP_NAMESPACES]
-        self._addons(region, cluster, k8s_provider, tags)
+        lb_controller = self._addons(region, cluster, k8s_provider, network.vpc_id, tags)
         for placement in region.pools:
             GpuNodeGroup(
                 self.child("gpu", placement.pool),
@@ -166,7 +167,7 @@ class Region(Component):
                     "files_bucket": batch.results_bucket if batch is not None else None,
                 }
             ),
-            after_namespaces,
+            self.opts(providers=[k8s_provider], depends_on=[*namespaces, lb_controller]),
         )
         self.gateway_hostname = ai_gateway.service.status.apply(
             lambda s: (s.load_balancer.ingress or [None])[0].hostname if s and s.load_balancer else ""
@@ -177,8 +178,16 @@ class Region(Component):
             {"cluster": cluster.name, "gateway_hostname": self.gateway_hostname, "grafana_url": self.grafana_url}
         )
 
-    def _addons(self, region: RegionSpec, cluster: Cluster, k8s_provider: k8s.Provider, tags: dict[str, str]) -> None:
-        """Cluster-wide add-ons: KEDA, the NVIDIA device plugin, Cluster Autoscaler and an encrypted gp3 class."""
+    def _addons(
+        self,
+        region: RegionSpec,
+        cluster: Cluster,
+        k8s_provider: k8s.Provider,
+        vpc_id: pulumi.Input[str],
+        tags: dict[str, str],
+    ) -> k8s.helm.v3.Release:
+        """Cluster-wide add-ons: KEDA, the NVIDIA device plugin, Cluster Autoscaler, the AWS Load Balancer
+        Controller and an encrypted gp3 class. Returns the controller's release, which LoadBalancers wait for."""
         on_k8s = self.opts(providers=[k8s_provider])
         keda_ns = k8s.core.v1.Namespace(
             self.child("ns", NS_KEDA),
@@ -283,5 +292,15 @@ class Region(Component):
                     "expander": "least-waste",
                 },
             },
+            opts=on_k8s,
+        )
+        return lb_controller(
+            self.child("aws-lb-controller"),
+            cluster_name=cluster.name,
+            cloud_region=region.cloud_region,
+            vpc_id=vpc_id,
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            tags=tags,
             opts=on_k8s,
         )

@@ -27,6 +27,7 @@ from components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
 from tokenplane.catalog import default_instance, instance_type
 from tokenplane.schedule import cron_window
 from tokenplane.spec import Placement, PlatformSpec, Pool, Region
+from tokenplane.startup import await_timeout_minutes
 from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
 
 MODELS_DIR = "/models"
@@ -137,6 +138,7 @@ class VllmPool(Component):
         cpu = max(1, math.floor(node.vcpus * share * REQUEST_SHARE))
         memory = max(4, math.floor(node.memory_gib * share * REQUEST_SHARE))
         needed = artifacts(spec, pool)
+        timeout = await_timeout_minutes(spec, pool)
 
         role = self._weights_role(args, app, needed)
         account = k8s.core.v1.ServiceAccount(
@@ -236,7 +238,13 @@ class VllmPool(Component):
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
                 "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod_spec},
             },
-            opts=self.opts(depends_on=[account], ignore_changes=["spec.replicas"]),  # KEDA owns the replica count
+            opts=self.opts(
+                depends_on=[account],
+                ignore_changes=["spec.replicas"],  # KEDA owns the replica count
+                # A first replica waits for a GPU node, a ~10 GB image and the weights before its own cold
+                # start: far past pulumi-kubernetes' 10-minute default await (tokenplane.startup).
+                custom_timeouts=pulumi.CustomTimeouts(create=f"{timeout}m", update=f"{timeout}m"),
+            ),
         )
         if pool.autoscaling.warm_pool > 0:
             self._prefetch(app, labels, fetch, pod_spec)
