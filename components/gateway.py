@@ -20,6 +20,7 @@ from components.base import Component
 from components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
 from components.iam import irsa_role, policy_document
 from components.naming import LABEL_REGION, NS_GATEWAY, app_labels, checksum
+from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.spec import PlatformSpec, Region
 
 GATEWAY_PORT = 8080
@@ -95,6 +96,19 @@ def runtime_objects(
     return config, secret, data
 
 
+def env_secret_name(app: str) -> str:
+    """The Kubernetes Secret that carries an app's ``env://`` secrets: created by the operator, per region."""
+    return f"{app}-env-secrets"
+
+
+def env_secret_entries(app: str, refs: list[str]) -> list[dict[str, Any]]:
+    """``env://VAR`` references as env entries from the app's env Secret, so the process finds VAR set."""
+    variables = sorted({ref.removeprefix("env://") for ref in refs if ref.startswith("env://")})
+    return [
+        {"name": v, "valueFrom": {"secretKeyRef": {"name": env_secret_name(app), "key": v}}} for v in variables
+    ]
+
+
 def secret_arns(spec: PlatformSpec, region: Region, account_id: str) -> list[str]:
     """Secrets Manager ARNs of every aws-sm:// reference the gateways resolve (tenant and provider keys)."""
     refs = [t.api_key_secret for t in spec.tenants] + [p.api_key_secret for p in spec.providers]
@@ -156,6 +170,8 @@ class GatewayWorkload(Component):
         env.extend(self.files_env(args))
         low, high = replica_bounds(spec, region)
         env.extend(self.replica_env(low))
+        secret_env = self.secret_env(spec)
+        env.extend(secret_env)
         for pool, url in sorted(args.pool_urls.items()):
             env.append({"name": f"POOL_URL_{pool.upper().replace('-', '_')}", "value": url})
         probe: dict[str, Any] = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
@@ -185,7 +201,14 @@ class GatewayWorkload(Component):
         }
         deployment = k8s.apps.v1.Deployment(
             self.child("deployment"),
-            metadata={"name": app, "namespace": NS_GATEWAY, "labels": labels},
+            metadata={
+                "name": app,
+                "namespace": NS_GATEWAY,
+                "labels": labels,
+                # Secrets the pods read that the stack must not create (their values never belong in it):
+                # `tokenplane plan` lists them as prerequisites, and the deployability check holds them to it.
+                **({"annotations": {PREREQUISITES_ANNOTATION: f"secret/{env_secret_name(app)}"}} if secret_env else {}),
+            },
             spec={
                 "replicas": low,
                 "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
@@ -275,6 +298,10 @@ class GatewayWorkload(Component):
 
     def service_annotations(self) -> dict[str, str]:
         return {}
+
+    def secret_env(self, spec: PlatformSpec) -> list[dict[str, Any]]:
+        """Env entries for the spec's ``env://`` secrets this process resolves; none by default."""
+        return []
 
     def files_env(self, args: GatewayArgs) -> list[dict[str, Any]]:
         """Container env for the Batch API's file store: the bucket's, where one is given."""

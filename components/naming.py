@@ -6,9 +6,10 @@ import hashlib
 import json
 from typing import Any
 
+from tokenplane.contract import POOL_LABEL
 from tokenplane.spec import PlatformSpec
 
-LABEL_POOL = "tokenplane.io/pool"
+LABEL_POOL = POOL_LABEL
 LABEL_TIER = "tokenplane.io/tier"
 LABEL_REGION = "tokenplane.io/region"
 GPU_TAINT_KEY = "nvidia.com/gpu"

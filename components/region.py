@@ -26,7 +26,9 @@ from components.pins import CLUSTER_AUTOSCALER_CHART, KEDA_CHART, NVIDIA_DEVICE_
 from components.redis import Redis, RedisArgs
 from components.vector_db import STORAGE_CLASS, VectorDb, VectorDbArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
+from components.weights_publish import publish_jobs
 from tokenplane.spec import PlatformSpec, WorkloadClass
+from tokenplane.vllm_args import artifacts
 from tokenplane.spec import Region as RegionSpec
 
 KEDA_PORTS = (6443, 9443)  # metrics API and admission webhook, called by the Kubernetes API server
@@ -100,6 +102,17 @@ class Region(Component):
         after_namespaces = self.opts(providers=[k8s_provider], depends_on=namespaces)
         vector_db = VectorDb(self.child("qdrant"), VectorDbArgs(environment), after_namespaces)
         observability = Observability(self.child("observability"), ObservabilityArgs(spec, region), after_namespaces)
+        needed = {m.ref: m for p in region.pools for m in artifacts(spec, spec.pool(p.pool))}
+        published = publish_jobs(
+            self.child("publish"),
+            models=list(needed.values()),
+            bucket=args.registry_bucket,
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            tags=tags,
+            opts=self.opts(),
+            k8s_opts=after_namespaces,
+        )
         pools = {
             placement.pool: VllmPool(
                 self.child("pool", placement.pool),
@@ -113,7 +126,14 @@ class Region(Component):
                     cluster.oidc_issuer,
                     tags,
                 ),
-                after_namespaces,
+                # A pool's replicas verify weights that must already be in the region's bucket.
+                self.opts(
+                    providers=[k8s_provider],
+                    depends_on=[
+                        *namespaces,
+                        *(published[m.ref] for m in artifacts(spec, spec.pool(placement.pool)) if m.ref in published),
+                    ],
+                ),
             )
             for placement in region.pools
         }

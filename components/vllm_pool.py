@@ -24,6 +24,7 @@ from components.naming import (
     app_labels,
 )
 from components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
+from components.weights_publish import artifact_prefix
 from tokenplane.catalog import default_instance, instance_type
 from tokenplane.schedule import cron_window
 from tokenplane.spec import Placement, PlatformSpec, Pool, Region
@@ -158,7 +159,7 @@ class VllmPool(Component):
                 "name": "ARTIFACTS",
                 "value": pulumi.Output.from_input(args.registry_bucket).apply(
                     lambda bucket: " ".join(
-                        f"{m.ref}={m.sha256}@s3://{bucket}/models/{m.name}/{m.version}/" for m in needed
+                        f"{m.ref}={m.sha256}@s3://{bucket}/{artifact_prefix(m)}" for m in needed
                     )
                 ),
             },

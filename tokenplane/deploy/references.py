@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.deploy.findings import Finding
 from tokenplane.deploy.graph import Graph, KubeObject, lookup
 
 RULE = "references-exist"
-PREREQUISITES_ANNOTATION = "tokenplane.io/prerequisites"
 # Which serving process resolves which of the spec's secret references (serving/gateway/runtime.py reads the
 # tenants' keys, serving/modelgw/config.py the providers'); a provider without its key is only unavailable.
 RESOLVERS = {"serving.gateway": "tenants", "serving.modelgw": "providers"}

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tokenplane.contract import POOL_LABEL
 from tokenplane.deploy.findings import Finding
 from tokenplane.deploy.graph import Graph, KubeObject, lookup
 from tokenplane.startup import PULUMI_DEFAULT_AWAIT_SECONDS, parse_duration, time_to_ready
 
 RULE = "await-timeout"
-POOL_LABEL = "tokenplane.io/pool"
 SKIP_AWAIT = "pulumi.com/skipAwait"
 TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from tokenplane.contract import PUBLISHES_ANNOTATION
 from tokenplane.deploy.findings import Finding
 from tokenplane.deploy.graph import Graph
 
 RULE = "weights-published"
 ARTIFACTS_ENV = "ARTIFACTS"  # ref=sha256@s3://bucket/prefix/ ..., written by VllmPool's fetch-weights container
-PUBLISHES_ANNOTATION = "tokenplane.io/publishes"  # on the Job that copies a model into the registry
 OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
 _ENTRY = re.compile(r"(?P<ref>[^=\s]+)=(?P<sha>[0-9a-f]{64})@(?P<url>s3://\S+)")
 
