@@ -48,9 +48,7 @@ class LlmPlatform(Component):
         home = next((r for r in spec.regions if r.role is RegionRole.PRIMARY), spec.regions[0])
         images = Images(
             self.child("images"),
-            ImagesArgs(
-                home.cloud_region, sorted({r.cloud_region for r in spec.regions} - {home.cloud_region}), base_tags
-            ),
+            ImagesArgs(spec.platform.name, {r.cloud_region: providers[r.name] for r in spec.regions}, base_tags),
             self.opts(providers=[providers[home.name]]),
         )
         registry = ModelRegistry(
