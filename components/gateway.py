@@ -104,9 +104,7 @@ def env_secret_name(app: str) -> str:
 def env_secret_entries(app: str, refs: list[str]) -> list[dict[str, Any]]:
     """``env://VAR`` references as env entries from the app's env Secret, so the process finds VAR set."""
     variables = sorted({ref.removeprefix("env://") for ref in refs if ref.startswith("env://")})
-    return [
-        {"name": v, "valueFrom": {"secretKeyRef": {"name": env_secret_name(app), "key": v}}} for v in variables
-    ]
+    return [{"name": v, "valueFrom": {"secretKeyRef": {"name": env_secret_name(app), "key": v}}} for v in variables]
 
 
 def secret_arns(spec: PlatformSpec, region: Region, account_id: str) -> list[str]:

@@ -45,7 +45,9 @@ def irsa_role(
             }
         )
     )
-    role = aws.iam.Role(logical, name=fitted_name(logical, ROLE_NAME_MAX), assume_role_policy=trust, tags=tags, opts=opts)
+    role = aws.iam.Role(
+        logical, name=fitted_name(logical, ROLE_NAME_MAX), assume_role_policy=trust, tags=tags, opts=opts
+    )
     if policy is not None:
         aws.iam.RolePolicy(f"{logical}-policy", role=role.id, policy=policy, opts=opts)
     for arn in managed_policies:

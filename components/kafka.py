@@ -9,9 +9,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
-from tokenplane.aws_zones import MSK_CLIENT_SUBNETS
 from components.network import vpc_only_firewall
 from components.pins import MSK_KAFKA_VERSION
+from tokenplane.aws_zones import MSK_CLIENT_SUBNETS
 from tokenplane.spec import Topic
 
 IAM_TLS_PORT = 9098

@@ -8,6 +8,8 @@ never gets an address.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -15,10 +17,10 @@ from components.iam import irsa_role, policy_document
 from components.pins import AWS_LOAD_BALANCER_CONTROLLER_CHART
 
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
-_CLUSTER_TAGGED = {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
+_CLUSTER_TAGGED: dict[str, Any] = {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
 # What the controller calls for NLB Services (IP targets, its own security groups), after the IAM policy the
 # controller's documentation publishes for v2.11; Ingress-only (WAF, Shield, Cognito, ACM listing) is left out.
-STATEMENTS = [
+STATEMENTS: list[dict[str, Any]] = [
     {
         "Effect": "Allow",
         "Action": ["iam:CreateServiceLinkedRole"],

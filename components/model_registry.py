@@ -21,7 +21,6 @@ from components.cluster import assume_role_policy
 from components.storage import secure_bucket
 from tokenplane.spec import PlatformSpec
 
-
 MANIFESTS_PREFIX = "manifests/"
 
 

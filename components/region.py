@@ -28,8 +28,8 @@ from components.vector_db import STORAGE_CLASS, VectorDb, VectorDbArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
 from components.weights_publish import publish_jobs
 from tokenplane.spec import PlatformSpec, WorkloadClass
-from tokenplane.vllm_args import artifacts
 from tokenplane.spec import Region as RegionSpec
+from tokenplane.vllm_args import artifacts
 
 KEDA_PORTS = (6443, 9443)  # metrics API and admission webhook, called by the Kubernetes API server
 

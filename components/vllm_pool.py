@@ -158,9 +158,7 @@ class VllmPool(Component):
             {
                 "name": "ARTIFACTS",
                 "value": pulumi.Output.from_input(args.registry_bucket).apply(
-                    lambda bucket: " ".join(
-                        f"{m.ref}={m.sha256}@s3://{bucket}/{artifact_prefix(m)}" for m in needed
-                    )
+                    lambda bucket: " ".join(f"{m.ref}={m.sha256}@s3://{bucket}/{artifact_prefix(m)}" for m in needed)
                 ),
             },
         ]

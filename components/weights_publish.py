@@ -76,7 +76,7 @@ def publish_jobs(
     )
     jobs = {}
     for model in sources:
-        dest = pulumi.Output.from_input(bucket).apply(lambda b, m=model: f"s3://{b}/{artifact_prefix(m)}")
+        dest = pulumi.Output.concat("s3://", bucket, "/", artifact_prefix(model))
         jobs[model.ref] = k8s.batch.v1.Job(
             f"{logical}-{model.ref}",
             metadata={

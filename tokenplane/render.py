@@ -340,9 +340,7 @@ def _recording_monitor_class() -> type:
                 rec.dependencies[urn] = {k: list(v.urns) for k, v in request.propertyDependencies.items()}
                 rec.depends_on[urn] = list(request.dependencies)
                 timeouts = request.customTimeouts
-                rec.timeouts[urn] = {
-                    k: v for k in ("create", "update", "delete") if (v := getattr(timeouts, k, ""))
-                }
+                rec.timeouts[urn] = {k: v for k in ("create", "update", "delete") if (v := getattr(timeouts, k, ""))}
                 if request.type.startswith("kubernetes:helm.sh/") and inputs.get("chart") == LB_CONTROLLER_CHART:
                     rec.lb_controllers.add(request.provider.rsplit("::", 1)[0])
                 if request.type == "pulumi:providers:aws":

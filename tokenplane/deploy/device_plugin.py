@@ -25,8 +25,20 @@ CHART_DEFAULT_AFFINITY: dict[str, Any] = {
     "nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "feature.node.kubernetes.io/pci-10de.present", "operator": "In", "values": ["true"]}]},
-                {"matchExpressions": [{"key": "feature.node.kubernetes.io/cpu-model.vendor_id", "operator": "In", "values": ["NVIDIA"]}]},
+                {
+                    "matchExpressions": [
+                        {"key": "feature.node.kubernetes.io/pci-10de.present", "operator": "In", "values": ["true"]}
+                    ]
+                },
+                {
+                    "matchExpressions": [
+                        {
+                            "key": "feature.node.kubernetes.io/cpu-model.vendor_id",
+                            "operator": "In",
+                            "values": ["NVIDIA"],
+                        }
+                    ]
+                },
                 {"matchExpressions": [{"key": PRESENT_LABEL, "operator": "In", "values": ["true"]}]},
             ]
         }
@@ -70,5 +82,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"its node groups ({names}) lack the labels the {CHART} DaemonSet's affinity requires, "
                     f"so they never advertise {GPU} and the pod stays Pending"
                 )
-                fix = f"label the GPU node groups {PRESENT_LABEL}=true (the chart's default affinity) or set its affinity"
+                fix = (
+                    f"label the GPU node groups {PRESENT_LABEL}=true (the chart's default affinity) or set its affinity"
+                )
             yield Finding(RULE, workload.urn, f"{workload.kind} {workload.name} requests {GPU}, but {why}", fix)

@@ -25,7 +25,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     names = Counter((r.region, str(r.inputs.get("name") or r.name)) for r in repos)
     for repo in repos:
         name = str(repo.inputs.get("name") or "")
-        if name and platform not in name.split("/")[0].split("-") and not name.startswith(f"{platform}/"):
+        if name and platform not in name.split("/", maxsplit=1)[0].split("-") and not name.startswith(f"{platform}/"):
             yield Finding(
                 RULE,
                 repo.urn,

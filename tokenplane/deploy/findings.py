@@ -45,7 +45,7 @@ class Prerequisite:
         return f"{self.kind} in {self.region}: {self.name} ({self.detail})"
 
 
-class GraphDataMissing(Exception):  # noqa: N818 - reads as the condition it reports
+class GraphDataMissing(Exception):
     """A check needed a value the rendered graph does not have.
 
     Raised, never skipped: a mock that stops returning an output (None under update,

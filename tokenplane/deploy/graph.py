@@ -42,10 +42,7 @@ class KubeObject:
     def pod_spec(self) -> dict[str, Any]:
         """The pod template's spec; raises if a workload has none (the render lost it)."""
         template = self.manifest.get("spec", {}).get("template", {})
-        if self.kind == "Job" or "spec" in template:
-            spec = template.get("spec")
-        else:
-            spec = None
+        spec = template.get("spec")
         if not isinstance(spec, dict):
             raise GraphDataMissing(self.urn, "spec.template.spec", f"a {self.kind} without a pod template")
         return spec

@@ -25,9 +25,7 @@ ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
 
 def needs_controller(service: dict[str, object]) -> bool:
     annotations = lookup(service, "metadata.annotations") or {}
-    return (
-        annotations.get(TYPE_ANNOTATION) in LBC_TYPES or lookup(service, "spec.loadBalancerClass") == LBC_CLASS
-    )
+    return annotations.get(TYPE_ANNOTATION) in LBC_TYPES or lookup(service, "spec.loadBalancerClass") == LBC_CLASS
 
 
 def check(graph: Graph) -> Iterator[Finding]:

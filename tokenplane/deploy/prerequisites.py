@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 from tokenplane.catalog import instance_type
+from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.deploy.findings import Prerequisite
 from tokenplane.deploy.graph import NODE_GROUP, Graph, lookup
-from tokenplane.contract import PREREQUISITES_ANNOTATION
 
 # Service Quotas codes of the EC2 on-demand vCPU quotas, by instance family letter
 # (Service Quotas console, service "ec2": "Running On-Demand P instances" and "... G and VT instances").

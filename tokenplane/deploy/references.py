@@ -59,9 +59,7 @@ def declared(workload: KubeObject) -> set[tuple[str, str]]:
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
-        present = {
-            (o.kind.lower(), o.namespace, o.name) for o in graph.kube(region, "Secret", "ConfigMap")
-        }
+        present = {(o.kind.lower(), o.namespace, o.name) for o in graph.kube(region, "Secret", "ConfigMap")}
         for workload in graph.workloads(region):
             pod = workload.pod_spec()
             allowed = declared(workload)
@@ -81,7 +79,10 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 def _env_refs(graph: Graph, workload: KubeObject, pod: dict[str, Any]) -> Iterator[Finding]:
     spec = graph.spec
-    refs = {"tenants": [t.api_key_secret for t in spec.tenants], "providers": [p.api_key_secret for p in spec.providers]}
+    refs = {
+        "tenants": [t.api_key_secret for t in spec.tenants],
+        "providers": [p.api_key_secret for p in spec.providers],
+    }
     for container in pod.get("containers") or []:
         command = [str(c) for c in container.get("command") or []]
         module = command[2] if command[:2] == ["python", "-m"] and len(command) > 2 else None

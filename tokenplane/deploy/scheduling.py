@@ -53,10 +53,9 @@ def affinity_matches(labels: Mapping[str, str], pod: Mapping[str, Any]) -> bool:
     for key, value in (pod.get("nodeSelector") or {}).items():
         if labels.get(key) != str(value):
             return False
-    required = (
-        ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-        or {}
-    )
+    required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = required.get("nodeSelectorTerms") or []
     if not terms:
         return True

@@ -40,9 +40,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         annotations = job.manifest.get("metadata", {}).get("annotations") or {}
         for url in str(annotations.get(PUBLISHES_ANNOTATION, "")).split():
             publishers.setdefault(url, []).append(job.urn)
-    objects = [
-        (o, f"s3://{o.inputs.get('bucket')}/{o.inputs.get('key')}") for o in graph.of_type(OBJECT)
-    ]
+    objects = [(o, f"s3://{o.inputs.get('bucket')}/{o.inputs.get('key')}") for o in graph.of_type(OBJECT)]
     reported: set[str] = set()
     for urn, _region, ref, url in fetched(graph):
         for obj, location in objects:
