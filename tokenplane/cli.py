@@ -82,6 +82,8 @@ def plan(
     Capacity: memory, latency, lambda < mu, replicas and cost per region and pool.
     Graph: LlmPlatform under Pulumi's mock runtime, every Kubernetes object checked
     against the Kubernetes schema of the spec's version.
+    Deployability: what AWS and the cluster's controllers would do with the graph
+    (tokenplane/deploy), and the prerequisites the account must already have.
     """
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
@@ -94,17 +96,26 @@ def plan(
         _fail(str(e))
     result = make_plan(platform)
     rendered = None
+    findings: list[Any] = []
+    prerequisites: list[Any] = []
     if not capacity_only:
+        from tokenplane import deploy
         from tokenplane.render import render
 
         rendered = render(platform)
-    ok = result.ok and (rendered is None or rendered.ok)
+        try:
+            findings = deploy.run(platform, rendered)
+            prerequisites = deploy.prerequisites_of(platform, rendered)
+        except deploy.GraphDataMissing as e:
+            _fail(str(e), code=1)
+    ok = result.ok and (rendered is None or rendered.ok) and not findings
     if as_json:
         data = plan_json(result)
         if rendered is not None:
+            from tokenplane.deploy.report import deploy_json
             from tokenplane.render_report import render_json
 
-            data |= render_json(rendered)
+            data |= render_json(rendered) | deploy_json(findings, prerequisites)
             data["summary"]["ok"] = ok
         _emit_json(data)
     else:
@@ -117,6 +128,10 @@ def plan(
             if tree:
                 print_tree(rendered, console)
             print_issues(rendered, console)
+            from tokenplane.deploy.report import print_findings, print_prerequisites
+
+            print_findings(findings, console)
+            print_prerequisites(prerequisites, console)
     if graph is not None and rendered is not None:
         from tokenplane.render_report import write_graph
 
@@ -213,6 +228,12 @@ def check(
         _fail(str(e))
     rendered = render_graph(platform)
     result = run_checks(rendered, ALL, settings)
+    from tokenplane import deploy
+
+    try:
+        findings = deploy.run(platform, rendered)
+    except deploy.GraphDataMissing as e:
+        _fail(str(e), code=1)
     if fmt is CheckFormat.TABLE and output is None:
         print_table(result, console_for_output())
     else:
@@ -223,6 +244,8 @@ def check(
             sys.stdout.write(text + "\n")
     if not rendered.ok:
         _fail("; ".join(str(issue) for issue in rendered.issues[:5]), code=1)
+    if findings:
+        _fail("deployability: " + "; ".join(str(f) for f in findings[:5]), code=1)
     raise typer.Exit(0 if result.ok else 1)
 
 

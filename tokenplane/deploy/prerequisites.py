@@ -9,6 +9,7 @@ offline they are listed, so that nobody learns them from a failed update.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from tokenplane.catalog import instance_type
 from tokenplane.contract import PREREQUISITES_ANNOTATION
@@ -37,12 +38,14 @@ def prerequisites(graph: Graph) -> list[Prerequisite]:
     for workload in graph.workloads():
         annotation = str((lookup(workload.manifest, "metadata.annotations") or {}).get(PREREQUISITES_ANNOTATION, ""))
         for item in filter(None, (p.strip() for p in annotation.split(","))):
+            kind, _, name = item.partition("/")
+            keys = sorted(_keys(workload.pod_spec(), name))
             out.append(
                 Prerequisite(
-                    f"kubernetes-{item.partition('/')[0]}",
+                    f"kubernetes-{kind}",
                     _cloud(graph, workload.resource.region),
-                    f"{workload.namespace}/{item.partition('/')[2]}",
-                    f"read by {workload.kind} {workload.name}",
+                    f"{workload.namespace}/{name}",
+                    f"read by {workload.kind} {workload.name}" + (f"; keys: {', '.join(keys)}" if keys else ""),
                 )
             )
     vcpus: dict[tuple[str, str], float] = defaultdict(float)
@@ -74,6 +77,17 @@ def prerequisites(graph: Graph) -> list[Prerequisite]:
             )
         )
     return out
+
+
+def _keys(pod: dict[str, Any], name: str) -> set[str]:
+    """The keys of Secret/ConfigMap ``name`` that the pod's env entries read."""
+    keys = set()
+    for container in pod.get("containers") or []:
+        for env in container.get("env") or []:
+            for ref in (env.get("valueFrom") or {}).values():
+                if isinstance(ref, dict) and ref.get("name") == name and "key" in ref:
+                    keys.add(str(ref["key"]))
+    return keys
 
 
 def _cloud(graph: Graph, region: str | None) -> str:

@@ -1,0 +1,42 @@
+"""The example stacks pass every deployability check, and a check that cannot see its data fails loudly."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.deploy.conftest import findings, mutated, rendered, spec
+from tokenplane import deploy
+from tokenplane.deploy import GraphDataMissing
+
+
+@pytest.mark.parametrize("name", ["minimal", "dev", "byteion"])
+def test_example_stack_passes_every_deployability_check(name: str) -> None:
+    found = findings(name)
+    assert not found, "\n".join(str(f) for f in found)
+
+
+def test_every_check_has_a_rule_name_that_findings_carry() -> None:
+    assert set(deploy.CHECKS) == {
+        "gpu-advertised",
+        "lb-controller",
+        "csi-iam",
+        "await-timeout",
+        "weights-published",
+        "references-exist",
+        "aws-name",
+        "aws-network",
+        "ecr-per-stack",
+    }
+
+
+def test_a_workload_without_its_pod_template_stops_the_checks_instead_of_passing() -> None:
+    def drop_template(r: deploy.graph.RenderedResource) -> deploy.graph.RenderedResource:
+        if r.inputs.get("kind") != "Deployment":
+            return r
+        return dataclasses.replace(r, inputs={**r.inputs, "spec": {**r.inputs["spec"], "template": {}}})
+
+    broken = mutated(rendered("minimal"), drop_template)
+    with pytest.raises(GraphDataMissing, match=r"Deployment::.*no spec.template.spec"):
+        deploy.run(spec("minimal"), broken)
