@@ -22,9 +22,9 @@ def test_gpu_pods_are_pending_when_node_groups_lose_the_gpu_present_label() -> N
 
     found = findings("dev", mutated(rendered("dev"), unlabel), rule="gpu-advertised")
     pools = {f.urn for f in found}
-    assert pools == {
-        r.urn for r in rendered("dev").resources if r.type == VLLM_DEPLOYMENT and "-pool-" in r.name
-    }, pools
+    assert pools == {r.urn for r in rendered("dev").resources if r.type == VLLM_DEPLOYMENT and "-pool-" in r.name}, (
+        pools
+    )
     first = found[0]
     assert "-gpu-" in first.message and "nvidia.com/gpu" in first.message, first
     assert "nvidia.com/gpu.present=true" in first.fix, first
@@ -65,9 +65,7 @@ def _lb_program(with_controller: bool) -> Any:
         deps = []
         if with_controller:
             deps.append(
-                k8s.helm.v3.Release(
-                    "lbc", chart=LB_CONTROLLER_CHART, opts=pulumi.ResourceOptions(provider=provider)
-                )
+                k8s.helm.v3.Release("lbc", chart=LB_CONTROLLER_CHART, opts=pulumi.ResourceOptions(provider=provider))
             )
         service = k8s.core.v1.Service(
             "svc",
