@@ -28,6 +28,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-name",
         "aws-network",
         "ecr-per-stack",
+        "vllm-argv",
     }
 
 

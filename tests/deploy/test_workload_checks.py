@@ -98,3 +98,20 @@ def test_plan_lists_the_secrets_each_region_needs_before_pulumi_up() -> None:
     declared = [p for p in dev if p.kind == "kubernetes-secret"]
     assert [p.name for p in declared] == ["llm-gateway/ai-gateway-env-secrets"], declared
     assert "TOKENPLANE_KEY_ACME_EU" in declared[0].detail, declared[0]
+
+
+def test_the_removed_task_flag_in_a_rendered_vllm_pod_is_reported() -> None:
+    def task_back(r: RenderedResource) -> RenderedResource:
+        if not r.name.endswith("-pool-embed-deployment"):
+            return r
+
+        def edit(inputs: dict) -> None:
+            args = inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+            i = args.index("--runner")
+            args[i : i + 2] = ["--task", "embed"]
+
+        return with_inputs(r, edit)
+
+    found = findings("dev", mutated(rendered("dev"), task_back), rule="vllm-argv")
+    assert [f.urn.rsplit("::", 1)[-1] for f in found] == ["dev-local-pool-embed-deployment"], found
+    assert "--task is not an option of vllm serve 0.19.0" in found[0].message and "crash-loops" in found[0].message

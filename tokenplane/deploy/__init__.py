@@ -19,6 +19,7 @@ from tokenplane.deploy import (
     references,
     storage,
     timeouts,
+    vllm_argv,
     weights,
 )
 from tokenplane.deploy.findings import Finding, GraphDataMissing, Prerequisite
@@ -39,6 +40,7 @@ CHECKS: dict[str, Check] = {
     names.RULE: names.check,
     network.RULE: network.check,
     ecr.RULE: ecr.check,
+    vllm_argv.RULE: vllm_argv.check,
 }
 
 
