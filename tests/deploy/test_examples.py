@@ -41,3 +41,22 @@ def test_a_workload_without_its_pod_template_stops_the_checks_instead_of_passing
     broken = mutated(rendered("minimal"), drop_template)
     with pytest.raises(GraphDataMissing, match=r"Deployment::.*no spec.template.spec"):
         deploy.run(spec("minimal"), broken)
+
+
+def test_an_unresolved_weights_list_stops_the_checks_instead_of_passing() -> None:
+    # Under preview, or with a mock that stops answering, an output arrives as None: the check must not see "nothing".
+    def unresolved(r: deploy.graph.RenderedResource) -> deploy.graph.RenderedResource:
+        if not r.name.endswith("-pool-chat-deployment"):
+            return r
+        inputs = dict(r.inputs)
+        pod = inputs["spec"]["template"]["spec"]
+        fetch = {**pod["initContainers"][0]}
+        fetch["env"] = [{**e, "value": None} if e["name"] == "ARTIFACTS" else e for e in fetch["env"]]
+        spec_ = {
+            **inputs["spec"],
+            "template": {**inputs["spec"]["template"], "spec": {**pod, "initContainers": [fetch]}},
+        }
+        return dataclasses.replace(r, inputs={**inputs, "spec": spec_})
+
+    with pytest.raises(GraphDataMissing, match=r"pool-chat-deployment: no ARTIFACTS env value"):
+        deploy.run(spec("minimal"), mutated(rendered("minimal"), unresolved))

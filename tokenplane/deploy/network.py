@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from tokenplane.aws_zones import MSK_CLIENT_SUBNETS, zones
 from tokenplane.deploy.findings import Finding
-from tokenplane.deploy.graph import Graph
+from tokenplane.deploy.graph import Graph, need
 
 RULE = "aws-network"
 SUBNET = "aws:ec2/subnet:Subnet"
@@ -17,7 +17,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     clouds = {r.name: r.cloud_region for r in graph.spec.regions}
     for subnet in graph.of_type(SUBNET):
         cloud = clouds.get(str(subnet.region))
-        az = subnet.inputs.get("availabilityZone")
+        az = need(subnet, subnet.inputs.get("availabilityZone"), "availabilityZone", "a subnet must name its AZ")
         known = zones(cloud) if cloud else None
         if az is not None and known is not None and az not in known:
             yield Finding(
@@ -27,9 +27,9 @@ def check(graph: Graph) -> Iterator[Finding]:
                 "list only existing zones in the region's azs",
             )
     for msk in graph.of_type(MSK):
-        subnets = (msk.inputs.get("brokerNodeGroupInfo") or {}).get("clientSubnets")
-        if subnets is None:
-            continue
+        subnets = need(
+            msk, (msk.inputs.get("brokerNodeGroupInfo") or {}).get("clientSubnets"), "clientSubnets", "not rendered"
+        )
         if len(subnets) not in MSK_CLIENT_SUBNETS:
             yield Finding(
                 RULE,

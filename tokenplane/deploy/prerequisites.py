@@ -14,7 +14,7 @@ from typing import Any
 from tokenplane.catalog import instance_type
 from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.deploy.findings import Prerequisite
-from tokenplane.deploy.graph import NODE_GROUP, Graph, lookup
+from tokenplane.deploy.graph import NODE_GROUP, Graph, lookup, need
 
 # Service Quotas codes of the EC2 on-demand vCPU quotas, by instance family letter
 # (Service Quotas console, service "ec2": "Running On-Demand P instances" and "... G and VT instances").
@@ -50,10 +50,8 @@ def prerequisites(graph: Graph) -> list[Prerequisite]:
             )
     vcpus: dict[tuple[str, str], float] = defaultdict(float)
     for group in graph.of_type(NODE_GROUP):
-        types = group.inputs.get("instanceTypes") or []
-        most = lookup(group.inputs, "scalingConfig.maxSize")
-        if not types or most is None:
-            continue
+        types = need(group, group.inputs.get("instanceTypes") or None, "instanceTypes", "GPU quota needs them")
+        most = need(group, lookup(group.inputs, "scalingConfig.maxSize"), "scalingConfig.maxSize", "not rendered")
         name = str(types[0])
         family = name[0]
         if family in GPU_VCPU_QUOTAS:

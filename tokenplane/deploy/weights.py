@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator
 
 from tokenplane.contract import PUBLISHES_ANNOTATION
-from tokenplane.deploy.findings import Finding
-from tokenplane.deploy.graph import Graph
+from tokenplane.deploy.findings import Finding, GraphDataMissing
+from tokenplane.deploy.graph import Graph, need
 
 RULE = "weights-published"
 ARTIFACTS_ENV = "ARTIFACTS"  # ref=sha256@s3://bucket/prefix/ ..., written by VllmPool's fetch-weights container
@@ -29,9 +29,14 @@ def fetched(graph: Graph) -> Iterator[tuple[str, str, str, str]]:
             continue
         for container in workload.pod_spec().get("initContainers") or []:
             for env in container.get("env") or []:
-                if env.get("name") == ARTIFACTS_ENV:
-                    for m in _ENTRY.finditer(str(env.get("value", ""))):
-                        yield workload.urn, str(workload.resource.region), m["ref"], m["url"]
+                if env.get("name") != ARTIFACTS_ENV:
+                    continue
+                value = need(workload.resource, env.get("value"), f"{ARTIFACTS_ENV} env value", "an unresolved output")
+                entries = list(_ENTRY.finditer(str(value)))
+                if not entries:
+                    raise GraphDataMissing(workload.urn, f"{ARTIFACTS_ENV} entries", f"unreadable value {value!r}")
+                for m in entries:
+                    yield workload.urn, str(workload.resource.region), m["ref"], m["url"]
 
 
 def check(graph: Graph) -> Iterator[Finding]:
