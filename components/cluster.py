@@ -150,12 +150,16 @@ class Cluster(Component):
             opts=self.opts(),
         )
         addon_roles = {"aws-ebs-csi-driver": ebs_role.arn}
+        # The VPC CNI enforces NetworkPolicies only with its network policy agent switched on; without it
+        # every default-deny and allow-list in the stack is accepted by the API server and does nothing.
+        addon_config = {"vpc-cni": json.dumps({"enableNetworkPolicy": "true"})}
         for addon in ADDONS:
             aws.eks.Addon(
                 self.child("addon", addon),
                 cluster_name=cluster.name,
                 addon_name=addon,
                 service_account_role_arn=addon_roles.get(addon),
+                configuration_values=addon_config.get(addon),
                 resolve_conflicts_on_update="OVERWRITE",
                 tags=tags,
                 opts=self.opts(),

@@ -151,3 +151,20 @@ def test_gpu_vcpu_quota_is_a_prerequisite_per_region_and_family() -> None:
     )
     assert expected > 0
     assert quotas[("us-east-1", "ec2 L-417A185B")].startswith(f"on-demand P-family vCPUs: {expected:.0f} "), quotas
+
+
+def test_regions_get_vpc_ranges_that_do_not_overlap() -> None:
+    vpcs = [r for r in rendered("byteion").resources if r.type == "aws:ec2/vpc:Vpc"]
+    blocks = sorted(r.inputs["cidrBlock"] for r in vpcs)
+    assert len(set(blocks)) == len(spec("byteion").regions), blocks
+
+
+def test_overlapping_vpc_ranges_are_reported() -> None:
+    def same_range(r: RenderedResource) -> RenderedResource:
+        if r.type != "aws:ec2/vpc:Vpc":
+            return r
+        return with_inputs(r, lambda i: i.update(cidrBlock="10.0.0.0/16"))
+
+    found = findings("byteion", mutated(rendered("byteion"), same_range), rule="aws-network")
+    assert len(found) == 5 + 4 + 3 + 2 + 1, found  # every pair of six regions, reported on the later VPC
+    assert "can never be peered" in found[0].message and "vpc_cidr" in found[0].fix

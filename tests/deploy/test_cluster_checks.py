@@ -130,3 +130,14 @@ def test_vllm_deployments_carry_a_timeout_that_covers_their_start() -> None:
     assert deployments
     for d in deployments:
         assert set(d.custom_timeouts) == {"create", "update"}, f"{d.urn}: {d.custom_timeouts}"
+
+
+def test_network_policies_are_reported_as_unenforced_when_the_cni_agent_is_off() -> None:
+    def agent_off(r: RenderedResource) -> RenderedResource:
+        if r.type != "aws:eks/addon:Addon" or r.inputs.get("addonName") != "vpc-cni":
+            return r
+        return with_inputs(r, lambda i: i.pop("configurationValues", None))
+
+    found = findings("byteion", mutated(rendered("byteion"), agent_off), rule="netpol-enforced")
+    assert len(found) == 6 and all(f.urn.endswith("-cluster-addon-vpc-cni") for f in found), found
+    assert "none of them is enforced" in found[0].message and "enableNetworkPolicy" in found[0].fix

@@ -29,6 +29,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-network",
         "ecr-per-stack",
         "vllm-argv",
+        "netpol-enforced",
     }
 
 

@@ -16,6 +16,7 @@ from tokenplane.deploy import (
     load_balancers,
     names,
     network,
+    network_policy,
     references,
     storage,
     timeouts,
@@ -39,6 +40,7 @@ CHECKS: dict[str, Check] = {
     references.RULE: references.check,
     names.RULE: names.check,
     network.RULE: network.check,
+    network_policy.RULE: network_policy.check,
     ecr.RULE: ecr.check,
     vllm_argv.RULE: vllm_argv.check,
 }
