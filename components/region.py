@@ -19,10 +19,10 @@ from components.iam import irsa_role, policy_document
 from components.kafka import Kafka, KafkaArgs
 from components.lb_controller import lb_controller
 from components.model_gateway import ModelGateway
-from components.naming import APP_NAMESPACES, NS_GATEWAY, NS_KEDA
+from components.naming import APP_NAMESPACES, GPU_PRESENT_LABEL, NS_GATEWAY, NS_KEDA
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
-from components.pins import CLUSTER_AUTOSCALER_CHART, KEDA_CHART, NVIDIA_DEVICE_PLUGIN_CHART
+from components.pins import CLUSTER_AUTOSCALER_CHART, DCGM_EXPORTER_CHART, KEDA_CHART, NVIDIA_DEVICE_PLUGIN_CHART
 from components.redis import Redis, RedisArgs
 from components.vector_db import STORAGE_CLASS, VectorDb, VectorDbArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
@@ -244,6 +244,18 @@ class Region(Component):
                 NVIDIA_DEVICE_PLUGIN_CHART,
                 "kube-system",
                 {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+            ),
+            # GPU metrics (DCGM_FI_DEV_*) for the dashboards and any gpu_utilization trigger. Scraped through the
+            # pod annotations Prometheus already follows: a ServiceMonitor would need its CRD installed first.
+            (
+                DCGM_EXPORTER_CHART,
+                "kube-system",
+                {
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "nodeSelector": {GPU_PRESENT_LABEL: "true"},
+                    "serviceMonitor": {"enabled": False},
+                    "podAnnotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9400"},
+                },
             ),
         ):
             k8s.helm.v3.Release(

@@ -141,3 +141,22 @@ def test_network_policies_are_reported_as_unenforced_when_the_cni_agent_is_off()
     found = findings("byteion", mutated(rendered("byteion"), agent_off), rule="netpol-enforced")
     assert len(found) == 6 and all(f.urn.endswith("-cluster-addon-vpc-cni") for f in found), found
     assert "none of them is enforced" in found[0].message and "enableNetworkPolicy" in found[0].fix
+
+
+def test_a_gpu_utilization_trigger_without_the_dcgm_exporter_is_reported() -> None:
+    def gpu_trigger_without_exporter(r: RenderedResource) -> RenderedResource | None:
+        if r.inputs.get("chart") == "dcgm-exporter":
+            return None
+        if r.inputs.get("kind") != "ScaledObject" or not r.name.endswith("-pool-chat-scaler"):
+            return r
+        trigger = {"type": "prometheus", "name": "gpu-utilization", "metadata": {"query": "avg(DCGM_FI_DEV_GPU_UTIL)"}}
+        return with_inputs(r, lambda i: i["spec"]["triggers"].append(trigger))
+
+    found = findings("minimal", mutated(rendered("minimal"), gpu_trigger_without_exporter), rule="metrics-exported")
+    assert [f.urn.rsplit("::", 1)[-1] for f in found] == ["minimal-us-pool-chat-scaler"], found
+    assert "never scales on it" in found[0].message
+
+
+def test_the_dcgm_exporter_runs_where_the_device_plugin_advertises_gpus() -> None:
+    release = next(r for r in rendered("minimal").resources if r.inputs.get("chart") == "dcgm-exporter")
+    assert release.inputs["values"]["nodeSelector"] == {"nvidia.com/gpu.present": "true"}, release.urn

@@ -14,6 +14,7 @@ from tokenplane.deploy import (
     device_plugin,
     ecr,
     load_balancers,
+    metrics,
     names,
     network,
     network_policy,
@@ -43,6 +44,7 @@ CHECKS: dict[str, Check] = {
     network_policy.RULE: network_policy.check,
     ecr.RULE: ecr.check,
     vllm_argv.RULE: vllm_argv.check,
+    metrics.RULE: metrics.check,
 }
 
 
