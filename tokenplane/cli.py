@@ -250,6 +250,54 @@ def check(
 
 
 @app.command()
+def preflight(spec: SpecPath, as_json: JsonFlag = False) -> None:
+    """Check SPEC's prerequisites in the AWS account of your credentials (read-only). Exits 1 if any fails.
+
+    Secrets Manager secrets per region, on-demand GPU vCPU quotas, the AZs and
+    which of them offer each GPU instance type. Kubernetes Secrets are listed as
+    unchecked: they can only exist once the cluster does.
+    """
+    from tokenplane import deploy
+    from tokenplane.deploy.graph import Graph
+    from tokenplane.errors import SpecError
+    from tokenplane.load import load_spec
+    from tokenplane.preflight import FAILED, boto3_clients
+    from tokenplane.preflight import preflight as run_preflight
+    from tokenplane.render import render
+    from tokenplane.report import console_for_output
+
+    try:
+        platform = load_spec(spec)
+    except SpecError as e:
+        _fail(str(e))
+    rendered = render(platform)
+    graph = Graph(platform, rendered)
+    results = run_preflight(graph, deploy.prerequisites_of(platform, rendered), boto3_clients())
+    failed = sum(1 for r in results if r.status == FAILED)
+    if as_json:
+        _emit_json(
+            {
+                "ok": not failed,
+                "results": [
+                    {
+                        "kind": r.prerequisite.kind,
+                        "region": r.prerequisite.region,
+                        "name": r.prerequisite.name,
+                        "status": r.status,
+                        "detail": r.detail,
+                    }
+                    for r in results
+                ],
+            }
+        )
+    else:
+        from tokenplane.deploy.report import print_preflight
+
+        print_preflight(results, console_for_output())
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
 def schema() -> None:
     """Print the spec's JSON Schema, for editor completion and checking."""
     from tokenplane.spec import PlatformSpec

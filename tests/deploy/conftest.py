@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tests.components.conftest import rendered, spec
@@ -16,7 +17,8 @@ from tokenplane import deploy
 from tokenplane.deploy import Finding
 from tokenplane.render import RenderedResource, RenderResult
 
-__all__ = ["findings", "mutated", "rendered", "spec", "with_inputs"]
+__all__ = ["ROOT_STACKS", "findings", "mutated", "rendered", "spec", "with_inputs"]
+ROOT_STACKS = Path(__file__).resolve().parents[2] / "stacks"
 
 
 def findings(name: str, result: RenderResult | None = None, rule: str | None = None) -> list[Finding]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -10,6 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenplane.deploy.findings import Finding, Prerequisite
+
+if TYPE_CHECKING:
+    from tokenplane.preflight import PreflightResult
 
 
 def deploy_json(findings: list[Finding], prerequisites: list[Prerequisite]) -> dict[str, Any]:
@@ -45,3 +48,18 @@ def print_prerequisites(prerequisites: list[Prerequisite], console: Console) -> 
     for p in prerequisites:
         table.add_row(p.kind, p.region, p.name, p.detail)
     console.print(table)
+
+
+def print_preflight(results: list[PreflightResult], console: Console) -> None:
+    table = Table(
+        title="preflight: the account against the stack's prerequisites", title_justify="left", box=box.SIMPLE_HEAD
+    )
+    for column in ("status", "kind", "region", "name", "detail"):
+        table.add_column(column)
+    styles = {"passed": "green", "failed": "red", "unchecked": "yellow"}
+    for r in results:
+        p = r.prerequisite
+        table.add_row(Text(r.status, style=styles.get(r.status, "")), p.kind, p.region, p.name, r.detail)
+    console.print(table)
+    failed = sum(1 for r in results if r.status == "failed")
+    console.print(Text(f"{failed} failed" if failed else "preflight ok", style="red" if failed else "green"))
