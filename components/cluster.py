@@ -121,7 +121,8 @@ class Cluster(Component):
             for arn in NODE_POLICIES
         ]
         system_size = 3 if spec.platform.environment.value == "prod" else 2
-        aws.eks.NodeGroup(
+        # What cluster-wide add-ons and workloads wait for: before it is active, no pod can run anywhere.
+        self.system_nodes = aws.eks.NodeGroup(
             self.child("system"),
             cluster_name=cluster.name,
             node_role_arn=node_role.arn,

@@ -67,7 +67,7 @@ class Region(Component):
         )
         on_k8s = self.opts(providers=[k8s_provider])
         namespaces = [kube.namespace(ns, self.child("ns", ns), on_k8s) for ns in APP_NAMESPACES]
-        lb_controller = self._addons(region, cluster, k8s_provider, network.vpc_id, tags)
+        lb_controller, keda = self._addons(region, cluster, k8s_provider, network.vpc_id, tags)
         for placement in region.pools:
             GpuNodeGroup(
                 self.child("gpu", placement.pool),
@@ -99,7 +99,9 @@ class Region(Component):
             ),
             self.opts(),
         )
-        after_namespaces = self.opts(providers=[k8s_provider], depends_on=namespaces)
+        # Workloads wait for nodes to run on and for KEDA, whose CRD their ScaledObjects need.
+        ready: list[pulumi.Resource] = [*namespaces, cluster.system_nodes, keda]
+        after_namespaces = self.opts(providers=[k8s_provider], depends_on=ready)
         vector_db = VectorDb(self.child("qdrant"), VectorDbArgs(environment), after_namespaces)
         observability = Observability(self.child("observability"), ObservabilityArgs(spec, region), after_namespaces)
         needed = {m.ref: m for p in region.pools for m in artifacts(spec, spec.pool(p.pool))}
@@ -130,7 +132,7 @@ class Region(Component):
                 self.opts(
                     providers=[k8s_provider],
                     depends_on=[
-                        *namespaces,
+                        *ready,
                         *(published[m.ref] for m in artifacts(spec, spec.pool(placement.pool)) if m.ref in published),
                     ],
                 ),
@@ -187,7 +189,7 @@ class Region(Component):
                     "files_bucket": batch.results_bucket if batch is not None else None,
                 }
             ),
-            self.opts(providers=[k8s_provider], depends_on=[*namespaces, lb_controller]),
+            self.opts(providers=[k8s_provider], depends_on=[*ready, lb_controller]),
         )
         self.gateway_hostname = ai_gateway.service.status.apply(
             lambda s: (s.load_balancer.ingress or [None])[0].hostname if s and s.load_balancer else ""
@@ -205,10 +207,12 @@ class Region(Component):
         k8s_provider: k8s.Provider,
         vpc_id: pulumi.Input[str],
         tags: dict[str, str],
-    ) -> k8s.helm.v3.Release:
-        """Cluster-wide add-ons: KEDA, the NVIDIA device plugin, Cluster Autoscaler, the AWS Load Balancer
-        Controller and an encrypted gp3 class. Returns the controller's release, which LoadBalancers wait for."""
-        on_k8s = self.opts(providers=[k8s_provider])
+    ) -> tuple[k8s.helm.v3.Release, k8s.helm.v3.Release]:
+        """Cluster-wide add-ons: KEDA, the NVIDIA device plugin, DCGM exporter, Cluster Autoscaler, the AWS Load
+        Balancer Controller and an encrypted gp3 class. Returns the controller's release, which LoadBalancers
+        wait for, and KEDA's, whose CRD ScaledObjects need. Each release waits for the system nodes: Pulumi
+        awaits a release's pods, which cannot run before there is a node."""
+        on_k8s = self.opts(providers=[k8s_provider], depends_on=[cluster.system_nodes])
         keda_ns = k8s.core.v1.Namespace(
             self.child("ns", NS_KEDA),
             metadata={
@@ -238,6 +242,7 @@ class Region(Component):
             reclaim_policy="Retain",
             opts=on_k8s,
         )
+        releases: dict[str, k8s.helm.v3.Release] = {}
         for (chart, version, repo), namespace, values in (
             (KEDA_CHART, NS_KEDA, {"prometheus": {"operator": {"enabled": True}}}),
             (
@@ -258,7 +263,7 @@ class Region(Component):
                 },
             ),
         ):
-            k8s.helm.v3.Release(
+            releases[chart] = k8s.helm.v3.Release(
                 self.child(chart),
                 name=chart,
                 chart=chart,
@@ -266,7 +271,7 @@ class Region(Component):
                 namespace=namespace,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
                 values=values,
-                opts=self.opts(providers=[k8s_provider], depends_on=[keda_ns]),
+                opts=self.opts(providers=[k8s_provider], depends_on=[keda_ns, cluster.system_nodes]),
             )
         autoscaler_role = irsa_role(
             self.child("cluster-autoscaler-role"),
@@ -326,7 +331,7 @@ class Region(Component):
             },
             opts=on_k8s,
         )
-        return lb_controller(
+        controller = lb_controller(
             self.child("aws-lb-controller"),
             cluster_name=cluster.name,
             cloud_region=region.cloud_region,
@@ -336,3 +341,4 @@ class Region(Component):
             tags=tags,
             opts=on_k8s,
         )
+        return controller, releases[KEDA_CHART[0]]

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from tests.deploy.conftest import findings, mutated, rendered, with_inputs
-from tokenplane.render import LB_CONTROLLER_CHART, RenderedResource, render_program
+from tokenplane.render import LB_CONTROLLER_CHART, RenderedResource, RenderResult, render_program
 
 VLLM_DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
@@ -160,3 +160,25 @@ def test_a_gpu_utilization_trigger_without_the_dcgm_exporter_is_reported() -> No
 def test_the_dcgm_exporter_runs_where_the_device_plugin_advertises_gpus() -> None:
     release = next(r for r in rendered("minimal").resources if r.inputs.get("chart") == "dcgm-exporter")
     assert release.inputs["values"]["nodeSelector"] == {"nvidia.com/gpu.present": "true"}, release.urn
+
+
+def _without_edges_to(result: RenderResult, cut: set[str]) -> RenderResult:
+    return mutated(result, lambda r: dataclasses.replace(r, dependencies=[d for d in r.dependencies if d not in cut]))
+
+
+def test_scaled_objects_applied_before_the_keda_crd_are_reported() -> None:
+    result = rendered("minimal")
+    keda = {r.urn for r in result.resources if r.inputs.get("chart") == "keda"}
+    found = findings("minimal", _without_edges_to(result, keda), rule="crd-order")
+    scaled = {r.urn for r in result.resources if r.inputs.get("kind") == "ScaledObject"}
+    assert {f.urn for f in found} == scaled and scaled, found
+    assert "no matches for kind" in found[0].message and "keda" in found[0].fix
+
+
+def test_workloads_and_releases_that_do_not_wait_for_nodes_are_reported() -> None:
+    result = rendered("minimal")
+    nodes = {r.urn for r in result.resources if r.type == "aws:eks/nodeGroup:NodeGroup"}
+    found = findings("minimal", _without_edges_to(result, nodes), rule="cluster-ready")
+    releases = {r.urn for r in result.resources if r.type == "kubernetes:helm.sh/v3:Release"}
+    assert releases <= {f.urn for f in found}, found
+    assert any("Deployment llm-gateway/ai-gateway" in f.message for f in found), found

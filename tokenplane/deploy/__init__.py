@@ -18,6 +18,7 @@ from tokenplane.deploy import (
     names,
     network,
     network_policy,
+    ordering,
     references,
     storage,
     timeouts,
@@ -45,6 +46,8 @@ CHECKS: dict[str, Check] = {
     ecr.RULE: ecr.check,
     vllm_argv.RULE: vllm_argv.check,
     metrics.RULE: metrics.check,
+    ordering.CRD_ORDER: ordering.check_crd_order,
+    ordering.CLUSTER_READY: ordering.check_cluster_ready,
 }
 
 
