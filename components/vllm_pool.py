@@ -40,17 +40,22 @@ DEFAULT_DECODE_S_PER_TOKEN = 0.1  # grace-period estimate for a class without an
 
 # Fetch the artifact from the regional registry bucket unless the node already holds a verified copy,
 # then check its sha256: the hash of the sorted `sha256sum` manifest of every file in the artifact.
+# Replicas on one node share the cache, so each pod downloads into its own directory ($HOSTNAME is the
+# pod's name) and renames it into place only if no sibling got there first: a shared partial directory
+# would let one pod delete another's download, and deleting the cache would pull it from under a running vLLM.
 FETCH_SCRIPT = r"""set -eu
 for entry in $ARTIFACTS; do
   ref=${entry%%=*}; rest=${entry#*=}; sha=${rest%%@*}; src=${rest#*@}
   dest="$MODELS/$ref"
   if [ -f "$dest/.verified-$sha" ]; then echo "$ref: verified copy on NVMe"; continue; fi
-  rm -rf "$dest.partial"
-  aws s3 sync --only-show-errors "$src" "$dest.partial"
-  actual=$(cd "$dest.partial" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  mine="$dest.partial.$HOSTNAME"
+  rm -rf "$mine"
+  aws s3 sync --only-show-errors "$src" "$mine"
+  actual=$(cd "$mine" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
   if [ "$actual" != "$sha" ]; then echo "$ref: sha256 $actual does not match the registry's $sha" >&2; exit 1; fi
-  rm -rf "$dest" && mv "$dest.partial" "$dest" && touch "$dest/.verified-$sha"
-  echo "$ref: fetched and verified"
+  touch "$mine/.verified-$sha"
+  if [ -e "$dest" ] && [ ! -f "$dest/.verified-$sha" ]; then mv "$dest" "$dest.stale.$HOSTNAME"; fi
+  if mv -T "$mine" "$dest" 2>/dev/null; then echo "$ref: fetched and verified"; else rm -rf "$mine"; echo "$ref: a sibling fetched it first"; fi
 done
 """
 
