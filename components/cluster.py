@@ -11,6 +11,7 @@ import pulumi_aws as aws
 from components.base import Component
 from components.iam import irsa_role
 from components.naming import ROLE_NAME_MAX, fitted_name
+from components.system_capacity import system_max_nodes
 from tokenplane.spec import PlatformSpec, Region
 
 SYSTEM_INSTANCE_TYPE = "m6i.xlarge"  # gateways, Qdrant, Prometheus: CPU work next to the GPU pools
@@ -42,6 +43,7 @@ class ClusterArgs:
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
     tags: dict[str, str]
+    system_cpu: float = 0.0  # vCPUs the system nodes must hold at every CPU workload's autoscaling maximum
 
 
 class Cluster(Component):
@@ -130,7 +132,9 @@ class Cluster(Component):
             instance_types=[SYSTEM_INSTANCE_TYPE],
             ami_type="AL2023_x86_64_STANDARD",
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=system_size, desired_size=system_size, max_size=system_size * 4
+                min_size=system_size,
+                desired_size=system_size,
+                max_size=system_max_nodes(args.system_cpu, SYSTEM_INSTANCE_TYPE, floor=system_size * 4),
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             labels={"tokenplane.io/node-role": "system"},

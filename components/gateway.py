@@ -51,6 +51,9 @@ class GatewayArgs:
     files_bucket: pulumi.Input[str] | None = None
 
 
+GATEWAY_CPU = 2.0  # vCPUs per gateway pod, requested and limited (Guaranteed QoS)
+
+
 def replica_bounds(spec: PlatformSpec, region: Region) -> tuple[int, int]:
     """Enough replicas for the region's peak with a third to spare; at least 3 in prod for AZ spread."""
     floor = 3 if spec.platform.environment.value == "prod" else 2
@@ -180,7 +183,10 @@ class GatewayWorkload(Component):
             "ports": [{"name": "http", "containerPort": GATEWAY_PORT}],
             "env": env,
             "envFrom": [{"secretRef": {"name": f"{app}-connections"}}],
-            "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
+            "resources": {
+                "requests": {"cpu": f"{GATEWAY_CPU:g}", "memory": "2Gi"},
+                "limits": {"cpu": f"{GATEWAY_CPU:g}", "memory": "2Gi"},
+            },
             "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}},
             "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}, "failureThreshold": 6},
             # Let the LB drain the pod before SIGTERM reaches the server; streams then finish in the grace period.

@@ -24,6 +24,7 @@ from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from components.pins import CLUSTER_AUTOSCALER_CHART, DCGM_EXPORTER_CHART, KEDA_CHART, NVIDIA_DEVICE_PLUGIN_CHART
 from components.redis import Redis, RedisArgs
+from components.system_capacity import system_cpu_at_maxima
 from components.vector_db import STORAGE_CLASS, VectorDb, VectorDbArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
 from components.weights_publish import publish_jobs
@@ -59,7 +60,14 @@ class Region(Component):
         network = Network(self.child("network"), NetworkArgs(spec, region, tags), self.opts())
         cluster = Cluster(
             self.child("cluster"),
-            ClusterArgs(spec, region, network.private_subnet_ids, network.public_subnet_ids, tags),
+            ClusterArgs(
+                spec,
+                region,
+                network.private_subnet_ids,
+                network.public_subnet_ids,
+                tags,
+                system_cpu=system_cpu_at_maxima(spec, region),
+            ),
             self.opts(),
         )
         k8s_provider = k8s.Provider(

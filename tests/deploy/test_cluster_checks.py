@@ -8,7 +8,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from tests.deploy.conftest import findings, mutated, rendered, with_inputs
+from components.system_capacity import system_cpu_at_maxima
+from tests.deploy.conftest import findings, mutated, rendered, spec, with_inputs
+from tokenplane.allocatable import plannable_cpu
 from tokenplane.render import LB_CONTROLLER_CHART, RenderedResource, RenderResult, render_program
 
 VLLM_DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -182,3 +184,40 @@ def test_workloads_and_releases_that_do_not_wait_for_nodes_are_reported() -> Non
     releases = {r.urn for r in result.resources if r.type == "kubernetes:helm.sh/v3:Release"}
     assert releases <= {f.urn for f in found}, found
     assert any("Deployment llm-gateway/ai-gateway" in f.message for f in found), found
+
+
+def test_gateways_at_their_hpa_maxima_that_the_system_nodes_cannot_hold_are_reported() -> None:
+    def old_max(r: RenderedResource) -> RenderedResource:
+        if r.type != "aws:eks/nodeGroup:NodeGroup" or not r.name.endswith("-cluster-system"):
+            return r
+        return with_inputs(r, lambda i: i["scalingConfig"].update(maxSize=12))  # the fixed 3 x 4 it was
+
+    found = findings("byteion", mutated(rendered("byteion"), old_max), rule="node-capacity")
+    assert len(found) == 6, found
+    us = next(f for f in found if "us-east" in f.urn)
+    assert "request 115.4 vCPUs" in us.message and "ai-gateway (24 x 2)" in us.message, us
+    assert "maxSize" in us.fix
+
+
+def test_gpu_pods_at_their_maxima_beyond_the_gpu_nodes_are_reported() -> None:
+    def one_node(r: RenderedResource) -> RenderedResource:
+        if r.type != "aws:eks/nodeGroup:NodeGroup" or not r.name.endswith("-gpu-chat-ng"):
+            return r
+        return with_inputs(r, lambda i: i["scalingConfig"].update(maxSize=0))
+
+    # minimal's chat pool scales to 2 one-GPU replicas; a group capped at no nodes holds none.
+    found = findings("minimal", mutated(rendered("minimal"), one_node), rule="node-capacity")
+    assert [f.urn.rsplit("::", 1)[-1] for f in found] == ["minimal-us-pool-chat-deployment"], found
+    assert "nvidia.com/gpu" in found[0].message
+
+
+def test_system_node_group_is_sized_for_the_gateways_maxima() -> None:
+    platform = spec("byteion")
+    for region in platform.regions:
+        group = next(
+            r
+            for r in rendered("byteion").resources
+            if r.type == "aws:eks/nodeGroup:NodeGroup" and r.name == f"byteion-{region.name}-cluster-system"
+        )
+        held = group.inputs["scalingConfig"]["maxSize"] * plannable_cpu(group.inputs["instanceTypes"][0])
+        assert held >= system_cpu_at_maxima(platform, region), f"{group.urn}: holds {held:.1f} vCPUs"

@@ -33,6 +33,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "metrics-exported",
         "crd-order",
         "cluster-ready",
+        "node-capacity",
     }
 
 

@@ -18,6 +18,7 @@ from tokenplane.deploy import (
     names,
     network,
     network_policy,
+    node_capacity,
     ordering,
     references,
     storage,
@@ -48,6 +49,7 @@ CHECKS: dict[str, Check] = {
     metrics.RULE: metrics.check,
     ordering.CRD_ORDER: ordering.check_crd_order,
     ordering.CLUSTER_READY: ordering.check_cluster_ready,
+    node_capacity.RULE: node_capacity.check,
 }
 
 
