@@ -19,9 +19,9 @@ from tokenplane.deploy.findings import Finding
 from tokenplane.deploy.graph import Graph, KubeObject, lookup
 
 RULE = "references-exist"
-# Which serving process resolves which of the spec's secret references (serving/gateway/runtime.py reads the
-# tenants' keys, serving/modelgw/config.py the providers'); a provider without its key is only unavailable.
-RESOLVERS = {"serving.gateway": "tenants", "serving.modelgw": "providers"}
+# The serving process that resolves the tenants' keys (serving/gateway/runtime.py). Providers' keys are
+# optional by design (serving/modelgw/config.py): one without its key is marked unavailable, not broken.
+TENANT_KEY_RESOLVER = "serving.gateway"
 
 
 def referenced(pod: dict[str, Any]) -> set[tuple[str, str]]:
@@ -78,20 +78,14 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 
 def _env_refs(graph: Graph, workload: KubeObject, pod: dict[str, Any]) -> Iterator[Finding]:
-    spec = graph.spec
-    refs = {
-        "tenants": [t.api_key_secret for t in spec.tenants],
-        "providers": [p.api_key_secret for p in spec.providers],
-    }
+    refs = [t.api_key_secret for t in graph.spec.tenants if t.api_key_secret.startswith("env://")]
     for container in pod.get("containers") or []:
-        command = [str(c) for c in container.get("command") or []]
-        module = command[2] if command[:2] == ["python", "-m"] and len(command) > 2 else None
-        if module not in RESOLVERS or RESOLVERS[module] != "tenants":
-            continue  # providers' keys are optional by design: absent marks the provider unavailable
+        if [str(c) for c in container.get("command") or []] != ["python", "-m", TENANT_KEY_RESOLVER]:
+            continue
         names = {str(e.get("name")) for e in container.get("env") or []}
-        for ref in refs["tenants"]:
+        for ref in refs:
             variable = ref.removeprefix("env://")
-            if ref.startswith("env://") and variable not in names:
+            if variable not in names:
                 yield Finding(
                     RULE,
                     workload.urn,
