@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import kube
 from components.iam import irsa_role, policy_document
 from components.pins import AWS_LOAD_BALANCER_CONTROLLER_CHART
 
@@ -114,14 +115,10 @@ def lb_controller(
         tags=tags,
         opts=opts,
     )
-    chart, version, repo = AWS_LOAD_BALANCER_CONTROLLER_CHART
-    return k8s.helm.v3.Release(
+    return kube.helm_release(
         logical,
-        name=chart,
-        chart=chart,
-        version=version,
+        AWS_LOAD_BALANCER_CONTROLLER_CHART,
         namespace="kube-system",
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
         values={
             "clusterName": cluster_name,
             # Region and VPC given, not discovered: pods cannot reach IMDS through the one-hop limit.

@@ -251,7 +251,7 @@ class Region(Component):
             opts=on_k8s,
         )
         releases: dict[str, k8s.helm.v3.Release] = {}
-        for (chart, version, repo), namespace, values in (
+        for pin, namespace, values in (
             (KEDA_CHART, NS_KEDA, {"prometheus": {"operator": {"enabled": True}}}),
             (
                 NVIDIA_DEVICE_PLUGIN_CHART,
@@ -271,13 +271,10 @@ class Region(Component):
                 },
             ),
         ):
-            releases[chart] = k8s.helm.v3.Release(
-                self.child(chart),
-                name=chart,
-                chart=chart,
-                version=version,
+            releases[pin[0]] = kube.helm_release(
+                self.child(pin[0]),
+                pin,
                 namespace=namespace,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
                 values=values,
                 opts=self.opts(providers=[k8s_provider], depends_on=[keda_ns, cluster.system_nodes]),
             )
@@ -313,14 +310,10 @@ class Region(Component):
             tags=tags,
             opts=self.opts(),
         )
-        chart, version, repo = CLUSTER_AUTOSCALER_CHART
-        k8s.helm.v3.Release(
-            self.child(chart),
-            name=chart,
-            chart=chart,
-            version=version,
+        kube.helm_release(
+            self.child(CLUSTER_AUTOSCALER_CHART[0]),
+            CLUSTER_AUTOSCALER_CHART,
             namespace="kube-system",
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
             values={
                 "autoDiscovery": {"clusterName": cluster.name},
                 "awsRegion": region.cloud_region,
