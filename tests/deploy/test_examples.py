@@ -9,6 +9,7 @@ import pytest
 from tests.deploy.conftest import findings, mutated, rendered, spec
 from tokenplane import deploy
 from tokenplane.deploy import GraphDataMissing
+from tokenplane.render import RenderedResource
 
 
 @pytest.mark.parametrize("name", ["minimal", "dev", "byteion"])
@@ -38,7 +39,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
 
 
 def test_a_workload_without_its_pod_template_stops_the_checks_instead_of_passing() -> None:
-    def drop_template(r: deploy.graph.RenderedResource) -> deploy.graph.RenderedResource:
+    def drop_template(r: RenderedResource) -> RenderedResource:
         if r.inputs.get("kind") != "Deployment":
             return r
         return dataclasses.replace(r, inputs={**r.inputs, "spec": {**r.inputs["spec"], "template": {}}})
@@ -50,7 +51,7 @@ def test_a_workload_without_its_pod_template_stops_the_checks_instead_of_passing
 
 def test_an_unresolved_weights_list_stops_the_checks_instead_of_passing() -> None:
     # Under preview, or with a mock that stops answering, an output arrives as None: the check must not see "nothing".
-    def unresolved(r: deploy.graph.RenderedResource) -> deploy.graph.RenderedResource:
+    def unresolved(r: RenderedResource) -> RenderedResource:
         if not r.name.endswith("-pool-chat-deployment"):
             return r
         inputs = dict(r.inputs)

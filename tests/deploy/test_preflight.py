@@ -11,9 +11,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
+import boto3  # type: ignore[import-untyped]  # boto3 ships no type hints; boto3-stubs is not a dependency
 import pytest
-from botocore.stub import Stubber
+from botocore.stub import Stubber  # type: ignore[import-untyped]  # as boto3
 from moto import mock_aws
 from typer.testing import CliRunner
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from tests.deploy.conftest import findings, mutated, rendered, spec, with_inputs
 from tokenplane import deploy
@@ -59,7 +60,7 @@ def test_a_tenant_key_missing_from_the_gateway_env_is_reported() -> None:
         if not r.name.endswith("-ai-gateway-deployment"):
             return r
 
-        def edit(inputs: dict) -> None:
+        def edit(inputs: dict[str, Any]) -> None:
             container = inputs["spec"]["template"]["spec"]["containers"][0]
             container["env"] = [e for e in container["env"] if e["name"] != "TOKENPLANE_KEY_DEMO"]
 
@@ -105,7 +106,7 @@ def test_the_removed_task_flag_in_a_rendered_vllm_pod_is_reported() -> None:
         if not r.name.endswith("-pool-embed-deployment"):
             return r
 
-        def edit(inputs: dict) -> None:
+        def edit(inputs: dict[str, Any]) -> None:
             args = inputs["spec"]["template"]["spec"]["containers"][0]["args"]
             i = args.index("--runner")
             args[i : i + 2] = ["--task", "embed"]
