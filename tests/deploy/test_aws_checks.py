@@ -168,3 +168,22 @@ def test_overlapping_vpc_ranges_are_reported() -> None:
     found = findings("byteion", mutated(rendered("byteion"), same_range), rule="aws-network")
     assert len(found) == 5 + 4 + 3 + 2 + 1, found  # every pair of six regions, reported on the later VPC
     assert "can never be peered" in found[0].message and "vpc_cidr" in found[0].fix
+
+
+def test_a_latency_record_without_health_check_or_failover_is_reported() -> None:
+    def unchecked(r: RenderedResource) -> RenderedResource:
+        if r.type != "aws:route53/record:Record" or not r.inputs.get("latencyRoutingPolicies"):
+            return r
+        return with_inputs(r, lambda i: i.pop("healthCheckId", None))
+
+    # dev's one region has no DR secondary: only a health check takes it out of the answers.
+    found = findings("dev", mutated(rendered("dev"), unchecked), rule="dns-health")
+    latency = [r.urn for r in rendered("dev").resources if r.inputs.get("latencyRoutingPolicies")]
+    assert sorted(f.urn for f in found) == sorted(latency) and latency, found
+    assert "keeps answering with the region when it is dead" in found[0].message
+
+
+def test_latency_records_of_regions_with_a_dr_secondary_route_through_failover() -> None:
+    records = [r for r in rendered("byteion").resources if r.inputs.get("latencyRoutingPolicies")]
+    assert records and not [r for r in records if "healthCheckId" in r.inputs], "failover handles these regions"
+    assert not findings("byteion", rule="dns-health")

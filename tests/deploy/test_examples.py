@@ -35,6 +35,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "crd-order",
         "cluster-ready",
         "node-capacity",
+        "dns-health",
     }
 
 

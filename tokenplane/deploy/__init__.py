@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 
 from tokenplane.deploy import (
     device_plugin,
+    dns,
     ecr,
     load_balancers,
     metrics,
@@ -50,6 +51,7 @@ CHECKS: dict[str, Check] = {
     ordering.CRD_ORDER: ordering.check_crd_order,
     ordering.CLUSTER_READY: ordering.check_cluster_ready,
     node_capacity.RULE: node_capacity.check,
+    dns.RULE: dns.check,
 }
 
 
