@@ -113,7 +113,10 @@ class GpuNodeGroup(Component):
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
             tags={
                 **args.tags,
-                # Cluster Autoscaler scales groups from zero using these hints.
+                # Discovery (autoDiscovery finds groups by the "enabled" tag on the ASG, which EKS propagates from
+                # the node group). Scaling from zero does not rest on the node-template tags: EKS does not copy
+                # them to the ASG; Cluster Autoscaler (1.24+) reads a managed group's labels and taints through
+                # eks:DescribeNodegroup, which its role allows. They stay as documentation of the template.
                 "k8s.io/cluster-autoscaler/enabled": "true",
                 f"k8s.io/cluster-autoscaler/node-template/label/{LABEL_POOL}": pool.name,
                 f"k8s.io/cluster-autoscaler/node-template/taint/{GPU_TAINT_KEY}": "true:NoSchedule",
