@@ -113,10 +113,10 @@ class GpuNodeGroup(Component):
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
             tags={
                 **args.tags,
-                # Discovery (autoDiscovery finds groups by the "enabled" tag on the ASG, which EKS propagates from
-                # the node group). Scaling from zero does not rest on the node-template tags: EKS does not copy
-                # them to the ASG; Cluster Autoscaler (1.24+) reads a managed group's labels and taints through
-                # eks:DescribeNodegroup, which its role allows. They stay as documentation of the template.
+                # EKS does not copy a node group's tags to its ASG. Discovery works anyway: EKS tags every managed
+                # group's ASG k8s.io/cluster-autoscaler/enabled and .../<cluster>=owned itself. Scaling from zero
+                # does not rest on these node-template tags either: Cluster Autoscaler (1.24+) reads a managed
+                # group's labels and taints through eks:DescribeNodegroup, which its role allows.
                 "k8s.io/cluster-autoscaler/enabled": "true",
                 f"k8s.io/cluster-autoscaler/node-template/label/{LABEL_POOL}": pool.name,
                 f"k8s.io/cluster-autoscaler/node-template/taint/{GPU_TAINT_KEY}": "true:NoSchedule",
