@@ -41,7 +41,8 @@ LOCAL_MODE_MAX = 10_000  # past this, local mode's Python scan takes too long pe
 
 def unit(rows: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     norms: np.ndarray[Any, Any] = np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows / norms
+    normalized: np.ndarray[Any, Any] = rows / norms
+    return normalized
 
 
 async def fill(store: VectorStore, vectors: np.ndarray[Any, Any]) -> float:

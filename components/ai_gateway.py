@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.gateway import METRICS_PORT, GatewayArgs, GatewayWorkload
+from components.gateway import METRICS_PORT, GatewayArgs, GatewayWorkload, env_secret_entries
 from tokenplane.runtime_env import Var, env_list
+from tokenplane.spec import PlatformSpec
 
 __all__ = ["AiGateway", "GatewayArgs"]
 
@@ -21,6 +22,10 @@ class AiGateway(GatewayWorkload):
 
     def ingress_sources(self) -> list[dict[str, Any]]:
         return []  # reached through the NLB from anywhere; auth is the gateway's first stage
+
+    def secret_env(self, spec: PlatformSpec) -> list[dict[str, Any]]:
+        # Tenants' API keys: without them auth has no keys and /readyz answers 503 (serving/gateway/runtime.py).
+        return env_secret_entries(self.APP, [t.api_key_secret for t in spec.tenants])
 
     def files_env(self, args: GatewayArgs) -> list[dict[str, Any]]:
         if args.files_bucket is None:

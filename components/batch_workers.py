@@ -33,6 +33,9 @@ APP = "batch-workers"
 JOBS_PER_WORKER = 50  # pending jobs one worker drains within its polling window
 NONCURRENT_FILE_DAYS = 7  # a deleted or overwritten batch file stays recoverable this long, then is gone
 
+WORKER_CPU = 0.5  # vCPUs each worker requests: it waits on the engines, it does not compute
+WORKER_MAX_REPLICAS = 32  # KEDA's ceiling on pending jobs; the system nodes are sized to hold it
+
 
 @dataclass(frozen=True, kw_only=True)
 class BatchWorkersArgs:
@@ -145,7 +148,7 @@ class BatchWorkers(Component):
                                 "envFrom": [{"secretRef": {"name": f"{APP}-connections"}}],
                                 "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
                                 "resources": {
-                                    "requests": {"cpu": "500m", "memory": "512Mi"},
+                                    "requests": {"cpu": f"{WORKER_CPU:g}", "memory": "512Mi"},
                                     "limits": {"cpu": "1", "memory": "1Gi"},
                                 },
                                 "securityContext": kube.container_security(),
@@ -182,7 +185,7 @@ class BatchWorkers(Component):
             namespace=NS_BATCH,
             target=APP,
             min_replicas=1,
-            max_replicas=32,
+            max_replicas=WORKER_MAX_REPLICAS,
             cooldown_seconds=300,
             triggers=[
                 {**kube.prometheus_trigger("pending-jobs", query, JOBS_PER_WORKER), "metricType": "AverageValue"}

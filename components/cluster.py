@@ -9,12 +9,16 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
-from components.naming import cluster_name
+from components.iam import irsa_role
+from components.naming import ROLE_NAME_MAX, cluster_name, fitted_name
+from components.system_capacity import system_max_nodes
 from tokenplane.spec import Platform, Region
 
 SYSTEM_INSTANCE_TYPE = "m6i.xlarge"  # gateways, Qdrant, Prometheus: CPU work next to the GPU pools
 # Managed add-ons, left at EKS's default version for the cluster's Kubernetes version.
 ADDONS = ("vpc-cni", "coredns", "kube-proxy", "aws-ebs-csi-driver", "eks-pod-identity-agent")
+EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"  # the add-on's controller service account in kube-system
+EBS_CSI_POLICY = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
@@ -39,6 +43,7 @@ class ClusterArgs:
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
     tags: dict[str, str]
+    system_cpu: float = 0.0  # vCPUs the system nodes must hold at every CPU workload's autoscaling maximum
 
 
 class Cluster(Component):
@@ -57,6 +62,7 @@ class Cluster(Component):
         platform, region, tags = args.platform, args.region, args.tags
         cluster_role = aws.iam.Role(
             self.child("cluster-role"),
+            name=fitted_name(self.child("cluster-role"), ROLE_NAME_MAX),
             assume_role_policy=assume_role_policy("eks.amazonaws.com"),
             tags=tags,
             opts=self.opts(),
@@ -102,6 +108,7 @@ class Cluster(Component):
         )
         node_role = aws.iam.Role(
             self.child("node-role"),
+            name=fitted_name(self.child("node-role"), ROLE_NAME_MAX),
             assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
             tags=tags,
             opts=self.opts(),
@@ -116,7 +123,8 @@ class Cluster(Component):
             for arn in NODE_POLICIES
         ]
         system_size = 3 if platform.environment.value == "prod" else 2
-        aws.eks.NodeGroup(
+        # What cluster-wide add-ons and workloads wait for: before it is active, no pod can run anywhere.
+        self.system_nodes = aws.eks.NodeGroup(
             self.child("system"),
             cluster_name=cluster.name,
             node_role_arn=node_role.arn,
@@ -124,18 +132,39 @@ class Cluster(Component):
             instance_types=[SYSTEM_INSTANCE_TYPE],
             ami_type="AL2023_x86_64_STANDARD",
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=system_size, desired_size=system_size, max_size=system_size * 4
+                min_size=system_size,
+                desired_size=system_size,
+                max_size=system_max_nodes(args.system_cpu, SYSTEM_INSTANCE_TYPE, floor=system_size * 4),
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             labels={"tokenplane.io/node-role": "system"},
             tags=tags,
             opts=self.opts(depends_on=attachments),
         )
+        # The EBS CSI controller creates and attaches gp3 volumes (Qdrant's PVCs) with its own IRSA role:
+        # the GPU nodes allow one IMDS hop, so the node-role fallback is off, and no pod should hold it anyway.
+        ebs_role = irsa_role(
+            self.child("ebs-csi-role"),
+            namespace="kube-system",
+            service_account=EBS_CSI_SERVICE_ACCOUNT,
+            oidc_provider_arn=oidc.arn,
+            oidc_issuer=oidc.url,
+            policy=None,
+            managed_policies=(EBS_CSI_POLICY,),
+            tags=tags,
+            opts=self.opts(),
+        )
+        addon_roles = {"aws-ebs-csi-driver": ebs_role.arn}
+        # The VPC CNI enforces NetworkPolicies only with its network policy agent switched on; without it
+        # every default-deny and allow-list in the stack is accepted by the API server and does nothing.
+        addon_config = {"vpc-cni": json.dumps({"enableNetworkPolicy": "true"})}
         for addon in ADDONS:
             aws.eks.Addon(
                 self.child("addon", addon),
                 cluster_name=cluster.name,
                 addon_name=addon,
+                service_account_role_arn=addon_roles.get(addon),
+                configuration_values=addon_config.get(addon),
                 resolve_conflicts_on_update="OVERWRITE",
                 tags=tags,
                 opts=self.opts(),

@@ -20,6 +20,7 @@ from components.base import Component
 from components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
 from components.iam import irsa_role, policy_document
 from components.naming import LABEL_REGION, NS_GATEWAY, NS_MONITORING, app_labels, checksum
+from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT, MSK_IAM, Var, env_list, pool_url_var
 from tokenplane.spec import PlatformSpec, Region
 
@@ -59,6 +60,9 @@ class GatewayArgs:
     model_gateway_url: str = ""
     # The bucket the Batch API's files live in (BatchWorkers.results_bucket); only the AI gateway serves files.
     files_bucket: pulumi.Input[str] | None = None
+
+
+GATEWAY_CPU = 2.0  # vCPUs per gateway pod, requested and limited (Guaranteed QoS)
 
 
 def replica_bounds(spec: PlatformSpec, region: Region) -> tuple[int, int]:
@@ -104,6 +108,17 @@ def runtime_objects(
         opts=component.opts(),
     )
     return config, secret, data
+
+
+def env_secret_name(app: str) -> str:
+    """The Kubernetes Secret that carries an app's ``env://`` secrets: created by the operator, per region."""
+    return f"{app}-env-secrets"
+
+
+def env_secret_entries(app: str, refs: list[str]) -> list[dict[str, Any]]:
+    """``env://VAR`` references as env entries from the app's env Secret, so the process finds VAR set."""
+    variables = sorted({ref.removeprefix("env://") for ref in refs if ref.startswith("env://")})
+    return [{"name": v, "valueFrom": {"secretKeyRef": {"name": env_secret_name(app), "key": v}}} for v in variables]
 
 
 def secret_arns(spec: PlatformSpec, region: Region, account_id: str) -> list[str]:
@@ -168,6 +183,8 @@ class GatewayWorkload(Component):
         env.extend(self.files_env(args))
         low, high = replica_bounds(spec, region)
         env.extend(self.replica_env(low))
+        secret_env = self.secret_env(spec)
+        env.extend(secret_env)
         env.extend({"name": pool_url_var(pool), "value": url} for pool, url in sorted(args.pool_urls.items()))
         ports = [{"name": "http", "containerPort": GATEWAY_PORT}]
         if self.METRICS_PORT is not None:
@@ -181,7 +198,10 @@ class GatewayWorkload(Component):
             "ports": ports,
             "env": env,
             "envFrom": [{"secretRef": {"name": f"{app}-connections"}}],
-            "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
+            "resources": {
+                "requests": {"cpu": f"{GATEWAY_CPU:g}", "memory": "2Gi"},
+                "limits": {"cpu": f"{GATEWAY_CPU:g}", "memory": "2Gi"},
+            },
             "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}},
             "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}, "failureThreshold": 6},
             # Let the LB drain the pod before SIGTERM reaches the server; streams then finish in the grace period.
@@ -195,7 +215,14 @@ class GatewayWorkload(Component):
         }
         deployment = k8s.apps.v1.Deployment(
             self.child("deployment"),
-            metadata={"name": app, "namespace": NS_GATEWAY, "labels": labels},
+            metadata={
+                "name": app,
+                "namespace": NS_GATEWAY,
+                "labels": labels,
+                # Secrets the pods read that the stack must not create (their values never belong in it):
+                # `tokenplane plan` lists them as prerequisites, and the deployability check holds them to it.
+                **({"annotations": {PREREQUISITES_ANNOTATION: f"secret/{env_secret_name(app)}"}} if secret_env else {}),
+            },
             spec={
                 "replicas": low,
                 "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
@@ -289,6 +316,10 @@ class GatewayWorkload(Component):
 
     def service_annotations(self) -> dict[str, str]:
         return {}
+
+    def secret_env(self, spec: PlatformSpec) -> list[dict[str, Any]]:
+        """Env entries for the spec's ``env://`` secrets this process resolves; none by default."""
+        return []
 
     def files_env(self, args: GatewayArgs) -> list[dict[str, Any]]:
         """Container env for the Batch API's file store: the bucket's, where one is given."""

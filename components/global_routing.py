@@ -97,6 +97,13 @@ class GlobalRouting(Component):
                     failover_routing_policies=[aws.route53.RecordFailoverRoutingPolicyArgs(type=role)],
                     health_check_id=checks[target].id,
                 )
+
+        # A latency answer for a region without a DR secondary carries that region's health check, so a dead
+        # region drops out of the answers; a region with one answers through its failover name instead.
+        def latency_health(region: str) -> dict[str, object]:
+            has_failover = secondaries.get(region) in args.gateway_hostnames
+            return {} if has_failover else {"health_check_id": checks[region].id}
+
         jurisdictions = sorted({r.jurisdiction for r in primaries}, key=lambda j: j.value)
         for jurisdiction in jurisdictions:
             j = jurisdiction.value.lower()
@@ -107,6 +114,7 @@ class GlobalRouting(Component):
                     region_host(region.name, domain),
                     set_identifier=region.name,
                     latency_routing_policies=[aws.route53.RecordLatencyRoutingPolicyArgs(region=region.cloud_region)],
+                    **latency_health(region.name),
                 )
             for kind, code in GEO[jurisdiction]:
                 geo = aws.route53.RecordGeolocationRoutingPolicyArgs(**{kind: code})
@@ -124,6 +132,7 @@ class GlobalRouting(Component):
                 region_host(region.name, domain),
                 set_identifier=region.name,
                 latency_routing_policies=[aws.route53.RecordLatencyRoutingPolicyArgs(region=region.cloud_region)],
+                **latency_health(region.name),
             )
         # Everyone outside a listed jurisdiction goes to the nearest region by latency.
         record(

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
-from components.naming import GPU_TAINT_KEY, LABEL_POOL, LABEL_TIER
+from components.naming import GPU_PRESENT_LABEL, GPU_TAINT_KEY, LABEL_POOL, LABEL_TIER
 from tokenplane.pool_model import node_for, nodes_for
 from tokenplane.spec import Placement, Pool
 
@@ -101,11 +101,21 @@ class GpuNodeGroup(Component):
                 min_size=counts.min, desired_size=counts.min, max_size=counts.max
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
-            labels={LABEL_POOL: pool.name, LABEL_TIER: pool.tier.value, "tokenplane.io/gpu": pool.gpu},
+            labels={
+                LABEL_POOL: pool.name,
+                LABEL_TIER: pool.tier.value,
+                "tokenplane.io/gpu": pool.gpu,
+                # The NVIDIA device plugin chart (0.15+) runs only on nodes labelled so (or by NFD); without
+                # it no node advertises nvidia.com/gpu and every vLLM pod stays Pending.
+                GPU_PRESENT_LABEL: "true",
+            },
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
             tags={
                 **args.tags,
-                # Cluster Autoscaler scales groups from zero using these hints.
+                # EKS does not copy a node group's tags to its ASG. Discovery works anyway: EKS tags every managed
+                # group's ASG k8s.io/cluster-autoscaler/enabled and .../<cluster>=owned itself. Scaling from zero
+                # does not rest on these node-template tags either: Cluster Autoscaler (1.24+) reads a managed
+                # group's labels and taints through eks:DescribeNodegroup, which its role allows.
                 "k8s.io/cluster-autoscaler/enabled": "true",
                 f"k8s.io/cluster-autoscaler/node-template/label/{LABEL_POOL}": pool.name,
                 f"k8s.io/cluster-autoscaler/node-template/taint/{GPU_TAINT_KEY}": "true:NoSchedule",

@@ -8,6 +8,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from components.naming import ROLE_NAME_MAX, fitted_name
+
 
 def irsa_role(
     logical: str,
@@ -16,11 +18,12 @@ def irsa_role(
     service_account: str,
     oidc_provider_arn: pulumi.Input[str],
     oidc_issuer: pulumi.Input[str],
-    policy: pulumi.Input[str],
+    policy: pulumi.Input[str] | None,
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
+    managed_policies: tuple[str, ...] = (),
 ) -> aws.iam.Role:
-    """A role only ``namespace/service_account`` can assume, with one inline policy."""
+    """A role only ``namespace/service_account`` can assume, with one inline policy and/or AWS-managed ones."""
     subject = f"system:serviceaccount:{namespace}:{service_account}"
     trust = pulumi.Output.all(oidc_provider_arn, oidc_issuer).apply(
         lambda a: json.dumps(
@@ -42,8 +45,15 @@ def irsa_role(
             }
         )
     )
-    role = aws.iam.Role(logical, assume_role_policy=trust, tags=tags, opts=opts)
-    aws.iam.RolePolicy(f"{logical}-policy", role=role.id, policy=policy, opts=opts)
+    role = aws.iam.Role(
+        logical, name=fitted_name(logical, ROLE_NAME_MAX), assume_role_policy=trust, tags=tags, opts=opts
+    )
+    if policy is not None:
+        aws.iam.RolePolicy(f"{logical}-policy", role=role.id, policy=policy, opts=opts)
+    for arn in managed_policies:
+        aws.iam.RolePolicyAttachment(
+            f"{logical}-{arn.rsplit('/', 1)[-1].lower()}", role=role.name, policy_arn=arn, opts=opts
+        )
     return role
 
 

@@ -11,6 +11,7 @@ import pulumi_aws as aws
 from components.base import Component
 from components.network import PrivateSubnets, vpc_only_firewall
 from components.pins import MSK_KAFKA_VERSION
+from tokenplane.aws_zones import MSK_CLIENT_SUBNETS
 from tokenplane.spec import Topic
 
 IAM_TLS_PORT = 9098
@@ -61,16 +62,16 @@ class Kafka(Component):
             server_properties=SERVER_PROPERTIES,
             opts=self.opts(),
         )
-        brokers = len(args.subnets.azs) * (
-            1 if len(args.subnets.azs) >= 3 else 2
-        )  # at least 3 brokers for RF 3; a multiple of the AZs
+        # MSK takes 2 or 3 client subnets: a region with more AZs keeps its brokers in the first three.
+        zones = min(len(args.subnets.azs), max(MSK_CLIENT_SUBNETS))
+        brokers = zones * (1 if zones >= 3 else 2)  # at least 3 brokers for RF 3; a multiple of the AZs
         cluster = aws.msk.Cluster(
             self.child("msk"),
             kafka_version=MSK_KAFKA_VERSION,
             number_of_broker_nodes=brokers,
             broker_node_group_info=aws.msk.ClusterBrokerNodeGroupInfoArgs(
                 instance_type=BROKER_TYPE.get(args.environment, BROKER_TYPE["prod"]),
-                client_subnets=args.subnets.subnet_ids,
+                client_subnets=args.subnets.subnet_ids[:zones],
                 security_groups=[firewall.id],
                 storage_info=aws.msk.ClusterBrokerNodeGroupInfoStorageInfoArgs(
                     ebs_storage_info=aws.msk.ClusterBrokerNodeGroupInfoStorageInfoEbsStorageInfoArgs(

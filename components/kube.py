@@ -151,3 +151,25 @@ def prometheus_trigger(name: str, query: str, threshold: float) -> dict[str, Any
         "metricType": "Value",
         "metadata": {"serverAddress": PROMETHEUS_URL, "query": query, "threshold": f"{threshold:g}"},
     }
+
+
+def helm_release(
+    logical: str,
+    pin: tuple[str, str, str],
+    *,
+    namespace: str,
+    values: dict[str, Any],
+    opts: pulumi.ResourceOptions,
+) -> k8s.helm.v3.Release:
+    """A Helm release of a pinned chart ((chart, version, repository) from ``components.pins``), named as the chart."""
+    chart, version, repo = pin
+    return k8s.helm.v3.Release(
+        logical,
+        name=chart,
+        chart=chart,
+        version=version,
+        namespace=namespace,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
+        values=values,
+        opts=opts,
+    )

@@ -1,9 +1,11 @@
 """ModelRegistry: versioned, encrypted S3 with cross-region replication and checksums in object metadata.
 
-Artifacts live under ``models/<name>/<version>/`` in the home region's bucket
-and replicate to a bucket in every other region, where the pools' init
-containers read them. Each version has a ``MANIFEST.json`` whose object metadata
-carries the weights' sha256, so a replica can be verified without the spec.
+Artifacts live under ``models/<name>/<version>/`` in each region's bucket,
+published there from the model's source (``components/weights_publish.py``);
+the home bucket also replicates to the others. Each version has a manifest at
+``manifests/<name>/<version>.json``, outside the tree the pools hash, whose
+object metadata carries the weights' sha256, so a copy can be verified without
+the spec.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from components.base import Component
 from components.cluster import assume_role_policy
 from components.storage import secure_bucket
 from tokenplane.spec import PlatformSpec
+
+MANIFESTS_PREFIX = "manifests/"
 
 
 def _s3_key(account_id: pulumi.Output[str], cloud_region: str) -> pulumi.Output[str]:
@@ -140,7 +144,9 @@ class ModelRegistry(Component):
             aws.s3.BucketObjectv2(
                 self.child("manifest", model.name, model.version.replace(".", "-")),
                 bucket=home.id,
-                key=f"models/{model.name}/{model.version}/MANIFEST.json",
+                # Outside models/NAME/VERSION/: the pools hash that whole tree, and a manifest inside it would
+                # have to contain the hash of a tree that contains itself.
+                key=f"{MANIFESTS_PREFIX}{model.name}/{model.version}.json",
                 content=json.dumps(
                     {
                         "name": model.name,

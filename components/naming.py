@@ -6,12 +6,14 @@ import hashlib
 import json
 from typing import Any
 
+from tokenplane.contract import POOL_LABEL
 from tokenplane.spec import PlatformSpec
 
-LABEL_POOL = "tokenplane.io/pool"
+LABEL_POOL = POOL_LABEL
 LABEL_TIER = "tokenplane.io/tier"
 LABEL_REGION = "tokenplane.io/region"
 GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # what the NVIDIA device plugin chart's default affinity selects
 
 # Namespaces per concern, so that network policy and quotas can be set per concern.
 NS_SERVING = "llm-serving"
@@ -46,6 +48,25 @@ def tags(spec: PlatformSpec, **extra: str) -> dict[str, str]:
         "managed-by": "pulumi",
         **extra,
     }
+
+
+# AWS name limits the components fit names to (tokenplane/deploy/names.py has every rule with its source).
+ROLE_NAME_MAX = 64
+REPLICATION_GROUP_ID_MAX = 40
+AUTONAME_SUFFIX = 8  # Pulumi's autoname: the logical name, "-" and 7 random hex characters
+
+
+def fitted_name(logical: str, limit: int) -> str | None:
+    """None (keep Pulumi's autoname) when ``logical`` plus the suffix fits ``limit``; else a fitting name.
+
+    A long platform, region or pool name would otherwise give an autoname AWS rejects at create time.
+    The fitted name keeps the start of the logical name and ends in a hash of the whole of it, so two
+    long names that share a prefix still differ.
+    """
+    if len(logical) + AUTONAME_SUFFIX <= limit:
+        return None
+    digest = hashlib.sha256(logical.encode()).hexdigest()[:8]
+    return f"{logical[: limit - len(digest) - 1].rstrip('-')}-{digest}"
 
 
 def checksum(value: Any) -> str:

@@ -9,9 +9,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
-from tokenplane.spec import Region
+from tokenplane.spec import PlatformSpec, Region
 
-VPC_CIDR = "10.0.0.0/16"
+VPC_SUPERNET = ipaddress.IPv4Network("10.0.0.0/8")  # one /16 of it per region
 # /20 private subnets hold 4,091 pod IPs each: the VPC CNI gives every pod a VPC address.
 PRIVATE_PREFIX = 20
 PUBLIC_PREFIX = 24
@@ -22,6 +22,7 @@ class NetworkArgs:
     region: Region
     cluster_name: str  # the EKS cluster the subnets are tagged for (components.naming.cluster_name)
     tags: dict[str, str]
+    vpc_cidr: str = "10.0.0.0/16"  # vpc_cidr(spec, region) on the spec-driven path: one range per region
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +33,13 @@ class PrivateSubnets:
     vpc_id: pulumi.Input[str]
     vpc_cidr: str
     subnet_ids: list[pulumi.Output[str]]
+
+
+def vpc_cidr(spec: PlatformSpec, region: Region) -> str:
+    """10.<n>.0.0/16 for the spec's n-th region: distinct per region, so that peering or a transit gateway
+    between them stays possible. Append new regions at the end of the spec: the order fixes each VPC's range."""
+    index = [r.name for r in spec.regions].index(region.name)
+    return str(list(VPC_SUPERNET.subnets(new_prefix=16))[index])
 
 
 class Network(Component):
@@ -47,9 +55,10 @@ class Network(Component):
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
         tags = args.tags
+        cidr = args.vpc_cidr
         vpc = aws.ec2.Vpc(
             self.child("vpc"),
-            cidr_block=VPC_CIDR,
+            cidr_block=cidr,
             enable_dns_hostnames=True,  # EKS nodes and private endpoints need DNS hostnames
             enable_dns_support=True,
             tags={**tags, "Name": self.child("vpc")},
@@ -63,7 +72,7 @@ class Network(Component):
             tags=tags,
             opts=self.opts(),
         )
-        network = ipaddress.IPv4Network(VPC_CIDR)
+        network = ipaddress.IPv4Network(cidr)
         private_blocks = list(network.subnets(new_prefix=PRIVATE_PREFIX))
         # Public subnets are /24s carved from the last /20, which no private subnet uses (at most 15 AZs).
         public_blocks = list(private_blocks[-1].subnets(new_prefix=PUBLIC_PREFIX))
@@ -126,9 +135,9 @@ class Network(Component):
             self.public_subnet_ids.append(public.id)
             self.private_subnet_ids.append(private.id)
         self.vpc_id = vpc.id
-        self.vpc_cidr = VPC_CIDR
+        self.vpc_cidr = cidr
         self.private = PrivateSubnets(
-            azs=args.region.azs, vpc_id=vpc.id, vpc_cidr=VPC_CIDR, subnet_ids=self.private_subnet_ids
+            azs=args.region.azs, vpc_id=vpc.id, vpc_cidr=cidr, subnet_ids=self.private_subnet_ids
         )
         self.register_outputs(
             {

@@ -20,6 +20,8 @@ PYTHON_BASE_DIGEST = "sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5f
 
 KEDA_CHART = ("keda", "2.16.1", "https://kedacore.github.io/charts")
 NVIDIA_DEVICE_PLUGIN_CHART = ("nvidia-device-plugin", "0.17.0", "https://nvidia.github.io/k8s-device-plugin")
+AWS_LOAD_BALANCER_CONTROLLER_CHART = ("aws-load-balancer-controller", "1.11.0", "https://aws.github.io/eks-charts")
+DCGM_EXPORTER_CHART = ("dcgm-exporter", "4.1.1", "https://nvidia.github.io/dcgm-exporter/helm-charts")
 CLUSTER_AUTOSCALER_CHART = ("cluster-autoscaler", "9.43.2", "https://kubernetes.github.io/autoscaler")
 KUBE_PROMETHEUS_STACK_CHART = ("kube-prometheus-stack", "67.9.0", "https://prometheus-community.github.io/helm-charts")
 

@@ -50,8 +50,8 @@ class LlmPlatform(Component):
         images = Images(
             self.child("images"),
             ImagesArgs(
-                home_region=home.cloud_region,
-                replica_regions=sorted({r.cloud_region for r in spec.regions} - {home.cloud_region}),
+                platform=spec.platform.name,
+                providers={r.cloud_region: providers[r.name] for r in spec.regions},
                 tags=base_tags,
             ),
             self.opts(providers=[providers[home.name]]),
@@ -59,7 +59,11 @@ class LlmPlatform(Component):
         # The pools pull vLLM from their own region's ECR, never from Docker Hub through the NAT gateways.
         vllm = VllmMirror(
             self.child("vllm"),
-            VllmMirrorArgs(spec.platform.name, {r.cloud_region: providers[r.name] for r in spec.regions}, base_tags),
+            VllmMirrorArgs(
+                platform=spec.platform.name,
+                providers={r.cloud_region: providers[r.name] for r in spec.regions},
+                tags=base_tags,
+            ),
             self.opts(),
         )
         registry = ModelRegistry(

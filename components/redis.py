@@ -13,6 +13,7 @@ import pulumi_aws as aws
 import pulumi_random as random
 
 from components.base import Component
+from components.naming import REPLICATION_GROUP_ID_MAX, fitted_name
 from components.network import PrivateSubnets, vpc_only_firewall
 from components.pins import REDIS_ENGINE_VERSION
 
@@ -49,6 +50,7 @@ class Redis(Component):
         replicas = max(1, len(args.subnets.azs) - 1)  # a replica in every other AZ, for failover
         cluster = aws.elasticache.ReplicationGroup(
             self.child("rg"),
+            replication_group_id=fitted_name(self.child("rg"), REPLICATION_GROUP_ID_MAX),
             description=f"tokenplane gateway state ({name})",
             engine="redis",
             engine_version=REDIS_ENGINE_VERSION,

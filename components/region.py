@@ -16,16 +16,20 @@ from components.gateway import GATEWAY_PORT, GatewayArgs, ServingDeps
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.iam import irsa_role, policy_document
 from components.kafka import Kafka, KafkaArgs
+from components.lb_controller import lb_controller
 from components.model_gateway import ModelGateway
-from components.naming import APP_NAMESPACES, NS_GATEWAY, NS_KEDA, cluster_name
-from components.network import Network, NetworkArgs
+from components.naming import APP_NAMESPACES, GPU_PRESENT_LABEL, NS_GATEWAY, NS_KEDA, cluster_name
+from components.network import Network, NetworkArgs, vpc_cidr
 from components.observability import Observability, ObservabilityArgs
-from components.pins import CLUSTER_AUTOSCALER_CHART, KEDA_CHART, NVIDIA_DEVICE_PLUGIN_CHART
+from components.pins import CLUSTER_AUTOSCALER_CHART, DCGM_EXPORTER_CHART, KEDA_CHART, NVIDIA_DEVICE_PLUGIN_CHART
 from components.redis import Redis, RedisArgs
+from components.system_capacity import system_cpu_at_maxima
 from components.vector_db import STORAGE_CLASS, VectorDb, VectorDbArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
+from components.weights_publish import publish_jobs
 from tokenplane.spec import PlatformSpec, WorkloadClass
 from tokenplane.spec import Region as RegionSpec
+from tokenplane.vllm_args import artifacts
 
 KEDA_PORTS = (6443, 9443)  # metrics API and admission webhook, called by the Kubernetes API server
 
@@ -55,7 +59,12 @@ class Region(Component):
         environment = spec.platform.environment.value
         network = Network(
             self.child("network"),
-            NetworkArgs(region=region, cluster_name=cluster_name(spec.platform.name, region.name), tags=tags),
+            NetworkArgs(
+                region=region,
+                cluster_name=cluster_name(spec.platform.name, region.name),
+                tags=tags,
+                vpc_cidr=vpc_cidr(spec, region),
+            ),
             self.opts(),
         )
         cluster = Cluster(
@@ -66,6 +75,7 @@ class Region(Component):
                 private_subnet_ids=network.private_subnet_ids,
                 public_subnet_ids=network.public_subnet_ids,
                 tags=tags,
+                system_cpu=system_cpu_at_maxima(spec, region),
             ),
             self.opts(),
         )
@@ -74,7 +84,7 @@ class Region(Component):
         )
         on_k8s = self.opts(providers=[k8s_provider])
         namespaces = [kube.namespace(ns, self.child("ns", ns), on_k8s) for ns in APP_NAMESPACES]
-        self._addons(region, cluster, k8s_provider, tags)
+        lb_controller, keda = self._addons(region, cluster, k8s_provider, network.vpc_id, tags)
         for placement in region.pools:
             GpuNodeGroup(
                 self.child("gpu", placement.pool),
@@ -98,10 +108,23 @@ class Region(Component):
             KafkaArgs(environment=environment, subnets=network.private, topics=spec.queues.topics, tags=tags),
             self.opts(),
         )
-        after_namespaces = self.opts(providers=[k8s_provider], depends_on=namespaces)
+        # Workloads wait for nodes to run on and for KEDA, whose CRD their ScaledObjects need.
+        ready: list[pulumi.Resource] = [*namespaces, cluster.system_nodes, keda]
+        after_namespaces = self.opts(providers=[k8s_provider], depends_on=ready)
         vector_db = VectorDb(self.child("qdrant"), VectorDbArgs(environment=environment), after_namespaces)
         observability = Observability(
             self.child("observability"), ObservabilityArgs(spec=spec, region=region), after_namespaces
+        )
+        needed = {m.ref: m for p in region.pools for m in artifacts(spec, spec.pool(p.pool))}
+        published = publish_jobs(
+            self.child("publish"),
+            models=list(needed.values()),
+            bucket=args.registry_bucket,
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            tags=tags,
+            opts=self.opts(),
+            k8s_opts=after_namespaces,
         )
         pools = {
             placement.pool: VllmPool(
@@ -117,7 +140,14 @@ class Region(Component):
                     tags=tags,
                     image=args.vllm_image,
                 ),
-                after_namespaces,
+                # A pool's replicas verify weights that must already be in the region's bucket.
+                self.opts(
+                    providers=[k8s_provider],
+                    depends_on=[
+                        *ready,
+                        *(published[m.ref] for m in artifacts(spec, spec.pool(placement.pool)) if m.ref in published),
+                    ],
+                ),
             )
             for placement in region.pools
         }
@@ -160,7 +190,7 @@ class Region(Component):
                 model_gateway_url=model_gateway_url,
                 files_bucket=batch.results_bucket if batch is not None else None,
             ),
-            after_namespaces,
+            self.opts(providers=[k8s_provider], depends_on=[*ready, lb_controller]),
         )
         self.gateway_hostname = ai_gateway.service.status.apply(
             lambda s: (s.load_balancer.ingress or [None])[0].hostname if s and s.load_balancer else ""
@@ -171,9 +201,19 @@ class Region(Component):
             {"cluster": cluster.name, "gateway_hostname": self.gateway_hostname, "grafana_url": self.grafana_url}
         )
 
-    def _addons(self, region: RegionSpec, cluster: Cluster, k8s_provider: k8s.Provider, tags: dict[str, str]) -> None:
-        """Cluster-wide add-ons: KEDA, the NVIDIA device plugin, Cluster Autoscaler and an encrypted gp3 class."""
-        on_k8s = self.opts(providers=[k8s_provider])
+    def _addons(
+        self,
+        region: RegionSpec,
+        cluster: Cluster,
+        k8s_provider: k8s.Provider,
+        vpc_id: pulumi.Input[str],
+        tags: dict[str, str],
+    ) -> tuple[k8s.helm.v3.Release, k8s.helm.v3.Release]:
+        """Cluster-wide add-ons: KEDA, the NVIDIA device plugin, DCGM exporter, Cluster Autoscaler, the AWS Load
+        Balancer Controller and an encrypted gp3 class. Returns the controller's release, which LoadBalancers
+        wait for, and KEDA's, whose CRD ScaledObjects need. Each release waits for the system nodes: Pulumi
+        awaits a release's pods, which cannot run before there is a node."""
+        on_k8s = self.opts(providers=[k8s_provider], depends_on=[cluster.system_nodes])
         keda_ns = k8s.core.v1.Namespace(
             self.child("ns", NS_KEDA),
             metadata={
@@ -203,23 +243,33 @@ class Region(Component):
             reclaim_policy="Retain",
             opts=on_k8s,
         )
-        for (chart, version, repo), namespace, values in (
+        releases: dict[str, k8s.helm.v3.Release] = {}
+        for pin, namespace, values in (
             (KEDA_CHART, NS_KEDA, {"prometheus": {"operator": {"enabled": True}}}),
             (
                 NVIDIA_DEVICE_PLUGIN_CHART,
                 "kube-system",
                 {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
             ),
+            # GPU metrics (DCGM_FI_DEV_*) for the dashboards and any gpu_utilization trigger. Scraped through the
+            # pod annotations Prometheus already follows: a ServiceMonitor would need its CRD installed first.
+            (
+                DCGM_EXPORTER_CHART,
+                "kube-system",
+                {
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "nodeSelector": {GPU_PRESENT_LABEL: "true"},
+                    "serviceMonitor": {"enabled": False},
+                    "podAnnotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9400"},
+                },
+            ),
         ):
-            k8s.helm.v3.Release(
-                self.child(chart),
-                name=chart,
-                chart=chart,
-                version=version,
+            releases[pin[0]] = kube.helm_release(
+                self.child(pin[0]),
+                pin,
                 namespace=namespace,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
                 values=values,
-                opts=self.opts(providers=[k8s_provider], depends_on=[keda_ns]),
+                opts=self.opts(providers=[k8s_provider], depends_on=[keda_ns, cluster.system_nodes]),
             )
         autoscaler_role = irsa_role(
             self.child("cluster-autoscaler-role"),
@@ -253,14 +303,10 @@ class Region(Component):
             tags=tags,
             opts=self.opts(),
         )
-        chart, version, repo = CLUSTER_AUTOSCALER_CHART
-        k8s.helm.v3.Release(
-            self.child(chart),
-            name=chart,
-            chart=chart,
-            version=version,
+        kube.helm_release(
+            self.child(CLUSTER_AUTOSCALER_CHART[0]),
+            CLUSTER_AUTOSCALER_CHART,
             namespace="kube-system",
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
             values={
                 "autoDiscovery": {"clusterName": cluster.name},
                 "awsRegion": region.cloud_region,
@@ -279,3 +325,14 @@ class Region(Component):
             },
             opts=on_k8s,
         )
+        controller = lb_controller(
+            self.child("aws-lb-controller"),
+            cluster_name=cluster.name,
+            cloud_region=region.cloud_region,
+            vpc_id=vpc_id,
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            tags=tags,
+            opts=on_k8s,
+        )
+        return controller, releases[KEDA_CHART[0]]

@@ -29,7 +29,7 @@ REPOSITORY = "vllm-openai"  # the last path segment stays vllm-openai: the polic
 TAG = VLLM_IMAGE.rsplit(":", 1)[1]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VllmMirrorArgs:
     platform: str  # the platform's name: the repository is the stack's own, {platform}/vllm-openai
     providers: dict[str, aws.Provider]  # cloud region -> its provider: one repository in each

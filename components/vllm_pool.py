@@ -24,10 +24,12 @@ from components.naming import (
     app_labels,
 )
 from components.pins import AWS_CLI_IMAGE
+from components.weights_publish import artifact_prefix
 from tokenplane.pool_model import replica_requests
 from tokenplane.runtime_env import Var, env_list
 from tokenplane.schedule import cron_window
 from tokenplane.spec import Placement, PlatformSpec, Pool, Region
+from tokenplane.startup import await_timeout_minutes
 from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
 
 MODELS_DIR = "/models"
@@ -38,17 +40,22 @@ DEFAULT_DECODE_S_PER_TOKEN = 0.1  # grace-period estimate for a class without an
 
 # Fetch the artifact from the regional registry bucket unless the node already holds a verified copy,
 # then check its sha256: the hash of the sorted `sha256sum` manifest of every file in the artifact.
+# Replicas on one node share the cache, so each pod downloads into its own directory ($HOSTNAME is the
+# pod's name) and renames it into place only if no sibling got there first: a shared partial directory
+# would let one pod delete another's download, and deleting the cache would pull it from under a running vLLM.
 FETCH_SCRIPT = r"""set -eu
 for entry in $ARTIFACTS; do
   ref=${entry%%=*}; rest=${entry#*=}; sha=${rest%%@*}; src=${rest#*@}
   dest="$MODELS/$ref"
   if [ -f "$dest/.verified-$sha" ]; then echo "$ref: verified copy on NVMe"; continue; fi
-  rm -rf "$dest.partial"
-  aws s3 sync --only-show-errors "$src" "$dest.partial"
-  actual=$(cd "$dest.partial" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  mine="$dest.partial.$HOSTNAME"
+  rm -rf "$mine"
+  aws s3 sync --only-show-errors "$src" "$mine"
+  actual=$(cd "$mine" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
   if [ "$actual" != "$sha" ]; then echo "$ref: sha256 $actual does not match the registry's $sha" >&2; exit 1; fi
-  rm -rf "$dest" && mv "$dest.partial" "$dest" && touch "$dest/.verified-$sha"
-  echo "$ref: fetched and verified"
+  touch "$mine/.verified-$sha"
+  if [ -e "$dest" ] && [ ! -f "$dest/.verified-$sha" ]; then mv "$dest" "$dest.stale.$HOSTNAME"; fi
+  if mv -T "$mine" "$dest" 2>/dev/null; then echo "$ref: fetched and verified"; else rm -rf "$mine"; echo "$ref: a sibling fetched it first"; fi
 done
 """
 
@@ -134,6 +141,7 @@ class VllmPool(Component):
         )
         requests = replica_requests(pool)
         needed = artifacts(spec, pool)
+        timeout = await_timeout_minutes(spec, pool)
 
         role = self._weights_role(args, app, needed)
         account = k8s.core.v1.ServiceAccount(
@@ -152,9 +160,7 @@ class VllmPool(Component):
             {
                 "name": "ARTIFACTS",
                 "value": pulumi.Output.from_input(args.registry_bucket).apply(
-                    lambda bucket: " ".join(
-                        f"{m.ref}={m.sha256}@s3://{bucket}/models/{m.name}/{m.version}/" for m in needed
-                    )
+                    lambda bucket: " ".join(f"{m.ref}={m.sha256}@s3://{bucket}/{artifact_prefix(m)}" for m in needed)
                 ),
             },
         ]
@@ -240,7 +246,13 @@ class VllmPool(Component):
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
                 "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod_spec},
             },
-            opts=self.opts(depends_on=[account], ignore_changes=["spec.replicas"]),  # KEDA owns the replica count
+            opts=self.opts(
+                depends_on=[account],
+                ignore_changes=["spec.replicas"],  # KEDA owns the replica count
+                # A first replica waits for a GPU node, a ~10 GB image and the weights before its own cold
+                # start: far past pulumi-kubernetes' 10-minute default await (tokenplane.startup).
+                custom_timeouts=pulumi.CustomTimeouts(create=f"{timeout}m", update=f"{timeout}m"),
+            ),
         )
         if pool.autoscaling.warm_pool > 0:
             self._prefetch(app, labels, fetch, pod_spec)

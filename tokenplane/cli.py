@@ -82,6 +82,8 @@ def plan(
     Capacity: memory, latency, lambda < mu, replicas and cost per region and pool.
     Graph: LlmPlatform under Pulumi's mock runtime, every Kubernetes object checked
     against the Kubernetes schema of the spec's version.
+    Deployability: what AWS and the cluster's controllers would do with the graph
+    (tokenplane/deploy), and the prerequisites the account must already have.
     """
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
@@ -94,17 +96,26 @@ def plan(
         _fail(str(e))
     result = make_plan(platform)
     rendered = None
+    findings: list[Any] = []
+    prerequisites: list[Any] = []
     if not capacity_only:
+        from tokenplane import deploy
         from tokenplane.render import render
 
         rendered = render(platform)
-    ok = result.ok and (rendered is None or rendered.ok)
+        try:
+            findings = deploy.run(platform, rendered)
+            prerequisites = deploy.prerequisites_of(platform, rendered)
+        except deploy.GraphDataMissing as e:
+            _fail(str(e), code=1)
+    ok = result.ok and (rendered is None or rendered.ok) and not findings
     if as_json:
         data = plan_json(result)
         if rendered is not None:
+            from tokenplane.deploy.report import deploy_json
             from tokenplane.render_report import render_json
 
-            data |= render_json(rendered)
+            data |= render_json(rendered) | deploy_json(findings, prerequisites)
             data["summary"]["ok"] = ok
         _emit_json(data)
     else:
@@ -117,6 +128,10 @@ def plan(
             if tree:
                 print_tree(rendered, console)
             print_issues(rendered, console)
+            from tokenplane.deploy.report import print_findings, print_prerequisites
+
+            print_findings(findings, console)
+            print_prerequisites(prerequisites, console)
     if graph is not None and rendered is not None:
         from tokenplane.render_report import write_graph
 
@@ -234,6 +249,7 @@ def check(
         _fail(
             "--stack, --config and --kubernetes-version apply only to --program DIR; a spec file carries its own settings"
         )
+    platform = None  # the spec, where one is checked: the deployability checks read it with the graph
     try:
         settings = load_policy_config(policy_config, ALL) if policy_config else None
         if program is not None:
@@ -253,11 +269,19 @@ def check(
             from tokenplane.load import load_spec
             from tokenplane.render import render as render_graph
 
-            rendered = render_graph(load_spec(spec))
+            platform = load_spec(spec)
+            rendered = render_graph(platform)
             artifact = str(spec)
     except SpecError as e:
         _fail(str(e))
     result = run_checks(rendered, ALL, settings)
+    from tokenplane import deploy
+
+    try:
+        # A program of one's own has no spec: its policies run, the spec-driven deployability checks do not.
+        findings = deploy.run(platform, rendered) if platform is not None else []
+    except deploy.GraphDataMissing as e:
+        _fail(str(e), code=1)
     if fmt is CheckFormat.TABLE and output is None:
         print_table(result, console_for_output())
     else:
@@ -268,7 +292,57 @@ def check(
             sys.stdout.write(text + "\n")
     if not rendered.ok:
         _fail("; ".join(str(issue) for issue in rendered.issues[:5]), code=1)
+    if findings:
+        _fail("deployability: " + "; ".join(str(f) for f in findings[:5]), code=1)
     raise typer.Exit(0 if result.ok else 1)
+
+
+@app.command()
+def preflight(spec: SpecPath, as_json: JsonFlag = False) -> None:
+    """Check SPEC's prerequisites in the AWS account of your credentials (read-only). Exits 1 if any fails.
+
+    Secrets Manager secrets per region, on-demand GPU vCPU quotas, the AZs and
+    which of them offer each GPU instance type. Kubernetes Secrets are listed as
+    unchecked: they can only exist once the cluster does.
+    """
+    from tokenplane import deploy
+    from tokenplane.deploy.graph import Graph
+    from tokenplane.errors import SpecError
+    from tokenplane.load import load_spec
+    from tokenplane.plan_report import console_for_output
+    from tokenplane.preflight import FAILED, boto3_clients
+    from tokenplane.preflight import preflight as run_preflight
+    from tokenplane.render import render
+
+    try:
+        platform = load_spec(spec)
+    except SpecError as e:
+        _fail(str(e))
+    rendered = render(platform)
+    graph = Graph(platform, rendered)
+    results = run_preflight(graph, deploy.prerequisites_of(platform, rendered), boto3_clients())
+    failed = sum(1 for r in results if r.status == FAILED)
+    if as_json:
+        _emit_json(
+            {
+                "ok": not failed,
+                "results": [
+                    {
+                        "kind": r.prerequisite.kind,
+                        "region": r.prerequisite.region,
+                        "name": r.prerequisite.name,
+                        "status": r.status,
+                        "detail": r.detail,
+                    }
+                    for r in results
+                ],
+            }
+        )
+    else:
+        from tokenplane.deploy.report import print_preflight
+
+        print_preflight(results, console_for_output())
+    raise typer.Exit(1 if failed else 0)
 
 
 @app.command()

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 ACCOUNT_ID = "123456789012"  # the mock account: a documentation-reserved-looking, obviously fake ID
 KEDA_SCHEMA = Path(__file__).resolve().parent.parent / "components" / "schemas" / "keda-scaledobject-v1alpha1.json"
 REGION_TYPE = "tokenplane:region:Region"
+LB_CONTROLLER_CHART = "aws-load-balancer-controller"  # the chart that serves aws-load-balancer-* annotations
 # Kubernetes resource types that are not plain objects: providers, Helm releases, and CRs with their own schemas.
 _NOT_OBJECTS = ("pulumi:providers:", "kubernetes:helm.sh/")
 
@@ -57,6 +58,8 @@ class RenderedResource:
     inputs: dict[str, Any]
     custom: bool
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)  # input -> URNs it came from
+    dependencies: list[str] = field(default_factory=list)  # every URN it waits for (depends_on and inputs)
+    custom_timeouts: dict[str, str] = field(default_factory=dict)  # create/update/delete, as ResourceOptions set them
 
     @property
     def is_kubernetes_object(self) -> bool:
@@ -202,6 +205,9 @@ class _Recorder:
         self.inputs: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
         self.dependencies: dict[str, dict[str, list[str]]] = {}
+        self.depends_on: dict[str, list[str]] = {}
+        self.timeouts: dict[str, dict[str, str]] = {}
+        self.lb_controllers: set[str] = set()  # Kubernetes provider URNs with the AWS Load Balancer Controller
         self.seen: set[str] = set()
 
     def region_of(self, urn: str, parent: str, provider: str) -> str | None:
@@ -216,7 +222,10 @@ class _Recorder:
     def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
         self.local.inputs = dict(args.inputs)
         cloud = self.by_name.get(getattr(self.local, "region", None) or "", "")
-        return mock_outputs(args.typ, args.name, self.local.inputs, cloud)
+        provider = (args.provider or "").rsplit("::", 1)[0]
+        with self.lock:
+            served = provider in self.lb_controllers
+        return mock_outputs(args.typ, args.name, self.local.inputs, cloud, lb_controller=served)
 
     def call(self, args: Any) -> dict[str, Any]:
         with self.lock:
@@ -243,7 +252,21 @@ class _Recorder:
                 region = self.region_of(urn, parent, provider)
             inputs = self.inputs.get(urn, {})
             deps = self.dependencies.get(urn, {})
-            out.append(RenderedResource(urn, typ, name, parent or None, provider_urn, region, inputs, custom, deps))
+            out.append(
+                RenderedResource(
+                    urn,
+                    typ,
+                    name,
+                    parent or None,
+                    provider_urn,
+                    region,
+                    inputs,
+                    custom,
+                    deps,
+                    self.depends_on.get(urn, []),
+                    self.timeouts.get(urn, {}),
+                )
+            )
         return out
 
 
@@ -317,6 +340,11 @@ def _recording_monitor_class() -> type:
                 )
                 rec.inputs[urn] = inputs
                 rec.dependencies[urn] = {k: list(v.urns) for k, v in request.propertyDependencies.items()}
+                rec.depends_on[urn] = list(request.dependencies)
+                timeouts = request.customTimeouts
+                rec.timeouts[urn] = {k: v for k in ("create", "update", "delete") if (v := getattr(timeouts, k, ""))}
+                if request.type.startswith("kubernetes:helm.sh/") and inputs.get("chart") == LB_CONTROLLER_CHART:
+                    rec.lb_controllers.add(request.provider.rsplit("::", 1)[0])
                 if request.type == "pulumi:providers:aws":
                     rec.provider_region[urn] = str(inputs.get("region", ""))
             return response
@@ -336,8 +364,16 @@ def _h(*parts: str, n: int = 12) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
 
 
-def mock_outputs(typ: str, name: str, inputs: dict[str, Any], cloud: str) -> tuple[str, dict[str, Any]]:
-    """Realistic outputs for a resource: what AWS or Kubernetes would return after creating it."""
+def mock_outputs(
+    typ: str, name: str, inputs: dict[str, Any], cloud: str, *, lb_controller: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """Realistic outputs for a resource: what AWS or Kubernetes would return after creating it.
+
+    Honest, not optimistic: a LoadBalancer Service gets an address only when ``lb_controller``
+    says the AWS Load Balancer Controller was installed on its cluster before it (nothing else
+    serves the ``aws-load-balancer-type: external`` annotation), so that what is built from the
+    address (DNS records, health checks) visibly has none otherwise.
+    """
     region = cloud or "us-east-1"
     out = dict(inputs)
     rid = f"{name}-{_h(typ, name, n=7)}"
@@ -388,7 +424,11 @@ def mock_outputs(typ: str, name: str, inputs: dict[str, Any], cloud: str) -> tup
         extra = {"result": _h("password", name, n=64)}
     elif typ == "docker-build:index:Image":
         extra = {"digest": f"sha256:{_h('image', name, n=64)}", "ref": f"{name}@sha256:{_h('image', name, n=64)}"}
-    elif typ == "kubernetes:core/v1:Service" and (inputs.get("spec") or {}).get("type") == "LoadBalancer":
+    elif (
+        typ == "kubernetes:core/v1:Service"
+        and (inputs.get("spec") or {}).get("type") == "LoadBalancer"
+        and lb_controller
+    ):
         host = f"k8s-{_h(name, n=8)}-{_h(region, name, n=10)}.elb.{region}.amazonaws.com"
         extra = {"status": {"loadBalancer": {"ingress": [{"hostname": host}]}}}
     # Most AWS resources get an opaque ID; a bucket's ID is its name, as in AWS.

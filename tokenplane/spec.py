@@ -16,6 +16,7 @@ from typing import Annotated, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tokenplane import aws_zones
 from tokenplane.catalog import KvCacheDtype, Quantization, canonical_gpu_name, instance_type, model_preset
 from tokenplane.errors import CatalogError, SpecError
 from tokenplane.transformer import Architecture, ModelKind
@@ -170,6 +171,12 @@ class Region(Model):
                 )
         if len(set(self.azs)) != len(self.azs):
             raise ValueError(f"azs lists a zone twice: {self.azs}")
+        missing = aws_zones.unknown_zones(self.cloud_region, self.azs)
+        if missing:
+            raise ValueError(
+                f"AZ {', '.join(missing)} does not exist in {self.cloud_region}; its zones are "
+                f"{', '.join(aws_zones.zones(self.cloud_region) or [])} (tokenplane/aws_zones.py, from AWS's zone list)"
+            )
         return self
 
 

@@ -68,7 +68,9 @@ def vllm_args(spec: PlatformSpec, pool: Pool, *, models_dir: str, port: int = DE
     if model.quantization in _DTYPE_FLAG:
         args += ["--dtype", _DTYPE_FLAG[model.quantization]]
     if spec.is_embedding(pool):
-        args += ["--task", "embed"]
+        # vLLM 0.10 replaced --task with --runner/--convert, and the pinned release rejects --task. An encoder
+        # checkpoint pools natively, so --convert stays at auto (vLLM resolves it to none for such models).
+        args += ["--runner", "pooling"]
     speculative = engine.speculative
     if speculative is not None:
         config: dict[str, object] = {"num_speculative_tokens": speculative.num_speculative_tokens}

@@ -150,7 +150,7 @@ def test_home_registry_replicates_to_every_other_region_within_15_minutes(byteio
 def test_model_manifests_carry_their_sha256_in_metadata(name: str) -> None:
     manifests = {o.inputs["key"]: o for o in of_type(rendered(name), "aws:s3/bucketObjectv2:BucketObjectv2")}
     for model in spec(name).models:
-        key = f"models/{model.name}/{model.version}/MANIFEST.json"
+        key = f"manifests/{model.name}/{model.version}.json"  # outside models/NAME/VERSION/, the tree pools hash
         assert key in manifests, f"no manifest for {model.ref}: {sorted(manifests)}"
         metadata = manifests[key].inputs.get("metadata", {})
         assert metadata.get("sha256") == model.sha256, f"{manifests[key].urn} carries sha256 {metadata.get('sha256')}"

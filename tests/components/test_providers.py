@@ -34,6 +34,19 @@ def registry_bucket_region(platform: PlatformSpec, name: str) -> str | None:
     return None
 
 
+def test_serving_image_repository_is_the_stacks_own_in_every_region(byteion: RenderResult) -> None:
+    platform = spec("byteion")
+    targets = provider_cloud_regions(byteion)
+    repos = [r for r in byteion.resources if r.type == "aws:ecr/repository:Repository"]
+    where = sorted(targets.get(r.provider or "", "") for r in repos)
+    assert where == sorted(r.cloud_region for r in platform.regions), f"repositories in {where}"
+    for r in repos:
+        assert r.inputs["name"] == "byteion/tokenplane-serving", f"{r.urn} is named {r.inputs['name']!r}"
+    assert not [r for r in byteion.resources if r.type.startswith("aws:ecr/replicationConfiguration")], (
+        "an ECR replication configuration is one per registry: a second stack would overwrite it"
+    )
+
+
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_each_region_has_exactly_one_aws_provider(name: str) -> None:
     platform, result = spec(name), rendered(name)
@@ -116,12 +129,11 @@ def test_global_aws_resources_use_the_home_regions_provider(byteion: RenderResul
         if r.type.startswith("aws:")
         and regions[r.urn] is None
         and registry_bucket_region(platform, r.name) is None
-        and not str(r.inputs.get("name", "")).endswith("/vllm-openai")  # one per region: test_vllm_mirror.py
+        and r.type != "aws:ecr/repository:Repository"  # one per region, checked below
     ]
     assert {r.type for r in global_resources} >= {
         "aws:route53/zone:Zone",
         "aws:route53/record:Record",
-        "aws:ecr/repository:Repository",
         "aws:s3/bucketObjectv2:BucketObjectv2",
     }, f"global AWS resources: {sorted({r.type for r in global_resources})}"
     for r in global_resources:

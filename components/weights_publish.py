@@ -1,0 +1,137 @@
+"""Publishing: copy a model's files from its ``uri`` into a region's registry bucket, before any pool reads them.
+
+The pools' init containers sync ``models/NAME/VERSION/`` from the region's
+registry bucket and verify the tree's sha256 against the spec. This Job is
+what puts the files there: a server-side ``aws s3 sync`` from the model's
+source, run in the region's cluster with a role that can read the source and
+write only that prefix. Every region publishes for itself, straight from the
+source, so a pool never waits on cross-region replication to finish. Pulumi
+awaits a Job's completion, and the pools depend on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.iam import irsa_role, policy_document
+from components.naming import NS_SERVING, app_labels
+from components.pins import AWS_CLI_IMAGE
+from tokenplane.contract import PUBLISHES_ANNOTATION
+from tokenplane.spec import RegistryModel
+
+SERVICE_ACCOUNT = "weights-publisher"
+PUBLISH_TIMEOUT = "90m"  # a 400 GB model at S3's server-side copy rates, with margin
+PUBLISH_SCRIPT = 'set -eu\naws s3 sync --only-show-errors "$SOURCE" "$DEST"\necho "published $SOURCE to $DEST"\n'
+
+
+def artifact_prefix(model: RegistryModel) -> str:
+    """The key prefix of a model's files in every registry bucket: the tree the pools hash."""
+    return f"models/{model.name}/{model.version}/"
+
+
+def publishable(model: RegistryModel) -> bool:
+    """Only S3 sources can be copied server-side; others must be uploaded to the registry beforehand."""
+    return model.uri.startswith("s3://")
+
+
+def publish_jobs(
+    logical: str,
+    *,
+    models: list[RegistryModel],
+    bucket: pulumi.Input[str],
+    oidc_provider_arn: pulumi.Input[str],
+    oidc_issuer: pulumi.Input[str],
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+    k8s_opts: pulumi.ResourceOptions,
+) -> dict[str, k8s.batch.v1.Job]:
+    """One Job per S3-sourced model (by ``model.ref``), with a shared publisher role and service account."""
+    sources = [m for m in models if publishable(m)]
+    if not sources:
+        return {}
+    policy = pulumi.Output.from_input(bucket).apply(lambda b: policy_document(_statements(sources, b)))
+    role = irsa_role(
+        f"{logical}-role",
+        namespace=NS_SERVING,
+        service_account=SERVICE_ACCOUNT,
+        oidc_provider_arn=oidc_provider_arn,
+        oidc_issuer=oidc_issuer,
+        policy=policy,
+        tags=tags,
+        opts=opts,
+    )
+    labels = app_labels(SERVICE_ACCOUNT, "weights-publish")
+    account = k8s.core.v1.ServiceAccount(
+        f"{logical}-sa",
+        metadata={
+            "name": SERVICE_ACCOUNT,
+            "namespace": NS_SERVING,
+            "labels": labels,
+            "annotations": {"eks.amazonaws.com/role-arn": role.arn},
+        },
+        opts=k8s_opts,
+    )
+    jobs = {}
+    for model in sources:
+        dest = pulumi.Output.concat("s3://", bucket, "/", artifact_prefix(model))
+        jobs[model.ref] = k8s.batch.v1.Job(
+            f"{logical}-{model.ref}",
+            metadata={
+                "name": f"publish-{model.ref}"[:63].rstrip("-"),
+                "namespace": NS_SERVING,
+                "labels": labels,
+                "annotations": {PUBLISHES_ANNOTATION: dest},
+            },
+            spec={
+                "backoffLimit": 3,
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": SERVICE_ACCOUNT,
+                        "restartPolicy": "OnFailure",
+                        "containers": [
+                            {
+                                "name": "publish",
+                                "image": AWS_CLI_IMAGE,
+                                "command": ["/bin/sh", "-c", PUBLISH_SCRIPT],
+                                "env": [{"name": "SOURCE", "value": model.uri}, {"name": "DEST", "value": dest}],
+                                "resources": {
+                                    "requests": {"cpu": "500m", "memory": "512Mi"},
+                                    "limits": {"cpu": "2", "memory": "1Gi"},
+                                },
+                                "securityContext": {"allowPrivilegeEscalation": False},
+                            }
+                        ],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts,
+                pulumi.ResourceOptions(
+                    depends_on=[account], custom_timeouts=pulumi.CustomTimeouts(create=PUBLISH_TIMEOUT)
+                ),
+            ),
+        )
+    return jobs
+
+
+def _statements(models: list[RegistryModel], bucket: str) -> list[dict[str, Any]]:
+    reads = [m.uri.removeprefix("s3://") for m in models]
+    return [
+        {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [f"arn:aws:s3:::{r}*" for r in reads]},
+        {
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": sorted({f"arn:aws:s3:::{r.split('/', 1)[0]}" for r in reads} | {f"arn:aws:s3:::{bucket}"}),
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["s3:PutObject"],
+            "Resource": [f"arn:aws:s3:::{bucket}/{artifact_prefix(m)}*" for m in models],
+        },
+        # The registry bucket is SSE-KMS with the region's S3 key; the source may be too.
+        {"Effect": "Allow", "Action": ["kms:Decrypt", "kms:GenerateDataKey"], "Resource": ["*"]},
+    ]

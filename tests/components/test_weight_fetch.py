@@ -1,0 +1,95 @@
+"""The pools' weight fetch script, run for real by /bin/sh with a stand-in ``aws`` that copies a local tree.
+
+Replicas on one node share the NVMe cache, so two fetches of one artifact can
+run at once; each must download into its own directory and none may delete
+what another downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+from components.vllm_pool import FETCH_SCRIPT
+
+# `aws s3 sync --only-show-errors SRC DEST`: record DEST, then copy SRC (a local path after s3://) into it.
+FAKE_AWS = """#!/bin/sh
+set -eu
+src=${4#s3://}; dest=$5
+echo "$dest" >> "$SYNC_LOG"
+mkdir -p "$dest"
+cp -R "$src/." "$dest/"
+"""
+
+
+def _tree_sha(root: Path) -> str:
+    """What the script computes: sha256 of the sorted `sha256sum` lines of every file."""
+    lines = "".join(
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  ./{p.relative_to(root).as_posix()}\n"
+        for p in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix().encode())
+        if p.is_file()
+    )
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def _setup(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    source = tmp_path / "registry" / "models" / "m" / "v1"
+    source.mkdir(parents=True)
+    (source / "config.json").write_text('{"a": 1}')
+    (source / "model.safetensors").write_bytes(os.urandom(4096))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "aws").write_text(FAKE_AWS)
+    (bin_dir / "aws").chmod(0o755)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "MODELS": str(cache),
+        "ARTIFACTS": f"m-v1={_tree_sha(source)}@s3://{source}",
+        "SYNC_LOG": str(tmp_path / "sync.log"),
+    }
+    return env, cache
+
+
+def _fetch(env: dict[str, str], pod: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["/bin/sh", "-c", FETCH_SCRIPT], env={**env, "HOSTNAME": pod}, capture_output=True, text=True, check=False
+    )
+
+
+def test_fetch_verifies_the_tree_and_leaves_a_marked_copy(tmp_path: Path) -> None:
+    env, cache = _setup(tmp_path)
+    done = _fetch(env, "pod-a")
+    assert done.returncode == 0, done.stderr
+    assert "fetched and verified" in done.stdout
+    assert sorted(p.name for p in (cache / "m-v1").iterdir())[0].startswith(".verified-")
+    assert [p.name for p in cache.iterdir()] == ["m-v1"]  # no partial directory left behind
+
+
+def test_two_replicas_on_one_node_download_into_their_own_directories(tmp_path: Path) -> None:
+    env, _ = _setup(tmp_path)
+    a = subprocess.Popen(["/bin/sh", "-c", FETCH_SCRIPT], env={**env, "HOSTNAME": "pod-a"})
+    b = subprocess.Popen(["/bin/sh", "-c", FETCH_SCRIPT], env={**env, "HOSTNAME": "pod-b"})
+    assert (a.wait(), b.wait()) == (0, 0)
+    destinations = (tmp_path / "sync.log").read_text().split()
+    assert len(destinations) == len(set(destinations)), f"two fetches shared a download directory: {destinations}"
+
+
+def test_a_second_replica_reuses_the_verified_copy(tmp_path: Path) -> None:
+    env, _ = _setup(tmp_path)
+    assert _fetch(env, "pod-a").returncode == 0
+    second = _fetch(env, "pod-b")
+    assert second.returncode == 0 and "verified copy on NVMe" in second.stdout
+    assert len((tmp_path / "sync.log").read_text().split()) == 1
+
+
+def test_a_tree_that_does_not_match_the_spec_fails_the_fetch(tmp_path: Path) -> None:
+    env, cache = _setup(tmp_path)
+    ref, rest = env["ARTIFACTS"].split("=", 1)
+    env["ARTIFACTS"] = f"{ref}={'0' * 64}@{rest.split('@', 1)[1]}"
+    done = _fetch(env, "pod-a")
+    assert done.returncode == 1 and "does not match the registry's" in done.stderr, done.stderr
+    assert not (cache / "m-v1").exists()

@@ -1,0 +1,10 @@
+"""Annotation names the components write and the deployability checks read: one definition for both sides."""
+
+from __future__ import annotations
+
+# On a workload: Secrets/ConfigMaps its pods read that the stack must not create ("secret/NAME,configmap/NAME").
+PREREQUISITES_ANNOTATION = "tokenplane.io/prerequisites"
+# On a weights publish Job: the s3:// prefix it fills, which pools' init containers then verify.
+PUBLISHES_ANNOTATION = "tokenplane.io/publishes"
+# The pool a vLLM Deployment serves, so its start-up time can be derived from the spec.
+POOL_LABEL = "tokenplane.io/pool"

@@ -1,0 +1,72 @@
+"""Deployability checks: what AWS and Kubernetes controllers would do with the rendered graph.
+
+The mock render proves structure (URNs, schemas, references). It cannot see
+controllers, quotas or AWS's own validation; each module here models one of
+them and reports, per resource, the rule it breaks and the fix. ``tokenplane
+plan`` and ``tokenplane check`` run them all and exit 1 on any finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from tokenplane.deploy import (
+    device_plugin,
+    dns,
+    ecr,
+    load_balancers,
+    metrics,
+    names,
+    network,
+    network_policy,
+    node_capacity,
+    ordering,
+    references,
+    storage,
+    timeouts,
+    vllm_argv,
+    weights,
+)
+from tokenplane.deploy.findings import Finding, GraphDataMissing, Prerequisite
+from tokenplane.deploy.graph import Graph
+from tokenplane.deploy.prerequisites import prerequisites
+from tokenplane.render import RenderResult
+from tokenplane.spec import PlatformSpec
+
+Check = Callable[[Graph], Iterable[Finding]]
+# Rule name -> check, in the order a platform engineer would review: cluster, workloads, AWS names and network.
+CHECKS: dict[str, Check] = {
+    device_plugin.RULE: device_plugin.check,
+    load_balancers.RULE: load_balancers.check,
+    storage.RULE: storage.check,
+    timeouts.RULE: timeouts.check,
+    weights.RULE: weights.check,
+    references.RULE: references.check,
+    names.RULE: names.check,
+    network.RULE: network.check,
+    network_policy.RULE: network_policy.check,
+    ecr.RULE: ecr.check,
+    vllm_argv.RULE: vllm_argv.check,
+    metrics.RULE: metrics.check,
+    ordering.CRD_ORDER: ordering.check_crd_order,
+    ordering.CLUSTER_READY: ordering.check_cluster_ready,
+    node_capacity.RULE: node_capacity.check,
+    dns.RULE: dns.check,
+}
+
+
+def run(spec: PlatformSpec, rendered: RenderResult) -> list[Finding]:
+    """Every finding of every check over one rendered stack.
+
+    Raises:
+        GraphDataMissing: a check needed a value the render does not have.
+    """
+    graph = Graph(spec, rendered)
+    return [finding for check in CHECKS.values() for finding in check(graph)]
+
+
+def prerequisites_of(spec: PlatformSpec, rendered: RenderResult) -> list[Prerequisite]:
+    return prerequisites(Graph(spec, rendered))
+
+
+__all__ = ["CHECKS", "Finding", "GraphDataMissing", "Prerequisite", "prerequisites_of", "run"]

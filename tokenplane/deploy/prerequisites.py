@@ -1,0 +1,92 @@
+"""What must exist in the account before ``pulumi up``, which the stack does not (and should not) create.
+
+Secrets (their values never belong in the stack), GPU quota (AWS decides it
+per account, region and instance family) and the parent domain's delegation.
+``tokenplane preflight`` is where these are checked against a real account;
+offline they are listed, so that nobody learns them from a failed update.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from tokenplane.catalog import instance_type
+from tokenplane.contract import PREREQUISITES_ANNOTATION
+from tokenplane.deploy.findings import Prerequisite
+from tokenplane.deploy.graph import NODE_GROUP, Graph, lookup, need
+
+# Service Quotas codes of the EC2 on-demand vCPU quotas, by instance family letter
+# (Service Quotas console, service "ec2": "Running On-Demand P instances" and "... G and VT instances").
+GPU_VCPU_QUOTAS = {"p": "L-417A185B", "g": "L-DB2E81BA"}
+
+
+def prerequisites(graph: Graph) -> list[Prerequisite]:
+    spec = graph.spec
+    out: list[Prerequisite] = []
+    refs = [t.api_key_secret for t in spec.tenants] + [p.api_key_secret for p in spec.providers]
+    for region in spec.regions:
+        for ref in sorted({r for r in refs if r.startswith("aws-sm://")}):
+            out.append(
+                Prerequisite(
+                    "secret",
+                    region.cloud_region,
+                    ref.removeprefix("aws-sm://"),
+                    "Secrets Manager secret the gateways read in this region (a replica secret will do)",
+                )
+            )
+    for workload in graph.workloads():
+        annotation = str((lookup(workload.manifest, "metadata.annotations") or {}).get(PREREQUISITES_ANNOTATION, ""))
+        for item in filter(None, (p.strip() for p in annotation.split(","))):
+            kind, _, name = item.partition("/")
+            keys = sorted(_keys(workload.pod_spec(), name))
+            out.append(
+                Prerequisite(
+                    f"kubernetes-{kind}",
+                    _cloud(graph, workload.resource.region),
+                    f"{workload.namespace}/{name}",
+                    f"read by {workload.kind} {workload.name}" + (f"; keys: {', '.join(keys)}" if keys else ""),
+                )
+            )
+    vcpus: dict[tuple[str, str], float] = defaultdict(float)
+    for group in graph.of_type(NODE_GROUP):
+        types = need(group, group.inputs.get("instanceTypes") or None, "instanceTypes", "GPU quota needs them")
+        most = need(group, lookup(group.inputs, "scalingConfig.maxSize"), "scalingConfig.maxSize", "not rendered")
+        name = str(types[0])
+        family = name[0]
+        if family in GPU_VCPU_QUOTAS:
+            vcpus[(_cloud(graph, group.region), family)] += float(most) * instance_type(name).vcpus
+    for (cloud, family), total in sorted(vcpus.items()):
+        out.append(
+            Prerequisite(
+                "quota",
+                cloud,
+                f"ec2 {GPU_VCPU_QUOTAS[family]}",
+                f"on-demand {family.upper()}-family vCPUs: {total:.0f} at every GPU node group's maximum",
+            )
+        )
+    for zone in graph.of_type("aws:route53/zone:Zone"):
+        out.append(
+            Prerequisite(
+                "dns",
+                "global",
+                str(zone.inputs.get("name")),
+                "delegate this zone's name servers (stack output) from the parent domain",
+            )
+        )
+    return out
+
+
+def _keys(pod: dict[str, Any], name: str) -> set[str]:
+    """The keys of Secret/ConfigMap ``name`` that the pod's env entries read."""
+    keys = set()
+    for container in pod.get("containers") or []:
+        for env in container.get("env") or []:
+            for ref in (env.get("valueFrom") or {}).values():
+                if isinstance(ref, dict) and ref.get("name") == name and "key" in ref:
+                    keys.add(str(ref["key"]))
+    return keys
+
+
+def _cloud(graph: Graph, region: str | None) -> str:
+    return next((r.cloud_region for r in graph.spec.regions if r.name == region), region or "global")

@@ -1,0 +1,96 @@
+"""Every Secret and ConfigMap a pod references exists in the graph or is a declared prerequisite.
+
+A pod whose non-optional Secret or ConfigMap is missing never starts
+(CreateContainerConfigError), and a volume's never mounts. Objects the stack
+expects someone else to create are declared on the workload, in the
+``tokenplane.io/prerequisites`` annotation (``secret/NAME,configmap/NAME``),
+so that ``tokenplane plan`` can list them. The spec's ``env://`` secret
+references must also reach the process that resolves them: in a pod, only
+the container's env can carry them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.contract import PREREQUISITES_ANNOTATION
+from tokenplane.deploy.findings import Finding
+from tokenplane.deploy.graph import Graph, KubeObject, lookup
+
+RULE = "references-exist"
+# The serving process that resolves the tenants' keys (serving/gateway/runtime.py). Providers' keys are
+# optional by design (serving/modelgw/config.py): one without its key is marked unavailable, not broken.
+TENANT_KEY_RESOLVER = "serving.gateway"
+
+
+def referenced(pod: dict[str, Any]) -> set[tuple[str, str]]:
+    """(kind, name) of every Secret and ConfigMap the pod needs in order to start."""
+    out: set[tuple[str, str]] = set()
+    for volume in pod.get("volumes") or []:
+        if (secret := volume.get("secret")) and not secret.get("optional"):
+            out.add(("secret", str(secret.get("secretName"))))
+        if (config := volume.get("configMap")) and not config.get("optional"):
+            out.add(("configmap", str(config.get("name"))))
+        for source in lookup(volume, "projected.sources") or []:
+            for kind, key in (("secret", "secret"), ("configmap", "configMap")):
+                if (ref := source.get(key)) and not ref.get("optional"):
+                    out.add((kind, str(ref.get("name"))))
+    for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+        for source in container.get("envFrom") or []:
+            for kind, key in (("secret", "secretRef"), ("configmap", "configMapRef")):
+                if (ref := source.get(key)) and not ref.get("optional"):
+                    out.add((kind, str(ref.get("name"))))
+        for env in container.get("env") or []:
+            for kind, key in (("secret", "secretKeyRef"), ("configmap", "configMapKeyRef")):
+                if (ref := (env.get("valueFrom") or {}).get(key)) and not ref.get("optional"):
+                    out.add((kind, str(ref.get("name"))))
+    return out
+
+
+def declared(workload: KubeObject) -> set[tuple[str, str]]:
+    text = str((lookup(workload.manifest, "metadata.annotations") or {}).get(PREREQUISITES_ANNOTATION, ""))
+    out = set()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        kind, _, name = item.partition("/")
+        out.add((kind.lower(), name))
+    return out
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        present = {(o.kind.lower(), o.namespace, o.name) for o in graph.kube(region, "Secret", "ConfigMap")}
+        for workload in graph.workloads(region):
+            pod = workload.pod_spec()
+            allowed = declared(workload)
+            for kind, name in sorted(referenced(pod)):
+                if (kind, workload.namespace, name) in present or (kind, name) in allowed:
+                    continue
+                yield Finding(
+                    RULE,
+                    workload.urn,
+                    f"{workload.kind} {workload.namespace}/{workload.name} needs {kind} {name}, which the stack "
+                    "does not create and does not declare as a prerequisite: its pods never start",
+                    f"create the {kind} in the stack, or declare it in the {PREREQUISITES_ANNOTATION} annotation "
+                    "so that tokenplane plan lists it",
+                )
+            yield from _env_refs(graph, workload, pod)
+
+
+def _env_refs(graph: Graph, workload: KubeObject, pod: dict[str, Any]) -> Iterator[Finding]:
+    refs = [t.api_key_secret for t in graph.spec.tenants if t.api_key_secret.startswith("env://")]
+    for container in pod.get("containers") or []:
+        if [str(c) for c in container.get("command") or []] != ["python", "-m", TENANT_KEY_RESOLVER]:
+            continue
+        names = {str(e.get("name")) for e in container.get("env") or []}
+        for ref in refs:
+            variable = ref.removeprefix("env://")
+            if variable not in names:
+                yield Finding(
+                    RULE,
+                    workload.urn,
+                    f"the spec's {ref} is resolved by container {container.get('name')}, whose env has no "
+                    f"{variable}: the tenant has no key and /readyz answers 503",
+                    f"add {variable} to the container's env from a Secret (secretKeyRef), "
+                    "or reference the key as aws-sm:// or k8s://",
+                )
