@@ -129,6 +129,39 @@ class RequestState:
         self.shed, self.preemptions = [SERVED] * n, [0] * n
         self.joined, self.finish_at, self.running = [0.0] * n, [0.0] * n, [False] * n
 
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+    def extend(self, more: RequestState) -> None:
+        """Append ``more``'s requests (fresh ones); they take the ids after the present ones."""
+        for name in _STATE_FIELDS:
+            getattr(self, name).extend(getattr(more, name))
+
+    def keep(self, ids: list[int]) -> None:
+        """Forget every request but ``ids`` (ascending), which become 0 .. len(ids) - 1 in the same order."""
+        for name in _STATE_FIELDS:
+            values = getattr(self, name)
+            setattr(self, name, [values[i] for i in ids])
+
+
+_STATE_FIELDS = (
+    "arrival",
+    "priority",
+    "context",
+    "prefill",
+    "cached",
+    "tokens",
+    "max_wait",
+    "admitted",
+    "first",
+    "done",
+    "shed",
+    "preemptions",
+    "joined",
+    "finish_at",
+    "running",
+)
+
 
 @dataclass
 class PoolCounters:
@@ -229,6 +262,39 @@ class Engine:
             kv = self.pools[r.pool].kv_tokens
             usage.append((r.context + r.reserved + r.batch * WASTE_TOKENS) / kv if math.isfinite(kv) else 0.0)
         return np.array(usage, dtype=np.float64)
+
+    def add_requests(self, more: RequestState, arrival: F64) -> int:
+        """Take fresh requests; returns the id of the first (the others follow in order)."""
+        first = len(self.req)
+        self.req.extend(more)
+        self.arrival_np = np.concatenate([self.arrival_np, arrival])
+        return first
+
+    def compact(self, live: I64) -> None:
+        """Drop every request but ``live`` (ascending ids), renumbered 0 .. len(live) - 1 in the same order.
+
+        Accounted requests are forgotten so that memory holds only what is in flight. The
+        renumbering keeps the order of ids, so every heap keyed on an id stays a heap.
+        """
+        req = self.req
+        remap = np.full(len(req), -1, dtype=np.int64)
+        remap[live] = np.arange(len(live), dtype=np.int64)
+        new = remap.tolist()
+        running, finish_at = req.running, req.finish_at
+        for rep in self.replicas:
+            if rep.pos:
+                del rep.fifo[: rep.pos]
+                rep.pos = 0
+            rep.fifo = [new[r] for r in rep.fifo]
+            rep.ready = [(level, a, new[r]) for level, a, r in rep.ready]
+            heap = [(f, new[r]) for f, r in rep.running if running[r] and finish_at[r] == f]
+            heapq.heapify(heap)
+            rep.running = heap
+            rep.order = [new[r] for r in rep.order if running[r]]
+            if rep.partial >= 0:
+                rep.partial = new[rep.partial]
+        req.keep(live.tolist())
+        self.arrival_np = self.arrival_np[live]
 
     def dispatch(self, pool: int, rids: I64, slots: I64) -> None:
         """Queue requests (sorted by arrival) on the replicas the balancer chose for them."""

@@ -1,0 +1,90 @@
+"""How much memory a run will hold, estimated before it starts, so that a run too big is refused, never killed.
+
+A run holds one autoscaler period's arrivals plus the requests in flight (the
+engine forgets every request once it is accounted), the fixed-size accounts,
+and a few numbers per pool per period for the timeline. In flight is bounded by
+what the replicas run (``max_num_seqs`` each) plus what queues before the
+deadline sheds it (the arrival rate times the longest queue wait). A trace keeps
+every request and grows with the run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tokenplane.errors import SpecError
+from tokenplane.sim.autoscale import EVALUATION_S
+from tokenplane.sim.workload import LEVELS, rate_multiplier
+
+if TYPE_CHECKING:
+    from tokenplane.simulate import SimConfig
+    from tokenplane.spec import PlatformSpec
+
+BYTES_PER_REQUEST = 1_200  # a request the engine holds: 15 Python list slots and their floats, numpy columns, heaps
+BYTES_PER_TRACED = 200  # a traced request: 17 numpy columns of 8 bytes, plus the sort's copies
+BYTES_PER_PERIOD = 2_000  # one pool's timeline record per autoscaler period
+BASE_BYTES = 400 * 2**20  # the interpreter, numpy, pydantic, the spec, the plan and the accounts' histograms
+EMBEDDING_FACTOR = 2.0  # embedding calls come on top: up to one per request
+MEMORY_SHARE = 0.8  # refuse a run estimated above this share of the memory available now
+
+
+def estimate_bytes(spec: PlatformSpec, config: SimConfig) -> int:
+    """Peak bytes the run is expected to hold; see the module docstring."""
+    rps = config.rps if config.rps is not None else spec.platform.peak_rps
+    clock = config.start_s + np.arange(0.0, config.duration_s + 60.0, 60.0)
+    peak = rps * float(rate_multiplier(config.profile, config.bursts, clock).max()) * EMBEDDING_FACTOR
+    slots = sum(pl.max_replicas * spec.pool(pl.pool).engine.max_num_seqs for r in spec.regions for pl in r.pools)
+    slos = [c.ttft_p95_ms for c in spec.workload_classes.values()]
+    waits = [spec.queues.max_wait_s(level, slo) for level in LEVELS for slo in slos]
+    wait = min(max(waits, default=0.0), config.duration_s)
+    held = min(peak * config.duration_s, peak * (EVALUATION_S + wait) + slots)
+    if config.fidelity.value == "sampled":
+        # Only the sampled replicas hold requests: at most their share of the pools at their fewest replicas.
+        placed = [pl for r in spec.regions for pl in r.pools]
+        fewest = sum(max(1, pl.min_replicas) for pl in placed) or 1
+        share = min(1.0, config.sample_replicas * len(placed) / fewest)
+        seqs = sum(config.sample_replicas * spec.pool(pl.pool).engine.max_num_seqs for pl in placed)
+        held = min(held, peak * (EVALUATION_S + wait) * share + seqs)
+    total = BASE_BYTES + held * BYTES_PER_REQUEST
+    total += math.ceil(config.duration_s / EVALUATION_S) * sum(len(r.pools) for r in spec.regions) * BYTES_PER_PERIOD
+    if config.trace:
+        total += peak * config.duration_s * BYTES_PER_TRACED
+    return int(total)
+
+
+def available_bytes() -> int:
+    """Memory available to a new allocation now: MemAvailable on Linux, free pages elsewhere."""
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def check_memory(spec: PlatformSpec, config: SimConfig, available: int | None = None) -> int:
+    """Refuse a run that would not fit; return its estimate in bytes.
+
+    Raises:
+        SpecError: the estimate passes ``MEMORY_SHARE`` of the available memory; the message gives
+            both figures and what to change.
+    """
+    need = estimate_bytes(spec, config)
+    have = available_bytes() if available is None else available
+    if need > MEMORY_SHARE * have:
+        hint = (
+            "simulate fewer replicas per pool (--sample-replicas)"
+            if config.fidelity.value == "sampled"
+            else "run the per-pool sampled model (--fidelity sampled)"
+        )
+        trace = "; or drop the per-request trace" if config.trace else ""
+        raise SpecError(
+            f"this run needs about {need / 2**30:.1f} GiB of memory and {have / 2**30:.1f} GiB is available "
+            f"(it may use {MEMORY_SHARE:.0%} of that): lower --rps, shorten --duration, or {hint}{trace}"
+        )
+    return need
