@@ -56,7 +56,7 @@ from tokenplane.sim import gateway, metrics
 from tokenplane.sim.arrivals import Streams, draw
 from tokenplane.sim.autoscale import EVALUATION_S, ReplicaState, Scaler, Signals
 from tokenplane.sim.budget import check_memory
-from tokenplane.sim.engine import SHED_GATEWAY, Engine, PoolEngineParams, RequestState
+from tokenplane.sim.engine import COLLECT_REQUESTS, SHED_GATEWAY, Engine, PoolEngineParams, RequestState
 from tokenplane.sim.tally import Outcome, Tally, settle
 from tokenplane.sim.workload import LEVELS, Burst, Kind, Profile, Requests, placements
 from tokenplane.spec import PlatformSpec, Tier
@@ -65,7 +65,11 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 SAMPLE_REPLICAS = 2  # replicas per pool simulated request by request in sampled mode (see the module docstring)
-OTHER_SHARE = 0.05  # share of cache hits, provider and unrouted requests drawn in sampled mode: each is one formula
+OTHER_SHARE = 0.05  # share of cache hits, provider and unrouted requests drawn when sampling: each is one formula
+DETAIL_EVERY = 8  # aggregate fidelity: one period in this many of a steady stretch is simulated, the rest replayed
+FIRST_DETAILED = 4  # aggregate fidelity: the first minute is simulated, to fill the batches
+BURST_MARGIN_S = 300.0  # aggregate fidelity: every period within 5 minutes of a burst's start or end is simulated
+RATE_STEP = 0.05  # aggregate fidelity: a period whose arrival rate moved 5% from the last simulated one is simulated
 
 Progress = Callable[[float, int], None]  # (simulated seconds done, requests simulated so far)
 
@@ -81,7 +85,8 @@ class Fidelity(StrEnum):
     """How much of the traffic is simulated request by request; see the module docstring."""
 
     REQUEST = "request"
-    SAMPLED = "sampled"
+    SAMPLED = "sampled"  # sampled replicas, every period
+    AGGREGATE = "aggregate"  # sampled replicas, and steady stretches replayed from the last simulated period
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,7 @@ class PoolSetup:
     kept_share: float  # of a prompt's tokens left to prefill after prefix-cache hits
     recent: I64  # arrivals per level in the last ``SHED_WINDOWS`` windows, for the shedding rate
     timeline: list[metrics.EpochRecord] = field(default_factory=list)
+    signals: Signals | None = None  # what the autoscaler read last; a steady stretch holds it
     requests: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # trace rows routed here
 
     def targets(self, at: float) -> tuple[I64, float]:
@@ -214,6 +220,7 @@ class _Run:
         self.deadline = np.array([[spec.queues.max_wait_s(level, slo) for level in LEVELS] for slo in slos])
         self.trace: list[tuple[Requests, Outcome]] = []
         self.simulated = 0
+        self.held = 0  # requests the engine held after the last collection
 
     def uniform(self, n: int) -> F64:
         """Draws for the gateway's shedding and the sampled replicas' share, from the run's seeded generator."""
@@ -275,38 +282,35 @@ def _simulate(spec: PlatformSpec, config: SimConfig, progress: Progress | None) 
         for slot in slots:
             engine.start(slot, 0.0)
     epochs = _epoch_ends(config.duration_s)
-    other = OTHER_SHARE if config.fidelity is Fidelity.SAMPLED else 1.0
+    other = OTHER_SHARE if config.fidelity is not Fidelity.REQUEST else 1.0
+    detailed = detail_plan(config, epochs)
+    paused_at: float | None = None  # where the engine stopped when a steady stretch began
+    last: tuple[list[F64], dict[str, float]] | None = None  # the last simulated period's accounts
+    last_counts = np.zeros(len(setups))
+    last_rate = 1.0
     t0 = 0.0
-    for t1 in epochs:
-        shares = np.array([s.targets(t0)[1] for s in setups] or [1.0])
-        window = draw(
-            run.streams,
-            run.rng,
-            rps=rps,
-            t0=t0,
-            t1=t1,
-            start_s=config.start_s,
-            profile=config.profile,
-            bursts=config.bursts,
-            keep=run.streams.keep_shares(shares, other),
-        )
-        reqs = window.requests
-        run.simulated += len(reqs)
-        off = np.flatnonzero(reqs.kind != int(Kind.POOL))
-        if len(off):
-            run.account(reqs.take(off), _fresh_outcome(len(off)))
-        plans = [_gateway(run, s, reqs, window.counts[s.index], t0, t1, float(shares[s.index])) for s in setups]
-        rows = np.concatenate([rows for rows, _ in plans] or [np.zeros(0, dtype=np.int64)])
-        first = engine.add_requests(_pool_state(run, reqs.take(rows)), reqs.arrival[rows])
-        run.live = _concat(run.live, reqs.take(rows))
-        at = first
-        for setup, (mine, slots) in zip(setups, plans, strict=True):
-            engine.dispatch(setup.index, np.arange(at, at + len(mine), dtype=np.int64), slots)
-            at += len(mine)
-        engine.run_until(t1)
-        for setup in setups:
-            _close_epoch(engine, setup, int(window.counts[setup.index].sum()), config, t0, t1)
-        run.collect(final=False)
+    for t1, detail in zip(epochs, detailed, strict=True):
+        rate = float(metrics.rate_at(config, np.array([config.start_s + (t0 + t1) / 2]))[0])
+        if detail or last is None:
+            if paused_at is not None:
+                engine.warp(t0 - paused_at)
+                run.live.arrival += t0 - paused_at
+                paused_at = None
+            snap = run.tally.snapshot() if config.fidelity is Fidelity.AGGREGATE else None
+            counts = _simulated_period(run, t0, t1, other)
+            if snap is not None:
+                run.collect(final=False)
+                last, last_counts, last_rate = run.tally.since(snap), counts, rate
+            elif len(engine.req) > run.held + COLLECT_REQUESTS:
+                run.collect(final=False)
+                run.held = len(engine.req)
+        else:
+            if paused_at is None:
+                paused_at = t0
+            counts = _steady_period(run, t0, t1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(last_counts > 0, counts / last_counts, 0.0)
+            run.tally.replay(last, ratio, rate / last_rate if last_rate > 0 else 0.0)
         if progress is not None:
             progress(t1, run.simulated)
         t0 = t1
@@ -324,6 +328,90 @@ def _simulate(spec: PlatformSpec, config: SimConfig, progress: Progress | None) 
         replica_iterations=engine.iterations,
         trace=trace,
     )
+
+
+def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
+    """One period at request level (on every replica, or on the sampled ones); returns each pool's arrivals."""
+    engine, setups, config = run.engine, run.setups, run.config
+    shares = np.array([s.targets(t0)[1] for s in setups] or [1.0])
+    window = draw(
+        run.streams,
+        run.rng,
+        rps=run.rps,
+        t0=t0,
+        t1=t1,
+        start_s=config.start_s,
+        profile=config.profile,
+        bursts=config.bursts,
+        keep=run.streams.keep_shares(shares, other),
+    )
+    reqs = window.requests
+    run.simulated += len(reqs)
+    off = np.flatnonzero(reqs.kind != int(Kind.POOL))
+    if len(off):
+        run.account(reqs.take(off), _fresh_outcome(len(off)))
+    plans = [_gateway(run, s, reqs, window.counts[s.index], t0, t1, float(shares[s.index])) for s in setups]
+    rows = np.concatenate([rows for rows, _ in plans] or [np.zeros(0, dtype=np.int64)])
+    first = engine.add_requests(_pool_state(run, reqs.take(rows)), reqs.arrival[rows])
+    run.live = _concat(run.live, reqs.take(rows))
+    at = first
+    for setup, (mine, slots) in zip(setups, plans, strict=True):
+        engine.dispatch(setup.index, np.arange(at, at + len(mine), dtype=np.int64), slots)
+        at += len(mine)
+    engine.run_until(t1)
+    arrived = window.counts.sum(axis=(1, 2)).astype(np.float64)
+    for setup in setups:
+        setup.signals = _close_epoch(engine, setup, int(arrived[setup.index]), config, t0, t1)
+    return arrived
+
+
+def _steady_period(run: _Run, t0: float, t1: float) -> F64:
+    """One period of a steady stretch: arrivals counted, the autoscaler run on them, no request simulated."""
+    config = run.config
+    window = draw(
+        run.streams,
+        run.rng,
+        rps=run.rps,
+        t0=t0,
+        t1=t1,
+        start_s=config.start_s,
+        profile=config.profile,
+        bursts=config.bursts,
+        keep=np.zeros(len(run.streams)),
+    )
+    arrived = window.counts.sum(axis=(1, 2)).astype(np.float64)
+    for setup in run.setups:
+        setup.recent = np.concatenate([setup.recent, window.counts[setup.index]], axis=1)[:, -gateway.SHED_WINDOWS :]
+        setup.signals = _close_epoch(
+            run.engine, setup, int(arrived[setup.index]), config, t0, t1, held=setup.signals
+        )
+    return arrived
+
+
+def detail_plan(config: SimConfig, epochs: list[float]) -> list[bool]:
+    """Which periods are simulated request by request; the others (aggregate fidelity only) are replayed.
+
+    At request and sampled fidelity, every one. At aggregate: the first ``FIRST_DETAILED``, one in
+    ``DETAIL_EVERY`` of a steady stretch, every period within ``BURST_MARGIN_S`` of a burst's start
+    or end, and any period whose arrival rate moved more than ``RATE_STEP`` from the last simulated one.
+    """
+    if config.fidelity is not Fidelity.AGGREGATE:
+        return [True] * len(epochs)
+    starts = np.array([0.0, *epochs[:-1]])
+    middles = config.start_s + (starts + np.array(epochs)) / 2
+    rates = metrics.rate_at(config, middles).tolist()
+    edges = [b.at_s for b in config.bursts] + [b.at_s + b.duration_s for b in config.bursts]
+    plan_: list[bool] = []
+    last = math.nan
+    for k, (t0, rate) in enumerate(zip(starts.tolist(), rates, strict=True)):
+        clock = (config.start_s + t0) % 86_400
+        near = any(min(abs(clock - e), 86_400 - abs(clock - e)) <= BURST_MARGIN_S for e in edges)
+        moved = not (abs(rate - last) <= RATE_STEP * last)
+        detail = k < FIRST_DETAILED or k % DETAIL_EVERY == 0 or near or moved
+        if detail:
+            last = rate
+        plan_.append(detail)
+    return plan_
 
 
 def _trace(run: _Run) -> tuple[Requests, Outcome]:
@@ -374,7 +462,7 @@ def _setup_pools(spec: PlatformSpec, planned: list[PoolPlan], config: SimConfig)
             for level in LEVELS
         ]
     )
-    sampled = config.fidelity is Fidelity.SAMPLED
+    sampled = config.fidelity is not Fidelity.REQUEST
     if sampled and config.sample_replicas < 1:
         raise SpecError(f"sample_replicas {config.sample_replicas} must be at least 1, e.g. {SAMPLE_REPLICAS}")
     first = slot0 = 0
@@ -490,7 +578,7 @@ def _gateway(
     # A run's first window sees itself; later ones the SHED_WINDOWS before them, across periods.
     lead = gateway.SHED_WINDOWS if base > 0 else 0
     rate = _trailing_rate(seen[:, gateway.SHED_WINDOWS - lead :], windows + lead)
-    ready = np.array([len(scaler.dispatchable((base + w) * gateway.SHED_WINDOW_S)) for w in windows.tolist()])
+    ready = np.array(scaler.dispatchable_counts([(base + w) * gateway.SHED_WINDOW_S for w in windows.tolist()]))
     fractions = gateway.admit_fractions(rate, ready * scaler.service_rps_per_replica, setup.shed_at)
     admitted = run.uniform(len(rids)) < fractions[reqs.priority[rids], window - first]
     if not admitted.all():
@@ -524,8 +612,20 @@ def _gateway(
     return np.concatenate(rows), np.concatenate(slots)
 
 
-def _close_epoch(engine: Engine, setup: PoolSetup, arrived: int, config: SimConfig, t0: float, t1: float) -> None:
-    """Record the period, read the signals, and let the autoscaler act for the next one."""
+def _close_epoch(
+    engine: Engine,
+    setup: PoolSetup,
+    arrived: int,
+    config: SimConfig,
+    t0: float,
+    t1: float,
+    held: Signals | None = None,
+) -> Signals:
+    """Record the period, read the signals, and let the autoscaler act for the next one.
+
+    ``held``: in a steady stretch the engine is not run, so the queue, KV and TTFT signals are
+    those of the last simulated period; the arrival rate is this period's.
+    """
     scaler = setup.scaler
     counters = engine.counters[setup.index]
     ready_count = len(scaler.dispatchable(t1))
@@ -540,6 +640,9 @@ def _close_epoch(engine: Engine, setup: PoolSetup, arrived: int, config: SimConf
         kv_usage=kv,
         ttft_p95_s=ttft_p95,
     )
+    if held is not None:
+        signals = Signals(arrived / (t1 - t0), held.queue_wait_s, held.kv_usage, held.ttft_p95_s)
+        kv, ttft_p95 = held.kv_usage, held.ttft_p95_s
     setup.timeline.append(
         metrics.EpochRecord(
             t_s=t1,
@@ -567,3 +670,4 @@ def _close_epoch(engine: Engine, setup: PoolSetup, arrived: int, config: SimConf
     if not setup.sampled:
         for slot in started:
             engine.start(slot, scaler.ready_at[slot - scaler.first])
+    return signals

@@ -20,6 +20,7 @@ drained, plus the warm pool's nodes.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -116,6 +117,13 @@ class Scaler:
             for i, s in enumerate(self.state)
             if s in (ReplicaState.READY, ReplicaState.STARTING) and self.ready_at[i] <= at
         ]
+
+    def dispatchable_counts(self, times: list[float]) -> list[int]:
+        """How many slots take new requests at each of ``times``: ``len(dispatchable(t))``, in one pass."""
+        serving = sorted(
+            t for s, t in zip(self.state, self.ready_at, strict=True) if s in (ReplicaState.READY, ReplicaState.STARTING)
+        )
+        return [bisect.bisect_right(serving, t) for t in times]
 
     def pending(self, at: float) -> int:
         """Replicas asked for but not yet ready at time ``at``."""

@@ -19,6 +19,7 @@ import numpy as np
 
 from tokenplane.errors import SpecError
 from tokenplane.sim.autoscale import EVALUATION_S
+from tokenplane.sim.engine import COLLECT_REQUESTS
 from tokenplane.sim.workload import LEVELS, rate_multiplier
 
 if TYPE_CHECKING:
@@ -29,31 +30,45 @@ BYTES_PER_REQUEST = 1_200  # a request the engine holds: 15 Python list slots an
 BYTES_PER_TRACED = 200  # a traced request: 17 numpy columns of 8 bytes, plus the sort's copies
 BYTES_PER_PERIOD = 2_000  # one pool's timeline record per autoscaler period
 BASE_BYTES = 400 * 2**20  # the interpreter, numpy, pydantic, the spec, the plan and the accounts' histograms
-EMBEDDING_FACTOR = 2.0  # embedding calls come on top: up to one per request
+EMBEDDING_FACTOR = 2.0  # a trace also keeps cache hits and provider requests: about as many again
 MEMORY_SHARE = 0.8  # refuse a run estimated above this share of the memory available now
 
 
 def estimate_bytes(spec: PlatformSpec, config: SimConfig) -> int:
     """Peak bytes the run is expected to hold; see the module docstring."""
+    from tokenplane.planner import plan
+
     rps = config.rps if config.rps is not None else spec.platform.peak_rps
     clock = config.start_s + np.arange(0.0, config.duration_s + 60.0, 60.0)
-    peak = rps * float(rate_multiplier(config.profile, config.bursts, clock).max()) * EMBEDDING_FACTOR
-    slots = sum(pl.max_replicas * spec.pool(pl.pool).engine.max_num_seqs for r in spec.regions for pl in r.pools)
+    scale = rps * float(rate_multiplier(config.profile, config.bursts, clock).max()) / spec.platform.peak_rps
     slos = [c.ttft_p95_ms for c in spec.workload_classes.values()]
-    waits = [spec.queues.max_wait_s(level, slo) for level in LEVELS for slo in slos]
-    wait = min(max(waits, default=0.0), config.duration_s)
-    held = min(peak * config.duration_s, peak * (EVALUATION_S + wait) + slots)
-    if config.fidelity.value == "sampled":
-        # Only the sampled replicas hold requests: at most their share of the pools at their fewest replicas.
-        placed = [pl for r in spec.regions for pl in r.pools]
-        fewest = sum(max(1, pl.min_replicas) for pl in placed) or 1
-        share = min(1.0, config.sample_replicas * len(placed) / fewest)
-        seqs = sum(config.sample_replicas * spec.pool(pl.pool).engine.max_num_seqs for pl in placed)
-        held = min(held, peak * (EVALUATION_S + wait) * share + seqs)
+    wait = min(max((spec.queues.max_wait_s(lv, slo) for lv in LEVELS for slo in slos), default=0.0), config.duration_s)
+    sampled = config.fidelity.value == "sampled"
+    placed = [pl for r in spec.regions for pl in r.pools]
+    held = 0.0
+    peak = 0.0
+    for pl, pool_plan in zip(placed, plan(spec).pools, strict=True):
+        pool = spec.pool(pl.pool)
+        rate = pool_plan.arrival_rps * scale
+        peak += rate
+        service = pl.max_replicas * pool_plan.service_rps_per_replica
+        replicas = pl.max_replicas
+        if sampled:
+            share = min(1.0, config.sample_replicas / max(1, pl.min_replicas))
+            rate *= share
+            service *= share
+            replicas = min(replicas, config.sample_replicas)
+        # A period's arrivals, the running batches, a cold start's backlog, and what overload queues
+        # until the deadline sheds it.
+        held += rate * EVALUATION_S + replicas * pool.engine.max_num_seqs
+        held += rate * min(pool.autoscaling.cold_start_seconds, config.duration_s)
+        held += max(0.0, rate - service) * wait
+    if not sampled:
+        held += COLLECT_REQUESTS
     total = BASE_BYTES + held * BYTES_PER_REQUEST
-    total += math.ceil(config.duration_s / EVALUATION_S) * sum(len(r.pools) for r in spec.regions) * BYTES_PER_PERIOD
+    total += math.ceil(config.duration_s / EVALUATION_S) * len(placed) * BYTES_PER_PERIOD
     if config.trace:
-        total += peak * config.duration_s * BYTES_PER_TRACED
+        total += peak * EMBEDDING_FACTOR * config.duration_s * BYTES_PER_TRACED
     return int(total)
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,6 +54,7 @@ I64 = npt.NDArray[np.int64]
 WASTE_TOKENS = (cap.BLOCK_SIZE - 1) / 2  # a sequence's last KV block is half empty on average
 INF = math.inf
 NAN = math.nan
+COLLECT_REQUESTS = 400_000  # forget accounted requests once this many more are held: a compaction is O(held)
 ORDER_SLACK = 64  # finished sequences linger in a replica's admission-order list; compact past this many
 
 # Why a request was shed (0: served).
@@ -139,9 +141,10 @@ class RequestState:
 
     def keep(self, ids: list[int]) -> None:
         """Forget every request but ``ids`` (ascending), which become 0 .. len(ids) - 1 in the same order."""
+        pick = operator.itemgetter(*ids) if len(ids) > 1 else None  # twice as fast as a comprehension
         for name in _STATE_FIELDS:
             values = getattr(self, name)
-            setattr(self, name, [values[i] for i in ids])
+            setattr(self, name, list(pick(values)) if pick else [values[i] for i in ids])
 
 
 _STATE_FIELDS = (
@@ -295,6 +298,24 @@ class Engine:
                 rep.partial = new[rep.partial]
         req.keep(live.tolist())
         self.arrival_np = self.arrival_np[live]
+
+    def warp(self, shift: float) -> None:
+        """Move every replica and every request held ``shift`` seconds later, as if time had paused.
+
+        Used to cut a steady stretch out of a run: the batches carry on as they were, so the next
+        simulated period starts from a loaded engine, not an empty one. Call it only when every
+        held request is unresolved (right after ``compact``): a finished one would be stretched.
+        """
+        req = self.req
+        req.arrival = [a + shift for a in req.arrival]
+        req.admitted = [a + shift for a in req.admitted]  # NaN stays NaN
+        req.first = [a + shift for a in req.first]
+        self.arrival_np = self.arrival_np + shift
+        for rep in self.replicas:
+            rep.clock += shift
+            rep.ready = [(level, a + shift, rid) for level, a, rid in rep.ready]  # the same order: still a heap
+        for counters in self.counters:
+            counters.waiting_arrival_sum += shift * counters.waiting
 
     def dispatch(self, pool: int, rids: I64, slots: I64) -> None:
         """Queue requests (sorted by arrival) on the replicas the balancer chose for them."""

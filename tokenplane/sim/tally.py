@@ -263,6 +263,51 @@ class Tally:
         cnt["queue_sum"] += np.bincount(sg[queued], weights=wait * sw[queued], minlength=g)
         cnt["queue_n"] += np.bincount(sg[queued], weights=sw[queued], minlength=g)
 
+    def _parts(self) -> list[tuple[F64, str]]:
+        """The additive arrays a steady stretch replays, with what scales them (queue depth is held, not replayed)."""
+        return [
+            *((a, "group") for a in self.count.values()),
+            *((h.counts, "group") for h in (self.ttft, self.itl, self.e2e, self.queue)),
+            *((a, "pool") for a in (self.pool_requests, self.pool_failover, self.pool_preemptions, self.pool_tokens)),
+            *(
+                (a, "platform")
+                for a in (
+                    self.provider_requests,
+                    self.provider_failover,
+                    self.provider_tokens,
+                    self.provider_prompt,
+                    self.provider_output,
+                )
+            ),
+        ]
+
+    def snapshot(self) -> tuple[list[F64], dict[str, float]]:
+        return [a.copy() for a, _ in self._parts()], dict(self.totals)
+
+    def since(self, snap: tuple[list[F64], dict[str, float]]) -> tuple[list[F64], dict[str, float]]:
+        """What was added after ``snap``: one period's accounts, to replay."""
+        arrays, totals = snap
+        now = self._parts()
+        return [a - b for (a, _), b in zip(now, arrays, strict=True)], {k: v - totals[k] for k, v in self.totals.items()}
+
+    def replay(self, delta: tuple[list[F64], dict[str, float]], pool_ratio: F64, ratio: float) -> None:
+        """Add a period's accounts again, each pool's scaled by ``pool_ratio`` and the rest by ``ratio``.
+
+        A steady stretch is served as the last simulated period was, at this period's arrivals.
+        """
+        arrays, totals = delta
+        per_group = np.full(self.groups, ratio)
+        per_group[: self.pools * self.classes] = np.repeat(pool_ratio, self.classes)
+        for (target, scope), add in zip(self._parts(), arrays, strict=True):
+            if scope == "group":
+                target += add * (per_group[:, None] if add.ndim == 2 else per_group)
+            elif scope == "pool":
+                target += add * pool_ratio
+            else:
+                target += add * ratio
+        for k, v in totals.items():
+            self.totals[k] += v * ratio
+
     def queue_depth(self, pool: int) -> F64:
         """Requests waiting for admission at each of ``queue_times``: entered past the gateway, not yet in a batch."""
         depth: F64 = np.cumsum(self.enter[pool]) - np.cumsum(self.leave[pool])
