@@ -53,7 +53,7 @@ from tokenplane.catalog import default_instance, instance_type
 from tokenplane.errors import SpecError
 from tokenplane.planner import PoolPlan, memory, plan, prefix_kept_share, replica_model
 from tokenplane.sim import gateway, metrics
-from tokenplane.sim.arrivals import Streams, draw
+from tokenplane.sim.arrivals import Replicas, Streams, draw
 from tokenplane.sim.autoscale import EVALUATION_S, ReplicaState, Scaler, Signals
 from tokenplane.sim.budget import check_memory
 from tokenplane.sim.engine import COLLECT_REQUESTS, SHED_GATEWAY, Engine, PoolEngineParams, RequestState
@@ -207,6 +207,7 @@ class _Run:
     def __init__(self, spec: PlatformSpec, config: SimConfig, rps: float) -> None:
         self.spec, self.config, self.rps = spec, config, rps
         self.streams = Streams.build(spec)
+        self.replicas = Replicas(self.streams.pools, max([config.sample_replicas, 1]))
         self.planned = plan(spec)
         self.setups, params = _setup_pools(spec, self.planned.pools, config)
         empty = RequestState([], [], [], [], [], [], [])
@@ -334,6 +335,8 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
     """One period at request level (on every replica, or on the sampled ones); returns each pool's arrivals."""
     engine, setups, config = run.engine, run.setups, run.config
     shares = np.array([s.targets(t0)[1] for s in setups] or [1.0])
+    ready = np.array([len(s.scaler.dispatchable(t0)) for s in setups] or [0], dtype=np.int64)
+    slots = np.array([s.slots for s in setups] or [0], dtype=np.int64)
     window = draw(
         run.streams,
         run.rng,
@@ -344,13 +347,16 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
         profile=config.profile,
         bursts=config.bursts,
         keep=run.streams.keep_shares(shares, other),
+        dealt=(run.replicas, ready, slots) if config.fidelity is not Fidelity.REQUEST else None,
     )
     reqs = window.requests
     run.simulated += len(reqs)
     off = np.flatnonzero(reqs.kind != int(Kind.POOL))
     if len(off):
         run.account(reqs.take(off), _fresh_outcome(len(off)))
-    plans = [_gateway(run, s, reqs, window.counts[s.index], t0, t1, float(shares[s.index])) for s in setups]
+    plans = [
+        _gateway(run, s, reqs, window.slot, window.counts[s.index], t0, t1, float(shares[s.index])) for s in setups
+    ]
     rows = np.concatenate([rows for rows, _ in plans] or [np.zeros(0, dtype=np.int64)])
     first = engine.add_requests(_pool_state(run, reqs.take(rows)), reqs.arrival[rows])
     run.live = _concat(run.live, reqs.take(rows))
@@ -555,7 +561,7 @@ def _trailing_rate(counts: I64, windows: I64) -> F64:
 
 
 def _gateway(
-    run: _Run, setup: PoolSetup, reqs: Requests, counts: I64, t0: float, t1: float, share: float
+    run: _Run, setup: PoolSetup, reqs: Requests, slot_of: I64, counts: I64, t0: float, t1: float, share: float
 ) -> tuple[I64, I64]:
     """Shed by priority at the gateway, then pick replicas, least-loaded first.
 
@@ -601,6 +607,10 @@ def _gateway(
         if setup.sampled and now < share:
             part = part[run.uniform(len(part)) < now / share]
             reqs.weight[part] = 1.0 / now
+        if len(part) and slot_of[part[0]] >= 0:  # dealt to the sampled replicas when drawn
+            rows.append(part)
+            slots.append(setup.slot0 + slot_of[part])
+            continue
         load = engine.outstanding(replicas) + np.array([assigned.get(r, 0) for r in replicas.tolist()], dtype=np.int64)
         quota = gateway.water_fill(load, len(part))
         for r, q in zip(replicas.tolist(), quota.tolist(), strict=True):

@@ -44,6 +44,7 @@ class Window:
 
     requests: Requests
     counts: I64  # (placements, levels, bins): all arrivals to each pool, kept or not
+    slot: I64  # per request: the sampled replica (0..) of a pool fed by ``Replicas``; -1 for the others
 
 
 @dataclass
@@ -138,6 +139,51 @@ class Streams:
         return np.where(self.pool >= 0, pool_share[np.maximum(self.pool, 0)], other_share)
 
 
+class Replicas:
+    """Each sampled replica's own arrivals: every n-th arrival of its pool, as the balancer deals them.
+
+    A least-request balancer over ``n`` evenly loaded replicas deals arrivals round-robin, so a
+    replica sees every ``n``-th arrival of the pool: in the pool's operational time (the expected
+    arrivals so far, ``Lambda(t)``) its gaps are Gamma(n, 1), not the Poisson gaps of random
+    thinning, which would bunch arrivals on one replica and overstate its queueing. Each replica
+    keeps its next arrival's operational time between windows.
+    """
+
+    def __init__(self, pools: int, slots: int) -> None:
+        self.next = np.full((pools, slots), np.nan)  # operational time of each replica's next arrival
+        self.clock = np.zeros(pools)  # the pool's operational time at the window's start
+
+    def draw(self, rng: np.random.Generator, pool: int, n: int, active: int, edges: F64, rates: F64) -> tuple[F64, I64]:
+        """Arrival times in the window and the replica of each, for ``active`` replicas of ``n``.
+
+        ``edges``: the bins' bounds (seconds); ``rates``: the pool's expected arrivals per bin.
+        """
+        op = self.clock[pool] + np.concatenate([[0.0], np.cumsum(rates)])
+        end = op[-1]
+        times: list[F64] = []
+        slots: list[I64] = []
+        for j in range(active):
+            start = self.next[pool, j]
+            if not math.isfinite(start):  # a fresh replica: its first arrival is a uniform share of a gap in
+                start = op[0] + rng.gamma(n) * rng.random()
+            count = max(4, math.ceil((end - start) / n + 4 * math.sqrt(max(end - start, 0.0) / n + 1)))
+            points = start + np.concatenate([[0.0], np.cumsum(rng.gamma(n, size=count))])
+            while points[-1] < end:  # rare: a long draw ran short
+                points = np.concatenate([points, points[-1] + np.cumsum(rng.gamma(n, size=count))])
+            inside = points[points < end]
+            self.next[pool, j] = points[len(inside)]
+            times.append(np.interp(inside, op, edges))
+            slots.append(np.full(len(inside), j, dtype=np.int64))
+        self.next[pool, active:] = np.nan  # replicas left idle start afresh when fed again
+        self.clock[pool] = end
+        return (np.concatenate(times), np.concatenate(slots)) if times else (np.zeros(0), np.zeros(0, dtype=np.int64))
+
+    def skip(self, pool: int, expected: float) -> None:
+        """A window with nothing drawn for the pool: its operational time moves on, the replicas start afresh."""
+        self.clock[pool] += expected
+        self.next[pool] = np.nan
+
+
 def draw(
     streams: Streams,
     rng: np.random.Generator,
@@ -149,10 +195,14 @@ def draw(
     profile: Profile,
     bursts: tuple[Burst, ...],
     keep: F64,
+    dealt: tuple[Replicas, I64, I64] | None = None,
 ) -> Window:
     """The arrivals in ``[t0, t1)`` (seconds after the start), keeping share ``keep[cell]`` of each stream.
 
     Bins are ``ARRIVAL_BIN_S`` long and start on whole multiples of it from the run's start.
+    ``dealt``: (the sampled replicas, each pool's ready replicas ``n``, each pool's sampled ones);
+    a pool with ``n`` above its sampled replicas gets its requests from ``Replicas`` (its cells'
+    ``keep`` is ignored), each weighing ``n / sampled``.
     """
     first = math.floor(t0 / ARRIVAL_BIN_S + 1e-9)
     bins = max(1, math.ceil(t1 / ARRIVAL_BIN_S - 1e-9) - first)
@@ -171,13 +221,39 @@ def draw(
         np.add.at(rest, (streams.pool[to_pool], streams.level[to_pool]), expected[to_pool] * (1 - keep[to_pool, None]))
         np.add.at(counts, (streams.pool[to_pool], streams.level[to_pool]), kept[to_pool])
         counts += rng.poisson(rest)
+    dealt_pools = np.zeros(streams.pools, dtype=np.bool_)
+    if dealt is not None:
+        replicas, ready, sampled = dealt
+        dealt_pools = ready > sampled
+        kept[dealt_pools[np.maximum(streams.pool, 0)] & to_pool] = 0
     flat = kept.ravel()
     index = np.repeat(np.arange(len(flat), dtype=np.int64), flat)
     cell, bin_ = np.divmod(index, bins)
-    n = len(index)
-    arrival = starts[bin_] + rng.random(n) * widths[bin_]
+    arrival = starts[bin_] + rng.random(len(index)) * widths[bin_]
+    slot = np.full(len(index), -1, dtype=np.int64)
+    weight = 1.0 / keep[cell]
+    if dealt is not None:
+        edges = np.concatenate([starts, ends[-1:]])
+        extra_t, extra_cell, extra_slot, extra_w = [arrival], [cell], [slot], [weight]
+        for pool in range(streams.pools):
+            mine = np.flatnonzero(streams.pool == pool)
+            expected_pool = expected[mine].sum(axis=0)
+            if not dealt_pools[pool]:
+                replicas.skip(pool, float(expected_pool.sum()))
+                continue
+            n, k = int(ready[pool]), int(sampled[pool])
+            times, slots = replicas.draw(rng, pool, n, k, edges, expected_pool)
+            p = streams.share[mine] / streams.share[mine].sum()
+            picked = mine[np.minimum(np.searchsorted(np.cumsum(p), rng.random(len(times)), side="right"), len(mine) - 1)]
+            extra_t.append(times)
+            extra_cell.append(picked)
+            extra_slot.append(slots)
+            extra_w.append(np.full(len(times), n / k))
+        arrival, cell = np.concatenate(extra_t), np.concatenate(extra_cell)
+        slot, weight = np.concatenate(extra_slot), np.concatenate(extra_w)
+    n = len(arrival)
     order = np.argsort(arrival, kind="stable")
-    arrival, cell = arrival[order], cell[order]
+    arrival, cell, slot, weight = arrival[order], cell[order], slot[order], weight[order]
     lo, hi = streams.prompt_lo[cell], streams.prompt_hi[cell]
     prompt = np.minimum(lo + np.floor(rng.random(n) * (hi - lo + 1)).astype(np.int64), streams.prompt_cap[cell])
     lo_o, hi_o = streams.output_lo[cell], streams.output_hi[cell]
@@ -194,6 +270,6 @@ def draw(
         priority=streams.level[cell],
         embedding=streams.embedding[cell],
         origin=streams.pool[cell],
-        weight=1.0 / keep[cell],
+        weight=weight,
     )
-    return Window(requests, counts)
+    return Window(requests, counts, slot)
