@@ -57,6 +57,7 @@ from tokenplane.sim.arrivals import Replicas, Streams, draw
 from tokenplane.sim.autoscale import EVALUATION_S, ReplicaState, Scaler, Signals
 from tokenplane.sim.budget import check_memory
 from tokenplane.sim.engine import COLLECT_REQUESTS, SHED_GATEWAY, Engine, PoolEngineParams, RequestState
+from tokenplane.sim.stretches import Replayer, detail_plan
 from tokenplane.sim.tally import Outcome, Tally, settle
 from tokenplane.sim.workload import LEVELS, Burst, Kind, Profile, Requests, placements
 from tokenplane.spec import PlatformSpec, Tier
@@ -66,10 +67,6 @@ I64 = npt.NDArray[np.int64]
 
 SAMPLE_REPLICAS = 2  # replicas per pool simulated request by request in sampled mode (see the module docstring)
 OTHER_SHARE = 0.05  # share of cache hits, provider and unrouted requests drawn when sampling: each is one formula
-DETAIL_EVERY = 8  # aggregate fidelity: one period in this many of a steady stretch is simulated, the rest replayed
-FIRST_DETAILED = 4  # aggregate fidelity: the first minute is simulated, to fill the batches
-BURST_MARGIN_S = 300.0  # aggregate fidelity: every period within 5 minutes of a burst's start or end is simulated
-RATE_STEP = 0.05  # aggregate fidelity: a period whose arrival rate moved 5% from the last simulated one is simulated
 
 Progress = Callable[[float, int], None]  # (simulated seconds done, requests simulated so far)
 
@@ -142,11 +139,11 @@ class PoolSetup:
 
     def targets(self, at: float) -> tuple[I64, float]:
         """Engine slots that take new requests at ``at``, and the share of the pool's arrivals they get."""
-        ready = self.scaler.dispatchable(at)
         if not self.sampled:
-            return np.array(ready, dtype=np.int64), 1.0
-        active = min(self.slots, len(ready))
-        return np.arange(self.slot0, self.slot0 + active, dtype=np.int64), active / len(ready) if ready else 1.0
+            return np.array(self.scaler.dispatchable(at), dtype=np.int64), 1.0
+        ready = self.scaler.dispatchable_count(at)
+        active = min(self.slots, ready)
+        return np.arange(self.slot0, self.slot0 + active, dtype=np.int64), active / ready if ready else 1.0
 
 
 @dataclass
@@ -161,6 +158,7 @@ class SimResult:
     epochs: list[float]
     wall_seconds: float
     replica_iterations: int
+    periods_simulated: int = 0  # at aggregate fidelity, the periods simulated request by request
     trace: tuple[Requests, Outcome] | None = None
 
     @property
@@ -222,6 +220,7 @@ class _Run:
         self.trace: list[tuple[Requests, Outcome]] = []
         self.simulated = 0
         self.held = 0  # requests the engine held after the last collection
+        self.periods_simulated = 0
 
     def uniform(self, n: int) -> F64:
         """Draws for the gateway's shedding and the sampled replicas' share, from the run's seeded generator."""
@@ -284,37 +283,39 @@ def _simulate(spec: PlatformSpec, config: SimConfig, progress: Progress | None) 
             engine.start(slot, 0.0)
     epochs = _epoch_ends(config.duration_s)
     other = OTHER_SHARE if config.fidelity is not Fidelity.REQUEST else 1.0
-    detailed = detail_plan(config, epochs)
+    aggregate = config.fidelity is Fidelity.AGGREGATE
+    detailed = detail_plan(config, epochs, aggregate)
+    replayer = Replayer(run.tally, len(setups))
     paused_at: float | None = None  # where the engine stopped when a steady stretch began
-    last: tuple[list[F64], dict[str, float]] | None = None  # the last simulated period's accounts
-    last_counts = np.zeros(len(setups))
-    last_rate = 1.0
+    restless = False  # the last period saw a scale event or a moving TTFT: simulate the next one
     t0 = 0.0
     for t1, detail in zip(epochs, detailed, strict=True):
         rate = float(metrics.rate_at(config, np.array([config.start_s + (t0 + t1) / 2]))[0])
-        if detail or last is None:
+        if detail or not replayer.ready or restless:
             if paused_at is not None:
                 engine.warp(t0 - paused_at)
                 run.live.arrival += t0 - paused_at
                 paused_at = None
-            snap = run.tally.snapshot() if config.fidelity is Fidelity.AGGREGATE else None
+            if aggregate:
+                replayer.begin()
             counts = _simulated_period(run, t0, t1, other)
-            if snap is not None:
-                run.collect(final=False)
-                last, last_counts, last_rate = run.tally.since(snap), counts, rate
+            if aggregate:
+                run.collect(final=False)  # every resolved request in this period's accounts, before a warp
+                replayer.end(counts, rate)
+                restless = replayer.unsettled(*_pool_state_now(setups))
+                run.periods_simulated += 1
             elif len(engine.req) > run.held + COLLECT_REQUESTS:
                 run.collect(final=False)
                 run.held = len(engine.req)
         else:
             if paused_at is None:
                 paused_at = t0
-            counts = _steady_period(run, t0, t1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(last_counts > 0, counts / last_counts, 0.0)
-            run.tally.replay(last, ratio, rate / last_rate if last_rate > 0 else 0.0)
+            replayer.replay(_steady_period(run, t0, t1), rate)
+            restless = replayer.scaled(_pool_state_now(setups)[0])
         if progress is not None:
             progress(t1, run.simulated)
         t0 = t1
+    replayer.flush()
     run.collect(final=True)
     trace = _trace(run) if config.trace else None
     run.tally.simulated = run.simulated
@@ -327,15 +328,22 @@ def _simulate(spec: PlatformSpec, config: SimConfig, progress: Progress | None) 
         epochs=epochs,
         wall_seconds=time.perf_counter() - started,
         replica_iterations=engine.iterations,
+        periods_simulated=run.periods_simulated,
         trace=trace,
     )
+
+
+def _pool_state_now(setups: list[PoolSetup]) -> tuple[F64, F64]:
+    """Each pool's ready replicas and P95 TTFT at the end of the last period."""
+    last = [s.timeline[-1] for s in setups]
+    return np.array([r.ready for r in last], dtype=np.float64), np.array([r.ttft_p95_s for r in last])
 
 
 def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
     """One period at request level (on every replica, or on the sampled ones); returns each pool's arrivals."""
     engine, setups, config = run.engine, run.setups, run.config
     shares = np.array([s.targets(t0)[1] for s in setups] or [1.0])
-    ready = np.array([len(s.scaler.dispatchable(t0)) for s in setups] or [0], dtype=np.int64)
+    ready = np.array([s.scaler.dispatchable_count(t0) for s in setups] or [0], dtype=np.int64)
     slots = np.array([s.slots for s in setups] or [0], dtype=np.int64)
     window = draw(
         run.streams,
@@ -392,32 +400,6 @@ def _steady_period(run: _Run, t0: float, t1: float) -> F64:
             run.engine, setup, int(arrived[setup.index]), config, t0, t1, held=setup.signals
         )
     return arrived
-
-
-def detail_plan(config: SimConfig, epochs: list[float]) -> list[bool]:
-    """Which periods are simulated request by request; the others (aggregate fidelity only) are replayed.
-
-    At request and sampled fidelity, every one. At aggregate: the first ``FIRST_DETAILED``, one in
-    ``DETAIL_EVERY`` of a steady stretch, every period within ``BURST_MARGIN_S`` of a burst's start
-    or end, and any period whose arrival rate moved more than ``RATE_STEP`` from the last simulated one.
-    """
-    if config.fidelity is not Fidelity.AGGREGATE:
-        return [True] * len(epochs)
-    starts = np.array([0.0, *epochs[:-1]])
-    middles = config.start_s + (starts + np.array(epochs)) / 2
-    rates = metrics.rate_at(config, middles).tolist()
-    edges = [b.at_s for b in config.bursts] + [b.at_s + b.duration_s for b in config.bursts]
-    plan_: list[bool] = []
-    last = math.nan
-    for k, (t0, rate) in enumerate(zip(starts.tolist(), rates, strict=True)):
-        clock = (config.start_s + t0) % 86_400
-        near = any(min(abs(clock - e), 86_400 - abs(clock - e)) <= BURST_MARGIN_S for e in edges)
-        moved = not (abs(rate - last) <= RATE_STEP * last)
-        detail = k < FIRST_DETAILED or k % DETAIL_EVERY == 0 or near or moved
-        if detail:
-            last = rate
-        plan_.append(detail)
-    return plan_
 
 
 def _trace(run: _Run) -> tuple[Requests, Outcome]:
@@ -499,7 +481,9 @@ def _setup_pools(spec: PlatformSpec, planned: list[PoolPlan], config: SimConfig)
             gpus_per_node=node.gpus,
             usd_per_node_hour=spec.instance_price(node.name),
         )
-        slots = min(config.sample_replicas, placement.max_replicas) if sampled else placement.max_replicas
+        # An embedding call's latency is not on a chat request's path: one sampled encoder is enough.
+        per_pool = 1 if encoder else config.sample_replicas
+        slots = min(per_pool, placement.max_replicas) if sampled else placement.max_replicas
         setups.append(
             PoolSetup(
                 index=index,
@@ -638,19 +622,15 @@ def _close_epoch(
     """
     scaler = setup.scaler
     counters = engine.counters[setup.index]
-    ready_count = len(scaler.dispatchable(t1))
+    ready_count = scaler.dispatchable_count(t1)
     ready, share = setup.targets(t1)
-    kv = float(engine.kv_usage(ready).mean()) if len(ready) else 0.0
-    waiting_age = t1 - counters.waiting_arrival_sum / counters.waiting if counters.waiting > 0 else 0.0
-    admitted_wait = counters.admitted_wait_sum / counters.admitted if counters.admitted else 0.0
-    ttft_p95 = float(np.percentile(counters.ttfts, 95)) if counters.ttfts else 0.0
-    signals = Signals(
-        arrival_rps=arrived / (t1 - t0),
-        queue_wait_s=max(admitted_wait, waiting_age),
-        kv_usage=kv,
-        ttft_p95_s=ttft_p95,
-    )
-    if held is not None:
+    if held is None:
+        kv = float(engine.kv_usage(ready).mean()) if len(ready) else 0.0
+        waiting_age = t1 - counters.waiting_arrival_sum / counters.waiting if counters.waiting > 0 else 0.0
+        admitted_wait = counters.admitted_wait_sum / counters.admitted if counters.admitted else 0.0
+        ttft_p95 = float(np.percentile(counters.ttfts, 95)) if counters.ttfts else 0.0
+        signals = Signals(arrived / (t1 - t0), max(admitted_wait, waiting_age), kv, ttft_p95)
+    else:
         signals = Signals(arrived / (t1 - t0), held.queue_wait_s, held.kv_usage, held.ttft_p95_s)
         kv, ttft_p95 = held.kv_usage, held.ttft_p95_s
     setup.timeline.append(

@@ -74,6 +74,7 @@ class Scaler:
     history: deque[tuple[float, int]] = field(default_factory=deque)
     started: int = 0  # replicas asked for during the run, for the report
     cold_starts: int = 0
+    _serving: list[float] | None = None  # ready_at of the READY and STARTING slots, sorted; None: stale
 
     def __post_init__(self) -> None:
         self.state = [ReplicaState.OFF] * self.max_replicas
@@ -99,6 +100,7 @@ class Scaler:
         slots = [i for i, s in enumerate(self.state) if s is ReplicaState.OFF][: max(0, min(count, self.max_replicas))]
         for i in slots:
             self.state[i] = ReplicaState.READY
+            self._serving = None
             self.ready_at[i] = 0.0
         return [self.first + i for i in slots]
 
@@ -120,10 +122,17 @@ class Scaler:
 
     def dispatchable_counts(self, times: list[float]) -> list[int]:
         """How many slots take new requests at each of ``times``: ``len(dispatchable(t))``, in one pass."""
-        serving = sorted(
-            t for s, t in zip(self.state, self.ready_at, strict=True) if s in (ReplicaState.READY, ReplicaState.STARTING)
-        )
+        if self._serving is None:  # rebuilt only after a replica changed state: periods of a steady day do not
+            self._serving = sorted(
+                t
+                for s, t in zip(self.state, self.ready_at, strict=True)
+                if s in (ReplicaState.READY, ReplicaState.STARTING)
+            )
+        serving = self._serving
         return [bisect.bisect_right(serving, t) for t in times]
+
+    def dispatchable_count(self, at: float) -> int:
+        return self.dispatchable_counts([at])[0]
 
     def pending(self, at: float) -> int:
         """Replicas asked for but not yet ready at time ``at``."""
@@ -162,6 +171,7 @@ class Scaler:
         for i, s in enumerate(self.state):
             if s is ReplicaState.STARTING and self.ready_at[i] <= now:
                 self.state[i] = ReplicaState.READY
+                self._serving = None
         due = [(t, n) for t, n in self.refills if t <= now]
         if due:
             self.refills = [(t, n) for t, n in self.refills if t > now]
@@ -182,6 +192,7 @@ class Scaler:
         revived = [i for i, s in enumerate(self.state) if s is ReplicaState.DRAINING][:count]
         for i in revived:
             self.state[i] = ReplicaState.READY  # still loaded: it takes traffic again at once
+            self._serving = None
         count -= len(revived)
         started = [i for i, s in enumerate(self.state) if s is ReplicaState.OFF][:count]
         warm = min(len(started), self.warm_slots)
@@ -191,6 +202,7 @@ class Scaler:
         for n, i in enumerate(started):
             delay = self.spec.warm_start_seconds if n < warm else self.spec.cold_start_seconds
             self.state[i] = ReplicaState.STARTING
+            self._serving = None
             self.ready_at[i] = now + delay
         self.started += len(started)
         self.cold_starts += len(started) - warm
@@ -202,15 +214,18 @@ class Scaler:
         )
         for i in starting[:count]:
             self.state[i] = ReplicaState.OFF  # cancelled before it served anything
+            self._serving = None
         count -= min(count, len(starting))
         ready = [i for i, s in enumerate(self.state) if s is ReplicaState.READY][-count:] if count else []
         for i in ready:
             self.state[i] = ReplicaState.DRAINING
+            self._serving = None
         self.warm_slots = min(self.warm_capacity, self.warm_slots + len(ready))
         return [self.first + i for i in ready]
 
     def drained(self, slot: int) -> None:
         self.state[slot - self.first] = ReplicaState.OFF
+        self._serving = None
 
     def usd_per_hour(self) -> float:
         billed = self.count(ReplicaState.STARTING, ReplicaState.READY, ReplicaState.DRAINING)

@@ -43,7 +43,12 @@ def estimate_bytes(spec: PlatformSpec, config: SimConfig) -> int:
     scale = rps * float(rate_multiplier(config.profile, config.bursts, clock).max()) / spec.platform.peak_rps
     slos = [c.ttft_p95_ms for c in spec.workload_classes.values()]
     wait = min(max((spec.queues.max_wait_s(lv, slo) for lv in LEVELS for slo in slos), default=0.0), config.duration_s)
-    sampled = config.fidelity.value == "sampled"
+    sampled = config.fidelity.value != "request"
+    # The gateway admits at most shed_at_utilization x mu: beyond that it sheds, and nothing queues.
+    admit = max(
+        (spec.queues.priorities[lv].shed_at_utilization if lv in spec.queues.priorities else math.inf)
+        for lv in LEVELS
+    )
     placed = [pl for r in spec.regions for pl in r.pools]
     held = 0.0
     peak = 0.0
@@ -62,7 +67,7 @@ def estimate_bytes(spec: PlatformSpec, config: SimConfig) -> int:
         # until the deadline sheds it.
         held += rate * EVALUATION_S + replicas * pool.engine.max_num_seqs
         held += rate * min(pool.autoscaling.cold_start_seconds, config.duration_s)
-        held += max(0.0, rate - service) * wait
+        held += max(0.0, min(rate, admit * service) - service) * wait
     if not sampled:
         held += COLLECT_REQUESTS
     total = BASE_BYTES + held * BYTES_PER_REQUEST
@@ -94,8 +99,8 @@ def check_memory(spec: PlatformSpec, config: SimConfig, available: int | None = 
     if need > MEMORY_SHARE * have:
         hint = (
             "simulate fewer replicas per pool (--sample-replicas)"
-            if config.fidelity.value == "sampled"
-            else "run the per-pool sampled model (--fidelity sampled)"
+            if config.fidelity.value != "request"
+            else "run the per-pool sampled model (--fidelity sampled or aggregate)"
         )
         trace = "; or drop the per-request trace" if config.trace else ""
         raise SpecError(

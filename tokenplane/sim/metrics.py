@@ -281,12 +281,12 @@ def _providers(result: SimResult) -> tuple[list[dict[str, Any]], float]:
 
 def fidelity(result: SimResult) -> dict[str, Any]:
     """What the numbers rest on: every request, sampled replicas, or replayed steady stretches too."""
-    from tokenplane.simulate import detail_plan
+    from tokenplane.sim.stretches import DETAIL_EVERY, REPLAY_PERIODS, detail_plan
 
     config = result.config
     mode = config.fidelity.value
-    detailed = detail_plan(config, result.epochs)
-    simulated = sum(detailed)
+    detailed = detail_plan(config, result.epochs, mode == "aggregate")
+    simulated = result.periods_simulated if mode == "aggregate" else len(detailed)
     notes = {
         "request": "every request simulated on every replica",
         "sampled": (
@@ -295,8 +295,9 @@ def fidelity(result: SimResult) -> dict[str, Any]:
         ),
         "aggregate": (
             f"per-pool model as in sampled ({config.sample_replicas} replica(s) per pool), and only "
-            f"{simulated} of {len(detailed)} periods simulated (around bursts, rate changes, one in each "
-            f"steady stretch); the others replay the last simulated period scaled to their arrivals"
+            f"{simulated} of {len(detailed)} periods simulated (around bursts, rate changes and scale events, "
+            f"and one in {DETAIL_EVERY} of a steady stretch); the others replay the mean of the last "
+            f"{REPLAY_PERIODS} simulated ones, scaled to their arrivals"
         ),
     }
     return {
