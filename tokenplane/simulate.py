@@ -159,6 +159,7 @@ class SimResult:
     wall_seconds: float
     replica_iterations: int
     periods_simulated: int = 0  # at aggregate fidelity, the periods simulated request by request
+    peak_held: int = 0  # the most requests the engine held at once (at a period's end): what memory follows
     trace: tuple[Requests, Outcome] | None = None
 
     @property
@@ -221,6 +222,7 @@ class _Run:
         self.simulated = 0
         self.held = 0  # requests the engine held after the last collection
         self.periods_simulated = 0
+        self.peak_held = 0  # the most requests the engine held at the end of a period
 
     def uniform(self, n: int) -> F64:
         """Draws for the gateway's shedding and the sampled replicas' share, from the run's seeded generator."""
@@ -299,6 +301,7 @@ def _simulate(spec: PlatformSpec, config: SimConfig, progress: Progress | None) 
             if aggregate:
                 replayer.begin()
             counts = _simulated_period(run, t0, t1, other)
+            run.peak_held = max(run.peak_held, len(engine.req))
             if aggregate:
                 run.collect(final=False)  # every resolved request in this period's accounts, before a warp
                 replayer.end(counts, rate)
@@ -329,6 +332,7 @@ def _simulate(spec: PlatformSpec, config: SimConfig, progress: Progress | None) 
         wall_seconds=time.perf_counter() - started,
         replica_iterations=engine.iterations,
         periods_simulated=run.periods_simulated,
+        peak_held=run.peak_held,
         trace=trace,
     )
 

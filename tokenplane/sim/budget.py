@@ -41,10 +41,8 @@ def estimate_bytes(spec: PlatformSpec, config: SimConfig) -> int:
     rps = config.rps if config.rps is not None else spec.platform.peak_rps
     clock = config.start_s + np.arange(0.0, config.duration_s + 60.0, 60.0)
     scale = rps * float(rate_multiplier(config.profile, config.bursts, clock).max()) / spec.platform.peak_rps
-    slos = [c.ttft_p95_ms for c in spec.workload_classes.values()]
-    wait = min(max((spec.queues.max_wait_s(lv, slo) for lv in LEVELS for slo in slos), default=0.0), config.duration_s)
     sampled = config.fidelity.value != "request"
-    # The gateway admits at most shed_at_utilization x mu: beyond that it sheds, and nothing queues.
+    # The gateway admits at most shed_at_utilization x mu: beyond that it sheds, and nothing more queues.
     admit = max(
         (spec.queues.priorities[lv].shed_at_utilization if lv in spec.queues.priorities else math.inf)
         for lv in LEVELS
@@ -63,11 +61,11 @@ def estimate_bytes(spec: PlatformSpec, config: SimConfig) -> int:
             rate *= share
             service *= share
             replicas = min(replicas, config.sample_replicas)
-        # A period's arrivals, the running batches, a cold start's backlog, and what overload queues
-        # until the deadline sheds it.
-        held += rate * EVALUATION_S + replicas * pool.engine.max_num_seqs
-        held += rate * min(pool.autoscaling.cold_start_seconds, config.duration_s)
-        held += max(0.0, min(rate, admit * service) - service) * wait
+        # A request queues at most until its deadline sheds it: the longest wait of the pool's classes.
+        slos = [spec.workload_classes[c].ttft_p95_ms for c in pool.classes if c in spec.workload_classes]
+        wait = min(max((spec.queues.max_wait_s(lv, slo) for lv in LEVELS for slo in slos), default=0.0), config.duration_s)
+        # A period's arrivals, the running batches, and the queue up to the deadline.
+        held += rate * EVALUATION_S + replicas * pool.engine.max_num_seqs + min(rate, admit * service) * wait
     if not sampled:
         held += COLLECT_REQUESTS
     total = BASE_BYTES + held * BYTES_PER_REQUEST

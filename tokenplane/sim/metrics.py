@@ -219,6 +219,9 @@ def summarize(result: SimResult) -> dict[str, Any]:
             "duration_s": config.duration_s,
             "profile": config.profile.value,
             "bursts": [f"{_clock(b.at_s)}x{b.factor:g}/{b.duration_s:g}s" for b in config.bursts],
+            "burst_at_s": [b.at_s for b in config.bursts],
+            "burst_s": [b.duration_s for b in config.bursts],
+            "fidelity": config.fidelity.value,
             "start": _clock(config.start_s),
             "seed": config.seed,
             "initial": config.initial.value,
@@ -226,6 +229,7 @@ def summarize(result: SimResult) -> dict[str, Any]:
         "requests": {
             **{key: round(value) for key, value in tally.totals.items()},
             "simulated": tally.simulated,
+            "peak_held": result.peak_held,
             "simulated_per_wall_second": round(tally.simulated / result.wall_seconds, 1) if result.wall_seconds else None,
         },
         "fidelity": fidelity(result),
