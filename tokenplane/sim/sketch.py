@@ -61,7 +61,9 @@ class Histograms:
         if len(values) == 0:
             return
         flat = groups * BUCKETS + bucket_of(values)
-        self.counts += np.bincount(flat, weights=weights, minlength=self.counts.size).reshape(self.counts.shape)
+        # Only the buckets hit: a batch touches a few thousand of the groups x BUCKETS cells.
+        cells, index = np.unique(flat, return_inverse=True)
+        self.counts.reshape(-1)[cells] += np.bincount(index, weights=weights, minlength=len(cells))
 
     def total(self, group: int) -> float:
         return float(self.counts[group].sum())

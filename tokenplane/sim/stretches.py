@@ -32,9 +32,9 @@ Accounts = tuple[list[F64], dict[str, float]]
 DETAIL_EVERY = 8  # one period in this many of a steady stretch is simulated, the rest replayed
 FIRST_DETAILED = 4  # the first minute is simulated, to fill the batches
 BURST_MARGIN_S = 300.0  # every period within 5 minutes of a burst's start or end is simulated
-RATE_STEP = 0.05  # a period whose arrival rate moved 5% from the last simulated one is simulated
+RATE_STEP = 0.1  # a period whose arrival rate moved 10% from the last simulated one is simulated
 REPLAY_PERIODS = 2  # a replayed period adds the mean of this many simulated periods' accounts
-SCALE_STEP = 0.1  # a pool whose ready replicas moved 10% since the last simulated period: a scale event, simulated
+SCALE_STEP = 0.25  # a pool whose ready replicas moved 25% since the last simulated period: a scale event
 SIGNAL_STEP = 0.5  # a pool whose P95 TTFT moved 50% between the last two simulated periods is not steady yet
 
 
