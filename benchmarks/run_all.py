@@ -3,7 +3,8 @@
 The benchmarks, in order: ``gateway_bench.py`` (what the gateway adds over the
 engine), ``vs_litellm.py`` (against the LiteLLM proxy), ``overload.py`` (2x the
 pool's capacity), ``faults.py`` (one fault at a time under load) and ``fuzz.py``
-(the fuzz suites at 8x their CI sizes, with the cases they tried). Each runs
+(the fuzz suites at 8x their CI sizes, with the cases they tried) and
+``simulate_day.py`` (a day of byteion in the workbench). Each runs
 as its own process under a time limit, so that one hung benchmark cannot hold
 the others; a failed one is reported in the file with its last lines of output.
 All of it stays under 20 minutes on two cores; ``--quick`` takes a few.
@@ -39,6 +40,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("overload.py", [], ["--quick"], 240),
     ("faults.py", [], ["--quick"], 720),
     ("fuzz.py", [], ["--quick"], 600),
+    ("simulate_day.py", [], ["--quick"], 900),
 )
 
 
@@ -306,12 +308,19 @@ def fuzz_section(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def simulate_day_section(r: dict[str, Any]) -> list[str]:
+    from simulate_day import lines  # benchmarks/ is on the path: this script runs from it
+
+    return lines(r)
+
+
 SECTIONS = {
     "gateway_bench.py": ("What the gateway adds (gateway_bench.py)", gateway_section),
     "vs_litellm.py": ("Against the LiteLLM proxy (vs_litellm.py)", litellm_section),
     "overload.py": ("Overload at 2x μ (overload.py)", overload_section),
     "faults.py": ("Faults under load (faults.py)", faults_section),
     "fuzz.py": ("Fuzzing (fuzz.py)", fuzz_section),
+    "simulate_day.py": ("A business day in the workbench (simulate_day.py)", simulate_day_section),
 }
 
 

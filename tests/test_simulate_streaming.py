@@ -29,7 +29,9 @@ def dev_spec(dev_data: dict[str, Any]) -> PlatformSpec:
 def _without_wall(summary: dict[str, Any]) -> str:
     summary = dict(summary)
     summary.pop("wall_seconds")
-    summary["requests"] = {k: v for k, v in summary["requests"].items() if k not in {"simulated_per_wall_second", "peak_held"}}
+    summary["requests"] = {
+        k: v for k, v in summary["requests"].items() if k not in {"simulated_per_wall_second", "peak_held"}
+    }
     return json.dumps(summary, sort_keys=True)
 
 
@@ -40,7 +42,9 @@ def _without_wall(summary: dict[str, Any]) -> str:
     sigma=st.floats(0.1, 3.0),
     q=st.sampled_from([1.0, 50.0, 90.0, 95.0, 99.0, 100.0]),
 )
-def test_a_histogram_quantile_is_within_alpha_of_an_order_statistic(seed: int, size: int, sigma: float, q: float) -> None:
+def test_a_histogram_quantile_is_within_alpha_of_an_order_statistic(
+    seed: int, size: int, sigma: float, q: float
+) -> None:
     values = np.random.default_rng(seed).lognormal(-2.0, sigma, size)
     hist = sketch.Histograms(2)
     hist.add(np.ones(size, dtype=np.int64), values)
@@ -79,7 +83,9 @@ def test_forgetting_accounted_requests_mid_run_changes_nothing(
     assert _without_wall(collected.summary()) == kept
 
 
-def test_what_a_run_holds_does_not_grow_with_its_length(dev_spec: PlatformSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_what_a_run_holds_does_not_grow_with_its_length(
+    dev_spec: PlatformSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(simulate_module, "COLLECT_REQUESTS", 1)
     short = simulate(dev_spec, SimConfig(rps=40, duration_s=60, seed=3))
     long = simulate(dev_spec, SimConfig(rps=40, duration_s=600, seed=3))
@@ -128,7 +134,9 @@ def test_aggregate_agrees_with_request_level_within_10_percent_on_a_burst_window
     aggregate = simulate(spec, SimConfig(**window, bursts=bursts, fidelity=Fidelity.AGGREGATE)).summary()  # type: ignore[arg-type]
     assert aggregate["fidelity"]["periods_simulated"] < aggregate["fidelity"]["periods"]
     for cls in ("A", "B", "C", "D"):
-        assert aggregate["classes"][cls]["ttft_p95_ms"] == pytest.approx(exact["classes"][cls]["ttft_p95_ms"], rel=0.1), cls
+        assert aggregate["classes"][cls]["ttft_p95_ms"] == pytest.approx(
+            exact["classes"][cls]["ttft_p95_ms"], rel=0.1
+        ), cls
     assert aggregate["cost"]["usd"] == pytest.approx(exact["cost"]["usd"], rel=0.1)
     for mine, theirs in zip(aggregate["pools"], exact["pools"], strict=True):
         where = f"{theirs['region']}/{theirs['pool']}"

@@ -377,7 +377,7 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
         engine.dispatch(setup.index, np.arange(at, at + len(mine), dtype=np.int64), slots)
         at += len(mine)
     engine.run_until(t1)
-    arrived = window.counts.sum(axis=(1, 2)).astype(np.float64)
+    arrived: F64 = window.counts.sum(axis=(1, 2)).astype(np.float64)
     for setup in setups:
         setup.signals = _close_epoch(engine, setup, int(arrived[setup.index]), config, t0, t1)
     return arrived
@@ -397,12 +397,10 @@ def _steady_period(run: _Run, t0: float, t1: float) -> F64:
         bursts=config.bursts,
         keep=np.zeros(len(run.streams)),
     )
-    arrived = window.counts.sum(axis=(1, 2)).astype(np.float64)
+    arrived: F64 = window.counts.sum(axis=(1, 2)).astype(np.float64)
     for setup in run.setups:
         setup.recent = np.concatenate([setup.recent, window.counts[setup.index]], axis=1)[:, -gateway.SHED_WINDOWS :]
-        setup.signals = _close_epoch(
-            run.engine, setup, int(arrived[setup.index]), config, t0, t1, held=setup.signals
-        )
+        setup.signals = _close_epoch(run.engine, setup, int(arrived[setup.index]), config, t0, t1, held=setup.signals)
     return arrived
 
 
@@ -431,9 +429,7 @@ def _fresh_outcome(n: int) -> Outcome:
 
 def _empty_requests() -> Requests:
     i = np.zeros(0, dtype=np.int64)
-    return Requests(
-        np.zeros(0), i, i, i, i, i, i, i, i, np.zeros(0, dtype=np.bool_), i, np.zeros(0, dtype=np.float64)
-    )
+    return Requests(np.zeros(0), i, i, i, i, i, i, i, i, np.zeros(0, dtype=np.bool_), i, np.zeros(0, dtype=np.float64))
 
 
 def _concat(a: Requests, b: Requests) -> Requests:
@@ -445,7 +441,9 @@ def _epoch_ends(duration_s: float) -> list[float]:
     return [min(duration_s, (k + 1) * EVALUATION_S) for k in range(count)]
 
 
-def _setup_pools(spec: PlatformSpec, planned: list[PoolPlan], config: SimConfig) -> tuple[list[PoolSetup], list[PoolEngineParams]]:
+def _setup_pools(
+    spec: PlatformSpec, planned: list[PoolPlan], config: SimConfig
+) -> tuple[list[PoolSetup], list[PoolEngineParams]]:
     setups: list[PoolSetup] = []
     params: list[PoolEngineParams] = []
     shed_at = np.array(

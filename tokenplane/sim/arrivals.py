@@ -98,7 +98,9 @@ class Streams:
                         pool = d.index if d.kind is Kind.POOL else -1
                     for li in range(len(LEVELS)):
                         if mix[ri, ci, li] > 0:
-                            rows.append((base * p * mix[ri, ci, li], ri, ci, li, int(kind), dest, tier, pool, False, -1))
+                            rows.append(
+                                (base * p * mix[ri, ci, li], ri, ci, li, int(kind), dest, tier, pool, False, -1)
+                            )
                 for pi in np.flatnonzero(routes.embed[ri, ci]).tolist():
                     for li in range(len(LEVELS)):
                         if mix[ri, ci, li] > 0:
@@ -244,7 +246,9 @@ def draw(
             n, k = int(ready[pool]), int(sampled[pool])
             times, slots = replicas.draw(rng, pool, n, k, edges, expected_pool)
             p = streams.share[mine] / streams.share[mine].sum()
-            picked = mine[np.minimum(np.searchsorted(np.cumsum(p), rng.random(len(times)), side="right"), len(mine) - 1)]
+            picked = mine[
+                np.minimum(np.searchsorted(np.cumsum(p), rng.random(len(times)), side="right"), len(mine) - 1)
+            ]
             extra_t.append(times)
             extra_cell.append(picked)
             extra_slot.append(slots)

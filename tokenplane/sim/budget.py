@@ -44,8 +44,7 @@ def estimate_bytes(spec: PlatformSpec, config: SimConfig) -> int:
     sampled = config.fidelity.value != "request"
     # The gateway admits at most shed_at_utilization x mu: beyond that it sheds, and nothing more queues.
     admit = max(
-        (spec.queues.priorities[lv].shed_at_utilization if lv in spec.queues.priorities else math.inf)
-        for lv in LEVELS
+        (spec.queues.priorities[lv].shed_at_utilization if lv in spec.queues.priorities else math.inf) for lv in LEVELS
     )
     placed = [pl for r in spec.regions for pl in r.pools]
     held = 0.0
@@ -63,7 +62,9 @@ def estimate_bytes(spec: PlatformSpec, config: SimConfig) -> int:
             replicas = min(replicas, config.sample_replicas)
         # A request queues at most until its deadline sheds it: the longest wait of the pool's classes.
         slos = [spec.workload_classes[c].ttft_p95_ms for c in pool.classes if c in spec.workload_classes]
-        wait = min(max((spec.queues.max_wait_s(lv, slo) for lv in LEVELS for slo in slos), default=0.0), config.duration_s)
+        wait = min(
+            max((spec.queues.max_wait_s(lv, slo) for lv in LEVELS for slo in slos), default=0.0), config.duration_s
+        )
         # A period's arrivals, the running batches, and the queue up to the deadline.
         held += rate * EVALUATION_S + replicas * pool.engine.max_num_seqs + min(rate, admit * service) * wait
     if not sampled:

@@ -230,7 +230,9 @@ def summarize(result: SimResult) -> dict[str, Any]:
             **{key: round(value) for key, value in tally.totals.items()},
             "simulated": tally.simulated,
             "peak_held": result.peak_held,
-            "simulated_per_wall_second": round(tally.simulated / result.wall_seconds, 1) if result.wall_seconds else None,
+            "simulated_per_wall_second": round(tally.simulated / result.wall_seconds, 1)
+            if result.wall_seconds
+            else None,
         },
         "fidelity": fidelity(result),
         "classes": _by_class(result, tally.platform_group),

@@ -37,7 +37,7 @@ def bucket_of(values: F64) -> I64:
     """The bucket of each value (non-negative, seconds)."""
     with np.errstate(divide="ignore"):
         keys = np.ceil(np.log(np.maximum(values, MIN_VALUE_S / 2)) / _LOG_GAMMA)
-    buckets = np.clip(keys - _KEY_MIN + 1, 0, BUCKETS - 1).astype(np.int64)
+    buckets: I64 = np.clip(keys - _KEY_MIN + 1, 0, BUCKETS - 1).astype(np.int64)
     buckets[values < MIN_VALUE_S] = 0
     return buckets
 

@@ -79,9 +79,7 @@ def settle(spec: PlatformSpec, reqs: Requests, out: Outcome, failover_of: I64, p
 
     pool_rows = reqs.kind == int(Kind.POOL)
     target = np.where(pool_rows, failover_of[np.maximum(reqs.dest, 0)], -1)
-    moved = (
-        pool_rows & (out.shed == SHED_GATEWAY) & (target >= 0) & (reqs.priority != LEVELS.index(Priority.BATCH))
-    )
+    moved = pool_rows & (out.shed == SHED_GATEWAY) & (target >= 0) & (reqs.priority != LEVELS.index(Priority.BATCH))
     if moved.any():
         reqs.tier[moved] = pool_tier[reqs.dest[moved]]
         reqs.kind[moved] = int(Kind.PROVIDER)
@@ -288,7 +286,9 @@ class Tally:
         """What was added after ``snap``: one period's accounts, to replay."""
         arrays, totals = snap
         now = self._parts()
-        return [a - b for (a, _), b in zip(now, arrays, strict=True)], {k: v - totals[k] for k, v in self.totals.items()}
+        return [a - b for (a, _), b in zip(now, arrays, strict=True)], {
+            k: v - totals[k] for k, v in self.totals.items()
+        }
 
     def replay(self, delta: tuple[list[F64], dict[str, float]], pool_ratio: F64, ratio: float) -> None:
         """Add a period's accounts again, each pool's scaled by ``pool_ratio`` and the rest by ``ratio``.
@@ -299,12 +299,12 @@ class Tally:
         per_group = np.full(self.groups, ratio)
         per_group[: self.pools * self.classes] = np.repeat(pool_ratio, self.classes)
         for (target, scope), add in zip(self._parts(), arrays, strict=True):
+            scale: F64 | float
             if scope == "group":
-                target += add * (per_group[:, None] if add.ndim == 2 else per_group)
-            elif scope == "pool":
-                target += add * pool_ratio
+                scale = per_group[:, None] if add.ndim == 2 else per_group
             else:
-                target += add * ratio
+                scale = pool_ratio if scope == "pool" else ratio
+            np.add(target, add * scale, out=target)  # in place: target is the tally's own array
         for k, v in totals.items():
             self.totals[k] += v * ratio
 
