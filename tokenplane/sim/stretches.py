@@ -30,12 +30,13 @@ F64 = npt.NDArray[np.float64]
 Accounts = tuple[list[F64], dict[str, float]]
 
 DETAIL_EVERY = 8  # one period in this many of a steady stretch is simulated, the rest replayed
-FIRST_DETAILED = 4  # the first minute is simulated, to fill the batches
+FIRST_DETAILED = 8  # the first two minutes are simulated: the batches fill and the autoscaler settles
 BURST_MARGIN_S = 300.0  # every period within 5 minutes of a burst's start or end is simulated
 RATE_STEP = 0.1  # a period whose arrival rate moved 10% from the last simulated one is simulated
 REPLAY_PERIODS = 2  # a replayed period adds the mean of this many simulated periods' accounts
 SCALE_STEP = 0.25  # a pool whose ready replicas moved 25% since the last simulated period: a scale event
-SIGNAL_STEP = 0.5  # a pool whose P95 TTFT moved 50% between the last two simulated periods is not steady yet
+SCALE_MIN = 2  # ... and by two replicas at least: one replica up or down is a small pool's routine
+SIGNAL_STEP = 1.0  # a pool whose P95 TTFT doubled or halved between two simulated periods is not steady yet
 
 
 def detail_plan(config: SimConfig, epochs: list[float], aggregate: bool) -> list[bool]:
@@ -113,7 +114,8 @@ class Replayer:
         if self.signals is None:
             return True
         before = self.signals[0]
-        return bool((np.abs(ready - before) > SCALE_STEP * np.maximum(before, 1)).any())
+        step = np.abs(ready - before)
+        return bool(((step > SCALE_STEP * np.maximum(before, 1)) & (step >= SCALE_MIN)).any())
 
     def replay(self, counts: F64, rate: float) -> None:
         """A replayed period with ``counts`` arrivals per pool at platform rate ``rate``."""
