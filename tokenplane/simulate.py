@@ -12,21 +12,28 @@ every request resolved so far is added to the run's streaming accounts
 (``tokenplane.sim.tally``) and forgotten. What a run holds is one period's
 arrivals plus what is in flight, whatever its length.
 
-Two fidelities (``Fidelity``), stated in the output:
+Three fidelities (``Fidelity``), stated in the output:
 
 - ``request``: every request of the traffic is simulated on every replica.
 - ``sampled``: a per-pool model sampled at request level. The autoscaler, the
   gateway's shedding, the replica counts and the cost follow the whole pool and
   every arrival (counted, not drawn); only ``sample_replicas`` replicas per pool
-  are simulated request by request, fed the share of the pool's arrivals that
-  they would get (``sample_replicas / ready replicas``), and each of their
-  requests stands for ``1 / share`` in the latency and cost accounts. A day at
-  10,000 RPS then costs what a few replicas per pool cost. What it leaves out: the
-  least-request balancer's evening-out across the whole pool (the sampled
-  replicas see only their share's Poisson noise), and a draining replica's tail
-  (it stops costing one period after it is set draining).
+  are simulated request by request, each fed every n-th arrival of its pool as
+  the least-request balancer deals them over ``n`` ready replicas
+  (``tokenplane.sim.arrivals.Replicas``), and each of their requests stands for
+  ``n / sample_replicas`` in the latency and cost accounts.
+- ``aggregate``: sampled, and steady stretches replayed (``tokenplane.sim.stretches``):
+  around bursts, rate changes and scale events every period is simulated; in a
+  steady stretch one in eight, and the others add the last simulated periods'
+  accounts scaled to their own arrivals, while the autoscaler runs on every one.
 
-What is left out in both, on purpose: the gateway's own latency and the
+A day at 10,000 RPS then costs what a few replicas per pool cost, for a fraction
+of its periods. What the sampled fidelities leave out: the
+  balancer's reaction to uneven load across the whole pool (the sampled replicas
+  get their turn whatever their load), and a draining replica's tail (it stops
+  costing one period after it is set draining).
+
+What is left out at every fidelity, on purpose: the gateway's own latency and the
 embedding call's latency are not added to a chat request's TTFT (embedding calls
 are simulated as load on the embedding pools); tenants' rate limits, quotas and
 allowed tiers are not applied (routing follows ``routing.mix`` and the rules, as

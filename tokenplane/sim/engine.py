@@ -30,6 +30,10 @@ Why it is fast enough for 10,000 RPS:
   its state in local variables: a few Python operations per request, none per
   token.
 
+Memory: requests come in one autoscaler period at a time (``add_requests``) and,
+once accounted, are dropped (``compact``), the rest renumbered in order; so the
+engine holds what is in flight, not the run.
+
 Approximations, kept deliberately: a sequence holds its tokens plus half a
 block of KV on average, not its exact block count; one prompt at a time is
 chunked per replica; every prompt gets the spec's expected prefix-cache hit

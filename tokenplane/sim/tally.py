@@ -20,8 +20,8 @@ import numpy.typing as npt
 
 from tokenplane.sim.engine import SERVED, SHED_DEADLINE, SHED_GATEWAY, SHED_TOO_LONG, SHED_UNROUTED
 from tokenplane.sim.sketch import Histograms
-from tokenplane.sim.workload import Kind, Requests
-from tokenplane.spec import PlatformSpec, Tier
+from tokenplane.sim.workload import LEVELS, Kind, Requests
+from tokenplane.spec import PlatformSpec, Priority, Tier
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -74,9 +74,6 @@ def settle(spec: PlatformSpec, reqs: Requests, out: Outcome, failover_of: I64, p
     A request shed at a pool's gateway goes to the pool's failover provider (``failover_of[pool]``,
     -1 for none) unless it is batch; it then counts as that provider's, priced at the pool's tier.
     """
-    from tokenplane.sim.workload import LEVELS
-    from tokenplane.spec import Priority
-
     pool_rows = reqs.kind == int(Kind.POOL)
     target = np.where(pool_rows, failover_of[np.maximum(reqs.dest, 0)], -1)
     moved = pool_rows & (out.shed == SHED_GATEWAY) & (target >= 0) & (reqs.priority != LEVELS.index(Priority.BATCH))
