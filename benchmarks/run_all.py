@@ -309,7 +309,8 @@ def fuzz_section(r: dict[str, Any]) -> list[str]:
 
 
 def simulate_day_section(r: dict[str, Any]) -> list[str]:
-    from simulate_day import lines  # benchmarks/ is on the path: this script runs from it
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.simulate_day import lines
 
     return lines(r)
 
