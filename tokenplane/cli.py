@@ -379,7 +379,7 @@ def simulate(
         int, typer.Option(help="Replicas per pool simulated request by request at sampled/aggregate fidelity")
     ] = 2,
     progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="A progress bar on stderr (default: on a terminal)")
+        bool, typer.Option("--progress/--no-progress", help="A progress bar on stderr: simulated time, requests, ETA")
     ] = False,
     as_json: JsonFlag = False,
     report: Annotated[
