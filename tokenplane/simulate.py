@@ -142,6 +142,7 @@ class PoolSetup:
     recent: I64  # arrivals per level in the last ``SHED_WINDOWS`` windows, for the shedding rate
     timeline: list[metrics.EpochRecord] = field(default_factory=list)
     signals: Signals | None = None  # what the autoscaler read last; a steady stretch holds it
+    ttft_samples: int = 0  # first tokens behind the last simulated period's P95 TTFT
     requests: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # trace rows routed here
 
     def targets(self, at: float) -> tuple[I64, float]:
@@ -344,10 +345,14 @@ def _simulate(spec: PlatformSpec, config: SimConfig, progress: Progress | None) 
     )
 
 
-def _pool_state_now(setups: list[PoolSetup]) -> tuple[F64, F64]:
-    """Each pool's ready replicas and P95 TTFT at the end of the last period."""
+def _pool_state_now(setups: list[PoolSetup]) -> tuple[F64, F64, I64]:
+    """Each pool's ready replicas, P95 TTFT and the first tokens behind it, at the end of the last period."""
     last = [s.timeline[-1] for s in setups]
-    return np.array([r.ready for r in last], dtype=np.float64), np.array([r.ttft_p95_s for r in last])
+    return (
+        np.array([r.ready for r in last], dtype=np.float64),
+        np.array([r.ttft_p95_s for r in last]),
+        np.array([s.ttft_samples for s in setups], dtype=np.int64),
+    )
 
 
 def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
@@ -634,6 +639,7 @@ def _close_epoch(
     ready_count = scaler.dispatchable_count(t1)
     ready, share = setup.targets(t1)
     if held is None:
+        setup.ttft_samples = len(counters.ttfts)
         kv = float(engine.kv_usage(ready).mean()) if len(ready) else 0.0
         waiting_age = t1 - counters.waiting_arrival_sum / counters.waiting if counters.waiting > 0 else 0.0
         admitted_wait = counters.admitted_wait_sum / counters.admitted if counters.admitted else 0.0

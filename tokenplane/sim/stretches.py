@@ -37,6 +37,7 @@ REPLAY_PERIODS = 2  # a replayed period adds the mean of this many simulated per
 SCALE_STEP = 0.25  # a pool whose ready replicas moved 25% since the last simulated period: a scale event
 SCALE_MIN = 2  # ... and by two replicas at least: one replica up or down is a small pool's routine
 SIGNAL_STEP = 1.0  # a pool whose P95 TTFT doubled or halved between two simulated periods is not steady yet
+SIGNAL_SAMPLES = 100  # ... judged only on pools with this many first tokens in the period
 
 
 def detail_plan(config: SimConfig, epochs: list[float], aggregate: bool) -> list[bool]:
@@ -99,14 +100,18 @@ class Replayer:
         self.counts = np.sum([h[1] for h in self.history], axis=0)
         self.rate = sum(h[2] for h in self.history)
 
-    def unsettled(self, ready: F64, ttft: F64) -> bool:
-        """Whether the pools moved since the last simulated period: a scale event or a TTFT still changing."""
+    def unsettled(self, ready: F64, ttft: F64, samples: npt.NDArray[np.int64]) -> bool:
+        """Whether the pools moved since the last simulated period: a scale event or a TTFT still changing.
+
+        A P95 of a handful of first tokens (a long-context pool's sampled replicas see a few a
+        period) moves by chance, so only pools with ``SIGNAL_SAMPLES`` of them count.
+        """
         before = self.signals
         scaled = self.scaled(ready)
         self.signals = (ready, ttft)
         if before is None:
             return True
-        moved = np.abs(ttft - before[1]) > SIGNAL_STEP * np.maximum(before[1], 1e-3)
+        moved = (np.abs(ttft - before[1]) > SIGNAL_STEP * np.maximum(before[1], 1e-3)) & (samples >= SIGNAL_SAMPLES)
         return scaled or bool(moved.any())
 
     def scaled(self, ready: F64) -> bool:
