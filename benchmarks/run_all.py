@@ -3,8 +3,9 @@
 The benchmarks, in order: ``gateway_bench.py`` (what the gateway adds over the
 engine), ``vs_litellm.py`` (against the LiteLLM proxy), ``overload.py`` (2x the
 pool's capacity), ``faults.py`` (one fault at a time under load), ``fuzz.py``
-(the fuzz suites at 8x their CI sizes, with the cases they tried) and
-``semantic_cache.py`` (the semantic cache's lookup cost by cached answers). Each runs
+(the fuzz suites at 8x their CI sizes, with the cases they tried), ``simulate_day.py``
+(a day of byteion in the workbench) and ``semantic_cache.py`` (the semantic cache's
+lookup cost by cached answers). Each runs
 as its own process under a time limit, so that one hung benchmark cannot hold
 the others; a failed one is reported in the file with its last lines of output.
 All of it stays under 20 minutes on two cores; ``--quick`` takes a few.
@@ -40,6 +41,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("overload.py", [], ["--quick"], 240),
     ("faults.py", [], ["--quick"], 720),
     ("fuzz.py", [], ["--quick"], 600),
+    ("simulate_day.py", [], ["--quick"], 900),
     ("semantic_cache.py", [], ["--sizes", "10000", "--windows", "2"], 900),
 )
 
@@ -308,6 +310,13 @@ def fuzz_section(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def simulate_day_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.simulate_day import lines
+
+    return lines(r)
+
+
 def semantic_cache_section(r: dict[str, Any]) -> list[str]:
     rows = [
         [
@@ -334,6 +343,7 @@ SECTIONS = {
     "overload.py": ("Overload at 2x μ (overload.py)", overload_section),
     "faults.py": ("Faults under load (faults.py)", faults_section),
     "fuzz.py": ("Fuzzing (fuzz.py)", fuzz_section),
+    "simulate_day.py": ("A business day in the workbench (simulate_day.py)", simulate_day_section),
     "semantic_cache.py": ("The semantic cache's vector store (semantic_cache.py)", semantic_cache_section),
 }
 

@@ -16,6 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import kube
 from components.iam import irsa_role, policy_document
 from components.naming import NS_SERVING, app_labels
 from components.pins import AWS_CLI_IMAGE
@@ -23,6 +24,7 @@ from tokenplane.contract import PUBLISHES_ANNOTATION
 from tokenplane.spec import RegistryModel
 
 SERVICE_ACCOUNT = "weights-publisher"
+AWS_CLI_UID = 65534  # nobody: the amazon/aws-cli image has no user of its own
 PUBLISH_TIMEOUT = "90m"  # a 400 GB model at S3's server-side copy rates, with margin
 PUBLISH_SCRIPT = 'set -eu\naws s3 sync --only-show-errors "$SOURCE" "$DEST"\necho "published $SOURCE to $DEST"\n'
 
@@ -92,17 +94,25 @@ def publish_jobs(
                     "spec": {
                         "serviceAccountName": SERVICE_ACCOUNT,
                         "restartPolicy": "OnFailure",
+                        # The AWS CLI image's nobody user: it needs only HOME (its caches) on an emptyDir.
+                        "securityContext": kube.pod_security(user=AWS_CLI_UID),
+                        "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}}],
                         "containers": [
                             {
                                 "name": "publish",
                                 "image": AWS_CLI_IMAGE,
                                 "command": ["/bin/sh", "-c", PUBLISH_SCRIPT],
-                                "env": [{"name": "SOURCE", "value": model.uri}, {"name": "DEST", "value": dest}],
+                                "env": [
+                                    {"name": "SOURCE", "value": model.uri},
+                                    {"name": "DEST", "value": dest},
+                                    {"name": "HOME", "value": "/tmp"},
+                                ],
+                                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
                                 "resources": {
                                     "requests": {"cpu": "500m", "memory": "512Mi"},
                                     "limits": {"cpu": "2", "memory": "1Gi"},
                                 },
-                                "securityContext": {"allowPrivilegeEscalation": False},
+                                "securityContext": kube.container_security(),
                             }
                         ],
                     },
@@ -133,5 +143,11 @@ def _statements(models: list[RegistryModel], bucket: str) -> list[dict[str, Any]
             "Resource": [f"arn:aws:s3:::{bucket}/{artifact_prefix(m)}*" for m in models],
         },
         # The registry bucket is SSE-KMS with the region's S3 key; the source may be too.
-        {"Effect": "Allow", "Action": ["kms:Decrypt", "kms:GenerateDataKey"], "Resource": ["*"]},
+        {
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "Resource": ["*"],
+            # Only through S3: the keys are the buckets' SSE-KMS keys, never used by this role directly.
+            "Condition": {"StringLike": {"kms:ViaService": "s3.*.amazonaws.com"}},
+        },
     ]

@@ -77,6 +77,15 @@ TOKENPLANE: dict[str, list[dict[str, Any]]] = {
             "added to ModelRegistry and BatchWorkers",
         }
     ],
+    "iam-no-wildcards": [
+        {
+            "resources": ["*-aws-lb-controller-role-policy"],
+            "findings": ["statement * resource"],
+            "reason": "the AWS Load Balancer Controller's IAM policy as AWS publishes it: it creates security groups, "
+            "load balancers and target groups whose ARNs do not exist before it runs, so those grants are on '*'; "
+            "the role is assumable only by the controller's service account (IRSA)",
+        }
+    ],
     "eks-endpoint-not-public": [
         {
             "resources": ["*-cluster-eks"],

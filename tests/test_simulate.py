@@ -100,7 +100,7 @@ def served(result: SimResult) -> np.ndarray:
 
 def test_mean_ttft_at_low_load_matches_the_capacity_models_prefill_time_within_5_percent() -> None:
     spec = one_pool(replicas=(4, 4))
-    result = simulate(spec, SimConfig(rps=1.0, duration_s=300, seed=1))
+    result = simulate(spec, SimConfig(rps=1.0, duration_s=300, seed=1, trace=True))
     rows = served(result)
     model = replica_model(spec, spec.pools[0])
     # At an empty replica the first token comes out of the prefill iteration: capacity's prefill_seconds.
@@ -112,7 +112,7 @@ def test_mean_ttft_at_low_load_matches_the_capacity_models_prefill_time_within_5
 
 def test_throughput_at_low_load_is_the_offered_load_within_5_percent() -> None:
     spec = one_pool(replicas=(4, 4), prompt=(200, 1000), output=(20, 100))
-    result = simulate(spec, SimConfig(rps=20.0, duration_s=300, seed=2))
+    result = simulate(spec, SimConfig(rps=20.0, duration_s=300, seed=2, trace=True))
     completed = np.count_nonzero(result.outcome.done[served(result)] <= 300)
     assert completed / 300 == pytest.approx(20.0, rel=0.05)
 
@@ -120,7 +120,7 @@ def test_throughput_at_low_load_is_the_offered_load_within_5_percent() -> None:
 def test_a_saturated_replica_completes_requests_at_the_capacity_models_service_rate_within_5_percent() -> None:
     spec = one_pool(prompt=(200, 600), output=(50, 150), max_num_seqs=64, priorities=NO_SHEDDING)
     mu = plan(spec).pools[0].service_rps_per_replica
-    result = simulate(spec, SimConfig(rps=1.5 * mu, duration_s=120, seed=3))
+    result = simulate(spec, SimConfig(rps=1.5 * mu, duration_s=120, seed=3, trace=True))
     done = result.outcome.done[served(result)]
     rate = np.count_nonzero((done > 30) & (done <= 120)) / 90
     assert rate == pytest.approx(mu, rel=0.05)
@@ -133,7 +133,7 @@ def test_queue_grows_at_lambda_minus_mu_when_500_req_s_meet_300_req_s_of_capacit
     spec = one_pool(replicas=(n, n), prompt=(200, 600), output=(50, 150), max_num_seqs=64, priorities=NO_SHEDDING)
     mu = n * per_replica
     assert 250 < mu < 350
-    result = simulate(spec, SimConfig(rps=500, duration_s=30, seed=4))
+    result = simulate(spec, SimConfig(rps=500, duration_s=30, seed=4, trace=True))
     depth = queue_depth(result, result.pools[0].requests, np.array([10.0, 30.0]))
     growth = (depth[1] - depth[0]) / 20
     assert growth == pytest.approx(500 - mu, rel=0.1)
@@ -187,8 +187,8 @@ def test_the_diurnal_profile_peaks_in_the_working_day_and_dips_at_night() -> Non
 def test_a_burst_builds_a_queue_that_flat_traffic_does_not() -> None:
     spec = one_pool(replicas=(2, 2), prompt=(200, 600), output=(50, 150), max_num_seqs=64, priorities=NO_SHEDDING)
     mu = 2 * plan(spec).pools[0].service_rps_per_replica
-    flat = simulate(spec, SimConfig(rps=0.6 * mu, duration_s=60, seed=5))
-    burst = simulate(spec, SimConfig(rps=0.6 * mu, duration_s=60, seed=5, bursts=(Burst(15, 3, 30),)))
+    flat = simulate(spec, SimConfig(rps=0.6 * mu, duration_s=60, seed=5, trace=True))
+    burst = simulate(spec, SimConfig(rps=0.6 * mu, duration_s=60, seed=5, bursts=(Burst(15, 3, 30),), trace=True))
     times = np.linspace(0, 60, 61)
     assert queue_depth(burst, burst.pools[0].requests, times).max() > 10 * max(
         1, queue_depth(flat, flat.pools[0].requests, times).max()
@@ -289,7 +289,7 @@ def test_the_balancer_fills_the_least_loaded_replicas_first() -> None:
 
 
 def test_gateway_sheds_are_counted_and_never_served(dev_spec: PlatformSpec) -> None:
-    result = simulate(dev_spec, SimConfig(rps=40, duration_s=30, seed=9))
+    result = simulate(dev_spec, SimConfig(rps=40, duration_s=30, seed=9, trace=True))
     shed = result.outcome.shed == SHED_GATEWAY
     assert shed.any()
     assert np.isnan(result.outcome.first[shed & ~result.outcome.failover]).all()
@@ -353,7 +353,7 @@ def test_a_request_queued_past_its_classs_ttft_slo_is_shed_as_the_gateway_sheds_
     }
     spec = one_pool(prompt=(200, 600), output=(50, 150), max_num_seqs=64, priorities=levels)
     mu = plan(spec).pools[0].service_rps_per_replica
-    result = simulate(spec, SimConfig(rps=2 * mu, duration_s=60, seed=5))
+    result = simulate(spec, SimConfig(rps=2 * mu, duration_s=60, seed=5, trace=True))
     out, reqs = result.outcome, result.requests
     rows = served(result)
     waited = out.admitted[rows] - reqs.arrival[rows]

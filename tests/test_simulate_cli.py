@@ -62,6 +62,8 @@ def test_simulate_report_writes_one_html_page_of_svg_plots(runner: CliRunner, tm
         ("--profile", "weekly", "--profile 'weekly' is not a profile; use flat or diurnal"),
         ("--rps", "-5", "--rps -5 must be a positive number"),
         ("--initial", "cold", "use settled or min"),
+        ("--fidelity", "fluid", "--fidelity 'fluid' is not a fidelity; use request, sampled or aggregate"),
+        ("--sample-replicas", "0", "--sample-replicas 0 must be at least 1"),
     ],
 )
 def test_bad_flag_values_exit_2_naming_the_flag_the_value_and_the_form(
@@ -75,3 +77,55 @@ def test_bad_flag_values_exit_2_naming_the_flag_the_value_and_the_form(
 def test_simulate_of_a_missing_spec_exits_2(runner: CliRunner) -> None:
     result = runner.invoke(app, ["simulate", "stacks/nope.yaml"])
     assert result.exit_code == 2
+
+
+def test_a_run_too_big_for_memory_is_refused_up_front_with_an_estimate(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["simulate", "stacks/byteion.yaml", "--rps", "1e9", "--duration", "24h"])
+    assert result.exit_code == 2
+    message = " ".join(result.output.split())
+    assert "this run needs about" in message and "GiB is available" in message
+    assert "--fidelity sampled or aggregate" in message
+
+
+def test_aggregate_json_states_its_fidelity(runner: CliRunner) -> None:
+    result = runner.invoke(
+        app, ["simulate", "stacks/dev.yaml", "--duration", "10m", "--fidelity", "aggregate", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    fidelity = json.loads(result.stdout)["fidelity"]
+    assert fidelity["mode"] == "aggregate"
+    assert 0 < fidelity["periods_simulated"] < fidelity["periods"] == 40
+    assert "replay" in fidelity["note"]
+
+
+def test_the_progress_bar_shows_simulated_time_and_requests() -> None:
+    import io
+
+    from rich.console import Console
+
+    from tokenplane.sim.progress import progress_bar
+    from tokenplane.sim.simulate import SimConfig
+
+    out = io.StringIO()
+    with progress_bar(SimConfig(duration_s=3600), show=True, console=Console(file=out, width=200)) as advance:
+        assert advance is not None
+        advance(1800.0, 12_345)
+    text = out.getvalue()
+    assert "0:30:00 of 1:00:00 simulated" in text
+    assert "12,345 requests" in text
+    assert "ETA" in text
+
+
+def test_a_long_runs_report_downsamples_its_timelines_and_zooms_on_the_burst(runner: CliRunner, tmp_path: Path) -> None:
+    from tokenplane.sim.report import PLOT_POINTS, downsample
+
+    page = tmp_path / "day.html"
+    args = ["simulate", "stacks/dev.yaml", "--duration", "3h", "--start", "07:00", "--profile", "diurnal"]
+    result = runner.invoke(app, [*args, "--fidelity", "aggregate", "--burst", "09:00x3/15m", "--report", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text(encoding="utf-8")
+    assert "The burst, zoomed" in text and "08:45:00 to 09:30:00" in text
+    assert "hours from the start" in text
+    xs, ys = downsample(list(range(5760)), [float(i % 7) for i in range(5760)], PLOT_POINTS)
+    assert len(xs) == len(ys) <= PLOT_POINTS
+    assert max(ys) == 6.0  # a bucket keeps its peak

@@ -487,15 +487,28 @@ def simulate(
     initial: Annotated[
         str, typer.Option(help="settled (replicas the autoscaler settles on for the starting load) or min")
     ] = "settled",
+    fidelity: Annotated[
+        str,
+        typer.Option(
+            help="request (every request on every replica), sampled (a few replicas per pool at request level) "
+            "or aggregate (sampled, and steady stretches replayed: a day in a minute)"
+        ),
+    ] = "request",
+    sample_replicas: Annotated[
+        int, typer.Option(help="Replicas per pool simulated request by request at sampled/aggregate fidelity")
+    ] = 2,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="A progress bar on stderr: simulated time, requests, ETA")
+    ] = False,
     as_json: JsonFlag = False,
     report: Annotated[
         Path | None, typer.Option("--report", help="Write an HTML page of plots here, e.g. sim.html")
     ] = None,
 ) -> None:
-    """Simulate SPEC's platform request by request: latency, queues, autoscaling, shedding and cost over time."""
+    """Simulate SPEC's platform: latency, queues, autoscaling, shedding and cost over time (see --fidelity)."""
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
-    from tokenplane.sim.simulate import Initial, SimConfig
+    from tokenplane.sim.simulate import Fidelity, Initial, SimConfig
     from tokenplane.sim.simulate import simulate as run_simulation
     from tokenplane.sim.workload import Burst, Profile, parse_clock, parse_duration
 
@@ -506,6 +519,10 @@ def simulate(
             raise SpecError(f"--profile {profile!r} is not a profile; use flat or diurnal")
         if initial not in {i.value for i in Initial}:
             raise SpecError(f"--initial {initial!r} is not allowed; use settled or min")
+        if fidelity not in {f.value for f in Fidelity}:
+            raise SpecError(f"--fidelity {fidelity!r} is not a fidelity; use request, sampled or aggregate")
+        if sample_replicas < 1:
+            raise SpecError(f"--sample-replicas {sample_replicas} must be at least 1, e.g. --sample-replicas 2")
         config = SimConfig(
             rps=rps,
             duration_s=parse_duration(duration),
@@ -514,11 +531,16 @@ def simulate(
             start_s=parse_clock(start),
             seed=seed,
             initial=Initial(initial),
+            fidelity=Fidelity(fidelity),
+            sample_replicas=sample_replicas,
         )
         platform = load_spec(spec)
+        from tokenplane.sim.progress import progress_bar
+
+        with progress_bar(config, show=progress) as advance:
+            result = run_simulation(platform, config, progress=advance)
     except SpecError as e:
         _fail(str(e))
-    result = run_simulation(platform, config)
     from tokenplane.sim.metrics import ttft_ms_by_class
 
     summary = result.summary()

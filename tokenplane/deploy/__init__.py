@@ -4,6 +4,10 @@ The mock render proves structure (URNs, schemas, references). It cannot see
 controllers, quotas or AWS's own validation; each module here models one of
 them and reports, per resource, the rule it breaks and the fix. ``tokenplane
 plan`` and ``tokenplane check`` run them all and exit 1 on any finding.
+
+It reads the rendered graph (``tokenplane.render``'s records, as plain data) and may import the
+core's vocabulary (spec, catalog, the AWS zone catalog, startup times, the vLLM CLI schema); never
+pulumi, ``components`` or ``serving``: a check models what a controller would do, it does not run one.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ drained, plus the warm pool's nodes.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -73,9 +74,13 @@ class Scaler:
     history: deque[tuple[float, int]] = field(default_factory=deque)
     started: int = 0  # replicas asked for during the run, for the report
     cold_starts: int = 0
+    _counts: list[int] = field(default_factory=list)  # slots per state, kept by _set: counted every period
+    _serving: list[float] | None = None  # ready_at of the READY and STARTING slots, sorted; None: stale
 
     def __post_init__(self) -> None:
         self.state = [ReplicaState.OFF] * self.max_replicas
+        self._counts = [0] * len(ReplicaState)
+        self._counts[ReplicaState.OFF] = self.max_replicas
         self.ready_at = [0.0] * self.max_replicas
         self.warm_slots = self.warm_capacity
 
@@ -97,7 +102,7 @@ class Scaler:
         """Start ``count`` replicas ready at time 0 (a platform that has been running); return their slots."""
         slots = [i for i, s in enumerate(self.state) if s is ReplicaState.OFF][: max(0, min(count, self.max_replicas))]
         for i in slots:
-            self.state[i] = ReplicaState.READY
+            self._set(i, ReplicaState.READY)
             self.ready_at[i] = 0.0
         return [self.first + i for i in slots]
 
@@ -107,7 +112,14 @@ class Scaler:
         return math.ceil(arrival_rps / (self.service_rps_per_replica * self.spec.target_utilization))
 
     def count(self, *states: ReplicaState) -> int:
-        return sum(1 for s in self.state if s in states)
+        return sum(self._counts[s] for s in states)
+
+    def _set(self, slot: int, state: ReplicaState) -> None:
+        """Every change of a slot's state goes through here, so the counts and the serving list stay true."""
+        self._counts[self.state[slot]] -= 1
+        self._counts[state] += 1
+        self.state[slot] = state
+        self._serving = None
 
     def dispatchable(self, at: float) -> list[int]:
         """Slots that take new requests at time ``at``."""
@@ -116,6 +128,20 @@ class Scaler:
             for i, s in enumerate(self.state)
             if s in (ReplicaState.READY, ReplicaState.STARTING) and self.ready_at[i] <= at
         ]
+
+    def dispatchable_counts(self, times: list[float]) -> list[int]:
+        """How many slots take new requests at each of ``times``: ``len(dispatchable(t))``, in one pass."""
+        if self._serving is None:  # rebuilt only after a replica changed state: periods of a steady day do not
+            self._serving = sorted(
+                t
+                for s, t in zip(self.state, self.ready_at, strict=True)
+                if s in (ReplicaState.READY, ReplicaState.STARTING)
+            )
+        serving = self._serving
+        return [bisect.bisect_right(serving, t) for t in times]
+
+    def dispatchable_count(self, at: float) -> int:
+        return self.dispatchable_counts([at])[0]
 
     def pending(self, at: float) -> int:
         """Replicas asked for but not yet ready at time ``at``."""
@@ -153,7 +179,7 @@ class Scaler:
         """Decide and act. Returns the slots started, the slots set draining and the slots put back to ready."""
         for i, s in enumerate(self.state):
             if s is ReplicaState.STARTING and self.ready_at[i] <= now:
-                self.state[i] = ReplicaState.READY
+                self._set(i, ReplicaState.READY)
         due = [(t, n) for t, n in self.refills if t <= now]
         if due:
             self.refills = [(t, n) for t, n in self.refills if t > now]
@@ -173,7 +199,7 @@ class Scaler:
     def _start(self, now: float, count: int) -> tuple[list[int], list[int], list[int]]:
         revived = [i for i, s in enumerate(self.state) if s is ReplicaState.DRAINING][:count]
         for i in revived:
-            self.state[i] = ReplicaState.READY  # still loaded: it takes traffic again at once
+            self._set(i, ReplicaState.READY)  # still loaded: it takes traffic again at once
         count -= len(revived)
         started = [i for i, s in enumerate(self.state) if s is ReplicaState.OFF][:count]
         warm = min(len(started), self.warm_slots)
@@ -182,7 +208,7 @@ class Scaler:
             self.refills.append((now + self.spec.cold_start_seconds, warm))
         for n, i in enumerate(started):
             delay = self.spec.warm_start_seconds if n < warm else self.spec.cold_start_seconds
-            self.state[i] = ReplicaState.STARTING
+            self._set(i, ReplicaState.STARTING)
             self.ready_at[i] = now + delay
         self.started += len(started)
         self.cold_starts += len(started) - warm
@@ -193,16 +219,16 @@ class Scaler:
             (i for i, s in enumerate(self.state) if s is ReplicaState.STARTING), key=lambda i: -self.ready_at[i]
         )
         for i in starting[:count]:
-            self.state[i] = ReplicaState.OFF  # cancelled before it served anything
+            self._set(i, ReplicaState.OFF)  # cancelled before it served anything
         count -= min(count, len(starting))
         ready = [i for i, s in enumerate(self.state) if s is ReplicaState.READY][-count:] if count else []
         for i in ready:
-            self.state[i] = ReplicaState.DRAINING
+            self._set(i, ReplicaState.DRAINING)
         self.warm_slots = min(self.warm_capacity, self.warm_slots + len(ready))
         return [self.first + i for i in ready]
 
     def drained(self, slot: int) -> None:
-        self.state[slot - self.first] = ReplicaState.OFF
+        self._set(slot - self.first, ReplicaState.OFF)
 
     def usd_per_hour(self) -> float:
         billed = self.count(ReplicaState.STARTING, ReplicaState.READY, ReplicaState.DRAINING)

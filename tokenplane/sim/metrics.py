@@ -1,4 +1,4 @@
-"""From per-request times to what the workbench reports: percentiles, goodput, cost and the lambda < mu audit.
+"""From the run's streaming accounts to what the workbench reports: percentiles, goodput, cost and the audit.
 
 Latency is measured from the request's arrival at the gateway: TTFT to its first
 token, E2E to its last, queue delay to its admission into a batch, and ITL as
@@ -6,6 +6,8 @@ its own mean gap between tokens. Requests still running at the end are counted
 as in flight and left out of the percentiles. SLO attainment is the share of
 resolved requests (served or shed) that were served within their class's TTFT
 and E2E SLOs (batch: within its deadline); goodput is those per second.
+Percentiles come from ``tokenplane.sim.sketch``'s histograms: each is within
+``sketch.ALPHA`` (0.5%) of the exact order statistic, relatively.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tokenplane.sim.autoscale import Scaler
-from tokenplane.sim.engine import SERVED, SHED_DEADLINE, SHED_GATEWAY, SHED_TOO_LONG, SHED_UNROUTED, RequestState
-from tokenplane.sim.workload import Kind, Requests, SimConfig, rate_multiplier
+from tokenplane.errors import SpecError
+from tokenplane.sim import sketch
+from tokenplane.sim.autoscale import Scaler, Signals
+from tokenplane.sim.engine import SERVED, SHED_GATEWAY
+from tokenplane.sim.tally import SHED_REASONS, Outcome, Tally
+from tokenplane.sim.workload import Requests, SimConfig, rate_multiplier
 from tokenplane.spec import PlatformSpec, Tier
 
 F64 = npt.NDArray[np.float64]
@@ -59,103 +64,45 @@ class EpochRecord:
         return math.inf if self.arrival_rps > 0 else 0.0
 
 
-@dataclass
-class Outcome:
-    """Per-request times (seconds from the start; NaN where it never happened) and shed reasons."""
-
-    admitted: F64
-    first: F64
-    done: F64
-    shed: I64
-    preemptions: I64
-    failover: B8
-
-    @classmethod
-    def collect(cls, state: RequestState, unrouted: I64, failover: B8, reqs: Requests, spec: PlatformSpec) -> Outcome:
-        admitted = np.asarray(state.admitted, dtype=np.float64)
-        first = np.asarray(state.first, dtype=np.float64)
-        done = np.asarray(state.done, dtype=np.float64)
-        shed = np.asarray(state.shed, dtype=np.int64)
-        shed[unrouted == SHED_UNROUTED] = SHED_UNROUTED
-        done[unrouted == SHED_UNROUTED] = reqs.arrival[unrouted == SHED_UNROUTED]
-        cache = reqs.kind == int(Kind.CACHE)
-        first[cache] = done[cache] = reqs.arrival[cache]
-        provider = reqs.kind == int(Kind.PROVIDER)
-        shed[provider] = SERVED
-        admitted[provider] = np.nan
-        ttft = np.array([p.latency.ttft_ms / 1000 for p in spec.providers] or [0.0])
-        gap = np.array([1 / p.latency.tokens_per_second for p in spec.providers] or [0.0])
-        which = reqs.dest[provider]
-        first[provider] = reqs.arrival[provider] + ttft[which]
-        done[provider] = first[provider] + np.maximum(reqs.output[provider] - 1, 0) * gap[which]
-        return cls(admitted, first, done, shed, np.asarray(state.preemptions, dtype=np.int64), failover)
-
-
-def _percentiles(values: F64, prefix: str, scale: float = 1000.0) -> dict[str, float | None]:
-    if len(values) == 0:
+def _percentiles(hist: sketch.Histograms, group: int, prefix: str) -> dict[str, float | None]:
+    if hist.total(group) <= 0:
         return {f"{prefix}_p{q}_ms": None for q in PERCENTILES}
-    found = np.percentile(values, PERCENTILES) * scale
+    found = hist.quantiles(group, list(PERCENTILES)) * 1000
     return {f"{prefix}_p{q}_ms": round(float(v), 3) for q, v in zip(PERCENTILES, found, strict=True)}
 
 
-def _latency(result: SimResult, rows: I64) -> dict[str, Any]:
-    """Latency, queueing, sheds and SLO attainment of a set of requests."""
-    reqs, out, spec = result.requests, result.outcome, result.spec
-    classes = list(spec.workload_classes)
-    arrival = reqs.arrival[rows]
-    served = (out.shed[rows] == SERVED) & np.isfinite(out.done[rows])
-    shed = out.shed[rows]
-    ttft = (out.first[rows] - arrival)[served]
-    e2e = (out.done[rows] - arrival)[served]
-    tokens = reqs.output[rows][served]
-    multi = tokens > 1
-    itl = ((out.done[rows] - out.first[rows])[served][multi]) / (tokens[multi] - 1)
-    queue = (out.admitted[rows] - arrival)[served & np.isfinite(out.admitted[rows])]
-    met = served.copy()
-    cls_of = reqs.cls[rows]
-    for ci, cls in enumerate(classes):
-        c = spec.workload_classes[cls]
-        mine = cls_of == ci
-        limit_ttft = c.ttft_p95_ms / 1000 if c.ttft_p95_ms else math.inf
-        limit_e2e = c.e2e_p95_ms / 1000 if c.e2e_p95_ms else math.inf
-        if c.deadline_hours:
-            limit_e2e = min(limit_e2e, c.deadline_hours * 3600)
-        full_ttft = out.first[rows] - arrival
-        full_e2e = out.done[rows] - arrival
-        ok = (full_ttft <= limit_ttft) & (full_e2e <= limit_e2e)
-        met[mine] &= ok[mine]
-    resolved = int(np.count_nonzero(served | (shed != SERVED)))
+def _latency(tally: Tally, group: int, duration_s: float) -> dict[str, Any]:
+    """Latency, queueing, sheds and SLO attainment of one group of requests."""
+    c = {k: float(v[group]) for k, v in tally.count.items()}
+    queued = c["queue_n"] > 0
     return {
-        "requests": len(rows),
-        "served": int(served.sum()),
-        "in_flight": int(np.count_nonzero((shed == SERVED) & ~np.isfinite(out.done[rows]))),
-        **_percentiles(ttft, "ttft"),
-        **_percentiles(itl, "itl"),
-        **_percentiles(e2e, "e2e"),
-        "queue_mean_ms": round(float(queue.mean()) * 1000, 3) if len(queue) else None,
-        "queue_p95_ms": round(float(np.percentile(queue, 95)) * 1000, 3) if len(queue) else None,
-        "shed": int(np.count_nonzero(shed != SERVED)),
-        "shed_gateway": int(np.count_nonzero(shed == SHED_GATEWAY)),
-        "shed_deadline": int(np.count_nonzero(shed == SHED_DEADLINE)),
-        "shed_too_long": int(np.count_nonzero(shed == SHED_TOO_LONG)),
-        "unrouted": int(np.count_nonzero(shed == SHED_UNROUTED)),
-        "slo_attainment": round(int(met.sum()) / resolved, 5) if resolved else None,
-        "goodput_rps": round(int(met.sum()) / result.config.duration_s, 3),
+        "requests": round(c["requests"]),
+        "served": round(c["served"]),
+        "in_flight": round(c["in_flight"]),
+        **_percentiles(tally.ttft, group, "ttft"),
+        **_percentiles(tally.itl, group, "itl"),
+        **_percentiles(tally.e2e, group, "e2e"),
+        "queue_mean_ms": round(c["queue_sum"] / c["queue_n"] * 1000, 3) if queued else None,
+        "queue_p95_ms": round(float(tally.queue.quantiles(group, [95])[0]) * 1000, 3) if queued else None,
+        "shed": round(c["shed"]),
+        **{key: round(c[key]) for key in SHED_REASONS},
+        "slo_attainment": round(c["met"] / c["resolved"], 5) if c["resolved"] > 0 else None,
+        "goodput_rps": round(c["met"] / duration_s, 3),
     }
 
 
-def _by_class(result: SimResult, rows: I64) -> dict[str, dict[str, Any]]:
-    classes = list(result.spec.workload_classes)
+def _by_class(result: SimResult, group_of: Any) -> dict[str, dict[str, Any]]:
+    tally = result.tally
     out: dict[str, dict[str, Any]] = {}
-    for ci, cls in enumerate(classes):
-        mine = rows[result.requests.cls[rows] == ci]
-        if len(mine):
-            out[cls.value] = _latency(result, mine)
+    for ci, cls in enumerate(result.spec.workload_classes):
+        group = group_of(ci)
+        if tally.count["requests"][group] > 0:
+            out[cls.value] = _latency(tally, group, result.config.duration_s)
     return out
 
 
 def queue_depth(result: SimResult, rows: I64, times: F64) -> I64:
-    """Requests waiting for admission at each instant: arrived past the gateway, not yet in a batch."""
+    """Requests waiting for admission at each instant, from a traced run's per-request outcomes."""
     out, reqs = result.outcome, result.requests
     entered = rows[(out.shed[rows] != SHED_GATEWAY) & ~out.failover[rows]]
     enter = np.sort(reqs.arrival[entered])
@@ -186,25 +133,20 @@ def _pool_cost(records: list[EpochRecord]) -> float:
 
 def summarize(result: SimResult) -> dict[str, Any]:
     """The run as plain data: what ``--json`` prints and what the tables and the HTML report show."""
-    reqs, out, spec, config = result.requests, result.outcome, result.spec, result.config
+    tally, spec, config = result.tally, result.spec, result.config
     hours = config.duration_s / 3600
-    chat = ~reqs.embedding
-    cache = reqs.kind == int(Kind.CACHE)
-    visible = np.flatnonzero(chat & ~cache)
-    served = (out.shed == SERVED) & np.isfinite(out.done)
-    times = sample_times(config.duration_s)
+    times = tally.queue_times
     pools: list[dict[str, Any]] = []
     audit: list[dict[str, Any]] = []
     timeline: dict[str, dict[str, list[float]]] = {}
     pool_usd_total = 0.0
     tokens_total = 0.0
     for setup in result.pools:
-        rows = setup.requests
+        index = setup.index
         records = setup.timeline
         usd = _pool_cost(records)
         pool_usd_total += usd
-        own = rows[served[rows] & ~out.failover[rows]]
-        tokens = float((reqs.prompt[own] + reqs.output[own]).sum())
+        tokens = float(tally.pool_tokens[index])
         if not setup.encoder:
             tokens_total += tokens
         rho = [r.rho for r in records]
@@ -221,10 +163,10 @@ def summarize(result: SimResult) -> dict[str, Any]:
                 "pool": setup.name,
                 "tier": setup.tier.value,
                 "embedding": setup.encoder,
-                "requests": len(rows),
-                "failover": int(out.failover[rows].sum()),
-                "preemptions": int(out.preemptions[rows].sum()),
-                "classes": _by_class(result, rows[~out.failover[rows]]),
+                "requests": round(float(tally.pool_requests[index])),
+                "failover": round(float(tally.pool_failover[index])),
+                "preemptions": round(float(tally.pool_preemptions[index])),
+                "classes": _by_class(result, lambda ci, p=index: tally.pool_group(p, ci)),
                 "utilization": round(float(np.mean([x for x in rho if math.isfinite(x)] or [0.0])), 4),
                 "rho_max": _finite(max(rho, default=0.0)),
                 "kv_usage_mean": round(float(np.mean([r.kv_usage for r in records] or [0.0])), 4),
@@ -264,9 +206,9 @@ def summarize(result: SimResult) -> dict[str, Any]:
             "waiting": [float(w) for w in waiting],
             "kv_usage": [round(r.kv_usage, 4) for r in records],
             "usd_per_hour": [round(r.usd_per_hour, 3) for r in records],
-            "queue_depth": [float(x) for x in queue_depth(result, rows, times)],
+            "queue_depth": [round(float(x), 1) for x in tally.queue_depth(index)],
         }
-    providers, provider_usd = _providers(result, served)
+    providers, provider_usd = _providers(result)
     tokens_total += sum(p["tokens"] for p in providers)
     total_usd = pool_usd_total + provider_usd
     return {
@@ -276,23 +218,23 @@ def summarize(result: SimResult) -> dict[str, Any]:
             "duration_s": config.duration_s,
             "profile": config.profile.value,
             "bursts": [f"{_clock(b.at_s)}x{b.factor:g}/{b.duration_s:g}s" for b in config.bursts],
+            "burst_at_s": [b.at_s for b in config.bursts],
+            "burst_s": [b.duration_s for b in config.bursts],
+            "fidelity": config.fidelity.value,
             "start": _clock(config.start_s),
             "seed": config.seed,
             "initial": config.initial.value,
         },
         "requests": {
-            "total": len(reqs),
-            "platform": int(chat.sum()),
-            "embedding_calls": int((~chat).sum()),
-            "cache_hits": int((chat & cache).sum()),
-            "to_pools": int((chat & (reqs.kind == int(Kind.POOL)) & ~out.failover).sum()),
-            "to_providers": int((chat & (reqs.kind == int(Kind.PROVIDER))).sum()),
-            "failover": int(out.failover.sum()),
-            "shed": int((chat & (out.shed != SERVED)).sum()),
-            "in_flight": int((chat & (out.shed == SERVED) & ~np.isfinite(out.done)).sum()),
-            "simulated_per_wall_second": round(len(reqs) / result.wall_seconds, 1) if result.wall_seconds else None,
+            **{key: round(value) for key, value in tally.totals.items()},
+            "simulated": tally.simulated,
+            "peak_held": result.peak_held,
+            "simulated_per_wall_second": round(tally.simulated / result.wall_seconds, 1)
+            if result.wall_seconds
+            else None,
         },
-        "classes": _by_class(result, visible),
+        "fidelity": fidelity(result),
+        "classes": _by_class(result, tally.platform_group),
         "pools": pools,
         "providers": providers,
         "cost": {
@@ -311,37 +253,66 @@ def summarize(result: SimResult) -> dict[str, Any]:
     }
 
 
-def _providers(result: SimResult, served: B8) -> tuple[list[dict[str, Any]], float]:
-    reqs, spec = result.requests, result.spec
+def _providers(result: SimResult) -> tuple[list[dict[str, Any]], float]:
+    tally, spec = result.tally, result.spec
     tiers = list(Tier)
-    rows_all = np.flatnonzero((reqs.kind == int(Kind.PROVIDER)) & served)
     out: list[dict[str, Any]] = []
     total = 0.0
     for pi, provider in enumerate(spec.providers):
-        rows = rows_all[reqs.dest[rows_all] == pi]
-        if len(rows) == 0:
+        if tally.provider_requests[pi] <= 0:
             continue
         usd = 0.0
         for ti, tier in enumerate(tiers):
-            mine = rows[reqs.tier[rows] == ti]
             model = provider.models.get(tier)
-            if model is None or len(mine) == 0:
+            if model is None:
                 continue
             usd += (
-                reqs.prompt[mine].sum() * model.input_usd_per_1m + reqs.output[mine].sum() * model.output_usd_per_1m
+                tally.provider_prompt[pi, ti] * model.input_usd_per_1m
+                + tally.provider_output[pi, ti] * model.output_usd_per_1m
             ) / 1e6
         total += usd
         out.append(
             {
                 "provider": provider.name,
-                "requests": len(rows),
-                "failover": int(result.outcome.failover[rows].sum()),
-                "tokens": int((reqs.prompt[rows] + reqs.output[rows]).sum()),
+                "requests": round(float(tally.provider_requests[pi])),
+                "failover": round(float(tally.provider_failover[pi])),
+                "tokens": round(float(tally.provider_tokens[pi])),
                 "usd": round(float(usd), 4),
-                "classes": _by_class(result, rows),
+                "classes": _by_class(result, lambda ci, p=pi: tally.provider_group(p, ci)),
             }
         )
     return out, float(total)
+
+
+def fidelity(result: SimResult) -> dict[str, Any]:
+    """What the numbers rest on: every request, sampled replicas, or replayed steady stretches too."""
+    from tokenplane.sim.stretches import DETAIL_EVERY, REPLAY_PERIODS, detail_plan
+
+    config = result.config
+    mode = config.fidelity.value
+    detailed = detail_plan(config, result.epochs, mode == "aggregate")
+    simulated = result.periods_simulated if mode == "aggregate" else len(detailed)
+    notes = {
+        "request": "every request simulated on every replica",
+        "sampled": (
+            f"per-pool model: the autoscaler, shedding, replicas and cost follow every arrival; latency from "
+            f"{config.sample_replicas} replica(s) per pool simulated request by request, fed their share"
+        ),
+        "aggregate": (
+            f"per-pool model as in sampled ({config.sample_replicas} replica(s) per pool), and only "
+            f"{simulated} of {len(detailed)} periods simulated (around bursts, rate changes and scale events, "
+            f"and one in {DETAIL_EVERY} of a steady stretch); the others replay the mean of the last "
+            f"{REPLAY_PERIODS} simulated ones, scaled to their arrivals"
+        ),
+    }
+    return {
+        "mode": mode,
+        "sample_replicas_per_pool": config.sample_replicas if mode != "request" else None,
+        "periods_simulated": simulated,
+        "periods": len(detailed),
+        "percentile_relative_accuracy": sketch.ALPHA,
+        "note": notes[mode],
+    }
 
 
 def _finite(value: float) -> float | None:
@@ -358,15 +329,15 @@ CDF_POINTS = 2000  # quantiles per class in the report's CDFs: a smooth curve, a
 
 
 def ttft_ms_by_class(result: SimResult) -> dict[str, list[float]]:
-    """TTFT quantiles (ms) of served platform requests per class, for plotting CDFs."""
-    reqs, out = result.requests, result.outcome
-    served = (out.shed == SERVED) & np.isfinite(out.first) & ~reqs.embedding & (reqs.kind != int(Kind.CACHE))
+    """TTFT quantiles (ms) of served platform requests per class (cache hits aside), for plotting CDFs."""
+    tally = result.tally
     curves: dict[str, list[float]] = {}
     for ci, cls in enumerate(result.spec.workload_classes):
-        values = (out.first - reqs.arrival)[served & (reqs.cls == ci)] * 1000
-        if len(values):
-            grid = np.linspace(0, 100, min(CDF_POINTS, len(values)))
-            curves[cls.value] = [float(v) for v in np.percentile(values, grid)]
+        group = tally.platform_group(ci)
+        served = tally.ttft.total(group)
+        if served > 0:
+            grid = np.linspace(0, 100, max(2, min(CDF_POINTS, round(served))))
+            curves[cls.value] = [float(v) * 1000 for v in tally.ttft.quantiles(group, grid)]
     return curves
 
 
@@ -380,25 +351,57 @@ class PoolSetup:
     tier: Tier
     encoder: bool
     scaler: Scaler
-    requests: I64  # its requests, by arrival
+    slot0: int  # its first engine slot
+    slots: int  # engine slots: every replica at request level, the sampled ones otherwise
+    sampled: bool
     failover: int  # provider index for overflow of non-batch levels, -1 if none may take it
     shed_at: F64
+    kept_share: float  # of a prompt's tokens left to prefill after prefix-cache hits
+    recent: I64  # arrivals per level in the last ``SHED_WINDOWS`` windows, for the shedding rate
     timeline: list[EpochRecord] = field(default_factory=list)
+    signals: Signals | None = None  # what the autoscaler read last; a steady stretch holds it
+    ttft_samples: int = 0  # first tokens behind the last simulated period's P95 TTFT
+    requests: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # trace rows routed here
+
+    def targets(self, at: float) -> tuple[I64, float]:
+        """Engine slots that take new requests at ``at``, and the share of the pool's arrivals they get."""
+        if not self.sampled:
+            return np.array(self.scaler.dispatchable(at), dtype=np.int64), 1.0
+        ready = self.scaler.dispatchable_count(at)
+        active = min(self.slots, ready)
+        return np.arange(self.slot0, self.slot0 + active, dtype=np.int64), active / ready if ready else 1.0
 
 
 @dataclass
 class SimResult:
-    """Everything a run produced: the config, the per-request outcomes, the timelines and the wall time."""
+    """What a run produced: the config, the streaming accounts, the timelines and the wall time."""
 
     spec: PlatformSpec
     config: SimConfig
     rps: float
-    requests: Requests
-    outcome: Outcome
+    tally: Tally
     pools: list[PoolSetup]
     epochs: list[float]
     wall_seconds: float
     replica_iterations: int
+    periods_simulated: int = 0  # at aggregate fidelity, the periods simulated request by request
+    peak_held: int = 0  # the most requests the engine held at once (at a period's end): what memory follows
+    trace: tuple[Requests, Outcome] | None = None
+
+    @property
+    def requests(self) -> Requests:
+        """Every request of the run, by arrival (``SimConfig.trace`` only)."""
+        return self._trace()[0]
+
+    @property
+    def outcome(self) -> Outcome:
+        """What happened to each of ``requests`` (``SimConfig.trace`` only)."""
+        return self._trace()[1]
+
+    def _trace(self) -> tuple[Requests, Outcome]:
+        if self.trace is None:
+            raise SpecError("per-request outcomes are kept only with SimConfig(trace=True); use summary() otherwise")
+        return self.trace
 
     def summary(self) -> dict[str, Any]:
         """The run as plain data: what ``--json`` prints; see ``tokenplane.sim.metrics.summarize``."""

@@ -21,6 +21,8 @@ from tokenplane.errors import SpecError
 from tokenplane.plan_report import console_for_output, fmt_num, simple_table
 
 TIMELINE_ROWS = 8  # instants in the terminal's replicas-over-time table; the HTML page plots every period
+PLOT_POINTS = 600  # steps per line in a timeline: a day has 5,760 periods, more than a plot's pixels
+BURST_ZOOM_S = 900.0  # the zoomed burst plot shows 15 minutes either side of it
 HTML_POOLS = 12  # pools drawn in the HTML page's timelines, busiest first: more lines would not be legible
 
 
@@ -197,8 +199,8 @@ def print_simulation(summary: dict[str, Any], console: Console | None = None) ->
     console.print(
         Text.assemble(
             verdict,
-            f"; simulated {req['total']:,} requests in {summary['wall_seconds']:.2f} s "
-            f"({req['simulated_per_wall_second'] or 0:,.0f} per second)",
+            f"; simulated {req['simulated']:,} requests in {summary['wall_seconds']:.2f} s "
+            f"({req['simulated_per_wall_second'] or 0:,.0f} per second); fidelity: {summary['fidelity']['note']}",
         )
     )
 
@@ -211,6 +213,41 @@ def _svg(figure: Any) -> str:
     figure.savefig(buffer, format="svg", bbox_inches="tight")
     text = buffer.getvalue()
     return text[text.index("<svg") :]
+
+
+def downsample(times: list[float], values: list[float], points: int) -> tuple[list[float], list[float]]:
+    """At most ``points`` steps: each bucket of consecutive samples keeps its largest value, so peaks stay."""
+    if len(values) <= points:
+        return list(times), list(values)
+    size = math.ceil(len(values) / points)
+    xs = [times[i] for i in range(0, len(values), size)]
+    ys = [max(values[i : i + size]) for i in range(0, len(values), size)]
+    return xs, ys
+
+
+def _finish(ax: Any, key: str, xlabel: str, ylabel: str) -> None:
+    if key == "rho":
+        ax.axhline(1.0, color="red", linestyle="--", linewidth=1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+
+
+def _burst_windows(summary: dict[str, Any]) -> list[tuple[float, float]]:
+    """Each burst inside a run longer than the zoom: from ``BURST_ZOOM_S`` before it to as long after it."""
+    cfg = summary["config"]
+    duration = cfg["duration_s"]
+    if duration <= 4 * BURST_ZOOM_S:
+        return []
+    hours, minutes = (int(x) for x in cfg["start"].split()[-1].split(":"))
+    start = hours * 3600 + minutes * 60
+    windows = []
+    for at_s, length in zip(cfg["burst_at_s"], cfg["burst_s"], strict=True):
+        offset = (at_s - start) % 86_400
+        if offset < duration:
+            windows.append((max(0.0, offset - BURST_ZOOM_S), min(duration, offset + length + BURST_ZOOM_S)))
+    return windows
 
 
 def simulation_html(summary: dict[str, Any], latencies: dict[str, list[float]]) -> str:
@@ -243,27 +280,37 @@ def simulation_html(summary: dict[str, Any], latencies: dict[str, list[float]]) 
 
     pools = summary["timeline"]["pools"]
     busiest = sorted(pools, key=lambda k: -sum(pools[k]["arrival_rps"]))[:HTML_POOLS]
-    times = [t / 60 for t in summary["timeline"]["t_s"]]
-    queue_times = [t / 60 for t in summary["queue_times_s"]]
-    for title, key, xs, ylabel in (
-        ("Queue depth (requests waiting for admission)", "queue_depth", queue_times, "requests"),
-        ("Ready replicas", "ready", times, "replicas"),
-        ("Utilization ρ = λ / μ", "rho", times, "ρ"),
-        ("Cost of each pool ($/h)", "usd_per_hour", times, "$/h"),
-    ):
+    hours = summary["config"]["duration_s"] > 2 * 3600  # a day reads in hours, a burst in minutes
+    unit, scale = ("hours", 3600.0) if hours else ("minutes", 60.0)
+    epoch_t: list[float] = summary["timeline"]["t_s"]
+    queue_t: list[float] = summary["queue_times_s"]
+    series = (
+        ("Queue depth (requests waiting for admission)", "queue_depth", queue_t, "requests"),
+        ("Ready replicas", "ready", epoch_t, "replicas"),
+        ("Utilization ρ = λ / μ", "rho", epoch_t, "ρ"),
+        ("Cost of each pool ($/h)", "usd_per_hour", epoch_t, "$/h"),
+    )
+    for title, key, ts, ylabel in series:
         fig, ax = plt.subplots(figsize=(8, 4))
         for pool in busiest:
-            ax.step(xs, pools[pool][key], where="post", label=pool)
-        if key == "rho":
-            ax.axhline(1.0, color="red", linestyle="--", linewidth=1)
-        ax.set_xlabel("minutes from the start")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, ncol=2)
+            xs, ys = downsample(ts, pools[pool][key], PLOT_POINTS)
+            ax.step([x / scale for x in xs], ys, where="post", label=pool)
+        _finish(ax, key, f"{unit} from the start", ylabel)
         figures.append((title, _svg(fig)))
+        plt.close(fig)
+    for at_s, until_s in _burst_windows(summary):
+        fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+        for ax, key, ylabel in zip(axes, ("ready", "rho"), ("replicas", "ρ"), strict=True):
+            for pool in busiest:
+                picked = [(t, y) for t, y in zip(epoch_t, pools[pool][key], strict=True) if at_s <= t <= until_s]
+                ax.step([t / 60 for t, _ in picked], [y for _, y in picked], where="post", label=pool)
+            _finish(ax, key, "minutes from the start", ylabel)
+        label = f"{_clock(summary, at_s)} to {_clock(summary, until_s)}"
+        figures.append((f"The burst, zoomed: ready replicas and ρ every period, {label}", _svg(fig)))
         plt.close(fig)
 
     cfg, cost, req = summary["config"], summary["cost"], summary["requests"]
+    fidelity = summary["fidelity"]["note"]
     rows = "".join(
         f"<tr><td>{html.escape(cls)}</td><td>{s['requests']:,}</td><td>{_ms(s['ttft_p50_ms'])}</td>"
         f"<td>{_ms(s['ttft_p95_ms'])}</td><td>{_ms(s['ttft_p99_ms'])}</td><td>{_ms(s['itl_p50_ms'])}</td>"
@@ -281,7 +328,7 @@ td:first-child,th:first-child{{text-align:left}}</style></head><body>
 <p>profile {html.escape(cfg["profile"])}, start {html.escape(cfg["start"])}, bursts
 {html.escape(" ".join(cfg["bursts"]) or "none")}, seed {cfg["seed"]}. {req["platform"]:,} requests,
 {req["shed"]:,} shed. Cost ${cost["usd_per_hour"]:,.2f}/h; ${fmt_num(cost["usd_per_million_tokens"] or math.inf, 3)}
-per 1M tokens. Simulated in {summary["wall_seconds"]:.2f} s.</p>
+per 1M tokens. Simulated in {summary["wall_seconds"]:.2f} s. Fidelity: {html.escape(fidelity)}.</p>
 <table><tr><th>class</th><th>requests</th><th>TTFT p50</th><th>p95</th><th>p99</th><th>ITL p50</th>
 <th>E2E p95</th><th>shed</th><th>SLO met</th></tr>{rows}</table>
 {sections}</body></html>

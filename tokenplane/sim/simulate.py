@@ -1,19 +1,41 @@
 """The workbench: a discrete-event simulation of a spec's whole platform over a day or a minute.
 
-``simulate(spec, SimConfig(...))`` draws every request of the run up front
-(``tokenplane.sim.workload``), then walks time in autoscaler periods of
-``EVALUATION_S``. In each period the gateway sheds by priority and fails over
-to providers (``tokenplane.sim.gateway``), a least-request balancer queues the
-rest on the ready replicas, and every replica of every pool runs continuous
-batching iteration by iteration (``tokenplane.sim.engine``), timed by
+``simulate(spec, SimConfig(...))`` walks time in autoscaler periods of
+``EVALUATION_S``. Each period it draws that period's arrivals
+(``tokenplane.sim.arrivals``), the gateway sheds by priority and fails over to
+providers (``tokenplane.sim.gateway``), a least-request balancer queues the rest
+on the ready replicas, and every replica of every pool runs continuous batching
+iteration by iteration (``tokenplane.sim.engine``), timed by
 ``tokenplane.capacity`` only. At the end of the period each pool's autoscaler
-reads its signals and starts or drains replicas (``tokenplane.sim.autoscale``).
-``tokenplane.sim.metrics`` turns the per-request times into percentiles,
-goodput, cost and the lambda < mu audit.
+reads its signals and starts or drains replicas (``tokenplane.sim.autoscale``),
+every request resolved so far is added to the run's streaming accounts
+(``tokenplane.sim.tally``) and forgotten. What a run holds is one period's
+arrivals plus what is in flight, whatever its length.
 
-What is left out, on purpose: the gateway's own latency and the embedding
-call's latency are not added to a chat request's TTFT (embedding calls are
-simulated as load on the embedding pools); tenants' rate limits, quotas and
+Three fidelities (``Fidelity``), stated in the output:
+
+- ``request``: every request of the traffic is simulated on every replica.
+- ``sampled``: a per-pool model sampled at request level. The autoscaler, the
+  gateway's shedding, the replica counts and the cost follow the whole pool and
+  every arrival (counted, not drawn); only ``sample_replicas`` replicas per pool
+  are simulated request by request, each fed every n-th arrival of its pool as
+  the least-request balancer deals them over ``n`` ready replicas
+  (``tokenplane.sim.arrivals.Replicas``), and each of their requests stands for
+  ``n / sample_replicas`` in the latency and cost accounts.
+- ``aggregate``: sampled, and steady stretches replayed (``tokenplane.sim.stretches``):
+  around bursts, rate changes and scale events every period is simulated; in a
+  steady stretch one in eight, and the others add the last simulated periods'
+  accounts scaled to their own arrivals, while the autoscaler runs on every one.
+
+A day at 10,000 RPS then costs what a few replicas per pool cost, for a fraction
+of its periods. What the sampled fidelities leave out: the
+  balancer's reaction to uneven load across the whole pool (the sampled replicas
+  get their turn whatever their load), and a draining replica's tail (it stops
+  costing one period after it is set draining).
+
+What is left out at every fidelity, on purpose: the gateway's own latency and the
+embedding call's latency are not added to a chat request's TTFT (embedding calls
+are simulated as load on the embedding pools); tenants' rate limits, quotas and
 allowed tiers are not applied (routing follows ``routing.mix`` and the rules, as
 the planner does); cache hits are answered at once; the simulated clock is each
 region's local time and day 0 is a Monday; providers have unlimited capacity
@@ -26,111 +48,301 @@ import gc
 import itertools
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
+from tokenplane.errors import SpecError
 from tokenplane.planner import PoolPlan, plan
 from tokenplane.pool_model import PoolTiming, node_for, prefix_kept_share, replicas_per_node, timing
 from tokenplane.sim import gateway, metrics
+from tokenplane.sim.arrivals import Replicas, Streams, draw
 from tokenplane.sim.autoscale import EVALUATION_S, ReplicaState, Scaler, Signals
-from tokenplane.sim.engine import SHED_GATEWAY, SHED_UNROUTED, Engine, RequestState
+from tokenplane.sim.budget import check_memory
+from tokenplane.sim.engine import COLLECT_REQUESTS, SHED_GATEWAY, Engine, RequestState
 from tokenplane.sim.metrics import PoolSetup, SimResult
+from tokenplane.sim.stretches import Replayer, detail_plan
+from tokenplane.sim.tally import Outcome, Tally, settle
 from tokenplane.sim.workload import (
     LEVELS,
+    SAMPLE_REPLICAS,
+    Fidelity,
     Initial,
     Kind,
     Requests,
     SimConfig,
     placements,
-    routing,
-    sample,
 )
-from tokenplane.spec import PlatformSpec, Priority, Tier
-
-__all__ = ["Initial", "PoolSetup", "SimConfig", "SimResult", "simulate"]
+from tokenplane.spec import PlatformSpec, Tier
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
+OTHER_SHARE = 0.05  # share of cache hits, provider and unrouted requests drawn when sampling: each is one formula
 
-def simulate(spec: PlatformSpec, config: SimConfig) -> SimResult:
-    """Run the platform of ``spec`` under the traffic of ``config``; see the module docstring."""
-    # A run allocates millions of small tuples while it holds lists of a million requests; the
+Progress = Callable[[float, int], None]  # (simulated seconds done, requests simulated so far)
+
+# The workbench's public names: the entry, and the run's config and result (defined beside what uses them).
+__all__ = ["Fidelity", "Initial", "PoolSetup", "Progress", "SimConfig", "SimResult", "simulate"]
+
+
+def simulate(spec: PlatformSpec, config: SimConfig, *, progress: Progress | None = None) -> SimResult:
+    """Run the platform of ``spec`` under the traffic of ``config``; see the module docstring.
+
+    Raises:
+        SpecError: the run would not fit this machine's memory (with the estimate and what to change).
+    """
+    check_memory(spec, config)
+    # A run allocates millions of small tuples while it holds lists of many requests; the
     # cyclic collector would rescan those lists again and again and find no cycle in them.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _simulate(spec, config)
+        return _simulate(spec, config, progress)
     finally:
         if collecting:
             gc.enable()
 
 
-def _simulate(spec: PlatformSpec, config: SimConfig) -> SimResult:
+class _Run:
+    """The state of one run between periods: the engine, the requests in flight and the accounts."""
+
+    def __init__(self, spec: PlatformSpec, config: SimConfig, rps: float) -> None:
+        self.spec, self.config, self.rps = spec, config, rps
+        self.streams = Streams.build(spec)
+        self.replicas = Replicas(self.streams.pools, max([config.sample_replicas, 1]))
+        self.planned = plan(spec)
+        self.setups, params = _setup_pools(spec, self.planned.pools, config)
+        empty = RequestState([], [], [], [], [], [], [])
+        self.engine = Engine(params, [s.slots for s in self.setups], empty, np.zeros(0))
+        self.rng = np.random.default_rng(config.seed)
+        self.tally = Tally(spec, len(self.setups), metrics.sample_times(config.duration_s))
+        self.live = _empty_requests()  # the engine's requests, by id
+        self.failover_of = np.array([s.failover for s in self.setups] or [-1], dtype=np.int64)
+        self.pool_tier = np.array([list(Tier).index(s.tier) for s in self.setups] or [0], dtype=np.int64)
+        slos = [spec.workload_classes[c].ttft_p95_ms for c in spec.workload_classes]
+        self.deadline = np.array([[spec.queues.max_wait_s(level, slo) for level in LEVELS] for slo in slos])
+        self.trace: list[tuple[Requests, Outcome]] = []
+        self.simulated = 0
+        self.held = 0  # requests the engine held after the last collection
+        self.periods_simulated = 0
+        self.peak_held = 0  # the most requests the engine held at the end of a period
+
+    def uniform(self, n: int) -> F64:
+        """Draws for the gateway's shedding and the sampled replicas' share, from the run's seeded generator."""
+        draws: F64 = self.rng.random(n)
+        return draws
+
+    def account(self, reqs: Requests, out: Outcome) -> None:
+        settle(self.spec, reqs, out, self.failover_of, self.pool_tier)
+        self.tally.add(reqs, out)
+        if self.config.trace:
+            self.trace.append((reqs, out))
+
+    def shed_now(self, reqs: Requests) -> None:
+        """Account requests shed at the gateway on arrival."""
+        out = _fresh_outcome(len(reqs))
+        out.shed[:] = SHED_GATEWAY
+        out.done[:] = reqs.arrival
+        self.account(reqs, out)
+
+    def collect(self, final: bool) -> None:
+        """Account every resolved request (every one at the end) and drop it from the engine."""
+        req = self.engine.req
+        done = np.array(req.done, dtype=np.float64)
+        resolved = np.ones(len(done), dtype=np.bool_) if final else np.isfinite(done)
+        rows = np.flatnonzero(resolved)
+        if len(rows):
+            out = Outcome(
+                admitted=np.array(req.admitted, dtype=np.float64)[rows],
+                first=np.array(req.first, dtype=np.float64)[rows],
+                done=done[rows],
+                shed=np.array(req.shed, dtype=np.int64)[rows],
+                preemptions=np.array(req.preemptions, dtype=np.int64)[rows],
+                failover=np.zeros(len(rows), dtype=np.bool_),
+            )
+            self.account(self.live.take(rows), out)
+        if not final:
+            keep = np.flatnonzero(~resolved)
+            self.engine.compact(keep)
+            self.live = self.live.take(keep)
+
+
+def _simulate(spec: PlatformSpec, config: SimConfig, progress: Progress | None) -> SimResult:
     started = time.perf_counter()
-    rng = np.random.default_rng(config.seed)
     rps = config.rps if config.rps is not None else spec.platform.peak_rps
-    routes = routing(spec)
-    reqs = sample(
-        spec,
-        rng,
-        rps=rps,
-        duration_s=config.duration_s,
-        start_s=config.start_s,
-        profile=config.profile,
-        bursts=config.bursts,
-        routes=routes,
-    )
-    planned = plan(spec)
-    setups, params = _setup_pools(spec, reqs, planned.pools)
-    state = _request_state(spec, reqs, setups)
-    engine = Engine(params, [s.scaler.max_replicas for s in setups], state, reqs.arrival)
-    uniform = rng.random(len(reqs))  # the gateway's shedding draws, fixed by the seed
+    run = _Run(spec, config, rps)
+    engine, setups = run.engine, run.setups
     start_rate = rps * float(
         metrics.rate_at(config, np.array([config.start_s + min(config.duration_s, EVALUATION_S) / 2]))[0]
     )
-    for setup, pool_plan in zip(setups, planned.pools, strict=True):
+    for setup, pool_plan in zip(setups, run.planned.pools, strict=True):
         if config.initial is Initial.SETTLED:
             share = pool_plan.arrival_rps / spec.platform.peak_rps
             count = max(setup.scaler.capacity_replicas(start_rate * share), setup.scaler.floor(config.start_s))
         else:
             count = setup.scaler.floor(config.start_s)
-        for slot in setup.scaler.settle(count):
+        slots = setup.scaler.settle(count)
+        if setup.sampled:
+            slots = list(range(setup.slot0, setup.slot0 + setup.slots))  # always on; fed while ready replicas exist
+        for slot in slots:
             engine.start(slot, 0.0)
-    outcome_shed = np.zeros(len(reqs), dtype=np.int64)
-    outcome_shed[reqs.kind == int(Kind.UNROUTED)] = SHED_UNROUTED
-    failover = np.zeros(len(reqs), dtype=np.bool_)
     epochs = _epoch_ends(config.duration_s)
-    arrival_counts = {s.index: _level_counts(reqs, s.requests, config.duration_s) for s in setups}
+    other = OTHER_SHARE if config.fidelity is not Fidelity.REQUEST else 1.0
+    aggregate = config.fidelity is Fidelity.AGGREGATE
+    detailed = detail_plan(config, epochs, aggregate)
+    replayer = Replayer(run.tally, len(setups))
+    paused_at: float | None = None  # where the engine stopped when a steady stretch began
+    restless = False  # the last period saw a scale event or a moving TTFT: simulate the next one
     t0 = 0.0
-    for t1 in epochs:
-        for setup in setups:
-            _gateway_and_dispatch(engine, setup, reqs, uniform, arrival_counts[setup.index], t0, t1)
-        engine.run_until(t1)
-        for setup in setups:
-            _close_epoch(engine, setup, reqs, config, t0, t1)
+    for t1, detail in zip(epochs, detailed, strict=True):
+        rate = float(metrics.rate_at(config, np.array([config.start_s + (t0 + t1) / 2]))[0])
+        if detail or not replayer.ready or restless:
+            if paused_at is not None:
+                engine.warp(t0 - paused_at)
+                run.live.arrival += t0 - paused_at
+                paused_at = None
+            if aggregate:
+                replayer.begin()
+            counts = _simulated_period(run, t0, t1, other)
+            run.peak_held = max(run.peak_held, len(engine.req))
+            if aggregate:
+                run.collect(final=False)  # every resolved request in this period's accounts, before a warp
+                replayer.end(counts, rate)
+                restless = replayer.unsettled(*_pool_state_now(setups))
+                run.periods_simulated += 1
+            elif len(engine.req) > run.held + COLLECT_REQUESTS:
+                run.collect(final=False)
+                run.held = len(engine.req)
+        else:
+            if paused_at is None:
+                paused_at = t0
+            replayer.replay(_steady_period(run, t0, t1), rate)
+            restless = replayer.scaled(_pool_state_now(setups)[0])
+        if progress is not None:
+            progress(t1, run.simulated)
         t0 = t1
-    for setup in setups:
-        shed = setup.requests[np.asarray(state.shed, dtype=np.int64)[setup.requests] == SHED_GATEWAY]
-        if setup.failover >= 0:
-            moved = shed[reqs.priority[shed] != LEVELS.index(Priority.BATCH)]
-            reqs.kind[moved] = int(Kind.PROVIDER)
-            reqs.dest[moved] = setup.failover
-            reqs.tier[moved] = list(Tier).index(setup.tier)
-            failover[moved] = True
-    outcome = metrics.Outcome.collect(state, outcome_shed, failover, reqs, spec)
+    replayer.flush()
+    run.collect(final=True)
+    trace = _trace(run) if config.trace else None
+    run.tally.simulated = run.simulated
     return SimResult(
         spec=spec,
         config=config,
         rps=rps,
-        requests=reqs,
-        outcome=outcome,
+        tally=run.tally,
         pools=setups,
         epochs=epochs,
         wall_seconds=time.perf_counter() - started,
         replica_iterations=engine.iterations,
+        periods_simulated=run.periods_simulated,
+        peak_held=run.peak_held,
+        trace=trace,
     )
+
+
+def _pool_state_now(setups: list[PoolSetup]) -> tuple[F64, F64, I64]:
+    """Each pool's ready replicas, P95 TTFT and the first tokens behind it, at the end of the last period."""
+    last = [s.timeline[-1] for s in setups]
+    return (
+        np.array([r.ready for r in last], dtype=np.float64),
+        np.array([r.ttft_p95_s for r in last]),
+        np.array([s.ttft_samples for s in setups], dtype=np.int64),
+    )
+
+
+def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
+    """One period at request level (on every replica, or on the sampled ones); returns each pool's arrivals."""
+    engine, setups, config = run.engine, run.setups, run.config
+    shares = np.array([s.targets(t0)[1] for s in setups] or [1.0])
+    ready = np.array([s.scaler.dispatchable_count(t0) for s in setups] or [0], dtype=np.int64)
+    slots = np.array([s.slots for s in setups] or [0], dtype=np.int64)
+    window = draw(
+        run.streams,
+        run.rng,
+        rps=run.rps,
+        t0=t0,
+        t1=t1,
+        start_s=config.start_s,
+        profile=config.profile,
+        bursts=config.bursts,
+        keep=run.streams.keep_shares(shares, other),
+        dealt=(run.replicas, ready, slots) if config.fidelity is not Fidelity.REQUEST else None,
+    )
+    reqs = window.requests
+    run.simulated += len(reqs)
+    off = np.flatnonzero(reqs.kind != int(Kind.POOL))
+    if len(off):
+        run.account(reqs.take(off), _fresh_outcome(len(off)))
+    plans = [
+        _gateway(run, s, reqs, window.slot, window.counts[s.index], t0, t1, float(shares[s.index])) for s in setups
+    ]
+    rows = np.concatenate([rows for rows, _ in plans] or [np.zeros(0, dtype=np.int64)])
+    first = engine.add_requests(_pool_state(run, reqs.take(rows)), reqs.arrival[rows])
+    run.live = _concat(run.live, reqs.take(rows))
+    at = first
+    for setup, (mine, slots) in zip(setups, plans, strict=True):
+        engine.dispatch(setup.index, np.arange(at, at + len(mine), dtype=np.int64), slots)
+        at += len(mine)
+    engine.run_until(t1)
+    arrived: F64 = window.counts.sum(axis=(1, 2)).astype(np.float64)
+    for setup in setups:
+        setup.signals = _close_epoch(engine, setup, int(arrived[setup.index]), config, t0, t1)
+    return arrived
+
+
+def _steady_period(run: _Run, t0: float, t1: float) -> F64:
+    """One period of a steady stretch: arrivals counted, the autoscaler run on them, no request simulated."""
+    config = run.config
+    window = draw(
+        run.streams,
+        run.rng,
+        rps=run.rps,
+        t0=t0,
+        t1=t1,
+        start_s=config.start_s,
+        profile=config.profile,
+        bursts=config.bursts,
+        keep=np.zeros(len(run.streams)),
+    )
+    arrived: F64 = window.counts.sum(axis=(1, 2)).astype(np.float64)
+    for setup in run.setups:
+        setup.recent = np.concatenate([setup.recent, window.counts[setup.index]], axis=1)[:, -gateway.SHED_WINDOWS :]
+        setup.signals = _close_epoch(run.engine, setup, int(arrived[setup.index]), config, t0, t1, held=setup.signals)
+    return arrived
+
+
+def _trace(run: _Run) -> tuple[Requests, Outcome]:
+    reqs = _empty_requests()
+    for part, _ in run.trace:
+        reqs = _concat(reqs, part)
+    out = Outcome.concat([o for _, o in run.trace]) if run.trace else _fresh_outcome(0)
+    order = np.argsort(reqs.arrival, kind="stable")
+    reqs, out = reqs.take(order), out.take(order)
+    for setup in run.setups:
+        setup.requests = np.flatnonzero(reqs.origin == setup.index)
+    return reqs, out
+
+
+def _fresh_outcome(n: int) -> Outcome:
+    return Outcome(
+        admitted=np.full(n, np.nan),
+        first=np.full(n, np.nan),
+        done=np.full(n, np.nan),
+        shed=np.zeros(n, dtype=np.int64),
+        preemptions=np.zeros(n, dtype=np.int64),
+        failover=np.zeros(n, dtype=np.bool_),
+    )
+
+
+def _empty_requests() -> Requests:
+    i = np.zeros(0, dtype=np.int64)
+    return Requests(np.zeros(0), i, i, i, i, i, i, i, i, np.zeros(0, dtype=np.bool_), i, np.zeros(0, dtype=np.float64))
+
+
+def _concat(a: Requests, b: Requests) -> Requests:
+    return a.concat(b) if len(a) else b
 
 
 def _epoch_ends(duration_s: float) -> list[float]:
@@ -139,7 +351,7 @@ def _epoch_ends(duration_s: float) -> list[float]:
 
 
 def _setup_pools(
-    spec: PlatformSpec, reqs: Requests, planned: list[PoolPlan]
+    spec: PlatformSpec, planned: list[PoolPlan], config: SimConfig
 ) -> tuple[list[PoolSetup], list[PoolTiming]]:
     setups: list[PoolSetup] = []
     params: list[PoolTiming] = []
@@ -149,8 +361,10 @@ def _setup_pools(
             for level in LEVELS
         ]
     )
-    pool_of = reqs.dest
-    pool_requests = reqs.kind == int(Kind.POOL)
+    sampled = config.fidelity is not Fidelity.REQUEST
+    if sampled and config.sample_replicas < 1:
+        raise SpecError(f"sample_replicas {config.sample_replicas} must be at least 1, e.g. {SAMPLE_REPLICAS}")
+    first = slot0 = 0
     for index, ((region_name, pool_name), pool_plan) in enumerate(zip(placements(spec), planned, strict=True)):
         region = spec.region(region_name)
         pool = spec.pool(pool_name)
@@ -159,7 +373,7 @@ def _setup_pools(
         encoder = spec.is_embedding(pool)
         params.append(timing(spec, pool))
         scaler = Scaler(
-            first=sum(s.scaler.max_replicas for s in setups),
+            first=first,
             min_replicas=placement.min_replicas,
             max_replicas=placement.max_replicas,
             spec=pool.autoscaling,
@@ -169,6 +383,9 @@ def _setup_pools(
             gpus_per_node=node.gpus,
             usd_per_node_hour=spec.instance_price(node.name),
         )
+        # An embedding call's latency is not on a chat request's path: one sampled encoder is enough.
+        per_pool = 1 if encoder else config.sample_replicas
+        slots = min(per_pool, placement.max_replicas) if sampled else placement.max_replicas
         setups.append(
             PoolSetup(
                 index=index,
@@ -177,11 +394,17 @@ def _setup_pools(
                 tier=pool.tier,
                 encoder=encoder,
                 scaler=scaler,
-                requests=np.flatnonzero(pool_requests & (pool_of == index)),
+                slot0=slot0,
+                slots=slots,
+                sampled=sampled,
                 failover=_failover_provider(spec, region_name, pool.tier),
                 shed_at=shed_at,
+                kept_share=prefix_kept_share(spec, pool),
+                recent=np.zeros((len(LEVELS), gateway.SHED_WINDOWS), dtype=np.int64),
             )
         )
+        first += placement.max_replicas
+        slot0 += slots
     return setups, params
 
 
@@ -195,15 +418,11 @@ def _failover_provider(spec: PlatformSpec, region_name: str, tier: Tier) -> int:
     return -1
 
 
-def _request_state(spec: PlatformSpec, reqs: Requests, setups: list[PoolSetup]) -> RequestState:
+def _pool_state(run: _Run, reqs: Requests) -> RequestState:
     """The engine's per-request inputs: prompt tokens to hold and to prefill after prefix-cache hits."""
-    kept = np.ones(len(reqs))
-    for setup in setups:
-        kept[setup.requests] = prefix_kept_share(spec, spec.pool(setup.name))
+    kept = np.array([s.kept_share for s in run.setups] or [1.0])[np.maximum(reqs.dest, 0)]
     prefill = np.maximum(1, np.ceil(reqs.prompt * kept)).astype(np.int64)
     # The gateway's queue deadline (the level's max wait, or the class's TTFT SLO when sooner), per (class, level).
-    slos = [spec.workload_classes[c].ttft_p95_ms for c in spec.workload_classes]
-    deadline = np.array([[spec.queues.max_wait_s(level, slo) for level in LEVELS] for slo in slos])
     return RequestState(
         arrival=reqs.arrival.tolist(),
         priority=reqs.priority.tolist(),
@@ -211,21 +430,15 @@ def _request_state(spec: PlatformSpec, reqs: Requests, setups: list[PoolSetup]) 
         prefill=prefill.tolist(),
         cached=(reqs.prompt - prefill).tolist(),
         tokens=reqs.output.tolist(),
-        max_wait=deadline[reqs.cls, reqs.priority].tolist(),
+        max_wait=run.deadline[reqs.cls, reqs.priority].tolist(),
     )
-
-
-def _level_counts(reqs: Requests, rids: I64, duration_s: float) -> I64:
-    windows = max(1, math.ceil(duration_s / gateway.SHED_WINDOW_S))
-    window = np.minimum((reqs.arrival[rids] // gateway.SHED_WINDOW_S).astype(np.int64), windows - 1)
-    counts: I64 = np.bincount(reqs.priority[rids] * windows + window, minlength=len(LEVELS) * windows).reshape(
-        len(LEVELS), windows
-    )
-    return counts
 
 
 def _trailing_rate(counts: I64, windows: I64) -> F64:
-    """Arrivals per second per level over the ``SHED_WINDOWS`` windows before each window (the first sees itself)."""
+    """Arrivals per second per level over the ``SHED_WINDOWS`` windows before each window (the first sees itself).
+
+    ``counts`` holds the ``SHED_WINDOWS`` windows before the period, then the period's own.
+    """
     cumulative = np.concatenate([np.zeros((counts.shape[0], 1)), np.cumsum(counts, axis=1)], axis=1)
     end = np.clip(windows, 1, counts.shape[1])
     start = np.maximum(end - gateway.SHED_WINDOWS, 0)
@@ -233,76 +446,105 @@ def _trailing_rate(counts: I64, windows: I64) -> F64:
     return rate
 
 
-def _gateway_and_dispatch(
-    engine: Engine, setup: PoolSetup, reqs: Requests, uniform: F64, counts: I64, t0: float, t1: float
-) -> None:
-    """Shed by priority at the gateway, then queue the rest on replicas, least-loaded first."""
-    arrival = reqs.arrival[setup.requests]
-    lo, hi = np.searchsorted(arrival, [t0, t1])
-    rids = setup.requests[lo:hi]
+def _gateway(
+    run: _Run, setup: PoolSetup, reqs: Requests, slot_of: I64, counts: I64, t0: float, t1: float, share: float
+) -> tuple[I64, I64]:
+    """Shed by priority at the gateway, then pick replicas, least-loaded first.
+
+    Returns the window's rows that go to the engine and the slot of each. Shed requests are
+    accounted here; in sampled mode, requests beyond the share the sampled replicas get
+    when more replicas become ready are dropped (their weight is carried by the others).
+    """
+    engine, scaler = run.engine, setup.scaler
+    history = setup.recent
+    seen = np.concatenate([history, counts], axis=1)
+    setup.recent = seen[:, -gateway.SHED_WINDOWS :]
+    rids = np.flatnonzero((reqs.kind == int(Kind.POOL)) & (reqs.dest == setup.index))
+    empty = np.zeros(0, dtype=np.int64)
     if len(rids) == 0:
-        return
-    scaler = setup.scaler
-    window = (reqs.arrival[rids] // gateway.SHED_WINDOW_S).astype(np.int64)
+        return empty, empty
+    base = math.floor(t0 / gateway.SHED_WINDOW_S + 1e-9)
+    window = np.minimum((reqs.arrival[rids] // gateway.SHED_WINDOW_S).astype(np.int64) - base, counts.shape[1] - 1)
     first, last = int(window[0]), int(window[-1])
     windows = np.arange(first, last + 1)
-    rate = _trailing_rate(counts, windows)
-    ready = np.array([len(scaler.dispatchable(w * gateway.SHED_WINDOW_S)) for w in windows.tolist()])
+    # A run's first window sees itself; later ones the SHED_WINDOWS before them, across periods.
+    lead = gateway.SHED_WINDOWS if base > 0 else 0
+    rate = _trailing_rate(seen[:, gateway.SHED_WINDOWS - lead :], windows + lead)
+    ready = np.array(scaler.dispatchable_counts([(base + w) * gateway.SHED_WINDOW_S for w in windows.tolist()]))
     fractions = gateway.admit_fractions(rate, ready * scaler.service_rps_per_replica, setup.shed_at)
-    admitted = uniform[rids] < fractions[reqs.priority[rids], window - first]
+    admitted = run.uniform(len(rids)) < fractions[reqs.priority[rids], window - first]
     if not admitted.all():
-        shed = rids[~admitted]
-        for rid in shed.tolist():
-            engine.req.shed[rid] = SHED_GATEWAY
-            engine.req.done[rid] = engine.req.arrival[rid]
+        run.shed_now(reqs.take(rids[~admitted]))
         rids = rids[admitted]
     cuts = [t0, *scaler.ready_times(t0, t1), t1]
     times = reqs.arrival[rids]
     assigned: dict[int, int] = {}
+    rows: list[I64] = []
+    slots: list[I64] = []
     for a, b in itertools.pairwise(cuts):
         lo, hi = np.searchsorted(times, [a, b])
         part = rids[lo:hi]
-        replicas = np.array(scaler.dispatchable(a), dtype=np.int64)
+        replicas, now = setup.targets(a)
         if len(part) == 0:
             continue
         if len(replicas) == 0:  # nothing ready (scaled to zero): the gateway turns them away
-            for rid in part.tolist():
-                engine.req.shed[rid] = SHED_GATEWAY
-                engine.req.done[rid] = engine.req.arrival[rid]
+            run.shed_now(reqs.take(part))
+            continue
+        if setup.sampled and now < share:
+            part = part[run.uniform(len(part)) < now / share]
+            reqs.weight[part] = 1.0 / now
+        if len(part) and slot_of[part[0]] >= 0:  # dealt to the sampled replicas when drawn
+            rows.append(part)
+            slots.append(setup.slot0 + slot_of[part])
             continue
         load = engine.outstanding(replicas) + np.array([assigned.get(r, 0) for r in replicas.tolist()], dtype=np.int64)
         quota = gateway.water_fill(load, len(part))
         for r, q in zip(replicas.tolist(), quota.tolist(), strict=True):
             assigned[r] = assigned.get(r, 0) + q
-        engine.dispatch(setup.index, part, gateway.interleave(replicas, quota))
+        rows.append(part)
+        slots.append(gateway.interleave(replicas, quota))
+    if not rows:
+        return empty, empty
+    return np.concatenate(rows), np.concatenate(slots)
 
 
-def _close_epoch(engine: Engine, setup: PoolSetup, reqs: Requests, config: SimConfig, t0: float, t1: float) -> None:
-    """Record the period, read the signals, and let the autoscaler act for the next one."""
+def _close_epoch(
+    engine: Engine,
+    setup: PoolSetup,
+    arrived: int,
+    config: SimConfig,
+    t0: float,
+    t1: float,
+    held: Signals | None = None,
+) -> Signals:
+    """Record the period, read the signals, and let the autoscaler act for the next one.
+
+    ``held``: in a steady stretch the engine is not run, so the queue, KV and TTFT signals are
+    those of the last simulated period; the arrival rate is this period's.
+    """
     scaler = setup.scaler
     counters = engine.counters[setup.index]
-    arrival = reqs.arrival[setup.requests]
-    arrived = int(np.searchsorted(arrival, t1) - np.searchsorted(arrival, t0))
-    ready = np.array(scaler.dispatchable(t1), dtype=np.int64)
-    kv = float(engine.kv_usage(ready).mean()) if len(ready) else 0.0
-    waiting_age = t1 - counters.waiting_arrival_sum / counters.waiting if counters.waiting > 0 else 0.0
-    admitted_wait = counters.admitted_wait_sum / counters.admitted if counters.admitted else 0.0
-    ttft_p95 = float(np.percentile(counters.ttfts, 95)) if counters.ttfts else 0.0
-    signals = Signals(
-        arrival_rps=arrived / (t1 - t0),
-        queue_wait_s=max(admitted_wait, waiting_age),
-        kv_usage=kv,
-        ttft_p95_s=ttft_p95,
-    )
+    ready_count = scaler.dispatchable_count(t1)
+    ready, share = setup.targets(t1)
+    if held is None:
+        setup.ttft_samples = len(counters.ttfts)
+        kv = float(engine.kv_usage(ready).mean()) if len(ready) else 0.0
+        waiting_age = t1 - counters.waiting_arrival_sum / counters.waiting if counters.waiting > 0 else 0.0
+        admitted_wait = counters.admitted_wait_sum / counters.admitted if counters.admitted else 0.0
+        ttft_p95 = float(np.percentile(counters.ttfts, 95)) if counters.ttfts else 0.0
+        signals = Signals(arrived / (t1 - t0), max(admitted_wait, waiting_age), kv, ttft_p95)
+    else:
+        signals = Signals(arrived / (t1 - t0), held.queue_wait_s, held.kv_usage, held.ttft_p95_s)
+        kv, ttft_p95 = held.kv_usage, held.ttft_p95_s
     setup.timeline.append(
         metrics.EpochRecord(
             t_s=t1,
-            ready=len(ready),
+            ready=ready_count,
             starting=scaler.pending(t1),
             draining=scaler.count(ReplicaState.DRAINING),
             arrival_rps=signals.arrival_rps,
-            service_rps=len(ready) * scaler.service_rps_per_replica,
-            waiting=counters.waiting,
+            service_rps=ready_count * scaler.service_rps_per_replica,
+            waiting=round(counters.waiting / share) if share > 0 else counters.waiting,
             kv_usage=kv,
             queue_wait_s=signals.queue_wait_s,
             ttft_p95_s=ttft_p95,
@@ -311,9 +553,14 @@ def _close_epoch(engine: Engine, setup: PoolSetup, reqs: Requests, config: SimCo
     )
     counters.signals_reset()
     for slot in range(scaler.first, scaler.first + scaler.max_replicas):
-        if scaler.state[slot - scaler.first] is ReplicaState.DRAINING and engine.idle(slot):
-            scaler.drained(slot)
-            engine.stop(slot)
+        if scaler.state[slot - scaler.first] is ReplicaState.DRAINING:
+            if setup.sampled:
+                scaler.drained(slot)  # its tail is not simulated: it stops a period after it was set draining
+            elif engine.idle(slot):
+                scaler.drained(slot)
+                engine.stop(slot)
     started, _, _ = scaler.step(t1, config.start_s + t1, signals)
-    for slot in started:
-        engine.start(slot, scaler.ready_at[slot - scaler.first])
+    if not setup.sampled:
+        for slot in started:
+            engine.start(slot, scaler.ready_at[slot - scaler.first])
+    return signals

@@ -10,15 +10,15 @@ the simulator and the planner never disagree about routing. Semantic-cache
 classes also send one embedding call to the region's embedding pool, as
 ``route`` counts them.
 
-Everything is drawn up front with numpy from one seeded generator, so a seed
-fixes the whole day.
+``tokenplane.sim.arrivals`` draws them one period at a time with numpy from one
+seeded generator, so a seed fixes the whole day and a day never sits in memory.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import IntEnum, StrEnum
 
 import numpy as np
@@ -239,10 +239,9 @@ def priority_mix(spec: PlatformSpec) -> F64:
 
 @dataclass
 class Requests:
-    """Every request of the run; embedding calls are requests of their own, after the others.
+    """A batch of requests (one window's arrivals, or the run's trace); embedding calls are requests of their own.
 
-    Platform requests are sorted by arrival, and so are the embedding calls, so every
-    pool's own requests are in arrival order.
+    Drawn by ``tokenplane.sim.arrivals``, sorted by arrival, so every pool's own requests are in arrival order.
     """
 
     arrival: F64  # seconds after the start
@@ -255,105 +254,24 @@ class Requests:
     output: I64  # 0 for embedding calls
     priority: I64  # index into LEVELS
     embedding: npt.NDArray[np.bool_]
+    origin: I64  # the placement it was routed to (-1: none); kept when it fails over to a provider
+    weight: F64  # requests of the full traffic each one stands for: 1 at request level, 1/sampled share otherwise
 
     def __len__(self) -> int:
         return len(self.arrival)
 
+    def take(self, rows: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Requests:
+        """The requests at ``rows`` (indices or a mask), as copies."""
+        return Requests(*(getattr(self, name)[rows] for name in _REQUEST_FIELDS))
 
-def _categorical(rng: np.random.Generator, cum: F64, rows: I64) -> I64:
-    """Draw one column per row from per-row cumulative probabilities ``cum[rows]``.
-
-    Row ``g`` is shifted into ``[g, g + 1]``, so that one sorted array and one
-    ``searchsorted`` serve every row at once.
-    """
-    groups, width = cum.shape
-    flat = (np.clip(cum, 0.0, 1.0) + np.arange(groups)[:, None]).ravel()
-    picked: I64 = np.searchsorted(flat, rows + rng.random(len(rows)), side="right") - rows * width
-    return np.clip(picked, 0, width - 1).astype(np.int64)
+    def concat(self, other: Requests) -> Requests:
+        return Requests(*(np.concatenate([getattr(self, n), getattr(other, n)]) for n in _REQUEST_FIELDS))
 
 
-def sample(
-    spec: PlatformSpec,
-    rng: np.random.Generator,
-    *,
-    rps: float,
-    duration_s: float,
-    start_s: float,
-    profile: Profile,
-    bursts: tuple[Burst, ...],
-    routes: Routing,
-) -> Requests:
-    """Draw every arrival of the run and what it asks for."""
-    bins = math.ceil(duration_s / ARRIVAL_BIN_S)
-    starts = np.arange(bins, dtype=np.float64) * ARRIVAL_BIN_S
-    widths = np.minimum(ARRIVAL_BIN_S, duration_s - starts)
-    rates = rps * rate_multiplier(profile, bursts, start_s + starts + widths / 2)
-    counts = rng.poisson(rates * widths)
-    arrival = np.sort(np.repeat(starts, counts) + rng.random(int(counts.sum())) * np.repeat(widths, counts))
-    n = len(arrival)
-    regions, classes = spec.regions, list(spec.workload_classes)
-    region_p = np.array([r.traffic_share for r in regions])
-    region = np.searchsorted(np.cumsum(region_p / region_p.sum()), rng.random(n), side="right")
-    region = np.minimum(region, len(regions) - 1).astype(np.int64)
-    class_p = np.array([spec.workload_classes[c].share for c in classes])
-    cls = np.minimum(
-        np.searchsorted(np.cumsum(class_p / class_p.sum()), rng.random(n), side="right"), len(classes) - 1
-    ).astype(np.int64)
-    group = region * len(classes) + cls
-    column = _categorical(rng, np.cumsum(routes.table, axis=2).reshape(len(regions) * len(classes), -1), group)
-    kind = np.full(n, int(Kind.CACHE), dtype=np.int64)
-    dest = np.full(n, -1, dtype=np.int64)
-    tier = np.full(n, -1, dtype=np.int64)
-    for i, d in enumerate(routes.destinations):
-        at = column == i
-        kind[at] = int(d.kind)
-        dest[at] = d.index
-        if d.tier is not None:
-            tier[at] = list(Tier).index(d.tier)
-    kind[column == routes.unrouted_column] = int(Kind.UNROUTED)
-    lo_p = np.array([spec.workload_classes[c].prompt_tokens.min for c in classes])
-    hi_p = np.array([spec.workload_classes[c].prompt_tokens.max for c in classes])
-    lo_o = np.array([spec.workload_classes[c].output_tokens.min for c in classes])
-    hi_o = np.array([spec.workload_classes[c].output_tokens.max for c in classes])
-    prompt = lo_p[cls] + np.floor(rng.random(n) * (hi_p[cls] - lo_p[cls] + 1)).astype(np.int64)
-    output = lo_o[cls] + np.floor(rng.random(n) * (hi_o[cls] - lo_o[cls] + 1)).astype(np.int64)
-    mix = np.cumsum(priority_mix(spec), axis=2).reshape(len(regions) * len(classes), -1)
-    priority = _categorical(rng, mix, group)
-    requests = Requests(arrival, region, cls, kind, dest, tier, prompt, output, priority, np.zeros(n, dtype=np.bool_))
-    return _with_embedding_calls(spec, rng, requests, routes)
+_REQUEST_FIELDS = tuple(f.name for f in fields(Requests))
 
 
-def _with_embedding_calls(spec: PlatformSpec, rng: np.random.Generator, base: Requests, routes: Routing) -> Requests:
-    """Add one embedding call per semantic-cached request, to its region's embedding pool."""
-    calls = routes.embed[base.region, base.cls]  # (n, placements): calls per request to each pool
-    if not calls.any():
-        return base
-    keys = placements(spec)
-    picked: list[npt.NDArray[np.intp]] = []
-    pools: list[I64] = []
-    for p in np.flatnonzero(calls.sum(axis=0)):
-        # Each embedder takes a request with its share as the probability: one call per request in
-        # expectation, as route() counts them, and exactly one where a region has one embedder.
-        share = calls[:, p]
-        rows = np.flatnonzero(rng.random(len(share)) < share)
-        picked.append(rows)
-        pools.append(np.full(len(rows), p, dtype=np.int64))
-    rows = np.concatenate(picked)
-    pool = np.concatenate(pools)
-    max_tokens = np.array([spec.architecture(spec.pool(name)).max_position_embeddings for _, name in keys])
-    merged = Requests(
-        arrival=np.concatenate([base.arrival, base.arrival[rows]]),
-        region=np.concatenate([base.region, base.region[rows]]),
-        cls=np.concatenate([base.cls, base.cls[rows]]),
-        kind=np.concatenate([base.kind, np.full(len(rows), int(Kind.POOL), dtype=np.int64)]),
-        dest=np.concatenate([base.dest, pool]),
-        tier=np.concatenate([base.tier, np.full(len(rows), -1, dtype=np.int64)]),
-        prompt=np.concatenate([base.prompt, np.minimum(base.prompt[rows], max_tokens[pool])]),
-        output=np.concatenate([base.output, np.zeros(len(rows), dtype=np.int64)]),
-        priority=np.concatenate([base.priority, base.priority[rows]]),
-        embedding=np.concatenate([base.embedding, np.ones(len(rows), dtype=np.bool_)]),
-    )
-    return merged
+SAMPLE_REPLICAS = 2  # replicas per pool simulated request by request in sampled mode (tokenplane.sim.simulate)
 
 
 class Initial(StrEnum):
@@ -361,6 +279,14 @@ class Initial(StrEnum):
 
     SETTLED = "settled"  # what the autoscaler settles on for the starting load: a platform already running
     MIN = "min"  # min_replicas: a platform that was idle when the traffic arrived
+
+
+class Fidelity(StrEnum):
+    """How much of the traffic is simulated request by request; see the module docstring."""
+
+    REQUEST = "request"
+    SAMPLED = "sampled"  # sampled replicas, every period
+    AGGREGATE = "aggregate"  # sampled replicas, and steady stretches replayed from the last simulated period
 
 
 @dataclass(frozen=True)
@@ -375,6 +301,10 @@ class SimConfig:
         start_s: the simulated clock at the start, in seconds after Monday 00:00.
         seed: fixes every random draw: the same seed gives the same run.
         initial: replicas at the start.
+        fidelity: every request, or a per-pool sample of replicas.
+        sample_replicas: in sampled mode, replicas per pool simulated request by request.
+        trace: keep every request's outcome (``SimResult.requests`` / ``outcome``): memory grows with
+            the run, so only for short runs and tests.
     """
 
     rps: float | None = None
@@ -384,3 +314,6 @@ class SimConfig:
     start_s: float = 0.0
     seed: int = 0
     initial: Initial = Initial.SETTLED
+    fidelity: Fidelity = Fidelity.REQUEST
+    sample_replicas: int = SAMPLE_REPLICAS
+    trace: bool = False
