@@ -23,8 +23,9 @@ from components.naming import (
     NS_SERVING,
     app_labels,
 )
-from components.pins import AWS_CLI_IMAGE
+from components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
 from components.weights_publish import artifact_prefix
+from tokenplane.contract import VLLM_VERSION_ANNOTATION
 from tokenplane.pool_model import replica_requests
 from tokenplane.runtime_env import Var, env_list
 from tokenplane.schedule import cron_window
@@ -232,6 +233,7 @@ class VllmPool(Component):
             ],
         }
         annotations = {
+            VLLM_VERSION_ANNOTATION: VLLM_IMAGE.rsplit(":v", 1)[1],
             "prometheus.io/scrape": "true",
             "prometheus.io/port": str(DEFAULT_PORT),
             "prometheus.io/path": "/metrics",

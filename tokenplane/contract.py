@@ -8,3 +8,6 @@ PREREQUISITES_ANNOTATION = "tokenplane.io/prerequisites"
 PUBLISHES_ANNOTATION = "tokenplane.io/publishes"
 # The pool a vLLM Deployment serves, so its start-up time can be derived from the spec.
 POOL_LABEL = "tokenplane.io/pool"
+# On a vLLM pod template: the release its image holds. The pools run a regional mirror by digest, whose
+# reference no longer names the version, and the argv check needs it to pick the option schema.
+VLLM_VERSION_ANNOTATION = "tokenplane.io/vllm-version"

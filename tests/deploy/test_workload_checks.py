@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.deploy.conftest import findings, mutated, rendered, spec, with_inputs
 from tokenplane import deploy
+from tokenplane.contract import VLLM_VERSION_ANNOTATION
 from tokenplane.render import RenderedResource
 
 JOB = "kubernetes:batch/v1:Job"
@@ -99,6 +100,19 @@ def test_plan_lists_the_secrets_each_region_needs_before_pulumi_up() -> None:
     declared = [p for p in dev if p.kind == "kubernetes-secret"]
     assert [p.name for p in declared] == ["llm-gateway/ai-gateway-env-secrets"], declared
     assert "TOKENPLANE_KEY_ACME_EU" in declared[0].detail, declared[0]
+
+
+def test_a_vllm_pod_whose_version_cannot_be_told_is_reported_not_skipped() -> None:
+    """The pools run a regional mirror by digest; without the version annotation the argv check would vanish."""
+
+    def unversioned(r: RenderedResource) -> RenderedResource:
+        if not r.name.endswith("-pool-embed-deployment"):
+            return r
+        return with_inputs(r, lambda i: i["spec"]["template"]["metadata"]["annotations"].pop(VLLM_VERSION_ANNOTATION))
+
+    found = findings("dev", mutated(rendered("dev"), unversioned), rule="vllm-argv")
+    assert [f.urn.rsplit("::", 1)[-1] for f in found] == ["dev-local-pool-embed-deployment"], found
+    assert "cannot be told" in found[0].message
 
 
 def test_the_removed_task_flag_in_a_rendered_vllm_pod_is_reported() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tokenplane.contract import VLLM_VERSION_ANNOTATION
 from tokenplane.deploy.findings import Finding
 from tokenplane.deploy.graph import Graph
 from tokenplane.vllm_cli import argv_errors, load_schema
@@ -14,11 +15,27 @@ IMAGE = "vllm/vllm-openai:v"
 
 def check(graph: Graph) -> Iterator[Finding]:
     for workload in graph.workloads():
+        annotations = workload.manifest.get("spec", {}).get("template", {}).get("metadata", {}).get("annotations")
         for container in workload.pod_spec().get("containers") or []:
-            image = str(container.get("image", ""))
-            if not image.startswith(IMAGE) or container.get("command") != ["vllm", "serve"]:
+            if container.get("command") != ["vllm", "serve"]:
                 continue
-            version = image.removeprefix(IMAGE).split("@", 1)[0]
+            # The version: from the image's tag where it has one (vllm/vllm-openai:v0.19.0), else from the pod's
+            # annotation (a regional mirror by digest). Neither is a finding: the check must not quietly skip it.
+            image = str(container.get("image", ""))
+            version = (
+                image.removeprefix(IMAGE).split("@", 1)[0]
+                if image.startswith(IMAGE)
+                else str((annotations or {}).get(VLLM_VERSION_ANNOTATION) or "")
+            )
+            if not version:
+                yield Finding(
+                    RULE,
+                    workload.urn,
+                    f"container {container.get('name')} runs vllm serve from {image or 'an unknown image'}, whose "
+                    "vLLM version cannot be told, so its flags cannot be checked",
+                    f"set the pod template's {VLLM_VERSION_ANNOTATION} annotation (components/vllm_pool.py does)",
+                )
+                continue
             try:
                 schema = load_schema(version)
             except FileNotFoundError as e:
