@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -20,8 +19,7 @@ import openai
 import pytest
 
 from serving.gateway.server import HEADER_TIMEOUT_S
-from tests.test_dev_stack import Stack, start_stack, wait_for
-from tokenplane.dev.state import read_state, state_path
+from tests.test_dev_stack import Stack, running_stack
 
 # Words that must never reach a client: internal addresses, secret references, exception names.
 LEAKS = ("127.0.0.1", "env://", "aws-sm://", "OPENAI_API_KEY", "Traceback", "Error:", "UnicodeEncodeError")
@@ -30,18 +28,8 @@ SYSTEM_CHAT = [{"role": "system", "content": "You are terse."}, {"role": "user",
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    state_dir = tmp_path_factory.mktemp("front-door")
-    output = state_dir / "tokenplane-dev.out"
-    process = start_stack(state_dir, output, "--speed", "inf")
-    running = Stack(process, state_dir, output)
-    path = state_path(state_dir)
-    try:
-        wait_for(lambda: path.exists() and read_state(path)["state"] == "ready", "the stack to be ready", process)
+    with running_stack(tmp_path_factory.mktemp("front-door")) as running:
         yield running
-    finally:
-        running.http.close()
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
 
 
 def base(stack: Stack) -> str:

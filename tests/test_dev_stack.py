@@ -7,6 +7,7 @@ their own short-lived processes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -82,9 +83,9 @@ def start_stack(state_dir: Path, output: Path, *flags: str) -> subprocess.Popen[
         )
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    state_dir = tmp_path_factory.mktemp("dev")
+@contextlib.contextmanager
+def running_stack(state_dir: Path) -> Iterator[Stack]:
+    """``tokenplane dev`` at --speed inf in ``state_dir``, ready; stopped (and its children with it) afterwards."""
     output = state_dir / "tokenplane-dev.out"
     process = start_stack(state_dir, output, "--speed", "inf")
     running = Stack(process, state_dir, output)
@@ -96,15 +97,23 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         process.wait(30)
         print(output.read_text(errors="replace"))
         raise
-    yield running
-    running.http.close()
-    if process.poll() is None:  # a test failed before the SIGTERM test ran
-        pids = running.all_pids()
-        process.send_signal(signal.SIGTERM)
-        process.wait(30)
-        for pid in pids[1:]:
-            if pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
+    try:
+        yield running
+    finally:
+        running.http.close()
+        if process.poll() is None:  # still up: a test failed before the SIGTERM test ran, or none stops it
+            pids = running.all_pids()
+            process.send_signal(signal.SIGTERM)
+            process.wait(30)
+            for pid in pids[1:]:
+                if pid_alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with running_stack(tmp_path_factory.mktemp("dev")) as running:
+        yield running
 
 
 def chat(client: OpenAI, model: str = "small") -> str:

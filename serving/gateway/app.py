@@ -182,12 +182,6 @@ def build_gateway(
     )
 
 
-def error_response(error: ServingError, headers: dict[str, str] | None = None) -> JSONResponse:
-    """What the client sees of ``error`` (``edge.error_json``, with the request id from ``headers``)."""
-    headers = dict(headers or {})
-    return error_json(error, request_id=headers.pop("x-request-id", None), headers=headers)
-
-
 def create_app(gateway: Gateway) -> Starlette:
     """The ASGI app over a built ``Gateway``."""
 
@@ -230,7 +224,7 @@ def create_app(gateway: Gateway) -> Starlette:
         try:
             gateway.keys.authenticate(request.headers.get("authorization"))
         except AuthenticationFailed as e:
-            return error_response(e)
+            return error_json(e)
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": gateway.spec.platform.name}
             for name in gateway.router.model_names()

@@ -6,6 +6,7 @@ import functools
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -172,7 +173,10 @@ POLICIES_SECTION = README.split("## Policies\n", 1)[1].split("\n## ", 1)[0]
 def test_the_readme_python_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     [block] = re.findall(r"```python\n(.*?)```", POLICIES_SECTION, flags=re.DOTALL)
     monkeypatch.chdir(ROOT)
-    exec(compile(block, "README.md", "exec"), {})  # the README's own example, run as written
+    namespace: dict[str, Any] = {}
+    exec(compile(block, "README.md", "exec"), namespace)  # the README's own example, run as written
+    assert not namespace["verdict"].ok  # the insecure example fails the pack (its own assert says which policy)
+    assert "pods-not-privileged" in namespace["failed"]
 
 
 def test_the_readme_summary_of_the_insecure_example_is_current() -> None:
