@@ -57,7 +57,7 @@ from tokenplane.errors import SpecError
 from tokenplane.planner import PoolPlan, plan
 from tokenplane.pool_model import PoolTiming, node_for, prefix_kept_share, replicas_per_node, timing
 from tokenplane.sim import gateway, metrics
-from tokenplane.sim.arrivals import Replicas, Streams, draw
+from tokenplane.sim.arrivals import Replicas, Streams, Window, draw
 from tokenplane.sim.autoscale import EVALUATION_S, ReplicaState, Scaler, Signals
 from tokenplane.sim.budget import check_memory
 from tokenplane.sim.engine import COLLECT_REQUESTS, SHED_GATEWAY, Engine, RequestState
@@ -258,18 +258,8 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
     shares = np.array([s.targets(t0)[1] for s in setups] or [1.0])
     ready = np.array([s.scaler.dispatchable_count(t0) for s in setups] or [0], dtype=np.int64)
     slots = np.array([s.slots for s in setups] or [0], dtype=np.int64)
-    window = draw(
-        run.streams,
-        run.rng,
-        rps=run.rps,
-        t0=t0,
-        t1=t1,
-        start_s=config.start_s,
-        profile=config.profile,
-        bursts=config.bursts,
-        keep=run.streams.keep_shares(shares, other),
-        dealt=(run.replicas, ready, slots) if config.fidelity is not Fidelity.REQUEST else None,
-    )
+    dealt = (run.replicas, ready, slots) if config.fidelity is not Fidelity.REQUEST else None
+    window = _draw(run, t0, t1, keep=run.streams.keep_shares(shares, other), dealt=dealt)
     reqs = window.requests
     run.simulated += len(reqs)
     off = np.flatnonzero(reqs.kind != int(Kind.POOL))
@@ -292,10 +282,10 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
     return arrived
 
 
-def _steady_period(run: _Run, t0: float, t1: float) -> F64:
-    """One period of a steady stretch: arrivals counted, the autoscaler run on them, no request simulated."""
+def _draw(run: _Run, t0: float, t1: float, *, keep: F64, dealt: tuple[Replicas, I64, I64] | None = None) -> Window:
+    """The period's arrivals under the run's traffic shape (``arrivals.draw`` with the config's settings)."""
     config = run.config
-    window = draw(
+    return draw(
         run.streams,
         run.rng,
         rps=run.rps,
@@ -304,8 +294,15 @@ def _steady_period(run: _Run, t0: float, t1: float) -> F64:
         start_s=config.start_s,
         profile=config.profile,
         bursts=config.bursts,
-        keep=np.zeros(len(run.streams)),
+        keep=keep,
+        dealt=dealt,
     )
+
+
+def _steady_period(run: _Run, t0: float, t1: float) -> F64:
+    """One period of a steady stretch: arrivals counted, the autoscaler run on them, no request simulated."""
+    config = run.config
+    window = _draw(run, t0, t1, keep=np.zeros(len(run.streams)))
     arrived: F64 = window.counts.sum(axis=(1, 2)).astype(np.float64)
     for setup in run.setups:
         setup.recent = np.concatenate([setup.recent, window.counts[setup.index]], axis=1)[:, -gateway.SHED_WINDOWS :]
