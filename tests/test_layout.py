@@ -27,10 +27,6 @@ NODE_EXPR = re.compile(
 GPUS_EXPR = re.compile(r"tensor_parallel\s*\*\s*\w*\.?pipeline_parallel")
 NODE_HOME = {"tokenplane/pool_model.py"}
 GPUS_HOME = {"tokenplane/spec.py"}
-# Type-only cycles still to break: each needs its shared type moved (see issue 13's report).
-KNOWN_CYCLES = {
-    frozenset({"tokenplane.spec", "tokenplane.spec_rules", "tokenplane.pool_model"}),
-}
 
 
 def _sources(roots: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -155,9 +151,9 @@ def test_the_rederivation_check_fires_on_the_old_expression() -> None:
     assert GPUS_EXPR.search("needed = sum(p.tensor_parallel * p.pipeline_parallel for p in pools)")
 
 
-def test_no_new_import_cycle() -> None:
-    found = set(cycles(import_graph(_sources(PACKAGES))))
-    assert found <= KNOWN_CYCLES, f"new import cycles: {found - KNOWN_CYCLES}"
+def test_no_import_cycle() -> None:
+    found = cycles(import_graph(_sources(PACKAGES)))
+    assert found == [], f"import cycles: {found}"
 
 
 def test_the_cycle_check_fires_on_two_modules_that_import_each_other() -> None:

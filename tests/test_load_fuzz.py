@@ -433,11 +433,12 @@ def test_an_integer_too_large_for_the_rules_is_reported_at_its_field() -> None:
 
 
 def test_a_quoted_number_too_large_for_the_rules_is_reported_at_its_field() -> None:
-    # Was: OverflowError: pydantic reads the string as an int, then the rules convert it to float.
+    # Was: OverflowError: pydantic reads the string as an int, then the rules convert it to float. The
+    # range check runs before the rules, so a quoted number gets the same answer as a bare one.
     text = MINIMAL.replace("    classes: [A]", "    classes: [A]\n    engine: {max_model_len: '" + "9" * 400 + "'}")
     issues = rejected(text).issues
     assert [i.path for i in issues] == ["pools[0].engine.max_model_len"]
-    assert "too large to compute with" in issues[0].message
+    assert "is out of range; spec integers lie within" in issues[0].message
 
 
 @pytest.mark.parametrize("value", [".nan", ".inf", "-.inf", "nan", "'inf'", "1e400"])
@@ -495,12 +496,13 @@ def test_lines_are_counted_as_yaml_counts_them() -> None:
     assert issue.line == line_of(MINIMAL, "gpu: L4") + 1  # U+2028 is a line break to YAML
 
 
-def test_a_quoted_huge_number_is_clipped_in_a_rule_message() -> None:
+def test_a_quoted_huge_number_is_clipped_before_the_rules_see_it() -> None:
     # Was: a 1,341-character message repeating a 400-digit token count (read by pydantic from a string).
     text = MINIMAL.replace("prompt_tokens: {min: 50, max: 1000}", "prompt_tokens: {min: 50, max: '" + "9" * 400 + "'}")
     issues = rejected(text).issues
+    assert [i.path for i in issues] == ["workload_classes.A.prompt_tokens.max"]
     assert all(len(i.message) < 400 for i in issues)
-    assert any("(400 digits)" in i.message for i in issues)
+    assert "(400 characters) is out of range" in issues[0].message
 
 
 # --- the counts the closing note quotes -------------------------------------------------------

@@ -418,3 +418,17 @@ def test_every_rule_violation_is_reported_in_one_run(dev_data: SpecData, rejecte
         f"pools[{pool_at(dev_data, 'large')}].tensor_parallel",
         "cache.semantic.embedding_pool",
     } <= paths
+
+
+def test_a_spec_built_in_code_gets_the_rules_from_validate_spec(dev_data: SpecData, pool_at: IndexOf) -> None:
+    # The rules run in the loader, not as a model validator (the schema must not import what sizes it):
+    # the models alone accept a TP that does not divide the heads; validate_spec refuses it at its field.
+    from tokenplane.errors import SpecLoadError
+    from tokenplane.load import validate_spec
+
+    i = pool_at(dev_data, "large")
+    dev_data["pools"][i]["tensor_parallel"] = 3
+    assert PlatformSpec.model_validate(dev_data).pools[i].tensor_parallel == 3
+    with pytest.raises(SpecLoadError) as info:
+        validate_spec(dev_data)
+    assert [issue.path for issue in info.value.issues] == [f"pools[{i}].tensor_parallel"]

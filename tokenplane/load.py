@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from tokenplane.errors import Issue, SpecLoadError
 from tokenplane.spec import PlatformSpec
-from tokenplane.spec_rules import SpecRuleViolations, format_loc
+from tokenplane.spec_rules import SpecRuleViolations, check, format_loc
 
 Loc = tuple[str | int, ...]
 Position = tuple[int, int]
@@ -82,21 +82,46 @@ def load_spec(path: str | Path) -> PlatformSpec:
 def load_spec_text(text: str, *, filename: str = "<spec>") -> PlatformSpec:
     """Validate spec text; ``filename`` is only used in messages."""
     data, positions = _parse(text, filename)
+    return _validated(data, positions, filename)
+
+
+def validate_spec(data: Any) -> PlatformSpec:
+    """Validate a spec given as Python data (a parsed document): its models, then its cross-field rules.
+
+    This is the whole validation ``load_spec`` does, for a spec built in code;
+    ``PlatformSpec.model_validate`` alone checks each model but not the rules
+    that span them (references, memory fit, residency, DR).
+
+    Raises:
+        SpecLoadError: every problem, each with its field path.
+    """
+    return _validated(data, {}, "<spec>")
+
+
+def _validated(data: Any, positions: dict[Loc, Position], filename: str) -> PlatformSpec:
     try:
         spec = PlatformSpec.model_validate(data)
+        out_of_range = [
+            Issue(format_loc(loc), problem, filename, *_locate(loc, positions))
+            for loc, problem in _out_of_range(spec, ())
+        ]
+        if out_of_range:
+            raise SpecLoadError(out_of_range)
+        check(spec)
     except ValidationError as e:
         raise SpecLoadError(_issues(e, positions, filename)) from e
+    except SpecRuleViolations as e:
+        raise SpecLoadError(
+            [
+                Issue(format_loc(v.loc), _clip_numbers(v.message), filename, *_locate(v.loc, positions))
+                for v in e.violations
+            ]
+        ) from e
     except ArithmeticError as e:
         # A number too large for the rules' float arithmetic (a quoted "1e400", a 30-digit string) got
         # past the field types; name the numbers that could have done it rather than crash.
         raise SpecLoadError(_overflow_issues(data, positions, filename, e)) from e
-    out_of_range = [
-        Issue(format_loc(loc), problem, filename, *_locate(loc, positions)) for loc, problem in _out_of_range(spec, ())
-    ]
-    if out_of_range:
-        raise SpecLoadError(out_of_range)
     return spec
-
 
 # libyaml's parser is several times faster than the pure-Python one; positions are the same.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -107,6 +132,7 @@ class _SpecLoader(_Loader):  # type: ignore[misc,valid-type]  # _Loader is chose
 
 
 _SpecLoader.add_constructor(_TAG_PREFIX + "value", _SpecLoader.construct_yaml_str)
+
 
 
 def _position(text: str, index: int) -> Position:
@@ -340,13 +366,6 @@ def _issues(error: ValidationError, positions: dict[Loc, Position], filename: st
     issues: list[Issue] = []
     for err in error.errors(include_url=False):
         loc: Loc = tuple(err["loc"])
-        cause = (err.get("ctx") or {}).get("error")
-        if isinstance(cause, SpecRuleViolations):
-            for v in cause.violations:
-                full = (*loc, *v.loc)
-                line, col = _locate(full, positions)
-                issues.append(Issue(format_loc(full), _clip_numbers(v.message), filename, line, col))
-            continue
         line, col = _locate(loc, positions)
         issues.append(Issue(format_loc(loc), _clip_numbers(_message(err, loc)), filename, line, col))
     return issues

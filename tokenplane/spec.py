@@ -3,8 +3,11 @@
 Every model forbids unknown keys, so a typo fails loudly instead of being
 ignored. Rules that involve one model live on it; rules that cross parts of
 the spec (references, memory fit, residency, DR) live in
-``tokenplane.spec_rules`` and run from ``PlatformSpec``'s model validator, which
-reports every violation at once, each with its field path.
+``tokenplane.spec_rules``, which ``tokenplane.load.validate_spec`` runs after
+the models validate, reporting every violation at once with its field path.
+They are not a model validator here: the rules size pools through
+``tokenplane.pool_model``, which reads these models, and the schema must not
+depend on what is derived from it.
 """
 
 from __future__ import annotations
@@ -639,13 +642,6 @@ class PlatformSpec(Model):
     queues: Queues = Field(default_factory=Queues)
     dr: DisasterRecovery | None = None
     observability: Observability = Field(default_factory=Observability)
-
-    @model_validator(mode="after")
-    def _cross_field_rules(self) -> PlatformSpec:
-        from tokenplane.spec_rules import check  # the rules need the finished models
-
-        check(self)
-        return self
 
     # Lookups the rest of the codebase shares, so that nobody re-derives them.
 
