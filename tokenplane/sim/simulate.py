@@ -533,12 +533,13 @@ def _close_epoch(
     else:
         signals = Signals(arrived / (t1 - t0), held.queue_wait_s, held.kv_usage, held.ttft_p95_s)
         kv, ttft_p95 = held.kv_usage, held.ttft_p95_s
+    draining = scaler.count(ReplicaState.DRAINING)
     setup.timeline.append(
         metrics.EpochRecord(
             t_s=t1,
             ready=ready_count,
             starting=scaler.pending(t1),
-            draining=scaler.count(ReplicaState.DRAINING),
+            draining=draining,
             arrival_rps=signals.arrival_rps,
             service_rps=ready_count * scaler.service_rps_per_replica,
             waiting=round(counters.waiting / share) if share > 0 else counters.waiting,
@@ -549,7 +550,7 @@ def _close_epoch(
         )
     )
     counters.signals_reset()
-    for slot in range(scaler.first, scaler.first + scaler.max_replicas):
+    for slot in range(scaler.first, scaler.first + scaler.max_replicas) if draining else ():
         if scaler.state[slot - scaler.first] is ReplicaState.DRAINING:
             if setup.sampled:
                 scaler.drained(slot)  # its tail is not simulated: it stops a period after it was set draining
