@@ -20,8 +20,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tokenplane.catalog import GIB, Gpu, KvCacheDtype, Quantization
+from tokenplane.catalog import Gpu, Interconnect, KvCacheDtype, Quantization
+from tokenplane.quantization import WeightFormat, default_format
 from tokenplane.transformer import Architecture, ModelKind
+from tokenplane.vllm_memory import (
+    DEFAULT_OVERHEADS,
+    VllmOverheads,
+    activation_peak_bytes,
+    cuda_graph_bytes,
+    non_torch_bytes,
+)
+
+__all__ = [  # the memory terms live in vllm_memory; they are part of this module's interface too
+    "DEFAULT_OVERHEADS",
+    "VllmOverheads",
+    "activation_peak_bytes",
+    "non_torch_bytes",
+]
 
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
 
@@ -58,8 +73,17 @@ def weight_bytes(params: float, quantization: Quantization, *, embedding_params:
     return body * bytes_per_weight(quantization) + embedding_params * 2.0
 
 
-def model_weight_bytes(arch: Architecture, quantization: Quantization) -> float:
-    return weight_bytes(arch.params_total, quantization, embedding_params=arch.embedding_params)
+def model_weight_bytes(
+    arch: Architecture, quantization: Quantization, *, weight_format: WeightFormat | None = None
+) -> float:
+    """Bytes of the whole model, each module kind in its own format.
+
+    Quantizers convert the linear layers only: embeddings, the LM head, norms and the MoE
+    router stay at 16 bits (``tokenplane.quantization``). ``weight_format`` is what a
+    checkpoint's ``quantization_config`` says; without it, ``quantization``'s usual format.
+    """
+    fmt = weight_format or default_format(quantization)
+    return fmt.weight_bytes(arch.param_groups)
 
 
 def kv_heads_per_shard(arch: Architecture, tp: int) -> int:
@@ -94,67 +118,6 @@ def layers_per_stage(arch: Architecture, pp: int) -> int:
 
 
 @dataclass(frozen=True)
-class VllmOverheads:
-    """Calibrated constants for vLLM's non-KV memory (vLLM V1, v0.17-v0.19).
-
-    Calibrated against startup logs of vLLM v0.19.0 on H100 committed by
-    llm-d-planner (github.com/llm-d-incubation/llm-d-planner, accuracy/), and
-    checked against the logs users paste into vLLM's issues (#10511, #21429).
-    ``tests/test_capacity_calibration.py`` holds the data points; the residual is
-    under 1.5% of KV tokens on every one of them.
-
-    From v0.21 vLLM also subtracts an estimate of CUDA-graph memory (0.5-1.9 GiB);
-    set ``cuda_graph_gib`` to model those versions.
-    """
-
-    # The profiling forward pass runs max_num_batched_tokens through the model; its
-    # peak is the MLP's gate/up output plus a few hidden-size buffers per token.
-    mlp_buffers: float = 3.0
-    hidden_buffers: float = 6.0
-    # The sampler's dummy run holds max_num_seqs rows of fp32 logits several times
-    # over (logits, softmax, top-k/top-p sort values and indices). This is the peak
-    # on every logged dense model: 1.89-1.97 GiB for Llama-3 (vocab 128,256) and
-    # 2.21 GiB for Qwen2.5 (vocab 152,064) at max_num_seqs=1024, i.e. 3.8-4.0 copies.
-    sampler_logit_copies: float = 3.9
-    # Memory outside PyTorch's allocator: 0.24-0.27 GiB at TP=1 and 2.06-2.21 GiB at
-    # TP>=2 (NCCL and custom all-reduce buffers), flat from 7B to 70B and TP2 to TP4.
-    non_torch_gib_single: float = 0.25
-    non_torch_gib_distributed: float = 2.1
-    cuda_graph_gib: float = 0.0
-
-
-DEFAULT_OVERHEADS = VllmOverheads()
-
-
-def activation_peak_bytes(
-    arch: Architecture,
-    *,
-    tp: int,
-    max_num_batched_tokens: int,
-    max_num_seqs: int,
-    overheads: VllmOverheads = DEFAULT_OVERHEADS,
-) -> float:
-    """Peak activation memory of vLLM's profiling pass on one rank."""
-    mlp_width = (
-        (arch.moe_intermediate_size or arch.intermediate_size) * max(arch.experts_per_token, 1)
-        if arch.is_moe
-        else arch.intermediate_size
-    )
-    per_token = overheads.mlp_buffers * mlp_width / tp + overheads.hidden_buffers * arch.hidden_size
-    forward = max_num_batched_tokens * per_token * 2  # 16-bit activations
-    if arch.kind is ModelKind.ENCODER:
-        return forward
-    sampler = max_num_seqs * arch.vocab_size * 4 * overheads.sampler_logit_copies
-    return max(forward, sampler)
-
-
-def non_torch_bytes(*, tp: int, pp: int, overheads: VllmOverheads = DEFAULT_OVERHEADS) -> float:
-    # Pipeline stages exchange activations point to point; only TP allocates all-reduce buffers.
-    gib = overheads.non_torch_gib_distributed if tp > 1 else overheads.non_torch_gib_single
-    return (gib + overheads.cuda_graph_gib) * GIB
-
-
-@dataclass(frozen=True)
 class MemoryPlan:
     """One replica's memory, per GPU, as vLLM would account it at startup."""
 
@@ -167,6 +130,17 @@ class MemoryPlan:
     kv_available: float  # may be negative: that is how much is missing
     kv_blocks: int
     kv_tokens: int  # tokens of KV cache per replica (every rank holds the same tokens)
+    # vLLM 0.19's "Estimated CUDA graph memory": captured after the KV cache, so it sits on top
+    # of the budget unless ``VllmOverheads.subtract_cuda_graphs`` (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1).
+    cuda_graphs: float = 0.0
+    cuda_graphs_in_budget: bool = False
+    # Features of the model that the accounting does not cover: a warning, not a promise.
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def peak_use(self) -> float:
+        """What the GPU holds once serving: the budget, plus CUDA graphs where they sit outside it."""
+        return self.budget + (0.0 if self.cuda_graphs_in_budget else self.cuda_graphs)
 
     @property
     def fits(self) -> bool:
@@ -197,19 +171,25 @@ def replica_memory(
     max_num_batched_tokens: int = 8192,
     max_num_seqs: int = 256,
     overheads: VllmOverheads = DEFAULT_OVERHEADS,
+    weight_format: WeightFormat | None = None,
+    interconnect: Interconnect | None = None,
 ) -> MemoryPlan:
     """The KV cache a replica gets, following vLLM's startup accounting.
 
     Weights shard evenly over ``tp x pp`` ranks (the embedding and LM head sit on
-    the first and last stage; spreading them evenly is within a few percent).
+    the first and last stage; spreading them evenly is within a few percent). The
+    activation term is the last stage's, which runs the sampler: vLLM sizes every
+    rank's cache to the smallest, and that rank is the one with the most to hold.
+    ``interconnect`` defaults to the GPU's (PCIe for A10G/L4/L40S).
     """
     budget = gpu.hbm_bytes * gpu_memory_utilization
-    weights = model_weight_bytes(arch, quantization) / (tp * pp)
+    weights = model_weight_bytes(arch, quantization, weight_format=weight_format) / (tp * pp)
     activation = activation_peak_bytes(
         arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, overheads=overheads
     )
-    non_torch = non_torch_bytes(tp=tp, pp=pp, overheads=overheads)
-    available = budget - weights - activation - non_torch
+    non_torch = non_torch_bytes(tp=tp, pp=pp, interconnect=interconnect or gpu.interconnect, overheads=overheads)
+    graphs = cuda_graph_bytes(arch, pp=pp, overheads=overheads)
+    available = budget - weights - activation - non_torch - (graphs if overheads.subtract_cuda_graphs else 0.0)
     per_token = kv_bytes_per_token(arch, kv_cache_dtype, tp=tp) * layers_per_stage(arch, pp) // arch.num_layers
     blocks = int(available // (per_token * BLOCK_SIZE)) if per_token and available > 0 else 0
     return MemoryPlan(
@@ -222,6 +202,9 @@ def replica_memory(
         kv_available=available,
         kv_blocks=blocks,
         kv_tokens=blocks * BLOCK_SIZE,
+        cuda_graphs=graphs,
+        cuda_graphs_in_budget=overheads.subtract_cuda_graphs,
+        warnings=arch.uncovered,
     )
 
 
