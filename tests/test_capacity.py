@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -329,3 +330,84 @@ def test_size_json_carries_the_headline_figures() -> None:
 def test_nodes_needed_rejects_a_replica_larger_than_a_node() -> None:
     with pytest.raises(ValueError, match="16-GPU replica does not fit a 8-GPU node"):
         cap.nodes_needed(1, 16, 8)
+
+
+QWEN_32B_CONFIG: dict[str, Any] = {
+    "model_type": "qwen2",
+    "hidden_size": 5120,
+    "intermediate_size": 27648,
+    "num_hidden_layers": 64,
+    "num_attention_heads": 40,
+    "num_key_value_heads": 8,
+    "vocab_size": 152064,
+    "max_position_embeddings": 32768,
+    "sliding_window": 131072,
+    "use_sliding_window": False,
+    "tie_word_embeddings": False,
+}
+AWQ_CONFIG = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
+
+
+def _hf(tmp_path: Path, **extra: Any) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN_32B_CONFIG, **extra}), encoding="utf-8")
+    return path
+
+
+def test_size_honours_the_checkpoint_quantization_config(tmp_path: Path) -> None:
+    # Qwen2.5-32B-Instruct-AWQ on one L40S: 65 GB in bf16 cannot fit 44 GiB; 4-bit AWQ does.
+    flags = _flags(model=None, gpu="l40s", quantization=None, max_model_len=32768)
+    awq = size_replica(SizeRequest.from_cli(**flags | {"hf_config": _hf(tmp_path, quantization_config=AWQ_CONFIG)}))
+    assert awq.request.quantization is Quantization.AWQ
+    assert awq.fits and awq.memory.weights / GIB == pytest.approx(17.9, abs=0.3)
+    bf16 = size_replica(SizeRequest.from_cli(**flags | {"hf_config": _hf(tmp_path)}))
+    assert not bf16.fits
+
+
+def test_size_rejects_a_quantization_flag_that_contradicts_the_checkpoint(tmp_path: Path) -> None:
+    flags = _flags(model=None, hf_config=_hf(tmp_path, quantization_config=AWQ_CONFIG), quantization="fp8")
+    with pytest.raises(SpecError, match=r"--quantization=fp8 contradicts .*AWQ 4-bit.*--quantization awq"):
+        SizeRequest.from_cli(**flags)
+
+
+def test_size_reads_block_fp8_and_keeps_the_router_at_16_bits(tmp_path: Path) -> None:
+    fp8 = {"quant_method": "fp8", "weight_block_size": [128, 128], "ignored_layers": ["lm_head"]}
+    moe = {"num_experts": 64, "num_experts_per_tok": 8, "moe_intermediate_size": 1024, "quantization_config": fp8}
+    result = size_replica(SizeRequest.from_cli(**_flags(model=None, hf_config=_hf(tmp_path, **moe), quantization=None)))
+    groups = result.request.arch.param_groups
+    expected = (
+        (groups.attention + groups.routed_experts) * (1 + 4 / 128**2)
+        + (groups.embedding + groups.lm_head + groups.router + groups.norms) * 2
+    )
+    assert result.memory.weights == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("name", ["h100", "H100-SXM", "h100-80gb", "H100_80GB"])
+def test_size_accepts_gpu_names_in_any_case_and_alias(name: str) -> None:
+    assert SizeRequest.from_cli(**_flags(gpu=name)).gpu.name == "H100-80GB"
+
+
+def test_size_prints_vllm_startup_log_lines_in_json() -> None:
+    out = size_replica(
+        SizeRequest.from_cli(**_flags(gpu_memory_utilization=0.95, max_num_seqs=1024, max_model_len=8192))
+    ).to_json()
+    log = out["vllm_log"]
+    assert list(log)[:6] == [
+        "model_loading_gib",
+        "torch_peak_increase_gib",
+        "non_torch_increase_gib",
+        "non_kv_cache_gib",
+        "cuda_graphs_gib",
+        "available_kv_cache_gib",
+    ]
+    total = log["model_loading_gib"] + log["torch_peak_increase_gib"] + log["non_torch_increase_gib"]
+    assert log["non_kv_cache_gib"] == pytest.approx(total)
+    # The first FIT point of tokenplane.calibration: vLLM logged 58.11 GiB and 476,000 tokens.
+    assert log["available_kv_cache_gib"] == pytest.approx(58.11, abs=0.05)
+    assert log["kv_cache_tokens"] == pytest.approx(476_000, rel=0.005)
+
+
+def test_size_warns_on_sliding_window_attention(tmp_path: Path) -> None:
+    config = _hf(tmp_path, sliding_window=4096, use_sliding_window=True)
+    result = size_replica(SizeRequest.from_cli(**_flags(model=None, hf_config=config, quantization=None)))
+    assert any("sliding-window" in w for w in result.to_json()["warnings"])

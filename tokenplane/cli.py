@@ -152,7 +152,12 @@ def size(
     ] = None,
     tp: Annotated[int, typer.Option(help="Tensor parallel size")] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline parallel size")] = 1,
-    quantization: Annotated[str, typer.Option(help="bf16, fp16, fp8, int8, awq or gptq")] = "bf16",
+    quantization: Annotated[
+        str | None,
+        typer.Option(
+            help="bf16, fp16, fp8, int8, awq or gptq; default: the --hf-config's quantization_config, else bf16"
+        ),
+    ] = None,
     kv_cache_dtype: Annotated[str, typer.Option("--kv-cache-dtype", help="auto or fp8")] = "auto",
     gpu_memory_utilization: Annotated[float, typer.Option("--gpu-memory-utilization")] = 0.9,
     max_model_len: Annotated[
