@@ -19,7 +19,7 @@ from tokenplane.transformer import Architecture
 
 H100 = gpu("H100")
 AUTO, FP8_KV = KvCacheDtype.AUTO, KvCacheDtype.FP8
-NO_OVERHEAD = cap.Efficiency(step_overhead_s=0.0, allreduce_s=0.0)
+NO_OVERHEAD = cap.Efficiency(step_overhead_s=0.0, allreduce_s=0.0, layer_floor_s=0.0, sampler_bytes_per_logit=0.0)
 
 
 def arch(name: str) -> Architecture:
@@ -375,10 +375,9 @@ def test_size_reads_block_fp8_and_keeps_the_router_at_16_bits(tmp_path: Path) ->
     moe = {"num_experts": 64, "num_experts_per_tok": 8, "moe_intermediate_size": 1024, "quantization_config": fp8}
     result = size_replica(SizeRequest.from_cli(**_flags(model=None, hf_config=_hf(tmp_path, **moe), quantization=None)))
     groups = result.request.arch.param_groups
-    expected = (
-        (groups.attention + groups.routed_experts) * (1 + 4 / 128**2)
-        + (groups.embedding + groups.lm_head + groups.router + groups.norms) * 2
-    )
+    expected = (groups.attention + groups.routed_experts) * (1 + 4 / 128**2) + (
+        groups.embedding + groups.lm_head + groups.router + groups.norms
+    ) * 2
     assert result.memory.weights == pytest.approx(expected)
 
 
@@ -411,3 +410,50 @@ def test_size_warns_on_sliding_window_attention(tmp_path: Path) -> None:
     config = _hf(tmp_path, sliding_window=4096, use_sliding_window=True)
     result = size_replica(SizeRequest.from_cli(**_flags(model=None, hf_config=config, quantization=None)))
     assert any("sliding-window" in w for w in result.to_json()["warnings"])
+
+
+# --- latency floors ---------------------------------------------------------------------------
+
+
+def test_single_stream_decode_of_a_small_model_is_bound_by_the_layer_floor() -> None:
+    tiny = Architecture(
+        hidden_size=1024,
+        num_layers=28,
+        num_attention_heads=16,
+        num_kv_heads=8,
+        intermediate_size=3072,
+        vocab_size=32000,
+        max_position_embeddings=4096,
+    )
+    terms = cap.decode_step_terms(cap.ReplicaModel(tiny, H100), 1)
+    assert terms.memory_s == pytest.approx(
+        28 * cap.Efficiency().layer_floor_s + cap.sampling_seconds(cap.ReplicaModel(tiny, H100), 1)
+    )
+
+
+def test_a_large_model_at_batch_one_is_bound_by_its_weight_reads_not_the_floor() -> None:
+    model = cap.ReplicaModel(arch("llama-3.1-70b"), H100, tp=4)
+    assert cap.decode_step_terms(model, 1).memory_s > 80 * cap.Efficiency().layer_floor_s
+
+
+def test_sampling_cost_grows_with_the_vocabulary_and_the_batch() -> None:
+    llama, mixtral = cap.ReplicaModel(arch("llama-3.1-8b"), H100), cap.ReplicaModel(arch("mixtral-8x7b"), H100)
+    assert cap.sampling_seconds(llama, 256) == pytest.approx(cap.sampling_seconds(mixtral, 256) * 128256 / 32000)
+    assert cap.sampling_seconds(llama, 256) == pytest.approx(256 * cap.sampling_seconds(llama, 1))
+
+
+def test_a_one_token_prompt_still_pays_the_ttft_floor() -> None:
+    model = cap.ReplicaModel(arch("llama-3.1-8b"), H100)
+    assert cap.ttft_seconds(model, 1) >= cap.Efficiency().ttft_floor_s + cap.step_overhead_seconds(model)
+    assert cap.ttft_seconds(model, 4096) - cap.ttft_seconds(model, 1) == pytest.approx(
+        cap.prefill_seconds(model, 4096) - cap.prefill_seconds(model, 1)
+    )
+
+
+def test_a_tied_lm_head_reads_the_embedding_table_every_step() -> None:
+    untied = arch("llama-3.1-8b")
+    tied = Architecture(**{**untied.model_dump(), "tie_word_embeddings": True})
+    # Tying drops the separate head (1.05 GB of bf16) but the step still reads the table once.
+    read_untied = cap.decode_step_terms(cap.ReplicaModel(untied, H100), 1).memory_s
+    read_tied = cap.decode_step_terms(cap.ReplicaModel(tied, H100), 1).memory_s
+    assert read_tied == pytest.approx(read_untied, rel=1e-9)

@@ -252,3 +252,86 @@ class ErrorSummary:
 def summarize(rows: list[Residual]) -> ErrorSummary:
     errors = [abs(r.error) for r in rows]
     return ErrorSummary(len(errors), statistics.median(errors), max(errors))
+
+
+# --- latency ------------------------------------------------------------------------------------
+
+QWEN2_5_0_5B = _arch(
+    hidden_size=896, num_layers=24, num_attention_heads=14, num_kv_heads=2,
+    intermediate_size=4864, vocab_size=151936, max_position_embeddings=32768, tie_word_embeddings=True,
+)  # fmt: skip
+QWEN3_0_6B = _arch(
+    hidden_size=1024, num_layers=28, num_attention_heads=16, num_kv_heads=8, head_dim=128,
+    intermediate_size=3072, vocab_size=151936, max_position_embeddings=40960, tie_word_embeddings=True,
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LatencyPoint:
+    """One public ``vllm bench serve`` result: TPOT (and TTFT where the prompt length is known).
+
+    ``batch`` is the requests decoding together: the closed-loop concurrency, or for an
+    open-loop rate, arrivals x end-to-end latency (Little's law), as noted per point.
+    """
+
+    label: str
+    arch: Architecture
+    gpu_name: str
+    source: str
+    vllm_version: str
+    batch: int
+    context: int  # mean tokens in the KV cache while decoding: prompt + half the output
+    tpot_ms: float
+    prompt_tokens: int | None = None
+    ttft_ms: float | None = None
+    note: str = ""
+    fit: bool = False  # the Efficiency floors were read from this point
+
+    def model(self) -> cap.ReplicaModel:
+        return cap.ReplicaModel(self.arch, gpu(self.gpu_name))
+
+    def predicted_tpot_ms(self) -> float:
+        return cap.inter_token_seconds(self.model(), self.batch, mean_context=self.context) * 1e3
+
+    def predicted_ttft_ms(self) -> float | None:
+        if self.prompt_tokens is None:
+            return None
+        return cap.ttft_seconds(self.model(), self.prompt_tokens) * 1e3
+
+
+YOBITEL = "https://yobitelcomm.github.io/bench/recipes/concurrency-sweep/"
+MUSGRAVE = "https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on"
+WMX = "https://ai.wmx.dev/benchmarks"
+# Found at a mirror of the pull request's files (http://172.245.126.119:8080/ovg-project/kvcached/pull/331/files).
+KVCACHED = "https://github.com/ovg-project/kvcached/pull/331"
+
+LATENCY: tuple[LatencyPoint, ...] = (
+    LatencyPoint("llama-3.1-8b H100 c=1", L8, "H100-80GB", YOBITEL, "0.21.0", 1, 1000, 6.48, fit=True,
+                 note="chatbot-short prompts of unstated length: context taken as 1,000 tokens"),
+    LatencyPoint("llama-3.1-8b H100 c=4", L8, "H100-80GB", YOBITEL, "0.21.0", 4, 1000, 6.59,
+                 note="as above"),
+    LatencyPoint("llama-3.1-8b A100-40GB c=1", L8, "A100-40GB", MUSGRAVE, "0.23.0", 1, 1088, 1000 / 75,
+                 note="1,024 in / 128 out; 'about 75 tokens/sec' at one request"),
+    LatencyPoint("qwen2.5-0.5b L4 c=1", QWEN2_5_0_5B, "L4", WMX, "0.23.0", 1, 320, 5.1, 256, 27.0, fit=True,
+                 note="256 in / 128 out; p50 figures"),
+    LatencyPoint("qwen2.5-0.5b L4 c=8", QWEN2_5_0_5B, "L4", WMX, "0.23.0", 8, 320, 5.5,
+                 note="p50 ITL; TTFT at c=8 includes queueing behind other prefills"),
+    LatencyPoint("qwen3-0.6b H100 16 req/s", QWEN3_0_6B, "H100-80GB", KVCACHED, "0.19.0", 5, 576, 2.39, 512, 38.9, fit=True,
+                 note="512 in / 128 out at 16 req/s: about 5 requests decode together (16/s x 0.34 s)"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LatencyError:
+    point: LatencyPoint
+    tpot: float
+    ttft: float | None
+
+
+def latency_errors(points: tuple[LatencyPoint, ...] = LATENCY) -> list[LatencyError]:
+    out = []
+    for p in points:
+        ttft_pred = p.predicted_ttft_ms()
+        ttft = None if ttft_pred is None or p.ttft_ms is None else (ttft_pred - p.ttft_ms) / p.ttft_ms
+        out.append(LatencyError(p, (p.predicted_tpot_ms() - p.tpot_ms) / p.tpot_ms, ttft))
+    return out

@@ -220,22 +220,50 @@ def max_concurrency(kv_tokens: int, context_tokens: int) -> float:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """How much of the roofline real serving kernels reach.
+    """How much of the roofline real serving kernels reach, and the floors below which they do not go.
 
-    mfu_prefill: share of peak FLOP/s in prefill. vLLM on H100 reaches 40-60% on
-        long prefills (FlashAttention-3 paper; vLLM's published benchmarks).
-    mbu_decode: share of HBM bandwidth in decode; 70-85% is typical of vLLM and
-        TensorRT-LLM (Databricks' "LLM inference performance engineering").
-    step_overhead_s: per-iteration scheduling, sampling and launch cost.
-    allreduce_s: one tensor-parallel all-reduce over NVLink at decode sizes; two
-        per layer.
+    Each factor and its public source (``tokenplane/calibration.py`` holds the latency
+    points, ``BENCHMARKS.md`` their errors):
+
+    ===================  =======  ===========================================================
+    factor               value    source
+    ===================  =======  ===========================================================
+    mfu_prefill          0.5      vLLM on H100 reaches 40-60 % of peak on long prefills
+                                  (FlashAttention-3 paper, Shah et al. 2024; vLLM's
+                                  published benchmarks)
+    mfu_decode           0.5      the same kernels at decode batch sizes
+    mbu_decode           0.8      70-85 % of HBM bandwidth in decode (Databricks, "LLM
+                                  inference performance engineering"); 77 % measured for
+                                  Llama-3.1-8B at batch 1 on an A100 (johnmusgrave.com sweep)
+    step_overhead_s      1.0 ms   per iteration: scheduling, input preparation, sampling
+                                  launch. Single-stream TPOT minus the weight-read time on
+                                  the fit points: 0.9 ms (H100, 8B), 1.0 ms (L4, 0.5B)
+    layer_floor_s        50 us    a decoder layer's kernels (norm, QKV, RoPE, attention, O,
+                                  norm, gate/up, activation, down) cannot finish faster
+                                  than their launch-to-completion latency even under CUDA
+                                  graphs: Qwen3-0.6B on an H100 decodes at 2.39 ms/token
+                                  where its weights take 0.45 ms to read (28 layers)
+    sampler_bytes_       16       bytes of HBM traffic per logit of the sampled rows: bf16
+      per_logit                   logits cast to fp32, softmax and the top-k/top-p sort
+                                  (``vllm/v1/sample/sampler.py``, ``topk_topp_sampler.py``)
+    ttft_floor_s         20 ms    tokenization, the first scheduling step, detokenization
+                                  and the first streamed chunk of the OpenAI server: a
+                                  short prompt's TTFT minus its prefill is 22 ms on an L4
+                                  (ai.wmx.dev) and 37 ms on an H100 at 16 req/s (kvcached
+                                  PR 331); under 13 ms on a fast H100 host (yobitel)
+    allreduce_s          8 us     one tensor-parallel all-reduce over NVLink at decode
+                                  sizes; two per layer
+    ===================  =======  ===========================================================
     """
 
     mfu_prefill: float = 0.5
     mfu_decode: float = 0.5
     mbu_decode: float = 0.8
-    step_overhead_s: float = 0.0015
+    step_overhead_s: float = 0.001
     allreduce_s: float = 8e-6
+    layer_floor_s: float = 50e-6
+    sampler_bytes_per_logit: float = 16.0
+    ttft_floor_s: float = 0.020
 
 
 DEFAULT_EFFICIENCY = Efficiency()
@@ -360,7 +388,9 @@ def _weight_bytes_read(model: ReplicaModel, batch: int) -> float:
     """Weights one decode step reads. MoE reads only the experts the batch routed to."""
     arch = model.arch
     total = model_weight_bytes(arch, model.quantization)
-    read = total - arch.vocab_size * arch.hidden_size * 2.0  # the input embedding is a lookup
+    # The input embedding is a lookup, not a read of the whole table; when it is tied to the LM
+    # head, the head reads it in full every step anyway.
+    read = total if arch.tie_word_embeddings else total - arch.vocab_size * arch.hidden_size * 2.0
     if arch.is_moe:
         expert_params = 3 * arch.hidden_size * (arch.moe_intermediate_size or arch.intermediate_size)
         moe_layers = arch.num_layers - min(arch.first_dense_layers, arch.num_layers)
@@ -390,15 +420,41 @@ class DecodeStepTerms:
 
 
 def decode_step_terms(model: ReplicaModel, batch: int) -> DecodeStepTerms:
+    """One decode iteration's terms at ``batch``, floors included.
+
+    The weight read cannot beat the layers' kernel latency (``layer_floor_s`` per layer),
+    which is what bounds small models and small batches. Sampling adds its logits
+    traffic to both the memory and the compute path, so the step pays it either way.
+    """
     eff = model.efficiency
     rate = model.bandwidth * eff.mbu_decode
     kv_per_token = kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp
+    floor = model.arch.num_layers * eff.layer_floor_s
+    sampling = sampling_seconds(model, batch)
     return DecodeStepTerms(
-        memory_s=_weight_bytes_read(model, batch) / rate,
+        memory_s=max(_weight_bytes_read(model, batch) / rate, floor) + sampling,
         kv_s_per_token=kv_per_token / rate,
-        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode),
+        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode) + sampling,
         overhead_s=step_overhead_seconds(model),
     )
+
+
+def sampling_seconds(model: ReplicaModel, batch: int) -> float:
+    """The sampler's pass over ``batch`` rows of full-vocabulary logits (on one rank's bandwidth)."""
+    if batch <= 0:
+        return 0.0
+    traffic = batch * model.arch.vocab_size * model.efficiency.sampler_bytes_per_logit
+    return traffic / (model.gpu.hbm_bandwidth * model.efficiency.mbu_decode)
+
+
+def ttft_seconds(model: ReplicaModel, prompt_tokens: int, *, context_before: int = 0) -> float:
+    """Time to first token of a lone request: the server's floor plus the prompt's prefill.
+
+    ``prefill_seconds`` is the engine's share; the floor (``Efficiency.ttft_floor_s``) is
+    the OpenAI server's tokenization, first scheduling step, detokenization and first
+    streamed chunk, which a short prompt cannot go below.
+    """
+    return model.efficiency.ttft_floor_s + prefill_seconds(model, prompt_tokens, context_before=context_before)
 
 
 def decode_step_seconds(model: ReplicaModel, batch: int, *, mean_context: float) -> float:
