@@ -457,3 +457,22 @@ def test_a_tied_lm_head_reads_the_embedding_table_every_step() -> None:
     read_untied = cap.decode_step_terms(cap.ReplicaModel(untied, H100), 1).memory_s
     read_tied = cap.decode_step_terms(cap.ReplicaModel(tied, H100), 1).memory_s
     assert read_tied == pytest.approx(read_untied, rel=1e-9)
+
+
+def test_size_warns_outside_the_validated_vllm_releases_and_not_inside() -> None:
+    assert "warnings" not in size_replica(SizeRequest.from_cli(**_flags(vllm_version="0.19.1"))).to_json()
+    old = size_replica(SizeRequest.from_cli(**_flags(vllm_version="0.10.2"))).to_json()
+    assert any("predates" in w for w in old["warnings"])
+
+
+def test_size_subtracts_cuda_graphs_for_releases_that_do() -> None:
+    pinned = size_replica(SizeRequest.from_cli(**_flags()))
+    later = size_replica(SizeRequest.from_cli(**_flags(vllm_version="v0.21.0")))
+    assert later.memory.cuda_graphs_in_budget and not pinned.memory.cuda_graphs_in_budget
+    assert pinned.memory.kv_available - later.memory.kv_available == pytest.approx(later.memory.cuda_graphs)
+    assert any("newer" in w for w in later.to_json()["warnings"])
+
+
+def test_size_rejects_a_malformed_vllm_version() -> None:
+    with pytest.raises(SpecError, match=r"--vllm-version: vLLM version 'latest' is not of the form MAJOR.MINOR"):
+        SizeRequest.from_cli(**_flags(vllm_version="latest"))

@@ -188,3 +188,11 @@ def test_the_benchmark_section_rewrites_itself_in_place_and_keeps_the_others(tmp
     assert path.read_text(encoding="utf-8") == once
     assert "## Other (other.py)\n\nkept" in once and f"## {bench.TITLE}" in once
     assert "held-out validation: " in once
+
+
+def test_the_calibrated_vllm_release_is_the_pinned_image() -> None:
+    from components.pins import VLLM_IMAGE
+    from tokenplane.sizing import PINNED_VLLM
+
+    assert VLLM_IMAGE.endswith(f":v{cal.VLLM_VERSION}")
+    assert PINNED_VLLM == cal.VLLM_VERSION

@@ -165,6 +165,9 @@ def size(
     ] = None,
     max_num_batched_tokens: Annotated[int, typer.Option("--max-num-batched-tokens")] = 8192,
     max_num_seqs: Annotated[int, typer.Option("--max-num-seqs")] = 256,
+    vllm_version: Annotated[
+        str, typer.Option("--vllm-version", help="the vLLM release to account as (validated: 0.17-0.19)")
+    ] = "0.19.0",
     as_json: JsonFlag = False,
 ) -> None:
     """GPU VRAM and KV cache capacity of one replica, as vLLM would report it at startup."""
@@ -186,6 +189,7 @@ def size(
             max_model_len=max_model_len,
             max_num_batched_tokens=max_num_batched_tokens,
             max_num_seqs=max_num_seqs,
+            vllm_version=vllm_version,
         )
     except SpecError as e:
         _fail(str(e))

@@ -7,7 +7,7 @@ report module prints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,6 +16,9 @@ from tokenplane.catalog import GIB, Gpu, KvCacheDtype, Quantization, gpu, model_
 from tokenplane.errors import SpecError
 from tokenplane.quantization import WeightFormat, default_format, read_weight_format
 from tokenplane.transformer import Architecture, ModelKind, from_hf_config
+from tokenplane.vllm_memory import overheads_for_version, parse_version, version_warning
+
+PINNED_VLLM = "0.19.0"  # components/pins.py's image; tests/test_capacity_calibration.py checks they agree
 
 E = TypeVar("E", Quantization, KvCacheDtype)
 
@@ -34,6 +37,7 @@ class SizeRequest:
     max_num_batched_tokens: int
     max_num_seqs: int
     weight_format: WeightFormat | None = None  # from the checkpoint's quantization_config
+    vllm_version: str = PINNED_VLLM
 
     @classmethod
     def from_cli(
@@ -51,6 +55,7 @@ class SizeRequest:
         max_model_len: int | None,
         max_num_batched_tokens: int,
         max_num_seqs: int,
+        vllm_version: str = PINNED_VLLM,
     ) -> SizeRequest:
         """Validate flags; every error names the flag, the value and what is allowed."""
         if (model is None) == (hf_config is None):
@@ -72,6 +77,10 @@ class SizeRequest:
         ):
             if value < 1:
                 raise SpecError(f"{flag}={value} must be at least 1")
+        try:
+            parse_version(vllm_version)
+        except ValueError as e:
+            raise SpecError(f"--vllm-version: {e}") from e
         if not 0.05 < gpu_memory_utilization <= 0.99:
             raise SpecError(f"--gpu-memory-utilization={gpu_memory_utilization} must be in (0.05, 0.99]")
         if arch.num_attention_heads % tp:
@@ -95,6 +104,7 @@ class SizeRequest:
             max_num_batched_tokens=max_num_batched_tokens,
             max_num_seqs=max_num_seqs,
             weight_format=checkpoint,
+            vllm_version=vllm_version,
         )
 
     @property
@@ -269,7 +279,11 @@ def size_replica(request: SizeRequest) -> SizeResult:
         max_num_batched_tokens=r.max_num_batched_tokens,
         max_num_seqs=r.max_num_seqs,
         weight_format=r.weight_format,
+        overheads=overheads_for_version(r.vllm_version),
     )
+    version_note = version_warning(r.vllm_version)
+    if version_note:
+        mem = replace(mem, warnings=(*mem.warnings, version_note))
     encoder = r.arch.kind is ModelKind.ENCODER
     fits = mem.fits if encoder else mem.fits_sequence(r.max_model_len)
     reason = None

@@ -23,7 +23,7 @@ leave room for them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tokenplane.catalog import GIB, Interconnect
 from tokenplane.transformer import Architecture, ModelKind
@@ -168,3 +168,38 @@ def cuda_graph_bytes(arch: Architecture, *, pp: int, overheads: VllmOverheads = 
         return 0.0
     layers = -(-arch.num_layers // pp)
     return (overheads.cuda_graph_gib_base + overheads.cuda_graph_gib_per_layer * layers) * GIB
+
+
+# The releases whose accounting this module follows (V1 engine, torch peak + non-torch +
+# weights, CUDA graphs outside the budget). tokenplane.calibration holds the 0.19.0 logs.
+COVERED_VERSIONS = ((0, 17), (0, 19))
+# From here vLLM subtracts its CUDA-graph estimate from the KV budget by default.
+CUDA_GRAPHS_SUBTRACTED_FROM = (0, 21)
+
+
+def parse_version(version: str) -> tuple[int, int]:
+    """``"0.19.0"`` / ``"v0.19.1rc2"`` -> ``(0, 19)``; raises ValueError on anything else."""
+    parts = version.strip().lstrip("v").split(".")
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        raise ValueError(f"vLLM version {version!r} is not of the form MAJOR.MINOR[.PATCH] (e.g. 0.19.0)")
+    return int(parts[0]), int(parts[1])
+
+
+def version_warning(version: str) -> str | None:
+    """A warning when ``version``'s memory accounting is not the one this model was validated on."""
+    v = parse_version(version)
+    low, high = COVERED_VERSIONS
+    if low <= v <= high:
+        return None
+    covered = f"{low[0]}.{low[1]}-{high[0]}.{high[1]}"
+    if v < low:
+        return f"vLLM {version} predates the V1 memory profiling this model follows (validated on {covered})"
+    extra = " and subtracts CUDA graphs from the budget (modelled)" if v >= CUDA_GRAPHS_SUBTRACTED_FROM else ""
+    return f"vLLM {version} is newer than the releases this model was validated on ({covered}){extra}"
+
+
+def overheads_for_version(version: str, base: VllmOverheads = DEFAULT_OVERHEADS) -> VllmOverheads:
+    """The constants for ``version``: later releases take the CUDA-graph estimate out of the budget."""
+    if parse_version(version) >= CUDA_GRAPHS_SUBTRACTED_FROM:
+        return replace(base, subtract_cuda_graphs=True)
+    return base
