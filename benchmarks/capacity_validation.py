@@ -126,9 +126,10 @@ def lines(r: dict[str, Any]) -> list[str]:
     out += [
         "",
         "Not covered: no vLLM 0.19 startup log with every figure was found for L4, A10G, L40S or PCIe",
-        "tensor parallelism, so the PCIe non-torch term (0.3 GiB) rests on issue 15's measurement alone;",
-        "models with sliding-window or hybrid attention (Gemma 2/3, Llama 4, gpt-oss, Mamba hybrids) get a",
-        "warning from `tokenplane size` instead of a validated number.",
+        "tensor parallelism, so the PCIe non-torch term (0.3 GiB) rests on issue 15's measurement alone.",
+        "Gemma 2's sliding-window layers are sized as full attention, as vLLM 0.19 logs them (the three",
+        "points above), and still carry a warning; hybrid and chunked attention (Llama 4, gpt-oss, Mamba",
+        "hybrids) and multimodal encoders get a warning from `tokenplane size` instead of a validated number.",
     ]
     return out
 

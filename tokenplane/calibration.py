@@ -36,7 +36,7 @@ LLM_D_LOGS = (
 VLLM_VERSION = "0.19.0"
 
 
-def _arch(**fields: int | bool) -> Architecture:
+def _arch(**fields: int | bool | tuple[str, ...]) -> Architecture:
     return Architecture.model_validate(fields)
 
 
@@ -73,6 +73,23 @@ CODELLAMA_7B = _arch(
 GRANITE_3_1_8B = _arch(
     hidden_size=4096, num_layers=40, num_attention_heads=32, num_kv_heads=8,
     intermediate_size=12800, vocab_size=49155, max_position_embeddings=131072, tie_word_embeddings=True,
+)  # fmt: skip
+# Gemma 2: sliding-window attention on every other layer (window 4,096). vLLM 0.19 logs its KV
+# cache in full-attention tokens, which is how tokenplane sizes it too (with a warning).
+GEMMA_2_2B = _arch(
+    hidden_size=2304, num_layers=26, num_attention_heads=8, num_kv_heads=4, head_dim=256,
+    intermediate_size=9216, vocab_size=256000, max_position_embeddings=8192, tie_word_embeddings=True,
+    uncovered=("sliding-window attention (window 4096)",),
+)  # fmt: skip
+GEMMA_2_9B = _arch(
+    hidden_size=3584, num_layers=42, num_attention_heads=16, num_kv_heads=8, head_dim=256,
+    intermediate_size=14336, vocab_size=256000, max_position_embeddings=8192, tie_word_embeddings=True,
+    uncovered=("sliding-window attention (window 4096)",),
+)  # fmt: skip
+GEMMA_2_27B = _arch(
+    hidden_size=4608, num_layers=46, num_attention_heads=32, num_kv_heads=16, head_dim=128,
+    intermediate_size=36864, vocab_size=256000, max_position_embeddings=8192, tie_word_embeddings=True,
+    uncovered=("sliding-window attention (window 4096)",),
 )  # fmt: skip
 
 BF16, FP8 = default_format(Quantization.BF16), default_format(Quantization.FP8)
@@ -197,6 +214,15 @@ VALIDATION: tuple[Point, ...] = (
           _log("deepseek-ai-deepseek-v2---h100-80gb--tp1pp1dp1--8192.log"),
           weights_gib=29.43, activation_gib=1.93, non_torch_gib=0.26, cuda_graph_gib=1.39, kv_gib=43.61,
           kv_tokens=1_505_552, tags=("moe",)),
+    Point("gemma-2-2b bf16 TP1 (sliding window)", GEMMA_2_2B, BF16, _log("google-gemma-2-2b-it--h100-80gb--tp1pp1dp1--8192.log"),
+          weights_gib=4.90, activation_gib=3.62, non_torch_gib=0.24, cuda_graph_gib=0.52, kv_gib=66.47,
+          kv_tokens=670_160, tags=("sliding-window",)),
+    Point("gemma-2-9b bf16 TP1 (sliding window)", GEMMA_2_9B, BF16, _log("google-gemma-2-9b-it--h100-80gb--tp1pp1dp1--8192.log"),
+          weights_gib=17.22, activation_gib=3.65, non_torch_gib=0.25, cuda_graph_gib=0.84, kv_gib=54.12,
+          kv_tokens=168_880, tags=("sliding-window",)),
+    Point("gemma-2-27b bf16 TP1 (sliding window)", GEMMA_2_27B, BF16, _log("google-gemma-2-27b-it--h100-80gb--tp1pp1dp1--8192.log"),
+          weights_gib=50.72, activation_gib=3.66, non_torch_gib=0.26, cuda_graph_gib=1.13, kv_gib=20.59,
+          kv_tokens=58_672, tags=("sliding-window",)),
     Point("llama-3.1-8b w4a16 (GPTQ) TP1", L8, GPTQ_4BIT,
           _log("w4a16-redhatai-lla--h100-80gb--tp1pp1dp1--8192-dtf16.log"),
           weights_gib=5.38, activation_gib=1.89, non_torch_gib=0.25, cuda_graph_gib=0.84, kv_gib=67.71,
