@@ -30,7 +30,7 @@ def run() -> dict[str, Any]:
     from tokenplane import calibration as cal
 
     memory = []
-    for split, points in (("fit", cal.FIT), ("validation", cal.VALIDATION)):
+    for split, points in (("fit", cal.FIT), ("validation", cal.VALIDATION), ("other release", cal.OTHER_VERSIONS)):
         for r in cal.residuals(points):
             memory.append(
                 {
@@ -82,9 +82,9 @@ def lines(r: dict[str, Any]) -> list[str]:
     val = [m["error"] for m in memory if m["split"] == "validation"]
     fit = [m["error"] for m in memory if m["split"] == "fit"]
     out = [
-        f"KV tokens per replica, predicted by `tokenplane size` against vLLM {r['vllm_version']}'s startup log",
+        f"KV tokens per replica, predicted by `tokenplane size` against vLLM's startup log ({r['vllm_version']} unless the row says),",
         '("GPU KV cache size"; H100 SXM, `gpu_memory_utilization` 0.95, the `vllm serve` defaults). Positive: we',
-        "promise more than vLLM gives. Logs: llm-d-planner's accuracy/results/v0.19.0/logs (URLs in",
+        "promise more than vLLM gives. Logs: llm-d-planner's accuracy/results (URLs in",
         "`tokenplane/calibration.py`). Targets (issue 15): held-out median <= 5 %, max <= 15 %.",
         "",
         f"- held-out validation: {_summary(val)}",
@@ -92,6 +92,8 @@ def lines(r: dict[str, Any]) -> list[str]:
         "- held-out quantized: "
         + _summary([m["error"] for m in memory if m["split"] == "validation" and "quantized" in m["tags"]]),
         f"- fit set: {_summary(fit)}",
+        "- other releases (0.15, 0.16; `size` warns): "
+        + _summary([m["error"] for m in memory if m["split"] == "other release"]),
         "",
         "| set | startup | logged tokens | predicted | error | logged KV GiB | predicted |",
         "| --- | --- | --- | --- | --- | --- | --- |",

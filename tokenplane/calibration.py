@@ -11,7 +11,7 @@ from. The points are split in two:
   quantized checkpoints, TP 2-4, PP). Their error is what ``BENCHMARKS.md``
   reports (``benchmarks/capacity_validation.py``) and what the tests bound.
 
-All points are vLLM v0.19.0 (V1 engine) on an H100 SXM (79.19 GiB as CUDA reports
+All points are vLLM v0.19.0 (two Qwen3-14B points: 0.17.0 and 0.18.0; V1 engine) on an H100 SXM (79.19 GiB as CUDA reports
 it), ``gpu_memory_utilization=0.95`` and the v0.19 ``vllm serve`` defaults on a
 >= 70 GiB GPU (``max_num_batched_tokens=8192``, ``max_num_seqs=1024``;
 ``vllm/engine/arg_utils.py``, ``get_batch_defaults``), from the logs that
@@ -34,6 +34,10 @@ LLM_D_LOGS = (
     "accuracy/results/v0.19.0/logs/"
 )
 VLLM_VERSION = "0.19.0"
+LLM_D_SWEEP = (
+    "https://github.com/llm-d-incubation/llm-d-planner/blob/d3121e059da88662db39a926a3ead964be97359b/"
+    "accuracy/results/version-sweep/runs/"
+)
 
 
 def _arch(**fields: int | bool | tuple[str, ...]) -> Architecture:
@@ -69,6 +73,10 @@ PHI_4 = _arch(
 CODELLAMA_7B = _arch(
     hidden_size=4096, num_layers=32, num_attention_heads=32, num_kv_heads=32,
     intermediate_size=11008, vocab_size=32016, max_position_embeddings=16384,
+)  # fmt: skip
+QWEN3_14B = _arch(
+    hidden_size=5120, num_layers=40, num_attention_heads=40, num_kv_heads=8, head_dim=128,
+    intermediate_size=17408, vocab_size=151936, max_position_embeddings=40960,
 )  # fmt: skip
 GRANITE_3_1_8B = _arch(
     hidden_size=4096, num_layers=40, num_attention_heads=32, num_kv_heads=8,
@@ -121,6 +129,7 @@ class Point:
     kv_gib: float | None = None
     kv_tokens: int | None = None
     tags: tuple[str, ...] = field(default=())
+    vllm_version: str = VLLM_VERSION
 
     def plan(self) -> cap.MemoryPlan:
         return cap.replica_memory(
@@ -223,6 +232,13 @@ VALIDATION: tuple[Point, ...] = (
     Point("gemma-2-27b bf16 TP1 (sliding window)", GEMMA_2_27B, BF16, _log("google-gemma-2-27b-it--h100-80gb--tp1pp1dp1--8192.log"),
           weights_gib=50.72, activation_gib=3.66, non_torch_gib=0.26, cuda_graph_gib=1.13, kv_gib=20.59,
           kv_tokens=58_672, tags=("sliding-window",)),
+    Point("qwen3-14b bf16 TP1 (vLLM 0.17.0)", QWEN3_14B, BF16,
+          LLM_D_SWEEP + "qwen3-14b-vllm-v0-17-0--h100-80gb--tp1pp1dp1--8192.json",
+          weights_gib=27.52, activation_gib=2.23, kv_gib=45.34, kv_tokens=297_152, vllm_version="0.17.0"),
+    Point("qwen3-14b bf16 TP1 (vLLM 0.18.0)", QWEN3_14B, BF16,
+          LLM_D_SWEEP + "qwen3-14b-vllm-v0-18-0--h100-80gb--tp1pp1dp1--8192.json",
+          weights_gib=27.52, activation_gib=2.23, non_torch_gib=0.25, cuda_graph_gib=0.90, kv_gib=45.23,
+          kv_tokens=296_400, vllm_version="0.18.0"),
     Point("llama-3.1-8b w4a16 (GPTQ) TP1", L8, GPTQ_4BIT,
           _log("w4a16-redhatai-lla--h100-80gb--tp1pp1dp1--8192-dtf16.log"),
           weights_gib=5.38, activation_gib=1.89, non_torch_gib=0.25, cuda_graph_gib=0.84, kv_gib=67.71,
@@ -242,6 +258,18 @@ VALIDATION: tuple[Point, ...] = (
           _log("redhatai-llama-3-3-70b-i--h100-80gb--tp2pp1dp1--8192.log"),
           tp=2, weights_gib=33.88, activation_gib=1.96, non_torch_gib=2.11, cuda_graph_gib=1.92, kv_gib=37.28,
           kv_tokens=244_304, tags=("quantized",)),
+)  # fmt: skip
+
+
+# Releases outside the validated 0.17-0.19: not bounded by the tests, reported in BENCHMARKS.md to
+# show why ``tokenplane size`` warns there (0.15-0.16 profiled a 2.5x larger activation peak).
+OTHER_VERSIONS: tuple[Point, ...] = (
+    Point("qwen3-14b bf16 TP1 (vLLM 0.15.0)", QWEN3_14B, BF16,
+          LLM_D_SWEEP + "qwen3-14b-vllm-v0-15-0--h100-80gb--tp1pp1dp1--8192.json",
+          weights_gib=27.52, activation_gib=5.64, kv_gib=41.94, kv_tokens=274_848, vllm_version="0.15.0"),
+    Point("qwen3-14b bf16 TP1 (vLLM 0.16.0)", QWEN3_14B, BF16,
+          LLM_D_SWEEP + "qwen3-14b-vllm-v0-16-0--h100-80gb--tp1pp1dp1--8192.json",
+          weights_gib=27.52, activation_gib=5.64, kv_gib=41.94, kv_tokens=274_848, vllm_version="0.16.0"),
 )  # fmt: skip
 
 
