@@ -65,7 +65,9 @@ class VllmOverheads:
     # NVLS figure is kept as the conservative bound.
     non_torch_gib_nvlink: float = 2.0
     # TP over PCIe (g5/g6/g6e): no NVLS, custom all-reduce off beyond two GPUs; NCCL's ring
-    # buffers only. Issue 15 measured about 0.25 GiB on PCIe pairs.
+    # buffers only. Issue 15 measured about 0.25 GiB on PCIe pairs; the ranks of a TP group of
+    # 24 GiB PCIe cards log "non_torch_memory takes 0.20GiB" in vLLM PR 14447 (0.8.x, same
+    # measurement). No 0.19 log on an AWS PCIe node was found, so this term is not validated there.
     non_torch_gib_pcie: float = 0.3
     # Pipeline-only ranks (TP=1, PP>1): 0.07 GiB on rank 0 of Llama-3.1-8B PP2 and PP4 -- the
     # P2P send/recv buffers are allocated through PyTorch, so little remains outside it.
