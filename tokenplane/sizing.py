@@ -185,7 +185,10 @@ class SizeResult:
             "max_concurrency": round(self.max_concurrency, 3),
             "fits": self.fits,
         }
-        out["vllm_log"] = {line.key: line.value for line in self.vllm_log_lines()}
+        out["vllm_log"] = {
+            line.key: int(line.value) if line.unit == "tokens" else round(line.value, 3)
+            for line in self.vllm_log_lines()
+        }
         if m.warnings:
             out["warnings"] = list(m.warnings)
         if self.reason:
