@@ -9,10 +9,13 @@ Memory follows vLLM's own accounting (``vllm/v1/worker/gpu_worker.py``,
     kv_budget = total_gpu_memory * gpu_memory_utilization
                 - weights - peak activation of a profiling pass - non-torch memory
 
-then divided into blocks of 16 tokens. Time follows the roofline: prefill is
-bounded by FLOPs and decode by the bytes each step reads (weights + KV).
-Real kernels reach only part of the peak, so both carry an efficiency factor
-(``Efficiency``), documented where it is defined.
+then divided into blocks of 16 tokens; each term is derived in ``vllm_memory`` and
+each weight format in ``quantization``. Time follows the roofline: prefill is
+bounded by FLOPs and decode by the bytes each step reads (weights + KV), with
+floors below which real kernels do not go (per-layer kernel latency, the sampler,
+the server's time to first token). Real kernels reach only part of the peak, so
+both carry an efficiency factor (``Efficiency``), documented with its sources
+where it is defined; ``tokenplane.calibration`` holds the public points behind them.
 """
 
 from __future__ import annotations
@@ -31,30 +34,66 @@ from tokenplane.vllm_memory import (
     non_torch_bytes,
 )
 
-__all__ = [  # the memory terms live in vllm_memory; they are part of this module's interface too
+__all__ = [  # the memory terms are defined in vllm_memory and are part of this interface too
+    "BLOCK_SIZE",
+    "DEFAULT_EFFICIENCY",
     "DEFAULT_OVERHEADS",
+    "DecodeStepTerms",
+    "Efficiency",
+    "MemoryPlan",
+    "PrefillCost",
+    "QueueWait",
+    "ReplicaModel",
+    "RequestShape",
+    "Speculation",
     "VllmOverheads",
     "activation_peak_bytes",
+    "backlog",
+    "batch_slots",
+    "blended_price_per_million",
+    "bytes_per_weight",
+    "causal_pairs",
+    "cuda_graph_bytes",
+    "decode_step_seconds",
+    "decode_step_terms",
+    "e2e_seconds",
+    "embedding_throughput",
+    "erlang_c",
+    "inter_token_seconds",
+    "kv_bytes_per_token",
+    "kv_dtype_bytes",
+    "kv_heads_per_shard",
+    "layers_per_stage",
+    "max_concurrency",
+    "mean_shape",
+    "model_weight_bytes",
+    "nodes_needed",
     "non_torch_bytes",
+    "prefill_compute_seconds",
+    "prefill_cost",
+    "prefill_flops",
+    "prefill_seconds",
+    "prefill_seconds_per_token",
+    "queue_wait",
+    "replica_memory",
+    "replica_service_seconds",
+    "replica_throughput",
+    "sampling_seconds",
+    "speculation_factor",
+    "step_overhead_seconds",
+    "token_throughput",
+    "ttft_seconds",
+    "usd_per_million_tokens",
+    "utilization",
+    "weight_bytes",
 ]
 
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
 
 
-# Bytes per weight. 4-bit formats carry one fp16 scale and a 4-bit zero point per
-# group of 128 weights: (4 + 20/128) / 8 bytes.
-_WEIGHT_BYTES: dict[Quantization, float] = {
-    Quantization.BF16: 2.0,
-    Quantization.FP16: 2.0,
-    Quantization.FP8: 1.0,
-    Quantization.INT8: 1.0,
-    Quantization.AWQ: (4 + 20 / 128) / 8,
-    Quantization.GPTQ: (4 + 20 / 128) / 8,
-}
-
-
 def bytes_per_weight(quantization: Quantization) -> float:
-    return _WEIGHT_BYTES[quantization]
+    """Bytes per weight of a quantized linear layer in ``quantization``'s usual format, scales included."""
+    return default_format(quantization).quantized_bytes
 
 
 def kv_dtype_bytes(kv_cache_dtype: KvCacheDtype) -> int:
