@@ -126,8 +126,8 @@ def test_gpu_names_ignore_case_spaces_and_underscores(name: str) -> None:
     assert catalog.gpu(name).name == "H100-80GB"
 
 
-def test_unknown_gpu_error_also_lists_the_aliases() -> None:
-    with pytest.raises(CatalogError, match=r"or an alias: .*H100-SXM"):
+def test_unknown_gpu_error_also_names_some_aliases() -> None:
+    with pytest.raises(CatalogError, match=r"\(any case; aliases such as .*H100"):
         catalog.gpu("h300")
 
 

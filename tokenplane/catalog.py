@@ -362,7 +362,8 @@ def _lookup(table: dict[str, T], name: str, what: str, aliases: dict[str, str] |
     key = by_norm.get(_norm(name))
     if key is not None:
         return table[key]
-    also = f" (or an alias: {', '.join(sorted(aliases))})" if aliases else ""
+    # A few short aliases, not all of them: the message stays one readable line in a spec error.
+    also = f" (any case; aliases such as {', '.join(sorted(aliases, key=len)[:4])})" if aliases else ""
     raise CatalogError(f"unknown {what} {name!r}; known: {', '.join(sorted(table))}{also}")
 
 
