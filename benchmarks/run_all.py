@@ -4,8 +4,9 @@ The benchmarks, in order: ``gateway_bench.py`` (what the gateway adds over the
 engine), ``vs_litellm.py`` (against the LiteLLM proxy), ``overload.py`` (2x the
 pool's capacity), ``faults.py`` (one fault at a time under load), ``fuzz.py``
 (the fuzz suites at 8x their CI sizes, with the cases they tried), ``simulate_day.py``
-(a day of byteion in the workbench) and ``semantic_cache.py`` (the semantic cache's
-lookup cost by cached answers). Each runs
+(a day of byteion in the workbench), ``semantic_cache.py`` (the semantic cache's
+lookup cost by cached answers) and ``capacity_validation.py`` (the capacity model's
+error on public vLLM logs and benchmarks). Each runs
 as its own process under a time limit, so that one hung benchmark cannot hold
 the others; a failed one is reported in the file with its last lines of output.
 All of it stays under 20 minutes on two cores; ``--quick`` takes a few.
@@ -43,6 +44,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("fuzz.py", [], ["--quick"], 600),
     ("simulate_day.py", [], ["--quick"], 900),
     ("semantic_cache.py", [], ["--sizes", "10000", "--windows", "2"], 900),
+    ("capacity_validation.py", [], [], 60),
 )
 
 
@@ -317,6 +319,13 @@ def simulate_day_section(r: dict[str, Any]) -> list[str]:
     return lines(r)
 
 
+def capacity_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.capacity_validation import lines
+
+    return lines(r)
+
+
 def semantic_cache_section(r: dict[str, Any]) -> list[str]:
     rows = [
         [
@@ -345,6 +354,10 @@ SECTIONS = {
     "fuzz.py": ("Fuzzing (fuzz.py)", fuzz_section),
     "simulate_day.py": ("A business day in the workbench (simulate_day.py)", simulate_day_section),
     "semantic_cache.py": ("The semantic cache's vector store (semantic_cache.py)", semantic_cache_section),
+    "capacity_validation.py": (
+        "The capacity model against public vLLM logs (capacity_validation.py)",
+        capacity_section,
+    ),
 }
 
 

@@ -119,3 +119,18 @@ def test_h100_defaults_to_the_eight_gpu_p5_node() -> None:
 def test_unknown_instance_type_raises_catalog_error() -> None:
     with pytest.raises(CatalogError, match=r"unknown instance type 'p9\.48xlarge'"):
         catalog.instance_type("p9.48xlarge")
+
+
+@pytest.mark.parametrize("name", ["h100", "H100", "H100-SXM", "h100-80gb", "H100_80GB", " h100 80gb "])
+def test_gpu_names_ignore_case_spaces_and_underscores(name: str) -> None:
+    assert catalog.gpu(name).name == "H100-80GB"
+
+
+def test_unknown_gpu_error_also_names_some_aliases() -> None:
+    with pytest.raises(CatalogError, match=r"\(any case; aliases such as .*H100"):
+        catalog.gpu("h300")
+
+
+def test_pcie_only_nodes_are_marked_so() -> None:
+    pcie = {name for name, g in catalog.GPUS.items() if g.interconnect is catalog.Interconnect.PCIE}
+    assert pcie == {"A10G", "L4", "L40S"}

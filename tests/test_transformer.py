@@ -196,7 +196,9 @@ def test_hf_config_without_kv_heads_means_multi_head_attention(tmp_path: Path) -
 
 def test_hf_config_reads_the_text_config_of_a_multimodal_model(tmp_path: Path) -> None:
     config = {"model_type": "llava", "vision_config": {"hidden_size": 1024}, "text_config": LLAMA_3_1_8B_CONFIG}
-    assert from_hf_config(_write(tmp_path, config)) == model_preset("llama-3.1-8b").architecture
+    arch = from_hf_config(_write(tmp_path, config))
+    assert arch.model_copy(update={"uncovered": ()}) == model_preset("llama-3.1-8b").architecture
+    assert any("vision encoder" in note for note in arch.uncovered)
 
 
 def test_missing_hf_config_raises_spec_error_naming_the_file(tmp_path: Path) -> None:
@@ -230,3 +232,32 @@ def test_hf_config_with_inconsistent_shapes_raises_spec_error(tmp_path: Path) ->
     with pytest.raises(SpecError, match="num_kv_heads=5 must divide num_attention_heads=32") as info:
         from_hf_config(_write(tmp_path, config))
     assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_param_groups_add_up_to_the_total() -> None:
+    for name in ("llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "bge-large-en-v1.5"):
+        arch = model_preset(name).architecture
+        assert arch.param_groups.total == arch.params_total, name
+
+
+def test_a_plain_llama_config_has_nothing_uncovered(tmp_path: Path) -> None:
+    assert from_hf_config(_write(tmp_path, LLAMA_3_1_8B_CONFIG)).uncovered == ()
+
+
+def test_qwen2_sliding_window_left_off_is_not_flagged(tmp_path: Path) -> None:
+    config = {**LLAMA_3_1_8B_CONFIG, "sliding_window": 4096, "use_sliding_window": False}
+    assert from_hf_config(_write(tmp_path, config)).uncovered == ()
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ({"sliding_window": 4096}, "sliding-window"),
+        ({"layer_types": ["sliding_attention", "full_attention"]}, "mixed layer types"),
+        ({"model_type": "jamba"}, "hybrid"),
+        ({"attention_chunk_size": 8192}, "chunked local attention"),
+    ],
+)
+def test_attention_the_model_does_not_cover_is_flagged(tmp_path: Path, extra: dict[str, Any], words: str) -> None:
+    arch = from_hf_config(_write(tmp_path, {**LLAMA_3_1_8B_CONFIG, **extra}))
+    assert any(words in note for note in arch.uncovered), arch.uncovered

@@ -9,10 +9,13 @@ Memory follows vLLM's own accounting (``vllm/v1/worker/gpu_worker.py``,
     kv_budget = total_gpu_memory * gpu_memory_utilization
                 - weights - peak activation of a profiling pass - non-torch memory
 
-then divided into blocks of 16 tokens. Time follows the roofline: prefill is
-bounded by FLOPs and decode by the bytes each step reads (weights + KV).
-Real kernels reach only part of the peak, so both carry an efficiency factor
-(``Efficiency``), documented where it is defined.
+then divided into blocks of 16 tokens; each term is derived in ``vllm_memory`` and
+each weight format in ``quantization``. Time follows the roofline: prefill is
+bounded by FLOPs and decode by the bytes each step reads (weights + KV), with
+floors below which real kernels do not go (per-layer kernel latency, the sampler,
+the server's time to first token). Real kernels reach only part of the peak, so
+both carry an efficiency factor (``Efficiency``), documented with its sources
+where it is defined; ``tokenplane.calibration`` holds the public points behind them.
 """
 
 from __future__ import annotations
@@ -20,26 +23,77 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tokenplane.catalog import GIB, Gpu, KvCacheDtype, Quantization
+from tokenplane.catalog import Gpu, Interconnect, KvCacheDtype, Quantization
+from tokenplane.quantization import WeightFormat, default_format
 from tokenplane.transformer import Architecture, ModelKind
+from tokenplane.vllm_memory import (
+    DEFAULT_OVERHEADS,
+    VllmOverheads,
+    activation_peak_bytes,
+    cuda_graph_bytes,
+    non_torch_bytes,
+)
+
+__all__ = [  # the memory terms are defined in vllm_memory and are part of this interface too
+    "BLOCK_SIZE",
+    "DEFAULT_EFFICIENCY",
+    "DEFAULT_OVERHEADS",
+    "DecodeStepTerms",
+    "Efficiency",
+    "MemoryPlan",
+    "PrefillCost",
+    "QueueWait",
+    "ReplicaModel",
+    "RequestShape",
+    "Speculation",
+    "VllmOverheads",
+    "activation_peak_bytes",
+    "backlog",
+    "batch_slots",
+    "blended_price_per_million",
+    "bytes_per_weight",
+    "causal_pairs",
+    "cuda_graph_bytes",
+    "decode_step_seconds",
+    "decode_step_terms",
+    "e2e_seconds",
+    "embedding_throughput",
+    "erlang_c",
+    "inter_token_seconds",
+    "kv_bytes_per_token",
+    "kv_dtype_bytes",
+    "kv_heads_per_shard",
+    "layers_per_stage",
+    "max_concurrency",
+    "mean_shape",
+    "model_weight_bytes",
+    "nodes_needed",
+    "non_torch_bytes",
+    "prefill_compute_seconds",
+    "prefill_cost",
+    "prefill_flops",
+    "prefill_seconds",
+    "prefill_seconds_per_token",
+    "queue_wait",
+    "replica_memory",
+    "replica_service_seconds",
+    "replica_throughput",
+    "sampling_seconds",
+    "speculation_factor",
+    "step_overhead_seconds",
+    "token_throughput",
+    "ttft_seconds",
+    "usd_per_million_tokens",
+    "utilization",
+    "weight_bytes",
+]
 
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
 
 
-# Bytes per weight. 4-bit formats carry one fp16 scale and a 4-bit zero point per
-# group of 128 weights: (4 + 20/128) / 8 bytes.
-_WEIGHT_BYTES: dict[Quantization, float] = {
-    Quantization.BF16: 2.0,
-    Quantization.FP16: 2.0,
-    Quantization.FP8: 1.0,
-    Quantization.INT8: 1.0,
-    Quantization.AWQ: (4 + 20 / 128) / 8,
-    Quantization.GPTQ: (4 + 20 / 128) / 8,
-}
-
-
 def bytes_per_weight(quantization: Quantization) -> float:
-    return _WEIGHT_BYTES[quantization]
+    """Bytes per weight of a quantized linear layer in ``quantization``'s usual format, scales included."""
+    return default_format(quantization).quantized_bytes
 
 
 def kv_dtype_bytes(kv_cache_dtype: KvCacheDtype) -> int:
@@ -58,8 +112,17 @@ def weight_bytes(params: float, quantization: Quantization, *, embedding_params:
     return body * bytes_per_weight(quantization) + embedding_params * 2.0
 
 
-def model_weight_bytes(arch: Architecture, quantization: Quantization) -> float:
-    return weight_bytes(arch.params_total, quantization, embedding_params=arch.embedding_params)
+def model_weight_bytes(
+    arch: Architecture, quantization: Quantization, *, weight_format: WeightFormat | None = None
+) -> float:
+    """Bytes of the whole model, each module kind in its own format.
+
+    Quantizers convert the linear layers only: embeddings, the LM head, norms and the MoE
+    router stay at 16 bits (``tokenplane.quantization``). ``weight_format`` is what a
+    checkpoint's ``quantization_config`` says; without it, ``quantization``'s usual format.
+    """
+    fmt = weight_format or default_format(quantization)
+    return fmt.weight_bytes(arch.param_groups)
 
 
 def kv_heads_per_shard(arch: Architecture, tp: int) -> int:
@@ -94,67 +157,6 @@ def layers_per_stage(arch: Architecture, pp: int) -> int:
 
 
 @dataclass(frozen=True)
-class VllmOverheads:
-    """Calibrated constants for vLLM's non-KV memory (vLLM V1, v0.17-v0.19).
-
-    Calibrated against startup logs of vLLM v0.19.0 on H100 committed by
-    llm-d-planner (github.com/llm-d-incubation/llm-d-planner, accuracy/), and
-    checked against the logs users paste into vLLM's issues (#10511, #21429).
-    ``tests/test_capacity_calibration.py`` holds the data points; the residual is
-    under 1.5% of KV tokens on every one of them.
-
-    From v0.21 vLLM also subtracts an estimate of CUDA-graph memory (0.5-1.9 GiB);
-    set ``cuda_graph_gib`` to model those versions.
-    """
-
-    # The profiling forward pass runs max_num_batched_tokens through the model; its
-    # peak is the MLP's gate/up output plus a few hidden-size buffers per token.
-    mlp_buffers: float = 3.0
-    hidden_buffers: float = 6.0
-    # The sampler's dummy run holds max_num_seqs rows of fp32 logits several times
-    # over (logits, softmax, top-k/top-p sort values and indices). This is the peak
-    # on every logged dense model: 1.89-1.97 GiB for Llama-3 (vocab 128,256) and
-    # 2.21 GiB for Qwen2.5 (vocab 152,064) at max_num_seqs=1024, i.e. 3.8-4.0 copies.
-    sampler_logit_copies: float = 3.9
-    # Memory outside PyTorch's allocator: 0.24-0.27 GiB at TP=1 and 2.06-2.21 GiB at
-    # TP>=2 (NCCL and custom all-reduce buffers), flat from 7B to 70B and TP2 to TP4.
-    non_torch_gib_single: float = 0.25
-    non_torch_gib_distributed: float = 2.1
-    cuda_graph_gib: float = 0.0
-
-
-DEFAULT_OVERHEADS = VllmOverheads()
-
-
-def activation_peak_bytes(
-    arch: Architecture,
-    *,
-    tp: int,
-    max_num_batched_tokens: int,
-    max_num_seqs: int,
-    overheads: VllmOverheads = DEFAULT_OVERHEADS,
-) -> float:
-    """Peak activation memory of vLLM's profiling pass on one rank."""
-    mlp_width = (
-        (arch.moe_intermediate_size or arch.intermediate_size) * max(arch.experts_per_token, 1)
-        if arch.is_moe
-        else arch.intermediate_size
-    )
-    per_token = overheads.mlp_buffers * mlp_width / tp + overheads.hidden_buffers * arch.hidden_size
-    forward = max_num_batched_tokens * per_token * 2  # 16-bit activations
-    if arch.kind is ModelKind.ENCODER:
-        return forward
-    sampler = max_num_seqs * arch.vocab_size * 4 * overheads.sampler_logit_copies
-    return max(forward, sampler)
-
-
-def non_torch_bytes(*, tp: int, pp: int, overheads: VllmOverheads = DEFAULT_OVERHEADS) -> float:
-    # Pipeline stages exchange activations point to point; only TP allocates all-reduce buffers.
-    gib = overheads.non_torch_gib_distributed if tp > 1 else overheads.non_torch_gib_single
-    return (gib + overheads.cuda_graph_gib) * GIB
-
-
-@dataclass(frozen=True)
 class MemoryPlan:
     """One replica's memory, per GPU, as vLLM would account it at startup."""
 
@@ -167,6 +169,17 @@ class MemoryPlan:
     kv_available: float  # may be negative: that is how much is missing
     kv_blocks: int
     kv_tokens: int  # tokens of KV cache per replica (every rank holds the same tokens)
+    # vLLM 0.19's "Estimated CUDA graph memory": captured after the KV cache, so it sits on top
+    # of the budget unless ``VllmOverheads.subtract_cuda_graphs`` (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1).
+    cuda_graphs: float = 0.0
+    cuda_graphs_in_budget: bool = False
+    # Features of the model that the accounting does not cover: a warning, not a promise.
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def peak_use(self) -> float:
+        """What the GPU holds once serving: the budget, plus CUDA graphs where they sit outside it."""
+        return self.budget + (0.0 if self.cuda_graphs_in_budget else self.cuda_graphs)
 
     @property
     def fits(self) -> bool:
@@ -197,19 +210,25 @@ def replica_memory(
     max_num_batched_tokens: int = 8192,
     max_num_seqs: int = 256,
     overheads: VllmOverheads = DEFAULT_OVERHEADS,
+    weight_format: WeightFormat | None = None,
+    interconnect: Interconnect | None = None,
 ) -> MemoryPlan:
     """The KV cache a replica gets, following vLLM's startup accounting.
 
     Weights shard evenly over ``tp x pp`` ranks (the embedding and LM head sit on
-    the first and last stage; spreading them evenly is within a few percent).
+    the first and last stage; spreading them evenly is within a few percent). The
+    activation term is the last stage's, which runs the sampler: vLLM sizes every
+    rank's cache to the smallest, and that rank is the one with the most to hold.
+    ``interconnect`` defaults to the GPU's (PCIe for A10G/L4/L40S).
     """
     budget = gpu.hbm_bytes * gpu_memory_utilization
-    weights = model_weight_bytes(arch, quantization) / (tp * pp)
+    weights = model_weight_bytes(arch, quantization, weight_format=weight_format) / (tp * pp)
     activation = activation_peak_bytes(
         arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, overheads=overheads
     )
-    non_torch = non_torch_bytes(tp=tp, pp=pp, overheads=overheads)
-    available = budget - weights - activation - non_torch
+    non_torch = non_torch_bytes(tp=tp, pp=pp, interconnect=interconnect or gpu.interconnect, overheads=overheads)
+    graphs = cuda_graph_bytes(arch, pp=pp, overheads=overheads)
+    available = budget - weights - activation - non_torch - (graphs if overheads.subtract_cuda_graphs else 0.0)
     per_token = kv_bytes_per_token(arch, kv_cache_dtype, tp=tp) * layers_per_stage(arch, pp) // arch.num_layers
     blocks = int(available // (per_token * BLOCK_SIZE)) if per_token and available > 0 else 0
     return MemoryPlan(
@@ -222,6 +241,9 @@ def replica_memory(
         kv_available=available,
         kv_blocks=blocks,
         kv_tokens=blocks * BLOCK_SIZE,
+        cuda_graphs=graphs,
+        cuda_graphs_in_budget=overheads.subtract_cuda_graphs,
+        warnings=arch.uncovered,
     )
 
 
@@ -237,22 +259,50 @@ def max_concurrency(kv_tokens: int, context_tokens: int) -> float:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """How much of the roofline real serving kernels reach.
+    """How much of the roofline real serving kernels reach, and the floors below which they do not go.
 
-    mfu_prefill: share of peak FLOP/s in prefill. vLLM on H100 reaches 40-60% on
-        long prefills (FlashAttention-3 paper; vLLM's published benchmarks).
-    mbu_decode: share of HBM bandwidth in decode; 70-85% is typical of vLLM and
-        TensorRT-LLM (Databricks' "LLM inference performance engineering").
-    step_overhead_s: per-iteration scheduling, sampling and launch cost.
-    allreduce_s: one tensor-parallel all-reduce over NVLink at decode sizes; two
-        per layer.
+    Each factor and its public source (``tokenplane/calibration.py`` holds the latency
+    points, ``BENCHMARKS.md`` their errors):
+
+    ===================  =======  ===========================================================
+    factor               value    source
+    ===================  =======  ===========================================================
+    mfu_prefill          0.5      vLLM on H100 reaches 40-60 % of peak on long prefills
+                                  (FlashAttention-3 paper, Shah et al. 2024; vLLM's
+                                  published benchmarks)
+    mfu_decode           0.5      the same kernels at decode batch sizes
+    mbu_decode           0.8      70-85 % of HBM bandwidth in decode (Databricks, "LLM
+                                  inference performance engineering"); 77 % measured for
+                                  Llama-3.1-8B at batch 1 on an A100 (johnmusgrave.com sweep)
+    step_overhead_s      1.0 ms   per iteration: scheduling, input preparation, sampling
+                                  launch. Single-stream TPOT minus the weight-read time on
+                                  the fit points: 0.9 ms (H100, 8B), 1.0 ms (L4, 0.5B)
+    layer_floor_s        50 us    a decoder layer's kernels (norm, QKV, RoPE, attention, O,
+                                  norm, gate/up, activation, down) cannot finish faster
+                                  than their launch-to-completion latency even under CUDA
+                                  graphs: Qwen3-0.6B on an H100 decodes at 2.39 ms/token
+                                  where its weights take 0.45 ms to read (28 layers)
+    sampler_bytes_       16       bytes of HBM traffic per logit of the sampled rows: bf16
+      per_logit                   logits cast to fp32, softmax and the top-k/top-p sort
+                                  (``vllm/v1/sample/sampler.py``, ``topk_topp_sampler.py``)
+    ttft_floor_s         20 ms    tokenization, the first scheduling step, detokenization
+                                  and the first streamed chunk of the OpenAI server: a
+                                  short prompt's TTFT minus its prefill is 22 ms on an L4
+                                  (ai.wmx.dev) and 37 ms on an H100 at 16 req/s (kvcached
+                                  PR 331); under 13 ms on a fast H100 host (yobitel)
+    allreduce_s          8 us     one tensor-parallel all-reduce over NVLink at decode
+                                  sizes; two per layer
+    ===================  =======  ===========================================================
     """
 
     mfu_prefill: float = 0.5
     mfu_decode: float = 0.5
     mbu_decode: float = 0.8
-    step_overhead_s: float = 0.0015
+    step_overhead_s: float = 0.001
     allreduce_s: float = 8e-6
+    layer_floor_s: float = 50e-6
+    sampler_bytes_per_logit: float = 16.0
+    ttft_floor_s: float = 0.020
 
 
 DEFAULT_EFFICIENCY = Efficiency()
@@ -377,7 +427,9 @@ def _weight_bytes_read(model: ReplicaModel, batch: int) -> float:
     """Weights one decode step reads. MoE reads only the experts the batch routed to."""
     arch = model.arch
     total = model_weight_bytes(arch, model.quantization)
-    read = total - arch.vocab_size * arch.hidden_size * 2.0  # the input embedding is a lookup
+    # The input embedding is a lookup, not a read of the whole table; when it is tied to the LM
+    # head, the head reads it in full every step anyway.
+    read = total if arch.tie_word_embeddings else total - arch.vocab_size * arch.hidden_size * 2.0
     if arch.is_moe:
         expert_params = 3 * arch.hidden_size * (arch.moe_intermediate_size or arch.intermediate_size)
         moe_layers = arch.num_layers - min(arch.first_dense_layers, arch.num_layers)
@@ -407,15 +459,41 @@ class DecodeStepTerms:
 
 
 def decode_step_terms(model: ReplicaModel, batch: int) -> DecodeStepTerms:
+    """One decode iteration's terms at ``batch``, floors included.
+
+    The weight read cannot beat the layers' kernel latency (``layer_floor_s`` per layer),
+    which is what bounds small models and small batches. Sampling adds its logits
+    traffic to both the memory and the compute path, so the step pays it either way.
+    """
     eff = model.efficiency
     rate = model.bandwidth * eff.mbu_decode
     kv_per_token = kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp
+    floor = model.arch.num_layers * eff.layer_floor_s
+    sampling = sampling_seconds(model, batch)
     return DecodeStepTerms(
-        memory_s=_weight_bytes_read(model, batch) / rate,
+        memory_s=max(_weight_bytes_read(model, batch) / rate, floor) + sampling,
         kv_s_per_token=kv_per_token / rate,
-        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode),
+        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode) + sampling,
         overhead_s=step_overhead_seconds(model),
     )
+
+
+def sampling_seconds(model: ReplicaModel, batch: int) -> float:
+    """The sampler's pass over ``batch`` rows of full-vocabulary logits (on one rank's bandwidth)."""
+    if batch <= 0:
+        return 0.0
+    traffic = batch * model.arch.vocab_size * model.efficiency.sampler_bytes_per_logit
+    return traffic / (model.gpu.hbm_bandwidth * model.efficiency.mbu_decode)
+
+
+def ttft_seconds(model: ReplicaModel, prompt_tokens: int, *, context_before: int = 0) -> float:
+    """Time to first token of a lone request: the server's floor plus the prompt's prefill.
+
+    ``prefill_seconds`` is the engine's share; the floor (``Efficiency.ttft_floor_s``) is
+    the OpenAI server's tokenization, first scheduling step, detokenization and first
+    streamed chunk, which a short prompt cannot go below.
+    """
+    return model.efficiency.ttft_floor_s + prefill_seconds(model, prompt_tokens, context_before=context_before)
 
 
 def decode_step_seconds(model: ReplicaModel, batch: int, *, mean_context: float) -> float:

@@ -42,6 +42,21 @@ class KvCacheDtype(StrEnum):
     FP8_E5M2 = "fp8_e5m2"
 
 
+class Interconnect(StrEnum):
+    """How the GPUs of one multi-GPU node talk to each other (AWS's 8- and 4-GPU nodes).
+
+    It decides what a tensor-parallel rank allocates outside PyTorch: NCCL on an
+    NVSwitch fabric with NVLink SHARP (Hopper and later) reserves about 2 GiB per rank
+    for its NVLS buffers, while PCIe-only nodes (g5, g6, g6e) have no NVLS, and vLLM
+    turns its custom all-reduce off there (``custom_all_reduce.py``: "not supported on
+    more than two PCIe-only GPUs").
+    """
+
+    PCIE = "pcie"
+    NVLINK = "nvlink"  # NVSwitch without NVLS: A100 (p4d/p4de)
+    NVLINK_NVLS = "nvlink-nvls"  # NVSwitch with NVLink SHARP: H100, H200, B200
+
+
 T = TypeVar("T")
 
 GIB = 1024**3
@@ -58,6 +73,7 @@ class Gpu:
     hbm_bandwidth: float  # bytes/s
     bf16_flops: float  # dense FLOP/s
     fp8_flops: float | None  # dense FLOP/s; None where the chip has no FP8 tensor cores
+    interconnect: Interconnect = Interconnect.NVLINK_NVLS
 
     @property
     def hbm_bytes(self) -> float:
@@ -74,14 +90,14 @@ GPUS: dict[str, Gpu] = {
     gpu.name: gpu
     for gpu in (
         # NVIDIA A10 datasheet: 24 GB GDDR6, 600 GB/s, 125 TFLOPS BF16 dense. AWS's A10G shares the GA102 die.
-        Gpu("A10G", 22.07, 600 * GB, 125 * TERA, None),
+        Gpu("A10G", 22.07, 600 * GB, 125 * TERA, None, Interconnect.PCIE),
         # NVIDIA L4 datasheet: 24 GB, 300 GB/s, 121 TFLOPS BF16 / 242.5 FP8 dense (half the sparse figures).
-        Gpu("L4", 22.05, 300 * GB, 121 * TERA, 242.5 * TERA),
+        Gpu("L4", 22.05, 300 * GB, 121 * TERA, 242.5 * TERA, Interconnect.PCIE),
         # NVIDIA L40S datasheet: 48 GB, 864 GB/s, 362 TFLOPS BF16 / 733 FP8 dense.
-        Gpu("L40S", 44.39, 864 * GB, 362 * TERA, 733 * TERA),
+        Gpu("L40S", 44.39, 864 * GB, 362 * TERA, 733 * TERA, Interconnect.PCIE),
         # NVIDIA A100 datasheet: 40 GB HBM2 1,555 GB/s; 80 GB HBM2e 2,039 GB/s (SXM); 312 TFLOPS BF16.
-        Gpu("A100-40GB", 39.39, 1555 * GB, 312 * TERA, None),
-        Gpu("A100-80GB", 79.15, 2039 * GB, 312 * TERA, None),
+        Gpu("A100-40GB", 39.39, 1555 * GB, 312 * TERA, None, Interconnect.NVLINK),
+        Gpu("A100-80GB", 79.15, 2039 * GB, 312 * TERA, None, Interconnect.NVLINK),
         # NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, 989 TFLOPS BF16 / 1,979 FP8 dense.
         Gpu("H100-80GB", 79.19, 3350 * GB, 989 * TERA, 1979 * TERA),
         # NVIDIA H200 datasheet (SXM): 141 GB HBM3e, 4.8 TB/s, same compute as H100.
@@ -91,15 +107,27 @@ GPUS: dict[str, Gpu] = {
     )
 }
 
+# Other names people write for a catalog GPU. Lookups ignore case, spaces and underscores,
+# so ``h100``, ``H100-SXM``, ``h100_80gb`` and ``H100 80GB`` all resolve.
 GPU_ALIASES: dict[str, str] = {
     "A10": "A10G",
+    "A10G-24GB": "A10G",
+    "L4-24GB": "L4",
+    "L40S-48GB": "L40S",
     "A100": "A100-80GB",
     "A100-40G": "A100-40GB",
     "A100-80G": "A100-80GB",
+    "A100-SXM": "A100-80GB",
+    "A100-SXM4-80GB": "A100-80GB",
     "H100": "H100-80GB",
     "H100-SXM": "H100-80GB",
+    "H100-SXM5": "H100-80GB",
     "H100-SXM-80GB": "H100-80GB",
+    "H100-80G": "H100-80GB",
     "H200": "H200-141GB",
+    "H200-SXM": "H200-141GB",
+    "H200-141G": "H200-141GB",
+    "B200-180GB": "B200",
 }
 
 
@@ -321,11 +349,22 @@ MODEL_PRESETS: dict[str, ModelPreset] = {
 }
 
 
+def _norm(name: str) -> str:
+    return name.strip().upper().replace("_", "-").replace(" ", "-")
+
+
 def _lookup(table: dict[str, T], name: str, what: str, aliases: dict[str, str] | None = None) -> T:
-    key = (aliases or {}).get(name, name)
-    if key in table:
+    """Find ``name`` in ``table`` ignoring case, spaces and underscores, aliases included."""
+    if name in table:
+        return table[name]
+    by_norm = {_norm(key): key for key in table}
+    by_norm.update({_norm(alias): target for alias, target in (aliases or {}).items()})
+    key = by_norm.get(_norm(name))
+    if key is not None:
         return table[key]
-    raise CatalogError(f"unknown {what} {name!r}; known: {', '.join(sorted(table))}")
+    # A few short aliases, not all of them: the message stays one readable line in a spec error.
+    also = f" (any case; aliases such as {', '.join(sorted(aliases, key=len)[:4])})" if aliases else ""
+    raise CatalogError(f"unknown {what} {name!r}; known: {', '.join(sorted(table))}{also}")
 
 
 def gpu(name: str) -> Gpu:
@@ -346,4 +385,4 @@ def default_instance(gpu_name: str) -> InstanceType:
 
 
 def model_preset(name: str) -> ModelPreset:
-    return _lookup(MODEL_PRESETS, name.lower(), "model preset")
+    return _lookup(MODEL_PRESETS, name, "model preset")

@@ -152,7 +152,12 @@ def size(
     ] = None,
     tp: Annotated[int, typer.Option(help="Tensor parallel size")] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline parallel size")] = 1,
-    quantization: Annotated[str, typer.Option(help="bf16, fp16, fp8, int8, awq or gptq")] = "bf16",
+    quantization: Annotated[
+        str | None,
+        typer.Option(
+            help="bf16, fp16, fp8, int8, awq or gptq; default: the --hf-config's quantization_config, else bf16"
+        ),
+    ] = None,
     kv_cache_dtype: Annotated[str, typer.Option("--kv-cache-dtype", help="auto or fp8")] = "auto",
     gpu_memory_utilization: Annotated[float, typer.Option("--gpu-memory-utilization")] = 0.9,
     max_model_len: Annotated[
@@ -160,6 +165,9 @@ def size(
     ] = None,
     max_num_batched_tokens: Annotated[int, typer.Option("--max-num-batched-tokens")] = 8192,
     max_num_seqs: Annotated[int, typer.Option("--max-num-seqs")] = 256,
+    vllm_version: Annotated[
+        str, typer.Option("--vllm-version", help="the vLLM release to account as (validated: 0.17-0.19)")
+    ] = "0.19.0",
     as_json: JsonFlag = False,
 ) -> None:
     """GPU VRAM and KV cache capacity of one replica, as vLLM would report it at startup."""
@@ -181,6 +189,7 @@ def size(
             max_model_len=max_model_len,
             max_num_batched_tokens=max_num_batched_tokens,
             max_num_seqs=max_num_seqs,
+            vllm_version=vllm_version,
         )
     except SpecError as e:
         _fail(str(e))

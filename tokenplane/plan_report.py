@@ -172,30 +172,30 @@ def console_for_output() -> Console:
 
 
 def print_size(result: SizeResult, console: Console | None = None) -> None:
+    """One replica's memory, the rows named as vLLM's startup log names them, to compare line by line."""
     console = console or console_for_output()
     r, m = result.request, result.memory
     table = Table(title=f"{r.model_name} on {r.gpu.name}, TP={r.tp} PP={r.pp}", title_justify="left", show_header=False)
     table.add_column("item")
     table.add_column("value", justify="right")
+    table.add_column("note")
     rows = [
-        ("parameters", f"{r.arch.params_total / 1e9:,.2f} B ({r.arch.params_active / 1e9:,.2f} B active)"),
-        ("quantization / KV dtype", f"{r.quantization.value} / {r.kv_cache_dtype.value}"),
-        ("GPU memory (as CUDA reports)", f"{m.gpu_total / GIB:.2f} GiB"),
-        (f"budget x {r.gpu_memory_utilization}", f"{m.budget / GIB:.2f} GiB"),
-        ("weights per GPU", f"{m.weights / GIB:.2f} GiB"),
-        (
-            f"activation peak ({r.max_num_batched_tokens} tokens, {r.max_num_seqs} seqs)",
-            f"{m.activation / GIB:.2f} GiB",
-        ),
-        ("non-torch overhead", f"{m.non_torch / GIB:.2f} GiB"),
-        ("KV cache per GPU", f"{m.kv_available / GIB:.2f} GiB"),
-        ("KV bytes per token (model / per GPU)", f"{result.kv_bytes_per_token:,} / {m.kv_bytes_per_token:,}"),
-        ("KV cache", f"{m.kv_blocks:,} blocks = {m.kv_tokens:,} tokens"),
-        (f"max concurrency at {r.max_model_len:,} tokens", f"{result.max_concurrency:.2f}x"),
+        ("parameters", f"{r.arch.params_total / 1e9:,.2f} B ({r.arch.params_active / 1e9:,.2f} B active)", ""),
+        ("weights / KV dtype", f"{r.quantization.value} / {r.kv_cache_dtype.value}", r.weights.description),
+        ("GPU memory (as CUDA reports)", f"{m.gpu_total / GIB:.2f} GiB", ""),
+        (f"budget x {r.gpu_memory_utilization}", f"{m.budget / GIB:.2f} GiB", "requested memory"),
     ]
-    for item, value in rows:
-        table.add_row(item, value)
+    rows += [(line.label, line.text(), line.note) for line in result.vllm_log_lines()]
+    rows.append(
+        ("KV bytes per token (model / per GPU)", f"{result.kv_bytes_per_token:,} / {m.kv_bytes_per_token:,}", "")
+    )
+    for item, value, note in rows:
+        table.add_row(item, value, note)
     console.print(table)
+    for warning in m.warnings:
+        console.print(
+            Text.assemble(("warning: ", "yellow"), f"{warning}; the KV figures above are not validated for it")
+        )
     if result.fits:
         console.print(Text("fits", style="green"))
     else:

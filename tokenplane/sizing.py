@@ -7,14 +7,18 @@ report module prints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tokenplane import capacity as cap
 from tokenplane.catalog import GIB, Gpu, KvCacheDtype, Quantization, gpu, model_preset
 from tokenplane.errors import SpecError
+from tokenplane.quantization import WeightFormat, default_format, read_weight_format
 from tokenplane.transformer import Architecture, ModelKind, from_hf_config
+from tokenplane.vllm_memory import overheads_for_version, parse_version, version_warning
+
+PINNED_VLLM = "0.19.0"  # components/pins.py's image; tests/test_capacity_calibration.py checks they agree
 
 E = TypeVar("E", Quantization, KvCacheDtype)
 
@@ -32,6 +36,8 @@ class SizeRequest:
     max_model_len: int
     max_num_batched_tokens: int
     max_num_seqs: int
+    weight_format: WeightFormat | None = None  # from the checkpoint's quantization_config
+    vllm_version: str = PINNED_VLLM
 
     @classmethod
     def from_cli(
@@ -43,21 +49,25 @@ class SizeRequest:
         gpu_memory_gib: float | None,
         tp: int,
         pp: int,
-        quantization: str,
+        quantization: str | None,
         kv_cache_dtype: str,
         gpu_memory_utilization: float,
         max_model_len: int | None,
         max_num_batched_tokens: int,
         max_num_seqs: int,
+        vllm_version: str = PINNED_VLLM,
     ) -> SizeRequest:
         """Validate flags; every error names the flag, the value and what is allowed."""
         if (model is None) == (hf_config is None):
             raise SpecError("give exactly one of --model PRESET or --hf-config PATH")
+        checkpoint: WeightFormat | None = None
         if hf_config is not None:
             arch, name = from_hf_config(hf_config), str(hf_config)
+            checkpoint = read_weight_format(hf_config)
         else:
             preset = model_preset(model or "")
             arch, name = preset.architecture, preset.name
+        scheme = _scheme(quantization, checkpoint, name)
         device = _device(gpu, gpu_memory_gib)
         for flag, value in (
             ("--tp", tp),
@@ -67,6 +77,10 @@ class SizeRequest:
         ):
             if value < 1:
                 raise SpecError(f"{flag}={value} must be at least 1")
+        try:
+            parse_version(vllm_version)
+        except ValueError as e:
+            raise SpecError(f"--vllm-version: {e}") from e
         if not 0.05 < gpu_memory_utilization <= 0.99:
             raise SpecError(f"--gpu-memory-utilization={gpu_memory_utilization} must be in (0.05, 0.99]")
         if arch.num_attention_heads % tp:
@@ -83,13 +97,35 @@ class SizeRequest:
             gpu=device,
             tp=tp,
             pp=pp,
-            quantization=_enum(Quantization, quantization, "--quantization"),
+            quantization=scheme,
             kv_cache_dtype=_enum(KvCacheDtype, kv_cache_dtype, "--kv-cache-dtype"),
             gpu_memory_utilization=gpu_memory_utilization,
             max_model_len=length,
             max_num_batched_tokens=max_num_batched_tokens,
             max_num_seqs=max_num_seqs,
+            weight_format=checkpoint,
+            vllm_version=vllm_version,
         )
+
+    @property
+    def weights(self) -> WeightFormat:
+        return self.weight_format or default_format(self.quantization)
+
+
+def _scheme(flag: str | None, checkpoint: WeightFormat | None, name: str) -> Quantization:
+    """The weight format: the checkpoint's ``quantization_config`` wins, as in vLLM.
+
+    vLLM refuses a ``--quantization`` that contradicts the checkpoint; so does ``size``.
+    """
+    if flag is None:
+        return checkpoint.scheme if checkpoint else Quantization.BF16
+    chosen = _enum(Quantization, flag, "--quantization")
+    if checkpoint is not None and chosen is not checkpoint.scheme:
+        raise SpecError(
+            f"--quantization={flag} contradicts {name}'s quantization_config ({checkpoint.description}); "
+            f"drop --quantization or pass --quantization {checkpoint.scheme.value}"
+        )
+    return chosen
 
 
 def _device(name: str | None, memory_gib: float | None) -> Gpu:
@@ -136,6 +172,10 @@ class SizeResult:
             "weights_per_gpu_gib": round(m.weights / GIB, 3),
             "activation_gib": round(m.activation / GIB, 3),
             "non_torch_gib": round(m.non_torch / GIB, 3),
+            "weight_format": r.weights.description,
+            "cuda_graphs_gib": round(m.cuda_graphs / GIB, 3),
+            "cuda_graphs_in_budget": m.cuda_graphs_in_budget,
+            "peak_use_gib": round(m.peak_use / GIB, 3),
             "kv_cache_gib_per_gpu": round(max(m.kv_available, 0.0) / GIB, 3),
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_bytes_per_token_per_gpu": m.kv_bytes_per_token,
@@ -145,9 +185,88 @@ class SizeResult:
             "max_concurrency": round(self.max_concurrency, 3),
             "fits": self.fits,
         }
+        out["vllm_log"] = {
+            line.key: int(line.value) if line.unit == "tokens" else round(line.value, 3)
+            for line in self.vllm_log_lines()
+        }
+        if m.warnings:
+            out["warnings"] = list(m.warnings)
         if self.reason:
             out["reason"] = self.reason
         return out
+
+    def vllm_log_lines(self) -> list[LogLine]:
+        """The figures vLLM 0.19 logs at startup on rank 0, predicted, in the order it logs them.
+
+        A user compares these line by line with their own log ("Model loading took",
+        "Memory profiling takes ... torch peak memory increase ...", "Available KV cache
+        memory", "GPU KV cache size", "Maximum concurrency").
+        """
+        r, m = self.request, self.memory
+        non_kv = m.weights + m.activation + m.non_torch
+        lines = [
+            LogLine("model_loading_gib", "Model loading took", m.weights / GIB, "GiB", "weights per GPU"),
+            LogLine(
+                "torch_peak_increase_gib",
+                "torch peak memory increase",
+                m.activation / GIB,
+                "GiB",
+                f"activation peak: {r.max_num_batched_tokens:,} tokens, sampler over "
+                f"{min(r.max_num_seqs, r.max_num_batched_tokens):,} requests",
+            ),
+            LogLine(
+                "non_torch_increase_gib",
+                "non-torch forward increase memory",
+                m.non_torch / GIB,
+                "GiB",
+                f"NCCL and CUDA workspaces ({r.gpu.interconnect.value}, TP={r.tp}, PP={r.pp})",
+            ),
+            LogLine("non_kv_cache_gib", "Total non KV cache memory", non_kv / GIB, "GiB", "the three above"),
+            LogLine(
+                "cuda_graphs_gib",
+                "Estimated CUDA graph memory",
+                m.cuda_graphs / GIB,
+                "GiB",
+                "inside the budget" if m.cuda_graphs_in_budget else "on top of the budget (0.19 default)",
+            ),
+            LogLine(
+                "available_kv_cache_gib",
+                "Available KV cache memory",
+                m.kv_available / GIB,
+                "GiB",
+                f"{r.gpu_memory_utilization} x {m.gpu_total / GIB:.2f} GiB minus the non-KV total",
+            ),
+        ]
+        if r.arch.kind is not ModelKind.ENCODER:
+            lines += [
+                LogLine("kv_cache_tokens", "GPU KV cache size", m.kv_tokens, "tokens", f"{m.kv_blocks:,} blocks of 16"),
+                LogLine(
+                    "max_concurrency",
+                    f"Maximum concurrency for {r.max_model_len:,} tokens per request",
+                    self.max_concurrency,
+                    "x",
+                    "",
+                ),
+            ]
+        return lines
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One predicted figure under the words vLLM's startup log prints it with."""
+
+    key: str
+    label: str
+    value: float
+    unit: str
+    note: str
+
+    def text(self) -> str:
+        if self.unit == "tokens":
+            return f"{self.value:,.0f} tokens"
+        if self.unit == "x":
+            return f"{self.value:.2f}x"
+        return f"{self.value:.2f} {self.unit}"
 
 
 def size_replica(request: SizeRequest) -> SizeResult:
@@ -162,7 +281,12 @@ def size_replica(request: SizeRequest) -> SizeResult:
         gpu_memory_utilization=r.gpu_memory_utilization,
         max_num_batched_tokens=r.max_num_batched_tokens,
         max_num_seqs=r.max_num_seqs,
+        weight_format=r.weight_format,
+        overheads=overheads_for_version(r.vllm_version),
     )
+    version_note = version_warning(r.vllm_version)
+    if version_note:
+        mem = replace(mem, warnings=(*mem.warnings, version_note))
     encoder = r.arch.kind is ModelKind.ENCODER
     fits = mem.fits if encoder else mem.fits_sequence(r.max_model_len)
     reason = None

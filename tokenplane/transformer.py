@@ -9,6 +9,8 @@ in, so that a preset and the config it came from cannot disagree.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
@@ -58,6 +60,9 @@ class Architecture(BaseModel):
     qk_rope_head_dim: int | None = Field(default=None, gt=0)
     qk_nope_head_dim: int | None = Field(default=None, gt=0)
     v_head_dim: int | None = Field(default=None, gt=0)
+    # Features of the checkpoint that the capacity model does not cover (sliding-window or
+    # hybrid attention, multimodal encoders...): the size is then a warning, not a promise.
+    uncovered: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _shapes_agree(self) -> Architecture:
@@ -104,6 +109,31 @@ class Architecture(BaseModel):
         return heads * self.vocab_size * self.hidden_size
 
     @cached_property
+    def param_groups(self) -> ParamGroups:
+        """Every weight by the kind of module that holds it, all experts included.
+
+        Quantizers treat the kinds differently: the linear layers (attention, MLP,
+        experts) take the quantized format, while embeddings, the LM head, norms and
+        the MoE router usually stay at 16 bits.
+        """
+        h = self.hidden_size
+        dense_layers = self.num_layers if not self.is_moe else min(self.first_dense_layers, self.num_layers)
+        moe_layers = self.num_layers - dense_layers
+        heads = 1 if self.tie_word_embeddings or self.kind is ModelKind.ENCODER else 2
+        embedding = self.embedding_params - (self.vocab_size * h if heads == 2 else 0)
+        expert = 3 * h * (self.moe_intermediate_size or self.intermediate_size)
+        return ParamGroups(
+            embedding=embedding,
+            lm_head=self.vocab_size * h if heads == 2 else 0,
+            attention=self.num_layers * self._attention_params(),
+            dense_mlp=dense_layers * self._mlp_params(moe_layer=False, active_only=False),
+            routed_experts=moe_layers * self.num_experts * expert,
+            shared_experts=moe_layers * self.num_shared_experts * expert,
+            router=moe_layers * h * self.num_experts,
+            norms=self.num_layers * 2 * h + h,
+        )
+
+    @cached_property
     def params_total(self) -> int:
         """Every weight, all experts included."""
         return self.embedding_params + self._body_params(active_only=False)
@@ -144,6 +174,27 @@ class Architecture(BaseModel):
         body += dense_layers * self._mlp_params(moe_layer=False, active_only=active_only)
         body += moe_layers * self._mlp_params(moe_layer=True, active_only=active_only)
         return body + self.hidden_size  # final norm
+
+
+@dataclass(frozen=True)
+class ParamGroups:
+    """Parameter counts by module kind; they sum to ``Architecture.params_total``."""
+
+    embedding: int  # input embedding (plus learned positions for encoders)
+    lm_head: int  # 0 when tied to the embedding
+    attention: int
+    dense_mlp: int
+    routed_experts: int
+    shared_experts: int
+    router: int  # the MoE gate: hidden x experts per MoE layer
+    norms: int
+
+    def by_kind(self) -> dict[str, int]:
+        return {f.name: int(getattr(self, f.name)) for f in dataclass_fields(self)}
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_kind().values())
 
 
 def _req(value: int | None) -> int:
@@ -205,10 +256,60 @@ def from_hf_config(path: Path) -> Architecture:
             fields["moe_intermediate_size"] = cfg["moe_intermediate_size"]
         fields["num_shared_experts"] = cfg.get("n_shared_experts") or 0
         fields["first_dense_layers"] = cfg.get("first_k_dense_replace") or 0
+        shared = cfg.get("shared_expert_intermediate_size")
+        if shared and fields.get("moe_intermediate_size"):
+            # Qwen-MoE writes its one shared expert as a wider MLP; count it in expert-sized units.
+            fields["num_shared_experts"] = max(1, round(shared / fields["moe_intermediate_size"]))
     for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
         if cfg.get(key):
             fields[key] = cfg[key]
+    fields["uncovered"] = uncovered_features(raw, cfg)
     try:
         return Architecture(**fields)
     except ValueError as e:
         raise SpecError(f"{path}: {e}") from e
+
+
+# Model types whose layers are not all full attention: state-space (Mamba) or linear-attention
+# layers keep a fixed-size state instead of a KV cache, so vLLM sizes them differently.
+_HYBRID_TYPES = {
+    "jamba",
+    "mamba",
+    "mamba2",
+    "nemotron_h",
+    "falcon_h1",
+    "zamba2",
+    "granitemoehybrid",
+    "qwen3_next",
+    "lfm2",
+    "minimax_text_01",
+    "kimi_linear",
+}
+
+
+def uncovered_features(raw: dict[str, Any], cfg: dict[str, Any]) -> tuple[str, ...]:
+    """What in a ``config.json`` the capacity model does not cover, in words for a warning.
+
+    The model sizes every layer as full attention with one KV entry per token, the way
+    vLLM sizes a Llama. Checkpoints that break that get a warning rather than a confident
+    number (issue 15: "out-of-range inputs get a warning").
+    """
+    notes: list[str] = []
+    model_type = str(cfg.get("model_type", ""))
+    layer_types = cfg.get("layer_types")
+    window = cfg.get("sliding_window")
+    if isinstance(layer_types, list) and any(t != "full_attention" for t in layer_types):
+        kinds = sorted({str(t) for t in layer_types})
+        notes.append(f"mixed layer types {', '.join(kinds)} (vLLM sizes non-full-attention layers differently)")
+    elif window and cfg.get("use_sliding_window", True) and window < cfg.get("max_position_embeddings", 0):
+        notes.append(
+            f"sliding-window attention (window {window}): sized as full attention, which is how vLLM 0.19 logs "
+            "Gemma 2 (within 1 %), but the window's effect on concurrency is not modeled"
+        )
+    if model_type in _HYBRID_TYPES or any(k in cfg for k in ("layers_block_type", "hybrid_override_pattern")):
+        notes.append(f"hybrid attention/state-space model ({model_type or 'unknown type'})")
+    if cfg.get("attention_chunk_size"):
+        notes.append(f"chunked local attention (chunk {cfg['attention_chunk_size']})")
+    if isinstance(raw.get("vision_config"), dict):
+        notes.append("multimodal: the vision encoder's weights and its profiling pass are not modeled")
+    return tuple(notes)
