@@ -56,7 +56,7 @@ class Region(Component):
         network = Network(
             self.child("network"),
             NetworkArgs(
-                region=region,
+                azs=region.azs,
                 cluster_name=cluster_name(spec.platform.name, region.name),
                 tags=tags,
                 vpc_cidr=vpc_cidr(spec, region),
@@ -66,8 +66,11 @@ class Region(Component):
         cluster = Cluster(
             self.child("cluster"),
             ClusterArgs(
-                platform=spec.platform,
-                region=region,
+                name=cluster_name(spec.platform.name, region.name),
+                kubernetes_version=spec.platform.kubernetes_version,
+                cloud_region=region.cloud_region,
+                # One per AZ in prod, so that an AZ outage leaves system capacity; two elsewhere.
+                system_nodes=3 if environment == "prod" else 2,
                 private_subnet_ids=network.private_subnet_ids,
                 public_subnet_ids=network.public_subnet_ids,
                 tags=tags,
@@ -133,6 +136,7 @@ class Region(Component):
         needed = {m.ref: m for p in region.pools for m in artifacts(spec, spec.pool(p.pool))}
         published = publish_jobs(
             self.child("publish"),
+            namespace=namespaces[NS_SERVING],
             models=list(needed.values()),
             bucket=args.registry_bucket,
             oidc_provider_arn=cluster.oidc_provider_arn,
