@@ -189,7 +189,7 @@ class VllmPool(Component):
         if selection.instance_type is not None and selection.instance_type != node.name:
             raise ValueError(
                 f"VllmPool {name}: pool {pool.name!r} needs {node.name} nodes ({pool.gpu}, "
-                f"{pool.tensor_parallel * pool.pipeline_parallel} GPUs a replica), but its nodes are "
+                f"{pool.gpus_per_replica} GPUs a replica), but its nodes are "
                 f"{selection.instance_type}; give it a GpuNodeGroup built for this pool"
             )
         namespace = args.namespace.name
