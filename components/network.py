@@ -145,9 +145,7 @@ class Network(Component):
             self.private_subnet_ids.append(private.id)
         self.vpc_id = vpc.id
         self.vpc_cidr = cidr
-        self.private = PrivateSubnets(
-            azs=args.azs, vpc_id=vpc.id, vpc_cidr=cidr, subnet_ids=self.private_subnet_ids
-        )
+        self.private = PrivateSubnets(azs=args.azs, vpc_id=vpc.id, vpc_cidr=cidr, subnet_ids=self.private_subnet_ids)
         self.register_outputs(
             {
                 "vpc_id": vpc.id,
