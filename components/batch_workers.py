@@ -54,6 +54,8 @@ class BatchWorkersArgs:
 
 
 class BatchWorkers(Component):
+    """Class-D workers for the Batch API: they run queued jobs through the AI gateway's pipeline and keep results."""
+
     MODULE = "batch_workers"
 
     results_bucket: pulumi.Output[str]

@@ -91,6 +91,9 @@ class NodeCounts:
 
 @dataclass(frozen=True, kw_only=True)
 class GpuNodeGroupArgs:
+    """One pool's GPU nodes: the pool (GPU, TP x PP), its replica bounds, and the cluster to join (name, node
+    role, private subnets of every AZ)."""
+
     pool: Pool
     placement: Placement
     cluster_name: pulumi.Input[str]

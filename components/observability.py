@@ -103,6 +103,8 @@ def collector_config(spec: PlatformSpec, region: Region) -> dict[str, Any]:
 
 
 class Observability(Component):
+    """kube-prometheus-stack, the Grafana dashboards and an OTel collector in the ``monitoring`` namespace."""
+
     MODULE = "observability"
 
     otlp_endpoint: str

@@ -32,6 +32,9 @@ from tokenplane.vllm_args import artifacts
 
 @dataclass(frozen=True, kw_only=True)
 class RegionArgs:
+    """The spec and one of its regions, with what the platform shares across regions: the registry bucket, the
+    serving and vLLM images by digest, the account and the tags."""
+
     spec: PlatformSpec
     region: RegionSpec
     registry_bucket: pulumi.Input[str]

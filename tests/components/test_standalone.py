@@ -221,3 +221,16 @@ def test_a_lookup_that_finds_nothing_lists_what_there_is() -> None:
     with pytest.raises(NotRendered, match=r"its names are: chat-deployment"):
         stack.find("kubernetes:apps/v1:Deployment", "chat")
     assert kubernetes_manifest(stack.find("kubernetes:apps/v1:Deployment", "chat-deployment"))["kind"] == "Deployment"
+
+
+def test_every_public_component_args_and_helper_has_a_docstring_and_a_reference_entry() -> None:
+    import components
+
+    reference = (Path(__file__).resolve().parents[2] / "docs" / "components.md").read_text(encoding="utf-8")
+    headings = " ".join(line for line in reference.splitlines() if line.startswith("### "))
+    for name in components.__all__:
+        item = getattr(components, name)
+        doc = (item.__doc__ or "").strip()
+        # A dataclass without a docstring gets its signature as __doc__: that documents nothing.
+        assert doc and not doc.startswith(f"{item.__name__}("), f"components.{name} has no docstring"
+        assert f"`{name}`" in headings, f"docs/components.md has no section for {name}"
