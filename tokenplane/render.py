@@ -202,6 +202,10 @@ class _Recorder:
     def __init__(self, regions: dict[str, str], default_region: str | None = None) -> None:
         self.regions = regions  # cloud region -> spec region name
         self.default_region = default_region  # for what neither a provider nor a Region component places
+        # A program of one's own (default_region given): any cloud region is its own name, and a resource
+        # without an AWS provider is where its parent is (a component's providers, or the default).
+        self.open_regions = default_region is not None
+        self.placed: dict[str, str | None] = {}  # urn -> region, as registered (open_regions only)
         self.by_name = {name: cloud for cloud, name in regions.items()}
         self.provider_region: dict[str, str] = {}  # provider URN -> cloud region
         self.local = threading.local()
@@ -217,19 +221,27 @@ class _Recorder:
         self.lb_controllers: set[str] = set()  # Kubernetes provider URNs with the AWS Load Balancer Controller
         self.seen: set[str] = set()
 
-    def region_of(self, urn: str, parent: str, provider: str) -> str | None:
-        """The spec region: the AWS provider's region, else the nearest Region component's."""
-        cloud = self.provider_region.get(provider.rsplit("::", 1)[0] if provider else "")
+    def region_of(self, urn: str, parent: str, provider: str, aws_provider: str = "") -> str | None:
+        """The spec region: the AWS provider's region, else the nearest Region component's.
+
+        ``aws_provider`` is a component's AWS provider (from its ``providers``), which a program's own
+        components carry where the spec's carry a Region ancestor.
+        """
+        ref = provider or aws_provider
+        cloud = self.provider_region.get(ref.rsplit("::", 1)[0] if ref else "")
         if cloud:
-            return self.regions.get(cloud)
+            return self.regions.get(cloud, cloud if self.open_regions else None)
         with self.lock:
             found = _region_ancestor(parent, self.parents, self.regions) if parent else None
+            if found is None and self.open_regions:
+                found = self.placed.get(parent)
         return found or self.default_region
 
     # pulumi.runtime.Mocks protocol
     def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
         self.local.inputs = dict(args.inputs)
-        cloud = self.by_name.get(getattr(self.local, "region", None) or "", "")
+        region = getattr(self.local, "region", None) or ""
+        cloud = self.by_name.get(region, region if self.open_regions else "")
         provider = (args.provider or "").rsplit("::", 1)[0]
         with self.lock:
             served = provider in self.lb_controllers
@@ -256,6 +268,8 @@ class _Recorder:
                 region = self.regions.get(str(self.inputs.get(urn, {}).get("region", "")))
             elif typ == REGION_TYPE:
                 region = _region_ancestor(urn, self.parents, self.regions)
+            elif self.open_regions:
+                region = self.placed.get(urn)
             else:
                 region = self.region_of(urn, parent, provider)
             inputs = self.inputs.get(urn, {})
@@ -348,7 +362,9 @@ def _recording_monitor_class() -> type:
                 rec.seen.add(urn)
                 rec.parents[urn] = (request.type, request.name, request.parent)
             rec.local.inputs = {}
-            rec.local.region = rec.region_of(urn, request.parent, request.provider)
+            rec.local.region = rec.region_of(urn, request.parent, request.provider, request.providers.get("aws", ""))
+            with rec.lock:
+                rec.placed[urn] = rec.local.region
             response = super().RegisterResource(request)  # type: ignore[no-untyped-call]  # the SDK leaves it untyped
             inputs = redact_secrets(rec.local.inputs)
             with rec.lock:
