@@ -42,6 +42,7 @@ from components.vector_db import VectorDb, VectorDbArgs
 from components.vllm_mirror import VllmMirror, VllmMirrorArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
 from components.weights_publish import publish_jobs
+from components.wiring import serving_deps
 
 __all__ = [
     "AiGateway",
@@ -85,5 +86,6 @@ __all__ = [
     "VllmPoolArgs",
     "publish_jobs",
     "secure_bucket",
+    "serving_deps",
     "tls_only",
 ]

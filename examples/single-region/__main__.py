@@ -35,7 +35,6 @@ from components import (
     NetworkArgs,
     Redis,
     RedisArgs,
-    ServingDeps,
     VectorDb,
     VectorDbArgs,
     VllmMirror,
@@ -44,6 +43,7 @@ from components import (
     VllmPoolArgs,
     publish_jobs,
     secure_bucket,
+    serving_deps,
     tls_only,
 )
 from tokenplane.spec import (
@@ -190,17 +190,15 @@ config = PlatformSpec(
     workload_classes={WorkloadClass.A: interactive},
     routing=Routing(mix={Tier.SMALL: 1.0}),
 )
-deps = ServingDeps(
+deps = serving_deps(
     spec=config,
     region=region,
     image=images.ref(cloud_region),
-    redis_url=redis.url,
-    kafka_bootstrap=kafka.bootstrap_brokers,
-    kafka_cluster_arn=kafka.cluster_arn,
-    qdrant_url=qdrant.url,
-    oidc_provider_arn=cluster.oidc_provider_arn,
-    oidc_issuer=cluster.oidc_issuer,
     account_id=images.account_id,
+    cluster=cluster,
+    redis=redis,
+    kafka=kafka,
+    vector_db=qdrant,
     tags=tags,
 )
 model_gateway = ModelGateway(
