@@ -39,7 +39,7 @@ class VectorDbArgs:
     clients: list[dict[str, Any]] | None = None
 
 
-DEFAULT_CLIENTS = [kube.peer(NS_GATEWAY), kube.peer(NS_BATCH), kube.peer(NS_MONITORING)]
+DEFAULT_CLIENTS = (kube.peer(NS_GATEWAY), kube.peer(NS_BATCH), kube.peer(NS_MONITORING))
 
 
 class VectorDb(Component):
@@ -151,7 +151,7 @@ class VectorDb(Component):
             namespace=namespace,
             app=APP,
             port=HTTP_PORT,
-            sources=args.clients if args.clients is not None else DEFAULT_CLIENTS,
+            sources=list(args.clients if args.clients is not None else DEFAULT_CLIENTS),
             opts=self.opts(),
         )
         if prod:  # peers replicate to each other over the p2p port

@@ -40,7 +40,7 @@ NODE_CACHE = "/mnt/k8s-disks/0/tokenplane-models"
 DRAIN_SECONDS = 15  # preStop: time for endpoints to drop the pod before vLLM stops accepting
 DEFAULT_DECODE_S_PER_TOKEN = 0.1  # grace-period estimate for a class without an E2E SLO
 # Who may call a pool by default: the spec-driven model gateway, and Prometheus for /metrics.
-DEFAULT_CLIENTS = [kube.peer(NS_GATEWAY, "model-gateway"), kube.peer(NS_MONITORING)]
+DEFAULT_CLIENTS = (kube.peer(NS_GATEWAY, "model-gateway"), kube.peer(NS_MONITORING))
 
 # Fetch the artifact from the regional registry bucket unless the node already holds a verified copy,
 # then check its sha256: the hash of the sorted `sha256sum` manifest of every file in the artifact.
@@ -331,7 +331,7 @@ class VllmPool(Component):
             namespace=namespace,
             app=app,
             port=DEFAULT_PORT,
-            sources=args.clients if args.clients is not None else DEFAULT_CLIENTS,
+            sources=list(args.clients if args.clients is not None else DEFAULT_CLIENTS),
             opts=self.opts(),
         )
         kube.scaled_object(
