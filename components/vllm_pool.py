@@ -183,15 +183,16 @@ class VllmPool(Component):
     service_url: pulumi.Output[str]
 
     def __init__(self, name: str, args: VllmPoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(name, opts)
         spec, pool, placement, selection = args.models, args.pool, args.replicas(), args.selection
         node = node_for(pool)
+        # Checked before anything registers: a pool on nodes of another type would never be scheduled.
         if selection.instance_type is not None and selection.instance_type != node.name:
             raise ValueError(
                 f"VllmPool {name}: pool {pool.name!r} needs {node.name} nodes ({pool.gpu}, "
                 f"{pool.gpus_per_replica} GPUs a replica), but its nodes are "
                 f"{selection.instance_type}; give it a GpuNodeGroup built for this pool"
             )
+        super().__init__(name, opts)
         namespace = args.namespace.name
         self.wait_for(*args.namespace.after())
         app = args.app or f"vllm-{pool.name}"
