@@ -23,7 +23,7 @@ given. Components may import the core (the spec, ``pool_model``, ``runtime_env``
 from components.ai_gateway import AiGateway
 from components.batch_workers import BatchWorkers, BatchWorkersArgs
 from components.cluster import Cluster, ClusterArgs
-from components.cluster_addons import ClusterAddons, ClusterAddonsArgs
+from components.cluster_addons import ClusterAddons, ClusterAddonsArgs, ExistingCluster
 from components.gateway import GatewayArgs, ServingDeps
 from components.global_routing import GlobalRouting, GlobalRoutingArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, NodeSelection
@@ -52,6 +52,7 @@ __all__ = [
     "ClusterAddons",
     "ClusterAddonsArgs",
     "ClusterArgs",
+    "ExistingCluster",
     "GatewayArgs",
     "GlobalRouting",
     "GlobalRoutingArgs",

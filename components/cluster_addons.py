@@ -4,7 +4,7 @@ KEDA (the pools' ScaledObjects), the NVIDIA device plugin (without it no node
 advertises ``nvidia.com/gpu``), the DCGM exporter (GPU metrics), the Cluster
 Autoscaler with its IAM role, the AWS Load Balancer Controller with its IAM role
 (the AI gateway's NLB), and an encrypted gp3 StorageClass on the EBS CSI driver
-that ``Cluster`` installs with its IAM role.
+(which ``Cluster`` installs with its IAM role; on a cluster made elsewhere, these add-ons do).
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import kube
 from components.base import Component
-from components.cluster import Cluster
+from components.cluster import EBS_CSI_POLICY, EBS_CSI_SERVICE_ACCOUNT, Cluster
 from components.iam import irsa_role, policy_document
 from components.lb_controller import lb_controller
 from components.naming import GPU_PRESENT_LABEL, GPU_TAINT_KEY, NS_KEDA
@@ -29,24 +30,44 @@ GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSched
 
 
 @dataclass(frozen=True, kw_only=True)
+class ExistingCluster:
+    """An EKS cluster this program does not create: what the add-ons need to know of it.
+
+    Args:
+        name: the EKS cluster's name.
+        oidc_provider_arn: its IAM OIDC provider, which the add-ons' roles trust.
+        oidc_issuer: its OIDC issuer URL.
+        nodes: what the add-ons' pods wait for (a node group the program creates), if any.
+    """
+
+    name: pulumi.Input[str]
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_issuer: pulumi.Input[str]
+    nodes: pulumi.Resource | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ClusterAddonsArgs:
     """What the add-ons need from the cluster they go on.
 
     Args:
-        cluster: the ``Cluster``: its name, its OIDC provider (the add-ons' IAM roles) and its system nodes,
-            which every add-on's pods wait for.
+        cluster: the ``Cluster`` (its name, its OIDC provider for the add-ons' IAM roles, and its system nodes,
+            which every add-on's pods wait for), or an ``ExistingCluster`` made elsewhere.
         vpc_id: the cluster's VPC (``Network.vpc_id``): the load-balancer controller is told it, since its
             pods cannot reach the instance metadata to discover it.
         cloud_region: the AWS region, for the autoscaler and the load-balancer controller.
         tags: AWS tags on the add-ons' IAM roles.
+        ebs_csi: install the EBS CSI driver (an EKS add-on) with its IAM role, which the gp3 class needs. By
+            default only on an ``ExistingCluster``: ``Cluster`` installs it itself.
         moved_from: the component that created these resources before they were a ``ClusterAddons`` (a
             ``Region``): aliases keep their URNs, so that a stack deployed before does not replace them.
     """
 
-    cluster: Cluster
+    cluster: Cluster | ExistingCluster
     vpc_id: pulumi.Input[str]
     cloud_region: str
     tags: dict[str, str] = field(default_factory=dict)
+    ebs_csi: bool | None = None
     moved_from: pulumi.Resource | None = None
 
 
@@ -67,9 +88,11 @@ class ClusterAddons(Component):
         super().__init__(name, opts)
         self._moved_from = args.moved_from
         cluster = args.cluster
+        nodes = cluster.system_nodes if isinstance(cluster, Cluster) else cluster.nodes
+        after_nodes = [nodes] if nodes is not None else []
         # Each release waits for the system nodes: Pulumi awaits a release's pods, which cannot run before there
         # is a node.
-        on_nodes = self.opts(depends_on=[cluster.system_nodes])
+        on_nodes = self.opts(depends_on=after_nodes)
         keda_ns = k8s.core.v1.Namespace(
             self.child("ns", NS_KEDA),
             metadata={
@@ -123,9 +146,11 @@ class ClusterAddons(Component):
                 pin,
                 namespace=namespace,
                 values=values,
-                opts=self.opts(depends_on=[keda_ns, cluster.system_nodes]),
+                opts=self.opts(depends_on=[keda_ns, *after_nodes]),
             )
         self._autoscaler(args, on_nodes)
+        if args.ebs_csi if args.ebs_csi is not None else not isinstance(cluster, Cluster):
+            self._ebs_csi(args)
         self.lb_controller = lb_controller(
             self.child("aws-lb-controller"),
             cluster_name=cluster.name,
@@ -149,6 +174,30 @@ class ClusterAddons(Component):
         if self._moved_from is not None:
             kwargs.setdefault("aliases", [pulumi.Alias(parent=self._moved_from)])
         return super().opts(**kwargs)
+
+    def _ebs_csi(self, args: ClusterAddonsArgs) -> None:
+        """The EBS CSI driver as an EKS add-on, with its own IRSA role (no pod should hold the node role)."""
+        cluster = args.cluster
+        role = irsa_role(
+            self.child("ebs-csi-role"),
+            namespace="kube-system",
+            service_account=EBS_CSI_SERVICE_ACCOUNT,
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            policy=None,
+            managed_policies=(EBS_CSI_POLICY,),
+            tags=args.tags,
+            opts=self.opts(),
+        )
+        aws.eks.Addon(
+            self.child("ebs-csi"),
+            cluster_name=cluster.name,
+            addon_name="aws-ebs-csi-driver",
+            service_account_role_arn=role.arn,
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=args.tags,
+            opts=self.opts(),
+        )
 
     def _autoscaler(self, args: ClusterAddonsArgs, on_nodes: pulumi.ResourceOptions) -> None:
         """Cluster Autoscaler: it grows and shrinks every node group tagged for it, GPU groups included."""

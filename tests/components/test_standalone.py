@@ -15,6 +15,7 @@ from components import (
     ClusterAddons,
     ClusterAddonsArgs,
     ClusterArgs,
+    ExistingCluster,
     GpuNodeGroup,
     GpuNodeGroupArgs,
     Namespace,
@@ -25,6 +26,7 @@ from components import (
     VllmPoolArgs,
 )
 from tests.components.conftest import rendered, spec
+from tokenplane import deploy
 from tokenplane.deploy.scheduling import NodeGroup, lands_on
 from tokenplane.errors import SpecError
 from tokenplane.render import RenderResult, kubernetes_manifest
@@ -182,6 +184,35 @@ def test_cluster_addons_stand_alone_on_a_cluster() -> None:
     assert not moved, moved
     system = stack.find("aws:eks/nodeGroup:NodeGroup", "c-system").urn
     assert system in stack.find("kubernetes:helm.sh/v3:Release", "addons-keda").dependencies
+
+
+def _addons_on_an_existing_cluster(ebs_csi: bool | None) -> RenderedProgram:
+    def program() -> None:
+        provider = k8s.Provider("k8s", kubeconfig="{}")
+        cluster = ExistingCluster(
+            name="prod-eu", oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/oidc", oidc_issuer="https://oidc"
+        )
+        ClusterAddons(
+            "addons",
+            ClusterAddonsArgs(cluster=cluster, vpc_id="vpc-1", cloud_region="eu-west-1", ebs_csi=ebs_csi),
+            pulumi.ResourceOptions(providers=[provider]),
+        )
+
+    return render_function(program, cloud_region="eu-west-1")
+
+
+def test_cluster_addons_on_a_cluster_made_elsewhere_install_the_ebs_csi_driver_with_its_role() -> None:
+    stack = _addons_on_an_existing_cluster(None)
+    addon = stack.find("aws:eks/addon:Addon", "addons-ebs-csi")
+    assert addon.inputs["addonName"] == "aws-ebs-csi-driver"
+    role = stack.find("aws:iam/role:Role", "addons-ebs-csi-role")
+    assert role.urn in addon.dependencies
+    assert not [f for f in deploy.run(None, stack.result) if f.rule == "csi-iam"]
+    # Without the driver, the gp3 class's volumes would stay Pending: the csi-iam check says so.
+    bare = _addons_on_an_existing_cluster(False)
+    assert not bare.all("aws:eks/addon:Addon")
+    found = [f for f in deploy.run(None, bare.result) if f.rule == "csi-iam"]
+    assert found and "gp3-encrypted" in found[0].message, found
 
 
 def test_observability_refuses_a_namespace_prometheus_is_not_addressed_in() -> None:
