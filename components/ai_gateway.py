@@ -23,9 +23,9 @@ class AiGateway(GatewayWorkload):
     def ingress_sources(self) -> list[dict[str, Any]]:
         return []  # reached through the NLB from anywhere; auth is the gateway's first stage
 
-    def secret_env(self, spec: PlatformSpec) -> list[dict[str, Any]]:
+    def secret_env(self, app: str, spec: PlatformSpec) -> list[dict[str, Any]]:
         # Tenants' API keys: without them auth has no keys and /readyz answers 503 (serving/gateway/runtime.py).
-        return env_secret_entries(self.APP, [t.api_key_secret for t in spec.tenants])
+        return env_secret_entries(app, [t.api_key_secret for t in spec.tenants])
 
     def files_env(self, args: GatewayArgs) -> list[dict[str, Any]]:
         if args.files_bucket is None:

@@ -28,6 +28,10 @@ class Component(pulumi.ComponentResource):
             list(after) if isinstance(after, list | tuple) else [after] if isinstance(after, pulumi.Resource) else []
         )
 
+    def wait_for(self, *resources: pulumi.Resource) -> None:
+        """Every child created from now on waits for ``resources`` too (its namespace, a controller)."""
+        self._after.extend(resources)
+
     def child(self, *parts: str) -> str:
         """A child's logical name: the component's name plus a suffix, so URNs never collide."""
         return "-".join((self.component_name, *parts))

@@ -22,7 +22,8 @@ from components.base import Component
 from components.batch_files import WORKER_ACTIONS, files_env, files_statements
 from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, ServingDeps, runtime_objects, secret_arns
 from components.iam import irsa_role, policy_document
-from components.naming import LABEL_REGION, NS_BATCH, NS_MONITORING, app_labels, checksum
+from components.kube import Namespace
+from components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
 from components.storage import secure_bucket
 from tokenplane.runtime_env import DEFAULT_FILES_PREFIX as FILES_PREFIX
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT as METRICS_PORT
@@ -39,17 +40,30 @@ WORKER_MAX_REPLICAS = 32  # KEDA's ceiling on pending jobs; the system nodes are
 
 @dataclass(frozen=True, kw_only=True)
 class BatchWorkersArgs:
-    deps: ServingDeps  # the gateways' cluster, data stores and identity: a worker runs the AI gateway's pipeline
+    """The Batch API's workers in one region.
+
+    Args:
+        deps: the gateways' cluster, data stores and identity: a worker runs the AI gateway's pipeline.
+        namespace: where its objects go (``Namespace.create`` or ``Namespace.existing``).
+        model_gateway_url: the model gateway's base URL, which the workers call.
+    """
+
+    deps: ServingDeps
+    namespace: Namespace
     model_gateway_url: str
 
 
 class BatchWorkers(Component):
+    """Class-D workers for the Batch API: they run queued jobs through the AI gateway's pipeline and keep results."""
+
     MODULE = "batch_workers"
 
     results_bucket: pulumi.Output[str]
 
     def __init__(self, name: str, args: BatchWorkersArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
+        namespace = args.namespace.name
+        self.wait_for(*args.namespace.after())
         labels = app_labels(APP, "batch", **{LABEL_REGION: args.deps.region.name})
         results = secure_bucket(self.child("results"), tags=args.deps.tags, opts=self.opts())
         # Batch files are tenants' data: one a tenant deleted must not live on as an old version of a
@@ -74,7 +88,7 @@ class BatchWorkers(Component):
         )
         role = irsa_role(
             self.child("role"),
-            namespace=NS_BATCH,
+            namespace=namespace,
             service_account=APP,
             oidc_provider_arn=args.deps.oidc_provider_arn,
             oidc_issuer=args.deps.oidc_issuer,
@@ -86,7 +100,7 @@ class BatchWorkers(Component):
             self.child("sa"),
             metadata={
                 "name": APP,
-                "namespace": NS_BATCH,
+                "namespace": namespace,
                 "labels": labels,
                 "annotations": {"eks.amazonaws.com/role-arn": role.arn},
             },
@@ -95,7 +109,7 @@ class BatchWorkers(Component):
         config, secret, config_data = runtime_objects(
             self,
             app=APP,
-            namespace=NS_BATCH,
+            namespace=namespace,
             labels=labels,
             spec=args.deps.spec,
             region=args.deps.region,
@@ -121,7 +135,7 @@ class BatchWorkers(Component):
         ]
         deployment = k8s.apps.v1.Deployment(
             self.child("deployment"),
-            metadata={"name": APP, "namespace": NS_BATCH, "labels": labels},
+            metadata={"name": APP, "namespace": namespace, "labels": labels},
             spec={
                 "replicas": 1,
                 "selector": {"matchLabels": {"app.kubernetes.io/name": APP}},
@@ -170,10 +184,10 @@ class BatchWorkers(Component):
             },
             opts=self.opts(depends_on=[config, account, secret], ignore_changes=["spec.replicas"]),
         )
-        kube.pdb(self.child("pdb"), namespace=NS_BATCH, app=APP, opts=self.opts())
+        kube.pdb(self.child("pdb"), namespace=namespace, app=APP, opts=self.opts())
         kube.allow_ingress(
             self.child("netpol"),
-            namespace=NS_BATCH,
+            namespace=namespace,
             app=APP,
             port=METRICS_PORT,
             sources=[kube.peer(NS_MONITORING)],
@@ -182,7 +196,7 @@ class BatchWorkers(Component):
         query = f'sum(tokenplane_batch_pending_jobs{{region="{args.deps.region.name}"}})'
         kube.scaled_object(
             self.child("scaler"),
-            namespace=NS_BATCH,
+            namespace=namespace,
             target=APP,
             min_replicas=1,
             max_replicas=WORKER_MAX_REPLICAS,

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
 from components.iam import irsa_role
-from components.naming import ROLE_NAME_MAX, cluster_name, fitted_name
+from components.naming import ROLE_NAME_MAX, fitted_name
 from components.system_capacity import system_max_nodes
-from tokenplane.spec import Platform, Region
 
 SYSTEM_INSTANCE_TYPE = "m6i.xlarge"  # gateways, Qdrant, Prometheus: CPU work next to the GPU pools
 # Managed add-ons, left at EKS's default version for the cluster's Kubernetes version.
@@ -38,12 +37,27 @@ def assume_role_policy(service: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterArgs:
-    platform: Platform
-    region: Region
+    """One EKS cluster.
+
+    Args:
+        name: the EKS cluster's name (``Network``'s ``cluster_name``: its subnets are tagged for it).
+        kubernetes_version: e.g. ``"1.31"``.
+        cloud_region: the AWS region, for the kubeconfig's ``aws eks get-token``.
+        private_subnet_ids: where the nodes live (``Network.private_subnet_ids``).
+        public_subnet_ids: where internet-facing load balancers live (``Network.public_subnet_ids``).
+        tags: AWS tags on every resource.
+        system_nodes: the system node group's floor (gateways, Qdrant, Prometheus); 3 spans three AZs.
+        system_cpu: vCPUs the system nodes must hold at every CPU workload's autoscaling maximum.
+    """
+
+    name: str
+    kubernetes_version: str
+    cloud_region: str
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
-    tags: dict[str, str]
-    system_cpu: float = 0.0  # vCPUs the system nodes must hold at every CPU workload's autoscaling maximum
+    tags: dict[str, str] = field(default_factory=dict)
+    system_nodes: int = 2
+    system_cpu: float = 0.0
 
 
 class Cluster(Component):
@@ -59,7 +73,7 @@ class Cluster(Component):
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        platform, region, tags = args.platform, args.region, args.tags
+        tags = args.tags
         cluster_role = aws.iam.Role(
             self.child("cluster-role"),
             name=fitted_name(self.child("cluster-role"), ROLE_NAME_MAX),
@@ -83,8 +97,8 @@ class Cluster(Component):
         )
         cluster = aws.eks.Cluster(
             self.child("eks"),
-            name=cluster_name(platform.name, region.name),
-            version=platform.kubernetes_version,
+            name=args.name,
+            version=args.kubernetes_version,
             role_arn=cluster_role.arn,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
                 subnet_ids=[*args.private_subnet_ids, *args.public_subnet_ids],
@@ -122,7 +136,7 @@ class Cluster(Component):
             )
             for arn in NODE_POLICIES
         ]
-        system_size = 3 if platform.environment.value == "prod" else 2
+        system_size = args.system_nodes
         # What cluster-wide add-ons and workloads wait for: before it is active, no pod can run anywhere.
         self.system_nodes = aws.eks.NodeGroup(
             self.child("system"),
@@ -174,7 +188,7 @@ class Cluster(Component):
         self.oidc_provider_arn = oidc.arn
         self.oidc_issuer = oidc.url
         self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, cluster.certificate_authority).apply(
-            lambda a: _kubeconfig(str(a[0]), str(a[1]), a[2], region.cloud_region)
+            lambda a: _kubeconfig(str(a[0]), str(a[1]), a[2], args.cloud_region)
         )
         self.register_outputs(
             {

@@ -19,7 +19,8 @@ from components import kube
 from components.base import Component
 from components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
 from components.iam import irsa_role, policy_document
-from components.naming import LABEL_REGION, NS_GATEWAY, NS_MONITORING, app_labels, checksum
+from components.kube import Namespace
+from components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
 from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT, MSK_IAM, Var, env_list, pool_url_var
 from tokenplane.spec import PlatformSpec, Region
@@ -55,11 +56,28 @@ class ServingDeps:
 
 @dataclass(frozen=True, kw_only=True)
 class GatewayArgs:
+    """One gateway (``AiGateway`` or ``ModelGateway``) in one region.
+
+    Args:
+        deps: the region's image, data stores, cluster identity and runtime config (``ServingDeps``).
+        namespace: where its objects go (``Namespace.create`` or ``Namespace.existing``).
+        pool_urls: pool name -> its OpenAI base URL (``VllmPool.service_url``); the model gateway's backends.
+        model_gateway_url: the model gateway's base URL, which the AI gateway and batch workers call.
+        files_bucket: the bucket the Batch API's files live in (``BatchWorkers.results_bucket``); only the AI
+            gateway serves files.
+        app: the Kubernetes name of its objects; default ``ai-gateway`` or ``model-gateway``. Two gateways in
+            one namespace need two.
+        clients: NetworkPolicy peers allowed to call it; default, for the model gateway, the AI gateway, the
+            batch workers and Prometheus, and for the AI gateway anyone (it sits behind the load balancer).
+    """
+
     deps: ServingDeps
+    namespace: Namespace
     pool_urls: dict[str, pulumi.Input[str]] = field(default_factory=dict)
     model_gateway_url: str = ""
-    # The bucket the Batch API's files live in (BatchWorkers.results_bucket); only the AI gateway serves files.
     files_bucket: pulumi.Input[str] | None = None
+    app: str | None = None
+    clients: list[dict[str, Any]] | None = None
 
 
 GATEWAY_CPU = 2.0  # vCPUs per gateway pod, requested and limited (Guaranteed QoS)
@@ -144,24 +162,26 @@ class GatewayWorkload(Component):
 
     def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        app, spec, region = self.APP, args.deps.spec, args.deps.region
+        app, spec, region = args.app or self.APP, args.deps.spec, args.deps.region
+        namespace = args.namespace.name
+        self.wait_for(*args.namespace.after())
         labels = app_labels(app, "gateway", **{LABEL_REGION: region.name})
         config, secret, config_data = runtime_objects(
             self,
             app=app,
-            namespace=NS_GATEWAY,
+            namespace=namespace,
             labels=labels,
             spec=spec,
             region=region,
             redis_url=args.deps.redis_url,
             kafka_bootstrap=args.deps.kafka_bootstrap,
         )
-        role = self._role(args)
+        role = self._role(args, app, namespace)
         account = k8s.core.v1.ServiceAccount(
             self.child("sa"),
             metadata={
                 "name": app,
-                "namespace": NS_GATEWAY,
+                "namespace": namespace,
                 "labels": labels,
                 "annotations": {"eks.amazonaws.com/role-arn": role.arn},
             },
@@ -183,7 +203,7 @@ class GatewayWorkload(Component):
         env.extend(self.files_env(args))
         low, high = replica_bounds(spec, region)
         env.extend(self.replica_env(low))
-        secret_env = self.secret_env(spec)
+        secret_env = self.secret_env(app, spec)
         env.extend(secret_env)
         env.extend({"name": pool_url_var(pool), "value": url} for pool, url in sorted(args.pool_urls.items()))
         ports = [{"name": "http", "containerPort": GATEWAY_PORT}]
@@ -217,7 +237,7 @@ class GatewayWorkload(Component):
             self.child("deployment"),
             metadata={
                 "name": app,
-                "namespace": NS_GATEWAY,
+                "namespace": namespace,
                 "labels": labels,
                 # Secrets the pods read that the stack must not create (their values never belong in it):
                 # `tokenplane plan` lists them as prerequisites, and the deployability check holds them to it.
@@ -263,7 +283,7 @@ class GatewayWorkload(Component):
         )
         k8s.autoscaling.v2.HorizontalPodAutoscaler(
             self.child("hpa"),
-            metadata={"name": app, "namespace": NS_GATEWAY, "labels": labels},
+            metadata={"name": app, "namespace": namespace, "labels": labels},
             spec={
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
                 "minReplicas": low,
@@ -277,19 +297,19 @@ class GatewayWorkload(Component):
             },
             opts=self.opts(depends_on=[deployment]),
         )
-        kube.pdb(self.child("pdb"), namespace=NS_GATEWAY, app=app, opts=self.opts())
+        kube.pdb(self.child("pdb"), namespace=namespace, app=app, opts=self.opts())
         kube.allow_ingress(
             self.child("netpol"),
-            namespace=NS_GATEWAY,
+            namespace=namespace,
             app=app,
             port=GATEWAY_PORT,
-            sources=self.ingress_sources(),
+            sources=args.clients if args.clients is not None else self.ingress_sources(),
             opts=self.opts(),
         )
         if self.METRICS_PORT is not None:
             kube.allow_ingress(
                 self.child("metrics-netpol"),
-                namespace=NS_GATEWAY,
+                namespace=namespace,
                 app=app,
                 port=self.METRICS_PORT,
                 sources=[kube.peer(NS_MONITORING)],  # Prometheus only
@@ -304,11 +324,13 @@ class GatewayWorkload(Component):
         annotations = self.service_annotations()
         self.service = k8s.core.v1.Service(
             self.child("service"),
-            metadata={"name": app, "namespace": NS_GATEWAY, "labels": labels, "annotations": annotations},
+            metadata={"name": app, "namespace": namespace, "labels": labels, "annotations": annotations},
             spec=service_spec,
             opts=self.opts(),
         )
         self.app = app
+        # Its in-cluster base URL: what the AI gateway and the batch workers are given as model_gateway_url.
+        self.url = f"http://{app}.{namespace}.svc:{GATEWAY_PORT}/v1"
         self.register_outputs({"deployment": deployment.metadata["name"], "service": self.service.metadata["name"]})
 
     def ingress_sources(self) -> list[dict[str, Any]]:
@@ -317,7 +339,7 @@ class GatewayWorkload(Component):
     def service_annotations(self) -> dict[str, str]:
         return {}
 
-    def secret_env(self, spec: PlatformSpec) -> list[dict[str, Any]]:
+    def secret_env(self, app: str, spec: PlatformSpec) -> list[dict[str, Any]]:
         """Env entries for the spec's ``env://`` secrets this process resolves; none by default."""
         return []
 
@@ -353,15 +375,15 @@ class GatewayWorkload(Component):
             statements.extend(files_statements(files_bucket, GATEWAY_ACTIONS))
         return statements
 
-    def _role(self, args: GatewayArgs) -> aws.iam.Role:
+    def _role(self, args: GatewayArgs, app: str, namespace: str) -> aws.iam.Role:
         bucket = args.files_bucket if args.files_bucket is not None else ""
         policy = pulumi.Output.all(args.deps.account_id, args.deps.kafka_cluster_arn, bucket).apply(
             lambda a: policy_document(self.iam_statements(args, str(a[0]), str(a[1]), str(a[2])))
         )
         return irsa_role(
             self.child("role"),
-            namespace=NS_GATEWAY,
-            service_account=self.APP,
+            namespace=namespace,
+            service_account=app,
             oidc_provider_arn=args.deps.oidc_provider_arn,
             oidc_issuer=args.deps.oidc_issuer,
             policy=policy,

@@ -34,6 +34,8 @@ GEO: dict[Jurisdiction, list[tuple[str, str]]] = {
 
 @dataclass(frozen=True, kw_only=True)
 class GlobalRoutingArgs:
+    """The spec (regions, jurisdictions, domain), each region's AI gateway hostname, and AWS tags."""
+
     spec: PlatformSpec
     gateway_hostnames: dict[str, pulumi.Input[str]]  # region name -> the AI gateway's load balancer hostname
     tags: dict[str, str]
@@ -45,6 +47,8 @@ def region_host(region: str, domain: str) -> str:
 
 
 class GlobalRouting(Component):
+    """Route53 records for the AI gateways: geolocation and latency with health checks, residency pinned."""
+
     MODULE = "global_routing"
 
     endpoints: dict[str, str]  # jurisdiction or "global" -> hostname

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -32,6 +33,47 @@ spec:
 """
 
 
+# Kubernetes' spelling of a taint effect -> EKS's, for the managed node group's taints.
+_EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeSelection:
+    """How a pod lands on a GPU node group: the labels it requires and the taints it tolerates.
+
+    ``GpuNodeGroup.selection`` is the one its nodes carry, so a ``VllmPool`` given the group is scheduled
+    onto it by construction. Build one by hand for nodes this program does not create.
+
+    Args:
+        labels: node labels a replica requires (``nodeAffinity``), e.g. ``{"tokenplane.io/pool": "chat"}``.
+        taints: ``(key, effect)`` of the nodes' taints a replica tolerates, effect as Kubernetes spells it.
+        instance_type: the nodes' EC2 type, where known; a pool whose replica needs another type is refused.
+    """
+
+    labels: dict[str, str]
+    taints: list[tuple[str, str]] = field(default_factory=lambda: [(GPU_TAINT_KEY, "NoSchedule")])
+    instance_type: str | None = None
+
+    @classmethod
+    def for_pool(cls, pool: Pool) -> NodeSelection:
+        """The selection a pool's own node group (``GpuNodeGroup``) labels and taints its nodes with."""
+        return cls(labels={LABEL_POOL: pool.name}, instance_type=node_for(pool).name)
+
+    def affinity(self) -> dict[str, Any]:
+        """A required node affinity on every label: the pod waits for such a node rather than land elsewhere."""
+        expressions = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(self.labels.items())]
+        return {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": expressions}]
+                }
+            }
+        }
+
+    def tolerations(self) -> list[dict[str, str]]:
+        return [{"key": key, "operator": "Exists", "effect": effect} for key, effect in self.taints]
+
+
 @dataclass(frozen=True)
 class NodeCounts:
     """Node group bounds derived from the pool's replica bounds: replicas x GPUs / GPUs per node."""
@@ -49,6 +91,9 @@ class NodeCounts:
 
 @dataclass(frozen=True, kw_only=True)
 class GpuNodeGroupArgs:
+    """One pool's GPU nodes: the pool (GPU, TP x PP), its replica bounds, and the cluster to join (name, node
+    role, private subnets of every AZ)."""
+
     pool: Pool
     placement: Placement
     cluster_name: pulumi.Input[str]
@@ -67,6 +112,7 @@ class GpuNodeGroup(Component):
         pool = args.pool
         node = node_for(pool)
         counts = NodeCounts.for_pool(pool, args.placement)
+        selection = NodeSelection.for_pool(pool)
         template = aws.ec2.LaunchTemplate(
             self.child("lt"),
             user_data=base64.b64encode(NODEADM_USER_DATA.encode()).decode(),
@@ -102,14 +148,17 @@ class GpuNodeGroup(Component):
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             labels={
-                LABEL_POOL: pool.name,
+                **selection.labels,
                 LABEL_TIER: pool.tier.value,
                 "tokenplane.io/gpu": pool.gpu,
                 # The NVIDIA device plugin chart (0.15+) runs only on nodes labelled so (or by NFD); without
                 # it no node advertises nvidia.com/gpu and every vLLM pod stays Pending.
                 GPU_PRESENT_LABEL: "true",
             },
-            taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
+            taints=[
+                aws.eks.NodeGroupTaintArgs(key=key, value="true", effect=_EKS_EFFECT[effect])
+                for key, effect in selection.taints
+            ],
             tags={
                 **args.tags,
                 # EKS does not copy a node group's tags to its ASG. Discovery works anyway: EKS tags every managed
@@ -124,6 +173,9 @@ class GpuNodeGroup(Component):
         )
         self.node_group_name = group.node_group_name
         self.counts = counts
+        self.pool = pool
+        self.placement = args.placement
+        self.selection = selection
         self.register_outputs(
             {"node_group_name": group.node_group_name, "min_nodes": counts.min, "max_nodes": counts.max}
         )

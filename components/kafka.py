@@ -27,6 +27,8 @@ unclean.leader.election.enable=false
 
 @dataclass(frozen=True, kw_only=True)
 class KafkaArgs:
+    """The environment (broker size), the private subnets it lives in (``Network.private``), topics and tags."""
+
     environment: str
     subnets: PrivateSubnets
     topics: list[Topic]
@@ -34,6 +36,8 @@ class KafkaArgs:
 
 
 class Kafka(Component):
+    """MSK with brokers in every AZ, TLS and IAM authentication, KMS at rest, and the topics given."""
+
     MODULE = "kafka"
 
     bootstrap_brokers: pulumi.Output[str]

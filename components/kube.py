@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -36,6 +37,36 @@ def container_security(*, read_only_root: bool = True) -> dict[str, Any]:
         context["readOnlyRootFilesystem"] = True
     context["capabilities"] = {"drop": ["ALL"]}
     return context
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """The namespace a component deploys into: its name and, where the program creates it, the resource.
+
+    Components take one explicitly, so that nothing lands in a namespace no one creates (the API server
+    rejects such objects; the mocks would not). Their children wait for ``resource``.
+
+    Args:
+        name: the namespace's name.
+        resource: the ``Namespace`` resource that creates it; None for one that exists already.
+    """
+
+    name: str
+    resource: pulumi.Resource | None = None
+
+    @classmethod
+    def create(cls, name: str, *, logical: str, opts: pulumi.ResourceOptions) -> Namespace:
+        """Create ``name`` with a default-deny ingress policy; workloads in it open only what they need."""
+        return cls(name, namespace(name, logical, opts))
+
+    @classmethod
+    def existing(cls, name: str) -> Namespace:
+        """A namespace the cluster already has (``kube-system``, or one another stack owns)."""
+        return cls(name)
+
+    def after(self) -> list[pulumi.Resource]:
+        """What a child in this namespace waits for."""
+        return [self.resource] if self.resource is not None else []
 
 
 def namespace(name: str, logical: str, opts: pulumi.ResourceOptions) -> k8s.core.v1.Namespace:

@@ -31,6 +31,8 @@ def _s3_key(account_id: pulumi.Output[str], cloud_region: str) -> pulumi.Output[
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRegistryArgs:
+    """The spec (its models), the home region's name, a provider per region name, and AWS tags."""
+
     spec: PlatformSpec
     home: str  # region name of the bucket artifacts are published to
     providers: dict[str, aws.Provider]  # region name -> that region's provider
@@ -38,6 +40,8 @@ class ModelRegistryArgs:
 
 
 class ModelRegistry(Component):
+    """Versioned, encrypted model buckets per region, replicated from the home region, with a manifest per version."""
+
     MODULE = "model_registry"
 
     buckets: dict[str, pulumi.Output[str]]  # region name -> bucket name

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -19,10 +19,19 @@ PUBLIC_PREFIX = 24
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkArgs:
-    region: Region
-    cluster_name: str  # the EKS cluster the subnets are tagged for (components.naming.cluster_name)
-    tags: dict[str, str]
-    vpc_cidr: str = "10.0.0.0/16"  # vpc_cidr(spec, region) on the spec-driven path: one range per region
+    """One region's VPC.
+
+    Args:
+        azs: the availability zones to span, e.g. ``["eu-west-1a", "eu-west-1b", "eu-west-1c"]``.
+        cluster_name: the EKS cluster the subnets are tagged for, so that its load balancers find them.
+        tags: AWS tags on every resource.
+        vpc_cidr: the VPC's range; ``vpc_cidr(spec, region)`` on the spec-driven path, one per region.
+    """
+
+    azs: list[str]
+    cluster_name: str
+    tags: dict[str, str] = field(default_factory=dict)
+    vpc_cidr: str = "10.0.0.0/16"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,7 +87,7 @@ class Network(Component):
         public_blocks = list(private_blocks[-1].subnets(new_prefix=PUBLIC_PREFIX))
         cluster_tag = f"kubernetes.io/cluster/{args.cluster_name}"
         self.private_subnet_ids, self.public_subnet_ids = [], []
-        for i, az in enumerate(args.region.azs):
+        for i, az in enumerate(args.azs):
             suffix = az[-1]
             public = aws.ec2.Subnet(
                 self.child("public", suffix),
@@ -136,9 +145,7 @@ class Network(Component):
             self.private_subnet_ids.append(private.id)
         self.vpc_id = vpc.id
         self.vpc_cidr = cidr
-        self.private = PrivateSubnets(
-            azs=args.region.azs, vpc_id=vpc.id, vpc_cidr=cidr, subnet_ids=self.private_subnet_ids
-        )
+        self.private = PrivateSubnets(azs=args.azs, vpc_id=vpc.id, vpc_cidr=cidr, subnet_ids=self.private_subnet_ids)
         self.register_outputs(
             {
                 "vpc_id": vpc.id,

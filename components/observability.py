@@ -12,6 +12,7 @@ import yaml
 
 from components import dashboards, kube
 from components.base import Component
+from components.kube import Namespace
 from components.naming import NS_BATCH, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
 from components.pins import KUBE_PROMETHEUS_STACK_CHART, OTEL_COLLECTOR_IMAGE
 from tokenplane.spec import PlatformSpec, Region
@@ -50,8 +51,18 @@ POD_SCRAPE: dict[str, Any] = {
 
 @dataclass(frozen=True, kw_only=True)
 class ObservabilityArgs:
+    """Prometheus, Grafana, the dashboards and the OTel collector in one region.
+
+    Args:
+        spec: the platform spec the dashboards and the trace sampling are drawn from.
+        region: the region it watches.
+        namespace: the ``monitoring`` namespace (``Namespace.create`` or ``Namespace.existing``). Only that
+            name: the pools' autoscalers and every NetworkPolicy address Prometheus there.
+    """
+
     spec: PlatformSpec
     region: Region
+    namespace: Namespace
 
 
 def collector_config(spec: PlatformSpec, region: Region) -> dict[str, Any]:
@@ -92,6 +103,8 @@ def collector_config(spec: PlatformSpec, region: Region) -> dict[str, Any]:
 
 
 class Observability(Component):
+    """kube-prometheus-stack, the Grafana dashboards and an OTel collector in the ``monitoring`` namespace."""
+
     MODULE = "observability"
 
     otlp_endpoint: str
@@ -99,6 +112,13 @@ class Observability(Component):
 
     def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
+        if args.namespace.name != NS_MONITORING:
+            raise ValueError(
+                f"Observability {name}: namespace {args.namespace.name!r} is not {NS_MONITORING!r}; the pools' "
+                f"KEDA triggers ({kube.PROMETHEUS_URL}) and the NetworkPolicies address Prometheus in "
+                f"{NS_MONITORING!r}, so create that one"
+            )
+        self.wait_for(*args.namespace.after())
         spec, obs = args.spec, args.spec.observability
         chart, version, repo = KUBE_PROMETHEUS_STACK_CHART
         values = {

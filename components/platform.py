@@ -19,6 +19,8 @@ from tokenplane.spec import PlatformSpec, RegionRole
 
 @dataclass(frozen=True, kw_only=True)
 class LlmPlatformArgs:
+    """The platform spec: every region, model, pool, tenant and route."""
+
     spec: PlatformSpec
 
 

@@ -23,12 +23,16 @@ NODE_TYPE = {"prod": "cache.r7g.large", "staging": "cache.r7g.large", "dev": "ca
 
 @dataclass(frozen=True, kw_only=True)
 class RedisArgs:
+    """The environment (node size), the private subnets it lives in (``Network.private``), and AWS tags."""
+
     environment: str
     subnets: PrivateSubnets
     tags: dict[str, str]
 
 
 class Redis(Component):
+    """ElastiCache across the AZs with TLS, encryption at rest and an auth token; ``url`` is a secret."""
+
     MODULE = "redis"
 
     url: pulumi.Output[str]  # rediss://:<token>@<primary>:6379, a secret

@@ -7,35 +7,34 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import kube
 from components.ai_gateway import AiGateway
 from components.base import Component
 from components.batch_workers import BatchWorkers, BatchWorkersArgs
 from components.cluster import Cluster, ClusterArgs
-from components.gateway import GATEWAY_PORT, GatewayArgs, ServingDeps
+from components.cluster_addons import ClusterAddons, ClusterAddonsArgs
+from components.gateway import GatewayArgs, ServingDeps
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
-from components.iam import irsa_role, policy_document
 from components.kafka import Kafka, KafkaArgs
-from components.lb_controller import lb_controller
+from components.kube import Namespace
 from components.model_gateway import ModelGateway
-from components.naming import APP_NAMESPACES, GPU_PRESENT_LABEL, NS_GATEWAY, NS_KEDA, cluster_name
+from components.naming import APP_NAMESPACES, NS_BATCH, NS_DATA, NS_GATEWAY, NS_MONITORING, NS_SERVING, cluster_name
 from components.network import Network, NetworkArgs, vpc_cidr
 from components.observability import Observability, ObservabilityArgs
-from components.pins import CLUSTER_AUTOSCALER_CHART, DCGM_EXPORTER_CHART, KEDA_CHART, NVIDIA_DEVICE_PLUGIN_CHART
 from components.redis import Redis, RedisArgs
 from components.system_capacity import system_cpu_at_maxima
-from components.vector_db import STORAGE_CLASS, VectorDb, VectorDbArgs
+from components.vector_db import VectorDb, VectorDbArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
 from components.weights_publish import publish_jobs
 from tokenplane.spec import PlatformSpec, WorkloadClass
 from tokenplane.spec import Region as RegionSpec
 from tokenplane.vllm_args import artifacts
 
-KEDA_PORTS = (6443, 9443)  # metrics API and admission webhook, called by the Kubernetes API server
-
 
 @dataclass(frozen=True, kw_only=True)
 class RegionArgs:
+    """The spec and one of its regions, with what the platform shares across regions: the registry bucket, the
+    serving and vLLM images by digest, the account and the tags."""
+
     spec: PlatformSpec
     region: RegionSpec
     registry_bucket: pulumi.Input[str]
@@ -60,7 +59,7 @@ class Region(Component):
         network = Network(
             self.child("network"),
             NetworkArgs(
-                region=region,
+                azs=region.azs,
                 cluster_name=cluster_name(spec.platform.name, region.name),
                 tags=tags,
                 vpc_cidr=vpc_cidr(spec, region),
@@ -70,8 +69,11 @@ class Region(Component):
         cluster = Cluster(
             self.child("cluster"),
             ClusterArgs(
-                platform=spec.platform,
-                region=region,
+                name=cluster_name(spec.platform.name, region.name),
+                kubernetes_version=spec.platform.kubernetes_version,
+                cloud_region=region.cloud_region,
+                # One per AZ in prod, so that an AZ outage leaves system capacity; two elsewhere.
+                system_nodes=3 if environment == "prod" else 2,
                 private_subnet_ids=network.private_subnet_ids,
                 public_subnet_ids=network.public_subnet_ids,
                 tags=tags,
@@ -83,10 +85,19 @@ class Region(Component):
             self.child("k8s"), kubeconfig=cluster.kubeconfig, enable_server_side_apply=True, opts=self.opts()
         )
         on_k8s = self.opts(providers=[k8s_provider])
-        namespaces = [kube.namespace(ns, self.child("ns", ns), on_k8s) for ns in APP_NAMESPACES]
-        lb_controller, keda = self._addons(region, cluster, k8s_provider, network.vpc_id, tags)
-        for placement in region.pools:
-            GpuNodeGroup(
+        namespaces = {ns: Namespace.create(ns, logical=self.child("ns", ns), opts=on_k8s) for ns in APP_NAMESPACES}
+        # Named as this region, so that its children keep the names (and, by alias, the URNs) they had
+        # when they were the Region's own.
+        addons = ClusterAddons(
+            self.component_name,
+            ClusterAddonsArgs(
+                cluster=cluster, vpc_id=network.vpc_id, cloud_region=region.cloud_region, tags=tags, moved_from=self
+            ),
+            on_k8s,
+        )
+        lb_controller, keda = addons.lb_controller, addons.keda
+        gpu_nodes = {
+            placement.pool: GpuNodeGroup(
                 self.child("gpu", placement.pool),
                 GpuNodeGroupArgs(
                     pool=spec.pool(placement.pool),
@@ -98,6 +109,8 @@ class Region(Component):
                 ),
                 self.opts(),
             )
+            for placement in region.pools
+        }
         redis = Redis(
             self.child("redis"),
             RedisArgs(environment=environment, subnets=network.private, tags=tags),
@@ -109,15 +122,24 @@ class Region(Component):
             self.opts(),
         )
         # Workloads wait for nodes to run on and for KEDA, whose CRD their ScaledObjects need.
-        ready: list[pulumi.Resource] = [*namespaces, cluster.system_nodes, keda]
+        ready: list[pulumi.Resource] = [
+            *(ns.resource for ns in namespaces.values() if ns.resource),
+            cluster.system_nodes,
+            keda,
+        ]
         after_namespaces = self.opts(providers=[k8s_provider], depends_on=ready)
-        vector_db = VectorDb(self.child("qdrant"), VectorDbArgs(environment=environment), after_namespaces)
+        vector_db = VectorDb(
+            self.child("qdrant"), VectorDbArgs(environment=environment, namespace=namespaces[NS_DATA]), after_namespaces
+        )
         observability = Observability(
-            self.child("observability"), ObservabilityArgs(spec=spec, region=region), after_namespaces
+            self.child("observability"),
+            ObservabilityArgs(spec=spec, region=region, namespace=namespaces[NS_MONITORING]),
+            after_namespaces,
         )
         needed = {m.ref: m for p in region.pools for m in artifacts(spec, spec.pool(p.pool))}
         published = publish_jobs(
             self.child("publish"),
+            namespace=namespaces[NS_SERVING],
             models=list(needed.values()),
             bucket=args.registry_bucket,
             oidc_provider_arn=cluster.oidc_provider_arn,
@@ -130,15 +152,19 @@ class Region(Component):
             placement.pool: VllmPool(
                 self.child("pool", placement.pool),
                 VllmPoolArgs(
-                    spec=spec,
-                    region=region,
                     pool=spec.pool(placement.pool),
-                    placement=placement,
+                    models=spec,
+                    nodes=gpu_nodes[placement.pool],
+                    namespace=namespaces[NS_SERVING],
+                    region=region.name,
+                    cloud_region=region.cloud_region,
                     registry_bucket=args.registry_bucket,
                     oidc_provider_arn=cluster.oidc_provider_arn,
                     oidc_issuer=cluster.oidc_issuer,
-                    tags=tags,
                     image=args.vllm_image,
+                    tags=tags,
+                    placement=placement,
+                    workload_classes=spec.workload_classes,
                 ),
                 # A pool's replicas verify weights that must already be in the region's bucket.
                 self.opts(
@@ -167,15 +193,19 @@ class Region(Component):
         )
         model_gateway = ModelGateway(
             self.child("model-gateway"),
-            GatewayArgs(deps=deps, pool_urls={name: pool.service_url for name, pool in pools.items()}),
+            GatewayArgs(
+                deps=deps,
+                namespace=namespaces[NS_GATEWAY],
+                pool_urls={name: pool.service_url for name, pool in pools.items()},
+            ),
             after_namespaces,
         )
-        model_gateway_url = f"http://{model_gateway.app}.{NS_GATEWAY}.svc:{GATEWAY_PORT}/v1"
+        model_gateway_url = model_gateway.url
         serves_batch = any(WorkloadClass.D in spec.pool(p.pool).classes for p in region.pools)
         batch = (
             BatchWorkers(
                 self.child("batch"),
-                BatchWorkersArgs(deps=deps, model_gateway_url=model_gateway_url),
+                BatchWorkersArgs(deps=deps, namespace=namespaces[NS_BATCH], model_gateway_url=model_gateway_url),
                 after_namespaces,
             )
             if serves_batch
@@ -187,6 +217,7 @@ class Region(Component):
             self.child("ai-gateway"),
             GatewayArgs(
                 deps=deps,
+                namespace=namespaces[NS_GATEWAY],
                 model_gateway_url=model_gateway_url,
                 files_bucket=batch.results_bucket if batch is not None else None,
             ),
@@ -200,139 +231,3 @@ class Region(Component):
         self.register_outputs(
             {"cluster": cluster.name, "gateway_hostname": self.gateway_hostname, "grafana_url": self.grafana_url}
         )
-
-    def _addons(
-        self,
-        region: RegionSpec,
-        cluster: Cluster,
-        k8s_provider: k8s.Provider,
-        vpc_id: pulumi.Input[str],
-        tags: dict[str, str],
-    ) -> tuple[k8s.helm.v3.Release, k8s.helm.v3.Release]:
-        """Cluster-wide add-ons: KEDA, the NVIDIA device plugin, DCGM exporter, Cluster Autoscaler, the AWS Load
-        Balancer Controller and an encrypted gp3 class. Returns the controller's release, which LoadBalancers
-        wait for, and KEDA's, whose CRD ScaledObjects need. Each release waits for the system nodes: Pulumi
-        awaits a release's pods, which cannot run before there is a node."""
-        on_k8s = self.opts(providers=[k8s_provider], depends_on=[cluster.system_nodes])
-        keda_ns = k8s.core.v1.Namespace(
-            self.child("ns", NS_KEDA),
-            metadata={
-                "name": NS_KEDA,
-                "labels": {"kubernetes.io/metadata.name": NS_KEDA, "app.kubernetes.io/part-of": "tokenplane"},
-            },
-            opts=on_k8s,
-        )
-        # The API server reaches KEDA's metrics API and webhook from outside the pod network.
-        k8s.networking.v1.NetworkPolicy(
-            self.child("keda-netpol"),
-            metadata={"name": "allow-apiserver", "namespace": NS_KEDA},
-            spec={
-                "podSelector": {},
-                "policyTypes": ["Ingress"],
-                "ingress": [{"ports": [{"port": p, "protocol": "TCP"} for p in KEDA_PORTS]}],
-            },
-            opts=self.opts(providers=[k8s_provider], depends_on=[keda_ns]),
-        )
-        k8s.storage.v1.StorageClass(
-            self.child("gp3"),
-            metadata={"name": STORAGE_CLASS},
-            provisioner="ebs.csi.aws.com",
-            parameters={"type": "gp3", "encrypted": "true"},
-            volume_binding_mode="WaitForFirstConsumer",  # bind in the AZ the pod lands in
-            allow_volume_expansion=True,
-            reclaim_policy="Retain",
-            opts=on_k8s,
-        )
-        releases: dict[str, k8s.helm.v3.Release] = {}
-        for pin, namespace, values in (
-            (KEDA_CHART, NS_KEDA, {"prometheus": {"operator": {"enabled": True}}}),
-            (
-                NVIDIA_DEVICE_PLUGIN_CHART,
-                "kube-system",
-                {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
-            ),
-            # GPU metrics (DCGM_FI_DEV_*) for the dashboards and any gpu_utilization trigger. Scraped through the
-            # pod annotations Prometheus already follows: a ServiceMonitor would need its CRD installed first.
-            (
-                DCGM_EXPORTER_CHART,
-                "kube-system",
-                {
-                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                    "nodeSelector": {GPU_PRESENT_LABEL: "true"},
-                    "serviceMonitor": {"enabled": False},
-                    "podAnnotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9400"},
-                },
-            ),
-        ):
-            releases[pin[0]] = kube.helm_release(
-                self.child(pin[0]),
-                pin,
-                namespace=namespace,
-                values=values,
-                opts=self.opts(providers=[k8s_provider], depends_on=[keda_ns, cluster.system_nodes]),
-            )
-        autoscaler_role = irsa_role(
-            self.child("cluster-autoscaler-role"),
-            namespace="kube-system",
-            service_account="cluster-autoscaler",
-            oidc_provider_arn=cluster.oidc_provider_arn,
-            oidc_issuer=cluster.oidc_issuer,
-            policy=policy_document(
-                [
-                    {
-                        "Effect": "Allow",
-                        "Action": [
-                            "autoscaling:DescribeAutoScalingGroups",
-                            "autoscaling:DescribeAutoScalingInstances",
-                            "autoscaling:DescribeLaunchConfigurations",
-                            "autoscaling:DescribeTags",
-                            "ec2:DescribeInstanceTypes",
-                            "ec2:DescribeLaunchTemplateVersions",
-                            "eks:DescribeNodegroup",
-                        ],
-                        "Resource": ["*"],
-                    },
-                    {
-                        "Effect": "Allow",
-                        "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
-                        "Resource": ["*"],
-                        "Condition": {"StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/enabled": "true"}},
-                    },
-                ]
-            ),
-            tags=tags,
-            opts=self.opts(),
-        )
-        kube.helm_release(
-            self.child(CLUSTER_AUTOSCALER_CHART[0]),
-            CLUSTER_AUTOSCALER_CHART,
-            namespace="kube-system",
-            values={
-                "autoDiscovery": {"clusterName": cluster.name},
-                "awsRegion": region.cloud_region,
-                "rbac": {
-                    "serviceAccount": {
-                        "name": "cluster-autoscaler",
-                        "annotations": {"eks.amazonaws.com/role-arn": autoscaler_role.arn},
-                    }
-                },
-                # GPU nodes keep weights on local NVMe: that must not pin them forever.
-                "extraArgs": {
-                    "balance-similar-node-groups": True,
-                    "skip-nodes-with-local-storage": False,
-                    "expander": "least-waste",
-                },
-            },
-            opts=on_k8s,
-        )
-        controller = lb_controller(
-            self.child("aws-lb-controller"),
-            cluster_name=cluster.name,
-            cloud_region=region.cloud_region,
-            vpc_id=vpc_id,
-            oidc_provider_arn=cluster.oidc_provider_arn,
-            oidc_issuer=cluster.oidc_issuer,
-            tags=tags,
-            opts=on_k8s,
-        )
-        return controller, releases[KEDA_CHART[0]]

@@ -22,6 +22,8 @@ from components.base import Component
 
 @dataclass(frozen=True, kw_only=True)
 class RegionalImageArgs:
+    """The platform's name (repositories are per stack), a provider per cloud region to push to, and AWS tags."""
+
     platform: str  # the platform's name: repositories are per stack, so two stacks in one account never share one
     providers: dict[str, aws.Provider]  # cloud region -> its provider; the image is pushed to a repository in each
     tags: dict[str, str]

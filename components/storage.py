@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pulumi
 import pulumi_aws as aws
 
@@ -38,3 +40,29 @@ def secure_bucket(logical: str, *, tags: dict[str, str], opts: pulumi.ResourceOp
         opts=opts,
     )
     return bucket
+
+
+def tls_only(logical: str, *, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions) -> aws.s3.BucketPolicy:
+    """A bucket policy that denies every request made without TLS (``aws:SecureTransport`` false).
+
+    Its own resource, not part of ``secure_bucket``: a bucket holds one policy, and a bucket that needs more
+    statements writes them together with this one.
+    """
+    policy = bucket.arn.apply(
+        lambda arn: json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Sid": "DenyInsecureTransport",
+                        "Effect": "Deny",
+                        "Principal": "*",
+                        "Action": "s3:*",
+                        "Resource": [arn, f"{arn}/*"],
+                        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                    }
+                ],
+            }
+        )
+    )
+    return aws.s3.BucketPolicy(logical, bucket=bucket.id, policy=policy, opts=opts)

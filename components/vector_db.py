@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import kube
 from components.base import Component
-from components.naming import NS_BATCH, NS_DATA, NS_GATEWAY, NS_MONITORING, app_labels
+from components.kube import Namespace
+from components.naming import NS_BATCH, NS_GATEWAY, NS_MONITORING, app_labels
 from components.pins import QDRANT_IMAGE
 
 APP = "qdrant"
@@ -23,7 +25,21 @@ VOLUME_GIB = {"prod": 200, "staging": 100, "dev": 20}
 
 @dataclass(frozen=True, kw_only=True)
 class VectorDbArgs:
+    """Qdrant in one cluster.
+
+    Args:
+        environment: ``prod`` runs three replicas in distributed mode; anything else one.
+        namespace: where its objects go (``Namespace.create`` or ``Namespace.existing``); its volumes use the
+            ``gp3-encrypted`` StorageClass that ``ClusterAddons`` creates.
+        clients: NetworkPolicy peers allowed to call it; default the gateway, batch and monitoring namespaces.
+    """
+
     environment: str
+    namespace: Namespace
+    clients: list[dict[str, Any]] | None = None
+
+
+DEFAULT_CLIENTS = (kube.peer(NS_GATEWAY), kube.peer(NS_BATCH), kube.peer(NS_MONITORING))
 
 
 class VectorDb(Component):
@@ -35,6 +51,8 @@ class VectorDb(Component):
 
     def __init__(self, name: str, args: VectorDbArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
+        namespace = args.namespace.name
+        self.wait_for(*args.namespace.after())
         prod = args.environment == "prod"
         replicas = 3 if prod else 1
         labels = app_labels(APP, "vector-db")
@@ -54,7 +72,7 @@ class VectorDb(Component):
         ports = [("http", HTTP_PORT), ("grpc", GRPC_PORT), ("p2p", P2P_PORT)]
         k8s.core.v1.Service(
             self.child("headless"),
-            metadata={"name": f"{APP}-headless", "namespace": NS_DATA, "labels": labels},
+            metadata={"name": f"{APP}-headless", "namespace": namespace, "labels": labels},
             spec={
                 "clusterIP": "None",
                 "publishNotReadyAddresses": True,  # peers must find each other before they are ready
@@ -65,7 +83,7 @@ class VectorDb(Component):
         )
         k8s.core.v1.Service(
             self.child("service"),
-            metadata={"name": APP, "namespace": NS_DATA, "labels": labels},
+            metadata={"name": APP, "namespace": namespace, "labels": labels},
             spec={
                 "selector": {"app.kubernetes.io/name": APP},
                 "ports": [{"name": n, "port": p, "targetPort": p} for n, p in ports[:2]],
@@ -74,7 +92,7 @@ class VectorDb(Component):
         )
         k8s.apps.v1.StatefulSet(
             self.child("statefulset"),
-            metadata={"name": APP, "namespace": NS_DATA, "labels": labels},
+            metadata={"name": APP, "namespace": namespace, "labels": labels},
             spec={
                 "serviceName": f"{APP}-headless",
                 "replicas": replicas,
@@ -127,24 +145,24 @@ class VectorDb(Component):
             },
             opts=self.opts(),
         )
-        kube.pdb(self.child("pdb"), namespace=NS_DATA, app=APP, opts=self.opts())
+        kube.pdb(self.child("pdb"), namespace=namespace, app=APP, opts=self.opts())
         kube.allow_ingress(
             self.child("netpol"),
-            namespace=NS_DATA,
+            namespace=namespace,
             app=APP,
             port=HTTP_PORT,
-            sources=[kube.peer(NS_GATEWAY), kube.peer(NS_BATCH), kube.peer(NS_MONITORING)],
+            sources=list(args.clients if args.clients is not None else DEFAULT_CLIENTS),
             opts=self.opts(),
         )
         if prod:  # peers replicate to each other over the p2p port
             kube.allow_ingress(
                 self.child("netpol-p2p"),
-                namespace=NS_DATA,
+                namespace=namespace,
                 app=APP,
                 port=P2P_PORT,
-                sources=[kube.peer(NS_DATA, APP)],
+                sources=[kube.peer(namespace, APP)],
                 opts=self.opts(),
                 name=f"{APP}-p2p",
             )
-        self.url = f"http://{APP}.{NS_DATA}.svc:{HTTP_PORT}"
+        self.url = f"http://{APP}.{namespace}.svc:{HTTP_PORT}"
         self.register_outputs({"url": self.url, "replicas": replicas})

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -12,25 +13,25 @@ import pulumi_kubernetes as k8s
 
 from components import kube
 from components.base import Component
+from components.gpu_node_group import GpuNodeGroup, NodeSelection
 from components.iam import irsa_role, policy_document
+from components.kube import Namespace
 from components.naming import (
-    GPU_TAINT_KEY,
     LABEL_POOL,
     LABEL_REGION,
     LABEL_TIER,
     NS_GATEWAY,
     NS_MONITORING,
-    NS_SERVING,
     app_labels,
 )
 from components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
 from components.weights_publish import artifact_prefix
-from tokenplane.contract import VLLM_VERSION_ANNOTATION
-from tokenplane.pool_model import replica_requests
+from tokenplane.contract import TIME_TO_READY_ANNOTATION, VLLM_VERSION_ANNOTATION
+from tokenplane.pool_model import node_for, replica_requests
 from tokenplane.runtime_env import Var, env_list
 from tokenplane.schedule import cron_window
-from tokenplane.spec import Placement, PlatformSpec, Pool, Region
-from tokenplane.startup import await_timeout_minutes
+from tokenplane.spec import ClassSpec, ModelLookup, Placement, Pool, WorkloadClass
+from tokenplane.startup import await_timeout_minutes, time_to_ready
 from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
 
 MODELS_DIR = "/models"
@@ -38,6 +39,8 @@ MODELS_DIR = "/models"
 NODE_CACHE = "/mnt/k8s-disks/0/tokenplane-models"
 DRAIN_SECONDS = 15  # preStop: time for endpoints to drop the pod before vLLM stops accepting
 DEFAULT_DECODE_S_PER_TOKEN = 0.1  # grace-period estimate for a class without an E2E SLO
+# Who may call a pool by default: the spec-driven model gateway, and Prometheus for /metrics.
+DEFAULT_CLIENTS = (kube.peer(NS_GATEWAY, "model-gateway"), kube.peer(NS_MONITORING))
 
 # Fetch the artifact from the regional registry bucket unless the node already holds a verified copy,
 # then check its sha256: the hash of the sorted `sha256sum` manifest of every file in the artifact.
@@ -63,22 +66,68 @@ done
 
 @dataclass(frozen=True, kw_only=True)
 class VllmPoolArgs:
-    spec: PlatformSpec
-    region: Region
+    """What one pool's vLLM replicas need in one region: no more than the pool, its models and its cluster.
+
+    ``Region`` builds it from the spec; a program of one's own builds it by hand (README, "Components").
+
+    Args:
+        pool: the pool: model name, GPU, TP x PP, engine settings, autoscaling.
+        models: the registry models it serves (its model, and a speculative draft model if any): a
+            ``ModelSet``, or the whole ``PlatformSpec``.
+        nodes: the ``GpuNodeGroup`` its replicas run on, or a ``NodeSelection`` for nodes made elsewhere:
+            the pods require its labels and tolerate its taints.
+        namespace: where its objects go (``Namespace.create`` or ``Namespace.existing``).
+        region: the region's name in the pods' labels (dashboards and alerts group by it).
+        cloud_region: the AWS region its weights are fetched in.
+        registry_bucket: the bucket holding its weights (``models/<name>/<version>/``).
+        oidc_provider_arn: the cluster's OIDC provider (``Cluster.oidc_provider_arn``), for its IAM role.
+        oidc_issuer: the cluster's OIDC issuer URL (``Cluster.oidc_issuer``).
+        image: the vLLM image (``pins.VLLM_IMAGE``, or its regional mirror by digest).
+        tags: AWS tags on its IAM role.
+        placement: replica bounds; by default the node group's own.
+        workload_classes: the classes' SLOs, which size how long a stopping replica may finish its streams.
+        app: the Kubernetes name of its objects; default ``vllm-<pool>``. Two pools of one name in one
+            namespace need two.
+        clients: NetworkPolicy peers allowed to call it; default the model gateway and Prometheus.
+    """
+
     pool: Pool
-    placement: Placement
+    models: ModelLookup
+    nodes: GpuNodeGroup | NodeSelection
+    namespace: Namespace
+    region: str
+    cloud_region: str
     registry_bucket: pulumi.Input[str]
     oidc_provider_arn: pulumi.Input[str]
     oidc_issuer: pulumi.Input[str]
-    tags: dict[str, str]
-    image: pulumi.Input[str]  # pins.VLLM_IMAGE as mirrored into the region's ECR (VllmMirror.ref), by digest
+    image: pulumi.Input[str]
+    tags: dict[str, str] = field(default_factory=dict)
+    placement: Placement | None = None
+    workload_classes: Mapping[WorkloadClass, ClassSpec] = field(default_factory=dict)
+    app: str | None = None
+    clients: list[dict[str, Any]] | None = None
+
+    @property
+    def selection(self) -> NodeSelection:
+        return self.nodes.selection if isinstance(self.nodes, GpuNodeGroup) else self.nodes
+
+    def replicas(self) -> Placement:
+        """The replica bounds: the given placement, else the node group's."""
+        if self.placement is not None:
+            return self.placement
+        if isinstance(self.nodes, GpuNodeGroup):
+            return self.nodes.placement
+        raise ValueError(
+            f"VllmPoolArgs for pool {self.pool.name!r}: nodes is a NodeSelection, which carries no replica bounds; "
+            f"pass placement=Placement(pool={self.pool.name!r}, min_replicas=..., max_replicas=...)"
+        )
 
 
-def grace_period_seconds(spec: PlatformSpec, pool: Pool) -> int:
+def grace_period_seconds(classes: Mapping[WorkloadClass, ClassSpec], pool: Pool) -> int:
     """Long enough for the slowest in-flight stream of the pool's classes to finish after SIGTERM."""
     longest = 0.0
     for cls in pool.classes:
-        c = spec.workload_classes.get(cls)
+        c = classes.get(cls)
         if c is not None:
             e2e = c.e2e_p95_ms / 1000 if c.e2e_p95_ms else c.output_tokens.max * DEFAULT_DECODE_S_PER_TOKEN
             longest = max(longest, e2e)
@@ -134,11 +183,21 @@ class VllmPool(Component):
     service_url: pulumi.Output[str]
 
     def __init__(self, name: str, args: VllmPoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        spec, pool, placement, selection = args.models, args.pool, args.replicas(), args.selection
+        node = node_for(pool)
+        # Checked before anything registers: a pool on nodes of another type would never be scheduled.
+        if selection.instance_type is not None and selection.instance_type != node.name:
+            raise ValueError(
+                f"VllmPool {name}: pool {pool.name!r} needs {node.name} nodes ({pool.gpu}, "
+                f"{pool.gpus_per_replica} GPUs a replica), but its nodes are "
+                f"{selection.instance_type}; give it a GpuNodeGroup built for this pool"
+            )
         super().__init__(name, opts)
-        spec, pool, placement = args.spec, args.pool, args.placement
-        app = f"vllm-{pool.name}"
+        namespace = args.namespace.name
+        self.wait_for(*args.namespace.after())
+        app = args.app or f"vllm-{pool.name}"
         labels = app_labels(
-            app, "inference", **{LABEL_POOL: pool.name, LABEL_TIER: pool.tier.value, LABEL_REGION: args.region.name}
+            app, "inference", **{LABEL_POOL: pool.name, LABEL_TIER: pool.tier.value, LABEL_REGION: args.region}
         )
         requests = replica_requests(pool)
         needed = artifacts(spec, pool)
@@ -149,7 +208,7 @@ class VllmPool(Component):
             self.child("sa"),
             metadata={
                 "name": app,
-                "namespace": NS_SERVING,
+                "namespace": namespace,
                 "labels": labels,
                 "annotations": {"eks.amazonaws.com/role-arn": role.arn},
             },
@@ -157,7 +216,7 @@ class VllmPool(Component):
         )
         fetch_env = [
             {"name": "MODELS", "value": MODELS_DIR},
-            *env_list({Var.AWS_REGION: args.region.cloud_region}),
+            *env_list({Var.AWS_REGION: args.cloud_region}),
             {
                 "name": "ARTIFACTS",
                 "value": pulumi.Output.from_input(args.registry_bucket).apply(
@@ -201,19 +260,12 @@ class VllmPool(Component):
         }
         pod_spec = {
             "serviceAccountName": app,
-            "terminationGracePeriodSeconds": grace_period_seconds(spec, pool),
+            "terminationGracePeriodSeconds": grace_period_seconds(args.workload_classes, pool),
             "initContainers": [fetch],
             "containers": [container],
-            "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
-            "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {"matchExpressions": [{"key": LABEL_POOL, "operator": "In", "values": [pool.name]}]}
-                        ]
-                    }
-                }
-            },
+            # The node group's own labels and taints (GpuNodeGroup.selection): scheduled there by construction.
+            "tolerations": selection.tolerations(),
+            "affinity": selection.affinity(),
             # Spread replicas over AZs so that one AZ outage takes only its share of the pool.
             "topologySpreadConstraints": [
                 {
@@ -240,7 +292,12 @@ class VllmPool(Component):
         }
         deployment = k8s.apps.v1.Deployment(
             self.child("deployment"),
-            metadata={"name": app, "namespace": NS_SERVING, "labels": labels},
+            metadata={
+                "name": app,
+                "namespace": namespace,
+                "labels": labels,
+                "annotations": {TIME_TO_READY_ANNOTATION: f"{time_to_ready(spec, pool).total:.0f}"},
+            },
             spec={
                 "replicas": placement.min_replicas,
                 "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
@@ -257,10 +314,10 @@ class VllmPool(Component):
             ),
         )
         if pool.autoscaling.warm_pool > 0:
-            self._prefetch(app, labels, fetch, pod_spec)
+            self._prefetch(app, namespace, labels, fetch, pod_spec)
         service = k8s.core.v1.Service(
             self.child("service"),
-            metadata={"name": app, "namespace": NS_SERVING, "labels": labels},
+            metadata={"name": app, "namespace": namespace, "labels": labels},
             spec={
                 "type": "ClusterIP",
                 "selector": {"app.kubernetes.io/name": app},
@@ -268,19 +325,19 @@ class VllmPool(Component):
             },
             opts=self.opts(),
         )
-        kube.pdb(self.child("pdb"), namespace=NS_SERVING, app=app, opts=self.opts())
+        kube.pdb(self.child("pdb"), namespace=namespace, app=app, opts=self.opts())
         # Only the model gateway sends requests; Prometheus scrapes /metrics.
         kube.allow_ingress(
             self.child("netpol"),
-            namespace=NS_SERVING,
+            namespace=namespace,
             app=app,
             port=DEFAULT_PORT,
-            sources=[kube.peer(NS_GATEWAY, "model-gateway"), kube.peer(NS_MONITORING)],
+            sources=list(args.clients if args.clients is not None else DEFAULT_CLIENTS),
             opts=self.opts(),
         )
         kube.scaled_object(
             self.child("scaler"),
-            namespace=NS_SERVING,
+            namespace=namespace,
             target=app,
             min_replicas=placement.min_replicas,
             max_replicas=placement.max_replicas,
@@ -289,7 +346,7 @@ class VllmPool(Component):
             opts=self.opts(depends_on=[deployment]),
         )
         self.app = app
-        self.service_url = service.metadata.apply(lambda m: f"http://{m['name']}.{NS_SERVING}.svc:{DEFAULT_PORT}/v1")
+        self.service_url = service.metadata.apply(lambda m: f"http://{m['name']}.{namespace}.svc:{DEFAULT_PORT}/v1")
         self.register_outputs(
             {"deployment": deployment.metadata["name"], "service_url": self.service_url, "role_arn": role.arn}
         )
@@ -315,7 +372,7 @@ class VllmPool(Component):
         )
         return irsa_role(
             self.child("weights-role"),
-            namespace=NS_SERVING,
+            namespace=args.namespace.name,
             service_account=app,
             oidc_provider_arn=args.oidc_provider_arn,
             oidc_issuer=args.oidc_issuer,
@@ -324,7 +381,9 @@ class VllmPool(Component):
             opts=self.opts(),
         )
 
-    def _prefetch(self, app: str, labels: dict[str, str], fetch: dict[str, Any], pod_spec: dict[str, Any]) -> None:
+    def _prefetch(
+        self, app: str, namespace: str, labels: dict[str, str], fetch: dict[str, Any], pod_spec: dict[str, Any]
+    ) -> None:
         """Warm pool: every node of the pool gets the weights on NVMe before a replica needs them."""
         pause = {
             "name": "hold",
@@ -347,7 +406,7 @@ class VllmPool(Component):
         }
         k8s.apps.v1.DaemonSet(
             self.child("prefetch"),
-            metadata={"name": f"{app}-prefetch", "namespace": NS_SERVING, "labels": prefetch_labels},
+            metadata={"name": f"{app}-prefetch", "namespace": namespace, "labels": prefetch_labels},
             spec={
                 "selector": {"matchLabels": {"app.kubernetes.io/name": f"{app}-prefetch"}},
                 "template": {

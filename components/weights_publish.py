@@ -18,7 +18,8 @@ import pulumi_kubernetes as k8s
 
 from components import kube
 from components.iam import irsa_role, policy_document
-from components.naming import NS_SERVING, app_labels
+from components.kube import Namespace
+from components.naming import app_labels
 from components.pins import AWS_CLI_IMAGE
 from tokenplane.contract import PUBLISHES_ANNOTATION
 from tokenplane.spec import RegistryModel
@@ -42,6 +43,7 @@ def publishable(model: RegistryModel) -> bool:
 def publish_jobs(
     logical: str,
     *,
+    namespace: Namespace,
     models: list[RegistryModel],
     bucket: pulumi.Input[str],
     oidc_provider_arn: pulumi.Input[str],
@@ -50,14 +52,20 @@ def publish_jobs(
     opts: pulumi.ResourceOptions,
     k8s_opts: pulumi.ResourceOptions,
 ) -> dict[str, k8s.batch.v1.Job]:
-    """One Job per S3-sourced model (by ``model.ref``), with a shared publisher role and service account."""
+    """One Job per S3-sourced model (by ``model.ref``), with a shared publisher role and service account.
+
+    A pool's replicas verify weights these Jobs put in ``bucket``: give the ``VllmPool`` ``depends_on`` on the
+    Jobs of its models. ``opts`` is for the AWS role; ``k8s_opts`` (with the cluster's Kubernetes provider) for
+    the service account and the Jobs, which also wait for ``namespace``.
+    """
     sources = [m for m in models if publishable(m)]
     if not sources:
         return {}
+    k8s_opts = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=namespace.after()))
     policy = pulumi.Output.from_input(bucket).apply(lambda b: policy_document(_statements(sources, b)))
     role = irsa_role(
         f"{logical}-role",
-        namespace=NS_SERVING,
+        namespace=namespace.name,
         service_account=SERVICE_ACCOUNT,
         oidc_provider_arn=oidc_provider_arn,
         oidc_issuer=oidc_issuer,
@@ -70,7 +78,7 @@ def publish_jobs(
         f"{logical}-sa",
         metadata={
             "name": SERVICE_ACCOUNT,
-            "namespace": NS_SERVING,
+            "namespace": namespace.name,
             "labels": labels,
             "annotations": {"eks.amazonaws.com/role-arn": role.arn},
         },
@@ -83,7 +91,7 @@ def publish_jobs(
             f"{logical}-{model.ref}",
             metadata={
                 "name": f"publish-{model.ref}"[:63].rstrip("-"),
-                "namespace": NS_SERVING,
+                "namespace": namespace.name,
                 "labels": labels,
                 "annotations": {PUBLISHES_ANNOTATION: dest},
             },

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from components.pins import VLLM_IMAGE
 from tests.conftest import DEV_SPEC, ROOT, SpecData
 from tokenplane.dev.services import DevOptions, Stage, plan_stack
-from tokenplane.dev.vllm import EngineUnavailable, visible_gpus, vllm_engines
+from tokenplane.dev.vllm import GPU_EXTRA_VLLM, EngineUnavailable, visible_gpus, vllm_engines
 from tokenplane.spec import PlatformSpec
 
 ENV = {"PATH": "/usr/bin"}
@@ -64,9 +66,18 @@ def test_fewer_gpus_than_the_replicas_need_is_an_error_counting_both(
         vllm_plan(tmp_path, load_data(with_weights(tmp_path, dev_data)), ["0"])
 
 
-def test_without_the_vllm_package_the_engine_is_unavailable() -> None:
-    with pytest.raises(EngineUnavailable, match="needs the vllm package"):
+def test_without_the_vllm_package_the_engine_is_unavailable_and_the_error_names_the_gpu_extra() -> None:
+    with pytest.raises(
+        EngineUnavailable, match=r"needs the vllm package.*pip install 'tokenplane\[gpu\]'.*vLLM 0\.19\.0"
+    ):
         visible_gpus({}, has_vllm=lambda: False, list_gpus=lambda: ["0"])
+
+
+def test_the_gpu_extra_installs_the_vllm_release_the_pools_run() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert f"vllm=={GPU_EXTRA_VLLM}" in extras["gpu"]
+    assert "tokenplane[local]" in extras["gpu"]  # `tokenplane dev` itself
+    assert VLLM_IMAGE.rsplit(":v", 1)[1] == GPU_EXTRA_VLLM, "the extra and the pools' image must be one release"
 
 
 def test_without_nvidia_smi_the_engine_is_unavailable() -> None:

@@ -74,3 +74,17 @@ def test_readme_lists_every_policy_of_the_pack_with_its_enforcement() -> None:
     for policy in ALL:
         level = getattr(policy.enforcement_level, "value", policy.enforcement_level)
         assert f"| `{policy.name}` | {level} |" in README, policy.name
+
+
+def _component_blocks() -> list[str]:
+    section = README.split("## Components in your own program", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+
+
+@pytest.mark.parametrize("index", range(2))
+def test_the_components_section_examples_run(index: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Composing a component by hand and testing one's own program: each block runs as written, from the root.
+    blocks = _component_blocks()
+    assert len(blocks) == 2, "the section shows one program composed by hand and one test of a program"
+    monkeypatch.chdir(ROOT)
+    exec(compile(blocks[index], f"README.md#components-{index}", "exec"), {"__name__": "readme"})

@@ -287,8 +287,8 @@ def check(
     from tokenplane import deploy
 
     try:
-        # A program of one's own has no spec: its policies run, the spec-driven deployability checks do not.
-        findings = deploy.run(platform, rendered) if platform is not None else []
+        # A program of one's own has no spec: the checks read what they need from its graph alone.
+        findings = deploy.run(platform, rendered)
     except deploy.GraphDataMissing as e:
         _fail(str(e), code=1)
     if fmt is CheckFormat.TABLE and output is None:

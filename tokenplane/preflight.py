@@ -112,7 +112,7 @@ def _quota(p: Prerequisite, graph: Graph, clients: Clients) -> PreflightResult:
 
 def _offerings(graph: Graph, clients: Clients) -> list[PreflightResult]:
     results = []
-    for region in graph.spec.regions:
+    for region in graph.spec.regions if graph.spec is not None else []:  # the spec's AZs; a program names none
         ec2 = clients("ec2", region.cloud_region)
         zones = {z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]}
         missing = [az for az in region.azs if az not in zones]

@@ -189,6 +189,7 @@ def render_project(project: Project, *, kubernetes_version: str | None = DEFAULT
         stack=project.stack,
         project=project.name,
         kubernetes_version=kubernetes_version,
+        default_region=project.aws_region,
     )
 
 

@@ -60,6 +60,7 @@ class RenderedResource:
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)  # input -> URNs it came from
     dependencies: list[str] = field(default_factory=list)  # every URN it waits for (depends_on and inputs)
     custom_timeouts: dict[str, str] = field(default_factory=dict)  # create/update/delete, as ResourceOptions set them
+    aliases: list[str] = field(default_factory=list)  # earlier URNs it answers to (moved resources keep their state)
 
     @property
     def is_kubernetes_object(self) -> bool:
@@ -82,6 +83,7 @@ class RenderResult:
     outputs: dict[str, Any]
     issues: list[RenderIssue] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)  # invokes: (token, provider URN)
+    regions: dict[str, str] = field(default_factory=dict)  # cloud region -> the name resources carry
 
     @property
     def ok(self) -> bool:
@@ -124,6 +126,7 @@ def render_program(
     stack: str = "render",
     project: str = "tokenplane",
     kubernetes_version: str | None = "1.31",
+    default_region: str | None = None,
 ) -> RenderResult:
     """Run any Pulumi program under the recording mocks.
 
@@ -133,12 +136,14 @@ def render_program(
         stack: the stack name in URNs.
         project: the project name in URNs (and the namespace of unqualified config keys).
         kubernetes_version: validate Kubernetes objects against this version; None skips the checks.
+        default_region: the region of resources that neither an AWS provider nor a ``Region`` component
+            places (a single-region program's Kubernetes objects, on a provider that has no region).
     """
     import pulumi
     from pulumi.runtime import mocks, settings
 
     _ensure_event_loop()
-    recorder = _Recorder(regions)
+    recorder = _Recorder(regions, default_region)
     monitor = _RecordingMonitor(recorder)
     settings.set_root_resource(None)  # type: ignore[arg-type]  # a fresh stack for every render
     mocks.set_mocks(cast(Any, recorder), project=project, stack=stack, preview=False, monitor=monitor)
@@ -149,7 +154,7 @@ def render_program(
 
     with _without_stack_traces():
         mocks.test(run)()  # type: ignore[no-untyped-call]  # the SDK leaves its test helper untyped
-    result = RenderResult(recorder.finish(), outputs, list(monitor.duplicates), list(recorder.calls))
+    result = RenderResult(recorder.finish(), outputs, list(monitor.duplicates), list(recorder.calls), dict(regions))
     if kubernetes_version is not None:
         result.issues.extend(_check(result.resources, kubernetes_version))
     return result
@@ -194,8 +199,13 @@ class _Recorder:
     thread-local carries one registration's inputs and region between the two.
     """
 
-    def __init__(self, regions: dict[str, str]) -> None:
+    def __init__(self, regions: dict[str, str], default_region: str | None = None) -> None:
         self.regions = regions  # cloud region -> spec region name
+        self.default_region = default_region  # for what neither a provider nor a Region component places
+        # A program of one's own (default_region given): any cloud region is its own name, and a resource
+        # without an AWS provider is where its parent is (a component's providers, or the default).
+        self.open_regions = default_region is not None
+        self.placed: dict[str, str | None] = {}  # urn -> region, as registered (open_regions only)
         self.by_name = {name: cloud for cloud, name in regions.items()}
         self.provider_region: dict[str, str] = {}  # provider URN -> cloud region
         self.local = threading.local()
@@ -207,21 +217,31 @@ class _Recorder:
         self.dependencies: dict[str, dict[str, list[str]]] = {}
         self.depends_on: dict[str, list[str]] = {}
         self.timeouts: dict[str, dict[str, str]] = {}
+        self.aliases: dict[str, list[str]] = {}
         self.lb_controllers: set[str] = set()  # Kubernetes provider URNs with the AWS Load Balancer Controller
         self.seen: set[str] = set()
 
-    def region_of(self, urn: str, parent: str, provider: str) -> str | None:
-        """The spec region: the AWS provider's region, else the nearest Region component's."""
-        cloud = self.provider_region.get(provider.rsplit("::", 1)[0] if provider else "")
+    def region_of(self, urn: str, parent: str, provider: str, aws_provider: str = "") -> str | None:
+        """The spec region: the AWS provider's region, else the nearest Region component's.
+
+        ``aws_provider`` is a component's AWS provider (from its ``providers``), which a program's own
+        components carry where the spec's carry a Region ancestor.
+        """
+        ref = provider or aws_provider
+        cloud = self.provider_region.get(ref.rsplit("::", 1)[0] if ref else "")
         if cloud:
-            return self.regions.get(cloud)
+            return self.regions.get(cloud, cloud if self.open_regions else None)
         with self.lock:
-            return _region_ancestor(parent, self.parents, self.regions) if parent else None
+            found = _region_ancestor(parent, self.parents, self.regions) if parent else None
+            if found is None and self.open_regions:
+                found = self.placed.get(parent)
+        return found or self.default_region
 
     # pulumi.runtime.Mocks protocol
     def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
         self.local.inputs = dict(args.inputs)
-        cloud = self.by_name.get(getattr(self.local, "region", None) or "", "")
+        region = getattr(self.local, "region", None) or ""
+        cloud = self.by_name.get(region, region if self.open_regions else "")
         provider = (args.provider or "").rsplit("::", 1)[0]
         with self.lock:
             served = provider in self.lb_controllers
@@ -248,6 +268,8 @@ class _Recorder:
                 region = self.regions.get(str(self.inputs.get(urn, {}).get("region", "")))
             elif typ == REGION_TYPE:
                 region = _region_ancestor(urn, self.parents, self.regions)
+            elif self.open_regions:
+                region = self.placed.get(urn)
             else:
                 region = self.region_of(urn, parent, provider)
             inputs = self.inputs.get(urn, {})
@@ -265,6 +287,7 @@ class _Recorder:
                     deps,
                     self.depends_on.get(urn, []),
                     self.timeouts.get(urn, {}),
+                    self.aliases.get(urn, []),
                 )
             )
         return out
@@ -318,6 +341,14 @@ def _recording_monitor_class() -> type:
             self.recorder = recorder
             self.duplicates: list[RenderIssue] = []
 
+        def _alias_urn(self, alias: Any, request: Any) -> str:
+            """An alias as the URN it stands for: the SDK sends either the URN or a spec of what differs."""
+            if alias.WhichOneof("alias") == "urn":
+                return str(alias.urn)
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            return str(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+
         def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - the gRPC method's name
             urn = self.make_urn(request.parent, request.type, request.name)
             rec = self.recorder
@@ -331,7 +362,9 @@ def _recording_monitor_class() -> type:
                 rec.seen.add(urn)
                 rec.parents[urn] = (request.type, request.name, request.parent)
             rec.local.inputs = {}
-            rec.local.region = rec.region_of(urn, request.parent, request.provider)
+            rec.local.region = rec.region_of(urn, request.parent, request.provider, request.providers.get("aws", ""))
+            with rec.lock:
+                rec.placed[urn] = rec.local.region
             response = super().RegisterResource(request)  # type: ignore[no-untyped-call]  # the SDK leaves it untyped
             inputs = redact_secrets(rec.local.inputs)
             with rec.lock:
@@ -343,6 +376,7 @@ def _recording_monitor_class() -> type:
                 rec.depends_on[urn] = list(request.dependencies)
                 timeouts = request.customTimeouts
                 rec.timeouts[urn] = {k: v for k in ("create", "update", "delete") if (v := getattr(timeouts, k, ""))}
+                rec.aliases[urn] = [self._alias_urn(a, request) for a in request.aliases]
                 if request.type.startswith("kubernetes:helm.sh/") and inputs.get("chart") == LB_CONTROLLER_CHART:
                     rec.lb_controllers.add(request.provider.rsplit("::", 1)[0])
                 if request.type == "pulumi:providers:aws":

@@ -670,6 +670,44 @@ class PlatformSpec(Model):
         return self.architecture(pool).kind is ModelKind.ENCODER
 
 
+class ModelLookup(Protocol):
+    """What a pool's derivations (its vLLM flags, its artifacts, its time to Ready) read: the registry's models.
+
+    A ``PlatformSpec`` is one; a ``ModelSet`` is one for a program that has no spec.
+    """
+
+    def model(self, name: str) -> RegistryModel: ...
+
+    def is_embedding(self, pool: Pool) -> bool: ...
+
+
+class ModelSet(Model):
+    """The registry models one or more pools serve, without a whole platform spec.
+
+    For a program that composes components by hand (``components.VllmPool``)::
+
+        ModelSet(models=[chat_model])
+    """
+
+    models: list[RegistryModel] = Field(min_length=1)
+
+    @field_validator("models")
+    @classmethod
+    def _unique(cls, models: list[RegistryModel]) -> list[RegistryModel]:
+        names = [m.name for m in models]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"model names must be unique, {', '.join(twice)} appear twice; keep one of each")
+        return models
+
+    def model(self, name: str) -> RegistryModel:
+        """The model called ``name``; raises ``SpecError`` listing the set's models if there is none."""
+        return _named(self.models, name, "model", "models")
+
+    def is_embedding(self, pool: Pool) -> bool:
+        return self.model(pool.model).resolved_architecture().kind is ModelKind.ENCODER
+
+
 class _Named(Protocol):
     @property
     def name(self) -> str: ...
@@ -711,6 +749,8 @@ __all__ = [
     "Logs",
     "Model",
     "ModelKind",
+    "ModelLookup",
+    "ModelSet",
     "Name",
     "Observability",
     "Placement",

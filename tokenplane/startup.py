@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from tokenplane import capacity
-from tokenplane.spec import PlatformSpec, Pool
+from tokenplane.spec import ModelLookup, Pool
 from tokenplane.vllm_args import artifacts
 
 # EC2 launch, the EKS NVIDIA AMI's boot and driver load, kubelet join and the device plugin's registration:
@@ -46,7 +46,7 @@ class TimeToReady:
         )
 
 
-def time_to_ready(spec: PlatformSpec, pool: Pool) -> TimeToReady:
+def time_to_ready(spec: ModelLookup, pool: Pool) -> TimeToReady:
     """The expected time from ``pulumi up`` creating the pool's Deployment to its first Ready replica."""
     weights = 0.0
     for model in artifacts(spec, pool):
@@ -59,7 +59,7 @@ def time_to_ready(spec: PlatformSpec, pool: Pool) -> TimeToReady:
     )
 
 
-def await_timeout_minutes(spec: PlatformSpec, pool: Pool) -> int:
+def await_timeout_minutes(spec: ModelLookup, pool: Pool) -> int:
     """The create/update timeout the pool's Deployment gets: the estimate with margin, in whole minutes."""
     return math.ceil(time_to_ready(spec, pool).total * TIMEOUT_MARGIN / 60)
 

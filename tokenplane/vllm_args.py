@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from tokenplane.catalog import KvCacheDtype, Quantization
-from tokenplane.spec import PlatformSpec, Pool, RegistryModel, SpeculativeMethod
+from tokenplane.spec import ModelLookup, Pool, RegistryModel, SpeculativeMethod
 
 DEFAULT_PORT = 8000
 
@@ -18,13 +18,13 @@ _QUANTIZATION_FLAG = {Quantization.FP8: "fp8", Quantization.AWQ: "awq", Quantiza
 _DTYPE_FLAG = {Quantization.BF16: "bfloat16", Quantization.FP16: "float16"}
 
 
-def served_model_names(spec: PlatformSpec, pool: Pool) -> list[str]:
+def served_model_names(spec: ModelLookup, pool: Pool) -> list[str]:
     """The registry version first (``business-model-v2``), then the bare name for clients that omit it."""
     model = spec.model(pool.model)
     return [model.ref, model.name]
 
 
-def artifacts(spec: PlatformSpec, pool: Pool) -> list[RegistryModel]:
+def artifacts(spec: ModelLookup, pool: Pool) -> list[RegistryModel]:
     """Registry artifacts a pool's replicas load: its model, and a speculative draft model if any."""
     needed = [spec.model(pool.model)]
     speculative = pool.engine.speculative
@@ -33,7 +33,7 @@ def artifacts(spec: PlatformSpec, pool: Pool) -> list[RegistryModel]:
     return needed
 
 
-def vllm_args(spec: PlatformSpec, pool: Pool, *, models_dir: str, port: int = DEFAULT_PORT) -> list[str]:
+def vllm_args(spec: ModelLookup, pool: Pool, *, models_dir: str, port: int = DEFAULT_PORT) -> list[str]:
     """Arguments after ``vllm serve``: the model's directory, then the engine flags from the pool spec.
 
     Weights (tokenizer files included) are read from ``models_dir/<name>-<version>``, so a

@@ -26,6 +26,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "await-timeout",
         "weights-published",
         "references-exist",
+        "namespace-exists",
         "aws-name",
         "aws-network",
         "ecr-per-stack",

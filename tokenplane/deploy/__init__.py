@@ -21,6 +21,7 @@ from tokenplane.deploy import (
     load_balancers,
     metrics,
     names,
+    namespaces,
     network,
     network_policy,
     node_capacity,
@@ -46,6 +47,7 @@ CHECKS: dict[str, Check] = {
     timeouts.RULE: timeouts.check,
     weights.RULE: weights.check,
     references.RULE: references.check,
+    namespaces.RULE: namespaces.check,
     names.RULE: names.check,
     network.RULE: network.check,
     network_policy.RULE: network_policy.check,
@@ -59,8 +61,10 @@ CHECKS: dict[str, Check] = {
 }
 
 
-def run(spec: PlatformSpec, rendered: RenderResult) -> list[Finding]:
+def run(spec: PlatformSpec | None, rendered: RenderResult) -> list[Finding]:
     """Every finding of every check over one rendered stack.
+
+    ``spec`` is the stack's spec, or None for a program that composes components without one.
 
     Raises:
         GraphDataMissing: a check needed a value the render does not have.
@@ -69,7 +73,7 @@ def run(spec: PlatformSpec, rendered: RenderResult) -> list[Finding]:
     return [finding for check in CHECKS.values() for finding in check(graph)]
 
 
-def prerequisites_of(spec: PlatformSpec, rendered: RenderResult) -> list[Prerequisite]:
+def prerequisites_of(spec: PlatformSpec | None, rendered: RenderResult) -> list[Prerequisite]:
     return prerequisites(Graph(spec, rendered))
 
 

@@ -20,12 +20,18 @@ REGISTRY_SINGLETONS = ("aws:ecr/replicationConfiguration:ReplicationConfiguratio
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    platform = graph.spec.platform.name
+    # Without a spec there is no platform name to hold repository names to; the other rules still apply.
+    platform = graph.spec.platform.name if graph.spec is not None else None
     repos = graph.of_type(REPOSITORY)
     names = Counter((r.region, str(r.inputs.get("name") or r.name)) for r in repos)
     for repo in repos:
         name = str(repo.inputs.get("name") or "")
-        if name and platform not in name.split("/", maxsplit=1)[0].split("-") and not name.startswith(f"{platform}/"):
+        if (
+            platform
+            and name
+            and platform not in name.split("/", maxsplit=1)[0].split("-")
+            and not name.startswith(f"{platform}/")
+        ):
             yield Finding(
                 RULE,
                 repo.urn,

@@ -50,9 +50,13 @@ class KubeObject:
 
 @dataclass(frozen=True)
 class Graph:
-    """Read-only views of one rendered stack, for the checks."""
+    """Read-only views of one rendered stack, for the checks.
 
-    spec: PlatformSpec
+    ``spec`` is None for a program of one's own (components composed by hand): the checks then read what
+    they need from the graph alone, and those that only a spec can inform (its tenants' secrets) skip.
+    """
+
+    spec: PlatformSpec | None
     result: RenderResult
 
     @property
@@ -80,11 +84,40 @@ class Graph:
         return [r for r in self.of_type(HELM_RELEASE, region) if r.inputs.get("chart") == chart]
 
     def regions(self) -> Iterator[str]:
-        """Spec region names that have a cluster in the graph."""
+        """Region names that have a cluster in the graph: the spec's, or, without one, every region a cluster
+        or a Kubernetes object is in (a program may deploy onto a cluster it does not create)."""
         seen = {r.region for r in self.of_type("aws:eks/cluster:Cluster")}
+        if self.spec is None:
+            seen |= {o.resource.region for o in self.kube_objects}
+            yield from sorted(r for r in seen if r is not None)
+            return
         for region in self.spec.regions:
             if region.name in seen:
                 yield region.name
+
+    def cloud_region(self, region: str | None) -> str | None:
+        """The AWS region of a region name: the spec's, else the render's own mapping."""
+        if self.spec is not None:
+            return next((r.cloud_region for r in self.spec.regions if r.name == region), None)
+        return next((cloud for cloud, name in self.result.regions.items() if name == region), None)
+
+    def secret_refs(self) -> list[str]:
+        """The spec's tenant and provider key references; none without a spec."""
+        if self.spec is None:
+            return []
+        return [t.api_key_secret for t in self.spec.tenants] + [p.api_key_secret for p in self.spec.providers]
+
+    def waits_for(self, urn: str) -> set[str]:
+        """Every URN ``urn`` waits for, directly or through what it waits for."""
+        seen: set[str] = set()
+        stack = [urn]
+        while stack:
+            resource = self.by_urn.get(stack.pop())
+            for dep in resource.dependencies if resource is not None else []:
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(dep)
+        return seen
 
     def depends_on(self, resource: RenderedResource) -> list[RenderedResource]:
         return [self.by_urn[u] for u in resource.dependencies if u in self.by_urn]

@@ -16,9 +16,8 @@ VPC = "aws:ec2/vpc:Vpc"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    clouds = {r.name: r.cloud_region for r in graph.spec.regions}
     for subnet in graph.of_type(SUBNET):
-        cloud = clouds.get(str(subnet.region))
+        cloud = graph.cloud_region(subnet.region)
         az = need(subnet, subnet.inputs.get("availabilityZone"), "availabilityZone", "a subnet must name its AZ")
         known = zones(cloud) if cloud else None
         if az is not None and known is not None and az not in known:

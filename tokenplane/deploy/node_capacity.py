@@ -3,7 +3,8 @@
 An HPA or KEDA ScaledObject may scale a Deployment to its maxReplicas; the
 Cluster Autoscaler can add nodes only up to each node group's maxSize. If the
 pods at their maxima request more than the node groups can hold, the extra
-replicas stay Pending exactly when load peaks.
+replicas stay Pending exactly when load peaks. A workload that lands on no node
+group at all stays Pending from the start.
 """
 
 from __future__ import annotations
@@ -62,6 +63,16 @@ def check(graph: Graph) -> Iterator[Finding]:
             targets = tuple(sorted(g.resource.urn for g in groups if lands_on(pod, g)))
             if targets:
                 demand[targets].append((workload, replicas, pod_cpu(pod), requested(pod, GPU)))
+            elif groups:  # with no node group in the graph, the program deploys onto nodes it does not show
+                yield Finding(
+                    RULE,
+                    workload.urn,
+                    f"{workload.kind} {workload.namespace}/{workload.name} lands on none of the node groups in "
+                    f"{region} ({', '.join(g.resource.name for g in groups)}): its node affinity or selector "
+                    "matches none of their labels, or it tolerates none of their taints, so its pods stay Pending",
+                    "give a VllmPool the GpuNodeGroup it runs on (nodes=...), or match a node group's labels "
+                    "and tolerate its taints",
+                )
         by_urn = {g.resource.urn: g for g in groups}
         for targets, pods in demand.items():
             yield from _fits(graph, [by_urn[u] for u in targets], pods)

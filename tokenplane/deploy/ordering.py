@@ -20,16 +20,7 @@ CRD_CHARTS = {"keda.sh": "keda", "monitoring.coreos.com": "kube-prometheus-stack
 
 
 def _after(graph: Graph, urn: str) -> set[str]:
-    """Every URN ``urn`` waits for, directly or through what it waits for."""
-    seen: set[str] = set()
-    stack = [urn]
-    while stack:
-        resource = graph.by_urn.get(stack.pop())
-        for dep in resource.dependencies if resource is not None else []:
-            if dep not in seen:
-                seen.add(dep)
-                stack.append(dep)
-    return seen
+    return graph.waits_for(urn)
 
 
 def check_crd_order(graph: Graph) -> Iterator[Finding]:

@@ -22,10 +22,9 @@ GPU_VCPU_QUOTAS = {"p": "L-417A185B", "g": "L-DB2E81BA"}
 
 
 def prerequisites(graph: Graph) -> list[Prerequisite]:
-    spec = graph.spec
     out: list[Prerequisite] = []
-    refs = [t.api_key_secret for t in spec.tenants] + [p.api_key_secret for p in spec.providers]
-    for region in spec.regions:
+    refs = graph.secret_refs()
+    for region in graph.spec.regions if graph.spec is not None else []:
         for ref in sorted({r for r in refs if r.startswith("aws-sm://")}):
             out.append(
                 Prerequisite(
@@ -89,4 +88,4 @@ def _keys(pod: dict[str, Any], name: str) -> set[str]:
 
 
 def _cloud(graph: Graph, region: str | None) -> str:
-    return next((r.cloud_region for r in graph.spec.regions if r.name == region), region or "global")
+    return graph.cloud_region(region) or region or "global"

@@ -78,7 +78,8 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 
 def _env_refs(graph: Graph, workload: KubeObject, pod: dict[str, Any]) -> Iterator[Finding]:
-    refs = [t.api_key_secret for t in graph.spec.tenants if t.api_key_secret.startswith("env://")]
+    tenants = graph.spec.tenants if graph.spec is not None else []
+    refs = [t.api_key_secret for t in tenants if t.api_key_secret.startswith("env://")]
     for container in pod.get("containers") or []:
         if [str(c) for c in container.get("command") or []] != ["python", "-m", TENANT_KEY_RESOLVER]:
             continue

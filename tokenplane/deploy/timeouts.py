@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tokenplane.contract import POOL_LABEL
+from tokenplane.contract import POOL_LABEL, TIME_TO_READY_ANNOTATION
 from tokenplane.deploy.findings import Finding
 from tokenplane.deploy.graph import Graph, KubeObject, lookup
 from tokenplane.startup import PULUMI_DEFAULT_AWAIT_SECONDS, parse_duration, time_to_ready
@@ -37,28 +37,53 @@ def await_seconds(deployment: KubeObject, operation: str) -> float | None:
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    pools = {p.name: p for p in graph.spec.pools}
     for deployment in graph.kube(None, "Deployment"):
         pool_name = (lookup(deployment.manifest, "metadata.labels") or {}).get(POOL_LABEL)
         if pool_name is None:
             continue
-        pool = pools.get(str(pool_name))
+        expected = _expected(graph, deployment, str(pool_name))
+        if isinstance(expected, Finding):
+            yield expected
+            continue
+        seconds, why = expected
+        for operation in ("create", "update"):
+            waits = await_seconds(deployment, operation)
+            if waits is not None and waits < seconds:
+                yield Finding(
+                    RULE,
+                    deployment.urn,
+                    f"pulumi up waits {waits:.0f} s for the {operation} of Deployment {deployment.name}, "
+                    f"but its first replica needs {why}",
+                    f"set customTimeouts {operation} to at least {seconds / 60:.0f}m on the Deployment",
+                )
+
+
+def _expected(graph: Graph, deployment: KubeObject, pool_name: str) -> tuple[float, str] | Finding:
+    """The pool's time to Ready and how it was found: from the spec's pool, or, for a program without a spec,
+    from the estimate ``VllmPool`` wrote on the Deployment (the same ``time_to_ready`` over the same models)."""
+    if graph.spec is not None:
+        pool = next((p for p in graph.spec.pools if p.name == pool_name), None)
         if pool is None:
-            yield Finding(
+            return Finding(
                 RULE,
                 deployment.urn,
                 f"labelled {POOL_LABEL}={pool_name}, a pool the spec does not have",
                 "label it with one of the spec's pools",
             )
-            continue
-        expected = time_to_ready(graph.spec, pool)
-        for operation in ("create", "update"):
-            waits = await_seconds(deployment, operation)
-            if waits is not None and waits < expected.total:
-                yield Finding(
-                    RULE,
-                    deployment.urn,
-                    f"pulumi up waits {waits:.0f} s for the {operation} of Deployment {deployment.name}, "
-                    f"but its first replica needs {expected}",
-                    f"set customTimeouts {operation} to at least {expected.total / 60:.0f}m on the Deployment",
-                )
+        estimate = time_to_ready(graph.spec, pool)
+        return estimate.total, str(estimate)
+    written = (lookup(deployment.manifest, "metadata.annotations") or {}).get(TIME_TO_READY_ANNOTATION)
+    try:
+        seconds = float(written) if written is not None else None
+    except ValueError:
+        seconds = None
+    if seconds is None:
+        return Finding(
+            RULE,
+            deployment.urn,
+            f"labelled {POOL_LABEL}={pool_name}, but with no spec to estimate its start-up from and no readable "
+            f"{TIME_TO_READY_ANNOTATION} annotation (got {written!r}): nothing shows that pulumi up waits long enough",
+            f"build the pool with components.VllmPool, which writes it, or set {TIME_TO_READY_ANNOTATION} to the "
+            "seconds a first replica takes (tokenplane.startup.time_to_ready)",
+        )
+    return seconds, f"{seconds:.0f} s (its {TIME_TO_READY_ANNOTATION} annotation)"

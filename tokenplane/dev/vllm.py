@@ -25,6 +25,9 @@ from tokenplane.runtime_env import Var, env_dict
 from tokenplane.spec import PlatformSpec, Pool, Region
 from tokenplane.vllm_args import artifacts, vllm_args
 
+# The vLLM release `pip install 'tokenplane[gpu]'` installs: the one the pools' image runs (components/pins.py;
+# tests/test_dev_vllm.py holds the extra, this and the image to one version).
+GPU_EXTRA_VLLM = "0.19.0"
 NVIDIA_SMI_TIMEOUT = 10.0  # seconds; a driver that hangs this long is as good as absent
 
 
@@ -60,8 +63,8 @@ def visible_gpus(
     if not has_vllm():
         raise EngineUnavailable(
             "--engine vllm needs the vllm package, which is not installed in this Python "
-            f"({sys.executable}); install it (pip install vllm) on a machine with NVIDIA GPUs, "
-            "or use --engine sim"
+            f"({sys.executable}); on a machine with NVIDIA GPUs, pip install 'tokenplane[gpu]' installs the release "
+            f"the pools run (vLLM {GPU_EXTRA_VLLM}, with its torch), or use --engine sim"
         )
     gpus = list_gpus()
     if not gpus:
