@@ -60,6 +60,8 @@ class GatewayArgs:
     model_gateway_url: str = ""
     # The bucket the Batch API's files live in (BatchWorkers.results_bucket); only the AI gateway serves files.
     files_bucket: pulumi.Input[str] | None = None
+    # The TLS listener's ACM certificate (components.tls), issued; only the AI gateway has a public listener.
+    certificate_arn: pulumi.Input[str] | None = None
 
 
 GATEWAY_CPU = 2.0  # vCPUs per gateway pod, requested and limited (Guaranteed QoS)
@@ -301,7 +303,7 @@ class GatewayWorkload(Component):
             "ports": [{"name": "http", "port": 443 if self.PUBLIC else GATEWAY_PORT, "targetPort": "http"}],
             "type": "LoadBalancer" if self.PUBLIC else "ClusterIP",
         }
-        annotations = self.service_annotations()
+        annotations = self.service_annotations(args)
         self.service = k8s.core.v1.Service(
             self.child("service"),
             metadata={"name": app, "namespace": NS_GATEWAY, "labels": labels, "annotations": annotations},
@@ -314,7 +316,7 @@ class GatewayWorkload(Component):
     def ingress_sources(self) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def service_annotations(self) -> dict[str, str]:
+    def service_annotations(self, args: GatewayArgs) -> dict[str, pulumi.Input[str]]:
         return {}
 
     def secret_env(self, spec: PlatformSpec) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from components.observability import Observability, ObservabilityArgs
 from components.pins import CLUSTER_AUTOSCALER_CHART, DCGM_EXPORTER_CHART, KEDA_CHART, NVIDIA_DEVICE_PLUGIN_CHART
 from components.redis import Redis, RedisArgs
 from components.system_capacity import system_cpu_at_maxima
+from components.tls import gateway_certificate
 from components.vector_db import STORAGE_CLASS, VectorDb, VectorDbArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
 from components.weights_publish import publish_jobs
@@ -181,6 +182,7 @@ class Region(Component):
             if serves_batch
             else None
         )
+        certificate = gateway_certificate(self, spec, region, tags)
         # The Batch API's files live in the workers' results bucket, the one place both pods can reach.
         # Passing the output orders the bucket before the gateway's role and pods that name it.
         ai_gateway = AiGateway(
@@ -189,6 +191,7 @@ class Region(Component):
                 deps=deps,
                 model_gateway_url=model_gateway_url,
                 files_bucket=batch.results_bucket if batch is not None else None,
+                certificate_arn=certificate.arn,
             ),
             self.opts(providers=[k8s_provider], depends_on=[*ready, lb_controller]),
         )
@@ -197,6 +200,8 @@ class Region(Component):
         )
         self.grafana_url = observability.grafana_url
         self.cluster_name = cluster.name
+        self.certificate = certificate.requested
+        self.kubeconfig = cluster.admin_kubeconfig
         self.register_outputs(
             {"cluster": cluster.name, "gateway_hostname": self.gateway_hostname, "grafana_url": self.grafana_url}
         )

@@ -101,6 +101,19 @@ SecretRef = Annotated[str, Field(description="aws-sm://, k8s://, env:// or vault
 # --- platform ---------------------------------------------------------------------------------
 
 
+class LimitsScope(StrEnum):
+    """Where a tenant's RPM/TPM limits and monthly quota are counted."""
+
+    REGION = "region"  # each region's own Redis: a tenant served by k regions may reach k x its limits
+    GLOBAL = "global"  # one count across regions: refused (see Platform._limits_scope)
+
+
+# An IAM role ARN as EKS access entries take it (``arn:aws:iam::<account>:role/<name>``, any partition).
+ROLE_ARN = re.compile(r"^arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+# An ACM certificate ARN; its region is the fourth field.
+CERTIFICATE_ARN = re.compile(r"^arn:aws(-cn|-us-gov)?:acm:([a-z]{2}(-gov)?-[a-z]+-\d):\d{12}:certificate/[0-9a-f-]{36}$")
+
+
 class Platform(Model):
     name: Name
     environment: Environment = Environment.PROD
@@ -108,6 +121,63 @@ class Platform(Model):
     availability_target: float = Field(default=0.999, gt=0, lt=1)
     kubernetes_version: str = Field(default="1.31", pattern=r"^1\.\d+$")
     domain: str = Field(default="llm.example.com", pattern=r"^[a-z0-9.-]+$")
+    admin_role_arns: list[str] = Field(
+        default_factory=list,
+        description="IAM roles given cluster-admin on every EKS cluster (access entries); the exported "
+        "kubeconfig assumes the first. Without any, only the identity that ran pulumi up can reach the clusters",
+    )
+    certificate_arns: dict[Name, str] = Field(
+        default_factory=dict,
+        description="Region name -> an ISSUED ACM certificate in that region for the gateway's TLS listener. "
+        "Regions not listed get one the stack requests and validates in the platform's Route53 zone",
+    )
+    limits_scope: LimitsScope = Field(
+        default=LimitsScope.REGION,
+        description="region: each region counts its tenants' RPM/TPM and monthly quota in its own Redis. "
+        "global is refused: see the README's 'Rate limits across regions'",
+    )
+
+    @field_validator("admin_role_arns")
+    @classmethod
+    def _role_arns(cls, value: list[str]) -> list[str]:
+        for arn in value:
+            if ":sts::" in arn and ":assumed-role/" in arn:
+                role = arn.split(":assumed-role/", 1)[1].split("/", 1)[0]
+                raise ValueError(
+                    f"{arn} is a session (sts assumed-role), not a role; EKS access entries take the role's ARN, "
+                    f"e.g. arn:aws:iam::<account>:role/{role} (aws iam get-role --role-name {role})"
+                )
+            if not ROLE_ARN.match(arn):
+                raise ValueError(
+                    f"{arn!r} is not an IAM role ARN; write arn:aws:iam::<12-digit account>:role/<name>"
+                )
+        if len(set(value)) != len(value):
+            raise ValueError(f"admin_role_arns lists a role twice: {value}")
+        return value
+
+    @field_validator("certificate_arns")
+    @classmethod
+    def _certificate_arns(cls, value: dict[str, str]) -> dict[str, str]:
+        for region, arn in value.items():
+            if not CERTIFICATE_ARN.match(arn):
+                raise ValueError(
+                    f"certificate_arns.{region}={arn!r} is not an ACM certificate ARN; write "
+                    "arn:aws:acm:<cloud region>:<account>:certificate/<id> (aws acm list-certificates)"
+                )
+        return value
+
+    @field_validator("limits_scope")
+    @classmethod
+    def _limits_scope(cls, value: LimitsScope) -> LimitsScope:
+        if value is LimitsScope.GLOBAL:
+            raise ValueError(
+                "limits_scope=global is not supported: limits are counted per region, in each region's "
+                "ElastiCache. A global count would need ElastiCache Global Datastore, whose secondary regions are "
+                "read-only (every request's INCR would cross to the primary region and back, and stop when that "
+                "region is down). Use limits_scope: region and set each tenant's rpm/tpm/monthly quota per region "
+                "(a tenant reaching k regions may use up to k x its limits; tokenplane plan lists them)"
+            )
+        return value
 
 
 class Budget(Model):
@@ -712,6 +782,7 @@ __all__ = [
     "Isolation",
     "Jurisdiction",
     "KvCacheDtype",
+    "LimitsScope",
     "Logs",
     "Model",
     "ModelKind",

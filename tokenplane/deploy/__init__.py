@@ -28,6 +28,7 @@ from tokenplane.deploy import (
     references,
     storage,
     timeouts,
+    tls,
     vllm_argv,
     weights,
 )
@@ -42,6 +43,7 @@ Check = Callable[[Graph], Iterable[Finding]]
 CHECKS: dict[str, Check] = {
     device_plugin.RULE: device_plugin.check,
     load_balancers.RULE: load_balancers.check,
+    tls.RULE: tls.check,
     storage.RULE: storage.check,
     timeouts.RULE: timeouts.check,
     weights.RULE: weights.check,
