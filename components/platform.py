@@ -105,6 +105,7 @@ class LlmPlatform(Component):
         self.dns_endpoints = routing.endpoints
         self.name_servers = routing.name_servers
         self.kubeconfigs = {n: r.kubeconfig for n, r in self.regions.items()}
+        self.grafana_admin_passwords = {n: r.grafana_admin_password for n, r in self.regions.items()}  # secrets
         self.register_outputs(
             {
                 "gateway_endpoints": self.gateway_endpoints,
@@ -113,5 +114,6 @@ class LlmPlatform(Component):
                 "dns": routing.endpoints,
                 "name_servers": routing.name_servers,
                 "kubeconfigs": self.kubeconfigs,
+                "grafana_admin_passwords": self.grafana_admin_passwords,
             }
         )

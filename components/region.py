@@ -114,7 +114,15 @@ class Region(Component):
         after_namespaces = self.opts(providers=[k8s_provider], depends_on=ready)
         vector_db = VectorDb(self.child("qdrant"), VectorDbArgs(environment=environment), after_namespaces)
         observability = Observability(
-            self.child("observability"), ObservabilityArgs(spec=spec, region=region), after_namespaces
+            self.child("observability"),
+            ObservabilityArgs(
+                spec=spec,
+                region=region,
+                oidc_provider_arn=cluster.oidc_provider_arn,
+                oidc_issuer=cluster.oidc_issuer,
+                tags=tags,
+            ),
+            after_namespaces,
         )
         needed = {m.ref: m for p in region.pools for m in artifacts(spec, spec.pool(p.pool))}
         published = publish_jobs(
@@ -201,6 +209,7 @@ class Region(Component):
         self.grafana_url = observability.grafana_url
         self.cluster_name = cluster.name
         self.certificate = certificate.requested
+        self.grafana_admin_password = observability.grafana_admin_password
         self.kubeconfig = cluster.admin_kubeconfig
         self.register_outputs(
             {"cluster": cluster.name, "gateway_hostname": self.gateway_hostname, "grafana_url": self.grafana_url}

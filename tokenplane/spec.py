@@ -684,6 +684,9 @@ DASHBOARDS: tuple[DashboardName, ...] = ("vllm", "gateway", "cost")
 class Observability(Model):
     scrape_interval_seconds: int = Field(default=15, ge=1)
     metrics_retention_days: int = Field(default=15, ge=1)
+    metrics_volume_gib: int = Field(
+        default=100, ge=10, description="Prometheus's gp3 volume; the oldest data goes first when it is 85% full"
+    )
     dashboards: list[DashboardName] = Field(default_factory=lambda: list(DASHBOARDS))
     tracing: Tracing = Field(default_factory=Tracing)
     logs: Logs = Field(default_factory=Logs)
