@@ -151,9 +151,7 @@ class GlobalRouting(Component):
         )
         self.name_servers = zone.name_servers  # to delegate from the parent domain (a listed prerequisite)
         self.endpoints = {"global": f"api.{domain}", **{j.value: f"{j.value.lower()}.{domain}" for j in jurisdictions}}
-        self.register_outputs(
-            {"zone_id": zone.zone_id, "name_servers": self.name_servers, "endpoints": self.endpoints}
-        )
+        self.register_outputs({"zone_id": zone.zone_id, "name_servers": self.name_servers, "endpoints": self.endpoints})
 
     def _validation_records(self, certificate: aws.acm.Certificate, zone: aws.route53.Zone, domain: str) -> None:
         for i, name in enumerate(certificate_names(domain)):

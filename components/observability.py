@@ -119,29 +119,32 @@ class Observability(Component):
                     "additionalScrapeConfigs": [POD_SCRAPE],
                     "podMonitorSelectorNilUsesHelmValues": False,
                     "serviceMonitorSelectorNilUsesHelmValues": False,
+                    # Metrics survive a Prometheus pod's move or restart: a gp3 volume (EBS CSI, encrypted)
+                    # instead of the chart's emptyDir, and a size cap below the volume's so that old blocks go
+                    # before the disk is full.
+                    "retentionSize": f"{int(obs.metrics_volume_gib * RETENTION_SHARE)}GiB",
+                    "storageSpec": {
+                        "volumeClaimTemplate": {
+                            "spec": {
+                                "storageClassName": STORAGE_CLASS,
+                                "accessModes": ["ReadWriteOnce"],
+                                "resources": {"requests": {"storage": f"{obs.metrics_volume_gib}Gi"}},
+                            }
+                        }
+                    },
                 }
             },
             "grafana": {
                 "sidecar": {
                     "dashboards": {"enabled": True, "label": "grafana_dashboard", "searchNamespace": NS_MONITORING}
                 },
-                "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
+                "admin": {
+                    "existingSecret": GRAFANA_ADMIN_SECRET,
+                    "userKey": "admin-user",
+                    "passwordKey": "admin-password",
+                },
             },
             "alertmanager": {"enabled": True},
-        }
-        # Metrics survive a Prometheus pod's move or restart: a gp3 volume (EBS CSI, encrypted) instead of the
-        # chart's emptyDir, and a size cap below the volume's so that old blocks go before the disk is full.
-        values["prometheus"]["prometheusSpec"] |= {
-            "retentionSize": f"{int(obs.metrics_volume_gib * RETENTION_SHARE)}GiB",
-            "storageSpec": {
-                "volumeClaimTemplate": {
-                    "spec": {
-                        "storageClassName": STORAGE_CLASS,
-                        "accessModes": ["ReadWriteOnce"],
-                        "resources": {"requests": {"storage": f"{obs.metrics_volume_gib}Gi"}},
-                    }
-                }
-            },
         }
         password = random.RandomPassword(self.child("grafana-password"), length=32, special=False, opts=self.opts())
         admin = k8s.core.v1.Secret(

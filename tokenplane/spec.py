@@ -111,7 +111,9 @@ class LimitsScope(StrEnum):
 # An IAM role ARN as EKS access entries take it (``arn:aws:iam::<account>:role/<name>``, any partition).
 ROLE_ARN = re.compile(r"^arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 # An ACM certificate ARN; its region is the fourth field.
-CERTIFICATE_ARN = re.compile(r"^arn:aws(-cn|-us-gov)?:acm:([a-z]{2}(-gov)?-[a-z]+-\d):\d{12}:certificate/[0-9a-f-]{36}$")
+CERTIFICATE_ARN = re.compile(
+    r"^arn:aws(-cn|-us-gov)?:acm:([a-z]{2}(-gov)?-[a-z]+-\d):\d{12}:certificate/[0-9a-f-]{36}$"
+)
 
 
 class Platform(Model):
@@ -148,9 +150,7 @@ class Platform(Model):
                     f"e.g. arn:aws:iam::<account>:role/{role} (aws iam get-role --role-name {role})"
                 )
             if not ROLE_ARN.match(arn):
-                raise ValueError(
-                    f"{arn!r} is not an IAM role ARN; write arn:aws:iam::<12-digit account>:role/<name>"
-                )
+                raise ValueError(f"{arn!r} is not an IAM role ARN; write arn:aws:iam::<12-digit account>:role/<name>")
         if len(set(value)) != len(value):
             raise ValueError(f"admin_role_arns lists a role twice: {value}")
         return value

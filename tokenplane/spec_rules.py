@@ -51,7 +51,16 @@ def format_loc(loc: Iterable[str | int]) -> str:
 
 def check(spec: PlatformSpec) -> None:
     violations: list[Violation] = []
-    for rule in (_unique_names, _references, _sums, _parallelism_and_memory, _class_lengths, _residency, _dr, _certificates):
+    for rule in (
+        _unique_names,
+        _references,
+        _sums,
+        _parallelism_and_memory,
+        _class_lengths,
+        _residency,
+        _dr,
+        _certificates,
+    ):
         violations.extend(rule(spec))
     if violations:
         raise SpecRuleViolations(violations)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from tokenplane.deploy import (
+    access,
     device_plugin,
     dns,
     ecr,
@@ -61,6 +62,7 @@ CHECKS: dict[str, Check] = {
     ordering.CLUSTER_READY: ordering.check_cluster_ready,
     node_capacity.RULE: node_capacity.check,
     dns.RULE: dns.check,
+    access.RULE: access.check,
 }
 
 

@@ -15,6 +15,7 @@ from tokenplane.catalog import instance_type
 from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.deploy.findings import Prerequisite
 from tokenplane.deploy.graph import NODE_GROUP, Graph, lookup, need
+from tokenplane.spec import PlatformSpec
 
 # Service Quotas codes of the EC2 on-demand vCPU quotas, by instance family letter
 # (Service Quotas console, service "ec2": "Running On-Demand P instances" and "... G and VT instances").
@@ -65,6 +66,24 @@ def prerequisites(graph: Graph) -> list[Prerequisite]:
                 f"on-demand {family.upper()}-family vCPUs: {total:.0f} at every GPU node group's maximum",
             )
         )
+    for arn in spec.platform.admin_role_arns:
+        out.append(
+            Prerequisite(
+                "iam-role",
+                "global",
+                arn,
+                "cluster admin on every EKS cluster (an access entry); EKS refuses an entry for a missing role",
+            )
+        )
+    for name, arn in spec.platform.certificate_arns.items():
+        out.append(
+            Prerequisite(
+                "certificate",
+                spec.region(name).cloud_region,
+                arn,
+                f"ISSUED ACM certificate for the gateway's TLS listener, naming {', '.join(gateway_hosts(spec, name))}",
+            )
+        )
     for zone in graph.of_type("aws:route53/zone:Zone"):
         out.append(
             Prerequisite(
@@ -90,3 +109,9 @@ def _keys(pod: dict[str, Any], name: str) -> set[str]:
 
 def _cloud(graph: Graph, region: str | None) -> str:
     return next((r.cloud_region for r in graph.spec.regions if r.name == region), region or "global")
+
+
+def gateway_hosts(spec: PlatformSpec, region: str) -> list[str]:
+    """The hosts clients reach ``region``'s gateway by (GlobalRouting's names); its certificate must name them."""
+    domain = spec.platform.domain
+    return [f"api.{domain}", f"{region}.regions.{domain}"]

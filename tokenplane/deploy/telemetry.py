@@ -126,9 +126,9 @@ def _roles_of(graph: Graph, workload: KubeObject, account: str) -> list[Rendered
     """The IAM roles a pod of ``workload`` can use: its service account's IRSA role and Pod Identity ones."""
     roles: list[RenderedResource] = []
     for sa in graph.kube(workload.resource.region, "ServiceAccount"):
-        if sa.namespace == workload.namespace and sa.name == account:
-            if (lookup(sa.manifest, "metadata.annotations") or {}).get(ROLE_ANNOTATION):
-                roles += _sources(graph, sa.resource, "metadata")
+        annotated = (lookup(sa.manifest, "metadata.annotations") or {}).get(ROLE_ANNOTATION)
+        if sa.namespace == workload.namespace and sa.name == account and annotated:
+            roles += _sources(graph, sa.resource, "metadata")
     for association in graph.of_type(POD_IDENTITY, workload.resource.region):
         inputs = association.inputs
         if inputs.get("namespace") == workload.namespace and inputs.get("serviceAccount") == account:

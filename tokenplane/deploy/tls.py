@@ -17,11 +17,11 @@ DNS validation record for its names.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from fnmatch import fnmatchcase
 
 from tokenplane.deploy.findings import Finding
 from tokenplane.deploy.graph import Graph, KubeObject, lookup
 from tokenplane.deploy.load_balancers import needs_controller
+from tokenplane.deploy.prerequisites import gateway_hosts
 from tokenplane.render import RenderedResource
 
 RULE = "tls-listener"
@@ -111,11 +111,10 @@ def _certificate(graph: Graph, service: KubeObject, where: str, region: str) -> 
         )
     for validation in validations:
         certificates += [graph.by_urn[u] for u in validation.dependencies if u in graph.by_urn]
-    domain = graph.spec.platform.domain
-    needed = [f"api.{domain}", f"{region}.regions.{domain}"]
+    needed = gateway_hosts(graph.spec, region)
     for certificate in (c for c in certificates if c.type == CERTIFICATE):
         names = _names(certificate)
-        missing = [host for host in needed if not any(fnmatchcase(host, n) and _one_label(host, n) for n in names)]
+        missing = [host for host in needed if not any(covers(n, host) for n in names)]
         if missing:
             yield Finding(
                 RULE,
@@ -139,9 +138,12 @@ def _names(certificate: RenderedResource) -> list[str]:
     return [str(inputs.get("domainName")), *(str(n) for n in inputs.get("subjectAlternativeNames") or [])]
 
 
-def _one_label(host: str, pattern: str) -> bool:
-    """A certificate wildcard covers exactly one label (RFC 6125), where fnmatch's ``*`` would cover dots too."""
-    return not pattern.startswith("*.") or host.count(".") == pattern.count(".")
+def covers(name: str, host: str) -> bool:
+    """A certificate name covers a host exactly, or as a wildcard over exactly one label (RFC 6125)."""
+    if name.startswith("*."):
+        label, _, rest = host.partition(".")
+        return bool(label) and rest == name[2:]
+    return name == host
 
 
 def _validated(graph: Graph, names: list[str]) -> bool:
