@@ -230,6 +230,18 @@ class Region(Model):
     traffic_share: Fraction = Field(default=0.0, description="Share of platform peak RPS this region takes")
     gpu_quota: int | None = Field(default=None, ge=0, description="GPUs the account may run here")
     pools: list[Placement] = Field(default_factory=list)
+    assume_offered: list[str] = Field(
+        default_factory=list,
+        description="GPU instance types taken as offered here although tokenplane's offering catalog "
+        "(tokenplane/aws_offerings.py) does not list them; tokenplane preflight checks them against the account",
+    )
+
+    @field_validator("assume_offered")
+    @classmethod
+    def _known_types(cls, value: list[str]) -> list[str]:
+        for name in value:
+            instance_type(name)  # a CatalogError names the known types
+        return value
 
     @model_validator(mode="after")
     def _azs_in_region(self) -> Region:

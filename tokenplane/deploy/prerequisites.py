@@ -66,6 +66,16 @@ def prerequisites(graph: Graph) -> list[Prerequisite]:
                 f"on-demand {family.upper()}-family vCPUs: {total:.0f} at every GPU node group's maximum",
             )
         )
+    for region in spec.regions:
+        for name in region.assume_offered:
+            out.append(
+                Prerequisite(
+                    "offering",
+                    region.cloud_region,
+                    name,
+                    "assumed offered (regions[].assume_offered) though the offering catalog does not list it",
+                )
+            )
     for arn in spec.platform.admin_role_arns:
         out.append(
             Prerequisite(
