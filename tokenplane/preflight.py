@@ -57,7 +57,7 @@ def preflight(graph: Graph, prerequisites: list[Prerequisite], clients: Clients)
             results.append(_role(p, clients))
         elif p.kind == "certificate":
             results.append(_certificate(p, graph, clients))
-        elif p.kind == "offering":
+        elif p.kind == "assumed-offering":
             results.append(PreflightResult(p, UNCHECKED, "asked of the account per AZ: see its offering row"))
         elif p.kind.startswith("kubernetes-"):
             results.append(PreflightResult(p, UNCHECKED, "lives in the cluster: create it right after the cluster"))

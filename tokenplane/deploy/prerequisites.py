@@ -70,7 +70,7 @@ def prerequisites(graph: Graph) -> list[Prerequisite]:
         for name in region.assume_offered:
             out.append(
                 Prerequisite(
-                    "offering",
+                    "assumed-offering",
                     region.cloud_region,
                     name,
                     "assumed offered (regions[].assume_offered) though the offering catalog does not list it",
