@@ -55,8 +55,7 @@ def gateway_certificate(
         subject_alternative_names=names[1:],
         validation_method="DNS",
         tags=tags,
-        # A renamed domain needs a new certificate on the listener before the old one goes.
-        opts=component.opts(delete_before_replace=False),
+        opts=component.opts(),  # replaced create-first (Pulumi's default): the listener never lacks a certificate
     )
     # Waits until ACM reports ISSUED: the load balancer controller cannot put a pending certificate on a listener.
     # Its DNS records are GlobalRouting's (in the zone, from the home region's certificate); on a first

@@ -100,7 +100,8 @@ def prerequisites(graph: Graph) -> list[Prerequisite]:
                 "dns",
                 "global",
                 str(zone.inputs.get("name")),
-                "delegate this zone's name servers (stack output) from the parent domain",
+                "delegate this zone's name servers (stack output name_servers) from the parent domain; "
+                "until then ACM cannot validate the gateway certificates",
             )
         )
     return out
