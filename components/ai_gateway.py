@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pulumi
+
 from components.gateway import METRICS_PORT, GatewayArgs, GatewayWorkload, env_secret_entries
+from components.tls import TLS_POLICY
 from tokenplane.runtime_env import Var, env_list
 from tokenplane.spec import PlatformSpec
 
@@ -46,12 +49,22 @@ class AiGateway(GatewayWorkload):
         # each pool's slots with Redis healthy. Unset, the count is 1: every replica admits a full limit.
         return env_list({Var.GATEWAY_REPLICAS: str(min_replicas)})
 
-    def service_annotations(self) -> dict[str, str]:
-        # An NLB in IP mode keeps client connections on long streams; TLS terminates at the listener.
+    def service_annotations(self, args: GatewayArgs) -> dict[str, pulumi.Input[str]]:
+        # An NLB in IP mode keeps client connections on long streams. TLS terminates at the listener (port 443,
+        # the region's ACM certificate); the NLB forwards plain HTTP to the pods. Its target health check asks
+        # /readyz over HTTP: the annotation's default, TCP, would ignore the path and send traffic to a pod
+        # whose /readyz says 503.
+        if args.certificate_arn is None:
+            raise ValueError(f"{self.APP} serves port 443 and needs a certificate: GatewayArgs.certificate_arn")
         return {
             "service.beta.kubernetes.io/aws-load-balancer-type": "external",
             "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
             "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
+            "service.beta.kubernetes.io/aws-load-balancer-ssl-cert": args.certificate_arn,
+            "service.beta.kubernetes.io/aws-load-balancer-ssl-ports": "443",
+            "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy": TLS_POLICY,
+            "service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol": "HTTP",
+            "service.beta.kubernetes.io/aws-load-balancer-healthcheck-port": "traffic-port",
             "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path": "/readyz",
             "service.beta.kubernetes.io/aws-load-balancer-cross-zone-load-balancing-enabled": "true",
         }

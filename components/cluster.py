@@ -18,6 +18,7 @@ SYSTEM_INSTANCE_TYPE = "m6i.xlarge"  # gateways, Qdrant, Prometheus: CPU work ne
 ADDONS = ("vpc-cni", "coredns", "kube-proxy", "aws-ebs-csi-driver", "eks-pod-identity-agent")
 EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"  # the add-on's controller service account in kube-system
 EBS_CSI_POLICY = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
@@ -48,6 +49,8 @@ class ClusterArgs:
         tags: AWS tags on every resource.
         system_nodes: the system node group's floor (gateways, Qdrant, Prometheus); 3 spans three AZs.
         system_cpu: vCPUs the system nodes must hold at every CPU workload's autoscaling maximum.
+        admin_role_arns: IAM roles given cluster-admin through EKS access entries; the first one is the role
+            ``admin_kubeconfig`` assumes.
     """
 
     name: str
@@ -58,6 +61,7 @@ class ClusterArgs:
     tags: dict[str, str] = field(default_factory=dict)
     system_nodes: int = 2
     system_cpu: float = 0.0
+    admin_role_arns: list[str] = field(default_factory=list)
 
 
 class Cluster(Component):
@@ -66,7 +70,8 @@ class Cluster(Component):
     MODULE = "cluster"
 
     name: pulumi.Output[str]
-    kubeconfig: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]  # Pulumi's own: the deploying identity (the cluster's creator, admin by EKS)
+    admin_kubeconfig: pulumi.Output[str]  # for people: assumes the spec's first admin role where there is one
     node_role_arn: pulumi.Output[str]
     oidc_provider_arn: pulumi.Output[str]
     oidc_issuer: pulumi.Output[str]
@@ -113,6 +118,27 @@ class Cluster(Component):
             tags=tags,
             opts=self.opts(),
         )
+        # API mode admits only identities with an access entry. EKS gives one to whoever created the cluster
+        # (often a CI role); the spec's admin roles get theirs here, so that people keep access to the cluster
+        # when that identity changes or goes away.
+        for arn in args.admin_role_arns:
+            account, role = arn.split(":")[4], arn.rsplit("/", 1)[-1].lower()
+            entry = aws.eks.AccessEntry(
+                self.child("admin", account, role),
+                cluster_name=cluster.name,
+                principal_arn=arn,
+                type="STANDARD",
+                tags=tags,
+                opts=self.opts(),
+            )
+            aws.eks.AccessPolicyAssociation(
+                self.child("admin", account, role, "policy"),
+                cluster_name=cluster.name,
+                principal_arn=arn,
+                policy_arn=CLUSTER_ADMIN_POLICY,
+                access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                opts=self.opts(depends_on=[entry]),  # a policy attaches to an existing entry only
+            )
         oidc = aws.iam.OpenIdConnectProvider(
             self.child("oidc"),
             url=cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer),
@@ -190,6 +216,10 @@ class Cluster(Component):
         self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, cluster.certificate_authority).apply(
             lambda a: _kubeconfig(str(a[0]), str(a[1]), a[2], args.cloud_region)
         )
+        admin_role = args.admin_role_arns[0] if args.admin_role_arns else None
+        self.admin_kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, cluster.certificate_authority).apply(
+            lambda a: _kubeconfig(str(a[0]), str(a[1]), a[2], args.cloud_region, role_arn=admin_role)
+        )
         self.register_outputs(
             {
                 "name": cluster.name,
@@ -200,9 +230,16 @@ class Cluster(Component):
         )
 
 
-def _kubeconfig(name: str, endpoint: str, authority: object, cloud_region: str) -> str:
-    """A kubeconfig that authenticates with ``aws eks get-token``: no long-lived credentials."""
+def _kubeconfig(name: str, endpoint: str, authority: object, cloud_region: str, *, role_arn: str | None = None) -> str:
+    """A kubeconfig that authenticates with ``aws eks get-token``: no long-lived credentials.
+
+    With ``role_arn`` the token is for that role (``--role-arn``): any credentials allowed to assume it work,
+    not only those of whoever created the cluster. Pick a profile with ``aws``'s usual environment.
+    """
     data = authority.get("data") if isinstance(authority, dict) else getattr(authority, "data", "")
+    args = ["eks", "get-token", "--cluster-name", name, "--region", cloud_region]
+    if role_arn is not None:
+        args += ["--role-arn", role_arn]
     return json.dumps(
         {
             "apiVersion": "v1",
@@ -217,7 +254,7 @@ def _kubeconfig(name: str, endpoint: str, authority: object, cloud_region: str) 
                         "exec": {
                             "apiVersion": "client.authentication.k8s.io/v1beta1",
                             "command": "aws",
-                            "args": ["eks", "get-token", "--cluster-name", name, "--region", cloud_region],
+                            "args": args,
                         }
                     },
                 }

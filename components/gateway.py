@@ -69,6 +69,8 @@ class GatewayArgs:
             one namespace need two.
         clients: NetworkPolicy peers allowed to call it; default, for the model gateway, the AI gateway, the
             batch workers and Prometheus, and for the AI gateway anyone (it sits behind the load balancer).
+        certificate_arn: the TLS listener's ACM certificate (``components.tls``), issued; only the AI gateway has
+            a public listener.
     """
 
     deps: ServingDeps
@@ -78,6 +80,7 @@ class GatewayArgs:
     files_bucket: pulumi.Input[str] | None = None
     app: str | None = None
     clients: list[dict[str, Any]] | None = None
+    certificate_arn: pulumi.Input[str] | None = None
 
 
 GATEWAY_CPU = 2.0  # vCPUs per gateway pod, requested and limited (Guaranteed QoS)
@@ -321,7 +324,7 @@ class GatewayWorkload(Component):
             "ports": [{"name": "http", "port": 443 if self.PUBLIC else GATEWAY_PORT, "targetPort": "http"}],
             "type": "LoadBalancer" if self.PUBLIC else "ClusterIP",
         }
-        annotations = self.service_annotations()
+        annotations = self.service_annotations(args)
         self.service = k8s.core.v1.Service(
             self.child("service"),
             metadata={"name": app, "namespace": namespace, "labels": labels, "annotations": annotations},
@@ -336,7 +339,7 @@ class GatewayWorkload(Component):
     def ingress_sources(self) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def service_annotations(self) -> dict[str, str]:
+    def service_annotations(self, args: GatewayArgs) -> dict[str, pulumi.Input[str]]:
         return {}
 
     def secret_env(self, app: str, spec: PlatformSpec) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.base import Component
+from components.tls import certificate_names
 from tokenplane.spec import Jurisdiction, PlatformSpec, RegionRole
 
 TTL = 60  # seconds: failover must beat the spec's RTO with room to spare
@@ -39,6 +40,9 @@ class GlobalRoutingArgs:
     spec: PlatformSpec
     gateway_hostnames: dict[str, pulumi.Input[str]]  # region name -> the AI gateway's load balancer hostname
     tags: dict[str, str]
+    # A gateway certificate the stack requested (components.tls): its DNS validation records go into the zone.
+    # One set validates every region's certificate of the same names (ACM's records are per name and account).
+    certificate: aws.acm.Certificate | None = None
 
 
 def region_host(region: str, domain: str) -> str:
@@ -52,6 +56,7 @@ class GlobalRouting(Component):
     MODULE = "global_routing"
 
     endpoints: dict[str, str]  # jurisdiction or "global" -> hostname
+    name_servers: pulumi.Output[list[str]]
 
     def __init__(self, name: str, args: GlobalRoutingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
@@ -71,6 +76,8 @@ class GlobalRouting(Component):
             )
             for region, host in args.gateway_hostnames.items()
         }
+        if args.certificate is not None:
+            self._validation_records(args.certificate, zone, domain)
         secondaries = spec.dr.secondaries if spec.dr else {}
         primaries = [r for r in spec.regions if r.role is RegionRole.PRIMARY]
 
@@ -146,5 +153,21 @@ class GlobalRouting(Component):
             set_identifier="default",
             geolocation_routing_policies=[aws.route53.RecordGeolocationRoutingPolicyArgs(country="*")],
         )
+        self.name_servers = zone.name_servers  # to delegate from the parent domain (a listed prerequisite)
         self.endpoints = {"global": f"api.{domain}", **{j.value: f"{j.value.lower()}.{domain}" for j in jurisdictions}}
-        self.register_outputs({"zone_id": zone.zone_id, "endpoints": self.endpoints})
+        self.register_outputs({"zone_id": zone.zone_id, "name_servers": self.name_servers, "endpoints": self.endpoints})
+
+    def _validation_records(self, certificate: aws.acm.Certificate, zone: aws.route53.Zone, domain: str) -> None:
+        for i, name in enumerate(certificate_names(domain)):
+            option = certificate.domain_validation_options.apply(
+                lambda options, n=name: next(o for o in options if o.domain_name == n)
+            )
+            aws.route53.Record(
+                self.child("tls-validation", str(i)),
+                zone_id=zone.zone_id,
+                name=option.apply(lambda o: o.resource_record_name),
+                type=option.apply(lambda o: o.resource_record_type),
+                records=[option.apply(lambda o: o.resource_record_value)],
+                ttl=TTL,
+                opts=self.opts(),
+            )

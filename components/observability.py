@@ -8,18 +8,24 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 import yaml
 
 from components import dashboards, kube
 from components.base import Component
+from components.iam import irsa_role
 from components.kube import Namespace
 from components.naming import NS_BATCH, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
 from components.pins import KUBE_PROMETHEUS_STACK_CHART, OTEL_COLLECTOR_IMAGE
+from components.vector_db import STORAGE_CLASS
 from tokenplane.spec import PlatformSpec, Region
 
 OTEL_APP = "otel-collector"
 OTLP_GRPC, OTLP_HTTP, OTEL_METRICS = 4317, 4318, 8889
 GRAFANA_URL = "http://kube-prometheus-stack-grafana.monitoring.svc"
+GRAFANA_ADMIN_SECRET = "grafana-admin"  # created here; the chart's own default password is public
+XRAY_POLICY = "arn:aws:iam::aws:policy/AWSXRayDaemonWriteAccess"  # PutTraceSegments, PutTelemetryRecords, sampling
+RETENTION_SHARE = 0.85  # of the volume Prometheus may fill before deleting its oldest blocks: the WAL needs the rest
 
 # Scrape every pod that opts in with prometheus.io/* annotations, and carry the pool label over,
 # so that KEDA's queries and the dashboards can select by pool.
@@ -63,6 +69,10 @@ class ObservabilityArgs:
     spec: PlatformSpec
     region: Region
     namespace: Namespace
+    # The cluster's identity provider: the OTel collector exports traces to X-Ray with its own IRSA role.
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_issuer: pulumi.Input[str]
+    tags: dict[str, str]
 
 
 def collector_config(spec: PlatformSpec, region: Region) -> dict[str, Any]:
@@ -129,15 +139,41 @@ class Observability(Component):
                     "additionalScrapeConfigs": [POD_SCRAPE],
                     "podMonitorSelectorNilUsesHelmValues": False,
                     "serviceMonitorSelectorNilUsesHelmValues": False,
+                    # Metrics survive a Prometheus pod's move or restart: a gp3 volume (EBS CSI, encrypted)
+                    # instead of the chart's emptyDir, and a size cap below the volume's so that old blocks go
+                    # before the disk is full.
+                    "retentionSize": f"{int(obs.metrics_volume_gib * RETENTION_SHARE)}GiB",
+                    "storageSpec": {
+                        "volumeClaimTemplate": {
+                            "spec": {
+                                "storageClassName": STORAGE_CLASS,
+                                "accessModes": ["ReadWriteOnce"],
+                                "resources": {"requests": {"storage": f"{obs.metrics_volume_gib}Gi"}},
+                            }
+                        }
+                    },
                 }
             },
             "grafana": {
                 "sidecar": {
                     "dashboards": {"enabled": True, "label": "grafana_dashboard", "searchNamespace": NS_MONITORING}
-                }
+                },
+                "admin": {
+                    "existingSecret": GRAFANA_ADMIN_SECRET,
+                    "userKey": "admin-user",
+                    "passwordKey": "admin-password",
+                },
             },
             "alertmanager": {"enabled": True},
         }
+        password = random.RandomPassword(self.child("grafana-password"), length=32, special=False, opts=self.opts())
+        admin = k8s.core.v1.Secret(
+            self.child("grafana-admin"),
+            metadata={"name": GRAFANA_ADMIN_SECRET, "namespace": NS_MONITORING},
+            type="Opaque",
+            string_data={"admin-user": "admin", "admin-password": password.result},
+            opts=self.opts(),
+        )
         release = k8s.helm.v3.Release(
             self.child("kube-prometheus-stack"),
             name="kube-prometheus-stack",
@@ -146,7 +182,7 @@ class Observability(Component):
             namespace=NS_MONITORING,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo),
             values=values,
-            opts=self.opts(),
+            opts=self.opts(depends_on=[admin]),  # Grafana reads its admin login from the Secret at start
         )
         for board in obs.dashboards:
             content = dashboards.build(spec, board)
@@ -177,13 +213,43 @@ class Observability(Component):
             opts=self.opts(),
             name="prometheus-from-keda",
         )
-        self._collector(spec, args.region)
+        self._collector(args)
         self.otlp_endpoint = f"http://{OTEL_APP}.{NS_MONITORING}.svc:{OTLP_GRPC}"
         self.grafana_url = GRAFANA_URL
-        self.register_outputs({"grafana_url": self.grafana_url, "otlp_endpoint": self.otlp_endpoint})
+        self.grafana_admin_password = pulumi.Output.secret(password.result)
+        self.register_outputs(
+            {
+                "grafana_url": self.grafana_url,
+                "otlp_endpoint": self.otlp_endpoint,
+                "grafana_admin_password": self.grafana_admin_password,
+            }
+        )
 
-    def _collector(self, spec: PlatformSpec, region: Region) -> None:
+    def _collector(self, args: ObservabilityArgs) -> None:
+        spec, region = args.spec, args.region
         labels = app_labels(OTEL_APP, "telemetry")
+        # The awsxray exporter signs PutTraceSegments with the pod's credentials: its own role, X-Ray writes only.
+        role = irsa_role(
+            self.child("otel-role"),
+            namespace=NS_MONITORING,
+            service_account=OTEL_APP,
+            oidc_provider_arn=args.oidc_provider_arn,
+            oidc_issuer=args.oidc_issuer,
+            policy=None,
+            managed_policies=(XRAY_POLICY,),
+            tags=args.tags,
+            opts=self.opts(),
+        )
+        account = k8s.core.v1.ServiceAccount(
+            self.child("otel-sa"),
+            metadata={
+                "name": OTEL_APP,
+                "namespace": NS_MONITORING,
+                "labels": labels,
+                "annotations": {"eks.amazonaws.com/role-arn": role.arn},
+            },
+            opts=self.opts(),
+        )
         config = k8s.core.v1.ConfigMap(
             self.child("otel-config"),
             metadata={"name": f"{OTEL_APP}-config", "namespace": NS_MONITORING, "labels": labels},
@@ -203,6 +269,7 @@ class Observability(Component):
                         "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(OTEL_METRICS)},
                     },
                     "spec": {
+                        "serviceAccountName": OTEL_APP,
                         "securityContext": kube.pod_security(),
                         "containers": [
                             {
@@ -222,7 +289,7 @@ class Observability(Component):
                     },
                 },
             },
-            opts=self.opts(depends_on=[config]),
+            opts=self.opts(depends_on=[config, account]),
         )
         k8s.core.v1.Service(
             self.child("otel-service"),

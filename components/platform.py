@@ -89,10 +89,15 @@ class LlmPlatform(Component):
             )
             for r in spec.regions
         }
+        # The home region's requested certificate first: its validation records serve every region's.
+        requested = [self.regions[home.name].certificate, *(r.certificate for r in self.regions.values())]
         routing = GlobalRouting(
             self.child("dns"),
             GlobalRoutingArgs(
-                spec=spec, gateway_hostnames={n: r.gateway_hostname for n, r in self.regions.items()}, tags=base_tags
+                spec=spec,
+                gateway_hostnames={n: r.gateway_hostname for n, r in self.regions.items()},
+                tags=base_tags,
+                certificate=next((c for c in requested if c is not None), None),
             ),
             self.opts(providers=[providers[home.name]]),
         )
@@ -100,11 +105,17 @@ class LlmPlatform(Component):
         self.registry_bucket = registry.buckets[home.name]
         self.dashboards = {n: r.grafana_url for n, r in self.regions.items()}
         self.dns_endpoints = routing.endpoints
+        self.name_servers = routing.name_servers
+        self.kubeconfigs = {n: r.kubeconfig for n, r in self.regions.items()}
+        self.grafana_admin_passwords = {n: r.grafana_admin_password for n, r in self.regions.items()}  # secrets
         self.register_outputs(
             {
                 "gateway_endpoints": self.gateway_endpoints,
                 "registry_bucket": self.registry_bucket,
                 "dashboards": self.dashboards,
                 "dns": routing.endpoints,
+                "name_servers": routing.name_servers,
+                "kubeconfigs": self.kubeconfigs,
+                "grafana_admin_passwords": self.grafana_admin_passwords,
             }
         )

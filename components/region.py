@@ -22,6 +22,7 @@ from components.network import Network, NetworkArgs, vpc_cidr
 from components.observability import Observability, ObservabilityArgs
 from components.redis import Redis, RedisArgs
 from components.system_capacity import system_cpu_at_maxima
+from components.tls import gateway_certificate
 from components.vector_db import VectorDb, VectorDbArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
 from components.weights_publish import publish_jobs
@@ -78,6 +79,7 @@ class Region(Component):
                 public_subnet_ids=network.public_subnet_ids,
                 tags=tags,
                 system_cpu=system_cpu_at_maxima(spec, region),
+                admin_role_arns=list(spec.platform.admin_role_arns),
             ),
             self.opts(),
         )
@@ -133,7 +135,14 @@ class Region(Component):
         )
         observability = Observability(
             self.child("observability"),
-            ObservabilityArgs(spec=spec, region=region, namespace=namespaces[NS_MONITORING]),
+            ObservabilityArgs(
+                spec=spec,
+                region=region,
+                namespace=namespaces[NS_MONITORING],
+                oidc_provider_arn=cluster.oidc_provider_arn,
+                oidc_issuer=cluster.oidc_issuer,
+                tags=tags,
+            ),
             after_namespaces,
         )
         needed = {m.ref: m for p in region.pools for m in artifacts(spec, spec.pool(p.pool))}
@@ -211,6 +220,7 @@ class Region(Component):
             if serves_batch
             else None
         )
+        certificate = gateway_certificate(self, spec, region, tags)
         # The Batch API's files live in the workers' results bucket, the one place both pods can reach.
         # Passing the output orders the bucket before the gateway's role and pods that name it.
         ai_gateway = AiGateway(
@@ -220,6 +230,7 @@ class Region(Component):
                 namespace=namespaces[NS_GATEWAY],
                 model_gateway_url=model_gateway_url,
                 files_bucket=batch.results_bucket if batch is not None else None,
+                certificate_arn=certificate.arn,
             ),
             self.opts(providers=[k8s_provider], depends_on=[*ready, lb_controller]),
         )
@@ -228,6 +239,9 @@ class Region(Component):
         )
         self.grafana_url = observability.grafana_url
         self.cluster_name = cluster.name
+        self.certificate = certificate.requested
+        self.grafana_admin_password = observability.grafana_admin_password
+        self.kubeconfig = cluster.admin_kubeconfig
         self.register_outputs(
             {"cluster": cluster.name, "gateway_hostname": self.gateway_hostname, "grafana_url": self.grafana_url}
         )

@@ -123,6 +123,7 @@ def _validated(data: Any, positions: dict[Loc, Position], filename: str) -> Plat
         raise SpecLoadError(_overflow_issues(data, positions, filename, e)) from e
     return spec
 
+
 # libyaml's parser is several times faster than the pure-Python one; positions are the same.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -132,7 +133,6 @@ class _SpecLoader(_Loader):  # type: ignore[misc,valid-type]  # _Loader is chose
 
 
 _SpecLoader.add_constructor(_TAG_PREFIX + "value", _SpecLoader.construct_yaml_str)
-
 
 
 def _position(text: str, index: int) -> Position:

@@ -36,6 +36,7 @@ def plan_json(result: Plan) -> dict[str, Any]:
         "providers": [asdict(s) | {"cls": s.cls.value, "tier": s.tier.value} for s in result.spills],
         "violations": [asdict(v) for v in result.violations],
         "warnings": [asdict(w) for w in result.warnings],
+        "notes": list(result.notes),
     }
 
 
@@ -152,6 +153,8 @@ def print_plan(result: Plan, console: Console | None = None) -> None:
             f"highest ρ {summary['max_utilization']}",
         )
     )
+    for note in result.notes:
+        console.print(Text.assemble(("note ", "cyan"), note))
     for w in result.warnings:
         console.print(Text.assemble(("warning ", "yellow"), f"[{w.kind}] {w.message}"))
     for v in result.violations:

@@ -104,6 +104,7 @@ class Plan:
     budget_usd_per_hour: float = 0.0
     worst_case_usd_per_hour: float = 0.0
     worst_case_scenario: str = "normal"
+    notes: list[str] = field(default_factory=list)  # facts of the deployment a reader must know, not problems
 
     @property
     def ok(self) -> bool:
@@ -152,7 +153,22 @@ def plan(spec: PlatformSpec) -> Plan:
     result.worst_case_usd_per_hour, result.worst_case_scenario = worst_case_spend(spec, result.pools)
     result.violations.extend(_region_checks(spec, result))
     result.warnings.extend(_dr_checks(spec, result))
+    result.notes.append(limits_note(spec))
     return result
+
+
+def limits_note(spec: PlatformSpec) -> str:
+    """How far a tenant's limits reach: each region counts them in its own Redis (``platform.limits_scope``)."""
+    reach: dict[str, list[str]] = {}
+    for tenant in spec.tenants:
+        regions = [r.name for r in spec.regions if tenant.residency in (None, r.jurisdiction)]
+        reach.setdefault(", ".join(regions), []).append(tenant.name)
+    per = "; ".join(f"{', '.join(t)}: {len(r.split(', '))} ({r})" for r, t in reach.items()) or "no tenants"
+    return (
+        "rate limits and quotas are counted per region, in each region's Redis (limits_scope: region): a tenant "
+        f"may use its rpm, tpm and monthly quota once in every region whose gateway it reaches; regions per "
+        f"tenant: {per}"
+    )
 
 
 def _plan_pool(

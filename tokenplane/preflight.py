@@ -1,7 +1,8 @@
 """``tokenplane preflight``: the prerequisites ``plan`` lists, checked with the user's AWS credentials.
 
 Read-only calls through boto3: Secrets Manager (does each region's secret
-exist), Service Quotas (is the on-demand GPU vCPU quota at least what the node
+exist), IAM (do the admin roles exist), ACM (is each spec-given certificate
+ISSUED and does it name the gateway's hosts), Service Quotas (is the on-demand GPU vCPU quota at least what the node
 groups can reach), EC2 (does every AZ exist, and which of them offer each GPU
 instance type) and Route53 (is the platform's zone's parent delegated to
 us). Kubernetes Secrets can only be checked once the cluster exists; they are
@@ -19,11 +20,13 @@ from typing import Any
 
 from tokenplane.deploy.findings import Prerequisite
 from tokenplane.deploy.graph import NODE_GROUP, Graph
-from tokenplane.deploy.prerequisites import GPU_VCPU_QUOTAS
+from tokenplane.deploy.prerequisites import GPU_VCPU_QUOTAS, gateway_hosts
+from tokenplane.deploy.tls import covers
 
 Clients = Callable[[str, str], Any]  # (boto3 service name, region) -> client
 
 PASSED, FAILED, UNCHECKED = "passed", "failed", "unchecked"
+IAM_REGION = "us-east-1"  # IAM is global; its endpoint answers in any region
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,12 @@ def preflight(graph: Graph, prerequisites: list[Prerequisite], clients: Clients)
             results.append(_secret(p, clients))
         elif p.kind == "quota":
             results.append(_quota(p, graph, clients))
+        elif p.kind == "iam-role":
+            results.append(_role(p, clients))
+        elif p.kind == "certificate":
+            results.append(_certificate(p, graph, clients))
+        elif p.kind == "assumed-offering":
+            results.append(PreflightResult(p, UNCHECKED, "asked of the account per AZ: see its offering row"))
         elif p.kind.startswith("kubernetes-"):
             results.append(PreflightResult(p, UNCHECKED, "lives in the cluster: create it right after the cluster"))
         else:
@@ -85,6 +94,43 @@ def _secret(p: Prerequisite, clients: Clients) -> PreflightResult:
             p, FAILED, f"cannot read it ({code}); the deploying role needs secretsmanager:DescribeSecret"
         )
     return PreflightResult(p, PASSED, "exists")
+
+
+def _role(p: Prerequisite, clients: Clients) -> PreflightResult:
+    name = p.name.rsplit("/", 1)[-1]
+    client = clients("iam", IAM_REGION)
+    try:
+        arn = str(client.get_role(RoleName=name)["Role"]["Arn"])
+    except _aws_errors() as e:
+        code = _error_code(e)
+        if code == "NoSuchEntity":
+            return PreflightResult(p, FAILED, f"no role {name} in this account; create it or fix admin_role_arns")
+        return PreflightResult(p, FAILED, f"cannot read it ({code}); the deploying role needs iam:GetRole")
+    if arn != p.name:
+        return PreflightResult(p, FAILED, f"this account's role {name} is {arn}: another account or path")
+    return PreflightResult(p, PASSED, "exists")
+
+
+def _certificate(p: Prerequisite, graph: Graph, clients: Clients) -> PreflightResult:
+    client = clients("acm", p.region)
+    try:
+        found = client.describe_certificate(CertificateArn=p.name)["Certificate"]
+    except _aws_errors() as e:
+        return PreflightResult(p, FAILED, f"cannot read it ({_error_code(e)}): is it in {p.region}, this account?")
+    status = str(found.get("Status"))
+    if status != "ISSUED":
+        return PreflightResult(p, FAILED, f"status {status}: the load balancer takes only an ISSUED certificate")
+    names = {str(found.get("DomainName")), *(str(n) for n in found.get("SubjectAlternativeNames") or [])}
+    spec = graph.spec
+    if spec is None:  # certificate prerequisites come from platform.certificate_arns only
+        return PreflightResult(p, PASSED, f"ISSUED, names {', '.join(sorted(names))}")
+    region = next(name for name, arn in spec.platform.certificate_arns.items() if arn == p.name)
+    missing = [h for h in gateway_hosts(spec, region) if not any(covers(n, h) for n in names)]
+    if missing:
+        return PreflightResult(
+            p, FAILED, f"names {', '.join(sorted(names))}, not {', '.join(missing)}: clients' TLS would fail"
+        )
+    return PreflightResult(p, PASSED, f"ISSUED, names {', '.join(sorted(names))}")
 
 
 def _needed_vcpus(p: Prerequisite) -> float:

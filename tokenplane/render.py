@@ -454,6 +454,21 @@ def mock_outputs(
             "repositoryUrl": f"{ACCOUNT_ID}.dkr.ecr.{region}.amazonaws.com/{inputs.get('name', rid)}",
             "registryId": ACCOUNT_ID,
         }
+    elif typ == "aws:acm/certificate:Certificate":
+        # ACM gives one validation CNAME per domain name and account, whatever the region: hashed from the name only.
+        names = [str(inputs.get("domainName")), *(str(n) for n in inputs.get("subjectAlternativeNames") or [])]
+        extra = {
+            "status": "PENDING_VALIDATION",
+            "domainValidationOptions": [
+                {
+                    "domainName": n,
+                    "resourceRecordName": f"_{_h('acm', n, n=32)}.{n.removeprefix('*.')}.",
+                    "resourceRecordType": "CNAME",
+                    "resourceRecordValue": f"_{_h('acm-value', n, n=32)}.{_h('acm-zone', n, n=10)}.acm-validations.aws.",
+                }
+                for n in names
+            ],
+        }
     elif typ == "random:index/randomPassword:RandomPassword":
         extra = {"result": _h("password", name, n=64)}
     elif typ == "docker-build:index:Image":

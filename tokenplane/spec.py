@@ -104,6 +104,21 @@ SecretRef = Annotated[str, Field(description="aws-sm://, k8s://, env:// or vault
 # --- platform ---------------------------------------------------------------------------------
 
 
+class LimitsScope(StrEnum):
+    """Where a tenant's RPM/TPM limits and monthly quota are counted."""
+
+    REGION = "region"  # each region's own Redis: a tenant served by k regions may reach k x its limits
+    GLOBAL = "global"  # one count across regions: refused (see Platform._limits_scope)
+
+
+# An IAM role ARN as EKS access entries take it (``arn:aws:iam::<account>:role/<name>``, any partition).
+ROLE_ARN = re.compile(r"^arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+# An ACM certificate ARN; its region is the fourth field.
+CERTIFICATE_ARN = re.compile(
+    r"^arn:aws(-cn|-us-gov)?:acm:([a-z]{2}(-gov)?-[a-z]+-\d):\d{12}:certificate/[0-9a-f-]{36}$"
+)
+
+
 class Platform(Model):
     name: Name
     environment: Environment = Environment.PROD
@@ -111,6 +126,61 @@ class Platform(Model):
     availability_target: float = Field(default=0.999, gt=0, lt=1)
     kubernetes_version: str = Field(default="1.31", pattern=r"^1\.\d+$")
     domain: str = Field(default="llm.example.com", pattern=r"^[a-z0-9.-]+$")
+    admin_role_arns: list[str] = Field(
+        default_factory=list,
+        description="IAM roles given cluster-admin on every EKS cluster (access entries); the exported "
+        "kubeconfig assumes the first. Without any, only the identity that ran pulumi up can reach the clusters",
+    )
+    certificate_arns: dict[Name, str] = Field(
+        default_factory=dict,
+        description="Region name -> an ISSUED ACM certificate in that region for the gateway's TLS listener. "
+        "Regions not listed get one the stack requests and validates in the platform's Route53 zone",
+    )
+    limits_scope: LimitsScope = Field(
+        default=LimitsScope.REGION,
+        description="region: each region counts its tenants' RPM/TPM and monthly quota in its own Redis. "
+        "global is refused: see the README's 'Rate limits across regions'",
+    )
+
+    @field_validator("admin_role_arns")
+    @classmethod
+    def _role_arns(cls, value: list[str]) -> list[str]:
+        for arn in value:
+            if ":sts::" in arn and ":assumed-role/" in arn:
+                role = arn.split(":assumed-role/", 1)[1].split("/", 1)[0]
+                raise ValueError(
+                    f"{arn} is a session (sts assumed-role), not a role; EKS access entries take the role's ARN, "
+                    f"e.g. arn:aws:iam::<account>:role/{role} (aws iam get-role --role-name {role})"
+                )
+            if not ROLE_ARN.match(arn):
+                raise ValueError(f"{arn!r} is not an IAM role ARN; write arn:aws:iam::<12-digit account>:role/<name>")
+        if len(set(value)) != len(value):
+            raise ValueError(f"admin_role_arns lists a role twice: {value}")
+        return value
+
+    @field_validator("certificate_arns")
+    @classmethod
+    def _certificate_arns(cls, value: dict[str, str]) -> dict[str, str]:
+        for region, arn in value.items():
+            if not CERTIFICATE_ARN.match(arn):
+                raise ValueError(
+                    f"certificate_arns.{region}={arn!r} is not an ACM certificate ARN; write "
+                    "arn:aws:acm:<cloud region>:<account>:certificate/<id> (aws acm list-certificates)"
+                )
+        return value
+
+    @field_validator("limits_scope")
+    @classmethod
+    def _limits_scope(cls, value: LimitsScope) -> LimitsScope:
+        if value is LimitsScope.GLOBAL:
+            raise ValueError(
+                "limits_scope=global is not supported: limits are counted per region, in each region's "
+                "ElastiCache. A global count would need ElastiCache Global Datastore, whose secondary regions are "
+                "read-only (every request's INCR would cross to the primary region and back, and stop when that "
+                "region is down). Use limits_scope: region and set each tenant's rpm/tpm/monthly quota per region "
+                "(a tenant reaching k regions may use up to k x its limits; tokenplane plan lists them)"
+            )
+        return value
 
 
 class Budget(Model):
@@ -163,6 +233,18 @@ class Region(Model):
     traffic_share: Fraction = Field(default=0.0, description="Share of platform peak RPS this region takes")
     gpu_quota: int | None = Field(default=None, ge=0, description="GPUs the account may run here")
     pools: list[Placement] = Field(default_factory=list)
+    assume_offered: list[str] = Field(
+        default_factory=list,
+        description="GPU instance types taken as offered here although tokenplane's offering catalog "
+        "(tokenplane/aws_offerings.py) does not list them; tokenplane preflight checks them against the account",
+    )
+
+    @field_validator("assume_offered")
+    @classmethod
+    def _known_types(cls, value: list[str]) -> list[str]:
+        for name in value:
+            instance_type(name)  # a CatalogError names the known types
+        return value
 
     @model_validator(mode="after")
     def _azs_in_region(self) -> Region:
@@ -617,6 +699,9 @@ DASHBOARDS: tuple[DashboardName, ...] = ("vllm", "gateway", "cost")
 class Observability(Model):
     scrape_interval_seconds: int = Field(default=15, ge=1)
     metrics_retention_days: int = Field(default=15, ge=1)
+    metrics_volume_gib: int = Field(
+        default=100, ge=10, description="Prometheus's gp3 volume; the oldest data goes first when it is 85% full"
+    )
     dashboards: list[DashboardName] = Field(default_factory=lambda: list(DASHBOARDS))
     tracing: Tracing = Field(default_factory=Tracing)
     logs: Logs = Field(default_factory=Logs)
@@ -746,6 +831,7 @@ __all__ = [
     "Isolation",
     "Jurisdiction",
     "KvCacheDtype",
+    "LimitsScope",
     "Logs",
     "Model",
     "ModelKind",

@@ -51,7 +51,16 @@ def format_loc(loc: Iterable[str | int]) -> str:
 
 def check(spec: PlatformSpec) -> None:
     violations: list[Violation] = []
-    for rule in (_unique_names, _references, _sums, _parallelism_and_memory, _class_lengths, _residency, _dr):
+    for rule in (
+        _unique_names,
+        _references,
+        _sums,
+        _parallelism_and_memory,
+        _class_lengths,
+        _residency,
+        _dr,
+        _certificates,
+    ):
         violations.extend(rule(spec))
     if violations:
         raise SpecRuleViolations(violations)
@@ -381,4 +390,22 @@ def _dr(spec: PlatformSpec) -> Iterator[Violation]:
                 f"secondary {secondary!r} is in {regions[secondary].jurisdiction.value} but {region.name!r} is in "
                 f"{region.jurisdiction.value}; failing over would move data out of its jurisdiction. Pick a "
                 f"{region.jurisdiction.value} region",
+            )
+
+
+def _certificates(spec: PlatformSpec) -> Iterator[Violation]:
+    """A spec-given certificate names a region of the spec and lives in that region (ACM is regional)."""
+    regions = {r.name: r for r in spec.regions}
+    for name, arn in spec.platform.certificate_arns.items():
+        where: Loc = ("platform", "certificate_arns", name)
+        region = regions.get(name)
+        if region is None:
+            yield Violation(where, f"no region {name!r}; certificate_arns is keyed by region name: {_known(regions)}")
+            continue
+        arn_region = arn.split(":")[3]
+        if arn_region != region.cloud_region:
+            yield Violation(
+                where,
+                f"the certificate is in {arn_region} but region {name!r} is {region.cloud_region}; an NLB takes "
+                f"only a certificate of its own region: request or import one in {region.cloud_region}",
             )

@@ -68,6 +68,9 @@ from tokenplane.spec import (
 NAME = "acme"
 cloud_region = pulumi.Config("aws").require("region")
 azs: list[str] = json.loads(pulumi.Config().require("azs"))
+# The public listener's TLS certificate: an ISSUED ACM certificate in this region for your gateway's host name
+# (the stack's own domain and DNS are yours; tokenplane's spec-driven stacks request and validate one themselves).
+certificate_arn = pulumi.Config().require("certificateArn")
 tags = {"team": "ml-platform", "managed-by": "pulumi"}
 
 # The model and the pool: what the vLLM replicas load and how they run.
@@ -208,7 +211,7 @@ model_gateway = ModelGateway(
 )
 ai_gateway = AiGateway(
     "eu-ai-gateway",
-    GatewayArgs(deps=deps, namespace=gateway, model_gateway_url=model_gateway.url),
+    GatewayArgs(deps=deps, namespace=gateway, model_gateway_url=model_gateway.url, certificate_arn=certificate_arn),
     # Its LoadBalancer Service gets an address only from the AWS Load Balancer Controller.
     pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=[addons.lb_controller])),
 )

@@ -219,7 +219,14 @@ def test_observability_refuses_a_namespace_prometheus_is_not_addressed_in() -> N
     def program() -> None:
         Observability(
             "obs",
-            ObservabilityArgs(spec=MINIMAL, region=MINIMAL.regions[0], namespace=Namespace.existing("metrics")),
+            ObservabilityArgs(
+                spec=MINIMAL,
+                region=MINIMAL.regions[0],
+                namespace=Namespace.existing("metrics"),
+                oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/example",
+                oidc_issuer="https://oidc.example",
+                tags={},
+            ),
         )
 
     with pytest.raises(Exception, match=r"namespace 'metrics' is not 'monitoring'"):

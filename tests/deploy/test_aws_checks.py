@@ -105,12 +105,12 @@ def test_msk_on_four_client_subnets_is_reported() -> None:
 
 def test_a_subnet_in_a_zone_that_does_not_exist_is_reported() -> None:
     def zone_d(r: RenderedResource) -> RenderedResource:
-        if r.type != "aws:ec2/subnet:Subnet" or r.inputs.get("availabilityZone") != "eu-west-1a":
+        if r.type != "aws:ec2/subnet:Subnet" or r.inputs.get("availabilityZone") != "eu-north-1a":
             return r
-        return with_inputs(r, lambda i: i.update(availabilityZone="eu-west-1d"))
+        return with_inputs(r, lambda i: i.update(availabilityZone="eu-north-1d"))
 
     found = findings("dev", mutated(rendered("dev"), zone_d), rule="aws-network")
-    assert found and all("eu-west-1d does not exist in eu-west-1" in f.message for f in found), found
+    assert found and all("eu-north-1d does not exist in eu-north-1" in f.message for f in found), found
 
 
 def test_a_hard_coded_ecr_repository_name_is_reported() -> None:

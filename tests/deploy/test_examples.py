@@ -37,6 +37,11 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "cluster-ready",
         "node-capacity",
         "dns-health",
+        "tls-listener",
+        "xray-iam",
+        "monitoring-state",
+        "eks-access",
+        "instance-offered",
     }
 
 

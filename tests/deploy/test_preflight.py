@@ -23,7 +23,7 @@ from tokenplane.cli import app
 from tokenplane.deploy.graph import Graph
 from tokenplane.preflight import FAILED, PASSED, UNCHECKED, preflight
 
-REGION = "eu-west-1"  # the dev stack's one region
+REGION = "eu-north-1"  # the dev stack's one region
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ def test_the_example_is_a_whole_region_not_an_empty_program_that_passes_by_defau
     releases = {r.inputs["chart"] for r in stack.all("kubernetes:helm.sh/v3:Release")}
     assert {"keda", "nvidia-device-plugin", "aws-load-balancer-controller", "cluster-autoscaler"} <= releases
     # Without a spec the checks still see the region: every resource is attributed to the program's one.
-    assert {r.region for r in stack.resources} == {"eu-west-1"}
+    assert {r.region for r in stack.resources} == {"eu-central-1"}
 
 
 def test_an_object_in_a_namespace_no_one_creates_is_found() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from tokenplane.deploy import (
+    access,
     device_plugin,
     dns,
     ecr,
@@ -25,10 +26,13 @@ from tokenplane.deploy import (
     network,
     network_policy,
     node_capacity,
+    offerings,
     ordering,
     references,
     storage,
+    telemetry,
     timeouts,
+    tls,
     vllm_argv,
     weights,
 )
@@ -43,21 +47,26 @@ Check = Callable[[Graph], Iterable[Finding]]
 CHECKS: dict[str, Check] = {
     device_plugin.RULE: device_plugin.check,
     load_balancers.RULE: load_balancers.check,
+    tls.RULE: tls.check,
     storage.RULE: storage.check,
     timeouts.RULE: timeouts.check,
     weights.RULE: weights.check,
     references.RULE: references.check,
     namespaces.RULE: namespaces.check,
     names.RULE: names.check,
+    offerings.RULE: offerings.check,
     network.RULE: network.check,
     network_policy.RULE: network_policy.check,
     ecr.RULE: ecr.check,
     vllm_argv.RULE: vllm_argv.check,
     metrics.RULE: metrics.check,
+    telemetry.XRAY: telemetry.check_xray,
+    telemetry.STATE: telemetry.check_state,
     ordering.CRD_ORDER: ordering.check_crd_order,
     ordering.CLUSTER_READY: ordering.check_cluster_ready,
     node_capacity.RULE: node_capacity.check,
     dns.RULE: dns.check,
+    access.RULE: access.check,
 }
 
 

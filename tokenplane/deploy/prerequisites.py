@@ -15,6 +15,7 @@ from tokenplane.catalog import instance_type
 from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.deploy.findings import Prerequisite
 from tokenplane.deploy.graph import NODE_GROUP, Graph, lookup, need
+from tokenplane.spec import PlatformSpec
 
 # Service Quotas codes of the EC2 on-demand vCPU quotas, by instance family letter
 # (Service Quotas console, service "ec2": "Running On-Demand P instances" and "... G and VT instances").
@@ -64,13 +65,50 @@ def prerequisites(graph: Graph) -> list[Prerequisite]:
                 f"on-demand {family.upper()}-family vCPUs: {total:.0f} at every GPU node group's maximum",
             )
         )
+    if graph.spec is not None:
+        out.extend(_declared(graph.spec))
     for zone in graph.of_type("aws:route53/zone:Zone"):
         out.append(
             Prerequisite(
                 "dns",
                 "global",
                 str(zone.inputs.get("name")),
-                "delegate this zone's name servers (stack output) from the parent domain",
+                "delegate this zone's name servers (stack output name_servers) from the parent domain; "
+                "until then ACM cannot validate the gateway certificates",
+            )
+        )
+    return out
+
+
+def _declared(spec: PlatformSpec) -> list[Prerequisite]:
+    """What the spec itself says must exist: assumed offerings, admin roles, its own certificates."""
+    out: list[Prerequisite] = []
+    for region in spec.regions:
+        for name in region.assume_offered:
+            out.append(
+                Prerequisite(
+                    "assumed-offering",
+                    region.cloud_region,
+                    name,
+                    "assumed offered (regions[].assume_offered) though the offering catalog does not list it",
+                )
+            )
+    for arn in spec.platform.admin_role_arns:
+        out.append(
+            Prerequisite(
+                "iam-role",
+                "global",
+                arn,
+                "cluster admin on every EKS cluster (an access entry); EKS refuses an entry for a missing role",
+            )
+        )
+    for name, arn in spec.platform.certificate_arns.items():
+        out.append(
+            Prerequisite(
+                "certificate",
+                spec.region(name).cloud_region,
+                arn,
+                f"ISSUED ACM certificate for the gateway's TLS listener, naming {', '.join(gateway_hosts(spec, name))}",
             )
         )
     return out
@@ -89,3 +127,9 @@ def _keys(pod: dict[str, Any], name: str) -> set[str]:
 
 def _cloud(graph: Graph, region: str | None) -> str:
     return graph.cloud_region(region) or region or "global"
+
+
+def gateway_hosts(spec: PlatformSpec, region: str) -> list[str]:
+    """The hosts clients reach ``region``'s gateway by (GlobalRouting's names); its certificate must name them."""
+    domain = spec.platform.domain
+    return [f"api.{domain}", f"{region}.regions.{domain}"]
