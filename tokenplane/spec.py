@@ -375,6 +375,14 @@ class ClassSpec(Model):
     output_tokens: TokenRange
     ttft_p95_ms: float | None = Field(default=None, gt=0, description="SLO; None for batch")
     e2e_p95_ms: float | None = Field(default=None, gt=0)
+    slo_attainment: float = Field(
+        default=0.99,
+        ge=0.5,
+        lt=1.0,
+        description="Share of this class's requests whose TTFT must be within ttft_p95_ms at peak with the planned "
+        "replicas (what the planner sizes for and `tokenplane plan --verify` checks in simulation); below 1, "
+        "since Poisson arrivals always have a tail",
+    )
     deadline_hours: float | None = Field(default=None, gt=0, description="Batch completion deadline")
 
 

@@ -1,0 +1,470 @@
+"""How one replica of a pool performs under a request mix: capacity, concurrency, iteration time and TTFT.
+
+The planner sizes pools with it, the workbench's ``--verify`` checks it, and the
+gateway's admission permits come from its concurrency. It models the replica the
+way the simulated engine (``tokenplane.sim.engine``, ``serving.engine``) runs it,
+from the same iteration costs (``pool_model.PoolTiming``), so that whatever the
+per-step latency model says, both sides price the same steps:
+
+- **Concurrency is bounded by KV blocks, for the actual token distribution.** A
+  sequence holds its prompt plus the tokens it has produced so far, growing by
+  one per iteration; by Little's law the batch holds ``lambda x tau x E[sum over
+  its decode iterations of its context]`` KV tokens on average, and (the batch
+  being an M/G/inf population) a variance ``lambda x tau x E[sum of context^2]``.
+  A load is feasible when the mean stays under the KV cache and ``max_num_seqs``
+  (the replica's saturated throughput ``mu``), and healthy when the mean plus
+  ``z`` standard deviations does (otherwise admissions block and sequences are
+  preempted and recomputed, as the engine does).
+- **Chunked prefill and the per-iteration token budget.** Each iteration decodes
+  the batch (``D``) and then prefills queued prompts, at most
+  ``max_num_batched_tokens - batch`` tokens of them; a prompt's first token comes
+  out of the iteration that finishes it. The mean iteration is
+  ``tau = D / (1 - lambda x E[prefill seconds])``.
+- **TTFT is a distribution, not a mean plus a queue.** The prefill backlog is a
+  Markov chain over iterations (``W' = W - min(W, budget) + arrivals(tau(W))``);
+  it is run on many chains at once with numpy from a fixed seed, so the same spec
+  always gives the same plan. A request arriving in an iteration waits for its
+  end, then for the prompt tokens ahead of it at its priority or above, budget by
+  budget, then its own prefill's iteration. Attainment is the share of a class's
+  requests whose TTFT is within its P95 SLO.
+
+What it leaves out, on purpose: per-replica imbalance beyond the balancer's
+round robin, preemption's recompute cost (the ``z`` headroom keeps it rare at
+the planned replicas, and ``plan --verify`` measures it), and prefix-cache hit
+variance (every prompt gets the expected hit rate, as in the simulator).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
+from tokenplane.spec import PlatformSpec, Pool, Priority, WorkloadClass
+
+F64 = npt.NDArray[np.float64]
+
+WASTE_TOKENS = 7.5  # a sequence's last KV block is half empty on average (BLOCK_SIZE 16); the engine's WASTE_TOKENS
+LEVELS = 4  # priority levels, critical first (``spec.Priority`` order)
+CHAINS = 256  # backlog chains run side by side: with READ_ITERATIONS, ~8,000 length-weighted samples per class
+WARMUP_ITERATIONS = 48  # iterations before the chains are read: the backlog forgets its empty start in ~10-30
+READ_ITERATIONS = 32  # iterations read per chain
+PROMPT_POINTS = 33  # quantile points a class's uniform prompt range is priced at
+SEED = 20_260_315  # fixed: a plan is a function of its spec
+FIXED_POINT_STEPS = 200
+SATURATION_STEPS = 60  # bisection steps for the saturated arrival rate (relative precision ~1e-9 from a bracket)
+MAX_PREFILL_SHARE = 0.98  # beyond this the fixed point is unstable: the replica prefills forever
+
+
+@dataclass(frozen=True)
+class ClassMix:
+    """One workload class as the pool sees it: its arrival rate, its token ranges and its SLO.
+
+    Prompts and outputs are uniform over ``[lo, hi]`` (integers), as the spec documents and the
+    simulator draws them. ``levels`` is the share of its requests at each priority level, critical first.
+    """
+
+    name: str
+    rps: float
+    prompt: tuple[int, int]
+    output: tuple[int, int]
+    ttft_slo_s: float | None
+    attainment: float
+    levels: tuple[float, ...] = (0.0, 1.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class _Moments:
+    """Per-request expectations the fixed point and the chains need, over the pool's mix."""
+
+    decode_iterations: float  # E[output - 1]: iterations a request decodes after its first token
+    kv_token_iterations: float  # E[sum over its decode iterations of the KV tokens it holds]
+    kv_square_iterations: float  # E[sum of the square of those]: the batch's KV variance per arrival
+    prefill_tokens: float  # E[tokens to prefill] after prefix-cache hits
+    prefill_s: float  # E[prefill seconds]
+    prefill_tokens_grid: F64  # the pool's prompt mix as equally likely prefill-token points (for the chains)
+
+
+@dataclass(frozen=True)
+class Operating:
+    """A replica at one arrival rate: the fluid fixed point of its continuous batching loop."""
+
+    rps: float  # arrivals per replica per second
+    iteration_s: float  # tau, the mean iteration (decode + its share of prefill)
+    decode_s: float  # D, the decode part of an iteration at the mean batch and context
+    batch: float  # sequences decoding, mean
+    kv_tokens: float  # KV tokens held, mean
+    kv_sd: float  # their standard deviation
+    prefill_share: float  # share of the replica's time spent prefilling
+    feasible: bool  # a finite fixed point within max_num_seqs and the KV cache (means)
+
+    @property
+    def itl_s(self) -> float:
+        """Mean time between a sequence's tokens: one iteration (speculation is in ``decode_s``)."""
+        return self.iteration_s
+
+
+@dataclass(frozen=True)
+class ClassLatency:
+    name: str
+    ttft_p50_s: float
+    ttft_p95_s: float
+    ttft_p99_s: float
+    attainment: float | None  # share within the SLO; None: the class has none
+    wait_mean_s: float  # TTFT less the request's own prefill iteration: what it spends queued behind others
+    wait_p95_s: float
+
+
+@dataclass(frozen=True)
+class Health:
+    """What a replica count gives a pool: load, headroom and each class's TTFT."""
+
+    operating: Operating
+    rho: float  # arrivals / saturated throughput
+    kv_headroom_ok: bool  # mean + z sd of the KV held fits the cache
+    slots_ok: bool  # mean + z sd of the batch fits max_num_seqs
+    classes: dict[str, ClassLatency]
+    targets: dict[str, float]  # each class's attainment target
+    itl_p95_s: float  # the 95th percentile of the gaps between a sequence's tokens (iterations, by count)
+
+    def meets(self, *, target_utilization: float) -> bool:
+        """Within the utilization target, the KV and slot headroom, and every class's attainment target."""
+        return (
+            self.operating.feasible
+            and self.rho <= target_utilization
+            and self.kv_headroom_ok
+            and self.slots_ok
+            and self.slo_met
+        )
+
+    @property
+    def slo_met(self) -> bool:
+        return all(c.attainment is None or c.attainment >= self.targets[c.name] for c in self.classes.values())
+
+
+class ReplicaPerformance:
+    """One replica of a pool under a fixed mix of classes; ask it at any arrival rate.
+
+    Args:
+        timing: the pool's iteration costs (``pool_model.timing``), the ones the engines step by.
+        classes: the classes the pool serves, with their pool-wide rates (only the mix matters here).
+        prefix_kept: share of prompt tokens still prefilled after engine prefix-cache hits.
+        z: standard deviations of headroom the KV cache and ``max_num_seqs`` keep at the planned load;
+            by default the normal quantile of the strictest class's attainment target.
+    """
+
+    def __init__(
+        self, timing: PoolTiming, classes: list[ClassMix], *, prefix_kept: float, z: float | None = None
+    ) -> None:
+        if not classes:
+            raise ValueError("a pool performance model needs at least one class")
+        self.timing = timing
+        self.classes = classes
+        self.prefix_kept = prefix_kept
+        total = sum(c.rps for c in classes)
+        # A pool with no traffic (a DR standby) is modelled with its classes in equal measure.
+        self.weights = np.array([c.rps / total if total > 0 else 1 / len(classes) for c in classes])
+        strictest = max((c.attainment for c in classes if c.ttft_slo_s is not None), default=0.99)
+        self.z = NormalDist().inv_cdf(strictest) if z is None else z
+        self._class_grids = [self._prefill_points(c) for c in classes]
+        self.moments = self._moments()
+        self._saturation: float | None = None
+
+    # --- the mix -----------------------------------------------------------------------------
+
+    def _prefill_points(self, c: ClassMix) -> tuple[F64, F64]:
+        """Equally likely (prefill tokens, prefill seconds) points of a class's prompts."""
+        lo, hi = c.prompt
+        q = (np.arange(PROMPT_POINTS) + 0.5) / PROMPT_POINTS
+        prompt = np.floor(lo + q * (hi - lo + 1))
+        prefill = np.maximum(1.0, np.ceil(prompt * self.prefix_kept))
+        cached = prompt - prefill
+        cost = self.timing.prefill
+        seconds = cost.per_token_s * prefill + cost.per_pair_s * (prefill * cached + prefill * prefill / 2)
+        return prefill, seconds
+
+    def _moments(self) -> _Moments:
+        w = self.weights
+        dec = kv = kv2 = tok = sec = 0.0
+        grid: list[F64] = []
+        encoder = self.timing.encoder
+        for weight, c, (prefill, seconds) in zip(w, self.classes, self._class_grids, strict=True):
+            p_lo, p_hi = c.prompt
+            o_lo, o_hi = (0, 0) if encoder else c.output
+            # Decode iterations n = output - 1 (uniform integer); context at decode iteration j is P + 1 + j + waste.
+            n = np.arange(max(o_lo - 1, 0), max(o_hi - 1, 0) + 1, dtype=np.float64)
+            prompts = np.arange(p_lo, p_hi + 1, dtype=np.float64)
+            e_p, e_p2 = float(prompts.mean()), float((prompts**2).mean())
+            base = 1 + WASTE_TOKENS
+            # sum_{j<n} (P + base + j) = n (P + base) + n(n-1)/2 ; squares expanded the same way.
+            s1 = n * (e_p + base) + n * (n - 1) / 2
+            s2 = n * (e_p2 + 2 * e_p * base + base**2) + (e_p + base) * n * (n - 1) + (n - 1) * n * (2 * n - 1) / 6
+            dec += weight * float(n.mean())
+            kv += weight * float(s1.mean())
+            kv2 += weight * float(s2.mean())
+            tok += weight * float(prefill.mean())
+            sec += weight * float(seconds.mean())
+            grid.append(np.repeat(prefill, max(1, round(weight * 1000))))
+        return _Moments(dec, kv, kv2, tok, sec, np.concatenate(grid))
+
+    # --- the fluid fixed point ---------------------------------------------------------------
+
+    def _decode_s(self, batch: float, kv_tokens: float) -> float:
+        t = self.timing
+        if batch <= 0:
+            return t.overhead_s
+        b = min(batch, t.max_num_seqs)
+        lo = int(math.floor(b))
+        hi = min(lo + 1, t.max_num_seqs)
+        frac = b - lo
+        memory = t.memory_s[lo] * (1 - frac) + t.memory_s[hi] * frac
+        compute = t.compute_s[lo] * (1 - frac) + t.compute_s[hi] * frac
+        return (max(memory + t.kv_s_per_token * kv_tokens, compute) + t.overhead_s) * t.speculation
+
+    def operating(self, rps: float) -> Operating:
+        """The replica's fixed point at ``rps`` arrivals per second."""
+        m, t = self.moments, self.timing
+        share = rps * m.prefill_s
+        if share >= MAX_PREFILL_SHARE:
+            return Operating(rps, math.inf, math.inf, math.inf, math.inf, math.inf, share, False)
+        tau = self._decode_s(0.0, 0.0) / (1 - share)
+        batch = kv = 0.0
+        for _ in range(FIXED_POINT_STEPS):
+            batch = rps * tau * m.decode_iterations
+            kv = rps * tau * m.kv_token_iterations
+            if batch > t.max_num_seqs * 4 or kv > t.kv_tokens * 4:
+                break  # far past the cache: infeasible, and the iteration would only diverge
+            new = self._decode_s(batch, kv) / (1 - share)
+            if abs(new - tau) <= 1e-9 * tau:
+                tau = new
+                break
+            tau = new
+        batch = rps * tau * m.decode_iterations
+        kv = rps * tau * m.kv_token_iterations
+        kv_sd = math.sqrt(max(rps * tau * m.kv_square_iterations, 0.0))
+        feasible = batch <= t.max_num_seqs and kv <= t.kv_tokens and math.isfinite(tau)
+        decode = self._decode_s(batch, kv)
+        return Operating(rps, tau, decode, batch, kv, kv_sd, share, feasible)
+
+    def saturation_rps(self) -> float:
+        """Requests per second one replica completes at most: where the batch reaches the KV cache or the slots."""
+        if self._saturation is None:
+            top = MAX_PREFILL_SHARE / self.moments.prefill_s if self.moments.prefill_s > 0 else 1e9
+            lo, hi = 0.0, top
+            for _ in range(SATURATION_STEPS):
+                mid = (lo + hi) / 2
+                if self.operating(mid).feasible:
+                    lo = mid
+                else:
+                    hi = mid
+            self._saturation = lo
+        return self._saturation
+
+    def concurrency(self) -> float:
+        """Sequences one replica holds at once at saturation: ``max_num_seqs``, or fewer when KV binds."""
+        sat = self.operating(self.saturation_rps())
+        return min(float(self.timing.max_num_seqs), max(1.0, sat.batch))
+
+    # --- TTFT --------------------------------------------------------------------------------
+
+    def headroom(self, rps: float) -> tuple[Operating, bool, bool]:
+        """The operating point, and whether the KV cache and ``max_num_seqs`` keep ``z`` sd of headroom there."""
+        op = self.operating(rps)
+        t = self.timing
+        kv_ok = not math.isfinite(t.kv_tokens) or op.kv_tokens + self.z * op.kv_sd <= t.kv_tokens
+        slots_ok = op.batch + self.z * math.sqrt(max(op.batch, 0.0)) <= t.max_num_seqs
+        return op, kv_ok, slots_ok
+
+    def health(self, rps: float, *, replicas: int = 1) -> Health:
+        """Everything the planner checks at ``rps`` arrivals per replica with ``replicas`` of them in the pool.
+
+        The replica count shapes each replica's arrivals: a least-request balancer over ``n``
+        replicas deals a replica about every n-th arrival of the pool, so its gaps are
+        Gamma(n) (the workbench's ``sim.arrivals.Replicas`` assumes the same), far more regular
+        than a Poisson stream once ``n`` is more than a few.
+        """
+        op, kv_ok, slots_ok = self.headroom(rps)
+        sat = self.saturation_rps()
+        rho = rps / sat if sat > 0 else math.inf
+        classes, itl_p95 = self._ttft(op, max(1, replicas)) if op.feasible else (self._unbounded(), math.inf)
+        return Health(op, rho, kv_ok, slots_ok, classes, {c.name: c.attainment for c in self.classes}, itl_p95)
+
+    def _unbounded(self) -> dict[str, ClassLatency]:
+        return {
+            c.name: ClassLatency(
+                c.name, math.inf, math.inf, math.inf, 0.0 if c.ttft_slo_s is not None else None, math.inf, math.inf
+            )
+            for c in self.classes
+        }
+
+    def _ttft(self, op: Operating, replicas: int) -> tuple[dict[str, ClassLatency], float]:
+        """Each class's TTFT distribution at the operating point, from the backlog chains."""
+        t, m = self.timing, self.moments
+        rng = np.random.default_rng(SEED)
+        decode = op.decode_s if op.batch > 0 else t.overhead_s
+        budget = float(max(1, t.token_budget - round(op.batch)))
+        per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token, attention included, over the mix
+        grid = m.prefill_tokens_grid
+        lam = op.rps
+        level_rate = np.zeros(LEVELS)
+        for weight, c in zip(self.weights, self.classes, strict=True):
+            level_rate += weight * lam * np.array(c.levels)
+        backlog = np.zeros(CHAINS)
+        taus: list[F64] = []
+        carried: list[F64] = []
+        for step in range(WARMUP_ITERATIONS + READ_ITERATIONS):
+            done = np.minimum(backlog, budget)
+            busy = (backlog > 0) | (op.batch > 0)
+            tau = np.where(busy, decode + per_token * done, 0.0)
+            # An idle replica (no batch, nothing queued) waits for the next arrival: its iteration starts then.
+            tau = np.where(busy, tau, rng.gamma(replicas, 1 / (lam * replicas), CHAINS) if lam > 0 else 0.0)
+            arrivals = _counts(rng, lam * tau, replicas)
+            total = int(arrivals.sum())
+            tokens = np.bincount(np.repeat(np.arange(CHAINS), arrivals), weights=grid[rng.integers(0, len(grid), total)])
+            tokens = np.pad(tokens, (0, CHAINS - len(tokens)))
+            left = backlog - done
+            if step >= WARMUP_ITERATIONS:
+                taus.append(np.where(busy, tau, 0.0))
+                carried.append(left)
+            backlog = left + tokens
+        tau_s = np.concatenate(taus)
+        left_s = np.concatenate(carried)
+        weight = tau_s / tau_s.sum() if tau_s.sum() > 0 else np.full(len(tau_s), 1 / len(tau_s))
+        samples = len(tau_s)
+        out: dict[str, ClassLatency] = {}
+        for c, (prefill, seconds) in zip(self.classes, self._class_grids, strict=True):
+            ttft = np.zeros(samples)
+            wait = np.zeros(samples)
+            mass = np.zeros(samples)
+            for level, share in enumerate(c.levels):
+                if share <= 0:
+                    continue
+                ahead_rate = float(level_rate[: level + 1].sum())  # at its priority or above: served before it
+                jump_rate = float(level_rate[:level].sum())  # above it: overtake it while it waits
+                u = rng.random(samples)
+                own = rng.integers(0, len(prefill), samples)
+                ahead_share = ahead_rate / lam if lam > 0 else 1.0
+                queued = left_s * ahead_share + _compound(rng, ahead_rate * u * tau_s, grid, replicas)
+                residual = (1 - u) * tau_s
+                # Each further iteration serves the budget, less what higher levels bring meanwhile.
+                full = decode + per_token * budget
+                usable = max(budget - jump_rate * full * float(grid.mean()), budget * 0.05)
+                work = queued + prefill[own]
+                rounds = np.maximum(np.ceil(work / usable) - 1, 0)
+                last = work - rounds * usable
+                behind = lam * (residual + rounds * full) * float(grid.mean())
+                final = decode + per_token * np.minimum(budget, last + behind) - per_token * prefill[own] + seconds[own]
+                ttft += share * (residual + rounds * full + final)
+                wait += share * (residual + rounds * full + final - decode - seconds[own])
+                mass += share
+            ttft /= np.maximum(mass, 1e-12)
+            wait /= np.maximum(mass, 1e-12)
+            p50, p95, p99 = _weighted_quantiles(ttft, weight, (0.5, 0.95, 0.99))
+            (wait95,) = _weighted_quantiles(wait, weight, (0.95,))
+            att = None if c.ttft_slo_s is None else float(weight[ttft <= c.ttft_slo_s].sum())
+            out[c.name] = ClassLatency(c.name, p50, p95, p99, att, float((wait * weight).sum()), wait95)
+        busy = tau_s > 0
+        itl_p95 = float(np.percentile(tau_s[busy], 95)) if busy.any() and op.batch > 0 else 0.0
+        return out, itl_p95
+
+
+def _counts(rng: np.random.Generator, means: F64, replicas: int) -> npt.NDArray[np.int64]:
+    """Arrivals in spans expecting ``means`` of them, from a stream with Gamma(``replicas``) gaps.
+
+    A renewal stream's count over a span has variance ~ mean x CV^2 = mean / n: a Gamma of that
+    mean and variance, rounded at a uniform phase (exactly the count of a regular stream as n grows).
+    """
+    means = np.maximum(means, 0.0)
+    smooth = rng.gamma(np.maximum(means * replicas, 1e-12), 1 / replicas)
+    return np.floor(smooth + rng.random(len(means))).astype(np.int64)
+
+
+def _compound(rng: np.random.Generator, means: F64, grid: F64, replicas: int) -> F64:
+    """Prompt tokens that arrived in spans expecting ``means`` arrivals, each a draw from ``grid``."""
+    counts = _counts(rng, means, replicas)
+    total = int(counts.sum())
+    sums = np.bincount(np.repeat(np.arange(len(means)), counts), weights=grid[rng.integers(0, len(grid), total)])
+    return np.pad(sums, (0, len(means) - len(sums)))
+
+
+def _weighted_quantiles(values: F64, weights: F64, qs: tuple[float, ...]) -> tuple[float, ...]:
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order])
+    cum /= cum[-1]
+    return tuple(float(values[order][min(int(np.searchsorted(cum, q)), len(values) - 1)]) for q in qs)
+
+
+# --- from the spec -------------------------------------------------------------------------------
+
+
+def priority_levels(spec: PlatformSpec, region: str, cls: WorkloadClass) -> tuple[float, ...]:
+    """P(priority level | region, class), critical first: batch for class D, the tenants' mix (by RPM) otherwise.
+
+    A tenant pinned to a jurisdiction sends traffic only to that jurisdiction's regions; the
+    others spread over every region by traffic share. Batch-priority tenants are taken to be
+    class D's senders. With no interactive tenants, interactive traffic is normal. The
+    simulator draws priorities from the same shares (``sim.workload.priority_mix``).
+    """
+    levels = list(Priority)
+    shares = [0.0] * len(levels)
+    if cls is WorkloadClass.D:
+        shares[levels.index(Priority.BATCH)] = 1.0
+        return tuple(shares)
+    here = spec.region(region)
+    for tenant in spec.tenants:
+        if tenant.priority is Priority.BATCH:
+            continue
+        if tenant.residency is None:
+            share = here.traffic_share
+        elif tenant.residency is here.jurisdiction:
+            peers = sum(r.traffic_share for r in spec.regions if r.jurisdiction is here.jurisdiction)
+            share = here.traffic_share / peers if peers > 0 else 0.0
+        else:
+            share = 0.0
+        shares[levels.index(tenant.priority)] += tenant.rpm * share
+    total = sum(shares)
+    if total <= 0:
+        shares = [0.0] * len(levels)
+        shares[levels.index(Priority.NORMAL)] = 1.0
+        return tuple(shares)
+    return tuple(s / total for s in shares)
+
+
+def class_mix(spec: PlatformSpec, region: str, pool: Pool, per_class: dict[WorkloadClass, float]) -> list[ClassMix]:
+    """The classes a pool serves in a region, at their routed rates (every served class, loaded or not)."""
+    encoder = spec.is_embedding(pool)
+    cap_tokens = spec.model(pool.model).resolved_architecture().max_position_embeddings
+    mix: list[ClassMix] = []
+    for cls in pool.classes:
+        cs = spec.workload_classes.get(cls)
+        if cs is None:
+            continue
+        prompt = (cs.prompt_tokens.min, cs.prompt_tokens.max)
+        if encoder:  # the embedder cuts what it is sent to its positions, as the simulator does
+            prompt = (min(prompt[0], cap_tokens), min(prompt[1], cap_tokens))
+        mix.append(
+            ClassMix(
+                name=cls.value,
+                rps=per_class.get(cls, 0.0),
+                prompt=prompt,
+                output=(cs.output_tokens.min, cs.output_tokens.max),
+                ttft_slo_s=None if cs.ttft_p95_ms is None else cs.ttft_p95_ms / 1000,
+                attainment=cs.slo_attainment,
+                levels=priority_levels(spec, region, cls),
+            )
+        )
+    return mix
+
+
+def for_pool(
+    spec: PlatformSpec, region: str, pool: Pool, per_class: dict[WorkloadClass, float]
+) -> ReplicaPerformance | None:
+    """A pool's replica model in a region at its routed mix; None when it serves no class the spec defines."""
+    mix = class_mix(spec, region, pool, per_class)
+    if not mix:
+        return None
+    return ReplicaPerformance(timing(spec, pool), mix, prefix_kept=prefix_kept_share(spec, pool))

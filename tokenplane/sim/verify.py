@@ -1,0 +1,268 @@
+"""``tokenplane plan --verify``: simulate every pool at its planned peak and hold the plan to its SLOs.
+
+For each (region, pool) with traffic, the workbench's engine (``tokenplane.sim.engine``)
+runs ``SAMPLE_REPLICAS`` replicas of the pool request by request at the planned peak
+with the planned ``replicas_needed``: each sampled replica gets every n-th arrival of
+the pool (``n`` = the planned replicas), as the least-request balancer deals them, with
+the classes, token lengths, priorities and queue deadlines the spec gives. It warms up
+for ``WARMUP_S`` (the batch fills), then every request arriving within the next
+``WINDOW_S`` is judged: its TTFT within its class's P95 SLO, or a miss (shed at its
+queue deadline, or no first token by the end of the drain).
+
+A second run saturates one replica (a queue that never empties) to measure what it
+completes per second: the simulator's own ``mu``, against which its ``rho`` is stated.
+
+The fidelity is stated with the result: a window of the pool's peak on sampled replicas,
+with a fixed seed; not a day, no autoscaling (the replicas are the planned ones), no
+gateway shedding (the plan must hold without it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from tokenplane.planner import Plan, PoolPlan
+from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
+from tokenplane.pool_performance import ClassMix, class_mix
+from tokenplane.sim.engine import SERVED, Engine, RequestState
+from tokenplane.spec import PlatformSpec, Priority
+from tokenplane.traffic import route
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+WARMUP_S = 30.0  # the longest class-B request lives ~20 s at peak: by then the batch is in its steady state
+WINDOW_S = 60.0  # judged arrivals per pool: ~600 per sampled replica at 10 req/s
+DRAIN_S = 60.0  # a judged request without a first token this long after the window is a miss
+SAMPLE_REPLICAS = 2
+SATURATION_S = 60.0  # a saturated replica's completions are counted over this, after WARMUP_S
+AGREEMENT = 0.10  # planner vs simulator, relative, on TTFT P95 and rho
+SEED = 15
+
+
+@dataclass(frozen=True)
+class ClassCheck:
+    name: str
+    requests: int  # judged, over the sampled replicas
+    slo_ttft_ms: float | None
+    target: float
+    attainment: float | None  # None: no TTFT SLO
+    ttft_p95_ms: float | None  # None: nothing served
+    planned_ttft_p95_ms: float
+    planned_attainment: float | None
+    shed: int
+
+    @property
+    def met(self) -> bool:
+        return self.attainment is None or self.attainment >= self.target
+
+    @property
+    def agreement(self) -> float | None:
+        """Planner's TTFT P95 over the simulator's, less one (None when either is missing)."""
+        if self.ttft_p95_ms is None or not self.ttft_p95_ms or not math.isfinite(self.planned_ttft_p95_ms):
+            return None
+        return self.planned_ttft_p95_ms / self.ttft_p95_ms - 1
+
+
+@dataclass(frozen=True)
+class PoolCheck:
+    region: str
+    pool: str
+    replicas: int
+    arrival_rps: float
+    planned_rho: float  # at replicas_needed
+    rho: float  # simulated: arrivals per replica over the saturated replica's completions per second
+    planned_mu: float
+    mu: float
+    preemptions: int
+    classes: list[ClassCheck]
+
+    @property
+    def met(self) -> bool:
+        return all(c.met for c in self.classes)
+
+    @property
+    def rho_agreement(self) -> float:
+        return self.planned_rho / self.rho - 1 if self.rho > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class Verification:
+    pools: list[PoolCheck]
+    fidelity: str
+
+    @property
+    def ok(self) -> bool:
+        return all(p.met for p in self.pools)
+
+
+FIDELITY = (
+    f"per pool: {SAMPLE_REPLICAS} replicas simulated request by request at the planned peak with the planned "
+    f"replicas (each fed every n-th arrival), {WARMUP_S:g} s warm-up then {WINDOW_S:g} s judged; "
+    f"mu from one saturated replica over {SATURATION_S:g} s; seed {SEED}"
+)
+
+
+def verify(spec: PlatformSpec, planned: Plan) -> Verification:
+    """Simulate every loaded pool of ``planned`` at its peak with its ``replicas_needed``."""
+    traffic = route(spec)
+    checks: list[PoolCheck] = []
+    for index, pp in enumerate(planned.pools):
+        if pp.arrival_rps <= 0:
+            continue
+        load = traffic.loads[(pp.region, pp.name)]
+        mix = class_mix(spec, pp.region, spec.pool(pp.name), load.per_class)
+        if not mix:
+            continue
+        checks.append(_check_pool(spec, pp, mix, np.random.default_rng([SEED, index])))
+    return Verification(checks, FIDELITY)
+
+
+def _check_pool(spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], rng: np.random.Generator) -> PoolCheck:
+    pool = spec.pool(pp.name)
+    pool_timing = timing(spec, pool)
+    kept = prefix_kept_share(spec, pool)
+    n = max(1, pp.replicas_needed)
+    k = min(SAMPLE_REPLICAS, n)
+    rates = np.array([c.rps for c in mix])
+    lam = float(rates.sum())
+    horizon = WARMUP_S + WINDOW_S
+    arrival, replica = _dealt_arrivals(rng, lam, n, k, horizon)
+    reqs, cls = _requests(spec, rng, mix, rates / lam, arrival, kept=kept, encoder=pool_timing.encoder)
+    engine = Engine([pool_timing], [k], reqs, arrival)
+    for slot in range(k):
+        engine.start(slot, 0.0)
+    engine.dispatch(0, np.arange(len(arrival), dtype=np.int64), replica)
+    engine.run_until(horizon + DRAIN_S)
+    first = np.array(engine.req.first, dtype=np.float64)
+    shed = np.array(engine.req.shed, dtype=np.int64)
+    judged = (arrival >= WARMUP_S) & (arrival < horizon)
+    ttft = first - arrival
+    classes: list[ClassCheck] = []
+    health = pp.at_needed
+    for ci, c in enumerate(mix):
+        rows = judged & (cls == ci)
+        count = int(rows.sum())
+        served = rows & np.isfinite(ttft) & (shed == SERVED)
+        attainment = None
+        if c.ttft_slo_s is not None and count:
+            attainment = float((served & (ttft <= c.ttft_slo_s)).sum() / count)
+        planned = health.classes.get(c.name) if health is not None else None
+        classes.append(
+            ClassCheck(
+                name=c.name,
+                requests=count,
+                slo_ttft_ms=None if c.ttft_slo_s is None else c.ttft_slo_s * 1000,
+                target=c.attainment,
+                attainment=attainment,
+                ttft_p95_ms=float(np.percentile(ttft[served], 95) * 1000) if served.any() else None,
+                planned_ttft_p95_ms=planned.ttft_p95_s * 1000 if planned else math.nan,
+                planned_attainment=planned.attainment if planned else None,
+                shed=int((rows & (shed != SERVED)).sum()),
+            )
+        )
+    mu = _saturated_mu(spec, pool_timing, mix, rates / lam, kept, pp.service_rps_per_replica, rng)
+    return PoolCheck(
+        region=pp.region,
+        pool=pp.name,
+        replicas=n,
+        arrival_rps=lam,
+        planned_rho=lam / (pp.service_rps_per_replica * n),
+        rho=(lam / n) / mu if mu > 0 else math.inf,
+        planned_mu=pp.service_rps_per_replica,
+        mu=mu,
+        preemptions=int(sum(engine.req.preemptions)),
+        classes=classes,
+    )
+
+
+def _dealt_arrivals(rng: np.random.Generator, lam: float, n: int, k: int, horizon: float) -> tuple[F64, I64]:
+    """Arrivals of ``k`` of ``n`` replicas that a round-robin balancer feeds from a Poisson stream of ``lam``."""
+    times: list[F64] = []
+    slots: list[I64] = []
+    mean = lam * horizon / n
+    for j in range(k):
+        count = int(mean + 6 * math.sqrt(mean) + 16)
+        gaps = rng.gamma(n, 1 / lam, count)
+        gaps[0] *= rng.random()  # a uniform point of a gap: the stream was running before the window
+        t = np.cumsum(gaps)
+        t = t[t < horizon]
+        times.append(t)
+        slots.append(np.full(len(t), j, dtype=np.int64))
+    arrival = np.concatenate(times)
+    order = np.argsort(arrival, kind="stable")
+    return arrival[order], np.concatenate(slots)[order]
+
+
+def _requests(
+    spec: PlatformSpec,
+    rng: np.random.Generator,
+    mix: list[ClassMix],
+    shares: F64,
+    arrival: F64,
+    *,
+    kept: float,
+    encoder: bool,
+    deadlines: bool = True,
+) -> tuple[RequestState, I64]:
+    """Classes, token lengths, priorities and queue deadlines for ``arrival``, drawn as the workbench draws them."""
+    count = len(arrival)
+    cls = np.minimum(np.searchsorted(np.cumsum(shares), rng.random(count), side="right"), len(mix) - 1)
+    lo_p = np.array([c.prompt[0] for c in mix])[cls]
+    hi_p = np.array([c.prompt[1] for c in mix])[cls]
+    lo_o = np.array([c.output[0] for c in mix])[cls]
+    hi_o = np.array([c.output[1] for c in mix])[cls]
+    prompt = lo_p + np.floor(rng.random(count) * (hi_p - lo_p + 1)).astype(np.int64)
+    output = lo_o + np.floor(rng.random(count) * (hi_o - lo_o + 1)).astype(np.int64)
+    levels = list(Priority)
+    level = np.zeros(count, dtype=np.int64)
+    wait = np.full(count, math.inf)
+    for ci, c in enumerate(mix):
+        rows = np.flatnonzero(cls == ci)
+        p = np.array(c.levels)
+        level[rows] = np.minimum(np.searchsorted(np.cumsum(p), rng.random(len(rows)), side="right"), len(p) - 1)
+        slo_ms = None if c.ttft_slo_s is None else c.ttft_slo_s * 1000
+        waits = np.array([spec.queues.max_wait_s(lv, slo_ms) for lv in levels])
+        wait[rows] = waits[level[rows]] if deadlines else math.inf
+    if encoder:
+        output = np.zeros(count, dtype=np.int64)  # an embedding is done with its prefill
+    prefill = np.maximum(1, np.ceil(prompt * kept)).astype(np.int64)
+    state = RequestState(
+        arrival=arrival.tolist(),
+        priority=level.tolist(),
+        context=prompt.tolist(),
+        prefill=prefill.tolist(),
+        cached=(prompt - prefill).tolist(),
+        tokens=output.tolist(),
+        max_wait=wait.tolist(),
+    )
+    return state, cls.astype(np.int64)
+
+
+def _saturated_mu(
+    spec: PlatformSpec,
+    pool_timing: PoolTiming,
+    mix: list[ClassMix],
+    shares: F64,
+    kept: float,
+    planned_mu: float,
+    rng: np.random.Generator,
+) -> float:
+    """Requests per second one replica completes with a queue that never empties (after the warm-up)."""
+    horizon = WARMUP_S + SATURATION_S
+    count = int(math.ceil(max(planned_mu, 1.0) * horizon * 2)) + 1000
+    arrival = np.zeros(count)
+    reqs, _ = _requests(
+        spec, rng, mix, shares, arrival, kept=kept, encoder=pool_timing.encoder, deadlines=False
+    )
+    engine = Engine([pool_timing], [1], reqs, arrival)
+    engine.start(0, 0.0)
+    engine.dispatch(0, np.arange(count, dtype=np.int64), np.zeros(count, dtype=np.int64))
+    engine.run_until(horizon)
+    done = np.array(engine.req.done, dtype=np.float64)
+    finished = int(((done >= WARMUP_S) & (done < horizon)).sum())
+    return finished / SATURATION_S
