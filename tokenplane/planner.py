@@ -335,9 +335,9 @@ def _predictions(
             ttft_p50_ms=ttft50 * 1000,
             ttft_p95_ms=ttft95 * 1000,
             e2e_p95_ms=cap.e2e_seconds(ttft95, itl, int(cs.output_tokens.quantile(0.95))) * 1000,
-            max_concurrency=cap.max_concurrency(mem.kv_tokens, longest) if mem.kv_tokens else float(
-                pool.engine.max_num_seqs
-            ),
+            max_concurrency=cap.max_concurrency(mem.kv_tokens, longest)
+            if mem.kv_tokens
+            else float(pool.engine.max_num_seqs),
             slo_ttft_p95_ms=cs.ttft_p95_ms,
             slo_e2e_p95_ms=cs.e2e_p95_ms,
             rps=per_class.get(cls, 0.0),

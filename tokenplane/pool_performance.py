@@ -218,7 +218,7 @@ class ReplicaPerformance:
         if batch <= 0:
             return t.overhead_s
         b = min(batch, t.max_num_seqs)
-        lo = int(math.floor(b))
+        lo = math.floor(b)
         hi = min(lo + 1, t.max_num_seqs)
         frac = b - lo
         memory = t.memory_s[lo] * (1 - frac) + t.memory_s[hi] * frac
@@ -324,7 +324,9 @@ class ReplicaPerformance:
             tau = np.where(busy, tau, rng.gamma(replicas, 1 / (lam * replicas), CHAINS) if lam > 0 else 0.0)
             arrivals = _counts(rng, lam * tau, replicas)
             total = int(arrivals.sum())
-            tokens = np.bincount(np.repeat(np.arange(CHAINS), arrivals), weights=grid[rng.integers(0, len(grid), total)])
+            tokens = np.bincount(
+                np.repeat(np.arange(CHAINS), arrivals), weights=grid[rng.integers(0, len(grid), total)]
+            )
             tokens = np.pad(tokens, (0, CHAINS - len(tokens)))
             left = backlog - done
             if step >= WARMUP_ITERATIONS:

@@ -254,11 +254,9 @@ def _saturated_mu(
 ) -> float:
     """Requests per second one replica completes with a queue that never empties (after the warm-up)."""
     horizon = WARMUP_S + SATURATION_S
-    count = int(math.ceil(max(planned_mu, 1.0) * horizon * 2)) + 1000
+    count = math.ceil(max(planned_mu, 1.0) * horizon * 2) + 1000
     arrival = np.zeros(count)
-    reqs, _ = _requests(
-        spec, rng, mix, shares, arrival, kept=kept, encoder=pool_timing.encoder, deadlines=False
-    )
+    reqs, _ = _requests(spec, rng, mix, shares, arrival, kept=kept, encoder=pool_timing.encoder, deadlines=False)
     engine = Engine([pool_timing], [1], reqs, arrival)
     engine.start(0, 0.0)
     engine.dispatch(0, np.arange(count, dtype=np.int64), np.zeros(count, dtype=np.int64))
