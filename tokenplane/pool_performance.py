@@ -51,8 +51,8 @@ F64 = npt.NDArray[np.float64]
 WASTE_TOKENS = 7.5  # a sequence's last KV block is half empty on average (BLOCK_SIZE 16); the engine's WASTE_TOKENS
 LEVELS = 4  # priority levels, critical first (``spec.Priority`` order)
 CHAINS = 256  # backlog chains run side by side: with READ_ITERATIONS, ~8,000 length-weighted samples per class
-WARMUP_ITERATIONS = 48  # iterations before the chains are read: the backlog forgets its empty start in ~10-30
-READ_ITERATIONS = 32  # iterations read per chain
+WARMUP_ARRIVALS = 48  # arrivals before the chains are read: the backlog forgets its empty start in ~10-30
+READ_ARRIVALS = 32  # arrivals read per chain
 PROMPT_POINTS = 33  # quantile points a class's uniform prompt range is priced at
 SEED = 20_260_315  # fixed: a plan is a function of its spec
 FIXED_POINT_STEPS = 200
@@ -302,92 +302,118 @@ class ReplicaPerformance:
         }
 
     def _ttft(self, op: Operating, replicas: int) -> tuple[dict[str, ClassLatency], float]:
-        """Each class's TTFT distribution at the operating point, from the backlog chains."""
+        """Each class's TTFT distribution at the operating point, from the backlog chains.
+
+        The chains step from arrival to arrival (gaps Gamma(``replicas``) of mean ``1 / rps``),
+        carrying what an arrival finds: the rest of the iteration in progress and the prompt
+        tokens queued for the next ones. In between, each iteration prefills at most the
+        budget of the queue, and an iteration with nothing to prefill only decodes (``D``).
+        What an arrival finds is then an arrival's view, not a random instant's: with a
+        balancer's regular arrivals the two differ by a factor of two in the tail.
+        """
         t, m = self.timing, self.moments
         rng = np.random.default_rng(SEED)
-        decode = op.decode_s if op.batch > 0 else t.overhead_s
-        budget = float(max(1, t.token_budget - round(op.batch)))
+        decoding = op.batch > 0
+        # The batch's population moves on the scale of a request's life (seconds), the prefill queue on
+        # the scale of iterations: each chain holds its own batch and KV level, drawn from the batch's
+        # M/G/inf spread, so a busy stretch of a larger batch (longer decode steps) is in the tail.
+        spread = rng.standard_normal(CHAINS)
+        batch = np.maximum(op.batch + spread * math.sqrt(max(op.batch, 0.0)), 0.0) if decoding else np.zeros(CHAINS)
+        kv = np.maximum(op.kv_tokens + spread * op.kv_sd, 0.0) if decoding else np.zeros(CHAINS)
+        decode = np.array([self._decode_s(b, k) for b, k in zip(batch.tolist(), kv.tolist(), strict=True)])
+        budget = np.maximum(1.0, t.token_budget - np.round(batch))
         per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token, attention included, over the mix
+        full = decode + per_token * budget  # an iteration that spends the whole budget
         grid = m.prefill_tokens_grid
+        mean_tokens = float(grid.mean())
         lam = op.rps
+        n = max(1, replicas)
         level_rate = np.zeros(LEVELS)
         for weight, c in zip(self.weights, self.classes, strict=True):
             level_rate += weight * lam * np.array(c.levels)
-        backlog = np.zeros(CHAINS)
-        taus: list[F64] = []
-        carried: list[F64] = []
-        for step in range(WARMUP_ITERATIONS + READ_ITERATIONS):
-            done = np.minimum(backlog, budget)
-            busy = (backlog > 0) | (op.batch > 0)
-            tau = np.where(busy, decode + per_token * done, 0.0)
-            # An idle replica (no batch, nothing queued) waits for the next arrival: its iteration starts then.
-            tau = np.where(busy, tau, rng.gamma(replicas, 1 / (lam * replicas), CHAINS) if lam > 0 else 0.0)
-            arrivals = _counts(rng, lam * tau, replicas)
-            total = int(arrivals.sum())
-            tokens = np.bincount(
-                np.repeat(np.arange(CHAINS), arrivals), weights=grid[rng.integers(0, len(grid), total)]
-            )
-            tokens = np.pad(tokens, (0, CHAINS - len(tokens)))
-            left = backlog - done
-            if step >= WARMUP_ITERATIONS:
-                taus.append(np.where(busy, tau, 0.0))
-                carried.append(left)
-            backlog = left + tokens
-        tau_s = np.concatenate(taus)
-        left_s = np.concatenate(carried)
-        weight = tau_s / tau_s.sum() if tau_s.sum() > 0 else np.full(len(tau_s), 1 / len(tau_s))
-        samples = len(tau_s)
+        residual = np.zeros(CHAINS)  # of the iteration in progress; 0: the replica is idle
+        queued = np.zeros(CHAINS)  # prompt tokens waiting for an iteration
+        seen_r: list[F64] = []
+        seen_q: list[F64] = []
+        lengths: list[F64] = []
+        decode_only = 0.0
+        for step in range(WARMUP_ARRIVALS + READ_ARRIVALS):
+            gap = rng.gamma(n, 1 / (n * lam), CHAINS)
+            reading = step >= WARMUP_ARRIVALS
+            # Run each chain's iterations until its next arrival.
+            active = gap > residual
+            residual, gap = np.where(active, 0.0, residual - gap), np.where(active, gap - residual, 0.0)
+            while active.any():
+                done = np.minimum(queued, budget)
+                busy = active & (done > 0)
+                length = decode + per_token * done
+                if reading and busy.any():
+                    lengths.append(length[busy])
+                queued = np.where(busy, queued - done, queued)
+                fits = busy & (gap <= length)
+                residual = np.where(fits, length - gap, residual)
+                gap = np.where(busy & ~fits, gap - length, gap)
+                idle = active & ~busy
+                if decoding:
+                    # Nothing to prefill: decode iterations until the arrival, which lands inside one.
+                    skipped = np.floor(gap / decode)
+                    if reading:
+                        decode_only += float(skipped[idle].sum())
+                    residual = np.where(idle, decode - (gap - skipped * decode), residual)
+                else:
+                    residual = np.where(idle, 0.0, residual)  # an idle replica starts on the arrival
+                active = busy & ~fits
+            if reading:
+                seen_r.append(residual.copy())
+                seen_q.append(queued.copy())
+            queued = queued + grid[rng.integers(0, len(grid), CHAINS)]
+        r_s, q_s = np.concatenate(seen_r), np.concatenate(seen_q)
+        samples = len(r_s)
+        reads = samples // CHAINS
+        decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
         out: dict[str, ClassLatency] = {}
         for c, (prefill, seconds) in zip(self.classes, self._class_grids, strict=True):
             ttft = np.zeros(samples)
             wait = np.zeros(samples)
-            mass = np.zeros(samples)
+            mass = 0.0
             for level, share in enumerate(c.levels):
                 if share <= 0:
                     continue
-                ahead_rate = float(level_rate[: level + 1].sum())  # at its priority or above: served before it
+                ahead_share = float(level_rate[: level + 1].sum()) / lam if lam > 0 else 1.0
                 jump_rate = float(level_rate[:level].sum())  # above it: overtake it while it waits
-                u = rng.random(samples)
                 own = rng.integers(0, len(prefill), samples)
-                ahead_share = ahead_rate / lam if lam > 0 else 1.0
-                queued = left_s * ahead_share + _compound(rng, ahead_rate * u * tau_s, grid, replicas)
-                residual = (1 - u) * tau_s
                 # Each further iteration serves the budget, less what higher levels bring meanwhile.
-                full = decode + per_token * budget
-                usable = max(budget - jump_rate * full * float(grid.mean()), budget * 0.05)
-                work = queued + prefill[own]
+                usable = np.maximum(budget - jump_rate * full * mean_tokens, budget * 0.05)
+                work = q_s * ahead_share + prefill[own]
                 rounds = np.maximum(np.ceil(work / usable) - 1, 0)
                 last = work - rounds * usable
-                behind = lam * (residual + rounds * full) * float(grid.mean())
-                final = decode + per_token * np.minimum(budget, last + behind) - per_token * prefill[own] + seconds[own]
-                ttft += share * (residual + rounds * full + final)
-                wait += share * (residual + rounds * full + final - decode - seconds[own])
+                behind = _arrived_tokens(rng, lam * (r_s + rounds * full), grid, n)  # after it, in time for its iteration
+                final = decode + per_token * (np.minimum(budget, last + behind) - prefill[own]) + seconds[own]
+                ttft += share * (r_s + rounds * full + final)
+                wait += share * (r_s + rounds * full + final - decode - seconds[own])
                 mass += share
-            ttft /= np.maximum(mass, 1e-12)
-            wait /= np.maximum(mass, 1e-12)
-            p50, p95, p99 = _weighted_quantiles(ttft, weight, (0.5, 0.95, 0.99))
-            (wait95,) = _weighted_quantiles(wait, weight, (0.95,))
-            att = None if c.ttft_slo_s is None else float(weight[ttft <= c.ttft_slo_s].sum())
-            out[c.name] = ClassLatency(c.name, p50, p95, p99, att, float((wait * weight).sum()), wait95)
-        busy = tau_s > 0
-        itl_p95 = float(np.percentile(tau_s[busy], 95)) if busy.any() and op.batch > 0 else 0.0
+            ttft /= max(mass, 1e-12)
+            wait /= max(mass, 1e-12)
+            p50, p95, p99 = (float(x) for x in np.quantile(ttft, (0.5, 0.95, 0.99)))
+            att = None if c.ttft_slo_s is None else float((ttft <= c.ttft_slo_s).mean())
+            out[c.name] = ClassLatency(c.name, p50, p95, p99, att, float(wait.mean()), float(np.quantile(wait, 0.95)))
+        itl_p95 = 0.0
+        if decoding:
+            values = np.concatenate([*lengths, decode[:CHAINS]])
+            weights = np.concatenate([np.ones(len(values) - CHAINS), np.full(CHAINS, max(decode_only, 1.0) / CHAINS)])
+            (itl_p95,) = _weighted_quantiles(values, weights, (0.95,))
         return out, itl_p95
 
 
-def _counts(rng: np.random.Generator, means: F64, replicas: int) -> npt.NDArray[np.int64]:
-    """Arrivals in spans expecting ``means`` of them, from a stream with Gamma(``replicas``) gaps.
+def _arrived_tokens(rng: np.random.Generator, expected: F64, grid: F64, replicas: int) -> F64:
+    """Prompt tokens of the arrivals that follow one, over spans expecting ``expected`` of them.
 
-    A renewal stream's count over a span has variance ~ mean x CV^2 = mean / n: a Gamma of that
-    mean and variance, rounded at a uniform phase (exactly the count of a regular stream as n grows).
+    The arrivals after a given one form a renewal stream with Gamma(``replicas``) gaps, so their
+    count over a span is about Gamma with mean ``expected`` and variance ``expected / replicas``
+    (Poisson at one replica, a steady beat at many); each brings a prompt drawn from the mix.
     """
-    means = np.maximum(means, 0.0)
-    smooth = rng.gamma(np.maximum(means * replicas, 1e-12), 1 / replicas)
-    return np.floor(smooth + rng.random(len(means))).astype(np.int64)
-
-
-def _compound(rng: np.random.Generator, means: F64, grid: F64, replicas: int) -> F64:
-    """Prompt tokens that arrived in spans expecting ``means`` arrivals, each a draw from ``grid``."""
-    counts = _counts(rng, means, replicas)
+    means = np.maximum(expected, 0.0)
+    counts = np.floor(rng.gamma(np.maximum(means * replicas, 1e-12), 1 / replicas)).astype(np.int64)
     total = int(counts.sum())
     sums = np.bincount(np.repeat(np.arange(len(means)), counts), weights=grid[rng.integers(0, len(grid), total)])
     return np.pad(sums, (0, len(means) - len(sums)))

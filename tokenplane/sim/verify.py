@@ -35,11 +35,13 @@ from tokenplane.traffic import route
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
-WARMUP_S = 30.0  # the longest class-B request lives ~20 s at peak: by then the batch is in its steady state
-WINDOW_S = 60.0  # judged arrivals per pool: ~600 per sampled replica at 10 req/s
+WARMUP_S = 30.0  # at least; and three lives of the pool's longest request, so that the batch is in its steady state
+WINDOW_S = 60.0  # judged arrivals, at least this long
+MAX_WINDOW_S = 1800.0  # and at most: a pool this quiet is judged on fewer requests (its counts are shown)
+JUDGED = 3000  # requests of the pool's least frequent SLO class judged, where MAX_WINDOW_S allows: P99 +- ~0.2%
 DRAIN_S = 60.0  # a judged request without a first token this long after the window is a miss
 SAMPLE_REPLICAS = 2
-SATURATION_S = 60.0  # a saturated replica's completions are counted over this, after WARMUP_S
+SATURATION_COMPLETIONS = 3000  # a saturated replica runs until it has completed about this many (sd ~2% of mu)
 AGREEMENT = 0.10  # planner vs simulator, relative, on TTFT P95 and rho
 SEED = 15
 
@@ -102,8 +104,9 @@ class Verification:
 
 FIDELITY = (
     f"per pool: {SAMPLE_REPLICAS} replicas simulated request by request at the planned peak with the planned "
-    f"replicas (each fed every n-th arrival), {WARMUP_S:g} s warm-up then {WINDOW_S:g} s judged; "
-    f"mu from one saturated replica over {SATURATION_S:g} s; seed {SEED}"
+    f"replicas (each fed every n-th arrival), a warm-up of three request lives (>= {WARMUP_S:g} s), then a window "
+    f"judging >= {JUDGED} requests of each class (>= {WINDOW_S:g} s, <= {MAX_WINDOW_S:g} s); "
+    f"mu from one saturated replica over ~{SATURATION_COMPLETIONS} completions; seed {SEED}"
 )
 
 
@@ -130,7 +133,8 @@ def _check_pool(spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], rng: np.r
     k = min(SAMPLE_REPLICAS, n)
     rates = np.array([c.rps for c in mix])
     lam = float(rates.sum())
-    horizon = WARMUP_S + WINDOW_S
+    warmup, window = _span(pp, mix, lam / n * k)
+    horizon = warmup + window
     arrival, replica = _dealt_arrivals(rng, lam, n, k, horizon)
     reqs, cls = _requests(spec, rng, mix, rates / lam, arrival, kept=kept, encoder=pool_timing.encoder)
     engine = Engine([pool_timing], [k], reqs, arrival)
@@ -140,7 +144,7 @@ def _check_pool(spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], rng: np.r
     engine.run_until(horizon + DRAIN_S)
     first = np.array(engine.req.first, dtype=np.float64)
     shed = np.array(engine.req.shed, dtype=np.int64)
-    judged = (arrival >= WARMUP_S) & (arrival < horizon)
+    judged = (arrival >= warmup) & (arrival < horizon)
     ttft = first - arrival
     classes: list[ClassCheck] = []
     health = pp.at_needed
@@ -178,6 +182,18 @@ def _check_pool(spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], rng: np.r
         preemptions=int(sum(engine.req.preemptions)),
         classes=classes,
     )
+
+
+def _span(pp: PoolPlan, mix: list[ClassMix], sampled_rps: float) -> tuple[float, float]:
+    """The warm-up and the judged window for a pool whose sampled replicas see ``sampled_rps`` in all."""
+    health = pp.at_needed
+    itl = health.operating.iteration_s if health is not None and math.isfinite(health.operating.iteration_s) else 0.1
+    life = max(c.output[1] * itl + c.prompt[1] * 1e-4 for c in mix)  # its output plus a generous prefill
+    warmup = max(WARMUP_S, 3 * life)
+    total = sum(c.rps for c in mix)
+    rarest = min((c.rps / total for c in mix if c.rps > 0 and c.ttft_slo_s is not None), default=1.0)
+    window = min(MAX_WINDOW_S, max(WINDOW_S, JUDGED / max(sampled_rps * rarest, 1e-9)))
+    return warmup, window
 
 
 def _dealt_arrivals(rng: np.random.Generator, lam: float, n: int, k: int, horizon: float) -> tuple[F64, I64]:
@@ -252,9 +268,15 @@ def _saturated_mu(
     planned_mu: float,
     rng: np.random.Generator,
 ) -> float:
-    """Requests per second one replica completes with a queue that never empties (after the warm-up)."""
-    horizon = WARMUP_S + SATURATION_S
-    count = math.ceil(max(planned_mu, 1.0) * horizon * 2) + 1000
+    """Requests per second one replica completes with a queue that never empties (after the warm-up).
+
+    The warm-up and the window scale with the planned ``mu``, so that a pool of long requests
+    (minutes each) is judged on as many completions as a chat pool.
+    """
+    window = max(60.0, SATURATION_COMPLETIONS / max(planned_mu, 1e-6))
+    warmup = max(WARMUP_S, window / 3)
+    horizon = warmup + window
+    count = math.ceil(max(planned_mu, 0.01) * horizon * 1.5) + 200
     arrival = np.zeros(count)
     reqs, _ = _requests(spec, rng, mix, shares, arrival, kept=kept, encoder=pool_timing.encoder, deadlines=False)
     engine = Engine([pool_timing], [1], reqs, arrival)
@@ -262,5 +284,5 @@ def _saturated_mu(
     engine.dispatch(0, np.arange(count, dtype=np.int64), np.zeros(count, dtype=np.int64))
     engine.run_until(horizon)
     done = np.array(engine.req.done, dtype=np.float64)
-    finished = int(((done >= WARMUP_S) & (done < horizon)).sum())
-    return finished / SATURATION_S
+    finished = int(((done >= warmup) & (done < horizon)).sum())
+    return finished / window
