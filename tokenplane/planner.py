@@ -234,8 +234,8 @@ def _plan_pool(
             problems.append(
                 PlanViolation(
                     "slo",
-                    f"{where}: class {cls} meets its TTFT SLO of {pred.slo_ttft_p95_ms:.0f} ms for {got:.1%} of "
-                    f"requests (P95 TTFT {pred.ttft_p95_ms:.0f} ms), below its slo_attainment {target:.1%}, at "
+                    f"{where}: class {cls} meets its TTFT SLO of {pred.slo_ttft_p95_ms:.0f} ms for {got:.2%} of "
+                    f"requests (P95 TTFT {pred.ttft_p95_ms:.0f} ms), below its slo_attainment {target:.2%}, at "
                     f"max_replicas={placement.max_replicas}; {fix}",
                     region.name,
                     pool.name,
