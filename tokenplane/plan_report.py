@@ -204,7 +204,10 @@ def print_verification(checked: Verification, console: Console | None = None) ->
                 str(p.replicas) if i == 0 else "",
                 f"{p.planned_rho:.2f}/{p.rho:.2f} ({_signed(p.rho_agreement)})" if i == 0 else "",
                 c.name,
-                Text(f"{_pct(c.attainment)} ({_pct(c.planned_attainment)}) / {c.target:.0%} ±{c.tolerance:.1%}", style=style),
+                Text(
+                    f"{_pct(c.attainment)} ({_pct(c.planned_attainment)}) / {c.target:.0%} ±{c.tolerance:.1%}",
+                    style=style,
+                ),
                 f"{_ms(c.planned_ttft_p95_ms)}/{_ms(c.ttft_p95_ms) if c.ttft_p95_ms is not None else '-'}",
                 _signed(c.agreement),
                 str(p.preemptions) if i == 0 else "",

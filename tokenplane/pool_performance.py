@@ -387,7 +387,9 @@ class ReplicaPerformance:
                 work = q_s * ahead_share + prefill[own]
                 rounds = np.maximum(np.ceil(work / usable) - 1, 0)
                 last = work - rounds * usable
-                behind = _arrived_tokens(rng, lam * (r_s + rounds * full), grid, n)  # after it, in time for its iteration
+                behind = _arrived_tokens(
+                    rng, lam * (r_s + rounds * full), grid, n
+                )  # after it, in time for its iteration
                 final = decode + per_token * (np.minimum(budget, last + behind) - prefill[own]) + seconds[own]
                 ttft += share * (r_s + rounds * full + final)
                 wait += share * (r_s + rounds * full + final - decode - seconds[own])
