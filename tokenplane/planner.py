@@ -69,6 +69,7 @@ class PoolPlan:
     batch_slots: int
     arrival_rps: float  # lambda
     service_rps_per_replica: float  # mu of one replica
+    sized_rps_per_replica: float  # arrivals per replica the plan holds: lam / replicas_needed, else mu x target
     min_replicas: int
     max_replicas: int
     replicas_needed: int
@@ -298,6 +299,10 @@ def _plan_pool(
             batch_slots=slots,
             arrival_rps=lam,
             service_rps_per_replica=mu,
+            # Where the floor decides replicas_needed, the pool could carry more per replica: mu at the target.
+            sized_rps_per_replica=lam / needed
+            if lam > 0 and needed > placement.min_replicas
+            else mu * pool.autoscaling.target_utilization,
             min_replicas=placement.min_replicas,
             max_replicas=placement.max_replicas,
             replicas_needed=needed,

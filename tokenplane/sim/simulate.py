@@ -375,9 +375,7 @@ def _setup_pools(
             max_replicas=placement.max_replicas,
             spec=pool.autoscaling,
             service_rps_per_replica=pool_plan.service_rps_per_replica,
-            sized_rps_per_replica=pool_plan.arrival_rps / pool_plan.replicas_needed
-            if pool_plan.arrival_rps > 0 and pool_plan.replicas_needed > 0
-            else 0.0,
+            sized_rps_per_replica=pool_plan.sized_rps_per_replica,
             replicas_per_node=replicas_per_node(pool),
             gpus_per_replica=pool.gpus_per_replica,
             gpus_per_node=node.gpus,
