@@ -110,7 +110,7 @@ class Verification:
 
 
 FIDELITY = (
-    f"per pool: {SAMPLE_REPLICAS} replicas simulated request by request at the planned peak with the planned "
+    f"per pool: up to {SAMPLE_REPLICAS} replicas simulated request by request at the planned peak with the planned "
     f"replicas (each fed every n-th arrival), a warm-up of three request lives (>= {WARMUP_S:g} s), then a window "
     f"judging >= {JUDGED} requests of each class (>= {WINDOW_S:g} s, <= {MAX_WINDOW_S:g} s); "
     f"mu from one saturated replica over ~{SATURATION_COMPLETIONS} completions; seed {SEED}"
