@@ -87,6 +87,7 @@ class _Moments:
     prefill_tokens: float  # E[tokens to prefill] after prefix-cache hits
     prefill_s: float  # E[prefill seconds]
     prefill_tokens_grid: F64  # the pool's prompt mix as equally likely prefill-token points (for the chains)
+    prefill_seconds_grid: F64  # the same points' prefill seconds (attention grows with the prompt: not per token)
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,7 @@ class ReplicaPerformance:
         w = self.weights
         dec = kv = kv2 = tok = sec = 0.0
         grid: list[F64] = []
+        grid_s: list[F64] = []
         encoder = self.timing.encoder
         for weight, c, (prefill, seconds) in zip(w, self.classes, self._class_grids, strict=True):
             p_lo, p_hi = c.prompt
@@ -209,7 +211,8 @@ class ReplicaPerformance:
             tok += weight * float(prefill.mean())
             sec += weight * float(seconds.mean())
             grid.append(np.repeat(prefill, max(1, round(weight * 1000))))
-        return _Moments(dec, kv, kv2, tok, sec, np.concatenate(grid))
+            grid_s.append(np.repeat(seconds, max(1, round(weight * 1000))))
+        return _Moments(dec, kv, kv2, tok, sec, np.concatenate(grid), np.concatenate(grid_s))
 
     # --- the fluid fixed point ---------------------------------------------------------------
 
@@ -322,9 +325,9 @@ class ReplicaPerformance:
         kv = np.maximum(op.kv_tokens + spread * op.kv_sd, 0.0) if decoding else np.zeros(CHAINS)
         decode = np.array([self._decode_s(b, k) for b, k in zip(batch.tolist(), kv.tolist(), strict=True)])
         budget = np.maximum(1.0, t.token_budget - np.round(batch))
-        per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token, attention included, over the mix
-        full = decode + per_token * budget  # an iteration that spends the whole budget
-        grid = m.prefill_tokens_grid
+        per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token over the mix, attention included
+        full = decode + per_token * budget  # an iteration that spends the whole budget on an average mix
+        grid, grid_s = m.prefill_tokens_grid, m.prefill_seconds_grid
         mean_tokens = float(grid.mean())
         lam = op.rps
         n = max(1, replicas)
@@ -333,8 +336,10 @@ class ReplicaPerformance:
             level_rate += weight * lam * np.array(c.levels)
         residual = np.zeros(CHAINS)  # of the iteration in progress; 0: the replica is idle
         queued = np.zeros(CHAINS)  # prompt tokens waiting for an iteration
+        queued_s = np.zeros(CHAINS)  # and their prefill seconds
         seen_r: list[F64] = []
         seen_q: list[F64] = []
+        seen_qs: list[F64] = []
         lengths: list[F64] = []
         decode_only = 0.0
         for step in range(WARMUP_ARRIVALS + READ_ARRIVALS):
@@ -346,10 +351,13 @@ class ReplicaPerformance:
             while active.any():
                 done = np.minimum(queued, budget)
                 busy = active & (done > 0)
-                length = decode + per_token * done
+                # A chunk costs its share of the queue's seconds: whole prompts keep their own attention cost.
+                done_s = np.where(queued > 0, queued_s * done / np.maximum(queued, 1e-9), 0.0)
+                length = decode + done_s
                 if reading and busy.any():
                     lengths.append(length[busy])
                 queued = np.where(busy, queued - done, queued)
+                queued_s = np.where(busy, queued_s - done_s, queued_s)
                 fits = busy & (gap <= length)
                 residual = np.where(fits, length - gap, residual)
                 gap = np.where(busy & ~fits, gap - length, gap)
@@ -366,8 +374,11 @@ class ReplicaPerformance:
             if reading:
                 seen_r.append(residual.copy())
                 seen_q.append(queued.copy())
-            queued = queued + grid[rng.integers(0, len(grid), CHAINS)]
-        r_s, q_s = np.concatenate(seen_r), np.concatenate(seen_q)
+                seen_qs.append(queued_s.copy())
+            pick = rng.integers(0, len(grid), CHAINS)
+            queued = queued + grid[pick]
+            queued_s = queued_s + grid_s[pick]
+        r_s, q_s, qs_s = np.concatenate(seen_r), np.concatenate(seen_q), np.concatenate(seen_qs)
         samples = len(r_s)
         reads = samples // CHAINS
         decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
@@ -384,15 +395,19 @@ class ReplicaPerformance:
                 own = rng.integers(0, len(prefill), samples)
                 # Each further iteration serves the budget, less what higher levels bring meanwhile.
                 usable = np.maximum(budget - jump_rate * full * mean_tokens, budget * 0.05)
-                work = q_s * ahead_share + prefill[own]
+                ahead, ahead_s = q_s * ahead_share, qs_s * ahead_share
+                work = ahead + prefill[own]
                 rounds = np.maximum(np.ceil(work / usable) - 1, 0)
-                last = work - rounds * usable
-                behind = _arrived_tokens(
-                    rng, lam * (r_s + rounds * full), grid, n
-                )  # after it, in time for its iteration
-                final = decode + per_token * (np.minimum(budget, last + behind) - prefill[own]) + seconds[own]
-                ttft += share * (r_s + rounds * full + final)
-                wait += share * (r_s + rounds * full + final - decode - seconds[own])
+                before = np.minimum(rounds * usable, ahead)  # of the queue ahead, what full iterations took
+                full_s = decode + np.where(ahead > 0, ahead_s / np.maximum(ahead, 1e-9), per_token) * usable
+                last_ahead_s = ahead_s * (1 - before / np.maximum(ahead, 1e-9))
+                room = np.maximum(budget - (work - rounds * usable), 0.0)
+                # Requests after it that arrive before its last iteration starts share that iteration's budget.
+                behind, behind_s = _arrived(rng, lam, r_s + rounds * full_s, grid, grid_s, n)
+                fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
+                final = decode + last_ahead_s + seconds[own] + fill_s
+                ttft += share * (r_s + rounds * full_s + final)
+                wait += share * (r_s + rounds * full_s + final - decode - seconds[own])
                 mass += share
             ttft /= max(mass, 1e-12)
             wait /= max(mass, 1e-12)
@@ -407,18 +422,25 @@ class ReplicaPerformance:
         return out, itl_p95
 
 
-def _arrived_tokens(rng: np.random.Generator, expected: F64, grid: F64, replicas: int) -> F64:
-    """Prompt tokens of the arrivals that follow one, over spans expecting ``expected`` of them.
+def _arrived(
+    rng: np.random.Generator, rps: float, spans: F64, grid: F64, grid_s: F64, replicas: int
+) -> tuple[F64, F64]:
+    """Prompt tokens and prefill seconds of the arrivals that follow one arrival within each of ``spans``.
 
-    The arrivals after a given one form a renewal stream with Gamma(``replicas``) gaps, so their
-    count over a span is about Gamma with mean ``expected`` and variance ``expected / replicas``
-    (Poisson at one replica, a steady beat at many); each brings a prompt drawn from the mix.
+    The arrivals after a given one form a renewal stream with Gamma(``replicas``) gaps of mean
+    ``1 / rps`` (Poisson at one replica, a steady beat at many), counted exactly: the gaps are drawn.
     """
-    means = np.maximum(expected, 0.0)
-    counts = np.floor(rng.gamma(np.maximum(means * replicas, 1e-12), 1 / replicas)).astype(np.int64)
-    total = int(counts.sum())
-    sums = np.bincount(np.repeat(np.arange(len(means)), counts), weights=grid[rng.integers(0, len(grid), total)])
-    return np.pad(sums, (0, len(means) - len(sums)))
+    if rps <= 0:
+        return np.zeros(len(spans)), np.zeros(len(spans))
+    most = math.ceil(float(spans.max(initial=0.0)) * rps)
+    width = most + 6 * math.isqrt(most + 1) + 4  # far beyond the count any span reaches
+    times = np.cumsum(rng.gamma(replicas, 1 / (replicas * rps), (len(spans), width)), axis=1)
+    counts = (times <= spans[:, None]).sum(axis=1)
+    owner = np.repeat(np.arange(len(spans)), counts)
+    pick = rng.integers(0, len(grid), int(counts.sum()))
+    tokens = np.bincount(owner, weights=grid[pick], minlength=len(spans))
+    seconds = np.bincount(owner, weights=grid_s[pick], minlength=len(spans))
+    return tokens, seconds
 
 
 def _weighted_quantiles(values: F64, weights: F64, qs: tuple[float, ...]) -> tuple[float, ...]:
