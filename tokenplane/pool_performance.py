@@ -398,16 +398,16 @@ class ReplicaPerformance:
                 ahead, ahead_s = q_s * ahead_share, qs_s * ahead_share
                 work = ahead + prefill[own]
                 rounds = np.maximum(np.ceil(work / usable) - 1, 0)
-                before = np.minimum(rounds * usable, ahead)  # of the queue ahead, what full iterations took
-                full_s = decode + np.where(ahead > 0, ahead_s / np.maximum(ahead, 1e-9), per_token) * usable
-                last_ahead_s = ahead_s * (1 - before / np.maximum(ahead, 1e-9))
+                # Its first token comes out of iteration rounds + 1: each decodes, and between them they prefill
+                # what is ahead of it, its own prompt, what higher levels bring meanwhile (the budget they take
+                # from the full rounds), and what arrived after it and fits the last one's room.
+                jump_s = rounds * (budget - usable) * per_token
                 room = np.maximum(budget - (work - rounds * usable), 0.0)
-                # Requests after it that arrive before its last iteration starts share that iteration's budget.
-                behind, behind_s = _arrived(rng, lam, r_s + rounds * full_s, grid, grid_s, n)
+                behind, behind_s = _arrived(rng, lam, r_s + rounds * full, grid, grid_s, n)
                 fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
-                final = decode + last_ahead_s + seconds[own] + fill_s
-                ttft += share * (r_s + rounds * full_s + final)
-                wait += share * (r_s + rounds * full_s + final - decode - seconds[own])
+                elapsed = (rounds + 1) * decode + ahead_s + seconds[own] + jump_s + fill_s
+                ttft += share * (r_s + elapsed)
+                wait += share * (r_s + elapsed - decode - seconds[own])
                 mass += share
             ttft /= max(mass, 1e-12)
             wait /= max(mass, 1e-12)

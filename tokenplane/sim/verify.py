@@ -110,7 +110,7 @@ class Verification:
 
 
 FIDELITY = (
-    f"per pool: up to {SAMPLE_REPLICAS} replicas simulated request by request at the planned peak with the planned "
+    f"per pool: {SAMPLE_REPLICAS} replicas simulated request by request at the planned peak with the planned "
     f"replicas (each fed every n-th arrival), a warm-up of three request lives (>= {WARMUP_S:g} s), then a window "
     f"judging >= {JUDGED} requests of each class (>= {WINDOW_S:g} s, <= {MAX_WINDOW_S:g} s); "
     f"mu from one saturated replica over ~{SATURATION_COMPLETIONS} completions; seed {SEED}"
@@ -137,7 +137,7 @@ def _check_pool(spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], rng: np.r
     pool_timing = timing(spec, pool)
     kept = prefix_kept_share(spec, pool)
     n = max(1, pp.replicas_needed)
-    k = min(SAMPLE_REPLICAS, n)
+    k = SAMPLE_REPLICAS  # below that many planned replicas, the extra ones are further samples of the same replica
     rates = np.array([c.rps for c in mix])
     lam = float(rates.sum())
     warmup, window = _span(pp, mix, lam / n * k)
