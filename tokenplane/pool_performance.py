@@ -250,11 +250,15 @@ class ReplicaPerformance:
         kv = rps * tau * m.kv_token_iterations
         kv_sd = math.sqrt(max(rps * tau * m.kv_square_iterations, 0.0))
         feasible = batch <= t.max_num_seqs and kv <= t.kv_tokens and math.isfinite(tau)
+        if t.encoder and self._saturation is not None:
+            feasible = feasible and rps <= self._saturation
         decode = self._decode_s(batch, kv)
         return Operating(rps, tau, decode, batch, kv, kv_sd, share, feasible)
 
     def saturation_rps(self) -> float:
         """Requests per second one replica completes at most: where the batch reaches the KV cache or the slots."""
+        if self._saturation is None and self.timing.encoder:
+            self._saturation = self._encoder_saturation()
         if self._saturation is None:
             top = MAX_PREFILL_SHARE / self.moments.prefill_s if self.moments.prefill_s > 0 else 1e9
             lo, hi = 0.0, top
@@ -266,6 +270,15 @@ class ReplicaPerformance:
                     hi = mid
             self._saturation = lo
         return self._saturation
+
+    def _encoder_saturation(self) -> float:
+        """An encoder keeps no KV cache: saturated, each iteration embeds ``max_num_seqs`` prompts or the budget.
+
+        For a small embedder the per-iteration overhead, not the FLOPs, is most of the time.
+        """
+        t, m = self.timing, self.moments
+        per_iteration = max(1.0, min(float(t.max_num_seqs), t.token_budget / max(m.prefill_tokens, 1.0)))
+        return per_iteration / (t.overhead_s + per_iteration * m.prefill_s)
 
     def concurrency(self) -> float:
         """Sequences one replica holds at once at saturation: ``max_num_seqs``, or fewer when KV binds."""
@@ -432,10 +445,13 @@ def _arrived(
     """
     if rps <= 0:
         return np.zeros(len(spans)), np.zeros(len(spans))
-    most = math.ceil(float(spans.max(initial=0.0)) * rps)
-    width = most + 6 * math.isqrt(most + 1) + 4  # far beyond the count any span reaches
-    times = np.cumsum(rng.gamma(replicas, 1 / (replicas * rps), (len(spans), width)), axis=1)
-    counts = (times <= spans[:, None]).sum(axis=1)
+    counts = np.zeros(len(spans), dtype=np.int64)
+    clock = rng.gamma(replicas, 1 / (replicas * rps), len(spans))
+    live = np.flatnonzero(clock <= spans)
+    while len(live):  # one more arrival for every span it still falls in: ~E[count] + 1 draws per span
+        counts[live] += 1
+        clock[live] += rng.gamma(replicas, 1 / (replicas * rps), len(live))
+        live = live[clock[live] <= spans[live]]
     owner = np.repeat(np.arange(len(spans)), counts)
     pick = rng.integers(0, len(grid), int(counts.sum()))
     tokens = np.bincount(owner, weights=grid[pick], minlength=len(spans))

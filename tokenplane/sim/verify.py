@@ -280,8 +280,10 @@ def _saturated_mu(
     The warm-up and the window scale with the planned ``mu``, so that a pool of long requests
     (minutes each) is judged on as many completions as a chat pool.
     """
-    window = max(60.0, SATURATION_COMPLETIONS / max(planned_mu, 1e-6))
-    warmup = max(WARMUP_S, window / 3)
+    # Long enough for SATURATION_COMPLETIONS at the planned mu, and a warm-up of a third of it (a fast
+    # embedder needs seconds, a long-context pool many minutes): the run holds ~1.5x that many requests.
+    window = SATURATION_COMPLETIONS / max(planned_mu, 1e-6)
+    warmup = window / 3
     horizon = warmup + window
     count = math.ceil(max(planned_mu, 0.01) * horizon * 1.5) + 200
     arrival = np.zeros(count)
