@@ -17,7 +17,7 @@ from tokenplane.planner import Plan, PoolPlan
 from tokenplane.sizing import SizeResult
 
 if TYPE_CHECKING:
-    from tokenplane.sim.verify import Verification
+    from tokenplane.sim.verify import PoolCheck, Verification
 
 PIPE_WIDTH = 200  # columns for piped output; a plan's widest table needs about 170
 
@@ -174,6 +174,12 @@ def _signed(value: float | None) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:+.0%}"
 
 
+def _fewer(p: PoolCheck) -> str:
+    if p.fewer_met is None:
+        return "-"
+    return f"{p.fewer_replicas}: {'met' if p.fewer_met else 'missed'}"
+
+
 def verification_json(checked: Verification) -> dict[str, Any]:
     return {"ok": checked.ok, "fidelity": checked.fidelity, "pools": [asdict(p) for p in checked.pools]}
 
@@ -193,6 +199,7 @@ def print_verification(checked: Verification, console: Console | None = None) ->
             ("TTFT p95 ms plan/sim", "r"),
             ("Δ", "r"),
             ("preempt.", "r"),
+            ("at -10% replicas", "r"),
         ],
     )
     for p in checked.pools:
@@ -211,6 +218,7 @@ def print_verification(checked: Verification, console: Console | None = None) ->
                 f"{_ms(c.planned_ttft_p95_ms)}/{_ms(c.ttft_p95_ms) if c.ttft_p95_ms is not None else '-'}",
                 _signed(c.agreement),
                 str(p.preemptions) if i == 0 else "",
+                _fewer(p) if i == 0 else "",
                 end_section=i == len(p.classes) - 1,
             )
     console.print(table)

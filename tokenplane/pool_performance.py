@@ -454,8 +454,8 @@ def _arrived(
         live = live[clock[live] <= spans[live]]
     owner = np.repeat(np.arange(len(spans)), counts)
     pick = rng.integers(0, len(grid), int(counts.sum()))
-    tokens = np.bincount(owner, weights=grid[pick], minlength=len(spans))
-    seconds = np.bincount(owner, weights=grid_s[pick], minlength=len(spans))
+    tokens: F64 = np.bincount(owner, weights=grid[pick], minlength=len(spans)).astype(np.float64)
+    seconds: F64 = np.bincount(owner, weights=grid_s[pick], minlength=len(spans)).astype(np.float64)
     return tokens, seconds
 
 

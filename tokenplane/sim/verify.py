@@ -9,6 +9,10 @@ for ``WARMUP_S`` (the batch fills), then every request arriving within the next
 ``WINDOW_S`` is judged: its TTFT within its class's P95 SLO, or a miss (shed at its
 queue deadline, or no first token by the end of the drain).
 
+A third run repeats the first at about 10% fewer replicas: where every class still
+reaches its target there, the plan holds more replicas than the simulator needs (the
+utilization target or the sizing margin decided, not the SLO), which the report shows.
+
 A second run saturates one replica (a queue that never empties) to measure what it
 completes per second: the simulator's own ``mu``, against which its ``rho`` is stated.
 
@@ -89,6 +93,8 @@ class PoolCheck:
     mu: float
     preemptions: int
     classes: list[ClassCheck]
+    fewer_replicas: int  # about 10% fewer than planned
+    fewer_met: bool | None  # whether every class still reaches its target there (None: not run, one replica)
 
     @property
     def met(self) -> bool:
@@ -135,33 +141,12 @@ def verify(spec: PlatformSpec, planned: Plan) -> Verification:
 def _check_pool(spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], rng: np.random.Generator) -> PoolCheck:
     pool = spec.pool(pp.name)
     pool_timing = timing(spec, pool)
-    kept = prefix_kept_share(spec, pool)
     n = max(1, pp.replicas_needed)
-    k = SAMPLE_REPLICAS  # below that many planned replicas, the extra ones are further samples of the same replica
-    rates = np.array([c.rps for c in mix])
-    lam = float(rates.sum())
-    warmup, window = _span(pp, mix, lam / n * k)
-    horizon = warmup + window
-    arrival, replica = _dealt_arrivals(rng, lam, n, k, horizon)
-    reqs, cls = _requests(spec, rng, mix, rates / lam, arrival, kept=kept, encoder=pool_timing.encoder)
-    engine = Engine([pool_timing], [k], reqs, arrival)
-    for slot in range(k):
-        engine.start(slot, 0.0)
-    engine.dispatch(0, np.arange(len(arrival), dtype=np.int64), replica)
-    engine.run_until(horizon + DRAIN_S)
-    first = np.array(engine.req.first, dtype=np.float64)
-    shed = np.array(engine.req.shed, dtype=np.int64)
-    judged = (arrival >= warmup) & (arrival < horizon)
-    ttft = first - arrival
-    classes: list[ClassCheck] = []
+    run = _PeakRun(spec, pp, mix, pool_timing, prefix_kept_share(spec, pool))
+    outcome = run.at(n, rng)
     health = pp.at_needed
-    for ci, c in enumerate(mix):
-        rows = judged & (cls == ci)
-        count = int(rows.sum())
-        served = rows & np.isfinite(ttft) & (shed == SERVED)
-        attainment = None
-        if c.ttft_slo_s is not None and count:
-            attainment = float((served & (ttft <= c.ttft_slo_s)).sum() / count)
+    classes: list[ClassCheck] = []
+    for c, (count, attainment, p95, shed) in zip(mix, outcome.classes, strict=True):
         planned = health.classes.get(c.name) if health is not None else None
         classes.append(
             ClassCheck(
@@ -170,13 +155,21 @@ def _check_pool(spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], rng: np.r
                 slo_ttft_ms=None if c.ttft_slo_s is None else c.ttft_slo_s * 1000,
                 target=c.attainment,
                 attainment=attainment,
-                ttft_p95_ms=float(np.percentile(ttft[served], 95) * 1000) if served.any() else None,
+                ttft_p95_ms=p95,
                 planned_ttft_p95_ms=planned.ttft_p95_s * 1000 if planned else math.nan,
                 planned_attainment=planned.attainment if planned else None,
-                shed=int((rows & (shed != SERVED)).sum()),
+                shed=shed,
             )
         )
-    mu = _saturated_mu(spec, pool_timing, mix, rates / lam, kept, pp.service_rps_per_replica, rng)
+    fewer = max(1, math.floor(n * (1 - AGREEMENT)))
+    fewer_met: bool | None = None
+    if fewer < n:
+        fewer_met = all(
+            att is None or att >= c.attainment
+            for c, (_, att, _, _) in zip(mix, run.at(fewer, rng).classes, strict=True)
+        )
+    lam = run.lam
+    mu = _saturated_mu(spec, pool_timing, mix, run.shares, run.kept, pp.service_rps_per_replica, rng)
     return PoolCheck(
         region=pp.region,
         pool=pp.name,
@@ -186,9 +179,58 @@ def _check_pool(spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], rng: np.r
         rho=(lam / n) / mu if mu > 0 else math.inf,
         planned_mu=pp.service_rps_per_replica,
         mu=mu,
-        preemptions=int(sum(engine.req.preemptions)),
+        preemptions=outcome.preemptions,
         classes=classes,
+        fewer_replicas=fewer,
+        fewer_met=fewer_met,
     )
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    classes: list[tuple[int, float | None, float | None, int]]  # judged, attainment, TTFT P95 ms, shed
+    preemptions: int
+
+
+class _PeakRun:
+    """One pool at its planned peak on sampled replicas, at any replica count."""
+
+    def __init__(
+        self, spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], pool_timing: PoolTiming, kept: float
+    ) -> None:
+        self.spec, self.pp, self.mix, self.timing, self.kept = spec, pp, mix, pool_timing, kept
+        rates = np.array([c.rps for c in mix])
+        self.lam = float(rates.sum())
+        self.shares = rates / self.lam
+
+    def at(self, n: int, rng: np.random.Generator) -> _Outcome:
+        k = SAMPLE_REPLICAS  # below that many planned replicas, the extra ones are further samples of the same one
+        warmup, window = _span(self.pp, self.mix, self.lam / n * k)
+        horizon = warmup + window
+        arrival, replica = _dealt_arrivals(rng, self.lam, n, k, horizon)
+        reqs, cls = _requests(
+            self.spec, rng, self.mix, self.shares, arrival, kept=self.kept, encoder=self.timing.encoder
+        )
+        engine = Engine([self.timing], [k], reqs, arrival)
+        for slot in range(k):
+            engine.start(slot, 0.0)
+        engine.dispatch(0, np.arange(len(arrival), dtype=np.int64), replica)
+        engine.run_until(horizon + DRAIN_S)
+        first = np.array(engine.req.first, dtype=np.float64)
+        shed = np.array(engine.req.shed, dtype=np.int64)
+        judged = (arrival >= warmup) & (arrival < horizon)
+        ttft = first - arrival
+        classes: list[tuple[int, float | None, float | None, int]] = []
+        for ci, c in enumerate(self.mix):
+            rows = judged & (cls == ci)
+            count = int(rows.sum())
+            served = rows & np.isfinite(ttft) & (shed == SERVED)
+            attainment = None
+            if c.ttft_slo_s is not None and count:
+                attainment = float((served & (ttft <= c.ttft_slo_s)).sum() / count)
+            p95 = float(np.percentile(ttft[served], 95) * 1000) if served.any() else None
+            classes.append((count, attainment, p95, int((rows & (shed != SERVED)).sum())))
+        return _Outcome(classes, int(sum(engine.req.preemptions)))
 
 
 def _span(pp: PoolPlan, mix: list[ClassMix], sampled_rps: float) -> tuple[float, float]:
