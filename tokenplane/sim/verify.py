@@ -123,12 +123,16 @@ FIDELITY = (
 )
 
 
-def verify(spec: PlatformSpec, planned: Plan) -> Verification:
-    """Simulate every loaded pool of ``planned`` at its peak with its ``replicas_needed``."""
+def verify(spec: PlatformSpec, planned: Plan, *, only: set[tuple[str, str]] | None = None) -> Verification:
+    """Simulate every loaded pool of ``planned`` at its peak with its ``replicas_needed``.
+
+    ``only``: the (region, pool) pairs to simulate; every loaded pool when None. Each pool's draws
+    depend on its place in the plan only, so a subset gives the same numbers as the whole.
+    """
     traffic = route(spec)
     checks: list[PoolCheck] = []
     for index, pp in enumerate(planned.pools):
-        if pp.arrival_rps <= 0:
+        if pp.arrival_rps <= 0 or (only is not None and (pp.region, pp.name) not in only):
             continue
         load = traffic.loads[(pp.region, pp.name)]
         mix = class_mix(spec, pp.region, spec.pool(pp.name), load.per_class)
