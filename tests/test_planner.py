@@ -294,3 +294,18 @@ def test_end_to_end_slo_is_checked_against_the_decode_speed(dev_data: SpecData, 
     assert "class A" in slo[0].message and "SLO of 50 ms" in slo[0].message
     dev_data["workload_classes"]["A"]["e2e_p95_ms"] = 600_000
     assert not [v for v in plan(load_data(dev_data)).violations if "end-to-end" in v.message]
+
+
+def test_an_slo_that_no_replica_count_reaches_is_not_sized_by_adding_replicas(
+    dev_data: SpecData, load_data: Load
+) -> None:
+    # Class B's 2,000-8,000-token prompts take longer than 50 ms to prefill on any idle replica.
+    dev_data["workload_classes"]["B"]["ttft_p95_ms"] = 50
+    for placement in dev_data["regions"][0]["pools"]:
+        placement["max_replicas"] = 50
+    dev_data["budget"]["max_usd_per_hour"] = 1e6
+    result = plan(load_data(dev_data))
+    small = _pool(result, "small")
+    assert small.replicas_needed < 10  # what utilization and KV headroom need, not the search's ceiling
+    [slo] = [v for v in result.violations if v.kind == "slo" and v.pool == "small" and "class B" in v.message]
+    assert "queueing is not the cause" in slo.message

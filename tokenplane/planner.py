@@ -386,7 +386,7 @@ def _replicas_needed(perf: ReplicaPerformance, lam: float, pool: Pool, floor: in
         )
 
     n = _first(fits, n)
-    if meets(n) or not perf.health(lam / MAX_REPLICAS_SEARCHED, replicas=MAX_REPLICAS_SEARCHED).slo_met:
+    if meets(n) or not meets(MAX_REPLICAS_SEARCHED):
         return n  # already within the SLOs, or no replica count gets there: the pool's speed is the cause
     return _first(meets, n + 1)
 

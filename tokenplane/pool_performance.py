@@ -132,20 +132,6 @@ class Health:
     targets: dict[str, float]  # each class's attainment target
     itl_p95_s: float  # the 95th percentile of the gaps between a sequence's tokens (iterations, by count)
 
-    def meets(self, *, target_utilization: float) -> bool:
-        """Within the utilization target, the KV and slot headroom, and every class's attainment target."""
-        return (
-            self.operating.feasible
-            and self.rho <= target_utilization
-            and self.kv_headroom_ok
-            and self.slots_ok
-            and self.slo_met
-        )
-
-    @property
-    def slo_met(self) -> bool:
-        return all(c.attainment is None or c.attainment >= self.targets[c.name] for c in self.classes.values())
-
 
 class ReplicaPerformance:
     """One replica of a pool under a fixed mix of classes; ask it at any arrival rate.
