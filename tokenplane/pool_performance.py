@@ -20,18 +20,26 @@ per-step latency model says, both sides price the same steps:
   ``max_num_batched_tokens - batch`` tokens of them; a prompt's first token comes
   out of the iteration that finishes it. The mean iteration is
   ``tau = D / (1 - lambda x E[prefill seconds])``.
-- **TTFT is a distribution, not a mean plus a queue.** The prefill backlog is a
-  Markov chain over iterations (``W' = W - min(W, budget) + arrivals(tau(W))``);
-  it is run on many chains at once with numpy from a fixed seed, so the same spec
-  always gives the same plan. A request arriving in an iteration waits for its
-  end, then for the prompt tokens ahead of it at its priority or above, budget by
-  budget, then its own prefill's iteration. Attainment is the share of a class's
-  requests whose TTFT is within its P95 SLO.
+- **TTFT is a distribution, not a mean plus a queue.** Backlog chains step from
+  arrival to arrival (gaps Gamma(n): a least-request balancer over ``n`` replicas
+  deals each about every n-th arrival, as the workbench's sampled replicas are fed),
+  carrying the rest of the iteration in progress and the prompt tokens (and their
+  prefill seconds) queued for the next ones; each iteration prefills at most the
+  budget of the queue. They run side by side with numpy from a fixed seed, so the
+  same spec always gives the same plan. A request waits for the iteration it
+  arrived in, then for the prompts ahead of it at its priority or above, budget by
+  budget, and its first token comes out of the iteration that finishes its own
+  prompt, shared with what arrived after it and fits. Each chain holds its own
+  batch and KV level from the batch's M/G/inf spread, since the batch moves on the
+  scale of a request's life and the queue on the scale of iterations. Attainment is
+  the share of a class's requests whose TTFT is within its P95 SLO.
 
 What it leaves out, on purpose: per-replica imbalance beyond the balancer's
-round robin, preemption's recompute cost (the ``z`` headroom keeps it rare at
-the planned replicas, and ``plan --verify`` measures it), and prefix-cache hit
-variance (every prompt gets the expected hit rate, as in the simulator).
+round robin, preemption's recompute (the ``z`` headroom keeps it rare at the
+planned replicas; at saturation the engine's thrash makes its measured ``mu``
+5-11% below this one's, which ``plan --verify`` reports as the rho agreement),
+and prefix-cache hit variance (every prompt gets the expected hit rate, as in the
+simulator).
 """
 
 from __future__ import annotations
@@ -50,13 +58,13 @@ F64 = npt.NDArray[np.float64]
 
 WASTE_TOKENS = 7.5  # a sequence's last KV block is half empty on average (BLOCK_SIZE 16); the engine's WASTE_TOKENS
 LEVELS = 4  # priority levels, critical first (``spec.Priority`` order)
-CHAINS = 256  # backlog chains run side by side: with READ_ITERATIONS, ~8,000 length-weighted samples per class
+CHAINS = 256  # backlog chains run side by side: with READ_ARRIVALS, 8,192 arrivals' views per class and level
 WARMUP_ARRIVALS = 48  # arrivals before the chains are read: the backlog forgets its empty start in ~10-30
 READ_ARRIVALS = 32  # arrivals read per chain
 PROMPT_POINTS = 33  # quantile points a class's uniform prompt range is priced at
 SEED = 20_260_315  # fixed: a plan is a function of its spec
 FIXED_POINT_STEPS = 200
-SATURATION_STEPS = 60  # bisection steps for the saturated arrival rate (relative precision ~1e-9 from a bracket)
+SATURATION_STEPS = 40  # bisection steps for the saturated arrival rate (relative precision ~1e-12 of its bracket)
 MAX_PREFILL_SHARE = 0.98  # beyond this the fixed point is unstable: the replica prefills forever
 
 
@@ -160,6 +168,7 @@ class ReplicaPerformance:
         self._class_grids = [self._prefill_points(c) for c in classes]
         self.moments = self._moments()
         self._saturation: float | None = None
+        self._health: dict[tuple[float, int], Health] = {}
 
     # --- the mix -----------------------------------------------------------------------------
 
@@ -289,11 +298,16 @@ class ReplicaPerformance:
         Gamma(n) (the workbench's ``sim.arrivals.Replicas`` assumes the same), far more regular
         than a Poisson stream once ``n`` is more than a few.
         """
+        key = (rps, replicas)
+        if key in self._health:  # the planner asks again at the count it settles on
+            return self._health[key]
         op, kv_ok, slots_ok = self.headroom(rps)
         sat = self.saturation_rps()
         rho = rps / sat if sat > 0 else math.inf
         classes, itl_p95 = self._ttft(op, max(1, replicas)) if op.feasible else (self._unbounded(), math.inf)
-        return Health(op, rho, kv_ok, slots_ok, classes, {c.name: c.attainment for c in self.classes}, itl_p95)
+        health = Health(op, rho, kv_ok, slots_ok, classes, {c.name: c.attainment for c in self.classes}, itl_p95)
+        self._health[key] = health
+        return health
 
     def _unbounded(self) -> dict[str, ClassLatency]:
         return {
@@ -333,7 +347,7 @@ class ReplicaPerformance:
         level_rate = np.zeros(LEVELS)
         for weight, c in zip(self.weights, self.classes, strict=True):
             level_rate += weight * lam * np.array(c.levels)
-        residual = np.zeros(CHAINS)  # of the iteration in progress; 0: the replica is idle
+        residual = np.zeros(CHAINS)  # of the iteration in progress (0: the replica is idle), when the next one arrives
         queued = np.zeros(CHAINS)  # prompt tokens waiting for an iteration
         queued_s = np.zeros(CHAINS)  # and their prefill seconds
         seen_r: list[F64] = []
@@ -344,32 +358,35 @@ class ReplicaPerformance:
         for step in range(WARMUP_ARRIVALS + READ_ARRIVALS):
             gap = rng.gamma(n, 1 / (n * lam), CHAINS)
             reading = step >= WARMUP_ARRIVALS
-            # Run each chain's iterations until its next arrival.
-            active = gap > residual
-            residual, gap = np.where(active, 0.0, residual - gap), np.where(active, gap - residual, 0.0)
-            while active.any():
-                done = np.minimum(queued, budget)
-                busy = active & (done > 0)
+            # Run each chain's iterations until its next arrival; only the chains it has not reached yet move.
+            live = np.flatnonzero(gap > residual)
+            stay = gap <= residual
+            residual[stay] -= gap[stay]
+            left = gap[live] - residual[live]
+            while len(live):
+                q, qs = queued[live], queued_s[live]
+                done = np.minimum(q, budget[live])
+                busy = done > 0
                 # A chunk costs its share of the queue's seconds: whole prompts keep their own attention cost.
-                done_s = np.where(queued > 0, queued_s * done / np.maximum(queued, 1e-9), 0.0)
-                length = decode + done_s
-                if reading and busy.any():
+                done_s = np.where(busy, qs * done / np.maximum(q, 1e-9), 0.0)
+                length = decode[live] + done_s
+                queued[live] = q - done
+                queued_s[live] = qs - done_s
+                if reading:
                     lengths.append(length[busy])
-                queued = np.where(busy, queued - done, queued)
-                queued_s = np.where(busy, queued_s - done_s, queued_s)
-                fits = busy & (gap <= length)
-                residual = np.where(fits, length - gap, residual)
-                gap = np.where(busy & ~fits, gap - length, gap)
-                idle = active & ~busy
-                if decoding:
-                    # Nothing to prefill: decode iterations until the arrival, which lands inside one.
-                    skipped = np.floor(gap / decode)
+                ends = busy & (left <= length)  # the arrival lands inside this prefill iteration
+                residual[live[ends]] = length[ends] - left[ends]
+                idle = ~busy  # nothing to prefill until the arrival
+                if decoding:  # decode iterations until the arrival, which lands inside one
+                    d = decode[live[idle]]
+                    skipped = np.floor(left[idle] / d)
                     if reading:
-                        decode_only += float(skipped[idle].sum())
-                    residual = np.where(idle, decode - (gap - skipped * decode), residual)
+                        decode_only += float(skipped.sum())
+                    residual[live[idle]] = d - (left[idle] - skipped * d)
                 else:
-                    residual = np.where(idle, 0.0, residual)  # an idle replica starts on the arrival
-                active = busy & ~fits
+                    residual[live[idle]] = 0.0  # an idle replica starts on the arrival
+                more = busy & ~ends
+                live, left = live[more], left[more] - length[more]
             if reading:
                 seen_r.append(residual.copy())
                 seen_q.append(queued.copy())
