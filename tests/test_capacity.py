@@ -264,10 +264,6 @@ def test_mean_shape_weights_each_class_by_its_traffic_share() -> None:
         cap.mean_shape([])
 
 
-def test_batch_slots_are_capped_by_the_kv_cache() -> None:
-    assert cap.batch_slots(256, 450_816, cap.RequestShape(1500, 500)) == 450_816 // 2000 == 225
-
-
 # --- `tokenplane size` ------------------------------------------------------------------------
 
 

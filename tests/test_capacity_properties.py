@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenplane import capacity as cap
@@ -23,15 +23,6 @@ gpus = st.sampled_from(sorted(GPUS)).map(GPUS.__getitem__)
 quantizations = st.sampled_from(list(Quantization))
 kv_dtypes = st.sampled_from(list(KvCacheDtype))
 tps = st.sampled_from([1, 2, 4, 8])
-shapes = st.builds(cap.RequestShape, st.integers(1, 32_768).map(float), st.integers(1, 4096).map(float))
-
-
-def erlang_c_reference(c: int, a: float) -> float:
-    """Erlang C by the textbook Erlang B recursion: B(0)=1, B(k) = a B(k-1) / (k + a B(k-1))."""
-    b = 1.0
-    for k in range(1, c + 1):
-        b = a * b / (k + a * b)
-    return c * b / (c - a * (1 - b))
 
 
 def _memory(arch: Architecture, gpu: Gpu, tp: int, quantization: Quantization, **knobs: Any) -> cap.MemoryPlan:
@@ -140,22 +131,6 @@ def test_prefill_time_grows_with_the_prompt(arch: Architecture, gpu: Gpu, tp: in
 
 
 @PROPERTY
-@given(decoders, gpus, tps, shapes, st.integers(1, 1024))
-def test_replica_throughput_is_positive_and_finite(
-    arch: Architecture, gpu: Gpu, tp: int, shape: cap.RequestShape, batch: int
-) -> None:
-    mu = cap.replica_throughput(cap.ReplicaModel(arch, gpu, tp=tp), shape, batch=batch)
-    assert 0 < mu < math.inf
-
-
-@PROPERTY
-@given(st.integers(1, 4096), st.integers(0, 5_000_000), shapes)
-def test_batch_slots_stay_within_the_scheduler_cap(max_num_seqs: int, kv_tokens: int, shape: cap.RequestShape) -> None:
-    slots = cap.batch_slots(max_num_seqs, kv_tokens, shape)
-    assert 1 <= slots <= max_num_seqs
-
-
-@PROPERTY
 @given(st.integers(0, 16), st.floats(0.0, 0.999), st.floats(0.0, 0.999))
 def test_speculation_yields_between_one_and_k_plus_one_tokens_rising_with_acceptance(
     k: int, a1: float, a2: float
@@ -166,63 +141,6 @@ def test_speculation_yields_between_one_and_k_plus_one_tokens_rising_with_accept
 
 
 # --- queueing ---------------------------------------------------------------------------------
-
-
-@PROPERTY
-@given(st.integers(1, 5000), st.floats(1e-4, 0.9999))
-@example(5000, 0.98)
-@example(5000, 0.9999)
-@example(5000, 0.5)
-@example(1, 0.5)
-def test_erlang_c_matches_the_erlang_b_recursion(servers: int, load_fraction: float) -> None:
-    offered = servers * load_fraction
-    assert math.isclose(
-        cap.erlang_c(servers, offered), erlang_c_reference(servers, offered), rel_tol=1e-9, abs_tol=1e-12
-    )
-
-
-@PROPERTY
-@given(st.integers(1, 5000), st.floats(1.0, 10.0))
-def test_erlang_c_is_one_when_load_reaches_the_servers(servers: int, overload: float) -> None:
-    assert cap.erlang_c(servers, servers * overload) == 1.0
-
-
-@PROPERTY
-@given(st.integers(1, 2000), st.floats(0.01, 100.0), st.floats(1e-3, 0.999))
-def test_queue_wait_quantiles_are_ordered_and_the_mean_is_c_over_the_drain(
-    servers: int, server_rate: float, load_fraction: float
-) -> None:
-    arrival_rate = servers * server_rate * load_fraction
-    wait = cap.queue_wait(arrival_rate, server_rate, servers)
-    p_wait = cap.erlang_c(servers, arrival_rate / server_rate)
-    assert wait.probability == p_wait
-    assert wait.p95_s >= wait.p50_s >= 0.0
-    assert wait.mean_s == pytest.approx(p_wait / (servers * server_rate - arrival_rate), rel=1e-12)
-
-
-@PROPERTY
-@given(st.integers(1, 2000), st.floats(0.01, 100.0), st.floats(1.0, 10.0))
-def test_queue_wait_is_infinite_when_the_pool_is_unstable(servers: int, server_rate: float, overload: float) -> None:
-    wait = cap.queue_wait(servers * server_rate * overload, server_rate, servers)
-    assert (wait.probability, wait.mean_s, wait.p50_s, wait.p95_s) == (1.0, math.inf, math.inf, math.inf)
-
-
-def test_erlang_c_of_two_servers_at_half_load_is_one_third() -> None:
-    # Erlang B: B1 = 1/2, B2 = 0.5 / (2 + 0.5) = 0.2; C = 2 x 0.2 / (2 - 1 x 0.8) = 1/3.
-    assert cap.erlang_c(2, 1.0) == pytest.approx(1 / 3, rel=1e-12)
-
-
-def test_erlang_c_is_near_zero_for_a_vanishing_load() -> None:
-    # 20 servers offered 1e-20 Erlangs: the Erlang B numerator a^20/20! is ~1e-418, so C is ~0.
-    assert cap.erlang_c(20, 1e-20) < 1e-100
-
-
-def test_queue_wait_of_two_servers_at_half_load() -> None:
-    wait = cap.queue_wait(1.0, 1.0, 2)  # C = 1/3, drain c*mu - lambda = 1/s
-    assert wait.probability == pytest.approx(1 / 3)
-    assert wait.mean_s == pytest.approx(1 / 3)
-    assert wait.p50_s == 0.0  # two thirds of arrivals never wait
-    assert wait.p95_s == pytest.approx(math.log((1 / 3) / 0.05))
 
 
 def test_utilization_is_arrivals_over_service() -> None:

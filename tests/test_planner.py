@@ -252,12 +252,13 @@ def test_cli_schema_prints_the_spec_json_schema(runner: CliRunner) -> None:
 
 
 def test_kv_cache_full_at_peak_warns_that_the_autoscaler_will_not_settle(dev_data: SpecData, load_data: Load) -> None:
-    # A small KV budget near saturation: the running batch holds more KV than the scale-out signal allows.
+    # A small KV budget near saturation: the running batch holds more KV than the scale-out signal allows
+    # (at 5 replicas this pool is past its KV-bounded mu; at 7 it runs at rho ~0.8 with its KV cache ~75% full).
     pool = next(p for p in dev_data["pools"] if p["name"] == "small")
     pool["engine"]["gpu_memory_utilization"] = 0.45
     pool["autoscaling"] = {"signals": {"kv_cache_usage": 0.6}}
     dev_data["platform"]["peak_rps"] = 12
-    _placement(dev_data, "small")["max_replicas"] = 5
+    _placement(dev_data, "small")["max_replicas"] = 7
     result = plan(load_data(dev_data))
     small = _pool(result, "small")
     [warning] = [w for w in result.warnings if w.kind == "memory" and w.pool == "small"]
@@ -293,3 +294,18 @@ def test_end_to_end_slo_is_checked_against_the_decode_speed(dev_data: SpecData, 
     assert "class A" in slo[0].message and "SLO of 50 ms" in slo[0].message
     dev_data["workload_classes"]["A"]["e2e_p95_ms"] = 600_000
     assert not [v for v in plan(load_data(dev_data)).violations if "end-to-end" in v.message]
+
+
+def test_an_slo_that_no_replica_count_reaches_is_not_sized_by_adding_replicas(
+    dev_data: SpecData, load_data: Load
+) -> None:
+    # Class B's 2,000-8,000-token prompts take longer than 50 ms to prefill on any idle replica.
+    dev_data["workload_classes"]["B"]["ttft_p95_ms"] = 50
+    for placement in dev_data["regions"][0]["pools"]:
+        placement["max_replicas"] = 50
+    dev_data["budget"]["max_usd_per_hour"] = 1e6
+    result = plan(load_data(dev_data))
+    small = _pool(result, "small")
+    assert small.replicas_needed < 10  # what utilization and KV headroom need, not the search's ceiling
+    [slo] = [v for v in result.violations if v.kind == "slo" and v.pool == "small" and "class B" in v.message]
+    assert "queueing is not the cause" in slo.message

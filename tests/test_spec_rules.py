@@ -432,3 +432,19 @@ def test_a_spec_built_in_code_gets_the_rules_from_validate_spec(dev_data: SpecDa
     with pytest.raises(SpecLoadError) as info:
         validate_spec(dev_data)
     assert [issue.path for issue in info.value.issues] == [f"pools[{i}].tensor_parallel"]
+
+
+@pytest.mark.parametrize("value", [1.0, 0.3])
+def test_slo_attainment_out_of_range_names_the_bounds_and_a_value_to_use(
+    dev_data: SpecData, rejected: Reject, issue_at: IssueAt, value: float
+) -> None:
+    dev_data["workload_classes"]["A"]["slo_attainment"] = value
+    issue = issue_at(rejected(dev_data), "workload_classes.A.slo_attainment")
+    assert f"slo_attainment={value}" in issue.message
+    assert "at least 0.5 and below 1" in issue.message and "0.99" in issue.message
+    assert issue.line is not None
+
+
+def test_slo_attainment_defaults_to_99_percent(dev_data: SpecData, load_data: Load) -> None:
+    spec = load_data(dev_data)
+    assert {c.slo_attainment for c in spec.workload_classes.values()} == {0.99}

@@ -1,7 +1,9 @@
-"""The performance model: memory, latency, throughput, queueing and cost.
+"""The performance model: memory, per-step latency, traffic and cost.
 
 Pure functions over plain numbers and catalog records, shared by the planner,
-the workbench simulator and the simulated engine, so that all three agree.
+the workbench simulator and the simulated engine, so that all three agree. How a
+replica behaves under a request mix (its throughput, concurrency and TTFT) is
+built on these in ``tokenplane.pool_performance``.
 
 Memory follows vLLM's own accounting (``vllm/v1/worker/gpu_worker.py``,
 ``determine_available_memory``)::
@@ -42,14 +44,12 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "Efficiency",
     "MemoryPlan",
     "PrefillCost",
-    "QueueWait",
     "ReplicaModel",
     "RequestShape",
     "Speculation",
     "VllmOverheads",
     "activation_peak_bytes",
     "backlog",
-    "batch_slots",
     "blended_price_per_million",
     "bytes_per_weight",
     "causal_pairs",
@@ -57,8 +57,6 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "decode_step_seconds",
     "decode_step_terms",
     "e2e_seconds",
-    "embedding_throughput",
-    "erlang_c",
     "inter_token_seconds",
     "kv_bytes_per_token",
     "kv_dtype_bytes",
@@ -74,10 +72,7 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "prefill_flops",
     "prefill_seconds",
     "prefill_seconds_per_token",
-    "queue_wait",
     "replica_memory",
-    "replica_service_seconds",
-    "replica_throughput",
     "sampling_seconds",
     "speculation_factor",
     "step_overhead_seconds",
@@ -543,40 +538,6 @@ def mean_shape(shapes: list[RequestShape]) -> RequestShape:
     return RequestShape(prompt, output, total)
 
 
-def batch_slots(max_num_seqs: int, kv_tokens: int, shape: RequestShape) -> int:
-    """Sequences a replica runs at once: the scheduler's cap, or what the KV cache holds."""
-    per_seq = _round_up(max(1, math.ceil(shape.prompt_tokens + shape.output_tokens)), BLOCK_SIZE)
-    by_kv = kv_tokens // per_seq if kv_tokens else max_num_seqs
-    return max(1, min(max_num_seqs, by_kv))
-
-
-def replica_service_seconds(model: ReplicaModel, shape: RequestShape, *, batch: int, prefill_tokens: float) -> float:
-    """Replica-seconds one request costs in continuous batching at ``batch``.
-
-    Decode steps are shared by the whole batch, prefill tokens are not:
-    ``output x ITL(batch) / batch + prefill_tokens x prefill cost per token``.
-    Pipeline stages overlap across micro-batches, dividing the cost by ``pp``.
-    """
-    context = shape.prompt_tokens + shape.output_tokens / 2
-    itl = inter_token_seconds(model, batch, mean_context=context)
-    per_prefill_token = prefill_seconds_per_token(model, context=int(shape.prompt_tokens / 2))
-    cost = shape.output_tokens * itl / batch + prefill_tokens * per_prefill_token
-    return cost / model.pp
-
-
-def replica_throughput(
-    model: ReplicaModel, shape: RequestShape, *, batch: int, prefill_tokens: float | None = None
-) -> float:
-    """Requests per second one replica completes when its batch is full (its service rate mu)."""
-    prefill = shape.prompt_tokens if prefill_tokens is None else prefill_tokens
-    return 1.0 / replica_service_seconds(model, shape, batch=batch, prefill_tokens=prefill)
-
-
-def embedding_throughput(model: ReplicaModel, tokens: float) -> float:
-    """Requests per second an encoder replica embeds; it is prefill only."""
-    return model.pp / (tokens * prefill_seconds_per_token(model, context=int(tokens / 2)))
-
-
 # --- traffic and queues -----------------------------------------------------------------------
 
 
@@ -595,61 +556,6 @@ def utilization(arrival_rate: float, service_rate: float) -> float:
     if service_rate <= 0:
         return math.inf
     return arrival_rate / service_rate
-
-
-def erlang_c(servers: int, offered_load: float) -> float:
-    """Probability that an arrival waits in an M/M/c queue (Erlang C).
-
-    Erlang B is the Poisson pmf at c over the CDF at c, computed in log space
-    and summing only the terms within 12 standard deviations of the mean, so a
-    pool with tens of thousands of batch slots costs ~1 ms, not a loop over every
-    slot, and tiny or huge loads neither overflow nor underflow.
-    """
-    c, a = servers, offered_load
-    if c <= 0 or a >= c:
-        return 1.0
-    if a <= 0:
-        return 0.0
-    log_pmf_c = _log_poisson(c, a)
-    window = 12 * math.sqrt(a) + 20
-    if c > a + window:
-        log_cdf = 0.0  # the Poisson mass above c is below double precision
-    else:
-        logs = [_log_poisson(k, a) for k in range(max(0, int(a - window)), c + 1)]
-        top = max(logs)
-        log_cdf = top + math.log(math.fsum(math.exp(x - top) for x in logs))
-    erlang_b = math.exp(min(0.0, log_pmf_c - log_cdf))
-    return c * erlang_b / (c - a * (1 - erlang_b))
-
-
-def _log_poisson(k: int, mean: float) -> float:
-    return k * math.log(mean) - mean - math.lgamma(k + 1)
-
-
-@dataclass(frozen=True)
-class QueueWait:
-    """Queue delay in an M/M/c queue."""
-
-    probability: float  # that an arrival waits at all
-    mean_s: float
-    p50_s: float
-    p95_s: float
-
-
-def queue_wait(arrival_rate: float, server_rate: float, servers: int) -> QueueWait:
-    """Erlang-C waits. P(W > t) = C x exp(-(c mu - lambda) t)."""
-    if servers <= 0 or server_rate <= 0 or arrival_rate >= servers * server_rate:
-        return QueueWait(1.0, math.inf, math.inf, math.inf)
-    if arrival_rate <= 0:
-        return QueueWait(0.0, 0.0, 0.0, 0.0)
-    p_wait = erlang_c(servers, arrival_rate / server_rate)
-    drain = servers * server_rate - arrival_rate
-
-    def quantile(q: float) -> float:
-        tail = 1 - q
-        return math.log(p_wait / tail) / drain if p_wait > tail else 0.0
-
-    return QueueWait(p_wait, p_wait / drain, quantile(0.5), quantile(0.95))
 
 
 # --- cost -------------------------------------------------------------------------------------

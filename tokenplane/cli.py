@@ -76,6 +76,14 @@ def plan(
     ] = False,
     tree: Annotated[bool, typer.Option("--tree", help="Also print the component and resource tree")] = False,
     graph: Annotated[Path | None, typer.Option("--graph", help="Write the topology to FILE (.svg or .png)")] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Also simulate every pool at its planned peak with its planned replicas: SLO attainment per class, "
+            "planner vs simulator (exits 1 when a class misses its slo_attainment)",
+        ),
+    ] = False,
 ) -> None:
     """Size every pool of SPEC and render its Pulumi graph offline. Exits 1 on any violation or render error.
 
@@ -95,6 +103,11 @@ def plan(
     except SpecError as e:
         _fail(str(e))
     result = make_plan(platform)
+    checked = None
+    if verify:
+        from tokenplane.sim.verify import verify as verify_plan
+
+        checked = verify_plan(platform, result)
     rendered = None
     findings: list[Any] = []
     prerequisites: list[Any] = []
@@ -108,9 +121,14 @@ def plan(
             prerequisites = deploy.prerequisites_of(platform, rendered)
         except deploy.GraphDataMissing as e:
             _fail(str(e), code=1)
-    ok = result.ok and (rendered is None or rendered.ok) and not findings
+    ok = result.ok and (rendered is None or rendered.ok) and not findings and (checked is None or checked.ok)
     if as_json:
         data = plan_json(result)
+        if checked is not None:
+            from tokenplane.plan_report import verification_json
+
+            data["verify"] = verification_json(checked)
+            data["summary"]["ok"] = ok
         if rendered is not None:
             from tokenplane.deploy.report import deploy_json
             from tokenplane.render_report import render_json
@@ -121,6 +139,10 @@ def plan(
     else:
         console = console_for_output()
         print_plan(result, console)
+        if checked is not None:
+            from tokenplane.plan_report import print_verification
+
+            print_verification(checked, console)
         if rendered is not None:
             from tokenplane.render_report import print_counts, print_issues, print_tree
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -15,6 +15,9 @@ from rich.text import Text
 from tokenplane.catalog import GIB
 from tokenplane.planner import Plan, PoolPlan
 from tokenplane.sizing import SizeResult
+
+if TYPE_CHECKING:
+    from tokenplane.sim.verify import PoolCheck, Verification
 
 PIPE_WIDTH = 200  # columns for piped output; a plan's widest table needs about 170
 
@@ -42,6 +45,7 @@ def plan_json(result: Plan) -> dict[str, Any]:
 
 def _pool_json(p: PoolPlan) -> dict[str, Any]:
     out = asdict(p)
+    out.pop("at_needed")  # the model's internals at replicas_needed: --verify reports what matters of it
     out["ttft_p95_ms"] = p.ttft_p95_ms
     out["service_rps"] = p.service_rps
     return out
@@ -163,6 +167,72 @@ def print_plan(result: Plan, console: Console | None = None) -> None:
         console.print(Text("plan ok", style="green"))
     else:
         console.print(Text(f"{len(result.violations)} violation(s)", style="red"))
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:+.0%}"
+
+
+def _fewer(p: PoolCheck) -> str:
+    if p.fewer_met is None:
+        return "-"
+    return f"{p.fewer_replicas}: {'met' if p.fewer_met else 'missed'}"
+
+
+def verification_json(checked: Verification) -> dict[str, Any]:
+    return {"ok": checked.ok, "fidelity": checked.fidelity, "pools": [asdict(p) for p in checked.pools]}
+
+
+def print_verification(checked: Verification, console: Console | None = None) -> None:
+    """Each pool's simulated SLO attainment per class at its planned peak, beside the planner's figures."""
+    console = console or console_for_output()
+    table = simple_table(
+        "verify: each pool simulated at its planned peak with replicas_needed",
+        [
+            ("region", "l"),
+            ("pool", "l"),
+            ("replicas", "r"),
+            ("ρ plan/sim", "r"),
+            ("class", "l"),
+            ("attainment sim (plan) / target", "r"),
+            ("TTFT p95 ms plan/sim", "r"),
+            ("Δ", "r"),
+            ("preempt.", "r"),
+            ("at -10% replicas", "r"),
+        ],
+    )
+    for p in checked.pools:
+        for i, c in enumerate(p.classes):
+            style = "" if c.met else "red"
+            table.add_row(
+                p.region if i == 0 else "",
+                p.pool if i == 0 else "",
+                str(p.replicas) if i == 0 else "",
+                f"{p.planned_rho:.2f}/{p.rho:.2f} ({_signed(p.rho_agreement)})" if i == 0 else "",
+                c.name,
+                Text(
+                    f"{_pct(c.attainment)} ({_pct(c.planned_attainment)}) / {c.target:.0%} ±{c.tolerance:.1%}",
+                    style=style,
+                ),
+                f"{_ms(c.planned_ttft_p95_ms)}/{_ms(c.ttft_p95_ms) if c.ttft_p95_ms is not None else '-'}",
+                _signed(c.agreement),
+                str(p.preemptions) if i == 0 else "",
+                _fewer(p) if i == 0 else "",
+                end_section=i == len(p.classes) - 1,
+            )
+    console.print(table)
+    console.print(Text(f"fidelity: {checked.fidelity}"))
+    missed = [f"{p.region}/{p.pool} class {c.name}" for p in checked.pools for c in p.classes if not c.met]
+    if missed:
+        console.print(
+            Text.assemble(("verify failed: ", "red"), "below slo_attainment in simulation: " + ", ".join(missed))
+        )
+    else:
+        console.print(Text("verify ok: every class reaches its slo_attainment in simulation", style="green"))
 
 
 def console_for_output() -> Console:

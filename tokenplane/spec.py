@@ -460,7 +460,24 @@ class ClassSpec(Model):
     output_tokens: TokenRange
     ttft_p95_ms: float | None = Field(default=None, gt=0, description="SLO; None for batch")
     e2e_p95_ms: float | None = Field(default=None, gt=0)
+    slo_attainment: float = Field(
+        default=0.99,
+        description="Share of this class's requests whose TTFT must be within ttft_p95_ms at peak with the planned "
+        "replicas (what the planner sizes for and `tokenplane plan --verify` checks in simulation); at least 0.5 "
+        "and below 1, since Poisson arrivals always have a tail",
+        json_schema_extra={"minimum": 0.5, "exclusiveMaximum": 1},
+    )
     deadline_hours: float | None = Field(default=None, gt=0, description="Batch completion deadline")
+
+    @field_validator("slo_attainment")
+    @classmethod
+    def _attainable(cls, value: float) -> float:
+        if not 0.5 <= value < 1:
+            raise ValueError(
+                f"slo_attainment={value} must be at least 0.5 and below 1 (no replica count brings every request of "
+                "a Poisson stream within an SLO); write e.g. 0.99 for 99% of requests within ttft_p95_ms, or 0.999"
+            )
+        return value
 
 
 # --- tenants ----------------------------------------------------------------------------------

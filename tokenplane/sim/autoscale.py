@@ -3,8 +3,9 @@
 Every ``EVALUATION_S`` it reads the composite signals of the last period (queue
 wait, KV-cache usage, P95 TTFT; GPU utilization is ignored on purpose, as the
 spec's ``Signals`` explains) and the arrival rate. The baseline recommendation
-is the replicas that carry the arrival rate at ``target_utilization`` (a
-request-rate trigger); any signal above its threshold raises it to ``ready x
+is the replicas that carry the arrival rate at the per-replica rate the planner
+sized for (``replicas_needed`` at peak: within ``target_utilization`` and each
+class's TTFT attainment; a request-rate trigger); any signal above its threshold raises it to ``ready x
 value / threshold``, the HPA's formula. Scale-up is limited to the HPA's
 default of +100% or +4 replicas per period; scale-down waits for
 ``scale_down_delay_seconds`` (the HPA's stabilization window: the highest
@@ -67,6 +68,9 @@ class Scaler:
     gpus_per_replica: int
     gpus_per_node: int
     usd_per_node_hour: float
+    # Arrivals per replica at the planner's replicas_needed: below mu x target_utilization where a class's
+    # TTFT attainment needs more replicas than the utilization target does (0: use mu x target).
+    sized_rps_per_replica: float = 0.0
     state: list[ReplicaState] = field(default_factory=list)
     ready_at: list[float] = field(default_factory=list)
     warm_slots: int = 0
@@ -107,9 +111,11 @@ class Scaler:
         return [self.first + i for i in slots]
 
     def capacity_replicas(self, arrival_rps: float) -> int:
-        if self.service_rps_per_replica <= 0:
+        """Replicas for ``arrival_rps`` at the per-replica rate the planner sized for (else mu at the target)."""
+        per_replica = self.sized_rps_per_replica or self.service_rps_per_replica * self.spec.target_utilization
+        if per_replica <= 0:
             return self.min_replicas
-        return math.ceil(arrival_rps / (self.service_rps_per_replica * self.spec.target_utilization))
+        return math.ceil(arrival_rps / per_replica)
 
     def count(self, *states: ReplicaState) -> int:
         return sum(self._counts[s] for s in states)

@@ -375,6 +375,7 @@ def _setup_pools(
             max_replicas=placement.max_replicas,
             spec=pool.autoscaling,
             service_rps_per_replica=pool_plan.service_rps_per_replica,
+            sized_rps_per_replica=pool_plan.sized_rps_per_replica,
             replicas_per_node=replicas_per_node(pool),
             gpus_per_replica=pool.gpus_per_replica,
             gpus_per_node=node.gpus,

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.errors import SpecError
+from tokenplane.pool_performance import priority_levels
 from tokenplane.spec import PlatformSpec, Priority, Tier, WorkloadClass
 from tokenplane.traffic import route
 
@@ -206,34 +207,12 @@ def routing(spec: PlatformSpec) -> Routing:
 
 
 def priority_mix(spec: PlatformSpec) -> F64:
-    """P(priority level | region, class): batch for class D, the tenants' mix (by RPM) otherwise.
-
-    A tenant pinned to a jurisdiction sends traffic only to that jurisdiction's regions;
-    the others spread over every region by traffic share. Batch-priority tenants are
-    taken to be class D's senders. With no interactive tenants, interactive traffic is normal.
-    """
+    """P(priority level | region, class), as the planner's pool model takes it (``pool_performance.priority_levels``)."""
     regions, classes = spec.regions, list(spec.workload_classes)
     mix = np.zeros((len(regions), len(classes), len(LEVELS)))
     for ri, region in enumerate(regions):
-        weights = np.zeros(len(LEVELS))
-        for tenant in spec.tenants:
-            if tenant.priority is Priority.BATCH:
-                continue
-            if tenant.residency is None:
-                share = region.traffic_share
-            elif tenant.residency is region.jurisdiction:
-                peers = sum(r.traffic_share for r in regions if r.jurisdiction is region.jurisdiction)
-                share = region.traffic_share / peers if peers > 0 else 0.0
-            else:
-                share = 0.0
-            weights[LEVELS.index(tenant.priority)] += tenant.rpm * share
-        if weights.sum() <= 0:
-            weights[LEVELS.index(Priority.NORMAL)] = 1.0
         for ci, cls in enumerate(classes):
-            if cls is WorkloadClass.D:
-                mix[ri, ci, LEVELS.index(Priority.BATCH)] = 1.0
-            else:
-                mix[ri, ci] = weights / weights.sum()
+            mix[ri, ci] = priority_levels(spec, region.name, cls)
     return mix
 
 

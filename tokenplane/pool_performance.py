@@ -1,0 +1,541 @@
+"""How one replica of a pool performs under a request mix: capacity, concurrency, iteration time and TTFT.
+
+The planner sizes pools with it, the workbench's ``--verify`` checks it, and the
+gateway's admission permits come from its concurrency. It models the replica the
+way the simulated engine (``tokenplane.sim.engine``, ``serving.engine``) runs it,
+from the same iteration costs (``pool_model.PoolTiming``), so that whatever the
+per-step latency model says, both sides price the same steps:
+
+- **Concurrency is bounded by KV blocks, for the actual token distribution.** A
+  sequence holds its prompt plus the tokens it has produced so far, growing by
+  one per iteration; by Little's law the batch holds ``lambda x tau x E[sum over
+  its decode iterations of its context]`` KV tokens on average, and (the batch
+  being an M/G/inf population) a variance ``lambda x tau x E[sum of context^2]``.
+  A load is feasible when the mean stays under the KV cache and ``max_num_seqs``
+  (the replica's saturated throughput ``mu``), and healthy when the mean plus
+  ``z`` standard deviations does (otherwise admissions block and sequences are
+  preempted and recomputed, as the engine does).
+- **Chunked prefill and the per-iteration token budget.** Each iteration decodes
+  the batch (``D``) and then prefills queued prompts, at most
+  ``max_num_batched_tokens - batch`` tokens of them; a prompt's first token comes
+  out of the iteration that finishes it. The mean iteration is
+  ``tau = D / (1 - lambda x E[prefill seconds])``.
+- **TTFT is a distribution, not a mean plus a queue.** Backlog chains step from
+  arrival to arrival (gaps Gamma(n): a least-request balancer over ``n`` replicas
+  deals each about every n-th arrival, as the workbench's sampled replicas are fed),
+  carrying the rest of the iteration in progress and the prompt tokens (and their
+  prefill seconds) queued for the next ones; each iteration prefills at most the
+  budget of the queue. They run side by side with numpy from a fixed seed, so the
+  same spec always gives the same plan. A request waits for the iteration it
+  arrived in, then for the prompts ahead of it at its priority or above, budget by
+  budget, and its first token comes out of the iteration that finishes its own
+  prompt, shared with what arrived after it and fits. Each chain holds its own
+  batch and KV level from the batch's M/G/inf spread, since the batch moves on the
+  scale of a request's life and the queue on the scale of iterations. Attainment is
+  the share of a class's requests whose TTFT is within its P95 SLO.
+
+What it leaves out, on purpose: per-replica imbalance beyond the balancer's
+round robin, preemption's recompute (the ``z`` headroom keeps it rare at the
+planned replicas; at saturation the engine's thrash makes its measured ``mu``
+5-11% below this one's, which ``plan --verify`` reports as the rho agreement),
+and prefix-cache hit variance (every prompt gets the expected hit rate, as in the
+simulator).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
+from tokenplane.spec import PlatformSpec, Pool, Priority, WorkloadClass
+
+F64 = npt.NDArray[np.float64]
+
+WASTE_TOKENS = 7.5  # a sequence's last KV block is half empty on average (BLOCK_SIZE 16); the engine's WASTE_TOKENS
+LEVELS = 4  # priority levels, critical first (``spec.Priority`` order)
+CHAINS = 256  # backlog chains run side by side: with READ_ARRIVALS, 8,192 arrivals' views per class and level
+WARMUP_ARRIVALS = 48  # arrivals before the chains are read: the backlog forgets its empty start in ~10-30
+READ_ARRIVALS = 32  # arrivals read per chain
+PROMPT_POINTS = 33  # quantile points a class's uniform prompt range is priced at
+SEED = 20_260_315  # fixed: a plan is a function of its spec
+FIXED_POINT_STEPS = 200
+SATURATION_STEPS = 40  # bisection steps for the saturated arrival rate (relative precision ~1e-12 of its bracket)
+MAX_PREFILL_SHARE = 0.98  # beyond this the fixed point is unstable: the replica prefills forever
+
+
+@dataclass(frozen=True)
+class ClassMix:
+    """One workload class as the pool sees it: its arrival rate, its token ranges and its SLO.
+
+    Prompts and outputs are uniform over ``[lo, hi]`` (integers), as the spec documents and the
+    simulator draws them. ``levels`` is the share of its requests at each priority level, critical first.
+    """
+
+    name: str
+    rps: float
+    prompt: tuple[int, int]
+    output: tuple[int, int]
+    ttft_slo_s: float | None
+    attainment: float
+    levels: tuple[float, ...] = (0.0, 1.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class _Moments:
+    """Per-request expectations the fixed point and the chains need, over the pool's mix."""
+
+    decode_iterations: float  # E[output - 1]: iterations a request decodes after its first token
+    kv_token_iterations: float  # E[sum over its decode iterations of the KV tokens it holds]
+    kv_square_iterations: float  # E[sum of the square of those]: the batch's KV variance per arrival
+    prefill_tokens: float  # E[tokens to prefill] after prefix-cache hits
+    prefill_s: float  # E[prefill seconds]
+    prefill_tokens_grid: F64  # the pool's prompt mix as equally likely prefill-token points (for the chains)
+    prefill_seconds_grid: F64  # the same points' prefill seconds (attention grows with the prompt: not per token)
+
+
+@dataclass(frozen=True)
+class Operating:
+    """A replica at one arrival rate: the fluid fixed point of its continuous batching loop."""
+
+    rps: float  # arrivals per replica per second
+    iteration_s: float  # tau, the mean iteration (decode + its share of prefill)
+    decode_s: float  # D, the decode part of an iteration at the mean batch and context
+    batch: float  # sequences decoding, mean
+    kv_tokens: float  # KV tokens held, mean
+    kv_sd: float  # their standard deviation
+    prefill_share: float  # share of the replica's time spent prefilling
+    feasible: bool  # a finite fixed point within max_num_seqs and the KV cache (means)
+
+    @property
+    def itl_s(self) -> float:
+        """Mean time between a sequence's tokens: one iteration (speculation is in ``decode_s``)."""
+        return self.iteration_s
+
+
+@dataclass(frozen=True)
+class ClassLatency:
+    name: str
+    ttft_p50_s: float
+    ttft_p95_s: float
+    ttft_p99_s: float
+    attainment: float | None  # share within the SLO; None: the class has none
+    wait_mean_s: float  # TTFT less the request's own prefill iteration: what it spends queued behind others
+    wait_p95_s: float
+
+
+@dataclass(frozen=True)
+class Health:
+    """What a replica count gives a pool: load, headroom and each class's TTFT."""
+
+    operating: Operating
+    rho: float  # arrivals / saturated throughput
+    kv_headroom_ok: bool  # mean + z sd of the KV held fits the cache
+    slots_ok: bool  # mean + z sd of the batch fits max_num_seqs
+    classes: dict[str, ClassLatency]
+    targets: dict[str, float]  # each class's attainment target
+    itl_p95_s: float  # the 95th percentile of the gaps between a sequence's tokens (iterations, by count)
+
+
+class ReplicaPerformance:
+    """One replica of a pool under a fixed mix of classes; ask it at any arrival rate.
+
+    Args:
+        timing: the pool's iteration costs (``pool_model.timing``), the ones the engines step by.
+        classes: the classes the pool serves, with their pool-wide rates (only the mix matters here).
+        prefix_kept: share of prompt tokens still prefilled after engine prefix-cache hits.
+        z: standard deviations of headroom the KV cache and ``max_num_seqs`` keep at the planned load;
+            by default the normal quantile of the strictest class's attainment target.
+    """
+
+    def __init__(
+        self, timing: PoolTiming, classes: list[ClassMix], *, prefix_kept: float, z: float | None = None
+    ) -> None:
+        if not classes:
+            raise ValueError("a pool performance model needs at least one class")
+        self.timing = timing
+        self.classes = classes
+        self.prefix_kept = prefix_kept
+        total = sum(c.rps for c in classes)
+        # A pool with no traffic (a DR standby) is modelled with its classes in equal measure.
+        self.weights = np.array([c.rps / total if total > 0 else 1 / len(classes) for c in classes])
+        strictest = max((c.attainment for c in classes if c.ttft_slo_s is not None), default=0.99)
+        self.z = NormalDist().inv_cdf(strictest) if z is None else z
+        self._class_grids = [self._prefill_points(c) for c in classes]
+        self.moments = self._moments()
+        self._saturation: float | None = None
+        self._health: dict[tuple[float, int], Health] = {}
+
+    # --- the mix -----------------------------------------------------------------------------
+
+    def _prefill_points(self, c: ClassMix) -> tuple[F64, F64]:
+        """Equally likely (prefill tokens, prefill seconds) points of a class's prompts."""
+        lo, hi = c.prompt
+        q = (np.arange(PROMPT_POINTS) + 0.5) / PROMPT_POINTS
+        prompt = np.floor(lo + q * (hi - lo + 1))
+        prefill = np.maximum(1.0, np.ceil(prompt * self.prefix_kept))
+        cached = prompt - prefill
+        cost = self.timing.prefill
+        seconds = cost.per_token_s * prefill + cost.per_pair_s * (prefill * cached + prefill * prefill / 2)
+        return prefill, seconds
+
+    def _moments(self) -> _Moments:
+        w = self.weights
+        dec = kv = kv2 = tok = sec = 0.0
+        grid: list[F64] = []
+        grid_s: list[F64] = []
+        encoder = self.timing.encoder
+        for weight, c, (prefill, seconds) in zip(w, self.classes, self._class_grids, strict=True):
+            p_lo, p_hi = c.prompt
+            o_lo, o_hi = (0, 0) if encoder else c.output
+            # Decode iterations n = output - 1 (uniform integer); context at decode iteration j is P + 1 + j + waste.
+            n = np.arange(max(o_lo - 1, 0), max(o_hi - 1, 0) + 1, dtype=np.float64)
+            prompts = np.arange(p_lo, p_hi + 1, dtype=np.float64)
+            e_p, e_p2 = float(prompts.mean()), float((prompts**2).mean())
+            base = 1 + WASTE_TOKENS
+            # sum_{j<n} (P + base + j) = n (P + base) + n(n-1)/2 ; squares expanded the same way.
+            s1 = n * (e_p + base) + n * (n - 1) / 2
+            s2 = n * (e_p2 + 2 * e_p * base + base**2) + (e_p + base) * n * (n - 1) + (n - 1) * n * (2 * n - 1) / 6
+            dec += weight * float(n.mean())
+            kv += weight * float(s1.mean())
+            kv2 += weight * float(s2.mean())
+            tok += weight * float(prefill.mean())
+            sec += weight * float(seconds.mean())
+            grid.append(np.repeat(prefill, max(1, round(weight * 1000))))
+            grid_s.append(np.repeat(seconds, max(1, round(weight * 1000))))
+        return _Moments(dec, kv, kv2, tok, sec, np.concatenate(grid), np.concatenate(grid_s))
+
+    # --- the fluid fixed point ---------------------------------------------------------------
+
+    def _decode_s(self, batch: float, kv_tokens: float) -> float:
+        t = self.timing
+        if batch <= 0:
+            return t.overhead_s
+        b = min(batch, t.max_num_seqs)
+        lo = math.floor(b)
+        hi = min(lo + 1, t.max_num_seqs)
+        frac = b - lo
+        memory = t.memory_s[lo] * (1 - frac) + t.memory_s[hi] * frac
+        compute = t.compute_s[lo] * (1 - frac) + t.compute_s[hi] * frac
+        return (max(memory + t.kv_s_per_token * kv_tokens, compute) + t.overhead_s) * t.speculation
+
+    def operating(self, rps: float) -> Operating:
+        """The replica's fixed point at ``rps`` arrivals per second."""
+        m, t = self.moments, self.timing
+        share = rps * m.prefill_s
+        if share >= MAX_PREFILL_SHARE:
+            return Operating(rps, math.inf, math.inf, math.inf, math.inf, math.inf, share, False)
+        tau = self._decode_s(0.0, 0.0) / (1 - share)
+        batch = kv = 0.0
+        for _ in range(FIXED_POINT_STEPS):
+            batch = rps * tau * m.decode_iterations
+            kv = rps * tau * m.kv_token_iterations
+            if batch > t.max_num_seqs * 4 or kv > t.kv_tokens * 4:
+                break  # far past the cache: infeasible, and the iteration would only diverge
+            new = self._decode_s(batch, kv) / (1 - share)
+            if abs(new - tau) <= 1e-9 * tau:
+                tau = new
+                break
+            tau = new
+        batch = rps * tau * m.decode_iterations
+        kv = rps * tau * m.kv_token_iterations
+        kv_sd = math.sqrt(max(rps * tau * m.kv_square_iterations, 0.0))
+        feasible = batch <= t.max_num_seqs and kv <= t.kv_tokens and math.isfinite(tau)
+        if t.encoder and self._saturation is not None:
+            feasible = feasible and rps <= self._saturation
+        decode = self._decode_s(batch, kv)
+        return Operating(rps, tau, decode, batch, kv, kv_sd, share, feasible)
+
+    def saturation_rps(self) -> float:
+        """Requests per second one replica completes at most: where the batch reaches the KV cache or the slots."""
+        if self._saturation is None and self.timing.encoder:
+            self._saturation = self._encoder_saturation()
+        if self._saturation is None:
+            top = MAX_PREFILL_SHARE / self.moments.prefill_s if self.moments.prefill_s > 0 else 1e9
+            lo, hi = 0.0, top
+            for _ in range(SATURATION_STEPS):
+                mid = (lo + hi) / 2
+                if self.operating(mid).feasible:
+                    lo = mid
+                else:
+                    hi = mid
+            self._saturation = lo
+        return self._saturation
+
+    def _encoder_saturation(self) -> float:
+        """An encoder keeps no KV cache: saturated, each iteration embeds ``max_num_seqs`` prompts or the budget.
+
+        For a small embedder the per-iteration overhead, not the FLOPs, is most of the time.
+        """
+        t, m = self.timing, self.moments
+        per_iteration = max(1.0, min(float(t.max_num_seqs), t.token_budget / max(m.prefill_tokens, 1.0)))
+        return per_iteration / (t.overhead_s + per_iteration * m.prefill_s)
+
+    def concurrency(self) -> float:
+        """Sequences one replica holds at once at saturation: ``max_num_seqs``, or fewer when KV binds."""
+        sat = self.operating(self.saturation_rps())
+        return min(float(self.timing.max_num_seqs), max(1.0, sat.batch))
+
+    # --- TTFT --------------------------------------------------------------------------------
+
+    def headroom(self, rps: float) -> tuple[Operating, bool, bool]:
+        """The operating point, and whether the KV cache and ``max_num_seqs`` keep ``z`` sd of headroom there."""
+        op = self.operating(rps)
+        t = self.timing
+        kv_ok = not math.isfinite(t.kv_tokens) or op.kv_tokens + self.z * op.kv_sd <= t.kv_tokens
+        slots_ok = op.batch + self.z * math.sqrt(max(op.batch, 0.0)) <= t.max_num_seqs
+        return op, kv_ok, slots_ok
+
+    def health(self, rps: float, *, replicas: int = 1) -> Health:
+        """Everything the planner checks at ``rps`` arrivals per replica with ``replicas`` of them in the pool.
+
+        The replica count shapes each replica's arrivals: a least-request balancer over ``n``
+        replicas deals a replica about every n-th arrival of the pool, so its gaps are
+        Gamma(n) (the workbench's ``sim.arrivals.Replicas`` assumes the same), far more regular
+        than a Poisson stream once ``n`` is more than a few.
+        """
+        key = (rps, replicas)
+        if key in self._health:  # the planner asks again at the count it settles on
+            return self._health[key]
+        op, kv_ok, slots_ok = self.headroom(rps)
+        sat = self.saturation_rps()
+        rho = rps / sat if sat > 0 else math.inf
+        classes, itl_p95 = self._ttft(op, max(1, replicas)) if op.feasible else (self._unbounded(), math.inf)
+        health = Health(op, rho, kv_ok, slots_ok, classes, {c.name: c.attainment for c in self.classes}, itl_p95)
+        self._health[key] = health
+        return health
+
+    def _unbounded(self) -> dict[str, ClassLatency]:
+        return {
+            c.name: ClassLatency(
+                c.name, math.inf, math.inf, math.inf, 0.0 if c.ttft_slo_s is not None else None, math.inf, math.inf
+            )
+            for c in self.classes
+        }
+
+    def _ttft(self, op: Operating, replicas: int) -> tuple[dict[str, ClassLatency], float]:
+        """Each class's TTFT distribution at the operating point, from the backlog chains.
+
+        The chains step from arrival to arrival (gaps Gamma(``replicas``) of mean ``1 / rps``),
+        carrying what an arrival finds: the rest of the iteration in progress and the prompt
+        tokens queued for the next ones. In between, each iteration prefills at most the
+        budget of the queue, and an iteration with nothing to prefill only decodes (``D``).
+        What an arrival finds is then an arrival's view, not a random instant's: with a
+        balancer's regular arrivals the two differ by a factor of two in the tail.
+        """
+        t, m = self.timing, self.moments
+        rng = np.random.default_rng(SEED)
+        decoding = op.batch > 0
+        # The batch's population moves on the scale of a request's life (seconds), the prefill queue on
+        # the scale of iterations: each chain holds its own batch and KV level, drawn from the batch's
+        # M/G/inf spread, so a busy stretch of a larger batch (longer decode steps) is in the tail.
+        spread = rng.standard_normal(CHAINS)
+        batch = np.maximum(op.batch + spread * math.sqrt(max(op.batch, 0.0)), 0.0) if decoding else np.zeros(CHAINS)
+        kv = np.maximum(op.kv_tokens + spread * op.kv_sd, 0.0) if decoding else np.zeros(CHAINS)
+        decode = np.array([self._decode_s(b, k) for b, k in zip(batch.tolist(), kv.tolist(), strict=True)])
+        budget = np.maximum(1.0, t.token_budget - np.round(batch))
+        per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token over the mix, attention included
+        full = decode + per_token * budget  # an iteration that spends the whole budget on an average mix
+        grid, grid_s = m.prefill_tokens_grid, m.prefill_seconds_grid
+        mean_tokens = float(grid.mean())
+        lam = op.rps
+        n = max(1, replicas)
+        level_rate = np.zeros(LEVELS)
+        for weight, c in zip(self.weights, self.classes, strict=True):
+            level_rate += weight * lam * np.array(c.levels)
+        residual = np.zeros(CHAINS)  # of the iteration in progress (0: the replica is idle), when the next one arrives
+        queued = np.zeros(CHAINS)  # prompt tokens waiting for an iteration
+        queued_s = np.zeros(CHAINS)  # and their prefill seconds
+        seen_r: list[F64] = []
+        seen_q: list[F64] = []
+        seen_qs: list[F64] = []
+        lengths: list[F64] = []
+        decode_only = 0.0
+        for step in range(WARMUP_ARRIVALS + READ_ARRIVALS):
+            gap = rng.gamma(n, 1 / (n * lam), CHAINS)
+            reading = step >= WARMUP_ARRIVALS
+            # Run each chain's iterations until its next arrival; only the chains it has not reached yet move.
+            live = np.flatnonzero(gap > residual)
+            stay = gap <= residual
+            residual[stay] -= gap[stay]
+            left = gap[live] - residual[live]
+            while len(live):
+                q, qs = queued[live], queued_s[live]
+                done = np.minimum(q, budget[live])
+                busy = done > 0
+                # A chunk costs its share of the queue's seconds: whole prompts keep their own attention cost.
+                done_s = np.where(busy, qs * done / np.maximum(q, 1e-9), 0.0)
+                length = decode[live] + done_s
+                queued[live] = q - done
+                queued_s[live] = qs - done_s
+                if reading:
+                    lengths.append(length[busy])
+                ends = busy & (left <= length)  # the arrival lands inside this prefill iteration
+                residual[live[ends]] = length[ends] - left[ends]
+                idle = ~busy  # nothing to prefill until the arrival
+                if decoding:  # decode iterations until the arrival, which lands inside one
+                    d = decode[live[idle]]
+                    skipped = np.floor(left[idle] / d)
+                    if reading:
+                        decode_only += float(skipped.sum())
+                    residual[live[idle]] = d - (left[idle] - skipped * d)
+                else:
+                    residual[live[idle]] = 0.0  # an idle replica starts on the arrival
+                more = busy & ~ends
+                live, left = live[more], left[more] - length[more]
+            if reading:
+                seen_r.append(residual.copy())
+                seen_q.append(queued.copy())
+                seen_qs.append(queued_s.copy())
+            pick = rng.integers(0, len(grid), CHAINS)
+            queued = queued + grid[pick]
+            queued_s = queued_s + grid_s[pick]
+        r_s, q_s, qs_s = np.concatenate(seen_r), np.concatenate(seen_q), np.concatenate(seen_qs)
+        samples = len(r_s)
+        reads = samples // CHAINS
+        decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
+        out: dict[str, ClassLatency] = {}
+        for c, (prefill, seconds) in zip(self.classes, self._class_grids, strict=True):
+            ttft = np.zeros(samples)
+            wait = np.zeros(samples)
+            mass = 0.0
+            for level, share in enumerate(c.levels):
+                if share <= 0:
+                    continue
+                ahead_share = float(level_rate[: level + 1].sum()) / lam if lam > 0 else 1.0
+                jump_rate = float(level_rate[:level].sum())  # above it: overtake it while it waits
+                own = rng.integers(0, len(prefill), samples)
+                # Each further iteration serves the budget, less what higher levels bring meanwhile.
+                usable = np.maximum(budget - jump_rate * full * mean_tokens, budget * 0.05)
+                ahead, ahead_s = q_s * ahead_share, qs_s * ahead_share
+                work = ahead + prefill[own]
+                rounds = np.maximum(np.ceil(work / usable) - 1, 0)
+                # Its first token comes out of iteration rounds + 1: each decodes, and between them they prefill
+                # what is ahead of it, its own prompt, what higher levels bring meanwhile (the budget they take
+                # from the full rounds), and what arrived after it and fits the last one's room.
+                jump_s = rounds * (budget - usable) * per_token
+                room = np.maximum(budget - (work - rounds * usable), 0.0)
+                behind, behind_s = _arrived(rng, lam, r_s + rounds * full, grid, grid_s, n)
+                fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
+                elapsed = (rounds + 1) * decode + ahead_s + seconds[own] + jump_s + fill_s
+                ttft += share * (r_s + elapsed)
+                wait += share * (r_s + elapsed - decode - seconds[own])
+                mass += share
+            ttft /= max(mass, 1e-12)
+            wait /= max(mass, 1e-12)
+            p50, p95, p99 = (float(x) for x in np.quantile(ttft, (0.5, 0.95, 0.99)))
+            att = None if c.ttft_slo_s is None else float((ttft <= c.ttft_slo_s).mean())
+            out[c.name] = ClassLatency(c.name, p50, p95, p99, att, float(wait.mean()), float(np.quantile(wait, 0.95)))
+        itl_p95 = 0.0
+        if decoding:
+            values = np.concatenate([*lengths, decode[:CHAINS]])
+            weights = np.concatenate([np.ones(len(values) - CHAINS), np.full(CHAINS, max(decode_only, 1.0) / CHAINS)])
+            (itl_p95,) = _weighted_quantiles(values, weights, (0.95,))
+        return out, itl_p95
+
+
+def _arrived(
+    rng: np.random.Generator, rps: float, spans: F64, grid: F64, grid_s: F64, replicas: int
+) -> tuple[F64, F64]:
+    """Prompt tokens and prefill seconds of the arrivals that follow one arrival within each of ``spans``.
+
+    The arrivals after a given one form a renewal stream with Gamma(``replicas``) gaps of mean
+    ``1 / rps`` (Poisson at one replica, a steady beat at many), counted exactly: the gaps are drawn.
+    """
+    if rps <= 0:
+        return np.zeros(len(spans)), np.zeros(len(spans))
+    counts = np.zeros(len(spans), dtype=np.int64)
+    clock = rng.gamma(replicas, 1 / (replicas * rps), len(spans))
+    live = np.flatnonzero(clock <= spans)
+    while len(live):  # one more arrival for every span it still falls in: ~E[count] + 1 draws per span
+        counts[live] += 1
+        clock[live] += rng.gamma(replicas, 1 / (replicas * rps), len(live))
+        live = live[clock[live] <= spans[live]]
+    owner = np.repeat(np.arange(len(spans)), counts)
+    pick = rng.integers(0, len(grid), int(counts.sum()))
+    tokens: F64 = np.bincount(owner, weights=grid[pick], minlength=len(spans)).astype(np.float64)
+    seconds: F64 = np.bincount(owner, weights=grid_s[pick], minlength=len(spans)).astype(np.float64)
+    return tokens, seconds
+
+
+def _weighted_quantiles(values: F64, weights: F64, qs: tuple[float, ...]) -> tuple[float, ...]:
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order])
+    cum /= cum[-1]
+    return tuple(float(values[order][min(int(np.searchsorted(cum, q)), len(values) - 1)]) for q in qs)
+
+
+# --- from the spec -------------------------------------------------------------------------------
+
+
+def priority_levels(spec: PlatformSpec, region: str, cls: WorkloadClass) -> tuple[float, ...]:
+    """P(priority level | region, class), critical first: batch for class D, the tenants' mix (by RPM) otherwise.
+
+    A tenant pinned to a jurisdiction sends traffic only to that jurisdiction's regions; the
+    others spread over every region by traffic share. Batch-priority tenants are taken to be
+    class D's senders. With no interactive tenants, interactive traffic is normal. The
+    simulator draws priorities from the same shares (``sim.workload.priority_mix``).
+    """
+    levels = list(Priority)
+    shares = [0.0] * len(levels)
+    if cls is WorkloadClass.D:
+        shares[levels.index(Priority.BATCH)] = 1.0
+        return tuple(shares)
+    here = spec.region(region)
+    for tenant in spec.tenants:
+        if tenant.priority is Priority.BATCH:
+            continue
+        if tenant.residency is None:
+            share = here.traffic_share
+        elif tenant.residency is here.jurisdiction:
+            peers = sum(r.traffic_share for r in spec.regions if r.jurisdiction is here.jurisdiction)
+            share = here.traffic_share / peers if peers > 0 else 0.0
+        else:
+            share = 0.0
+        shares[levels.index(tenant.priority)] += tenant.rpm * share
+    total = sum(shares)
+    if total <= 0:
+        shares = [0.0] * len(levels)
+        shares[levels.index(Priority.NORMAL)] = 1.0
+        return tuple(shares)
+    return tuple(s / total for s in shares)
+
+
+def class_mix(spec: PlatformSpec, region: str, pool: Pool, per_class: dict[WorkloadClass, float]) -> list[ClassMix]:
+    """The classes a pool serves in a region, at their routed rates (every served class, loaded or not)."""
+    encoder = spec.is_embedding(pool)
+    cap_tokens = spec.model(pool.model).resolved_architecture().max_position_embeddings
+    mix: list[ClassMix] = []
+    for cls in pool.classes:
+        cs = spec.workload_classes.get(cls)
+        if cs is None:
+            continue
+        prompt = (cs.prompt_tokens.min, cs.prompt_tokens.max)
+        if encoder:  # the embedder cuts what it is sent to its positions, as the simulator does
+            prompt = (min(prompt[0], cap_tokens), min(prompt[1], cap_tokens))
+        mix.append(
+            ClassMix(
+                name=cls.value,
+                rps=per_class.get(cls, 0.0),
+                prompt=prompt,
+                output=(cs.output_tokens.min, cs.output_tokens.max),
+                ttft_slo_s=None if cs.ttft_p95_ms is None else cs.ttft_p95_ms / 1000,
+                attainment=cs.slo_attainment,
+                levels=priority_levels(spec, region, cls),
+            )
+        )
+    return mix
+
+
+def for_pool(
+    spec: PlatformSpec, region: str, pool: Pool, per_class: dict[WorkloadClass, float]
+) -> ReplicaPerformance | None:
+    """A pool's replica model in a region at its routed mix; None when it serves no class the spec defines."""
+    mix = class_mix(spec, region, pool, per_class)
+    if not mix:
+        return None
+    return ReplicaPerformance(timing(spec, pool), mix, prefix_kept=prefix_kept_share(spec, pool))
