@@ -147,3 +147,18 @@ def test_a_pool_with_no_traffic_is_modelled_on_its_classes_in_equal_measure(byte
     loads = route(byteion).loads[("us-east", "small-chat")].per_class
     loaded = for_pool(byteion, "us-east", byteion.pool("small-chat"), loads)
     assert loaded is not None and loaded.weights[0] > 0.6  # class A is most of its traffic
+
+
+def test_a_request_shed_at_its_levels_deadline_counts_as_a_miss(dev: PlatformSpec) -> None:
+    # Was: attainment counted only TTFT <= SLO, so a class whose level sheds after a shorter queue wait
+    # than its SLO (a "high" tenant's 5 s against a 15 s long-context SLO) was planned at 100% while the
+    # simulator shed 1.6% of it (byteion eu-west long-context).
+    generous = _chat((200, 600), (50, 150), slo_s=5.0)
+    strict = dataclasses.replace(generous, max_wait_s=(0.05,) * 4)
+    rho = 0.9
+    loose = _small(dev, classes=[generous])
+    tight = _small(dev, classes=[strict])
+    lam = loose.saturation_rps() * rho
+    a_loose = loose.health(lam, replicas=4).classes["A"].attainment or 0.0
+    a_tight = tight.health(lam, replicas=4).classes["A"].attainment or 0.0
+    assert a_tight < a_loose - 0.01, (a_loose, a_tight)

@@ -128,6 +128,9 @@ class PoolTiming:
     speculation: float
     prefill: cap.PrefillCost
     encoder: bool = False  # an embedding model: prefill only, no KV cache, first token = last
+    # The OpenAI server's share of every response (tokenization, the first scheduling step, detokenization,
+    # the first chunk): each byte reaches the client this much after the engine's iteration produced it.
+    ttft_floor_s: float = 0.0
 
     @classmethod
     def build(
@@ -151,6 +154,7 @@ class PoolTiming:
             speculation=cap.speculation_factor(model),
             prefill=cap.prefill_cost(model),
             encoder=encoder,
+            ttft_floor_s=model.efficiency.ttft_floor_s,
         )
 
     def decode_seconds(self, batch: int, context: float) -> float:

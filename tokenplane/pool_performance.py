@@ -83,6 +83,9 @@ class ClassMix:
     ttft_slo_s: float | None
     attainment: float
     levels: tuple[float, ...] = (0.0, 1.0, 0.0, 0.0)
+    # How long a request may queue at each level before admission sheds it (``Queues.max_wait_s``): a shed
+    # request misses its SLO however soon its first token would have come.
+    max_wait_s: tuple[float, ...] = (math.inf,) * LEVELS
 
 
 @dataclass(frozen=True)
@@ -403,6 +406,8 @@ class ReplicaPerformance:
             ttft = np.zeros(samples)
             wait = np.zeros(samples)
             mass = 0.0
+            met = 0.0  # the share within the SLO and not shed at the level's deadline
+            floor = self.timing.ttft_floor_s  # the server's floor, as the engines add it
             for level, share in enumerate(c.levels):
                 if share <= 0:
                     continue
@@ -422,13 +427,17 @@ class ReplicaPerformance:
                 behind, behind_s = _arrived(rng, lam, r_s + rounds * full, grid, grid_s, n)
                 fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
                 elapsed = (rounds + 1) * decode + ahead_s + seconds[own] + jump_s + fill_s
+                level_wait = r_s + elapsed - decode - seconds[own]
                 ttft += share * (r_s + elapsed)
-                wait += share * (r_s + elapsed - decode - seconds[own])
+                wait += share * level_wait
                 mass += share
-            ttft /= max(mass, 1e-12)
+                if c.ttft_slo_s is not None:
+                    kept = (r_s + elapsed + floor <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
+                    met += share * float(kept.mean())
+            ttft = ttft / max(mass, 1e-12) + floor
             wait /= max(mass, 1e-12)
             p50, p95, p99 = (float(x) for x in np.quantile(ttft, (0.5, 0.95, 0.99)))
-            att = None if c.ttft_slo_s is None else float((ttft <= c.ttft_slo_s).mean())
+            att = None if c.ttft_slo_s is None else met / max(mass, 1e-12)
             out[c.name] = ClassLatency(c.name, p50, p95, p99, att, float(wait.mean()), float(np.quantile(wait, 0.95)))
         itl_p95 = 0.0
         if decoding:
@@ -526,6 +535,7 @@ def class_mix(spec: PlatformSpec, region: str, pool: Pool, per_class: dict[Workl
                 ttft_slo_s=None if cs.ttft_p95_ms is None else cs.ttft_p95_ms / 1000,
                 attainment=cs.slo_attainment,
                 levels=priority_levels(spec, region, cls),
+                max_wait_s=tuple(spec.queues.max_wait_s(level, cs.ttft_p95_ms) for level in Priority),
             )
         )
     return mix

@@ -12,7 +12,9 @@ that waits longer than its priority level's ``max_queue_wait_ms`` is dropped.
 Iteration times come from ``tokenplane.capacity`` only: a decode iteration is
 ``DecodeStepTerms`` at the batch's total context, times the speculative-decoding
 factor, and each prefill chunk adds ``PrefillCost.seconds``. An iteration with
-nothing to decode pays the step overhead once.
+nothing to decode pays the step overhead once. What an iteration produces reaches
+the client ``PoolTiming.ttft_floor_s`` later (the OpenAI server's own work), as
+the planner's pool model adds it too.
 
 Why it is fast enough for 10,000 RPS:
 
@@ -324,6 +326,7 @@ class Engine:
         admitted, first, done, shed = req.admitted, req.first, req.done, req.shed
         per_token, per_pair, overhead = p.prefill.per_token_s, p.prefill.per_pair_s, p.overhead_s
         max_seqs, token_budget = p.max_num_seqs, p.token_budget
+        floor = p.ttft_floor_s
         counters = self.counters[rep.pool]
         ttfts = counters.ttfts
         clock, fifo, pos = rep.clock, rep.fifo, rep.pos
@@ -363,9 +366,10 @@ class Engine:
             clock += seconds
             iterations += 1
             admitted_n += len(taken)
+            seen = clock + floor  # the server's floor: when the client gets it
             for rid in taken:
-                first[rid] = done[rid] = clock
-                ttfts.append(clock - arrival[rid])
+                first[rid] = done[rid] = seen
+                ttfts.append(seen - arrival[rid])
         rep.clock, rep.pos = clock, pos
         counters.admitted += admitted_n
         counters.admitted_wait_sum += wait_sum
@@ -388,7 +392,7 @@ class Engine:
         admitted, first, done, shed = req.admitted, req.first, req.done, req.shed
         joined, finish_at, live, preemptions = req.joined, req.finish_at, req.running, req.preemptions
         mem, comp, kv_s, overhead, spec = p.memory_s, p.compute_s, p.kv_s_per_token, p.overhead_s, p.speculation
-        per_token, per_pair = p.prefill.per_token_s, p.prefill.per_pair_s
+        per_token, per_pair, floor = p.prefill.per_token_s, p.prefill.per_pair_s, p.ttft_floor_s
         kv_cap, max_seqs, token_budget, max_wait = p.kv_tokens, p.max_num_seqs, p.token_budget, req.max_wait
         counters = self.counters[rep.pool]
         ttfts = counters.ttfts
@@ -472,11 +476,11 @@ class Engine:
                 for rid in prefilled:
                     reserved -= ctx[rid]
                     if first[rid] != first[rid]:
-                        first[rid] = clock
-                        ttfts.append(clock - arrival[rid])
+                        first[rid] = clock + floor
+                        ttfts.append(clock + floor - arrival[rid])
                     n = tokens[rid]
                     if n <= 1:
-                        done[rid] = clock
+                        done[rid] = clock + floor
                         continue
                     context += ctx[rid] + 1
                     batch += 1
@@ -537,7 +541,7 @@ class Engine:
                 if not live[rid] or finish_at[rid] != f:
                     continue  # preempted since: a stale entry
                 live[rid] = False
-                done[rid] = clock
+                done[rid] = clock + floor
                 batch -= 1
                 context -= ctx[rid] + tokens[rid]
                 blocked = False
