@@ -80,10 +80,35 @@ PARAPHRASE_SHARE = 0.10  # a repeated question with one word changed: what the s
 STREAM_SHARE = 0.20
 REQUEST_TIMEOUT_S = 30.0
 TENANT_KEYS = {"demo": "sk-bench-demo-0001", "acme-eu": "sk-bench-acme-0001"}
-WORDS = (
-    "cluster latency region token budget cache model tenant quota stream batch queue replica pool "
-    "router engine prefill decode kernel memory vector index shard failover policy metric trace"
-).split()
+WORDS = [
+    "cluster",
+    "latency",
+    "region",
+    "token",
+    "budget",
+    "cache",
+    "model",
+    "tenant",
+    "quota",
+    "stream",
+    "batch",
+    "queue",
+    "replica",
+    "pool",
+    "router",
+    "engine",
+    "prefill",
+    "decode",
+    "kernel",
+    "memory",
+    "vector",
+    "index",
+    "shard",
+    "failover",
+    "policy",
+    "metric",
+    "trace",
+]
 
 
 @dataclass(frozen=True)
@@ -98,7 +123,10 @@ class Shot:
 def mix(count: int, seed: int) -> list[Shot]:
     """``count`` requests of the benchmark's mix, the same for a given seed."""
     rng = random.Random(seed)
-    faq = [f"Question {i}: how does the {WORDS[i % len(WORDS)]} {WORDS[(3 * i) % len(WORDS)]} work?" for i in range(FAQ_PROMPTS)]
+    faq = [
+        f"Question {i}: how does the {WORDS[i % len(WORDS)]} {WORDS[(3 * i) % len(WORDS)]} work?"
+        for i in range(FAQ_PROMPTS)
+    ]
     shots = []
     for _ in range(count):
         draw = rng.random()
@@ -161,7 +189,9 @@ def cpu_of(pids: dict[str, tuple[int, ...]]) -> dict[str, float]:
     return out
 
 
-async def one(session: aiohttp.ClientSession, target: Target, payload: bytes, headers: dict[str, str], window: Window, due: float) -> None:
+async def one(
+    session: aiohttp.ClientSession, target: Target, payload: bytes, headers: dict[str, str], window: Window, due: float
+) -> None:
     try:
         async with session.post(target.url, data=payload, headers=headers) as r:
             await r.read()
@@ -300,8 +330,19 @@ def profiling(pids: dict[str, int], out: Path) -> Iterator[None]:
     out.mkdir(parents=True, exist_ok=True)
     spies = [
         subprocess.Popen(
-            ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking",
-             "-o", str(out / f"{name}.txt")],
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(pid),
+                "--format",
+                "raw",
+                "--rate",
+                "250",
+                "--nonblocking",
+                "-o",
+                str(out / f"{name}.txt"),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -352,22 +393,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             modelgw_port,
             common | pool_url_env(small_url),
         )
-        keys, _ = key_environment(spec, {t: TENANT_KEYS.get(t, f"sk-bench-{t}") for t in (x.name for x in spec.tenants)})
+        keys, _ = key_environment(
+            spec, {t: TENANT_KEYS.get(t, f"sk-bench-{t}") for t in (x.name for x in spec.tenants)}
+        )
 
         def gateway_env(name: str, db: int, *, remote: bool) -> dict[str, str]:
-            env = common | keys | env_dict(
-                {
-                    Var.REDIS_URL: f"redis://127.0.0.1:{redis.port}/{db}",  # apart: the shapes share no cache entry
-                    Var.KAFKA_BOOTSTRAP_SERVERS: bootstrap,
-                    Var.MODEL_GATEWAY_URL: f"http://127.0.0.1:{modelgw_port}" if remote else None,
-                    Var.SPOOL_DIR: str(tmp / f"spool-{name}"),
-                    Var.FILES_DIR: str(tmp / f"files-{name}"),
-                }
+            env = (
+                common
+                | keys
+                | env_dict(
+                    {
+                        Var.REDIS_URL: f"redis://127.0.0.1:{redis.port}/{db}",  # apart: the shapes share no cache entry
+                        Var.KAFKA_BOOTSTRAP_SERVERS: bootstrap,
+                        Var.MODEL_GATEWAY_URL: f"http://127.0.0.1:{modelgw_port}" if remote else None,
+                        Var.SPOOL_DIR: str(tmp / f"spool-{name}"),
+                        Var.FILES_DIR: str(tmp / f"files-{name}"),
+                    }
+                )
             )
             return env | pool_url_env({"embed": f"http://127.0.0.1:{embed_port}", **({} if remote else small_url)})
 
         deployed_port, inproc_port = free_port(), free_port()
-        deployed = process("gateway", gateway_argv(deployed_port), deployed_port, gateway_env("deployed", 0, remote=True))
+        deployed = process(
+            "gateway", gateway_argv(deployed_port), deployed_port, gateway_env("deployed", 0, remote=True)
+        )
         gateways = [Target("deployed", f"http://127.0.0.1:{deployed_port}/v1/chat/completions", "small", True)]
         groups = {
             "deployed": {

@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import Protocol
 
 import aiohttp
@@ -131,6 +132,15 @@ class HttpKeyEmbedder:
         return [[float(x) for x in v] for v in vectors]
 
 
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What a lookup found: the cached answer (None on a miss) and the prompt's vector (None when the
+    layer skipped the prompt or the embedder failed), which a ``store`` after the miss reuses."""
+
+    answer: Json | None
+    vector: list[float] | None
+
+
 class SemanticCache:
     """Answers by meaning, per tenant and scope, from a ``VectorStore``.
 
@@ -161,8 +171,12 @@ class SemanticCache:
             scope: What else must match exactly (``scope_of``).
             text: The prompt.
         """
+        return (await self.probe(tenant, scope, text)).answer
+
+    async def probe(self, tenant: str, scope: str, text: str) -> Probe:
+        """``lookup``, keeping the prompt's vector for a ``store`` after a miss: one embedding call per request."""
         if not self.enabled or not text or len(text) > MAX_TEXT_CHARS:
-            return None
+            return Probe(None, None)
         try:
             [vector] = await self.embedder.embed([text])
             hit = await self.vectors.search(
@@ -170,15 +184,20 @@ class SemanticCache:
             )
         except Exception as e:  # any failure here is a miss: the request goes on to the model
             self._outage.down(e, "every lookup is a miss and nothing is stored")
-            return None
+            return Probe(None, None)
         self._outage.up()
         if hit is None:
-            return None
+            return Probe(None, vector)
         response = json.loads(hit.response)
-        return response if isinstance(response, dict) else None
+        return Probe(response if isinstance(response, dict) else None, vector)
 
-    async def store(self, tenant: str, scope: str, text: str, response: Json) -> None:
-        """Keep ``response`` as the answer to ``text`` for this tenant and scope, for the layer's TTL."""
+    async def store(
+        self, tenant: str, scope: str, text: str, response: Json, *, vector: list[float] | None = None
+    ) -> None:
+        """Keep ``response`` as the answer to ``text`` for this tenant and scope, for the layer's TTL.
+
+        ``vector`` is the text's embedding when the caller has it (``probe``'s); otherwise it is embedded here.
+        """
         if not self.enabled or not text or len(text) > MAX_TEXT_CHARS:
             return
         raw = json.dumps(response, separators=(",", ":"))
@@ -186,7 +205,8 @@ class SemanticCache:
             return
         now = self.clock.time()
         try:
-            [vector] = await self.embedder.embed([text])
+            if vector is None:
+                [vector] = await self.embedder.embed([text])
             await self.vectors.upsert(
                 str(uuid.uuid5(_NAMESPACE, f"{tenant}\x00{scope}\x00{text}")),
                 vector,
