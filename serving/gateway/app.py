@@ -8,7 +8,6 @@ production hands in the cloud ones; nothing here reads the environment.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import uuid
@@ -24,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
+from serving import jsonbody
 from serving.errors import AuthenticationFailed, ServingError
 from serving.gateway.admission import AdmissionController
 from serving.gateway.auth import KeyRing, Resolver
@@ -208,7 +208,7 @@ def create_app(gateway: Gateway) -> Starlette:
             headers |= {"cache-control": "no-cache", "x-accel-buffering": "no"}
             body = with_keepalive(sse(reply.chunks, include_usage=include_usage, request_id=request_id))
             return StreamingResponse(body, media_type="text/event-stream", headers=headers)
-        return Response(json.dumps(reply.body, separators=(",", ":")), media_type=JSON_MEDIA, headers=headers)
+        return Response(jsonbody.dumps(reply.body), media_type=JSON_MEDIA, headers=headers)
 
     async def chat(request: Request) -> Response:
         return await complete(request, Endpoint.CHAT)

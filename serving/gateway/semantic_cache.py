@@ -32,6 +32,7 @@ from typing import Protocol
 
 import aiohttp
 
+from serving import jsonbody
 from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
 from serving.gateway.vector_store import VectorStore
 from serving.outage import Outage
@@ -118,9 +119,11 @@ class HttpKeyEmbedder:
             ValueError: Its answer is not a list of vectors of ``dimension`` floats, one per text.
         """
         timeout = aiohttp.ClientTimeout(total=EMBED_TIMEOUT_SECONDS)
-        async with self.session.post(self.url, json={"model": self.model, "input": texts}, timeout=timeout) as response:
+        payload = jsonbody.dumps({"model": self.model, "input": texts})
+        headers = {"content-type": "application/json"}
+        async with self.session.post(self.url, data=payload, headers=headers, timeout=timeout) as response:
             response.raise_for_status()
-            body = await response.json()
+            body = jsonbody.loads_internal(await response.read())
             self.kind = response.headers.get(EMBEDDING_HEADER, "model")
         data = sorted(body.get("data") or [], key=lambda item: item.get("index", 0))
         vectors = [item.get("embedding") for item in data]
@@ -188,7 +191,7 @@ class SemanticCache:
         self._outage.up()
         if hit is None:
             return Probe(None, vector)
-        response = json.loads(hit.response)
+        response = jsonbody.loads_internal(hit.response)
         return Probe(response if isinstance(response, dict) else None, vector)
 
     async def store(
@@ -200,7 +203,7 @@ class SemanticCache:
         """
         if not self.enabled or not text or len(text) > MAX_TEXT_CHARS:
             return
-        raw = json.dumps(response, separators=(",", ":"))
+        raw = jsonbody.dumps(response).decode()
         if len(raw) > MAX_RESPONSE_BYTES:
             return
         now = self.clock.time()
