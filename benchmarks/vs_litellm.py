@@ -59,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
 from tokenplane.dev.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
+from tokenplane.runtime_env import Var, env_dict, pool_url_env  # noqa: E402
 
 CACHE_DIR = ROOT / ".bench"
 LITELLM_VENV = CACHE_DIR / "litellm-venv"
@@ -229,17 +230,18 @@ def gateway_process(
     name: str, tmp: Path, spec: Path, *, redis_port: int, kafka_port: int, engine_port: int, replicas: int = 1
 ) -> ManagedProcess:
     port = free_port()
-    env = {
-        "TOKENPLANE_CONFIG": str(spec),
-        "TOKENPLANE_REGION": "local",
-        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-        "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{kafka_port}",
-        "TOKENPLANE_SPOOL_DIR": str(tmp / f"spool-{name}"),
-        "TOKENPLANE_FILES_DIR": str(tmp / f"files-{name}"),
-        "POOL_URL_SMALL": f"http://127.0.0.1:{engine_port}",
-        "TOKENPLANE_KEY_DEMO": KEY,
-        "TOKENPLANE_GATEWAY_REPLICAS": str(replicas),
-    }
+    env = env_dict(
+        {
+            Var.CONFIG: str(spec),
+            Var.REGION: "local",
+            Var.REDIS_URL: f"redis://127.0.0.1:{redis_port}/0",
+            Var.KAFKA_BOOTSTRAP_SERVERS: f"127.0.0.1:{kafka_port}",
+            Var.SPOOL_DIR: str(tmp / f"spool-{name}"),
+            Var.FILES_DIR: str(tmp / f"files-{name}"),
+            Var.GATEWAY_REPLICAS: str(replicas),
+        }
+    )
+    env |= pool_url_env({"small": f"http://127.0.0.1:{engine_port}"}) | {"TOKENPLANE_KEY_DEMO": KEY}
     argv = gateway_argv(port)
     return ManagedProcess(name, argv, port, tmp / f"{name}.log", env=env, start_timeout=60)
 
