@@ -38,6 +38,7 @@ import json
 import math
 import os
 import random
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -168,7 +169,7 @@ async def sweep(
             row: dict[str, Any] = {"rate": rate}
             for g in live:
                 ws = per[g.name]
-                summary = {
+                summary: dict[str, Any] = {
                     key: dbench.spread([w[key] for w in ws])
                     for key in ("added_p50_ms", "added_p99_ms", "p99_ms", "direct_p99_ms", "achieved_rps", "load1")
                 }
@@ -319,7 +320,11 @@ def litellm_process(
             "redis_host": "127.0.0.1",  # shared state of its limiter across workers and replicas
             "redis_port": redis_port,
         },
-        "general_settings": {"custom_auth": f"{AUTH_MODULE}.user_api_key_auth"},
+        # custom_auth answers for every key; the admin key is only what LiteLLM refuses to start without.
+        "general_settings": {
+            "custom_auth": f"{AUTH_MODULE}.user_api_key_auth",
+            "master_key": "sk-" + secrets.token_hex(32),
+        },
         "litellm_settings": {"telemetry": False, "num_retries": 0},
     }
     path = folder / "config.yaml"
@@ -400,7 +405,6 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             for p in (redis_server, kafka, engine):
                 p.start()
                 stack.append(p)
-            ports = {"redis_port": redis_server.port, "kafka_port": kafka.port, "engine_port": engine_port}
             modelgw_port = free_port()
             modelgw = ManagedProcess(
                 "modelgw",
@@ -414,7 +418,13 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             modelgw.start()
             stack.append(modelgw)
             ours = gateway_process(
-                "tokenplane", tmp, sweep_spec, **ports, modelgw_url=f"http://127.0.0.1:{modelgw_port}"
+                "tokenplane",
+                tmp,
+                sweep_spec,
+                redis_port=redis_server.port,
+                kafka_port=kafka.port,
+                engine_port=engine_port,
+                modelgw_url=f"http://127.0.0.1:{modelgw_port}",
             )
             ours.start()
             stack.append(ours)
@@ -449,7 +459,18 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             body = {"model": "small", "messages": MESSAGES, "max_tokens": RL_MAX_TOKENS}
             client = redis.Redis(port=redis_server.port)
             client.flushall()
-            replicas = [gateway_process(f"tokenplane-{i}", tmp, rl_spec, **ports, replicas=3) for i in range(3)]
+            replicas = [
+                gateway_process(
+                    f"tokenplane-{i}",
+                    tmp,
+                    rl_spec,
+                    redis_port=redis_server.port,
+                    kafka_port=kafka.port,
+                    engine_port=engine_port,
+                    replicas=3,
+                )
+                for i in range(3)
+            ]
             start_all(replicas)
             stack += replicas
             targets = [

@@ -28,7 +28,7 @@ class Labelled(Generic[M]):
     __slots__ = ("_children", "metric")
 
     def __init__(self, metric: M) -> None:
-        self.metric = metric
+        self.metric: M = metric
         self._children: dict[tuple[str, ...], Any] = {}
 
     def labels(self, *values: str) -> M:
@@ -37,7 +37,7 @@ class Labelled(Generic[M]):
             child = self.metric.labels(*values)
             if len(self._children) < CHILDREN_LIMIT:
                 self._children[values] = child
-        return child  # type: ignore[no-any-return]  # the child has the metric's own type
+        return child
 
 
 # Latency buckets from 5 ms to 2 min: interactive TTFT sits in the first half, long generations in the last.

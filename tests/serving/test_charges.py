@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -66,7 +67,7 @@ def charges(redis: aioredis.Redis) -> Charges:
 
 async def bucket(redis: aioredis.Redis, book: Charges, who: Tenant) -> tuple[float, float]:
     r, t = await redis.hmget(book.limiter.key(who.name), ["r", "t"])
-    return float(r), float(t)
+    return float(r or 0), float(t or 0)
 
 
 async def test_acquire_charges_the_bucket_and_the_ledger_and_settle_brings_both_to_the_real_usage(
@@ -120,7 +121,7 @@ async def test_concurrent_acquires_never_overspend_the_quota(redis: aioredis.Red
 def counted(redis: aioredis.Redis) -> list[str]:
     """The commands this client sends from now on, one per round trip (a script's own calls run in Redis)."""
     sent: list[str] = []
-    send = redis.execute_command
+    send: Callable[..., Awaitable[Any]] = redis.execute_command
 
     async def execute_command(*args: object, **options: object) -> object:
         sent.append(str(args[0]).upper())
