@@ -156,9 +156,10 @@ class Target:
     model: str  # a tier name through a gateway, the served model name on the engine
     auth: bool
     key: str | None = None  # one key for every request (another gateway's), instead of the tenant's
+    extra: tuple[tuple[str, str], ...] = ()  # headers another gateway routes by
 
     def request(self, shot: Shot) -> tuple[bytes, dict[str, str]]:
-        headers = {"content-type": "application/json"}
+        headers = {"content-type": "application/json", **dict(self.extra)}
         if self.auth:
             headers["authorization"] = f"Bearer {self.key or TENANT_KEYS[shot.tenant]}"
         return json.dumps({**shot.body, "model": self.model}).encode(), headers

@@ -207,13 +207,21 @@ def litellm_section(r: dict[str, Any]) -> list[str]:
         "median (range). A gateway stops stepping once saturated (achieved < 90 % of offered or P99 > 1 s).",
         "",
     ]
+    pk = r.get("portkey")
+    if pk:
+        lines[0:0] = [
+            f"Portkey's open-source gateway (Node, one process, routing by its headers; it checks no key and "
+            f"limits nothing in this build, so it does less per request than either): "
+            f"{'ran' if pk['available'] else '**did not run**'} ({pk['note']}).",
+            "",
+        ]
     rows = []
     for row in r["sweep"]:
-        ratio = row.get("litellm_over_tokenplane_p99")
-        for name in ("tokenplane", "litellm"):
+        for name in ("tokenplane", "litellm", "portkey"):
             s = row.get(name)
             if not s:
                 continue
+            ratio = row.get(f"{name}_over_tokenplane_p99")
             rows.append(
                 [
                     str(row["rate"]),
@@ -223,7 +231,7 @@ def litellm_section(r: dict[str, Any]) -> list[str]:
                     _range(s["added_p99_ms"]),
                     str(s["errors"]),
                     "yes" if s["saturated"] else "",
-                    _range(ratio, 1) if ratio and name == "litellm" else "",
+                    _range(ratio, 1) if ratio else "",
                     f(s["load1"]["median"], 1),
                 ]
             )

@@ -5,7 +5,8 @@ Layout, all on loopback, each its own process:
     load generator (this process: deployed_bench's open loop, timed from the scheduled send)
       |-- baseline -------------------------------------------------> engine simulator (speed=inf)
       |-- python -m serving.gateway --> python -m serving.modelgw --> the same engine  (as deployed)
-      '-- litellm --config, --num_workers = cores (own venv) -------> the same engine
+      |-- litellm --config, --num_workers = cores (own venv) -------> the same engine
+      '-- node @portkey-ai/gateway (npm, one process) --------------> the same engine
 
 LiteLLM's configuration is its documented fast path: ``simple-shuffle``
 routing (its docs advise against ``usage-based-routing-v2`` for performance),
@@ -17,6 +18,11 @@ function (LiteLLM's supported hook) that returns ``UserAPIKeyAuth(rpm_limit,
 tpm_limit)``: the limiter then runs as it does for a database key. Ours checks
 the tenant's key, RPM/TPM (Lua) and quota in Redis, meters to Kafka. Both
 limits are far above the sweep's load and checked on every request.
+
+The second peer is Portkey's open-source gateway ("a fast AI gateway"; Node,
+installed with npm into ``.bench/portkey``), routing by its ``x-portkey-*``
+headers; its open-source build checks no key and limits nothing, so it does
+less per request than either. It has no worker option: one process.
 
 Reported, per offered rate: ``--windows`` rounds of one window each against the
 engine, our gateway and LiteLLM, back to back; each gateway's added P50/P99 over
@@ -57,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import deployed_bench as dbench  # noqa: E402
 from benchmarks._common import engine_argv, gateway_argv, unlimited_dev_spec  # noqa: E402
-from tokenplane.dev.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
+from tokenplane.dev.standins import ManagedProcess, StandInError, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
 from tokenplane.runtime_env import Var, env_dict, pool_url_env  # noqa: E402
 
 CACHE_DIR = ROOT / ".bench"
@@ -181,12 +187,12 @@ async def sweep(
                 if summary["saturated"]:
                     saturated.add(g.name)
                 row[g.name] = summary
-            if "litellm" in per and "tokenplane" in per:
+            for peer in (name for name in per if name != "tokenplane" and "tokenplane" in per):
                 ratios = [
                     theirs["added_p99_ms"] / ours["added_p99_ms"] if ours["added_p99_ms"] > 0 else math.nan
-                    for ours, theirs in zip(per["tokenplane"], per["litellm"], strict=True)
+                    for ours, theirs in zip(per["tokenplane"], per[peer], strict=True)
                 ]
-                row["litellm_over_tokenplane_p99"] = dbench.spread(ratios)
+                row[f"{peer}_over_tokenplane_p99"] = dbench.spread(ratios)
             rows.append(row)
     return rows
 
@@ -336,6 +342,40 @@ def litellm_process(
     return ManagedProcess(name, argv, port, tmp / f"{name}.log", env=env, start_timeout=LITELLM_START_TIMEOUT)
 
 
+PORTKEY_DIR = CACHE_DIR / "portkey"
+PORTKEY_SPEC = "@portkey-ai/gateway@1.15.2"
+PORTKEY_SERVER = PORTKEY_DIR / "node_modules" / "@portkey-ai" / "gateway" / "build" / "start-server.js"
+
+
+def ensure_portkey() -> tuple[Path | None, str]:
+    """Portkey's open-source gateway (Node), installed once with npm: the peer users pick for speed
+    ("a fast AI gateway"); None and why when npm or the package is not there."""
+    if PORTKEY_SERVER.exists():
+        return PORTKEY_SERVER, "cached in " + str(PORTKEY_DIR)
+    PORTKEY_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--silent", PORTKEY_SPEC],
+            cwd=PORTKEY_DIR,
+            capture_output=True,
+            text=True,
+            timeout=LITELLM_INSTALL_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"npm install {PORTKEY_SPEC} failed: {e}"
+    if not PORTKEY_SERVER.exists():
+        return None, f"npm install {PORTKEY_SPEC} failed: {(done.stderr or done.stdout)[-300:]}"
+    return PORTKEY_SERVER, "installed into " + str(PORTKEY_DIR)
+
+
+def portkey_process(server: Path, tmp: Path) -> ManagedProcess:
+    """One Node process (its server has no worker option); routing by its x-portkey-* headers."""
+    port = free_port()
+    argv = ["node", str(server), f"--port={port}", "--headless"]
+    return ManagedProcess("portkey", argv, port, tmp / "portkey.log", start_timeout=120)
+
+
 def start_all(processes: list[ManagedProcess]) -> None:
     """Spawn them together (three LiteLLMs import in parallel), then wait for each port."""
     for p in processes:
@@ -383,7 +423,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "auth": "tokenplane: tenant API key (RPM/TPM and quota in Redis); litellm: a key from its custom_auth hook "
         "with rpm_limit/tpm_limit, enforced by its parallel_request_limiter_v3 in Redis (virtual keys need Postgres)",
     }
-    exe, why = ensure_litellm()
+    exe, why = ensure_litellm() if "litellm" in args.peers else (None, "not asked for (--peers)")
     result["litellm"] = {"available": exe is not None, "note": why}
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
@@ -448,6 +488,22 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 except RuntimeError as e:
                     theirs.stop()
                     result["litellm"] = {"available": False, "note": f"installed, but did not start: {e}"}
+            portkey, portkey_note = ensure_portkey() if "portkey" in args.peers else (None, "not asked for (--peers)")
+            result["portkey"] = {"available": portkey is not None, "note": portkey_note}
+            if portkey is not None:
+                peer = portkey_process(portkey, tmp)
+                try:
+                    peer.start()
+                    stack.append(peer)
+                    routing = (
+                        ("x-portkey-provider", "openai"),
+                        ("x-portkey-custom-host", f"http://127.0.0.1:{engine_port}/v1"),
+                    )
+                    gateways.append(
+                        dbench.Target("portkey", url.format(peer.port), "small-chat", True, key="none", extra=routing)
+                    )
+                except StandInError as e:
+                    result["portkey"] = {"available": False, "note": f"installed, but did not start: {e}"}
             direct = dbench.Target("direct", url.format(engine_port), "small-chat", False)
             result["sweep"] = asyncio.run(sweep(direct, gateways, rates, windows, seconds))
             for p in stack[3:]:
@@ -525,7 +581,7 @@ def print_report(result: dict[str, Any]) -> None:
     print(f"LiteLLM: {'available' if ll['available'] else 'NOT available'} ({ll['note']})")
     print(f"auth: {result['auth']}")
     for row in result["sweep"]:
-        for name in ("tokenplane", "litellm"):
+        for name in ("tokenplane", "litellm", "portkey"):
             s = row.get(name)
             if s:
                 p99 = s["added_p99_ms"]
@@ -534,9 +590,10 @@ def print_report(result: dict[str, Any]) -> None:
                     f"{s['added_p50_ms']['median']:.2f} ms, P99 {p99['median']:.2f} ms ({p99['min']:.2f}-{p99['max']:.2f}), "
                     f"errors {s['errors']}{' saturated' if s['saturated'] else ''}"
                 )
-        ratio = row.get("litellm_over_tokenplane_p99")
-        if ratio:
-            print(f"      LiteLLM/ours added P99: {ratio['median']:.1f}x ({ratio['min']:.1f}-{ratio['max']:.1f})")
+        for peer in ("litellm", "portkey"):
+            ratio = row.get(f"{peer}_over_tokenplane_p99")
+            if ratio:
+                print(f"      {peer}/ours added P99: {ratio['median']:.1f}x ({ratio['min']:.1f}-{ratio['max']:.1f})")
     for name, r in result.get("rate_limit", {}).items():
         print(
             f"rate limit {name}: admitted {r['admitted_tokens']} tokens vs allowed {r['allowed_tokens']:.0f} "
@@ -546,7 +603,10 @@ def print_report(result: dict[str, Any]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="three rates, 3 s each, a 5 s burst")
+    parser.add_argument("--quick", action="store_true", help="two rates, three rounds each, a 5 s burst")
+    parser.add_argument(
+        "--peers", nargs="+", choices=["litellm", "portkey"], default=["litellm", "portkey"], help="whom to measure"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
