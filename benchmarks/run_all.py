@@ -10,7 +10,7 @@ pool's capacity), ``faults.py`` (one fault at a time under load), ``fuzz.py``
 lookup cost by cached answers). Each runs
 as its own process under a time limit, so that one hung benchmark cannot hold
 the others; a failed one is reported in the file with its last lines of output.
-All of it stays under 20 minutes on two cores; ``--quick`` takes a few.
+All of it takes about half an hour on two cores (LiteLLM alone takes minutes to start); ``--quick`` about ten.
 
 Run: ``python benchmarks/run_all.py [--quick]`` (``make bench``); ``--only deployed_bench.py`` runs one
 benchmark and rewrites its section of the existing file, leaving the others as they are.
