@@ -244,7 +244,7 @@ def litellm_section(r: dict[str, Any]) -> list[str]:
             "+P99 ms",
             "errors",
             "saturated",
-            "LiteLLM/ours +P99",
+            "its +P99 / ours",
             "load",
         ],
         rows,
