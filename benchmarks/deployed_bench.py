@@ -247,6 +247,7 @@ def window_row(win: Window, base: Window, gateway_cpu: float) -> dict[str, Any]:
         "direct_p99_ms": pct(base.latencies, 0.99) * 1000,
         "added_p50_ms": (pct(win.latencies, 0.5) - pct(base.latencies, 0.5)) * 1000,
         "added_p99_ms": (pct(win.latencies, 0.99) - pct(base.latencies, 0.99)) * 1000,
+        "served": ok,
         "achieved_rps": ok / win.seconds if win.seconds else 0.0,
         "gateway_cpu_s": gateway_cpu,
         "req_per_gateway_cpu_s": ok / gateway_cpu if gateway_cpu > 0 else math.nan,
@@ -293,9 +294,7 @@ async def measure(
                         )
                     },
                     "cpu_per_request_ms": {
-                        name: statistics.median(
-                            1000 * w["cpu_s"][name] / max(1, w["achieved_rps"] * args.seconds) for w in windows
-                        )
+                        name: statistics.median(1000 * w["cpu_s"][name] / max(1, w["served"]) for w in windows)
                         for name in windows[0]["cpu_s"]
                     },
                     "errors": sum(sum(w["errors"].values()) for w in windows),
@@ -310,6 +309,17 @@ def bench_spec(path: Path) -> None:
     """The dev spec with limits no load reaches (still checked on every request) and the semantic cache on."""
     data = unlimited_dev_spec(semantic=True)
     path.write_text(yaml.safe_dump(data))
+
+
+def server_argv(server: str, port: int) -> list[str]:
+    """The gateway as shipped (uvicorn, ``python -m serving.gateway``), or its app under granian to compare."""
+    if server == "uvicorn":
+        return gateway_argv(port)
+    return [
+        *[sys.executable, "-m", "granian", "--interface", "asgi", "--loop", "uvloop", "--runtime-mode", "st"],
+        *["--host", "127.0.0.1", "--port", str(port), "--no-ws", "--http1-header-read-timeout", "10000"],
+        *["--factory", "benchmarks.granian_gateway:public"],
+    ]
 
 
 @contextmanager
@@ -431,7 +441,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
         if args.in_process:
             inproc = process(
-                "gateway-inproc", gateway_argv(inproc_port), inproc_port, gateway_env("inproc", 1, remote=False)
+                "gateway-inproc",
+                server_argv(args.server, inproc_port),
+                inproc_port,
+                gateway_env("inproc", 1, remote=False),
             )
             gateways.append(Target("in-process", f"http://127.0.0.1:{inproc_port}/v1/chat/completions", "small", True))
             groups["in-process"] = {**groups["deployed"], "gateway": (inproc.pid or 0,)}
@@ -456,6 +469,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "max_tokens": MAX_TOKENS,
                 "engine_output_tokens": OUTPUT_TOKENS,
             },
+            "server": args.server,
             "shapes": shapes,
         }
 
@@ -479,6 +493,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=WINDOW_SECONDS, help="length of one window")
     parser.add_argument("--no-in-process", dest="in_process", action="store_false", help="the deployed shape only")
     parser.add_argument("--profile", type=Path, default=None, help="py-spy the deployed shape's processes into DIR")
+    parser.add_argument("--server", choices=["uvicorn", "granian"], default="uvicorn", help="what serves the gateway")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = run(args)
