@@ -13,15 +13,15 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def unlimited_dev_spec() -> dict[str, Any]:
-    """``stacks/dev.yaml`` with limits no benchmark reaches (still checked on every request) and no
-    semantic cache, whose embedding call per request is the embedding pool's latency, not the gateway's."""
+def unlimited_dev_spec(*, semantic: bool = False) -> dict[str, Any]:
+    """``stacks/dev.yaml`` with limits no benchmark reaches (still checked on every request); the semantic
+    cache only with ``semantic`` (the deployed-shape benchmark keeps it on, as ``stacks/dev.yaml`` ships it)."""
     data: dict[str, Any] = yaml.safe_load((ROOT / "stacks" / "dev.yaml").read_text())
     for tenant in data["tenants"]:
         tenant.update(rpm=100_000_000, tpm=10_000_000_000)
         tenant.pop("monthly_usd", None)
         tenant["monthly_tokens"] = 10**15
-    data["cache"]["semantic"]["enabled"] = False
+    data["cache"]["semantic"]["enabled"] = semantic
     return data
 
 

@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
 from tokenplane.dev.standins import free_port, kafka_stand_in, redis_stand_in, wait_for_port  # noqa: E402
+from tokenplane.runtime_env import Var, env_dict, pool_url_env  # noqa: E402
 
 KEY = "sk-bench-0001"
 MESSAGES = [{"role": "user", "content": "Say hello."}]
@@ -178,15 +179,16 @@ def main() -> int:
                     tmp / "engine.log",
                 )
             )
-            env = {
-                "TOKENPLANE_CONFIG": str(spec),
-                "TOKENPLANE_REGION": "local",
-                "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
-                "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{kafka.port}",
-                "TOKENPLANE_SPOOL_DIR": str(tmp / "spool"),
-                "POOL_URL_SMALL": f"http://127.0.0.1:{engine_port}",
-                "TOKENPLANE_KEY_DEMO": KEY,
-            }
+            env = env_dict(
+                {
+                    Var.CONFIG: str(spec),
+                    Var.REGION: "local",
+                    Var.REDIS_URL: f"redis://127.0.0.1:{redis.port}/0",
+                    Var.KAFKA_BOOTSTRAP_SERVERS: f"127.0.0.1:{kafka.port}",
+                    Var.SPOOL_DIR: str(tmp / "spool"),
+                }
+            )
+            env |= pool_url_env({"small": f"http://127.0.0.1:{engine_port}"}) | {"TOKENPLANE_KEY_DEMO": KEY}
             gateway = start(
                 gateway_argv(gateway_port),
                 env,

@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
 from tokenplane.dev.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
+from tokenplane.runtime_env import Var, env_dict, pool_url_env  # noqa: E402
 from tokenplane.spec import WorkloadClass  # noqa: E402
 
 SPEED = 1.0  # modelled seconds per wall second: the GPU's real timing
@@ -229,14 +230,17 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             tmp / "engine.log",
             start_timeout=60,
         )
-        env = {
-            "TOKENPLANE_CONFIG": str(spec),
-            "TOKENPLANE_REGION": "local",
-            "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
-            "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{kafka.port}",
-            "TOKENPLANE_SPOOL_DIR": str(tmp / "spool"),
-            "TOKENPLANE_FILES_DIR": str(tmp / "files"),
-            "POOL_URL_SMALL": f"http://127.0.0.1:{engine_port}",
+        env = env_dict(
+            {
+                Var.CONFIG: str(spec),
+                Var.REGION: "local",
+                Var.REDIS_URL: f"redis://127.0.0.1:{redis_server.port}/0",
+                Var.KAFKA_BOOTSTRAP_SERVERS: f"127.0.0.1:{kafka.port}",
+                Var.SPOOL_DIR: str(tmp / "spool"),
+                Var.FILES_DIR: str(tmp / "files"),
+            }
+        ) | pool_url_env({"small": f"http://127.0.0.1:{engine_port}"})
+        env |= {
             "TOKENPLANE_KEY_DEMO": KEYS["demo"],
             "TOKENPLANE_KEY_ACME_EU": KEYS["acme-eu"],
             "TOKENPLANE_KEY_VIP": KEYS["vip"],

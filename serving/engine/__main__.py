@@ -30,6 +30,17 @@ def _speed(text: str) -> float:
     return value
 
 
+def _output_tokens(text: str) -> tuple[int, int]:
+    lo, sep, hi = text.partition("-")
+    try:
+        bounds = (int(lo), int(hi if sep else lo))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a range of token counts; give e.g. 4-48 or 16") from None
+    if not 1 <= bounds[0] <= bounds[1]:
+        raise argparse.ArgumentTypeError(f"{text} must be LO-HI with 1 <= LO <= HI, e.g. 4-48")
+    return bounds
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m serving.engine", description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default=DEFAULT_SPEC, help=f"platform spec (default {DEFAULT_SPEC})")
@@ -44,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
         choices=["auto", "lexical"],
         default="auto",
         help="an encoder pool's vectors: auto (the model's weights where installed, else lexical) or lexical",
+    )
+    parser.add_argument(
+        "--output-tokens",
+        type=_output_tokens,
+        default=None,
+        metavar="LO-HI",
+        help="the range a completion's natural length is drawn from (default: the pool's classes' output ranges)",
     )
     return parser
 
@@ -62,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             kv_blocks=args.kv_blocks,
             seed=args.seed,
             embeddings=EmbeddingMode(args.embeddings),
+            output_tokens=args.output_tokens,
         )
     except SpecLoadError as e:
         # One problem reads best on one line; several keep the loader's list, one per line.

@@ -97,6 +97,7 @@ class EngineConfig:
         kv_blocks: int | None = None,
         seed: int = 0,
         embeddings: EmbeddingMode = EmbeddingMode.AUTO,
+        output_tokens: tuple[int, int] | None = None,
     ) -> EngineConfig:
         """Build the config of one replica of ``pool``.
 
@@ -107,6 +108,8 @@ class EngineConfig:
             kv_blocks: Overrides the KV blocks vLLM's memory accounting gives the replica.
             seed: Output seed for requests without one.
             embeddings: How an encoder pool embeds: ``auto`` or ``lexical`` (see ``serving.engine.embedder``).
+            output_tokens: Overrides the range a completion's natural length is drawn from (by default the
+                pool's classes' output ranges), e.g. so that a benchmark's short completions still vary in length.
 
         Raises:
             ValueError: ``pool`` is not in the spec (the message lists the pools), or a value is out of range.
@@ -119,6 +122,8 @@ class EngineConfig:
         blocks = pool_model.memory(spec, found).kv_blocks if kv_blocks is None else kv_blocks
         classes = [spec.workload_classes[c].output_tokens for c in found.classes if c in spec.workload_classes]
         output = (min(r.min for r in classes), max(r.max for r in classes)) if classes else (1, 1)
+        if output_tokens is not None:
+            output = output_tokens
         timing = pool_model.timing(spec, found, kv_blocks=blocks)
         return cls(
             pool=found.name,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -42,6 +41,7 @@ from aiokafka.abc import AbstractTokenProvider  # type: ignore[import-untyped]  
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped]  # aiokafka ships no type hints
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code  # type: ignore[import-untyped]  # aiokafka ships no type hints
 
+from serving import jsonbody
 from serving.events.spool import DEFAULT_SPOOL_MAX_BYTES, Record, Spool
 from serving.types import Clock, Json
 from tokenplane.errors import SpecError
@@ -156,7 +156,7 @@ class KafkaSink:
             raise ValueError(
                 f"no topic for purpose {purpose.value!r}; configured: {sorted(p.value for p in self.topics)}"
             )
-        value = json.dumps(event, separators=(",", ":")).encode()
+        value = jsonbody.dumps(event)
         if len(value) > MAX_EVENT_BYTES:
             raise ValueError(
                 f"a {purpose.value} event of {len(value)} bytes is over the {MAX_EVENT_BYTES} bytes Kafka accepts"

@@ -8,7 +8,6 @@ production hands in the cloud ones; nothing here reads the environment.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import uuid
@@ -24,10 +23,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
+from serving import jsonbody
 from serving.errors import AuthenticationFailed, ServingError
 from serving.gateway.admission import AdmissionController
 from serving.gateway.auth import KeyRing, Resolver
 from serving.gateway.call import Call, Handler
+from serving.gateway.charges import Charges
 from serving.gateway.edge import InternalError, error_json, public_app
 from serving.gateway.exact_cache import ExactCache
 from serving.gateway.metrics import GatewayMetrics
@@ -39,11 +40,10 @@ from serving.gateway.semantic_cache import SemanticCache
 from serving.gateway.stages import (
     AdmitStage,
     AuthenticateStage,
+    ChargeStage,
     ExactCacheStage,
     ForwardStage,
     ObserveStage,
-    QuotaStage,
-    RateLimitStage,
     RouteStage,
     SemanticCacheStage,
 )
@@ -158,8 +158,7 @@ def build_gateway(
             handler, cache=semantic, replay=lambda c: exact.replay_chunks(c, include_usage=True), tracer=tracer
         )
     handler = ExactCacheStage(handler, cache=exact, tracer=tracer)
-    handler = QuotaStage(handler, ledger=ledger, prices=prices, tracer=tracer)
-    handler = RateLimitStage(handler, limiter=limiter, tracer=tracer)
+    handler = ChargeStage(handler, charges=Charges(redis, limiter=limiter, ledger=ledger), prices=prices, tracer=tracer)
     handler = RouteStage(handler, router=router, counter_for=_counters(spec), tracer=tracer)
     handler = AuthenticateStage(handler, keys=keys, tracer=tracer)
     handler = ObserveStage(
@@ -209,7 +208,7 @@ def create_app(gateway: Gateway) -> Starlette:
             headers |= {"cache-control": "no-cache", "x-accel-buffering": "no"}
             body = with_keepalive(sse(reply.chunks, include_usage=include_usage, request_id=request_id))
             return StreamingResponse(body, media_type="text/event-stream", headers=headers)
-        return Response(json.dumps(reply.body, separators=(",", ":")), media_type=JSON_MEDIA, headers=headers)
+        return Response(jsonbody.dumps(reply.body), media_type=JSON_MEDIA, headers=headers)
 
     async def chat(request: Request) -> Response:
         return await complete(request, Endpoint.CHAT)

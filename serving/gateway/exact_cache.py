@@ -29,6 +29,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from serving import jsonbody
 from serving.outage import Outage
 from serving.types import Endpoint, Json
 from tokenplane.spec import CacheLayer
@@ -95,7 +96,7 @@ class ExactCache:
         if raw is None:
             return None
         try:
-            value = json.loads(raw)
+            value = jsonbody.loads_internal(raw)
         except ValueError:
             log.warning("exact cache: entry %s is not JSON; treating it as a miss", key)
             return None

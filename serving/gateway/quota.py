@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -38,35 +39,41 @@ MONTH_KEY_TTL_SECONDS = 40 * 86_400  # longer than any month, so a month's ledge
 MICRO = 1_000_000  # micro-dollars per dollar
 PENDING_LIMIT = 4096  # tenant-months spent during an outage, kept until Redis returns; tenants come from the spec
 
-# KEYS[1]: the tenant-month hash. ARGV: tokens, micro_usd (the reservation), token_limit, micro_usd_limit
-# (-1 = no limit), ttl. Returns {0, field, used} when the reservation would pass a limit, else {1, tokens, micro_usd}.
-# Apply a settlement's difference in one round trip (a MULTI/EXEC pipeline costs five commands).
-_ADD = """
-redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'micro_usd', ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return 1
+# The ledger's arithmetic, as Lua functions shared by this module's scripts and the one round trip of
+# ``serving.gateway.charges`` (rate limit and quota together), so that it is written once.
+# quota_reserve returns {0, field, used} when the reservation would pass a limit (-1 = no limit), else
+# {1, tokens, micro_usd}; quota_add applies a settlement's difference.
+QUOTA_LUA = """
+local function quota_reserve(key, tokens, micro, token_limit, micro_limit, ttl)
+  local used = redis.call('HMGET', key, 'tokens', 'micro_usd')
+  local used_tokens = tonumber(used[1]) or 0
+  local used_micro = tonumber(used[2]) or 0
+  if token_limit >= 0 and used_tokens + tokens > token_limit then
+    return {0, 'tokens', used_tokens}
+  end
+  if micro_limit >= 0 and used_micro + micro > micro_limit then
+    return {0, 'usd', used_micro}
+  end
+  local now_tokens = redis.call('HINCRBY', key, 'tokens', tokens)
+  local now_micro = redis.call('HINCRBY', key, 'micro_usd', micro)
+  redis.call('EXPIRE', key, ttl)
+  return {1, now_tokens, now_micro}
+end
+local function quota_add(key, tokens, micro, ttl)
+  redis.call('HINCRBY', key, 'tokens', tokens)
+  redis.call('HINCRBY', key, 'micro_usd', micro)
+  redis.call('EXPIRE', key, ttl)
+end
 """
 
-_RESERVE = """
-local tokens = tonumber(ARGV[1])
-local micro = tonumber(ARGV[2])
-local token_limit = tonumber(ARGV[3])
-local micro_limit = tonumber(ARGV[4])
-local used = redis.call('HMGET', KEYS[1], 'tokens', 'micro_usd')
-local used_tokens = tonumber(used[1]) or 0
-local used_micro = tonumber(used[2]) or 0
-if token_limit >= 0 and used_tokens + tokens > token_limit then
-  return {0, 'tokens', used_tokens}
-end
-if micro_limit >= 0 and used_micro + micro > micro_limit then
-  return {0, 'usd', used_micro}
-end
-local now_tokens = redis.call('HINCRBY', KEYS[1], 'tokens', tokens)
-local now_micro = redis.call('HINCRBY', KEYS[1], 'micro_usd', micro)
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-return {1, now_tokens, now_micro}
-"""
+# KEYS[1]: the tenant-month hash. ARGV: tokens, micro_usd, ttl. One round trip (a MULTI/EXEC pipeline costs five).
+_ADD = QUOTA_LUA + "quota_add(KEYS[1], ARGV[1], ARGV[2], ARGV[3])\nreturn 1\n"
+
+# KEYS[1]: the tenant-month hash. ARGV: tokens, micro_usd (the reservation), token_limit, micro_usd_limit, ttl.
+_RESERVE = (
+    QUOTA_LUA
+    + "return quota_reserve(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5])\n"
+)
 
 
 def to_micro(usd: float) -> int:
@@ -120,6 +127,9 @@ class QuotaLedger:
         self._reserve = redis.register_script(_RESERVE)
         self._add_script = redis.register_script(_ADD)
         self._outage = Outage("quota: Redis", log)
+        # The month's keys, worked out once a month rather than per request: [first instant, next month's, "YYYY-MM"].
+        self._month: tuple[float, float, str] = (0.0, 0.0, "")
+        self._keys: dict[str, str] = {}  # tenant -> this month's key; tenants come from the spec
         # Spent while Redis was unreachable: key -> [tokens, micro_usd], added to Redis once it is back.
         self._pending: dict[str, list[int]] = {}
 
@@ -129,7 +139,28 @@ class QuotaLedger:
         return self._outage.active
 
     def key(self, tenant: str, ts: float | None = None) -> str:
-        return f"{self.prefix}:quota:{tenant}:{month_of(self.clock.time() if ts is None else ts)}"
+        """The tenant-month hash of ``ts`` (now by default)."""
+        ts = self.clock.time() if ts is None else ts
+        start, end, month = self._month
+        if start <= ts < end:
+            key = self._keys.get(tenant)
+            if key is None:
+                key = self._keys[tenant] = f"{self.prefix}:quota:{tenant}:{month}"
+            return key
+        if ts >= end:  # the first call, or a new month: it becomes the current one
+            begins = datetime.fromtimestamp(ts, UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+            self._month = (begins.timestamp(), month_end(ts).timestamp(), month_of(ts))
+            self._keys.clear()
+            return self.key(tenant, ts)
+        return f"{self.prefix}:quota:{tenant}:{month_of(ts)}"  # an earlier month (a clock set back): not cached
+
+    def limits(self, tenant: Tenant) -> tuple[int, int] | None:
+        """The tenant's token and micro-dollar limits for the script (-1: none), or None when it has neither."""
+        if tenant.monthly_tokens is None and tenant.monthly_usd is None:
+            return None
+        token_limit = tenant.monthly_tokens if tenant.monthly_tokens is not None else -1
+        micro_limit = to_micro(tenant.monthly_usd) if tenant.monthly_usd is not None else -1
+        return token_limit, micro_limit
 
     async def reserve(self, tenant: Tenant, *, tokens: int, usd: float) -> QuotaHold:
         """Charge a request's worst case to this month, or raise if it would pass a limit.
@@ -145,26 +176,29 @@ class QuotaLedger:
         Raises:
             QuotaExceeded: used + this request would pass ``monthly_tokens`` or ``monthly_usd``.
         """
-        if tenant.monthly_tokens is None and tenant.monthly_usd is None:
+        limits = self.limits(tenant)
+        if limits is None:
             return QuotaHold(tenant.name, None)
         now = self.clock.time()
         key = self.key(tenant.name, now)
         micro = to_micro(usd)
-        token_limit = tenant.monthly_tokens if tenant.monthly_tokens is not None else -1
-        micro_limit = to_micro(tenant.monthly_usd) if tenant.monthly_usd is not None else -1
         try:
-            await self._flush_pending()
-            ok, what, used = await self._reserve(
-                keys=[key], args=[tokens, micro, token_limit, micro_limit, MONTH_KEY_TTL_SECONDS]
-            )
+            await self.flush_pending()
+            ok, what, used = await self._reserve(keys=[key], args=[tokens, micro, *limits, MONTH_KEY_TTL_SECONDS])
         except (RedisError, OSError) as e:
-            self._down(e)
+            self.redis_failed(e)
             return QuotaHold(tenant.name, key, degraded=True)
-        self._up()
+        return self.held(tenant, key, tokens, micro, (ok, what, used), now)
+
+    def held(
+        self, tenant: Tenant, key: str, tokens: int, micro: int, reply: tuple[Any, Any, Any], now: float
+    ) -> QuotaHold:
+        """The hold the reserve script's ``{ok, field or tokens, used or micro}`` stands for, or its refusal."""
+        self.redis_answered()
+        ok, what, used = reply
         if int(ok) == 0:
-            raise _exceeded(
-                tenant, what.decode() if isinstance(what, bytes) else str(what), int(used), tokens, micro, now
-            )
+            field = what.decode() if isinstance(what, bytes) else str(what)
+            raise _exceeded(tenant, field, int(used), tokens, micro, now)
         return QuotaHold(tenant.name, key, tokens, micro)
 
     async def settle(self, hold: QuotaHold, *, tokens: int, usd: float) -> None:
@@ -177,33 +211,38 @@ class QuotaLedger:
         """
         if hold.key is None:
             return
-        delta_tokens = tokens - hold.tokens
-        delta_micro = to_micro(usd) - hold.micro_usd
+        delta_tokens, delta_micro = self.difference(hold, tokens=tokens, usd=usd)
         if delta_tokens == 0 and delta_micro == 0:
             return
         try:
-            await self._flush_pending()
+            await self.flush_pending()
             await self._add(hold.key, delta_tokens, delta_micro)
         except (RedisError, OSError) as e:
-            self._down(e)
-            self._remember(hold.key, delta_tokens, delta_micro)
+            self.redis_failed(e)
+            self.remember(hold.key, delta_tokens, delta_micro)
             return
-        self._up()
+        self.redis_answered()
+
+    @staticmethod
+    def difference(hold: QuotaHold, *, tokens: int, usd: float) -> tuple[int, int]:
+        """What settling ``hold`` at the real ``tokens`` and ``usd`` changes: (tokens, micro-dollars)."""
+        return tokens - hold.tokens, to_micro(usd) - hold.micro_usd
 
     async def usage(self, tenant: Tenant) -> tuple[int, float]:
         """This month's tokens and dollars so far ((0, 0.0) when unknown because Redis is unreachable)."""
         try:
             tokens, micro = await self.redis.hmget(self.key(tenant.name), ["tokens", "micro_usd"])
         except (RedisError, OSError) as e:
-            self._down(e)
+            self.redis_failed(e)
             return 0, 0.0
-        self._up()
+        self.redis_answered()
         return int(tokens or 0), int(micro or 0) / MICRO
 
     async def _add(self, key: str, tokens: int, micro: int) -> None:
         await self._add_script(keys=[key], args=[tokens, micro, MONTH_KEY_TTL_SECONDS])
 
-    def _remember(self, key: str, tokens: int, micro: int) -> None:
+    def remember(self, key: str, tokens: int, micro: int) -> None:
+        """Keep a settlement Redis could not take, to add once it is back."""
         entry = self._pending.get(key)
         if entry is None:
             if len(self._pending) >= PENDING_LIMIT:
@@ -213,16 +252,22 @@ class QuotaLedger:
         entry[0] += tokens
         entry[1] += micro
 
-    async def _flush_pending(self) -> None:
+    async def flush_pending(self) -> None:
+        """Add what was spent while Redis was unreachable (raises while it still is)."""
         while self._pending:
             key, (tokens, micro) = next(iter(self._pending.items()))
             await self._add(key, tokens, micro)  # raises while Redis is still away; the entry stays
             del self._pending[key]
 
-    def _down(self, error: BaseException) -> None:
+    @property
+    def pending(self) -> bool:
+        """True while usage spent during an outage waits to be added to Redis."""
+        return bool(self._pending)
+
+    def redis_failed(self, error: BaseException) -> None:
         self._outage.down(error, "monthly quotas are not enforced and usage is kept in memory")
 
-    def _up(self) -> None:
+    def redis_answered(self) -> None:
         self._outage.up("monthly quotas are enforced")
 
 

@@ -32,6 +32,7 @@ import logging
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import MaxConnectionsError, RedisError
@@ -50,44 +51,58 @@ LOCAL_BUCKETS_LIMIT = (
 )
 SECONDS_PER_MINUTE = 60.0
 
-# One script for both operations, so that acquire and reconcile share the refill arithmetic.
-# KEYS[1]: the tenant's hash {r: requests left, t: tokens left, at: µs of the last update, Redis time}.
-# ARGV: rpm, tpm, amount, op. op "acquire" takes 1 request and `amount` tokens if both fit;
-# op "adjust" adds `amount` tokens (a refund > 0, never above capacity; an overage < 0, may go negative).
-# Returns {verdict, r, t}: verdict 0 admitted (or adjusted), 1 out of requests, 2 out of tokens.
+# The bucket arithmetic, as Lua functions shared by this module's script and the one round trip of
+# ``serving.gateway.charges`` (rate limit and quota together), so that it is written once.
+# A tenant's hash: {r: requests left, t: tokens left, at: µs of the last update, Redis time}.
 # Levels travel as strings: Redis truncates Lua numbers to integers in replies.
-_SCRIPT = """
+BUCKET_LUA = """
+local function bucket_levels(key, rpm, tpm)
+  local clock = redis.call('TIME')
+  local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+  local state = redis.call('HMGET', key, 'r', 't', 'at')
+  local r = tonumber(state[1]) or rpm
+  local t = tonumber(state[2]) or tpm
+  local at = tonumber(state[3]) or now
+  local elapsed = math.max(0, now - at) / 1000000
+  return math.min(rpm, r + elapsed * rpm / 60), math.min(tpm, t + elapsed * tpm / 60), now
+end
+local function bucket_verdict(r, t, amount)
+  if r < 1 then return 1 end
+  if t < amount then return 2 end
+  return 0
+end
+local function bucket_save(key, rpm, tpm, r, t, now)
+  redis.call('HSET', key, 'r', string.format('%.17g', r), 't', string.format('%.17g', t), 'at', string.format('%d', now))
+  -- A bucket that has refilled completely is the same as no key, so the key lives only until then.
+  local full_in = math.max((rpm - r) / rpm, (tpm - t) / tpm) * 60
+  redis.call('PEXPIRE', key, math.ceil(full_in * 1000) + 1000)
+end
+"""
+
+# KEYS[1]: the tenant's hash. ARGV: rpm, tpm, amount, op. op "acquire" takes 1 request and `amount` tokens if
+# both fit; op "adjust" adds `amount` tokens (a refund > 0, never above capacity; an overage < 0, may go negative).
+# Returns {verdict, r, t}: verdict 0 admitted (or adjusted), 1 out of requests, 2 out of tokens.
+_SCRIPT = (
+    BUCKET_LUA
+    + """
 local rpm = tonumber(ARGV[1])
 local tpm = tonumber(ARGV[2])
 local amount = tonumber(ARGV[3])
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-local state = redis.call('HMGET', KEYS[1], 'r', 't', 'at')
-local r = tonumber(state[1]) or rpm
-local t = tonumber(state[2]) or tpm
-local at = tonumber(state[3]) or now
-local elapsed = math.max(0, now - at) / 1000000
-r = math.min(rpm, r + elapsed * rpm / 60)
-t = math.min(tpm, t + elapsed * tpm / 60)
+local r, t, now = bucket_levels(KEYS[1], rpm, tpm)
 local verdict = 0
 if ARGV[4] == 'acquire' then
-  if r < 1 then
-    verdict = 1
-  elseif t < amount then
-    verdict = 2
-  else
+  verdict = bucket_verdict(r, t, amount)
+  if verdict == 0 then
     r = r - 1
     t = t - amount
   end
 else
   t = math.min(tpm, t + amount)
 end
-redis.call('HSET', KEYS[1], 'r', string.format('%.17g', r), 't', string.format('%.17g', t), 'at', string.format('%d', now))
--- A bucket that has refilled completely is the same as no key, so the key lives only until then.
-local full_in = math.max((rpm - r) / rpm, (tpm - t) / tpm) * 60
-redis.call('PEXPIRE', KEYS[1], math.ceil(full_in * 1000) + 1000)
+bucket_save(KEYS[1], rpm, tpm, r, t, now)
 return {verdict, string.format('%.17g', r), string.format('%.17g', t)}
 """
+)
 
 _ADMITTED, _OUT_OF_REQUESTS, _OUT_OF_TOKENS = 0, 1, 2
 
@@ -216,13 +231,21 @@ class RateLimiter:
             RateLimited: ``type`` "requests" or "tokens", with ``retry-after`` and ``x-ratelimit-*``
                 headers; a request larger than the whole TPM gets no ``retry-after``, since it never fits.
         """
+        self.check(tenant, tokens)
+        levels = await self._run(tenant, tokens, "acquire")
+        if levels is None:
+            return self.acquire_locally(tenant, tokens)
+        return self.admitted(tenant, tokens, levels)
+
+    def check(self, tenant: Tenant, tokens: int) -> None:
+        """Refuse, before any Redis call, what no bucket level can ever admit."""
         if tokens < 0:
             raise ValueError(f"tokens={tokens} must not be negative")
         if tokens > tenant.tpm:
             raise _never_fits(tenant, tokens)
-        levels = await self._run(tenant, tokens, "acquire")
-        if levels is None:
-            return self._acquire_locally(tenant, tokens)
+
+    def admitted(self, tenant: Tenant, tokens: int, levels: tuple[int, float, float]) -> Reservation:
+        """The reservation the script's ``(verdict, requests left, tokens left)`` stands for, or its 429."""
         verdict, requests_left, tokens_left = levels
         headers = _headers(tenant.rpm, tenant.tpm, requests_left, tokens_left)
         if verdict != _ADMITTED:
@@ -243,7 +266,10 @@ class RateLimiter:
             levels = await self._run_raw(reservation.tenant, reservation.rpm, reservation.tpm, delta, "adjust")
             if levels is not None:
                 return
-        # Taken locally, or Redis went away since: the local bucket stands in for the shared one.
+        self.reconcile_locally(reservation, delta)
+
+    def reconcile_locally(self, reservation: Reservation, delta: int) -> None:
+        """Taken locally, or Redis went away since: the local bucket stands in for the shared one."""
         bucket = self._bucket(reservation.tenant, reservation.rpm, reservation.tpm)
         bucket.refill(self.clock.monotonic())
         bucket.tokens = min(bucket.tpm, bucket.tokens + delta)
@@ -253,14 +279,24 @@ class RateLimiter:
 
     async def _run_raw(self, tenant: str, rpm: int, tpm: int, amount: int, op: str) -> tuple[int, float, float] | None:
         """The script's verdict and levels, or None when Redis is unreachable (the caller goes local)."""
-        now = self.clock.monotonic()
-        if self._degraded and now < self._probe_at:
+        if self.skip_redis():
             return None
         try:
             verdict, requests_left, tokens_left = await self._script(
                 keys=[self.key(tenant)], args=[rpm, tpm, amount, op]
             )
-        except MaxConnectionsError:
+        except (RedisError, OSError) as e:
+            self.redis_failed(e)
+            return None
+        return self.redis_answered(tenant, verdict, requests_left, tokens_left)
+
+    def skip_redis(self) -> bool:
+        """True while degraded and before the next probe: the caller goes local without a connection attempt."""
+        return self._degraded and self.clock.monotonic() < self._probe_at
+
+    def redis_failed(self, error: BaseException) -> None:
+        """A call to Redis failed: an exhausted pool sends only that call local; anything else is an outage."""
+        if isinstance(error, MaxConnectionsError):
             # This replica's connection pool is exhausted, but Redis is fine: only this call goes local.
             if not self._pool_warned:
                 self._pool_warned = True
@@ -268,25 +304,28 @@ class RateLimiter:
                     "rate limiter: the Redis connection pool is exhausted; the overflow is limited locally "
                     "(give the client a BlockingConnectionPool so that bursts wait for a connection)"
                 )
-            return None
-        except (RedisError, OSError) as e:
-            self._probe_at = now + PROBE_INTERVAL_SECONDS
-            if not self._degraded:
-                self._degraded = True
-                log.warning(
-                    "rate limiter: Redis is unreachable (%s: %s); each replica now limits tenants locally "
-                    "at 1/%d of their RPM and TPM until it returns",
-                    type(e).__name__,
-                    e,
-                    self.replicas,
-                )
-            return None
+            return
+        self._probe_at = self.clock.monotonic() + PROBE_INTERVAL_SECONDS
+        if not self._degraded:
+            self._degraded = True
+            log.warning(
+                "rate limiter: Redis is unreachable (%s: %s); each replica now limits tenants locally "
+                "at 1/%d of their RPM and TPM until it returns",
+                type(error).__name__,
+                error,
+                self.replicas,
+            )
+
+    def redis_answered(
+        self, tenant: str, verdict: Any, requests_left: Any, tokens_left: Any
+    ) -> tuple[int, float, float]:
+        """The script's reply as levels; Redis answering ends an outage, and the levels are remembered."""
         if self._degraded:
             self._degraded = False
             self._local.clear()  # the next outage starts from the shared levels seen by then, not from stale ones
             log.warning("rate limiter: Redis is reachable again; limits are shared across replicas")
         levels = int(verdict), float(requests_left), float(tokens_left)
-        self._last_seen[tenant] = (levels[1], levels[2], now)  # on every call: one dict store, no LRU upkeep
+        self._last_seen[tenant] = (levels[1], levels[2], self.clock.monotonic())  # one dict store, no LRU upkeep
         return levels
 
     def _bucket(self, tenant: str, rpm: int, tpm: int) -> _LocalBucket:
@@ -313,7 +352,8 @@ class RateLimiter:
         self._local.move_to_end(tenant)
         return bucket
 
-    def _acquire_locally(self, tenant: Tenant, tokens: int) -> Reservation:
+    def acquire_locally(self, tenant: Tenant, tokens: int) -> Reservation:
+        """Admit from this replica's share of the limits, Redis being unreachable."""
         bucket = self._bucket(tenant.name, tenant.rpm, tenant.tpm)
         bucket.refill(self.clock.monotonic())
         # A request larger than this replica's share (but within the whole TPM) passes when the local

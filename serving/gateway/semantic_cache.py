@@ -27,10 +27,12 @@ import hashlib
 import json
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import Protocol
 
 import aiohttp
 
+from serving import jsonbody
 from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
 from serving.gateway.vector_store import VectorStore
 from serving.outage import Outage
@@ -117,9 +119,11 @@ class HttpKeyEmbedder:
             ValueError: Its answer is not a list of vectors of ``dimension`` floats, one per text.
         """
         timeout = aiohttp.ClientTimeout(total=EMBED_TIMEOUT_SECONDS)
-        async with self.session.post(self.url, json={"model": self.model, "input": texts}, timeout=timeout) as response:
+        payload = jsonbody.dumps({"model": self.model, "input": texts})
+        headers = {"content-type": "application/json"}
+        async with self.session.post(self.url, data=payload, headers=headers, timeout=timeout) as response:
             response.raise_for_status()
-            body = await response.json()
+            body = jsonbody.loads_internal(await response.read())
             self.kind = response.headers.get(EMBEDDING_HEADER, "model")
         data = sorted(body.get("data") or [], key=lambda item: item.get("index", 0))
         vectors = [item.get("embedding") for item in data]
@@ -129,6 +133,15 @@ class HttpKeyEmbedder:
                 f"each must be a list of {self.dimension} floats"
             )
         return [[float(x) for x in v] for v in vectors]
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What a lookup found: the cached answer (None on a miss) and the prompt's vector (None when the
+    layer skipped the prompt or the embedder failed), which a ``store`` after the miss reuses."""
+
+    answer: Json | None
+    vector: list[float] | None
 
 
 class SemanticCache:
@@ -161,8 +174,12 @@ class SemanticCache:
             scope: What else must match exactly (``scope_of``).
             text: The prompt.
         """
+        return (await self.probe(tenant, scope, text)).answer
+
+    async def probe(self, tenant: str, scope: str, text: str) -> Probe:
+        """``lookup``, keeping the prompt's vector for a ``store`` after a miss: one embedding call per request."""
         if not self.enabled or not text or len(text) > MAX_TEXT_CHARS:
-            return None
+            return Probe(None, None)
         try:
             [vector] = await self.embedder.embed([text])
             hit = await self.vectors.search(
@@ -170,23 +187,29 @@ class SemanticCache:
             )
         except Exception as e:  # any failure here is a miss: the request goes on to the model
             self._outage.down(e, "every lookup is a miss and nothing is stored")
-            return None
+            return Probe(None, None)
         self._outage.up()
         if hit is None:
-            return None
-        response = json.loads(hit.response)
-        return response if isinstance(response, dict) else None
+            return Probe(None, vector)
+        response = jsonbody.loads_internal(hit.response)
+        return Probe(response if isinstance(response, dict) else None, vector)
 
-    async def store(self, tenant: str, scope: str, text: str, response: Json) -> None:
-        """Keep ``response`` as the answer to ``text`` for this tenant and scope, for the layer's TTL."""
+    async def store(
+        self, tenant: str, scope: str, text: str, response: Json, *, vector: list[float] | None = None
+    ) -> None:
+        """Keep ``response`` as the answer to ``text`` for this tenant and scope, for the layer's TTL.
+
+        ``vector`` is the text's embedding when the caller has it (``probe``'s); otherwise it is embedded here.
+        """
         if not self.enabled or not text or len(text) > MAX_TEXT_CHARS:
             return
-        raw = json.dumps(response, separators=(",", ":"))
+        raw = jsonbody.dumps(response).decode()
         if len(raw) > MAX_RESPONSE_BYTES:
             return
         now = self.clock.time()
         try:
-            [vector] = await self.embedder.embed([text])
+            if vector is None:
+                [vector] = await self.embedder.embed([text])
             await self.vectors.upsert(
                 str(uuid.uuid5(_NAMESPACE, f"{tenant}\x00{scope}\x00{text}")),
                 vector,

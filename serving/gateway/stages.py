@@ -1,6 +1,6 @@
 """The AI gateway's stages, outermost first. ``serving.gateway.app`` stacks them once.
 
-    ObserveStage -> AuthenticateStage -> RouteStage -> RateLimitStage -> QuotaStage -> ExactCacheStage
+    ObserveStage -> AuthenticateStage -> RouteStage -> ChargeStage (rate limit + quota) -> ExactCacheStage
             -> SemanticCacheStage -> AdmitStage -> ForwardStage
 
 Routing (validation, the token estimate, the class and the failover chain) is
@@ -24,11 +24,10 @@ from serving.errors import PermissionDenied, QuotaExceeded, RateLimited, Serving
 from serving.gateway.admission import AdmissionController
 from serving.gateway.auth import KeyRing
 from serving.gateway.call import Call, Handler, Reply
+from serving.gateway.charges import Charges
 from serving.gateway.exact_cache import ExactCache
 from serving.gateway.metrics import GatewayMetrics
 from serving.gateway.pricing import Prices
-from serving.gateway.quota import QuotaLedger
-from serving.gateway.ratelimit import RateLimiter
 from serving.gateway.requests import decode_body, parse
 from serving.gateway.routing import RequestSignals, Router
 from serving.gateway.semantic_cache import SemanticCache, scope_of
@@ -295,47 +294,27 @@ def _consumed(call: Call) -> int:
     return call.final_usage().total_tokens
 
 
-class RateLimitStage:
-    """Stage 5: RPM and TPM, atomic in Redis; TPM reserves the estimate and is reconciled afterwards."""
+class ChargeStage:
+    """Stages 5 and 6: RPM and TPM, atomic in Redis, and the monthly token and $ quota, charged at the chain's
+    worst price, in one round trip; reconciled and settled at the real usage and price in one more."""
 
-    def __init__(self, next: Handler, *, limiter: RateLimiter, tracer: trace.Tracer | None = None) -> None:
+    def __init__(self, next: Handler, *, charges: Charges, prices: Prices, tracer: trace.Tracer | None = None) -> None:
         self.next = next
-        self.limiter = limiter
-        self.tracer = tracer
-
-    async def __call__(self, call: Call) -> Reply:
-        tenant, request, _ = call.require()
-        with _span(self.tracer, "gateway.ratelimit"):
-            reservation = await self.limiter.acquire(tenant, tokens=request.estimated_tokens)
-        call.response_headers.update(reservation.headers)
-
-        async def reconcile(_: BaseException | None = None) -> None:
-            await self.limiter.reconcile(reservation, actual_tokens=_consumed(call))
-
-        return await _then(self.next(call), reconcile)
-
-
-class QuotaStage:
-    """Stage 6: the monthly token and $ quota, charged at the chain's worst price, settled at the real one."""
-
-    def __init__(
-        self, next: Handler, *, ledger: QuotaLedger, prices: Prices, tracer: trace.Tracer | None = None
-    ) -> None:
-        self.next = next
-        self.ledger = ledger
+        self.charges = charges
         self.prices = prices
         self.tracer = tracer
 
     async def __call__(self, call: Call) -> Reply:
         tenant, request, route = call.require()
         ceiling = self.prices.ceiling(route.targets, request.prompt_tokens, request.max_tokens)
-        with _span(self.tracer, "gateway.quota"):
-            hold = await self.ledger.reserve(tenant, tokens=request.estimated_tokens, usd=ceiling)
+        with _span(self.tracer, "gateway.limits"):
+            charge = await self.charges.acquire(tenant, tokens=request.estimated_tokens, usd=ceiling)
+        call.response_headers.update(charge.reservation.headers)
 
         async def settle(_: BaseException | None = None) -> None:
             tokens = _consumed(call)
             usd = self.prices.cost(call.served_by, call.final_usage()) if tokens and call.served_by else 0.0
-            await self.ledger.settle(hold, tokens=tokens, usd=usd)
+            await self.charges.settle(charge, tokens=tokens, usd=usd)
 
         return await _then(self.next(call), settle)
 
@@ -438,12 +417,14 @@ class SemanticCacheStage(_CachingStage):
             return await self.next(call)
         scope = scope_of(request.endpoint.value, request.model, route.tier.value, request.body)
         with _span(self.tracer, "gateway.semantic_cache"):
-            cached = await self.cache.lookup(tenant.name, scope, request.prompt_text)
-        if cached is not None:
-            return self._hit(call, cached, self.replay)
+            probe = await self.cache.probe(tenant.name, scope, request.prompt_text)
+        if probe.answer is not None:
+            return self._hit(call, probe.answer, self.replay)
         reply = await self.next(call)
         return await self._store_after(
-            call, reply, lambda body: self.cache.store(tenant.name, scope, request.prompt_text, body)
+            call,
+            reply,
+            lambda body: self.cache.store(tenant.name, scope, request.prompt_text, body, vector=probe.vector),
         )
 
 

@@ -9,11 +9,11 @@ which clients ignore, keep the connection warm.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from serving import jsonbody
 from serving.errors import ServingError, UpstreamStreamBroken
 from serving.types import Json
 
@@ -25,7 +25,7 @@ KEEPALIVE = b": keep-alive\n\n"
 
 
 def event(data: Json) -> bytes:
-    return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
+    return b"data: " + jsonbody.dumps(data) + b"\n\n"
 
 
 def error_event(error: ServingError, *, request_id: str | None = None) -> bytes:

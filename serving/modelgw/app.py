@@ -14,7 +14,6 @@ so no client mistakes a cut for an end.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
@@ -40,7 +39,7 @@ MAX_BODY_BYTES = 16 * 1024 * 1024  # a 128k-token prompt is about 0.5 MB; this l
 
 
 def _event(data: Json) -> bytes:
-    return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"
+    return b"data: " + jsonbody.dumps(data) + b"\n\n"
 
 
 DONE = b"data: [DONE]\n\n"

@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 import aiohttp
 
+from serving import jsonbody
 from serving.errors import (
     ServingError,
     UpstreamError,
@@ -105,6 +106,7 @@ class HttpUpstream:
             h.PRIORITY: request.priority.value,
             h.DEADLINE_MS: f"{left * 1000:.0f}",
             h.AFFINITY: request.affinity_key,
+            "content-type": "application/json",
         }
 
     def _timeout(self, request: UpstreamRequest) -> aiohttp.ClientTimeout:
@@ -116,7 +118,7 @@ class HttpUpstream:
         try:
             return await self._session.post(
                 self.base_url + request.endpoint.value,
-                json=body,
+                data=jsonbody.dumps(body),
                 headers=self._headers(request),
                 timeout=self._timeout(request),
             )
@@ -137,7 +139,7 @@ class HttpUpstream:
         if response.status >= 400:
             raise error_from_response(response.status, raw)
         return Completion(
-            body=json.loads(raw),
+            body=jsonbody.loads_internal(raw),
             served_by=Target.parse(response.headers[h.SERVED_BY]),
             attempts=int(response.headers.get(h.ATTEMPTS, "1")),
         )
@@ -170,7 +172,7 @@ async def _chunks(response: aiohttp.ClientResponse, where: str) -> AsyncGenerato
         async for data in sse_data(response.content):
             if data == SSE_DONE:
                 return
-            event = json.loads(data)
+            event = jsonbody.loads_internal(data)
             if "error" in event:
                 error = event["error"] or {}
                 raise UpstreamStreamBroken(str(error.get("message") or "the stream failed"))

@@ -66,3 +66,9 @@ def test_the_engine_serves_health_and_models_on_its_port() -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_a_bad_output_tokens_range_exits_2_saying_what_to_give() -> None:
+    result = engine_cli("--pool", "small", "--output-tokens", "48-4")
+    assert result.returncode == 2
+    assert "LO-HI with 1 <= LO <= HI" in result.stderr

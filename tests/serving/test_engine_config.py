@@ -41,3 +41,12 @@ def test_an_unknown_pool_is_a_value_error_listing_the_pools(dev_spec: PlatformSp
 def test_a_non_positive_speed_or_cache_is_refused(dev_spec: PlatformSpec, speed: float, kv_blocks: int | None) -> None:
     with pytest.raises(ValueError, match="must be"):
         EngineConfig.from_spec(dev_spec, "small", speed=speed, kv_blocks=kv_blocks)
+
+
+def test_output_tokens_can_be_overridden_so_short_completions_vary_in_length(dev_spec: PlatformSpec) -> None:
+    from serving.engine.text import synthetic_output
+
+    config = EngineConfig.from_spec(dev_spec, "small", output_tokens=(4, 48))
+    assert config.output_tokens == (4, 48)
+    lengths = {synthetic_output([i], output_tokens=config.output_tokens, max_tokens=48).tokens for i in range(200)}
+    assert min(lengths) >= 4 and max(lengths) <= 48 and len(lengths) > 10  # the TPM reconcile runs after these

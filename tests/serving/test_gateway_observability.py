@@ -31,8 +31,7 @@ STAGES = {
     "gateway.auth",
     "gateway.validate",
     "gateway.route",
-    "gateway.ratelimit",
-    "gateway.quota",
+    "gateway.limits",  # rate limit and quota: one Redis round trip, one span
     "gateway.exact_cache",
     "gateway.admission",
     "gateway.upstream",

@@ -65,3 +65,35 @@ def test_anything_json_dumps_writes_either_decodes_equal_or_is_refused_as_bad_js
         return
     assert decoded == value
     json.dumps(decoded, ensure_ascii=False).encode("utf-8")  # what was accepted can always be sent on
+
+
+def test_a_number_too_large_for_a_double_is_refused_not_read_as_infinity() -> None:
+    with pytest.raises(jsonbody.BadJson, match="does not fit a double"):
+        jsonbody.loads(b'{"temperature": 1e400}')
+
+
+def test_an_integer_past_64_bits_keeps_every_digit() -> None:
+    big = 2**70 + 1
+    assert jsonbody.loads(f'{{"seed": {big}}}'.encode())["seed"] == big
+    assert jsonbody.loads_internal(f"[{big}]".encode()) == [big]
+    assert json.loads(jsonbody.dumps({"seed": big})) == {"seed": big}
+
+
+def test_nesting_past_the_limit_is_refused_on_the_fast_path_too() -> None:
+    # Below orjson's own limit (1,024): only our walk can refuse it.
+    deeper = b'{"a": ' + b"[" * 100 + b"]" * 100 + b"}"
+    with pytest.raises(jsonbody.BadJson, match=f"nested deeper than {jsonbody.MAX_DEPTH}"):
+        jsonbody.loads(deeper)
+    wide = b"[" + b",".join([b"[]"] * 500) + b"]"  # many brackets, depth 2
+    assert len(jsonbody.loads(wide)) == 500
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+        lambda c: st.lists(c) | st.dictionaries(st.text(), c),
+        max_leaves=30,
+    )
+)
+def test_dumps_writes_what_json_reads_back_equal(value: object) -> None:
+    assert json.loads(jsonbody.dumps(value)) == value  # a lone surrogate too: escaped, as json writes it

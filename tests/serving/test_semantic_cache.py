@@ -243,3 +243,25 @@ async def test_a_collection_of_another_dimension_is_a_logged_miss(
     )
     assert await other.lookup("acme", SCOPE, PROMPT) is None
     assert "holds vectors of 256 floats" in caplog.text
+
+
+class CountingEmbedder(LexicalKeyEmbedder):
+    def __init__(self, dimension: int) -> None:
+        super().__init__(dimension)
+        self.calls = 0
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        return await super().embed(texts)
+
+
+async def test_a_miss_and_the_store_after_it_embed_the_prompt_once() -> None:
+    embedder = CountingEmbedder(DIMENSION)
+    layer = SemanticLayer(enabled=True, ttl_seconds=3600, similarity_threshold=0.9)
+    semantic = SemanticCache(EmbeddedStore(DIMENSION), embedder, layer, clock=SteppedClock())
+    probe = await semantic.probe("acme", SCOPE, PROMPT)
+    assert probe.answer is None and probe.vector is not None
+    await semantic.store("acme", SCOPE, PROMPT, ANSWER, vector=probe.vector)
+    assert embedder.calls == 1  # the embedding pool is asked once per request, not again for the store
+    assert (await semantic.probe("acme", SCOPE, NEAR)).answer == ANSWER
+    await semantic.aclose()

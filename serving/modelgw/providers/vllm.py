@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator
 
 import aiohttp
 
+from serving import jsonbody
 from serving.errors import UpstreamError, UpstreamTimeout
 from serving.modelgw.providers.base import ProviderCall, status_error
 from serving.types import Endpoint, Json
@@ -40,16 +40,20 @@ class VllmProvider:
             raise ValueError(f"{call.target} has no replica URL; the gateway chooses one before calling")
         return call.url + call.endpoint.value
 
+    @staticmethod
+    def _headers(call: ProviderCall) -> dict[str, str]:
+        return {"x-request-id": call.request_id, "content-type": "application/json"}
+
     async def complete(self, call: ProviderCall) -> Json:
         where = f"{call.target} at {call.url}"
         try:
             async with self._session.post(
-                self._url(call), json=self._body(call, stream=False), headers={"x-request-id": call.request_id}
+                self._url(call), data=jsonbody.dumps(self._body(call, stream=False)), headers=self._headers(call)
             ) as response:
                 raw = await response.read()
                 if response.status >= 400:
                     raise status_error(where, response.status, raw)
-                body: Json = json.loads(raw)
+                body: Json = jsonbody.loads_internal(raw)
                 return body
         except (aiohttp.ServerTimeoutError, TimeoutError) as e:
             raise UpstreamTimeout(f"{where} timed out") from e
@@ -62,7 +66,7 @@ class VllmProvider:
         finished = False
         try:
             response = await self._session.post(
-                self._url(call), json=self._body(call, stream=True), headers={"x-request-id": call.request_id}
+                self._url(call), data=jsonbody.dumps(self._body(call, stream=True)), headers=self._headers(call)
             )
             if response.status >= 400:
                 raise status_error(where, response.status, await response.read())
@@ -70,7 +74,7 @@ class VllmProvider:
                 if data == SSE_DONE:
                     finished = True
                     return
-                chunk = json.loads(data)
+                chunk = jsonbody.loads_internal(data)
                 if isinstance(chunk, dict) and "error" in chunk:  # vLLM reports a failed generation in-band
                     raise UpstreamError(f"{where} sent an error event: {chunk['error']}")
                 yield chunk
