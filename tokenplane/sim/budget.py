@@ -23,6 +23,7 @@ from tokenplane.sim.engine import COLLECT_REQUESTS
 from tokenplane.sim.workload import LEVELS, rate_multiplier
 
 if TYPE_CHECKING:
+    from tokenplane.planner import Plan
     from tokenplane.sim.workload import SimConfig
     from tokenplane.spec import PlatformSpec
 
@@ -34,8 +35,8 @@ EMBEDDING_FACTOR = 2.0  # a trace also keeps cache hits and provider requests: a
 MEMORY_SHARE = 0.8  # refuse a run estimated above this share of the memory available now
 
 
-def estimate_bytes(spec: PlatformSpec, config: SimConfig) -> int:
-    """Peak bytes the run is expected to hold; see the module docstring."""
+def estimate_bytes(spec: PlatformSpec, config: SimConfig, planned: Plan | None = None) -> int:
+    """Peak bytes the run is expected to hold; see the module docstring. ``planned``: the spec's plan, if made."""
     from tokenplane.planner import plan
 
     rps = config.rps if config.rps is not None else spec.platform.peak_rps
@@ -49,7 +50,7 @@ def estimate_bytes(spec: PlatformSpec, config: SimConfig) -> int:
     placed = [pl for r in spec.regions for pl in r.pools]
     held = 0.0
     peak = 0.0
-    for pl, pool_plan in zip(placed, plan(spec).pools, strict=True):
+    for pl, pool_plan in zip(placed, (planned or plan(spec)).pools, strict=True):
         pool = spec.pool(pl.pool)
         rate = pool_plan.arrival_rps * scale
         peak += rate
@@ -86,14 +87,16 @@ def available_bytes() -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def check_memory(spec: PlatformSpec, config: SimConfig, available: int | None = None) -> int:
+def check_memory(
+    spec: PlatformSpec, config: SimConfig, available: int | None = None, planned: Plan | None = None
+) -> int:
     """Refuse a run that would not fit; return its estimate in bytes.
 
     Raises:
         SpecError: the estimate passes ``MEMORY_SHARE`` of the available memory; the message gives
             both figures and what to change.
     """
-    need = estimate_bytes(spec, config)
+    need = estimate_bytes(spec, config, planned)
     have = available_bytes() if available is None else available
     if need > MEMORY_SHARE * have:
         hint = (

@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.errors import SpecError
-from tokenplane.planner import PoolPlan, plan
+from tokenplane.planner import Plan, PoolPlan, plan
 from tokenplane.pool_model import PoolTiming, node_for, prefix_kept_share, replicas_per_node, timing
 from tokenplane.sim import gateway, metrics
 from tokenplane.sim.arrivals import Replicas, Streams, Window, draw
@@ -93,13 +93,14 @@ def simulate(spec: PlatformSpec, config: SimConfig, *, progress: Progress | None
     Raises:
         SpecError: the run would not fit this machine's memory (with the estimate and what to change).
     """
-    check_memory(spec, config)
+    planned = plan(spec)  # sizes every pool once: the memory estimate and the run both read it
+    check_memory(spec, config, planned=planned)
     # A run allocates millions of small tuples while it holds lists of many requests; the
     # cyclic collector would rescan those lists again and again and find no cycle in them.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _simulate(spec, config, progress)
+        return _simulate(spec, config, progress, planned)
     finally:
         if collecting:
             gc.enable()
@@ -108,11 +109,11 @@ def simulate(spec: PlatformSpec, config: SimConfig, *, progress: Progress | None
 class _Run:
     """The state of one run between periods: the engine, the requests in flight and the accounts."""
 
-    def __init__(self, spec: PlatformSpec, config: SimConfig, rps: float) -> None:
+    def __init__(self, spec: PlatformSpec, config: SimConfig, rps: float, planned: Plan) -> None:
         self.spec, self.config, self.rps = spec, config, rps
         self.streams = Streams.build(spec)
         self.replicas = Replicas(self.streams.pools, max([config.sample_replicas, 1]))
-        self.planned = plan(spec)
+        self.planned = planned
         self.setups, params = _setup_pools(spec, self.planned.pools, config)
         empty = RequestState([], [], [], [], [], [], [])
         self.engine = Engine(params, [s.slots for s in self.setups], empty, np.zeros(0))
@@ -169,10 +170,10 @@ class _Run:
             self.live = self.live.take(keep)
 
 
-def _simulate(spec: PlatformSpec, config: SimConfig, progress: Progress | None) -> SimResult:
+def _simulate(spec: PlatformSpec, config: SimConfig, progress: Progress | None, planned: Plan) -> SimResult:
     started = time.perf_counter()
     rps = config.rps if config.rps is not None else spec.platform.peak_rps
-    run = _Run(spec, config, rps)
+    run = _Run(spec, config, rps, planned)
     engine, setups = run.engine, run.setups
     start_rate = rps * float(
         metrics.rate_at(config, np.array([config.start_s + min(config.duration_s, EVALUATION_S) / 2]))[0]
