@@ -20,8 +20,8 @@ import pulumi_kubernetes as k8s
 from components import kube
 from components.base import Component
 from components.batch_files import WORKER_ACTIONS, files_env, files_statements
-from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, ServingDeps, runtime_objects, secret_arns
-from components.iam import irsa_role, policy_document
+from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, ServingDeps, runtime_objects, secret_statements
+from components.iam import irsa_role, msk_statements, policy_document
 from components.kube import Namespace
 from components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
 from components.storage import secure_bucket
@@ -215,26 +215,19 @@ class BatchWorkers(Component):
         topics = kafka_arn.replace(":cluster/", ":topic/", 1) + "/*"
         statements: list[dict[str, Any]] = [
             *files_statements(bucket, WORKER_ACTIONS),
-            {
-                "Effect": "Allow",
-                "Action": ["kafka-cluster:Connect", "kafka-cluster:DescribeCluster"],
-                "Resource": [kafka_arn],
-            },
-            {
-                "Effect": "Allow",
-                "Action": [
+            *msk_statements(
+                kafka_arn,
+                [
                     "kafka-cluster:DescribeTopic",
                     "kafka-cluster:ReadData",
                     "kafka-cluster:DescribeGroup",
                     "kafka-cluster:AlterGroup",
                 ],
-                "Resource": [topics, kafka_arn.replace(":cluster/", ":group/", 1) + "/*"],
-            },
+                groups=True,
+            ),
             # Each line is metered like online traffic: the worker's pipeline writes usage and audit events.
             {"Effect": "Allow", "Action": ["kafka-cluster:WriteData"], "Resource": [topics]},
+            # The pipeline authenticates nothing, but it builds the gateway's key ring, which reads every key.
+            *secret_statements(args.deps.spec, args.deps.region, account_id),
         ]
-        # The pipeline authenticates nothing, but it builds the gateway's key ring, which reads every key.
-        arns = secret_arns(args.deps.spec, args.deps.region, account_id)
-        if arns:
-            statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns})
         return statements

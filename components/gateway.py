@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from components import kube
 from components.base import Component
 from components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
-from components.iam import irsa_role, policy_document
+from components.iam import irsa_role, msk_statements, policy_document
 from components.kube import Namespace
 from components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
 from tokenplane.contract import PREREQUISITES_ANNOTATION
@@ -150,6 +150,12 @@ def secret_arns(spec: PlatformSpec, region: Region, account_id: str) -> list[str
         for ref in refs
         if ref.startswith("aws-sm://")
     )
+
+
+def secret_statements(spec: PlatformSpec, region: Region, account_id: str) -> list[dict[str, Any]]:
+    """Read every secret the gateways resolve (``secret_arns``); none when the spec references none."""
+    arns = secret_arns(spec, region, account_id)
+    return [{"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns}] if arns else []
 
 
 class GatewayWorkload(Component):
@@ -358,22 +364,10 @@ class GatewayWorkload(Component):
         self, args: GatewayArgs, account_id: str, kafka_arn: str, files_bucket: str = ""
     ) -> list[dict[str, Any]]:
         """Connect to this region's MSK cluster and use its topics; read the referenced secrets and files."""
-        topics = kafka_arn.replace(":cluster/", ":topic/", 1) + "/*"
-        statements: list[dict[str, Any]] = [
-            {
-                "Effect": "Allow",
-                "Action": ["kafka-cluster:Connect", "kafka-cluster:DescribeCluster"],
-                "Resource": [kafka_arn],
-            },
-            {
-                "Effect": "Allow",
-                "Action": ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData", "kafka-cluster:ReadData"],
-                "Resource": [topics],
-            },
-        ]
-        arns = secret_arns(args.deps.spec, args.deps.region, account_id)
-        if arns:
-            statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns})
+        statements = msk_statements(
+            kafka_arn, ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData", "kafka-cluster:ReadData"]
+        )
+        statements.extend(secret_statements(args.deps.spec, args.deps.region, account_id))
         if files_bucket:
             statements.extend(files_statements(files_bucket, GATEWAY_ACTIONS))
         return statements

@@ -59,3 +59,18 @@ def irsa_role(
 
 def policy_document(statements: list[dict[str, Any]]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+def msk_statements(cluster_arn: str, topic_actions: list[str], *, groups: bool = False) -> list[dict[str, Any]]:
+    """Connect to an MSK cluster by IAM and act on every topic in it (and every consumer group, if ``groups``)."""
+    resources = [cluster_arn.replace(":cluster/", ":topic/", 1) + "/*"]
+    if groups:
+        resources.append(cluster_arn.replace(":cluster/", ":group/", 1) + "/*")
+    return [
+        {
+            "Effect": "Allow",
+            "Action": ["kafka-cluster:Connect", "kafka-cluster:DescribeCluster"],
+            "Resource": [cluster_arn],
+        },
+        {"Effect": "Allow", "Action": topic_actions, "Resource": resources},
+    ]

@@ -12,7 +12,7 @@ from components.base import Component
 from components.batch_workers import BatchWorkers, BatchWorkersArgs
 from components.cluster import Cluster, ClusterArgs
 from components.cluster_addons import ClusterAddons, ClusterAddonsArgs
-from components.gateway import GatewayArgs, ServingDeps
+from components.gateway import GatewayArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.kafka import Kafka, KafkaArgs
 from components.kube import Namespace
@@ -26,6 +26,7 @@ from components.tls import gateway_certificate
 from components.vector_db import VectorDb, VectorDbArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
 from components.weights_publish import publish_jobs
+from components.wiring import serving_deps
 from tokenplane.spec import PlatformSpec, WorkloadClass
 from tokenplane.spec import Region as RegionSpec
 from tokenplane.vllm_args import artifacts
@@ -186,17 +187,15 @@ class Region(Component):
             )
             for placement in region.pools
         }
-        deps = ServingDeps(
+        deps = serving_deps(
             spec=spec,
             region=region,
             image=args.image,
-            redis_url=redis.url,
-            kafka_bootstrap=kafka.bootstrap_brokers,
-            kafka_cluster_arn=kafka.cluster_arn,
-            qdrant_url=vector_db.url,
-            oidc_provider_arn=cluster.oidc_provider_arn,
-            oidc_issuer=cluster.oidc_issuer,
             account_id=args.account_id,
+            cluster=cluster,
+            redis=redis,
+            kafka=kafka,
+            vector_db=vector_db,
             tags=tags,
             otel_endpoint=observability.otlp_endpoint,
         )
