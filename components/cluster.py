@@ -64,6 +64,27 @@ class ClusterArgs:
     admin_role_arns: list[str] = field(default_factory=list)
 
 
+def ebs_csi_role(
+    component: Component,
+    *,
+    oidc_provider_arn: pulumi.Input[str],
+    oidc_issuer: pulumi.Input[str],
+    tags: dict[str, str],
+) -> aws.iam.Role:
+    """The EBS CSI controller's IRSA role (``<component>-ebs-csi-role``), for the add-on on any cluster."""
+    return irsa_role(
+        component.child("ebs-csi-role"),
+        namespace="kube-system",
+        service_account=EBS_CSI_SERVICE_ACCOUNT,
+        oidc_provider_arn=oidc_provider_arn,
+        oidc_issuer=oidc_issuer,
+        policy=None,
+        managed_policies=(EBS_CSI_POLICY,),
+        tags=tags,
+        opts=component.opts(),
+    )
+
+
 class Cluster(Component):
     """An EKS cluster whose nodes live in the private subnets of every AZ."""
 
@@ -183,17 +204,7 @@ class Cluster(Component):
         )
         # The EBS CSI controller creates and attaches gp3 volumes (Qdrant's PVCs) with its own IRSA role:
         # the GPU nodes allow one IMDS hop, so the node-role fallback is off, and no pod should hold it anyway.
-        ebs_role = irsa_role(
-            self.child("ebs-csi-role"),
-            namespace="kube-system",
-            service_account=EBS_CSI_SERVICE_ACCOUNT,
-            oidc_provider_arn=oidc.arn,
-            oidc_issuer=oidc.url,
-            policy=None,
-            managed_policies=(EBS_CSI_POLICY,),
-            tags=tags,
-            opts=self.opts(),
-        )
+        ebs_role = ebs_csi_role(self, oidc_provider_arn=oidc.arn, oidc_issuer=oidc.url, tags=tags)
         addon_roles = {"aws-ebs-csi-driver": ebs_role.arn}
         # The VPC CNI enforces NetworkPolicies only with its network policy agent switched on; without it
         # every default-deny and allow-list in the stack is accepted by the API server and does nothing.

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components import kube
 from components.base import Component
-from components.cluster import EBS_CSI_POLICY, EBS_CSI_SERVICE_ACCOUNT, Cluster
+from components.cluster import Cluster, ebs_csi_role
 from components.iam import irsa_role, policy_document
 from components.lb_controller import lb_controller
 from components.naming import GPU_PRESENT_LABEL, GPU_TAINT_KEY, NS_KEDA
@@ -178,16 +178,8 @@ class ClusterAddons(Component):
     def _ebs_csi(self, args: ClusterAddonsArgs) -> None:
         """The EBS CSI driver as an EKS add-on, with its own IRSA role (no pod should hold the node role)."""
         cluster = args.cluster
-        role = irsa_role(
-            self.child("ebs-csi-role"),
-            namespace="kube-system",
-            service_account=EBS_CSI_SERVICE_ACCOUNT,
-            oidc_provider_arn=cluster.oidc_provider_arn,
-            oidc_issuer=cluster.oidc_issuer,
-            policy=None,
-            managed_policies=(EBS_CSI_POLICY,),
-            tags=args.tags,
-            opts=self.opts(),
+        role = ebs_csi_role(
+            self, oidc_provider_arn=cluster.oidc_provider_arn, oidc_issuer=cluster.oidc_issuer, tags=args.tags
         )
         aws.eks.Addon(
             self.child("ebs-csi"),
