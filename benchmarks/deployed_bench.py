@@ -7,7 +7,12 @@ Layout, all on loopback, each its own process, started as ``tokenplane dev`` sta
       |-- python -m serving.gateway --> python -m serving.modelgw --> the same engine        "deployed" (headline)
       |        |-- Redis (RPM/TPM, quota, exact cache)   |-- engine `embed` (the semantic cache's embeddings)
       |        '-- Kafka-protocol broker (usage events)
-      '-- python -m serving.gateway, model gateway in process -----> the same engine        "in-process" (2nd line)
+      |-- python -m serving.gateway, model gateway in process ---> the same engine        "in-process" (2nd line)
+      '-- bare_proxy.py --> bare_proxy.py ------------------------> the same engine        "floor"
+
+The floor is the deployed shape's two hops as pass-through proxies on the same
+stack (uvicorn with httptools on uvloop, aiohttp to the next hop) with no stage
+at all: what any gateway built this way pays per request before it does anything.
 
 Every stage is on: auth, validation and the token estimate, routing, RPM/TPM
 (Lua), the monthly quota (Lua), the exact cache in Redis, the semantic cache
@@ -322,6 +327,13 @@ def server_argv(server: str, port: int) -> list[str]:
     ]
 
 
+def bare_proxy_argv(port: int, upstream_port: int) -> list[str]:
+    return [
+        *[sys.executable, str(ROOT / "benchmarks" / "bare_proxy.py"), "--host", "127.0.0.1", "--port", str(port)],
+        *["--upstream", f"http://127.0.0.1:{upstream_port}"],
+    ]
+
+
 @contextmanager
 def started(process: ManagedProcess) -> Iterator[ManagedProcess]:
     process.start()
@@ -449,6 +461,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             gateways.append(Target("in-process", f"http://127.0.0.1:{inproc_port}/v1/chat/completions", "small", True))
             groups["in-process"] = {**groups["deployed"], "gateway": (inproc.pid or 0,)}
             del groups["in-process"]["modelgw"]
+        if args.floor:
+            # The floor: the same two hops as bare pass-through proxies (benchmarks/bare_proxy.py).
+            inner_port, outer_port = free_port(), free_port()
+            inner = process("floor-modelgw", bare_proxy_argv(inner_port, small_port), inner_port)
+            outer = process("floor-gateway", bare_proxy_argv(outer_port, inner_port), outer_port)
+            gateways.append(Target("floor", f"http://127.0.0.1:{outer_port}/v1/chat/completions", "small-chat", False))
+            groups["floor"] = {
+                **groups["deployed"],
+                "gateway": (outer.pid or 0,),
+                "modelgw": (inner.pid or 0,),
+            }
         direct = Target("direct", f"http://127.0.0.1:{small_port}/v1/chat/completions", "small-chat", False)
         if args.profile is not None:
             profiled = {"gateway": deployed.pid or 0, "modelgw": modelgw.pid or 0}
@@ -492,6 +515,9 @@ def main() -> int:
     parser.add_argument("--windows", type=int, default=WINDOWS, help="measured rounds per rate")
     parser.add_argument("--seconds", type=float, default=WINDOW_SECONDS, help="length of one window")
     parser.add_argument("--no-in-process", dest="in_process", action="store_false", help="the deployed shape only")
+    parser.add_argument(
+        "--no-floor", dest="floor", action="store_false", help="without the two pass-through proxies (the floor)"
+    )
     parser.add_argument("--profile", type=Path, default=None, help="py-spy the deployed shape's processes into DIR")
     parser.add_argument("--server", choices=["uvicorn", "granian"], default="uvicorn", help="what serves the gateway")
     parser.add_argument("--json", action="store_true")

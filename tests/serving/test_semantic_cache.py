@@ -180,6 +180,30 @@ async def test_the_embedded_store_purges_expired_answers_and_frees_their_labels(
     assert await store.search(vector(10), tenant="acme", scope=SCOPE, now=260.0, threshold=0.999) is None
 
 
+async def test_a_purge_keeps_an_answer_stored_again_with_a_later_expiry() -> None:
+    """The purge pops expiries in order; the first expiry of a point stored again must not delete the new answer."""
+    store = EmbeddedStore(DIMENSION)
+    await store.upsert("p", vector(1), tenant="acme", scope=SCOPE, expires_at=100.0, response='"old"')
+    await store.upsert("q", vector(2), tenant="acme", scope=SCOPE, expires_at=150.0, response='"q"')
+    await store.upsert("p", vector(1), tenant="acme", scope=SCOPE, expires_at=300.0, response='"new"')
+    await store.purge(now=200.0)
+    assert len(store) == 1
+    hit = await store.search(vector(1), tenant="acme", scope=SCOPE, now=200.0, threshold=0.999)
+    assert hit is not None and hit.response == '"new"'
+    await store.purge(now=300.0)
+    assert len(store) == 0
+
+
+async def test_answers_stored_again_and_again_do_not_grow_the_purge_without_bound() -> None:
+    store = EmbeddedStore(DIMENSION, max_entries=10)
+    for i in range(5000):  # the same ten points, replaced 500 times each
+        await store.upsert(f"p{i % 10}", vector(i % 10), tenant="acme", scope=SCOPE, expires_at=1e9, response='"x"')
+        if i % 100 == 0:
+            await store.purge(now=0.0)
+    assert len(store) == 10
+    assert len(store._expiry) <= 2 * 10 + 256 + 100  # rebuilt from the live entries at a purge
+
+
 async def test_the_embedded_store_finds_the_same_nearest_answer_as_an_exact_scan() -> None:
     """Recall: HNSW is approximate; on 2,000 answers the nearest found is the true nearest for nearly every probe."""
     store = EmbeddedStore(DIMENSION)
