@@ -35,9 +35,14 @@ MAX_DEPTH = 64
 # tells a valid pair (decoded to one code point) from a lone half.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # 19 digits in a row may be an integer past 64 bits, which orjson reads as a float (losing digits) where
-# ``json`` keeps the int; such a body (rare: mostly a long number inside a string) takes the slow path.
+# ``json`` keeps the int; such a body takes the slow path. The first pattern is the cheap screen. A
+# fraction's digits often run that long too (0.0012345678901234567: every embedding response has
+# some), so a body that passes the screen is searched again for a run where a JSON integer can
+# start: at the text's start, after a sign, a separator or white space, never after the point.
 _LONG_DIGITS = re.compile(r"[0-9]{19}")
 _LONG_DIGITS_BYTES = re.compile(rb"[0-9]{19}")
+_LONG_INTEGER = re.compile(r"[-:,\[\s][0-9]{19}|^[0-9]{19}")
+_LONG_INTEGER_BYTES = re.compile(rb"[-:,\[\s][0-9]{19}|^[0-9]{19}")
 
 
 class BadJson(ValueError):
@@ -75,9 +80,10 @@ def loads(raw: bytes | str) -> Any:
 
 
 def _long_digits(raw: bytes | str) -> bool:
+    """Whether ``raw`` may hold an integer of 19 digits or more (a string's digits may pass for one)."""
     if isinstance(raw, str):
-        return _LONG_DIGITS.search(raw) is not None
-    return _LONG_DIGITS_BYTES.search(raw) is not None
+        return _LONG_DIGITS.search(raw) is not None and _LONG_INTEGER.search(raw) is not None
+    return _LONG_DIGITS_BYTES.search(raw) is not None and _LONG_INTEGER_BYTES.search(raw) is not None
 
 
 def _brackets(raw: bytes | str) -> int:
