@@ -20,6 +20,7 @@ jurisdiction refuses such a tenant's prompts instead of forwarding them.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ from serving.types import Endpoint, Target, TargetKind
 from tokenplane.spec import PlatformSpec, Pool, RoutingRule, Tenant, Tier, WorkloadClass
 
 AUTO = "auto"
+TIER_NAMES = frozenset(t.value for t in Tier)  # iterating an Enum on each request costs more than the lookup
 COMPLEXITY_TOKENS = 4000  # without a client hint, a prompt this long counts as complexity 1.0
 
 
@@ -99,11 +101,15 @@ class Router:
             for name in (spec.model(pool.model).name, spec.model(pool.model).ref)
         }
         self._mix_order = sorted(spec.routing.mix, key=lambda t: -spec.routing.mix[t])
+        # A chain depends on the request's length only through which pools' contexts hold it: the
+        # distinct context lengths cut lengths into buckets, and each bucket's chain is built once.
+        self._context_cuts = sorted({p.engine.max_model_len for p in self._chat_pools})
+        self._chains: dict[tuple[str, Tier, WorkloadClass, int], tuple[Target, ...]] = {}
 
     def model_names(self) -> list[str]:
         """What ``GET /v1/models`` lists: ``auto``, the tiers, the registry models served here."""
         tiers = [t.value for t in Tier if any(p.tier is t for p in self._chat_pools)]
-        models = sorted(n for n in self._aliases if n not in {t.value for t in Tier})
+        models = sorted(n for n in self._aliases if n not in TIER_NAMES)
         return [AUTO, *tiers, *models, *sorted(self._embedding_models)]
 
     def route(self, tenant: Tenant, request: ParsedRequest, *, signals: RequestSignals, batch: bool = False) -> Route:
@@ -192,10 +198,17 @@ class Router:
         return True
 
     def _chain(self, tenant: Tenant, tier: Tier, cls: WorkloadClass, needed: int) -> tuple[Target, ...]:
+        key = (tenant.name, tier, cls, bisect_left(self._context_cuts, needed))
+        chain = self._chains.get(key)
+        if chain is None:
+            chain = self._chains[key] = self._build_chain(tenant, tier, cls, needed)
+        return chain
+
+    def _build_chain(self, tenant: Tenant, tier: Tier, cls: WorkloadClass, needed: int) -> tuple[Target, ...]:
         targets: list[Target] = []
         seen: set[tuple[TargetKind, str]] = set()
         for step in (tier.value, *self.spec.routing.fallbacks.get(tier, [])):
-            if step in {t.value for t in Tier}:
+            if step in TIER_NAMES:
                 step_tier = Tier(step)
                 if step_tier not in tenant.allowed_tiers:
                     continue

@@ -149,3 +149,22 @@ def test_models_lists_auto_tiers_and_registry_names(dev_spec: PlatformSpec) -> N
     names = Router(dev_spec, "local").model_names()
     assert names[:4] == ["auto", "small", "medium", "large"]
     assert {"small-chat", "small-chat-v1", "embedder"} <= set(names)
+
+
+def test_chains_built_once_per_context_bucket_still_follow_each_requests_length(dev_data: dict[str, Any]) -> None:
+    """The router keeps each chain it builds; a request of another length must not get a chain built for a
+    length on the other side of a pool's context, in either order."""
+    data = copy.deepcopy(dev_data)
+    next(p for p in data["pools"] if p["name"] == "medium")["engine"]["max_model_len"] = 10240
+    spec = load_spec_text(yaml.safe_dump(data), filename="short-medium.yaml")
+    router = Router(spec, "local")
+    demo = tenant(spec, "demo")
+
+    def pools(max_tokens: int) -> list[str]:
+        route = router.route(demo, chat("small", max_tokens=max_tokens), signals=RequestSignals())
+        return [t.name for t in route.targets if t.kind is TargetKind.POOL]
+
+    assert pools(6000) == ["small", "medium"]
+    assert pools(12000) == ["small"]  # past medium's 10,240: its pool drops out of the chain
+    assert pools(10240 - 20) == ["small", "medium"]
+    assert pools(11000) == ["small"]
