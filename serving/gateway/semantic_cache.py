@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 
 EMBEDDING_HEADER = "x-tokenplane-embedding"  # the embedding pool says which kind of vectors it returns
 EMBED_TIMEOUT_SECONDS = 2.0  # the lookup is on the request path: a slow embedder is a miss, not a delay
+EMBED_TIMEOUT = aiohttp.ClientTimeout(total=EMBED_TIMEOUT_SECONDS)  # immutable: built once, not per lookup
 MAX_TEXT_CHARS = 32_000  # longer prompts are not cached: they would be truncated by the embedder and collide
 MAX_RESPONSE_BYTES = 256 * 1024  # a larger answer is served but not stored: the payload lives in Qdrant's RAM
 # The request fields that cannot change the answer; every other field (max_tokens, temperature, top_p,
@@ -118,10 +119,9 @@ class HttpKeyEmbedder:
             TimeoutError: It did not answer within ``EMBED_TIMEOUT_SECONDS``.
             ValueError: Its answer is not a list of vectors of ``dimension`` floats, one per text.
         """
-        timeout = aiohttp.ClientTimeout(total=EMBED_TIMEOUT_SECONDS)
         payload = jsonbody.dumps({"model": self.model, "input": texts})
         headers = {"content-type": "application/json"}
-        async with self.session.post(self.url, data=payload, headers=headers, timeout=timeout) as response:
+        async with self.session.post(self.url, data=payload, headers=headers, timeout=EMBED_TIMEOUT) as response:
             response.raise_for_status()
             body = jsonbody.loads_internal(await response.read())
             self.kind = response.headers.get(EMBEDDING_HEADER, "model")
