@@ -17,7 +17,7 @@ import pytest
 
 from tokenplane import calibration as cal
 from tokenplane import capacity as cap
-from tokenplane.catalog import GIB, Quantization, gpu
+from tokenplane.catalog import GIB, Interconnect, Quantization, gpu
 
 FIT_TOLERANCE = 0.015  # KV tokens on the points the constants were read from
 VALIDATION_MEDIAN = 0.05  # issue 15's targets on held-out points
@@ -54,6 +54,29 @@ def test_releases_before_the_validated_range_drift_beyond_the_bound() -> None:
     """Why size warns for vLLM < 0.17: the 0.15/0.16 logs are off by more than the held-out median target."""
     for point in cal.OTHER_VERSIONS:
         assert abs(point.plan().kv_tokens / (point.kv_tokens or 1) - 1) > VALIDATION_MEDIAN, point.label
+
+
+@pytest.mark.parametrize("point", cal.OTHER_GPUS, ids=_ids)
+def test_a_pcie_pair_logs_a_quarter_gib_outside_torch_as_the_model_prices_it(point: cal.Point) -> None:
+    assert point.non_torch_gib is not None and point.kv_tokens is not None
+    plan = point.plan()
+    assert plan.non_torch / GIB == pytest.approx(point.non_torch_gib, abs=NON_TORCH_TOLERANCE_GIB)
+    assert plan.kv_tokens == pytest.approx(point.kv_tokens, rel=VALIDATION_MEDIAN)
+
+
+def test_sizing_a_pcie_pair_as_nvlink_loses_a_fifth_of_its_kv_cache() -> None:
+    """Puts the flat NVLink non-torch term back on the L40S pair: the KV cache then falls 20 % short."""
+    point = cal.OTHER_GPUS[0]
+    as_nvlink = cap.replica_memory(
+        point.arch,
+        gpu(point.gpu_name),
+        tp=point.tp,
+        gpu_memory_utilization=point.gpu_memory_utilization,
+        max_num_batched_tokens=point.max_num_batched_tokens,
+        max_num_seqs=point.max_num_seqs,
+        interconnect=Interconnect.NVLINK,
+    )
+    assert as_nvlink.kv_tokens < 0.8 * (point.kv_tokens or 0)
 
 
 def test_validation_covers_moe_quantized_and_multi_gpu() -> None:

@@ -19,7 +19,8 @@ it), ``gpu_memory_utilization=0.95`` and the v0.19 ``vllm serve`` defaults on a
 >= 70 GiB GPU (``max_num_batched_tokens=8192``, ``max_num_seqs=1024``;
 ``vllm/engine/arg_utils.py``, ``get_batch_defaults``), from the logs that
 llm-d-planner committed. Points on other GPUs (L4, A10G, L40S, PCIe TP) could not
-be found as v0.19 logs with every figure printed; see ``BENCHMARKS.md``.
+be found as v0.19 logs with every figure printed; ``OTHER_GPUS`` holds the one older
+log that does (an L40S pair over PCIe, vLLM 0.7.1); see ``BENCHMARKS.md``.
 """
 
 from __future__ import annotations
@@ -276,6 +277,21 @@ OTHER_VERSIONS: tuple[Point, ...] = (
           weights_gib=27.52, activation_gib=5.64, kv_gib=41.94, kv_tokens=274_848, vllm_version="0.16.0"),
 )  # fmt: skip
 
+Q32 = model_preset("qwen2.5-32b").architecture
+
+# Other GPUs, from other releases: the only public startup logs found on an L4, A10G, L40S or a PCIe
+# tensor-parallel pair that print every term. Reported in BENCHMARKS.md and bounded by the tests on the
+# term each one tests (non-torch memory by interconnect), not on the release-specific activation profile.
+OTHER_GPUS: tuple[Point, ...] = (
+    # vLLM 0.7.1 (V0 engine), 2x L40S over PCIe, --max-model-len 10000, chunked prefill off (so the profile
+    # runs max_model_len tokens, 256 sequences), gpu_memory_utilization 0.90; "# CUDA blocks: 3947".
+    Point("qwen2.5-32b bf16 TP2, 2x L40S over PCIe (vLLM 0.7.1)", Q32, BF16,
+          "https://github.com/vllm-project/vllm/issues/15815", tp=2, gpu_name="L40S", gpu_memory_utilization=0.90,
+          max_num_batched_tokens=10_000, max_num_seqs=256, max_model_len=10_000, weights_gib=30.71,
+          activation_gib=1.26, non_torch_gib=0.30, kv_gib=7.71, kv_tokens=3947 * 16, vllm_version="0.7.1",
+          tags=("pcie",)),
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Residual:
@@ -382,6 +398,7 @@ class LatencyPoint:
     load: Load = Load.LONE
     output_tokens: int | None = None
     rate_rps: float | None = None  # STAGGERED at an open-loop rate; a closed loop's rate follows from its latency
+    cached_tokens: int = 0  # of the prompt, served from vLLM's prefix cache (a LONE request's earlier twin)
     tags: tuple[str, ...] = ()
     # The constants predicted with: BENCHMARKS.md sweeps the TTFT floor with ``dataclasses.replace``.
     efficiency: cap.Efficiency = field(default=cap.DEFAULT_EFFICIENCY, compare=False)
@@ -425,7 +442,8 @@ class LatencyPoint:
             return None
         model = self.model()
         if self.load is Load.LONE:
-            return cap.ttft_seconds(model, self.prompt_tokens) * 1e3
+            fresh = self.prompt_tokens - self.cached_tokens
+            return cap.ttft_seconds(model, fresh, context_before=self.cached_tokens) * 1e3
         if self.load is Load.WAVES:
             first = wave(model, self.prompt_tokens, self.batch, self.token_budget).first_token_s
             return (model.efficiency.ttft_floor_s + first) * 1e3
@@ -483,6 +501,9 @@ KVCACHED = "https://github.com/ovg-project/kvcached/pull/331"
 # random prompts at --max-concurrency 1). The vLLM release is not stated; the dates are given instead.
 # Only the first run of each prompt length is used: later runs reuse the same seeded random prompts,
 # so vLLM's prefix cache serves part of them (their TTFT drops, e.g. 52.5 -> 32.8 ms for 128 tokens).
+# The 1,024-token runs follow the 128-token ones, whose prompts are their first 128 tokens (the random
+# dataset's tokens are ``offset + i + j`` from the same seed): those 8 blocks come from the cache.
+TT_CACHED = 128
 TT_QWEN3 = "https://github.com/tenstorrent/tt-inference-server/issues/340"
 TT_QWEN25_72B = "https://github.com/tenstorrent/tt-inference-server/issues/143"
 GPUSTACK_QWEN3_8B = (
@@ -513,18 +534,18 @@ LATENCY: tuple[LatencyPoint, ...] = (
     LatencyPoint("qwen3-1.7b A100 c=1", QWEN3_1_7B, "A100-80GB", TT_QWEN3, "unstated (2025-06)", 1, 192, 4.6, 128,
                  11.4),
     LatencyPoint("qwen3-1.7b A100 c=1, 1,024 in", QWEN3_1_7B, "A100-80GB", TT_QWEN3, "unstated (2025-06)", 1, 1088,
-                 4.8, 1024, 26.4),
+                 4.8, 1024, 26.4, cached_tokens=TT_CACHED),
     LatencyPoint("qwen3-14b A100 c=1", QWEN3_14B, "A100-80GB", TT_QWEN3, "unstated (2025-07)", 1, 192, 24.3, 128,
                  52.5),
     LatencyPoint("qwen3-30b-a3b A100 c=1 (MoE)", QWEN3_30B_A3B, "A100-80GB", TT_QWEN3, "unstated (2025-07)", 1, 192,
                  9.6, 128, 35.7, tags=("moe",)),
     LatencyPoint("qwen3-30b-a3b A100 c=1, 1,024 in (MoE)", QWEN3_30B_A3B, "A100-80GB", TT_QWEN3, "unstated (2025-07)",
-                 1, 1088, 9.8, 1024, 70.3, tags=("moe",)),
+                 1, 1088, 9.8, 1024, 70.3, tags=("moe",), cached_tokens=TT_CACHED),
     # tenstorrent, 2025-04, Qwen2.5-72B-Instruct bf16 on 2x H100 (TP2).
     LatencyPoint("qwen2.5-72b 2xH100 TP2 c=1", Q72, "H100-80GB", TT_QWEN25_72B, "unstated (2025-04)", 1, 192, 30.9,
                  128, 41.1, tp=2),
     LatencyPoint("qwen2.5-72b 2xH100 TP2 c=1, 1,024 in", Q72, "H100-80GB", TT_QWEN25_72B, "unstated (2025-04)", 1,
-                 1088, 31.0, 1024, 129.2, tp=2),
+                 1088, 31.0, 1024, 129.2, tp=2, cached_tokens=TT_CACHED),
     # gpustack's vLLM baseline: Qwen3-8B bf16 on one H100 SXM, ShareGPT through /v1/chat/completions, mean figures.
     LatencyPoint("qwen3-8b H100 ShareGPT c=1", QWEN3_8B, "H100-80GB", GPUSTACK_QWEN3_8B, "0.11.0", 1, 343, 7.28,
                  SHAREGPT_IN, 59.0, output_tokens=SHAREGPT_OUT, note="chat endpoint; means of 100 ShareGPT prompts"),
