@@ -485,7 +485,7 @@ def wave(model: cap.ReplicaModel, prompt_tokens: int, concurrency: int, token_bu
             lo, hi = max(start, r * prompt_tokens), min(end, (r + 1) * prompt_tokens)
             pairs += cap.causal_pairs(hi - lo, lo - r * prompt_tokens)
         compute = cost.per_token_s * (end - start) + cost.per_pair_s * pairs
-        clock += max(compute, cap.prefill_weight_read_seconds(model, end - start)) + cap.step_overhead_seconds(model)
+        clock += max(compute, cap.weight_read_seconds(model, end - start)) + cap.step_overhead_seconds(model)
         finished_at += [clock] * (end // prompt_tokens - len(finished_at))
         start = end
     mean = sum(finished_at) / len(finished_at)

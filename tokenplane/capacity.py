@@ -73,7 +73,6 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "prefill_flops",
     "prefill_seconds",
     "prefill_seconds_per_token",
-    "prefill_weight_read_seconds",
     "replica_memory",
     "sampling_seconds",
     "speculation_factor",
@@ -83,6 +82,7 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "usd_per_million_tokens",
     "utilization",
     "weight_bytes",
+    "weight_read_seconds",
 ]
 
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
@@ -408,9 +408,9 @@ def prefill_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0
     """Time to prefill a prompt alone: one iteration, the roofline of its compute and its weight reads.
 
     The prompt's forward pass reads every weight once, as a decode step does, so a short
-    prompt cannot finish faster than the weight read (``prefill_weight_read_seconds``):
-    Qwen2.5-72B at TP2 on H100s takes about as long to prefill 128 tokens as to decode one
-    (41 vs 31 ms), and Qwen3-30B-A3B's 128-token prompt routes to all 128 experts and reads
+    prompt cannot finish faster than the weight read (``weight_read_seconds``):
+    Qwen2.5-72B at TP2 on H100s answers a 128-token prompt in 41 ms where one decode step
+    takes 31 ms, and Qwen3-30B-A3B's 128-token prompt routes to all 128 experts and reads
     all 61 GB of them (36 ms on an A100), where its FLOPs alone take 6 ms (tenstorrent's GPU
     references, ``tokenplane/calibration.py``). Long prompts are compute-bound, as before.
     Pipeline stages run one after another for one request.
@@ -418,17 +418,7 @@ def prefill_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0
     if tokens <= 0:
         return 0.0
     compute = prefill_compute_seconds(model, tokens, context_before=context_before)
-    read = prefill_weight_read_seconds(model, tokens)
-    return max(compute, read) + step_overhead_seconds(model)
-
-
-def prefill_weight_read_seconds(model: ReplicaModel, tokens: int) -> float:
-    """The weights a prefill of ``tokens`` tokens reads, at decode bandwidth, floored by the layers' kernel latency.
-
-    Dense models read all of them; an MoE reads the experts its tokens route to, which for
-    more than a few dozen tokens is all of them.
-    """
-    return _weight_read_seconds(model, tokens)
+    return max(compute, weight_read_seconds(model, tokens)) + step_overhead_seconds(model)
 
 
 def prefill_seconds_per_token(model: ReplicaModel, *, context: int) -> float:
@@ -490,15 +480,19 @@ def decode_step_terms(model: ReplicaModel, batch: int) -> DecodeStepTerms:
     kv_per_token = kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp
     sampling = sampling_seconds(model, batch)
     return DecodeStepTerms(
-        memory_s=_weight_read_seconds(model, batch) + sampling,
+        memory_s=weight_read_seconds(model, batch) + sampling,
         kv_s_per_token=kv_per_token / rate,
         compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode) + sampling,
         overhead_s=step_overhead_seconds(model),
     )
 
 
-def _weight_read_seconds(model: ReplicaModel, rows: int) -> float:
-    """One forward pass's weight reads for ``rows`` tokens, never under the layers' kernel latency."""
+def weight_read_seconds(model: ReplicaModel, rows: int) -> float:
+    """One forward pass's weight reads for ``rows`` tokens, never under the layers' kernel latency.
+
+    Dense models read all of their weights; an MoE reads the experts its rows route to, which for
+    more than a few dozen tokens (a prompt) is all of them, and for a small decode batch a few.
+    """
     eff = model.efficiency
     floor = model.arch.num_layers * eff.layer_floor_s
     return max(_weight_bytes_read(model, rows) / (model.bandwidth * eff.mbu_decode), floor)
