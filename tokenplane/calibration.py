@@ -417,7 +417,9 @@ class LatencyPoint:
         """Requests per second the engine takes in: the open-loop rate, or a closed loop's c / end-to-end."""
         if self.rate_rps is not None:
             return self.rate_rps
-        e2e_s = (self.ttft_ms or 0.0) / 1e3 + max((self.output_tokens or 1) - 1, 0) * tpot_ms / 1e3
+        # The end-to-end time from the model alone (a lone TTFT, then the tokens): never the measured figures.
+        first_s = cap.ttft_seconds(self.model(), self.prompt_tokens or 0)
+        e2e_s = first_s + max((self.output_tokens or 1) - 1, 0) * tpot_ms / 1e3
         return self.batch / e2e_s if e2e_s > 0 else 0.0
 
     def predicted_tpot_ms(self) -> float:
