@@ -438,6 +438,26 @@ def test_sampling_cost_grows_with_the_vocabulary_and_the_batch() -> None:
     assert cap.sampling_seconds(llama, 256) == pytest.approx(256 * cap.sampling_seconds(llama, 1))
 
 
+def test_a_short_prompt_alone_cannot_prefill_faster_than_its_weights_are_read() -> None:
+    """Puts the FLOPs-only prefill back: 16 tokens on Llama-3.1-70B at TP4 would take a fifth of one read."""
+    model = cap.ReplicaModel(arch("llama-3.1-70b"), H100, tp=4)
+    read = cap.weight_read_seconds(model, 16)
+    assert cap.prefill_compute_seconds(model, 16) < read / 5
+    assert cap.prefill_seconds(model, 16) == pytest.approx(read + cap.step_overhead_seconds(model))
+
+
+def test_a_long_prompt_prefills_at_its_compute_as_before() -> None:
+    model = cap.ReplicaModel(arch("llama-3.1-8b"), H100)
+    assert cap.prefill_seconds(model, 8192) == pytest.approx(
+        cap.prefill_compute_seconds(model, 8192) + cap.step_overhead_seconds(model)
+    )
+
+
+def test_a_moe_prompt_reads_every_expert_where_a_single_decode_row_reads_a_few() -> None:
+    model = cap.ReplicaModel(arch("mixtral-8x7b"), H100, tp=2)
+    assert cap.weight_read_seconds(model, 512) > 2.5 * cap.weight_read_seconds(model, 1)
+
+
 def test_a_one_token_prompt_still_pays_the_ttft_floor() -> None:
     model = cap.ReplicaModel(arch("llama-3.1-8b"), H100)
     assert cap.ttft_seconds(model, 1) >= cap.Efficiency().ttft_floor_s + cap.step_overhead_seconds(model)

@@ -1,4 +1,7 @@
-"""Public vLLM startup logs that the memory model is calibrated and validated against.
+"""Public vLLM startup logs and serving benchmarks that the capacity model is calibrated and validated against.
+
+The latency points (``LATENCY``, at the end) are public ``vllm bench serve`` results, each
+predicted for the load its benchmark offered (``Load``); the memory points follow.
 
 Each point is one logged vLLM startup, with the figures vLLM prints per GPU (rank 0):
 "Model loading took X GiB", "torch peak memory increase", "non-torch forward
@@ -16,13 +19,15 @@ it), ``gpu_memory_utilization=0.95`` and the v0.19 ``vllm serve`` defaults on a
 >= 70 GiB GPU (``max_num_batched_tokens=8192``, ``max_num_seqs=1024``;
 ``vllm/engine/arg_utils.py``, ``get_batch_defaults``), from the logs that
 llm-d-planner committed. Points on other GPUs (L4, A10G, L40S, PCIe TP) could not
-be found as v0.19 logs with every figure printed; see ``BENCHMARKS.md``.
+be found as v0.19 logs with every figure printed; ``OTHER_GPUS`` holds the one older
+log that does (an L40S pair over PCIe, vLLM 0.7.1); see ``BENCHMARKS.md``.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from tokenplane import capacity as cap
 from tokenplane.catalog import KvCacheDtype, Quantization, gpu, model_preset
@@ -272,6 +277,21 @@ OTHER_VERSIONS: tuple[Point, ...] = (
           weights_gib=27.52, activation_gib=5.64, kv_gib=41.94, kv_tokens=274_848, vllm_version="0.16.0"),
 )  # fmt: skip
 
+Q32 = model_preset("qwen2.5-32b").architecture
+
+# Other GPUs, from other releases: the only public startup logs found on an L4, A10G, L40S or a PCIe
+# tensor-parallel pair that print every term. Reported in BENCHMARKS.md and bounded by the tests on the
+# term each one tests (non-torch memory by interconnect), not on the release-specific activation profile.
+OTHER_GPUS: tuple[Point, ...] = (
+    # vLLM 0.7.1 (V0 engine), 2x L40S over PCIe, --max-model-len 10000, chunked prefill off (so the profile
+    # runs max_model_len tokens, 256 sequences), gpu_memory_utilization 0.90; "# CUDA blocks: 3947".
+    Point("qwen2.5-32b bf16 TP2, 2x L40S over PCIe (vLLM 0.7.1)", Q32, BF16,
+          "https://github.com/vllm-project/vllm/issues/15815", tp=2, gpu_name="L40S", gpu_memory_utilization=0.90,
+          max_num_batched_tokens=10_000, max_num_seqs=256, max_model_len=10_000, weights_gib=30.71,
+          activation_gib=1.26, non_torch_gib=0.30, kv_gib=7.71, kv_tokens=3947 * 16, vllm_version="0.7.1",
+          tags=("pcie",)),
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Residual:
@@ -318,14 +338,48 @@ QWEN3_0_6B = _arch(
     hidden_size=1024, num_layers=28, num_attention_heads=16, num_kv_heads=8, head_dim=128,
     intermediate_size=3072, vocab_size=151936, max_position_embeddings=40960, tie_word_embeddings=True,
 )  # fmt: skip
+QWEN3_1_7B = _arch(
+    hidden_size=2048, num_layers=28, num_attention_heads=16, num_kv_heads=8, head_dim=128,
+    intermediate_size=6144, vocab_size=151936, max_position_embeddings=40960, tie_word_embeddings=True,
+)  # fmt: skip
+
+
+class Load(StrEnum):
+    """How a public benchmark offered its requests: the TTFT it measured depends on it.
+
+    - ``LONE``: one request at a time (``--max-concurrency 1``): the server's floor plus the prefill.
+    - ``WAVES``: a closed loop at ``--max-concurrency c`` with fixed lengths (``--ignore-eos``). The c
+      requests finish on the same iteration, so the next c arrive together and are prefilled together,
+      ``max_num_batched_tokens`` per iteration; each request's first token comes out of the iteration
+      that finishes its prompt.
+    - ``STAGGERED``: arrivals at a random phase of a busy engine: a Poisson ``--request-rate``, or a closed
+      loop whose lengths vary (ShareGPT). A request waits for the iteration in progress (half of one on
+      average: iterations are near-constant), then its prompt is prefilled in the next, alongside the
+      batch's decode, as ``tokenplane.sim`` prices such an iteration.
+    """
+
+    LONE = "lone"
+    WAVES = "waves"
+    STAGGERED = "staggered"
+
+
+def vllm_default_token_budget(gpu_name: str) -> int:
+    """``max_num_batched_tokens`` that ``vllm serve`` picks by default on ``gpu_name``.
+
+    ``vllm/engine/arg_utils.py`` (``get_batch_defaults``, v0.19): 8,192 on GPUs of at least
+    70 GiB other than the A100 (vLLM PR 17885), 2,048 elsewhere (A100, L4, L40S, A10G).
+    """
+    device = gpu(gpu_name)
+    return 8192 if device.hbm_bytes >= 70 * 2**30 and not device.name.startswith("A100") else 2048
 
 
 @dataclass(frozen=True)
 class LatencyPoint:
-    """One public ``vllm bench serve`` result: TPOT (and TTFT where the prompt length is known).
+    """One public ``vllm bench serve`` (or ``benchmark_serving.py``) result: TPOT, and TTFT where comparable.
 
-    ``batch`` is the requests decoding together: the closed-loop concurrency, or for an
-    open-loop rate, arrivals x end-to-end latency (Little's law), as noted per point.
+    ``batch`` is the requests decoding together: the closed-loop concurrency, or for an open-loop
+    rate, arrivals x end-to-end latency (Little's law), as noted per point. ``context`` is the mean
+    tokens in the KV cache while decoding (prompt + half the output).
     """
 
     label: str
@@ -334,23 +388,110 @@ class LatencyPoint:
     source: str
     vllm_version: str
     batch: int
-    context: int  # mean tokens in the KV cache while decoding: prompt + half the output
+    context: int
     tpot_ms: float
     prompt_tokens: int | None = None
     ttft_ms: float | None = None
     note: str = ""
     fit: bool = False  # the Efficiency floors were read from this point
+    tp: int = 1
+    load: Load = Load.LONE
+    output_tokens: int | None = None
+    rate_rps: float | None = None  # STAGGERED at an open-loop rate; a closed loop's rate follows from its latency
+    cached_tokens: int = 0  # of the prompt, served from vLLM's prefix cache (a LONE request's earlier twin)
+    tags: tuple[str, ...] = ()
+    # The constants predicted with: BENCHMARKS.md sweeps the TTFT floor with ``dataclasses.replace``.
+    efficiency: cap.Efficiency = field(default=cap.DEFAULT_EFFICIENCY, compare=False)
 
     def model(self) -> cap.ReplicaModel:
-        return cap.ReplicaModel(self.arch, gpu(self.gpu_name))
+        return cap.ReplicaModel(self.arch, gpu(self.gpu_name), tp=self.tp, efficiency=self.efficiency)
+
+    @property
+    def token_budget(self) -> int:
+        return vllm_default_token_budget(self.gpu_name)
+
+    def _decode_ms(self) -> float:
+        return cap.inter_token_seconds(self.model(), self.batch, mean_context=self.context) * 1e3
+
+    def _arrivals_per_s(self, tpot_ms: float) -> float:
+        """Requests per second the engine takes in: the open-loop rate, or a closed loop's c / end-to-end."""
+        if self.rate_rps is not None:
+            return self.rate_rps
+        # The end-to-end time from the model alone (a lone TTFT, then the tokens): never the measured figures.
+        first_s = cap.ttft_seconds(self.model(), self.prompt_tokens or 0)
+        e2e_s = first_s + max((self.output_tokens or 1) - 1, 0) * tpot_ms / 1e3
+        return self.batch / e2e_s if e2e_s > 0 else 0.0
 
     def predicted_tpot_ms(self) -> float:
-        return cap.inter_token_seconds(self.model(), self.batch, mean_context=self.context) * 1e3
+        """One decode step at the batch, plus the prefill work the harness puts between a request's steps.
+
+        Waves: the rest of the wave's prefill iterations, spread over the request's tokens. Staggered
+        arrivals: ``pool_performance``'s fixed point, an iteration being the decode plus the prefill
+        seconds that arrive per iteration, ``tau = D / (1 - lambda x E[prefill seconds])``.
+        """
+        decode = self._decode_ms()
+        if self.prompt_tokens is None or self.load is Load.LONE:
+            return decode
+        if self.load is Load.WAVES:
+            stall = wave(self.model(), self.prompt_tokens, self.batch, self.token_budget).stall_s * 1e3
+            return decode + stall / max((self.output_tokens or 2) - 1, 1)
+        prefill_s = cap.prefill_compute_seconds(self.model(), self.prompt_tokens)
+        busy = self._arrivals_per_s(decode) * prefill_s
+        return decode / (1.0 - busy) if busy < 1.0 else float("inf")
 
     def predicted_ttft_ms(self) -> float | None:
         if self.prompt_tokens is None:
             return None
-        return cap.ttft_seconds(self.model(), self.prompt_tokens) * 1e3
+        model = self.model()
+        if self.load is Load.LONE:
+            fresh = self.prompt_tokens - self.cached_tokens
+            return cap.ttft_seconds(model, fresh, context_before=self.cached_tokens) * 1e3
+        if self.load is Load.WAVES:
+            first = wave(model, self.prompt_tokens, self.batch, self.token_budget).first_token_s
+            return (model.efficiency.ttft_floor_s + first) * 1e3
+        tpot = self.predicted_tpot_ms()
+        joined = cap.decode_step_seconds(model, self.batch, mean_context=self.context) + cap.prefill_compute_seconds(
+            model, self.prompt_tokens
+        )
+        return model.efficiency.ttft_floor_s * 1e3 + tpot / 2 + joined * 1e3
+
+
+@dataclass(frozen=True)
+class Wave:
+    """A closed-loop wave's prefill, as the scheduler runs it (``wave``)."""
+
+    first_token_s: float  # mean, from the wave's arrival to each request's first token, engine side
+    stall_s: float  # mean time a request, once prefilled, waits for the rest of the wave's prefill iterations
+
+
+def wave(model: cap.ReplicaModel, prompt_tokens: int, concurrency: int, token_budget: int) -> Wave:
+    """``concurrency`` prompts that arrive together at an idle engine (a closed-loop wave).
+
+    The scheduler takes the waiting prompts first come, first served, ``token_budget`` tokens per
+    iteration, splitting a prompt across iterations where the budget ends (chunked prefill). Each
+    iteration is one forward pass: the roofline of its FLOPs (each prompt attends to its own tokens)
+    and its weight reads, plus the step overhead. A request's first token leaves with the iteration
+    that finishes its prompt; its next tokens wait for the wave's remaining prefill iterations, which
+    its TPOT then carries.
+    """
+    if prompt_tokens <= 0 or concurrency <= 0 or token_budget <= 0:
+        raise ValueError(f"wave({prompt_tokens=}, {concurrency=}, {token_budget=}) needs positive sizes")
+    cost = cap.prefill_cost(model)
+    total = prompt_tokens * concurrency
+    finished_at: list[float] = []
+    clock, start = 0.0, 0
+    while start < total:
+        end = min(start + token_budget, total)
+        pairs = 0.0
+        for r in range(start // prompt_tokens, (end - 1) // prompt_tokens + 1):
+            lo, hi = max(start, r * prompt_tokens), min(end, (r + 1) * prompt_tokens)
+            pairs += cap.causal_pairs(hi - lo, lo - r * prompt_tokens)
+        compute = cost.per_token_s * (end - start) + cost.per_pair_s * pairs
+        clock += max(compute, cap.weight_read_seconds(model, end - start)) + cap.step_overhead_seconds(model)
+        finished_at += [clock] * (end // prompt_tokens - len(finished_at))
+        start = end
+    mean = sum(finished_at) / len(finished_at)
+    return Wave(first_token_s=mean, stall_s=clock - mean)
 
 
 YOBITEL = "https://yobitelcomm.github.io/bench/recipes/concurrency-sweep/"
@@ -358,20 +499,64 @@ MUSGRAVE = "https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on"
 WMX = "https://ai.wmx.dev/benchmarks"
 # Found at a mirror of the pull request's files (http://172.245.126.119:8080/ovg-project/kvcached/pull/331/files).
 KVCACHED = "https://github.com/ovg-project/kvcached/pull/331"
+# tenstorrent's reference runs of vLLM on NVIDIA GPUs (its own sweep harness over ``benchmark_serving``,
+# random prompts at --max-concurrency 1). The vLLM release is not stated; the dates are given instead.
+# Only the first run of each prompt length is used: later runs reuse the same seeded random prompts,
+# so vLLM's prefix cache serves part of them (their TTFT drops, e.g. 52.5 -> 32.8 ms for 128 tokens).
+# The 1,024-token runs follow the 128-token ones, whose prompts are their first 128 tokens (the random
+# dataset's tokens are ``offset + i + j`` from the same seed): those 8 blocks come from the cache.
+TT_CACHED = 128
+TT_QWEN3 = "https://github.com/tenstorrent/tt-inference-server/issues/340"
+TT_QWEN25_72B = "https://github.com/tenstorrent/tt-inference-server/issues/143"
+GPUSTACK_QWEN3_8B = (
+    "https://github.com/gpustack/gpustack/blob/1dbc3b8130da92d31539404545a1aff5c3992f8c/"
+    "docs/performance-lab/qwen3-8b/h100-latency.md"
+)
+# gpustack's ShareGPT run: 100 prompts, 23,260 input and 22,061 output tokens (means 233 and 221).
+SHAREGPT_IN, SHAREGPT_OUT = 233, 221
 
 LATENCY: tuple[LatencyPoint, ...] = (
     LatencyPoint("llama-3.1-8b H100 c=1", L8, "H100-80GB", YOBITEL, "0.21.0", 1, 1000, 6.48, fit=True,
                  note="chatbot-short prompts of unstated length: context taken as 1,000 tokens"),
-    LatencyPoint("llama-3.1-8b H100 c=4", L8, "H100-80GB", YOBITEL, "0.21.0", 4, 1000, 6.59,
-                 note="as above"),
+    LatencyPoint("llama-3.1-8b H100 c=4", L8, "H100-80GB", YOBITEL, "0.21.0", 4, 1000, 6.59, load=Load.STAGGERED,
+                 note="as above, closed loop at 4"),
     LatencyPoint("llama-3.1-8b A100-40GB c=1", L8, "A100-40GB", MUSGRAVE, "0.23.0", 1, 1088, 1000 / 75,
                  note="1,024 in / 128 out; 'about 75 tokens/sec' at one request"),
     LatencyPoint("qwen2.5-0.5b L4 c=1", QWEN2_5_0_5B, "L4", WMX, "0.23.0", 1, 320, 5.1, 256, 27.0, fit=True,
-                 note="256 in / 128 out; p50 figures"),
-    LatencyPoint("qwen2.5-0.5b L4 c=8", QWEN2_5_0_5B, "L4", WMX, "0.23.0", 8, 320, 5.5,
-                 note="p50 ITL; TTFT at c=8 includes queueing behind other prefills"),
-    LatencyPoint("qwen3-0.6b H100 16 req/s", QWEN3_0_6B, "H100-80GB", KVCACHED, "0.19.0", 5, 576, 2.39, 512, 38.9, fit=True,
-                 note="512 in / 128 out at 16 req/s: about 5 requests decode together (16/s x 0.34 s)"),
+                 note="256 in / 128 out, --ignore-eos; p50 figures"),
+    *(
+        LatencyPoint(f"qwen2.5-0.5b L4 c={c}", QWEN2_5_0_5B, "L4", WMX, "0.23.0", c, 320, itl, 256, ttft,
+                     load=Load.WAVES, output_tokens=128, note="closed loop, 256 in / 128 out, --ignore-eos; p50")
+        for c, itl, ttft in ((2, 5.2, 37.8), (4, 5.3, 50.1), (8, 5.5, 60.9), (16, 6.0, 103.8), (32, 7.1, 135.3))
+    ),
+    LatencyPoint("qwen3-0.6b H100 16 req/s", QWEN3_0_6B, "H100-80GB", KVCACHED, "0.19.0", 5, 576, 2.39, 512, 38.9,
+                 fit=True, load=Load.STAGGERED, output_tokens=128, rate_rps=16.0,
+                 note="512 in / 128 out, Poisson 16 req/s: about 5 requests decode together (16/s x 0.34 s)"),
+    # tenstorrent, 2025-06/07, an A100 80 GB (the 61 GB Qwen3-30B-A3B runs on one), 128 in / 128 out unless noted.
+    LatencyPoint("qwen3-1.7b A100 c=1", QWEN3_1_7B, "A100-80GB", TT_QWEN3, "unstated (2025-06)", 1, 192, 4.6, 128,
+                 11.4),
+    LatencyPoint("qwen3-1.7b A100 c=1, 1,024 in", QWEN3_1_7B, "A100-80GB", TT_QWEN3, "unstated (2025-06)", 1, 1088,
+                 4.8, 1024, 26.4, cached_tokens=TT_CACHED),
+    LatencyPoint("qwen3-14b A100 c=1", QWEN3_14B, "A100-80GB", TT_QWEN3, "unstated (2025-07)", 1, 192, 24.3, 128,
+                 52.5),
+    LatencyPoint("qwen3-30b-a3b A100 c=1 (MoE)", QWEN3_30B_A3B, "A100-80GB", TT_QWEN3, "unstated (2025-07)", 1, 192,
+                 9.6, 128, 35.7, tags=("moe",)),
+    LatencyPoint("qwen3-30b-a3b A100 c=1, 1,024 in (MoE)", QWEN3_30B_A3B, "A100-80GB", TT_QWEN3, "unstated (2025-07)",
+                 1, 1088, 9.8, 1024, 70.3, tags=("moe",), cached_tokens=TT_CACHED),
+    # tenstorrent, 2025-04, Qwen2.5-72B-Instruct bf16 on 2x H100 (TP2).
+    LatencyPoint("qwen2.5-72b 2xH100 TP2 c=1", Q72, "H100-80GB", TT_QWEN25_72B, "unstated (2025-04)", 1, 192, 30.9,
+                 128, 41.1, tp=2),
+    LatencyPoint("qwen2.5-72b 2xH100 TP2 c=1, 1,024 in", Q72, "H100-80GB", TT_QWEN25_72B, "unstated (2025-04)", 1,
+                 1088, 31.0, 1024, 129.2, tp=2, cached_tokens=TT_CACHED),
+    # gpustack's vLLM baseline: Qwen3-8B bf16 on one H100 SXM, ShareGPT through /v1/chat/completions, mean figures.
+    LatencyPoint("qwen3-8b H100 ShareGPT c=1", QWEN3_8B, "H100-80GB", GPUSTACK_QWEN3_8B, "0.11.0", 1, 343, 7.28,
+                 SHAREGPT_IN, 59.0, output_tokens=SHAREGPT_OUT, note="chat endpoint; means of 100 ShareGPT prompts"),
+    *(
+        LatencyPoint(f"qwen3-8b H100 ShareGPT c={c}", QWEN3_8B, "H100-80GB", GPUSTACK_QWEN3_8B, "0.11.0", c, 343,
+                     tpot, SHAREGPT_IN, ttft, load=Load.STAGGERED, output_tokens=SHAREGPT_OUT,
+                     note="closed loop over ShareGPT's varied lengths: arrivals land at random phases")
+        for c, tpot, ttft in ((2, 7.37, 63.78), (4, 7.38, 64.00), (8, 7.71, 74.57))
+    ),
 )  # fmt: skip
 
 

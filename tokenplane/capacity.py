@@ -13,7 +13,8 @@ Memory follows vLLM's own accounting (``vllm/v1/worker/gpu_worker.py``,
 
 then divided into blocks of 16 tokens; each term is derived in ``vllm_memory`` and
 each weight format in ``quantization``. Time follows the roofline: prefill is
-bounded by FLOPs and decode by the bytes each step reads (weights + KV), with
+bounded by FLOPs (a short prompt alone, by the weights its pass reads) and decode
+by the bytes each step reads (weights + KV), with
 floors below which real kernels do not go (per-layer kernel latency, the sampler,
 the server's time to first token). Real kernels reach only part of the peak, so
 both carry an efficiency factor (``Efficiency``), documented with its sources
@@ -81,6 +82,7 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "usd_per_million_tokens",
     "utilization",
     "weight_bytes",
+    "weight_read_seconds",
 ]
 
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
@@ -284,7 +286,10 @@ class Efficiency:
                                   and the first streamed chunk of the OpenAI server: a
                                   short prompt's TTFT minus its prefill is 22 ms on an L4
                                   (ai.wmx.dev) and 37 ms on an H100 at 16 req/s (kvcached
-                                  PR 331); under 13 ms on a fast H100 host (yobitel)
+                                  PR 331); under 13 ms on a fast H100 host (yobitel).
+                                  Held-out hosts spread it from 6 ms (tenstorrent's A100)
+                                  to 51 ms (vLLM 0.11's chat endpoint, gpustack), which
+                                  is most of the TTFT error in ``BENCHMARKS.md``
     allreduce_s          8 us     one tensor-parallel all-reduce over NVLink at decode
                                   sizes; two per layer
     ===================  =======  ===========================================================
@@ -400,10 +405,20 @@ def prefill_compute_seconds(model: ReplicaModel, tokens: int, *, context_before:
 
 
 def prefill_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0) -> float:
-    """Time to prefill a prompt alone. Pipeline stages run one after another for one request."""
+    """Time to prefill a prompt alone: one iteration, the roofline of its compute and its weight reads.
+
+    The prompt's forward pass reads every weight once, as a decode step does, so a short
+    prompt cannot finish faster than the weight read (``weight_read_seconds``):
+    Qwen2.5-72B at TP2 on H100s answers a 128-token prompt in 41 ms where one decode step
+    takes 31 ms, and Qwen3-30B-A3B's 128-token prompt routes to all 128 experts and reads
+    all 61 GB of them (36 ms on an A100), where its FLOPs alone take 6 ms (tenstorrent's GPU
+    references, ``tokenplane/calibration.py``). Long prompts are compute-bound, as before.
+    Pipeline stages run one after another for one request.
+    """
     if tokens <= 0:
         return 0.0
-    return prefill_compute_seconds(model, tokens, context_before=context_before) + step_overhead_seconds(model)
+    compute = prefill_compute_seconds(model, tokens, context_before=context_before)
+    return max(compute, weight_read_seconds(model, tokens)) + step_overhead_seconds(model)
 
 
 def prefill_seconds_per_token(model: ReplicaModel, *, context: int) -> float:
@@ -463,14 +478,24 @@ def decode_step_terms(model: ReplicaModel, batch: int) -> DecodeStepTerms:
     eff = model.efficiency
     rate = model.bandwidth * eff.mbu_decode
     kv_per_token = kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp
-    floor = model.arch.num_layers * eff.layer_floor_s
     sampling = sampling_seconds(model, batch)
     return DecodeStepTerms(
-        memory_s=max(_weight_bytes_read(model, batch) / rate, floor) + sampling,
+        memory_s=weight_read_seconds(model, batch) + sampling,
         kv_s_per_token=kv_per_token / rate,
         compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode) + sampling,
         overhead_s=step_overhead_seconds(model),
     )
+
+
+def weight_read_seconds(model: ReplicaModel, rows: int) -> float:
+    """One forward pass's weight reads for ``rows`` tokens, never under the layers' kernel latency.
+
+    Dense models read all of their weights; an MoE reads the experts its rows route to, which for
+    more than a few dozen tokens (a prompt) is all of them, and for a small decode batch a few.
+    """
+    eff = model.efficiency
+    floor = model.arch.num_layers * eff.layer_floor_s
+    return max(_weight_bytes_read(model, rows) / (model.bandwidth * eff.mbu_decode), floor)
 
 
 def sampling_seconds(model: ReplicaModel, batch: int) -> float:
