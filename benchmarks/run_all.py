@@ -48,7 +48,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("faults.py", [], ["--quick"], 720),
     ("fuzz.py", [], ["--quick"], 600),
     ("simulate_day.py", [], ["--quick"], 900),
-    ("semantic_cache.py", [], ["--sizes", "10000", "--windows", "2"], 900),
+    ("semantic_cache.py", ["--full"], ["--sizes", "10000", "--windows", "2"], 3600),  # 1M answers: ~15 min
     ("capacity_validation.py", [], [], 60),
 )
 

@@ -18,7 +18,7 @@ core (a lookup's cost depends on the graph, not on how it was built) and the
 insert cost is measured on ``INSERT_SAMPLE`` single upserts into the full store.
 
 Run: ``python benchmarks/semantic_cache.py [--sizes 10000,100000] [--full] [--json]``
-(``--full`` adds 1,000,000 answers: about 4 GiB and some ten minutes of building).
+(``--full`` adds 1,000,000 answers: about 4 GiB and 10-20 minutes of building on 2 cores).
 """
 
 from __future__ import annotations
