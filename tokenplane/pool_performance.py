@@ -226,6 +226,20 @@ class ReplicaPerformance:
         compute = t.compute_s[lo] * (1 - frac) + t.compute_s[hi] * frac
         return (max(memory + t.kv_s_per_token * kv_tokens, compute) + t.overhead_s) * t.speculation
 
+    def _decode_s_array(self, batch: F64, kv_tokens: F64) -> F64:
+        """``_decode_s`` over arrays, element by element (the same operations, so the same doubles)."""
+        t = self.timing
+        memory_s, compute_s = np.asarray(t.memory_s), np.asarray(t.compute_s)
+        b = np.minimum(batch, t.max_num_seqs)
+        lo = np.floor(b)
+        frac = b - lo
+        lo_i = lo.astype(np.int64)
+        hi_i = np.minimum(lo_i + 1, t.max_num_seqs)
+        memory = memory_s[lo_i] * (1 - frac) + memory_s[hi_i] * frac
+        compute = compute_s[lo_i] * (1 - frac) + compute_s[hi_i] * frac
+        step: F64 = (np.maximum(memory + t.kv_s_per_token * kv_tokens, compute) + t.overhead_s) * t.speculation
+        return np.where(batch <= 0, t.overhead_s, step)
+
     def operating(self, rps: float) -> Operating:
         """The replica's fixed point at ``rps`` arrivals per second."""
         m, t = self.moments, self.timing
@@ -339,7 +353,7 @@ class ReplicaPerformance:
         spread = rng.standard_normal(CHAINS)
         batch = np.maximum(op.batch + spread * math.sqrt(max(op.batch, 0.0)), 0.0) if decoding else np.zeros(CHAINS)
         kv = np.maximum(op.kv_tokens + spread * op.kv_sd, 0.0) if decoding else np.zeros(CHAINS)
-        decode = np.array([self._decode_s(b, k) for b, k in zip(batch.tolist(), kv.tolist(), strict=True)])
+        decode = self._decode_s_array(batch, kv)
         budget = np.maximum(1.0, t.token_budget - np.round(batch))
         per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token over the mix, attention included
         full = decode + per_token * budget  # an iteration that spends the whole budget on an average mix
@@ -366,30 +380,34 @@ class ReplicaPerformance:
             stay = gap <= residual
             residual[stay] -= gap[stay]
             left = gap[live] - residual[live]
+            d_live = decode[live]
             while len(live):
                 q, qs = queued[live], queued_s[live]
                 done = np.minimum(q, budget[live])
                 busy = done > 0
                 # A chunk costs its share of the queue's seconds: whole prompts keep their own attention cost.
-                done_s = np.where(busy, qs * done / np.maximum(q, 1e-9), 0.0)
-                length = decode[live] + done_s
+                # (An empty queue's is 0 * qs / 1e-9: zero, as the chain has nothing to prefill.)
+                done_s = qs * done / np.maximum(q, 1e-9)
+                length = d_live + done_s
                 queued[live] = q - done
                 queued_s[live] = qs - done_s
                 if reading:
                     lengths.append(length[busy])
                 ends = busy & (left <= length)  # the arrival lands inside this prefill iteration
-                residual[live[ends]] = length[ends] - left[ends]
                 idle = ~busy  # nothing to prefill until the arrival
+                stop = ends | idle
                 if decoding:  # decode iterations until the arrival, which lands inside one
-                    d = decode[live[idle]]
-                    skipped = np.floor(left[idle] / d)
+                    d, wait = d_live[idle], left[idle]
+                    skipped = np.floor(wait / d)
                     if reading:
                         decode_only += float(skipped.sum())
-                    residual[live[idle]] = d - (left[idle] - skipped * d)
-                else:
-                    residual[live[idle]] = 0.0  # an idle replica starts on the arrival
-                more = busy & ~ends
-                live, left = live[more], left[more] - length[more]
+                    at_stop = np.where(ends, length - left, 0.0)
+                    at_stop[idle] = d - (wait - skipped * d)
+                    residual[live[stop]] = at_stop[stop]
+                else:  # an idle replica starts on the arrival
+                    residual[live[stop]] = np.where(ends, length - left, 0.0)[stop]
+                more = ~stop
+                live, left, d_live = live[more], left[more] - length[more], d_live[more]
             if reading:
                 seen_r.append(residual.copy())
                 seen_q.append(queued.copy())
@@ -542,10 +560,20 @@ def class_mix(spec: PlatformSpec, region: str, pool: Pool, per_class: dict[Workl
 
 
 def for_pool(
-    spec: PlatformSpec, region: str, pool: Pool, per_class: dict[WorkloadClass, float]
+    spec: PlatformSpec,
+    region: str,
+    pool: Pool,
+    per_class: dict[WorkloadClass, float],
+    *,
+    pool_timing: PoolTiming | None = None,
 ) -> ReplicaPerformance | None:
-    """A pool's replica model in a region at its routed mix; None when it serves no class the spec defines."""
+    """A pool's replica model in a region at its routed mix; None when it serves no class the spec defines.
+
+    ``pool_timing``: the pool's ``pool_model.timing``, when the caller already has it (it is the same
+    in every region, and tabulating it costs one decode-step pricing per batch size).
+    """
     mix = class_mix(spec, region, pool, per_class)
     if not mix:
         return None
-    return ReplicaPerformance(timing(spec, pool), mix, prefix_kept=prefix_kept_share(spec, pool))
+    costs = timing(spec, pool) if pool_timing is None else pool_timing
+    return ReplicaPerformance(costs, mix, prefix_kept=prefix_kept_share(spec, pool))
