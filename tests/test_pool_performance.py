@@ -65,8 +65,9 @@ def test_saturated_throughput_falls_with_the_kv_cache(dev: PlatformSpec) -> None
     tight = _small(dev, kv_blocks=int(blocks / 4), classes=[_chat((2000, 4000), (200, 800))])
     assert tight.saturation_rps() < roomy.saturation_rps()
     assert tight.concurrency() < roomy.concurrency() <= dev.pool("small").engine.max_num_seqs
-    at = tight.operating(tight.saturation_rps())
+    at = tight.operating(tight.fluid_saturation_rps())
     assert at.kv_tokens == pytest.approx(tight.timing.kv_tokens, rel=1e-3)  # the KV cache is what binds
+    assert tight.saturation_rps() < tight.fluid_saturation_rps()  # and it preempts there: the recompute costs
 
 
 def test_output_growth_holds_kv_that_the_mean_request_size_misses(dev: PlatformSpec) -> None:
@@ -113,7 +114,7 @@ def test_the_model_agrees_with_the_engine_near_saturation(byteion: PlatformSpec)
     # us-east medium-rag at its planned peak: KV-heavy RAG prompts, rho ~0.75 of the simulator's own mu.
     checked = verify(byteion, plan(byteion), only={("us-east", "medium-rag")})
     [pool] = checked.pools
-    assert abs(pool.rho_agreement) <= 0.12, pool
+    assert abs(pool.rho_agreement) <= 0.10, pool
     for cls in pool.classes:
         assert cls.agreement is not None and abs(cls.agreement) <= 0.10, cls
         assert cls.attainment is not None and cls.planned_attainment is not None
