@@ -253,18 +253,7 @@ class ReplicaPerformance:
         share = rps * m.prefill_s
         if share >= MAX_PREFILL_SHARE:
             return Operating(rps, math.inf, math.inf, math.inf, math.inf, math.inf, share, False)
-        tau = self._decode_s(0.0, 0.0) / (1 - share)
-        batch = kv = 0.0
-        for _ in range(FIXED_POINT_STEPS):
-            batch = rps * tau * m.decode_iterations
-            kv = rps * tau * m.kv_token_iterations
-            if batch > t.max_num_seqs * 4 or kv > t.kv_tokens * 4:
-                break  # far past the cache: infeasible, and the iteration would only diverge
-            new = self._decode_s(batch, kv) / (1 - share)
-            if abs(new - tau) <= 1e-9 * tau:
-                tau = new
-                break
-            tau = new
+        tau = self._tau(rps, share, early=False)
         batch = rps * tau * m.decode_iterations
         kv = rps * tau * m.kv_token_iterations
         kv_sd = math.sqrt(max(rps * tau * m.kv_square_iterations, 0.0))
@@ -273,6 +262,41 @@ class ReplicaPerformance:
             feasible = feasible and rps <= self._saturation
         decode = self._decode_s(batch, kv)
         return Operating(rps, tau, decode, batch, kv, kv_sd, share, feasible)
+
+    def _tau(self, rps: float, share: float, *, early: bool) -> float:
+        """The fixed point's mean iteration, iterated up from an empty batch; ``early``: inf once past the cache.
+
+        The iteration only rises (a larger batch or context never shortens a decode step), so once
+        its batch or KV passes the cache the fixed point's does too: the saturation search stops there.
+        """
+        m, t = self.moments, self.timing
+        tau = self._decode_s(0.0, 0.0) / (1 - share)
+        for _ in range(FIXED_POINT_STEPS):
+            batch = rps * tau * m.decode_iterations
+            kv = rps * tau * m.kv_token_iterations
+            if early and (batch > t.max_num_seqs or kv > t.kv_tokens):
+                return math.inf
+            if batch > t.max_num_seqs * 4 or kv > t.kv_tokens * 4:
+                break  # far past the cache: infeasible, and the iteration would only diverge
+            new = self._decode_s(batch, kv) / (1 - share)
+            if abs(new - tau) <= 1e-9 * tau:
+                tau = new
+                break
+            tau = new
+        return tau
+
+    def _feasible(self, rps: float) -> bool:
+        """``operating(rps).feasible``, the same answer, without iterating to a fixed point past the cache."""
+        m, t = self.moments, self.timing
+        share = rps * m.prefill_s
+        if share >= MAX_PREFILL_SHARE:
+            return False
+        tau = self._tau(rps, share, early=True)
+        return (
+            rps * tau * m.decode_iterations <= t.max_num_seqs
+            and rps * tau * m.kv_token_iterations <= t.kv_tokens
+            and math.isfinite(tau)
+        )
 
     def saturation_rps(self) -> float:
         """Requests per second one replica completes at most, its preemptions' recompute paid.
@@ -302,7 +326,7 @@ class ReplicaPerformance:
             lo, hi = 0.0, top
             for _ in range(SATURATION_STEPS):
                 mid = (lo + hi) / 2
-                if self.operating(mid).feasible:
+                if self._feasible(mid):
                     lo = mid
                 else:
                     hi = mid
