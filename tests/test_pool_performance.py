@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tokenplane.load import load_spec
 from tokenplane.planner import plan, sizing_target
@@ -163,3 +165,27 @@ def test_a_request_shed_at_its_levels_deadline_counts_as_a_miss(dev: PlatformSpe
     a_loose = loose.health(lam, replicas=4).classes["A"].attainment or 0.0
     a_tight = tight.health(lam, replicas=4).classes["A"].attainment or 0.0
     assert a_tight < a_loose - 0.01, (a_loose, a_tight)
+
+
+def test_the_saturation_search_decides_feasibility_as_the_full_fixed_point_does(byteion: PlatformSpec) -> None:
+    # The search stops iterating once the batch passes the cache; the answer must be the fixed point's own.
+    loads = route(byteion).loads
+    for region, name in [("us-east", "medium-rag"), ("us-east", "long-context"), ("eu-west", "batch-catalog")]:
+        perf = for_pool(byteion, region, byteion.pool(name), loads[(region, name)].per_class)
+        assert perf is not None
+        fluid = perf.fluid_saturation_rps()
+        for rps in np.linspace(0.0, 2.5 * fluid, 101).tolist():
+            assert perf._feasible(rps) == perf.operating(rps).feasible, (name, rps)
+
+
+@given(
+    batch=st.lists(st.floats(-1.0, 300.0), min_size=1, max_size=64),
+    kv=st.floats(0.0, 4e5),
+)
+@settings(deadline=None)
+def test_the_chains_decode_steps_are_the_scalar_models_to_the_last_bit(
+    dev: PlatformSpec, batch: list[float], kv: float
+) -> None:
+    perf = _small(dev)
+    got = perf._decode_s_array(np.array(batch), np.full(len(batch), kv))
+    assert got.tolist() == [perf._decode_s(b, kv) for b in batch]
