@@ -25,10 +25,13 @@ specs' chat and batch pools). It is a renewal argument over admission rounds:
   ``P2 = E[q ** floor((held - shortfall) / B)]`` (at least one more iteration either way).
   A round's preemptions are ``P1 / (1 - P2)``, and there are ``(1 - q) / c`` rounds per finish.
 
-Against the engine's saturated replica (``plan --verify``'s mu run) this gives the measured
-preemptions per completed request within a few percent on the example specs (0.23 against
-0.227 on minimal's chat pool, 0.39 against 0.395 on byteion's batch pool). A replica whose
-``max_num_seqs`` binds before its KV cache does not preempt, and neither does an encoder.
+Against the engine's saturated replica (``plan --verify``'s mu run, two seeds) it gives the
+preemptions per completed request within about 15%, a little high: 0.26 against 0.22-0.23 on
+minimal's chat pool, 0.42 against 0.40 on byteion's batch pool, 0.105 against 0.10 on its
+large-reasoning pool, 0.016 against 0.015-0.017 on long-context; and the saturated mu within
+0-1.3% (20,000 completions, six seeds, sd under 1%), where the fluid fixed point alone was 5-11%
+high. A replica whose ``max_num_seqs`` binds before its KV cache does not preempt, and neither
+does an encoder.
 """
 
 from __future__ import annotations
