@@ -11,16 +11,17 @@ from typer.testing import CliRunner
 from tokenplane.cli import app
 from tokenplane.load import load_spec
 from tokenplane.planner import Plan, plan
+from tokenplane.pool_performance import priority_levels
 from tokenplane.sim.verify import AGREEMENT, Verification, verify
+from tokenplane.spec import WorkloadClass
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted((ROOT / "stacks").glob("*.yaml")) + sorted((ROOT / "examples").rglob("*.tokenplane.yaml"))
-RHO_AGREEMENT = 0.12  # the simulator's saturated replica preempts and recomputes; the fluid mu does not (5-11%)
-# On the safe side only, the planner may price a TTFT P95 a little above the simulator's: byteion's us-east
-# long-context class C plans 7.85 s against 7.10 s simulated (+10.6%, a P95 of 1,319 requests). Optimistic
-# by more than AGREEMENT is a failure.
-PESSIMISTIC_TTFT = 0.12
-
+# The simulator's own spread from seed to seed (six seeds): its saturated mu within 1% (sd 0.2-0.7%), a class's
+# TTFT P95 over ~10,000 judged requests within 1-1.5% (byteion's long-context pools: sd 1.4% and 0.2%). The
+# planner agrees within 3% on every pool and class of the example specs, so AGREEMENT (10%) leaves room for
+# the other issue-15 work on the latency terms, not for the noise.
+MIXED_AGREEMENT = 0.04  # about three of the simulator's P95 spreads from seed to seed
 
 Checked = tuple[str, Plan, Verification]
 
@@ -42,11 +43,30 @@ def test_every_example_spec_plans_ok_and_reaches_its_attainment_in_simulation(ch
 def test_planner_and_simulator_agree_on_ttft_p95_and_rho(checked: Checked) -> None:
     name, _, result = checked
     for pool in result.pools:
-        assert abs(pool.rho_agreement) <= RHO_AGREEMENT, f"{name} {pool.region}/{pool.pool}: {pool.rho_agreement:+.1%}"
+        assert abs(pool.rho_agreement) <= AGREEMENT, f"{name} {pool.region}/{pool.pool}: {pool.rho_agreement:+.1%}"
         for cls in pool.classes:
             if cls.agreement is not None:
                 where = f"{name} {pool.region}/{pool.pool} class {cls.name}"
-                assert -AGREEMENT <= cls.agreement <= PESSIMISTIC_TTFT, f"{where}: TTFT P95 {cls.agreement:+.1%}"
+                assert abs(cls.agreement) <= AGREEMENT, f"{where}: TTFT P95 {cls.agreement:+.1%}"
+
+
+def test_a_class_sent_at_several_priorities_gets_the_tail_of_their_mixture(checked: Checked) -> None:
+    # dev's tenants are critical and normal, byteion's EU regions critical and high: each class is a mixture of
+    # levels. Averaging the levels' TTFT samples (the planner before) priced dev's class B P95 6-8% short;
+    # charging a started prompt's chunks for the higher levels that arrive meanwhile priced byteion's
+    # eu-west long-context class C 25% long. Both now agree within MIXED_AGREEMENT.
+    name, _, result = checked
+    spec = load_spec(next(p for p in SPECS if p.name == name))
+    mixed = 0
+    for pool in result.pools:
+        for cls in pool.classes:
+            levels = priority_levels(spec, pool.region, WorkloadClass(cls.name))
+            if sum(share > 0 for share in levels) < 2 or cls.agreement is None:
+                continue
+            mixed += 1
+            where = f"{name} {pool.region}/{pool.pool} class {cls.name} at levels {levels}"
+            assert abs(cls.agreement) <= MIXED_AGREEMENT, f"{where}: TTFT P95 {cls.agreement:+.1%}"
+    assert mixed or name == "minimal.yaml", f"{name}: no class at several levels to check"
 
 
 def test_where_the_slo_decides_the_replicas_ten_percent_fewer_miss_it() -> None:

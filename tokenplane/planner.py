@@ -16,21 +16,21 @@ with headroom, and each class's share of requests within its TTFT SLO at its
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tokenplane import capacity as cap
 from tokenplane.catalog import GIB
-from tokenplane.pool_model import memory, node_for, nodes_for
+from tokenplane.pool_model import PoolTiming, memory, node_for, nodes_for, timing
 from tokenplane.pool_performance import Health, ReplicaPerformance, for_pool
+from tokenplane.replica_search import MAX_REPLICAS_SEARCHED, first_holding, first_meeting
 from tokenplane.spec import PlatformSpec, Pool, Region, WorkloadClass
 from tokenplane.traffic import Spill, route
 
-MAX_REPLICAS_SEARCHED = 100_000  # beyond this a pool is not a sizing problem but a design one
 # The planner sizes for this share of a class's allowed misses (1 - slo_attainment) and keeps the rest for
 # what the pool model leaves out: preemption and KV blocking in the tail, replicas' uneven load. Against the
 # simulator on stacks/byteion.yaml the model's attainment was up to 0.5 points optimistic at 99% (plan --verify).
 PLANNED_MISS_SHARE = 0.5
+MISS_FLOOR = 1e-12  # a class with no modelled miss: its log distance to the target stays finite for the search
 
 
 def sizing_target(slo_attainment: float) -> float:
@@ -148,10 +148,14 @@ def plan(spec: PlatformSpec) -> Plan:
     """Size every (region, pool) of the spec and list what does not hold."""
     traffic = route(spec)
     result = Plan(spec.platform.name, [], traffic.spills, budget_usd_per_hour=spec.budget.max_usd_per_hour)
+    timings: dict[str, PoolTiming] = {}  # a pool's iteration costs are the same in every region it runs in
     for region in spec.regions:
         for placement in region.pools:
             load = traffic.loads[(region.name, placement.pool)]
-            pool_plan, problems, warnings = _plan_pool(spec, region, spec.pool(placement.pool), load.per_class)
+            pool = spec.pool(placement.pool)
+            if pool.name not in timings:
+                timings[pool.name] = timing(spec, pool)
+            pool_plan, problems, warnings = _plan_pool(spec, region, pool, load.per_class, timings[pool.name])
             result.pools.append(pool_plan)
             result.violations.extend(problems)
             result.warnings.extend(warnings)
@@ -187,7 +191,7 @@ def limits_note(spec: PlatformSpec) -> str:
 
 
 def _plan_pool(
-    spec: PlatformSpec, region: Region, pool: Pool, per_class: dict[WorkloadClass, float]
+    spec: PlatformSpec, region: Region, pool: Pool, per_class: dict[WorkloadClass, float], costs: PoolTiming
 ) -> tuple[PoolPlan, list[PlanViolation], list[PlanViolation]]:
     """One pool's plan, its violations, and its advisory warnings."""
     placement = next(pl for pl in region.pools if pl.pool == pool.name)
@@ -201,7 +205,7 @@ def _plan_pool(
         for c, w in weights.items()
     ]
     shape = cap.mean_shape(shapes) if shapes else cap.RequestShape(1, 1)
-    perf = for_pool(spec, region.name, pool, weights)
+    perf = for_pool(spec, region.name, pool, weights, pool_timing=costs)
     problems: list[PlanViolation] = []
     warnings: list[PlanViolation] = []
     where = f"pool {pool.name} in {region.name}"
@@ -212,7 +216,11 @@ def _plan_pool(
         if perf is not None and lam > 0
         else None
     )
-    needed = _replicas_needed(perf, lam, pool, placement.min_replicas) if perf is not None else placement.min_replicas
+    needed = (
+        _replicas_needed(perf, lam, pool, placement.min_replicas, placement.max_replicas)
+        if perf is not None
+        else placement.min_replicas
+    )
     at_needed = perf.health(lam / needed, replicas=needed) if perf is not None and lam > 0 and needed > 0 else None
     rho = cap.utilization(lam, mu * placement.max_replicas)
     if lam > 0 and rho >= 1:
@@ -376,11 +384,13 @@ def _predictions(
     return preds
 
 
-def _replicas_needed(perf: ReplicaPerformance, lam: float, pool: Pool, floor: int) -> int:
+def _replicas_needed(perf: ReplicaPerformance, lam: float, pool: Pool, floor: int, priced: int) -> int:
     """Fewest replicas within the utilization target, the KV and slot headroom, and every class's attainment.
 
     When even an idle replica misses a class's target (its prompts alone prefill too slowly),
     more replicas cannot help: the answer is then the fewest that meet everything else.
+    ``priced``: a count whose health the caller has already asked for (the pool's ``max_replicas``),
+    tried first as the upper end of the search: it is free.
     """
     if lam <= 0:
         return floor
@@ -394,33 +404,25 @@ def _replicas_needed(perf: ReplicaPerformance, lam: float, pool: Pool, floor: in
         op, kv_ok, slots_ok = perf.headroom(lam / count)
         return op.feasible and kv_ok and slots_ok
 
-    def meets(count: int) -> bool:
-        health = perf.health(lam / count, replicas=count)
-        return all(
-            c.attainment is None or c.attainment >= sizing_target(health.targets[c.name])
-            for c in health.classes.values()
-        )
-
-    n = _first(fits, n)
-    if meets(n) or not meets(MAX_REPLICAS_SEARCHED):
-        return n  # already within the SLOs, or no replica count gets there: the pool's speed is the cause
-    return _first(meets, n + 1)
+    n = first_holding(fits, n)
+    return first_meeting(lambda count: _standing(perf.health(lam / count, replicas=count)), n, priced)
 
 
-def _first(holds: Callable[[int], bool], start: int) -> int:
-    """The fewest replicas from ``start`` up for which ``holds`` (taken to be monotone): grow by 25%, then bisect."""
-    if holds(start):
-        return start
-    lo, hi = start, start
-    while hi < MAX_REPLICAS_SEARCHED and not holds(hi):
-        lo, hi = hi, min(MAX_REPLICAS_SEARCHED, max(hi + 1, math.ceil(hi * 1.25)))
-    while hi - lo > 1:  # holds(hi), not holds(lo)
-        mid = (lo + hi) // 2
-        if holds(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+def _standing(health: Health) -> tuple[bool, float]:
+    """Whether every class reaches its sizing target, and how far the worst one is from it.
+
+    The distance is log(misses / misses allowed) (> 0: short of it). Misses fall about
+    geometrically as replicas are added, so it is close to linear in the count, which is what
+    the search interpolates; the decision itself is the plain comparison.
+    """
+    meets, worst = True, -math.inf
+    for c in health.classes.values():
+        if c.attainment is None:
+            continue
+        target = sizing_target(health.targets[c.name])
+        meets = meets and c.attainment >= target
+        worst = max(worst, math.log(max(1 - c.attainment, MISS_FLOOR) / (1 - target)))
+    return meets, worst
 
 
 def _provider_price(spec: PlatformSpec, pool: Pool, shape: cap.RequestShape) -> tuple[str | None, float | None]:

@@ -28,18 +28,23 @@ per-step latency model says, both sides price the same steps:
   budget of the queue. They run side by side with numpy from a fixed seed, so the
   same spec always gives the same plan. A request waits for the iteration it
   arrived in, then for the prompts ahead of it at its priority or above, budget by
-  budget, and its first token comes out of the iteration that finishes its own
-  prompt, shared with what arrived after it and fits. Each chain holds its own
+  budget (less what higher levels bring while it waits), then for its own prompt's
+  chunks, which go first once started; its first token comes out of the iteration
+  that finishes its own prompt, shared with what arrived after it and fits. A class
+  sent at several levels is a mixture of their TTFTs. Each chain holds its own
   batch and KV level from the batch's M/G/inf spread, since the batch moves on the
   scale of a request's life and the queue on the scale of iterations. Attainment is
   the share of a class's requests whose TTFT is within its P95 SLO.
 
+- **Preemption at saturation.** Where the KV cache binds, a saturated replica admits
+  greedily and preempts what its batch outgrows (``tokenplane.preemption``); the
+  recompute is prefill on top of the requests' own, so ``mu`` is below the fluid
+  fixed point's (5-11% on the example specs' chat and batch pools).
+
 What it leaves out, on purpose: per-replica imbalance beyond the balancer's
-round robin, preemption's recompute (the ``z`` headroom keeps it rare at the
-planned replicas; at saturation the engine's thrash makes its measured ``mu``
-5-11% below this one's, which ``plan --verify`` reports as the rho agreement),
-and prefix-cache hit variance (every prompt gets the expected hit rate, as in the
-simulator).
+round robin, preemption below saturation (the ``z`` headroom keeps it rare at the
+planned replicas), and prefix-cache hit variance (every prompt gets the expected
+hit rate, as in the simulator).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
+from tokenplane import preemption
 from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
 from tokenplane.spec import PlatformSpec, Pool, Priority, WorkloadClass
 
@@ -171,6 +177,7 @@ class ReplicaPerformance:
         self._class_grids = [self._prefill_points(c) for c in classes]
         self.moments = self._moments()
         self._saturation: float | None = None
+        self._fluid: float | None = None
         self._health: dict[tuple[float, int], Health] = {}
 
     # --- the mix -----------------------------------------------------------------------------
@@ -226,24 +233,27 @@ class ReplicaPerformance:
         compute = t.compute_s[lo] * (1 - frac) + t.compute_s[hi] * frac
         return (max(memory + t.kv_s_per_token * kv_tokens, compute) + t.overhead_s) * t.speculation
 
+    def _decode_s_array(self, batch: F64, kv_tokens: F64) -> F64:
+        """``_decode_s`` over arrays, element by element (the same operations, so the same doubles)."""
+        t = self.timing
+        memory_s, compute_s = np.asarray(t.memory_s), np.asarray(t.compute_s)
+        b = np.minimum(batch, t.max_num_seqs)
+        lo = np.floor(b)
+        frac = b - lo
+        lo_i = lo.astype(np.int64)
+        hi_i = np.minimum(lo_i + 1, t.max_num_seqs)
+        memory = memory_s[lo_i] * (1 - frac) + memory_s[hi_i] * frac
+        compute = compute_s[lo_i] * (1 - frac) + compute_s[hi_i] * frac
+        step: F64 = (np.maximum(memory + t.kv_s_per_token * kv_tokens, compute) + t.overhead_s) * t.speculation
+        return np.where(batch <= 0, t.overhead_s, step)
+
     def operating(self, rps: float) -> Operating:
         """The replica's fixed point at ``rps`` arrivals per second."""
         m, t = self.moments, self.timing
         share = rps * m.prefill_s
         if share >= MAX_PREFILL_SHARE:
             return Operating(rps, math.inf, math.inf, math.inf, math.inf, math.inf, share, False)
-        tau = self._decode_s(0.0, 0.0) / (1 - share)
-        batch = kv = 0.0
-        for _ in range(FIXED_POINT_STEPS):
-            batch = rps * tau * m.decode_iterations
-            kv = rps * tau * m.kv_token_iterations
-            if batch > t.max_num_seqs * 4 or kv > t.kv_tokens * 4:
-                break  # far past the cache: infeasible, and the iteration would only diverge
-            new = self._decode_s(batch, kv) / (1 - share)
-            if abs(new - tau) <= 1e-9 * tau:
-                tau = new
-                break
-            tau = new
+        tau = self._tau(rps, share, early=False)
         batch = rps * tau * m.decode_iterations
         kv = rps * tau * m.kv_token_iterations
         kv_sd = math.sqrt(max(rps * tau * m.kv_square_iterations, 0.0))
@@ -253,21 +263,99 @@ class ReplicaPerformance:
         decode = self._decode_s(batch, kv)
         return Operating(rps, tau, decode, batch, kv, kv_sd, share, feasible)
 
+    def _tau(self, rps: float, share: float, *, early: bool) -> float:
+        """The fixed point's mean iteration, iterated up from an empty batch; ``early``: inf once past the cache.
+
+        The iteration only rises (a larger batch or context never shortens a decode step), so once
+        its batch or KV passes the cache the fixed point's does too: the saturation search stops there.
+        """
+        m, t = self.moments, self.timing
+        tau = self._decode_s(0.0, 0.0) / (1 - share)
+        for _ in range(FIXED_POINT_STEPS):
+            batch = rps * tau * m.decode_iterations
+            kv = rps * tau * m.kv_token_iterations
+            if early and (batch > t.max_num_seqs or kv > t.kv_tokens):
+                return math.inf
+            if batch > t.max_num_seqs * 4 or kv > t.kv_tokens * 4:
+                break  # far past the cache: infeasible, and the iteration would only diverge
+            new = self._decode_s(batch, kv) / (1 - share)
+            if abs(new - tau) <= 1e-9 * tau:
+                tau = new
+                break
+            tau = new
+        return tau
+
+    def _feasible(self, rps: float) -> bool:
+        """``operating(rps).feasible``, the same answer, without iterating to a fixed point past the cache."""
+        m, t = self.moments, self.timing
+        share = rps * m.prefill_s
+        if share >= MAX_PREFILL_SHARE:
+            return False
+        tau = self._tau(rps, share, early=True)
+        return (
+            rps * tau * m.decode_iterations <= t.max_num_seqs
+            and rps * tau * m.kv_token_iterations <= t.kv_tokens
+            and math.isfinite(tau)
+        )
+
     def saturation_rps(self) -> float:
-        """Requests per second one replica completes at most: where the batch reaches the KV cache or the slots."""
+        """Requests per second one replica completes at most, its preemptions' recompute paid.
+
+        The fluid fixed point saturates where the batch reaches the KV cache or the slots. When the
+        KV cache is what binds, a saturated replica also preempts (``tokenplane.preemption``), and
+        each preemption's recompute is prefill on top of the requests' own: with ``X = rps x tau``
+        fixed by the full cache, ``rps = X / (D + X x (prefill seconds + recompute seconds))``.
+        """
         if self._saturation is None and self.timing.encoder:
             self._saturation = self._encoder_saturation()
         if self._saturation is None:
+            fluid = self.fluid_saturation_rps()
+            thrash = self.saturation_preemptions()
+            if thrash > 0:
+                op = self.operating(fluid)
+                x = fluid * op.iteration_s
+                self._saturation = x / (op.decode_s + x * (self.moments.prefill_s + thrash * self._recompute_s()))
+            else:
+                self._saturation = fluid
+        return self._saturation
+
+    def fluid_saturation_rps(self) -> float:
+        """The largest arrival rate whose fluid fixed point fits the KV cache and ``max_num_seqs`` (bisection)."""
+        if self._fluid is None:
             top = MAX_PREFILL_SHARE / self.moments.prefill_s if self.moments.prefill_s > 0 else 1e9
             lo, hi = 0.0, top
             for _ in range(SATURATION_STEPS):
                 mid = (lo + hi) / 2
-                if self.operating(mid).feasible:
+                if self._feasible(mid):
                     lo = mid
                 else:
                     hi = mid
-            self._saturation = lo
-        return self._saturation
+            self._fluid = lo
+        return self._fluid
+
+    def saturation_preemptions(self) -> float:
+        """Preemptions per completed request of a saturated replica: none unless the KV cache binds first."""
+        t = self.timing
+        if t.encoder or not math.isfinite(t.kv_tokens):
+            return 0.0
+        op = self.operating(self.fluid_saturation_rps())
+        if op.batch + 1 > t.max_num_seqs:  # the slots bind: admission waits for a slot, not for KV
+            return 0.0
+        held, weights = self._held_points()
+        return preemption.per_request(op.batch, self.moments.decode_iterations, held, weights, waste=WASTE_TOKENS)
+
+    def _held_points(self) -> tuple[F64, F64]:
+        """A just-admitted sequence's KV tokens (its whole prompt and first token) as weighted points of the mix."""
+        q = (np.arange(PROMPT_POINTS) + 0.5) / PROMPT_POINTS
+        held = [np.floor(lo + q * (hi - lo + 1)) + 1 for lo, hi in (c.prompt for c in self.classes)]
+        weights = [np.full(PROMPT_POINTS, w / PROMPT_POINTS) for w in self.weights]
+        return np.concatenate(held), np.concatenate(weights)
+
+    def _recompute_s(self) -> float:
+        """Prefill seconds of one preempted sequence's recompute: its whole context, no prefix-cache hit."""
+        held, weights = self._held_points()
+        cost = self.timing.prefill
+        return float(np.sum(weights * (cost.per_token_s * held + cost.per_pair_s * held * held / 2)))
 
     def _encoder_saturation(self) -> float:
         """An encoder keeps no KV cache: saturated, each iteration embeds ``max_num_seqs`` prompts or the budget.
@@ -280,7 +368,7 @@ class ReplicaPerformance:
 
     def concurrency(self) -> float:
         """Sequences one replica holds at once at saturation: ``max_num_seqs``, or fewer when KV binds."""
-        sat = self.operating(self.saturation_rps())
+        sat = self.operating(self.fluid_saturation_rps() if not self.timing.encoder else self.saturation_rps())
         return min(float(self.timing.max_num_seqs), max(1.0, sat.batch))
 
     # --- TTFT --------------------------------------------------------------------------------
@@ -339,7 +427,7 @@ class ReplicaPerformance:
         spread = rng.standard_normal(CHAINS)
         batch = np.maximum(op.batch + spread * math.sqrt(max(op.batch, 0.0)), 0.0) if decoding else np.zeros(CHAINS)
         kv = np.maximum(op.kv_tokens + spread * op.kv_sd, 0.0) if decoding else np.zeros(CHAINS)
-        decode = np.array([self._decode_s(b, k) for b, k in zip(batch.tolist(), kv.tolist(), strict=True)])
+        decode = self._decode_s_array(batch, kv)
         budget = np.maximum(1.0, t.token_budget - np.round(batch))
         per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token over the mix, attention included
         full = decode + per_token * budget  # an iteration that spends the whole budget on an average mix
@@ -366,30 +454,34 @@ class ReplicaPerformance:
             stay = gap <= residual
             residual[stay] -= gap[stay]
             left = gap[live] - residual[live]
+            d_live = decode[live]
             while len(live):
                 q, qs = queued[live], queued_s[live]
                 done = np.minimum(q, budget[live])
                 busy = done > 0
                 # A chunk costs its share of the queue's seconds: whole prompts keep their own attention cost.
-                done_s = np.where(busy, qs * done / np.maximum(q, 1e-9), 0.0)
-                length = decode[live] + done_s
+                # (An empty queue's is 0 * qs / 1e-9: zero, as the chain has nothing to prefill.)
+                done_s = qs * done / np.maximum(q, 1e-9)
+                length = d_live + done_s
                 queued[live] = q - done
                 queued_s[live] = qs - done_s
                 if reading:
                     lengths.append(length[busy])
                 ends = busy & (left <= length)  # the arrival lands inside this prefill iteration
-                residual[live[ends]] = length[ends] - left[ends]
                 idle = ~busy  # nothing to prefill until the arrival
+                stop = ends | idle
                 if decoding:  # decode iterations until the arrival, which lands inside one
-                    d = decode[live[idle]]
-                    skipped = np.floor(left[idle] / d)
+                    d, wait = d_live[idle], left[idle]
+                    skipped = np.floor(wait / d)
                     if reading:
                         decode_only += float(skipped.sum())
-                    residual[live[idle]] = d - (left[idle] - skipped * d)
-                else:
-                    residual[live[idle]] = 0.0  # an idle replica starts on the arrival
-                more = busy & ~ends
-                live, left = live[more], left[more] - length[more]
+                    at_stop = np.where(ends, length - left, 0.0)
+                    at_stop[idle] = d - (wait - skipped * d)
+                    residual[live[stop]] = at_stop[stop]
+                else:  # an idle replica starts on the arrival
+                    residual[live[stop]] = np.where(ends, length - left, 0.0)[stop]
+                more = ~stop
+                live, left, d_live = live[more], left[more] - length[more], d_live[more]
             if reading:
                 seen_r.append(residual.copy())
                 seen_q.append(queued.copy())
@@ -408,34 +500,43 @@ class ReplicaPerformance:
             mass = 0.0
             met = 0.0  # the share within the SLO and not shed at the level's deadline
             floor = self.timing.ttft_floor_s  # the server's floor, as the engines add it
-            for level, share in enumerate(c.levels):
-                if share <= 0:
-                    continue
+            # A class sent at several priority levels is a mixture of their TTFTs: each sample takes one level's
+            # (averaging the levels' samples instead would shrink the tail: a P95 5-7% short on dev's pools).
+            active = [level for level, share in enumerate(c.levels) if share > 0]
+            chosen = _mixture(rng, [c.levels[level] for level in active], samples) if len(active) > 1 else None
+            for index, level in enumerate(active):
+                share = c.levels[level]
                 ahead_share = float(level_rate[: level + 1].sum()) / lam if lam > 0 else 1.0
                 jump_rate = float(level_rate[:level].sum())  # above it: overtake it while it waits
                 own = rng.integers(0, len(prefill), samples)
-                # Each further iteration serves the budget, less what higher levels bring meanwhile.
+                # While it waits, each iteration serves the budget less what higher levels bring meanwhile; once
+                # its own prefill starts, its chunks come first (the engine finishes a started prompt before it
+                # admits another), so they get the whole budget.
                 usable = np.maximum(budget - jump_rate * full * mean_tokens, budget * 0.05)
                 ahead, ahead_s = q_s * ahead_share, qs_s * ahead_share
-                work = ahead + prefill[own]
-                rounds = np.maximum(np.ceil(work / usable) - 1, 0)
+                waiting = ahead / usable  # iterations, in fractions, before its own prefill starts
+                work = waiting + prefill[own] / budget
+                rounds = np.maximum(np.ceil(work) - 1, 0)
                 # Its first token comes out of iteration rounds + 1: each decodes, and between them they prefill
-                # what is ahead of it, its own prompt, what higher levels bring meanwhile (the budget they take
-                # from the full rounds), and what arrived after it and fits the last one's room.
-                jump_s = rounds * (budget - usable) * per_token
-                room = np.maximum(budget - (work - rounds * usable), 0.0)
+                # what is ahead of it, what higher levels bring while it waits (the budget they take), its own
+                # prompt, and what arrived after it and fits the last one's room.
+                jump_s = np.minimum(rounds, waiting) * (budget - usable) * per_token
+                room = np.maximum(budget * (rounds + 1 - work), 0.0)
                 behind, behind_s = _arrived(rng, lam, r_s + rounds * full, grid, grid_s, n)
                 fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
                 elapsed = (rounds + 1) * decode + ahead_s + seconds[own] + jump_s + fill_s
                 level_wait = r_s + elapsed - decode - seconds[own]
-                ttft += share * (r_s + elapsed)
-                wait += share * level_wait
+                if chosen is None:
+                    ttft, wait = r_s + elapsed, level_wait
+                else:
+                    mine = chosen == index
+                    ttft[mine] = (r_s + elapsed)[mine]
+                    wait[mine] = level_wait[mine]
                 mass += share
                 if c.ttft_slo_s is not None:
                     kept = (r_s + elapsed + floor <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
                     met += share * float(kept.mean())
-            ttft = ttft / max(mass, 1e-12) + floor
-            wait /= max(mass, 1e-12)
+            ttft = ttft + floor
             p50, p95, p99 = (float(x) for x in np.quantile(ttft, (0.5, 0.95, 0.99)))
             att = None if c.ttft_slo_s is None else met / max(mass, 1e-12)
             out[c.name] = ClassLatency(c.name, p50, p95, p99, att, float(wait.mean()), float(np.quantile(wait, 0.95)))
@@ -445,6 +546,13 @@ class ReplicaPerformance:
             weights = np.concatenate([np.ones(len(values) - CHAINS), np.full(CHAINS, max(decode_only, 1.0) / CHAINS)])
             (itl_p95,) = _weighted_quantiles(values, weights, (0.95,))
         return out, itl_p95
+
+
+def _mixture(rng: np.random.Generator, shares: list[float], samples: int) -> npt.NDArray[np.int64]:
+    """For each sample, the index of the component it is drawn from, with probabilities ``shares``."""
+    cumulative = np.cumsum(shares) / sum(shares)
+    picked = np.searchsorted(cumulative, rng.random(samples), side="right")
+    return np.minimum(picked, len(shares) - 1).astype(np.int64)
 
 
 def _arrived(
@@ -542,10 +650,20 @@ def class_mix(spec: PlatformSpec, region: str, pool: Pool, per_class: dict[Workl
 
 
 def for_pool(
-    spec: PlatformSpec, region: str, pool: Pool, per_class: dict[WorkloadClass, float]
+    spec: PlatformSpec,
+    region: str,
+    pool: Pool,
+    per_class: dict[WorkloadClass, float],
+    *,
+    pool_timing: PoolTiming | None = None,
 ) -> ReplicaPerformance | None:
-    """A pool's replica model in a region at its routed mix; None when it serves no class the spec defines."""
+    """A pool's replica model in a region at its routed mix; None when it serves no class the spec defines.
+
+    ``pool_timing``: the pool's ``pool_model.timing``, when the caller already has it (it is the same
+    in every region, and tabulating it costs one decode-step pricing per batch size).
+    """
     mix = class_mix(spec, region, pool, per_class)
     if not mix:
         return None
-    return ReplicaPerformance(timing(spec, pool), mix, prefix_kept=prefix_kept_share(spec, pool))
+    costs = timing(spec, pool) if pool_timing is None else pool_timing
+    return ReplicaPerformance(costs, mix, prefix_kept=prefix_kept_share(spec, pool))
