@@ -2,7 +2,7 @@ PYTHON ?= .venv/bin/python
 
 .PHONY: bench bench-quick bench-deployed
 
-# Every serving benchmark, then BENCHMARKS.md rewritten from their numbers (about half an hour on two cores).
+# Every serving benchmark, then BENCHMARKS.md rewritten from their numbers (about 45 minutes on two cores).
 bench:
 	$(PYTHON) benchmarks/run_all.py
 
