@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,15 @@ def gateway_argv(port: int) -> list[str]:
         *[sys.executable, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(port)],
         *["--metrics-port", str(free_port())],
     ]
+
+
+def emit(result: dict[str, Any], *, as_json: bool, report: Callable[[dict[str, Any]], None]) -> int:
+    """A benchmark's result on stdout: JSON for ``run_all.py`` (``--json``), else its printed report."""
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        report(result)
+    return 0
 
 
 def pct(values: list[float], q: float) -> float:

@@ -43,7 +43,8 @@ class PassThrough:
             body += message.get("body", b"")
             more = message.get("more_body", False)
         headers = {k.decode(): v.decode() for k, v in scope["headers"] if k.decode() not in SKIPPED}
-        assert self.session is not None
+        if self.session is None:
+            raise RuntimeError("PassThrough serves requests only after the ASGI lifespan's startup")
         async with self.session.post(self.upstream + scope["path"], data=body, headers=headers) as r:
             relayed = [(k.lower().encode(), v.encode()) for k, v in r.headers.items() if k.lower() not in SKIPPED]
             await send({"type": "http.response.start", "status": r.status, "headers": relayed})

@@ -62,7 +62,7 @@ from aiohttp import web
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._common import unlimited_dev_spec  # noqa: E402
+from benchmarks._common import emit, unlimited_dev_spec  # noqa: E402
 from tokenplane.dev.standins import (  # noqa: E402
     ManagedProcess,
     create_bucket,
@@ -458,12 +458,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--only", default="", help=f"comma-separated subset of {','.join(FAULTS)}")
     args = parser.parse_args()
-    result = run(args)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+    return emit(run(args), as_json=args.json, report=print_report)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._common import engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
+from benchmarks._common import emit, engine_argv, gateway_argv, pct, unlimited_dev_spec  # noqa: E402
 from tokenplane.dev.standins import ManagedProcess, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
 from tokenplane.runtime_env import Var, env_dict, pool_url_env  # noqa: E402
 from tokenplane.spec import WorkloadClass  # noqa: E402
@@ -302,12 +302,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="10 s of overload instead of 60")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
-    result = run(args)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+    return emit(run(args), as_json=args.json, report=print_report)
 
 
 if __name__ == "__main__":

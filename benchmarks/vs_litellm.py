@@ -62,7 +62,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import deployed_bench as dbench  # noqa: E402
-from benchmarks._common import engine_argv, gateway_argv, unlimited_dev_spec  # noqa: E402
+from benchmarks._common import emit, engine_argv, gateway_argv, unlimited_dev_spec  # noqa: E402
 from tokenplane.dev.standins import ManagedProcess, StandInError, free_port, kafka_stand_in, redis_stand_in  # noqa: E402
 from tokenplane.runtime_env import Var, env_dict, pool_url_env  # noqa: E402
 
@@ -613,12 +613,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    result = run(args)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
-    return 0
+    return emit(run(args), as_json=args.json, report=print_report)
 
 
 if __name__ == "__main__":
