@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from tokenplane.cli import app
-from tokenplane.load import load_spec
+from tokenplane.load import load_spec, load_spec_text
 from tokenplane.planner import Plan, plan
 from tokenplane.pool_performance import priority_levels
+from tokenplane.sim import verify as verify_module
 from tokenplane.sim.verify import AGREEMENT, Verification, verify
 from tokenplane.spec import WorkloadClass
 
@@ -33,6 +35,7 @@ def checked(request: pytest.FixtureRequest) -> Checked:
     return request.param.name, planned, verify(spec, planned)
 
 
+@pytest.mark.slow
 def test_every_example_spec_plans_ok_and_reaches_its_attainment_in_simulation(checked: Checked) -> None:
     name, planned, result = checked
     assert planned.ok, planned.violations
@@ -40,6 +43,7 @@ def test_every_example_spec_plans_ok_and_reaches_its_attainment_in_simulation(ch
     assert result.ok and not missed, f"{name}: {missed}"
 
 
+@pytest.mark.slow
 def test_planner_and_simulator_agree_on_ttft_p95_and_rho(checked: Checked) -> None:
     name, _, result = checked
     for pool in result.pools:
@@ -50,6 +54,7 @@ def test_planner_and_simulator_agree_on_ttft_p95_and_rho(checked: Checked) -> No
                 assert abs(cls.agreement) <= AGREEMENT, f"{where}: TTFT P95 {cls.agreement:+.1%}"
 
 
+@pytest.mark.slow
 def test_a_class_sent_at_several_priorities_gets_the_tail_of_their_mixture(checked: Checked) -> None:
     # dev's tenants are critical and normal, byteion's EU regions critical and high: each class is a mixture of
     # levels. Averaging the levels' TTFT samples (the planner before) priced dev's class B P95 6-8% short;
@@ -69,6 +74,7 @@ def test_a_class_sent_at_several_priorities_gets_the_tail_of_their_mixture(check
     assert mixed or name == "minimal.yaml", f"{name}: no class at several levels to check"
 
 
+@pytest.mark.slow
 def test_where_the_slo_decides_the_replicas_ten_percent_fewer_miss_it() -> None:
     spec = load_spec(ROOT / "stacks" / "byteion.yaml")
     planned = plan(spec)
@@ -90,6 +96,7 @@ def test_cli_plan_verify_prints_attainment_and_json_carries_it(tmp_path: Path) -
     assert pool["classes"][0]["attainment"] >= 0.99 - 0.005
 
 
+@pytest.mark.slow
 def test_a_stricter_slo_attainment_plans_more_replicas_and_still_verifies(tmp_path: Path) -> None:
     base = (ROOT / "stacks" / "minimal.yaml").read_text(encoding="utf-8")
     strict = base.replace("    ttft_p95_ms: 500\n", "    ttft_p95_ms: 500\n    slo_attainment: 0.9995\n")
@@ -102,3 +109,66 @@ def test_a_stricter_slo_attainment_plans_more_replicas_and_still_verifies(tmp_pa
     result = verify(spec, planned)
     assert result.ok
     assert result.pools[0].classes[0].target == 0.9995
+
+
+# One pool serving a cheap interactive class at critical priority and a long batch class at the batch level:
+# the shape none of the example specs has (their batch tenants have a pool of their own).
+MIXED_POOL = """\
+platform: {name: mixed, environment: dev, peak_rps: 6}
+budget: {max_usd_per_hour: 40}
+regions:
+  - name: us
+    cloud_region: us-east-1
+    azs: [us-east-1a, us-east-1b]
+    jurisdiction: US
+    traffic_share: 1.0
+    pools: [{pool: chat, min_replicas: 1, max_replicas: 16}]
+models:
+  - name: qwen-7b-chat
+    version: v1
+    preset: qwen2.5-7b
+    uri: s3://mixed-models/qwen-7b-chat/v1/
+    sha256: 5f1a9c0e2b7d4c38a6e1f0b9d2c7a4e6f8b1d3c5a7e9f0b2d4c6e8a0b1c3d5e7
+    tokenizer: Qwen/Qwen2.5-7B-Instruct
+    prompt_contract: chat-v1
+pools:
+  - {name: chat, tier: small, model: qwen-7b-chat, gpu: L4, classes: [A, D]}
+workload_classes:
+  A:
+    share: 0.8
+    prompt_tokens: {min: 50, max: 1000}
+    output_tokens: {min: 20, max: 200}
+    ttft_p95_ms: 800
+  D:
+    share: 0.2
+    prompt_tokens: {min: 3000, max: 7000}
+    output_tokens: {min: 200, max: 800}
+    deadline_hours: 24
+tenants:
+  - {name: web, plan: enterprise, priority: critical, rpm: 600, tpm: 1000000, allowed_tiers: [small],
+     api_key_secret: "env://TOKENPLANE_KEY_WEB"}
+  - {name: nightly, plan: free, priority: batch, rpm: 60, tpm: 1000000, allowed_tiers: [small],
+     api_key_secret: "env://TOKENPLANE_KEY_NIGHTLY"}
+routing:
+  mix: {small: 1.0}
+"""
+MIXED_RHO_AGREEMENT = 0.05  # the issue's target; measured -0.3% (the simulator's mu spread is under 1%)
+
+
+def test_verify_measures_mu_on_the_mix_a_batch_and_interactive_pool_serves() -> None:
+    spec = load_spec_text(MIXED_POOL, filename="mixed.yaml")
+    planned = plan(spec)
+    assert planned.ok, planned.violations
+    [pool] = verify(spec, planned).pools
+    assert abs(pool.rho_agreement) <= MIXED_RHO_AGREEMENT, f"rho {pool.rho_agreement:+.1%}, mu {pool.mu:.3f}"
+    assert pool.met, [(c.name, c.attainment, c.target) for c in pool.classes]
+
+
+def test_a_saturated_queue_drained_by_priority_measures_another_mix(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The method before: the queue drained by priority serves the interactive class during the warm-up and
+    # leaves the window the batch class alone, so "mu" is the batch class's (-76% here, not -0.3%).
+    spec = load_spec_text(MIXED_POOL, filename="mixed.yaml")
+    planned = plan(spec)
+    monkeypatch.setattr(verify_module, "_saturated_mu", partial(verify_module._saturated_mu, priorities=True))
+    [pool] = verify(spec, planned).pools
+    assert abs(pool.rho_agreement) > AGREEMENT, f"rho {pool.rho_agreement:+.1%}: the check cannot see the defect"

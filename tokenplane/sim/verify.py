@@ -15,7 +15,10 @@ reaches its target there, the plan holds more replicas than the simulator needs 
 utilization target or the sizing margin decided, not the SLO), which the report shows.
 
 A second run saturates one replica (a queue that never empties) to measure what it
-completes per second: the simulator's own ``mu``, against which its ``rho`` is stated. Over
+completes per second on the pool's mix: the simulator's own ``mu``, against which its ``rho``
+is stated. The saturated queue is drained at one priority level, in the order drawn, so that
+what completes is the mix that arrives (by priority, a queue filled at once serves its batch
+class last and the window measures another mix). Over
 ``SATURATION_COMPLETIONS`` completions its spread from seed to seed is under 1% (sd 0.2-0.7%
 on the example specs' pools, six seeds; at 3,000 it was 1-3.4%, with ranges up to 8%).
 
@@ -340,11 +343,15 @@ def _saturated_mu(
     kept: float,
     planned_mu: float,
     rng: np.random.Generator,
+    *,
+    priorities: bool = False,
 ) -> float:
-    """Requests per second one replica completes with a queue that never empties (after the warm-up).
+    """Requests per second one replica completes on the pool's mix with a queue that never empties (after the warm-up).
 
     The warm-up and the window scale with the planned ``mu``, so that a pool of long requests
-    (minutes each) is judged on as many completions as a chat pool.
+    (minutes each) is judged on as many completions as a chat pool. ``priorities`` keeps the
+    levels the requests were drawn at (the method before, which starves the lowest level: kept
+    so that a test can show the difference).
     """
     # Long enough for SATURATION_COMPLETIONS at the planned mu, and a warm-up of a third of it (a fast
     # embedder needs seconds, a long-context pool many minutes): the run holds ~1.5x that many requests.
@@ -354,6 +361,13 @@ def _saturated_mu(
     count = math.ceil(max(planned_mu, 0.01) * horizon * 1.5) + 200
     arrival = np.zeros(count)
     reqs, _ = _requests(spec, rng, mix, shares, arrival, kept=kept, encoder=pool_timing.encoder, deadlines=False)
+    if not priorities:
+        # Below saturation every class is served at its arrival rate, whatever its level: priority reorders the
+        # queue, it does not change the mix served. A queue filled at t = 0 and drained by priority would serve
+        # the critical classes first and the batch class last, so the window would measure another mix (the
+        # batch class's alone, on a pool that mixes it with a cheaper interactive one: -76% on ``mu``).
+        # At one level the queue drains in the order drawn, which is the arrival mix.
+        reqs.priority = [0] * count
     engine = Engine([pool_timing], [1], reqs, arrival)
     engine.start(0, 0.0)
     engine.dispatch(0, np.arange(count, dtype=np.int64), np.zeros(count, dtype=np.int64))
