@@ -92,21 +92,30 @@ def plan(
     against the Kubernetes schema of the spec's version.
     Deployability: what AWS and the cluster's controllers would do with the graph
     (tokenplane/deploy), and the prerequisites the account must already have.
+    The pool model's TTFT pricings are kept in $TOKENPLANE_CACHE_DIR (default ~/.cache/tokenplane; "off"
+    turns it off): planning an unchanged pool again reads them back, the same numbers.
     """
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
+    from tokenplane.plan_progress import ProgressLine
     from tokenplane.plan_report import console_for_output, plan_json, print_plan
     from tokenplane.planner import plan as make_plan
+    from tokenplane.pricing_cache import PricingCache, default_dir
 
     try:
         platform = load_spec(spec)
     except SpecError as e:
         _fail(str(e))
-    result = make_plan(platform)
+    progress = ProgressLine(sys.stderr)
+    cache_dir = default_dir()
+    result = make_plan(
+        platform, cache=PricingCache(cache_dir) if cache_dir is not None else None, progress=progress.pools
+    )
     checked = None
     if verify:
         from tokenplane.sim.verify import verify as verify_plan
 
+        progress.stage("verifying: simulating every loaded pool at its planned peak")
         checked = verify_plan(platform, result)
     rendered = None
     findings: list[Any] = []
@@ -115,12 +124,15 @@ def plan(
         from tokenplane import deploy
         from tokenplane.render import render
 
+        progress.stage("rendering the Pulumi graph under the mock runtime")
         rendered = render(platform)
+        progress.stage("checking the graph's deployability")
         try:
             findings = deploy.run(platform, rendered)
             prerequisites = deploy.prerequisites_of(platform, rendered)
         except deploy.GraphDataMissing as e:
             _fail(str(e), code=1)
+    progress.close()
     ok = result.ok and (rendered is None or rendered.ok) and not findings and (checked is None or checked.ok)
     if as_json:
         data = plan_json(result)

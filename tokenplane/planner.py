@@ -16,12 +16,14 @@ with headroom, and each class's share of requests within its TTFT SLO at its
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tokenplane import capacity as cap
 from tokenplane.catalog import GIB
 from tokenplane.pool_model import PoolTiming, memory, node_for, nodes_for, timing
 from tokenplane.pool_performance import Health, ReplicaPerformance, for_pool
+from tokenplane.pricing_cache import PricingCache
 from tokenplane.replica_search import MAX_REPLICAS_SEARCHED, first_holding, first_meeting
 from tokenplane.spec import PlatformSpec, Pool, Region, WorkloadClass
 from tokenplane.traffic import Spill, route
@@ -31,6 +33,8 @@ from tokenplane.traffic import Spill, route
 # simulator on stacks/byteion.yaml the model's attainment was up to 0.5 points optimistic at 99% (plan --verify).
 PLANNED_MISS_SHARE = 0.5
 MISS_FLOOR = 1e-12  # a class with no modelled miss: its log distance to the target stays finite for the search
+
+PlanProgress = Callable[[int, int, str], None]  # (pools sized, pools in all, the last one as region/pool)
 
 
 def sizing_target(slo_attainment: float) -> float:
@@ -144,9 +148,14 @@ class Plan:
         }
 
 
-def plan(spec: PlatformSpec) -> Plan:
-    """Size every (region, pool) of the spec and list what does not hold."""
+def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, progress: PlanProgress | None = None) -> Plan:
+    """Size every (region, pool) of the spec and list what does not hold.
+
+    ``cache``: where the pool model keeps its TTFT pricings between runs (the same numbers, read
+    back); ``progress``: told ``(done, total, "region/pool")`` after each pool is sized.
+    """
     traffic = route(spec)
+    total = sum(len(r.pools) for r in spec.regions)
     result = Plan(spec.platform.name, [], traffic.spills, budget_usd_per_hour=spec.budget.max_usd_per_hour)
     timings: dict[str, PoolTiming] = {}  # a pool's iteration costs are the same in every region it runs in
     for region in spec.regions:
@@ -155,8 +164,10 @@ def plan(spec: PlatformSpec) -> Plan:
             pool = spec.pool(placement.pool)
             if pool.name not in timings:
                 timings[pool.name] = timing(spec, pool)
-            pool_plan, problems, warnings = _plan_pool(spec, region, pool, load.per_class, timings[pool.name])
+            pool_plan, problems, warnings = _plan_pool(spec, region, pool, load.per_class, timings[pool.name], cache)
             result.pools.append(pool_plan)
+            if progress is not None:
+                progress(len(result.pools), total, f"{region.name}/{pool.name}")
             result.violations.extend(problems)
             result.warnings.extend(warnings)
     for miss in traffic.unrouted:
@@ -191,7 +202,12 @@ def limits_note(spec: PlatformSpec) -> str:
 
 
 def _plan_pool(
-    spec: PlatformSpec, region: Region, pool: Pool, per_class: dict[WorkloadClass, float], costs: PoolTiming
+    spec: PlatformSpec,
+    region: Region,
+    pool: Pool,
+    per_class: dict[WorkloadClass, float],
+    costs: PoolTiming,
+    cache: PricingCache | None = None,
 ) -> tuple[PoolPlan, list[PlanViolation], list[PlanViolation]]:
     """One pool's plan, its violations, and its advisory warnings."""
     placement = next(pl for pl in region.pools if pl.pool == pool.name)
@@ -205,7 +221,7 @@ def _plan_pool(
         for c, w in weights.items()
     ]
     shape = cap.mean_shape(shapes) if shapes else cap.RequestShape(1, 1)
-    perf = for_pool(spec, region.name, pool, weights, pool_timing=costs)
+    perf = for_pool(spec, region.name, pool, weights, pool_timing=costs, cache=cache)
     problems: list[PlanViolation] = []
     warnings: list[PlanViolation] = []
     where = f"pool {pool.name} in {region.name}"

@@ -50,14 +50,16 @@ hit rate, as in the simulator).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from tokenplane import preemption
 from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
+from tokenplane.pricing_cache import PricingCache
 from tokenplane.spec import PlatformSpec, Pool, Priority, WorkloadClass
 
 F64 = npt.NDArray[np.float64]
@@ -162,7 +164,13 @@ class ReplicaPerformance:
     """
 
     def __init__(
-        self, timing: PoolTiming, classes: list[ClassMix], *, prefix_kept: float, z: float | None = None
+        self,
+        timing: PoolTiming,
+        classes: list[ClassMix],
+        *,
+        prefix_kept: float,
+        z: float | None = None,
+        cache: PricingCache | None = None,
     ) -> None:
         if not classes:
             raise ValueError("a pool performance model needs at least one class")
@@ -179,6 +187,7 @@ class ReplicaPerformance:
         self._saturation: float | None = None
         self._fluid: float | None = None
         self._health: dict[tuple[float, int], Health] = {}
+        self._cache = cache
 
     # --- the mix -----------------------------------------------------------------------------
 
@@ -322,16 +331,23 @@ class ReplicaPerformance:
     def fluid_saturation_rps(self) -> float:
         """The largest arrival rate whose fluid fixed point fits the KV cache and ``max_num_seqs`` (bisection)."""
         if self._fluid is None:
-            top = MAX_PREFILL_SHARE / self.moments.prefill_s if self.moments.prefill_s > 0 else 1e9
-            lo, hi = 0.0, top
-            for _ in range(SATURATION_STEPS):
-                mid = (lo + hi) / 2
-                if self._feasible(mid):
-                    lo = mid
-                else:
-                    hi = mid
-            self._fluid = lo
+            if self._cache is None:
+                self._fluid = self._bisect_fluid()
+            else:
+                key = self._cache.key("fluid", self.timing, self.classes, self.prefix_kept)
+                self._fluid = float(self._cache.get_or_compute(key, self._bisect_fluid))
         return self._fluid
+
+    def _bisect_fluid(self) -> float:
+        top = MAX_PREFILL_SHARE / self.moments.prefill_s if self.moments.prefill_s > 0 else 1e9
+        lo, hi = 0.0, top
+        for _ in range(SATURATION_STEPS):
+            mid = (lo + hi) / 2
+            if self._feasible(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
 
     def saturation_preemptions(self) -> float:
         """Preemptions per completed request of a saturated replica: none unless the KV cache binds first."""
@@ -395,10 +411,23 @@ class ReplicaPerformance:
         op, kv_ok, slots_ok = self.headroom(rps)
         sat = self.saturation_rps()
         rho = rps / sat if sat > 0 else math.inf
-        classes, itl_p95 = self._ttft(op, max(1, replicas)) if op.feasible else (self._unbounded(), math.inf)
+        classes, itl_p95 = self._priced_ttft(op, max(1, replicas)) if op.feasible else (self._unbounded(), math.inf)
         health = Health(op, rho, kv_ok, slots_ok, classes, {c.name: c.attainment for c in self.classes}, itl_p95)
         self._health[key] = health
         return health
+
+    def _priced_ttft(self, op: Operating, replicas: int) -> tuple[dict[str, ClassLatency], float]:
+        """``_ttft``, read from the pricing cache where one was given and it holds the answer."""
+        if self._cache is None:
+            return self._ttft(op, replicas)
+
+        def compute() -> list[Any]:
+            classes, itl = self._ttft(op, replicas)
+            return [[astuple(c) for c in classes.values()], itl]
+
+        key = self._cache.key(self.timing, self.classes, self.prefix_kept, self.z, op, replicas)
+        rows, itl = self._cache.get_or_compute(key, compute)
+        return {row[0]: ClassLatency(*row) for row in rows}, float(itl)
 
     def _unbounded(self) -> dict[str, ClassLatency]:
         return {
@@ -656,6 +685,7 @@ def for_pool(
     per_class: dict[WorkloadClass, float],
     *,
     pool_timing: PoolTiming | None = None,
+    cache: PricingCache | None = None,
 ) -> ReplicaPerformance | None:
     """A pool's replica model in a region at its routed mix; None when it serves no class the spec defines.
 
@@ -666,4 +696,4 @@ def for_pool(
     if not mix:
         return None
     costs = timing(spec, pool) if pool_timing is None else pool_timing
-    return ReplicaPerformance(costs, mix, prefix_kept=prefix_kept_share(spec, pool))
+    return ReplicaPerformance(costs, mix, prefix_kept=prefix_kept_share(spec, pool), cache=cache)
