@@ -209,6 +209,7 @@ def replica_memory(
     overheads: VllmOverheads = DEFAULT_OVERHEADS,
     weight_format: WeightFormat | None = None,
     interconnect: Interconnect | None = None,
+    p2p: bool = True,
 ) -> MemoryPlan:
     """The KV cache a replica gets, following vLLM's startup accounting.
 
@@ -216,14 +217,17 @@ def replica_memory(
     the first and last stage; spreading them evenly is within a few percent). The
     activation term is the last stage's, which runs the sampler: vLLM sizes every
     rank's cache to the smallest, and that rank is the one with the most to hold.
-    ``interconnect`` defaults to the GPU's (PCIe for A10G/L4/L40S).
+    ``interconnect`` defaults to the GPU's (PCIe for A10G/L4/L40S); ``p2p=False`` for GPUs that
+    cannot reach each other's memory (``vllm_memory.non_torch_bytes``).
     """
     budget = gpu.hbm_bytes * gpu_memory_utilization
     weights = model_weight_bytes(arch, quantization, weight_format=weight_format) / (tp * pp)
     activation = activation_peak_bytes(
         arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, overheads=overheads
     )
-    non_torch = non_torch_bytes(tp=tp, pp=pp, interconnect=interconnect or gpu.interconnect, overheads=overheads)
+    non_torch = non_torch_bytes(
+        tp=tp, pp=pp, interconnect=interconnect or gpu.interconnect, p2p=p2p, overheads=overheads
+    )
     graphs = cuda_graph_bytes(arch, pp=pp, overheads=overheads)
     available = budget - weights - activation - non_torch - (graphs if overheads.subtract_cuda_graphs else 0.0)
     per_token = kv_bytes_per_token(arch, kv_cache_dtype, tp=tp) * layers_per_stage(arch, pp) // arch.num_layers

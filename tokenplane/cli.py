@@ -200,8 +200,17 @@ def size(
     max_num_batched_tokens: Annotated[int, typer.Option("--max-num-batched-tokens")] = 8192,
     max_num_seqs: Annotated[int, typer.Option("--max-num-seqs")] = 256,
     vllm_version: Annotated[
-        str, typer.Option("--vllm-version", help="the vLLM release to account as (validated: 0.17-0.19)")
+        str,
+        typer.Option(
+            "--vllm-version", help="the vLLM release to account as (covered: 0.17-0.32; checked on logs: 0.17-0.19)"
+        ),
     ] = "0.19.0",
+    p2p: Annotated[
+        bool,
+        typer.Option(
+            "--p2p/--no-p2p", help="whether the TP GPUs reach each other's memory (without: NCCL over host memory)"
+        ),
+    ] = True,
     as_json: JsonFlag = False,
 ) -> None:
     """GPU VRAM and KV cache capacity of one replica, as vLLM would report it at startup."""
@@ -224,6 +233,7 @@ def size(
             max_num_batched_tokens=max_num_batched_tokens,
             max_num_seqs=max_num_seqs,
             vllm_version=vllm_version,
+            p2p=p2p,
         )
     except SpecError as e:
         _fail(str(e))

@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 
 from tokenplane import capacity as cap
 from tokenplane.catalog import GIB
-from tokenplane.pool_model import PoolTiming, memory, node_for, nodes_for, timing
+from tokenplane.pool_model import PoolTiming, engine_release, memory, node_for, nodes_for, timing
 from tokenplane.pool_performance import Health, ReplicaPerformance, for_pool
 from tokenplane.pricing_cache import PricingCache
 from tokenplane.replica_search import MAX_REPLICAS_SEARCHED, first_holding, first_meeting
 from tokenplane.spec import PlatformSpec, Pool, Region, WorkloadClass
 from tokenplane.traffic import Spill, route
+from tokenplane.vllm_memory import version_warning
 
 # The planner sizes for this share of a class's allowed misses (1 - slo_attainment) and keeps the rest for
 # what the pool model leaves out: preemption and KV blocking in the tail, replicas' uneven load. Against the
@@ -180,11 +181,29 @@ def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, progress: Pla
                 region=miss.region,
             )
         )
+    result.warnings.extend(_release_checks(spec))
     result.worst_case_usd_per_hour, result.worst_case_scenario = worst_case_spend(spec, result.pools)
     result.violations.extend(_region_checks(spec, result))
     result.warnings.extend(_dr_checks(spec, result))
     result.notes.append(limits_note(spec))
     return result
+
+
+def _release_checks(spec: PlatformSpec) -> list[PlanViolation]:
+    """A warning per pool whose vLLM release is outside those the memory model covers (its KV cache may differ)."""
+    found: list[PlanViolation] = []
+    for index, pool in enumerate(spec.pools):
+        note = version_warning(engine_release(pool))
+        if note is not None:
+            found.append(
+                PlanViolation(
+                    "memory",
+                    f"pools[{index}].engine.vllm_version: pool {pool.name}: {note}; its KV cache and every figure "
+                    "sized from it are this model's, not that release's",
+                    pool=pool.name,
+                )
+            )
+    return found
 
 
 def limits_note(spec: PlatformSpec) -> str:

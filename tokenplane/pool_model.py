@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 from tokenplane import capacity as cap
 from tokenplane.catalog import GPUS, InstanceType, default_instance, instance_type
+from tokenplane.sizing import PINNED_VLLM
 from tokenplane.spec import PlatformSpec, Pool, SpeculativeMethod
 from tokenplane.transformer import ModelKind
+from tokenplane.vllm_memory import overheads_for_version
 
 EAGLE_DRAFT_COST = 0.05  # an EAGLE head is about one decoder layer of the target
 REQUEST_SHARE = 0.8  # of a node's CPU and memory per GPU; the rest is for kubelet and daemons
@@ -91,8 +93,17 @@ def speculation(spec: PlatformSpec, pool: Pool) -> cap.Speculation | None:
     return cap.Speculation(s.num_speculative_tokens, s.acceptance_rate, ratio)
 
 
+def engine_release(pool: Pool) -> str:
+    """The vLLM release a pool runs: its ``engine.vllm_version``, else the one tokenplane pins."""
+    return pool.engine.vllm_version or PINNED_VLLM
+
+
 def memory(spec: PlatformSpec, pool: Pool, *, tp: int | None = None, gpu_name: str | None = None) -> cap.MemoryPlan:
-    """One replica's memory as vLLM accounts it at startup; ``tp``/``gpu_name`` ask "what if" (for fix hints)."""
+    """One replica's memory as vLLM accounts it at startup; ``tp``/``gpu_name`` ask "what if" (for fix hints).
+
+    The accounting is the pool's release's (``vllm_memory.overheads_for_version``: from 0.21 vLLM
+    takes its CUDA-graph estimate out of the KV budget).
+    """
     model = spec.model(pool.model)
     return cap.replica_memory(
         model.resolved_architecture(),
@@ -104,6 +115,7 @@ def memory(spec: PlatformSpec, pool: Pool, *, tp: int | None = None, gpu_name: s
         gpu_memory_utilization=pool.engine.gpu_memory_utilization,
         max_num_batched_tokens=pool.engine.max_num_batched_tokens,
         max_num_seqs=pool.engine.max_num_seqs,
+        overheads=overheads_for_version(engine_release(pool)),
     )
 
 

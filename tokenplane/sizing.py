@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tokenplane import capacity as cap
-from tokenplane.catalog import GIB, Gpu, KvCacheDtype, Quantization, gpu, model_preset
+from tokenplane.catalog import GIB, Gpu, Interconnect, KvCacheDtype, Quantization, gpu, model_preset
 from tokenplane.errors import SpecError
 from tokenplane.quantization import WeightFormat, default_format, read_weight_format
 from tokenplane.transformer import Architecture, ModelKind, from_hf_config
@@ -38,6 +38,7 @@ class SizeRequest:
     max_num_seqs: int
     weight_format: WeightFormat | None = None  # from the checkpoint's quantization_config
     vllm_version: str = PINNED_VLLM
+    p2p: bool = True  # whether the TP ranks reach each other's memory (vllm_memory.non_torch_bytes)
 
     @classmethod
     def from_cli(
@@ -56,6 +57,7 @@ class SizeRequest:
         max_num_batched_tokens: int,
         max_num_seqs: int,
         vllm_version: str = PINNED_VLLM,
+        p2p: bool = True,
     ) -> SizeRequest:
         """Validate flags; every error names the flag, the value and what is allowed."""
         if (model is None) == (hf_config is None):
@@ -105,6 +107,7 @@ class SizeRequest:
             max_num_seqs=max_num_seqs,
             weight_format=checkpoint,
             vllm_version=vllm_version,
+            p2p=p2p,
         )
 
     @property
@@ -135,8 +138,10 @@ def _device(name: str | None, memory_gib: float | None) -> Gpu:
         return gpu(name)
     if memory_gib is None or memory_gib <= 0:
         raise SpecError(f"--gpu-memory-gib={memory_gib} must be positive")
-    # A GPU known only by its memory: rates are unknown, and size reports memory alone.
-    return Gpu(f"{memory_gib:g} GiB GPU", memory_gib, 0.0, 0.0, None)
+    # A GPU known only by its memory: rates are unknown, and size reports memory alone. It is not one of the
+    # catalog's NVSwitch cards (those are named), so its TP ranks are priced as PCIe: NCCL's ring buffers, not
+    # the ~2 GiB of NVLS buffers (taking the NVLS figure put TP2 pairs 6-16% short of the KV vLLM gave).
+    return Gpu(f"{memory_gib:g} GiB GPU", memory_gib, 0.0, 0.0, None, Interconnect.PCIE)
 
 
 def _enum(kind: type[E], value: str, flag: str) -> E:
@@ -283,6 +288,7 @@ def size_replica(request: SizeRequest) -> SizeResult:
         max_num_seqs=r.max_num_seqs,
         weight_format=r.weight_format,
         overheads=overheads_for_version(r.vllm_version),
+        p2p=r.p2p,
     )
     version_note = version_warning(r.vllm_version)
     if version_note:

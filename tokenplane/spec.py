@@ -23,6 +23,7 @@ from tokenplane import aws_zones
 from tokenplane.catalog import KvCacheDtype, Quantization, canonical_gpu_name, instance_type, model_preset
 from tokenplane.errors import CatalogError, SpecError
 from tokenplane.transformer import Architecture, ModelKind
+from tokenplane.vllm_memory import parse_version
 
 Name = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")]
 """A DNS-label-safe name: it becomes part of cloud and Kubernetes resource names."""
@@ -338,6 +339,21 @@ class EngineArgs(Model):
     enable_prefix_caching: bool = True
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
     speculative: Speculative | None = None
+    vllm_version: str | None = Field(
+        default=None,
+        description="The vLLM release this pool runs (MAJOR.MINOR[.PATCH]); default: the release tokenplane pins. "
+        "Its memory accounting sizes the KV cache; size and plan warn outside the releases the model covers.",
+    )
+
+    @field_validator("vllm_version")
+    @classmethod
+    def _release(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_version(value)
+            except ValueError as e:
+                raise ValueError(f"{e}; write the release the image runs, e.g. vllm_version: 0.32.0") from e
+        return value
 
 
 class ScalingSignals(Model):

@@ -19,6 +19,31 @@ peak is the larger of the two passes. In 0.19 the CUDA-graph estimate is logged
 captured after the KV cache is allocated and sit *outside* the budget, so they
 are shown as their own term, and a ``gpu_memory_utilization`` close to 1 must
 leave room for them.
+
+What changed by vLLM 0.32.0 (read from its ``vllm/v1/worker/gpu_worker.py``,
+``vllm/utils/mem_utils.py`` ``memory_profiling`` and ``fused_moe/modular_kernel.py``):
+
+- The sum is taken from the device's free memory: ``non_kv = total_consumed``
+  (free memory before the instance minus free memory after the profile: weights,
+  persistent torch allocations such as the MoE workspace, and non-torch memory) ``+
+  transient_peak_headroom`` (the profile's torch peak less what is still allocated).
+  Term by term it is the same sum as 0.19's; a persistent workspace counts once.
+- ``profile_run`` runs under an allocator limit (``max_split_size_mb=20``) so that a
+  small allocation cannot pin a freed multi-GiB workspace block past ``empty_cache``,
+  which earlier releases counted as consumed (an MoE workspace counted twice).
+- The CUDA-graph estimate (``profile_cudagraph_memory``) is subtracted from the KV
+  budget by default since 0.21 (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``).
+- The fused-MoE workspace comes from the experts kernel's ``workspace_shapes``
+  (Triton and CUTLASS alike): ``M x topk x (max(N/2, K) + max(N, K))`` activations
+  for ``M`` = the batch's tokens unchunked, ``N`` = the gate/up width per rank and
+  ``K`` = hidden. Where the hidden size exceeds the per-rank expert width (a large MoE
+  at TP4, Qwen3-235B-A22B) that is up to 56% more than 0.19's ``3 x width + hidden``.
+- ``maybe_apply_startup_plan`` may reuse a stored profile (``VLLM_ENABLE_STARTUP_PLAN``,
+  off by default); the result is the profile's, so the sizing is unchanged.
+
+The sampler's dummy run (one row per request, top-k and top-p over the full
+vocabulary) is unchanged. Only 0.17-0.19 are checked against startup logs
+(``tokenplane.calibration``); 0.20-0.32 follow the source above.
 """
 
 from __future__ import annotations
@@ -50,6 +75,9 @@ class VllmOverheads:
     # and the down output (hidden), in bf16. It stays allocated by the workspace manager, so it
     # adds to the sampler's peak instead of competing with it.
     moe_workspace: bool = True
+    # From 0.20 (read from 0.32's modular kernel): the workspace is the experts kernel's two buffers, each
+    # per routed token at least the hidden size wide, instead of 0.19's 3 x width + hidden.
+    moe_workspace_kernel_shapes: bool = False
     # Sampler dummy run: rows x vocab x this many bytes. Logits arrive in bf16 (2), are cast to
     # fp32 (4), then top-k/top-p sorts them (values 4 + int64 indices 8) -- 18 bytes if all were
     # live at once; the logs show 15.6 (1.89 GiB for Llama-3's 128,256 vocab x 1,024 rows,
@@ -106,7 +134,12 @@ def moe_workspace_bytes(arch: Architecture, *, tp: int, max_num_batched_tokens: 
     if not arch.is_moe or not overheads.moe_workspace:
         return 0.0
     width = (arch.moe_intermediate_size or arch.intermediate_size) / tp
-    per_routed_token = 3 * width + arch.hidden_size
+    if overheads.moe_workspace_kernel_shapes:
+        # workspace13 (the activation's output, later reused for the output) and workspace2 (the gate/up output).
+        gate_up = 2 * width
+        per_routed_token = max(width, arch.hidden_size) + max(gate_up, arch.hidden_size)
+    else:
+        per_routed_token = 3 * width + arch.hidden_size
     return max_num_batched_tokens * arch.experts_per_token * per_routed_token * ACTIVATION_BYTES
 
 
@@ -147,11 +180,20 @@ def non_torch_bytes(
     tp: int,
     pp: int,
     interconnect: Interconnect = Interconnect.NVLINK_NVLS,
+    p2p: bool = True,
     overheads: VllmOverheads = DEFAULT_OVERHEADS,
 ) -> float:
-    """Memory a rank holds outside PyTorch's allocator, by the GPU count and how the GPUs connect."""
+    """Memory a rank holds outside PyTorch's allocator, by the GPU count and how the GPUs connect.
+
+    ``p2p``: whether the GPUs can reach each other's memory. Without it NCCL runs over host
+    memory (no NVLink or NVLS buffers) and vLLM turns its custom all-reduce off
+    (``custom_all_reduce.py``: "your platform lacks GPU P2P capability"), which leaves NCCL's
+    ring buffers: the PCIe figure, whatever the card.
+    """
     o = overheads
-    if tp > 1:
+    if tp > 1 and not p2p:
+        gib = o.non_torch_gib_pcie
+    elif tp > 1:
         gib = {
             Interconnect.NVLINK_NVLS: o.non_torch_gib_nvls + o.non_torch_gib_nvls_per_rank * tp,
             Interconnect.NVLINK: o.non_torch_gib_nvlink,
@@ -174,9 +216,13 @@ def cuda_graph_bytes(arch: Architecture, *, pp: int, overheads: VllmOverheads = 
 
 # The releases whose accounting this module follows (V1 engine, torch peak + non-torch +
 # weights, CUDA graphs outside the budget). tokenplane.calibration holds the 0.19.0 logs.
-COVERED_VERSIONS = ((0, 17), (0, 19))
+# 0.17-0.19 are checked against startup logs; 0.20-0.32 follow 0.32.0's source (the module's docstring).
+COVERED_VERSIONS = ((0, 17), (0, 32))
+VALIDATED_VERSIONS = ((0, 17), (0, 19))
 # From here vLLM subtracts its CUDA-graph estimate from the KV budget by default.
 CUDA_GRAPHS_SUBTRACTED_FROM = (0, 21)
+# From here the MoE workspace is the experts kernel's workspace_shapes (read from 0.32.0).
+MOE_KERNEL_SHAPES_FROM = (0, 20)
 
 
 def parse_version(version: str) -> tuple[int, int]:
@@ -195,13 +241,21 @@ def version_warning(version: str) -> str | None:
         return None
     covered = f"{low[0]}.{low[1]}-{high[0]}.{high[1]}"
     if v < low:
-        return f"vLLM {version} predates the V1 memory profiling this model follows (validated on {covered})"
-    extra = " and subtracts CUDA graphs from the budget (modelled)" if v >= CUDA_GRAPHS_SUBTRACTED_FROM else ""
-    return f"vLLM {version} is newer than the releases this model was validated on ({covered}){extra}"
+        return (
+            f"vLLM {version} predates the V1 memory profiling this model follows (it covers {covered}); its KV "
+            "cache may differ by a third or more: run a covered release or check the engine's startup log"
+        )
+    return (
+        f"vLLM {version} is newer than the releases this model covers ({covered}, read from their source); "
+        "its memory accounting may have changed: check the engine's startup log"
+    )
 
 
 def overheads_for_version(version: str, base: VllmOverheads = DEFAULT_OVERHEADS) -> VllmOverheads:
-    """The constants for ``version``: later releases take the CUDA-graph estimate out of the budget."""
-    if parse_version(version) >= CUDA_GRAPHS_SUBTRACTED_FROM:
-        return replace(base, subtract_cuda_graphs=True)
-    return base
+    """The constants for ``version``: from 0.20 the MoE workspace by kernel shapes, from 0.21 CUDA graphs in the budget."""
+    v = parse_version(version)
+    return replace(
+        base,
+        subtract_cuda_graphs=base.subtract_cuda_graphs or v >= CUDA_GRAPHS_SUBTRACTED_FROM,
+        moe_workspace_kernel_shapes=base.moe_workspace_kernel_shapes or v >= MOE_KERNEL_SHAPES_FROM,
+    )
