@@ -54,11 +54,21 @@ def test_plan_warns_for_a_release_outside_the_memory_model(
     load_data: Callable[[SpecData], PlatformSpec], dev_data: SpecData, release: str, warned: str | None
 ) -> None:
     spec = load_data(_with_release(dev_data, release))
-    found = [w for w in plan(spec).warnings if "vllm_version" in w.message]
+    found = [w for w in plan(spec).warnings if "vllm_version" in w.message and "image" not in w.message]
     if warned is None:
         assert not found
     else:
         assert len(found) == len(spec.pools) and all(warned in w.message for w in found), found
+
+
+def test_plan_warns_when_a_pool_is_sized_for_another_release_than_the_image_it_gets(
+    load_data: Callable[[SpecData], PlatformSpec], dev_data: SpecData
+) -> None:
+    other = "0.32.0" if PINNED_VLLM != "0.32.0" else "0.19.0"
+    mismatched = [w for w in plan(load_data(_with_release(dev_data, other))).warnings if "image" in w.message]
+    assert len(mismatched) == len(dev_data["pools"]) and PINNED_VLLM in mismatched[0].message
+    pinned = plan(load_data(_with_release(dev_data, PINNED_VLLM))).warnings
+    assert not [w for w in pinned if "vllm_version" in w.message]
 
 
 def test_a_pool_on_a_release_that_subtracts_cuda_graphs_gets_that_much_less_kv(

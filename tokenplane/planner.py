@@ -25,9 +25,10 @@ from tokenplane.pool_model import PoolTiming, engine_release, memory, node_for, 
 from tokenplane.pool_performance import Health, ReplicaPerformance, for_pool
 from tokenplane.pricing_cache import PricingCache
 from tokenplane.replica_search import MAX_REPLICAS_SEARCHED, first_holding, first_meeting
+from tokenplane.sizing import PINNED_VLLM
 from tokenplane.spec import PlatformSpec, Pool, Region, WorkloadClass
 from tokenplane.traffic import Spill, route
-from tokenplane.vllm_memory import version_warning
+from tokenplane.vllm_memory import parse_version, version_warning
 
 # The planner sizes for this share of a class's allowed misses (1 - slo_attainment) and keeps the rest for
 # what the pool model leaves out: preemption and KV blocking in the tail, replicas' uneven load. Against the
@@ -193,7 +194,18 @@ def _release_checks(spec: PlatformSpec) -> list[PlanViolation]:
     """A warning per pool whose vLLM release is outside those the memory model covers (its KV cache may differ)."""
     found: list[PlanViolation] = []
     for index, pool in enumerate(spec.pools):
-        note = version_warning(engine_release(pool))
+        release = engine_release(pool)
+        if parse_version(release) != parse_version(PINNED_VLLM):
+            # The components deploy the pinned image whatever the field says: the sizing would be another engine's.
+            found.append(
+                PlanViolation(
+                    "memory",
+                    f"pools[{index}].engine.vllm_version: pool {pool.name} is sized as vLLM {release}, but the image "
+                    f"tokenplane deploys runs vLLM {PINNED_VLLM}; remove the field or pin the image to that release",
+                    pool=pool.name,
+                )
+            )
+        note = version_warning(release)
         if note is not None:
             found.append(
                 PlanViolation(
