@@ -1,7 +1,9 @@
 """Where peak traffic goes: region -> workload class -> tier -> pool or provider.
 
 The planner and the workbench simulator both start from these arrival rates,
-so that they disagree only about dynamics, never about routing.
+so that they disagree only about dynamics, never about routing; the gateway's
+router walks the same ``tokenplane.routes``, and a test runs a generated
+workload through it to hold it to this split.
 
 Peak RPS splits by region (``traffic_share``), then by class (``share``), then
 by tier (``Routes.split``: a routing rule that matches on classes alone pins a
