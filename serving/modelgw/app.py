@@ -2,7 +2,9 @@
 
 Request headers (``serving.modelgw.headers``): ``x-tokenplane-targets`` (the
 failover chain, required), ``-request-id``, ``-tenant``, ``-priority``,
-``-deadline-ms`` (milliseconds left) and ``-affinity``. Responses carry
+``-deadline-ms`` (milliseconds left), ``-affinity`` and ``-estimated-tokens``
+(the AI gateway's estimate of prompt + output tokens, required: the balancer's
+load, counted once, where the request entered). Responses carry
 ``x-tokenplane-served-by`` and ``x-tokenplane-attempts``.
 
 Errors before a response starts are OpenAI's error JSON with the error's
@@ -64,6 +66,12 @@ async def _read_request(request: Request, endpoint: Endpoint, gateway: FailoverU
         raise InvalidRequest(
             f"header {h.TARGETS} is required: the failover chain, e.g. pool:small@small,provider:openai@small"
         )
+    tokens = request.headers.get(h.TOKENS)
+    if tokens is None or not (tokens.isascii() and tokens.isdigit()):
+        raise InvalidRequest(
+            f"header {h.TOKENS}={tokens!r}: a whole number of tokens is required, the AI gateway's estimate of "
+            "the prompt plus the output budget, e.g. 1124"
+        )
     try:
         targets = parse_targets(chain)
         priority = Priority(request.headers.get(h.PRIORITY, Priority.NORMAL.value))
@@ -81,6 +89,7 @@ async def _read_request(request: Request, endpoint: Endpoint, gateway: FailoverU
         priority=priority,
         deadline=gateway.clock.monotonic() + left_ms / 1000,
         affinity_key=request.headers.get(h.AFFINITY, ""),
+        estimated_tokens=int(tokens),
     )
 
 

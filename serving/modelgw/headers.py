@@ -8,5 +8,6 @@ TENANT = "x-tokenplane-tenant"
 PRIORITY = "x-tokenplane-priority"
 DEADLINE_MS = "x-tokenplane-deadline-ms"  # milliseconds left when the request was sent
 AFFINITY = "x-tokenplane-affinity"  # the prefix-affinity key
+TOKENS = "x-tokenplane-estimated-tokens"  # the AI gateway's estimate, prompt + output budget (required)
 SERVED_BY = "x-tokenplane-served-by"  # response: str(Target) of the target that answered
 ATTEMPTS = "x-tokenplane-attempts"  # response: attempts the request took

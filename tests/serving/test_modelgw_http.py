@@ -56,7 +56,9 @@ async def modelgw(
 
 
 def openai_client(stack: contextlib.AsyncExitStack, url: str, targets: str) -> AsyncOpenAI:
-    client = AsyncOpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, default_headers={h.TARGETS: targets})
+    client = AsyncOpenAI(
+        base_url=url + "/v1", api_key="unused", max_retries=0, default_headers={h.TARGETS: targets, h.TOKENS: "17"}
+    )
     stack.push_async_callback(client.close)
     return client
 
@@ -98,6 +100,17 @@ async def test_a_missing_targets_header_is_a_400_that_names_it(
     assert response.status == 400 and h.TARGETS in body["error"]["message"]
 
 
+@pytest.mark.parametrize("tokens", [None, "", "-3", "1.5", "²"])
+async def test_a_missing_or_bad_estimate_header_is_a_400_that_names_it(
+    stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec, tokens: str | None
+) -> None:
+    url = await modelgw(stack, session, dev_spec, {})
+    headers = {h.TARGETS: "pool:small@small"} | ({} if tokens is None else {h.TOKENS: tokens})
+    async with session.post(url + "/v1/chat/completions", json={"messages": []}, headers=headers) as response:
+        body = await response.json()
+    assert response.status == 400 and h.TOKENS in body["error"]["message"]
+
+
 async def test_a_mid_stream_failure_makes_the_openai_client_raise_rather_than_end_quietly(
     stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec
 ) -> None:
@@ -121,7 +134,7 @@ async def test_the_sse_error_event_is_the_last_event_and_there_is_no_done(
     url = await modelgw(stack, session, dev_spec, {"POOL_URL_SMALL": await urls(stack, small)})
     body = {"model": "small", "messages": [{"role": "user", "content": "hi"}], "stream": True}
     async with session.post(
-        url + "/v1/chat/completions", json=body, headers={h.TARGETS: "pool:small@small"}
+        url + "/v1/chat/completions", json=body, headers={h.TARGETS: "pool:small@small", h.TOKENS: "17"}
     ) as response:
         text = (await response.read()).decode()
     events = [e.removeprefix("data: ") for e in text.strip().split("\n\n")]
