@@ -23,11 +23,17 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from serving.errors import UpstreamRejected, UpstreamStreamBroken, UpstreamUnavailable
+from serving.gateway.call import Call
+from serving.gateway.requests import parse
+from serving.gateway.routing import RequestSignals, Router
+from serving.gateway.stages import ForwardStage
 from serving.modelgw import headers as h
 from serving.modelgw.app import create_app
 from serving.modelgw.client import HttpUpstream
 from serving.modelgw.config import load_modelgw_config
 from serving.modelgw.gateway import FailoverUpstream
+from serving.tokens import ESTIMATE
+from serving.types import Endpoint, SystemClock
 from tests.serving.conftest import ROOT, serve
 from tests.serving.test_modelgw_gateway import FakeReplica, chat, urls, with_provider
 from tokenplane.spec import PlatformSpec, ProviderKind
@@ -153,6 +159,36 @@ async def test_http_upstream_round_trips_a_completion_and_a_stream(
     stream = await upstream.stream(chat("pool:small@small", stream=True))
     chunks = [c async for c in stream]
     assert str(stream.served_by) == "pool:small@small" and chunks[-1]["usage"]["completion_tokens"] == 3
+
+
+async def test_the_ai_gateways_estimate_is_the_load_the_model_gateway_holds(
+    stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec
+) -> None:
+    small = FakeReplica("small", "stall")
+    registry = CollectorRegistry()
+    config = load_modelgw_config(dev_spec, "local", {"POOL_URL_SMALL": await urls(stack, small)})
+    modelgw = FailoverUpstream(config, session=session, registry=registry)
+    stack.push_async_callback(modelgw.aclose)
+    url = await stack.enter_async_context(serve(create_app(modelgw, registry=registry)))
+    body = {
+        "model": "small",
+        "messages": [{"role": "user", "content": "word " * 300}],
+        "max_tokens": 77,
+        "stream": True,
+    }
+    request = parse(Endpoint.CHAT, body, ESTIMATE)
+    demo = next(t for t in dev_spec.tenants if t.name == "demo")
+    call = Call("req-1", Endpoint.CHAT, b"", {}, received=SystemClock().monotonic(), tenant=demo, request=request)
+    call.route = Router(dev_spec, "local").route(demo, request, signals=RequestSignals())
+    reply = await ForwardStage(upstream=HttpUpstream(url, session=session), clock=SystemClock())(call)
+    assert reply.chunks is not None
+    chunks = aiter(reply.chunks)
+    await anext(chunks)  # the first chunk: the request is on the replica and held against it
+    held = modelgw.balancers["small"].outstanding(config.pools["small"].replicas[0])
+    await chunks.aclose()  # type: ignore[attr-defined]  # an async generator's
+    assert held == request.estimated_tokens == request.prompt_tokens + 77
+    recounted = -(-len(body["messages"][0]["content"]) // 4) + 77  # the model gateway's own count, before
+    assert held != recounted  # so a second estimate would fail the first assertion
 
 
 async def test_http_upstream_raises_stream_broken_for_an_sse_error_event(
