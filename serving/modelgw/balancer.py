@@ -1,7 +1,8 @@
 """Which replica of a pool gets an attempt: least outstanding tokens, with prefix affinity.
 
 A replica's load is the tokens this process has in flight on it (prompt plus
-``max_tokens`` of each request not yet finished): a decode-heavy request
+``max_tokens`` of each request not yet finished, as the AI gateway estimated
+them once: ``UpstreamRequest.estimated_tokens``): a decode-heavy request
 weighs more than a short one, which request counts miss. Requests that share
 an affinity key (a prompt prefix) prefer the replica that rendezvous hashing
 picks for it, so the engine's prefix cache finds the prefix already computed;
