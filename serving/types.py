@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -109,6 +109,9 @@ class UpstreamRequest:
     priority: Priority
     deadline: float  # Clock.monotonic() after which no new attempt starts
     affinity_key: str = ""  # requests sharing it (a prompt prefix) prefer the same replica
+    # The AI gateway's one estimate of the request (prompt + output budget): the model gateway's balancer
+    # counts it as the replica's load instead of counting the body again.
+    estimated_tokens: int = field(kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)

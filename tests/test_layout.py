@@ -27,6 +27,9 @@ NODE_EXPR = re.compile(
 GPUS_EXPR = re.compile(r"tensor_parallel\s*\*\s*\w*\.?pipeline_parallel")
 NODE_HOME = {"tokenplane/pool_model.py"}
 GPUS_HOME = {"tokenplane/spec.py"}
+# Where a request may go: the routing section's decisions are read in one module (tokenplane.routes).
+ROUTING_FIELDS = {"mix", "fallbacks", "rules"}
+ROUTES_HOME = {"tokenplane/routes.py"}
 
 
 def _sources(roots: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -149,6 +152,36 @@ def test_the_rederivation_check_fires_on_the_old_expression() -> None:
     old = "node = instance_type(pool.instance_type) if pool.instance_type else default_instance(pool.gpu)"
     assert NODE_EXPR.search(old)
     assert GPUS_EXPR.search("needed = sum(p.tensor_parallel * p.pipeline_parallel for p in pools)")
+
+
+def routing_reads(source: str) -> list[str]:
+    """``<x>.routing.mix`` / ``.fallbacks`` / ``.rules`` (or the same through a name ``routing``), as written."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute) or node.attr not in ROUTING_FIELDS:
+            continue
+        owner = node.value
+        if (isinstance(owner, ast.Attribute) and owner.attr == "routing") or (
+            isinstance(owner, ast.Name) and owner.id == "routing"
+        ):
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_only_routes_reads_the_routing_sections_decisions() -> None:
+    found = {
+        rel: hits
+        for rel, text in _sources((*PACKAGES, "benchmarks", "stacks"))
+        if rel not in ROUTES_HOME and (hits := routing_reads(text))
+    }
+    assert not found, f"ask tokenplane.routes.Routes (split, chain, first_provider, rules) instead: {found}"
+
+
+def test_the_routing_check_fires_on_a_second_walk_of_the_fallbacks() -> None:
+    old = "for target in spec.routing.fallbacks.get(tier, []):\n    pass\nshare = spec.routing.mix[tier]\n"
+    assert sorted(routing_reads(old)) == ["spec.routing.fallbacks", "spec.routing.mix"]
+    assert routing_reads("routing = spec.routing\nrules = routing.rules\n") == ["routing.rules"]
+    assert routing_reads("mix = self.routes.mix\nrouting = starlette.routing\n") == []
 
 
 def test_no_import_cycle() -> None:

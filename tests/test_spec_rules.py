@@ -286,11 +286,8 @@ def test_eu_tenant_without_eu_pool_or_provider_is_rejected(
     assert "add a provider with jurisdictions [EU] to routing.fallbacks.small" in small.message
 
 
-def test_eu_tenant_is_rejected_only_for_tiers_whose_chain_lacks_an_eu_provider(
-    dev_data: SpecData, rejected: Reject, tenant_at: IndexOf
-) -> None:
-    _us_only(dev_data)
-    dev_data["providers"].append(
+def _eu_llm_for_small(data: SpecData) -> None:
+    data["providers"].append(
         {
             "name": "eu-llm",
             "kind": "openai-compatible",
@@ -300,15 +297,36 @@ def test_eu_tenant_is_rejected_only_for_tiers_whose_chain_lacks_an_eu_provider(
             "models": {"small": {"model": "eu-small", "input_usd_per_1m": 0.1, "output_usd_per_1m": 0.2}},
         }
     )
-    dev_data["routing"]["fallbacks"]["small"] = ["eu-llm", "openai"]
+    data["routing"]["fallbacks"]["small"] = ["eu-llm", "openai"]
+
+
+def test_eu_tenant_is_rejected_only_for_tiers_whose_chain_lacks_an_eu_provider(
+    dev_data: SpecData, rejected: Reject, tenant_at: IndexOf
+) -> None:
+    _us_only(dev_data)
+    _add_dr_region(dev_data, "eu", "eu-west-1", "EU")  # a gateway in the EU with no pools: providers only
+    _eu_llm_for_small(dev_data)
     t = tenant_at(dev_data, "acme-eu")
     flagged = [x.message for x in rejected(dev_data) if x.path == f"tenants[{t}].allowed_tiers"]
     tiers = sorted(tier for tier in ("small", "medium", "large") for m in flagged if f"but tier {tier} reaches" in m)
     assert tiers == ["large", "medium"]
 
 
+def test_an_eu_provider_without_an_eu_region_does_not_serve_an_eu_tenant(
+    dev_data: SpecData, rejected: Reject, tenant_at: IndexOf
+) -> None:
+    # The gateway refuses a pinned tenant outside its jurisdiction, so the provider is never reached.
+    _us_only(dev_data)
+    _eu_llm_for_small(dev_data)
+    t = tenant_at(dev_data, "acme-eu")
+    flagged = [x.message for x in rejected(dev_data) if x.path == f"tenants[{t}].allowed_tiers"]
+    small = [m for m in flagged if "but tier small reaches" in m]
+    assert len(small) == 1 and "no region is in EU, so no gateway may take its requests" in small[0]
+
+
 def test_eu_tenant_served_by_an_eu_allowed_provider_on_the_chain_passes(dev_data: SpecData, load_data: Load) -> None:
     _us_only(dev_data)
+    _add_dr_region(dev_data, "eu", "eu-west-1", "EU")
     dev_data["providers"][0]["jurisdictions"] = ["US", "EU"]
     spec = load_data(dev_data)
     assert spec.regions[0].jurisdiction.value == "US"

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenplane.spec import PlatformSpec, Tier, WorkloadClass
-from tokenplane.traffic import Spill, TrafficPlan, cache_pass_through, class_tiers, route
+from tokenplane.traffic import Spill, TrafficPlan, cache_pass_through, route
 
 SpecData = dict[str, Any]
 Load = Callable[[SpecData], PlatformSpec]
@@ -39,24 +39,6 @@ def _demand(spec: PlatformSpec) -> float:
 def _served(spec: PlatformSpec, traffic: TrafficPlan) -> float:
     to_pools = sum(load.rps for load in traffic.loads.values() if not spec.is_embedding(load.pool))
     return to_pools + sum(s.rps for s in traffic.spills) + sum(u.rps for u in traffic.unrouted)
-
-
-def test_class_only_rule_pins_the_class_to_its_tier(dev_data: SpecData, load_data: Load) -> None:
-    spec = load_data(dev_data)  # dev.yaml: batch-to-small matches classes [D] only
-    assert class_tiers(spec, WorkloadClass.D) == {Tier.SMALL: 1.0}
-
-
-def test_class_without_a_class_only_rule_follows_the_mix(dev_data: SpecData, load_data: Load) -> None:
-    spec = load_data(dev_data)  # free-plan-small matches tenant plans, so it pins no class
-    assert class_tiers(spec, WorkloadClass.A) == spec.routing.mix
-
-
-def test_rule_matching_classes_and_more_does_not_pin_the_class(dev_data: SpecData, load_data: Load) -> None:
-    dev_data["routing"]["rules"] = [
-        {"name": "long-b", "match": {"classes": ["B"], "min_context_tokens": 4000}, "tier": "large"}
-    ]
-    spec = load_data(dev_data)
-    assert class_tiers(spec, WorkloadClass.B) == spec.routing.mix
 
 
 def test_pinned_class_reaches_only_pools_of_its_tier(dev_data: SpecData, load_data: Load) -> None:

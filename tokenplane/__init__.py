@@ -6,6 +6,7 @@ The core, grouped by kind:
                                          dtypes and model shapes
     spec_rules, errors                   the spec's cross-field rules; the core's exceptions
     capacity, pool_model                 the performance model; what one pool is at run time
+    routes                               where a request may go: tier split, failover chain, residency
     runtime_env, vllm_args               the contracts components write and serving reads (env, flags)
     planner, traffic, sizing, plan_report  sizing a whole spec, and printing it
     sim/                                 the workbench simulator

@@ -26,6 +26,7 @@ from tokenplane.pool_performance import Health, ReplicaPerformance, for_pool
 from tokenplane.pricing_cache import PricingCache
 from tokenplane.replica_search import MAX_REPLICAS_SEARCHED, first_holding, first_meeting
 from tokenplane.sizing import PINNED_VLLM
+from tokenplane.routes import Routes
 from tokenplane.spec import PlatformSpec, Pool, Region, WorkloadClass
 from tokenplane.traffic import Spill, route
 from tokenplane.vllm_memory import parse_version, version_warning
@@ -349,7 +350,7 @@ def _plan_pool(
     nodes_max = nodes_for(pool, placement.max_replicas)
     price = spec.instance_price(node.name)
     tokens_per_s = lam * (shape.prompt_tokens + shape.output_tokens)
-    provider_name, provider_price = _provider_price(spec, pool, shape)
+    provider_name, provider_price = _provider_price(Routes(spec, region.name), pool, shape)
     encoder = spec.is_embedding(pool)
     return (
         PoolPlan(
@@ -472,16 +473,15 @@ def _standing(health: Health) -> tuple[bool, float]:
     return meets, worst
 
 
-def _provider_price(spec: PlatformSpec, pool: Pool, shape: cap.RequestShape) -> tuple[str | None, float | None]:
-    """The first provider on the tier's fallback chain, priced for the pool's request mix."""
-    if spec.is_embedding(pool):
+def _provider_price(routes: Routes, pool: Pool, shape: cap.RequestShape) -> tuple[str | None, float | None]:
+    """The first provider on the tier's failover chain, priced for the pool's request mix."""
+    if any(p.name == pool.name for p in routes.embedding_pools):
         return None, None  # providers here are chat models; an embedding price would not compare
-    for target in spec.routing.fallbacks.get(pool.tier, []):
-        provider = spec.provider(target)
-        if provider is not None and pool.tier in provider.models:
-            m = provider.models[pool.tier]
-            return provider.name, cap.blended_price_per_million(m.input_usd_per_1m, m.output_usd_per_1m, shape)
-    return None, None
+    provider = routes.first_provider(pool.tier)
+    if provider is None:
+        return None, None
+    m = provider.models[pool.tier]
+    return provider.name, cap.blended_price_per_million(m.input_usd_per_1m, m.output_usd_per_1m, shape)
 
 
 def worst_case_spend(spec: PlatformSpec, pools: list[PoolPlan]) -> tuple[float, str]:

@@ -187,17 +187,18 @@ _FIXES = {
 }
 
 
-def load_spec_from_env(environ: Mapping[str, str]) -> tuple[PlatformSpec, str]:
+def load_spec_from_env(environ: Mapping[str, str], *, env: RuntimeEnv | None = None) -> tuple[PlatformSpec, str]:
     """The spec from ``TOKENPLANE_CONFIG`` and the region from ``TOKENPLANE_REGION`` (default: the spec's first).
 
     ``TOKENPLANE_CONFIG`` is the ConfigMap's ``platform.json`` (JSON, already checked by the planner) or a
-    ``stacks/*.yaml`` file (a laptop). Every serving process starts here.
+    ``stacks/*.yaml`` file (a laptop). Every serving process starts here. ``env``: ``environ`` already
+    parsed, for a process that parses its environment once.
 
     Raises:
         ConfigError: A variable is missing, the file is absent or unreadable, the spec is invalid, or the
             region is not one of the spec's.
     """
-    env = RuntimeEnv.parse(environ)
+    env = env if env is not None else RuntimeEnv.parse(environ)
     path = Path(env.required(Var.CONFIG, "point it at the spec (platform.json or a stacks/*.yaml)"))
     if not path.is_file():
         raise ConfigError(f"{Var.CONFIG.value}={path} does not exist; point it at the spec (platform.json)")

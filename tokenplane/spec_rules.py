@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from tokenplane.catalog import GIB, GPUS, default_instance
 from tokenplane.pool_model import memory, node_for
+from tokenplane.routes import Routes, problems
 from tokenplane.transformer import Architecture, ModelKind
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def check(spec: PlatformSpec) -> None:
     for rule in (
         _unique_names,
         _references,
+        _routing,
         _sums,
         _parallelism_and_memory,
         _class_lengths,
@@ -112,8 +114,6 @@ def _references(spec: PlatformSpec) -> Iterator[Violation]:
     pools = {p.name for p in spec.pools}
     models = {m.name for m in spec.models}
     regions = {r.name for r in spec.regions}
-    providers = {p.name for p in spec.providers}
-    tiers = {t.value for t in spec.routing.mix}
     for r_i, region in enumerate(spec.regions):
         for p_i, placement in enumerate(region.pools):
             if placement.pool not in pools:
@@ -141,29 +141,6 @@ def _references(spec: PlatformSpec) -> Iterator[Violation]:
                 ("pools", p_i, "name"),
                 f"pool {pool.name!r} is placed in no region; add it to a region's pools or delete it",
             )
-    for tier, chain in spec.routing.fallbacks.items():
-        for i, target in enumerate(chain):
-            if target not in tiers and target not in providers:
-                yield Violation(
-                    ("routing", "fallbacks", tier.value, i),
-                    f"fallback {target!r} is neither a tier in routing.mix ({', '.join(sorted(tiers))}) nor a provider "
-                    f"({_known(providers)})",
-                )
-            if target == tier.value:
-                yield Violation(("routing", "fallbacks", tier.value, i), f"tier {tier.value} falls back to itself")
-    for i, rule in enumerate(spec.routing.rules):
-        if rule.tier.value not in tiers:
-            yield Violation(
-                ("routing", "rules", i, "tier"),
-                f"tier {rule.tier.value} has no share in routing.mix; add it (a share of 0 is fine)",
-            )
-    for t_i, tenant in enumerate(spec.tenants):
-        for tier in tenant.allowed_tiers:
-            if tier.value not in tiers:
-                yield Violation(
-                    ("tenants", t_i, "allowed_tiers"),
-                    f"tier {tier.value} is not in routing.mix ({', '.join(sorted(tiers))})",
-                )
     if spec.dr is not None:
         for primary, secondary in spec.dr.secondaries.items():
             for name, which in ((primary, "primary"), (secondary, "secondary")):
@@ -190,10 +167,6 @@ def _references(spec: PlatformSpec) -> Iterator[Violation]:
 
 
 def _sums(spec: PlatformSpec) -> Iterator[Violation]:
-    mix = sum(spec.routing.mix.values())
-    if abs(mix - 1) > SUM_TOLERANCE:
-        shares = ", ".join(f"{t.value}={s}" for t, s in spec.routing.mix.items())
-        yield Violation(("routing", "mix"), f"shares sum to {mix:g} ({shares}); they must sum to 1")
     classes = sum(c.share for c in spec.workload_classes.values())
     if abs(classes - 1) > SUM_TOLERANCE:
         yield Violation(("workload_classes",), f"class shares sum to {classes:g}; they must sum to 1")
@@ -320,38 +293,38 @@ def _class_lengths(spec: PlatformSpec) -> Iterator[Violation]:
                 )
 
 
+def _routing(spec: PlatformSpec) -> Iterator[Violation]:
+    for loc, message in problems(spec):
+        yield Violation(loc, message)
+
+
 def _residency(spec: PlatformSpec) -> Iterator[Violation]:
-    """Each pinned tenant's tiers resolve, along the gateway's own fallback chain, inside its jurisdiction."""
-    pools = {p.name: p for p in spec.pools}
-    models = {m.name for m in spec.models}
+    """Each pinned tenant's tiers reach, along the gateway's own chain, something in its jurisdiction.
+
+    The chain is ``Routes.chain`` with the tenant's residency and allowed tiers, in each region of that
+    jurisdiction (a pinned tenant is served nowhere else); one region reaching the tier is enough.
+    """
+    if all(t.residency is None for t in spec.tenants):
+        return
+    routes = [Routes(spec, r.name) for r in spec.regions]
     for t_i, tenant in enumerate(spec.tenants):
         if tenant.residency is None:
             continue
         home = tenant.residency
-        local_tiers = {
-            pools[pl.pool].tier.value
-            for region in spec.regions
-            if region.jurisdiction is home
-            for pl in region.pools
-            # A pool with an unknown model is reported by _references; count it here, or one typo reads as two errors.
-            if pl.pool in pools and (pools[pl.pool].model not in models or not spec.is_embedding(pools[pl.pool]))
-        }
+        homes = [r for r in routes if r.region.jurisdiction is home]
+        written = routes[0]  # the chain as written is the same in every region
         for tier in tenant.allowed_tiers:
-            chain = [tier.value, *spec.routing.fallbacks.get(tier, [])]
-            reached = False
-            for target in chain:
-                provider = spec.provider(target)
-                if target in local_tiers or (provider and home in provider.jurisdictions and tier in provider.models):
-                    reached = True
-                    break
-            if reached:
+            if any(r.chain(tier, residency=home, allowed=tenant.allowed_tiers) for r in homes):
                 continue
+            chain = written.steps(tier)
             outside = [
                 f"{target} ({', '.join(j.value for j in prov.jurisdictions)})"
                 for target in chain
                 if (prov := spec.provider(target)) is not None
             ]
             providers = f"; its providers are outside {home.value}: {', '.join(outside)}" if outside else ""
+            if not homes:  # a gateway outside the jurisdiction refuses the tenant: even a provider inside is unreached
+                providers += f"; and no region is in {home.value}, so no gateway may take its requests"
             yield Violation(
                 ("tenants", t_i, "allowed_tiers"),
                 f"tenant {tenant.name!r} is pinned to {home.value} but tier {tier.value} reaches nothing in "

@@ -1,14 +1,18 @@
 """Where peak traffic goes: region -> workload class -> tier -> pool or provider.
 
 The planner and the workbench simulator both start from these arrival rates,
-so that they disagree only about dynamics, never about routing.
+so that they disagree only about dynamics, never about routing; the gateway's
+router walks the same ``tokenplane.routes``, and a test runs a generated
+workload through it to hold it to this split.
 
 Peak RPS splits by region (``traffic_share``), then by class (``share``), then
-by tier: a routing rule that matches on classes alone pins a class to one tier,
-otherwise the class follows ``routing.mix``. Exact and semantic cache hits
-never reach a pool. A (region, class, tier) is served by that region's pools of
-the tier that serve the class; failing that, by the tier's fallback chain in
-order (another tier's pools in the region, or an external provider).
+by tier (``Routes.split``: a routing rule that matches on classes alone pins a
+class to one tier, otherwise the class follows ``routing.mix``). Exact and
+semantic cache hits never reach a pool. A (region, class, tier) goes to the
+first hop of ``Routes.chain``: the tier's pools in the region that serve the
+class, else the first fallback that serves it (another tier's pools in the
+region, or an external provider), as an unpinned tenant's request would at the
+gateway (``tokenplane.routes`` states what the mix and residency mean there).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from tokenplane.routes import Routes
 from tokenplane.spec import ClassSpec, PlatformSpec, Pool, Region, Tier, WorkloadClass
 
 
@@ -59,16 +64,6 @@ class TrafficPlan:
     unrouted: list[Unrouted]
 
 
-def class_tiers(spec: PlatformSpec, cls: WorkloadClass) -> dict[Tier, float]:
-    """The tier distribution of one class: a class-only routing rule pins it, else the mix."""
-    for rule in spec.routing.rules:
-        m = rule.match
-        others = (m.task_types, m.min_complexity, m.min_context_tokens, m.tenant_plans, m.max_latency_slo_ms)
-        if m.classes and cls in m.classes and all(v is None for v in others):
-            return {rule.tier: 1.0}
-    return dict(spec.routing.mix)
-
-
 def cache_pass_through(spec: PlatformSpec, cls: WorkloadClass) -> float:
     """Fraction of a class's requests that miss the exact and semantic caches."""
     through = 1.0
@@ -79,49 +74,36 @@ def cache_pass_through(spec: PlatformSpec, cls: WorkloadClass) -> float:
     return through
 
 
-def _serving(spec: PlatformSpec, region: Region, tier: Tier, cls: WorkloadClass) -> list[Pool]:
-    pools = [spec.pool(pl.pool) for pl in region.pools]
-    return [p for p in pools if p.tier is tier and cls in p.classes and not spec.is_embedding(p)]
-
-
-def _max_replicas(region: Region, pool: Pool) -> int:
-    return next(pl.max_replicas for pl in region.pools if pl.pool == pool.name)
-
-
 def route(spec: PlatformSpec) -> TrafficPlan:
+    """Peak arrival rates per (region, pool), the spills to providers, and what no chain serves."""
     loads: dict[tuple[str, str], PoolLoad] = {
         (r.name, pl.pool): PoolLoad(r, spec.pool(pl.pool)) for r in spec.regions for pl in r.pools
     }
     spills: list[Spill] = []
     unrouted: list[Unrouted] = []
-    tier_names = {t.value for t in Tier}
     for region in spec.regions:
         region_rps = spec.platform.peak_rps * region.traffic_share
         if region_rps <= 0:
             continue
+        routes = Routes(spec, region.name)
         for cls, cls_spec in spec.workload_classes.items():
             cls_rps = region_rps * cls_spec.share * cache_pass_through(spec, cls)
-            for tier, fraction in class_tiers(spec, cls).items():
+            for tier, fraction in routes.split(cls).items():
                 rps = cls_rps * fraction
                 if rps <= 0:
                     continue
-                chain = (tier.value, *spec.routing.fallbacks.get(tier, []))
-                for target in chain:
-                    if target in tier_names:
-                        pools = _serving(spec, region, Tier(target), cls)
-                        if not pools:
-                            continue
-                        weights = [_max_replicas(region, p) for p in pools]
-                        for pool, weight in zip(pools, weights, strict=True):
-                            per_class = loads[(region.name, pool.name)].per_class
-                            per_class[cls] = per_class.get(cls, 0.0) + rps * weight / sum(weights)
-                        break
-                    provider = spec.provider(target)
-                    if provider is not None and Tier(tier) in provider.models:
-                        spills.append(Spill(region.name, cls, tier, target, rps))
-                        break
+                hops = routes.chain(tier, cls)
+                if not hops:
+                    unrouted.append(Unrouted(region.name, cls, tier, rps, routes.steps(tier)))
+                elif hops[0].provider:
+                    spills.append(Spill(region.name, cls, tier, hops[0].name, rps))
                 else:
-                    unrouted.append(Unrouted(region.name, cls, tier, rps, chain))
+                    # The first hop's tier serves it all, spread over that tier's pools by their max replicas.
+                    pools = [h.name for h in hops if not h.provider and h.tier is hops[0].tier]
+                    weights = [routes.max_replicas[p] for p in pools]
+                    for pool, weight in zip(pools, weights, strict=True):
+                        per_class = loads[(region.name, pool)].per_class
+                        per_class[cls] = per_class.get(cls, 0.0) + rps * weight / sum(weights)
     _add_embedding_load(spec, loads)
     return TrafficPlan(loads, spills, unrouted)
 

@@ -34,10 +34,10 @@ async def run(environ: Mapping[str, str]) -> None:
     """Build the gateway from ``environ``, then consume batch jobs until SIGTERM or SIGINT."""
     env = RuntimeEnv.parse(environ)
     bootstrap = env.required(Var.KAFKA_BOOTSTRAP_SERVERS, "the batch topic's brokers (host:port,...)")
-    async with gateway_from_env(environ) as gateway:
+    async with gateway_from_env(environ, env=env) as gateway:
         worker = BatchWorker(
             gateway,
-            files=file_store(environ),
+            files=file_store(environ, env=env),
             jobs=BatchStore(gateway.redis),
             bootstrap=bootstrap,
             topic=env.kafka_topic or topics(gateway.spec)[TopicPurpose.BATCH],

@@ -29,8 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metrics-port", type=int, default=None, help=f"default: ${Var.METRICS_PORT.value} or 9000")
     args = parser.parse_args(argv)
     try:
-        metrics_port = args.metrics_port or RuntimeEnv.parse(os.environ).metrics_port
-        public, metrics = apps_from_env()
+        env = RuntimeEnv.parse(os.environ)  # once: the gateway's parts all read this
+        metrics_port = args.metrics_port or env.metrics_port
+        public, metrics = apps_from_env(env=env)
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

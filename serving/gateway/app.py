@@ -51,6 +51,7 @@ from serving.gateway.streams import sse, with_keepalive
 from serving.tokens import ESTIMATE, TokenCounter, counter_for
 from serving.types import Clock, Endpoint, EventSink, SystemClock, Upstream
 from tokenplane import planner
+from tokenplane.planner import Plan
 from tokenplane.spec import PlatformSpec, Priority, WorkloadClass
 
 log = logging.getLogger(__name__)
@@ -85,12 +86,18 @@ class Gateway:
         return openapi_document(self.spec, region=self.region, model_names=self.router.model_names(), mounted=mounted)
 
 
-def admission_permits(spec: PlatformSpec, region: str, *, gateway_replicas: int) -> dict[str, int]:
-    """Per pool: its batch slots at max replicas (the planner's), shared among the gateway replicas."""
+def admission_permits(
+    spec: PlatformSpec, region: str, *, gateway_replicas: int, plan: Plan | None = None
+) -> dict[str, int]:
+    """Per pool: its batch slots at max replicas (the planner's), shared among the gateway replicas.
+
+    ``plan``: the spec's capacity plan, when the caller has it already (None: size the spec here).
+    """
     placements = {pl.pool: pl for pl in spec.region(region).pools}
+    sized = plan if plan is not None else planner.plan(spec)
     return {
         p.name: max(1, math.ceil(p.batch_slots * placements[p.name].max_replicas / gateway_replicas))
-        for p in planner.plan(spec).pools
+        for p in sized.pools
         if p.region == region and p.name in placements
     }
 
@@ -136,17 +143,23 @@ def build_gateway(
     tracer: trace.Tracer | None = None,
     gateway_replicas: int = 1,
     permits: dict[str, int] | None = None,
+    plan: Plan | None = None,
 ) -> Gateway:
-    """Stack the stages once. ``permits`` overrides the planner's admission permits per pool."""
+    """Stack the stages once. ``permits`` overrides the planner's admission permits per pool.
+
+    ``plan`` is the spec's capacity plan, if the caller has one; otherwise the spec is sized here, once,
+    for both the prices and the admission permits.
+    """
     clock = clock or SystemClock()
+    plan = plan if plan is not None else planner.plan(spec)
     metrics = GatewayMetrics(registry or CollectorRegistry())
     keys = KeyRing.from_spec(spec, resolve)
     router = Router(spec, region, providers=providers_with_keys(spec, resolve))
-    prices = Prices(spec, region)
+    prices = Prices(spec, region, plan=plan)
     limiter = RateLimiter(redis, replicas=gateway_replicas)
     ledger = QuotaLedger(redis, clock=clock)
     exact = ExactCache(redis, spec.cache.exact)
-    counts = {**admission_permits(spec, region, gateway_replicas=gateway_replicas), **(permits or {})}
+    counts = {**admission_permits(spec, region, gateway_replicas=gateway_replicas, plan=plan), **(permits or {})}
     admission = {
         pool: AdmissionController(pool, permits=n, levels=spec.queues.priorities, clock=clock)
         for pool, n in counts.items()

@@ -12,16 +12,24 @@ import math
 
 from serving.types import Target, TargetKind, Usage
 from tokenplane import planner
+from tokenplane.planner import Plan
 from tokenplane.spec import PlatformSpec
 
 PER_MILLION = 1_000_000
 
 
 class Prices:
-    """$ per token for every target one region's gateway can reach."""
+    """$ per token for every target one region's gateway can reach.
 
-    def __init__(self, spec: PlatformSpec, region: str) -> None:
-        plan = planner.plan(spec)
+    Args:
+        spec: The platform spec (the providers' list prices).
+        region: The gateway's region (its pools' prices).
+        plan: The spec's capacity plan, when the caller has it already: sizing a whole platform takes
+            seconds, and a gateway's start needs it once, for prices and admission permits both.
+    """
+
+    def __init__(self, spec: PlatformSpec, region: str, *, plan: Plan | None = None) -> None:
+        plan = plan if plan is not None else planner.plan(spec)
         self._pools = {
             p.name: p.usd_per_million_tokens / PER_MILLION
             for p in plan.pools

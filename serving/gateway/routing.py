@@ -1,21 +1,22 @@
 """Stages 9 and 10: the workload class from the token estimate, then tier -> pools -> failover chain.
 
-Everything the router needs is derived from the spec once, when the gateway
-starts: which names a client may ask for, which pools of this region serve
-each tier and class, and which providers each tenant's residency allows. A
-request then costs a few dictionary lookups.
+Where a request may go is ``tokenplane.routes.Routes``, built once when the gateway starts, the same
+object the planner and the workbench size with: the tier split, the failover chain and its one provider
+filter, the pools whose context holds a request. The router keeps only what is per request: matching a
+request's signals against the routing rules, the memo of chains it has built, and its turn in the mix.
 
 What a client may put in ``model``:
-- ``auto``: the spec's routing rules decide the tier (task type, complexity,
-  context length, plan, latency SLO); with no rule matching, the tier with the
-  largest share of the routing mix that the tenant may use;
+- ``auto``: the spec's routing rules decide the tier (task type, complexity, context length, plan,
+  latency SLO); with no rule matching, the mix does: the request gets the next tier of a smooth weighted
+  round-robin over ``routing.mix`` among the tiers its tenant may use, kept per class, so that each
+  tier's share of those requests is the share the planner sized for, within one request;
 - a tier name (``small``, ``medium``, ``large``);
-- a registry model (``small-chat`` or ``small-chat-v1``): the tier of the pools
-  that run it.
+- a registry model (``small-chat`` or ``small-chat-v1``): the tier of the pools that run it.
 
-Residency is absolute: a tenant pinned to a jurisdiction is never given a
-target outside it, whatever the fallback chain says. A gateway in another
-jurisdiction refuses such a tenant's prompts instead of forwarding them.
+Residency is absolute: a tenant pinned to a jurisdiction is never given a target outside it, whatever
+the fallback chain says, and a gateway in another jurisdiction refuses its prompts instead of
+forwarding them. An unpinned tenant's overflow may reach any provider on the chain, whatever this
+region's jurisdiction (``tokenplane.routes`` says why).
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from dataclasses import dataclass
 from serving.errors import ContextTooLong, NotFound, PermissionDenied
 from serving.gateway.requests import ParsedRequest
 from serving.types import Endpoint, Target, TargetKind
-from tokenplane.spec import PlatformSpec, Pool, RoutingRule, Tenant, Tier, WorkloadClass
+from tokenplane.routes import TIER_NAMES, Routes
+from tokenplane.spec import PlatformSpec, RoutingRule, Tenant, Tier, WorkloadClass
 
 AUTO = "auto"
-TIER_NAMES = frozenset(t.value for t in Tier)  # iterating an Enum on each request costs more than the lookup
 COMPLEXITY_TOKENS = 4000  # without a client hint, a prompt this long counts as complexity 1.0
 
 
@@ -83,11 +84,10 @@ class Router:
         client's 400 naming the limit, not a 503 that no retry can ever turn into an answer.
         """
         self.spec = spec
-        self.region = spec.region(region)
-        self._providers = None if providers is None else frozenset(providers)
-        self._pools = [spec.pool(pl.pool) for pl in self.region.pools]
-        self._chat_pools = [p for p in self._pools if not spec.is_embedding(p)]
-        self._embedding_pools = [p for p in self._pools if spec.is_embedding(p)]
+        self.routes = Routes(spec, region, providers=providers)
+        self.region = self.routes.region
+        self._chat_pools = self.routes.chat_pools
+        self._embedding_pools = self.routes.embedding_pools
         self._aliases: dict[str, Tier] = {t.value: t for t in Tier}
         for pool in spec.pools:
             if spec.is_embedding(pool):
@@ -100,11 +100,10 @@ class Router:
             for pool in self._embedding_pools
             for name in (spec.model(pool.model).name, spec.model(pool.model).ref)
         }
-        self._mix_order = sorted(spec.routing.mix, key=lambda t: -spec.routing.mix[t])
-        # A chain depends on the request's length only through which pools' contexts hold it: the
-        # distinct context lengths cut lengths into buckets, and each bucket's chain is built once.
-        self._context_cuts = sorted({p.engine.max_model_len for p in self._chat_pools})
+        # Bounded by the spec: one entry per (tenant, tier, class, context bucket), and one turn per (class,
+        # set of allowed tiers).
         self._chains: dict[tuple[str, Tier, WorkloadClass, int], tuple[Target, ...]] = {}
+        self._turns: dict[tuple[WorkloadClass, frozenset[Tier]], MixTurns] = {}
 
     def model_names(self) -> list[str]:
         """What ``GET /v1/models`` lists: ``auto``, the tiers, the registry models served here."""
@@ -165,11 +164,18 @@ class Router:
                     code="model_not_found",
                 )
             return tier, None
-        for rule in self.spec.routing.rules:
+        for rule in self.routes.rules:
             if self._matches(rule, tenant, request, cls, signals):
                 return rule.tier, rule.name
-        allowed = [t for t in self._mix_order if t in tenant.allowed_tiers]
-        return (allowed or self._mix_order)[0], None
+        return self._mix_turn(cls, tenant), None
+
+    def _mix_turn(self, cls: WorkloadClass, tenant: Tenant) -> Tier:
+        """An unmatched ``auto`` request's tier: the class's next turn in the mix, among the tenant's tiers."""
+        key = (cls, frozenset(tenant.allowed_tiers))
+        turns = self._turns.get(key)
+        if turns is None:
+            turns = self._turns[key] = MixTurns(self.routes.mix_among(key[1]))
+        return turns.next()
 
     def _matches(
         self, rule: RoutingRule, tenant: Tenant, request: ParsedRequest, cls: WorkloadClass, signals: RequestSignals
@@ -198,39 +204,15 @@ class Router:
         return True
 
     def _chain(self, tenant: Tenant, tier: Tier, cls: WorkloadClass, needed: int) -> tuple[Target, ...]:
-        key = (tenant.name, tier, cls, bisect_left(self._context_cuts, needed))
+        key = (tenant.name, tier, cls, bisect_left(self.routes.context_cuts, needed))
         chain = self._chains.get(key)
         if chain is None:
             chain = self._chains[key] = self._build_chain(tenant, tier, cls, needed)
         return chain
 
     def _build_chain(self, tenant: Tenant, tier: Tier, cls: WorkloadClass, needed: int) -> tuple[Target, ...]:
-        targets: list[Target] = []
-        seen: set[tuple[TargetKind, str]] = set()
-        for step in (tier.value, *self.spec.routing.fallbacks.get(tier, [])):
-            if step in TIER_NAMES:
-                step_tier = Tier(step)
-                if step_tier not in tenant.allowed_tiers:
-                    continue
-                for pool in self._serving(step_tier, cls, needed):
-                    if (TargetKind.POOL, pool.name) not in seen:
-                        seen.add((TargetKind.POOL, pool.name))
-                        targets.append(Target(TargetKind.POOL, pool.name, step_tier))
-                continue
-            provider = self.spec.provider(step)
-            if provider is None or tier not in provider.models:
-                continue
-            if self._providers is not None and provider.name not in self._providers:
-                continue
-            if tenant.residency is not None and tenant.residency not in provider.jurisdictions:
-                continue  # residency: a provider outside the tenant's jurisdiction never sees its prompts
-            if (TargetKind.PROVIDER, provider.name) not in seen:
-                seen.add((TargetKind.PROVIDER, provider.name))
-                targets.append(Target(TargetKind.PROVIDER, provider.name, tier))
-        return tuple(targets)
-
-    def _serving(self, tier: Tier, cls: WorkloadClass, needed: int) -> list[Pool]:
-        return [p for p in self._chat_pools if p.tier is tier and cls in p.classes and p.engine.max_model_len >= needed]
+        hops = self.routes.chain(tier, cls, residency=tenant.residency, allowed=tenant.allowed_tiers, needed=needed)
+        return tuple(Target(TargetKind.PROVIDER if h.provider else TargetKind.POOL, h.name, h.tier) for h in hops)
 
     def _embedding_route(self, request: ParsedRequest, cls: WorkloadClass) -> Route:
         pool = self._embedding_models.get(request.model)
@@ -244,3 +226,27 @@ class Router:
                 code="model_not_found",
             )
         return Route(pool.tier, cls, (Target(TargetKind.POOL, pool.name, pool.tier),), None)
+
+
+class MixTurns:
+    """Smooth weighted round-robin over a mix's shares (nginx's upstream balancing).
+
+    Each turn adds every tier's share to its credit, gives the turn to the tier with the most credit
+    (ties: the larger share, listed first) and takes the total back from it. Over any run of n turns a
+    tier's count stays within one of n x its share: no randomness, so a small window already holds the
+    mix, and no clock.
+    """
+
+    def __init__(self, shares: dict[Tier, float]) -> None:
+        if not shares:
+            raise ValueError("a mix needs at least one tier with a positive share")
+        self._shares = shares
+        self._total = sum(shares.values())
+        self._credit = dict.fromkeys(shares, 0.0)
+
+    def next(self) -> Tier:
+        for tier, share in self._shares.items():
+            self._credit[tier] += share
+        chosen = max(self._credit, key=self._credit.__getitem__)
+        self._credit[chosen] -= self._total
+        return chosen

@@ -67,11 +67,12 @@ def redis_client(url: str) -> aioredis.Redis:
     return aioredis.Redis.from_pool(pool)
 
 
-def resolver(environ: Mapping[str, str]) -> Callable[[str], str | None]:
+def resolver(environ: Mapping[str, str], *, env: RuntimeEnv | None = None) -> Callable[[str], str | None]:
     """Secret references as the pod resolves them; ``TOKENPLANE_DEV_SECRETS`` (a JSON file of
-    ``{reference: value}`` that ``tokenplane dev`` writes) answers first, so a laptop needs no secret store."""
+    ``{reference: value}`` that ``tokenplane dev`` writes) answers first, so a laptop needs no secret store.
+    ``env``: ``environ`` already parsed (the process parses it once)."""
     overrides: dict[str, str] = {}
-    path = RuntimeEnv.parse(environ).dev_secrets
+    path = (env if env is not None else RuntimeEnv.parse(environ)).dev_secrets
     if path:
         try:
             overrides = json.loads(path.read_text(encoding="utf-8"))
@@ -89,7 +90,7 @@ def batch_api_on(environ: Mapping[str, str]) -> bool:
     return RuntimeEnv.parse(environ).batch_api == "on"
 
 
-def file_store(environ: Mapping[str, str]) -> FileStore:
+def file_store(environ: Mapping[str, str], *, env: RuntimeEnv | None = None) -> FileStore:
     """The Batch API's file store that ``environ`` names; the AI gateway and the batch workers both call this.
 
     ``TOKENPLANE_FILES_BUCKET`` selects ``S3FileStore`` on that bucket, under ``TOKENPLANE_FILES_PREFIX``
@@ -98,11 +99,13 @@ def file_store(environ: Mapping[str, str]) -> FileStore:
     ``/var/lib/tokenplane/files``) selects ``DirectoryFileStore``, which processes on one machine share
     (``tokenplane dev``).
 
+    ``env``: ``environ`` already parsed (the process parses it once).
+
     Raises:
         ConfigError: Both a bucket and a directory are set, a prefix is set without a bucket, or the
             bucket is not a valid S3 bucket name.
     """
-    env = RuntimeEnv.parse(environ)
+    env = env if env is not None else RuntimeEnv.parse(environ)
     bucket, prefix, directory = env.files_bucket, env.files_prefix, env.files_dir
     if not bucket:
         if prefix:
@@ -152,10 +155,11 @@ def _upstream(
     spec: PlatformSpec,
     region: str,
     environ: Mapping[str, str],
+    env: RuntimeEnv,
     session: aiohttp.ClientSession,
     registry: CollectorRegistry,
 ) -> Upstream:
-    url = RuntimeEnv.parse(environ).model_gateway_url
+    url = env.model_gateway_url
     if url:
         from serving.modelgw.client import HttpUpstream
 
@@ -167,10 +171,19 @@ def _upstream(
 
 
 @contextlib.asynccontextmanager
-async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]:
-    """Build, start and finally close everything a gateway process holds."""
-    spec, region = load_spec_from_env(environ)
-    env = RuntimeEnv.parse(environ)
+async def gateway_from_env(
+    environ: Mapping[str, str],
+    *,
+    env: RuntimeEnv | None = None,
+    loaded: tuple[PlatformSpec, str] | None = None,
+) -> AsyncIterator[Gateway]:
+    """Build, start and finally close everything a gateway process holds.
+
+    The environment is parsed once (or given parsed, ``env``), the spec loaded once (or given, ``loaded``:
+    the spec and the region) and sized once; every part below reads those.
+    """
+    env = env if env is not None else RuntimeEnv.parse(environ)
+    spec, region = loaded if loaded is not None else load_spec_from_env(environ, env=env)
     registry = CollectorRegistry()
     urls = pool_urls(spec, environ)
     session = aiohttp.ClientSession()
@@ -188,7 +201,7 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
         semantic = SemanticCache(
             vector_store(env, embedder.dimension), embedder, spec.cache.semantic, clock=SystemClock()
         )
-    upstream = _upstream(spec, region, environ, session, registry)
+    upstream = _upstream(spec, region, environ, env, session, registry)
     tracer = tracer_for("ai-gateway", spec.observability.tracing, environ=environ, region=region)
     await sink.start()
     try:
@@ -198,15 +211,15 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
             redis=redis,
             upstream=upstream,
             sink=sink,
-            resolve=resolver(environ),
+            resolve=resolver(environ, env=env),
             semantic=semantic,
             registry=registry,
             tracer=tracer,
             gateway_replicas=env.gateway_replicas,
         )
         gateway.extra_routes = (
-            batch_routes(gateway, files=file_store(environ), jobs=BatchStore(redis), sink=sink)
-            if batch_api_on(environ)
+            batch_routes(gateway, files=file_store(environ, env=env), jobs=BatchStore(redis), sink=sink)
+            if env.batch_api == "on"
             else batch_api_absent_routes(gateway)
         )
         yield gateway
@@ -219,16 +232,23 @@ async def gateway_from_env(environ: Mapping[str, str]) -> AsyncIterator[Gateway]
         await session.close()
 
 
-def apps_from_env(environ: Mapping[str, str] | None = None) -> tuple[Starlette, Starlette]:
+def apps_from_env(
+    environ: Mapping[str, str] | None = None, *, env: RuntimeEnv | None = None
+) -> tuple[Starlette, Starlette]:
     """The public app, whose lifespan builds the gateway from ``environ`` (the process environment by
-    default), and the metrics app that serves that gateway's ``/metrics`` on its own port."""
-    env = dict(os.environ if environ is None else environ)
-    load_spec_from_env(env)  # fail at start-up, not at the first request
+    default), and the metrics app that serves that gateway's ``/metrics`` on its own port.
+
+    ``env``: ``environ`` already parsed. The spec is loaded here, once, so that a bad one fails the start
+    and not the first request, and the lifespan builds on the same one.
+    """
+    raw = dict(os.environ if environ is None else environ)
+    parsed = env if env is not None else RuntimeEnv.parse(raw)
+    loaded = load_spec_from_env(raw, env=parsed)
     built: list[Gateway] = []
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with gateway_from_env(env) as gateway:
+        async with gateway_from_env(raw, env=parsed, loaded=loaded) as gateway:
             inner = create_app(gateway)
             app.router.routes[:] = inner.router.routes
             app.state.gateway = gateway

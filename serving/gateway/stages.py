@@ -496,6 +496,7 @@ class ForwardStage:
             priority=call.priority,
             deadline=call.received + budget,
             affinity_key=request.affinity_key,
+            estimated_tokens=request.estimated_tokens,
         )
 
     async def __call__(self, call: Call) -> Reply:

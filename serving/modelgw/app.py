@@ -2,7 +2,9 @@
 
 Request headers (``serving.modelgw.headers``): ``x-tokenplane-targets`` (the
 failover chain, required), ``-request-id``, ``-tenant``, ``-priority``,
-``-deadline-ms`` (milliseconds left) and ``-affinity``. Responses carry
+``-deadline-ms`` (milliseconds left), ``-affinity`` and ``-estimated-tokens``
+(the AI gateway's estimate of prompt + output tokens: the balancer's load,
+counted once, where the request entered; without it, ``ROLLOUT_TOKENS``). Responses carry
 ``x-tokenplane-served-by`` and ``x-tokenplane-attempts``.
 
 Errors before a response starts are OpenAI's error JSON with the error's
@@ -29,6 +31,7 @@ from serving.errors import InvalidRequest, ServingError
 from serving.modelgw import headers as h
 from serving.modelgw.gateway import FailoverUpstream
 from serving.modelgw.stream import GatewayStream
+from serving.tokens import DEFAULT_MAX_TOKENS
 from serving.types import Completion, Endpoint, Json, UpstreamRequest, parse_targets
 from tokenplane.spec import Priority
 
@@ -36,6 +39,9 @@ T = TypeVar("T")
 
 DEFAULT_DEADLINE_S = 300.0  # when the caller sends no deadline: the longest a chat request may reasonably take
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a 128k-token prompt is about 0.5 MB; this leaves room for images as data URLs
+
+
+ROLLOUT_TOKENS = DEFAULT_MAX_TOKENS  # the load of a request that carries no estimate (a previous-release caller)
 
 
 def _event(data: Json) -> bytes:
@@ -64,6 +70,14 @@ async def _read_request(request: Request, endpoint: Endpoint, gateway: FailoverU
         raise InvalidRequest(
             f"header {h.TARGETS} is required: the failover chain, e.g. pool:small@small,provider:openai@small"
         )
+    # An AI gateway of the previous release sends no estimate while a rollout replaces both Deployments:
+    # its requests count one default output budget each, for that window, rather than failing.
+    tokens = request.headers.get(h.TOKENS, str(ROLLOUT_TOKENS))
+    if not (tokens.isascii() and tokens.isdigit()):
+        raise InvalidRequest(
+            f"header {h.TOKENS}={tokens!r} must be a whole number of tokens: the AI gateway's estimate of the "
+            "prompt plus the output budget, e.g. 1124"
+        )
     try:
         targets = parse_targets(chain)
         priority = Priority(request.headers.get(h.PRIORITY, Priority.NORMAL.value))
@@ -81,6 +95,7 @@ async def _read_request(request: Request, endpoint: Endpoint, gateway: FailoverU
         priority=priority,
         deadline=gateway.clock.monotonic() + left_ms / 1000,
         affinity_key=request.headers.get(h.AFFINITY, ""),
+        estimated_tokens=int(tokens),
     )
 
 

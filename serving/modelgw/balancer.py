@@ -1,7 +1,8 @@
 """Which replica of a pool gets an attempt: least outstanding tokens, with prefix affinity.
 
 A replica's load is the tokens this process has in flight on it (prompt plus
-``max_tokens`` of each request not yet finished): a decode-heavy request
+``max_tokens`` of each request not yet finished, as the AI gateway estimated
+them once: ``UpstreamRequest.estimated_tokens``): a decode-heavy request
 weighs more than a short one, which request counts miss. Requests that share
 an affinity key (a prompt prefix) prefer the replica that rendezvous hashing
 picks for it, so the engine's prefix cache finds the prefix already computed;
@@ -16,9 +17,6 @@ import hashlib
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
-from serving.tokens import CHARS_PER_TOKEN, DEFAULT_MAX_TOKENS
-from serving.types import Json
-
 # A cached prefix saves its prefill; waiting behind up to one long prompt's worth of
 # extra work is still cheaper than recomputing it elsewhere, and more is not.
 AFFINITY_SLACK_TOKENS = 4096
@@ -28,18 +26,6 @@ class Chooser(Protocol):
     """The part of ``random.Random`` used to break ties between equally loaded replicas."""
 
     def choice(self, seq: Any) -> Any: ...
-
-
-def estimate_tokens(body: Json) -> int:
-    """Prompt tokens (characters / 4) plus the output budget of an OpenAI request body."""
-    if "messages" in body:
-        chars = sum(len(str(m.get("content") or "")) for m in body["messages"] if isinstance(m, dict))
-    else:
-        chars = len(str(body.get("prompt") if "prompt" in body else body.get("input", "")))
-    output = body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_MAX_TOKENS
-    if "input" in body and "messages" not in body and "prompt" not in body:
-        output = 0  # an embedding produces no tokens
-    return -(-chars // CHARS_PER_TOKEN) + int(output)
 
 
 def _weight(key: str, replica: str) -> int:

@@ -106,6 +106,7 @@ class HttpUpstream:
             h.PRIORITY: request.priority.value,
             h.DEADLINE_MS: f"{left * 1000:.0f}",
             h.AFFINITY: request.affinity_key,
+            h.TOKENS: str(request.estimated_tokens),
             "content-type": "application/json",
         }
 

@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry
 
 from serving.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from serving.modelgw.backoff import DEFAULT_BASE_S, DEFAULT_CAP_S, Backoff
-from serving.modelgw.balancer import Balancer, Lease, estimate_tokens
+from serving.modelgw.balancer import Balancer, Lease
 from serving.modelgw.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD, Breakers, CircuitBreaker
 from serving.modelgw.config import ModelGatewayConfig, ProviderConfig
 from serving.modelgw.metrics import ModelGatewayMetrics
@@ -253,7 +253,7 @@ class FailoverUpstream:
     ) -> T:
         if not request.targets:
             raise UpstreamUnavailable(f"request {request.request_id} has an empty failover chain")
-        tokens = estimate_tokens(request.body)
+        tokens = request.estimated_tokens  # the AI gateway's estimate: one per request, never recounted here
         for target in request.targets:
             label = str(target)
             if self.clock.monotonic() >= request.deadline:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-TARGETS = "x-tokenplane-targets"  # the failover chain, in format_targets form (required)
+TARGETS = "x-tokenplane-targets"  # the failover chain, in format_targets form (absent: a previous-release caller)
 REQUEST_ID = "x-tokenplane-request-id"
 TENANT = "x-tokenplane-tenant"
 PRIORITY = "x-tokenplane-priority"
 DEADLINE_MS = "x-tokenplane-deadline-ms"  # milliseconds left when the request was sent
 AFFINITY = "x-tokenplane-affinity"  # the prefix-affinity key
+TOKENS = "x-tokenplane-estimated-tokens"  # the AI gateway's estimate, prompt + output budget (absent: a previous-release caller)
 SERVED_BY = "x-tokenplane-served-by"  # response: str(Target) of the target that answered
 ATTEMPTS = "x-tokenplane-attempts"  # response: attempts the request took

@@ -165,6 +165,7 @@ def chat(
     deadline_s: float = 60.0,
     affinity: str = "",
     endpoint: Endpoint = Endpoint.CHAT,
+    estimated_tokens: int = 17,
 ) -> UpstreamRequest:
     now = clock.monotonic() if clock is not None else time.monotonic()
     body: dict[str, Any] = {"model": "small", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
@@ -173,7 +174,15 @@ def chat(
     if stream:
         body["stream"] = True
     return UpstreamRequest(
-        endpoint, body, parse_targets(targets), "req-1", "demo", Priority.NORMAL, now + deadline_s, affinity
+        endpoint,
+        body,
+        parse_targets(targets),
+        "req-1",
+        "demo",
+        Priority.NORMAL,
+        now + deadline_s,
+        affinity,
+        estimated_tokens=estimated_tokens,
     )
 
 
@@ -319,8 +328,9 @@ async def test_closing_a_stream_closes_the_upstream_request(
 ) -> None:
     small = FakeReplica("small", "stall")
     gateway = await gateway_for(stack, session, dev_spec, {"POOL_URL_SMALL": await urls(stack, small)})
-    stream = await gateway.stream(chat("pool:small@small", stream=True))
-    assert gateway.balancers["small"].outstanding(gateway.config.pools["small"].replicas[0]) > 0
+    stream = await gateway.stream(chat("pool:small@small", stream=True, estimated_tokens=1234))
+    # The load held is the AI gateway's estimate as sent, not a count of the body made again here.
+    assert gateway.balancers["small"].outstanding(gateway.config.pools["small"].replicas[0]) == 1234
     await stream.aclose()
     await asyncio.wait_for(small.disconnected.wait(), 10)
     assert gateway.balancers["small"].outstanding(gateway.config.pools["small"].replicas[0]) == 0

@@ -23,11 +23,17 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from serving.errors import UpstreamRejected, UpstreamStreamBroken, UpstreamUnavailable
+from serving.gateway.call import Call
+from serving.gateway.requests import parse
+from serving.gateway.routing import RequestSignals, Router
+from serving.gateway.stages import ForwardStage
 from serving.modelgw import headers as h
-from serving.modelgw.app import create_app
+from serving.modelgw.app import ROLLOUT_TOKENS, create_app
 from serving.modelgw.client import HttpUpstream
 from serving.modelgw.config import load_modelgw_config
 from serving.modelgw.gateway import FailoverUpstream
+from serving.tokens import ESTIMATE
+from serving.types import Endpoint, SystemClock
 from tests.serving.conftest import ROOT, serve
 from tests.serving.test_modelgw_gateway import FakeReplica, chat, urls, with_provider
 from tokenplane.spec import PlatformSpec, ProviderKind
@@ -56,7 +62,9 @@ async def modelgw(
 
 
 def openai_client(stack: contextlib.AsyncExitStack, url: str, targets: str) -> AsyncOpenAI:
-    client = AsyncOpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, default_headers={h.TARGETS: targets})
+    client = AsyncOpenAI(
+        base_url=url + "/v1", api_key="unused", max_retries=0, default_headers={h.TARGETS: targets, h.TOKENS: "17"}
+    )
     stack.push_async_callback(client.close)
     return client
 
@@ -98,6 +106,17 @@ async def test_a_missing_targets_header_is_a_400_that_names_it(
     assert response.status == 400 and h.TARGETS in body["error"]["message"]
 
 
+@pytest.mark.parametrize("tokens", ["", "-3", "1.5", "²"])
+async def test_a_bad_estimate_header_is_a_400_that_names_it(
+    stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec, tokens: str | None
+) -> None:
+    url = await modelgw(stack, session, dev_spec, {})
+    headers = {h.TARGETS: "pool:small@small", h.TOKENS: tokens}
+    async with session.post(url + "/v1/chat/completions", json={"messages": []}, headers=headers) as response:
+        body = await response.json()
+    assert response.status == 400 and h.TOKENS in body["error"]["message"]
+
+
 async def test_a_mid_stream_failure_makes_the_openai_client_raise_rather_than_end_quietly(
     stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec
 ) -> None:
@@ -121,7 +140,7 @@ async def test_the_sse_error_event_is_the_last_event_and_there_is_no_done(
     url = await modelgw(stack, session, dev_spec, {"POOL_URL_SMALL": await urls(stack, small)})
     body = {"model": "small", "messages": [{"role": "user", "content": "hi"}], "stream": True}
     async with session.post(
-        url + "/v1/chat/completions", json=body, headers={h.TARGETS: "pool:small@small"}
+        url + "/v1/chat/completions", json=body, headers={h.TARGETS: "pool:small@small", h.TOKENS: "17"}
     ) as response:
         text = (await response.read()).decode()
     events = [e.removeprefix("data: ") for e in text.strip().split("\n\n")]
@@ -140,6 +159,53 @@ async def test_http_upstream_round_trips_a_completion_and_a_stream(
     stream = await upstream.stream(chat("pool:small@small", stream=True))
     chunks = [c async for c in stream]
     assert str(stream.served_by) == "pool:small@small" and chunks[-1]["usage"]["completion_tokens"] == 3
+
+
+async def test_the_ai_gateways_estimate_is_the_load_the_model_gateway_holds(
+    stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec
+) -> None:
+    small = FakeReplica("small", "stall")
+    registry = CollectorRegistry()
+    config = load_modelgw_config(dev_spec, "local", {"POOL_URL_SMALL": await urls(stack, small)})
+    modelgw = FailoverUpstream(config, session=session, registry=registry)
+    stack.push_async_callback(modelgw.aclose)
+    url = await stack.enter_async_context(serve(create_app(modelgw, registry=registry)))
+    body = {
+        "model": "small",
+        "messages": [{"role": "user", "content": "word " * 300}],
+        "max_tokens": 77,
+        "stream": True,
+    }
+    request = parse(Endpoint.CHAT, body, ESTIMATE)
+    demo = next(t for t in dev_spec.tenants if t.name == "demo")
+    call = Call("req-1", Endpoint.CHAT, b"", {}, received=SystemClock().monotonic(), tenant=demo, request=request)
+    call.route = Router(dev_spec, "local").route(demo, request, signals=RequestSignals())
+    reply = await ForwardStage(upstream=HttpUpstream(url, session=session), clock=SystemClock())(call)
+    assert reply.chunks is not None
+    chunks = aiter(reply.chunks)
+    await anext(chunks)  # the first chunk: the request is on the replica and held against it
+    held = modelgw.balancers["small"].outstanding(config.pools["small"].replicas[0])
+    await chunks.aclose()  # type: ignore[attr-defined]  # an async generator's
+    assert held == request.estimated_tokens == request.prompt_tokens + 77
+    recounted = -(-len(body["messages"][0]["content"]) // 4) + 77  # the model gateway's own count, before
+    assert held != recounted  # so a second estimate would fail the first assertion
+
+
+async def test_a_caller_of_the_previous_release_without_an_estimate_is_served_at_the_rollout_load(
+    stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec
+) -> None:
+    small = FakeReplica("small", "stall")
+    registry = CollectorRegistry()
+    config = load_modelgw_config(dev_spec, "local", {"POOL_URL_SMALL": await urls(stack, small)})
+    modelgw = FailoverUpstream(config, session=session, registry=registry)
+    stack.push_async_callback(modelgw.aclose)
+    url = await stack.enter_async_context(serve(create_app(modelgw, registry=registry)))
+    body = {"model": "small", "messages": [{"role": "user", "content": "x" * 4000}], "max_tokens": 5, "stream": True}
+    async with session.post(url + "/v1/chat/completions", json=body, headers={h.TARGETS: "pool:small@small"}) as r:
+        assert r.status == 200
+        await r.content.readline()  # the first event: the request is held against its replica
+        held = modelgw.balancers["small"].outstanding(config.pools["small"].replicas[0])
+    assert held == ROLLOUT_TOKENS  # a constant, not a count of this body (1,000 + 5 tokens)
 
 
 async def test_http_upstream_raises_stream_broken_for_an_sse_error_event(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from serving.errors import ContextTooLong, NotFound, PermissionDenied
 from serving.gateway.requests import parse
-from serving.gateway.routing import RequestSignals, Router, classify
+from serving.gateway.routing import MixTurns, RequestSignals, Router, classify
 from serving.tokens import ESTIMATE
 from serving.types import Endpoint, TargetKind
 from tests.serving.conftest import ROOT
@@ -168,3 +169,17 @@ def test_chains_built_once_per_context_bucket_still_follow_each_requests_length(
     assert pools(12000) == ["small"]  # past medium's 10,240: its pool drops out of the chain
     assert pools(10240 - 20) == ["small", "medium"]
     assert pools(11000) == ["small"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    weights=st.lists(st.integers(min_value=1, max_value=20), min_size=1, max_size=3),
+    turns=st.integers(min_value=1, max_value=300),
+)
+def test_the_mix_turns_hold_each_share_within_one_request(weights: list[int], turns: int) -> None:
+    total = sum(weights)
+    shares = {tier: w / total for tier, w in zip(Tier, weights, strict=False)}
+    picker = MixTurns(shares)
+    counts = Counter(picker.next() for _ in range(turns))
+    for tier, share in shares.items():
+        assert abs(counts[tier] - turns * share) <= 1 + 1e-9, (tier, counts, shares)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import aiohttp
 import openai
 import pytest
 from openai import AsyncOpenAI
@@ -15,9 +18,12 @@ from serving.files.s3 import S3FileStore
 from serving.files.store import DirectoryFileStore
 from serving.gateway.auth import KeyRing
 from serving.gateway.batch_api import batch_api_absent_routes
-from serving.gateway.runtime import batch_api_on, file_store
-from tests.serving.conftest import FILES_BUCKET, S3_REGION, serve
-from tokenplane.runtime_env import DEFAULT_FILES_DIR, ConfigError
+from serving.gateway.pricing import Prices
+from serving.gateway.runtime import apps_from_env, batch_api_on, file_store, resolver
+from tests.serving.conftest import FILES_BUCKET, ROOT, S3_REGION, Broker, serve
+from tokenplane import planner
+from tokenplane.load import load_spec
+from tokenplane.runtime_env import DEFAULT_FILES_DIR, ConfigError, RuntimeEnv, Var
 from tokenplane.spec import PlatformSpec
 
 
@@ -108,3 +114,43 @@ async def test_a_gateway_without_the_batch_api_answers_its_paths_with_a_404_that
             await stranger.batches.list()
         await client.close()
         await stranger.close()
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Calls of ``RuntimeEnv.parse`` and ``planner.plan``, each still doing its work (a count, not a fake)."""
+    calls: Counter[str] = Counter()
+    parse, size = RuntimeEnv.parse.__func__, planner.plan  # type: ignore[attr-defined]  # a classmethod's function
+
+    def counting_parse(cls: type[RuntimeEnv], environ: Mapping[str, str]) -> RuntimeEnv:
+        calls["parse"] += 1
+        return parse(cls, environ)  # type: ignore[no-any-return]
+
+    def counting_plan(spec: PlatformSpec) -> planner.Plan:
+        calls["plan"] += 1
+        return size(spec)
+
+    monkeypatch.setattr(RuntimeEnv, "parse", classmethod(counting_parse))
+    monkeypatch.setattr(planner, "plan", counting_plan)
+    return calls
+
+
+@pytest.mark.slow
+async def test_a_gateway_process_parses_its_environment_and_sizes_the_spec_once(
+    redis_url: str, kafka: Broker, tmp_path: Path, counted: Counter[str]
+) -> None:
+    environ = {
+        Var.CONFIG.value: str(ROOT / "stacks" / "dev.yaml"),
+        Var.REDIS_URL.value: redis_url,
+        Var.KAFKA_BOOTSTRAP_SERVERS.value: kafka.bootstrap,
+        Var.SPOOL_DIR.value: str(tmp_path / "spool"),
+        Var.FILES_DIR.value: str(tmp_path / "files"),
+    }
+    public, _ = apps_from_env(environ)
+    async with serve(public) as url, aiohttp.ClientSession() as session, session.get(url + "/healthz") as response:
+        assert response.status == 200
+    assert counted == {"parse": 1, "plan": 1}, "the start parses the environment and sizes the spec once each"
+    # The counts see a second parse and a second sizing, as the start made before (five parses, two plans).
+    resolver(environ)
+    Prices(load_spec(ROOT / "stacks" / "dev.yaml"), "local")
+    assert counted == {"parse": 2, "plan": 2}

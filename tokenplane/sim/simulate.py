@@ -36,8 +36,8 @@ of its periods. What the sampled fidelities leave out: the
 What is left out at every fidelity, on purpose: the gateway's own latency and the
 embedding call's latency are not added to a chat request's TTFT (embedding calls
 are simulated as load on the embedding pools); tenants' rate limits, quotas and
-allowed tiers are not applied (routing follows ``routing.mix`` and the rules, as
-the planner does); cache hits are answered at once; the simulated clock is each
+allowed tiers are not applied (routing follows ``tokenplane.routes`` for an
+unpinned tenant, as the planner does, overflow included); cache hits are answered at once; the simulated clock is each
 region's local time and day 0 is a Monday; providers have unlimited capacity
 and their latency from the spec, without jitter.
 """
@@ -56,6 +56,7 @@ import numpy.typing as npt
 from tokenplane.errors import SpecError
 from tokenplane.planner import Plan, PoolPlan, plan
 from tokenplane.pool_model import PoolTiming, node_for, prefix_kept_share, replicas_per_node, timing
+from tokenplane.routes import Routes
 from tokenplane.sim import gateway, metrics
 from tokenplane.sim.arrivals import Replicas, Streams, Window, draw
 from tokenplane.sim.autoscale import EVALUATION_S, ReplicaState, Scaler, Signals
@@ -408,13 +409,9 @@ def _setup_pools(
 
 
 def _failover_provider(spec: PlatformSpec, region_name: str, tier: Tier) -> int:
-    """The first provider on the tier's chain that may process this region's data: where overflow goes."""
-    jurisdiction = spec.region(region_name).jurisdiction
-    for target in spec.routing.fallbacks.get(tier, []):
-        provider = spec.provider(target)
-        if provider is not None and tier in provider.models and jurisdiction in provider.jurisdictions:
-            return spec.providers.index(provider)
-    return -1
+    """The index of the first provider on the tier's chain (``Routes.first_provider``): where overflow goes."""
+    provider = Routes(spec, region_name).first_provider(tier)
+    return -1 if provider is None else spec.providers.index(provider)
 
 
 def _pool_state(run: _Run, reqs: Requests) -> RequestState:
