@@ -9,17 +9,21 @@ pays only for what it uses and never imports pulumi.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.core
 
 from tokenplane import __version__
+
+if TYPE_CHECKING:
+    from tokenplane.sim.gates import FailOn
 
 app = typer.Typer(
     name="tokenplane",
@@ -97,17 +101,20 @@ def plan(
     from tokenplane.load import load_spec
     from tokenplane.plan_report import console_for_output, plan_json, print_plan
     from tokenplane.planner import plan as make_plan
+    from tokenplane.progress import step
 
     try:
         platform = load_spec(spec)
     except SpecError as e:
         _fail(str(e))
-    result = make_plan(platform)
+    with step(f"sizing {len(platform.pools)} pool(s)"):
+        result = make_plan(platform)
     checked = None
     if verify:
         from tokenplane.sim.verify import verify as verify_plan
 
-        checked = verify_plan(platform, result)
+        with step("simulating every pool at its planned peak (--verify)"):
+            checked = verify_plan(platform, result)
     rendered = None
     findings: list[Any] = []
     prerequisites: list[Any] = []
@@ -115,10 +122,12 @@ def plan(
         from tokenplane import deploy
         from tokenplane.render import render
 
-        rendered = render(platform)
+        with step("rendering the Pulumi program under mocks"):
+            rendered = render(platform)
         try:
-            findings = deploy.run(platform, rendered)
-            prerequisites = deploy.prerequisites_of(platform, rendered)
+            with step("checking deployability"):
+                findings = deploy.run(platform, rendered)
+                prerequisites = deploy.prerequisites_of(platform, rendered)
         except deploy.GraphDataMissing as e:
             _fail(str(e), code=1)
     ok = result.ok and (rendered is None or rendered.ok) and not findings and (checked is None or checked.ok)
@@ -158,7 +167,8 @@ def plan(
         from tokenplane.render_report import write_graph
 
         try:
-            write_graph(rendered, graph)
+            with step(f"drawing the topology to {graph}"):
+                write_graph(rendered, graph)
         except SpecError as e:
             _fail(str(e))
     raise typer.Exit(0 if ok else 1)
@@ -273,6 +283,7 @@ def check(
     from tokenplane.check_report import print_table, render
     from tokenplane.errors import SpecError
     from tokenplane.plan_report import console_for_output
+    from tokenplane.progress import step
 
     if (spec is None) == (program is None):
         _fail("give either a spec file (tokenplane check stacks/dev.yaml) or --program DIR, not both or neither")
@@ -294,23 +305,27 @@ def check(
 
             version = kubernetes_minor(kubernetes_version or DEFAULT_KUBERNETES_VERSION)
             project = load_project(program, stack=stack, config=parse_config(config or []))
-            rendered = render_project(project, kubernetes_version=version)
+            with step(f"rendering the program in {program} under mocks"):
+                rendered = render_project(project, kubernetes_version=version)
             artifact = project.entry_path  # SARIF annotations point at the program's entry file
         elif spec is not None:  # always, after the either/or check above
             from tokenplane.load import load_spec
             from tokenplane.render import render as render_graph
 
             platform = load_spec(spec)
-            rendered = render_graph(platform)
+            with step("rendering the Pulumi program under mocks"):
+                rendered = render_graph(platform)
             artifact = str(spec)
     except SpecError as e:
         _fail(str(e))
-    result = run_checks(rendered, ALL, settings)
     from tokenplane import deploy
 
+    with step(f"running {len(ALL)} policies"):
+        result = run_checks(rendered, ALL, settings)
     try:
         # A program of one's own has no spec: the checks read what they need from its graph alone.
-        findings = deploy.run(platform, rendered)
+        with step("checking deployability"):
+            findings = deploy.run(platform, rendered)
     except deploy.GraphDataMissing as e:
         _fail(str(e), code=1)
     if fmt is CheckFormat.TABLE and output is None:
@@ -521,19 +536,32 @@ def simulate(
     fidelity: Annotated[
         str,
         typer.Option(
-            help="request (every request on every replica), sampled (a few replicas per pool at request level) "
+            help="auto (request for a short run, aggregate for a long one; the output says which), request "
+            "(every request on every replica), sampled (a few replicas per pool at request level) "
             "or aggregate (sampled, and steady stretches replayed: a day in a minute)"
         ),
-    ] = "request",
+    ] = "auto",
     sample_replicas: Annotated[
         int, typer.Option(help="Replicas per pool simulated request by request at sampled/aggregate fidelity")
     ] = 2,
     progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="A progress bar on stderr: simulated time, requests, ETA")
-    ] = False,
+        bool,
+        typer.Option(
+            "--progress/--no-progress",
+            help="Progress on stderr: a bar on a terminal, a plain line per 10% otherwise (CI logs)",
+        ),
+    ] = True,
     as_json: JsonFlag = False,
     report: Annotated[
         Path | None, typer.Option("--report", help="Write an HTML page of plots here, e.g. sim.html")
+    ] = None,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when this happens, for CI: unstable (λ ≥ μ in a pool) or slo (a class below its "
+            "slo_attainment); repeatable",
+        ),
     ] = None,
 ) -> None:
     """Simulate SPEC's platform: latency, queues, autoscaling, shedding and cost over time (see --fidelity)."""
@@ -541,7 +569,7 @@ def simulate(
     from tokenplane.load import load_spec
     from tokenplane.sim.simulate import Fidelity, Initial, SimConfig
     from tokenplane.sim.simulate import simulate as run_simulation
-    from tokenplane.sim.workload import Burst, Profile, parse_clock, parse_duration
+    from tokenplane.sim.workload import Burst, Profile, auto_fidelity, parse_clock, parse_duration
 
     try:
         if rps is not None and not (math.isfinite(rps) and rps > 0):
@@ -550,8 +578,9 @@ def simulate(
             raise SpecError(f"--profile {profile!r} is not a profile; use flat or diurnal")
         if initial not in {i.value for i in Initial}:
             raise SpecError(f"--initial {initial!r} is not allowed; use settled or min")
-        if fidelity not in {f.value for f in Fidelity}:
-            raise SpecError(f"--fidelity {fidelity!r} is not a fidelity; use request, sampled or aggregate")
+        if fidelity != "auto" and fidelity not in {f.value for f in Fidelity}:
+            raise SpecError(f"--fidelity {fidelity!r} is not a fidelity; use auto, request, sampled or aggregate")
+        gates = _fail_on(fail_on or [])
         if sample_replicas < 1:
             raise SpecError(f"--sample-replicas {sample_replicas} must be at least 1, e.g. --sample-replicas 2")
         config = SimConfig(
@@ -562,10 +591,14 @@ def simulate(
             start_s=parse_clock(start),
             seed=seed,
             initial=Initial(initial),
-            fidelity=Fidelity(fidelity),
             sample_replicas=sample_replicas,
         )
         platform = load_spec(spec)
+        if fidelity == "auto":
+            chosen, reason = auto_fidelity(config.rps or platform.platform.peak_rps, config.duration_s, config.bursts)
+            config = dataclasses.replace(config, fidelity=chosen, fidelity_reason=reason)
+        else:
+            config = dataclasses.replace(config, fidelity=Fidelity(fidelity))
         from tokenplane.sim.progress import progress_bar
 
         with progress_bar(config, show=progress) as advance:
@@ -592,3 +625,20 @@ def simulate(
         print_simulation(summary)
         if report is not None:
             typer.echo(f"report written to {report}")
+    from tokenplane.sim.gates import failures
+
+    failed = failures(summary, platform, gates)
+    if failed:
+        _fail("--fail-on: " + "; ".join(failed), code=1)
+
+
+def _fail_on(values: list[str]) -> set[FailOn]:
+    """The --fail-on gates, each checked against the allowed ones."""
+    from tokenplane.errors import SpecError
+    from tokenplane.sim.gates import FailOn
+
+    allowed = {f.value for f in FailOn}
+    for value in values:
+        if value not in allowed:
+            raise SpecError(f"--fail-on {value!r} is not a condition; use {' or '.join(sorted(allowed))}")
+    return {FailOn(v) for v in values}
