@@ -419,7 +419,8 @@ class _DevGroup(typer.core.TyperGroup):
 
 dev_app = typer.Typer(
     cls=_DevGroup,
-    help="Stand the spec's first region up on loopback and keep it running: tokenplane dev SPEC; tokenplane dev status.",
+    help="Stand the spec's first region up on loopback and keep it running: tokenplane dev SPEC; then "
+    "tokenplane dev status [--json], dev logs SERVICE, dev stop.",
     no_args_is_help=True,
 )
 app.add_typer(dev_app, name="dev")
@@ -501,20 +502,63 @@ def dev_up(
 
 
 @dev_app.command("status")
-def dev_status(state_dir: StateDir = Path(".tokenplane")) -> None:
+def dev_status(state_dir: StateDir = Path(".tokenplane"), as_json: JsonFlag = False) -> None:
     """Each service's state, pid, port and restarts from STATE_DIR/dev.json, checked live. Exits 1 if not running."""
     from rich.console import Console
 
     from tokenplane.dev.state import DevStateError
     from tokenplane.dev.status import check as check_stack
-    from tokenplane.dev.status import print_status
+    from tokenplane.dev.status import print_status, status_json
 
     try:
         status = check_stack(state_dir)
     except DevStateError as e:
         _fail(str(e), code=1)
-    print_status(status, Console(highlight=False))
+    if as_json:
+        _emit_json(status_json(status))
+    else:
+        print_status(status, Console(highlight=False))
     raise typer.Exit(0 if status.running else 1)
+
+
+@dev_app.command("stop")
+def dev_stop(state_dir: StateDir = Path(".tokenplane")) -> None:
+    """Stop the stack running from STATE_DIR (SIGTERM to its supervisor) and wait for it. Exits 1 if it lingers."""
+    from tokenplane.dev.control import STOP_TIMEOUT_S, stop
+    from tokenplane.dev.state import DevStateError
+
+    try:
+        stopped = stop(state_dir)
+    except DevStateError as e:
+        _fail(str(e), code=1)
+    if not stopped.was_running:
+        typer.echo(f"no stack is running from {state_dir} (supervisor pid {stopped.pid} is gone)")
+    elif stopped.stopped:
+        typer.echo(f"stopped the stack in {state_dir} (supervisor pid {stopped.pid})")
+    else:
+        _fail(
+            f"the supervisor (pid {stopped.pid}) is still running {STOP_TIMEOUT_S:.0f} s after SIGTERM; "
+            f"see {state_dir}/logs/, or kill -KILL {stopped.pid}",
+            code=1,
+        )
+
+
+@dev_app.command("logs")
+def dev_logs(
+    service: Annotated[str, typer.Argument(help="The service, as dev status names it (e.g. gateway)")],
+    state_dir: StateDir = Path(".tokenplane"),
+    lines: Annotated[int, typer.Option("--lines", "-n", help="How many of the last lines to print")] = 50,
+) -> None:
+    """Print the last lines of SERVICE's log in the stack of STATE_DIR."""
+    from tokenplane.dev.control import log_path, tail
+    from tokenplane.dev.state import DevStateError
+
+    try:
+        text = tail(log_path(state_dir, service), lines)
+    except DevStateError as e:
+        _fail(str(e))
+    for line in text:
+        typer.echo(line)
 
 
 @app.command()
