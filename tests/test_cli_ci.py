@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -128,3 +129,38 @@ def test_the_slo_gate_reads_each_class_target_from_the_spec() -> None:
     below = summary(target - 0.001)
     assert failures(below, spec, {FailOn.SLO}) and not failures(below, spec, {FailOn.UNSTABLE})
     assert failures(summary(target), spec, {FailOn.SLO}) == []
+
+
+def command_options(group: Any, prefix: str = "") -> dict[str, set[str]]:
+    """Each command's path ("dev status") and its option spellings (typer vendors click: its types are private)."""
+    out: dict[str, set[str]] = {}
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            out |= command_options(command, f"{prefix}{name} ")
+        else:
+            out[f"{prefix}{name}"] = {o for p in command.params for o in p.opts}
+    return out
+
+
+def format_convention_breaches(commands: dict[str, set[str]]) -> list[str]:
+    return [name for name, opts in sorted(commands.items()) if ("--json" in opts) != ("--format" in opts)]
+
+
+def test_every_command_with_a_json_report_takes_both_json_and_format() -> None:
+    commands = command_options(typer.main.get_command(app))
+    assert {"plan", "size", "check", "preflight", "simulate", "dev status"} <= {
+        name for name, opts in commands.items() if "--json" in opts
+    }
+    assert format_convention_breaches(commands) == []
+    commands["plan"] -= {"--format"}  # the convention broken again: a command with --json alone
+    assert format_convention_breaches(commands) == ["plan"]
+
+
+def test_format_json_and_json_print_the_same_report(runner: CliRunner) -> None:
+    args = ["plan", "stacks/minimal.yaml", "--capacity-only"]
+    by_flag, by_format = runner.invoke(app, [*args, "--json"]), runner.invoke(app, [*args, "--format", "json"])
+    assert by_flag.exit_code == by_format.exit_code == 0, by_format.output
+    assert json.loads(by_flag.stdout)["pools"] == json.loads(by_format.stdout)["pools"]
+    clash = runner.invoke(app, [*args, "--json", "--format", "table"])
+    assert clash.exit_code == 2
+    assert "ask for two formats" in clash.stderr

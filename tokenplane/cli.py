@@ -34,7 +34,25 @@ app = typer.Typer(
 )
 
 SpecPath = Annotated[Path, typer.Argument(help="The platform spec, e.g. stacks/dev.yaml", show_default=False)]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Emit machine-readable JSON on stdout")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Emit machine-readable JSON on stdout (--format json)")]
+
+
+class OutputFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+
+
+# Every command that prints a report takes both spellings: --format FORMAT, and --json for --format json
+# (tests/test_cli_ci.py holds each command to it).
+FormatOption = Annotated[
+    OutputFormat | None, typer.Option("--format", help="table for people, json for machines (--json is the same)")
+]
+
+
+def _json_wanted(as_json: bool, fmt: OutputFormat | None) -> bool:
+    if as_json and fmt is OutputFormat.TABLE:
+        _fail("--json and --format table ask for two formats; give one")
+    return as_json or fmt is OutputFormat.JSON
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
@@ -74,6 +92,7 @@ def _root(
 def plan(
     spec: SpecPath,
     as_json: JsonFlag = False,
+    fmt: FormatOption = None,
     capacity_only: Annotated[
         bool,
         typer.Option("--capacity-only", help="Size only; skip rendering the Pulumi graph (fast, no pulumi import)"),
@@ -103,6 +122,7 @@ def plan(
     from tokenplane.planner import plan as make_plan
     from tokenplane.progress import step
 
+    as_json = _json_wanted(as_json, fmt)
     try:
         platform = load_spec(spec)
     except SpecError as e:
@@ -201,12 +221,14 @@ def size(
         str, typer.Option("--vllm-version", help="the vLLM release to account as (validated: 0.17-0.19)")
     ] = "0.19.0",
     as_json: JsonFlag = False,
+    fmt: FormatOption = None,
 ) -> None:
     """GPU VRAM and KV cache capacity of one replica, as vLLM would report it at startup."""
     from tokenplane.errors import SpecError
     from tokenplane.plan_report import print_size
     from tokenplane.sizing import SizeRequest, size_replica
 
+    as_json = _json_wanted(as_json, fmt)
     try:
         request = SizeRequest.from_cli(
             model=model,
@@ -266,6 +288,7 @@ def check(
     fmt: Annotated[
         CheckFormat, typer.Option("--format", help="table for people; json, junit or sarif for CI")
     ] = CheckFormat.TABLE,
+    as_json: JsonFlag = False,
     policy_config: Annotated[
         Path | None,
         typer.Option("--policy-config", help="CrossGuard --policy-pack-config JSON: levels, thresholds, exceptions"),
@@ -285,6 +308,10 @@ def check(
     from tokenplane.plan_report import console_for_output
     from tokenplane.progress import step
 
+    if as_json:
+        if fmt not in {CheckFormat.TABLE, CheckFormat.JSON}:
+            _fail(f"--json and --format {fmt.value} ask for two formats; give one")
+        fmt = CheckFormat.JSON
     if (spec is None) == (program is None):
         _fail("give either a spec file (tokenplane check stacks/dev.yaml) or --program DIR, not both or neither")
     if program is None and (config or stack != "dev" or kubernetes_version is not None):
@@ -344,7 +371,7 @@ def check(
 
 
 @app.command()
-def preflight(spec: SpecPath, as_json: JsonFlag = False) -> None:
+def preflight(spec: SpecPath, as_json: JsonFlag = False, fmt: FormatOption = None) -> None:
     """Check SPEC's prerequisites in the AWS account of your credentials (read-only). Exits 1 if any fails.
 
     Secrets Manager secrets per region, on-demand GPU vCPU quotas, the AZs and
@@ -360,6 +387,7 @@ def preflight(spec: SpecPath, as_json: JsonFlag = False) -> None:
     from tokenplane.preflight import preflight as run_preflight
     from tokenplane.render import render
 
+    as_json = _json_wanted(as_json, fmt)
     try:
         platform = load_spec(spec)
     except SpecError as e:
@@ -502,7 +530,7 @@ def dev_up(
 
 
 @dev_app.command("status")
-def dev_status(state_dir: StateDir = Path(".tokenplane"), as_json: JsonFlag = False) -> None:
+def dev_status(state_dir: StateDir = Path(".tokenplane"), as_json: JsonFlag = False, fmt: FormatOption = None) -> None:
     """Each service's state, pid, port and restarts from STATE_DIR/dev.json, checked live. Exits 1 if not running."""
     from rich.console import Console
 
@@ -510,6 +538,7 @@ def dev_status(state_dir: StateDir = Path(".tokenplane"), as_json: JsonFlag = Fa
     from tokenplane.dev.status import check as check_stack
     from tokenplane.dev.status import print_status, status_json
 
+    as_json = _json_wanted(as_json, fmt)
     try:
         status = check_stack(state_dir)
     except DevStateError as e:
@@ -596,6 +625,7 @@ def simulate(
         ),
     ] = True,
     as_json: JsonFlag = False,
+    fmt: FormatOption = None,
     report: Annotated[
         Path | None, typer.Option("--report", help="Write an HTML page of plots here, e.g. sim.html")
     ] = None,
@@ -615,6 +645,7 @@ def simulate(
     from tokenplane.sim.simulate import simulate as run_simulation
     from tokenplane.sim.workload import Burst, Profile, auto_fidelity, parse_clock, parse_duration
 
+    as_json = _json_wanted(as_json, fmt)
     try:
         if rps is not None and not (math.isfinite(rps) and rps > 0):
             raise SpecError(f"--rps {rps:g} must be a positive number of requests per second, e.g. --rps 10000")
