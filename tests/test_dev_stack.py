@@ -26,6 +26,9 @@ from tests.dev_stacks import free_port_block
 from tokenplane.dev.standins import free_port
 from tokenplane.dev.state import StackRecord, pid_alive, read_state, state_path
 
+# Slow tier: starts tokenplane dev stacks as real processes.
+pytestmark = pytest.mark.slow
+
 TOKENPLANE = Path(sys.executable).parent / "tokenplane"
 WAIT = 90.0  # seconds to wait for something expected (a stack on two busy cores); never asserted on
 STACK_PORTS = 12  # stand-in ports the dev stack takes from --ports-from (it uses 9 or 10)
