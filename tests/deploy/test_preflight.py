@@ -64,6 +64,7 @@ def _run(quotas: Any) -> list[Any]:
     return preflight(graph, prerequisites, clients)
 
 
+@pytest.mark.slow
 def test_quota_below_what_the_node_groups_reach_fails_with_the_request_to_make(aws: None) -> None:
     results = _run(lambda codes: _quotas({code: 8 for code in codes}))
     quota = [r for r in results if r.prerequisite.kind == "quota"]
