@@ -103,7 +103,7 @@ class PoolPlan:
 
 @dataclass(frozen=True)
 class PlanViolation:
-    kind: str  # memory | stability | slo | capacity | quota | budget | unrouted
+    kind: str  # memory | stability | slo | capacity | quota | budget | unrouted | cost
     message: str
     region: str | None = None
     pool: str | None = None
@@ -172,8 +172,24 @@ def plan(spec: PlatformSpec) -> Plan:
     result.worst_case_usd_per_hour, result.worst_case_scenario = worst_case_spend(spec, result.pools)
     result.violations.extend(_region_checks(spec, result))
     result.warnings.extend(_dr_checks(spec, result))
+    result.warnings.extend(_idle_gpu_warnings(spec, result))
     result.notes.append(limits_note(spec))
     return result
+
+
+def _idle_gpu_warnings(spec: PlatformSpec, result: Plan) -> list[PlanViolation]:
+    """Pools on a default node that leaves GPUs idle at their warm replicas, where a cheaper node fits."""
+    from tokenplane.node_fit import idle_on_default_node
+
+    pools = {p.name: p for p in spec.pools}
+    out = []
+    for pp in result.pools:
+        idle = idle_on_default_node(pools[pp.name], pp.min_replicas)
+        if idle is not None:
+            out.append(
+                PlanViolation("cost", idle.message(f"{pp.region}/{pp.name}", pools[pp.name]), pp.region, pp.name)
+            )
+    return out
 
 
 def limits_note(spec: PlatformSpec) -> str:
