@@ -33,6 +33,7 @@ def checked(request: pytest.FixtureRequest) -> Checked:
     return request.param.name, planned, verify(spec, planned)
 
 
+@pytest.mark.slow
 def test_every_example_spec_plans_ok_and_reaches_its_attainment_in_simulation(checked: Checked) -> None:
     name, planned, result = checked
     assert planned.ok, planned.violations
@@ -40,6 +41,7 @@ def test_every_example_spec_plans_ok_and_reaches_its_attainment_in_simulation(ch
     assert result.ok and not missed, f"{name}: {missed}"
 
 
+@pytest.mark.slow
 def test_planner_and_simulator_agree_on_ttft_p95_and_rho(checked: Checked) -> None:
     name, _, result = checked
     for pool in result.pools:
@@ -50,6 +52,7 @@ def test_planner_and_simulator_agree_on_ttft_p95_and_rho(checked: Checked) -> No
                 assert abs(cls.agreement) <= AGREEMENT, f"{where}: TTFT P95 {cls.agreement:+.1%}"
 
 
+@pytest.mark.slow
 def test_a_class_sent_at_several_priorities_gets_the_tail_of_their_mixture(checked: Checked) -> None:
     # dev's tenants are critical and normal, byteion's EU regions critical and high: each class is a mixture of
     # levels. Averaging the levels' TTFT samples (the planner before) priced dev's class B P95 6-8% short;
@@ -69,6 +72,7 @@ def test_a_class_sent_at_several_priorities_gets_the_tail_of_their_mixture(check
     assert mixed or name == "minimal.yaml", f"{name}: no class at several levels to check"
 
 
+@pytest.mark.slow
 def test_where_the_slo_decides_the_replicas_ten_percent_fewer_miss_it() -> None:
     spec = load_spec(ROOT / "stacks" / "byteion.yaml")
     planned = plan(spec)
@@ -78,13 +82,14 @@ def test_where_the_slo_decides_the_replicas_ten_percent_fewer_miss_it() -> None:
     assert all(p.fewer_met is False for p in result.pools), [(p.pool, p.fewer_replicas) for p in result.pools]
 
 
+@pytest.mark.slow
 def test_cli_plan_verify_prints_attainment_and_json_carries_it(tmp_path: Path) -> None:
     runner = CliRunner()
     done = runner.invoke(app, ["plan", str(ROOT / "stacks" / "minimal.yaml"), "--capacity-only", "--verify"])
     assert done.exit_code == 0, done.output
     assert "verify ok" in done.output and "fidelity:" in done.output
     done = runner.invoke(app, ["plan", str(ROOT / "stacks" / "minimal.yaml"), "--capacity-only", "--verify", "--json"])
-    data = json.loads(done.output)
+    data = json.loads(done.stdout)  # stdout only: the progress lines go to stderr
     [pool] = data["verify"]["pools"]
     assert data["verify"]["ok"] and data["summary"]["ok"]
     assert pool["classes"][0]["attainment"] >= 0.99 - 0.005

@@ -119,6 +119,7 @@ def test_the_progress_bar_shows_simulated_time_and_requests() -> None:
     assert "ETA" in text
 
 
+@pytest.mark.slow
 def test_a_long_runs_report_downsamples_its_timelines_and_zooms_on_the_burst(runner: CliRunner, tmp_path: Path) -> None:
     from tokenplane.sim.report import PLOT_POINTS, downsample
 
