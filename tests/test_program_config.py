@@ -68,5 +68,6 @@ def test_missing_config_names_the_key_and_where_to_set_it_offline(tmp_path: Path
         render_project(load_project(project(tmp_path, "")), kubernetes_version="1.31")
     message = str(raised.value)
     assert "needs config 'aws:region', which is not set" in message
+    assert "__main__.py:2" in message
     assert "--config aws:region=VALUE" in message
     assert "pulumi config set" not in message  # the CLI the offline check exists to do without

@@ -214,8 +214,9 @@ def render_project(project: Project, *, kubernetes_version: str | None = DEFAULT
             except pulumi.ConfigMissingError as e:
                 # Pulumi's own message says to run `pulumi config set`, a CLI the offline check does not need.
                 raise SpecError(
-                    f"{project.entry}: the program needs config {e.key!r}, which is not set: add it to "
-                    f"Pulumi.{project.stack}.yaml's or Pulumi.yaml's config, or pass --config {e.key}=VALUE"
+                    f"{project.entry}: the program failed{_program_line(e, project.directory)}: it needs config "
+                    f"{e.key!r}, which is not set; add it to Pulumi.{project.stack}.yaml's or Pulumi.yaml's config, "
+                    f"or pass --config {e.key}=VALUE"
                 ) from e
             except Exception as e:
                 raise SpecError(f"{project.entry}: the program failed: {_program_frames(e, project.directory)}") from e
@@ -255,7 +256,11 @@ def _program_environment(project: Project) -> Iterator[None]:
 
 def _program_frames(error: BaseException, directory: Path) -> str:
     """The error with the innermost frame inside the program's directory, as ``file:line``."""
+    return f"{type(error).__name__}: {error}{_program_line(error, directory)}"
+
+
+def _program_line(error: BaseException, directory: Path) -> str:
+    """`` at file:line`` of the innermost frame inside the program's directory, or nothing."""
     home = str(directory.resolve())
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(home)]
-    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    return f"{type(error).__name__}: {error}{where}"
+    return f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
