@@ -177,6 +177,7 @@ def test_overlapping_vpc_ranges_are_reported() -> None:
     assert "can never be peered" in found[0].message and "vpc_cidr" in found[0].fix
 
 
+@pytest.mark.slow
 def test_a_latency_record_without_health_check_or_failover_is_reported() -> None:
     def unchecked(r: RenderedResource) -> RenderedResource:
         if r.type != "aws:route53/record:Record" or not r.inputs.get("latencyRoutingPolicies"):

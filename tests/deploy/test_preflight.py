@@ -78,6 +78,7 @@ def test_quota_at_what_the_node_groups_reach_passes(aws: None) -> None:
     assert {r.status for r in results if r.prerequisite.kind == "quota"} == {PASSED}
 
 
+@pytest.mark.slow
 def test_the_env_secret_is_unchecked_never_passed(aws: None) -> None:
     results = _run(lambda codes: _quotas({code: 100_000 for code in codes}))
     k8s = [r for r in results if r.prerequisite.kind == "kubernetes-secret"]

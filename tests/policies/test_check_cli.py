@@ -98,6 +98,7 @@ def test_an_unknown_policy_in_the_config_exits_2(tmp_path: Path) -> None:
     assert "unknown policy 'no-such-policy'" in result.output
 
 
+@pytest.mark.slow
 def test_a_policy_config_can_disable_a_policy(tmp_path: Path) -> None:
     config = tmp_path / "policy-config.json"
     config.write_text(json.dumps({"images-pinned-by-digest": "disabled"}), encoding="utf-8")
