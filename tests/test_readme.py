@@ -83,6 +83,7 @@ def _component_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(2))
 def test_the_components_section_examples_run(index: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # Composing a component by hand and testing one's own program: each block runs as written, from the root.

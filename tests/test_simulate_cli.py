@@ -39,6 +39,7 @@ def test_simulate_json_has_classes_with_p95_ttft_and_the_wall_time(runner: CliRu
     assert data["config"]["seed"] == 3
 
 
+@pytest.mark.slow
 def test_simulate_report_writes_one_html_page_of_svg_plots(runner: CliRunner, tmp_path: Path) -> None:
     page = tmp_path / "sim.html"
     result = runner.invoke(app, ["simulate", "stacks/dev.yaml", "--duration", "30s", "--report", str(page)])
