@@ -56,6 +56,7 @@ def record(tmp_path: Path, supervisor_pid: int) -> StackRecord:
         tenants={"demo": "sk-dev-demo-secret"},
         services={"gateway": gateway},
         updated_at="",
+        embedder="lexical",
     )
     write_state(state_path(tmp_path), stack)
     return stack
@@ -131,4 +132,5 @@ def test_dev_status_json_reports_each_service_checked_live_without_tenant_keys(
     assert status["running"] is False
     assert status["services"]["gateway"]["alive"] is False
     assert status["base_url"] == "http://127.0.0.1:8080/v1"
+    assert status["embedder"] == "lexical"
     assert "sk-dev-demo-secret" not in result.stdout

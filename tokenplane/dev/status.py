@@ -68,6 +68,7 @@ def status_json(status: StackStatus) -> dict[str, Any]:
         "region": record["region"],
         "engine": record["engine"],
         "base_url": record["base_url"],
+        "embedder": record.get("embedder"),
         "supervisor": {"pid": record["supervisor_pid"], "alive": status.supervisor_alive},
         "services": {
             s.name: {
@@ -97,6 +98,7 @@ def print_status(status: StackStatus, console: Console) -> None:
         soft_wrap=True,
         highlight=False,
     )
+    console.print(f"semantic cache embedder: {record.get('embedder', 'unknown')}", soft_wrap=True, highlight=False)
     table = Table(title=f"base URL {record['base_url']}")
     for column in ("service", "state", "pid", "port", "restarts", "process", "ready"):
         table.add_column(column, justify="right" if column in {"pid", "port", "restarts"} else "left", no_wrap=True)
