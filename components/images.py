@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from components.regional_image import RegionalImage, RegionalImageArgs
+from tokenplane import package_data
 
 REPOSITORY = "tokenplane-serving"
-CONTEXT = Path(__file__).resolve().parent.parent  # the repository root: the image installs this project
-DOCKERFILE = CONTEXT / "serving" / "images" / "Dockerfile"
 
 ImagesArgs = RegionalImageArgs
 
@@ -18,8 +17,12 @@ class Images(RegionalImage):
 
     MODULE = "images"
     REPOSITORY = REPOSITORY
-    CONTEXT = CONTEXT
-    DOCKERFILE = DOCKERFILE
+    DOCKERFILE = package_data.SERVING_DOCKERFILE
     TAG = "serving"
     MUTABLE = True  # the "serving" tag moves with each build; regions pin the digest, which cannot
     BUILD = "serving"
+
+    @classmethod
+    def context(cls) -> Path:
+        """The image installs this project: it is built from the directory that holds its packages."""
+        return package_data.source_root()

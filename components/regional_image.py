@@ -18,6 +18,7 @@ import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
 from components.base import Component
+from tokenplane import package_data
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,8 +34,7 @@ class RegionalImage(Component):
     """Base of the images a stack builds and pushes; a subclass names the repository, build and tag."""
 
     REPOSITORY: ClassVar[str]  # the last path segment; the repository is {platform}/{REPOSITORY}
-    CONTEXT: ClassVar[Path]
-    DOCKERFILE: ClassVar[Path]
+    DOCKERFILE: ClassVar[package_data.DataFile]  # package data: the file lies in the installed package
     TAG: ClassVar[str]
     MUTABLE: ClassVar[bool]  # whether a push may move TAG to other bytes
     BUILD: ClassVar[str]  # the build's child name
@@ -66,8 +66,8 @@ class RegionalImage(Component):
         }
         image = docker_build.Image(
             self.child(self.BUILD),
-            context=docker_build.BuildContextArgs(location=str(self.CONTEXT)),
-            dockerfile=docker_build.DockerfileArgs(location=str(self.DOCKERFILE)),
+            context=docker_build.BuildContextArgs(location=str(self.context())),
+            dockerfile=docker_build.DockerfileArgs(location=str(package_data.path(self.DOCKERFILE))),
             platforms=[docker_build.Platform.LINUX_AMD64],  # the node groups' architecture
             push=True,
             tags=[repo.repository_url.apply(lambda url: f"{url}:{self.TAG}") for repo in repos.values()],
@@ -87,6 +87,11 @@ class RegionalImage(Component):
         self.register_outputs(
             {"repository_urls": {c: r.repository_url for c, r in repos.items()}, "digest": image.digest}
         )
+
+    @classmethod
+    def context(cls) -> Path:
+        """The build context: the directory ``docker build`` sends, which the Dockerfile's COPY lines read."""
+        raise NotImplementedError(f"{cls.__name__} must say which directory its image is built from")
 
     @classmethod
     def repository_name(cls, platform: str) -> str:

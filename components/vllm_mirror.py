@@ -17,9 +17,8 @@ from pathlib import Path
 
 from components.pins import VLLM_IMAGE
 from components.regional_image import RegionalImage, RegionalImageArgs
+from tokenplane import package_data
 
-CONTEXT = Path(__file__).resolve().parent.parent / "serving" / "images"
-DOCKERFILE = CONTEXT / "vllm.Dockerfile"
 REPOSITORY = "vllm-openai"  # the last path segment stays vllm-openai: the policy pack finds vLLM containers by it
 TAG = VLLM_IMAGE.rsplit(":", 1)[1]
 
@@ -31,8 +30,12 @@ class VllmMirror(RegionalImage):
 
     MODULE = "vllm_mirror"
     REPOSITORY = REPOSITORY
-    CONTEXT = CONTEXT
-    DOCKERFILE = DOCKERFILE
+    DOCKERFILE = package_data.VLLM_DOCKERFILE
     TAG = TAG
     MUTABLE = False  # the tag is the pinned release; a push of other bytes is refused
     BUILD = "vllm"
+
+    @classmethod
+    def context(cls) -> Path:
+        """The Dockerfile is one FROM line: the context is only the folder it lies in."""
+        return package_data.path(cls.DOCKERFILE).parent

@@ -94,3 +94,17 @@ def only_issue(issues: list[Issue], path: str) -> Issue:
 def issue_at() -> Callable[[list[Issue], str], Issue]:
     """Pick the single issue reported at a field path."""
     return only_issue
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: an unmarked slow test is caught in every tier's run
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    from tests.tiers import unmarked
+
+    found = unmarked(
+        (item.nodeid, getattr(item, "fixturenames", ()), (m.name for m in item.iter_markers())) for item in items
+    )
+    if found:
+        raise pytest.UsageError(
+            f"{len(found)} test(s) start a broker or other processes but are not marked slow: {', '.join(found[:5])}; "
+            "add @pytest.mark.slow (or pytestmark = pytest.mark.slow for the module)"
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tokenplane.cli import app
@@ -13,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEV = str(ROOT / "stacks" / "dev.yaml")
 
 
+@pytest.mark.slow
 def test_plan_json_lists_every_rendered_resource_with_its_region_and_inputs() -> None:
     result = CliRunner().invoke(app, ["plan", DEV, "--json"])
     assert result.exit_code == 0, result.output
@@ -29,6 +31,7 @@ def test_plan_json_lists_every_rendered_resource_with_its_region_and_inputs() ->
     assert set(secret["inputs"]["stringData"].values()) == {"[secret]"}  # no credential reaches the output
 
 
+@pytest.mark.slow
 def test_plan_prints_counts_tree_and_writes_the_topology_svg(tmp_path: Path) -> None:
     svg = tmp_path / "topology.svg"
     result = CliRunner().invoke(app, ["plan", DEV, "--tree", "--graph", str(svg)])
@@ -42,12 +45,14 @@ def test_plan_prints_counts_tree_and_writes_the_topology_svg(tmp_path: Path) -> 
     assert "VllmPool" in text
 
 
+@pytest.mark.slow
 def test_graph_with_an_unknown_extension_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["plan", DEV, "--graph", str(tmp_path / "topology.gif")])
     assert result.exit_code == 2
     assert "must end in .svg or .png" in result.output
 
 
+@pytest.mark.slow
 def test_capacity_only_never_imports_pulumi() -> None:
     import subprocess
     import sys

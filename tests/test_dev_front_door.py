@@ -21,6 +21,9 @@ import pytest
 from serving.gateway.server import HEADER_TIMEOUT_S
 from tests.test_dev_stack import Stack, running_stack
 
+# Slow tier: starts a tokenplane dev stack as real processes.
+pytestmark = pytest.mark.slow
+
 # Words that must never reach a client: internal addresses, secret references, exception names.
 LEAKS = ("127.0.0.1", "env://", "aws-sm://", "OPENAI_API_KEY", "Traceback", "Error:", "UnicodeEncodeError")
 SYSTEM_CHAT = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "hi"}]

@@ -28,6 +28,7 @@ def test_replicas_are_min_replicas_scaled_and_never_fewer_than_one() -> None:
     assert [replicas(m, s) for m, s in [(0, 1.0), (1, 0.5), (3, 0.5), (2, 1.0), (2, 2.0)]] == [1, 1, 2, 2, 4]
 
 
+@pytest.mark.slow
 def test_every_pool_of_the_first_region_gets_its_engines_and_the_gateways_follow(tmp_path: Path) -> None:
     stack = plan(tmp_path, scale=2.0)
     names = [s.name for s in stack.services]
@@ -40,6 +41,7 @@ def test_every_pool_of_the_first_region_gets_its_engines_and_the_gateways_follow
     assert "gateway" in names and "modelgw" in names
 
 
+@pytest.mark.slow
 def test_ports_run_consecutively_from_ports_from_and_the_gateway_takes_port(tmp_path: Path) -> None:
     stack = plan(tmp_path, port=9090, ports_from=21000)
     by_name = {s.name: s.port for s in stack.services}

@@ -8,6 +8,7 @@ their own short-lived processes.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -25,6 +26,9 @@ from tests.conftest import DEV_SPEC, ROOT
 from tests.dev_stacks import free_port_block
 from tokenplane.dev.standins import free_port
 from tokenplane.dev.state import StackRecord, pid_alive, read_state, state_path
+
+# Slow tier: starts tokenplane dev stacks as real processes.
+pytestmark = pytest.mark.slow
 
 TOKENPLANE = Path(sys.executable).parent / "tokenplane"
 WAIT = 90.0  # seconds to wait for something expected (a stack on two busy cores); never asserted on
@@ -235,3 +239,28 @@ def test_dev_status_without_a_stack_says_how_to_start_one(tmp_path: Path) -> Non
     )
     assert done.returncode == 1
     assert "no stack has run from" in done.stderr and "tokenplane dev SPEC" in done.stderr
+
+
+def test_dev_stop_from_another_shell_stops_every_process_and_status_json_names_the_embedder(tmp_path: Path) -> None:
+    with running_stack(tmp_path) as running:
+        pids = running.all_pids()
+        status = subprocess.run(
+            [str(TOKENPLANE), "dev", "status", "--json", "--state-dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert json.loads(status.stdout)["embedder"] in {"all-minilm-l6-v2", "lexical"}
+        done = subprocess.run(
+            [str(TOKENPLANE), "dev", "stop", "--state-dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "stopped the stack" in done.stdout
+        assert running.process.wait(60) == 0
+        assert [p for p in pids if pid_alive(p)] == []

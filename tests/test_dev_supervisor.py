@@ -20,6 +20,9 @@ from tokenplane.dev.standins import free_port
 from tokenplane.dev.state import pid_alive, read_state, state_path
 from tokenplane.dev.supervisor import Supervisor, SupervisorError
 
+# Slow tier: starts and kills supervised processes.
+pytestmark = pytest.mark.slow
+
 WAIT = 30.0  # seconds a test waits for something it expects before failing; never asserted on
 
 

@@ -94,6 +94,7 @@ def test_cuda_visible_devices_chooses_the_gpus() -> None:
     assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2,3"}, has_vllm=lambda: True, list_gpus=lambda: ["0"]) == ["2", "3"]
 
 
+@pytest.mark.slow
 def test_dev_with_engine_vllm_on_this_machine_fails_before_starting_anything(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tokenplane", "dev", str(DEV_SPEC), "--engine", "vllm", "--state-dir", str(tmp_path)],

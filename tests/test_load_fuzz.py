@@ -31,6 +31,9 @@ from tokenplane.errors import SpecLoadError
 from tokenplane.load import MAX_VALUES, load_spec_text
 from tokenplane.spec import PlatformSpec
 
+# Slow tier: fuzzes the loader with hypothesis.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_NAMES = ("dev", "byteion", "minimal")
 TEXTS = {name: (ROOT / "stacks" / f"{name}.yaml").read_text(encoding="utf-8") for name in SPEC_NAMES}

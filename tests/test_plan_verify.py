@@ -84,13 +84,14 @@ def test_where_the_slo_decides_the_replicas_ten_percent_fewer_miss_it() -> None:
     assert all(p.fewer_met is False for p in result.pools), [(p.pool, p.fewer_replicas) for p in result.pools]
 
 
+@pytest.mark.slow
 def test_cli_plan_verify_prints_attainment_and_json_carries_it(tmp_path: Path) -> None:
     runner = CliRunner()
     done = runner.invoke(app, ["plan", str(ROOT / "stacks" / "minimal.yaml"), "--capacity-only", "--verify"])
     assert done.exit_code == 0, done.output
     assert "verify ok" in done.output and "fidelity:" in done.output
     done = runner.invoke(app, ["plan", str(ROOT / "stacks" / "minimal.yaml"), "--capacity-only", "--verify", "--json"])
-    data = json.loads(done.output)
+    data = json.loads(done.stdout)  # stdout only: the progress lines go to stderr
     [pool] = data["verify"]["pools"]
     assert data["verify"]["ok"] and data["summary"]["ok"]
     assert pool["classes"][0]["attainment"] >= 0.99 - 0.005

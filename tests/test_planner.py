@@ -105,6 +105,7 @@ def test_gpu_quota_equal_to_gpus_at_max_replicas_passes(dev_data: SpecData, load
     assert plan(load_data(dev_data)).ok
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=20)
 @given(low=st.floats(min_value=0.5, max_value=200), factor=st.floats(min_value=1.0, max_value=5.0))
 def test_replicas_needed_never_fall_as_peak_rps_rises(dev_data_pristine: SpecData, low: float, factor: float) -> None:
@@ -169,11 +170,13 @@ def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     return CliRunner()
 
 
+@pytest.mark.slow
 def test_cli_plan_of_the_dev_spec_exits_zero(runner: CliRunner) -> None:
     result = runner.invoke(app, ["plan", "stacks/dev.yaml"])
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.slow
 def test_cli_plan_json_has_summary_pools_and_violations(runner: CliRunner) -> None:
     result = runner.invoke(app, ["plan", "stacks/dev.yaml", "--json"])
     assert result.exit_code == 0, result.output
@@ -184,6 +187,7 @@ def test_cli_plan_json_has_summary_pools_and_violations(runner: CliRunner) -> No
         assert {"name", "region", "replicas_needed", "utilization", "ttft_p95_ms"} <= set(pool), pool.get("name")
 
 
+@pytest.mark.slow
 def test_cli_plan_json_matches_the_planner(runner: CliRunner) -> None:
     result = runner.invoke(app, ["plan", "stacks/dev.yaml", "--json"])
     expected = plan(load_spec(ROOT / "stacks" / "dev.yaml"))
@@ -193,6 +197,7 @@ def test_cli_plan_json_matches_the_planner(runner: CliRunner) -> None:
         assert math.isclose(pools[p.name]["utilization"], p.utilization)
 
 
+@pytest.mark.slow
 def test_cli_plan_exits_one_when_the_plan_has_violations(runner: CliRunner, dev_data: SpecData, tmp_path: Path) -> None:
     dev_data["budget"]["max_usd_per_hour"] = 1
     path = tmp_path / "over-budget.json"

@@ -112,6 +112,7 @@ def test_priority_levels_follow_the_tenants_rpm_and_residency(byteion: PlatformS
     assert math.isclose(sum(eu), 1.0)
 
 
+@pytest.mark.slow
 def test_the_model_agrees_with_the_engine_near_saturation(byteion: PlatformSpec) -> None:
     # us-east medium-rag at its planned peak: KV-heavy RAG prompts, rho ~0.75 of the simulator's own mu.
     checked = verify(byteion, plan(byteion), only={("us-east", "medium-rag")})
@@ -123,6 +124,7 @@ def test_the_model_agrees_with_the_engine_near_saturation(byteion: PlatformSpec)
         assert abs(cls.attainment - cls.planned_attainment) <= 0.005, cls
 
 
+@pytest.mark.slow
 def test_verify_catches_the_m_m_c_plan_that_passed_byteion(byteion: PlatformSpec) -> None:
     # The old planner (M/M/c over batch slots) planned us-east small-chat at 285 replicas and passed; the
     # engine misses class A's SLO for about one request in five there. Put that replica count back.

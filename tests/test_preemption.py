@@ -46,6 +46,7 @@ def test_a_replica_whose_prompts_dwarf_its_growth_rarely_preempts() -> None:
     assert preemption.per_request(0.5, 200, np.linspace(300, 700, 5), weights, waste=WASTE_TOKENS) == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("stack", "region", "pool"),
     [("minimal", "us", "chat"), ("byteion", "eu-west", "batch-catalog"), ("byteion", "us-east", "medium-rag")],

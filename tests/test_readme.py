@@ -33,6 +33,7 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert test in ci.splitlines(), f".ci/run must contain the README test command verbatim: {test}"
 
 
+@pytest.mark.slow
 def test_quickstart_main_job_runs_and_succeeds() -> None:
     run, _ = _quickstart()
     main_job = run.split("&&")[-1].strip()
@@ -54,6 +55,7 @@ def _example_commands() -> list[str]:
     return commands
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", _example_commands())
 def test_readme_example_command_succeeds(command: str) -> None:
     argv = shlex.split(command.split(">", 1)[0])
@@ -81,6 +83,7 @@ def _component_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(2))
 def test_the_components_section_examples_run(index: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # Composing a component by hand and testing one's own program: each block runs as written, from the root.

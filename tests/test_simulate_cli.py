@@ -39,6 +39,7 @@ def test_simulate_json_has_classes_with_p95_ttft_and_the_wall_time(runner: CliRu
     assert data["config"]["seed"] == 3
 
 
+@pytest.mark.slow
 def test_simulate_report_writes_one_html_page_of_svg_plots(runner: CliRunner, tmp_path: Path) -> None:
     page = tmp_path / "sim.html"
     result = runner.invoke(app, ["simulate", "stacks/dev.yaml", "--duration", "30s", "--report", str(page)])
@@ -62,7 +63,7 @@ def test_simulate_report_writes_one_html_page_of_svg_plots(runner: CliRunner, tm
         ("--profile", "weekly", "--profile 'weekly' is not a profile; use flat or diurnal"),
         ("--rps", "-5", "--rps -5 must be a positive number"),
         ("--initial", "cold", "use settled or min"),
-        ("--fidelity", "fluid", "--fidelity 'fluid' is not a fidelity; use request, sampled or aggregate"),
+        ("--fidelity", "fluid", "--fidelity 'fluid' is not a fidelity; use auto, request, sampled or aggregate"),
         ("--sample-replicas", "0", "--sample-replicas 0 must be at least 1"),
     ],
 )
@@ -80,7 +81,9 @@ def test_simulate_of_a_missing_spec_exits_2(runner: CliRunner) -> None:
 
 
 def test_a_run_too_big_for_memory_is_refused_up_front_with_an_estimate(runner: CliRunner) -> None:
-    result = runner.invoke(app, ["simulate", "stacks/byteion.yaml", "--rps", "1e9", "--duration", "24h"])
+    result = runner.invoke(
+        app, ["simulate", "stacks/byteion.yaml", "--rps", "1e9", "--duration", "24h", "--fidelity", "request"]
+    )
     assert result.exit_code == 2
     message = " ".join(result.output.split())
     assert "this run needs about" in message and "GiB is available" in message
@@ -107,7 +110,8 @@ def test_the_progress_bar_shows_simulated_time_and_requests() -> None:
     from tokenplane.sim.simulate import SimConfig
 
     out = io.StringIO()
-    with progress_bar(SimConfig(duration_s=3600), show=True, console=Console(file=out, width=200)) as advance:
+    terminal = Console(file=out, width=200, force_terminal=True)
+    with progress_bar(SimConfig(duration_s=3600), show=True, console=terminal) as advance:
         assert advance is not None
         advance(1800.0, 12_345)
     text = out.getvalue()
@@ -116,6 +120,7 @@ def test_the_progress_bar_shows_simulated_time_and_requests() -> None:
     assert "ETA" in text
 
 
+@pytest.mark.slow
 def test_a_long_runs_report_downsamples_its_timelines_and_zooms_on_the_burst(runner: CliRunner, tmp_path: Path) -> None:
     from tokenplane.sim.report import PLOT_POINTS, downsample
 

@@ -102,6 +102,7 @@ def test_a_run_too_big_for_memory_is_refused_with_the_estimate(dev_spec: Platfor
     assert check_memory(dev_spec, config, available=2 * need) == need
 
 
+@pytest.mark.slow
 def test_sampled_fidelity_needs_far_less_memory_than_request_level() -> None:
     spec = load_spec("stacks/byteion.yaml")
     day = {"rps": 10_000.0, "duration_s": 86_400.0}
@@ -123,6 +124,7 @@ def test_a_sampled_replica_gets_every_nth_arrival_of_its_pool() -> None:
     assert (slots == 0).all()
 
 
+@pytest.mark.slow
 def test_aggregate_agrees_with_request_level_within_10_percent_on_a_burst_window() -> None:
     """byteion at 500 RPS, 08:50-09:00 diurnal, with a 3x burst at 09:00: both fidelities can run it."""
     from tokenplane.sim.workload import Burst, Profile

@@ -9,17 +9,21 @@ pays only for what it uses and never imports pulumi.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.core
 
 from tokenplane import __version__
+
+if TYPE_CHECKING:
+    from tokenplane.sim.gates import FailOn
 
 app = typer.Typer(
     name="tokenplane",
@@ -30,7 +34,25 @@ app = typer.Typer(
 )
 
 SpecPath = Annotated[Path, typer.Argument(help="The platform spec, e.g. stacks/dev.yaml", show_default=False)]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Emit machine-readable JSON on stdout")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Emit machine-readable JSON on stdout (--format json)")]
+
+
+class OutputFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+
+
+# Every command that prints a report takes both spellings: --format FORMAT, and --json for --format json
+# (tests/test_cli_ci.py holds each command to it).
+FormatOption = Annotated[
+    OutputFormat | None, typer.Option("--format", help="table for people, json for machines (--json is the same)")
+]
+
+
+def _json_wanted(as_json: bool, fmt: OutputFormat | None) -> bool:
+    if as_json and fmt is OutputFormat.TABLE:
+        _fail("--json and --format table ask for two formats; give one")
+    return as_json or fmt is OutputFormat.JSON
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
@@ -70,6 +92,7 @@ def _root(
 def plan(
     spec: SpecPath,
     as_json: JsonFlag = False,
+    fmt: FormatOption = None,
     capacity_only: Annotated[
         bool,
         typer.Option("--capacity-only", help="Size only; skip rendering the Pulumi graph (fast, no pulumi import)"),
@@ -101,7 +124,9 @@ def plan(
     from tokenplane.plan_report import console_for_output, plan_json, print_plan
     from tokenplane.planner import plan as make_plan
     from tokenplane.pricing_cache import PricingCache, default_dir
+    from tokenplane.progress import step
 
+    as_json = _json_wanted(as_json, fmt)
     try:
         platform = load_spec(spec)
     except SpecError as e:
@@ -111,12 +136,13 @@ def plan(
     result = make_plan(
         platform, cache=PricingCache(cache_dir) if cache_dir is not None else None, progress=progress.pools
     )
+    progress.close()
     checked = None
     if verify:
         from tokenplane.sim.verify import verify as verify_plan
 
-        progress.stage("verifying: simulating every loaded pool at its planned peak")
-        checked = verify_plan(platform, result)
+        with step("simulating every pool at its planned peak (--verify)"):
+            checked = verify_plan(platform, result)
     rendered = None
     findings: list[Any] = []
     prerequisites: list[Any] = []
@@ -124,15 +150,14 @@ def plan(
         from tokenplane import deploy
         from tokenplane.render import render
 
-        progress.stage("rendering the Pulumi graph under the mock runtime")
-        rendered = render(platform)
-        progress.stage("checking the graph's deployability")
+        with step("rendering the Pulumi program under mocks"):
+            rendered = render(platform)
         try:
-            findings = deploy.run(platform, rendered)
-            prerequisites = deploy.prerequisites_of(platform, rendered)
+            with step("checking deployability"):
+                findings = deploy.run(platform, rendered)
+                prerequisites = deploy.prerequisites_of(platform, rendered)
         except deploy.GraphDataMissing as e:
             _fail(str(e), code=1)
-    progress.close()
     ok = result.ok and (rendered is None or rendered.ok) and not findings and (checked is None or checked.ok)
     if as_json:
         data = plan_json(result)
@@ -170,7 +195,8 @@ def plan(
         from tokenplane.render_report import write_graph
 
         try:
-            write_graph(rendered, graph)
+            with step(f"drawing the topology to {graph}"):
+                write_graph(rendered, graph)
         except SpecError as e:
             _fail(str(e))
     raise typer.Exit(0 if ok else 1)
@@ -212,12 +238,14 @@ def size(
         ),
     ] = True,
     as_json: JsonFlag = False,
+    fmt: FormatOption = None,
 ) -> None:
     """GPU VRAM and KV cache capacity of one replica, as vLLM would report it at startup."""
     from tokenplane.errors import SpecError
     from tokenplane.plan_report import print_size
     from tokenplane.sizing import SizeRequest, size_replica
 
+    as_json = _json_wanted(as_json, fmt)
     try:
         request = SizeRequest.from_cli(
             model=model,
@@ -278,6 +306,7 @@ def check(
     fmt: Annotated[
         CheckFormat, typer.Option("--format", help="table for people; json, junit or sarif for CI")
     ] = CheckFormat.TABLE,
+    as_json: JsonFlag = False,
     policy_config: Annotated[
         Path | None,
         typer.Option("--policy-config", help="CrossGuard --policy-pack-config JSON: levels, thresholds, exceptions"),
@@ -295,7 +324,12 @@ def check(
     from tokenplane.check_report import print_table, render
     from tokenplane.errors import SpecError
     from tokenplane.plan_report import console_for_output
+    from tokenplane.progress import step
 
+    if as_json:
+        if fmt not in {CheckFormat.TABLE, CheckFormat.JSON}:
+            _fail(f"--json and --format {fmt.value} ask for two formats; give one")
+        fmt = CheckFormat.JSON
     if (spec is None) == (program is None):
         _fail("give either a spec file (tokenplane check stacks/dev.yaml) or --program DIR, not both or neither")
     if program is None and (config or stack != "dev" or kubernetes_version is not None):
@@ -316,23 +350,27 @@ def check(
 
             version = kubernetes_minor(kubernetes_version or DEFAULT_KUBERNETES_VERSION)
             project = load_project(program, stack=stack, config=parse_config(config or []))
-            rendered = render_project(project, kubernetes_version=version)
+            with step(f"rendering the program in {program} under mocks"):
+                rendered = render_project(project, kubernetes_version=version)
             artifact = project.entry_path  # SARIF annotations point at the program's entry file
         elif spec is not None:  # always, after the either/or check above
             from tokenplane.load import load_spec
             from tokenplane.render import render as render_graph
 
             platform = load_spec(spec)
-            rendered = render_graph(platform)
+            with step("rendering the Pulumi program under mocks"):
+                rendered = render_graph(platform)
             artifact = str(spec)
     except SpecError as e:
         _fail(str(e))
-    result = run_checks(rendered, ALL, settings)
     from tokenplane import deploy
 
+    with step(f"running {len(ALL)} policies"):
+        result = run_checks(rendered, ALL, settings)
     try:
         # A program of one's own has no spec: the checks read what they need from its graph alone.
-        findings = deploy.run(platform, rendered)
+        with step("checking deployability"):
+            findings = deploy.run(platform, rendered)
     except deploy.GraphDataMissing as e:
         _fail(str(e), code=1)
     if fmt is CheckFormat.TABLE and output is None:
@@ -351,7 +389,7 @@ def check(
 
 
 @app.command()
-def preflight(spec: SpecPath, as_json: JsonFlag = False) -> None:
+def preflight(spec: SpecPath, as_json: JsonFlag = False, fmt: FormatOption = None) -> None:
     """Check SPEC's prerequisites in the AWS account of your credentials (read-only). Exits 1 if any fails.
 
     Secrets Manager secrets per region, on-demand GPU vCPU quotas, the AZs and
@@ -367,6 +405,7 @@ def preflight(spec: SpecPath, as_json: JsonFlag = False) -> None:
     from tokenplane.preflight import preflight as run_preflight
     from tokenplane.render import render
 
+    as_json = _json_wanted(as_json, fmt)
     try:
         platform = load_spec(spec)
     except SpecError as e:
@@ -426,7 +465,8 @@ class _DevGroup(typer.core.TyperGroup):
 
 dev_app = typer.Typer(
     cls=_DevGroup,
-    help="Stand the spec's first region up on loopback and keep it running: tokenplane dev SPEC; tokenplane dev status.",
+    help="Stand the spec's first region up on loopback and keep it running: tokenplane dev SPEC; then "
+    "tokenplane dev status [--json], dev logs SERVICE, dev stop.",
     no_args_is_help=True,
 )
 app.add_typer(dev_app, name="dev")
@@ -508,20 +548,64 @@ def dev_up(
 
 
 @dev_app.command("status")
-def dev_status(state_dir: StateDir = Path(".tokenplane")) -> None:
+def dev_status(state_dir: StateDir = Path(".tokenplane"), as_json: JsonFlag = False, fmt: FormatOption = None) -> None:
     """Each service's state, pid, port and restarts from STATE_DIR/dev.json, checked live. Exits 1 if not running."""
     from rich.console import Console
 
     from tokenplane.dev.state import DevStateError
     from tokenplane.dev.status import check as check_stack
-    from tokenplane.dev.status import print_status
+    from tokenplane.dev.status import print_status, status_json
 
+    as_json = _json_wanted(as_json, fmt)
     try:
         status = check_stack(state_dir)
     except DevStateError as e:
         _fail(str(e), code=1)
-    print_status(status, Console(highlight=False))
+    if as_json:
+        _emit_json(status_json(status))
+    else:
+        print_status(status, Console(highlight=False))
     raise typer.Exit(0 if status.running else 1)
+
+
+@dev_app.command("stop")
+def dev_stop(state_dir: StateDir = Path(".tokenplane")) -> None:
+    """Stop the stack running from STATE_DIR (SIGTERM to its supervisor) and wait for it. Exits 1 if it lingers."""
+    from tokenplane.dev.control import STOP_TIMEOUT_S, stop
+    from tokenplane.dev.state import DevStateError
+
+    try:
+        stopped = stop(state_dir)
+    except DevStateError as e:
+        _fail(str(e), code=1)
+    if not stopped.was_running:
+        typer.echo(f"no stack is running from {state_dir} (supervisor pid {stopped.pid} is gone)")
+    elif stopped.stopped:
+        typer.echo(f"stopped the stack in {state_dir} (supervisor pid {stopped.pid})")
+    else:
+        _fail(
+            f"the supervisor (pid {stopped.pid}) is still running {STOP_TIMEOUT_S:.0f} s after SIGTERM; "
+            f"see {state_dir}/logs/, or kill -KILL {stopped.pid}",
+            code=1,
+        )
+
+
+@dev_app.command("logs")
+def dev_logs(
+    service: Annotated[str, typer.Argument(help="The service, as dev status names it (e.g. gateway)")],
+    state_dir: StateDir = Path(".tokenplane"),
+    lines: Annotated[int, typer.Option("--lines", "-n", help="How many of the last lines to print")] = 50,
+) -> None:
+    """Print the last lines of SERVICE's log in the stack of STATE_DIR."""
+    from tokenplane.dev.control import log_path, tail
+    from tokenplane.dev.state import DevStateError
+
+    try:
+        text = tail(log_path(state_dir, service), lines)
+    except DevStateError as e:
+        _fail(str(e))
+    for line in text:
+        typer.echo(line)
 
 
 @app.command()
@@ -543,19 +627,33 @@ def simulate(
     fidelity: Annotated[
         str,
         typer.Option(
-            help="request (every request on every replica), sampled (a few replicas per pool at request level) "
+            help="auto (request for a short run, aggregate for a long one; the output says which), request "
+            "(every request on every replica), sampled (a few replicas per pool at request level) "
             "or aggregate (sampled, and steady stretches replayed: a day in a minute)"
         ),
-    ] = "request",
+    ] = "auto",
     sample_replicas: Annotated[
         int, typer.Option(help="Replicas per pool simulated request by request at sampled/aggregate fidelity")
     ] = 2,
     progress: Annotated[
-        bool, typer.Option("--progress/--no-progress", help="A progress bar on stderr: simulated time, requests, ETA")
-    ] = False,
+        bool,
+        typer.Option(
+            "--progress/--no-progress",
+            help="Progress on stderr: a bar on a terminal, a plain line per 10% otherwise (CI logs)",
+        ),
+    ] = True,
     as_json: JsonFlag = False,
+    fmt: FormatOption = None,
     report: Annotated[
         Path | None, typer.Option("--report", help="Write an HTML page of plots here, e.g. sim.html")
+    ] = None,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when this happens, for CI: unstable (λ ≥ μ in a pool) or slo (a class below its "
+            "slo_attainment); repeatable",
+        ),
     ] = None,
 ) -> None:
     """Simulate SPEC's platform: latency, queues, autoscaling, shedding and cost over time (see --fidelity)."""
@@ -563,8 +661,9 @@ def simulate(
     from tokenplane.load import load_spec
     from tokenplane.sim.simulate import Fidelity, Initial, SimConfig
     from tokenplane.sim.simulate import simulate as run_simulation
-    from tokenplane.sim.workload import Burst, Profile, parse_clock, parse_duration
+    from tokenplane.sim.workload import Burst, Profile, auto_fidelity, parse_clock, parse_duration
 
+    as_json = _json_wanted(as_json, fmt)
     try:
         if rps is not None and not (math.isfinite(rps) and rps > 0):
             raise SpecError(f"--rps {rps:g} must be a positive number of requests per second, e.g. --rps 10000")
@@ -572,8 +671,9 @@ def simulate(
             raise SpecError(f"--profile {profile!r} is not a profile; use flat or diurnal")
         if initial not in {i.value for i in Initial}:
             raise SpecError(f"--initial {initial!r} is not allowed; use settled or min")
-        if fidelity not in {f.value for f in Fidelity}:
-            raise SpecError(f"--fidelity {fidelity!r} is not a fidelity; use request, sampled or aggregate")
+        if fidelity != "auto" and fidelity not in {f.value for f in Fidelity}:
+            raise SpecError(f"--fidelity {fidelity!r} is not a fidelity; use auto, request, sampled or aggregate")
+        gates = _fail_on(fail_on or [])
         if sample_replicas < 1:
             raise SpecError(f"--sample-replicas {sample_replicas} must be at least 1, e.g. --sample-replicas 2")
         config = SimConfig(
@@ -584,10 +684,14 @@ def simulate(
             start_s=parse_clock(start),
             seed=seed,
             initial=Initial(initial),
-            fidelity=Fidelity(fidelity),
             sample_replicas=sample_replicas,
         )
         platform = load_spec(spec)
+        if fidelity == "auto":
+            chosen, reason = auto_fidelity(config.rps or platform.platform.peak_rps, config.duration_s, config.bursts)
+            config = dataclasses.replace(config, fidelity=chosen, fidelity_reason=reason)
+        else:
+            config = dataclasses.replace(config, fidelity=Fidelity(fidelity))
         from tokenplane.sim.progress import progress_bar
 
         with progress_bar(config, show=progress) as advance:
@@ -614,3 +718,20 @@ def simulate(
         print_simulation(summary)
         if report is not None:
             typer.echo(f"report written to {report}")
+    from tokenplane.sim.gates import failures
+
+    failed = failures(summary, platform, gates)
+    if failed:
+        _fail("--fail-on: " + "; ".join(failed), code=1)
+
+
+def _fail_on(values: list[str]) -> set[FailOn]:
+    """The --fail-on gates, each checked against the allowed ones."""
+    from tokenplane.errors import SpecError
+    from tokenplane.sim.gates import FailOn
+
+    allowed = {f.value for f in FailOn}
+    for value in values:
+        if value not in allowed:
+            raise SpecError(f"--fail-on {value!r} is not a condition; use {' or '.join(sorted(allowed))}")
+    return {FailOn(v) for v in values}

@@ -25,8 +25,8 @@ from tokenplane.pool_model import PoolTiming, engine_release, memory, node_for, 
 from tokenplane.pool_performance import Health, ReplicaPerformance, for_pool
 from tokenplane.pricing_cache import PricingCache
 from tokenplane.replica_search import MAX_REPLICAS_SEARCHED, first_holding, first_meeting
-from tokenplane.sizing import PINNED_VLLM
 from tokenplane.routes import Routes
+from tokenplane.sizing import PINNED_VLLM
 from tokenplane.spec import PlatformSpec, Pool, Region, WorkloadClass
 from tokenplane.traffic import Spill, route
 from tokenplane.vllm_memory import parse_version, version_warning
@@ -110,7 +110,7 @@ class PoolPlan:
 
 @dataclass(frozen=True)
 class PlanViolation:
-    kind: str  # memory | stability | slo | capacity | quota | budget | unrouted
+    kind: str  # memory | stability | slo | capacity | quota | budget | unrouted | cost
     message: str
     region: str | None = None
     pool: str | None = None
@@ -187,6 +187,7 @@ def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, progress: Pla
     result.worst_case_usd_per_hour, result.worst_case_scenario = worst_case_spend(spec, result.pools)
     result.violations.extend(_region_checks(spec, result))
     result.warnings.extend(_dr_checks(spec, result))
+    result.warnings.extend(_idle_gpu_warnings(spec, result))
     result.notes.append(limits_note(spec))
     return result
 
@@ -217,6 +218,21 @@ def _release_checks(spec: PlatformSpec) -> list[PlanViolation]:
                 )
             )
     return found
+
+
+def _idle_gpu_warnings(spec: PlatformSpec, result: Plan) -> list[PlanViolation]:
+    """Pools on a default node that leaves GPUs idle at their warm replicas, where a cheaper node fits."""
+    from tokenplane.node_fit import idle_on_default_node
+
+    pools = {p.name: p for p in spec.pools}
+    out = []
+    for pp in result.pools:
+        idle = idle_on_default_node(pools[pp.name], pp.min_replicas)
+        if idle is not None:
+            out.append(
+                PlanViolation("cost", idle.message(f"{pp.region}/{pp.name}", pools[pp.name]), pp.region, pp.name)
+            )
+    return out
 
 
 def limits_note(spec: PlatformSpec) -> str:

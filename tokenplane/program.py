@@ -89,7 +89,10 @@ def load_project(directory: Path, *, stack: str = DEFAULT_STACK, config: Mapping
         raise SpecError(
             f"{project_file}: main {meta.get('main') or '.'!r} has no {entry.name}; point main at the program"
         )
-    values = _stack_config(directory / f"Pulumi.{stack}.yaml", name)
+    # As the Pulumi CLI layers them: Pulumi.yaml's project config, then the stack file, then the command line.
+    values = _project_config(meta.get("config"), project_file, name)
+    stack_dir = directory / str(meta.get("stackConfigDir") or ".")
+    values |= _stack_config(stack_dir / f"Pulumi.{stack}.yaml", name)
     for key, value in (config or {}).items():
         values[_qualified(key, name)] = value
     return Project(name, directory, entry, stack, values)
@@ -109,6 +112,35 @@ def _yaml_mapping(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a mapping at the top, got {type(data).__name__}")
     return data
+
+
+def _project_config(raw: Any, path: Path, project: str) -> dict[str, str]:
+    """Pulumi.yaml's ``config:``: a plain value, ``{value: V}``, or a schema whose ``default`` applies.
+
+    A schema without a default (``{type: string}``) declares a key each stack must set: it adds no value.
+    """
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: config must be a mapping of key: value, got {type(raw).__name__}")
+    values = {}
+    for key, declared in raw.items():
+        if isinstance(declared, dict):
+            if "value" in declared:
+                value = declared["value"]
+            elif "default" in declared:
+                value = declared["default"]
+            elif "type" in declared:
+                continue
+            else:
+                raise SpecError(
+                    f"{path}: config.{key} is a mapping without value, default or type; write `{key}: VALUE`, "
+                    f"`{key}: {{value: VALUE}}` or a schema with type and default"
+                )
+        else:
+            value = declared
+        values[_qualified(str(key), project)] = value if isinstance(value, str) else json.dumps(value)
+    return values
 
 
 def _stack_config(path: Path, project: str) -> dict[str, str]:
@@ -166,6 +198,7 @@ def render_project(project: Project, *, kubernetes_version: str | None = DEFAULT
     Raises:
         SpecError: the program raised; the message carries the program's own frame and error.
     """
+    import pulumi
     from pulumi.runtime import config as runtime_config
     from pulumi.runtime import settings
 
@@ -178,6 +211,13 @@ def render_project(project: Project, *, kubernetes_version: str | None = DEFAULT
                 runpy.run_path(str(project.entry), run_name="__main__")
             except SystemExit as e:
                 raise SpecError(f"{project.entry}: the program exited: {e.code}") from e
+            except pulumi.ConfigMissingError as e:
+                # Pulumi's own message says to run `pulumi config set`, a CLI the offline check does not need.
+                raise SpecError(
+                    f"{project.entry}: the program failed{_program_line(e, project.directory)}: it needs config "
+                    f"{e.key!r}, which is not set; add it to Pulumi.{project.stack}.yaml's or Pulumi.yaml's config, "
+                    f"or pass --config {e.key}=VALUE"
+                ) from e
             except Exception as e:
                 raise SpecError(f"{project.entry}: the program failed: {_program_frames(e, project.directory)}") from e
         stack = settings.get_root_resource()
@@ -216,7 +256,11 @@ def _program_environment(project: Project) -> Iterator[None]:
 
 def _program_frames(error: BaseException, directory: Path) -> str:
     """The error with the innermost frame inside the program's directory, as ``file:line``."""
+    return f"{type(error).__name__}: {error}{_program_line(error, directory)}"
+
+
+def _program_line(error: BaseException, directory: Path) -> str:
+    """`` at file:line`` of the innermost frame inside the program's directory, or nothing."""
     home = str(directory.resolve())
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(home)]
-    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    return f"{type(error).__name__}: {error}{where}"
+    return f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""

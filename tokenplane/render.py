@@ -29,16 +29,15 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from tokenplane import package_data
 from tokenplane.spec import PlatformSpec
 
 if TYPE_CHECKING:
     import jsonschema
 
 ACCOUNT_ID = "123456789012"  # the mock account: a documentation-reserved-looking, obviously fake ID
-KEDA_SCHEMA = Path(__file__).resolve().parent.parent / "components" / "schemas" / "keda-scaledobject-v1alpha1.json"
 REGION_TYPE = "tokenplane:region:Region"
 LB_CONTROLLER_CHART = "aws-load-balancer-controller"  # the chart that serves aws-load-balancer-* annotations
 # Kubernetes resource types that are not plain objects: providers, Helm releases, and CRs with their own schemas.
@@ -579,7 +578,9 @@ def _validator(api_version: str, kind: str, kubernetes_version: str) -> jsonsche
     from kubernetes_validate import utils  # type: ignore[import-untyped]  # the package ships no type hints
 
     if api_version == "keda.sh/v1alpha1" and kind == "ScaledObject":
-        return jsonschema.Draft202012Validator(json.loads(KEDA_SCHEMA.read_text(encoding="utf-8")))
+        return jsonschema.Draft202012Validator(
+            json.loads(package_data.path(package_data.KEDA_SCHEMA).read_text(encoding="utf-8"))
+        )
     if "/" in api_version and "." in api_version.split("/", maxsplit=1)[0]:
         group = api_version.split("/", maxsplit=1)[0]
         if not group.endswith(".k8s.io"):

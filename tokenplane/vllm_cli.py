@@ -1,6 +1,6 @@
 """``vllm serve`` command lines checked against the pinned vLLM release's own options.
 
-The options come from ``components/schemas/vllm-<version>-cli.json``, which
+The options come from ``components/schemas/vllm-<version>-cli.json`` (package data), which
 ``scripts/vllm_cli_schema.py`` generates from the release's argument parser
 source. An option vLLM does not know makes it exit at start-up, so a pool
 would crash-loop; this catches it before a GPU node is ever booted.
@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import Any
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "components" / "schemas"
+from tokenplane import package_data
 
 
 @functools.cache
@@ -23,7 +22,8 @@ def load_schema(version: str) -> dict[str, Any]:
     Raises:
         FileNotFoundError: no schema was generated for that version; the message says how to make one.
     """
-    path = SCHEMAS / f"vllm-{version}-cli.json"
+    data = package_data.vllm_cli_schema(version)
+    path = package_data.package_dir(data.package).joinpath(*data.name.split("/"))
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `python scripts/vllm_cli_schema.py` for vLLM {version}")
     return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]

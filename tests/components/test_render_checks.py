@@ -110,6 +110,7 @@ def test_every_custom_resource_descends_from_the_platform(name: str) -> None:
         assert current is not None, f"{r.urn} is not under the LlmPlatform component (ancestors: {chain})"
 
 
+@pytest.mark.slow
 def test_rendering_twice_gives_identical_resources(dev: RenderResult) -> None:
     again = render(spec("dev"))
     first, second = urn_and_inputs(dev), urn_and_inputs(again)

@@ -61,6 +61,7 @@ def test_the_redis_autoname_of_a_long_platform_name_is_reported(long_named: tupl
     assert "ReplicationGroupId" in found[0].message and "shorten it by 3" in found[0].fix
 
 
+@pytest.mark.slow
 def test_an_iam_role_name_over_64_characters_is_reported() -> None:
     def long_role(r: RenderedResource) -> RenderedResource:
         if not r.name.endswith("-cluster-role"):
@@ -84,6 +85,7 @@ def test_an_az_that_does_not_exist_is_a_spec_error_naming_the_zones_that_do(tmp_
     assert "eu-west-1a, eu-west-1b, eu-west-1c" in str(e.value)
 
 
+@pytest.mark.slow
 def test_four_azs_where_they_exist_put_msk_on_three_client_subnets(tmp_path: Path) -> None:
     azs = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"]
     platform = load_spec(_variant(tmp_path, "four", regions__0__azs=azs))
@@ -103,6 +105,7 @@ def test_msk_on_four_client_subnets_is_reported() -> None:
     assert len(found) == 1 and "2 or 3 client subnets; this cluster has 4" in found[0].message, found
 
 
+@pytest.mark.slow
 def test_a_subnet_in_a_zone_that_does_not_exist_is_reported() -> None:
     def zone_d(r: RenderedResource) -> RenderedResource:
         if r.type != "aws:ec2/subnet:Subnet" or r.inputs.get("availabilityZone") != "eu-north-1a":
@@ -142,6 +145,7 @@ def test_an_ecr_replication_configuration_is_reported_as_a_registry_singleton() 
     assert [f.urn for f in found] == [singleton.urn] and "another stack's overwrites" in found[0].message
 
 
+@pytest.mark.slow
 def test_gpu_vcpu_quota_is_a_prerequisite_per_region_and_family() -> None:
     result = rendered("byteion")
     prerequisites = deploy.prerequisites_of(spec("byteion"), result)
@@ -161,6 +165,7 @@ def test_regions_get_vpc_ranges_that_do_not_overlap() -> None:
     assert len(set(blocks)) == len(spec("byteion").regions), blocks
 
 
+@pytest.mark.slow
 def test_overlapping_vpc_ranges_are_reported() -> None:
     def same_range(r: RenderedResource) -> RenderedResource:
         if r.type != "aws:ec2/vpc:Vpc":
@@ -172,6 +177,7 @@ def test_overlapping_vpc_ranges_are_reported() -> None:
     assert "can never be peered" in found[0].message and "vpc_cidr" in found[0].fix
 
 
+@pytest.mark.slow
 def test_a_latency_record_without_health_check_or_failover_is_reported() -> None:
     def unchecked(r: RenderedResource) -> RenderedResource:
         if r.type != "aws:route53/record:Record" or not r.inputs.get("latencyRoutingPolicies"):
@@ -185,6 +191,7 @@ def test_a_latency_record_without_health_check_or_failover_is_reported() -> None
     assert "keeps answering with the region when it is dead" in found[0].message
 
 
+@pytest.mark.slow
 def test_latency_records_of_regions_with_a_dr_secondary_route_through_failover() -> None:
     records = [r for r in rendered("byteion").resources if r.inputs.get("latencyRoutingPolicies")]
     assert records and not [r for r in records if "healthCheckId" in r.inputs], "failover handles these regions"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -22,6 +23,7 @@ def _hub_sourced(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_plan_exits_1_and_names_the_rule_the_urn_and_the_fix(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["plan", str(_hub_sourced(tmp_path))])
     assert result.exit_code == 1, result.output
@@ -29,6 +31,7 @@ def test_plan_exits_1_and_names_the_rule_the_urn_and_the_fix(tmp_path: Path) -> 
     assert "fix: add a publish Job" in result.stdout, result.stdout
 
 
+@pytest.mark.slow
 def test_plan_json_carries_findings_and_prerequisites(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["plan", str(_hub_sourced(tmp_path)), "--json"])
     assert result.exit_code == 1, result.output
@@ -39,6 +42,7 @@ def test_plan_json_carries_findings_and_prerequisites(tmp_path: Path) -> None:
     assert "quota" in kinds, data["deploy"]["prerequisites"]
 
 
+@pytest.mark.slow
 def test_plan_of_an_example_stack_passes_and_lists_its_prerequisites() -> None:
     result = CliRunner().invoke(app, ["plan", str(ROOT / "stacks" / "dev.yaml")])
     assert result.exit_code == 0, result.output
@@ -46,6 +50,7 @@ def test_plan_of_an_example_stack_passes_and_lists_its_prerequisites() -> None:
     assert "llm-gateway/ai-gateway-env-secrets" in result.stdout and "L-417A185B" in result.stdout
 
 
+@pytest.mark.slow
 def test_check_exits_1_on_a_deployability_finding(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["check", str(_hub_sourced(tmp_path)), "--format", "json"])
     assert result.exit_code == 1, result.output

@@ -7,6 +7,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pytest
 
 from components.system_capacity import system_cpu_at_maxima
 from tests.deploy.conftest import findings, mutated, rendered, spec, with_inputs
@@ -40,6 +41,7 @@ def test_gpu_pods_are_pending_without_the_device_plugin() -> None:
     assert len(found) == 1 and "no nvidia-device-plugin release" in found[0].message, found
 
 
+@pytest.mark.slow
 def test_ai_gateway_gets_no_address_without_the_load_balancer_controller() -> None:
     def drop_controller(r: RenderedResource) -> RenderedResource | None:
         return None if r.inputs.get("chart") == LB_CONTROLLER_CHART else r
@@ -115,6 +117,7 @@ def test_ebs_csi_role_is_assumable_only_by_the_controller_service_account() -> N
     ], attached
 
 
+@pytest.mark.slow
 def test_vllm_rollout_outlasts_pulumis_default_await() -> None:
     def default_timeouts(r: RenderedResource) -> RenderedResource:
         return dataclasses.replace(r, custom_timeouts={}) if r.type == VLLM_DEPLOYMENT else r
@@ -134,6 +137,7 @@ def test_vllm_deployments_carry_a_timeout_that_covers_their_start() -> None:
         assert set(d.custom_timeouts) == {"create", "update"}, f"{d.urn}: {d.custom_timeouts}"
 
 
+@pytest.mark.slow
 def test_network_policies_are_reported_as_unenforced_when_the_cni_agent_is_off() -> None:
     def agent_off(r: RenderedResource) -> RenderedResource:
         if r.type != "aws:eks/addon:Addon" or r.inputs.get("addonName") != "vpc-cni":
@@ -186,6 +190,7 @@ def test_workloads_and_releases_that_do_not_wait_for_nodes_are_reported() -> Non
     assert any("Deployment llm-gateway/ai-gateway" in f.message for f in found), found
 
 
+@pytest.mark.slow
 def test_gateways_at_their_hpa_maxima_that_the_system_nodes_cannot_hold_are_reported() -> None:
     def old_max(r: RenderedResource) -> RenderedResource:
         if r.type != "aws:eks/nodeGroup:NodeGroup" or not r.name.endswith("-cluster-system"):

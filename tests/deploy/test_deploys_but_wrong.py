@@ -65,6 +65,7 @@ def _service_annotations(edit: dict[str, str | None]) -> RenderResult:
 # --- TLS on the gateway's listener ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_example_terminates_tls_on_443_with_an_issued_certificate() -> None:
     for name in ("minimal", "dev", "byteion"):
         service = next(r for r in rendered(name).resources if r.name.endswith(GATEWAY_SERVICE))
@@ -253,6 +254,7 @@ def test_global_limits_are_refused_with_the_reason(tmp_path: Path) -> None:
     assert "limits_scope" in message and "Global Datastore" in message and "limits_scope: region" in message
 
 
+@pytest.mark.slow
 def test_the_plan_says_limits_count_per_region_and_how_far_each_tenant_reaches() -> None:
     notes = plan(spec("byteion")).notes
     note = next(n for n in notes if "rate limits and quotas are counted per region" in n)
@@ -262,6 +264,7 @@ def test_the_plan_says_limits_count_per_region_and_how_far_each_tenant_reaches()
 # --- EKS access -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_cluster_gives_the_spec_admin_role_an_entry_and_the_admin_policy() -> None:
     result = rendered("byteion")
     entries = [r for r in result.resources if r.type == "aws:eks/accessEntry:AccessEntry"]
@@ -271,6 +274,7 @@ def test_every_cluster_gives_the_spec_admin_role_an_entry_and_the_admin_policy()
     assert not findings("byteion", rule="eks-access")
 
 
+@pytest.mark.slow
 def test_an_admin_role_without_an_access_entry_is_reported_per_cluster() -> None:
     def drop(r: RenderedResource) -> RenderedResource | None:
         return None if r.type == "aws:eks/accessEntry:AccessEntry" else r
@@ -280,6 +284,7 @@ def test_an_admin_role_without_an_access_entry_is_reported_per_cluster() -> None
     assert all(f.urn.endswith("-cluster-eks") and ADMIN in f.message for f in found), found
 
 
+@pytest.mark.slow
 def test_an_entry_without_the_admin_policy_is_forbidden_everything() -> None:
     def drop(r: RenderedResource) -> RenderedResource | None:
         return None if r.type == "aws:eks/accessPolicyAssociation:AccessPolicyAssociation" else r
@@ -288,6 +293,7 @@ def test_an_entry_without_the_admin_policy_is_forbidden_everything() -> None:
     assert found and all("every request is Forbidden" in f.message for f in found), found
 
 
+@pytest.mark.slow
 def test_a_policy_association_that_does_not_wait_for_its_entry_is_reported() -> None:
     def unordered(r: RenderedResource) -> RenderedResource:
         if r.type != "aws:eks/accessPolicyAssociation:AccessPolicyAssociation":

@@ -12,6 +12,7 @@ from tokenplane.deploy import GraphDataMissing
 from tokenplane.render import RenderedResource
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["minimal", "dev", "byteion"])
 def test_example_stack_passes_every_deployability_check(name: str) -> None:
     found = findings(name)

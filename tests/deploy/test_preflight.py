@@ -64,6 +64,7 @@ def _run(quotas: Any) -> list[Any]:
     return preflight(graph, prerequisites, clients)
 
 
+@pytest.mark.slow
 def test_quota_below_what_the_node_groups_reach_fails_with_the_request_to_make(aws: None) -> None:
     results = _run(lambda codes: _quotas({code: 8 for code in codes}))
     quota = [r for r in results if r.prerequisite.kind == "quota"]
@@ -71,11 +72,13 @@ def test_quota_below_what_the_node_groups_reach_fails_with_the_request_to_make(a
     assert "request-service-quota-increase" in quota[0].detail and "--quota-code" in quota[0].detail
 
 
+@pytest.mark.slow
 def test_quota_at_what_the_node_groups_reach_passes(aws: None) -> None:
     results = _run(lambda codes: _quotas({code: 100_000 for code in codes}))
     assert {r.status for r in results if r.prerequisite.kind == "quota"} == {PASSED}
 
 
+@pytest.mark.slow
 def test_the_env_secret_is_unchecked_never_passed(aws: None) -> None:
     results = _run(lambda codes: _quotas({code: 100_000 for code in codes}))
     k8s = [r for r in results if r.prerequisite.kind == "kubernetes-secret"]
@@ -97,6 +100,7 @@ def test_azs_and_gpu_offerings_are_checked_in_the_account(aws: None) -> None:
     assert all(r.status in (PASSED, FAILED) and r.detail for r in offerings.values())
 
 
+@pytest.mark.slow
 def test_missing_secrets_manager_secrets_fail_per_region_and_created_ones_pass(aws: None) -> None:
     byteion = spec("byteion")
     prerequisites = [p for p in deploy.prerequisites_of(byteion, rendered("byteion")) if p.kind == "secret"]
@@ -113,6 +117,7 @@ def test_missing_secrets_manager_secrets_fail_per_region_and_created_ones_pass(a
     assert "aws secretsmanager create-secret" in secrets[1].detail
 
 
+@pytest.mark.slow
 def test_preflight_cli_exits_1_and_reports_json(aws: None) -> None:
     result = CliRunner().invoke(app, ["preflight", str(ROOT_STACKS / "dev.yaml"), "--json"])
     assert result.exit_code == 1, result.output  # moto has no EC2 quotas: unknown is a failure, not a pass

@@ -90,6 +90,7 @@ def test_a_certificate_still_pending_validation_fails(aws: None, tmp_path: Path)
     assert result.status == FAILED and "PENDING_VALIDATION" in result.detail, result
 
 
+@pytest.mark.slow
 def test_a_certificate_without_the_region_host_fails_naming_it(aws: None, tmp_path: Path) -> None:
     arn = _imported([f"api.{DOMAIN}"])
     [result] = _results(_spec(tmp_path, certificate_arns={"us": arn}), "certificate")

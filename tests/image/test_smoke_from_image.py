@@ -11,6 +11,9 @@ from tests.image.smoke_from_image import ImageConfig, from_image, home_of, in_im
 from tokenplane.dev.services import DevOptions, StackPlan, plan_stack
 from tokenplane.load import load_spec
 
+# Slow tier: starts the serving processes from the built image's tree.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPEC = ROOT / "stacks" / "dev.yaml"
 CONFIG = ImageConfig(

@@ -46,6 +46,7 @@ def overloaded(dev_data: dict[str, Any]) -> dict[str, Any]:
     return dev_data
 
 
+@pytest.mark.slow
 def test_check_dev_exits_0_and_prints_the_table() -> None:
     result = check_example("dev")
     assert result.exit_code == 0, result.output
@@ -54,6 +55,7 @@ def test_check_dev_exits_0_and_prints_the_table() -> None:
     assert "(0 mandatory violations)" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_example_spec_passes_the_mandatory_policies(name: str) -> None:
     result = check_example(name)
@@ -61,6 +63,7 @@ def test_every_example_spec_passes_the_mandatory_policies(name: str) -> None:
     assert "(0 mandatory violations)" in result.stdout
 
 
+@pytest.mark.slow
 def test_sarif_goes_to_the_output_file(tmp_path: Path) -> None:
     report = tmp_path / "policy.sarif"
     result = invoke(str(STACKS / "dev.yaml"), "--format", "sarif", "-o", str(report))
@@ -71,6 +74,7 @@ def test_sarif_goes_to_the_output_file(tmp_path: Path) -> None:
     assert [rule["id"] for rule in sarif["runs"][0]["tool"]["driver"]["rules"]] == [p.name for p in ALL]
 
 
+@pytest.mark.slow
 def test_junit_goes_to_stdout() -> None:
     result = invoke(str(STACKS / "minimal.yaml"), "--format", "junit")
     assert result.exit_code == 0, result.output
@@ -94,6 +98,7 @@ def test_an_unknown_policy_in_the_config_exits_2(tmp_path: Path) -> None:
     assert "unknown policy 'no-such-policy'" in result.output
 
 
+@pytest.mark.slow
 def test_a_policy_config_can_disable_a_policy(tmp_path: Path) -> None:
     config = tmp_path / "policy-config.json"
     config.write_text(json.dumps({"images-pinned-by-digest": "disabled"}), encoding="utf-8")
@@ -103,12 +108,14 @@ def test_a_policy_config_can_disable_a_policy(tmp_path: Path) -> None:
     assert (digest["status"], digest["violations"]) == ("disabled", [])
 
 
+@pytest.mark.slow
 def test_lambda_above_mu_exits_1_naming_the_capacity_policy(tmp_path: Path, dev_data: dict[str, Any]) -> None:
     result = invoke(write_spec(tmp_path, overloaded(dev_data)))
     assert result.exit_code == 1, result.output
     assert "violation capacity-lambda-below-mu: pool small in local: lambda=" in result.stdout
 
 
+@pytest.mark.slow
 def test_an_all_advisory_config_lets_lambda_above_mu_through_as_a_warning(
     tmp_path: Path, dev_data: dict[str, Any]
 ) -> None:

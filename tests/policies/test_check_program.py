@@ -68,6 +68,7 @@ def test_the_insecure_examples_pod_and_cronjob_are_both_checked() -> None:
     assert any(m.startswith("CronJob default/cleanup") for m in messages)
 
 
+@pytest.mark.slow
 def test_the_shipped_program_passes_as_a_program() -> None:
     # The repository is itself a Pulumi project: Pulumi.yaml, main stacks/, Pulumi.dev.yaml selects the spec.
     result = invoke("--program", str(ROOT), "--stack", "dev")
@@ -76,6 +77,7 @@ def test_the_shipped_program_passes_as_a_program() -> None:
     assert "finding(s) waived by the policy config's exceptions" in result.stdout  # visible, not a blind spot
 
 
+@pytest.mark.slow
 def test_config_on_the_command_line_overrides_the_stack_file(tmp_path: Path) -> None:
     report = tmp_path / "policy.sarif"
     result = invoke(
@@ -193,6 +195,7 @@ def test_the_readme_lists_every_default_exception() -> None:
         assert f"`{policy}`" in POLICIES_SECTION.split("### Exceptions", 1)[1], policy
 
 
+@pytest.mark.slow
 def test_the_ci_example_checks_a_spec_and_a_program_with_commands_that_pass() -> None:
     import shlex
 

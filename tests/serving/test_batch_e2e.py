@@ -47,6 +47,9 @@ from tests.serving.conftest import FILES_BUCKET, S3_REGION, Broker, consume, ser
 from tests.serving.platform import model_gateway_process
 from tokenplane.spec import PlatformSpec
 
+# Slow tier: every test starts its own Kafka-protocol broker and the batch stack.
+pytestmark = pytest.mark.slow
+
 KEYS = {"env://TOKENPLANE_KEY_DEMO": "sk-demo", "env://TOKENPLANE_KEY_ACME_EU": "sk-acme-eu"}
 KEY_OF = {"demo": "sk-demo", "acme-eu": "sk-acme-eu"}
 FINAL = {"completed", "failed", "cancelled", "expired"}

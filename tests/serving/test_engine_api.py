@@ -108,6 +108,7 @@ def long_text(words: int) -> str:
 # --- generation ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_chat_usage_counts_the_prompt_as_the_gateway_estimates_and_the_text_as_it_reads(
     dev_spec: PlatformSpec,
 ) -> None:

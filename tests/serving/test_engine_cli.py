@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tokenplane.dev.standins import free_port
 
@@ -26,6 +27,7 @@ def engine_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_an_unknown_pool_exits_2_listing_the_spec_s_pools() -> None:
     result = engine_cli("--pool", "nope")
     assert result.returncode == 2
@@ -35,6 +37,7 @@ def test_an_unknown_pool_exits_2_listing_the_spec_s_pools() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_spec_that_does_not_load_exits_2_with_its_location(tmp_path: Path) -> None:
     result = engine_cli("--spec", str(tmp_path / "missing.yaml"), "--pool", "small")
     assert result.returncode == 2
@@ -42,6 +45,7 @@ def test_a_spec_that_does_not_load_exits_2_with_its_location(tmp_path: Path) -> 
     assert len(lines) == 1 and "missing.yaml" in lines[0] and "no such file" in lines[0]
 
 
+@pytest.mark.slow
 def test_the_engine_serves_health_and_models_on_its_port() -> None:
     port = free_port()
     process = subprocess.Popen(
@@ -68,6 +72,7 @@ def test_the_engine_serves_health_and_models_on_its_port() -> None:
         process.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_a_bad_output_tokens_range_exits_2_saying_what_to_give() -> None:
     result = engine_cli("--pool", "small", "--output-tokens", "48-4")
     assert result.returncode == 2

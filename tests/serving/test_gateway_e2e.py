@@ -24,6 +24,9 @@ from tests.serving.conftest import Broker, consume
 from tests.serving.platform import KEY_OF, Platform, platform
 from tokenplane.spec import PlatformSpec
 
+# Slow tier: every test starts its own broker, engines and gateways and reads its topics from the start.
+pytestmark = pytest.mark.slow
+
 MESSAGES: list[ChatCompletionMessageParam] = [
     {"role": "user", "content": "Explain inventory forecasting in two sentences."}
 ]

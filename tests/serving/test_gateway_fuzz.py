@@ -55,6 +55,9 @@ from tests.serving.conftest import Broker, serve
 from tests.serving.platform import KEY_OF, platform
 from tokenplane.spec import PlatformSpec
 
+# Slow tier: fuzzes a live gateway with schemathesis.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 COUNTS_FILE = ROOT / "tests" / ".fuzz_counts.json"
 AUTH = {"Authorization": f"Bearer {KEY_OF['demo']}"}

@@ -26,6 +26,9 @@ from tests.serving.conftest import Broker, serve
 from tests.serving.platform import KEY_OF, KEYS
 from tokenplane.spec import PlatformSpec, Tracing
 
+# Slow tier: every test starts its own broker and gateway.
+pytestmark = pytest.mark.slow
+
 STAGES = {
     "gateway.request",
     "gateway.auth",

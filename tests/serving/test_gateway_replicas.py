@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import pytest
 import yaml
 
 from serving.engine.app import create_app as engine_app
@@ -21,6 +22,9 @@ from serving.engine.config import EngineConfig
 from tests.serving.conftest import ROOT, Broker, serve
 from tokenplane.dev.standins import free_port, wait_for_port
 from tokenplane.load import load_spec
+
+# Slow tier: starts a broker and gateway replicas.
+pytestmark = pytest.mark.slow
 
 TPM = 2000
 KEY = "sk-replica-test-0001"

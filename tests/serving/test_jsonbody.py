@@ -50,6 +50,7 @@ def test_malformed_and_non_utf8_bodies_say_where() -> None:
         jsonbody.loads(b'{"a": "\xff"}')
 
 
+@pytest.mark.slow
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(),
@@ -105,6 +106,7 @@ def test_nesting_past_the_limit_is_refused_on_the_fast_path_too() -> None:
     assert len(jsonbody.loads(wide)) == 500
 
 
+@pytest.mark.slow
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

@@ -68,6 +68,7 @@ def spooled_seqs(spool: Path) -> list[int]:
     return [json.loads(line)["value"]["seq"] for line in lines]
 
 
+@pytest.mark.slow
 async def test_with_kafka_stopped_mid_run_every_usage_event_arrives_once_it_returns(
     kafka: Broker, tmp_path: Path
 ) -> None:
@@ -93,6 +94,7 @@ async def test_with_kafka_stopped_mid_run_every_usage_event_arrives_once_it_retu
     assert not list((tmp_path / "spool").glob("*.jsonl"))
 
 
+@pytest.mark.slow
 async def test_a_broker_killed_mid_stream_loses_no_event_it_acknowledged_or_was_sent(
     durable_kafka: Broker, tmp_path: Path
 ) -> None:
@@ -122,6 +124,7 @@ async def test_a_broker_killed_mid_stream_loses_no_event_it_acknowledged_or_was_
         assert firsts == sorted(firsts), f"{tenant}'s events arrived out of order: {firsts}"
 
 
+@pytest.mark.slow
 async def test_aclose_with_the_broker_down_spools_everything_in_order(kafka: Broker, tmp_path: Path) -> None:
     await kafka.stop()
     target = sink(kafka, tmp_path / "spool")
@@ -132,6 +135,7 @@ async def test_aclose_with_the_broker_down_spools_everything_in_order(kafka: Bro
     assert spooled_seqs(tmp_path / "spool") == list(range(100))
 
 
+@pytest.mark.slow
 async def test_a_spool_left_by_a_closed_sink_is_replayed_by_a_new_one(kafka: Broker, tmp_path: Path) -> None:
     await kafka.stop()
     first = sink(kafka, tmp_path / "spool")
@@ -150,6 +154,7 @@ async def test_a_spool_left_by_a_closed_sink_is_replayed_by_a_new_one(kafka: Bro
     assert not list((tmp_path / "spool").glob("*.jsonl"))
 
 
+@pytest.mark.slow
 async def test_a_full_spool_applies_backpressure_and_turns_unhealthy_instead_of_dropping(
     kafka: Broker, tmp_path: Path
 ) -> None:
@@ -170,12 +175,14 @@ async def test_a_full_spool_applies_backpressure_and_turns_unhealthy_instead_of_
     assert_complete_and_ordered(await consume(kafka.bootstrap, "usage-events", count=total), range(total))
 
 
+@pytest.mark.slow
 async def test_publish_needs_a_started_sink(kafka: Broker, tmp_path: Path) -> None:
     target = sink(kafka, tmp_path / "spool")
     with pytest.raises(RuntimeError, match="start"):
         await target.publish(TopicPurpose.USAGE, "alpha", {"seq": 0})
 
 
+@pytest.mark.slow
 async def test_ensure_topics_creates_missing_topics_with_the_specs_partitions(kafka: Broker) -> None:
     wanted = [
         Topic(name="usage-events", purpose=TopicPurpose.USAGE, partitions=3, replication_factor=1),

@@ -76,6 +76,7 @@ def test_embeddings_match_the_sentence_transformers_reference(encoder: MiniLmEnc
         assert np.abs(np.array(vector[:8]) - expected).max() < 1e-5, text
 
 
+@pytest.mark.slow
 def test_a_batch_embeds_each_text_as_it_would_alone(encoder: MiniLmEncoder) -> None:
     texts = [PASSWORD, "a cat", "word " * 400]  # padding in the batch, and one text past max_seq_length
     batch = encoder.embed(texts)
@@ -114,6 +115,7 @@ async def embed_pool(dev_spec: PlatformSpec) -> AsyncIterator[AsyncOpenAI]:
         yield client
 
 
+@pytest.mark.slow
 async def test_the_embedding_pool_serves_the_model_s_vectors_and_says_so(
     embed_pool: AsyncOpenAI, encoder: MiniLmEncoder
 ) -> None:
@@ -126,6 +128,7 @@ async def test_the_embedding_pool_serves_the_model_s_vectors_and_says_so(
     assert result.usage.prompt_tokens == sum(len(encoder.ids(t)) for t in (PASSWORD, UNRELATED)) == 9 + 8
 
 
+@pytest.mark.slow
 async def test_float_and_base64_encodings_carry_the_same_model_vectors(embed_pool: AsyncOpenAI) -> None:
     floats = await embed_pool.embeddings.create(model="embedder", input=PARAPHRASE, encoding_format="float")
     b64 = await embed_pool.embeddings.with_raw_response.create(model="embedder", input=PARAPHRASE)
@@ -157,6 +160,7 @@ async def test_the_lexical_switch_serves_the_labelled_stand_in(dev_spec: Platfor
     assert raw.parse().data[0].embedding == pytest.approx(lexical_embedding(PASSWORD, DIMENSION), abs=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flag", "kind", "logged"),
     [

@@ -381,6 +381,7 @@ def run_cli(environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_process_exits_2_with_one_line_when_the_config_is_missing() -> None:
     result = run_cli({})
     assert result.returncode == 2
@@ -389,6 +390,7 @@ def test_the_process_exits_2_with_one_line_when_the_config_is_missing() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_the_process_exits_2_when_the_config_is_not_a_spec(tmp_path: Path) -> None:
     config = tmp_path / "platform.json"
     config.write_text('{"platform": 1}')

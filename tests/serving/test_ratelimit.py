@@ -120,6 +120,7 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
 """
 
 
+@pytest.mark.slow
 def test_a_limit_holds_across_three_gateway_processes_sharing_one_redis(redis_url: str) -> None:
     attempts, tokens = 250, 5  # 750 attempts against 300 requests and 3000 tokens (600 requests' worth)
     start = redis_seconds(redis_url)

@@ -204,6 +204,7 @@ async def test_answers_stored_again_and_again_do_not_grow_the_purge_without_boun
     assert len(store._expiry) <= 2 * 10 + 256 + 100  # rebuilt from the live entries at a purge
 
 
+@pytest.mark.slow
 async def test_the_embedded_store_finds_the_same_nearest_answer_as_an_exact_scan() -> None:
     """Recall: HNSW is approximate; on 2,000 answers the nearest found is the true nearest for nearly every probe."""
     store = EmbeddedStore(DIMENSION)

@@ -18,6 +18,7 @@ def test_redis_stand_in_answers_commands(redis_url: str) -> None:
     client.close()
 
 
+@pytest.mark.slow
 async def test_broker_round_trips_messages_in_order(kafka: Broker) -> None:
     from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]  # aiokafka ships no types
 

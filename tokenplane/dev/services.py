@@ -142,6 +142,13 @@ class StackPlan:
         return self.options.state_dir
 
     @property
+    def embedder(self) -> str:
+        """The semantic cache's embedder (all-minilm-l6-v2, lexical or none), for dev.json and dev status."""
+        from tokenplane.dev.embedder import semantic_embedder
+
+        return semantic_embedder(self.spec)[0]
+
+    @property
     def base_url(self) -> str:
         """The OpenAI base URL: what ``OpenAI(base_url=...)`` takes."""
         return f"http://{LOOPBACK}:{self.options.port}/v1"
@@ -420,10 +427,13 @@ def plan_stack(
         if not 0 < port < 65536:
             raise SpecError(f"port {port} is not a TCP port (1-65535); change --port or --ports-from")
 
+    from tokenplane.dev.embedder import semantic_embedder
+
     notes = [
         *provider_notes(spec, environ),
         "vector DB: the semantic cache's embedded HNSW index inside the gateway process (a Qdrant server "
         "in the cluster), in memory and bounded",
+        semantic_embedder(spec)[1],
     ]
     if file_secrets:
         notes.append(f"tenant keys for non-env:// references are in {state_dir / 'secrets.json'}")

@@ -13,6 +13,7 @@ atomically (write, then rename), so a reader never sees half of it.
       "engine": "sim",
       "base_url": "http://127.0.0.1:8080/v1",
       "tenants": {"demo": "sk-dev-demo-...", ...},
+      "embedder": "all-minilm-l6-v2" | "lexical" | "none",
       "services": {
         "redis": {"pid": 4243, "port": 18000, "other_ports": [], "state": "ready", "restarts": 0,
                   "log": "/abs/.tokenplane/logs/redis.log", "ready_url": null},
@@ -32,7 +33,7 @@ import urllib.request
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from tokenplane.dev.standins import LOOPBACK, port_in_use
 from tokenplane.errors import TokenplaneError
@@ -88,6 +89,7 @@ class StackRecord(TypedDict):
     tenants: dict[str, str]
     services: dict[str, ServiceRecord]
     updated_at: str
+    embedder: NotRequired[str]  # the semantic cache's embedder; absent from a dev.json an older tokenplane wrote
 
 
 def state_path(state_dir: Path) -> Path:

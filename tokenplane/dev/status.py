@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tokenplane.dev.state import StackRecord, StackState, answers, pid_alive, read_state, state_path
 
@@ -58,6 +58,34 @@ def check(state_dir: Path) -> StackStatus:
     return StackStatus(record, supervisor_alive, services)
 
 
+def status_json(status: StackStatus) -> dict[str, Any]:
+    """What ``dev status --json`` prints: the stack and each service, checked live; no tenant keys (dev.json has them)."""
+    record = status.record
+    return {
+        "running": status.running,
+        "state": record["state"],
+        "spec": record["spec"],
+        "region": record["region"],
+        "engine": record["engine"],
+        "base_url": record["base_url"],
+        "embedder": record.get("embedder"),
+        "supervisor": {"pid": record["supervisor_pid"], "alive": status.supervisor_alive},
+        "services": {
+            s.name: {
+                "state": s.recorded,
+                "pid": s.pid,
+                "port": s.port,
+                "restarts": s.restarts,
+                "alive": s.alive,
+                "ready": s.ready,
+                "log": s.log,
+            }
+            for s in status.services
+        },
+        "updated_at": record["updated_at"],
+    }
+
+
 def print_status(status: StackStatus, console: Console) -> None:
     from rich.table import Table
 
@@ -70,6 +98,7 @@ def print_status(status: StackStatus, console: Console) -> None:
         soft_wrap=True,
         highlight=False,
     )
+    console.print(f"semantic cache embedder: {record.get('embedder', 'unknown')}", soft_wrap=True, highlight=False)
     table = Table(title=f"base URL {record['base_url']}")
     for column in ("service", "state", "pid", "port", "restarts", "process", "ready"):
         table.add_column(column, justify="right" if column in {"pid", "port", "restarts"} else "left", no_wrap=True)

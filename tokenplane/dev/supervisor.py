@@ -131,6 +131,7 @@ class Supervisor:
         self.stop_signal: int | None = None
         self._force = False
         self._path = state_path(plan.state_dir)
+        self._embedder = plan.embedder  # decided once: record() runs on every state change
 
     # --- signals --------------------------------------------------------------------------------
 
@@ -170,6 +171,7 @@ class Supervisor:
             "tenants": dict(plan.tenants),
             "services": {r.service.name: r.record() for r in self.runs},
             "updated_at": "",
+            "embedder": self._embedder,
         }
 
     def save(self) -> None:

@@ -311,7 +311,8 @@ def fidelity(result: SimResult) -> dict[str, Any]:
         "periods_simulated": simulated,
         "periods": len(detailed),
         "percentile_relative_accuracy": sketch.ALPHA,
-        "note": notes[mode],
+        "chosen": config.fidelity_reason or "asked for (--fidelity)",
+        "note": f"{mode} ({config.fidelity_reason}): {notes[mode]}" if config.fidelity_reason else notes[mode],
     }
 
 

@@ -1,11 +1,13 @@
-"""The workbench's progress bar: simulated time, requests simulated and the ETA, on stderr.
+"""The workbench's progress: simulated time, requests simulated and the ETA, on stderr.
 
-rich draws it on stderr so that ``--json`` on stdout stays clean; it is shown only
-when asked (``--progress``), since a short run finishes before a bar is worth drawing.
+On stderr so that ``--json`` on stdout stays clean. On a terminal, rich draws a bar. Elsewhere (a CI
+log, a pipe) a bar would print nothing until the end, so a plain line is written at each tenth of the
+run instead: a job that runs for minutes shows it is alive, and the log stays a dozen lines long.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -29,6 +31,9 @@ def progress_bar(config: SimConfig, *, show: bool, console: Console | None = Non
         return
     console = console or Console(stderr=True)
     total = config.duration_s
+    if not console.is_terminal:
+        yield _plain_lines(config, console)
+        return
     columns = (
         TextColumn("simulating"),
         BarColumn(),
@@ -45,3 +50,26 @@ def progress_bar(config: SimConfig, *, show: bool, console: Console | None = Non
             bar.update(task, completed=simulated_s, clock=_clock(simulated_s), requests=requests)
 
         yield advance
+
+
+PLAIN_STEPS = 10  # lines per run where stderr is not a terminal: one per tenth of the simulated time
+
+
+def _plain_lines(config: SimConfig, console: Console) -> Advance:
+    total, started = config.duration_s, time.monotonic()
+    printed = [0]  # the tenths already reported
+
+    def advance(simulated_s: float, requests: int) -> None:
+        step = int(PLAIN_STEPS * simulated_s / total) if total > 0 else PLAIN_STEPS
+        if step <= printed[0]:
+            return
+        printed[0] = step
+        elapsed = time.monotonic() - started
+        console.print(
+            f"simulating: {step * 100 // PLAIN_STEPS}% ({_clock(simulated_s)} of {_clock(total)} simulated, "
+            f"{requests:,} requests, {elapsed:.0f} s elapsed, {config.fidelity.value} fidelity)",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    return advance

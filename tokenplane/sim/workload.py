@@ -268,6 +268,33 @@ class Fidelity(StrEnum):
     AGGREGATE = "aggregate"  # sampled replicas, and steady stretches replayed from the last simulated period
 
 
+# Request level simulates about 160,000 requests per wall second on two cores (BENCHMARKS.md: 1.19M requests in
+# 7.5 s); up to this many arrivals it finishes in about 20 s, and past it `auto` picks aggregate, whose wall time
+# grows with the periods simulated rather than the requests (a 24 h day at 10,000 RPS in about a minute).
+AUTO_REQUEST_LIMIT = 3_000_000
+
+
+def expected_arrivals(rps: float, duration_s: float, bursts: tuple[Burst, ...]) -> float:
+    """An upper bound on a run's arrivals: the peak rate throughout, plus each burst's surge once per day."""
+    days = max(1.0, math.ceil(duration_s / 86_400))
+    surge = sum((b.factor - 1) * rps * min(b.duration_s, duration_s) for b in bursts if b.factor > 1)
+    return rps * duration_s + days * surge
+
+
+def auto_fidelity(rps: float, duration_s: float, bursts: tuple[Burst, ...]) -> tuple[Fidelity, str]:
+    """``--fidelity auto``: request level for a short run, aggregate for a long one, and why, for the output."""
+    arrivals = expected_arrivals(rps, duration_s, bursts)
+    if arrivals <= AUTO_REQUEST_LIMIT:
+        return (
+            Fidelity.REQUEST,
+            f"auto: about {arrivals:,.0f} arrivals at peak, request level up to {AUTO_REQUEST_LIMIT:,}",
+        )
+    return Fidelity.AGGREGATE, (
+        f"auto: about {arrivals:,.0f} arrivals at peak, over the {AUTO_REQUEST_LIMIT:,} simulated request by request "
+        "in about 20 s; --fidelity request forces every request"
+    )
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """One run of the workbench.
@@ -281,6 +308,7 @@ class SimConfig:
         seed: fixes every random draw: the same seed gives the same run.
         initial: replicas at the start.
         fidelity: every request, or a per-pool sample of replicas.
+        fidelity_reason: why ``--fidelity auto`` chose ``fidelity``; ``None`` when it was asked for.
         sample_replicas: in sampled mode, replicas per pool simulated request by request.
         trace: keep every request's outcome (``SimResult.requests`` / ``outcome``): memory grows with
             the run, so only for short runs and tests.
@@ -294,5 +322,6 @@ class SimConfig:
     seed: int = 0
     initial: Initial = Initial.SETTLED
     fidelity: Fidelity = Fidelity.REQUEST
+    fidelity_reason: str | None = None  # why --fidelity auto chose it, stated in the output; None when asked for
     sample_replicas: int = SAMPLE_REPLICAS
     trace: bool = False
