@@ -20,7 +20,7 @@ from opentelemetry import trace
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route as HttpRoute
 
 from serving import jsonbody
@@ -47,7 +47,7 @@ from serving.gateway.stages import (
     RouteStage,
     SemanticCacheStage,
 )
-from serving.gateway.streams import sse, with_keepalive
+from serving.gateway.streams import ClosingStreamingResponse, sse, with_keepalive
 from serving.tokens import ESTIMATE, TokenCounter, counter_for
 from serving.types import Clock, Endpoint, EventSink, SystemClock, Upstream
 from tokenplane import planner
@@ -207,7 +207,7 @@ def create_app(gateway: Gateway) -> Starlette:
             include_usage = call.request.include_usage if call.request is not None else False
             headers |= {"cache-control": "no-cache", "x-accel-buffering": "no"}
             body = with_keepalive(sse(reply.chunks, include_usage=include_usage, request_id=request_id))
-            return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+            return ClosingStreamingResponse(body, media_type="text/event-stream", headers=headers)
         return Response(jsonbody.dumps(reply.body), media_type=JSON_MEDIA, headers=headers)
 
     async def chat(request: Request) -> Response:
