@@ -32,6 +32,7 @@ from openai import AsyncOpenAI
 from prometheus_client import CollectorRegistry
 
 from serving.batch import BatchWorker
+from serving.batch.worker import JOBS_AT_ONCE
 from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
 from serving.events.kafka import KafkaSink
@@ -47,8 +48,12 @@ from tests.serving.conftest import FILES_BUCKET, S3_REGION, Broker, consume, ser
 from tests.serving.platform import model_gateway_process
 from tokenplane.spec import PlatformSpec
 
-KEYS = {"env://TOKENPLANE_KEY_DEMO": "sk-demo", "env://TOKENPLANE_KEY_ACME_EU": "sk-acme-eu"}
-KEY_OF = {"demo": "sk-demo", "acme-eu": "sk-acme-eu"}
+KEYS = {
+    "env://TOKENPLANE_KEY_DEMO": "sk-demo",
+    "env://TOKENPLANE_KEY_ACME_EU": "sk-acme-eu",
+    "env://TOKENPLANE_KEY_FREE": "sk-free",
+}
+KEY_OF = {"demo": "sk-demo", "acme-eu": "sk-acme-eu", "free": "sk-free"}
 FINAL = {"completed", "failed", "cancelled", "expired"}
 POLL_SECONDS = 0.02
 WAIT_LIMIT_SECONDS = 20.0  # a guard against a hang, never an expectation about speed
@@ -388,3 +393,41 @@ async def test_a_job_past_its_completion_window_is_marked_expired(stack: Stack) 
     assert batch.request_counts is not None and batch.request_counts.failed == 2
     errors = await read_jsonl(client, batch.error_file_id)
     assert {(e["custom_id"], e["error"]["code"]) for e in errors} == {("a", "batch_expired"), ("b", "batch_expired")}
+
+
+async def until(condition: Any) -> None:
+    async with asyncio.timeout(WAIT_LIMIT_SECONDS):
+        while not await condition():
+            await asyncio.sleep(POLL_SECONDS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs_at_once", [JOBS_AT_ONCE, 1], ids=["fair", "one-at-a-time"])
+async def test_a_rate_limited_tenants_batch_does_not_hold_back_another_tenants(stack: Stack, jobs_at_once: int) -> None:
+    """free (5 requests a minute) submits 30 lines, then demo 1 line: demo's completes while free's waits.
+
+    ``one-at-a-time`` puts the first round's worker back (one job at a time): demo's job is read and held,
+    and stays ``validating`` behind free's, which is what this test exists to catch.
+    """
+    free, demo = stack.client("free"), stack.client("demo")
+    long_id = await submit(free, [chat_line(f"free-{i}") for i in range(30)])
+    worker = stack.worker(jobs_at_once=jobs_at_once)
+    async with running(worker):
+
+        async def free_is_rate_limited() -> bool:
+            counts = (await free.batches.retrieve(long_id)).request_counts
+            return counts is not None and counts.completed >= 5  # its minute's requests are spent
+
+        await until(free_is_rate_limited)
+        short_id = await submit(demo, [chat_line("demo-1")])
+
+        async def both_held() -> bool:
+            return worker.jobs_held == 2
+
+        if jobs_at_once == 1:
+            await until(both_held)
+            assert (await demo.batches.retrieve(short_id)).status == "validating"
+            return
+        batch = await settled(demo, short_id)
+        assert batch.status == "completed"
+        assert (await free.batches.retrieve(long_id)).status == "in_progress"
