@@ -10,7 +10,11 @@
     POST   /v1/batches/{batch_id}/cancel
 
 Every route authenticates the API key, and everything is scoped to its
-tenant: another tenant's file or batch is a 404. The batch workers
+tenant: another tenant's file or batch is a 404. Every route that writes
+(an upload, a deletion, a batch's creation or cancellation) counts against the
+tenant's requests per minute like any other request, and uploads against its
+file count and byte caps (``serving.files.usage``); reads (polling a batch)
+do not, so a client waiting on a batch never spends the requests its work needs. The batch workers
 (``serving.batch``) run the queued jobs through the same gateway pipeline as
 online traffic, at batch priority. While Redis (the batch store) or the file
 store is unreachable, a route answers 503 and the tenant retries.
@@ -34,6 +38,7 @@ from serving.errors import InvalidRequest, NotFound, ServingError
 from serving.files.batch_lines import parse_input
 from serving.files.batch_store import BatchStore
 from serving.files.store import MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable
+from serving.files.usage import FileUsage
 from serving.gateway.app import Gateway
 from serving.gateway.edge import error_json
 from serving.gateway.requests import decode_body
@@ -99,13 +104,21 @@ def _files_unavailable(e: FileStoreUnavailable) -> ServingError:
     return ServingError("the file store is unavailable; retry shortly", code="files_unavailable", status=503)
 
 
-def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: EventSink) -> list[Route]:
-    """The Files and Batch API routes over a built ``Gateway``; add them to ``gateway.extra_routes``."""
+def batch_routes(
+    gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: EventSink, usage: FileUsage | None = None
+) -> list[Route]:
+    """The Files and Batch API routes over a built ``Gateway``; add them to ``gateway.extra_routes``.
 
-    def handler(fn: Callable[[Request, Tenant], Awaitable[Response]]) -> HttpHandler:
+    ``usage`` holds the per-tenant upload caps; by default the caps' constants, in the gateway's Redis.
+    """
+    usage = usage or FileUsage(gateway.redis)
+
+    def handler(fn: Callable[[Request, Tenant], Awaitable[Response]], *, writes: bool = False) -> HttpHandler:
         async def run(request: Request) -> Response:
             try:
                 tenant = gateway.keys.authenticate(request.headers.get("authorization"))
+                if writes:  # one request of the tenant's RPM, no tokens: a 429 with Retry-After past it
+                    await gateway.limiter.acquire(tenant, tokens=0)
                 return await fn(request, tenant)
             except ServingError as e:
                 return error_json(e)
@@ -150,7 +163,12 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
                 data += chunk
                 if len(data) > MAX_UPLOAD_BYTES:
                     raise _too_large(len(data))
-            obj = await files.put(tenant.name, str(purpose), part.filename or "upload.jsonl", bytes(data))
+            await usage.reserve(tenant.name, len(data))
+            try:
+                obj = await files.put(tenant.name, str(purpose), part.filename or "upload.jsonl", bytes(data))
+            except BaseException:
+                await usage.release(tenant.name, len(data))
+                raise
         finally:
             await form.close()
         await audit(tenant, "file.uploaded", file_id=obj["id"], bytes=obj["bytes"], purpose=obj["purpose"])
@@ -164,7 +182,10 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
         return Response(data, media_type="application/octet-stream")
 
     async def file_delete(request: Request, tenant: Tenant) -> Response:
+        meta = await files.get(tenant.name, request.path_params["file_id"])
         deleted = await files.delete(tenant.name, request.path_params["file_id"])
+        if meta.get("purpose") in {p.value for p in UPLOAD_PURPOSES}:  # only uploads count against the caps
+            await usage.release(tenant.name, int(meta.get("bytes", 0)))
         await audit(tenant, "file.deleted", file_id=deleted["id"])
         return JSONResponse(deleted)
 
@@ -246,14 +267,14 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
         return JSONResponse(batch)
 
     return [
-        Route("/v1/files", handler(upload), methods=["POST"]),
+        Route("/v1/files", handler(upload, writes=True), methods=["POST"]),
         Route("/v1/files/{file_id}", handler(file_object), methods=["GET"]),
-        Route("/v1/files/{file_id}", handler(file_delete), methods=["DELETE"]),
+        Route("/v1/files/{file_id}", handler(file_delete, writes=True), methods=["DELETE"]),
         Route("/v1/files/{file_id}/content", handler(file_content), methods=["GET"]),
-        Route("/v1/batches", handler(create_batch), methods=["POST"]),
+        Route("/v1/batches", handler(create_batch, writes=True), methods=["POST"]),
         Route("/v1/batches", handler(list_batches), methods=["GET"]),
         Route("/v1/batches/{batch_id}", handler(get_batch), methods=["GET"]),
-        Route("/v1/batches/{batch_id}/cancel", handler(cancel_batch), methods=["POST"]),
+        Route("/v1/batches/{batch_id}/cancel", handler(cancel_batch, writes=True), methods=["POST"]),
     ]
 
 

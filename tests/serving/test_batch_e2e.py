@@ -38,9 +38,11 @@ from serving.engine.config import EngineConfig
 from serving.events.kafka import KafkaSink
 from serving.files.batch_store import BatchStore
 from serving.files.store import FileStore
+from serving.files.usage import FileUsage
 from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.batch_api import batch_routes
 from serving.gateway.call import Call, Handler, Reply
+from serving.gateway.edge import public_app
 from serving.gateway.runtime import file_store, topics
 from serving.modelgw.client import HttpUpstream
 from serving.types import SystemClock
@@ -416,7 +418,8 @@ async def test_a_rate_limited_tenants_batch_does_not_hold_back_another_tenants(s
 
         async def free_is_rate_limited() -> bool:
             counts = (await free.batches.retrieve(long_id)).request_counts
-            return counts is not None and counts.completed >= 5  # its minute's requests are spent
+            # Its minute's 5 requests are spent: the upload, the batch's creation and 3 lines.
+            return counts is not None and counts.completed >= 3
 
         await until(free_is_rate_limited)
         short_id = await submit(demo, [chat_line("demo-1")])
@@ -431,3 +434,51 @@ async def test_a_rate_limited_tenants_batch_does_not_hold_back_another_tenants(s
         batch = await settled(demo, short_id)
         assert batch.status == "completed"
         assert (await free.batches.retrieve(long_id)).status == "in_progress"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("counted", [True, False], ids=["counted", "uncounted"])
+async def test_uploads_count_against_the_tenants_requests_per_minute(
+    stack: Stack, counted: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """free may make 5 requests a minute: the 6th upload in a row is a 429 with Retry-After.
+
+    ``uncounted`` puts the first round's defect back (the Files API never asked the rate limiter):
+    every upload passes, which is what this test exists to catch.
+    """
+    if not counted:
+
+        async def admit_everything(tenant: Any, *, tokens: int) -> None:
+            return None
+
+        monkeypatch.setattr(stack.gateway.limiter, "acquire", admit_everything)
+    free = stack.client("free")
+    statuses = []
+    for i in range(6):
+        try:
+            await free.files.create(file=(f"in-{i}.jsonl", jsonl([chat_line("a")])), purpose="batch")
+            statuses.append(200)
+        except openai.RateLimitError as e:
+            statuses.append(e.status_code)
+            assert e.response.headers.get("retry-after")
+    assert statuses == ([200] * 5 + [429] if counted else [200] * 6)
+
+
+@pytest.mark.slow
+async def test_a_tenants_upload_count_and_bytes_are_capped_until_it_deletes(stack: Stack) -> None:
+    redis = stack.gateway.redis
+    usage = FileUsage(redis, max_files=2, max_bytes=1000)
+    routes = batch_routes(stack.gateway, files=stack.files, jobs=stack.jobs, sink=stack.gateway.sink, usage=usage)
+    async with serve(public_app(routes)) as url, AsyncOpenAI(base_url=url + "/v1", api_key="sk-demo") as client:
+        small = jsonl([chat_line("a")])
+        assert 100 < len(small) < 300  # two fit in 1,000 bytes; six do not
+        first = await client.files.create(file=("a.jsonl", small), purpose="batch")
+        await client.files.create(file=("b.jsonl", small), purpose="batch")
+        with pytest.raises(openai.RateLimitError) as count:
+            await client.files.create(file=("c.jsonl", small), purpose="batch")
+        assert count.value.code == "file_count_limit_exceeded" and "at most 2" in count.value.message
+        await client.files.delete(first.id)
+        with pytest.raises(openai.APIStatusError) as size:
+            await client.files.create(file=("big.jsonl", small * 6), purpose="batch")
+        assert size.value.status_code == 413 and size.value.code == "file_storage_limit_exceeded"
+        await client.files.create(file=("c.jsonl", small), purpose="batch")  # the deletion made room
