@@ -15,6 +15,7 @@ from typing import Any
 
 from serving import jsonbody
 from serving.errors import InvalidRequest
+from serving.gateway import params
 from serving.tokens import DEFAULT_MAX_TOKENS, TokenCounter, content_text, count_messages, count_prompt
 from serving.types import Endpoint, Json
 
@@ -112,9 +113,7 @@ def _messages(body: Json) -> list[dict[str, Any]]:
 
 def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedRequest:
     """Check the fields the gateway depends on and count the prompt; raise ``InvalidRequest`` naming the field."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise InvalidRequest("model is required: a model name from GET /v1/models, a tier, or 'auto'", param="model")
+    model = params.check_model(body.get("model"))
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise InvalidRequest(f"stream must be true or false, got {stream!r}", param="stream")
@@ -126,6 +125,7 @@ def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedReques
         raise InvalidRequest("stream_options must be an object", param="stream_options")
     include_usage = bool(options.get("include_usage", False))
     _check_sampling(body)
+    params.check(endpoint, body)
     if endpoint is Endpoint.CHAT:
         messages = _messages(body)
         prompt_tokens = count_messages(counter, messages)
