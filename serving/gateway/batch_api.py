@@ -1,6 +1,7 @@
 """OpenAI's Files and Batch APIs: class D work goes in here, is validated, stored, and queued on Kafka.
 
     POST   /v1/files                    upload a batch input (multipart: file, purpose)
+    GET    /v1/files                    the tenant's files, newest first (limit, after, purpose)
     GET    /v1/files/{file_id}          its file object
     GET    /v1/files/{file_id}/content  its bytes
     DELETE /v1/files/{file_id}
@@ -37,10 +38,11 @@ from starlette.routing import Route
 from serving.errors import InvalidRequest, NotFound, ServingError
 from serving.files.batch_lines import parse_input
 from serving.files.batch_store import BatchStore
-from serving.files.store import MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable
+from serving.files.store import MAX_LISTED_FILES, MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable, page
 from serving.files.usage import FileUsage
 from serving.gateway.app import Gateway
 from serving.gateway.edge import error_json
+from serving.gateway.params import echo
 from serving.gateway.requests import decode_body
 from serving.types import Endpoint, EventSink, Json
 from tokenplane.spec import Tenant, TopicPurpose
@@ -58,6 +60,8 @@ MAX_METADATA_VALUE_CHARS = 512
 # took 0.9-2.0 s on the event loop): the thread yields the GIL every few milliseconds, and one file's
 # decoded lines (about 3x its bytes) are all that is held; the next creation waits its turn.
 MAX_CONCURRENT_PARSES = 1
+
+MAX_FILES_PAGE = MAX_LISTED_FILES  # OpenAI's largest (and default) page of files
 
 HttpHandler = Callable[[Request], Awaitable[Response]]
 
@@ -174,6 +178,29 @@ def batch_routes(
         await audit(tenant, "file.uploaded", file_id=obj["id"], bytes=obj["bytes"], purpose=obj["purpose"])
         return JSONResponse(obj)
 
+    async def list_files(request: Request, tenant: Tenant) -> Response:
+        raw_limit = request.query_params.get("limit", str(MAX_FILES_PAGE))
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_FILES_PAGE:
+            raise InvalidRequest(
+                f"limit={echo(raw_limit)} must be a whole number from 1 to {MAX_FILES_PAGE}", param="limit"
+            )
+        purpose = request.query_params.get("purpose")
+        data, has_more = page(
+            await files.objects(tenant.name),
+            limit=int(raw_limit),
+            after=request.query_params.get("after"),
+            purpose=purpose,
+        )
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+                "has_more": has_more,
+            }
+        )
+
     async def file_object(request: Request, tenant: Tenant) -> Response:
         return JSONResponse(await files.get(tenant.name, request.path_params["file_id"]))
 
@@ -268,6 +295,7 @@ def batch_routes(
 
     return [
         Route("/v1/files", handler(upload, writes=True), methods=["POST"]),
+        Route("/v1/files", handler(list_files), methods=["GET"]),
         Route("/v1/files/{file_id}", handler(file_object), methods=["GET"]),
         Route("/v1/files/{file_id}", handler(file_delete, writes=True), methods=["DELETE"]),
         Route("/v1/files/{file_id}/content", handler(file_content), methods=["GET"]),

@@ -482,3 +482,17 @@ async def test_a_tenants_upload_count_and_bytes_are_capped_until_it_deletes(stac
             await client.files.create(file=("big.jsonl", small * 6), purpose="batch")
         assert size.value.status_code == 413 and size.value.code == "file_storage_limit_exceeded"
         await client.files.create(file=("c.jsonl", small), purpose="batch")  # the deletion made room
+
+
+@pytest.mark.slow
+@on_both_stores
+async def test_files_list_is_the_tenants_own_files_paginated(stack: Stack) -> None:
+    demo, acme = stack.client("demo"), stack.client("acme-eu")
+    uploaded = [
+        await demo.files.create(file=(f"in-{i}.jsonl", jsonl([chat_line("a")])), purpose="batch") for i in range(3)
+    ]
+    listed = await demo.files.list(limit=2)
+    assert len(listed.data) == 2 and listed.has_more
+    everything = [f.id async for f in await demo.files.list(limit=2)]  # the client follows the pages
+    assert sorted(everything) == sorted(f.id for f in uploaded)
+    assert (await acme.files.list()).data == []
