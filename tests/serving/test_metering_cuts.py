@@ -94,6 +94,7 @@ async def test_a_stream_cut_before_its_first_chunk_mid_stream_or_before_its_usag
     counts = [len(events.get(request_id, [])) for request_id in ids]
     assert counts == [1, 1, 1, 1], f"usage events per cut (before, after 1, after 5, before usage): {counts}"
     assert set(events) == set(ids)
+    assert len({events[i][0]["event_id"] for i in ids}) == len(ids)  # the consumer dedupes on it: each its own
     mid = events[ids[2]][0]
     # Five events seen by the client: the role chunk and four tokens, all of which the engine produced.
     assert mid["completion_tokens"] >= 4 and mid["streamed"] is True
@@ -107,7 +108,9 @@ async def test_a_stream_cut_before_its_first_chunk_mid_stream_or_before_its_usag
 async def test_a_non_stream_request_whose_client_leaves_is_metered_once(slow_dev: Platform) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
         task = asyncio.create_task(
-            client.post(slow_dev.url + "/v1/chat/completions", headers=HEADERS, content=body(stream=False, max_tokens=400))
+            client.post(
+                slow_dev.url + "/v1/chat/completions", headers=HEADERS, content=body(stream=False, max_tokens=400)
+            )
         )
         for _ in range(500):  # until the engine is working on it
             if await slow_dev.engine_metric("small", "vllm:num_requests_running") > 0:
