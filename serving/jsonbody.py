@@ -38,6 +38,7 @@ import re
 from itertools import compress
 from typing import Any
 
+import numpy as np
 import orjson
 
 # Deeper than any real request: a chat body is ~5 levels, a tool's JSON schema rarely passes 10.
@@ -100,9 +101,10 @@ def loads(raw: bytes | str) -> Any:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return _loads_slowly(raw)
-    # Nesting needs an opening bracket per level: a body with few of them cannot be too deep.
-    if isinstance(value, dict | list) and _brackets(raw) > MAX_DEPTH:
-        _check(value, strings=False)  # orjson has already refused lone surrogates
+    # Nesting needs an opening bracket per level: a body with few of them cannot be too deep. orjson has
+    # refused malformed JSON (and lone surrogates), so the text's brackets outside strings are its structure.
+    if isinstance(value, dict | list) and _brackets(raw) > MAX_DEPTH and _text_depth(raw) > MAX_DEPTH:
+        raise BadJson(f"it is nested deeper than {MAX_DEPTH} levels")
     return value
 
 
@@ -182,6 +184,28 @@ def _check(value: Any, *, strings: bool) -> None:
         for child in children:
             if isinstance(child, dict | list | str):
                 stack.append((child, depth + 1))
+
+
+# Bytes a depth count keeps: the brackets and the quotes that tell which brackets are inside strings.
+_DELETE_ALL_BUT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+
+
+def _text_depth(raw: bytes | str) -> int:
+    """The deepest nesting of valid JSON text, counted on its bytes (the decoded value is never walked).
+
+    Escapes go first (``\\\\`` pairs, then ``\\"``), so every quote left opens or closes a string; then only
+    brackets and quotes are kept, and numpy counts the brackets outside strings. Every step is C over the
+    bytes: about a millisecond where walking 16,000 containers and 100,000 values took tens.
+    """
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    kept = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, delete=_DELETE_ALL_BUT_STRUCTURE)
+    if not kept:
+        return 0
+    codes = np.frombuffer(kept, dtype=np.uint8)
+    outside = (np.cumsum(codes == ord('"')) & 1) == 0
+    steps = (((codes == ord("[")) | (codes == ord("{"))) & outside).astype(np.int32)
+    steps -= (((codes == ord("]")) | (codes == ord("}"))) & outside).astype(np.int32)
+    return int(np.cumsum(steps).max())
 
 
 _CONTAINER_TYPE = frozenset({dict, list}).__contains__

@@ -179,3 +179,24 @@ def test_a_long_run_of_brackets_is_refused_as_too_deep_without_counting() -> Non
 def test_the_cost_limits_hold_for_text_as_well_as_bytes() -> None:
     with pytest.raises(jsonbody.BadJson, match="arrays and objects"):
         jsonbody.loads(nested_empties(jsonbody.MAX_CONTAINERS).decode())
+
+
+def real_depth(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + max((real_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((real_depth(v) for v in value), default=0)
+    return 0
+
+
+@given(
+    st.recursive(
+        st.none() | st.integers() | st.text(alphabet='[]{}"\\\\ab,:\n'),
+        lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(alphabet='[]{}"\\\\a', max_size=4), c, max_size=4),
+        max_leaves=40,
+    )
+)
+def test_the_depth_counted_on_the_text_is_the_values_depth_whatever_its_strings_hold(value: object) -> None:
+    text = json.dumps(value)
+    assert jsonbody._text_depth(text) == real_depth(value)
+    assert jsonbody._text_depth(text.encode()) == real_depth(value)
