@@ -9,6 +9,7 @@
     ├── MethodNotAllowed      405    a known path with another method
     ├── RequestTimeout        408    the body did not arrive in time
     ├── RequestTooLarge       413    the body is over the limit (refused before it is read)
+    ├── HeadersTooLarge       431    the request's headers are over the size or count limit
     ├── RateLimited           429    RPM or TPM; Retry-After and x-ratelimit-* headers
     ├── QuotaExceeded         429    monthly tokens or $ spent (type insufficient_quota)
     ├── Overloaded            503    shed by admission (429 for batch priority); Retry-After
@@ -117,6 +118,12 @@ class RequestTooLarge(ServingError):
     status = 413
     type = "invalid_request_error"
     code = "request_too_large"
+
+
+class HeadersTooLarge(ServingError):
+    status = 431
+    type = "invalid_request_error"
+    code = "request_header_fields_too_large"
 
 
 def retry_after_header(seconds: float) -> dict[str, str]:

@@ -14,6 +14,18 @@ and invalid UTF-8 by itself (and numbers that overflow a double, which
 ours, and a body with more than ``MAX_DEPTH`` brackets is walked to check it.
 Whatever orjson refuses goes through ``json`` once more, which accepts what
 orjson cannot represent (integers past 64 bits) and words the refusal.
+Depth is not the only cost a body can size: 2 MiB of ``[],[],...`` is 700,000
+lists, seconds of decoding and hundreds of MiB, all on the event loop (orjson
+and ``json`` hold the GIL, so a worker thread would stall the loop just the
+same). ``loads`` therefore bounds the work before it starts: it counts the
+bytes that open a container (``[``, ``{``) or separate values (``,``), which
+is C-speed and an upper bound on what the decoder would build, and refuses a
+body over ``MAX_CONTAINERS`` or ``MAX_VALUES``. The count includes those
+characters inside strings, so it can only overestimate; the limits leave room
+for any prompt a model's context can hold (a comma or a bracket is at least
+one token), and the decode of a body at the limits takes a few milliseconds
+(``benchmarks/bench_frontdoor.py``).
+
 ``dumps`` and ``loads_internal`` are the same speed for JSON that the serving
 processes send each other (the model gateway, the engines, Redis entries).
 """
@@ -23,26 +35,40 @@ from __future__ import annotations
 import json
 import math
 import re
+from itertools import compress
 from typing import Any
 
+import numpy as np
 import orjson
 
 # Deeper than any real request: a chat body is ~5 levels, a tool's JSON schema rarely passes 10.
 # Well under the interpreter's recursion limit (1,000), so the C decoder never hits it first.
 MAX_DEPTH = 64
 
+# Arrays and objects in one body. A chat request holds a few per message and per tool; a 128k-token
+# conversation of short turns is a few thousand, 128 tools' schemas about as many.
+MAX_CONTAINERS = 16_384
+# Values of any kind (each one after the first in a container needs a comma): room for a 128k-token
+# prompt sent as token ids. The decode and the depth walk of a body at both limits take ~15 ms.
+MAX_VALUES = 131_072
+# A run of opening brackets deeper than MAX_DEPTH: found by one substring search, before any decode.
+_DEEP_RUN = b"[" * (MAX_DEPTH + 1)
+
 # A \u escape of a UTF-16 surrogate (D800-DFFF). Only bodies that contain one pay for the walk that
 # tells a valid pair (decoded to one code point) from a lone half.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # 19 digits in a row may be an integer past 64 bits, which orjson reads as a float (losing digits) where
-# ``json`` keeps the int; such a body takes the slow path. The first pattern is the cheap screen. A
-# fraction's digits often run that long too (0.0012345678901234567: every embedding response has
-# some), so a body that passes the screen is searched again for a run where a JSON integer can
-# start: at the text's start, after a sign, a separator or white space, never after the point.
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
-_LONG_DIGITS_BYTES = re.compile(rb"[0-9]{19}")
-_LONG_INTEGER = re.compile(r"[-:,\[\s][0-9]{19}|^[0-9]{19}")
-_LONG_INTEGER_BYTES = re.compile(rb"[-:,\[\s][0-9]{19}|^[0-9]{19}")
+# ``json`` keeps the int; such a body takes the slow path. A fraction's digits often run that long too
+# (0.0012345678901234567: every embedding response has some), so only a run where a JSON integer can
+# start counts: at the text's start, or after a sign, a separator or white space, never after the point.
+# The search runs on a copy where every digit is "0", every such lead is "s" and anything else " ":
+# two substring searches, at memory speed (a character-class regex took 230 ms on an 8 MiB body).
+_LEADS = b"-:,[ \t\n\r\x0b\x0c"
+_DIGIT_MAP = bytes(
+    ord("0") if chr(b).isdigit() and b < 128 else ord("s") if b in _LEADS else ord(" ") for b in range(256)
+)
+_LONG_RUN = b"0" * 19
+_LED_LONG_RUN = b"s" + _LONG_RUN
 
 
 class BadJson(ValueError):
@@ -64,26 +90,55 @@ def loads(raw: bytes | str) -> Any:
     """Parse ``raw`` as strict JSON.
 
     Raises:
-        BadJson: Not JSON, invalid UTF-8, nested deeper than ``MAX_DEPTH``, ``NaN``/``Infinity`` (or a number
-            too large for a double), or a string holding a lone UTF-16 surrogate.
+        BadJson: Not JSON, invalid UTF-8, nested deeper than ``MAX_DEPTH``, more than ``MAX_CONTAINERS``
+            arrays and objects or ``MAX_VALUES`` values, ``NaN``/``Infinity`` (or a number too large for
+            a double), or a string holding a lone UTF-16 surrogate.
     """
+    check_cost(raw)
     if _long_digits(raw):
         return _loads_slowly(raw)
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return _loads_slowly(raw)
-    # Nesting needs an opening bracket per level: a body with few of them cannot be too deep.
-    if isinstance(value, dict | list) and _brackets(raw) > MAX_DEPTH:
-        _check(value, strings=False)  # orjson has already refused lone surrogates
+    # Nesting needs an opening bracket per level: a body with few of them cannot be too deep. orjson has
+    # refused malformed JSON (and lone surrogates), so the text's brackets outside strings are its structure.
+    if isinstance(value, dict | list) and _brackets(raw) > MAX_DEPTH and _text_depth(raw) > MAX_DEPTH:
+        raise BadJson(f"it is nested deeper than {MAX_DEPTH} levels")
     return value
+
+
+def check_cost(raw: bytes | str) -> None:
+    """Refuse, before decoding, a body whose decode would build more than the limits allow.
+
+    Raises:
+        BadJson: It nests deeper than ``MAX_DEPTH`` in one run of ``[``, or may hold more than
+            ``MAX_CONTAINERS`` arrays and objects or more than ``MAX_VALUES`` values.
+    """
+    if len(raw) <= MAX_CONTAINERS:  # each container and value needs a byte of its own: nothing to count
+        return
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    if _DEEP_RUN in data:
+        raise BadJson(f"it is nested deeper than {MAX_DEPTH} levels")
+    containers = data.count(b"[") + data.count(b"{")
+    if containers > MAX_CONTAINERS:
+        raise BadJson(
+            f"it may hold {containers} arrays and objects (every '[' and '{{' counts, in strings too); "
+            f"at most {MAX_CONTAINERS} are accepted in one body: split the input across requests"
+        )
+    values = containers + data.count(b",")
+    if values > MAX_VALUES:
+        raise BadJson(
+            f"it may hold {values} values (every ',', '[' and '{{' counts, in strings too); "
+            f"at most {MAX_VALUES} are accepted in one body: split the input across requests"
+        )
 
 
 def _long_digits(raw: bytes | str) -> bool:
     """Whether ``raw`` may hold an integer of 19 digits or more (a string's digits may pass for one)."""
-    if isinstance(raw, str):
-        return _LONG_DIGITS.search(raw) is not None and _LONG_INTEGER.search(raw) is not None
-    return _LONG_DIGITS_BYTES.search(raw) is not None and _LONG_INTEGER_BYTES.search(raw) is not None
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    mapped = data.translate(_DIGIT_MAP)
+    return mapped.startswith(_LONG_RUN) or _LED_LONG_RUN in mapped
 
 
 def _brackets(raw: bytes | str) -> int:
@@ -108,25 +163,68 @@ def _loads_slowly(raw: bytes | str) -> Any:
 
 def _check(value: Any, *, strings: bool) -> None:
     """Walk the containers once (iteratively, so depth itself cannot overflow the stack)."""
+    if not strings:
+        _check_depth(value)
+        return
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
             children: Any = item.values()
-            if strings:
-                for key in item:
-                    _encodable(key)
+            for key in item:
+                _encodable(key)
         elif isinstance(item, list):
             children = item
         else:
-            if strings and isinstance(item, str):
+            if isinstance(item, str):
                 _encodable(item)
             continue
         if depth > MAX_DEPTH:
             raise BadJson(f"it is nested deeper than {MAX_DEPTH} levels")
         for child in children:
-            if isinstance(child, dict | list) or (strings and isinstance(child, str)):
+            if isinstance(child, dict | list | str):
                 stack.append((child, depth + 1))
+
+
+# Bytes a depth count keeps: the brackets and the quotes that tell which brackets are inside strings.
+_DELETE_ALL_BUT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+
+
+def _text_depth(raw: bytes | str) -> int:
+    """The deepest nesting of valid JSON text, counted on its bytes (the decoded value is never walked).
+
+    Escapes go first (``\\\\`` pairs, then ``\\"``), so every quote left opens or closes a string; then only
+    brackets and quotes are kept, and numpy counts the brackets outside strings. Every step is C over the
+    bytes: about a millisecond where walking 16,000 containers and 100,000 values took tens.
+    """
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    kept = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, delete=_DELETE_ALL_BUT_STRUCTURE)
+    if not kept:
+        return 0
+    codes = np.frombuffer(kept, dtype=np.uint8)
+    outside = (np.cumsum(codes == ord('"')) & 1) == 0
+    steps = (((codes == ord("[")) | (codes == ord("{"))) & outside).astype(np.int32)
+    steps -= (((codes == ord("]")) | (codes == ord("}"))) & outside).astype(np.int32)
+    return int(np.cumsum(steps).max())
+
+
+_CONTAINER_TYPE = frozenset({dict, list}).__contains__
+
+
+def _check_depth(value: Any) -> None:
+    """The depth check alone, a level at a time: the interpreter loops once per container, and the scalars
+    in them (up to MAX_VALUES of them) are skipped by ``compress``/``map`` in C."""
+    level = [value] if _CONTAINER_TYPE(type(value)) else []
+    depth = 1
+    while level:
+        if depth > MAX_DEPTH:
+            raise BadJson(f"it is nested deeper than {MAX_DEPTH} levels")
+        below: list[Any] = []
+        for item in level:
+            children = item.values() if type(item) is dict else item
+            below.extend(compress(children, map(_CONTAINER_TYPE, map(type, children))))
+        level = below
+        depth += 1
 
 
 def _encodable(text: str) -> None:

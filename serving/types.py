@@ -10,6 +10,7 @@ tests and benchmarks the same ``Upstream`` protocol is met in process.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -205,6 +206,10 @@ class UsageEvent:
     cache: CacheOutcome
     status: int
     streamed: bool
+    # Unique per event and fixed when it is made, so a replay from the spool or a producer retry carries the
+    # same id: the metering consumer drops a second copy by it. A batch line's attempts share a request_id
+    # (a 429'd attempt is metered at 0 tokens), so request_id alone cannot be that key.
+    event_id: str = field(default_factory=lambda: f"evt_{uuid.uuid4().hex}")
 
     def to_json(self) -> Json:
         # Flat fields only: a plain comprehension, not dataclasses.asdict's recursive deep copy, on the hot path.

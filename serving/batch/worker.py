@@ -5,20 +5,27 @@ limits, quotas, admission at batch priority, routing, metering and the
 upstream apply to it exactly as to online traffic. A line that is early (a
 429 rate limit or a shed) waits its Retry-After and goes again.
 
-Crash safety comes from two rules. The job's offset is committed only once the
-batch reaches a final status, so a worker that dies mid-job leaves the job
-for the next one; and each line's result is recorded once in Redis
-(``BatchStore.record_line``), so the next worker skips what is done.
+Jobs of different tenants run at once (``serving.batch.board``): up to
+``JOBS_AT_ONCE`` per worker, one per tenant, the next one chosen by whose turn
+it is. A tenant whose lines wait for its rate limit, or whose batch is
+50,000 lines long, holds one of those slots and no other tenant's.
+
+Crash safety comes from two rules. A job's offset is committed only once the
+batch reaches a final status, and never past a held job that has not, so a
+worker that dies mid-job leaves the job for the next one; and each line's
+result is recorded once in Redis (``BatchStore.record_line``), so the next
+worker skips what is done.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -26,6 +33,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener  # type: ignore
 from aiokafka.errors import KafkaError  # type: ignore[import-untyped]  # as above
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from serving.batch.board import Job, JobBoard
 from serving.errors import Overloaded, RateLimited, ServingError
 from serving.files.batch_lines import BatchLine, error_line, output_line, parse_input, to_jsonl
 from serving.files.batch_store import LINES_GRACE_SECONDS, TERMINAL, BatchStatus, BatchStore
@@ -42,6 +50,12 @@ log = logging.getLogger(__name__)
 # bounds how many admission permits one worker can queue for, so that KEDA's extra workers share a batch
 # pool's slots instead of the first worker holding them all.
 LINE_CONCURRENCY = 8
+# Jobs one worker runs at once, each of another tenant: a rate-limited or long job holds one of them.
+# Each has LINE_CONCURRENCY lanes, so a worker queues at most 32 lines for admission.
+JOBS_AT_ONCE = 4
+# Jobs read ahead from Kafka and held (a few hundred bytes each): enough to reach past one tenant's run of
+# jobs on a shared partition to the next tenant's, small enough that a rebalance hands little back.
+JOBS_HELD = 64
 MAX_EARLY_RETRIES = 100  # 429/503 retries per line; at Retry-After of about a minute, over an hour of waiting
 DEFAULT_RETRY_AFTER_SECONDS = 1.0  # when a rejection carries no Retry-After
 MAX_RETRY_WAIT_SECONDS = 60.0  # one wait at most this long, so a cancel or the window's end is seen soon
@@ -55,6 +69,11 @@ MAX_POLL_INTERVAL_MS = 25 * 3600 * 1000
 # Kafka's default; heartbeats go five times per timeout, so one lost packet does not evict a worker.
 SESSION_TIMEOUT_MS = 10_000
 EXPIRED_MESSAGE = "This request could not be executed before the completion window expired."
+
+
+# The revocation event of the partition the running job came from (each job runs in a task of its own,
+# which copies this): the job stops when its partition moves to another worker.
+_REVOKED: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("revoked", default=None)
 
 
 class Stop(StrEnum):
@@ -86,8 +105,8 @@ class _Revocations(ConsumerRebalanceListener):  # type: ignore[misc]  # an untyp
         self.worker = worker
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        if self.worker._partition in set(revoked):
-            self.worker._revoked.set()
+        for partition in revoked:
+            self.worker._revoke(partition)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
         return None
@@ -103,7 +122,8 @@ class BatchWorker:
         bootstrap: Kafka's bootstrap servers.
         topic: the batch topic (``TopicPurpose.BATCH`` in the spec).
         group_id: the consumer group; workers sharing it share the topic's partitions.
-        concurrency: lines in flight at once.
+        concurrency: lines in flight at once, per job.
+        jobs_at_once: jobs run at once, each of another tenant.
         registry: where ``tokenplane_batch_pending_jobs`` and the line counter are registered.
         security: extra ``AIOKafkaConsumer`` arguments (TLS and SASL on MSK).
         session_timeout_ms: how long a silent worker keeps its partitions (and its job in hand).
@@ -119,6 +139,7 @@ class BatchWorker:
         topic: str,
         group_id: str = "tokenplane-batch",
         concurrency: int = LINE_CONCURRENCY,
+        jobs_at_once: int = JOBS_AT_ONCE,
         registry: CollectorRegistry | None = None,
         security: Mapping[str, Any] | None = None,
         session_timeout_ms: int = SESSION_TIMEOUT_MS,
@@ -132,6 +153,7 @@ class BatchWorker:
         self.topic = topic
         self.group_id = group_id
         self.concurrency = concurrency
+        self.jobs_at_once = jobs_at_once
         self.security = dict(security or {})
         self.session_timeout_ms = session_timeout_ms
         self.registry = registry or CollectorRegistry()
@@ -146,15 +168,27 @@ class BatchWorker:
         )
         self._tenants: dict[str, Tenant] = {t.name: t for t in gateway.spec.tenants}
         self._stopping = asyncio.Event()
-        self._revoked = asyncio.Event()
-        self._partition: Any = None
+        self._revocations: dict[Hashable, asyncio.Event] = {}
+        self._board = JobBoard(max_running=jobs_at_once, max_held=max(JOBS_HELD, jobs_at_once))
+
+    @property
+    def jobs_held(self) -> int:
+        """Jobs read from Kafka and not yet final or given up: running, or waiting for their tenant's turn."""
+        return self._board.held
 
     async def stop(self) -> None:
         """Stop starting lines; ``run`` returns once the lines in flight finish, leaving the job uncommitted."""
         self._stopping.set()
 
     def _interrupted(self) -> bool:
-        return self._stopping.is_set() or self._revoked.is_set()
+        revoked = _REVOKED.get()
+        return self._stopping.is_set() or (revoked is not None and revoked.is_set())
+
+    def _revoke(self, partition: Hashable) -> None:
+        event = self._revocations.pop(partition, None)
+        if event is not None:
+            event.set()
+        self._board.drop(partition)
 
     async def run(self) -> None:
         """Consume jobs until ``stop``; commit each job's offset once its batch is final.
@@ -175,24 +209,54 @@ class BatchWorker:
         consumer.subscribe([self.topic], listener=_Revocations(self))
         await consumer.start()
         refresher = asyncio.create_task(self._refresh_pending(consumer))
+        running: dict[asyncio.Task[bool], Job] = {}
         try:
             while not self._stopping.is_set():
-                batches = await consumer.getmany(timeout_ms=POLL_TIMEOUT_MS, max_records=1)
-                for partition, messages in batches.items():
-                    for message in messages:
-                        self._partition, self._revoked = partition, asyncio.Event()
-                        finished = await self._job(message.value)
-                        if not finished:
-                            # Stopping, or the partition moved: whoever owns it next takes the job up again.
-                            consumer.seek(partition, message.offset)
-                            break
-                        await consumer.commit({partition: message.offset + 1})
-                        await self._measure_pending(consumer)
+                if self._board.room() > 0:
+                    batches = await consumer.getmany(timeout_ms=POLL_TIMEOUT_MS, max_records=self._board.room())
+                    for partition, messages in batches.items():
+                        for message in messages:
+                            self._hold(partition, message.offset, message.value)
+                elif running:
+                    await asyncio.wait(running, timeout=POLL_TIMEOUT_MS / 1000, return_when=asyncio.FIRST_COMPLETED)
+                self._reap(running)
+                while (job := self._board.next_job()) is not None:
+                    running[self._start(job)] = job
+                if offsets := self._board.commits():
+                    await consumer.commit(offsets)
+                    await self._measure_pending(consumer)
         finally:
+            self._stopping.set()  # the running jobs stop starting lines; they stay uncommitted
+            await asyncio.gather(*running, return_exceptions=True)
             refresher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await refresher
             await consumer.stop()
+
+    def _hold(self, partition: Hashable, offset: int, value: bytes | None) -> None:
+        try:
+            job = json.loads(value or b"")
+            batch_id, tenant = str(job["batch_id"]), str(job["tenant"])
+        except (ValueError, KeyError, TypeError) as e:
+            log.error("skipping a batch job that is not {batch_id, tenant} JSON: %r (%s)", (value or b"")[:200], e)
+            self._board.skip(partition, offset)
+            return
+        self._revocations.setdefault(partition, asyncio.Event())
+        self._board.hold(Job(partition, offset, batch_id, tenant))
+
+    def _start(self, job: Job) -> asyncio.Task[bool]:
+        context = contextvars.copy_context()
+        context.run(_REVOKED.set, self._revocations.setdefault(job.partition, asyncio.Event()))
+        return asyncio.create_task(self.process(job.batch_id, job.tenant), context=context)
+
+    def _reap(self, running: dict[asyncio.Task[bool], Job]) -> None:
+        """Settle the jobs that ended; an error of the worker's own services propagates (the process exits)."""
+        for task in [t for t in running if t.done()]:
+            job = running.pop(task)
+            if task.result():
+                self._board.finish(job)
+            else:
+                self._board.abandon(job)  # stopping, or its partition moved: whoever owns it next takes it up
 
     async def _measure_pending(self, consumer: Any) -> None:
         """Jobs on this worker's partitions past the group's committed offset, the one in hand included."""
@@ -211,15 +275,6 @@ class BatchWorker:
         while True:  # a job can run for hours; keep the gauge fresh while it does
             await self._measure_pending(consumer)
             await asyncio.sleep(PENDING_REFRESH_SECONDS)
-
-    async def _job(self, value: bytes | None) -> bool:
-        try:
-            job = json.loads(value or b"")
-            batch_id, tenant = str(job["batch_id"]), str(job["tenant"])
-        except (ValueError, KeyError, TypeError) as e:
-            log.error("skipping a batch job that is not {batch_id, tenant} JSON: %r (%s)", (value or b"")[:200], e)
-            return True
-        return await self.process(batch_id, tenant)
 
     async def process(self, batch_id: str, tenant_name: str) -> bool:
         """Run one batch to a final status; ``False`` if interrupted first (the job must stay uncommitted)."""
@@ -244,7 +299,7 @@ class BatchWorker:
         endpoint = Endpoint(batch["endpoint"])
         try:
             data = await self.files.content(tenant_name, batch["input_file_id"])
-            lines = parse_input(data, endpoint)
+            lines = await asyncio.to_thread(parse_input, data, endpoint)  # 50,000 lines: seconds, off the loop
         except ServingError as e:
             await self._fail(batch_id, e.code or e.type, e.message)
             return True

@@ -260,6 +260,15 @@ class _Handlers:
             raise InvalidRequest(
                 f"The model does not support Embeddings API: pool {cfg.pool} serves a generative model"
             )
+        dimensions = body.get("dimensions")
+        if dimensions is not None and dimensions != embedder.dimension:
+            # vLLM honours dimensions only for Matryoshka models; MiniLM is not one, so a shorter vector would be
+            # a truncation the model was never trained for. Refused as vLLM refuses it, never silently ignored.
+            raise InvalidRequest(
+                f"Model {model!r} does not support matryoshka representation: dimensions={str(dimensions)[:32]} "
+                f"cannot be honoured; omit dimensions (or send {embedder.dimension}) for its {embedder.dimension} floats",
+                param="dimensions",
+            )
         inputs = protocol.parse_embedding_inputs(body)
         encoding = body.get("encoding_format") or "float"
         if encoding not in protocol.ENCODING_FORMATS:

@@ -32,7 +32,9 @@ import boto3  # type: ignore[import-untyped]  # boto3 ships no type hints; boto3
 from botocore.config import Config  # type: ignore[import-untyped]  # as above
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]  # as above
 
+from serving.errors import NotFound
 from serving.files.store import (
+    MAX_LISTED_FILES,
     FileStoreUnavailable,
     check_file_id,
     check_tenant,
@@ -148,3 +150,26 @@ class S3FileStore:
 
         await asyncio.to_thread(remove)
         return deleted(file_id)
+
+    async def objects(self, tenant: str) -> list[Json]:
+        folder = "/".join(p for p in (self.prefix, check_tenant(tenant)) if p) + "/"
+
+        def read() -> list[Json]:
+            keys: list[str] = []
+            try:
+                for listing in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=folder):
+                    keys += [o["Key"] for o in listing.get("Contents", []) if o["Key"].endswith(".json")]
+                    if len(keys) >= MAX_LISTED_FILES:
+                        break
+            except (ClientError, BotoCoreError) as e:
+                raise FileStoreUnavailable(f"S3 listing of s3://{self.bucket}/{folder} failed: {e}") from e
+            out: list[Json] = []
+            for key in keys[:MAX_LISTED_FILES]:
+                file_id = key.rsplit("/", 1)[-1].removesuffix(".json")
+                try:
+                    out.append(json.loads(self._read(file_id, key)))
+                except NotFound:  # deleted while listed
+                    continue
+            return out
+
+        return await asyncio.to_thread(read)

@@ -36,6 +36,10 @@ from serving.types import Clock, Json, SystemClock
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 MAX_FILENAME_CHARS = 255  # what most filesystems allow; the name is metadata only, never a path
 
+# Files one listing reads: OpenAI's largest page (10,000). A tenant keeps at most 500 uploads
+# (serving.files.usage) plus its batches' outputs, so this bounds a listing that would otherwise read them all.
+MAX_LISTED_FILES = 10_000
+
 FILE_ID = re.compile(r"^file-[0-9a-f]{32}$")
 TENANT_DIR = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")  # tokenplane.spec.Name: a safe directory name
 
@@ -63,6 +67,23 @@ class FileStore(Protocol):
     async def delete(self, tenant: str, file_id: str) -> Json:
         """Remove the file; return OpenAI's deletion object ``{"id", "object": "file", "deleted": true}``."""
         ...
+
+    async def objects(self, tenant: str) -> list[Json]:
+        """The tenant's file objects, in no order, at most ``MAX_LISTED_FILES`` of them."""
+        ...
+
+
+def page(objects: list[Json], *, limit: int, after: str | None, purpose: str | None) -> tuple[list[Json], bool]:
+    """OpenAI's file listing: newest first, from just after the file ``after``, ``limit`` of them, and whether
+    more follow. An ``after`` that names no listed file starts from the newest."""
+    ordered = sorted(
+        (o for o in objects if purpose is None or o.get("purpose") == purpose),
+        key=lambda o: (o.get("created_at", 0), o.get("id", "")),
+        reverse=True,
+    )
+    start = next((i + 1 for i, o in enumerate(ordered) if o.get("id") == after), 0) if after else 0
+    chosen = ordered[start : start + limit]
+    return chosen, start + limit < len(ordered)
 
 
 class FileStoreUnavailable(OSError):
@@ -185,3 +206,17 @@ class DirectoryFileStore:
         except FileNotFoundError:
             raise not_found(file_id) from None
         return deleted(file_id)
+
+    async def objects(self, tenant: str) -> list[Json]:
+        folder = self.root / check_tenant(tenant)
+
+        def read() -> list[Json]:
+            out: list[Json] = []
+            for meta in sorted(folder.glob("file-*.json"))[:MAX_LISTED_FILES]:
+                try:
+                    out.append(json.loads(meta.read_bytes()))
+                except FileNotFoundError:  # deleted while listed
+                    continue
+            return out
+
+        return await asyncio.to_thread(read)

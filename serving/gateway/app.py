@@ -20,11 +20,11 @@ from opentelemetry import trace
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route as HttpRoute
 
 from serving import jsonbody
-from serving.errors import AuthenticationFailed, ServingError
+from serving.errors import AuthenticationFailed, NotFound, ServingError
 from serving.gateway.admission import AdmissionController
 from serving.gateway.auth import KeyRing, Resolver
 from serving.gateway.call import Call, Handler
@@ -32,6 +32,7 @@ from serving.gateway.charges import Charges
 from serving.gateway.edge import InternalError, error_json, public_app
 from serving.gateway.exact_cache import ExactCache
 from serving.gateway.metrics import GatewayMetrics
+from serving.gateway.params import echo
 from serving.gateway.pricing import Prices
 from serving.gateway.quota import QuotaLedger
 from serving.gateway.ratelimit import RateLimiter
@@ -47,7 +48,7 @@ from serving.gateway.stages import (
     RouteStage,
     SemanticCacheStage,
 )
-from serving.gateway.streams import sse, with_keepalive
+from serving.gateway.streams import ClosingStreamingResponse, sse, with_keepalive
 from serving.tokens import ESTIMATE, TokenCounter, counter_for
 from serving.types import Clock, Endpoint, EventSink, SystemClock, Upstream
 from tokenplane import planner
@@ -220,7 +221,7 @@ def create_app(gateway: Gateway) -> Starlette:
             include_usage = call.request.include_usage if call.request is not None else False
             headers |= {"cache-control": "no-cache", "x-accel-buffering": "no"}
             body = with_keepalive(sse(reply.chunks, include_usage=include_usage, request_id=request_id))
-            return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+            return ClosingStreamingResponse(body, media_type="text/event-stream", headers=headers)
         return Response(jsonbody.dumps(reply.body), media_type=JSON_MEDIA, headers=headers)
 
     async def chat(request: Request) -> Response:
@@ -232,16 +233,31 @@ def create_app(gateway: Gateway) -> Starlette:
     async def embeddings(request: Request) -> Response:
         return await complete(request, Endpoint.EMBEDDINGS)
 
+    def model_object(name: str) -> dict[str, Any]:
+        return {"id": name, "object": "model", "created": 0, "owned_by": gateway.spec.platform.name}
+
     async def models(request: Request) -> Response:
         try:
             gateway.keys.authenticate(request.headers.get("authorization"))
         except AuthenticationFailed as e:
             return error_json(e)
-        data = [
-            {"id": name, "object": "model", "created": 0, "owned_by": gateway.spec.platform.name}
-            for name in gateway.router.model_names()
-        ]
-        return JSONResponse({"object": "list", "data": data})
+        return JSONResponse({"object": "list", "data": [model_object(n) for n in gateway.router.model_names()]})
+
+    async def model(request: Request) -> Response:
+        """``GET /v1/models/{id}`` (``client.models.retrieve``): one of the names ``/v1/models`` lists."""
+        try:
+            gateway.keys.authenticate(request.headers.get("authorization"))
+        except AuthenticationFailed as e:
+            return error_json(e)
+        name = request.path_params["model"]
+        if name not in gateway.router.model_names():
+            error = NotFound(
+                f"The model {echo(name)} does not exist; GET /v1/models lists the models here",
+                param="model",
+                code="model_not_found",
+            )
+            return error_json(error)
+        return JSONResponse(model_object(name))
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -260,6 +276,7 @@ def create_app(gateway: Gateway) -> Starlette:
         HttpRoute("/v1/completions", completions, methods=["POST"]),
         HttpRoute("/v1/embeddings", embeddings, methods=["POST"]),
         HttpRoute("/v1/models", models, methods=["GET"]),
+        HttpRoute("/v1/models/{model:path}", model, methods=["GET"]),  # ids such as "org/model" hold a slash
         HttpRoute("/healthz", healthz, methods=["GET"]),
         HttpRoute("/readyz", readyz, methods=["GET"]),
         HttpRoute("/openapi.json", openapi, methods=["GET"]),

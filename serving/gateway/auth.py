@@ -18,6 +18,7 @@ from tokenplane.spec import PlatformSpec, Tenant
 log = logging.getLogger(__name__)
 
 Resolver = Callable[[str], str | None]
+HTTP_WHITESPACE = " \t"  # RFC 9110's OWS: the only white space a header value may carry around the key
 
 
 def digest(key: str) -> str:
@@ -56,9 +57,12 @@ class KeyRing:
                 "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code="missing_api_key"
             )
         scheme, _, key = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not key.strip():
+        # Only HTTP's own white space is trimmed: str.strip() also took a non-breaking space (and every other
+        # Unicode space) off the key, so "<key>\xa0" signed in as "<key>".
+        key = key.strip(HTTP_WHITESPACE)
+        if scheme.lower() != "bearer" or not key:
             raise AuthenticationFailed("The Authorization header must be 'Bearer <key>'.")
-        tenant = self._tenants.get(digest(key.strip()))
+        tenant = self._tenants.get(digest(key))
         if tenant is None:
             # No part of the key is echoed: a short key would be shown whole, and a response is logged by
             # whatever sits between the client and us.

@@ -1,6 +1,7 @@
 """OpenAI's Files and Batch APIs: class D work goes in here, is validated, stored, and queued on Kafka.
 
     POST   /v1/files                    upload a batch input (multipart: file, purpose)
+    GET    /v1/files                    the tenant's files, newest first (limit, after, purpose)
     GET    /v1/files/{file_id}          its file object
     GET    /v1/files/{file_id}/content  its bytes
     DELETE /v1/files/{file_id}
@@ -10,7 +11,11 @@
     POST   /v1/batches/{batch_id}/cancel
 
 Every route authenticates the API key, and everything is scoped to its
-tenant: another tenant's file or batch is a 404. The batch workers
+tenant: another tenant's file or batch is a 404. Every route that writes
+(an upload, a deletion, a batch's creation or cancellation) counts against the
+tenant's requests per minute like any other request, and uploads against its
+file count and byte caps (``serving.files.usage``); reads (polling a batch)
+do not, so a client waiting on a batch never spends the requests its work needs. The batch workers
 (``serving.batch``) run the queued jobs through the same gateway pipeline as
 online traffic, at batch priority. While Redis (the batch store) or the file
 store is unreachable, a route answers 503 and the tenant retries.
@@ -18,6 +23,7 @@ store is unreachable, a route answers 503 and the tenant retries.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -32,9 +38,11 @@ from starlette.routing import Route
 from serving.errors import InvalidRequest, NotFound, ServingError
 from serving.files.batch_lines import parse_input
 from serving.files.batch_store import BatchStore
-from serving.files.store import MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable
+from serving.files.store import MAX_LISTED_FILES, MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable, page
+from serving.files.usage import FileUsage
 from serving.gateway.app import Gateway
 from serving.gateway.edge import error_json
+from serving.gateway.params import echo
 from serving.gateway.requests import decode_body
 from serving.types import Endpoint, EventSink, Json
 from tokenplane.spec import Tenant, TopicPurpose
@@ -48,6 +56,12 @@ READ_CHUNK_BYTES = 1024 * 1024
 MAX_METADATA_PAIRS = 16  # OpenAI's metadata limits
 MAX_METADATA_KEY_CHARS = 64
 MAX_METADATA_VALUE_CHARS = 512
+# Input files validated at once by one gateway process. Each is parsed in a worker thread (50,000 lines
+# took 0.9-2.0 s on the event loop): the thread yields the GIL every few milliseconds, and one file's
+# decoded lines (about 3x its bytes) are all that is held; the next creation waits its turn.
+MAX_CONCURRENT_PARSES = 1
+
+MAX_FILES_PAGE = MAX_LISTED_FILES  # OpenAI's largest (and default) page of files
 
 HttpHandler = Callable[[Request], Awaitable[Response]]
 
@@ -94,13 +108,21 @@ def _files_unavailable(e: FileStoreUnavailable) -> ServingError:
     return ServingError("the file store is unavailable; retry shortly", code="files_unavailable", status=503)
 
 
-def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: EventSink) -> list[Route]:
-    """The Files and Batch API routes over a built ``Gateway``; add them to ``gateway.extra_routes``."""
+def batch_routes(
+    gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: EventSink, usage: FileUsage | None = None
+) -> list[Route]:
+    """The Files and Batch API routes over a built ``Gateway``; add them to ``gateway.extra_routes``.
 
-    def handler(fn: Callable[[Request, Tenant], Awaitable[Response]]) -> HttpHandler:
+    ``usage`` holds the per-tenant upload caps; by default the caps' constants, in the gateway's Redis.
+    """
+    usage = usage or FileUsage(gateway.redis)
+
+    def handler(fn: Callable[[Request, Tenant], Awaitable[Response]], *, writes: bool = False) -> HttpHandler:
         async def run(request: Request) -> Response:
             try:
                 tenant = gateway.keys.authenticate(request.headers.get("authorization"))
+                if writes:  # one request of the tenant's RPM, no tokens: a 429 with Retry-After past it
+                    await gateway.limiter.acquire(tenant, tokens=0)
                 return await fn(request, tenant)
             except ServingError as e:
                 return error_json(e)
@@ -110,6 +132,8 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
                 return error_json(_files_unavailable(e))
 
         return run
+
+    parsing = asyncio.Semaphore(MAX_CONCURRENT_PARSES)
 
     async def audit(tenant: Tenant, action: str, **details: object) -> None:
         event = {
@@ -143,11 +167,39 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
                 data += chunk
                 if len(data) > MAX_UPLOAD_BYTES:
                     raise _too_large(len(data))
-            obj = await files.put(tenant.name, str(purpose), part.filename or "upload.jsonl", bytes(data))
+            await usage.reserve(tenant.name, len(data))
+            try:
+                obj = await files.put(tenant.name, str(purpose), part.filename or "upload.jsonl", bytes(data))
+            except BaseException:
+                await usage.release(tenant.name, len(data))
+                raise
         finally:
             await form.close()
         await audit(tenant, "file.uploaded", file_id=obj["id"], bytes=obj["bytes"], purpose=obj["purpose"])
         return JSONResponse(obj)
+
+    async def list_files(request: Request, tenant: Tenant) -> Response:
+        raw_limit = request.query_params.get("limit", str(MAX_FILES_PAGE))
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_FILES_PAGE:
+            raise InvalidRequest(
+                f"limit={echo(raw_limit)} must be a whole number from 1 to {MAX_FILES_PAGE}", param="limit"
+            )
+        purpose = request.query_params.get("purpose")
+        data, has_more = page(
+            await files.objects(tenant.name),
+            limit=int(raw_limit),
+            after=request.query_params.get("after"),
+            purpose=purpose,
+        )
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+                "has_more": has_more,
+            }
+        )
 
     async def file_object(request: Request, tenant: Tenant) -> Response:
         return JSONResponse(await files.get(tenant.name, request.path_params["file_id"]))
@@ -157,7 +209,10 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
         return Response(data, media_type="application/octet-stream")
 
     async def file_delete(request: Request, tenant: Tenant) -> Response:
+        meta = await files.get(tenant.name, request.path_params["file_id"])
         deleted = await files.delete(tenant.name, request.path_params["file_id"])
+        if meta.get("purpose") in {p.value for p in UPLOAD_PURPOSES}:  # only uploads count against the caps
+            await usage.release(tenant.name, int(meta.get("bytes", 0)))
         await audit(tenant, "file.deleted", file_id=deleted["id"])
         return JSONResponse(deleted)
 
@@ -187,7 +242,9 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
                 f"file {input_file_id} has purpose {meta.get('purpose')!r}; a batch reads a purpose='batch' file",
                 param="input_file_id",
             )
-        lines = parse_input(await files.content(tenant.name, input_file_id), endpoint)
+        data = await files.content(tenant.name, input_file_id)
+        async with parsing:
+            lines = await asyncio.to_thread(parse_input, data, endpoint)
         now = gateway.clock.time()
         batch = await jobs.create(
             tenant.name,
@@ -237,14 +294,15 @@ def batch_routes(gateway: Gateway, *, files: FileStore, jobs: BatchStore, sink: 
         return JSONResponse(batch)
 
     return [
-        Route("/v1/files", handler(upload), methods=["POST"]),
+        Route("/v1/files", handler(upload, writes=True), methods=["POST"]),
+        Route("/v1/files", handler(list_files), methods=["GET"]),
         Route("/v1/files/{file_id}", handler(file_object), methods=["GET"]),
-        Route("/v1/files/{file_id}", handler(file_delete), methods=["DELETE"]),
+        Route("/v1/files/{file_id}", handler(file_delete, writes=True), methods=["DELETE"]),
         Route("/v1/files/{file_id}/content", handler(file_content), methods=["GET"]),
-        Route("/v1/batches", handler(create_batch), methods=["POST"]),
+        Route("/v1/batches", handler(create_batch, writes=True), methods=["POST"]),
         Route("/v1/batches", handler(list_batches), methods=["GET"]),
         Route("/v1/batches/{batch_id}", handler(get_batch), methods=["GET"]),
-        Route("/v1/batches/{batch_id}/cancel", handler(cancel_batch), methods=["POST"]),
+        Route("/v1/batches/{batch_id}/cancel", handler(cancel_batch, writes=True), methods=["POST"]),
     ]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from serving import jsonbody
 from serving.errors import InvalidRequest
+from serving.gateway import params
 from serving.tokens import DEFAULT_MAX_TOKENS, TokenCounter, content_text, count_messages, count_prompt
 from serving.types import Endpoint, Json
 
@@ -110,11 +111,31 @@ def _messages(body: Json) -> list[dict[str, Any]]:
     return messages
 
 
+def _is_token_ids(value: object) -> bool:
+    return (
+        isinstance(value, list) and bool(value) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
+    )
+
+
+def _refuse_token_ids(value: object, name: str) -> None:
+    """Token ids (an array of integers, or of such arrays) are valid OpenAI input this gateway does not take.
+
+    The gateway counts, routes, limits and caches by the text, with each pool's own tokenizer; ids of
+    one tokenizer mean other words to another pool's model on the failover chain.
+    """
+    if _is_token_ids(value) or (isinstance(value, list) and bool(value) and all(_is_token_ids(v) for v in value)):
+        raise InvalidRequest(
+            f"{name} is given as token ids; this gateway accepts text only (its pools and failover "
+            f"targets use different tokenizers, so ids would mean different words to each). Send {name} as "
+            "a string or an array of strings",
+            param=name,
+            code="token_ids_not_supported",
+        )
+
+
 def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedRequest:
     """Check the fields the gateway depends on and count the prompt; raise ``InvalidRequest`` naming the field."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise InvalidRequest("model is required: a model name from GET /v1/models, a tier, or 'auto'", param="model")
+    model = params.check_model(body.get("model"))
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise InvalidRequest(f"stream must be true or false, got {stream!r}", param="stream")
@@ -126,6 +147,7 @@ def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedReques
         raise InvalidRequest("stream_options must be an object", param="stream_options")
     include_usage = bool(options.get("include_usage", False))
     _check_sampling(body)
+    params.check(endpoint, body)
     if endpoint is Endpoint.CHAT:
         messages = _messages(body)
         prompt_tokens = count_messages(counter, messages)
@@ -133,6 +155,7 @@ def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedReques
         limit = _int_field(body, "max_completion_tokens", minimum=1) or _int_field(body, "max_tokens", minimum=1)
     elif endpoint is Endpoint.COMPLETIONS:
         prompt = body.get("prompt")
+        _refuse_token_ids(prompt, "prompt")
         if not isinstance(prompt, str | list) or not prompt:
             raise InvalidRequest("prompt must be a non-empty string or array of strings", param="prompt")
         if isinstance(prompt, list) and len(prompt) > 1:
@@ -146,6 +169,7 @@ def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedReques
         limit = _int_field(body, "max_tokens", minimum=1)
     else:
         inputs = body.get("input")
+        _refuse_token_ids(inputs, "input")
         if isinstance(inputs, str):
             inputs = [inputs]
         if not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):

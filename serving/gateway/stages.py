@@ -27,6 +27,7 @@ from serving.gateway.call import Call, Handler, Reply
 from serving.gateway.charges import Charges
 from serving.gateway.exact_cache import ExactCache
 from serving.gateway.metrics import GatewayMetrics
+from serving.gateway.params import check_headers
 from serving.gateway.pricing import Prices
 from serving.gateway.requests import decode_body, parse
 from serving.gateway.routing import RequestSignals, Router
@@ -240,18 +241,6 @@ def _lowered(priority: Priority, headers: Mapping[str, str]) -> Priority:
     return Priority(asked) if _RANK[asked] > _RANK[priority.value] else priority
 
 
-def _float_header(headers: Mapping[str, str], name: str) -> float | None:
-    value = headers.get(name)
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        from serving.errors import InvalidRequest
-
-        raise InvalidRequest(f"header {name} must be a number, got {value!r}", param=name) from None
-
-
 class RouteStage:
     """Stages 4, 9 and 10: validate, count the prompt, pick the class, the tier and the failover chain."""
 
@@ -277,10 +266,11 @@ class RouteStage:
             model = body.get("model")
             call.request = parse(call.endpoint, body, self.counter_for(model if isinstance(model, str) else ""))
         with _span(self.tracer, "gateway.route"):
+            numbers = check_headers(call.headers)
             signals = RequestSignals(
                 task_type=call.headers.get("x-tokenplane-task-type"),
-                complexity=_float_header(call.headers, "x-tokenplane-complexity"),
-                latency_slo_ms=_float_header(call.headers, "x-tokenplane-latency-slo-ms"),
+                complexity=numbers["complexity"],
+                latency_slo_ms=numbers["latency_slo_ms"],
             )
             call.route = self.router.route(tenant, call.request, signals=signals, batch=call.batch)
         call.response_headers["x-tokenplane-tier"] = call.route.tier.value
@@ -484,7 +474,7 @@ class ForwardStage:
     def _request(self, call: Call) -> UpstreamRequest:
         tenant, request, route = call.require()
         budget = BATCH_TIMEOUT_SECONDS if call.batch else REQUEST_TIMEOUT_SECONDS
-        asked = _float_header(call.headers, "x-tokenplane-timeout-ms")
+        asked = check_headers(call.headers)["timeout_ms"]  # checked by RouteStage: > 0 and finite
         if asked is not None:
             budget = min(budget, asked / 1000)
         return UpstreamRequest(

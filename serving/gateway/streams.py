@@ -4,14 +4,23 @@ A stream's headers go out as soon as the request is admitted, before the first
 token exists, so a load balancer's idle timer never sees a silent connection.
 While the first token is still being computed, SSE comments (``: keep-alive``),
 which clients ignore, keep the connection warm.
+
+``ClosingStreamingResponse`` closes its body however the response ends. When
+a client cuts a stream, uvicorn's next ``send`` raises and Starlette leaves
+the body's generators suspended; their ``finally`` blocks (the usage event,
+the rate-limit settlement, the admission permit) then waited for the garbage
+collector, and a cut stream was billed never or much later.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
+
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from serving import jsonbody
 from serving.errors import ServingError, UpstreamStreamBroken
@@ -88,11 +97,45 @@ async def with_keepalive(body: AsyncIterator[bytes], *, interval: float = KEEPAL
             pending = None
             yield item
     finally:
+        # The generator below is running inside ``pending``: it must stop before it can be closed. A
+        # cancelled response cancels this frame again at its next await, so the rest runs in a task of its
+        # own, held here until done: its ``finally`` blocks are the stream's metering and settlement.
         if pending is not None and not pending.done():
             pending.cancel()
-            # The generator is still running inside that task; it must stop before it can be closed.
-            await asyncio.gather(pending, return_exceptions=True)
-        await _close(iterator)
+        await _detached(_stop_then_close(pending, iterator))
+
+
+async def _stop_then_close(pending: asyncio.Future[bytes] | None, iterator: object) -> None:
+    if pending is not None:
+        await asyncio.gather(pending, return_exceptions=True)
+    await _close(iterator)
+
+
+# Closings still running after their response ended: the loop holds tasks only weakly, and a collected
+# task would never run the ``finally`` blocks (the usage event) it was started for.
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+async def _detached(work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` to its end even if the caller is cancelled meanwhile (the caller still sees the cancel)."""
+    task = asyncio.ensure_future(work)
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
+    await asyncio.shield(task)
+
+
+class ClosingStreamingResponse(StreamingResponse):
+    """A ``StreamingResponse`` that closes its body iterator once, however the response ends.
+
+    The close is detached from the response's task, so that a cancellation of the response (the
+    client left) cannot cut short the work the body does when it closes.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await _detached(_close(self.body_iterator))
 
 
 def assemble(chunks: list[Json]) -> Json | None:

@@ -32,14 +32,17 @@ from openai import AsyncOpenAI
 from prometheus_client import CollectorRegistry
 
 from serving.batch import BatchWorker
+from serving.batch.worker import JOBS_AT_ONCE
 from serving.engine.app import create_app as engine_app
 from serving.engine.config import EngineConfig
 from serving.events.kafka import KafkaSink
 from serving.files.batch_store import BatchStore
 from serving.files.store import FileStore
+from serving.files.usage import FileUsage
 from serving.gateway.app import Gateway, build_gateway, create_app
 from serving.gateway.batch_api import batch_routes
 from serving.gateway.call import Call, Handler, Reply
+from serving.gateway.edge import public_app
 from serving.gateway.runtime import file_store, topics
 from serving.modelgw.client import HttpUpstream
 from serving.types import SystemClock
@@ -50,8 +53,12 @@ from tokenplane.spec import PlatformSpec
 # Slow tier: every test starts its own Kafka-protocol broker and the batch stack.
 pytestmark = pytest.mark.slow
 
-KEYS = {"env://TOKENPLANE_KEY_DEMO": "sk-demo", "env://TOKENPLANE_KEY_ACME_EU": "sk-acme-eu"}
-KEY_OF = {"demo": "sk-demo", "acme-eu": "sk-acme-eu"}
+KEYS = {
+    "env://TOKENPLANE_KEY_DEMO": "sk-demo",
+    "env://TOKENPLANE_KEY_ACME_EU": "sk-acme-eu",
+    "env://TOKENPLANE_KEY_FREE": "sk-free",
+}
+KEY_OF = {"demo": "sk-demo", "acme-eu": "sk-acme-eu", "free": "sk-free"}
 FINAL = {"completed", "failed", "cancelled", "expired"}
 POLL_SECONDS = 0.02
 WAIT_LIMIT_SECONDS = 20.0  # a guard against a hang, never an expectation about speed
@@ -391,3 +398,104 @@ async def test_a_job_past_its_completion_window_is_marked_expired(stack: Stack) 
     assert batch.request_counts is not None and batch.request_counts.failed == 2
     errors = await read_jsonl(client, batch.error_file_id)
     assert {(e["custom_id"], e["error"]["code"]) for e in errors} == {("a", "batch_expired"), ("b", "batch_expired")}
+
+
+async def until(condition: Any) -> None:
+    async with asyncio.timeout(WAIT_LIMIT_SECONDS):
+        while not await condition():
+            await asyncio.sleep(POLL_SECONDS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs_at_once", [JOBS_AT_ONCE, 1], ids=["fair", "one-at-a-time"])
+async def test_a_rate_limited_tenants_batch_does_not_hold_back_another_tenants(stack: Stack, jobs_at_once: int) -> None:
+    """free (5 requests a minute) submits 30 lines, then demo 1 line: demo's completes while free's waits.
+
+    ``one-at-a-time`` puts the first round's worker back (one job at a time): demo's job is read and held,
+    and stays ``validating`` behind free's, which is what this test exists to catch.
+    """
+    free, demo = stack.client("free"), stack.client("demo")
+    long_id = await submit(free, [chat_line(f"free-{i}") for i in range(30)])
+    worker = stack.worker(jobs_at_once=jobs_at_once)
+    async with running(worker):
+
+        async def free_is_rate_limited() -> bool:
+            counts = (await free.batches.retrieve(long_id)).request_counts
+            # Its minute's 5 requests are spent: the upload, the batch's creation and 3 lines.
+            return counts is not None and counts.completed >= 3
+
+        await until(free_is_rate_limited)
+        short_id = await submit(demo, [chat_line("demo-1")])
+
+        async def both_held() -> bool:
+            return worker.jobs_held == 2
+
+        if jobs_at_once == 1:
+            await until(both_held)
+            assert (await demo.batches.retrieve(short_id)).status == "validating"
+            return
+        batch = await settled(demo, short_id)
+        assert batch.status == "completed"
+        assert (await free.batches.retrieve(long_id)).status == "in_progress"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("counted", [True, False], ids=["counted", "uncounted"])
+async def test_uploads_count_against_the_tenants_requests_per_minute(
+    stack: Stack, counted: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """free may make 5 requests a minute: the 6th upload in a row is a 429 with Retry-After.
+
+    ``uncounted`` puts the first round's defect back (the Files API never asked the rate limiter):
+    every upload passes, which is what this test exists to catch.
+    """
+    if not counted:
+
+        async def admit_everything(tenant: Any, *, tokens: int) -> None:
+            return None
+
+        monkeypatch.setattr(stack.gateway.limiter, "acquire", admit_everything)
+    free = stack.client("free")
+    statuses = []
+    for i in range(6):
+        try:
+            await free.files.create(file=(f"in-{i}.jsonl", jsonl([chat_line("a")])), purpose="batch")
+            statuses.append(200)
+        except openai.RateLimitError as e:
+            statuses.append(e.status_code)
+            assert e.response.headers.get("retry-after")
+    assert statuses == ([200] * 5 + [429] if counted else [200] * 6)
+
+
+@pytest.mark.slow
+async def test_a_tenants_upload_count_and_bytes_are_capped_until_it_deletes(stack: Stack) -> None:
+    redis = stack.gateway.redis
+    usage = FileUsage(redis, max_files=2, max_bytes=1000)
+    routes = batch_routes(stack.gateway, files=stack.files, jobs=stack.jobs, sink=stack.gateway.sink, usage=usage)
+    async with serve(public_app(routes)) as url, AsyncOpenAI(base_url=url + "/v1", api_key="sk-demo") as client:
+        small = jsonl([chat_line("a")])
+        assert 100 < len(small) < 300  # two fit in 1,000 bytes; six do not
+        first = await client.files.create(file=("a.jsonl", small), purpose="batch")
+        await client.files.create(file=("b.jsonl", small), purpose="batch")
+        with pytest.raises(openai.RateLimitError) as count:
+            await client.files.create(file=("c.jsonl", small), purpose="batch")
+        assert count.value.code == "file_count_limit_exceeded" and "at most 2" in count.value.message
+        await client.files.delete(first.id)
+        with pytest.raises(openai.APIStatusError) as size:
+            await client.files.create(file=("big.jsonl", small * 6), purpose="batch")
+        assert size.value.status_code == 413 and size.value.code == "file_storage_limit_exceeded"
+        await client.files.create(file=("c.jsonl", small), purpose="batch")  # the deletion made room
+
+
+@pytest.mark.slow
+@on_both_stores
+async def test_files_list_is_the_tenants_own_files_paginated(stack: Stack) -> None:
+    demo, acme = stack.client("demo"), stack.client("acme-eu")
+    uploaded = [
+        await demo.files.create(file=(f"in-{i}.jsonl", jsonl([chat_line("a")])), purpose="batch") for i in range(3)
+    ]
+    listed = await demo.files.list(limit=2)
+    assert len(listed.data) == 2 and listed.has_more
+    everything = [f.id async for f in await demo.files.list(limit=2)]  # the client follows the pages
+    assert sorted(everything) == sorted(f.id for f in uploaded)
+    assert (await acme.files.list()).data == []

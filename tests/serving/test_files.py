@@ -14,7 +14,7 @@ import pytest
 
 from serving.errors import NotFound
 from serving.files.s3 import S3FileStore
-from serving.files.store import DirectoryFileStore, FileStore
+from serving.files.store import DirectoryFileStore, FileStore, page
 from tests.serving.conftest import FILES_BUCKET
 
 DATA = b'{"custom_id": "a"}\n'
@@ -98,3 +98,21 @@ async def test_a_tenant_that_is_not_a_spec_name_is_refused(store: FileStore) -> 
 async def test_a_long_filename_is_cut_to_the_limit(store: FileStore) -> None:
     obj = await store.put("demo", "batch", "x" * 300 + ".jsonl", DATA)
     assert obj["filename"] == "x" * 255 and (await store.get("demo", obj["id"]))["filename"] == "x" * 255
+
+
+async def test_a_listing_is_the_tenants_own_files_newest_first_in_pages(store: FileStore) -> None:
+    ids = []
+    for i in range(5):
+        obj = await store.put("demo", "batch", f"in-{i}.jsonl", DATA)
+        obj["created_at"] = i  # distinct times, whatever the clock's resolution
+        ids.append(obj["id"])
+    await store.put("acme-eu", "batch", "theirs.jsonl", DATA)
+    objects = await store.objects("demo")
+    assert sorted(o["id"] for o in objects) == sorted(ids)
+    for o in objects:  # the order under test is the page's: give each the creation order of its upload
+        o["created_at"] = ids.index(o["id"])
+    first, more = page(objects, limit=2, after=None, purpose=None)
+    assert [o["id"] for o in first] == [ids[4], ids[3]] and more
+    rest, more = page(objects, limit=10, after=first[-1]["id"], purpose=None)
+    assert [o["id"] for o in rest] == [ids[2], ids[1], ids[0]] and not more
+    assert page(objects, limit=10, after=None, purpose="batch_output") == ([], False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -92,7 +93,7 @@ def test_long_fractions_are_not_taken_for_long_integers() -> None:
     """An embedding response is 384 fractions, some with 19 digits after the point: none can lose an int's
     digits, so none may send the body to the slow decoder (it took 5x orjson's time on every lookup)."""
     body = jsonbody.dumps({"data": [{"embedding": [0.0012345678901234567, -0.00012345678901234567, 0.5]}]})
-    assert jsonbody._LONG_DIGITS_BYTES.search(body) is not None, "the cheap screen alone would take the slow path"
+    assert re.search(rb"[0-9]{19}", body) is not None, "a plain digit-run screen alone would take the slow path"
     assert not jsonbody._long_digits(body)
     assert not jsonbody._long_digits(body.decode())
 
@@ -116,3 +117,88 @@ def test_nesting_past_the_limit_is_refused_on_the_fast_path_too() -> None:
 )
 def test_dumps_writes_what_json_reads_back_equal(value: object) -> None:
     assert json.loads(jsonbody.dumps(value)) == value  # a lone surrogate too: escaped, as json writes it
+
+
+OLD_LONG_INTEGER = re.compile(rb"[-:,\[\s][0-9]{19}|^[0-9]{19}")  # the screen the translate-based one replaced
+
+
+@given(
+    st.lists(
+        st.sampled_from([b"1", b"0", b"9", b"-", b":", b",", b"[", b" ", b"\t", b".", b"a", b'"', b"e"]), max_size=60
+    )
+)
+def test_the_long_integer_screen_agrees_with_the_regex_it_replaced(pieces: list[bytes]) -> None:
+    raw = b"".join(pieces)
+    assert jsonbody._long_digits(raw) == (OLD_LONG_INTEGER.search(raw) is not None)
+    assert jsonbody._long_digits(raw.decode()) == (OLD_LONG_INTEGER.search(raw) is not None)
+
+
+def test_an_integer_past_64_bits_keeps_its_digits_whatever_precedes_it() -> None:
+    for lead in (b"[", b"[ ", b'{"a":', b"[1,", b"[-"):
+        raw = lead + b"123456789012345678901" + (b"]" if lead.startswith(b"[") else b"}")
+        value = jsonbody.loads(raw)
+        number = value[-1] if isinstance(value, list) else value["a"]
+        assert abs(number) == 123456789012345678901
+
+
+def nested_empties(count: int) -> bytes:
+    return b'{"model": "small", "x": [' + b",".join([b"[]"] * count) + b"]}"
+
+
+def test_a_body_of_many_empty_arrays_under_the_depth_limit_is_refused_before_it_is_decoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decoded: list[int] = []
+    monkeypatch.setattr(jsonbody.orjson, "loads", lambda raw: decoded.append(len(raw)) or [])
+    monkeypatch.setattr(jsonbody.json, "loads", lambda raw, **_: decoded.append(len(raw)) or [])
+    raw = nested_empties(2 * 1024 * 1024 // 3)  # the 2 MiB attack: 700,000 lists, depth 3
+    with pytest.raises(jsonbody.BadJson, match=f"at most {jsonbody.MAX_CONTAINERS} are accepted"):
+        jsonbody.loads(raw)
+    assert decoded == [], "the body was decoded before its cost was checked"
+
+
+def test_the_container_and_value_limits_are_exact_counts_of_the_bytes() -> None:
+    at_limit = nested_empties(jsonbody.MAX_CONTAINERS - 2)  # the object and the outer array make 2 more
+    assert len(jsonbody.loads(at_limit)["x"]) == jsonbody.MAX_CONTAINERS - 2
+    with pytest.raises(jsonbody.BadJson, match="arrays and objects"):
+        jsonbody.loads(nested_empties(jsonbody.MAX_CONTAINERS - 1))
+
+    # An object and an array hold the zeros; values counted = 2 containers + the commas between zeros.
+    def zeros(count: int) -> bytes:
+        return b'{"x": [' + b",".join([b"0"] * count) + b"]}"
+
+    assert len(jsonbody.loads(zeros(jsonbody.MAX_VALUES - 1))["x"]) == jsonbody.MAX_VALUES - 1
+    with pytest.raises(jsonbody.BadJson, match=f"at most {jsonbody.MAX_VALUES} are accepted"):
+        jsonbody.loads(zeros(jsonbody.MAX_VALUES))
+
+
+def test_a_long_run_of_brackets_is_refused_as_too_deep_without_counting() -> None:
+    raw = b"[" * (jsonbody.MAX_DEPTH + 1) + b"]" * (jsonbody.MAX_DEPTH + 1) + b" " * jsonbody.MAX_CONTAINERS
+    with pytest.raises(jsonbody.BadJson, match="nested deeper"):
+        jsonbody.check_cost(raw)
+
+
+def test_the_cost_limits_hold_for_text_as_well_as_bytes() -> None:
+    with pytest.raises(jsonbody.BadJson, match="arrays and objects"):
+        jsonbody.loads(nested_empties(jsonbody.MAX_CONTAINERS).decode())
+
+
+def real_depth(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + max((real_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((real_depth(v) for v in value), default=0)
+    return 0
+
+
+@given(
+    st.recursive(
+        st.none() | st.integers() | st.text(alphabet='[]{}"\\\\ab,:\n'),
+        lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(alphabet='[]{}"\\\\a', max_size=4), c, max_size=4),
+        max_leaves=40,
+    )
+)
+def test_the_depth_counted_on_the_text_is_the_values_depth_whatever_its_strings_hold(value: object) -> None:
+    text = json.dumps(value)
+    assert jsonbody._text_depth(text) == real_depth(value)
+    assert jsonbody._text_depth(text.encode()) == real_depth(value)

@@ -1,0 +1,174 @@
+"""The front door's bounds, measured: what one tenant's worst-case body costs everyone else's event loop.
+
+Three measurements, each a ratio against a baseline run in the same process:
+
+1. decode: the attack body (2 MiB of nested empty arrays under the depth limit) refused by
+   ``jsonbody.check_cost`` against the same body decoded without the bound (orjson, then the depth
+   walk, as the first round did); and the largest body the bounds let through.
+2. loop lag: a 1 ms ticker on an event loop (other tenants' requests stand for it) while an attacker
+   coroutine hands the gateway's ``decode_body`` a worst-case body every 100 ms; P99 and max lateness,
+   quiet against attacked, and attacked with the largest body the bounds admit.
+3. batch parse: the ticker's max lateness while a 50,000-line input file is parsed on the loop
+   (the first round) against in a worker thread (now).
+
+This is one process, not the deployed shape: it isolates the decode, which is per process. Run:
+``python benchmarks/bench_frontdoor.py [--json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script, only benchmarks/ is on the path
+
+import contextlib
+
+import orjson
+
+from benchmarks._common import emit, pct
+from serving import jsonbody
+from serving.errors import InvalidRequest
+from serving.files.batch_lines import parse_input
+from serving.gateway.requests import decode_body
+from serving.types import Endpoint
+
+TICK_S = 0.001
+ATTACK_EVERY_S = 0.1
+REPEATS = 5
+
+
+def attack_body(size: int = 2 * 1024 * 1024) -> bytes:
+    return (
+        b'{"model": "large", "messages": [{"role": "user", "content": "x"}], "x": ['
+        + b",".join([b"[]"] * (size // 3))
+        + b"]}"
+    )
+
+
+def largest_admitted() -> bytes:
+    """As close to both limits as a chat body gets: arrays up to MAX_CONTAINERS, integers up to MAX_VALUES."""
+    head = b'{"model": "small", "messages": [{"role": "user", "content": "x"}], "x": ['
+    arrays = jsonbody.MAX_CONTAINERS - (head.count(b"[") + head.count(b"{"))
+    values = arrays + head.count(b"[") + head.count(b"{") + head.count(b",") + arrays  # each array and its comma
+    ints = jsonbody.MAX_VALUES - values
+    body = head + b",".join([b"[]"] * arrays) + b"," + b",".join([b"0"] * ints) + b"]}"
+    jsonbody.check_cost(body)  # raises if the arithmetic above is off: this must be admitted
+    return body
+
+
+def best_ms(fn: Callable[[], object]) -> float:
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        with contextlib.suppress(jsonbody.BadJson, InvalidRequest):
+            fn()
+        times.append(time.perf_counter() - start)
+    return min(times) * 1000
+
+
+def unbounded(raw: bytes) -> None:
+    value = orjson.loads(raw)
+    jsonbody._check_depth(value)
+
+
+async def lag_while(work: Callable[[], Awaitable[None]] | None, seconds: float) -> list[float]:
+    """Lateness of a 1 ms ticker, in ms, while ``work`` runs beside it."""
+    loop = asyncio.get_running_loop()
+    late: list[float] = []
+    task = asyncio.create_task(work()) if work is not None else None
+    end = loop.time() + seconds
+    while loop.time() < end:
+        asked = loop.time()
+        await asyncio.sleep(TICK_S)
+        late.append((loop.time() - asked - TICK_S) * 1000)
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    return late
+
+
+def attacker(body: bytes) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        while True:
+            with contextlib.suppress(InvalidRequest):
+                decode_body(body)
+            await asyncio.sleep(ATTACK_EVERY_S)
+
+    return run
+
+
+def batch_file(lines: int = 50_000) -> bytes:
+    line = {
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "small", "messages": [{"role": "user", "content": "Summarise the quarter."}]},
+    }
+    return b"".join(json.dumps({"custom_id": f"r-{i}", **line}).encode() + b"\n" for i in range(lines))
+
+
+async def measure(seconds: float) -> dict[str, Any]:
+    attack, admitted = attack_body(), largest_admitted()
+    result: dict[str, Any] = {
+        "load_average": os.getloadavg()[0],
+        "decode_ms": {
+            "attack_unbounded": best_ms(lambda: unbounded(attack)),
+            "attack_refused": best_ms(lambda: jsonbody.loads(attack)),
+            "largest_admitted": best_ms(lambda: jsonbody.loads(admitted)),
+            "small_chat": best_ms(lambda: jsonbody.loads(jsonbody.dumps({"model": "small", "messages": []}))),
+        },
+    }
+    quiet = await lag_while(None, seconds)
+    refused = await lag_while(attacker(attack), seconds)
+    worst = await lag_while(attacker(admitted), seconds)
+    result["loop_lag_ms"] = {
+        name: {"p99": pct(lag, 0.99), "max": max(lag)}
+        for name, lag in (("quiet", quiet), ("attack_refused", refused), ("largest_admitted_every_100ms", worst))
+    }
+    data = batch_file()
+
+    async def on_loop() -> None:
+        parse_input(data, Endpoint.CHAT)
+
+    async def in_thread() -> None:
+        await asyncio.to_thread(parse_input, data, Endpoint.CHAT)
+
+    result["batch_parse_max_lag_ms"] = {
+        "on_loop": max(await lag_while(on_loop, 3.0)),
+        "in_thread": max(await lag_while(in_thread, 3.0)),
+    }
+    return result
+
+
+def report(result: dict[str, Any]) -> None:
+    print(f"load average {result['load_average']:.1f} (a shared machine inflates every number alike)")
+    d = result["decode_ms"]
+    print(
+        f"decode of the 2 MiB attack: {d['attack_unbounded']:.1f} ms unbounded, {d['attack_refused']:.2f} ms refused "
+        f"({d['attack_unbounded'] / d['attack_refused']:.0f}x); the largest admitted body {d['largest_admitted']:.1f} ms"
+    )
+    for name, lag in result["loop_lag_ms"].items():
+        print(f"ticker lateness, {name}: P99 {lag['p99']:.2f} ms, max {lag['max']:.2f} ms")
+    b = result["batch_parse_max_lag_ms"]
+    print(
+        f"50,000-line batch parse, ticker max lateness: on the loop {b['on_loop']:.0f} ms, in a thread {b['in_thread']:.0f} ms"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="ticker window per case")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    return emit(asyncio.run(measure(args.seconds)), as_json=args.json, report=report)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
