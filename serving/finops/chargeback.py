@@ -71,7 +71,9 @@ def utilization(tokens: int, capacity_tokens: float) -> Fraction:
     return min(Fraction(1), Fraction(tokens) / Fraction(capacity_tokens))
 
 
-def exact_cells(hours: Iterable[PoolHour], uses: Iterable[Use]) -> list[tuple[tuple[int, str, str, str, str], Fraction]]:
+def exact_cells(
+    hours: Iterable[PoolHour], uses: Iterable[Use]
+) -> list[tuple[tuple[int, str, str, str, str], Fraction]]:
     """Every cell's exact dollars: (hour, region, pool, tenant or IDLE, model) -> share of that pool-hour's bill.
 
     Tokens served by a pool-hour with no capacity row are not in the bill and get no cell (``unbilled_uses``

@@ -71,7 +71,7 @@ class ChdbStore:
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
         try:
-            self._session = session.Session(str(path))
+            self._session = session.Session(str(path))  # type: ignore[no-untyped-call]  # chDB ships no type hints
         except RuntimeError as e:
             raise StoreError(
                 f"cannot open the chDB ledger at {path}: {e}. Another process (the dev stack's metering consumer?) "
@@ -82,7 +82,7 @@ class ChdbStore:
 
     def _query(self, sql: str, fmt: str = "CSV") -> bytes:
         try:
-            result = self._session.query(sql, fmt)
+            result = self._session.query(sql, fmt)  # type: ignore[no-untyped-call]  # chDB ships no type hints
         except Exception as e:  # chDB raises its own ChdbError (an Exception), whose type is not importable stably
             raise StoreError(f"chDB at {self.path} refused {_head(sql)}: {e}") from e
         return bytes(result.bytes()) if result is not None else b""
@@ -100,7 +100,7 @@ class ChdbStore:
         return count
 
     def close(self) -> None:
-        self._session.close()
+        self._session.close()  # type: ignore[no-untyped-call]  # chDB ships no type hints
 
 
 class HttpStore:
@@ -169,11 +169,8 @@ def open_store(where: str, *, password: str | None = None, migrate: bool = True)
     Raises:
         StoreError: The server is unreachable, the directory is held by another process, or a migration failed.
     """
-    store: Store
-    if where.startswith(("http://", "https://")):
-        store = HttpStore(where, password=password)
-    else:
-        store = ChdbStore(Path(where))
+    remote = where.startswith(("http://", "https://"))
+    store: Store = HttpStore(where, password=password) if remote else ChdbStore(Path(where))
     if migrate:
         apply_migrations(store)
     return store
