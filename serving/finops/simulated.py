@@ -6,9 +6,9 @@ LEDGER`` reads a simulated day with the queries it uses for a real one:
 - ``pool_replicas``: per minute and pool, the replicas the simulated autoscaler billed (starting, ready and
   draining, plus the warm pool: ``usd_per_hour`` of each autoscaler period over the price of one replica), so
   the simulated node bill is the bill the simulator itself reports;
-- ``usage_minutes``: per minute, pool and tenant, the requests and tokens served (the period's arrivals up to
-  its service rate, times the plan's mean tokens per request), charged at the plan's $ per 1M tokens as the
-  gateway's quota would be.
+- ``usage_minutes``: per minute, pool and tenant, the requests served (each period's arrivals up to its
+  service rate) and the tokens the run's tally counted for the pool, spread over the minutes as the requests
+  were; charged at the plan's $ per 1M tokens as the gateway's quota would be.
 
 A simulated day of byteion is about 10^9 requests: no per-request table should hold that, so the run is
 written as the per-minute rollup the chargeback reads (``usage_minutes``), not as raw ``usage_events``.
@@ -55,7 +55,6 @@ def ledger_rows(result: SimResult, rates: dict[tuple[str, str], PoolRate]) -> tu
     replicas: list[dict[str, Any]] = []
     for setup in result.pools:
         rate = rates[(setup.region, setup.name)]
-        per_request = rate.tokens_per_replica_second / max(_service_rps(setup), 1e-12)
         billed: dict[int, float] = defaultdict(float)  # minute -> replica-seconds
         served: dict[int, float] = defaultdict(float)  # minute -> requests
         before = 0.0
@@ -66,6 +65,8 @@ def ledger_rows(result: SimResult, rates: dict[tuple[str, str], PoolRate]) -> tu
             if rate.usd_per_replica_hour > 0:
                 billed[minute] += record.usd_per_hour / rate.usd_per_replica_hour * dt
             served[minute] += min(record.arrival_rps, record.service_rps) * dt
+        pool_tokens = float(result.tally.pool_tokens[setup.index])
+        per_request = pool_tokens / sum(served.values()) if sum(served.values()) > 0 else 0.0
         weights = tenant_weights(spec, setup.region, setup.tier.value)
         total_weight = sum(weights.values())
         model = spec.pool(setup.name).model
@@ -102,11 +103,6 @@ def ledger_rows(result: SimResult, rates: dict[tuple[str, str], PoolRate]) -> tu
                     }
                 )
     return usage, replicas
-
-
-def _service_rps(setup: Any) -> float:
-    """One replica's service rate in the run (requests/s), from the autoscaler that priced it."""
-    return float(setup.scaler.service_rps_per_replica)
 
 
 def write_run(store: Store, result: SimResult) -> tuple[int, int]:
