@@ -57,11 +57,25 @@ def test_finops_prints_the_chargeback_and_the_planned_vs_actual_tables(
     runner: CliRunner, simulated: tuple[Path, dict[str, object]]
 ) -> None:
     ledger, _ = simulated
-    result = runner.invoke(app, ["finops", str(ledger), "--from", "2026-01-05T01:00", "--to", "2026-01-05T02:00"])
+    result = runner.invoke(
+        app,
+        [
+            "finops",
+            str(ledger),
+            "--from",
+            "2026-01-05T01:00",
+            "--to",
+            "2026-01-05T02:00",
+            "--budgets",
+            "stacks/dev.yaml",
+        ],
+    )
     assert result.exit_code == 0, result.output
     for heading in ("chargeback", "(idle)", "planned $/1M", "actual $/1M", "by hour of day"):
         assert heading in result.stdout
     assert "2026-01-05 01:00 UTC to 2026-01-05 02:00 UTC" in result.stdout
+    assert "(platform)" in result.stdout  # the platform's budget, from budget.max_usd_per_hour held all month
+    assert "budget" in result.stdout and "acme-eu:" in result.stdout
 
 
 def test_finops_on_a_missing_ledger_says_what_to_give(runner: CliRunner, tmp_path: Path) -> None:

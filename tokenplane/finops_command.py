@@ -65,6 +65,10 @@ def finops(
     html: Annotated[
         Path | None, typer.Option("--html", help="Write an HTML page of plots here, e.g. finops.html")
     ] = None,
+    budgets: Annotated[
+        Path | None,
+        typer.Option("--budgets", help="Check SPEC's platform and tenant monthly budgets at the period's end"),
+    ] = None,
 ) -> None:
     """The chargeback of LEDGER: per tenant, pool and hour, with idle capacity on its own line."""
     from serving.finops import queries, report
@@ -84,7 +88,9 @@ def finops(
         if end <= start:
             _fail(f"--to must be after --from (got {since} to {until})")
         data = _finite(report.build(store, queries.Period(start, end)).to_json())
-    except StoreError as e:
+        if budgets is not None:
+            data["budgets"] = _budgets(store, budgets, end)
+    except (StoreError, SpecError) as e:
         _fail(str(e))
     finally:
         store.close()
@@ -103,9 +109,21 @@ def finops(
     from tokenplane.finops_report import print_finops
     from tokenplane.plan_report import console_for_output
 
-    print_finops(data, console_for_output())
+    console = console_for_output()
+    print_finops(data, console)
+    for status in data.get("budgets", []):
+        verdict = status["level"] or "within budget"
+        console.print(f"budget {verdict}: {status['message']}")
     if html is not None:
         typer.echo(f"report written to {html}")
+
+
+def _budgets(store: Any, spec_path: Path, end: int) -> list[dict[str, Any]]:
+    """Each budget of the spec as of the period's last second (a simulated day: its end)."""
+    from serving.finops.budgets import statuses
+    from tokenplane.load import load_spec
+
+    return [s.to_json() for s in statuses(store, load_spec(spec_path), end - 1)]
 
 
 def queries_store(ledger: str) -> Any:

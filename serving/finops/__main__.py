@@ -22,6 +22,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 
 from serving.events.kafka import kafka_security_from_env
+from serving.finops.budgets import BUDGET_INTERVAL_SECONDS, BudgetMetrics, watch_budgets
 from serving.finops.capacity import PoolUrlReplicas, PrometheusReplicas, ReplicaSource, record_replicas
 from serving.finops.consumer import MeteringConsumer
 from serving.finops.errors import StoreError
@@ -64,6 +65,9 @@ async def run(environ: Mapping[str, str], *, host: str, port: int) -> None:
     tasks = [
         asyncio.create_task(server.serve(), name="finops-http"),
         asyncio.create_task(record_replicas(store, source, rates, region, stop), name="finops-replicas"),
+        asyncio.create_task(
+            watch_budgets(store, spec, BudgetMetrics(registry), stop, BUDGET_INTERVAL_SECONDS), name="finops-budgets"
+        ),
     ]
     try:
         await consumer.run()
