@@ -45,6 +45,13 @@ STORAGE_CLASS = "gp3-encrypted"
 VOLUME_GIB = {"prod": 500, "staging": 100, "dev": 20}
 BACKUP_PREFIX = "finops-backups"
 USER = "finops"
+SERVER_CPU = 2.0  # requested per replica: merges and the chargeback's aggregations
+WRITABLE = (  # emptyDirs under a read-only root filesystem
+    ("tmp", "/tmp"),
+    ("logs", "/var/log/clickhouse-server"),
+    ("users", "/etc/clickhouse-server/users.d"),
+    ("configd", "/etc/clickhouse-server/config.d"),
+)
 CREDENTIALS_SECRET = "clickhouse-credentials"  # the namespace's Secret: the server's and the consumer's password
 
 
@@ -75,6 +82,11 @@ class ClickHouseArgs:
     tags: dict[str, str]
 
 
+def server_replicas(environment: str) -> int:
+    """Three in prod (one per AZ: a Keeper quorum survives an AZ), one elsewhere."""
+    return 3 if environment == "prod" else 1
+
+
 def _keeper_xml(replicas: int, namespace: str) -> str:
     """The embedded Keeper's Raft members and the one-shard cluster of ``replicas`` replicas."""
     host = f"{APP}-{{i}}.{APP}-headless.{namespace}.svc.cluster.local"
@@ -88,6 +100,8 @@ def _keeper_xml(replicas: int, namespace: str) -> str:
     )
     return (
         "<clickhouse>"
+        # The image's own config.d (listen_host) is hidden by the writable emptyDir mounted over config.d.
+        "<listen_host>0.0.0.0</listen_host>"
         "<macros><shard>1</shard><replica from_env='HOSTNAME'/></macros>"
         f"<keeper_server><tcp_port>{KEEPER_PORT}</tcp_port><server_id from_env='KEEPER_ID'/>"
         "<log_storage_path>/var/lib/clickhouse/coordination/log</log_storage_path>"
@@ -124,7 +138,7 @@ class ClickHouse(Component):
         super().__init__(name, opts)
         namespace = args.namespace.name
         self.wait_for(*args.namespace.after())
-        replicas = 3 if args.environment == "prod" else 1
+        replicas = server_replicas(args.environment)
         labels = app_labels(APP, "finops-store")
         password = random.RandomPassword(self.child("password"), length=32, special=False, opts=self.opts())
         secret = aws.secretsmanager.Secret(
@@ -231,12 +245,18 @@ class ClickHouse(Component):
                     ("raft", RAFT_PORT),
                 )
             ],
-            "resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"cpu": "4", "memory": "16Gi"}},
+            "resources": {
+                "requests": {"cpu": f"{SERVER_CPU:g}", "memory": "8Gi"},
+                "limits": {"cpu": "4", "memory": "16Gi"},
+            },
             "readinessProbe": {"httpGet": {"path": "/ping", "port": HTTP_PORT}, "periodSeconds": 10},
             "livenessProbe": {"httpGet": {"path": "/ping", "port": HTTP_PORT}, "periodSeconds": 20},
-            "securityContext": kube.container_security(read_only_root=False),
+            # A read-only image; the entrypoint writes its user file to users.d, the server its logs and temp
+            # files: each its own emptyDir.
+            "securityContext": kube.container_security(),
             "volumeMounts": [
                 {"name": "data", "mountPath": "/var/lib/clickhouse"},
+                *({"name": name, "mountPath": path} for name, path in WRITABLE),
                 {
                     "name": "config",
                     "mountPath": "/etc/clickhouse-server/config.d/replication.xml",
@@ -261,7 +281,10 @@ class ClickHouse(Component):
                             user=CLICKHOUSE_UID, group=CLICKHOUSE_UID, fs_group=CLICKHOUSE_UID
                         ),
                         "containers": [container],
-                        "volumes": [{"name": "config", "configMap": {"name": f"{APP}-config"}}],
+                        "volumes": [
+                            {"name": "config", "configMap": {"name": f"{APP}-config"}},
+                            *({"name": name, "emptyDir": {"sizeLimit": "1Gi"}} for name, _ in WRITABLE),
+                        ],
                         "topologySpreadConstraints": [
                             {
                                 "maxSkew": 1,

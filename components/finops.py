@@ -15,13 +15,14 @@ import yaml
 
 from components import kube
 from components.base import Component
-from components.clickhouse import DATABASE, HTTP_PORT, USER, ClickHouse, ClickHouseArgs
+from components.clickhouse import DATABASE, HTTP_PORT, SERVER_CPU, USER, ClickHouse, ClickHouseArgs, server_replicas
 from components.finops_dashboard import datasource, finops_dashboard
 from components.gateway import ServingDeps
 from components.kube import Namespace
 from components.metering import APP as CONSUMER
-from components.metering import MeteringConsumer, MeteringConsumerArgs
+from components.metering import CONSUMER_CPU, CONSUMER_MAX_REPLICAS, MeteringConsumer, MeteringConsumerArgs
 from components.naming import NS_MONITORING
+from tokenplane.spec import PlatformSpec
 
 # Prometheus alerts on the consumer's lag and the budgets' burn (Observability adds them to its rules).
 FINOPS_ALERTS: list[dict[str, Any]] = [
@@ -51,6 +52,14 @@ FINOPS_ALERTS: list[dict[str, Any]] = [
         ],
     }
 ]
+
+
+def finops_cpu_at_maxima(spec: PlatformSpec) -> float:
+    """vCPUs the plane requests on the system nodes at its maxima: the ledger's servers and the consumers."""
+    if not spec.finops.enabled:
+        return 0.0
+    servers = server_replicas(spec.platform.environment.value) * SERVER_CPU
+    return servers + CONSUMER_MAX_REPLICAS * CONSUMER_CPU
 
 
 def finops_plane(
