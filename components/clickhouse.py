@@ -31,6 +31,9 @@ from components.iam import irsa_role, policy_document
 from components.kube import Namespace
 from components.naming import NS_MONITORING, app_labels
 from components.pins import CLICKHOUSE_IMAGE
+from tokenplane.runtime_env import Var
+
+PASSWORD_VAR = f"${Var.CLICKHOUSE_PASSWORD.value}"  # the official image's variable, and the consumer's (same name)
 
 APP = "clickhouse"
 DATABASE = "finops"
@@ -231,7 +234,7 @@ class ClickHouse(Component):
                 {"name": "CLICKHOUSE_DB", "value": DATABASE},
                 {"name": "CLICKHOUSE_USER", "valueFrom": {"secretKeyRef": {"name": CREDENTIALS_SECRET, "key": "user"}}},
                 {
-                    "name": "CLICKHOUSE_PASSWORD",
+                    "name": Var.CLICKHOUSE_PASSWORD.value,
                     "valueFrom": {"secretKeyRef": {"name": CREDENTIALS_SECRET, "key": "password"}},
                 },
             ],
@@ -346,8 +349,9 @@ class ClickHouse(Component):
         )
         script = target.apply(
             lambda url: (
-                f'clickhouse-client --host {APP} --user "$CLICKHOUSE_USER" --password "$CLICKHOUSE_PASSWORD" '
-                f"--query \"BACKUP DATABASE {DATABASE} TO S3('{url}'||formatDateTime(now(),'%Y%m%dT%H%M%S'))\""
+                # BACKUP takes a literal destination: the timestamp is spliced in by the shell.
+                f'TS=$(date -u +%Y%m%dT%H%M%S); clickhouse-client --host {APP} --user "$CLICKHOUSE_USER" '
+                f'--password "{PASSWORD_VAR}" --query "BACKUP DATABASE {DATABASE} TO S3(\'{url}${{TS}}\')"'
             )
         )
         k8s.batch.v1.CronJob(
@@ -379,7 +383,7 @@ class ClickHouse(Component):
                                                 },
                                             },
                                             {
-                                                "name": "CLICKHOUSE_PASSWORD",
+                                                "name": Var.CLICKHOUSE_PASSWORD.value,
                                                 "valueFrom": {
                                                     "secretKeyRef": {"name": CREDENTIALS_SECRET, "key": "password"}
                                                 },
