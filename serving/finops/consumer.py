@@ -21,6 +21,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition  # type: ignore[import-untyped]  # aiokafka ships no type hints
@@ -37,6 +38,16 @@ BATCH_LIMIT = 5_000  # records per poll and per insert: ClickHouse wants few lar
 POLL_TIMEOUT_MS = 500  # a quiet topic still flushes what it has twice a second
 DEAD_LETTER_RAW_LIMIT = 64 * 1024  # bytes of a bad record kept with its reason; enough to see what it was
 GROUP_ID = "tokenplane-finops"
+
+
+@dataclass
+class _Batch:
+    """One poll's records, parsed: rows per table, counts per topic, and the offsets to commit once stored."""
+
+    offsets: dict[TopicPartition, int]
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    stored: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    dead: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
 class ConsumerMetrics:
@@ -108,20 +119,28 @@ class MeteringConsumer:
             **self.security,
         )
         await consumer.start()
+        # One batch is stored and committed (in a worker thread) while the next is fetched and parsed on the
+        # loop: the two overlap, and commits still follow the inserts in order.
+        pending: asyncio.Task[None] | None = None
         try:
             while not self._stopping.is_set():
                 batches = await consumer.getmany(timeout_ms=POLL_TIMEOUT_MS, max_records=self.batch_limit)
                 if batches:
-                    await self._store(batches)
-                    await consumer.commit({tp: records[-1].offset + 1 for tp, records in batches.items()})
+                    batch = self._parse(batches)
+                    if pending is not None:
+                        await pending
+                    pending = asyncio.create_task(self._store(consumer, batch))
                 await self._export_lag(consumer)
+            if pending is not None:
+                await pending
         finally:
+            if pending is not None and not pending.done():
+                pending.cancel()  # an error elsewhere: leave that batch uncommitted, to be read again
+                await asyncio.gather(pending, return_exceptions=True)
             await consumer.stop()
 
-    async def _store(self, batches: Mapping[TopicPartition, list[Any]]) -> None:
-        rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        stored: dict[str, int] = defaultdict(int)
-        dead: dict[str, int] = defaultdict(int)
+    def _parse(self, batches: Mapping[TopicPartition, list[Any]]) -> _Batch:
+        batch = _Batch(offsets={tp: records[-1].offset + 1 for tp, records in batches.items()})
         now = time.time()
         for tp, records in batches.items():
             purpose = self.purposes[tp.topic]
@@ -130,21 +149,26 @@ class MeteringConsumer:
                 try:
                     parsed = parse(purpose, raw)
                 except BadEvent as e:
-                    rows["dead_letters"].append(_dead_letter(tp, record.offset, raw, str(e), now))
-                    dead[tp.topic] += 1
+                    batch.rows["dead_letters"].append(_dead_letter(tp, record.offset, raw, str(e), now))
+                    batch.dead[tp.topic] += 1
                     continue
-                rows[parsed.table].append(parsed.row)
-                stored[tp.topic] += 1
+                batch.rows[parsed.table].append(parsed.row)
+                batch.stored[tp.topic] += 1
+        return batch
+
+    async def _store(self, consumer: AIOKafkaConsumer, batch: _Batch) -> None:
+        """Insert the batch's rows, then commit its offsets: a crash in between re-reads it, and FINAL collapses it."""
         # Dead letters go in first: if the process dies between the two, the batch is read again either way.
-        for table in sorted(rows, key=lambda t: t != "dead_letters"):
-            await asyncio.to_thread(self.store.insert, table, rows[table])
-        for topic, count in stored.items():
+        for table in sorted(batch.rows, key=lambda t: t != "dead_letters"):
+            await asyncio.to_thread(self.store.insert, table, batch.rows[table])
+        await consumer.commit(batch.offsets)
+        for topic, count in batch.stored.items():
             self.metrics.events.labels(topic, "stored").inc(count)
-        for topic, count in dead.items():
+        for topic, count in batch.dead.items():
             self.metrics.events.labels(topic, "dead_letter").inc(count)
             log.warning("finops: %d record(s) of %s went to dead_letters", count, topic)
-        self.stored += sum(stored.values())
-        self.dead += sum(dead.values())
+        self.stored += sum(batch.stored.values())
+        self.dead += sum(batch.dead.values())
 
     async def _export_lag(self, consumer: AIOKafkaConsumer) -> None:
         for tp in consumer.assignment():

@@ -133,6 +133,10 @@ async def test_audit_and_batch_events_are_stored_with_their_whole_body(kafka: Br
     assert [r["event_id"] for r in ledger.rows("SELECT event_id FROM batch_jobs FINAL")] == ["batch_1"]
 
 
+class Killed(Exception):
+    """The process dying: nothing after the insert runs (no commit)."""
+
+
 class CrashAfterInsert:
     """A ledger whose process 'dies' right after an insert lands, before the consumer commits its offsets."""
 
@@ -151,7 +155,7 @@ class CrashAfterInsert:
         count = self.store.insert(table, rows)
         self.inserted += count
         if self.inserted >= self.crash_after:
-            raise SystemExit("killed between the insert and the offset commit")
+            raise Killed("killed between the insert and the offset commit")
         return count
 
     def close(self) -> None:
@@ -166,7 +170,7 @@ async def test_a_consumer_killed_mid_batch_and_restarted_leaves_no_duplicate_and
     await produce(kafka.bootstrap, "usage-events", encode(usage(i) for i in range(300)))
     crashing = CrashAfterInsert(ledger, crash_after=1)
     first = MeteringConsumer(kafka.bootstrap, TOPICS, crashing, batch_limit=100)
-    with pytest.raises(SystemExit):
+    with pytest.raises(Killed):
         await first.run()
     assert crashing.inserted > 0  # rows reached the ledger whose offsets were never committed
 
