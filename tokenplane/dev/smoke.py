@@ -293,15 +293,16 @@ def _chargeback(client: OpenAI, ledger_url: str) -> str:
         time.sleep(0.5)
     if len(counts) != len(ids) or any(n != 1 for n in counts.values()):
         raise CheckFailed(f"{len(counts)}/{len(ids)} requests in the ledger after {LEDGER_TIMEOUT:.0f} s: {counts}")
-    now = int(time.time())
-    period = queries.Period(now // 3600 * 3600, now // 3600 * 3600 + 3600)
+    # This hour and the one before: a stack whose replicas were sampled just before the hour turned still has a bill.
+    hour = int(time.time()) // 3600 * 3600
+    period = queries.Period(hour - 3600, hour + 3600)
     hours = queries.pool_hours(store, period)
     lines = allocate(hours, queries.pool_uses(store, period))
     allocated, bill = sum(line.cents for line in lines), bill_cents(hours)
     if allocated != bill or bill == 0:
-        raise CheckFailed(f"the hour's allocation is {allocated} cents against a node bill of {bill} cents")
+        raise CheckFailed(f"the allocation is {allocated} cents against a node bill of {bill} cents")
     data = report.build(store, period)
     return (
-        f"{len(ids)} requests stored once each; this hour's bill ${bill / CENTS:,.2f} = tenants "
+        f"{len(ids)} requests stored once each; the last two hours' bill ${bill / CENTS:,.2f} = tenants "
         f"${(bill / CENTS) - data.idle_usd:,.2f} + idle ${data.idle_usd:,.2f}"
     )
