@@ -50,6 +50,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("simulate_day.py", [], ["--quick"], 900),
     ("semantic_cache.py", ["--full"], ["--sizes", "10000", "--windows", "2"], 3600),  # 1M answers: ~15 min
     ("capacity_validation.py", [], [], 60),
+    ("finops_bench.py", [], ["--events", "50000", "--runs", "2"], 900),
 )
 
 
@@ -407,6 +408,13 @@ def capacity_section(r: dict[str, Any]) -> list[str]:
     return lines(r)
 
 
+def finops_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.finops_bench import lines
+
+    return lines(r)
+
+
 def semantic_cache_section(r: dict[str, Any]) -> list[str]:
     rows = [
         [
@@ -454,6 +462,10 @@ SECTIONS = {
     "capacity_validation.py": (
         "The capacity model against public vLLM logs (capacity_validation.py)",
         capacity_section,
+    ),
+    "finops_bench.py": (
+        "The FinOps plane: the metering consumer and a day's chargeback (finops_bench.py)",
+        finops_section,
     ),
 }
 

@@ -22,6 +22,7 @@ given. Components may import the core (the spec, ``pool_model``, ``runtime_env``
 
 from components.ai_gateway import AiGateway
 from components.batch_workers import BatchWorkers, BatchWorkersArgs
+from components.clickhouse import ClickHouse, ClickHouseArgs
 from components.cluster import Cluster, ClusterArgs
 from components.cluster_addons import ClusterAddons, ClusterAddonsArgs, ExistingCluster
 from components.gateway import GatewayArgs, ServingDeps
@@ -30,6 +31,7 @@ from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, NodeSelect
 from components.images import Images, ImagesArgs
 from components.kafka import Kafka, KafkaArgs
 from components.kube import Namespace
+from components.metering import MeteringConsumer, MeteringConsumerArgs
 from components.model_gateway import ModelGateway
 from components.model_registry import ModelRegistry, ModelRegistryArgs
 from components.network import Network, NetworkArgs, PrivateSubnets
@@ -48,6 +50,8 @@ __all__ = [
     "AiGateway",
     "BatchWorkers",
     "BatchWorkersArgs",
+    "ClickHouse",
+    "ClickHouseArgs",
     "Cluster",
     "ClusterAddons",
     "ClusterAddonsArgs",
@@ -64,6 +68,8 @@ __all__ = [
     "KafkaArgs",
     "LlmPlatform",
     "LlmPlatformArgs",
+    "MeteringConsumer",
+    "MeteringConsumerArgs",
     "ModelGateway",
     "ModelRegistry",
     "ModelRegistryArgs",

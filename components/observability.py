@@ -13,6 +13,8 @@ import yaml
 
 from components import dashboards, kube
 from components.base import Component
+from components.finops import FINOPS_ALERTS
+from components.finops_dashboard import PLUGIN as FINOPS_PLUGIN
 from components.iam import irsa_role
 from components.kube import Namespace
 from components.naming import NS_BATCH, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
@@ -166,6 +168,10 @@ class Observability(Component):
             },
             "alertmanager": {"enabled": True},
         }
+        if spec.finops.enabled:
+            # The FinOps plane's alerts (lag, budgets) and Grafana's ClickHouse datasource (components/finops.py).
+            values["additionalPrometheusRulesMap"] = {"tokenplane-finops": {"groups": FINOPS_ALERTS}}
+            values["grafana"]["plugins"] = [FINOPS_PLUGIN]  # type: ignore[index]  # the dict literal above
         password = random.RandomPassword(self.child("grafana-password"), length=32, special=False, opts=self.opts())
         admin = k8s.core.v1.Secret(
             self.child("grafana-admin"),

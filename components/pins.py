@@ -11,6 +11,8 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.19.0"
 # Pulls weights from S3 to node NVMe in the pool's init container.
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
 QDRANT_IMAGE = "qdrant/qdrant:v1.13.4-unprivileged"  # runs as a non-root user
+# The FinOps ledger: ClickHouse's official server image, an LTS release (embedded Keeper, BACKUP TO S3).
+CLICKHOUSE_IMAGE = "clickhouse/clickhouse-server:24.8.14.39"
 OTEL_COLLECTOR_IMAGE = "otel/opentelemetry-collector-contrib:0.120.0"
 # The serving image's base, used by serving/images/Dockerfile. The digest is the one public Dockerfiles pin
 # this tag to most often (a code search); NOT verified against Docker Hub, which was unreachable where it was

@@ -12,6 +12,7 @@ from components.base import Component
 from components.batch_workers import BatchWorkers, BatchWorkersArgs
 from components.cluster import Cluster, ClusterArgs
 from components.cluster_addons import ClusterAddons, ClusterAddonsArgs
+from components.finops import finops_plane
 from components.gateway import GatewayArgs
 from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from components.kafka import Kafka, KafkaArgs
@@ -219,6 +220,8 @@ class Region(Component):
             if serves_batch
             else None
         )
+        if spec.finops.enabled:
+            finops_plane(self, deps, namespaces[NS_DATA], args.registry_bucket, cluster, after_namespaces)
         certificate = gateway_certificate(self, spec, region, tags)
         # The Batch API's files live in the workers' results bucket, the one place both pods can reach.
         # Passing the output orders the bucket before the gateway's role and pods that name it.

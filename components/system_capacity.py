@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from components.batch_workers import WORKER_CPU, WORKER_MAX_REPLICAS
+from components.finops import finops_cpu_at_maxima
 from components.gateway import GATEWAY_CPU, replica_bounds
 from tokenplane.allocatable import plannable_cpu
 from tokenplane.spec import PlatformSpec, Region, WorkloadClass
@@ -24,7 +25,7 @@ def system_cpu_at_maxima(spec: PlatformSpec, region: Region) -> float:
     cpu = GATEWAYS * high * GATEWAY_CPU + OTHER_CPU
     if any(WorkloadClass.D in spec.pool(p.pool).classes for p in region.pools):
         cpu += WORKER_MAX_REPLICAS * WORKER_CPU
-    return cpu
+    return cpu + finops_cpu_at_maxima(spec)
 
 
 def system_max_nodes(cpu: float, instance: str, floor: int) -> int:

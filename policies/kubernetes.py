@@ -155,6 +155,7 @@ DEFAULT_REGISTRIES = [
     "docker.io/vllm/*",
     "docker.io/qdrant/*",
     "docker.io/otel/*",
+    "docker.io/clickhouse/*",  # the FinOps ledger's server image (components/clickhouse.py)
 ]
 
 

@@ -221,7 +221,7 @@ def test_smoke_runs_the_session_prints_the_table_and_exits_zero(tmp_path: Path) 
     printed = output.read_text(errors="replace")
     assert code == 0, printed
     checks = ("streamed chat", "cached repeat", "multi-turn chat", "tier large", "EU tenant acme-eu", "rate limit free")
-    for check in (*checks, "batch job"):
+    for check in (*checks, "batch job", "chargeback"):
         assert check in printed
     assert "checks passed" in printed
     pids = [s["pid"] for s in read_state(state_path(tmp_path))["services"].values()]

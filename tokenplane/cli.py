@@ -445,6 +445,28 @@ def schema() -> None:
     _emit_json(PlatformSpec.model_json_schema())
 
 
+def _write_events(ledger: str, result: Any) -> None:
+    """``simulate --events``: the run into the ledger, for ``tokenplane finops`` to read."""
+    from serving.finops.errors import StoreError
+    from serving.finops.simulated import write_run
+    from serving.finops.store import open_store
+
+    try:
+        store = open_store(ledger)
+        try:
+            usage, replicas = write_run(store, result)
+        finally:
+            store.close()
+    except (StoreError, ImportError) as e:
+        _fail(f"--events {ledger}: {e}")
+    typer.echo(f"{usage:,} usage rows and {replicas:,} replica rows written to {ledger}", err=True)
+
+
+from tokenplane.finops_command import finops  # noqa: E402  (light: its heavy imports are inside the command)
+
+app.command()(finops)
+
+
 def main() -> None:  # pragma: no cover - the console script calls app directly
     app()
 
@@ -655,6 +677,10 @@ def simulate(
             "slo_attainment); repeatable",
         ),
     ] = None,
+    events: Annotated[
+        str | None,
+        typer.Option("--events", help="Write the run into a FinOps ledger (a chDB directory or a ClickHouse URL)"),
+    ] = None,
 ) -> None:
     """Simulate SPEC's platform: latency, queues, autoscaling, shedding and cost over time (see --fidelity)."""
     from tokenplane.errors import SpecError
@@ -701,6 +727,8 @@ def simulate(
     from tokenplane.sim.metrics import ttft_ms_by_class
 
     summary = result.summary()
+    if events is not None:
+        _write_events(events, result)
     if report is not None:
         from tokenplane.sim.report import simulation_html
 

@@ -53,6 +53,9 @@ class Var(StrEnum):
     DEV_SECRETS = "TOKENPLANE_DEV_SECRETS"  # a JSON file of {reference: value} that tokenplane dev writes
     SECRETS_DIR = "TOKENPLANE_SECRETS_DIR"  # overrides where mounted secrets are read (tests, a laptop)
     OTEL_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+    FINOPS_STORE = "TOKENPLANE_FINOPS_STORE"  # the FinOps ledger: a ClickHouse URL, or a chDB directory (one machine)
+    CLICKHOUSE_PASSWORD = "CLICKHOUSE_PASSWORD"  # the ledger's password, from its Secrets Manager secret
+    PROMETHEUS_URL = "TOKENPLANE_PROMETHEUS_URL"  # where the metering consumer reads replica counts (kube-state-metrics)
     # The AWS SDK's own names, which the components set and the S3 and MSK clients read.
     AWS_REGION = "AWS_REGION"
     AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
@@ -138,6 +141,9 @@ class RuntimeEnv(BaseModel):
     metrics_port: int = Field(default=DEFAULT_METRICS_PORT, ge=1, le=65535, alias=Var.METRICS_PORT)
     dev_secrets: Path | None = Field(default=None, alias=Var.DEV_SECRETS)
     otel_endpoint: str | None = Field(default=None, alias=Var.OTEL_ENDPOINT)
+    finops_store: str | None = Field(default=None, alias=Var.FINOPS_STORE)
+    clickhouse_password: str | None = Field(default=None, alias=Var.CLICKHOUSE_PASSWORD, repr=False)
+    prometheus_url: str | None = Field(default=None, alias=Var.PROMETHEUS_URL)
     aws_region: str | None = Field(default=None, alias=Var.AWS_REGION)
     aws_default_region: str | None = Field(default=None, alias=Var.AWS_DEFAULT_REGION)
     aws_endpoint_url: str | None = Field(default=None, alias=Var.AWS_ENDPOINT_URL)

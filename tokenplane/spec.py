@@ -740,6 +740,23 @@ class Observability(Model):
     logs: Logs = Field(default_factory=Logs)
 
 
+class Finops(Model):
+    """The FinOps plane: the metering consumer and its ClickHouse ledger in each region."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Run ClickHouse and the metering consumer in each region (chargeback, budgets, "
+        "planned vs actual $ per 1M tokens); off: usage events stay on Kafka for another reader",
+    )
+    backup_every_hours: int = Field(
+        default=1,
+        ge=1,
+        le=24,
+        description="The ledger's backups to the registry bucket, every this many hours: its RPO (events since "
+        "the last backup are replayed from Kafka, which keeps them retention_hours)",
+    )
+
+
 # --- the whole --------------------------------------------------------------------------------
 
 
@@ -760,6 +777,7 @@ class PlatformSpec(Model):
     queues: Queues = Field(default_factory=Queues)
     dr: DisasterRecovery | None = None
     observability: Observability = Field(default_factory=Observability)
+    finops: Finops = Field(default_factory=Finops)
 
     # Lookups the rest of the codebase shares, so that nobody re-derives them.
 

@@ -415,6 +415,11 @@ def plan_stack(
     if has_module("serving.batch.__main__"):
         batch_port = allocate()
         services.append(batch_service(batch_port, gateway_env, python))
+    if has_module("serving.finops.__main__") and has_module("chdb"):
+        finops_env = common | pool_url_env(urls) | env_dict({Var.KAFKA_BOOTSTRAP_SERVERS: bootstrap})
+        services.append(
+            finops_service(allocate(), finops_env | env_dict({Var.FINOPS_STORE: str(state_dir / "finops")}), python)
+        )
 
     ports = [p for s in services for p in (s.port, *s.other_ports)]
     if len(set(ports)) != len(ports):
@@ -481,6 +486,27 @@ def batch_service(port: int, gateway_env: dict[str, str], python: str) -> Servic
         env=env,
         ready_url=f"http://{LOOPBACK}:{port}/metrics",
         description="batch worker: batch jobs from Kafka, run on the batch pool (metrics on this port)",
+    )
+
+
+FINOPS_SERVICE = "finops"
+
+
+def finops_service(port: int, env: dict[str, str], python: str) -> Service:
+    """The metering consumer: usage, audit and batch events into the chDB ledger, each once.
+
+    Its port serves /metrics and, since the chDB directory is held by this one process, the ledger's SQL
+    as ClickHouse's HTTP interface answers it: ``tokenplane finops http://127.0.0.1:<port>`` reads it live.
+    """
+    return Service(
+        FINOPS_SERVICE,
+        Stage.WORKERS,
+        [python, "-m", "serving.finops", "--host", LOOPBACK, "--port", str(port)],
+        port,
+        "--ports-from",
+        env=env,
+        ready_url=f"http://{LOOPBACK}:{port}/ping",
+        description=f"metering consumer: Kafka -> the chDB FinOps ledger (tokenplane finops http://{LOOPBACK}:{port})",
     )
 
 

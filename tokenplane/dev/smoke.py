@@ -9,6 +9,8 @@ ask it, with the gateway's response headers as the evidence:
     EU tenant          the EU-resident tenant is served by a pool in this region (x-tokenplane-served-by)
     rate limit         the tenant with the smallest rpm gets 429 with Retry-After past its limit
     batch job          a JSONL through the Files and Batch APIs, polled to completed, one output per line
+    chargeback         the requests just sent are in the FinOps ledger once each, and the hour's allocation
+                       (tenants plus idle) adds up to its node bill to the cent
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 REQUEST_TIMEOUT = 60.0  # seconds per request; the simulator at --speed 1 answers a large-tier request in a few
 BATCH_TIMEOUT = 120.0  # seconds for the batch job to reach a final status
 BATCH_LINES = 3
+CHARGEBACK_REQUESTS = 3
+LEDGER_TIMEOUT = 30.0  # seconds for the metering consumer to store the requests (it polls twice a second)
 BATCH_FINAL = {"completed", "failed", "expired", "cancelled"}
 HELLO = [{"role": "user", "content": "Say hello in five words."}]
 
@@ -83,6 +87,9 @@ def run_smoke(plan: StackPlan, console: Console | None = None) -> list[Check]:
     limited = min(spec.tenants, key=lambda t: t.rpm)
     checks.append((f"rate limit {limited.name}", lambda: _rate_limited(client(limited.name), limited.rpm)))
     checks.append(("batch job", lambda: _batch(main)))
+    ledger = next((s.url for s in plan.services if s.name == "finops"), None)
+    if ledger is not None:
+        checks.append(("chargeback", lambda: _chargeback(main, ledger)))
 
     results = []
     try:
@@ -256,3 +263,46 @@ def print_checks(checks: list[Check], console: Console) -> None:
     console.print(table)
     passed = sum(c.ok for c in checks)
     console.print(f"{passed}/{len(checks)} checks passed")
+
+
+def _chargeback(client: OpenAI, ledger_url: str) -> str:
+    """Requests sent now appear in the ledger once each; the hour's tenants plus idle equal its node bill."""
+    from serving.finops import queries, report
+    from serving.finops.chargeback import CENTS, allocate, bill_cents
+    from serving.finops.store import HttpStore
+
+    ids = []
+    for _ in range(CHARGEBACK_REQUESTS):
+        raw = client.chat.completions.with_raw_response.create(
+            model="small", messages=_fresh("What does a GPU-hour cost?"), max_tokens=8
+        )
+        ids.append(raw.headers.get("x-request-id") or "")
+    if not all(ids):
+        raise CheckFailed("a response without x-request-id: nothing to find in the ledger")
+    store = HttpStore(ledger_url)
+    wanted = ", ".join(f"'{i}:usage'" for i in ids)  # gateway-made ids: req_<hex>
+    deadline = time.monotonic() + LEDGER_TIMEOUT
+    counts: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        rows = store.rows(
+            f"SELECT event_id, count() AS n FROM usage_events FINAL WHERE event_id IN ({wanted}) GROUP BY event_id"
+        )
+        counts = {r["event_id"]: int(r["n"]) for r in rows}
+        if len(counts) == len(ids):
+            break
+        time.sleep(0.5)
+    if len(counts) != len(ids) or any(n != 1 for n in counts.values()):
+        raise CheckFailed(f"{len(counts)}/{len(ids)} requests in the ledger after {LEDGER_TIMEOUT:.0f} s: {counts}")
+    # This hour and the one before: a stack whose replicas were sampled just before the hour turned still has a bill.
+    hour = int(time.time()) // 3600 * 3600
+    period = queries.Period(hour - 3600, hour + 3600)
+    hours = queries.pool_hours(store, period)
+    lines = allocate(hours, queries.pool_uses(store, period))
+    allocated, bill = sum(line.cents for line in lines), bill_cents(hours)
+    if allocated != bill or bill == 0:
+        raise CheckFailed(f"the allocation is {allocated} cents against a node bill of {bill} cents")
+    data = report.build(store, period)
+    return (
+        f"{len(ids)} requests stored once each; the last two hours' bill ${bill / CENTS:,.2f} = tenants "
+        f"${(bill / CENTS) - data.idle_usd:,.2f} + idle ${data.idle_usd:,.2f}"
+    )
