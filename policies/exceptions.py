@@ -95,6 +95,10 @@ TOKENPLANE: dict[str, list[dict[str, Any]]] = {
     ],
 }
 
+# checkov's findings that tokenplane accepts, by check ID, in the same shape (``findings`` is not used:
+# checkov reports a resource, not a part of it). ``tokenplane check --with checkov`` applies them.
+CHECKOV: dict[str, list[dict[str, Any]]] = {}
+
 SCHEMA: dict[str, Any] = {
     "type": "array",
     "items": {
