@@ -42,6 +42,11 @@ class PolicyOutcome:
     waived: int = 0  # findings the policy config's exceptions cover: shown, so that an exception is no blind spot
 
     @property
+    def source(self) -> str:
+        """Whose opinion this is: ``tokenplane`` (the CrossGuard pack) or ``checkov`` (``checkov:CKV_...``)."""
+        return self.name.split(":", 1)[0] if ":" in self.name else "tokenplane"
+
+    @property
     def status(self) -> str:
         if self.enforcement == "disabled":
             return "disabled"
@@ -53,6 +58,9 @@ class PolicyOutcome:
 @dataclass
 class CheckResult:
     outcomes: list[PolicyOutcome]
+    # With a second opinion: resource type -> how many of them it could not see (a Helm release, a random
+    # password), so that what was not checked is said, not implied.
+    unscanned: dict[str, int] = field(default_factory=dict)
 
     @property
     def mandatory_failures(self) -> int:
@@ -260,6 +268,7 @@ def check_program(
     config: Mapping[str, str] | None = None,
     policy_config: str | Path | None = None,
     kubernetes_version: str | None = None,
+    with_checkov: bool = False,
 ) -> ProgramCheck:
     """Apply the policy pack to any Pulumi Python program, offline: no cloud, no credentials, no Pulumi CLI.
 
@@ -277,9 +286,12 @@ def check_program(
         config: ``KEY=VALUE`` settings over the stack file's, e.g. ``{"aws:region": "eu-west-1"}``.
         policy_config: a CrossGuard ``--policy-pack-config`` JSON file (levels, thresholds, exceptions).
         kubernetes_version: check Kubernetes objects against this version's schema (default 1.31).
+        with_checkov: also run checkov's Kubernetes and Terraform checks (``tokenplane[checkov]``); its
+            findings join the pack's as ``checkov:CKV_...`` outcomes.
 
     Raises:
-        SpecError: a bad project, stack file, policy config, or a program that fails under the mocks.
+        SpecError: a bad project, stack file, policy config, or a program that fails under the mocks;
+            with_checkov when checkov is not installed.
     """
     from policies import ALL
     from tokenplane.program import DEFAULT_KUBERNETES_VERSION, kubernetes_minor, load_project, render_project
@@ -288,4 +300,9 @@ def check_program(
     settings = load_policy_config(Path(policy_config), ALL) if policy_config is not None else None
     project = load_project(Path(directory), stack=stack, config=config)
     rendered = render_project(project, kubernetes_version=version)
-    return ProgramCheck(rendered, run_checks(rendered, ALL, settings))
+    result = run_checks(rendered, ALL, settings)
+    if with_checkov:
+        from tokenplane.checkov_scan import add_to
+
+        add_to(result, rendered)
+    return ProgramCheck(rendered, result)

@@ -57,6 +57,18 @@ def terraform_type(token: str, known: frozenset[str]) -> str | None:
     return next((c for c in candidates if c in known), None)
 
 
+def integral(value: Any) -> Any:
+    """Numbers as the user wrote them: Pulumi's wire protocol makes every number a float (``10001.0``),
+    and checkov's checks test ``isinstance(x, int)`` (a pod's ``runAsUser``, a port)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral(v) for v in value]
+    return value
+
+
 def terraform_values(value: Any, *, key: str = "") -> Any:
     """Pulumi inputs as Terraform attributes: keys snake_cased, except inside free-form maps.
 
@@ -99,7 +111,7 @@ def export(rendered: RenderResult, known_terraform_types: frozenset[str]) -> Exp
             continue
         if r.is_kubernetes_object and "kind" in r.inputs:
             name = f"{index:04d}.yaml"
-            out.manifests[name] = r.inputs
+            out.manifests[name] = integral(r.inputs)
             out.urn_by_file[name] = r.urn
             continue
         tf_type = terraform_type(r.type, known_terraform_types)
@@ -123,7 +135,7 @@ def _plan(resources: Iterable[tuple[RenderedResource, str, str]], addresses: Map
     planned, configured, changes = [], [], []
     for r, tf_type, address in resources:
         name = address.split(".", 1)[1]
-        values = terraform_values(r.inputs)
+        values = terraform_values(integral(r.inputs))
         planned.append(
             {"address": address, "mode": "managed", "type": tf_type, "name": name, "provider_name": "aws", "values": values}
         )

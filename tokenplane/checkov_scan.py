@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from tokenplane.check import PolicyOutcome, Violation
+from tokenplane.check import CheckResult, PolicyOutcome, Violation
 from tokenplane.checkov_export import Export, export
 from tokenplane.errors import SpecError
 from tokenplane.render import RenderResult
@@ -88,6 +88,20 @@ def scan(
     report = _run_checkov(exported)
     names = {r.urn: (r.type, r.name, r.inputs) for r in rendered.resources}
     return outcomes_of(report, exported, names, rules), exported
+
+
+def add_to(
+    result: CheckResult,
+    rendered: RenderResult,
+    *,
+    exceptions: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> CheckResult:
+    """``result`` with checkov's outcomes after the pack's, and what checkov could not see."""
+    outcomes, exported = scan(rendered, exceptions=exceptions)
+    result.outcomes.extend(outcomes)
+    for resource_type, count in exported.unscanned.items():
+        result.unscanned[resource_type] = result.unscanned.get(resource_type, 0) + count
+    return result
 
 
 def _run_checkov(exported: Export) -> list[dict[str, Any]]:

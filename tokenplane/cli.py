@@ -230,6 +230,12 @@ class CheckFormat(StrEnum):
     SARIF = "sarif"
 
 
+class SecondOpinion(StrEnum):
+    """Scanners ``tokenplane check --with`` runs beside the pack, on the same rendered graph."""
+
+    CHECKOV = "checkov"
+
+
 @app.command()
 def check(
     spec: Annotated[
@@ -263,9 +269,17 @@ def check(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report to FILE instead of stdout")
     ] = None,
+    with_: Annotated[
+        list[SecondOpinion] | None,
+        typer.Option(
+            "--with",
+            help="Also run checkov's Kubernetes and Terraform checks on the graph (pip install 'tokenplane[checkov]')",
+        ),
+    ] = None,
 ) -> None:
     """Run the CrossGuard policy pack offline against SPEC's rendered graph, or any Pulumi program's (--program DIR).
 
+    With --with checkov, checkov's findings join the report as checkov:CKV_... outcomes.
     Exits 1 on a mandatory violation or a render error, 2 on bad input.
     """
     from policies import ALL
@@ -306,6 +320,13 @@ def check(
     except SpecError as e:
         _fail(str(e))
     result = run_checks(rendered, ALL, settings)
+    if SecondOpinion.CHECKOV in (with_ or []):
+        from tokenplane.checkov_scan import add_to
+
+        try:
+            add_to(result, rendered)
+        except SpecError as e:
+            _fail(str(e))
     from tokenplane import deploy
 
     try:
