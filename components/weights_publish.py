@@ -101,6 +101,8 @@ def publish_jobs(
                     "metadata": {"labels": labels},
                     "spec": {
                         "serviceAccountName": SERVICE_ACCOUNT,
+                        # IRSA's token is a projected volume of its own; the AWS CLI never calls the Kubernetes API.
+                        "automountServiceAccountToken": False,
                         "restartPolicy": "OnFailure",
                         # The AWS CLI image's nobody user: it needs only HOME (its caches) on an emptyDir.
                         "securityContext": kube.pod_security(user=AWS_CLI_UID),

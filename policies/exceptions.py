@@ -24,11 +24,14 @@ from policies.common import get, kind, object_name
 
 Flag = Callable[[str, str], None]  # (finding, message): report unless an exception covers the finding
 
-# The vLLM pods' exceptions, shared by the pod security policies they need.
+# The vLLM pods' exceptions, shared by the pod security policies they need. The engine itself runs as a
+# non-root user on a read-only root filesystem (components/vllm_pool.py; the real engine is started that way
+# in tests/components/test_vllm_nonroot.py); only the weight fetcher runs as root.
 _VLLM_PODS = ["llm-serving/vllm-*"]
-_VLLM_ROOT = (
-    "the vllm/vllm-openai image runs as root and writes its compile caches under /root; the pod holds no "
-    "credentials besides its read-only weights role and is reachable only from the model gateway (NetworkPolicy)"
+_FETCH_AS_ROOT = (
+    "the fetch-weights init container writes the node's weight cache, a hostPath that kubelet creates "
+    "root-owned (fsGroup does not apply to hostPath); it runs as root with every capability dropped, no "
+    "privilege escalation and a read-only root filesystem, and exits before the engine starts"
 )
 
 TOKENPLANE: dict[str, list[dict[str, Any]]] = {
@@ -41,33 +44,14 @@ TOKENPLANE: dict[str, list[dict[str, Any]]] = {
         }
     ],
     "pods-run-as-non-root": [
-        {"resources": _VLLM_PODS, "findings": ["container vllm", "container fetch-weights"], "reason": _VLLM_ROOT}
+        {"resources": _VLLM_PODS, "findings": ["container fetch-weights"], "reason": _FETCH_AS_ROOT}
     ],
     "pods-read-only-root-filesystem": [
-        {
-            "resources": _VLLM_PODS,
-            "findings": ["container vllm", "container fetch-weights"],
-            "reason": "vLLM and the AWS CLI write caches and temp files to paths inside the image (~/.cache, "
-            "/tmp, triton and torch.compile caches) that differ by version; an emptyDir for each is not yet mapped",
-        },
         {
             "resources": ["llm-data/qdrant"],
             "findings": ["container qdrant"],
             "reason": "Qdrant writes its snapshots and WAL temp files beside its storage in the image's /qdrant tree",
         },
-    ],
-    "pods-drop-all-capabilities": [
-        {"resources": _VLLM_PODS, "findings": ["container vllm", "container fetch-weights"], "reason": _VLLM_ROOT},
-    ],
-    "pods-no-privilege-escalation": [
-        {"resources": _VLLM_PODS, "findings": ["container vllm"], "reason": _VLLM_ROOT},
-    ],
-    "pods-seccomp-runtime-default": [
-        {
-            "resources": _VLLM_PODS,
-            "reason": "the NVIDIA container runtime and NCCL's shared-memory setup are validated on the EKS GPU AMI "
-            "without a seccomp profile; RuntimeDefault is untested there",
-        }
     ],
     "s3-buckets-tls-only": [
         {

@@ -137,7 +137,14 @@ def _plan(resources: Iterable[tuple[RenderedResource, str, str]], addresses: Map
         name = address.split(".", 1)[1]
         values = terraform_values(integral(r.inputs))
         planned.append(
-            {"address": address, "mode": "managed", "type": tf_type, "name": name, "provider_name": "aws", "values": values}
+            {
+                "address": address,
+                "mode": "managed",
+                "type": tf_type,
+                "name": name,
+                "provider_name": "aws",
+                "values": values,
+            }
         )
         expressions: dict[str, Any] = {}
         for prop, urns in r.property_dependencies.items():
