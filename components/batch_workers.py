@@ -78,7 +78,15 @@ class BatchWorkers(Component):
                     "filter": {"prefix": f"{FILES_PREFIX}/"},
                     "noncurrent_version_expiration": {"noncurrent_days": NONCURRENT_FILE_DAYS},
                     "abort_incomplete_multipart_upload": {"days_after_initiation": 1},
-                }
+                },
+                # An upload that fails anywhere in the bucket (results too, not only files/) leaves parts that
+                # are billed until aborted.
+                {
+                    "id": "abort-incomplete-uploads",
+                    "status": "Enabled",
+                    "filter": {},
+                    "abort_incomplete_multipart_upload": {"days_after_initiation": 1},
+                },
             ],
             opts=self.opts(),
         )
