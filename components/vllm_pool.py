@@ -67,6 +67,7 @@ for entry in $ARTIFACTS; do
   aws s3 sync --only-show-errors "$src" "$mine"
   actual=$(cd "$mine" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
   if [ "$actual" != "$sha" ]; then echo "$ref: sha256 $actual does not match the registry's $sha" >&2; exit 1; fi
+  chmod -R a+rX "$mine"  # the engine reads it as another user (VLLM_UID)
   touch "$mine/.verified-$sha"
   if [ -e "$dest" ] && [ ! -f "$dest/.verified-$sha" ]; then mv "$dest" "$dest.stale.$HOSTNAME"; fi
   if mv -T "$mine" "$dest" 2>/dev/null; then echo "$ref: fetched and verified"; else rm -rf "$mine"; echo "$ref: a sibling fetched it first"; fi

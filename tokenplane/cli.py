@@ -294,6 +294,11 @@ def check(
         _fail(
             "--stack, --config and --kubernetes-version apply only to --program DIR; a spec file carries its own settings"
         )
+    if SecondOpinion.CHECKOV in (with_ or []):
+        from tokenplane.checkov_scan import INSTALL_HINT, available
+
+        if not available():  # said before the render, not a minute into it
+            _fail(f"--with checkov: {INSTALL_HINT}")
     platform = None  # the spec, where one is checked: the deployability checks read it with the graph
     try:
         settings = load_policy_config(policy_config, ALL) if policy_config else None

@@ -29,7 +29,7 @@ from tokenplane.runtime_env import Var
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
-START_TIMEOUT_S = 240  # the CPU engine's import, profile and warm-up on a shared 2-core machine
+START_TIMEOUT_S = 480  # the CPU engine's import, load and warm-up on a loaded 2-core machine (measured: ~4 min)
 REQUEST_TIMEOUT_S = 120
 LOG_TAIL_CHARS = 4000
 
@@ -96,6 +96,8 @@ def tiny_model() -> Iterator[Path]:
     if made.returncode != 0:
         shutil.rmtree(out, ignore_errors=True)
         pytest.fail(f"could not make the tiny model:\n{made.stderr[-LOG_TAIL_CHARS:]}")
+    # As the pod's fetch-weights leaves them (FETCH_SCRIPT's chmod): readable by the engine's user.
+    subprocess.run(["chmod", "-R", "a+rX", str(out)], check=True)
     yield out
     shutil.rmtree(out, ignore_errors=True)
 
@@ -152,10 +154,23 @@ def _wait_healthy(url: str, engine: subprocess.Popen[str], log: Path) -> None:
     pytest.fail(f"vLLM not healthy within {START_TIMEOUT_S} s:\n{log.read_text()[-LOG_TAIL_CHARS:]}")
 
 
-def _written_outside(root: Path, allowed: Path) -> list[str]:
-    """Files the engine's user owns on the root filesystem outside ``allowed``: what a read-only root would refuse."""
+# Where a user who owns nothing else can write: the world-writable directories. On the cluster /tmp is an
+# emptyDir and /dev/shm the dshm volume, and the rest of the root filesystem is read-only.
+WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+def _written_outside(allowed: Path) -> list[str]:
+    """Files the engine's user left outside ``allowed``: writes a read-only root filesystem would refuse."""
     found = subprocess.run(
-        ["find", str(root), "-xdev", "-uid", str(VLLM_UID), "-not", "-path", f"{allowed}*"],
+        [
+            "find",
+            *(d for d in WORLD_WRITABLE if Path(d).is_dir()),
+            "-uid",
+            str(VLLM_UID),
+            "-not",
+            "-path",
+            f"{allowed}*",
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -200,5 +215,5 @@ def test_vllm_serves_as_the_pods_non_root_user_writing_only_its_scratch(tiny_mod
             engine.kill()
             engine.wait(timeout=30)
     if os.geteuid() == 0:
-        # Run as root, the test can see what the engine's user wrote anywhere on this filesystem.
-        assert _written_outside(Path("/"), scratch) == [], "the engine wrote outside its scratch directory"
+        # Run as root, the test can see what the engine's user wrote anywhere it could.
+        assert _written_outside(scratch) == [], "the engine wrote outside its scratch directory"
