@@ -154,9 +154,10 @@ def _wait_healthy(url: str, engine: subprocess.Popen[str], log: Path) -> None:
     pytest.fail(f"vLLM not healthy within {START_TIMEOUT_S} s:\n{log.read_text()[-LOG_TAIL_CHARS:]}")
 
 
-# Where a user who owns nothing else can write: the world-writable directories. On the cluster /tmp is an
-# emptyDir and /dev/shm the dshm volume, and the rest of the root filesystem is read-only.
-WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+# Where a user who owns nothing else can write: the world-writable directories. On the cluster the rest of
+# the root filesystem is read-only, /tmp is an emptyDir (here the engine's TMPDIR is under its scratch
+# instead) and /dev/shm is the dshm volume, so it is not checked.
+WORLD_WRITABLE = ("/tmp", "/var/tmp", "/run/lock")
 
 
 def _written_outside(allowed: Path) -> list[str]:
