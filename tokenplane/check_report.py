@@ -112,7 +112,8 @@ def to_sarif(result: CheckResult, artifact: str = "Pulumi.yaml") -> dict[str, An
     from; the resource's URN goes in the logical location.
     """
     runs = []
-    for source in dict.fromkeys(o.source for o in result.outcomes):
+    # The pack's run is always there, even empty; a second opinion's only when it ran.
+    for source in dict.fromkeys(["tokenplane", *(o.source for o in result.outcomes)]):
         outcomes = [o for o in result.outcomes if o.source == source]
         version = __version__ if source == "tokenplane" else _version_of(source)
         driver = {"name": source, "version": version, "rules": [_sarif_rule(o) for o in outcomes]}
