@@ -92,6 +92,10 @@ _THIRD_PARTY_IMAGES = ["llm-serving/vllm-*", "llm-serving/publish-*", "llm-data/
 _VLLM_DEPLOYMENTS = ["llm-serving/vllm-*"]
 _CHECKOV_FETCH_AS_ROOT = {"resources": _VLLM_DEPLOYMENTS, "reason": _FETCH_AS_ROOT}
 _SERVING = ["llm-gateway/ai-gateway", "llm-gateway/model-gateway", "llm-batch/batch-workers"]
+_PREFETCH_HOLDER = (
+    "the warm-pool prefetch holder serves nothing: it sleeps so that the DaemonSet's pod, whose init container "
+    "fetched the weights onto the node, stays in place; a restart would not fetch again (init containers run once)"
+)
 _NOT_YET = "not yet in the spec or the components; "
 
 CHECKOV: dict[str, list[dict[str, Any]]] = {
@@ -113,6 +117,8 @@ CHECKOV: dict[str, list[dict[str, Any]]] = {
         }
     ],
     "CKV_K8S_23": [_CHECKOV_FETCH_AS_ROOT],
+    "CKV_K8S_8": [{"resources": ["llm-serving/vllm-*-prefetch"], "reason": _PREFETCH_HOLDER}],
+    "CKV_K8S_9": [{"resources": ["llm-serving/vllm-*-prefetch"], "reason": _PREFETCH_HOLDER}],
     "CKV_K8S_40": [
         _CHECKOV_FETCH_AS_ROOT,
         {
