@@ -96,6 +96,7 @@ _PREFETCH_HOLDER = (
     "the warm-pool prefetch holder serves nothing: it sleeps so that the DaemonSet's pod, whose init container "
     "fetched the weights onto the node, stays in place; a restart would not fetch again (init containers run once)"
 )
+_REGISTRY = ["*-registry", "*-registry-*"]  # the model registry's bucket: per region, or the only one
 _NOT_YET = "not yet in the spec or the components; "
 
 CHECKOV: dict[str, list[dict[str, Any]]] = {
@@ -162,21 +163,21 @@ CHECKOV: dict[str, list[dict[str, Any]]] = {
     ],
     "CKV_AWS_51": [
         {
-            "resources": ["*-images-repo-*"],
+            "resources": ["*images-repo-*"],
             "reason": "the serving image's tag moves with each build so that a build is found by name; the "
             "regions' pods pull it by digest, which cannot move (the vLLM mirror's repository is immutable)",
         }
     ],
     "CKV_AWS_18": [
         {
-            "resources": ["*-registry-*", "*-batch-results"],
+            "resources": [*_REGISTRY, "*-batch-results"],
             "reason": "server access logs need a log bucket per region; who read which object is an S3 data event, "
             "which belongs in the account's CloudTrail, outside the stack",
         }
     ],
     "CKV2_AWS_62": [
         {
-            "resources": ["*-registry-*", "*-batch-results"],
+            "resources": [*_REGISTRY, "*-batch-results"],
             "reason": "nothing consumes object events: the publish Jobs and the batch workers record what they "
             "write themselves (the registry's manifests, the batch job store)",
         }
@@ -188,7 +189,7 @@ CHECKOV: dict[str, list[dict[str, Any]]] = {
             "tenants' data out of the region for no recovery gain",
         },
         {
-            "resources": ["*-registry-*"],
+            "resources": _REGISTRY,
             "reason": "the registry replicates to each DR region through its own replication resource, which the "
             "pack's registry-replicated-to-dr checks; checkov looks for it on the bucket. A stack without a DR "
             "region has nowhere to replicate to",
@@ -196,7 +197,7 @@ CHECKOV: dict[str, list[dict[str, Any]]] = {
     ],
     "CKV2_AWS_61": [
         {
-            "resources": ["*-registry-*"],
+            "resources": _REGISTRY,
             "reason": "the registry keeps every model version, immutable, for rollback and audit: nothing in it "
             "expires (" + _NOT_YET + "a rule that aborts a failed publish's incomplete uploads)",
         }
