@@ -149,3 +149,32 @@ def test_one_sarif_file_carries_both_opinions_on_the_insecure_pod(tmp_path: Path
         ]
         assert about_pod, f"{name} has no finding on the privileged root Pod"
     assert all(r["ruleId"].startswith("checkov:CKV") for r in runs["checkov"]["results"])
+
+
+# The README's AWSGuard table: what the pack misses and checkov catches, each planted in a program.
+OUTSIDE_A_VPC = """
+import pulumi_aws as aws
+
+aws.opensearch.Domain("search", engine_version="OpenSearch_2.11", cluster_config={"instance_type": "t3.small.search"})
+aws.redshift.Cluster(
+    "dw", cluster_identifier="dw", node_type="ra3.xlplus", master_username="admin",
+    manage_master_password=True, publicly_accessible=True,
+)
+"""
+README_CLAIMS = {"search": "checkov:CKV_AWS_137", "dw": "checkov:CKV_AWS_87"}
+
+
+@pytest.mark.slow
+@needs_checkov
+def test_the_readme_awsguard_gaps_hold_the_pack_misses_them_and_checkov_flags_them(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: outside-a-vpc\nruntime: python\n")
+    (tmp_path / "__main__.py").write_text(OUTSIDE_A_VPC)
+    verdict = check_program(tmp_path, with_checkov=True)
+    flagged: dict[str, set[str]] = {}
+    for outcome in verdict.result.outcomes:
+        for v in outcome.violations:
+            flagged.setdefault((v.urn or "").rsplit("::", 1)[-1], set()).add(outcome.name)
+    for resource, check in README_CLAIMS.items():
+        assert check in flagged.get(resource, set()), (resource, flagged)
+        # If the pack learns to see it, the README's "not in the pack" must change with this test.
+        assert {n for n in flagged.get(resource, set()) if not n.startswith("checkov:")} == set(), resource
