@@ -89,8 +89,6 @@ TOKENPLANE: dict[str, list[dict[str, Any]]] = {
 # checkov's findings that tokenplane accepts, by check ID, in the same shape (``findings`` is not used:
 # checkov reports a resource, not a part of it). ``tokenplane check --with checkov`` applies them.
 _THIRD_PARTY_IMAGES = ["llm-serving/vllm-*", "llm-serving/publish-*", "llm-data/qdrant", "monitoring/otel-collector"]
-_VLLM_DEPLOYMENTS = ["llm-serving/vllm-*"]
-_CHECKOV_FETCH_AS_ROOT = {"resources": _VLLM_DEPLOYMENTS, "reason": _FETCH_AS_ROOT}
 _SERVING = ["llm-gateway/ai-gateway", "llm-gateway/model-gateway", "llm-batch/batch-workers"]
 _PREFETCH_HOLDER = (
     "the warm-pool prefetch holder serves nothing: it sleeps so that the DaemonSet's pod, whose init container "
@@ -117,11 +115,9 @@ CHECKOV: dict[str, list[dict[str, Any]]] = {
             "(a ~10 GB vLLM image) depend on Docker Hub's and ECR Public's availability and rate limits",
         }
     ],
-    "CKV_K8S_23": [_CHECKOV_FETCH_AS_ROOT],
     "CKV_K8S_8": [{"resources": ["llm-serving/vllm-*-prefetch"], "reason": _PREFETCH_HOLDER}],
     "CKV_K8S_9": [{"resources": ["llm-serving/vllm-*-prefetch"], "reason": _PREFETCH_HOLDER}],
     "CKV_K8S_40": [
-        _CHECKOV_FETCH_AS_ROOT,
         {
             "resources": ["llm-data/qdrant"],
             "reason": "the unprivileged Qdrant image's user is UID 1000, which owns /qdrant; another UID could not "
