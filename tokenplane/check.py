@@ -13,11 +13,25 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokenplane.check_result import CheckResult, PolicyOutcome, Violation
 from tokenplane.errors import SpecError
+
+__all__ = [
+    "CheckResult",
+    "PolicyOutcome",
+    "PolicySettings",
+    "ProgramCheck",
+    "Violation",
+    "check_program",
+    "load_policy_config",
+    "policy_resources",
+    "run_checks",
+    "settings_for",
+]
 
 if TYPE_CHECKING:
     from pulumi_policy import Policy, PolicyResource
@@ -25,50 +39,6 @@ if TYPE_CHECKING:
     from tokenplane.render import RenderResult
 
 LEVELS = ("advisory", "mandatory", "remediate", "disabled")
-
-
-@dataclass(frozen=True)
-class Violation:
-    message: str
-    urn: str | None
-
-
-@dataclass
-class PolicyOutcome:
-    name: str
-    description: str
-    enforcement: str  # advisory | mandatory | disabled
-    violations: list[Violation] = field(default_factory=list)
-    waived: int = 0  # findings the policy config's exceptions cover: shown, so that an exception is no blind spot
-
-    @property
-    def source(self) -> str:
-        """Whose opinion this is: ``tokenplane`` (the CrossGuard pack) or ``checkov`` (``checkov:CKV_...``)."""
-        return self.name.split(":", 1)[0] if ":" in self.name else "tokenplane"
-
-    @property
-    def status(self) -> str:
-        if self.enforcement == "disabled":
-            return "disabled"
-        if not self.violations:
-            return "passed"
-        return "failed" if self.enforcement in ("mandatory", "remediate") else "warned"
-
-
-@dataclass
-class CheckResult:
-    outcomes: list[PolicyOutcome]
-    # With a second opinion: resource type -> how many of them it could not see (a Helm release, a random
-    # password), so that what was not checked is said, not implied.
-    unscanned: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def mandatory_failures(self) -> int:
-        return sum(len(o.violations) for o in self.outcomes if o.status == "failed")
-
-    @property
-    def ok(self) -> bool:
-        return self.mandatory_failures == 0
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenplane import __version__
-from tokenplane.check import CheckResult, PolicyOutcome
+from tokenplane.check_result import CheckResult, PolicyOutcome
 
 STYLE = {"passed": "green", "failed": "red", "warned": "yellow", "disabled": "dim"}
 SARIF_LEVEL = {"mandatory": "error", "remediate": "error", "advisory": "warning"}

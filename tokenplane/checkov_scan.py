@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from tokenplane.check import CheckResult, PolicyOutcome, Violation
+from tokenplane.check_result import CheckResult, PolicyOutcome, Violation
 from tokenplane.checkov_export import Export, export
 from tokenplane.errors import SpecError
 from tokenplane.render import RenderResult
