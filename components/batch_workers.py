@@ -78,7 +78,15 @@ class BatchWorkers(Component):
                     "filter": {"prefix": f"{FILES_PREFIX}/"},
                     "noncurrent_version_expiration": {"noncurrent_days": NONCURRENT_FILE_DAYS},
                     "abort_incomplete_multipart_upload": {"days_after_initiation": 1},
-                }
+                },
+                # An upload that fails anywhere in the bucket (results too, not only files/) leaves parts that
+                # are billed until aborted.
+                {
+                    "id": "abort-incomplete-uploads",
+                    "status": "Enabled",
+                    "filter": {},
+                    "abort_incomplete_multipart_upload": {"days_after_initiation": 1},
+                },
             ],
             opts=self.opts(),
         )
@@ -150,6 +158,8 @@ class BatchWorkers(Component):
                     },
                     "spec": {
                         "serviceAccountName": APP,
+                        # IRSA's token is a projected volume of its own; the worker never calls the Kubernetes API.
+                        "automountServiceAccountToken": False,
                         # A worker finishes the job in hand before it exits; Kafka redelivers anything uncommitted.
                         "terminationGracePeriodSeconds": 300,
                         "securityContext": kube.pod_security(),
@@ -161,6 +171,18 @@ class BatchWorkers(Component):
                                 "env": env,
                                 "envFrom": [{"secretRef": {"name": f"{APP}-connections"}}],
                                 "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
+                                # The worker serves no HTTP but /metrics, which it starts only once its gateway
+                                # (Redis, the spec, the pools) is built: ready then. It answers from its own
+                                # thread, so liveness catches a wedged or dead process, not a slow job.
+                                "readinessProbe": {
+                                    "httpGet": {"path": "/metrics", "port": "metrics"},
+                                    "periodSeconds": 10,
+                                },
+                                "livenessProbe": {
+                                    "httpGet": {"path": "/metrics", "port": "metrics"},
+                                    "periodSeconds": 20,
+                                    "failureThreshold": 6,
+                                },
                                 "resources": {
                                     "requests": {"cpu": f"{WORKER_CPU:g}", "memory": "512Mi"},
                                     "limits": {"cpu": "1", "memory": "1Gi"},

@@ -267,6 +267,8 @@ class GatewayWorkload(Component):
                     },
                     "spec": {
                         "serviceAccountName": app,
+                        # IRSA's token is a projected volume of its own; the gateway never calls the Kubernetes API.
+                        "automountServiceAccountToken": False,
                         "terminationGracePeriodSeconds": 120,
                         "securityContext": kube.pod_security(group=kube.SERVING_UID, fs_group=kube.SERVING_UID),
                         "containers": [container],

@@ -171,7 +171,7 @@ def vpc_only_firewall(
         description=description,
         ingress=[
             aws.ec2.SecurityGroupIngressArgs(
-                protocol="tcp", from_port=port, to_port=port, cidr_blocks=[subnets.vpc_cidr]
+                protocol="tcp", from_port=port, to_port=port, cidr_blocks=[subnets.vpc_cidr], description=description
             )
         ],
         tags=tags,

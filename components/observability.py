@@ -24,6 +24,7 @@ from tokenplane.spec import PlatformSpec, Region
 
 OTEL_APP = "otel-collector"
 OTLP_GRPC, OTLP_HTTP, OTEL_METRICS = 4317, 4318, 8889
+OTEL_HEALTH = 13133  # the collector's health_check extension: what the kubelet probes
 GRAFANA_URL = "http://kube-prometheus-stack-grafana.monitoring.svc"
 GRAFANA_ADMIN_SECRET = "grafana-admin"  # created here; the chart's own default password is public
 XRAY_POLICY = "arn:aws:iam::aws:policy/AWSXRayDaemonWriteAccess"  # PutTraceSegments, PutTelemetryRecords, sampling
@@ -97,7 +98,10 @@ def collector_config(spec: PlatformSpec, region: Region) -> dict[str, Any]:
             "awsxray": {"region": region.cloud_region},
             "prometheus": {"endpoint": f"0.0.0.0:{OTEL_METRICS}"},
         },
+        # Up once every pipeline has started: the kubelet's readiness and liveness probe.
+        "extensions": {"health_check": {"endpoint": f"0.0.0.0:{OTEL_HEALTH}"}},
         "service": {
+            "extensions": ["health_check"],
             "pipelines": {
                 "traces": {
                     "receivers": ["otlp"],
@@ -109,7 +113,7 @@ def collector_config(spec: PlatformSpec, region: Region) -> dict[str, Any]:
                     "processors": ["memory_limiter", "batch"],
                     "exporters": ["prometheus"],
                 },
-            }
+            },
         },
     }
 
@@ -276,13 +280,24 @@ class Observability(Component):
                     },
                     "spec": {
                         "serviceAccountName": OTEL_APP,
+                        # IRSA's token is a projected volume of its own; no processor here reads the Kubernetes API.
+                        "automountServiceAccountToken": False,
                         "securityContext": kube.pod_security(),
                         "containers": [
                             {
                                 "name": OTEL_APP,
                                 "image": OTEL_COLLECTOR_IMAGE,
                                 "args": ["--config=/conf/config.yaml"],
-                                "ports": [{"name": n, "containerPort": p} for n, p in ports],
+                                "ports": [
+                                    *({"name": n, "containerPort": p} for n, p in ports),
+                                    {"name": "health", "containerPort": OTEL_HEALTH},
+                                ],
+                                "readinessProbe": {"httpGet": {"path": "/", "port": "health"}, "periodSeconds": 10},
+                                "livenessProbe": {
+                                    "httpGet": {"path": "/", "port": "health"},
+                                    "periodSeconds": 20,
+                                    "failureThreshold": 6,
+                                },
                                 "resources": {
                                     "requests": {"cpu": "200m", "memory": "256Mi"},
                                     "limits": {"cpu": "1", "memory": "1Gi"},

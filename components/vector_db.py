@@ -105,6 +105,8 @@ class VectorDb(Component):
                     },
                     "spec": {
                         "securityContext": kube.pod_security(user=QDRANT_UID, fs_group=QDRANT_FS_GROUP),
+                        # Qdrant never calls the Kubernetes API (its peers are found through the headless Service).
+                        "automountServiceAccountToken": False,
                         "containers": [
                             {
                                 "name": APP,

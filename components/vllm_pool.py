@@ -37,6 +37,16 @@ from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
 MODELS_DIR = "/models"
 # Weights cache on the node's instance-store RAID0 (see GpuNodeGroup), shared by every replica on the node.
 NODE_CACHE = "/mnt/k8s-disks/0/tokenplane-models"
+# The engine runs as a user the vllm/vllm-openai image does not define, on a read-only root filesystem: all
+# it writes (its home, the torch.compile, Triton and FlashInfer caches, temp files) goes to emptyDirs, which
+# on the GPU nodes sit on the instance-store RAID0 with kubelet's root. A UID >= 10000 cannot collide with
+# an account of the host's. tests/components/test_vllm_nonroot.py starts the real engine this way.
+VLLM_UID = 10001
+SCRATCH_DIR = "/var/cache/vllm"
+# Compile caches take a few GB per model and engine version; past this the kubelet evicts the pod
+# rather than let it fill the node's disk.
+SCRATCH_LIMIT = "20Gi"
+TMP_LIMIT = "2Gi"  # temp files: the AWS CLI's downloads are streamed, vLLM's are small
 DRAIN_SECONDS = 15  # preStop: time for endpoints to drop the pod before vLLM stops accepting
 DEFAULT_DECODE_S_PER_TOKEN = 0.1  # grace-period estimate for a class without an E2E SLO
 # Who may call a pool by default: the spec-driven model gateway, and Prometheus for /metrics.
@@ -57,11 +67,34 @@ for entry in $ARTIFACTS; do
   aws s3 sync --only-show-errors "$src" "$mine"
   actual=$(cd "$mine" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
   if [ "$actual" != "$sha" ]; then echo "$ref: sha256 $actual does not match the registry's $sha" >&2; exit 1; fi
+  chmod -R a+rX "$mine"  # the engine reads it as another user (VLLM_UID)
   touch "$mine/.verified-$sha"
   if [ -e "$dest" ] && [ ! -f "$dest/.verified-$sha" ]; then mv "$dest" "$dest.stale.$HOSTNAME"; fi
   if mv -T "$mine" "$dest" 2>/dev/null; then echo "$ref: fetched and verified"; else rm -rf "$mine"; echo "$ref: a sibling fetched it first"; fi
 done
 """
+
+
+def scratch_env(home: str = SCRATCH_DIR) -> dict[Var, str]:
+    """What a non-root engine needs set: a writable home and every cache under it."""
+    cache = f"{home}/.cache"
+    return {
+        Var.HOME: home,
+        Var.USER: "vllm",
+        Var.XDG_CACHE_HOME: cache,
+        Var.VLLM_CACHE_ROOT: f"{cache}/vllm",
+        Var.TRITON_CACHE_DIR: f"{cache}/triton",
+        Var.TORCHINDUCTOR_CACHE_DIR: f"{cache}/torchinductor",
+    }
+
+
+def fetch_security() -> dict[str, Any]:
+    """The weight fetcher's ``securityContext``: the one container of the pod that runs as root.
+
+    It writes the node's weight cache, a hostPath that kubelet creates root-owned (fsGroup does not
+    apply to hostPath), and nothing else; it needs no capability for that, since root owns the directory.
+    """
+    return {**kube.container_security(), "runAsNonRoot": False, "runAsUser": 0}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,7 +249,7 @@ class VllmPool(Component):
         )
         fetch_env = [
             {"name": "MODELS", "value": MODELS_DIR},
-            *env_list({Var.AWS_REGION: args.cloud_region}),
+            *env_list({Var.AWS_REGION: args.cloud_region, Var.HOME: "/tmp"}),
             {
                 "name": "ARTIFACTS",
                 "value": pulumi.Output.from_input(args.registry_bucket).apply(
@@ -229,9 +262,9 @@ class VllmPool(Component):
             "image": AWS_CLI_IMAGE,
             "command": ["/bin/sh", "-c", FETCH_SCRIPT],
             "env": fetch_env,
-            "volumeMounts": [{"name": "models", "mountPath": MODELS_DIR}],
+            "volumeMounts": [{"name": "models", "mountPath": MODELS_DIR}, {"name": "tmp", "mountPath": "/tmp"}],
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
-            "securityContext": {"allowPrivilegeEscalation": False},
+            "securityContext": fetch_security(),
         }
         resources = {
             "cpu": str(requests.cpu),
@@ -246,7 +279,7 @@ class VllmPool(Component):
             "command": ["vllm", "serve"],
             "args": vllm_args(spec, pool, models_dir=MODELS_DIR),
             "ports": [{"name": "http", "containerPort": DEFAULT_PORT}],
-            "env": env_list({Var.HF_HUB_OFFLINE: "1", Var.VLLM_NO_USAGE_STATS: "1"}),
+            "env": env_list({Var.HF_HUB_OFFLINE: "1", Var.VLLM_NO_USAGE_STATS: "1", **scratch_env()}),
             # Requests equal limits: a Guaranteed pod is the last to be evicted from a GPU node.
             "resources": {"requests": resources, "limits": resources},
             "startupProbe": {**probe, "periodSeconds": 10, "failureThreshold": startup_checks},
@@ -256,10 +289,16 @@ class VllmPool(Component):
             "volumeMounts": [
                 {"name": "models", "mountPath": MODELS_DIR, "readOnly": True},
                 {"name": "dshm", "mountPath": "/dev/shm"},
+                {"name": "scratch", "mountPath": SCRATCH_DIR},
+                {"name": "tmp", "mountPath": "/tmp"},
             ],
+            "securityContext": kube.container_security(),
         }
         pod_spec = {
             "serviceAccountName": app,
+            # IRSA's web-identity token is a projected volume of its own; nothing here calls the Kubernetes API.
+            "automountServiceAccountToken": False,
+            "securityContext": kube.pod_security(user=VLLM_UID, group=VLLM_UID, fs_group=VLLM_UID),
             "terminationGracePeriodSeconds": grace_period_seconds(args.workload_classes, pool),
             "initContainers": [fetch],
             "containers": [container],
@@ -282,6 +321,8 @@ class VllmPool(Component):
                     "name": "dshm",
                     "emptyDir": {"medium": "Memory", "sizeLimit": f"{min(requests.memory_gib // 2, 64)}Gi"},
                 },
+                {"name": "scratch", "emptyDir": {"sizeLimit": SCRATCH_LIMIT}},
+                {"name": "tmp", "emptyDir": {"sizeLimit": TMP_LIMIT}},
             ],
         }
         annotations = {
@@ -413,11 +454,13 @@ class VllmPool(Component):
                     "metadata": {"labels": prefetch_labels},
                     "spec": {
                         "serviceAccountName": app,
+                        "automountServiceAccountToken": False,
+                        "securityContext": pod_spec["securityContext"],
                         "initContainers": [fetch],
                         "containers": [pause],
                         "tolerations": pod_spec["tolerations"],
                         "affinity": pod_spec["affinity"],
-                        "volumes": [pod_spec["volumes"][0]],
+                        "volumes": [v for v in pod_spec["volumes"] if v["name"] in ("models", "tmp")],
                     },
                 },
             },

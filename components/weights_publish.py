@@ -22,6 +22,7 @@ from components.kube import Namespace
 from components.naming import app_labels
 from components.pins import AWS_CLI_IMAGE
 from tokenplane.contract import PUBLISHES_ANNOTATION
+from tokenplane.runtime_env import Var, env_list
 from tokenplane.spec import RegistryModel
 
 SERVICE_ACCOUNT = "weights-publisher"
@@ -101,6 +102,8 @@ def publish_jobs(
                     "metadata": {"labels": labels},
                     "spec": {
                         "serviceAccountName": SERVICE_ACCOUNT,
+                        # IRSA's token is a projected volume of its own; the AWS CLI never calls the Kubernetes API.
+                        "automountServiceAccountToken": False,
                         "restartPolicy": "OnFailure",
                         # The AWS CLI image's nobody user: it needs only HOME (its caches) on an emptyDir.
                         "securityContext": kube.pod_security(user=AWS_CLI_UID),
@@ -113,7 +116,7 @@ def publish_jobs(
                                 "env": [
                                     {"name": "SOURCE", "value": model.uri},
                                     {"name": "DEST", "value": dest},
-                                    {"name": "HOME", "value": "/tmp"},
+                                    *env_list({Var.HOME: "/tmp"}),
                                 ],
                                 "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
                                 "resources": {

@@ -24,11 +24,24 @@ from policies.common import get, kind, object_name
 
 Flag = Callable[[str, str], None]  # (finding, message): report unless an exception covers the finding
 
-# The vLLM pods' exceptions, shared by the pod security policies they need.
+# The vLLM pods' exceptions, shared by the pod security policies they need. The engine itself runs as a
+# non-root user on a read-only root filesystem (components/vllm_pool.py; the real engine is started that way
+# in tests/components/test_vllm_nonroot.py); only the weight fetcher runs as root.
 _VLLM_PODS = ["llm-serving/vllm-*"]
-_VLLM_ROOT = (
-    "the vllm/vllm-openai image runs as root and writes its compile caches under /root; the pod holds no "
-    "credentials besides its read-only weights role and is reachable only from the model gateway (NetworkPolicy)"
+_FETCH_AS_ROOT = (
+    "the fetch-weights init container writes the node's weight cache, a hostPath that kubelet creates "
+    "root-owned (fsGroup does not apply to hostPath); it runs as root with every capability dropped, no "
+    "privilege escalation and a read-only root filesystem, and exits before the engine starts"
+)
+
+_LB_CONTROLLER = (
+    "the AWS Load Balancer Controller's IAM policy as AWS publishes it: it creates security groups, load "
+    "balancers and target groups whose ARNs do not exist before it runs, so those grants are on '*'; the role is "
+    "assumable only by the controller's service account (IRSA)"
+)
+_EKS_PUBLIC = (
+    "`pulumi up` applies the in-cluster objects from CI runners outside the VPC; the endpoint takes only "
+    "IAM-authenticated callers (authenticationMode API) and writes an audit log"
 )
 
 TOKENPLANE: dict[str, list[dict[str, Any]]] = {
@@ -41,33 +54,14 @@ TOKENPLANE: dict[str, list[dict[str, Any]]] = {
         }
     ],
     "pods-run-as-non-root": [
-        {"resources": _VLLM_PODS, "findings": ["container vllm", "container fetch-weights"], "reason": _VLLM_ROOT}
+        {"resources": _VLLM_PODS, "findings": ["container fetch-weights"], "reason": _FETCH_AS_ROOT}
     ],
     "pods-read-only-root-filesystem": [
-        {
-            "resources": _VLLM_PODS,
-            "findings": ["container vllm", "container fetch-weights"],
-            "reason": "vLLM and the AWS CLI write caches and temp files to paths inside the image (~/.cache, "
-            "/tmp, triton and torch.compile caches) that differ by version; an emptyDir for each is not yet mapped",
-        },
         {
             "resources": ["llm-data/qdrant"],
             "findings": ["container qdrant"],
             "reason": "Qdrant writes its snapshots and WAL temp files beside its storage in the image's /qdrant tree",
         },
-    ],
-    "pods-drop-all-capabilities": [
-        {"resources": _VLLM_PODS, "findings": ["container vllm", "container fetch-weights"], "reason": _VLLM_ROOT},
-    ],
-    "pods-no-privilege-escalation": [
-        {"resources": _VLLM_PODS, "findings": ["container vllm"], "reason": _VLLM_ROOT},
-    ],
-    "pods-seccomp-runtime-default": [
-        {
-            "resources": _VLLM_PODS,
-            "reason": "the NVIDIA container runtime and NCCL's shared-memory setup are validated on the EKS GPU AMI "
-            "without a seccomp profile; RuntimeDefault is untested there",
-        }
     ],
     "s3-buckets-tls-only": [
         {
@@ -81,16 +75,184 @@ TOKENPLANE: dict[str, list[dict[str, Any]]] = {
         {
             "resources": ["*-aws-lb-controller-role-policy"],
             "findings": ["statement * resource"],
-            "reason": "the AWS Load Balancer Controller's IAM policy as AWS publishes it: it creates security groups, "
-            "load balancers and target groups whose ARNs do not exist before it runs, so those grants are on '*'; "
-            "the role is assumable only by the controller's service account (IRSA)",
+            "reason": _LB_CONTROLLER,
         }
     ],
     "eks-endpoint-not-public": [
         {
             "resources": ["*-cluster-eks"],
-            "reason": "`pulumi up` applies the in-cluster objects from CI runners outside the VPC; the endpoint "
-            "takes only IAM-authenticated callers (authenticationMode API) and writes an audit log",
+            "reason": _EKS_PUBLIC,
+        }
+    ],
+}
+
+# checkov's findings that tokenplane accepts, by check ID, in the same shape (``findings`` is not used:
+# checkov reports a resource, not a part of it). ``tokenplane check --with checkov`` applies them.
+_THIRD_PARTY_IMAGES = ["llm-serving/vllm-*", "llm-serving/publish-*", "llm-data/qdrant", "monitoring/otel-collector"]
+_SERVING = ["llm-gateway/ai-gateway", "llm-gateway/model-gateway", "llm-batch/batch-workers"]
+_PREFETCH_HOLDER = (
+    "the warm-pool prefetch holder serves nothing: it sleeps so that the DaemonSet's pod, whose init container "
+    "fetched the weights onto the node, stays in place; a restart would not fetch again (init containers run once)"
+)
+_REGISTRY = ["*-registry", "*-registry-*"]  # the model registry's bucket: per region, or the only one
+_NOT_YET = "not yet in the spec or the components; "
+
+CHECKOV: dict[str, list[dict[str, Any]]] = {
+    # Kubernetes.
+    "CKV_K8S_43": [
+        {
+            "resources": _THIRD_PARTY_IMAGES,
+            "reason": "third-party images (vLLM, the AWS CLI, Qdrant, the OTel collector) are pinned to an exact "
+            "release tag in components/pins.py, and their digests can only be read from the registry, which the "
+            "offline render cannot reach; the serving image, ours, is referenced by digest. The pack's "
+            "images-pinned-by-digest keeps each one visible as a warning",
+        }
+    ],
+    "CKV_K8S_15": [
+        {
+            "resources": _THIRD_PARTY_IMAGES,
+            "reason": "tag-pinned release images are pulled IfNotPresent: Always would make every replica start "
+            "(a ~10 GB vLLM image) depend on Docker Hub's and ECR Public's availability and rate limits",
+        }
+    ],
+    "CKV_K8S_8": [{"resources": ["llm-serving/vllm-*-prefetch"], "reason": _PREFETCH_HOLDER}],
+    "CKV_K8S_9": [{"resources": ["llm-serving/vllm-*-prefetch"], "reason": _PREFETCH_HOLDER}],
+    "CKV_K8S_40": [
+        {
+            "resources": ["llm-data/qdrant"],
+            "reason": "the unprivileged Qdrant image's user is UID 1000, which owns /qdrant; another UID could not "
+            "write the snapshot and WAL temp files Qdrant keeps there",
+        },
+    ],
+    "CKV_K8S_22": [
+        {
+            "resources": ["llm-data/qdrant"],
+            "reason": "Qdrant writes its snapshots and WAL temp files beside its storage in the image's /qdrant tree",
+        }
+    ],
+    "CKV_K8S_35": [
+        {
+            "resources": _SERVING,
+            "reason": "the serving processes read their configuration from the environment (tokenplane.runtime_env): "
+            "the Redis URL with its auth token and the Kafka bootstrap come from the component's -connections "
+            "Secret; tenant and provider keys are aws-sm:// references read through IRSA, not environment values",
+        }
+    ],
+    # AWS.
+    "CKV_AWS_38": [{"resources": ["*-cluster-eks"], "reason": _EKS_PUBLIC}],
+    "CKV_AWS_39": [{"resources": ["*-cluster-eks"], "reason": _EKS_PUBLIC}],
+    "CKV_AWS_37": [
+        {
+            "resources": ["*-cluster-eks"],
+            "reason": "the api, audit and authenticator logs are on; controllerManager and scheduler logs are off: "
+            "they are verbose, billed as CloudWatch ingestion, and record no access decision",
+        }
+    ],
+    "CKV_AWS_290": [{"resources": ["*-aws-lb-controller-role-policy"], "reason": _LB_CONTROLLER}],
+    "CKV_AWS_355": [
+        {"resources": ["*-aws-lb-controller-role-policy"], "reason": _LB_CONTROLLER},
+        {
+            "resources": ["*-cluster-autoscaler-role-policy"],
+            "reason": "Cluster Autoscaler's published policy: its Describe calls have no resource-level "
+            "permissions, and its two write actions are conditioned on the node groups' autoscaler tag",
+        },
+    ],
+    "CKV_AWS_51": [
+        {
+            "resources": ["*images-repo-*"],
+            "reason": "the serving image's tag moves with each build so that a build is found by name; the "
+            "regions' pods pull it by digest, which cannot move (the vLLM mirror's repository is immutable)",
+        }
+    ],
+    "CKV_AWS_18": [
+        {
+            "resources": [*_REGISTRY, "*-batch-results"],
+            "reason": "server access logs need a log bucket per region; who read which object is an S3 data event, "
+            "which belongs in the account's CloudTrail, outside the stack",
+        }
+    ],
+    "CKV2_AWS_62": [
+        {
+            "resources": [*_REGISTRY, "*-batch-results"],
+            "reason": "nothing consumes object events: the publish Jobs and the batch workers record what they "
+            "write themselves (the registry's manifests, the batch job store)",
+        }
+    ],
+    "CKV_AWS_144": [
+        {
+            "resources": ["*-batch-results"],
+            "reason": "batch results are outputs kept for days and can be recomputed; replicating them would copy "
+            "tenants' data out of the region for no recovery gain",
+        },
+        {
+            "resources": _REGISTRY,
+            "reason": "the registry replicates to each DR region through its own replication resource, which the "
+            "pack's registry-replicated-to-dr checks; checkov looks for it on the bucket. A stack without a DR "
+            "region has nowhere to replicate to",
+        },
+    ],
+    "CKV2_AWS_61": [
+        {
+            "resources": _REGISTRY,
+            "reason": "the registry keeps every model version, immutable, for rollback and audit: nothing in it "
+            "expires (" + _NOT_YET + "a rule that aborts a failed publish's incomplete uploads)",
+        }
+    ],
+    "CKV2_AWS_64": [
+        {
+            "resources": ["*-secrets-key", "*-kafka-key"],
+            "reason": "the keys keep the default key policy, which delegates to the account's IAM; the roles that may "
+            "use each one (the EKS cluster role, MSK) are granted it in IAM",
+        }
+    ],
+    "CKV_AWS_191": [
+        {
+            "resources": ["*-redis-rg"],
+            "reason": "encrypted at rest with ElastiCache's AWS-managed key (the pack's elasticache-encrypted-with-auth "
+            "checks encryption and auth); it holds rate-limit counters and caches that expire, which a "
+            "customer-managed key's revocation would not protect further",
+        }
+    ],
+    "CKV2_AWS_71": [
+        {
+            "resources": ["*-tls"],
+            "reason": "one certificate serves the global API name and every region's name under one parent; ACM "
+            "keeps its private key and renews it by DNS validation",
+        }
+    ],
+    "CKV2_AWS_38": [
+        {
+            "resources": ["*-dns-zone"],
+            "reason": "DNSSEC signing needs a KMS key in us-east-1 and a DS record at the registrar, both outside "
+            "the stack; " + _NOT_YET + "tracked with the zone's delegation",
+        }
+    ],
+    "CKV2_AWS_39": [
+        {
+            "resources": ["*-dns-zone"],
+            "reason": _NOT_YET + "query logs of a public zone go to a CloudWatch log group in us-east-1; the names "
+            "it answers for are the public API hostnames",
+        }
+    ],
+    "CKV2_AWS_11": [
+        {
+            "resources": ["*-network-vpc"],
+            "reason": _NOT_YET + "flow logs need a destination, retention and a cost the spec's observability "
+            "section does not yet carry; the security groups and NetworkPolicies bound the flows",
+        }
+    ],
+    "CKV2_AWS_12": [
+        {
+            "resources": ["*-network-vpc"],
+            "reason": "nothing the stack creates uses the VPC's default security group (every interface gets an "
+            "explicit one); " + _NOT_YET + "adopting it to strip its rules (aws.ec2.DefaultSecurityGroup)",
+        }
+    ],
+    "CKV_AWS_80": [
+        {
+            "resources": ["*-kafka-msk"],
+            "reason": _NOT_YET + "broker logs to CloudWatch; the brokers' metrics are scraped through open "
+            "monitoring, and clients authenticate with IAM, which CloudTrail records",
         }
     ],
 }

@@ -13,11 +13,25 @@ import asyncio
 import inspect
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokenplane.check_result import CheckResult, PolicyOutcome, Violation
 from tokenplane.errors import SpecError
+
+__all__ = [
+    "CheckResult",
+    "PolicyOutcome",
+    "PolicySettings",
+    "ProgramCheck",
+    "Violation",
+    "check_program",
+    "load_policy_config",
+    "policy_resources",
+    "run_checks",
+    "settings_for",
+]
 
 if TYPE_CHECKING:
     from pulumi_policy import Policy, PolicyResource
@@ -25,42 +39,6 @@ if TYPE_CHECKING:
     from tokenplane.render import RenderResult
 
 LEVELS = ("advisory", "mandatory", "remediate", "disabled")
-
-
-@dataclass(frozen=True)
-class Violation:
-    message: str
-    urn: str | None
-
-
-@dataclass
-class PolicyOutcome:
-    name: str
-    description: str
-    enforcement: str  # advisory | mandatory | disabled
-    violations: list[Violation] = field(default_factory=list)
-    waived: int = 0  # findings the policy config's exceptions cover: shown, so that an exception is no blind spot
-
-    @property
-    def status(self) -> str:
-        if self.enforcement == "disabled":
-            return "disabled"
-        if not self.violations:
-            return "passed"
-        return "failed" if self.enforcement in ("mandatory", "remediate") else "warned"
-
-
-@dataclass
-class CheckResult:
-    outcomes: list[PolicyOutcome]
-
-    @property
-    def mandatory_failures(self) -> int:
-        return sum(len(o.violations) for o in self.outcomes if o.status == "failed")
-
-    @property
-    def ok(self) -> bool:
-        return self.mandatory_failures == 0
 
 
 @dataclass(frozen=True)
@@ -260,6 +238,7 @@ def check_program(
     config: Mapping[str, str] | None = None,
     policy_config: str | Path | None = None,
     kubernetes_version: str | None = None,
+    with_checkov: bool = False,
 ) -> ProgramCheck:
     """Apply the policy pack to any Pulumi Python program, offline: no cloud, no credentials, no Pulumi CLI.
 
@@ -277,9 +256,12 @@ def check_program(
         config: ``KEY=VALUE`` settings over the stack file's, e.g. ``{"aws:region": "eu-west-1"}``.
         policy_config: a CrossGuard ``--policy-pack-config`` JSON file (levels, thresholds, exceptions).
         kubernetes_version: check Kubernetes objects against this version's schema (default 1.31).
+        with_checkov: also run checkov's Kubernetes and Terraform checks (``tokenplane[checkov]``); its
+            findings join the pack's as ``checkov:CKV_...`` outcomes.
 
     Raises:
-        SpecError: a bad project, stack file, policy config, or a program that fails under the mocks.
+        SpecError: a bad project, stack file, policy config, or a program that fails under the mocks;
+            with_checkov when checkov is not installed.
     """
     from policies import ALL
     from tokenplane.program import DEFAULT_KUBERNETES_VERSION, kubernetes_minor, load_project, render_project
@@ -288,4 +270,9 @@ def check_program(
     settings = load_policy_config(Path(policy_config), ALL) if policy_config is not None else None
     project = load_project(Path(directory), stack=stack, config=config)
     rendered = render_project(project, kubernetes_version=version)
-    return ProgramCheck(rendered, run_checks(rendered, ALL, settings))
+    result = run_checks(rendered, ALL, settings)
+    if with_checkov:
+        from tokenplane.checkov_scan import add_to
+
+        add_to(result, rendered)
+    return ProgramCheck(rendered, result)

@@ -1,4 +1,9 @@
-"""``tokenplane check`` output: a table for people; JSON, JUnit XML and SARIF for CI annotations."""
+"""``tokenplane check`` output: a table for people; JSON, JUnit XML and SARIF for CI annotations.
+
+With ``--with checkov`` the same reports carry both opinions; each outcome says
+whose it is (``source``: ``tokenplane`` or ``checkov``, its name ``checkov:CKV_...``),
+and SARIF gets one run per tool in one file.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenplane import __version__
-from tokenplane.check import CheckResult
+from tokenplane.check_result import CheckResult, PolicyOutcome
 
 STYLE = {"passed": "green", "failed": "red", "warned": "yellow", "disabled": "dim"}
 SARIF_LEVEL = {"mandatory": "error", "remediate": "error", "advisory": "warning"}
@@ -22,7 +27,8 @@ def print_table(result: CheckResult, console: Console) -> None:
     table = Table(title="policy checks", title_justify="left", box=box.SIMPLE_HEAD)
     for column in ("policy", "enforcement", "result", "violations", "waived"):
         table.add_column(column)
-    for outcome in result.outcomes:
+    shown = [o for o in result.outcomes if o.source == "tokenplane" or o.violations or o.waived]
+    for outcome in shown:
         table.add_row(
             outcome.name,
             outcome.enforcement,
@@ -45,6 +51,11 @@ def print_table(result: CheckResult, console: Console) -> None:
             f"{waived} finding(s) waived by the policy config's exceptions (each with its reason; tokenplane's own "
             "are in policies/exceptions.py, and exceptions: [] in --policy-config shows them)"
         )
+    quiet = len(result.outcomes) - len(shown)
+    if quiet:
+        console.print(f"{quiet} checkov check(s) passed (not listed; --format json lists them)")
+    for resource_type, count in sorted(result.unscanned.items()):
+        console.print(f"not seen by checkov: {count} {resource_type} (no Kubernetes manifest or Terraform type)")
     summary = f"{passed} passed, {failed} failed, {warned} warned ({result.mandatory_failures} mandatory violations)"
     console.print(Text(summary, style="green" if result.ok else "red"))
 
@@ -56,6 +67,7 @@ def to_json(result: CheckResult) -> dict[str, Any]:
         "policies": [
             {
                 "name": o.name,
+                "source": o.source,
                 "description": o.description,
                 "enforcement": o.enforcement,
                 "status": o.status,
@@ -64,6 +76,7 @@ def to_json(result: CheckResult) -> dict[str, Any]:
             }
             for o in result.outcomes
         ],
+        **({"unscanned": result.unscanned} if result.unscanned else {}),
     }
 
 
@@ -77,7 +90,8 @@ def to_junit(result: CheckResult) -> str:
         skipped=str(sum(1 for o in result.outcomes if o.status == "disabled")),
     )
     for outcome in result.outcomes:
-        case = ET.SubElement(suite, "testcase", classname="tokenplane.policies", name=outcome.name)
+        classname = "tokenplane.policies" if outcome.source == "tokenplane" else outcome.source
+        case = ET.SubElement(suite, "testcase", classname=classname, name=outcome.name)
         text = "\n".join(f"{v.message} [{v.urn or 'stack'}]" for v in outcome.violations)
         if outcome.status == "failed":
             failure = ET.SubElement(
@@ -92,42 +106,56 @@ def to_junit(result: CheckResult) -> str:
 
 
 def to_sarif(result: CheckResult, artifact: str = "Pulumi.yaml") -> dict[str, Any]:
-    """SARIF 2.1.0, which GitHub code scanning turns into annotations.
+    """SARIF 2.1.0, which GitHub code scanning turns into annotations: one run per tool, in one file.
 
     Code scanning needs a file for every result: the spec the graph was rendered
     from; the resource's URN goes in the logical location.
     """
-    rules = [
-        {
-            "id": o.name,
-            "shortDescription": {"text": o.description},
-            "defaultConfiguration": {"level": SARIF_LEVEL.get(o.enforcement, "note")},
-        }
-        for o in result.outcomes
-    ]
-    results = [
-        {
-            "ruleId": o.name,
-            "level": SARIF_LEVEL.get(o.enforcement, "note"),
-            "message": {"text": v.message},
-            "locations": [
-                {
-                    "physicalLocation": {"artifactLocation": {"uri": artifact}},
-                    "logicalLocations": [{"fullyQualifiedName": v.urn or "stack", "kind": "resource"}],
-                }
-            ],
-        }
-        for o in result.outcomes
-        if o.status in ("failed", "warned")
-        for v in o.violations
-    ]
+    runs = []
+    # The pack's run is always there, even empty; a second opinion's only when it ran.
+    for source in dict.fromkeys(["tokenplane", *(o.source for o in result.outcomes)]):
+        outcomes = [o for o in result.outcomes if o.source == source]
+        version = __version__ if source == "tokenplane" else _version_of(source)
+        driver = {"name": source, "version": version, "rules": [_sarif_rule(o) for o in outcomes]}
+        results = [
+            _sarif_result(o, v.message, v.urn, artifact)
+            for o in outcomes
+            if o.status in ("failed", "warned")
+            for v in o.violations
+        ]
+        runs.append({"tool": {"driver": driver}, "results": results})
+    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": runs}
+
+
+def _sarif_rule(o: PolicyOutcome) -> dict[str, Any]:
     return {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {"tool": {"driver": {"name": "tokenplane", "version": __version__, "rules": rules}}, "results": results}
+        "id": o.name,
+        "shortDescription": {"text": o.description},
+        "defaultConfiguration": {"level": SARIF_LEVEL.get(o.enforcement, "note")},
+    }
+
+
+def _sarif_result(o: PolicyOutcome, message: str, urn: str | None, artifact: str) -> dict[str, Any]:
+    return {
+        "ruleId": o.name,
+        "level": SARIF_LEVEL.get(o.enforcement, "note"),
+        "message": {"text": message},
+        "locations": [
+            {
+                "physicalLocation": {"artifactLocation": {"uri": artifact}},
+                "logicalLocations": [{"fullyQualifiedName": urn or "stack", "kind": "resource"}],
+            }
         ],
     }
+
+
+def _version_of(distribution: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def render(result: CheckResult, fmt: str, *, artifact: str = "Pulumi.yaml") -> str:

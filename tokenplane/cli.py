@@ -280,6 +280,12 @@ class CheckFormat(StrEnum):
     SARIF = "sarif"
 
 
+class SecondOpinion(StrEnum):
+    """Scanners ``tokenplane check --with`` runs beside the pack, on the same rendered graph."""
+
+    CHECKOV = "checkov"
+
+
 @app.command()
 def check(
     spec: Annotated[
@@ -314,9 +320,17 @@ def check(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report to FILE instead of stdout")
     ] = None,
+    with_: Annotated[
+        list[SecondOpinion] | None,
+        typer.Option(
+            "--with",
+            help="Also run checkov's Kubernetes and Terraform checks on the graph (pip install 'tokenplane[checkov]')",
+        ),
+    ] = None,
 ) -> None:
     """Run the CrossGuard policy pack offline against SPEC's rendered graph, or any Pulumi program's (--program DIR).
 
+    With --with checkov, checkov's findings join the report as checkov:CKV_... outcomes.
     Exits 1 on a mandatory violation or a render error, 2 on bad input.
     """
     from policies import ALL
@@ -336,6 +350,11 @@ def check(
         _fail(
             "--stack, --config and --kubernetes-version apply only to --program DIR; a spec file carries its own settings"
         )
+    if SecondOpinion.CHECKOV in (with_ or []):
+        from tokenplane.checkov_scan import INSTALL_HINT, available
+
+        if not available():  # said before the render, not a minute into it
+            _fail(f"--with checkov: {INSTALL_HINT}")
     platform = None  # the spec, where one is checked: the deployability checks read it with the graph
     try:
         settings = load_policy_config(policy_config, ALL) if policy_config else None
@@ -367,6 +386,14 @@ def check(
 
     with step(f"running {len(ALL)} policies"):
         result = run_checks(rendered, ALL, settings)
+    if SecondOpinion.CHECKOV in (with_ or []):
+        from tokenplane.checkov_scan import add_to
+
+        try:
+            with step("scanning the rendered graph with checkov"):
+                add_to(result, rendered)
+        except SpecError as e:
+            _fail(str(e))
     try:
         # A program of one's own has no spec: the checks read what they need from its graph alone.
         with step("checking deployability"):

@@ -69,6 +69,13 @@ class Var(StrEnum):
     CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
     HF_HUB_OFFLINE = "HF_HUB_OFFLINE"
     VLLM_NO_USAGE_STATS = "VLLM_NO_USAGE_STATS"
+    # Where a non-root engine writes (components/vllm_pool.py): its home and caches, on an emptyDir.
+    HOME = "HOME"
+    USER = "USER"  # getpass.getuser() (torch, Triton) reads it first: the pod's UID has no passwd entry
+    XDG_CACHE_HOME = "XDG_CACHE_HOME"
+    VLLM_CACHE_ROOT = "VLLM_CACHE_ROOT"  # vLLM's torch.compile and other caches
+    TRITON_CACHE_DIR = "TRITON_CACHE_DIR"
+    TORCHINDUCTOR_CACHE_DIR = "TORCHINDUCTOR_CACHE_DIR"
 
 
 POOL_URL_PREFIX = "POOL_URL_"

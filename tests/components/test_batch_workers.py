@@ -176,7 +176,12 @@ def test_deleted_batch_files_and_abandoned_uploads_expire_from_the_versioned_res
     result = rendered(name)
     lifecycles = of_type(result, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", region)
     [lifecycle] = [x for x in lifecycles if x.inputs["bucket"] == results_bucket(result, region)]
-    [rule] = lifecycle.inputs["rules"]
+    rules = {r["id"]: r for r in lifecycle.inputs["rules"]}
+    rule = rules["batch-files"]
     assert rule["status"] == "Enabled" and rule["filter"] == {"prefix": f"{FILES_PREFIX}/"}, lifecycle.urn
     assert rule["noncurrentVersionExpiration"]["noncurrentDays"] == NONCURRENT_FILE_DAYS, lifecycle.urn
     assert rule["abortIncompleteMultipartUpload"]["daysAfterInitiation"] == 1, lifecycle.urn
+    # Failed uploads are aborted anywhere in the bucket, results too (checkov CKV_AWS_300 asks it).
+    everywhere = rules["abort-incomplete-uploads"]
+    assert everywhere["status"] == "Enabled" and not everywhere.get("filter"), lifecycle.urn
+    assert everywhere["abortIncompleteMultipartUpload"]["daysAfterInitiation"] == 1, lifecycle.urn

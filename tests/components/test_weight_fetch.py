@@ -93,3 +93,25 @@ def test_a_tree_that_does_not_match_the_spec_fails_the_fetch(tmp_path: Path) -> 
     done = _fetch(env, "pod-a")
     assert done.returncode == 1 and "does not match the registry's" in done.stderr, done.stderr
     assert not (cache / "m-v1").exists()
+
+
+def test_fetched_weights_are_readable_by_the_engines_own_user(tmp_path: Path) -> None:
+    # The fetcher runs as root and the engine as VLLM_UID: a file the registry tree holds as 0600 (safetensors
+    # writes them so) must still be readable once on the node, or the engine cannot load it.
+    env, cache = _setup(tmp_path)
+    weights = Path(env["ARTIFACTS"].split("@s3://", 1)[1]) / "model.safetensors"
+    weights.chmod(0o600)
+    done = _fetch(env, "pod-a")
+    assert done.returncode == 0, done.stderr
+    fetched = cache / "m-v1" / "model.safetensors"
+    assert fetched.stat().st_mode & 0o004, oct(fetched.stat().st_mode)
+    # Without the script's chmod the copy keeps the source's mode: the check above is the one that fires.
+    without = FETCH_SCRIPT.replace('chmod -R a+rX "$mine"', ":")
+    assert without != FETCH_SCRIPT
+    env["MODELS"] = str(tmp_path / "cache-without")
+    Path(env["MODELS"]).mkdir()
+    done = subprocess.run(
+        ["/bin/sh", "-c", without], env={**env, "HOSTNAME": "pod-b"}, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert not (Path(env["MODELS"]) / "m-v1" / "model.safetensors").stat().st_mode & 0o004

@@ -250,8 +250,9 @@ def test_json_report_lists_every_policy_with_its_status_and_violations() -> None
     assert set(data) == {"ok", "mandatory_violations", "policies"}
     assert (data["ok"], data["mandatory_violations"]) == (False, 1)
     assert [p["name"] for p in data["policies"]] == NAMES
-    keys = {"name", "description", "enforcement", "status", "violations", "waived_by_exceptions"}
+    keys = {"name", "source", "description", "enforcement", "status", "violations", "waived_by_exceptions"}
     assert all(set(p) == keys for p in data["policies"])
+    assert {p["source"] for p in data["policies"]} == {"tokenplane"}  # checkov's join only with --with checkov
     [pdb] = [p for p in data["policies"] if p["name"] == PDB_POLICY]
     assert pdb["status"] == "failed"
     assert set(pdb["violations"][0]) == {"message", "urn"}

@@ -45,6 +45,8 @@ def test_the_warm_pool_prefetch_holder_runs_as_nobody_without_capabilities() -> 
     assert failures(graph, "pods-run-as-non-root") == []
 
     def as_root(inputs: dict[str, Any]) -> None:
+        # The pod's own context (the engine's non-root user) would still cover the holder: drop it too.
+        inputs["spec"]["template"]["spec"].pop("securityContext", None)
         for c in inputs["spec"]["template"]["spec"]["containers"]:
             c["securityContext"] = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True}
 
