@@ -26,6 +26,8 @@ from tokenplane.runtime_env import DEFAULT_METRICS_PORT, MSK_IAM, Var, env_list,
 from tokenplane.spec import PlatformSpec, Region
 
 GATEWAY_PORT = 8080
+# A public gateway without a certificate (a spec with no domain: dev, staging) listens here, plain HTTP.
+PLAIN_HTTP_PORT = 80
 # The AI gateway's /metrics (per-tenant usage and cost) is served here, never on its public port.
 METRICS_PORT = DEFAULT_METRICS_PORT
 CONFIG_DIR = "/etc/tokenplane"
@@ -327,7 +329,7 @@ class GatewayWorkload(Component):
             )
         service_spec: dict[str, Any] = {
             "selector": {"app.kubernetes.io/name": app},
-            "ports": [{"name": "http", "port": 443 if self.PUBLIC else GATEWAY_PORT, "targetPort": "http"}],
+            "ports": [{"name": "http", "port": self.service_port(args), "targetPort": "http"}],
             "type": "LoadBalancer" if self.PUBLIC else "ClusterIP",
         }
         annotations = self.service_annotations(args)
@@ -347,6 +349,12 @@ class GatewayWorkload(Component):
 
     def service_annotations(self, args: GatewayArgs) -> dict[str, pulumi.Input[str]]:
         return {}
+
+    def service_port(self, args: GatewayArgs) -> int:
+        """The Service's port: 443 (TLS at the NLB) when public with a certificate, 80 without one, else the pods'."""
+        if not self.PUBLIC:
+            return GATEWAY_PORT
+        return 443 if args.certificate_arn is not None else PLAIN_HTTP_PORT
 
     def secret_env(self, app: str, spec: PlatformSpec) -> list[dict[str, Any]]:
         """Env entries for the spec's ``env://`` secrets this process resolves; none by default."""

@@ -229,7 +229,7 @@ class Region(Component):
                 namespace=namespaces[NS_GATEWAY],
                 model_gateway_url=model_gateway_url,
                 files_bucket=batch.results_bucket if batch is not None else None,
-                certificate_arn=certificate.arn,
+                certificate_arn=certificate.arn if certificate is not None else None,
             ),
             self.opts(providers=[k8s_provider], depends_on=[*ready, lb_controller]),
         )
@@ -238,7 +238,7 @@ class Region(Component):
         )
         self.grafana_url = observability.grafana_url
         self.cluster_name = cluster.name
-        self.certificate = certificate.requested
+        self.certificate = certificate.requested if certificate is not None else None
         self.grafana_admin_password = observability.grafana_admin_password
         self.kubeconfig = cluster.admin_kubeconfig
         self.register_outputs(

@@ -35,6 +35,5 @@ pulumi.export("gateway_endpoints", platform.gateway_endpoints)
 pulumi.export("dns", platform.dns_endpoints)
 pulumi.export("registry_bucket", platform.registry_bucket)
 pulumi.export("dashboards", platform.dashboards)
-pulumi.export("name_servers", platform.name_servers)  # delegate the platform's domain to these
 pulumi.export("kubeconfigs", platform.kubeconfigs)  # per region; they assume platform.admin_role_arns[0] if set
 pulumi.export("grafana_admin_passwords", platform.grafana_admin_passwords)  # secret: pulumi stack output --show-secrets

@@ -276,7 +276,7 @@ def check_program(
         stack: its config comes from ``Pulumi.<stack>.yaml``, if there is one.
         config: ``KEY=VALUE`` settings over the stack file's, e.g. ``{"aws:region": "eu-west-1"}``.
         policy_config: a CrossGuard ``--policy-pack-config`` JSON file (levels, thresholds, exceptions).
-        kubernetes_version: check Kubernetes objects against this version's schema (default 1.31).
+        kubernetes_version: check Kubernetes objects against this version's schema (default 1.35).
 
     Raises:
         SpecError: a bad project, stack file, policy config, or a program that fails under the mocks.

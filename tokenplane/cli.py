@@ -250,7 +250,7 @@ def check(
     kubernetes_version: Annotated[
         str | None,
         typer.Option(
-            "--kubernetes-version", help="With --program: check Kubernetes objects against this version [1.31]"
+            "--kubernetes-version", help="With --program: check Kubernetes objects against this version [1.35]"
         ),
     ] = None,
     fmt: Annotated[

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from tokenplane.errors import SpecError
+from tokenplane.spec import DEFAULT_KUBERNETES_VERSION  # a program's Kubernetes objects are checked against it
 
 if TYPE_CHECKING:
     from tokenplane.render import RenderResult
 
 DEFAULT_STACK = "dev"
-DEFAULT_KUBERNETES_VERSION = "1.31"  # the schema a program's Kubernetes objects are checked against
 DEFAULT_REGION = "us-east-1"  # what an AWS provider without a region would be asked for; only labels resources
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from tokenplane.spec import PlatformSpec
+from tokenplane.spec import DEFAULT_KUBERNETES_VERSION, PlatformSpec
 
 if TYPE_CHECKING:
     import jsonschema
@@ -125,7 +125,7 @@ def render_program(
     regions: dict[str, str],
     stack: str = "render",
     project: str = "tokenplane",
-    kubernetes_version: str | None = "1.31",
+    kubernetes_version: str | None = DEFAULT_KUBERNETES_VERSION,
     default_region: str | None = None,
 ) -> RenderResult:
     """Run any Pulumi program under the recording mocks.

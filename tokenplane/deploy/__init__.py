@@ -19,6 +19,7 @@ from tokenplane.deploy import (
     device_plugin,
     dns,
     ecr,
+    first_run,
     load_balancers,
     metrics,
     names,
@@ -33,6 +34,7 @@ from tokenplane.deploy import (
     telemetry,
     timeouts,
     tls,
+    versions,
     vllm_argv,
     weights,
 )
@@ -67,6 +69,8 @@ CHECKS: dict[str, Check] = {
     node_capacity.RULE: node_capacity.check,
     dns.RULE: dns.check,
     access.RULE: access.check,
+    first_run.RULE: first_run.check,
+    versions.RULE: versions.check,
 }
 
 

@@ -67,16 +67,6 @@ def prerequisites(graph: Graph) -> list[Prerequisite]:
         )
     if graph.spec is not None:
         out.extend(_declared(graph.spec))
-    for zone in graph.of_type("aws:route53/zone:Zone"):
-        out.append(
-            Prerequisite(
-                "dns",
-                "global",
-                str(zone.inputs.get("name")),
-                "delegate this zone's name servers (stack output name_servers) from the parent domain; "
-                "until then ACM cannot validate the gateway certificates",
-            )
-        )
     return out
 
 
@@ -100,6 +90,16 @@ def _declared(spec: PlatformSpec) -> list[Prerequisite]:
                 "global",
                 arn,
                 "cluster admin on every EKS cluster (an access entry); EKS refuses an entry for a missing role",
+            )
+        )
+    if spec.platform.domain is not None and spec.platform.hosted_zone_id is not None:
+        out.append(
+            Prerequisite(
+                "dns",
+                "global",
+                f"{spec.platform.hosted_zone_id} ({spec.platform.domain})",
+                "a Route 53 public hosted zone for the domain, delegated from its parent (NS records) before "
+                "pulumi up: the gateway certificates validate through it",
             )
         )
     for name, arn in spec.platform.certificate_arns.items():
@@ -132,4 +132,6 @@ def _cloud(graph: Graph, region: str | None) -> str:
 def gateway_hosts(spec: PlatformSpec, region: str) -> list[str]:
     """The hosts clients reach ``region``'s gateway by (GlobalRouting's names); its certificate must name them."""
     domain = spec.platform.domain
+    if domain is None:
+        return []  # no domain: clients use the load balancer's own name, which no certificate of ours names
     return [f"api.{domain}", f"{region}.regions.{domain}"]
