@@ -153,7 +153,7 @@ class Platform(Model):
     )
     hosted_zone_id: str | None = Field(
         default=None,
-        pattern=r"^Z[A-Z0-9]{1,31}$",
+        pattern=r"^[A-Z0-9]{1,32}$",  # Route 53 zone ids: upper-case letters and digits (Z... in AWS)
         description="The public hosted zone of domain, created and delegated from the parent domain BEFORE pulumi "
         "up: the gateway certificates validate through it, and ACM cannot validate in a zone nobody delegated",
     )
