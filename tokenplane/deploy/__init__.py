@@ -30,6 +30,7 @@ from tokenplane.deploy import (
     offerings,
     ordering,
     references,
+    rollouts,
     storage,
     telemetry,
     timeouts,
@@ -71,6 +72,7 @@ CHECKS: dict[str, Check] = {
     access.RULE: access.check,
     first_run.RULE: first_run.check,
     versions.RULE: versions.check,
+    rollouts.RULE: rollouts.check,
 }
 
 
