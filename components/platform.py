@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -19,9 +20,11 @@ from tokenplane.spec import PlatformSpec, RegionRole
 
 @dataclass(frozen=True, kw_only=True)
 class LlmPlatformArgs:
-    """The platform spec: every region, model, pool, tenant and route."""
+    """The platform spec: every region, model, pool, tenant and route; and the values of its ``env://``
+    secrets (variable -> value, Pulumi secrets), which the gateways' env Secrets are created from."""
 
     spec: PlatformSpec
+    env_secrets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 
 class LlmPlatform(Component):
@@ -84,6 +87,7 @@ class LlmPlatform(Component):
                     vllm_image=vllm.ref(r.cloud_region),
                     account_id=images.account_id,
                     tags={**base_tags, "tokenplane:region": r.name},
+                    env_secrets=args.env_secrets,
                 ),
                 self.opts(providers=[providers[r.name]]),
             )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -44,6 +45,8 @@ class RegionArgs:
     account_id: pulumi.Input[str]
     tags: dict[str, str]
     vllm_image: pulumi.Input[str]  # the pinned vLLM image in this region's ECR (VllmMirror), by digest
+    # The spec's env:// secret values (variable -> value), for the gateways' env Secrets (GatewayArgs).
+    env_secrets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 
 class Region(Component):
@@ -205,6 +208,7 @@ class Region(Component):
                 deps=deps,
                 namespace=namespaces[NS_GATEWAY],
                 pool_urls={name: pool.service_url for name, pool in pools.items()},
+                env_secrets=args.env_secrets,
             ),
             after_namespaces,
         )
@@ -230,6 +234,7 @@ class Region(Component):
                 model_gateway_url=model_gateway_url,
                 files_bucket=batch.results_bucket if batch is not None else None,
                 certificate_arn=certificate.arn if certificate is not None else None,
+                env_secrets=args.env_secrets,
             ),
             self.opts(providers=[k8s_provider], depends_on=[*ready, lb_controller]),
         )

@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))  # `pulumi up` runs this file directly; the packag
 from components import LlmPlatform, LlmPlatformArgs  # noqa: E402
 from tokenplane.errors import SpecError  # noqa: E402
 from tokenplane.load import load_spec  # noqa: E402
+from tokenplane.runtime_env import env_variables  # noqa: E402
 
 config = pulumi.Config("tokenplane")
 spec_path = ROOT / config.require("spec")
@@ -29,7 +30,20 @@ except SpecError as error:
     # Stop before any resource is touched; the message lists every problem with its file:line.
     raise SystemExit(str(error)) from error
 
-platform = LlmPlatform(spec.platform.name, LlmPlatformArgs(spec=spec))
+# The spec's env:// secrets (tenant and provider keys), as Pulumi secrets in the stack's config: the stack creates
+# each gateway's env Secret from them, before its pods. One made by hand could exist only once the cluster does,
+# while pulumi up already waits for the pods that read it.
+env_secrets = config.get_object("env_secrets") or {}
+missing = env_variables(spec) - set(env_secrets)
+if missing:
+    raise SystemExit(
+        "the spec's env:// secrets need values in the stack's config (encrypted): "
+        + "; ".join(f"pulumi config set --secret --path 'tokenplane:env_secrets.{v}' <value>" for v in sorted(missing))
+    )
+platform = LlmPlatform(
+    spec.platform.name,
+    LlmPlatformArgs(spec=spec, env_secrets={v: pulumi.Output.secret(env_secrets[v]) for v in env_variables(spec)}),
+)
 
 pulumi.export("gateway_endpoints", platform.gateway_endpoints)
 pulumi.export("dns", platform.dns_endpoints)

@@ -100,9 +100,12 @@ class RenderResult:
 def render(spec: PlatformSpec, *, validate: bool = True) -> RenderResult:
     """Build the spec's ``LlmPlatform`` under mocks and return the checked resource graph."""
     from components.platform import LlmPlatform, LlmPlatformArgs
+    from tokenplane.runtime_env import env_variables
 
     def program() -> dict[str, Any]:
-        platform = LlmPlatform(spec.platform.name, LlmPlatformArgs(spec=spec))
+        # As stacks/__main__.py, which refuses to run without a value for each env:// secret: placeholders here.
+        values = {v: f"<{v}>" for v in env_variables(spec)}
+        platform = LlmPlatform(spec.platform.name, LlmPlatformArgs(spec=spec, env_secrets=values))
         return {
             "gateway_endpoints": platform.gateway_endpoints,
             "registry_bucket": platform.registry_bucket,
