@@ -15,6 +15,7 @@ from tokenplane.catalog import instance_type
 from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.deploy.findings import Prerequisite
 from tokenplane.deploy.graph import NODE_GROUP, Graph, lookup, need
+from tokenplane.runtime_env import env_variables
 from tokenplane.spec import PlatformSpec
 
 # Service Quotas codes of the EC2 on-demand vCPU quotas, by instance family letter
@@ -90,6 +91,16 @@ def _declared(spec: PlatformSpec) -> list[Prerequisite]:
                 "global",
                 arn,
                 "cluster admin on every EKS cluster (an access entry); EKS refuses an entry for a missing role",
+            )
+        )
+    for variable in sorted(env_variables(spec)):
+        out.append(
+            Prerequisite(
+                "stack-config",
+                "global",
+                f"tokenplane:env_secrets.{variable}",
+                f"the value of env://{variable}, which the stack puts in the gateway's env Secret: pulumi config "
+                f"set --secret --path 'tokenplane:env_secrets.{variable}' <value>",
             )
         )
     if spec.platform.domain is not None and spec.platform.hosted_zone_id is not None:
