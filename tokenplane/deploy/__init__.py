@@ -29,6 +29,7 @@ from tokenplane.deploy import (
     node_capacity,
     offerings,
     ordering,
+    platform_contract,
     references,
     rollouts,
     storage,
@@ -73,6 +74,7 @@ CHECKS: dict[str, Check] = {
     first_run.RULE: first_run.check,
     versions.RULE: versions.check,
     rollouts.RULE: rollouts.check,
+    platform_contract.RULE: platform_contract.check,
 }
 
 

@@ -25,6 +25,7 @@ from tokenplane.deploy.findings import Finding
 from tokenplane.deploy.graph import NODE_GROUP, Graph, KubeObject, lookup
 from tokenplane.deploy.scheduling import NodeGroup, lands_on, requested
 from tokenplane.deploy.timeouts import await_seconds, expected_ready
+from tokenplane.errors import CatalogError
 from tokenplane.rollout import resolve, waves_at, worst_waves
 
 RULE = "rollout-room"
@@ -70,7 +71,10 @@ def _slots(graph: Graph, deployment: KubeObject) -> int | None:
     for group in groups:
         types = group.resource.inputs.get("instanceTypes") or []
         most = lookup(group.resource.inputs, "scalingConfig.maxSize") or 0
-        per_node = instance_type(str(types[0])).gpus // int(gpus) if types else 0
+        try:
+            per_node = instance_type(str(types[0])).gpus // int(gpus) if types else 0
+        except CatalogError:
+            return None  # a type the catalog does not know: its room is unknown, not zero
         slots += int(float(most)) * per_node
     return slots
 
