@@ -282,7 +282,8 @@ def check_program(
         SpecError: a bad project, stack file, policy config, or a program that fails under the mocks.
     """
     from policies import ALL
-    from tokenplane.program import DEFAULT_KUBERNETES_VERSION, kubernetes_minor, load_project, render_project
+    from tokenplane.program import kubernetes_minor, load_project, render_project
+    from tokenplane.spec import DEFAULT_KUBERNETES_VERSION
 
     version = kubernetes_minor(kubernetes_version or DEFAULT_KUBERNETES_VERSION)
     settings = load_policy_config(Path(policy_config), ALL) if policy_config is not None else None

@@ -263,6 +263,13 @@ def check(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report to FILE instead of stdout")
     ] = None,
+    assume: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--assume",
+            help="What exists outside the program: 'cluster' (an existing cluster with nodes) or 'namespace:NAME'",
+        ),
+    ] = None,
 ) -> None:
     """Run the CrossGuard policy pack offline against SPEC's rendered graph, or any Pulumi program's (--program DIR).
 
@@ -284,13 +291,8 @@ def check(
     try:
         settings = load_policy_config(policy_config, ALL) if policy_config else None
         if program is not None:
-            from tokenplane.program import (
-                DEFAULT_KUBERNETES_VERSION,
-                kubernetes_minor,
-                load_project,
-                parse_config,
-                render_project,
-            )
+            from tokenplane.program import kubernetes_minor, load_project, parse_config, render_project
+            from tokenplane.spec import DEFAULT_KUBERNETES_VERSION
 
             version = kubernetes_minor(kubernetes_version or DEFAULT_KUBERNETES_VERSION)
             project = load_project(program, stack=stack, config=parse_config(config or []))
@@ -309,8 +311,12 @@ def check(
     from tokenplane import deploy
 
     try:
+        assumed = deploy.Assumptions.parse(assume or [])
+    except ValueError as e:
+        _fail(str(e))
+    try:
         # A program of one's own has no spec: the checks read what they need from its graph alone.
-        findings = deploy.run(platform, rendered)
+        findings = deploy.run(platform, rendered, assumed)
     except deploy.GraphDataMissing as e:
         _fail(str(e), code=1)
     if fmt is CheckFormat.TABLE and output is None:

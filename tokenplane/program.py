@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from tokenplane.errors import SpecError
-from tokenplane.spec import DEFAULT_KUBERNETES_VERSION  # a program's Kubernetes objects are checked against it
+from tokenplane.spec import DEFAULT_KUBERNETES_VERSION  # a program's objects are checked against it
 
 if TYPE_CHECKING:
     from tokenplane.render import RenderResult

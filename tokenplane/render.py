@@ -40,6 +40,18 @@ if TYPE_CHECKING:
 ACCOUNT_ID = "123456789012"  # the mock account: a documentation-reserved-looking, obviously fake ID
 KEDA_SCHEMA = Path(__file__).resolve().parent.parent / "components" / "schemas" / "keda-scaledobject-v1alpha1.json"
 REGION_TYPE = "tokenplane:region:Region"
+# API group of a custom resource -> the Helm chart that installs its CRDs (the deployability checks' crd-order
+# holds each such resource to waiting for that chart's release).
+CRD_CHARTS = {"keda.sh": "keda", "monitoring.coreos.com": "kube-prometheus-stack"}
+# What every custom resource is, whatever its CRD: a named object with an object spec (where it has one).
+CUSTOM_RESOURCE_ENVELOPE: dict[str, Any] = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata"],
+    "properties": {
+        "metadata": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+        "spec": {"type": "object"},
+    },
+}
 LB_CONTROLLER_CHART = "aws-load-balancer-controller"  # the chart that serves aws-load-balancer-* annotations
 # Kubernetes resource types that are not plain objects: providers, Helm releases, and CRs with their own schemas.
 _NOT_OBJECTS = ("pulumi:providers:", "kubernetes:helm.sh/")
@@ -585,8 +597,15 @@ def _validator(api_version: str, kind: str, kubernetes_version: str) -> jsonsche
         return jsonschema.Draft202012Validator(json.loads(KEDA_SCHEMA.read_text(encoding="utf-8")))
     if "/" in api_version and "." in api_version.split("/", maxsplit=1)[0]:
         group = api_version.split("/", maxsplit=1)[0]
+        if group in CRD_CHARTS:
+            # A custom resource of a chart that installs its CRD: its envelope here; that its CRD is installed
+            # first is the crd-order check's (tokenplane.deploy.ordering). Its fields are the CRD's to judge.
+            return jsonschema.Draft202012Validator(CUSTOM_RESOURCE_ENVELOPE)
         if not group.endswith(".k8s.io"):
-            raise LookupError(f"no schema for {kind} in {api_version}: custom resources need a vendored CRD schema")
+            raise LookupError(
+                f"no schema for {kind} in {api_version}: no chart the checks know installs its CRD "
+                f"(known: {', '.join(sorted(CRD_CHARTS))})"
+            )
     wanted = utils.major_minor(kubernetes_version)
     version = [v for v in utils.all_versions() if utils.major_minor(v) <= wanted][-1]
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)  # apps/v1 -> apps-v1

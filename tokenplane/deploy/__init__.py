@@ -40,6 +40,7 @@ from tokenplane.deploy import (
     vllm_argv,
     weights,
 )
+from tokenplane.deploy.assumptions import Assumptions
 from tokenplane.deploy.findings import Finding, GraphDataMissing, Prerequisite
 from tokenplane.deploy.graph import Graph
 from tokenplane.deploy.prerequisites import prerequisites
@@ -78,15 +79,16 @@ CHECKS: dict[str, Check] = {
 }
 
 
-def run(spec: PlatformSpec | None, rendered: RenderResult) -> list[Finding]:
+def run(spec: PlatformSpec | None, rendered: RenderResult, assume: Assumptions | None = None) -> list[Finding]:
     """Every finding of every check over one rendered stack.
 
-    ``spec`` is the stack's spec, or None for a program that composes components without one.
+    ``spec`` is the stack's spec, or None for a program that composes components without one; ``assume``, what
+    exists outside the program (an existing cluster, existing namespaces).
 
     Raises:
         GraphDataMissing: a check needed a value the render does not have.
     """
-    graph = Graph(spec, rendered)
+    graph = Graph(spec, rendered, assume or Assumptions())
     return [finding for check in CHECKS.values() for finding in check(graph)]
 
 
@@ -94,4 +96,4 @@ def prerequisites_of(spec: PlatformSpec | None, rendered: RenderResult) -> list[
     return prerequisites(Graph(spec, rendered))
 
 
-__all__ = ["CHECKS", "Finding", "GraphDataMissing", "Prerequisite", "prerequisites_of", "run"]
+__all__ = ["CHECKS", "Assumptions", "Finding", "GraphDataMissing", "Prerequisite", "prerequisites_of", "run"]
