@@ -14,12 +14,15 @@ import math
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.core
 
 from tokenplane import __version__
+
+if TYPE_CHECKING:
+    from tokenplane.check import CheckResult
 
 app = typer.Typer(
     name="tokenplane",
@@ -277,7 +280,7 @@ def check(
     """
     from policies import ALL
     from tokenplane.check import load_policy_config, run_checks
-    from tokenplane.check_report import print_table, render
+    from tokenplane.check_report import print_table
     from tokenplane.errors import SpecError
     from tokenplane.plan_report import console_for_output
 
@@ -306,6 +309,11 @@ def check(
             rendered = render_graph(platform)
             artifact = str(spec)
     except SpecError as e:
+        if fmt is not CheckFormat.TABLE or output is not None:
+            # A program that raised still leaves a report that says why: CI keeps the report, not stderr.
+            from tokenplane.deploy.outcomes import program_error
+
+            _write_report(program_error(str(e)), fmt, output, str(program or spec))
         _fail(str(e))
     result = run_checks(rendered, ALL, settings)
     from tokenplane import deploy
@@ -319,19 +327,29 @@ def check(
         findings = deploy.run(platform, rendered, assumed)
     except deploy.GraphDataMissing as e:
         _fail(str(e), code=1)
+    from tokenplane.deploy.outcomes import with_deployability
+
+    # Every deployability finding and render error goes into the report too, with its rule, URN and fix.
+    result = with_deployability(result, deploy.CHECKS, findings, rendered.issues)
     if fmt is CheckFormat.TABLE and output is None:
         print_table(result, console_for_output())
     else:
-        text = render(result, "json" if fmt is CheckFormat.TABLE else fmt.value, artifact=artifact)
-        if output is not None:
-            output.write_text(text + "\n", encoding="utf-8")
-        else:
-            sys.stdout.write(text + "\n")
+        _write_report(result, fmt, output, artifact)
     if not rendered.ok:
         _fail("; ".join(str(issue) for issue in rendered.issues[:5]), code=1)
     if findings:
         _fail("deployability: " + "; ".join(str(f) for f in findings[:5]), code=1)
     raise typer.Exit(0 if result.ok else 1)
+
+
+def _write_report(result: CheckResult, fmt: CheckFormat, output: Path | None, artifact: str) -> None:
+    from tokenplane.check_report import render
+
+    text = render(result, "json" if fmt is CheckFormat.TABLE else fmt.value, artifact=artifact)
+    if output is not None:
+        output.write_text(text + "\n", encoding="utf-8")
+    else:
+        sys.stdout.write(text + "\n")
 
 
 @app.command()
