@@ -9,6 +9,7 @@ typed spec. Select the spec per stack in ``Pulumi.<stack>.yaml``::
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # `pulumi up` runs this file directly; the packages live one level up
 
 from components import LlmPlatform, LlmPlatformArgs  # noqa: E402
+from tokenplane.contract import OFFLINE_RENDER_ENV  # noqa: E402
 from tokenplane.errors import SpecError  # noqa: E402
 from tokenplane.load import load_spec  # noqa: E402
 from tokenplane.runtime_env import env_variables  # noqa: E402
@@ -35,11 +37,14 @@ except SpecError as error:
 # while pulumi up already waits for the pods that read it.
 env_secrets = config.get_object("env_secrets") or {}
 missing = env_variables(spec) - set(env_secrets)
-if missing:
+if missing and not (pulumi.runtime.is_dry_run() or os.environ.get(OFFLINE_RENDER_ENV) == "1"):
+    # Before any resource: an update without them would create the Secrets with nothing a tenant can use.
     raise SystemExit(
         "the spec's env:// secrets need values in the stack's config (encrypted): "
         + "; ".join(f"pulumi config set --secret --path 'tokenplane:env_secrets.{v}' <value>" for v in sorted(missing))
     )
+# A preview (and `tokenplane check --program`) shows the Secrets with stand-ins for values not set yet.
+env_secrets = {v: env_secrets.get(v, f"<unset: tokenplane:env_secrets.{v}>") for v in env_variables(spec)}
 platform = LlmPlatform(
     spec.platform.name,
     LlmPlatformArgs(spec=spec, env_secrets={v: pulumi.Output.secret(env_secrets[v]) for v in env_variables(spec)}),

@@ -329,12 +329,11 @@ def check(
         _fail(str(e), code=1)
     from tokenplane.deploy.outcomes import with_deployability
 
-    # Every deployability finding and render error goes into the report too, with its rule, URN and fix.
-    result = with_deployability(result, deploy.CHECKS, findings, rendered.issues)
     if fmt is CheckFormat.TABLE and output is None:
-        print_table(result, console_for_output())
+        print_table(result, console_for_output())  # the findings follow on stderr, with the exit status
     else:
-        _write_report(result, fmt, output, artifact)
+        # Every deployability finding and render error goes into the report, with its rule, URN and fix.
+        _write_report(with_deployability(result, deploy.CHECKS, findings, rendered.issues), fmt, output, artifact)
     if not rendered.ok:
         _fail("; ".join(str(issue) for issue in rendered.issues[:5]), code=1)
     if findings:

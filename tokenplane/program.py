@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from tokenplane.contract import OFFLINE_RENDER_ENV
 from tokenplane.errors import SpecError
 from tokenplane.spec import DEFAULT_KUBERNETES_VERSION  # a program's objects are checked against it
 
@@ -202,9 +203,15 @@ def _program_environment(project: Project) -> Iterator[None]:
     cwd = Path.cwd()
     sys.path.insert(0, str(home))
     os.chdir(home)
+    offline = os.environ.get(OFFLINE_RENDER_ENV)
+    os.environ[OFFLINE_RENDER_ENV] = "1"
     try:
         yield
     finally:
+        if offline is None:
+            os.environ.pop(OFFLINE_RENDER_ENV, None)
+        else:
+            os.environ[OFFLINE_RENDER_ENV] = offline
         os.chdir(cwd)
         with contextlib.suppress(ValueError):
             sys.path.remove(str(home))
