@@ -109,6 +109,19 @@ def test_the_system_node_group_needs_no_accelerator_label() -> None:
     assert not findings("dev", rendered("dev"), rule=RULE)
 
 
+# --- DCGM's pod label -----------------------------------------------------------------------------
+
+
+def test_a_pod_scrape_without_honor_labels_loses_dcgms_pod_label() -> None:
+    def dishonor(inputs: dict[str, Any]) -> None:
+        for job in inputs["values"]["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"]:
+            job.pop("honor_labels", None)
+
+    is_kps = lambda r: r.inputs.get("chart") == "kube-prometheus-stack"  # noqa: E731
+    found = findings("dev", _edit(rendered("dev"), is_kps, dishonor), rule=RULE)
+    assert len(found) == 1 and "honor_labels" in found[0].message, found
+
+
 # --- IAM resources --------------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ Each item converges (``pulumi up`` succeeds) and is still broken, so nothing els
   (an EKS add-on or a Helm release) in its cluster;
 - Cluster Autoscaler: on AWS it knows a GPU node only by ``k8s.amazonaws.com/accelerator``; a GPU node group
   without it is scaled up again while each new node's device plugin starts, and is never scaled down right;
+- DCGM: its series name the pod using the GPU; a pod scrape job without ``honor_labels`` overwrites that;
 - IAM: every ``Resource`` of a policy statement the graph carries is ``*`` or an ARN of six fields; anything
   else (``""``, a bare name) is refused by IAM or matches nothing.
 
@@ -40,6 +41,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _metrics_api(graph)
     yield from _accelerator_label(graph)
     yield from _iam_resources(graph)
+    yield from _dcgm_labels(graph)
 
 
 def _properties(text: object) -> dict[str, str]:
@@ -130,6 +132,27 @@ def _iam_resources(graph: Graph) -> Iterator[Finding]:
                     "give the full ARN (arn:<partition>:<service>:<region>:<account>:<resource>), or * where the "
                     "action takes no resource",
                 )
+
+
+def _dcgm_labels(graph: Graph) -> Iterator[Finding]:
+    """DCGM's series carry the pod using the GPU: a pod-annotation scrape job must keep them (honor_labels)."""
+    for region in graph.regions():
+        dcgm = graph.releases(region, "dcgm-exporter")
+        if not dcgm or lookup(dcgm[0].inputs.get("values") or {}, "serviceMonitor.enabled") is not False:
+            continue  # its own ServiceMonitor sets honorLabels
+        for release in graph.releases(region, "kube-prometheus-stack"):
+            jobs = lookup(release.inputs.get("values") or {}, "prometheus.prometheusSpec.additionalScrapeConfigs")
+            for job in _list(jobs):
+                roles = {c.get("role") for c in _list(job.get("kubernetes_sd_configs"))}
+                if "pod" in roles and not job.get("honor_labels"):
+                    yield Finding(
+                        RULE,
+                        release.urn,
+                        f"scrape job {job.get('job_name')} scrapes the DCGM exporter's pods without honor_labels: "
+                        "their target labels overwrite the pod and namespace DCGM reports (the GPU's user), so "
+                        "every per-pod GPU query and trigger reads nothing",
+                        "set honor_labels: true on the job (components.observability.POD_SCRAPE)",
+                    )
 
 
 def _json(value: object) -> dict[str, Any] | None:
