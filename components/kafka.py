@@ -94,12 +94,8 @@ class Kafka(Component):
                 ),
             ),
             configuration_info=aws.msk.ClusterConfigurationInfoArgs(arn=config.arn, revision=config.latest_revision),
-            open_monitoring=aws.msk.ClusterOpenMonitoringArgs(
-                prometheus=aws.msk.ClusterOpenMonitoringPrometheusArgs(
-                    jmx_exporter=aws.msk.ClusterOpenMonitoringPrometheusJmxExporterArgs(enabled_in_broker=True),
-                    node_exporter=aws.msk.ClusterOpenMonitoringPrometheusNodeExporterArgs(enabled_in_broker=True),
-                )
-            ),
+            # No open monitoring: its exporters (ports 11001/11002) would need the firewall opened and a scrape
+            # job in each region's Prometheus, neither of which exists; MSK's CloudWatch metrics stay on.
             tags=args.tags,
             opts=self.opts(),
         )

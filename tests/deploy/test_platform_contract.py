@@ -122,6 +122,21 @@ def test_a_pod_scrape_without_honor_labels_loses_dcgms_pod_label() -> None:
     assert len(found) == 1 and "honor_labels" in found[0].message, found
 
 
+# --- MSK open monitoring -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("exporters", "ports"), [(("jmxExporter",), [11001]), (("jmxExporter", "nodeExporter"), [11001, 11002])]
+)
+def test_msk_exporters_the_firewall_does_not_open_are_reported(exporters: tuple[str, ...], ports: list[int]) -> None:
+    def monitor(inputs: dict[str, Any]) -> None:
+        inputs["openMonitoring"] = {"prometheus": {e: {"enabledInBroker": True} for e in exporters}}
+
+    is_msk = lambda r: r.type == "aws:msk/cluster:Cluster"  # noqa: E731
+    found = findings("minimal", _edit(rendered("minimal"), is_msk, monitor), rule=RULE)
+    assert [int(f.message.split("port ")[1].split(",")[0]) for f in found] == ports, found
+
+
 # --- IAM resources --------------------------------------------------------------------------------
 
 

@@ -33,6 +33,7 @@ MSK_CONFIGURATION = "aws:msk/configuration:Configuration"
 ADDON = "aws:eks/addon:Addon"
 ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 POLICY_TYPES = ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy")
+MSK_JMX_PORT, MSK_NODE_PORT = 11001, 11002  # MSK open monitoring's exporters
 ARN_FIELDS = 6  # arn:partition:service:region:account:resource
 
 
@@ -42,6 +43,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _accelerator_label(graph)
     yield from _iam_resources(graph)
     yield from _dcgm_labels(graph)
+    yield from _msk_monitoring(graph)
 
 
 def _properties(text: object) -> dict[str, str]:
@@ -153,6 +155,34 @@ def _dcgm_labels(graph: Graph) -> Iterator[Finding]:
                         "every per-pod GPU query and trigger reads nothing",
                         "set honor_labels: true on the job (components.observability.POD_SCRAPE)",
                     )
+
+
+def _msk_monitoring(graph: Graph) -> Iterator[Finding]:
+    """MSK's open-monitoring exporters listen on 11001/11002: enabled, the brokers' firewall must let them in."""
+    groups = {g.urn: g for g in graph.of_type("aws:ec2/securityGroup:SecurityGroup")}
+    for cluster in graph.of_type("aws:msk/cluster:Cluster"):
+        exporters = lookup(cluster.inputs, "openMonitoring.prometheus") or {}
+        enabled = [
+            port
+            for key, port in (("jmxExporter", MSK_JMX_PORT), ("nodeExporter", MSK_NODE_PORT))
+            if lookup(exporters, f"{key}.enabledInBroker")
+        ]
+        firewall = [groups[u] for u in cluster.property_dependencies.get("brokerNodeGroupInfo", []) if u in groups]
+        opened = {
+            p
+            for g in firewall
+            for rule in _list(g.inputs.get("ingress"))
+            for p in enabled
+            if int(float(rule.get("fromPort", 0))) <= p <= int(float(rule.get("toPort", 0)))
+        }
+        for port in sorted(set(enabled) - opened):
+            yield Finding(
+                RULE,
+                cluster.urn,
+                f"MSK open monitoring exports on port {port}, which the brokers' security group does not open: "
+                "nothing can scrape it",
+                f"open {port} to the VPC in the brokers' security group and add a scrape job, or turn the exporter off",
+            )
 
 
 def _json(value: object) -> dict[str, Any] | None:
