@@ -54,15 +54,21 @@ class AiGateway(GatewayWorkload):
         # the region's ACM certificate); the NLB forwards plain HTTP to the pods. Its target health check asks
         # /readyz over HTTP: the annotation's default, TCP, would ignore the path and send traffic to a pod
         # whose /readyz says 503.
-        if args.certificate_arn is None:
-            raise ValueError(f"{self.APP} serves port 443 and needs a certificate: GatewayArgs.certificate_arn")
+        # Without a certificate (a spec with no domain: dev, staging) the listener is plain HTTP on port 80.
+        tls: dict[str, pulumi.Input[str]] = (
+            {
+                "service.beta.kubernetes.io/aws-load-balancer-ssl-cert": args.certificate_arn,
+                "service.beta.kubernetes.io/aws-load-balancer-ssl-ports": "443",
+                "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy": TLS_POLICY,
+            }
+            if args.certificate_arn is not None
+            else {}
+        )
         return {
             "service.beta.kubernetes.io/aws-load-balancer-type": "external",
             "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
             "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
-            "service.beta.kubernetes.io/aws-load-balancer-ssl-cert": args.certificate_arn,
-            "service.beta.kubernetes.io/aws-load-balancer-ssl-ports": "443",
-            "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy": TLS_POLICY,
+            **tls,
             "service.beta.kubernetes.io/aws-load-balancer-healthcheck-protocol": "HTTP",
             "service.beta.kubernetes.io/aws-load-balancer-healthcheck-port": "traffic-port",
             "service.beta.kubernetes.io/aws-load-balancer-healthcheck-path": "/readyz",

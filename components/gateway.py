@@ -8,6 +8,7 @@ of it in the pod template rolls the pods whenever it changes.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,8 @@ from tokenplane.runtime_env import DEFAULT_METRICS_PORT, MSK_IAM, Var, env_list,
 from tokenplane.spec import PlatformSpec, Region
 
 GATEWAY_PORT = 8080
+# A public gateway without a certificate (a spec with no domain: dev, staging) listens here, plain HTTP.
+PLAIN_HTTP_PORT = 80
 # The AI gateway's /metrics (per-tenant usage and cost) is served here, never on its public port.
 METRICS_PORT = DEFAULT_METRICS_PORT
 CONFIG_DIR = "/etc/tokenplane"
@@ -71,6 +74,9 @@ class GatewayArgs:
             batch workers and Prometheus, and for the AI gateway anyone (it sits behind the load balancer).
         certificate_arn: the TLS listener's ACM certificate (``components.tls``), issued; only the AI gateway has
             a public listener.
+        env_secrets: values of the spec's ``env://`` secrets (variable -> value, Pulumi secrets): with every one
+            its process reads, the stack creates the app's env Secret before its pods; otherwise the Secret is a
+            declared prerequisite, which someone must create before pulumi up waits for the pods.
     """
 
     deps: ServingDeps
@@ -81,6 +87,7 @@ class GatewayArgs:
     app: str | None = None
     clients: list[dict[str, Any]] | None = None
     certificate_arn: pulumi.Input[str] | None = None
+    env_secrets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 
 GATEWAY_CPU = 2.0  # vCPUs per gateway pod, requested and limited (Guaranteed QoS)
@@ -136,10 +143,17 @@ def env_secret_name(app: str) -> str:
     return f"{app}-env-secrets"
 
 
-def env_secret_entries(app: str, refs: list[str]) -> list[dict[str, Any]]:
-    """``env://VAR`` references as env entries from the app's env Secret, so the process finds VAR set."""
+def env_secret_entries(app: str, refs: list[str], *, optional: bool = False) -> list[dict[str, Any]]:
+    """``env://VAR`` references as env entries from the app's env Secret, so the process finds VAR set.
+
+    ``optional``: a key missing from the Secret leaves VAR unset instead of keeping the pod from starting."""
     variables = sorted({ref.removeprefix("env://") for ref in refs if ref.startswith("env://")})
-    return [{"name": v, "valueFrom": {"secretKeyRef": {"name": env_secret_name(app), "key": v}}} for v in variables]
+    ref = {"name": env_secret_name(app)} | ({"optional": True} if optional else {})
+    return [{"name": v, "valueFrom": {"secretKeyRef": {**ref, "key": v}}} for v in variables]
+
+
+def env_variables(entries: list[dict[str, Any]]) -> list[str]:
+    return [str(e["name"]) for e in entries]
 
 
 def secret_arns(spec: PlatformSpec, region: Region, account_id: str) -> list[str]:
@@ -214,6 +228,7 @@ class GatewayWorkload(Component):
         env.extend(self.replica_env(low))
         secret_env = self.secret_env(app, spec)
         env.extend(secret_env)
+        env_secret = self._env_secret(app, namespace, labels, env_variables(secret_env), args)
         env.extend({"name": pool_url_var(pool), "value": url} for pool, url in sorted(args.pool_urls.items()))
         ports = [{"name": "http", "containerPort": GATEWAY_PORT}]
         if self.METRICS_PORT is not None:
@@ -250,7 +265,11 @@ class GatewayWorkload(Component):
                 "labels": labels,
                 # Secrets the pods read that the stack must not create (their values never belong in it):
                 # `tokenplane plan` lists them as prerequisites, and the deployability check holds them to it.
-                **({"annotations": {PREREQUISITES_ANNOTATION: f"secret/{env_secret_name(app)}"}} if secret_env else {}),
+                **(
+                    {"annotations": {PREREQUISITES_ANNOTATION: f"secret/{env_secret_name(app)}"}}
+                    if secret_env and env_secret is None
+                    else {}
+                ),
             },
             spec={
                 "replicas": low,
@@ -289,7 +308,8 @@ class GatewayWorkload(Component):
                 },
             },
             opts=self.opts(
-                depends_on=[config, secret, account], ignore_changes=["spec.replicas"]
+                depends_on=[config, secret, account, *([env_secret] if env_secret else [])],
+                ignore_changes=["spec.replicas"],
             ),  # the HPA owns replicas
         )
         k8s.autoscaling.v2.HorizontalPodAutoscaler(
@@ -329,7 +349,7 @@ class GatewayWorkload(Component):
             )
         service_spec: dict[str, Any] = {
             "selector": {"app.kubernetes.io/name": app},
-            "ports": [{"name": "http", "port": 443 if self.PUBLIC else GATEWAY_PORT, "targetPort": "http"}],
+            "ports": [{"name": "http", "port": self.service_port(args), "targetPort": "http"}],
             "type": "LoadBalancer" if self.PUBLIC else "ClusterIP",
         }
         annotations = self.service_annotations(args)
@@ -349,6 +369,28 @@ class GatewayWorkload(Component):
 
     def service_annotations(self, args: GatewayArgs) -> dict[str, pulumi.Input[str]]:
         return {}
+
+    def service_port(self, args: GatewayArgs) -> int:
+        """The Service's port: 443 (TLS at the NLB) when public with a certificate, 80 without one, else the pods'."""
+        if not self.PUBLIC:
+            return GATEWAY_PORT
+        return 443 if args.certificate_arn is not None else PLAIN_HTTP_PORT
+
+    def _env_secret(
+        self, app: str, namespace: str, labels: dict[str, str], variables: list[str], args: GatewayArgs
+    ) -> k8s.core.v1.Secret | None:
+        """The app's env Secret from the given values, when every variable it reads has one; else None.
+
+        Created by the stack, it exists before the pods (a hand-made one can only be made once the cluster and
+        namespace exist, while pulumi up already waits for the pods)."""
+        if not variables or any(v not in args.env_secrets for v in variables):
+            return None
+        return k8s.core.v1.Secret(
+            self.child("env-secrets"),
+            metadata={"name": env_secret_name(app), "namespace": namespace, "labels": labels},
+            string_data={v: pulumi.Output.secret(args.env_secrets[v]) for v in variables},
+            opts=self.opts(),
+        )
 
     def secret_env(self, app: str, spec: PlatformSpec) -> list[dict[str, Any]]:
         """Env entries for the spec's ``env://`` secrets this process resolves; none by default."""

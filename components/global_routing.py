@@ -56,12 +56,15 @@ class GlobalRouting(Component):
     MODULE = "global_routing"
 
     endpoints: dict[str, str]  # jurisdiction or "global" -> hostname
-    name_servers: pulumi.Output[list[str]]
 
     def __init__(self, name: str, args: GlobalRoutingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        spec, domain = args.spec, args.spec.platform.domain
-        zone = aws.route53.Zone(self.child("zone"), name=domain, tags=args.tags, opts=self.opts())
+        spec, domain, zone = args.spec, args.spec.platform.domain, args.spec.platform.hosted_zone_id
+        if domain is None or zone is None:
+            raise ValueError("GlobalRouting needs spec.platform.domain and hosted_zone_id; without a domain, skip it")
+        # The zone is a prerequisite, not a resource of this stack: ACM validates through it only once the parent
+        # domain delegates to it, and a zone created by this update would have name servers nobody delegated to.
+        zone_id = zone
         checks = {
             region: aws.route53.HealthCheck(
                 self.child("health", region),
@@ -77,14 +80,14 @@ class GlobalRouting(Component):
             for region, host in args.gateway_hostnames.items()
         }
         if args.certificate is not None:
-            self._validation_records(args.certificate, zone, domain)
+            self._validation_records(args.certificate, zone_id, domain)
         secondaries = spec.dr.secondaries if spec.dr else {}
         primaries = [r for r in spec.regions if r.role is RegionRole.PRIMARY]
 
         def record(suffix: str, record_name: str, target: pulumi.Input[str], **policy: object) -> None:
             aws.route53.Record(
                 self.child(suffix),
-                zone_id=zone.zone_id,
+                zone_id=zone_id,
                 name=record_name,
                 type="CNAME",
                 ttl=TTL,
@@ -153,18 +156,17 @@ class GlobalRouting(Component):
             set_identifier="default",
             geolocation_routing_policies=[aws.route53.RecordGeolocationRoutingPolicyArgs(country="*")],
         )
-        self.name_servers = zone.name_servers  # to delegate from the parent domain (a listed prerequisite)
         self.endpoints = {"global": f"api.{domain}", **{j.value: f"{j.value.lower()}.{domain}" for j in jurisdictions}}
-        self.register_outputs({"zone_id": zone.zone_id, "name_servers": self.name_servers, "endpoints": self.endpoints})
+        self.register_outputs({"zone_id": zone_id, "endpoints": self.endpoints})
 
-    def _validation_records(self, certificate: aws.acm.Certificate, zone: aws.route53.Zone, domain: str) -> None:
+    def _validation_records(self, certificate: aws.acm.Certificate, zone_id: str, domain: str) -> None:
         for i, name in enumerate(certificate_names(domain)):
             option = certificate.domain_validation_options.apply(
                 lambda options, n=name: next(o for o in options if o.domain_name == n)
             )
             aws.route53.Record(
                 self.child("tls-validation", str(i)),
-                zone_id=zone.zone_id,
+                zone_id=zone_id,
                 name=option.apply(lambda o: o.resource_record_name),
                 type=option.apply(lambda o: o.resource_record_type),
                 records=[option.apply(lambda o: o.resource_record_value)],

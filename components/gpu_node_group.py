@@ -37,6 +37,15 @@ spec:
 _EKS_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 
 
+# The node label Cluster Autoscaler's AWS cloud provider reads to tell GPU nodes (its GPULabel).
+ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+
+
+def accelerator_value(gpu: str) -> str:
+    """The label's value: the GPU model, as a label value may spell it (``nvidia-l40s``)."""
+    return "nvidia-" + "".join(c if c.isalnum() else "-" for c in gpu.lower())
+
+
 @dataclass(frozen=True, kw_only=True)
 class NodeSelection:
     """How a pod lands on a GPU node group: the labels it requires and the taints it tolerates.
@@ -154,6 +163,10 @@ class GpuNodeGroup(Component):
                 # The NVIDIA device plugin chart (0.15+) runs only on nodes labelled so (or by NFD); without
                 # it no node advertises nvidia.com/gpu and every vLLM pod stays Pending.
                 GPU_PRESENT_LABEL: "true",
+                # Cluster Autoscaler's AWS provider knows a node as a GPU node by this label: without it, it
+                # counts a new node's GPUs as missing until the device plugin runs, and scales up again meanwhile
+                # (and never scales a GPU group down correctly).
+                ACCELERATOR_LABEL: accelerator_value(pool.gpu),
             },
             taints=[
                 aws.eks.NodeGroupTaintArgs(key=key, value="true", effect=_EKS_EFFECT[effect])
@@ -168,6 +181,7 @@ class GpuNodeGroup(Component):
                 "k8s.io/cluster-autoscaler/enabled": "true",
                 f"k8s.io/cluster-autoscaler/node-template/label/{LABEL_POOL}": pool.name,
                 f"k8s.io/cluster-autoscaler/node-template/taint/{GPU_TAINT_KEY}": "true:NoSchedule",
+                f"k8s.io/cluster-autoscaler/node-template/label/{ACCELERATOR_LABEL}": accelerator_value(pool.gpu),
             },
             opts=self.opts(),
         )

@@ -18,9 +18,10 @@ IAM_TLS_PORT = 9098
 BROKER_TYPE = {"prod": "kafka.m7g.large", "staging": "kafka.m7g.large", "dev": "kafka.t3.small"}
 BROKER_VOLUME_GIB = 1000
 # Writes survive one broker down: min.insync.replicas=2 with replication factor 3.
-SERVER_PROPERTIES = """auto.create.topics.enable=false
+MIN_INSYNC_REPLICAS = 2
+SERVER_PROPERTIES = f"""auto.create.topics.enable=false
 default.replication.factor=3
-min.insync.replicas=2
+min.insync.replicas={MIN_INSYNC_REPLICAS}
 unclean.leader.election.enable=false
 """
 
@@ -93,23 +94,27 @@ class Kafka(Component):
                 ),
             ),
             configuration_info=aws.msk.ClusterConfigurationInfoArgs(arn=config.arn, revision=config.latest_revision),
-            open_monitoring=aws.msk.ClusterOpenMonitoringArgs(
-                prometheus=aws.msk.ClusterOpenMonitoringPrometheusArgs(
-                    jmx_exporter=aws.msk.ClusterOpenMonitoringPrometheusJmxExporterArgs(enabled_in_broker=True),
-                    node_exporter=aws.msk.ClusterOpenMonitoringPrometheusNodeExporterArgs(enabled_in_broker=True),
-                )
-            ),
+            # No open monitoring: its exporters (ports 11001/11002) would need the firewall opened and a scrape
+            # job in each region's Prometheus, neither of which exists; MSK's CloudWatch metrics stay on.
             tags=args.tags,
             opts=self.opts(),
         )
         for topic in args.topics:
+            replicas = min(topic.replication_factor, brokers)
             aws.msk.Topic(
                 self.child("topic", topic.name.replace(".", "-").replace("_", "-")),
                 cluster_arn=cluster.arn,
                 name=topic.name,
                 partition_count=topic.partitions,
-                replication_factor=min(topic.replication_factor, brokers),
-                configs=json.dumps({"retention.ms": str(topic.retention_hours * 3_600_000)}),
+                replication_factor=replicas,
+                configs=json.dumps(
+                    {
+                        "retention.ms": str(topic.retention_hours * 3_600_000),
+                        # Never more in-sync replicas than the topic has: with the broker default (2) a topic of
+                        # replication factor 1 refuses every acks=all produce (NotEnoughReplicas).
+                        "min.insync.replicas": str(min(MIN_INSYNC_REPLICAS, replicas)),
+                    }
+                ),
                 opts=self.opts(),
             )
         self.bootstrap_brokers = cluster.bootstrap_brokers_sasl_iam

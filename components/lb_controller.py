@@ -125,6 +125,11 @@ def lb_controller(
             "region": cloud_region,
             "vpcId": vpc_id,
             "serviceAccount": {"name": SERVICE_ACCOUNT, "annotations": {"eks.amazonaws.com/role-arn": role.arn}},
+            # Its Service mutating webhook admits EVERY Service in the cluster (failurePolicy Fail) from the moment
+            # the release registers it until its pods are Ready: on a first run, Services created in that window
+            # (the pools', the gateways', other charts') are refused. It only defaults loadBalancerClass, which
+            # our one LoadBalancer Service does not need (aws-load-balancer-type: external selects the controller).
+            "enableServiceMutatorWebhook": False,
         },
         opts=opts,
     )

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from components import kube
-from components.gateway import GatewayArgs, GatewayWorkload
+from components.gateway import GatewayArgs, GatewayWorkload, env_secret_entries
 from components.naming import NS_BATCH, NS_GATEWAY, NS_MONITORING
+from tokenplane.spec import PlatformSpec
 
 __all__ = ["GatewayArgs", "ModelGateway"]
 
@@ -21,3 +22,8 @@ class ModelGateway(GatewayWorkload):
     def ingress_sources(self) -> list[dict[str, Any]]:
         # Only the AI gateway and the batch workers call it; Prometheus scrapes it.
         return [kube.peer(NS_GATEWAY, "ai-gateway"), kube.peer(NS_BATCH, "batch-workers"), kube.peer(NS_MONITORING)]
+
+    def secret_env(self, app: str, spec: PlatformSpec) -> list[dict[str, Any]]:
+        # The providers' env:// keys (the fallback's OpenAI key): optional, as serving.modelgw treats them: a
+        # provider without its key is marked unavailable, and the pod still starts.
+        return env_secret_entries(app, [p.api_key_secret for p in spec.providers], optional=True)

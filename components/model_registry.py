@@ -18,7 +18,7 @@ import pulumi_aws as aws
 
 from components.base import Component
 from components.cluster import assume_role_policy
-from components.storage import secure_bucket
+from components.storage import versioned_bucket
 from tokenplane.spec import PlatformSpec
 
 MANIFESTS_PREFIX = "manifests/"
@@ -49,10 +49,11 @@ class ModelRegistry(Component):
     def __init__(self, name: str, args: ModelRegistryArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
         spec = args.spec
-        buckets = {
-            region: secure_bucket(self.child(region), tags=args.tags, opts=self.opts(provider=provider))
+        versioned = {
+            region: versioned_bucket(self.child(region), tags=args.tags, opts=self.opts(provider=provider))
             for region, provider in args.providers.items()
         }
+        buckets = {region: bucket for region, (bucket, _) in versioned.items()}
         home = buckets[args.home]
         home_opts = self.opts(provider=args.providers[args.home])
         replicas = {r: b for r, b in buckets.items() if r != args.home}
@@ -142,7 +143,10 @@ class ModelRegistry(Component):
                     )
                     for i, (region, bucket) in enumerate(sorted(replicas.items()))
                 ],
-                opts=home_opts,
+                # S3 refuses replication until both ends are versioned; the buckets alone do not order that.
+                opts=self.opts(
+                    provider=args.providers[args.home], depends_on=[versioning for _, versioning in versioned.values()]
+                ),
             )
         for model in spec.models:
             aws.s3.BucketObjectv2(

@@ -35,6 +35,9 @@ RETENTION_SHARE = 0.85  # of the volume Prometheus may fill before deleting its 
 POD_SCRAPE: dict[str, Any] = {
     "job_name": "tokenplane-pods",
     "kubernetes_sd_configs": [{"role": "pod"}],
+    # The DCGM exporter labels each GPU series with the pod and namespace USING the GPU; without honor_labels the
+    # target's own labels (the exporter's pod) replace them, and every per-pool GPU query matches nothing.
+    "honor_labels": True,
     "relabel_configs": [
         {"source_labels": ["__meta_kubernetes_pod_annotation_prometheus_io_scrape"], "action": "keep", "regex": "true"},
         {

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -19,9 +20,11 @@ from tokenplane.spec import PlatformSpec, RegionRole
 
 @dataclass(frozen=True, kw_only=True)
 class LlmPlatformArgs:
-    """The platform spec: every region, model, pool, tenant and route."""
+    """The platform spec: every region, model, pool, tenant and route; and the values of its ``env://``
+    secrets (variable -> value, Pulumi secrets), which the gateways' env Secrets are created from."""
 
     spec: PlatformSpec
+    env_secrets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 
 class LlmPlatform(Component):
@@ -84,6 +87,7 @@ class LlmPlatform(Component):
                     vllm_image=vllm.ref(r.cloud_region),
                     account_id=images.account_id,
                     tags={**base_tags, "tokenplane:region": r.name},
+                    env_secrets=args.env_secrets,
                 ),
                 self.opts(providers=[providers[r.name]]),
             )
@@ -91,21 +95,25 @@ class LlmPlatform(Component):
         }
         # The home region's requested certificate first: its validation records serve every region's.
         requested = [self.regions[home.name].certificate, *(r.certificate for r in self.regions.values())]
-        routing = GlobalRouting(
-            self.child("dns"),
-            GlobalRoutingArgs(
-                spec=spec,
-                gateway_hostnames={n: r.gateway_hostname for n, r in self.regions.items()},
-                tags=base_tags,
-                certificate=next((c for c in requested if c is not None), None),
-            ),
-            self.opts(providers=[providers[home.name]]),
+        # Global DNS needs a domain one owns; without one (dev, staging) clients use each region's NLB name.
+        routing = (
+            GlobalRouting(
+                self.child("dns"),
+                GlobalRoutingArgs(
+                    spec=spec,
+                    gateway_hostnames={n: r.gateway_hostname for n, r in self.regions.items()},
+                    tags=base_tags,
+                    certificate=next((c for c in requested if c is not None), None),
+                ),
+                self.opts(providers=[providers[home.name]]),
+            )
+            if spec.platform.domain is not None
+            else None
         )
         self.gateway_endpoints = {n: r.gateway_hostname for n, r in self.regions.items()}
         self.registry_bucket = registry.buckets[home.name]
         self.dashboards = {n: r.grafana_url for n, r in self.regions.items()}
-        self.dns_endpoints = routing.endpoints
-        self.name_servers = routing.name_servers
+        self.dns_endpoints = routing.endpoints if routing is not None else {}
         self.kubeconfigs = {n: r.kubeconfig for n, r in self.regions.items()}
         self.grafana_admin_passwords = {n: r.grafana_admin_password for n, r in self.regions.items()}  # secrets
         self.register_outputs(
@@ -113,8 +121,7 @@ class LlmPlatform(Component):
                 "gateway_endpoints": self.gateway_endpoints,
                 "registry_bucket": self.registry_bucket,
                 "dashboards": self.dashboards,
-                "dns": routing.endpoints,
-                "name_servers": routing.name_servers,
+                "dns": self.dns_endpoints,
                 "kubeconfigs": self.kubeconfigs,
                 "grafana_admin_passwords": self.grafana_admin_passwords,
             }

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -45,6 +46,8 @@ class RegionArgs:
     account_id: pulumi.Input[str]
     tags: dict[str, str]
     vllm_image: pulumi.Input[str]  # the pinned vLLM image in this region's ECR (VllmMirror), by digest
+    # The spec's env:// secret values (variable -> value), for the gateways' env Secrets (GatewayArgs).
+    env_secrets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 
 class Region(Component):
@@ -206,6 +209,7 @@ class Region(Component):
                 deps=deps,
                 namespace=namespaces[NS_GATEWAY],
                 pool_urls={name: pool.service_url for name, pool in pools.items()},
+                env_secrets=args.env_secrets,
             ),
             after_namespaces,
         )
@@ -232,7 +236,8 @@ class Region(Component):
                 namespace=namespaces[NS_GATEWAY],
                 model_gateway_url=model_gateway_url,
                 files_bucket=batch.results_bucket if batch is not None else None,
-                certificate_arn=certificate.arn,
+                certificate_arn=certificate.arn if certificate is not None else None,
+                env_secrets=args.env_secrets,
             ),
             self.opts(providers=[k8s_provider], depends_on=[*ready, lb_controller]),
         )
@@ -241,7 +246,7 @@ class Region(Component):
         )
         self.grafana_url = observability.grafana_url
         self.cluster_name = cluster.name
-        self.certificate = certificate.requested
+        self.certificate = certificate.requested if certificate is not None else None
         self.grafana_admin_password = observability.grafana_admin_password
         self.kubeconfig = cluster.admin_kubeconfig
         self.register_outputs(

@@ -10,6 +10,14 @@ import pulumi_aws as aws
 
 def secure_bucket(logical: str, *, tags: dict[str, str], opts: pulumi.ResourceOptions) -> aws.s3.Bucket:
     """A bucket with public access blocked, versioning on, and SSE-KMS with a bucket key."""
+    return versioned_bucket(logical, tags=tags, opts=opts)[0]
+
+
+def versioned_bucket(
+    logical: str, *, tags: dict[str, str], opts: pulumi.ResourceOptions
+) -> tuple[aws.s3.Bucket, aws.s3.BucketVersioning]:
+    """``secure_bucket``, with its versioning resource: S3 refuses a replication configuration on a bucket whose
+    versioning is not yet enabled, so replication must wait for it on a first run."""
     bucket = aws.s3.Bucket(logical, force_destroy=False, tags=tags, opts=opts)
     aws.s3.BucketPublicAccessBlock(
         f"{logical}-public-access",
@@ -20,7 +28,7 @@ def secure_bucket(logical: str, *, tags: dict[str, str], opts: pulumi.ResourceOp
         restrict_public_buckets=True,
         opts=opts,
     )
-    aws.s3.BucketVersioning(
+    versioning = aws.s3.BucketVersioning(
         f"{logical}-versioning",
         bucket=bucket.id,
         versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
@@ -39,7 +47,7 @@ def secure_bucket(logical: str, *, tags: dict[str, str], opts: pulumi.ResourceOp
         ],
         opts=opts,
     )
-    return bucket
+    return bucket, versioning
 
 
 def tls_only(logical: str, *, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions) -> aws.s3.BucketPolicy:

@@ -43,11 +43,14 @@ class GatewayCertificate:
 
 def gateway_certificate(
     component: Component, spec: PlatformSpec, region: Region, tags: dict[str, str]
-) -> GatewayCertificate:
-    """The spec's certificate for ``region``, or a DNS-validated one requested here with the region's provider."""
+) -> GatewayCertificate | None:
+    """The spec's certificate for ``region``, or a DNS-validated one requested here with the region's provider;
+    None without either a given certificate or a domain (the gateway then serves plain HTTP)."""
     given = spec.platform.certificate_arns.get(region.name)
     if given is not None:
         return GatewayCertificate(arn=given, requested=None)
+    if spec.platform.domain is None:
+        return None
     names = certificate_names(spec.platform.domain)
     certificate = aws.acm.Certificate(
         component.child("tls"),

@@ -27,7 +27,8 @@ from components.naming import (
 from components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
 from components.weights_publish import artifact_prefix
 from tokenplane.contract import TIME_TO_READY_ANNOTATION, VLLM_VERSION_ANNOTATION
-from tokenplane.pool_model import node_for, replica_requests
+from tokenplane.pool_model import node_for, nodes_for, replica_requests
+from tokenplane.rollout import plan_rollout
 from tokenplane.runtime_env import Var, env_list
 from tokenplane.schedule import cron_window
 from tokenplane.spec import ClassSpec, ModelLookup, Placement, Pool, WorkloadClass
@@ -235,6 +236,9 @@ class VllmPool(Component):
         requests = replica_requests(pool)
         needed = artifacts(spec, pool)
         timeout = await_timeout_minutes(spec, pool)
+        rollout = plan_rollout(
+            placement.max_replicas, self._spare_replicas(args, placement), time_to_ready(spec, pool).total
+        )
 
         role = self._weights_role(args, app, needed)
         account = k8s.core.v1.ServiceAccount(
@@ -342,8 +346,9 @@ class VllmPool(Component):
             spec={
                 "replicas": placement.min_replicas,
                 "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
-                # Surge one replica at a time: a new replica needs a whole free GPU node slot.
-                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                # A third of the pool per wave (tokenplane.rollout): surging into the node group's spare slots,
+                # taking replicas down where there are none; one at a time would outlast any update timeout.
+                "strategy": rollout.strategy(),
                 "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod_spec},
             },
             opts=self.opts(
@@ -351,7 +356,10 @@ class VllmPool(Component):
                 ignore_changes=["spec.replicas"],  # KEDA owns the replica count
                 # A first replica waits for a GPU node, a ~10 GB image and the weights before its own cold
                 # start: far past pulumi-kubernetes' 10-minute default await (tokenplane.startup).
-                custom_timeouts=pulumi.CustomTimeouts(create=f"{timeout}m", update=f"{timeout}m"),
+                # An update waits for every wave of the rollout, each a whole time to Ready.
+                custom_timeouts=pulumi.CustomTimeouts(
+                    create=f"{timeout}m", update=f"{max(timeout, rollout.timeout_minutes)}m"
+                ),
             ),
         )
         if pool.autoscaling.warm_pool > 0:
@@ -391,6 +399,19 @@ class VllmPool(Component):
         self.register_outputs(
             {"deployment": deployment.metadata["name"], "service_url": self.service_url, "role_arn": role.arn}
         )
+
+    @staticmethod
+    def _spare_replicas(args: VllmPoolArgs, placement: Placement) -> int:
+        """Replicas that fit on the node group beyond the pool's maximum (its warm nodes): room to surge into.
+        None known for nodes made elsewhere (a ``NodeSelection``)."""
+        if not isinstance(args.nodes, GpuNodeGroup):
+            return 0
+        spare = 0
+        while spare < placement.max_replicas and nodes_for(args.pool, placement.max_replicas + spare + 1) <= (
+            args.nodes.counts.max
+        ):
+            spare += 1
+        return spare
 
     def _weights_role(self, args: VllmPoolArgs, app: str, needed: list[Any]) -> aws.iam.Role:
         """IRSA: the pool's pods may read their own artifacts from the registry bucket, nothing else."""

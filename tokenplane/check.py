@@ -255,7 +255,7 @@ def check_program(
         stack: its config comes from ``Pulumi.<stack>.yaml``, if there is one.
         config: ``KEY=VALUE`` settings over the stack file's, e.g. ``{"aws:region": "eu-west-1"}``.
         policy_config: a CrossGuard ``--policy-pack-config`` JSON file (levels, thresholds, exceptions).
-        kubernetes_version: check Kubernetes objects against this version's schema (default 1.31).
+        kubernetes_version: check Kubernetes objects against this version's schema (default 1.35).
         with_checkov: also run checkov's Kubernetes and Terraform checks (``tokenplane[checkov]``); its
             findings join the pack's as ``checkov:CKV_...`` outcomes.
 
@@ -264,7 +264,8 @@ def check_program(
             with_checkov when checkov is not installed.
     """
     from policies import ALL
-    from tokenplane.program import DEFAULT_KUBERNETES_VERSION, kubernetes_minor, load_project, render_project
+    from tokenplane.program import kubernetes_minor, load_project, render_project
+    from tokenplane.spec import DEFAULT_KUBERNETES_VERSION
 
     version = kubernetes_minor(kubernetes_version or DEFAULT_KUBERNETES_VERSION)
     settings = load_policy_config(Path(policy_config), ALL) if policy_config is not None else None

@@ -23,6 +23,7 @@ import typer.core
 from tokenplane import __version__
 
 if TYPE_CHECKING:
+    from tokenplane.check import CheckResult
     from tokenplane.sim.gates import FailOn
 
 app = typer.Typer(
@@ -306,7 +307,7 @@ def check(
     kubernetes_version: Annotated[
         str | None,
         typer.Option(
-            "--kubernetes-version", help="With --program: check Kubernetes objects against this version [1.31]"
+            "--kubernetes-version", help="With --program: check Kubernetes objects against this version [1.35]"
         ),
     ] = None,
     fmt: Annotated[
@@ -327,6 +328,13 @@ def check(
             help="Also run checkov's Kubernetes and Terraform checks on the graph (pip install 'tokenplane[checkov]')",
         ),
     ] = None,
+    assume: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--assume",
+            help="What exists outside the program: 'cluster' (an existing cluster with nodes) or 'namespace:NAME'",
+        ),
+    ] = None,
 ) -> None:
     """Run the CrossGuard policy pack offline against SPEC's rendered graph, or any Pulumi program's (--program DIR).
 
@@ -335,7 +343,7 @@ def check(
     """
     from policies import ALL
     from tokenplane.check import load_policy_config, run_checks
-    from tokenplane.check_report import print_table, render
+    from tokenplane.check_report import print_table
     from tokenplane.errors import SpecError
     from tokenplane.plan_report import console_for_output
     from tokenplane.progress import step
@@ -359,13 +367,8 @@ def check(
     try:
         settings = load_policy_config(policy_config, ALL) if policy_config else None
         if program is not None:
-            from tokenplane.program import (
-                DEFAULT_KUBERNETES_VERSION,
-                kubernetes_minor,
-                load_project,
-                parse_config,
-                render_project,
-            )
+            from tokenplane.program import kubernetes_minor, load_project, parse_config, render_project
+            from tokenplane.spec import DEFAULT_KUBERNETES_VERSION
 
             version = kubernetes_minor(kubernetes_version or DEFAULT_KUBERNETES_VERSION)
             project = load_project(program, stack=stack, config=parse_config(config or []))
@@ -381,6 +384,11 @@ def check(
                 rendered = render_graph(platform)
             artifact = str(spec)
     except SpecError as e:
+        if fmt is not CheckFormat.TABLE or output is not None:
+            # A program that raised still leaves a report that says why: CI keeps the report, not stderr.
+            from tokenplane.deploy.outcomes import program_error
+
+            _write_report(program_error(str(e)), fmt, output, str(program or spec))
         _fail(str(e))
     from tokenplane import deploy
 
@@ -395,24 +403,37 @@ def check(
         except SpecError as e:
             _fail(str(e))
     try:
+        assumed = deploy.Assumptions.parse(assume or [])
+    except ValueError as e:
+        _fail(str(e))
+    try:
         # A program of one's own has no spec: the checks read what they need from its graph alone.
         with step("checking deployability"):
-            findings = deploy.run(platform, rendered)
+            findings = deploy.run(platform, rendered, assumed)
     except deploy.GraphDataMissing as e:
         _fail(str(e), code=1)
+    from tokenplane.deploy.outcomes import with_deployability
+
     if fmt is CheckFormat.TABLE and output is None:
-        print_table(result, console_for_output())
+        print_table(result, console_for_output())  # the findings follow on stderr, with the exit status
     else:
-        text = render(result, "json" if fmt is CheckFormat.TABLE else fmt.value, artifact=artifact)
-        if output is not None:
-            output.write_text(text + "\n", encoding="utf-8")
-        else:
-            sys.stdout.write(text + "\n")
+        # Every deployability finding and render error goes into the report, with its rule, URN and fix.
+        _write_report(with_deployability(result, deploy.CHECKS, findings, rendered.issues), fmt, output, artifact)
     if not rendered.ok:
         _fail("; ".join(str(issue) for issue in rendered.issues[:5]), code=1)
     if findings:
         _fail("deployability: " + "; ".join(str(f) for f in findings[:5]), code=1)
     raise typer.Exit(0 if result.ok else 1)
+
+
+def _write_report(result: CheckResult, fmt: CheckFormat, output: Path | None, artifact: str) -> None:
+    from tokenplane.check_report import render
+
+    text = render(result, "json" if fmt is CheckFormat.TABLE else fmt.value, artifact=artifact)
+    if output is not None:
+        output.write_text(text + "\n", encoding="utf-8")
+    else:
+        sys.stdout.write(text + "\n")
 
 
 @app.command()

@@ -14,3 +14,7 @@ VLLM_VERSION_ANNOTATION = "tokenplane.io/vllm-version"
 # On a pool's Deployment: tokenplane.startup's estimate of its first replica's time to Ready, in seconds. The
 # await-timeout check reads it where there is no spec to estimate from (a program of one's own).
 TIME_TO_READY_ANNOTATION = "tokenplane.io/time-to-ready-seconds"
+
+# Set while `tokenplane check --program` / `plan` render a program under mocks: a program may then use stand-ins
+# for values only a real `pulumi up` needs (stacks/__main__.py's env:// secrets), as it would under preview.
+OFFLINE_RENDER_ENV = "TOKENPLANE_OFFLINE_RENDER"

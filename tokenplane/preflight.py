@@ -4,8 +4,9 @@ Read-only calls through boto3: Secrets Manager (does each region's secret
 exist), IAM (do the admin roles exist), ACM (is each spec-given certificate
 ISSUED and does it name the gateway's hosts), Service Quotas (is the on-demand GPU vCPU quota at least what the node
 groups can reach), EC2 (does every AZ exist, and which of them offer each GPU
-instance type) and Route53 (is the platform's zone's parent delegated to
-us). Kubernetes Secrets can only be checked once the cluster exists; they are
+instance type) and Route53 (does the spec's hosted zone exist for its domain, and, where the parent
+domain's zone is in the same account, does the parent delegate to exactly its name servers; a parent
+elsewhere is reported unchecked, with the ``dig`` to run). Kubernetes Secrets can only be checked once the cluster exists; they are
 reported as such, never as passed.
 
 The AWS clients come from a ``clients`` callable (service, region) -> client,
@@ -57,6 +58,8 @@ def preflight(graph: Graph, prerequisites: list[Prerequisite], clients: Clients)
             results.append(_role(p, clients))
         elif p.kind == "certificate":
             results.append(_certificate(p, graph, clients))
+        elif p.kind == "dns" and graph.spec is not None:
+            results.append(_zone(p, graph, clients))
         elif p.kind == "assumed-offering":
             results.append(PreflightResult(p, UNCHECKED, "asked of the account per AZ: see its offering row"))
         elif p.kind.startswith("kubernetes-"):
@@ -109,6 +112,48 @@ def _role(p: Prerequisite, clients: Clients) -> PreflightResult:
     if arn != p.name:
         return PreflightResult(p, FAILED, f"this account's role {name} is {arn}: another account or path")
     return PreflightResult(p, PASSED, "exists")
+
+
+def _zone(p: Prerequisite, graph: Graph, clients: Clients) -> PreflightResult:
+    """The hosted zone exists for the domain and its parent (if this account holds it) delegates to it."""
+    platform = graph.spec.platform if graph.spec is not None else None
+    if platform is None or platform.domain is None or platform.hosted_zone_id is None:
+        return PreflightResult(p, UNCHECKED, "no domain in the spec")
+    domain, client = platform.domain, clients("route53", IAM_REGION)
+    try:
+        zone = client.get_hosted_zone(Id=platform.hosted_zone_id)
+    except _aws_errors() as e:
+        return PreflightResult(p, FAILED, f"cannot read zone {platform.hosted_zone_id} ({_error_code(e)})")
+    name = str(zone["HostedZone"]["Name"]).rstrip(".")
+    if name != domain:
+        return PreflightResult(p, FAILED, f"zone {platform.hosted_zone_id} is {name}, not {domain}")
+    servers = {str(n).rstrip(".") for n in zone.get("DelegationSet", {}).get("NameServers", [])}
+    parent = domain.split(".", 1)[1]
+    try:
+        parents = client.list_hosted_zones_by_name(DNSName=parent, MaxItems="1")["HostedZones"]
+    except _aws_errors() as e:
+        return PreflightResult(p, FAILED, f"cannot list zones ({_error_code(e)}): needs route53:ListHostedZonesByName")
+    if not parents or str(parents[0]["Name"]).rstrip(".") != parent:
+        return PreflightResult(
+            p, UNCHECKED, f"{parent} is not in this account: run `dig NS {domain} +short`; it must list {servers}"
+        )
+    records = client.list_resource_record_sets(
+        HostedZoneId=parents[0]["Id"], StartRecordName=domain, StartRecordType="NS", MaxItems="1"
+    )["ResourceRecordSets"]
+    delegated = {
+        str(r["Value"]).rstrip(".")
+        for rs in records
+        if str(rs["Name"]).rstrip(".") == domain and rs["Type"] == "NS"
+        for r in rs.get("ResourceRecords", [])
+    }
+    if delegated != servers:
+        return PreflightResult(
+            p,
+            FAILED,
+            f"{parent} delegates {domain} to {sorted(delegated) or 'nothing'}, not the zone's {sorted(servers)}: "
+            "ACM cannot validate the gateway certificates; add the zone's NS records to the parent",
+        )
+    return PreflightResult(p, PASSED, f"{parent} delegates {domain} to the zone's name servers")
 
 
 def _certificate(p: Prerequisite, graph: Graph, clients: Clients) -> PreflightResult:

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from tokenplane.contract import OFFLINE_RENDER_ENV
 from tokenplane.errors import SpecError
+from tokenplane.spec import DEFAULT_KUBERNETES_VERSION  # a program's objects are checked against it
 
 if TYPE_CHECKING:
     from tokenplane.render import RenderResult
 
 DEFAULT_STACK = "dev"
-DEFAULT_KUBERNETES_VERSION = "1.31"  # the schema a program's Kubernetes objects are checked against
 DEFAULT_REGION = "us-east-1"  # what an AWS provider without a region would be asked for; only labels resources
 
 
@@ -242,9 +243,15 @@ def _program_environment(project: Project) -> Iterator[None]:
     cwd = Path.cwd()
     sys.path.insert(0, str(home))
     os.chdir(home)
+    offline = os.environ.get(OFFLINE_RENDER_ENV)
+    os.environ[OFFLINE_RENDER_ENV] = "1"
     try:
         yield
     finally:
+        if offline is None:
+            os.environ.pop(OFFLINE_RENDER_ENV, None)
+        else:
+            os.environ[OFFLINE_RENDER_ENV] = offline
         os.chdir(cwd)
         with contextlib.suppress(ValueError):
             sys.path.remove(str(home))

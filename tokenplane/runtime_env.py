@@ -112,6 +112,12 @@ def pool_urls(spec: PlatformSpec, environ: Mapping[str, str]) -> dict[str, tuple
     return urls
 
 
+def env_variables(spec: PlatformSpec) -> set[str]:
+    """The variables the spec's ``env://`` secret references name (tenant and provider keys)."""
+    refs = [t.api_key_secret for t in spec.tenants] + [p.api_key_secret for p in spec.providers]
+    return {ref.removeprefix("env://") for ref in refs if ref.startswith("env://")}
+
+
 def env_list(values: Mapping[Var, Any]) -> list[dict[str, Any]]:
     """A container's ``env`` from ``{Var: value}``, in the given order; a ``None`` value is left out."""
     return [{"name": var.value, "value": value} for var, value in values.items() if value is not None]

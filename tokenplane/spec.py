@@ -120,13 +120,44 @@ CERTIFICATE_ARN = re.compile(
 )
 
 
+# Names that can never be a public zone with a validated certificate: RFC 2606 and RFC 6761's special-use names.
+RESERVED_DOMAINS = ("example.com", "example.net", "example.org", "example", "test", "invalid", "localhost", "local")
+# The EKS minor version a spec gets when it names none: the newest in standard support on the support table's date.
+DEFAULT_KUBERNETES_VERSION = "1.35"
+
+
+def reserved_domain(domain: str) -> str | None:
+    """The reserved name ``domain`` is, or lies under; None for a name one can own."""
+    labels = domain.rstrip(".").split(".")
+    for i in range(len(labels)):
+        suffix = ".".join(labels[i:])
+        if suffix in RESERVED_DOMAINS:
+            return suffix
+    return None
+
+
 class Platform(Model):
     name: Name
     environment: Environment = Environment.PROD
     peak_rps: float = Field(gt=0, description="Peak requests per second across all regions")
     availability_target: float = Field(default=0.999, gt=0, lt=1)
-    kubernetes_version: str = Field(default="1.31", pattern=r"^1\.\d+$")
-    domain: str = Field(default="llm.example.com", pattern=r"^[a-z0-9.-]+$")
+    kubernetes_version: str = Field(
+        default=DEFAULT_KUBERNETES_VERSION,
+        pattern=r"^1\.\d+$",
+        description="EKS minor version; tokenplane/deploy/support.json says which are in support, as of when",
+    )
+    domain: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9.-]+$",
+        description="A domain you own, served by the Route 53 public hosted zone hosted_zone_id. Unset (dev and "
+        "staging only): no certificate, no global DNS; each region's gateway answers plain HTTP on its NLB's name",
+    )
+    hosted_zone_id: str | None = Field(
+        default=None,
+        pattern=r"^[A-Z0-9]{1,32}$",  # Route 53 zone ids: upper-case letters and digits (Z... in AWS)
+        description="The public hosted zone of domain, created and delegated from the parent domain BEFORE pulumi "
+        "up: the gateway certificates validate through it, and ACM cannot validate in a zone nobody delegated",
+    )
     admin_role_arns: list[str] = Field(
         default_factory=list,
         description="IAM roles given cluster-admin on every EKS cluster (access entries); the exported "
@@ -158,6 +189,31 @@ class Platform(Model):
         if len(set(value)) != len(value):
             raise ValueError(f"admin_role_arns lists a role twice: {value}")
         return value
+
+    @field_validator("domain")
+    @classmethod
+    def _owned_domain(cls, value: str | None) -> str | None:
+        if value is not None and (reserved := reserved_domain(value)) is not None:
+            raise ValueError(
+                f"domain={value!r} is under {reserved!r}, reserved by RFC 2606/6761: Route 53 refuses a public zone "
+                "for it and ACM can never validate a certificate in it, so the AI gateway's Service is never "
+                "created. Set platform.domain to a domain you own (e.g. llm.<your-company>.com) with its "
+                "delegated zone in platform.hosted_zone_id, or leave domain out (dev/staging) to serve plain HTTP "
+                "on each region's load balancer name"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _domain_has_zone(self) -> Platform:
+        if self.domain is not None and self.hosted_zone_id is None:
+            raise ValueError(
+                f"domain={self.domain!r} needs platform.hosted_zone_id: the gateway certificates validate through "
+                "the domain's zone, which must be delegated before pulumi up (a zone created by the same update "
+                f"waits for a delegation nobody makes). Create it first: aws route53 create-hosted-zone --name "
+                f"{self.domain} --caller-reference $(date +%s); add its NS records to the parent domain; then set "
+                "hosted_zone_id to its Id (Z...)"
+            )
+        return self
 
     @field_validator("certificate_arns")
     @classmethod

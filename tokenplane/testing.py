@@ -24,13 +24,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokenplane.spec import DEFAULT_KUBERNETES_VERSION  # one default: the spec's
+
 if TYPE_CHECKING:
     from tokenplane.check import CheckResult
     from tokenplane.deploy import Finding
     from tokenplane.render import RenderedResource, RenderResult
     from tokenplane.spec import PlatformSpec
-
-DEFAULT_KUBERNETES_VERSION = "1.31"
 
 
 class NotRendered(LookupError):

@@ -104,7 +104,7 @@ cluster = Cluster(
     "eu-cluster",
     ClusterArgs(
         name=f"{NAME}-eu",
-        kubernetes_version="1.31",
+        kubernetes_version="1.35",  # in EKS standard support (tokenplane/deploy/support.json)
         cloud_region=cloud_region,
         private_subnet_ids=network.private_subnet_ids,
         public_subnet_ids=network.public_subnet_ids,

@@ -432,7 +432,8 @@ def openapi_document(spec: PlatformSpec, *, region: str, model_names: list[str],
             "version": "1",
             "description": "OpenAI-compatible API of the tokenplane AI gateway, region " + region,
         },
-        "servers": [{"url": f"https://{spec.platform.domain}"}],
+        # Without a domain the gateway is reached on its load balancer's own name: the document's host, relative.
+        "servers": [{"url": f"https://{spec.platform.domain}" if spec.platform.domain else "/"}],
         "security": [{"bearer": []}],
         "paths": paths,
         "components": {

@@ -146,10 +146,12 @@ class Router:
 
     def _check_residency(self, tenant: Tenant) -> None:
         if tenant.residency is not None and tenant.residency is not self.region.jurisdiction:
+            domain = self.spec.platform.domain
+            # Without a domain there is no jurisdiction name to point at: only the region's own gateways.
+            where = f"{tenant.residency.value.lower()}.{domain}" if domain else f"a gateway in {tenant.residency.value}"
             raise PermissionDenied(
                 f"tenant '{tenant.name}' is pinned to {tenant.residency.value}, and this gateway is in "
-                f"{self.region.jurisdiction.value} ({self.region.name}); send its requests to "
-                f"{tenant.residency.value.lower()}.{self.spec.platform.domain}",
+                f"{self.region.jurisdiction.value} ({self.region.name}); send its requests to {where}",
             )
 
     def _tier(

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tokenplane.load import load_spec
+from tokenplane.load import load_spec, validate_spec
 from tokenplane.render import REGION_TYPE, RenderedResource, RenderResult, kubernetes_manifest, mock_outputs, render
 from tokenplane.spec import PlatformSpec
 
@@ -26,8 +27,22 @@ with warnings.catch_warnings():
         getattr(importlib.import_module(f"pulumi_aws.{_submodule}"), "__all__", None)  # attribute access loads it
 
 
+# A shipped stack with some platform fields changed, by name: "minimal-tls" is minimal with a domain one owns
+# (a delegated zone, hence a certificate, TLS on 443 and global DNS), which the shipped minimal leaves out.
+TLS_DOMAIN = "llm.acme-ai.com"
+TLS_ZONE = "Z05ACMEAI0LLM00000001"
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "minimal-tls": ("minimal", {"domain": TLS_DOMAIN, "hosted_zone_id": TLS_ZONE}),
+}
+
+
 @functools.cache
 def spec(name: str) -> PlatformSpec:
+    if name in VARIANTS:
+        base, platform = VARIANTS[name]
+        data = yaml.safe_load((ROOT / "stacks" / f"{base}.yaml").read_text(encoding="utf-8"))
+        data["platform"].update(platform)
+        return validate_spec(data)
     return load_spec(ROOT / "stacks" / f"{name}.yaml")
 
 

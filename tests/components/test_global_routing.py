@@ -142,7 +142,14 @@ MODEL: dict[str, Any] = {
 }
 CLASS_A = {"share": 1.0, "prompt_tokens": {"min": 50, "max": 1000}, "output_tokens": {"min": 20, "max": 400}}
 RESIDENCY = {
-    "platform": {"name": "resid", "environment": "dev", "peak_rps": 10},
+    # A domain with its delegated zone: global DNS (the jurisdiction names) exists only with one.
+    "platform": {
+        "name": "resid",
+        "environment": "dev",
+        "peak_rps": 10,
+        "domain": "llm.acme-ai.com",
+        "hosted_zone_id": "Z05ACMEAI0LLM00000001",
+    },
     "budget": {"max_usd_per_hour": 200},
     "regions": [
         {

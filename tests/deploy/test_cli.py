@@ -47,7 +47,7 @@ def test_plan_of_an_example_stack_passes_and_lists_its_prerequisites() -> None:
     result = CliRunner().invoke(app, ["plan", str(ROOT / "stacks" / "dev.yaml")])
     assert result.exit_code == 0, result.output
     assert "deployability checks ok" in result.stdout
-    assert "llm-gateway/ai-gateway-env-secrets" in result.stdout and "L-417A185B" in result.stdout
+    assert "tokenplane:env_secrets.TOKENPLANE_KEY_DEMO" in result.stdout and "L-417A185B" in result.stdout
 
 
 @pytest.mark.slow

@@ -59,15 +59,27 @@ def _service_annotations(edit: dict[str, str | None]) -> RenderResult:
 
         return with_inputs(r, apply)
 
-    return mutated(rendered("minimal"), change)
+    return mutated(rendered("minimal-tls"), change)
 
 
 # --- TLS on the gateway's listener ------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_every_example_terminates_tls_on_443_with_an_issued_certificate() -> None:
-    for name in ("minimal", "dev", "byteion"):
+def test_a_stack_without_a_domain_serves_plain_http_on_80_and_needs_no_certificate() -> None:
+    for name in ("minimal", "dev"):
+        assert spec(name).platform.domain is None, name
+        service = next(r for r in rendered(name).resources if r.name.endswith(GATEWAY_SERVICE))
+        annotations = service.inputs["metadata"]["annotations"]
+        assert not any(key.startswith(LB + "ssl-") for key in annotations), service.urn
+        assert [p["port"] for p in service.inputs["spec"]["ports"]] == [80], service.urn
+        assert not [r for r in rendered(name).resources if r.type.startswith(("aws:acm/", "aws:route53/"))], name
+        assert not findings(name, rule="tls-listener"), name
+
+
+@pytest.mark.slow
+def test_every_example_with_a_domain_terminates_tls_on_443_with_an_issued_certificate() -> None:
+    for name in ("minimal-tls", "byteion"):
         service = next(r for r in rendered(name).resources if r.name.endswith(GATEWAY_SERVICE))
         annotations = service.inputs["metadata"]["annotations"]
         assert annotations[LB + "ssl-ports"] == "443" and ":acm:" in annotations[LB + "ssl-cert"], service.urn
@@ -76,7 +88,7 @@ def test_every_example_terminates_tls_on_443_with_an_issued_certificate() -> Non
 
 
 def test_port_443_without_a_certificate_is_reported_on_the_service_and_the_https_health_check() -> None:
-    found = findings("minimal", _service_annotations({"ssl-cert": None}), rule="tls-listener")
+    found = findings("minimal-tls", _service_annotations({"ssl-cert": None}), rule="tls-listener")
     urns = {f.urn.rsplit("::", 1)[-1] for f in found}
     assert urns == {"minimal-us-ai-gateway-service", "minimal-dns-health-us"}, found
     service = next(f for f in found if f.urn.endswith(GATEWAY_SERVICE))
@@ -86,19 +98,19 @@ def test_port_443_without_a_certificate_is_reported_on_the_service_and_the_https
 
 
 def test_ssl_ports_that_leave_443_out_is_plain_tcp_on_443() -> None:
-    found = findings("minimal", _service_annotations({"ssl-ports": "8443"}), rule="tls-listener")
+    found = findings("minimal-tls", _service_annotations({"ssl-ports": "8443"}), rule="tls-listener")
     assert any("listens on 443 without TLS" in f.message for f in found), found
 
 
 def test_a_health_check_path_over_tcp_is_reported() -> None:
-    found = findings("minimal", _service_annotations({"healthcheck-protocol": None}), rule="tls-listener")
+    found = findings("minimal-tls", _service_annotations({"healthcheck-protocol": None}), rule="tls-listener")
     assert len(found) == 1 and "target health check is TCP" in found[0].message, found
     assert "healthcheck-protocol: HTTP" in found[0].fix
 
 
 def test_a_certificate_of_another_region_is_reported() -> None:
     other = CERT_ARN.replace("us-east-1", "eu-west-1")
-    found = findings("minimal", _service_annotations({"ssl-cert": other}), rule="tls-listener")
+    found = findings("minimal-tls", _service_annotations({"ssl-cert": other}), rule="tls-listener")
     assert any("is not an ACM certificate of us-east-1" in f.message for f in found), found
 
 
@@ -108,21 +120,21 @@ def test_a_certificate_that_does_not_name_the_region_host_is_reported() -> None:
             return r
         return with_inputs(r, lambda i: i.update(subjectAlternativeNames=[]))
 
-    found = findings("minimal", mutated(rendered("minimal"), narrow), rule="tls-listener")
-    assert any("us.regions.llm.example.com" in f.message and f.urn.endswith("-tls") for f in found), found
+    found = findings("minimal-tls", mutated(rendered("minimal-tls"), narrow), rule="tls-listener")
+    assert any("us.regions.llm.acme-ai.com" in f.message and f.urn.endswith("-tls") for f in found), found
 
 
 def test_a_certificate_without_validation_records_in_the_zone_is_reported() -> None:
     def drop(r: RenderedResource) -> RenderedResource | None:
         return None if "-dns-tls-validation-" in r.name else r
 
-    found = findings("minimal", mutated(rendered("minimal"), drop), rule="tls-listener")
+    found = findings("minimal-tls", mutated(rendered("minimal-tls"), drop), rule="tls-listener")
     assert len(found) == 1 and "ACM never issues the certificate" in found[0].message, found
     assert found[0].urn.endswith("-us-tls"), found[0].urn
 
 
 def test_a_listener_given_the_pending_certificate_is_reported() -> None:
-    result = rendered("minimal")
+    result = rendered("minimal-tls")
     certificate = next(r for r in result.resources if r.type == "aws:acm/certificate:Certificate")
 
     def direct(r: RenderedResource) -> RenderedResource:
@@ -130,7 +142,7 @@ def test_a_listener_given_the_pending_certificate_is_reported() -> None:
             return r
         return dataclasses.replace(r, property_dependencies={**r.property_dependencies, "metadata": [certificate.urn]})
 
-    found = findings("minimal", mutated(result, direct), rule="tls-listener")
+    found = findings("minimal-tls", mutated(result, direct), rule="tls-listener")
     assert any("pending validation" in f.message for f in found), found
 
 
@@ -144,7 +156,13 @@ def test_one_set_of_validation_records_serves_every_regions_certificate() -> Non
 
 @pytest.fixture(scope="module")
 def given_certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[PlatformSpec, RenderResult]:
-    path = _variant(tmp_path_factory.mktemp("cert"), "minimal", platform__certificate_arns={"us": CERT_ARN})
+    path = _variant(
+        tmp_path_factory.mktemp("cert"),
+        "minimal",
+        platform__certificate_arns={"us": CERT_ARN},
+        platform__domain="llm.acme-ai.com",
+        platform__hosted_zone_id="Z05ACMEAI0LLM00000001",
+    )
     platform = load_spec(path)
     return platform, render(platform)
 
@@ -160,7 +178,7 @@ def test_a_spec_given_certificate_is_used_as_it_is_and_listed_as_a_prerequisite(
     assert not found, "\n".join(map(str, found))
     certificates = [p for p in deploy.prerequisites_of(platform, result) if p.kind == "certificate"]
     assert [(p.region, p.name) for p in certificates] == [("us-east-1", CERT_ARN)], certificates
-    assert "api.llm.example.com" in certificates[0].detail and "us.regions.llm.example.com" in certificates[0].detail
+    assert "api.llm.acme-ai.com" in certificates[0].detail and "us.regions.llm.acme-ai.com" in certificates[0].detail
 
 
 @pytest.mark.parametrize(

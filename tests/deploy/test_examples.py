@@ -43,6 +43,10 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "monitoring-state",
         "eks-access",
         "instance-offered",
+        "first-run-order",
+        "version-supported",
+        "rollout-room",
+        "platform-contract",
     }
 
 

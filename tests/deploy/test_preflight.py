@@ -79,10 +79,10 @@ def test_quota_at_what_the_node_groups_reach_passes(aws: None) -> None:
 
 
 @pytest.mark.slow
-def test_the_env_secret_is_unchecked_never_passed(aws: None) -> None:
+def test_the_env_secrets_config_is_unchecked_never_passed(aws: None) -> None:
     results = _run(lambda codes: _quotas({code: 100_000 for code in codes}))
-    k8s = [r for r in results if r.prerequisite.kind == "kubernetes-secret"]
-    assert [r.status for r in k8s] == [UNCHECKED], k8s
+    config = [r for r in results if r.prerequisite.kind == "stack-config"]
+    assert config and {r.status for r in config} == {UNCHECKED}, config
 
 
 def test_azs_and_gpu_offerings_are_checked_in_the_account(aws: None) -> None:

@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from moto import mock_aws
 
+from tests.components.conftest import TLS_DOMAIN, TLS_ZONE
 from tests.deploy.conftest import ROOT_STACKS, rendered
 from tokenplane import deploy
 from tokenplane.deploy.graph import Graph
@@ -23,7 +24,7 @@ from tokenplane.preflight import FAILED, PASSED, PreflightResult, preflight
 from tokenplane.spec import PlatformSpec
 
 REGION = "us-east-1"  # the minimal stack's one region
-DOMAIN = "llm.example.com"  # the minimal stack's domain (the spec default)
+DOMAIN = TLS_DOMAIN  # a domain one owns: the shipped minimal has none
 
 
 @pytest.fixture
@@ -63,7 +64,7 @@ def _imported(names: list[str]) -> str:
 
 def _spec(tmp_path: Path, **platform: object) -> PlatformSpec:
     data = yaml.safe_load((ROOT_STACKS / "minimal.yaml").read_text())
-    data["platform"].update(platform)
+    data["platform"].update({"domain": DOMAIN, "hosted_zone_id": TLS_ZONE, **platform})
     path = tmp_path / "minimal-variant.yaml"
     path.write_text(yaml.safe_dump(data))
     return load_spec(path)
@@ -104,3 +105,53 @@ def test_admin_roles_are_checked_in_iam(aws: None, tmp_path: Path) -> None:
     results = {r.prerequisite.name: r for r in _results(_spec(tmp_path, admin_role_arns=[present, absent]), "iam-role")}
     assert results[present].status == PASSED, results[present]
     assert results[absent].status == FAILED and "no role nobody" in results[absent].detail, results[absent]
+
+
+# --- the domain's zone: exists, and the parent delegates to it (the N2 blocker's precondition) ----------------
+
+
+def _zone(name: str) -> tuple[str, list[str]]:
+    route53 = boto3.client("route53", region_name=REGION)
+    zone = route53.create_hosted_zone(Name=name, CallerReference=name)
+    return str(zone["HostedZone"]["Id"]).rsplit("/", 1)[-1], list(zone["DelegationSet"]["NameServers"])
+
+
+def _delegate(parent: str, name: str, servers: list[str]) -> None:
+    boto3.client("route53", region_name=REGION).change_resource_record_sets(
+        HostedZoneId=parent,
+        ChangeBatch={
+            "Changes": [
+                {
+                    "Action": "CREATE",
+                    "ResourceRecordSet": {
+                        "Name": name,
+                        "Type": "NS",
+                        "TTL": 300,
+                        "ResourceRecords": [{"Value": s} for s in servers],
+                    },
+                }
+            ]
+        },
+    )
+
+
+def test_a_zone_its_parent_delegates_to_passes(aws: None, tmp_path: Path) -> None:
+    parent, _ = _zone(DOMAIN.split(".", 1)[1])
+    zone, servers = _zone(DOMAIN)
+    _delegate(parent, DOMAIN, servers)
+    [result] = _results(_spec(tmp_path, hosted_zone_id=zone), "dns")
+    assert result.status == PASSED, result
+
+
+def test_a_zone_the_parent_does_not_delegate_to_fails_with_the_fix(aws: None, tmp_path: Path) -> None:
+    parent, _ = _zone(DOMAIN.split(".", 1)[1])
+    zone, _servers = _zone(DOMAIN)
+    _delegate(parent, DOMAIN, ["ns-1.elsewhere.net", "ns-2.elsewhere.net"])
+    [result] = _results(_spec(tmp_path, hosted_zone_id=zone), "dns")
+    assert result.status == FAILED and "add the zone's NS records to the parent" in result.detail, result
+
+
+def test_a_zone_id_that_is_not_the_domains_zone_fails(aws: None, tmp_path: Path) -> None:
+    other, _ = _zone("llm.someone-else.com")
+    [result] = _results(_spec(tmp_path, hosted_zone_id=other), "dns")
+    assert result.status == FAILED and "not llm.acme-ai.com" in result.detail, result

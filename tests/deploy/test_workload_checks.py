@@ -9,6 +9,7 @@ from tests.deploy.conftest import findings, mutated, rendered, spec, with_inputs
 from tokenplane import deploy
 from tokenplane.contract import VLLM_VERSION_ANNOTATION
 from tokenplane.render import RenderedResource
+from tokenplane.runtime_env import env_variables
 
 JOB = "kubernetes:batch/v1:Job"
 OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
@@ -73,12 +74,10 @@ def test_a_tenant_key_missing_from_the_gateway_env_is_reported() -> None:
 
 
 def test_a_secret_the_pod_reads_that_is_neither_created_nor_declared_is_reported() -> None:
-    def undeclare(r: RenderedResource) -> RenderedResource:
-        if not r.name.endswith("-ai-gateway-deployment"):
-            return r
-        return with_inputs(r, lambda i: i["metadata"].pop("annotations", None))
+    def drop(r: RenderedResource) -> RenderedResource | None:
+        return None if r.name.endswith("-ai-gateway-env-secrets") else r
 
-    found = findings("dev", mutated(rendered("dev"), undeclare), rule="references-exist")
+    found = findings("dev", mutated(rendered("dev"), drop), rule="references-exist")
     assert [f.message.split(" needs ")[1].split(",")[0] for f in found] == ["secret ai-gateway-env-secrets"], found
 
 
@@ -97,9 +96,10 @@ def test_plan_lists_the_secrets_each_region_needs_before_pulumi_up() -> None:
     assert ("eu-central-1", "byteion/tenants/acme-eu/api-key") in secrets, sorted(secrets)
     assert len(secrets) == 7 * len(spec("byteion").regions), sorted(secrets)  # 5 tenants + 2 providers each
     dev = deploy.prerequisites_of(spec("dev"), rendered("dev"))
-    declared = [p for p in dev if p.kind == "kubernetes-secret"]
-    assert [p.name for p in declared] == ["llm-gateway/ai-gateway-env-secrets"], declared
-    assert "TOKENPLANE_KEY_ACME_EU" in declared[0].detail, declared[0]
+    assert not [p for p in dev if p.kind == "kubernetes-secret"], "the stack creates the env Secrets itself"
+    config = sorted(p.name for p in dev if p.kind == "stack-config")
+    assert config == [f"tokenplane:env_secrets.{v}" for v in sorted(env_variables(spec("dev")))], config
+    assert "tokenplane:env_secrets.OPENAI_API_KEY" in config, config  # the fallback's key, for the model gateway
 
 
 def test_a_vllm_pod_whose_version_cannot_be_told_is_reported_not_skipped() -> None:

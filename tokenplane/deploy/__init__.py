@@ -19,6 +19,7 @@ from tokenplane.deploy import (
     device_plugin,
     dns,
     ecr,
+    first_run,
     load_balancers,
     metrics,
     names,
@@ -28,14 +29,18 @@ from tokenplane.deploy import (
     node_capacity,
     offerings,
     ordering,
+    platform_contract,
     references,
+    rollouts,
     storage,
     telemetry,
     timeouts,
     tls,
+    versions,
     vllm_argv,
     weights,
 )
+from tokenplane.deploy.assumptions import Assumptions
 from tokenplane.deploy.findings import Finding, GraphDataMissing, Prerequisite
 from tokenplane.deploy.graph import Graph
 from tokenplane.deploy.prerequisites import prerequisites
@@ -67,18 +72,23 @@ CHECKS: dict[str, Check] = {
     node_capacity.RULE: node_capacity.check,
     dns.RULE: dns.check,
     access.RULE: access.check,
+    first_run.RULE: first_run.check,
+    versions.RULE: versions.check,
+    rollouts.RULE: rollouts.check,
+    platform_contract.RULE: platform_contract.check,
 }
 
 
-def run(spec: PlatformSpec | None, rendered: RenderResult) -> list[Finding]:
+def run(spec: PlatformSpec | None, rendered: RenderResult, assume: Assumptions | None = None) -> list[Finding]:
     """Every finding of every check over one rendered stack.
 
-    ``spec`` is the stack's spec, or None for a program that composes components without one.
+    ``spec`` is the stack's spec, or None for a program that composes components without one; ``assume``, what
+    exists outside the program (an existing cluster, existing namespaces).
 
     Raises:
         GraphDataMissing: a check needed a value the render does not have.
     """
-    graph = Graph(spec, rendered)
+    graph = Graph(spec, rendered, assume or Assumptions())
     return [finding for check in CHECKS.values() for finding in check(graph)]
 
 
@@ -86,4 +96,4 @@ def prerequisites_of(spec: PlatformSpec | None, rendered: RenderResult) -> list[
     return prerequisites(Graph(spec, rendered))
 
 
-__all__ = ["CHECKS", "Finding", "GraphDataMissing", "Prerequisite", "prerequisites_of", "run"]
+__all__ = ["CHECKS", "Assumptions", "Finding", "GraphDataMissing", "Prerequisite", "prerequisites_of", "run"]

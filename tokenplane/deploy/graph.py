@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from tokenplane.deploy.assumptions import Assumptions
 from tokenplane.deploy.findings import GraphDataMissing
 from tokenplane.render import RenderedResource, RenderResult, kubernetes_manifest
 from tokenplane.spec import PlatformSpec
@@ -58,6 +59,7 @@ class Graph:
 
     spec: PlatformSpec | None
     result: RenderResult
+    assumed: Assumptions = field(default_factory=Assumptions)  # what exists outside the program
 
     @property
     def resources(self) -> list[RenderedResource]:

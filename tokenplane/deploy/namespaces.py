@@ -51,7 +51,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             if not r.inputs.get("createNamespace")
         ]
         for urn, what, namespace in placed:
-            if namespace in BUILT_IN:
+            if namespace in BUILT_IN or namespace in graph.assumed.namespaces:
                 continue
             if namespace not in created:
                 yield Finding(

@@ -12,11 +12,10 @@ from collections.abc import Iterator
 
 from tokenplane.deploy.findings import Finding
 from tokenplane.deploy.graph import HELM_RELEASE, NODE_GROUP, Graph, KubeObject
+from tokenplane.render import CRD_CHARTS
 
 CRD_ORDER = "crd-order"
 CLUSTER_READY = "cluster-ready"
-# API group -> the Helm chart that installs its CRDs.
-CRD_CHARTS = {"keda.sh": "keda", "monitoring.coreos.com": "kube-prometheus-stack"}
 
 
 def _after(graph: Graph, urn: str) -> set[str]:
@@ -41,6 +40,8 @@ def check_crd_order(graph: Graph) -> Iterator[Finding]:
 
 
 def check_cluster_ready(graph: Graph) -> Iterator[Finding]:
+    if graph.assumed.cluster:
+        return  # an existing cluster with nodes (--assume cluster): nothing here has to wait for one
     for region in graph.regions():
         nodes = {r.urn for r in graph.of_type(NODE_GROUP, region)}
         waiting = [(w.urn, f"{w.kind} {w.namespace}/{w.name}") for w in graph.workloads(region)]

@@ -15,6 +15,7 @@ from tokenplane.catalog import instance_type
 from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.deploy.findings import Prerequisite
 from tokenplane.deploy.graph import NODE_GROUP, Graph, lookup, need
+from tokenplane.runtime_env import env_variables
 from tokenplane.spec import PlatformSpec
 
 # Service Quotas codes of the EC2 on-demand vCPU quotas, by instance family letter
@@ -67,16 +68,6 @@ def prerequisites(graph: Graph) -> list[Prerequisite]:
         )
     if graph.spec is not None:
         out.extend(_declared(graph.spec))
-    for zone in graph.of_type("aws:route53/zone:Zone"):
-        out.append(
-            Prerequisite(
-                "dns",
-                "global",
-                str(zone.inputs.get("name")),
-                "delegate this zone's name servers (stack output name_servers) from the parent domain; "
-                "until then ACM cannot validate the gateway certificates",
-            )
-        )
     return out
 
 
@@ -100,6 +91,26 @@ def _declared(spec: PlatformSpec) -> list[Prerequisite]:
                 "global",
                 arn,
                 "cluster admin on every EKS cluster (an access entry); EKS refuses an entry for a missing role",
+            )
+        )
+    for variable in sorted(env_variables(spec)):
+        out.append(
+            Prerequisite(
+                "stack-config",
+                "global",
+                f"tokenplane:env_secrets.{variable}",
+                f"the value of env://{variable}, which the stack puts in the gateway's env Secret: pulumi config "
+                f"set --secret --path 'tokenplane:env_secrets.{variable}' <value>",
+            )
+        )
+    if spec.platform.domain is not None and spec.platform.hosted_zone_id is not None:
+        out.append(
+            Prerequisite(
+                "dns",
+                "global",
+                f"{spec.platform.hosted_zone_id} ({spec.platform.domain})",
+                "a Route 53 public hosted zone for the domain, delegated from its parent (NS records) before "
+                "pulumi up: the gateway certificates validate through it",
             )
         )
     for name, arn in spec.platform.certificate_arns.items():
@@ -132,4 +143,6 @@ def _cloud(graph: Graph, region: str | None) -> str:
 def gateway_hosts(spec: PlatformSpec, region: str) -> list[str]:
     """The hosts clients reach ``region``'s gateway by (GlobalRouting's names); its certificate must name them."""
     domain = spec.platform.domain
+    if domain is None:
+        return []  # no domain: clients use the load balancer's own name, which no certificate of ours names
     return [f"api.{domain}", f"{region}.regions.{domain}"]

@@ -4,7 +4,8 @@ A pod whose non-optional Secret or ConfigMap is missing never starts
 (CreateContainerConfigError), and a volume's never mounts. Objects the stack
 expects someone else to create are declared on the workload, in the
 ``tokenplane.io/prerequisites`` annotation (``secret/NAME,configmap/NAME``),
-so that ``tokenplane plan`` can list them. The spec's ``env://`` secret
+so that ``tokenplane plan`` can list them; one in a namespace the same update
+creates cannot be made in time, and is reported too. The spec's ``env://`` secret
 references must also reach the process that resolves them: in a pod, only
 the container's env can carry them.
 """
@@ -64,7 +65,10 @@ def check(graph: Graph) -> Iterator[Finding]:
             pod = workload.pod_spec()
             allowed = declared(workload)
             for kind, name in sorted(referenced(pod)):
-                if (kind, workload.namespace, name) in present or (kind, name) in allowed:
+                if (kind, workload.namespace, name) in present:
+                    continue
+                if (kind, name) in allowed:
+                    yield from _made_too_late(graph, workload, kind, name, region)
                     continue
                 yield Finding(
                     RULE,
@@ -75,6 +79,24 @@ def check(graph: Graph) -> Iterator[Finding]:
                     "so that tokenplane plan lists it",
                 )
             yield from _env_refs(graph, workload, pod)
+
+
+def _made_too_late(graph: Graph, workload: KubeObject, kind: str, name: str, region: str) -> Iterator[Finding]:
+    """A declared prerequisite in a namespace this update creates can only be made once the update has made the
+    namespace (and the cluster), while pulumi up is already waiting for the pods that read it."""
+    created = {o.name for o in graph.kube(region, "Namespace")}
+    waits = str((lookup(workload.manifest, "metadata.annotations") or {}).get("pulumi.com/skipAwait", "")).lower()
+    if workload.namespace in created and waits != "true":
+        yield Finding(
+            RULE,
+            workload.urn,
+            f"{workload.kind} {workload.namespace}/{workload.name} reads {kind} {name}, a declared prerequisite in "
+            f"namespace {workload.namespace}, which this same update creates: nobody can create the {kind} before "
+            "the namespace exists, and pulumi up waits for the pods meanwhile, so the first run fails",
+            f"create the {kind} in the stack (for env:// secrets: pulumi config set --secret --path "
+            "'tokenplane:env_secrets.<VAR>' <value>; components take them as env_secrets), or mark the reference "
+            "optional",
+        )
 
 
 def _env_refs(graph: Graph, workload: KubeObject, pod: dict[str, Any]) -> Iterator[Finding]:

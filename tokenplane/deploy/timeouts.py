@@ -41,7 +41,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         pool_name = (lookup(deployment.manifest, "metadata.labels") or {}).get(POOL_LABEL)
         if pool_name is None:
             continue
-        expected = _expected(graph, deployment, str(pool_name))
+        expected = expected_ready(graph, deployment, str(pool_name))
         if isinstance(expected, Finding):
             yield expected
             continue
@@ -58,7 +58,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                 )
 
 
-def _expected(graph: Graph, deployment: KubeObject, pool_name: str) -> tuple[float, str] | Finding:
+def expected_ready(graph: Graph, deployment: KubeObject, pool_name: str) -> tuple[float, str] | Finding:
     """The pool's time to Ready and how it was found: from the spec's pool, or, for a program without a spec,
     from the estimate ``VllmPool`` wrote on the Deployment (the same ``time_to_ready`` over the same models)."""
     if graph.spec is not None:
