@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -10,7 +9,6 @@ import pytest
 
 from tokenplane import pricing_cache
 from tokenplane.load import load_spec
-from tokenplane.plan_progress import ProgressLine
 from tokenplane.plan_report import plan_json
 from tokenplane.planner import plan
 from tokenplane.pool_performance import Operating
@@ -77,16 +75,3 @@ def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatc
     assert pricing_cache.default_dir() is None
     monkeypatch.setenv(pricing_cache.ENV, str(tmp_path))
     assert pricing_cache.default_dir() == tmp_path
-
-
-def test_progress_stays_silent_for_a_quick_plan_and_speaks_for_a_slow_one() -> None:
-    quick = io.StringIO()
-    plan(load_spec(DEV), progress=ProgressLine(quick, quiet_s=3600).pools)
-    assert quick.getvalue() == ""
-    slow = io.StringIO()
-    line = ProgressLine(slow, quiet_s=0.0)
-    plan(load_spec(DEV), progress=line.pools)
-    line.stage("rendering")
-    lines = slow.getvalue().splitlines()
-    assert lines[0].startswith("planning: 1/") and "pools sized" in lines[0]
-    assert lines[-1].startswith("rendering (")

@@ -15,7 +15,7 @@ import math
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.core
@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from tokenplane.check import CheckResult
     from tokenplane.sim.gates import FailOn
 
+from tokenplane.cli_options import FormatOption, JsonFlag
+from tokenplane.cli_options import fail as _fail
+from tokenplane.cli_options import json_wanted as _json_wanted
+
 app = typer.Typer(
     name="tokenplane",
     help="Size, stand up, serve and guard an LLM platform from one typed spec.",
@@ -35,34 +39,6 @@ app = typer.Typer(
 )
 
 SpecPath = Annotated[Path, typer.Argument(help="The platform spec, e.g. stacks/dev.yaml", show_default=False)]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Emit machine-readable JSON on stdout (--format json)")]
-
-
-class OutputFormat(StrEnum):
-    TABLE = "table"
-    JSON = "json"
-
-
-# Every command that prints a report takes both spellings: --format FORMAT, and --json for --format json
-# (tests/test_cli_ci.py holds each command to it).
-FormatOption = Annotated[
-    OutputFormat | None, typer.Option("--format", help="table for people, json for machines (--json is the same)")
-]
-
-
-def _json_wanted(as_json: bool, fmt: OutputFormat | None) -> bool:
-    if as_json and fmt is OutputFormat.TABLE:
-        _fail("--json and --format table ask for two formats; give one")
-    return as_json or fmt is OutputFormat.JSON
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    from rich.console import Console
-    from rich.text import Text
-
-    # The message is plain text: a spec key like "[bold]" must print as itself, not as markup.
-    Console(stderr=True, highlight=False, soft_wrap=True).print(Text.assemble(("error: ", "bold red"), message))
-    raise typer.Exit(code)
 
 
 def _emit_json(data: Any) -> None:
@@ -121,7 +97,6 @@ def plan(
     """
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
-    from tokenplane.plan_progress import ProgressLine
     from tokenplane.plan_report import console_for_output, plan_json, print_plan
     from tokenplane.planner import plan as make_plan
     from tokenplane.pricing_cache import PricingCache, default_dir
@@ -132,12 +107,9 @@ def plan(
         platform = load_spec(spec)
     except SpecError as e:
         _fail(str(e))
-    progress = ProgressLine(sys.stderr)
     cache_dir = default_dir()
-    result = make_plan(
-        platform, cache=PricingCache(cache_dir) if cache_dir is not None else None, progress=progress.pools
-    )
-    progress.close()
+    with step(f"sizing {len(platform.pools)} pool(s)"):
+        result = make_plan(platform, cache=PricingCache(cache_dir) if cache_dir is not None else None)
     checked = None
     if verify:
         from tokenplane.sim.verify import verify as verify_plan

@@ -12,9 +12,12 @@ import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
+
+from tokenplane.cli_options import FormatOption, JsonFlag, json_wanted
+from tokenplane.cli_options import fail as _fail
 
 LedgerArg = Annotated[
     str,
@@ -24,14 +27,6 @@ LedgerArg = Annotated[
         show_default=False,
     ),
 ]
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    from rich.console import Console
-    from rich.text import Text
-
-    Console(stderr=True, highlight=False, soft_wrap=True).print(Text.assemble(("error: ", "bold red"), message))
-    raise typer.Exit(code)
 
 
 def _epoch(flag: str, text: str) -> int:
@@ -61,7 +56,8 @@ def finops(
     until: Annotated[
         str | None, typer.Option("--to", help="End, exclusive (default: after the ledger's last hour)")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Emit machine-readable JSON on stdout")] = False,
+    as_json: JsonFlag = False,
+    fmt: FormatOption = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="Write an HTML page of plots here, e.g. finops.html")
     ] = None,
@@ -71,6 +67,7 @@ def finops(
     ] = None,
 ) -> None:
     """The chargeback of LEDGER: per tenant, pool and hour, with idle capacity on its own line."""
+    as_json = json_wanted(as_json, fmt)
     from serving.finops import queries, report
     from serving.finops.errors import StoreError
     from tokenplane.errors import SpecError

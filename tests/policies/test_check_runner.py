@@ -62,7 +62,7 @@ def test_dev_passes_every_mandatory_policy() -> None:
 def test_resource_violations_carry_the_offending_resources_urn() -> None:
     digest = outcome(run_checks(dev(), ALL), "images-pinned-by-digest")
     assert digest.status == "warned" and digest.violations  # dev pins third-party images by tag
-    deployments = {r.urn for r in dev().resources if kind_of(r) in ("Deployment", "StatefulSet", "Job")}
+    deployments = {r.urn for r in dev().resources if kind_of(r) in ("Deployment", "StatefulSet", "Job", "CronJob")}
     assert {v.urn for v in digest.violations} <= deployments
 
 

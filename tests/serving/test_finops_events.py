@@ -43,12 +43,19 @@ def raw(event: dict[str, Any]) -> bytes:
     return json.dumps(event).encode()
 
 
-def test_a_gateway_usage_event_becomes_a_row_with_a_derived_id_and_its_pool() -> None:
-    parsed = parse(TopicPurpose.USAGE, raw(gateway_event()))
+def test_a_gateway_usage_event_becomes_a_row_with_its_own_id_and_its_pool() -> None:
+    event = gateway_event()
+    parsed = parse(TopicPurpose.USAGE, raw(event))
     assert parsed.table == "usage_events"
-    assert parsed.row["event_id"] == "req_1:usage"
+    assert parsed.row["event_id"] == event["event_id"]  # fixed when the gateway made it: a replay keeps it
     assert (parsed.row["target_kind"], parsed.row["target"]) == ("pool", "small")
     assert parsed.row["version"] == 1
+
+
+def test_an_event_from_a_gateway_without_ids_gets_one_derived_from_its_request() -> None:
+    event = gateway_event()
+    del event["event_id"]  # what a gateway of the previous release publishes, during a rollout
+    assert parse(TopicPurpose.USAGE, raw(event)).row["event_id"] == "req_1:usage"
 
 
 def test_an_event_id_sent_by_the_producer_wins_and_added_fields_are_ignored() -> None:
