@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from tokenplane.runtime_env import Var
+
 ENV = "TOKENPLANE_CACHE_DIR"  # where the cache lives; empty or "off" turns it off
 MAX_ENTRIES = 4096  # files kept: a byteion-sized spec writes ~50; the oldest quarter goes past this
 PRUNE_EVERY = 64  # writes between two counts of the folder (listing it costs a syscall per file)
@@ -46,7 +48,7 @@ def default_dir() -> Path | None:
     chosen = os.environ.get(ENV)
     if chosen is not None:
         return None if chosen.strip() in ("", "off") else Path(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get(Var.XDG_CACHE_HOME.value) or str(Path.home() / ".cache")
     return Path(base) / "tokenplane"
 
 
