@@ -430,7 +430,11 @@ def dev_up(
     ] = 1.0,
     state_dir: StateDir = Path(".tokenplane"),
     engine: Annotated[
-        EngineChoice, typer.Option("--engine", help="sim: the GPU-free simulator; vllm: real vllm serve on GPUs")
+        EngineChoice,
+        typer.Option(
+            "--engine",
+            help="sim: the GPU-free simulator; vllm: real vllm serve (on the CPU where tokenplane[cpu-engine] is installed, else on GPUs)",
+        ),
     ] = EngineChoice.SIM,
     smoke: Annotated[
         bool, typer.Option("--smoke", help="Start, run a scripted openai-client session, print the checks, stop")
@@ -451,6 +455,7 @@ def dev_up(
     State (base URL, tenant keys, pids) is in STATE_DIR/dev.json, logs in STATE_DIR/logs/.
     Exits 1 if a service fails to start or a smoke check fails, 2 on bad input or a taken port.
     """
+    import dataclasses
     import os
 
     from rich.console import Console
@@ -474,9 +479,15 @@ def dev_up(
         platform = load_spec(spec)
         engines = None
         if options.engine is EngineKind.VLLM:
-            from tokenplane.dev.vllm import visible_gpus, vllm_engines
+            from tokenplane.dev.vllm_cpu import cpu_engine_version, vllm_cpu_engines
 
-            engines = vllm_engines(options, base_env(os.environ), visible_gpus(os.environ))
+            if cpu_engine_version() is not None:  # vLLM's CPU build is installed: serve on this CPU
+                options = dataclasses.replace(options, engine=EngineKind.VLLM_CPU)
+                engines = vllm_cpu_engines(options, base_env(os.environ))
+            else:
+                from tokenplane.dev.vllm import visible_gpus, vllm_engines
+
+                engines = vllm_engines(options, base_env(os.environ), visible_gpus(os.environ))
         check_installed()
         plan = plan_stack(platform, spec, options, engines=engines)
         code = run_dev(plan, Console(highlight=False), smoke=smoke)
