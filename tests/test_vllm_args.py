@@ -51,6 +51,14 @@ def test_embedding_pool_runs_the_pooling_runner() -> None:
     assert "--task" not in args  # removed in vLLM 0.10; the pinned release's parser rejects it
 
 
+def test_an_embedding_pool_never_enables_prefix_caching_even_when_the_spec_does() -> None:
+    pool = BYTEION.pool("embed")
+    assert pool.engine.enable_prefix_caching  # the spec's default is on: the render must turn it off itself
+    args = vllm_args(BYTEION, pool, models_dir="/models")
+    # An encoder has no KV cache; the real vLLM 0.32 engine refuses to start one with prefix caching on.
+    assert "--no-enable-prefix-caching" in args and "--enable-prefix-caching" not in args
+
+
 def test_no_flag_points_at_a_model_hub() -> None:
     for pool in BYTEION.pools:
         args = vllm_args(BYTEION, pool, models_dir="/models")

@@ -59,7 +59,11 @@ def vllm_args(spec: ModelLookup, pool: Pool, *, models_dir: str, port: int = DEF
         str(engine.max_model_len),
         "--gpu-memory-utilization",
         str(engine.gpu_memory_utilization),
-        "--enable-prefix-caching" if engine.enable_prefix_caching else "--no-enable-prefix-caching",
+        # An encoder keeps no KV cache, so there is no prefix to cache: vLLM 0.32 refuses to start an embedding model
+        # with prefix caching on ("HybridKVCacheCoordinator requires at least one cacheable group"; tests/engine).
+        "--enable-prefix-caching"
+        if engine.enable_prefix_caching and not spec.is_embedding(pool)
+        else "--no-enable-prefix-caching",
         "--kv-cache-dtype",
         engine.kv_cache_dtype.value if engine.kv_cache_dtype is not KvCacheDtype.AUTO else "auto",
     ]

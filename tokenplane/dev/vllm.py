@@ -27,7 +27,7 @@ from tokenplane.vllm_args import artifacts, vllm_args
 
 # The vLLM release `pip install 'tokenplane[gpu]'` installs: the one the pools' image runs (components/pins.py;
 # tests/test_dev_vllm.py holds the extra, this and the image to one version).
-GPU_EXTRA_VLLM = "0.19.0"
+GPU_EXTRA_VLLM = "0.32.0"
 NVIDIA_SMI_TIMEOUT = 10.0  # seconds; a driver that hangs this long is as good as absent
 
 

