@@ -85,7 +85,8 @@ def test_each_replica_runs_the_real_vllm_serve_cli_with_the_overlaid_render(tmp_
     services = build(spec, spec.regions[0], [("engine-small-0", pool, 18123, 0)])
     argv = services[0].argv
     assert argv[1:4] == ["-m", "tokenplane.dev.vllm_serve", "serve"]
-    rendered = cpu_overlay(vllm_args(spec, pool, models_dir=str(tmp_path / "models"), port=18123))
+    models = str(tmp_path / "models")
+    rendered = cpu_overlay(vllm_args(spec, pool, models_dir=models, port=18123, priority_scheduling=True))
     assert argv[4:-2] == rendered and argv[-2:] == ["--host", "127.0.0.1"]
     assert services[0].env["VLLM_CPU_KVCACHE_SPACE"] == "1"
     assert (tmp_path / "models" / spec.model(pool.model).ref / "config.json").exists()

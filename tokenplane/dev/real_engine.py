@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tokenplane.dev.standins import LOOPBACK, ManagedProcess, free_port
 from tokenplane.dev.vllm_cpu import CPU_START_TIMEOUT, cpu_env, cpu_overlay, engine_models
+from tokenplane.pool_performance import serves_several_levels
 from tokenplane.spec import PlatformSpec, Pool
 from tokenplane.vllm_args import vllm_args
 
@@ -47,12 +48,10 @@ def engine_argv(
     spec: PlatformSpec, pool: Pool, models_dir: Path, port: int, extra: list[str] | None = None
 ) -> list[str]:
     """The pool's ``vllm serve`` arguments as a CPU replica runs them (the render's, then the overlay)."""
-    return [
-        *cpu_overlay(vllm_args(spec, pool, models_dir=str(models_dir), port=port)),
-        *(extra or []),
-        "--host",
-        LOOPBACK,
-    ]
+    rendered = vllm_args(
+        spec, pool, models_dir=str(models_dir), port=port, priority_scheduling=serves_several_levels(spec, pool)
+    )
+    return [*cpu_overlay(rendered), *(extra or []), "--host", LOOPBACK]
 
 
 def health(base_url: str) -> int | None:

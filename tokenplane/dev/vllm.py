@@ -21,6 +21,7 @@ from pathlib import Path
 from tokenplane.dev.services import VLLM_START_TIMEOUT, DevOptions, Service, Stage, has_module
 from tokenplane.dev.standins import LOOPBACK
 from tokenplane.errors import SpecError
+from tokenplane.pool_performance import serves_several_levels
 from tokenplane.runtime_env import Var, env_dict
 from tokenplane.spec import PlatformSpec, Pool, Region
 from tokenplane.vllm_args import artifacts, vllm_args
@@ -149,7 +150,9 @@ def vllm_engines(
         free = iter(gpus)
         for name, pool, port, index in slots:
             devices = [next(free) for _ in range(pool.gpus_per_replica)]
-            args = vllm_args(spec, pool, models_dir=str(models_dir), port=port)
+            args = vllm_args(
+                spec, pool, models_dir=str(models_dir), port=port, priority_scheduling=serves_several_levels(spec, pool)
+            )
             services.append(
                 Service(
                     name,

@@ -19,6 +19,7 @@ from tokenplane.dev.services import DevOptions, Service, Stage
 from tokenplane.dev.standins import LOOPBACK
 from tokenplane.dev.tiny_model import NotAModel, check_model_dir, default_cache_dir, tiny_model
 from tokenplane.dev.vllm import EngineUnavailable
+from tokenplane.pool_performance import serves_several_levels
 from tokenplane.spec import PlatformSpec, Pool, Region
 from tokenplane.vllm_args import artifacts, vllm_args
 
@@ -164,7 +165,15 @@ def vllm_cpu_engines(
         models_dir = engine_models(spec, [p for _, p, _, _ in slots], options.state_dir / "models", cache)
         services = []
         for name, pool, port, index in slots:
-            args = cpu_overlay(vllm_args(spec, pool, models_dir=str(models_dir), port=port))
+            args = cpu_overlay(
+                vllm_args(
+                    spec,
+                    pool,
+                    models_dir=str(models_dir),
+                    port=port,
+                    priority_scheduling=serves_several_levels(spec, pool),
+                )
+            )
             services.append(
                 Service(
                     name,
