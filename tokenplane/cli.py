@@ -514,6 +514,32 @@ def dev_status(state_dir: StateDir = Path(".tokenplane")) -> None:
 
 
 @app.command()
+def calibrate(
+    url: Annotated[str, typer.Argument(help="A live vLLM OpenAI server's base URL, e.g. http://10.0.3.7:8000")],
+    model: Annotated[str, typer.Option("--model", help="The served model name to measure")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write the calibration file")] = Path("calibration.json"),
+    time_limit: Annotated[float, typer.Option("--time-limit", help="Seconds the whole measurement may take")] = 300.0,
+) -> None:
+    """Measure a vLLM replica: TTFT floor, TTFT against prompt length, TPOT against concurrency, throughput.
+
+    Bounded in requests and time; writes OUT (JSON). Exits 2 if URL is not a vLLM server serving MODEL.
+    """
+    from tokenplane.calibrate import CalibrationError
+    from tokenplane.calibrate import calibrate as measure
+
+    try:
+        result = measure(url, model, time_limit=time_limit)
+    except CalibrationError as e:
+        _fail(str(e))
+    result.write(out)
+    typer.echo(
+        f"{model} on vLLM {result.vllm_version}: floor TTFT {result.floor_ttft_s * 1000:.1f} ms, "
+        f"TPOT {', '.join(f'{c}: {t * 1000:.1f} ms' for c, t in result.tpot_by_concurrency)}, "
+        f"saturated {result.saturated_tokens_per_s:.0f} tokens/s ({result.requests} requests); wrote {out}"
+    )
+
+
+@app.command()
 def simulate(
     spec: SpecPath,
     rps: Annotated[

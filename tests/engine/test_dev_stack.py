@@ -44,6 +44,8 @@ def engine_spec(path: Path) -> Path:
         region["pools"] = [p for p in region["pools"] if p["pool"] in keep]
     data["routing"]["mix"] = {"small": 1.0}
     data["routing"]["fallbacks"] = {"small": ["openai"]}
+    for tenant in data["tenants"]:
+        tenant["allowed_tiers"] = ["small"]
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
 
