@@ -30,7 +30,7 @@ def test_calibrate_measures_the_real_engine_and_writes_the_file(
     result = json.loads(out.read_text())
     assert result["vllm_version"].startswith(engine_version)
     prompts = [tokens for tokens, _ in result["ttft_by_prompt"]]
-    assert prompts == sorted(prompts) and prompts[-1] > 1000  # the engine's own token counts, not words
+    assert prompts == sorted(prompts) and prompts[-1] > 500  # the engine's own token counts of 1,024 words
     assert [c for c, _ in result["tpot_by_concurrency"]] == list(CONCURRENCY)
     assert 0 < result["requests"] <= MAX_REQUESTS
     print(done.stdout)  # the CPU's numbers, for the tier's log
