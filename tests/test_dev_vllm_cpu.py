@@ -36,7 +36,15 @@ def test_the_cpu_overlay_changes_only_the_documented_flags() -> None:
     assert "--quantization" not in overlaid
     assert overlaid[overlaid.index("--dtype") + 1] == CPU_DTYPE
     assert "--enforce-eager" in overlaid
-    untouched = {"--tensor-parallel-size", "--pipeline-parallel-size", "--quantization", "--dtype", "--enforce-eager"}
+    assert overlaid[overlaid.index("--kv-cache-dtype") + 1] == "auto"
+    untouched = {
+        "--tensor-parallel-size",
+        "--pipeline-parallel-size",
+        "--quantization",
+        "--dtype",
+        "--enforce-eager",
+        "--kv-cache-dtype",
+    }
 
     def pairs(argv: list[str]) -> set[tuple[str, str]]:
         return {(a, b) for a, b in zip(argv, [*argv[1:], ""], strict=True) if a.startswith("--") and a not in untouched}

