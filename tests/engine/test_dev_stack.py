@@ -108,7 +108,7 @@ def stack(engine_version: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     http = DefaultHttpxClient(trust_env=False, timeout=120)
     deadline = time.monotonic() + START_LIMIT
     try:
-        while not (state_path(state_dir).exists() and read_state(state_path(state_dir))["state"] == "running"):
+        while not (state_path(state_dir).exists() and read_state(state_path(state_dir))["state"] == "ready"):
             if process.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"tokenplane dev --engine vllm did not come up:\n{(work / 'dev.out').read_text()[-4000:]}")
             time.sleep(1)
