@@ -120,7 +120,9 @@ def _stream(base: str, model: str, prompt: str, max_tokens: int, budget: _Budget
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
             chunk: dict[str, Any] = json.loads(line[6:])
-            if chunk.get("choices") and chunk["choices"][0].get("text"):
+            # Every choice chunk is a token's arrival, also one whose text is empty (a byte-level token that
+            # ends mid-character decodes to nothing yet).
+            if chunk.get("choices"):
                 arrivals.append(time.monotonic() - start)
             if chunk.get("usage"):
                 prompt_tokens = int(chunk["usage"]["prompt_tokens"])
