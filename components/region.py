@@ -29,6 +29,7 @@ from components.vector_db import VectorDb, VectorDbArgs
 from components.vllm_pool import VllmPool, VllmPoolArgs
 from components.weights_publish import publish_jobs
 from components.wiring import serving_deps
+from tokenplane.pool_performance import serves_several_levels
 from tokenplane.spec import PlatformSpec, WorkloadClass
 from tokenplane.spec import Region as RegionSpec
 from tokenplane.vllm_args import artifacts
@@ -179,6 +180,7 @@ class Region(Component):
                     tags=tags,
                     placement=placement,
                     workload_classes=spec.workload_classes,
+                    priority_scheduling=serves_several_levels(spec, spec.pool(placement.pool)),
                 ),
                 # A pool's replicas verify weights that must already be in the region's bucket.
                 self.opts(

@@ -123,6 +123,8 @@ class VllmPoolArgs:
         app: the Kubernetes name of its objects; default ``vllm-<pool>``. Two pools of one name in one
             namespace need two.
         clients: NetworkPolicy peers allowed to call it; default the model gateway and Prometheus.
+        priority_scheduling: run vLLM's priority scheduler (the pool serves several priority levels:
+            ``pool_performance.serves_several_levels``); the model gateway sends each request's level.
     """
 
     pool: Pool
@@ -140,6 +142,7 @@ class VllmPoolArgs:
     workload_classes: Mapping[WorkloadClass, ClassSpec] = field(default_factory=dict)
     app: str | None = None
     clients: list[dict[str, Any]] | None = None
+    priority_scheduling: bool = False
 
     @property
     def selection(self) -> NodeSelection:
@@ -281,7 +284,7 @@ class VllmPool(Component):
             "name": "vllm",
             "image": args.image,
             "command": ["vllm", "serve"],
-            "args": vllm_args(spec, pool, models_dir=MODELS_DIR),
+            "args": vllm_args(spec, pool, models_dir=MODELS_DIR, priority_scheduling=args.priority_scheduling),
             "ports": [{"name": "http", "containerPort": DEFAULT_PORT}],
             "env": env_list({Var.HF_HUB_OFFLINE: "1", Var.VLLM_NO_USAGE_STATS: "1", **scratch_env()}),
             # Requests equal limits: a Guaranteed pod is the last to be evicted from a GPU node.

@@ -311,9 +311,9 @@ def test_the_benchmark_section_rewrites_itself_in_place_and_keeps_the_others(tmp
     assert "held-out validation: " in once
 
 
-def test_the_calibrated_vllm_release_is_the_pinned_image() -> None:
-    from components.pins import VLLM_IMAGE
+def test_the_memory_model_accounts_as_the_release_its_logs_came_from() -> None:
+    # The pools' image moved to v0.32.0 (components/pins.py, issue 26); the memory model's constants are still
+    # the 0.19.0 logs' until its profiler is re-read (issue 28), so `size` accounts as the release it was fit on.
     from tokenplane.sizing import PINNED_VLLM
 
-    assert VLLM_IMAGE.endswith(f":v{cal.VLLM_VERSION}")
     assert PINNED_VLLM == cal.VLLM_VERSION

@@ -51,8 +51,43 @@ def test_embedding_pool_runs_the_pooling_runner() -> None:
     assert "--task" not in args  # removed in vLLM 0.10; the pinned release's parser rejects it
 
 
+def test_an_embedding_pool_never_enables_prefix_caching_even_when_the_spec_does() -> None:
+    pool = BYTEION.pool("embed")
+    assert pool.engine.enable_prefix_caching  # the spec's default is on: the render must turn it off itself
+    args = vllm_args(BYTEION, pool, models_dir="/models")
+    # An encoder has no KV cache; the real vLLM 0.32 engine refuses to start one with prefix caching on.
+    assert "--no-enable-prefix-caching" in args and "--enable-prefix-caching" not in args
+
+
 def test_no_flag_points_at_a_model_hub() -> None:
     for pool in BYTEION.pools:
         args = vllm_args(BYTEION, pool, models_dir="/models")
         assert "--tokenizer" not in args  # tokenizer files ship inside the artifact directory
         assert all(not a.startswith(("hf://", "https://")) for a in args), pool.name
+
+
+def test_a_pool_serving_several_priority_levels_runs_vllms_priority_scheduler() -> None:
+    from tokenplane.load import load_spec
+    from tokenplane.pool_performance import serves_several_levels
+
+    minimal = load_spec(ROOT / "stacks" / "minimal.yaml")  # no tenants: every request is normal
+    several = {p.name for p in BYTEION.pools if serves_several_levels(BYTEION, p)}
+    assert "small-chat" in several and "batch-catalog" not in several  # batch-catalog serves class D only
+    assert not serves_several_levels(minimal, minimal.pool("chat"))
+    args = vllm_args(BYTEION, BYTEION.pool("small-chat"), models_dir="/models", priority_scheduling=True)
+    assert _flag(args, "--scheduling-policy") == "priority"
+    assert "--scheduling-policy" not in vllm_args(BYTEION, BYTEION.pool("batch-catalog"), models_dir="/models")
+
+
+def test_the_rendered_deployment_schedules_by_priority_exactly_where_the_model_assumes_it() -> None:
+    from tokenplane.pool_performance import serves_several_levels
+    from tokenplane.render import render
+
+    result = render(BYTEION, validate=False)
+    for resource in result.by_type("kubernetes:apps/v1:Deployment"):
+        for container in resource.inputs["spec"]["template"]["spec"]["containers"]:
+            if container["name"] != "vllm":
+                continue
+            pool = BYTEION.pool(resource.inputs["metadata"]["labels"]["tokenplane.io/pool"])
+            rendered = "--scheduling-policy" in container["args"]
+            assert rendered == serves_several_levels(BYTEION, pool), f"{resource.name}: {container['args']}"

@@ -534,7 +534,11 @@ def dev_up(
     ] = 1.0,
     state_dir: StateDir = Path(".tokenplane"),
     engine: Annotated[
-        EngineChoice, typer.Option("--engine", help="sim: the GPU-free simulator; vllm: real vllm serve on GPUs")
+        EngineChoice,
+        typer.Option(
+            "--engine",
+            help="sim: the GPU-free simulator; vllm: real vllm serve (on the CPU where tokenplane[cpu-engine] is installed, else on GPUs)",
+        ),
     ] = EngineChoice.SIM,
     smoke: Annotated[
         bool, typer.Option("--smoke", help="Start, run a scripted openai-client session, print the checks, stop")
@@ -555,6 +559,7 @@ def dev_up(
     State (base URL, tenant keys, pids) is in STATE_DIR/dev.json, logs in STATE_DIR/logs/.
     Exits 1 if a service fails to start or a smoke check fails, 2 on bad input or a taken port.
     """
+    import dataclasses
     import os
 
     from rich.console import Console
@@ -578,9 +583,15 @@ def dev_up(
         platform = load_spec(spec)
         engines = None
         if options.engine is EngineKind.VLLM:
-            from tokenplane.dev.vllm import visible_gpus, vllm_engines
+            from tokenplane.dev.vllm_cpu import cpu_engine_version, vllm_cpu_engines
 
-            engines = vllm_engines(options, base_env(os.environ), visible_gpus(os.environ))
+            if cpu_engine_version() is not None:  # vLLM's CPU build is installed: serve on this CPU
+                options = dataclasses.replace(options, engine=EngineKind.VLLM_CPU)
+                engines = vllm_cpu_engines(options, base_env(os.environ))
+            else:
+                from tokenplane.dev.vllm import visible_gpus, vllm_engines
+
+                engines = vllm_engines(options, base_env(os.environ), visible_gpus(os.environ))
         check_installed()
         plan = plan_stack(platform, spec, options, engines=engines)
         code = run_dev(plan, Console(highlight=False), smoke=smoke)
@@ -648,6 +659,32 @@ def dev_logs(
         _fail(str(e))
     for line in text:
         typer.echo(line)
+
+
+@app.command()
+def calibrate(
+    url: Annotated[str, typer.Argument(help="A live vLLM OpenAI server's base URL, e.g. http://10.0.3.7:8000")],
+    model: Annotated[str, typer.Option("--model", help="The served model name to measure")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write the calibration file")] = Path("calibration.json"),
+    time_limit: Annotated[float, typer.Option("--time-limit", help="Seconds the whole measurement may take")] = 300.0,
+) -> None:
+    """Measure a vLLM replica: TTFT floor, TTFT against prompt length, TPOT against concurrency, throughput.
+
+    Bounded in requests and time; writes OUT (JSON). Exits 2 if URL is not a vLLM server serving MODEL.
+    """
+    from tokenplane.calibrate import CalibrationError
+    from tokenplane.calibrate import calibrate as measure
+
+    try:
+        result = measure(url, model, time_limit=time_limit)
+    except CalibrationError as e:
+        _fail(str(e))
+    result.write(out)
+    typer.echo(
+        f"{model} on vLLM {result.vllm_version}: floor TTFT {result.floor_ttft_s * 1000:.1f} ms, "
+        f"TPOT {', '.join(f'{c}: {t * 1000:.1f} ms' for c, t in result.tpot_by_concurrency)}, "
+        f"saturated {result.saturated_tokens_per_s:.0f} tokens/s ({result.requests} requests); wrote {out}"
+    )
 
 
 @app.command()

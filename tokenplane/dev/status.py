@@ -93,7 +93,7 @@ def print_status(status: StackStatus, console: Console) -> None:
     verdict = "[green]running[/]" if status.running else "[red]not running[/]"
     supervisor = "alive" if status.supervisor_alive else "gone"
     console.print(
-        f"stack {verdict}: {record['spec']} region {record['region']}, state {record['state']}, "
+        f"stack {verdict}: {record['spec']} region {record['region']}, engine {record['engine']}, state {record['state']}, "
         f"supervisor pid {record['supervisor_pid']} ({supervisor}), updated {record['updated_at']}",
         soft_wrap=True,
         highlight=False,

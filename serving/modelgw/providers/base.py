@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from serving.errors import UpstreamError, UpstreamRejected
 from serving.types import Endpoint, Json, Target
+from tokenplane.spec import Priority
 
 RETRYABLE_4XX = frozenset({408, 429})  # the upstream is busy or slow, not the request wrong
 ERROR_TEXT_LIMIT = 500  # characters of a non-JSON error body kept in a message
@@ -32,6 +33,8 @@ class ProviderCall:
         model: The upstream's name for the model: a pool's served name or a provider's model.
         url: The replica base URL for a pool; ``None`` for a provider (it has one).
         request_id: The request's id, sent upstream for correlation.
+        priority: vLLM's ``priority`` for a pool that runs the priority scheduler (``vllm_priority``);
+            None for any other upstream, which is then sent no priority at all.
     """
 
     endpoint: Endpoint
@@ -40,6 +43,12 @@ class ProviderCall:
     model: str
     url: str | None
     request_id: str
+    priority: int | None = None
+
+
+def vllm_priority(level: Priority) -> int:
+    """vLLM's ``priority`` for a tenant's level: lower is scheduled first, so critical is 0 and batch 3."""
+    return list(Priority).index(level)
 
 
 class Provider(Protocol):

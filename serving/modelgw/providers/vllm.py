@@ -28,6 +28,11 @@ class VllmProvider:
 
     def _body(self, call: ProviderCall, *, stream: bool) -> Json:
         body = {**call.body, "model": call.model, "stream": stream}
+        # A tenant's level comes from the gateway, never from the client's body: a client-sent priority would
+        # jump the queue (or, on a first-come-first-served replica, be refused by vLLM).
+        body.pop("priority", None)
+        if call.priority is not None:
+            body["priority"] = call.priority
         if stream:
             # Usage must be known for metering even when the client did not ask for it.
             body["stream_options"] = {**(call.body.get("stream_options") or {}), "include_usage": True}
