@@ -21,8 +21,9 @@ PACKAGES = ("tokenplane", "components", "serving", "policies")
 
 def expected_files() -> set[str]:
     """What the code reads, as "package/name": the fixed list and the pinned vLLM release's CLI schema."""
-    pinned = package_data.vllm_cli_schema(VLLM_IMAGE.rsplit(":v", 1)[1])
-    return {f"{d.package}/{d.name}" for d in (*package_data.DATA_FILES, pinned)}
+    release = VLLM_IMAGE.rsplit(":v", 1)[1]
+    pinned = (package_data.vllm_cli_schema(release), package_data.vllm_metrics(release))
+    return {f"{d.package.replace('.', '/')}/{d.name}" for d in (*package_data.DATA_FILES, *pinned)}
 
 
 def declared_files(pyproject: dict[str, object], root: Path) -> set[str]:
@@ -31,10 +32,10 @@ def declared_files(pyproject: dict[str, object], root: Path) -> set[str]:
     assert isinstance(tool, dict)
     table: dict[str, list[str]] = tool["setuptools"]["package-data"]
     return {
-        f"{package}/{match.relative_to(root / package).as_posix()}"
+        f"{package.replace('.', '/')}/{match.relative_to(root / package.replace('.', '/')).as_posix()}"
         for package, globs in table.items()
         for glob in globs
-        for match in (root / package).glob(glob)
+        for match in (root / package.replace(".", "/")).glob(glob)
         if match.is_file()
     }
 
@@ -60,7 +61,7 @@ def test_a_file_missing_from_the_declaration_is_caught() -> None:
     assert "components/schemas/keda-scaledobject-v1alpha1.json" in expected_files() - declared_files(pyproject, ROOT)
 
 
-@pytest.mark.parametrize("data", package_data.DATA_FILES, ids=lambda d: f"{d.package}/{d.name}")
+@pytest.mark.parametrize("data", package_data.DATA_FILES, ids=lambda d: f"{d.package.replace('.', '/')}/{d.name}")
 def test_every_listed_file_is_found_through_its_package(data: package_data.DataFile) -> None:
     found = package_data.path(data)
     assert found.is_file()

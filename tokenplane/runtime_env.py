@@ -55,7 +55,9 @@ class Var(StrEnum):
     OTEL_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
     FINOPS_STORE = "TOKENPLANE_FINOPS_STORE"  # the FinOps ledger: a ClickHouse URL, or a chDB directory (one machine)
     CLICKHOUSE_PASSWORD = "CLICKHOUSE_PASSWORD"  # the ledger's password, from its Secrets Manager secret
-    PROMETHEUS_URL = "TOKENPLANE_PROMETHEUS_URL"  # where the metering consumer reads replica counts (kube-state-metrics)
+    PROMETHEUS_URL = (
+        "TOKENPLANE_PROMETHEUS_URL"  # where the metering consumer reads replica counts (kube-state-metrics)
+    )
     # The AWS SDK's own names, which the components set and the S3 and MSK clients read.
     AWS_REGION = "AWS_REGION"
     AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"

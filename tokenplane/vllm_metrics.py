@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-from importlib import resources
 from typing import Any, TypedDict
+
+from tokenplane import package_data
 
 PREFIX = "vllm:"
 # Label keys the exposition format adds to a histogram's or a summary's samples, not the metric's own.
@@ -37,8 +38,9 @@ def load_metrics(version: str) -> dict[str, Family]:
     Raises:
         MetricsSchemaMissing: no file for that release.
     """
-    name = f"vllm-{version}-metrics.json"
-    path = resources.files("components.schemas").joinpath(name)
+    data = package_data.vllm_metrics(version)
+    name = data.name.rsplit("/", 1)[-1]
+    path = package_data.package_dir(data.package).joinpath(*data.name.split("/"))
     if not path.is_file():
         raise MetricsSchemaMissing(
             f"components/schemas/{name} is missing: run `python scripts/vllm_metrics_schema.py` with vLLM {version}'s "

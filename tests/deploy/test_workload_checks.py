@@ -129,4 +129,4 @@ def test_the_removed_task_flag_in_a_rendered_vllm_pod_is_reported() -> None:
 
     found = findings("dev", mutated(rendered("dev"), task_back), rule="vllm-argv")
     assert [f.urn.rsplit("::", 1)[-1] for f in found] == ["dev-local-pool-embed-deployment"], found
-    assert "--task is not an option of vllm serve 0.19.0" in found[0].message and "crash-loops" in found[0].message
+    assert "--task is not an option of vllm serve 0.32.0" in found[0].message and "crash-loops" in found[0].message

@@ -147,7 +147,7 @@ async def test_token_id_inputs_are_embedded_as_given(embed_pool: AsyncOpenAI, en
 async def test_an_input_longer_than_max_model_len_is_refused_like_vllm(embed_pool: AsyncOpenAI) -> None:
     with pytest.raises(BadRequestError) as caught:
         await embed_pool.embeddings.create(model="embedder", input="word " * 600)
-    assert "maximum context length is 512 tokens" in caught.value.message
+    assert "maximum context length is 256 tokens" in caught.value.message
 
 
 async def test_the_lexical_switch_serves_the_labelled_stand_in(dev_spec: PlatformSpec) -> None:

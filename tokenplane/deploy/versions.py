@@ -12,9 +12,9 @@ import datetime
 import functools
 import json
 from collections.abc import Iterator
-from importlib import resources
 from typing import Any
 
+from tokenplane import package_data
 from tokenplane.deploy.findings import Finding
 from tokenplane.deploy.graph import Graph
 
@@ -25,7 +25,7 @@ CLUSTER = "aws:eks/cluster:Cluster"
 @functools.cache
 def support_table() -> dict[str, Any]:
     """The dated support table (``tokenplane/deploy/support.json``)."""
-    text = resources.files("tokenplane.deploy").joinpath("support.json").read_text(encoding="utf-8")
+    text = package_data.path(package_data.VERSION_SUPPORT).read_text(encoding="utf-8")
     table: dict[str, Any] = json.loads(text)
     return table
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenplane.runtime_env import Var
+
 TINY_SEED = 2026
 # What vLLM and transformers read to load the folder. A folder without them is not a model.
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
@@ -149,7 +151,7 @@ def _has_sharded(path: Path, name: str) -> bool:
 
 def default_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/tokenplane/tiny-models`` (``~/.cache`` when unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get(Var.XDG_CACHE_HOME.value) or str(Path.home() / ".cache")
     return Path(base) / "tokenplane" / "tiny-models"
 
 
