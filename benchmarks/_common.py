@@ -31,7 +31,7 @@ def engine_argv(spec: Path, pool: str, port: int, *, speed: float) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "serving.engine",
+        "tokenplane.serving.engine",
         "--spec",
         str(spec),
         "--pool",
@@ -48,7 +48,7 @@ def gateway_argv(port: int) -> list[str]:
     from tokenplane.dev.standins import free_port
 
     return [
-        *[sys.executable, "-m", "serving.gateway", "--host", "127.0.0.1", "--port", str(port)],
+        *[sys.executable, "-m", "tokenplane.serving.gateway", "--host", "127.0.0.1", "--port", str(port)],
         *["--metrics-port", str(free_port())],
     ]
 

@@ -34,11 +34,11 @@ import contextlib
 import orjson
 
 from benchmarks._common import emit, pct
-from serving import jsonbody
-from serving.errors import InvalidRequest
-from serving.files.batch_lines import parse_input
-from serving.gateway.requests import decode_body
-from serving.types import Endpoint
+from tokenplane.serving import jsonbody
+from tokenplane.serving.errors import InvalidRequest
+from tokenplane.serving.files.batch_lines import parse_input
+from tokenplane.serving.gateway.requests import decode_body
+from tokenplane.serving.types import Endpoint
 
 TICK_S = 0.001
 ATTACK_EVERY_S = 0.1

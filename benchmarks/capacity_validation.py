@@ -1,6 +1,6 @@
 """The capacity model against public vLLM logs and benchmarks: its error on points it was not tuned on.
 
-Memory: every startup log of ``tokenplane.calibration`` (vLLM 0.19.0), predicted
+Memory: every startup log of ``tokenplane.model.calibration`` (vLLM 0.19.0), predicted
 KV tokens against the logged "GPU KV cache size", split into the fit set (the six
 points ``VllmOverheads`` was read from) and the held-out validation set (other
 models, MoE, quantized checkpoints, TP 2-4, PP 2). Latency: public ``vllm bench
@@ -27,7 +27,7 @@ TITLE = "The capacity model against public vLLM logs (capacity_validation.py)"
 
 def run() -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
-    from tokenplane import calibration as cal
+    from tokenplane.model import calibration as cal
 
     memory = []
     splits = (
@@ -90,7 +90,7 @@ def _floor_sweep(cal: Any) -> dict[str, float]:
     """Median TTFT error over all points for each server floor from 5 to 40 ms: no one constant fits them all."""
     from dataclasses import replace
 
-    from tokenplane import capacity as cap
+    from tokenplane.model import capacity as cap
 
     out = {}
     for ms in range(5, 45, 5):
@@ -132,7 +132,7 @@ def lines(r: dict[str, Any]) -> list[str]:
         f"KV tokens per replica, predicted by `tokenplane size` against vLLM's startup log ({r['vllm_version']} unless the row says),",
         '("GPU KV cache size"; H100 SXM, `gpu_memory_utilization` 0.95, the `vllm serve` defaults). Positive: we',
         "promise more than vLLM gives. Logs: llm-d-planner's accuracy/results (URLs in",
-        "`tokenplane/calibration.py`). Targets (issue 15): held-out median <= 5 %, max <= 15 %.",
+        "`tokenplane/model/calibration.py`). Targets (issue 15): held-out median <= 5 %, max <= 15 %.",
         "",
         f"- held-out validation: {_summary(val)}",
         f"- held-out MoE: {_summary([m['error'] for m in memory if m['split'] == 'validation' and 'moe' in m['tags']])}",

@@ -4,10 +4,10 @@ Layout, all on loopback, each its own process, started as ``tokenplane dev`` sta
 
     load generator (this process: aiohttp, open loop, timed from each request's scheduled send)
       |-- baseline ------------------------------------------------> engine `small` (speed inf, lengths vary)
-      |-- python -m serving.gateway --> python -m serving.modelgw --> the same engine        "deployed" (headline)
+      |-- python -m tokenplane.serving.gateway --> python -m tokenplane.serving.modelgw --> the same engine        "deployed" (headline)
       |        |-- Redis (RPM/TPM, quota, exact cache)   |-- engine `embed` (the semantic cache's embeddings)
       |        '-- Kafka-protocol broker (usage events)
-      |-- python -m serving.gateway, model gateway in process ---> the same engine        "in-process" (2nd line)
+      |-- python -m tokenplane.serving.gateway, model gateway in process ---> the same engine        "in-process" (2nd line)
       '-- bare_proxy.py --> bare_proxy.py ------------------------> the same engine        "floor"
 
 The floor is the deployed shape's two hops as pass-through proxies on the same
@@ -317,7 +317,7 @@ def bench_spec(path: Path) -> None:
 
 
 def server_argv(server: str, port: int) -> list[str]:
-    """The gateway as shipped (uvicorn, ``python -m serving.gateway``), or its app under granian to compare."""
+    """The gateway as shipped (uvicorn, ``python -m tokenplane.serving.gateway``), or its app under granian to compare."""
     if server == "uvicorn":
         return gateway_argv(port)
     return [
@@ -412,7 +412,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         modelgw_port = free_port()
         modelgw = process(
             "modelgw",
-            [sys.executable, "-m", "serving.modelgw", "--host", "127.0.0.1", "--port", str(modelgw_port)],
+            [sys.executable, "-m", "tokenplane.serving.modelgw", "--host", "127.0.0.1", "--port", str(modelgw_port)],
             modelgw_port,
             common | pool_url_env(small_url),
         )

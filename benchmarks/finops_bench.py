@@ -97,8 +97,8 @@ async def _bare_read(bootstrap: str, count: int) -> tuple[float, float]:
 
 
 async def _consume(bootstrap: str, count: int, ledger: Path, group: str) -> tuple[float, float, int, int]:
-    from serving.finops.consumer import MeteringConsumer
-    from serving.finops.store import open_store
+    from tokenplane.serving.finops.consumer import MeteringConsumer
+    from tokenplane.serving.finops.store import open_store
     from tokenplane.spec import TopicPurpose
 
     store = open_store(str(ledger))
@@ -158,10 +158,10 @@ def consumer_bench(events: int, runs: int, work: Path) -> dict[str, Any]:
 
 def report_bench(runs: int, work: Path) -> dict[str, Any]:
     """A simulated byteion day into a ledger, then ``tokenplane finops`` over it."""
-    from serving.finops import queries, report
-    from serving.finops.simulated import write_run
-    from serving.finops.store import open_store
+    from tokenplane.commands.simulated_ledger import write_run
     from tokenplane.load import load_spec
+    from tokenplane.serving.finops import queries, report
+    from tokenplane.serving.finops.store import open_store
     from tokenplane.sim.simulate import Fidelity, SimConfig, simulate
     from tokenplane.sim.workload import Profile
 

@@ -1,6 +1,6 @@
 """The fuzz suites, scaled up, and the cases they tried: schemathesis against the gateway, hypothesis on the loader.
 
-Runs ``tests/serving/test_gateway_fuzz.py`` (schemathesis: every operation of the
+Runs ``tests/serving/gateway/test_gateway_fuzz.py`` (schemathesis: every operation of the
 live gateway's ``/openapi.json``, valid and invalid requests, no 5xx and every
 answer as documented) and ``tests/test_load_fuzz.py`` (mutated YAML: the loader
 returns a spec or a located error, never a crash) with ``TOKENPLANE_FUZZ_SCALE``
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ROOT / "tests" / ".fuzz_counts.json"
-SUITES = ("tests/serving/test_gateway_fuzz.py", "tests/test_load_fuzz.py")
+SUITES = ("tests/serving/gateway/test_gateway_fuzz.py", "tests/test_load_fuzz.py")
 FULL_SCALE = 8  # about 4,800 gateway requests and 11,700 mutated specs in about two minutes on two cores
 
 

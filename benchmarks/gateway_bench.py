@@ -4,7 +4,7 @@ Layout, all on loopback, each its own process:
 
     load generator (this process, aiohttp)
       |-- baseline --------------------------------------> engine simulator (speed=inf: no modelled latency)
-      '-- python -m serving.gateway (all stages) ---------> the same engine
+      '-- python -m tokenplane.serving.gateway (all stages) ---------> the same engine
                  |-- Redis (rate limits, quotas, exact cache)
                  '-- Kafka-protocol broker (usage events)
 

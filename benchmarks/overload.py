@@ -2,7 +2,7 @@
 
 Layout, all on loopback, each its own process: Redis and the Kafka-protocol
 broker (stand-ins), one engine simulator replica of the ``small`` pool at a
-finite ``--speed`` (modelled latency), and ``python -m serving.gateway`` in front
+finite ``--speed`` (modelled latency), and ``python -m tokenplane.serving.gateway`` in front
 of it. The pool is sized down (``max_num_seqs`` 16, one replica) so that twice
 its capacity is a load two cores can generate.
 
@@ -214,8 +214,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         tmp = Path(scratch)
         spec = tmp / "overload.yaml"
         spec_file(spec)
-        from serving.gateway.app import admission_permits
         from tokenplane.load import load_spec
+        from tokenplane.serving.gateway.app import admission_permits
 
         loaded = load_spec(spec)
         permits = admission_permits(loaded, "local", gateway_replicas=1)["small"]

@@ -4,7 +4,7 @@ All cases run in the same process tree, interleaved, so that machine noise hits 
 Each case's CPU seconds (user + system, from the child's rusage) are reported beside its wall
 time: on a shared machine the wall time measures the other tenants too.
 The capacity fast path is timed with the pool model's pricing cache off (a first plan) and
-warm (the same spec planned again: ``tokenplane.pricing_cache``), each in its own folder.
+warm (the same spec planned again: ``tokenplane.model.pricing_cache``), each in its own folder.
 Targets: the capacity fast path (`plan --capacity-only`) under 0.5 s; the full plan, which
 also renders the Pulumi graph under the mock runtime and validates every Kubernetes object,
 under 5 s. A breakdown of the full plan's phases, measured in-process, says where time goes.
@@ -55,10 +55,10 @@ def _breakdown() -> list[tuple[str, float]]:
     code = f"""
 import time, json
 t = [time.perf_counter()]
-from tokenplane.load import load_spec; from tokenplane.planner import plan
+from tokenplane.load import load_spec; from tokenplane.model.planner import plan
 spec = load_spec({str(SPEC)!r}); plan(spec); t.append(time.perf_counter())
 import pulumi, pulumi_aws, pulumi_kubernetes, components.platform; t.append(time.perf_counter())
-from tokenplane import render as R
+from tokenplane.proof import render as R
 result = R.render(spec, validate=False); t.append(time.perf_counter())
 R._check(result.resources, spec.platform.kubernetes_version); t.append(time.perf_counter())
 print(json.dumps([len([r for r in result.resources if r.custom])] + [b - a for a, b in zip(t, t[1:])]))

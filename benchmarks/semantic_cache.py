@@ -38,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import pct
-from serving.gateway.vector_store import EmbeddedStore, QdrantStore, VectorStore, _Entry, _Partition
+from tokenplane.serving.gateway.vector_store import EmbeddedStore, QdrantStore, VectorStore, _Entry, _Partition
 
 DIMENSION = 384
 THRESHOLD = 0.92  # stacks/dev.yaml's similarity_threshold

@@ -136,7 +136,7 @@ def lines(r: dict[str, Any]) -> list[str]:
         f"from the burst minute's wall time scaled to the day's arrivals, would take about "
         f"{r['request_level_day_s']:,.0f} s: aggregate is {r['speedup']:.0f}x faster. "
         "Agreement with request level (within 10% on TTFT P95, ρ, replicas and cost) is checked by "
-        "`tests/test_simulate_streaming.py` on a burst window both can run.",
+        "`tests/sim/test_simulate_streaming.py` on a burst window both can run.",
     ]
     return out
 

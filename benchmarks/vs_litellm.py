@@ -4,7 +4,7 @@ Layout, all on loopback, each its own process:
 
     load generator (this process: deployed_bench's open loop, timed from the scheduled send)
       |-- baseline -------------------------------------------------> engine simulator (speed=inf)
-      |-- python -m serving.gateway --> python -m serving.modelgw --> the same engine  (as deployed)
+      |-- python -m tokenplane.serving.gateway --> python -m tokenplane.serving.modelgw --> the same engine  (as deployed)
       |-- litellm --config, --num_workers = cores (own venv) -------> the same engine
       '-- node @portkey-ai/gateway (npm, one process) --------------> the same engine
 
@@ -450,7 +450,15 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             modelgw_port = free_port()
             modelgw = ManagedProcess(
                 "modelgw",
-                [sys.executable, "-m", "serving.modelgw", "--host", "127.0.0.1", "--port", str(modelgw_port)],
+                [
+                    sys.executable,
+                    "-m",
+                    "tokenplane.serving.modelgw",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(modelgw_port),
+                ],
                 modelgw_port,
                 tmp / "modelgw.log",
                 env=env_dict({Var.CONFIG: str(sweep_spec), Var.REGION: "local"})

@@ -2,7 +2,7 @@
 
 Use the whole platform from a spec::
 
-    from components import LlmPlatform, LlmPlatformArgs
+    from tokenplane.components import LlmPlatform, LlmPlatformArgs
     from tokenplane.load import load_spec
 
     LlmPlatform("byteion", LlmPlatformArgs(spec=load_spec("stacks/byteion.yaml")))
@@ -20,31 +20,31 @@ given. Components may import the core (the spec, ``pool_model``, ``runtime_env``
 ``pulumi.Config``.
 """
 
-from components.ai_gateway import AiGateway
-from components.batch_workers import BatchWorkers, BatchWorkersArgs
-from components.clickhouse import ClickHouse, ClickHouseArgs
-from components.cluster import Cluster, ClusterArgs
-from components.cluster_addons import ClusterAddons, ClusterAddonsArgs, ExistingCluster
-from components.gateway import GatewayArgs, ServingDeps
-from components.global_routing import GlobalRouting, GlobalRoutingArgs
-from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, NodeSelection
-from components.images import Images, ImagesArgs
-from components.kafka import Kafka, KafkaArgs
-from components.kube import Namespace
-from components.metering import MeteringConsumer, MeteringConsumerArgs
-from components.model_gateway import ModelGateway
-from components.model_registry import ModelRegistry, ModelRegistryArgs
-from components.network import Network, NetworkArgs, PrivateSubnets
-from components.observability import Observability, ObservabilityArgs
-from components.platform import LlmPlatform, LlmPlatformArgs
-from components.redis import Redis, RedisArgs
-from components.region import Region, RegionArgs
-from components.storage import secure_bucket, tls_only
-from components.vector_db import VectorDb, VectorDbArgs
-from components.vllm_mirror import VllmMirror, VllmMirrorArgs
-from components.vllm_pool import VllmPool, VllmPoolArgs
-from components.weights_publish import publish_jobs
-from components.wiring import serving_deps
+from tokenplane.components.ai_gateway import AiGateway
+from tokenplane.components.batch_workers import BatchWorkers, BatchWorkersArgs
+from tokenplane.components.clickhouse import ClickHouse, ClickHouseArgs
+from tokenplane.components.cluster import Cluster, ClusterArgs
+from tokenplane.components.cluster_addons import ClusterAddons, ClusterAddonsArgs, ExistingCluster
+from tokenplane.components.gateway import GatewayArgs, ServingDeps
+from tokenplane.components.global_routing import GlobalRouting, GlobalRoutingArgs
+from tokenplane.components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, NodeSelection
+from tokenplane.components.images import Images, ImagesArgs
+from tokenplane.components.kafka import Kafka, KafkaArgs
+from tokenplane.components.kube import Namespace
+from tokenplane.components.metering import MeteringConsumer, MeteringConsumerArgs
+from tokenplane.components.model_gateway import ModelGateway
+from tokenplane.components.model_registry import ModelRegistry, ModelRegistryArgs
+from tokenplane.components.network import Network, NetworkArgs, PrivateSubnets
+from tokenplane.components.observability import Observability, ObservabilityArgs
+from tokenplane.components.platform import LlmPlatform, LlmPlatformArgs
+from tokenplane.components.redis import Redis, RedisArgs
+from tokenplane.components.region import Region, RegionArgs
+from tokenplane.components.storage import secure_bucket, tls_only
+from tokenplane.components.vector_db import VectorDb, VectorDbArgs
+from tokenplane.components.vllm_mirror import VllmMirror, VllmMirrorArgs
+from tokenplane.components.vllm_pool import VllmPool, VllmPoolArgs
+from tokenplane.components.weights_publish import publish_jobs
+from tokenplane.components.wiring import serving_deps
 
 __all__ = [
     "AiGateway",

@@ -6,8 +6,8 @@ from typing import Any
 
 import pulumi
 
-from components.gateway import METRICS_PORT, GatewayArgs, GatewayWorkload, env_secret_entries
-from components.tls import TLS_POLICY
+from tokenplane.components.gateway import METRICS_PORT, GatewayArgs, GatewayWorkload, env_secret_entries
+from tokenplane.components.tls import TLS_POLICY
 from tokenplane.runtime_env import Var, env_list
 from tokenplane.spec import PlatformSpec
 
@@ -19,7 +19,7 @@ class AiGateway(GatewayWorkload):
 
     MODULE = "ai_gateway"
     APP = "ai-gateway"
-    SERVING_MODULE = "serving.gateway"
+    SERVING_MODULE = "tokenplane.serving.gateway"
     PUBLIC = True
     METRICS_PORT = METRICS_PORT  # its series are labelled by tenant: the load balancer's port must not show them
 

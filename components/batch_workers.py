@@ -17,14 +17,21 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import kube
-from components.base import Component
-from components.batch_files import WORKER_ACTIONS, files_env, files_statements
-from components.gateway import CONFIG_DIR, SPOOL_DIR, SPOOL_LIMIT, ServingDeps, runtime_objects, secret_statements
-from components.iam import irsa_role, msk_statements, policy_document
-from components.kube import Namespace
-from components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
-from components.storage import secure_bucket
+from tokenplane.components import kube
+from tokenplane.components.base import Component
+from tokenplane.components.batch_files import WORKER_ACTIONS, files_env, files_statements
+from tokenplane.components.gateway import (
+    CONFIG_DIR,
+    SPOOL_DIR,
+    SPOOL_LIMIT,
+    ServingDeps,
+    runtime_objects,
+    secret_statements,
+)
+from tokenplane.components.iam import irsa_role, msk_statements, policy_document
+from tokenplane.components.kube import Namespace
+from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
+from tokenplane.components.storage import secure_bucket
 from tokenplane.runtime_env import DEFAULT_FILES_PREFIX as FILES_PREFIX
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT as METRICS_PORT
 from tokenplane.runtime_env import MSK_IAM, Var, env_list
@@ -167,7 +174,7 @@ class BatchWorkers(Component):
                             {
                                 "name": APP,
                                 "image": args.deps.image,
-                                "command": ["python", "-m", "serving.batch"],
+                                "command": ["python", "-m", "tokenplane.serving.batch"],
                                 "env": env,
                                 "envFrom": [{"secretRef": {"name": f"{APP}-connections"}}],
                                 "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],

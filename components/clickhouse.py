@@ -25,12 +25,12 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from components import kube
-from components.base import Component
-from components.iam import irsa_role, policy_document
-from components.kube import Namespace
-from components.naming import NS_MONITORING, app_labels
-from components.pins import CLICKHOUSE_IMAGE
+from tokenplane.components import kube
+from tokenplane.components.base import Component
+from tokenplane.components.iam import irsa_role, policy_document
+from tokenplane.components.kube import Namespace
+from tokenplane.components.naming import NS_MONITORING, app_labels
+from tokenplane.components.pins import CLICKHOUSE_IMAGE
 from tokenplane.runtime_env import Var
 
 PASSWORD_VAR = f"${Var.CLICKHOUSE_PASSWORD.value}"  # the official image's variable, and the consumer's (same name)

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from components.base import Component
-from components.iam import irsa_role
-from components.naming import ROLE_NAME_MAX, fitted_name
-from components.system_capacity import system_max_nodes
+from tokenplane.components.base import Component
+from tokenplane.components.iam import irsa_role
+from tokenplane.components.naming import ROLE_NAME_MAX, fitted_name
+from tokenplane.components.system_capacity import system_max_nodes
 
 SYSTEM_INSTANCE_TYPE = "m6i.xlarge"  # gateways, Qdrant, Prometheus: CPU work next to the GPU pools
 # Managed add-ons, left at EKS's default version for the cluster's Kubernetes version.

@@ -16,14 +16,19 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import kube
-from components.base import Component
-from components.cluster import Cluster, ebs_csi_role
-from components.iam import irsa_role, policy_document
-from components.lb_controller import lb_controller
-from components.naming import GPU_PRESENT_LABEL, GPU_TAINT_KEY, NS_KEDA
-from components.pins import CLUSTER_AUTOSCALER_CHART, DCGM_EXPORTER_CHART, KEDA_CHART, NVIDIA_DEVICE_PLUGIN_CHART
-from components.vector_db import STORAGE_CLASS
+from tokenplane.components import kube
+from tokenplane.components.base import Component
+from tokenplane.components.cluster import Cluster, ebs_csi_role
+from tokenplane.components.iam import irsa_role, policy_document
+from tokenplane.components.lb_controller import lb_controller
+from tokenplane.components.naming import GPU_PRESENT_LABEL, GPU_TAINT_KEY, NS_KEDA
+from tokenplane.components.pins import (
+    CLUSTER_AUTOSCALER_CHART,
+    DCGM_EXPORTER_CHART,
+    KEDA_CHART,
+    NVIDIA_DEVICE_PLUGIN_CHART,
+)
+from tokenplane.components.vector_db import STORAGE_CLASS
 
 KEDA_PORTS = (6443, 9443)  # metrics API and admission webhook, called by the Kubernetes API server
 GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}

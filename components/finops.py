@@ -13,15 +13,23 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components import kube
-from components.base import Component
-from components.clickhouse import DATABASE, HTTP_PORT, SERVER_CPU, USER, ClickHouse, ClickHouseArgs, server_replicas
-from components.finops_dashboard import datasource, finops_dashboard
-from components.gateway import ServingDeps
-from components.kube import Namespace
-from components.metering import APP as CONSUMER
-from components.metering import CONSUMER_CPU, CONSUMER_MAX_REPLICAS, MeteringConsumer, MeteringConsumerArgs
-from components.naming import NS_MONITORING
+from tokenplane.components import kube
+from tokenplane.components.base import Component
+from tokenplane.components.clickhouse import (
+    DATABASE,
+    HTTP_PORT,
+    SERVER_CPU,
+    USER,
+    ClickHouse,
+    ClickHouseArgs,
+    server_replicas,
+)
+from tokenplane.components.finops_dashboard import datasource, finops_dashboard
+from tokenplane.components.gateway import ServingDeps
+from tokenplane.components.kube import Namespace
+from tokenplane.components.metering import APP as CONSUMER
+from tokenplane.components.metering import CONSUMER_CPU, CONSUMER_MAX_REPLICAS, MeteringConsumer, MeteringConsumerArgs
+from tokenplane.components.naming import NS_MONITORING
 from tokenplane.spec import PlatformSpec
 
 # Prometheus alerts on the consumer's lag and the budgets' burn (Observability adds them to its rules).

@@ -16,12 +16,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import kube
-from components.base import Component
-from components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
-from components.iam import irsa_role, msk_statements, policy_document
-from components.kube import Namespace
-from components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
+from tokenplane.components import kube
+from tokenplane.components.base import Component
+from tokenplane.components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
+from tokenplane.components.iam import irsa_role, msk_statements, policy_document
+from tokenplane.components.kube import Namespace
+from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
 from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT, MSK_IAM, Var, env_list, pool_url_var
 from tokenplane.spec import PlatformSpec, Region

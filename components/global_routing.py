@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.base import Component
-from components.tls import certificate_names
+from tokenplane.components.base import Component
+from tokenplane.components.tls import certificate_names
 from tokenplane.spec import Jurisdiction, PlatformSpec, RegionRole
 
 TTL = 60  # seconds: failover must beat the spec's RTO with room to spare

@@ -9,8 +9,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.base import Component
-from components.naming import GPU_PRESENT_LABEL, GPU_TAINT_KEY, LABEL_POOL, LABEL_TIER
+from tokenplane.components.base import Component
+from tokenplane.components.naming import GPU_PRESENT_LABEL, GPU_TAINT_KEY, LABEL_POOL, LABEL_TIER
 from tokenplane.pool_model import node_for, nodes_for
 from tokenplane.spec import Placement, Pool
 

@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.naming import ROLE_NAME_MAX, fitted_name
+from tokenplane.components.naming import ROLE_NAME_MAX, fitted_name
 
 
 def irsa_role(

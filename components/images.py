@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.regional_image import RegionalImage, RegionalImageArgs
 from tokenplane import package_data
+from tokenplane.components.regional_image import RegionalImage, RegionalImageArgs
 
 REPOSITORY = "tokenplane-serving"
 

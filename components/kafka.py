@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.base import Component
-from components.network import PrivateSubnets, vpc_only_firewall
-from components.pins import MSK_KAFKA_VERSION
 from tokenplane.aws_zones import MSK_CLIENT_SUBNETS
+from tokenplane.components.base import Component
+from tokenplane.components.network import PrivateSubnets, vpc_only_firewall
+from tokenplane.components.pins import MSK_KAFKA_VERSION
 from tokenplane.spec import Topic
 
 IAM_TLS_PORT = 9098

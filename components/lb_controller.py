@@ -13,9 +13,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import kube
-from components.iam import irsa_role, policy_document
-from components.pins import AWS_LOAD_BALANCER_CONTROLLER_CHART
+from tokenplane.components import kube
+from tokenplane.components.iam import irsa_role, policy_document
+from tokenplane.components.pins import AWS_LOAD_BALANCER_CONTROLLER_CHART
 
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 _CLUSTER_TAGGED: dict[str, Any] = {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}

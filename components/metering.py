@@ -1,6 +1,6 @@
 """MeteringConsumer: the usage, audit and batch topics into the FinOps ledger, scaled by KEDA on its lag.
 
-The serving image's ``python -m serving.finops``: it reads the three topics (MSK, IAM auth) and writes each
+The serving image's ``python -m tokenplane.serving.finops``: it reads the three topics (MSK, IAM auth) and writes each
 event once into ClickHouse (``components/clickhouse.py``), records each pool's replica count every minute
 from kube-state-metrics through Prometheus, and exports its lag and the budgets' burn for Prometheus.
 KEDA adds a replica per ``LAG_PER_REPLICA`` records behind, up to the usage topic's partitions (a consumer
@@ -15,13 +15,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import kube
-from components.base import Component
-from components.clickhouse import CREDENTIALS_SECRET
-from components.gateway import CONFIG_DIR, ServingDeps, runtime_objects
-from components.iam import irsa_role, msk_statements, policy_document
-from components.kube import PROMETHEUS_URL, Namespace
-from components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
+from tokenplane.components import kube
+from tokenplane.components.base import Component
+from tokenplane.components.clickhouse import CREDENTIALS_SECRET
+from tokenplane.components.gateway import CONFIG_DIR, ServingDeps, runtime_objects
+from tokenplane.components.iam import irsa_role, msk_statements, policy_document
+from tokenplane.components.kube import PROMETHEUS_URL, Namespace
+from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT as METRICS_PORT
 from tokenplane.runtime_env import MSK_IAM, Var, env_list
 from tokenplane.spec import TopicPurpose
@@ -174,7 +174,7 @@ class MeteringConsumer(Component):
                 {
                     "name": APP,
                     "image": deps.image,
-                    "command": ["python", "-m", "serving.finops"],
+                    "command": ["python", "-m", "tokenplane.serving.finops"],
                     "env": env,
                     "envFrom": [{"secretRef": {"name": f"{APP}-connections"}}],
                     "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import kube
-from components.gateway import GatewayArgs, GatewayWorkload, env_secret_entries
-from components.naming import NS_BATCH, NS_GATEWAY, NS_MONITORING
+from tokenplane.components import kube
+from tokenplane.components.gateway import GatewayArgs, GatewayWorkload, env_secret_entries
+from tokenplane.components.naming import NS_BATCH, NS_GATEWAY, NS_MONITORING
 from tokenplane.spec import PlatformSpec
 
 __all__ = ["GatewayArgs", "ModelGateway"]
@@ -17,7 +17,7 @@ class ModelGateway(GatewayWorkload):
 
     MODULE = "model_gateway"
     APP = "model-gateway"
-    SERVING_MODULE = "serving.modelgw"
+    SERVING_MODULE = "tokenplane.serving.modelgw"
 
     def ingress_sources(self) -> list[dict[str, Any]]:
         # Only the AI gateway and the batch workers call it; Prometheus scrapes it.

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.base import Component
-from components.cluster import assume_role_policy
-from components.storage import versioned_bucket
+from tokenplane.components.base import Component
+from tokenplane.components.cluster import assume_role_policy
+from tokenplane.components.storage import versioned_bucket
 from tokenplane.spec import PlatformSpec
 
 MANIFESTS_PREFIX = "manifests/"

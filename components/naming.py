@@ -50,7 +50,7 @@ def tags(spec: PlatformSpec, **extra: str) -> dict[str, str]:
     }
 
 
-# AWS name limits the components fit names to (tokenplane/deploy/names.py has every rule with its source).
+# AWS name limits the components fit names to (tokenplane/proof/deployability/names.py has every rule with its source).
 ROLE_NAME_MAX = 64
 REPLICATION_GROUP_ID_MAX = 40
 AUTONAME_SUFFIX = 8  # Pulumi's autoname: the logical name, "-" and 7 random hex characters

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from components.base import Component
+from tokenplane.components.base import Component
 from tokenplane.spec import PlatformSpec, Region
 
 VPC_SUPERNET = ipaddress.IPv4Network("10.0.0.0/8")  # one /16 of it per region

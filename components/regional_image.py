@@ -17,8 +17,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
-from components.base import Component
 from tokenplane import package_data
+from tokenplane.components.base import Component
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 
-from components.batch_workers import WORKER_CPU, WORKER_MAX_REPLICAS
-from components.finops import finops_cpu_at_maxima
-from components.gateway import GATEWAY_CPU, replica_bounds
 from tokenplane.allocatable import plannable_cpu
+from tokenplane.components.batch_workers import WORKER_CPU, WORKER_MAX_REPLICAS
+from tokenplane.components.finops import finops_cpu_at_maxima
+from tokenplane.components.gateway import GATEWAY_CPU, replica_bounds
 from tokenplane.spec import PlatformSpec, Region, WorkloadClass
 
 GATEWAYS = 2  # the AI gateway and the model gateway, each with the same replica bounds

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.base import Component
+from tokenplane.components.base import Component
 from tokenplane.spec import PlatformSpec, Region
 
 # The NLB listener's TLS policy: TLS 1.3 and 1.2 only, forward secrecy (ELB's recommended policy).

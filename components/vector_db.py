@@ -8,11 +8,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import kube
-from components.base import Component
-from components.kube import Namespace
-from components.naming import NS_BATCH, NS_GATEWAY, NS_MONITORING, app_labels
-from components.pins import QDRANT_IMAGE
+from tokenplane.components import kube
+from tokenplane.components.base import Component
+from tokenplane.components.kube import Namespace
+from tokenplane.components.naming import NS_BATCH, NS_GATEWAY, NS_MONITORING, app_labels
+from tokenplane.components.pins import QDRANT_IMAGE
 
 APP = "qdrant"
 HTTP_PORT = 6333

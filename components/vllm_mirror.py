@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.pins import VLLM_IMAGE
-from components.regional_image import RegionalImage, RegionalImageArgs
 from tokenplane import package_data
+from tokenplane.components.pins import VLLM_IMAGE
+from tokenplane.components.regional_image import RegionalImage, RegionalImageArgs
 
 REPOSITORY = "vllm-openai"  # the last path segment stays vllm-openai: the policy pack finds vLLM containers by it
 TAG = VLLM_IMAGE.rsplit(":", 1)[1]

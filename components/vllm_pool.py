@@ -11,12 +11,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import kube
-from components.base import Component
-from components.gpu_node_group import GpuNodeGroup, NodeSelection
-from components.iam import irsa_role, policy_document
-from components.kube import Namespace
-from components.naming import (
+from tokenplane.components import kube
+from tokenplane.components.base import Component
+from tokenplane.components.gpu_node_group import GpuNodeGroup, NodeSelection
+from tokenplane.components.iam import irsa_role, policy_document
+from tokenplane.components.kube import Namespace
+from tokenplane.components.naming import (
     LABEL_POOL,
     LABEL_REGION,
     LABEL_TIER,
@@ -24,15 +24,15 @@ from components.naming import (
     NS_MONITORING,
     app_labels,
 )
-from components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
-from components.weights_publish import artifact_prefix
+from tokenplane.components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
+from tokenplane.components.weights_publish import artifact_prefix
 from tokenplane.contract import TIME_TO_READY_ANNOTATION, VLLM_VERSION_ANNOTATION
+from tokenplane.model.rollout import plan_rollout
+from tokenplane.model.startup import await_timeout_minutes, time_to_ready
 from tokenplane.pool_model import node_for, nodes_for, replica_requests
-from tokenplane.rollout import plan_rollout
 from tokenplane.runtime_env import Var, env_list
 from tokenplane.schedule import cron_window
 from tokenplane.spec import ClassSpec, ModelLookup, Placement, Pool, WorkloadClass
-from tokenplane.startup import await_timeout_minutes, time_to_ready
 from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
 
 MODELS_DIR = "/models"
@@ -349,7 +349,7 @@ class VllmPool(Component):
             spec={
                 "replicas": placement.min_replicas,
                 "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
-                # A third of the pool per wave (tokenplane.rollout): surging into the node group's spare slots,
+                # A third of the pool per wave (tokenplane.model.rollout): surging into the node group's spare slots,
                 # taking replicas down where there are none; one at a time would outlast any update timeout.
                 "strategy": rollout.strategy(),
                 "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod_spec},
@@ -358,7 +358,7 @@ class VllmPool(Component):
                 depends_on=[account],
                 ignore_changes=["spec.replicas"],  # KEDA owns the replica count
                 # A first replica waits for a GPU node, a ~10 GB image and the weights before its own cold
-                # start: far past pulumi-kubernetes' 10-minute default await (tokenplane.startup).
+                # start: far past pulumi-kubernetes' 10-minute default await (tokenplane.model.startup).
                 # An update waits for every wave of the rollout, each a whole time to Ready.
                 custom_timeouts=pulumi.CustomTimeouts(
                     create=f"{timeout}m", update=f"{max(timeout, rollout.timeout_minutes)}m"

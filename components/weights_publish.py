@@ -16,11 +16,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import kube
-from components.iam import irsa_role, policy_document
-from components.kube import Namespace
-from components.naming import app_labels
-from components.pins import AWS_CLI_IMAGE
+from tokenplane.components import kube
+from tokenplane.components.iam import irsa_role, policy_document
+from tokenplane.components.kube import Namespace
+from tokenplane.components.naming import app_labels
+from tokenplane.components.pins import AWS_CLI_IMAGE
 from tokenplane.contract import PUBLISHES_ANNOTATION
 from tokenplane.runtime_env import Var, env_list
 from tokenplane.spec import RegistryModel

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pulumi
 
-from components.cluster import Cluster
-from components.gateway import ServingDeps
-from components.kafka import Kafka
-from components.redis import Redis
-from components.vector_db import VectorDb
+from tokenplane.components.cluster import Cluster
+from tokenplane.components.gateway import ServingDeps
+from tokenplane.components.kafka import Kafka
+from tokenplane.components.redis import Redis
+from tokenplane.components.vector_db import VectorDb
 from tokenplane.spec import PlatformSpec, Region
 
 

@@ -8,7 +8,7 @@ never returns, so it happens only in ``__main__.py``.
 
 from pulumi_policy import Policy
 
-from policies import aws, aws_security, kubernetes, pod_security, stack, topology
+from tokenplane.policies import aws, aws_security, kubernetes, pod_security, stack, topology
 
 ALL: list[Policy] = [
     *aws.POLICIES,

@@ -2,6 +2,6 @@
 
 from pulumi_policy import EnforcementLevel, PolicyPack
 
-from policies import ALL
+from tokenplane.policies import ALL
 
 PolicyPack(name="tokenplane", enforcement_level=EnforcementLevel.MANDATORY, policies=ALL)

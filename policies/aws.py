@@ -9,7 +9,7 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
-from policies.common import get
+from tokenplane.policies.common import get
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 GPU_AMI_MARKERS = ("NVIDIA", "GPU")

@@ -20,9 +20,9 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
-from policies import exceptions
-from policies.common import as_int, get
-from policies.exceptions import Flag
+from tokenplane.policies import exceptions
+from tokenplane.policies.common import as_int, get
+from tokenplane.policies.exceptions import Flag
 
 ANYWHERE = ("0.0.0.0/0", "::/0")
 ALL_PROTOCOLS = ("-1", "all")

@@ -20,7 +20,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs
 
-from policies.common import get, kind, object_name
+from tokenplane.policies.common import get, kind, object_name
 
 Flag = Callable[[str, str], None]  # (finding, message): report unless an exception covers the finding
 

@@ -15,7 +15,7 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
-from policies.common import WORKLOAD_KINDS, all_containers, as_int, get, kind, object_name, pod_spec
+from tokenplane.policies.common import WORKLOAD_KINDS, all_containers, as_int, get, kind, object_name, pod_spec
 
 VLLM_IMAGE = re.compile(r"(^|/)vllm-openai[:@]")
 COMPOSITE_METRICS = ("request_queue_time", "kv_cache_usage", "gpu_cache_usage", "time_to_first_token")

@@ -19,8 +19,8 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
-from policies import exceptions
-from policies.common import (
+from tokenplane.policies import exceptions
+from tokenplane.policies.common import (
     POD_SPEC_PATHS,
     WORKLOAD_KINDS,
     all_containers,
@@ -30,7 +30,7 @@ from policies.common import (
     object_name,
     pod_spec,
 )
-from policies.exceptions import Flag
+from tokenplane.policies.exceptions import Flag
 
 # The restricted profile's volume types: none of them reaches into the node.
 RESTRICTED_VOLUMES = (

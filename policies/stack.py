@@ -21,9 +21,9 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies import exceptions
-from policies.common import as_int, cluster_of, get, kind, object_name, region_of, spec_from_stack
-from tokenplane.planner import Plan, plan
+from tokenplane.model.planner import Plan, plan
+from tokenplane.policies import exceptions
+from tokenplane.policies.common import as_int, cluster_of, get, kind, object_name, region_of, spec_from_stack
 from tokenplane.spec import PlatformSpec, RegionRole
 
 BUCKET = "aws:s3/bucket:Bucket"

@@ -19,8 +19,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies import exceptions
-from policies.common import get
+from tokenplane.policies import exceptions
+from tokenplane.policies.common import get
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 SUBNET = "aws:ec2/subnet:Subnet"

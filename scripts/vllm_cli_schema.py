@@ -42,7 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components.pins import VLLM_IMAGE  # noqa: E402 - the repository root goes on the path first
+from tokenplane.components.pins import VLLM_IMAGE  # noqa: E402 - the repository root goes on the path first
 
 SERVE = "vllm/entrypoints/cli/serve.py"
 FRONTEND = "vllm/entrypoints/openai/cli_args.py"

@@ -18,7 +18,7 @@ import pulumi
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # `pulumi up` runs this file directly; the packages live one level up
 
-from components import LlmPlatform, LlmPlatformArgs  # noqa: E402
+from tokenplane.components import LlmPlatform, LlmPlatformArgs  # noqa: E402
 from tokenplane.contract import OFFLINE_RENDER_ENV  # noqa: E402
 from tokenplane.errors import SpecError  # noqa: E402
 from tokenplane.load import load_spec  # noqa: E402

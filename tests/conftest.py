@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.paths import REPO_ROOT
 from tokenplane.errors import Issue, SpecLoadError
 from tokenplane.load import load_spec_text
 from tokenplane.spec import PlatformSpec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 DEV_SPEC = ROOT / "stacks" / "dev.yaml"
 
 SpecData = dict[str, Any]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tests.paths import REPO_ROOT
 from tokenplane.dev.services import DevOptions, Service, StackPlan, Stage, tenant_keys
 from tokenplane.load import load_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 CHILD = ROOT / "tests" / "dev_child.py"
 
 

@@ -13,11 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import REPO_ROOT
 from tokenplane.runtime_env import POOL_URL_PREFIX, Var
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 PACKAGES = ("tokenplane", "serving", "components", "policies")
 PRODUCTION = ("tokenplane", "serving", "components")
+# The repository's top-level folders that install as tokenplane.components, tokenplane.serving, tokenplane.policies.
+NAMESPACED = ("components", "serving", "policies")
+OLD_IMPORT = re.compile(r"^\s*(from|import) (components|serving|policies)\b", re.MULTILINE)
 ENV_NAMES = {v.value for v in Var}
 # Where a value is derived; nowhere else may derive it again.
 # The node a pool runs on: its instance_type, else its GPU's default (a validator checking the pair is not this).
@@ -35,7 +39,10 @@ ROUTES_HOME = {"tokenplane/routes.py"}
 def _sources(roots: Iterable[str]) -> Iterator[tuple[str, str]]:
     for root in roots:
         for path in sorted((ROOT / root).rglob("*.py")):
-            yield path.relative_to(ROOT).as_posix(), path.read_text(encoding="utf-8")
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.split("/")[:2] in ([root, n] for n in NAMESPACED):
+                continue  # tokenplane/components is the link to components/: each file is read once
+            yield rel, path.read_text(encoding="utf-8")
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -63,7 +70,10 @@ def env_literals(source: str) -> list[str]:
 
 
 def module_name(relative: str) -> str:
+    """The dotted name a file is imported as: the top-level folders install under ``tokenplane``."""
     name = relative.removesuffix(".py").replace("/", ".")
+    if name.split(".", 1)[0] in NAMESPACED:
+        name = f"tokenplane.{name}"
     return name.removesuffix(".__init__")
 
 
@@ -190,8 +200,10 @@ def test_no_import_cycle() -> None:
 
 
 def test_the_cycle_check_fires_on_two_modules_that_import_each_other() -> None:
-    graph = import_graph([("serving/a.py", "from serving.b import X\n"), ("serving/b.py", "import serving.a\n")])
-    assert cycles(graph) == [frozenset({"serving.a", "serving.b"})]
+    graph = import_graph(
+        [("serving/a.py", "from tokenplane.serving.b import X\n"), ("serving/b.py", "import tokenplane.serving.a\n")]
+    )
+    assert cycles(graph) == [frozenset({"tokenplane.serving.a", "tokenplane.serving.b"})]
 
 
 @pytest.mark.parametrize(
@@ -214,7 +226,137 @@ def test_the_readme_layout_names_only_what_exists() -> None:
     core = [line for line in block.splitlines() if line.startswith(" ") and "  " in line.strip()]
     for line in core:
         names = line.strip().split("  ")[0]
-        for name in re.findall(r"[a-z_]+", names):
-            if (ROOT / "tokenplane").joinpath(f"{name}.py").exists() or name in {"cli"}:
-                continue
-            assert (ROOT / "tokenplane" / name).is_dir(), f"README's layout names tokenplane {name}, not in the tree"
+        for name in re.findall(r"[a-z_]+/?", names):
+            where = ROOT / "tokenplane" / name.rstrip("/")
+            found = where.is_dir() if name.endswith("/") else any((ROOT / "tokenplane").rglob(f"{name}.py"))
+            assert found, f"README's layout names tokenplane {name}, not in the tree"
+
+
+def test_nothing_imports_the_old_top_level_names() -> None:
+    roots = (*PACKAGES, "stacks", "tests", "benchmarks", "examples", "scripts")
+    found = [rel for rel, text in _sources(roots) if OLD_IMPORT.search(text)]
+    assert not found, f"import tokenplane.components / tokenplane.serving / tokenplane.policies instead: {found}"
+
+
+def test_the_old_name_check_fires_on_an_old_import() -> None:
+    assert OLD_IMPORT.search("import json\nfrom components import VllmPool\n")
+    assert OLD_IMPORT.search("    import serving.gateway.app\n")
+    assert not OLD_IMPORT.search("from tokenplane.components import VllmPool\n")
+
+
+@pytest.mark.parametrize("folder", NAMESPACED)
+def test_each_top_level_folder_installs_under_tokenplane(folder: str) -> None:
+    link = ROOT / "tokenplane" / folder
+    assert link.is_symlink(), f"tokenplane/{folder} must be the link to {folder}/"
+    assert link.resolve() == (ROOT / folder).resolve(), f"tokenplane/{folder} must link to {folder}/"
+
+
+# The core's root holds three kinds only; the performance model, the proof and the commands have folders.
+ROOT_MODULES = {
+    "vocabulary": {
+        "spec",
+        "load",
+        "catalog",
+        "transformer",
+        "quantization",
+        "schedule",
+        "allocatable",
+        "aws_offerings",
+        "aws_zones",
+        "spec_rules",
+        "errors",
+    },
+    "derived once": {"pool_model", "routes"},
+    "presentation shared by commands and the workbench": {"tables"},
+    "contracts": {"runtime_env", "vllm_args", "vllm_cli", "vllm_metrics", "contract", "package_data"},
+}
+
+
+def test_the_core_root_holds_only_the_vocabulary_the_derived_homes_and_the_contracts() -> None:
+    allowed = set().union(*ROOT_MODULES.values()) | {"__init__", "__main__"}
+    stray = sorted(p.stem for p in (ROOT / "tokenplane").glob("*.py") if p.stem not in allowed)
+    assert not stray, f"tokenplane/ root modules of another kind (move to model/, proof/ or commands/): {stray}"
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _names(cell: str) -> set[str]:
+    return {g.strip() for g in cell.split(",") if g.strip()}
+
+
+def import_rules(text: str) -> dict[str, tuple[tuple[str, ...], set[str], set[str]]]:
+    """docs/architecture.md's "Who may import whom" table: group -> (module prefixes, may import, never imports)."""
+    section = text.split("## Who may import whom", 1)[1].split("\n## ", 1)[0]
+    rules: dict[str, tuple[tuple[str, ...], set[str], set[str]]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] == "group" or set(cells[0]) <= {"-", " "}:
+            continue
+        group, modules, may, never = cells
+        rules[group] = (tuple(re.findall(r"`([\w.]+)`", modules)), _names(may), _names(never))
+    return rules
+
+
+def group_of(module: str, rules: dict[str, tuple[tuple[str, ...], set[str], set[str]]]) -> str | None:
+    """The group whose longest module prefix matches (``tokenplane`` alone holds the core's root modules)."""
+    best: str | None = None
+    length = -1
+    for group, (prefixes, _, _) in rules.items():
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(f"{prefix}.")) and len(prefix) > length:
+                best, length = group, len(prefix)
+    return best
+
+
+def crossings(graph: dict[str, set[str]], rules: dict[str, tuple[tuple[str, ...], set[str], set[str]]]) -> list[str]:
+    found: list[str] = []
+    for module, targets in sorted(graph.items()):
+        mine = group_of(module, rules)
+        if mine is None:
+            continue
+        for target in sorted(targets):
+            theirs = group_of(target, rules)
+            if theirs not in (None, mine) and theirs not in rules[mine][1]:
+                found.append(f"{module} ({mine}) imports {target} ({theirs})")
+    return found
+
+
+def external_imports(text: str) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_every_import_stays_within_what_the_architecture_page_allows() -> None:
+    rules = import_rules(ARCHITECTURE.read_text(encoding="utf-8"))
+    sources = list(_sources(PACKAGES))
+    assert not crossings(import_graph(sources), rules), "\n".join(crossings(import_graph(sources), rules))
+    for rel, text in sources:
+        group = group_of(module_name(rel), rules)
+        if group is not None:
+            banned = {n for n in external_imports(text) if any(n.startswith(b) for b in rules[group][2])}
+            assert not banned, f"{rel} ({group}) imports {sorted(banned)}, which docs/architecture.md forbids"
+
+
+def test_the_architecture_check_fires_on_a_core_module_that_imports_the_glue() -> None:
+    rules = import_rules(ARCHITECTURE.read_text(encoding="utf-8"))
+    graph = import_graph(
+        [
+            ("tokenplane/spec.py", "import pydantic\n"),
+            ("tokenplane/model/planner.py", "from tokenplane.proof.render import render\n"),
+            ("tokenplane/proof/render.py", "from tokenplane.spec import PlatformSpec\n"),
+            ("serving/gateway/app.py", "from tokenplane.components import VllmPool\n"),
+            ("components/__init__.py", "from tokenplane.spec import PlatformSpec\n"),
+        ]
+    )
+    assert crossings(graph, rules) == [
+        "tokenplane.model.planner (core) imports tokenplane.proof.render (proof)",
+        "tokenplane.serving.gateway.app (serving) imports tokenplane.components (components)",
+    ]
+    assert group_of("tokenplane.spec", rules) == "core"
+    assert group_of("tokenplane.sim.report", rules) == "sim"

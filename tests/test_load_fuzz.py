@@ -19,7 +19,6 @@ import math
 import os
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.paths import REPO_ROOT
 from tokenplane.errors import SpecLoadError
 from tokenplane.load import MAX_VALUES, load_spec_text
 from tokenplane.spec import PlatformSpec
@@ -34,7 +34,7 @@ from tokenplane.spec import PlatformSpec
 # Slow tier: fuzzes the loader with hypothesis.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 SPEC_NAMES = ("dev", "byteion", "minimal")
 TEXTS = {name: (ROOT / "stacks" / f"{name}.yaml").read_text(encoding="utf-8") for name in SPEC_NAMES}
 DATA = {name: yaml.safe_load(text) for name, text in TEXTS.items()}

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from components.pins import VLLM_IMAGE
+from tests.paths import REPO_ROOT
 from tokenplane import package_data
+from tokenplane.components.pins import VLLM_IMAGE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 PACKAGES = ("tokenplane", "components", "serving", "policies")
 
 
@@ -57,8 +58,10 @@ def test_pyproject_declares_exactly_the_files_the_code_reads() -> None:
 
 def test_a_file_missing_from_the_declaration_is_caught() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    pyproject["tool"]["setuptools"]["package-data"]["components"] = []  # the wheel as it was: no schemas
-    assert "components/schemas/keda-scaledobject-v1alpha1.json" in expected_files() - declared_files(pyproject, ROOT)
+    pyproject["tool"]["setuptools"]["package-data"]["tokenplane.components"] = []  # the wheel as it was: no schemas
+    assert "tokenplane/components/schemas/keda-scaledobject-v1alpha1.json" in expected_files() - declared_files(
+        pyproject, ROOT
+    )
 
 
 @pytest.mark.parametrize("data", package_data.DATA_FILES, ids=lambda d: f"{d.package.replace('.', '/')}/{d.name}")
@@ -69,10 +72,10 @@ def test_every_listed_file_is_found_through_its_package(data: package_data.DataF
 
 
 def test_a_missing_file_names_the_package_the_file_and_the_fix() -> None:
-    missing = package_data.DataFile("components", "schemas/absent.json", "a test reads it")
+    missing = package_data.DataFile("tokenplane.components", "schemas/absent.json", "a test reads it")
     with pytest.raises(package_data.PackageDataError) as raised:
         package_data.path(missing)
-    assert "components/schemas/absent.json is missing" in str(raised.value)
+    assert "tokenplane.components/schemas/absent.json is missing" in str(raised.value)
     assert "a test reads it" in str(raised.value)
     assert "reinstall tokenplane" in str(raised.value)
 

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
-from serving.engine.config import EngineConfig
+from tests.paths import REPO_ROOT
 from tokenplane import pool_model
 from tokenplane.catalog import default_instance, instance_type
 from tokenplane.errors import SpecError
 from tokenplane.load import load_spec
-from tokenplane.planner import plan
+from tokenplane.model.planner import plan
+from tokenplane.serving.engine.config import EngineConfig
 from tokenplane.spec import PlatformSpec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,12 @@ import re
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BASH_BLOCKS = re.findall(r"```bash\n(.*?)```", README, flags=re.DOTALL)
 
@@ -71,7 +72,7 @@ def test_readme_lists_example_commands() -> None:
 
 
 def test_readme_lists_every_policy_of_the_pack_with_its_enforcement() -> None:
-    from policies import ALL
+    from tokenplane.policies import ALL
 
     for policy in ALL:
         level = getattr(policy.enforcement_level, "value", policy.enforcement_level)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.paths import REPO_ROOT
 from tokenplane.load import load_spec
 from tokenplane.runtime_env import (
     DEFAULT_REDIS_URL,
@@ -21,7 +22,7 @@ from tokenplane.runtime_env import (
 )
 from tokenplane.spec import DEFAULT_TOPICS, PlatformSpec, Queues, TopicPurpose
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 DEV_YAML = ROOT / "stacks" / "dev.yaml"
 
 

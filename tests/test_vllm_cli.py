@@ -10,12 +10,13 @@ from types import ModuleType
 
 import pytest
 
-from components.pins import VLLM_IMAGE
+from tests.paths import REPO_ROOT
+from tokenplane.components.pins import VLLM_IMAGE
 from tokenplane.load import load_spec
 from tokenplane.vllm_args import vllm_args
 from tokenplane.vllm_cli import argv_errors, load_schema
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 VERSION = VLLM_IMAGE.rsplit(":v", 1)[1]
 SCHEMA = load_schema(VERSION)
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from components.pins import VLLM_IMAGE
 from tests.conftest import DEV_SPEC
+from tokenplane.components.pins import VLLM_IMAGE
 from tokenplane.load import load_spec
-from tokenplane.render import render
+from tokenplane.proof.render import render
 from tokenplane.vllm_metrics import MetricsSchemaMissing, load_metrics, queried_names, sample_labels, unexported
 
 PINNED = VLLM_IMAGE.rsplit(":v", 1)[1]

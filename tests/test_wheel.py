@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import REPO_ROOT
 from tests.test_package_data import expected_files
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 BUILD_TIMEOUT_S = 600  # a cold uv cache downloads setuptools for the build and Pulumi's SDKs for the install
 COMMAND_TIMEOUT_S = 300  # a plan renders the whole Pulumi program under mocks: tens of seconds on a busy machine
 

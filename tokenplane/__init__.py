@@ -1,22 +1,24 @@
 """tokenplane: infrastructure as code for large-scale LLM serving.
 
-The core, grouped by kind:
+The core, grouped by kind (each folder's ``__init__`` says what it holds and may import):
 
-    spec, load, catalog, transformer     the vocabulary: the typed spec, its loader, GPUs, instances,
-                                         dtypes and model shapes
+    spec, load, catalog, transformer,    the vocabulary: the typed spec, its loader, GPUs, instances,
+    quantization, schedule, aws_*        dtypes, model shapes and AWS facts
     spec_rules, errors                   the spec's cross-field rules; the core's exceptions
-    capacity, pool_model                 the performance model; what one pool is at run time
-    routes                               where a request may go: tier split, failover chain, residency
-    runtime_env, vllm_args               the contracts components write and serving reads (env, flags)
-    planner, traffic, sizing, plan_report  sizing a whole spec, and printing it
+    pool_model, routes                   derived once: what a pool is at run time; where a request may go
+    runtime_env, vllm_args, vllm_cli,    the contracts components write and serving reads (env, flags,
+    contract                             annotations)
+    model/                               the performance model and the planner
+    proof/                               the offline proof: render, policy check, deployability invariants
+    commands/                            the CLI and its views
     sim/                                 the workbench simulator
-    render, check, *_report              the offline proof: mock render, policy run
-    cli, dev/                            the commands; the one-machine stack
+    dev/                                 the one-machine stack
 
-The vocabulary, the models and the contracts import nothing outside the core.
-Only the glue (``cli``, ``render``, ``check``, ``dev``) names ``components``,
-``serving`` or ``policies``, and it imports them lazily, so that a serving image
-never imports pulumi.
+The repository's top-level ``components/``, ``serving/`` and ``policies/`` install as
+``tokenplane.components``, ``tokenplane.serving`` and ``tokenplane.policies`` (the links in this
+folder). The vocabulary, the model and the contracts import nothing outside the core. Only the
+glue (``commands``, ``proof``, ``dev``) names components, serving or policies, and it imports
+them lazily, so that a serving image never imports pulumi.
 """
 
 __version__ = "0.1.0"

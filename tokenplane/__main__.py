@@ -1,5 +1,5 @@
 """``python -m tokenplane`` runs the CLI."""
 
-from tokenplane.cli import app
+from tokenplane.commands.cli import app
 
 app()

@@ -11,7 +11,7 @@ POOL_LABEL = "tokenplane.io/pool"
 # On a vLLM pod template: the release its image holds. The pools run a regional mirror by digest, whose
 # reference no longer names the version, and the argv check needs it to pick the option schema.
 VLLM_VERSION_ANNOTATION = "tokenplane.io/vllm-version"
-# On a pool's Deployment: tokenplane.startup's estimate of its first replica's time to Ready, in seconds. The
+# On a pool's Deployment: tokenplane.model.startup's estimate of its first replica's time to Ready, in seconds. The
 # await-timeout check reads it where there is no spec to estimate from (a program of one's own).
 TIME_TO_READY_ANNOTATION = "tokenplane.io/time-to-ready-seconds"
 

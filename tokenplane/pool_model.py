@@ -1,6 +1,6 @@
 """What one pool is at run time: its node, its replicas' memory and timing, derived from the spec once.
 
-The capacity model (``tokenplane.capacity``) is pure arithmetic over numbers;
+The capacity model (``tokenplane.model.capacity``) is pure arithmetic over numbers;
 this module decides which numbers of the spec go in. The planner, the spec's
 cross-field rules, the workbench simulator, the simulated engine, the Pulumi
 components and ``tokenplane dev`` all ask here, so that a pool's node type,
@@ -15,12 +15,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tokenplane import capacity as cap
 from tokenplane.catalog import GPUS, InstanceType, default_instance, instance_type
-from tokenplane.sizing import PINNED_VLLM
+from tokenplane.model import capacity as cap
+from tokenplane.model.sizing import PINNED_VLLM
+from tokenplane.model.vllm_memory import overheads_for_version
 from tokenplane.spec import PlatformSpec, Pool, SpeculativeMethod
 from tokenplane.transformer import ModelKind
-from tokenplane.vllm_memory import overheads_for_version
 
 EAGLE_DRAFT_COST = 0.05  # an EAGLE head is about one decoder layer of the target
 REQUEST_SHARE = 0.8  # of a node's CPU and memory per GPU; the rest is for kubelet and daemons

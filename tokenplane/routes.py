@@ -1,7 +1,7 @@
 """Where a request may go in one region: the tier split of a class, the failover chain, the pools that hold it.
 
 This is the one reader of ``routing.mix``, ``routing.rules`` and ``routing.fallbacks``. The planner's
-traffic (``tokenplane.traffic``), the provider price it compares a pool against, the workbench's
+traffic (``tokenplane.model.traffic``), the provider price it compares a pool against, the workbench's
 overflow, the spec's residency rule and the AI gateway's router each build a ``Routes`` for a region and
 ask it; none walks the spec's routing section again. A ``Routes`` is pure: built once from the spec and
 a region, it holds no per-request state (the gateway's router keeps that: the signals it matches, its

@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tokenplane import aws_zones
 from tokenplane.catalog import KvCacheDtype, Quantization, canonical_gpu_name, instance_type, model_preset
 from tokenplane.errors import CatalogError, SpecError
+from tokenplane.model.vllm_memory import parse_version
 from tokenplane.transformer import Architecture, ModelKind
-from tokenplane.vllm_memory import parse_version
 
 Name = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")]
 """A DNS-label-safe name: it becomes part of cloud and Kubernetes resource names."""
@@ -144,7 +144,7 @@ class Platform(Model):
     kubernetes_version: str = Field(
         default=DEFAULT_KUBERNETES_VERSION,
         pattern=r"^1\.\d+$",
-        description="EKS minor version; tokenplane/deploy/support.json says which are in support, as of when",
+        description="EKS minor version; tokenplane/proof/deployability/support.json says which are in support, as of when",
     )
     domain: str | None = Field(
         default=None,

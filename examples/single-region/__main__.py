@@ -16,7 +16,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import (
+from tokenplane.components import (
     AiGateway,
     Cluster,
     ClusterAddons,
@@ -104,7 +104,7 @@ cluster = Cluster(
     "eu-cluster",
     ClusterArgs(
         name=f"{NAME}-eu",
-        kubernetes_version="1.35",  # in EKS standard support (tokenplane/deploy/support.json)
+        kubernetes_version="1.35",  # in EKS standard support (tokenplane/proof/deployability/support.json)
         cloud_region=cloud_region,
         private_subnet_ids=network.private_subnet_ids,
         public_subnet_ids=network.public_subnet_ids,

@@ -1,4 +1,4 @@
-"""``python -m serving.batch``: one batch worker, configured from the environment the components set.
+"""``python -m tokenplane.serving.batch``: one batch worker, configured from the environment the components set.
 
 ``TOKENPLANE_CONFIG`` (the spec), ``TOKENPLANE_REGION``, ``REDIS_URL``,
 ``KAFKA_BOOTSTRAP_SERVERS`` (with ``KAFKA_SASL_MECHANISM`` on MSK),
@@ -21,12 +21,12 @@ from collections.abc import Mapping
 
 from prometheus_client import start_http_server
 
-from serving.batch.worker import BatchWorker
-from serving.events.kafka import kafka_security_from_env
-from serving.files.batch_store import BatchStore
-from serving.gateway.runtime import file_store, gateway_from_env, topics
 from tokenplane.errors import SpecError
 from tokenplane.runtime_env import RuntimeEnv, Var
+from tokenplane.serving.batch.worker import BatchWorker
+from tokenplane.serving.events.kafka import kafka_security_from_env
+from tokenplane.serving.files.batch_store import BatchStore
+from tokenplane.serving.gateway.runtime import file_store, gateway_from_env, topics
 from tokenplane.spec import TopicPurpose
 
 
@@ -53,7 +53,7 @@ async def run(environ: Mapping[str, str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serving.batch", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tokenplane.serving.batch", description=__doc__)
     parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:

@@ -33,15 +33,15 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener  # type: ignore
 from aiokafka.errors import KafkaError  # type: ignore[import-untyped]  # as above
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from serving.batch.board import Job, JobBoard
-from serving.errors import Overloaded, RateLimited, ServingError
-from serving.files.batch_lines import BatchLine, error_line, output_line, parse_input, to_jsonl
-from serving.files.batch_store import LINES_GRACE_SECONDS, TERMINAL, BatchStatus, BatchStore
-from serving.files.store import FilePurpose, FileStore
-from serving.gateway.app import Gateway
-from serving.gateway.call import Call
-from serving.gateway.streams import assemble
-from serving.types import Endpoint, Json
+from tokenplane.serving.batch.board import Job, JobBoard
+from tokenplane.serving.errors import Overloaded, RateLimited, ServingError
+from tokenplane.serving.files.batch_lines import BatchLine, error_line, output_line, parse_input, to_jsonl
+from tokenplane.serving.files.batch_store import LINES_GRACE_SECONDS, TERMINAL, BatchStatus, BatchStore
+from tokenplane.serving.files.store import FilePurpose, FileStore
+from tokenplane.serving.gateway.app import Gateway
+from tokenplane.serving.gateway.call import Call
+from tokenplane.serving.gateway.streams import assemble
+from tokenplane.serving.types import Endpoint, Json
 from tokenplane.spec import Tenant
 
 log = logging.getLogger(__name__)

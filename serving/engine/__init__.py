@@ -7,7 +7,7 @@ replica of the pool would, divided by ``speed``. Its output is synthetic but
 deterministic, and its token counts are exact.
 
     config = EngineConfig.from_spec(load_spec("stacks/dev.yaml"), "small", speed=math.inf)
-    app = create_app(config)  # an ASGI app; or: python -m serving.engine --pool small
+    app = create_app(config)  # an ASGI app; or: python -m tokenplane.serving.engine --pool small
 
 It may import the core (its timing comes from ``tokenplane.pool_model``) and
 ``serving``'s shared modules; never another process package.
@@ -15,7 +15,7 @@ It may import the core (its timing comes from ``tokenplane.pool_model``) and
 
 from __future__ import annotations
 
-from serving.engine.app import create_app
-from serving.engine.config import EngineConfig
+from tokenplane.serving.engine.app import create_app
+from tokenplane.serving.engine.config import EngineConfig
 
 __all__ = ["EngineConfig", "create_app"]

@@ -1,7 +1,7 @@
-"""``python -m serving.engine``: serve one simulated replica of a pool over HTTP.
+"""``python -m tokenplane.serving.engine``: serve one simulated replica of a pool over HTTP.
 
-    python -m serving.engine --spec stacks/dev.yaml --pool small --port 8001 [--speed inf]
-    python -m serving.engine --pool embed [--embeddings auto|lexical]
+    python -m tokenplane.serving.engine --spec stacks/dev.yaml --pool small --port 8001 [--speed inf]
+    python -m tokenplane.serving.engine --pool embed [--embeddings auto|lexical]
 
 A bad argument (an unknown pool, a spec that does not load) exits with status
 2 and one clear message, as the ``tokenplane`` CLI does.
@@ -42,7 +42,7 @@ def _output_tokens(text: str) -> tuple[int, int]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m serving.engine", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tokenplane.serving.engine", description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default=DEFAULT_SPEC, help=f"platform spec (default {DEFAULT_SPEC})")
     parser.add_argument("--pool", required=True, help="the pool to simulate one replica of")
     parser.add_argument("--host", default="127.0.0.1")
@@ -68,9 +68,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from serving.engine.config import EmbeddingMode, EngineConfig
     from tokenplane.errors import SpecLoadError
     from tokenplane.load import load_spec
+    from tokenplane.serving.engine.config import EmbeddingMode, EngineConfig
 
     try:
         config = EngineConfig.from_spec(
@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import uvicorn
 
-    from serving.engine.app import create_app
+    from tokenplane.serving.engine.app import create_app
 
     # The app's own lines (an encoder pool's choice of embedder) next to uvicorn's.
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")

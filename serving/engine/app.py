@@ -35,14 +35,14 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from serving.engine import protocol
-from serving.engine.config import EngineConfig
-from serving.engine.embedder import Embedder, load_embedder
-from serving.engine.metrics import EngineMetrics, create_registry
-from serving.engine.scheduler import Scheduler, Sequence
-from serving.engine.text import SyntheticOutput, chat_prompt_ids, synthetic_output
-from serving.errors import InvalidRequest, ServingError, UpstreamUnavailable
-from serving.types import Clock, Json, SystemClock
+from tokenplane.serving.engine import protocol
+from tokenplane.serving.engine.config import EngineConfig
+from tokenplane.serving.engine.embedder import Embedder, load_embedder
+from tokenplane.serving.engine.metrics import EngineMetrics, create_registry
+from tokenplane.serving.engine.scheduler import Scheduler, Sequence
+from tokenplane.serving.engine.text import SyntheticOutput, chat_prompt_ids, synthetic_output
+from tokenplane.serving.errors import InvalidRequest, ServingError, UpstreamUnavailable
+from tokenplane.serving.types import Clock, Json, SystemClock
 
 log = logging.getLogger(__name__)
 

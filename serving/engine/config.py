@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from serving.tokens import TokenCounter, counter_for
 from tokenplane import pool_model
-from tokenplane.capacity import BLOCK_SIZE
+from tokenplane.model.capacity import BLOCK_SIZE
 from tokenplane.pool_model import PoolTiming
+from tokenplane.serving.tokens import TokenCounter, counter_for
 from tokenplane.spec import PlatformSpec
 from tokenplane.vllm_args import served_model_names
 

@@ -21,12 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
-from serving.engine.config import EmbeddingMode, EngineConfig
-from serving.engine.minilm import MODEL_NAME as MINILM
-from serving.engine.minilm import PIP_INSTALL, MiniLmEncoder
-from serving.errors import InvalidRequest
-from serving.tokens import TokenCounter
+from tokenplane.serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
+from tokenplane.serving.engine.config import EmbeddingMode, EngineConfig
+from tokenplane.serving.engine.minilm import MODEL_NAME as MINILM
+from tokenplane.serving.engine.minilm import PIP_INSTALL, MiniLmEncoder
+from tokenplane.serving.errors import InvalidRequest
+from tokenplane.serving.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 

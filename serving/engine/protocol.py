@@ -12,10 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from serving import jsonbody
-from serving.engine.config import EngineConfig
-from serving.errors import ContextTooLong, InvalidRequest, NotFound
-from serving.types import Json
+from tokenplane.serving import jsonbody
+from tokenplane.serving.engine.config import EngineConfig
+from tokenplane.serving.errors import ContextTooLong, InvalidRequest, NotFound
+from tokenplane.serving.types import Json
 
 DONE = b"data: [DONE]\n\n"
 ENCODING_FORMATS = ("float", "base64")

@@ -33,11 +33,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
 
-from serving.engine.blocks import BlockManager, block_hashes
-from serving.engine.config import EngineConfig
-from serving.engine.metrics import EngineMetrics
-from serving.errors import Overloaded
-from serving.types import Clock, SystemClock
+from tokenplane.serving.engine.blocks import BlockManager, block_hashes
+from tokenplane.serving.engine.config import EngineConfig
+from tokenplane.serving.engine.metrics import EngineMetrics
+from tokenplane.serving.errors import Overloaded
+from tokenplane.serving.types import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 

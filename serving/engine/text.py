@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from serving.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, content_text
+from tokenplane.serving.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, content_text
 
 # Ids standing for chat-template tokens. They sit above every real vocabulary (Llama 3's is 128,256,
 # Qwen 2.5's 152,064) so they never collide with a text token in the prefix cache's hashes.
@@ -32,7 +32,7 @@ ROLE_IDS = 1000  # distinct role ids; the standard roles are first, any other ro
 _ROLES = {"system": 0, "user": 1, "assistant": 2, "tool": 3, "developer": 4, "function": 5}
 _REPLY_PRIMING = (HEADER_START, ROLE_BASE + _ROLES["assistant"], HEADER_END)
 if MESSAGE_OVERHEAD != 4 or len(_REPLY_PRIMING) != REPLY_PRIMING:  # import-time guard: counts must match
-    raise RuntimeError("serving.tokens changed its chat overhead; update serving.engine.text to match")
+    raise RuntimeError("tokenplane.serving.tokens changed its chat overhead; update serving.engine.text to match")
 
 # Short, common English words: each is one token of the estimate (at most four characters).
 _WORDS = """

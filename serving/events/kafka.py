@@ -41,11 +41,11 @@ from aiokafka.abc import AbstractTokenProvider  # type: ignore[import-untyped]  
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped]  # aiokafka ships no type hints
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code  # type: ignore[import-untyped]  # aiokafka ships no type hints
 
-from serving import jsonbody
-from serving.events.spool import DEFAULT_SPOOL_MAX_BYTES, Record, Spool
-from serving.types import Clock, Json
 from tokenplane.errors import SpecError
 from tokenplane.runtime_env import MSK_IAM, Var
+from tokenplane.serving import jsonbody
+from tokenplane.serving.events.spool import DEFAULT_SPOOL_MAX_BYTES, Record, Spool
+from tokenplane.serving.types import Clock, Json
 from tokenplane.spec import Topic, TopicPurpose
 
 log = logging.getLogger(__name__)

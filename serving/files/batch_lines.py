@@ -11,9 +11,9 @@ import json
 import secrets
 from dataclasses import dataclass
 
-from serving import jsonbody
-from serving.errors import InvalidRequest
-from serving.types import Endpoint, Json
+from tokenplane.serving import jsonbody
+from tokenplane.serving.errors import InvalidRequest
+from tokenplane.serving.types import Endpoint, Json
 
 MAX_BATCH_LINES = 50_000  # OpenAI's limit of requests per batch; a worker tracks each line's completion in Redis
 MAX_CUSTOM_ID_CHARS = 512  # custom_id is a Redis hash field and is echoed in every output line

@@ -23,8 +23,8 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.typing import EncodableT
 
-from serving.errors import InvalidRequest, NotFound
-from serving.types import Json
+from tokenplane.serving.errors import InvalidRequest, NotFound
+from tokenplane.serving.types import Json
 
 PREFIX = "tp:batch:"
 LINES_GRACE_SECONDS = 24 * 3600  # a batch's line results outlive its window by a day, then Redis drops them

@@ -32,8 +32,9 @@ import boto3  # type: ignore[import-untyped]  # boto3 ships no type hints; boto3
 from botocore.config import Config  # type: ignore[import-untyped]  # as above
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]  # as above
 
-from serving.errors import NotFound
-from serving.files.store import (
+from tokenplane.runtime_env import DEFAULT_FILES_PREFIX
+from tokenplane.serving.errors import NotFound
+from tokenplane.serving.files.store import (
     MAX_LISTED_FILES,
     FileStoreUnavailable,
     check_file_id,
@@ -42,8 +43,7 @@ from serving.files.store import (
     new_file_object,
     not_found,
 )
-from serving.types import Clock, Json, SystemClock
-from tokenplane.runtime_env import DEFAULT_FILES_PREFIX
+from tokenplane.serving.types import Clock, Json, SystemClock
 
 T = TypeVar("T")
 

@@ -26,8 +26,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
-from serving.errors import NotFound
-from serving.types import Clock, Json, SystemClock
+from tokenplane.serving.errors import NotFound
+from tokenplane.serving.types import Clock, Json, SystemClock
 
 # OpenAI allows 200 MB for a batch input. The gateway holds an upload in memory while it validates every
 # line (the bytes, then the decoded JSON, roughly 3x), and its pod's limit is 2 GiB

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import redis.asyncio as aioredis
 
-from serving.errors import RequestTooLarge, ServingError
+from tokenplane.serving.errors import RequestTooLarge, ServingError
 
 # Uploads a tenant keeps at once: OpenAI lets an organisation keep 10,000 files; a batch tenant rarely
 # needs more than a few dozen inputs waiting, and each is one object and one Redis hash field set.

@@ -1,4 +1,4 @@
-"""``python -m serving.finops``: the metering consumer, configured from the environment the components set.
+"""``python -m tokenplane.serving.finops``: the metering consumer, configured from the environment the components set.
 
 ``TOKENPLANE_CONFIG`` (the spec), ``TOKENPLANE_REGION``, ``KAFKA_BOOTSTRAP_SERVERS`` (with
 ``KAFKA_SASL_MECHANISM`` on MSK), ``TOKENPLANE_FINOPS_STORE`` (a ClickHouse URL, with ``CLICKHOUSE_PASSWORD``
@@ -21,16 +21,16 @@ from collections.abc import Mapping
 import uvicorn
 from prometheus_client import CollectorRegistry
 
-from serving.events.kafka import kafka_security_from_env
-from serving.finops.budgets import BUDGET_INTERVAL_SECONDS, BudgetMetrics, watch_budgets
-from serving.finops.capacity import PoolUrlReplicas, PrometheusReplicas, ReplicaSource, record_replicas
-from serving.finops.consumer import MeteringConsumer
-from serving.finops.errors import StoreError
-from serving.finops.rates import pool_rates
-from serving.finops.server import SerializedStore, create_app
-from serving.finops.store import open_store
 from tokenplane.errors import SpecError
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT, RuntimeEnv, Var, load_spec_from_env
+from tokenplane.serving.events.kafka import kafka_security_from_env
+from tokenplane.serving.finops.budgets import BUDGET_INTERVAL_SECONDS, BudgetMetrics, watch_budgets
+from tokenplane.serving.finops.capacity import PoolUrlReplicas, PrometheusReplicas, ReplicaSource, record_replicas
+from tokenplane.serving.finops.consumer import MeteringConsumer
+from tokenplane.serving.finops.errors import StoreError
+from tokenplane.serving.finops.rates import pool_rates
+from tokenplane.serving.finops.server import SerializedStore, create_app
+from tokenplane.serving.finops.store import open_store
 
 
 async def run(environ: Mapping[str, str], *, host: str, port: int) -> None:
@@ -79,7 +79,7 @@ async def run(environ: Mapping[str, str], *, host: str, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serving.finops", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tokenplane.serving.finops", description=__doc__)
     parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=DEFAULT_METRICS_PORT)
     args = parser.parse_args(argv)

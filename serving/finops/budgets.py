@@ -26,10 +26,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from serving.finops import report
-from serving.finops.errors import StoreError
-from serving.finops.queries import Period
-from serving.finops.store import Store
+from tokenplane.serving.finops import report
+from tokenplane.serving.finops.errors import StoreError
+from tokenplane.serving.finops.queries import Period
+from tokenplane.serving.finops.store import Store
 from tokenplane.spec import PlatformSpec
 
 log = logging.getLogger(__name__)

@@ -18,10 +18,10 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Protocol
 
-from serving import jsonbody
-from serving.finops.rates import PoolRate, replica_rows
-from serving.finops.store import Store
 from tokenplane.runtime_env import pool_url_var
+from tokenplane.serving import jsonbody
+from tokenplane.serving.finops.rates import PoolRate, replica_rows
+from tokenplane.serving.finops.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ pool-hour (its replica-hours times the price) is split in two before anyone is c
 
 The allocation is exact: every cell is computed as a fraction, and the period's bill, rounded to the cent
 once, is handed out in whole cents by the largest-remainder method. So the tenants' cents plus the idle cents
-equal the bill in cents, always (``tests/serving/test_finops_chargeback.py`` holds it with hypothesis).
+equal the bill in cents, always (``tests/serving/finops/test_finops_chargeback.py`` holds it with hypothesis).
 """
 
 from __future__ import annotations

@@ -27,9 +27,9 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition  # type: ignore[import-untyped]  # aiokafka ships no type hints
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from serving.finops.errors import BadEvent
-from serving.finops.events import parse
-from serving.finops.store import Store
+from tokenplane.serving.finops.errors import BadEvent
+from tokenplane.serving.finops.events import parse
+from tokenplane.serving.finops.store import Store
 from tokenplane.spec import TopicPurpose
 
 log = logging.getLogger(__name__)

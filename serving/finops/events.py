@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from serving import jsonbody
-from serving.finops.errors import BadEvent
+from tokenplane.serving import jsonbody
+from tokenplane.serving.finops.errors import BadEvent
 from tokenplane.spec import TopicPurpose
 
 SUPPORTED_VERSIONS = frozenset({1})

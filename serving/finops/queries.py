@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from serving.finops.chargeback import PoolHour, Use
-from serving.finops.store import Store
+from tokenplane.serving.finops.chargeback import PoolHour, Use
+from tokenplane.serving.finops.store import Store
 
 MINUTES_PER_HOUR = 60
 SECONDS_PER_MINUTE = 60

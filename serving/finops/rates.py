@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tokenplane import planner
+from tokenplane.model import planner
 from tokenplane.pool_model import node_for, replicas_per_node
 from tokenplane.spec import PlatformSpec
 

@@ -10,10 +10,10 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from serving.finops import queries
-from serving.finops.chargeback import CENTS, IDLE, allocate, bill_cents, unbilled_uses
-from serving.finops.queries import Period
-from serving.finops.store import Store
+from tokenplane.serving.finops import queries
+from tokenplane.serving.finops.chargeback import CENTS, IDLE, allocate, bill_cents, unbilled_uses
+from tokenplane.serving.finops.queries import Period
+from tokenplane.serving.finops.store import Store
 
 PER_MILLION = 1_000_000
 HOURS_PER_DAY = 24

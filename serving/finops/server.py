@@ -21,9 +21,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from serving import jsonbody
-from serving.finops.errors import StoreError
-from serving.finops.store import Row, Store
+from tokenplane.serving import jsonbody
+from tokenplane.serving.finops.errors import StoreError
+from tokenplane.serving.finops.store import Row, Store
 
 MAX_STATEMENT_BYTES = 16 * 1024 * 1024  # an INSERT of a few thousand rows; larger is not a dev client's request
 

@@ -21,11 +21,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
 
-from serving import jsonbody
-from serving.finops.errors import StoreError
+from tokenplane.serving import jsonbody
+from tokenplane.serving.finops.errors import StoreError
 
 HTTP_TIMEOUT_SECONDS = 30.0  # a chargeback over a month of minute rows answers in seconds; longer is a hung server
-MIGRATIONS_PACKAGE = "serving.finops.migrations"
+MIGRATIONS_PACKAGE = "tokenplane.serving.finops.migrations"
 MIGRATIONS_TABLE = "schema_migrations"
 # JSON numbers, not strings, for UInt64 columns (ClickHouse quotes them by default for JavaScript's sake).
 READ_SETTINGS = {"output_format_json_quote_64bit_integers": "0"}

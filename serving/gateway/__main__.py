@@ -1,4 +1,4 @@
-"""``python -m serving.gateway``: the AI gateway, configured from the environment.
+"""``python -m tokenplane.serving.gateway``: the AI gateway, configured from the environment.
 
 The public API listens on ``--port`` (8080); Prometheus scrapes ``/metrics`` on
 ``--metrics-port`` (``TOKENPLANE_METRICS_PORT``, default 9000), which the load
@@ -14,16 +14,16 @@ import sys
 
 import uvloop
 
-from serving.gateway.runtime import apps_from_env
-from serving.gateway.server import metrics_server, public_server, serve_both
 from tokenplane.errors import SpecError
 from tokenplane.runtime_env import RuntimeEnv, Var
+from tokenplane.serving.gateway.runtime import apps_from_env
+from tokenplane.serving.gateway.server import metrics_server, public_server, serve_both
 
 PORT = 8080  # components/gateway.py GATEWAY_PORT
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serving.gateway", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tokenplane.serving.gateway", description=__doc__)
     parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=PORT)
     parser.add_argument("--metrics-port", type=int, default=None, help=f"default: ${Var.METRICS_PORT.value} or 9000")

@@ -28,8 +28,8 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from serving.errors import Overloaded
-from serving.types import Clock
+from tokenplane.serving.errors import Overloaded
+from tokenplane.serving.types import Clock
 from tokenplane.spec import Priority, PriorityLevel
 
 QUEUE_LIMIT = 1024  # waiters per pool and gateway replica; past it a wait is longer than any level's deadline anyway

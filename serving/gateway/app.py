@@ -23,22 +23,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route as HttpRoute
 
-from serving import jsonbody
-from serving.errors import AuthenticationFailed, NotFound, ServingError
-from serving.gateway.admission import AdmissionController
-from serving.gateway.auth import KeyRing, Resolver
-from serving.gateway.call import Call, Handler
-from serving.gateway.charges import Charges
-from serving.gateway.edge import InternalError, error_json, public_app
-from serving.gateway.exact_cache import ExactCache
-from serving.gateway.metrics import GatewayMetrics
-from serving.gateway.params import echo
-from serving.gateway.pricing import Prices
-from serving.gateway.quota import QuotaLedger
-from serving.gateway.ratelimit import RateLimiter
-from serving.gateway.routing import Router
-from serving.gateway.semantic_cache import SemanticCache
-from serving.gateway.stages import (
+from tokenplane.model import planner
+from tokenplane.model.planner import Plan
+from tokenplane.serving import jsonbody
+from tokenplane.serving.errors import AuthenticationFailed, NotFound, ServingError
+from tokenplane.serving.gateway.admission import AdmissionController
+from tokenplane.serving.gateway.auth import KeyRing, Resolver
+from tokenplane.serving.gateway.call import Call, Handler
+from tokenplane.serving.gateway.charges import Charges
+from tokenplane.serving.gateway.edge import InternalError, error_json, public_app
+from tokenplane.serving.gateway.exact_cache import ExactCache
+from tokenplane.serving.gateway.metrics import GatewayMetrics
+from tokenplane.serving.gateway.params import echo
+from tokenplane.serving.gateway.pricing import Prices
+from tokenplane.serving.gateway.quota import QuotaLedger
+from tokenplane.serving.gateway.ratelimit import RateLimiter
+from tokenplane.serving.gateway.routing import Router
+from tokenplane.serving.gateway.semantic_cache import SemanticCache
+from tokenplane.serving.gateway.stages import (
     AdmitStage,
     AuthenticateStage,
     ChargeStage,
@@ -48,11 +50,9 @@ from serving.gateway.stages import (
     RouteStage,
     SemanticCacheStage,
 )
-from serving.gateway.streams import ClosingStreamingResponse, sse, with_keepalive
-from serving.tokens import ESTIMATE, TokenCounter, counter_for
-from serving.types import Clock, Endpoint, EventSink, SystemClock, Upstream
-from tokenplane import planner
-from tokenplane.planner import Plan
+from tokenplane.serving.gateway.streams import ClosingStreamingResponse, sse, with_keepalive
+from tokenplane.serving.tokens import ESTIMATE, TokenCounter, counter_for
+from tokenplane.serving.types import Clock, Endpoint, EventSink, SystemClock, Upstream
 from tokenplane.spec import PlatformSpec, Priority, WorkloadClass
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class Gateway:
 
     def openapi(self) -> dict[str, Any]:
         """This gateway's OpenAPI document: its platform, region, model names and mounted APIs."""
-        from serving.gateway.openapi import openapi_document  # built on first request only
+        from tokenplane.serving.gateway.openapi import openapi_document  # built on first request only
 
         mounted = {getattr(route, "path", "") for route in self.extra_routes}
         return openapi_document(self.spec, region=self.region, model_names=self.router.model_names(), mounted=mounted)

@@ -12,7 +12,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping
 
-from serving.errors import AuthenticationFailed
+from tokenplane.serving.errors import AuthenticationFailed
 from tokenplane.spec import PlatformSpec, Tenant
 
 log = logging.getLogger(__name__)

@@ -35,16 +35,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from serving.errors import InvalidRequest, NotFound, ServingError
-from serving.files.batch_lines import parse_input
-from serving.files.batch_store import BatchStore
-from serving.files.store import MAX_LISTED_FILES, MAX_UPLOAD_BYTES, FilePurpose, FileStore, FileStoreUnavailable, page
-from serving.files.usage import FileUsage
-from serving.gateway.app import Gateway
-from serving.gateway.edge import error_json
-from serving.gateway.params import echo
-from serving.gateway.requests import decode_body
-from serving.types import Endpoint, EventSink, Json
+from tokenplane.serving.errors import InvalidRequest, NotFound, ServingError
+from tokenplane.serving.files.batch_lines import parse_input
+from tokenplane.serving.files.batch_store import BatchStore
+from tokenplane.serving.files.store import (
+    MAX_LISTED_FILES,
+    MAX_UPLOAD_BYTES,
+    FilePurpose,
+    FileStore,
+    FileStoreUnavailable,
+    page,
+)
+from tokenplane.serving.files.usage import FileUsage
+from tokenplane.serving.gateway.app import Gateway
+from tokenplane.serving.gateway.edge import error_json
+from tokenplane.serving.gateway.params import echo
+from tokenplane.serving.gateway.requests import decode_body
+from tokenplane.serving.types import Endpoint, EventSink, Json
 from tokenplane.spec import Tenant, TopicPurpose
 
 log = logging.getLogger(__name__)

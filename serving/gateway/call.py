@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from serving.gateway.requests import ParsedRequest
-from serving.gateway.routing import Route
-from serving.types import CacheOutcome, Endpoint, Json, Target, Usage
+from tokenplane.serving.gateway.requests import ParsedRequest
+from tokenplane.serving.gateway.routing import Route
+from tokenplane.serving.types import CacheOutcome, Endpoint, Json, Target, Usage
 from tokenplane.spec import Priority, Tenant
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from serving.gateway.quota import MONTH_KEY_TTL_SECONDS, QUOTA_LUA, QuotaHold, QuotaLedger, to_micro
-from serving.gateway.ratelimit import BUCKET_LUA, RateLimiter, Reservation
+from tokenplane.serving.gateway.quota import MONTH_KEY_TTL_SECONDS, QUOTA_LUA, QuotaHold, QuotaLedger, to_micro
+from tokenplane.serving.gateway.ratelimit import BUCKET_LUA, RateLimiter, Reservation
 from tokenplane.spec import Tenant
 
 # KEYS: the tenant's bucket hash, its tenant-month ledger. ARGV: rpm, tpm, tokens (the TPM reservation),

@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from serving.errors import (
+from tokenplane.serving.errors import (
     InvalidRequest,
     MethodNotAllowed,
     NotFound,
@@ -38,8 +38,8 @@ from serving.errors import (
     RequestTooLarge,
     ServingError,
 )
-from serving.files import store as files
-from serving.gateway import requests
+from tokenplane.serving.files import store as files
+from tokenplane.serving.gateway import requests
 
 log = logging.getLogger(__name__)
 

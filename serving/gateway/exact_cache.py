@@ -29,9 +29,9 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from serving import jsonbody
-from serving.outage import Outage
-from serving.types import Endpoint, Json
+from tokenplane.serving import jsonbody
+from tokenplane.serving.outage import Outage
+from tokenplane.serving.types import Endpoint, Json
 from tokenplane.spec import CacheLayer
 
 log = logging.getLogger(__name__)

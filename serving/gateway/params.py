@@ -14,8 +14,8 @@ import math
 import re
 from collections.abc import Mapping
 
-from serving.errors import InvalidRequest
-from serving.types import Endpoint, Json
+from tokenplane.serving.errors import InvalidRequest
+from tokenplane.serving.types import Endpoint, Json
 
 ECHO_CHARS = 64  # of a refused value, in an error message: enough to recognise it, never a whole payload
 MAX_MODEL_CHARS = 256  # the longest model name or alias; OpenAI's ids are under 64

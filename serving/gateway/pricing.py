@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 
-from serving.types import Target, TargetKind, Usage
-from tokenplane import planner
-from tokenplane.planner import Plan
+from tokenplane.model import planner
+from tokenplane.model.planner import Plan
+from tokenplane.serving.types import Target, TargetKind, Usage
 from tokenplane.spec import PlatformSpec
 
 PER_MILLION = 1_000_000

@@ -28,9 +28,9 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from serving.errors import QuotaExceeded
-from serving.outage import Outage
-from serving.types import Clock
+from tokenplane.serving.errors import QuotaExceeded
+from tokenplane.serving.outage import Outage
+from tokenplane.serving.types import Clock
 from tokenplane.spec import Tenant
 
 log = logging.getLogger(__name__)

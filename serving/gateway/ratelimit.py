@@ -37,8 +37,8 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import MaxConnectionsError, RedisError
 
-from serving.errors import RateLimited, retry_after_header
-from serving.types import Clock, SystemClock
+from tokenplane.serving.errors import RateLimited, retry_after_header
+from tokenplane.serving.types import Clock, SystemClock
 from tokenplane.spec import Tenant
 
 log = logging.getLogger(__name__)

@@ -13,11 +13,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from serving import jsonbody
-from serving.errors import InvalidRequest
-from serving.gateway import params
-from serving.tokens import DEFAULT_MAX_TOKENS, TokenCounter, content_text, count_messages, count_prompt
-from serving.types import Endpoint, Json
+from tokenplane.serving import jsonbody
+from tokenplane.serving.errors import InvalidRequest
+from tokenplane.serving.gateway import params
+from tokenplane.serving.tokens import DEFAULT_MAX_TOKENS, TokenCounter, content_text, count_messages, count_prompt
+from tokenplane.serving.types import Endpoint, Json
 
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a 128k-token prompt is about 0.5 MB; anything far above is not a prompt
 AFFINITY_PREFIX_CHARS = 512  # requests sharing this much leading text share a system prompt and its KV blocks

@@ -25,10 +25,10 @@ from bisect import bisect_left
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from serving.errors import ContextTooLong, NotFound, PermissionDenied
-from serving.gateway.requests import ParsedRequest
-from serving.types import Endpoint, Target, TargetKind
 from tokenplane.routes import TIER_NAMES, Routes
+from tokenplane.serving.errors import ContextTooLong, NotFound, PermissionDenied
+from tokenplane.serving.gateway.requests import ParsedRequest
+from tokenplane.serving.types import Endpoint, Target, TargetKind
 from tokenplane.spec import PlatformSpec, RoutingRule, Tenant, Tier, WorkloadClass
 
 AUTO = "auto"

@@ -25,17 +25,6 @@ from prometheus_client import CollectorRegistry
 from qdrant_client import AsyncQdrantClient
 from starlette.applications import Starlette
 
-from serving.events.kafka import KafkaSink, kafka_security_from_env
-from serving.files.batch_store import BatchStore
-from serving.files.store import DirectoryFileStore, FileStore
-from serving.gateway.app import Gateway, build_gateway, create_app, create_metrics_app
-from serving.gateway.batch_api import batch_api_absent_routes, batch_routes
-from serving.gateway.edge import public_app
-from serving.gateway.semantic_cache import HttpKeyEmbedder, KeyEmbedder, LexicalKeyEmbedder, SemanticCache
-from serving.gateway.vector_store import EmbeddedStore, QdrantStore, VectorStore
-from serving.secrets import resolve_secret
-from serving.telemetry import tracer_for
-from serving.types import SystemClock, Upstream
 from tokenplane.runtime_env import (
     BUCKET_NAME,
     DEFAULT_FILES_DIR,
@@ -46,6 +35,17 @@ from tokenplane.runtime_env import (
     load_spec_from_env,
     pool_urls,
 )
+from tokenplane.serving.events.kafka import KafkaSink, kafka_security_from_env
+from tokenplane.serving.files.batch_store import BatchStore
+from tokenplane.serving.files.store import DirectoryFileStore, FileStore
+from tokenplane.serving.gateway.app import Gateway, build_gateway, create_app, create_metrics_app
+from tokenplane.serving.gateway.batch_api import batch_api_absent_routes, batch_routes
+from tokenplane.serving.gateway.edge import public_app
+from tokenplane.serving.gateway.semantic_cache import HttpKeyEmbedder, KeyEmbedder, LexicalKeyEmbedder, SemanticCache
+from tokenplane.serving.gateway.vector_store import EmbeddedStore, QdrantStore, VectorStore
+from tokenplane.serving.secrets import resolve_secret
+from tokenplane.serving.telemetry import tracer_for
+from tokenplane.serving.types import SystemClock, Upstream
 from tokenplane.spec import PlatformSpec, TopicPurpose
 
 REDIS_MAX_CONNECTIONS = 256  # a replica's requests in flight at 1,000 req/s and ~50 ms each, with room to spare
@@ -122,7 +122,7 @@ def file_store(environ: Mapping[str, str], *, env: RuntimeEnv | None = None) -> 
         raise ConfigError(
             f"{Var.FILES_BUCKET.value}={bucket!r} is not an S3 bucket name (3-63 lowercase letters, digits, '.' and '-')"
         )
-    from serving.files.s3 import S3FileStore, s3_client  # boto3 only where S3 is used
+    from tokenplane.serving.files.s3 import S3FileStore, s3_client  # boto3 only where S3 is used
 
     client = s3_client(region=env.aws_region_name, endpoint_url=env.s3_endpoint)
     return S3FileStore(client, bucket, prefix=prefix or DEFAULT_FILES_PREFIX)
@@ -161,11 +161,11 @@ def _upstream(
 ) -> Upstream:
     url = env.model_gateway_url
     if url:
-        from serving.modelgw.client import HttpUpstream
+        from tokenplane.serving.modelgw.client import HttpUpstream
 
         return HttpUpstream(url, session=session)
-    from serving.modelgw.config import load_modelgw_config
-    from serving.modelgw.gateway import FailoverUpstream
+    from tokenplane.serving.modelgw.config import load_modelgw_config
+    from tokenplane.serving.modelgw.gateway import FailoverUpstream
 
     return FailoverUpstream(load_modelgw_config(spec, region, environ), session=session, registry=registry)
 

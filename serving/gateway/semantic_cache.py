@@ -32,11 +32,11 @@ from typing import Protocol
 
 import aiohttp
 
-from serving import jsonbody
-from serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
-from serving.gateway.vector_store import VectorStore
-from serving.outage import Outage
-from serving.types import Clock, Json
+from tokenplane.serving import jsonbody
+from tokenplane.serving.embeddings import EMBEDDING_KIND_LEXICAL, lexical_embedding
+from tokenplane.serving.gateway.vector_store import VectorStore
+from tokenplane.serving.outage import Outage
+from tokenplane.serving.types import Clock, Json
 from tokenplane.spec import SemanticCacheLayer
 
 log = logging.getLogger(__name__)

@@ -26,8 +26,8 @@ import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from serving import jsonbody
-from serving.errors import HeadersTooLarge
+from tokenplane.serving import jsonbody
+from tokenplane.serving.errors import HeadersTooLarge
 
 # Headers arrive in one packet from any real client; 10 s covers a congested mobile link with room.
 HEADER_TIMEOUT_S = 10.0

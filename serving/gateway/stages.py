@@ -20,21 +20,21 @@ from typing import Any
 
 from opentelemetry import trace
 
-from serving.errors import PermissionDenied, QuotaExceeded, RateLimited, ServingError
-from serving.gateway.admission import AdmissionController
-from serving.gateway.auth import KeyRing
-from serving.gateway.call import Call, Handler, Reply
-from serving.gateway.charges import Charges
-from serving.gateway.exact_cache import ExactCache
-from serving.gateway.metrics import GatewayMetrics
-from serving.gateway.params import check_headers
-from serving.gateway.pricing import Prices
-from serving.gateway.requests import decode_body, parse
-from serving.gateway.routing import RequestSignals, Router
-from serving.gateway.semantic_cache import SemanticCache, scope_of
-from serving.gateway.streams import assemble
-from serving.tokens import TokenCounter
-from serving.types import (
+from tokenplane.serving.errors import PermissionDenied, QuotaExceeded, RateLimited, ServingError
+from tokenplane.serving.gateway.admission import AdmissionController
+from tokenplane.serving.gateway.auth import KeyRing
+from tokenplane.serving.gateway.call import Call, Handler, Reply
+from tokenplane.serving.gateway.charges import Charges
+from tokenplane.serving.gateway.exact_cache import ExactCache
+from tokenplane.serving.gateway.metrics import GatewayMetrics
+from tokenplane.serving.gateway.params import check_headers
+from tokenplane.serving.gateway.pricing import Prices
+from tokenplane.serving.gateway.requests import decode_body, parse
+from tokenplane.serving.gateway.routing import RequestSignals, Router
+from tokenplane.serving.gateway.semantic_cache import SemanticCache, scope_of
+from tokenplane.serving.gateway.streams import assemble
+from tokenplane.serving.tokens import TokenCounter
+from tokenplane.serving.types import (
     CacheOutcome,
     Clock,
     Endpoint,

@@ -22,9 +22,9 @@ from typing import Any
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from serving import jsonbody
-from serving.errors import ServingError, UpstreamStreamBroken
-from serving.types import Json
+from tokenplane.serving import jsonbody
+from tokenplane.serving.errors import ServingError, UpstreamStreamBroken
+from tokenplane.serving.types import Json
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""``python -m serving.modelgw``: the model gateway process.
+"""``python -m tokenplane.serving.modelgw``: the model gateway process.
 
 Reads ``TOKENPLANE_CONFIG``, ``TOKENPLANE_REGION`` and ``POOL_URL_<POOL>``
 (see ``serving.modelgw.config``) and serves on ``--host``/``--port``. A
@@ -19,10 +19,10 @@ import uvicorn
 import uvloop
 from prometheus_client import CollectorRegistry
 
-from serving.modelgw.app import create_app
-from serving.modelgw.config import ModelGatewayConfig, load_modelgw_config
-from serving.modelgw.gateway import FailoverUpstream
 from tokenplane.runtime_env import ConfigError, load_spec_from_env
+from tokenplane.serving.modelgw.app import create_app
+from tokenplane.serving.modelgw.config import ModelGatewayConfig, load_modelgw_config
+from tokenplane.serving.modelgw.gateway import FailoverUpstream
 
 DEFAULT_PORT = 8080
 # Connections kept to all replicas and providers together; vLLM handles hundreds of concurrent
@@ -51,7 +51,9 @@ async def _serve(config: ModelGatewayConfig, host: str, port: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serving.modelgw", description="The model gateway process.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tokenplane.serving.modelgw", description="The model gateway process."
+    )
     parser.add_argument("--host", default="0.0.0.0")  # the pod's port; the NetworkPolicy limits callers
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     args = parser.parse_args(argv)
@@ -59,7 +61,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     try:
         config = _config(os.environ if environ is None else environ)
     except (ConfigError, ValueError, RuntimeError) as e:
-        print(f"serving.modelgw: {e}", file=sys.stderr)
+        print(f"tokenplane.serving.modelgw: {e}", file=sys.stderr)
         return EXIT_CONFIG
     # uvloop for the event loop; httptools parses HTTP (the Config above): both are the fast paths.
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:

@@ -26,13 +26,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from serving import jsonbody
-from serving.errors import InvalidRequest, ServingError
-from serving.modelgw import headers as h
-from serving.modelgw.gateway import FailoverUpstream
-from serving.modelgw.stream import GatewayStream
-from serving.tokens import DEFAULT_MAX_TOKENS
-from serving.types import Completion, Endpoint, Json, UpstreamRequest, parse_targets
+from tokenplane.serving import jsonbody
+from tokenplane.serving.errors import InvalidRequest, ServingError
+from tokenplane.serving.modelgw import headers as h
+from tokenplane.serving.modelgw.gateway import FailoverUpstream
+from tokenplane.serving.modelgw.stream import GatewayStream
+from tokenplane.serving.tokens import DEFAULT_MAX_TOKENS
+from tokenplane.serving.types import Completion, Endpoint, Json, UpstreamRequest, parse_targets
 from tokenplane.spec import Priority
 
 T = TypeVar("T")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from serving.types import Clock
+from tokenplane.serving.types import Clock
 
 DEFAULT_THRESHOLD = 5  # consecutive failures: a few transient errors in a row do not take a replica out
 DEFAULT_COOLDOWN_S = 10.0  # about a pod restart's readiness delay; long enough not to hammer, short enough to recover

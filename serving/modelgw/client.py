@@ -14,8 +14,8 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 import aiohttp
 
-from serving import jsonbody
-from serving.errors import (
+from tokenplane.serving import jsonbody
+from tokenplane.serving.errors import (
     ServingError,
     UpstreamError,
     UpstreamRejected,
@@ -23,9 +23,9 @@ from serving.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from serving.modelgw import headers as h
-from serving.modelgw.providers.vllm import SSE_DONE, sse_data
-from serving.types import Clock, Completion, Json, SystemClock, Target, UpstreamRequest, format_targets
+from tokenplane.serving.modelgw import headers as h
+from tokenplane.serving.modelgw.providers.vllm import SSE_DONE, sse_data
+from tokenplane.serving.types import Clock, Completion, Json, SystemClock, Target, UpstreamRequest, format_targets
 
 # The model gateway enforces the deadline itself; this margin only keeps a caller from hanging on
 # a model gateway that died without closing the connection.

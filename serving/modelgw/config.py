@@ -18,9 +18,9 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from serving.secrets import resolve_secret
-from tokenplane.pool_performance import serves_several_levels
+from tokenplane.model.pool_performance import serves_several_levels
 from tokenplane.runtime_env import ConfigError, Var, pool_url_var, pool_urls
+from tokenplane.serving.secrets import resolve_secret
 from tokenplane.spec import PlatformSpec, Provider, Tier
 from tokenplane.vllm_args import served_model_names
 

@@ -29,18 +29,18 @@ from typing import TypeVar
 import aiohttp
 from prometheus_client import CollectorRegistry
 
-from serving.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
-from serving.modelgw.backoff import DEFAULT_BASE_S, DEFAULT_CAP_S, Backoff
-from serving.modelgw.balancer import Balancer, Lease
-from serving.modelgw.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD, Breakers, CircuitBreaker
-from serving.modelgw.config import ModelGatewayConfig, ProviderConfig
-from serving.modelgw.metrics import ModelGatewayMetrics
-from serving.modelgw.providers.anthropic import AnthropicProvider
-from serving.modelgw.providers.base import Provider, ProviderCall, vllm_priority
-from serving.modelgw.providers.openai import OpenAIProvider
-from serving.modelgw.providers.vllm import VllmProvider
-from serving.modelgw.stream import GatewayStream
-from serving.types import Clock, Completion, Json, SystemClock, Target, TargetKind, UpstreamRequest
+from tokenplane.serving.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
+from tokenplane.serving.modelgw.backoff import DEFAULT_BASE_S, DEFAULT_CAP_S, Backoff
+from tokenplane.serving.modelgw.balancer import Balancer, Lease
+from tokenplane.serving.modelgw.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD, Breakers, CircuitBreaker
+from tokenplane.serving.modelgw.config import ModelGatewayConfig, ProviderConfig
+from tokenplane.serving.modelgw.metrics import ModelGatewayMetrics
+from tokenplane.serving.modelgw.providers.anthropic import AnthropicProvider
+from tokenplane.serving.modelgw.providers.base import Provider, ProviderCall, vllm_priority
+from tokenplane.serving.modelgw.providers.openai import OpenAIProvider
+from tokenplane.serving.modelgw.providers.vllm import VllmProvider
+from tokenplane.serving.modelgw.stream import GatewayStream
+from tokenplane.serving.types import Clock, Completion, Json, SystemClock, Target, TargetKind, UpstreamRequest
 from tokenplane.spec import ProviderKind
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from serving.modelgw.breaker import BreakerState
+from tokenplane.serving.modelgw.breaker import BreakerState
 
 REASONS = ("timeout", "error", "rejected", "unavailable", "circuit_open", "stream_broken", "deadline")
 BREAKER_VALUES = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}

@@ -12,8 +12,8 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
-from serving.errors import UpstreamStreamBroken
-from serving.types import Json, Target
+from tokenplane.serving.errors import UpstreamStreamBroken
+from tokenplane.serving.types import Json, Target
 
 log = logging.getLogger(__name__)
 

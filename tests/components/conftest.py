@@ -6,17 +6,24 @@ import functools
 import importlib
 import warnings
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.paths import REPO_ROOT
 from tokenplane.load import load_spec, validate_spec
-from tokenplane.render import REGION_TYPE, RenderedResource, RenderResult, kubernetes_manifest, mock_outputs, render
+from tokenplane.proof.render import (
+    REGION_TYPE,
+    RenderedResource,
+    RenderResult,
+    kubernetes_manifest,
+    mock_outputs,
+    render,
+)
 from tokenplane.spec import PlatformSpec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 # pulumi_aws loads its submodules lazily, and s3 and ec2 warn at import time about their own
 # deprecated classes, which tokenplane never uses. Under filterwarnings=error the first render
 # would fail on that warning, so load the submodules the components use once, with it silenced.

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from components.batch_workers import NONCURRENT_FILE_DAYS
-from components.gateway import CONFIG_DIR
-from components.naming import checksum
 from tests.components.conftest import containers, k8s_objects, mock_output, named, of_type, rendered, spec
-from tokenplane.render import REDACTED, RenderResult
+from tokenplane.components.batch_workers import NONCURRENT_FILE_DAYS
+from tokenplane.components.gateway import CONFIG_DIR
+from tokenplane.components.naming import checksum
+from tokenplane.proof.render import REDACTED, RenderResult
 from tokenplane.runtime_env import DEFAULT_FILES_PREFIX as FILES_PREFIX
 from tokenplane.runtime_env import Var
 from tokenplane.spec import PlatformSpec, WorkloadClass

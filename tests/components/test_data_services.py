@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.components.conftest import k8s_objects, mock_id, mock_output, named, of_type, rendered, spec
-from tokenplane.render import REDACTED, RenderedResource, RenderResult
+from tokenplane.proof.render import REDACTED, RenderedResource, RenderResult
 from tokenplane.spec import RegionRole
 
 REDIS = "aws:elasticache/replicationGroup:ReplicationGroup"

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from components.finops_dashboard import PANELS
-from serving.finops.store import migrations, statements
 from tests.components.conftest import k8s_objects, named, of_type, rendered, spec
-from tokenplane.render import RenderResult
+from tokenplane.components.finops_dashboard import PANELS
+from tokenplane.proof.render import RenderResult
+from tokenplane.serving.finops.store import migrations, statements
 from tokenplane.spec import TopicPurpose
 
 
@@ -75,7 +75,7 @@ def test_the_dashboard_queries_only_tables_the_migrations_create(byteion: Render
 @pytest.mark.slow  # renders the dev stack a second time
 @pytest.mark.parametrize("enabled", [True, False])
 def test_finops_enabled_switches_the_plane(enabled: bool) -> None:
-    from tokenplane.render import render
+    from tokenplane.proof.render import render
 
     base = spec("dev")
     result = (

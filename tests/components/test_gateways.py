@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from components.gateway import replica_bounds
-from components.naming import checksum
 from tests.components.conftest import containers, k8s_objects, named, rendered, spec
-from tokenplane.render import REDACTED, RenderResult
+from tokenplane.components.gateway import replica_bounds
+from tokenplane.components.naming import checksum
+from tokenplane.proof.render import REDACTED, RenderResult
 from tokenplane.spec import PlatformSpec, WorkloadClass
 
 NS = "llm-gateway"

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.global_routing import region_host
 from tests.components.conftest import k8s_objects, mock_id, named, of_type, rendered, spec
+from tokenplane.components.global_routing import region_host
 from tokenplane.load import load_spec_text
-from tokenplane.render import RenderedResource, RenderResult, render
+from tokenplane.proof.render import RenderedResource, RenderResult, render
 from tokenplane.spec import PlatformSpec, RegionRole
 
 RECORD = "aws:route53/record:Record"

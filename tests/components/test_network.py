@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.components.conftest import mock_id, of_type, rendered, spec
-from tokenplane.render import RenderedResource, RenderResult
+from tokenplane.proof.render import RenderedResource, RenderResult
 
 SUBNET = "aws:ec2/subnet:Subnet"
 NAT = "aws:ec2/natGateway:NatGateway"

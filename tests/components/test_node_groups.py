@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 
 from tests.components.conftest import mock_id, of_type, placements, rendered, spec
-from tokenplane import capacity
 from tokenplane.catalog import InstanceType, default_instance, instance_type
-from tokenplane.render import RenderedResource
+from tokenplane.model import capacity
+from tokenplane.proof.render import RenderedResource
 from tokenplane.spec import Pool
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

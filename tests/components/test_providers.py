@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from tests.components.conftest import enclosing_regions, of_type, rendered, spec
-from tokenplane.render import RenderResult
+from tokenplane.proof.render import RenderResult
 from tokenplane.spec import PlatformSpec, RegionRole
 
 AWS_PROVIDER = "pulumi:providers:aws"

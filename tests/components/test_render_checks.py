@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from tests.components.conftest import rendered, spec
-from tokenplane.render import RenderResult, render, render_program
+from tokenplane.proof.render import RenderResult, render, render_program
 
 EXAMPLES = ["dev", "byteion", "minimal"]
 PLATFORM_TYPE = "tokenplane:platform:LlmPlatform"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from serving.gateway.runtime import topics
 from tests.components.conftest import containers, k8s_objects, of_type, rendered, spec
 from tokenplane.runtime_env import POOL_URL_PREFIX, Var
+from tokenplane.serving.gateway.runtime import topics
 from tokenplane.spec import TopicPurpose
 
 SERVING_APPS = ("ai-gateway", "model-gateway", "batch-workers")

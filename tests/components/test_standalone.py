@@ -10,7 +10,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components import (
+from tests.components.conftest import rendered, spec
+from tests.paths import REPO_ROOT
+from tokenplane.components import (
     Cluster,
     ClusterAddons,
     ClusterAddonsArgs,
@@ -25,13 +27,12 @@ from components import (
     VllmPool,
     VllmPoolArgs,
 )
-from tests.components.conftest import rendered, spec
-from tokenplane import deploy
-from tokenplane.deploy.scheduling import NodeGroup, lands_on
 from tokenplane.errors import SpecError
-from tokenplane.render import RenderResult, kubernetes_manifest
+from tokenplane.proof import deployability as deploy
+from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on
+from tokenplane.proof.render import RenderResult, kubernetes_manifest
+from tokenplane.proof.testing import NotRendered, RenderedProgram, render_function
 from tokenplane.spec import ModelSet, Placement
-from tokenplane.testing import NotRendered, RenderedProgram, render_function
 from tokenplane.vllm_args import vllm_args
 
 DEPLOYED = Path(__file__).with_name("deployed_urns_minimal.txt")
@@ -262,9 +263,9 @@ def test_a_lookup_that_finds_nothing_lists_what_there_is() -> None:
 
 
 def test_every_public_component_args_and_helper_has_a_docstring_and_a_reference_entry() -> None:
-    import components
+    from tokenplane import components
 
-    reference = (Path(__file__).resolve().parents[2] / "docs" / "components.md").read_text(encoding="utf-8")
+    reference = (REPO_ROOT / "docs" / "components.md").read_text(encoding="utf-8")
     headings = " ".join(line for line in reference.splitlines() if line.startswith("### "))
     for name in components.__all__:
         item = getattr(components, name)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from components.pins import VLLM_IMAGE
 from tests.components.conftest import containers, k8s_objects, of_type, rendered, spec
-from tokenplane.render import ACCOUNT_ID
+from tokenplane.components.pins import VLLM_IMAGE
+from tokenplane.proof.render import ACCOUNT_ID
 
 STACKS = ["dev", "byteion"]
 REPO = "aws:ecr/repository:Repository"

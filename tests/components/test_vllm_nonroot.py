@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from components.vllm_pool import VLLM_UID, scratch_env
+from tokenplane.components.vllm_pool import VLLM_UID, scratch_env
 from tokenplane.runtime_env import Var
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from components.pins import VLLM_IMAGE
 from tests.components.conftest import containers, k8s_objects, mock_output, named, of_type, placements, rendered, spec
-from tokenplane.pool_performance import serves_several_levels
-from tokenplane.render import ACCOUNT_ID
+from tokenplane.components.pins import VLLM_IMAGE
+from tokenplane.model.pool_performance import serves_several_levels
+from tokenplane.proof.render import ACCOUNT_ID
 from tokenplane.schedule import cron_window
 from tokenplane.spec import PlatformSpec, RegistryModel
 from tokenplane.vllm_args import vllm_args

@@ -12,7 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from components.vllm_pool import FETCH_SCRIPT
+from tokenplane.components.vllm_pool import FETCH_SCRIPT
 
 # `aws s3 sync --only-show-errors SRC DEST`: record DEST, then copy SRC (a local path after s3://) into it.
 FAKE_AWS = """#!/bin/sh

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
-from tokenplane.calibrate import CONCURRENCY, MAX_REQUESTS
+from tokenplane.commands.calibrate import CONCURRENCY, MAX_REQUESTS
 from tokenplane.dev.real_engine import RealEngine
 
 TOKENPLANE = Path(sys.executable).parent / "tokenplane"

@@ -185,7 +185,7 @@ def test_embeddings_come_from_the_real_encoder(stack: Stack) -> None:
 
 
 def test_the_gateways_token_estimate_against_the_engines_tokenizer_is_reported(stack: Stack) -> None:
-    from serving.tokens import ESTIMATE, count_messages
+    from tokenplane.serving.tokens import ESTIMATE, count_messages
 
     texts = ["hello there", "explain the cache " * 20, "write code for the gateway, please " * 40]
     rows = []

@@ -10,7 +10,7 @@ from typing import Any
 from tests.conftest import DEV_SPEC
 from tokenplane.dev.real_engine import RealEngine
 from tokenplane.load import load_spec
-from tokenplane.render import render
+from tokenplane.proof.render import render
 from tokenplane.vllm_metrics import load_metrics, metric_families, sample_labels, unexported
 
 

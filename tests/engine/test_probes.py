@@ -19,7 +19,7 @@ import pytest
 
 from tokenplane.dev.real_engine import EngineStartError, RealEngine, running_engine
 from tokenplane.dev.standins import ManagedProcess
-from tokenplane.render import render
+from tokenplane.proof.render import render
 from tokenplane.spec import PlatformSpec
 
 LOADED = "init engine"  # vLLM's log line once the model is loaded and its KV cache allocated

@@ -13,13 +13,14 @@ import importlib.metadata
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from packaging.markers import Marker, default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-IMAGES = Path(__file__).resolve().parent.parent.parent / "serving" / "images"
+from tests.paths import REPO_ROOT
+
+IMAGES = REPO_ROOT / "serving" / "images"
 FIX = "regenerate the locks: serving/images/lock.sh"
 
 _PIN = re.compile(

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from tests.image.smoke_from_image import ImageConfig, from_image, home_of, in_image, serves_from_image
+from tests.paths import REPO_ROOT
 from tokenplane.dev.services import DevOptions, StackPlan, plan_stack
 from tokenplane.load import load_spec
 
 # Slow tier: starts the serving processes from the built image's tree.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = REPO_ROOT
 SPEC = ROOT / "stacks" / "dev.yaml"
 CONFIG = ImageConfig(
     user="10001:10001", env={"PATH": "/usr/local/bin:/usr/bin", "PYTHONDONTWRITEBYTECODE": "1"}, home="/home/tokenplane"

@@ -14,7 +14,6 @@ import copy
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from pulumi_policy import (
@@ -28,12 +27,13 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from tokenplane.check import policy_resources
+from tests.paths import REPO_ROOT
 from tokenplane.load import load_spec
-from tokenplane.render import RenderedResource, RenderResult, render
+from tokenplane.proof.check import policy_resources
+from tokenplane.proof.render import RenderedResource, RenderResult, render
 from tokenplane.spec import PlatformSpec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 STACKS = ROOT / "stacks"
 OPTS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
 KUBERNETES_TYPES = {

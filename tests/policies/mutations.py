@@ -22,7 +22,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from tests.policies.fixtures import dropping, editing, k8s_name, kind_of, rendered, spec
-from tokenplane.render import RenderedResource, RenderResult, render_program
+from tokenplane.proof.render import RenderedResource, RenderResult, render_program
 
 REGION = "eu-west-1"
 DIGEST = "sha256:" + "a" * 64

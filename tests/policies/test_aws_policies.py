@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 
-from policies import aws
 from tests.policies.fixtures import collect, resource_args
+from tokenplane.policies import aws
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 REPLICATION_GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from policies import aws_security
 from tests.policies.fixtures import collect, resource_args
+from tokenplane.policies import aws_security
 
 SG = "aws:ec2/securityGroup:SecurityGroup"
 CLUSTER = "aws:eks/cluster:Cluster"

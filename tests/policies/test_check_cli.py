@@ -16,10 +16,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from policies import ALL
-from tokenplane.cli import app
+from tests.paths import REPO_ROOT
+from tokenplane.commands.cli import app
+from tokenplane.policies import ALL
 
-STACKS = Path(__file__).resolve().parents[2] / "stacks"
+STACKS = REPO_ROOT / "stacks"
 EXAMPLES = ["minimal", "dev", "byteion"]
 
 

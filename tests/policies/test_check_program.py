@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from policies import ALL
-from tokenplane.check import check_program
-from tokenplane.cli import app
+from tests.paths import REPO_ROOT
+from tokenplane.commands.cli import app
 from tokenplane.errors import SpecError
-from tokenplane.program import load_project, parse_config
+from tokenplane.policies import ALL
+from tokenplane.proof.check import check_program
+from tokenplane.proof.program import load_project, parse_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 INSECURE = ROOT / "examples" / "insecure"
 # The insecure program, point by point: what it does wrong -> the policy that must flag it.
 INSECURE_POINTS = {
@@ -191,7 +192,7 @@ def test_the_readme_summary_of_the_insecure_example_is_current() -> None:
 
 
 def test_the_readme_lists_every_default_exception() -> None:
-    from policies.exceptions import TOKENPLANE
+    from tokenplane.policies.exceptions import TOKENPLANE
 
     for policy in TOKENPLANE:
         assert f"`{policy}`" in POLICIES_SECTION.split("### Exceptions", 1)[1], policy

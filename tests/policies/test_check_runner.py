@@ -10,12 +10,19 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from policies import ALL
 from tests.policies.fixtures import dropping, k8s_name, kind_of, rendered
-from tokenplane.check import CheckResult, PolicySettings, load_policy_config, policy_resources, run_checks, settings_for
-from tokenplane.check_report import print_table, render, to_json, to_junit, to_sarif
+from tokenplane.commands.check_report import print_table, render, to_json, to_junit, to_sarif
 from tokenplane.errors import SpecError
-from tokenplane.render import RenderResult
+from tokenplane.policies import ALL
+from tokenplane.proof.check import (
+    CheckResult,
+    PolicySettings,
+    load_policy_config,
+    policy_resources,
+    run_checks,
+    settings_for,
+)
+from tokenplane.proof.render import RenderResult
 
 NAMES = [p.name for p in ALL]
 PDB_POLICY = "replicated-workloads-have-pdb"

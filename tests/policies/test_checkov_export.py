@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tests.policies.fixtures import rendered
-from tokenplane import checkov_export
-from tokenplane.checkov_export import export, integral, snake, terraform_type, terraform_values
+from tokenplane.proof import checkov_export
+from tokenplane.proof.checkov_export import export, integral, snake, terraform_type, terraform_values
 
 # A stand-in for checkov's registry: the Terraform types it has checks for (checkov_scan.terraform_types()).
 KNOWN = frozenset(

@@ -16,16 +16,17 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from policies.exceptions import CHECKOV, SCHEMA
+from tests.paths import REPO_ROOT
 from tests.policies.fixtures import editing, kind_of, rendered
-from tokenplane import checkov_scan
-from tokenplane.check import PolicyOutcome, ProgramCheck, check_program
-from tokenplane.check_report import to_json, to_junit
-from tokenplane.cli import app
-from tokenplane.program import load_project, render_project
-from tokenplane.render import RenderedResource, RenderResult
+from tokenplane.commands.check_report import to_json, to_junit
+from tokenplane.commands.cli import app
+from tokenplane.policies.exceptions import CHECKOV, SCHEMA
+from tokenplane.proof import checkov_scan
+from tokenplane.proof.check import PolicyOutcome, ProgramCheck, check_program
+from tokenplane.proof.program import load_project, render_project
+from tokenplane.proof.render import RenderedResource, RenderResult
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 INSECURE = ROOT / "examples" / "insecure"
 EXAMPLES = ("dev", "minimal", "byteion", "single-region")
 

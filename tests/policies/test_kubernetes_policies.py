@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 
-from components.gateway import runtime_config
-from policies import kubernetes
 from tests.policies.fixtures import collect, container, k8s, k8s_args, spec, workload
+from tokenplane.components.gateway import runtime_config
+from tokenplane.policies import kubernetes
 
 VLLM = "vllm/vllm-openai:v0.19.0"
 DIGEST = "sha256:" + "4305978a8fcfe75ccd67a08e704d98021baa01f5c70a4cbdba008b491173f2df"
@@ -344,8 +344,8 @@ def test_scalers_of_non_vllm_workloads_may_use_any_signal() -> None:
 
 
 def test_configmap_env_placeholders_are_references_not_secrets() -> None:
-    from policies.kubernetes import no_secrets_in_configmaps
     from tests.policies.fixtures import collect, resource_args
+    from tokenplane.policies.kubernetes import no_secrets_in_configmaps
 
     props = {
         "metadata": {"name": "otel", "namespace": "monitoring"},
@@ -355,8 +355,8 @@ def test_configmap_env_placeholders_are_references_not_secrets() -> None:
 
 
 def test_gpu_limit_alone_counts_as_the_request() -> None:
-    from policies.kubernetes import vllm_gpus_match_parallelism
     from tests.policies.fixtures import collect, resource_args
+    from tokenplane.policies.kubernetes import vllm_gpus_match_parallelism
 
     container = {
         "name": "vllm",

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from pulumi_policy import Policy
 
-from policies import ALL
 from tests.policies.mutations import MUTATIONS, Mutation
-from tokenplane.check import PolicySettings, run_checks, settings_for
+from tokenplane.policies import ALL
+from tokenplane.proof.check import PolicySettings, run_checks, settings_for
 
 # policy -> (violating program flagged, passing program clean); read by conftest's summary hook.
 DETECTION: dict[str, tuple[bool, bool]] = {}

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from pulumi_policy import EnforcementLevel, Policy
 
-from policies import ALL
+from tests.paths import REPO_ROOT
+from tokenplane.policies import ALL
 
-POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
+POLICIES_DIR = REPO_ROOT / "policies"
 KEBAB_CASE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from pulumi_policy import ResourceValidationPolicy
 
-from policies import ALL, exceptions, pod_security
-from policies.common import POD_SPEC_PATHS, all_containers
 from tests.policies.fixtures import KUBERNETES_TYPES, collect, k8s, rendered, resource_args
-from tokenplane.check import load_policy_config, run_checks, settings_for
 from tokenplane.errors import SpecError
+from tokenplane.policies import ALL, exceptions, pod_security
+from tokenplane.policies.common import POD_SPEC_PATHS, all_containers
+from tokenplane.proof.check import load_policy_config, run_checks, settings_for
 
 HARDENED = {
     "runAsNonRoot": True,

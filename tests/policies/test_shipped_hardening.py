@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from policies import ALL
 from tests.policies.fixtures import editing, kind_of, rendered
-from tokenplane.check import run_checks
-from tokenplane.render import RenderedResource, RenderResult
+from tokenplane.policies import ALL
+from tokenplane.proof.check import run_checks
+from tokenplane.proof.render import RenderedResource, RenderResult
 
 
 def failures(graph: RenderResult, policy: str) -> list[str]:

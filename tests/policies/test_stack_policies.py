@@ -16,8 +16,6 @@ from typing import Any, TypeVar
 import pytest
 from pulumi_policy import StackValidationPolicy
 
-from policies import stack
-from policies.common import GATEWAY_CONFIG_MAPS
 from tests.policies.fixtures import (
     Reported,
     container,
@@ -35,7 +33,9 @@ from tests.policies.fixtures import (
     stack_reports,
     workload,
 )
-from tokenplane.render import RenderedResource, RenderResult
+from tokenplane.policies import stack
+from tokenplane.policies.common import GATEWAY_CONFIG_MAPS
+from tokenplane.proof.render import RenderedResource, RenderResult
 
 Test = TypeVar("Test", bound=Callable[..., None])
 BROKEN: set[str] = set()  # stack policies with a failing case below

@@ -7,10 +7,10 @@ from typing import Any
 
 from pulumi_policy import PolicyResource
 
-from policies import topology
 from tests.policies.fixtures import dropping, node, rendered, stack_reports
-from tokenplane.check import policy_resources
-from tokenplane.render import RenderedResource, RenderResult
+from tokenplane.policies import topology
+from tokenplane.proof.check import policy_resources
+from tokenplane.proof.render import RenderedResource, RenderResult
 
 SUBNET = "aws:ec2/subnet:Subnet"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

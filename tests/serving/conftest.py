@@ -19,7 +19,7 @@ import pytest
 import redis
 import uvicorn
 
-from serving.files.s3 import s3_client
+from tests.paths import REPO_ROOT
 from tokenplane.dev.standins import (
     ManagedProcess,
     create_bucket,
@@ -30,9 +30,10 @@ from tokenplane.dev.standins import (
     s3_stand_in,
 )
 from tokenplane.load import load_spec
+from tokenplane.serving.files.s3 import s3_client
 from tokenplane.spec import PlatformSpec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 TOPICS = ("usage-events", "audit-events", "batch-jobs")  # stacks/dev.yaml's topics
 FILES_BUCKET = "tokenplane-test-files"
 S3_REGION = "us-east-1"

@@ -22,17 +22,17 @@ import aiohttp
 from openai import AsyncOpenAI
 from prometheus_client import CollectorRegistry
 
-from serving.engine.app import create_app as engine_app
-from serving.engine.config import EmbeddingMode, EngineConfig
-from serving.events.kafka import KafkaSink
-from serving.gateway.app import Gateway, build_gateway, create_app
-from serving.gateway.runtime import redis_client, topics
-from serving.gateway.semantic_cache import HttpKeyEmbedder, SemanticCache
-from serving.gateway.vector_store import EmbeddedStore
-from serving.modelgw.client import HttpUpstream
-from serving.types import SystemClock
 from tests.serving.conftest import serve
 from tokenplane.dev.standins import ManagedProcess, free_port
+from tokenplane.serving.engine.app import create_app as engine_app
+from tokenplane.serving.engine.config import EmbeddingMode, EngineConfig
+from tokenplane.serving.events.kafka import KafkaSink
+from tokenplane.serving.gateway.app import Gateway, build_gateway, create_app
+from tokenplane.serving.gateway.runtime import redis_client, topics
+from tokenplane.serving.gateway.semantic_cache import HttpKeyEmbedder, SemanticCache
+from tokenplane.serving.gateway.vector_store import EmbeddedStore
+from tokenplane.serving.modelgw.client import HttpUpstream
+from tokenplane.serving.types import SystemClock
 from tokenplane.spec import PlatformSpec
 
 KEYS = {
@@ -139,14 +139,14 @@ async def platform(
 
 @contextlib.asynccontextmanager
 async def model_gateway_process(spec: PlatformSpec, env: dict[str, str], state: Path) -> AsyncIterator[ManagedProcess]:
-    """``python -m serving.modelgw`` for region ``local`` of ``spec``, with ``env`` (its ``POOL_URL_*``, keys)."""
+    """``python -m tokenplane.serving.modelgw`` for region ``local`` of ``spec``, with ``env`` (its ``POOL_URL_*``, keys)."""
     state.mkdir(parents=True, exist_ok=True)
     config = state / "platform.json"
     config.write_text(spec.model_dump_json(exclude_none=True), encoding="utf-8")
     port = free_port()
     process = ManagedProcess(
         "modelgw",
-        [sys.executable, "-m", "serving.modelgw", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "tokenplane.serving.modelgw", "--host", "127.0.0.1", "--port", str(port)],
         port,
         state / "modelgw.log",
         env={"TOKENPLANE_CONFIG": str(config), "TOKENPLANE_REGION": "local", **env},

@@ -6,8 +6,8 @@ import fnmatch
 import re
 import tomllib
 
-from components import pins
 from tests.serving.conftest import ROOT
+from tokenplane.components import pins
 
 IMAGES = ROOT / "serving" / "images"
 

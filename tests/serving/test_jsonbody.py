@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from serving import jsonbody
+from tokenplane.serving import jsonbody
 
 
 def test_ordinary_json_with_unicode_and_valid_surrogate_pairs_decodes() -> None:

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from serving.outage import Outage
+from tokenplane.serving.outage import Outage
 
 
 def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(caplog: pytest.LogCaptureFixture) -> None:

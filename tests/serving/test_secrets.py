@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from serving.secrets import resolve_secret
+from tokenplane.serving.secrets import resolve_secret
 
 
 def test_env_ref_reads_the_variable() -> None:

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from serving.tokens import ESTIMATE, MESSAGE_OVERHEAD, REPLY_PRIMING, HfCounter, count_messages, counter_for
+from tokenplane.serving.tokens import ESTIMATE, MESSAGE_OVERHEAD, REPLY_PRIMING, HfCounter, count_messages, counter_for
 from tokenplane.spec import PlatformSpec
 
 CORPUS = ["inventory forecasting predicts demand", "the gateway meters every token", "caches save GPU time"] * 50

@@ -18,8 +18,8 @@ LEXICAL = "lexical"
 
 def semantic_embedder(spec: PlatformSpec) -> tuple[str, str]:
     """(the embedder's name, a line saying why) for the spec's semantic cache, as the engine will choose it."""
-    from serving.engine.embedder import MODEL_EMBEDDERS
-    from serving.engine.minilm import PACKAGE, PIP_INSTALL
+    from tokenplane.serving.engine.embedder import MODEL_EMBEDDERS
+    from tokenplane.serving.engine.minilm import PACKAGE, PIP_INSTALL
 
     semantic = spec.cache.semantic
     if not semantic.enabled or semantic.embedding_pool is None:

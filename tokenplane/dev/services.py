@@ -54,7 +54,11 @@ _CLEARED_PREFIXES = (POOL_URL_PREFIX, Var.CONFIG.value, Var.REGION.value)
 
 
 # The processes every dev stack runs, as ``python -m`` targets; checked before anything starts.
-REQUIRED_MODULES = ("serving.engine.__main__", "serving.modelgw.__main__", "serving.gateway.__main__")
+REQUIRED_MODULES = (
+    "tokenplane.serving.engine.__main__",
+    "tokenplane.serving.modelgw.__main__",
+    "tokenplane.serving.gateway.__main__",
+)
 
 
 class EngineKind(StrEnum):
@@ -357,7 +361,7 @@ def plan_stack(
         Service(
             "modelgw",
             Stage.MODEL_GATEWAY,
-            [python, "-m", "serving.modelgw", "--host", LOOPBACK, "--port", str(modelgw_port)],
+            [python, "-m", "tokenplane.serving.modelgw", "--host", LOOPBACK, "--port", str(modelgw_port)],
             modelgw_port,
             "--ports-from",
             env=common | pool_url_env(urls),
@@ -394,7 +398,7 @@ def plan_stack(
             [
                 python,
                 "-m",
-                "serving.gateway",
+                "tokenplane.serving.gateway",
                 "--host",
                 options.host,
                 "--port",
@@ -413,10 +417,10 @@ def plan_stack(
             ),
         )
     )
-    if has_module("serving.batch.__main__"):
+    if has_module("tokenplane.serving.batch.__main__"):
         batch_port = allocate()
         services.append(batch_service(batch_port, gateway_env, python))
-    if has_module("serving.finops.__main__") and has_module("chdb"):
+    if has_module("tokenplane.serving.finops.__main__") and has_module("chdb"):
         finops_env = common | pool_url_env(urls) | env_dict({Var.KAFKA_BOOTSTRAP_SERVERS: bootstrap})
         services.append(
             finops_service(allocate(), finops_env | env_dict({Var.FINOPS_STORE: str(state_dir / "finops")}), python)
@@ -456,7 +460,7 @@ def simulator_engines(
                 name,
                 Stage.ENGINES,
                 [
-                    *(sys.executable, "-m", "serving.engine", "--spec", str(spec_path), "--pool", pool.name),
+                    *(sys.executable, "-m", "tokenplane.serving.engine", "--spec", str(spec_path), "--pool", pool.name),
                     *("--port", str(port), "--host", LOOPBACK, "--speed", speed, "--seed", str(index)),
                 ],
                 port,
@@ -481,7 +485,7 @@ def batch_service(port: int, gateway_env: dict[str, str], python: str) -> Servic
     return Service(
         "batch",
         Stage.WORKERS,
-        [python, "-m", "serving.batch"],
+        [python, "-m", "tokenplane.serving.batch"],
         port,
         "--ports-from",
         env=env,
@@ -502,7 +506,7 @@ def finops_service(port: int, env: dict[str, str], python: str) -> Service:
     return Service(
         FINOPS_SERVICE,
         Stage.WORKERS,
-        [python, "-m", "serving.finops", "--host", LOOPBACK, "--port", str(port)],
+        [python, "-m", "tokenplane.serving.finops", "--host", LOOPBACK, "--port", str(port)],
         port,
         "--ports-from",
         env=env,
@@ -529,7 +533,7 @@ async def _create_topics(bootstrap: str, spec: PlatformSpec) -> None:
     # aiokafka ships no type hints (no py.typed); only its error base class is named here.
     from aiokafka.errors import KafkaError  # type: ignore[import-untyped]
 
-    from serving.events.kafka import ensure_topics
+    from tokenplane.serving.events.kafka import ensure_topics
 
     # One broker: a topic can have one replica, whatever the cluster's spec asks for.
     wanted = [t.model_copy(update={"replication_factor": 1}) for t in spec.queues.topics]

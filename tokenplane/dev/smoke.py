@@ -267,9 +267,9 @@ def print_checks(checks: list[Check], console: Console) -> None:
 
 def _chargeback(client: OpenAI, ledger_url: str) -> str:
     """Requests sent now appear in the ledger once each; the hour's tenants plus idle equal its node bill."""
-    from serving.finops import queries, report
-    from serving.finops.chargeback import CENTS, allocate, bill_cents
-    from serving.finops.store import HttpStore
+    from tokenplane.serving.finops import queries, report
+    from tokenplane.serving.finops.chargeback import CENTS, allocate, bill_cents
+    from tokenplane.serving.finops.store import HttpStore
 
     ids = []
     for _ in range(CHARGEBACK_REQUESTS):

@@ -21,13 +21,13 @@ from pathlib import Path
 from tokenplane.dev.services import VLLM_START_TIMEOUT, DevOptions, Service, Stage, has_module
 from tokenplane.dev.standins import LOOPBACK
 from tokenplane.errors import SpecError
-from tokenplane.pool_performance import serves_several_levels
+from tokenplane.model.pool_performance import serves_several_levels
 from tokenplane.runtime_env import Var, env_dict
 from tokenplane.spec import PlatformSpec, Pool, Region
 from tokenplane.vllm_args import artifacts, vllm_args
 
 # The vLLM release `pip install 'tokenplane[gpu]'` installs: the one the pools' image runs (components/pins.py;
-# tests/test_dev_vllm.py holds the extra, this and the image to one version).
+# tests/dev/test_dev_vllm.py holds the extra, this and the image to one version).
 GPU_EXTRA_VLLM = "0.32.0"
 NVIDIA_SMI_TIMEOUT = 10.0  # seconds; a driver that hangs this long is as good as absent
 

@@ -19,7 +19,7 @@ from tokenplane.dev.services import DevOptions, Service, Stage
 from tokenplane.dev.standins import LOOPBACK
 from tokenplane.dev.tiny_model import NotAModel, check_model_dir, default_cache_dir, tiny_model
 from tokenplane.dev.vllm import EngineUnavailable
-from tokenplane.pool_performance import serves_several_levels
+from tokenplane.model.pool_performance import serves_several_levels
 from tokenplane.spec import PlatformSpec, Pool, Region
 from tokenplane.vllm_args import artifacts, vllm_args
 
@@ -135,7 +135,7 @@ def packaged_encoder() -> Path:
     """
     import importlib.util
 
-    from serving.engine.minilm import PACKAGE
+    from tokenplane.serving.engine.minilm import PACKAGE
 
     found = importlib.util.find_spec(PACKAGE)
     if found is None or found.origin is None:

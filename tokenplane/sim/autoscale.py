@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from tokenplane import capacity as cap
+from tokenplane.model import capacity as cap
 from tokenplane.schedule import in_window
 from tokenplane.spec import Autoscaling
 

@@ -23,7 +23,7 @@ from tokenplane.sim.engine import COLLECT_REQUESTS
 from tokenplane.sim.workload import LEVELS, rate_multiplier
 
 if TYPE_CHECKING:
-    from tokenplane.planner import Plan
+    from tokenplane.model.planner import Plan
     from tokenplane.sim.workload import SimConfig
     from tokenplane.spec import PlatformSpec
 
@@ -37,7 +37,7 @@ MEMORY_SHARE = 0.8  # refuse a run estimated above this share of the memory avai
 
 def estimate_bytes(spec: PlatformSpec, config: SimConfig, planned: Plan | None = None) -> int:
     """Peak bytes the run is expected to hold; see the module docstring. ``planned``: the spec's plan, if made."""
-    from tokenplane.planner import plan
+    from tokenplane.model.planner import plan
 
     rps = config.rps if config.rps is not None else spec.platform.peak_rps
     clock = config.start_s + np.arange(0.0, config.duration_s + 60.0, 60.0)

@@ -9,7 +9,7 @@ running sequences' next tokens would not fit the KV cache, the newest sequence
 is preempted and recomputed later, first in line, as vLLM V1 does. A request
 that waits longer than its priority level's ``max_queue_wait_ms`` is dropped.
 
-Iteration times come from ``tokenplane.capacity`` only: a decode iteration is
+Iteration times come from ``tokenplane.model.capacity`` only: a decode iteration is
 ``DecodeStepTerms`` at the batch's total context, times the speculative-decoding
 factor, and each prefill chunk adds ``PrefillCost.seconds``. An iteration with
 nothing to decode pays the step overhead once. What an iteration produces reaches
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from tokenplane import capacity as cap
+from tokenplane.model import capacity as cap
 from tokenplane.pool_model import PoolTiming
 
 F64 = npt.NDArray[np.float64]

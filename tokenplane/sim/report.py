@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokenplane.errors import SpecError
-from tokenplane.plan_report import console_for_output, fmt_num, simple_table
+from tokenplane.tables import console_for_output, fmt_num, simple_table
 
 TIMELINE_ROWS = 8  # instants in the terminal's replicas-over-time table; the HTML page plots every period
 PLOT_POINTS = 600  # steps per line in a timeline: a day has 5,760 periods, more than a plot's pixels

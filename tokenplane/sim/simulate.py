@@ -6,7 +6,7 @@
 providers (``tokenplane.sim.gateway``), a least-request balancer queues the rest
 on the ready replicas, and every replica of every pool runs continuous batching
 iteration by iteration (``tokenplane.sim.engine``), timed by
-``tokenplane.capacity`` only. At the end of the period each pool's autoscaler
+``tokenplane.model.capacity`` only. At the end of the period each pool's autoscaler
 reads its signals and starts or drains replicas (``tokenplane.sim.autoscale``),
 every request resolved so far is added to the run's streaming accounts
 (``tokenplane.sim.tally``) and forgotten. What a run holds is one period's
@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.errors import SpecError
-from tokenplane.planner import Plan, PoolPlan, plan
+from tokenplane.model.planner import Plan, PoolPlan, plan
 from tokenplane.pool_model import PoolTiming, node_for, prefix_kept_share, replicas_per_node, timing
 from tokenplane.routes import Routes
 from tokenplane.sim import gateway, metrics

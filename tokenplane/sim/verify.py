@@ -37,12 +37,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tokenplane.planner import Plan, PoolPlan
+from tokenplane.model.planner import Plan, PoolPlan
+from tokenplane.model.pool_performance import ClassMix, class_mix
+from tokenplane.model.traffic import route
 from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
-from tokenplane.pool_performance import ClassMix, class_mix
 from tokenplane.sim.engine import SERVED, Engine, RequestState
 from tokenplane.spec import PlatformSpec, Priority
-from tokenplane.traffic import route
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]

@@ -5,7 +5,7 @@ any bursts, held constant within bins of ``ARRIVAL_BIN_S``. Each arrival draws a
 region (``traffic_share``), a workload class (``share``), prompt and output
 lengths (uniform over the class's ``TokenRange``, as the spec documents) and a
 priority. Its destination (a cache hit, a pool, an external provider, or
-nowhere) is drawn from the rates that ``tokenplane.traffic.route`` computes, so
+nowhere) is drawn from the rates that ``tokenplane.model.traffic.route`` computes, so
 the simulator and the planner never disagree about routing. Semantic-cache
 classes also send one embedding call to the region's embedding pool, as
 ``route`` counts them.
@@ -25,9 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.errors import SpecError
-from tokenplane.pool_performance import priority_levels
+from tokenplane.model.pool_performance import priority_levels
+from tokenplane.model.traffic import route
 from tokenplane.spec import PlatformSpec, Priority, Tier, WorkloadClass
-from tokenplane.traffic import route
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]

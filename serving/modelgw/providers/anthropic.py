@@ -15,10 +15,10 @@ from typing import Any
 import anthropic
 from anthropic import AsyncAnthropic
 
-from serving.errors import InvalidRequest, UpstreamError, UpstreamTimeout
-from serving.modelgw.config import ProviderConfig
-from serving.modelgw.providers.base import ProviderCall, status_error
-from serving.types import Clock, Endpoint, Json, SystemClock
+from tokenplane.serving.errors import InvalidRequest, UpstreamError, UpstreamTimeout
+from tokenplane.serving.modelgw.config import ProviderConfig
+from tokenplane.serving.modelgw.providers.base import ProviderCall, status_error
+from tokenplane.serving.types import Clock, Endpoint, Json, SystemClock
 
 DEFAULT_MAX_TOKENS = 1024  # Anthropic requires max_tokens; OpenAI clients often omit it
 MAX_TEMPERATURE = 1.0  # Anthropic's range is 0-1, OpenAI's 0-2: higher values are clamped, not refused

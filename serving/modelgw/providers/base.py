@@ -14,8 +14,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from serving.errors import UpstreamError, UpstreamRejected
-from serving.types import Endpoint, Json, Target
+from tokenplane.serving.errors import UpstreamError, UpstreamRejected
+from tokenplane.serving.types import Endpoint, Json, Target
 from tokenplane.spec import Priority
 
 RETRYABLE_4XX = frozenset({408, 429})  # the upstream is busy or slow, not the request wrong

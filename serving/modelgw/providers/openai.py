@@ -8,10 +8,10 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from serving.errors import UpstreamError, UpstreamTimeout
-from serving.modelgw.config import ProviderConfig
-from serving.modelgw.providers.base import ProviderCall, status_error
-from serving.types import Endpoint, Json
+from tokenplane.serving.errors import UpstreamError, UpstreamTimeout
+from tokenplane.serving.modelgw.config import ProviderConfig
+from tokenplane.serving.modelgw.providers.base import ProviderCall, status_error
+from tokenplane.serving.types import Endpoint, Json
 
 # The fields each route's SDK method takes by name; the rest of the body passes through as extra_body,
 # so a parameter the SDK does not know yet still reaches the API.

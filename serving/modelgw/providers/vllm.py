@@ -6,10 +6,10 @@ from collections.abc import AsyncGenerator
 
 import aiohttp
 
-from serving import jsonbody
-from serving.errors import UpstreamError, UpstreamTimeout
-from serving.modelgw.providers.base import ProviderCall, status_error
-from serving.types import Endpoint, Json
+from tokenplane.serving import jsonbody
+from tokenplane.serving.errors import UpstreamError, UpstreamTimeout
+from tokenplane.serving.modelgw.providers.base import ProviderCall, status_error
+from tokenplane.serving.types import Endpoint, Json
 
 SSE_DONE = b"[DONE]"
 

@@ -1,0 +1,78 @@
+"""The pool model's pricing cache: a plan read back from it is the plan computed, number for number."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.paths import REPO_ROOT
+from tokenplane.commands.plan_report import plan_json
+from tokenplane.load import load_spec
+from tokenplane.model import pricing_cache
+from tokenplane.model.planner import plan
+from tokenplane.model.pool_performance import Operating
+from tokenplane.model.pricing_cache import PricingCache
+
+ROOT = REPO_ROOT
+DEV = ROOT / "stacks" / "dev.yaml"
+
+
+def _numbers(cache: PricingCache | None) -> str:
+    return json.dumps(plan_json(plan(load_spec(DEV), cache=cache)), sort_keys=True)
+
+
+def test_a_plan_read_back_from_the_cache_is_the_plan_computed(tmp_path: Path) -> None:
+    computed = _numbers(None)
+    first = PricingCache(tmp_path)
+    assert _numbers(first) == computed
+    assert first.misses > 0 and first.hits == 0
+    again = PricingCache(tmp_path)
+    assert _numbers(again) == computed
+    assert again.misses == 0 and again.hits == first.misses
+
+
+def test_a_key_that_leaves_out_the_operating_point_changes_the_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The defect the equality above guards against: two replica counts' pricings sharing one entry.
+    computed = _numbers(None)
+    keyed = PricingCache.key
+
+    def without_operating_point(self: PricingCache, *inputs: object) -> str:
+        return keyed(self, *(x for x in inputs if not isinstance(x, Operating | int) or isinstance(x, bool)))
+
+    monkeypatch.setattr(PricingCache, "key", without_operating_point)
+    assert _numbers(PricingCache(tmp_path)) != computed
+
+
+def test_a_changed_pool_model_does_not_read_the_old_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _numbers(PricingCache(tmp_path))
+    monkeypatch.setattr(pricing_cache, "_code_digest", lambda: "another pool model")
+    changed = PricingCache(tmp_path)
+    _numbers(changed)
+    assert changed.hits == 0 and changed.misses > 0
+
+
+def test_a_damaged_entry_is_recomputed_not_trusted(tmp_path: Path) -> None:
+    computed = _numbers(PricingCache(tmp_path))
+    for entry in (tmp_path / "pricing").glob("*.json"):
+        entry.write_text("{not json", encoding="utf-8")
+    assert _numbers(PricingCache(tmp_path)) == computed
+
+
+def test_the_cache_keeps_at_most_max_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pricing_cache, "MAX_ENTRIES", 8)
+    monkeypatch.setattr(pricing_cache, "PRUNE_EVERY", 1)
+    cache = PricingCache(tmp_path)
+    for n in range(20):
+        cache.get_or_compute(cache.key(n), lambda n=n: n)
+    assert len(list((tmp_path / "pricing").glob("*.json"))) <= 8
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(pricing_cache.ENV, "off")
+    assert pricing_cache.default_dir() is None
+    monkeypatch.setenv(pricing_cache.ENV, str(tmp_path))
+    assert pricing_cache.default_dir() == tmp_path

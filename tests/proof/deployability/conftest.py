@@ -1,0 +1,51 @@
+"""Helpers to put a Part 1 defect back into a rendered graph and see which checks fire.
+
+The example stacks are rendered once per session (tests/components/conftest.py).
+A defect is put back by changing the recorded resources (what the engine would
+have been sent) rather than the components, so each test isolates one rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from tests.components.conftest import rendered, spec
+from tests.paths import REPO_ROOT
+from tokenplane.proof import deployability as deploy
+from tokenplane.proof.deployability import Finding
+from tokenplane.proof.render import RenderedResource, RenderResult
+
+__all__ = ["ROOT_STACKS", "findings", "mutated", "rendered", "spec", "with_inputs"]
+ROOT_STACKS = REPO_ROOT / "stacks"
+
+
+def findings(name: str, result: RenderResult | None = None, rule: str | None = None) -> list[Finding]:
+    out = deploy.run(spec(name), result or rendered(name))
+    return [f for f in out if rule is None or f.rule == rule]
+
+
+def mutated(
+    result: RenderResult,
+    change: Callable[[RenderedResource], RenderedResource | None],
+    *,
+    extra: list[RenderedResource] | None = None,
+) -> RenderResult:
+    """A copy of ``result`` with ``change`` applied to every resource (None drops it), plus ``extra`` ones."""
+    resources = [r2 for r in result.resources if (r2 := change(r)) is not None]
+    return dataclasses.replace(result, resources=[*resources, *(extra or [])], issues=list(result.issues))
+
+
+def with_inputs(resource: RenderedResource, edit: Callable[[dict[str, Any]], None]) -> RenderedResource:
+    inputs = _deep_copy(resource.inputs)
+    edit(inputs)
+    return dataclasses.replace(resource, inputs=inputs)
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value

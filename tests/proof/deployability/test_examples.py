@@ -1,0 +1,80 @@
+"""The example stacks pass every deployability check, and a check that cannot see its data fails loudly."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.proof.deployability.conftest import findings, mutated, rendered, spec
+from tokenplane.proof import deployability as deploy
+from tokenplane.proof.deployability import GraphDataMissing
+from tokenplane.proof.render import RenderedResource
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["minimal", "dev", "byteion"])
+def test_example_stack_passes_every_deployability_check(name: str) -> None:
+    found = findings(name)
+    assert not found, "\n".join(str(f) for f in found)
+
+
+def test_every_check_has_a_rule_name_that_findings_carry() -> None:
+    assert set(deploy.CHECKS) == {
+        "gpu-advertised",
+        "lb-controller",
+        "csi-iam",
+        "await-timeout",
+        "weights-published",
+        "references-exist",
+        "namespace-exists",
+        "aws-name",
+        "aws-network",
+        "ecr-per-stack",
+        "vllm-argv",
+        "netpol-enforced",
+        "metrics-exported",
+        "crd-order",
+        "cluster-ready",
+        "node-capacity",
+        "dns-health",
+        "tls-listener",
+        "xray-iam",
+        "monitoring-state",
+        "eks-access",
+        "instance-offered",
+        "first-run-order",
+        "version-supported",
+        "rollout-room",
+        "platform-contract",
+    }
+
+
+def test_a_workload_without_its_pod_template_stops_the_checks_instead_of_passing() -> None:
+    def drop_template(r: RenderedResource) -> RenderedResource:
+        if r.inputs.get("kind") != "Deployment":
+            return r
+        return dataclasses.replace(r, inputs={**r.inputs, "spec": {**r.inputs["spec"], "template": {}}})
+
+    broken = mutated(rendered("minimal"), drop_template)
+    with pytest.raises(GraphDataMissing, match=r"Deployment::.*no spec.template.spec"):
+        deploy.run(spec("minimal"), broken)
+
+
+def test_an_unresolved_weights_list_stops_the_checks_instead_of_passing() -> None:
+    # Under preview, or with a mock that stops answering, an output arrives as None: the check must not see "nothing".
+    def unresolved(r: RenderedResource) -> RenderedResource:
+        if not r.name.endswith("-pool-chat-deployment"):
+            return r
+        inputs = dict(r.inputs)
+        pod = inputs["spec"]["template"]["spec"]
+        fetch = {**pod["initContainers"][0]}
+        fetch["env"] = [{**e, "value": None} if e["name"] == "ARTIFACTS" else e for e in fetch["env"]]
+        spec_ = {
+            **inputs["spec"],
+            "template": {**inputs["spec"]["template"], "spec": {**pod, "initContainers": [fetch]}},
+        }
+        return dataclasses.replace(r, inputs={**inputs, "spec": spec_})
+
+    with pytest.raises(GraphDataMissing, match=r"pool-chat-deployment: no ARTIFACTS env value"):
+        deploy.run(spec("minimal"), mutated(rendered("minimal"), unresolved))

@@ -1,0 +1,145 @@
+"""The engine loop without HTTP: batching, chunked prefill, preemption and timing, on the model clock."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+
+import pytest
+
+from tokenplane import pool_model
+from tokenplane.model import capacity as cap
+from tokenplane.serving.engine.config import EngineConfig
+from tokenplane.serving.engine.metrics import EngineMetrics
+from tokenplane.serving.engine.scheduler import Scheduler, Sequence
+from tokenplane.spec import PlatformSpec
+
+
+def small(spec: PlatformSpec, **changes: object) -> EngineConfig:
+    config = EngineConfig.from_spec(spec, "small", speed=math.inf)
+    return dataclasses.replace(config, **changes) if changes else config  # type: ignore[arg-type]
+
+
+def prompt(n: int, salt: int = 0) -> list[int]:
+    return [(salt * 7919 + i) % 100_000 for i in range(n)]
+
+
+async def run_all(scheduler: Scheduler, seqs: list[Sequence]) -> None:
+    """Queue every sequence before the loop's first iteration, so the batch is decided, then wait them out."""
+    scheduler.start()
+    for seq in seqs:
+        scheduler.add(seq)
+    try:
+        for seq in seqs:
+            await asyncio.wait_for(seq.event.wait(), timeout=30)
+            while not seq.finished:
+                seq.event.clear()
+                await asyncio.wait_for(seq.event.wait(), timeout=30)
+    finally:
+        await scheduler.stop()
+
+
+def engine(config: EngineConfig) -> Scheduler:
+    return Scheduler(config, EngineMetrics(config.model_name))
+
+
+async def test_concurrent_requests_share_one_batch_up_to_max_num_seqs(dev_spec: PlatformSpec) -> None:
+    scheduler = engine(small(dev_spec, max_num_seqs=4))
+    seqs = [Sequence(f"r{i}", prompt(40, i), 20, stream=False) for i in range(10)]
+    await run_all(scheduler, seqs)
+    assert scheduler.peak_running == 4
+    assert all(s.generated == 20 and s.finish_reason == "stop" for s in seqs)
+    # Three waves of at most four: far fewer iterations than ten requests one after another (10 x 20).
+    assert scheduler.iterations < 100
+
+
+async def test_a_lone_request_s_first_token_takes_the_capacity_model_s_prefill_time(dev_spec: PlatformSpec) -> None:
+    config = small(dev_spec)
+    scheduler = engine(config)
+    seq = Sequence("r", prompt(3000), 5, stream=False)
+    await run_all(scheduler, [seq])
+    model = pool_model.replica_model(dev_spec, dev_spec.pool("small"))
+    assert seq.first_token_at is not None
+    # The first token comes out of the iteration that prefills the prompt: compute plus one step's overhead.
+    assert seq.first_token_at - seq.arrival == pytest.approx(cap.prefill_seconds(model, 3000), rel=1e-9)
+
+
+async def test_decode_iterations_cost_one_decode_step_at_the_batch_s_context(dev_spec: PlatformSpec) -> None:
+    config = small(dev_spec)
+    scheduler = engine(config)
+    seq = Sequence("r", prompt(100), 3, stream=False)
+    await run_all(scheduler, [seq])
+    model = pool_model.replica_model(dev_spec, dev_spec.pool("small"))
+    steps = cap.decode_step_seconds(model, 1, mean_context=101) + cap.decode_step_seconds(model, 1, mean_context=102)
+    assert seq.finished_at is not None and seq.first_token_at is not None
+    assert seq.finished_at - seq.first_token_at == pytest.approx(steps, rel=1e-9)
+
+
+async def test_a_prompt_longer_than_the_token_budget_is_prefilled_in_chunks(dev_spec: PlatformSpec) -> None:
+    config = small(dev_spec)
+    scheduler = engine(config)
+    seq = Sequence("r", prompt(12_000), 1, stream=False)
+    await run_all(scheduler, [seq])
+    model = pool_model.replica_model(dev_spec, dev_spec.pool("small"))
+    assert scheduler.iterations == 2  # 8192 tokens, then the other 3808
+    # Chunks add up to one pass of compute; each iteration pays its overhead.
+    expected = cap.prefill_compute_seconds(model, 12_000) + 2 * cap.step_overhead_seconds(model)
+    assert seq.first_token_at is not None
+    assert seq.first_token_at - seq.arrival == pytest.approx(expected, rel=1e-9)
+
+
+async def test_a_full_kv_cache_preempts_the_newest_sequence_and_every_request_still_finishes(
+    dev_spec: PlatformSpec,
+) -> None:
+    config = small(dev_spec, kv_blocks=12)  # 192 tokens: room for about two of these at once
+    scheduler = engine(config)
+    seqs = [Sequence(f"r{i}", prompt(30, i), 60, planned_reason="length", stream=False) for i in range(5)]
+    await run_all(scheduler, seqs)
+    assert scheduler.metrics.preemptions > 0
+    assert sum(s.preemptions for s in seqs) == scheduler.metrics.preemptions
+    assert all(s.generated == 60 and s.finish_reason == "length" for s in seqs)
+    assert scheduler.blocks.free_blocks == 12  # everything given back
+    assert scheduler.metrics.generation_tokens == 5 * 60
+
+
+async def test_a_repeated_prompt_skips_the_prefill_of_its_cached_blocks(dev_spec: PlatformSpec) -> None:
+    scheduler = engine(small(dev_spec))
+    first, second = Sequence("a", prompt(1000), 2, stream=False), Sequence("b", prompt(1000), 2, stream=False)
+    await run_all(scheduler, [first])
+    await run_all(scheduler, [second])
+    assert first.cached_tokens == 0
+    assert second.cached_tokens == (1000 - 1) // 16 * 16  # all full blocks but the last token's
+    assert scheduler.blocks.hits == second.cached_tokens
+    assert scheduler.blocks.queries == 2000
+    assert first.first_token_at is not None and second.first_token_at is not None
+    assert second.first_token_at - second.arrival < (first.first_token_at - first.arrival) / 10
+
+
+async def test_aborting_a_running_request_frees_its_blocks_at_once(dev_spec: PlatformSpec) -> None:
+    scheduler = engine(small(dev_spec, kv_blocks=100, speed=1000.0))
+    seq = Sequence("r", prompt(200), 10_000)
+    scheduler.start()
+    scheduler.add(seq)
+    try:
+        await asyncio.wait_for(seq.event.wait(), timeout=30)  # its first token
+        assert scheduler.blocks.free_blocks < 100
+        scheduler.abort(seq)
+        assert scheduler.num_running == 0
+        assert seq.finish_reason == "abort"
+        assert scheduler.metrics.finished["abort"] == 1
+        assert scheduler.blocks.free_blocks == 100
+    finally:
+        await scheduler.stop()
+
+
+async def test_an_embedding_is_done_when_its_prompt_is_computed(dev_spec: PlatformSpec) -> None:
+    config = EngineConfig.from_spec(dev_spec, "embed", speed=math.inf)
+    scheduler = engine(config)
+    seqs = [Sequence(f"e{i}", prompt(100, i), 0, stream=False) for i in range(3)]
+    await run_all(scheduler, seqs)
+    model = pool_model.replica_model(dev_spec, dev_spec.pool("embed"))
+    assert scheduler.iterations == 1  # one iteration embeds all three
+    assert all(s.generated == 0 and s.finish_reason == "stop" for s in seqs)
+    expected = cap.step_overhead_seconds(model) + 3 * cap.prefill_cost(model).seconds(100)
+    assert seqs[0].finished_at == pytest.approx(expected, rel=1e-9)

@@ -1,0 +1,229 @@
+"""``tokenplane plan --verify``: every example spec's plan reaches its SLO attainment in simulation."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.paths import REPO_ROOT
+from tokenplane.commands.cli import app
+from tokenplane.load import load_spec, load_spec_text
+from tokenplane.model.planner import Plan, plan
+from tokenplane.model.pool_performance import priority_levels
+from tokenplane.sim import verify as verify_module
+from tokenplane.sim.verify import AGREEMENT, Verification, verify
+from tokenplane.spec import WorkloadClass
+
+ROOT = REPO_ROOT
+SPECS = sorted((ROOT / "stacks").glob("*.yaml")) + sorted((ROOT / "examples").rglob("*.tokenplane.yaml"))
+# The simulator's own spread from seed to seed (six seeds): its saturated mu within 1% (sd 0.2-0.7%), a class's
+# TTFT P95 over ~10,000 judged requests within 1-1.5% (byteion's long-context pools: sd 1.4% and 0.2%). The
+# planner agrees within 3% on every pool and class of the example specs, so AGREEMENT (10%) leaves room for
+# the other issue-15 work on the latency terms, not for the noise.
+MIXED_AGREEMENT = 0.04  # about three of the simulator's P95 spreads from seed to seed
+
+Checked = tuple[str, Plan, Verification]
+
+
+@pytest.fixture(scope="module", params=SPECS, ids=lambda p: p.name)
+def checked(request: pytest.FixtureRequest) -> Checked:
+    spec = load_spec(request.param)
+    planned = plan(spec)
+    return request.param.name, planned, verify(spec, planned)
+
+
+@pytest.mark.slow
+def test_every_example_spec_plans_ok_and_reaches_its_attainment_in_simulation(checked: Checked) -> None:
+    name, planned, result = checked
+    assert planned.ok, planned.violations
+    missed = [(p.region, p.pool, c.name, c.attainment, c.target) for p in result.pools for c in p.classes if not c.met]
+    assert result.ok and not missed, f"{name}: {missed}"
+
+
+@pytest.mark.slow
+def test_planner_and_simulator_agree_on_ttft_p95_and_rho(checked: Checked) -> None:
+    name, _, result = checked
+    for pool in result.pools:
+        assert abs(pool.rho_agreement) <= AGREEMENT, f"{name} {pool.region}/{pool.pool}: {pool.rho_agreement:+.1%}"
+        for cls in pool.classes:
+            if cls.agreement is not None:
+                where = f"{name} {pool.region}/{pool.pool} class {cls.name}"
+                assert abs(cls.agreement) <= AGREEMENT, f"{where}: TTFT P95 {cls.agreement:+.1%}"
+
+
+@pytest.mark.slow
+def test_a_class_sent_at_several_priorities_gets_the_tail_of_their_mixture(checked: Checked) -> None:
+    # dev's tenants are critical and normal, byteion's EU regions critical and high: each class is a mixture of
+    # levels. Averaging the levels' TTFT samples (the planner before) priced dev's class B P95 6-8% short;
+    # charging a started prompt's chunks for the higher levels that arrive meanwhile priced byteion's
+    # eu-west long-context class C 25% long. Both now agree within MIXED_AGREEMENT.
+    name, _, result = checked
+    spec = load_spec(next(p for p in SPECS if p.name == name))
+    mixed = 0
+    for pool in result.pools:
+        for cls in pool.classes:
+            levels = priority_levels(spec, pool.region, WorkloadClass(cls.name))
+            if sum(share > 0 for share in levels) < 2 or cls.agreement is None:
+                continue
+            mixed += 1
+            where = f"{name} {pool.region}/{pool.pool} class {cls.name} at levels {levels}"
+            assert abs(cls.agreement) <= MIXED_AGREEMENT, f"{where}: TTFT P95 {cls.agreement:+.1%}"
+    assert mixed or name == "minimal.yaml", f"{name}: no class at several levels to check"
+
+
+@pytest.mark.slow
+def test_where_the_slo_decides_the_replicas_ten_percent_fewer_miss_it() -> None:
+    spec = load_spec(ROOT / "stacks" / "byteion.yaml")
+    planned = plan(spec)
+    bound = {("us-east", "medium-rag"), ("us-east", "large-reasoning")}
+    result = verify(spec, planned, only=bound)
+    assert {(p.region, p.pool) for p in result.pools} == bound
+    assert all(p.fewer_met is False for p in result.pools), [(p.pool, p.fewer_replicas) for p in result.pools]
+
+
+@pytest.mark.slow
+def test_cli_plan_verify_prints_attainment_and_json_carries_it(tmp_path: Path) -> None:
+    runner = CliRunner()
+    done = runner.invoke(app, ["plan", str(ROOT / "stacks" / "minimal.yaml"), "--capacity-only", "--verify"])
+    assert done.exit_code == 0, done.output
+    assert "verify ok" in done.output and "fidelity:" in done.output
+    done = runner.invoke(app, ["plan", str(ROOT / "stacks" / "minimal.yaml"), "--capacity-only", "--verify", "--json"])
+    data = json.loads(done.stdout)  # stdout only: the progress lines go to stderr
+    [pool] = data["verify"]["pools"]
+    assert data["verify"]["ok"] and data["summary"]["ok"]
+    assert pool["classes"][0]["attainment"] >= 0.99 - 0.005
+
+
+@pytest.mark.slow
+def test_a_stricter_slo_attainment_plans_more_replicas_and_still_verifies(tmp_path: Path) -> None:
+    base = (ROOT / "stacks" / "minimal.yaml").read_text(encoding="utf-8")
+    strict = base.replace("    ttft_p95_ms: 500\n", "    ttft_p95_ms: 500\n    slo_attainment: 0.9995\n")
+    assert strict != base
+    path = tmp_path / "strict.yaml"
+    path.write_text(strict.replace("max_replicas: 3", "max_replicas: 20"), encoding="utf-8")
+    spec = load_spec(path)
+    planned = plan(spec)
+    assert planned.pools[0].replicas_needed > plan(load_spec(ROOT / "stacks" / "minimal.yaml")).pools[0].replicas_needed
+    result = verify(spec, planned)
+    assert result.ok
+    assert result.pools[0].classes[0].target == 0.9995
+
+
+# One pool serving a cheap interactive class at critical priority and a long batch class at the batch level:
+# the shape none of the example specs has (their batch tenants have a pool of their own).
+MIXED_POOL = """\
+platform: {name: mixed, environment: dev, peak_rps: 6}
+budget: {max_usd_per_hour: 40}
+regions:
+  - name: us
+    cloud_region: us-east-1
+    azs: [us-east-1a, us-east-1b]
+    jurisdiction: US
+    traffic_share: 1.0
+    pools: [{pool: chat, min_replicas: 1, max_replicas: 16}]
+models:
+  - name: qwen-7b-chat
+    version: v1
+    preset: qwen2.5-7b
+    uri: s3://mixed-models/qwen-7b-chat/v1/
+    sha256: 5f1a9c0e2b7d4c38a6e1f0b9d2c7a4e6f8b1d3c5a7e9f0b2d4c6e8a0b1c3d5e7
+    tokenizer: Qwen/Qwen2.5-7B-Instruct
+    prompt_contract: chat-v1
+pools:
+  - {name: chat, tier: small, model: qwen-7b-chat, gpu: L4, classes: [A, D]}
+workload_classes:
+  A:
+    share: 0.8
+    prompt_tokens: {min: 50, max: 1000}
+    output_tokens: {min: 20, max: 200}
+    ttft_p95_ms: 800
+  D:
+    share: 0.2
+    prompt_tokens: {min: 3000, max: 7000}
+    output_tokens: {min: 200, max: 800}
+    deadline_hours: 24
+tenants:
+  - {name: web, plan: enterprise, priority: critical, rpm: 600, tpm: 1000000, allowed_tiers: [small],
+     api_key_secret: "env://TOKENPLANE_KEY_WEB"}
+  - {name: nightly, plan: free, priority: batch, rpm: 60, tpm: 1000000, allowed_tiers: [small],
+     api_key_secret: "env://TOKENPLANE_KEY_NIGHTLY"}
+routing:
+  mix: {small: 1.0}
+"""
+MIXED_RHO_AGREEMENT = 0.05  # the issue's target; measured -0.3% (the simulator's mu spread is under 1%)
+
+
+def test_verify_measures_mu_on_the_mix_a_batch_and_interactive_pool_serves() -> None:
+    spec = load_spec_text(MIXED_POOL, filename="mixed.yaml")
+    planned = plan(spec)
+    assert planned.ok, planned.violations
+    [pool] = verify(spec, planned).pools
+    assert abs(pool.rho_agreement) <= MIXED_RHO_AGREEMENT, f"rho {pool.rho_agreement:+.1%}, mu {pool.mu:.3f}"
+    assert pool.met, [(c.name, c.attainment, c.target) for c in pool.classes]
+    for cls in pool.classes:  # measured: class A +0.04%, class D -0.2%
+        assert cls.agreement is not None and abs(cls.agreement) <= MIXED_RHO_AGREEMENT, (cls.name, cls.agreement)
+
+
+def test_a_saturated_queue_drained_by_priority_measures_another_mix(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The method before: the queue drained by priority serves the interactive class during the warm-up and
+    # leaves the window the batch class alone, so "mu" is the batch class's (-76% here, not -0.3%).
+    spec = load_spec_text(MIXED_POOL, filename="mixed.yaml")
+    planned = plan(spec)
+    monkeypatch.setattr(verify_module, "_saturated_mu", partial(verify_module._saturated_mu, priorities=True))
+    [pool] = verify(spec, planned).pools
+    assert abs(pool.rho_agreement) > AGREEMENT, f"rho {pool.rho_agreement:+.1%}: the check cannot see the defect"
+
+
+# The issue-28 RAG shape: a 32B FP8 model on one H100 keeps 152,864 KV tokens, and class B's prompts run to 12k.
+RAG_POOL = """\
+platform: {name: rag, environment: dev, peak_rps: 40}
+budget: {max_usd_per_hour: 2000}
+regions:
+  - name: us
+    cloud_region: us-east-1
+    azs: [us-east-1a, us-east-1b]
+    jurisdiction: US
+    traffic_share: 1.0
+    pools: [{pool: rag, min_replicas: 1, max_replicas: 200}]
+models:
+  - name: rag-32b
+    version: v1
+    preset: qwen2.5-32b
+    quantization: fp8
+    uri: s3://rag-models/rag-32b/v1/
+    sha256: 5f1a9c0e2b7d4c38a6e1f0b9d2c7a4e6f8b1d3c5a7e9f0b2d4c6e8a0b1c3d5e7
+    tokenizer: Qwen/Qwen2.5-32B-Instruct
+    prompt_contract: chat-v1
+pools:
+  - {name: rag, tier: medium, model: rag-32b, gpu: H100, classes: [A, B], engine: {max_model_len: 16384}}
+workload_classes:
+  A: {share: 0.6, prompt_tokens: {min: 200, max: 2000}, output_tokens: {min: 50, max: 400}, ttft_p95_ms: 1000}
+  B: {share: 0.4, prompt_tokens: {min: 4000, max: 12000}, output_tokens: {min: 100, max: 800}, ttft_p95_ms: 3000}
+tenants:
+  - {name: web, plan: enterprise, priority: high, rpm: 6000, tpm: 100000000, allowed_tiers: [medium],
+     api_key_secret: "env://TOKENPLANE_KEY_WEB"}
+routing:
+  mix: {medium: 1.0}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 28 item 2, open: below saturation the pool model leaves out the queue that a KV-filling prompt mix "
+    "builds (measured: class A 99.99% planned, 98.94% simulated, 122 of its ~160 misses shed at the queue deadline; "
+    "class B's TTFT P95 planned 15% short). Remove this mark when the planner prices it.",
+)
+def test_the_planner_prices_the_queue_a_kv_filling_rag_mix_builds() -> None:
+    spec = load_spec_text(RAG_POOL, filename="rag.yaml")
+    planned = plan(spec)
+    assert planned.ok, planned.violations
+    [pool] = verify(spec, planned).pools
+    for cls in pool.classes:
+        assert cls.planned_attainment is not None and cls.attainment is not None
+        assert abs(cls.planned_attainment - cls.attainment) <= 2 * cls.tolerance, (cls.name, cls.planned_attainment)
+        assert cls.agreement is not None and abs(cls.agreement) <= AGREEMENT, (cls.name, cls.agreement)

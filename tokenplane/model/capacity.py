@@ -1,0 +1,611 @@
+"""The performance model: memory, per-step latency, traffic and cost.
+
+Pure functions over plain numbers and catalog records, shared by the planner,
+the workbench simulator and the simulated engine, so that all three agree. How a
+replica behaves under a request mix (its throughput, concurrency and TTFT) is
+built on these in ``tokenplane.model.pool_performance``.
+
+Memory follows vLLM's own accounting (``vllm/v1/worker/gpu_worker.py``,
+``determine_available_memory``)::
+
+    kv_budget = total_gpu_memory * gpu_memory_utilization
+                - weights - peak activation of a profiling pass - non-torch memory
+
+then divided into blocks of 16 tokens; each term is derived in ``vllm_memory`` and
+each weight format in ``quantization``. Time follows the roofline: prefill is
+bounded by FLOPs (a short prompt alone, by the weights its pass reads) and decode
+by the bytes each step reads (weights + KV), with
+floors below which real kernels do not go (per-layer kernel latency, the sampler,
+the server's time to first token). Real kernels reach only part of the peak, so
+both carry an efficiency factor (``Efficiency``), documented with its sources
+where it is defined; ``tokenplane.model.calibration`` holds the public points behind them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from tokenplane.catalog import Gpu, Interconnect, KvCacheDtype, Quantization
+from tokenplane.model.vllm_memory import (
+    DEFAULT_OVERHEADS,
+    VllmOverheads,
+    activation_peak_bytes,
+    cuda_graph_bytes,
+    non_torch_bytes,
+)
+from tokenplane.quantization import WeightFormat, default_format
+from tokenplane.transformer import Architecture, ModelKind
+
+__all__ = [  # the memory terms are defined in vllm_memory and are part of this interface too
+    "BLOCK_SIZE",
+    "DEFAULT_EFFICIENCY",
+    "DEFAULT_OVERHEADS",
+    "DecodeStepTerms",
+    "Efficiency",
+    "MemoryPlan",
+    "PrefillCost",
+    "ReplicaModel",
+    "RequestShape",
+    "Speculation",
+    "VllmOverheads",
+    "activation_peak_bytes",
+    "backlog",
+    "blended_price_per_million",
+    "bytes_per_weight",
+    "causal_pairs",
+    "cuda_graph_bytes",
+    "decode_step_seconds",
+    "decode_step_terms",
+    "e2e_seconds",
+    "inter_token_seconds",
+    "kv_bytes_per_token",
+    "kv_dtype_bytes",
+    "kv_heads_per_shard",
+    "layers_per_stage",
+    "max_concurrency",
+    "mean_shape",
+    "model_weight_bytes",
+    "nodes_needed",
+    "non_torch_bytes",
+    "prefill_compute_seconds",
+    "prefill_cost",
+    "prefill_flops",
+    "prefill_seconds",
+    "prefill_seconds_per_token",
+    "replica_memory",
+    "sampling_seconds",
+    "speculation_factor",
+    "step_overhead_seconds",
+    "token_throughput",
+    "ttft_seconds",
+    "usd_per_million_tokens",
+    "utilization",
+    "weight_bytes",
+    "weight_read_seconds",
+]
+
+BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
+
+
+def bytes_per_weight(quantization: Quantization) -> float:
+    """Bytes per weight of a quantized linear layer in ``quantization``'s usual format, scales included."""
+    return default_format(quantization).quantized_bytes
+
+
+def kv_dtype_bytes(kv_cache_dtype: KvCacheDtype) -> int:
+    return 2 if kv_cache_dtype is KvCacheDtype.AUTO else 1
+
+
+def weight_bytes(params: float, quantization: Quantization, *, embedding_params: float = 0.0) -> float:
+    """Bytes of weights. Quantizers leave the embeddings and LM head at 16 bits.
+
+    >>> weight_bytes(70e9, Quantization.FP16)  # the reference's 70B FP16 = 140 GB
+    140000000000.0
+    """
+    if embedding_params > params:
+        raise ValueError(f"embedding_params={embedding_params} exceeds params={params}")
+    body = params - embedding_params
+    return body * bytes_per_weight(quantization) + embedding_params * 2.0
+
+
+def model_weight_bytes(
+    arch: Architecture, quantization: Quantization, *, weight_format: WeightFormat | None = None
+) -> float:
+    """Bytes of the whole model, each module kind in its own format.
+
+    Quantizers convert the linear layers only: embeddings, the LM head, norms and the MoE
+    router stay at 16 bits (``tokenplane.quantization``). ``weight_format`` is what a
+    checkpoint's ``quantization_config`` says; without it, ``quantization``'s usual format.
+    """
+    fmt = weight_format or default_format(quantization)
+    return fmt.weight_bytes(arch.param_groups)
+
+
+def kv_heads_per_shard(arch: Architecture, tp: int) -> int:
+    """KV heads each tensor-parallel rank stores.
+
+    When TP exceeds the KV heads, vLLM replicates each KV head across
+    ``tp / num_kv_heads`` ranks, so every rank still holds one whole head.
+    """
+    return max(1, math.ceil(arch.num_kv_heads / tp))
+
+
+def kv_bytes_per_token(arch: Architecture, kv_cache_dtype: KvCacheDtype, *, tp: int = 1) -> int:
+    """KV bytes one token costs on one tensor-parallel rank, over all layers.
+
+    GQA: 2 (K and V) x layers x kv_heads_per_shard x head_dim x dtype bytes.
+    MLA stores one latent of ``kv_lora_rank + qk_rope_head_dim`` per layer and
+    vLLM replicates it on every rank, so TP does not shrink it. With ``tp=1`` this
+    is the model's KV bytes per token.
+    """
+    if arch.kind is ModelKind.ENCODER:
+        return 0
+    width = kv_dtype_bytes(kv_cache_dtype)
+    if arch.is_mla:
+        latent = (arch.kv_lora_rank or 0) + (arch.qk_rope_head_dim or 0)
+        return arch.num_layers * latent * width
+    return 2 * arch.num_layers * kv_heads_per_shard(arch, tp) * arch.attention_head_dim * width
+
+
+def layers_per_stage(arch: Architecture, pp: int) -> int:
+    """Layers on the largest pipeline stage, which bounds the KV capacity."""
+    return math.ceil(arch.num_layers / pp)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """One replica's memory, per GPU, as vLLM would account it at startup."""
+
+    gpu_total: float
+    budget: float  # gpu_memory_utilization x total
+    weights: float  # the largest rank's weight shard
+    activation: float
+    non_torch: float
+    kv_bytes_per_token: int  # on one GPU of the largest stage
+    kv_available: float  # may be negative: that is how much is missing
+    kv_blocks: int
+    kv_tokens: int  # tokens of KV cache per replica (every rank holds the same tokens)
+    # vLLM 0.19's "Estimated CUDA graph memory": captured after the KV cache, so it sits on top
+    # of the budget unless ``VllmOverheads.subtract_cuda_graphs`` (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1).
+    cuda_graphs: float = 0.0
+    cuda_graphs_in_budget: bool = False
+    # Features of the model that the accounting does not cover: a warning, not a promise.
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def peak_use(self) -> float:
+        """What the GPU holds once serving: the budget, plus CUDA graphs where they sit outside it."""
+        return self.budget + (0.0 if self.cuda_graphs_in_budget else self.cuda_graphs)
+
+    @property
+    def fits(self) -> bool:
+        return self.kv_available > 0
+
+    def fits_sequence(self, tokens: int) -> bool:
+        return self.kv_tokens >= _round_up(tokens, BLOCK_SIZE) if self.kv_bytes_per_token else self.fits
+
+    def missing_bytes_for(self, tokens: int) -> float:
+        """Bytes per GPU still needed to hold one sequence of ``tokens``."""
+        need = _round_up(tokens, BLOCK_SIZE) * self.kv_bytes_per_token
+        return max(0.0, need - self.kv_available)
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def replica_memory(
+    arch: Architecture,
+    gpu: Gpu,
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    quantization: Quantization = Quantization.BF16,
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
+    gpu_memory_utilization: float = 0.9,
+    max_num_batched_tokens: int = 8192,
+    max_num_seqs: int = 256,
+    overheads: VllmOverheads = DEFAULT_OVERHEADS,
+    weight_format: WeightFormat | None = None,
+    interconnect: Interconnect | None = None,
+    p2p: bool = True,
+) -> MemoryPlan:
+    """The KV cache a replica gets, following vLLM's startup accounting.
+
+    Weights shard evenly over ``tp x pp`` ranks (the embedding and LM head sit on
+    the first and last stage; spreading them evenly is within a few percent). The
+    activation term is the last stage's, which runs the sampler: vLLM sizes every
+    rank's cache to the smallest, and that rank is the one with the most to hold.
+    ``interconnect`` defaults to the GPU's (PCIe for A10G/L4/L40S); ``p2p=False`` for GPUs that
+    cannot reach each other's memory (``vllm_memory.non_torch_bytes``).
+    """
+    budget = gpu.hbm_bytes * gpu_memory_utilization
+    weights = model_weight_bytes(arch, quantization, weight_format=weight_format) / (tp * pp)
+    activation = activation_peak_bytes(
+        arch, tp=tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, overheads=overheads
+    )
+    non_torch = non_torch_bytes(
+        tp=tp, pp=pp, interconnect=interconnect or gpu.interconnect, p2p=p2p, overheads=overheads
+    )
+    graphs = cuda_graph_bytes(arch, pp=pp, overheads=overheads)
+    available = budget - weights - activation - non_torch - (graphs if overheads.subtract_cuda_graphs else 0.0)
+    per_token = kv_bytes_per_token(arch, kv_cache_dtype, tp=tp) * layers_per_stage(arch, pp) // arch.num_layers
+    blocks = int(available // (per_token * BLOCK_SIZE)) if per_token and available > 0 else 0
+    return MemoryPlan(
+        gpu_total=gpu.hbm_bytes,
+        budget=budget,
+        weights=weights,
+        activation=activation,
+        non_torch=non_torch,
+        kv_bytes_per_token=per_token,
+        kv_available=available,
+        kv_blocks=blocks,
+        kv_tokens=blocks * BLOCK_SIZE,
+        cuda_graphs=graphs,
+        cuda_graphs_in_budget=overheads.subtract_cuda_graphs,
+        warnings=arch.uncovered,
+    )
+
+
+def max_concurrency(kv_tokens: int, context_tokens: int) -> float:
+    """Sequences of ``context_tokens`` that fit at once, as vLLM logs at startup."""
+    if context_tokens <= 0:
+        raise ValueError(f"context_tokens={context_tokens} must be positive")
+    return kv_tokens / _round_up(context_tokens, BLOCK_SIZE)
+
+
+# --- time -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """How much of the roofline real serving kernels reach, and the floors below which they do not go.
+
+    Each factor and its public source (``tokenplane/model/calibration.py`` holds the latency
+    points, ``BENCHMARKS.md`` their errors):
+
+    ===================  =======  ===========================================================
+    factor               value    source
+    ===================  =======  ===========================================================
+    mfu_prefill          0.5      vLLM on H100 reaches 40-60 % of peak on long prefills
+                                  (FlashAttention-3 paper, Shah et al. 2024; vLLM's
+                                  published benchmarks)
+    mfu_decode           0.5      the same kernels at decode batch sizes
+    mbu_decode           0.8      70-85 % of HBM bandwidth in decode (Databricks, "LLM
+                                  inference performance engineering"); 77 % measured for
+                                  Llama-3.1-8B at batch 1 on an A100 (johnmusgrave.com sweep)
+    step_overhead_s      1.0 ms   per iteration: scheduling, input preparation, sampling
+                                  launch. Single-stream TPOT minus the weight-read time on
+                                  the fit points: 0.9 ms (H100, 8B), 1.0 ms (L4, 0.5B)
+    layer_floor_s        50 us    a decoder layer's kernels (norm, QKV, RoPE, attention, O,
+                                  norm, gate/up, activation, down) cannot finish faster
+                                  than their launch-to-completion latency even under CUDA
+                                  graphs: Qwen3-0.6B on an H100 decodes at 2.39 ms/token
+                                  where its weights take 0.45 ms to read (28 layers)
+    sampler_bytes_       16       bytes of HBM traffic per logit of the sampled rows: bf16
+      per_logit                   logits cast to fp32, softmax and the top-k/top-p sort
+                                  (``vllm/v1/sample/sampler.py``, ``topk_topp_sampler.py``)
+    ttft_floor_s         20 ms    tokenization, the first scheduling step, detokenization
+                                  and the first streamed chunk of the OpenAI server: a
+                                  short prompt's TTFT minus its prefill is 22 ms on an L4
+                                  (ai.wmx.dev) and 37 ms on an H100 at 16 req/s (kvcached
+                                  PR 331); under 13 ms on a fast H100 host (yobitel).
+                                  Held-out hosts spread it from 6 ms (tenstorrent's A100)
+                                  to 51 ms (vLLM 0.11's chat endpoint, gpustack), which
+                                  is most of the TTFT error in ``BENCHMARKS.md``
+    allreduce_s          8 us     one tensor-parallel all-reduce over NVLink at decode
+                                  sizes; two per layer
+    ===================  =======  ===========================================================
+    """
+
+    mfu_prefill: float = 0.5
+    mfu_decode: float = 0.5
+    mbu_decode: float = 0.8
+    step_overhead_s: float = 0.001
+    allreduce_s: float = 8e-6
+    layer_floor_s: float = 50e-6
+    sampler_bytes_per_logit: float = 16.0
+    ttft_floor_s: float = 0.020
+
+
+DEFAULT_EFFICIENCY = Efficiency()
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding: k drafted tokens, accepted independently with probability alpha."""
+
+    num_tokens: int
+    acceptance_rate: float
+    draft_cost_ratio: float  # one draft step's cost relative to one target step
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens per target forward: (1 - a^(k+1)) / (1 - a) (Leviathan et al., 2023)."""
+        a, k = self.acceptance_rate, self.num_tokens
+        if a >= 1.0:
+            return float(k + 1)
+        return (1 - a ** (k + 1)) / (1 - a)
+
+
+@dataclass(frozen=True)
+class ReplicaModel:
+    """What the time model needs to know about one replica."""
+
+    arch: Architecture
+    gpu: Gpu
+    tp: int = 1
+    pp: int = 1
+    quantization: Quantization = Quantization.BF16
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
+    efficiency: Efficiency = field(default=DEFAULT_EFFICIENCY)
+    speculation: Speculation | None = None
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def peak_flops(self) -> float:
+        fp8 = self.quantization in (Quantization.FP8, Quantization.INT8)
+        return self.gpu.flops(fp8=fp8) * self.tp
+
+    @property
+    def bandwidth(self) -> float:
+        return self.gpu.hbm_bandwidth * self.tp
+
+
+def prefill_flops(arch: Architecture, tokens: int, *, context_before: int = 0) -> float:
+    """FLOPs to prefill ``tokens`` new tokens after ``context_before`` cached ones.
+
+    Linear layers: 2 x active params (minus the input embedding, a lookup) per
+    token. Attention: QK^T and AV over the causal triangle, 4 x width per
+    query-key pair per layer.
+    """
+    return _linear_flops_per_token(arch) * tokens + _attention_flops_per_pair(arch) * causal_pairs(
+        tokens, context_before
+    )
+
+
+def _linear_flops_per_token(arch: Architecture) -> float:
+    return 2.0 * (arch.params_active - arch.vocab_size * arch.hidden_size)
+
+
+def _attention_flops_per_pair(arch: Architecture) -> float:
+    return 4.0 * arch.num_layers * arch.attention_width
+
+
+def causal_pairs(tokens: float, context_before: float = 0.0) -> float:
+    """Query-key pairs that prefilling ``tokens`` after ``context_before`` cached ones attends over."""
+    return tokens * context_before + tokens * tokens / 2
+
+
+@dataclass(frozen=True)
+class PrefillCost:
+    """Prefill compute time of one replica as two rates, so that a simulator can price chunks cheaply.
+
+    ``seconds(t, c)`` equals ``prefill_compute_seconds(model, t, context_before=c)``. Chunked prefill
+    costs the same in total as one pass: the chunks' causal triangles add up to the whole one.
+    """
+
+    per_token_s: float
+    per_pair_s: float
+
+    def seconds(self, tokens: float, context_before: float = 0.0) -> float:
+        return self.per_token_s * tokens + self.per_pair_s * causal_pairs(tokens, context_before)
+
+
+def prefill_cost(model: ReplicaModel) -> PrefillCost:
+    rate = model.peak_flops * model.efficiency.mfu_prefill
+    return PrefillCost(_linear_flops_per_token(model.arch) / rate, _attention_flops_per_pair(model.arch) / rate)
+
+
+def prefill_compute_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0) -> float:
+    """Prefill's compute time without the per-iteration overhead: what a chunk adds to a running iteration."""
+    return prefill_flops(model.arch, tokens, context_before=context_before) / (
+        model.peak_flops * model.efficiency.mfu_prefill
+    )
+
+
+def prefill_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0) -> float:
+    """Time to prefill a prompt alone: one iteration, the roofline of its compute and its weight reads.
+
+    The prompt's forward pass reads every weight once, as a decode step does, so a short
+    prompt cannot finish faster than the weight read (``weight_read_seconds``):
+    Qwen2.5-72B at TP2 on H100s answers a 128-token prompt in 41 ms where one decode step
+    takes 31 ms, and Qwen3-30B-A3B's 128-token prompt routes to all 128 experts and reads
+    all 61 GB of them (36 ms on an A100), where its FLOPs alone take 6 ms (tenstorrent's GPU
+    references, ``tokenplane/model/calibration.py``). Long prompts are compute-bound, as before.
+    Pipeline stages run one after another for one request.
+    """
+    if tokens <= 0:
+        return 0.0
+    compute = prefill_compute_seconds(model, tokens, context_before=context_before)
+    return max(compute, weight_read_seconds(model, tokens)) + step_overhead_seconds(model)
+
+
+def prefill_seconds_per_token(model: ReplicaModel, *, context: int) -> float:
+    """Marginal prefill cost of one token at a typical context, used for throughput."""
+    return prefill_compute_seconds(model, 1, context_before=context)
+
+
+def step_overhead_seconds(model: ReplicaModel) -> float:
+    """Per-iteration scheduling, sampling and launch cost, plus the tensor-parallel all-reduces."""
+    eff = model.efficiency
+    allreduce = 2 * model.arch.num_layers * eff.allreduce_s if model.tp > 1 else 0.0
+    return eff.step_overhead_s + allreduce
+
+
+def _weight_bytes_read(model: ReplicaModel, batch: int) -> float:
+    """Weights one decode step reads. MoE reads only the experts the batch routed to."""
+    arch = model.arch
+    total = model_weight_bytes(arch, model.quantization)
+    # The input embedding is a lookup, not a read of the whole table; when it is tied to the LM
+    # head, the head reads it in full every step anyway.
+    read = total if arch.tie_word_embeddings else total - arch.vocab_size * arch.hidden_size * 2.0
+    if arch.is_moe:
+        expert_params = 3 * arch.hidden_size * (arch.moe_intermediate_size or arch.intermediate_size)
+        moe_layers = arch.num_layers - min(arch.first_dense_layers, arch.num_layers)
+        all_experts = moe_layers * arch.num_experts * expert_params * bytes_per_weight(model.quantization)
+        touched = arch.num_experts * (1 - (1 - arch.experts_per_token / arch.num_experts) ** batch)
+        read -= all_experts * (1 - touched / arch.num_experts)
+    return read
+
+
+@dataclass(frozen=True)
+class DecodeStepTerms:
+    """One decode iteration's cost at a given batch, split so that the context can vary freely.
+
+    ``decode_step_seconds(model, b, mean_context=c)`` equals
+    ``max(memory_s + kv_s_per_token * b * c, compute_s) + overhead_s``: the simulator tabulates the
+    terms once per batch size and then prices millions of iterations with array arithmetic.
+    """
+
+    memory_s: float  # reading the weights (only the experts the batch touches, for MoE)
+    kv_s_per_token: float  # reading one token of KV cache, summed over the TP ranks
+    compute_s: float
+    overhead_s: float
+
+    def seconds(self, total_context: float) -> float:
+        """The step's time when the batch holds ``total_context`` tokens of KV cache in all."""
+        return max(self.memory_s + self.kv_s_per_token * total_context, self.compute_s) + self.overhead_s
+
+
+def decode_step_terms(model: ReplicaModel, batch: int) -> DecodeStepTerms:
+    """One decode iteration's terms at ``batch``, floors included.
+
+    The weight read cannot beat the layers' kernel latency (``layer_floor_s`` per layer),
+    which is what bounds small models and small batches. Sampling adds its logits
+    traffic to both the memory and the compute path, so the step pays it either way.
+    """
+    eff = model.efficiency
+    rate = model.bandwidth * eff.mbu_decode
+    kv_per_token = kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp
+    sampling = sampling_seconds(model, batch)
+    return DecodeStepTerms(
+        memory_s=weight_read_seconds(model, batch) + sampling,
+        kv_s_per_token=kv_per_token / rate,
+        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode) + sampling,
+        overhead_s=step_overhead_seconds(model),
+    )
+
+
+def weight_read_seconds(model: ReplicaModel, rows: int) -> float:
+    """One forward pass's weight reads for ``rows`` tokens, never under the layers' kernel latency.
+
+    Dense models read all of their weights; an MoE reads the experts its rows route to, which for
+    more than a few dozen tokens (a prompt) is all of them, and for a small decode batch a few.
+    """
+    eff = model.efficiency
+    floor = model.arch.num_layers * eff.layer_floor_s
+    return max(_weight_bytes_read(model, rows) / (model.bandwidth * eff.mbu_decode), floor)
+
+
+def sampling_seconds(model: ReplicaModel, batch: int) -> float:
+    """The sampler's pass over ``batch`` rows of full-vocabulary logits (on one rank's bandwidth)."""
+    if batch <= 0:
+        return 0.0
+    traffic = batch * model.arch.vocab_size * model.efficiency.sampler_bytes_per_logit
+    return traffic / (model.gpu.hbm_bandwidth * model.efficiency.mbu_decode)
+
+
+def ttft_seconds(model: ReplicaModel, prompt_tokens: int, *, context_before: int = 0) -> float:
+    """Time to first token of a lone request: the server's floor plus the prompt's prefill.
+
+    ``prefill_seconds`` is the engine's share; the floor (``Efficiency.ttft_floor_s``) is
+    the OpenAI server's tokenization, first scheduling step, detokenization and first
+    streamed chunk, which a short prompt cannot go below.
+    """
+    return model.efficiency.ttft_floor_s + prefill_seconds(model, prompt_tokens, context_before=context_before)
+
+
+def decode_step_seconds(model: ReplicaModel, batch: int, *, mean_context: float) -> float:
+    """One decode iteration for ``batch`` sequences of ``mean_context`` tokens each.
+
+    The larger of the memory time (weights + KV read at HBM bandwidth x MBU) and
+    the compute time (2 x active params x batch at peak x MFU), plus overhead.
+    """
+    if batch <= 0:
+        return 0.0
+    return decode_step_terms(model, batch).seconds(batch * mean_context)
+
+
+def speculation_factor(model: ReplicaModel) -> float:
+    """Expected time per streamed token over time per target step: 1 without speculative decoding."""
+    spec = model.speculation
+    if spec is None:
+        return 1.0
+    return (1 + spec.num_tokens * spec.draft_cost_ratio) / spec.tokens_per_step
+
+
+def inter_token_seconds(model: ReplicaModel, batch: int, *, mean_context: float) -> float:
+    """Time between streamed tokens, with speculative decoding's expected speed-up."""
+    return decode_step_seconds(model, batch, mean_context=mean_context) * speculation_factor(model)
+
+
+def e2e_seconds(ttft: float, itl: float, output_tokens: int) -> float:
+    """End-to-end latency: first token, then one ITL per further token."""
+    return ttft + max(output_tokens - 1, 0) * itl
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """A request class by its mean prompt and output tokens, with its share of traffic."""
+
+    prompt_tokens: float
+    output_tokens: float
+    weight: float = 1.0
+
+
+def mean_shape(shapes: list[RequestShape]) -> RequestShape:
+    total = sum(s.weight for s in shapes)
+    if total <= 0:
+        raise ValueError("request mix has no weight")
+    prompt = sum(s.prompt_tokens * s.weight for s in shapes) / total
+    output = sum(s.output_tokens * s.weight for s in shapes) / total
+    return RequestShape(prompt, output, total)
+
+
+# --- traffic and queues -----------------------------------------------------------------------
+
+
+def token_throughput(rps: float, tokens_per_request: float) -> float:
+    """Tokens per second: the reference's 100 RPS x 1,500 tokens = 150,000 tokens/s."""
+    return rps * tokens_per_request
+
+
+def backlog(arrival_rate: float, service_rate: float, seconds: float) -> float:
+    """Requests queued after ``seconds`` at a constant overload: (lambda - mu) x t, never negative."""
+    return max(0.0, arrival_rate - service_rate) * seconds
+
+
+def utilization(arrival_rate: float, service_rate: float) -> float:
+    """rho = lambda / mu. At or above 1 the queue grows without bound."""
+    if service_rate <= 0:
+        return math.inf
+    return arrival_rate / service_rate
+
+
+# --- cost -------------------------------------------------------------------------------------
+
+
+def nodes_needed(replicas: int, gpus_per_replica: int, gpus_per_node: int) -> int:
+    """Nodes to host the replicas. A replica never spans nodes (TP needs NVLink)."""
+    if gpus_per_replica > gpus_per_node:
+        raise ValueError(f"a {gpus_per_replica}-GPU replica does not fit a {gpus_per_node}-GPU node")
+    per_node = gpus_per_node // gpus_per_replica
+    return -(-replicas // per_node)
+
+
+def usd_per_million_tokens(usd_per_hour: float, tokens_per_second: float) -> float:
+    """Effective price at the throughput actually served: idle GPUs still bill."""
+    if tokens_per_second <= 0:
+        return math.inf
+    return usd_per_hour / (tokens_per_second * 3600) * 1e6
+
+
+def blended_price_per_million(input_usd: float, output_usd: float, shape: RequestShape) -> float:
+    """A provider's $ per 1M tokens for this prompt/output mix."""
+    total = shape.prompt_tokens + shape.output_tokens
+    return (input_usd * shape.prompt_tokens + output_usd * shape.output_tokens) / total

@@ -1,0 +1,714 @@
+"""How one replica of a pool performs under a request mix: capacity, concurrency, iteration time and TTFT.
+
+The planner sizes pools with it, the workbench's ``--verify`` checks it, and the
+gateway's admission permits come from its concurrency. It models the replica the
+way the simulated engine (``tokenplane.sim.engine``, ``serving.engine``) runs it,
+from the same iteration costs (``pool_model.PoolTiming``), so that whatever the
+per-step latency model says, both sides price the same steps:
+
+- **Concurrency is bounded by KV blocks, for the actual token distribution.** A
+  sequence holds its prompt plus the tokens it has produced so far, growing by
+  one per iteration; by Little's law the batch holds ``lambda x tau x E[sum over
+  its decode iterations of its context]`` KV tokens on average, and (the batch
+  being an M/G/inf population) a variance ``lambda x tau x E[sum of context^2]``.
+  A load is feasible when the mean stays under the KV cache and ``max_num_seqs``
+  (the replica's saturated throughput ``mu``), and healthy when the mean plus
+  ``z`` standard deviations does (otherwise admissions block and sequences are
+  preempted and recomputed, as the engine does).
+- **Chunked prefill and the per-iteration token budget.** Each iteration decodes
+  the batch (``D``) and then prefills queued prompts, at most
+  ``max_num_batched_tokens - batch`` tokens of them; a prompt's first token comes
+  out of the iteration that finishes it. The mean iteration is
+  ``tau = D / (1 - lambda x E[prefill seconds])``.
+- **TTFT is a distribution, not a mean plus a queue.** Backlog chains step from
+  arrival to arrival (gaps Gamma(n): a least-request balancer over ``n`` replicas
+  deals each about every n-th arrival, as the workbench's sampled replicas are fed),
+  carrying the rest of the iteration in progress and the prompt tokens (and their
+  prefill seconds) queued for the next ones; each iteration prefills at most the
+  budget of the queue. They run side by side with numpy from a fixed seed, so the
+  same spec always gives the same plan. A request waits for the iteration it
+  arrived in, then for the prompts ahead of it at its priority or above, budget by
+  budget (less what higher levels bring while it waits), then for its own prompt's
+  chunks, which go first once started; its first token comes out of the iteration
+  that finishes its own prompt, shared with what arrived after it and fits. A class
+  sent at several levels is a mixture of their TTFTs. Each chain holds its own
+  batch and KV level from the batch's M/G/inf spread, since the batch moves on the
+  scale of a request's life and the queue on the scale of iterations. Attainment is
+  the share of a class's requests whose TTFT is within its P95 SLO.
+
+- **Preemption at saturation.** Where the KV cache binds, a saturated replica admits
+  greedily and preempts what its batch outgrows (``tokenplane.model.preemption``); the
+  recompute is prefill on top of the requests' own, so ``mu`` is below the fluid
+  fixed point's (5-11% on the example specs' chat and batch pools).
+
+What it leaves out, on purpose: per-replica imbalance beyond the balancer's
+round robin, preemption below saturation (the ``z`` headroom keeps it rare at the
+planned replicas), and prefix-cache hit variance (every prompt gets the expected
+hit rate, as in the simulator).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import astuple, dataclass
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tokenplane.model import preemption
+from tokenplane.model.pricing_cache import PricingCache
+from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
+from tokenplane.spec import PlatformSpec, Pool, Priority, WorkloadClass
+
+F64 = npt.NDArray[np.float64]
+
+WASTE_TOKENS = 7.5  # a sequence's last KV block is half empty on average (BLOCK_SIZE 16); the engine's WASTE_TOKENS
+LEVELS = 4  # priority levels, critical first (``spec.Priority`` order)
+CHAINS = 256  # backlog chains run side by side: with READ_ARRIVALS, 8,192 arrivals' views per class and level
+WARMUP_ARRIVALS = 48  # arrivals before the chains are read: the backlog forgets its empty start in ~10-30
+READ_ARRIVALS = 32  # arrivals read per chain
+PROMPT_POINTS = 33  # quantile points a class's uniform prompt range is priced at
+SEED = 20_260_315  # fixed: a plan is a function of its spec
+FIXED_POINT_STEPS = 200
+SATURATION_STEPS = 40  # bisection steps for the saturated arrival rate (relative precision ~1e-12 of its bracket)
+MAX_PREFILL_SHARE = 0.98  # beyond this the fixed point is unstable: the replica prefills forever
+
+
+@dataclass(frozen=True)
+class ClassMix:
+    """One workload class as the pool sees it: its arrival rate, its token ranges and its SLO.
+
+    Prompts and outputs are uniform over ``[lo, hi]`` (integers), as the spec documents and the
+    simulator draws them. ``levels`` is the share of its requests at each priority level, critical first.
+    """
+
+    name: str
+    rps: float
+    prompt: tuple[int, int]
+    output: tuple[int, int]
+    ttft_slo_s: float | None
+    attainment: float
+    levels: tuple[float, ...] = (0.0, 1.0, 0.0, 0.0)
+    # How long a request may queue at each level before admission sheds it (``Queues.max_wait_s``): a shed
+    # request misses its SLO however soon its first token would have come.
+    max_wait_s: tuple[float, ...] = (math.inf,) * LEVELS
+
+
+@dataclass(frozen=True)
+class _Moments:
+    """Per-request expectations the fixed point and the chains need, over the pool's mix."""
+
+    decode_iterations: float  # E[output - 1]: iterations a request decodes after its first token
+    kv_token_iterations: float  # E[sum over its decode iterations of the KV tokens it holds]
+    kv_square_iterations: float  # E[sum of the square of those]: the batch's KV variance per arrival
+    prefill_tokens: float  # E[tokens to prefill] after prefix-cache hits
+    prefill_s: float  # E[prefill seconds]
+    prefill_tokens_grid: F64  # the pool's prompt mix as equally likely prefill-token points (for the chains)
+    prefill_seconds_grid: F64  # the same points' prefill seconds (attention grows with the prompt: not per token)
+
+
+@dataclass(frozen=True)
+class Operating:
+    """A replica at one arrival rate: the fluid fixed point of its continuous batching loop."""
+
+    rps: float  # arrivals per replica per second
+    iteration_s: float  # tau, the mean iteration (decode + its share of prefill)
+    decode_s: float  # D, the decode part of an iteration at the mean batch and context
+    batch: float  # sequences decoding, mean
+    kv_tokens: float  # KV tokens held, mean
+    kv_sd: float  # their standard deviation
+    prefill_share: float  # share of the replica's time spent prefilling
+    feasible: bool  # a finite fixed point within max_num_seqs and the KV cache (means)
+
+    @property
+    def itl_s(self) -> float:
+        """Mean time between a sequence's tokens: one iteration (speculation is in ``decode_s``)."""
+        return self.iteration_s
+
+
+@dataclass(frozen=True)
+class ClassLatency:
+    name: str
+    ttft_p50_s: float
+    ttft_p95_s: float
+    ttft_p99_s: float
+    attainment: float | None  # share within the SLO; None: the class has none
+    wait_mean_s: float  # TTFT less the request's own prefill iteration: what it spends queued behind others
+    wait_p95_s: float
+
+
+@dataclass(frozen=True)
+class Health:
+    """What a replica count gives a pool: load, headroom and each class's TTFT."""
+
+    operating: Operating
+    rho: float  # arrivals / saturated throughput
+    kv_headroom_ok: bool  # mean + z sd of the KV held fits the cache
+    slots_ok: bool  # mean + z sd of the batch fits max_num_seqs
+    classes: dict[str, ClassLatency]
+    targets: dict[str, float]  # each class's attainment target
+    itl_p95_s: float  # the 95th percentile of the gaps between a sequence's tokens (iterations, by count)
+
+
+class ReplicaPerformance:
+    """One replica of a pool under a fixed mix of classes; ask it at any arrival rate.
+
+    Args:
+        timing: the pool's iteration costs (``pool_model.timing``), the ones the engines step by.
+        classes: the classes the pool serves, with their pool-wide rates (only the mix matters here).
+        prefix_kept: share of prompt tokens still prefilled after engine prefix-cache hits.
+        z: standard deviations of headroom the KV cache and ``max_num_seqs`` keep at the planned load;
+            by default the normal quantile of the strictest class's attainment target.
+    """
+
+    def __init__(
+        self,
+        timing: PoolTiming,
+        classes: list[ClassMix],
+        *,
+        prefix_kept: float,
+        z: float | None = None,
+        cache: PricingCache | None = None,
+    ) -> None:
+        if not classes:
+            raise ValueError("a pool performance model needs at least one class")
+        self.timing = timing
+        self.classes = classes
+        self.prefix_kept = prefix_kept
+        total = sum(c.rps for c in classes)
+        # A pool with no traffic (a DR standby) is modelled with its classes in equal measure.
+        self.weights = np.array([c.rps / total if total > 0 else 1 / len(classes) for c in classes])
+        strictest = max((c.attainment for c in classes if c.ttft_slo_s is not None), default=0.99)
+        self.z = NormalDist().inv_cdf(strictest) if z is None else z
+        self._class_grids = [self._prefill_points(c) for c in classes]
+        self.moments = self._moments()
+        self._saturation: float | None = None
+        self._fluid: float | None = None
+        self._health: dict[tuple[float, int], Health] = {}
+        self._cache = cache
+
+    # --- the mix -----------------------------------------------------------------------------
+
+    def _prefill_points(self, c: ClassMix) -> tuple[F64, F64]:
+        """Equally likely (prefill tokens, prefill seconds) points of a class's prompts."""
+        lo, hi = c.prompt
+        q = (np.arange(PROMPT_POINTS) + 0.5) / PROMPT_POINTS
+        prompt = np.floor(lo + q * (hi - lo + 1))
+        prefill = np.maximum(1.0, np.ceil(prompt * self.prefix_kept))
+        cached = prompt - prefill
+        cost = self.timing.prefill
+        seconds = cost.per_token_s * prefill + cost.per_pair_s * (prefill * cached + prefill * prefill / 2)
+        return prefill, seconds
+
+    def _moments(self) -> _Moments:
+        w = self.weights
+        dec = kv = kv2 = tok = sec = 0.0
+        grid: list[F64] = []
+        grid_s: list[F64] = []
+        encoder = self.timing.encoder
+        for weight, c, (prefill, seconds) in zip(w, self.classes, self._class_grids, strict=True):
+            p_lo, p_hi = c.prompt
+            o_lo, o_hi = (0, 0) if encoder else c.output
+            # Decode iterations n = output - 1 (uniform integer); context at decode iteration j is P + 1 + j + waste.
+            n = np.arange(max(o_lo - 1, 0), max(o_hi - 1, 0) + 1, dtype=np.float64)
+            prompts = np.arange(p_lo, p_hi + 1, dtype=np.float64)
+            e_p, e_p2 = float(prompts.mean()), float((prompts**2).mean())
+            base = 1 + WASTE_TOKENS
+            # sum_{j<n} (P + base + j) = n (P + base) + n(n-1)/2 ; squares expanded the same way.
+            s1 = n * (e_p + base) + n * (n - 1) / 2
+            s2 = n * (e_p2 + 2 * e_p * base + base**2) + (e_p + base) * n * (n - 1) + (n - 1) * n * (2 * n - 1) / 6
+            dec += weight * float(n.mean())
+            kv += weight * float(s1.mean())
+            kv2 += weight * float(s2.mean())
+            tok += weight * float(prefill.mean())
+            sec += weight * float(seconds.mean())
+            grid.append(np.repeat(prefill, max(1, round(weight * 1000))))
+            grid_s.append(np.repeat(seconds, max(1, round(weight * 1000))))
+        return _Moments(dec, kv, kv2, tok, sec, np.concatenate(grid), np.concatenate(grid_s))
+
+    # --- the fluid fixed point ---------------------------------------------------------------
+
+    def _decode_s(self, batch: float, kv_tokens: float) -> float:
+        t = self.timing
+        if batch <= 0:
+            return t.overhead_s
+        b = min(batch, t.max_num_seqs)
+        lo = math.floor(b)
+        hi = min(lo + 1, t.max_num_seqs)
+        frac = b - lo
+        memory = t.memory_s[lo] * (1 - frac) + t.memory_s[hi] * frac
+        compute = t.compute_s[lo] * (1 - frac) + t.compute_s[hi] * frac
+        return (max(memory + t.kv_s_per_token * kv_tokens, compute) + t.overhead_s) * t.speculation
+
+    def _decode_s_array(self, batch: F64, kv_tokens: F64) -> F64:
+        """``_decode_s`` over arrays, element by element (the same operations, so the same doubles)."""
+        t = self.timing
+        memory_s, compute_s = np.asarray(t.memory_s), np.asarray(t.compute_s)
+        b = np.minimum(batch, t.max_num_seqs)
+        lo = np.floor(b)
+        frac = b - lo
+        lo_i = lo.astype(np.int64)
+        hi_i = np.minimum(lo_i + 1, t.max_num_seqs)
+        memory = memory_s[lo_i] * (1 - frac) + memory_s[hi_i] * frac
+        compute = compute_s[lo_i] * (1 - frac) + compute_s[hi_i] * frac
+        step: F64 = (np.maximum(memory + t.kv_s_per_token * kv_tokens, compute) + t.overhead_s) * t.speculation
+        return np.where(batch <= 0, t.overhead_s, step)
+
+    def operating(self, rps: float) -> Operating:
+        """The replica's fixed point at ``rps`` arrivals per second."""
+        m, t = self.moments, self.timing
+        share = rps * m.prefill_s
+        if share >= MAX_PREFILL_SHARE:
+            return Operating(rps, math.inf, math.inf, math.inf, math.inf, math.inf, share, False)
+        tau = self._tau(rps, share, early=False)
+        batch = rps * tau * m.decode_iterations
+        kv = rps * tau * m.kv_token_iterations
+        kv_sd = math.sqrt(max(rps * tau * m.kv_square_iterations, 0.0))
+        feasible = batch <= t.max_num_seqs and kv <= t.kv_tokens and math.isfinite(tau)
+        if t.encoder and self._saturation is not None:
+            feasible = feasible and rps <= self._saturation
+        decode = self._decode_s(batch, kv)
+        return Operating(rps, tau, decode, batch, kv, kv_sd, share, feasible)
+
+    def _tau(self, rps: float, share: float, *, early: bool) -> float:
+        """The fixed point's mean iteration, iterated up from an empty batch; ``early``: inf once past the cache.
+
+        The iteration only rises (a larger batch or context never shortens a decode step), so once
+        its batch or KV passes the cache the fixed point's does too: the saturation search stops there.
+        """
+        m, t = self.moments, self.timing
+        tau = self._decode_s(0.0, 0.0) / (1 - share)
+        for _ in range(FIXED_POINT_STEPS):
+            batch = rps * tau * m.decode_iterations
+            kv = rps * tau * m.kv_token_iterations
+            if early and (batch > t.max_num_seqs or kv > t.kv_tokens):
+                return math.inf
+            if batch > t.max_num_seqs * 4 or kv > t.kv_tokens * 4:
+                break  # far past the cache: infeasible, and the iteration would only diverge
+            new = self._decode_s(batch, kv) / (1 - share)
+            if abs(new - tau) <= 1e-9 * tau:
+                tau = new
+                break
+            tau = new
+        return tau
+
+    def _feasible(self, rps: float) -> bool:
+        """``operating(rps).feasible``, the same answer, without iterating to a fixed point past the cache."""
+        m, t = self.moments, self.timing
+        share = rps * m.prefill_s
+        if share >= MAX_PREFILL_SHARE:
+            return False
+        tau = self._tau(rps, share, early=True)
+        return (
+            rps * tau * m.decode_iterations <= t.max_num_seqs
+            and rps * tau * m.kv_token_iterations <= t.kv_tokens
+            and math.isfinite(tau)
+        )
+
+    def saturation_rps(self) -> float:
+        """Requests per second one replica completes at most, its preemptions' recompute paid.
+
+        The fluid fixed point saturates where the batch reaches the KV cache or the slots. When the
+        KV cache is what binds, a saturated replica also preempts (``tokenplane.model.preemption``), and
+        each preemption's recompute is prefill on top of the requests' own: with ``X = rps x tau``
+        fixed by the full cache, ``rps = X / (D + X x (prefill seconds + recompute seconds))``.
+        """
+        if self._saturation is None and self.timing.encoder:
+            self._saturation = self._encoder_saturation()
+        if self._saturation is None:
+            fluid = self.fluid_saturation_rps()
+            thrash = self.saturation_preemptions()
+            if thrash > 0:
+                op = self.operating(fluid)
+                x = fluid * op.iteration_s
+                self._saturation = x / (op.decode_s + x * (self.moments.prefill_s + thrash * self._recompute_s()))
+            else:
+                self._saturation = fluid
+        return self._saturation
+
+    def fluid_saturation_rps(self) -> float:
+        """The largest arrival rate whose fluid fixed point fits the KV cache and ``max_num_seqs`` (bisection)."""
+        if self._fluid is None:
+            if self._cache is None:
+                self._fluid = self._bisect_fluid()
+            else:
+                key = self._cache.key("fluid", self.timing, self.classes, self.prefix_kept)
+                self._fluid = float(self._cache.get_or_compute(key, self._bisect_fluid))
+        return self._fluid
+
+    def _bisect_fluid(self) -> float:
+        top = MAX_PREFILL_SHARE / self.moments.prefill_s if self.moments.prefill_s > 0 else 1e9
+        lo, hi = 0.0, top
+        for _ in range(SATURATION_STEPS):
+            mid = (lo + hi) / 2
+            if self._feasible(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def saturation_preemptions(self) -> float:
+        """Preemptions per completed request of a saturated replica: none unless the KV cache binds first."""
+        t = self.timing
+        if t.encoder or not math.isfinite(t.kv_tokens):
+            return 0.0
+        op = self.operating(self.fluid_saturation_rps())
+        if op.batch + 1 > t.max_num_seqs:  # the slots bind: admission waits for a slot, not for KV
+            return 0.0
+        held, weights = self._held_points()
+        return preemption.per_request(op.batch, self.moments.decode_iterations, held, weights, waste=WASTE_TOKENS)
+
+    def _held_points(self) -> tuple[F64, F64]:
+        """A just-admitted sequence's KV tokens (its whole prompt and first token) as weighted points of the mix."""
+        q = (np.arange(PROMPT_POINTS) + 0.5) / PROMPT_POINTS
+        held = [np.floor(lo + q * (hi - lo + 1)) + 1 for lo, hi in (c.prompt for c in self.classes)]
+        weights = [np.full(PROMPT_POINTS, w / PROMPT_POINTS) for w in self.weights]
+        return np.concatenate(held), np.concatenate(weights)
+
+    def _recompute_s(self) -> float:
+        """Prefill seconds of one preempted sequence's recompute: its whole context, no prefix-cache hit."""
+        held, weights = self._held_points()
+        cost = self.timing.prefill
+        return float(np.sum(weights * (cost.per_token_s * held + cost.per_pair_s * held * held / 2)))
+
+    def _encoder_saturation(self) -> float:
+        """An encoder keeps no KV cache: saturated, each iteration embeds ``max_num_seqs`` prompts or the budget.
+
+        For a small embedder the per-iteration overhead, not the FLOPs, is most of the time.
+        """
+        t, m = self.timing, self.moments
+        per_iteration = max(1.0, min(float(t.max_num_seqs), t.token_budget / max(m.prefill_tokens, 1.0)))
+        return per_iteration / (t.overhead_s + per_iteration * m.prefill_s)
+
+    def concurrency(self) -> float:
+        """Sequences one replica holds at once at saturation: ``max_num_seqs``, or fewer when KV binds."""
+        sat = self.operating(self.fluid_saturation_rps() if not self.timing.encoder else self.saturation_rps())
+        return min(float(self.timing.max_num_seqs), max(1.0, sat.batch))
+
+    # --- TTFT --------------------------------------------------------------------------------
+
+    def headroom(self, rps: float) -> tuple[Operating, bool, bool]:
+        """The operating point, and whether the KV cache and ``max_num_seqs`` keep ``z`` sd of headroom there."""
+        op = self.operating(rps)
+        t = self.timing
+        kv_ok = not math.isfinite(t.kv_tokens) or op.kv_tokens + self.z * op.kv_sd <= t.kv_tokens
+        slots_ok = op.batch + self.z * math.sqrt(max(op.batch, 0.0)) <= t.max_num_seqs
+        return op, kv_ok, slots_ok
+
+    def health(self, rps: float, *, replicas: int = 1) -> Health:
+        """Everything the planner checks at ``rps`` arrivals per replica with ``replicas`` of them in the pool.
+
+        The replica count shapes each replica's arrivals: a least-request balancer over ``n``
+        replicas deals a replica about every n-th arrival of the pool, so its gaps are
+        Gamma(n) (the workbench's ``sim.arrivals.Replicas`` assumes the same), far more regular
+        than a Poisson stream once ``n`` is more than a few.
+        """
+        key = (rps, replicas)
+        if key in self._health:  # the planner asks again at the count it settles on
+            return self._health[key]
+        op, kv_ok, slots_ok = self.headroom(rps)
+        sat = self.saturation_rps()
+        rho = rps / sat if sat > 0 else math.inf
+        classes, itl_p95 = self._priced_ttft(op, max(1, replicas)) if op.feasible else (self._unbounded(), math.inf)
+        health = Health(op, rho, kv_ok, slots_ok, classes, {c.name: c.attainment for c in self.classes}, itl_p95)
+        self._health[key] = health
+        return health
+
+    def _priced_ttft(self, op: Operating, replicas: int) -> tuple[dict[str, ClassLatency], float]:
+        """``_ttft``, read from the pricing cache where one was given and it holds the answer."""
+        if self._cache is None:
+            return self._ttft(op, replicas)
+
+        def compute() -> list[Any]:
+            classes, itl = self._ttft(op, replicas)
+            return [[astuple(c) for c in classes.values()], itl]
+
+        key = self._cache.key(self.timing, self.classes, self.prefix_kept, self.z, op, replicas)
+        rows, itl = self._cache.get_or_compute(key, compute)
+        return {row[0]: ClassLatency(*row) for row in rows}, float(itl)
+
+    def _unbounded(self) -> dict[str, ClassLatency]:
+        return {
+            c.name: ClassLatency(
+                c.name, math.inf, math.inf, math.inf, 0.0 if c.ttft_slo_s is not None else None, math.inf, math.inf
+            )
+            for c in self.classes
+        }
+
+    def _ttft(self, op: Operating, replicas: int) -> tuple[dict[str, ClassLatency], float]:
+        """Each class's TTFT distribution at the operating point, from the backlog chains.
+
+        The chains step from arrival to arrival (gaps Gamma(``replicas``) of mean ``1 / rps``),
+        carrying what an arrival finds: the rest of the iteration in progress and the prompt
+        tokens queued for the next ones. In between, each iteration prefills at most the
+        budget of the queue, and an iteration with nothing to prefill only decodes (``D``).
+        What an arrival finds is then an arrival's view, not a random instant's: with a
+        balancer's regular arrivals the two differ by a factor of two in the tail.
+        """
+        t, m = self.timing, self.moments
+        rng = np.random.default_rng(SEED)
+        decoding = op.batch > 0
+        # The batch's population moves on the scale of a request's life (seconds), the prefill queue on
+        # the scale of iterations: each chain holds its own batch and KV level, drawn from the batch's
+        # M/G/inf spread, so a busy stretch of a larger batch (longer decode steps) is in the tail.
+        spread = rng.standard_normal(CHAINS)
+        batch = np.maximum(op.batch + spread * math.sqrt(max(op.batch, 0.0)), 0.0) if decoding else np.zeros(CHAINS)
+        kv = np.maximum(op.kv_tokens + spread * op.kv_sd, 0.0) if decoding else np.zeros(CHAINS)
+        decode = self._decode_s_array(batch, kv)
+        budget = np.maximum(1.0, t.token_budget - np.round(batch))
+        per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token over the mix, attention included
+        full = decode + per_token * budget  # an iteration that spends the whole budget on an average mix
+        grid, grid_s = m.prefill_tokens_grid, m.prefill_seconds_grid
+        mean_tokens = float(grid.mean())
+        lam = op.rps
+        n = max(1, replicas)
+        level_rate = np.zeros(LEVELS)
+        for weight, c in zip(self.weights, self.classes, strict=True):
+            level_rate += weight * lam * np.array(c.levels)
+        residual = np.zeros(CHAINS)  # of the iteration in progress (0: the replica is idle), when the next one arrives
+        queued = np.zeros(CHAINS)  # prompt tokens waiting for an iteration
+        queued_s = np.zeros(CHAINS)  # and their prefill seconds
+        seen_r: list[F64] = []
+        seen_q: list[F64] = []
+        seen_qs: list[F64] = []
+        lengths: list[F64] = []
+        decode_only = 0.0
+        for step in range(WARMUP_ARRIVALS + READ_ARRIVALS):
+            gap = rng.gamma(n, 1 / (n * lam), CHAINS)
+            reading = step >= WARMUP_ARRIVALS
+            # Run each chain's iterations until its next arrival; only the chains it has not reached yet move.
+            live = np.flatnonzero(gap > residual)
+            stay = gap <= residual
+            residual[stay] -= gap[stay]
+            left = gap[live] - residual[live]
+            d_live = decode[live]
+            while len(live):
+                q, qs = queued[live], queued_s[live]
+                done = np.minimum(q, budget[live])
+                busy = done > 0
+                # A chunk costs its share of the queue's seconds: whole prompts keep their own attention cost.
+                # (An empty queue's is 0 * qs / 1e-9: zero, as the chain has nothing to prefill.)
+                done_s = qs * done / np.maximum(q, 1e-9)
+                length = d_live + done_s
+                queued[live] = q - done
+                queued_s[live] = qs - done_s
+                if reading:
+                    lengths.append(length[busy])
+                ends = busy & (left <= length)  # the arrival lands inside this prefill iteration
+                idle = ~busy  # nothing to prefill until the arrival
+                stop = ends | idle
+                if decoding:  # decode iterations until the arrival, which lands inside one
+                    d, wait = d_live[idle], left[idle]
+                    skipped = np.floor(wait / d)
+                    if reading:
+                        decode_only += float(skipped.sum())
+                    at_stop = np.where(ends, length - left, 0.0)
+                    at_stop[idle] = d - (wait - skipped * d)
+                    residual[live[stop]] = at_stop[stop]
+                else:  # an idle replica starts on the arrival
+                    residual[live[stop]] = np.where(ends, length - left, 0.0)[stop]
+                more = ~stop
+                live, left, d_live = live[more], left[more] - length[more], d_live[more]
+            if reading:
+                seen_r.append(residual.copy())
+                seen_q.append(queued.copy())
+                seen_qs.append(queued_s.copy())
+            pick = rng.integers(0, len(grid), CHAINS)
+            queued = queued + grid[pick]
+            queued_s = queued_s + grid_s[pick]
+        r_s, q_s, qs_s = np.concatenate(seen_r), np.concatenate(seen_q), np.concatenate(seen_qs)
+        samples = len(r_s)
+        reads = samples // CHAINS
+        decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
+        out: dict[str, ClassLatency] = {}
+        for c, (prefill, seconds) in zip(self.classes, self._class_grids, strict=True):
+            ttft = np.zeros(samples)
+            wait = np.zeros(samples)
+            mass = 0.0
+            met = 0.0  # the share within the SLO and not shed at the level's deadline
+            floor = self.timing.ttft_floor_s  # the server's floor, as the engines add it
+            # A class sent at several priority levels is a mixture of their TTFTs: each sample takes one level's
+            # (averaging the levels' samples instead would shrink the tail: a P95 5-7% short on dev's pools).
+            active = [level for level, share in enumerate(c.levels) if share > 0]
+            chosen = _mixture(rng, [c.levels[level] for level in active], samples) if len(active) > 1 else None
+            for index, level in enumerate(active):
+                share = c.levels[level]
+                ahead_share = float(level_rate[: level + 1].sum()) / lam if lam > 0 else 1.0
+                jump_rate = float(level_rate[:level].sum())  # above it: overtake it while it waits
+                own = rng.integers(0, len(prefill), samples)
+                # While it waits, each iteration serves the budget less what higher levels bring meanwhile; once
+                # its own prefill starts, its chunks come first (the engine finishes a started prompt before it
+                # admits another), so they get the whole budget.
+                usable = np.maximum(budget - jump_rate * full * mean_tokens, budget * 0.05)
+                ahead, ahead_s = q_s * ahead_share, qs_s * ahead_share
+                waiting = ahead / usable  # iterations, in fractions, before its own prefill starts
+                work = waiting + prefill[own] / budget
+                rounds = np.maximum(np.ceil(work) - 1, 0)
+                # Its first token comes out of iteration rounds + 1: each decodes, and between them they prefill
+                # what is ahead of it, what higher levels bring while it waits (the budget they take), its own
+                # prompt, and what arrived after it and fits the last one's room.
+                jump_s = np.minimum(rounds, waiting) * (budget - usable) * per_token
+                room = np.maximum(budget * (rounds + 1 - work), 0.0)
+                behind, behind_s = _arrived(rng, lam, r_s + rounds * full, grid, grid_s, n)
+                fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
+                elapsed = (rounds + 1) * decode + ahead_s + seconds[own] + jump_s + fill_s
+                level_wait = r_s + elapsed - decode - seconds[own]
+                if chosen is None:
+                    ttft, wait = r_s + elapsed, level_wait
+                else:
+                    mine = chosen == index
+                    ttft[mine] = (r_s + elapsed)[mine]
+                    wait[mine] = level_wait[mine]
+                mass += share
+                if c.ttft_slo_s is not None:
+                    kept = (r_s + elapsed + floor <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
+                    met += share * float(kept.mean())
+            ttft = ttft + floor
+            p50, p95, p99 = (float(x) for x in np.quantile(ttft, (0.5, 0.95, 0.99)))
+            att = None if c.ttft_slo_s is None else met / max(mass, 1e-12)
+            out[c.name] = ClassLatency(c.name, p50, p95, p99, att, float(wait.mean()), float(np.quantile(wait, 0.95)))
+        itl_p95 = 0.0
+        if decoding:
+            values = np.concatenate([*lengths, decode[:CHAINS]])
+            weights = np.concatenate([np.ones(len(values) - CHAINS), np.full(CHAINS, max(decode_only, 1.0) / CHAINS)])
+            (itl_p95,) = _weighted_quantiles(values, weights, (0.95,))
+        return out, itl_p95
+
+
+def _mixture(rng: np.random.Generator, shares: list[float], samples: int) -> npt.NDArray[np.int64]:
+    """For each sample, the index of the component it is drawn from, with probabilities ``shares``."""
+    cumulative = np.cumsum(shares) / sum(shares)
+    picked = np.searchsorted(cumulative, rng.random(samples), side="right")
+    return np.minimum(picked, len(shares) - 1).astype(np.int64)
+
+
+def _arrived(
+    rng: np.random.Generator, rps: float, spans: F64, grid: F64, grid_s: F64, replicas: int
+) -> tuple[F64, F64]:
+    """Prompt tokens and prefill seconds of the arrivals that follow one arrival within each of ``spans``.
+
+    The arrivals after a given one form a renewal stream with Gamma(``replicas``) gaps of mean
+    ``1 / rps`` (Poisson at one replica, a steady beat at many), counted exactly: the gaps are drawn.
+    """
+    if rps <= 0:
+        return np.zeros(len(spans)), np.zeros(len(spans))
+    counts = np.zeros(len(spans), dtype=np.int64)
+    clock = rng.gamma(replicas, 1 / (replicas * rps), len(spans))
+    live = np.flatnonzero(clock <= spans)
+    while len(live):  # one more arrival for every span it still falls in: ~E[count] + 1 draws per span
+        counts[live] += 1
+        clock[live] += rng.gamma(replicas, 1 / (replicas * rps), len(live))
+        live = live[clock[live] <= spans[live]]
+    owner = np.repeat(np.arange(len(spans)), counts)
+    pick = rng.integers(0, len(grid), int(counts.sum()))
+    tokens: F64 = np.bincount(owner, weights=grid[pick], minlength=len(spans)).astype(np.float64)
+    seconds: F64 = np.bincount(owner, weights=grid_s[pick], minlength=len(spans)).astype(np.float64)
+    return tokens, seconds
+
+
+def _weighted_quantiles(values: F64, weights: F64, qs: tuple[float, ...]) -> tuple[float, ...]:
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order])
+    cum /= cum[-1]
+    return tuple(float(values[order][min(int(np.searchsorted(cum, q)), len(values) - 1)]) for q in qs)
+
+
+# --- from the spec -------------------------------------------------------------------------------
+
+
+def priority_levels(spec: PlatformSpec, region: str, cls: WorkloadClass) -> tuple[float, ...]:
+    """P(priority level | region, class), critical first: batch for class D, the tenants' mix (by RPM) otherwise.
+
+    A tenant pinned to a jurisdiction sends traffic only to that jurisdiction's regions; the
+    others spread over every region by traffic share. Batch-priority tenants are taken to be
+    class D's senders. With no interactive tenants, interactive traffic is normal. The
+    simulator draws priorities from the same shares (``sim.workload.priority_mix``).
+    """
+    levels = list(Priority)
+    shares = [0.0] * len(levels)
+    if cls is WorkloadClass.D:
+        shares[levels.index(Priority.BATCH)] = 1.0
+        return tuple(shares)
+    here = spec.region(region)
+    for tenant in spec.tenants:
+        if tenant.priority is Priority.BATCH:
+            continue
+        if tenant.residency is None:
+            share = here.traffic_share
+        elif tenant.residency is here.jurisdiction:
+            peers = sum(r.traffic_share for r in spec.regions if r.jurisdiction is here.jurisdiction)
+            share = here.traffic_share / peers if peers > 0 else 0.0
+        else:
+            share = 0.0
+        shares[levels.index(tenant.priority)] += tenant.rpm * share
+    total = sum(shares)
+    if total <= 0:
+        shares = [0.0] * len(levels)
+        shares[levels.index(Priority.NORMAL)] = 1.0
+        return tuple(shares)
+    return tuple(s / total for s in shares)
+
+
+def serves_several_levels(spec: PlatformSpec, pool: Pool) -> bool:
+    """Whether requests of more than one priority level reach ``pool`` in any region it runs in.
+
+    Such a pool's replicas run vLLM's priority scheduler (``vllm_args``: ``--scheduling-policy priority``),
+    as this model and the simulator assume; one level is first come, first served either way.
+    """
+    levels: set[int] = set()
+    for region in spec.regions:
+        if not any(p.pool == pool.name for p in region.pools):
+            continue
+        for cls in pool.classes:
+            levels |= {i for i, share in enumerate(priority_levels(spec, region.name, cls)) if share > 0}
+    return len(levels) > 1
+
+
+def class_mix(spec: PlatformSpec, region: str, pool: Pool, per_class: dict[WorkloadClass, float]) -> list[ClassMix]:
+    """The classes a pool serves in a region, at their routed rates (every served class, loaded or not)."""
+    encoder = spec.is_embedding(pool)
+    cap_tokens = spec.model(pool.model).resolved_architecture().max_position_embeddings
+    mix: list[ClassMix] = []
+    for cls in pool.classes:
+        cs = spec.workload_classes.get(cls)
+        if cs is None:
+            continue
+        prompt = (cs.prompt_tokens.min, cs.prompt_tokens.max)
+        if encoder:  # the embedder cuts what it is sent to its positions, as the simulator does
+            prompt = (min(prompt[0], cap_tokens), min(prompt[1], cap_tokens))
+        mix.append(
+            ClassMix(
+                name=cls.value,
+                rps=per_class.get(cls, 0.0),
+                prompt=prompt,
+                output=(cs.output_tokens.min, cs.output_tokens.max),
+                ttft_slo_s=None if cs.ttft_p95_ms is None else cs.ttft_p95_ms / 1000,
+                attainment=cs.slo_attainment,
+                levels=priority_levels(spec, region, cls),
+                max_wait_s=tuple(spec.queues.max_wait_s(level, cs.ttft_p95_ms) for level in Priority),
+            )
+        )
+    return mix
+
+
+def for_pool(
+    spec: PlatformSpec,
+    region: str,
+    pool: Pool,
+    per_class: dict[WorkloadClass, float],
+    *,
+    pool_timing: PoolTiming | None = None,
+    cache: PricingCache | None = None,
+) -> ReplicaPerformance | None:
+    """A pool's replica model in a region at its routed mix; None when it serves no class the spec defines.
+
+    ``pool_timing``: the pool's ``pool_model.timing``, when the caller already has it (it is the same
+    in every region, and tabulating it costs one decode-step pricing per batch size).
+    """
+    mix = class_mix(spec, region, pool, per_class)
+    if not mix:
+        return None
+    costs = timing(spec, pool) if pool_timing is None else pool_timing
+    return ReplicaPerformance(costs, mix, prefix_kept=prefix_kept_share(spec, pool), cache=cache)

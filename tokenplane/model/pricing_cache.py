@@ -1,0 +1,104 @@
+"""A disk cache of the pool model's TTFT pricings, so that planning an unchanged pool again is a file read.
+
+``tokenplane plan`` spends most of its time in ``ReplicaPerformance._ttft``: a few backlog-chain
+runs per pool (numpy, a fixed seed), each a pure function of the pool's iteration costs, its
+class mix, the operating point and the replica count. Planning the same spec again (the usual
+edit-plan loop touches one pool at a time) asks the same questions, so the answers are kept
+here, keyed by a digest of everything they depend on:
+
+- the inputs, by ``repr`` (floats print exactly, so equal reprs mean equal doubles);
+- the pool model's source (``pool_performance.py``, read as package data) and numpy's version,
+  so that a changed model or random stream never reads an old answer.
+
+A cached answer is the same doubles as a computed one (JSON writes floats by ``repr``), so
+every plan number is unchanged. Only the CLI passes a cache in; the library computes by default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tokenplane.runtime_env import Var
+
+ENV = "TOKENPLANE_CACHE_DIR"  # where the cache lives; empty or "off" turns it off
+MAX_ENTRIES = 4096  # files kept: a byteion-sized spec writes ~50; the oldest quarter goes past this
+PRUNE_EVERY = 64  # writes between two counts of the folder (listing it costs a syscall per file)
+SCHEMA = 1  # of the stored payload; bumped when its shape changes
+
+
+@cache
+def _code_digest() -> str:
+    """The pool model's own source and numpy's version: an answer is only valid for the code that computed it."""
+    source = resources.files("tokenplane.model").joinpath("pool_performance.py").read_bytes()
+    return hashlib.sha256(source + np.__version__.encode() + str(SCHEMA).encode()).hexdigest()
+
+
+def default_dir() -> Path | None:
+    """``$TOKENPLANE_CACHE_DIR``, else ``$XDG_CACHE_HOME/tokenplane`` or ``~/.cache/tokenplane``; None when off."""
+    chosen = os.environ.get(ENV)
+    if chosen is not None:
+        return None if chosen.strip() in ("", "off") else Path(chosen)
+    base = os.environ.get(Var.XDG_CACHE_HOME.value) or str(Path.home() / ".cache")
+    return Path(base) / "tokenplane"
+
+
+class PricingCache:
+    """Answers of a pure function kept as JSON files under ``root/pricing``, keyed by their inputs' digest."""
+
+    def __init__(self, root: Path) -> None:
+        self.folder = root / "pricing"
+        self.hits = 0
+        self.misses = 0
+        self._writes = 0
+
+    def key(self, *inputs: object) -> str:
+        return hashlib.sha256((_code_digest() + repr(inputs)).encode()).hexdigest()
+
+    def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
+        """The stored answer for ``key``, or ``compute()``'s, stored (a cache that cannot be written is skipped)."""
+        path = self.folder / f"{key}.json"
+        try:
+            answer = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            answer = None
+        if answer is not None:
+            self.hits += 1
+            return answer
+        self.misses += 1
+        answer = compute()
+        self._store(path, answer)
+        return answer
+
+    def _store(self, path: Path, answer: Any) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            # Written aside and renamed into place: a concurrent plan reads a whole answer or none.
+            fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(answer, f)
+            os.replace(tmp, path)
+        except OSError:
+            return  # a read-only home still plans, at the uncached speed
+        if self._writes % PRUNE_EVERY == 0:
+            self._prune()
+        self._writes += 1
+
+    def _prune(self) -> None:
+        try:
+            entries = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        except OSError:
+            return
+        if len(entries) <= MAX_ENTRIES:
+            return
+        for old in entries[: len(entries) - MAX_ENTRIES * 3 // 4]:
+            old.unlink(missing_ok=True)

@@ -1,0 +1,99 @@
+"""Deployability checks: what AWS and Kubernetes controllers would do with the rendered graph.
+
+The mock render proves structure (URNs, schemas, references). It cannot see
+controllers, quotas or AWS's own validation; each module here models one of
+them and reports, per resource, the rule it breaks and the fix. ``tokenplane
+plan`` and ``tokenplane check`` run them all and exit 1 on any finding.
+
+It reads the rendered graph (``tokenplane.proof.render``'s records, as plain data) and may import the
+core's vocabulary (spec, catalog, the AWS zone catalog, startup times, the vLLM CLI schema); never
+pulumi, ``components`` or ``serving``: a check models what a controller would do, it does not run one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from tokenplane.proof.deployability import (
+    access,
+    device_plugin,
+    dns,
+    ecr,
+    first_run,
+    load_balancers,
+    metrics,
+    names,
+    namespaces,
+    network,
+    network_policy,
+    node_capacity,
+    offerings,
+    ordering,
+    platform_contract,
+    references,
+    rollouts,
+    storage,
+    telemetry,
+    timeouts,
+    tls,
+    versions,
+    vllm_argv,
+    weights,
+)
+from tokenplane.proof.deployability.assumptions import Assumptions
+from tokenplane.proof.deployability.findings import Finding, GraphDataMissing, Prerequisite
+from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.prerequisites import prerequisites
+from tokenplane.proof.render import RenderResult
+from tokenplane.spec import PlatformSpec
+
+Check = Callable[[Graph], Iterable[Finding]]
+# Rule name -> check, in the order a platform engineer would review: cluster, workloads, AWS names and network.
+CHECKS: dict[str, Check] = {
+    device_plugin.RULE: device_plugin.check,
+    load_balancers.RULE: load_balancers.check,
+    tls.RULE: tls.check,
+    storage.RULE: storage.check,
+    timeouts.RULE: timeouts.check,
+    weights.RULE: weights.check,
+    references.RULE: references.check,
+    namespaces.RULE: namespaces.check,
+    names.RULE: names.check,
+    offerings.RULE: offerings.check,
+    network.RULE: network.check,
+    network_policy.RULE: network_policy.check,
+    ecr.RULE: ecr.check,
+    vllm_argv.RULE: vllm_argv.check,
+    metrics.RULE: metrics.check,
+    telemetry.XRAY: telemetry.check_xray,
+    telemetry.STATE: telemetry.check_state,
+    ordering.CRD_ORDER: ordering.check_crd_order,
+    ordering.CLUSTER_READY: ordering.check_cluster_ready,
+    node_capacity.RULE: node_capacity.check,
+    dns.RULE: dns.check,
+    access.RULE: access.check,
+    first_run.RULE: first_run.check,
+    versions.RULE: versions.check,
+    rollouts.RULE: rollouts.check,
+    platform_contract.RULE: platform_contract.check,
+}
+
+
+def run(spec: PlatformSpec | None, rendered: RenderResult, assume: Assumptions | None = None) -> list[Finding]:
+    """Every finding of every check over one rendered stack.
+
+    ``spec`` is the stack's spec, or None for a program that composes components without one; ``assume``, what
+    exists outside the program (an existing cluster, existing namespaces).
+
+    Raises:
+        GraphDataMissing: a check needed a value the render does not have.
+    """
+    graph = Graph(spec, rendered, assume or Assumptions())
+    return [finding for check in CHECKS.values() for finding in check(graph)]
+
+
+def prerequisites_of(spec: PlatformSpec | None, rendered: RenderResult) -> list[Prerequisite]:
+    return prerequisites(Graph(spec, rendered))
+
+
+__all__ = ["CHECKS", "Assumptions", "Finding", "GraphDataMissing", "Prerequisite", "prerequisites_of", "run"]

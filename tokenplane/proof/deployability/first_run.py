@@ -1,0 +1,130 @@
+"""The first run orders itself: what AWS or an admission webhook needs in place before an object is sent.
+
+Pulumi creates everything whose inputs are ready, concurrently, in dependency order and no other. A first
+``pulumi up`` converges only if each object that needs something else *working* (not merely created) waits
+for it through the graph. Three kinds are modelled, each from a table of who needs what:
+
+- ACM validation through a zone: the zone must be delegated from its parent domain, which no resource of the
+  same update can do. A validation record in a zone the program creates waits for a delegation nobody makes.
+- Admission webhooks: a Helm release that registers a webhook with ``failurePolicy: Fail`` refuses the objects
+  it admits until its pods are Ready. Each admitted object must wait for the release (or the webhook be off).
+- S3: a replication configuration is refused until versioning is enabled on its source and destinations.
+
+It cannot see: webhooks of charts not in ``WEBHOOKS``, zones delegated by hand between two runs, and
+ordering done by hand outside Pulumi.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.render import RenderedResource
+
+RULE = "first-run-order"
+ZONE = "aws:route53/zone:Zone"
+RECORD = "aws:route53/record:Record"
+CERTIFICATE = "aws:acm/certificate:Certificate"
+BUCKET = "aws:s3/bucket:Bucket"
+BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
+VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
+REPLICATION = "aws:s3/bucketReplicationConfig:BucketReplicationConfig"
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """An admission webhook a chart registers: the kinds it admits and the value (a dotted path) that turns it off."""
+
+    chart: str
+    kinds: tuple[str, ...]
+    switch: str  # values path; the webhook is on unless it is False
+    what: str
+
+
+# From the pinned charts' values.yaml and webhook templates (failurePolicy Fail on each).
+WEBHOOKS = (
+    Webhook(
+        "aws-load-balancer-controller",
+        ("Service",),
+        "enableServiceMutatorWebhook",
+        "the controller's Service mutating webhook (mservice.elbv2.k8s.aws), which admits every Service",
+    ),
+)
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    yield from _zone_delegation(graph)
+    yield from _webhooks(graph)
+    yield from _versioning(graph)
+
+
+def _zone_delegation(graph: Graph) -> Iterator[Finding]:
+    zones = {z.urn: z for z in graph.of_type(ZONE)}
+    for record in graph.of_type(RECORD):
+        validates = any(_type(graph, u) == CERTIFICATE for u in _sources(record, "name"))
+        created = [zones[u] for u in _sources(record, "zoneId") if u in zones]
+        if validates and created:
+            zone = str(created[0].inputs.get("name"))
+            yield Finding(
+                RULE,
+                record.urn,
+                f"the certificate's validation record goes into zone {zone}, which this same update creates: ACM "
+                "validates only once the parent domain delegates to the new zone's name servers, which nothing in "
+                "the update does, so the certificate (and the gateway Service that waits for it) never converges",
+                f"create and delegate the zone for {zone} before pulumi up and set platform.hosted_zone_id to it "
+                "(or, in a program, pass the existing zone's id instead of creating one)",
+            )
+
+
+def _webhooks(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        for webhook in WEBHOOKS:
+            for release in graph.releases(region, webhook.chart):
+                if lookup(release.inputs.get("values") or {}, webhook.switch) is False:
+                    continue
+                before = graph.waits_for(release.urn)
+                for obj in graph.kube(region, *webhook.kinds):
+                    if release.urn in graph.waits_for(obj.urn) or obj.urn in before:
+                        continue
+                    yield Finding(
+                        RULE,
+                        obj.urn,
+                        f"{obj.kind} {obj.namespace}/{obj.name} may be sent while {webhook.what} is registered but "
+                        f"its pods are not Ready (release {release.inputs.get('name') or release.name}): the API "
+                        "server refuses it (failurePolicy Fail) and the first pulumi up fails",
+                        f"set {webhook.switch}: false in the {webhook.chart} values if it is not needed, or make "
+                        f"the {obj.kind} depend on the release",
+                    )
+
+
+def _versioning(graph: Graph) -> Iterator[Finding]:
+    buckets = {b.urn: b for b in graph.resources if b.type in (BUCKET, BUCKET_V2)}
+    versioned: dict[str, str] = {}  # bucket URN -> its versioning resource's URN
+    for versioning in (r for r in graph.resources if r.type in VERSIONING):
+        for urn in _sources(versioning, "bucket"):
+            versioned[urn] = versioning.urn
+    for replication in graph.of_type(REPLICATION):
+        ends = [*_sources(replication, "bucket"), *_sources(replication, "rules")]
+        after = graph.waits_for(replication.urn)
+        for bucket in (u for u in dict.fromkeys(ends) if u in buckets):
+            versioning_urn = versioned.get(bucket)
+            if versioning_urn is None or versioning_urn in after:
+                continue
+            yield Finding(
+                RULE,
+                replication.urn,
+                f"the replication configuration does not wait for {buckets[bucket].name}'s versioning: on a first "
+                "run S3 refuses it (InvalidRequest: versioning must be enabled) whenever it is sent first",
+                "add depends_on=[the source and destination buckets' BucketVersioning resources]",
+            )
+
+
+def _sources(resource: RenderedResource, prop: str) -> list[str]:
+    return list(resource.property_dependencies.get(prop, []))
+
+
+def _type(graph: Graph, urn: str) -> str | None:
+    resource = graph.by_urn.get(urn)
+    return resource.type if resource is not None else None

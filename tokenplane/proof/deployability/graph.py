@@ -1,0 +1,141 @@
+"""The rendered graph as the deployability checks read it: per region, per kind, with loud lookups."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from tokenplane.proof.deployability.assumptions import Assumptions
+from tokenplane.proof.deployability.findings import GraphDataMissing
+from tokenplane.proof.render import RenderedResource, RenderResult, kubernetes_manifest
+from tokenplane.spec import PlatformSpec
+
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+@dataclass(frozen=True)
+class KubeObject:
+    """A Kubernetes object as it would be applied, with the resource that declares it."""
+
+    resource: RenderedResource
+    manifest: dict[str, Any]
+
+    @property
+    def urn(self) -> str:
+        return self.resource.urn
+
+    @property
+    def kind(self) -> str:
+        return str(self.manifest.get("kind", ""))
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest.get("metadata", {}).get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.manifest.get("metadata", {}).get("namespace", "default"))
+
+    def pod_spec(self) -> dict[str, Any]:
+        """The pod template's spec; raises if a workload has none (the render lost it)."""
+        template = self.manifest.get("spec", {}).get("template", {})
+        spec = template.get("spec")
+        if not isinstance(spec, dict):
+            raise GraphDataMissing(self.urn, "spec.template.spec", f"a {self.kind} without a pod template")
+        return spec
+
+
+@dataclass(frozen=True)
+class Graph:
+    """Read-only views of one rendered stack, for the checks.
+
+    ``spec`` is None for a program of one's own (components composed by hand): the checks then read what
+    they need from the graph alone, and those that only a spec can inform (its tenants' secrets) skip.
+    """
+
+    spec: PlatformSpec | None
+    result: RenderResult
+    assumed: Assumptions = field(default_factory=Assumptions)  # what exists outside the program
+
+    @property
+    def resources(self) -> list[RenderedResource]:
+        return self.result.resources
+
+    def of_type(self, type_token: str, region: str | None = None) -> list[RenderedResource]:
+        return [r for r in self.resources if r.type == type_token and (region is None or r.region == region)]
+
+    @cached_property
+    def by_urn(self) -> dict[str, RenderedResource]:
+        return {r.urn: r for r in self.resources}
+
+    @cached_property
+    def kube_objects(self) -> list[KubeObject]:
+        return [KubeObject(r, kubernetes_manifest(r)) for r in self.resources if r.is_kubernetes_object]
+
+    def kube(self, region: str | None, *kinds: str) -> list[KubeObject]:
+        return [o for o in self.kube_objects if o.kind in kinds and (region is None or o.resource.region == region)]
+
+    def workloads(self, region: str | None = None) -> list[KubeObject]:
+        return self.kube(region, *WORKLOAD_KINDS)
+
+    def releases(self, region: str | None, chart: str) -> list[RenderedResource]:
+        return [r for r in self.of_type(HELM_RELEASE, region) if r.inputs.get("chart") == chart]
+
+    def regions(self) -> Iterator[str]:
+        """Region names that have a cluster in the graph: the spec's, or, without one, every region a cluster
+        or a Kubernetes object is in (a program may deploy onto a cluster it does not create)."""
+        seen = {r.region for r in self.of_type("aws:eks/cluster:Cluster")}
+        if self.spec is None:
+            seen |= {o.resource.region for o in self.kube_objects}
+            yield from sorted(r for r in seen if r is not None)
+            return
+        for region in self.spec.regions:
+            if region.name in seen:
+                yield region.name
+
+    def cloud_region(self, region: str | None) -> str | None:
+        """The AWS region of a region name: the spec's, else the render's own mapping."""
+        if self.spec is not None:
+            return next((r.cloud_region for r in self.spec.regions if r.name == region), None)
+        return next((cloud for cloud, name in self.result.regions.items() if name == region), None)
+
+    def secret_refs(self) -> list[str]:
+        """The spec's tenant and provider key references; none without a spec."""
+        if self.spec is None:
+            return []
+        return [t.api_key_secret for t in self.spec.tenants] + [p.api_key_secret for p in self.spec.providers]
+
+    def waits_for(self, urn: str) -> set[str]:
+        """Every URN ``urn`` waits for, directly or through what it waits for."""
+        seen: set[str] = set()
+        stack = [urn]
+        while stack:
+            resource = self.by_urn.get(stack.pop())
+            for dep in resource.dependencies if resource is not None else []:
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(dep)
+        return seen
+
+    def depends_on(self, resource: RenderedResource) -> list[RenderedResource]:
+        return [self.by_urn[u] for u in resource.dependencies if u in self.by_urn]
+
+
+def need(resource: RenderedResource, value: Any, path: str, why: str) -> Any:
+    """``value``, or a loud GraphDataMissing naming the resource and field when it is None."""
+    if value is None:
+        raise GraphDataMissing(resource.urn, path, why)
+    return value
+
+
+def lookup(data: Any, path: str) -> Any:
+    """``a.b.c`` in nested dicts, None where any step is absent."""
+    for part in path.split("."):
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data

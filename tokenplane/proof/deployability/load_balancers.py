@@ -1,0 +1,75 @@
+"""A LoadBalancer Service gets an address only from a controller that serves it, with the IAM to do so.
+
+``service.beta.kubernetes.io/aws-load-balancer-type: external`` (or
+``nlb-ip``, or ``loadBalancerClass: service.k8s.aws/nlb``) tells the in-tree
+cloud provider to leave the Service alone; only the AWS Load Balancer
+Controller acts on it, and it needs an IAM role (IRSA) to create the NLB.
+Without both, ``status.loadBalancer`` stays empty and Pulumi's Service await
+times out after ten minutes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.render import LB_CONTROLLER_CHART
+
+RULE = "lb-controller"
+TYPE_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-type"
+LBC_TYPES = ("external", "nlb-ip")
+LBC_CLASS = "service.k8s.aws/nlb"
+ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
+
+
+def needs_controller(service: dict[str, object]) -> bool:
+    annotations = lookup(service, "metadata.annotations") or {}
+    return annotations.get(TYPE_ANNOTATION) in LBC_TYPES or lookup(service, "spec.loadBalancerClass") == LBC_CLASS
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        controllers = graph.releases(region, LB_CONTROLLER_CHART)
+        services = [
+            s
+            for s in graph.kube(region, "Service")
+            if lookup(s.manifest, "spec.type") == "LoadBalancer" and needs_controller(s.manifest)
+        ]
+        if not services:
+            continue
+        for service in services:
+            if not controllers:
+                yield Finding(
+                    RULE,
+                    service.urn,
+                    f"Service {service.namespace}/{service.name} is a LoadBalancer for the AWS Load Balancer "
+                    f"Controller, which is not installed in {region}: it never gets an address",
+                    f"install the {LB_CONTROLLER_CHART} chart with an IRSA role in the cluster's add-ons",
+                )
+            elif not {r.urn for r in controllers} & set(service.resource.dependencies):
+                yield Finding(
+                    RULE,
+                    service.urn,
+                    f"Service {service.namespace}/{service.name} does not depend on the {LB_CONTROLLER_CHART} "
+                    "release: created first, it misses the controller's webhook and its NLB settings",
+                    "add depends_on=[the controller release] to the Service",
+                )
+        for release in controllers:
+            values = release.inputs.get("values") or {}
+            annotations = (values.get("serviceAccount") or {}).get("annotations") or {}
+            if not annotations.get(ROLE_ANNOTATION):
+                yield Finding(
+                    RULE,
+                    release.urn,
+                    f"the {LB_CONTROLLER_CHART} release has no IAM role (serviceAccount.annotations"
+                    f"[{ROLE_ANNOTATION}]), so it cannot create an NLB",
+                    "give the controller's service account an IRSA role with the controller's IAM policy",
+                )
+            if not values.get("clusterName"):
+                yield Finding(
+                    RULE,
+                    release.urn,
+                    f"the {LB_CONTROLLER_CHART} release has no clusterName value; the chart refuses to install",
+                    "set values.clusterName to the EKS cluster's name",
+                )

@@ -1,0 +1,112 @@
+"""Autoscaler maxima fit the node groups they land on: CPU requests and GPUs at every workload's maximum.
+
+An HPA or KEDA ScaledObject may scale a Deployment to its maxReplicas; the
+Cluster Autoscaler can add nodes only up to each node group's maxSize. If the
+pods at their maxima request more than the node groups can hold, the extra
+replicas stay Pending exactly when load peaks. A workload that lands on no node
+group at all stays Pending from the start.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from tokenplane.allocatable import PLANNABLE_SHARE, plannable_cpu
+from tokenplane.catalog import instance_type
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup, need
+from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on, requested
+
+RULE = "node-capacity"
+GPU = "nvidia.com/gpu"
+
+
+def _cpu(value: object) -> float:
+    text = str(value)
+    return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+
+
+def pod_cpu(pod: dict[str, object]) -> float:
+    """A pod's CPU request as the scheduler counts it: the containers' sum, or the largest init container."""
+
+    def total(containers: object) -> list[float]:
+        return [
+            _cpu(lookup(c, "resources.requests.cpu") or 0) for c in (containers if isinstance(containers, list) else [])
+        ]
+
+    return max(sum(total(pod.get("containers"))), *total(pod.get("initContainers")), 0.0)
+
+
+def maxima(graph: Graph, region: str) -> dict[tuple[str, str], int]:
+    """(namespace, Deployment name) -> the most replicas its HPA or ScaledObject may ask for."""
+    out = {}
+    for scaler in graph.kube(region, "HorizontalPodAutoscaler", "ScaledObject"):
+        spec = scaler.manifest.get("spec") or {}
+        most = spec.get("maxReplicas", spec.get("maxReplicaCount"))
+        target = lookup(spec, "scaleTargetRef.name")
+        if most is not None and target:
+            out[(scaler.namespace, str(target))] = int(most)
+    return out
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        groups = [NodeGroup.of(r) for r in graph.of_type(NODE_GROUP, region)]
+        most = maxima(graph, region)
+        demand: dict[tuple[str, ...], list[tuple[KubeObject, int, float, float]]] = defaultdict(list)
+        for workload in graph.kube(region, "Deployment", "StatefulSet"):
+            pod = workload.pod_spec()
+            replicas = most.get(
+                (workload.namespace, workload.name), int(workload.manifest.get("spec", {}).get("replicas", 1))
+            )
+            targets = tuple(sorted(g.resource.urn for g in groups if lands_on(pod, g)))
+            if targets:
+                demand[targets].append((workload, replicas, pod_cpu(pod), requested(pod, GPU)))
+            elif groups:  # with no node group in the graph, the program deploys onto nodes it does not show
+                yield Finding(
+                    RULE,
+                    workload.urn,
+                    f"{workload.kind} {workload.namespace}/{workload.name} lands on none of the node groups in "
+                    f"{region} ({', '.join(g.resource.name for g in groups)}): its node affinity or selector "
+                    "matches none of their labels, or it tolerates none of their taints, so its pods stay Pending",
+                    "give a VllmPool the GpuNodeGroup it runs on (nodes=...), or match a node group's labels "
+                    "and tolerate its taints",
+                )
+        by_urn = {g.resource.urn: g for g in groups}
+        for targets, pods in demand.items():
+            yield from _fits(graph, [by_urn[u] for u in targets], pods)
+
+
+def _fits(graph: Graph, groups: list[NodeGroup], pods: list[tuple[KubeObject, int, float, float]]) -> Iterator[Finding]:
+    cpu_capacity = gpu_capacity = 0.0
+    for g in groups:
+        nodes = float(
+            need(g.resource, lookup(g.resource.inputs, "scalingConfig.maxSize"), "scalingConfig.maxSize", "capacity")
+        )
+        instance = str(
+            need(g.resource, (g.resource.inputs.get("instanceTypes") or [None])[0], "instanceTypes", "capacity")
+        )
+        cpu_capacity += nodes * plannable_cpu(instance)
+        if any(p[3] for p in pods):
+            gpu_capacity += nodes * instance_type(instance).gpus
+    cpu = sum(n * c for _, n, c, _ in pods)
+    names = ", ".join(g.resource.name for g in groups)
+    largest = max(pods, key=lambda p: p[1] * p[2])
+    if cpu > cpu_capacity:
+        yield Finding(
+            RULE,
+            largest[0].urn,
+            f"at their autoscaling maxima the pods that land on {names} request {cpu:.1f} vCPUs, but at maxSize "
+            f"those nodes offer {cpu_capacity:.1f} (allocatable x {PLANNABLE_SHARE} for DaemonSets and add-ons); "
+            f"the largest share is {largest[0].kind} {largest[0].name} ({largest[1]} x {largest[2]:g})",
+            "raise the node group's maxSize or instance size, or lower the maxima",
+        )
+    gpus = sum(n * g for _, n, _, g in pods)
+    if gpus > gpu_capacity and gpus:
+        yield Finding(
+            RULE,
+            largest[0].urn,
+            f"at their maxima the pods on {names} request {gpus:.0f} {GPU}, but the nodes hold {gpu_capacity:.0f}",
+            "raise the GPU node group's maxSize",
+        )

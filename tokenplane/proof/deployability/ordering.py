@@ -1,0 +1,65 @@
+"""What must exist before an object is applied: the CRD of a custom resource, and a node for any pod.
+
+Pulumi applies in dependency order and nothing else. A custom resource sent
+before its CRD's Helm release fails ("no matches for kind"); a release or
+workload applied before any node group is active waits for pods that cannot
+be scheduled until its await times out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import HELM_RELEASE, NODE_GROUP, Graph, KubeObject
+from tokenplane.proof.render import CRD_CHARTS
+
+CRD_ORDER = "crd-order"
+CLUSTER_READY = "cluster-ready"
+
+
+def _after(graph: Graph, urn: str) -> set[str]:
+    return graph.waits_for(urn)
+
+
+def check_crd_order(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        releases = graph.of_type(HELM_RELEASE, region)
+        for obj in _custom_resources(graph, region):
+            group = str(obj.manifest.get("apiVersion", "")).split("/", 1)[0]
+            chart = CRD_CHARTS[group]
+            providers = {r.urn for r in releases if r.inputs.get("chart") == chart}
+            if not providers & _after(graph, obj.urn):
+                yield Finding(
+                    CRD_ORDER,
+                    obj.urn,
+                    f"{obj.kind} {obj.namespace}/{obj.name} ({group}) does not wait for the {chart} release that "
+                    "installs its CRD: applied first, it fails with 'no matches for kind'",
+                    f"add depends_on=[the {chart} release] (directly or through its component)",
+                )
+
+
+def check_cluster_ready(graph: Graph) -> Iterator[Finding]:
+    if graph.assumed.cluster:
+        return  # an existing cluster with nodes (--assume cluster): nothing here has to wait for one
+    for region in graph.regions():
+        nodes = {r.urn for r in graph.of_type(NODE_GROUP, region)}
+        waiting = [(w.urn, f"{w.kind} {w.namespace}/{w.name}") for w in graph.workloads(region)]
+        waiting += [(r.urn, f"Helm release {r.inputs.get('name')}") for r in graph.of_type(HELM_RELEASE, region)]
+        for urn, what in waiting:
+            if not nodes & _after(graph, urn):
+                yield Finding(
+                    CLUSTER_READY,
+                    urn,
+                    f"{what} does not wait for any node group: its pods cannot run before a node joins, "
+                    "and Pulumi's await runs out",
+                    "make it depend on the cluster's system node group",
+                )
+
+
+def _custom_resources(graph: Graph, region: str) -> list[KubeObject]:
+    return [
+        o
+        for o in graph.kube_objects
+        if o.resource.region == region and str(o.manifest.get("apiVersion", "")).split("/", 1)[0] in CRD_CHARTS
+    ]

@@ -1,0 +1,201 @@
+"""The platform's own contract: what its processes and controllers need from the graph in order to work.
+
+Each item converges (``pulumi up`` succeeds) and is still broken, so nothing else reports it:
+
+- Kafka: a topic with fewer replicas than ``min.insync.replicas`` (its own config, else the broker
+  configuration's) refuses every ``acks=all`` produce, and the gateways produce usage and audit with acks=all;
+- metrics API: a HorizontalPodAutoscaler on Resource metrics (CPU, memory) never acts without metrics-server
+  (an EKS add-on or a Helm release) in its cluster;
+- Cluster Autoscaler: on AWS it knows a GPU node only by ``k8s.amazonaws.com/accelerator``; a GPU node group
+  without it is scaled up again while each new node's device plugin starts, and is never scaled down right;
+- DCGM: its series name the pod using the GPU; a pod scrape job without ``honor_labels`` overwrites that;
+- IAM: every ``Resource`` of a policy statement the graph carries is ``*`` or an ARN of six fields; anything
+  else (``""``, a bare name) is refused by IAM or matches nothing.
+
+It cannot see: policies whose JSON is unknown until apply (they are skipped, not passed), and add-ons
+installed outside the program.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.catalog import instance_type
+from tokenplane.errors import CatalogError
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, lookup
+
+RULE = "platform-contract"
+TOPIC = "aws:msk/topic:Topic"
+MSK_CONFIGURATION = "aws:msk/configuration:Configuration"
+ADDON = "aws:eks/addon:Addon"
+ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+POLICY_TYPES = ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy")
+MSK_JMX_PORT, MSK_NODE_PORT = 11001, 11002  # MSK open monitoring's exporters
+ARN_FIELDS = 6  # arn:partition:service:region:account:resource
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    yield from _kafka(graph)
+    yield from _metrics_api(graph)
+    yield from _accelerator_label(graph)
+    yield from _iam_resources(graph)
+    yield from _dcgm_labels(graph)
+    yield from _msk_monitoring(graph)
+
+
+def _properties(text: object) -> dict[str, str]:
+    out = {}
+    for line in str(text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _kafka(graph: Graph) -> Iterator[Finding]:
+    for topic in graph.of_type(TOPIC):
+        brokers = [
+            _properties(c.inputs.get("serverProperties")) for c in graph.of_type(MSK_CONFIGURATION, topic.region)
+        ]
+        configs = _json(topic.inputs.get("configs")) or {}
+        wanted = configs.get("min.insync.replicas") or next(
+            (b["min.insync.replicas"] for b in brokers if "min.insync.replicas" in b), "1"
+        )
+        replicas = int(float(topic.inputs.get("replicationFactor") or 1))
+        if replicas < int(wanted):
+            yield Finding(
+                RULE,
+                topic.urn,
+                f"topic {topic.inputs.get('name')} has {replicas} replica(s) but min.insync.replicas={wanted}: "
+                "every acks=all produce (the gateways' usage and audit events) fails with NotEnoughReplicas",
+                f"set the topic's min.insync.replicas to at most {replicas} (its configs), or raise its replication "
+                "factor (queues.topics[].replication_factor)",
+            )
+
+
+def _metrics_api(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        served = any(a.inputs.get("addonName") == "metrics-server" for a in graph.of_type(ADDON, region)) or bool(
+            graph.releases(region, "metrics-server")
+        )
+        if served:
+            continue
+        for hpa in graph.kube(region, "HorizontalPodAutoscaler"):
+            kinds = {m.get("type") for m in lookup(hpa.manifest, "spec.metrics") or []}
+            if kinds & {"Resource", "ContainerResource"}:
+                yield Finding(
+                    RULE,
+                    hpa.urn,
+                    f"HorizontalPodAutoscaler {hpa.namespace}/{hpa.name} scales on CPU or memory, which only "
+                    "metrics-server serves, and the cluster has none: it never acts",
+                    "install metrics-server (the EKS add-on, components.cluster.ADDONS, or its Helm chart)",
+                )
+
+
+def _accelerator_label(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        if not graph.releases(region, "cluster-autoscaler"):
+            continue
+        for group in graph.of_type(NODE_GROUP, region):
+            types = group.inputs.get("instanceTypes") or []
+            try:
+                gpus = instance_type(str(types[0])).gpus if types else 0
+            except CatalogError:
+                continue  # not a GPU type the catalog knows: a CPU group
+            if gpus and ACCELERATOR_LABEL not in (group.inputs.get("labels") or {}):
+                yield Finding(
+                    RULE,
+                    group.urn,
+                    f"GPU node group {group.name} ({types[0]}) has no {ACCELERATOR_LABEL} label: Cluster "
+                    "Autoscaler takes its new nodes for nodes without GPUs until the device plugin starts, scales "
+                    "up again for the same pending pods, and misjudges scale-down",
+                    f"label the node group {ACCELERATOR_LABEL}=<gpu model> (components.gpu_node_group)",
+                )
+
+
+def _iam_resources(graph: Graph) -> Iterator[Finding]:
+    for policy in (r for r in graph.resources if r.type in POLICY_TYPES):
+        document = _json(policy.inputs.get("policy"))
+        if document is None:
+            continue
+        for statement in _list(document.get("Statement")):
+            for resource in _list(statement.get("Resource")):
+                text = str(resource)
+                if text == "*" or (text.startswith("arn:") and len(text.split(":", 5)) == ARN_FIELDS):
+                    continue
+                yield Finding(
+                    RULE,
+                    policy.urn,
+                    f"policy statement {statement.get('Sid') or statement.get('Action')} names Resource {text!r}, "
+                    "which is not an ARN: IAM refuses the policy (MalformedPolicyDocument) or it grants nothing",
+                    "give the full ARN (arn:<partition>:<service>:<region>:<account>:<resource>), or * where the "
+                    "action takes no resource",
+                )
+
+
+def _dcgm_labels(graph: Graph) -> Iterator[Finding]:
+    """DCGM's series carry the pod using the GPU: a pod-annotation scrape job must keep them (honor_labels)."""
+    for region in graph.regions():
+        dcgm = graph.releases(region, "dcgm-exporter")
+        if not dcgm or lookup(dcgm[0].inputs.get("values") or {}, "serviceMonitor.enabled") is not False:
+            continue  # its own ServiceMonitor sets honorLabels
+        for release in graph.releases(region, "kube-prometheus-stack"):
+            jobs = lookup(release.inputs.get("values") or {}, "prometheus.prometheusSpec.additionalScrapeConfigs")
+            for job in _list(jobs):
+                roles = {c.get("role") for c in _list(job.get("kubernetes_sd_configs"))}
+                if "pod" in roles and not job.get("honor_labels"):
+                    yield Finding(
+                        RULE,
+                        release.urn,
+                        f"scrape job {job.get('job_name')} scrapes the DCGM exporter's pods without honor_labels: "
+                        "their target labels overwrite the pod and namespace DCGM reports (the GPU's user), so "
+                        "every per-pod GPU query and trigger reads nothing",
+                        "set honor_labels: true on the job (components.observability.POD_SCRAPE)",
+                    )
+
+
+def _msk_monitoring(graph: Graph) -> Iterator[Finding]:
+    """MSK's open-monitoring exporters listen on 11001/11002: enabled, the brokers' firewall must let them in."""
+    groups = {g.urn: g for g in graph.of_type("aws:ec2/securityGroup:SecurityGroup")}
+    for cluster in graph.of_type("aws:msk/cluster:Cluster"):
+        exporters = lookup(cluster.inputs, "openMonitoring.prometheus") or {}
+        enabled = [
+            port
+            for key, port in (("jmxExporter", MSK_JMX_PORT), ("nodeExporter", MSK_NODE_PORT))
+            if lookup(exporters, f"{key}.enabledInBroker")
+        ]
+        firewall = [groups[u] for u in cluster.property_dependencies.get("brokerNodeGroupInfo", []) if u in groups]
+        opened = {
+            p
+            for g in firewall
+            for rule in _list(g.inputs.get("ingress"))
+            for p in enabled
+            if int(float(rule.get("fromPort", 0))) <= p <= int(float(rule.get("toPort", 0)))
+        }
+        for port in sorted(set(enabled) - opened):
+            yield Finding(
+                RULE,
+                cluster.urn,
+                f"MSK open monitoring exports on port {port}, which the brokers' security group does not open: "
+                "nothing can scrape it",
+                f"open {port} to the VPC in the brokers' security group and add a scrape job, or turn the exporter off",
+            )
+
+
+def _json(value: object) -> dict[str, Any] | None:
+    if isinstance(value, dict):
+        return value
+    try:
+        data = json.loads(str(value)) if value else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _list(value: object) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]

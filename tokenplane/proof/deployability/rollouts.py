@@ -1,0 +1,141 @@
+"""Every rollout has room and time: a pool's Deployment can replace its pods within the update timeout.
+
+For each pool Deployment, at its most replicas (the ScaledObject's ``maxReplicaCount``, else ``spec.replicas``):
+
+- room: a surge pod needs a free GPU slot. The slots are the matching node groups' maximum nodes times the
+  replicas one node holds; beyond the replicas, the spare ones are all a surge can use. A wave that can
+  neither surge nor take a replica down (``maxUnavailable: 0``) never finishes;
+- time: the rollout takes ``ceil(replicas / per-wave)`` waves, each a whole time to Ready (the pool's start-up
+  model), and ``pulumi up`` fails once its update timeout runs out;
+- drains: a PodDisruptionBudget over the pool that allows no disruption at its minimum replicas blocks every
+  node drain (node group updates, Cluster Autoscaler's scale-down) forever.
+
+It cannot see: capacity other workloads take on the same nodes, and nodes made outside the program (room is
+then unknown, and only the time and the budget are checked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tokenplane.catalog import instance_type
+from tokenplane.contract import POOL_LABEL
+from tokenplane.errors import CatalogError
+from tokenplane.model.rollout import resolve, waves_at, worst_waves
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
+from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on, requested
+from tokenplane.proof.deployability.timeouts import await_seconds, expected_ready
+
+RULE = "rollout-room"
+DEFAULT_SURGE = DEFAULT_UNAVAILABLE = "25%"  # Kubernetes' RollingUpdate defaults
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A Deployment's replica bounds: what its autoscaler may set, or its fixed count."""
+
+    least: int
+    most: int
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for deployment in graph.kube(None, "Deployment"):
+        pool = (lookup(deployment.manifest, "metadata.labels") or {}).get(POOL_LABEL)
+        if pool is None:
+            continue
+        bounds = _bounds(graph, deployment)
+        yield from _rollout(graph, deployment, str(pool), bounds)
+        yield from _budgets(graph, deployment, bounds)
+
+
+def _bounds(graph: Graph, deployment: KubeObject) -> Bounds:
+    fixed = int(lookup(deployment.manifest, "spec.replicas") or 1)
+    for scaled in graph.kube(deployment.resource.region, "ScaledObject"):
+        target = lookup(scaled.manifest, "spec.scaleTargetRef.name")
+        if target == deployment.name and scaled.namespace == deployment.namespace:
+            least = int(lookup(scaled.manifest, "spec.minReplicaCount") or 0)
+            return Bounds(least, int(lookup(scaled.manifest, "spec.maxReplicaCount") or 100))  # KEDA's default
+    return Bounds(fixed, fixed)
+
+
+def _slots(graph: Graph, deployment: KubeObject) -> int | None:
+    """Replica slots on the node groups the pods may land on, at their maximum; None when none is in the graph."""
+    pod = deployment.pod_spec()
+    gpus = requested(pod, "nvidia.com/gpu")
+    groups = [g for g in map(NodeGroup.of, graph.of_type(NODE_GROUP, deployment.resource.region)) if lands_on(pod, g)]
+    if not groups or gpus <= 0:
+        return None
+    slots = 0
+    for group in groups:
+        types = group.resource.inputs.get("instanceTypes") or []
+        most = lookup(group.resource.inputs, "scalingConfig.maxSize") or 0
+        try:
+            per_node = instance_type(str(types[0])).gpus // int(gpus) if types else 0
+        except CatalogError:
+            return None  # a type the catalog does not know: its room is unknown, not zero
+        slots += int(float(most)) * per_node
+    return slots
+
+
+def _rollout(graph: Graph, deployment: KubeObject, pool: str, bounds: Bounds) -> Iterator[Finding]:
+    strategy = lookup(deployment.manifest, "spec.strategy") or {}
+    if strategy.get("type") == "Recreate":
+        return  # every pod down, then up: one wave, and the create timeout's arithmetic
+    rolling = strategy.get("rollingUpdate") or {}
+    surge = rolling.get("maxSurge", DEFAULT_SURGE)
+    down = rolling.get("maxUnavailable", DEFAULT_UNAVAILABLE)
+    slots = _slots(graph, deployment)
+    where = f"Deployment {deployment.namespace}/{deployment.name}"
+    stuck = [r for r in range(1, bounds.most + 1) if waves_at(r, surge, down, slots) == 0]
+    if stuck:
+        yield Finding(
+            RULE,
+            deployment.urn,
+            f"{where} can never roll at {stuck[-1]} replicas: maxSurge {surge} needs free GPU slots, its node "
+            f"groups hold {slots} replicas at most, and maxUnavailable {down} takes none down",
+            "let each wave take replicas down (maxUnavailable, tokenplane.model.rollout.plan_rollout) or add warm nodes "
+            "to surge into",
+        )
+        return
+    expected = expected_ready(graph, deployment, pool)
+    if isinstance(expected, Finding):
+        return  # await-timeout reports the missing estimate
+    seconds, _ = expected
+    waves = worst_waves(bounds.most, surge, down, slots)
+    waits = await_seconds(deployment, "update")
+    if waits is not None and waits < waves * seconds:
+        yield Finding(
+            RULE,
+            deployment.urn,
+            f"{where} rolls in up to {waves} waves (maxSurge {surge}, maxUnavailable {down}, up to {bounds.most} "
+            f"replicas) of {seconds / 60:.0f} min to Ready each: {waves * seconds / 60:.0f} min, but pulumi up "
+            f"waits {waits / 60:.0f} min for the update",
+            "roll a share of the pool per wave (tokenplane.model.rollout.plan_rollout) and set customTimeouts update to "
+            f"at least {waves * seconds / 60:.0f}m",
+        )
+
+
+def _budgets(graph: Graph, deployment: KubeObject, bounds: Bounds) -> Iterator[Finding]:
+    labels = lookup(deployment.manifest, "spec.template.metadata.labels") or {}
+    for budget in graph.kube(deployment.resource.region, "PodDisruptionBudget"):
+        selector = lookup(budget.manifest, "spec.selector.matchLabels") or {}
+        if budget.namespace != deployment.namespace or not selector:
+            continue
+        if any(labels.get(k) != v for k, v in selector.items()):
+            continue
+        spec = budget.manifest.get("spec") or {}
+        least = max(bounds.least, 1)
+        if "maxUnavailable" in spec:
+            allowed = resolve(spec["maxUnavailable"], least, round_up=True)
+        else:
+            allowed = least - resolve(spec.get("minAvailable", 0), least, round_up=True)
+        if allowed <= 0:
+            yield Finding(
+                RULE,
+                budget.urn,
+                f"PodDisruptionBudget {budget.namespace}/{budget.name} allows no disruption of {deployment.name} at "
+                f"its {least} replica(s): every node drain (node group update, scale-down) waits on it forever",
+                "set maxUnavailable: 1 (components.kube.pdb) instead of a minAvailable equal to the replicas",
+            )

@@ -1,0 +1,95 @@
+"""Versions in support: the cluster's Kubernetes and the pinned charts, against a dated support table.
+
+``support.json`` (package data) records, with the date it was read and its sources, each EKS minor version's
+end of standard and extended support, and the Kubernetes versions each pinned chart's release is tested on.
+"Today" is the table's ``read_on`` date unless a caller passes another: a check that read the wall clock
+would turn red on its own one morning, with no change to the program.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane import package_data
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
+
+RULE = "version-supported"
+CLUSTER = "aws:eks/cluster:Cluster"
+
+
+@functools.cache
+def support_table() -> dict[str, Any]:
+    """The dated support table (``tokenplane/proof/deployability/support.json``)."""
+    text = package_data.path(package_data.VERSION_SUPPORT).read_text(encoding="utf-8")
+    table: dict[str, Any] = json.loads(text)
+    return table
+
+
+def read_on() -> datetime.date:
+    return datetime.date.fromisoformat(support_table()["read_on"])
+
+
+def kubernetes_finding(version: str, urn: str, today: datetime.date) -> Finding | None:
+    """A finding when EKS ``version`` is unknown to the table or past its end of extended support on ``today``."""
+    versions: dict[str, dict[str, str]] = support_table()["kubernetes"]["versions"]
+    supported = [v for v, d in versions.items() if datetime.date.fromisoformat(d["end_of_standard"]) >= today]
+    newest = max(supported, key=_minor) if supported else max(versions, key=_minor)
+    dates = versions.get(version)
+    if dates is None:
+        return Finding(
+            RULE,
+            urn,
+            f"EKS has no Kubernetes {version} in the support table read {read_on()} (it knows "
+            f"{', '.join(sorted(versions, key=_minor))})",
+            f"use {newest}, or update tokenplane/proof/deployability/support.json from the EKS release calendar",
+        )
+    extended = datetime.date.fromisoformat(dates["end_of_extended"])
+    if extended < today:
+        return Finding(
+            RULE,
+            urn,
+            f"Kubernetes {version}'s EKS extended support ended {extended}: EKS refuses to create the cluster and "
+            "auto-upgrades an existing one",
+            f"set platform.kubernetes_version to {newest} (standard support until "
+            f"{versions[newest]['end_of_standard']})",
+        )
+    return None
+
+
+def chart_finding(chart: str, chart_version: str, kubernetes: str, urn: str) -> Finding | None:
+    """A finding when the table lists tested Kubernetes versions for ``chart``'s minor and ``kubernetes`` is not one."""
+    tested = support_table()["charts"].get(chart, {}).get("tested_kubernetes", {})
+    minor = ".".join(chart_version.split(".")[:2])
+    window = tested.get(minor)
+    if window is None or _minor(window[0]) <= _minor(kubernetes) <= _minor(window[1]):
+        return None
+    fits = [m for m, (low, high) in tested.items() if _minor(low) <= _minor(kubernetes) <= _minor(high)]
+    return Finding(
+        RULE,
+        urn,
+        f"{chart} {chart_version} is tested on Kubernetes {window[0]}-{window[1]}, not the cluster's {kubernetes}",
+        f"pin {chart} to a release tested on {kubernetes} ({', '.join(fits) or 'none listed yet'}) in components/pins.py",
+    )
+
+
+def check(graph: Graph, today: datetime.date | None = None) -> Iterator[Finding]:
+    when = today or read_on()
+    for cluster in graph.of_type(CLUSTER):
+        version = str(cluster.inputs.get("version") or "")
+        if not version:
+            continue  # EKS picks its default, which is always in support
+        if (found := kubernetes_finding(version, cluster.urn, when)) is not None:
+            yield found
+        for release in graph.of_type("kubernetes:helm.sh/v3:Release", cluster.region):
+            chart, chart_version = str(release.inputs.get("chart", "")), str(release.inputs.get("version", ""))
+            if chart_version and (found := chart_finding(chart, chart_version, version, release.urn)) is not None:
+                yield found
+
+
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".")[:2])

@@ -1,0 +1,628 @@
+"""Offline render: run ``LlmPlatform`` under Pulumi's official mock runtime and check the graph.
+
+No cloud, no credentials, no Pulumi CLI. A recording monitor captures every
+resource (type, name, URN, parent, provider, region, inputs); the mocks answer
+with realistic outputs (ARNs, endpoints, a kubeconfig, load balancer hostnames)
+so that every ``apply`` in the components runs. It runs in update mode, not
+preview: under preview, outputs the mocks compute stay unknown and the checks
+that depend on them silently vanish.
+
+Then it checks what the real engine and cluster would reject and the mocks do
+not: duplicate URNs, two Kubernetes objects with one name in one cluster, and
+every Kubernetes object against the Kubernetes JSON schema of the spec's
+version (strict: unknown fields are errors). KEDA ScaledObjects are checked
+against their CRD's schema.
+
+This module is glue: it imports pulumi lazily, so that ``plan --capacity-only``
+never pays for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import json
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from tokenplane import package_data
+from tokenplane.spec import DEFAULT_KUBERNETES_VERSION, PlatformSpec
+
+if TYPE_CHECKING:
+    import jsonschema
+
+ACCOUNT_ID = "123456789012"  # the mock account: a documentation-reserved-looking, obviously fake ID
+REGION_TYPE = "tokenplane:region:Region"
+# API group of a custom resource -> the Helm chart that installs its CRDs (the deployability checks' crd-order
+# holds each such resource to waiting for that chart's release).
+CRD_CHARTS = {"keda.sh": "keda", "monitoring.coreos.com": "kube-prometheus-stack"}
+# What every custom resource is, whatever its CRD: a named object with an object spec (where it has one).
+CUSTOM_RESOURCE_ENVELOPE: dict[str, Any] = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata"],
+    "properties": {
+        "metadata": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+        "spec": {"type": "object"},
+    },
+}
+LB_CONTROLLER_CHART = "aws-load-balancer-controller"  # the chart that serves aws-load-balancer-* annotations
+# Kubernetes resource types that are not plain objects: providers, Helm releases, and CRs with their own schemas.
+_NOT_OBJECTS = ("pulumi:providers:", "kubernetes:helm.sh/")
+
+
+@dataclass(frozen=True)
+class RenderedResource:
+    """One resource as the engine would have registered it."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str | None
+    provider: str | None
+    region: str | None
+    inputs: dict[str, Any]
+    custom: bool
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)  # input -> URNs it came from
+    dependencies: list[str] = field(default_factory=list)  # every URN it waits for (depends_on and inputs)
+    custom_timeouts: dict[str, str] = field(default_factory=dict)  # create/update/delete, as ResourceOptions set them
+    aliases: list[str] = field(default_factory=list)  # earlier URNs it answers to (moved resources keep their state)
+
+    @property
+    def is_kubernetes_object(self) -> bool:
+        return self.type.startswith("kubernetes:") and not self.type.startswith(_NOT_OBJECTS) and self.custom
+
+
+@dataclass(frozen=True)
+class RenderIssue:
+    kind: str  # duplicate-urn | duplicate-object | schema
+    urn: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.urn}: {self.message}"
+
+
+@dataclass
+class RenderResult:
+    resources: list[RenderedResource]
+    outputs: dict[str, Any]
+    issues: list[RenderIssue] = field(default_factory=list)
+    calls: list[tuple[str, str]] = field(default_factory=list)  # invokes: (token, provider URN)
+    regions: dict[str, str] = field(default_factory=dict)  # cloud region -> the name resources carry
+
+    @property
+    def ok(self) -> bool:
+        return not self.issues
+
+    def by_type(self, type_token: str) -> list[RenderedResource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def counts(self) -> Counter[tuple[str | None, str]]:
+        """Resources by (region, type), components excluded."""
+        return Counter((r.region, r.type) for r in self.resources if r.custom)
+
+
+def render(spec: PlatformSpec, *, validate: bool = True) -> RenderResult:
+    """Build the spec's ``LlmPlatform`` under mocks and return the checked resource graph."""
+    from tokenplane.components.platform import LlmPlatform, LlmPlatformArgs
+    from tokenplane.runtime_env import env_variables
+
+    def program() -> dict[str, Any]:
+        # As stacks/__main__.py, which refuses to run without a value for each env:// secret: placeholders here.
+        values = {v: f"<{v}>" for v in env_variables(spec)}
+        platform = LlmPlatform(spec.platform.name, LlmPlatformArgs(spec=spec, env_secrets=values))
+        return {
+            "gateway_endpoints": platform.gateway_endpoints,
+            "registry_bucket": platform.registry_bucket,
+            "dashboards": platform.dashboards,
+            "dns": platform.dns_endpoints,
+        }
+
+    regions = {r.cloud_region: r.name for r in spec.regions}
+    return render_program(
+        program,
+        regions=regions,
+        stack=spec.platform.name,
+        kubernetes_version=spec.platform.kubernetes_version if validate else None,
+    )
+
+
+def render_program(
+    program: Callable[[], Any],
+    *,
+    regions: dict[str, str],
+    stack: str = "render",
+    project: str = "tokenplane",
+    kubernetes_version: str | None = DEFAULT_KUBERNETES_VERSION,
+    default_region: str | None = None,
+) -> RenderResult:
+    """Run any Pulumi program under the recording mocks.
+
+    Args:
+        program: builds resources; what it returns (outputs allowed) is awaited into ``outputs``.
+        regions: cloud region -> the name resources are attributed to.
+        stack: the stack name in URNs.
+        project: the project name in URNs (and the namespace of unqualified config keys).
+        kubernetes_version: validate Kubernetes objects against this version; None skips the checks.
+        default_region: the region of resources that neither an AWS provider nor a ``Region`` component
+            places (a single-region program's Kubernetes objects, on a provider that has no region).
+    """
+    import pulumi
+    from pulumi.runtime import mocks, settings
+
+    _ensure_event_loop()
+    recorder = _Recorder(regions, default_region)
+    monitor = _RecordingMonitor(recorder)
+    settings.set_root_resource(None)  # type: ignore[arg-type]  # a fresh stack for every render
+    mocks.set_mocks(cast(Any, recorder), project=project, stack=stack, preview=False, monitor=monitor)
+    outputs: dict[str, Any] = {}
+
+    def run() -> Any:
+        return pulumi.Output.from_input(program()).apply(lambda value: outputs.update(value or {}))
+
+    with _without_stack_traces():
+        mocks.test(run)()  # type: ignore[no-untyped-call]  # the SDK leaves its test helper untyped
+    result = RenderResult(recorder.finish(), outputs, list(monitor.duplicates), list(recorder.calls), dict(regions))
+    if kubernetes_version is not None:
+        result.issues.extend(_check(result.resources, kubernetes_version))
+    return result
+
+
+def _ensure_event_loop() -> None:
+    """The SDK's mock runtime takes the thread's current event loop. A caller that ran asyncio before
+    (``asyncio.run``, an async test) may have unset it, so set a new one then; it stays current."""
+    policy = asyncio.get_event_loop_policy()
+    try:
+        policy.get_event_loop()
+    except RuntimeError:
+        policy.set_event_loop(policy.new_event_loop())
+
+
+@contextlib.contextmanager
+def _without_stack_traces() -> Iterator[None]:
+    """Skip the SDK's per-resource stack capture while rendering.
+
+    The engine uses it only to point error messages at source lines; offline it
+    costs about a sixth of the render time (``traceback.extract_stack`` per resource).
+    """
+    from pulumi.runtime import resource
+    from pulumi.runtime.proto import source_pb2
+
+    original = getattr(resource, "_get_stack_trace", None)
+    if original is None:  # a newer SDK without the hook: nothing to skip
+        yield
+        return
+    resource._get_stack_trace = source_pb2.StackTrace  # a private SDK hook
+    try:
+        yield
+    finally:
+        resource._get_stack_trace = original
+
+
+class _Recorder:
+    """Mock answers plus the record of what was registered.
+
+    The mock monitor registers resources from several threads, and calls
+    ``new_resource`` inside ``RegisterResource`` on the same thread; a
+    thread-local carries one registration's inputs and region between the two.
+    """
+
+    def __init__(self, regions: dict[str, str], default_region: str | None = None) -> None:
+        self.regions = regions  # cloud region -> spec region name
+        self.default_region = default_region  # for what neither a provider nor a Region component places
+        # A program of one's own (default_region given): any cloud region is its own name, and a resource
+        # without an AWS provider is where its parent is (a component's providers, or the default).
+        self.open_regions = default_region is not None
+        self.placed: dict[str, str | None] = {}  # urn -> region, as registered (open_regions only)
+        self.by_name = {name: cloud for cloud, name in regions.items()}
+        self.provider_region: dict[str, str] = {}  # provider URN -> cloud region
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.records: list[tuple[str, str, str, str, str, bool]] = []  # urn, type, name, parent, provider, custom
+        self.parents: dict[str, tuple[str, str, str]] = {}  # urn -> (type, name, parent)
+        self.inputs: dict[str, dict[str, Any]] = {}
+        self.calls: list[tuple[str, str]] = []
+        self.dependencies: dict[str, dict[str, list[str]]] = {}
+        self.depends_on: dict[str, list[str]] = {}
+        self.timeouts: dict[str, dict[str, str]] = {}
+        self.aliases: dict[str, list[str]] = {}
+        self.lb_controllers: set[str] = set()  # Kubernetes provider URNs with the AWS Load Balancer Controller
+        self.seen: set[str] = set()
+
+    def region_of(self, urn: str, parent: str, provider: str, aws_provider: str = "") -> str | None:
+        """The spec region: the AWS provider's region, else the nearest Region component's.
+
+        ``aws_provider`` is a component's AWS provider (from its ``providers``), which a program's own
+        components carry where the spec's carry a Region ancestor.
+        """
+        ref = provider or aws_provider
+        cloud = self.provider_region.get(ref.rsplit("::", 1)[0] if ref else "")
+        if cloud:
+            return self.regions.get(cloud, cloud if self.open_regions else None)
+        with self.lock:
+            found = _region_ancestor(parent, self.parents, self.regions) if parent else None
+            if found is None and self.open_regions:
+                found = self.placed.get(parent)
+        return found or self.default_region
+
+    # pulumi.runtime.Mocks protocol
+    def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
+        self.local.inputs = dict(args.inputs)
+        region = getattr(self.local, "region", None) or ""
+        cloud = self.by_name.get(region, region if self.open_regions else "")
+        provider = (args.provider or "").rsplit("::", 1)[0]
+        with self.lock:
+            served = provider in self.lb_controllers
+        return mock_outputs(args.typ, args.name, self.local.inputs, cloud, lb_controller=served)
+
+    def call(self, args: Any) -> dict[str, Any]:
+        with self.lock:
+            self.calls.append((args.token, (args.provider or "").rsplit("::", 1)[0]))
+        return mock_call(args.token, dict(args.args))
+
+    def register_transform(self, transform: Any) -> None:  # the mock monitor does not run transforms
+        return None
+
+    def register_invoke_transform(self, transform: Any) -> None:
+        return None
+
+    def finish(self) -> list[RenderedResource]:
+        out = []
+        for urn, typ, name, parent, provider, custom in self.records:
+            if typ == "pulumi:pulumi:Stack":
+                continue
+            provider_urn = provider.rsplit("::", 1)[0] if provider else None
+            if typ == "pulumi:providers:aws":
+                region = self.regions.get(str(self.inputs.get(urn, {}).get("region", "")))
+            elif typ == REGION_TYPE:
+                region = _region_ancestor(urn, self.parents, self.regions)
+            elif self.open_regions:
+                region = self.placed.get(urn)
+            else:
+                region = self.region_of(urn, parent, provider)
+            inputs = self.inputs.get(urn, {})
+            deps = self.dependencies.get(urn, {})
+            out.append(
+                RenderedResource(
+                    urn,
+                    typ,
+                    name,
+                    parent or None,
+                    provider_urn,
+                    region,
+                    inputs,
+                    custom,
+                    deps,
+                    self.depends_on.get(urn, []),
+                    self.timeouts.get(urn, {}),
+                    self.aliases.get(urn, []),
+                )
+            )
+        return out
+
+
+SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's wire marker for a secret value
+REDACTED = "[secret]"
+
+
+def redact_secrets(value: Any) -> Any:
+    """Replace secret values with a marker, so that no rendered graph or JSON carries one.
+
+    A secret map keeps its keys (a Secret's ``stringData`` must still validate as a
+    map of strings); only its leaves are replaced.
+    """
+    if isinstance(value, dict):
+        if SECRET_SIG in value:
+            return _redact_leaves(value.get("value"))
+        return {k: redact_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_secrets(v) for v in value]
+    return value
+
+
+def _redact_leaves(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _redact_leaves(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_leaves(v) for v in value]
+    return None if value is None else REDACTED
+
+
+def _region_ancestor(urn: str, by_urn: dict[str, tuple[str, str, str]], regions: dict[str, str]) -> str | None:
+    """The spec region of the nearest Region component above a resource, if any."""
+    names = set(regions.values())
+    current: str | None = urn
+    while current:
+        typ, name, parent = by_urn.get(current, ("", "", ""))
+        if typ == REGION_TYPE:
+            return next((n for n in names if name.endswith(f"-{n}")), None)
+        current = parent or None
+    return None
+
+
+def _recording_monitor_class() -> type:
+    from pulumi.runtime import mocks
+
+    class RecordingMonitor(mocks.MockMonitor):
+        def __init__(self, recorder: _Recorder) -> None:
+            super().__init__(cast(Any, recorder))  # _Recorder implements the Mocks protocol without importing it
+            self.recorder = recorder
+            self.duplicates: list[RenderIssue] = []
+
+        def _alias_urn(self, alias: Any, request: Any) -> str:
+            """An alias as the URN it stands for: the SDK sends either the URN or a spec of what differs."""
+            if alias.WhichOneof("alias") == "urn":
+                return str(alias.urn)
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            return str(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+
+        def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - the gRPC method's name
+            urn = self.make_urn(request.parent, request.type, request.name)
+            rec = self.recorder
+            with rec.lock:
+                # The real engine rejects a second registration of one URN; the mock monitor would overwrite it.
+                # Registrations run on several threads, so the check and the claim happen under one lock.
+                if urn in rec.seen:
+                    self.duplicates.append(
+                        RenderIssue("duplicate-urn", urn, "registered twice; give one of them another name")
+                    )
+                rec.seen.add(urn)
+                rec.parents[urn] = (request.type, request.name, request.parent)
+            rec.local.inputs = {}
+            rec.local.region = rec.region_of(urn, request.parent, request.provider, request.providers.get("aws", ""))
+            with rec.lock:
+                rec.placed[urn] = rec.local.region
+            response = super().RegisterResource(request)  # type: ignore[no-untyped-call]  # the SDK leaves it untyped
+            inputs = redact_secrets(rec.local.inputs)
+            with rec.lock:
+                rec.records.append(
+                    (urn, request.type, request.name, request.parent, request.provider, bool(request.custom))
+                )
+                rec.inputs[urn] = inputs
+                rec.dependencies[urn] = {k: list(v.urns) for k, v in request.propertyDependencies.items()}
+                rec.depends_on[urn] = list(request.dependencies)
+                timeouts = request.customTimeouts
+                rec.timeouts[urn] = {k: v for k in ("create", "update", "delete") if (v := getattr(timeouts, k, ""))}
+                rec.aliases[urn] = [self._alias_urn(a, request) for a in request.aliases]
+                if request.type.startswith("kubernetes:helm.sh/") and inputs.get("chart") == LB_CONTROLLER_CHART:
+                    rec.lb_controllers.add(request.provider.rsplit("::", 1)[0])
+                if request.type == "pulumi:providers:aws":
+                    rec.provider_region[urn] = str(inputs.get("region", ""))
+            return response
+
+    return RecordingMonitor
+
+
+def _RecordingMonitor(recorder: _Recorder) -> Any:  # noqa: N802 - reads as the class it builds
+    return _recording_monitor_class()(recorder)
+
+
+# --- mock answers -------------------------------------------------------------------------------
+
+
+def _h(*parts: str, n: int = 12) -> str:
+    """A stable pseudo-random hex id, so that renders are deterministic."""
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
+
+
+def mock_outputs(
+    typ: str, name: str, inputs: dict[str, Any], cloud: str, *, lb_controller: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """Realistic outputs for a resource: what AWS or Kubernetes would return after creating it.
+
+    Honest, not optimistic: a LoadBalancer Service gets an address only when ``lb_controller``
+    says the AWS Load Balancer Controller was installed on its cluster before it (nothing else
+    serves the ``aws-load-balancer-type: external`` annotation), so that what is built from the
+    address (DNS records, health checks) visibly has none otherwise.
+    """
+    region = cloud or "us-east-1"
+    out = dict(inputs)
+    rid = f"{name}-{_h(typ, name, n=7)}"
+    service = typ.split(":")[1].split("/", maxsplit=1)[0] if typ.startswith("aws:") else ""
+    if typ.startswith("aws:"):
+        out.setdefault("arn", f"arn:aws:{service}:{region}:{ACCOUNT_ID}:{typ.rsplit(':', 1)[-1].lower()}/{rid}")
+        out.setdefault("tagsAll", inputs.get("tags", {}))
+    extra: dict[str, Any] = {}
+    if typ == "aws:eks/cluster:Cluster":
+        issuer = f"https://oidc.eks.{region}.amazonaws.com/id/{_h(name, n=32).upper()}"
+        extra = {
+            "endpoint": f"https://{_h(name, n=32).upper()}.gr7.{region}.eks.amazonaws.com",
+            "certificateAuthority": {
+                "data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCm1vY2sKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+            },
+            "identities": [{"oidcs": [{"issuer": issuer}]}],
+            "arn": f"arn:aws:eks:{region}:{ACCOUNT_ID}:cluster/{inputs.get('name', rid)}",
+        }
+    elif typ == "aws:iam/openIdConnectProvider:OpenIdConnectProvider":
+        url = str(inputs.get("url", "")).removeprefix("https://")
+        extra = {"arn": f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{url}", "url": url}
+    elif typ == "aws:iam/role:Role":
+        extra = {"arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{rid}", "name": rid}
+    elif typ == "aws:s3/bucket:Bucket":
+        extra = {"bucket": rid, "arn": f"arn:aws:s3:::{rid}", "region": region}
+    elif typ == "aws:elasticache/replicationGroup:ReplicationGroup":
+        extra = {"primaryEndpointAddress": f"master.{rid}.{_h(name, n=6)}.{region}.cache.amazonaws.com"}
+    elif typ == "aws:msk/cluster:Cluster":
+        brokers = ",".join(f"b-{i}.{rid}.{_h(name, n=6)}.c2.kafka.{region}.amazonaws.com:9098" for i in range(1, 4))
+        extra = {
+            "bootstrapBrokersSaslIam": brokers,
+            "arn": f"arn:aws:kafka:{region}:{ACCOUNT_ID}:cluster/{rid}/{_h(name, n=8)}-1",
+        }
+    elif typ == "aws:msk/configuration:Configuration":
+        extra = {"latestRevision": 1}
+    elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+        extra = {"latestVersion": 1}
+    elif typ == "aws:eks/nodeGroup:NodeGroup":
+        extra = {"nodeGroupName": rid}
+    elif typ == "aws:route53/zone:Zone":
+        extra = {"zoneId": f"Z{_h(name, n=13).upper()}", "nameServers": [f"ns-{i}.awsdns-{i}.org" for i in range(4)]}
+    elif typ == "aws:ecr/repository:Repository":
+        extra = {
+            "repositoryUrl": f"{ACCOUNT_ID}.dkr.ecr.{region}.amazonaws.com/{inputs.get('name', rid)}",
+            "registryId": ACCOUNT_ID,
+        }
+    elif typ == "aws:acm/certificate:Certificate":
+        # ACM gives one validation CNAME per domain name and account, whatever the region: hashed from the name only.
+        names = [str(inputs.get("domainName")), *(str(n) for n in inputs.get("subjectAlternativeNames") or [])]
+        extra = {
+            "status": "PENDING_VALIDATION",
+            "domainValidationOptions": [
+                {
+                    "domainName": n,
+                    "resourceRecordName": f"_{_h('acm', n, n=32)}.{n.removeprefix('*.')}.",
+                    "resourceRecordType": "CNAME",
+                    "resourceRecordValue": f"_{_h('acm-value', n, n=32)}.{_h('acm-zone', n, n=10)}.acm-validations.aws.",
+                }
+                for n in names
+            ],
+        }
+    elif typ == "random:index/randomPassword:RandomPassword":
+        extra = {"result": _h("password", name, n=64)}
+    elif typ == "docker-build:index:Image":
+        extra = {"digest": f"sha256:{_h('image', name, n=64)}", "ref": f"{name}@sha256:{_h('image', name, n=64)}"}
+    elif (
+        typ == "kubernetes:core/v1:Service"
+        and (inputs.get("spec") or {}).get("type") == "LoadBalancer"
+        and lb_controller
+    ):
+        host = f"k8s-{_h(name, n=8)}-{_h(region, name, n=10)}.elb.{region}.amazonaws.com"
+        extra = {"status": {"loadBalancer": {"ingress": [{"hostname": host}]}}}
+    # Most AWS resources get an opaque ID; a bucket's ID is its name, as in AWS.
+    physical_id = rid if typ == "aws:s3/bucket:Bucket" else f"{rid}-id"
+    return physical_id, {**out, **extra}
+
+
+def mock_call(token: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Answers for provider functions (invokes) the components make."""
+    if token == "aws:index/getCallerIdentity:getCallerIdentity":
+        return {
+            "accountId": ACCOUNT_ID,
+            "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/mock",
+            "userId": "AIDAMOCK",
+            "id": ACCOUNT_ID,
+        }
+    if token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
+        return {
+            "userName": "AWS",
+            "password": "mock-token",
+            "authorizationToken": "QVdTOm1vY2s=",
+            "proxyEndpoint": "https://mock",
+            "id": ACCOUNT_ID,
+        }
+    return {}
+
+
+# --- checks -----------------------------------------------------------------------------------
+
+
+def _check(resources: list[RenderedResource], kubernetes_version: str) -> list[RenderIssue]:
+    issues: list[RenderIssue] = []
+    seen: dict[tuple[str | None, str, str, str], str] = {}  # keyed by cluster: the Kubernetes provider
+    for r in resources:
+        if not r.is_kubernetes_object:
+            continue
+        manifest = kubernetes_manifest(r)
+        meta = manifest.get("metadata", {})
+        key = (
+            r.provider,
+            f"{manifest.get('apiVersion')}/{manifest.get('kind')}",
+            str(meta.get("namespace", "")),
+            str(meta.get("name", "")),
+        )
+        if key in seen:
+            issues.append(
+                RenderIssue(
+                    "duplicate-object",
+                    r.urn,
+                    f"{key[1]} {key[2]}/{key[3]} is also declared by {seen[key]}; the second apply would overwrite the first",
+                )
+            )
+        seen[key] = r.urn
+        error = validate_manifest(manifest, kubernetes_version)
+        if error:
+            issues.append(RenderIssue("schema", r.urn, error))
+    return issues
+
+
+def kubernetes_manifest(resource: RenderedResource) -> dict[str, Any]:
+    """The object as it would be applied: inputs without Pulumi's nulls, integral floats back to ints.
+
+    The mock runtime delivers numbers as floats (protobuf's Struct has no integer type);
+    Kubernetes' schema wants integers for ports, replicas and the like.
+    """
+    return _normalize(resource.inputs)  # type: ignore[no-any-return]
+
+
+def _normalize(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _normalize(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_normalize(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def validate_manifest(manifest: dict[str, Any], kubernetes_version: str) -> str | None:
+    """None if valid, else a message naming the field path and what is wrong."""
+    try:
+        validator = _validator(str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")), kubernetes_version)
+    except LookupError as e:
+        return str(e)
+    errors = sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    first = errors[0]
+    path = ".".join(str(p) for p in first.absolute_path) or "(root)"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{manifest.get('kind')} {path}: {first.message}{more}"
+
+
+@functools.lru_cache(maxsize=128)
+def _validator(api_version: str, kind: str, kubernetes_version: str) -> jsonschema.protocols.Validator:
+    """A cached validator per kind: kubernetes-validate re-reads its multi-megabyte definitions on every call."""
+    import jsonschema
+    import referencing
+    from kubernetes_validate import utils  # type: ignore[import-untyped]  # the package ships no type hints
+
+    if api_version == "keda.sh/v1alpha1" and kind == "ScaledObject":
+        return jsonschema.Draft202012Validator(
+            json.loads(package_data.path(package_data.KEDA_SCHEMA).read_text(encoding="utf-8"))
+        )
+    if "/" in api_version and "." in api_version.split("/", maxsplit=1)[0]:
+        group = api_version.split("/", maxsplit=1)[0]
+        if group in CRD_CHARTS:
+            # A custom resource of a chart that installs its CRD: its envelope here; that its CRD is installed
+            # first is the crd-order check's (tokenplane.proof.deployability.ordering). Its fields are the CRD's to judge.
+            return jsonschema.Draft202012Validator(CUSTOM_RESOURCE_ENVELOPE)
+        if not group.endswith(".k8s.io"):
+            raise LookupError(
+                f"no schema for {kind} in {api_version}: no chart the checks know installs its CRD "
+                f"(known: {', '.join(sorted(CRD_CHARTS))})"
+            )
+    wanted = utils.major_minor(kubernetes_version)
+    version = [v for v in utils.all_versions() if utils.major_minor(v) <= wanted][-1]
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)  # apps/v1 -> apps-v1
+    directory = f"kubernetes-json-schema/v{version}-local-strict"
+    try:
+        schema = utils.schema_contents(f"{directory}/{kind.lower()}-{group_version}.json", version)
+    except FileNotFoundError as e:
+        raise LookupError(f"Kubernetes {wanted} has no {kind} in {api_version}") from e
+    # The same registry kubernetes-validate builds: the kind's schema, then the shared definitions it refers to.
+    registry: Any = referencing.Resource.from_contents(schema) @ referencing.Registry()
+    registry = referencing.Resource.from_contents(_definitions(directory, version)) @ registry
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
+@functools.lru_cache(maxsize=4)
+def _definitions(directory: str, version: str) -> Any:
+    from kubernetes_validate import utils
+
+    return utils.schema_contents(f"{directory}/_definitions.json", version)
