@@ -86,6 +86,7 @@ def usage_row(event: dict[str, Any]) -> dict[str, Any]:
     kind, target = _target(served_by)
     return {
         "event_id": _text(event, "event_id", default=f"{request_id}:usage"),
+        "request_id": request_id,
         "ts": _number(event, "ts", required=True),
         "tenant": _text(event, "tenant"),
         "region": _text(event, "region", default=""),

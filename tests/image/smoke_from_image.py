@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 CHROOT = "/usr/sbin/chroot"  # coreutils' (Debian): by path, since a process's PATH here is the image's
 # The processes that come from the image: ``python -m serving.<x>`` in the plan (everything else is a stand-in).
-SERVING_PREFIX = "serving."
+SERVING_PREFIX = "tokenplane.serving."
 
 
 class ImageSmokeError(Exception):

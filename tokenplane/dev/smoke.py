@@ -280,14 +280,14 @@ def _chargeback(client: OpenAI, ledger_url: str) -> str:
     if not all(ids):
         raise CheckFailed("a response without x-request-id: nothing to find in the ledger")
     store = HttpStore(ledger_url)
-    wanted = ", ".join(f"'{i}:usage'" for i in ids)  # gateway-made ids: req_<hex>
+    wanted = ", ".join(f"'{i}'" for i in ids)  # gateway-made ids: req_<hex>
     deadline = time.monotonic() + LEDGER_TIMEOUT
     counts: dict[str, int] = {}
     while time.monotonic() < deadline:
         rows = store.rows(
-            f"SELECT event_id, count() AS n FROM usage_events FINAL WHERE event_id IN ({wanted}) GROUP BY event_id"
+            f"SELECT request_id, count() AS n FROM usage_events FINAL WHERE request_id IN ({wanted}) GROUP BY request_id"
         )
-        counts = {r["event_id"]: int(r["n"]) for r in rows}
+        counts = {r["request_id"]: int(r["n"]) for r in rows}
         if len(counts) == len(ids):
             break
         time.sleep(0.5)

@@ -200,7 +200,7 @@ def test_gateways_at_their_hpa_maxima_that_the_system_nodes_cannot_hold_are_repo
     found = findings("byteion", mutated(rendered("byteion"), old_max), rule="node-capacity")
     assert len(found) == 6, found
     us = next(f for f in found if "us-east" in f.urn)
-    assert "request 115.4 vCPUs" in us.message and "ai-gateway (24 x 2)" in us.message, us
+    assert "request 125.4 vCPUs" in us.message and "ai-gateway (24 x 2)" in us.message, us
     assert "maxSize" in us.fix
 
 

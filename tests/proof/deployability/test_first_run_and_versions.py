@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -28,7 +29,7 @@ REPLICATION = "aws:s3/bucketReplicationConfig:BucketReplicationConfig"
 
 
 def _platform(**fields: object) -> dict[str, object]:
-    data = yaml.safe_load((ROOT_STACKS / "minimal.yaml").read_text(encoding="utf-8"))
+    data: dict[str, Any] = yaml.safe_load((ROOT_STACKS / "minimal.yaml").read_text(encoding="utf-8"))
     data["platform"].update(fields)
     return data
 

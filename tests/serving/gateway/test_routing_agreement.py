@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 import zlib
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 
 import pytest
@@ -41,18 +41,18 @@ MakeRouter = Callable[[PlatformSpec, str], Router]
 
 def _planned(spec: PlatformSpec, traffic: TrafficPlan, region: str) -> dict[WorkloadClass, dict[Destination, float]]:
     """Per class, the share of the planner's rate that reaches each destination."""
-    rates: dict[WorkloadClass, Counter[Destination]] = {}
+    rates: dict[WorkloadClass, defaultdict[Destination, float]] = {}
     for (name, _), load in traffic.loads.items():
         if name != region or spec.is_embedding(load.pool):
             continue
         for cls, rps in load.per_class.items():
-            rates.setdefault(cls, Counter())[f"pool tier {load.pool.tier.value}"] += rps
+            rates.setdefault(cls, defaultdict(float))[f"pool tier {load.pool.tier.value}"] += rps
     for spill in traffic.spills:
         if spill.region == region:
-            rates.setdefault(spill.cls, Counter())[f"provider {spill.provider}"] += spill.rps
+            rates.setdefault(spill.cls, defaultdict(float))[f"provider {spill.provider}"] += spill.rps
     for miss in traffic.unrouted:
         if miss.region == region:
-            rates.setdefault(miss.cls, Counter())[REFUSED] += miss.rps
+            rates.setdefault(miss.cls, defaultdict(float))[REFUSED] += miss.rps
     return {cls: {d: r / sum(c.values()) for d, r in c.items()} for cls, c in rates.items()}
 
 
@@ -92,10 +92,10 @@ def disagreements(
         c = spec.workload_classes[cls]
         prompt = rng.randint(c.prompt_tokens.min, c.prompt_tokens.max)
         seen[_first_stop(router, tenant, cls, prompt, c.output_tokens.max)] += 1
-    per_class = Counter[str]()
+    per_class: Counter[str] = Counter()
     for (cls_name, _), n in seen.items():
         per_class[cls_name] += n
-    expected: Counter[str] = Counter()
+    expected: defaultdict[str, float] = defaultdict(float)
     for cls_name, n in per_class.items():
         for where, share in planned.get(WorkloadClass(cls_name), {REFUSED: 1.0}).items():
             expected[where] += n * share
