@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def test_the_cache_keeps_at_most_max_entries(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(pricing_cache, "PRUNE_EVERY", 1)
     cache = PricingCache(tmp_path)
     for n in range(20):
-        cache.get_or_compute(cache.key(n), lambda n=n: float(n))
+        cache.get_or_compute(cache.key(n), functools.partial(float, n))
     assert len(list((tmp_path / "pricing").glob("*.json"))) <= 8
 
 
