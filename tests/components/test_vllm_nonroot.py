@@ -129,6 +129,22 @@ def _engine_command(python: str, model: Path, port: int) -> list[str]:
     return drop + serve
 
 
+def _skip_unless_the_user_can_run(python: str) -> None:
+    """Skip where the test host keeps this interpreter out of the pod user's reach (a venv under /root, say).
+
+    vLLM re-executes ``sys.executable`` for its engine core, so the non-root user must be able to run the
+    interpreter itself; in the pod the image's Python is system-wide. A host whose Python lies in root's home
+    cannot show this, which is the host's limit, not the pod's.
+    """
+    if os.geteuid() != 0:
+        return
+    drop = ["setpriv", f"--reuid={VLLM_UID}", f"--regid={VLLM_UID}", "--clear-groups", "--no-new-privs"]
+    reexec = "import subprocess, sys; subprocess.run([sys.executable, '-c', ''], check=True)"
+    probe = subprocess.run([*drop, python, "-c", reexec], capture_output=True, text=True, check=False, cwd="/")
+    if probe.returncode != 0 and "Permission denied" in probe.stderr:
+        pytest.skip(f"UID {VLLM_UID} cannot execute {python} on this host: {probe.stderr.strip().splitlines()[-1]}")
+
+
 def _pod_environment(home: Path) -> dict[str, str]:
     """The vllm container's env as VllmPool renders it (scratch under ``home``), plus the CPU build's knobs."""
     env = {var.value: value for var, value in scratch_env(str(home)).items()}
@@ -181,6 +197,7 @@ def _written_outside(allowed: Path) -> list[str]:
 
 def test_vllm_serves_as_the_pods_non_root_user_writing_only_its_scratch(tiny_model: Path, scratch: Path) -> None:
     python = _vllm_python()
+    _skip_unless_the_user_can_run(python)
     port = _free_port()
     (scratch / "tmp").mkdir()
     if os.geteuid() == 0:
