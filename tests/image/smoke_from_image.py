@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 CHROOT = "/usr/sbin/chroot"  # coreutils' (Debian): by path, since a process's PATH here is the image's
 # The processes that come from the image: ``python -m serving.<x>`` in the plan (everything else is a stand-in).
 SERVING_PREFIX = "tokenplane.serving."
+# The dev stack's ledger embeds chDB in the finops process: a stand-in for the cluster's ClickHouse, which the
+# image's consumer reaches over HTTP with the standard library, so the image does not carry chDB (533 MB).
+HOST_STAND_INS = ("tokenplane.serving.finops",)
 
 
 class ImageSmokeError(Exception):
@@ -56,7 +59,7 @@ class ImageConfig:
 def serves_from_image(service: Service) -> bool:
     """Whether the plan runs ``service`` as ``python -m serving.<x>``: the image's processes."""
     argv = service.argv
-    return len(argv) > 2 and argv[1] == "-m" and argv[2].startswith(SERVING_PREFIX)
+    return len(argv) > 2 and argv[1] == "-m" and argv[2].startswith(SERVING_PREFIX) and argv[2] not in HOST_STAND_INS
 
 
 def in_image(service: Service, root: Path, config: ImageConfig, *, chroot: str = CHROOT) -> Service:
