@@ -268,20 +268,6 @@ CHECKOV: dict[str, list[dict[str, Any]]] = {
             "keeps its private key and renews it by DNS validation",
         }
     ],
-    "CKV2_AWS_38": [
-        {
-            "resources": ["*-dns-zone"],
-            "reason": "DNSSEC signing needs a KMS key in us-east-1 and a DS record at the registrar, both outside "
-            "the stack; " + _NOT_YET + "tracked with the zone's delegation",
-        }
-    ],
-    "CKV2_AWS_39": [
-        {
-            "resources": ["*-dns-zone"],
-            "reason": _NOT_YET + "query logs of a public zone go to a CloudWatch log group in us-east-1; the names "
-            "it answers for are the public API hostnames",
-        }
-    ],
     "CKV2_AWS_11": [
         {
             "resources": ["*-network-vpc"],
