@@ -18,13 +18,30 @@ PUBLISHED_PARAMS: dict[str, float] = {
     "qwen2.5-72b": 72.7e9,
     "mixtral-8x7b": 46.7e9,
     "deepseek-v3": 671e9,
+    "deepseek-r1": 671e9,
+    "llama-3.3-70b": 70.6e9,
+    "qwen3-8b": 8.19e9,
+    "qwen3-32b": 32.8e9,
+    "qwen3-30b-a3b": 30.5e9,
+    "qwen3-235b-a22b": 235e9,
+    "mistral-7b": 7.25e9,
+    "mistral-small-24b": 23.6e9,
+    "gpt-oss-20b": 20.9e9,
+    "gpt-oss-120b": 116.8e9,
     "all-minilm-l6-v2": 22.7e6,
     "bge-large-en-v1.5": 335e6,
 }
 PUBLISHED_ACTIVE_PARAMS: dict[str, float] = {
     "mixtral-8x7b": 12.9e9,
     "deepseek-v3": 37e9,
+    "deepseek-r1": 37e9,
+    "qwen3-235b-a22b": 22e9,
+    "gpt-oss-20b": 3.61e9,
+    "gpt-oss-120b": 5.13e9,
 }
+# OpenAI's gpt-oss card counts active parameters without the input embedding table (the unembedding is counted).
+# Qwen3-30B-A3B's "3.3B activated" is left out: derived 3.35B, and one decimal cannot tell 1.5% apart.
+ACTIVE_WITHOUT_EMBEDDING = {"gpt-oss-20b", "gpt-oss-120b"}
 TOLERANCE = 0.015
 
 
@@ -40,7 +57,8 @@ def test_preset_parameter_count_matches_the_published_total(name: str, published
 
 @pytest.mark.parametrize(("name", "published"), sorted(PUBLISHED_ACTIVE_PARAMS.items()))
 def test_moe_preset_active_parameters_match_the_published_count(name: str, published: float) -> None:
-    derived = catalog.MODEL_PRESETS[name].architecture.params_active
+    arch = catalog.MODEL_PRESETS[name].architecture
+    derived = arch.params_active - (arch.vocab_size * arch.hidden_size if name in ACTIVE_WITHOUT_EMBEDDING else 0)
     assert derived == pytest.approx(published, rel=TOLERANCE), f"{name}: {derived / 1e9:.3f}B active"
 
 

@@ -150,6 +150,30 @@ def test_unknown_model_preset_is_reported_as_a_located_issue() -> None:
     assert "unknown model preset 'qwen9-7b'" in issue.message
 
 
+@pytest.mark.parametrize(
+    ("uri", "fetch"),
+    [
+        ("hf://Qwen/Qwen2.5-7B-Instruct", "huggingface-cli download Qwen/Qwen2.5-7B-Instruct --local-dir DIR"),
+        ("gs://bucket/qwen/v1/", "gcloud storage cp -r gs://bucket/qwen/v1 DIR"),
+        ("file:///models/qwen", "copy the files into DIR"),
+    ],
+)
+def test_a_weights_source_the_stack_cannot_publish_is_refused_with_the_mirror_command(uri: str, fetch: str) -> None:
+    line = "    uri: s3://minimal-models/qwen-7b-chat/v1/"
+    text = MINIMAL.replace(line, f"    uri: {uri}")
+    [issue] = _issues(text)
+    assert (issue.path, issue.line) == ("models[0].uri", text.splitlines().index(f"    uri: {uri}") + 1)
+    assert uri in issue.message and "only from S3" in issue.message
+    assert f"`{fetch} && aws s3 sync DIR s3://BUCKET/PREFIX/`" in issue.message
+    assert "tokenplane hash-model DIR" in issue.message
+
+
+def test_an_s3_uri_without_a_key_prefix_is_refused() -> None:
+    text = MINIMAL.replace("    uri: s3://minimal-models/qwen-7b-chat/v1/", "    uri: s3://")
+    [issue] = _issues(text)
+    assert issue.path == "models[0].uri"
+
+
 def test_duplicate_key_is_rejected_with_both_line_numbers() -> None:
     text = MINIMAL.replace("    tier: small\n", "    tier: small\n    tier: medium\n")
     first = text.splitlines().index("    tier: small") + 1

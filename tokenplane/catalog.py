@@ -194,6 +194,54 @@ def _decoder(**fields: int | bool) -> Architecture:
     return Architecture.model_validate(fields)
 
 
+def _deepseek_v3() -> Architecture:
+    """DeepSeek-V3's shapes (MLA attention, 256 routed experts): shared by V3, V3.1 and R1."""
+    return _decoder(
+        hidden_size=7168,
+        num_layers=61,
+        num_attention_heads=128,
+        num_kv_heads=128,
+        intermediate_size=18432,
+        vocab_size=129280,
+        max_position_embeddings=163840,
+        num_experts=256,
+        experts_per_token=8,
+        moe_intermediate_size=2048,
+        num_shared_experts=1,
+        first_dense_layers=3,
+        kv_lora_rank=512,
+        q_lora_rank=1536,
+        qk_rope_head_dim=64,
+        qk_nope_head_dim=128,
+        v_head_dim=128,
+    )
+
+
+def _gpt_oss(*, num_layers: int, num_experts: int) -> Architecture:
+    """gpt-oss (20b and 120b differ only in depth and expert count).
+
+    Every other layer attends over a 128-token sliding window, and the experts ship in MXFP4: the capacity model
+    sizes both as full attention and as the pool's quantization, so the size is a warning, not a promise.
+    """
+    return Architecture(
+        hidden_size=2880,
+        num_layers=num_layers,
+        num_attention_heads=64,
+        num_kv_heads=8,
+        head_dim=64,
+        intermediate_size=2880,
+        vocab_size=201088,
+        max_position_embeddings=131072,
+        num_experts=num_experts,
+        experts_per_token=4,
+        moe_intermediate_size=2880,
+        uncovered=(
+            "sliding-window attention on alternate layers (window 128): sized as full attention",
+            "MXFP4 expert weights: sized at the pool's quantization",
+        ),
+    )
+
+
 # Sources: each model's config.json on huggingface.co/<hf_repo>. Parameter counts
 # are derived from these shapes; tests check them against the published totals.
 MODEL_PRESETS: dict[str, ModelPreset] = {
@@ -292,28 +340,125 @@ MODEL_PRESETS: dict[str, ModelPreset] = {
                 experts_per_token=2,
             ),
         ),
+        ModelPreset("deepseek-v3", "deepseek-ai/DeepSeek-V3", _deepseek_v3()),
         ModelPreset(
-            "deepseek-v3",
-            "deepseek-ai/DeepSeek-V3",
+            # Same shapes as Llama 3.1 70B; a new post-training, so its own preset and hub repo.
+            "llama-3.3-70b",
+            "meta-llama/Llama-3.3-70B-Instruct",
             _decoder(
-                hidden_size=7168,
-                num_layers=61,
-                num_attention_heads=128,
-                num_kv_heads=128,
-                intermediate_size=18432,
-                vocab_size=129280,
-                max_position_embeddings=163840,
-                num_experts=256,
-                experts_per_token=8,
-                moe_intermediate_size=2048,
-                num_shared_experts=1,
-                first_dense_layers=3,
-                kv_lora_rank=512,
-                q_lora_rank=1536,
-                qk_rope_head_dim=64,
-                qk_nope_head_dim=128,
-                v_head_dim=128,
+                hidden_size=8192,
+                num_layers=80,
+                num_attention_heads=64,
+                num_kv_heads=8,
+                intermediate_size=28672,
+                vocab_size=128256,
+                max_position_embeddings=131072,
             ),
+        ),
+        ModelPreset(
+            "qwen3-8b",
+            "Qwen/Qwen3-8B",
+            _decoder(
+                hidden_size=4096,
+                num_layers=36,
+                num_attention_heads=32,
+                num_kv_heads=8,
+                head_dim=128,
+                intermediate_size=12288,
+                vocab_size=151936,
+                max_position_embeddings=40960,
+            ),
+        ),
+        ModelPreset(
+            "qwen3-32b",
+            "Qwen/Qwen3-32B",
+            _decoder(
+                hidden_size=5120,
+                num_layers=64,
+                num_attention_heads=64,
+                num_kv_heads=8,
+                head_dim=128,
+                intermediate_size=25600,
+                vocab_size=151936,
+                max_position_embeddings=40960,
+            ),
+        ),
+        ModelPreset(
+            "qwen3-30b-a3b",
+            "Qwen/Qwen3-30B-A3B",
+            _decoder(
+                hidden_size=2048,
+                num_layers=48,
+                num_attention_heads=32,
+                num_kv_heads=4,
+                head_dim=128,
+                intermediate_size=6144,
+                vocab_size=151936,
+                max_position_embeddings=40960,
+                num_experts=128,
+                experts_per_token=8,
+                moe_intermediate_size=768,
+            ),
+        ),
+        ModelPreset(
+            "qwen3-235b-a22b",
+            "Qwen/Qwen3-235B-A22B",
+            _decoder(
+                hidden_size=4096,
+                num_layers=94,
+                num_attention_heads=64,
+                num_kv_heads=4,
+                head_dim=128,
+                intermediate_size=12288,
+                vocab_size=151936,
+                max_position_embeddings=40960,
+                num_experts=128,
+                experts_per_token=8,
+                moe_intermediate_size=1536,
+            ),
+        ),
+        ModelPreset(
+            "mistral-7b",
+            "mistralai/Mistral-7B-Instruct-v0.3",
+            _decoder(
+                hidden_size=4096,
+                num_layers=32,
+                num_attention_heads=32,
+                num_kv_heads=8,
+                intermediate_size=14336,
+                vocab_size=32768,
+                max_position_embeddings=32768,
+            ),
+        ),
+        ModelPreset(
+            "mistral-small-24b",
+            "mistralai/Mistral-Small-24B-Instruct-2501",
+            _decoder(
+                hidden_size=5120,
+                num_layers=40,
+                num_attention_heads=32,
+                num_kv_heads=8,
+                head_dim=128,
+                intermediate_size=32768,
+                vocab_size=131072,
+                max_position_embeddings=32768,
+            ),
+        ),
+        ModelPreset(
+            "gpt-oss-20b",
+            "openai/gpt-oss-20b",
+            _gpt_oss(num_layers=24, num_experts=32),
+        ),
+        ModelPreset(
+            "gpt-oss-120b",
+            "openai/gpt-oss-120b",
+            _gpt_oss(num_layers=36, num_experts=128),
+        ),
+        ModelPreset(
+            # DeepSeek-V3's architecture, reasoning post-training; its multi-token-prediction layer is not served.
+            "deepseek-r1",
+            "deepseek-ai/DeepSeek-R1",
+            _deepseek_v3(),
         ),
         ModelPreset(
             "all-minilm-l6-v2",

@@ -337,13 +337,34 @@ class RegistryModel(Model):
     version: str = Field(pattern=r"^v\d+(\.\d+)*$")
     preset: str | None = Field(default=None, description="Catalog preset for the architecture")
     architecture: Architecture | None = None
-    uri: str = Field(pattern=r"^(s3|gs|hf|file)://.+", description="Where the weights live")
+    uri: str = Field(pattern=r"^s3://[^/]+/.*", description="Where the weights live: an S3 prefix the stack publishes from")
     local_path: str | None = Field(default=None, description="Weights on local disk, for --engine vllm")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     tokenizer: str
     quantization: Quantization = Quantization.BF16
     prompt_contract: str = Field(description="Name and version of the prompt template contract")
     eval_scorecard: Scorecard | None = None
+
+    @field_validator("uri", mode="before")
+    @classmethod
+    def _publishable_source(cls, value: object) -> object:
+        # The stack publishes a model by a server-side S3 copy into each region's registry (weights_publish.py).
+        # Any other source would need a download inside the cluster that no step performs: the pools' init
+        # containers would then find an empty prefix and fail their checksum. Refuse it here, with the way out.
+        if isinstance(value, str) and not value.startswith("s3://") and "://" in value:
+            scheme = value.split("://", 1)[0]
+            source = value.split("://", 1)[1].rstrip("/")
+            fetch = {
+                "hf": f"huggingface-cli download {source} --local-dir DIR",
+                "gs": f"gcloud storage cp -r gs://{source} DIR",
+            }.get(scheme, "copy the files into DIR")
+            raise ValueError(
+                f"uri={value!r}: tokenplane publishes weights only from S3 (a server-side copy into each "
+                f"region's registry bucket), and nothing in the stack downloads from {scheme}://. Mirror the "
+                f"model to S3 once: `{fetch} && aws s3 sync DIR s3://BUCKET/PREFIX/`, set uri: "
+                "s3://BUCKET/PREFIX/ and sha256 to `tokenplane hash-model DIR`"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_architecture(self) -> RegistryModel:

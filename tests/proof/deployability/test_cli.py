@@ -11,30 +11,33 @@ from typer.testing import CliRunner
 
 from tests.paths import REPO_ROOT
 from tokenplane.commands.cli import app
+from tokenplane.components import weights_publish
 
 ROOT = REPO_ROOT
 
 
-def _hub_sourced(tmp_path: Path) -> Path:
-    """minimal.yaml with weights on the Hugging Face hub: nothing in the stack can publish them to the registry."""
-    data = yaml.safe_load((ROOT / "stacks" / "minimal.yaml").read_text())
-    data["models"][0]["uri"] = "hf://Qwen/Qwen2.5-7B-Instruct"
-    path = tmp_path / "hub.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+@pytest.fixture
+def unpublished(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """minimal.yaml with the publish step lost: no Job copies the weights, so the pools' checksum can never pass.
+
+    A spec can no longer say this (a source the stack cannot publish is refused at load), so the defect is put
+    back in the component, where a regression would put it.
+    """
+    monkeypatch.setattr(weights_publish, "publishable", lambda model: False)
+    return ROOT / "stacks" / "minimal.yaml"
 
 
 @pytest.mark.slow
-def test_plan_exits_1_and_names_the_rule_the_urn_and_the_fix(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["plan", str(_hub_sourced(tmp_path))])
+def test_plan_exits_1_and_names_the_rule_the_urn_and_the_fix(unpublished: Path) -> None:
+    result = CliRunner().invoke(app, ["plan", str(unpublished)])
     assert result.exit_code == 1, result.output
     assert "[weights-published]" in result.stdout and "minimal-us-pool-chat-deployment" in result.stdout
     assert "fix: add a publish Job" in result.stdout, result.stdout
 
 
 @pytest.mark.slow
-def test_plan_json_carries_findings_and_prerequisites(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["plan", str(_hub_sourced(tmp_path)), "--json"])
+def test_plan_json_carries_findings_and_prerequisites(unpublished: Path) -> None:
+    result = CliRunner().invoke(app, ["plan", str(unpublished), "--json"])
     assert result.exit_code == 1, result.output
     data = json.loads(result.stdout)
     assert data["summary"]["ok"] is False
@@ -52,7 +55,7 @@ def test_plan_of_an_example_stack_passes_and_lists_its_prerequisites() -> None:
 
 
 @pytest.mark.slow
-def test_check_exits_1_on_a_deployability_finding(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["check", str(_hub_sourced(tmp_path)), "--format", "json"])
+def test_check_exits_1_on_a_deployability_finding(unpublished: Path) -> None:
+    result = CliRunner().invoke(app, ["check", str(unpublished), "--format", "json"])
     assert result.exit_code == 1, result.output
     assert "deployability: [weights-published]" in result.output, result.output
