@@ -147,6 +147,7 @@ class Completion:
     body: Json
     served_by: Target
     attempts: int
+    headers: dict[str, str] = field(default_factory=dict)  # the engine's headers the client sees (modelgw FORWARDED)
 
 
 class CompletionStream(Protocol):

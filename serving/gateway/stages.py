@@ -499,6 +499,7 @@ class ForwardStage:
         call.served_by = completion.served_by
         call.usage = Usage.from_body(completion.body.get("usage"))
         call.response_headers["x-tokenplane-served-by"] = str(call.served_by)
+        call.response_headers.update(completion.headers)
         return Reply(body=completion.body)
 
     async def _stream(self, call: Call, upstream_request: UpstreamRequest) -> AsyncIterator[Json]:

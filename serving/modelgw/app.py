@@ -190,4 +190,5 @@ def create_app(gateway: FailoverUpstream, *, registry: CollectorRegistry) -> Sta
 
 
 def _served(result: GatewayStream | Completion) -> dict[str, str]:
-    return {h.SERVED_BY: str(result.served_by), h.ATTEMPTS: str(result.attempts)}
+    served = {h.SERVED_BY: str(result.served_by), h.ATTEMPTS: str(result.attempts)}
+    return served | result.headers if isinstance(result, Completion) else served

@@ -24,6 +24,7 @@ from tokenplane.serving.errors import (
     UpstreamUnavailable,
 )
 from tokenplane.serving.modelgw import headers as h
+from tokenplane.serving.modelgw.headers import forwarded
 from tokenplane.serving.modelgw.providers.vllm import SSE_DONE, sse_data
 from tokenplane.serving.types import Clock, Completion, Json, SystemClock, Target, UpstreamRequest, format_targets
 
@@ -143,6 +144,7 @@ class HttpUpstream:
             body=jsonbody.loads_internal(raw),
             served_by=Target.parse(response.headers[h.SERVED_BY]),
             attempts=int(response.headers.get(h.ATTEMPTS, "1")),
+            headers=forwarded(response.headers),
         )
 
     async def stream(self, request: UpstreamRequest) -> HttpStream:

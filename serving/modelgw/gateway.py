@@ -169,7 +169,7 @@ class FailoverUpstream:
             body = await route.provider.complete(attempt.call)
             self.metrics.latency.labels(str(target)).observe(self.clock.monotonic() - attempt.started)
             self.metrics.usage(str(target), body.get("usage"))
-            return Completion(body=body, served_by=target, attempts=walk.attempts)
+            return Completion(body=body, served_by=target, attempts=walk.attempts, headers=attempt.call.forwarded)
 
         return await self._walk(request, walk, once)
 

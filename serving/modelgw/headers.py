@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 TARGETS = "x-tokenplane-targets"  # the failover chain, in format_targets form (absent: a previous-release caller)
 REQUEST_ID = "x-tokenplane-request-id"
 TENANT = "x-tokenplane-tenant"
@@ -11,3 +13,12 @@ AFFINITY = "x-tokenplane-affinity"  # the prefix-affinity key
 TOKENS = "x-tokenplane-estimated-tokens"  # the AI gateway's estimate, prompt + output budget (absent: a previous-release caller)
 SERVED_BY = "x-tokenplane-served-by"  # response: str(Target) of the target that answered
 ATTEMPTS = "x-tokenplane-attempts"  # response: attempts the request took
+# Response headers an engine sets that the client should see, passed on by both gateways: which embedder the
+# embedding pool ran (real all-MiniLM-L6-v2 or the lexical stand-in) is the only one so far.
+EMBEDDING = "x-tokenplane-embedding"
+FORWARDED = (EMBEDDING,)
+
+
+def forwarded(response_headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers of an upstream answer that go on to the client (``FORWARDED``), where present."""
+    return {name: response_headers[name] for name in FORWARDED if name in response_headers}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tokenplane.serving.errors import UpstreamError, UpstreamRejected
@@ -35,6 +35,8 @@ class ProviderCall:
         request_id: The request's id, sent upstream for correlation.
         priority: vLLM's ``priority`` for a pool that runs the priority scheduler (``vllm_priority``);
             None for any other upstream, which is then sent no priority at all.
+        forwarded: Filled by the provider: the upstream's response headers the client should see
+            (``headers.FORWARDED``).
     """
 
     endpoint: Endpoint
@@ -44,6 +46,7 @@ class ProviderCall:
     url: str | None
     request_id: str
     priority: int | None = None
+    forwarded: dict[str, str] = field(default_factory=dict)
 
 
 def vllm_priority(level: Priority) -> int:

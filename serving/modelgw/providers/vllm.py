@@ -8,6 +8,7 @@ import aiohttp
 
 from tokenplane.serving import jsonbody
 from tokenplane.serving.errors import UpstreamError, UpstreamTimeout
+from tokenplane.serving.modelgw.headers import forwarded
 from tokenplane.serving.modelgw.providers.base import ProviderCall, status_error
 from tokenplane.serving.types import Endpoint, Json
 
@@ -59,6 +60,7 @@ class VllmProvider:
                 if response.status >= 400:
                     raise status_error(where, response.status, raw)
                 body: Json = jsonbody.loads_internal(raw)
+                call.forwarded.update(forwarded(response.headers))
                 return body
         except (aiohttp.ServerTimeoutError, TimeoutError) as e:
             raise UpstreamTimeout(f"{where} timed out") from e

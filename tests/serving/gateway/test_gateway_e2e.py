@@ -215,9 +215,13 @@ async def test_models_lists_what_the_region_serves(dev: Platform) -> None:
 
 
 async def test_embeddings_go_to_the_embedding_pool(dev: Platform) -> None:
-    reply = await dev.client("demo").embeddings.create(model="embedder", input=["hello", "world"])
+    raw = await dev.client("demo").embeddings.with_raw_response.create(model="embedder", input=["hello", "world"])
+    reply = raw.parse()
     assert len(reply.data) == 2 and len(reply.data[0].embedding) == 384
     assert math.isclose(sum(v * v for v in reply.data[0].embedding), 1.0, rel_tol=1e-6)
+    # Which embedder answered (this platform's engines run the lexical one), passed on by the model gateway and
+    # the AI gateway from the engine's header.
+    assert raw.headers["x-tokenplane-embedding"] == "lexical"
 
 
 async def test_with_kafka_down_requests_still_succeed_and_their_events_arrive_in_order(

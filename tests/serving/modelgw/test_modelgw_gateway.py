@@ -92,7 +92,8 @@ class FakeReplica:
                     "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2]}],
                     "model": model,
                     "usage": {"prompt_tokens": 2, "total_tokens": 2},
-                }
+                },
+                headers={"x-tokenplane-embedding": "lexical", "x-internal-only": "1"},
             )
         if body.get("stream"):
             return StreamingResponse(self.events(model, body), media_type="text/event-stream")
@@ -492,6 +493,8 @@ async def test_embeddings_are_forwarded_to_the_pool(
     completion = await gateway.complete(chat("pool:embed@small", endpoint=Endpoint.EMBEDDINGS))
     assert completion.body["data"][0]["embedding"] == [0.1, 0.2]
     assert embed.bodies[0]["model"] == "embedder-v1"
+    # The engine's embedder header goes on to the client; its other headers do not.
+    assert completion.headers == {"x-tokenplane-embedding": "lexical"}
 
 
 async def test_balancing_sends_a_new_request_away_from_a_replica_busy_with_a_stream(
