@@ -34,6 +34,7 @@ from tokenplane.runtime_env import Var, env_list
 from tokenplane.schedule import cron_window
 from tokenplane.spec import ClassSpec, ModelLookup, Placement, Pool, WorkloadClass
 from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
+from tokenplane.weights_fetch import ARTIFACTS_ENV, FETCH_SCRIPT, MODELS_ENV, artifact_entry
 
 MODELS_DIR = "/models"
 # Weights cache on the node's instance-store RAID0 (see GpuNodeGroup), shared by every replica on the node.
@@ -52,28 +53,6 @@ DRAIN_SECONDS = 15  # preStop: time for endpoints to drop the pod before vLLM st
 DEFAULT_DECODE_S_PER_TOKEN = 0.1  # grace-period estimate for a class without an E2E SLO
 # Who may call a pool by default: the spec-driven model gateway, and Prometheus for /metrics.
 DEFAULT_CLIENTS = (kube.peer(NS_GATEWAY, "model-gateway"), kube.peer(NS_MONITORING))
-
-# Fetch the artifact from the regional registry bucket unless the node already holds a verified copy,
-# then check its sha256: the hash of the sorted `sha256sum` manifest of every file in the artifact.
-# Replicas on one node share the cache, so each pod downloads into its own directory ($HOSTNAME is the
-# pod's name) and renames it into place only if no sibling got there first: a shared partial directory
-# would let one pod delete another's download, and deleting the cache would pull it from under a running vLLM.
-FETCH_SCRIPT = r"""set -eu
-for entry in $ARTIFACTS; do
-  ref=${entry%%=*}; rest=${entry#*=}; sha=${rest%%@*}; src=${rest#*@}
-  dest="$MODELS/$ref"
-  if [ -f "$dest/.verified-$sha" ]; then echo "$ref: verified copy on NVMe"; continue; fi
-  mine="$dest.partial.$HOSTNAME"
-  rm -rf "$mine"
-  aws s3 sync --only-show-errors "$src" "$mine"
-  actual=$(cd "$mine" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
-  if [ "$actual" != "$sha" ]; then echo "$ref: sha256 $actual does not match the registry's $sha" >&2; exit 1; fi
-  chmod -R a+rX "$mine"  # the engine reads it as another user (VLLM_UID)
-  touch "$mine/.verified-$sha"
-  if [ -e "$dest" ] && [ ! -f "$dest/.verified-$sha" ]; then mv "$dest" "$dest.stale.$HOSTNAME"; fi
-  if mv -T "$mine" "$dest" 2>/dev/null; then echo "$ref: fetched and verified"; else rm -rf "$mine"; echo "$ref: a sibling fetched it first"; fi
-done
-"""
 
 
 def scratch_env(home: str = SCRATCH_DIR) -> dict[Var, str]:
@@ -255,12 +234,14 @@ class VllmPool(Component):
             opts=self.opts(),
         )
         fetch_env = [
-            {"name": "MODELS", "value": MODELS_DIR},
+            {"name": MODELS_ENV, "value": MODELS_DIR},
             *env_list({Var.AWS_REGION: args.cloud_region, Var.HOME: "/tmp"}),
             {
-                "name": "ARTIFACTS",
+                "name": ARTIFACTS_ENV,
                 "value": pulumi.Output.from_input(args.registry_bucket).apply(
-                    lambda bucket: " ".join(f"{m.ref}={m.sha256}@s3://{bucket}/{artifact_prefix(m)}" for m in needed)
+                    lambda bucket: " ".join(
+                        artifact_entry(m.ref, m.sha256, f"s3://{bucket}/{artifact_prefix(m)}") for m in needed
+                    )
                 ),
             },
         ]

@@ -268,7 +268,7 @@ ROOT_MODULES = {
     },
     "derived once": {"pool_model", "routes"},
     "presentation shared by commands and the workbench": {"tables"},
-    "contracts": {"runtime_env", "vllm_args", "vllm_cli", "vllm_metrics", "contract", "package_data"},
+    "contracts": {"runtime_env", "vllm_args", "vllm_cli", "vllm_metrics", "contract", "package_data", "weights_fetch"},
 }
 
 

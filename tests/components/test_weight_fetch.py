@@ -7,12 +7,11 @@ what another downloaded.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 from pathlib import Path
 
-from tokenplane.components.vllm_pool import FETCH_SCRIPT
+from tokenplane.weights_fetch import FETCH_SCRIPT, tree_sha256
 
 # `aws s3 sync --only-show-errors SRC DEST`: record DEST, then copy SRC (a local path after s3://) into it.
 FAKE_AWS = """#!/bin/sh
@@ -22,16 +21,6 @@ echo "$dest" >> "$SYNC_LOG"
 mkdir -p "$dest"
 cp -R "$src/." "$dest/"
 """
-
-
-def _tree_sha(root: Path) -> str:
-    """What the script computes: sha256 of the sorted `sha256sum` lines of every file."""
-    lines = "".join(
-        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  ./{p.relative_to(root).as_posix()}\n"
-        for p in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix().encode())
-        if p.is_file()
-    )
-    return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def _setup(tmp_path: Path) -> tuple[dict[str, str], Path]:
@@ -48,7 +37,7 @@ def _setup(tmp_path: Path) -> tuple[dict[str, str], Path]:
     env = {
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "MODELS": str(cache),
-        "ARTIFACTS": f"m-v1={_tree_sha(source)}@s3://{source}",
+        "ARTIFACTS": f"m-v1={tree_sha256(source)}@s3://{source}",
         "SYNC_LOG": str(tmp_path / "sync.log"),
     }
     return env, cache
@@ -115,3 +104,12 @@ def test_fetched_weights_are_readable_by_the_engines_own_user(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr
     assert not (Path(env["MODELS"]) / "m-v1" / "model.safetensors").stat().st_mode & 0o004
+
+
+def test_a_refused_download_leaves_no_partial_directory_on_the_node(tmp_path: Path) -> None:
+    env, cache = _setup(tmp_path)
+    ref, rest = env["ARTIFACTS"].split("=", 1)
+    env["ARTIFACTS"] = f"{ref}={'0' * 64}@{rest.split('@', 1)[1]}"  # not the tree's hash
+    done = _fetch(env, "pod-a")
+    assert done.returncode == 1 and "does not match the registry's" in done.stderr
+    assert list(cache.iterdir()) == [], "a failed start left its download behind; the next pod has another name"

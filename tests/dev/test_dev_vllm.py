@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -17,15 +18,19 @@ from tokenplane.dev.services import DevOptions, Stage, plan_stack
 from tokenplane.dev.vllm import GPU_EXTRA_VLLM, EngineUnavailable, visible_gpus, vllm_engines
 from tokenplane.dev.vllm_cpu import cpu_engine_version
 from tokenplane.spec import PlatformSpec
+from tokenplane.weights_fetch import tree_sha256
 
 ENV = {"PATH": "/usr/bin"}
 
 
 def with_weights(tmp_path: Path, data: SpecData) -> SpecData:
+    """Each model with a local folder of (stand-in) weights, and the spec's sha256 that folder's tree hash."""
     for model in data["models"]:
         weights = tmp_path / "weights" / model["name"]
         weights.mkdir(parents=True)
+        (weights / "config.json").write_text(json.dumps({"model": model["name"]}))
         model["local_path"] = str(weights)
+        model["sha256"] = tree_sha256(weights)
     return data
 
 
@@ -49,7 +54,35 @@ def test_each_replica_runs_vllm_serve_with_the_pools_flags_and_its_own_gpus(
     assert medium.ready_url == f"http://127.0.0.1:{medium.port}/health"
     gpus = [engines[n].env["CUDA_VISIBLE_DEVICES"] for n in ("engine-small-0", "engine-medium-0", "engine-large-0")]
     assert gpus == ["0", "1,2", "3,4"]
-    assert (models / "medium-chat-v1").resolve() == (tmp_path / "weights" / "medium-chat").resolve()
+    # The weights went through the registry sync a node runs: a verified copy, not a link to the user's folder.
+    copy = models / "medium-chat-v1"
+    assert not copy.is_symlink() and (copy / "config.json").read_text() == '{"model": "medium-chat"}'
+    assert (copy / f".verified-{tree_sha256(tmp_path / 'weights' / 'medium-chat')}").exists()
+
+
+def test_weights_that_are_not_the_registered_ones_are_refused_as_a_node_refuses_them(
+    tmp_path: Path, dev_data: SpecData, load_data: Callable[[SpecData], PlatformSpec]
+) -> None:
+    data = with_weights(tmp_path, dev_data)
+    (tmp_path / "weights" / "medium-chat" / "config.json").write_text('{"model": "tampered"}')
+    actual = tree_sha256(tmp_path / "weights" / "medium-chat")
+    with pytest.raises(EngineUnavailable) as info:
+        vllm_plan(tmp_path, load_data(data), [str(i) for i in range(8)])
+    message = str(info.value)
+    assert message.startswith("models[medium-chat] (local_path ")
+    assert f"sha256 {actual} does not match the registry's {data['models'][1]['sha256']}" in message
+    assert "tokenplane hash-model DIR" in message
+    assert not list((tmp_path / "state" / "models").glob("medium-chat-v1*")), "a refused copy was left behind"
+
+
+def test_a_verified_copy_is_not_synced_again(
+    tmp_path: Path, dev_data: SpecData, load_data: Callable[[SpecData], PlatformSpec]
+) -> None:
+    spec = load_data(with_weights(tmp_path, dev_data))
+    vllm_plan(tmp_path, spec, [str(i) for i in range(8)])
+    (tmp_path / "weights" / "small-chat" / "config.json").unlink()  # the source may go; the cache holds
+    vllm_plan(tmp_path, spec, [str(i) for i in range(8)])
+    assert (tmp_path / "state" / "models" / "small-chat-v1" / "config.json").exists()
 
 
 def test_a_model_without_local_path_is_an_error_naming_the_model_and_the_field(

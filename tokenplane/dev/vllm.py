@@ -23,8 +23,9 @@ from tokenplane.dev.standins import LOOPBACK
 from tokenplane.errors import SpecError
 from tokenplane.model.pool_performance import serves_several_levels
 from tokenplane.runtime_env import Var, env_dict
-from tokenplane.spec import PlatformSpec, Pool, Region
+from tokenplane.spec import PlatformSpec, Pool, Region, RegistryModel
 from tokenplane.vllm_args import artifacts, vllm_args
+from tokenplane.weights_fetch import LocalArtifact, WeightsRefused, fetch_local
 
 # The vLLM release `pip install 'tokenplane[gpu]'` installs: the one the pools' image runs (components/pins.py;
 # tests/dev/test_dev_vllm.py holds the extra, this and the image to one version).
@@ -86,12 +87,12 @@ def visible_gpus(
 
 
 def link_models(spec: PlatformSpec, pools: list[Pool], models_dir: Path) -> Path:
-    """``models_dir/<name>-<version>`` -> each needed model's ``local_path``; returns ``models_dir``.
+    """``models_dir/<name>-<version>``: each needed model's ``local_path``, synced and verified; returns ``models_dir``.
 
     Raises:
-        EngineUnavailable: a model has no ``local_path``, or it is not a directory.
+        EngineUnavailable: a model has no ``local_path``, it is not a directory, or its tree is not the spec's sha256.
     """
-    models_dir.mkdir(parents=True, exist_ok=True)
+    local: list[RegistryModel] = []
     seen: set[str] = set()
     for pool in pools:
         for model in artifacts(spec, pool):
@@ -104,17 +105,41 @@ def link_models(spec: PlatformSpec, pools: list[Pool], models_dir: Path) -> Path
                     f"weights ({model.ref}, from {model.uri}) from local disk; download them and set "
                     f"local_path: /path/to/{model.ref} in the spec"
                 )
-            target = Path(model.local_path).expanduser().resolve()
-            if not target.is_dir():
+            if not Path(model.local_path).expanduser().is_dir():
                 raise EngineUnavailable(
                     f"models[{model.name}].local_path={model.local_path} is not a directory of weights; "
                     f"download {model.uri} there (config.json, tokenizer and *.safetensors)"
                 )
-            link = models_dir / model.ref
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(target, target_is_directory=True)
+            local.append(model)
+    sync_local_weights(local, models_dir)
     return models_dir
+
+
+def sync_local_weights(models: list[RegistryModel], models_dir: Path) -> None:
+    """Each model's ``local_path`` into ``models_dir`` by the registry sync a node runs, sha256 checked.
+
+    Raises:
+        EngineUnavailable: a folder's tree is not the spec's sha256 (the node's own message, and the fix).
+    """
+    if not models:
+        return
+    entries = [LocalArtifact(m.ref, m.sha256, Path(m.local_path or "").expanduser().resolve()) for m in models]
+    for entry in entries:
+        stale = models_dir / entry.ref
+        if stale.is_symlink():  # a link an earlier release made: the sync replaces it with the verified copy
+            stale.unlink()
+    try:
+        fetch_local(entries, models_dir)
+    except WeightsRefused as e:
+        by_ref = {m.ref: m for m in models}
+        ref = str(e).split(":", 1)[0]
+        model = by_ref.get(ref)
+        where = f"models[{model.name}] (local_path {model.local_path})" if model else "a model"
+        raise EngineUnavailable(
+            f"{where}: {e}. A node would refuse these weights the same way: the cluster verifies the tree against "
+            "the spec's sha256. If this folder holds the weights you mean to register, set sha256 to "
+            "`tokenplane hash-model DIR`'s output"
+        ) from None
 
 
 def vllm_command() -> list[str]:

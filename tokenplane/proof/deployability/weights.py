@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from tokenplane.contract import PUBLISHES_ANNOTATION
 from tokenplane.proof.deployability.findings import Finding, GraphDataMissing
 from tokenplane.proof.deployability.graph import Graph, need
+from tokenplane.weights_fetch import ARTIFACTS_ENV  # ref=sha256@s3://bucket/prefix/ ..., from VllmPool's fetch-weights
 
 RULE = "weights-published"
-ARTIFACTS_ENV = "ARTIFACTS"  # ref=sha256@s3://bucket/prefix/ ..., written by VllmPool's fetch-weights container
 OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
 _ENTRY = re.compile(r"(?P<ref>[^=\s]+)=(?P<sha>[0-9a-f]{64})@(?P<url>s3://\S+)")
 

@@ -1,0 +1,109 @@
+"""How a replica gets its weights: the registry sync the pools' init container runs, and ``tokenplane dev`` too.
+
+The script below is the one the cluster runs (``VllmPool``'s ``fetch-weights`` init container, with the AWS CLI
+image). ``tokenplane dev --engine vllm`` runs the same script on this machine with a stand-in ``aws`` that copies
+from a local folder instead of the registry bucket, so a model folder a user names is checked exactly as a node
+checks what it syncs: the same tree hash against the spec's ``sha256``, the same cache markers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+MODELS_ENV = "MODELS"  # the cache folder the engine reads: models/<name>-<version>/
+ARTIFACTS_ENV = "ARTIFACTS"  # space-separated ``ref=sha256@source`` entries (``artifact_entry``)
+
+# Fetch the artifact from the regional registry bucket unless the node already holds a verified copy,
+# then check its sha256: the hash of the sorted `sha256sum` manifest of every file in the artifact.
+# Replicas on one node share the cache, so each pod downloads into its own directory ($HOSTNAME is the
+# pod's name) and renames it into place only if no sibling got there first: a shared partial directory
+# would let one pod delete another's download, and deleting the cache would pull it from under a running vLLM.
+# A refused download is deleted before the pod fails: its restart is a new pod with a new name, so a partial
+# directory left behind would never be reused and would fill the node's NVMe one failed start at a time.
+FETCH_SCRIPT = r"""set -eu
+for entry in $ARTIFACTS; do
+  ref=${entry%%=*}; rest=${entry#*=}; sha=${rest%%@*}; src=${rest#*@}
+  dest="$MODELS/$ref"
+  if [ -f "$dest/.verified-$sha" ]; then echo "$ref: verified copy on NVMe"; continue; fi
+  mine="$dest.partial.$HOSTNAME"
+  rm -rf "$mine"
+  aws s3 sync --only-show-errors "$src" "$mine"
+  actual=$(cd "$mine" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  if [ "$actual" != "$sha" ]; then rm -rf "$mine"; echo "$ref: sha256 $actual does not match the registry's $sha" >&2; exit 1; fi
+  chmod -R a+rX "$mine"  # the engine reads it as another user (VLLM_UID)
+  touch "$mine/.verified-$sha"
+  if [ -e "$dest" ] && [ ! -f "$dest/.verified-$sha" ]; then mv "$dest" "$dest.stale.$HOSTNAME"; fi
+  if mv -T "$mine" "$dest" 2>/dev/null; then echo "$ref: fetched and verified"; else rm -rf "$mine"; echo "$ref: a sibling fetched it first"; fi
+done
+"""
+
+# The stand-in for `aws s3 sync --only-show-errors SRC DEST` where SRC is a local folder: hard links where the
+# cache shares the folder's filesystem (a model of hundreds of GB is not copied), a copy where it does not.
+LOCAL_SYNC = """#!/bin/sh
+set -eu
+[ "$1 $2" = "s3 sync" ] || { echo "the local registry stand-in only syncs, not: $*" >&2; exit 2; }
+src=$4; dest=$5
+mkdir -p "$dest"
+cp -Rl "$src/." "$dest/" 2>/dev/null || cp -R "$src/." "$dest/"
+"""
+
+
+def artifact_entry(ref: str, sha256: str, source: str) -> str:
+    """One ``ARTIFACTS`` entry: the script splits it at the first ``=`` and ``@``."""
+    return f"{ref}={sha256}@{source}"
+
+
+def tree_sha256(root: Path) -> str:
+    """The hash the script checks: sha256 of the ``sha256sum`` lines of every file, sorted by path bytes."""
+    files = sorted((p for p in root.rglob("*") if p.is_file()), key=lambda p: p.relative_to(root).as_posix().encode())
+    manifest = "".join(f"{_file_sha256(p)}  ./{p.relative_to(root).as_posix()}\n" for p in files)
+    return hashlib.sha256(manifest.encode()).hexdigest()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class LocalArtifact:
+    """A registry model served from a local folder: its ref, the spec's sha256, and the folder."""
+
+    ref: str
+    sha256: str
+    folder: Path
+
+
+class WeightsRefused(Exception):
+    """The fetch script refused a local folder, as a node would refuse the registry's copy."""
+
+
+def fetch_local(artifacts: list[LocalArtifact], models_dir: Path, *, host: str = "dev") -> str:
+    """Run ``FETCH_SCRIPT`` over local folders into ``models_dir``; returns the script's output.
+
+    Raises:
+        WeightsRefused: a folder's tree hash is not the spec's sha256 (the script's message, with the fix).
+    """
+    models_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tokenplane-sync-") as shim:
+        aws = Path(shim) / "aws"
+        aws.write_text(LOCAL_SYNC)
+        aws.chmod(0o755)
+        env = {
+            "PATH": f"{shim}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            MODELS_ENV: str(models_dir),
+            ARTIFACTS_ENV: " ".join(artifact_entry(a.ref, a.sha256, str(a.folder)) for a in artifacts),
+            "HOSTNAME": host,
+        }
+        done = subprocess.run(["/bin/sh", "-c", FETCH_SCRIPT], env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise WeightsRefused(done.stderr.strip() or done.stdout.strip())
+    return done.stdout
