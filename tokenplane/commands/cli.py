@@ -166,7 +166,7 @@ def plan(
             print_findings(findings, console)
             print_prerequisites(prerequisites, console)
     if graph is not None and rendered is not None:
-        from tokenplane.commands.render_report import write_graph
+        from tokenplane.commands.topology import write_graph
 
         try:
             with step(f"drawing the topology to {graph}"):

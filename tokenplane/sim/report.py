@@ -23,7 +23,23 @@ from tokenplane.tables import console_for_output, fmt_num, simple_table
 TIMELINE_ROWS = 8  # instants in the terminal's replicas-over-time table; the HTML page plots every period
 PLOT_POINTS = 600  # steps per line in a timeline: a day has 5,760 periods, more than a plot's pixels
 BURST_ZOOM_S = 900.0  # the zoomed burst plot shows 15 minutes either side of it
-HTML_POOLS = 12  # pools drawn in the HTML page's timelines, busiest first: more lines would not be legible
+HTML_POOLS = 12  # pools in the burst zoom (one axis for every region), busiest first: more lines would not be legible
+PANEL_COLUMNS = 3  # the timelines are small multiples, one panel per region, this many across
+# A series' look: ten well-separated colours, then the same ten dashed, dotted, dash-dotted: 40 series before a
+# look repeats, and a panel or legend never holds that many.
+_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+_DASHES = ("-", "--", ":", "-.")
 
 
 def _ms(value: float | None) -> str:
@@ -234,6 +250,61 @@ def _finish(ax: Any, key: str, xlabel: str, ylabel: str) -> None:
     ax.legend(fontsize=7, ncol=2)
 
 
+def series_styles(names: list[str]) -> dict[str, tuple[str, str]]:
+    """A (colour, line style) for each name, all different while there are at most 40 names.
+
+    Raises:
+        ValueError: more names than distinct styles; draw them in more panels.
+    """
+    unique = list(dict.fromkeys(names))
+    if len(unique) > len(_COLOURS) * len(_DASHES):
+        raise ValueError(
+            f"{len(unique)} series in one plot; at most {len(_COLOURS) * len(_DASHES)} stay tellable apart"
+        )
+    return {name: (_COLOURS[i % len(_COLOURS)], _DASHES[i // len(_COLOURS)]) for i, name in enumerate(unique)}
+
+
+def by_region(pools: list[str]) -> dict[str, list[str]]:
+    """``region/pool`` keys grouped by region, in order of first appearance."""
+    groups: dict[str, list[str]] = {}
+    for key in pools:
+        region, _, _pool = key.rpartition("/")
+        groups.setdefault(region or "-", []).append(key)
+    return groups
+
+
+def _small_multiples(
+    plt: Any, pools: dict[str, Any], key: str, ts: list[float], unit: str, scale: float, ylabel: str
+) -> Any:
+    """One panel per region, every pool drawn; a pool's look is the same in every panel, and one legend."""
+    groups = by_region(list(pools))
+    styles = series_styles([k.rpartition("/")[2] for k in pools])
+    cols = min(PANEL_COLUMNS, len(groups))
+    rows = math.ceil(len(groups) / cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(3.3 * cols, 2.4 * rows + 0.6), sharex=True, sharey=True, squeeze=False
+    )
+    for ax, (region, keys) in zip(axes.flat, groups.items(), strict=False):
+        for k in keys:
+            xs, ys = downsample(ts, pools[k][key], PLOT_POINTS)
+            colour, dash = styles[k.rpartition("/")[2]]
+            ax.step([x / scale for x in xs], ys, where="post", color=colour, linestyle=dash, linewidth=1.2)
+        if key == "rho":
+            ax.axhline(1.0, color="red", linestyle="--", linewidth=1)
+        ax.set_title(region, fontsize=9)
+        ax.grid(True, alpha=0.3)
+    for ax in list(axes.flat)[len(groups) :]:
+        ax.set_axis_off()
+    for ax in axes[-1]:
+        ax.set_xlabel(f"{unit} from the start", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel, fontsize=8)
+    handles = [plt.Line2D([], [], color=c, linestyle=d, label=name) for name, (c, d) in styles.items()]
+    fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 6), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / (2.4 * rows + 0.6)))
+    return fig
+
+
 def _burst_windows(summary: dict[str, Any]) -> list[tuple[float, float]]:
     """Each burst inside a run longer than the zoom: from ``BURST_ZOOM_S`` before it to as long after it."""
     cfg = summary["config"]
@@ -266,10 +337,18 @@ def simulation_html(summary: dict[str, Any], latencies: dict[str, list[float]]) 
 
     figures: list[tuple[str, str]] = []
     fig, ax = plt.subplots(figsize=(8, 4))
+    class_styles = series_styles(list(latencies))
     for cls, values in latencies.items():
         if values:
             ordered = sorted(values)
-            ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], label=f"class {cls}")
+            colour, dash = class_styles[cls]
+            ax.plot(
+                ordered,
+                [(i + 1) / len(ordered) for i in range(len(ordered))],
+                label=f"class {cls}",
+                color=colour,
+                linestyle=dash,
+            )
     ax.set_xscale("log")
     ax.set_xlabel("TTFT (ms)")
     ax.set_ylabel("share of requests")
@@ -291,19 +370,24 @@ def simulation_html(summary: dict[str, Any], latencies: dict[str, list[float]]) 
         ("Cost of each pool ($/h)", "usd_per_hour", epoch_t, "$/h"),
     )
     for title, key, ts, ylabel in series:
-        fig, ax = plt.subplots(figsize=(8, 4))
-        for pool in busiest:
-            xs, ys = downsample(ts, pools[pool][key], PLOT_POINTS)
-            ax.step([x / scale for x in xs], ys, where="post", label=pool)
-        _finish(ax, key, f"{unit} from the start", ylabel)
-        figures.append((title, _svg(fig)))
+        fig = _small_multiples(plt, pools, key, ts, unit, scale, ylabel)
+        figures.append((f"{title}, by region", _svg(fig)))
         plt.close(fig)
+    zoom_styles = series_styles(busiest)
     for at_s, until_s in _burst_windows(summary):
         fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
         for ax, key, ylabel in zip(axes, ("ready", "rho"), ("replicas", "ρ"), strict=True):
             for pool in busiest:
                 picked = [(t, y) for t, y in zip(epoch_t, pools[pool][key], strict=True) if at_s <= t <= until_s]
-                ax.step([t / 60 for t, _ in picked], [y for _, y in picked], where="post", label=pool)
+                colour, dash = zoom_styles[pool]
+                ax.step(
+                    [t / 60 for t, _ in picked],
+                    [y for _, y in picked],
+                    where="post",
+                    label=pool,
+                    color=colour,
+                    linestyle=dash,
+                )
             _finish(ax, key, "minutes from the start", ylabel)
         label = f"{_clock(summary, at_s)} to {_clock(summary, until_s)}"
         figures.append((f"The burst, zoomed: ready replicas and ρ every period, {label}", _svg(fig)))
