@@ -41,6 +41,30 @@ def test_gpu_pods_are_pending_without_the_device_plugin() -> None:
     assert len(found) == 1 and "no nvidia-device-plugin release" in found[0].message, found
 
 
+@pytest.mark.parametrize("ami", ["AL2023_x86_64_STANDARD", "BOTTLEROCKET_x86_64", None])
+def test_gpu_pods_are_pending_on_node_groups_whose_ami_has_no_nvidia_driver(ami: str | None) -> None:
+    def standard(r: RenderedResource) -> RenderedResource:
+        if r.type != "aws:eks/nodeGroup:NodeGroup" or "-gpu-" not in r.name:
+            return r
+        return with_inputs(r, lambda i: i.update(amiType=ami) if ami else i.pop("amiType"))
+
+    found = findings("minimal", mutated(rendered("minimal"), standard), rule="gpu-advertised")
+    assert len(found) == 1 and found[0].urn.endswith("-pool-chat-deployment"), found
+    assert (
+        f"({ami or 'AL2023_x86_64_STANDARD'})" in found[0].message and "without the NVIDIA driver" in found[0].message
+    )
+    assert "AL2023_x86_64_NVIDIA" in found[0].fix
+
+
+def test_a_custom_ami_is_trusted_to_carry_the_driver() -> None:
+    def custom(r: RenderedResource) -> RenderedResource:
+        if r.type != "aws:eks/nodeGroup:NodeGroup" or "-gpu-" not in r.name:
+            return r
+        return with_inputs(r, lambda i: i.update(amiType="CUSTOM"))
+
+    assert findings("minimal", mutated(rendered("minimal"), custom), rule="gpu-advertised") == []
+
+
 @pytest.mark.slow
 def test_ai_gateway_gets_no_address_without_the_load_balancer_controller() -> None:
     def drop_controller(r: RenderedResource) -> RenderedResource | None:

@@ -1,9 +1,15 @@
-"""Extended resources: ``nvidia.com/gpu`` exists only on nodes where a device-plugin DaemonSet runs.
+"""Extended resources: ``nvidia.com/gpu`` exists only on nodes with the NVIDIA driver and the device plugin.
 
 The kubelet advertises a GPU only after the NVIDIA device plugin registers on
 that node. The chart's DaemonSet is placed by its own node affinity, so a GPU
 node group whose labels it does not match has no allocatable GPU, and every
-pod that requests one stays Pending.
+pod that requests one stays Pending. And the plugin finds no GPU where the AMI
+has no NVIDIA driver: an EKS-optimized standard AMI on a g6 or p5 node boots,
+joins, and never advertises one (the plugin logs "could not load NVML").
+
+What this cannot see: a custom AMI from a launch template (amiType CUSTOM) may
+or may not carry the driver; it is trusted, as is a driver the GPU Operator
+installs at boot.
 """
 
 from __future__ import annotations
@@ -44,6 +50,18 @@ CHART_DEFAULT_AFFINITY: dict[str, Any] = {
         }
     }
 }
+# EKS managed node group AMI types whose images carry the NVIDIA driver and container toolkit (EKS API
+# reference, Nodegroup.amiType, read 2026-12-04). CUSTOM means a launch template's own AMI: not ours to judge.
+DRIVER_AMI_TYPES = frozenset(
+    {
+        "AL2_x86_64_GPU",
+        "AL2023_x86_64_NVIDIA",
+        "AL2023_ARM_64_NVIDIA",
+        "BOTTLEROCKET_x86_64_NVIDIA",
+        "BOTTLEROCKET_ARM_64_NVIDIA",
+        "CUSTOM",
+    }
+)
 CHART_DEFAULT_TOLERATIONS = [
     {"key": "CriticalAddonsOnly", "operator": "Exists"},
     {"key": GPU, "operator": "Exists", "effect": "NoSchedule"},
@@ -71,6 +89,18 @@ def check(graph: Graph) -> Iterator[Finding]:
             targets = [g for g in groups if lands_on(pod, g)]
             if not targets:
                 continue  # unschedulable for other reasons; not this rule's to report
+            driverless = [g for g in targets if _ami_type(g) not in DRIVER_AMI_TYPES]
+            if driverless and len(driverless) == len(targets):
+                names = ", ".join(f"{g.resource.name} ({_ami_type(g)})" for g in driverless)
+                yield Finding(
+                    RULE,
+                    workload.urn,
+                    f"{workload.kind} {workload.name} requests {GPU}, but every node group it may land on runs an "
+                    f"AMI without the NVIDIA driver ({names}): the device plugin finds no GPU there and the pod "
+                    "stays Pending",
+                    "set the GPU node groups' ami_type to AL2023_x86_64_NVIDIA (or BOTTLEROCKET_x86_64_NVIDIA)",
+                )
+                continue
             if any(g in advertised for g in targets):
                 continue
             names = ", ".join(g.resource.name for g in targets)
@@ -86,3 +116,8 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"label the GPU node groups {PRESENT_LABEL}=true (the chart's default affinity) or set its affinity"
                 )
             yield Finding(RULE, workload.urn, f"{workload.kind} {workload.name} requests {GPU}, but {why}", fix)
+
+
+def _ami_type(group: NodeGroup) -> str:
+    # EKS's own default when a node group names none is AL2023_x86_64_STANDARD (no driver) for x86 instances.
+    return str(group.resource.inputs.get("amiType") or "AL2023_x86_64_STANDARD")
