@@ -19,28 +19,59 @@ MODELS_ENV = "MODELS"  # the cache folder the engine reads: models/<name>-<versi
 ARTIFACTS_ENV = "ARTIFACTS"  # space-separated ``ref=sha256@source`` entries (``artifact_entry``)
 
 # Fetch the artifact from the regional registry bucket unless the node already holds a verified copy,
-# then check its sha256: the hash of the sorted `sha256sum` manifest of every file in the artifact.
-# Replicas on one node share the cache, so each pod downloads into its own directory ($HOSTNAME is the
-# pod's name) and renames it into place only if no sibling got there first: a shared partial directory
-# would let one pod delete another's download, and deleting the cache would pull it from under a running vLLM.
-# A refused download is deleted before the pod fails: its restart is a new pod with a new name, so a partial
-# directory left behind would never be reused and would fill the node's NVMe one failed start at a time.
+# then check its sha256: the hash of the `sha256sum` manifest of every file, sorted by path bytes (LC_ALL=C, as
+# `tokenplane hash-model` sorts). Replicas on one node share the cache, so one pod at a time downloads an artifact:
+# the others wait on a lock directory (mkdir is atomic) and then find the verified copy, instead of each pulling the
+# whole model (eight TP1 replicas on a p5 node would otherwise pull it eight times). The holder touches the lock
+# while it downloads; a lock untouched for LOCK_STALE_MINUTES belonged to a pod that died, and is taken over.
+# The download goes to the holder's own directory ($HOSTNAME is the pod's name) and is renamed into place, so a
+# reader never sees a half-written tree, and deleting the cache would pull it from under a running vLLM. A refused
+# download is deleted before the pod fails: its restart is a new pod with a new name, so a partial directory left
+# behind would never be reused and would fill the node's NVMe one failed start at a time.
+LOCK_STALE_MINUTES = 3
 FETCH_SCRIPT = r"""set -eu
+beat=""; mine=""; lock=""
+cleanup() {
+  if [ -n "$beat" ]; then kill "$beat" 2>/dev/null || true; fi
+  if [ -n "$mine" ]; then rm -rf "$mine"; fi
+  if [ -n "$lock" ]; then rm -rf "$lock"; fi
+}
+trap cleanup EXIT
 for entry in $ARTIFACTS; do
   ref=${entry%%=*}; rest=${entry#*=}; sha=${rest%%@*}; src=${rest#*@}
   dest="$MODELS/$ref"
   if [ -f "$dest/.verified-$sha" ]; then echo "$ref: verified copy on NVMe"; continue; fi
+  while :; do
+    if mkdir "$dest.lock" 2>/dev/null; then lock="$dest.lock"; break; fi
+    if [ -f "$dest/.verified-$sha" ]; then break; fi
+    # Two waiters may both take over one stale lock and both download: each into its own directory, so that
+    # costs a download, never a corrupt tree.
+    if [ -n "$(find "$dest.lock" -maxdepth 0 -mmin +__STALE__ 2>/dev/null)" ]; then
+      echo "$ref: taking over the lock of a fetch that stopped"; rm -rf "$dest.lock"; continue
+    fi
+    sleep 2
+  done
+  if [ -f "$dest/.verified-$sha" ]; then
+    if [ -n "$lock" ]; then rm -rf "$lock"; lock=""; fi
+    echo "$ref: a sibling on this node fetched it"; continue
+  fi
+  echo "$HOSTNAME" > "$lock/owner"
+  # The heartbeat ends by itself once the lock is gone, and holds none of the script's output open.
+  (while [ -d "$lock" ]; do touch "$lock" 2>/dev/null || true; sleep 5; done) </dev/null >/dev/null 2>&1 & beat=$!
   mine="$dest.partial.$HOSTNAME"
   rm -rf "$mine"
   aws s3 sync --only-show-errors "$src" "$mine"
-  actual=$(cd "$mine" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
-  if [ "$actual" != "$sha" ]; then rm -rf "$mine"; echo "$ref: sha256 $actual does not match the registry's $sha" >&2; exit 1; fi
+  actual=$(cd "$mine" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  if [ "$actual" != "$sha" ]; then echo "$ref: sha256 $actual does not match the registry's $sha" >&2; exit 1; fi
   chmod -R a+rX "$mine"  # the engine reads it as another user (VLLM_UID)
   touch "$mine/.verified-$sha"
   if [ -e "$dest" ] && [ ! -f "$dest/.verified-$sha" ]; then mv "$dest" "$dest.stale.$HOSTNAME"; fi
   if mv -T "$mine" "$dest" 2>/dev/null; then echo "$ref: fetched and verified"; else rm -rf "$mine"; echo "$ref: a sibling fetched it first"; fi
+  mine=""
+  kill "$beat" 2>/dev/null || true; beat=""
+  rm -rf "$lock"; lock=""
 done
-"""
+""".replace("__STALE__", str(LOCK_STALE_MINUTES))
 
 # The stand-in for `aws s3 sync --only-show-errors SRC DEST` where SRC is a local folder: hard links where the
 # cache shares the folder's filesystem (a model of hundreds of GB is not copied), a copy where it does not.

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
-from tokenplane.weights_fetch import FETCH_SCRIPT, tree_sha256
+from tokenplane.weights_fetch import FETCH_SCRIPT, LOCK_STALE_MINUTES, tree_sha256
 
 # `aws s3 sync --only-show-errors SRC DEST`: record DEST, then copy SRC (a local path after s3://) into it.
 FAKE_AWS = """#!/bin/sh
@@ -58,13 +59,33 @@ def test_fetch_verifies_the_tree_and_leaves_a_marked_copy(tmp_path: Path) -> Non
     assert [p.name for p in cache.iterdir()] == ["m-v1"]  # no partial directory left behind
 
 
-def test_two_replicas_on_one_node_download_into_their_own_directories(tmp_path: Path) -> None:
-    env, _ = _setup(tmp_path)
-    a = subprocess.Popen(["/bin/sh", "-c", FETCH_SCRIPT], env={**env, "HOSTNAME": "pod-a"})
-    b = subprocess.Popen(["/bin/sh", "-c", FETCH_SCRIPT], env={**env, "HOSTNAME": "pod-b"})
-    assert (a.wait(), b.wait()) == (0, 0)
+def test_two_replicas_starting_together_on_one_node_download_the_model_once(tmp_path: Path) -> None:
+    env, cache = _setup(tmp_path)
+    a = subprocess.Popen(
+        ["/bin/sh", "-c", FETCH_SCRIPT], env={**env, "HOSTNAME": "pod-a"}, stdout=subprocess.PIPE, text=True
+    )
+    b = subprocess.Popen(
+        ["/bin/sh", "-c", FETCH_SCRIPT], env={**env, "HOSTNAME": "pod-b"}, stdout=subprocess.PIPE, text=True
+    )
+    outputs = [a.communicate(timeout=60)[0], b.communicate(timeout=60)[0]]
+    assert (a.returncode, b.returncode) == (0, 0)
     destinations = (tmp_path / "sync.log").read_text().split()
-    assert len(destinations) == len(set(destinations)), f"two fetches shared a download directory: {destinations}"
+    assert len(destinations) == 1, f"both replicas pulled the model: {destinations}"
+    assert sum("fetched and verified" in o for o in outputs) == 1, outputs
+    assert [p.name for p in cache.iterdir()] == ["m-v1"]  # no lock, no partial directory left
+
+
+def test_a_lock_left_by_a_fetch_that_died_is_taken_over(tmp_path: Path) -> None:
+    env, cache = _setup(tmp_path)
+    lock = cache / "m-v1.lock"
+    lock.mkdir()
+    (lock / "owner").write_text("pod-gone\n")
+    old = time.time() - (LOCK_STALE_MINUTES + 1) * 60
+    os.utime(lock, (old, old))
+    done = _fetch(env, "pod-a")
+    assert done.returncode == 0, done.stderr
+    assert "taking over the lock of a fetch that stopped" in done.stdout
+    assert [p.name for p in cache.iterdir()] == ["m-v1"]
 
 
 def test_a_second_replica_reuses_the_verified_copy(tmp_path: Path) -> None:
