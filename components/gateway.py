@@ -19,8 +19,8 @@ import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
 from tokenplane.components.base import Component
-from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.iam import irsa_role, msk_statements, policy_document
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
