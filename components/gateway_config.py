@@ -39,8 +39,10 @@ from tokenplane.spec import (
 
 __all__ = ["GatewayConfig"]
 
-# A hand-built document has one region; the loader reports its problems under `regions[0]`.
-_REGION_PATH = "regions[0]"
+# A hand-built document has one region; the loader reports its problems under `regions[0]` or `regions`.
+_REGION_PATHS = ("regions[0]", "regions")
+# Where its problems are, as a file is for a spec: "GatewayConfig: tenants[0].rpm: ...".
+_WHERE = "GatewayConfig"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,10 +123,11 @@ class GatewayConfig:
                 raise SpecLoadError(
                     [
                         Issue(
-                            f"GatewayConfig.{name}",
+                            name,
                             "differs from platform_spec's: a config taken from a spec must match it; "
                             "change the spec and call GatewayConfig.from_spec again, or build one by hand "
                             "without platform_spec",
+                            _WHERE,
                         )
                         for name in changed
                     ]
@@ -148,18 +151,7 @@ class GatewayConfig:
         except SpecLoadError as error:
             # The loader speaks of the document; a hand-built config has `region`, not `regions[0]`.
             raise SpecLoadError(
-                [
-                    Issue(
-                        "GatewayConfig."
-                        + (
-                            "region" + issue.path.removeprefix(_REGION_PATH)
-                            if issue.path.startswith(_REGION_PATH)
-                            else issue.path
-                        ),
-                        issue.message,
-                    )
-                    for issue in error.issues
-                ]
+                [Issue(_field_path(issue.path), issue.message, _WHERE) for issue in error.issues]
             ) from error
 
     def _differences(self, spec: PlatformSpec) -> list[str]:
@@ -181,6 +173,14 @@ class GatewayConfig:
         }
         mine = {name: getattr(self, name) for name in theirs}
         return [name for name, value in theirs.items() if not _same(mine[name], value)]
+
+
+def _field_path(path: str) -> str:
+    """The loader's path in the document as the path in the config: its one region is ``region``."""
+    for prefix in _REGION_PATHS:
+        if path == prefix or path.startswith((f"{prefix}.", f"{prefix}[")):
+            return "region" + path.removeprefix(prefix)
+    return path
 
 
 def _same(a: object, b: object) -> bool:
