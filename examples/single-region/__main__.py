@@ -10,7 +10,22 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 import tokenplane.components as tp
-from tokenplane import spec
+from tokenplane.spec import (
+    Budget,
+    ClassSpec,
+    Environment,
+    Jurisdiction,
+    ModelSet,
+    Placement,
+    Pool,
+    Queues,
+    Region,
+    RegistryModel,
+    Routing,
+    Tier,
+    TokenRange,
+    WorkloadClass,
+)
 
 NAME, tags = "acme", {"team": "ml-platform", "managed-by": "pulumi"}
 cloud_region = pulumi.Config("aws").require("region")
@@ -19,7 +34,7 @@ azs: list[str] = json.loads(pulumi.Config().require("azs"))
 certificate_arn = pulumi.Config().require("certificateArn")
 
 # The model (sha256: `tokenplane hash-model DIR` of the weights uploaded to uri), its pool and the traffic class.
-model = spec.RegistryModel(
+model = RegistryModel(
     name="qwen-7b-chat",
     version="v1",
     preset="qwen2.5-7b",
@@ -28,21 +43,13 @@ model = spec.RegistryModel(
     tokenizer="Qwen/Qwen2.5-7B-Instruct",
     prompt_contract="chat-v1",
 )
-chat = spec.Pool(name="chat", tier=spec.Tier.SMALL, model=model.name, gpu="L4", classes=[spec.WorkloadClass.A])
-placement = spec.Placement(pool=chat.name, min_replicas=1, max_replicas=2)
-interactive = spec.ClassSpec(
-    share=1.0,
-    prompt_tokens=spec.TokenRange(min=50, max=1000),
-    output_tokens=spec.TokenRange(min=20, max=400),
-    ttft_p95_ms=500,
+chat = Pool(name="chat", tier=Tier.SMALL, model=model.name, gpu="L4", classes=[WorkloadClass.A])
+placement = Placement(pool=chat.name, min_replicas=1, max_replicas=2)
+interactive = ClassSpec(
+    share=1.0, prompt_tokens=TokenRange(min=50, max=1000), output_tokens=TokenRange(min=20, max=400), ttft_p95_ms=500
 )
-region = spec.Region(
-    name="eu",
-    cloud_region=cloud_region,
-    azs=azs,
-    jurisdiction=spec.Jurisdiction.EU,
-    traffic_share=1.0,
-    pools=[placement],
+region = Region(
+    name="eu", cloud_region=cloud_region, azs=azs, jurisdiction=Jurisdiction.EU, traffic_share=1.0, pools=[placement]
 )
 
 # An explicit provider: nothing lands in whatever region the CLI defaults to.
@@ -110,7 +117,7 @@ pool = tp.VllmPool(
     "eu-pool-chat",
     tp.VllmPoolArgs(
         pool=chat,
-        models=spec.ModelSet(models=[model]),
+        models=ModelSet(models=[model]),
         nodes=gpus,  # its replicas require this group's labels and tolerate its taints
         namespace=serving,
         region=region.name,
@@ -120,12 +127,12 @@ pool = tp.VllmPool(
         oidc_issuer=cluster.oidc_issuer,
         image=vllm.ref(cloud_region),
         tags=tags,
-        workload_classes={spec.WorkloadClass.A: interactive},
+        workload_classes={WorkloadClass.A: interactive},
     ),
     pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=list(published.values()))),
 )
 redis = tp.Redis("eu-redis", tp.RedisArgs(environment="dev", subnets=network.private, tags=tags), on_aws)
-topics = spec.Queues().topics
+topics = Queues().topics
 kafka = tp.Kafka("eu-kafka", tp.KafkaArgs(environment="dev", subnets=network.private, topics=topics, tags=tags), on_aws)
 qdrant = tp.VectorDb("eu-qdrant", tp.VectorDbArgs(environment="dev", namespace=data), ready)
 
@@ -135,11 +142,11 @@ config = tp.GatewayConfig(
     region=region,
     pools=[chat],
     models=[model],
-    workload_classes={spec.WorkloadClass.A: interactive},
-    routing=spec.Routing(mix={spec.Tier.SMALL: 1.0}),
-    budget=spec.Budget(max_usd_per_hour=20),
+    workload_classes={WorkloadClass.A: interactive},
+    routing=Routing(mix={Tier.SMALL: 1.0}),
+    budget=Budget(max_usd_per_hour=20),
     peak_rps=5,
-    environment=spec.Environment.DEV,
+    environment=Environment.DEV,
 )
 stores = {"redis": redis, "kafka": kafka, "vector_db": qdrant}
 deps = tp.serving_deps(
