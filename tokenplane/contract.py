@@ -54,8 +54,8 @@ def artifact_sha256(directory: Path) -> str:
     if not entries:
         raise SpecError(f"{directory}: holds no file; give the directory of the model's weights")
     manifest = hashlib.sha256()
-    for name, path in sorted(entries):
-        manifest.update(_file_sha256(path).encode() + b"  " + name + b"\n")
+    for encoded, path in sorted(entries):
+        manifest.update(_file_sha256(path).encode() + b"  " + encoded + b"\n")
     return manifest.hexdigest()
 
 

@@ -148,13 +148,18 @@ config = tp.GatewayConfig(
     peak_rps=5,
     environment=Environment.DEV,
 )
-stores = {"redis": redis, "kafka": kafka, "vector_db": qdrant}
 deps = tp.serving_deps(
-    config=config, image=images.ref(cloud_region), account_id=images.account_id, cluster=cluster, tags=tags, **stores
+    config=config,
+    image=images.ref(cloud_region),
+    account_id=images.account_id,
+    cluster=cluster,
+    redis=redis,
+    kafka=kafka,
+    vector_db=qdrant,
+    tags=tags,
 )
-pools = {chat.name: pool.service_url}
 model_gateway = tp.ModelGateway(
-    "eu-model-gateway", tp.GatewayArgs(deps=deps, namespace=gateway, pool_urls=pools), ready
+    "eu-model-gateway", tp.GatewayArgs(deps=deps, namespace=gateway, pool_urls={chat.name: pool.service_url}), ready
 )
 tp.AiGateway(
     "eu-ai-gateway",
