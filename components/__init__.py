@@ -12,6 +12,13 @@ needs (``examples/single-region``; the reference is ``docs/components.md``)::
 
     pool = VllmPool("chat", VllmPoolArgs(pool=chat, models=ModelSet(models=[model]), nodes=gpus,
                                          namespace=serving, ...), opts)
+    config = GatewayConfig(name="acme", region=region, pools=[chat], models=[model], routing=..., ...)
+    AiGateway("gateway", GatewayArgs(deps=serving_deps(config=config, ...), namespace=gateway), opts)
+
+Everything such a program needs is importable from here: the components and their
+Args, ``Namespace`` and ``peer`` (a NetworkPolicy peer, for ``clients=``), the
+bucket and publish helpers, and ``artifact_sha256`` (a model's ``sha256``, also
+``tokenplane hash-model DIR``).
 
 Every component has the shape ``Name(name, args, opts=None)``; its Pulumi children
 are named from ``name``, and its Kubernetes objects go into the ``Namespace`` it is
@@ -26,11 +33,12 @@ from tokenplane.components.clickhouse import ClickHouse, ClickHouseArgs
 from tokenplane.components.cluster import Cluster, ClusterArgs
 from tokenplane.components.cluster_addons import ClusterAddons, ClusterAddonsArgs, ExistingCluster
 from tokenplane.components.gateway import GatewayArgs, ServingDeps
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.global_routing import GlobalRouting, GlobalRoutingArgs
 from tokenplane.components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs, NodeSelection
 from tokenplane.components.images import Images, ImagesArgs
 from tokenplane.components.kafka import Kafka, KafkaArgs
-from tokenplane.components.kube import Namespace
+from tokenplane.components.kube import Namespace, peer
 from tokenplane.components.metering import MeteringConsumer, MeteringConsumerArgs
 from tokenplane.components.model_gateway import ModelGateway
 from tokenplane.components.model_registry import ModelRegistry, ModelRegistryArgs
@@ -45,6 +53,7 @@ from tokenplane.components.vllm_mirror import VllmMirror, VllmMirrorArgs
 from tokenplane.components.vllm_pool import VllmPool, VllmPoolArgs
 from tokenplane.components.weights_publish import publish_jobs
 from tokenplane.components.wiring import serving_deps
+from tokenplane.contract import artifact_sha256
 
 __all__ = [
     "AiGateway",
@@ -58,6 +67,7 @@ __all__ = [
     "ClusterArgs",
     "ExistingCluster",
     "GatewayArgs",
+    "GatewayConfig",
     "GlobalRouting",
     "GlobalRoutingArgs",
     "GpuNodeGroup",
@@ -91,6 +101,8 @@ __all__ = [
     "VllmMirrorArgs",
     "VllmPool",
     "VllmPoolArgs",
+    "artifact_sha256",
+    "peer",
     "publish_jobs",
     "secure_bucket",
     "serving_deps",

@@ -97,7 +97,7 @@ class BatchWorkers(Component):
             ],
             opts=self.opts(),
         )
-        topic = args.deps.spec.queues.topic_names()[TopicPurpose.BATCH]
+        topic = args.deps.config.queues.topic_names()[TopicPurpose.BATCH]
         policy = pulumi.Output.all(results.bucket, args.deps.kafka_cluster_arn, args.deps.account_id).apply(
             lambda a: policy_document(self._statements(args, str(a[0]), str(a[1]), str(a[2])))
         )
@@ -126,8 +126,7 @@ class BatchWorkers(Component):
             app=APP,
             namespace=namespace,
             labels=labels,
-            spec=args.deps.spec,
-            region=args.deps.region,
+            config=args.deps.config,
             redis_url=args.deps.redis_url,
             kafka_bootstrap=args.deps.kafka_bootstrap,
         )
@@ -257,6 +256,6 @@ class BatchWorkers(Component):
             # Each line is metered like online traffic: the worker's pipeline writes usage and audit events.
             {"Effect": "Allow", "Action": ["kafka-cluster:WriteData"], "Resource": [topics]},
             # The pipeline authenticates nothing, but it builds the gateway's key ring, which reads every key.
-            *secret_statements(args.deps.spec, args.deps.region, account_id),
+            *secret_statements(args.deps.config, account_id),
         ]
         return statements

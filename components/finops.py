@@ -72,14 +72,14 @@ def finops_cpu_at_maxima(spec: PlatformSpec) -> float:
 
 def finops_plane(
     region: Component,
+    spec: PlatformSpec,
     deps: ServingDeps,
     namespace: Namespace,
     registry_bucket: pulumi.Input[str],
     cluster: Any,
     opts: pulumi.ResourceOptions,
 ) -> tuple[ClickHouse, MeteringConsumer]:
-    """ClickHouse and the metering consumer, children of ``region``."""
-    spec = deps.spec
+    """ClickHouse and the metering consumer of ``spec``'s region that ``deps`` serve, children of ``region``."""
     store = ClickHouse(
         region.child("clickhouse"),
         ClickHouseArgs(

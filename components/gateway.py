@@ -1,8 +1,9 @@
 """What the AI gateway and the model gateway share: a hardened Deployment of the serving image.
 
-The runtime config is the spec itself, rendered into a ConfigMap and read by the
-same pydantic models, so the gateway cannot disagree with the plan. A checksum
-of it in the pod template rolls the pods whenever it changes.
+The runtime config is a ``GatewayConfig``'s document (the spec itself, for a
+spec-driven stack), rendered into a ConfigMap and read by the same pydantic
+models, so the gateway cannot disagree with the plan. A checksum of it in the
+pod template rolls the pods whenever it changes.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ import pulumi_kubernetes as k8s
 from tokenplane.components import kube
 from tokenplane.components.base import Component
 from tokenplane.components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.iam import irsa_role, msk_statements, policy_document
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
 from tokenplane.contract import PREREQUISITES_ANNOTATION
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT, MSK_IAM, Var, env_list, pool_url_var
-from tokenplane.spec import PlatformSpec, Region
+from tokenplane.spec import Environment, Region
 
 GATEWAY_PORT = 8080
 # A public gateway without a certificate (a spec with no domain: dev, staging) listens here, plain HTTP.
@@ -40,11 +42,11 @@ SPOOL_LIMIT = "2Gi"  # usage events queued on disk while Kafka is unreachable (t
 
 @dataclass(frozen=True, kw_only=True)
 class ServingDeps:
-    """What every pod of the serving image needs from its region: the spec, the image, the data stores,
-    the cluster's identity provider and the telemetry endpoint. The gateways and the batch workers share it."""
+    """What every pod of the serving image needs from its region: its runtime config (``GatewayConfig``),
+    the image, the data stores, the cluster's identity provider and the telemetry endpoint. The gateways,
+    the batch workers and the metering consumer share it."""
 
-    spec: PlatformSpec
-    region: Region
+    config: GatewayConfig
     image: pulumi.Input[str]
     redis_url: pulumi.Input[str]
     kafka_bootstrap: pulumi.Input[str]
@@ -55,6 +57,11 @@ class ServingDeps:
     account_id: pulumi.Input[str]
     tags: dict[str, str]
     otel_endpoint: str = ""
+
+    @property
+    def region(self) -> Region:
+        """The region these pods serve (``config.region``)."""
+        return self.config.region
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,17 +100,17 @@ class GatewayArgs:
 GATEWAY_CPU = 2.0  # vCPUs per gateway pod, requested and limited (Guaranteed QoS)
 
 
-def replica_bounds(spec: PlatformSpec, region: Region) -> tuple[int, int]:
+def replica_bounds(config: GatewayConfig) -> tuple[int, int]:
     """Enough replicas for the region's peak with a third to spare; at least 3 in prod for AZ spread."""
-    floor = 3 if spec.platform.environment.value == "prod" else 2
-    need = math.ceil(spec.platform.peak_rps * region.traffic_share / RPS_PER_REPLICA * 1.3)
+    floor = 3 if config.environment is Environment.PROD else 2
+    need = math.ceil(config.peak_rps * config.region.traffic_share / RPS_PER_REPLICA * 1.3)
     low = max(floor, need)
     return low, max(low * 3, floor * 2)
 
 
-def runtime_config(spec: PlatformSpec, region: Region) -> dict[str, str]:
-    """The ConfigMap's data: the whole spec as JSON, and which region this copy serves."""
-    return {"platform.json": spec.model_dump_json(exclude_none=True), "region": region.name}
+def runtime_config(config: GatewayConfig) -> dict[str, str]:
+    """The ConfigMap's data: the runtime document as JSON, and which region this copy serves."""
+    return {"platform.json": config.document.model_dump_json(exclude_none=True), "region": config.region.name}
 
 
 def runtime_objects(
@@ -112,8 +119,7 @@ def runtime_objects(
     app: str,
     namespace: str,
     labels: dict[str, str],
-    spec: PlatformSpec,
-    region: Region,
+    config: GatewayConfig,
     redis_url: pulumi.Input[str],
     kafka_bootstrap: pulumi.Input[str],
 ) -> tuple[k8s.core.v1.ConfigMap, k8s.core.v1.Secret, dict[str, str]]:
@@ -121,7 +127,7 @@ def runtime_objects(
 
     The gateways and the batch workers build the same ``Gateway`` from them (``serving.gateway.runtime``).
     """
-    data = runtime_config(spec, region)
+    data = runtime_config(config)
     config = k8s.core.v1.ConfigMap(
         component.child("config"),
         metadata={"name": f"{app}-config", "namespace": namespace, "labels": labels},
@@ -156,19 +162,19 @@ def env_variables(entries: list[dict[str, Any]]) -> list[str]:
     return [str(e["name"]) for e in entries]
 
 
-def secret_arns(spec: PlatformSpec, region: Region, account_id: str) -> list[str]:
+def secret_arns(config: GatewayConfig, account_id: str) -> list[str]:
     """Secrets Manager ARNs of every aws-sm:// reference the gateways resolve (tenant and provider keys)."""
-    refs = [t.api_key_secret for t in spec.tenants] + [p.api_key_secret for p in spec.providers]
+    refs = [t.api_key_secret for t in config.tenants] + [p.api_key_secret for p in config.providers]
     return sorted(
-        f"arn:aws:secretsmanager:{region.cloud_region}:{account_id}:secret:{ref.removeprefix('aws-sm://')}-*"
+        f"arn:aws:secretsmanager:{config.region.cloud_region}:{account_id}:secret:{ref.removeprefix('aws-sm://')}-*"
         for ref in refs
         if ref.startswith("aws-sm://")
     )
 
 
-def secret_statements(spec: PlatformSpec, region: Region, account_id: str) -> list[dict[str, Any]]:
-    """Read every secret the gateways resolve (``secret_arns``); none when the spec references none."""
-    arns = secret_arns(spec, region, account_id)
+def secret_statements(config: GatewayConfig, account_id: str) -> list[dict[str, Any]]:
+    """Read every secret the gateways resolve (``secret_arns``); none when the config references none."""
+    arns = secret_arns(config, account_id)
     return [{"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns}] if arns else []
 
 
@@ -185,7 +191,7 @@ class GatewayWorkload(Component):
 
     def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        app, spec, region = args.app or self.APP, args.deps.spec, args.deps.region
+        app, runtime, region = args.app or self.APP, args.deps.config, args.deps.region
         namespace = args.namespace.name
         self.wait_for(*args.namespace.after())
         labels = app_labels(app, "gateway", **{LABEL_REGION: region.name})
@@ -194,8 +200,7 @@ class GatewayWorkload(Component):
             app=app,
             namespace=namespace,
             labels=labels,
-            spec=spec,
-            region=region,
+            config=runtime,
             redis_url=args.deps.redis_url,
             kafka_bootstrap=args.deps.kafka_bootstrap,
         )
@@ -224,9 +229,9 @@ class GatewayWorkload(Component):
             }
         )
         env.extend(self.files_env(args))
-        low, high = replica_bounds(spec, region)
+        low, high = replica_bounds(runtime)
         env.extend(self.replica_env(low))
-        secret_env = self.secret_env(app, spec)
+        secret_env = self.secret_env(app, runtime)
         env.extend(secret_env)
         env_secret = self._env_secret(app, namespace, labels, env_variables(secret_env), args)
         env.extend({"name": pool_url_var(pool), "value": url} for pool, url in sorted(args.pool_urls.items()))
@@ -392,8 +397,8 @@ class GatewayWorkload(Component):
             opts=self.opts(),
         )
 
-    def secret_env(self, app: str, spec: PlatformSpec) -> list[dict[str, Any]]:
-        """Env entries for the spec's ``env://`` secrets this process resolves; none by default."""
+    def secret_env(self, app: str, config: GatewayConfig) -> list[dict[str, Any]]:
+        """Env entries for the config's ``env://`` secrets this process resolves; none by default."""
         return []
 
     def files_env(self, args: GatewayArgs) -> list[dict[str, Any]]:
@@ -411,7 +416,7 @@ class GatewayWorkload(Component):
         statements = msk_statements(
             kafka_arn, ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData", "kafka-cluster:ReadData"]
         )
-        statements.extend(secret_statements(args.deps.spec, args.deps.region, account_id))
+        statements.extend(secret_statements(args.deps.config, account_id))
         if files_bucket:
             statements.extend(files_statements(files_bucket, GATEWAY_ACTIONS))
         return statements

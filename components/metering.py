@@ -98,8 +98,7 @@ class MeteringConsumer(Component):
             app=APP,
             namespace=namespace,
             labels=labels,
-            spec=deps.spec,
-            region=deps.region,
+            config=deps.config,
             redis_url=deps.redis_url,
             kafka_bootstrap=deps.kafka_bootstrap,
         )
@@ -132,7 +131,7 @@ class MeteringConsumer(Component):
             sources=[kube.peer(NS_MONITORING)],
             opts=self.opts(),
         )
-        usage = next(t for t in deps.spec.queues.topics if t.purpose is TopicPurpose.USAGE)
+        usage = next(t for t in deps.config.queues.topics if t.purpose is TopicPurpose.USAGE)
         query = f'sum(tokenplane_finops_consumer_lag{{region="{deps.region.name}"}})'
         kube.scaled_object(
             self.child("scaler"),

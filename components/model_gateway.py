@@ -6,8 +6,8 @@ from typing import Any
 
 from tokenplane.components import kube
 from tokenplane.components.gateway import GatewayArgs, GatewayWorkload, env_secret_entries
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.naming import NS_BATCH, NS_GATEWAY, NS_MONITORING
-from tokenplane.spec import PlatformSpec
 
 __all__ = ["GatewayArgs", "ModelGateway"]
 
@@ -23,7 +23,7 @@ class ModelGateway(GatewayWorkload):
         # Only the AI gateway and the batch workers call it; Prometheus scrapes it.
         return [kube.peer(NS_GATEWAY, "ai-gateway"), kube.peer(NS_BATCH, "batch-workers"), kube.peer(NS_MONITORING)]
 
-    def secret_env(self, app: str, spec: PlatformSpec) -> list[dict[str, Any]]:
+    def secret_env(self, app: str, config: GatewayConfig) -> list[dict[str, Any]]:
         # The providers' env:// keys (the fallback's OpenAI key): optional, as serving.modelgw treats them: a
         # provider without its key is marked unavailable, and the pod still starts.
-        return env_secret_entries(app, [p.api_key_secret for p in spec.providers], optional=True)
+        return env_secret_entries(app, [p.api_key_secret for p in config.providers], optional=True)

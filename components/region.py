@@ -15,6 +15,7 @@ from tokenplane.components.cluster import Cluster, ClusterArgs
 from tokenplane.components.cluster_addons import ClusterAddons, ClusterAddonsArgs
 from tokenplane.components.finops import finops_plane
 from tokenplane.components.gateway import GatewayArgs
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from tokenplane.components.kafka import Kafka, KafkaArgs
 from tokenplane.components.kube import Namespace
@@ -202,8 +203,7 @@ class Region(Component):
             for placement in region.pools
         }
         deps = serving_deps(
-            spec=spec,
-            region=region,
+            config=GatewayConfig.from_spec(spec, region.name),
             image=args.image,
             account_id=args.account_id,
             cluster=cluster,
@@ -235,7 +235,7 @@ class Region(Component):
             else None
         )
         if spec.finops.enabled:
-            finops_plane(self, deps, namespaces[NS_DATA], args.registry_bucket, cluster, after_namespaces)
+            finops_plane(self, spec, deps, namespaces[NS_DATA], args.registry_bucket, cluster, after_namespaces)
         certificate = gateway_certificate(self, spec, region, tags)
         # The Batch API's files live in the workers' results bucket, the one place both pods can reach.
         # Passing the output orders the bucket before the gateway's role and pods that name it.

@@ -14,6 +14,7 @@ from tokenplane.allocatable import plannable_cpu
 from tokenplane.components.batch_workers import WORKER_CPU, WORKER_MAX_REPLICAS
 from tokenplane.components.finops import finops_cpu_at_maxima
 from tokenplane.components.gateway import GATEWAY_CPU, replica_bounds
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.spec import PlatformSpec, Region, WorkloadClass
 
 GATEWAYS = 2  # the AI gateway and the model gateway, each with the same replica bounds
@@ -21,7 +22,7 @@ OTHER_CPU = 4.0  # Qdrant (up to 3 x 1 vCPU), the OTel collectors and the publis
 
 
 def system_cpu_at_maxima(spec: PlatformSpec, region: Region) -> float:
-    _, high = replica_bounds(spec, region)
+    _, high = replica_bounds(GatewayConfig.from_spec(spec, region.name))
     cpu = GATEWAYS * high * GATEWAY_CPU + OTHER_CPU
     if any(WorkloadClass.D in spec.pool(p.pool).classes for p in region.pools):
         cpu += WORKER_MAX_REPLICAS * WORKER_CPU

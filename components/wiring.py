@@ -10,16 +10,15 @@ import pulumi
 
 from tokenplane.components.cluster import Cluster
 from tokenplane.components.gateway import ServingDeps
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.kafka import Kafka
 from tokenplane.components.redis import Redis
 from tokenplane.components.vector_db import VectorDb
-from tokenplane.spec import PlatformSpec, Region
 
 
 def serving_deps(
     *,
-    spec: PlatformSpec,
-    region: Region,
+    config: GatewayConfig,
     image: pulumi.Input[str],
     account_id: pulumi.Input[str],
     cluster: Cluster,
@@ -32,8 +31,8 @@ def serving_deps(
     """The gateways' and batch workers' ``ServingDeps``, from the region's components.
 
     Args:
-        spec: the gateways' runtime config: tenants, routing, pools (read by the serving processes).
-        region: the region of ``spec`` these pods serve.
+        config: the serving processes' runtime config: tenants, routing, pools, and the region they serve
+            (``GatewayConfig``, by hand or ``GatewayConfig.from_spec(spec, region)``).
         image: the serving image (``Images.ref``).
         account_id: the AWS account (``Images.account_id``), for the IAM policies' ARNs.
         cluster: its OIDC provider gives the pods their IAM roles.
@@ -44,8 +43,7 @@ def serving_deps(
         otel_endpoint: the OTLP collector (``Observability.otlp_endpoint``); empty for none.
     """
     return ServingDeps(
-        spec=spec,
-        region=region,
+        config=config,
         image=image,
         redis_url=redis.url,
         kafka_bootstrap=kafka.bootstrap_brokers,

@@ -1,13 +1,6 @@
-"""One region of LLM serving, composed from tokenplane's components without a spec file.
-
-A VPC, an EKS cluster with its add-ons, one GPU node group and the vLLM pool that
-runs on it, Redis, Kafka and Qdrant, and the two gateways in front. Each
-component gets only what it needs: the pool its model and engine settings, the
-network its AZs. The gateways' runtime config is the one place that holds the
-whole platform (tenants, routing, pools), because the gateway process reads it.
-
-Run it with ``pulumi up``; check it offline with
-``tokenplane check --program examples/single-region``.
+"""One region of LLM serving composed from tokenplane's components, without a spec file: a VPC, EKS and its add-ons,
+a GPU node group with a vLLM pool, Redis, Kafka, Qdrant, and the two gateways, which read a ``GatewayConfig``.
+``pulumi up`` runs it; ``tokenplane check --program examples/single-region`` checks it offline.
 """
 
 import json
@@ -16,36 +9,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from tokenplane.components import (
-    AiGateway,
-    Cluster,
-    ClusterAddons,
-    ClusterAddonsArgs,
-    ClusterArgs,
-    GatewayArgs,
-    GpuNodeGroup,
-    GpuNodeGroupArgs,
-    Images,
-    ImagesArgs,
-    Kafka,
-    KafkaArgs,
-    ModelGateway,
-    Namespace,
-    Network,
-    NetworkArgs,
-    Redis,
-    RedisArgs,
-    VectorDb,
-    VectorDbArgs,
-    VllmMirror,
-    VllmMirrorArgs,
-    VllmPool,
-    VllmPoolArgs,
-    publish_jobs,
-    secure_bucket,
-    serving_deps,
-    tls_only,
-)
+import tokenplane.components as tp
 from tokenplane.spec import (
     Budget,
     ClassSpec,
@@ -53,8 +17,6 @@ from tokenplane.spec import (
     Jurisdiction,
     ModelSet,
     Placement,
-    Platform,
-    PlatformSpec,
     Pool,
     Queues,
     Region,
@@ -65,15 +27,13 @@ from tokenplane.spec import (
     WorkloadClass,
 )
 
-NAME = "acme"
+NAME, tags = "acme", {"team": "ml-platform", "managed-by": "pulumi"}
 cloud_region = pulumi.Config("aws").require("region")
 azs: list[str] = json.loads(pulumi.Config().require("azs"))
-# The public listener's TLS certificate: an ISSUED ACM certificate in this region for your gateway's host name
-# (the stack's own domain and DNS are yours; tokenplane's spec-driven stacks request and validate one themselves).
+# An ISSUED ACM certificate in this region for the gateway's host name (spec-driven stacks request their own).
 certificate_arn = pulumi.Config().require("certificateArn")
-tags = {"team": "ml-platform", "managed-by": "pulumi"}
 
-# The model and the pool: what the vLLM replicas load and how they run.
+# The model (sha256: `tokenplane hash-model DIR` of the weights uploaded to uri), its pool and the traffic class.
 model = RegistryModel(
     name="qwen-7b-chat",
     version="v1",
@@ -86,23 +46,19 @@ model = RegistryModel(
 chat = Pool(name="chat", tier=Tier.SMALL, model=model.name, gpu="L4", classes=[WorkloadClass.A])
 placement = Placement(pool=chat.name, min_replicas=1, max_replicas=2)
 interactive = ClassSpec(
-    share=1.0,
-    prompt_tokens=TokenRange(min=50, max=1000),
-    output_tokens=TokenRange(min=20, max=400),
-    ttft_p95_ms=500,
+    share=1.0, prompt_tokens=TokenRange(min=50, max=1000), output_tokens=TokenRange(min=20, max=400), ttft_p95_ms=500
 )
 region = Region(
     name="eu", cloud_region=cloud_region, azs=azs, jurisdiction=Jurisdiction.EU, traffic_share=1.0, pools=[placement]
 )
 
 # An explicit provider: nothing lands in whatever region the CLI defaults to.
-provider = aws.Provider("aws", region=cloud_region, default_tags=aws.ProviderDefaultTagsArgs(tags=tags))
-on_aws = pulumi.ResourceOptions(provider=provider)
-
-network = Network("eu-network", NetworkArgs(azs=azs, cluster_name=f"{NAME}-eu", tags=tags), on_aws)
-cluster = Cluster(
+aws_provider = aws.Provider("aws", region=cloud_region, default_tags=aws.ProviderDefaultTagsArgs(tags=tags))
+on_aws = pulumi.ResourceOptions(provider=aws_provider)
+network = tp.Network("eu-network", tp.NetworkArgs(azs=azs, cluster_name=f"{NAME}-eu", tags=tags), on_aws)
+cluster = tp.Cluster(
     "eu-cluster",
-    ClusterArgs(
+    tp.ClusterArgs(
         name=f"{NAME}-eu",
         kubernetes_version="1.35",  # in EKS standard support (tokenplane/proof/deployability/support.json)
         cloud_region=cloud_region,
@@ -113,15 +69,14 @@ cluster = Cluster(
     on_aws,
 )
 kube = k8s.Provider("eu-k8s", kubeconfig=cluster.kubeconfig, enable_server_side_apply=True)
-on_both = pulumi.ResourceOptions(providers=[provider, kube])
-addons = ClusterAddons(
+addons = tp.ClusterAddons(
     "eu-addons",
-    ClusterAddonsArgs(cluster=cluster, vpc_id=network.vpc_id, cloud_region=cloud_region, tags=tags),
-    on_both,
+    tp.ClusterAddonsArgs(cluster=cluster, vpc_id=network.vpc_id, cloud_region=cloud_region, tags=tags),
+    pulumi.ResourceOptions(providers=[aws_provider, kube]),
 )
-gpus = GpuNodeGroup(
+gpus = tp.GpuNodeGroup(
     "eu-gpu-chat",
-    GpuNodeGroupArgs(
+    tp.GpuNodeGroupArgs(
         pool=chat,
         placement=placement,
         cluster_name=cluster.name,
@@ -134,20 +89,20 @@ gpus = GpuNodeGroup(
 
 # Namespaces are created here and handed to the components: nothing deploys into one no one creates.
 on_cluster = pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes])
-serving = Namespace.create("llm-serving", logical="ns-serving", opts=on_cluster)
-gateway = Namespace.create("llm-gateway", logical="ns-gateway", opts=on_cluster)
-data = Namespace.create("llm-data", logical="ns-data", opts=on_cluster)
+serving, gateway, data = (
+    tp.Namespace.create(f"llm-{n}", logical=f"ns-{n}", opts=on_cluster) for n in ("serving", "gateway", "data")
+)
 # Workloads wait for nodes to run on and for KEDA, whose CRD the pool's ScaledObject needs.
-ready = pulumi.ResourceOptions(providers=[provider, kube], depends_on=[cluster.system_nodes, addons.keda])
+ready = pulumi.ResourceOptions(providers=[aws_provider, kube], depends_on=[cluster.system_nodes, addons.keda])
+images = tp.Images("images", tp.ImagesArgs(platform=NAME, providers={cloud_region: aws_provider}, tags=tags), on_aws)
+vllm = tp.VllmMirror(
+    "vllm", tp.VllmMirrorArgs(platform=NAME, providers={cloud_region: aws_provider}, tags=tags), on_aws
+)
 
-# The images, in this region's ECR: the serving image for the gateways, vLLM mirrored for the pool.
-images = Images("images", ImagesArgs(platform=NAME, providers={cloud_region: provider}, tags=tags), on_aws)
-vllm = VllmMirror("vllm", VllmMirrorArgs(platform=NAME, providers={cloud_region: provider}, tags=tags), on_aws)
-
-# The registry bucket the pool's replicas fetch weights from, and the Job that publishes them there first.
-registry = secure_bucket("eu-registry", tags=tags, opts=on_aws)
-tls_only("eu-registry-tls-only", bucket=registry, opts=on_aws)
-published = publish_jobs(
+# The registry bucket the replicas fetch weights from, and the Job that publishes them there first.
+registry = tp.secure_bucket("eu-registry", tags=tags, opts=on_aws)
+tp.tls_only("eu-registry-tls-only", bucket=registry, opts=on_aws)
+published = tp.publish_jobs(
     "eu-publish",
     namespace=serving,
     models=[model],
@@ -158,9 +113,9 @@ published = publish_jobs(
     opts=on_aws,
     k8s_opts=ready,
 )
-pool = VllmPool(
+pool = tp.VllmPool(
     "eu-pool-chat",
-    VllmPoolArgs(
+    tp.VllmPoolArgs(
         pool=chat,
         models=ModelSet(models=[model]),
         nodes=gpus,  # its replicas require this group's labels and tolerate its taints
@@ -176,26 +131,25 @@ pool = VllmPool(
     ),
     pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=list(published.values()))),
 )
+redis = tp.Redis("eu-redis", tp.RedisArgs(environment="dev", subnets=network.private, tags=tags), on_aws)
+topics = Queues().topics
+kafka = tp.Kafka("eu-kafka", tp.KafkaArgs(environment="dev", subnets=network.private, topics=topics, tags=tags), on_aws)
+qdrant = tp.VectorDb("eu-qdrant", tp.VectorDbArgs(environment="dev", namespace=data), ready)
 
-redis = Redis("eu-redis", RedisArgs(environment="dev", subnets=network.private, tags=tags), on_aws)
-kafka = Kafka(
-    "eu-kafka", KafkaArgs(environment="dev", subnets=network.private, topics=Queues().topics, tags=tags), on_aws
-)
-qdrant = VectorDb("eu-qdrant", VectorDbArgs(environment="dev", namespace=data), ready)
-
-# The gateways' runtime config: the platform as the gateway process reads it, built from the same pool and model.
-config = PlatformSpec(
-    platform=Platform(name=NAME, environment=Environment.DEV, peak_rps=5),
-    budget=Budget(max_usd_per_hour=20),
-    regions=[region],
-    models=[model],
+# What the gateways route, price and admit with: the pool, its model, the routing (and tenants: none here).
+config = tp.GatewayConfig(
+    name=NAME,
+    region=region,
     pools=[chat],
+    models=[model],
     workload_classes={WorkloadClass.A: interactive},
     routing=Routing(mix={Tier.SMALL: 1.0}),
+    budget=Budget(max_usd_per_hour=20),
+    peak_rps=5,
+    environment=Environment.DEV,
 )
-deps = serving_deps(
-    spec=config,
-    region=region,
+deps = tp.serving_deps(
+    config=config,
     image=images.ref(cloud_region),
     account_id=images.account_id,
     cluster=cluster,
@@ -204,14 +158,12 @@ deps = serving_deps(
     vector_db=qdrant,
     tags=tags,
 )
-model_gateway = ModelGateway(
-    "eu-model-gateway",
-    GatewayArgs(deps=deps, namespace=gateway, pool_urls={chat.name: pool.service_url}),
-    ready,
+model_gateway = tp.ModelGateway(
+    "eu-model-gateway", tp.GatewayArgs(deps=deps, namespace=gateway, pool_urls={chat.name: pool.service_url}), ready
 )
-ai_gateway = AiGateway(
+tp.AiGateway(
     "eu-ai-gateway",
-    GatewayArgs(deps=deps, namespace=gateway, model_gateway_url=model_gateway.url, certificate_arn=certificate_arn),
+    tp.GatewayArgs(deps=deps, namespace=gateway, model_gateway_url=model_gateway.url, certificate_arn=certificate_arn),
     # Its LoadBalancer Service gets an address only from the AWS Load Balancer Controller.
     pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=[addons.lb_controller])),
 )

@@ -8,6 +8,7 @@ import pytest
 
 from tests.components.conftest import containers, k8s_objects, named, rendered, spec
 from tokenplane.components.gateway import replica_bounds
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.naming import checksum
 from tokenplane.proof.render import REDACTED, RenderResult
 from tokenplane.spec import PlatformSpec, WorkloadClass
@@ -145,7 +146,7 @@ def test_ai_gateway_replicas_size_their_shares_by_the_hpa_floor(name: str, regio
     floor = hpa["spec"]["minReplicas"]
     told = env_of(deployment).get("TOKENPLANE_GATEWAY_REPLICAS")
     assert told == str(floor), f"{deployment['_urn']} says {told} replicas; {hpa['_urn']} keeps at least {floor}"
-    assert floor == replica_bounds(spec(name), spec(name).region(region))[0], f"{hpa['_urn']} floor is {floor}"
+    assert floor == replica_bounds(GatewayConfig.from_spec(spec(name), region))[0], f"{hpa['_urn']} floor is {floor}"
 
 
 def test_model_gateway_is_not_told_a_replica_count_it_does_not_read(dev: RenderResult) -> None:

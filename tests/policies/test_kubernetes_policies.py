@@ -10,6 +10,7 @@ from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 
 from tests.policies.fixtures import collect, container, k8s, k8s_args, spec, workload
 from tokenplane.components.gateway import runtime_config
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.policies import kubernetes
 
 VLLM = "vllm/vllm-openai:v0.19.0"
@@ -311,7 +312,7 @@ def test_secret_references_are_not_credentials(reference: str) -> None:
 
 def test_the_gateways_platform_json_with_aws_sm_references_passes() -> None:
     byteion = spec("byteion")
-    data = runtime_config(byteion, byteion.regions[0])
+    data = runtime_config(GatewayConfig.from_spec(byteion, byteion.regions[0].name))
     assert "aws-sm://" in data["platform.json"]  # the fixture is the real thing: tenant and provider key references
     assert collect(kubernetes.no_secrets_in_configmaps, k8s_args(config_map(data, name="ai-gateway-config"))) == []
 

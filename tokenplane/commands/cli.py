@@ -466,6 +466,32 @@ def schema() -> None:
     _emit_json(PlatformSpec.model_json_schema())
 
 
+@app.command("hash-model")
+def hash_model(
+    directory: Annotated[
+        Path, typer.Argument(help="The model's weights as you will upload them to its uri", show_default=False)
+    ],
+    as_json: JsonFlag = False,
+    fmt: FormatOption = None,
+) -> None:
+    """Print DIRECTORY's sha256 as a RegistryModel's sha256 states it, and a pool's weight fetch checks it.
+
+    The sha256 of the sorted `sha256sum` manifest of every file, links followed as `aws s3 sync` follows them.
+    Upload exactly this tree: a pool refuses weights whose hash differs.
+    """
+    from tokenplane.contract import artifact_sha256
+    from tokenplane.errors import SpecError
+
+    try:
+        digest = artifact_sha256(directory)
+    except SpecError as e:
+        _fail(str(e))
+    if _json_wanted(as_json, fmt):
+        _emit_json({"directory": str(directory), "sha256": digest})
+    else:
+        typer.echo(digest)
+
+
 def _write_events(ledger: str, result: Any) -> None:
     """``simulate --events``: the run into the ledger, for ``tokenplane finops`` to read."""
     from tokenplane.commands.simulated_ledger import write_run
