@@ -53,7 +53,7 @@ from tokenplane.components.vllm_mirror import VllmMirror, VllmMirrorArgs
 from tokenplane.components.vllm_pool import VllmPool, VllmPoolArgs
 from tokenplane.components.weights_publish import publish_jobs
 from tokenplane.components.wiring import serving_deps
-from tokenplane.contract import artifact_sha256
+from tokenplane.weights_fetch import artifact_sha256
 
 __all__ = [
     "AiGateway",

@@ -337,7 +337,9 @@ class RegistryModel(Model):
     version: str = Field(pattern=r"^v\d+(\.\d+)*$")
     preset: str | None = Field(default=None, description="Catalog preset for the architecture")
     architecture: Architecture | None = None
-    uri: str = Field(pattern=r"^s3://[^/]+/.*", description="Where the weights live: an S3 prefix the stack publishes from")
+    uri: str = Field(
+        pattern=r"^s3://[^/]+/.*", description="Where the weights live: an S3 prefix the stack publishes from"
+    )
     local_path: str | None = Field(default=None, description="Weights on local disk, for --engine vllm")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     tokenizer: str

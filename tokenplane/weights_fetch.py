@@ -15,6 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokenplane.errors import SpecError
+
 MODELS_ENV = "MODELS"  # the cache folder the engine reads: models/<name>-<version>/
 ARTIFACTS_ENV = "ARTIFACTS"  # space-separated ``ref=sha256@source`` entries (``artifact_entry``)
 
@@ -89,17 +91,42 @@ def artifact_entry(ref: str, sha256: str, source: str) -> str:
     return f"{ref}={sha256}@{source}"
 
 
-def tree_sha256(root: Path) -> str:
-    """The hash the script checks: sha256 of the ``sha256sum`` lines of every file, sorted by path bytes."""
-    files = sorted((p for p in root.rglob("*") if p.is_file()), key=lambda p: p.relative_to(root).as_posix().encode())
-    manifest = "".join(f"{_file_sha256(p)}  ./{p.relative_to(root).as_posix()}\n" for p in files)
-    return hashlib.sha256(manifest.encode()).hexdigest()
+def artifact_sha256(directory: Path) -> str:
+    """A model artifact's ``RegistryModel.sha256``: what a pool's weight fetch recomputes and compares.
+
+    The fetch (``FETCH_SCRIPT``) runs, in the downloaded copy,
+    ``find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum``: the sha256 of the
+    ``sha256sum`` manifest of every file, sorted by path byte by byte. This computes the same
+    for a local tree before it is uploaded. Symbolic links are followed, as ``aws s3 sync``
+    follows them when it uploads (a Hugging Face snapshot links into its blob store), so the
+    hash is that of the files the registry will hold.
+
+    Raises:
+        SpecError: ``directory`` is not a directory, holds no file, or holds a file whose name
+            ``sha256sum`` would escape (a newline or a backslash), which the manifest cannot match.
+    """
+    if not directory.is_dir():
+        raise SpecError(f"{directory}: not a directory; give the directory of the model's weights (config.json...)")
+    entries: list[tuple[bytes, Path]] = []
+    for path in directory.rglob("*"):
+        if not path.is_file():  # follows links, as the upload does; directories have no manifest line
+            continue
+        name = "./" + path.relative_to(directory).as_posix()
+        if "\n" in name or "\\" in name:
+            raise SpecError(f"{path}: a file name with a newline or a backslash; rename it before uploading")
+        entries.append((os.fsencode(name), path))
+    if not entries:
+        raise SpecError(f"{directory}: holds no file; give the directory of the model's weights")
+    manifest = hashlib.sha256()
+    for encoded, path in sorted(entries):
+        manifest.update(_file_sha256(path).encode() + b"  " + encoded + b"\n")
+    return manifest.hexdigest()
 
 
 def _file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 

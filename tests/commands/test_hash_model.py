@@ -17,9 +17,8 @@ from typer.testing import CliRunner
 
 from tests.components.test_weight_fetch import FAKE_AWS
 from tokenplane.commands.cli import app
-from tokenplane.components.vllm_pool import FETCH_SCRIPT
-from tokenplane.contract import artifact_sha256
 from tokenplane.errors import SpecError
+from tokenplane.weights_fetch import FETCH_SCRIPT, artifact_sha256
 
 # The script's own hash command, taken from it so that this test follows any change to it.
 HASH_COMMAND = re.search(r"actual=\$\(cd \"\$mine\" && (.+)\)\n", FETCH_SCRIPT)

@@ -69,7 +69,9 @@ def box_runs_in_chromium(stack: str, tmp_path: Path) -> list[tuple[int, int]]:
     svg = tmp_path / "topology.svg"
     boxes = {b.urn: b for b in write_graph(result, svg)}
     image = np.asarray(screenshot(svg, tmp_path / "shot.png", width=1000, height=2600)).astype(int)
-    height_px = float(re.search(r'height="([\d.]+)pt"', svg.read_text()).group(1)) * 96 / 72  # CSS px per pt
+    height = re.search(r'height="([\d.]+)pt"', svg.read_text())
+    assert height is not None, "matplotlib's SVG gives its height in pt"
+    height_px = float(height.group(1)) * 96 / 72  # CSS px per pt
     scale = 96 / topology.DPI  # the boxes are in pixels of the saved picture
     columns: dict[int, list[Box]] = defaultdict(list)
     for cell in layout(result):

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tokenplane.weights_fetch import FETCH_SCRIPT, LOCK_STALE_MINUTES, tree_sha256
+from tokenplane.weights_fetch import FETCH_SCRIPT, LOCK_STALE_MINUTES, artifact_sha256
 
 # `aws s3 sync --only-show-errors SRC DEST`: record DEST, then copy SRC (a local path after s3://) into it.
 FAKE_AWS = """#!/bin/sh
@@ -38,7 +38,7 @@ def _setup(tmp_path: Path) -> tuple[dict[str, str], Path]:
     env = {
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "MODELS": str(cache),
-        "ARTIFACTS": f"m-v1={tree_sha256(source)}@s3://{source}",
+        "ARTIFACTS": f"m-v1={artifact_sha256(source)}@s3://{source}",
         "SYNC_LOG": str(tmp_path / "sync.log"),
     }
     return env, cache

@@ -18,7 +18,7 @@ from tokenplane.dev.services import DevOptions, Stage, plan_stack
 from tokenplane.dev.vllm import GPU_EXTRA_VLLM, EngineUnavailable, visible_gpus, vllm_engines
 from tokenplane.dev.vllm_cpu import cpu_engine_version
 from tokenplane.spec import PlatformSpec
-from tokenplane.weights_fetch import tree_sha256
+from tokenplane.weights_fetch import artifact_sha256
 
 ENV = {"PATH": "/usr/bin"}
 
@@ -30,7 +30,7 @@ def with_weights(tmp_path: Path, data: SpecData) -> SpecData:
         weights.mkdir(parents=True)
         (weights / "config.json").write_text(json.dumps({"model": model["name"]}))
         model["local_path"] = str(weights)
-        model["sha256"] = tree_sha256(weights)
+        model["sha256"] = artifact_sha256(weights)
     return data
 
 
@@ -57,7 +57,7 @@ def test_each_replica_runs_vllm_serve_with_the_pools_flags_and_its_own_gpus(
     # The weights went through the registry sync a node runs: a verified copy, not a link to the user's folder.
     copy = models / "medium-chat-v1"
     assert not copy.is_symlink() and (copy / "config.json").read_text() == '{"model": "medium-chat"}'
-    assert (copy / f".verified-{tree_sha256(tmp_path / 'weights' / 'medium-chat')}").exists()
+    assert (copy / f".verified-{artifact_sha256(tmp_path / 'weights' / 'medium-chat')}").exists()
 
 
 def test_weights_that_are_not_the_registered_ones_are_refused_as_a_node_refuses_them(
@@ -65,7 +65,7 @@ def test_weights_that_are_not_the_registered_ones_are_refused_as_a_node_refuses_
 ) -> None:
     data = with_weights(tmp_path, dev_data)
     (tmp_path / "weights" / "medium-chat" / "config.json").write_text('{"model": "tampered"}')
-    actual = tree_sha256(tmp_path / "weights" / "medium-chat")
+    actual = artifact_sha256(tmp_path / "weights" / "medium-chat")
     with pytest.raises(EngineUnavailable) as info:
         vllm_plan(tmp_path, load_data(data), [str(i) for i in range(8)])
     message = str(info.value)

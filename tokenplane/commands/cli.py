@@ -479,7 +479,7 @@ def hash_model(
     The sha256 of the sorted `sha256sum` manifest of every file, links followed as `aws s3 sync` follows them.
     Upload exactly this tree: a pool refuses weights whose hash differs.
     """
-    from tokenplane.contract import artifact_sha256
+    from tokenplane.weights_fetch import artifact_sha256
     from tokenplane.errors import SpecError
 
     try:
