@@ -39,6 +39,12 @@ VERSION_SUPPORT = DataFile(
     "support.json",
     "the version-supported rule holds Kubernetes and add-on versions to the dated support table",
 )
+EXPORTERS = DataFile(
+    "tokenplane.proof.deployability",
+    "exporters.json",
+    "the metrics-exported rule holds every query to what the DCGM exporter, kube-state-metrics and tokenplane's "
+    "own processes export",
+)
 FINOPS_MIGRATIONS = (
     DataFile(
         "tokenplane.serving.finops.migrations",
@@ -144,5 +150,6 @@ DATA_FILES = (
     POLICY_PACK,
     POLICY_REQUIREMENTS,
     VERSION_SUPPORT,
+    EXPORTERS,
     *FINOPS_MIGRATIONS,
 )

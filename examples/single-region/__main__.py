@@ -33,6 +33,8 @@ from tokenplane.components import (
     Namespace,
     Network,
     NetworkArgs,
+    Observability,
+    ObservabilityArgs,
     Redis,
     RedisArgs,
     VectorDb,
@@ -50,6 +52,7 @@ from tokenplane.spec import (
     Budget,
     ClassSpec,
     Environment,
+    Finops,
     Jurisdiction,
     ModelSet,
     Placement,
@@ -105,6 +108,9 @@ cluster = Cluster(
     ClusterArgs(
         name=f"{NAME}-eu",
         kubernetes_version="1.35",  # in EKS standard support (tokenplane/proof/deployability/support.json)
+        # The system nodes hold, at their autoscaling maxima, the two gateways (6 x 2 vCPU each at most),
+        # Prometheus with Grafana and the OTel collector, Qdrant and the add-ons.
+        system_cpu=32,
         cloud_region=cloud_region,
         private_subnet_ids=network.private_subnet_ids,
         public_subnet_ids=network.public_subnet_ids,
@@ -137,6 +143,7 @@ on_cluster = pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_no
 serving = Namespace.create("llm-serving", logical="ns-serving", opts=on_cluster)
 gateway = Namespace.create("llm-gateway", logical="ns-gateway", opts=on_cluster)
 data = Namespace.create("llm-data", logical="ns-data", opts=on_cluster)
+monitoring = Namespace.create("monitoring", logical="ns-monitoring", opts=on_cluster)
 # Workloads wait for nodes to run on and for KEDA, whose CRD the pool's ScaledObject needs.
 ready = pulumi.ResourceOptions(providers=[provider, kube], depends_on=[cluster.system_nodes, addons.keda])
 
@@ -192,6 +199,8 @@ config = PlatformSpec(
     pools=[chat],
     workload_classes={WorkloadClass.A: interactive},
     routing=Routing(mix={Tier.SMALL: 1.0}),
+    # No metering consumer runs here (usage events stay on Kafka): its alerts would read series nothing exports.
+    finops=Finops(enabled=False),
 )
 deps = serving_deps(
     spec=config,
@@ -203,6 +212,20 @@ deps = serving_deps(
     kafka=kafka,
     vector_db=qdrant,
     tags=tags,
+)
+# Prometheus scrapes the pool and the gateways: the pool's KEDA triggers query it, and without it they never
+# have data and the pool never scales.
+observability = Observability(
+    "eu-observability",
+    ObservabilityArgs(
+        spec=config,
+        region=region,
+        namespace=monitoring,
+        oidc_provider_arn=cluster.oidc_provider_arn,
+        oidc_issuer=cluster.oidc_issuer,
+        tags=tags,
+    ),
+    pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=[addons])),
 )
 model_gateway = ModelGateway(
     "eu-model-gateway",
