@@ -140,9 +140,9 @@ def _families(*makers: Any) -> dict[str, dict[str, Any]]:
     for make in makers:
         make(registry)
     out: dict[str, dict[str, Any]] = {}
-    for collector in list(registry._collector_to_names):  # noqa: SLF001  # the registered collectors
+    for collector in list(registry._collector_to_names):  # the registered collectors
         for family in collector.describe():
-            out[family.name] = {"type": family.type, "labels": sorted(collector._labelnames)}  # type: ignore[attr-defined]  # noqa: SLF001
+            out[family.name] = {"type": family.type, "labels": sorted(collector._labelnames)}  # type: ignore[attr-defined]
     return out
 
 
