@@ -140,9 +140,9 @@ def _families(*makers: Any) -> dict[str, dict[str, Any]]:
     for make in makers:
         make(registry)
     out: dict[str, dict[str, Any]] = {}
-    for collector in list(registry._collector_to_names):  # the registered collectors
+    for collector in list[Any](registry._collector_to_names):  # each metric registered, with its label names
         for family in collector.describe():
-            out[family.name] = {"type": family.type, "labels": sorted(collector._labelnames)}  # type: ignore[attr-defined]
+            out[family.name] = {"type": family.type, "labels": sorted(collector._labelnames)}
     return out
 
 
