@@ -76,7 +76,9 @@ def test_an_alert_on_a_process_that_is_not_scraped_is_caught() -> None:
     def unannotate(inputs: dict[str, Any]) -> None:
         inputs["spec"]["template"]["metadata"]["annotations"].pop("prometheus.io/scrape")
 
-    is_consumer = lambda r: r.inputs.get("kind") == "Deployment" and r.inputs["metadata"]["name"] == "finops-consumer"  # noqa: E731
+    def is_consumer(r: RenderedResource) -> bool:
+        return r.inputs.get("kind") == "Deployment" and r.inputs["metadata"]["name"] == "finops-consumer"
+
     assert any(is_consumer(r) for r in rendered("dev").resources)
     found = findings("dev", _edit(rendered("dev"), is_consumer, unannotate), RULE)
     alerts = [f for f in found if "FinopsConsumerLagging" in f.message]
@@ -111,7 +113,9 @@ def test_a_dashboard_variable_on_a_label_the_exporter_does_not_have_is_caught() 
             board["templating"]["list"][1]["query"] = "label_values(tokenplane_gateway_requests_total, model)"
             inputs["data"][key] = json.dumps(board)
 
-    is_board = lambda r: r.inputs.get("kind") == "ConfigMap" and r.inputs["metadata"]["name"].endswith("gateway")  # noqa: E731
+    def is_board(r: RenderedResource) -> bool:
+        return r.inputs.get("kind") == "ConfigMap" and str(r.inputs["metadata"]["name"]).endswith("gateway")
+
     found = findings("dev", _edit(rendered("dev"), is_board, variable), RULE)
     assert len(found) == 1 and "carries the label model" in found[0].message, found
     assert "variable $tenant" in found[0].message and "panel stays empty" in found[0].message
