@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tokenplane import package_data
-from tokenplane.components.pins import KEDA_CHART
+from tokenplane.components.pins import KEDA_CHART, KUBE_PROMETHEUS_STACK_CHART
 from tokenplane.proof.render import validate_manifest
 
 SCALED_OBJECT: dict[str, Any] = {
@@ -50,3 +50,39 @@ def test_a_misspelt_field_a_wrong_type_and_a_missing_target_are_refused() -> Non
     del spec["scaleTargetRef"]
     missing = validate_manifest({**SCALED_OBJECT, "spec": spec}, "1.35")
     assert missing is not None and "scaleTargetRef" in missing, missing
+
+
+SERVICE_MONITOR: dict[str, Any] = {
+    "apiVersion": "monitoring.coreos.com/v1",
+    "kind": "ServiceMonitor",
+    "metadata": {"name": "ai-gateway", "namespace": "llm-gateway"},
+    "spec": {
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "ai-gateway"}},
+        "endpoints": [{"port": "metrics", "interval": "15s", "honorLabels": True}],
+    },
+}
+
+
+def test_a_correct_service_monitor_validates_against_kube_prometheus_stacks_crd() -> None:
+    assert validate_manifest(SERVICE_MONITOR, "1.35") is None
+    schema = json.loads(
+        package_data.path(package_data.CRD_SCHEMAS[("monitoring.coreos.com/v1", "ServiceMonitor")]).read_text()
+    )
+    assert f"kube-prometheus-stack-{KUBE_PROMETHEUS_STACK_CHART[1]}," in schema["$comment"]
+
+
+def test_a_service_monitor_with_a_misspelt_endpoint_field_is_refused() -> None:
+    endpoint = {"port": "metrics", "honourLabels": True}
+    error = validate_manifest({**SERVICE_MONITOR, "spec": {**SERVICE_MONITOR["spec"], "endpoints": [endpoint]}}, "1.35")
+    assert error is not None and "honourLabels" in error, error
+
+
+def test_a_prometheus_rule_without_an_expression_is_refused() -> None:
+    rule = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "r", "namespace": "monitoring"},
+        "spec": {"groups": [{"name": "g", "rules": [{"alert": "A"}]}]},
+    }
+    error = validate_manifest(rule, "1.35")
+    assert error is not None and "expr" in error, error
