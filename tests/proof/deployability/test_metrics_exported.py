@@ -192,3 +192,13 @@ def test_selectors_skip_functions_grouping_labels_and_durations() -> None:
 def test_an_unreadable_selector_is_an_error_that_quotes_the_query() -> None:
     with pytest.raises(PromQLError, match=r"a\{pool"):
         selectors("a{pool=small}")
+
+
+def test_a_processs_own_query_on_an_exporter_switched_off_is_caught() -> None:
+    def no_ksm(inputs: dict[str, Any]) -> None:
+        inputs["values"]["kubeStateMetrics"] = {"enabled": False}
+
+    found = findings("minimal", _edit(rendered("minimal"), _kps, no_ksm), RULE)
+    own = [f for f in found if "tokenplane.serving.finops's own query" in f.message]
+    assert own and "kube_deployment_status_replicas is exported by kube-state-metrics" in own[0].message, found
+    assert "the process reads nothing" in own[0].message

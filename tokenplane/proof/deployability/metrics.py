@@ -4,11 +4,12 @@ A query over a name nothing exports, or with a matcher on a label no stored seri
 with another value), returns no data. Nothing fails: KEDA holds a pool at its floor, an alert never
 fires, a dashboard panel stays empty. The queries read are KEDA's Prometheus triggers (ScaledObject,
 ScaledJob), alert rules (PrometheusRule objects and kube-prometheus-stack's
-``additionalPrometheusRulesMap``) and Grafana dashboards (ConfigMaps the sidecar loads: panel targets
-and variable queries on a Prometheus datasource). What Prometheus stores is ``scrape.exported``: the
+``additionalPrometheusRulesMap``), Grafana dashboards (ConfigMaps the sidecar loads: panel targets
+and variable queries on a Prometheus datasource) and the queries our processes send themselves
+(``tokenplane.contract.CODE_QUERIES``, for a pod given ``TOKENPLANE_PROMETHEUS_URL``). What Prometheus stores is ``scrape.exported``: the
 exporters' real families, on the pods the scrape jobs keep, with the labels their relabelling leaves.
 
-It cannot see: queries written in code (the metering consumer's replica count), recording rules'
+It cannot see: queries in code not listed in ``CODE_QUERIES``, recording rules'
 outputs as inputs to other queries, label values an exporter sets at run time (only their keys), and
 scrape jobs of roles other than ``pod``.
 """
@@ -20,10 +21,12 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from tokenplane.contract import CODE_QUERIES
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.promql import Matcher, PromQLError, Selector, selectors
 from tokenplane.proof.deployability.scrape import PROMETHEUS_CHART, Exported, Series, exported, known
+from tokenplane.runtime_env import Var
 
 RULE = "metrics-exported"
 DASHBOARD_LABEL = "grafana_dashboard"
@@ -153,6 +156,15 @@ def _queries(graph: Graph, region: str) -> Iterator[Query]:
         for key, body in rule_map.items():
             for group in body.get("groups") or []:
                 yield from _rules(release.urn, f"{PROMETHEUS_CHART} rules {key}", group)
+    for workload in graph.workloads(region):
+        for container in workload.pod_spec().get("containers") or []:
+            command = [str(c) for c in container.get("command") or []]
+            env = {str(e.get("name")) for e in container.get("env") or []}
+            if command[:2] != ["python", "-m"] or len(command) < 3 or Var.PROMETHEUS_URL not in env:
+                continue
+            for expr in CODE_QUERIES.get(command[2], ()):
+                where = f"{workload.kind} {workload.namespace}/{workload.name} ({command[2]}'s own query)"
+                yield Query(workload.urn, where, expr, "the process reads nothing from it")
     for config in graph.kube(region, "ConfigMap"):
         if DASHBOARD_LABEL not in (lookup(config.manifest, "metadata.labels") or {}):
             continue
