@@ -202,3 +202,70 @@ def test_a_processs_own_query_on_an_exporter_switched_off_is_caught() -> None:
     own = [f for f in found if "tokenplane.serving.finops's own query" in f.message]
     assert own and "kube_deployment_status_replicas is exported by kube-state-metrics" in own[0].message, found
     assert "the process reads nothing" in own[0].message
+
+
+# --- a correct program of one's own: a PodMonitor's relabelling supplies the label a rule selects on ------------
+
+
+def _custom(name: str, kind: str, spec: dict[str, Any], namespace: str = "monitoring") -> RenderedResource:
+    return RenderedResource(
+        urn=f"urn:pulumi:dev::tokenplane::kubernetes:monitoring.coreos.com/v1:{kind}::{name}",
+        type=f"kubernetes:monitoring.coreos.com/v1:{kind}",
+        name=name,
+        parent=None,
+        provider=None,
+        region="local",
+        inputs={
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec,
+        },
+        custom=True,
+    )
+
+
+TEAM_RULE = _custom(
+    "gateway-team",
+    "PrometheusRule",
+    {
+        "groups": [
+            {
+                "name": "team",
+                "rules": [
+                    {"alert": "TeamErrors", "expr": 'sum(tokenplane_gateway_requests_total{team="platform"}) > 0'}
+                ],
+            }
+        ]
+    },
+)
+TEAM_MONITOR = _custom(
+    "ai-gateway",
+    "PodMonitor",
+    {
+        "namespaceSelector": {"matchNames": ["llm-gateway"]},
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "ai-gateway"}},
+        "podMetricsEndpoints": [
+            {"port": "metrics", "relabelings": [{"targetLabel": "team", "replacement": "platform"}]}
+        ],
+    },
+)
+
+
+TEAM_SERVICE_MONITOR = _custom(
+    "ai-gateway",
+    "ServiceMonitor",
+    {
+        "namespaceSelector": {"matchNames": ["llm-gateway"]},
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "ai-gateway"}},  # the Service's labels
+        "endpoints": [{"port": "metrics", "relabelings": [{"targetLabel": "team", "replacement": "platform"}]}],
+    },
+)
+
+
+@pytest.mark.parametrize("monitor", [TEAM_MONITOR, TEAM_SERVICE_MONITOR], ids=["PodMonitor", "ServiceMonitor"])
+def test_a_rule_on_a_label_only_a_monitor_adds_passes_with_it_and_is_caught_without(monitor: RenderedResource) -> None:
+    without = findings("dev", mutated(rendered("dev"), lambda r: r, extra=[TEAM_RULE]), RULE)
+    assert len(without) == 1 and "carries the label team" in without[0].message, without
+    assert "PrometheusRule monitoring/gateway-team" in without[0].message
+    assert not findings("dev", mutated(rendered("dev"), lambda r: r, extra=[TEAM_RULE, monitor]), RULE)
