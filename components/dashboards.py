@@ -73,7 +73,7 @@ def vllm() -> dict[str, Any]:
         ),
         (
             "KV cache usage",
-            [(f"avg by (pool) (vllm:kv_cache_usage_perc{{{sel}}} or vllm:gpu_cache_usage_perc{{{sel}}})", "{{pool}}")],
+            [(f"avg by (pool) (vllm:kv_cache_usage_perc{{{sel}}})", "{{pool}}")],
             "percentunit",
         ),
         (
@@ -113,18 +113,19 @@ def vllm() -> dict[str, Any]:
 
 
 def gateway() -> dict[str, Any]:
+    """The AI gateway's and the model gateway's own series (serving/gateway/metrics.py, serving/modelgw/metrics.py)."""
     sel = 'tenant=~"$tenant"'
     panels = [
         (
             "Requests by tenant",
-            [(f"sum by (tenant) (rate(tokenplane_requests_total{{{sel}}}[5m]))", "{{tenant}}")],
+            [(f"sum by (tenant) (rate(tokenplane_gateway_requests_total{{{sel}}}[5m]))", "{{tenant}}")],
             "reqps",
         ),
         (
             "Latency p95 by tier",
             [
                 (
-                    "histogram_quantile(0.95, sum by (le, tier) (rate(tokenplane_request_duration_seconds_bucket[5m])))",
+                    "histogram_quantile(0.95, sum by (le, tier) (rate(tokenplane_gateway_request_seconds_bucket[5m])))",
                     "{{tier}}",
                 )
             ],
@@ -132,14 +133,21 @@ def gateway() -> dict[str, Any]:
         ),
         (
             "TTFT p95 by tier",
-            [("histogram_quantile(0.95, sum by (le, tier) (rate(tokenplane_ttft_seconds_bucket[5m])))", "{{tier}}")],
+            [
+                (
+                    "histogram_quantile(0.95, sum by (le, tier) (rate(tokenplane_gateway_ttft_seconds_bucket[5m])))",
+                    "{{tier}}",
+                )
+            ],
             "s",
         ),
         (
+            # Every finished request is counted once in tokenplane_gateway_requests_total: the hit ratio's denominator.
             "Cache hit ratio",
             [
                 (
-                    "sum by (layer) (rate(tokenplane_cache_hits_total[5m])) / clamp_min(sum by (layer) (rate(tokenplane_cache_lookups_total[5m])), 1e-9)",
+                    "sum by (layer) (rate(tokenplane_gateway_cache_hits_total[5m])) / "
+                    "scalar(clamp_min(sum(rate(tokenplane_gateway_requests_total[5m])), 1e-9))",
                     "{{layer}}",
                 )
             ],
@@ -149,21 +157,29 @@ def gateway() -> dict[str, Any]:
             "Rate-limit rejections",
             [
                 (
-                    f"sum by (tenant, limit) (rate(tokenplane_ratelimit_rejections_total{{{sel}}}[5m]))",
+                    f"sum by (tenant, limit) (rate(tokenplane_gateway_rate_limited_total{{{sel}}}[5m]))",
                     "{{tenant}} {{limit}}",
                 )
             ],
             "reqps",
         ),
-        ("Sheds by priority", [("sum by (priority) (rate(tokenplane_sheds_total[5m]))", "{{priority}}")], "reqps"),
-        ("Provider failovers", [("sum by (provider) (rate(tokenplane_failovers_total[5m]))", "{{provider}}")], "short"),
-        ("Usage events spooled", [("sum(tokenplane_usage_spool_events)", "spooled")], "short"),
+        (
+            "Sheds by priority",
+            [("sum by (priority) (rate(tokenplane_gateway_sheds_total[5m]))", "{{priority}}")],
+            "reqps",
+        ),
+        (
+            "Model gateway failures by reason",
+            [("sum by (reason) (rate(tokenplane_modelgw_failures_total[5m]))", "{{reason}}")],
+            "short",
+        ),
+        ("Degraded dependencies", [("max by (dependency) (tokenplane_gateway_degraded)", "{{dependency}}")], "short"),
     ]
     return _dashboard(
         "tokenplane-gateway",
         "tokenplane / gateways",
         [_panel(i, title, exprs, unit) for i, (title, exprs, unit) in enumerate(panels)],
-        [_label_variable("tenant", "tokenplane_requests_total")],
+        [_label_variable("tenant", "tokenplane_gateway_requests_total")],
     )
 
 

@@ -17,7 +17,7 @@ from tokenplane.components.finops import FINOPS_ALERTS
 from tokenplane.components.finops_dashboard import PLUGIN as FINOPS_PLUGIN
 from tokenplane.components.iam import irsa_role
 from tokenplane.components.kube import Namespace
-from tokenplane.components.naming import NS_BATCH, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
+from tokenplane.components.naming import LABEL_POOL, NS_BATCH, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
 from tokenplane.components.pins import KUBE_PROMETHEUS_STACK_CHART, OTEL_COLLECTOR_IMAGE
 from tokenplane.components.vector_db import STORAGE_CLASS
 from tokenplane.spec import PlatformSpec, Region
@@ -174,6 +174,9 @@ class Observability(Component):
                 },
             },
             "alertmanager": {"enabled": True},
+            # kube-state-metrics exports no node label unless allowed: the cost dashboard counts GPU nodes per
+            # pool with kube_node_labels{label_tokenplane_io_pool=...}.
+            "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{LABEL_POOL}]"]},
         }
         if spec.finops.enabled:
             # The FinOps plane's alerts (lag, budgets) and Grafana's ClickHouse datasource (components/finops.py).

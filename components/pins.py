@@ -23,8 +23,9 @@ OTEL_COLLECTOR_IMAGE = "otel/opentelemetry-collector-contrib:0.120.0"
 PYTHON_BASE_IMAGE = "python:3.11.11-slim-bookworm"
 PYTHON_BASE_DIGEST = "sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5"
 
-# 2.20: the first KEDA tested on Kubernetes 1.35 (tokenplane/proof/deployability/support.json); its ScaledObject fields are a
-# superset of 2.16's, which components/schemas/keda-scaledobject-v1alpha1.json was written from.
+# 2.20: the first KEDA tested on Kubernetes 1.35 (tokenplane/proof/deployability/support.json). The render validates
+# ScaledObjects against this chart's own CRD (components/schemas/keda-scaledobject-v1alpha1.json, written by
+# scripts/crd_schema.py from the chart's source at 2.20.0).
 KEDA_CHART = ("keda", "2.20.0", "https://kedacore.github.io/charts")
 NVIDIA_DEVICE_PLUGIN_CHART = ("nvidia-device-plugin", "0.17.0", "https://nvidia.github.io/k8s-device-plugin")
 AWS_LOAD_BALANCER_CONTROLLER_CHART = ("aws-load-balancer-controller", "1.11.0", "https://aws.github.io/eks-charts")

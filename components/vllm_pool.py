@@ -162,8 +162,8 @@ def scaling_triggers(pool: Pool, app: str, max_replicas: int | None = None) -> l
         )
         triggers.append(kube.prometheus_trigger("queue-wait-ms", query, signals.queue_wait_ms))
     if signals.kv_cache_usage is not None:
-        # vLLM renamed gpu_cache_usage_perc to kv_cache_usage_perc; either one feeds the trigger.
-        query = f"avg(vllm:kv_cache_usage_perc{{{sel}}} or vllm:gpu_cache_usage_perc{{{sel}}})"
+        # The V1 engine's name (the pinned 0.32 exports no vllm:gpu_cache_usage_perc, V0's name).
+        query = f"avg(vllm:kv_cache_usage_perc{{{sel}}})"
         triggers.append(kube.prometheus_trigger("kv-cache-usage", query, signals.kv_cache_usage))
     if signals.ttft_p95_ms is not None:
         query = (

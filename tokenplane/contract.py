@@ -19,3 +19,11 @@ TIME_TO_READY_ANNOTATION = "tokenplane.io/time-to-ready-seconds"
 # Set while `tokenplane check --program` / `plan` render a program under mocks: a program may then use stand-ins
 # for values only a real `pulumi up` needs (stacks/__main__.py's env:// secrets), as it would under preview.
 OFFLINE_RENDER_ENV = "TOKENPLANE_OFFLINE_RENDER"
+
+# The queries a serving process sends to Prometheus itself (at TOKENPLANE_PROMETHEUS_URL), by its `python -m` module:
+# the metrics-exported check holds them, like the render's own queries, to what the region's Prometheus stores.
+# The metering consumer bills each pool's replicas from kube-state-metrics (serving/finops/capacity.py); vllm-<pool>
+# is components/vllm_pool.py's Deployment name.
+POOL_DEPLOYMENT_PREFIX = "vllm-"
+REPLICAS_QUERY = f'sum by (deployment) (kube_deployment_status_replicas{{deployment=~"{POOL_DEPLOYMENT_PREFIX}.+"}})'
+CODE_QUERIES = {"tokenplane.serving.finops": (REPLICAS_QUERY,)}

@@ -33,11 +33,30 @@ KEDA_SCHEMA = DataFile(
     "schemas/keda-scaledobject-v1alpha1.json",
     "the offline render validates KEDA ScaledObjects against the CRD's schema",
 )
+# (apiVersion, kind) -> the JSON Schema of a custom resource, written by scripts/crd_schema.py from the CRD its pinned
+# chart installs (the chart's source at the release components/pins.py names).
+CRD_SCHEMAS = {
+    ("keda.sh/v1alpha1", "ScaledObject"): KEDA_SCHEMA,
+    **{
+        ("monitoring.coreos.com/v1", kind): DataFile(
+            "tokenplane.components",
+            f"schemas/monitoring-{kind.lower()}-v1.json",
+            f"the offline render validates {kind}s against kube-prometheus-stack's CRD",
+        )
+        for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule")
+    },
+}
 VLLM_METRICS = "schemas/vllm-{version}-metrics.json"  # one per vLLM release, scripts/vllm_metrics_schema.py
 VERSION_SUPPORT = DataFile(
     "tokenplane.proof.deployability",
     "support.json",
     "the version-supported rule holds Kubernetes and add-on versions to the dated support table",
+)
+EXPORTERS = DataFile(
+    "tokenplane.proof.deployability",
+    "exporters.json",
+    "the metrics-exported rule holds every query to what the DCGM exporter, kube-state-metrics and tokenplane's "
+    "own processes export",
 )
 FINOPS_MIGRATIONS = (
     DataFile(
@@ -136,7 +155,7 @@ def source_root() -> Path:
 
 # Every fixed data file; the vLLM CLI schemas add one per release (the pinned one: components/pins.py).
 DATA_FILES = (
-    KEDA_SCHEMA,
+    *CRD_SCHEMAS.values(),
     SERVING_DOCKERFILE,
     SERVING_BUILD_LOCK,
     SERVING_REQUIREMENTS_LOCK,
@@ -144,5 +163,6 @@ DATA_FILES = (
     POLICY_PACK,
     POLICY_REQUIREMENTS,
     VERSION_SUPPORT,
+    EXPORTERS,
     *FINOPS_MIGRATIONS,
 )

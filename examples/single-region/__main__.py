@@ -14,6 +14,7 @@ from tokenplane.spec import (
     Budget,
     ClassSpec,
     Environment,
+    Finops,
     Jurisdiction,
     ModelSet,
     Placement,
@@ -61,6 +62,9 @@ cluster = tp.Cluster(
     tp.ClusterArgs(
         name=f"{NAME}-eu",
         kubernetes_version="1.35",  # in EKS standard support (tokenplane/proof/deployability/support.json)
+        # The system nodes hold, at their autoscaling maxima, the two gateways (6 x 2 vCPU each at most),
+        # Prometheus with Grafana and the OTel collector, Qdrant and the add-ons.
+        system_cpu=32,
         cloud_region=cloud_region,
         private_subnet_ids=network.private_subnet_ids,
         public_subnet_ids=network.public_subnet_ids,
@@ -89,8 +93,9 @@ gpus = tp.GpuNodeGroup(
 
 # Namespaces are created here and handed to the components: nothing deploys into one no one creates.
 on_cluster = pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes])
-serving, gateway, data = (
-    tp.Namespace.create(f"llm-{n}", logical=f"ns-{n}", opts=on_cluster) for n in ("serving", "gateway", "data")
+serving, gateway, data, monitoring = (
+    tp.Namespace.create(f"llm-{n}" if n != "monitoring" else n, logical=f"ns-{n}", opts=on_cluster)
+    for n in ("serving", "gateway", "data", "monitoring")
 )
 # Workloads wait for nodes to run on and for KEDA, whose CRD the pool's ScaledObject needs.
 ready = pulumi.ResourceOptions(providers=[aws_provider, kube], depends_on=[cluster.system_nodes, addons.keda])
@@ -157,6 +162,21 @@ deps = tp.serving_deps(
     kafka=kafka,
     vector_db=qdrant,
     tags=tags,
+)
+# Prometheus scrapes the pool and the gateways: the pool's KEDA triggers query it, and without it they never
+# have data and the pool never scales. No metering consumer runs here (usage events stay on Kafka), so the
+# FinOps plane's alerts, which would read series nothing exports, are off.
+observability = tp.Observability(
+    "eu-observability",
+    tp.ObservabilityArgs(
+        spec=config.document.model_copy(update={"finops": Finops(enabled=False)}),
+        region=region,
+        namespace=monitoring,
+        oidc_provider_arn=cluster.oidc_provider_arn,
+        oidc_issuer=cluster.oidc_issuer,
+        tags=tags,
+    ),
+    pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=[addons])),
 )
 model_gateway = tp.ModelGateway(
     "eu-model-gateway", tp.GatewayArgs(deps=deps, namespace=gateway, pool_urls={chat.name: pool.service_url}), ready

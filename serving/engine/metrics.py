@@ -111,7 +111,6 @@ class EngineCollector(Collector):
         for name, doc, value in (
             ("vllm:num_requests_running", "Requests in the model's batch.", g.num_running),
             ("vllm:num_requests_waiting", "Requests waiting to be scheduled.", g.num_waiting),
-            ("vllm:gpu_cache_usage_perc", "KV-cache usage, 1 is full (vLLM V0's name).", g.kv_usage),
             ("vllm:kv_cache_usage_perc", "KV-cache usage, 1 is full.", g.kv_usage),
         ):
             gauge = GaugeMetricFamily(name, doc, labels=["model_name"])
@@ -137,8 +136,8 @@ class EngineCollector(Collector):
             ("vllm:time_to_first_token_seconds", "Time to first token (modelled seconds).", m.ttft),
             ("vllm:inter_token_latency_seconds", "Time between tokens (modelled seconds).", m.inter_token),
             (
-                "vllm:time_per_output_token_seconds",
-                "Time between tokens, under vLLM's older name (modelled seconds).",
+                "vllm:request_time_per_output_token_seconds",
+                "Time per output token of each request (modelled seconds).",
                 m.time_per_output_token,
             ),
             ("vllm:e2e_request_latency_seconds", "End-to-end request latency (modelled seconds).", m.e2e),

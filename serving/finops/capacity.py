@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Protocol
 
+from tokenplane.contract import POOL_DEPLOYMENT_PREFIX, REPLICAS_QUERY
 from tokenplane.runtime_env import pool_url_var
 from tokenplane.serving import jsonbody
 from tokenplane.serving.finops.rates import PoolRate, replica_rows
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 
 SAMPLE_SECONDS = 60.0  # one row per pool per minute: the ledger's capacity grain
 PROMETHEUS_TIMEOUT_SECONDS = 10.0
-DEPLOYMENT_PREFIX = "vllm-"  # components/vllm_pool.py's default Deployment name, vllm-<pool>
+DEPLOYMENT_PREFIX = POOL_DEPLOYMENT_PREFIX  # components/vllm_pool.py's default Deployment name, vllm-<pool>
 
 
 class ReplicaSource(Protocol):
@@ -56,8 +57,7 @@ class PrometheusReplicas:
         self.pools = set(pools)
 
     def replicas(self) -> dict[str, float]:
-        query = f'sum by (deployment) (kube_deployment_status_replicas{{deployment=~"{DEPLOYMENT_PREFIX}.+"}})'
-        request = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+        request = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": REPLICAS_QUERY})
         with urllib.request.urlopen(request, timeout=PROMETHEUS_TIMEOUT_SECONDS) as response:
             body = jsonbody.loads_internal(response.read())
         counts: dict[str, float] = {}

@@ -179,7 +179,9 @@ def test_vllm_dashboard_charts_time_to_first_token_and_queue_depth(dev: RenderRe
 
 def test_gateway_dashboard_charts_request_rate(dev: RenderResult) -> None:
     urn, exprs = dashboard_queries(dev, "gateway")
-    assert "tokenplane_requests_total" in exprs, f"{urn} never queries tokenplane_requests_total"
+    # The AI gateway's own counter (serving/gateway/metrics.py); the old tokenplane_requests_total is exported by nothing.
+    assert "tokenplane_gateway_requests_total" in exprs, f"{urn} never queries tokenplane_gateway_requests_total"
+    assert "tokenplane_requests_total" not in exprs, urn
 
 
 @parametrize_regions

@@ -119,6 +119,7 @@ def plan(
             checked = verify_plan(platform, result)
     rendered = None
     findings: list[Any] = []
+    waived: list[Any] = []
     prerequisites: list[Any] = []
     if not capacity_only:
         from tokenplane.proof import deployability as deploy
@@ -126,9 +127,12 @@ def plan(
 
         with step("rendering the Pulumi program under mocks"):
             rendered = render(platform)
+        from tokenplane.proof import waivers
+
         try:
             with step("checking deployability"):
-                findings = deploy.run(platform, rendered)
+                applied = waivers.apply(deploy.run(platform, rendered), rendered)  # tokenplane's own waivers
+                findings, waived = applied.kept, applied.waived
                 prerequisites = deploy.prerequisites_of(platform, rendered)
         except deploy.GraphDataMissing as e:
             _fail(str(e), code=1)
@@ -144,7 +148,7 @@ def plan(
             from tokenplane.commands.render_report import render_json
             from tokenplane.proof.deployability.report import deploy_json
 
-            data |= render_json(rendered) | deploy_json(findings, prerequisites)
+            data |= render_json(rendered) | deploy_json(findings, prerequisites, waived)
             data["summary"]["ok"] = ok
         _emit_json(data)
     else:
@@ -163,7 +167,7 @@ def plan(
             print_issues(rendered, console)
             from tokenplane.proof.deployability.report import print_findings, print_prerequisites
 
-            print_findings(findings, console)
+            print_findings(findings, console, waived)
             print_prerequisites(prerequisites, console)
     if graph is not None and rendered is not None:
         from tokenplane.commands.topology import write_graph
@@ -339,6 +343,10 @@ def check(
     platform = None  # the spec, where one is checked: the deployability checks read it with the graph
     try:
         settings = load_policy_config(policy_config, ALL) if policy_config else None
+        from tokenplane.proof import deployability as deploy
+        from tokenplane.proof import waivers
+
+        deploy_waivers = waivers.load(policy_config, deploy.CHECKS) if policy_config else None
         if program is not None:
             from tokenplane.proof.program import kubernetes_minor, load_project, parse_config, render_project
             from tokenplane.spec import DEFAULT_KUBERNETES_VERSION
@@ -363,8 +371,6 @@ def check(
 
             _write_report(program_error(str(e)), fmt, output, str(program or spec))
         _fail(str(e))
-    from tokenplane.proof import deployability as deploy
-
     with step(f"running {len(ALL)} policies"):
         result = run_checks(rendered, ALL, settings)
     if SecondOpinion.CHECKOV in (with_ or []):
@@ -382,16 +388,22 @@ def check(
     try:
         # A program of one's own has no spec: the checks read what they need from its graph alone.
         with step("checking deployability"):
-            findings = deploy.run(platform, rendered, assumed)
+            source = str(policy_config) if deploy_waivers is not None else waivers.OWN
+            applied = waivers.apply(deploy.run(platform, rendered, assumed), rendered, deploy_waivers, source)
+            findings = applied.kept
     except deploy.GraphDataMissing as e:
         _fail(str(e), code=1)
     from tokenplane.proof.deployability.outcomes import with_deployability
 
     if fmt is CheckFormat.TABLE and output is None:
         print_table(result, console_for_output())  # the findings follow on stderr, with the exit status
+        from tokenplane.proof.deployability.report import print_waived
+
+        print_waived(applied.waived, console_for_output())
     else:
         # Every deployability finding and render error goes into the report, with its rule, URN and fix.
-        _write_report(with_deployability(result, deploy.CHECKS, findings, rendered.issues), fmt, output, artifact)
+        report = with_deployability(result, deploy.CHECKS, findings, rendered.issues, applied.waived)
+        _write_report(report, fmt, output, artifact)
     if not rendered.ok:
         _fail("; ".join(str(issue) for issue in rendered.issues[:5]), code=1)
     if findings:

@@ -81,7 +81,7 @@ def settings_for(
         )
         base = {name: PolicySettings(level, s.config) for name, s in base.items()}
     for name, value in raw.items():
-        if name == "all":
+        if name in ("all", "deployability"):  # deployability: waivers of its findings (tokenplane.proof.waivers)
             continue
         if name not in by_name:
             raise SpecError(f"{source}: unknown policy {name!r}; the pack has: {', '.join(sorted(by_name))}")

@@ -10,8 +10,10 @@ that depend on them silently vanish.
 Then it checks what the real engine and cluster would reject and the mocks do
 not: duplicate URNs, two Kubernetes objects with one name in one cluster, and
 every Kubernetes object against the Kubernetes JSON schema of the spec's
-version (strict: unknown fields are errors). KEDA ScaledObjects are checked
-against their CRD's schema.
+version (strict: unknown fields are errors). Custom resources are checked
+against the CRD their pinned chart installs (``package_data.CRD_SCHEMAS``: KEDA's
+ScaledObject, kube-prometheus-stack's ServiceMonitor, PodMonitor and PrometheusRule),
+and other kinds of those charts' groups against a custom resource's envelope.
 
 This module is glue: it imports pulumi lazily, so that ``plan --capacity-only``
 never pays for it.
@@ -592,15 +594,14 @@ def _validator(api_version: str, kind: str, kubernetes_version: str) -> jsonsche
     import referencing
     from kubernetes_validate import utils  # type: ignore[import-untyped]  # the package ships no type hints
 
-    if api_version == "keda.sh/v1alpha1" and kind == "ScaledObject":
-        return jsonschema.Draft202012Validator(
-            json.loads(package_data.path(package_data.KEDA_SCHEMA).read_text(encoding="utf-8"))
-        )
+    crd = package_data.CRD_SCHEMAS.get((api_version, kind))
+    if crd is not None:  # the pinned chart's own CRD
+        return jsonschema.Draft202012Validator(json.loads(package_data.path(crd).read_text(encoding="utf-8")))
     if "/" in api_version and "." in api_version.split("/", maxsplit=1)[0]:
         group = api_version.split("/", maxsplit=1)[0]
         if group in CRD_CHARTS:
-            # A custom resource of a chart that installs its CRD: its envelope here; that its CRD is installed
-            # first is the crd-order check's (tokenplane.proof.deployability.ordering). Its fields are the CRD's to judge.
+            # Another kind of a chart that installs its CRD (no schema vendored for it): its envelope here; that its
+            # CRD is installed first is the crd-order check's (tokenplane.proof.deployability.ordering).
             return jsonschema.Draft202012Validator(CUSTOM_RESOURCE_ENVELOPE)
         if not group.endswith(".k8s.io"):
             raise LookupError(

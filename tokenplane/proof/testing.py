@@ -140,13 +140,16 @@ class RenderedProgram:
         """Run the policy pack and every deployability check, as ``tokenplane check`` and ``plan`` do."""
         from tokenplane.policies import ALL
         from tokenplane.proof import deployability as deploy
+        from tokenplane.proof import waivers
         from tokenplane.proof.check import load_policy_config, run_checks
 
         settings = load_policy_config(Path(policy_config), ALL) if policy_config is not None else None
+        deploy_waivers = waivers.load(Path(policy_config), deploy.CHECKS) if policy_config is not None else None
+        applied = waivers.apply(deploy.run(self.spec, self.result), self.result, deploy_waivers)
         return Verdict(
             issues=[str(i) for i in self.result.issues],
             policies=run_checks(self.result, ALL, settings),
-            findings=deploy.run(self.spec, self.result),
+            findings=applied.kept,  # waived ones are not problems (the policy config's or tokenplane's own)
         )
 
     def assert_deployable(self, *, policy_config: str | Path | None = None) -> None:

@@ -184,7 +184,7 @@ def test_a_gpu_utilization_trigger_without_the_dcgm_exporter_is_reported() -> No
 
     found = findings("minimal", mutated(rendered("minimal"), gpu_trigger_without_exporter), rule="metrics-exported")
     assert [f.urn.rsplit("::", 1)[-1] for f in found] == ["minimal-us-pool-chat-scaler"], found
-    assert "never scales on it" in found[0].message
+    assert "never scales on it" in found[0].message and "exported by dcgm-exporter" in found[0].message
 
 
 def test_the_dcgm_exporter_runs_where_the_device_plugin_advertises_gpus() -> None:

@@ -31,11 +31,10 @@ MODEL = "small-chat-v1"
 VLLM_METRICS = (
     "vllm:num_requests_running",
     "vllm:num_requests_waiting",
-    "vllm:gpu_cache_usage_perc",
     "vllm:kv_cache_usage_perc",
     "vllm:time_to_first_token_seconds",
     "vllm:inter_token_latency_seconds",
-    "vllm:time_per_output_token_seconds",
+    "vllm:request_time_per_output_token_seconds",
     "vllm:e2e_request_latency_seconds",
     "vllm:request_queue_time_seconds",
     "vllm:prompt_tokens_total",

@@ -8,29 +8,43 @@ passed or failed, so a report also shows what was checked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from tokenplane.proof.check import CheckResult, PolicyOutcome, Violation
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.render import RenderIssue
 
 DEPLOY_PREFIX = "deploy/"
+STALE_RULE = "stale-waiver"  # tokenplane.proof.waivers.STALE: a waiver that covers no finding
 RENDER_PREFIX = "render/"
 
 
 def with_deployability(
-    result: CheckResult, rules: Iterable[str], findings: list[Finding], issues: list[RenderIssue]
+    result: CheckResult,
+    rules: Iterable[str],
+    findings: list[Finding],
+    issues: list[RenderIssue],
+    waived: Sequence[tuple[Finding, str]] = (),
 ) -> CheckResult:
-    """``result`` with one outcome per deployability rule and per kind of render issue found."""
+    """``result`` with one outcome per deployability rule and per kind of render issue found.
+
+    ``waived`` are (finding, the waiver's reason): counted on their rule's outcome, and each named in its
+    description, so every report format shows what was waived and why.
+    """
     outcomes = list(result.outcomes)
-    for rule in rules:
+    for rule in [*rules, STALE_RULE]:
         mine = [f for f in findings if f.rule == rule]
+        excused = [(f, reason) for f, reason in waived if f.rule == rule]
+        description = f"deployability: {rule} (tokenplane/proof/deployability)" + "".join(
+            f"; waived: {f.urn}: {f.message} (reason: {reason})" for f, reason in excused
+        )
         outcomes.append(
             PolicyOutcome(
                 DEPLOY_PREFIX + rule,
-                f"deployability: {rule} (tokenplane/proof/deployability)",
+                description,
                 "mandatory",
                 [Violation(f"{f.message}. Fix: {f.fix}", f.urn) for f in mine],
+                waived=len(excused),
             )
         )
     for kind in sorted({i.kind for i in issues}):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -15,11 +16,14 @@ if TYPE_CHECKING:
     from tokenplane.proof.preflight import PreflightResult
 
 
-def deploy_json(findings: list[Finding], prerequisites: list[Prerequisite]) -> dict[str, Any]:
+def deploy_json(
+    findings: list[Finding], prerequisites: list[Prerequisite], waived: Sequence[tuple[Finding, str]] = ()
+) -> dict[str, Any]:
     return {
         "deploy": {
             "ok": not findings,
             "findings": [{"rule": f.rule, "urn": f.urn, "message": f.message, "fix": f.fix} for f in findings],
+            "waived": [{"rule": f.rule, "urn": f.urn, "message": f.message, "reason": r} for f, r in waived],
             "prerequisites": [
                 {"kind": p.kind, "region": p.region, "name": p.name, "detail": p.detail} for p in prerequisites
             ],
@@ -27,12 +31,20 @@ def deploy_json(findings: list[Finding], prerequisites: list[Prerequisite]) -> d
     }
 
 
-def print_findings(findings: list[Finding], console: Console) -> None:
+def print_findings(findings: list[Finding], console: Console, waived: Sequence[tuple[Finding, str]] = ()) -> None:
     for f in findings:
         console.print(Text.assemble(("deploy ", "red"), (f"[{f.rule}] ", "bold"), f"{f.urn}: {f.message}"))
         console.print(Text.assemble(("  fix: ", "yellow"), f.fix))
+    print_waived(waived, console)
     if not findings:
         console.print(Text("deployability checks ok: every rule passed", style="green"))
+
+
+def print_waived(waived: Sequence[tuple[Finding, str]], console: Console) -> None:
+    """Each waived finding with its waiver's reason: a waiver is shown, never a blind spot."""
+    for f, reason in waived:
+        console.print(Text.assemble(("waived ", "yellow"), (f"[{f.rule}] ", "bold"), f"{f.urn}: {f.message}"))
+        console.print(Text.assemble(("  reason: ", "yellow"), reason))
 
 
 def print_prerequisites(prerequisites: list[Prerequisite], console: Console) -> None:

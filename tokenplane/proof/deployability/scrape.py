@@ -1,0 +1,328 @@
+"""What a region's Prometheus stores: each scraped pod's series, with their labels after relabelling.
+
+Service discovery is modelled as Prometheus's ``kubernetes_sd_configs`` role ``pod`` sees a pod template
+(its ``__meta_kubernetes_*`` labels), then each scrape job's ``relabel_configs`` are applied as Prometheus
+applies them (keep, drop, replace, labeldrop, labelkeep, labelmap). An exported label that collides with
+a target label is renamed ``exported_<name>`` unless the job sets ``honor_labels``: that is how a DCGM
+exporter's ``pod`` label (the pod using the GPU) is lost to the exporter's own pod name.
+
+The exporters' families come from real sources: vLLM's from the committed scrape of the real engine
+(``tokenplane.vllm_metrics``), the others from ``exporters.json`` (package data; each entry names its source).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokenplane import package_data
+from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.vllm_argv import vllm_version
+from tokenplane.vllm_metrics import MetricsSchemaMissing, load_metrics
+
+PROMETHEUS_CHART = "kube-prometheus-stack"
+DCGM_CHART = "dcgm-exporter"
+KSM = "kube-state-metrics"
+VLLM = "vllm"
+POD_IP = "10.0.0.10"  # any address: relabelling rewrites its port, nothing reads the host
+# The name a controller would give a pod of each kind: relabelling copies it into ``pod``, and a matcher such
+# as pod=~"vllm-small-.*" must match it.
+POD_SUFFIX = {"Deployment": "-5f7d8c9b6d-x2x4z", "StatefulSet": "-0"}
+DEFAULT_POD_SUFFIX = "-x2x4z"
+SCRAPE_SERIES = ("up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added")
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
+_GO_GROUP = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+# Prometheus Operator's camelCase relabel keys -> Prometheus's own.
+_KEYS = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A pod as service discovery sees it, and the exporters it runs."""
+
+    urn: str  # the workload or Helm release that makes it
+    what: str  # for messages: "Deployment gateway/ai-gateway"
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    exporters: tuple[str, ...]  # keys of exporters.json, or "vllm:<version>"
+
+
+@dataclass(frozen=True)
+class Series:
+    """The series one target stores for one sample name. A label's value is None where the exporter sets it."""
+
+    target: Pod
+    job: str
+    labels: dict[str, str | None]
+    honor_labels: bool
+
+
+@dataclass(frozen=True)
+class Exported:
+    """Every sample name a region's Prometheus stores, with the series that carry it."""
+
+    series: dict[str, list[Series]] = field(default_factory=dict)
+    unscraped: dict[str, str] = field(default_factory=dict)  # a sample name -> why no target carries it
+
+
+@functools.cache
+def catalogue() -> dict[str, Any]:
+    """exporters.json: per exporter, its source, its families (type, label keys) and how samples are named."""
+    exporters: dict[str, Any] = json.loads(package_data.path(package_data.EXPORTERS).read_text(encoding="utf-8"))
+    return exporters["exporters"]  # type: ignore[no-any-return]  # the file's shape, held by its test
+
+
+def samples(exporter: str) -> dict[str, frozenset[str]]:
+    """Every sample name ``exporter`` writes -> its label keys (the exporter-wide ones included).
+
+    Raises:
+        MetricsSchemaMissing: a vLLM release without a committed scrape.
+    """
+    if exporter.startswith(VLLM + ":"):
+        families = load_metrics(exporter.split(":", 1)[1])
+        return {s: frozenset(f["labels"]) for f in families.values() for s in f["samples"]}
+    entry = catalogue()[exporter]
+    common = frozenset(entry["labels"])
+    out: dict[str, frozenset[str]] = {}
+    for name, family in entry["families"].items():
+        labels = common | frozenset(family["labels"])
+        if entry.get("naming") == "prometheus_client":  # counters get _total; histograms their three series
+            suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")}.get(family["type"], ("",))
+            out |= {name + s: labels | ({"le"} if s == "_bucket" else set()) for s in suffixes}
+        else:
+            out[name] = labels
+    return out
+
+
+def exported(graph: Graph, region: str) -> Exported:
+    """What the region's Prometheus stores; empty when no Prometheus runs there."""
+    releases = graph.releases(region, PROMETHEUS_CHART)
+    if not releases:
+        return Exported()
+    pods = list(_pods(graph, region))
+    out = Exported()
+    jobs = [
+        (str(job.get("job_name", "")), job)
+        for release in releases
+        for job in lookup(release.inputs.get("values") or {}, "prometheus.prometheusSpec.additionalScrapeConfigs") or []
+        if any(sd.get("role") == "pod" for sd in job.get("kubernetes_sd_configs") or [])
+    ]
+    scraped: set[str] = set()
+    for pod in pods:
+        for job_name, job in jobs:
+            labels = _relabel(_meta(pod, job_name, job), [_snake(r) for r in job.get("relabel_configs") or []])
+            if labels is None:
+                continue
+            scraped.add(pod.urn)
+            _store(out, pod, job_name, labels, bool(job.get("honor_labels")), job.get("metric_relabel_configs"))
+        for job_name, endpoint, labels in _monitors(graph, region, pod):
+            scraped.add(pod.urn)
+            honor = bool(endpoint.get("honorLabels"))
+            _store(out, pod, job_name, labels, honor, [_snake(r) for r in endpoint.get("metricRelabelings") or []])
+    for release in releases:
+        if lookup(release.inputs.get("values") or {}, "kubeStateMetrics.enabled") is not False:
+            _store(out, _ksm(release.urn, release.inputs.get("values") or {}), KSM, {"job": KSM}, True, None)
+    for pod in pods:
+        if pod.urn in scraped:
+            continue
+        for exporter in pod.exporters:
+            for sample in _safe_samples(exporter):
+                out.unscraped.setdefault(sample, f"{pod.what} exports it, but no scrape job keeps that pod")
+    return out
+
+
+def known(graph: Graph) -> dict[str, str]:
+    """Every sample name any exporter tokenplane knows writes -> that exporter (for 'not installed here')."""
+    out: dict[str, str] = {}
+    for exporter in catalogue():
+        out |= dict.fromkeys(samples(exporter), exporter)
+    for pod_version in {v for r in graph.regions() for p in _pods(graph, r) for v in p.exporters}:
+        if pod_version.startswith(VLLM + ":"):
+            out |= dict.fromkeys(_safe_samples(pod_version), "vLLM")
+    return out
+
+
+def _safe_samples(exporter: str) -> dict[str, frozenset[str]]:
+    try:
+        return samples(exporter)
+    except MetricsSchemaMissing:
+        return {}  # the vllm-argv rule reports a release without schemas
+
+
+def _store(
+    out: Exported, pod: Pod, job: str, target: dict[str, str], honor: bool, metric_relabel: list[Any] | None
+) -> None:
+    # Prometheus writes these itself for every target, with the target's labels only.
+    for sample in SCRAPE_SERIES:
+        out.series.setdefault(sample, []).append(Series(pod, job, dict[str, str | None](target), honor))
+    for exporter in pod.exporters:
+        for sample, own in _safe_samples(exporter).items():
+            allowed = _ksm_node_labels(pod) if exporter == KSM and sample == "kube_node_labels" else []
+            labels: dict[str, str | None] = dict(target)
+            for key in own | frozenset(allowed):
+                if key in target and not honor:
+                    labels["exported_" + key] = None  # Prometheus keeps the target's and renames the exporter's
+                else:
+                    labels[key] = None
+            if metric_relabel:
+                kept = _relabel({"__name__": sample, **{k: v or "" for k, v in labels.items()}}, metric_relabel)
+                if kept is None:
+                    continue
+                labels = {k: labels.get(k) for k in kept if k != "__name__"}
+            out.series.setdefault(sample, []).append(Series(pod, job, labels, honor))
+
+
+def _pods(graph: Graph, region: str) -> Iterator[Pod]:
+    exporters = catalogue()
+    for workload in graph.workloads(region):
+        template = workload.manifest.get("spec", {}).get("template", {})
+        metadata = template.get("metadata") or {}
+        runs: list[str] = []
+        for container in workload.pod_spec().get("containers") or []:
+            command = [str(c) for c in container.get("command") or []]
+            if command == ["vllm", "serve"]:
+                version = vllm_version(workload, container)
+                runs += [f"{VLLM}:{version}"] if version else []
+            elif command[:2] == ["python", "-m"] and len(command) > 2 and command[2] in exporters:
+                runs.append(command[2])
+        yield Pod(
+            workload.urn,
+            f"{workload.kind} {workload.namespace}/{workload.name}",
+            workload.name + POD_SUFFIX.get(workload.kind, DEFAULT_POD_SUFFIX),
+            workload.namespace,
+            {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()},
+            {str(k): str(v) for k, v in (metadata.get("annotations") or {}).items()},
+            tuple(runs),
+        )
+    for release in graph.releases(region, DCGM_CHART):
+        values = release.inputs.get("values") or {}
+        name = str(release.inputs.get("name") or DCGM_CHART)
+        yield Pod(
+            release.urn,
+            f"Helm release {name}",
+            name + DEFAULT_POD_SUFFIX,
+            str(release.inputs.get("namespace") or "default"),
+            {"app.kubernetes.io/name": DCGM_CHART, "app.kubernetes.io/instance": name},
+            {str(k): str(v) for k, v in (values.get("podAnnotations") or {}).items()},
+            (DCGM_CHART,),
+        )
+
+
+def _ksm(urn: str, values: dict[str, Any]) -> Pod:
+    allow = lookup(values, "kube-state-metrics.metricLabelsAllowlist") or []
+    return Pod(
+        urn, "kube-prometheus-stack's kube-state-metrics", KSM, "monitoring", {}, {"allow": ",".join(allow)}, (KSM,)
+    )
+
+
+def _ksm_node_labels(pod: Pod) -> list[str]:
+    """``label_<name>`` for each node label ``--metric-labels-allowlist`` lets through (``nodes=[a,b]``)."""
+    out: list[str] = []
+    for entry in re.findall(r"nodes=\[([^\]]*)\]", pod.annotations.get("allow", "")):
+        out += ["label_" + _UNSAFE.sub("_", n.strip()) for n in entry.split(",") if n.strip()]
+    return out
+
+
+def _meta(pod: Pod, job_name: str, job: dict[str, Any]) -> dict[str, str]:
+    labels = {
+        "__address__": f"{POD_IP}:80",
+        "__metrics_path__": str(job.get("metrics_path") or "/metrics"),
+        "__scheme__": str(job.get("scheme") or "http"),
+        "job": job_name,
+        "__meta_kubernetes_namespace": pod.namespace,
+        "__meta_kubernetes_pod_name": pod.name,
+        "__meta_kubernetes_pod_ip": POD_IP,
+    }
+    for kind, values in (("label", pod.labels), ("annotation", pod.annotations)):
+        for key, value in values.items():
+            labels[f"__meta_kubernetes_pod_{kind}_{_UNSAFE.sub('_', key)}"] = value
+            labels[f"__meta_kubernetes_pod_{kind}present_{_UNSAFE.sub('_', key)}"] = "true"
+    return labels
+
+
+def _monitors(graph: Graph, region: str, pod: Pod) -> Iterator[tuple[str, dict[str, Any], dict[str, str]]]:
+    """(job, endpoint, target labels) for each PodMonitor or ServiceMonitor endpoint that selects ``pod``.
+
+    The Prometheus Operator's own relabelling gives every target namespace, pod, container and job
+    (``<namespace>/<monitor>`` for a PodMonitor, the Service's name for a ServiceMonitor), then the endpoint's.
+    """
+    for monitor in graph.kube(region, "PodMonitor", "ServiceMonitor"):
+        spec = monitor.manifest.get("spec") or {}
+        namespaces = lookup(spec, "namespaceSelector.matchNames") or [monitor.namespace]
+        if not lookup(spec, "namespaceSelector.any") and pod.namespace not in namespaces:
+            continue
+        job = f"{monitor.namespace}/{monitor.name}"
+        if monitor.kind == "ServiceMonitor":
+            services = [
+                s
+                for s in graph.kube(region, "Service")
+                if s.namespace == pod.namespace
+                and _selects(spec.get("selector") or {}, lookup(s.manifest, "metadata.labels") or {})
+                and _selects({"matchLabels": lookup(s.manifest, "spec.selector") or {}}, pod.labels)
+            ]
+            if not services:
+                continue
+            job = services[0].name
+        elif not _selects(spec.get("selector") or {}, pod.labels):
+            continue
+        for endpoint in spec.get("endpoints") or spec.get("podMetricsEndpoints") or []:
+            meta = _meta(pod, job, {})
+            base = {"namespace": pod.namespace, "pod": pod.name, "job": job, "instance": meta["__address__"]}
+            if endpoint.get("port"):
+                base["endpoint"] = str(endpoint["port"])
+            labels = _relabel({**meta, **base}, [_snake(r) for r in endpoint.get("relabelings") or []])
+            if labels is not None:
+                yield job, endpoint, labels
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
+    wanted = selector.get("matchLabels") or {}
+    return bool(wanted) and all(labels.get(k) == v for k, v in wanted.items())
+
+
+def _snake(rule: dict[str, Any]) -> dict[str, Any]:
+    return {_KEYS.get(k, k): v for k, v in rule.items()}
+
+
+def _go_template(replacement: str) -> str:
+    """Go's ``$1``/``${name}`` in a replacement, as Python's ``re`` expands groups."""
+    return _GO_GROUP.sub(lambda m: f"\\g<{m.group(1) or m.group(2)}>", replacement.replace("\\", "\\\\"))
+
+
+def _relabel(labels: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, str] | None:
+    """Prometheus's relabelling: the target's labels (``__*`` dropped, ``instance`` defaulted), or None if dropped."""
+    labels = dict(labels)
+    for rule in rules:
+        action = str(rule.get("action") or "replace").lower()
+        regex = re.compile(str(rule.get("regex", "(.*)")))
+        joined = str(rule.get("separator", ";")).join(labels.get(s, "") for s in rule.get("source_labels") or [])
+        if action == "replace":
+            found = regex.fullmatch(joined)
+            if found is None:
+                continue
+            target = found.expand(_go_template(str(rule.get("target_label", ""))))
+            value = found.expand(_go_template(str(rule.get("replacement", "$1"))))
+            if value:
+                labels[target] = value
+            else:
+                labels.pop(target, None)  # Prometheus deletes a label replaced by the empty string
+        elif action in ("keep", "drop"):
+            if (regex.fullmatch(joined) is not None) != (action == "keep"):
+                return None
+        elif action in ("labeldrop", "labelkeep"):
+            labels = {k: v for k, v in labels.items() if (regex.fullmatch(k) is None) == (action == "labeldrop")}
+        elif action == "labelmap":
+            replacement = _go_template(str(rule.get("replacement", "$1")))
+            for key, value in list(labels.items()):
+                if (found := regex.fullmatch(key)) is not None:
+                    labels[found.expand(replacement)] = value
+        elif action in ("lowercase", "uppercase"):
+            labels[str(rule.get("target_label"))] = joined.lower() if action == "lowercase" else joined.upper()
+    labels.setdefault("instance", labels.get("__address__", ""))
+    return {k: v for k, v in labels.items() if not k.startswith("__")}
