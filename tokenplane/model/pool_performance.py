@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tokenplane.model import preemption
+from tokenplane.model import kv_stall, preemption
 from tokenplane.model.pricing_cache import PricingCache
 from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
 from tokenplane.spec import PlatformSpec, Pool, Priority, WorkloadClass
@@ -522,6 +522,7 @@ class ReplicaPerformance:
         samples = len(r_s)
         reads = samples // CHAINS
         decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
+        stalls = self._stall_states(op, samples, n)
         out: dict[str, ClassLatency] = {}
         for c, (prefill, seconds) in zip(self.classes, self._class_grids, strict=True):
             ttft = np.zeros(samples)
@@ -554,6 +555,9 @@ class ReplicaPerformance:
                 behind, behind_s = _arrived(rng, lam, r_s + rounds * full, grid, grid_s, n)
                 fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
                 elapsed = (rounds + 1) * decode + ahead_s + seconds[own] + jump_s + fill_s
+                if stalls is not None:  # the queue ahead and its own context must fit what the batch leaves
+                    need = ahead * self._kv_per_prefill_token + (prefill[own] / self.prefix_kept) + 1 + WASTE_TOKENS
+                    elapsed = elapsed + stalls.stall_s(need)
                 level_wait = r_s + elapsed - decode - seconds[own]
                 if chosen is None:
                     ttft, wait = r_s + elapsed, level_wait
@@ -575,6 +579,31 @@ class ReplicaPerformance:
             weights = np.concatenate([np.ones(len(values) - CHAINS), np.full(CHAINS, max(decode_only, 1.0) / CHAINS)])
             (itl_p95,) = _weighted_quantiles(values, weights, (0.95,))
         return out, itl_p95
+
+
+    def _stall_states(self, op: Operating, samples: int, replicas: int) -> kv_stall.BatchStates | None:
+        """Independent draws of the batch an arrival finds, for its wait for KV room (``kv_stall``); None: no cache binds."""
+        t = self.timing
+        if t.encoder or not math.isfinite(t.kv_tokens) or op.batch <= 0:
+            return None
+        longest = max(c.prompt[1] for c in self.classes) + 1 + WASTE_TOKENS
+        if op.kv_tokens + kv_stall.GATE_SD * op.kv_sd + 2 * longest <= t.kv_tokens:
+            return None  # the cache never binds here: the draws would cost time to find no stall
+        shapes = [
+            kv_stall.ClassShape(float(w), c.prompt, (max(c.output[0] - 1, 0), max(c.output[1] - 1, 0)))
+            for w, c in zip(self.weights, self.classes, strict=True)
+        ]
+        replica = kv_stall.Replica(
+            op.rps, replicas, op.decode_s, op.iteration_s, t.kv_tokens, WASTE_TOKENS, self.prefix_kept, t.prefill
+        )
+        return kv_stall.draw(shapes, replica, samples=samples, decode_s=self._decode_s_array)
+
+    @property
+    def _kv_per_prefill_token(self) -> float:
+        """KV tokens a queued prompt will hold per token it still has to prefill (prefix-cache hits hold KV too)."""
+        return self.moments.prefill_tokens and float(
+            np.sum([w * (c.prompt[0] + c.prompt[1]) / 2 for w, c in zip(self.weights, self.classes, strict=True)])
+        ) / self.moments.prefill_tokens
 
 
 def _mixture(rng: np.random.Generator, shares: list[float], samples: int) -> npt.NDArray[np.int64]:
