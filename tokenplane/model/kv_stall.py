@@ -88,7 +88,8 @@ class BatchStates:
 
     def stall_s(self, need: F64) -> F64:
         """Seconds each draw's arrival waits, decoding only, before ``need`` KV tokens fit (0 when they do)."""
-        need = np.minimum(need + self.queued, self.kv_tokens)  # once every sequence has finished, the whole cache is free
+        # Once every sequence has finished, the whole cache is free: a need past it waits for that.
+        need = np.minimum(need + self.queued, self.kv_tokens)
         fits = self.room >= need[self.owner]
         owners, first = np.unique(self.owner[fits], return_index=True)  # sorted by owner: the earliest finish
         iterations = np.zeros(len(need))
@@ -128,7 +129,6 @@ def draw(
     width = max(1, math.ceil(span + 6 * math.sqrt(span) + 4))
     n = max(1, replica.replicas)
     ago = np.cumsum(rng.gamma(n, 1 / (n * replica.rps), (samples, width)), axis=1)
-    ago -= rng.random((samples, 1)) * (ago[:, :1])  # the draw's arrival is a uniform point of its gap
     picked = np.minimum(
         np.searchsorted(np.cumsum(weights), rng.random((samples, width)), side="right"), len(classes) - 1
     )
@@ -144,8 +144,8 @@ def draw(
     prefill = np.maximum(1.0, np.ceil(prompt * replica.prefix_kept))
     cost = replica.prefill
     seconds = cost.per_token_s * prefill + cost.per_pair_s * (prefill * (prompt - prefill) + prefill * prefill / 2)
-    after = np.cumsum(seconds, axis=1) - seconds  # prefill of the arrivals between it and the draw's arrival
-    decoding = ago - after  # seconds the replica spent decoding since it came
+    # Seconds the replica spent decoding since it came: less its own prefill and that of the arrivals after it.
+    decoding = ago - np.cumsum(seconds, axis=1)
     # A decode iteration is longer the larger the batch and its context: the draw's own batch sets its clock,
     # which sets its batch (a fixed point per draw, from the operating point's iteration).
     step = np.full(samples, replica.decode_s)
@@ -168,11 +168,13 @@ def draw(
     alive = count[owner] - rank - 1
     room = replica.kv_tokens - (total[owner] - freed) - alive * left - alive * (replica.waste + 1)
     room0 = replica.kv_tokens - total - count * (replica.waste + 1)
-    decode = decode_s(count.astype(np.float64), total)
+    decode = decode_s(count.astype(np.float64), total.astype(np.float64))
     return BatchStates(owner.astype(np.int64), room, left, room0, decode, replica.kv_tokens, queued)
 
 
-def _admitted(iterations_ago: F64, prompt: F64, iterations: F64, replica: Replica) -> tuple[F64, F64, F64]:
+def _admitted(
+    iterations_ago: F64, prompt: F64, iterations: F64, replica: Replica
+) -> tuple[npt.NDArray[np.bool_], F64, F64]:
     """Which earlier arrivals a draw's batch holds, their contexts, and the KV the rest still wait for.
 
     An arrival is decoding while its age (whole iterations) is under its decode iterations and not
@@ -186,5 +188,5 @@ def _admitted(iterations_ago: F64, prompt: F64, iterations: F64, replica: Replic
     need = np.where(alive, context + replica.waste + 1, 0.0)
     held = np.cumsum(need[:, ::-1], axis=1)[:, ::-1]  # the columns run newest first: oldest first from the end
     present = alive & (held <= replica.kv_tokens)
-    queued = np.where(alive & ~present, prompt + 1 + replica.waste, 0.0).sum(axis=1)
+    queued: F64 = np.where(alive & ~present, prompt + 1 + replica.waste, 0.0).sum(axis=1)
     return present, context, queued

@@ -184,6 +184,11 @@ class ReplicaPerformance:
         self.z = NormalDist().inv_cdf(strictest) if z is None else z
         self._class_grids = [self._prefill_points(c) for c in classes]
         self.moments = self._moments()
+        # KV tokens a queued prompt will hold per token it still has to prefill (prefix-cache hits hold KV too).
+        mean_prompt = float(
+            sum(w * (c.prompt[0] + c.prompt[1]) / 2 for w, c in zip(self.weights, self.classes, strict=True))
+        )
+        self._kv_per_prefill_token = mean_prompt / max(self.moments.prefill_tokens, 1e-9)
         self._saturation: float | None = None
         self._fluid: float | None = None
         self._health: dict[tuple[float, int], Health] = {}
@@ -523,6 +528,8 @@ class ReplicaPerformance:
         reads = samples // CHAINS
         decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
         stalls = self._stall_states(op, samples, n)
+        # Apart from the chains' stream, so that a pool whose cache never binds keeps its numbers exactly.
+        stall_rng = np.random.default_rng(kv_stall.SEED + 1)
         out: dict[str, ClassLatency] = {}
         for c, (prefill, seconds) in zip(self.classes, self._class_grids, strict=True):
             ttft = np.zeros(samples)
@@ -556,8 +563,12 @@ class ReplicaPerformance:
                 fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
                 elapsed = (rounds + 1) * decode + ahead_s + seconds[own] + jump_s + fill_s
                 if stalls is not None:  # the queue ahead and its own context must fit what the batch leaves
-                    need = ahead * self._kv_per_prefill_token + (prefill[own] / self.prefix_kept) + 1 + WASTE_TOKENS
-                    elapsed = elapsed + stalls.stall_s(need)
+                    need = ahead * self._kv_per_prefill_token + prefill[own] / self.prefix_kept + 1 + WASTE_TOKENS
+                    stall = stalls.stall_s(need)
+                    # What arrived since the stall began (as long ago, on average, as it has left to run) queued
+                    # ahead of it at its level and above: their prefill, a budget an iteration, comes first.
+                    built, built_s = _arrived(stall_rng, lam, stall, grid, grid_s, n)
+                    elapsed = elapsed + stall + ahead_share * (built_s + np.ceil(built / budget) * decode)
                 level_wait = r_s + elapsed - decode - seconds[own]
                 if chosen is None:
                     ttft, wait = r_s + elapsed, level_wait
@@ -580,7 +591,6 @@ class ReplicaPerformance:
             (itl_p95,) = _weighted_quantiles(values, weights, (0.95,))
         return out, itl_p95
 
-
     def _stall_states(self, op: Operating, samples: int, replicas: int) -> kv_stall.BatchStates | None:
         """Independent draws of the batch an arrival finds, for its wait for KV room (``kv_stall``); None: no cache binds."""
         t = self.timing
@@ -597,13 +607,6 @@ class ReplicaPerformance:
             op.rps, replicas, op.decode_s, op.iteration_s, t.kv_tokens, WASTE_TOKENS, self.prefix_kept, t.prefill
         )
         return kv_stall.draw(shapes, replica, samples=samples, decode_s=self._decode_s_array)
-
-    @property
-    def _kv_per_prefill_token(self) -> float:
-        """KV tokens a queued prompt will hold per token it still has to prefill (prefix-cache hits hold KV too)."""
-        return self.moments.prefill_tokens and float(
-            np.sum([w * (c.prompt[0] + c.prompt[1]) / 2 for w, c in zip(self.weights, self.classes, strict=True)])
-        ) / self.moments.prefill_tokens
 
 
 def _mixture(rng: np.random.Generator, shares: list[float], samples: int) -> npt.NDArray[np.int64]:
