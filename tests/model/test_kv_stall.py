@@ -47,6 +47,8 @@ def test_an_arrival_waits_for_the_first_finish_after_which_it_fits() -> None:
     assert np.allclose(states.room0, 678.0)
     assert np.allclose(states.stall_s(np.full(SAMPLES, 678.0)), 0.0)
     assert np.allclose(states.stall_s(np.full(SAMPLES, 1000.0)), 48 * STEP_S)
+    # 1,860 would fit beside the younger one as it was on arrival (1,889.5 free) but not as it has grown since.
+    assert np.allclose(states.stall_s(np.full(SAMPLES, 1860.0)), 149 * STEP_S)
     assert np.allclose(states.stall_s(np.full(SAMPLES, 2500.0)), 149 * STEP_S)
     assert np.allclose(states.stall_s(np.full(SAMPLES, 9000.0)), 149 * STEP_S)  # past the cache: all must finish
 
