@@ -28,9 +28,10 @@ sequence per iteration, and a sequence frees its whole context at its last itera
 arrival whose queue ahead (at its priority and above) plus its own context needs more room
 than the batch leaves waits, decoding only, for the first finish after which it fits; what
 arrives meanwhile queues ahead of it (``pool_performance`` adds its prefill). On the RAG pool
-class A's attainment, planned against the simulator's mean over six seeds: 97.1% / 96.9% at
+class A's attainment, planned against the simulator's mean over six seeds: 97.1% / 97.0% at
 28 replicas, 98.4% / 98.3% at 29, 99.05% / 99.0% at 30, 99.6% / 99.4% at 31, 99.8% / 99.7% at
-32. Preemption in the tail is left out: at the planned counts it is rarer still (under 0.1%
+32 (class B's is 0.2-0.9 points pessimistic below 31, where the backlog a stall builds is
+priced as if it had waited as long as it has left). Preemption in the tail is left out: at the planned counts it is rarer still (under 0.1%
 of requests on the RAG pool at its planned count).
 
 States are drawn from their own seeded stream, so that a pool whose cache never binds gets
