@@ -5,13 +5,14 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from tests.paths import REPO_ROOT
 from tokenplane.commands.plan_report import plan_json
 from tokenplane.load import load_spec
-from tokenplane.model import pricing_cache
+from tokenplane.model import pool_performance, pricing_cache
 from tokenplane.model.planner import plan
 from tokenplane.model.pool_performance import Operating
 from tokenplane.model.pricing_cache import PricingCache
@@ -54,6 +55,21 @@ def test_a_changed_pool_model_does_not_read_the_old_answers(tmp_path: Path, monk
     changed = PricingCache(tmp_path)
     _numbers(changed)
     assert changed.hits == 0 and changed.misses > 0
+
+
+def test_every_model_module_the_pool_model_draws_on_is_in_the_digest() -> None:
+    # A module that computes part of a cached answer but is left out of the digest would serve stale answers
+    # after it changes (``kv_stall`` feeds ``_ttft``). ``preemption`` is priced outside the cache; the cache
+    # itself computes nothing.
+    uncached = {"preemption", "pricing_cache"}
+    drawn_on = {
+        name
+        for name, value in vars(pool_performance).items()
+        if isinstance(value, ModuleType) and value.__name__.startswith("tokenplane.model.")
+    }
+    priced = {source.removesuffix(".py") for source in pricing_cache.PRICED_SOURCES}
+    assert "pool_performance" in priced
+    assert drawn_on - uncached <= priced, drawn_on - uncached - priced
 
 
 def test_a_damaged_entry_is_recomputed_not_trusted(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from functools import partial
 from pathlib import Path
 
@@ -13,10 +15,10 @@ from tests.paths import REPO_ROOT
 from tokenplane.commands.cli import app
 from tokenplane.load import load_spec, load_spec_text
 from tokenplane.model.planner import Plan, plan
-from tokenplane.model.pool_performance import priority_levels
+from tokenplane.model.pool_performance import CHAINS, READ_ARRIVALS, ReplicaPerformance, priority_levels
 from tokenplane.sim import verify as verify_module
 from tokenplane.sim.verify import AGREEMENT, Verification, verify
-from tokenplane.spec import WorkloadClass
+from tokenplane.spec import PlatformSpec, WorkloadClass
 
 ROOT = REPO_ROOT
 SPECS = sorted((ROOT / "stacks").glob("*.yaml")) + sorted((ROOT / "examples").rglob("*.tokenplane.yaml"))
@@ -211,19 +213,53 @@ routing:
 """
 
 
+PLANNER_SAMPLES = CHAINS * READ_ARRIVALS  # the pool model's TTFT samples per class
+RAG_SEEDS = 6  # the simulator's attainment on this pool moves 0.1-0.2 points from seed to seed (stalls miss in bursts)
+
+
+def _rag_disagreement(spec: PlatformSpec, planned: Plan) -> list[tuple[str, float, float, float]]:
+    """Classes whose planned attainment is off the simulator's mean over ``RAG_SEEDS`` seeds by more than it can tell.
+
+    Allowed: the judged window's own tolerance (two binomial standard errors at the target), two
+    standard errors of the seeds' mean (a stall misses every request that queues behind it, so the
+    seeds spread wider than the binomial), and two of the planner's own estimate (a share of its
+    ``PLANNER_SAMPLES`` TTFT samples). Each entry: (class, planned, simulated mean, allowed).
+    """
+    runs = [verify(spec, planned, seed=seed).pools[0] for seed in range(RAG_SEEDS)]
+    off = []
+    for index, cls in enumerate(runs[0].classes):
+        measured = [run.classes[index].attainment for run in runs]
+        assert cls.planned_attainment is not None and all(m is not None for m in measured)
+        values = [float(m) for m in measured if m is not None]
+        mean = statistics.fmean(values)
+        planned_se = math.sqrt(cls.planned_attainment * (1 - cls.planned_attainment) / PLANNER_SAMPLES)
+        allowed = cls.tolerance + 2 * statistics.stdev(values) / math.sqrt(len(values)) + 2 * planned_se
+        if abs(cls.planned_attainment - mean) > allowed:
+            off.append((cls.name, cls.planned_attainment, mean, allowed))
+    return off
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 28 item 2, open: below saturation the pool model leaves out the queue that a KV-filling prompt mix "
-    "builds (measured: class A 99.99% planned, 98.94% simulated, 122 of its ~160 misses shed at the queue deadline; "
-    "class B's TTFT P95 planned 15% short). Remove this mark when the planner prices it.",
-)
 def test_the_planner_prices_the_queue_a_kv_filling_rag_mix_builds() -> None:
+    # Issue 28 item 2: before ``kv_stall`` the planner sized this pool at 30 replicas predicting 99.99% for
+    # class A; the simulator gave 98.94% there (122 of its ~160 misses shed at the queue deadline, behind a
+    # 12k prompt that did not fit the cache). Now it plans 31, predicting 99.61%, and the simulator's mean
+    # over six seeds is 99.39-99.43% (sd 0.2); at 30 the planner says 99.05% against 99.01%.
     spec = load_spec_text(RAG_POOL, filename="rag.yaml")
     planned = plan(spec)
     assert planned.ok, planned.violations
     [pool] = verify(spec, planned).pools
+    assert pool.met, [(c.name, c.attainment, c.target) for c in pool.classes]
     for cls in pool.classes:
-        assert cls.planned_attainment is not None and cls.attainment is not None
-        assert abs(cls.planned_attainment - cls.attainment) <= 2 * cls.tolerance, (cls.name, cls.planned_attainment)
         assert cls.agreement is not None and abs(cls.agreement) <= AGREEMENT, (cls.name, cls.agreement)
+    assert not _rag_disagreement(spec, planned)
+
+
+@pytest.mark.slow
+def test_without_the_kv_stall_the_rag_plan_disagrees_with_the_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The defect put back: with no stall priced, the planner is a point optimistic and the check above fires.
+    monkeypatch.setattr(ReplicaPerformance, "_stall_states", lambda *_: None)
+    spec = load_spec_text(RAG_POOL, filename="rag.yaml")
+    planned = plan(spec)
+    off = _rag_disagreement(spec, planned)
+    assert [name for name, *_ in off] == ["A", "B"], off  # measured: 99.99% and 100% against 98.95% and 99.48%

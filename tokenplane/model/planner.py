@@ -31,9 +31,15 @@ from tokenplane.pool_model import PoolTiming, engine_release, memory, node_for, 
 from tokenplane.routes import Routes
 from tokenplane.spec import PlatformSpec, Pool, Region, WorkloadClass
 
-# The planner sizes for this share of a class's allowed misses (1 - slo_attainment) and keeps the rest for
-# what the pool model leaves out: preemption and KV blocking in the tail, replicas' uneven load. Against the
-# simulator on stacks/byteion.yaml the model's attainment was up to 0.5 points optimistic at 99% (plan --verify).
+# The planner sizes for this share of a class's allowed misses (1 - slo_attainment) and keeps the rest, 0.5
+# points at 99%, for what the pool model leaves out (preemption below saturation, replicas' uneven load) and for
+# the simulator's own spread, against which ``plan --verify`` holds it. Why that is enough, measured at 99% on the
+# issue-28 RAG pool, the hardest case (prompts a twelfth of the KV cache; ``kv_stall`` prices their stalls): at
+# the planned count the model is 0.22 points above the simulator's mean over six seeds, the seeds spread with an
+# sd of 0.22 points (stalls miss requests in bursts: about 2.7 binomial standard errors), and ``--verify`` passes a
+# class within two binomial standard errors (0.16 points at 10,000 judged requests). A plan then fails its own
+# verification only past 0.22 + 2 x 0.22 - 0.16 = 0.50 points: two of the simulator's sds. The example specs'
+# pools are nearer the model: within 0.12 points on every class of dev, minimal and byteion's SLO-bound pools.
 PLANNED_MISS_SHARE = 0.5
 MISS_FLOOR = 1e-12  # a class with no modelled miss: its log distance to the target stays finite for the search
 

@@ -41,10 +41,14 @@ per-step latency model says, both sides price the same steps:
   recompute is prefill on top of the requests' own, so ``mu`` is below the fluid
   fixed point's (5-11% on the example specs' chat and batch pools).
 
+- **Waiting for KV room below saturation.** Where prompts are a large share of the cache, an
+  arrival also waits while the head of the queue does not fit what the batch leaves, for the
+  batch's next finishes (``tokenplane.model.kv_stall``); a pool whose cache cannot bind skips it.
+
 What it leaves out, on purpose: per-replica imbalance beyond the balancer's
-round robin, preemption below saturation (the ``z`` headroom keeps it rare at the
-planned replicas), and prefix-cache hit variance (every prompt gets the expected
-hit rate, as in the simulator).
+round robin, preemption below saturation (rare at the planned replicas: under 0.1% of
+requests on the issue-28 RAG pool), and prefix-cache hit variance (every prompt gets the
+expected hit rate, as in the simulator).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tokenplane.model import preemption
+from tokenplane.model import kv_stall, preemption
 from tokenplane.model.pricing_cache import PricingCache
 from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
 from tokenplane.spec import PlatformSpec, Pool, Priority, WorkloadClass
@@ -184,6 +188,11 @@ class ReplicaPerformance:
         self.z = NormalDist().inv_cdf(strictest) if z is None else z
         self._class_grids = [self._prefill_points(c) for c in classes]
         self.moments = self._moments()
+        # KV tokens a queued prompt will hold per token it still has to prefill (prefix-cache hits hold KV too).
+        mean_prompt = float(
+            sum(w * (c.prompt[0] + c.prompt[1]) / 2 for w, c in zip(self.weights, self.classes, strict=True))
+        )
+        self._kv_per_prefill_token = mean_prompt / max(self.moments.prefill_tokens, 1e-9)
         self._saturation: float | None = None
         self._fluid: float | None = None
         self._health: dict[tuple[float, int], Health] = {}
@@ -522,6 +531,9 @@ class ReplicaPerformance:
         samples = len(r_s)
         reads = samples // CHAINS
         decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
+        stalls = self._stall_states(op, samples, n)
+        # Apart from the chains' stream, so that a pool whose cache never binds keeps its numbers exactly.
+        stall_rng = np.random.default_rng(kv_stall.SEED + 1)
         out: dict[str, ClassLatency] = {}
         for c, (prefill, seconds) in zip(self.classes, self._class_grids, strict=True):
             ttft = np.zeros(samples)
@@ -554,6 +566,13 @@ class ReplicaPerformance:
                 behind, behind_s = _arrived(rng, lam, r_s + rounds * full, grid, grid_s, n)
                 fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
                 elapsed = (rounds + 1) * decode + ahead_s + seconds[own] + jump_s + fill_s
+                if stalls is not None:  # the queue ahead and its own context must fit what the batch leaves
+                    need = ahead * self._kv_per_prefill_token + prefill[own] / self.prefix_kept + 1 + WASTE_TOKENS
+                    stall = stalls.stall_s(need)
+                    # What arrived since the stall began (as long ago, on average, as it has left to run) queued
+                    # ahead of it at its level and above: their prefill, a budget an iteration, comes first.
+                    built, built_s = _arrived(stall_rng, lam, stall, grid, grid_s, n)
+                    elapsed = elapsed + stall + ahead_share * (built_s + np.ceil(built / budget) * decode)
                 level_wait = r_s + elapsed - decode - seconds[own]
                 if chosen is None:
                     ttft, wait = r_s + elapsed, level_wait
@@ -575,6 +594,23 @@ class ReplicaPerformance:
             weights = np.concatenate([np.ones(len(values) - CHAINS), np.full(CHAINS, max(decode_only, 1.0) / CHAINS)])
             (itl_p95,) = _weighted_quantiles(values, weights, (0.95,))
         return out, itl_p95
+
+    def _stall_states(self, op: Operating, samples: int, replicas: int) -> kv_stall.BatchStates | None:
+        """Independent draws of the batch an arrival finds, for its wait for KV room (``kv_stall``); None: no cache binds."""
+        t = self.timing
+        if t.encoder or not math.isfinite(t.kv_tokens) or op.batch <= 0:
+            return None
+        longest = max(c.prompt[1] for c in self.classes) + 1 + WASTE_TOKENS
+        if op.kv_tokens + kv_stall.GATE_SD * op.kv_sd + 2 * longest <= t.kv_tokens:
+            return None  # the cache never binds here: the draws would cost time to find no stall
+        shapes = [
+            kv_stall.ClassShape(float(w), c.prompt, (max(c.output[0] - 1, 0), max(c.output[1] - 1, 0)))
+            for w, c in zip(self.weights, self.classes, strict=True)
+        ]
+        replica = kv_stall.Replica(
+            op.rps, replicas, op.decode_s, op.iteration_s, t.kv_tokens, WASTE_TOKENS, self.prefix_kept, t.prefill
+        )
+        return kv_stall.draw(shapes, replica, samples=samples, decode_s=self._decode_s_array)
 
 
 def _mixture(rng: np.random.Generator, shares: list[float], samples: int) -> npt.NDArray[np.int64]:

@@ -7,8 +7,9 @@ edit-plan loop touches one pool at a time) asks the same questions, so the answe
 here, keyed by a digest of everything they depend on:
 
 - the inputs, by ``repr`` (floats print exactly, so equal reprs mean equal doubles);
-- the pool model's source (``pool_performance.py``, read as package data) and numpy's version,
-  so that a changed model or random stream never reads an old answer.
+- the pool model's source (``PRICED_SOURCES``: ``pool_performance.py`` and the ``kv_stall.py`` its
+  TTFT draws on, read as package data) and numpy's version, so that a changed model or random
+  stream never reads an old answer.
 
 A cached answer is the same doubles as a computed one (JSON writes floats by ``repr``), so
 every plan number is unchanged. Only the CLI passes a cache in; the library computes by default.
@@ -34,12 +35,16 @@ ENV = "TOKENPLANE_CACHE_DIR"  # where the cache lives; empty or "off" turns it o
 MAX_ENTRIES = 4096  # files kept: a byteion-sized spec writes ~50; the oldest quarter goes past this
 PRUNE_EVERY = 64  # writes between two counts of the folder (listing it costs a syscall per file)
 SCHEMA = 1  # of the stored payload; bumped when its shape changes
+# The modules whose code computes a cached answer (``_ttft`` and the fluid bisection): a change to any of them
+# must miss the old entries. ``preemption`` is priced after the cache, on every plan.
+PRICED_SOURCES = ("pool_performance.py", "kv_stall.py")
 
 
 @cache
 def _code_digest() -> str:
     """The pool model's own source and numpy's version: an answer is only valid for the code that computed it."""
-    source = resources.files("tokenplane.model").joinpath("pool_performance.py").read_bytes()
+    folder = resources.files("tokenplane.model")
+    source = b"".join(folder.joinpath(name).read_bytes() for name in PRICED_SOURCES)
     return hashlib.sha256(source + np.__version__.encode() + str(SCHEMA).encode()).hexdigest()
 
 

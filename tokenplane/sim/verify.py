@@ -131,11 +131,14 @@ FIDELITY = (
 )
 
 
-def verify(spec: PlatformSpec, planned: Plan, *, only: set[tuple[str, str]] | None = None) -> Verification:
+def verify(
+    spec: PlatformSpec, planned: Plan, *, only: set[tuple[str, str]] | None = None, seed: int = SEED
+) -> Verification:
     """Simulate every loaded pool of ``planned`` at its peak with its ``replicas_needed``.
 
     ``only``: the (region, pool) pairs to simulate; every loaded pool when None. Each pool's draws
     depend on its place in the plan only, so a subset gives the same numbers as the whole.
+    ``seed``: another seed measures the simulator's own spread (the fidelity line names ``SEED``).
     """
     traffic = route(spec)
     checks: list[PoolCheck] = []
@@ -146,7 +149,7 @@ def verify(spec: PlatformSpec, planned: Plan, *, only: set[tuple[str, str]] | No
         mix = class_mix(spec, pp.region, spec.pool(pp.name), load.per_class)
         if not mix:
             continue
-        checks.append(_check_pool(spec, pp, mix, np.random.default_rng([SEED, index])))
+        checks.append(_check_pool(spec, pp, mix, np.random.default_rng([seed, index])))
     return Verification(checks, FIDELITY)
 
 
