@@ -16,8 +16,18 @@ from starlette.routing import Route
 
 from tests.conftest import DEV_SPEC
 from tests.serving.conftest import serve
-from tests.serving.engine.test_engine_api import running, small
-from tokenplane.commands.calibrate import CONCURRENCY, MAX_REQUESTS, PROMPT_WORDS, CalibrationError, calibrate
+from tests.serving.engine.test_engine_api import running, sample, small
+from tokenplane.commands import calibrate as calibrate_module
+from tokenplane.commands.calibrate import (
+    CONCURRENCY,
+    HELD_OUT_CONCURRENCY,
+    MAX_REQUESTS,
+    PROMPT_WORDS,
+    CalibrationError,
+    calibrate,
+    prompt_words,
+)
+from tokenplane.model.host_calibration import read_calibration
 from tokenplane.load import load_spec
 from tokenplane.spec import PlatformSpec
 
@@ -36,8 +46,37 @@ async def test_calibrate_measures_every_point_within_its_request_bound(dev_spec:
     assert len(prompts) == len(PROMPT_WORDS) and prompts == sorted(prompts) and prompts[0] < prompts[-1]
     assert result.floor_ttft_s == result.ttft_by_prompt[0][1]
     assert 0 < result.requests <= MAX_REQUESTS
+    assert result.held_out is not None
+    assert [c for c, _ in result.held_out.tpot_by_concurrency] == [HELD_OUT_CONCURRENCY]
+    held_prompt = result.held_out.ttft_by_prompt[0][0]
+    assert prompts[1] < held_prompt < prompts[2]  # between fitted points, never one of them
     result.write(tmp_path / "c.json")
     assert json.loads((tmp_path / "c.json").read_text())["model"] == "small-chat-v1"
+    assert read_calibration(tmp_path / "c.json") == result  # what is written reads back as it was
+
+
+async def _prefix_hits(dev_spec: PlatformSpec) -> float:
+    async with running(small(dev_spec)) as engine:
+        url = str(engine.http.base_url)
+        await asyncio.to_thread(calibrate, url, "small-chat-v1", time_limit=120)
+        metrics = (await engine.http.get("/metrics")).text
+    return sample(metrics, "vllm:prefix_cache_hits_total", model_name="small-chat-v1")
+
+
+async def test_no_request_of_a_calibration_is_served_from_the_prefix_cache(
+    dev_spec: PlatformSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Repeats of one prompt, or a short prompt that begins a longer one, would time a cached prefill.
+    assert await _prefix_hits(dev_spec) == 0
+    # The check fires with the old prompts (the same words for every request of a length) put back.
+    monkeypatch.setattr(calibrate_module, "unique_prompt", lambda _number, words: "token " * words)
+    assert await _prefix_hits(dev_spec) > 0
+
+
+def test_prompts_are_capped_to_what_the_server_accepts() -> None:
+    assert prompt_words(None) == sorted(PROMPT_WORDS)
+    assert prompt_words(16384) == sorted(PROMPT_WORDS)
+    assert max(prompt_words(2048)) == 1024 and len(prompt_words(2048)) == len(PROMPT_WORDS) - 1
 
 
 async def test_an_endpoint_that_is_not_vllm_is_refused_before_anything_is_measured() -> None:
