@@ -189,9 +189,11 @@ class PoolTiming:
         engines add back at the batch's actual context.
         """
         kv_s = cap.decode_step_terms(model, 0).kv_s_per_token
+        # The one-sequence step holds its KV read too: the overhead is at most what is left of it, and the floor
+        # takes the rest, so that a lone request's TTFT (floor + overhead + prefill) stays the measured one.
+        overhead = max(min(host.overhead_s, host.step_s(1) - kv_s * host.context_tokens), 0.0)
         memory = [0.0] + [
-            max(host.step_s(b) - host.overhead_s - kv_s * b * host.context_tokens, 0.0)
-            for b in range(1, max_num_seqs + 1)
+            max(host.step_s(b) - overhead - kv_s * b * host.context_tokens, 0.0) for b in range(1, max_num_seqs + 1)
         ]
         return cls(
             max_num_seqs=max_num_seqs,
@@ -200,11 +202,11 @@ class PoolTiming:
             memory_s=memory,
             compute_s=[0.0] * (max_num_seqs + 1),
             kv_s_per_token=kv_s,
-            overhead_s=host.overhead_s,
+            overhead_s=overhead,
             speculation=1.0,  # measured with the pool's own argv: speculation is in the steps
             prefill=cap.PrefillCost(host.prefill_per_token_s, host.prefill_per_pair_s),
             encoder=encoder,
-            ttft_floor_s=host.ttft_floor_s,
+            ttft_floor_s=host.ttft_floor_s + host.overhead_s - overhead,
         )
 
     def decode_seconds(self, batch: int, context: float) -> float:

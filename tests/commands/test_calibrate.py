@@ -27,8 +27,8 @@ from tokenplane.commands.calibrate import (
     calibrate,
     prompt_words,
 )
-from tokenplane.model.host_calibration import read_calibration
 from tokenplane.load import load_spec
+from tokenplane.model.host_calibration import read_calibration
 from tokenplane.spec import PlatformSpec
 
 
