@@ -272,3 +272,20 @@ def test_plan_says_which_pools_are_calibrated_and_from_which_file(calibrated: Pl
     assert f"calibrated pool small: iteration costs measured in {source}" in shown
     assert "calibrated" in next(line for line in shown.splitlines() if " small " in line)
     assert "datasheet" in next(line for line in shown.splitlines() if " medium " in line)
+
+
+def test_the_readme_shows_the_field_as_a_pool_takes_it(tmp_path: Path) -> None:
+    import yaml
+
+    from tokenplane.spec import Pool
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Calibrating a pool on the host that serves it", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
+    (shown,) = yaml.safe_load(block)["pools"]
+    assert set(shown) <= set(Pool.model_fields)
+    # The dev spec's small pool (the same model and GPU) with the file the README names, next to the spec.
+    spec = load_spec(
+        write_spec(tmp_path, sample_data(host={"gpu": "L40S", "tensor_parallel": 1}), name=shown["calibration"])
+    )
+    assert spec.pool(shown["name"]).calibration == str((tmp_path / shown["calibration"]).resolve())

@@ -38,10 +38,12 @@ CONCURRENCY = (1, 4, 8)  # streams started together for TPOT
 # Measured in the same rounds but never fitted: the calibration's own check (between the fitted points).
 HELD_OUT_WORDS = 1024
 HELD_OUT_CONCURRENCY = 6
-REPEATS = 5  # medians of this many rounds over every point (215 requests with the held-out ones)
+REPEATS = 5  # medians of this many rounds over every point (265 requests with the held-out ones)
+# Lone prompts per length and round: each is a few milliseconds on a small model, where a busy host's noise is too.
+PROMPT_SAMPLES = 3
 OUTPUT_TOKENS = 64  # tokens per TPOT stream (ignore_eos: every stream runs to this length)
 TPOT_WORDS = 16  # prompt words of a TPOT stream
-MAX_REQUESTS = 250  # a calibration never sends more than this many requests
+MAX_REQUESTS = 300  # a calibration never sends more than this many requests
 REQUEST_TIMEOUT = 120.0  # seconds for one request
 _WORD = "token "
 
@@ -216,7 +218,7 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
     contexts: list[float] = []
     for _ in range(REPEATS):
         for words, samples in prompts.items():
-            samples.append(lone_ttft(base, model, words, budget))
+            samples += [lone_ttft(base, model, words, budget) for _ in range(PROMPT_SAMPLES)]
         for streams, values in steps.items():
             step, full = wave_tpot(base, model, streams, budget)
             values.append(step)

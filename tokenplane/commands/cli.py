@@ -700,9 +700,19 @@ def calibrate(
     result.write(out)
     typer.echo(
         f"{model} on vLLM {result.vllm_version}: floor TTFT {result.floor_ttft_s * 1000:.1f} ms, "
-        f"TPOT {', '.join(f'{c}: {t * 1000:.1f} ms' for c, t in result.tpot_by_concurrency)}, "
+        f"TPOT {', '.join(f'{c}: {t * 1000:.2f} ms' for c, t in result.tpot_by_concurrency)}, "
         f"saturated {result.saturated_tokens_per_s:.0f} tokens/s ({result.requests} requests); wrote {out}"
     )
+    if result.held_out is not None:
+        from tokenplane.model.host_calibration import fit
+
+        host = fit(result)
+        (prompt, ttft), (streams, tpot) = result.held_out.ttft_by_prompt[0], result.held_out.tpot_by_concurrency[0]
+        typer.echo(
+            f"held out of the fit: TTFT at {prompt} tokens {ttft * 1000:.1f} ms measured, "
+            f"{host.lone_ttft_s(prompt) * 1000:.1f} ms fitted; TPOT at {streams} streams {tpot * 1000:.2f} ms "
+            f"measured, {host.step_s(streams) * 1000:.2f} ms fitted"
+        )
 
 
 @app.command()
