@@ -174,7 +174,6 @@ class PoolTiming:
     @classmethod
     def calibrated(
         cls,
-        model: cap.ReplicaModel,
         host: HostTiming,
         *,
         max_num_seqs: int,
@@ -185,10 +184,10 @@ class PoolTiming:
         """The iteration costs measured on the pool's host (``host_calibration``) in the engines' terms.
 
         A decode step of ``b`` sequences is the measured step at ``b`` (all of it in ``memory_s``, so
-        that ``compute_s`` never binds), less the datasheet KV read at the measured context, which the
+        that ``compute_s`` never binds), less the host's KV read at the measured context, which the
         engines add back at the batch's actual context.
         """
-        kv_s = cap.decode_step_terms(model, 0).kv_s_per_token
+        kv_s = host.kv_s_per_token
         # The one-sequence step holds its KV read too: the overhead is at most what is left of it, and the floor
         # takes the rest, so that a lone request's TTFT (floor + overhead + prefill) stays the measured one.
         overhead = max(min(host.overhead_s, host.step_s(1) - kv_s * host.context_tokens), 0.0)
@@ -224,7 +223,5 @@ def timing(spec: PlatformSpec, pool: Pool, *, kv_blocks: int | None = None) -> P
     if pool.calibration is not None:
         # The loader checked the file against the pool and made its path absolute.
         host = fit(read_calibration(Path(pool.calibration)))
-        return PoolTiming.calibrated(
-            model, host, max_num_seqs=seqs, token_budget=budget, kv_tokens=kv_tokens, encoder=encoder
-        )
+        return PoolTiming.calibrated(host, max_num_seqs=seqs, token_budget=budget, kv_tokens=kv_tokens, encoder=encoder)
     return PoolTiming.build(model, max_num_seqs=seqs, token_budget=budget, kv_tokens=kv_tokens, encoder=encoder)

@@ -46,6 +46,7 @@ async def test_calibrate_measures_every_point_within_its_request_bound(dev_spec:
     assert len(prompts) == len(PROMPT_WORDS) and prompts == sorted(prompts) and prompts[0] < prompts[-1]
     assert result.floor_ttft_s == result.ttft_by_prompt[0][1]
     assert 0 < result.requests <= MAX_REQUESTS
+    assert result.long_context is not None and result.long_context.context_tokens > result.tpot_context_tokens
     assert result.held_out is not None
     assert [c for c, _ in result.held_out.tpot_by_concurrency] == [HELD_OUT_CONCURRENCY]
     held_prompt = result.held_out.ttft_by_prompt[0][0]

@@ -92,6 +92,10 @@ def test_the_calibrated_timing_reproduces_every_measured_point(calibrated: Platf
         assert lone == pytest.approx(host.lone_ttft_s(prompt))
         assert abs(lone - ttft) <= 0.25 * ttft  # a least-squares fit through noisy points, not through each
     assert t.speculation == 1.0 and max(t.compute_s) == 0.0
+    # The long-context wave too: the KV read's growth is the host's, measured, not the datasheet's.
+    long = cal.long_context
+    assert long is not None and host.kv_s_per_token > 0
+    assert t.decode_seconds(long.streams, long.streams * long.context_tokens) == pytest.approx(long.step_s, rel=1e-9)
 
 
 def _predicted(t: PoolTiming, context: float, prompt: int, streams: int) -> tuple[float, float]:
@@ -239,6 +243,7 @@ def test_release_numbers_compare_as_releases(version: str, release: tuple[int, i
         ({"floor_ttft_s": 0}, "floor_ttft_s=0 must be above 0"),
         ({"host": {"gpu": "L40S"}}, "host must be null or"),
         ({"model": ""}, "model must be a non-empty string"),
+        ({"long_context": None}, "long_context must be {streams: N >= 1, context_tokens, step_s}"),
     ],
 )
 def test_each_malformed_field_is_named(changes: dict[str, Any], message: str) -> None:
@@ -289,3 +294,43 @@ def test_the_readme_shows_the_field_as_a_pool_takes_it(tmp_path: Path) -> None:
         write_spec(tmp_path, sample_data(host={"gpu": "L40S", "tensor_parallel": 1}), name=shown["calibration"])
     )
     assert spec.pool(shown["name"]).calibration == str((tmp_path / shown["calibration"]).resolve())
+
+
+# The simulator steps a calibrated pool by the same PoolTiming. Its TTFT P95 agrees with the planner's within
+# verify's AGREEMENT where the times are tens of milliseconds (0.5% with the sample's times tripled); at the CPU's
+# own few milliseconds class A is 1 ms apart (-13%), which the absolute bound allows.
+AGREEMENT_FLOOR_MS = 1.5
+
+
+def _agreement(spec: PlatformSpec) -> list[tuple[str, float, float]]:
+    """(what, planner, simulator) for the calibrated pool's rho and each class's TTFT P95 under ``plan --verify``."""
+    from tokenplane.sim.verify import verify
+
+    checked = verify(spec, plan(spec), only={("local", "small")})
+    (pool,) = checked.pools
+    rows = [("rho", pool.planned_rho, pool.rho)]
+    rows += [(f"class {c.name} TTFT P95 ms", c.planned_ttft_p95_ms, c.ttft_p95_ms or 0.0) for c in pool.classes]
+    return rows
+
+
+def _apart(rows: list[tuple[str, float, float]]) -> list[str]:
+    from tokenplane.sim.verify import AGREEMENT
+
+    return [
+        f"{what}: planner {ours:.3g}, simulator {theirs:.3g}"
+        for what, ours, theirs in rows
+        if abs(ours / theirs - 1) > AGREEMENT and not (what != "rho" and abs(ours - theirs) <= AGREEMENT_FLOOR_MS)
+    ]
+
+
+@pytest.mark.slow
+def test_planner_and_simulator_agree_on_a_calibrated_pool(
+    calibrated: PlatformSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not _apart(_agreement(calibrated))
+    # The check fires when the simulator prices the pool from the datasheet while the planner uses its host.
+    from tokenplane.sim import verify as verify_module
+
+    plain = load_spec(DEV_SPEC)
+    monkeypatch.setattr(verify_module, "timing", lambda _spec, pool: timing(plain, plain.pool(pool.name)))
+    assert _apart(_agreement(calibrated))

@@ -8,9 +8,12 @@ are properties of the host, its driver and the release. This measures them on th
 - TTFT against prompt length (``PROMPT_WORDS``), one request at a time;
 - TPOT against concurrency (``CONCURRENCY``): streams started together, end to end at ``OUTPUT_TOKENS`` tokens
   less at one token, over the steps between (``wave_tpot``);
+- the KV read's growth: TPOT of ``LONG_CONTEXT_STREAMS`` streams of ``LONG_CONTEXT_WORDS``-word prompts;
 - saturated throughput: generated tokens per second at the highest concurrency.
 
-Every number is a median over ``REPEATS`` and the whole run is bounded (``MAX_REQUESTS``, ``--time-limit``).
+Every point is the fastest of ``REPEATS`` rounds (a busy host, another tenant, only ever adds time; the
+engine's own cost is what a dedicated replica pays), and the whole run is bounded (``MAX_REQUESTS``,
+``--time-limit``).
 It refuses an endpoint that is not vLLM (no ``vllm:`` metrics, or the model not served) before measuring.
 Every prompt starts with its own request number, so no request finds another's blocks in vLLM's prefix
 cache: repeats of one prompt, or a short prompt that begins a longer one, would otherwise measure a
@@ -29,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenplane.model.host_calibration import Calibration, HeldOut, HostShape
+from tokenplane.model.host_calibration import Calibration, HeldOut, HostShape, LongContext
 
 # Prompt lengths measured (words; the engine's token count is recorded), capped at half the server's max_model_len.
 # Long enough that prefill stands out of a busy host's millisecond noise, where the model is small.
@@ -38,12 +41,15 @@ CONCURRENCY = (1, 4, 8)  # streams started together for TPOT
 # Measured in the same rounds but never fitted: the calibration's own check (between the fitted points).
 HELD_OUT_WORDS = 1024
 HELD_OUT_CONCURRENCY = 6
-REPEATS = 5  # medians of this many rounds over every point (265 requests with the held-out ones)
+REPEATS = 5  # rounds over every point (305 requests with the held-out ones); each point keeps its fastest
 # Lone prompts per length and round: each is a few milliseconds on a small model, where a busy host's noise is too.
 PROMPT_SAMPLES = 3
 OUTPUT_TOKENS = 64  # tokens per TPOT stream (ignore_eos: every stream runs to this length)
 TPOT_WORDS = 16  # prompt words of a TPOT stream
-MAX_REQUESTS = 300  # a calibration never sends more than this many requests
+# The KV read's growth with the context: a wave of this many streams of this many words, against the short one.
+LONG_CONTEXT_STREAMS = 4
+LONG_CONTEXT_WORDS = 2048
+MAX_REQUESTS = 350  # a calibration never sends more than this many requests
 REQUEST_TIMEOUT = 120.0  # seconds for one request
 _WORD = "token "
 
@@ -169,25 +175,34 @@ class Wave:
         return sum(s.completion_tokens for s in self.samples) / self.wall_s
 
 
-def wave(base: str, model: str, streams: int, budget: _Budget, *, output_tokens: int = OUTPUT_TOKENS) -> Wave:
-    """Start ``streams`` unique ``TPOT_WORDS``-word completions of ``output_tokens`` tokens together."""
+def wave(
+    base: str, model: str, streams: int, budget: _Budget, *, output_tokens: int = OUTPUT_TOKENS, words: int = TPOT_WORDS
+) -> Wave:
+    """Start ``streams`` unique ``words``-word completions of ``output_tokens`` tokens together."""
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=streams) as pool:
-        samples = list(pool.map(lambda _: _stream(base, model, TPOT_WORDS, output_tokens, budget), range(streams)))
+        samples = list(pool.map(lambda _: _stream(base, model, words, output_tokens, budget), range(streams)))
     return Wave(samples, time.monotonic() - start)
 
 
-def wave_tpot(base: str, model: str, streams: int, budget: _Budget) -> tuple[float, Wave]:
-    """One decode step of ``streams`` sequences: a wave's end-to-end time at ``OUTPUT_TOKENS`` tokens less the
-    same wave's at one token, over the ``OUTPUT_TOKENS - 1`` steps between.
+def wave_tpot(base: str, model: str, streams: int, budget: _Budget, *, words: int = TPOT_WORDS) -> tuple[Wave, Wave]:
+    """A wave of ``streams`` at one token and one at ``OUTPUT_TOKENS``: the second's end-to-end time less the
+    first's, over the ``OUTPUT_TOKENS - 1`` steps between, is one decode step of ``streams`` sequences (``step_s``).
 
     Not the gaps between streamed chunks: where the API server lags the engine (a busy CPU) it sends a
     stream's tokens in one burst, and the gaps measure its output loop instead of the engine's steps.
     End-to-end times include that loop too, but once in both waves, so it cancels in the difference.
     """
-    short = wave(base, model, streams, budget, output_tokens=1)
-    full = wave(base, model, streams, budget)
-    return max(full.e2e_s - short.e2e_s, 0.0) / (OUTPUT_TOKENS - 1), full
+    return wave(base, model, streams, budget, output_tokens=1, words=words), wave(
+        base, model, streams, budget, words=words
+    )
+
+
+def step_s(runs: list[tuple[Wave, Wave]]) -> float:
+    """One decode step from rounds of (one-token, full) waves: the fastest of each, since a busy host only adds."""
+    short = min(one.e2e_s for one, _ in runs)
+    full = min(whole.e2e_s for _, whole in runs)
+    return max(full - short, 0.0) / (OUTPUT_TOKENS - 1)
 
 
 def lone_ttft(base: str, model: str, words: int, budget: _Budget) -> tuple[int, float]:
@@ -212,26 +227,23 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
     budget = _Budget(deadline=time.monotonic() + time_limit)
     fitted = prompt_words(max_model_len)
     held_words = min(HELD_OUT_WORDS, max(fitted))
+    long_words = min(LONG_CONTEXT_WORDS, max(fitted))
     prompts: dict[int, list[tuple[int, float]]] = {words: [] for words in [*fitted, held_words]}
-    steps: dict[int, list[float]] = {streams: [] for streams in [*CONCURRENCY, HELD_OUT_CONCURRENCY]}
-    rates: list[float] = []
-    contexts: list[float] = []
+    waves: dict[int, list[tuple[Wave, Wave]]] = {streams: [] for streams in [*CONCURRENCY, HELD_OUT_CONCURRENCY]}
+    long: list[tuple[Wave, Wave]] = []
     for _ in range(REPEATS):
         for words, samples in prompts.items():
             samples += [lone_ttft(base, model, words, budget) for _ in range(PROMPT_SAMPLES)]
-        for streams, values in steps.items():
-            step, full = wave_tpot(base, model, streams, budget)
-            values.append(step)
-            # While its steps are timed a stream holds its prompt and, on average, half its output.
-            contexts += [s.prompt_tokens + OUTPUT_TOKENS / 2 for s in full.samples]
-            if streams == CONCURRENCY[-1]:
-                rates.append(full.tokens_per_s)
+        for streams, runs in waves.items():
+            runs.append(wave_tpot(base, model, streams, budget))
+        long.append(wave_tpot(base, model, LONG_CONTEXT_STREAMS, budget, words=long_words))
 
     def ttft(words: int) -> tuple[int, float]:
-        return prompts[words][0][0], statistics.median(t for _, t in prompts[words])
+        return prompts[words][0][0], min(t for _, t in prompts[words])
 
-    def tpot(streams: int) -> tuple[int, float]:
-        return streams, statistics.median(steps[streams])
+    def context(runs: list[tuple[Wave, Wave]]) -> float:
+        # While its steps are timed a stream holds its prompt and, on average, half its output.
+        return statistics.mean(s.prompt_tokens + OUTPUT_TOKENS / 2 for _, full in runs for s in full.samples)
 
     by_prompt = [ttft(words) for words in fitted]
     return Calibration(
@@ -240,10 +252,14 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
         vllm_version=version,
         floor_ttft_s=by_prompt[0][1],
         ttft_by_prompt=by_prompt,
-        tpot_by_concurrency=[tpot(streams) for streams in CONCURRENCY],
-        saturated_tokens_per_s=statistics.median(rates),
-        tpot_context_tokens=statistics.mean(contexts),
+        tpot_by_concurrency=[(streams, step_s(waves[streams])) for streams in CONCURRENCY],
+        saturated_tokens_per_s=max(full.tokens_per_s for _, full in waves[CONCURRENCY[-1]]),
+        tpot_context_tokens=context([run for runs in waves.values() for run in runs]),
+        long_context=LongContext(LONG_CONTEXT_STREAMS, context(long), step_s(long)),
         requests=budget.requests,
         host=host,
-        held_out=HeldOut(ttft_by_prompt=[ttft(held_words)], tpot_by_concurrency=[tpot(HELD_OUT_CONCURRENCY)]),
+        held_out=HeldOut(
+            ttft_by_prompt=[ttft(held_words)],
+            tpot_by_concurrency=[(HELD_OUT_CONCURRENCY, step_s(waves[HELD_OUT_CONCURRENCY]))],
+        ),
     )

@@ -706,12 +706,13 @@ def calibrate(
     if result.held_out is not None:
         from tokenplane.model.host_calibration import fit
 
-        host = fit(result)
+        fitted = fit(result)
         (prompt, ttft), (streams, tpot) = result.held_out.ttft_by_prompt[0], result.held_out.tpot_by_concurrency[0]
         typer.echo(
             f"held out of the fit: TTFT at {prompt} tokens {ttft * 1000:.1f} ms measured, "
-            f"{host.lone_ttft_s(prompt) * 1000:.1f} ms fitted; TPOT at {streams} streams {tpot * 1000:.2f} ms "
-            f"measured, {host.step_s(streams) * 1000:.2f} ms fitted"
+            f"{fitted.lone_ttft_s(prompt) * 1000:.1f} ms fitted; TPOT at {streams} streams {tpot * 1000:.2f} ms "
+            f"measured, {fitted.step_s(streams) * 1000:.2f} ms fitted; KV read {fitted.kv_s_per_token * 1e9:.2f} "
+            "ns per token held"
         )
 
 

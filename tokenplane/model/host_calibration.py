@@ -14,10 +14,12 @@ How the measurements become the timing's terms (``fit``):
   (the one-token prompt included), so a prompt between them is interpolated and a longer one follows
   the fitted quadratic.
 - **The decode step against the batch.** TPOT at ``c`` streams started together is one decode step of
-  ``c`` sequences at the measured context. Between measured concurrencies it is interpolated linearly,
-  below the first it is the first, beyond the last the last segment's slope goes on (never falling).
-  The KV read that grows with the context keeps the datasheet's rate (the calibration measures one
-  short context), counted from the context it was measured at.
+  ``c`` sequences at the measured (short) context. Between measured concurrencies it is interpolated
+  linearly, below the first it is the first, beyond the last the last segment's slope goes on (never
+  falling).
+- **The KV read against the context.** One more wave at long prompts (``long_context``) gives what a KV
+  token held by the batch adds to a step, the step's growth over the short wave's at the same batch;
+  the engines add it for the context beyond the one the steps were measured at.
 - **The iteration overhead** is the one-sequence decode step (at most ``A``), which is what an
   iteration with one short sequence costs; the floor is ``A`` less it. Only an iteration that prefills
   with nothing decoding sees the split; a lone request's TTFT is ``A`` either way.
@@ -56,6 +58,15 @@ class HostShape:
     tensor_parallel: int = 1
 
 
+@dataclass(frozen=True)
+class LongContext:
+    """One decode step of ``streams`` sequences holding ``context_tokens`` each: the KV read's growth with context."""
+
+    streams: int
+    context_tokens: float
+    step_s: float
+
+
 @dataclass
 class HeldOut:
     """Points measured in the same rounds as the fitted ones but left out of the fit: the calibration's own check."""
@@ -76,6 +87,7 @@ class Calibration:
     tpot_by_concurrency: list[tuple[int, float]] = field(default_factory=list)  # (streams, TPOT s)
     saturated_tokens_per_s: float = 0.0
     tpot_context_tokens: float = 0.0  # mean KV tokens a stream held while its TPOT was measured
+    long_context: LongContext | None = None
     requests: int = 0
     host: HostShape | None = None
     held_out: HeldOut | None = None
@@ -147,6 +159,19 @@ def parse_calibration(data: Any) -> Calibration:
         ):
             raise CalibrationFileError(f"host must be null or {{gpu: NAME, tensor_parallel: N >= 1}}, got {host!r}")
         shape = HostShape(host["gpu"], host["tensor_parallel"])
+    long = data.get("long_context")
+    if (
+        not isinstance(long, dict)
+        or not isinstance(long.get("streams"), int)
+        or isinstance(long.get("streams"), bool)
+        or long["streams"] < 1
+    ):
+        raise CalibrationFileError(f"long_context must be {{streams: N >= 1, context_tokens, step_s}}, got {long!r}")
+    long_context = LongContext(
+        long["streams"],
+        _number(long, "context_tokens", minimum=0.0),
+        _number(long, "step_s", minimum=0.0),
+    )
     held = data.get("held_out")
     held_out = None
     if held is not None:
@@ -166,6 +191,7 @@ def parse_calibration(data: Any) -> Calibration:
         tpot_by_concurrency=_pairs(data, "tpot_by_concurrency", first_min=1),
         saturated_tokens_per_s=_number(data, "saturated_tokens_per_s", minimum=0.0),
         tpot_context_tokens=_number(data, "tpot_context_tokens", minimum=0.0, inclusive=True),
+        long_context=long_context,
         requests=int(requests) if isinstance(requests, int) else 0,
         host=shape,
         held_out=held_out,
@@ -222,6 +248,7 @@ class HostTiming:
     prefill_per_pair_s: float
     steps: tuple[tuple[int, float], ...]  # (batch, decode step s) at the measured context
     context_tokens: float  # per sequence, where ``steps`` were measured
+    kv_s_per_token: float  # what one more KV token held by the batch adds to a step
 
     def step_s(self, batch: float) -> float:
         """One decode step of ``batch`` sequences at the measured context."""
@@ -271,6 +298,11 @@ def fit(cal: Calibration) -> HostTiming:
     fixed, per_token, per_pair = _nnls3(rows, [t for _, t in cal.ttft_by_prompt])
     steps = tuple(cal.tpot_by_concurrency)
     overhead = min(steps[0][1], fixed)
+    kv = 0.0
+    long = cal.long_context
+    if long is not None and long.context_tokens > cal.tpot_context_tokens:
+        short = HostTiming(0.0, 0.0, 0.0, 0.0, steps, cal.tpot_context_tokens, 0.0).step_s(long.streams)
+        kv = max(long.step_s - short, 0.0) / (long.streams * (long.context_tokens - cal.tpot_context_tokens))
     return HostTiming(
         ttft_floor_s=fixed - overhead,
         overhead_s=overhead,
@@ -278,6 +310,7 @@ def fit(cal: Calibration) -> HostTiming:
         prefill_per_pair_s=per_pair,
         steps=steps,
         context_tokens=cal.tpot_context_tokens,
+        kv_s_per_token=kv,
     )
 
 
