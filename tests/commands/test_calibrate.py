@@ -24,12 +24,26 @@ from tokenplane.commands.calibrate import (
     MAX_REQUESTS,
     PROMPT_WORDS,
     CalibrationError,
+    Sample,
+    Wave,
     calibrate,
     prompt_words,
 )
 from tokenplane.load import load_spec
 from tokenplane.model.host_calibration import read_calibration
 from tokenplane.spec import PlatformSpec
+
+# The simulated engine at 20x its modelled time: a decode step is about a millisecond of wall time, so the
+# end-to-end differences calibrate measures stand above the HTTP round trips' noise (at infinite speed they
+# are only noise, and a step can come out zero, which calibrate refuses).
+SPEED = 20.0
+
+
+@pytest.fixture(autouse=True)
+def one_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One round of every point, one lone prompt each: the mechanism, in a couple of seconds."""
+    monkeypatch.setattr(calibrate_module, "REPEATS", 1)
+    monkeypatch.setattr(calibrate_module, "PROMPT_SAMPLES", 1)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +52,7 @@ def dev_spec() -> PlatformSpec:
 
 
 async def test_calibrate_measures_every_point_within_its_request_bound(dev_spec: PlatformSpec, tmp_path: Path) -> None:
-    async with running(small(dev_spec)) as engine:
+    async with running(small(dev_spec, speed=SPEED)) as engine:
         url = str(engine.http.base_url)
         result = await asyncio.to_thread(calibrate, url, "small-chat-v1", time_limit=120)
     assert [c for c, _ in result.tpot_by_concurrency] == list(CONCURRENCY)
@@ -57,13 +71,14 @@ async def test_calibrate_measures_every_point_within_its_request_bound(dev_spec:
 
 
 async def _prefix_hits(dev_spec: PlatformSpec) -> float:
-    async with running(small(dev_spec)) as engine:
+    async with running(small(dev_spec, speed=SPEED)) as engine:
         url = str(engine.http.base_url)
         await asyncio.to_thread(calibrate, url, "small-chat-v1", time_limit=120)
         metrics = (await engine.http.get("/metrics")).text
     return sample(metrics, "vllm:prefix_cache_hits_total", model_name="small-chat-v1")
 
 
+@pytest.mark.slow  # two calibrations: about 3 s on a loaded machine
 async def test_no_request_of_a_calibration_is_served_from_the_prefix_cache(
     dev_spec: PlatformSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -88,6 +103,16 @@ async def test_an_endpoint_that_is_not_vllm_is_refused_before_anything_is_measur
 
 
 async def test_a_model_the_server_does_not_serve_is_refused(dev_spec: PlatformSpec) -> None:
-    async with running(small(dev_spec)) as engine:
+    async with running(small(dev_spec, speed=SPEED)) as engine:
         with pytest.raises(CalibrationError, match=r"does not serve --model nope; it serves .*small-chat-v1"):
             await asyncio.to_thread(calibrate, str(engine.http.base_url), "nope")
+
+
+def test_a_step_measured_as_zero_is_refused_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where the one-token waves take as long as the full ones, the host's noise is all that was measured.
+    flat = Wave([Sample(0.01, 0.05, 20, 64)], wall_s=0.05)
+    monkeypatch.setattr(calibrate_module, "check_vllm", lambda _base, _model: ("0.32.0", 16384))
+    monkeypatch.setattr(calibrate_module, "lone_ttft", lambda _b, _m, words, _budget: (words + 1, 0.01))
+    monkeypatch.setattr(calibrate_module, "wave_tpot", lambda *_args, **_kw: (flat, flat))
+    with pytest.raises(CalibrationError, match="a decode step measured as zero"):
+        calibrate("http://127.0.0.1:9", "small-chat-v1")

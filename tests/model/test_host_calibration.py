@@ -34,9 +34,10 @@ from tokenplane.pool_model import PoolTiming, timing
 from tokenplane.spec import PlatformSpec
 
 SAMPLE = REPO_ROOT / "tests" / "data" / "calibration" / "cpu-small-chat-v1.json"
-# Held-out points against the planner's prediction: the sample was measured on a shared, loaded 2-core machine,
-# where repeated calibrations moved the held-out errors by -18% to +34% (TTFT at 1,025 tokens, TPOT at 6 streams).
-HELD_OUT_TOLERANCE = 0.5
+# The planner's prediction for the sample's held-out points (measured in the same rounds, never fitted): +2.5% on
+# TTFT at 1,026 tokens, +2.2% on TPOT at 6 streams. The sample is fixed, so the bound is tight; the live engine tier
+# allows for a loaded machine's spread (tests/engine/test_calibrate.py).
+HELD_OUT_TOLERANCE = 0.10
 _ANCHOR = "    instance_type: g6e.xlarge\n"  # the dev spec's small pool (pools[0]) ends its one-line fields here
 
 

@@ -246,20 +246,28 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
         return statistics.mean(s.prompt_tokens + OUTPUT_TOKENS / 2 for _, full in runs for s in full.samples)
 
     by_prompt = [ttft(words) for words in fitted]
+    steps = {streams: step_s(runs) for streams, runs in waves.items()}
+    long_step = step_s(long)
+    if min(*steps.values(), long_step) <= 0:
+        # The one-token waves took as long as the full ones: what varied was the host, not the engine's steps.
+        raise CalibrationError(
+            f"a decode step measured as zero (steps {steps}, long context {long_step}); the endpoint's timing is "
+            "dominated by something else than its engine; calibrate a replica that serves nothing else"
+        )
     return Calibration(
         model=model,
         url=base,
         vllm_version=version,
         floor_ttft_s=by_prompt[0][1],
         ttft_by_prompt=by_prompt,
-        tpot_by_concurrency=[(streams, step_s(waves[streams])) for streams in CONCURRENCY],
+        tpot_by_concurrency=[(streams, steps[streams]) for streams in CONCURRENCY],
         saturated_tokens_per_s=max(full.tokens_per_s for _, full in waves[CONCURRENCY[-1]]),
         tpot_context_tokens=context([run for runs in waves.values() for run in runs]),
-        long_context=LongContext(LONG_CONTEXT_STREAMS, context(long), step_s(long)),
+        long_context=LongContext(LONG_CONTEXT_STREAMS, context(long), long_step),
         requests=budget.requests,
         host=host,
         held_out=HeldOut(
             ttft_by_prompt=[ttft(held_words)],
-            tpot_by_concurrency=[(HELD_OUT_CONCURRENCY, step_s(waves[HELD_OUT_CONCURRENCY]))],
+            tpot_by_concurrency=[(HELD_OUT_CONCURRENCY, steps[HELD_OUT_CONCURRENCY])],
         ),
     )
