@@ -141,7 +141,7 @@ def _calibration_issues(
         loc: Loc = ("pools", index, "calibration")
         path = Path(pool.calibration).expanduser()
         resolved = path if path.is_absolute() else (base_dir / path)
-        where = f"calibration={pool.calibration}" + ("" if path.is_absolute() else f" (in {base_dir})")
+        where = f"calibration={pool.calibration}" + ("" if path.is_absolute() else f" (in {base_dir.resolve()})")
         try:
             cal = read_calibration(resolved)
         except CalibrationFileError as e:

@@ -188,9 +188,11 @@ class PoolTiming:
         engines add back at the batch's actual context.
         """
         kv_s = host.kv_s_per_token
-        # The one-sequence step holds its KV read too: the overhead is at most what is left of it, and the floor
-        # takes the rest, so that a lone request's TTFT (floor + overhead + prefill) stays the measured one.
-        overhead = max(min(host.overhead_s, host.step_s(1) - kv_s * host.context_tokens), 0.0)
+        # Every step holds its KV read too: the overhead is at most what is left of the smallest (a noisy host can
+        # measure a larger batch's step below a smaller one's), and the floor takes the rest, so that a lone
+        # request's TTFT (floor + overhead + prefill) stays the fitted one and no step is clipped.
+        least = min(host.step_s(b) - kv_s * b * host.context_tokens for b in range(1, max_num_seqs + 1))
+        overhead = max(min(host.overhead_s, least), 0.0)
         memory = [0.0] + [
             max(host.step_s(b) - overhead - kv_s * b * host.context_tokens, 0.0) for b in range(1, max_num_seqs + 1)
         ]

@@ -99,6 +99,22 @@ def test_the_calibrated_timing_reproduces_every_measured_point(calibrated: Platf
     assert t.decode_seconds(long.streams, long.streams * long.context_tokens) == pytest.approx(long.step_s, rel=1e-9)
 
 
+def test_a_noisy_host_whose_larger_batch_measured_faster_is_not_clipped(tmp_path: Path) -> None:
+    # Measured on the CPU engine at load average 12: the step fell with the batch, and the long-context wave
+    # gave a KV read of 2.2 us per token. No measured step may be clipped to make room for the KV read.
+    noisy = sample_data(
+        tpot_by_concurrency=[[1, 0.00228], [4, 0.00183], [8, 0.00122]],
+        long_context={"streams": 4, "context_tokens": 2084.0, "step_s": 0.0194},
+    )
+    spec = load_spec(write_spec(tmp_path, noisy))
+    t = timing(spec, spec.pool("small"))
+    context = noisy["tpot_context_tokens"]
+    for streams, tpot in noisy["tpot_by_concurrency"]:
+        assert t.decode_seconds(streams, streams * context) == pytest.approx(tpot, rel=1e-9)
+    host = fit(read_calibration(tmp_path / "cal.json"))
+    assert t.ttft_floor_s + t.overhead_s == pytest.approx(host.ttft_floor_s + host.overhead_s)
+
+
 def _predicted(t: PoolTiming, context: float, prompt: int, streams: int) -> tuple[float, float]:
     """(TTFT of a lone ``prompt``-token request, TPOT of ``streams`` sequences) as the planner prices them."""
     ttft = t.ttft_floor_s + t.overhead_s + t.prefill.seconds(prompt)

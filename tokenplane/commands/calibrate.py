@@ -232,8 +232,9 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
     waves: dict[int, list[tuple[Wave, Wave]]] = {streams: [] for streams in [*CONCURRENCY, HELD_OUT_CONCURRENCY]}
     long: list[tuple[Wave, Wave]] = []
     for _ in range(REPEATS):
-        for words, samples in prompts.items():
-            samples += [lone_ttft(base, model, words, budget) for _ in range(PROMPT_SAMPLES)]
+        for _ in range(PROMPT_SAMPLES):  # lengths in turn, so that a busy spell does not take one length's samples
+            for words, samples in prompts.items():
+                samples.append(lone_ttft(base, model, words, budget))
         for streams, runs in waves.items():
             runs.append(wave_tpot(base, model, streams, budget))
         long.append(wave_tpot(base, model, LONG_CONTEXT_STREAMS, budget, words=long_words))
