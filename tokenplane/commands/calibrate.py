@@ -44,6 +44,7 @@ HELD_OUT_CONCURRENCY = 6
 REPEATS = 5  # rounds over every point (305 requests with the held-out ones); each point keeps its fastest
 # Lone prompts per length and round: each is a few milliseconds on a small model, where a busy host's noise is too.
 PROMPT_SAMPLES = 3
+SETTLE_MAX_S = 0.25  # the most a lone prompt waits for the previous one's aftermath
 OUTPUT_TOKENS = 64  # tokens per TPOT stream (ignore_eos: every stream runs to this length)
 TPOT_WORDS = 16  # prompt words of a TPOT stream
 # The KV read's growth with the context: a wave of this many streams of this many words, against the short one.
@@ -235,6 +236,9 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
         for _ in range(PROMPT_SAMPLES):  # lengths in turn, so that a busy spell does not take one length's samples
             for words, samples in prompts.items():
                 samples.append(lone_ttft(base, model, words, budget))
+                # A lone request finds the server idle: what it does after a response (freeing and caching the
+                # prompt's blocks, detokenizing) is not the next request's, so wait as long as this one took.
+                time.sleep(min(samples[-1][1], SETTLE_MAX_S))
         for streams, runs in waves.items():
             runs.append(wave_tpot(base, model, streams, budget))
         long.append(wave_tpot(base, model, LONG_CONTEXT_STREAMS, budget, words=long_words))
