@@ -23,8 +23,9 @@ How the measurements become the timing's terms (``fit``):
 - **The iteration overhead** is the one-sequence decode step (at most ``A``), which is what an
   iteration with one short sequence costs; the floor is ``A`` less it. Only an iteration that prefills
   with nothing decoding sees the split; a lone request's TTFT is ``A`` either way.
-- **Saturated throughput** is not an input: it is what the pool model predicts from the terms above
-  at the highest concurrency, and ``plan`` and the engine tier compare the two.
+- **Saturated throughput** is recorded, not an input: the pool model derives a replica's throughput from
+  the steps above (``pool_model.PoolTiming.calibrated`` also keeps the overhead under every step less its
+  KV read, so that no measured step is clipped).
 
 Speculative decoding is measured, not modelled, on a calibrated pool (its factor is 1): calibrate the
 replica with the pool's own argv.
