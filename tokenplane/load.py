@@ -28,6 +28,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from tokenplane.errors import Issue, SpecLoadError
+from tokenplane.model.host_calibration import CalibrationFileError, mismatches, read_calibration
 from tokenplane.spec import PlatformSpec
 from tokenplane.spec_rules import SpecRuleViolations, check, format_loc
 
@@ -76,13 +77,14 @@ def load_spec(path: str | Path) -> PlatformSpec:
         ) from e
     except (OSError, UnicodeDecodeError) as e:
         raise SpecLoadError([Issue("", f"cannot read: {e}", str(path))]) from e
-    return load_spec_text(text, filename=str(path))
+    return load_spec_text(text, filename=str(path), base_dir=path.parent)
 
 
-def load_spec_text(text: str, *, filename: str = "<spec>") -> PlatformSpec:
-    """Validate spec text; ``filename`` is only used in messages."""
+def load_spec_text(text: str, *, filename: str = "<spec>", base_dir: Path | None = None) -> PlatformSpec:
+    """Validate spec text; ``filename`` is used in messages, ``base_dir`` (default: the current folder)
+    is what the spec's relative paths (``pools[].calibration``) are relative to."""
     data, positions = _parse(text, filename)
-    return _validated(data, positions, filename)
+    return _validated(data, positions, filename, base_dir)
 
 
 def validate_spec(data: Any) -> PlatformSpec:
@@ -98,7 +100,7 @@ def validate_spec(data: Any) -> PlatformSpec:
     return _validated(data, {}, "<spec>")
 
 
-def _validated(data: Any, positions: dict[Loc, Position], filename: str) -> PlatformSpec:
+def _validated(data: Any, positions: dict[Loc, Position], filename: str, base_dir: Path | None = None) -> PlatformSpec:
     try:
         spec = PlatformSpec.model_validate(data)
         out_of_range = [
@@ -108,6 +110,9 @@ def _validated(data: Any, positions: dict[Loc, Position], filename: str) -> Plat
         if out_of_range:
             raise SpecLoadError(out_of_range)
         check(spec)
+        calibrations = _calibration_issues(spec, base_dir or Path.cwd(), positions, filename)
+        if calibrations:
+            raise SpecLoadError(calibrations)
     except ValidationError as e:
         raise SpecLoadError(_issues(e, positions, filename)) from e
     except SpecRuleViolations as e:
@@ -122,6 +127,30 @@ def _validated(data: Any, positions: dict[Loc, Position], filename: str) -> Plat
         # past the field types; name the numbers that could have done it rather than crash.
         raise SpecLoadError(_overflow_issues(data, positions, filename, e)) from e
     return spec
+
+
+def _calibration_issues(
+    spec: PlatformSpec, base_dir: Path, positions: dict[Loc, Position], filename: str
+) -> list[Issue]:
+    """Read each pool's calibration file, check it is of the pool's model, release and host, and make its path
+    absolute (so that the spec, passed on or copied, still finds it wherever the command runs)."""
+    issues: list[Issue] = []
+    for index, pool in enumerate(spec.pools):
+        if pool.calibration is None:
+            continue
+        loc: Loc = ("pools", index, "calibration")
+        path = Path(pool.calibration).expanduser()
+        resolved = path if path.is_absolute() else (base_dir / path)
+        where = f"calibration={pool.calibration}" + ("" if path.is_absolute() else f" (in {base_dir.resolve()})")
+        try:
+            cal = read_calibration(resolved)
+        except CalibrationFileError as e:
+            issues.append(Issue(format_loc(loc), f"{where}: {e}", filename, *_locate(loc, positions)))
+            continue
+        for problem in mismatches(spec, pool, cal, where):
+            issues.append(Issue(format_loc(loc), problem, filename, *_locate(loc, positions)))
+        pool.calibration = str(resolved.resolve())
+    return issues
 
 
 # libyaml's parser is several times faster than the pure-Python one; positions are the same.

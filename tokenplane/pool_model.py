@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from tokenplane.catalog import GPUS, InstanceType, default_instance, instance_type
 from tokenplane.model import capacity as cap
+from tokenplane.model.host_calibration import HostTiming, fit, read_calibration
 from tokenplane.model.sizing import PINNED_VLLM
 from tokenplane.model.vllm_memory import overheads_for_version
 from tokenplane.spec import PlatformSpec, Pool, SpeculativeMethod
@@ -169,6 +171,45 @@ class PoolTiming:
             ttft_floor_s=model.efficiency.ttft_floor_s,
         )
 
+    @classmethod
+    def calibrated(
+        cls,
+        host: HostTiming,
+        *,
+        max_num_seqs: int,
+        token_budget: int,
+        kv_tokens: float,
+        encoder: bool = False,
+    ) -> PoolTiming:
+        """The iteration costs measured on the pool's host (``host_calibration``) in the engines' terms.
+
+        A decode step of ``b`` sequences is the measured step at ``b`` (all of it in ``memory_s``, so
+        that ``compute_s`` never binds), less the host's KV read at the measured context, which the
+        engines add back at the batch's actual context.
+        """
+        kv_s = host.kv_s_per_token
+        # Every step holds its KV read too: the overhead is at most what is left of the smallest (a noisy host can
+        # measure a larger batch's step below a smaller one's), and the floor takes the rest, so that a lone
+        # request's TTFT (floor + overhead + prefill) stays the fitted one and no step is clipped.
+        least = min(host.step_s(b) - kv_s * b * host.context_tokens for b in range(1, max_num_seqs + 1))
+        overhead = max(min(host.overhead_s, least), 0.0)
+        memory = [0.0] + [
+            max(host.step_s(b) - overhead - kv_s * b * host.context_tokens, 0.0) for b in range(1, max_num_seqs + 1)
+        ]
+        return cls(
+            max_num_seqs=max_num_seqs,
+            token_budget=token_budget,
+            kv_tokens=kv_tokens,
+            memory_s=memory,
+            compute_s=[0.0] * (max_num_seqs + 1),
+            kv_s_per_token=kv_s,
+            overhead_s=overhead,
+            speculation=1.0,  # measured with the pool's own argv: speculation is in the steps
+            prefill=cap.PrefillCost(host.prefill_per_token_s, host.prefill_per_pair_s),
+            encoder=encoder,
+            ttft_floor_s=host.ttft_floor_s + host.overhead_s - overhead,
+        )
+
     def decode_seconds(self, batch: int, context: float) -> float:
         step = max(self.memory_s[batch] + self.kv_s_per_token * context, self.compute_s[batch]) + self.overhead_s
         return step * self.speculation
@@ -178,10 +219,11 @@ def timing(spec: PlatformSpec, pool: Pool, *, kv_blocks: int | None = None) -> P
     """The pool's iteration costs; ``kv_blocks`` overrides the KV cache vLLM's accounting gives a replica."""
     encoder = spec.model(pool.model).resolved_architecture().kind is ModelKind.ENCODER
     blocks = memory(spec, pool).kv_blocks if kv_blocks is None else kv_blocks
-    return PoolTiming.build(
-        replica_model(spec, pool),
-        max_num_seqs=pool.engine.max_num_seqs,
-        token_budget=pool.engine.max_num_batched_tokens,
-        kv_tokens=math.inf if encoder else float(blocks * cap.BLOCK_SIZE),
-        encoder=encoder,
-    )
+    seqs, budget = pool.engine.max_num_seqs, pool.engine.max_num_batched_tokens
+    kv_tokens = math.inf if encoder else float(blocks * cap.BLOCK_SIZE)
+    model = replica_model(spec, pool)
+    if pool.calibration is not None:
+        # The loader checked the file against the pool and made its path absolute.
+        host = fit(read_calibration(Path(pool.calibration)))
+        return PoolTiming.calibrated(host, max_num_seqs=seqs, token_budget=budget, kv_tokens=kv_tokens, encoder=encoder)
+    return PoolTiming.build(model, max_num_seqs=seqs, token_budget=budget, kv_tokens=kv_tokens, encoder=encoder)

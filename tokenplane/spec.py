@@ -496,6 +496,13 @@ class Pool(Model):
     critical: bool = False
     engine: EngineArgs = Field(default_factory=EngineArgs)
     autoscaling: Autoscaling = Field(default_factory=Autoscaling)
+    calibration: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A calibration file (`tokenplane calibrate URL --model NAME --out FILE`) measured on this pool's "
+        "host, model and vLLM release, relative to the spec file; the planner and simulator then price the pool's "
+        "iterations from it instead of the datasheet constants",
+    )
 
     @field_validator("gpu")
     @classmethod

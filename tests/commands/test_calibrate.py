@@ -16,10 +16,34 @@ from starlette.routing import Route
 
 from tests.conftest import DEV_SPEC
 from tests.serving.conftest import serve
-from tests.serving.engine.test_engine_api import running, small
-from tokenplane.commands.calibrate import CONCURRENCY, MAX_REQUESTS, PROMPT_WORDS, CalibrationError, calibrate
+from tests.serving.engine.test_engine_api import running, sample, small
+from tokenplane.commands import calibrate as calibrate_module
+from tokenplane.commands.calibrate import (
+    CONCURRENCY,
+    HELD_OUT_CONCURRENCY,
+    MAX_REQUESTS,
+    PROMPT_WORDS,
+    CalibrationError,
+    Sample,
+    Wave,
+    calibrate,
+    prompt_words,
+)
 from tokenplane.load import load_spec
+from tokenplane.model.host_calibration import read_calibration
 from tokenplane.spec import PlatformSpec
+
+# The simulated engine at 20x its modelled time: a decode step is about a millisecond of wall time, so the
+# end-to-end differences calibrate measures stand above the HTTP round trips' noise (at infinite speed they
+# are only noise, and a step can come out zero, which calibrate refuses).
+SPEED = 20.0
+
+
+@pytest.fixture(autouse=True)
+def one_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One round of every point, one lone prompt each: the mechanism, in a couple of seconds."""
+    monkeypatch.setattr(calibrate_module, "REPEATS", 1)
+    monkeypatch.setattr(calibrate_module, "PROMPT_SAMPLES", 1)
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +52,7 @@ def dev_spec() -> PlatformSpec:
 
 
 async def test_calibrate_measures_every_point_within_its_request_bound(dev_spec: PlatformSpec, tmp_path: Path) -> None:
-    async with running(small(dev_spec)) as engine:
+    async with running(small(dev_spec, speed=SPEED)) as engine:
         url = str(engine.http.base_url)
         result = await asyncio.to_thread(calibrate, url, "small-chat-v1", time_limit=120)
     assert [c for c, _ in result.tpot_by_concurrency] == list(CONCURRENCY)
@@ -36,8 +60,39 @@ async def test_calibrate_measures_every_point_within_its_request_bound(dev_spec:
     assert len(prompts) == len(PROMPT_WORDS) and prompts == sorted(prompts) and prompts[0] < prompts[-1]
     assert result.floor_ttft_s == result.ttft_by_prompt[0][1]
     assert 0 < result.requests <= MAX_REQUESTS
+    assert result.long_context is not None and result.long_context.context_tokens > result.tpot_context_tokens
+    assert result.held_out is not None
+    assert [c for c, _ in result.held_out.tpot_by_concurrency] == [HELD_OUT_CONCURRENCY]
+    held_prompt = result.held_out.ttft_by_prompt[0][0]
+    assert prompts[1] < held_prompt < prompts[2]  # between fitted points, never one of them
     result.write(tmp_path / "c.json")
     assert json.loads((tmp_path / "c.json").read_text())["model"] == "small-chat-v1"
+    assert read_calibration(tmp_path / "c.json") == result  # what is written reads back as it was
+
+
+async def _prefix_hits(dev_spec: PlatformSpec) -> float:
+    async with running(small(dev_spec, speed=SPEED)) as engine:
+        url = str(engine.http.base_url)
+        await asyncio.to_thread(calibrate, url, "small-chat-v1", time_limit=120)
+        metrics = (await engine.http.get("/metrics")).text
+    return sample(metrics, "vllm:prefix_cache_hits_total", model_name="small-chat-v1")
+
+
+@pytest.mark.slow  # two calibrations: about 3 s on a loaded machine
+async def test_no_request_of_a_calibration_is_served_from_the_prefix_cache(
+    dev_spec: PlatformSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Repeats of one prompt, or a short prompt that begins a longer one, would time a cached prefill.
+    assert await _prefix_hits(dev_spec) == 0
+    # The check fires with the old prompts (the same words for every request of a length) put back.
+    monkeypatch.setattr(calibrate_module, "unique_prompt", lambda _number, words: "token " * words)
+    assert await _prefix_hits(dev_spec) > 0
+
+
+def test_prompts_are_capped_to_what_the_server_accepts() -> None:
+    assert prompt_words(None) == sorted(PROMPT_WORDS)
+    assert prompt_words(16384) == sorted(PROMPT_WORDS)
+    assert max(prompt_words(2048)) == 1024 and len(prompt_words(2048)) == len(PROMPT_WORDS) - 1
 
 
 async def test_an_endpoint_that_is_not_vllm_is_refused_before_anything_is_measured() -> None:
@@ -48,6 +103,16 @@ async def test_an_endpoint_that_is_not_vllm_is_refused_before_anything_is_measur
 
 
 async def test_a_model_the_server_does_not_serve_is_refused(dev_spec: PlatformSpec) -> None:
-    async with running(small(dev_spec)) as engine:
+    async with running(small(dev_spec, speed=SPEED)) as engine:
         with pytest.raises(CalibrationError, match=r"does not serve --model nope; it serves .*small-chat-v1"):
             await asyncio.to_thread(calibrate, str(engine.http.base_url), "nope")
+
+
+def test_a_step_measured_as_zero_is_refused_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where the one-token waves take as long as the full ones, the host's noise is all that was measured.
+    flat = Wave([Sample(0.01, 0.05, 20, 64)], wall_s=0.05)
+    monkeypatch.setattr(calibrate_module, "check_vllm", lambda _base, _model: ("0.32.0", 16384))
+    monkeypatch.setattr(calibrate_module, "lone_ttft", lambda _b, _m, words, _budget: (words + 1, 0.01))
+    monkeypatch.setattr(calibrate_module, "wave_tpot", lambda *_args, **_kw: (flat, flat))
+    with pytest.raises(CalibrationError, match="a decode step measured as zero"):
+        calibrate("http://127.0.0.1:9", "small-chat-v1")

@@ -1,4 +1,8 @@
-"""``tokenplane calibrate`` against the real engine: the numbers are this CPU's, the mechanism a GPU replica's."""
+"""``tokenplane calibrate`` against the real engine: the numbers are this CPU's, the mechanism a GPU replica's.
+
+One calibration (the command a user runs, about 265 requests: seconds on a quiet machine) serves both tests:
+the file it writes, and the planner's prediction for a pool that names it against the engine it measured.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +11,30 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
-from tokenplane.commands.calibrate import CONCURRENCY, MAX_REQUESTS
+from tests.model.test_host_calibration import held_out_errors, write_spec
+from tokenplane.commands.calibrate import CONCURRENCY, HELD_OUT_CONCURRENCY, MAX_REQUESTS
 from tokenplane.dev.real_engine import RealEngine
+from tokenplane.load import load_spec
+from tokenplane.model.host_calibration import read_calibration
+from tokenplane.model.planner import plan
 
 TOKENPLANE = Path(sys.executable).parent / "tokenplane"
+# The planner's prediction for the held-out points against the live engine, as a ratio either way. They are measured
+# in the same rounds as the fitted ones (calibrate interleaves them and keeps each point's fastest round). On a
+# shared 2-core machine at load average 8-20: TTFT -10% and -14%, TPOT +11% and -19% (the two runs of the final
+# code); before a lone prompt waited out the previous one's aftermath, TTFT went down to -51%; within 2% on a quiet
+# spell. The bound is for such a machine; the datasheet misses by 17-19 times (+1,700%), so it still fails a
+# planner that ignores the calibration. The tight check (10%) is the fast tier's, on the committed sample.
+ENGINE_FACTOR = 3.0
 
 
-def test_calibrate_measures_the_real_engine_and_writes_the_file(
-    small_engine: RealEngine, engine_version: str, tmp_path: Path
-) -> None:
-    out = tmp_path / "cpu.json"
+@pytest.fixture(scope="module")
+def calibration(small_engine: RealEngine, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The calibration file ``tokenplane calibrate`` writes for the real engine, and what the command printed."""
+    out = tmp_path_factory.mktemp("calibration") / "cpu.json"
     done = subprocess.run(
         [str(TOKENPLANE), "calibrate", small_engine.base_url, "--model", "small-chat-v1", "--out", str(out)],
         cwd=ROOT,
@@ -27,10 +44,35 @@ def test_calibrate_measures_the_real_engine_and_writes_the_file(
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    return out, done.stdout
+
+
+def test_calibrate_measures_the_real_engine_and_writes_the_file(
+    calibration: tuple[Path, str], engine_version: str
+) -> None:
+    out, printed = calibration
     result = json.loads(out.read_text())
     assert result["vllm_version"].startswith(engine_version)
     prompts = [tokens for tokens, _ in result["ttft_by_prompt"]]
-    assert prompts == sorted(prompts) and prompts[-1] > 500  # the engine's own token counts of 1,024 words
+    assert prompts == sorted(prompts) and prompts[-1] > 2000  # the engine's own token counts of 4,096 words
     assert [c for c, _ in result["tpot_by_concurrency"]] == list(CONCURRENCY)
+    assert [c for c, _ in result["held_out"]["tpot_by_concurrency"]] == [HELD_OUT_CONCURRENCY]
     assert 0 < result["requests"] <= MAX_REQUESTS
-    print(done.stdout)  # the CPU's numbers, for the tier's log
+    print(printed)  # the CPU's numbers, for the tier's log
+
+
+def test_the_planner_predicts_the_engine_it_was_calibrated_on(calibration: tuple[Path, str], tmp_path: Path) -> None:
+    out, _ = calibration
+    spec = load_spec(write_spec(tmp_path, out.read_text(encoding="utf-8")))  # the dev spec's small pool names it
+    assert {p.name: p.calibration for p in plan(spec).pools}["small"] == str((tmp_path / "cal.json").resolve())
+    ttft_error, tpot_error = held_out_errors(spec, tmp_path / "cal.json")
+    cal = read_calibration(out)
+    assert cal.held_out is not None
+    print(
+        f"held out on the real engine: TTFT at {cal.held_out.ttft_by_prompt[0][0]} tokens {ttft_error:+.0%}, "
+        f"TPOT at {HELD_OUT_CONCURRENCY} streams {tpot_error:+.0%} (bound: a factor of {ENGINE_FACTOR:g} either way)"
+    )
+    measured = out.read_text(encoding="utf-8")  # in the message: the points the prediction came from
+    for what, error in (("TTFT", ttft_error), ("TPOT", tpot_error)):
+        ratio = 1 + error
+        assert 1 / ENGINE_FACTOR <= ratio <= ENGINE_FACTOR, f"{what} {error:+.0%}; the calibration:\n{measured}"

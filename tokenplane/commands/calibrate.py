@@ -6,31 +6,51 @@ are properties of the host, its driver and the release. This measures them on th
 
 - the floor: TTFT of a one-token completion of a one-word prompt (the server's own overhead);
 - TTFT against prompt length (``PROMPT_WORDS``), one request at a time;
-- TPOT against concurrency (``CONCURRENCY``): streams started together, the gap between their tokens;
+- TPOT against concurrency (``CONCURRENCY``): streams started together, end to end at ``OUTPUT_TOKENS`` tokens
+  less at one token, over the steps between (``wave_tpot``);
+- the KV read's growth: TPOT of ``LONG_CONTEXT_STREAMS`` streams of ``LONG_CONTEXT_WORDS``-word prompts;
 - saturated throughput: generated tokens per second at the highest concurrency.
 
-Every number is a median over ``REPEATS`` and the whole run is bounded (``MAX_REQUESTS``, ``--time-limit``).
+Every point is the fastest of ``REPEATS`` rounds (a busy host, another tenant, only ever adds time; the
+engine's own cost is what a dedicated replica pays), and the whole run is bounded (``MAX_REQUESTS``,
+``--time-limit``).
 It refuses an endpoint that is not vLLM (no ``vllm:`` metrics, or the model not served) before measuring.
+Every prompt starts with its own request number, so no request finds another's blocks in vLLM's prefix
+cache: repeats of one prompt, or a short prompt that begins a longer one, would otherwise measure a
+cached prefill. The file format and how a pool uses it: ``tokenplane.model.host_calibration``.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+import threading
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
-CALIBRATION_FORMAT = 1
-PROMPT_WORDS = (1, 64, 256, 1024)  # prompt lengths measured (words; the engine's token count is recorded)
+from tokenplane.model.host_calibration import Calibration, HeldOut, HostShape, LongContext
+
+# Prompt lengths measured (words; the engine's token count is recorded), capped at half the server's max_model_len.
+# Long enough that prefill stands out of a busy host's millisecond noise, where the model is small.
+PROMPT_WORDS = (1, 512, 2048, 4096)
 CONCURRENCY = (1, 4, 8)  # streams started together for TPOT
-REPEATS = 3  # medians of this many
-OUTPUT_TOKENS = 32  # tokens per TPOT stream (ignore_eos: every stream runs to this length)
-MAX_REQUESTS = 120  # a calibration never sends more than this many requests
+# Measured in the same rounds but never fitted: the calibration's own check (between the fitted points).
+HELD_OUT_WORDS = 1024
+HELD_OUT_CONCURRENCY = 6
+REPEATS = 5  # rounds over every point (305 requests with the held-out ones); each point keeps its fastest
+# Lone prompts per length and round: each is a few milliseconds on a small model, where a busy host's noise is too.
+PROMPT_SAMPLES = 3
+SETTLE_MAX_S = 0.25  # the most a lone prompt waits for the previous one's aftermath
+OUTPUT_TOKENS = 64  # tokens per TPOT stream (ignore_eos: every stream runs to this length)
+TPOT_WORDS = 16  # prompt words of a TPOT stream
+# The KV read's growth with the context: a wave of this many streams of this many words, against the short one.
+LONG_CONTEXT_STREAMS = 4
+LONG_CONTEXT_WORDS = 2048
+MAX_REQUESTS = 350  # a calibration never sends more than this many requests
 REQUEST_TIMEOUT = 120.0  # seconds for one request
 _WORD = "token "
 
@@ -40,34 +60,25 @@ class CalibrationError(RuntimeError):
 
 
 @dataclass
-class Calibration:
-    """What ``calibrate`` measured on one host for one model and release; written as JSON."""
-
-    model: str
-    url: str
-    vllm_version: str
-    floor_ttft_s: float
-    ttft_by_prompt: list[tuple[int, float]] = field(default_factory=list)  # (prompt tokens, TTFT s)
-    tpot_by_concurrency: list[tuple[int, float]] = field(default_factory=list)  # (streams, TPOT s)
-    saturated_tokens_per_s: float = 0.0
-    requests: int = 0
-    format: int = CALIBRATION_FORMAT
-
-    def write(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
-
-
-@dataclass
 class _Budget:
     requests: int = 0
     deadline: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)  # TPOT streams spend from several threads
 
-    def spend(self) -> None:
-        if self.requests >= MAX_REQUESTS:
-            raise CalibrationError(f"the calibration would send more than {MAX_REQUESTS} requests")
-        if time.monotonic() > self.deadline:
-            raise CalibrationError("the time limit passed; raise --time-limit or calibrate a less loaded endpoint")
-        self.requests += 1
+    def spend(self) -> int:
+        """Count one request against the budget; returns its number (unique: it starts the request's prompt)."""
+        with self.lock:
+            if self.requests >= MAX_REQUESTS:
+                raise CalibrationError(f"the calibration would send more than {MAX_REQUESTS} requests")
+            if time.monotonic() > self.deadline:
+                raise CalibrationError("the time limit passed; raise --time-limit or calibrate a less loaded endpoint")
+            self.requests += 1
+            return self.requests
+
+
+def unique_prompt(number: int, words: int) -> str:
+    """A prompt of ``words`` words whose first is the request's number, so no two requests share a cached block."""
+    return f"{number} " + _WORD * max(words - 1, 0)
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -80,8 +91,9 @@ def _get(url: str) -> tuple[int, str]:
         raise CalibrationError(f"{url} is not reachable: {e}") from e
 
 
-def check_vllm(base: str, model: str) -> str:
-    """The server's vLLM release; raises ``CalibrationError`` unless ``base`` is a vLLM server serving ``model``."""
+def check_vllm(base: str, model: str) -> tuple[str, int | None]:
+    """The server's vLLM release and ``model``'s max_model_len (None: not said); raises ``CalibrationError``
+    unless ``base`` is a vLLM server serving ``model``."""
     status, metrics = _get(f"{base}/metrics")
     if status != 200 or "vllm:" not in metrics:
         raise CalibrationError(
@@ -89,16 +101,35 @@ def check_vllm(base: str, model: str) -> str:
             "calibrate measures vLLM's OpenAI server (python -m vllm.entrypoints.openai.api_server or vllm serve)"
         )
     status, models = _get(f"{base}/v1/models")
-    served = [m.get("id") for m in json.loads(models).get("data", [])] if status == 200 else []
+    cards = json.loads(models).get("data", []) if status == 200 else []
+    served = [m.get("id") for m in cards]
     if model not in served:
         raise CalibrationError(f"{base} does not serve --model {model}; it serves {', '.join(map(str, served))}")
+    limit = next((m.get("max_model_len") for m in cards if m.get("id") == model), None)
     status, version = _get(f"{base}/version")
-    return str(json.loads(version).get("version", "unknown")) if status == 200 else "unknown"
+    release = str(json.loads(version).get("version", "unknown")) if status == 200 else "unknown"
+    return release, limit if isinstance(limit, int) else None
 
 
-def _stream(base: str, model: str, prompt: str, max_tokens: int, budget: _Budget) -> tuple[float, list[float], int]:
-    """One streamed completion: (TTFT s, arrival times of its tokens, prompt tokens per the engine)."""
-    budget.spend()
+def prompt_words(max_model_len: int | None) -> list[int]:
+    """``PROMPT_WORDS`` that fit half of ``max_model_len`` (a word may take more than one token)."""
+    cap = max(2, max_model_len // 2) if max_model_len else max(PROMPT_WORDS)
+    return sorted({min(words, cap) for words in PROMPT_WORDS})
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One streamed completion, timed from the request's start."""
+
+    ttft_s: float  # the first chunk that carries a choice
+    e2e_s: float  # the end of the response, after its last token
+    prompt_tokens: int  # as the engine counted them (usage)
+    completion_tokens: int
+
+
+def _stream(base: str, model: str, words: int, max_tokens: int, budget: _Budget) -> Sample:
+    """One streamed completion of a unique ``words``-word prompt and exactly ``max_tokens`` tokens."""
+    prompt = unique_prompt(budget.spend(), words)
     body = {
         "model": model,
         "prompt": prompt,
@@ -112,58 +143,136 @@ def _stream(base: str, model: str, prompt: str, max_tokens: int, budget: _Budget
         f"{base}/v1/completions", data=json.dumps(body).encode(), headers={"content-type": "application/json"}
     )
     start = time.monotonic()
-    arrivals: list[float] = []
-    prompt_tokens = 0
+    first: float | None = None
+    usage: dict[str, Any] = {}
     with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as response:
         for raw in response:
             line = raw.decode().strip()
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
             chunk: dict[str, Any] = json.loads(line[6:])
-            # Every choice chunk is a token's arrival, also one whose text is empty (a byte-level token that
-            # ends mid-character decodes to nothing yet).
-            if chunk.get("choices"):
-                arrivals.append(time.monotonic() - start)
-            if chunk.get("usage"):
-                prompt_tokens = int(chunk["usage"]["prompt_tokens"])
-    if not arrivals:
-        raise CalibrationError(f"{base} streamed no tokens for a {max_tokens}-token completion")
-    return arrivals[0], arrivals, prompt_tokens
+            if chunk.get("choices") and first is None:
+                first = time.monotonic() - start
+            usage = chunk.get("usage") or usage
+    end = time.monotonic() - start
+    if first is None or not usage:
+        raise CalibrationError(f"{base} streamed no tokens or no usage for a {max_tokens}-token completion")
+    return Sample(first, end, int(usage["prompt_tokens"]), int(usage["completion_tokens"]))
 
 
-def calibrate(url: str, model: str, *, time_limit: float = 300.0) -> Calibration:
-    """Measure ``model`` at the vLLM server ``url`` (its base, without ``/v1``).
+@dataclass
+class Wave:
+    """``streams`` completions started together, timed end to end."""
+
+    samples: list[Sample]
+    wall_s: float
+
+    @property
+    def e2e_s(self) -> float:
+        return statistics.mean(s.e2e_s for s in self.samples)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return sum(s.completion_tokens for s in self.samples) / self.wall_s
+
+
+def wave(
+    base: str, model: str, streams: int, budget: _Budget, *, output_tokens: int = OUTPUT_TOKENS, words: int = TPOT_WORDS
+) -> Wave:
+    """Start ``streams`` unique ``words``-word completions of ``output_tokens`` tokens together."""
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=streams) as pool:
+        samples = list(pool.map(lambda _: _stream(base, model, words, output_tokens, budget), range(streams)))
+    return Wave(samples, time.monotonic() - start)
+
+
+def wave_tpot(base: str, model: str, streams: int, budget: _Budget, *, words: int = TPOT_WORDS) -> tuple[Wave, Wave]:
+    """A wave of ``streams`` at one token and one at ``OUTPUT_TOKENS``: the second's end-to-end time less the
+    first's, over the ``OUTPUT_TOKENS - 1`` steps between, is one decode step of ``streams`` sequences (``step_s``).
+
+    Not the gaps between streamed chunks: where the API server lags the engine (a busy CPU) it sends a
+    stream's tokens in one burst, and the gaps measure its output loop instead of the engine's steps.
+    End-to-end times include that loop too, but once in both waves, so it cancels in the difference.
+    """
+    return wave(base, model, streams, budget, output_tokens=1, words=words), wave(
+        base, model, streams, budget, words=words
+    )
+
+
+def step_s(runs: list[tuple[Wave, Wave]]) -> float:
+    """One decode step from rounds of (one-token, full) waves: the fastest of each, since a busy host only adds."""
+    short = min(one.e2e_s for one, _ in runs)
+    full = min(whole.e2e_s for _, whole in runs)
+    return max(full - short, 0.0) / (OUTPUT_TOKENS - 1)
+
+
+def lone_ttft(base: str, model: str, words: int, budget: _Budget) -> tuple[int, float]:
+    """One request of a unique ``words``-word prompt and one output token: (its prompt tokens, its TTFT s)."""
+    sample = _stream(base, model, words, 1, budget)
+    return sample.prompt_tokens, sample.ttft_s
+
+
+def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShape | None = None) -> Calibration:
+    """Measure ``model`` at the vLLM server ``url`` (its base, without ``/v1``); ``host``: recorded as given.
+
+    The repeats are rounds over every prompt length and concurrency, so that a busy spell of the host
+    (another tenant, a noisy neighbour) falls on all of them alike rather than on one point of a curve.
+    Each round also measures the held-out points (``HELD_OUT_WORDS``, ``HELD_OUT_CONCURRENCY``), which
+    the fit never sees: the file records them so that anyone can check the fit against the engine.
 
     Raises:
         CalibrationError: not vLLM, the model not served, or the request or time budget exhausted.
     """
     base = url.rstrip("/").removesuffix("/v1")
-    version = check_vllm(base, model)
+    version, max_model_len = check_vllm(base, model)
     budget = _Budget(deadline=time.monotonic() + time_limit)
-    by_prompt: list[tuple[int, float]] = []
-    for words in PROMPT_WORDS:
-        samples = [_stream(base, model, _WORD * words, 1, budget) for _ in range(REPEATS)]
-        by_prompt.append((samples[0][2], statistics.median(s[0] for s in samples)))
-    by_concurrency: list[tuple[int, float]] = []
-    saturated = 0.0
-    for streams in CONCURRENCY:
-        tpots, rates = [], []
-        for _ in range(REPEATS):
-            start = time.monotonic()
-            with ThreadPoolExecutor(max_workers=streams) as pool:
-                runs = list(pool.map(lambda _: _stream(base, model, _WORD * 16, OUTPUT_TOKENS, budget), range(streams)))
-            wall = time.monotonic() - start
-            tpots += [(a[-1] - a[0]) / (len(a) - 1) for _, a, _ in runs if len(a) > 1]
-            rates.append(sum(len(a) for _, a, _ in runs) / wall)
-        by_concurrency.append((streams, statistics.median(tpots)))
-        saturated = max(saturated, statistics.median(rates))
+    fitted = prompt_words(max_model_len)
+    held_words = min(HELD_OUT_WORDS, max(fitted))
+    long_words = min(LONG_CONTEXT_WORDS, max(fitted))
+    prompts: dict[int, list[tuple[int, float]]] = {words: [] for words in [*fitted, held_words]}
+    waves: dict[int, list[tuple[Wave, Wave]]] = {streams: [] for streams in [*CONCURRENCY, HELD_OUT_CONCURRENCY]}
+    long: list[tuple[Wave, Wave]] = []
+    for _ in range(REPEATS):
+        for _ in range(PROMPT_SAMPLES):  # lengths in turn, so that a busy spell does not take one length's samples
+            for words, samples in prompts.items():
+                samples.append(lone_ttft(base, model, words, budget))
+                # A lone request finds the server idle: what it does after a response (freeing and caching the
+                # prompt's blocks, detokenizing) is not the next request's, so wait as long as this one took.
+                time.sleep(min(samples[-1][1], SETTLE_MAX_S))
+        for streams, runs in waves.items():
+            runs.append(wave_tpot(base, model, streams, budget))
+        long.append(wave_tpot(base, model, LONG_CONTEXT_STREAMS, budget, words=long_words))
+
+    def ttft(words: int) -> tuple[int, float]:
+        return prompts[words][0][0], min(t for _, t in prompts[words])
+
+    def context(runs: list[tuple[Wave, Wave]]) -> float:
+        # While its steps are timed a stream holds its prompt and, on average, half its output.
+        return statistics.mean(s.prompt_tokens + OUTPUT_TOKENS / 2 for _, full in runs for s in full.samples)
+
+    by_prompt = [ttft(words) for words in fitted]
+    steps = {streams: step_s(runs) for streams, runs in waves.items()}
+    long_step = step_s(long)
+    if min(*steps.values(), long_step) <= 0:
+        # The one-token waves took as long as the full ones: what varied was the host, not the engine's steps.
+        raise CalibrationError(
+            f"a decode step measured as zero (steps {steps}, long context {long_step}); the endpoint's timing is "
+            "dominated by something else than its engine; calibrate a replica that serves nothing else"
+        )
     return Calibration(
         model=model,
         url=base,
         vllm_version=version,
         floor_ttft_s=by_prompt[0][1],
         ttft_by_prompt=by_prompt,
-        tpot_by_concurrency=by_concurrency,
-        saturated_tokens_per_s=saturated,
+        tpot_by_concurrency=[(streams, steps[streams]) for streams in CONCURRENCY],
+        saturated_tokens_per_s=max(full.tokens_per_s for _, full in waves[CONCURRENCY[-1]]),
+        tpot_context_tokens=context([run for runs in waves.values() for run in runs]),
+        long_context=LongContext(LONG_CONTEXT_STREAMS, context(long), long_step),
         requests=budget.requests,
+        host=host,
+        held_out=HeldOut(
+            ttft_by_prompt=[ttft(held_words)],
+            tpot_by_concurrency=[(HELD_OUT_CONCURRENCY, steps[HELD_OUT_CONCURRENCY])],
+        ),
     )

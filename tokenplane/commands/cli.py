@@ -706,24 +706,52 @@ def calibrate(
     model: Annotated[str, typer.Option("--model", help="The served model name to measure")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the calibration file")] = Path("calibration.json"),
     time_limit: Annotated[float, typer.Option("--time-limit", help="Seconds the whole measurement may take")] = 300.0,
+    gpu: Annotated[
+        str | None,
+        typer.Option("--gpu", help="The replica's GPU (recorded; a pool on another GPU then refuses the file)"),
+    ] = None,
+    tensor_parallel: Annotated[
+        int, typer.Option("--tensor-parallel", min=1, help="The replica's tensor parallelism (recorded with --gpu)")
+    ] = 1,
 ) -> None:
     """Measure a vLLM replica: TTFT floor, TTFT against prompt length, TPOT against concurrency, throughput.
 
-    Bounded in requests and time; writes OUT (JSON). Exits 2 if URL is not a vLLM server serving MODEL.
+    Bounded in requests and time; writes OUT (JSON), which a pool names as pools[].calibration.
+    Exits 2 if URL is not a vLLM server serving MODEL, or --gpu is not a GPU tokenplane knows.
     """
+    from tokenplane.catalog import canonical_gpu_name
     from tokenplane.commands.calibrate import CalibrationError
     from tokenplane.commands.calibrate import calibrate as measure
+    from tokenplane.errors import CatalogError
+    from tokenplane.model.host_calibration import HostShape
 
+    host = None
+    if gpu is not None:
+        try:
+            host = HostShape(canonical_gpu_name(gpu), tensor_parallel)
+        except CatalogError as e:
+            _fail(f"--gpu {gpu}: {e}")
     try:
-        result = measure(url, model, time_limit=time_limit)
+        result = measure(url, model, time_limit=time_limit, host=host)
     except CalibrationError as e:
         _fail(str(e))
     result.write(out)
     typer.echo(
         f"{model} on vLLM {result.vllm_version}: floor TTFT {result.floor_ttft_s * 1000:.1f} ms, "
-        f"TPOT {', '.join(f'{c}: {t * 1000:.1f} ms' for c, t in result.tpot_by_concurrency)}, "
+        f"TPOT {', '.join(f'{c}: {t * 1000:.2f} ms' for c, t in result.tpot_by_concurrency)}, "
         f"saturated {result.saturated_tokens_per_s:.0f} tokens/s ({result.requests} requests); wrote {out}"
     )
+    if result.held_out is not None:
+        from tokenplane.model.host_calibration import fit
+
+        fitted = fit(result)
+        (prompt, ttft), (streams, tpot) = result.held_out.ttft_by_prompt[0], result.held_out.tpot_by_concurrency[0]
+        typer.echo(
+            f"held out of the fit: TTFT at {prompt} tokens {ttft * 1000:.1f} ms measured, "
+            f"{fitted.lone_ttft_s(prompt) * 1000:.1f} ms fitted; TPOT at {streams} streams {tpot * 1000:.2f} ms "
+            f"measured, {fitted.step_s(streams) * 1000:.2f} ms fitted; KV read {fitted.kv_s_per_token * 1e9:.2f} "
+            "ns per token held"
+        )
 
 
 @app.command()

@@ -34,6 +34,11 @@ def plan_json(result: Plan) -> dict[str, Any]:
     }
 
 
+def calibrated_pools(result: Plan) -> dict[str, str]:
+    """Each calibrated pool's name and the file its timing came from (a pool runs in several regions, named once)."""
+    return {p.name: p.calibration for p in result.pools if p.calibration is not None}
+
+
 def _pool_json(p: PoolPlan) -> dict[str, Any]:
     out = asdict(p)
     out.pop("at_needed")  # the model's internals at replicas_needed: --verify reports what matters of it
@@ -62,6 +67,7 @@ def _capacity_table(pools: list[PoolPlan]) -> Table:
             ("max conc.", "l"),
             ("TTFT p50/p95 ms", "r"),
             ("ITL p50/p95 ms", "r"),
+            ("timing", "l"),
         ],
     )
     for group in _by_region(pools):
@@ -77,6 +83,7 @@ def _capacity_table(pools: list[PoolPlan]) -> Table:
                 " ".join(f"{c}:{fmt_num(v.max_concurrency, 0)}" for c, v in p.classes.items()),
                 f"{_ms(ttft50)}/{_ms(p.ttft_p95_ms)}",
                 f"{_ms(p.itl_p50_ms)}/{_ms(p.itl_p95_ms)}",
+                "calibrated" if p.calibration else "datasheet",
                 end_section=i == len(group) - 1,
             )
     return table
@@ -141,6 +148,8 @@ def print_plan(result: Plan, console: Console | None = None) -> None:
             f"highest ρ {summary['max_utilization']}",
         )
     )
+    for pool, source in calibrated_pools(result).items():
+        console.print(Text.assemble(("calibrated ", "cyan"), f"pool {pool}: iteration costs measured in {source}"))
     for note in result.notes:
         console.print(Text.assemble(("note ", "cyan"), note))
     for w in result.warnings:

@@ -103,6 +103,7 @@ class PoolPlan:
     usd_per_million_tokens: float  # effective, at the load actually served
     provider_usd_per_million_tokens: float | None
     provider: str | None
+    calibration: str | None = None  # the calibration file the pool's timing was measured in; None: the datasheet
     at_needed: Health | None = field(default=None, repr=False)  # the pool model at replicas_needed, for --verify
 
     @property
@@ -417,6 +418,7 @@ def _plan_pool(
             usd_per_million_tokens=cap.usd_per_million_tokens(nodes_needed * price, tokens_per_s),
             provider_usd_per_million_tokens=provider_price,
             provider=provider_name,
+            calibration=pool.calibration,
             at_needed=at_needed,
         ),
         problems,

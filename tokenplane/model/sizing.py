@@ -18,6 +18,9 @@ from tokenplane.model.vllm_memory import overheads_for_version, parse_version, v
 from tokenplane.quantization import WeightFormat, default_format, read_weight_format
 from tokenplane.transformer import Architecture, ModelKind, from_hf_config
 
+# The release the deployed image runs (components/pins.py's VLLM_IMAGE, which the core may not import;
+# tests/model/test_host_calibration.py checks they agree): what a pool serves with unless engine.vllm_version says.
+IMAGE_VLLM = "0.32.0"
 PINNED_VLLM = "0.19.0"  # components/pins.py's image; tests/model/test_capacity_calibration.py checks they agree
 
 E = TypeVar("E", Quantization, KvCacheDtype)
