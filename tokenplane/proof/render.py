@@ -424,7 +424,7 @@ def mock_outputs(
     """
     region = cloud or "us-east-1"
     out = dict(inputs)
-    rid = f"{name}-{_h(typ, name, n=7)}"
+    rid = _resource_id(typ, name)
     service = typ.split(":")[1].split("/", maxsplit=1)[0] if typ.startswith("aws:") else ""
     if typ.startswith("aws:"):
         out.setdefault("arn", f"arn:aws:{service}:{region}:{ACCOUNT_ID}:{typ.rsplit(':', 1)[-1].lower()}/{rid}")
@@ -494,9 +494,20 @@ def mock_outputs(
     ):
         host = f"k8s-{_h(name, n=8)}-{_h(region, name, n=10)}.elb.{region}.amazonaws.com"
         extra = {"status": {"loadBalancer": {"ingress": [{"hostname": host}]}}}
-    # Most AWS resources get an opaque ID; a bucket's ID is its name, as in AWS.
-    physical_id = rid if typ == "aws:s3/bucket:Bucket" else f"{rid}-id"
-    return physical_id, {**out, **extra}
+    return physical_id(typ, name), {**out, **extra}
+
+
+def _resource_id(typ: str, name: str) -> str:
+    return f"{name}-{_h(typ, name, n=7)}"
+
+
+def physical_id(typ: str, name: str) -> str:
+    """The ID the mock gives a resource, which other resources' inputs carry where they reference it.
+
+    Most AWS resources get an opaque ID; a bucket's ID is its name, as in AWS.
+    """
+    rid = _resource_id(typ, name)
+    return rid if typ == "aws:s3/bucket:Bucket" else f"{rid}-id"
 
 
 def mock_call(token: str, args: dict[str, Any]) -> dict[str, Any]:
