@@ -31,6 +31,8 @@ from tokenplane.components import (
     KafkaArgs,
     ModelGateway,
     Namespace,
+    Observability,
+    ObservabilityArgs,
     Network,
     NetworkArgs,
     Redis,
@@ -44,6 +46,7 @@ from tokenplane.components import (
     publish_jobs,
     secure_bucket,
     serving_deps,
+    system_cpu_at_maxima,
     tls_only,
 )
 from tokenplane.spec import (
@@ -95,6 +98,16 @@ region = Region(
     name="eu", cloud_region=cloud_region, azs=azs, jurisdiction=Jurisdiction.EU, traffic_share=1.0, pools=[placement]
 )
 
+# The gateways' runtime config: the platform as the gateway process reads it, built from the same pool and model.
+config = PlatformSpec(
+    platform=Platform(name=NAME, environment=Environment.DEV, peak_rps=5),
+    budget=Budget(max_usd_per_hour=20),
+    regions=[region],
+    models=[model],
+    pools=[chat],
+    workload_classes={WorkloadClass.A: interactive},
+    routing=Routing(mix={Tier.SMALL: 1.0}),
+)
 # An explicit provider: nothing lands in whatever region the CLI defaults to.
 provider = aws.Provider("aws", region=cloud_region, default_tags=aws.ProviderDefaultTagsArgs(tags=tags))
 on_aws = pulumi.ResourceOptions(provider=provider)
@@ -109,6 +122,8 @@ cluster = Cluster(
         private_subnet_ids=network.private_subnet_ids,
         public_subnet_ids=network.public_subnet_ids,
         tags=tags,
+        # Room on the system nodes for the gateways, Qdrant and Prometheus at their autoscaling maxima.
+        system_cpu=system_cpu_at_maxima(config, region),
     ),
     on_aws,
 )
@@ -137,6 +152,7 @@ on_cluster = pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_no
 serving = Namespace.create("llm-serving", logical="ns-serving", opts=on_cluster)
 gateway = Namespace.create("llm-gateway", logical="ns-gateway", opts=on_cluster)
 data = Namespace.create("llm-data", logical="ns-data", opts=on_cluster)
+monitoring = Namespace.create("monitoring", logical="ns-monitoring", opts=on_cluster)
 # Workloads wait for nodes to run on and for KEDA, whose CRD the pool's ScaledObject needs.
 ready = pulumi.ResourceOptions(providers=[provider, kube], depends_on=[cluster.system_nodes, addons.keda])
 
@@ -183,15 +199,18 @@ kafka = Kafka(
 )
 qdrant = VectorDb("eu-qdrant", VectorDbArgs(environment="dev", namespace=data), ready)
 
-# The gateways' runtime config: the platform as the gateway process reads it, built from the same pool and model.
-config = PlatformSpec(
-    platform=Platform(name=NAME, environment=Environment.DEV, peak_rps=5),
-    budget=Budget(max_usd_per_hour=20),
-    regions=[region],
-    models=[model],
-    pools=[chat],
-    workload_classes={WorkloadClass.A: interactive},
-    routing=Routing(mix={Tier.SMALL: 1.0}),
+# Prometheus (kube-prometheus-stack): the pool's autoscaler queries it for queue wait, KV cache use and TTFT.
+Observability(
+    "eu-observability",
+    ObservabilityArgs(
+        spec=config,
+        region=region,
+        namespace=monitoring,
+        oidc_provider_arn=cluster.oidc_provider_arn,
+        oidc_issuer=cluster.oidc_issuer,
+        tags=tags,
+    ),
+    ready,
 )
 deps = serving_deps(
     spec=config,
