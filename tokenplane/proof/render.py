@@ -455,6 +455,9 @@ def mock_outputs(
             "bootstrapBrokersSaslIam": brokers,
             "arn": f"arn:aws:kafka:{region}:{ACCOUNT_ID}:cluster/{rid}/{_h(name, n=8)}-1",
         }
+    elif typ in ("aws:elasticache/subnetGroup:SubnetGroup", "aws:rds/subnetGroup:SubnetGroup"):
+        # Auto-named: its generated name is what a cache or database names it by (subnetGroupName).
+        extra = {"name": inputs.get("name") or rid}
     elif typ == "aws:msk/configuration:Configuration":
         extra = {"latestRevision": 1}
     elif typ == "aws:ec2/launchTemplate:LaunchTemplate":

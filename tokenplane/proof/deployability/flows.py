@@ -175,12 +175,12 @@ def _to_pod(region: Region, source: Pod, target: Pod, port: int, why: str, via: 
     if verdict.allowed:
         return
     flow = f"{source} -> {target}:{port}{f' via {via}' if via else ''} (from {why})"
-    yield Finding(
-        FLOW,
-        source.urn,
-        f"needed flow {flow} is blocked: {'; '.join(verdict.blockers)}",
-        f"allow it: add a peer {_peer_for(source)} on TCP {port} to the NetworkPolicy that selects {target}",
+    fix = (
+        f"add an ingress rule from {_peer_for(source)} on TCP {port} to a NetworkPolicy that selects {target}"
+        if verdict.direction == "ingress"
+        else f"add an egress rule to {_peer_for(target)} on TCP {port} to a NetworkPolicy that selects {source}"
     )
+    yield Finding(FLOW, source.urn, f"needed flow {flow} is blocked: {'; '.join(verdict.blockers)}", fix)
 
 
 def _peer_for(pod: Pod) -> str:

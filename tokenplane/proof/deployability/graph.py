@@ -131,6 +131,7 @@ class Graph:
                 if isinstance(r.inputs.get("name"), str):
                     out.setdefault(r.inputs["name"], r)
                 out[physical_id(r.type, r.name)] = r
+                out.setdefault(physical_id(r.type, r.name).removesuffix("-id"), r)  # a generated name
         return out
 
     def by_physical_ids(self, ids: Any) -> list[RenderedResource]:

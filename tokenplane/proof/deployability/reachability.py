@@ -97,6 +97,7 @@ class Verdict:
 
     allowed: bool
     blockers: list[str] = field(default_factory=list)  # "NetworkPolicy ns/name allows only ..." / SG ids
+    direction: str = "ingress"  # the side that refuses it: "ingress" (the destination's) or "egress" (the source's)
 
 
 def selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
@@ -277,7 +278,7 @@ class Region:
                     continue
                 if not peers or any(peer_matches(peer, policy.namespace) for peer in peers):
                     return Verdict(True)
-        return Verdict(False, [_policy_summary(p, key, peers_key) for p in selecting])
+        return Verdict(False, [_policy_summary(p, key, peers_key) for p in selecting], key)
 
     def _peer_has(self, peer: dict[str, Any], policy_namespace: str, pod: Pod) -> bool:
         if "ipBlock" in peer:
@@ -348,15 +349,12 @@ class Region:
         if self.pod_networks and covered(self.pod_networks, [n for r in rules for n in r.networks]):
             return Verdict(True)
         pods = ", ".join(str(n) for n in self.pod_networks) or "(no node group in the program)"
-        return Verdict(
-            False,
-            [
-                f"security group {g.name} admits on port {port} only "
-                f"{'; '.join(r.summary() for r in self.ingress_rules(g) if r.has_port(port)) or 'nothing'} "
-                f"(pods' addresses: {pods})"
-                for g in groups
-            ],
-        )
+        blockers = []
+        for g in groups:
+            sources = "; ".join(r.summary() for r in self.ingress_rules(g) if r.has_port(port))
+            admits = f"admits TCP {port} only from {sources}" if sources else f"has no ingress rule for TCP {port}"
+            blockers.append(f"security group {g.name} {admits} (the pods' addresses: {pods})")
+        return Verdict(False, blockers)
 
     def vpc_networks(self, group: RenderedResource) -> list[Network]:
         return [
@@ -441,7 +439,11 @@ def _policy_summary(policy: KubeObject, key: str, peers_key: str) -> str:
         peers = ", ".join(describe_peer(p) for p in rule.get(peers_key) or []) or "anyone"
         ports = ", ".join(str(p.get("port", "all")) for p in rule.get("ports") or []) or "all ports"
         allowed.append(f"{peers} on {ports}")
-    return f"NetworkPolicy {policy.namespace}/{policy.name} allows {key} only from {'; '.join(allowed) or 'no one'}"
+    side = "from" if key == "ingress" else "to"
+    return (
+        f"NetworkPolicy {policy.namespace}/{policy.name} selects it and allows {key} only {side} "
+        f"{'; '.join(allowed) or 'no one'}"
+    )
 
 
 @dataclass(frozen=True)
