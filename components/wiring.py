@@ -6,9 +6,9 @@ system nodes from the workloads' modules, which import the gateways').
 
 from __future__ import annotations
 
-import pulumi
-
 from typing import Any
+
+import pulumi
 
 from tokenplane.components import kube
 from tokenplane.components.ai_gateway import AiGateway

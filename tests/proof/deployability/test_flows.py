@@ -29,7 +29,9 @@ def found(result: RenderResult, name: str | None = "dev") -> list[Finding]:
     return [f for rule in RULES for f in deploy.CHECKS[rule](graph)]
 
 
-def edit(kind: str, name: str, change: Callable[[dict[str, Any]], None]) -> Callable[[RenderedResource], RenderedResource]:
+def edit(
+    kind: str, name: str, change: Callable[[dict[str, Any]], None]
+) -> Callable[[RenderedResource], RenderedResource]:
     """Apply ``change`` to the inputs of the one Kubernetes object (or AWS resource) named ``name``."""
 
     def apply(r: RenderedResource) -> RenderedResource:
@@ -85,8 +87,11 @@ def test_an_embedding_pool_policy_without_the_ai_gateway_blocks_the_semantic_cac
     # The old wiring: the pool admits the model gateway and Prometheus only.
     def old_peers(inputs: dict[str, Any]) -> None:
         rule = inputs["spec"]["ingress"][0]
-        rule["from"] = [p for p in rule["from"] if p.get("podSelector", {}).get("matchLabels") != {
-            "app.kubernetes.io/name": "ai-gateway"}]
+        rule["from"] = [
+            p
+            for p in rule["from"]
+            if p.get("podSelector", {}).get("matchLabels") != {"app.kubernetes.io/name": "ai-gateway"}
+        ]
 
     result = mutated(rendered("dev"), edit("NetworkPolicy", "vllm-embed-ingress", old_peers))
     finding = one(found(result), flows.FLOW, "ai-gateway (llm-gateway) -> vllm-embed (llm-serving):8000")
@@ -108,7 +113,9 @@ def test_an_autoscaler_querying_a_prometheus_the_program_never_installs_is_found
     def no_prometheus(r: RenderedResource) -> RenderedResource | None:
         return None if r.inputs.get("chart") == "kube-prometheus-stack" else r
 
-    finding = one(found(mutated(example().result, no_prometheus), None), flows.FLOW, "ScaledObject llm-serving/vllm-chat")
+    finding = one(
+        found(mutated(example().result, no_prometheus), None), flows.FLOW, "ScaledObject llm-serving/vllm-chat"
+    )
     assert "no Service kube-prometheus-stack-prometheus in namespace monitoring" in finding.message
 
 
@@ -145,7 +152,9 @@ def test_a_redis_security_group_open_to_the_internet_is_found() -> None:
     def open_world(inputs: dict[str, Any]) -> None:
         inputs["ingress"].append({"protocol": "tcp", "fromPort": 6379, "toPort": 6379, "cidrBlocks": ["0.0.0.0/0"]})
 
-    findings = found(mutated(rendered("dev"), edit("aws:ec2/securityGroup:SecurityGroup", "dev-local-redis-sg", open_world)))
+    findings = found(
+        mutated(rendered("dev"), edit("aws:ec2/securityGroup:SecurityGroup", "dev-local-redis-sg", open_world))
+    )
     finding = one(findings, flows.EXPOSED, "0.0.0.0/0")
     assert finding.urn.endswith("dev-local-redis-sg") and "outside its VPC 10.0.0.0/16" in finding.message
     assert not [f for f in findings if f.rule == flows.FLOW]  # the flow itself still gets through
@@ -153,9 +162,9 @@ def test_a_redis_security_group_open_to_the_internet_is_found() -> None:
 
 def test_a_namespace_selector_typo_on_qdrant_cuts_the_semantic_cache_off() -> None:
     def typo(inputs: dict[str, Any]) -> None:
-        inputs["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"][
-            "kubernetes.io/metadata.name"
-        ] = "llm-gateways"
+        inputs["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] = (
+            "llm-gateways"
+        )
 
     findings = found(mutated(rendered("dev"), edit("NetworkPolicy", "qdrant-ingress", typo)))
     one(findings, flows.FLOW, "ai-gateway (llm-gateway) -> qdrant (llm-data):6333", "QDRANT_URL")
@@ -189,16 +198,17 @@ def test_a_kafka_security_group_that_admits_only_the_public_subnets_blocks_the_p
 
 
 def test_an_egress_default_deny_in_the_gateway_namespace_blocks_its_calls_to_redis() -> None:
-    deny = dict(
-        next(r for r in rendered("dev").resources if r.name.endswith("ns-llm-gateway-default-deny")).__dict__
-    )
+    deny = dict(next(r for r in rendered("dev").resources if r.name.endswith("ns-llm-gateway-default-deny")).__dict__)
     egress = RenderedResource(
         **{
             **deny,
             "urn": deny["urn"] + "-egress",
             "name": deny["name"] + "-egress",
-            "inputs": {**deny["inputs"], "metadata": {"name": "deny-egress", "namespace": "llm-gateway"},
-                       "spec": {"podSelector": {}, "policyTypes": ["Egress"]}},
+            "inputs": {
+                **deny["inputs"],
+                "metadata": {"name": "deny-egress", "namespace": "llm-gateway"},
+                "spec": {"podSelector": {}, "policyTypes": ["Egress"]},
+            },
         }
     )
     findings = found(mutated(rendered("dev"), lambda r: r, extra=[egress]))
@@ -224,6 +234,9 @@ def test_kafka_brokers_in_public_subnets_are_found() -> None:
 
         inputs["brokerNodeGroupInfo"]["clientSubnets"] = [physical_id(ids[n].type, n) for n in public]
 
-    finding = one(found(mutated(rendered("dev"), edit("aws:msk/cluster:Cluster", "dev-local-kafka-msk", move))),
-                  flows.EXPOSED, "public subnets")
+    finding = one(
+        found(mutated(rendered("dev"), edit("aws:msk/cluster:Cluster", "dev-local-kafka-msk", move))),
+        flows.EXPOSED,
+        "public subnets",
+    )
     assert "dev-local-network-public-a" in finding.message

@@ -22,6 +22,7 @@ for pods, NACLs, and clusters or security groups the program does not create (th
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Iterator
@@ -39,6 +40,7 @@ from tokenplane.proof.deployability.reachability import (
     covered,
     pod_template,
     regions,
+    selects,
 )
 from tokenplane.proof.render import RenderedResource
 from tokenplane.runtime_env import pool_url_var
@@ -55,8 +57,21 @@ SCHEME_PORTS = {"http": 80, "https": 443, "redis": 6379, "rediss": 6379, "grpc":
 GATEWAY_MODULE = "tokenplane.serving.gateway"  # the AI gateway's process (its semantic cache embeds prompts)
 POOL_LABEL = "tokenplane.io/pool"
 # In-cluster data stores, known by their images' names.
-STORE_IMAGES = ("qdrant", "clickhouse", "redis", "valkey", "postgres", "mysql", "mariadb", "mongo", "kafka",
-                "cassandra", "elasticsearch", "opensearch", "etcd")
+STORE_IMAGES = (
+    "qdrant",
+    "clickhouse",
+    "redis",
+    "valkey",
+    "postgres",
+    "mysql",
+    "mariadb",
+    "mongo",
+    "kafka",
+    "cassandra",
+    "elasticsearch",
+    "opensearch",
+    "etcd",
+)
 
 
 @dataclass(frozen=True)
@@ -97,9 +112,9 @@ def _service_flows(region: Region) -> Iterator[Finding]:
     prometheus = _chart_pods(region, "kube-prometheus-stack")
     for scraper in prometheus:
         for pod in region.pods:
-            port = pod.annotations.get("prometheus.io/port")
-            if pod.annotations.get("prometheus.io/scrape") == "true" and port and port.isdigit():
-                yield from _to_pod(region, scraper, pod, int(port), "its prometheus.io/scrape annotation")
+            scrape_port = pod.annotations.get("prometheus.io/port", "")
+            if pod.annotations.get("prometheus.io/scrape") == "true" and scrape_port.isdigit():
+                yield from _to_pod(region, scraper, pod, int(scrape_port), "its prometheus.io/scrape annotation")
     for keda in _chart_pods(region, "keda"):
         for scaler in region.graph.kube(region.name, "ScaledObject"):
             for trigger in (scaler.manifest.get("spec") or {}).get("triggers") or []:
@@ -134,14 +149,17 @@ def _to_service(region: Region, source: Pod, namespace: str, name: str, port: in
         # A chart may create Services the graph cannot list; only a namespace without charts is certain.
         if not region.has_release_in(namespace):
             yield Finding(
-                FLOW, source.urn, f"needed flow {flow} has no destination: no Service {name} in namespace {namespace}",
+                FLOW,
+                source.urn,
+                f"needed flow {flow} has no destination: no Service {name} in namespace {namespace}",
                 f"create the Service, or point {why} at one that exists",
             )
         return
     entry = next((p for p in service.ports if p.port == port), None)
     if entry is None:
         yield Finding(
-            FLOW, source.urn,
+            FLOW,
+            source.urn,
             f"needed flow {flow} is refused: Service {namespace}/{name} has no port {port} "
             f"(ports: {', '.join(str(p.port) for p in service.ports) or 'none'})",
             f"use one of the Service's ports in {why}, or add port {port} to the Service",
@@ -150,7 +168,8 @@ def _to_service(region: Region, source: Pod, namespace: str, name: str, port: in
     backends = region.backends(service)
     if not backends and service.urn not in {r.urn for r in region.releases}:
         yield Finding(
-            FLOW, service.urn,
+            FLOW,
+            service.urn,
             f"needed flow {flow} goes nowhere: Service {namespace}/{name}'s selector {service.selector} "
             "matches no pod in the program",
             "make the selector match the labels of the pods that serve it",
@@ -161,7 +180,8 @@ def _to_service(region: Region, source: Pod, namespace: str, name: str, port: in
             container_port = int(entry.target)
         if container_port is None:
             yield Finding(
-                FLOW, service.urn,
+                FLOW,
+                service.urn,
                 f"needed flow {flow} is refused: Service {namespace}/{name} targets port {entry.target!r}, "
                 f"which {target} does not name (its ports: {target.ports})",
                 "name the container port as the Service's targetPort does",
@@ -212,9 +232,7 @@ def _store_flows(region: Region) -> Iterator[Finding]:
 
 
 def _egress(region: Region, pod: Pod, store: Store) -> Iterator[Finding]:
-    networks: list[Network] = [
-        n for s in store.subnets if (n := _ip(s.inputs.get("cidrBlock"))) is not None
-    ]
+    networks: list[Network] = [n for s in store.subnets if (n := _ip(s.inputs.get("cidrBlock"))) is not None]
     if not networks:
         return
     verdict = region.pod_egress_to(pod, networks, store.port)
@@ -229,8 +247,6 @@ def _egress(region: Region, pod: Pod, store: Store) -> Iterator[Finding]:
 
 
 def _ip(text: object) -> Network | None:
-    import ipaddress
-
     try:
         return ipaddress.ip_network(str(text), strict=False)
     except ValueError:
@@ -239,8 +255,8 @@ def _ip(text: object) -> Network | None:
 
 def _reads_from(region: Region, pod: Pod) -> set[str]:
     """URNs whose outputs reach the pod: its own inputs', and those of the Secrets and ConfigMaps it reads."""
-    assert pod.workload is not None
-    urns = {u for deps in pod.workload.resource.property_dependencies.values() for u in deps}
+    own = pod.workload.resource.property_dependencies if pod.workload is not None else {}
+    urns = {u for deps in own.values() for u in deps}
     names = _read_objects(pod)
     for obj in region.graph.kube(region.name, "Secret", "ConfigMap"):
         if obj.namespace == pod.namespace and (obj.kind, obj.name) in names:
@@ -333,8 +349,12 @@ def _stores(region: Region) -> list[Store]:
         public = ((info.get("connectivityInfo") or {}).get("publicAccess") or {}).get("type")
         out.append(
             Store(
-                r, "MSK", _msk_port(r.inputs), graph.by_physical_ids(info.get("securityGroups")),
-                graph.by_physical_ids(info.get("clientSubnets")), public not in (None, "DISABLED"),
+                r,
+                "MSK",
+                _msk_port(r.inputs),
+                graph.by_physical_ids(info.get("securityGroups")),
+                graph.by_physical_ids(info.get("clientSubnets")),
+                public not in (None, "DISABLED"),
             )
         )
     for typ in ("aws:rds/instance:Instance", "aws:rds/cluster:Cluster"):
@@ -345,8 +365,12 @@ def _stores(region: Region) -> list[Store]:
             subnets = [s for g in subnet_groups for s in graph.referenced(g, "subnetIds")]
             out.append(
                 Store(
-                    r, "RDS", int(r.inputs.get("port") or default), graph.referenced(r, "vpcSecurityGroupIds"),
-                    subnets, r.inputs.get("publiclyAccessible") is True,
+                    r,
+                    "RDS",
+                    int(r.inputs.get("port") or default),
+                    graph.referenced(r, "vpcSecurityGroupIds"),
+                    subnets,
+                    r.inputs.get("publiclyAccessible") is True,
                 )
             )
     return out
@@ -360,9 +384,10 @@ def _msk_port(inputs: dict[str, Any]) -> int:
         return 9098
     if sasl.get("scram"):
         return 9096
-    if auth.get("tls") or ((inputs.get("encryptionInfo") or {}).get("encryptionInTransit") or {}).get(
-        "clientBroker", "TLS"
-    ) == "TLS":
+    if (
+        auth.get("tls")
+        or ((inputs.get("encryptionInfo") or {}).get("encryptionInTransit") or {}).get("clientBroker", "TLS") == "TLS"
+    ):
         return 9094
     return 9092
 
@@ -372,13 +397,16 @@ def _aws_exposure(region: Region) -> Iterator[Finding]:
         where = f"{store.kind} {store.resource.name}"
         if store.public:
             yield Finding(
-                EXPOSED, store.resource.urn, f"{where} has a public address (public access is on)",
+                EXPOSED,
+                store.resource.urn,
+                f"{where} has a public address (public access is on)",
                 "turn public access off: clients in the VPC reach it privately",
             )
         public = [s for s in store.subnets if s.urn in region.public_subnets]
         if public:
             yield Finding(
-                EXPOSED, store.resource.urn,
+                EXPOSED,
+                store.resource.urn,
                 f"{where} is placed in public subnets {', '.join(s.name for s in public)} (routed to an internet "
                 "gateway)",
                 "place it in the VPC's private subnets",
@@ -389,7 +417,8 @@ def _aws_exposure(region: Region) -> Iterator[Finding]:
                 outside = [n for n in rule.networks if not vpc or not covered([n], vpc)]
                 if outside:
                     yield Finding(
-                        EXPOSED, group.urn,
+                        EXPOSED,
+                        group.urn,
                         f"{where} admits {', '.join(str(n) for n in outside)} through security group {group.name} "
                         f"(ports {rule.from_port}-{rule.to_port}), outside its VPC "
                         f"{', '.join(str(n) for n in vpc) or '(unknown)'}",
@@ -408,14 +437,15 @@ def _cluster_exposure(region: Region) -> Iterator[Finding]:
                 if service.kind == "LoadBalancer" and _internal(service):
                     continue
                 yield Finding(
-                    EXPOSED, service.urn,
+                    EXPOSED,
+                    service.urn,
                     f"{kind} {pod} is behind Service {service.namespace}/{service.name} of type {service.kind}: "
                     "reachable from outside the VPC",
                     "make the Service a ClusterIP (or an internal load balancer)",
                 )
         for policy in region.policies:
             spec = policy.manifest.get("spec") or {}
-            if policy.namespace != pod.namespace or not _selects_pod(spec.get("podSelector"), pod):
+            if policy.namespace != pod.namespace or not selects(spec.get("podSelector"), pod.labels):
                 continue
             for rule in spec.get("ingress") or []:
                 for peer in rule.get("from") or []:
@@ -423,17 +453,12 @@ def _cluster_exposure(region: Region) -> Iterator[Finding]:
                     vpc = [n for s in region.pod_subnets for n in region.vpc_networks(s)]
                     if block is not None and (not vpc or not covered([block], vpc)):
                         yield Finding(
-                            EXPOSED, policy.urn,
+                            EXPOSED,
+                            policy.urn,
                             f"{kind} {pod} admits ipBlock {block} through NetworkPolicy {policy.namespace}/"
                             f"{policy.name}, beyond the VPC {', '.join(str(n) for n in vpc) or '(unknown)'}",
                             "admit its clients by pod and namespace selectors, or the VPC's range",
                         )
-
-
-def _selects_pod(selector: dict[str, Any] | None, pod: Pod) -> bool:
-    from tokenplane.proof.deployability.reachability import selects
-
-    return selects(selector, pod.labels)
 
 
 def _internal(service: Service) -> bool:

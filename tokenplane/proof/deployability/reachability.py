@@ -225,8 +225,11 @@ class Region:
         """The pods a Service sends to: its selector's, in its namespace (none without a selector)."""
         if not service.selector:
             return []
-        return [p for p in self.pods if p.namespace == service.namespace and selects(
-            {"matchLabels": service.selector}, p.labels)]
+        return [
+            p
+            for p in self.pods
+            if p.namespace == service.namespace and selects({"matchLabels": service.selector}, p.labels)
+        ]
 
     def has_release_in(self, namespace: str) -> bool:
         return any(str(r.inputs.get("namespace") or "default") == namespace for r in self.releases)
@@ -343,8 +346,10 @@ class Region:
     def sg_allows(self, groups: list[RenderedResource], port: int) -> Verdict:
         """Does some ingress rule of ``groups`` let every pod address (or the pods' groups) in on ``port``?"""
         rules = [r for g in groups for r in self.ingress_rules(g) if r.has_port(port)]
-        if any(r.source_groups & self.pod_security_groups or (r.self_ref and r.owner in self.pod_security_groups)
-               for r in rules):
+        if any(
+            r.source_groups & self.pod_security_groups or (r.self_ref and r.owner in self.pod_security_groups)
+            for r in rules
+        ):
             return Verdict(True)
         if self.pod_networks and covered(self.pod_networks, [n for r in rules for n in r.networks]):
             return Verdict(True)
@@ -477,8 +482,11 @@ class SgRule:
     @classmethod
     def inline(cls, group: RenderedResource, rule: dict[str, Any], graph: Graph) -> SgRule:
         protocol, low, high = cls._ports(rule, "fromPort", "toPort")
-        networks = [n for c in [*(rule.get("cidrBlocks") or []), *(rule.get("ipv6CidrBlocks") or [])]
-                    if (n := _network(c)) is not None]
+        networks = [
+            n
+            for c in [*(rule.get("cidrBlocks") or []), *(rule.get("ipv6CidrBlocks") or [])]
+            if (n := _network(c)) is not None
+        ]
         sources = {g.urn for g in graph.by_physical_ids(rule.get("securityGroups") or [])}
         return cls(group.urn, protocol, low, high, networks, sources, bool(rule.get("self")))
 
