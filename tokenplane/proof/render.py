@@ -439,6 +439,8 @@ def mock_outputs(
             },
             "identities": [{"oidcs": [{"issuer": issuer}]}],
             "arn": f"arn:aws:eks:{region}:{ACCOUNT_ID}:cluster/{inputs.get('name', rid)}",
+            # EKS makes this group and puts it on the managed nodes: rules admitting "the nodes" name it.
+            "vpcConfig": {**(inputs.get("vpcConfig") or {}), "clusterSecurityGroupId": cluster_security_group_id(name)},
         }
     elif typ == "aws:iam/openIdConnectProvider:OpenIdConnectProvider":
         url = str(inputs.get("url", "")).removeprefix("https://")
@@ -502,6 +504,11 @@ def mock_outputs(
 
 def _resource_id(typ: str, name: str) -> str:
     return f"{name}-{_h(typ, name, n=7)}"
+
+
+def cluster_security_group_id(name: str) -> str:
+    """The ID of the security group EKS creates for the cluster named ``name`` (its nodes carry it)."""
+    return f"sg-{_h('cluster-sg', name, n=17)}"
 
 
 def physical_id(typ: str, name: str) -> str:

@@ -18,7 +18,13 @@ from tests.proof.deployability.test_single_region_example import example
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import Finding, flows
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.render import RenderedResource, RenderResult, kubernetes_manifest
+from tokenplane.proof.render import (
+    RenderedResource,
+    RenderResult,
+    cluster_security_group_id,
+    kubernetes_manifest,
+    physical_id,
+)
 from tokenplane.serving.types import Endpoint
 
 RULES = (flows.FLOW, flows.EXPOSED)
@@ -230,8 +236,6 @@ def test_kafka_brokers_in_public_subnets_are_found() -> None:
 
     def move(inputs: dict[str, Any]) -> None:
         ids = {r.name: r for r in rendered("dev").resources if r.name in public}
-        from tokenplane.proof.render import physical_id
-
         inputs["brokerNodeGroupInfo"]["clientSubnets"] = [physical_id(ids[n].type, n) for n in public]
 
     finding = one(
@@ -240,3 +244,21 @@ def test_kafka_brokers_in_public_subnets_are_found() -> None:
         "public subnets",
     )
     assert "dev-local-network-public-a" in finding.message
+
+
+def redis_admitting(sources: dict[str, Any]) -> RenderResult:
+    def only(inputs: dict[str, Any]) -> None:
+        inputs["ingress"] = [{"protocol": "tcp", "fromPort": 6379, "toPort": 6379, **sources}]
+
+    return mutated(rendered("dev"), edit("aws:ec2/securityGroup:SecurityGroup", "dev-local-redis-sg", only))
+
+
+def test_a_redis_group_admitting_the_clusters_node_security_group_is_not_flagged() -> None:
+    # Security-group references, not ranges: EKS puts the cluster's group on its managed nodes.
+    assert found(redis_admitting({"securityGroups": [cluster_security_group_id("dev-local-cluster-eks")]})) == []
+
+
+def test_a_redis_group_admitting_another_security_group_blocks_the_pods() -> None:
+    kafka_sg = physical_id("aws:ec2/securityGroup:SecurityGroup", "dev-local-kafka-sg")
+    finding = one(found(redis_admitting({"securityGroups": [kafka_sg]})), flows.FLOW, "ElastiCache dev-local-redis-rg")
+    assert "admits TCP 6379 only from dev-local-kafka-sg" in finding.message

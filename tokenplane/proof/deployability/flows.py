@@ -146,8 +146,9 @@ def _to_service(region: Region, source: Pod, namespace: str, name: str, port: in
     service = region.service(namespace, name)
     flow = f"{source} -> {name}.{namespace}.svc:{port} (from {why})"
     if service is None:
-        # A chart may create Services the graph cannot list; only a namespace without charts is certain.
-        if not region.has_release_in(namespace):
+        # A chart may create Services the graph cannot list, and an existing namespace ones the program does not:
+        # only a namespace the program owns without charts is certain.
+        if not region.has_release_in(namespace) and namespace not in region.graph.assumed.namespaces:
             yield Finding(
                 FLOW,
                 source.urn,
@@ -166,7 +167,8 @@ def _to_service(region: Region, source: Pod, namespace: str, name: str, port: in
         )
         return
     backends = region.backends(service)
-    if not backends and service.urn not in {r.urn for r in region.releases}:
+    # A Service without a selector has its endpoints made by hand; a chart's pods are not in the graph.
+    if not backends and service.selector and not region.has_release_in(namespace):
         yield Finding(
             FLOW,
             service.urn,
@@ -216,8 +218,8 @@ def _store_flows(region: Region) -> Iterator[Finding]:
             continue
         for urn in _reads_from(region, pod):
             store = stores.get(urn)
-            if store is None or not store.groups:
-                continue  # no group the program creates: its rules are unknown here
+            if store is None or not store.groups or not region.pod_networks:
+                continue  # a group or a cluster the program does not create: its rules or addresses are unknown
             verdict = region.sg_allows(store.groups, store.port)
             if not verdict.allowed:
                 yield Finding(

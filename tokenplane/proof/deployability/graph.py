@@ -9,12 +9,19 @@ from typing import Any
 
 from tokenplane.proof.deployability.assumptions import Assumptions
 from tokenplane.proof.deployability.findings import GraphDataMissing
-from tokenplane.proof.render import RenderedResource, RenderResult, kubernetes_manifest, physical_id
+from tokenplane.proof.render import (
+    RenderedResource,
+    RenderResult,
+    cluster_security_group_id,
+    kubernetes_manifest,
+    physical_id,
+)
 from tokenplane.spec import PlatformSpec
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+CLUSTER = "aws:eks/cluster:Cluster"
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,8 @@ class Graph:
                     out.setdefault(r.inputs["name"], r)
                 out[physical_id(r.type, r.name)] = r
                 out.setdefault(physical_id(r.type, r.name).removesuffix("-id"), r)  # a generated name
+                if r.type == CLUSTER:  # its security group stands for the cluster's nodes
+                    out[cluster_security_group_id(r.name)] = r
         return out
 
     def by_physical_ids(self, ids: Any) -> list[RenderedResource]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from tokenplane.proof.deployability.graph import HELM_RELEASE, NODE_GROUP, Graph, KubeObject
+from tokenplane.proof.deployability.graph import CLUSTER, HELM_RELEASE, NODE_GROUP, Graph, KubeObject
 from tokenplane.proof.render import RenderedResource
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -48,11 +48,11 @@ class ChartEndpoint:
 
 
 # Read from the pinned charts' templates: kube-prometheus-stack names its Prometheus Service
-# "<fullname>-prometheus" (fullname = the release's name when it contains the chart's) and labels the pods
-# app.kubernetes.io/name=prometheus; KEDA's operator pods carry app.kubernetes.io/name=keda-operator.
+# "<fullname>-prometheus" (``chart_fullname``) and labels the pods app.kubernetes.io/name=prometheus; KEDA's
+# operator pods carry app.kubernetes.io/name=keda-operator.
 CHART_ENDPOINTS: dict[str, ChartEndpoint] = {
     "kube-prometheus-stack": ChartEndpoint(
-        {NAME_LABEL: "prometheus"}, "{release}-prometheus", 9090, {"http-web": 9090}
+        {NAME_LABEL: "prometheus"}, "{fullname}-prometheus", 9090, {"http-web": 9090}
     ),
     "keda": ChartEndpoint({NAME_LABEL: "keda-operator"}, "keda-operator", 9666, {"metricsservice": 9666}),
 }
@@ -212,7 +212,7 @@ class Region:
         for release in self.releases:
             chart = CHART_ENDPOINTS.get(str(release.inputs.get("chart")))
             if chart is not None:
-                name = chart.service.format(release=release.inputs.get("name") or release.name)
+                name = chart.service.format(fullname=chart_fullname(release))
                 namespace = str(release.inputs.get("namespace") or "default")
                 port = ServicePort(chart.port, chart.port)
                 out.append(Service(release.urn, namespace, name, dict(chart.pod_labels), [port]))
@@ -324,8 +324,9 @@ class Region:
 
     @cached_property
     def pod_security_groups(self) -> set[str]:
-        """URNs of the security groups the node groups' launch templates put on the nodes (and so on pods)."""
-        out: set[str] = set()
+        """URNs of the security groups on the nodes (and so on pods): the launch templates' groups, and the
+        cluster's own, which EKS puts on managed nodes (it stands for the cluster's URN)."""
+        out: set[str] = {c.urn for c in self.graph.of_type(CLUSTER, self.name)} if self.node_groups else set()
         for group in self.node_groups:
             for template in self.graph.referenced(group, "launchTemplate"):
                 if template.type == LAUNCH_TEMPLATE:
@@ -385,6 +386,19 @@ class Region:
 
 
 POD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
+FULLNAME_LIMIT = 26  # kube-prometheus-stack truncates its fullname so that derived names fit 63 characters
+
+
+def chart_fullname(release: RenderedResource) -> str:
+    """Helm's usual ``<chart>.fullname``: fullnameOverride, else the release's name when it contains the chart's
+    (or nameOverride), else ``<release>-<chart>``; truncated as kube-prometheus-stack does."""
+    values = release.inputs.get("values") or {}
+    if values.get("fullnameOverride"):
+        return str(values["fullnameOverride"])[:FULLNAME_LIMIT].rstrip("-")
+    release_name = str(release.inputs.get("name") or release.name)
+    chart = str(values.get("nameOverride") or release.inputs.get("chart"))
+    name = release_name if chart in release_name else f"{release_name}-{chart}"
+    return name[:FULLNAME_LIMIT].rstrip("-")
 
 
 def pod_template(obj: KubeObject) -> dict[str, Any]:
