@@ -262,3 +262,12 @@ def test_a_redis_group_admitting_another_security_group_blocks_the_pods() -> Non
     kafka_sg = physical_id("aws:ec2/securityGroup:SecurityGroup", "dev-local-kafka-sg")
     finding = one(found(redis_admitting({"securityGroups": [kafka_sg]})), flows.FLOW, "ElastiCache dev-local-redis-rg")
     assert "admits TCP 6379 only from dev-local-kafka-sg" in finding.message
+
+
+def test_a_public_gateway_policy_that_admits_only_pods_shuts_out_its_own_load_balancer() -> None:
+    def in_cluster_only(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["ingress"][0]["from"] = [{"namespaceSelector": {}}]
+
+    result = mutated(rendered("dev"), edit("NetworkPolicy", "ai-gateway-ingress", in_cluster_only))
+    finding = one(found(result), flows.FLOW, "load balancer of llm-gateway/ai-gateway", "ai-gateway (llm-gateway):8080")
+    assert "10.0.240.0/24" in finding.message and finding.urn.endswith("ai-gateway-service")

@@ -36,8 +36,8 @@ from tokenplane.proof.deployability.reachability import (
     Network,
     Pod,
     Region,
-    Service,
     covered,
+    internal,
     pod_template,
     regions,
     selects,
@@ -109,6 +109,7 @@ def _service_flows(region: Region) -> Iterator[Finding]:
                 port = int(match["port"]) if match["port"] else SCHEME_PORTS.get(match["scheme"] or "")
                 if port is not None:
                     yield from _to_service(region, pod, match["namespace"], match["name"], port, f"env {variable}")
+    yield from _load_balancer_flows(region)
     prometheus = _chart_pods(region, "kube-prometheus-stack")
     for scraper in prometheus:
         for pod in region.pods:
@@ -123,6 +124,26 @@ def _service_flows(region: Region) -> Iterator[Finding]:
                     port = int(match["port"]) if match["port"] else SCHEME_PORTS.get(match["scheme"] or "", 80)
                     why = f"ScaledObject {scaler.namespace}/{scaler.name}'s trigger {trigger.get('name')}"
                     yield from _to_service(region, keda, match["namespace"], match["name"], port, why)
+
+
+def _load_balancer_flows(region: Region) -> Iterator[Finding]:
+    """A LoadBalancer Service's load balancer reaches its pods (IP targets: from its subnets' addresses)."""
+    for service in region.services:
+        networks = region.load_balancer_networks(service) if service.kind == "LoadBalancer" else []
+        for target in region.backends(service) if networks else []:
+            for entry in service.ports:
+                port = entry.target if isinstance(entry.target, int) else target.ports.get(str(entry.target))
+                verdict = region.ingress_from(networks, target, int(port)) if port is not None else None
+                if verdict is None or verdict.allowed:
+                    continue
+                yield Finding(
+                    FLOW,
+                    service.urn,
+                    f"needed flow load balancer of {service.namespace}/{service.name} (from "
+                    f"{', '.join(str(n) for n in networks)}) -> {target}:{port} is blocked: {'; '.join(verdict.blockers)}",
+                    f"admit its clients on TCP {port} in the NetworkPolicy that selects {target} (no 'from', or an "
+                    "ipBlock holding the load balancer's subnets)",
+                )
 
 
 def _chart_pods(region: Region, chart: str) -> list[Pod]:
@@ -436,7 +457,7 @@ def _cluster_exposure(region: Region) -> Iterator[Finding]:
             continue
         for service in region.services:
             if service.kind in ("LoadBalancer", "NodePort") and pod in region.backends(service):
-                if service.kind == "LoadBalancer" and _internal(service):
+                if service.kind == "LoadBalancer" and internal(service):
                     continue
                 yield Finding(
                     EXPOSED,
@@ -461,11 +482,3 @@ def _cluster_exposure(region: Region) -> Iterator[Finding]:
                             f"{policy.name}, beyond the VPC {', '.join(str(n) for n in vpc) or '(unknown)'}",
                             "admit its clients by pod and namespace selectors, or the VPC's range",
                         )
-
-
-def _internal(service: Service) -> bool:
-    annotations = service.annotations
-    return (
-        annotations.get("service.beta.kubernetes.io/aws-load-balancer-scheme") == "internal"
-        or str(annotations.get("service.beta.kubernetes.io/aws-load-balancer-internal", "")).lower() == "true"
-    )

@@ -251,15 +251,21 @@ class Region:
 
     def pod_egress_to(self, source: Pod, networks: list[Network], port: int) -> Verdict:
         """May ``source`` send to addresses outside the cluster's pods (``networks``) on ``port``?"""
+        return self._direction(source, port, "Egress", "egress", "to", lambda peer, _: _block_has(peer, networks))
 
-        def matches(peer: dict[str, Any], _: str) -> bool:
-            block = _network((peer.get("ipBlock") or {}).get("cidr"))
-            if block is None:
-                return False
-            excepted = [n for e in peer["ipBlock"].get("except") or [] if (n := _network(e)) is not None]
-            return covered(networks, [block]) and not any(n.overlaps(e) for n in networks for e in excepted)
+    def ingress_from(self, networks: list[Network], target: Pod, port: int) -> Verdict:
+        """May addresses outside the cluster's pods (``networks``: a load balancer's) reach ``target`` on ``port``?"""
+        return self._direction(target, port, "Ingress", "ingress", "from", lambda peer, _: _block_has(peer, networks))
 
-        return self._direction(source, port, "Egress", "egress", "to", matches)
+    def load_balancer_networks(self, service: Service) -> list[Network]:
+        """Where a LoadBalancer Service's load balancer sends from: the subnets the AWS Load Balancer Controller
+        places it in (tagged kubernetes.io/role/elb, internet-facing; role/internal-elb, internal)."""
+        role = "kubernetes.io/role/internal-elb" if internal(service) else "kubernetes.io/role/elb"
+        return [
+            n
+            for s in self.graph.of_type(SUBNET, self.name)
+            if str((s.inputs.get("tags") or {}).get(role)) == "1" and (n := _network(s.inputs.get("cidrBlock")))
+        ]
 
     def _direction(
         self, pod: Pod, port: int, kind: str, key: str, peers_key: str, peer_matches: Any, target: Pod | None = None
@@ -421,6 +427,24 @@ def _pod(obj: KubeObject) -> Pod | None:
     labels = {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
     annotations = {str(k): str(v) for k, v in (metadata.get("annotations") or {}).items()}
     return Pod(obj.urn, obj.namespace, obj.name, labels, ports, annotations, obj)
+
+
+def _block_has(peer: dict[str, Any], networks: list[Network]) -> bool:
+    """An ipBlock peer that holds every address of ``networks`` (none of them in its ``except``)."""
+    block = _network((peer.get("ipBlock") or {}).get("cidr"))
+    if block is None:
+        return False
+    excepted = [n for e in peer["ipBlock"].get("except") or [] if (n := _network(e)) is not None]
+    return covered(networks, [block]) and not any(n.overlaps(e) for n in networks for e in excepted)
+
+
+def internal(service: Service) -> bool:
+    """A LoadBalancer Service whose load balancer is internal; one that names no scheme counts as public."""
+    annotations = service.annotations
+    return (
+        annotations.get("service.beta.kubernetes.io/aws-load-balancer-scheme") == "internal"
+        or str(annotations.get("service.beta.kubernetes.io/aws-load-balancer-internal", "")).lower() == "true"
+    )
 
 
 def _policy_types(spec: dict[str, Any]) -> list[str]:
