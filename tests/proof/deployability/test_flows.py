@@ -271,3 +271,31 @@ def test_a_public_gateway_policy_that_admits_only_pods_shuts_out_its_own_load_ba
     result = mutated(rendered("dev"), edit("NetworkPolicy", "ai-gateway-ingress", in_cluster_only))
     finding = one(found(result), flows.FLOW, "load balancer of llm-gateway/ai-gateway", "ai-gateway (llm-gateway):8080")
     assert "10.0.240.0/24" in finding.message and finding.urn.endswith("ai-gateway-service")
+
+
+def test_a_publicly_accessible_database_is_found() -> None:
+    template = next(r for r in rendered("dev").resources if r.name == "dev-local-redis-rg")
+    database = RenderedResource(
+        urn=template.urn.replace("dev-local-redis-rg", "dev-local-ledger-db"),
+        type="aws:rds/instance:Instance",
+        name="dev-local-ledger-db",
+        parent=template.parent,
+        provider=template.provider,
+        region=template.region,
+        inputs={
+            "engine": "postgres",
+            "publiclyAccessible": True,
+            "vpcSecurityGroupIds": template.inputs["securityGroupIds"],
+        },
+        custom=True,
+    )
+    finding = one(found(mutated(rendered("dev"), lambda r: r, extra=[database])), flows.EXPOSED, "RDS")
+    assert "public access is on" in finding.message and finding.urn == database.urn
+
+
+def test_clickhouse_admitting_the_whole_internet_by_ip_block_is_found() -> None:
+    def world(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": "0.0.0.0/0"}})
+
+    finding = one(found(mutated(rendered("dev"), edit("NetworkPolicy", "clickhouse-ingress", world))), flows.EXPOSED)
+    assert "clickhouse" in finding.message and "ipBlock 0.0.0.0/0" in finding.message
