@@ -7,6 +7,7 @@ stacks and examples/single-region must give no finding at all.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
@@ -299,3 +300,15 @@ def test_clickhouse_admitting_the_whole_internet_by_ip_block_is_found() -> None:
 
     finding = one(found(mutated(rendered("dev"), edit("NetworkPolicy", "clickhouse-ingress", world))), flows.EXPOSED)
     assert "clickhouse" in finding.message and "ipBlock 0.0.0.0/0" in finding.message
+
+
+def test_a_program_without_a_spec_whose_gateway_config_embeds_with_a_pool_it_never_wires_is_found() -> None:
+    # The gateway's config names its region "eu"; the graph of a spec-less program names it eu-central-1.
+    def embed_with_chat(inputs: dict[str, Any]) -> None:
+        platform = json.loads(inputs["data"]["platform.json"])
+        platform["cache"]["semantic"].update(enabled=True, embedding_pool="chat")
+        inputs["data"]["platform.json"] = json.dumps(platform)
+
+    result = mutated(example().result, edit("ConfigMap", "ai-gateway-config", embed_with_chat))
+    finding = one(found(result, None), flows.FLOW, "embedding pool chat has no address")
+    assert "no POOL_URL_CHAT" in finding.message

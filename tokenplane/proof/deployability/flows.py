@@ -43,7 +43,7 @@ from tokenplane.proof.deployability.reachability import (
     selects,
 )
 from tokenplane.proof.render import RenderedResource
-from tokenplane.runtime_env import pool_url_var
+from tokenplane.runtime_env import Var, pool_url_var
 
 FLOW = "flow-allowed"
 EXPOSED = "store-private"
@@ -315,10 +315,10 @@ def _embedding_flow(region: Region) -> Iterator[Finding]:
     for pod in region.pods:
         if pod.workload is None or not any(GATEWAY_MODULE in (c.get("command") or []) for c in _containers(pod)):
             continue
-        platform = _platform_config(region, pod)
+        platform, serves = _platform_config(region, pod)
         semantic = ((platform or {}).get("cache") or {}).get("semantic") or {}
         pool = semantic.get("embedding_pool")
-        if not semantic.get("enabled") or not pool or not _placed(platform or {}, region.name, str(pool)):
+        if not semantic.get("enabled") or not pool or not _placed(platform or {}, serves, str(pool)):
             continue
         variable = pool_url_var(str(pool))
         if any(name == variable for name, _ in _env(pod)):
@@ -333,7 +333,10 @@ def _embedding_flow(region: Region) -> Iterator[Finding]:
         )
 
 
-def _platform_config(region: Region, pod: Pod) -> dict[str, Any] | None:
+def _platform_config(region: Region, pod: Pod) -> tuple[dict[str, Any] | None, str]:
+    """The spec a gateway pod reads (``platform.json`` of a ConfigMap it mounts) and the spec region it serves
+    (``TOKENPLANE_REGION``; a program without a spec names its regions otherwise than the graph does)."""
+    serves = next((value for name, value in _env(pod) if name == Var.REGION.value), region.name)
     for kind, name in _read_objects(pod):
         if kind != "ConfigMap":
             continue
@@ -344,9 +347,9 @@ def _platform_config(region: Region, pod: Pod) -> dict[str, Any] | None:
                     try:
                         loaded = json.loads(text)
                     except json.JSONDecodeError:
-                        return None
-                    return loaded if isinstance(loaded, dict) else None
-    return None
+                        return None, serves
+                    return (loaded if isinstance(loaded, dict) else None), serves
+    return None, serves
 
 
 def _placed(platform: dict[str, Any], region: str, pool: str) -> bool:
