@@ -22,7 +22,6 @@ for pods, NACLs, and clusters or security groups the program does not create (th
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 from collections.abc import Iterator
@@ -30,18 +29,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.reachability import (
     CHART_ENDPOINTS,
     NAME_LABEL,
-    Network,
     Pod,
     Region,
-    covered,
     internal,
     pod_template,
     regions,
     selects,
 )
+from tokenplane.proof.deployability.security_groups import Network, covered, network
 from tokenplane.proof.render import RenderedResource
 from tokenplane.runtime_env import Var, pool_url_var
 
@@ -86,14 +85,14 @@ class Store:
     public: bool = False  # the service itself gives it a public address
 
 
-def check(graph: Any) -> Iterator[Finding]:
+def check(graph: Graph) -> Iterator[Finding]:
     for region in regions(graph):
         yield from _service_flows(region)
         yield from _store_flows(region)
         yield from _embedding_flow(region)
 
 
-def check_exposed(graph: Any) -> Iterator[Finding]:
+def check_exposed(graph: Graph) -> Iterator[Finding]:
     for region in regions(graph):
         yield from _aws_exposure(region)
         yield from _cluster_exposure(region)
@@ -255,7 +254,7 @@ def _store_flows(region: Region) -> Iterator[Finding]:
 
 
 def _egress(region: Region, pod: Pod, store: Store) -> Iterator[Finding]:
-    networks: list[Network] = [n for s in store.subnets if (n := _ip(s.inputs.get("cidrBlock"))) is not None]
+    networks: list[Network] = [n for s in store.subnets if (n := network(s.inputs.get("cidrBlock"))) is not None]
     if not networks:
         return
     verdict = region.pod_egress_to(pod, networks, store.port)
@@ -267,13 +266,6 @@ def _egress(region: Region, pod: Pod, store: Store) -> Iterator[Finding]:
             f"{'; '.join(verdict.blockers)}",
             f"add an egress rule to ipBlock {', '.join(str(n) for n in networks)} on TCP {store.port}",
         )
-
-
-def _ip(text: object) -> Network | None:
-    try:
-        return ipaddress.ip_network(str(text), strict=False)
-    except ValueError:
-        return None
 
 
 def _reads_from(region: Region, pod: Pod) -> set[str]:
@@ -475,7 +467,7 @@ def _cluster_exposure(region: Region) -> Iterator[Finding]:
                 continue
             for rule in spec.get("ingress") or []:
                 for peer in rule.get("from") or []:
-                    block = _ip((peer.get("ipBlock") or {}).get("cidr"))
+                    block = network((peer.get("ipBlock") or {}).get("cidr"))
                     vpc = [n for s in region.pod_subnets for n in region.vpc_networks(s)]
                     if block is not None and (not vpc or not covered([block], vpc)):
                         yield Finding(

@@ -14,20 +14,25 @@ graph; the few the platform talks to are described in ``CHART_ENDPOINTS``.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from tokenplane.proof.deployability.graph import CLUSTER, HELM_RELEASE, NODE_GROUP, Graph, KubeObject
+from tokenplane.proof.deployability.security_groups import (
+    SG_INGRESS_RULE,
+    SG_RULE,
+    Network,
+    SgRule,
+    covered,
+    network,
+)
 from tokenplane.proof.render import RenderedResource
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 SUBNET = "aws:ec2/subnet:Subnet"
 VPC = "aws:ec2/vpc:Vpc"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
-SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
-SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
 ROUTE_TABLE_ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
@@ -117,28 +122,6 @@ def selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
         if operator == "DoesNotExist" and present:
             return False
     return True
-
-
-def _network(text: object) -> Network | None:
-    try:
-        return ipaddress.ip_network(str(text), strict=False)
-    except ValueError:
-        return None
-
-
-def covered(networks: Iterable[Network], by: Iterable[Network]) -> bool:
-    """Every address of ``networks`` lies in the union of ``by`` (a network split over two rules counts)."""
-    cover = list(by)
-    left = [n for n in networks]
-    for block in cover:
-        rest: list[Network] = []
-        for n in left:
-            if n.version != block.version or not n.overlaps(block):
-                rest.append(n)
-            elif not n.subnet_of(block):  # type: ignore[arg-type]  # same version, checked above
-                rest.extend(n.address_exclude(block))  # type: ignore[arg-type]  # same version
-        left = rest
-    return not left
 
 
 def _describe(selector: dict[str, Any] | None) -> str:
@@ -264,11 +247,18 @@ class Region:
         return [
             n
             for s in self.graph.of_type(SUBNET, self.name)
-            if str((s.inputs.get("tags") or {}).get(role)) == "1" and (n := _network(s.inputs.get("cidrBlock")))
+            if str((s.inputs.get("tags") or {}).get(role)) == "1" and (n := network(s.inputs.get("cidrBlock")))
         ]
 
     def _direction(
-        self, pod: Pod, port: int, kind: str, key: str, peers_key: str, peer_matches: Any, target: Pod | None = None
+        self,
+        pod: Pod,
+        port: int,
+        kind: str,
+        key: str,
+        peers_key: str,
+        peer_matches: Callable[[dict[str, Any], str], bool],
+        target: Pod | None = None,
     ) -> Verdict:
         selecting = [
             p
@@ -291,9 +281,9 @@ class Region:
 
     def _peer_has(self, peer: dict[str, Any], policy_namespace: str, pod: Pod) -> bool:
         if "ipBlock" in peer:
-            block = _network(peer["ipBlock"].get("cidr"))
+            block = network(peer["ipBlock"].get("cidr"))
             networks = self.pod_networks
-            excepted = [n for e in peer["ipBlock"].get("except") or [] if (n := _network(e)) is not None]
+            excepted = [n for e in peer["ipBlock"].get("except") or [] if (n := network(e)) is not None]
             return (
                 block is not None
                 and bool(networks)
@@ -326,7 +316,7 @@ class Region:
     @cached_property
     def pod_networks(self) -> list[Network]:
         """Where pods' addresses come from: the node groups' subnets (empty: a cluster the program does not own)."""
-        return [n for s in self.pod_subnets if (n := _network(s.inputs.get("cidrBlock"))) is not None]
+        return [n for s in self.pod_subnets if (n := network(s.inputs.get("cidrBlock"))) is not None]
 
     @cached_property
     def pod_security_groups(self) -> set[str]:
@@ -372,7 +362,7 @@ class Region:
         return [
             n
             for vpc in self.graph.referenced(group, "vpcId")
-            if vpc.type == VPC and (n := _network(vpc.inputs.get("cidrBlock"))) is not None
+            if vpc.type == VPC and (n := network(vpc.inputs.get("cidrBlock"))) is not None
         ]
 
     @cached_property
@@ -382,7 +372,7 @@ class Region:
             t.urn
             for t in self.graph.of_type(ROUTE_TABLE, self.name)
             if any(d.type == INTERNET_GATEWAY for d in self.graph.referenced(t, "routes"))
-            and any(_network(r.get("cidrBlock")) in ANY_NETWORK for r in t.inputs.get("routes") or [])
+            and any(network(r.get("cidrBlock")) in ANY_NETWORK for r in t.inputs.get("routes") or [])
         }
         out = {s.urn for s in self.graph.of_type(SUBNET, self.name) if s.inputs.get("mapPublicIpOnLaunch") is True}
         for association in self.graph.of_type(ROUTE_TABLE_ASSOCIATION, self.name):
@@ -431,10 +421,10 @@ def _pod(obj: KubeObject) -> Pod | None:
 
 def _block_has(peer: dict[str, Any], networks: list[Network]) -> bool:
     """An ipBlock peer that holds every address of ``networks`` (none of them in its ``except``)."""
-    block = _network((peer.get("ipBlock") or {}).get("cidr"))
+    block = network((peer.get("ipBlock") or {}).get("cidr"))
     if block is None:
         return False
-    excepted = [n for e in peer["ipBlock"].get("except") or [] if (n := _network(e)) is not None]
+    excepted = [n for e in peer["ipBlock"].get("except") or [] if (n := network(e)) is not None]
     return covered(networks, [block]) and not any(n.overlaps(e) for n in networks for e in excepted)
 
 
@@ -487,64 +477,6 @@ def _policy_summary(policy: KubeObject, key: str, peers_key: str) -> str:
         f"NetworkPolicy {policy.namespace}/{policy.name} selects it and allows {key} only {side} "
         f"{'; '.join(allowed) or 'no one'}"
     )
-
-
-@dataclass(frozen=True)
-class SgRule:
-    """One security-group ingress rule, whichever resource declares it."""
-
-    owner: str  # the security group's URN
-    protocol: str
-    from_port: int
-    to_port: int
-    networks: list[Network]
-    source_groups: set[str]  # URNs of the groups it admits
-    self_ref: bool
-
-    def has_port(self, port: int) -> bool:
-        if self.protocol in ("-1", "all"):
-            return True
-        return self.protocol in ("tcp", "6") and self.from_port <= port <= self.to_port
-
-    def summary(self) -> str:
-        sources = [str(n) for n in self.networks] + [urn.rsplit("::", 1)[-1] for urn in sorted(self.source_groups)]
-        if self.self_ref:
-            sources.append("itself")
-        return ", ".join(sources) or "no source"
-
-    @staticmethod
-    def _ports(data: dict[str, Any], low: str, high: str) -> tuple[str, int, int]:
-        protocol = str(data.get("protocol", data.get("ipProtocol", "tcp"))).lower()
-        return protocol, int(data.get(low) or 0), int(data.get(high) or data.get(low) or 0)
-
-    @classmethod
-    def inline(cls, group: RenderedResource, rule: dict[str, Any], graph: Graph) -> SgRule:
-        protocol, low, high = cls._ports(rule, "fromPort", "toPort")
-        networks = [
-            n
-            for c in [*(rule.get("cidrBlocks") or []), *(rule.get("ipv6CidrBlocks") or [])]
-            if (n := _network(c)) is not None
-        ]
-        sources = {g.urn for g in graph.by_physical_ids(rule.get("securityGroups") or [])}
-        return cls(group.urn, protocol, low, high, networks, sources, bool(rule.get("self")))
-
-    @classmethod
-    def standalone(cls, rule: RenderedResource, graph: Graph) -> SgRule:
-        protocol, low, high = cls._ports(rule.inputs, "fromPort", "toPort")
-        blocks = [*(rule.inputs.get("cidrBlocks") or []), *(rule.inputs.get("ipv6CidrBlocks") or [])]
-        networks = [n for c in blocks if (n := _network(c)) is not None]
-        sources = {g.urn for g in graph.referenced(rule, "sourceSecurityGroupId")}
-        owner = next(iter(graph.referenced(rule, "securityGroupId")), rule)
-        return cls(owner.urn, protocol, low, high, networks, sources, bool(rule.inputs.get("self")))
-
-    @classmethod
-    def vpc_rule(cls, rule: RenderedResource, graph: Graph) -> SgRule:
-        protocol, low, high = cls._ports(rule.inputs, "fromPort", "toPort")
-        blocks = [rule.inputs.get("cidrIpv4"), rule.inputs.get("cidrIpv6")]
-        networks = [n for c in blocks if c and (n := _network(c)) is not None]
-        sources = {g.urn for g in graph.referenced(rule, "referencedSecurityGroupId")}
-        owner = next(iter(graph.referenced(rule, "securityGroupId")), rule)
-        return cls(owner.urn, protocol, low, high, networks, sources, False)
 
 
 def regions(graph: Graph) -> Iterator[Region]:
