@@ -7,6 +7,7 @@ stacks and examples/single-region must give no finding at all.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -312,3 +313,30 @@ def test_a_program_without_a_spec_whose_gateway_config_embeds_with_a_pool_it_nev
     result = mutated(example().result, edit("ConfigMap", "ai-gateway-config", embed_with_chat))
     finding = one(found(result, None), flows.FLOW, "embedding pool chat has no address")
     assert "no POOL_URL_CHAT" in finding.message
+
+
+def egress_policy(spec_: dict[str, Any]) -> RenderedResource:
+    """A NetworkPolicy in llm-gateway, made from the namespace's default-deny resource."""
+    deny = next(r for r in rendered("dev").resources if r.name.endswith("ns-llm-gateway-default-deny"))
+    manifest = {**deny.inputs, "metadata": {"name": "egress-allow-list", "namespace": "llm-gateway"}, "spec": spec_}
+    return dataclasses.replace(deny, urn=deny.urn + "-egress", name=deny.name + "-egress", inputs=manifest)
+
+
+def test_an_egress_allow_list_that_forgets_dns_is_found_though_every_tcp_port_is_open() -> None:
+    tcp = [{"port": p, "protocol": "TCP"} for p in (8080, 8000, 6333, 4317, 6379, 9098)]
+    policy = egress_policy({"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"ports": tcp}]})
+    findings = found(mutated(rendered("dev"), lambda r: r, extra=[policy]))
+    assert {f.message.split(" -> ")[1].split(":")[0] for f in findings} == {
+        "cluster DNS (kube-system, k8s-app=kube-dns)"
+    }
+    one(findings, flows.FLOW, "ai-gateway (llm-gateway) -> cluster DNS", "model-gateway.llm-gateway.svc")
+
+
+def test_an_egress_allow_list_with_dns_is_not_flagged() -> None:
+    dns = {
+        "to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+        "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}],
+    }
+    tcp = {"ports": [{"port": p, "protocol": "TCP"} for p in (8080, 8000, 6333, 4317, 6379, 9098)]}
+    policy = egress_policy({"podSelector": {}, "policyTypes": ["Egress"], "egress": [dns, tcp]})
+    assert found(mutated(rendered("dev"), lambda r: r, extra=[policy])) == []

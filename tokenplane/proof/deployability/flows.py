@@ -103,11 +103,14 @@ def _service_flows(region: Region) -> Iterator[Finding]:
     for pod in region.pods:
         if pod.workload is None:
             continue
+        names = []
         for variable, value in _env(pod):
             for match in SERVICE_URL.finditer(value):
                 port = int(match["port"]) if match["port"] else SCHEME_PORTS.get(match["scheme"] or "")
                 if port is not None:
+                    names.append(f"{match['name']}.{match['namespace']}.svc")
                     yield from _to_service(region, pod, match["namespace"], match["name"], port, f"env {variable}")
+        yield from _dns(region, pod, names)
     yield from _load_balancer_flows(region)
     prometheus = _chart_pods(region, "kube-prometheus-stack")
     for scraper in prometheus:
@@ -123,6 +126,19 @@ def _service_flows(region: Region) -> Iterator[Finding]:
                     port = int(match["port"]) if match["port"] else SCHEME_PORTS.get(match["scheme"] or "", 80)
                     why = f"ScaledObject {scaler.namespace}/{scaler.name}'s trigger {trigger.get('name')}"
                     yield from _to_service(region, keda, match["namespace"], match["name"], port, why)
+
+
+def _dns(region: Region, pod: Pod, names: list[str]) -> Iterator[Finding]:
+    verdict = region.dns_egress(pod) if names else None
+    if verdict is not None and not verdict.allowed:
+        yield Finding(
+            FLOW,
+            pod.urn,
+            f"needed flow {pod} -> cluster DNS (kube-system, k8s-app=kube-dns):53/UDP, to resolve "
+            f"{', '.join(sorted(set(names)))}, is blocked: {'; '.join(verdict.blockers)}",
+            f"add an egress rule to {{namespaceSelector {{kubernetes.io/metadata.name: kube-system}} with podSelector "
+            f"{{k8s-app: kube-dns}}}} on UDP and TCP 53 to a NetworkPolicy that selects {pod}",
+        )
 
 
 def _load_balancer_flows(region: Region) -> Iterator[Finding]:

@@ -79,6 +79,11 @@ class Pod:
         return f"{self.name} ({self.namespace})"
 
 
+DNS_PORT = 53
+# CoreDNS as EKS installs it: the kube-dns Service's pods in kube-system.
+CLUSTER_DNS = Pod("coredns", "kube-system", "kube-dns", {"k8s-app": "kube-dns"}, {"dns": DNS_PORT})
+
+
 @dataclass(frozen=True)
 class ServicePort:
     port: int
@@ -232,6 +237,20 @@ class Region:
             source, port, "Egress", "egress", "to", lambda peer, ns: self._peer_has(peer, ns, target), target=target
         )
 
+    def dns_egress(self, source: Pod) -> Verdict:
+        """May ``source`` ask the cluster's DNS (CoreDNS, an EKS add-on: never in the graph) on UDP 53? Every
+        Service name it calls is resolved there first, so an egress policy that forgets DNS blocks them all."""
+        return self._direction(
+            source,
+            DNS_PORT,
+            "Egress",
+            "egress",
+            "to",
+            lambda peer, ns: self._peer_has(peer, ns, CLUSTER_DNS),
+            target=CLUSTER_DNS,
+            protocol="UDP",
+        )
+
     def pod_egress_to(self, source: Pod, networks: list[Network], port: int) -> Verdict:
         """May ``source`` send to addresses outside the cluster's pods (``networks``) on ``port``?"""
         return self._direction(source, port, "Egress", "egress", "to", lambda peer, _: _block_has(peer, networks))
@@ -259,6 +278,7 @@ class Region:
         peers_key: str,
         peer_matches: Callable[[dict[str, Any], str], bool],
         target: Pod | None = None,
+        protocol: str = "TCP",
     ) -> Verdict:
         selecting = [
             p
@@ -273,7 +293,7 @@ class Region:
         for policy in selecting:
             for rule in (policy.manifest.get("spec") or {}).get(key) or []:
                 peers = rule.get(peers_key)
-                if not _ports_match(rule.get("ports"), port_owner, port):
+                if not _ports_match(rule.get("ports"), port_owner, port, protocol):
                     continue
                 if not peers or any(peer_matches(peer, policy.namespace) for peer in peers):
                     return Verdict(True)
@@ -445,11 +465,11 @@ def _policy_types(spec: dict[str, Any]) -> list[str]:
     return ["Ingress", *(["Egress"] if spec.get("egress") else [])]
 
 
-def _ports_match(ports: list[dict[str, Any]] | None, pod: Pod, port: int) -> bool:
+def _ports_match(ports: list[dict[str, Any]] | None, pod: Pod, port: int, protocol: str = "TCP") -> bool:
     if not ports:
         return True
     for entry in ports:
-        if str(entry.get("protocol", "TCP")).upper() != "TCP":
+        if str(entry.get("protocol", "TCP")).upper() != protocol:
             continue
         value = entry.get("port")
         if value is None:
