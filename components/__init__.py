@@ -48,6 +48,7 @@ from tokenplane.components.platform import LlmPlatform, LlmPlatformArgs
 from tokenplane.components.redis import Redis, RedisArgs
 from tokenplane.components.region import Region, RegionArgs
 from tokenplane.components.storage import secure_bucket, tls_only
+from tokenplane.components.system_capacity import system_cpu_at_maxima
 from tokenplane.components.vector_db import VectorDb, VectorDbArgs
 from tokenplane.components.vllm_mirror import VllmMirror, VllmMirrorArgs
 from tokenplane.components.vllm_pool import VllmPool, VllmPoolArgs
@@ -106,5 +107,6 @@ __all__ = [
     "publish_jobs",
     "secure_bucket",
     "serving_deps",
+    "system_cpu_at_maxima",
     "tls_only",
 ]

@@ -71,7 +71,8 @@ class GatewayArgs:
     Args:
         deps: the region's image, data stores, cluster identity and runtime config (``ServingDeps``).
         namespace: where its objects go (``Namespace.create`` or ``Namespace.existing``).
-        pool_urls: pool name -> its OpenAI base URL (``VllmPool.service_url``); the model gateway's backends.
+        pool_urls: pool name -> its base URL (``VllmPool.service_url``): the model gateway's backends, and the
+            AI gateway's semantic-cache embedding pool (``wiring.embedding_pool``).
         model_gateway_url: the model gateway's base URL, which the AI gateway and batch workers call.
         files_bucket: the bucket the Batch API's files live in (``BatchWorkers.results_bucket``); only the AI
             gateway serves files.
@@ -366,7 +367,8 @@ class GatewayWorkload(Component):
         )
         self.app = app
         # Its in-cluster base URL: what the AI gateway and the batch workers are given as model_gateway_url.
-        self.url = f"http://{app}.{namespace}.svc:{GATEWAY_PORT}/v1"
+        # Without /v1: the client appends the OpenAI path (serving/modelgw/client.py), /v1 included.
+        self.url = f"http://{app}.{namespace}.svc:{GATEWAY_PORT}"
         self.register_outputs({"deployment": deployment.metadata["name"], "service": self.service.metadata["name"]})
 
     def ingress_sources(self) -> list[dict[str, Any]]:

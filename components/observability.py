@@ -17,7 +17,8 @@ from tokenplane.components.finops import FINOPS_ALERTS
 from tokenplane.components.finops_dashboard import PLUGIN as FINOPS_PLUGIN
 from tokenplane.components.iam import irsa_role
 from tokenplane.components.kube import Namespace
-from tokenplane.components.naming import LABEL_POOL, NS_BATCH, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
+from tokenplane.components.metering import APP as METERING_APP
+from tokenplane.components.naming import LABEL_POOL, NS_BATCH, NS_DATA, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
 from tokenplane.components.pins import KUBE_PROMETHEUS_STACK_CHART, OTEL_COLLECTOR_IMAGE
 from tokenplane.components.vector_db import STORAGE_CLASS
 from tokenplane.spec import PlatformSpec, Region
@@ -225,9 +226,11 @@ class Observability(Component):
             namespace=NS_MONITORING,
             app="prometheus",
             port=9090,
-            sources=[kube.peer(NS_KEDA)],
+            # KEDA's Prometheus triggers, and the metering consumer, which reads each pool's replica count
+            # from Prometheus to price idle capacity (serving/finops/capacity.py).
+            sources=[kube.peer(NS_KEDA), kube.peer(NS_DATA, METERING_APP)],
             opts=self.opts(),
-            name="prometheus-from-keda",
+            name="prometheus-clients",
         )
         self._collector(args)
         self.otlp_endpoint = f"http://{OTEL_APP}.{NS_MONITORING}.svc:{OTLP_GRPC}"

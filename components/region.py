@@ -37,7 +37,7 @@ from tokenplane.components.tls import gateway_certificate
 from tokenplane.components.vector_db import VectorDb, VectorDbArgs
 from tokenplane.components.vllm_pool import VllmPool, VllmPoolArgs
 from tokenplane.components.weights_publish import publish_jobs
-from tokenplane.components.wiring import serving_deps
+from tokenplane.components.wiring import embedding_pool, pool_clients, serving_deps
 from tokenplane.model.pool_performance import serves_several_levels
 from tokenplane.spec import PlatformSpec, WorkloadClass
 from tokenplane.spec import Region as RegionSpec
@@ -190,6 +190,7 @@ class Region(Component):
                     placement=placement,
                     workload_classes=spec.workload_classes,
                     priority_scheduling=serves_several_levels(spec, spec.pool(placement.pool)),
+                    clients=pool_clients(spec, region, placement.pool),
                 ),
                 # A pool's replicas verify weights that must already be in the region's bucket.
                 self.opts(
@@ -237,6 +238,7 @@ class Region(Component):
         if spec.finops.enabled:
             finops_plane(self, spec, deps, namespaces[NS_DATA], args.registry_bucket, cluster, after_namespaces)
         certificate = gateway_certificate(self, spec, region, tags)
+        embedder = embedding_pool(spec, region)
         # The Batch API's files live in the workers' results bucket, the one place both pods can reach.
         # Passing the output orders the bucket before the gateway's role and pods that name it.
         ai_gateway = AiGateway(
@@ -245,6 +247,8 @@ class Region(Component):
                 deps=deps,
                 namespace=namespaces[NS_GATEWAY],
                 model_gateway_url=model_gateway_url,
+                # The semantic cache's embedder calls its pool directly (wiring.embedding_pool).
+                pool_urls={embedder: pools[embedder].service_url} if embedder is not None else {},
                 files_bucket=batch.results_bucket if batch is not None else None,
                 certificate_arn=certificate.arn if certificate is not None else None,
                 env_secrets=args.env_secrets,

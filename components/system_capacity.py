@@ -22,6 +22,8 @@ OTHER_CPU = 4.0  # Qdrant (up to 3 x 1 vCPU), the OTel collectors and the publis
 
 
 def system_cpu_at_maxima(spec: PlatformSpec, region: Region) -> float:
+    """vCPUs the region's system nodes must hold with the gateways, batch workers and FinOps plane at their
+    autoscaling maxima: ``ClusterArgs.system_cpu``, from which the system node group's maxSize is derived."""
     _, high = replica_bounds(GatewayConfig.from_spec(spec, region.name))
     cpu = GATEWAYS * high * GATEWAY_CPU + OTHER_CPU
     if any(WorkloadClass.D in spec.pool(p.pool).classes for p in region.pools):

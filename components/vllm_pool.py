@@ -379,7 +379,9 @@ class VllmPool(Component):
             opts=self.opts(depends_on=[deployment]),
         )
         self.app = app
-        self.service_url = service.metadata.apply(lambda m: f"http://{m['name']}.{namespace}.svc:{DEFAULT_PORT}/v1")
+        # Without /v1: its callers append the OpenAI path, /v1 included (serving/modelgw/providers/vllm.py,
+        # the semantic cache's HttpKeyEmbedder), as tokenplane dev's pool URLs do.
+        self.service_url = service.metadata.apply(lambda m: f"http://{m['name']}.{namespace}.svc:{DEFAULT_PORT}")
         self.register_outputs(
             {"deployment": deployment.metadata["name"], "service_url": self.service_url, "role_arn": role.arn}
         )

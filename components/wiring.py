@@ -6,14 +6,21 @@ system nodes from the workloads' modules, which import the gateways').
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 
+from tokenplane.components import kube
+from tokenplane.components.ai_gateway import AiGateway
 from tokenplane.components.cluster import Cluster
 from tokenplane.components.gateway import ServingDeps
 from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.kafka import Kafka
+from tokenplane.components.naming import NS_GATEWAY
 from tokenplane.components.redis import Redis
 from tokenplane.components.vector_db import VectorDb
+from tokenplane.components.vllm_pool import DEFAULT_CLIENTS
+from tokenplane.spec import PlatformSpec, Region
 
 
 def serving_deps(
@@ -55,3 +62,24 @@ def serving_deps(
         tags=tags or {},
         otel_endpoint=otel_endpoint,
     )
+
+
+def embedding_pool(spec: PlatformSpec, region: Region) -> str | None:
+    """The pool the AI gateway's semantic cache embeds prompts with, when the cache is on and the pool runs here.
+
+    The gateway calls that pool itself (``POOL_URL_<POOL>``, serving/gateway/runtime.py), not through the model
+    gateway: without the URL the cache falls back to the lexical embedder, and without a NetworkPolicy peer the
+    pool refuses the call.
+    """
+    semantic = spec.cache.semantic
+    pool = semantic.embedding_pool if semantic.enabled else None
+    return pool if pool is not None and any(p.pool == pool for p in region.pools) else None
+
+
+def pool_clients(spec: PlatformSpec, region: Region, pool: str) -> list[dict[str, Any]]:
+    """The NetworkPolicy peers that call ``pool``: the model gateway and Prometheus, and the AI gateway for the
+    semantic cache's embedding pool."""
+    clients = list(DEFAULT_CLIENTS)
+    if pool == embedding_pool(spec, region):
+        clients.append(kube.peer(NS_GATEWAY, AiGateway.APP))
+    return clients

@@ -9,6 +9,7 @@ import pytest
 
 from tests.components.conftest import containers, k8s_objects, mock_output, named, of_type, placements, rendered, spec
 from tokenplane.components.pins import VLLM_IMAGE
+from tokenplane.components.wiring import embedding_pool
 from tokenplane.model.pool_performance import serves_several_levels
 from tokenplane.proof.render import ACCOUNT_ID
 from tokenplane.schedule import cron_window
@@ -210,16 +211,28 @@ def test_each_pool_has_a_disruption_budget(name: str, region: str, pool: str) ->
 
 
 @parametrize_pools
-def test_only_the_model_gateway_and_monitoring_reach_a_pool(name: str, region: str, pool: str) -> None:
+def test_only_the_model_gateway_monitoring_and_the_semantic_caches_gateway_reach_a_pool(
+    name: str, region: str, pool: str
+) -> None:
     policy = obj(name, region, "NetworkPolicy", f"vllm-{pool}-ingress")
     peers = [peer for rule in policy["spec"]["ingress"] for peer in rule.get("from", [None])]
-    assert peers == [
+    gateway = "llm-gateway"
+    expected = [
         {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "llm-gateway"}},
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": gateway}},
             "podSelector": {"matchLabels": {"app.kubernetes.io/name": "model-gateway"}},
         },
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
-    ], f"{policy['_urn']} admits {peers}"
+    ]
+    if pool == embedding_pool(spec(name), spec(name).region(region)):
+        # The AI gateway's semantic cache embeds prompts with this pool, calling it directly.
+        expected.append(
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": gateway}},
+                "podSelector": {"matchLabels": {"app.kubernetes.io/name": "ai-gateway"}},
+            }
+        )
+    assert peers == expected, f"{policy['_urn']} admits {peers}"
 
 
 @parametrize_pools

@@ -104,8 +104,12 @@ def test_policy_config_applies_to_programs(tmp_path: Path) -> None:
     config = tmp_path / "policy.json"
     config.write_text(json.dumps({"all": "advisory"}), encoding="utf-8")
     result = invoke("--program", str(INSECURE), "--policy-config", str(config))
-    assert result.exit_code == 0, result.output  # advisory findings warn, they do not fail
-    assert "(0 mandatory violations)" in result.stdout
+    assert "(0 mandatory violations)" in result.stdout  # advisory findings warn, they do not fail
+    # What still fails is no policy: the deployability invariant that no data store is reachable from outside
+    # its VPC (its database is publicly accessible), which a policy config cannot make advisory.
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 1 and len(errors) == 1, result.output
+    assert "[store-private]" in errors[0] and "rds/instance:Instance::db" in errors[0], errors
 
 
 # --- bad input: exit 2 and a message that names the problem and the fix ---------------------------

@@ -426,7 +426,7 @@ def mock_outputs(
     """
     region = cloud or "us-east-1"
     out = dict(inputs)
-    rid = f"{name}-{_h(typ, name, n=7)}"
+    rid = _resource_id(typ, name)
     service = typ.split(":")[1].split("/", maxsplit=1)[0] if typ.startswith("aws:") else ""
     if typ.startswith("aws:"):
         out.setdefault("arn", f"arn:aws:{service}:{region}:{ACCOUNT_ID}:{typ.rsplit(':', 1)[-1].lower()}/{rid}")
@@ -441,6 +441,8 @@ def mock_outputs(
             },
             "identities": [{"oidcs": [{"issuer": issuer}]}],
             "arn": f"arn:aws:eks:{region}:{ACCOUNT_ID}:cluster/{inputs.get('name', rid)}",
+            # EKS makes this group and puts it on the managed nodes: rules admitting "the nodes" name it.
+            "vpcConfig": {**(inputs.get("vpcConfig") or {}), "clusterSecurityGroupId": cluster_security_group_id(name)},
         }
     elif typ == "aws:iam/openIdConnectProvider:OpenIdConnectProvider":
         url = str(inputs.get("url", "")).removeprefix("https://")
@@ -457,6 +459,9 @@ def mock_outputs(
             "bootstrapBrokersSaslIam": brokers,
             "arn": f"arn:aws:kafka:{region}:{ACCOUNT_ID}:cluster/{rid}/{_h(name, n=8)}-1",
         }
+    elif typ in ("aws:elasticache/subnetGroup:SubnetGroup", "aws:rds/subnetGroup:SubnetGroup"):
+        # Auto-named: its generated name is what a cache or database names it by (subnetGroupName).
+        extra = {"name": inputs.get("name") or rid}
     elif typ == "aws:msk/configuration:Configuration":
         extra = {"latestRevision": 1}
     elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
@@ -496,9 +501,25 @@ def mock_outputs(
     ):
         host = f"k8s-{_h(name, n=8)}-{_h(region, name, n=10)}.elb.{region}.amazonaws.com"
         extra = {"status": {"loadBalancer": {"ingress": [{"hostname": host}]}}}
-    # Most AWS resources get an opaque ID; a bucket's ID is its name, as in AWS.
-    physical_id = rid if typ == "aws:s3/bucket:Bucket" else f"{rid}-id"
-    return physical_id, {**out, **extra}
+    return physical_id(typ, name), {**out, **extra}
+
+
+def _resource_id(typ: str, name: str) -> str:
+    return f"{name}-{_h(typ, name, n=7)}"
+
+
+def cluster_security_group_id(name: str) -> str:
+    """The ID of the security group EKS creates for the cluster named ``name`` (its nodes carry it)."""
+    return f"sg-{_h('cluster-sg', name, n=17)}"
+
+
+def physical_id(typ: str, name: str) -> str:
+    """The ID the mock gives a resource, which other resources' inputs carry where they reference it.
+
+    Most AWS resources get an opaque ID; a bucket's ID is its name, as in AWS.
+    """
+    rid = _resource_id(typ, name)
+    return rid if typ == "aws:s3/bucket:Bucket" else f"{rid}-id"
 
 
 def mock_call(token: str, args: dict[str, Any]) -> dict[str, Any]:

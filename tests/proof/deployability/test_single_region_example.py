@@ -48,7 +48,7 @@ def test_the_example_is_a_whole_region_not_an_empty_program_that_passes_by_defau
     pool = stack.kube("Deployment", "vllm-chat", "llm-serving")
     assert pool["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert stack.kube("Service", "ai-gateway", "llm-gateway")["spec"]["type"] == "LoadBalancer"
-    for namespace in ("llm-serving", "llm-gateway", "llm-data", "keda"):
+    for namespace in ("llm-serving", "llm-gateway", "llm-data", "monitoring", "keda"):
         stack.kube("Namespace", namespace)  # raises if the program does not create it
     releases = {r.inputs["chart"] for r in stack.all("kubernetes:helm.sh/v3:Release")}
     assert {"keda", "nvidia-device-plugin", "aws-load-balancer-controller", "cluster-autoscaler"} <= releases

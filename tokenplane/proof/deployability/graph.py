@@ -9,12 +9,19 @@ from typing import Any
 
 from tokenplane.proof.deployability.assumptions import Assumptions
 from tokenplane.proof.deployability.findings import GraphDataMissing
-from tokenplane.proof.render import RenderedResource, RenderResult, kubernetes_manifest
+from tokenplane.proof.render import (
+    RenderedResource,
+    RenderResult,
+    cluster_security_group_id,
+    kubernetes_manifest,
+    physical_id,
+)
 from tokenplane.spec import PlatformSpec
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+CLUSTER = "aws:eks/cluster:Cluster"
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,40 @@ class Graph:
                     seen.add(dep)
                     stack.append(dep)
         return seen
+
+    @cached_property
+    def by_physical_id(self) -> dict[str, RenderedResource]:
+        """Resources by the IDs other resources' inputs carry: the cloud ID, and a ``name`` input (subnet
+        groups and the like are referenced by name)."""
+        out: dict[str, RenderedResource] = {}
+        for r in self.resources:
+            if r.custom and r.type.startswith("aws:"):
+                if isinstance(r.inputs.get("name"), str):
+                    out.setdefault(r.inputs["name"], r)
+                out[physical_id(r.type, r.name)] = r
+                out.setdefault(physical_id(r.type, r.name).removesuffix("-id"), r)  # a generated name
+                if r.type == CLUSTER:  # its security group stands for the cluster's nodes
+                    out[cluster_security_group_id(r.name)] = r
+        return out
+
+    def by_physical_ids(self, ids: Any) -> list[RenderedResource]:
+        """The resources an input value names by ID (a string, or strings nested in lists and dicts)."""
+        found: list[RenderedResource] = []
+        stack = [ids]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, str) and value in self.by_physical_id:
+                found.append(self.by_physical_id[value])
+            elif isinstance(value, dict):
+                stack.extend(value.values())
+            elif isinstance(value, list):
+                stack.extend(value)
+        return list({r.urn: r for r in found}.values())  # in order, once each
+
+    def referenced(self, resource: RenderedResource, key: str) -> list[RenderedResource]:
+        """The resources input ``key`` of ``resource`` names by ID: read from the value, so that an edited
+        reference is followed where it now points."""
+        return self.by_physical_ids(resource.inputs.get(key))
 
     def depends_on(self, resource: RenderedResource) -> list[RenderedResource]:
         return [self.by_urn[u] for u in resource.dependencies if u in self.by_urn]

@@ -1,0 +1,495 @@
+"""Every flow the platform needs is allowed, and no data store is reachable from outside its VPC.
+
+The flows are read from the graph, not from a list of the platform's apps:
+
+- a URL in a container's env that names a Service (``http://NAME.NAMESPACE.svc:PORT``): the pod calls it;
+- an AWS data store (ElastiCache, MSK, RDS) that a pod's spec, or a Secret or ConfigMap it reads, takes a value
+  from: the pod connects to it on the store's client port;
+- a KEDA ``prometheus`` trigger's ``serverAddress``: KEDA's operator queries it;
+- a pod annotated ``prometheus.io/scrape``: the region's Prometheus (kube-prometheus-stack) scrapes its port;
+- the AI gateway's semantic cache: its spec names an embedding pool, so the gateway needs that pool's URL
+  (``POOL_URL_<POOL>``) and the flow to it; without the URL it silently embeds lexically.
+
+Each flow is run through ``reachability``'s model (NetworkPolicies both ways, security groups against the
+node subnets); a blocked one is a finding naming what blocks it. Data stores are found by kind (AWS) and by
+image (in the cluster); one that admits addresses outside its VPC, sits in a public subnet or behind a
+public load balancer is a finding.
+
+It cannot see: traffic through the load balancer from the internet (the public gateway is open by design),
+flows configured only inside a file or image, chart pods other than ``CHART_ENDPOINTS``', security groups
+for pods, NACLs, and clusters or security groups the program does not create (their rules are unknown).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.reachability import (
+    CHART_ENDPOINTS,
+    NAME_LABEL,
+    Pod,
+    Region,
+    internal,
+    pod_template,
+    regions,
+    selects,
+)
+from tokenplane.proof.deployability.security_groups import Network, covered, network
+from tokenplane.proof.render import RenderedResource
+from tokenplane.runtime_env import Var, pool_url_var
+
+FLOW = "flow-allowed"
+EXPOSED = "store-private"
+# A Service URL as the components write it: scheme://[user@]NAME.NAMESPACE.svc[.cluster.local][:PORT][/path]
+SERVICE_URL = re.compile(
+    r"(?:(?P<scheme>[a-z][a-z0-9+.-]*)://)?(?:[^@/\s,]+@)?"
+    r"(?P<name>[a-z0-9]([-a-z0-9]*[a-z0-9])?)\.(?P<namespace>[a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc"
+    r"(?:\.cluster\.local)?(?::(?P<port>\d+))?"
+)
+SCHEME_PORTS = {"http": 80, "https": 443, "redis": 6379, "rediss": 6379, "grpc": 80}
+GATEWAY_MODULE = "tokenplane.serving.gateway"  # the AI gateway's process (its semantic cache embeds prompts)
+POOL_LABEL = "tokenplane.io/pool"
+# In-cluster data stores, known by their images' names.
+STORE_IMAGES = (
+    "qdrant",
+    "clickhouse",
+    "redis",
+    "valkey",
+    "postgres",
+    "mysql",
+    "mariadb",
+    "mongo",
+    "kafka",
+    "cassandra",
+    "elasticsearch",
+    "opensearch",
+    "etcd",
+)
+
+
+@dataclass(frozen=True)
+class Store:
+    """An AWS data store: its security groups, subnets and client port."""
+
+    resource: RenderedResource
+    kind: str
+    port: int
+    groups: list[RenderedResource]
+    subnets: list[RenderedResource]
+    public: bool = False  # the service itself gives it a public address
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for region in regions(graph):
+        yield from _service_flows(region)
+        yield from _store_flows(region)
+        yield from _embedding_flow(region)
+
+
+def check_exposed(graph: Graph) -> Iterator[Finding]:
+    for region in regions(graph):
+        yield from _aws_exposure(region)
+        yield from _cluster_exposure(region)
+
+
+# Needed flows -------------------------------------------------------------------------------------------------
+def _service_flows(region: Region) -> Iterator[Finding]:
+    for pod in region.pods:
+        if pod.workload is None:
+            continue
+        names = []
+        for variable, value in _env(pod):
+            for match in SERVICE_URL.finditer(value):
+                port = int(match["port"]) if match["port"] else SCHEME_PORTS.get(match["scheme"] or "")
+                if port is not None:
+                    names.append(f"{match['name']}.{match['namespace']}.svc")
+                    yield from _to_service(region, pod, match["namespace"], match["name"], port, f"env {variable}")
+        yield from _dns(region, pod, names)
+    yield from _load_balancer_flows(region)
+    prometheus = _chart_pods(region, "kube-prometheus-stack")
+    for scraper in prometheus:
+        for pod in region.pods:
+            scrape_port = pod.annotations.get("prometheus.io/port", "")
+            if pod.annotations.get("prometheus.io/scrape") == "true" and scrape_port.isdigit():
+                yield from _to_pod(region, scraper, pod, int(scrape_port), "its prometheus.io/scrape annotation")
+    for keda in _chart_pods(region, "keda"):
+        for scaler in region.graph.kube(region.name, "ScaledObject"):
+            for trigger in (scaler.manifest.get("spec") or {}).get("triggers") or []:
+                address = str((trigger.get("metadata") or {}).get("serverAddress") or "")
+                for match in SERVICE_URL.finditer(address):
+                    port = int(match["port"]) if match["port"] else SCHEME_PORTS.get(match["scheme"] or "", 80)
+                    why = f"ScaledObject {scaler.namespace}/{scaler.name}'s trigger {trigger.get('name')}"
+                    yield from _to_service(region, keda, match["namespace"], match["name"], port, why)
+
+
+def _dns(region: Region, pod: Pod, names: list[str]) -> Iterator[Finding]:
+    verdict = region.dns_egress(pod) if names else None
+    if verdict is not None and not verdict.allowed:
+        yield Finding(
+            FLOW,
+            pod.urn,
+            f"needed flow {pod} -> cluster DNS (kube-system, k8s-app=kube-dns):53/UDP, to resolve "
+            f"{', '.join(sorted(set(names)))}, is blocked: {'; '.join(verdict.blockers)}",
+            f"add an egress rule to {{namespaceSelector {{kubernetes.io/metadata.name: kube-system}} with podSelector "
+            f"{{k8s-app: kube-dns}}}} on UDP and TCP 53 to a NetworkPolicy that selects {pod}",
+        )
+
+
+def _load_balancer_flows(region: Region) -> Iterator[Finding]:
+    """A LoadBalancer Service's load balancer reaches its pods (IP targets: from its subnets' addresses)."""
+    for service in region.services:
+        networks = region.load_balancer_networks(service) if service.kind == "LoadBalancer" else []
+        for target in region.backends(service) if networks else []:
+            for entry in service.ports:
+                port = entry.target if isinstance(entry.target, int) else target.ports.get(str(entry.target))
+                verdict = region.ingress_from(networks, target, int(port)) if port is not None else None
+                if verdict is None or verdict.allowed:
+                    continue
+                yield Finding(
+                    FLOW,
+                    service.urn,
+                    f"needed flow load balancer of {service.namespace}/{service.name} (from "
+                    f"{', '.join(str(n) for n in networks)}) -> {target}:{port} is blocked: {'; '.join(verdict.blockers)}",
+                    f"admit its clients on TCP {port} in the NetworkPolicy that selects {target} (no 'from', or an "
+                    "ipBlock holding the load balancer's subnets)",
+                )
+
+
+def _chart_pods(region: Region, chart: str) -> list[Pod]:
+    urns = {r.urn for r in region.releases if r.inputs.get("chart") == chart}
+    return [p for p in region.pods if p.urn in urns and p.labels == CHART_ENDPOINTS[chart].pod_labels]
+
+
+def _env(pod: Pod) -> Iterator[tuple[str, str]]:
+    for container in _containers(pod):
+        for entry in container.get("env") or []:
+            if isinstance(entry.get("value"), str):
+                yield str(entry.get("name")), entry["value"]
+
+
+def _containers(pod: Pod) -> list[dict[str, Any]]:
+    spec = pod_template(pod.workload).get("spec") or {} if pod.workload is not None else {}
+    return [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+
+
+def _to_service(region: Region, source: Pod, namespace: str, name: str, port: int, why: str) -> Iterator[Finding]:
+    service = region.service(namespace, name)
+    flow = f"{source} -> {name}.{namespace}.svc:{port} (from {why})"
+    if service is None:
+        # A chart may create Services the graph cannot list, and an existing namespace ones the program does not:
+        # only a namespace the program owns without charts is certain.
+        if not region.has_release_in(namespace) and namespace not in region.graph.assumed.namespaces:
+            yield Finding(
+                FLOW,
+                source.urn,
+                f"needed flow {flow} has no destination: no Service {name} in namespace {namespace}",
+                f"create the Service, or point {why} at one that exists",
+            )
+        return
+    entry = next((p for p in service.ports if p.port == port), None)
+    if entry is None:
+        yield Finding(
+            FLOW,
+            source.urn,
+            f"needed flow {flow} is refused: Service {namespace}/{name} has no port {port} "
+            f"(ports: {', '.join(str(p.port) for p in service.ports) or 'none'})",
+            f"use one of the Service's ports in {why}, or add port {port} to the Service",
+        )
+        return
+    backends = region.backends(service)
+    # A Service without a selector has its endpoints made by hand; a chart's pods are not in the graph.
+    if not backends and service.selector and not region.has_release_in(namespace):
+        yield Finding(
+            FLOW,
+            service.urn,
+            f"needed flow {flow} goes nowhere: Service {namespace}/{name}'s selector {service.selector} "
+            "matches no pod in the program",
+            "make the selector match the labels of the pods that serve it",
+        )
+    for target in backends:
+        container_port = entry.target if isinstance(entry.target, int) else target.ports.get(str(entry.target))
+        if isinstance(entry.target, float | str) and str(entry.target).isdigit():
+            container_port = int(entry.target)
+        if container_port is None:
+            yield Finding(
+                FLOW,
+                service.urn,
+                f"needed flow {flow} is refused: Service {namespace}/{name} targets port {entry.target!r}, "
+                f"which {target} does not name (its ports: {target.ports})",
+                "name the container port as the Service's targetPort does",
+            )
+            continue
+        yield from _to_pod(region, source, target, int(container_port), why, via=f"{name}.{namespace}.svc:{port}")
+
+
+def _to_pod(region: Region, source: Pod, target: Pod, port: int, why: str, via: str = "") -> Iterator[Finding]:
+    verdict = region.pod_ingress(source, target, port)
+    if verdict.allowed:
+        return
+    flow = f"{source} -> {target}:{port}{f' via {via}' if via else ''} (from {why})"
+    fix = (
+        f"add an ingress rule from {_peer_for(source)} on TCP {port} to a NetworkPolicy that selects {target}"
+        if verdict.direction == "ingress"
+        else f"add an egress rule to {_peer_for(target)} on TCP {port} to a NetworkPolicy that selects {source}"
+    )
+    yield Finding(FLOW, source.urn, f"needed flow {flow} is blocked: {'; '.join(verdict.blockers)}", fix)
+
+
+def _peer_for(pod: Pod) -> str:
+    name = pod.labels.get(NAME_LABEL)
+    pods = f"podSelector {{{NAME_LABEL}: {name}}} with " if name else ""
+    return f"{{{pods}namespaceSelector {{kubernetes.io/metadata.name: {pod.namespace}}}}}"
+
+
+def _store_flows(region: Region) -> Iterator[Finding]:
+    stores = {s.resource.urn: s for s in _stores(region)}
+    for pod in region.pods:
+        if pod.workload is None:
+            continue
+        for urn in _reads_from(region, pod):
+            store = stores.get(urn)
+            if store is None or not store.groups or not region.pod_networks:
+                continue  # a group or a cluster the program does not create: its rules or addresses are unknown
+            verdict = region.sg_allows(store.groups, store.port)
+            if not verdict.allowed:
+                yield Finding(
+                    FLOW,
+                    pod.urn,
+                    f"needed flow {pod} -> {store.kind} {store.resource.name}:{store.port} is blocked: "
+                    f"{'; '.join(verdict.blockers)}",
+                    f"add an ingress rule on TCP {store.port} from the node subnets' ranges (or the VPC's) to "
+                    f"{', '.join(g.name for g in store.groups)}",
+                )
+            yield from _egress(region, pod, store)
+
+
+def _egress(region: Region, pod: Pod, store: Store) -> Iterator[Finding]:
+    networks: list[Network] = [n for s in store.subnets if (n := network(s.inputs.get("cidrBlock"))) is not None]
+    if not networks:
+        return
+    verdict = region.pod_egress_to(pod, networks, store.port)
+    if not verdict.allowed:
+        yield Finding(
+            FLOW,
+            pod.urn,
+            f"needed flow {pod} -> {store.kind} {store.resource.name}:{store.port} is blocked on the way out: "
+            f"{'; '.join(verdict.blockers)}",
+            f"add an egress rule to ipBlock {', '.join(str(n) for n in networks)} on TCP {store.port}",
+        )
+
+
+def _reads_from(region: Region, pod: Pod) -> set[str]:
+    """URNs whose outputs reach the pod: its own inputs', and those of the Secrets and ConfigMaps it reads."""
+    own = pod.workload.resource.property_dependencies if pod.workload is not None else {}
+    urns = {u for deps in own.values() for u in deps}
+    names = _read_objects(pod)
+    for obj in region.graph.kube(region.name, "Secret", "ConfigMap"):
+        if obj.namespace == pod.namespace and (obj.kind, obj.name) in names:
+            urns |= {u for deps in obj.resource.property_dependencies.values() for u in deps}
+    return urns
+
+
+def _read_objects(pod: Pod) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for container in _containers(pod):
+        for source in container.get("envFrom") or []:
+            if "secretRef" in source:
+                out.add(("Secret", str(source["secretRef"].get("name"))))
+            if "configMapRef" in source:
+                out.add(("ConfigMap", str(source["configMapRef"].get("name"))))
+        for entry in container.get("env") or []:
+            ref = entry.get("valueFrom") or {}
+            if "secretKeyRef" in ref:
+                out.add(("Secret", str(ref["secretKeyRef"].get("name"))))
+            if "configMapKeyRef" in ref:
+                out.add(("ConfigMap", str(ref["configMapKeyRef"].get("name"))))
+    spec = pod_template(pod.workload).get("spec") or {} if pod.workload is not None else {}
+    for volume in spec.get("volumes") or []:
+        if "secret" in volume:
+            out.add(("Secret", str(volume["secret"].get("secretName"))))
+        if "configMap" in volume:
+            out.add(("ConfigMap", str(volume["configMap"].get("name"))))
+    return out
+
+
+def _embedding_flow(region: Region) -> Iterator[Finding]:
+    """The AI gateway's semantic cache embeds with its spec's embedding pool, reached at ``POOL_URL_<POOL>``."""
+    for pod in region.pods:
+        if pod.workload is None or not any(GATEWAY_MODULE in (c.get("command") or []) for c in _containers(pod)):
+            continue
+        platform, serves = _platform_config(region, pod)
+        semantic = ((platform or {}).get("cache") or {}).get("semantic") or {}
+        pool = semantic.get("embedding_pool")
+        if not semantic.get("enabled") or not pool or not _placed(platform or {}, serves, str(pool)):
+            continue
+        variable = pool_url_var(str(pool))
+        if any(name == variable for name, _ in _env(pod)):
+            continue  # its URL is a Service flow, checked with the others
+        yield Finding(
+            FLOW,
+            pod.urn,
+            f"needed flow {pod} -> embedding pool {pool} has no address: the semantic cache embeds with pool "
+            f"{pool}, but the container has no {variable}, so it falls back to the lexical embedder",
+            f"give the gateway {variable} (the pool's Service URL; components: GatewayArgs.pool_urls) and let the "
+            "pool's NetworkPolicy admit it (VllmPoolArgs.clients)",
+        )
+
+
+def _platform_config(region: Region, pod: Pod) -> tuple[dict[str, Any] | None, str]:
+    """The spec a gateway pod reads (``platform.json`` of a ConfigMap it mounts) and the spec region it serves
+    (``TOKENPLANE_REGION``; a program without a spec names its regions otherwise than the graph does)."""
+    serves = next((value for name, value in _env(pod) if name == Var.REGION.value), region.name)
+    for kind, name in _read_objects(pod):
+        if kind != "ConfigMap":
+            continue
+        for obj in region.graph.kube(region.name, "ConfigMap"):
+            if obj.namespace == pod.namespace and obj.name == name:
+                text = (obj.manifest.get("data") or {}).get("platform.json")
+                if isinstance(text, str):
+                    try:
+                        loaded = json.loads(text)
+                    except json.JSONDecodeError:
+                        return None, serves
+                    return (loaded if isinstance(loaded, dict) else None), serves
+    return None, serves
+
+
+def _placed(platform: dict[str, Any], region: str, pool: str) -> bool:
+    return any(
+        r.get("name") == region and any(p.get("pool") == pool for p in r.get("pools") or [])
+        for r in platform.get("regions") or []
+    )
+
+
+# Data stores ---------------------------------------------------------------------------------------------------
+def _stores(region: Region) -> list[Store]:
+    graph = region.graph
+    out = []
+    for r in graph.of_type("aws:elasticache/replicationGroup:ReplicationGroup", region.name) + graph.of_type(
+        "aws:elasticache/cluster:Cluster", region.name
+    ):
+        subnet_groups = graph.referenced(r, "subnetGroupName")
+        subnets = [s for g in subnet_groups for s in graph.referenced(g, "subnetIds")]
+        port = int(r.inputs.get("port") or (11211 if r.inputs.get("engine") == "memcached" else 6379))
+        out.append(Store(r, "ElastiCache", port, graph.referenced(r, "securityGroupIds"), subnets))
+    for r in graph.of_type("aws:msk/cluster:Cluster", region.name):
+        info = r.inputs.get("brokerNodeGroupInfo") or {}
+        public = ((info.get("connectivityInfo") or {}).get("publicAccess") or {}).get("type")
+        out.append(
+            Store(
+                r,
+                "MSK",
+                _msk_port(r.inputs),
+                graph.by_physical_ids(info.get("securityGroups")),
+                graph.by_physical_ids(info.get("clientSubnets")),
+                public not in (None, "DISABLED"),
+            )
+        )
+    for typ in ("aws:rds/instance:Instance", "aws:rds/cluster:Cluster"):
+        for r in graph.of_type(typ, region.name):
+            engine = str(r.inputs.get("engine") or "")
+            default = 3306 if ("mysql" in engine or "maria" in engine) else 5432
+            subnet_groups = graph.referenced(r, "dbSubnetGroupName")
+            subnets = [s for g in subnet_groups for s in graph.referenced(g, "subnetIds")]
+            out.append(
+                Store(
+                    r,
+                    "RDS",
+                    int(r.inputs.get("port") or default),
+                    graph.referenced(r, "vpcSecurityGroupIds"),
+                    subnets,
+                    r.inputs.get("publiclyAccessible") is True,
+                )
+            )
+    return out
+
+
+def _msk_port(inputs: dict[str, Any]) -> int:
+    """The broker port clients use, by the authentication the cluster offers (MSK's fixed ports)."""
+    auth = inputs.get("clientAuthentication") or {}
+    sasl = auth.get("sasl") or {}
+    if sasl.get("iam"):
+        return 9098
+    if sasl.get("scram"):
+        return 9096
+    if (
+        auth.get("tls")
+        or ((inputs.get("encryptionInfo") or {}).get("encryptionInTransit") or {}).get("clientBroker", "TLS") == "TLS"
+    ):
+        return 9094
+    return 9092
+
+
+def _aws_exposure(region: Region) -> Iterator[Finding]:
+    for store in _stores(region):
+        where = f"{store.kind} {store.resource.name}"
+        if store.public:
+            yield Finding(
+                EXPOSED,
+                store.resource.urn,
+                f"{where} has a public address (public access is on)",
+                "turn public access off: clients in the VPC reach it privately",
+            )
+        public = [s for s in store.subnets if s.urn in region.public_subnets]
+        if public:
+            yield Finding(
+                EXPOSED,
+                store.resource.urn,
+                f"{where} is placed in public subnets {', '.join(s.name for s in public)} (routed to an internet "
+                "gateway)",
+                "place it in the VPC's private subnets",
+            )
+        for group in store.groups:
+            vpc = region.vpc_networks(group)
+            for rule in region.ingress_rules(group):
+                outside = [n for n in rule.networks if not vpc or not covered([n], vpc)]
+                if outside:
+                    yield Finding(
+                        EXPOSED,
+                        group.urn,
+                        f"{where} admits {', '.join(str(n) for n in outside)} through security group {group.name} "
+                        f"(ports {rule.from_port}-{rule.to_port}), outside its VPC "
+                        f"{', '.join(str(n) for n in vpc) or '(unknown)'}",
+                        "admit only the VPC's range, the node subnets' or the clients' security groups",
+                    )
+
+
+def _cluster_exposure(region: Region) -> Iterator[Finding]:
+    for pod in region.pods:
+        images = [str(c.get("image") or "") for c in _containers(pod)]
+        kind = next((s for s in STORE_IMAGES for image in images if s in image.rsplit("/", 1)[-1].lower()), None)
+        if pod.workload is None or kind is None:
+            continue
+        for service in region.services:
+            if service.kind in ("LoadBalancer", "NodePort") and pod in region.backends(service):
+                if service.kind == "LoadBalancer" and internal(service):
+                    continue
+                yield Finding(
+                    EXPOSED,
+                    service.urn,
+                    f"{kind} {pod} is behind Service {service.namespace}/{service.name} of type {service.kind}: "
+                    "reachable from outside the VPC",
+                    "make the Service a ClusterIP (or an internal load balancer)",
+                )
+        for policy in region.policies:
+            spec = policy.manifest.get("spec") or {}
+            if policy.namespace != pod.namespace or not selects(spec.get("podSelector"), pod.labels):
+                continue
+            for rule in spec.get("ingress") or []:
+                for peer in rule.get("from") or []:
+                    block = network((peer.get("ipBlock") or {}).get("cidr"))
+                    vpc = [n for s in region.pod_subnets for n in region.vpc_networks(s)]
+                    if block is not None and (not vpc or not covered([block], vpc)):
+                        yield Finding(
+                            EXPOSED,
+                            policy.urn,
+                            f"{kind} {pod} admits ipBlock {block} through NetworkPolicy {policy.namespace}/"
+                            f"{policy.name}, beyond the VPC {', '.join(str(n) for n in vpc) or '(unknown)'}",
+                            "admit its clients by pod and namespace selectors, or the VPC's range",
+                        )
