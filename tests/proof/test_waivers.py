@@ -9,7 +9,6 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.proof.deployability.conftest import findings, mutated, rendered
-from tests.proof.deployability.test_cli import _hub_sourced
 from tokenplane.commands.cli import app
 from tokenplane.errors import SpecError
 from tokenplane.proof import deployability as deploy
@@ -77,12 +76,12 @@ def test_a_bad_waiver_is_refused_with_where_and_how(raw: object, message: str) -
 
 
 @pytest.mark.slow
-def test_check_waives_by_the_policy_config_and_the_report_shows_the_waiver(tmp_path: Path) -> None:
+def test_check_waives_by_the_policy_config_and_the_report_shows_the_waiver(tmp_path: Path, unpublished: Path) -> None:
     config = tmp_path / "policy.json"
     waiver = {"resources": ["llm-serving/vllm-chat"], "findings": ["*qwen-7b-chat-v1's weights*"], "reason": REASON}
     config.write_text(json.dumps({"deployability": {"weights-published": [waiver]}}))
     out = tmp_path / "report.json"
-    args = ["check", str(_hub_sourced(tmp_path)), "--policy-config", str(config), "--format", "json"]
+    args = ["check", str(unpublished), "--policy-config", str(config), "--format", "json"]
     result = CliRunner().invoke(app, [*args, "--output", str(out)])
     outcome = next(p for p in json.loads(out.read_text())["policies"] if p["name"] == "deploy/weights-published")
     assert outcome["status"] == "passed" and outcome["waived_by_exceptions"] == 1, outcome

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.components.conftest import rendered, spec
 from tests.paths import REPO_ROOT
-from tokenplane.components import weights_publish
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import Finding
 from tokenplane.proof.render import RenderedResource, RenderResult
@@ -53,14 +49,3 @@ def _deep_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_deep_copy(v) for v in value]
     return value
-
-
-@pytest.fixture
-def unpublished(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """minimal.yaml with the publish step lost: no Job copies the weights, so the pools' checksum can never pass.
-
-    A spec can no longer say this (a source the stack cannot publish is refused at load), so the defect is put
-    back in the component, where a regression would put it.
-    """
-    monkeypatch.setattr(weights_publish, "publishable", lambda model: False)
-    return REPO_ROOT / "stacks" / "minimal.yaml"
