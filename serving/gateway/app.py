@@ -50,7 +50,7 @@ from tokenplane.serving.gateway.stages import (
     RouteStage,
     SemanticCacheStage,
 )
-from tokenplane.serving.gateway.streams import ClosingStreamingResponse, sse, with_keepalive
+from tokenplane.serving.gateway.streams import ClosingStreamingResponse, response_sse, sse, with_keepalive
 from tokenplane.serving.tokens import ESTIMATE, TokenCounter, counter_for
 from tokenplane.serving.types import Clock, Endpoint, EventSink, SystemClock, Upstream
 from tokenplane.spec import PlatformSpec, Priority, WorkloadClass
@@ -220,7 +220,12 @@ def create_app(gateway: Gateway) -> Starlette:
         if reply.chunks is not None:
             include_usage = call.request.include_usage if call.request is not None else False
             headers |= {"cache-control": "no-cache", "x-accel-buffering": "no"}
-            body = with_keepalive(sse(reply.chunks, include_usage=include_usage, request_id=request_id))
+            events = (
+                response_sse(reply.chunks, request_id=request_id)
+                if endpoint is Endpoint.RESPONSES
+                else sse(reply.chunks, include_usage=include_usage, request_id=request_id)
+            )
+            body = with_keepalive(events)
             return ClosingStreamingResponse(body, media_type="text/event-stream", headers=headers)
         return Response(jsonbody.dumps(reply.body), media_type=JSON_MEDIA, headers=headers)
 
@@ -232,6 +237,9 @@ def create_app(gateway: Gateway) -> Starlette:
 
     async def embeddings(request: Request) -> Response:
         return await complete(request, Endpoint.EMBEDDINGS)
+
+    async def responses(request: Request) -> Response:
+        return await complete(request, Endpoint.RESPONSES)
 
     def model_object(name: str) -> dict[str, Any]:
         return {"id": name, "object": "model", "created": 0, "owned_by": gateway.spec.platform.name}
@@ -275,6 +283,7 @@ def create_app(gateway: Gateway) -> Starlette:
         HttpRoute("/v1/chat/completions", chat, methods=["POST"]),
         HttpRoute("/v1/completions", completions, methods=["POST"]),
         HttpRoute("/v1/embeddings", embeddings, methods=["POST"]),
+        HttpRoute("/v1/responses", responses, methods=["POST"]),
         HttpRoute("/v1/models", models, methods=["GET"]),
         HttpRoute("/v1/models/{model:path}", model, methods=["GET"]),  # ids such as "org/model" hold a slash
         HttpRoute("/healthz", healthz, methods=["GET"]),

@@ -22,7 +22,7 @@ from typing import Any
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from tokenplane.serving import jsonbody
+from tokenplane.serving import jsonbody, responses_api
 from tokenplane.serving.errors import ServingError, UpstreamStreamBroken
 from tokenplane.serving.types import Json
 
@@ -68,6 +68,34 @@ async def sse(
     except Exception as e:  # a bug must still end the stream with an error event, never a silent cut
         log.exception("request %s: the stream failed", request_id or "-")
         yield error_event(UpstreamStreamBroken(f"the stream failed: {type(e).__name__}: {e}"), request_id=request_id)
+    finally:
+        await _close(chunks)
+
+
+def response_error_event(error: ServingError, *, sequence: int, request_id: str | None = None) -> bytes:
+    """A broken Responses stream's last event: ``error``, with the fields of the API's error event."""
+    if error.public_message is not None:
+        log.warning("request %s: stream ended by %s: %s", request_id or "-", error.code, error.message)
+    public = error.public_body(request_id)["error"]
+    fields = {k: public.get(k) for k in ("code", "message", "param")}
+    return responses_api.sse({"type": responses_api.ERROR, **fields, "sequence_number": sequence})
+
+
+async def response_sse(chunks: AsyncIterator[Json], *, request_id: str | None = None) -> AsyncIterator[bytes]:
+    """Encode Responses API events as its SSE (``event:`` and ``data:``); it has no ``[DONE]``: the
+    terminal event ends it, and a stream that breaks ends with an ``error`` event instead."""
+    sequence = 0
+    try:
+        async for chunk in chunks:
+            number = chunk.get("sequence_number")
+            sequence = number + 1 if isinstance(number, int) else sequence + 1
+            yield responses_api.sse(chunk)
+    except ServingError as e:
+        yield response_error_event(e, sequence=sequence, request_id=request_id)
+    except Exception as e:  # a bug must still end the stream with an error event, never a silent cut
+        log.exception("request %s: the stream failed", request_id or "-")
+        broken = UpstreamStreamBroken(f"the stream failed: {type(e).__name__}: {e}")
+        yield response_error_event(broken, sequence=sequence, request_id=request_id)
     finally:
         await _close(chunks)
 
@@ -138,11 +166,21 @@ class ClosingStreamingResponse(StreamingResponse):
             await _detached(_close(self.body_iterator))
 
 
+def cacheable(body: Json) -> bool:
+    """Whether a whole response may be cached: a completion with choices, or a finished text response."""
+    if body.get("object") == responses_api.OBJECT:
+        return responses_api.cacheable(body)
+    return bool(body.get("choices"))
+
+
 def assemble(chunks: list[Json]) -> Json | None:
-    """A whole chat.completion or text_completion from its stream chunks (for the caches)."""
+    """A whole chat.completion, text_completion or response from its stream chunks (for the caches)."""
     if not chunks:
         return None
     head = chunks[0]
+    if "type" in head:  # a Responses API stream: its last event holds the whole response
+        whole = responses_api.from_events(chunks)
+        return whole if whole is not None and responses_api.cacheable(whole) else None
     chat = head.get("object") == "chat.completion.chunk"
     text: list[str] = []
     finish: str | None = None

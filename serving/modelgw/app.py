@@ -164,6 +164,9 @@ def create_app(gateway: FailoverUpstream, *, registry: CollectorRegistry) -> Sta
     async def embeddings(request: Request) -> Response:
         return await serve(request, Endpoint.EMBEDDINGS)
 
+    async def responses(request: Request) -> Response:
+        return await serve(request, Endpoint.RESPONSES)
+
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
@@ -182,6 +185,7 @@ def create_app(gateway: FailoverUpstream, *, registry: CollectorRegistry) -> Sta
             Route(Endpoint.CHAT.value, chat, methods=["POST"]),
             Route(Endpoint.COMPLETIONS.value, completions, methods=["POST"]),
             Route(Endpoint.EMBEDDINGS.value, embeddings, methods=["POST"]),
+            Route(Endpoint.RESPONSES.value, responses, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),

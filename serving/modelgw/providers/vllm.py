@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator
 
 import aiohttp
 
-from tokenplane.serving import jsonbody
+from tokenplane.serving import jsonbody, responses_api
 from tokenplane.serving.errors import UpstreamError, UpstreamTimeout
 from tokenplane.serving.modelgw.providers.base import ProviderCall, status_error
 from tokenplane.serving.types import Endpoint, Json
@@ -33,10 +33,11 @@ class VllmProvider:
         body.pop("priority", None)
         if call.priority is not None:
             body["priority"] = call.priority
-        if stream:
-            # Usage must be known for metering even when the client did not ask for it.
+        if stream and call.endpoint is not Endpoint.RESPONSES:
+            # Usage must be known for metering even when the client did not ask for it (a Responses
+            # stream always ends with it, and vLLM's Responses request has no such option).
             body["stream_options"] = {**(call.body.get("stream_options") or {}), "include_usage": True}
-        else:
+        elif call.endpoint is not Endpoint.RESPONSES:
             body.pop("stream_options", None)
         return body
 
@@ -75,14 +76,20 @@ class VllmProvider:
             )
             if response.status >= 400:
                 raise status_error(where, response.status, await response.read())
+            ended = False  # a Responses stream has no [DONE]: its terminal event is the end
             async for data in sse_data(response.content):
                 if data == SSE_DONE:
                     finished = True
                     return
                 chunk = jsonbody.loads_internal(data)
-                if isinstance(chunk, dict) and "error" in chunk:  # vLLM reports a failed generation in-band
-                    raise UpstreamError(f"{where} sent an error event: {chunk['error']}")
+                if isinstance(chunk, dict) and ("error" in chunk or responses_api.is_error(chunk)):
+                    # vLLM reports a failed generation in-band
+                    raise UpstreamError(f"{where} sent an error event: {chunk.get('error') or chunk}")
+                ended = responses_api.is_terminal(chunk)
                 yield chunk
+            if ended:
+                finished = True
+                return
             raise UpstreamError(f"{where} ended the stream before [DONE]")
         except (aiohttp.ServerTimeoutError, TimeoutError) as e:
             raise UpstreamTimeout(f"{where} timed out") from e
