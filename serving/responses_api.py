@@ -273,7 +273,7 @@ def output_text(response: Json) -> str:
 def from_events(events: list[Json]) -> Json | None:
     """The whole response a finished stream ended with (its terminal event's); None if it did not finish."""
     for event in reversed(events):
-        if event.get("type") == "response.completed":
+        if event.get("type") in ("response.completed", "response.incomplete"):
             response = event.get("response")
             return response if isinstance(response, dict) else None
     return None
@@ -304,11 +304,15 @@ def replay(response: Json) -> list[Json]:
 
 
 def cacheable(response: Json) -> bool:
-    """A completed response whose output is text messages only (a tool call or reasoning is not replayed)."""
+    """A finished response whose output is text messages only (a tool call or reasoning is not replayed).
+
+    One cut by its output budget (``incomplete``) is as deterministic as a completed one, and cached as
+    chat caches a completion whose finish reason is ``length``.
+    """
     output = response.get("output")
     return (
         response.get("object") == OBJECT
-        and response.get("status") == "completed"
+        and response.get("status") in ("completed", "incomplete")
         and isinstance(output, list)
         and bool(output)
         and all(isinstance(i, dict) and i.get("type") == "message" for i in output)
