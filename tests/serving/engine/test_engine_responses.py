@@ -71,5 +71,5 @@ async def test_an_earlier_response_is_not_found_and_an_empty_input_is_a_400(dev_
             await engine.client.responses.create(model=MODEL, input=QUESTION, previous_response_id="resp_x")
         with pytest.raises(openai.BadRequestError) as empty:
             await engine.client.responses.create(model=MODEL, input=[])
-    assert missing.value.param == "previous_response_id"  # type: ignore[attr-defined]
-    assert empty.value.param == "input"  # type: ignore[attr-defined]
+    assert missing.value.param == "previous_response_id"
+    assert empty.value.param == "input"

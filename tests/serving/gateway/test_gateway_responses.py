@@ -98,7 +98,7 @@ async def test_responses_plain_streamed_and_cached_are_each_metered_once_with_th
 
 async def test_responses_are_validated_as_openai_does_and_limited_like_chat(dev: Platform) -> None:
     demo = dev.client("demo")
-    for kwargs, param in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"input": QUESTION, "previous_response_id": "resp_1"}, "previous_response_id"),
         ({"input": QUESTION, "max_output_tokens": 0}, "max_output_tokens"),
         ({"input": [1, 2, 3]}, "input"),
@@ -106,10 +106,11 @@ async def test_responses_are_validated_as_openai_does_and_limited_like_chat(dev:
         ({"input": QUESTION, "temperature": 3}, "temperature"),
         ({"input": QUESTION, "tool_choice": {"type": "function", "name": "absent"}}, "tool_choice"),
         ({"input": QUESTION, "background": True}, "background"),
-    ]:
+    ]
+    for kwargs, param in cases:
         with pytest.raises(openai.BadRequestError) as bad:
-            await demo.responses.create(model="small", **kwargs)  # type: ignore[call-overload]
-        assert bad.value.param == param, (kwargs, bad.value.body)  # type: ignore[attr-defined]
+            await demo.responses.create(model="small", **kwargs)
+        assert bad.value.param == param, (kwargs, bad.value.body)
     with pytest.raises(openai.NotFoundError):
         await demo.responses.create(model="gpt-9", input=QUESTION)
 
