@@ -31,6 +31,7 @@ from tokenplane.serving.gateway.admission import AdmissionController
 from tokenplane.serving.gateway.auth import KeyRing, Resolver
 from tokenplane.serving.gateway.call import Call, Handler
 from tokenplane.serving.gateway.charges import Charges
+from tokenplane.serving.gateway.drain import Drain
 from tokenplane.serving.gateway.edge import InternalError, error_json, public_app
 from tokenplane.serving.gateway.exact_cache import ExactCache
 from tokenplane.serving.gateway.metrics import GatewayMetrics
@@ -78,6 +79,7 @@ class Gateway:
     limiter: RateLimiter
     ledger: QuotaLedger
     extra_routes: list[HttpRoute] = field(default_factory=list)
+    drain: Drain = field(default_factory=Drain)  # requests not yet metered: the sink closes after them
 
     def openapi(self) -> dict[str, Any]:
         """This gateway's OpenAPI document: its platform, region, model names and mounted APIs."""
@@ -199,6 +201,18 @@ def create_app(gateway: Gateway) -> Starlette:
     """The ASGI app over a built ``Gateway``."""
 
     async def complete(request: Request, endpoint: Endpoint) -> Response:
+        # Counted in until metered: here, or for a stream once its body has closed (its on_closed).
+        gateway.drain.enter()
+        streaming = False
+        try:
+            response = await answer(request, endpoint)
+            streaming = isinstance(response, ClosingStreamingResponse)
+            return response
+        finally:
+            if not streaming:
+                gateway.drain.exit()
+
+    async def answer(request: Request, endpoint: Endpoint) -> Response:
         request_id = f"req_{uuid.uuid4().hex}"
         received = gateway.clock.monotonic()
         call: Call | None = None
@@ -226,7 +240,9 @@ def create_app(gateway: Gateway) -> Starlette:
                 else sse(reply.chunks, include_usage=include_usage, request_id=request_id)
             )
             body = with_keepalive(events)
-            return ClosingStreamingResponse(body, media_type="text/event-stream", headers=headers)
+            return ClosingStreamingResponse(
+                body, media_type="text/event-stream", headers=headers, on_closed=gateway.drain.exit
+            )
         return Response(jsonbody.dumps(reply.body), media_type=JSON_MEDIA, headers=headers)
 
     async def chat(request: Request) -> Response:

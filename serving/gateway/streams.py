@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from starlette.responses import StreamingResponse
@@ -144,26 +144,51 @@ async def _stop_then_close(pending: asyncio.Future[bytes] | None, iterator: obje
 _CLOSING: set[asyncio.Task[None]] = set()
 
 
-async def _detached(work: Coroutine[Any, Any, None]) -> None:
-    """Run ``work`` to its end even if the caller is cancelled meanwhile (the caller still sees the cancel)."""
+async def _detached(work: Coroutine[Any, Any, None], on_done: Callable[[], None] | None = None) -> None:
+    """Run ``work`` to its end even if the caller is cancelled meanwhile (the caller still sees the cancel).
+
+    ``on_done`` runs when ``work`` has ended, which may be after the caller has been cancelled.
+    """
     task = asyncio.ensure_future(work)
     _CLOSING.add(task)
     task.add_done_callback(_CLOSING.discard)
+    if on_done is not None:
+        task.add_done_callback(lambda _: on_done())
     await asyncio.shield(task)
+
+
+async def closings_done(timeout: float) -> int:
+    """Wait for the closings still running (each a stream's metering), or ``timeout`` seconds; return how
+    many had not ended.
+
+    A stopping server's cancellation reaches a stream inside Starlette's task group, which cancels every
+    await again: ``with_keepalive``'s wait for its detached close is cut short, so the response (and the
+    ``Drain``) count the stream out while its metering still runs here.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while _CLOSING and loop.time() < deadline:
+        await asyncio.wait(set(_CLOSING), timeout=deadline - loop.time())
+    return len(_CLOSING)
 
 
 class ClosingStreamingResponse(StreamingResponse):
     """A ``StreamingResponse`` that closes its body iterator once, however the response ends.
 
     The close is detached from the response's task, so that a cancellation of the response (the
-    client left) cannot cut short the work the body does when it closes.
+    client left, or a stopping server's drain ran out) cannot cut short the work the body does when it
+    closes. ``on_closed`` runs once that work is done (the gateway's ``Drain`` counts the stream out).
     """
+
+    def __init__(self, *args: Any, on_closed: Callable[[], None] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_closed = on_closed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
-            await _detached(_close(self.body_iterator))
+            await _detached(_close(self.body_iterator), self._on_closed)
 
 
 def cacheable(body: Json) -> bool:
