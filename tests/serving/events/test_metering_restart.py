@@ -10,6 +10,7 @@ event is read back from the Kafka-protocol broker.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -139,7 +140,15 @@ async def test_streams_in_flight_at_a_sigterm_are_metered_once_drained_or_cut_an
             "ignore_eos": True,
             "stream": True,
         }
+        # A whole (non-stream) request in flight at the same time: cancelled by the drain, metered all the same.
+        whole_client = httpx.AsyncClient(timeout=60)
+        whole = asyncio.create_task(
+            whole_client.post(url + "/v1/responses", headers=HEADERS, json={**responses, "stream": False})
+        )
         cut_id, cut = await stream_through_sigterm(url, second, "/v1/responses", responses)
+        with contextlib.suppress(httpx.HTTPError):
+            await whole
+        await whole_client.aclose()
         assert second.process is not None
         assert await asyncio.to_thread(second.process.wait, 60) in STOPPED, second.log_tail()
     finally:
@@ -148,15 +157,17 @@ async def test_streams_in_flight_at_a_sigterm_are_metered_once_drained_or_cut_an
     assert "response.completed" not in kinds and "response.incomplete" not in kinds, "the drain did not cut it"
     deltas = kinds.count("response.output_text.delta")
 
-    values = await consume(real_time.bootstrap, "usage-events", count=3)
-    if len(values) == 3:  # once more, briefly, past the expected count: a duplicate shows
-        values = await consume(real_time.bootstrap, "usage-events", count=4, timeout=2.0)
+    values = await consume(real_time.bootstrap, "usage-events", count=4)
+    if len(values) == 4:  # once more, briefly, past the expected count: a duplicate shows
+        values = await consume(real_time.bootstrap, "usage-events", count=5, timeout=2.0)
     events: dict[str, list[dict[str, object]]] = {}
     for value in values:
         event = json.loads(value)
         events.setdefault(str(event["request_id"]), []).append(event)
     counts = {request_id: len(events.get(request_id, [])) for request_id in (drained_id, plain_id, cut_id)}
     assert counts == {drained_id: 1, plain_id: 1, cut_id: 1}, (counts, second.log_tail(40))
+    [whole_event] = [v[0] for k, v in events.items() if k not in counts]
+    assert len(events) == 4 and whole_event["streamed"] is False and whole_event["status"] == 499, whole_event
     assert events[drained_id][0]["completion_tokens"] == 40 and events[drained_id][0]["status"] == 200
     cut_event = events[cut_id][0]
     assert cut_event["endpoint"] == "/v1/responses" and cut_event["streamed"] is True
