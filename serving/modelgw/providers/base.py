@@ -35,6 +35,7 @@ class ProviderCall:
         request_id: The request's id, sent upstream for correlation.
         priority: vLLM's ``priority`` for a pool that runs the priority scheduler (``vllm_priority``);
             None for any other upstream, which is then sent no priority at all.
+        raw: The body unparsed (``UpstreamRequest.raw``), for a pool; ``body`` is then empty.
     """
 
     endpoint: Endpoint
@@ -44,6 +45,7 @@ class ProviderCall:
     url: str | None
     request_id: str
     priority: int | None = None
+    raw: bytes | None = None
 
 
 def vllm_priority(level: Priority) -> int:

@@ -41,6 +41,19 @@ class VllmProvider:
             body.pop("stream_options", None)
         return body
 
+    def _payload(self, call: ProviderCall, *, stream: bool) -> bytes:
+        """The bytes to send: the parsed body with the fields set (``_body``), or, for a body the model
+        gateway did not parse (``call.raw``), its bytes with the fields appended: JSON parsers keep a
+        repeated key's last value (vLLM's, Python's and orjson's alike), so they override the client's."""
+        if call.raw is None:
+            return jsonbody.dumps(self._body(call, stream=stream))
+        fields: Json = {"model": call.model, "stream": stream}
+        if call.priority is not None:
+            fields["priority"] = call.priority
+        if stream and call.endpoint is not Endpoint.RESPONSES:
+            fields["stream_options"] = {"include_usage": True}  # the raw body has none (modelgw.app.forwardable)
+        return appended(call.raw, fields)
+
     def _url(self, call: ProviderCall) -> str:
         if call.url is None:
             raise ValueError(f"{call.target} has no replica URL; the gateway chooses one before calling")
@@ -54,7 +67,7 @@ class VllmProvider:
         where = f"{call.target} at {call.url}"
         try:
             async with self._session.post(
-                self._url(call), data=jsonbody.dumps(self._body(call, stream=False)), headers=self._headers(call)
+                self._url(call), data=self._payload(call, stream=False), headers=self._headers(call)
             ) as response:
                 raw = await response.read()
                 if response.status >= 400:
@@ -72,7 +85,7 @@ class VllmProvider:
         finished = False
         try:
             response = await self._session.post(
-                self._url(call), data=jsonbody.dumps(self._body(call, stream=True)), headers=self._headers(call)
+                self._url(call), data=self._payload(call, stream=True), headers=self._headers(call)
             )
             if response.status >= 400:
                 raise status_error(where, response.status, await response.read())
@@ -120,3 +133,10 @@ async def sse_data(content: aiohttp.StreamReader) -> AsyncGenerator[bytes, None]
             lines.append(line[5:].removeprefix(b" "))
     if lines:
         yield b"\n".join(lines)
+
+
+def appended(raw: bytes, fields: Json) -> bytes:
+    """``raw``, the text of one JSON object, with ``fields`` added at its end (one copy, no decode)."""
+    head = raw.rstrip()[:-1].rstrip()  # without the closing brace
+    tail = jsonbody.dumps(fields)[1:]  # '"model":...}', the fields and the closing brace
+    return head + (tail if head.endswith(b"{") else b"," + tail)
