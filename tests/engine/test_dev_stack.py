@@ -225,7 +225,7 @@ def test_a_streamed_response_ends_with_the_engines_usage_once(stack: Stack) -> N
     events = list(stream)
     after = engine_tokens(engine)
     assert events[0].type == "response.created"
-    final = [e.response for e in events if e.type in ("response.completed", "response.incomplete")]  # type: ignore[union-attr]
+    final = [e.response for e in events if e.type in ("response.completed", "response.incomplete")]
     assert len(final) == 1 and final[0].usage is not None
     assert final[0].usage.input_tokens == after[0] - before[0]
     assert final[0].usage.output_tokens == after[1] - before[1]

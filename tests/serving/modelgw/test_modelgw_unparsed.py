@@ -18,7 +18,7 @@ import pytest
 
 from tests.serving.modelgw.test_modelgw_gateway import FakeReplica, chat, urls, with_provider
 from tests.serving.modelgw.test_modelgw_http import modelgw
-from tokenplane.serving.modelgw import app as modelgw_app
+from tokenplane.serving import jsonbody
 from tokenplane.serving.modelgw.app import forwardable
 from tokenplane.serving.modelgw.client import HttpUpstream
 from tokenplane.serving.modelgw.providers.vllm import appended
@@ -58,7 +58,7 @@ def no_decode(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(raw: bytes) -> Any:
         raise AssertionError("the model gateway decoded a body the AI gateway had validated")
 
-    monkeypatch.setattr(modelgw_app.jsonbody, "loads", refuse)
+    monkeypatch.setattr(jsonbody, "loads", refuse)  # the model gateway reads it from the module
 
 
 async def test_a_pool_gets_the_validated_body_unparsed_with_its_own_fields(
