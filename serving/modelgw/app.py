@@ -4,7 +4,8 @@ Request headers (``serving.modelgw.headers``): ``x-tokenplane-targets`` (the
 failover chain, required), ``-request-id``, ``-tenant``, ``-priority``,
 ``-deadline-ms`` (milliseconds left), ``-affinity`` and ``-estimated-tokens``
 (the AI gateway's estimate of prompt + output tokens: the balancer's load,
-counted once, where the request entered; without it, ``ROLLOUT_TOKENS``). Responses carry
+counted once, where the request entered; without it, ``ROLLOUT_TOKENS``) and ``-stream`` (whether
+the body streams: with it, a pool gets the body's bytes undecoded, see ``forwardable``). Responses carry
 ``x-tokenplane-served-by`` and ``x-tokenplane-attempts``.
 
 Errors before a response starts are OpenAI's error JSON with the error's
