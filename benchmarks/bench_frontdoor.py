@@ -10,6 +10,10 @@ Three measurements, each a ratio against a baseline run in the same process:
    quiet against attacked, and attacked with the largest body the bounds admit.
 3. batch parse: the ticker's max lateness while a 50,000-line input file is parsed on the loop
    (the first round) against in a worker thread (now).
+4. model gateway forward: what the model gateway's event loop spends on a validated body before a pool
+   gets it: decoded and encoded again with the pool's fields (the first round) against the bytes
+   checked and the fields appended (``modelgw.app.forwardable``, ``providers.vllm.appended``), for a
+   small chat, a 0.5 MB prompt and the largest body the bounds admit; best and median of repeats.
 
 This is one process, not the deployed shape: it isolates the decode, which is per process. Run:
 ``python benchmarks/bench_frontdoor.py [--json]``.
@@ -38,6 +42,8 @@ from tokenplane.serving import jsonbody
 from tokenplane.serving.errors import InvalidRequest
 from tokenplane.serving.files.batch_lines import parse_input
 from tokenplane.serving.gateway.requests import decode_body
+from tokenplane.serving.modelgw.app import forwardable
+from tokenplane.serving.modelgw.providers.vllm import appended
 from tokenplane.serving.types import Endpoint
 
 TICK_S = 0.001
@@ -72,6 +78,59 @@ def best_ms(fn: Callable[[], object]) -> float:
             fn()
         times.append(time.perf_counter() - start)
     return min(times) * 1000
+
+
+def spread_ms(fn: Callable[[], object], repeats: int = 21) -> tuple[float, float]:
+    """Best and median of ``repeats`` timed calls, in milliseconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[0] * 1000, times[len(times) // 2] * 1000
+
+
+POOL_FIELDS = {"model": "small-chat-v1", "stream": True, "stream_options": {"include_usage": True}}
+
+
+def decoded_forward(raw: bytes) -> bytes:
+    """The first round: the body decoded (bounded) and encoded again with the pool's fields."""
+    body = jsonbody.loads(raw)
+    return jsonbody.dumps({**body, **POOL_FIELDS})
+
+
+def unparsed_forward(raw: bytes) -> bytes:
+    if not forwardable(raw):
+        raise AssertionError("the benchmark's body must be forwardable")
+    return appended(raw, POOL_FIELDS)
+
+
+def forward_bodies() -> dict[str, bytes]:
+    prompt = " ".join(f"w{i % 997:03d}" for i in range(100_000))  # ~0.5 MB, ~100k tokens
+    return {
+        "small_chat": jsonbody.dumps({"model": "small", "messages": [{"role": "user", "content": "hi"}]}),
+        "prompt_0.5MB": jsonbody.dumps({"model": "small", "messages": [{"role": "user", "content": prompt}]}),
+        "largest_admitted": largest_admitted(),
+    }
+
+
+def forward_costs() -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for name, raw in forward_bodies().items():
+        if orjson.loads(unparsed_forward(raw)) != orjson.loads(decoded_forward(raw)):
+            raise AssertionError(f"{name}: the two forwards send different requests")
+        decoded = spread_ms(lambda raw=raw: decoded_forward(raw))  # type: ignore[misc]
+        unparsed = spread_ms(lambda raw=raw: unparsed_forward(raw))  # type: ignore[misc]
+        out[name] = {
+            "bytes": len(raw),
+            "decoded_best": decoded[0],
+            "decoded_median": decoded[1],
+            "unparsed_best": unparsed[0],
+            "unparsed_median": unparsed[1],
+            "ratio_median": decoded[1] / unparsed[1],
+        }
+    return out
 
 
 def unbounded(raw: bytes) -> None:
@@ -144,6 +203,7 @@ async def measure(seconds: float) -> dict[str, Any]:
         "on_loop": max(await lag_while(on_loop, 3.0)),
         "in_thread": max(await lag_while(in_thread, 3.0)),
     }
+    result["modelgw_forward_ms"] = forward_costs()
     return result
 
 
@@ -160,6 +220,11 @@ def report(result: dict[str, Any]) -> None:
     print(
         f"50,000-line batch parse, ticker max lateness: on the loop {b['on_loop']:.0f} ms, in a thread {b['in_thread']:.0f} ms"
     )
+    for name, f in result["modelgw_forward_ms"].items():
+        print(
+            f"model gateway forward, {name} ({f['bytes']} B): decoded {f['decoded_best']:.3f}/{f['decoded_median']:.3f} ms, "
+            f"unparsed {f['unparsed_best']:.3f}/{f['unparsed_median']:.3f} ms (best/median; {f['ratio_median']:.0f}x)"
+        )
 
 
 def main() -> int:

@@ -52,6 +52,7 @@ class Endpoint(StrEnum):
     CHAT = "/v1/chat/completions"
     COMPLETIONS = "/v1/completions"
     EMBEDDINGS = "/v1/embeddings"
+    RESPONSES = "/v1/responses"  # OpenAI's Responses API: generation as chat, on the wire as serving.responses_api
 
 
 class TargetKind(StrEnum):
@@ -113,6 +114,9 @@ class UpstreamRequest:
     # The AI gateway's one estimate of the request (prompt + output budget): the model gateway's balancer
     # counts it as the replica's load instead of counting the body again.
     estimated_tokens: int = field(kw_only=True)
+    # The body as the AI gateway serialized it, when the model gateway has not parsed it (``body`` is then
+    # empty until a provider needs it): a pool's replica is sent these bytes with its own fields appended.
+    raw: bytes | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +133,17 @@ class Usage:
 
     @classmethod
     def from_body(cls, usage: Json | None) -> Usage | None:
-        """From an OpenAI ``usage`` object (``None`` when absent)."""
+        """From an OpenAI ``usage`` object (``None`` when absent): chat's shape, or the Responses API's
+        (``input_tokens``, ``output_tokens``, ``input_tokens_details``)."""
         if not usage:
             return None
+        if "input_tokens" in usage or "output_tokens" in usage:
+            details = usage.get("input_tokens_details") or {}
+            return cls(
+                prompt_tokens=int(usage.get("input_tokens") or 0),
+                completion_tokens=int(usage.get("output_tokens") or 0),
+                cached_tokens=int(details.get("cached_tokens") or 0),
+            )
         details = usage.get("prompt_tokens_details") or {}
         return cls(
             prompt_tokens=int(usage.get("prompt_tokens") or 0),

@@ -1,7 +1,7 @@
 """The simulated engine's HTTP server: vLLM's OpenAI-compatible routes, health and metrics.
 
-Routes: ``POST /v1/chat/completions`` and ``POST /v1/completions`` (streamed as
-SSE when asked), ``POST /v1/embeddings`` (encoder pools only), ``GET
+Routes: ``POST /v1/chat/completions``, ``POST /v1/completions`` and ``POST
+/v1/responses`` (streamed as SSE when asked), ``POST /v1/embeddings`` (encoder pools only), ``GET
 /v1/models``, ``GET /health`` and ``GET /metrics``. Errors leave in OpenAI's
 shape, written by ``ServingError.body()`` alone.
 
@@ -26,6 +26,7 @@ import os
 import struct
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from enum import StrEnum
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -84,6 +85,7 @@ def create_app(config: EngineConfig, *, clock: Clock | None = None, embedder: Em
             Route("/v1/chat/completions", handlers.chat, methods=["POST"]),
             Route("/v1/completions", handlers.completions, methods=["POST"]),
             Route("/v1/embeddings", handlers.embeddings, methods=["POST"]),
+            Route("/v1/responses", handlers.responses, methods=["POST"]),
             Route("/v1/models", handlers.models, methods=["GET"]),
             Route("/health", handlers.health, methods=["GET"]),
             Route("/metrics", handlers.metrics, methods=["GET"]),
@@ -109,6 +111,14 @@ async def _serving_error(request: Request, exc: Exception) -> Response:
 async def _internal_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error serving %s", request.url.path, exc_info=exc)
     return _json(ServingError(f"internal error: {type(exc).__name__}").body(), 500)
+
+
+class Api(StrEnum):
+    """The generation APIs the engine answers, which differ only in their request and response shapes."""
+
+    CHAT = "chat"
+    COMPLETIONS = "completions"
+    RESPONSES = "responses"
 
 
 class _EventStream(StreamingResponse):
@@ -141,7 +151,16 @@ class _Handlers:
         self._check_decoder("Chat Completions")
         params = protocol.parse_generate(body, model)
         ids = chat_prompt_ids(self.config.counter, protocol.parse_messages(body))
-        return await self._generate(request, params, ids, chat=True)
+        return await self._generate(request, params, ids, api=Api.CHAT)
+
+    async def responses(self, request: Request) -> Response:
+        """``POST /v1/responses``: vLLM's Responses API, generating as chat does from the input's messages."""
+        body = protocol.parse_body(await request.body())
+        model = protocol.check_model(body, self.config)
+        self._check_decoder("Responses")
+        params, messages = protocol.parse_responses(body, model)
+        ids = chat_prompt_ids(self.config.counter, messages)
+        return await self._generate(request, params, ids, api=Api.RESPONSES, echo=body)
 
     async def completions(self, request: Request) -> Response:
         body = protocol.parse_body(await request.body())
@@ -149,7 +168,7 @@ class _Handlers:
         self._check_decoder("Completions")
         params = protocol.parse_generate(body, model)
         ids = protocol.parse_prompt(body, self.config)
-        return await self._generate(request, params, ids, chat=False)
+        return await self._generate(request, params, ids, api=Api.COMPLETIONS)
 
     def _check_decoder(self, api: str) -> None:
         if self.config.encoder:
@@ -159,10 +178,15 @@ class _Handlers:
             )
 
     async def _generate(
-        self, request: Request, params: protocol.GenerateParams, ids: list[int], *, chat: bool
+        self, request: Request, params: protocol.GenerateParams, ids: list[int], *, api: Api, echo: Json | None = None
     ) -> Response:
+        """Schedule one sequence and answer it whole or streamed, in ``api``'s shape.
+
+        ``echo``: a Responses request's body, whose fields its response repeats.
+        """
         cfg = self.config
-        where = "messages" if chat else "prompt"
+        chat = api is Api.CHAT
+        where = {Api.CHAT: "messages", Api.COMPLETIONS: "prompt", Api.RESPONSES: "input"}[api]
         max_tokens = protocol.resolve_max_tokens(len(ids), params.max_tokens, cfg, where=where)
         output = synthetic_output(
             ids,
@@ -181,33 +205,41 @@ class _Handlers:
                 f"{cfg.kv_tokens} ({cfg.kv_blocks} blocks); lower max_tokens or raise --kv-blocks",
                 param="max_tokens",
             )
-        rid = ("chatcmpl-" if chat else "cmpl-") + os.urandom(16).hex()
+        rid = {Api.CHAT: "chatcmpl-", Api.COMPLETIONS: "cmpl-", Api.RESPONSES: "resp_"}[api] + os.urandom(16).hex()
         seq = Sequence(rid, ids, output.tokens, output.finish_reason, stream=params.stream)
         self.scheduler.add(seq)
         created = int(self.clock.time())
         if params.stream:
-            writer = protocol.ChunkWriter(
-                chat=chat, rid=rid, created=created, model=params.model, include_usage=params.include_usage
-            )
+            writer: protocol.ResponseWriter | protocol.ChunkWriter
+            if api is Api.RESPONSES:
+                writer = protocol.ResponseWriter(rid=rid, created=created, model=params.model, request=echo or {})
+            else:
+                writer = protocol.ChunkWriter(
+                    chat=chat, rid=rid, created=created, model=params.model, include_usage=params.include_usage
+                )
             return _EventStream(self._stream(seq, output, writer), lambda: self.scheduler.abort(seq))
         if not await self._wait(request, [seq]):
             return Response(status_code=CLIENT_CLOSED)
         self._check_served(seq)
         use = protocol.usage(seq.prompt_tokens, seq.generated, seq.cached_tokens)
         text = output.text(0, seq.generated)
+        if api is Api.RESPONSES:
+            return _json(protocol.response_body(rid, created, params.model, text, seq.finish_reason, use, echo or {}))
         build = protocol.chat_response if chat else protocol.completion_response
         return _json(build(rid, created, params.model, text, seq.finish_reason, use))
 
     async def _stream(
-        self, seq: Sequence, output: SyntheticOutput, writer: protocol.ChunkWriter
+        self, seq: Sequence, output: SyntheticOutput, writer: protocol.ChunkWriter | protocol.ResponseWriter
     ) -> AsyncIterator[bytes]:
         sent = 0
         while True:
             seq.event.clear()  # before reading: a token that lands after this sets it again
             generated = seq.generated
             if generated > sent:
-                if sent == 0 and writer.chat:
-                    yield writer.role()
+                if sent == 0:
+                    start = writer.start()
+                    if start:
+                        yield start
                 yield writer.text(output.text(sent, generated))
                 sent = generated
             if seq.finished:
@@ -215,11 +247,8 @@ class _Handlers:
             if seq.generated == sent:
                 await seq.event.wait()
         if seq.finish_reason == "abort":
-            return  # the engine stopped; the client sees the stream end without [DONE]
-        yield writer.finish(seq.finish_reason)
-        if writer.include_usage:
-            yield writer.usage(protocol.usage(seq.prompt_tokens, seq.generated, seq.cached_tokens))
-        yield protocol.DONE
+            return  # the engine stopped; the client sees the stream end without [DONE] (or a terminal event)
+        yield writer.end(seq.finish_reason, protocol.usage(seq.prompt_tokens, seq.generated, seq.cached_tokens))
 
     async def _wait(self, request: Request, seqs: list[Sequence]) -> bool:
         """Wait until every sequence has finished; False if the client went away (they are aborted)."""

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tokenplane.serving import jsonbody
+from tokenplane.serving import jsonbody, responses_api
 from tokenplane.serving.engine.config import EngineConfig
 from tokenplane.serving.errors import ContextTooLong, InvalidRequest, NotFound
 from tokenplane.serving.types import Json
@@ -87,6 +87,32 @@ def parse_generate(body: Json, model: str) -> GenerateParams:
         ignore_eos=_optional(body, "ignore_eos", bool) or False,
         seed=_optional(body, "seed", int),
     )
+
+
+def parse_responses(body: Json, model: str) -> tuple[GenerateParams, list[Json]]:
+    """A Responses API request (``POST /v1/responses``): its sampling fields, and its input as chat messages."""
+    if body.get("previous_response_id") is not None:
+        # vLLM finds an earlier response only where it was stored; this engine stores none.
+        raise NotFound(
+            f"Response with id '{str(body['previous_response_id'])[:64]}' not found: this engine stores no responses",
+            param="previous_response_id",
+        )
+    items = body.get("input")
+    if not (isinstance(items, str) and items) and not (isinstance(items, list) and items):
+        raise InvalidRequest("input is required: a string or a non-empty list of input items", param="input")
+    max_tokens = _optional(body, "max_output_tokens", int)
+    if max_tokens is not None and max_tokens < 1:
+        raise InvalidRequest(f"max_output_tokens={max_tokens} must be at least 1", param="max_output_tokens")
+    params = GenerateParams(
+        model=model,
+        stream=_optional(body, "stream", bool) or False,
+        include_usage=True,  # a Responses stream always ends with its usage
+        max_tokens=max_tokens,
+        min_tokens=0,
+        ignore_eos=_optional(body, "ignore_eos", bool) or False,
+        seed=_optional(body, "seed", int),
+    )
+    return params, responses_api.input_messages(body)
 
 
 def _optional(body: Json, key: str, kind: type[Any]) -> Any:
@@ -231,6 +257,14 @@ class ChunkWriter:
             self._head = f'data: {head}, "choices": [{{"index": 0, "text": '
             self._tail = f', "logprobs": null, "finish_reason": null}}]{usage_part}}}\n\n'
 
+    def start(self) -> bytes:
+        """What goes before the first token: chat's role chunk; nothing for completions."""
+        return self.role() if self.chat else b""
+
+    def end(self, reason: str | None, use: Json) -> bytes:
+        """The finish chunk, the usage chunk when asked for, and ``[DONE]``."""
+        return self.finish(reason) + (self.usage(use) if self.include_usage else b"") + DONE
+
     def role(self) -> bytes:
         """Chat's first chunk: the assistant role, before any content."""
         return self._event(
@@ -257,3 +291,44 @@ class ChunkWriter:
         if self.include_usage:
             body["usage"] = None
         return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+class ResponseWriter:
+    """The SSE events of one streamed Responses API response, as vLLM 0.32 frames them (no ``[DONE]``)."""
+
+    def __init__(self, *, rid: str, created: int, model: str, request: Json) -> None:
+        self._events = responses_api.ResponseEvents(
+            rid, created, model, message_id=responses_api.new_id("msg"), request=request
+        )
+
+    def start(self) -> bytes:
+        return b"".join(responses_api.sse(e) for e in self._events.start())
+
+    def text(self, text: str) -> bytes:
+        return responses_api.sse(self._events.delta(text))
+
+    def end(self, reason: str | None, use: Json) -> bytes:
+        counts = responses_use(use)
+        return b"".join(responses_api.sse(e) for e in self._events.finish(responses_api.status_for(reason), counts))
+
+
+def responses_use(use: Json) -> Json:
+    """A chat ``usage`` object (``usage()``) in the Responses API's words."""
+    details = use.get("prompt_tokens_details") or {}
+    return responses_api.usage_body(use["prompt_tokens"], use["completion_tokens"], details.get("cached_tokens", 0))
+
+
+def response_body(
+    rid: str, created: int, model: str, text: str, finish_reason: str | None, use: Json, request: Json
+) -> Json:
+    """A whole Responses API response."""
+    return responses_api.response_object(
+        rid,
+        created,
+        model,
+        text=text,
+        status=responses_api.status_for(finish_reason),
+        usage=responses_use(use),
+        message_id=responses_api.new_id("msg"),
+        request=request,
+    )

@@ -31,6 +31,7 @@ from tokenplane.serving.gateway.admission import AdmissionController
 from tokenplane.serving.gateway.auth import KeyRing, Resolver
 from tokenplane.serving.gateway.call import Call, Handler
 from tokenplane.serving.gateway.charges import Charges
+from tokenplane.serving.gateway.drain import Drain
 from tokenplane.serving.gateway.edge import InternalError, error_json, public_app
 from tokenplane.serving.gateway.exact_cache import ExactCache
 from tokenplane.serving.gateway.metrics import GatewayMetrics
@@ -50,7 +51,7 @@ from tokenplane.serving.gateway.stages import (
     RouteStage,
     SemanticCacheStage,
 )
-from tokenplane.serving.gateway.streams import ClosingStreamingResponse, sse, with_keepalive
+from tokenplane.serving.gateway.streams import ClosingStreamingResponse, response_sse, sse, with_keepalive
 from tokenplane.serving.tokens import ESTIMATE, TokenCounter, counter_for
 from tokenplane.serving.types import Clock, Endpoint, EventSink, SystemClock, Upstream
 from tokenplane.spec import PlatformSpec, Priority, WorkloadClass
@@ -78,6 +79,7 @@ class Gateway:
     limiter: RateLimiter
     ledger: QuotaLedger
     extra_routes: list[HttpRoute] = field(default_factory=list)
+    drain: Drain = field(default_factory=Drain)  # requests not yet metered: the sink closes after them
 
     def openapi(self) -> dict[str, Any]:
         """This gateway's OpenAPI document: its platform, region, model names and mounted APIs."""
@@ -199,6 +201,18 @@ def create_app(gateway: Gateway) -> Starlette:
     """The ASGI app over a built ``Gateway``."""
 
     async def complete(request: Request, endpoint: Endpoint) -> Response:
+        # Counted in until metered: here, or for a stream once its body has closed (its on_closed).
+        gateway.drain.enter()
+        streaming = False
+        try:
+            response = await answer(request, endpoint)
+            streaming = isinstance(response, ClosingStreamingResponse)
+            return response
+        finally:
+            if not streaming:
+                gateway.drain.exit()
+
+    async def answer(request: Request, endpoint: Endpoint) -> Response:
         request_id = f"req_{uuid.uuid4().hex}"
         received = gateway.clock.monotonic()
         call: Call | None = None
@@ -220,8 +234,15 @@ def create_app(gateway: Gateway) -> Starlette:
         if reply.chunks is not None:
             include_usage = call.request.include_usage if call.request is not None else False
             headers |= {"cache-control": "no-cache", "x-accel-buffering": "no"}
-            body = with_keepalive(sse(reply.chunks, include_usage=include_usage, request_id=request_id))
-            return ClosingStreamingResponse(body, media_type="text/event-stream", headers=headers)
+            events = (
+                response_sse(reply.chunks, request_id=request_id)
+                if endpoint is Endpoint.RESPONSES
+                else sse(reply.chunks, include_usage=include_usage, request_id=request_id)
+            )
+            body = with_keepalive(events)
+            return ClosingStreamingResponse(
+                body, media_type="text/event-stream", headers=headers, on_closed=gateway.drain.exit
+            )
         return Response(jsonbody.dumps(reply.body), media_type=JSON_MEDIA, headers=headers)
 
     async def chat(request: Request) -> Response:
@@ -232,6 +253,9 @@ def create_app(gateway: Gateway) -> Starlette:
 
     async def embeddings(request: Request) -> Response:
         return await complete(request, Endpoint.EMBEDDINGS)
+
+    async def responses(request: Request) -> Response:
+        return await complete(request, Endpoint.RESPONSES)
 
     def model_object(name: str) -> dict[str, Any]:
         return {"id": name, "object": "model", "created": 0, "owned_by": gateway.spec.platform.name}
@@ -275,6 +299,7 @@ def create_app(gateway: Gateway) -> Starlette:
         HttpRoute("/v1/chat/completions", chat, methods=["POST"]),
         HttpRoute("/v1/completions", completions, methods=["POST"]),
         HttpRoute("/v1/embeddings", embeddings, methods=["POST"]),
+        HttpRoute("/v1/responses", responses, methods=["POST"]),
         HttpRoute("/v1/models", models, methods=["GET"]),
         HttpRoute("/v1/models/{model:path}", model, methods=["GET"]),  # ids such as "org/model" hold a slash
         HttpRoute("/healthz", healthz, methods=["GET"]),

@@ -29,7 +29,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from tokenplane.serving import jsonbody
+from tokenplane.serving import jsonbody, responses_api
 from tokenplane.serving.outage import Outage
 from tokenplane.serving.types import Endpoint, Json
 from tokenplane.spec import CacheLayer
@@ -37,7 +37,7 @@ from tokenplane.spec import CacheLayer
 log = logging.getLogger(__name__)
 
 EXCLUDED_FIELDS = frozenset({"stream", "stream_options", "user", "metadata"})  # delivery and labels, not output
-CACHED_ENDPOINTS = frozenset({Endpoint.CHAT.value, Endpoint.COMPLETIONS.value})
+CACHED_ENDPOINTS = frozenset({Endpoint.CHAT.value, Endpoint.COMPLETIONS.value, Endpoint.RESPONSES.value})
 ENTRY_MAX_BYTES = 1 << 20  # a larger response is served but not cached: one entry must not crowd out thousands
 _WORD = re.compile(r"(?<=\s)(?=\S)")  # split before each word, keeping its leading whitespace with the previous piece
 
@@ -126,6 +126,8 @@ class ExactCache:
             response: The cached response body.
             include_usage: Whether to end with the usage chunk (``stream_options.include_usage``).
         """
+        if response.get("object") == responses_api.OBJECT:
+            return responses_api.replay(response)  # its usage is in the terminal event, as a live stream's
         chat = response.get("object") != "text_completion"
         head: Json = {
             "id": response.get("id", ""),

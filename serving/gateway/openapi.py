@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tokenplane.serving.responses_api import ROLES as RESPONSE_ROLES
+from tokenplane.serving.types import Endpoint
 from tokenplane.spec import PlatformSpec
 
 Schema = dict[str, Any]
@@ -147,6 +149,10 @@ def schemas(model_names: list[str]) -> dict[str, Schema]:
         required=("role",),
     )
     finish = {"type": ["string", "null"]}
+    input_message = obj(
+        {"role": {"type": "string", "enum": sorted(RESPONSE_ROLES)}, "content": {"type": "string"}},
+        required=("role", "content"),
+    )
     strings = {"type": "array", "items": {"type": "string"}, "minItems": 1}
     return {
         "Error": obj(
@@ -188,6 +194,44 @@ def schemas(model_names: list[str]) -> dict[str, Schema]:
                 "user": {"type": "string"},
             },
             required=("model", "input"),
+        ),
+        "ResponseRequest": obj(
+            {
+                "model": model,
+                "input": {
+                    "oneOf": [
+                        {"type": "string", "minLength": 1},
+                        {"type": "array", "items": input_message, "minItems": 1},
+                    ]
+                },
+                "instructions": {"type": "string"},
+                "max_output_tokens": {"type": "integer", "minimum": 1, "description": "Output tokens to allow"},
+                "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+                "top_p": {"type": "number", "minimum": 0, "maximum": 1},
+                "stream": {"type": "boolean", "default": False, "description": "Answer as the API's events"},
+                "store": {"type": "boolean"},
+                "user": {"type": "string"},
+            },
+            required=("model", "input"),
+            description="previous_response_id, conversation and background are refused: no state is kept",
+        ),
+        "Response": obj(
+            {
+                "id": {"type": "string"},
+                "object": {"const": "response"},
+                "created_at": {"type": "integer"},
+                "status": {"type": "string", "enum": ["completed", "incomplete"]},
+                "model": {"type": "string"},
+                "output": {"type": "array", "items": {"type": "object"}},
+                "usage": obj(
+                    {
+                        "input_tokens": {"type": "integer", "minimum": 0},
+                        "output_tokens": {"type": "integer", "minimum": 0},
+                        "total_tokens": {"type": "integer", "minimum": 0},
+                    }
+                ),
+            },
+            required=("id", "object", "status", "output"),
         ),
         "ChatCompletion": _completion(
             "chat.completion",
@@ -300,6 +344,9 @@ def _core_paths() -> dict[str, Schema]:
         "/v1/embeddings": {
             "post": _completion_op("Create embeddings", "EmbeddingRequest", "EmbeddingList", streams=False)
         },
+        "/v1/responses": {
+            "post": _completion_op("Create a response (the Responses API)", "ResponseRequest", "Response", streams=True)
+        },
         "/v1/models": {
             "get": operation(
                 "List the models this key may name",
@@ -342,7 +389,7 @@ def _batch_paths() -> dict[str, Schema]:
     create = obj(
         {
             "input_file_id": {"type": "string"},
-            "endpoint": {"type": "string", "enum": ["/v1/chat/completions", "/v1/completions", "/v1/embeddings"]},
+            "endpoint": {"type": "string", "enum": [e.value for e in Endpoint]},
             "completion_window": {"type": "string", "enum": ["24h"]},
             "metadata": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
         },

@@ -147,6 +147,8 @@ def check(endpoint: Endpoint, body: Json) -> None:
     if endpoint is Endpoint.EMBEDDINGS:
         _integer(body, "dimensions", 1, 1 << 16)
         return
+    if endpoint is Endpoint.RESPONSES:
+        raise ValueError("Responses API bodies are checked by serving.gateway.responses_request")
     _stop(body)
     _integer(body, "seed", -(1 << 63), (1 << 63) - 1)
     _logit_bias(body)

@@ -15,7 +15,8 @@ from typing import Any
 
 from tokenplane.serving import jsonbody
 from tokenplane.serving.errors import InvalidRequest
-from tokenplane.serving.gateway import params
+from tokenplane.serving.gateway import params, responses_request
+from tokenplane.serving.responses_api import input_messages
 from tokenplane.serving.tokens import DEFAULT_MAX_TOKENS, TokenCounter, content_text, count_messages, count_prompt
 from tokenplane.serving.types import Endpoint, Json
 
@@ -147,6 +148,21 @@ def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedReques
         raise InvalidRequest("stream_options must be an object", param="stream_options")
     include_usage = bool(options.get("include_usage", False))
     _check_sampling(body)
+    if endpoint is Endpoint.RESPONSES:
+        # Chat's path with the Responses API's fields: its usage is always in the terminal event.
+        limit = responses_request.check(body)
+        messages = input_messages(body)
+        return ParsedRequest(
+            endpoint=endpoint,
+            body=body,
+            model=model,
+            stream=stream,
+            include_usage=True,
+            max_tokens=limit or DEFAULT_MAX_TOKENS,
+            explicit_max_tokens=limit,
+            prompt_tokens=count_messages(counter, messages),
+            prompt_text="\n".join(content_text(m.get("content")) for m in messages),
+        )
     params.check(endpoint, body)
     if endpoint is Endpoint.CHAT:
         messages = _messages(body)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -42,12 +43,18 @@ from tokenplane.serving.gateway.app import Gateway, build_gateway, create_app, c
 from tokenplane.serving.gateway.batch_api import batch_api_absent_routes, batch_routes
 from tokenplane.serving.gateway.edge import public_app
 from tokenplane.serving.gateway.semantic_cache import HttpKeyEmbedder, KeyEmbedder, LexicalKeyEmbedder, SemanticCache
+from tokenplane.serving.gateway.streams import closings_done
 from tokenplane.serving.gateway.vector_store import EmbeddedStore, QdrantStore, VectorStore
 from tokenplane.serving.secrets import resolve_secret
 from tokenplane.serving.telemetry import tracer_for
 from tokenplane.serving.types import SystemClock, Upstream
 from tokenplane.spec import PlatformSpec, TopicPurpose
 
+log = logging.getLogger(__name__)
+
+# After the server's drain: how long requests it cancelled may take to settle and publish their usage.
+# A settlement is one Redis round trip and a publish a queue put; seconds mean Redis is away (degraded).
+METERING_WAIT_S = 10.0
 REDIS_MAX_CONNECTIONS = 256  # a replica's requests in flight at 1,000 req/s and ~50 ms each, with room to spare
 REDIS_POOL_TIMEOUT_SECONDS = 2.0  # waiting longer than this for a connection is an outage: degrade instead
 # A limit check is a sub-millisecond Lua call; past this a stalled Redis degrades the limiter rather than
@@ -204,6 +211,7 @@ async def gateway_from_env(
     upstream = _upstream(spec, region, environ, env, session, registry)
     tracer = tracer_for("ai-gateway", spec.observability.tracing, environ=environ, region=region)
     await sink.start()
+    gateway: Gateway | None = None
     try:
         gateway = build_gateway(
             spec,
@@ -224,6 +232,12 @@ async def gateway_from_env(
         )
         yield gateway
     finally:
+        if gateway is not None:
+            # The server has drained (or cancelled) its requests; their usage events go out before the sink
+            # closes (serving.gateway.drain).
+            left = await gateway.drain.wait(METERING_WAIT_S) + await closings_done(METERING_WAIT_S)
+            if left:
+                log.error("stopping with %d request(s) not yet metered after %.0f s", left, METERING_WAIT_S)
         await upstream.aclose()
         await sink.aclose()
         if semantic is not None:

@@ -37,6 +37,10 @@ KEEPALIVE_TIMEOUT_S = 5  # idle between requests on a kept-alive connection (uvi
 MAX_HEADER_BYTES = 64 * 1024
 # Headers in one request: the openai client sends about 15; 100 is Go's and Apache's default too.
 MAX_HEADERS = 100
+# On SIGTERM, how long responses in flight may run on (a stream to its end) before they are cancelled and
+# metered as cut. The pod's grace period (components/gateway.py: 120 s, 10 s of it the preStop sleep) must
+# cover this, runtime.METERING_WAIT_S and the sink's flush: a SIGKILL would lose the usage events.
+DRAIN_TIMEOUT_S = 90
 
 
 class HeaderTimeoutProtocol(HttpToolsProtocol):
@@ -151,14 +155,18 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
-def public_server(app: ASGIApp, *, host: str, port: int) -> uvicorn.Server:
-    """The public port: httptools with the header timeout, no access log (metrics and traces cover it)."""
+def public_server(app: ASGIApp, *, host: str, port: int, drain_timeout_s: int = DRAIN_TIMEOUT_S) -> uvicorn.Server:
+    """The public port: httptools with the header timeout, no access log (metrics and traces cover it).
+
+    ``drain_timeout_s``: on SIGTERM, how long responses in flight may finish before they are cancelled.
+    """
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         http=HeaderTimeoutProtocol,
         timeout_keep_alive=KEEPALIVE_TIMEOUT_S,
+        timeout_graceful_shutdown=drain_timeout_s,
         access_log=False,
         log_level="info",
     )

@@ -32,7 +32,8 @@ from tokenplane.serving.gateway.pricing import Prices
 from tokenplane.serving.gateway.requests import decode_body, parse
 from tokenplane.serving.gateway.routing import RequestSignals, Router
 from tokenplane.serving.gateway.semantic_cache import SemanticCache, scope_of
-from tokenplane.serving.gateway.streams import assemble
+from tokenplane.serving.gateway.streams import assemble, cacheable
+from tokenplane.serving.responses_api import carries_text, stream_usage
 from tokenplane.serving.tokens import TokenCounter
 from tokenplane.serving.types import (
     CacheOutcome,
@@ -332,7 +333,7 @@ class _CachingStage:
 
     async def _store_after(self, call: Call, reply: Reply, store: Callable[[Json], Awaitable[None]]) -> Reply:
         if reply.body is not None:
-            if reply.body.get("choices") and call.cache is CacheOutcome.MISS:
+            if cacheable(reply.body) and call.cache is CacheOutcome.MISS:
                 await store(reply.body)
             return reply
         if reply.chunks is None:
@@ -507,15 +508,13 @@ class ForwardStage:
         call.served_by = stream.served_by
         try:
             async for chunk in stream:
-                usage = chunk.get("usage")
+                usage = stream_usage(chunk)
                 if usage:
                     call.usage = Usage.from_body(usage)
-                for choice in chunk.get("choices") or ():
-                    delta = choice.get("delta") or {}
-                    if delta.get("content") or choice.get("text"):
-                        if call.first_token_at is None:
-                            call.first_token_at = self.clock.monotonic()
-                        call.streamed_tokens += 1
+                if carries_text(chunk):
+                    if call.first_token_at is None:
+                        call.first_token_at = self.clock.monotonic()
+                    call.streamed_tokens += 1
                 yield chunk
         finally:
             await stream.aclose()

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from tokenplane.serving import jsonbody
+from tokenplane.serving import jsonbody, responses_api
 from tokenplane.serving.errors import ServingError, UpstreamStreamBroken
 from tokenplane.serving.types import Json
 
@@ -72,6 +72,34 @@ async def sse(
         await _close(chunks)
 
 
+def response_error_event(error: ServingError, *, sequence: int, request_id: str | None = None) -> bytes:
+    """A broken Responses stream's last event: ``error``, with the fields of the API's error event."""
+    if error.public_message is not None:
+        log.warning("request %s: stream ended by %s: %s", request_id or "-", error.code, error.message)
+    public = error.public_body(request_id)["error"]
+    fields = {k: public.get(k) for k in ("code", "message", "param")}
+    return responses_api.sse({"type": responses_api.ERROR, **fields, "sequence_number": sequence})
+
+
+async def response_sse(chunks: AsyncIterator[Json], *, request_id: str | None = None) -> AsyncIterator[bytes]:
+    """Encode Responses API events as its SSE (``event:`` and ``data:``); it has no ``[DONE]``: the
+    terminal event ends it, and a stream that breaks ends with an ``error`` event instead."""
+    sequence = 0
+    try:
+        async for chunk in chunks:
+            number = chunk.get("sequence_number")
+            sequence = number + 1 if isinstance(number, int) else sequence + 1
+            yield responses_api.sse(chunk)
+    except ServingError as e:
+        yield response_error_event(e, sequence=sequence, request_id=request_id)
+    except Exception as e:  # a bug must still end the stream with an error event, never a silent cut
+        log.exception("request %s: the stream failed", request_id or "-")
+        broken = UpstreamStreamBroken(f"the stream failed: {type(e).__name__}: {e}")
+        yield response_error_event(broken, sequence=sequence, request_id=request_id)
+    finally:
+        await _close(chunks)
+
+
 async def _close(iterator: object) -> None:
     close = getattr(iterator, "aclose", None)
     if close is not None:
@@ -116,33 +144,68 @@ async def _stop_then_close(pending: asyncio.Future[bytes] | None, iterator: obje
 _CLOSING: set[asyncio.Task[None]] = set()
 
 
-async def _detached(work: Coroutine[Any, Any, None]) -> None:
-    """Run ``work`` to its end even if the caller is cancelled meanwhile (the caller still sees the cancel)."""
+async def _detached(work: Coroutine[Any, Any, None], on_done: Callable[[], None] | None = None) -> None:
+    """Run ``work`` to its end even if the caller is cancelled meanwhile (the caller still sees the cancel).
+
+    ``on_done`` runs when ``work`` has ended, which may be after the caller has been cancelled.
+    """
     task = asyncio.ensure_future(work)
     _CLOSING.add(task)
     task.add_done_callback(_CLOSING.discard)
+    if on_done is not None:
+        task.add_done_callback(lambda _: on_done())
     await asyncio.shield(task)
+
+
+async def closings_done(timeout: float) -> int:
+    """Wait for the closings still running (each a stream's metering), or ``timeout`` seconds; return how
+    many had not ended.
+
+    A stopping server's cancellation reaches a stream inside Starlette's task group, which cancels every
+    await again: ``with_keepalive``'s wait for its detached close is cut short, so the response (and the
+    ``Drain``) count the stream out while its metering still runs here.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while _CLOSING and loop.time() < deadline:
+        await asyncio.wait(set(_CLOSING), timeout=deadline - loop.time())
+    return len(_CLOSING)
 
 
 class ClosingStreamingResponse(StreamingResponse):
     """A ``StreamingResponse`` that closes its body iterator once, however the response ends.
 
     The close is detached from the response's task, so that a cancellation of the response (the
-    client left) cannot cut short the work the body does when it closes.
+    client left, or a stopping server's drain ran out) cannot cut short the work the body does when it
+    closes. ``on_closed`` runs once that work is done (the gateway's ``Drain`` counts the stream out).
     """
+
+    def __init__(self, *args: Any, on_closed: Callable[[], None] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_closed = on_closed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
-            await _detached(_close(self.body_iterator))
+            await _detached(_close(self.body_iterator), self._on_closed)
+
+
+def cacheable(body: Json) -> bool:
+    """Whether a whole response may be cached: a completion with choices, or a finished text response."""
+    if body.get("object") == responses_api.OBJECT:
+        return responses_api.cacheable(body)
+    return bool(body.get("choices"))
 
 
 def assemble(chunks: list[Json]) -> Json | None:
-    """A whole chat.completion or text_completion from its stream chunks (for the caches)."""
+    """A whole chat.completion, text_completion or response from its stream chunks (for the caches)."""
     if not chunks:
         return None
     head = chunks[0]
+    if "type" in head:  # a Responses API stream: its last event holds the whole response
+        whole = responses_api.from_events(chunks)
+        return whole if whole is not None and responses_api.cacheable(whole) else None
     chat = head.get("object") == "chat.completion.chunk"
     text: list[str] = []
     finish: str | None = None

@@ -4,7 +4,8 @@ Request headers (``serving.modelgw.headers``): ``x-tokenplane-targets`` (the
 failover chain, required), ``-request-id``, ``-tenant``, ``-priority``,
 ``-deadline-ms`` (milliseconds left), ``-affinity`` and ``-estimated-tokens``
 (the AI gateway's estimate of prompt + output tokens: the balancer's load,
-counted once, where the request entered; without it, ``ROLLOUT_TOKENS``). Responses carry
+counted once, where the request entered; without it, ``ROLLOUT_TOKENS``) and ``-stream`` (whether
+the body streams: with it, a pool gets the body's bytes undecoded, see ``forwardable``). Responses carry
 ``x-tokenplane-served-by`` and ``x-tokenplane-attempts``.
 
 Errors before a response starts are OpenAI's error JSON with the error's
@@ -55,16 +56,46 @@ def _error_response(error: ServingError) -> JSONResponse:
     return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
 
 
-async def _read_request(request: Request, endpoint: Endpoint, gateway: FailoverUpstream) -> UpstreamRequest:
+def forwardable(raw: bytes) -> bool:
+    """Whether a body can go to a pool unparsed, with the model gateway's fields appended (``providers.vllm``).
+
+    It must be one JSON object, and hold no field the model gateway sets by merging or removing
+    (``priority``, ``stream_options``); the AI gateway leaves those out, so only a body whose text
+    happens to name them is parsed. The test is two substring searches, at memory speed.
+    """
+    text = raw.strip()
+    return (
+        text.startswith(b"{") and text.endswith(b"}") and b'"priority"' not in text and b'"stream_options"' not in text
+    )
+
+
+async def _read_request(
+    request: Request, endpoint: Endpoint, gateway: FailoverUpstream
+) -> tuple[UpstreamRequest, bool]:
+    """The request and whether it streams.
+
+    The AI gateway has validated and serialized the body (bounded in cost: ``serving.jsonbody``) and says in
+    ``x-tokenplane-stream`` whether it streams; such a body is not decoded again on this event loop: a
+    pool gets its bytes (``UpstreamRequest.raw``), and only a provider's SDK call parses it. A caller that
+    does not send the header (a previous release) has its body parsed and checked here, as before.
+    """
     raw = await request.body()
     if len(raw) > MAX_BODY_BYTES:
         raise InvalidRequest(f"the body is {len(raw)} bytes; at most {MAX_BODY_BYTES} are accepted")
-    try:
-        body = jsonbody.loads(raw)
-    except jsonbody.BadJson as e:
-        raise InvalidRequest(f"the body is not valid JSON: {e}", code="invalid_json") from e
-    if not isinstance(body, dict):
-        raise InvalidRequest("the body must be a JSON object")
+    asked = request.headers.get(h.STREAM)
+    unparsed: bytes | None = None
+    if asked in ("0", "1") and forwardable(raw):
+        body: Json = {}
+        unparsed = raw
+        stream = asked == "1"
+    else:
+        try:
+            body = jsonbody.loads(raw)
+        except jsonbody.BadJson as e:
+            raise InvalidRequest(f"the body is not valid JSON: {e}", code="invalid_json") from e
+        if not isinstance(body, dict):
+            raise InvalidRequest("the body must be a JSON object")
+        stream = bool(body.get("stream"))
     chain = request.headers.get(h.TARGETS)
     if not chain:
         raise InvalidRequest(
@@ -86,7 +117,7 @@ async def _read_request(request: Request, endpoint: Endpoint, gateway: FailoverU
         raise InvalidRequest(f"bad x-tokenplane-* header: {e}") from e
     if not targets:
         raise InvalidRequest(f"header {h.TARGETS} names no target")
-    return UpstreamRequest(
+    upstream = UpstreamRequest(
         endpoint=endpoint,
         body=body,
         targets=targets,
@@ -96,7 +127,9 @@ async def _read_request(request: Request, endpoint: Endpoint, gateway: FailoverU
         deadline=gateway.clock.monotonic() + left_ms / 1000,
         affinity_key=request.headers.get(h.AFFINITY, ""),
         estimated_tokens=int(tokens),
+        raw=unparsed,
     )
+    return upstream, stream
 
 
 async def _unless_disconnected(request: Request, work: Awaitable[T]) -> T | None:
@@ -142,8 +175,8 @@ def create_app(gateway: FailoverUpstream, *, registry: CollectorRegistry) -> Sta
 
     async def serve(request: Request, endpoint: Endpoint) -> Response:
         try:
-            upstream = await _read_request(request, endpoint, gateway)
-            if upstream.body.get("stream") and endpoint is not Endpoint.EMBEDDINGS:
+            upstream, streams = await _read_request(request, endpoint, gateway)
+            if streams and endpoint is not Endpoint.EMBEDDINGS:
                 stream = await _unless_disconnected(request, gateway.stream(upstream))
                 if stream is None:
                     return Response(status_code=499)  # nobody is listening; the status is for the logs
@@ -164,6 +197,9 @@ def create_app(gateway: FailoverUpstream, *, registry: CollectorRegistry) -> Sta
     async def embeddings(request: Request) -> Response:
         return await serve(request, Endpoint.EMBEDDINGS)
 
+    async def responses(request: Request) -> Response:
+        return await serve(request, Endpoint.RESPONSES)
+
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
@@ -182,6 +218,7 @@ def create_app(gateway: FailoverUpstream, *, registry: CollectorRegistry) -> Sta
             Route(Endpoint.CHAT.value, chat, methods=["POST"]),
             Route(Endpoint.COMPLETIONS.value, completions, methods=["POST"]),
             Route(Endpoint.EMBEDDINGS.value, embeddings, methods=["POST"]),
+            Route(Endpoint.RESPONSES.value, responses, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),

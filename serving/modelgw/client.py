@@ -98,7 +98,7 @@ class HttpUpstream:
         self._session = session
         self._clock = clock or SystemClock()
 
-    def _headers(self, request: UpstreamRequest) -> dict[str, str]:
+    def _headers(self, request: UpstreamRequest, *, stream: bool) -> dict[str, str]:
         left = max(0.0, request.deadline - self._clock.monotonic())
         return {
             h.TARGETS: format_targets(request.targets),
@@ -108,6 +108,7 @@ class HttpUpstream:
             h.DEADLINE_MS: f"{left * 1000:.0f}",
             h.AFFINITY: request.affinity_key,
             h.TOKENS: str(request.estimated_tokens),
+            h.STREAM: "1" if stream else "0",  # with the body below, the model gateway need not parse it
             "content-type": "application/json",
         }
 
@@ -116,12 +117,12 @@ class HttpUpstream:
         # sock_read bounds each wait for bytes, so a stream may run past the deadline once it has started.
         return aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT_S, sock_read=left + DEADLINE_GRACE_S)
 
-    async def _post(self, request: UpstreamRequest, body: Json) -> aiohttp.ClientResponse:
+    async def _post(self, request: UpstreamRequest, *, stream: bool) -> aiohttp.ClientResponse:
         try:
             return await self._session.post(
                 self.base_url + request.endpoint.value,
-                data=jsonbody.dumps(body),
-                headers=self._headers(request),
+                data=jsonbody.dumps(for_model_gateway(request.body, stream=stream)),
+                headers=self._headers(request, stream=stream),
                 timeout=self._timeout(request),
             )
         except aiohttp.ClientError as e:
@@ -131,7 +132,7 @@ class HttpUpstream:
 
     async def complete(self, request: UpstreamRequest) -> Completion:
         """Send the request and wait for the whole response."""
-        response = await self._post(request, {**request.body, "stream": False})
+        response = await self._post(request, stream=False)
         try:
             raw = await response.read()
         except (aiohttp.ClientError, TimeoutError) as e:
@@ -149,7 +150,7 @@ class HttpUpstream:
 
     async def stream(self, request: UpstreamRequest) -> HttpStream:
         """Send the request; return once the first chunk is here (the model gateway sends headers only then)."""
-        response = await self._post(request, {**request.body, "stream": True})
+        response = await self._post(request, stream=True)
         try:
             if response.status >= 400:
                 raise error_from_response(response.status, await response.read())
@@ -168,6 +169,17 @@ class HttpUpstream:
 
     async def aclose(self) -> None:
         """The session is the caller's; nothing of its own to close."""
+
+
+def for_model_gateway(body: Json, *, stream: bool) -> Json:
+    """The body as the model gateway takes it: without what it sets itself (a tenant's ``priority`` comes
+    from the gateway, never the client; usage is always asked for), so that it can forward it unparsed."""
+    sent = {k: v for k, v in body.items() if k != "priority"}
+    options = sent.get("stream_options")
+    if isinstance(options, dict) and set(options) <= {"include_usage"}:
+        del sent["stream_options"]  # the model gateway asks for the usage; the AI gateway shows it or not
+    sent["stream"] = stream
+    return sent
 
 
 async def _chunks(response: aiohttp.ClientResponse, where: str) -> AsyncGenerator[Json, None]:

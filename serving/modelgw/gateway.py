@@ -20,6 +20,7 @@ passed) names what happened at each target.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
@@ -29,6 +30,7 @@ from typing import TypeVar
 import aiohttp
 from prometheus_client import CollectorRegistry
 
+from tokenplane.serving import jsonbody
 from tokenplane.serving.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
 from tokenplane.serving.modelgw.backoff import DEFAULT_BASE_S, DEFAULT_CAP_S, Backoff
 from tokenplane.serving.modelgw.balancer import Balancer, Lease
@@ -273,6 +275,9 @@ class FailoverUpstream:
                 walk.failures.append(f"{label}: unavailable ({route})")
                 self.metrics.failures.labels(label, "unavailable").inc()
                 continue
+            if route.balancer is None and request.raw is not None:
+                # A provider's SDK takes fields, not bytes: the body is parsed once, for the first provider.
+                request = dataclasses.replace(request, body=jsonbody.loads_internal(request.raw), raw=None)
             errors: list[str] = []
             excluded: set[str] = set()
             for n in range(1, self.attempts_per_target + 1):
@@ -300,6 +305,7 @@ class FailoverUpstream:
                     url,
                     request.request_id,
                     vllm_priority(request.priority) if route.priority_scheduling else None,
+                    raw=request.raw,
                 )
                 attempt = _Attempt(call, min(self.attempt_timeout, left), self.clock.monotonic())
                 walk.attempts += 1

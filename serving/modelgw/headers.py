@@ -11,6 +11,9 @@ PRIORITY = "x-tokenplane-priority"
 DEADLINE_MS = "x-tokenplane-deadline-ms"  # milliseconds left when the request was sent
 AFFINITY = "x-tokenplane-affinity"  # the prefix-affinity key
 TOKENS = "x-tokenplane-estimated-tokens"  # the AI gateway's estimate, prompt + output budget (absent: a previous-release caller)
+# "1" or "0": whether the body asks to stream. Sent with a body the AI gateway validated and serialized, which
+# the model gateway then forwards to a pool unparsed (absent: a previous-release caller; the body is parsed).
+STREAM = "x-tokenplane-stream"
 SERVED_BY = "x-tokenplane-served-by"  # response: str(Target) of the target that answered
 ATTEMPTS = "x-tokenplane-attempts"  # response: attempts the request took
 # Response headers an engine sets that the client should see, passed on by both gateways: which embedder the

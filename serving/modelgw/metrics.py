@@ -6,9 +6,12 @@ Labels are bounded by the spec: ``target`` is a chain step (``pool:small@small``
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from tokenplane.serving.modelgw.breaker import BreakerState
+from tokenplane.serving.types import Usage
 
 REASONS = ("timeout", "error", "rejected", "unavailable", "circuit_open", "stream_broken", "deadline")
 BREAKER_VALUES = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
@@ -56,10 +59,11 @@ class ModelGatewayMetrics:
     def breaker_state(self, endpoint: str, state: BreakerState) -> None:
         self.breaker.labels(endpoint).set(BREAKER_VALUES[state])
 
-    def usage(self, target: str, usage: dict[str, object] | None) -> None:
-        if not usage:
+    def usage(self, target: str, usage: dict[str, Any] | None) -> None:
+        """Count a response's usage, in chat's shape or the Responses API's."""
+        counts = Usage.from_body(usage)
+        if counts is None:
             return
-        for direction, key in (("prompt", "prompt_tokens"), ("completion", "completion_tokens")):
-            value = usage.get(key)
-            if isinstance(value, int) and value > 0:
+        for direction, value in (("prompt", counts.prompt_tokens), ("completion", counts.completion_tokens)):
+            if value > 0:
                 self.tokens.labels(target, direction).inc(value)

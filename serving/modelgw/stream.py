@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 from tokenplane.serving.errors import UpstreamStreamBroken
+from tokenplane.serving.responses_api import stream_usage
 from tokenplane.serving.types import Json, Target
 
 log = logging.getLogger(__name__)
@@ -79,8 +80,9 @@ class GatewayStream:
         return self._seen(chunk)
 
     def _seen(self, chunk: Json) -> Json:
-        if chunk.get("usage"):
-            self._usage = chunk["usage"]
+        usage = stream_usage(chunk)  # chat's usage chunk, or a Responses stream's terminal event
+        if usage:
+            self._usage = usage
         return chunk
 
     async def _abort(self, error: BaseException) -> None:

@@ -11,6 +11,8 @@ from tokenplane.components.gateway import replica_bounds
 from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.naming import checksum
 from tokenplane.proof.render import REDACTED, RenderResult
+from tokenplane.serving.gateway.runtime import METERING_WAIT_S
+from tokenplane.serving.gateway.server import DRAIN_TIMEOUT_S
 from tokenplane.spec import PlatformSpec, WorkloadClass
 
 NS = "llm-gateway"
@@ -169,3 +171,14 @@ def test_a_region_without_batch_workers_turns_the_batch_api_off_and_one_with_the
         assert env.get("TOKENPLANE_BATCH_API") == "off" and "TOKENPLANE_FILES_BUCKET" not in env, (
             f"{region} runs no batch workers, yet its gateway has {sorted(env)}"
         )
+
+
+def test_the_gateway_pods_grace_period_covers_its_drain_and_the_metering_after_it(dev: RenderResult) -> None:
+    """A SIGKILL before the sink closes loses the usage events of the streams the drain cut."""
+    deployment = obj(dev, "Deployment", "ai-gateway")
+    pod = deployment["spec"]["template"]["spec"]
+    [container] = containers(deployment)
+    pre_stop = container["lifecycle"]["preStop"]["exec"]["command"][-1]
+    assert pre_stop.startswith("sleep ")
+    needed = int(pre_stop.removeprefix("sleep ")) + DRAIN_TIMEOUT_S + METERING_WAIT_S
+    assert needed < pod["terminationGracePeriodSeconds"], (needed, pod["terminationGracePeriodSeconds"])

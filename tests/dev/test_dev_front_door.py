@@ -70,6 +70,17 @@ def test_a_chat_with_a_system_message_is_answered_whole_and_streamed(stack: Stac
     assert text
 
 
+def test_a_response_is_answered_whole_and_streamed_by_the_responses_api(stack: Stack) -> None:
+    client = stack.client()
+    whole = client.responses.create(model="small", instructions="You are terse.", input="hi", max_output_tokens=8)
+    assert whole.object == "response" and whole.output_text and whole.usage is not None
+    events = list(client.responses.create(model="small", input="hi", max_output_tokens=8, stream=True))
+    assert events[0].type == "response.created"
+    assert events[-1].type in ("response.completed", "response.incomplete")
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text and text == events[-1].response.output_text
+
+
 def test_two_user_messages_and_a_tool_call_round_trip_are_answered(stack: Stack) -> None:
     client = stack.client()
     two_users = [{"role": "user", "content": "first"}, {"role": "user", "content": "second"}]

@@ -198,3 +198,34 @@ def test_the_gateways_token_estimate_against_the_engines_tokenizer_is_reported(s
     # estimate's error on a real engine's own count (chat template included).
     print("gateway estimate vs engine tokenizer (prompt tokens):", rows)
     assert all(estimate > 0 and counted > 0 for estimate, counted in rows)
+
+
+def test_a_response_is_answered_by_vllms_own_responses_api_with_the_engines_usage(stack: Stack) -> None:
+    engine = stack.engine_url("small")
+    before = engine_tokens(engine)
+    response = stack.client().responses.create(
+        model="small", instructions="be brief", input="explain the cache", max_output_tokens=12
+    )
+    after = engine_tokens(engine)
+    assert response.object == "response" and response.status in ("completed", "incomplete")
+    assert response.usage is not None
+    assert response.usage.input_tokens == after[0] - before[0]
+    assert response.usage.output_tokens == after[1] - before[1] > 0
+
+
+def test_a_streamed_response_ends_with_the_engines_usage_once(stack: Stack) -> None:
+    engine = stack.engine_url("small")
+    before = engine_tokens(engine)
+    stream = stack.client().responses.create(
+        model="small",
+        input=[{"role": "user", "content": "write a poem about the queue"}],
+        max_output_tokens=16,
+        stream=True,
+    )
+    events = list(stream)
+    after = engine_tokens(engine)
+    assert events[0].type == "response.created"
+    final = [e.response for e in events if e.type in ("response.completed", "response.incomplete")]
+    assert len(final) == 1 and final[0].usage is not None
+    assert final[0].usage.input_tokens == after[0] - before[0]
+    assert final[0].usage.output_tokens == after[1] - before[1]

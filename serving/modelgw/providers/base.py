@@ -35,6 +35,7 @@ class ProviderCall:
         request_id: The request's id, sent upstream for correlation.
         priority: vLLM's ``priority`` for a pool that runs the priority scheduler (``vllm_priority``);
             None for any other upstream, which is then sent no priority at all.
+        raw: The body unparsed (``UpstreamRequest.raw``), for a pool; ``body`` is then empty.
         forwarded: Filled by the provider: the upstream's response headers the client should see
             (``headers.FORWARDED``).
     """
@@ -46,6 +47,7 @@ class ProviderCall:
     url: str | None
     request_id: str
     priority: int | None = None
+    raw: bytes | None = None
     forwarded: dict[str, str] = field(default_factory=dict)
 
 

@@ -15,7 +15,12 @@ from tokenplane.serving.types import Endpoint, Json
 
 # The fields each route's SDK method takes by name; the rest of the body passes through as extra_body,
 # so a parameter the SDK does not know yet still reaches the API.
-_PRIMARY = {Endpoint.CHAT: "messages", Endpoint.COMPLETIONS: "prompt", Endpoint.EMBEDDINGS: "input"}
+_PRIMARY = {
+    Endpoint.CHAT: "messages",
+    Endpoint.COMPLETIONS: "prompt",
+    Endpoint.EMBEDDINGS: "input",
+    Endpoint.RESPONSES: "input",
+}
 _OWN = frozenset({"model", "stream", "stream_options"})
 
 
@@ -45,6 +50,9 @@ class OpenAIProvider:
         kwargs["extra_headers"] = {"x-request-id": call.request_id}
         if call.endpoint is Endpoint.EMBEDDINGS:
             return self._client.embeddings.create(**kwargs)
+        if call.endpoint is Endpoint.RESPONSES:
+            # Its stream always ends with the usage (response.completed): no stream_options to ask for it.
+            return self._client.responses.create(**kwargs, stream=stream)
         if stream:
             kwargs |= {"stream": True, "stream_options": {"include_usage": True}}
         if call.endpoint is Endpoint.CHAT:

@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator
 
 import aiohttp
 
-from tokenplane.serving import jsonbody
+from tokenplane.serving import jsonbody, responses_api
 from tokenplane.serving.errors import UpstreamError, UpstreamTimeout
 from tokenplane.serving.modelgw.headers import forwarded
 from tokenplane.serving.modelgw.providers.base import ProviderCall, status_error
@@ -34,12 +34,26 @@ class VllmProvider:
         body.pop("priority", None)
         if call.priority is not None:
             body["priority"] = call.priority
-        if stream:
-            # Usage must be known for metering even when the client did not ask for it.
+        if stream and call.endpoint is not Endpoint.RESPONSES:
+            # Usage must be known for metering even when the client did not ask for it (a Responses
+            # stream always ends with it, and vLLM's Responses request has no such option).
             body["stream_options"] = {**(call.body.get("stream_options") or {}), "include_usage": True}
-        else:
+        elif call.endpoint is not Endpoint.RESPONSES:
             body.pop("stream_options", None)
         return body
+
+    def _payload(self, call: ProviderCall, *, stream: bool) -> bytes:
+        """The bytes to send: the parsed body with the fields set (``_body``), or, for a body the model
+        gateway did not parse (``call.raw``), its bytes with the fields appended: JSON parsers keep a
+        repeated key's last value (vLLM's, Python's and orjson's alike), so they override the client's."""
+        if call.raw is None:
+            return jsonbody.dumps(self._body(call, stream=stream))
+        fields: Json = {"model": call.model, "stream": stream}
+        if call.priority is not None:
+            fields["priority"] = call.priority
+        if stream and call.endpoint is not Endpoint.RESPONSES:
+            fields["stream_options"] = {"include_usage": True}  # the raw body has none (modelgw.app.forwardable)
+        return appended(call.raw, fields)
 
     def _url(self, call: ProviderCall) -> str:
         if call.url is None:
@@ -54,7 +68,7 @@ class VllmProvider:
         where = f"{call.target} at {call.url}"
         try:
             async with self._session.post(
-                self._url(call), data=jsonbody.dumps(self._body(call, stream=False)), headers=self._headers(call)
+                self._url(call), data=self._payload(call, stream=False), headers=self._headers(call)
             ) as response:
                 raw = await response.read()
                 if response.status >= 400:
@@ -73,18 +87,24 @@ class VllmProvider:
         finished = False
         try:
             response = await self._session.post(
-                self._url(call), data=jsonbody.dumps(self._body(call, stream=True)), headers=self._headers(call)
+                self._url(call), data=self._payload(call, stream=True), headers=self._headers(call)
             )
             if response.status >= 400:
                 raise status_error(where, response.status, await response.read())
+            ended = False  # a Responses stream has no [DONE]: its terminal event is the end
             async for data in sse_data(response.content):
                 if data == SSE_DONE:
                     finished = True
                     return
                 chunk = jsonbody.loads_internal(data)
-                if isinstance(chunk, dict) and "error" in chunk:  # vLLM reports a failed generation in-band
-                    raise UpstreamError(f"{where} sent an error event: {chunk['error']}")
+                if isinstance(chunk, dict) and ("error" in chunk or responses_api.is_error(chunk)):
+                    # vLLM reports a failed generation in-band
+                    raise UpstreamError(f"{where} sent an error event: {chunk.get('error') or chunk}")
+                ended = responses_api.is_terminal(chunk)
                 yield chunk
+            if ended:
+                finished = True
+                return
             raise UpstreamError(f"{where} ended the stream before [DONE]")
         except (aiohttp.ServerTimeoutError, TimeoutError) as e:
             raise UpstreamTimeout(f"{where} timed out") from e
@@ -115,3 +135,10 @@ async def sse_data(content: aiohttp.StreamReader) -> AsyncGenerator[bytes, None]
             lines.append(line[5:].removeprefix(b" "))
     if lines:
         yield b"\n".join(lines)
+
+
+def appended(raw: bytes, fields: Json) -> bytes:
+    """``raw``, the text of one JSON object, with ``fields`` added at its end (one copy, no decode)."""
+    head = raw.rstrip()[:-1].rstrip()  # without the closing brace
+    tail = jsonbody.dumps(fields)[1:]  # '"model":...}', the fields and the closing brace
+    return head + (tail if head.endswith(b"{") else b"," + tail)
