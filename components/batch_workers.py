@@ -163,52 +163,40 @@ class BatchWorkers(Component):
                             "prometheus.io/port": str(METRICS_PORT),
                         },
                     },
-                    "spec": {
-                        "serviceAccountName": APP,
-                        # IRSA's token is a projected volume of its own; the worker never calls the Kubernetes API.
-                        "automountServiceAccountToken": False,
-                        # A worker finishes the job in hand before it exits; Kafka redelivers anything uncommitted.
-                        "terminationGracePeriodSeconds": 300,
-                        "securityContext": kube.pod_security(),
-                        "containers": [
-                            {
-                                "name": APP,
-                                "image": args.deps.image,
-                                "command": ["python", "-m", "tokenplane.serving.batch"],
-                                "env": env,
-                                "envFrom": [{"secretRef": {"name": f"{APP}-connections"}}],
-                                "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
+                    # IRSA's token is a projected volume of its own; the worker never calls the Kubernetes API.
+                    "spec": kube.pod_spec(
+                        [
+                            kube.container(
+                                APP,
+                                args.deps.image,
+                                command=["python", "-m", "tokenplane.serving.batch"],
+                                env=env,
+                                envFrom=[{"secretRef": {"name": f"{APP}-connections"}}],
+                                ports=[{"name": "metrics", "containerPort": METRICS_PORT}],
                                 # The worker serves no HTTP but /metrics, which it starts only once its gateway
                                 # (Redis, the spec, the pools) is built: ready then. It answers from its own
                                 # thread, so liveness catches a wedged or dead process, not a slow job.
-                                "readinessProbe": {
-                                    "httpGet": {"path": "/metrics", "port": "metrics"},
-                                    "periodSeconds": 10,
-                                },
-                                "livenessProbe": {
-                                    "httpGet": {"path": "/metrics", "port": "metrics"},
-                                    "periodSeconds": 20,
-                                    "failureThreshold": 6,
-                                },
-                                "resources": {
-                                    "requests": {"cpu": f"{WORKER_CPU:g}", "memory": "512Mi"},
-                                    "limits": {"cpu": "1", "memory": "1Gi"},
-                                },
-                                "securityContext": kube.container_security(),
-                                "volumeMounts": [
+                                readiness=kube.http_probe("/metrics", "metrics", period_seconds=10),
+                                liveness=kube.http_probe("/metrics", "metrics", period_seconds=20, failure_threshold=6),
+                                resources=kube.resources(f"{WORKER_CPU:g}", "512Mi", cpu_limit="1", memory_limit="1Gi"),
+                                volumeMounts=[
                                     {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                                     {"name": "spool", "mountPath": SPOOL_DIR},
                                     {"name": "tmp", "mountPath": "/tmp"},
                                 ],
-                            }
+                            )
                         ],
+                        security=kube.pod_security(),
+                        service_account=APP,
                         # The root filesystem is read-only: usage events wait in the spool while Kafka is away.
-                        "volumes": [
+                        volumes=[
                             {"name": "config", "configMap": {"name": f"{APP}-config"}},
                             {"name": "spool", "emptyDir": {"sizeLimit": SPOOL_LIMIT}},
                             {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
                         ],
-                    },
+                        # A worker finishes the job in hand before it exits; Kafka redelivers anything uncommitted.
+                        terminationGracePeriodSeconds=300,
+                    ),
                 },
             },
             opts=self.opts(depends_on=[config, account, secret], ignore_changes=["spec.replicas"]),

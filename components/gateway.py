@@ -234,29 +234,24 @@ class GatewayWorkload(Component):
         if self.METRICS_PORT is not None:
             env.extend(env_list({Var.METRICS_PORT: str(self.METRICS_PORT)}))
             ports.append({"name": "metrics", "containerPort": self.METRICS_PORT})
-        probe: dict[str, Any] = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
-        container = {
-            "name": app,
-            "image": args.deps.image,
-            "command": ["python", "-m", self.SERVING_MODULE],
-            "ports": ports,
-            "env": env,
-            "envFrom": [{"secretRef": {"name": f"{app}-connections"}}],
-            "resources": {
-                "requests": {"cpu": f"{GATEWAY_CPU:g}", "memory": "2Gi"},
-                "limits": {"cpu": f"{GATEWAY_CPU:g}", "memory": "2Gi"},
-            },
-            "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}},
-            "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}, "failureThreshold": 6},
+        container = kube.container(
+            app,
+            args.deps.image,
+            command=["python", "-m", self.SERVING_MODULE],
+            ports=ports,
+            env=env,
+            envFrom=[{"secretRef": {"name": f"{app}-connections"}}],
+            resources=kube.resources(f"{GATEWAY_CPU:g}", "2Gi"),
+            readiness=kube.http_probe("/readyz", GATEWAY_PORT, period_seconds=5),
+            liveness=kube.http_probe("/healthz", GATEWAY_PORT, period_seconds=5, failure_threshold=6),
             # Let the LB drain the pod before SIGTERM reaches the server; streams then finish in the grace period.
-            "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 10"]}}},
-            "securityContext": kube.container_security(),
-            "volumeMounts": [
+            lifecycle={"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 10"]}}},
+            volumeMounts=[
                 {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                 {"name": "spool", "mountPath": SPOOL_DIR},
                 {"name": "tmp", "mountPath": "/tmp"},
             ],
-        }
+        )
         deployment = k8s.apps.v1.Deployment(
             self.child("deployment"),
             metadata={
@@ -284,27 +279,19 @@ class GatewayWorkload(Component):
                             "prometheus.io/port": str(self.METRICS_PORT or GATEWAY_PORT),
                         },
                     },
-                    "spec": {
-                        "serviceAccountName": app,
-                        # IRSA's token is a projected volume of its own; the gateway never calls the Kubernetes API.
-                        "automountServiceAccountToken": False,
-                        "terminationGracePeriodSeconds": 120,
-                        "securityContext": kube.pod_security(group=kube.SERVING_UID, fs_group=kube.SERVING_UID),
-                        "containers": [container],
-                        "topologySpreadConstraints": [
-                            {
-                                "maxSkew": 1,
-                                "topologyKey": "topology.kubernetes.io/zone",
-                                "whenUnsatisfiable": "DoNotSchedule",
-                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
-                            }
-                        ],
-                        "volumes": [
+                    # IRSA's token is a projected volume of its own; the gateway never calls the Kubernetes API.
+                    "spec": kube.pod_spec(
+                        [container],
+                        security=kube.pod_security(group=kube.SERVING_UID, fs_group=kube.SERVING_UID),
+                        service_account=app,
+                        volumes=[
                             {"name": "config", "configMap": {"name": f"{app}-config"}},
                             {"name": "spool", "emptyDir": {"sizeLimit": SPOOL_LIMIT}},
                             {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
                         ],
-                    },
+                        terminationGracePeriodSeconds=120,
+                        topologySpreadConstraints=kube.zone_spread(app),
+                    ),
                 },
             },
             opts=self.opts(

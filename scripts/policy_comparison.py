@@ -27,7 +27,9 @@ def main(argv: list[str]) -> int:
         text = readme.read_text(encoding="utf-8")
         stale = [n for n in comparison.TABLES if comparison.in_readme(text, n) != comparison.table(n)]
         for name in stale:
-            print(f"README.md: the {name} table differs from the runs; run scripts/policy_comparison.py", file=sys.stderr)
+            print(
+                f"README.md: the {name} table differs from the runs; run scripts/policy_comparison.py", file=sys.stderr
+            )
         return 1 if stale else 0
     changed = comparison.write(readme)
     print("README.md: tables rewritten" if changed else "README.md: tables already match the runs")

@@ -144,11 +144,15 @@ PSS: tuple[Row, ...] = (
     Row("Host namespaces, host ports", mutation("pods-no-host-namespaces"), ("pods-no-host-namespaces",)),
     Row("HostPath volumes; restricted volume types", mutation("pods-restricted-volumes"), ("pods-restricted-volumes",)),
     Row(
-        "Capabilities (baseline and restricted)", mutation("pods-drop-all-capabilities"), ("pods-drop-all-capabilities",)
+        "Capabilities (baseline and restricted)",
+        mutation("pods-drop-all-capabilities"),
+        ("pods-drop-all-capabilities",),
     ),
     Row("Privilege escalation", mutation("pods-no-privilege-escalation"), ("pods-no-privilege-escalation",)),
     Row("Running as non-root, non-root user", mutation("pods-run-as-non-root"), ("pods-run-as-non-root",)),
-    Row("Seccomp (baseline and restricted)", mutation("pods-seccomp-runtime-default"), ("pods-seccomp-runtime-default",)),
+    Row(
+        "Seccomp (baseline and restricted)", mutation("pods-seccomp-runtime-default"), ("pods-seccomp-runtime-default",)
+    ),
     Row(
         "AppArmor, SELinux, `/proc` mount type, sysctls, Windows HostProcess",
         mutation("pods-baseline-security-options"),
@@ -184,9 +188,7 @@ def pack_catches(build: Build) -> tuple[str, ...]:
     def flagged(bad: bool) -> set[str]:
         # The default settings, tokenplane's own exceptions included, as `tokenplane check` runs them; an
         # advisory policy's warning counts, since the question is what the pack sees, not how loudly.
-        settings = {
-            name: PolicySettings("mandatory", s.config) for name, s in settings_for({}, list(ALL)).items()
-        }
+        settings = {name: PolicySettings("mandatory", s.config) for name, s in settings_for({}, list(ALL)).items()}
         return {o.name for o in run_checks(build(bad), list(ALL), settings).outcomes if o.violations}
 
     return tuple(sorted(flagged(True) - flagged(False)))
@@ -216,9 +218,7 @@ def _codes(names: Sequence[str]) -> str:
     return ", ".join(f"`{n}`" for n in names)
 
 
-def row_line(
-    row: Row, pack_of: Callable[[Build], Sequence[str]], checkov_of: Callable[[Build], Sequence[str]]
-) -> str:
+def row_line(row: Row, pack_of: Callable[[Build], Sequence[str]], checkov_of: Callable[[Build], Sequence[str]]) -> str:
     if row.planted is None:
         return f"| {row.rule} | - | {row.note} | - |"
     caught = pack_of(row.planted.build)
