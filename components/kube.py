@@ -332,3 +332,30 @@ def stateful_set(
         },
         opts=opts,
     )
+
+
+def deployment(
+    logical: str,
+    *,
+    namespace: str,
+    app: str,
+    labels: dict[str, str],
+    replicas: int,
+    pod: dict[str, Any],
+    opts: pulumi.ResourceOptions,
+    pod_annotations: dict[str, str] | None = None,
+    annotations: dict[str, pulumi.Input[str]] | None = None,
+    strategy: dict[str, Any] | None = None,
+) -> k8s.apps.v1.Deployment:
+    """A Deployment of ``app`` selecting its pods by name; ``annotations`` go on the Deployment itself."""
+    metadata: dict[str, Any] = {"name": app, "namespace": namespace, "labels": labels}
+    if annotations:
+        metadata["annotations"] = annotations
+    template: dict[str, Any] = {"labels": labels}
+    if pod_annotations:
+        template["annotations"] = pod_annotations
+    spec: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": {"app.kubernetes.io/name": app}}}
+    if strategy is not None:
+        spec["strategy"] = strategy
+    spec["template"] = {"metadata": template, "spec": pod}
+    return k8s.apps.v1.Deployment(logical, metadata=metadata, spec=spec, opts=opts)

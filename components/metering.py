@@ -18,10 +18,10 @@ import pulumi_kubernetes as k8s
 from tokenplane.components import kube
 from tokenplane.components.base import Component
 from tokenplane.components.clickhouse import CREDENTIALS_DIR, CREDENTIALS_MOUNT, credentials_volume
-from tokenplane.components.gateway import CONFIG_DIR, ServingDeps, runtime_config
+from tokenplane.components.gateway import CONFIG_DIR, ServingDeps, runtime_config, serving_pod_annotations
 from tokenplane.components.iam import irsa_role, msk_statements, policy_document
 from tokenplane.components.kube import PROMETHEUS_URL, Namespace
-from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
+from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT as METRICS_PORT
 from tokenplane.runtime_env import MSK_IAM, Var, env_list
 from tokenplane.spec import TopicPurpose
@@ -102,24 +102,14 @@ class MeteringConsumer(Component):
             data=config_data,
             opts=self.opts(),
         )
-        deployment = k8s.apps.v1.Deployment(
+        deployment = kube.deployment(
             self.child("deployment"),
-            metadata={"name": APP, "namespace": namespace, "labels": labels},
-            spec={
-                "replicas": 1,
-                "selector": {"matchLabels": {"app.kubernetes.io/name": APP}},
-                "template": {
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {
-                            "tokenplane.io/config-checksum": checksum(config_data),
-                            "prometheus.io/scrape": "true",
-                            "prometheus.io/port": str(METRICS_PORT),
-                        },
-                    },
-                    "spec": self._pod(args),
-                },
-            },
+            namespace=namespace,
+            app=APP,
+            labels=labels,
+            replicas=1,
+            pod=self._pod(args),
+            pod_annotations=serving_pod_annotations(config_data, METRICS_PORT),
             opts=self.opts(depends_on=[config, account], ignore_changes=["spec.replicas"]),
         )
         kube.pdb(self.child("pdb"), namespace=namespace, app=APP, opts=self.opts())

@@ -194,15 +194,23 @@ def pack_catches(build: Build) -> tuple[str, ...]:
     return tuple(sorted(flagged(True) - flagged(False)))
 
 
-def checkov_catches(build: Build) -> tuple[str, ...]:
-    """checkov's checks that flag the bad variant and pass its fixed twin (none of tokenplane's exceptions apply)."""
+def checkov_catches(build: Build) -> str:
+    """checkov's checks that flag the bad variant and pass its fixed twin (none of tokenplane's exceptions apply).
+
+    Where it flags nothing because the export gives it no view of the planted resource (a pulumi-aws type
+    with no Terraform name by the bridge's rule), the cell says so instead of "nothing".
+    """
     from tokenplane.proof import checkov_scan
 
-    def flagged(bad: bool) -> set[str]:
-        outcomes, _ = checkov_scan.scan(build(bad), exceptions={})
-        return {o.name.removeprefix(checkov_scan.PREFIX) for o in outcomes if o.violations}
+    def flagged(bad: bool) -> tuple[set[str], list[str]]:
+        outcomes, exported = checkov_scan.scan(build(bad), exceptions={})
+        return {o.name.removeprefix(checkov_scan.PREFIX) for o in outcomes if o.violations}, sorted(exported.unscanned)
 
-    return tuple(sorted(flagged(True) - flagged(False)))
+    (bad, unseen), (good, _) = flagged(True), flagged(False)
+    caught = sorted(bad - good)
+    if caught:
+        return _codes(caught)
+    return f"not seen: {', '.join(f'`{t}`' for t in unseen)} (no Terraform type)" if unseen else "nothing"
 
 
 def check_claim(row: Row, caught: Sequence[str]) -> None:
@@ -218,19 +226,19 @@ def _codes(names: Sequence[str]) -> str:
     return ", ".join(f"`{n}`" for n in names)
 
 
-def row_line(row: Row, pack_of: Callable[[Build], Sequence[str]], checkov_of: Callable[[Build], Sequence[str]]) -> str:
+def row_line(row: Row, pack_of: Callable[[Build], Sequence[str]], checkov_of: Callable[[Build], str]) -> str:
     if row.planted is None:
         return f"| {row.rule} | - | {row.note} | - |"
     caught = pack_of(row.planted.build)
     check_claim(row, caught)
     pack = "; ".join(part for part in (_codes(caught), row.note) if part)
-    return f"| {row.rule} | {row.planted.what} | {pack} | {_codes(checkov_of(row.planted.build)) or 'nothing'} |"
+    return f"| {row.rule} | {row.planted.what} | {pack} | {checkov_of(row.planted.build)} |"
 
 
 def table(
     name: str,
     pack_of: Callable[[Build], Sequence[str]] = pack_catches,
-    checkov_of: Callable[[Build], Sequence[str]] = checkov_catches,
+    checkov_of: Callable[[Build], str] = checkov_catches,
 ) -> str:
     """The README table ``name`` (``awsguard`` or ``pss``) from fresh runs."""
     header, rows = TABLES[name]
