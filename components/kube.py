@@ -231,7 +231,7 @@ def http_probe(
 
 def container(
     name: str,
-    image: str,
+    image: pulumi.Input[str],
     *,
     resources: dict[str, Any],
     readiness: dict[str, Any] | None = None,
