@@ -14,8 +14,10 @@ raises instead of writing a table whose prose ("not in the pack", "stricter") th
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,7 @@ import pulumi_aws as aws
 from tests.policies.mutations import MUTATIONS, program
 from tokenplane.policies import ALL
 from tokenplane.proof.check import PolicySettings, run_checks, settings_for
+from tokenplane.proof.check_result import PolicyOutcome
 from tokenplane.proof.render import RenderResult
 
 Build = Callable[[bool], RenderResult]
@@ -194,23 +197,30 @@ def pack_catches(build: Build) -> tuple[str, ...]:
     return tuple(sorted(flagged(True) - flagged(False)))
 
 
-def checkov_catches(build: Build) -> str:
-    """checkov's checks that flag the bad variant and pass its fixed twin (none of tokenplane's exceptions apply).
+def checkov_cells(builds: Sequence[Build]) -> list[str]:
+    """checkov's column for each planted defect: the checks that flag the bad variant and pass its fixed twin.
 
-    Where it flags nothing because the export gives it no view of the planted resource (a pulumi-aws type
-    with no Terraform name by the bridge's rule), the cell says so instead of "nothing".
+    None of tokenplane's exceptions apply. Where checkov flags nothing because the export gives it no view
+    of the planted resource (a pulumi-aws type with no Terraform name by the bridge's rule), the cell says
+    so instead of "nothing". The graphs are rendered one at a time (pulumi's mocks hold one program), then
+    scanned side by side: each scan is its own checkov process, mostly start-up.
     """
     from tokenplane.proof import checkov_scan
 
-    def flagged(bad: bool) -> tuple[set[str], list[str]]:
-        outcomes, exported = checkov_scan.scan(build(bad), exceptions={})
-        return {o.name.removeprefix(checkov_scan.PREFIX) for o in outcomes if o.violations}, sorted(exported.unscanned)
+    graphs = [graph for build in builds for graph in (build(True), build(False))]
+    checkov_scan.terraform_types()  # loads checkov's registries once, in this thread, before the scans share them
+    with ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
+        scans = list(pool.map(lambda graph: checkov_scan.scan(graph, exceptions={}), graphs))
 
-    (bad, unseen), (good, _) = flagged(True), flagged(False)
-    caught = sorted(bad - good)
-    if caught:
-        return _codes(caught)
-    return f"not seen: {', '.join(f'`{t}`' for t in unseen)} (no Terraform type)" if unseen else "nothing"
+    def flagged(outcomes: list[PolicyOutcome]) -> set[str]:
+        return {o.name.removeprefix(checkov_scan.PREFIX) for o in outcomes if o.violations}
+
+    cells = []
+    for (bad, exported), (good, _) in zip(scans[0::2], scans[1::2], strict=True):
+        caught = sorted(flagged(bad) - flagged(good))
+        unseen = ", ".join(f"`{t}`" for t in sorted(exported.unscanned))
+        cells.append(_codes(caught) if caught else f"not seen: {unseen} (no Terraform type)" if unseen else "nothing")
+    return cells
 
 
 def check_claim(row: Row, caught: Sequence[str]) -> None:
@@ -226,24 +236,26 @@ def _codes(names: Sequence[str]) -> str:
     return ", ".join(f"`{n}`" for n in names)
 
 
-def row_line(row: Row, pack_of: Callable[[Build], Sequence[str]], checkov_of: Callable[[Build], str]) -> str:
+def row_line(row: Row, pack_of: Callable[[Build], Sequence[str]], checkov_cell: str) -> str:
     if row.planted is None:
         return f"| {row.rule} | - | {row.note} | - |"
     caught = pack_of(row.planted.build)
     check_claim(row, caught)
     pack = "; ".join(part for part in (_codes(caught), row.note) if part)
-    return f"| {row.rule} | {row.planted.what} | {pack} | {checkov_of(row.planted.build)} |"
+    return f"| {row.rule} | {row.planted.what} | {pack} | {checkov_cell} |"
 
 
 def table(
     name: str,
     pack_of: Callable[[Build], Sequence[str]] = pack_catches,
-    checkov_of: Callable[[Build], str] = checkov_catches,
+    checkov_of: Callable[[Sequence[Build]], list[str]] = checkov_cells,
 ) -> str:
     """The README table ``name`` (``awsguard`` or ``pss``) from fresh runs."""
     header, rows = TABLES[name]
+    planted = [row.planted.build for row in rows if row.planted is not None]
+    cells = iter(checkov_of(planted))
     lines = [f"| {header} | planted defect | tokenplane pack | checkov |", "| --- | --- | --- | --- |"]
-    lines += [row_line(row, pack_of, checkov_of) for row in rows]
+    lines += [row_line(row, pack_of, next(cells) if row.planted else "-") for row in rows]
     return "\n".join(lines)
 
 
