@@ -23,14 +23,15 @@ from tokenplane.components.batch_files import WORKER_ACTIONS, files_env, files_s
 from tokenplane.components.gateway import (
     CONFIG_DIR,
     SPOOL_DIR,
-    SPOOL_LIMIT,
     ServingDeps,
     runtime_objects,
     secret_statements,
+    serving_pod_annotations,
+    serving_volumes,
 )
 from tokenplane.components.iam import irsa_role, msk_statements, policy_document
 from tokenplane.components.kube import Namespace
-from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
+from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels
 from tokenplane.components.storage import secure_bucket
 from tokenplane.runtime_env import DEFAULT_FILES_PREFIX as FILES_PREFIX
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT as METRICS_PORT
@@ -147,69 +148,43 @@ class BatchWorkers(Component):
                 {Var.AWS_REGION: args.deps.region.cloud_region, Var.OTEL_ENDPOINT: args.deps.otel_endpoint or None}
             ),
         ]
-        deployment = k8s.apps.v1.Deployment(
+        # IRSA's token is a projected volume of its own; the worker never calls the Kubernetes API.
+        pod = kube.pod_spec(
+            [
+                kube.container(
+                    APP,
+                    args.deps.image,
+                    command=["python", "-m", "tokenplane.serving.batch"],
+                    env=env,
+                    envFrom=[{"secretRef": {"name": f"{APP}-connections"}}],
+                    ports=[{"name": "metrics", "containerPort": METRICS_PORT}],
+                    # The worker serves no HTTP but /metrics, which it starts only once its gateway
+                    # (Redis, the spec, the pools) is built: ready then. It answers from its own
+                    # thread, so liveness catches a wedged or dead process, not a slow job.
+                    readiness=kube.http_probe("/metrics", "metrics", period_seconds=10),
+                    liveness=kube.http_probe("/metrics", "metrics", period_seconds=20, failure_threshold=6),
+                    resources=kube.resources(f"{WORKER_CPU:g}", "512Mi", cpu_limit="1", memory_limit="1Gi"),
+                    volumeMounts=[
+                        {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+                        {"name": "spool", "mountPath": SPOOL_DIR},
+                        {"name": "tmp", "mountPath": "/tmp"},
+                    ],
+                )
+            ],
+            security=kube.pod_security(),
+            service_account=APP,
+            volumes=serving_volumes(APP),
+            # A worker finishes the job in hand before it exits; Kafka redelivers anything uncommitted.
+            terminationGracePeriodSeconds=300,
+        )
+        deployment = kube.deployment(
             self.child("deployment"),
-            metadata={"name": APP, "namespace": namespace, "labels": labels},
-            spec={
-                "replicas": 1,
-                "selector": {"matchLabels": {"app.kubernetes.io/name": APP}},
-                "template": {
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {
-                            "tokenplane.io/config-checksum": checksum(config_data),
-                            "prometheus.io/scrape": "true",
-                            "prometheus.io/port": str(METRICS_PORT),
-                        },
-                    },
-                    "spec": {
-                        "serviceAccountName": APP,
-                        # IRSA's token is a projected volume of its own; the worker never calls the Kubernetes API.
-                        "automountServiceAccountToken": False,
-                        # A worker finishes the job in hand before it exits; Kafka redelivers anything uncommitted.
-                        "terminationGracePeriodSeconds": 300,
-                        "securityContext": kube.pod_security(),
-                        "containers": [
-                            {
-                                "name": APP,
-                                "image": args.deps.image,
-                                "command": ["python", "-m", "tokenplane.serving.batch"],
-                                "env": env,
-                                "envFrom": [{"secretRef": {"name": f"{APP}-connections"}}],
-                                "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
-                                # The worker serves no HTTP but /metrics, which it starts only once its gateway
-                                # (Redis, the spec, the pools) is built: ready then. It answers from its own
-                                # thread, so liveness catches a wedged or dead process, not a slow job.
-                                "readinessProbe": {
-                                    "httpGet": {"path": "/metrics", "port": "metrics"},
-                                    "periodSeconds": 10,
-                                },
-                                "livenessProbe": {
-                                    "httpGet": {"path": "/metrics", "port": "metrics"},
-                                    "periodSeconds": 20,
-                                    "failureThreshold": 6,
-                                },
-                                "resources": {
-                                    "requests": {"cpu": f"{WORKER_CPU:g}", "memory": "512Mi"},
-                                    "limits": {"cpu": "1", "memory": "1Gi"},
-                                },
-                                "securityContext": kube.container_security(),
-                                "volumeMounts": [
-                                    {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-                                    {"name": "spool", "mountPath": SPOOL_DIR},
-                                    {"name": "tmp", "mountPath": "/tmp"},
-                                ],
-                            }
-                        ],
-                        # The root filesystem is read-only: usage events wait in the spool while Kafka is away.
-                        "volumes": [
-                            {"name": "config", "configMap": {"name": f"{APP}-config"}},
-                            {"name": "spool", "emptyDir": {"sizeLimit": SPOOL_LIMIT}},
-                            {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
-                        ],
-                    },
-                },
-            },
+            namespace=namespace,
+            app=APP,
+            labels=labels,
+            replicas=1,
+            pod=pod,
+            pod_annotations=serving_pod_annotations(config_data, METRICS_PORT),
             opts=self.opts(depends_on=[config, account, secret], ignore_changes=["spec.replicas"]),
         )
         kube.pdb(self.child("pdb"), namespace=namespace, app=APP, opts=self.opts())

@@ -33,7 +33,7 @@ from tokenplane.components.naming import NS_MONITORING, app_labels
 from tokenplane.components.pins import CLICKHOUSE_IMAGE
 from tokenplane.runtime_env import Var
 
-PASSWORD_VAR = f"${Var.CLICKHOUSE_PASSWORD.value}"  # the official image's variable, and the consumer's (same name)
+CREDENTIALS_DIR = "/var/run/secrets/clickhouse"  # the credentials Secret, mounted as files (user, password)
 
 APP = "clickhouse"
 DATABASE = "finops"
@@ -56,6 +56,24 @@ WRITABLE = (  # emptyDirs under a read-only root filesystem
     ("configd", "/etc/clickhouse-server/config.d"),
 )
 CREDENTIALS_SECRET = "clickhouse-credentials"  # the namespace's Secret: the server's and the consumer's password
+# Readable by the pod's fsGroup only: each reader runs with the Secret's files in its group (kube.pod_security).
+CREDENTIALS_MODE = 0o440
+
+
+def credentials_volume() -> dict[str, Any]:
+    """The credentials Secret as a volume: files, not environment values, so they stay out of the pod spec."""
+    return {"name": "credentials", "secret": {"secretName": CREDENTIALS_SECRET, "defaultMode": CREDENTIALS_MODE}}
+
+
+CREDENTIALS_MOUNT = {"name": "credentials", "mountPath": CREDENTIALS_DIR, "readOnly": True}
+# The official image's entrypoint reads the user and password from its environment to write users.d; the
+# shell puts them there from the mounted files, for the entrypoint's process only. `set -e`: a missing file
+# stops the start instead of creating a user without a password.
+_READ_CREDENTIALS = (
+    f'set -eu; CLICKHOUSE_USER="$(cat {CREDENTIALS_DIR}/user)"; '
+    f'{Var.CLICKHOUSE_PASSWORD.value}="$(cat {CREDENTIALS_DIR}/password)"; '
+    f"export CLICKHOUSE_USER {Var.CLICKHOUSE_PASSWORD.value}; "
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,20 +243,17 @@ class ClickHouse(Component):
         )
 
     def _statefulset(self, namespace: str, labels: dict[str, str], replicas: int, environment: str) -> None:
-        container = {
-            "name": APP,
-            "image": CLICKHOUSE_IMAGE,
+        server = kube.container(
+            APP,
+            CLICKHOUSE_IMAGE,
             # KEEPER_ID is the pod's ordinal + 1: Keeper's server ids must be stable and distinct.
-            "command": ["/bin/bash", "-c", "export KEEPER_ID=$(( ${HOSTNAME##*-} + 1 )); exec /entrypoint.sh"],
-            "env": [
-                {"name": "CLICKHOUSE_DB", "value": DATABASE},
-                {"name": "CLICKHOUSE_USER", "valueFrom": {"secretKeyRef": {"name": CREDENTIALS_SECRET, "key": "user"}}},
-                {
-                    "name": Var.CLICKHOUSE_PASSWORD.value,
-                    "valueFrom": {"secretKeyRef": {"name": CREDENTIALS_SECRET, "key": "password"}},
-                },
+            command=[
+                "/bin/bash",
+                "-c",
+                _READ_CREDENTIALS + "export KEEPER_ID=$(( ${HOSTNAME##*-} + 1 )); exec /entrypoint.sh",
             ],
-            "ports": [
+            env=[{"name": "CLICKHOUSE_DB", "value": DATABASE}],
+            ports=[
                 {"name": n, "containerPort": p}
                 for n, p in (
                     ("http", HTTP_PORT),
@@ -248,16 +263,12 @@ class ClickHouse(Component):
                     ("raft", RAFT_PORT),
                 )
             ],
-            "resources": {
-                "requests": {"cpu": f"{SERVER_CPU:g}", "memory": "8Gi"},
-                "limits": {"cpu": "4", "memory": "16Gi"},
-            },
-            "readinessProbe": {"httpGet": {"path": "/ping", "port": HTTP_PORT}, "periodSeconds": 10},
-            "livenessProbe": {"httpGet": {"path": "/ping", "port": HTTP_PORT}, "periodSeconds": 20},
+            resources=kube.resources(f"{SERVER_CPU:g}", "8Gi", cpu_limit="4", memory_limit="16Gi"),
+            readiness=kube.http_probe("/ping", HTTP_PORT, period_seconds=10),
+            liveness=kube.http_probe("/ping", HTTP_PORT, period_seconds=20),
             # A read-only image; the entrypoint writes its user file to users.d, the server its logs and temp
             # files: each its own emptyDir.
-            "securityContext": kube.container_security(),
-            "volumeMounts": [
+            volumeMounts=[
                 {"name": "data", "mountPath": "/var/lib/clickhouse"},
                 *({"name": name, "mountPath": path} for name, path in WRITABLE),
                 {
@@ -266,49 +277,31 @@ class ClickHouse(Component):
                     "subPath": "replication.xml",
                 },
                 {"name": "config", "mountPath": "/docker-entrypoint-initdb.d/init.sql", "subPath": "init.sql"},
+                CREDENTIALS_MOUNT,
             ],
-        }
-        k8s.apps.v1.StatefulSet(
+        )
+        # The server never calls the Kubernetes API; its S3 role (IRSA) is a projected token of its own.
+        pod = kube.pod_spec(
+            [server],
+            security=kube.pod_security(user=CLICKHOUSE_UID, group=CLICKHOUSE_UID, fs_group=CLICKHOUSE_UID),
+            service_account=APP,
+            volumes=[
+                {"name": "config", "configMap": {"name": f"{APP}-config"}},
+                *({"name": name, "emptyDir": {"sizeLimit": "1Gi"}} for name, _ in WRITABLE),
+                credentials_volume(),
+            ],
+        )
+        kube.stateful_set(
             self.child("statefulset"),
-            metadata={"name": APP, "namespace": namespace, "labels": labels},
-            spec={
-                "serviceName": f"{APP}-headless",
-                "replicas": replicas,
-                "podManagementPolicy": "Parallel",  # Keeper needs a quorum up at once; ordered start would wait
-                "selector": {"matchLabels": {"app.kubernetes.io/name": APP}},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "serviceAccountName": APP,
-                        "securityContext": kube.pod_security(
-                            user=CLICKHOUSE_UID, group=CLICKHOUSE_UID, fs_group=CLICKHOUSE_UID
-                        ),
-                        "containers": [container],
-                        "volumes": [
-                            {"name": "config", "configMap": {"name": f"{APP}-config"}},
-                            *({"name": name, "emptyDir": {"sizeLimit": "1Gi"}} for name, _ in WRITABLE),
-                        ],
-                        "topologySpreadConstraints": [
-                            {
-                                "maxSkew": 1,
-                                "topologyKey": "topology.kubernetes.io/zone",
-                                "whenUnsatisfiable": "DoNotSchedule",
-                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": APP}},
-                            }
-                        ],
-                    },
-                },
-                "volumeClaimTemplates": [
-                    {
-                        "metadata": {"name": "data"},
-                        "spec": {
-                            "accessModes": ["ReadWriteOnce"],
-                            "storageClassName": STORAGE_CLASS,
-                            "resources": {"requests": {"storage": f"{VOLUME_GIB.get(environment, 100)}Gi"}},
-                        },
-                    }
-                ],
-            },
+            namespace=namespace,
+            app=APP,
+            labels=labels,
+            replicas=replicas,
+            pod=pod,
+            volume="data",
+            storage_class=STORAGE_CLASS,
+            storage_gib=VOLUME_GIB.get(environment, 100),
+            pod_management="Parallel",  # Keeper needs a quorum up at once; ordered start would wait
             opts=self.opts(),
         )
         kube.pdb(self.child("pdb"), namespace=namespace, app=APP, opts=self.opts())
@@ -350,8 +343,9 @@ class ClickHouse(Component):
         script = target.apply(
             lambda url: (
                 # BACKUP takes a literal destination: the timestamp is spliced in by the shell.
-                f'TS=$(date -u +%Y%m%dT%H%M%S); clickhouse-client --host {APP} --user "$CLICKHOUSE_USER" '
-                f'--password "{PASSWORD_VAR}" --query "BACKUP DATABASE {DATABASE} TO S3(\'{url}${{TS}}\')"'
+                f"set -eu; TS=$(date -u +%Y%m%dT%H%M%S); clickhouse-client --host {APP} "
+                f'--user "$(cat {CREDENTIALS_DIR}/user)" --password "$(cat {CREDENTIALS_DIR}/password)" '
+                f"--query \"BACKUP DATABASE {DATABASE} TO S3('{url}${{TS}}')\""
             )
         )
         k8s.batch.v1.CronJob(
@@ -367,36 +361,24 @@ class ClickHouse(Component):
                         "backoffLimit": 2,
                         "template": {
                             "metadata": {"labels": {**labels, "app.kubernetes.io/name": BACKUP_APP}},
-                            "spec": {
-                                "restartPolicy": "OnFailure",
-                                "securityContext": kube.pod_security(user=CLICKHOUSE_UID, group=CLICKHOUSE_UID),
-                                "containers": [
-                                    {
-                                        "name": "backup",
-                                        "image": CLICKHOUSE_IMAGE,
-                                        "command": ["/bin/bash", "-c", script],
-                                        "env": [
-                                            {
-                                                "name": "CLICKHOUSE_USER",
-                                                "valueFrom": {
-                                                    "secretKeyRef": {"name": CREDENTIALS_SECRET, "key": "user"}
-                                                },
-                                            },
-                                            {
-                                                "name": Var.CLICKHOUSE_PASSWORD.value,
-                                                "valueFrom": {
-                                                    "secretKeyRef": {"name": CREDENTIALS_SECRET, "key": "password"}
-                                                },
-                                            },
-                                        ],
-                                        "resources": {
-                                            "requests": {"cpu": "100m", "memory": "128Mi"},
-                                            "limits": {"cpu": "500m", "memory": "512Mi"},
-                                        },
-                                        "securityContext": kube.container_security(),
-                                    }
+                            "spec": kube.pod_spec(
+                                [
+                                    kube.container(
+                                        "backup",
+                                        CLICKHOUSE_IMAGE,
+                                        command=["/bin/bash", "-c", script],
+                                        resources=kube.resources(
+                                            "100m", "128Mi", cpu_limit="500m", memory_limit="512Mi"
+                                        ),
+                                        volumeMounts=[CREDENTIALS_MOUNT],
+                                    )
                                 ],
-                            },
+                                security=kube.pod_security(
+                                    user=CLICKHOUSE_UID, group=CLICKHOUSE_UID, fs_group=CLICKHOUSE_UID
+                                ),
+                                volumes=[credentials_volume()],
+                                restartPolicy="OnFailure",
+                            ),
                         },
                     }
                 },

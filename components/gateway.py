@@ -145,6 +145,33 @@ def runtime_objects(
     return config, secret, data
 
 
+def serving_pod_annotations(config_data: dict[str, str], metrics_port: int) -> dict[str, str]:
+    """A serving pod's annotations: the config's checksum (a changed spec rolls the pods) and its scrape port."""
+    return {
+        "tokenplane.io/config-checksum": checksum(config_data),
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(metrics_port),
+    }
+
+
+# The gateways' and batch workers' writable paths under a read-only root filesystem: usage events wait in the
+# spool while Kafka is away.
+SERVING_MOUNTS = (
+    {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+    {"name": "spool", "mountPath": SPOOL_DIR},
+    {"name": "tmp", "mountPath": "/tmp"},
+)
+
+
+def serving_volumes(app: str) -> list[dict[str, Any]]:
+    """The volumes behind ``SERVING_MOUNTS``: the app's spec ConfigMap, the spool and /tmp."""
+    return [
+        {"name": "config", "configMap": {"name": f"{app}-config"}},
+        {"name": "spool", "emptyDir": {"sizeLimit": SPOOL_LIMIT}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
+    ]
+
+
 def env_secret_name(app: str) -> str:
     """The Kubernetes Secret that carries an app's ``env://`` secrets: created by the operator, per region."""
     return f"{app}-env-secrets"
@@ -240,83 +267,46 @@ class GatewayWorkload(Component):
         if self.METRICS_PORT is not None:
             env.extend(env_list({Var.METRICS_PORT: str(self.METRICS_PORT)}))
             ports.append({"name": "metrics", "containerPort": self.METRICS_PORT})
-        probe: dict[str, Any] = {"httpGet": {"port": GATEWAY_PORT}, "periodSeconds": 5}
-        container = {
-            "name": app,
-            "image": args.deps.image,
-            "command": ["python", "-m", self.SERVING_MODULE],
-            "ports": ports,
-            "env": env,
-            "envFrom": [{"secretRef": {"name": f"{app}-connections"}}],
-            "resources": {
-                "requests": {"cpu": f"{GATEWAY_CPU:g}", "memory": "2Gi"},
-                "limits": {"cpu": f"{GATEWAY_CPU:g}", "memory": "2Gi"},
-            },
-            "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}},
-            "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}, "failureThreshold": 6},
+        container = kube.container(
+            app,
+            args.deps.image,
+            command=["python", "-m", self.SERVING_MODULE],
+            ports=ports,
+            env=env,
+            envFrom=[{"secretRef": {"name": f"{app}-connections"}}],
+            resources=kube.resources(f"{GATEWAY_CPU:g}", "2Gi"),
+            readiness=kube.http_probe("/readyz", GATEWAY_PORT, period_seconds=5),
+            liveness=kube.http_probe("/healthz", GATEWAY_PORT, period_seconds=5, failure_threshold=6),
             # Let the LB drain the pod before SIGTERM reaches the server; streams then finish in the grace period.
-            "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 10"]}}},
-            "securityContext": kube.container_security(),
-            "volumeMounts": [
-                {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-                {"name": "spool", "mountPath": SPOOL_DIR},
-                {"name": "tmp", "mountPath": "/tmp"},
-            ],
-        }
-        deployment = k8s.apps.v1.Deployment(
+            lifecycle={"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 10"]}}},
+            volumeMounts=list(SERVING_MOUNTS),
+        )
+        deployment = kube.deployment(
             self.child("deployment"),
-            metadata={
-                "name": app,
-                "namespace": namespace,
-                "labels": labels,
-                # Secrets the pods read that the stack must not create (their values never belong in it):
-                # `tokenplane plan` lists them as prerequisites, and the deployability check holds them to it.
-                **(
-                    {"annotations": {PREREQUISITES_ANNOTATION: f"secret/{env_secret_name(app)}"}}
-                    if secret_env and env_secret is None
-                    else {}
-                ),
-            },
-            spec={
-                "replicas": low,
-                "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
-                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}},
-                "template": {
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {
-                            "tokenplane.io/config-checksum": checksum(config_data),
-                            "prometheus.io/scrape": "true",
-                            "prometheus.io/port": str(self.METRICS_PORT or GATEWAY_PORT),
-                        },
-                    },
-                    "spec": {
-                        "serviceAccountName": app,
-                        # IRSA's token is a projected volume of its own; the gateway never calls the Kubernetes API.
-                        "automountServiceAccountToken": False,
-                        "terminationGracePeriodSeconds": 120,
-                        "securityContext": kube.pod_security(group=kube.SERVING_UID, fs_group=kube.SERVING_UID),
-                        "containers": [container],
-                        "topologySpreadConstraints": [
-                            {
-                                "maxSkew": 1,
-                                "topologyKey": "topology.kubernetes.io/zone",
-                                "whenUnsatisfiable": "DoNotSchedule",
-                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
-                            }
-                        ],
-                        "volumes": [
-                            {"name": "config", "configMap": {"name": f"{app}-config"}},
-                            {"name": "spool", "emptyDir": {"sizeLimit": SPOOL_LIMIT}},
-                            {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
-                        ],
-                    },
-                },
-            },
+            namespace=namespace,
+            app=app,
+            labels=labels,
+            replicas=low,
+            # Secrets the pods read that the stack must not create (their values never belong in it):
+            # `tokenplane plan` lists them as prerequisites, and the deployability check holds them to it.
+            annotations={PREREQUISITES_ANNOTATION: f"secret/{env_secret_name(app)}"}
+            if secret_env and env_secret is None
+            else None,
+            strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}},
+            pod_annotations=serving_pod_annotations(config_data, self.METRICS_PORT or GATEWAY_PORT),
+            # IRSA's token is a projected volume of its own; the gateway never calls the Kubernetes API.
+            pod=kube.pod_spec(
+                [container],
+                security=kube.pod_security(group=kube.SERVING_UID, fs_group=kube.SERVING_UID),
+                service_account=app,
+                volumes=serving_volumes(app),
+                terminationGracePeriodSeconds=120,
+                topologySpreadConstraints=kube.zone_spread(app),
+            ),
             opts=self.opts(
                 depends_on=[config, secret, account, *([env_secret] if env_secret else [])],
-                ignore_changes=["spec.replicas"],
-            ),  # the HPA owns replicas
+                ignore_changes=["spec.replicas"],  # the HPA owns replicas
+            ),
         )
         k8s.autoscaling.v2.HorizontalPodAutoscaler(
             self.child("hpa"),

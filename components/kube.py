@@ -204,3 +204,158 @@ def helm_release(
         values=values,
         opts=opts,
     )
+
+
+# --- workload builders: the container, probe, pod and StatefulSet blocks every component repeats ---------
+
+
+def resources(
+    cpu: str, memory: str, *, cpu_limit: str | None = None, memory_limit: str | None = None
+) -> dict[str, Any]:
+    """A container's requests and limits; a limit left out equals its request (Guaranteed for that resource)."""
+    return {
+        "requests": {"cpu": cpu, "memory": memory},
+        "limits": {"cpu": cpu_limit or cpu, "memory": memory_limit or memory},
+    }
+
+
+def http_probe(
+    path: str, port: int | str, *, period_seconds: int, failure_threshold: int | None = None
+) -> dict[str, Any]:
+    """An HTTP GET probe; ``failure_threshold`` only where the kubelet's default (3) restarts too eagerly."""
+    probe: dict[str, Any] = {"httpGet": {"path": path, "port": port}, "periodSeconds": period_seconds}
+    if failure_threshold is not None:
+        probe["failureThreshold"] = failure_threshold
+    return probe
+
+
+def container(
+    name: str,
+    image: pulumi.Input[str],
+    *,
+    resources: dict[str, Any],
+    readiness: dict[str, Any] | None = None,
+    liveness: dict[str, Any] | None = None,
+    read_only_root: bool = True,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A container hardened as ``container_security`` says, with its resources and probes.
+
+    ``fields`` are the container's other fields as the Kubernetes API names them (``command``, ``env``,
+    ``envFrom``, ``ports``, ``volumeMounts``, ``lifecycle``).
+    """
+    out: dict[str, Any] = {"name": name, "image": image, **fields, "resources": resources}
+    if readiness is not None:
+        out["readinessProbe"] = readiness
+    if liveness is not None:
+        out["livenessProbe"] = liveness
+    out["securityContext"] = container_security(read_only_root=read_only_root)
+    return out
+
+
+def zone_spread(app: str) -> list[dict[str, Any]]:
+    """Spread ``app``'s pods evenly over the availability zones; an AZ outage takes at most its share."""
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
+        }
+    ]
+
+
+def pod_spec(
+    containers: list[dict[str, Any]],
+    *,
+    security: dict[str, Any],
+    service_account: str | None = None,
+    volumes: list[dict[str, Any]] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A pod spec that mounts no service-account token: tokenplane's workloads never call the Kubernetes API.
+
+    IRSA still works: the EKS pod identity webhook projects the AWS token as a volume of its own. ``security``
+    is a ``pod_security``; ``fields`` are the pod's other fields (``terminationGracePeriodSeconds``, ...).
+    """
+    out: dict[str, Any] = {}
+    if service_account is not None:
+        out["serviceAccountName"] = service_account
+    out["automountServiceAccountToken"] = False
+    out.update(fields)
+    out["securityContext"] = security
+    out["containers"] = containers
+    if volumes:
+        out["volumes"] = volumes
+    return out
+
+
+def stateful_set(
+    logical: str,
+    *,
+    namespace: str,
+    app: str,
+    labels: dict[str, str],
+    replicas: int,
+    pod: dict[str, Any],
+    volume: str,
+    storage_class: str,
+    storage_gib: int,
+    pod_management: str,
+    opts: pulumi.ResourceOptions,
+    annotations: dict[str, str] | None = None,
+) -> k8s.apps.v1.StatefulSet:
+    """A StatefulSet of ``app`` behind its ``<app>-headless`` Service, one ReadWriteOnce volume per replica,
+    spread over the zones."""
+    template: dict[str, Any] = {"labels": labels}
+    if annotations:
+        template["annotations"] = annotations
+    return k8s.apps.v1.StatefulSet(
+        logical,
+        metadata={"name": app, "namespace": namespace, "labels": labels},
+        spec={
+            "serviceName": f"{app}-headless",
+            "replicas": replicas,
+            "podManagementPolicy": pod_management,
+            "selector": {"matchLabels": {"app.kubernetes.io/name": app}},
+            "template": {"metadata": template, "spec": {**pod, "topologySpreadConstraints": zone_spread(app)}},
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": volume},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": storage_class,
+                        "resources": {"requests": {"storage": f"{storage_gib}Gi"}},
+                    },
+                }
+            ],
+        },
+        opts=opts,
+    )
+
+
+def deployment(
+    logical: str,
+    *,
+    namespace: str,
+    app: str,
+    labels: dict[str, str],
+    replicas: int,
+    pod: dict[str, Any],
+    opts: pulumi.ResourceOptions,
+    pod_annotations: dict[str, str] | None = None,
+    annotations: dict[str, pulumi.Input[str]] | None = None,
+    strategy: dict[str, Any] | None = None,
+) -> k8s.apps.v1.Deployment:
+    """A Deployment of ``app`` selecting its pods by name; ``annotations`` go on the Deployment itself."""
+    metadata: dict[str, Any] = {"name": app, "namespace": namespace, "labels": labels}
+    if annotations:
+        metadata["annotations"] = annotations
+    template: dict[str, Any] = {"labels": labels}
+    if pod_annotations:
+        template["annotations"] = pod_annotations
+    spec: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": {"app.kubernetes.io/name": app}}}
+    if strategy is not None:
+        spec["strategy"] = strategy
+    spec["template"] = {"metadata": template, "spec": pod}
+    return k8s.apps.v1.Deployment(logical, metadata=metadata, spec=spec, opts=opts)

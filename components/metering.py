@@ -17,11 +17,11 @@ import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
 from tokenplane.components.base import Component
-from tokenplane.components.clickhouse import CREDENTIALS_SECRET
-from tokenplane.components.gateway import CONFIG_DIR, ServingDeps, runtime_objects
+from tokenplane.components.clickhouse import CREDENTIALS_DIR, CREDENTIALS_MOUNT, credentials_volume
+from tokenplane.components.gateway import CONFIG_DIR, ServingDeps, runtime_config, serving_pod_annotations
 from tokenplane.components.iam import irsa_role, msk_statements, policy_document
 from tokenplane.components.kube import PROMETHEUS_URL, Namespace
-from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
+from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT as METRICS_PORT
 from tokenplane.runtime_env import MSK_IAM, Var, env_list
 from tokenplane.spec import TopicPurpose
@@ -93,34 +93,24 @@ class MeteringConsumer(Component):
             },
             opts=self.opts(),
         )
-        config, secret, config_data = runtime_objects(
-            self,
-            app=APP,
-            namespace=namespace,
-            labels=labels,
-            config=deps.config,
-            redis_url=deps.redis_url,
-            kafka_bootstrap=deps.kafka_bootstrap,
+        # The spec only: the consumer needs no Redis, so it does not get the gateways' -connections Secret (its
+        # Redis URL carries the auth token); the Kafka bootstrap, a list of broker names, is a plain value.
+        config_data = runtime_config(deps.config)
+        config = k8s.core.v1.ConfigMap(
+            self.child("config"),
+            metadata={"name": f"{APP}-config", "namespace": namespace, "labels": labels},
+            data=config_data,
+            opts=self.opts(),
         )
-        deployment = k8s.apps.v1.Deployment(
+        deployment = kube.deployment(
             self.child("deployment"),
-            metadata={"name": APP, "namespace": namespace, "labels": labels},
-            spec={
-                "replicas": 1,
-                "selector": {"matchLabels": {"app.kubernetes.io/name": APP}},
-                "template": {
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {
-                            "tokenplane.io/config-checksum": checksum(config_data),
-                            "prometheus.io/scrape": "true",
-                            "prometheus.io/port": str(METRICS_PORT),
-                        },
-                    },
-                    "spec": self._pod(args),
-                },
-            },
-            opts=self.opts(depends_on=[config, account, secret], ignore_changes=["spec.replicas"]),
+            namespace=namespace,
+            app=APP,
+            labels=labels,
+            replicas=1,
+            pod=self._pod(args),
+            pod_annotations=serving_pod_annotations(config_data, METRICS_PORT),
+            opts=self.opts(depends_on=[config, account], ignore_changes=["spec.replicas"]),
         )
         kube.pdb(self.child("pdb"), namespace=namespace, app=APP, opts=self.opts())
         kube.allow_ingress(
@@ -148,49 +138,47 @@ class MeteringConsumer(Component):
     @staticmethod
     def _pod(args: MeteringConsumerArgs) -> dict[str, Any]:
         deps = args.deps
-        env = [
-            *env_list(
-                {
-                    Var.CONFIG: f"{CONFIG_DIR}/platform.json",
-                    Var.REGION: deps.region.name,
-                    Var.KAFKA_SASL_MECHANISM: MSK_IAM,
-                    Var.AWS_REGION: deps.region.cloud_region,
-                    Var.FINOPS_STORE: args.store_url.replace("http://", "http://finops@", 1),
-                    Var.PROMETHEUS_URL: PROMETHEUS_URL,
-                }
-            ),
+        env = env_list(
             {
-                "name": Var.CLICKHOUSE_PASSWORD.value,
-                "valueFrom": {"secretKeyRef": {"name": CREDENTIALS_SECRET, "key": "password"}},
-            },
-        ]
-        return {
-            "serviceAccountName": APP,
-            # The batch in hand is stored and committed before exit; anything uncommitted is read again.
-            "terminationGracePeriodSeconds": 60,
-            "securityContext": kube.pod_security(),
-            "containers": [
-                {
-                    "name": APP,
-                    "image": deps.image,
-                    "command": ["python", "-m", "tokenplane.serving.finops"],
-                    "env": env,
-                    "envFrom": [{"secretRef": {"name": f"{APP}-connections"}}],
-                    "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
-                    "readinessProbe": {"httpGet": {"path": "/metrics", "port": METRICS_PORT}, "periodSeconds": 10},
-                    "resources": {
-                        "requests": {"cpu": f"{CONSUMER_CPU:g}", "memory": "512Mi"},
-                        "limits": {"cpu": "1", "memory": "1Gi"},
-                    },
-                    "securityContext": kube.container_security(),
-                    "volumeMounts": [
-                        {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-                        {"name": "tmp", "mountPath": "/tmp"},
-                    ],
-                }
+                Var.CONFIG: f"{CONFIG_DIR}/platform.json",
+                Var.REGION: deps.region.name,
+                Var.KAFKA_BOOTSTRAP_SERVERS: deps.kafka_bootstrap,
+                Var.KAFKA_SASL_MECHANISM: MSK_IAM,
+                Var.AWS_REGION: deps.region.cloud_region,
+                Var.FINOPS_STORE: args.store_url.replace("http://", "http://finops@", 1),
+                # The password as a file of the mounted credentials Secret, not an environment value.
+                Var.CLICKHOUSE_PASSWORD_FILE: f"{CREDENTIALS_DIR}/password",
+                Var.PROMETHEUS_URL: PROMETHEUS_URL,
+            }
+        )
+        consumer = kube.container(
+            APP,
+            deps.image,
+            command=["python", "-m", "tokenplane.serving.finops"],
+            env=env,
+            ports=[{"name": "metrics", "containerPort": METRICS_PORT}],
+            resources=kube.resources(f"{CONSUMER_CPU:g}", "512Mi", cpu_limit="1", memory_limit="1Gi"),
+            readiness=kube.http_probe("/metrics", METRICS_PORT, period_seconds=10),
+            # /metrics is served from the consumer's own event loop: a loop wedged by a blocking call stops
+            # answering and the pod is restarted; a slow ledger does not block it (lag shows that, and alerts).
+            liveness=kube.http_probe("/metrics", METRICS_PORT, period_seconds=20, failure_threshold=6),
+            volumeMounts=[
+                {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+                {"name": "tmp", "mountPath": "/tmp"},
+                CREDENTIALS_MOUNT,
             ],
-            "volumes": [
+        )
+        # IRSA's token (MSK) is a projected volume of its own; the consumer never calls the Kubernetes API.
+        return kube.pod_spec(
+            [consumer],
+            # fsGroup: the credentials Secret's files are readable by the group only (clickhouse.CREDENTIALS_MODE).
+            security=kube.pod_security(group=kube.SERVING_UID, fs_group=kube.SERVING_UID),
+            service_account=APP,
+            volumes=[
                 {"name": "config", "configMap": {"name": f"{APP}-config"}},
                 {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+                credentials_volume(),
             ],
-        }
+            # The batch in hand is stored and committed before exit; anything uncommitted is read again.
+            terminationGracePeriodSeconds=60,
+        )

@@ -67,8 +67,6 @@ class VectorDb(Component):
                 f'if [ "${{HOSTNAME##*-}}" = 0 ]; then exec ./entrypoint.sh --uri http://${{HOSTNAME}}.{APP}-headless:{P2P_PORT}; '
                 f"else exec ./entrypoint.sh --bootstrap http://{APP}-0.{APP}-headless:{P2P_PORT}; fi",
             ]
-        resources = {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "8Gi"}}
-        probe = {"httpGet": {"path": "/readyz", "port": HTTP_PORT}, "periodSeconds": 10}
         ports = [("http", HTTP_PORT), ("grpc", GRPC_PORT), ("p2p", P2P_PORT)]
         k8s.core.v1.Service(
             self.child("headless"),
@@ -90,61 +88,32 @@ class VectorDb(Component):
             },
             opts=self.opts(),
         )
-        k8s.apps.v1.StatefulSet(
+        qdrant = kube.container(
+            APP,
+            QDRANT_IMAGE,
+            command=command,
+            env=env,
+            ports=[{"name": n, "containerPort": p} for n, p in ports],
+            resources=kube.resources("1", "4Gi", cpu_limit="2", memory_limit="8Gi"),
+            readiness=kube.http_probe("/readyz", HTTP_PORT, period_seconds=10),
+            liveness=kube.http_probe("/livez", HTTP_PORT, period_seconds=20),
+            read_only_root=False,  # Qdrant writes snapshot and WAL temp files in the image's /qdrant tree
+            volumeMounts=[{"name": "storage", "mountPath": "/qdrant/storage"}],
+        )
+        # Qdrant never calls the Kubernetes API (its peers are found through the headless Service).
+        pod = kube.pod_spec([qdrant], security=kube.pod_security(user=QDRANT_UID, fs_group=QDRANT_FS_GROUP))
+        kube.stateful_set(
             self.child("statefulset"),
-            metadata={"name": APP, "namespace": namespace, "labels": labels},
-            spec={
-                "serviceName": f"{APP}-headless",
-                "replicas": replicas,
-                "podManagementPolicy": "OrderedReady",
-                "selector": {"matchLabels": {"app.kubernetes.io/name": APP}},
-                "template": {
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(HTTP_PORT)},
-                    },
-                    "spec": {
-                        "securityContext": kube.pod_security(user=QDRANT_UID, fs_group=QDRANT_FS_GROUP),
-                        # Qdrant never calls the Kubernetes API (its peers are found through the headless Service).
-                        "automountServiceAccountToken": False,
-                        "containers": [
-                            {
-                                "name": APP,
-                                "image": QDRANT_IMAGE,
-                                "command": command,
-                                "env": env,
-                                "ports": [{"name": n, "containerPort": p} for n, p in ports],
-                                "resources": resources,
-                                "readinessProbe": probe,
-                                "livenessProbe": {
-                                    "httpGet": {"path": "/livez", "port": HTTP_PORT},
-                                    "periodSeconds": 20,
-                                },
-                                "securityContext": kube.container_security(read_only_root=False),
-                                "volumeMounts": [{"name": "storage", "mountPath": "/qdrant/storage"}],
-                            }
-                        ],
-                        "topologySpreadConstraints": [
-                            {
-                                "maxSkew": 1,
-                                "topologyKey": "topology.kubernetes.io/zone",
-                                "whenUnsatisfiable": "DoNotSchedule",
-                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": APP}},
-                            }
-                        ],
-                    },
-                },
-                "volumeClaimTemplates": [
-                    {
-                        "metadata": {"name": "storage"},
-                        "spec": {
-                            "accessModes": ["ReadWriteOnce"],
-                            "storageClassName": STORAGE_CLASS,
-                            "resources": {"requests": {"storage": f"{VOLUME_GIB.get(args.environment, 100)}Gi"}},
-                        },
-                    }
-                ],
-            },
+            namespace=namespace,
+            app=APP,
+            labels=labels,
+            replicas=replicas,
+            pod=pod,
+            volume="storage",
+            storage_class=STORAGE_CLASS,
+            storage_gib=VOLUME_GIB.get(args.environment, 100),
+            pod_management="OrderedReady",
+            annotations={"prometheus.io/scrape": "true", "prometheus.io/port": str(HTTP_PORT)},
             opts=self.opts(),
         )
         kube.pdb(self.child("pdb"), namespace=namespace, app=APP, opts=self.opts())

@@ -96,7 +96,6 @@ _THIRD_PARTY_IMAGES = [
     "llm-data/clickhouse-backup",
     "monitoring/otel-collector",
 ]
-_FINOPS = ["llm-data/clickhouse", "llm-data/clickhouse-backup", "llm-data/finops-consumer"]
 _SERVING = ["llm-gateway/ai-gateway", "llm-gateway/model-gateway", "llm-batch/batch-workers"]
 _PREFETCH_HOLDER = (
     "the warm-pool prefetch holder serves nothing: it sleeps so that the DaemonSet's pod, whose init container "
@@ -107,14 +106,6 @@ _NOT_YET = "not yet in the spec or the components; "
 
 CHECKOV: dict[str, list[dict[str, Any]]] = {
     # Kubernetes.
-    "CKV_K8S_38": [
-        {
-            "resources": _FINOPS,
-            "reason": _NOT_YET + "the FinOps plane (ClickHouse, its backup and the metering consumer) landed in the "
-            "same merge as this scan; none of the three calls the Kubernetes API (IRSA's token is its own projected "
-            "volume), so automountServiceAccountToken: false is the fix",
-        }
-    ],
     "CKV_K8S_43": [
         {
             "resources": _THIRD_PARTY_IMAGES,
@@ -131,14 +122,7 @@ CHECKOV: dict[str, list[dict[str, Any]]] = {
             "(a ~10 GB vLLM image) depend on Docker Hub's and ECR Public's availability and rate limits",
         }
     ],
-    "CKV_K8S_8": [
-        {"resources": ["llm-serving/vllm-*-prefetch"], "reason": _PREFETCH_HOLDER},
-        {
-            "resources": ["llm-data/finops-consumer"],
-            "reason": _NOT_YET + "the metering consumer has a readiness probe; a liveness probe on its metrics port "
-            "is the fix (a stuck consumer shows meanwhile as lag, which is alerted on)",
-        },
-    ],
+    "CKV_K8S_8": [{"resources": ["llm-serving/vllm-*-prefetch"], "reason": _PREFETCH_HOLDER}],
     "CKV_K8S_9": [{"resources": ["llm-serving/vllm-*-prefetch"], "reason": _PREFETCH_HOLDER}],
     "CKV_K8S_40": [
         {
@@ -164,12 +148,6 @@ CHECKOV: dict[str, list[dict[str, Any]]] = {
             "reason": "the serving processes read their configuration from the environment (tokenplane.runtime_env): "
             "the Redis URL with its auth token and the Kafka bootstrap come from the component's -connections "
             "Secret; tenant and provider keys are aws-sm:// references read through IRSA, not environment values",
-        },
-        {
-            "resources": _FINOPS,
-            "reason": _NOT_YET + "the ledger's password reaches ClickHouse's official image, its backup and the "
-            "metering consumer as an environment variable from the Secret mirrored out of Secrets Manager (the image "
-            "reads CLICKHOUSE_PASSWORD); a mounted file read by each is the fix",
         },
     ],
     # AWS.

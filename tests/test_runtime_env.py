@@ -109,3 +109,22 @@ def test_a_listed_topic_replaces_only_its_purposes_default() -> None:
 def test_the_every_purpose_check_fires_on_queues_built_without_the_defaults() -> None:
     # The latent bug, put back: queues that skip validation list no topics, and purposes go missing.
     assert set(TopicPurpose) - set(Queues.model_construct(topics=[]).topic_names()) == set(TopicPurpose)
+
+
+def test_the_ledger_password_comes_from_its_file_before_the_variable(tmp_path: Path) -> None:
+    secret = tmp_path / "password"
+    secret.write_text("s3cret\n", encoding="utf-8")  # a hand-written file's newline is not part of it
+    env = RuntimeEnv.parse({Var.CLICKHOUSE_PASSWORD_FILE: str(secret), Var.CLICKHOUSE_PASSWORD: "from-env"})
+    assert env.ledger_password() == "s3cret"
+    assert RuntimeEnv.parse({Var.CLICKHOUSE_PASSWORD: "from-env"}).ledger_password() == "from-env"
+    assert RuntimeEnv.parse({}).ledger_password() is None
+
+
+@pytest.mark.parametrize("content", [None, ""], ids=["missing", "empty"])
+def test_an_unusable_ledger_password_file_names_the_variable_and_the_fix(tmp_path: Path, content: str | None) -> None:
+    secret = tmp_path / "password"
+    if content is not None:
+        secret.write_text(content, encoding="utf-8")
+    env = RuntimeEnv.parse({Var.CLICKHOUSE_PASSWORD_FILE: str(secret)})
+    with pytest.raises(ConfigError, match=f"CLICKHOUSE_PASSWORD_FILE={secret}"):
+        env.ledger_password()

@@ -55,6 +55,9 @@ class Var(StrEnum):
     OTEL_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
     FINOPS_STORE = "TOKENPLANE_FINOPS_STORE"  # the FinOps ledger: a ClickHouse URL, or a chDB directory (one machine)
     CLICKHOUSE_PASSWORD = "CLICKHOUSE_PASSWORD"  # the ledger's password, from its Secrets Manager secret
+    # The same password in a file: the credentials Secret mounted as a volume (components/metering.py), so
+    # that the pod spec carries no secret as an environment value. It wins over CLICKHOUSE_PASSWORD.
+    CLICKHOUSE_PASSWORD_FILE = "CLICKHOUSE_PASSWORD_FILE"
     PROMETHEUS_URL = (
         "TOKENPLANE_PROMETHEUS_URL"  # where the metering consumer reads replica counts (kube-state-metrics)
     )
@@ -158,6 +161,7 @@ class RuntimeEnv(BaseModel):
     otel_endpoint: str | None = Field(default=None, alias=Var.OTEL_ENDPOINT)
     finops_store: str | None = Field(default=None, alias=Var.FINOPS_STORE)
     clickhouse_password: str | None = Field(default=None, alias=Var.CLICKHOUSE_PASSWORD, repr=False)
+    clickhouse_password_file: Path | None = Field(default=None, alias=Var.CLICKHOUSE_PASSWORD_FILE)
     prometheus_url: str | None = Field(default=None, alias=Var.PROMETHEUS_URL)
     aws_region: str | None = Field(default=None, alias=Var.AWS_REGION)
     aws_default_region: str | None = Field(default=None, alias=Var.AWS_DEFAULT_REGION)
@@ -189,6 +193,29 @@ class RuntimeEnv(BaseModel):
     def s3_endpoint(self) -> str | None:
         """An S3 stand-in's endpoint, as the AWS SDK picks it: ``AWS_ENDPOINT_URL_S3``, else ``AWS_ENDPOINT_URL``."""
         return self.aws_endpoint_url_s3 or self.aws_endpoint_url
+
+    def ledger_password(self) -> str | None:
+        """The ledger's password: the file ``CLICKHOUSE_PASSWORD_FILE`` names, else ``CLICKHOUSE_PASSWORD``.
+
+        Raises:
+            ConfigError: the file is named but cannot be read, or is empty.
+        """
+        path = self.clickhouse_password_file
+        if path is None:
+            return self.clickhouse_password
+        try:
+            # A Secret's file has no trailing newline, but one written by hand often does.
+            password = path.read_text(encoding="utf-8").rstrip("\r\n")
+        except OSError as e:
+            raise ConfigError(
+                f"{Var.CLICKHOUSE_PASSWORD_FILE.value}={path} could not be read ({e.strerror}); "
+                "mount the ledger's credentials Secret there, or unset it and set CLICKHOUSE_PASSWORD"
+            ) from e
+        if not password:
+            raise ConfigError(
+                f"{Var.CLICKHOUSE_PASSWORD_FILE.value}={path} is empty; it must hold the ledger's password"
+            )
+        return password
 
     def required(self, var: Var, hint: str) -> str:
         """The value of ``var``, which this process cannot run without; ``hint`` says what it should hold."""

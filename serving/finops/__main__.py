@@ -1,9 +1,9 @@
 """``python -m tokenplane.serving.finops``: the metering consumer, configured from the environment the components set.
 
 ``TOKENPLANE_CONFIG`` (the spec), ``TOKENPLANE_REGION``, ``KAFKA_BOOTSTRAP_SERVERS`` (with
-``KAFKA_SASL_MECHANISM`` on MSK), ``TOKENPLANE_FINOPS_STORE`` (a ClickHouse URL, with ``CLICKHOUSE_PASSWORD``
-from its secret; or a chDB directory on one machine) and where replica counts come from
-(``TOKENPLANE_PROMETHEUS_URL`` in the cluster, else the ``POOL_URL_<POOL>`` lists). ``/metrics`` (the lag:
+``KAFKA_SASL_MECHANISM`` on MSK), ``TOKENPLANE_FINOPS_STORE`` (a ClickHouse URL, with its password in the
+file ``CLICKHOUSE_PASSWORD_FILE`` names, or in ``CLICKHOUSE_PASSWORD``; or a chDB directory on one machine) and
+where replica counts come from (``TOKENPLANE_PROMETHEUS_URL`` in the cluster, else the ``POOL_URL_<POOL>`` lists). ``/metrics`` (the lag:
 KEDA scales on it) is served on ``--port``; with a chDB ledger, the same port answers ClickHouse's HTTP SQL.
 """
 
@@ -40,7 +40,7 @@ async def run(environ: Mapping[str, str], *, host: str, port: int) -> None:
     bootstrap = env.required(Var.KAFKA_BOOTSTRAP_SERVERS, "the metering topics' brokers (host:port,...)")
     where = env.required(Var.FINOPS_STORE, "the ledger: a ClickHouse URL, or a chDB directory")
     local = not where.startswith(("http://", "https://"))
-    store = SerializedStore(open_store(where, password=env.clickhouse_password))
+    store = SerializedStore(open_store(where, password=env.ledger_password()))
     pools = [p.pool for p in spec.region(region).pools]
     prometheus = env.prometheus_url
     source: ReplicaSource = PrometheusReplicas(prometheus, pools) if prometheus else PoolUrlReplicas(pools, environ)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from tests.components.conftest import k8s_objects, named, of_type, rendered, spec
+from tokenplane.components.clickhouse import CREDENTIALS_DIR, CREDENTIALS_SECRET
 from tokenplane.components.finops_dashboard import PANELS
 from tokenplane.proof.render import RenderResult
+from tokenplane.runtime_env import Var
 from tokenplane.serving.finops.store import migrations, statements
 from tokenplane.spec import TopicPurpose
 
@@ -85,3 +88,46 @@ def test_finops_enabled_switches_the_plane(enabled: bool) -> None:
     )
     found = [o for o in k8s_objects(result, "StatefulSet") if o["metadata"]["name"] == "clickhouse"]
     assert bool(found) is enabled
+
+
+def _finops_pods(graph: RenderResult, region: str) -> dict[str, dict[str, Any]]:
+    """The FinOps plane's pod specs in ``region``: the ledger, its backup and the consumer."""
+    ledger = named(k8s_objects(graph, "StatefulSet", region), "clickhouse")
+    backup = named(k8s_objects(graph, "CronJob", region), "clickhouse-backup")
+    consumer = named(k8s_objects(graph, "Deployment", region), "finops-consumer")
+    return {
+        "clickhouse": ledger["spec"]["template"]["spec"],
+        "clickhouse-backup": backup["spec"]["jobTemplate"]["spec"]["template"]["spec"],
+        "finops-consumer": consumer["spec"]["template"]["spec"],
+    }
+
+
+def test_no_finops_pod_mounts_a_service_account_token(byteion: RenderResult) -> None:
+    # None of them calls the Kubernetes API; IRSA's AWS token is a projected volume of its own.
+    for name, pod in _finops_pods(byteion, spec("byteion").regions[0].name).items():
+        assert pod.get("automountServiceAccountToken") is False, name
+
+
+def test_the_ledger_credentials_reach_every_reader_as_files_not_environment_values(byteion: RenderResult) -> None:
+    for name, pod in _finops_pods(byteion, spec("byteion").regions[0].name).items():
+        [container] = pod["containers"]
+        from_secrets = [e["name"] for e in container.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})]
+        assert from_secrets == [] and "envFrom" not in container, (name, from_secrets, container.get("envFrom"))
+        [volume] = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == CREDENTIALS_SECRET]
+        mount = next(m for m in container["volumeMounts"] if m["name"] == volume["name"])
+        assert mount["mountPath"] == CREDENTIALS_DIR and mount.get("readOnly") is True, name
+        # Readable by the group only, and the pod's fsGroup puts the files in its user's group.
+        assert volume["secret"]["defaultMode"] == 0o440
+        assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsUser"], name
+
+
+def test_the_consumer_reads_its_password_from_the_mounted_file(byteion: RenderResult) -> None:
+    pod = _finops_pods(byteion, spec("byteion").regions[0].name)["finops-consumer"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env[Var.CLICKHOUSE_PASSWORD_FILE.value] == f"{CREDENTIALS_DIR}/password"
+    assert Var.CLICKHOUSE_PASSWORD.value not in env
+
+
+def test_the_consumer_has_a_liveness_probe_on_its_metrics(byteion: RenderResult) -> None:
+    [container] = _finops_pods(byteion, spec("byteion").regions[0].name)["finops-consumer"]["containers"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/metrics", container.get("livenessProbe")

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.paths import REPO_ROOT
+from tests.policies import comparison
 from tests.policies.fixtures import editing, kind_of, rendered
 from tokenplane.commands.check_report import to_json, to_junit
 from tokenplane.commands.cli import app
@@ -152,30 +153,11 @@ def test_one_sarif_file_carries_both_opinions_on_the_insecure_pod(tmp_path: Path
     assert all(r["ruleId"].startswith("checkov:CKV") for r in runs["checkov"]["results"])
 
 
-# The README's AWSGuard table: what the pack misses and checkov catches, each planted in a program.
-OUTSIDE_A_VPC = """
-import pulumi_aws as aws
-
-aws.opensearch.Domain("search", engine_version="OpenSearch_2.11", cluster_config={"instance_type": "t3.small.search"})
-aws.redshift.Cluster(
-    "dw", cluster_identifier="dw", node_type="ra3.xlplus", master_username="admin",
-    manage_master_password=True, publicly_accessible=True,
-)
-"""
-README_CLAIMS = {"search": "checkov:CKV_AWS_137", "dw": "checkov:CKV_AWS_87"}
-
-
+# The README's comparison with AWSGuard and the Pod Security Standards: each claimed rule's planted defect
+# checked by the pack and by checkov (tests/policies/comparison.py). No claim outlives its run.
 @pytest.mark.slow
 @needs_checkov
-def test_the_readme_awsguard_gaps_hold_the_pack_misses_them_and_checkov_flags_them(tmp_path: Path) -> None:
-    (tmp_path / "Pulumi.yaml").write_text("name: outside-a-vpc\nruntime: python\n")
-    (tmp_path / "__main__.py").write_text(OUTSIDE_A_VPC)
-    verdict = check_program(tmp_path, with_checkov=True)
-    flagged: dict[str, set[str]] = {}
-    for outcome in verdict.result.outcomes:
-        for v in outcome.violations:
-            flagged.setdefault((v.urn or "").rsplit("::", 1)[-1], set()).add(outcome.name)
-    for resource, check in README_CLAIMS.items():
-        assert check in flagged.get(resource, set()), (resource, flagged)
-        # If the pack learns to see it, the README's "not in the pack" must change with this test.
-        assert {n for n in flagged.get(resource, set()) if not n.startswith("checkov:")} == set(), resource
+@pytest.mark.parametrize("name", sorted(comparison.TABLES))
+def test_the_readme_comparison_table_is_what_the_runs_give(name: str) -> None:
+    readme = comparison.in_readme((ROOT / "README.md").read_text(encoding="utf-8"), name)
+    assert readme == comparison.table(name), "the README's table is stale: run scripts/policy_comparison.py"
