@@ -143,6 +143,17 @@ class PoolTiming:
     # The OpenAI server's share of every response (tokenization, the first scheduling step, detokenization,
     # the first chunk): each byte reaches the client this much after the engine's iteration produced it.
     ttft_floor_s: float = 0.0
+    # vLLM's KV block, in tokens: every sequence holds a part-filled last block (half of one on average).
+    block_size: int = cap.BLOCK_SIZE
+    # vLLM's ``--scheduling-policy priority`` (rendered for pools that serve several levels): a full KV cache
+    # preempts the running sequence of the lowest level, latest arrival, and a preempted sequence waits again
+    # in its own level's place. Under FCFS the newest admitted one is preempted and waits first in line.
+    priority_scheduling: bool = False
+
+    @property
+    def waste_tokens(self) -> float:
+        """The KV tokens a sequence's last block leaves empty, on average."""
+        return (self.block_size - 1) / 2
 
     @classmethod
     def build(
@@ -153,6 +164,8 @@ class PoolTiming:
         token_budget: int,
         kv_tokens: float,
         encoder: bool = False,
+        block_size: int = cap.BLOCK_SIZE,
+        priority_scheduling: bool = False,
     ) -> PoolTiming:
         terms = [cap.decode_step_terms(model, b) for b in range(max_num_seqs + 1)]
         return cls(
@@ -167,6 +180,8 @@ class PoolTiming:
             prefill=cap.prefill_cost(model),
             encoder=encoder,
             ttft_floor_s=model.efficiency.ttft_floor_s,
+            block_size=block_size,
+            priority_scheduling=priority_scheduling,
         )
 
     def decode_seconds(self, batch: int, context: float) -> float:
@@ -174,14 +189,24 @@ class PoolTiming:
         return step * self.speculation
 
 
-def timing(spec: PlatformSpec, pool: Pool, *, kv_blocks: int | None = None) -> PoolTiming:
-    """The pool's iteration costs; ``kv_blocks`` overrides the KV cache vLLM's accounting gives a replica."""
+def timing(
+    spec: PlatformSpec,
+    pool: Pool,
+    *,
+    kv_blocks: int | None = None,
+    block_size: int = cap.BLOCK_SIZE,
+    priority_scheduling: bool = False,
+) -> PoolTiming:
+    """The pool's iteration costs; ``kv_blocks`` (of ``block_size`` tokens) overrides the KV cache vLLM's
+    accounting gives a replica; ``priority_scheduling`` is whether its replicas run vLLM's priority policy."""
     encoder = spec.model(pool.model).resolved_architecture().kind is ModelKind.ENCODER
     blocks = memory(spec, pool).kv_blocks if kv_blocks is None else kv_blocks
     return PoolTiming.build(
         replica_model(spec, pool),
         max_num_seqs=pool.engine.max_num_seqs,
         token_budget=pool.engine.max_num_batched_tokens,
-        kv_tokens=math.inf if encoder else float(blocks * cap.BLOCK_SIZE),
+        kv_tokens=math.inf if encoder else float(blocks * (cap.BLOCK_SIZE if kv_blocks is None else block_size)),
         encoder=encoder,
+        block_size=block_size,
+        priority_scheduling=priority_scheduling,
     )
