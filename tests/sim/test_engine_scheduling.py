@@ -71,7 +71,8 @@ def test_a_preempted_low_sequence_waits_behind_a_waiting_high_one() -> None:
     spec = load_spec(DEV_SPEC)
     outcome = bench.predict(spec, spec.pool(bench.POOL), priority_scheduling=True)
     assert bench.high_after_waiting_low(outcome) == 0
-    assert sum(outcome.preempted[len(bench.LOW) :]) == 0
+    _, _, critical = bench.rows()
+    assert sum(outcome.preempted[i] for i in critical) == 0  # the victims are batch requests
 
 
 def test_a_larger_kv_block_wastes_more_of_the_cache() -> None:
@@ -86,9 +87,10 @@ def test_a_larger_kv_block_wastes_more_of_the_cache() -> None:
     assert run(fine, many).replicas[0].peak > run(coarse, many).replicas[0].peak
 
 
-# A consistent outcome: the eight lows' first tokens, then the four highs' (sent once every low had one).
-FIRST = [0.1 * i for i in range(1, 9)] + [1.0, 1.1, 1.2, 1.3]
-SENT = [0.0] * 8 + [0.9] * 4
+# A consistent outcome (``bench.rows()``): the first wave's first tokens, the late batch ones', then the
+# critical ones' (admitted with the first step).
+FIRST = [0.1 * i for i in range(2, 10)] + [1.0, 1.1, 1.2, 1.3] + [0.1] * 4
+SENT = [0.0] * 16
 
 
 @pytest.mark.parametrize(
@@ -111,7 +113,7 @@ def test_the_structure_check_fires_on_an_inverted_first_token_order() -> None:
 
 
 def test_the_structure_check_fires_when_a_waiting_low_request_goes_before_a_high_one() -> None:
-    """What FCFS does: a low request still waiting when a high one arrives gets its first token first."""
+    """What FCFS does: the late batch requests, sent before the critical ones, get their first tokens first."""
     model = bench.Outcome(max_running=6, preemptions=6, first=FIRST, sent=SENT)
-    fcfs = bench.Outcome(max_running=6, preemptions=6, first=[*FIRST[:7], 1.05, *FIRST[8:]], sent=SENT)
+    fcfs = bench.Outcome(max_running=6, preemptions=6, first=[*FIRST[:12], 1.4, 1.5, 1.6, 1.7], sent=SENT)
     assert any("priority" in f for f in bench.compare(model, fcfs)["failures"])
