@@ -51,6 +51,8 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("semantic_cache.py", ["--full"], ["--sizes", "10000", "--windows", "2"], 3600),  # 1M answers: ~15 min
     ("capacity_validation.py", [], [], 60),
     ("finops_bench.py", [], ["--events", "50000", "--runs", "2"], 900),
+    # Needs tokenplane[cpu-engine] (vLLM's CPU build) in the running Python; fails, and says so, without it.
+    ("scheduler_structure.py", [], [], 1200),
 )
 
 
@@ -415,6 +417,13 @@ def finops_section(r: dict[str, Any]) -> list[str]:
     return lines(r)
 
 
+def scheduler_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.scheduler_structure import lines
+
+    return lines(r)
+
+
 def semantic_cache_section(r: dict[str, Any]) -> list[str]:
     rows = [
         [
@@ -467,6 +476,7 @@ SECTIONS = {
         "The FinOps plane: the metering consumer and a day's chargeback (finops_bench.py)",
         finops_section,
     ),
+    "scheduler_structure.py": ("The scheduler against vLLM's, in counts (scheduler_structure.py)", scheduler_section),
 }
 
 

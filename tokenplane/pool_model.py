@@ -12,6 +12,7 @@ It imports only the vocabulary (spec, catalog) and the capacity model.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +146,17 @@ class PoolTiming:
     # The OpenAI server's share of every response (tokenization, the first scheduling step, detokenization,
     # the first chunk): each byte reaches the client this much after the engine's iteration produced it.
     ttft_floor_s: float = 0.0
+    # vLLM's KV block, in tokens: every sequence holds a part-filled last block (half of one on average).
+    block_size: int = cap.BLOCK_SIZE
+    # vLLM's ``--scheduling-policy priority`` (rendered for pools that serve several levels): a full KV cache
+    # preempts the running sequence of the lowest level, latest arrival, and a preempted sequence waits again
+    # in its own level's place. Under FCFS the newest admitted one is preempted and waits first in line.
+    priority_scheduling: bool = False
+
+    @property
+    def waste_tokens(self) -> float:
+        """The KV tokens a sequence's last block leaves empty, on average."""
+        return (self.block_size - 1) / 2
 
     @classmethod
     def build(
@@ -155,6 +167,8 @@ class PoolTiming:
         token_budget: int,
         kv_tokens: float,
         encoder: bool = False,
+        block_size: int = cap.BLOCK_SIZE,
+        priority_scheduling: bool = False,
     ) -> PoolTiming:
         terms = [cap.decode_step_terms(model, b) for b in range(max_num_seqs + 1)]
         return cls(
@@ -169,6 +183,8 @@ class PoolTiming:
             prefill=cap.prefill_cost(model),
             encoder=encoder,
             ttft_floor_s=model.efficiency.ttft_floor_s,
+            block_size=block_size,
+            priority_scheduling=priority_scheduling,
         )
 
     @classmethod
@@ -215,15 +231,33 @@ class PoolTiming:
         return step * self.speculation
 
 
-def timing(spec: PlatformSpec, pool: Pool, *, kv_blocks: int | None = None) -> PoolTiming:
-    """The pool's iteration costs; ``kv_blocks`` overrides the KV cache vLLM's accounting gives a replica."""
+def timing(
+    spec: PlatformSpec,
+    pool: Pool,
+    *,
+    kv_blocks: int | None = None,
+    block_size: int = cap.BLOCK_SIZE,
+    priority_scheduling: bool = False,
+) -> PoolTiming:
+    """The pool's iteration costs; ``kv_blocks`` (of ``block_size`` tokens) overrides the KV cache vLLM's
+    accounting gives a replica; ``priority_scheduling`` is whether its replicas run vLLM's priority policy."""
     encoder = spec.model(pool.model).resolved_architecture().kind is ModelKind.ENCODER
     blocks = memory(spec, pool).kv_blocks if kv_blocks is None else kv_blocks
     seqs, budget = pool.engine.max_num_seqs, pool.engine.max_num_batched_tokens
-    kv_tokens = math.inf if encoder else float(blocks * cap.BLOCK_SIZE)
-    model = replica_model(spec, pool)
+    kv_tokens = math.inf if encoder else float(blocks * (cap.BLOCK_SIZE if kv_blocks is None else block_size))
     if pool.calibration is not None:
         # The loader checked the file against the pool and made its path absolute.
         host = fit(read_calibration(Path(pool.calibration)))
-        return PoolTiming.calibrated(host, max_num_seqs=seqs, token_budget=budget, kv_tokens=kv_tokens, encoder=encoder)
-    return PoolTiming.build(model, max_num_seqs=seqs, token_budget=budget, kv_tokens=kv_tokens, encoder=encoder)
+        calibrated = PoolTiming.calibrated(
+            host, max_num_seqs=seqs, token_budget=budget, kv_tokens=kv_tokens, encoder=encoder
+        )
+        return dataclasses.replace(calibrated, block_size=block_size, priority_scheduling=priority_scheduling)
+    return PoolTiming.build(
+        replica_model(spec, pool),
+        max_num_seqs=seqs,
+        token_budget=budget,
+        kv_tokens=kv_tokens,
+        encoder=encoder,
+        block_size=block_size,
+        priority_scheduling=priority_scheduling,
+    )

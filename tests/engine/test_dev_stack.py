@@ -229,3 +229,50 @@ def test_a_streamed_response_ends_with_the_engines_usage_once(stack: Stack) -> N
     assert len(final) == 1 and final[0].usage is not None
     assert final[0].usage.input_tokens == after[0] - before[0]
     assert final[0].usage.output_tokens == after[1] - before[1]
+
+
+LEDGER_WAIT_S = 120.0  # the metering consumer's batches on a busy 2-core machine
+
+
+def ledger_rows(stack: Stack, request_id: str) -> list[dict[str, Any]]:
+    """The FinOps ledger's usage rows for one request (every stored copy: no FINAL, no dedup)."""
+    from tokenplane.serving.finops.store import HttpStore
+
+    port = stack.record()["services"]["finops"]["port"]
+    return HttpStore(f"http://127.0.0.1:{port}").rows(
+        f"SELECT request_id, prompt_tokens, completion_tokens FROM usage_events WHERE request_id = '{request_id}'"
+    )
+
+
+def test_a_stream_the_client_cuts_is_metered_exactly_once(stack: Stack) -> None:
+    """Issue 26 item 4 on the real engine: a streamed chat closed after its first chunks is stored once.
+
+    The client drops the connection through the AI gateway and the model gateway while the real engine is
+    still producing; the gateway must meter what it served once, neither losing nor doubling the event.
+    """
+    if "finops" not in stack.record()["services"]:
+        pytest.fail("the dev stack has no metering consumer (tokenplane.serving.finops needs chdb): nothing to read")
+    record = stack.record()
+    body = {
+        "model": "small",
+        "messages": [{"role": "user", "content": "write a long story about the scheduler"}],
+        "max_tokens": 400,
+        "stream": True,
+    }
+    headers = {"authorization": f"Bearer {record['tenants']['demo']}"}
+    chunks = 0
+    with stack.http.stream("POST", f"{record['base_url']}/chat/completions", json=body, headers=headers) as response:
+        assert response.status_code == 200, response.read()
+        request_id = response.headers["x-request-id"]
+        for line in response.iter_lines():
+            if line.startswith("data:"):
+                chunks += 1
+            if chunks >= 3:
+                break  # leaving the block closes the connection mid-stream
+    deadline = time.monotonic() + LEDGER_WAIT_S
+    rows = ledger_rows(stack, request_id)
+    while not rows and time.monotonic() < deadline:
+        time.sleep(1)
+        rows = ledger_rows(stack, request_id)
+    assert len(rows) == 1, f"{request_id}: {rows}"
+    assert 0 < int(rows[0]["completion_tokens"]) < 400  # cut: what was served, not the whole request

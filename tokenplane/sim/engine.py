@@ -157,6 +157,7 @@ class Replica:
         "order",
         "partial",
         "partial_done",
+        "peak",
         "pool",
         "pos",
         "ready",
@@ -180,6 +181,7 @@ class Replica:
         self.partial = -1  # the request whose prompt is part-way through prefill
         self.partial_done = 0
         self.blocked = False  # the next waiting request needs a finish first
+        self.peak = 0  # the most sequences it has had decoding at once
 
     @property
     def waiting(self) -> int:
@@ -226,7 +228,9 @@ class Engine:
         for s in slots.tolist():
             r = self.replicas[s]
             kv = self.pools[r.pool].kv_tokens
-            usage.append((r.context + r.reserved + r.batch * WASTE_TOKENS) / kv if math.isfinite(kv) else 0.0)
+            usage.append(
+                (r.context + r.reserved + r.batch * self.pools[r.pool].waste_tokens) / kv if math.isfinite(kv) else 0.0
+            )
         return np.array(usage, dtype=np.float64)
 
     def add_requests(self, more: RequestState, arrival: F64) -> int:
@@ -394,6 +398,7 @@ class Engine:
         mem, comp, kv_s, overhead, spec = p.memory_s, p.compute_s, p.kv_s_per_token, p.overhead_s, p.speculation
         per_token, per_pair, floor = p.prefill.per_token_s, p.prefill.per_pair_s, p.ttft_floor_s
         kv_cap, max_seqs, token_budget, max_wait = p.kv_tokens, p.max_num_seqs, p.token_budget, req.max_wait
+        waste, by_priority, peak = p.waste_tokens, p.priority_scheduling, rep.peak
         counters = self.counters[rep.pool]
         ttfts = counters.ttfts
         clock, it, batch, context, reserved = rep.clock, rep.iteration, rep.batch, rep.context, rep.reserved
@@ -416,7 +421,7 @@ class Engine:
                 seconds = (max(mem[batch] + kv_s * context, comp[batch]) + overhead) * spec if batch else overhead
                 budget = token_budget - batch
                 slots = max_seqs - batch
-                free = kv_cap - context - reserved - batch * (WASTE_TOKENS + 1)
+                free = kv_cap - context - reserved - batch * (waste + 1)
                 prefilled: list[int] = []
                 if partial >= 0:
                     rid = partial
@@ -442,7 +447,7 @@ class Engine:
                     if budget <= 0 or slots <= 0:
                         blocked = slots <= 0 and batch > 0  # a spent budget frees itself next iteration
                         break
-                    need = ctx[rid] + 1 + WASTE_TOKENS
+                    need = ctx[rid] + 1 + waste
                     if need > kv_cap:  # longer than the whole KV cache: it can never run here
                         heappop(ready)
                         shed[rid] = SHED_TOO_LONG
@@ -489,6 +494,7 @@ class Engine:
                     live[rid] = True
                     heappush(heap, (it + n - 1, rid))
                     order.append(rid)
+                peak = batch if batch > peak else peak
                 iterations += 1
             elif batch:
                 # Jump over the decode iterations before the next event.
@@ -496,15 +502,15 @@ class Engine:
                 jump = min(heap[0][0] - it, math.ceil((t_end - clock) / step))
                 if not blocked and next_arrival < t_end:
                     jump = min(jump, math.ceil((next_arrival - clock) / step))
-                if context + reserved + batch * (jump + WASTE_TOKENS) <= kv_cap:
+                if context + reserved + batch * (jump + waste) <= kv_cap:
                     room = jump  # the KV cache holds every token of the jump
                 else:
-                    room = math.floor((kv_cap - context - reserved - batch * WASTE_TOKENS) / batch)
+                    room = math.floor((kv_cap - context - reserved - batch * waste) / batch)
                 if room < jump:
                     if room < 1:
                         # The next tokens do not fit: recompute the newest sequences later.
-                        while order and kv_cap - context - reserved - batch * (WASTE_TOKENS + 1) < 0:
-                            rid = order.pop()
+                        while order and kv_cap - context - reserved - batch * (waste + 1) < 0:
+                            rid = _victim(order, live, level_of, arrival) if by_priority else order.pop()
                             if not live[rid]:
                                 continue
                             live[rid] = False
@@ -516,7 +522,8 @@ class Engine:
                             cached[rid] = 0
                             tokens[rid] -= made
                             preemptions[rid] += 1
-                            heappush(ready, (-1, arrival[rid], rid))
+                            # Priority: back in its level's place (vLLM's heap); FCFS: first in line.
+                            heappush(ready, (level_of[rid] if by_priority else -1, arrival[rid], rid))
                             left -= 1
                             left_arrivals -= arrival[rid]
                         while heap and (not live[heap[0][1]] or finish_at[heap[0][1]] != heap[0][0]):
@@ -550,9 +557,21 @@ class Engine:
             if len(order) > 2 * batch + ORDER_SLACK:
                 order[:] = [rid for rid in order if live[rid]]
         rep.clock, rep.iteration, rep.batch, rep.context, rep.reserved = clock, it, batch, context, reserved
+        rep.peak = peak
         rep.pos, rep.partial, rep.partial_done, rep.blocked = pos, partial, partial_done, blocked
         counters.admitted += admitted_n
         counters.admitted_wait_sum += wait_sum
         counters.waiting -= left
         counters.waiting_arrival_sum -= left_arrivals
         self.iterations += int(iterations)
+
+
+def _victim(order: list[int], live: list[bool], level: list[int], arrival: list[float]) -> int:
+    """The sequence vLLM's priority scheduler preempts, taken out of ``order``: the lowest level's latest arrival.
+
+    ``order`` also holds finished sequences until it is compacted; with no live one left, the last is taken.
+    """
+    alive = [i for i, rid in enumerate(order) if live[rid]]
+    if not alive:
+        return order.pop()
+    return order.pop(max(alive, key=lambda i: (level[order[i]], arrival[order[i]])))
