@@ -14,7 +14,7 @@ from tokenplane.commands.cli import app
 from tokenplane.errors import Issue
 from tokenplane.model import capacity as cap
 from tokenplane.model.planner import plan
-from tokenplane.model.sizing import PINNED_VLLM, SizeRequest, size_replica
+from tokenplane.model.sizing import IMAGE_VLLM, PINNED_VLLM, SizeRequest, size_replica
 from tokenplane.model.vllm_memory import (
     DEFAULT_OVERHEADS,
     moe_workspace_bytes,
@@ -64,11 +64,20 @@ def test_plan_warns_for_a_release_outside_the_memory_model(
 def test_plan_warns_when_a_pool_is_sized_for_another_release_than_the_image_it_gets(
     load_data: Callable[[SpecData], PlatformSpec], dev_data: SpecData
 ) -> None:
-    other = "0.32.0" if PINNED_VLLM != "0.32.0" else "0.19.0"
+    other = "0.19.0"  # a release the memory model covers, but not the image's
     mismatched = [w for w in plan(load_data(_with_release(dev_data, other))).warnings if "image" in w.message]
-    assert len(mismatched) == len(dev_data["pools"]) and PINNED_VLLM in mismatched[0].message
-    pinned = plan(load_data(_with_release(dev_data, PINNED_VLLM))).warnings
+    assert len(mismatched) == len(dev_data["pools"]) and f"runs vLLM {IMAGE_VLLM}" in mismatched[0].message
+    pinned = plan(load_data(_with_release(dev_data, IMAGE_VLLM))).warnings
     assert not [w for w in pinned if "vllm_version" in w.message]
+
+
+def test_plan_says_which_release_sizes_a_pool_that_names_none(
+    load_data: Callable[[SpecData], PlatformSpec], dev_data: SpecData
+) -> None:
+    notes = plan(load_data(dev_data)).notes
+    [note] = [n for n in notes if "memory accounting" in n]
+    assert f"vLLM {PINNED_VLLM}'s memory accounting" in note and f"the image runs vLLM {IMAGE_VLLM}" in note
+    assert not [n for n in plan(load_data(_with_release(dev_data, IMAGE_VLLM))).notes if "memory accounting" in n]
 
 
 def test_a_pool_on_a_release_that_subtracts_cuda_graphs_gets_that_much_less_kv(
