@@ -92,7 +92,8 @@ def _fits(graph: Graph, groups: list[NodeGroup], pods: list[tuple[KubeObject, in
             gpu_capacity += nodes * instance_type(instance).gpus
     cpu = sum(n * c for _, n, c, _ in pods)
     names = ", ".join(g.resource.name for g in groups)
-    largest = max(pods, key=lambda p: p[1] * p[2])
+    # Ties (the two gateways scale alike) go to the first name in order, so the report is the same every render.
+    largest = min(pods, key=lambda p: (-p[1] * p[2], p[0].namespace, p[0].name))
     if cpu > cpu_capacity:
         yield Finding(
             RULE,
