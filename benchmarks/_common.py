@@ -69,3 +69,18 @@ def pct(values: list[float], q: float) -> float:
     if len(values) < 20:
         return sorted(values)[min(len(values) - 1, int(q * len(values)))]
     return statistics.quantiles(values, n=1000)[int(q * 1000) - 1]
+
+
+def update_section(path: Path, title: str, section: list[str]) -> None:
+    """Replace (or append) the ``## title`` section of a Markdown file, leaving the others as they are."""
+    text = path.read_text(encoding="utf-8")
+    head = f"## {title}"
+    block = "\n".join([head, "", *section]).rstrip() + "\n"
+    if head in text:
+        before, rest = text.split(head, 1)
+        nxt = rest.find("\n## ")
+        after = rest[nxt + 1 :] if nxt >= 0 else ""
+        text = before + block + ("\n" + after if after else "")
+    else:
+        text = text.rstrip() + "\n\n" + block
+    path.write_text(text, encoding="utf-8")

@@ -22,6 +22,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._common import update_section  # noqa: E402
+
 TITLE = "The capacity model against public vLLM logs (capacity_validation.py)"
 
 
@@ -219,21 +224,6 @@ def lines(r: dict[str, Any]) -> list[str]:
     return out
 
 
-def update(path: Path, section: list[str]) -> None:
-    """Replace (or append) this section of a BENCHMARKS.md, leaving the others as run_all.py wrote them."""
-    text = path.read_text(encoding="utf-8")
-    head = f"## {TITLE}"
-    block = "\n".join([head, "", *section]).rstrip() + "\n"
-    if head in text:
-        before, rest = text.split(head, 1)
-        nxt = rest.find("\n## ")
-        after = rest[nxt + 1 :] if nxt >= 0 else ""
-        text = before + block + ("\n" + after if after else "")
-    else:
-        text = text.rstrip() + "\n\n" + block
-    path.write_text(text, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -245,7 +235,7 @@ def main() -> None:
     else:
         print("\n".join(lines(result)))
     if args.update:
-        update(args.update, lines(result))
+        update_section(args.update, TITLE, lines(result))
 
 
 if __name__ == "__main__":
