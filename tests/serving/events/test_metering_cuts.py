@@ -140,3 +140,41 @@ async def test_streams_cut_at_random_points_are_each_metered_exactly_once(slow_d
     missing = [i for i in ids if i not in events]
     duplicated = [i for i in ids if len(events.get(i, [])) > 1]
     assert (missing, duplicated) == ([], [])
+
+
+def responses_body() -> bytes:
+    return json.dumps(
+        {"model": "small", "input": PROMPT[0]["content"], "max_output_tokens": 60, "stream": True}
+    ).encode()
+
+
+async def cut_responses_stream(url: str, *, after_events: int) -> str:
+    """As ``cut_stream``, for ``POST /v1/responses``: close after ``after_events`` SSE data events (the
+    usage rides on the last one, ``response.completed``, so a cut before it is the case that matters)."""
+    async with (
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream("POST", url + "/v1/responses", headers=HEADERS, content=responses_body()) as r,
+    ):
+        assert r.status_code == 200
+        request_id = r.headers["x-request-id"]
+        seen = 0
+        if after_events == 0:
+            return request_id
+        async for line in r.aiter_lines():
+            if line.startswith("data: {"):
+                seen += 1
+                if seen >= after_events:
+                    return request_id  # leaving the block closes the connection mid-stream
+    return request_id
+
+
+async def test_responses_streams_cut_at_random_points_are_each_metered_exactly_once(slow_dev: Platform) -> None:
+    """Issue 29's cut target on the new endpoint; ``TOKENPLANE_CUTS`` as above (200 for the report)."""
+    cuts = int(os.environ.get("TOKENPLANE_CUTS", "30"))
+    rng = random.Random(2929)
+    ids = [await cut_responses_stream(slow_dev.url, after_events=rng.randrange(0, 16)) for _ in range(cuts)]
+    events = await usage_by_request(slow_dev, len(ids), timeout=60.0)
+    missing = [i for i in ids if i not in events]
+    duplicated = [i for i in ids if len(events.get(i, [])) > 1]
+    assert (missing, duplicated) == ([], [])
+    assert all(events[i][0]["endpoint"] == "/v1/responses" for i in ids)
