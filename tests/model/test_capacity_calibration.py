@@ -299,13 +299,14 @@ def test_staggered_arrivals_stretch_the_decode_by_the_prefills_between_steps() -
 
 def test_the_benchmark_section_rewrites_itself_in_place_and_keeps_the_others(tmp_path: Path) -> None:
     from benchmarks import capacity_validation as bench
+    from benchmarks._common import update_section
 
     path = tmp_path / "BENCHMARKS.md"
     path.write_text("# Benchmarks\n\n## Other (other.py)\n\nkept\n", encoding="utf-8")
     section = bench.lines(bench.run())
-    bench.update(path, section)
+    update_section(path, bench.TITLE, section)
     once = path.read_text(encoding="utf-8")
-    bench.update(path, section)
+    update_section(path, bench.TITLE, section)
     assert path.read_text(encoding="utf-8") == once
     assert "## Other (other.py)\n\nkept" in once and f"## {bench.TITLE}" in once
     assert "held-out validation: " in once
