@@ -73,7 +73,10 @@ class BatchWorkers(Component):
         namespace = args.namespace.name
         self.wait_for(*args.namespace.after())
         labels = app_labels(APP, "batch", **{LABEL_REGION: args.deps.region.name})
-        results = secure_bucket(self.child("results"), tags=args.deps.tags, opts=self.opts())
+        # Its lifecycle configuration below holds the abort rule with its own (S3 keeps one per bucket).
+        results = secure_bucket(
+            self.child("results"), tags=args.deps.tags, opts=self.opts(), abort_incomplete_uploads=False
+        )
         # Batch files are tenants' data: one a tenant deleted must not live on as an old version of a
         # versioned bucket, nor an upload cut short linger as invisible parts.
         aws.s3.BucketLifecycleConfiguration(

@@ -73,6 +73,11 @@ class Network(Component):
             tags={**tags, "Name": self.child("vpc")},
             opts=self.opts(),
         )
+        # Adopt the VPC's default security group and leave it without rules: nothing here uses it (every interface
+        # gets its own group), and an interface someone attaches to it by mistake then reaches nothing.
+        aws.ec2.DefaultSecurityGroup(
+            self.child("default-sg"), vpc_id=vpc.id, tags={**tags, "Name": self.child("default-sg")}, opts=self.opts()
+        )
         igw = aws.ec2.InternetGateway(self.child("igw"), vpc_id=vpc.id, tags=tags, opts=self.opts())
         public_rt = aws.ec2.RouteTable(
             self.child("public-rt"),

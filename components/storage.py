@@ -7,14 +7,20 @@ import json
 import pulumi
 import pulumi_aws as aws
 
+ABORT_INCOMPLETE_DAYS = 7  # longer than any publish of a model's weights takes
 
-def secure_bucket(logical: str, *, tags: dict[str, str], opts: pulumi.ResourceOptions) -> aws.s3.Bucket:
-    """A bucket with public access blocked, versioning on, and SSE-KMS with a bucket key."""
-    return versioned_bucket(logical, tags=tags, opts=opts)[0]
+
+def secure_bucket(
+    logical: str, *, tags: dict[str, str], opts: pulumi.ResourceOptions, abort_incomplete_uploads: bool = True
+) -> aws.s3.Bucket:
+    """A bucket with public access blocked, versioning on, SSE-KMS with a bucket key, and a lifecycle rule that
+    aborts multipart uploads left incomplete (``abort_incomplete_uploads=False`` where the caller writes the
+    bucket's one lifecycle configuration itself, with that rule in it)."""
+    return versioned_bucket(logical, tags=tags, opts=opts, abort_incomplete_uploads=abort_incomplete_uploads)[0]
 
 
 def versioned_bucket(
-    logical: str, *, tags: dict[str, str], opts: pulumi.ResourceOptions
+    logical: str, *, tags: dict[str, str], opts: pulumi.ResourceOptions, abort_incomplete_uploads: bool = True
 ) -> tuple[aws.s3.Bucket, aws.s3.BucketVersioning]:
     """``secure_bucket``, with its versioning resource: S3 refuses a replication configuration on a bucket whose
     versioning is not yet enabled, so replication must wait for it on a first run."""
@@ -47,6 +53,23 @@ def versioned_bucket(
         ],
         opts=opts,
     )
+    if abort_incomplete_uploads:
+        # A publish or upload cut short leaves parts that are invisible and billed until aborted. Nothing else
+        # expires: a registry keeps every model version for rollback and audit. S3 holds one lifecycle
+        # configuration per bucket, so a caller with rules of its own passes abort_incomplete_uploads=False.
+        aws.s3.BucketLifecycleConfiguration(
+            f"{logical}-lifecycle",
+            bucket=bucket.id,
+            rules=[
+                {
+                    "id": "abort-incomplete-uploads",
+                    "status": "Enabled",
+                    "filter": {},
+                    "abort_incomplete_multipart_upload": {"days_after_initiation": ABORT_INCOMPLETE_DAYS},
+                }
+            ],
+            opts=opts,
+        )
     return bucket, versioning
 
 

@@ -217,13 +217,6 @@ CHECKOV: dict[str, list[dict[str, Any]]] = {
             "region has nowhere to replicate to",
         },
     ],
-    "CKV2_AWS_61": [
-        {
-            "resources": _REGISTRY,
-            "reason": "the registry keeps every model version, immutable, for rollback and audit: nothing in it "
-            "expires (" + _NOT_YET + "a rule that aborts a failed publish's incomplete uploads)",
-        }
-    ],
     "CKV2_AWS_64": [
         {
             "resources": ["*-secrets-key", "*-kafka-key"],
@@ -251,13 +244,6 @@ CHECKOV: dict[str, list[dict[str, Any]]] = {
             "resources": ["*-network-vpc"],
             "reason": _NOT_YET + "flow logs need a destination, retention and a cost the spec's observability "
             "section does not yet carry; the security groups and NetworkPolicies bound the flows",
-        }
-    ],
-    "CKV2_AWS_12": [
-        {
-            "resources": ["*-network-vpc"],
-            "reason": "nothing the stack creates uses the VPC's default security group (every interface gets an "
-            "explicit one); " + _NOT_YET + "adopting it to strip its rules (aws.ec2.DefaultSecurityGroup)",
         }
     ],
     "CKV_AWS_80": [

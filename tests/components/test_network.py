@@ -104,3 +104,12 @@ def test_subnets_are_disjoint_and_inside_the_vpc(name: str, region: str) -> None
         assert block.subnet_of(network), f"{urn} ({block}) is outside {vpc.urn} ({network})"
         for other_urn, other in blocks[i + 1 :]:
             assert not block.overlaps(other), f"{urn} ({block}) overlaps {other_urn} ({other})"
+
+
+@pytest.mark.parametrize(("name", "region"), REGIONS)
+def test_each_vpcs_default_security_group_is_adopted_with_no_rules(name: str, region: str) -> None:
+    result = rendered(name)
+    [vpc] = of_type(result, VPC, region)
+    groups = [g for g in of_type(result, "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup", region)]
+    assert [g.inputs.get("vpcId") for g in groups] == [mock_id(vpc)], groups
+    assert not groups[0].inputs.get("ingress") and not groups[0].inputs.get("egress")
