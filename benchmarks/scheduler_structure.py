@@ -215,7 +215,8 @@ async def _measure(base_url: str, model: str) -> Outcome:
         async def level(rows: range, accepted: asyncio.Event) -> None:
             """One request per level: a batch of token-id prompts, which the server adds to the engine in order."""
             group = [everyone[i] for i in rows]
-            assert len({(a.output, a.priority) for a in group}) == 1, "a batch shares max_tokens and priority"
+            if len({(a.output, a.priority) for a in group}) != 1:  # not an assert: python -O would strip it
+                raise ValueError(f"requests {list(rows)} differ in max_tokens or priority; one batch shares both")
             body = {
                 "model": model,
                 "prompt": [prompts[i] for i in rows],
