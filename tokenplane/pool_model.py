@@ -20,7 +20,7 @@ from pathlib import Path
 from tokenplane.catalog import GPUS, InstanceType, default_instance, instance_type
 from tokenplane.model import capacity as cap
 from tokenplane.model.host_calibration import HostTiming, fit, read_calibration
-from tokenplane.model.sizing import PINNED_VLLM
+from tokenplane.model.sizing import IMAGE_VLLM
 from tokenplane.model.vllm_memory import overheads_for_version
 from tokenplane.spec import PlatformSpec, Pool, SpeculativeMethod
 from tokenplane.transformer import ModelKind
@@ -97,8 +97,8 @@ def speculation(spec: PlatformSpec, pool: Pool) -> cap.Speculation | None:
 
 
 def engine_release(pool: Pool) -> str:
-    """The vLLM release a pool runs: its ``engine.vllm_version``, else the one tokenplane pins."""
-    return pool.engine.vllm_version or PINNED_VLLM
+    """The vLLM release a pool runs, and whose memory accounting sizes it: ``engine.vllm_version``, else the image's."""
+    return pool.engine.vllm_version or IMAGE_VLLM
 
 
 def memory(spec: PlatformSpec, pool: Pool, *, tp: int | None = None, gpu_name: str | None = None) -> cap.MemoryPlan:

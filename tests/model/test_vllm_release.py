@@ -14,7 +14,7 @@ from tokenplane.commands.cli import app
 from tokenplane.errors import Issue
 from tokenplane.model import capacity as cap
 from tokenplane.model.planner import plan
-from tokenplane.model.sizing import IMAGE_VLLM, PINNED_VLLM, SizeRequest, size_replica
+from tokenplane.model.sizing import IMAGE_VLLM, LOGGED_VLLM, SizeRequest, size_replica
 from tokenplane.model.vllm_memory import (
     DEFAULT_OVERHEADS,
     moe_workspace_bytes,
@@ -34,11 +34,16 @@ def _with_release(data: SpecData, release: str | None) -> SpecData:
     return data
 
 
-def test_a_pool_without_a_release_runs_the_pinned_one(
+def test_a_pool_without_a_release_is_sized_as_the_image_it_runs(
     load_data: Callable[[SpecData], PlatformSpec], dev_data: SpecData
 ) -> None:
     spec = load_data(dev_data)
-    assert {engine_release(p) for p in spec.pools} == {PINNED_VLLM}
+    assert {engine_release(p) for p in spec.pools} == {IMAGE_VLLM}
+    # ... with that release's accounting: CUDA graphs inside the KV budget, as 0.32's gpu_worker.py takes them.
+    named = load_data(_with_release(dev_data, IMAGE_VLLM))
+    for unnamed_pool, named_pool in zip(spec.pools, named.pools, strict=True):
+        got = memory(spec, unnamed_pool)
+        assert got.cuda_graphs_in_budget and got == memory(named, named_pool)
 
 
 def test_a_release_that_is_not_a_version_is_refused_with_the_field_and_the_fix(
@@ -71,13 +76,21 @@ def test_plan_warns_when_a_pool_is_sized_for_another_release_than_the_image_it_g
     assert not [w for w in pinned if "vllm_version" in w.message]
 
 
-def test_plan_says_which_release_sizes_a_pool_that_names_none(
+def test_plan_no_longer_notes_an_accounting_other_than_the_images(
     load_data: Callable[[SpecData], PlatformSpec], dev_data: SpecData
 ) -> None:
-    notes = plan(load_data(dev_data)).notes
-    [note] = [n for n in notes if "memory accounting" in n]
-    assert f"vLLM {PINNED_VLLM}'s memory accounting" in note and f"the image runs vLLM {IMAGE_VLLM}" in note
-    assert not [n for n in plan(load_data(_with_release(dev_data, IMAGE_VLLM))).notes if "memory accounting" in n]
+    # Before: pools naming no release were sized with 0.19's accounting while the image ran 0.32, and a note said so.
+    assert not [n for n in plan(load_data(dev_data)).notes if "memory accounting" in n]
+
+
+def test_the_size_command_defaults_to_the_images_release() -> None:
+    # The CLI keeps the literal (it does not import the model at start); it must be the image's release.
+    args = ["size", "--model", "qwen2.5-7b", "--gpu", "H100", "--max-model-len", "8192", "--json"]
+    runner = CliRunner()
+    default, named = (runner.invoke(app, a) for a in (args, [*args, "--vllm-version", IMAGE_VLLM]))
+    assert default.exit_code == 0 and named.exit_code == 0, default.output
+    assert json.loads(default.output) == json.loads(named.output)
+    assert json.loads(default.output)["cuda_graphs_in_budget"] is True
 
 
 def test_a_pool_on_a_release_that_subtracts_cuda_graphs_gets_that_much_less_kv(
@@ -139,6 +152,6 @@ def test_size_takes_no_p2p_from_the_command_line() -> None:
 
 
 def test_the_covered_releases_include_the_pinned_one_and_0_32() -> None:
-    assert version_warning(PINNED_VLLM) is None
+    assert version_warning(LOGGED_VLLM) is None
     assert version_warning("0.32.0") is None
     assert version_warning("0.16.0") is not None and version_warning("0.33.0") is not None

@@ -206,9 +206,10 @@ def size(
     vllm_version: Annotated[
         str,
         typer.Option(
-            "--vllm-version", help="the vLLM release to account as (covered: 0.17-0.32; checked on logs: 0.17-0.19)"
+            "--vllm-version",
+            help="the vLLM release to account as (default: the image's, 0.32.0; covered: 0.17-0.32)",
         ),
-    ] = "0.19.0",
+    ] = "0.32.0",  # sizing.IMAGE_VLLM (not imported here: the CLI stays light); tests/model/test_vllm_release.py
     p2p: Annotated[
         bool,
         typer.Option(
@@ -491,8 +492,8 @@ def hash_model(
     The sha256 of the sorted `sha256sum` manifest of every file, links followed as `aws s3 sync` follows them.
     Upload exactly this tree: a pool refuses weights whose hash differs.
     """
-    from tokenplane.weights_fetch import artifact_sha256
     from tokenplane.errors import SpecError
+    from tokenplane.weights_fetch import artifact_sha256
 
     try:
         digest = artifact_sha256(directory)

@@ -31,6 +31,7 @@ from enum import StrEnum
 
 from tokenplane.catalog import KvCacheDtype, Quantization, gpu, model_preset
 from tokenplane.model import capacity as cap
+from tokenplane.model.vllm_memory import overheads_for_version
 from tokenplane.quantization import WeightFormat, default_format
 from tokenplane.transformer import Architecture
 
@@ -153,6 +154,8 @@ class Point:
             gpu_memory_utilization=self.gpu_memory_utilization,
             max_num_batched_tokens=self.max_num_batched_tokens,
             max_num_seqs=self.max_num_seqs,
+            # Each log is predicted with its own release's accounting (0.19's for the fit and validation sets).
+            overheads=overheads_for_version(self.vllm_version),
         )
 
 

@@ -321,8 +321,8 @@ def fit(cal: Calibration) -> HostTiming:
 def pool_release(pool: Pool) -> str:
     """The vLLM release a pool's replicas run: its ``engine.vllm_version``, else the deployed image's.
 
-    Not ``pool_model.engine_release``, which is the release whose memory accounting sizes the KV cache
-    (the memory model's, 0.19, until it is re-read): a calibration is of the engine that serves.
+    The same release as ``pool_model.engine_release`` (which sizes the KV cache with that release's
+    accounting); kept apart because a calibration is checked against the engine that serves.
     """
     return pool.engine.vllm_version or IMAGE_VLLM
 

@@ -24,7 +24,7 @@ from tokenplane.model import capacity as cap
 from tokenplane.model.pool_performance import Health, ReplicaPerformance, for_pool
 from tokenplane.model.pricing_cache import PricingCache
 from tokenplane.model.replica_search import MAX_REPLICAS_SEARCHED, first_holding, first_meeting
-from tokenplane.model.sizing import IMAGE_VLLM, PINNED_VLLM
+from tokenplane.model.sizing import IMAGE_VLLM
 from tokenplane.model.traffic import Spill, route
 from tokenplane.model.vllm_memory import parse_version, version_warning
 from tokenplane.pool_model import PoolTiming, engine_release, memory, node_for, nodes_for, timing
@@ -196,13 +196,6 @@ def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, progress: Pla
     result.warnings.extend(_dr_checks(spec, result))
     result.warnings.extend(_idle_gpu_warnings(spec, result))
     result.notes.append(limits_note(spec))
-    unpinned = [p.name for p in spec.pools if p.engine.vllm_version is None]
-    if unpinned and parse_version(PINNED_VLLM) != parse_version(IMAGE_VLLM):
-        result.notes.append(
-            f"pools {', '.join(unpinned)} are sized with vLLM {PINNED_VLLM}'s memory accounting, the release the "
-            f"memory model's measurements come from; the image runs vLLM {IMAGE_VLLM}, whose accounting puts CUDA "
-            f"graphs inside the KV budget: set pools[].engine.vllm_version: {IMAGE_VLLM} to size them with it"
-        )
     return result
 
 

@@ -19,9 +19,12 @@ from tokenplane.quantization import WeightFormat, default_format, read_weight_fo
 from tokenplane.transformer import Architecture, ModelKind, from_hf_config
 
 # The release the deployed image runs (components/pins.py's VLLM_IMAGE, which the core may not import;
-# tests/model/test_host_calibration.py checks they agree): what a pool serves with unless engine.vllm_version says.
+# tests/model/test_host_calibration.py checks they agree): what a pool serves with unless engine.vllm_version says,
+# and so the release whose memory accounting sizes it (vllm_memory.overheads_for_version).
 IMAGE_VLLM = "0.32.0"
-PINNED_VLLM = "0.19.0"  # components/pins.py's image; tests/model/test_capacity_calibration.py checks they agree
+# The release the memory model's startup logs come from (tokenplane.model.calibration.VLLM_VERSION): its accounting
+# is modelled too, for a pool or a `size --vllm-version` that names it.
+LOGGED_VLLM = "0.19.0"
 
 E = TypeVar("E", Quantization, KvCacheDtype)
 
@@ -40,7 +43,7 @@ class SizeRequest:
     max_num_batched_tokens: int
     max_num_seqs: int
     weight_format: WeightFormat | None = None  # from the checkpoint's quantization_config
-    vllm_version: str = PINNED_VLLM
+    vllm_version: str = IMAGE_VLLM
     p2p: bool = True  # whether the TP ranks reach each other's memory (vllm_memory.non_torch_bytes)
 
     @classmethod
@@ -59,7 +62,7 @@ class SizeRequest:
         max_model_len: int | None,
         max_num_batched_tokens: int,
         max_num_seqs: int,
-        vllm_version: str = PINNED_VLLM,
+        vllm_version: str = IMAGE_VLLM,
         p2p: bool = True,
     ) -> SizeRequest:
         """Validate flags; every error names the flag, the value and what is allowed."""
@@ -204,7 +207,7 @@ class SizeResult:
         return out
 
     def vllm_log_lines(self) -> list[LogLine]:
-        """The figures vLLM 0.19 logs at startup on rank 0, predicted, in the order it logs them.
+        """The figures vLLM (0.19 to 0.32) logs at startup on rank 0, predicted, in the order it logs them.
 
         A user compares these line by line with their own log ("Model loading took",
         "Memory profiling takes ... torch peak memory increase ...", "Available KV cache
@@ -235,7 +238,7 @@ class SizeResult:
                 "Estimated CUDA graph memory",
                 m.cuda_graphs / GIB,
                 "GiB",
-                "inside the budget" if m.cuda_graphs_in_budget else "on top of the budget (0.19 default)",
+                "inside the budget (0.21+ default)" if m.cuda_graphs_in_budget else "on top of the budget (0.17-0.20)",
             ),
             LogLine(
                 "available_kv_cache_gib",
