@@ -88,7 +88,40 @@ def run() -> dict[str, Any]:
         "latency": latency,
         "ttft_floor_sweep": _floor_sweep(cal),
         "wave_rise": _wave_rise(cal),
+        "release_moves": _release_moves(),
     }
+
+
+def _release_moves() -> list[dict[str, Any]]:
+    """Each example spec's distinct pool shapes: KV tokens under 0.19's accounting and under the image's (0.32)."""
+    from tokenplane.load import load_spec
+    from tokenplane.model.sizing import IMAGE_VLLM, LOGGED_VLLM
+    from tokenplane.pool_model import memory
+
+    rows: list[dict[str, Any]] = []
+    for path in sorted((ROOT / "stacks").glob("*.yaml")):
+        spec = load_spec(path)
+        seen: set[str] = set()
+        for pool in spec.pools:
+            if pool.name in seen:
+                continue
+            seen.add(pool.name)
+            old, new = (memory(spec, pool, release=r) for r in (LOGGED_VLLM, IMAGE_VLLM))
+            if not old.kv_tokens:
+                continue  # an embedding pool holds no KV cache
+            rows.append(
+                {
+                    "spec": path.name,
+                    "pool": pool.name,
+                    "gpu": pool.gpu,
+                    "tp": pool.tensor_parallel,
+                    "kv_tokens_0_19": old.kv_tokens,
+                    "kv_tokens_0_32": new.kv_tokens,
+                    "cuda_graphs_gib": round(new.cuda_graphs / 2**30, 2),
+                    "change": (new.kv_tokens - old.kv_tokens) / old.kv_tokens,
+                }
+            )
+    return rows
 
 
 def _floor_sweep(cal: Any) -> dict[str, float]:
@@ -220,6 +253,24 @@ def lines(r: dict[str, Any]) -> list[str]:
         "Gemma 2's sliding-window layers are sized as full attention, as vLLM 0.19 logs them (the three",
         "points above), and still carry a warning; hybrid and chunked attention (Llama 4, gpt-oss, Mamba",
         "hybrids) and multimodal encoders get a warning from `tokenplane size` instead of a validated number.",
+        "",
+        "Sizing release. A pool that names no `engine.vllm_version` is sized with the image's release (0.32.0),",
+        "whose profiler (`vllm/v1/worker/gpu_worker.py`, `determine_available_memory`) takes its CUDA-graph",
+        "estimate out of the KV budget (`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` defaults to 1 since 0.21;",
+        "public 0.2x logs print \"CUDA graph memory profiling is enabled (default since v0.21.0)\"), and sizes",
+        "the fused-MoE workspace by the experts kernel's `workspace_shapes`. 0.19's accounting stays modelled",
+        "(`--vllm-version 0.19.0`). No 0.32 startup log on a catalog model printing every term was found, so the",
+        "0.32 terms are read from source, with the CUDA-graph size fitted on the 0.19 logs' \"Estimated CUDA",
+        "graph memory\" (the same `profile_cudagraph_memory` measurement). What the move does to the example",
+        "specs' pools (KV tokens per replica; every other pool of a spec has one of these shapes):",
+        "",
+        "| spec | pool | GPU | TP | KV tokens, 0.19 accounting | 0.32 accounting | change | CUDA graphs GiB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    out += [
+        f"| {m['spec']} | {m['pool']} | {m['gpu']} | {m['tp']} | {m['kv_tokens_0_19']:,} | {m['kv_tokens_0_32']:,} | "
+        f"{_pct(m['change'])} | {m['cuda_graphs_gib']:.2f} |"
+        for m in r["release_moves"]
     ]
     return out
 

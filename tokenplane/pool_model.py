@@ -101,8 +101,12 @@ def engine_release(pool: Pool) -> str:
     return pool.engine.vllm_version or IMAGE_VLLM
 
 
-def memory(spec: PlatformSpec, pool: Pool, *, tp: int | None = None, gpu_name: str | None = None) -> cap.MemoryPlan:
-    """One replica's memory as vLLM accounts it at startup; ``tp``/``gpu_name`` ask "what if" (for fix hints).
+def memory(
+    spec: PlatformSpec, pool: Pool, *, tp: int | None = None, gpu_name: str | None = None, release: str | None = None
+) -> cap.MemoryPlan:
+    """One replica's memory as vLLM accounts it at startup; ``tp``/``gpu_name``/``release`` ask "what if".
+
+    (``tp``/``gpu_name`` for fix hints; ``release`` to compare accountings, as ``benchmarks/capacity_validation.py``.)
 
     The accounting is the pool's release's (``vllm_memory.overheads_for_version``: from 0.21 vLLM
     takes its CUDA-graph estimate out of the KV budget).
@@ -118,7 +122,7 @@ def memory(spec: PlatformSpec, pool: Pool, *, tp: int | None = None, gpu_name: s
         gpu_memory_utilization=pool.engine.gpu_memory_utilization,
         max_num_batched_tokens=pool.engine.max_num_batched_tokens,
         max_num_seqs=pool.engine.max_num_seqs,
-        overheads=overheads_for_version(engine_release(pool)),
+        overheads=overheads_for_version(release or engine_release(pool)),
     )
 
 
