@@ -1,8 +1,7 @@
 """What vLLM subtracts from a GPU's memory before the KV cache, term by term.
 
-Read from the pinned release's own source (vLLM 0.19.0; ``tokenplane.contract``
-pins the image): ``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory``
-computes::
+Read first from vLLM 0.19.0's source, whose logs the constants were fit on:
+``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory`` computes::
 
     available_kv = total x gpu_memory_utilization
                    - weights            ("Model loading took X GiB")
@@ -20,30 +19,53 @@ captured after the KV cache is allocated and sit *outside* the budget, so they
 are shown as their own term, and a ``gpu_memory_utilization`` close to 1 must
 leave room for them.
 
-What changed by vLLM 0.32.0 (read from its ``vllm/v1/worker/gpu_worker.py``,
-``vllm/utils/mem_utils.py`` ``memory_profiling`` and ``fused_moe/modular_kernel.py``):
+The release-keyed accounting: ``overheads_for_version`` gives each release its terms, and a pool
+is sized as the release its image runs (0.32.0; ``sizing.IMAGE_VLLM``) unless its
+``engine.vllm_version`` names another. 0.19's accounting stays modelled: its startup logs
+(``tokenplane.model.calibration``) are what the constants were read from and validated on.
 
-- The sum is taken from the device's free memory: ``non_kv = total_consumed``
-  (free memory before the instance minus free memory after the profile: weights,
-  persistent torch allocations such as the MoE workspace, and non-torch memory) ``+
-  transient_peak_headroom`` (the profile's torch peak less what is still allocated).
-  Term by term it is the same sum as 0.19's; a persistent workspace counts once.
-- ``profile_run`` runs under an allocator limit (``max_split_size_mb=20``) so that a
-  small allocation cannot pin a freed multi-GiB workspace block past ``empty_cache``,
-  which earlier releases counted as consumed (an MoE workspace counted twice).
-- The CUDA-graph estimate (``profile_cudagraph_memory``) is subtracted from the KV
-  budget by default since 0.21 (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``).
-- The fused-MoE workspace comes from the experts kernel's ``workspace_shapes``
-  (Triton and CUTLASS alike): ``M x topk x (max(N/2, K) + max(N, K))`` activations
-  for ``M`` = the batch's tokens unchunked, ``N`` = the gate/up width per rank and
-  ``K`` = hidden. Where the hidden size exceeds the per-rank expert width (a large MoE
-  at TP4, Qwen3-235B-A22B) that is up to 56% more than 0.19's ``3 x width + hidden``.
-- ``maybe_apply_startup_plan`` may reuse a stored profile (``VLLM_ENABLE_STARTUP_PLAN``,
-  off by default); the result is the profile's, so the sizing is unchanged.
+What changed from 0.19.0 to 0.32.0, read from 0.32.0's source (the CPU build ships the same
+Python), each with where it is and what this module does with it:
 
-The sampler's dummy run (one row per request, top-k and top-p over the full
-vocabulary) is unchanged. Only 0.17-0.19 are checked against startup logs
-(``tokenplane.model.calibration``); 0.20-0.32 follow the source above.
+1. ``vllm/envs.py`` ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` defaults to 1 (since 0.21), and
+   ``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory`` subtracts the estimate from the
+   requested memory: CUDA graphs sit *inside* the KV budget. Modelled (``subtract_cuda_graphs``
+   from 0.21). Public 0.2x startup logs print "CUDA graph memory profiling is enabled (default since
+   v0.21.0)".
+2. ``vllm/v1/worker/gpu_model_runner.py`` ``profile_cudagraph_memory`` measures that estimate by
+   capturing the first graphs of each mode into a scratch pool, the same "Estimated CUDA graph
+   memory" 0.19 logged; capture sizes go up to ``min(2 x max_num_seqs, 512)`` (``vllm/config/vllm.py``).
+   Modelled with the fit on the 0.19 logs (``cuda_graph_gib_base`` + per layer); not modelled: a
+   smaller estimate when ``max_num_seqs`` < 256 (the model then promises less KV, the safe side).
+3. ``vllm/utils/mem_utils.py`` ``memory_profiling``: ``non_kv = total_consumed`` (free memory at the
+   instance's start minus after the profile: weights, persistent torch allocations such as the MoE
+   workspace, non-torch memory) ``+ transient_peak_headroom`` (the profile's torch peak less what is
+   still allocated). Term by term the sum 0.19 took; a persistent workspace counts once. Unchanged here.
+4. ``gpu_worker.py`` ``_scoped_allocator_max_split`` runs ``profile_run`` with
+   ``max_split_size_mb=20`` so that a small allocation cannot pin a freed multi-GiB workspace block
+   past ``empty_cache`` (earlier releases could count an MoE workspace twice). Modelled by counting
+   the workspace once, as before.
+5. ``vllm/model_executor/layers/fused_moe/modular_kernel.py`` ``_allocate_buffers`` with
+   ``experts/triton_moe.py`` ``TritonExperts.workspace_shapes`` (CUTLASS alike): ``M x topk x
+   (max(N/2, K) + max(N, K))`` activations, ``M`` = the batch's tokens *unchunked* (``M_chunk ==
+   M_full``), ``N`` = the gate/up width per rank, ``K`` = hidden; 0.19 sized ``3 x width + hidden``.
+   Where the hidden size exceeds the per-rank expert width (Qwen3-235B-A22B at TP4) that is up to
+   56% more. Modelled (``moe_workspace_kernel_shapes`` from 0.20). Not modelled:
+   ``experts/deep_gemm_moe.py`` ``DeepGemmExperts.workspace_shapes`` (block-FP8 experts on Hopper when
+   DeepGEMM is installed): FP8 bytes for the first buffer, rows padded per local expert; for
+   Qwen3-235B-A22B-FP8 at TP4 it is within a few percent of the Triton shapes this module uses.
+6. ``vllm/v1/worker/utils.py`` ``request_memory``: ``ceil(total x gpu_memory_utilization)`` of the
+   device's *total* memory, as in 0.19. Unchanged.
+7. ``gpu_model_runner.py`` ``profile_run`` / ``_dummy_sampler_run``: one pass of
+   ``max_num_batched_tokens`` tokens over ``min(max_num_seqs, max_num_batched_tokens)`` requests, then
+   the sampler with top-k and top-p over the full vocabulary. Unchanged.
+8. ``gpu_worker.py`` ``maybe_apply_startup_plan`` (``VLLM_ENABLE_STARTUP_PLAN``, off by default)
+   reuses a stored profile; ``cache_config.kv_cache_memory_bytes`` skips the profile and takes the
+   KV size as given. Neither changes a default deployment's sizing; neither is modelled.
+
+The startup logs the constants come from are 0.17-0.19; no 0.32 log of a catalog model that
+prints every term was found, so 0.20-0.32 follow the source above (``BENCHMARKS.md`` says what
+the move from 0.19's accounting does to each example pool).
 """
 
 from __future__ import annotations
