@@ -317,3 +317,25 @@ def test_the_logged_release_is_the_one_the_fit_and_validation_logs_came_from() -
     from tokenplane.model.sizing import LOGGED_VLLM
 
     assert LOGGED_VLLM == cal.VLLM_VERSION
+
+
+def test_each_log_is_predicted_with_its_own_releases_accounting() -> None:
+    # A log from a release that subtracts CUDA graphs (0.21+) must be predicted that way, and a 0.19 log not:
+    # predicting every point with the default (the image's 0.32) would take the graphs out of the 0.19 logs too.
+    from dataclasses import replace
+
+    point = cal.FIT[0]
+    newer = replace(point, vllm_version="0.32.0")
+    assert not point.plan().cuda_graphs_in_budget and newer.plan().cuda_graphs_in_budget
+    assert point.plan().kv_available - newer.plan().kv_available == pytest.approx(newer.plan().cuda_graphs)
+
+
+def test_the_release_table_shows_what_the_images_accounting_costs_each_example_pool() -> None:
+    from benchmarks import capacity_validation as bench
+
+    rows = bench._release_moves()
+    assert {r["spec"] for r in rows} == {"byteion.yaml", "dev.yaml", "minimal.yaml"}
+    for r in rows:
+        # 0.32 subtracts the CUDA-graph estimate (and no example pool is MoE): never more KV than 0.19 gave.
+        assert 0 < r["kv_tokens_0_32"] < r["kv_tokens_0_19"], r
+        assert r["change"] == pytest.approx((r["kv_tokens_0_32"] - r["kv_tokens_0_19"]) / r["kv_tokens_0_19"])

@@ -53,7 +53,8 @@ Python), each with where it is and what this module does with it:
    56% more. Modelled (``moe_workspace_kernel_shapes`` from 0.20). Not modelled:
    ``experts/deep_gemm_moe.py`` ``DeepGemmExperts.workspace_shapes`` (block-FP8 experts on Hopper when
    DeepGEMM is installed): FP8 bytes for the first buffer, rows padded per local expert; for
-   Qwen3-235B-A22B-FP8 at TP4 it is within a few percent of the Triton shapes this module uses.
+   Qwen3-235B-A22B-FP8 at TP4 and 8,192 tokens it is 0.94 GiB a rank against the Triton shapes'
+   1.00 GiB, under 1% of that replica's KV cache.
 6. ``vllm/v1/worker/utils.py`` ``request_memory``: ``ceil(total x gpu_memory_utilization)`` of the
    device's *total* memory, as in 0.19. Unchanged.
 7. ``gpu_model_runner.py`` ``profile_run`` / ``_dummy_sampler_run``: one pass of
@@ -62,6 +63,13 @@ Python), each with where it is and what this module does with it:
 8. ``gpu_worker.py`` ``maybe_apply_startup_plan`` (``VLLM_ENABLE_STARTUP_PLAN``, off by default)
    reuses a stored profile; ``cache_config.kv_cache_memory_bytes`` skips the profile and takes the
    KV size as given. Neither changes a default deployment's sizing; neither is modelled.
+9. Outside PyTorch: ``vllm/distributed/device_communicators/all_reduce_utils.py`` sizes the new
+   symmetric-memory and FlashInfer all-reduce buffers (``VLLM_ALLREDUCE_USE_SYMM_MEM`` and
+   ``VLLM_ALLREDUCE_USE_FLASHINFER`` default to 1) at 64 MiB a rank at most on Hopper, small beside
+   NCCL's ~2 GiB of NVLink SHARP buffers; ``custom_all_reduce.py`` ``CustomAllreduce.__init__`` still
+   turns the custom all-reduce off without P2P (``_can_p2p``: "GPU P2P capability or P2P test
+   failed") and on more than two PCIe-only GPUs. The non-torch term keeps its 0.19 measurement, by
+   interconnect and P2P (``non_torch_bytes``).
 
 The startup logs the constants come from are 0.17-0.19; no 0.32 log of a catalog model that
 prints every term was found, so 0.20-0.32 follow the source above (``BENCHMARKS.md`` says what
@@ -209,8 +217,8 @@ def non_torch_bytes(
 
     ``p2p``: whether the GPUs can reach each other's memory. Without it NCCL runs over host
     memory (no NVLink or NVLS buffers) and vLLM turns its custom all-reduce off
-    (``custom_all_reduce.py``: "your platform lacks GPU P2P capability"), which leaves NCCL's
-    ring buffers: the PCIe figure, whatever the card.
+    (0.32's ``custom_all_reduce.py`` ``CustomAllreduce.__init__``: "GPU P2P capability or P2P test
+    failed"), which leaves NCCL's ring buffers: the PCIe figure, whatever the card.
     """
     o = overheads
     if tp > 1 and not p2p:
