@@ -271,7 +271,7 @@ def test_kv_cache_full_at_peak_warns_that_the_autoscaler_will_not_settle(dev_dat
     assert small.kv_usage > 0.6
     assert f"{small.kv_usage:.0%} of the KV cache" in warning.message
     assert "kv_cache_dtype: fp8" in warning.message
-    pool["autoscaling"] = {"signals": {"kv_cache_usage": 0.95}}
+    pool["autoscaling"] = {"signals": {"kv_cache_usage": 0.98}}  # 96% full at peak under 0.32's accounting
     assert not [w for w in plan(load_data(dev_data)).warnings if w.kind == "memory"]
 
 
