@@ -91,6 +91,7 @@ def test_the_size_command_defaults_to_the_images_release() -> None:
     assert default.exit_code == 0 and named.exit_code == 0, default.output
     assert json.loads(default.output) == json.loads(named.output)
     assert json.loads(default.output)["cuda_graphs_in_budget"] is True
+    assert json.loads(default.output)["vllm_version"] == IMAGE_VLLM  # says which accounting it followed
 
 
 def test_a_pool_on_a_release_that_subtracts_cuda_graphs_gets_that_much_less_kv(

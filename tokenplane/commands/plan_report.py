@@ -239,6 +239,7 @@ def print_size(result: SizeResult, console: Console | None = None) -> None:
     rows = [
         ("parameters", f"{r.arch.params_total / 1e9:,.2f} B ({r.arch.params_active / 1e9:,.2f} B active)", ""),
         ("weights / KV dtype", f"{r.quantization.value} / {r.kv_cache_dtype.value}", r.weights.description),
+        ("vLLM release", r.vllm_version, "its memory accounting sizes the rows below (--vllm-version)"),
         ("GPU memory (as CUDA reports)", f"{m.gpu_total / GIB:.2f} GiB", ""),
         (f"budget x {r.gpu_memory_utilization}", f"{m.budget / GIB:.2f} GiB", "requested memory"),
     ]

@@ -176,6 +176,7 @@ class SizeResult:
             "pp": r.pp,
             "quantization": r.quantization.value,
             "kv_cache_dtype": r.kv_cache_dtype.value,
+            "vllm_version": r.vllm_version,  # the release whose memory accounting the figures follow
             "params_billion": round(r.arch.params_total / 1e9, 3),
             "gpu_total_gib": round(m.gpu_total / GIB, 3),
             "budget_gib": round(m.budget / GIB, 3),
@@ -245,7 +246,8 @@ class SizeResult:
                 "Available KV cache memory",
                 m.kv_available / GIB,
                 "GiB",
-                f"{r.gpu_memory_utilization} x {m.gpu_total / GIB:.2f} GiB minus the non-KV total",
+                f"{r.gpu_memory_utilization} x {m.gpu_total / GIB:.2f} GiB minus the non-KV total"
+                + (" and the CUDA graphs" if m.cuda_graphs_in_budget else ""),
             ),
         ]
         if r.arch.kind is not ModelKind.ENCODER:
