@@ -364,8 +364,9 @@ def _saturated_mu(
     horizon = warmup + window
     count = math.ceil(max(planned_mu, 0.01) * horizon * 1.5) + 200
     # Distinct arrivals, in the order drawn: vLLM's priority policy preempts the lowest level's latest arrival, and
-    # with every arrival at t = 0 the tie went to the oldest running sequence, the costliest recompute (mu 9% low
-    # on the mixed batch-plus-interactive pool; the planner's model and the real engine never see such ties).
+    # with every arrival at t = 0 the tie went to the oldest running sequence, the costliest recompute (rho -9.6%
+    # on the mixed batch-plus-interactive pool of tests/sim/test_plan_verify.py with its levels flattened, -2.3%
+    # with them kept, against -1.1%; the planner's model and the real engine never see such ties).
     arrival = np.arange(count) * ARRIVAL_STEP_S
     reqs, _ = _requests(spec, rng, mix, shares, arrival, kept=kept, encoder=pool_timing.encoder, deadlines=False)
     # Below saturation every class is served at its arrival rate, whatever its level: priority reorders the
