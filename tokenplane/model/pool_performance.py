@@ -39,7 +39,9 @@ per-step latency model says, both sides price the same steps:
 - **Preemption at saturation.** Where the KV cache binds, a saturated replica admits
   greedily and preempts what its batch outgrows (``tokenplane.model.preemption``); the
   recompute is prefill on top of the requests' own, so ``mu`` is below the fluid
-  fixed point's (5-11% on the example specs' chat and batch pools).
+  fixed point's (5-11% on the example specs' chat and batch pools). The victim is the one
+  the pool's scheduling policy picks (``PoolTiming.priority_scheduling``, as rendered): the
+  newest sequence under FCFS, the lowest level's latest arrival under vLLM's priority policy.
 
 - **Waiting for KV room below saturation.** Where prompts are a large share of the cache, an
   arrival also waits while the head of the queue does not fit what the batch leaves, for the

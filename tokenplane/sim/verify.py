@@ -16,9 +16,11 @@ utilization target or the sizing margin decided, not the SLO), which the report 
 
 A second run saturates one replica (a queue that never empties) to measure what it
 completes per second on the pool's mix: the simulator's own ``mu``, against which its ``rho``
-is stated. The saturated queue is drained at one priority level, in the order drawn, so that
-what completes is the mix that arrives (by priority, a queue filled at once serves its batch
-class last and the window measures another mix). Over
+is stated. The saturated queue is drained in the order drawn, so that what completes is the mix
+that arrives (by priority, a queue filled at once serves its batch class last and the window
+measures another mix), while each request keeps its level: a pool rendered with vLLM's priority
+policy preempts the lowest level's latest arrival, as every run here does for such a pool
+(``pool_model.timing`` gives each pool its rendered policy). Over
 ``SATURATION_COMPLETIONS`` completions its spread from seed to seed is under 1% (sd 0.2-0.7%
 on the example specs' pools, six seeds; at 3,000 it was 1-3.4%, with ranges up to 8%).
 
@@ -367,7 +369,7 @@ def _saturated_mu(
     # with every arrival at t = 0 the tie went to the oldest running sequence, the costliest recompute (rho -9.6%
     # on the mixed batch-plus-interactive pool of tests/sim/test_plan_verify.py with its levels flattened, -2.3%
     # with them kept, against -1.1%; the planner's model and the real engine never see such ties).
-    arrival = np.arange(count) * ARRIVAL_STEP_S
+    arrival: F64 = np.arange(count, dtype=np.float64) * ARRIVAL_STEP_S
     reqs, _ = _requests(spec, rng, mix, shares, arrival, kept=kept, encoder=pool_timing.encoder, deadlines=False)
     # Below saturation every class is served at its arrival rate, whatever its level: priority reorders the
     # queue, it does not change the mix served. A queue filled at t = 0 and drained by priority would serve
