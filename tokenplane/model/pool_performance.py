@@ -384,7 +384,7 @@ class ReplicaPerformance:
 
     def _victims(self, batch: float) -> tuple[F64, F64]:
         """What a sequence the priority policy preempts holds at saturation (``preemption.priority_victims``)."""
-        q = (np.arange(PROMPT_POINTS) + 0.5) / PROMPT_POINTS
+        held, _ = self._held_points()  # every class's points; a level weighs them by its own classes
         levels: list[tuple[float, float, F64, F64]] = []
         for level in range(LEVELS):
             shares = np.array([w * c.levels[level] for w, c in zip(self.weights, self.classes, strict=True)])
@@ -393,7 +393,6 @@ class ReplicaPerformance:
                 levels.append((0.0, 0.0, np.zeros(0), np.zeros(0)))
                 continue
             within = shares / share
-            held = np.concatenate([np.floor(lo + q * (hi - lo + 1)) + 1 for lo, hi in (c.prompt for c in self.classes)])
             weights = np.repeat(within / PROMPT_POINTS, PROMPT_POINTS)
             decode = float(
                 sum(x * max((c.output[0] + c.output[1]) / 2 - 1, 0) for x, c in zip(within, self.classes, strict=True))
