@@ -38,7 +38,7 @@ from tokenplane.components.vector_db import VectorDb, VectorDbArgs
 from tokenplane.components.vllm_pool import VllmPool, VllmPoolArgs
 from tokenplane.components.weights_publish import publish_jobs
 from tokenplane.components.wiring import embedding_pool, pool_clients, serving_deps
-from tokenplane.model.pool_performance import serves_several_levels
+from tokenplane.model.scheduling import serves_several_levels
 from tokenplane.spec import PlatformSpec, WorkloadClass
 from tokenplane.spec import Region as RegionSpec
 from tokenplane.vllm_args import artifacts

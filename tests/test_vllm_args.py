@@ -68,7 +68,7 @@ def test_no_flag_points_at_a_model_hub() -> None:
 
 def test_a_pool_serving_several_priority_levels_runs_vllms_priority_scheduler() -> None:
     from tokenplane.load import load_spec
-    from tokenplane.model.pool_performance import serves_several_levels
+    from tokenplane.model.scheduling import serves_several_levels
 
     minimal = load_spec(ROOT / "stacks" / "minimal.yaml")  # no tenants: every request is normal
     several = {p.name for p in BYTEION.pools if serves_several_levels(BYTEION, p)}
@@ -80,7 +80,8 @@ def test_a_pool_serving_several_priority_levels_runs_vllms_priority_scheduler() 
 
 
 def test_the_rendered_deployment_schedules_by_priority_exactly_where_the_model_assumes_it() -> None:
-    from tokenplane.model.pool_performance import serves_several_levels
+    from tokenplane.model.scheduling import serves_several_levels
+    from tokenplane.pool_model import timing
     from tokenplane.proof.render import render
 
     result = render(BYTEION, validate=False)
@@ -91,3 +92,5 @@ def test_the_rendered_deployment_schedules_by_priority_exactly_where_the_model_a
             pool = BYTEION.pool(resource.inputs["metadata"]["labels"]["tokenplane.io/pool"])
             rendered = "--scheduling-policy" in container["args"]
             assert rendered == serves_several_levels(BYTEION, pool), f"{resource.name}: {container['args']}"
+            # and the planner, ``plan --verify`` and ``simulate`` step the pool by the same policy
+            assert timing(BYTEION, pool).priority_scheduling == rendered, resource.name

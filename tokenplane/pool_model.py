@@ -7,7 +7,8 @@ components and ``tokenplane dev`` all ask here, so that a pool's node type,
 its node count, its KV cache and its iteration costs cannot drift apart
 between what is sized, what is deployed and what is simulated.
 
-It imports only the vocabulary (spec, catalog) and the capacity model.
+It imports only the vocabulary (spec, catalog), the capacity model and the scheduling decision
+(``tokenplane.model.scheduling``: which policy the rendered replicas run).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from tokenplane.catalog import GPUS, InstanceType, default_instance, instance_type
 from tokenplane.model import capacity as cap
 from tokenplane.model.host_calibration import HostTiming, fit, read_calibration
+from tokenplane.model.scheduling import serves_several_levels
 from tokenplane.model.sizing import IMAGE_VLLM
 from tokenplane.model.vllm_memory import overheads_for_version
 from tokenplane.spec import PlatformSpec, Pool, SpeculativeMethod
@@ -241,10 +243,17 @@ def timing(
     *,
     kv_blocks: int | None = None,
     block_size: int = cap.BLOCK_SIZE,
-    priority_scheduling: bool = False,
+    priority_scheduling: bool | None = None,
 ) -> PoolTiming:
     """The pool's iteration costs; ``kv_blocks`` (of ``block_size`` tokens) overrides the KV cache vLLM's
-    accounting gives a replica; ``priority_scheduling`` is whether its replicas run vLLM's priority policy."""
+    accounting gives a replica; ``priority_scheduling`` is whether its replicas run vLLM's priority policy.
+
+    By default the policy is the rendered one (``serves_several_levels``, which ``vllm_args`` is given):
+    the planner, ``plan --verify`` and ``simulate`` then schedule as the deployed replicas do. Only a
+    benchmark or a test that sets up one policy on purpose passes it.
+    """
+    if priority_scheduling is None:
+        priority_scheduling = serves_several_levels(spec, pool)
     encoder = spec.model(pool.model).resolved_architecture().kind is ModelKind.ENCODER
     blocks = memory(spec, pool).kv_blocks if kv_blocks is None else kv_blocks
     seqs, budget = pool.engine.max_num_seqs, pool.engine.max_num_batched_tokens

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from tokenplane.model.pool_performance import serves_several_levels
+from tokenplane.model.scheduling import serves_several_levels
 from tokenplane.runtime_env import ConfigError, Var, pool_url_var, pool_urls
 from tokenplane.serving.secrets import resolve_secret
 from tokenplane.spec import PlatformSpec, Provider, Tier

@@ -10,7 +10,7 @@ import pytest
 from tests.components.conftest import containers, k8s_objects, mock_output, named, of_type, placements, rendered, spec
 from tokenplane.components.pins import VLLM_IMAGE
 from tokenplane.components.wiring import embedding_pool
-from tokenplane.model.pool_performance import serves_several_levels
+from tokenplane.model.scheduling import serves_several_levels
 from tokenplane.proof.render import ACCOUNT_ID
 from tokenplane.schedule import cron_window
 from tokenplane.spec import PlatformSpec, RegistryModel

@@ -64,3 +64,64 @@ def test_the_saturated_engine_completes_what_the_model_says_and_not_the_fluid_ra
     assert checked.mu == pytest.approx(perf.saturation_rps(), rel=0.03)
     assert perf.fluid_saturation_rps() / checked.mu - 1 > 0.05  # the defect put back: the check would fire
     assert math.isclose(checked.planned_mu, perf.saturation_rps())
+
+
+def _level(share: float, decode: float, lo: int, hi: int) -> tuple[float, float, np.ndarray, np.ndarray]:
+    held = np.linspace(lo, hi, 5) + 1
+    return share, decode, held, np.full(5, 0.2)
+
+
+NONE = (0.0, 0.0, np.zeros(0), np.zeros(0))
+
+
+def test_the_priority_victim_is_the_lowest_levels_sequence_with_what_it_has_decoded() -> None:
+    # A critical chat level and a batch level with a tenth of the arrivals: at a batch of 60 the batch level has
+    # about 6 x 3 = 18 sequences running, so it is nearly always there to be preempted.
+    levels = [_level(0.9, 100, 50, 1000), NONE, NONE, _level(0.1, 300, 3000, 7000)]
+    held, weights = preemption.priority_victims(60, 120, levels)
+    assert weights.sum() == pytest.approx(1.0)
+    assert float(weights[held < 3001].sum()) < 1e-6  # none from the critical level's prompts
+    # its latest arrival came 1 / (c x w) = 20 iterations ago (c = 60 / 120), less with the cap at its life
+    age = 1 / (0.5 * 0.1 + 2 / 300)
+    assert float(np.sum(weights * held)) == pytest.approx(5001 + age)
+
+
+def test_a_rare_lowest_level_is_often_absent_and_the_next_level_is_preempted() -> None:
+    # One batch request in a thousand: at a batch of 60 it is running in about 2% of the cases.
+    levels = [_level(0.999, 100, 50, 1000), NONE, NONE, _level(0.001, 100, 3000, 7000)]
+    held, weights = preemption.priority_victims(60, 100, levels)
+    assert float(weights[held > 3000].sum()) == pytest.approx(1 - math.exp(-60 * 0.001), rel=0.01)
+    # a lone running sequence of a level is, on average, halfway through its decode
+    lone = preemption.priority_victims(1e-6, 100, [_level(1.0, 100, 500, 500), NONE, NONE, NONE])
+    assert float(np.sum(lone[1] * lone[0])) == pytest.approx(501 + 50, rel=1e-3)
+
+
+def test_the_newest_victim_is_what_fcfs_preempts_and_the_priority_victim_changes_the_count() -> None:
+    held, weights = np.linspace(300, 700, 5), np.full(5, 0.2)
+    fcfs = preemption.per_request(60, 200, held, weights, waste=WASTE_TOKENS)
+    assert preemption.per_request(60, 200, held, weights, waste=WASTE_TOKENS, victims=(held, weights)) == fcfs
+    # a victim that holds more frees more room: fewer preemptions follow it
+    older = preemption.per_request(60, 200, held, weights, waste=WASTE_TOKENS, victims=(held + 400, weights))
+    assert older < fcfs
+
+
+def test_the_planner_prices_the_batch_levels_victims_on_the_mixed_pool() -> None:
+    # The mixed batch-plus-interactive pool of tests/sim/test_plan_verify.py renders the priority policy: the
+    # saturated replica's victims are class D's (3,000-7,000-token prompts), so each recompute costs more and
+    # mu is below FCFS's (the simulator: 0.93 against 1.02 a second; the planner 0.944 against 1.028).
+    import dataclasses
+
+    from tests.sim.test_plan_verify import MIXED_POOL
+    from tokenplane.load import load_spec_text
+
+    spec = load_spec_text(MIXED_POOL, filename="mixed.yaml")
+    pool = spec.pool("chat")
+    load = route(spec).loads[("us", "chat")].per_class
+    priority = for_pool(spec, "us", pool, load)
+    assert priority is not None and priority.timing.priority_scheduling
+    fcfs = for_pool(spec, "us", pool, load, pool_timing=dataclasses.replace(priority.timing, priority_scheduling=False))
+    assert fcfs is not None
+    held, weights = priority._victims(priority.operating(priority.fluid_saturation_rps()).batch)
+    assert float(weights[held < 3001].sum()) < 0.01
+    assert priority._recompute_s() > 3 * fcfs._recompute_s()
+    assert priority.saturation_rps() < 0.95 * fcfs.saturation_rps()

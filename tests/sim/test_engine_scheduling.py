@@ -22,7 +22,7 @@ from tokenplane.sim.engine import Engine, RequestState
 LOW, HIGH = 3, 0  # vLLM priorities: lower goes first
 
 
-def run(pool_timing: PoolTiming, requests: list[tuple[float, int, int, int]]) -> Engine:
+def run(pool_timing: PoolTiming, requests: list[tuple[float, int, int, int]], *, queue_by_level: bool = True) -> Engine:
     """(arrival, priority, prompt, output) requests, in arrival order, through one replica to the end."""
     state = RequestState(
         arrival=[a for a, _, _, _ in requests],
@@ -33,7 +33,7 @@ def run(pool_timing: PoolTiming, requests: list[tuple[float, int, int, int]]) ->
         tokens=[o for _, _, _, o in requests],
         max_wait=[float("inf")] * len(requests),
     )
-    engine = Engine([pool_timing], [1], state, np.array(state.arrival))
+    engine = Engine([pool_timing], [1], state, np.array(state.arrival), queue_by_level=queue_by_level)
     engine.start(0, 0.0)
     engine.dispatch(0, np.arange(len(requests)), np.zeros(len(requests), dtype=np.int64))
     engine.run_until(1e9)
@@ -85,6 +85,21 @@ def test_a_larger_kv_block_wastes_more_of_the_cache() -> None:
     assert (fine.waste_tokens, coarse.waste_tokens) == (7.5, 15.5)
     many = [(i * 1e-9, LOW, 48, 4) for i in range(40)]
     assert run(fine, many).replicas[0].peak > run(coarse, many).replicas[0].peak
+
+
+@pytest.mark.parametrize("queue_by_level", [True, False])
+def test_a_queue_in_arrival_order_admits_a_low_request_first_and_still_preempts_it(queue_by_level: bool) -> None:
+    """``plan --verify``'s saturated replica serves the mix in the order drawn; the levels still pick the victims."""
+    pool_timing = small_cache(priority=True)
+    # All queued at once, the high one drawn last (arrival ties go to the earlier request, as the draw order)
+    requests = [(0.0, level, prompt, output) for _, level, prompt, output in script(pool_timing)[:3]]
+    requests.append((0.0, HIGH, 200, 200))  # the cache (640 tokens) holds three of the four prompts at first
+    req = run(pool_timing, requests, queue_by_level=queue_by_level).req
+    if queue_by_level:  # vLLM's heap: the high request goes first, though it came last; a low one waits
+        assert req.admitted[3] < max(req.admitted[:3])
+    else:  # the three low ones first, the high one once room is freed
+        assert max(req.admitted[:3]) < req.admitted[3]
+    assert req.preemptions[3] == 0 and sum(req.preemptions[:3]) >= 1
 
 
 # A consistent outcome (``bench.rows()``): the first wave's first tokens, the late batch ones', then the

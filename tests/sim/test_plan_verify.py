@@ -7,18 +7,24 @@ import math
 import statistics
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from tests.paths import REPO_ROOT
 from tokenplane.commands.cli import app
 from tokenplane.load import load_spec, load_spec_text
+from tokenplane.model import planner as planner_module
 from tokenplane.model.planner import Plan, plan
-from tokenplane.model.pool_performance import CHAINS, READ_ARRIVALS, ReplicaPerformance, priority_levels
+from tokenplane.model.pool_performance import CHAINS, READ_ARRIVALS, ReplicaPerformance, class_mix
+from tokenplane.model.scheduling import priority_levels, serves_several_levels
+from tokenplane.model.traffic import route
+from tokenplane.pool_model import PoolTiming, timing
 from tokenplane.sim import verify as verify_module
 from tokenplane.sim.verify import AGREEMENT, Verification, verify
-from tokenplane.spec import PlatformSpec, WorkloadClass
+from tokenplane.spec import PlatformSpec, Pool, WorkloadClass
 
 ROOT = REPO_ROOT
 SPECS = sorted((ROOT / "stacks").glob("*.yaml")) + sorted((ROOT / "examples").rglob("*.tokenplane.yaml"))
@@ -156,7 +162,9 @@ tenants:
 routing:
   mix: {small: 1.0}
 """
-MIXED_RHO_AGREEMENT = 0.05  # the issue's target; measured -0.3% (the simulator's mu spread is under 1%)
+# The issue's target. Measured -1.1%, with both sides running vLLM's priority policy, which the pool renders
+# (it serves the critical and the batch level); -0.3% when both ran FCFS. The simulator's mu spread is under 1%.
+MIXED_RHO_AGREEMENT = 0.05
 
 
 def test_verify_measures_mu_on_the_mix_a_batch_and_interactive_pool_serves() -> None:
@@ -168,6 +176,79 @@ def test_verify_measures_mu_on_the_mix_a_batch_and_interactive_pool_serves() -> 
     assert pool.met, [(c.name, c.attainment, c.target) for c in pool.classes]
     for cls in pool.classes:  # measured: class A +0.04%, class D -0.2%
         assert cls.agreement is not None and abs(cls.agreement) <= MIXED_RHO_AGREEMENT, (cls.name, cls.agreement)
+
+
+# Other mixed-priority shapes of the same pool: a rare batch level (often absent from the batch, so the next level
+# is preempted), a batch half of the traffic, and two interactive levels (critical and normal) with no batch.
+MIXED_VARIANTS = {
+    "rare-batch": MIXED_POOL.replace("share: 0.8", "share: 0.98").replace("share: 0.2", "share: 0.02"),
+    "heavy-batch": MIXED_POOL.replace("share: 0.8", "share: 0.5").replace("share: 0.2", "share: 0.5"),
+    "two-interactive": MIXED_POOL.replace("classes: [A, D]", "classes: [A, B]")
+    .replace("  D:\n    share: 0.2", "  B:\n    share: 0.2")
+    .replace("deadline_hours: 24", "ttft_p95_ms: 4000")
+    .replace("priority: batch, rpm: 60", "priority: normal, rpm: 300"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(MIXED_VARIANTS))
+def test_planner_and_simulator_agree_on_other_mixed_priority_pools(variant: str) -> None:
+    # Measured: rho +0.1%, -1.9%, -1.8% (rare, heavy, two-interactive); every class's TTFT P95 within 0.6%. With
+    # the planner at FCFS: -26.9%, -3.8%, -1.8%: a rare batch request, once admitted, is the victim of every
+    # preemption while it runs (recomputed again and again), which FCFS's newest victim spreads over the mix.
+    spec = load_spec_text(MIXED_VARIANTS[variant], filename=f"{variant}.yaml")
+    assert serves_several_levels(spec, spec.pool("chat"))
+    [pool] = verify(spec, plan(spec)).pools
+    assert abs(pool.rho_agreement) <= MIXED_RHO_AGREEMENT, f"rho {pool.rho_agreement:+.1%}"
+    assert pool.met, [(c.name, c.attainment, c.target) for c in pool.classes]
+    for cls in pool.classes:
+        assert cls.agreement is not None and abs(cls.agreement) <= MIXED_RHO_AGREEMENT, (cls.name, cls.agreement)
+
+
+def _fcfs(spec: PlatformSpec, pool: Pool, **kwargs: Any) -> PoolTiming:
+    """The pool's timing under FCFS whatever it renders: the scheduling rule switched off on one side."""
+    return timing(spec, pool, **{**kwargs, "priority_scheduling": False})
+
+
+@pytest.mark.parametrize("side", ["planner", "simulator"])
+def test_the_mixed_pool_disagrees_when_one_side_alone_schedules_fcfs(
+    side: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pool renders ``--scheduling-policy priority``: a saturated replica preempts the batch class's latest
+    # arrival (a 3,000-7,000-token prompt and what it has decoded), not the newest sequence (mostly a short
+    # interactive one), and recomputes more: the simulator's mu is 9% under FCFS's. With the rule on one side
+    # only, measured: the planner FCFS -9.5%, the simulator FCFS +8.4% (both sides: -1.1%).
+    spec = load_spec_text(MIXED_POOL, filename="mixed.yaml")
+    assert serves_several_levels(spec, spec.pool("chat"))
+    monkeypatch.setattr(planner_module if side == "planner" else verify_module, "timing", _fcfs)
+    [pool] = verify(spec, plan(spec)).pools
+    assert abs(pool.rho_agreement) > MIXED_RHO_AGREEMENT, f"rho {pool.rho_agreement:+.1%}: the check cannot see it"
+
+
+def test_the_saturated_queues_arrivals_are_distinct_and_in_the_order_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The saturated queue once put every arrival at t = 0: the priority rule's "latest arrival" then tied, and the
+    # tie went to the oldest running sequence, the costliest recompute (rho -9.6% on the mixed pool with its levels
+    # flattened, -2.3% with them kept, against -1.1%). The engine is caught as it is built: no run needed.
+    spec = load_spec_text(MIXED_POOL, filename="mixed.yaml")
+    pool = spec.pool("chat")
+    mix = class_mix(spec, "us", pool, route(spec).loads[("us", "chat")].per_class)
+    shares = np.array([c.rps for c in mix]) / sum(c.rps for c in mix)
+    seen: list[tuple[Any, Any]] = []
+
+    class Caught(Exception):
+        pass
+
+    def engine(pools: list[PoolTiming], slots: list[int], reqs: Any, arrival: Any, **_: Any) -> None:
+        seen.append((reqs, arrival))
+        raise Caught
+
+    monkeypatch.setattr(verify_module, "Engine", engine)
+    with pytest.raises(Caught):
+        verify_module._saturated_mu(spec, timing(spec, pool), mix, shares, 1.0, 1.0, np.random.default_rng(0))
+    [(reqs, arrival)] = seen
+    assert len(arrival) > 1000 and bool(np.all(np.diff(arrival) > 0))
+    assert arrival[-1] < 1e-3  # all queued at once: a queue that never empties
+    assert set(reqs.priority) == {0, 3}  # each request keeps its level: the victims are chosen by it
 
 
 def test_a_saturated_queue_drained_by_priority_measures_another_mix(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tokenplane.dev.standins import LOOPBACK, ManagedProcess, free_port
 from tokenplane.dev.vllm_cpu import CPU_START_TIMEOUT, cpu_env, cpu_overlay, engine_models
-from tokenplane.model.pool_performance import serves_several_levels
+from tokenplane.model.scheduling import serves_several_levels
 from tokenplane.spec import PlatformSpec, Pool
 from tokenplane.vllm_args import vllm_args
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from tokenplane.dev.services import VLLM_START_TIMEOUT, DevOptions, Service, Stage, has_module
 from tokenplane.dev.standins import LOOPBACK
 from tokenplane.errors import SpecError
-from tokenplane.model.pool_performance import serves_several_levels
+from tokenplane.model.scheduling import serves_several_levels
 from tokenplane.runtime_env import Var, env_dict
 from tokenplane.spec import PlatformSpec, Pool, Region, RegistryModel
 from tokenplane.vllm_args import artifacts, vllm_args

@@ -19,7 +19,7 @@ from tokenplane.dev.services import DevOptions, Service, Stage
 from tokenplane.dev.standins import LOOPBACK
 from tokenplane.dev.tiny_model import NotAModel, check_model_dir, default_cache_dir, tiny_model
 from tokenplane.dev.vllm import EngineUnavailable, sync_local_weights
-from tokenplane.model.pool_performance import serves_several_levels
+from tokenplane.model.scheduling import serves_several_levels
 from tokenplane.spec import PlatformSpec, Pool, Region, RegistryModel
 from tokenplane.vllm_args import artifacts, vllm_args
 

@@ -39,7 +39,9 @@ per-step latency model says, both sides price the same steps:
 - **Preemption at saturation.** Where the KV cache binds, a saturated replica admits
   greedily and preempts what its batch outgrows (``tokenplane.model.preemption``); the
   recompute is prefill on top of the requests' own, so ``mu`` is below the fluid
-  fixed point's (5-11% on the example specs' chat and batch pools).
+  fixed point's (5-11% on the example specs' chat and batch pools). The victim is the one
+  the pool's scheduling policy picks (``PoolTiming.priority_scheduling``, as rendered): the
+  newest sequence under FCFS, the lowest level's latest arrival under vLLM's priority policy.
 
 - **Waiting for KV room below saturation.** Where prompts are a large share of the cache, an
   arrival also waits while the head of the queue does not fit what the batch leaves, for the
@@ -63,6 +65,7 @@ import numpy.typing as npt
 
 from tokenplane.model import kv_stall, preemption
 from tokenplane.model.pricing_cache import PricingCache
+from tokenplane.model.scheduling import priority_levels
 from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
 from tokenplane.spec import PlatformSpec, Pool, Priority, WorkloadClass
 
@@ -367,7 +370,10 @@ class ReplicaPerformance:
         if op.batch + 1 > t.max_num_seqs:  # the slots bind: admission waits for a slot, not for KV
             return 0.0
         held, weights = self._held_points()
-        return preemption.per_request(op.batch, self.moments.decode_iterations, held, weights, waste=WASTE_TOKENS)
+        victims = self._victims(op.batch) if t.priority_scheduling else None
+        return preemption.per_request(
+            op.batch, self.moments.decode_iterations, held, weights, waste=WASTE_TOKENS, victims=victims
+        )
 
     def _held_points(self) -> tuple[F64, F64]:
         """A just-admitted sequence's KV tokens (its whole prompt and first token) as weighted points of the mix."""
@@ -376,9 +382,34 @@ class ReplicaPerformance:
         weights = [np.full(PROMPT_POINTS, w / PROMPT_POINTS) for w in self.weights]
         return np.concatenate(held), np.concatenate(weights)
 
+    def _victims(self, batch: float) -> tuple[F64, F64]:
+        """What a sequence the priority policy preempts holds at saturation (``preemption.priority_victims``)."""
+        held, _ = self._held_points()  # every class's points; a level weighs them by its own classes
+        levels: list[tuple[float, float, F64, F64]] = []
+        for level in range(LEVELS):
+            shares = np.array([w * c.levels[level] for w, c in zip(self.weights, self.classes, strict=True)])
+            share = float(shares.sum())
+            if share <= 0:
+                levels.append((0.0, 0.0, np.zeros(0), np.zeros(0)))
+                continue
+            within = shares / share
+            weights = np.repeat(within / PROMPT_POINTS, PROMPT_POINTS)
+            decode = float(
+                sum(x * max((c.output[0] + c.output[1]) / 2 - 1, 0) for x, c in zip(within, self.classes, strict=True))
+            )
+            levels.append((share, decode, held, weights))
+        return preemption.priority_victims(batch, self.moments.decode_iterations, levels)
+
     def _recompute_s(self) -> float:
-        """Prefill seconds of one preempted sequence's recompute: its whole context, no prefix-cache hit."""
-        held, weights = self._held_points()
+        """Prefill seconds of one preempted sequence's recompute: its whole context, no prefix-cache hit.
+
+        Under FCFS that is the newest sequence (a just-admitted prompt of the mix); under vLLM's priority
+        policy the lowest level's latest arrival, with what it has decoded since (``_victims``).
+        """
+        if self.timing.priority_scheduling and not self.timing.encoder:
+            held, weights = self._victims(self.operating(self.fluid_saturation_rps()).batch)
+        else:
+            held, weights = self._held_points()
         cost = self.timing.prefill
         return float(np.sum(weights * (cost.per_token_s * held + cost.per_pair_s * held * held / 2)))
 
@@ -652,54 +683,6 @@ def _weighted_quantiles(values: F64, weights: F64, qs: tuple[float, ...]) -> tup
 
 
 # --- from the spec -------------------------------------------------------------------------------
-
-
-def priority_levels(spec: PlatformSpec, region: str, cls: WorkloadClass) -> tuple[float, ...]:
-    """P(priority level | region, class), critical first: batch for class D, the tenants' mix (by RPM) otherwise.
-
-    A tenant pinned to a jurisdiction sends traffic only to that jurisdiction's regions; the
-    others spread over every region by traffic share. Batch-priority tenants are taken to be
-    class D's senders. With no interactive tenants, interactive traffic is normal. The
-    simulator draws priorities from the same shares (``sim.workload.priority_mix``).
-    """
-    levels = list(Priority)
-    shares = [0.0] * len(levels)
-    if cls is WorkloadClass.D:
-        shares[levels.index(Priority.BATCH)] = 1.0
-        return tuple(shares)
-    here = spec.region(region)
-    for tenant in spec.tenants:
-        if tenant.priority is Priority.BATCH:
-            continue
-        if tenant.residency is None:
-            share = here.traffic_share
-        elif tenant.residency is here.jurisdiction:
-            peers = sum(r.traffic_share for r in spec.regions if r.jurisdiction is here.jurisdiction)
-            share = here.traffic_share / peers if peers > 0 else 0.0
-        else:
-            share = 0.0
-        shares[levels.index(tenant.priority)] += tenant.rpm * share
-    total = sum(shares)
-    if total <= 0:
-        shares = [0.0] * len(levels)
-        shares[levels.index(Priority.NORMAL)] = 1.0
-        return tuple(shares)
-    return tuple(s / total for s in shares)
-
-
-def serves_several_levels(spec: PlatformSpec, pool: Pool) -> bool:
-    """Whether requests of more than one priority level reach ``pool`` in any region it runs in.
-
-    Such a pool's replicas run vLLM's priority scheduler (``vllm_args``: ``--scheduling-policy priority``),
-    as this model and the simulator assume; one level is first come, first served either way.
-    """
-    levels: set[int] = set()
-    for region in spec.regions:
-        if not any(p.pool == pool.name for p in region.pools):
-            continue
-        for cls in pool.classes:
-            levels |= {i for i, share in enumerate(priority_levels(spec, region.name, cls)) if share > 0}
-    return len(levels) > 1
 
 
 def class_mix(spec: PlatformSpec, region: str, pool: Pool, per_class: dict[WorkloadClass, float]) -> list[ClassMix]:

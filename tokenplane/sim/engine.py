@@ -195,13 +195,25 @@ class Replica:
 class Engine:
     """Every replica slot of every pool; a slot simulates only while ``on``."""
 
-    def __init__(self, pools: list[PoolTiming], slots: list[int], requests: RequestState, arrival: F64) -> None:
+    def __init__(
+        self,
+        pools: list[PoolTiming],
+        slots: list[int],
+        requests: RequestState,
+        arrival: F64,
+        *,
+        queue_by_level: bool = True,
+    ) -> None:
+        """``queue_by_level``: each replica's waiting queue is ordered by level (vLLM's priority heap); False keeps
+        it in arrival order while the levels still pick the priority policy's victims (``plan --verify``'s
+        saturated replica, which must serve the mix as it arrives)."""
         self.pools = pools
         self.req = requests
         self.arrival_np = arrival
         self.replicas = [Replica(p) for p, n in enumerate(slots) for _ in range(n)]
         self.counters = [PoolCounters() for _ in pools]
         self.iterations = 0  # replica-iterations simulated, for the benchmark's report
+        self.queue_by_level = queue_by_level
 
     def start(self, slot: int, at: float) -> None:
         """Switch a replica slot on; it serves from ``at``."""
@@ -399,6 +411,7 @@ class Engine:
         per_token, per_pair, floor = p.prefill.per_token_s, p.prefill.per_pair_s, p.ttft_floor_s
         kv_cap, max_seqs, token_budget, max_wait = p.kv_tokens, p.max_num_seqs, p.token_budget, req.max_wait
         waste, by_priority, peak = p.waste_tokens, p.priority_scheduling, rep.peak
+        queue_level = level_of if self.queue_by_level else [0] * len(level_of)
         counters = self.counters[rep.pool]
         ttfts = counters.ttfts
         clock, it, batch, context, reserved = rep.clock, rep.iteration, rep.batch, rep.context, rep.reserved
@@ -412,7 +425,7 @@ class Engine:
         while clock < t_end:
             while next_arrival <= clock:
                 rid = fifo[pos]
-                heappush(ready, (level_of[rid], next_arrival, rid))
+                heappush(ready, (queue_level[rid], next_arrival, rid))
                 pos += 1
                 next_arrival = arrival[fifo[pos]] if pos < count else INF
             if partial >= 0 or (ready and not blocked):
@@ -523,7 +536,7 @@ class Engine:
                             tokens[rid] -= made
                             preemptions[rid] += 1
                             # Priority: back in its level's place (vLLM's heap); FCFS: first in line.
-                            heappush(ready, (level_of[rid] if by_priority else -1, arrival[rid], rid))
+                            heappush(ready, (queue_level[rid] if by_priority else -1, arrival[rid], rid))
                             left -= 1
                             left_arrivals -= arrival[rid]
                         while heap and (not live[heap[0][1]] or finish_at[heap[0][1]] != heap[0][0]):

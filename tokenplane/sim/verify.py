@@ -16,9 +16,11 @@ utilization target or the sizing margin decided, not the SLO), which the report 
 
 A second run saturates one replica (a queue that never empties) to measure what it
 completes per second on the pool's mix: the simulator's own ``mu``, against which its ``rho``
-is stated. The saturated queue is drained at one priority level, in the order drawn, so that
-what completes is the mix that arrives (by priority, a queue filled at once serves its batch
-class last and the window measures another mix). Over
+is stated. The saturated queue is drained in the order drawn, so that what completes is the mix
+that arrives (by priority, a queue filled at once serves its batch class last and the window
+measures another mix), while each request keeps its level: a pool rendered with vLLM's priority
+policy preempts the lowest level's latest arrival, as every run here does for such a pool
+(``pool_model.timing`` gives each pool its rendered policy). Over
 ``SATURATION_COMPLETIONS`` completions its spread from seed to seed is under 1% (sd 0.2-0.7%
 on the example specs' pools, six seeds; at 3,000 it was 1-3.4%, with ranges up to 8%).
 
@@ -55,6 +57,7 @@ DRAIN_S = 60.0  # a judged request without a first token this long after the win
 SAMPLE_REPLICAS = 4  # at least
 MAX_SAMPLE_REPLICAS = 32  # and at most, for a pool whose rarest class is too quiet to judge JUDGED on four
 SATURATION_COMPLETIONS = 20_000  # a saturated replica runs until it has completed about this many (sd ~1% of mu)
+ARRIVAL_STEP_S = 1e-9  # the saturated queue's arrivals, in the order drawn: far below any iteration
 AGREEMENT = 0.10  # planner vs simulator, relative, on TTFT P95 and rho
 SEED = 15
 
@@ -352,9 +355,9 @@ def _saturated_mu(
     """Requests per second one replica completes on the pool's mix with a queue that never empties (after the warm-up).
 
     The warm-up and the window scale with the planned ``mu``, so that a pool of long requests
-    (minutes each) is judged on as many completions as a chat pool. ``priorities`` keeps the
-    levels the requests were drawn at (the method before, which starves the lowest level: kept
-    so that a test can show the difference).
+    (minutes each) is judged on as many completions as a chat pool. ``priorities`` orders the
+    waiting queue by level too (the method before, which starves the lowest level: kept so that a
+    test can show the difference).
     """
     # Long enough for SATURATION_COMPLETIONS at the planned mu, and a warm-up of a third of it (a fast
     # embedder needs seconds, a long-context pool many minutes): the run holds ~1.5x that many requests.
@@ -362,16 +365,20 @@ def _saturated_mu(
     warmup = window / 3
     horizon = warmup + window
     count = math.ceil(max(planned_mu, 0.01) * horizon * 1.5) + 200
-    arrival = np.zeros(count)
+    # Distinct arrivals, in the order drawn: vLLM's priority policy preempts the lowest level's latest arrival, and
+    # with every arrival at t = 0 the tie went to the oldest running sequence, the costliest recompute (rho -9.6%
+    # on the mixed batch-plus-interactive pool of tests/sim/test_plan_verify.py with its levels flattened, -2.3%
+    # with them kept, against -1.1%; the planner's model and the real engine never see such ties).
+    arrival: F64 = np.arange(count, dtype=np.float64) * ARRIVAL_STEP_S
     reqs, _ = _requests(spec, rng, mix, shares, arrival, kept=kept, encoder=pool_timing.encoder, deadlines=False)
-    if not priorities:
-        # Below saturation every class is served at its arrival rate, whatever its level: priority reorders the
-        # queue, it does not change the mix served. A queue filled at t = 0 and drained by priority would serve
-        # the critical classes first and the batch class last, so the window would measure another mix (the
-        # batch class's alone, on a pool that mixes it with a cheaper interactive one: -76% on ``mu``).
-        # At one level the queue drains in the order drawn, which is the arrival mix.
-        reqs.priority = [0] * count
-    engine = Engine([pool_timing], [1], reqs, arrival)
+    # Below saturation every class is served at its arrival rate, whatever its level: priority reorders the
+    # queue, it does not change the mix served. A queue filled at t = 0 and drained by priority would serve
+    # the critical classes first and the batch class last, so the window would measure another mix (the
+    # batch class's alone, on a pool that mixes it with a cheaper interactive one: -76% on ``mu``). So the
+    # queue drains in the order drawn, which is the arrival mix, while each request keeps its level: under
+    # the priority policy (``PoolTiming.priority_scheduling``) a full cache preempts the lowest level's
+    # latest arrival, whose recompute is part of what the replica can complete.
+    engine = Engine([pool_timing], [1], reqs, arrival, queue_by_level=priorities)
     engine.start(0, 0.0)
     engine.dispatch(0, np.arange(count, dtype=np.int64), np.zeros(count, dtype=np.int64))
     engine.run_until(horizon)

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.errors import SpecError
-from tokenplane.model.pool_performance import priority_levels
+from tokenplane.model.scheduling import priority_levels
 from tokenplane.model.traffic import route
 from tokenplane.spec import PlatformSpec, Priority, Tier, WorkloadClass
 
