@@ -462,9 +462,9 @@ class LatencyPoint:
             first = wave(model, self.prompt_tokens, self.batch, self.token_budget).first_token_s
             return (model.efficiency.ttft_floor_s + first) * 1e3
         tpot = self.predicted_tpot_ms()
-        joined = cap.decode_step_seconds(model, self.batch, mean_context=self.context) + cap.prefill_compute_seconds(
-            model, self.prompt_tokens
-        )
+        cost = cap.prefill_cost(model)
+        prefill = cost.in_iteration(cost.seconds(self.prompt_tokens), float(self.prompt_tokens), float(self.batch))
+        joined = cap.decode_step_seconds(model, self.batch, mean_context=self.context) + prefill
         return model.efficiency.ttft_floor_s * 1e3 + tpot / 2 + joined * 1e3
 
 
@@ -499,7 +499,7 @@ def wave(model: cap.ReplicaModel, prompt_tokens: int, concurrency: int, token_bu
             lo, hi = max(start, r * prompt_tokens), min(end, (r + 1) * prompt_tokens)
             pairs += cap.causal_pairs(hi - lo, lo - r * prompt_tokens)
         compute = cost.per_token_s * (end - start) + cost.per_pair_s * pairs
-        clock += max(compute, cap.weight_read_seconds(model, end - start)) + cap.step_overhead_seconds(model)
+        clock += cost.in_iteration(compute, float(end - start), 0.0) + cap.step_overhead_seconds(model)
         finished_at += [clock] * (end // prompt_tokens - len(finished_at))
         start = end
     mean = sum(finished_at) / len(finished_at)

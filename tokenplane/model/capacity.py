@@ -25,6 +25,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import overload
+
+import numpy as np
+import numpy.typing as npt
 
 from tokenplane.catalog import Gpu, Interconnect, KvCacheDtype, Quantization
 from tokenplane.model.vllm_memory import (
@@ -85,6 +89,7 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "weight_read_seconds",
 ]
 
+F64 = npt.NDArray[np.float64]
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
 
 
@@ -383,29 +388,94 @@ def causal_pairs(tokens: float, context_before: float = 0.0) -> float:
 
 @dataclass(frozen=True)
 class PrefillCost:
-    """Prefill compute time of one replica as two rates, so that a simulator can price chunks cheaply.
+    """Prefill's cost in one replica's iteration: the one function every path prices prefill with.
 
-    ``seconds(t, c)`` equals ``prefill_compute_seconds(model, t, context_before=c)``. Chunked prefill
-    costs the same in total as one pass: the chunks' causal triangles add up to the whole one.
+    ``seconds(t, c)`` is the chunk's compute time, ``prefill_compute_seconds(model, t, context_before=c)``:
+    two rates, so that a simulator can price chunks cheaply. Chunked prefill costs the same compute in
+    total as one pass: the chunks' causal triangles add up to the whole one.
+
+    ``in_iteration`` is what prefilling adds to an iteration (the roofline): the chunks' compute, or
+    the weight bytes their rows read that the iteration's decode batch did not, whichever is longer.
+    The lone-prompt TTFT (``prefill_seconds``), a closed-loop wave (``calibration.wave``), the
+    planner's backlog chains (``pool_performance``) and both simulators (``sim.engine``,
+    ``serving.engine.scheduler``) all go through it (``tests/model/test_one_prefill_cost.py``).
+    A calibrated host (``pool_model.PoolTiming.calibrated``) leaves the read terms at zero: its
+    measured prefill rates already hold whatever bound it.
     """
 
     per_token_s: float
     per_pair_s: float
+    # One forward pass's weight reads over ``rows`` tokens: what every row reads (attention, dense MLPs,
+    # the LM head) plus the routed experts the rows touch, ``1 - expert_miss ** rows`` of them, never
+    # under the layers' kernel latency (``read_floor_s``). ``weight_read_seconds`` is this.
+    read_fixed_s: float = 0.0
+    read_experts_s: float = 0.0
+    expert_miss: float = 1.0  # the chance that one row does not route to a given expert: 1 - top_k / experts
+    read_floor_s: float = 0.0
 
     def seconds(self, tokens: float, context_before: float = 0.0) -> float:
         return self.per_token_s * tokens + self.per_pair_s * causal_pairs(tokens, context_before)
 
+    @overload
+    def read_seconds(self, rows: float) -> float: ...
+    @overload
+    def read_seconds(self, rows: F64) -> F64: ...
+    def read_seconds(self, rows: float | F64) -> float | F64:
+        """The weight reads of one pass over ``rows`` tokens (a float, or numpy arrays element by element)."""
+        if isinstance(rows, np.ndarray):
+            spread: F64 = self.read_fixed_s + self.read_experts_s * (1.0 - np.power(self.expert_miss, rows))
+            return np.maximum(spread, self.read_floor_s)
+        return max(self.read_fixed_s + self.read_experts_s * (1.0 - math.pow(self.expert_miss, rows)), self.read_floor_s)
+
+    @overload
+    def in_iteration(self, compute_s: float, rows: float, decode_rows: float) -> float: ...
+    @overload
+    def in_iteration(self, compute_s: F64, rows: F64 | float, decode_rows: F64 | float) -> F64: ...
+    def in_iteration(self, compute_s: float | F64, rows: float | F64, decode_rows: float | F64) -> float | F64:
+        """Seconds that prefilling ``rows`` tokens (``compute_s`` of compute) adds to an iteration decoding ``decode_rows``.
+
+        With nothing decoding this is the pass's roofline, ``max(compute, weight reads)``: a short
+        prompt alone cannot finish faster than its weights are read. A decode batch has already read
+        the dense weights, so a dense model's prefill then costs its compute; an MoE's prompt still
+        reads the experts the batch did not touch (a 128-token prompt touches all of them).
+        """
+        if isinstance(compute_s, np.ndarray) or isinstance(rows, np.ndarray) or isinstance(decode_rows, np.ndarray):
+            dec = np.asarray(decode_rows, dtype=np.float64)
+            already = np.where(dec > 0, self.read_seconds(dec), 0.0)
+            extra = self.read_seconds(np.asarray(dec + rows, dtype=np.float64)) - already
+            return np.maximum(np.asarray(compute_s, dtype=np.float64), extra)
+        done = self.read_seconds(decode_rows) if decode_rows > 0 else 0.0
+        return max(compute_s, self.read_seconds(decode_rows + rows) - done)
+
 
 def prefill_cost(model: ReplicaModel) -> PrefillCost:
-    rate = model.peak_flops * model.efficiency.mfu_prefill
-    return PrefillCost(_linear_flops_per_token(model.arch) / rate, _attention_flops_per_pair(model.arch) / rate)
+    eff = model.efficiency
+    rate = model.peak_flops * eff.mfu_prefill
+    read_rate = model.bandwidth * eff.mbu_decode
+    arch = model.arch
+    total = model_weight_bytes(arch, model.quantization)
+    # The input embedding is a lookup, not a read of the whole table; when it is tied to the LM
+    # head, the head reads it in full every pass anyway.
+    read = total if arch.tie_word_embeddings else total - arch.vocab_size * arch.hidden_size * 2.0
+    experts, miss = 0.0, 1.0
+    if arch.is_moe:
+        expert_params = 3 * arch.hidden_size * (arch.moe_intermediate_size or arch.intermediate_size)
+        moe_layers = arch.num_layers - min(arch.first_dense_layers, arch.num_layers)
+        experts = moe_layers * arch.num_experts * expert_params * bytes_per_weight(model.quantization)
+        miss = 1 - arch.experts_per_token / arch.num_experts
+    return PrefillCost(
+        per_token_s=_linear_flops_per_token(arch) / rate,
+        per_pair_s=_attention_flops_per_pair(arch) / rate,
+        read_fixed_s=(read - experts) / read_rate,
+        read_experts_s=experts / read_rate,
+        expert_miss=miss,
+        read_floor_s=arch.num_layers * eff.layer_floor_s,
+    )
 
 
 def prefill_compute_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0) -> float:
-    """Prefill's compute time without the per-iteration overhead: what a chunk adds to a running iteration."""
-    return prefill_flops(model.arch, tokens, context_before=context_before) / (
-        model.peak_flops * model.efficiency.mfu_prefill
-    )
+    """Prefill's compute time without the per-iteration overhead: what a chunk's FLOPs take."""
+    return prefill_cost(model).seconds(tokens, context_before)
 
 
 def prefill_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0) -> float:
@@ -421,8 +491,8 @@ def prefill_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0
     """
     if tokens <= 0:
         return 0.0
-    compute = prefill_compute_seconds(model, tokens, context_before=context_before)
-    return max(compute, weight_read_seconds(model, tokens)) + step_overhead_seconds(model)
+    cost = prefill_cost(model)
+    return cost.in_iteration(cost.seconds(tokens, context_before), float(tokens), 0.0) + step_overhead_seconds(model)
 
 
 def prefill_seconds_per_token(model: ReplicaModel, *, context: int) -> float:
@@ -435,22 +505,6 @@ def step_overhead_seconds(model: ReplicaModel) -> float:
     eff = model.efficiency
     allreduce = 2 * model.arch.num_layers * eff.allreduce_s if model.tp > 1 else 0.0
     return eff.step_overhead_s + allreduce
-
-
-def _weight_bytes_read(model: ReplicaModel, batch: int) -> float:
-    """Weights one decode step reads. MoE reads only the experts the batch routed to."""
-    arch = model.arch
-    total = model_weight_bytes(arch, model.quantization)
-    # The input embedding is a lookup, not a read of the whole table; when it is tied to the LM
-    # head, the head reads it in full every step anyway.
-    read = total if arch.tie_word_embeddings else total - arch.vocab_size * arch.hidden_size * 2.0
-    if arch.is_moe:
-        expert_params = 3 * arch.hidden_size * (arch.moe_intermediate_size or arch.intermediate_size)
-        moe_layers = arch.num_layers - min(arch.first_dense_layers, arch.num_layers)
-        all_experts = moe_layers * arch.num_experts * expert_params * bytes_per_weight(model.quantization)
-        touched = arch.num_experts * (1 - (1 - arch.experts_per_token / arch.num_experts) ** batch)
-        read -= all_experts * (1 - touched / arch.num_experts)
-    return read
 
 
 @dataclass(frozen=True)
@@ -495,11 +549,10 @@ def weight_read_seconds(model: ReplicaModel, rows: int) -> float:
     """One forward pass's weight reads for ``rows`` tokens, never under the layers' kernel latency.
 
     Dense models read all of their weights; an MoE reads the experts its rows route to, which for
-    more than a few dozen tokens (a prompt) is all of them, and for a small decode batch a few.
+    more than a few dozen tokens (a prompt) is all of them, and for a small decode batch a few
+    (``PrefillCost.read_seconds``, the terms prefill's roofline uses too).
     """
-    eff = model.efficiency
-    floor = model.arch.num_layers * eff.layer_floor_s
-    return max(_weight_bytes_read(model, rows) / (model.bandwidth * eff.mbu_decode), floor)
+    return prefill_cost(model).read_seconds(float(rows))
 
 
 def sampling_seconds(model: ReplicaModel, batch: int) -> float:

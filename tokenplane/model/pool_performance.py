@@ -468,7 +468,10 @@ class ReplicaPerformance:
         decode = self._decode_s_array(batch, kv)
         budget = np.maximum(1.0, t.token_budget - np.round(batch))
         per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token over the mix, attention included
-        full = decode + per_token * budget  # an iteration that spends the whole budget on an average mix
+        # Prefill in an iteration is priced as the engines price it (``PrefillCost.in_iteration``): its compute, or
+        # the weight reads the decode batch has not paid (all of them on an idle replica; an MoE's untouched experts).
+        in_iteration = t.prefill.in_iteration
+        full = decode + in_iteration(per_token * budget, budget, batch)  # the whole budget on an average mix
         grid, grid_s = m.prefill_tokens_grid, m.prefill_seconds_grid
         mean_tokens = float(grid.mean())
         lam = op.rps
@@ -492,7 +495,7 @@ class ReplicaPerformance:
             stay = gap <= residual
             residual[stay] -= gap[stay]
             left = gap[live] - residual[live]
-            d_live = decode[live]
+            d_live, b_live = decode[live], batch[live]
             while len(live):
                 q, qs = queued[live], queued_s[live]
                 done = np.minimum(q, budget[live])
@@ -500,7 +503,7 @@ class ReplicaPerformance:
                 # A chunk costs its share of the queue's seconds: whole prompts keep their own attention cost.
                 # (An empty queue's is 0 * qs / 1e-9: zero, as the chain has nothing to prefill.)
                 done_s = qs * done / np.maximum(q, 1e-9)
-                length = d_live + done_s
+                length = d_live + np.where(busy, in_iteration(done_s, done, b_live), 0.0)
                 queued[live] = q - done
                 queued_s[live] = qs - done_s
                 if reading:
@@ -519,7 +522,7 @@ class ReplicaPerformance:
                 else:  # an idle replica starts on the arrival
                     residual[live[stop]] = np.where(ends, length - left, 0.0)[stop]
                 more = ~stop
-                live, left, d_live = live[more], left[more] - length[more], d_live[more]
+                live, left, d_live, b_live = live[more], left[more] - length[more], d_live[more], b_live[more]
             if reading:
                 seen_r.append(residual.copy())
                 seen_q.append(queued.copy())
@@ -531,6 +534,7 @@ class ReplicaPerformance:
         samples = len(r_s)
         reads = samples // CHAINS
         decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
+        batch = np.tile(batch, reads)
         stalls = self._stall_states(op, samples, n)
         # Apart from the chains' stream, so that a pool whose cache never binds keeps its numbers exactly.
         stall_rng = np.random.default_rng(kv_stall.SEED + 1)
@@ -564,8 +568,13 @@ class ReplicaPerformance:
                 jump_s = np.minimum(rounds, waiting) * (budget - usable) * per_token
                 room = np.maximum(budget * (rounds + 1 - work), 0.0)
                 behind, behind_s = _arrived(rng, lam, r_s + rounds * full, grid, grid_s, n)
+                fill = np.where(behind > 0, np.minimum(behind, room), 0.0)
                 fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
-                elapsed = (rounds + 1) * decode + ahead_s + seconds[own] + jump_s + fill_s
+                # Its rounds + 1 iterations prefill all of that, each priced as the engines do (compute or reads).
+                its = rounds + 1
+                rows = ahead + prefill[own] + np.minimum(rounds, waiting) * (budget - usable) + fill
+                spent = its * in_iteration((ahead_s + seconds[own] + jump_s + fill_s) / its, rows / its, batch)
+                elapsed = its * decode + spent
                 if stalls is not None:  # the queue ahead and its own context must fit what the batch leaves
                     need = ahead * self._kv_per_prefill_token + prefill[own] / self.prefix_kept + 1 + WASTE_TOKENS
                     stall = stalls.stall_s(need)
