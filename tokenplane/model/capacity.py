@@ -23,6 +23,7 @@ where it is defined; ``tokenplane.model.calibration`` holds the public points be
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import overload
@@ -31,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.catalog import Gpu, Interconnect, KvCacheDtype, Quantization
+from tokenplane.model.interconnect import Link, allreduce_latency_seconds, allreduce_seconds_per_row, link_for
 from tokenplane.model.vllm_memory import (
     DEFAULT_OVERHEADS,
     VllmOverheads,
@@ -90,6 +92,8 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
 ]
 
 F64 = npt.NDArray[np.float64]
+# GPUs whose attention kernels run FP8 with an FP8 KV cache: FlashAttention 3 is Hopper's (H100, H200).
+FP8_ATTENTION_GPUS = frozenset({"H100-80GB", "H200-141GB"})
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
 
 
@@ -299,16 +303,25 @@ class Efficiency:
                                   Held-out hosts spread it from 6 ms (tenstorrent's A100)
                                   to 51 ms (vLLM 0.11's chat endpoint, gpustack), which
                                   is most of the TTFT error in ``BENCHMARKS.md``
-    allreduce_s          8 us     one tensor-parallel all-reduce over NVLink at decode
-                                  sizes; two per layer
+    allreduce_s          None     one tensor-parallel all-reduce's fixed cost, two per layer;
+                                  None: the interconnect's (``interconnect.LINKS``: 8 us over
+                                  NVLink with vLLM's custom all-reduce, 3 us a ring hop over
+                                  PCIe). Each row's bytes are priced by the link's bandwidth,
+                                  in decode and in prefill (``interconnect``)
     ===================  =======  ===========================================================
+
+    Attention runs at the precision vLLM's kernels run it (``ReplicaModel.attention_flops``):
+    FP8 only where FlashAttention 3 runs it in FP8, on Hopper with an FP8 KV cache (vLLM docs,
+    "Quantized KV Cache": "When using the Flash Attention 3 backend with FP8 KV cache, attention
+    operations are also performed in the quantized (FP8) domain"; FlashAttention 3 is Hopper's,
+    Shah et al. 2024); BF16 everywhere else, whatever the weights' format.
     """
 
     mfu_prefill: float = 0.5
     mfu_decode: float = 0.5
     mbu_decode: float = 0.8
     step_overhead_s: float = 0.001
-    allreduce_s: float = 8e-6
+    allreduce_s: float | None = None
     layer_floor_s: float = 50e-6
     sampler_bytes_per_logit: float = 16.0
     ttft_floor_s: float = 0.020
@@ -346,6 +359,8 @@ class ReplicaModel:
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
     efficiency: Efficiency = field(default=DEFAULT_EFFICIENCY)
     speculation: Speculation | None = None
+    # The link its tensor-parallel ranks all-reduce over; None: the GPU's (``interconnect.link_for``).
+    link: Link | None = None
 
     @property
     def gpus(self) -> int:
@@ -353,8 +368,23 @@ class ReplicaModel:
 
     @property
     def peak_flops(self) -> float:
+        """The linear layers' peak: FP8 (or INT8) GEMMs for those weight formats where the chip has them."""
         fp8 = self.quantization in (Quantization.FP8, Quantization.INT8)
         return self.gpu.flops(fp8=fp8) * self.tp
+
+    @property
+    def attention_flops(self) -> float:
+        """Attention's peak: FP8 only on Hopper with an FP8 KV cache (FlashAttention 3), BF16 elsewhere."""
+        fp8 = self.kv_cache_dtype is not KvCacheDtype.AUTO and self.gpu.name in FP8_ATTENTION_GPUS
+        return self.gpu.flops(fp8=fp8) * self.tp
+
+    @property
+    def interconnect(self) -> Link:
+        return self.link or link_for(self.gpu)
+
+    def allreduce_per_row_s(self) -> float:
+        """What one more row (a decode sequence, a prefill token) adds to a pass's tensor-parallel all-reduces."""
+        return allreduce_seconds_per_row(self.interconnect, self.tp, self.arch.hidden_size, self.arch.num_layers)
 
     @property
     def bandwidth(self) -> float:
@@ -425,7 +455,9 @@ class PrefillCost:
         if isinstance(rows, np.ndarray):
             spread: F64 = self.read_fixed_s + self.read_experts_s * (1.0 - np.power(self.expert_miss, rows))
             return np.maximum(spread, self.read_floor_s)
-        return max(self.read_fixed_s + self.read_experts_s * (1.0 - math.pow(self.expert_miss, rows)), self.read_floor_s)
+        return max(
+            self.read_fixed_s + self.read_experts_s * (1.0 - math.pow(self.expert_miss, rows)), self.read_floor_s
+        )
 
     @overload
     def in_iteration(self, compute_s: float, rows: float, decode_rows: float) -> float: ...
@@ -448,7 +480,9 @@ class PrefillCost:
         return max(compute_s, self.read_seconds(decode_rows + rows) - done)
 
 
+@functools.lru_cache(maxsize=256)
 def prefill_cost(model: ReplicaModel) -> PrefillCost:
+    """One replica's prefill rates and weight-read terms (cached: a pool's timing table asks once per batch size)."""
     eff = model.efficiency
     rate = model.peak_flops * eff.mfu_prefill
     read_rate = model.bandwidth * eff.mbu_decode
@@ -463,9 +497,11 @@ def prefill_cost(model: ReplicaModel) -> PrefillCost:
         moe_layers = arch.num_layers - min(arch.first_dense_layers, arch.num_layers)
         experts = moe_layers * arch.num_experts * expert_params * bytes_per_weight(model.quantization)
         miss = 1 - arch.experts_per_token / arch.num_experts
+    attention_rate = model.attention_flops * eff.mfu_prefill
     return PrefillCost(
-        per_token_s=_linear_flops_per_token(arch) / rate,
-        per_pair_s=_attention_flops_per_pair(arch) / rate,
+        # Each token's linear FLOPs, and its hidden state through the ranks' all-reduces (in line, not overlapped).
+        per_token_s=_linear_flops_per_token(arch) / rate + model.allreduce_per_row_s(),
+        per_pair_s=_attention_flops_per_pair(arch) / attention_rate,
         read_fixed_s=(read - experts) / read_rate,
         read_experts_s=experts / read_rate,
         expert_miss=miss,
@@ -503,7 +539,13 @@ def prefill_seconds_per_token(model: ReplicaModel, *, context: int) -> float:
 def step_overhead_seconds(model: ReplicaModel) -> float:
     """Per-iteration scheduling, sampling and launch cost, plus the tensor-parallel all-reduces."""
     eff = model.efficiency
-    allreduce = 2 * model.arch.num_layers * eff.allreduce_s if model.tp > 1 else 0.0
+    layers = model.arch.num_layers
+    if model.tp <= 1:
+        allreduce = 0.0
+    elif eff.allreduce_s is not None:
+        allreduce = 2 * layers * eff.allreduce_s
+    else:
+        allreduce = allreduce_latency_seconds(model.interconnect, model.tp, layers)
     return eff.step_overhead_s + allreduce
 
 
@@ -537,10 +579,12 @@ def decode_step_terms(model: ReplicaModel, batch: int) -> DecodeStepTerms:
     rate = model.bandwidth * eff.mbu_decode
     kv_per_token = kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp
     sampling = sampling_seconds(model, batch)
+    # The batch's rows through the ranks' all-reduces: like the sampler, paid on either side of the roofline.
+    serial = sampling + batch * model.allreduce_per_row_s()
     return DecodeStepTerms(
-        memory_s=weight_read_seconds(model, batch) + sampling,
+        memory_s=weight_read_seconds(model, batch) + serial,
         kv_s_per_token=kv_per_token / rate,
-        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode) + sampling,
+        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode) + serial,
         overhead_s=step_overhead_seconds(model),
     )
 
