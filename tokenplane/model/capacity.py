@@ -81,6 +81,7 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "prefill_seconds_per_token",
     "replica_memory",
     "sampling_seconds",
+    "server_wait_seconds",
     "speculation_factor",
     "step_overhead_seconds",
     "token_throughput",
@@ -92,6 +93,8 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
 ]
 
 F64 = npt.NDArray[np.float64]
+# Fitted on the loaded fit points (``calibration.API_TERM_FIT``) by ``benchmarks/capacity_validation.py --fit-api``.
+API_PER_REQUEST_S = 0.0024  # 2.4 ms per other request in flight
 # GPUs whose attention kernels run FP8 with an FP8 KV cache: FlashAttention 3 is Hopper's (H100, H200).
 FP8_ATTENTION_GPUS = frozenset({"H100-80GB", "H200-141GB"})
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
@@ -308,6 +311,8 @@ class Efficiency:
                                   NVLink with vLLM's custom all-reduce, 3 us a ring hop over
                                   PCIe). Each row's bytes are priced by the link's bandwidth,
                                   in decode and in prefill (``interconnect``)
+    api_per_request_s    see      the OpenAI server's work for each other request in flight,
+                         below    added to a new request's first token (``server_wait_seconds``)
     ===================  =======  ===========================================================
 
     Attention runs at the precision vLLM's kernels run it (``ReplicaModel.attention_flops``):
@@ -325,9 +330,24 @@ class Efficiency:
     layer_floor_s: float = 50e-6
     sampler_bytes_per_logit: float = 16.0
     ttft_floor_s: float = 0.020
+    api_per_request_s: float = API_PER_REQUEST_S
 
 
 DEFAULT_EFFICIENCY = Efficiency()
+
+
+def server_wait_seconds(model: ReplicaModel, others_in_flight: float) -> float:
+    """What the OpenAI server's per-request work adds to a first token with ``others_in_flight`` requests streaming.
+
+    vLLM's API server is one Python process: it tokenizes each arrival, and detokenizes and
+    streams every running request's tokens, so a new request's first chunk waits behind work that
+    grows with the requests in flight. The loaded public points show it where the engine's own
+    work does not: on the L4 the closed-loop TTFT rises 108 ms from c = 1 to 32 where the GPU
+    work rises 59 ms. ``Efficiency.api_per_request_s`` is fitted on those points
+    (``tokenplane.model.calibration.API_TERM_FIT``); the planner, the simulator and the
+    validation table all add it, per the batch a request's first token leaves beside.
+    """
+    return model.efficiency.api_per_request_s * max(others_in_flight, 0.0)
 
 
 @dataclass(frozen=True)

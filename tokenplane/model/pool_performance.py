@@ -545,6 +545,8 @@ class ReplicaPerformance:
             mass = 0.0
             met = 0.0  # the share within the SLO and not shed at the level's deadline
             floor = self.timing.ttft_floor_s  # the server's floor, as the engines add it
+            # and its work for the requests decoding beside (``capacity.server_wait_seconds``), per the chain's batch
+            server = self.timing.api_per_request_s * batch
             # A class sent at several priority levels is a mixture of their TTFTs: each sample takes one level's
             # (averaging the levels' samples instead would shrink the tail: a P95 5-7% short on dev's pools).
             active = [level for level, share in enumerate(c.levels) if share > 0]
@@ -591,9 +593,9 @@ class ReplicaPerformance:
                     wait[mine] = level_wait[mine]
                 mass += share
                 if c.ttft_slo_s is not None:
-                    kept = (r_s + elapsed + floor <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
+                    kept = (r_s + elapsed + floor + server <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
                     met += share * float(kept.mean())
-            ttft = ttft + floor
+            ttft = ttft + floor + server
             p50, p95, p99 = (float(x) for x in np.quantile(ttft, (0.5, 0.95, 0.99)))
             att = None if c.ttft_slo_s is None else met / max(mass, 1e-12)
             out[c.name] = ClassLatency(c.name, p50, p95, p99, att, float(wait.mean()), float(np.quantile(wait, 0.95)))

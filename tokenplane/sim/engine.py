@@ -16,8 +16,9 @@ compute (``PrefillCost.seconds``) and rows: the compute, or the weight reads the
 batch has not already paid, whichever is longer (the planner and the validation table
 price prefill with the same function). An iteration with nothing to decode pays the step
 overhead once. What an iteration produces reaches
-the client ``PoolTiming.ttft_floor_s`` later (the OpenAI server's own work), as
-the planner's pool model adds it too.
+the client ``PoolTiming.ttft_floor_s`` later (the OpenAI server's own work), and a
+first token ``PoolTiming.api_per_request_s`` later again for each sequence decoding
+beside it (the server's per-request work), as the planner's pool model adds them too.
 
 Why it is fast enough for 10,000 RPS:
 
@@ -401,7 +402,7 @@ class Engine:
         joined, finish_at, live, preemptions = req.joined, req.finish_at, req.running, req.preemptions
         mem, comp, kv_s, overhead, spec = p.memory_s, p.compute_s, p.kv_s_per_token, p.overhead_s, p.speculation
         per_token, per_pair, floor = p.prefill.per_token_s, p.prefill.per_pair_s, p.ttft_floor_s
-        in_iteration = p.prefill.in_iteration
+        in_iteration, api = p.prefill.in_iteration, p.api_per_request_s
         kv_cap, max_seqs, token_budget, max_wait = p.kv_tokens, p.max_num_seqs, p.token_budget, req.max_wait
         waste, by_priority, peak = p.waste_tokens, p.priority_scheduling, rep.peak
         counters = self.counters[rep.pool]
@@ -485,14 +486,16 @@ class Engine:
                 rows = token_budget - batch - budget
                 clock += seconds + (in_iteration(compute, float(rows), float(batch)) if rows > 0 else 0.0)
                 context += batch
+                # The server's floor, and its work for the requests streaming beside (``server_wait_seconds``).
+                seen = clock + floor + api * batch
                 for rid in prefilled:
                     reserved -= ctx[rid]
                     if first[rid] != first[rid]:
-                        first[rid] = clock + floor
-                        ttfts.append(clock + floor - arrival[rid])
+                        first[rid] = seen
+                        ttfts.append(seen - arrival[rid])
                     n = tokens[rid]
                     if n <= 1:
-                        done[rid] = clock + floor
+                        done[rid] = seen
                         continue
                     context += ctx[rid] + 1
                     batch += 1
