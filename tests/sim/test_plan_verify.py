@@ -106,7 +106,7 @@ def test_a_stricter_slo_attainment_plans_more_replicas_and_still_verifies(tmp_pa
     strict = base.replace("    ttft_p95_ms: 500\n", "    ttft_p95_ms: 500\n    slo_attainment: 0.9995\n")
     assert strict != base
     path = tmp_path / "strict.yaml"
-    path.write_text(strict.replace("max_replicas: 4", "max_replicas: 20"), encoding="utf-8")
+    path.write_text(strict.replace("max_replicas: 3", "max_replicas: 20"), encoding="utf-8")
     spec = load_spec(path)
     planned = plan(spec)
     assert planned.pools[0].replicas_needed > plan(load_spec(ROOT / "stacks" / "minimal.yaml")).pools[0].replicas_needed

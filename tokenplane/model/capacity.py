@@ -344,8 +344,9 @@ def server_wait_seconds(model: ReplicaModel, others_in_flight: float) -> float:
     grows with the requests in flight. The loaded public points show it where the engine's own
     work does not: on the L4 the closed-loop TTFT rises 108 ms from c = 1 to 32 where the GPU
     work rises 59 ms. ``Efficiency.api_per_request_s`` is fitted on those points
-    (``tokenplane.model.calibration.API_TERM_FIT``); the planner, the simulator and the
-    validation table all add it, per the batch a request's first token leaves beside.
+    (``tokenplane.model.calibration.API_TERM_FIT``) and the validation table adds it. The planner
+    and the simulator add ``PoolTiming.api_per_request_s`` the same way, per the batch a first
+    token leaves beside; spec-built pools set it to zero for now (see ``PoolTiming``).
     """
     return model.efficiency.api_per_request_s * max(others_in_flight, 0.0)
 
