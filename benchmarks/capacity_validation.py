@@ -33,6 +33,7 @@ TITLE = "The capacity model against public vLLM logs (capacity_validation.py)"
 def run() -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     from tokenplane.model import calibration as cal
+    from tokenplane.model import capacity as cap
 
     memory = []
     splits = (
@@ -82,7 +83,10 @@ def run() -> dict[str, Any]:
         }
         for e in cal.latency_errors()
     ]
+    for row in latency:
+        row["server_term"] = "fit" if row["label"] in cal.API_TERM_FIT else "held out"
     return {
+        "api_per_request_ms": cap.DEFAULT_EFFICIENCY.api_per_request_s * 1e3,
         "vllm_version": cal.VLLM_VERSION,
         "memory": memory,
         "latency": latency,
@@ -144,10 +148,17 @@ def _wave_rise(cal: Any) -> dict[str, float]:
     l4 = [p for p in cal.LATENCY if p.label.startswith("qwen2.5-0.5b L4") and p.ttft_ms is not None]
     lone = min(l4, key=lambda p: p.batch)
     top = max(l4, key=lambda p: p.batch)
+    from dataclasses import replace
+
+    from tokenplane.model import capacity as cap
+
+    gpu_only = replace(cap.DEFAULT_EFFICIENCY, api_per_request_s=0.0)
+    top_gpu, lone_gpu = (replace(p, efficiency=gpu_only) for p in (top, lone))
     return {
         "concurrency": float(top.batch),
         "measured_ms": top.ttft_ms - lone.ttft_ms,
         "modelled_ms": (top.predicted_ttft_ms() or 0.0) - (lone.predicted_ttft_ms() or 0.0),
+        "gpu_only_ms": (top_gpu.predicted_ttft_ms() or 0.0) - (lone_gpu.predicted_ttft_ms() or 0.0),
     }
 
 
@@ -204,6 +215,9 @@ def lines(r: dict[str, Any]) -> list[str]:
         for x in latency
         if x["ttft_error"] is not None and x["load"] == "lone" and (x["prompt_tokens"] or 0) >= 1024
     ]
+    loaded = [x for x in latency if x["ttft_error"] is not None and x["load"] != "lone"]
+    loaded_held = [x["ttft_error"] for x in loaded if x["server_term"] == "held out"]
+    loaded_fit = [x["ttft_error"] for x in loaded if x["server_term"] == "fit"]
     sweep, rise = r["ttft_floor_sweep"], r["wave_rise"]
     best_floor = min(sweep, key=lambda k: sweep[k])
     out += [
@@ -219,16 +233,44 @@ def lines(r: dict[str, Any]) -> list[str]:
         f"- TTFT, held out: {_summary(ttft_val)}; all points: {_summary(ttft)}: **misses the 20 % target**",
         f"- TTFT of lone 1,024-token prompts: {_summary(lone_long)}",
         "",
+        "TTFT under load (closed-loop waves and staggered arrivals) and TPOT, issue 28's target: median <= 25 %",
+        "TTFT under load and <= 15 % TPOT over points not used to shape the model. The server's per-request term",
+        f"(`Efficiency.api_per_request_s`, {r['api_per_request_ms']:.1f} ms per other request in flight) was fitted on",
+        "`calibration.API_TERM_FIT` (the L4 waves and the H100 at 16 req/s); gpustack's ShareGPT closed loop is held",
+        "out from it. No public loaded point with a published prompt length was found to add after the term was",
+        "fixed, so the held-out set is the one point family that predates it and was not used to fit it. The",
+        "planner and the simulator do not add the term yet: with it, byteion's ap-southeast small-chat TTFT P95",
+        "disagreed by -7.8 % (the planner draws the batch at a first token with sd 6.2, the simulator shows 9.9).",
+        "",
+        f"- TTFT under load, held out from the term: {_summary(loaded_held)}: "
+        + ("meets" if loaded_held and statistics.median([abs(e) for e in loaded_held]) <= 0.25 else "**misses**")
+        + " the 25 % target",
+        f"- TTFT under load, the term's fit points: {_summary(loaded_fit)}",
+        f"- TPOT, held out: {_summary(tpot_val)}: "
+        + ("meets" if statistics.median([abs(e) for e in tpot_val]) <= 0.15 else "**misses**")
+        + " the 15 % target",
+        "- before issue 28's latency work (main at ee21b7e, measured the same way): TTFT under load held out 3 points,",
+        "  median 41.7 %, max 49.7 %; the fit points 6 points, median 34.9 %, max 43.7 %; TPOT held out 18 points,",
+        "  median 7.7 %, max 51.1 %",
+        "",
+        "Interconnect and format (issue 28): tensor-parallel all-reduces are priced by link in prefill and decode",
+        "(`tokenplane/model/interconnect.py`: NVLS 475 GB/s, NVLink 232, PCIe Gen4 20, Gen5 35, each with its",
+        "nccl-tests source), and attention at the kernels' precision (FP8 only on Hopper with an FP8 KV cache). The",
+        "one held-out latency point they move is Qwen2.5-72B at TP2 on H100s with a 1,024-token prompt: +18.5 % before,",
+        "+22.3 % now (its 80 layers all-reduce 1,024 x 8,192 x 2 bytes twice each over NVLink, +5.6 ms). No public",
+        "latency point over PCIe tensor parallelism, or with FP8 weights off Hopper, was found to hold the other terms.",
+        "MoE grouped-GEMM efficiency by GPU generation is not modelled (MoE GEMMs run at the dense MFU).",
+        "",
         "What the TTFT misses: a short prompt's TTFT is mostly the OpenAI server's floor (tokenization, the first",
         "scheduling step, detokenization, the first streamed chunk), and these points put it anywhere from 6 to",
         "51 ms: about 6-8 ms on tenstorrent's A100 host (Qwen3-1.7B: 11.4 ms in all), 22 ms on the L4, 51 ms for",
         "vLLM 0.11's chat endpoint on gpustack's H100 (SGLang on the same host: 28 ms). One constant (20 ms,",
         "read from the fit points) cannot land within 20 % of all of them: swept from 5 to 40 ms, the best",
         f"({best_floor} ms) still gives a median of {sweep[best_floor] * 100:.0f} %, and fitting it per host would be fitting the",
-        "validation set. The closed-loop waves on the L4 also rise faster with concurrency than the GPU work",
-        f"does (+{rise['measured_ms']:.0f} ms at c={rise['concurrency']:.0f} against +{rise['modelled_ms']:.0f} ms modelled): "
-        "per-request work in the API",
-        "server that the model does not price. TPOT misses on tenstorrent's A100 (25-51 % slower than",
+        "validation set. The closed-loop waves on the L4 rise faster with concurrency than the GPU work does",
+        f"(+{rise['measured_ms']:.0f} ms at c={rise['concurrency']:.0f} against +{rise['gpu_only_ms']:.0f} ms of GPU work): "
+        "per-request work in the API server,",
+        f"which the term above now prices (+{rise['modelled_ms']:.0f} ms modelled with it). TPOT misses on tenstorrent's A100 (25-51 % slower than",
         "modelled, release unstated) are reported, not fitted; Qwen2.5-72B at TP2 on its H100s is within 7 %.",
         "",
         "| set | run | GPU | TP | vLLM | load | batch | TPOT ms | predicted | error | TTFT ms | predicted | error | source |",

@@ -305,7 +305,10 @@ class Scheduler:
             prefill_s += timing.prefill.seconds(n, computed)
         self.peak_running = max(self.peak_running, len(running))
         step = timing.decode_seconds(decode_batch, decode_context) if decode_batch else timing.overhead_s
-        return scheduled, step + prefill_s
+        rows = sum(n for seq, n in scheduled) - decode_batch
+        # The chunks' compute, or the weight reads the decode batch has not paid: the planner's function too.
+        prefill = timing.prefill.in_iteration(prefill_s, float(rows), float(decode_batch)) if rows > 0 else 0.0
+        return scheduled, step + prefill
 
     def complete(self, scheduled: list[tuple[Sequence, int]]) -> None:
         """Apply an iteration's results at the model clock's new time: tokens out, finished sequences freed."""

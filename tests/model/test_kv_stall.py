@@ -75,15 +75,16 @@ def _rag() -> ReplicaPerformance:
 
 
 def test_the_rag_pool_prices_the_stall_at_the_count_it_used_to_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    # At 30 replicas (the count planned before) the simulator gives class A 99.01% (mean of six seeds):
-    # priced with the stall the model says 99.05%, under the sizing target; without it, 99.99%.
+    # At 30 replicas the simulator gives class A 98.15% (mean of six seeds, sd 0.26; 99.01% before prefill paid
+    # its all-reduces and BF16 attention, issue 28 item 4): priced with the stall the model says 98.32%, under the
+    # sizing target; without it, more than the target.
     target = sizing_target(0.99)
     with_stall = _rag().health(40 / 30, replicas=30).classes["A"].attainment
     monkeypatch.setattr(ReplicaPerformance, "_stall_states", lambda *_: None)
     without = _rag().health(40 / 30, replicas=30).classes["A"].attainment
     assert with_stall is not None and without is not None
     assert with_stall < target < without, (with_stall, without)
-    assert abs(with_stall - 0.9901) <= 0.003, with_stall
+    assert abs(with_stall - 0.9815) <= 0.003, with_stall
 
 
 def test_a_pool_whose_cache_never_binds_draws_no_stall() -> None:

@@ -23,10 +23,16 @@ where it is defined; ``tokenplane.model.calibration`` holds the public points be
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+from typing import overload
+
+import numpy as np
+import numpy.typing as npt
 
 from tokenplane.catalog import Gpu, Interconnect, KvCacheDtype, Quantization
+from tokenplane.model.interconnect import Link, allreduce_latency_seconds, allreduce_seconds_per_row, link_for
 from tokenplane.model.vllm_memory import (
     DEFAULT_OVERHEADS,
     VllmOverheads,
@@ -75,6 +81,7 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "prefill_seconds_per_token",
     "replica_memory",
     "sampling_seconds",
+    "server_wait_seconds",
     "speculation_factor",
     "step_overhead_seconds",
     "token_throughput",
@@ -85,6 +92,11 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "weight_read_seconds",
 ]
 
+F64 = npt.NDArray[np.float64]
+# Fitted on the loaded fit points (``calibration.API_TERM_FIT``) by ``benchmarks/capacity_validation.py --fit-api``.
+API_PER_REQUEST_S = 0.0024  # 2.4 ms per other request in flight
+# GPUs whose attention kernels run FP8 with an FP8 KV cache: FlashAttention 3 is Hopper's (H100, H200).
+FP8_ATTENTION_GPUS = frozenset({"H100-80GB", "H200-141GB"})
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
 
 
@@ -294,22 +306,49 @@ class Efficiency:
                                   Held-out hosts spread it from 6 ms (tenstorrent's A100)
                                   to 51 ms (vLLM 0.11's chat endpoint, gpustack), which
                                   is most of the TTFT error in ``BENCHMARKS.md``
-    allreduce_s          8 us     one tensor-parallel all-reduce over NVLink at decode
-                                  sizes; two per layer
+    allreduce_s          None     one tensor-parallel all-reduce's fixed cost, two per layer;
+                                  None: the interconnect's (``interconnect.LINKS``: 8 us over
+                                  NVLink with vLLM's custom all-reduce, 3 us a ring hop over
+                                  PCIe). Each row's bytes are priced by the link's bandwidth,
+                                  in decode and in prefill (``interconnect``)
+    api_per_request_s    see      the OpenAI server's work for each other request in flight,
+                         below    added to a new request's first token (``server_wait_seconds``)
     ===================  =======  ===========================================================
+
+    Attention runs at the precision vLLM's kernels run it (``ReplicaModel.attention_flops``):
+    FP8 only where FlashAttention 3 runs it in FP8, on Hopper with an FP8 KV cache (vLLM docs,
+    "Quantized KV Cache": "When using the Flash Attention 3 backend with FP8 KV cache, attention
+    operations are also performed in the quantized (FP8) domain"; FlashAttention 3 is Hopper's,
+    Shah et al. 2024); BF16 everywhere else, whatever the weights' format.
     """
 
     mfu_prefill: float = 0.5
     mfu_decode: float = 0.5
     mbu_decode: float = 0.8
     step_overhead_s: float = 0.001
-    allreduce_s: float = 8e-6
+    allreduce_s: float | None = None
     layer_floor_s: float = 50e-6
     sampler_bytes_per_logit: float = 16.0
     ttft_floor_s: float = 0.020
+    api_per_request_s: float = API_PER_REQUEST_S
 
 
 DEFAULT_EFFICIENCY = Efficiency()
+
+
+def server_wait_seconds(model: ReplicaModel, others_in_flight: float) -> float:
+    """What the OpenAI server's per-request work adds to a first token with ``others_in_flight`` requests streaming.
+
+    vLLM's API server is one Python process: it tokenizes each arrival, and detokenizes and
+    streams every running request's tokens, so a new request's first chunk waits behind work that
+    grows with the requests in flight. The loaded public points show it where the engine's own
+    work does not: on the L4 the closed-loop TTFT rises 108 ms from c = 1 to 32 where the GPU
+    work rises 59 ms. ``Efficiency.api_per_request_s`` is fitted on those points
+    (``tokenplane.model.calibration.API_TERM_FIT``) and the validation table adds it. The planner
+    and the simulator add ``PoolTiming.api_per_request_s`` the same way, per the batch a first
+    token leaves beside; spec-built pools set it to zero for now (see ``PoolTiming``).
+    """
+    return model.efficiency.api_per_request_s * max(others_in_flight, 0.0)
 
 
 @dataclass(frozen=True)
@@ -341,6 +380,8 @@ class ReplicaModel:
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
     efficiency: Efficiency = field(default=DEFAULT_EFFICIENCY)
     speculation: Speculation | None = None
+    # The link its tensor-parallel ranks all-reduce over; None: the GPU's (``interconnect.link_for``).
+    link: Link | None = None
 
     @property
     def gpus(self) -> int:
@@ -348,8 +389,23 @@ class ReplicaModel:
 
     @property
     def peak_flops(self) -> float:
+        """The linear layers' peak: FP8 (or INT8) GEMMs for those weight formats where the chip has them."""
         fp8 = self.quantization in (Quantization.FP8, Quantization.INT8)
         return self.gpu.flops(fp8=fp8) * self.tp
+
+    @property
+    def attention_flops(self) -> float:
+        """Attention's peak: FP8 only on Hopper with an FP8 KV cache (FlashAttention 3), BF16 elsewhere."""
+        fp8 = self.kv_cache_dtype is not KvCacheDtype.AUTO and self.gpu.name in FP8_ATTENTION_GPUS
+        return self.gpu.flops(fp8=fp8) * self.tp
+
+    @property
+    def interconnect(self) -> Link:
+        return self.link or link_for(self.gpu)
+
+    def allreduce_per_row_s(self) -> float:
+        """What one more row (a decode sequence, a prefill token) adds to a pass's tensor-parallel all-reduces."""
+        return allreduce_seconds_per_row(self.interconnect, self.tp, self.arch.hidden_size, self.arch.num_layers)
 
     @property
     def bandwidth(self) -> float:
@@ -383,29 +439,100 @@ def causal_pairs(tokens: float, context_before: float = 0.0) -> float:
 
 @dataclass(frozen=True)
 class PrefillCost:
-    """Prefill compute time of one replica as two rates, so that a simulator can price chunks cheaply.
+    """Prefill's cost in one replica's iteration: the one function every path prices prefill with.
 
-    ``seconds(t, c)`` equals ``prefill_compute_seconds(model, t, context_before=c)``. Chunked prefill
-    costs the same in total as one pass: the chunks' causal triangles add up to the whole one.
+    ``seconds(t, c)`` is the chunk's compute time, ``prefill_compute_seconds(model, t, context_before=c)``:
+    two rates, so that a simulator can price chunks cheaply. Chunked prefill costs the same compute in
+    total as one pass: the chunks' causal triangles add up to the whole one.
+
+    ``in_iteration`` is what prefilling adds to an iteration (the roofline): the chunks' compute, or
+    the weight bytes their rows read that the iteration's decode batch did not, whichever is longer.
+    The lone-prompt TTFT (``prefill_seconds``), a closed-loop wave (``calibration.wave``), the
+    planner's backlog chains (``pool_performance``) and both simulators (``sim.engine``,
+    ``serving.engine.scheduler``) all go through it (``tests/model/test_one_prefill_cost.py``).
+    A calibrated host (``pool_model.PoolTiming.calibrated``) leaves the read terms at zero: its
+    measured prefill rates already hold whatever bound it.
     """
 
     per_token_s: float
     per_pair_s: float
+    # One forward pass's weight reads over ``rows`` tokens: what every row reads (attention, dense MLPs,
+    # the LM head) plus the routed experts the rows touch, ``1 - expert_miss ** rows`` of them, never
+    # under the layers' kernel latency (``read_floor_s``). ``weight_read_seconds`` is this.
+    read_fixed_s: float = 0.0
+    read_experts_s: float = 0.0
+    expert_miss: float = 1.0  # the chance that one row does not route to a given expert: 1 - top_k / experts
+    read_floor_s: float = 0.0
 
     def seconds(self, tokens: float, context_before: float = 0.0) -> float:
         return self.per_token_s * tokens + self.per_pair_s * causal_pairs(tokens, context_before)
 
+    @overload
+    def read_seconds(self, rows: float) -> float: ...
+    @overload
+    def read_seconds(self, rows: F64) -> F64: ...
+    def read_seconds(self, rows: float | F64) -> float | F64:
+        """The weight reads of one pass over ``rows`` tokens (a float, or numpy arrays element by element)."""
+        if isinstance(rows, np.ndarray):
+            spread: F64 = self.read_fixed_s + self.read_experts_s * (1.0 - np.power(self.expert_miss, rows))
+            return np.maximum(spread, self.read_floor_s)
+        return max(
+            self.read_fixed_s + self.read_experts_s * (1.0 - math.pow(self.expert_miss, rows)), self.read_floor_s
+        )
 
+    @overload
+    def in_iteration(self, compute_s: float, rows: float, decode_rows: float) -> float: ...
+    @overload
+    def in_iteration(self, compute_s: F64, rows: F64 | float, decode_rows: F64 | float) -> F64: ...
+    def in_iteration(self, compute_s: float | F64, rows: float | F64, decode_rows: float | F64) -> float | F64:
+        """Seconds that prefilling ``rows`` tokens (``compute_s`` of compute) adds to an iteration decoding ``decode_rows``.
+
+        With nothing decoding this is the pass's roofline, ``max(compute, weight reads)``: a short
+        prompt alone cannot finish faster than its weights are read. A decode batch has already read
+        the dense weights, so a dense model's prefill then costs its compute; an MoE's prompt still
+        reads the experts the batch did not touch (a 128-token prompt touches all of them).
+        """
+        if isinstance(compute_s, np.ndarray) or isinstance(rows, np.ndarray) or isinstance(decode_rows, np.ndarray):
+            dec = np.asarray(decode_rows, dtype=np.float64)
+            already = np.where(dec > 0, self.read_seconds(dec), 0.0)
+            extra = self.read_seconds(np.asarray(dec + rows, dtype=np.float64)) - already
+            return np.maximum(np.asarray(compute_s, dtype=np.float64), extra)
+        done = self.read_seconds(decode_rows) if decode_rows > 0 else 0.0
+        return max(compute_s, self.read_seconds(decode_rows + rows) - done)
+
+
+@functools.lru_cache(maxsize=256)
 def prefill_cost(model: ReplicaModel) -> PrefillCost:
-    rate = model.peak_flops * model.efficiency.mfu_prefill
-    return PrefillCost(_linear_flops_per_token(model.arch) / rate, _attention_flops_per_pair(model.arch) / rate)
+    """One replica's prefill rates and weight-read terms (cached: a pool's timing table asks once per batch size)."""
+    eff = model.efficiency
+    rate = model.peak_flops * eff.mfu_prefill
+    read_rate = model.bandwidth * eff.mbu_decode
+    arch = model.arch
+    total = model_weight_bytes(arch, model.quantization)
+    # The input embedding is a lookup, not a read of the whole table; when it is tied to the LM
+    # head, the head reads it in full every pass anyway.
+    read = total if arch.tie_word_embeddings else total - arch.vocab_size * arch.hidden_size * 2.0
+    experts, miss = 0.0, 1.0
+    if arch.is_moe:
+        expert_params = 3 * arch.hidden_size * (arch.moe_intermediate_size or arch.intermediate_size)
+        moe_layers = arch.num_layers - min(arch.first_dense_layers, arch.num_layers)
+        experts = moe_layers * arch.num_experts * expert_params * bytes_per_weight(model.quantization)
+        miss = 1 - arch.experts_per_token / arch.num_experts
+    attention_rate = model.attention_flops * eff.mfu_prefill
+    return PrefillCost(
+        # Each token's linear FLOPs, and its hidden state through the ranks' all-reduces (in line, not overlapped).
+        per_token_s=_linear_flops_per_token(arch) / rate + model.allreduce_per_row_s(),
+        per_pair_s=_attention_flops_per_pair(arch) / attention_rate,
+        read_fixed_s=(read - experts) / read_rate,
+        read_experts_s=experts / read_rate,
+        expert_miss=miss,
+        read_floor_s=arch.num_layers * eff.layer_floor_s,
+    )
 
 
 def prefill_compute_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0) -> float:
-    """Prefill's compute time without the per-iteration overhead: what a chunk adds to a running iteration."""
-    return prefill_flops(model.arch, tokens, context_before=context_before) / (
-        model.peak_flops * model.efficiency.mfu_prefill
-    )
+    """Prefill's compute time without the per-iteration overhead: what a chunk's FLOPs take."""
+    return prefill_cost(model).seconds(tokens, context_before)
 
 
 def prefill_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0) -> float:
@@ -421,8 +548,8 @@ def prefill_seconds(model: ReplicaModel, tokens: int, *, context_before: int = 0
     """
     if tokens <= 0:
         return 0.0
-    compute = prefill_compute_seconds(model, tokens, context_before=context_before)
-    return max(compute, weight_read_seconds(model, tokens)) + step_overhead_seconds(model)
+    cost = prefill_cost(model)
+    return cost.in_iteration(cost.seconds(tokens, context_before), float(tokens), 0.0) + step_overhead_seconds(model)
 
 
 def prefill_seconds_per_token(model: ReplicaModel, *, context: int) -> float:
@@ -433,24 +560,14 @@ def prefill_seconds_per_token(model: ReplicaModel, *, context: int) -> float:
 def step_overhead_seconds(model: ReplicaModel) -> float:
     """Per-iteration scheduling, sampling and launch cost, plus the tensor-parallel all-reduces."""
     eff = model.efficiency
-    allreduce = 2 * model.arch.num_layers * eff.allreduce_s if model.tp > 1 else 0.0
+    layers = model.arch.num_layers
+    if model.tp <= 1:
+        allreduce = 0.0
+    elif eff.allreduce_s is not None:
+        allreduce = 2 * layers * eff.allreduce_s
+    else:
+        allreduce = allreduce_latency_seconds(model.interconnect, model.tp, layers)
     return eff.step_overhead_s + allreduce
-
-
-def _weight_bytes_read(model: ReplicaModel, batch: int) -> float:
-    """Weights one decode step reads. MoE reads only the experts the batch routed to."""
-    arch = model.arch
-    total = model_weight_bytes(arch, model.quantization)
-    # The input embedding is a lookup, not a read of the whole table; when it is tied to the LM
-    # head, the head reads it in full every step anyway.
-    read = total if arch.tie_word_embeddings else total - arch.vocab_size * arch.hidden_size * 2.0
-    if arch.is_moe:
-        expert_params = 3 * arch.hidden_size * (arch.moe_intermediate_size or arch.intermediate_size)
-        moe_layers = arch.num_layers - min(arch.first_dense_layers, arch.num_layers)
-        all_experts = moe_layers * arch.num_experts * expert_params * bytes_per_weight(model.quantization)
-        touched = arch.num_experts * (1 - (1 - arch.experts_per_token / arch.num_experts) ** batch)
-        read -= all_experts * (1 - touched / arch.num_experts)
-    return read
 
 
 @dataclass(frozen=True)
@@ -483,10 +600,12 @@ def decode_step_terms(model: ReplicaModel, batch: int) -> DecodeStepTerms:
     rate = model.bandwidth * eff.mbu_decode
     kv_per_token = kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp
     sampling = sampling_seconds(model, batch)
+    # The batch's rows through the ranks' all-reduces: like the sampler, paid on either side of the roofline.
+    serial = sampling + batch * model.allreduce_per_row_s()
     return DecodeStepTerms(
-        memory_s=weight_read_seconds(model, batch) + sampling,
+        memory_s=weight_read_seconds(model, batch) + serial,
         kv_s_per_token=kv_per_token / rate,
-        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode) + sampling,
+        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode) + serial,
         overhead_s=step_overhead_seconds(model),
     )
 
@@ -495,11 +614,10 @@ def weight_read_seconds(model: ReplicaModel, rows: int) -> float:
     """One forward pass's weight reads for ``rows`` tokens, never under the layers' kernel latency.
 
     Dense models read all of their weights; an MoE reads the experts its rows route to, which for
-    more than a few dozen tokens (a prompt) is all of them, and for a small decode batch a few.
+    more than a few dozen tokens (a prompt) is all of them, and for a small decode batch a few
+    (``PrefillCost.read_seconds``, the terms prefill's roofline uses too).
     """
-    eff = model.efficiency
-    floor = model.arch.num_layers * eff.layer_floor_s
-    return max(_weight_bytes_read(model, rows) / (model.bandwidth * eff.mbu_decode), floor)
+    return prefill_cost(model).read_seconds(float(rows))
 
 
 def sampling_seconds(model: ReplicaModel, batch: int) -> float:

@@ -499,7 +499,10 @@ class ReplicaPerformance:
         decode = self._decode_s_array(batch, kv)
         budget = np.maximum(1.0, t.token_budget - np.round(batch))
         per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token over the mix, attention included
-        full = decode + per_token * budget  # an iteration that spends the whole budget on an average mix
+        # Prefill in an iteration is priced as the engines price it (``PrefillCost.in_iteration``): its compute, or
+        # the weight reads the decode batch has not paid (all of them on an idle replica; an MoE's untouched experts).
+        in_iteration = t.prefill.in_iteration
+        full = decode + in_iteration(per_token * budget, budget, batch)  # the whole budget on an average mix
         grid, grid_s = m.prefill_tokens_grid, m.prefill_seconds_grid
         mean_tokens = float(grid.mean())
         lam = op.rps
@@ -523,7 +526,7 @@ class ReplicaPerformance:
             stay = gap <= residual
             residual[stay] -= gap[stay]
             left = gap[live] - residual[live]
-            d_live = decode[live]
+            d_live, b_live = decode[live], batch[live]
             while len(live):
                 q, qs = queued[live], queued_s[live]
                 done = np.minimum(q, budget[live])
@@ -531,7 +534,7 @@ class ReplicaPerformance:
                 # A chunk costs its share of the queue's seconds: whole prompts keep their own attention cost.
                 # (An empty queue's is 0 * qs / 1e-9: zero, as the chain has nothing to prefill.)
                 done_s = qs * done / np.maximum(q, 1e-9)
-                length = d_live + done_s
+                length = d_live + np.where(busy, in_iteration(done_s, done, b_live), 0.0)
                 queued[live] = q - done
                 queued_s[live] = qs - done_s
                 if reading:
@@ -550,7 +553,7 @@ class ReplicaPerformance:
                 else:  # an idle replica starts on the arrival
                     residual[live[stop]] = np.where(ends, length - left, 0.0)[stop]
                 more = ~stop
-                live, left, d_live = live[more], left[more] - length[more], d_live[more]
+                live, left, d_live, b_live = live[more], left[more] - length[more], d_live[more], b_live[more]
             if reading:
                 seen_r.append(residual.copy())
                 seen_q.append(queued.copy())
@@ -562,6 +565,7 @@ class ReplicaPerformance:
         samples = len(r_s)
         reads = samples // CHAINS
         decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
+        batch = np.tile(batch, reads)
         stalls = self._stall_states(op, samples, n)
         # Apart from the chains' stream, so that a pool whose cache never binds keeps its numbers exactly.
         stall_rng = np.random.default_rng(kv_stall.SEED + 1)
@@ -572,6 +576,8 @@ class ReplicaPerformance:
             mass = 0.0
             met = 0.0  # the share within the SLO and not shed at the level's deadline
             floor = self.timing.ttft_floor_s  # the server's floor, as the engines add it
+            # and its work for the requests decoding beside (``capacity.server_wait_seconds``), per the chain's batch
+            server = self.timing.api_per_request_s * batch
             # A class sent at several priority levels is a mixture of their TTFTs: each sample takes one level's
             # (averaging the levels' samples instead would shrink the tail: a P95 5-7% short on dev's pools).
             active = [level for level, share in enumerate(c.levels) if share > 0]
@@ -595,8 +601,13 @@ class ReplicaPerformance:
                 jump_s = np.minimum(rounds, waiting) * (budget - usable) * per_token
                 room = np.maximum(budget * (rounds + 1 - work), 0.0)
                 behind, behind_s = _arrived(rng, lam, r_s + rounds * full, grid, grid_s, n)
+                fill = np.where(behind > 0, np.minimum(behind, room), 0.0)
                 fill_s = np.where(behind > 0, behind_s * np.minimum(1.0, room / np.maximum(behind, 1e-9)), 0.0)
-                elapsed = (rounds + 1) * decode + ahead_s + seconds[own] + jump_s + fill_s
+                # Its rounds + 1 iterations prefill all of that, each priced as the engines do (compute or reads).
+                its = rounds + 1
+                rows = ahead + prefill[own] + np.minimum(rounds, waiting) * (budget - usable) + fill
+                spent = its * in_iteration((ahead_s + seconds[own] + jump_s + fill_s) / its, rows / its, batch)
+                elapsed = its * decode + spent
                 if stalls is not None:  # the queue ahead and its own context must fit what the batch leaves
                     need = ahead * self._kv_per_prefill_token + prefill[own] / self.prefix_kept + 1 + WASTE_TOKENS
                     stall = stalls.stall_s(need)
@@ -613,9 +624,9 @@ class ReplicaPerformance:
                     wait[mine] = level_wait[mine]
                 mass += share
                 if c.ttft_slo_s is not None:
-                    kept = (r_s + elapsed + floor <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
+                    kept = (r_s + elapsed + floor + server <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
                     met += share * float(kept.mean())
-            ttft = ttft + floor
+            ttft = ttft + floor + server
             p50, p95, p99 = (float(x) for x in np.quantile(ttft, (0.5, 0.95, 0.99)))
             att = None if c.ttft_slo_s is None else met / max(mass, 1e-12)
             out[c.name] = ClassLatency(c.name, p50, p95, p99, att, float(wait.mean()), float(np.quantile(wait, 0.95)))

@@ -11,10 +11,14 @@ that waits longer than its priority level's ``max_queue_wait_ms`` is dropped.
 
 Iteration times come from ``tokenplane.model.capacity`` only: a decode iteration is
 ``DecodeStepTerms`` at the batch's total context, times the speculative-decoding
-factor, and each prefill chunk adds ``PrefillCost.seconds``. An iteration with
-nothing to decode pays the step overhead once. What an iteration produces reaches
-the client ``PoolTiming.ttft_floor_s`` later (the OpenAI server's own work), as
-the planner's pool model adds it too.
+factor, and the iteration's prefill chunks add ``PrefillCost.in_iteration`` of their
+compute (``PrefillCost.seconds``) and rows: the compute, or the weight reads the decode
+batch has not already paid, whichever is longer (the planner and the validation table
+price prefill with the same function). An iteration with nothing to decode pays the step
+overhead once. What an iteration produces reaches
+the client ``PoolTiming.ttft_floor_s`` later (the OpenAI server's own work), and a
+first token ``PoolTiming.api_per_request_s`` later again for each sequence decoding
+beside it (the server's per-request work), as the planner's pool model adds them too.
 
 Why it is fast enough for 10,000 RPS:
 
@@ -341,6 +345,7 @@ class Engine:
         arrival, max_wait, pf, cached = req.arrival, req.max_wait, req.prefill, req.cached
         admitted, first, done, shed = req.admitted, req.first, req.done, req.shed
         per_token, per_pair, overhead = p.prefill.per_token_s, p.prefill.per_pair_s, p.overhead_s
+        in_iteration = p.prefill.in_iteration
         max_seqs, token_budget = p.max_num_seqs, p.token_budget
         floor = p.ttft_floor_s
         counters = self.counters[rep.pool]
@@ -355,7 +360,7 @@ class Engine:
                 if a >= t_end:
                     break
                 clock = a  # idle until the next request
-            seconds = overhead
+            compute = 0.0
             budget = token_budget
             taken: list[int] = []
             while pos < count and len(taken) < max_seqs:
@@ -372,14 +377,14 @@ class Engine:
                 tokens = pf[rid]
                 if tokens > budget and taken:
                     break
-                seconds += per_token * tokens + per_pair * (tokens * cached[rid] + tokens * tokens / 2)
+                compute += per_token * tokens + per_pair * (tokens * cached[rid] + tokens * tokens / 2)
                 budget -= tokens
                 admitted[rid] = clock
                 wait_sum += clock - a
                 left_arrivals += a
                 taken.append(rid)
                 pos += 1
-            clock += seconds
+            clock += overhead + (in_iteration(compute, float(token_budget - budget), 0.0) if taken else 0.0)
             iterations += 1
             admitted_n += len(taken)
             seen = clock + floor  # the server's floor: when the client gets it
@@ -409,6 +414,7 @@ class Engine:
         joined, finish_at, live, preemptions = req.joined, req.finish_at, req.running, req.preemptions
         mem, comp, kv_s, overhead, spec = p.memory_s, p.compute_s, p.kv_s_per_token, p.overhead_s, p.speculation
         per_token, per_pair, floor = p.prefill.per_token_s, p.prefill.per_pair_s, p.ttft_floor_s
+        in_iteration, api = p.prefill.in_iteration, p.api_per_request_s
         kv_cap, max_seqs, token_budget, max_wait = p.kv_tokens, p.max_num_seqs, p.token_budget, req.max_wait
         waste, by_priority, peak = p.waste_tokens, p.priority_scheduling, rep.peak
         queue_level = level_of if self.queue_by_level else [0] * len(level_of)
@@ -432,6 +438,7 @@ class Engine:
                 # An iteration that prefills: decode the batch, then prompts within the token budget.
                 it += 1
                 seconds = (max(mem[batch] + kv_s * context, comp[batch]) + overhead) * spec if batch else overhead
+                compute = 0.0  # the prefill chunks' compute; ``in_iteration`` prices it with their weight reads
                 budget = token_budget - batch
                 slots = max_seqs - batch
                 free = kv_cap - context - reserved - batch * (waste + 1)
@@ -440,7 +447,7 @@ class Engine:
                     rid = partial
                     chunk = min(pf[rid] - partial_done, budget)
                     before = cached[rid] + partial_done
-                    seconds += per_token * chunk + per_pair * (chunk * before + chunk * chunk / 2)
+                    compute += per_token * chunk + per_pair * (chunk * before + chunk * chunk / 2)
                     budget -= chunk
                     slots -= 1
                     if partial_done + chunk >= pf[rid]:
@@ -482,23 +489,26 @@ class Engine:
                     reserved += ctx[rid]
                     chunk = pf[rid] if pf[rid] <= budget else budget
                     before = cached[rid]
-                    seconds += per_token * chunk + per_pair * (chunk * before + chunk * chunk / 2)
+                    compute += per_token * chunk + per_pair * (chunk * before + chunk * chunk / 2)
                     budget -= chunk
                     slots -= 1
                     if chunk >= pf[rid]:
                         prefilled.append(rid)
                     else:
                         partial, partial_done = rid, chunk
-                clock += seconds
+                rows = token_budget - batch - budget
+                clock += seconds + (in_iteration(compute, float(rows), float(batch)) if rows > 0 else 0.0)
                 context += batch
+                # The server's floor, and its work for the requests streaming beside (``server_wait_seconds``).
+                seen = clock + floor + api * batch
                 for rid in prefilled:
                     reserved -= ctx[rid]
                     if first[rid] != first[rid]:
-                        first[rid] = clock + floor
-                        ttfts.append(clock + floor - arrival[rid])
+                        first[rid] = seen
+                        ttfts.append(seen - arrival[rid])
                     n = tokens[rid]
                     if n <= 1:
-                        done[rid] = clock + floor
+                        done[rid] = seen
                         continue
                     context += ctx[rid] + 1
                     batch += 1
