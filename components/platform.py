@@ -73,7 +73,7 @@ class LlmPlatform(Component):
         )
         registry = ModelRegistry(
             self.child("registry"),
-            ModelRegistryArgs(spec=spec, home=home.name, providers=providers, tags=base_tags),
+            ModelRegistryArgs.from_spec(spec, home=home.name, providers=providers, tags=base_tags),
             self.opts(),
         )
         self.regions = {
@@ -99,8 +99,8 @@ class LlmPlatform(Component):
         routing = (
             GlobalRouting(
                 self.child("dns"),
-                GlobalRoutingArgs(
-                    spec=spec,
+                GlobalRoutingArgs.from_spec(
+                    spec,
                     gateway_hostnames={n: r.gateway_hostname for n, r in self.regions.items()},
                     tags=base_tags,
                     certificate=next((c for c in requested if c is not None), None),

@@ -85,13 +85,11 @@ class Region(Component):
         cluster = Cluster(
             self.child("cluster"),
             ClusterArgs(
-                name=cluster_name(spec.platform.name, region.name),
+                network=network,
                 kubernetes_version=spec.platform.kubernetes_version,
                 cloud_region=region.cloud_region,
                 # One per AZ in prod, so that an AZ outage leaves system capacity; two elsewhere.
                 system_nodes=3 if environment == "prod" else 2,
-                private_subnet_ids=network.private_subnet_ids,
-                public_subnet_ids=network.public_subnet_ids,
                 tags=tags,
                 system_cpu=system_cpu_at_maxima(spec, region),
                 admin_role_arns=list(spec.platform.admin_role_arns),
@@ -119,9 +117,8 @@ class Region(Component):
                 GpuNodeGroupArgs(
                     pool=spec.pool(placement.pool),
                     placement=placement,
-                    cluster_name=cluster.name,
-                    node_role_arn=cluster.node_role_arn,
-                    subnet_ids=network.private_subnet_ids,
+                    cluster=cluster,
+                    subnets=network.private,
                     tags=tags,
                 ),
                 self.opts(),
@@ -150,14 +147,7 @@ class Region(Component):
         )
         observability = Observability(
             self.child("observability"),
-            ObservabilityArgs(
-                spec=spec,
-                region=region,
-                namespace=namespaces[NS_MONITORING],
-                oidc_provider_arn=cluster.oidc_provider_arn,
-                oidc_issuer=cluster.oidc_issuer,
-                tags=tags,
-            ),
+            ObservabilityArgs.from_spec(spec, region, namespace=namespaces[NS_MONITORING], cluster=cluster, tags=tags),
             after_namespaces,
         )
         needed = {m.ref: m for p in region.pools for m in artifacts(spec, spec.pool(p.pool))}
@@ -166,8 +156,7 @@ class Region(Component):
             namespace=namespaces[NS_SERVING],
             models=list(needed.values()),
             bucket=args.registry_bucket,
-            oidc_provider_arn=cluster.oidc_provider_arn,
-            oidc_issuer=cluster.oidc_issuer,
+            cluster=cluster,
             tags=tags,
             opts=self.opts(),
             k8s_opts=after_namespaces,
@@ -183,8 +172,7 @@ class Region(Component):
                     region=region.name,
                     cloud_region=region.cloud_region,
                     registry_bucket=args.registry_bucket,
-                    oidc_provider_arn=cluster.oidc_provider_arn,
-                    oidc_issuer=cluster.oidc_issuer,
+                    cluster=cluster,
                     image=args.vllm_image,
                     tags=tags,
                     placement=placement,

@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 from tokenplane.components import kube
 from tokenplane.components.base import Component
 from tokenplane.components.gpu_node_group import GpuNodeGroup, NodeSelection
-from tokenplane.components.iam import irsa_role, policy_document
+from tokenplane.components.iam import OidcCluster, irsa_role, policy_document
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import (
     LABEL_POOL,
@@ -93,8 +93,7 @@ class VllmPoolArgs:
         region: the region's name in the pods' labels (dashboards and alerts group by it).
         cloud_region: the AWS region its weights are fetched in.
         registry_bucket: the bucket holding its weights (``models/<name>/<version>/``).
-        oidc_provider_arn: the cluster's OIDC provider (``Cluster.oidc_provider_arn``), for its IAM role.
-        oidc_issuer: the cluster's OIDC issuer URL (``Cluster.oidc_issuer``).
+        cluster: the ``Cluster`` (or an ``ExistingCluster``) whose OIDC provider its IAM role trusts.
         image: the vLLM image (``pins.VLLM_IMAGE``, or its regional mirror by digest).
         tags: AWS tags on its IAM role.
         placement: replica bounds; by default the node group's own.
@@ -113,8 +112,7 @@ class VllmPoolArgs:
     region: str
     cloud_region: str
     registry_bucket: pulumi.Input[str]
-    oidc_provider_arn: pulumi.Input[str]
-    oidc_issuer: pulumi.Input[str]
+    cluster: OidcCluster
     image: pulumi.Input[str]
     tags: dict[str, str] = field(default_factory=dict)
     placement: Placement | None = None
@@ -422,8 +420,8 @@ class VllmPool(Component):
             self.child("weights-role"),
             namespace=args.namespace.name,
             service_account=app,
-            oidc_provider_arn=args.oidc_provider_arn,
-            oidc_issuer=args.oidc_issuer,
+            oidc_provider_arn=args.cluster.oidc_provider_arn,
+            oidc_issuer=args.cluster.oidc_issuer,
             policy=policy,
             tags=args.tags,
             opts=self.opts(),

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
-from tokenplane.components.iam import irsa_role, policy_document
+from tokenplane.components.iam import OidcCluster, irsa_role, policy_document
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import app_labels
 from tokenplane.components.pins import AWS_CLI_IMAGE
@@ -47,8 +47,7 @@ def publish_jobs(
     namespace: Namespace,
     models: list[RegistryModel],
     bucket: pulumi.Input[str],
-    oidc_provider_arn: pulumi.Input[str],
-    oidc_issuer: pulumi.Input[str],
+    cluster: OidcCluster,
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
     k8s_opts: pulumi.ResourceOptions,
@@ -68,8 +67,8 @@ def publish_jobs(
         f"{logical}-role",
         namespace=namespace.name,
         service_account=SERVICE_ACCOUNT,
-        oidc_provider_arn=oidc_provider_arn,
-        oidc_issuer=oidc_issuer,
+        oidc_provider_arn=cluster.oidc_provider_arn,
+        oidc_issuer=cluster.oidc_issuer,
         policy=policy,
         tags=tags,
         opts=opts,

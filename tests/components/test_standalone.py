@@ -21,9 +21,12 @@ from tokenplane.components import (
     GpuNodeGroup,
     GpuNodeGroupArgs,
     Namespace,
+    Network,
+    NetworkArgs,
     NodeSelection,
     Observability,
     ObservabilityArgs,
+    PrivateSubnets,
     VllmPool,
     VllmPoolArgs,
 )
@@ -39,6 +42,13 @@ DEPLOYED = Path(__file__).with_name("deployed_urns_minimal.txt")
 MINIMAL = spec("minimal")
 CHAT = MINIMAL.pool("chat")
 PLACEMENT = Placement(pool="chat", min_replicas=1, max_replicas=2)
+# A cluster this program does not create, as the components that join it see it.
+ELSEWHERE = ExistingCluster(
+    name="c",
+    oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/oidc",
+    oidc_issuer="https://oidc",
+    node_role_arn="arn:aws:iam::123456789012:role/nodes",
+)
 
 
 def lost_urns(result: RenderResult) -> set[str]:
@@ -71,8 +81,7 @@ def _pool_args(nodes: GpuNodeGroup | NodeSelection, namespace: Namespace, **extr
         "region": "us",
         "cloud_region": "us-east-1",
         "registry_bucket": "registry",
-        "oidc_provider_arn": "arn:aws:iam::123456789012:oidc-provider/oidc",
-        "oidc_issuer": "https://oidc",
+        "cluster": ELSEWHERE,
         "image": "vllm/vllm-openai:v0.19.0",
         **extra,
     }
@@ -85,9 +94,13 @@ def _gpu_group() -> GpuNodeGroup:
         GpuNodeGroupArgs(
             pool=CHAT,
             placement=PLACEMENT,
-            cluster_name="c",
-            node_role_arn="arn:aws:iam::123456789012:role/nodes",
-            subnet_ids=[pulumi.Output.from_input("subnet-a")],
+            cluster=ELSEWHERE,
+            subnets=PrivateSubnets(
+                azs=["us-east-1a"],
+                vpc_id="vpc-1",
+                vpc_cidr="10.0.0.0/16",
+                subnet_ids=[pulumi.Output.from_input("subnet-a")],
+            ),
             tags={},
         ),
     )
@@ -155,16 +168,8 @@ def test_two_pools_of_one_pool_coexist_in_one_namespace_under_their_own_app_name
 
 def test_cluster_addons_stand_alone_on_a_cluster() -> None:
     def program() -> None:
-        cluster = Cluster(
-            "c",
-            ClusterArgs(
-                name="c",
-                kubernetes_version="1.31",
-                cloud_region="us-east-1",
-                private_subnet_ids=[pulumi.Output.from_input("subnet-a")],
-                public_subnet_ids=[pulumi.Output.from_input("subnet-b")],
-            ),
-        )
+        network = Network("n", NetworkArgs(azs=["us-east-1a", "us-east-1b"], cluster_name="c"))
+        cluster = Cluster("c", ClusterArgs(network=network, kubernetes_version="1.31", cloud_region="us-east-1"))
         provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig)
         ClusterAddons(
             "addons",
@@ -220,13 +225,8 @@ def test_observability_refuses_a_namespace_prometheus_is_not_addressed_in() -> N
     def program() -> None:
         Observability(
             "obs",
-            ObservabilityArgs(
-                spec=MINIMAL,
-                region=MINIMAL.regions[0],
-                namespace=Namespace.existing("metrics"),
-                oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/example",
-                oidc_issuer="https://oidc.example",
-                tags={},
+            ObservabilityArgs.from_spec(
+                MINIMAL, MINIMAL.regions[0], namespace=Namespace.existing("metrics"), cluster=ELSEWHERE, tags={}
             ),
         )
 
