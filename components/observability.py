@@ -16,6 +16,7 @@ from tokenplane.components import dashboards, kube
 from tokenplane.components.base import Component
 from tokenplane.components.finops import FINOPS_ALERTS
 from tokenplane.components.finops_dashboard import PLUGIN as FINOPS_PLUGIN
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.iam import OidcCluster, irsa_role
 from tokenplane.components.kube import Namespace
 from tokenplane.components.metering import APP as METERING_APP
@@ -68,7 +69,8 @@ POD_SCRAPE: dict[str, Any] = {
 class ObservabilityArgs:
     """Prometheus, Grafana, the dashboards and the OTel collector in one region: only what they read.
 
-    ``from_spec`` takes them from a platform spec; a program composed by hand names them.
+    ``from_spec`` takes them from a platform spec, ``from_config`` from a hand-written ``GatewayConfig``; a
+    program may also name them one by one.
 
     Args:
         cloud_region: the AWS region the collector sends traces to X-Ray in.
@@ -117,6 +119,21 @@ class ObservabilityArgs:
             pricing=spec.pricing,
             settings=spec.observability,
             finops_alerts=spec.finops.enabled,
+        )
+
+    @classmethod
+    def from_config(
+        cls, config: GatewayConfig, *, namespace: Namespace, cluster: OidcCluster, tags: dict[str, str]
+    ) -> ObservabilityArgs:
+        """The region, pools and budget of a ``GatewayConfig``, with the default settings and no FinOps alerts
+        (a program that runs the FinOps plane sets ``finops_alerts``)."""
+        return cls(
+            cloud_region=config.region.cloud_region,
+            namespace=namespace,
+            cluster=cluster,
+            tags=tags,
+            pools=config.pools,
+            budget=config.budget,
         )
 
 

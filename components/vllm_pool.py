@@ -25,6 +25,7 @@ from tokenplane.components.naming import (
     app_labels,
 )
 from tokenplane.components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
+from tokenplane.components.storage import bucket_name
 from tokenplane.components.weights_publish import artifact_prefix
 from tokenplane.contract import TIME_TO_READY_ANNOTATION, VLLM_VERSION_ANNOTATION
 from tokenplane.model.rollout import plan_rollout
@@ -92,7 +93,7 @@ class VllmPoolArgs:
         namespace: where its objects go (``Namespace.create`` or ``Namespace.existing``).
         region: the region's name in the pods' labels (dashboards and alerts group by it).
         cloud_region: the AWS region its weights are fetched in.
-        registry_bucket: the bucket holding its weights (``models/<name>/<version>/``).
+        registry_bucket: the bucket holding its weights (``models/<name>/<version>/``), or its name.
         cluster: the ``Cluster`` (or an ``ExistingCluster``) whose OIDC provider its IAM role trusts.
         image: the vLLM image (``pins.VLLM_IMAGE``, or its regional mirror by digest).
         tags: AWS tags on its IAM role.
@@ -111,7 +112,7 @@ class VllmPoolArgs:
     namespace: Namespace
     region: str
     cloud_region: str
-    registry_bucket: pulumi.Input[str]
+    registry_bucket: aws.s3.Bucket | pulumi.Input[str]
     cluster: OidcCluster
     image: pulumi.Input[str]
     tags: dict[str, str] = field(default_factory=dict)
@@ -236,7 +237,7 @@ class VllmPool(Component):
             *env_list({Var.AWS_REGION: args.cloud_region, Var.HOME: "/tmp"}),
             {
                 "name": ARTIFACTS_ENV,
-                "value": pulumi.Output.from_input(args.registry_bucket).apply(
+                "value": pulumi.Output.from_input(bucket_name(args.registry_bucket)).apply(
                     lambda bucket: " ".join(
                         artifact_entry(m.ref, m.sha256, f"s3://{bucket}/{artifact_prefix(m)}") for m in needed
                     )
@@ -399,7 +400,7 @@ class VllmPool(Component):
 
     def _weights_role(self, args: VllmPoolArgs, app: str, needed: list[Any]) -> aws.iam.Role:
         """IRSA: the pool's pods may read their own artifacts from the registry bucket, nothing else."""
-        policy = pulumi.Output.from_input(args.registry_bucket).apply(
+        policy = pulumi.Output.from_input(bucket_name(args.registry_bucket)).apply(
             lambda bucket: policy_document(
                 [
                     {

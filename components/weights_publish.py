@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
@@ -21,6 +22,7 @@ from tokenplane.components.iam import OidcCluster, irsa_role, policy_document
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import app_labels
 from tokenplane.components.pins import AWS_CLI_IMAGE
+from tokenplane.components.storage import bucket_name
 from tokenplane.contract import PUBLISHES_ANNOTATION
 from tokenplane.runtime_env import Var, env_list
 from tokenplane.spec import RegistryModel
@@ -46,7 +48,7 @@ def publish_jobs(
     *,
     namespace: Namespace,
     models: list[RegistryModel],
-    bucket: pulumi.Input[str],
+    bucket: aws.s3.Bucket | pulumi.Input[str],
     cluster: OidcCluster,
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
@@ -61,6 +63,7 @@ def publish_jobs(
     sources = [m for m in models if publishable(m)]
     if not sources:
         return {}
+    bucket = bucket_name(bucket)
     k8s_opts = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=namespace.after()))
     policy = pulumi.Output.from_input(bucket).apply(lambda b: policy_document(_statements(sources, b)))
     role = irsa_role(

@@ -36,6 +36,20 @@ region = ts.Region(
     name="eu", cloud_region=cloud_region, azs=azs, jurisdiction=ts.Jurisdiction.EU, traffic_share=1.0, pools=[placement]
 )
 
+# What the gateways route, price and admit with: the pool, its model, the routing (and tenants: none here).
+routing, dev = ts.Routing(mix={ts.Tier.SMALL: 1.0}), ts.Environment.DEV
+config = tp.GatewayConfig(
+    name=NAME,
+    region=region,
+    pools=[chat],
+    models=[model],
+    workload_classes=classes,
+    routing=routing,
+    budget=ts.Budget(max_usd_per_hour=20),
+    peak_rps=5,
+    environment=dev,
+)
+
 # An explicit provider: nothing lands in whatever region the CLI defaults to.
 aws_provider = aws.Provider("aws", region=cloud_region, default_tags=aws.ProviderDefaultTagsArgs(tags=tags))
 on_aws, providers = pulumi.ResourceOptions(provider=aws_provider), {cloud_region: aws_provider}
@@ -69,7 +83,7 @@ jobs = tp.publish_jobs(
     "eu-publish",
     namespace=serving,
     models=[model],
-    bucket=registry.bucket,
+    bucket=registry,
     cluster=cluster,
     tags=tags,
     opts=on_aws,
@@ -84,7 +98,7 @@ pool = tp.VllmPool(
         namespace=serving,
         region=region.name,
         cloud_region=cloud_region,
-        registry_bucket=registry.bucket,
+        registry_bucket=registry,
         cluster=cluster,
         image=vllm.ref(cloud_region),
         tags=tags,
@@ -93,39 +107,17 @@ pool = tp.VllmPool(
     pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=list(jobs.values()))),
 )
 redis = tp.Redis("eu-redis", tp.RedisArgs(environment="dev", subnets=network.private, tags=tags), on_aws)
-topics = ts.Queues().topics
-kafka = tp.Kafka("eu-kafka", tp.KafkaArgs(environment="dev", subnets=network.private, topics=topics, tags=tags), on_aws)
+kafka_args = tp.KafkaArgs(environment="dev", subnets=network.private, topics=config.queues.topics, tags=tags)
+kafka = tp.Kafka("eu-kafka", kafka_args, on_aws)
 qdrant = tp.VectorDb("eu-qdrant", tp.VectorDbArgs(environment="dev", namespace=data), ready)
 
-# What the gateways route, price and admit with: the pool, its model, the routing (and tenants: none here).
-routing, dev = ts.Routing(mix={ts.Tier.SMALL: 1.0}), ts.Environment.DEV
-config = tp.GatewayConfig(
-    name=NAME,
-    region=region,
-    pools=[chat],
-    models=[model],
-    workload_classes=classes,
-    routing=routing,
-    budget=ts.Budget(max_usd_per_hour=20),
-    peak_rps=5,
-    environment=dev,
-)
 deps = tp.serving_deps(
-    config=config,
-    image=images.ref(cloud_region),
-    account_id=images.account_id,
-    cluster=cluster,
-    redis=redis,
-    kafka=kafka,
-    vector_db=qdrant,
-    tags=tags,
+    config=config, images=images, cluster=cluster, redis=redis, kafka=kafka, vector_db=qdrant, tags=tags
 )
 # Prometheus scrapes the pool and the gateways: the pool's KEDA triggers query it, and without it they never
 # have data and the pool never scales. No metering consumer runs here (usage events stay on Kafka), so the
-# FinOps plane's alerts, which would read series nothing exports, are off (ObservabilityArgs' default).
-metrics = tp.ObservabilityArgs(
-    cloud_region=cloud_region, namespace=monitoring, cluster=cluster, tags=tags, pools=[chat], budget=config.budget
-)
+# FinOps plane's alerts, which would read series nothing exports, are off (from_config's default).
+metrics = tp.ObservabilityArgs.from_config(config, namespace=monitoring, cluster=cluster, tags=tags)
 tp.Observability(
     "eu-observability", metrics, pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=[addons]))
 )
