@@ -18,6 +18,7 @@ from tokenplane.components import (
     ClusterAddonsArgs,
     ClusterArgs,
     ExistingCluster,
+    GlobalRoutingArgs,
     GpuNodeGroup,
     GpuNodeGroupArgs,
     Namespace,
@@ -273,3 +274,43 @@ def test_every_public_component_args_and_helper_has_a_docstring_and_a_reference_
         # A dataclass without a docstring gets its signature as __doc__: that documents nothing.
         assert doc and not doc.startswith(f"{item.__name__}("), f"components.{name} has no docstring"
         assert f"`{name}`" in headings, f"docs/components.md has no section for {name}"
+
+
+def test_a_gpu_node_group_on_a_cluster_made_elsewhere_needs_its_node_role() -> None:
+    bare = dataclasses.replace(ELSEWHERE, node_role_arn=None)
+    subnets = PrivateSubnets(azs=["us-east-1a"], vpc_id="vpc-1", vpc_cidr="10.0.0.0/16", subnet_ids=[])
+    args = GpuNodeGroupArgs(pool=CHAT, placement=PLACEMENT, cluster=bare, subnets=subnets, tags={})
+    with pytest.raises(ValueError, match=r"pool 'chat': cluster is an ExistingCluster without node_role_arn"):
+        args.node_role_arn()
+
+
+def test_the_cluster_takes_the_name_its_network_tags_its_subnets_for() -> None:
+    # Under another name, its load balancers would find no subnets: the name is not a second keyword to get wrong.
+    def program() -> None:
+        network = Network("n", NetworkArgs(azs=["us-east-1a"], cluster_name="acme-us"))
+        Cluster("c", ClusterArgs(network=network, kubernetes_version="1.31", cloud_region="us-east-1"))
+
+    stack = render_function(program)
+    assert stack.find("aws:eks/cluster:Cluster", "c-eks").inputs["name"] == "acme-us"
+    assert "kubernetes.io/cluster/acme-us" in stack.find("aws:ec2/subnet:Subnet", "n-private-a").inputs["tags"]
+
+
+def test_observability_from_a_spec_alerts_on_the_ledger_only_where_the_finops_plane_runs() -> None:
+    region = MINIMAL.regions[0]
+    for enabled in (True, False):
+        platform = MINIMAL.model_copy(update={"finops": MINIMAL.finops.model_copy(update={"enabled": enabled})})
+        args = ObservabilityArgs.from_spec(
+            platform, region, namespace=Namespace.existing("monitoring"), cluster=ELSEWHERE, tags={}
+        )
+        assert args.finops_alerts is enabled
+        assert (args.cloud_region, args.budget, list(args.pools)) == (
+            region.cloud_region,
+            MINIMAL.budget,
+            MINIMAL.pools,
+        )
+
+
+def test_global_routing_from_a_spec_without_a_domain_is_refused() -> None:
+    assert MINIMAL.platform.domain is None
+    with pytest.raises(ValueError, match=r"needs spec\.platform\.domain and hosted_zone_id"):
+        GlobalRoutingArgs.from_spec(MINIMAL, gateway_hostnames={}, tags={})
