@@ -37,17 +37,16 @@ region = ts.Region(
 )
 
 # What the gateways route, price and admit with: the pool, its model, the routing (and tenants: none here).
-routing, dev = ts.Routing(mix={ts.Tier.SMALL: 1.0}), ts.Environment.DEV
 config = tp.GatewayConfig(
     name=NAME,
     region=region,
     pools=[chat],
     models=[model],
     workload_classes=classes,
-    routing=routing,
+    routing=ts.Routing(mix={ts.Tier.SMALL: 1.0}),
     budget=ts.Budget(max_usd_per_hour=20),
     peak_rps=5,
-    environment=dev,
+    environment=ts.Environment.DEV,
 )
 
 # An explicit provider: nothing lands in whatever region the CLI defaults to.
@@ -110,7 +109,6 @@ redis = tp.Redis("eu-redis", tp.RedisArgs(environment="dev", subnets=network.pri
 kafka_args = tp.KafkaArgs(environment="dev", subnets=network.private, topics=config.queues.topics, tags=tags)
 kafka = tp.Kafka("eu-kafka", kafka_args, on_aws)
 qdrant = tp.VectorDb("eu-qdrant", tp.VectorDbArgs(environment="dev", namespace=data), ready)
-
 deps = tp.serving_deps(
     config=config, images=images, cluster=cluster, redis=redis, kafka=kafka, vector_db=qdrant, tags=tags
 )
