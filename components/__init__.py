@@ -30,8 +30,8 @@ given. Components may import the core (the spec, ``pool_model``, ``runtime_env``
 from tokenplane.components.ai_gateway import AiGateway
 from tokenplane.components.batch_workers import BatchWorkers, BatchWorkersArgs
 from tokenplane.components.clickhouse import ClickHouse, ClickHouseArgs
-from tokenplane.components.cluster import Cluster, ClusterArgs
-from tokenplane.components.cluster_addons import ClusterAddons, ClusterAddonsArgs, ExistingCluster
+from tokenplane.components.cluster import Cluster, ClusterArgs, ExistingCluster
+from tokenplane.components.cluster_addons import ClusterAddons, ClusterAddonsArgs
 from tokenplane.components.gateway import GatewayArgs, ServingDeps
 from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.global_routing import GlobalRouting, GlobalRoutingArgs

@@ -27,7 +27,7 @@ import pulumi_random as random
 
 from tokenplane.components import kube
 from tokenplane.components.base import Component
-from tokenplane.components.iam import irsa_role, policy_document
+from tokenplane.components.iam import OidcCluster, irsa_role, policy_document
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import NS_MONITORING, app_labels
 from tokenplane.components.pins import CLICKHOUSE_IMAGE
@@ -86,8 +86,7 @@ class ClickHouseArgs:
         backup_bucket: the registry bucket; backups go under ``finops-backups/<region>/``.
         backup_every_hours: the backup interval, the ledger's RPO.
         region: the spec region's name (the backup prefix).
-        oidc_provider_arn: the cluster's OIDC provider, for the servers' S3 role (IRSA).
-        oidc_issuer: its issuer URL.
+        cluster: the ``Cluster`` (or ``ExistingCluster``) whose OIDC provider the servers' S3 role trusts.
         clients: NetworkPolicy peers allowed on the HTTP port (the metering consumer, Grafana).
         tags: AWS tags.
     """
@@ -97,8 +96,7 @@ class ClickHouseArgs:
     backup_bucket: pulumi.Input[str]
     backup_every_hours: int
     region: str
-    oidc_provider_arn: pulumi.Input[str]
-    oidc_issuer: pulumi.Input[str]
+    cluster: OidcCluster
     clients: list[dict[str, Any]]
     tags: dict[str, str]
 
@@ -189,8 +187,8 @@ class ClickHouse(Component):
             self.child("role"),
             namespace=namespace,
             service_account=APP,
-            oidc_provider_arn=args.oidc_provider_arn,
-            oidc_issuer=args.oidc_issuer,
+            oidc_provider_arn=args.cluster.oidc_provider_arn,
+            oidc_issuer=args.cluster.oidc_issuer,
             policy=pulumi.Output.from_input(args.backup_bucket).apply(
                 lambda bucket: policy_document(_backup_statements(str(bucket), args.region))
             ),

@@ -11,6 +11,7 @@ import pulumi_aws as aws
 from tokenplane.components.base import Component
 from tokenplane.components.iam import irsa_role
 from tokenplane.components.naming import ROLE_NAME_MAX, fitted_name
+from tokenplane.components.network import Network
 from tokenplane.components.system_capacity import system_max_nodes
 
 SYSTEM_INSTANCE_TYPE = "m6i.xlarge"  # gateways, Qdrant, Prometheus: CPU work next to the GPU pools
@@ -43,11 +44,11 @@ class ClusterArgs:
     """One EKS cluster.
 
     Args:
-        name: the EKS cluster's name (``Network``'s ``cluster_name``: its subnets are tagged for it).
+        network: the ``Network`` it lives in: the nodes in its private subnets, internet-facing load balancers
+            in its public ones. The cluster takes the network's ``cluster_name``, the name its subnets are
+            tagged for: under any other name its load balancers would find no subnets.
         kubernetes_version: e.g. ``"1.31"``.
         cloud_region: the AWS region, for the kubeconfig's ``aws eks get-token``.
-        private_subnet_ids: where the nodes live (``Network.private_subnet_ids``).
-        public_subnet_ids: where internet-facing load balancers live (``Network.public_subnet_ids``).
         tags: AWS tags on every resource.
         system_nodes: the system node group's floor (gateways, Qdrant, Prometheus); 3 spans three AZs.
         system_cpu: vCPUs the system nodes must hold at every CPU workload's autoscaling maximum.
@@ -55,15 +56,32 @@ class ClusterArgs:
             ``admin_kubeconfig`` assumes.
     """
 
-    name: str
+    network: Network
     kubernetes_version: str
     cloud_region: str
-    private_subnet_ids: list[pulumi.Output[str]]
-    public_subnet_ids: list[pulumi.Output[str]]
     tags: dict[str, str] = field(default_factory=dict)
     system_nodes: int = 2
     system_cpu: float = 0.0
     admin_role_arns: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExistingCluster:
+    """An EKS cluster this program does not create: what the components that join it need to know of it.
+
+    Args:
+        name: the EKS cluster's name.
+        oidc_provider_arn: its IAM OIDC provider, which the pods' roles trust.
+        oidc_issuer: its OIDC issuer URL.
+        nodes: what the add-ons' pods wait for (a node group the program creates), if any.
+        node_role_arn: the IAM role its nodes run as; a ``GpuNodeGroup`` that joins it needs it.
+    """
+
+    name: pulumi.Input[str]
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_issuer: pulumi.Input[str]
+    nodes: pulumi.Resource | None = None
+    node_role_arn: pulumi.Input[str] | None = None
 
 
 def ebs_csi_role(
@@ -125,11 +143,11 @@ class Cluster(Component):
         )
         cluster = aws.eks.Cluster(
             self.child("eks"),
-            name=args.name,
+            name=args.network.cluster_name,
             version=args.kubernetes_version,
             role_arn=cluster_role.arn,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
-                subnet_ids=[*args.private_subnet_ids, *args.public_subnet_ids],
+                subnet_ids=[*args.network.private_subnet_ids, *args.network.public_subnet_ids],
                 endpoint_private_access=True,
                 endpoint_public_access=True,
             ),
@@ -191,7 +209,7 @@ class Cluster(Component):
             self.child("system"),
             cluster_name=cluster.name,
             node_role_arn=node_role.arn,
-            subnet_ids=args.private_subnet_ids,  # spans every AZ of the region
+            subnet_ids=args.network.private_subnet_ids,  # spans every AZ of the region
             instance_types=[SYSTEM_INSTANCE_TYPE],
             ami_type="AL2023_x86_64_STANDARD",
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(

@@ -18,7 +18,9 @@ import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
 from tokenplane.components.base import Component
-from tokenplane.components.cluster import Cluster, ebs_csi_role
+
+# ExistingCluster is defined with Cluster and is imported from here too, where it first lived.
+from tokenplane.components.cluster import Cluster, ExistingCluster, ebs_csi_role
 from tokenplane.components.iam import irsa_role, policy_document
 from tokenplane.components.lb_controller import lb_controller
 from tokenplane.components.naming import GPU_PRESENT_LABEL, GPU_TAINT_KEY, NS_KEDA
@@ -32,23 +34,6 @@ from tokenplane.components.vector_db import STORAGE_CLASS
 
 KEDA_PORTS = (6443, 9443)  # metrics API and admission webhook, called by the Kubernetes API server
 GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExistingCluster:
-    """An EKS cluster this program does not create: what the add-ons need to know of it.
-
-    Args:
-        name: the EKS cluster's name.
-        oidc_provider_arn: its IAM OIDC provider, which the add-ons' roles trust.
-        oidc_issuer: its OIDC issuer URL.
-        nodes: what the add-ons' pods wait for (a node group the program creates), if any.
-    """
-
-    name: pulumi.Input[str]
-    oidc_provider_arn: pulumi.Input[str]
-    oidc_issuer: pulumi.Input[str]
-    nodes: pulumi.Resource | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

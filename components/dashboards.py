@@ -7,10 +7,11 @@ that Grafana's sidecar loads.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tokenplane.pool_model import node_for
-from tokenplane.spec import PlatformSpec
+from tokenplane.spec import Budget, Pool, Pricing
 
 GRID_WIDTH = 24
 PANEL_HEIGHT = 8
@@ -183,12 +184,12 @@ def gateway() -> dict[str, Any]:
     )
 
 
-def cost(spec: PlatformSpec) -> dict[str, Any]:
-    """$/h from running GPU nodes at the spec's prices, and $ per 1M tokens from vLLM's counters."""
+def cost(pools: Sequence[Pool], budget: Budget, pricing: Pricing) -> dict[str, Any]:
+    """$/h from the pools' running GPU nodes at ``pricing``'s prices, and $ per 1M tokens from vLLM's counters."""
     terms = []
-    for pool in spec.pools:
+    for pool in pools:
         node = node_for(pool)
-        price = spec.instance_price(node.name)
+        price = pricing.price(node.name)
         terms.append(f'count(kube_node_labels{{label_tokenplane_io_pool="{pool.name}"}}) * {price:g}')
     spend = " or ".join(f"({t})" for t in terms) if terms else "vector(0)"
     per_hour = f"sum({spend})"
@@ -200,7 +201,7 @@ def cost(spec: PlatformSpec) -> dict[str, Any]:
             [(f"({per_hour}) / clamp_min({tokens}, 1) * 1e6", "$ / 1M tokens")],
             "currencyUSD",
         ),
-        ("Budget used", [(f"({per_hour}) / {spec.budget.max_usd_per_hour:g}", "of max $/h")], "percentunit"),
+        ("Budget used", [(f"({per_hour}) / {budget.max_usd_per_hour:g}", "of max $/h")], "percentunit"),
         ("Tokens per hour", [(tokens, "tokens/h")], "short"),
     ]
     return _dashboard(
@@ -208,11 +209,11 @@ def cost(spec: PlatformSpec) -> dict[str, Any]:
     )
 
 
-def build(spec: PlatformSpec, name: str) -> dict[str, Any]:
-    """A dashboard by the name used in ``observability.dashboards``."""
+def build(name: str, *, pools: Sequence[Pool], budget: Budget, pricing: Pricing) -> dict[str, Any]:
+    """A dashboard by the name used in ``observability.dashboards``; the cost one prices ``pools``."""
     builders = {"vllm": vllm, "gateway": gateway}
     if name == "cost":
-        return cost(spec)
+        return cost(pools, budget, pricing)
     if name not in builders:
         raise ValueError(f"unknown dashboard {name!r}; known: cost, gateway, vllm")
     return builders[name]()

@@ -13,14 +13,15 @@ to a region of its jurisdiction, even when another region has spare capacity.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
 from tokenplane.components.base import Component
 from tokenplane.components.tls import certificate_names
-from tokenplane.spec import Jurisdiction, PlatformSpec, RegionRole
+from tokenplane.spec import Jurisdiction, PlatformSpec, Region, RegionRole
 
 TTL = 60  # seconds: failover must beat the spec's RTO with room to spare
 # Route53 geolocation for each jurisdiction: ("continent" | "country", code).
@@ -35,14 +36,55 @@ GEO: dict[Jurisdiction, list[tuple[str, str]]] = {
 
 @dataclass(frozen=True, kw_only=True)
 class GlobalRoutingArgs:
-    """The spec (regions, jurisdictions, domain), each region's AI gateway hostname, and AWS tags."""
+    """What the records are made from: the domain and its zone, the regions, and their gateways.
 
-    spec: PlatformSpec
-    gateway_hostnames: dict[str, pulumi.Input[str]]  # region name -> the AI gateway's load balancer hostname
+    Args:
+        domain: the domain the names go under (``api.<domain>``, ...).
+        hosted_zone_id: the Route53 zone of ``domain``. A prerequisite, not a resource of this stack: ACM
+            validates through it only once the parent domain delegates to it.
+        regions: the regions: their names, roles (only primaries answer), jurisdictions and AWS regions.
+        gateway_hostnames: region name -> the AI gateway's load balancer hostname.
+        tags: AWS tags on the health checks.
+        secondaries: region name -> its DR secondary, which its failover name falls back to.
+        certificate: a gateway certificate the stack requested (components.tls): its DNS validation records go
+            into the zone. One set validates every region's certificate of the same names (ACM's records are
+            per name and account).
+    """
+
+    domain: str
+    hosted_zone_id: str
+    regions: Sequence[Region]
+    gateway_hostnames: Mapping[str, pulumi.Input[str]]
     tags: dict[str, str]
-    # A gateway certificate the stack requested (components.tls): its DNS validation records go into the zone.
-    # One set validates every region's certificate of the same names (ACM's records are per name and account).
+    secondaries: Mapping[str, str] = field(default_factory=dict)
     certificate: aws.acm.Certificate | None = None
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: PlatformSpec,
+        *,
+        gateway_hostnames: Mapping[str, pulumi.Input[str]],
+        tags: dict[str, str],
+        certificate: aws.acm.Certificate | None = None,
+    ) -> GlobalRoutingArgs:
+        """A spec's domain, zone, regions and DR pairs.
+
+        Raises:
+            ValueError: the spec names no domain or no hosted zone.
+        """
+        domain, zone = spec.platform.domain, spec.platform.hosted_zone_id
+        if domain is None or zone is None:
+            raise ValueError("GlobalRouting needs spec.platform.domain and hosted_zone_id; without a domain, skip it")
+        return cls(
+            domain=domain,
+            hosted_zone_id=zone,
+            regions=spec.regions,
+            gateway_hostnames=gateway_hostnames,
+            tags=tags,
+            secondaries=spec.dr.secondaries if spec.dr else {},
+            certificate=certificate,
+        )
 
 
 def region_host(region: str, domain: str) -> str:
@@ -59,12 +101,10 @@ class GlobalRouting(Component):
 
     def __init__(self, name: str, args: GlobalRoutingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        spec, domain, zone = args.spec, args.spec.platform.domain, args.spec.platform.hosted_zone_id
-        if domain is None or zone is None:
-            raise ValueError("GlobalRouting needs spec.platform.domain and hosted_zone_id; without a domain, skip it")
+        domain = args.domain
         # The zone is a prerequisite, not a resource of this stack: ACM validates through it only once the parent
         # domain delegates to it, and a zone created by this update would have name servers nobody delegated to.
-        zone_id = zone
+        zone_id = args.hosted_zone_id
         checks = {
             region: aws.route53.HealthCheck(
                 self.child("health", region),
@@ -81,8 +121,8 @@ class GlobalRouting(Component):
         }
         if args.certificate is not None:
             self._validation_records(args.certificate, zone_id, domain)
-        secondaries = spec.dr.secondaries if spec.dr else {}
-        primaries = [r for r in spec.regions if r.role is RegionRole.PRIMARY]
+        secondaries = args.secondaries
+        primaries = [r for r in args.regions if r.role is RegionRole.PRIMARY]
 
         def record(suffix: str, record_name: str, target: pulumi.Input[str], **policy: object) -> None:
             aws.route53.Record(

@@ -10,7 +10,9 @@ import pulumi
 import pulumi_aws as aws
 
 from tokenplane.components.base import Component
+from tokenplane.components.cluster import Cluster, ExistingCluster
 from tokenplane.components.naming import GPU_PRESENT_LABEL, GPU_TAINT_KEY, LABEL_POOL, LABEL_TIER
+from tokenplane.components.network import PrivateSubnets
 from tokenplane.pool_model import node_for, nodes_for
 from tokenplane.spec import Placement, Pool
 
@@ -100,14 +102,32 @@ class NodeCounts:
 
 @dataclass(frozen=True, kw_only=True)
 class GpuNodeGroupArgs:
-    """One pool's GPU nodes: the pool (GPU, TP x PP), its replica bounds, and the cluster to join (name, node
-    role, private subnets of every AZ)."""
+    """One pool's GPU nodes.
+
+    Args:
+        pool: the pool: its GPU and TP x PP choose the instance type.
+        placement: its replica bounds, which bound the node count.
+        cluster: the ``Cluster`` the nodes join (its name and node role), or an ``ExistingCluster`` that
+            names its ``node_role_arn``.
+        subnets: the private subnets of every AZ (``Network.private``): an AZ outage takes only its share.
+        tags: AWS tags on the nodes and their launch template.
+    """
 
     pool: Pool
     placement: Placement
-    cluster_name: pulumi.Input[str]
-    node_role_arn: pulumi.Input[str]
-    subnet_ids: list[pulumi.Output[str]]
+    cluster: Cluster | ExistingCluster
+    subnets: PrivateSubnets
+
+    def node_role_arn(self) -> pulumi.Input[str]:
+        """The role the nodes run as: the cluster's."""
+        role = self.cluster.node_role_arn
+        if role is None:
+            raise ValueError(
+                f"GpuNodeGroupArgs for pool {self.pool.name!r}: cluster is an ExistingCluster without node_role_arn; "
+                "pass ExistingCluster(..., node_role_arn=<the IAM role its nodes run as>)"
+            )
+        return role
+
     tags: dict[str, str]
 
 
@@ -143,9 +163,9 @@ class GpuNodeGroup(Component):
         )
         group = aws.eks.NodeGroup(
             self.child("ng"),
-            cluster_name=args.cluster_name,
-            node_role_arn=args.node_role_arn,
-            subnet_ids=args.subnet_ids,  # every AZ of the region: an AZ outage takes only its share
+            cluster_name=args.cluster.name,
+            node_role_arn=args.node_role_arn(),
+            subnet_ids=args.subnets.subnet_ids,  # every AZ of the region: an AZ outage takes only its share
             instance_types=[node.name],
             ami_type="AL2023_x86_64_NVIDIA",
             capacity_type="ON_DEMAND",

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 import pulumi
 import pulumi_aws as aws
 
 from tokenplane.components.naming import ROLE_NAME_MAX, fitted_name
+
+
+class OidcCluster(Protocol):
+    """A cluster whose OIDC provider the pods' IAM roles trust: a ``Cluster``, or an ``ExistingCluster``.
+
+    Components that give pods roles take the cluster itself, not its two outputs one keyword each.
+    """
+
+    @property
+    def oidc_provider_arn(self) -> pulumi.Input[str]: ...
+
+    @property
+    def oidc_issuer(self) -> pulumi.Input[str]: ...
 
 
 def irsa_role(

@@ -11,6 +11,7 @@ the spec.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -19,7 +20,7 @@ import pulumi_aws as aws
 from tokenplane.components.base import Component
 from tokenplane.components.cluster import assume_role_policy
 from tokenplane.components.storage import versioned_bucket
-from tokenplane.spec import PlatformSpec
+from tokenplane.spec import PlatformSpec, RegistryModel
 
 MANIFESTS_PREFIX = "manifests/"
 
@@ -31,12 +32,29 @@ def _s3_key(account_id: pulumi.Output[str], cloud_region: str) -> pulumi.Output[
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRegistryArgs:
-    """The spec (its models), the home region's name, a provider per region name, and AWS tags."""
+    """What the registry reads: the models, and the regions its buckets go in.
 
-    spec: PlatformSpec
-    home: str  # region name of the bucket artifacts are published to
-    providers: dict[str, aws.Provider]  # region name -> that region's provider
+    Args:
+        models: the registry's models: a manifest each, in the home bucket.
+        home: the region name of the bucket artifacts are published to; it replicates to the others.
+        providers: region name -> that region's AWS provider: a bucket each.
+        cloud_regions: region name -> its AWS region, whose S3 key re-encrypts the objects replicated there.
+        tags: AWS tags on the buckets and the replication role.
+    """
+
+    models: Sequence[RegistryModel]
+    home: str
+    providers: Mapping[str, aws.Provider]
+    cloud_regions: Mapping[str, str]
     tags: dict[str, str]
+
+    @classmethod
+    def from_spec(
+        cls, spec: PlatformSpec, *, home: str, providers: Mapping[str, aws.Provider], tags: dict[str, str]
+    ) -> ModelRegistryArgs:
+        """A spec's models, and its regions' AWS regions."""
+        regions = {r.name: r.cloud_region for r in spec.regions}
+        return cls(models=spec.models, home=home, providers=providers, cloud_regions=regions, tags=tags)
 
 
 class ModelRegistry(Component):
@@ -48,7 +66,6 @@ class ModelRegistry(Component):
 
     def __init__(self, name: str, args: ModelRegistryArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
-        spec = args.spec
         versioned = {
             region: versioned_bucket(self.child(region), tags=args.tags, opts=self.opts(provider=provider))
             for region, provider in args.providers.items()
@@ -126,7 +143,7 @@ class ModelRegistry(Component):
                             storage_class="STANDARD",
                             # KMS-encrypted objects are re-encrypted with the destination region's S3 key.
                             encryption_configuration=aws.s3.BucketReplicationConfigRuleDestinationEncryptionConfigurationArgs(
-                                replica_kms_key_id=_s3_key(identity.account_id, spec.region(region).cloud_region)
+                                replica_kms_key_id=_s3_key(identity.account_id, args.cloud_regions[region])
                             ),
                             # Replication Time Control: 99.99% of objects within 15 minutes, the spec's RPO.
                             replication_time=aws.s3.BucketReplicationConfigRuleDestinationReplicationTimeArgs(
@@ -148,7 +165,7 @@ class ModelRegistry(Component):
                     provider=args.providers[args.home], depends_on=[versioning for _, versioning in versioned.values()]
                 ),
             )
-        for model in spec.models:
+        for model in args.models:
             aws.s3.BucketObjectv2(
                 self.child("manifest", model.name, model.version.replace(".", "-")),
                 bucket=home.id,

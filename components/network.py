@@ -57,6 +57,7 @@ class Network(Component):
     MODULE = "network"
 
     vpc_id: pulumi.Output[str]
+    cluster_name: str  # the EKS cluster its subnets are tagged for; ``Cluster`` takes this name
     private: PrivateSubnets
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
@@ -65,6 +66,7 @@ class Network(Component):
         super().__init__(name, opts)
         tags = args.tags
         cidr = args.vpc_cidr
+        self.cluster_name = args.cluster_name
         vpc = aws.ec2.Vpc(
             self.child("vpc"),
             cidr_block=cidr,

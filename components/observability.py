@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -15,13 +16,15 @@ from tokenplane.components import dashboards, kube
 from tokenplane.components.base import Component
 from tokenplane.components.finops import FINOPS_ALERTS
 from tokenplane.components.finops_dashboard import PLUGIN as FINOPS_PLUGIN
-from tokenplane.components.iam import irsa_role
+from tokenplane.components.gateway_config import GatewayConfig
+from tokenplane.components.iam import OidcCluster, irsa_role
 from tokenplane.components.kube import Namespace
 from tokenplane.components.metering import APP as METERING_APP
 from tokenplane.components.naming import LABEL_POOL, NS_BATCH, NS_DATA, NS_GATEWAY, NS_KEDA, NS_MONITORING, app_labels
 from tokenplane.components.pins import KUBE_PROMETHEUS_STACK_CHART, OTEL_COLLECTOR_IMAGE
 from tokenplane.components.vector_db import STORAGE_CLASS
-from tokenplane.spec import PlatformSpec, Region
+from tokenplane.spec import Budget, PlatformSpec, Pool, Pricing, Region
+from tokenplane.spec import Observability as ObservabilitySettings
 
 OTEL_APP = "otel-collector"
 OTLP_GRPC, OTLP_HTTP, OTEL_METRICS = 4317, 4318, 8889
@@ -64,26 +67,78 @@ POD_SCRAPE: dict[str, Any] = {
 
 @dataclass(frozen=True, kw_only=True)
 class ObservabilityArgs:
-    """Prometheus, Grafana, the dashboards and the OTel collector in one region.
+    """Prometheus, Grafana, the dashboards and the OTel collector in one region: only what they read.
+
+    ``from_spec`` takes them from a platform spec, ``from_config`` from a hand-written ``GatewayConfig``; a
+    program may also name them one by one.
 
     Args:
-        spec: the platform spec the dashboards and the trace sampling are drawn from.
-        region: the region it watches.
+        cloud_region: the AWS region the collector sends traces to X-Ray in.
         namespace: the ``monitoring`` namespace (``Namespace.create`` or ``Namespace.existing``). Only that
             name: the pools' autoscalers and every NetworkPolicy address Prometheus there.
+        cluster: the ``Cluster`` (or ``ExistingCluster``) whose OIDC provider the collector's X-Ray role trusts.
+        tags: AWS tags on that role.
+        pools: the pools the cost dashboard prices by their running GPU nodes.
+        budget: the $/h cap the cost dashboard's "Budget used" panel divides by.
+        pricing: instance price overrides for the cost dashboard (the catalog's on-demand prices otherwise).
+        settings: retention, scrape interval, Prometheus's volume, the dashboards and the trace sampling.
+        finops_alerts: the FinOps plane's alerts (ledger lag, budgets) and Grafana's ClickHouse datasource:
+            only where a metering consumer and its ledger run (``Finops``); without them the alerts would
+            read series nothing exports.
     """
 
-    spec: PlatformSpec
-    region: Region
+    cloud_region: str
     namespace: Namespace
-    # The cluster's identity provider: the OTel collector exports traces to X-Ray with its own IRSA role.
-    oidc_provider_arn: pulumi.Input[str]
-    oidc_issuer: pulumi.Input[str]
+    cluster: OidcCluster
     tags: dict[str, str]
+    pools: Sequence[Pool]
+    budget: Budget
+    pricing: Pricing = field(default_factory=Pricing)
+    settings: ObservabilitySettings = field(default_factory=ObservabilitySettings)
+    finops_alerts: bool = False
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: PlatformSpec,
+        region: Region,
+        *,
+        namespace: Namespace,
+        cluster: OidcCluster,
+        tags: dict[str, str],
+    ) -> ObservabilityArgs:
+        """A spec's region: the spec's observability settings, its pools, budget and prices, and FinOps alerts
+        when its FinOps plane runs."""
+        return cls(
+            cloud_region=region.cloud_region,
+            namespace=namespace,
+            cluster=cluster,
+            tags=tags,
+            pools=spec.pools,
+            budget=spec.budget,
+            pricing=spec.pricing,
+            settings=spec.observability,
+            finops_alerts=spec.finops.enabled,
+        )
+
+    @classmethod
+    def from_config(
+        cls, config: GatewayConfig, *, namespace: Namespace, cluster: OidcCluster, tags: dict[str, str]
+    ) -> ObservabilityArgs:
+        """The region, pools and budget of a ``GatewayConfig``, with the default settings and no FinOps alerts
+        (a program that runs the FinOps plane sets ``finops_alerts``)."""
+        return cls(
+            cloud_region=config.region.cloud_region,
+            namespace=namespace,
+            cluster=cluster,
+            tags=tags,
+            pools=config.pools,
+            budget=config.budget,
+        )
 
 
-def collector_config(spec: PlatformSpec, region: Region) -> dict[str, Any]:
-    """Traces sampled per the spec go to X-Ray; span metrics are exposed for Prometheus."""
+def collector_config(settings: ObservabilitySettings, cloud_region: str) -> dict[str, Any]:
+    """Traces sampled per the settings go to X-Ray in ``cloud_region``; span metrics are exposed for Prometheus."""
     return {
         "receivers": {
             "otlp": {
@@ -95,11 +150,11 @@ def collector_config(spec: PlatformSpec, region: Region) -> dict[str, Any]:
         },
         "processors": {
             "memory_limiter": {"check_interval": "1s", "limit_percentage": 80, "spike_limit_percentage": 20},
-            "probabilistic_sampler": {"sampling_percentage": spec.observability.tracing.sample_ratio * 100},
+            "probabilistic_sampler": {"sampling_percentage": settings.tracing.sample_ratio * 100},
             "batch": {"timeout": "5s", "send_batch_size": 1024},
         },
         "exporters": {
-            "awsxray": {"region": region.cloud_region},
+            "awsxray": {"region": cloud_region},
             "prometheus": {"endpoint": f"0.0.0.0:{OTEL_METRICS}"},
         },
         # Up once every pipeline has started: the kubelet's readiness and liveness probe.
@@ -139,7 +194,7 @@ class Observability(Component):
                 f"{NS_MONITORING!r}, so create that one"
             )
         self.wait_for(*args.namespace.after())
-        spec, obs = args.spec, args.spec.observability
+        obs = args.settings
         chart, version, repo = KUBE_PROMETHEUS_STACK_CHART
         values = {
             "prometheus": {
@@ -179,7 +234,7 @@ class Observability(Component):
             # pool with kube_node_labels{label_tokenplane_io_pool=...}.
             "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{LABEL_POOL}]"]},
         }
-        if spec.finops.enabled:
+        if args.finops_alerts:
             # The FinOps plane's alerts (lag, budgets) and Grafana's ClickHouse datasource (components/finops.py).
             values["additionalPrometheusRulesMap"] = {"tokenplane-finops": {"groups": FINOPS_ALERTS}}
             values["grafana"]["plugins"] = [FINOPS_PLUGIN]  # type: ignore[index]  # the dict literal above
@@ -202,7 +257,7 @@ class Observability(Component):
             opts=self.opts(depends_on=[admin]),  # Grafana reads its admin login from the Secret at start
         )
         for board in obs.dashboards:
-            content = dashboards.build(spec, board)
+            content = dashboards.build(board, pools=args.pools, budget=args.budget, pricing=args.pricing)
             k8s.core.v1.ConfigMap(
                 self.child("dashboard", board),
                 metadata={
@@ -245,15 +300,14 @@ class Observability(Component):
         )
 
     def _collector(self, args: ObservabilityArgs) -> None:
-        spec, region = args.spec, args.region
         labels = app_labels(OTEL_APP, "telemetry")
         # The awsxray exporter signs PutTraceSegments with the pod's credentials: its own role, X-Ray writes only.
         role = irsa_role(
             self.child("otel-role"),
             namespace=NS_MONITORING,
             service_account=OTEL_APP,
-            oidc_provider_arn=args.oidc_provider_arn,
-            oidc_issuer=args.oidc_issuer,
+            oidc_provider_arn=args.cluster.oidc_provider_arn,
+            oidc_issuer=args.cluster.oidc_issuer,
             policy=None,
             managed_policies=(XRAY_POLICY,),
             tags=args.tags,
@@ -272,7 +326,7 @@ class Observability(Component):
         config = k8s.core.v1.ConfigMap(
             self.child("otel-config"),
             metadata={"name": f"{OTEL_APP}-config", "namespace": NS_MONITORING, "labels": labels},
-            data={"config.yaml": yaml.safe_dump(collector_config(spec, region), sort_keys=True)},
+            data={"config.yaml": yaml.safe_dump(collector_config(args.settings, args.cloud_region), sort_keys=True)},
             opts=self.opts(),
         )
         ports = [("otlp-grpc", OTLP_GRPC), ("otlp-http", OTLP_HTTP), ("metrics", OTEL_METRICS)]

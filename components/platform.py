@@ -73,7 +73,7 @@ class LlmPlatform(Component):
         )
         registry = ModelRegistry(
             self.child("registry"),
-            ModelRegistryArgs(spec=spec, home=home.name, providers=providers, tags=base_tags),
+            ModelRegistryArgs.from_spec(spec, home=home.name, providers=providers, tags=base_tags),
             self.opts(),
         )
         self.regions = {
@@ -83,9 +83,8 @@ class LlmPlatform(Component):
                     spec=spec,
                     region=r,
                     registry_bucket=registry.buckets[r.name],
-                    image=images.ref(r.cloud_region),
-                    vllm_image=vllm.ref(r.cloud_region),
-                    account_id=images.account_id,
+                    images=images,
+                    vllm=vllm,
                     tags={**base_tags, "tokenplane:region": r.name},
                     env_secrets=args.env_secrets,
                 ),
@@ -99,8 +98,8 @@ class LlmPlatform(Component):
         routing = (
             GlobalRouting(
                 self.child("dns"),
-                GlobalRoutingArgs(
-                    spec=spec,
+                GlobalRoutingArgs.from_spec(
+                    spec,
                     gateway_hostnames={n: r.gateway_hostname for n, r in self.regions.items()},
                     tags=base_tags,
                     certificate=next((c for c in requested if c is not None), None),

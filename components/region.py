@@ -17,6 +17,7 @@ from tokenplane.components.finops import finops_plane
 from tokenplane.components.gateway import GatewayArgs
 from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
+from tokenplane.components.images import Images
 from tokenplane.components.kafka import Kafka, KafkaArgs
 from tokenplane.components.kube import Namespace
 from tokenplane.components.model_gateway import ModelGateway
@@ -35,6 +36,7 @@ from tokenplane.components.redis import Redis, RedisArgs
 from tokenplane.components.system_capacity import system_cpu_at_maxima
 from tokenplane.components.tls import gateway_certificate
 from tokenplane.components.vector_db import VectorDb, VectorDbArgs
+from tokenplane.components.vllm_mirror import VllmMirror
 from tokenplane.components.vllm_pool import VllmPool, VllmPoolArgs
 from tokenplane.components.weights_publish import publish_jobs
 from tokenplane.components.wiring import embedding_pool, pool_clients, serving_deps
@@ -47,15 +49,14 @@ from tokenplane.vllm_args import artifacts
 @dataclass(frozen=True, kw_only=True)
 class RegionArgs:
     """The spec and one of its regions, with what the platform shares across regions: the registry bucket, the
-    serving and vLLM images by digest, the account and the tags."""
+    serving image and the pinned vLLM image (each copied to every region's ECR), and the tags."""
 
     spec: PlatformSpec
     region: RegionSpec
     registry_bucket: pulumi.Input[str]
-    image: pulumi.Input[str]
-    account_id: pulumi.Input[str]
+    images: Images
     tags: dict[str, str]
-    vllm_image: pulumi.Input[str]  # the pinned vLLM image in this region's ECR (VllmMirror), by digest
+    vllm: VllmMirror
     # The spec's env:// secret values (variable -> value), for the gateways' env Secrets (GatewayArgs).
     env_secrets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
@@ -85,13 +86,11 @@ class Region(Component):
         cluster = Cluster(
             self.child("cluster"),
             ClusterArgs(
-                name=cluster_name(spec.platform.name, region.name),
+                network=network,
                 kubernetes_version=spec.platform.kubernetes_version,
                 cloud_region=region.cloud_region,
                 # One per AZ in prod, so that an AZ outage leaves system capacity; two elsewhere.
                 system_nodes=3 if environment == "prod" else 2,
-                private_subnet_ids=network.private_subnet_ids,
-                public_subnet_ids=network.public_subnet_ids,
                 tags=tags,
                 system_cpu=system_cpu_at_maxima(spec, region),
                 admin_role_arns=list(spec.platform.admin_role_arns),
@@ -119,9 +118,8 @@ class Region(Component):
                 GpuNodeGroupArgs(
                     pool=spec.pool(placement.pool),
                     placement=placement,
-                    cluster_name=cluster.name,
-                    node_role_arn=cluster.node_role_arn,
-                    subnet_ids=network.private_subnet_ids,
+                    cluster=cluster,
+                    subnets=network.private,
                     tags=tags,
                 ),
                 self.opts(),
@@ -150,14 +148,7 @@ class Region(Component):
         )
         observability = Observability(
             self.child("observability"),
-            ObservabilityArgs(
-                spec=spec,
-                region=region,
-                namespace=namespaces[NS_MONITORING],
-                oidc_provider_arn=cluster.oidc_provider_arn,
-                oidc_issuer=cluster.oidc_issuer,
-                tags=tags,
-            ),
+            ObservabilityArgs.from_spec(spec, region, namespace=namespaces[NS_MONITORING], cluster=cluster, tags=tags),
             after_namespaces,
         )
         needed = {m.ref: m for p in region.pools for m in artifacts(spec, spec.pool(p.pool))}
@@ -166,8 +157,7 @@ class Region(Component):
             namespace=namespaces[NS_SERVING],
             models=list(needed.values()),
             bucket=args.registry_bucket,
-            oidc_provider_arn=cluster.oidc_provider_arn,
-            oidc_issuer=cluster.oidc_issuer,
+            cluster=cluster,
             tags=tags,
             opts=self.opts(),
             k8s_opts=after_namespaces,
@@ -183,9 +173,8 @@ class Region(Component):
                     region=region.name,
                     cloud_region=region.cloud_region,
                     registry_bucket=args.registry_bucket,
-                    oidc_provider_arn=cluster.oidc_provider_arn,
-                    oidc_issuer=cluster.oidc_issuer,
-                    image=args.vllm_image,
+                    cluster=cluster,
+                    image=args.vllm.ref(region.cloud_region),
                     tags=tags,
                     placement=placement,
                     workload_classes=spec.workload_classes,
@@ -205,8 +194,7 @@ class Region(Component):
         }
         deps = serving_deps(
             config=GatewayConfig.from_spec(spec, region.name),
-            image=args.image,
-            account_id=args.account_id,
+            images=args.images,
             cluster=cluster,
             redis=redis,
             kafka=kafka,

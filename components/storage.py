@@ -73,6 +73,11 @@ def versioned_bucket(
     return bucket, versioning
 
 
+def bucket_name(bucket: aws.s3.Bucket | pulumi.Input[str]) -> pulumi.Input[str]:
+    """A bucket's name: components take the bucket (``secure_bucket``'s) or its name, as the caller has it."""
+    return bucket.bucket if isinstance(bucket, aws.s3.Bucket) else bucket
+
+
 def tls_only(logical: str, *, bucket: aws.s3.Bucket, opts: pulumi.ResourceOptions) -> aws.s3.BucketPolicy:
     """A bucket policy that denies every request made without TLS (``aws:SecureTransport`` false).
 

@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 from tokenplane.components import kube
 from tokenplane.components.base import Component
 from tokenplane.components.gpu_node_group import GpuNodeGroup, NodeSelection
-from tokenplane.components.iam import irsa_role, policy_document
+from tokenplane.components.iam import OidcCluster, irsa_role, policy_document
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import (
     LABEL_POOL,
@@ -25,6 +25,7 @@ from tokenplane.components.naming import (
     app_labels,
 )
 from tokenplane.components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
+from tokenplane.components.storage import bucket_name
 from tokenplane.components.weights_publish import artifact_prefix
 from tokenplane.contract import TIME_TO_READY_ANNOTATION, VLLM_VERSION_ANNOTATION
 from tokenplane.model.rollout import plan_rollout
@@ -92,9 +93,8 @@ class VllmPoolArgs:
         namespace: where its objects go (``Namespace.create`` or ``Namespace.existing``).
         region: the region's name in the pods' labels (dashboards and alerts group by it).
         cloud_region: the AWS region its weights are fetched in.
-        registry_bucket: the bucket holding its weights (``models/<name>/<version>/``).
-        oidc_provider_arn: the cluster's OIDC provider (``Cluster.oidc_provider_arn``), for its IAM role.
-        oidc_issuer: the cluster's OIDC issuer URL (``Cluster.oidc_issuer``).
+        registry_bucket: the bucket holding its weights (``models/<name>/<version>/``), or its name.
+        cluster: the ``Cluster`` (or an ``ExistingCluster``) whose OIDC provider its IAM role trusts.
         image: the vLLM image (``pins.VLLM_IMAGE``, or its regional mirror by digest).
         tags: AWS tags on its IAM role.
         placement: replica bounds; by default the node group's own.
@@ -112,9 +112,8 @@ class VllmPoolArgs:
     namespace: Namespace
     region: str
     cloud_region: str
-    registry_bucket: pulumi.Input[str]
-    oidc_provider_arn: pulumi.Input[str]
-    oidc_issuer: pulumi.Input[str]
+    registry_bucket: aws.s3.Bucket | pulumi.Input[str]
+    cluster: OidcCluster
     image: pulumi.Input[str]
     tags: dict[str, str] = field(default_factory=dict)
     placement: Placement | None = None
@@ -238,7 +237,7 @@ class VllmPool(Component):
             *env_list({Var.AWS_REGION: args.cloud_region, Var.HOME: "/tmp"}),
             {
                 "name": ARTIFACTS_ENV,
-                "value": pulumi.Output.from_input(args.registry_bucket).apply(
+                "value": pulumi.Output.from_input(bucket_name(args.registry_bucket)).apply(
                     lambda bucket: " ".join(
                         artifact_entry(m.ref, m.sha256, f"s3://{bucket}/{artifact_prefix(m)}") for m in needed
                     )
@@ -401,7 +400,7 @@ class VllmPool(Component):
 
     def _weights_role(self, args: VllmPoolArgs, app: str, needed: list[Any]) -> aws.iam.Role:
         """IRSA: the pool's pods may read their own artifacts from the registry bucket, nothing else."""
-        policy = pulumi.Output.from_input(args.registry_bucket).apply(
+        policy = pulumi.Output.from_input(bucket_name(args.registry_bucket)).apply(
             lambda bucket: policy_document(
                 [
                     {
@@ -422,8 +421,8 @@ class VllmPool(Component):
             self.child("weights-role"),
             namespace=args.namespace.name,
             service_account=app,
-            oidc_provider_arn=args.oidc_provider_arn,
-            oidc_issuer=args.oidc_issuer,
+            oidc_provider_arn=args.cluster.oidc_provider_arn,
+            oidc_issuer=args.cluster.oidc_issuer,
             policy=policy,
             tags=args.tags,
             opts=self.opts(),

@@ -14,13 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
-from tokenplane.components.iam import irsa_role, policy_document
+from tokenplane.components.iam import OidcCluster, irsa_role, policy_document
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import app_labels
 from tokenplane.components.pins import AWS_CLI_IMAGE
+from tokenplane.components.storage import bucket_name
 from tokenplane.contract import PUBLISHES_ANNOTATION
 from tokenplane.runtime_env import Var, env_list
 from tokenplane.spec import RegistryModel
@@ -46,9 +48,8 @@ def publish_jobs(
     *,
     namespace: Namespace,
     models: list[RegistryModel],
-    bucket: pulumi.Input[str],
-    oidc_provider_arn: pulumi.Input[str],
-    oidc_issuer: pulumi.Input[str],
+    bucket: aws.s3.Bucket | pulumi.Input[str],
+    cluster: OidcCluster,
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
     k8s_opts: pulumi.ResourceOptions,
@@ -62,14 +63,15 @@ def publish_jobs(
     sources = [m for m in models if publishable(m)]
     if not sources:
         return {}
+    bucket = bucket_name(bucket)
     k8s_opts = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=namespace.after()))
     policy = pulumi.Output.from_input(bucket).apply(lambda b: policy_document(_statements(sources, b)))
     role = irsa_role(
         f"{logical}-role",
         namespace=namespace.name,
         service_account=SERVICE_ACCOUNT,
-        oidc_provider_arn=oidc_provider_arn,
-        oidc_issuer=oidc_issuer,
+        oidc_provider_arn=cluster.oidc_provider_arn,
+        oidc_issuer=cluster.oidc_issuer,
         policy=policy,
         tags=tags,
         opts=opts,

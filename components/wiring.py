@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import pulumi
-
 from tokenplane.components import kube
 from tokenplane.components.ai_gateway import AiGateway
 from tokenplane.components.cluster import Cluster
 from tokenplane.components.gateway import ServingDeps
 from tokenplane.components.gateway_config import GatewayConfig
+from tokenplane.components.images import Images
 from tokenplane.components.kafka import Kafka
 from tokenplane.components.naming import NS_GATEWAY
 from tokenplane.components.redis import Redis
@@ -26,8 +25,7 @@ from tokenplane.spec import PlatformSpec, Region
 def serving_deps(
     *,
     config: GatewayConfig,
-    image: pulumi.Input[str],
-    account_id: pulumi.Input[str],
+    images: Images,
     cluster: Cluster,
     redis: Redis,
     kafka: Kafka,
@@ -40,8 +38,8 @@ def serving_deps(
     Args:
         config: the serving processes' runtime config: tenants, routing, pools, and the region they serve
             (``GatewayConfig``, by hand or ``GatewayConfig.from_spec(spec, region)``).
-        image: the serving image (``Images.ref``).
-        account_id: the AWS account (``Images.account_id``), for the IAM policies' ARNs.
+        images: the serving image (its copy in the config's region, by digest) and the AWS account it lives
+            in, for the IAM policies' ARNs.
         cluster: its OIDC provider gives the pods their IAM roles.
         redis: rate limits, quotas and the exact cache.
         kafka: usage, audit and batch-job events.
@@ -51,14 +49,14 @@ def serving_deps(
     """
     return ServingDeps(
         config=config,
-        image=image,
+        image=images.ref(config.region.cloud_region),
         redis_url=redis.url,
         kafka_bootstrap=kafka.bootstrap_brokers,
         kafka_cluster_arn=kafka.cluster_arn,
         qdrant_url=vector_db.url,
         oidc_provider_arn=cluster.oidc_provider_arn,
         oidc_issuer=cluster.oidc_issuer,
-        account_id=account_id,
+        account_id=images.account_id,
         tags=tags or {},
         otel_endpoint=otel_endpoint,
     )

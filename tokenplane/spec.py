@@ -260,6 +260,10 @@ class Pricing(Model):
                 raise ValueError(f"price for {name} must be positive, got {price}")
         return value
 
+    def price(self, instance: str) -> float:
+        """$/h of one ``instance``: the override, else the catalog's on-demand price."""
+        return self.instances.get(instance, instance_type(instance).usd_per_hour)
+
 
 # --- regions ----------------------------------------------------------------------------------
 
@@ -886,7 +890,7 @@ class PlatformSpec(Model):
         return self.model(pool.model).resolved_architecture()
 
     def instance_price(self, instance: str) -> float:
-        return self.pricing.instances.get(instance, instance_type(instance).usd_per_hour)
+        return self.pricing.price(instance)
 
     def is_embedding(self, pool: Pool) -> bool:
         return self.architecture(pool).kind is ModelKind.ENCODER

@@ -10,23 +10,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 import tokenplane.components as tp
-from tokenplane.spec import (
-    Budget,
-    ClassSpec,
-    Environment,
-    Finops,
-    Jurisdiction,
-    ModelSet,
-    Placement,
-    Pool,
-    Queues,
-    Region,
-    RegistryModel,
-    Routing,
-    Tier,
-    TokenRange,
-    WorkloadClass,
-)
+import tokenplane.spec as ts
 
 NAME, tags = "acme", {"team": "ml-platform", "managed-by": "pulumi"}
 cloud_region = pulumi.Config("aws").require("region")
@@ -35,7 +19,7 @@ azs: list[str] = json.loads(pulumi.Config().require("azs"))
 certificate_arn = pulumi.Config().require("certificateArn")
 
 # The model (sha256: `tokenplane hash-model DIR` of the weights uploaded to uri), its pool and the traffic class.
-model = RegistryModel(
+model = ts.RegistryModel(
     name="qwen-7b-chat",
     version="v1",
     preset="qwen2.5-7b",
@@ -44,52 +28,41 @@ model = RegistryModel(
     tokenizer="Qwen/Qwen2.5-7B-Instruct",
     prompt_contract="chat-v1",
 )
-chat = Pool(name="chat", tier=Tier.SMALL, model=model.name, gpu="L4", classes=[WorkloadClass.A])
-placement = Placement(pool=chat.name, min_replicas=1, max_replicas=2)
-interactive = ClassSpec(
-    share=1.0, prompt_tokens=TokenRange(min=50, max=1000), output_tokens=TokenRange(min=20, max=400), ttft_p95_ms=500
+chat = ts.Pool(name="chat", tier=ts.Tier.SMALL, model=model.name, gpu="L4", classes=[ts.WorkloadClass.A])
+placement = ts.Placement(pool=chat.name, min_replicas=1, max_replicas=2)
+prompt, output = ts.TokenRange(min=50, max=1000), ts.TokenRange(min=20, max=400)
+classes = {ts.WorkloadClass.A: ts.ClassSpec(share=1.0, prompt_tokens=prompt, output_tokens=output, ttft_p95_ms=500)}
+region = ts.Region(
+    name="eu", cloud_region=cloud_region, azs=azs, jurisdiction=ts.Jurisdiction.EU, traffic_share=1.0, pools=[placement]
 )
-region = Region(
-    name="eu", cloud_region=cloud_region, azs=azs, jurisdiction=Jurisdiction.EU, traffic_share=1.0, pools=[placement]
+
+# What the gateways route, price and admit with: the pool, its model, the routing (and tenants: none here).
+config = tp.GatewayConfig(
+    name=NAME,
+    region=region,
+    pools=[chat],
+    models=[model],
+    workload_classes=classes,
+    routing=ts.Routing(mix={ts.Tier.SMALL: 1.0}),
+    budget=ts.Budget(max_usd_per_hour=20),
+    peak_rps=5,
+    environment=ts.Environment.DEV,
 )
 
 # An explicit provider: nothing lands in whatever region the CLI defaults to.
 aws_provider = aws.Provider("aws", region=cloud_region, default_tags=aws.ProviderDefaultTagsArgs(tags=tags))
-on_aws = pulumi.ResourceOptions(provider=aws_provider)
+on_aws, providers = pulumi.ResourceOptions(provider=aws_provider), {cloud_region: aws_provider}
 network = tp.Network("eu-network", tp.NetworkArgs(azs=azs, cluster_name=f"{NAME}-eu", tags=tags), on_aws)
-cluster = tp.Cluster(
-    "eu-cluster",
-    tp.ClusterArgs(
-        name=f"{NAME}-eu",
-        kubernetes_version="1.35",  # in EKS standard support (tokenplane/proof/deployability/support.json)
-        # The system nodes hold, at their autoscaling maxima, the two gateways (6 x 2 vCPU each at most),
-        # Prometheus with Grafana and the OTel collector, Qdrant and the add-ons.
-        system_cpu=32,
-        cloud_region=cloud_region,
-        private_subnet_ids=network.private_subnet_ids,
-        public_subnet_ids=network.public_subnet_ids,
-        tags=tags,
-    ),
-    on_aws,
-)
+# The system nodes hold, at their autoscaling maxima, the two gateways (6 x 2 vCPU each at most), Prometheus with
+# Grafana and the OTel collector, Qdrant and the add-ons. 1.35 is in EKS standard support (proof/.../support.json).
+eks = tp.ClusterArgs(network=network, kubernetes_version="1.35", system_cpu=32, cloud_region=cloud_region, tags=tags)
+cluster = tp.Cluster("eu-cluster", eks, on_aws)
 kube = k8s.Provider("eu-k8s", kubeconfig=cluster.kubeconfig, enable_server_side_apply=True)
-addons = tp.ClusterAddons(
-    "eu-addons",
-    tp.ClusterAddonsArgs(cluster=cluster, vpc_id=network.vpc_id, cloud_region=cloud_region, tags=tags),
-    pulumi.ResourceOptions(providers=[aws_provider, kube]),
-)
-gpus = tp.GpuNodeGroup(
-    "eu-gpu-chat",
-    tp.GpuNodeGroupArgs(
-        pool=chat,
-        placement=placement,
-        cluster_name=cluster.name,
-        node_role_arn=cluster.node_role_arn,
-        subnet_ids=network.private_subnet_ids,
-        tags=tags,
-    ),
-    on_aws,
-)
+both = pulumi.ResourceOptions(providers=[aws_provider, kube])
+addons_args = tp.ClusterAddonsArgs(cluster=cluster, vpc_id=network.vpc_id, cloud_region=cloud_region, tags=tags)
+addons = tp.ClusterAddons("eu-addons", addons_args, both)
+gpu = tp.GpuNodeGroupArgs(pool=chat, placement=placement, cluster=cluster, subnets=network.private, tags=tags)
+gpus = tp.GpuNodeGroup("eu-gpu-chat", gpu, on_aws)
 
 # Namespaces are created here and handed to the components: nothing deploys into one no one creates.
 on_cluster = pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes])
@@ -99,21 +72,18 @@ serving, gateway, data, monitoring = (
 )
 # Workloads wait for nodes to run on and for KEDA, whose CRD the pool's ScaledObject needs.
 ready = pulumi.ResourceOptions(providers=[aws_provider, kube], depends_on=[cluster.system_nodes, addons.keda])
-images = tp.Images("images", tp.ImagesArgs(platform=NAME, providers={cloud_region: aws_provider}, tags=tags), on_aws)
-vllm = tp.VllmMirror(
-    "vllm", tp.VllmMirrorArgs(platform=NAME, providers={cloud_region: aws_provider}, tags=tags), on_aws
-)
+images = tp.Images("images", tp.ImagesArgs(platform=NAME, providers=providers, tags=tags), on_aws)
+vllm = tp.VllmMirror("vllm", tp.VllmMirrorArgs(platform=NAME, providers=providers, tags=tags), on_aws)
 
 # The registry bucket the replicas fetch weights from, and the Job that publishes them there first.
 registry = tp.secure_bucket("eu-registry", tags=tags, opts=on_aws)
 tp.tls_only("eu-registry-tls-only", bucket=registry, opts=on_aws)
-published = tp.publish_jobs(
+jobs = tp.publish_jobs(
     "eu-publish",
     namespace=serving,
     models=[model],
-    bucket=registry.bucket,
-    oidc_provider_arn=cluster.oidc_provider_arn,
-    oidc_issuer=cluster.oidc_issuer,
+    bucket=registry,
+    cluster=cluster,
     tags=tags,
     opts=on_aws,
     k8s_opts=ready,
@@ -122,61 +92,32 @@ pool = tp.VllmPool(
     "eu-pool-chat",
     tp.VllmPoolArgs(
         pool=chat,
-        models=ModelSet(models=[model]),
+        models=ts.ModelSet(models=[model]),
         nodes=gpus,  # its replicas require this group's labels and tolerate its taints
         namespace=serving,
         region=region.name,
         cloud_region=cloud_region,
-        registry_bucket=registry.bucket,
-        oidc_provider_arn=cluster.oidc_provider_arn,
-        oidc_issuer=cluster.oidc_issuer,
+        registry_bucket=registry,
+        cluster=cluster,
         image=vllm.ref(cloud_region),
         tags=tags,
-        workload_classes={WorkloadClass.A: interactive},
+        workload_classes=classes,
     ),
-    pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=list(published.values()))),
+    pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=list(jobs.values()))),
 )
 redis = tp.Redis("eu-redis", tp.RedisArgs(environment="dev", subnets=network.private, tags=tags), on_aws)
-topics = Queues().topics
-kafka = tp.Kafka("eu-kafka", tp.KafkaArgs(environment="dev", subnets=network.private, topics=topics, tags=tags), on_aws)
+kafka_args = tp.KafkaArgs(environment="dev", subnets=network.private, topics=config.queues.topics, tags=tags)
+kafka = tp.Kafka("eu-kafka", kafka_args, on_aws)
 qdrant = tp.VectorDb("eu-qdrant", tp.VectorDbArgs(environment="dev", namespace=data), ready)
-
-# What the gateways route, price and admit with: the pool, its model, the routing (and tenants: none here).
-config = tp.GatewayConfig(
-    name=NAME,
-    region=region,
-    pools=[chat],
-    models=[model],
-    workload_classes={WorkloadClass.A: interactive},
-    routing=Routing(mix={Tier.SMALL: 1.0}),
-    budget=Budget(max_usd_per_hour=20),
-    peak_rps=5,
-    environment=Environment.DEV,
-)
 deps = tp.serving_deps(
-    config=config,
-    image=images.ref(cloud_region),
-    account_id=images.account_id,
-    cluster=cluster,
-    redis=redis,
-    kafka=kafka,
-    vector_db=qdrant,
-    tags=tags,
+    config=config, images=images, cluster=cluster, redis=redis, kafka=kafka, vector_db=qdrant, tags=tags
 )
 # Prometheus scrapes the pool and the gateways: the pool's KEDA triggers query it, and without it they never
 # have data and the pool never scales. No metering consumer runs here (usage events stay on Kafka), so the
-# FinOps plane's alerts, which would read series nothing exports, are off.
-observability = tp.Observability(
-    "eu-observability",
-    tp.ObservabilityArgs(
-        spec=config.document.model_copy(update={"finops": Finops(enabled=False)}),
-        region=region,
-        namespace=monitoring,
-        oidc_provider_arn=cluster.oidc_provider_arn,
-        oidc_issuer=cluster.oidc_issuer,
-        tags=tags,
-    ),
-    pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=[addons])),
+# FinOps plane's alerts, which would read series nothing exports, are off (from_config's default).
+metrics = tp.ObservabilityArgs.from_config(config, namespace=monitoring, cluster=cluster, tags=tags)
+tp.Observability(
+    "eu-observability", metrics, pulumi.ResourceOptions.merge(ready, pulumi.ResourceOptions(depends_on=[addons]))
 )
 model_gateway = tp.ModelGateway(
     "eu-model-gateway", tp.GatewayArgs(deps=deps, namespace=gateway, pool_urls={chat.name: pool.service_url}), ready

@@ -38,23 +38,30 @@ def echo(value: object) -> str:
     return f"{text[:ECHO_CHARS]}... ({len(text)} characters)"
 
 
-def _bad(param: str, problem: str) -> InvalidRequest:
+# The validation vocabulary every request parser shares (this module's chat and completions checks, and
+# responses_request.py's): a parameter's name and what is wrong with it, answered as OpenAI answers it.
+
+
+def bad_param(param: str, problem: str) -> InvalidRequest:
+    """The 400 for one parameter: ``param`` names it (a path such as ``tools[0].name``), ``problem`` says why."""
     return InvalidRequest(f"{param}: {problem}", param=param, code="invalid_value")
 
 
-def _integer(body: Json, name: str, low: int, high: int) -> int | None:
+def integer_param(body: Json, name: str, low: int, high: int) -> int | None:
+    """``body[name]`` when it is an integer in ``[low, high]`` (a bool is not one), None when absent."""
     value = body.get(name)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _bad(name, f"must be an integer from {low} to {high}, got {echo(value)}")
+        raise bad_param(name, f"must be an integer from {low} to {high}, got {echo(value)}")
     return value
 
 
-def _boolean(body: Json, name: str) -> bool | None:
+def boolean_param(body: Json, name: str) -> bool | None:
+    """``body[name]`` when it is true or false, None when absent."""
     value = body.get(name)
     if value is not None and not isinstance(value, bool):
-        raise _bad(name, f"must be true or false, got {echo(value)}")
+        raise bad_param(name, f"must be true or false, got {echo(value)}")
     return value
 
 
@@ -62,7 +69,9 @@ def check_model(model: object) -> str:
     if not isinstance(model, str) or not model:
         raise InvalidRequest("model is required: a model name from GET /v1/models, a tier, or 'auto'", param="model")
     if len(model) > MAX_MODEL_CHARS:
-        raise _bad("model", f"is {len(model)} characters; model names are at most {MAX_MODEL_CHARS} ({echo(model)})")
+        raise bad_param(
+            "model", f"is {len(model)} characters; model names are at most {MAX_MODEL_CHARS} ({echo(model)})"
+        )
     return model
 
 
@@ -71,7 +80,7 @@ def _stop(body: Json) -> None:
     if stop is None or isinstance(stop, str):
         return
     if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop) or len(stop) > MAX_STOP:
-        raise _bad("stop", f"must be a string or an array of up to {MAX_STOP} strings, got {echo(stop)}")
+        raise bad_param("stop", f"must be a string or an array of up to {MAX_STOP} strings, got {echo(stop)}")
 
 
 def _tools(body: Json) -> set[str]:
@@ -79,15 +88,15 @@ def _tools(body: Json) -> set[str]:
     if tools is None:
         return set()
     if not isinstance(tools, list) or len(tools) > MAX_TOOLS:
-        raise _bad("tools", f"must be an array of up to {MAX_TOOLS} tools, got {echo(tools)}")
+        raise bad_param("tools", f"must be an array of up to {MAX_TOOLS} tools, got {echo(tools)}")
     names: set[str] = set()
     for i, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(function, dict):
-            raise _bad(f"tools[{i}]", 'must be {"type": "function", "function": {"name": ...}}')
+            raise bad_param(f"tools[{i}]", 'must be {"type": "function", "function": {"name": ...}}')
         name = function.get("name")
         if not isinstance(name, str) or not TOOL_NAME.match(name):
-            raise _bad(f"tools[{i}].function.name", f"must match {TOOL_NAME.pattern}, got {echo(name)}")
+            raise bad_param(f"tools[{i}].function.name", f"must match {TOOL_NAME.pattern}, got {echo(name)}")
         names.add(name)
     return names
 
@@ -97,19 +106,21 @@ def _tool_choice(body: Json, tools: set[str]) -> None:
     if choice is None:
         return
     if not tools and choice != "none":
-        raise _bad("tool_choice", "is only allowed when tools are specified")
+        raise bad_param("tool_choice", "is only allowed when tools are specified")
     if isinstance(choice, str):
         if choice not in TOOL_CHOICES:
-            raise _bad("tool_choice", f"must be one of {', '.join(TOOL_CHOICES)} or a function, got {echo(choice)}")
+            raise bad_param(
+                "tool_choice", f"must be one of {', '.join(TOOL_CHOICES)} or a function, got {echo(choice)}"
+            )
         return
     function = choice.get("function") if isinstance(choice, dict) else None
     if not isinstance(choice, dict) or choice.get("type") != "function" or not isinstance(function, dict):
-        raise _bad(
+        raise bad_param(
             "tool_choice",
             f'must be a string or {{"type": "function", "function": {{"name": ...}}}}, got {echo(choice)}',
         )
     if function.get("name") not in tools:
-        raise _bad("tool_choice", f"names the function {echo(function.get('name'))}, which is not in tools")
+        raise bad_param("tool_choice", f"names the function {echo(function.get('name'))}, which is not in tools")
 
 
 def _logit_bias(body: Json) -> None:
@@ -117,7 +128,7 @@ def _logit_bias(body: Json) -> None:
     if bias is None:
         return
     if not isinstance(bias, dict) or len(bias) > MAX_LOGIT_BIAS:
-        raise _bad("logit_bias", f"must be an object of up to {MAX_LOGIT_BIAS} token ids, got {echo(bias)}")
+        raise bad_param("logit_bias", f"must be an object of up to {MAX_LOGIT_BIAS} token ids, got {echo(bias)}")
     for token, value in bias.items():
         if (
             not token.isdigit()
@@ -125,7 +136,9 @@ def _logit_bias(body: Json) -> None:
             or not isinstance(value, int | float)
             or not -100 <= value <= 100
         ):
-            raise _bad("logit_bias", f"maps token ids to numbers from -100 to 100; {echo(token)}: {echo(value)} is not")
+            raise bad_param(
+                "logit_bias", f"maps token ids to numbers from -100 to 100; {echo(token)}: {echo(value)} is not"
+            )
 
 
 def _response_format(body: Json) -> None:
@@ -133,7 +146,7 @@ def _response_format(body: Json) -> None:
     if fmt is None:
         return
     if not isinstance(fmt, dict) or fmt.get("type") not in RESPONSE_FORMATS:
-        raise _bad(
+        raise bad_param(
             "response_format", f"must be an object whose type is one of {', '.join(RESPONSE_FORMATS)}, got {echo(fmt)}"
         )
 
@@ -145,26 +158,26 @@ def check(endpoint: Endpoint, body: Json) -> None:
         InvalidRequest: ``param`` names the parameter; the message says what is allowed.
     """
     if endpoint is Endpoint.EMBEDDINGS:
-        _integer(body, "dimensions", 1, 1 << 16)
+        integer_param(body, "dimensions", 1, 1 << 16)
         return
     if endpoint is Endpoint.RESPONSES:
         raise ValueError("Responses API bodies are checked by serving.gateway.responses_request")
     _stop(body)
-    _integer(body, "seed", -(1 << 63), (1 << 63) - 1)
+    integer_param(body, "seed", -(1 << 63), (1 << 63) - 1)
     _logit_bias(body)
     user = body.get("user")
     if user is not None and not isinstance(user, str):
-        raise _bad("user", f"must be a string, got {echo(user)}")
+        raise bad_param("user", f"must be a string, got {echo(user)}")
     if endpoint is Endpoint.COMPLETIONS:
-        _integer(body, "logprobs", 0, MAX_COMPLETION_LOGPROBS)
-        _boolean(body, "echo")
+        integer_param(body, "logprobs", 0, MAX_COMPLETION_LOGPROBS)
+        boolean_param(body, "echo")
         return
-    logprobs = _boolean(body, "logprobs")
-    top = _integer(body, "top_logprobs", 0, MAX_TOP_LOGPROBS)
+    logprobs = boolean_param(body, "logprobs")
+    top = integer_param(body, "top_logprobs", 0, MAX_TOP_LOGPROBS)
     if top is not None and not logprobs:
-        raise _bad("top_logprobs", "needs logprobs: true")
+        raise bad_param("top_logprobs", "needs logprobs: true")
     _tool_choice(body, _tools(body))
-    _boolean(body, "parallel_tool_calls")
+    boolean_param(body, "parallel_tool_calls")
     _response_format(body)
 
 
@@ -179,7 +192,7 @@ def _number_header(headers: Mapping[str, str], name: str, low: float, high: floa
     below = value <= low if open_low else value < low
     if not math.isfinite(value) or below or value > high:
         side = f"greater than {low:g}" if open_low else f"at least {low:g}"
-        raise _bad(name, f"header must be a number {side} and at most {high:g}, got {echo(raw)}")
+        raise bad_param(name, f"header must be a number {side} and at most {high:g}, got {echo(raw)}")
     return value
 
 

@@ -19,10 +19,10 @@ from tokenplane.serving.gateway.params import (
     MAX_TOP_LOGPROBS,
     TOOL_CHOICES,
     TOOL_NAME,
-    _bad,
-    _boolean,
-    _integer,
+    bad_param,
+    boolean_param,
     echo,
+    integer_param,
 )
 from tokenplane.serving.responses_api import ROLES
 from tokenplane.serving.types import Json
@@ -42,7 +42,7 @@ STATEFUL = {
 def _items(value: object) -> None:
     if isinstance(value, str):
         if not value:
-            raise _bad("input", "must not be empty")
+            raise bad_param("input", "must not be empty")
         return
     if not isinstance(value, list) or not value:
         raise InvalidRequest(
@@ -57,21 +57,21 @@ def _items(value: object) -> None:
             code="token_ids_not_supported",
         )
     if len(value) > MAX_INPUT_ITEMS:
-        raise _bad("input", f"holds {len(value)} items; at most {MAX_INPUT_ITEMS} are accepted")
+        raise bad_param("input", f"holds {len(value)} items; at most {MAX_INPUT_ITEMS} are accepted")
     for i, item in enumerate(value):
         where = f"input[{i}]"
         if not isinstance(item, dict):
-            raise _bad(
+            raise bad_param(
                 where, f'must be an input item object such as {{"role": "user", "content": "..."}}, got {echo(item)}'
             )
         kind = item.get("type", "message")
         if not isinstance(kind, str):
-            raise _bad(f"{where}.type", f"must be a string, got {echo(kind)}")
+            raise bad_param(f"{where}.type", f"must be a string, got {echo(kind)}")
         if kind != "message":
             continue  # function calls, their outputs, reasoning items: the engine's template reads them
         role = item.get("role")
         if role not in ROLES:
-            raise _bad(f"{where}.role", f"must be one of {', '.join(sorted(ROLES))}, got {echo(role)}")
+            raise bad_param(f"{where}.role", f"must be one of {', '.join(sorted(ROLES))}, got {echo(role)}")
         _content(item.get("content"), f"{where}.content")
 
 
@@ -79,13 +79,15 @@ def _content(content: object, where: str) -> None:
     if isinstance(content, str):
         return
     if not isinstance(content, list):
-        raise _bad(where, f"must be a string or an array of content parts, got {echo(content)}")
+        raise bad_param(where, f"must be a string or an array of content parts, got {echo(content)}")
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind not in CONTENT_TYPES:
-            raise _bad(f"{where}[{j}].type", f"must be one of {', '.join(sorted(CONTENT_TYPES))}, got {echo(kind)}")
+            raise bad_param(
+                f"{where}[{j}].type", f"must be one of {', '.join(sorted(CONTENT_TYPES))}, got {echo(kind)}"
+            )
         if kind in ("input_text", "output_text") and not isinstance(part.get("text"), str):
-            raise _bad(f"{where}[{j}].text", "must be a string")
+            raise bad_param(f"{where}[{j}].text", "must be a string")
 
 
 def _tools(body: Json) -> set[str]:
@@ -94,17 +96,17 @@ def _tools(body: Json) -> set[str]:
     if tools is None:
         return set()
     if not isinstance(tools, list) or len(tools) > MAX_TOOLS:
-        raise _bad("tools", f"must be an array of up to {MAX_TOOLS} tools, got {echo(tools)}")
+        raise bad_param("tools", f"must be an array of up to {MAX_TOOLS} tools, got {echo(tools)}")
     names: set[str] = set()
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
-            raise _bad(
+            raise bad_param(
                 f"tools[{i}]", f'must be a tool object such as {{"type": "function", "name": ...}}, got {echo(tool)}'
             )
         if tool["type"] == "function":
             name = tool.get("name")
             if not isinstance(name, str) or not TOOL_NAME.match(name):
-                raise _bad(f"tools[{i}].name", f"must match {TOOL_NAME.pattern}, got {echo(name)}")
+                raise bad_param(f"tools[{i}].name", f"must match {TOOL_NAME.pattern}, got {echo(name)}")
             names.add(name)
     return names
 
@@ -114,23 +116,23 @@ def _tool_choice(body: Json, functions: set[str]) -> None:
     if choice is None or choice in TOOL_CHOICES:
         return
     if isinstance(choice, str):
-        raise _bad("tool_choice", f"must be one of {', '.join(TOOL_CHOICES)} or a tool object, got {echo(choice)}")
+        raise bad_param("tool_choice", f"must be one of {', '.join(TOOL_CHOICES)} or a tool object, got {echo(choice)}")
     if not isinstance(choice, dict) or not isinstance(choice.get("type"), str):
-        raise _bad("tool_choice", f'must be a string or {{"type": "function", "name": ...}}, got {echo(choice)}')
+        raise bad_param("tool_choice", f'must be a string or {{"type": "function", "name": ...}}, got {echo(choice)}')
     if choice["type"] == "function" and choice.get("name") not in functions:
-        raise _bad("tool_choice", f"names the function {echo(choice.get('name'))}, which is not in tools")
+        raise bad_param("tool_choice", f"names the function {echo(choice.get('name'))}, which is not in tools")
 
 
 def _string(body: Json, name: str) -> None:
     value = body.get(name)
     if value is not None and not isinstance(value, str):
-        raise _bad(name, f"must be a string, got {echo(value)}")
+        raise bad_param(name, f"must be a string, got {echo(value)}")
 
 
 def _object(body: Json, name: str) -> None:
     value = body.get(name)
     if value is not None and not isinstance(value, dict):
-        raise _bad(name, f"must be an object, got {echo(value)}")
+        raise bad_param(name, f"must be an object, got {echo(value)}")
 
 
 def check(body: Json) -> int | None:
@@ -156,20 +158,20 @@ def check(body: Json) -> int | None:
     _items(body.get("input"))
     _string(body, "instructions")
     _string(body, "user")
-    _boolean(body, "store")
-    _boolean(body, "parallel_tool_calls")
-    _integer(body, "top_logprobs", 0, MAX_TOP_LOGPROBS)
-    _integer(body, "max_tool_calls", 1, 1 << 31)
+    boolean_param(body, "store")
+    boolean_param(body, "parallel_tool_calls")
+    integer_param(body, "top_logprobs", 0, MAX_TOP_LOGPROBS)
+    integer_param(body, "max_tool_calls", 1, 1 << 31)
     _object(body, "text")
     _object(body, "reasoning")
     metadata = body.get("metadata")
     if metadata is not None and (not isinstance(metadata, dict) or len(metadata) > MAX_METADATA_PAIRS):
-        raise _bad("metadata", f"must be an object of up to {MAX_METADATA_PAIRS} pairs, got {echo(metadata)}")
+        raise bad_param("metadata", f"must be an object of up to {MAX_METADATA_PAIRS} pairs, got {echo(metadata)}")
     truncation = body.get("truncation")
     if truncation is not None and truncation not in TRUNCATIONS:
-        raise _bad("truncation", f"must be one of {', '.join(TRUNCATIONS)}, got {echo(truncation)}")
+        raise bad_param("truncation", f"must be one of {', '.join(TRUNCATIONS)}, got {echo(truncation)}")
     include = body.get("include")
     if include is not None and (not isinstance(include, list) or not all(isinstance(i, str) for i in include)):
-        raise _bad("include", f"must be an array of strings, got {echo(include)}")
+        raise bad_param("include", f"must be an array of strings, got {echo(include)}")
     _tool_choice(body, _tools(body))
-    return _integer(body, "max_output_tokens", 1, 1 << 31)
+    return integer_param(body, "max_output_tokens", 1, 1 << 31)

@@ -164,3 +164,19 @@ def test_format_json_and_json_print_the_same_report(runner: CliRunner) -> None:
     clash = runner.invoke(app, [*args, "--json", "--format", "table"])
     assert clash.exit_code == 2
     assert "ask for two formats" in clash.stderr
+
+
+def _command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    children = getattr(command, "commands", {})
+    return [path, *(p for name, child in children.items() for p in _command_paths(child, (*path, name)))]
+
+
+def test_no_flag_shows_a_bool_metavar_in_any_commands_help(runner: CliRunner) -> None:
+    # A flag takes no value; "--json <bool>" reads as if it wanted one. Only typer's own --help still shows it.
+    paths = _command_paths(typer.main.get_command(app))
+    assert ("dev", "status") in paths and ("simulate",) in paths, paths
+    for path in paths:
+        result = runner.invoke(app, [*path, "--help"], terminal_width=200)
+        assert result.exit_code == 0, (path, result.output)
+        shown = [line for line in result.output.splitlines() if "<bool>" in line and "--help" not in line]
+        assert not shown, (path, shown)

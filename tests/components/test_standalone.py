@@ -18,12 +18,16 @@ from tokenplane.components import (
     ClusterAddonsArgs,
     ClusterArgs,
     ExistingCluster,
+    GlobalRoutingArgs,
     GpuNodeGroup,
     GpuNodeGroupArgs,
     Namespace,
+    Network,
+    NetworkArgs,
     NodeSelection,
     Observability,
     ObservabilityArgs,
+    PrivateSubnets,
     VllmPool,
     VllmPoolArgs,
 )
@@ -39,6 +43,13 @@ DEPLOYED = Path(__file__).with_name("deployed_urns_minimal.txt")
 MINIMAL = spec("minimal")
 CHAT = MINIMAL.pool("chat")
 PLACEMENT = Placement(pool="chat", min_replicas=1, max_replicas=2)
+# A cluster this program does not create, as the components that join it see it.
+ELSEWHERE = ExistingCluster(
+    name="c",
+    oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/oidc",
+    oidc_issuer="https://oidc",
+    node_role_arn="arn:aws:iam::123456789012:role/nodes",
+)
 
 
 def lost_urns(result: RenderResult) -> set[str]:
@@ -71,8 +82,7 @@ def _pool_args(nodes: GpuNodeGroup | NodeSelection, namespace: Namespace, **extr
         "region": "us",
         "cloud_region": "us-east-1",
         "registry_bucket": "registry",
-        "oidc_provider_arn": "arn:aws:iam::123456789012:oidc-provider/oidc",
-        "oidc_issuer": "https://oidc",
+        "cluster": ELSEWHERE,
         "image": "vllm/vllm-openai:v0.19.0",
         **extra,
     }
@@ -85,9 +95,13 @@ def _gpu_group() -> GpuNodeGroup:
         GpuNodeGroupArgs(
             pool=CHAT,
             placement=PLACEMENT,
-            cluster_name="c",
-            node_role_arn="arn:aws:iam::123456789012:role/nodes",
-            subnet_ids=[pulumi.Output.from_input("subnet-a")],
+            cluster=ELSEWHERE,
+            subnets=PrivateSubnets(
+                azs=["us-east-1a"],
+                vpc_id="vpc-1",
+                vpc_cidr="10.0.0.0/16",
+                subnet_ids=[pulumi.Output.from_input("subnet-a")],
+            ),
             tags={},
         ),
     )
@@ -155,16 +169,8 @@ def test_two_pools_of_one_pool_coexist_in_one_namespace_under_their_own_app_name
 
 def test_cluster_addons_stand_alone_on_a_cluster() -> None:
     def program() -> None:
-        cluster = Cluster(
-            "c",
-            ClusterArgs(
-                name="c",
-                kubernetes_version="1.31",
-                cloud_region="us-east-1",
-                private_subnet_ids=[pulumi.Output.from_input("subnet-a")],
-                public_subnet_ids=[pulumi.Output.from_input("subnet-b")],
-            ),
-        )
+        network = Network("n", NetworkArgs(azs=["us-east-1a", "us-east-1b"], cluster_name="c"))
+        cluster = Cluster("c", ClusterArgs(network=network, kubernetes_version="1.31", cloud_region="us-east-1"))
         provider = k8s.Provider("k8s", kubeconfig=cluster.kubeconfig)
         ClusterAddons(
             "addons",
@@ -220,13 +226,8 @@ def test_observability_refuses_a_namespace_prometheus_is_not_addressed_in() -> N
     def program() -> None:
         Observability(
             "obs",
-            ObservabilityArgs(
-                spec=MINIMAL,
-                region=MINIMAL.regions[0],
-                namespace=Namespace.existing("metrics"),
-                oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/example",
-                oidc_issuer="https://oidc.example",
-                tags={},
+            ObservabilityArgs.from_spec(
+                MINIMAL, MINIMAL.regions[0], namespace=Namespace.existing("metrics"), cluster=ELSEWHERE, tags={}
             ),
         )
 
@@ -273,3 +274,43 @@ def test_every_public_component_args_and_helper_has_a_docstring_and_a_reference_
         # A dataclass without a docstring gets its signature as __doc__: that documents nothing.
         assert doc and not doc.startswith(f"{item.__name__}("), f"components.{name} has no docstring"
         assert f"`{name}`" in headings, f"docs/components.md has no section for {name}"
+
+
+def test_a_gpu_node_group_on_a_cluster_made_elsewhere_needs_its_node_role() -> None:
+    bare = dataclasses.replace(ELSEWHERE, node_role_arn=None)
+    subnets = PrivateSubnets(azs=["us-east-1a"], vpc_id="vpc-1", vpc_cidr="10.0.0.0/16", subnet_ids=[])
+    args = GpuNodeGroupArgs(pool=CHAT, placement=PLACEMENT, cluster=bare, subnets=subnets, tags={})
+    with pytest.raises(ValueError, match=r"pool 'chat': cluster is an ExistingCluster without node_role_arn"):
+        args.node_role_arn()
+
+
+def test_the_cluster_takes_the_name_its_network_tags_its_subnets_for() -> None:
+    # Under another name, its load balancers would find no subnets: the name is not a second keyword to get wrong.
+    def program() -> None:
+        network = Network("n", NetworkArgs(azs=["us-east-1a"], cluster_name="acme-us"))
+        Cluster("c", ClusterArgs(network=network, kubernetes_version="1.31", cloud_region="us-east-1"))
+
+    stack = render_function(program)
+    assert stack.find("aws:eks/cluster:Cluster", "c-eks").inputs["name"] == "acme-us"
+    assert "kubernetes.io/cluster/acme-us" in stack.find("aws:ec2/subnet:Subnet", "n-private-a").inputs["tags"]
+
+
+def test_observability_from_a_spec_alerts_on_the_ledger_only_where_the_finops_plane_runs() -> None:
+    region = MINIMAL.regions[0]
+    for enabled in (True, False):
+        platform = MINIMAL.model_copy(update={"finops": MINIMAL.finops.model_copy(update={"enabled": enabled})})
+        args = ObservabilityArgs.from_spec(
+            platform, region, namespace=Namespace.existing("monitoring"), cluster=ELSEWHERE, tags={}
+        )
+        assert args.finops_alerts is enabled
+        assert (args.cloud_region, args.budget, list(args.pools)) == (
+            region.cloud_region,
+            MINIMAL.budget,
+            MINIMAL.pools,
+        )
+
+
+def test_global_routing_from_a_spec_without_a_domain_is_refused() -> None:
+    assert MINIMAL.platform.domain is None
+    with pytest.raises(ValueError, match=r"needs spec\.platform\.domain and hosted_zone_id"):
+        GlobalRoutingArgs.from_spec(MINIMAL, gateway_hostnames={}, tags={})

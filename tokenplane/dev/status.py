@@ -69,6 +69,7 @@ def status_json(status: StackStatus) -> dict[str, Any]:
         "engine": record["engine"],
         "base_url": record["base_url"],
         "embedder": record.get("embedder"),
+        "embedder_note": record.get("embedder_note"),
         "supervisor": {"pid": record["supervisor_pid"], "alive": status.supervisor_alive},
         "services": {
             s.name: {
@@ -98,7 +99,9 @@ def print_status(status: StackStatus, console: Console) -> None:
         soft_wrap=True,
         highlight=False,
     )
-    console.print(f"semantic cache embedder: {record.get('embedder', 'unknown')}", soft_wrap=True, highlight=False)
+    # The start line again where the stack recorded it: with the lexical stand-in, it names the install command.
+    note = record.get("embedder_note") or f"semantic cache embedder: {record.get('embedder', 'unknown')}"
+    console.print(note, soft_wrap=True, highlight=False, markup=False)
     table = Table(title=f"base URL {record['base_url']}")
     for column in ("service", "state", "pid", "port", "restarts", "process", "ready"):
         table.add_column(column, justify="right" if column in {"pid", "port", "restarts"} else "left", no_wrap=True)

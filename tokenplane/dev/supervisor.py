@@ -131,7 +131,8 @@ class Supervisor:
         self.stop_signal: int | None = None
         self._force = False
         self._path = state_path(plan.state_dir)
-        self._embedder = plan.embedder  # decided once: record() runs on every state change
+        # Decided once: record() runs on every state change.
+        self._embedder, self._embedder_note = plan.embedder, plan.embedder_note
 
     # --- signals --------------------------------------------------------------------------------
 
@@ -172,6 +173,7 @@ class Supervisor:
             "services": {r.service.name: r.record() for r in self.runs},
             "updated_at": "",
             "embedder": self._embedder,
+            "embedder_note": self._embedder_note,
         }
 
     def save(self) -> None:
