@@ -21,7 +21,10 @@ from tokenplane.transformer import Architecture, ModelKind, from_hf_config
 # The release the deployed image runs (components/pins.py's VLLM_IMAGE, which the core may not import;
 # tests/model/test_host_calibration.py checks they agree): what a pool serves with unless engine.vllm_version says.
 IMAGE_VLLM = "0.32.0"
-PINNED_VLLM = "0.19.0"  # components/pins.py's image; tests/model/test_capacity_calibration.py checks they agree
+# The release a pool that names none is sized with: the one the memory model's startup logs come from
+# (tokenplane/model/calibration.py's VLLM_VERSION; tests/model/test_capacity_calibration.py checks they agree), not
+# the image's; ``plan`` notes the difference (planner.py) until the default moves to IMAGE_VLLM (issue 26 item 1).
+PINNED_VLLM = "0.19.0"
 
 E = TypeVar("E", Quantization, KvCacheDtype)
 
