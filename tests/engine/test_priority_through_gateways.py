@@ -16,7 +16,8 @@ pause; counted from its send, a high request, sent later, would look faster unde
 Checked: every request reached the engine before its first step, the AI gateway admitted every one at
 once (its own priority queue orders nothing here), the model gateway forwarded each request's level as
 vLLM's ``priority`` (critical 0, normal 2), and a high request's TTFT is below a low one's in at least
-``CLEAR_MAJORITY`` of the high x low pairs (measured: see BENCHMARKS.md-style lines in the log).
+``CLEAR_MAJORITY`` of the high x low pairs (measured on a loaded 2-core machine: 192 of 192 in each of
+three runs, median TTFT 0.20-0.28 s against 0.36-0.59 s; the module adds about 25 s to the tier, no engine).
 
 Seen failing with the defect put back: in ``serving/modelgw/gateway.py`` replace
 ``vllm_priority(request.priority) if route.priority_scheduling else None`` by ``None`` (the model
