@@ -31,7 +31,7 @@ from tokenplane.contract import TIME_TO_READY_ANNOTATION, VLLM_VERSION_ANNOTATIO
 from tokenplane.model.rollout import plan_rollout
 from tokenplane.model.startup import await_timeout_minutes, time_to_ready
 from tokenplane.pool_model import node_for, nodes_for, replica_requests
-from tokenplane.runtime_env import Var, env_list
+from tokenplane.runtime_env import ENGINE_ENV, Var, env_list
 from tokenplane.schedule import cron_window
 from tokenplane.spec import ClassSpec, ModelLookup, Placement, Pool, WorkloadClass
 from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
@@ -266,7 +266,7 @@ class VllmPool(Component):
             "command": ["vllm", "serve"],
             "args": vllm_args(spec, pool, models_dir=MODELS_DIR, priority_scheduling=args.priority_scheduling),
             "ports": [{"name": "http", "containerPort": DEFAULT_PORT}],
-            "env": env_list({Var.HF_HUB_OFFLINE: "1", Var.VLLM_NO_USAGE_STATS: "1", **scratch_env()}),
+            "env": env_list({**ENGINE_ENV, **scratch_env()}),
             # Requests equal limits: a Guaranteed pod is the last to be evicted from a GPU node.
             "resources": {"requests": resources, "limits": resources},
             "startupProbe": {**probe, "periodSeconds": 10, "failureThreshold": startup_checks},

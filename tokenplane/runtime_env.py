@@ -123,6 +123,12 @@ def env_variables(spec: PlatformSpec) -> set[str]:
     return {ref.removeprefix("env://") for ref in refs if ref.startswith("env://")}
 
 
+# The environment every replica's vLLM runs with, in the cluster and under ``tokenplane dev`` alike: nothing is
+# fetched from a model hub at run time (a name that is not a local folder fails at start, as it would on a node
+# without egress, instead of downloading on a laptop), and no usage report is sent.
+ENGINE_ENV: dict[Var, str] = {Var.HF_HUB_OFFLINE: "1", Var.VLLM_NO_USAGE_STATS: "1"}
+
+
 def env_list(values: Mapping[Var, Any]) -> list[dict[str, Any]]:
     """A container's ``env`` from ``{Var: value}``, in the given order; a ``None`` value is left out."""
     return [{"name": var.value, "value": value} for var, value in values.items() if value is not None]

@@ -55,7 +55,24 @@ def test_the_cpu_overlay_changes_only_the_documented_flags() -> None:
 
 def test_the_engine_gets_a_bounded_kv_space_on_the_cpu_platform() -> None:
     env = cpu_env(2)
-    assert env == {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_TARGET_DEVICE": "cpu"}
+    assert (env["VLLM_CPU_KVCACHE_SPACE"], env["VLLM_TARGET_DEVICE"]) == ("2", "cpu")
+
+
+def test_a_cpu_replica_runs_offline_with_the_environment_a_pod_gets(tmp_path: Path) -> None:
+    """What the rendered vllm container sets to keep vLLM off model hubs (and its usage reports), a dev replica
+    sets too: a pool that names a hub model then fails to start on a laptop as it would on a node, instead of
+    downloading there. The variables are read from the render, not typed here."""
+    from tests.components.conftest import containers, k8s_objects, named, rendered
+
+    deployment = named(k8s_objects(rendered("dev"), "Deployment", "local"), "vllm-small")
+    [container] = [c for c in containers(deployment) if c["name"] == "vllm"]
+    pod = {e["name"]: e.get("value") for e in container["env"]}
+    offline = {name: pod[name] for name in ("HF_HUB_OFFLINE", "VLLM_NO_USAGE_STATS")}
+    assert offline == {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+    spec = load_spec(DEV_SPEC)
+    build = vllm_cpu_engines(DevOptions(state_dir=tmp_path), {"PATH": "/usr/bin"}, cache_dir=tmp_path / "cache")
+    [service] = build(spec, spec.regions[0], [("engine-small-0", spec.pool("small"), 18123, 0)])
+    assert offline.items() <= service.env.items(), service.env
 
 
 def test_the_tiny_model_is_the_same_bytes_on_every_make(tmp_path: Path) -> None:

@@ -66,7 +66,11 @@ def dev_spec() -> PlatformSpec:
 def small_engine(
     engine_version: str, dev_spec: PlatformSpec, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RealEngine]:
-    """One real engine for the dev spec's ``small`` pool, shared by the tier's read-only tests."""
+    """One real engine for the dev spec's ``small`` pool, shared by the tier's tests that leave it as they found it.
+
+    ``VLLM_SERVER_DEV_MODE=1`` adds vLLM's ``/pause`` and ``/resume``, with which the priority test queues its
+    whole load before the first step; it changes no argv, probe or metric.
+    """
     work = tmp_path_factory.mktemp("small-engine")
-    with running_engine(dev_spec, dev_spec.pool("small"), work) as engine:
+    with running_engine(dev_spec, dev_spec.pool("small"), work, env={"VLLM_SERVER_DEV_MODE": "1"}) as engine:
         yield engine

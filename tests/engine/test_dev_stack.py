@@ -26,27 +26,12 @@ from openai import DefaultHttpxClient, OpenAI
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import DEV_SPEC, ROOT
-from tokenplane.dev.standins import port_in_use
+from tests.engine.ports import fixed_port_block
 from tokenplane.dev.state import StackRecord, read_state, state_path
 
 TOKENPLANE = Path(sys.executable).parent / "tokenplane"
 START_LIMIT = 900.0  # seconds for two engines, two gateways and the stand-ins on a busy 2-core machine
 STACK_PORTS = 12
-EPHEMERAL_BELOW = 32768  # Linux's default net.ipv4.ip_local_port_range starts here
-
-
-def fixed_port_block(count: int) -> int:
-    """The first of ``count`` free consecutive ports below the kernel's ephemeral range.
-
-    The stack's ports are chosen before anything starts, and an engine takes minutes to start on a busy
-    machine; a port in the ephemeral range (where ``free_port`` finds one) may meanwhile be handed to any
-    process that binds port 0 (vLLM's own internal sockets among them), and the model gateway then
-    cannot bind its own.
-    """
-    for first in range(EPHEMERAL_BELOW - 1000, 10000, -count):
-        if not any(port_in_use(p) for p in range(first, first + count)):
-            return first
-    raise RuntimeError(f"no {count} free consecutive ports below {EPHEMERAL_BELOW}")
 
 
 def engine_spec(path: Path) -> Path:

@@ -1,5 +1,8 @@
 """The pool's rendered probes against the real server's start-up: not ready before the model is loaded.
 
+The liveness probe's path must answer once the server is up (the startup probe holds liveness back until
+then, so a slow load is not killed).
+
 The probes are read from the render (the Deployment of the dev spec's ``small`` pool), not typed
 here. While the real engine starts, the readiness path is polled as the kubelet would: it must not
 answer 200 before the server logs that its engine is initialised (the model loaded, the KV cache
@@ -52,6 +55,7 @@ def test_the_rendered_readiness_probe_is_not_ready_before_the_model_is_loaded(
 ) -> None:
     container = pool_container(dev_spec, "small")
     readiness = container["readinessProbe"]["httpGet"]
+    liveness = container["livenessProbe"]["httpGet"]
     startup = container["startupProbe"]
     seen: list[tuple[float, int | None, bool]] = []  # (seconds, status, model loaded per the log)
 
@@ -75,6 +79,8 @@ def test_the_rendered_readiness_probe_is_not_ready_before_the_model_is_loaded(
     monkeypatch.setattr("tokenplane.dev.real_engine.wait_healthy", watch)
     with running_engine(dev_spec, dev_spec.pool("small"), tmp_path) as engine:
         assert status(f"{engine.base_url}{readiness['path']}") == 200
+        # The liveness probe restarts the container when it fails: the real server must answer it once up.
+        assert status(f"{engine.base_url}{liveness['path']}") == 200
         started = engine.started_s
     early = [(t, code) for t, code, loaded in seen if code == 200 and not loaded]
     assert not early, f"{readiness['path']} answered 200 before the model was loaded: {early}"
@@ -86,4 +92,7 @@ def test_the_rendered_readiness_probe_is_not_ready_before_the_model_is_loaded(
     # Not asserted against a wall-clock time (a loaded machine is slower than any budget); reported instead.
     budget = startup.get("initialDelaySeconds", 0) + startup["periodSeconds"] * startup["failureThreshold"]
     assert startup["httpGet"] == readiness, "the startup probe must wait on the same path and port"
+    # The kubelet holds liveness back until the startup probe succeeds: a start slower than liveness's own
+    # period x failureThreshold is not killed, as long as the startup probe exists and asks what vLLM answers.
+    assert int(liveness["port"]) == int(readiness["port"]), "the liveness probe must ask the port vLLM serves"
     print(f"startup probe budget {budget} s; the tiny model on this CPU was ready after {started:.0f} s")

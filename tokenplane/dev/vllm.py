@@ -22,7 +22,7 @@ from tokenplane.dev.services import VLLM_START_TIMEOUT, DevOptions, Service, Sta
 from tokenplane.dev.standins import LOOPBACK
 from tokenplane.errors import SpecError
 from tokenplane.model.scheduling import serves_several_levels
-from tokenplane.runtime_env import Var, env_dict
+from tokenplane.runtime_env import ENGINE_ENV, Var, env_dict
 from tokenplane.spec import PlatformSpec, Pool, Region, RegistryModel
 from tokenplane.vllm_args import artifacts, vllm_args
 from tokenplane.weights_fetch import LocalArtifact, WeightsRefused, fetch_local
@@ -185,7 +185,8 @@ def vllm_engines(
                     [*command, "serve", *args, "--host", LOOPBACK],
                     port,
                     "--ports-from",
-                    env=env | env_dict({Var.CUDA_VISIBLE_DEVICES: ",".join(devices)}),
+                    # Offline, as a pod runs it (ENGINE_ENV), on its own GPUs.
+                    env=env | env_dict({**ENGINE_ENV, Var.CUDA_VISIBLE_DEVICES: ",".join(devices)}),
                     ready_url=f"http://{LOOPBACK}:{port}/health",
                     start_timeout=VLLM_START_TIMEOUT,
                     description=f"vllm serve: pool {pool.name} ({spec.model(pool.model).ref}), replica {index}, "

@@ -20,6 +20,7 @@ from tokenplane.dev.standins import LOOPBACK
 from tokenplane.dev.tiny_model import NotAModel, check_model_dir, default_cache_dir, tiny_model
 from tokenplane.dev.vllm import EngineUnavailable, sync_local_weights
 from tokenplane.model.scheduling import serves_several_levels
+from tokenplane.runtime_env import ENGINE_ENV, env_dict
 from tokenplane.spec import PlatformSpec, Pool, Region, RegistryModel
 from tokenplane.vllm_args import artifacts, vllm_args
 
@@ -74,8 +75,9 @@ def cpu_overlay(args: list[str]) -> list[str]:
 
 
 def cpu_env(kv_space_gib: int = CPU_KV_SPACE_GIB) -> dict[str, str]:
-    """The engine's environment on a CPU: its KV space, and the CPU platform named explicitly."""
-    return {"VLLM_CPU_KVCACHE_SPACE": str(kv_space_gib), "VLLM_TARGET_DEVICE": "cpu"}
+    """The engine's environment on a CPU: a pod's (``ENGINE_ENV``: offline), its KV space, and the CPU platform
+    named explicitly."""
+    return {**env_dict(ENGINE_ENV), "VLLM_CPU_KVCACHE_SPACE": str(kv_space_gib), "VLLM_TARGET_DEVICE": "cpu"}
 
 
 def cpu_engine_version() -> str | None:
