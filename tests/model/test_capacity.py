@@ -405,6 +405,21 @@ def test_size_prints_vllm_startup_log_lines_in_json() -> None:
     assert log["kv_cache_tokens"] == pytest.approx(476_000, rel=0.005)
 
 
+def test_size_names_the_line_a_current_release_logs_in_place_of_the_non_torch_increase() -> None:
+    """0.32's profiler logs "total consumed (from mem_get_info)" (weights and non-torch), not the non-torch increase."""
+    flags = _flags(gpu_memory_utilization=0.95, max_num_seqs=1024, max_model_len=8192)
+    old = size_replica(SizeRequest.from_cli(**flags, vllm_version="0.19.0")).to_json()["vllm_log"]
+    new = size_replica(SizeRequest.from_cli(**flags, vllm_version="0.32.0")).to_json()["vllm_log"]
+    assert "total_consumed_gib" not in old
+    assert "non_torch_increase_gib" not in new
+    assert new["total_consumed_gib"] == pytest.approx(
+        new["model_loading_gib"] + old["non_torch_increase_gib"], abs=0.002
+    )
+    assert new["non_kv_cache_gib"] == pytest.approx(
+        new["total_consumed_gib"] + new["torch_peak_increase_gib"], abs=0.002
+    )
+
+
 def test_size_warns_on_sliding_window_attention(tmp_path: Path) -> None:
     config = _hf(tmp_path, sliding_window=4096, use_sliding_window=True)
     result = size_replica(SizeRequest.from_cli(**_flags(model=None, hf_config=config, quantization=None)))

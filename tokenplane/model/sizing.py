@@ -26,6 +26,10 @@ IMAGE_VLLM = "0.32.0"
 # is modelled too, for a pool or a `size --vllm-version` that names it.
 LOGGED_VLLM = "0.19.0"
 
+# The first release whose startup log prints "total consumed (from mem_get_info)" in place of the non-torch increase
+# (the 0.32 profiler vllm_memory.py describes; 0.20-0.32 follow that source).
+TOTAL_CONSUMED_LOGGED_FROM = (0, 20)
+
 E = TypeVar("E", Quantization, KvCacheDtype)
 
 
@@ -226,14 +230,31 @@ class SizeResult:
                 f"activation peak: {r.max_num_batched_tokens:,} tokens, sampler over "
                 f"{min(r.max_num_seqs, r.max_num_batched_tokens):,} requests",
             ),
+            # 0.19 logs the non-torch increase on its own; from 0.20 `memory_profiling` logs only the free-memory
+            # difference ("total consumed (from mem_get_info)", vllm/utils/mem_utils.py), weights included.
             LogLine(
                 "non_torch_increase_gib",
                 "non-torch forward increase memory",
                 m.non_torch / GIB,
                 "GiB",
                 f"NCCL and CUDA workspaces ({r.gpu.interconnect.value}, TP={r.tp}, PP={r.pp})",
+            )
+            if parse_version(r.vllm_version) < TOTAL_CONSUMED_LOGGED_FROM
+            else LogLine(
+                "total_consumed_gib",
+                "total consumed (from mem_get_info)",
+                (m.weights + m.non_torch) / GIB,
+                "GiB",
+                f"weights and {m.non_torch / GIB:.2f} GiB of NCCL and CUDA workspaces "
+                f"({r.gpu.interconnect.value}, TP={r.tp}, PP={r.pp})",
             ),
-            LogLine("non_kv_cache_gib", "Total non KV cache memory", non_kv / GIB, "GiB", "the three above"),
+            LogLine(
+                "non_kv_cache_gib",
+                "Total non KV cache memory",
+                non_kv / GIB,
+                "GiB",
+                "weights, torch peak and non-torch",
+            ),
             LogLine(
                 "cuda_graphs_gib",
                 "Estimated CUDA graph memory",
