@@ -16,11 +16,11 @@ EXAMPLE = ROOT / "examples" / "single-region"
 MINIMAL = ROOT / "stacks" / "minimal.yaml"
 
 # A namespace of our own (no default-deny policy), so an added workload's only fault is the one under test.
-TOOLS = '''
+TOOLS = """
 # --- held-out case ---------------------------------------------------------------------------------
 tools_ns = k8s.core.v1.Namespace("tools-ns", metadata={"name": "tools"}, opts=on_cluster)
 on_tools = pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes, tools_ns])
-'''
+"""
 
 
 def web(
@@ -79,7 +79,9 @@ web_svc = k8s.core.v1.Service(
 
 def irsa(trust_namespace: str, object_resource: str) -> str:
     """A pod in ``tools`` that reads the registry bucket with an IRSA role; the arguments put one fault in."""
-    return TOOLS + f'''
+    return (
+        TOOLS
+        + f"""
 import json as _json
 
 issuer_host = cluster.oidc_issuer.apply(lambda u: u.replace("https://", ""))
@@ -130,7 +132,9 @@ reader_sa = k8s.core.v1.ServiceAccount(
     opts=on_tools,
 )
 on_tools_sa = pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes, tools_ns, reader_sa])
-''' + web(sa="docs-reader", opts="on_tools_sa") + '''
+"""
+        + web(sa="docs-reader", opts="on_tools_sa")
+        + """
 # The pod's job: sync the model cards from the registry bucket (s3 cp needs GetObject on the objects).
 reader_job = k8s.batch.v1.Job(
     "docs-sync",
@@ -154,14 +158,15 @@ reader_job = k8s.batch.v1.Job(
     },
     opts=on_tools_sa,
 )
-'''
+"""
+    )
 
 
 def rds(*, public: bool, ingress_port: int) -> str:
     """A Postgres for the docs portal, with its security group; the arguments put one fault in."""
     subnets = "network.public_subnet_ids" if public else "network.private_subnet_ids"
     cidr = '"0.0.0.0/0"' if public else "network.vpc_cidr"
-    return f'''
+    return f"""
 # --- held-out case: a Postgres for the docs portal --------------------------------------------------
 db_sg = aws.ec2.SecurityGroup(
     "docs-db-sg",
@@ -191,11 +196,14 @@ db = aws.rds.Instance(
     opts=on_aws,
 )
 pulumi.export("docs_db", db.address)
-'''
+"""
 
 
 def scaled_object(*, query: str, opts: str) -> str:
-    return TOOLS + web(name="router-cache", replicas=None) + f'''
+    return (
+        TOOLS
+        + web(name="router-cache", replicas=None)
+        + f"""
 k8s.apiextensions.CustomResource(
     "router-cache-scaler",
     api_version="keda.sh/v1alpha1",
@@ -218,19 +226,22 @@ k8s.apiextensions.CustomResource(
     }},
     opts={opts},
 )
-'''
+"""
+    )
 
 
-SECRET = '''
+SECRET = """
 k8s.core.v1.Secret(
     "docs-db-credentials",
     metadata={"name": "docs-db-credentials", "namespace": "tools"},
     string_data={"password": "change-me"},
     opts=on_tools,
 )
-'''
+"""
 
-MONITOR = TOOLS + '''
+MONITOR = (
+    TOOLS
+    + """
 exporter = k8s.apps.v1.Deployment(
     "blackbox",
     metadata={"name": "blackbox", "namespace": "tools", "labels": {"app": "blackbox"}},
@@ -272,7 +283,8 @@ k8s.apiextensions.CustomResource(
     },
     opts=pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes, tools_ns, observability]),
 )
-'''
+"""
+)
 
 OBS_ANCHOR = "model_gateway = tp.ModelGateway("
 POOL_NODES = "nodes=gpus,  # its replicas require this group's labels and tolerate its taints"
@@ -282,68 +294,143 @@ CERT_USE = "certificate_arn=certificate_arn)"
 
 # (id, expected reason, [(old, new)] edits, text appended at the end)
 PROGRAMS: list[tuple[str, str, list[tuple[str, str]], str]] = [
-    ("p01-service-selector-typo",
-     "Service 'docs-portal' selects app=docs-portl but its pods are labelled app=docs-portal: no endpoints, unreachable",
-     [], TOOLS + web(selector_app="docs-portl")),
-    ("p02-service-targetport-wrong",
-     "Service 'docs-portal' forwards to targetPort 8080 but the container listens on 80: connections refused",
-     [], TOOLS + web(target_port=8080)),
-    ("p03-secret-name-typo",
-     "Deployment reads secretKeyRef 'docs-db-credentails' but the Secret is 'docs-db-credentials': CreateContainerConfigError",
-     [], TOOLS + SECRET + web(env='[{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "docs-db-credentails", "key": "password"}}}]')),
-    ("p04-namespace-not-created",
-     "Deployment/Service into namespace 'llm-servng' (typo of llm-serving) that nothing creates: API rejects them",
-     [], web(namespace="llm-servng", opts="on_cluster")),
-    ("p05-scaledobject-before-keda",
-     "KEDA ScaledObject does not depend on the KEDA Helm release that installs its CRD: first `pulumi up` fails (no kind ScaledObject)",
-     [], scaled_object(query='sum(vllm:num_requests_waiting{namespace="llm-serving"})', opts="on_tools")),
-    ("p06-pool-node-label-typo",
-     "VllmPool requires node label tokenplane.io/pool=chta but the GPU nodes carry tokenplane.io/pool=chat: replicas Pending forever",
-     [(POOL_NODES, 'nodes=tp.NodeSelection(labels={"tokenplane.io/pool": "chta"}),  # nodes of the GPU group above\n        placement=placement,')], ""),
-    ("p07-k8s-version-unsupported",
-     "EKS kubernetes_version 1.29 is past end of standard and extended support (Dec 2026): cluster create refused",
-     [('kubernetes_version="1.35",  # in EKS standard support (tokenplane/proof/deployability/support.json)',
-       'kubernetes_version="1.29",  # the version our other clusters run')], ""),
-    ("p08-irsa-trust-wrong-namespace",
-     "IRSA role trusts system:serviceaccount:llm-serving:docs-reader but the ServiceAccount is in 'tools': AssumeRoleWithWebIdentity denied",
-     [], irsa("llm-serving", 'f"{arn}/*"')),
-    ("p09-s3-getobject-on-bucket-arn",
-     "s3:GetObject granted on the bucket ARN, not its objects (arn/*): every object read is AccessDenied",
-     [], irsa("tools", "arn")),
-    ("p10-postgres-public",
-     "Postgres publicly_accessible in public subnets with 0.0.0.0/0 on 5432: the store is reachable from the internet",
-     [], rds(public=True, ingress_port=5432)),
-    ("p11-db-sg-wrong-port",
-     "Postgres listens on 5432 but its security group opens 3306 (MySQL) only: the database is unreachable from the pods",
-     [], rds(public=False, ingress_port=3306)),
-    ("p12-readiness-probe-wrong-port",
-     "readinessProbe on port 8080 while nginx listens on 80: pods never Ready, rollout never completes (pulumi times out)",
-     [], TOOLS + web(probe_port=8080)),
-    ("p13-keda-query-metric-typo",
-     "ScaledObject queries vllm:num_requests_waitng (typo of vllm:num_requests_waiting): a metric nothing exports, never scales",
-     [], scaled_object(query='sum(vllm:num_requests_waitng{namespace="llm-serving"})',
-                       opts="pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes, tools_ns, addons.keda])")),
-    ("p14-certificate-never-validated",
-     "ACM certificate requested with DNS validation but no validation record is created: never ISSUED, the gateway's HTTPS listener fails",
-     [(CERT_USE, "certificate_arn=gateway_cert.arn)"),
-      (OBS_ANCHOR, 'gateway_cert = aws.acm.Certificate(\n    "gateway-cert", domain_name="api.acme.example", '
-                   'validation_method="DNS", tags=tags, opts=on_aws\n)\n' + OBS_ANCHOR)], ""),
+    (
+        "p01-service-selector-typo",
+        "Service 'docs-portal' selects app=docs-portl but its pods are labelled app=docs-portal: no endpoints, unreachable",
+        [],
+        TOOLS + web(selector_app="docs-portl"),
+    ),
+    (
+        "p02-service-targetport-wrong",
+        "Service 'docs-portal' forwards to targetPort 8080 but the container listens on 80: connections refused",
+        [],
+        TOOLS + web(target_port=8080),
+    ),
+    (
+        "p03-secret-name-typo",
+        "Deployment reads secretKeyRef 'docs-db-credentails' but the Secret is 'docs-db-credentials': CreateContainerConfigError",
+        [],
+        TOOLS
+        + SECRET
+        + web(
+            env='[{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "docs-db-credentails", "key": "password"}}}]'
+        ),
+    ),
+    (
+        "p04-namespace-not-created",
+        "Deployment/Service into namespace 'llm-servng' (typo of llm-serving) that nothing creates: API rejects them",
+        [],
+        web(namespace="llm-servng", opts="on_cluster"),
+    ),
+    (
+        "p05-scaledobject-before-keda",
+        "KEDA ScaledObject does not depend on the KEDA Helm release that installs its CRD: first `pulumi up` fails (no kind ScaledObject)",
+        [],
+        scaled_object(query='sum(vllm:num_requests_waiting{namespace="llm-serving"})', opts="on_tools"),
+    ),
+    (
+        "p06-pool-node-label-typo",
+        "VllmPool requires node label tokenplane.io/pool=chta but the GPU nodes carry tokenplane.io/pool=chat: replicas Pending forever",
+        [
+            (
+                POOL_NODES,
+                'nodes=tp.NodeSelection(labels={"tokenplane.io/pool": "chta"}),  # nodes of the GPU group above\n        placement=placement,',
+            )
+        ],
+        "",
+    ),
+    (
+        "p07-k8s-version-unsupported",
+        "EKS kubernetes_version 1.29 is past end of standard and extended support (Dec 2026): cluster create refused",
+        [
+            (
+                'kubernetes_version="1.35",  # in EKS standard support (tokenplane/proof/deployability/support.json)',
+                'kubernetes_version="1.29",  # the version our other clusters run',
+            )
+        ],
+        "",
+    ),
+    (
+        "p08-irsa-trust-wrong-namespace",
+        "IRSA role trusts system:serviceaccount:llm-serving:docs-reader but the ServiceAccount is in 'tools': AssumeRoleWithWebIdentity denied",
+        [],
+        irsa("llm-serving", 'f"{arn}/*"'),
+    ),
+    (
+        "p09-s3-getobject-on-bucket-arn",
+        "s3:GetObject granted on the bucket ARN, not its objects (arn/*): every object read is AccessDenied",
+        [],
+        irsa("tools", "arn"),
+    ),
+    (
+        "p10-postgres-public",
+        "Postgres publicly_accessible in public subnets with 0.0.0.0/0 on 5432: the store is reachable from the internet",
+        [],
+        rds(public=True, ingress_port=5432),
+    ),
+    (
+        "p11-db-sg-wrong-port",
+        "Postgres listens on 5432 but its security group opens 3306 (MySQL) only: the database is unreachable from the pods",
+        [],
+        rds(public=False, ingress_port=3306),
+    ),
+    (
+        "p12-readiness-probe-wrong-port",
+        "readinessProbe on port 8080 while nginx listens on 80: pods never Ready, rollout never completes (pulumi times out)",
+        [],
+        TOOLS + web(probe_port=8080),
+    ),
+    (
+        "p13-keda-query-metric-typo",
+        "ScaledObject queries vllm:num_requests_waitng (typo of vllm:num_requests_waiting): a metric nothing exports, never scales",
+        [],
+        scaled_object(
+            query='sum(vllm:num_requests_waitng{namespace="llm-serving"})',
+            opts="pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes, tools_ns, addons.keda])",
+        ),
+    ),
+    (
+        "p14-certificate-never-validated",
+        "ACM certificate requested with DNS validation but no validation record is created: never ISSUED, the gateway's HTTPS listener fails",
+        [
+            (CERT_USE, "certificate_arn=gateway_cert.arn)"),
+            (
+                OBS_ANCHOR,
+                'gateway_cert = aws.acm.Certificate(\n    "gateway-cert", domain_name="api.acme.example", '
+                'validation_method="DNS", tags=tags, opts=on_aws\n)\n' + OBS_ANCHOR,
+            ),
+        ],
+        "",
+    ),
 ]
 
 CORRECT_PROGRAMS: list[tuple[str, str, list[tuple[str, str]], str]] = [
-    ("c01-servicemonitor-after-kps",
-     "correct: a ServiceMonitor that depends on the Observability component (the kube-prometheus-stack release)",
-     [], MONITOR),
-    ("c02-existing-namespace",
-     "correct: a Deployment and Service in the 'default' namespace, which every cluster has",
-     [], web(namespace="default", opts="pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes])")),
-    ("c03-pool-more-replicas-longer-timeout",
-     "correct: the pool at 2..4 replicas (its node group follows the placement) with create/update timeouts raised to 40m",
-     [(PLACEMENT, "placement = Placement(pool=chat.name, min_replicas=2, max_replicas=4)"),
-      (POOL_OPTS, "    pulumi.ResourceOptions.merge(\n        ready,\n        pulumi.ResourceOptions(\n"
-                  "            depends_on=list(published.values()),\n"
-                  '            custom_timeouts=pulumi.CustomTimeouts(create="40m", update="40m"),\n        ),\n    ),\n)')],
-     ""),
+    (
+        "c01-servicemonitor-after-kps",
+        "correct: a ServiceMonitor that depends on the Observability component (the kube-prometheus-stack release)",
+        [],
+        MONITOR,
+    ),
+    (
+        "c02-existing-namespace",
+        "correct: a Deployment and Service in the 'default' namespace, which every cluster has",
+        [],
+        web(namespace="default", opts="pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes])"),
+    ),
+    (
+        "c03-pool-more-replicas-longer-timeout",
+        "correct: the pool at 2..4 replicas (its node group follows the placement) with create/update timeouts raised to 40m",
+        [
+            (PLACEMENT, "placement = Placement(pool=chat.name, min_replicas=2, max_replicas=4)"),
+            (
+                POOL_OPTS,
+                "    pulumi.ResourceOptions.merge(\n        ready,\n        pulumi.ResourceOptions(\n"
+                "            depends_on=list(published.values()),\n"
+                '            custom_timeouts=pulumi.CustomTimeouts(create="40m", update="40m"),\n        ),\n    ),\n)',
+            ),
+        ],
+        "",
+    ),
 ]
 
 
@@ -354,8 +441,12 @@ def spec_edit(edit) -> dict:
 
 
 def _s1(d: dict) -> None:
-    d["models"][0].update(name="llama-70b", preset="llama-3.1-70b", uri="s3://minimal-models/llama-70b/v1/",
-                          tokenizer="meta-llama/Llama-3.1-70B-Instruct")
+    d["models"][0].update(
+        name="llama-70b",
+        preset="llama-3.1-70b",
+        uri="s3://minimal-models/llama-70b/v1/",
+        tokenizer="meta-llama/Llama-3.1-70B-Instruct",
+    )
     d["pools"][0]["model"] = "llama-70b"
 
 
@@ -377,10 +468,18 @@ def _c4(d: dict) -> None:
 
 
 SPECS = [
-    ("s01-70b-on-one-l4", "llama-3.1-70b (~140 GB bf16) on one 24 GB L4 with tensor_parallel 1: weights do not fit, engine never starts", _s1),
+    (
+        "s01-70b-on-one-l4",
+        "llama-3.1-70b (~140 GB bf16) on one 24 GB L4 with tensor_parallel 1: weights do not fit, engine never starts",
+        _s1,
+    ),
     ("s02-single-az", "one AZ only: EKS requires subnets in at least two AZs, cluster create fails", _s2),
     ("s03-azs-of-another-region", "azs us-west-2a/b in cloud_region us-east-1: subnets cannot be created there", _s3),
-    ("s04-tp-exceeds-node-gpus", "tensor_parallel 8 on g6.12xlarge (4 L4 per node): a replica needs 8 GPUs on one node, Pending forever", _s4),
+    (
+        "s04-tp-exceeds-node-gpus",
+        "tensor_parallel 8 on g6.12xlarge (4 L4 per node): a replica needs 8 GPUs on one node, Pending forever",
+        _s4,
+    ),
 ]
 CORRECT_SPECS = [
     ("c04-three-azs-more-replicas", "correct: three AZs, 2..6 L4 replicas, gpu_quota 8 covers the maximum", _c4),
@@ -411,10 +510,18 @@ def main() -> None:
         for case_id, expected, edit in sgroup:
             out = HERE / case_id
             out.mkdir(exist_ok=True)
-            (out / "spec.yaml").write_text(f"# held-out case {case_id}: {expected}\n"
-                                           + yaml.safe_dump(spec_edit(edit), sort_keys=False))
-            cases.append({"id": case_id, "kind": "spec", "path": f"{case_id}/spec.yaml", "expected": expected,
-                          "correct": correct})
+            (out / "spec.yaml").write_text(
+                f"# held-out case {case_id}: {expected}\n" + yaml.safe_dump(spec_edit(edit), sort_keys=False)
+            )
+            cases.append(
+                {
+                    "id": case_id,
+                    "kind": "spec",
+                    "path": f"{case_id}/spec.yaml",
+                    "expected": expected,
+                    "correct": correct,
+                }
+            )
     (HERE / "cases.yaml").write_text(yaml.safe_dump({"cases": cases}, sort_keys=False, width=200))
 
 
