@@ -5,6 +5,7 @@ case without its defect."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -15,11 +16,54 @@ ROOT = HERE.parents[1]
 EXAMPLE = ROOT / "examples" / "single-region"
 MINIMAL = ROOT / "stacks" / "minimal.yaml"
 
+# HELDOUT_HARDENED=1 writes, under hardened/, the cases that add workloads again with those workloads made to pass
+# the pod-hardening, limits, PDB, NetworkPolicy and registry policies (an app image of our own on 8000 instead of
+# nginx on 80). Same defects; it separates what the deployability checks say from those policies' findings.
+HARDENED = os.environ.get("HELDOUT_HARDENED") == "1"
+PORT = 8000 if HARDENED else 80
+OUT = HERE / "hardened" if HARDENED else HERE
+APP_IMAGE = "123456789012.dkr.ecr.eu-central-1.amazonaws.com/acme/docs-portal:1.4.2"
+POD_SECURITY = (
+    '"securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "seccompProfile": {"type": "RuntimeDefault"}},'
+)
+CONTAINER_SECURITY = (
+    '"securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, '
+    '"capabilities": {"drop": ["ALL"]}},'
+)
+TMP_MOUNT = '"volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],'
+TMP_VOLUME = '"volumes": [{"name": "tmp", "emptyDir": {}}],'
+
 # A namespace of our own (no default-deny policy), so an added workload's only fault is the one under test.
 TOOLS = """
 # --- held-out case ---------------------------------------------------------------------------------
 tools_ns = k8s.core.v1.Namespace("tools-ns", metadata={"name": "tools"}, opts=on_cluster)
 on_tools = pulumi.ResourceOptions(provider=kube, depends_on=[cluster.system_nodes, tools_ns])
+"""
+if HARDENED:
+    TOOLS += """k8s.networking.v1.NetworkPolicy(
+    "tools-default-deny",
+    metadata={"name": "default-deny", "namespace": "tools"},
+    spec={"podSelector": {}, "policyTypes": ["Ingress"]},
+    opts=on_tools,
+)
+k8s.networking.v1.NetworkPolicy(
+    "tools-allow",
+    metadata={"name": "allow-tools-and-monitoring", "namespace": "tools"},
+    spec={
+        "podSelector": {},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [
+                    {"podSelector": {}},
+                    {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+                    {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "llm-gateway"}}},
+                ]
+            }
+        ],
+    },
+    opts=on_tools,
+)
 """
 
 
@@ -29,8 +73,8 @@ def web(
     namespace: str = "tools",
     pod_app: str | None = None,
     selector_app: str | None = None,
-    target_port: int | str = 80,
-    probe_port: int = 80,
+    target_port: int | str = PORT,
+    probe_port: int = PORT,
     env: str = "[]",
     opts: str = "on_tools",
     sa: str | None = None,
@@ -42,6 +86,19 @@ def web(
     sa_line = f'"serviceAccountName": "{sa}",' if sa else ""
     # An autoscaled Deployment leaves replicas to its autoscaler.
     replicas_line = f'"replicas": {replicas},' if replicas is not None else ""
+    image = APP_IMAGE if HARDENED else "public.ecr.aws/nginx/nginx:1.27"
+    limits = '{"cpu": "500m", "memory": "256Mi"}' if HARDENED else '{"memory": "256Mi"}'
+    pod_extra = f"{POD_SECURITY} {TMP_VOLUME}" if HARDENED else ""
+    container_extra = f" {CONTAINER_SECURITY} {TMP_MOUNT}" if HARDENED else ""
+    pdb = ""
+    if HARDENED:
+        pdb = f'''k8s.policy.v1.PodDisruptionBudget(
+    "{name}-pdb",
+    metadata={{"name": "{name}", "namespace": "{namespace}"}},
+    spec={{"maxUnavailable": 1, "selector": {{"matchLabels": {{"app": "{pod_app}"}}}}}},
+    opts={opts},
+)
+'''
     return f'''
 web = k8s.apps.v1.Deployment(
     "{name}",
@@ -52,14 +109,14 @@ web = k8s.apps.v1.Deployment(
         "template": {{
             "metadata": {{"labels": {{"app": "{pod_app}"}}}},
             "spec": {{
-                {sa_line}
+                {sa_line}{pod_extra}
                 "containers": [
                     {{
                         "name": "web",
-                        "image": "public.ecr.aws/nginx/nginx:1.27",
-                        "ports": [{{"name": "http", "containerPort": 80}}],
-                        "env": {env},
-                        "resources": {{"requests": {{"cpu": "100m", "memory": "128Mi"}}, "limits": {{"memory": "256Mi"}}}},
+                        "image": "{image}",
+                        "ports": [{{"name": "http", "containerPort": {PORT}}}],
+                        "env": {env},{container_extra}
+                        "resources": {{"requests": {{"cpu": "100m", "memory": "128Mi"}}, "limits": {limits}}},
                         "readinessProbe": {{"httpGet": {{"path": "/", "port": {probe_port}}}, "periodSeconds": 5}},
                     }}
                 ],
@@ -74,7 +131,7 @@ web_svc = k8s.core.v1.Service(
     spec={{"selector": {{"app": "{selector_app}"}}, "ports": [{{"name": "http", "port": 80, "targetPort": {target_port!r}}}]}},
     opts={opts},
 )
-'''
+{pdb}'''
 
 
 def irsa(trust_namespace: str, object_resource: str) -> str:
@@ -302,7 +359,7 @@ PROGRAMS: list[tuple[str, str, list[tuple[str, str]], str]] = [
     ),
     (
         "p02-service-targetport-wrong",
-        "Service 'docs-portal' forwards to targetPort 8080 but the container listens on 80: connections refused",
+        f"Service 'docs-portal' forwards to targetPort 8080 but the container listens on {PORT}: connections refused",
         [],
         TOOLS + web(target_port=8080),
     ),
@@ -376,7 +433,8 @@ PROGRAMS: list[tuple[str, str, list[tuple[str, str]], str]] = [
     ),
     (
         "p12-readiness-probe-wrong-port",
-        "readinessProbe on port 8080 while nginx listens on 80: pods never Ready, rollout never completes (pulumi times out)",
+        f"readinessProbe on port 8080 while {'the container' if HARDENED else 'nginx'} listens on {PORT}: pods never Ready, "
+        "rollout never completes (pulumi times out)",
         [],
         TOOLS + web(probe_port=8080),
     ),
@@ -486,8 +544,41 @@ CORRECT_SPECS = [
 ]
 
 
+# The hardened mode's edits to the Job and the exporter, which are written out in full above.
+HARDEN_JOB = [
+    ('"restartPolicy": "Never",', f'"restartPolicy": "Never", {POD_SECURITY} {TMP_VOLUME}'),
+    (
+        '"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},',
+        '"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}, '
+        f'{CONTAINER_SECURITY} {TMP_MOUNT} "env": [{{"name": "HOME", "value": "/tmp"}}],',
+    ),
+]
+HARDEN_EXPORTER = [
+    (
+        '"image": "quay.io/prometheus/blackbox-exporter:v0.25.0",',
+        '"image": "123456789012.dkr.ecr.eu-central-1.amazonaws.com/mirror/blackbox-exporter:v0.25.0", '
+        + CONTAINER_SECURITY,
+    ),
+    ('"limits": {"memory": "128Mi"}},', '"limits": {"cpu": "200m", "memory": "128Mi"}},'),
+    (
+        '"spec": {\n                "containers": [\n                    {\n                        "name": "blackbox",',
+        '"spec": {\n                ' + POD_SECURITY + '\n                "containers": [\n                    {\n'
+        '                        "name": "blackbox",',
+    ),
+]
+
+
+def harden(case_id: str, tail: str) -> str:
+    for old, new in HARDEN_JOB + HARDEN_EXPORTER:
+        if old in tail:
+            tail = tail.replace(old, new)
+    return tail
+
+
 def write_program(case_id: str, edits: list[tuple[str, str]], tail: str) -> Path:
-    out = HERE / case_id
+    if HARDENED:
+        tail = harden(case_id, tail)
+    out = OUT / case_id
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(EXAMPLE, out, ignore=shutil.ignore_patterns("__pycache__"))
@@ -504,8 +595,13 @@ def main() -> None:
     cases = []
     for correct, group in ((False, PROGRAMS), (True, CORRECT_PROGRAMS)):
         for case_id, expected, edits, tail in group:
+            if HARDENED and "k8s.apps.v1.Deployment" not in tail:
+                continue  # adds no workload of its own: nothing to harden
             write_program(case_id, edits, tail)
             cases.append({"id": case_id, "kind": "program", "path": case_id, "expected": expected, "correct": correct})
+    if HARDENED:
+        (OUT / "cases.yaml").write_text(yaml.safe_dump({"cases": cases}, sort_keys=False, width=200))
+        return
     for correct, sgroup in ((False, SPECS), (True, CORRECT_SPECS)):
         for case_id, expected, edit in sgroup:
             out = HERE / case_id

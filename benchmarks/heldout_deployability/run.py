@@ -2,6 +2,8 @@
 
     python benchmarks/heldout_deployability/run.py            # run the checks, then write the tables
     python benchmarks/heldout_deployability/run.py --tables   # rewrite the tables from results.json + judgments.yaml
+    python benchmarks/heldout_deployability/run.py --set hardened   # the hardened re-run (see README):
+                                  # hardened/cases.yaml -> results-hardened.{json,md}, judgments-hardened.yaml
 
 A case is caught when the check exits non-zero with a mandatory finding, a load error or a render error. Each
 finding is compared with the unmodified baseline (examples/single-region for programs, stacks/minimal.yaml for
@@ -51,8 +53,8 @@ def key(f: dict[str, str]) -> tuple[str, str]:
     return f["rule"], f["message"]
 
 
-def run_checks() -> dict[str, Any]:
-    cases = yaml.safe_load((HERE / "cases.yaml").read_text())["cases"]
+def run_checks(cases_dir: Path) -> dict[str, Any]:
+    cases = yaml.safe_load((cases_dir / "cases.yaml").read_text())["cases"]
     baselines = {}
     for kind, path in BASELINES.items():
         print(f"baseline {kind}: {path.relative_to(ROOT)}", flush=True)
@@ -60,13 +62,11 @@ def run_checks() -> dict[str, Any]:
     results = []
     for case in cases:
         print(f"case {case['id']}", flush=True)
-        got = check(case["kind"], HERE / case["path"])
+        got = check(case["kind"], cases_dir / case["path"])
         seen = {key(f) for f in baselines[case["kind"]]["findings"]}
         got["new_findings"] = [f for f in got["findings"] if key(f) not in seen]
         results.append({**case, **got})
-    out = {"baselines": baselines, "cases": results}
-    (HERE / "results.json").write_text(json.dumps(out, indent=2) + "\n")
-    return out
+    return {"baselines": baselines, "cases": results}
 
 
 def caught(r: dict[str, Any]) -> bool:
@@ -81,8 +81,8 @@ def fired(r: dict[str, Any]) -> str:
     return ", ".join(f"{rule}{' (advisory)' if adv else ''}" for adv, rule in rules) or "nothing beyond baseline"
 
 
-def tables(out: dict[str, Any]) -> None:
-    judged_path = HERE / "judgments.yaml"
+def tables(out: dict[str, Any], suffix: str) -> None:
+    judged_path = HERE / f"judgments{suffix}.yaml"
     judged = yaml.safe_load(judged_path.read_text()) if judged_path.exists() else {}
     rows, right, fp, fp_deploy = [], 0, 0, 0
     defects = [r for r in out["cases"] if not r["correct"]]
@@ -102,9 +102,9 @@ def tables(out: dict[str, Any]) -> None:
             f"| {r['id']} | {r['expected']} | {'yes' if r['caught'] else 'no'} (rc {r['rc']}) | {fired(r)} "
             f"| {r['right_reason']} | {r['judgement']} |"
         )
-    (HERE / "results.json").write_text(json.dumps(out, indent=2) + "\n")
+    (HERE / f"results{suffix}.json").write_text(json.dumps(out, indent=2) + "\n")
     md = [
-        "# Held-out deployability: results",
+        f"# Held-out deployability: results{' (' + suffix[1:] + ' re-run, see README)' if suffix else ''}",
         "",
         "Produced by `run.py` (`tokenplane check --format json` on each case); `right reason?` is the case author's",
         "judgement of the fired messages (judgments.yaml). `what fired` lists rules whose messages the unmodified",
@@ -129,16 +129,19 @@ def tables(out: dict[str, Any]) -> None:
         *rows,
         "",
     ]
-    (HERE / "results.md").write_text("\n".join(md))
+    (HERE / f"results{suffix}.md").write_text("\n".join(md))
     print("\n".join(md[6:7]))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", action="store_true", help="only rewrite the tables from results.json")
+    parser.add_argument("--set", default="", help="a subfolder holding another cases.yaml, e.g. hardened")
     args = parser.parse_args()
-    out = json.loads((HERE / "results.json").read_text()) if args.tables else run_checks()
-    tables(out)
+    suffix = f"-{args.set}" if args.set else ""
+    results = HERE / f"results{suffix}.json"
+    out = json.loads(results.read_text()) if args.tables else run_checks(HERE / args.set)
+    tables(out, suffix)
 
 
 if __name__ == "__main__":
