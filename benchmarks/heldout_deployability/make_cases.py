@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -492,13 +494,13 @@ CORRECT_PROGRAMS: list[tuple[str, str, list[tuple[str, str]], str]] = [
 ]
 
 
-def spec_edit(edit) -> dict:
-    doc = yaml.safe_load(MINIMAL.read_text())
+def spec_edit(edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load(MINIMAL.read_text())
     edit(doc)
     return doc
 
 
-def _s1(d: dict) -> None:
+def _s1(d: dict[str, Any]) -> None:
     d["models"][0].update(
         name="llama-70b",
         preset="llama-3.1-70b",
@@ -508,19 +510,19 @@ def _s1(d: dict) -> None:
     d["pools"][0]["model"] = "llama-70b"
 
 
-def _s2(d: dict) -> None:
+def _s2(d: dict[str, Any]) -> None:
     d["regions"][0]["azs"] = ["us-east-1a"]
 
 
-def _s3(d: dict) -> None:
+def _s3(d: dict[str, Any]) -> None:
     d["regions"][0]["azs"] = ["us-west-2a", "us-west-2b"]
 
 
-def _s4(d: dict) -> None:
+def _s4(d: dict[str, Any]) -> None:
     d["pools"][0].update(instance_type="g6.12xlarge", tensor_parallel=8)
 
 
-def _c4(d: dict) -> None:
+def _c4(d: dict[str, Any]) -> None:
     d["regions"][0].update(azs=["us-east-1a", "us-east-1b", "us-east-1c"], gpu_quota=8)
     d["regions"][0]["pools"][0].update(min_replicas=2, max_replicas=6)
 
@@ -550,7 +552,7 @@ HARDEN_JOB = [
     (
         '"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},',
         '"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}, '
-        f'{CONTAINER_SECURITY} {TMP_MOUNT} "env": [{{"name": "HOME", "value": "/tmp"}}],',
+        f"{CONTAINER_SECURITY} {TMP_MOUNT}",
     ),
 ]
 HARDEN_EXPORTER = [
@@ -575,10 +577,15 @@ def harden(case_id: str, tail: str) -> str:
     return tail
 
 
+def folder(case_id: str) -> str:
+    """A case's folder: its id as a Python package name (see write_program)."""
+    return case_id.replace("-", "_")
+
+
 def write_program(case_id: str, edits: list[tuple[str, str]], tail: str) -> Path:
     if HARDENED:
         tail = harden(case_id, tail)
-    out = OUT / case_id
+    out = OUT / folder(case_id)
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(EXAMPLE, out, ignore=shutil.ignore_patterns("__pycache__"))
@@ -588,6 +595,9 @@ def write_program(case_id: str, edits: list[tuple[str, str]], tail: str) -> Path
             raise SystemExit(f"{case_id}: edit anchor {old!r} found {src.count(old)} times, expected once")
         src = src.replace(old, new)
     (out / "__main__.py").write_text(src + tail)
+    # A package of its own: mypy (pyproject's files include benchmarks/) names each program by its folder,
+    # where bare __main__.py files would all be one duplicate module "__main__".
+    (out / "__init__.py").write_text(f'"""Held-out case {case_id}: a Pulumi program (its __main__.py)."""\n')
     return out
 
 
@@ -598,13 +608,16 @@ def main() -> None:
             if HARDENED and "k8s.apps.v1.Deployment" not in tail:
                 continue  # adds no workload of its own: nothing to harden
             write_program(case_id, edits, tail)
-            cases.append({"id": case_id, "kind": "program", "path": case_id, "expected": expected, "correct": correct})
+            cases.append(
+                {"id": case_id, "kind": "program", "path": folder(case_id), "expected": expected, "correct": correct}
+            )
     if HARDENED:
+        (OUT / "__init__.py").write_text('"""The hardened re-run\'s cases (see ../README.md)."""\n')
         (OUT / "cases.yaml").write_text(yaml.safe_dump({"cases": cases}, sort_keys=False, width=200))
         return
     for correct, sgroup in ((False, SPECS), (True, CORRECT_SPECS)):
         for case_id, expected, edit in sgroup:
-            out = HERE / case_id
+            out = HERE / folder(case_id)
             out.mkdir(exist_ok=True)
             (out / "spec.yaml").write_text(
                 f"# held-out case {case_id}: {expected}\n" + yaml.safe_dump(spec_edit(edit), sort_keys=False)
@@ -613,7 +626,7 @@ def main() -> None:
                 {
                     "id": case_id,
                     "kind": "spec",
-                    "path": f"{case_id}/spec.yaml",
+                    "path": f"{folder(case_id)}/spec.yaml",
                     "expected": expected,
                     "correct": correct,
                 }

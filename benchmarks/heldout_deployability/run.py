@@ -76,7 +76,8 @@ def caught(r: dict[str, Any]) -> bool:
 def fired(r: dict[str, Any]) -> str:
     """What fired beyond the baseline: rule ids (mandatory first), or the error's last line."""
     if r["error"]:
-        return "load/render error: " + r["error"].splitlines()[-1][:160]
+        last_line: str = r["error"].splitlines()[-1]
+        return "load/render error: " + last_line[:160]
     rules = sorted({(f["enforcement"] != "mandatory", f["rule"]) for f in r["new_findings"]})
     return ", ".join(f"{rule}{' (advisory)' if adv else ''}" for adv, rule in rules) or "nothing beyond baseline"
 
@@ -107,8 +108,8 @@ def tables(out: dict[str, Any], suffix: str) -> None:
         f"# Held-out deployability: results{' (' + suffix[1:] + ' re-run, see README)' if suffix else ''}",
         "",
         "Produced by `run.py` (`tokenplane check --format json` on each case); `right reason?` is the case author's",
-        "judgement of the fired messages (judgments.yaml). `what fired` lists rules whose messages the unmodified",
-        "baseline does not also produce. Full messages are in results.json.",
+        f"judgement of the fired messages (judgments{suffix}.yaml). `what fired` lists rules whose messages the",
+        f"unmodified baseline does not also produce. Full messages are in results{suffix}.json.",
         "",
         f"**Defects caught for the right reason: {right} of {len(defects)}. "
         f"Correct variants flagged: {fp} of {len(correct)}; by a deployability (deploy/*) rule or a load error: "
