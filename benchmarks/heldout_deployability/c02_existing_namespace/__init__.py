@@ -1,0 +1,1 @@
+"""Held-out case c02-existing-namespace: a Pulumi program (its __main__.py)."""

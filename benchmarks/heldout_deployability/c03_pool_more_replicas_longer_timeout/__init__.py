@@ -1,0 +1,1 @@
+"""Held-out case c03-pool-more-replicas-longer-timeout: a Pulumi program (its __main__.py)."""

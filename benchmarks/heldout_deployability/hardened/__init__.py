@@ -1,0 +1,1 @@
+"""The hardened re-run's cases (see ../README.md)."""
