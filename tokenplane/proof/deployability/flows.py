@@ -410,6 +410,9 @@ def _stores(region: Region) -> list[Store]:
     return out
 
 
+stores = _stores  # the store-port-open check (store_ports.py) reads the same stores
+
+
 def _msk_port(inputs: dict[str, Any]) -> int:
     """The broker port clients use, by the authentication the cluster offers (MSK's fixed ports)."""
     auth = inputs.get("clientAuthentication") or {}

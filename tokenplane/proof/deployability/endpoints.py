@@ -1,0 +1,138 @@
+"""Every Service has endpoints on a port its pods declare, and every probe asks a port its container declares.
+
+Three invariants over the rendered pods and Services, none of which needs a caller of the Service (``flows.py``
+checks the Services some pod calls; these hold for every Service and probe in the graph):
+
+- ``service-selects``: a Service with a selector selects some pod template in its namespace (the workloads'
+  and the modelled charts' pods, ``reachability.CHART_ENDPOINTS``). One that selects none has no endpoints:
+  every connection to it is refused. A namespace that holds a Helm release is skipped (its chart's other pods
+  are not in the graph), as is a Service without a selector (its endpoints are made by hand).
+- ``service-target-port``: each port's ``targetPort`` is, by name, a port some container of every selected pod
+  names, or, by number, one it declares. Kubernetes does not require a container to declare the port it listens
+  on, so a number is only judged for pods whose containers declare ports: those list what they listen on.
+- ``probe-port``: a readiness, liveness or startup probe (httpGet, tcpSocket or grpc) asks a port its container
+  declares, by name or number. The kubelet resolves a named port in the container's own ports (an unknown name
+  fails the probe); a number the container does not declare is judged only when the container declares ports,
+  for the same reason as above. A probe that fails keeps the pod unready (no endpoints) or restarts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.reachability import Pod, Region, Service, pod_template, regions
+
+SELECTS = "service-selects"
+TARGET_PORT = "service-target-port"
+PROBE_PORT = "probe-port"
+PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
+PROBE_HANDLERS = ("httpGet", "tcpSocket", "grpc")
+
+
+def check_selects(graph: Graph) -> Iterator[Finding]:
+    for region in regions(graph):
+        for service in region.services:
+            if not _judged(region, service) or region.backends(service):
+                continue
+            labels = sorted({f"{k}={v}" for p in region.pods if p.namespace == service.namespace for k, v in p.labels.items()})
+            yield Finding(
+                SELECTS,
+                service.urn,
+                f"Service {service.namespace}/{service.name}'s selector {_labels(service.selector)} matches no pod "
+                f"template in namespace {service.namespace}: it has no endpoints and every connection to it is "
+                f"refused (the namespace's pods carry {', '.join(labels) or 'no labels'})",
+                "make spec.selector equal the labels of the pod template that serves it (spec.template.metadata.labels)",
+            )
+
+
+def check_target_ports(graph: Graph) -> Iterator[Finding]:
+    for region in regions(graph):
+        for service in region.services:
+            if not _judged(region, service):
+                continue
+            for pod in region.backends(service):
+                declared = _declared(pod)
+                for entry in service.ports:
+                    target = entry.target
+                    if isinstance(target, str) and not target.isdigit():
+                        if target in pod.ports:
+                            continue
+                        why = f"names port {target!r}, which no container of {pod} names"
+                    else:
+                        number = int(target)
+                        if not declared or number in declared.values():
+                            continue
+                        why = f"targets port {number}, which no container of {pod} declares"
+                    yield Finding(
+                        TARGET_PORT,
+                        service.urn,
+                        f"Service {service.namespace}/{service.name} port {entry.port} {why} (its ports: "
+                        f"{_ports(declared)}): connections through it are refused",
+                        "set targetPort to one of the container's ports (its name, or its containerPort number), or "
+                        "declare the port the process listens on in the container's ports",
+                    )
+
+
+def check_probes(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.workloads() + graph.kube(None, "CronJob"):
+        spec = pod_template(workload).get("spec") or {}
+        for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            declared = {
+                str(p.get("name") or p.get("containerPort")): int(p["containerPort"])
+                for p in container.get("ports") or []
+                if isinstance(p.get("containerPort"), int | float)
+            }
+            for kind in PROBES:
+                probe = container.get(kind) or {}
+                for handler in PROBE_HANDLERS:
+                    port = (probe.get(handler) or {}).get("port")
+                    if port is None or _probe_port_ok(port, declared):
+                        continue
+                    yield Finding(
+                        PROBE_PORT,
+                        workload.urn,
+                        f"{workload.kind} {workload.namespace}/{workload.name} container {container.get('name')}'s "
+                        f"{kind} {handler} asks port {port!r}, which the container does not declare (its ports: "
+                        f"{_ports(declared)}): the probe always fails, so "
+                        + ("the pod never becomes ready" if kind != "livenessProbe" else "the kubelet restarts it"),
+                        "point the probe at one of the container's ports (by name or number), or declare the port it "
+                        "serves the probe on",
+                    )
+
+
+def _probe_port_ok(port: Any, declared: dict[str, int]) -> bool:
+    if isinstance(port, str) and not port.isdigit():
+        return port in declared  # the kubelet resolves a name in the container's own ports, or fails the probe
+    return not declared or int(port) in declared.values()
+
+
+def _judged(region: Region, service: Service) -> bool:
+    """A Service whose backends the graph can tell: a selector, no ExternalName, no chart release in its namespace
+    (a chart's pods other than the modelled ones are not in the graph)."""
+    if not service.selector or service.kind == "ExternalName" or service.urn in {r.urn for r in region.releases}:
+        return False
+    return not region.has_release_in(service.namespace)
+
+
+def _declared(pod: Pod) -> dict[str, int]:
+    """Name (or number, for an unnamed one) -> containerPort of every container port the pod declares."""
+    if pod.workload is None:
+        return dict(pod.ports)
+    spec = pod_template(pod.workload).get("spec") or {}
+    return {
+        str(p.get("name") or p.get("containerPort")): int(p["containerPort"])
+        for c in spec.get("containers") or []
+        for p in c.get("ports") or []
+        if isinstance(p.get("containerPort"), int | float)
+    }
+
+
+def _labels(selector: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{k}={v}" for k, v in selector.items()) + "}"
+
+
+def _ports(declared: dict[str, int]) -> str:
+    return ", ".join(f"{n}={p}" if n != str(p) else str(p) for n, p in declared.items()) or "none declared"

@@ -1,0 +1,121 @@
+"""A pod's IAM role (IRSA) can be assumed: the role's trust admits the ServiceAccount that carries the role.
+
+EKS injects a web-identity token for every ServiceAccount annotated ``eks.amazonaws.com/role-arn``; the SDKs in
+the pod call ``AssumeRoleWithWebIdentity`` with it. STS grants the role only if a trust statement of the role
+(``Federated`` principal: the cluster's OIDC provider) admits the token: its ``<issuer>:sub`` condition
+(``StringEquals`` exact, ``StringLike`` with ``*`` and ``?``) matches ``system:serviceaccount:NAMESPACE:NAME``, and
+its ``<issuer>:aud`` condition, when present, is ``sts.amazonaws.com`` (the audience EKS's token carries). Otherwise
+every AWS call from the pod fails with AccessDenied (the SDK falls back to nothing: the node role is blocked by
+IMDS hop limits on EKS-managed nodes).
+
+Checked for every ServiceAccount in the graph whose annotation names a role the graph creates (a role of another
+stack's cannot be read), and for every web-identity trust statement's audience. Roles a chart's or an EKS add-on's
+ServiceAccount carries are not matched here (those ServiceAccounts are not in the graph).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.render import RenderedResource
+
+RULE = "irsa-trust"
+ROLE = "aws:iam/role:Role"
+ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
+AUDIENCE = "sts.amazonaws.com"
+WEB_IDENTITY = "sts:AssumeRoleWithWebIdentity"
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for role in graph.of_type(ROLE):
+        for statement in _web_identity(role):
+            for key, values in _conditions(statement, "aud"):
+                if AUDIENCE not in values:
+                    yield Finding(
+                        RULE,
+                        role.urn,
+                        f"role {role.name}'s trust requires {key} in {values}, but EKS's ServiceAccount tokens carry "
+                        f"the audience {AUDIENCE}: AssumeRoleWithWebIdentity is denied for every pod",
+                        f'set the condition to "{key}": "{AUDIENCE}"',
+                    )
+    for account in graph.kube(None, "ServiceAccount"):
+        annotations = account.manifest.get("metadata", {}).get("annotations") or {}
+        role = _role(graph, annotations.get(ROLE_ANNOTATION))
+        if role is None:
+            continue  # no annotation, or a role of another stack's: its trust cannot be read
+        subject = f"system:serviceaccount:{account.namespace}:{account.name}"
+        statements = _web_identity(role)
+        if any(_admits(s, subject) for s in statements):
+            continue
+        subs = [v for s in statements for _, values in _conditions(s, "sub") for v in values]
+        yield Finding(
+            RULE,
+            account.urn,
+            f"ServiceAccount {account.namespace}/{account.name} carries role {role.name}, whose trust admits "
+            f"{', '.join(subs) or 'no web identity'} but not {subject}: every AWS call from its pods is denied "
+            "(AccessDenied on AssumeRoleWithWebIdentity)",
+            f'make the role\'s trust condition "<oidc-issuer>:sub" equal "{subject}" (StringEquals), or move the '
+            "ServiceAccount to the namespace and name the trust names",
+        )
+
+
+def _role(graph: Graph, arn: Any) -> RenderedResource | None:
+    """The graph's role an ARN names (``arn:aws:iam::ACCOUNT:role[/path]/NAME``: by its name)."""
+    if not isinstance(arn, str) or ":role/" not in arn:
+        return None
+    found = graph.by_physical_id.get(arn.rsplit("/", 1)[-1])
+    return found if found is not None and found.type == ROLE else None
+
+
+def _web_identity(role: RenderedResource) -> list[dict[str, Any]]:
+    """The role's Allow statements for AssumeRoleWithWebIdentity from a Federated (OIDC) principal."""
+    out = []
+    for statement in _statements(role.inputs.get("assumeRolePolicy")):
+        actions = statement.get("Action")
+        actions = actions if isinstance(actions, list) else [actions]
+        federated = (statement.get("Principal") or {}) if isinstance(statement.get("Principal"), dict) else {}
+        if statement.get("Effect") == "Allow" and WEB_IDENTITY in actions and "Federated" in federated:
+            out.append(statement)
+    return out
+
+
+def _statements(policy: Any) -> list[dict[str, Any]]:
+    if isinstance(policy, str):
+        try:
+            policy = json.loads(policy)
+        except json.JSONDecodeError:
+            return []
+    statements = policy.get("Statement") if isinstance(policy, dict) else None
+    statements = statements if isinstance(statements, list) else [statements] if statements else []
+    return [s for s in statements if isinstance(s, dict)]
+
+
+def _conditions(statement: dict[str, Any], claim: str) -> Iterator[tuple[str, list[str]]]:
+    """(condition key, values) of every StringEquals/StringLike condition on ``<issuer>:<claim>``."""
+    for operator in ("StringEquals", "StringLike"):
+        for key, values in ((statement.get("Condition") or {}).get(operator) or {}).items():
+            if str(key).endswith(f":{claim}"):
+                yield f"{operator} {key}", [str(v) for v in (values if isinstance(values, list) else [values])]
+
+
+def _admits(statement: dict[str, Any], subject: str) -> bool:
+    """Whether the statement's sub conditions let ``subject`` in (every operator's, any of its values)."""
+    condition = statement.get("Condition") or {}
+    for operator, match in (("StringEquals", str.__eq__), ("StringLike", _like)):
+        for key, values in (condition.get(operator) or {}).items():
+            if str(key).endswith(":sub"):
+                listed = values if isinstance(values, list) else [values]
+                if not any(match(subject, str(v)) for v in listed):
+                    return False
+    return True
+
+
+def _like(value: str, pattern: str) -> bool:
+    """IAM's StringLike: ``*`` any run of characters, ``?`` one; nothing else is special."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, re.DOTALL) is not None
