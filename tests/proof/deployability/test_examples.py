@@ -48,6 +48,12 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "first-run-order",
         "version-supported",
         "rollout-room",
+        "service-selects",
+        "service-target-port",
+        "probe-port",
+        "store-port-open",
+        "irsa-trust",
+        "iam-resource-type",
         "platform-contract",
     }
 
