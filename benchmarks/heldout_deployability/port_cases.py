@@ -45,7 +45,9 @@ def main() -> None:
     cases = yaml.safe_load((cases_dir / "cases.yaml").read_text())["cases"]
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir()
-    (out_dir / "__init__.py").write_text('"""Held-out program cases ported onto the current example (port_cases.py)."""\n')
+    (out_dir / "__init__.py").write_text(
+        '"""Held-out program cases ported onto the current example (port_cases.py)."""\n'
+    )
     ported, skipped = [], []
     for case in cases:
         if case["kind"] != "program":
@@ -61,7 +63,9 @@ def main() -> None:
             shutil.copy(EXAMPLE / name if name != "__init__.py" else cases_dir / case["path"] / name, target / name)
         (target / "__main__.py").write_text(example + own)
         ported.append(case)
-    (out_dir / "cases.yaml").write_text(yaml.safe_dump({"cases": ported, "not_ported": skipped}, sort_keys=False, width=200))
+    (out_dir / "cases.yaml").write_text(
+        yaml.safe_dump({"cases": ported, "not_ported": skipped}, sort_keys=False, width=200)
+    )
     print(f"{len(ported)} cases under {out_dir.relative_to(ROOT)}; not ported (prelude edited): {', '.join(skipped)}")
 
 

@@ -4,6 +4,8 @@
     python benchmarks/heldout_deployability/run.py --tables   # rewrite the tables from results.json + judgments.yaml
     python benchmarks/heldout_deployability/run.py --set hardened   # the hardened re-run (see README):
                                   # hardened/cases.yaml -> results-hardened.{json,md}, judgments-hardened.yaml
+    python benchmarks/heldout_deployability/run.py --set ported --out after-fixes   # the cases ported onto the
+                                  # current example by port_cases.py -> results-after-fixes.{json,md}
 
 A case is caught when the check exits non-zero with a mandatory finding, a load error or a render error. Each
 finding is compared with the unmodified baseline (examples/single-region for programs, stacks/minimal.yaml for
@@ -138,8 +140,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", action="store_true", help="only rewrite the tables from results.json")
     parser.add_argument("--set", default="", help="a subfolder holding another cases.yaml, e.g. hardened")
+    parser.add_argument(
+        "--out",
+        default="",
+        help="the name after results-/judgments- (default: the set's), e.g. after-fixes for --set ported",
+    )
     args = parser.parse_args()
-    suffix = f"-{args.set}" if args.set else ""
+    suffix = f"-{args.out}" if args.out else f"-{args.set}" if args.set else ""
     results = HERE / f"results{suffix}.json"
     out = json.loads(results.read_text()) if args.tables else run_checks(HERE / args.set)
     tables(out, suffix)

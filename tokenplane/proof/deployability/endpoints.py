@@ -10,6 +10,7 @@ checks the Services some pod calls; these hold for every Service and probe in th
 - ``service-target-port``: each port's ``targetPort`` is, by name, a port some container of every selected pod
   names, or, by number, one it declares. Kubernetes does not require a container to declare the port it listens
   on, so a number is only judged for pods whose containers declare ports: those list what they listen on.
+  Chart pods are not judged (only some of their ports are modelled).
 - ``probe-port``: a readiness, liveness or startup probe (httpGet, tcpSocket or grpc) asks a port its container
   declares, by name or number. The kubelet resolves a named port in the container's own ports (an unknown name
   fails the probe); a number the container does not declare is judged only when the container declares ports,
@@ -35,9 +36,13 @@ PROBE_HANDLERS = ("httpGet", "tcpSocket", "grpc")
 def check_selects(graph: Graph) -> Iterator[Finding]:
     for region in regions(graph):
         for service in region.services:
-            if not _judged(region, service) or region.backends(service):
+            if not _has_backends(region, service) or region.has_release_in(service.namespace):
                 continue
-            labels = sorted({f"{k}={v}" for p in region.pods if p.namespace == service.namespace for k, v in p.labels.items()})
+            if region.backends(service):
+                continue
+            labels = sorted(
+                {f"{k}={v}" for p in region.pods if p.namespace == service.namespace for k, v in p.labels.items()}
+            )
             yield Finding(
                 SELECTS,
                 service.urn,
@@ -51,9 +56,11 @@ def check_selects(graph: Graph) -> Iterator[Finding]:
 def check_target_ports(graph: Graph) -> Iterator[Finding]:
     for region in regions(graph):
         for service in region.services:
-            if not _judged(region, service):
+            if not _has_backends(region, service):
                 continue
             for pod in region.backends(service):
+                if pod.workload is None:
+                    continue  # a chart's pods: only some of their ports are modelled
                 declared = _declared(pod)
                 for entry in service.ports:
                     target = entry.target
@@ -109,12 +116,13 @@ def _probe_port_ok(port: Any, declared: dict[str, int]) -> bool:
     return not declared or int(port) in declared.values()
 
 
-def _judged(region: Region, service: Service) -> bool:
-    """A Service whose backends the graph can tell: a selector, no ExternalName, no chart release in its namespace
-    (a chart's pods other than the modelled ones are not in the graph)."""
-    if not service.selector or service.kind == "ExternalName" or service.urn in {r.urn for r in region.releases}:
-        return False
-    return not region.has_release_in(service.namespace)
+def _has_backends(region: Region, service: Service) -> bool:
+    """A Service of the program's own that sends to pods: a selector, not ExternalName, not a chart's modelled one."""
+    return (
+        bool(service.selector)
+        and service.kind != "ExternalName"
+        and service.urn not in {r.urn for r in region.releases}
+    )
 
 
 def _declared(pod: Pod) -> dict[str, int]:

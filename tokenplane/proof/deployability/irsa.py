@@ -32,14 +32,14 @@ WEB_IDENTITY = "sts:AssumeRoleWithWebIdentity"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    for role in graph.of_type(ROLE):
-        for statement in _web_identity(role):
+    for trusted in graph.of_type(ROLE):
+        for statement in _web_identity(trusted):
             for key, values in _conditions(statement, "aud"):
                 if AUDIENCE not in values:
                     yield Finding(
                         RULE,
-                        role.urn,
-                        f"role {role.name}'s trust requires {key} in {values}, but EKS's ServiceAccount tokens carry "
+                        trusted.urn,
+                        f"role {trusted.name}'s trust requires {key} in {values}, but EKS's ServiceAccount tokens carry "
                         f"the audience {AUDIENCE}: AssumeRoleWithWebIdentity is denied for every pod",
                         f'set the condition to "{key}": "{AUDIENCE}"',
                     )

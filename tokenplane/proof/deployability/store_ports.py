@@ -30,9 +30,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             rules = [(g, r) for g in store.groups for r in region.ingress_rules(g)]
             if any(r.has_port(store.port) for _, r in rules):
                 continue
-            opened = "; ".join(
-                f"{g.name}: {r.protocol} {r.from_port}-{r.to_port} from {r.summary()}" for g, r in rules
-            )
+            opened = "; ".join(f"{g.name}: {r.protocol} {r.from_port}-{r.to_port} from {r.summary()}" for g, r in rules)
             yield Finding(
                 RULE,
                 store.resource.urn,
