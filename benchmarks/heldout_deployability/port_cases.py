@@ -26,6 +26,9 @@ EXAMPLE = ROOT / "examples" / "single-region"
 MARKER = "# --- held-out case"
 # The prelude every unmodified case shares: p01's, which adds only its own part (checked against the others).
 REFERENCE = "p01_service_selector_typo"
+# Names the old prelude bound that the cases' own parts use and today's example no longer binds: (anchor in the
+# example, what it becomes). An anchor that is gone raises, rather than writing a case that cannot render.
+BINDINGS = [("\ntp.Observability(\n", "\nobservability = tp.Observability(\n")]
 
 
 def split(text: str) -> tuple[str, str]:
@@ -42,6 +45,10 @@ def main() -> None:
     out_dir = cases_dir / "ported"
     common, _ = split((HERE / REFERENCE / "__main__.py").read_text())
     example = (EXAMPLE / "__main__.py").read_text().rstrip("\n") + "\n\n"
+    for anchor, bound in BINDINGS:
+        if example.count(anchor) != 1:
+            raise SystemExit(f"port_cases.py: {anchor.strip()!r} is not once in {EXAMPLE}/__main__.py; update BINDINGS")
+        example = example.replace(anchor, bound)
     cases = yaml.safe_load((cases_dir / "cases.yaml").read_text())["cases"]
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir()

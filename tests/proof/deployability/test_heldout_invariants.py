@@ -213,7 +213,7 @@ def trust(role: str, change: Callable[[dict[str, Any]], None]) -> Change:
 
 
 def sub_key(condition: dict[str, Any]) -> str:
-    return next(k for k in condition["StringEquals"] if k.endswith(":sub"))
+    return str(next(k for k in condition["StringEquals"] if k.endswith(":sub")))
 
 
 def test_a_trust_naming_another_namespace_is_found_on_the_service_account() -> None:
@@ -240,6 +240,14 @@ def test_a_string_like_pattern_that_misses_the_service_account_is_found() -> Non
         condition["StringLike"] = {key: "system:serviceaccount:llm-serving:*"}
 
     only(found(trust("dev-local-ai-gateway-role", pattern)), irsa.RULE, "dev-local-ai-gateway-sa")
+
+
+def test_a_service_account_its_role_trusts_that_lacks_the_role_annotation_is_found() -> None:
+    def forget(inputs: dict[str, Any]) -> None:
+        del inputs["metadata"]["annotations"]["eks.amazonaws.com/role-arn"]
+
+    finding = only(found(edit("ServiceAccount", "batch-workers", forget)), irsa.RULE, "dev-local-batch-sa")
+    assert "nothing in the program carries the role's ARN" in finding.message
 
 
 def test_a_trust_whose_audience_is_not_sts_is_found_on_the_role() -> None:

@@ -9,7 +9,9 @@ every AWS call from the pod fails with AccessDenied (the SDK falls back to nothi
 IMDS hop limits on EKS-managed nodes).
 
 Checked for every ServiceAccount in the graph whose annotation names a role the graph creates (a role of another
-stack's cannot be read), and for every web-identity trust statement's audience. Roles a chart's or an EKS add-on's
+stack's cannot be read), for every web-identity trust statement's audience, and the other way round: a role whose
+trust names a ServiceAccount the program makes, while nothing in the program carries the role's ARN (the
+annotation forgotten or put on another account). Roles a chart's or an EKS add-on's
 ServiceAccount carries are not matched here (those ServiceAccounts are not in the graph).
 """
 
@@ -22,7 +24,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.render import RenderedResource, physical_id
 
 RULE = "irsa-trust"
 ROLE = "aws:iam/role:Role"
@@ -43,6 +45,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                         f"the audience {AUDIENCE}: AssumeRoleWithWebIdentity is denied for every pod",
                         f'set the condition to "{key}": "{AUDIENCE}"',
                     )
+    yield from _uncarried(graph)
     for account in graph.kube(None, "ServiceAccount"):
         annotations = account.manifest.get("metadata", {}).get("annotations") or {}
         role = _role(graph, annotations.get(ROLE_ANNOTATION))
@@ -119,3 +122,29 @@ def _like(value: str, pattern: str) -> bool:
     """IAM's StringLike: ``*`` any run of characters, ``?`` one; nothing else is special."""
     regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
     return re.fullmatch(regex, value, re.DOTALL) is not None
+
+
+def _uncarried(graph: Graph) -> Iterator[Finding]:
+    """A web-identity role whose ARN nothing in the program carries (no ServiceAccount annotation, chart value,
+    add-on or Pod Identity association, no stack output) and whose trust names a ServiceAccount the program makes:
+    that ServiceAccount's pods get no credentials (the annotation was forgotten, or put on another account)."""
+    carried = json.dumps([r.inputs for r in graph.resources], default=str) + json.dumps(
+        graph.result.outputs, default=str
+    )
+    accounts = {f"system:serviceaccount:{a.namespace}:{a.name}": a for a in graph.kube(None, "ServiceAccount")}
+    for role in graph.of_type(ROLE):
+        names = {physical_id(role.type, role.name).removesuffix("-id"), str(role.inputs.get("name") or "")} - {""}
+        if any(f'/{n}"' in carried for n in names):  # the ARN's end, as a JSON string ends it
+            continue
+        for statement in _web_identity(role):
+            subs = [v for _, values in _conditions(statement, "sub") for v in values]
+            for subject in [s for s in subs if s in accounts]:
+                account = accounts[subject]
+                yield Finding(
+                    RULE,
+                    account.urn,
+                    f"role {role.name}'s trust admits ServiceAccount {account.namespace}/{account.name}, but nothing "
+                    f"in the program carries the role's ARN (no {ROLE_ANNOTATION} annotation on it): its pods get no "
+                    "AWS credentials and every AWS call is denied",
+                    f"annotate the ServiceAccount with {ROLE_ANNOTATION}: <the role's ARN>",
+                )
