@@ -1,0 +1,1 @@
+"""Held-out case c01-servicemonitor-after-kps: a Pulumi program (its __main__.py)."""

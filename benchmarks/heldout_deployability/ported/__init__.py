@@ -1,0 +1,1 @@
+"""Held-out program cases ported onto the current example (port_cases.py)."""

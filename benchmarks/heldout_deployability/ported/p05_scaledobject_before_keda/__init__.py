@@ -1,0 +1,1 @@
+"""Held-out case p05-scaledobject-before-keda: a Pulumi program (its __main__.py)."""
