@@ -23,6 +23,7 @@ from tokenplane.catalog import GIB
 from tokenplane.model import capacity as cap
 from tokenplane.model.pool_performance import Health, ReplicaPerformance, for_pool
 from tokenplane.model.pricing_cache import PricingCache
+from tokenplane.model.provider_slo import provider_misses
 from tokenplane.model.replica_search import MAX_REPLICAS_SEARCHED, first_holding, first_meeting
 from tokenplane.model.sizing import IMAGE_VLLM
 from tokenplane.model.traffic import Spill, route
@@ -190,6 +191,9 @@ def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, progress: Pla
                 region=miss.region,
             )
         )
+    # A class the pools all serve within its SLO can still miss over the platform, by what providers serve.
+    for slow in provider_misses(spec, traffic):
+        result.warnings.append(PlanViolation("slo", slow.message()))
     result.warnings.extend(_release_checks(spec))
     result.worst_case_usd_per_hour, result.worst_case_scenario = worst_case_spend(spec, result.pools)
     result.violations.extend(_region_checks(spec, result))
