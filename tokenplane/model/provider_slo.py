@@ -35,8 +35,7 @@ class ProviderMiss:
 
     def message(self) -> str:
         parts = "; ".join(
-            f"{s.rps:.1f} req/s from {s.region} (tier {s.tier.value}) to {p.name}, "
-            f"{_why(s.cls, p, missing)}"
+            f"{s.rps:.1f} req/s from {s.region} (tier {s.tier.value}) to {p.name}, {_why(s.cls, p, missing)}"
             for s, p, missing in self.spills
         )
         return (
@@ -81,8 +80,10 @@ def provider_misses(spec: PlatformSpec, traffic: TrafficPlan) -> list[ProviderMi
             continue  # an embedding call is not one of the class's requests
         for cls, rps in load.per_class.items():
             routed[cls] = routed.get(cls, 0.0) + rps
-    for item in (*traffic.spills, *traffic.unrouted):
-        routed[item.cls] = routed.get(item.cls, 0.0) + item.rps
+    for spill in traffic.spills:
+        routed[spill.cls] = routed.get(spill.cls, 0.0) + spill.rps
+    for lost in traffic.unrouted:  # the workbench counts them in the class, as misses
+        routed[lost.cls] = routed.get(lost.cls, 0.0) + lost.rps
     providers = {p.name: p for p in spec.providers}
     found: list[ProviderMiss] = []
     for cls, cls_spec in spec.workload_classes.items():
