@@ -53,6 +53,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("finops_bench.py", [], ["--events", "50000", "--runs", "2"], 900),
     # Needs tokenplane[cpu-engine] (vLLM's CPU build) in the running Python; fails, and says so, without it.
     ("scheduler_structure.py", [], [], 1200),
+    ("frontdoor_targets.py", [], ["--repeats", "1", "--seconds", "8"], 900),
 )
 
 
@@ -424,6 +425,13 @@ def scheduler_section(r: dict[str, Any]) -> list[str]:
     return lines(r)
 
 
+def frontdoor_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.frontdoor_targets import lines
+
+    return lines(r)
+
+
 def semantic_cache_section(r: dict[str, Any]) -> list[str]:
     rows = [
         [
@@ -477,6 +485,10 @@ SECTIONS = {
         finops_section,
     ),
     "scheduler_structure.py": ("The scheduler against vLLM's, in counts (scheduler_structure.py)", scheduler_section),
+    "frontdoor_targets.py": (
+        "The front door's targets on the dev stack: a worst-case body, two batches (frontdoor_targets.py)",
+        frontdoor_section,
+    ),
 }
 
 

@@ -36,6 +36,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from tokenplane.serving import jsonbody
 from tokenplane.serving.engine import protocol
 from tokenplane.serving.engine.config import EngineConfig
 from tokenplane.serving.engine.embedder import Embedder, load_embedder
@@ -75,6 +76,7 @@ def create_app(config: EngineConfig, *, clock: Clock | None = None, embedder: Em
             handlers.embedder = embedder or await asyncio.to_thread(load_embedder, config)
             app.state.embedder = handlers.embedder
         scheduler.start()
+        jsonbody.freeze_startup_heap()  # the tokenizer's vocabulary stays out of every full collection
         try:
             yield
         finally:

@@ -36,6 +36,7 @@ from tokenplane.runtime_env import (
     load_spec_from_env,
     pool_urls,
 )
+from tokenplane.serving import jsonbody
 from tokenplane.serving.events.kafka import KafkaSink, kafka_security_from_env
 from tokenplane.serving.files.batch_store import BatchStore
 from tokenplane.serving.files.store import DirectoryFileStore, FileStore
@@ -267,6 +268,7 @@ def apps_from_env(
             app.router.routes[:] = inner.router.routes
             app.state.gateway = gateway
             built.append(gateway)
+            jsonbody.freeze_startup_heap()  # a full collection then walks only what requests allocate
             try:
                 yield
             finally:
