@@ -8,7 +8,8 @@ pool's capacity), ``faults.py`` (one fault at a time under load), ``fuzz.py``
 (the fuzz suites at 8x their CI sizes, with the cases they tried), ``simulate_day.py``
 (a day of byteion in the workbench), ``semantic_cache.py`` (the semantic cache's
 lookup cost by cached answers) and ``capacity_validation.py`` (the capacity model's
-error on public vLLM logs and benchmarks). Each runs
+error on public vLLM logs and benchmarks) and ``frontdoor_targets.py`` (issue 29's targets on the
+``tokenplane dev`` stack: a tenant's worst-case body, two tenants' batches). Each runs
 as its own process under a time limit, so that one hung benchmark cannot hold
 the others; a failed one is reported in the file with its last lines of output.
 All of it takes about half an hour on two cores (LiteLLM alone takes minutes to start); ``--quick`` about ten.
