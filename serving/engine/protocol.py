@@ -22,9 +22,11 @@ ENCODING_FORMATS = ("float", "base64")
 
 
 def parse_body(raw: bytes) -> Json:
-    """The request's JSON object; malformed JSON or a non-object is a 400."""
+    """The request's JSON object; malformed JSON or a non-object is a 400. Bounded as the AI gateway bounds
+    it, with room for the fields the gateways add (``jsonbody.FORWARDED_SLACK``): the largest body the edge
+    admits was refused here, after it had been charged."""
     try:
-        body = jsonbody.loads(raw)
+        body = jsonbody.loads_forwarded(raw)
     except jsonbody.BadJson as e:
         raise InvalidRequest(f"the request body is not valid JSON: {e}; send a JSON object") from e
     if not isinstance(body, dict):
