@@ -496,8 +496,8 @@ def hash_model(
     The sha256 of the sorted `sha256sum` manifest of every file, links followed as `aws s3 sync` follows them.
     Upload exactly this tree: a pool refuses weights whose hash differs.
     """
-    from tokenplane.weights_fetch import artifact_sha256
     from tokenplane.errors import SpecError
+    from tokenplane.weights_fetch import artifact_sha256
 
     try:
         digest = artifact_sha256(directory)
