@@ -10,11 +10,12 @@ its own reason (the message names the ACL or group and the rule), and the correc
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from tests.proof.deployability.conftest import mutated, rendered, spec
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, flows
+from tokenplane.proof.deployability import Finding, flows, network_policy
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.render import RenderedResource, RenderResult, cluster_security_group_id, physical_id
 
@@ -44,7 +45,9 @@ def subnet_ids(names: list[str]) -> list[str]:
     return [physical_id(SUBNET, n) for n in names]
 
 
-def rule(number: int, cidr: str, low: int = 0, high: int = 0, protocol: str = "-1", action: str = "allow") -> dict[str, Any]:
+def rule(
+    number: int, cidr: str, low: int = 0, high: int = 0, protocol: str = "-1", action: str = "allow"
+) -> dict[str, Any]:
     return {
         "ruleNo": number,
         "action": action,
@@ -271,3 +274,46 @@ def test_a_store_that_admits_only_the_nodes_group_refuses_a_pod_on_its_own_group
         "SecurityGroupPolicy llm-gateway/ai-gateway-pods",
     )
     assert "admits TCP 6379 only from" in finding.message
+
+
+# pod-groups-enforced: the policy only takes effect where the CNI and the cluster's role let it -------------------
+def enforced(result: RenderResult) -> list[Finding]:
+    return list(deploy.CHECKS[network_policy.POD_GROUPS](Graph(spec("dev"), result)))
+
+
+def pod_eni(on: bool, controller: bool) -> RenderResult:
+    """dev with a SecurityGroupPolicy; the CNI's ENABLE_POD_ENI and the cluster role's policy as asked."""
+
+    def change(r: RenderedResource) -> RenderedResource:
+        if r.type == "aws:eks/addon:Addon" and r.inputs.get("addonName") == "vpc-cni" and on:
+            config = {**json.loads(r.inputs["configurationValues"]), "env": {"ENABLE_POD_ENI": "true"}}
+            return dataclasses.replace(r, inputs={**r.inputs, "configurationValues": json.dumps(config)})
+        return r
+
+    extra = [pod_group(FROM_VPC, TO_ANYWHERE), policy([POD_SG, CLUSTER_SG])]
+    if controller:
+        template = next(r for r in rendered("dev").resources if r.name == "dev-local-cluster-cluster-policy")
+        extra.append(
+            dataclasses.replace(
+                template,
+                urn=template.urn + "-vpc-resource-controller",
+                name=template.name + "-vpc-resource-controller",
+                inputs={**template.inputs, "policyArn": network_policy.VPC_RESOURCE_CONTROLLER},
+            )
+        )
+    return mutated(rendered("dev"), change, extra=extra)
+
+
+def test_a_policy_on_a_cluster_whose_cni_and_role_allow_it_is_not_flagged() -> None:
+    assert enforced(pod_eni(on=True, controller=True)) == []
+    assert enforced(rendered("dev")) == []  # no policy, nothing to enforce
+
+
+def test_a_policy_without_the_cnis_pod_eni_is_found() -> None:
+    [finding] = enforced(pod_eni(on=False, controller=True))
+    assert "without ENABLE_POD_ENI" in finding.message and finding.urn.endswith("addon-vpc-cni")
+
+
+def test_a_policy_on_a_cluster_whose_role_lacks_the_vpc_resource_controller_is_found() -> None:
+    [finding] = enforced(pod_eni(on=True, controller=False))
+    assert "lacks AmazonEKSVPCResourceController" in finding.message and finding.urn.endswith("cluster-cluster-role")

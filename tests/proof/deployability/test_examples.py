@@ -33,6 +33,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "ecr-per-stack",
         "vllm-argv",
         "netpol-enforced",
+        "pod-groups-enforced",
         "flow-allowed",
         "store-private",
         "metrics-exported",

@@ -63,6 +63,7 @@ CHECKS: dict[str, Check] = {
     offerings.RULE: offerings.check,
     network.RULE: network.check,
     network_policy.RULE: network_policy.check,
+    network_policy.POD_GROUPS: network_policy.check_pod_groups,
     flows.FLOW: flows.check,
     flows.EXPOSED: flows.check_exposed,
     ecr.RULE: ecr.check,
