@@ -27,6 +27,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "await-timeout",
         "weights-published",
         "references-exist",
+        "service-account-trust",
         "namespace-exists",
         "aws-name",
         "aws-network",
