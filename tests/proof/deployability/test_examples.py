@@ -26,6 +26,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "csi-iam",
         "await-timeout",
         "weights-published",
+        "image-published",
         "references-exist",
         "service-account-trust",
         "namespace-exists",
