@@ -44,7 +44,8 @@ def check(graph: Graph) -> Iterator[Finding]:
                 if match is None or match["name"] not in repositories:
                     continue  # not the program's registry: a prerequisite or a public image
                 what = f"{workload.kind} {workload.namespace}/{workload.name} (container {container.get('name')})"
-                repo = repositories[match["name"]].get(match["region"])
+                # A repository whose region the render cannot tell (a program without a spec) may be the one.
+                repo = repositories[match["name"]].get(match["region"]) or repositories[match["name"]].get(None)
                 if repo is None:
                     regions = ", ".join(sorted(str(r) for r in repositories[match["name"]]))
                     yield Finding(
