@@ -213,7 +213,7 @@ class _Handlers:
                 param="max_tokens",
             )
         rid = {Api.CHAT: "chatcmpl-", Api.COMPLETIONS: "cmpl-", Api.RESPONSES: "resp_"}[api] + os.urandom(16).hex()
-        seq = Sequence(rid, ids, output.tokens, output.finish_reason, stream=params.stream)
+        seq = Sequence(rid, ids, output.tokens, output.finish_reason, stream=params.stream, priority=params.priority)
         self.scheduler.add(seq)
         created = int(self.clock.time())
         if params.stream:

@@ -58,6 +58,7 @@ class GenerateParams:
     min_tokens: int
     ignore_eos: bool
     seed: int | None
+    priority: int = 0  # vLLM's extra field (lower first); orders the queue only under the priority policy
 
 
 def parse_generate(body: Json, model: str) -> GenerateParams:
@@ -88,6 +89,7 @@ def parse_generate(body: Json, model: str) -> GenerateParams:
         min_tokens=min_tokens,
         ignore_eos=_optional(body, "ignore_eos", bool) or False,
         seed=_optional(body, "seed", int),
+        priority=_optional(body, "priority", int) or 0,
     )
 
 
@@ -113,6 +115,7 @@ def parse_responses(body: Json, model: str) -> tuple[GenerateParams, list[Json]]
         min_tokens=0,
         ignore_eos=_optional(body, "ignore_eos", bool) or False,
         seed=_optional(body, "seed", int),
+        priority=_optional(body, "priority", int) or 0,
     )
     return params, responses_api.input_messages(body)
 
