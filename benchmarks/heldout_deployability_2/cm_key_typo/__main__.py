@@ -180,6 +180,12 @@ cache = k8s.apps.v1.Deployment(
     },
     opts=pulumi.ResourceOptions(provider=kube, depends_on=[*gateway.after(), cluster.system_nodes, cache_config]),
 )
+k8s.policy.v1.PodDisruptionBudget(
+    "eu-prompt-cache-pdb",
+    metadata={"name": CACHE, "namespace": gateway.name, "labels": cache_labels},
+    spec={"maxUnavailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": CACHE}}},
+    opts=pulumi.ResourceOptions(provider=kube, depends_on=[*gateway.after(), cluster.system_nodes, cache_config]),
+)
 
 pulumi.export("cluster", cluster.name)
 pulumi.export("pool_url", pool.service_url)
