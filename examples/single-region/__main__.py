@@ -55,6 +55,7 @@ foundation = tp.FoundationArgs.from_config(config, provider=aws_provider, system
 # The VPC, EKS and its add-ons, and the namespaces (nothing deploys into one no one creates). Workloads take
 # `eu.ready`: they wait for nodes to run on and for KEDA, whose CRD the pool's ScaledObject needs.
 eu = tp.Foundation("eu", foundation, on_aws)
+serving, gateway, data, monitoring = eu.serving, eu.gateway, eu.data, eu.monitoring
 gpus = eu.gpu_nodes("eu-gpu-chat", chat, placement)
 images = tp.Images("images", tp.ImagesArgs(platform=NAME, providers=providers, tags=tags), on_aws)
 vllm = tp.VllmMirror("vllm", tp.VllmMirrorArgs(platform=NAME, providers=providers, tags=tags), on_aws)
@@ -65,31 +66,27 @@ tp.tls_only("eu-registry-tls-only", bucket=registry, opts=on_aws)
 jobs = eu.publish_jobs("eu-publish", models=[model], bucket=registry)
 # Its replicas require the GPU group's labels and tolerate its taints, and start after their weights are published.
 pool_args = tp.VllmPoolArgs.from_config(
-    config, pool=chat, nodes=gpus, namespace=eu.serving, registry_bucket=registry, image=vllm, tags=tags
+    config, pool=chat, nodes=gpus, namespace=serving, registry_bucket=registry, image=vllm, tags=tags
 )
 pool = tp.VllmPool("eu-pool-chat", pool_args, eu.ready_after(*jobs.values()))
 redis = tp.Redis("eu-redis", tp.RedisArgs(environment="dev", subnets=eu.network.private, tags=tags), on_aws)
 kafka_args = tp.KafkaArgs(environment="dev", subnets=eu.network.private, topics=config.queues.topics, tags=tags)
 kafka = tp.Kafka("eu-kafka", kafka_args, on_aws)
-qdrant = tp.VectorDb("eu-qdrant", tp.VectorDbArgs(environment="dev", namespace=eu.data), eu.ready)
+qdrant = tp.VectorDb("eu-qdrant", tp.VectorDbArgs(environment="dev", namespace=data), eu.ready)
 deps = tp.serving_deps(
     config=config, images=images, cluster=eu.cluster, redis=redis, kafka=kafka, vector_db=qdrant, tags=tags
 )
 # Prometheus scrapes the pool and the gateways: the pool's KEDA triggers query it, and without it they never
 # have data and the pool never scales. No metering consumer runs here (usage events stay on Kafka), so the
 # FinOps plane's alerts, which would read series nothing exports, are off (from_config's default).
-metrics = tp.ObservabilityArgs.from_config(config, namespace=eu.monitoring, cluster=eu.cluster, tags=tags)
+metrics = tp.ObservabilityArgs.from_config(config, namespace=monitoring, cluster=eu.cluster, tags=tags)
 tp.Observability("eu-observability", metrics, eu.ready_after(eu.addons))
 model_gateway = tp.ModelGateway(
-    "eu-model-gateway",
-    tp.GatewayArgs(deps=deps, namespace=eu.gateway, pool_urls={chat.name: pool.service_url}),
-    eu.ready,
+    "eu-model-gateway", tp.GatewayArgs(deps=deps, namespace=gateway, pool_urls={chat.name: pool.service_url}), eu.ready
 )
 tp.AiGateway(
     "eu-ai-gateway",
-    tp.GatewayArgs(
-        deps=deps, namespace=eu.gateway, model_gateway_url=model_gateway.url, certificate_arn=certificate_arn
-    ),
+    tp.GatewayArgs(deps=deps, namespace=gateway, model_gateway_url=model_gateway.url, certificate_arn=certificate_arn),
     # Its LoadBalancer Service gets an address only from the AWS Load Balancer Controller.
     eu.ready_after(eu.addons.lb_controller),
 )
