@@ -142,7 +142,7 @@ async def lag_while(work: Callable[[], Awaitable[None]] | None, seconds: float) 
     """Lateness of a 1 ms ticker, in ms, while ``work`` runs beside it."""
     loop = asyncio.get_running_loop()
     late: list[float] = []
-    task = asyncio.create_task(work()) if work is not None else None
+    task = asyncio.ensure_future(work()) if work is not None else None
     end = loop.time() + seconds
     while loop.time() < end:
         asked = loop.time()

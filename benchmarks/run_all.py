@@ -8,7 +8,8 @@ pool's capacity), ``faults.py`` (one fault at a time under load), ``fuzz.py``
 (the fuzz suites at 8x their CI sizes, with the cases they tried), ``simulate_day.py``
 (a day of byteion in the workbench), ``semantic_cache.py`` (the semantic cache's
 lookup cost by cached answers) and ``capacity_validation.py`` (the capacity model's
-error on public vLLM logs and benchmarks). Each runs
+error on public vLLM logs and benchmarks) and ``frontdoor_targets.py`` (issue 29's targets on the
+``tokenplane dev`` stack: a tenant's worst-case body, two tenants' batches). Each runs
 as its own process under a time limit, so that one hung benchmark cannot hold
 the others; a failed one is reported in the file with its last lines of output.
 All of it takes about half an hour on two cores (LiteLLM alone takes minutes to start); ``--quick`` about ten.
@@ -53,6 +54,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("finops_bench.py", [], ["--events", "50000", "--runs", "2"], 900),
     # Needs tokenplane[cpu-engine] (vLLM's CPU build) in the running Python; fails, and says so, without it.
     ("scheduler_structure.py", [], [], 1200),
+    ("frontdoor_targets.py", [], ["--repeats", "1", "--seconds", "8"], 900),
 )
 
 
@@ -424,6 +426,13 @@ def scheduler_section(r: dict[str, Any]) -> list[str]:
     return lines(r)
 
 
+def frontdoor_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.frontdoor_targets import lines
+
+    return lines(r)
+
+
 def semantic_cache_section(r: dict[str, Any]) -> list[str]:
     rows = [
         [
@@ -477,6 +486,10 @@ SECTIONS = {
         finops_section,
     ),
     "scheduler_structure.py": ("The scheduler against vLLM's, in counts (scheduler_structure.py)", scheduler_section),
+    "frontdoor_targets.py": (
+        "The front door's targets on the dev stack: a worst-case body, two batches (frontdoor_targets.py)",
+        frontdoor_section,
+    ),
 }
 
 

@@ -32,6 +32,7 @@ from tokenplane.components.batch_workers import BatchWorkers, BatchWorkersArgs
 from tokenplane.components.clickhouse import ClickHouse, ClickHouseArgs
 from tokenplane.components.cluster import Cluster, ClusterArgs, ExistingCluster
 from tokenplane.components.cluster_addons import ClusterAddons, ClusterAddonsArgs
+from tokenplane.components.foundation import Foundation, FoundationArgs
 from tokenplane.components.gateway import GatewayArgs, ServingDeps
 from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.global_routing import GlobalRouting, GlobalRoutingArgs
@@ -67,6 +68,8 @@ __all__ = [
     "ClusterAddonsArgs",
     "ClusterArgs",
     "ExistingCluster",
+    "Foundation",
+    "FoundationArgs",
     "GatewayArgs",
     "GatewayConfig",
     "GlobalRouting",

@@ -210,6 +210,7 @@ class GpuNodeGroup(Component):
         self.pool = pool
         self.placement = args.placement
         self.selection = selection
+        self.cluster = args.cluster  # what a pool on these nodes runs in: VllmPoolArgs.from_config's default
         self.register_outputs(
             {"node_group_name": group.node_group_name, "min_nodes": counts.min, "max_nodes": counts.max}
         )

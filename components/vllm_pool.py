@@ -13,6 +13,7 @@ import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
 from tokenplane.components.base import Component
+from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.gpu_node_group import GpuNodeGroup, NodeSelection
 from tokenplane.components.iam import OidcCluster, irsa_role, policy_document
 from tokenplane.components.kube import Namespace
@@ -26,6 +27,7 @@ from tokenplane.components.naming import (
 )
 from tokenplane.components.pins import AWS_CLI_IMAGE, VLLM_IMAGE
 from tokenplane.components.storage import bucket_name
+from tokenplane.components.vllm_mirror import VllmMirror
 from tokenplane.components.weights_publish import artifact_prefix
 from tokenplane.contract import TIME_TO_READY_ANNOTATION, VLLM_VERSION_ANNOTATION
 from tokenplane.model.rollout import plan_rollout
@@ -33,7 +35,7 @@ from tokenplane.model.startup import await_timeout_minutes, time_to_ready
 from tokenplane.pool_model import node_for, nodes_for, replica_requests
 from tokenplane.runtime_env import ENGINE_ENV, Var, env_list
 from tokenplane.schedule import cron_window
-from tokenplane.spec import ClassSpec, ModelLookup, Placement, Pool, WorkloadClass
+from tokenplane.spec import ClassSpec, ModelLookup, ModelSet, Placement, Pool, WorkloadClass
 from tokenplane.vllm_args import DEFAULT_PORT, artifacts, vllm_args
 from tokenplane.weights_fetch import ARTIFACTS_ENV, FETCH_SCRIPT, MODELS_ENV, artifact_entry
 
@@ -135,6 +137,73 @@ class VllmPoolArgs:
         raise ValueError(
             f"VllmPoolArgs for pool {self.pool.name!r}: nodes is a NodeSelection, which carries no replica bounds; "
             f"pass placement=Placement(pool={self.pool.name!r}, min_replicas=..., max_replicas=...)"
+        )
+
+    @classmethod
+    def from_config(
+        cls,
+        config: GatewayConfig,
+        *,
+        pool: Pool | str,
+        nodes: GpuNodeGroup | NodeSelection,
+        namespace: Namespace,
+        registry_bucket: aws.s3.Bucket | pulumi.Input[str],
+        image: VllmMirror | pulumi.Input[str],
+        tags: dict[str, str],
+        cluster: OidcCluster | None = None,
+        app: str | None = None,
+        clients: list[dict[str, Any]] | None = None,
+        priority_scheduling: bool = False,
+    ) -> VllmPoolArgs:
+        """The args of ``config``'s pool ``pool`` (a ``Pool`` of ``config.pools``, or its name): the region's
+        names, its placement of the pool, the models and the classes' SLOs come from ``config``, so that the
+        pool and the gateways that route to it read the same ones. ``cluster`` is by default the one the
+        ``GpuNodeGroup`` ``nodes`` joined; ``image`` may be the ``VllmMirror``, whose copy in the config's
+        cloud region the replicas pull.
+
+        Raises:
+            ValueError: ``pool`` is not one of ``config.pools`` (the error lists them), the region does not
+                place it (add a ``Placement`` to ``config.region.pools``), or ``nodes`` is a ``NodeSelection``
+                and no ``cluster`` is given.
+        """
+        name = pool if isinstance(pool, str) else pool.name
+        found = next((p for p in config.pools if p.name == name), None)
+        known = ", ".join(repr(p.name) for p in config.pools)
+        if found is None or (not isinstance(pool, str) and found != pool):
+            why = "is not one of" if found is None else "differs from the pool of that name in"
+            raise ValueError(
+                f"VllmPoolArgs.from_config: pool {name!r} {why} config.pools ({known}); pass one of those pools "
+                f"or its name, or add it to GatewayConfig(pools=...)"
+            )
+        placement = next((p for p in config.region.pools if p.pool == name), None)
+        if placement is None:
+            raise ValueError(
+                f"VllmPoolArgs.from_config: region {config.region.name!r} has no placement for pool {name!r}; "
+                f"add Placement(pool={name!r}, min_replicas=..., max_replicas=...) to the region's pools"
+            )
+        if cluster is None:
+            if not isinstance(nodes, GpuNodeGroup):
+                raise ValueError(
+                    f"VllmPoolArgs.from_config for pool {name!r}: nodes is a NodeSelection, which names no cluster; "
+                    f"pass cluster= (the Cluster or ExistingCluster whose OIDC provider the pool's role trusts)"
+                )
+            cluster = nodes.cluster
+        return cls(
+            pool=found,
+            models=ModelSet(models=list(config.models)),
+            nodes=nodes,
+            namespace=namespace,
+            region=config.region.name,
+            cloud_region=config.region.cloud_region,
+            registry_bucket=registry_bucket,
+            cluster=cluster,
+            image=image.ref(config.region.cloud_region) if isinstance(image, VllmMirror) else image,
+            tags=tags,
+            placement=placement,
+            workload_classes=config.workload_classes,
+            app=app,
+            clients=clients,
+            priority_scheduling=priority_scheduling,
         )
 
 

@@ -45,6 +45,12 @@ CRD_SCHEMAS = {
         )
         for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule")
     },
+    # EKS's own: the VPC resource controller on the control plane installs this CRD on every cluster.
+    ("vpcresources.k8s.aws/v1beta1", "SecurityGroupPolicy"): DataFile(
+        "tokenplane.components",
+        "schemas/vpcresources-securitygrouppolicy-v1beta1.json",
+        "the offline render validates security groups for pods against the VPC resource controller's CRD",
+    ),
 }
 VLLM_METRICS = "schemas/vllm-{version}-metrics.json"  # one per vLLM release, scripts/vllm_metrics_schema.py
 VERSION_SUPPORT = DataFile(

@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     speed = "no added latency" if math.isinf(config.speed) else f"speed {config.speed:g}"
     print(f"engine for pool {config.pool} ({', '.join(config.served_model_names)}) on {args.host}:{args.port}, {speed}")
     uvicorn.run(
-        create_app(config),
+        create_app(config, freeze_heap=True),
         host=args.host,
         port=args.port,
         loop="uvloop",

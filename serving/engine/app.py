@@ -36,6 +36,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from tokenplane.serving import jsonbody
 from tokenplane.serving.engine import protocol
 from tokenplane.serving.engine.config import EngineConfig
 from tokenplane.serving.engine.embedder import Embedder, load_embedder
@@ -52,13 +53,17 @@ CLIENT_CLOSED = 499  # nginx's status for a request whose client went away; nobo
 JSON_TYPE = "application/json"
 
 
-def create_app(config: EngineConfig, *, clock: Clock | None = None, embedder: Embedder | None = None) -> Starlette:
+def create_app(
+    config: EngineConfig, *, clock: Clock | None = None, embedder: Embedder | None = None, freeze_heap: bool = False
+) -> Starlette:
     """The engine as an ASGI app; its lifespan runs the scheduler loop.
 
     Args:
         config: The replica to simulate.
         clock: Wall time, for ``created`` and the loop's sleeps; the system clock by default.
         embedder: What an encoder pool embeds with; by default ``load_embedder(config)``, run as the app starts.
+        freeze_heap: Freeze what the process holds once the app has started (``jsonbody.freeze_startup_heap``):
+            for the process that serves this one app for its life (``__main__``), not for tests that build many.
 
     ``app.state.scheduler``, ``app.state.metrics`` and (once started) ``app.state.embedder`` expose the
     engine's state to tests.
@@ -75,6 +80,8 @@ def create_app(config: EngineConfig, *, clock: Clock | None = None, embedder: Em
             handlers.embedder = embedder or await asyncio.to_thread(load_embedder, config)
             app.state.embedder = handlers.embedder
         scheduler.start()
+        if freeze_heap:  # the process serves this app for its life: the tokenizer's vocabulary is frozen
+            jsonbody.freeze_startup_heap()
         try:
             yield
         finally:
@@ -206,7 +213,7 @@ class _Handlers:
                 param="max_tokens",
             )
         rid = {Api.CHAT: "chatcmpl-", Api.COMPLETIONS: "cmpl-", Api.RESPONSES: "resp_"}[api] + os.urandom(16).hex()
-        seq = Sequence(rid, ids, output.tokens, output.finish_reason, stream=params.stream)
+        seq = Sequence(rid, ids, output.tokens, output.finish_reason, stream=params.stream, priority=params.priority)
         self.scheduler.add(seq)
         created = int(self.clock.time())
         if params.stream:

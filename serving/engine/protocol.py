@@ -22,9 +22,11 @@ ENCODING_FORMATS = ("float", "base64")
 
 
 def parse_body(raw: bytes) -> Json:
-    """The request's JSON object; malformed JSON or a non-object is a 400."""
+    """The request's JSON object; malformed JSON or a non-object is a 400. Bounded as the AI gateway bounds
+    it, with room for the fields the gateways add (``jsonbody.FORWARDED_SLACK``): the largest body the edge
+    admits was refused here, after it had been charged."""
     try:
-        body = jsonbody.loads(raw)
+        body = jsonbody.loads_forwarded(raw)
     except jsonbody.BadJson as e:
         raise InvalidRequest(f"the request body is not valid JSON: {e}; send a JSON object") from e
     if not isinstance(body, dict):
@@ -56,6 +58,7 @@ class GenerateParams:
     min_tokens: int
     ignore_eos: bool
     seed: int | None
+    priority: int = 0  # vLLM's extra field (lower first); orders the queue only under the priority policy
 
 
 def parse_generate(body: Json, model: str) -> GenerateParams:
@@ -86,6 +89,7 @@ def parse_generate(body: Json, model: str) -> GenerateParams:
         min_tokens=min_tokens,
         ignore_eos=_optional(body, "ignore_eos", bool) or False,
         seed=_optional(body, "seed", int),
+        priority=_optional(body, "priority", int) or 0,
     )
 
 
@@ -111,6 +115,7 @@ def parse_responses(body: Json, model: str) -> tuple[GenerateParams, list[Json]]
         min_tokens=0,
         ignore_eos=_optional(body, "ignore_eos", bool) or False,
         seed=_optional(body, "seed", int),
+        priority=_optional(body, "priority", int) or 0,
     )
     return params, responses_api.input_messages(body)
 

@@ -14,6 +14,13 @@ admitted running sequence is preempted: its blocks are freed and it goes back
 to the front of the queue, to recompute its prompt and the tokens it has made
 so far. No waiting sequence is admitted in an iteration that preempted.
 
+A pool rendered with ``--scheduling-policy priority`` (``PoolTiming.priority_scheduling``,
+decided once in ``tokenplane.model.scheduling``) runs vLLM's priority policy instead
+(``vllm/v1/core/sched/scheduler.py``, 0.32): the queue is ordered by the request's
+``priority`` field, then arrival, and the victim is the running sequence with the
+largest ``(priority, arrival)``, even one already scheduled in this iteration, which
+is then taken back out of it. A preempted sequence rejoins the queue in that order.
+
 An iteration lasts what the capacity model says (``pool_model.PoolTiming``, the
 workbench simulator's own tables): one decode step at the batch's total
 context, or the step overhead when nothing decodes, plus ``PrefillCost.seconds``
@@ -26,7 +33,9 @@ the engine is idle.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
+import itertools
 import logging
 import math
 from collections import deque
@@ -76,6 +85,8 @@ class Sequence:
     preemptions: int = 0
     finish_reason: str | None = None
     arrival: float = 0.0
+    priority: int = 0  # vLLM's request field: lower is served first, under the priority policy only
+    arrival_no: int = 0  # the order of arrival, which ``arrival`` ties within one model-clock instant
     scheduled_at: float | None = None
     first_token_at: float | None = None
     last_token_at: float = 0.0
@@ -109,13 +120,15 @@ class Scheduler:
         self.config = config
         self.metrics = metrics
         self.blocks = BlockManager(config.kv_blocks, block_size=config.block_size, prefix_caching=config.prefix_caching)
-        self.running: list[Sequence] = []  # in admission order: preemption takes from the end
+        self.running: list[Sequence] = []  # in admission order: FCFS preemption takes from the end
         self.waiting: deque[Sequence] = deque()
         self.clock = 0.0
         self.iterations = 0
         self.peak_running = 0
         self._wall = clock or SystemClock()
         self._kv = not config.encoder  # an encoder keeps no KV cache
+        self._by_priority = config.timing.priority_scheduling and not config.encoder
+        self._arrivals = itertools.count()
         self._in_flight: tuple[float, float] | None = None  # (wall start, modelled seconds) of the iteration
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -169,9 +182,27 @@ class Scheduler:
                 retry_after=OVERLOADED_RETRY_AFTER_S,
             )
         seq.arrival = self.now()
+        seq.arrival_no = next(self._arrivals)
         seq.status = Status.WAITING
-        self.waiting.append(seq)
+        self._enqueue(seq, front=False)
         self._wake.set()
+
+    def _enqueue(self, seq: Sequence, *, front: bool) -> None:
+        """FCFS: to the back, or a preempted sequence to the front; priority: in ``(priority, arrival)`` order."""
+        if self._by_priority:
+            bisect.insort(self.waiting, seq, key=_order)
+        elif front:
+            self.waiting.appendleft(seq)
+        else:
+            self.waiting.append(seq)
+
+    def _victim(self) -> Sequence:
+        """The running sequence to preempt: the newest (FCFS), or the largest ``(priority, arrival)``."""
+        if not self._by_priority:
+            return self.running.pop()
+        victim = max(self.running, key=_order)
+        self.running.remove(victim)
+        return victim
 
     def abort(self, seq: Sequence) -> None:
         """Remove a sequence at once (its client has gone) and free its blocks."""
@@ -251,7 +282,7 @@ class Scheduler:
         cfg, timing, blocks = self.config, self.config.timing, self.blocks
         budget = cfg.max_num_batched_tokens
         scheduled: list[tuple[Sequence, int]] = []
-        decode_batch, decode_context, prefill_s = 0, 0, 0.0
+        decodes: set[int] = set()  # ids of the scheduled sequences that take a decode step
         preempted = False
         running = self.running
         i = 0
@@ -260,20 +291,25 @@ class Scheduler:
             n = min(seq.total - seq.computed, budget)
             if self._kv and seq.computed + n > len(seq.blocks) * cfg.block_size:  # needs a new block
                 while not blocks.allocate(seq.blocks, seq.computed + n):
-                    victim = running.pop()
+                    victim = self._victim()
+                    if victim is not seq:
+                        i = running.index(seq)  # priority: the victim may have stood before it
+                    for k, (done, m) in enumerate(scheduled):
+                        if done is victim:  # priority only: scheduled earlier in this iteration, taken back
+                            del scheduled[k]
+                            decodes.discard(id(victim))
+                            budget += m
+                            break
                     self._preempt(victim)
                     preempted = True
                     if victim is seq:
                         break
                 if seq.status is not Status.RUNNING:
-                    break  # it was the newest: nothing after it is left to schedule
+                    break  # it was the victim: vLLM stops scheduling the running queue here
             scheduled.append((seq, n))
             budget -= n
             if n == 1 and seq.generated:  # a decode step
-                decode_batch += 1
-                decode_context += seq.total
-            else:  # a prefill chunk (or a preempted sequence's recompute)
-                prefill_s += timing.prefill.seconds(n, seq.computed)
+                decodes.add(id(seq))
             i += 1
         while self.waiting and budget > 0 and len(running) < cfg.max_num_seqs and not preempted:
             seq = self.waiting[0]
@@ -302,7 +338,15 @@ class Scheduler:
             running.append(seq)
             scheduled.append((seq, n))
             budget -= n
-            prefill_s += timing.prefill.seconds(n, computed)
+        # Priced once the batch is settled, since the priority policy may take a scheduled sequence back out.
+        decode_batch = decode_context = 0
+        prefill_s = 0.0
+        for seq, n in scheduled:
+            if id(seq) in decodes:
+                decode_batch += 1
+                decode_context += seq.total
+            else:  # a prefill chunk (or a preempted sequence's recompute)
+                prefill_s += timing.prefill.seconds(n, seq.computed)
         self.peak_running = max(self.peak_running, len(running))
         step = timing.decode_seconds(decode_batch, decode_context) if decode_batch else timing.overhead_s
         rows = sum(n for seq, n in scheduled) - decode_batch
@@ -371,4 +415,13 @@ class Scheduler:
         seq.status = Status.WAITING
         seq.preemptions += 1
         self.metrics.preemptions += 1
-        self.waiting.appendleft(seq)
+        self._enqueue(seq, front=True)
+
+
+def _order(seq: Sequence) -> tuple[int, float, int]:
+    """vLLM's ``Request.__lt__`` under the priority policy: the level, then the arrival.
+
+    vLLM's arrival times are wall-clock and distinct; requests that arrive within one model-clock instant here keep
+    their order of arrival, or a tie would make the *oldest* the victim.
+    """
+    return seq.priority, seq.arrival, seq.arrival_no

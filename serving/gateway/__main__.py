@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         env = RuntimeEnv.parse(os.environ)  # once: the gateway's parts all read this
         metrics_port = args.metrics_port or env.metrics_port
-        public, metrics = apps_from_env(env=env)
+        public, metrics = apps_from_env(env=env, freeze_heap=True)
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

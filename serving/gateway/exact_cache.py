@@ -21,7 +21,6 @@ write: a cache must never fail a request.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 from typing import Any
@@ -43,7 +42,7 @@ _WORD = re.compile(r"(?<=\s)(?=\S)")  # split before each word, keeping its lead
 
 
 def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return jsonbody.canonical(value)
 
 
 def deterministic(body: Json) -> bool:

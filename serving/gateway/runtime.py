@@ -36,6 +36,7 @@ from tokenplane.runtime_env import (
     load_spec_from_env,
     pool_urls,
 )
+from tokenplane.serving import jsonbody
 from tokenplane.serving.events.kafka import KafkaSink, kafka_security_from_env
 from tokenplane.serving.files.batch_store import BatchStore
 from tokenplane.serving.files.store import DirectoryFileStore, FileStore
@@ -247,10 +248,13 @@ async def gateway_from_env(
 
 
 def apps_from_env(
-    environ: Mapping[str, str] | None = None, *, env: RuntimeEnv | None = None
+    environ: Mapping[str, str] | None = None, *, env: RuntimeEnv | None = None, freeze_heap: bool = False
 ) -> tuple[Starlette, Starlette]:
     """The public app, whose lifespan builds the gateway from ``environ`` (the process environment by
     default), and the metrics app that serves that gateway's ``/metrics`` on its own port.
+
+    ``freeze_heap``: once the gateway is built, freeze what it holds (``jsonbody.freeze_startup_heap``);
+    for a process that serves one gateway for its life (``__main__``), not for tests that build many.
 
     ``env``: ``environ`` already parsed. The spec is loaded here, once, so that a bad one fails the start
     and not the first request, and the lifespan builds on the same one.
@@ -267,6 +271,8 @@ def apps_from_env(
             app.router.routes[:] = inner.router.routes
             app.state.gateway = gateway
             built.append(gateway)
+            if freeze_heap:  # a full collection then walks only what requests allocate
+                jsonbody.freeze_startup_heap()
             try:
                 yield
             finally:

@@ -24,7 +24,6 @@ the store or the embedder is logged and served as a miss, never as an error.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -60,8 +59,7 @@ def scope_of(endpoint: str, model: str, tier: str, body: Json) -> str:
     messages = body.get("messages")
     if isinstance(messages, list):
         params["(roles)"] = [m.get("role") if isinstance(m, dict) else None for m in messages]
-    canonical = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
-    digest = hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    digest = hashlib.blake2b(jsonbody.canonical(params), digest_size=12).hexdigest()
     return f"{endpoint}|{model}|{tier}|{digest}"
 
 

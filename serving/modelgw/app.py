@@ -90,7 +90,7 @@ async def _read_request(
         stream = asked == "1"
     else:
         try:
-            body = jsonbody.loads(raw)
+            body = jsonbody.loads_forwarded(raw)  # the AI gateway's "stream" is one value past its own bound
         except jsonbody.BadJson as e:
             raise InvalidRequest(f"the body is not valid JSON: {e}", code="invalid_json") from e
         if not isinstance(body, dict):

@@ -72,6 +72,7 @@ def test_the_page_runs_as_one_program_under_the_mocks(monkeypatch: pytest.Monkey
     # The snippets built what they show: the hand-built pool and gateways (TLS with the certificate given), the
     # gateways' config from its parts, and the spec-driven stacks beside them.
     stack.find("kubernetes:apps/v1:Deployment", "eu-pool-chat-deployment")
+    stack.find("kubernetes:apps/v1:Deployment", "eu2-pool-chat-deployment")  # on the Foundation, from_config
     service = stack.find("kubernetes:core/v1:Service", "eu-ai-gateway-service")
     assert service.inputs["spec"]["ports"][0]["port"] == 443
     config = stack.find("kubernetes:core/v1:ConfigMap", "eu-model-gateway-config").inputs["data"]

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from tests.paths import REPO_ROOT
 from tokenplane.load import load_spec
 from tokenplane.model.planner import plan, sizing_target
-from tokenplane.model.pool_performance import WASTE_TOKENS, ClassMix, ReplicaPerformance, for_pool, priority_levels
+from tokenplane.model.pool_performance import WASTE_TOKENS, ClassMix, ReplicaPerformance, for_pool
+from tokenplane.model.scheduling import priority_levels
 from tokenplane.model.traffic import route
 from tokenplane.pool_model import timing
 from tokenplane.sim import engine

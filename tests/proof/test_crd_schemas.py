@@ -86,3 +86,24 @@ def test_a_prometheus_rule_without_an_expression_is_refused() -> None:
     }
     error = validate_manifest(rule, "1.35")
     assert error is not None and "expr" in error, error
+
+
+SECURITY_GROUP_POLICY: dict[str, Any] = {
+    "apiVersion": "vpcresources.k8s.aws/v1beta1",
+    "kind": "SecurityGroupPolicy",
+    "metadata": {"name": "ai-gateway", "namespace": "llm-gateway"},
+    "spec": {
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "ai-gateway"}},
+        "securityGroups": {"groupIds": ["sg-0123456789abcdef0"]},
+    },
+}
+
+
+def test_a_security_group_policy_validates_against_eks_own_crd_and_needs_no_chart() -> None:
+    # EKS installs this CRD on every cluster: a correct one is no render error, and a misspelt field still is.
+    assert validate_manifest(SECURITY_GROUP_POLICY, "1.35") is None
+    spec = {**SECURITY_GROUP_POLICY["spec"], "securityGroups": {"groupIDs": ["sg-0123456789abcdef0"]}}
+    error = validate_manifest({**SECURITY_GROUP_POLICY, "spec": spec}, "1.35")
+    assert error is not None and "groupIDs" in error, error
+    no_groups = {**SECURITY_GROUP_POLICY, "spec": {**SECURITY_GROUP_POLICY["spec"], "securityGroups": {"groupIds": []}}}
+    assert validate_manifest(no_groups, "1.35") is not None

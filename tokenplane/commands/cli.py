@@ -400,6 +400,11 @@ def check(
             applied = waivers.apply(deploy.run(platform, rendered, assumed), rendered, deploy_waivers, source)
             findings = applied.kept
     except deploy.GraphDataMissing as e:
+        if fmt is not CheckFormat.TABLE or output is not None:
+            # The checks could not run: the report still says why, beside the render's own errors.
+            from tokenplane.proof.deployability.outcomes import graph_data_missing
+
+            _write_report(graph_data_missing(result, rendered.issues, e.urn, str(e)), fmt, output, artifact)
         _fail(str(e), code=1)
     from tokenplane.proof.deployability.outcomes import with_deployability
 

@@ -225,7 +225,8 @@ def print_verification(checked: Verification, console: Console | None = None) ->
             Text.assemble(("verify failed: ", "red"), "below slo_attainment in simulation: " + ", ".join(missed))
         )
     else:
-        console.print(Text("verify ok: every class reaches its slo_attainment in simulation", style="green"))
+        # It judges the pools: a class's traffic sent to providers is the plan's `slo` warning, if any.
+        console.print(Text("verify ok: every class reaches its slo_attainment in every pool", style="green"))
 
 
 def print_size(result: SizeResult, console: Console | None = None) -> None:

@@ -21,15 +21,17 @@ from dataclasses import dataclass, field
 
 from tokenplane.catalog import GIB
 from tokenplane.model import capacity as cap
-from tokenplane.model.pool_performance import Health, ReplicaPerformance, for_pool
+from tokenplane.model.admission import shed_at_peak
+from tokenplane.model.pool_performance import Health, ReplicaPerformance, class_mix, for_pool
 from tokenplane.model.pricing_cache import PricingCache
+from tokenplane.model.provider_slo import provider_misses
 from tokenplane.model.replica_search import MAX_REPLICAS_SEARCHED, first_holding, first_meeting
 from tokenplane.model.sizing import IMAGE_VLLM
-from tokenplane.model.traffic import Spill, route
+from tokenplane.model.traffic import Spill, TrafficPlan, route
 from tokenplane.model.vllm_memory import parse_version, version_warning
 from tokenplane.pool_model import PoolTiming, engine_release, memory, node_for, nodes_for, timing
 from tokenplane.routes import Routes
-from tokenplane.spec import PlatformSpec, Pool, Region, WorkloadClass
+from tokenplane.spec import PlatformSpec, Pool, Priority, Region, WorkloadClass
 
 # The planner sizes for this share of a class's allowed misses (1 - slo_attainment) and keeps the rest, 0.5
 # points at 99%, for what the pool model leaves out (preemption below saturation, replicas' uneven load) and for
@@ -190,6 +192,10 @@ def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, progress: Pla
                 region=miss.region,
             )
         )
+    # A class the pools all serve within its SLO can still miss over the platform, by what providers serve.
+    for slow in provider_misses(spec, traffic):
+        result.warnings.append(PlanViolation("slo", slow.message()))
+    result.warnings.extend(_admission_checks(spec, result, traffic))
     result.warnings.extend(_release_checks(spec))
     result.worst_case_usd_per_hour, result.worst_case_scenario = worst_case_spend(spec, result.pools)
     result.violations.extend(_region_checks(spec, result))
@@ -197,6 +203,33 @@ def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, progress: Pla
     result.warnings.extend(_idle_gpu_warnings(spec, result))
     result.notes.append(limits_note(spec))
     return result
+
+
+def _admission_checks(spec: PlatformSpec, result: Plan, traffic: TrafficPlan) -> list[PlanViolation]:
+    """Pools planned above a priority level's ``shed_at_utilization``: the gateway sheds part of it at every peak."""
+    found: list[PlanViolation] = []
+    for pp in result.pools:
+        if pp.arrival_rps <= 0 or pp.replicas_needed <= 0:
+            continue
+        pool = spec.pool(pp.name)
+        mix = class_mix(spec, pp.region, pool, traffic.loads[(pp.region, pp.name)].per_class)
+        service = pp.service_rps_per_replica * pp.replicas_needed
+        for level, share in shed_at_peak(spec, mix, service).items():
+            threshold = spec.queues.priorities[level].shed_at_utilization
+            classes = ", ".join(c.name for c in mix if c.levels[list(Priority).index(level)] > 0)
+            found.append(
+                PlanViolation(
+                    "capacity",
+                    f"{pp.region}/{pp.name}: planned at ρ {pp.arrival_rps / service:.2f} at peak "
+                    f"({pp.replicas_needed} replicas), over queues.priorities.{level.value}.shed_at_utilization "
+                    f"{threshold:g}: the gateway turns away {share:.1%} of its {level.value} requests (class "
+                    f"{classes}) at every peak. Raise that threshold above the pool's utilization, or lower "
+                    f"pools[{spec.pools.index(pool)}].autoscaling.target_utilization below {threshold:g}",
+                    pp.region,
+                    pp.name,
+                )
+            )
+    return found
 
 
 def _release_checks(spec: PlatformSpec) -> list[PlanViolation]:

@@ -13,34 +13,15 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from tokenplane.model.admission import admit_fractions
+
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
+__all__ = ["admit_fractions", "interleave", "water_fill"]  # the shedding formula is the planner's too
+
 SHED_WINDOW_S = 1.0  # the shedding decision is taken per window of arrivals
 SHED_WINDOWS = 5  # the rate is averaged over this many windows: 1 s alone is Poisson noise at tens of req/s
-
-
-def admit_fractions(arrivals: F64, service_rps: F64, shed_at: F64) -> F64:
-    """Per level and window, the share of arrivals admitted.
-
-    Args:
-        arrivals: requests per second seen in the previous window, shape (levels, windows),
-            levels in priority order (highest first).
-        service_rps: the pool's service rate in each window, shape (windows,).
-        shed_at: each level's ``shed_at_utilization``, shape (levels,).
-
-    Returns:
-        Fractions in [0, 1], shape (levels, windows).
-    """
-    fractions = np.ones_like(arrivals)
-    higher = np.zeros(arrivals.shape[1])
-    for level in range(arrivals.shape[0]):
-        room = np.maximum(shed_at[level] * service_rps - higher, 0.0)
-        rate = arrivals[level]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fractions[level] = np.where(rate > 0, np.minimum(1.0, room / rate), 1.0)
-        higher = higher + np.minimum(rate, room)
-    return fractions
 
 
 def water_fill(load: I64, count: int) -> I64:

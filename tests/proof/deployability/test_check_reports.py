@@ -69,3 +69,31 @@ def test_a_program_that_raises_still_writes_its_report(tmp_path: Path) -> None:
     assert code != 0 and data["ok"] is False
     [outcome] = data["policies"]
     assert outcome["name"] == "render/program-error" and "no region configured" in outcome["violations"][0]["message"]
+
+
+@pytest.mark.parametrize("fmt", ["junit", "sarif"])
+def test_a_program_that_raises_still_writes_its_junit_and_sarif(tmp_path: Path, fmt: str) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: p\nruntime: python\n", encoding="utf-8")
+    (tmp_path / "__main__.py").write_text("raise RuntimeError('no region configured')\n", encoding="utf-8")
+    code, text = _report(tmp_path, fmt, "--program", str(tmp_path))
+    assert code != 0 and "render/program-error" in text and "no region configured" in text and "Fix: " in text
+
+
+def test_a_graph_the_checks_cannot_read_still_writes_its_report_with_the_render_error(tmp_path: Path) -> None:
+    # A Deployment without a pod template: the render's schema refuses it, and a check needs its pod spec.
+    (tmp_path / "Pulumi.yaml").write_text("name: p\nruntime: python\n", encoding="utf-8")
+    program = (
+        "import pulumi_kubernetes as k8s\n"
+        "k8s.apps.v1.Deployment('web', metadata={'name': 'web', 'namespace': 'default'},\n"
+        "    spec={'selector': {'matchLabels': {'app': 'web'}}})\n"
+    )
+    (tmp_path / "__main__.py").write_text(program, encoding="utf-8")
+    code, text = _report(tmp_path, "json", "--program", str(tmp_path), "--assume", "cluster")
+    outcomes = {p["name"]: p for p in json.loads(text)["policies"]}
+    assert code == 1, outcomes.keys()
+    missing = outcomes["deploy/graph-data-missing"]["violations"][0]
+    assert "spec.template.spec" in missing["message"] and "web" in missing["urn"] and "Fix: " in missing["message"]
+    assert (
+        outcomes["render/schema"]["status"] == "failed"
+        and "Fix: " in outcomes["render/schema"]["violations"][0]["message"]
+    )

@@ -257,10 +257,66 @@ TEAM_SERVICE_MONITOR = _custom(
     "ServiceMonitor",
     {
         "namespaceSelector": {"matchNames": ["llm-gateway"]},
-        "selector": {"matchLabels": {"app.kubernetes.io/name": "ai-gateway"}},  # the Service's labels
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "ai-gateway-metrics"}},  # the Service's labels
         "endpoints": [{"port": "metrics", "relabelings": [{"targetLabel": "team", "replacement": "platform"}]}],
     },
 )
+
+
+def _service(name: str, ports: list[dict[str, Any]], labels: dict[str, str] | None = None) -> RenderedResource:
+    """A Service for the AI gateway's pods: the metrics port the gateway's own Service does not expose."""
+    return RenderedResource(
+        urn=f"urn:pulumi:dev::tokenplane::kubernetes:core/v1:Service::{name}",
+        type="kubernetes:core/v1:Service",
+        name=name,
+        parent=None,
+        provider=None,
+        region="local",
+        inputs={
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": name,
+                "namespace": "llm-gateway",
+                "labels": labels or {"app.kubernetes.io/name": "ai-gateway-metrics"},
+            },
+            "spec": {"selector": {"app.kubernetes.io/name": "ai-gateway"}, "ports": ports},
+        },
+        custom=True,
+    )
+
+
+METRICS_SERVICE = _service("ai-gateway-metrics", [{"name": "metrics", "port": 9000, "targetPort": "metrics"}])
+# Raw scrape jobs of the endpoints and service roles, keeping the metrics Service's port and adding the team label.
+TEAM = {"target_label": "team", "replacement": "platform"}
+ENDPOINTS_JOB = {
+    "job_name": "gateway-endpoints",
+    "kubernetes_sd_configs": [{"role": "endpoints", "namespaces": {"names": ["llm-gateway"]}}],
+    "relabel_configs": [
+        {
+            "source_labels": ["__meta_kubernetes_service_label_app_kubernetes_io_name"],
+            "regex": "ai-gateway-metrics",
+            "action": "keep",
+        },
+        {"source_labels": ["__meta_kubernetes_endpoint_port_name"], "regex": "metrics", "action": "keep"},
+        TEAM,
+    ],
+}
+SERVICE_JOB = {
+    "job_name": "gateway-service",
+    "kubernetes_sd_configs": [{"role": "service"}],
+    "relabel_configs": [
+        {"source_labels": ["__meta_kubernetes_service_name"], "regex": "ai-gateway-metrics", "action": "keep"},
+        TEAM,
+    ],
+}
+
+
+def _with_job(job: dict[str, Any], extra: list[RenderedResource]) -> RenderResult:
+    def add(inputs: dict[str, Any]) -> None:
+        inputs["values"]["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"].append(job)
+
+    return mutated(_edit(rendered("dev"), _kps, add), lambda r: r, extra=extra)
 
 
 @pytest.mark.parametrize("monitor", [TEAM_MONITOR, TEAM_SERVICE_MONITOR], ids=["PodMonitor", "ServiceMonitor"])
@@ -268,4 +324,73 @@ def test_a_rule_on_a_label_only_a_monitor_adds_passes_with_it_and_is_caught_with
     without = findings("dev", mutated(rendered("dev"), lambda r: r, extra=[TEAM_RULE]), RULE)
     assert len(without) == 1 and "carries the label team" in without[0].message, without
     assert "PrometheusRule monitoring/gateway-team" in without[0].message
-    assert not findings("dev", mutated(rendered("dev"), lambda r: r, extra=[TEAM_RULE, monitor]), RULE)
+    extra = [TEAM_RULE, monitor, METRICS_SERVICE]
+    assert not findings("dev", mutated(rendered("dev"), lambda r: r, extra=extra), RULE)
+
+
+@pytest.mark.parametrize("job", [ENDPOINTS_JOB, SERVICE_JOB], ids=["endpoints", "service"])
+def test_a_rule_on_a_label_a_raw_endpoints_or_service_job_adds_passes_with_it(job: dict[str, Any]) -> None:
+    assert not findings("dev", _with_job(job, [TEAM_RULE, METRICS_SERVICE]), RULE)
+    # Without the Service it keeps, the job has no target and the label is missing again.
+    one = findings("dev", _with_job(job, [TEAM_RULE]), RULE)
+    assert len(one) == 1 and "carries the label team" in one[0].message, one
+
+
+# --- scrape roles other than pod: defects of their own kind ------------------------------------------------------
+def _team_with(*extra: RenderedResource) -> list[Any]:
+    return findings("dev", mutated(rendered("dev"), lambda r: r, extra=[TEAM_RULE, *extra]), RULE)
+
+
+def test_a_service_monitor_naming_a_port_its_service_does_not_have_is_caught() -> None:
+    # The gateway's own Service exposes only "http": a ServiceMonitor on its "metrics" port finds no endpoint.
+    on_gateway = _custom(
+        "ai-gateway",
+        "ServiceMonitor",
+        {**TEAM_SERVICE_MONITOR.inputs["spec"], "selector": {"matchLabels": {"app.kubernetes.io/name": "ai-gateway"}}},
+    )
+    found = _team_with(on_gateway)
+    assert len(found) == 1, found
+    assert (
+        "port 'metrics' of Service llm-gateway/ai-gateway, which has no port of that name (its ports: 'http')"
+        in found[0].message
+    )
+
+
+def test_a_service_whose_metrics_port_targets_a_name_the_pod_lacks_is_caught() -> None:
+    typo = _service("ai-gateway-metrics", [{"name": "metrics", "port": 9000, "targetPort": "metric"}])
+    found = _team_with(TEAM_SERVICE_MONITOR, typo)
+    assert len(found) == 1 and "sends port 'metrics' to 'metric', which the pod does not name" in found[0].message, (
+        found
+    )
+
+
+def test_a_pod_monitor_naming_a_container_port_the_pod_lacks_is_caught() -> None:
+    spec = json.loads(json.dumps(TEAM_MONITOR.inputs["spec"]))
+    spec["podMetricsEndpoints"][0]["port"] = "prometheus"
+    found = _team_with(_custom("ai-gateway", "PodMonitor", spec))
+    assert len(found) == 1 and "scrapes container port 'prometheus', which the pod does not name" in found[0].message
+
+
+def test_a_monitor_without_the_release_label_is_ignored_by_a_default_prometheus() -> None:
+    # kube-prometheus-stack's default: Prometheus reads only monitors labelled release=<its release>.
+    def chart_default(inputs: dict[str, Any]) -> None:
+        del inputs["values"]["prometheus"]["prometheusSpec"]["serviceMonitorSelectorNilUsesHelmValues"]
+
+    base = _edit(rendered("dev"), _kps, chart_default)
+    found = findings("dev", mutated(base, lambda r: r, extra=[TEAM_RULE, TEAM_SERVICE_MONITOR, METRICS_SERVICE]), RULE)
+    assert len(found) == 1 and "reads only serviceMonitors matching {'matchLabels': {'release':" in found[0].message, (
+        found
+    )
+    release = next(r for r in base.resources if _kps(r)).inputs["name"]
+    labelled = json.loads(json.dumps(TEAM_SERVICE_MONITOR.inputs))
+    labelled["metadata"]["labels"] = {"release": release}
+    monitor = _custom("ai-gateway", "ServiceMonitor", labelled["spec"])
+    monitor = RenderedResource(**{**monitor.__dict__, "inputs": labelled})
+    assert not findings("dev", mutated(base, lambda r: r, extra=[TEAM_RULE, monitor, METRICS_SERVICE]), RULE)
+
+
+def test_an_endpoints_job_keeping_a_port_name_no_service_has_is_caught() -> None:
+    job = json.loads(json.dumps(ENDPOINTS_JOB))
+    job["relabel_configs"][1]["regex"] = "http-metrics"
+    found = findings("dev", _with_job(job, [TEAM_RULE, METRICS_SERVICE]), RULE)
+    assert len(found) == 1 and "carries the label team" in found[0].message, found

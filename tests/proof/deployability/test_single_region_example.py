@@ -47,6 +47,9 @@ def test_the_example_is_a_whole_region_not_an_empty_program_that_passes_by_defau
     assert gpus.inputs["instanceTypes"] == ["g6.12xlarge"]  # the catalog's L4 node
     pool = stack.kube("Deployment", "vllm-chat", "llm-serving")
     assert pool["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    # VllmPoolArgs.from_config was given the VllmMirror: the replicas pull its copy in this region, by digest.
+    image = pool["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image.startswith("123456789012.dkr.ecr.eu-central-1.amazonaws.com/acme/vllm-openai@sha256:"), image
     assert stack.kube("Service", "ai-gateway", "llm-gateway")["spec"]["type"] == "LoadBalancer"
     for namespace in ("llm-serving", "llm-gateway", "llm-data", "monitoring", "keda"):
         stack.kube("Namespace", namespace)  # raises if the program does not create it
@@ -58,14 +61,14 @@ def test_the_example_is_a_whole_region_not_an_empty_program_that_passes_by_defau
 
 def test_an_object_in_a_namespace_no_one_creates_is_found() -> None:
     def drop_serving(r: RenderedResource) -> RenderedResource | None:
-        return None if r.name == "ns-serving" else r
+        return None if r.name == "eu-ns-serving" else r
 
     found = rules(mutated(example().result, drop_serving))
     assert any(u.endswith(POOL) for u in found.get("namespace-exists", [])), found
 
 
 def test_an_object_that_does_not_wait_for_its_namespace_is_found() -> None:
-    serving = example().find("kubernetes:core/v1:Namespace", "ns-serving").urn
+    serving = example().find("kubernetes:core/v1:Namespace", "eu-ns-serving").urn
 
     def forget(r: RenderedResource) -> RenderedResource:
         return dataclasses.replace(r, dependencies=[d for d in r.dependencies if d != serving])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import json
 import math
 import re
@@ -393,3 +394,20 @@ async def test_a_chat_pool_refuses_embeddings_with_a_400(dev_spec: PlatformSpec)
         with pytest.raises(openai.BadRequestError) as caught:
             await engine.client.embeddings.create(model=MODEL, input="hello")
     assert "does not support Embeddings API" in caught.value.message
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+async def test_the_engine_process_freezes_its_startup_heap_and_a_test_app_does_not(
+    dev_spec: PlatformSpec, freeze: bool
+) -> None:
+    """``python -m tokenplane.serving.engine`` asks for the freeze (the tokenizer's vocabulary then stays out
+    of every full collection a large body sets off); an app built in a test leaves the heap as it is.
+    Shown to fail with the defect put back: without the lifespan's call, the frozen count stayed 0."""
+    gc.unfreeze()
+    try:
+        app = create_app(small(dev_spec), freeze_heap=freeze)
+        async with serve(app):
+            frozen = gc.get_freeze_count()
+        assert (frozen > 0) is freeze, frozen
+    finally:
+        gc.unfreeze()

@@ -149,3 +149,66 @@ async def test_an_embedding_is_done_when_its_prompt_is_computed(dev_spec: Platfo
     cost = cap.prefill_cost(model)
     expected = cap.step_overhead_seconds(model) + cost.in_iteration(3 * cost.seconds(100), 300.0, 0.0)
     assert seqs[0].finished_at == pytest.approx(expected, rel=1e-9)
+
+
+def _policy(config: EngineConfig, *, priority: bool) -> EngineConfig:
+    return dataclasses.replace(config, timing=dataclasses.replace(config.timing, priority_scheduling=priority))
+
+
+@pytest.mark.parametrize("priority", [False, True])
+async def test_the_queue_follows_the_rendered_policy(dev_spec: PlatformSpec, priority: bool) -> None:
+    """One at a time: FCFS serves in arrival order; vLLM's priority policy serves the lowest ``priority`` first."""
+    scheduler = engine(_policy(small(dev_spec, max_num_seqs=1), priority=priority))
+    levels = [2, 2, 1, 0]
+    seqs = [Sequence(f"r{i}", prompt(50, i), 3, stream=False, priority=p) for i, p in enumerate(levels)]
+    await run_all(scheduler, seqs)
+    served = [s.request_id for s in sorted(seqs, key=lambda s: s.first_token_at or math.inf)]
+    assert served == (["r3", "r2", "r0", "r1"] if priority else ["r0", "r1", "r2", "r3"])
+
+
+@pytest.mark.parametrize("priority", [False, True])
+async def test_a_full_cache_preempts_by_the_rendered_policy(dev_spec: PlatformSpec, priority: bool) -> None:
+    """FCFS preempts the newest; the priority policy the lowest level's latest, and never a critical request here."""
+    scheduler = engine(_policy(small(dev_spec, kv_blocks=12), priority=priority))  # 192 tokens: about two at once
+    low = [Sequence(f"low{i}", prompt(30, i), 60, planned_reason="length", stream=False, priority=2) for i in range(3)]
+    high = Sequence("high", prompt(30, 9), 60, planned_reason="length", stream=False, priority=0)
+    await run_all(scheduler, [*low, high])  # the critical request arrives last: the newest
+    assert scheduler.metrics.preemptions > 0
+    assert all(s.generated == 60 for s in [*low, high])
+    assert scheduler.blocks.free_blocks == 12
+    if priority:
+        assert high.preemptions == 0
+        assert high.first_token_at is not None
+        assert all(high.first_token_at <= (s.first_token_at or math.inf) for s in low)
+    else:
+        first_low = min(s.first_token_at or math.inf for s in low)
+        assert high.preemptions > 0 or (high.first_token_at or math.inf) > first_low
+
+
+async def test_a_victim_already_scheduled_in_the_iteration_is_taken_back_out(dev_spec: PlatformSpec) -> None:
+    """Under priority the victim may stand before the sequence that needs a block: its tokens leave the batch."""
+    scheduler = engine(_policy(small(dev_spec, kv_blocks=7), priority=True))  # 7 blocks of 16 tokens
+    low = Sequence("low", prompt(40, 1), 200, planned_reason="length", stream=False, priority=5)
+    high = Sequence("high", prompt(60, 2), 200, planned_reason="length", stream=False, priority=0)
+    scheduler.add(low)
+    scheduler.complete(scheduler.schedule()[0])  # low runs first: 3 blocks
+    scheduler.add(high)
+    scheduler.complete(scheduler.schedule()[0])  # high joins behind it: 4 blocks, the cache is full
+    assert scheduler.running == [low, high] and scheduler.blocks.free_blocks == 0
+    while low.preemptions == 0:  # high needs its fifth block before low needs its fourth
+        scheduled, _ = scheduler.schedule()
+        assert high.preemptions == 0
+        if low.preemptions:
+            assert [s.request_id for s, _ in scheduled] == ["high"]  # low was scheduled first, then taken back
+        scheduler.complete(scheduled)
+    assert scheduler.waiting[0] is low and scheduler.running == [high]
+
+
+async def test_the_engine_reads_vllms_priority_field() -> None:
+    from tokenplane.serving.engine import protocol
+    from tokenplane.serving.errors import InvalidRequest
+
+    assert protocol.parse_generate({"priority": 3}, "m").priority == 3
+    assert protocol.parse_generate({}, "m").priority == 0
+    with pytest.raises(InvalidRequest, match="priority must be an integer"):
+        protocol.parse_generate({"priority": "high"}, "m")

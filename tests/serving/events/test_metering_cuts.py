@@ -129,7 +129,14 @@ async def test_a_non_stream_request_whose_client_leaves_is_metered_once(slow_dev
 
 async def test_streams_cut_at_random_points_are_each_metered_exactly_once(slow_dev: Platform) -> None:
     """The issue's target, 0 missing and 0 duplicate events; ``TOKENPLANE_CUTS`` sets how many (200 for the
-    measurement in the report; fewer by default, to keep the slow tier's time)."""
+    measurement in the report; fewer by default, to keep the slow tier's time).
+
+    Seen failing with each defect put back (``TOKENPLANE_CUTS=20``, this test and the Responses one below):
+    a cut stream left unmetered (``ObserveStage._finish`` returning before ``sink.publish`` when the
+    request ended in a ``BaseException`` that is not an ``Exception``, the ``GeneratorExit`` or
+    ``CancelledError`` of a cut): both failed, cut ids missing; a cut stream metered twice (a second
+    ``publish`` on that same condition): both failed, cut ids duplicated. Taking out
+    ``ClosingStreamingResponse``'s close alone does not fail it: ``with_keepalive`` closes the body too."""
     cuts = int(os.environ.get("TOKENPLANE_CUTS", "30"))
     rng = random.Random(29)
     ids = []
@@ -139,7 +146,7 @@ async def test_streams_cut_at_random_points_are_each_metered_exactly_once(slow_d
     events = await usage_by_request(slow_dev, len(ids), timeout=60.0)
     missing = [i for i in ids if i not in events]
     duplicated = [i for i in ids if len(events.get(i, [])) > 1]
-    assert (missing, duplicated) == ([], [])
+    assert (missing, duplicated) == ([], []), f"{len(missing)} missing, {len(duplicated)} duplicated of {cuts} cuts"
 
 
 def responses_body() -> bytes:
@@ -169,12 +176,13 @@ async def cut_responses_stream(url: str, *, after_events: int) -> str:
 
 
 async def test_responses_streams_cut_at_random_points_are_each_metered_exactly_once(slow_dev: Platform) -> None:
-    """Issue 29's cut target on the new endpoint; ``TOKENPLANE_CUTS`` as above (200 for the report)."""
+    """Issue 29's cut target on the new endpoint; ``TOKENPLANE_CUTS`` as above (200 for the report). Seen
+    failing with the same two defects put back as the chat test above (cut ids missing; cut ids duplicated)."""
     cuts = int(os.environ.get("TOKENPLANE_CUTS", "30"))
     rng = random.Random(2929)
     ids = [await cut_responses_stream(slow_dev.url, after_events=rng.randrange(0, 16)) for _ in range(cuts)]
     events = await usage_by_request(slow_dev, len(ids), timeout=60.0)
     missing = [i for i in ids if i not in events]
     duplicated = [i for i in ids if len(events.get(i, [])) > 1]
-    assert (missing, duplicated) == ([], [])
+    assert (missing, duplicated) == ([], []), f"{len(missing)} missing, {len(duplicated)} duplicated of {cuts} cuts"
     assert all(events[i][0]["endpoint"] == "/v1/responses" for i in ids)

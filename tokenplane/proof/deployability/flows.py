@@ -15,9 +15,13 @@ node subnets); a blocked one is a finding naming what blocks it. Data stores are
 image (in the cluster); one that admits addresses outside its VPC, sits in a public subnet or behind a
 public load balancer is a finding.
 
-It cannot see: traffic through the load balancer from the internet (the public gateway is open by design),
-flows configured only inside a file or image, chart pods other than ``CHART_ENDPOINTS``', security groups
-for pods, NACLs, and clusters or security groups the program does not create (their rules are unknown).
+Network ACLs (``nacls``) are held to every flow above, both ways (they are stateless), and to an internet-facing
+load balancer's clients. A pod that a SecurityGroupPolicy selects carries that policy's groups instead of the
+nodes': a store must admit them, their egress rules must let it out, the nodes' groups must admit it (its DNS
+included), and they must admit the kubelet's probes.
+
+It cannot see: flows configured only inside a file or image, chart pods other than ``CHART_ENDPOINTS``', and
+clusters, security groups or ACLs the program does not create (their rules are unknown).
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tokenplane.proof.deployability import nacls
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.reachability import (
     CHART_ENDPOINTS,
+    CLUSTER_DNS,
+    DNS_PORT,
     NAME_LABEL,
     Pod,
     Region,
@@ -53,6 +60,7 @@ SERVICE_URL = re.compile(
     r"(?:\.cluster\.local)?(?::(?P<port>\d+))?"
 )
 SCHEME_PORTS = {"http": 80, "https": 443, "redis": 6379, "rediss": 6379, "grpc": 80}
+ANY_IPV4: list[Network] = [nacls.ANY_IPV4]  # where an internet-facing load balancer's clients come from
 GATEWAY_MODULE = "tokenplane.serving.gateway"  # the AI gateway's process (its semantic cache embeds prompts)
 POOL_LABEL = "tokenplane.io/pool"
 # In-cluster data stores, known by their images' names.
@@ -88,6 +96,7 @@ class Store:
 def check(graph: Graph) -> Iterator[Finding]:
     for region in regions(graph):
         yield from _service_flows(region)
+        yield from _probes(region)
         yield from _store_flows(region)
         yield from _embedding_flow(region)
 
@@ -129,6 +138,12 @@ def _service_flows(region: Region) -> Iterator[Finding]:
 
 
 def _dns(region: Region, pod: Pod, names: list[str]) -> Iterator[Finding]:
+    if names:
+        flow = (
+            f"{pod} -> cluster DNS (kube-system, k8s-app=kube-dns):53/UDP, to resolve {', '.join(sorted(set(names)))}"
+        )
+        yield from _pod_groups_flow(region, pod, CLUSTER_DNS, DNS_PORT, flow, protocol="udp")
+        yield from _acl(region, pod.urn, flow, region.pod_subnets, region.pod_subnets, DNS_PORT, "udp")
     verdict = region.dns_egress(pod) if names else None
     if verdict is not None and not verdict.allowed:
         yield Finding(
@@ -145,9 +160,20 @@ def _load_balancer_flows(region: Region) -> Iterator[Finding]:
     """A LoadBalancer Service's load balancer reaches its pods (IP targets: from its subnets' addresses)."""
     for service in region.services:
         networks = region.load_balancer_networks(service) if service.kind == "LoadBalancer" else []
+        if networks and not internal(service):
+            subnets = region.load_balancer_subnets(service)
+            for entry in service.ports:
+                flow = f"internet -> load balancer of {service.namespace}/{service.name}:{entry.port}"
+                yield from _acl(region, service.urn, flow, ANY_IPV4, subnets, entry.port, ephemeral=nacls.ANY_EPHEMERAL)
         for target in region.backends(service) if networks else []:
             for entry in service.ports:
                 port = entry.target if isinstance(entry.target, int) else target.ports.get(str(entry.target))
+                if port is not None:
+                    flow = f"load balancer of {service.namespace}/{service.name} -> {target}:{port}"
+                    subnets = region.load_balancer_subnets(service)
+                    yield from _acl(
+                        region, service.urn, flow, subnets, region.pod_subnets, int(port), ephemeral=nacls.ANY_EPHEMERAL
+                    )
                 verdict = region.ingress_from(networks, target, int(port)) if port is not None else None
                 if verdict is None or verdict.allowed:
                     continue
@@ -229,16 +255,138 @@ def _to_service(region: Region, source: Pod, namespace: str, name: str, port: in
 
 
 def _to_pod(region: Region, source: Pod, target: Pod, port: int, why: str, via: str = "") -> Iterator[Finding]:
+    flow = f"{source} -> {target}:{port}{f' via {via}' if via else ''} (from {why})"
+    yield from _pod_groups_flow(region, source, target, port, flow)
+    yield from _acl(region, source.urn, flow, region.pod_subnets, region.pod_subnets, port)
     verdict = region.pod_ingress(source, target, port)
     if verdict.allowed:
         return
-    flow = f"{source} -> {target}:{port}{f' via {via}' if via else ''} (from {why})"
     fix = (
         f"add an ingress rule from {_peer_for(source)} on TCP {port} to a NetworkPolicy that selects {target}"
         if verdict.direction == "ingress"
         else f"add an egress rule to {_peer_for(target)} on TCP {port} to a NetworkPolicy that selects {source}"
     )
     yield Finding(FLOW, source.urn, f"needed flow {flow} is blocked: {'; '.join(verdict.blockers)}", fix)
+
+
+# Security groups for pods and network ACLs ----------------------------------------------------------------------
+def _pod_groups_flow(
+    region: Region, source: Pod, target: Pod, port: int, flow: str, protocol: str = "tcp"
+) -> Iterator[Finding]:
+    """A flow between pods where a SecurityGroupPolicy gives either end its own groups: the target's groups must
+    admit the source (its groups, or the node subnets' addresses), and a source's own groups must let it out.
+    Between two pods on the nodes' groups nothing changes (the nodes admit each other)."""
+    source_own, target_own = region.pod_groups(source), region.pod_groups(target)
+    if source_own is None and target_own is None:
+        return
+    nodes = region.node_groups_resources()
+    source_groups = {g.urn for g in source_own[1]} if source_own else region.pod_security_groups
+    target_groups = target_own[1] if target_own else nodes
+    label = f"{protocol.upper()} {port}"
+    inbound = region.sg_verdict(
+        target_groups, port, source_groups, region.pod_networks, protocol=protocol, peers="the source's addresses"
+    )
+    if not inbound.allowed:
+        admitted = f"SecurityGroupPolicy {source_own[0].namespace}/{source_own[0].name}'s groups" if source_own else ""
+        yield Finding(
+            FLOW,
+            source.urn,
+            f"needed flow {flow} is blocked by security groups for pods: {'; '.join(inbound.blockers)}",
+            f"admit {admitted or 'the node subnets (or the nodes’ groups)'} on {label} in "
+            f"{', '.join(g.name for g in target_groups)}",
+        )
+    if source_own is not None:
+        outbound = region.sg_verdict(
+            source_own[1],
+            port,
+            {g.urn for g in target_own[1]} if target_own else region.pod_security_groups,
+            region.pod_networks,
+            protocol=protocol,
+            egress=True,
+            peers="the destination's addresses",
+        )
+        if not outbound.allowed:
+            yield Finding(
+                FLOW,
+                source.urn,
+                f"needed flow {flow} is blocked on the way out by security groups for pods "
+                f"(SecurityGroupPolicy {source_own[0].namespace}/{source_own[0].name}): {'; '.join(outbound.blockers)}",
+                f"add an egress rule for {label} to the node subnets' ranges (or the destination's groups) to "
+                f"{', '.join(g.name for g in source_own[1])}: a group made by the program has no egress rule "
+                "unless it declares one",
+            )
+
+
+def _group_egress(
+    region: Region, pod: Pod, flow: str, port: int, destination_groups: set[str], networks: list[Network]
+) -> Iterator[Finding]:
+    """A pod with its own security groups leaves through their egress rules, not the nodes'."""
+    own = region.pod_groups(pod)
+    if own is None or not networks:
+        return
+    verdict = region.sg_verdict(
+        own[1], port, destination_groups, networks, egress=True, peers="the destination's addresses"
+    )
+    if not verdict.allowed:
+        yield Finding(
+            FLOW,
+            pod.urn,
+            f"needed flow {flow} is blocked on the way out by security groups for pods (SecurityGroupPolicy "
+            f"{own[0].namespace}/{own[0].name}): {'; '.join(verdict.blockers)}",
+            f"add an egress rule for TCP {port} to {', '.join(str(n) for n in networks)} to "
+            f"{', '.join(g.name for g in own[1])}: a group made by the program has no egress rule unless it declares one",
+        )
+
+
+def _probes(region: Region) -> Iterator[Finding]:
+    """The kubelet probes a pod from its node's own address; a pod on its own security groups must admit it."""
+    for pod in region.pods:
+        own = region.pod_groups(pod)
+        if own is None:
+            continue
+        ports: dict[int, str] = {}
+        for container in _containers(pod):
+            for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
+                probe = container.get(kind) or {}
+                for action in ("httpGet", "tcpSocket", "grpc"):
+                    value = (probe.get(action) or {}).get("port")
+                    port = pod.ports.get(value) if isinstance(value, str) and not value.isdigit() else value
+                    if port is not None:
+                        ports.setdefault(int(port), f"{container.get('name')}'s {kind}")
+        for port, what in sorted(ports.items()):
+            verdict = region.sg_verdict(
+                own[1], port, region.pod_security_groups, region.pod_networks, peers="the nodes' addresses"
+            )
+            if not verdict.allowed:
+                yield Finding(
+                    FLOW,
+                    pod.urn,
+                    f"needed flow kubelet -> {pod}:{port} ({what}) is blocked: SecurityGroupPolicy "
+                    f"{own[0].namespace}/{own[0].name} gives the pod its own groups, and {'; '.join(verdict.blockers)}; "
+                    "the probe fails and the pod never becomes Ready",
+                    f"admit the nodes' security group (or the node subnets) on TCP {port} in "
+                    f"{', '.join(g.name for g in own[1])}",
+                )
+
+
+def _acl(
+    region: Region,
+    urn: str,
+    flow: str,
+    sources: list[RenderedResource] | list[Network],
+    destinations: list[RenderedResource],
+    port: int,
+    protocol: str = "tcp",
+    ephemeral: tuple[int, int] = nacls.LINUX_EPHEMERAL,
+) -> Iterator[Finding]:
+    blocked = region.acls.blocks(sources, destinations, port, protocol, ephemeral)
+    if blocked:
+        yield Finding(
+            FLOW,
+            urn,
+            f"needed flow {flow} is blocked by a network ACL: {'; '.join(blocked)}",
+            nacls.fix(port, protocol, ephemeral),
+        )
 
 
 def _peer_for(pod: Pod) -> str:
@@ -256,7 +404,7 @@ def _store_flows(region: Region) -> Iterator[Finding]:
             store = stores.get(urn)
             if store is None or not store.groups or not region.pod_networks:
                 continue  # a group or a cluster the program does not create: its rules or addresses are unknown
-            verdict = region.sg_allows(store.groups, store.port)
+            verdict = region.sg_allows(store.groups, store.port, pod)
             if not verdict.allowed:
                 yield Finding(
                     FLOW,
@@ -267,6 +415,10 @@ def _store_flows(region: Region) -> Iterator[Finding]:
                     f"{', '.join(g.name for g in store.groups)}",
                 )
             yield from _egress(region, pod, store)
+            flow = f"{pod} -> {store.kind} {store.resource.name}:{store.port}"
+            networks = [n for sub in store.subnets if (n := network(sub.inputs.get("cidrBlock"))) is not None]
+            yield from _group_egress(region, pod, flow, store.port, {g.urn for g in store.groups}, networks)
+            yield from _acl(region, pod.urn, flow, region.pod_subnets, store.subnets, store.port)
 
 
 def _egress(region: Region, pod: Pod, store: Store) -> Iterator[Finding]:

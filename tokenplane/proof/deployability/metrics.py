@@ -91,7 +91,8 @@ def _problem(selector: Selector, stored: Exported, everything: dict[str, str], r
     series = stored.series.get(name)
     if not series:
         if name in stored.unscraped:
-            return f"{stored.unscraped[name]}: Prometheus never stores it", "annotate the pod prometheus.io/scrape"
+            fix = stored.fixes.get(name, "annotate the pod prometheus.io/scrape")
+            return f"{stored.unscraped[name]}: Prometheus never stores it", fix
         if name in everything:
             return (
                 f"{name} is exported by {everything[name]}, which no scraped target in {region} runs",
@@ -107,7 +108,13 @@ def _problem(selector: Selector, stored: Exported, everything: dict[str, str], r
     if any(all(_may_match(m, s) for m in selector.matchers) for s in series):
         return None
     matcher = next(m for m in selector.matchers if not any(_may_match(m, s) for s in series))
-    return _explain(name, matcher, series)
+    message, fix = _explain(name, matcher, series)
+    # A monitor meant to scrape these pods (and add labels) that scrapes nothing is the likelier cause.
+    misses = sorted({stored.misses[s.target.urn] for s in series if s.target.urn in stored.misses})
+    if misses:
+        message += f"; a monitor that selects its pods scrapes nothing: {'; '.join(misses)}"
+        fix = "make the monitor's selectors and port match what Prometheus reads, or " + fix
+    return message, fix
 
 
 def _may_match(matcher: Matcher, series: Series) -> bool:

@@ -17,6 +17,15 @@ from tokenplane.proof.render import RenderIssue
 DEPLOY_PREFIX = "deploy/"
 STALE_RULE = "stale-waiver"  # tokenplane.proof.waivers.STALE: a waiver that covers no finding
 RENDER_PREFIX = "render/"
+GRAPH_DATA_RULE = "graph-data-missing"  # a check needed a value the render does not have: it could not run
+# How to fix each kind of render issue (tokenplane.proof.render), so a report's render errors say it too.
+RENDER_FIXES = {
+    "duplicate-urn": "give one of the resources another name (Pulumi refuses two resources with one URN)",
+    "duplicate-object": "give the objects distinct names or namespaces, or declare the object once",
+    "schema": "correct the field the message names: the API server (or the CRD of the chart that installs the "
+    "kind) refuses the object as rendered",
+}
+PROGRAM_ERROR_FIX = "fix the error the program raised (the message names its file and line), then run check again"
 
 
 def with_deployability(
@@ -53,7 +62,11 @@ def with_deployability(
                 RENDER_PREFIX + kind,
                 f"the program's render: {kind}",
                 "mandatory",
-                [Violation(i.message, i.urn or None) for i in issues if i.kind == kind],
+                [
+                    Violation(f"{i.message}. Fix: {RENDER_FIXES.get(kind, PROGRAM_ERROR_FIX)}", i.urn or None)
+                    for i in issues
+                    if i.kind == kind
+                ],
             )
         )
     return CheckResult(outcomes)
@@ -61,6 +74,22 @@ def with_deployability(
 
 def program_error(message: str) -> CheckResult:
     """The report of a program that raised before its graph existed: one failed outcome that says why."""
-    return CheckResult(
-        [PolicyOutcome(RENDER_PREFIX + "program-error", "the program ran", "mandatory", [Violation(message, None)])]
+    violation = Violation(f"{message}. Fix: {PROGRAM_ERROR_FIX}", None)
+    return CheckResult([PolicyOutcome(RENDER_PREFIX + "program-error", "the program ran", "mandatory", [violation])])
+
+
+def graph_data_missing(result: CheckResult, issues: list[RenderIssue], urn: str, message: str) -> CheckResult:
+    """The report when the deployability checks could not run: the policies' and the render's outcomes, and one
+    failed ``deploy/graph-data-missing`` naming the resource and the value a check needed."""
+    fix = (
+        "render the value the message names (a render error on the same resource is the usual cause), or report it "
+        "if the program is correct: the checks never pass by skipping a value"
     )
+    report = with_deployability(result, [], [], issues)
+    outcome = PolicyOutcome(
+        DEPLOY_PREFIX + GRAPH_DATA_RULE,
+        "deployability: the checks could run on the rendered graph",
+        "mandatory",
+        [Violation(f"{message}. Fix: {fix}", urn)],
+    )
+    return CheckResult([*[o for o in report.outcomes if o.name != DEPLOY_PREFIX + STALE_RULE], outcome])

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from tokenplane.proof.deployability.graph import CLUSTER, HELM_RELEASE, NODE_GROUP, Graph, KubeObject
+from tokenplane.proof.deployability.graph import CLUSTER, HELM_RELEASE, NODE_GROUP, Graph, KubeObject, lookup
+from tokenplane.proof.deployability.nacls import Acls
 from tokenplane.proof.deployability.security_groups import (
+    SG_EGRESS_RULE,
     SG_INGRESS_RULE,
     SG_RULE,
     Network,
@@ -40,6 +42,7 @@ INTERNET_GATEWAY = "aws:ec2/internetGateway:InternetGateway"
 NAME_LABEL = "app.kubernetes.io/name"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server
 ANY_NETWORK = (ipaddress.IPv4Network("0.0.0.0/0"), ipaddress.IPv6Network("::/0"))
+SECURITY_GROUP_POLICY = "SecurityGroupPolicy"  # vpcresources.k8s.aws: security groups for pods
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,10 @@ class Region:
         """May addresses outside the cluster's pods (``networks``: a load balancer's) reach ``target`` on ``port``?"""
         return self._direction(target, port, "Ingress", "ingress", "from", lambda peer, _: _block_has(peer, networks))
 
+    def load_balancer_subnets(self, service: Service) -> list[RenderedResource]:
+        role = "kubernetes.io/role/internal-elb" if internal(service) else "kubernetes.io/role/elb"
+        return [s for s in self.graph.of_type(SUBNET, self.name) if str((s.inputs.get("tags") or {}).get(role)) == "1"]
+
     def load_balancer_networks(self, service: Service) -> list[Network]:
         """Where a LoadBalancer Service's load balancer sends from: the subnets the AWS Load Balancer Controller
         places it in (tagged kubernetes.io/role/elb, internet-facing; role/internal-elb, internal)."""
@@ -350,8 +357,11 @@ class Region:
         return out
 
     def ingress_rules(self, group: RenderedResource) -> list[SgRule]:
-        """The group's inline ingress rules and every standalone ingress rule attached to it."""
+        """The group's inline ingress rules and every standalone ingress rule attached to it (EKS's cluster group,
+        which stands for the cluster's URN, admits itself on everything)."""
         out = [SgRule.inline(group, rule, self.graph) for rule in group.inputs.get("ingress") or []]
+        if group.type == CLUSTER:
+            out.append(SgRule(group.urn, "-1", 0, 0, [], set(), True))
         for rule in self.graph.of_type(SG_RULE, self.name):
             if rule.inputs.get("type") == "ingress" and group in self.graph.referenced(rule, "securityGroupId"):
                 out.append(SgRule.standalone(rule, self.graph))
@@ -360,23 +370,118 @@ class Region:
                 out.append(SgRule.vpc_rule(rule, self.graph))
         return out
 
-    def sg_allows(self, groups: list[RenderedResource], port: int) -> Verdict:
-        """Does some ingress rule of ``groups`` let every pod address (or the pods' groups) in on ``port``?"""
-        rules = [r for g in groups for r in self.ingress_rules(g) if r.has_port(port)]
-        if any(
-            r.source_groups & self.pod_security_groups or (r.self_ref and r.owner in self.pod_security_groups)
-            for r in rules
-        ):
+    def sg_allows(self, groups: list[RenderedResource], port: int, pod: Pod | None = None) -> Verdict:
+        """Does some ingress rule of ``groups`` let every pod address (or the pods' groups) in on ``port``?
+
+        A pod that a SecurityGroupPolicy selects carries that policy's groups instead of the nodes' (its own
+        branch network interface), so a rule that admits the nodes' groups no longer admits it."""
+        own = self.pod_groups(pod) if pod is not None else None
+        sources = {g.urn for g in own[1]} if own is not None else self.pod_security_groups
+        whose = f"the pod's groups from SecurityGroupPolicy {own[0].namespace}/{own[0].name}" if own else "the nodes'"
+        return self.sg_verdict(groups, port, sources, self.pod_networks, peers=f"the pods' addresses, {whose} groups")
+
+    def sg_verdict(
+        self,
+        groups: list[RenderedResource],
+        port: int,
+        peer_groups: set[str],
+        peer_networks: list[Network],
+        *,
+        protocol: str = "tcp",
+        egress: bool = False,
+        peers: str = "the pods' addresses",
+    ) -> Verdict:
+        """Does some rule of ``groups`` (ingress, or ``egress``) cover ``port`` for the peer's groups or every
+        address of ``peer_networks``? Groups the program does not create are not in ``groups``: unknown, passed."""
+        if not groups:
             return Verdict(True)
-        if self.pod_networks and covered(self.pod_networks, [n for r in rules for n in r.networks]):
+        read = self.egress_rules if egress else self.ingress_rules
+        rules = [r for g in groups for r in read(g) if r.has_port(port, protocol)]
+        if any(r.source_groups & peer_groups or (r.self_ref and r.owner in peer_groups) for r in rules):
             return Verdict(True)
-        pods = ", ".join(str(n) for n in self.pod_networks) or "(no node group in the program)"
+        if peer_networks and covered(peer_networks, [n for r in rules for n in r.networks]):
+            return Verdict(True)
+        where = ", ".join(str(n) for n in peer_networks) or "(no node group in the program)"
+        named = ", ".join(self._group_name(u) for u in sorted(peer_groups))
         blockers = []
+        side, preposition = ("egress", "to") if egress else ("ingress", "from")
         for g in groups:
-            sources = "; ".join(r.summary() for r in self.ingress_rules(g) if r.has_port(port))
-            admits = f"admits TCP {port} only from {sources}" if sources else f"has no ingress rule for TCP {port}"
-            blockers.append(f"security group {g.name} {admits} (the pods' addresses: {pods})")
-        return Verdict(False, blockers)
+            found = "; ".join(r.summary() for r in read(g) if r.has_port(port, protocol))
+            label = f"{protocol.upper()} {port}"
+            admits = f"admits {label} only {preposition} {found}" if found else f"has no {side} rule for {label}"
+            blockers.append(
+                f"security group {self._group_name(g.urn)} {admits} ({peers}: {where}{f'; groups {named}' if named else ''})"
+            )
+        return Verdict(False, blockers, side)
+
+    def _group_name(self, urn: str) -> str:
+        resource = self.graph.by_urn.get(urn)
+        if resource is not None and resource.type == CLUSTER:
+            return f"{resource.name}'s cluster security group"
+        return resource.name if resource is not None else urn.rsplit("::", 1)[-1]
+
+    def egress_rules(self, group: RenderedResource) -> list[SgRule]:
+        """The group's egress rules. A group the program creates has only those it declares (the provider removes
+        AWS's default allow-all on create); EKS's cluster group keeps its allow-all."""
+        if group.type == CLUSTER:
+            return [SgRule(group.urn, "-1", 0, 0, list(ANY_NETWORK), set(), False)]
+        out = [SgRule.inline(group, rule, self.graph) for rule in group.inputs.get("egress") or []]
+        for rule in self.graph.of_type(SG_RULE, self.name):
+            if rule.inputs.get("type") == "egress" and group in self.graph.referenced(rule, "securityGroupId"):
+                out.append(SgRule.standalone(rule, self.graph))
+        for rule in self.graph.of_type(SG_EGRESS_RULE, self.name):
+            if group in self.graph.referenced(rule, "securityGroupId"):
+                out.append(SgRule.vpc_rule(rule, self.graph))
+        return out
+
+    # Security groups for pods -------------------------------------------------------------------------------
+    @cached_property
+    def group_policies(self) -> list[KubeObject]:
+        return self.graph.kube(self.name, SECURITY_GROUP_POLICY)
+
+    def pod_groups(self, pod: Pod | None) -> tuple[KubeObject, list[RenderedResource]] | None:
+        """The SecurityGroupPolicy that selects ``pod`` and the groups it gives it (the program's own; None when
+        none selects it, or its groups are made outside the program and so unknown).
+
+        The VPC resource controller matches a policy in the pod's namespace whose podSelector matches the pod's
+        labels and whose serviceAccountSelector matches its service account's labels (each where given; an
+        empty selector matches all)."""
+        if pod is None or pod.workload is None or not self.group_policies:
+            return None
+        spec = pod_template(pod.workload).get("spec") or {}
+        account = str(spec.get("serviceAccountName") or "default")
+        account_labels = next(
+            (
+                {str(k): str(v) for k, v in (a.manifest.get("metadata", {}).get("labels") or {}).items()}
+                for a in self.graph.kube(self.name, "ServiceAccount")
+                if a.namespace == pod.namespace and a.name == account
+            ),
+            {},
+        )
+        found: list[RenderedResource] = []
+        first: KubeObject | None = None
+        for policy in self.group_policies:
+            policy_spec = policy.manifest.get("spec") or {}
+            selectors = [
+                (policy_spec.get(key), labels)
+                for key, labels in (("podSelector", pod.labels), ("serviceAccountSelector", account_labels))
+                if policy_spec.get(key) is not None
+            ]
+            if policy.namespace != pod.namespace or not selectors:
+                continue
+            if all(selects(selector, labels) for selector, labels in selectors):
+                first = first or policy
+                found += self.graph.by_physical_ids(lookup(policy_spec, "securityGroups.groupIds"))
+        if first is None or not found:
+            return None
+        return first, list({g.urn: g for g in found}.values())
+
+    def node_groups_resources(self) -> list[RenderedResource]:
+        return [self.graph.by_urn[u] for u in sorted(self.pod_security_groups) if u in self.graph.by_urn]
+
+    @cached_property
+    def acls(self) -> Acls:
+        return Acls(self.graph, self.name)
 
     def vpc_networks(self, group: RenderedResource) -> list[Network]:
         return [

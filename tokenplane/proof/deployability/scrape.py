@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenplane import package_data
-from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.reachability import selects
 from tokenplane.proof.deployability.vllm_argv import vllm_version
 from tokenplane.vllm_metrics import MetricsSchemaMissing, load_metrics
 
@@ -28,6 +29,7 @@ PROMETHEUS_CHART = "kube-prometheus-stack"
 DCGM_CHART = "dcgm-exporter"
 KSM = "kube-state-metrics"
 VLLM = "vllm"
+DCGM_PORT = 9400  # the dcgm-exporter chart's container port, named "metrics"
 POD_IP = "10.0.0.10"  # any address: relabelling rewrites its port, nothing reads the host
 # The name a controller would give a pod of each kind: relabelling copies it into ``pod``, and a matcher such
 # as pod=~"vllm-small-.*" must match it.
@@ -51,6 +53,7 @@ class Pod:
     labels: dict[str, str]
     annotations: dict[str, str]
     exporters: tuple[str, ...]  # keys of exporters.json, or "vllm:<version>"
+    ports: dict[str, int] = field(default_factory=dict)  # named container ports
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ class Exported:
 
     series: dict[str, list[Series]] = field(default_factory=dict)
     unscraped: dict[str, str] = field(default_factory=dict)  # a sample name -> why no target carries it
+    fixes: dict[str, str] = field(default_factory=dict)  # a sample name -> how to have it scraped
+    misses: dict[str, str] = field(default_factory=dict)  # a pod's URN -> why a monitor selecting it scrapes nothing
 
 
 @functools.cache
@@ -111,17 +116,23 @@ def exported(graph: Graph, region: str) -> Exported:
         (str(job.get("job_name", "")), job)
         for release in releases
         for job in lookup(release.inputs.get("values") or {}, "prometheus.prometheusSpec.additionalScrapeConfigs") or []
-        if any(sd.get("role") == "pod" for sd in job.get("kubernetes_sd_configs") or [])
     ]
+    services = _services(graph, region)
     scraped: set[str] = set()
+    misses = out.misses
     for pod in pods:
         for job_name, job in jobs:
-            labels = _relabel(_meta(pod, job_name, job), [_snake(r) for r in job.get("relabel_configs") or []])
-            if labels is None:
+            for meta in sd_targets(job, pod, services):
+                labels = _relabel(meta, [_snake(r) for r in job.get("relabel_configs") or []])
+                if labels is None:
+                    continue
+                scraped.add(pod.urn)
+                _store(out, pod, job_name, labels, bool(job.get("honor_labels")), job.get("metric_relabel_configs"))
+        for found in _monitors(graph, region, pod, releases, services):
+            if isinstance(found, str):
+                misses.setdefault(pod.urn, found)
                 continue
-            scraped.add(pod.urn)
-            _store(out, pod, job_name, labels, bool(job.get("honor_labels")), job.get("metric_relabel_configs"))
-        for job_name, endpoint, labels in _monitors(graph, region, pod):
+            job_name, endpoint, labels = found
             scraped.add(pod.urn)
             honor = bool(endpoint.get("honorLabels"))
             _store(out, pod, job_name, labels, honor, [_snake(r) for r in endpoint.get("metricRelabelings") or []])
@@ -133,7 +144,10 @@ def exported(graph: Graph, region: str) -> Exported:
             continue
         for exporter in pod.exporters:
             for sample in _safe_samples(exporter):
-                out.unscraped.setdefault(sample, f"{pod.what} exports it, but no scrape job keeps that pod")
+                miss = misses.get(pod.urn)
+                out.unscraped.setdefault(sample, f"{pod.what} exports it, but {miss or 'no scrape job keeps that pod'}")
+                if miss:
+                    out.fixes.setdefault(sample, "make the monitor's selectors and port match what Prometheus reads")
     return out
 
 
@@ -199,6 +213,12 @@ def _pods(graph: Graph, region: str) -> Iterator[Pod]:
             {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()},
             {str(k): str(v) for k, v in (metadata.get("annotations") or {}).items()},
             tuple(runs),
+            {
+                str(p["name"]): int(p["containerPort"])
+                for c in workload.pod_spec().get("containers") or []
+                for p in c.get("ports") or []
+                if p.get("name") and isinstance(p.get("containerPort"), int | float)
+            },
         )
     for release in graph.releases(region, DCGM_CHART):
         values = release.inputs.get("values") or {}
@@ -211,6 +231,7 @@ def _pods(graph: Graph, region: str) -> Iterator[Pod]:
             {"app.kubernetes.io/name": DCGM_CHART, "app.kubernetes.io/instance": name},
             {str(k): str(v) for k, v in (values.get("podAnnotations") or {}).items()},
             (DCGM_CHART,),
+            {"metrics": DCGM_PORT},
         )
 
 
@@ -229,9 +250,9 @@ def _ksm_node_labels(pod: Pod) -> list[str]:
     return out
 
 
-def _meta(pod: Pod, job_name: str, job: dict[str, Any]) -> dict[str, str]:
+def _meta(pod: Pod, job_name: str, job: dict[str, Any], port: tuple[str, int] | None = None) -> dict[str, str]:
     labels = {
-        "__address__": f"{POD_IP}:80",
+        "__address__": f"{POD_IP}:{port[1] if port else 80}",
         "__metrics_path__": str(job.get("metrics_path") or "/metrics"),
         "__scheme__": str(job.get("scheme") or "http"),
         "job": job_name,
@@ -239,46 +260,214 @@ def _meta(pod: Pod, job_name: str, job: dict[str, Any]) -> dict[str, str]:
         "__meta_kubernetes_pod_name": pod.name,
         "__meta_kubernetes_pod_ip": POD_IP,
     }
-    for kind, values in (("label", pod.labels), ("annotation", pod.annotations)):
-        for key, value in values.items():
-            labels[f"__meta_kubernetes_pod_{kind}_{_UNSAFE.sub('_', key)}"] = value
-            labels[f"__meta_kubernetes_pod_{kind}present_{_UNSAFE.sub('_', key)}"] = "true"
+    if port is not None:
+        labels["__meta_kubernetes_pod_container_port_name"] = port[0]
+        labels["__meta_kubernetes_pod_container_port_number"] = str(port[1])
+        labels["__meta_kubernetes_pod_container_port_protocol"] = "TCP"
+    labels |= _object_meta("pod", pod.labels, pod.annotations)
     return labels
 
 
-def _monitors(graph: Graph, region: str, pod: Pod) -> Iterator[tuple[str, dict[str, Any], dict[str, str]]]:
-    """(job, endpoint, target labels) for each PodMonitor or ServiceMonitor endpoint that selects ``pod``.
+def _object_meta(role: str, labels: dict[str, str], annotations: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for kind, values in (("label", labels), ("annotation", annotations)):
+        for key, value in values.items():
+            out[f"__meta_kubernetes_{role}_{kind}_{_UNSAFE.sub('_', key)}"] = value
+            out[f"__meta_kubernetes_{role}_{kind}present_{_UNSAFE.sub('_', key)}"] = "true"
+    return out
 
-    The Prometheus Operator's own relabelling gives every target namespace, pod, container and job
-    (``<namespace>/<monitor>`` for a PodMonitor, the Service's name for a ServiceMonitor), then the endpoint's.
+
+@dataclass(frozen=True)
+class Service:
+    """A Service as service discovery and the Prometheus Operator see it."""
+
+    namespace: str
+    name: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    selector: dict[str, str]
+    ports: list[dict[str, Any]]  # spec.ports: name, port, targetPort
+
+    def selects(self, pod: Pod) -> bool:
+        return (
+            bool(self.selector)
+            and pod.namespace == self.namespace
+            and all(pod.labels.get(k) == v for k, v in self.selector.items())
+        )
+
+    def target_port(self, entry: dict[str, Any], pod: Pod) -> int | None:
+        """The pod's port a Service port sends to: a number, or the container port its name names (None: none)."""
+        target = entry.get("targetPort", entry.get("port"))
+        if isinstance(target, int | float) or (isinstance(target, str) and target.isdigit()):
+            return int(target)
+        return pod.ports.get(str(target))
+
+
+def _services(graph: Graph, region: str) -> list[Service]:
+    out = []
+    for obj in graph.kube(region, "Service"):
+        metadata = obj.manifest.get("metadata") or {}
+        spec = obj.manifest.get("spec") or {}
+        out.append(
+            Service(
+                obj.namespace,
+                obj.name,
+                {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()},
+                {str(k): str(v) for k, v in (metadata.get("annotations") or {}).items()},
+                {str(k): str(v) for k, v in (spec.get("selector") or {}).items()},
+                [dict(p) for p in spec.get("ports") or []],
+            )
+        )
+    return out
+
+
+def sd_targets(job: dict[str, Any], pod: Pod, services: list[Service]) -> Iterator[dict[str, str]]:
+    """The discovered labels of every target ``job``'s ``kubernetes_sd_configs`` make for ``pod`` (before its
+    relabelling), per Prometheus's roles: ``pod`` (one per container port, or one without a port), ``endpoints``
+    and ``endpointslice`` (one per port of each Service selecting the pod), ``service`` (one per Service port,
+    addressed by the Service's name: a scrape reaches one of its pods, so it stands for each)."""
+    job_name = str(job.get("job_name", ""))
+    for sd in job.get("kubernetes_sd_configs") or []:
+        names = lookup(sd, "namespaces.names")
+        if names and pod.namespace not in names:
+            continue
+        role = sd.get("role")
+        if role == "pod":
+            ports: list[tuple[str, int] | None] = [*pod.ports.items()] or [None]
+            for port in ports:
+                yield _meta(pod, job_name, job, port)
+        elif role in ("endpoints", "endpointslice", "service"):
+            for service in services:
+                if not service.selects(pod):
+                    continue
+                for entry in service.ports:
+                    target = service.target_port(entry, pod)
+                    if role != "service" and target is None:
+                        continue  # the endpoints controller lists no address for a port the pod does not name
+                    yield _service_meta(job_name, job, pod, service, entry, target, str(role))
+
+
+def _service_meta(
+    job_name: str, job: dict[str, Any], pod: Pod, service: Service, entry: dict[str, Any], target: int | None, role: str
+) -> dict[str, str]:
+    port_name = str(entry.get("name") or "")
+    labels = _object_meta("service", service.labels, service.annotations) | {
+        "__meta_kubernetes_namespace": service.namespace,
+        "__meta_kubernetes_service_name": service.name,
+    }
+    if role == "service":
+        labels |= {
+            "__address__": f"{service.name}.{service.namespace}.svc:{entry.get('port')}",
+            "__meta_kubernetes_service_port_name": port_name,
+            "__meta_kubernetes_service_port_number": str(entry.get("port")),
+            "__meta_kubernetes_service_port_protocol": str(entry.get("protocol") or "TCP"),
+        }
+    else:
+        named = next((n for n, p in pod.ports.items() if p == target), None)
+        labels |= _meta(pod, job_name, job, (named, target) if named and target else None)
+        labels |= {
+            "__address__": f"{POD_IP}:{target}",
+            "__meta_kubernetes_endpoints_name": service.name,
+            "__meta_kubernetes_endpoint_port_name": port_name,
+            "__meta_kubernetes_endpoint_port_protocol": str(entry.get("protocol") or "TCP"),
+            "__meta_kubernetes_endpoint_ready": "true",
+        }
+        if role == "endpointslice":
+            labels["__meta_kubernetes_endpointslice_port_name"] = port_name
+    labels |= {
+        "__metrics_path__": str(job.get("metrics_path") or "/metrics"),
+        "__scheme__": str(job.get("scheme") or "http"),
+        "job": job_name,
+    }
+    return labels
+
+
+def _monitors(
+    graph: Graph, region: str, pod: Pod, releases: list[Any], services: list[Service]
+) -> Iterator[tuple[str, dict[str, Any], dict[str, str]] | str]:
+    """(job, endpoint, target labels) for each PodMonitor or ServiceMonitor endpoint that scrapes ``pod``, or a
+    sentence saying why one that selects it scrapes nothing.
+
+    Prometheus reads only the monitors its own selectors pick (kube-prometheus-stack: those labelled
+    ``release: <release>`` unless ``*SelectorNilUsesHelmValues`` is false or a selector is given). A ServiceMonitor
+    selects Services, whose endpoints are their selected pods on the Service port its endpoint names; a PodMonitor
+    names the pod's container port. The Operator's own relabelling gives every target namespace, pod, service,
+    endpoint and job (``<namespace>/<monitor>`` for a PodMonitor, the Service's name, or its ``jobLabel``, for a
+    ServiceMonitor), then ``podTargetLabels``/``targetLabels`` and the endpoint's relabelings.
     """
     for monitor in graph.kube(region, "PodMonitor", "ServiceMonitor"):
         spec = monitor.manifest.get("spec") or {}
         namespaces = lookup(spec, "namespaceSelector.matchNames") or [monitor.namespace]
         if not lookup(spec, "namespaceSelector.any") and pod.namespace not in namespaces:
             continue
+        what = f"{monitor.kind} {monitor.namespace}/{monitor.name}"
         job = f"{monitor.namespace}/{monitor.name}"
+        service: Service | None = None
         if monitor.kind == "ServiceMonitor":
-            services = [
-                s
-                for s in graph.kube(region, "Service")
-                if s.namespace == pod.namespace
-                and _selects(spec.get("selector") or {}, lookup(s.manifest, "metadata.labels") or {})
-                and _selects({"matchLabels": lookup(s.manifest, "spec.selector") or {}}, pod.labels)
-            ]
-            if not services:
+            chosen = [s for s in services if s.selects(pod) and _selects(spec.get("selector") or {}, s.labels)]
+            if not chosen:
                 continue
-            job = services[0].name
+            service = chosen[0]
+            job = service.labels.get(str(spec.get("jobLabel")), service.name)
         elif not _selects(spec.get("selector") or {}, pod.labels):
             continue
+        refusal = _unread(monitor, releases)
+        if refusal:
+            yield f"{what} selects it, but {refusal}"
+            continue
         for endpoint in spec.get("endpoints") or spec.get("podMetricsEndpoints") or []:
-            meta = _meta(pod, job, {})
-            base = {"namespace": pod.namespace, "pod": pod.name, "job": job, "instance": meta["__address__"]}
-            if endpoint.get("port"):
-                base["endpoint"] = str(endpoint["port"])
+            port_name = endpoint.get("port")
+            base = {"namespace": pod.namespace, "pod": pod.name, "job": job}
+            port: tuple[str, int] | None = None
+            if service is not None:
+                entry = next((p for p in service.ports if port_name and p.get("name") == port_name), None)
+                if port_name and entry is None:
+                    names = ", ".join(repr(p.get("name")) for p in service.ports) or "none"
+                    yield f"{what} scrapes port {port_name!r} of Service {service.namespace}/{service.name}, which has no port of that name (its ports: {names})"
+                    continue
+                number = service.target_port(entry, pod) if entry is not None else None
+                if entry is not None and number is None:
+                    yield f"{what}'s Service {service.namespace}/{service.name} sends port {port_name!r} to {entry.get('targetPort')!r}, which the pod does not name (its ports: {pod.ports})"
+                    continue
+                base["service"] = service.name
+                port = (str(port_name), number) if port_name and number else None
+                for key in spec.get("targetLabels") or []:
+                    if key in service.labels:
+                        base[_UNSAFE.sub("_", key)] = service.labels[key]
+            elif port_name:
+                if port_name not in pod.ports:
+                    yield f"{what} scrapes container port {port_name!r}, which the pod does not name (its ports: {pod.ports})"
+                    continue
+                port = (str(port_name), pod.ports[str(port_name)])
+            for key in spec.get("podTargetLabels") or []:
+                if key in pod.labels:
+                    base[_UNSAFE.sub("_", key)] = pod.labels[key]
+            meta = _meta(pod, job, {}, port)
+            base["instance"] = meta["__address__"]
+            if port_name:
+                base["endpoint"] = str(port_name)
             labels = _relabel({**meta, **base}, [_snake(r) for r in endpoint.get("relabelings") or []])
             if labels is not None:
                 yield job, endpoint, labels
+
+
+def _unread(monitor: KubeObject, releases: list[Any]) -> str | None:
+    """Why no Prometheus of ``releases`` reads ``monitor`` (None when one does)."""
+    key = "serviceMonitor" if monitor.kind == "ServiceMonitor" else "podMonitor"
+    labels = {str(k): str(v) for k, v in (monitor.manifest.get("metadata", {}).get("labels") or {}).items()}
+    reasons = []
+    for release in releases:
+        prometheus = lookup(release.inputs.get("values") or {}, "prometheus.prometheusSpec") or {}
+        name = str(release.inputs.get("name") or release.name)
+        selector = prometheus.get(f"{key}Selector")
+        if not selector and prometheus.get(f"{key}SelectorNilUsesHelmValues", True) is not False:
+            selector = {"matchLabels": {"release": name}}  # the chart's default: only its own release's monitors
+        if selects(selector or {}, labels):
+            return None
+        reasons.append(
+            f"Prometheus of release {name} reads only {key}s matching {selector} (its labels: {labels or 'none'})"
+        )
+    return "; ".join(reasons) or None
 
 
 def _selects(selector: dict[str, Any], labels: dict[str, Any]) -> bool:

@@ -18,6 +18,8 @@ from tokenplane.proof.render import RenderedResource
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
 SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+SG_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+PROTOCOLS = {"tcp": ("tcp", "6"), "udp": ("udp", "17")}
 
 
 def network(text: object) -> Network | None:
@@ -54,10 +56,10 @@ class SgRule:
     source_groups: set[str]  # URNs of the groups it admits
     self_ref: bool
 
-    def has_port(self, port: int) -> bool:
+    def has_port(self, port: int, protocol: str = "tcp") -> bool:
         if self.protocol in ("-1", "all"):
             return True
-        return self.protocol in ("tcp", "6") and self.from_port <= port <= self.to_port
+        return self.protocol in PROTOCOLS[protocol] and self.from_port <= port <= self.to_port
 
     def summary(self) -> str:
         sources = [str(n) for n in self.networks] + [urn.rsplit("::", 1)[-1] for urn in sorted(self.source_groups)]
