@@ -18,7 +18,7 @@ import pytest
 from tests.proof.deployability.conftest import mutated, rendered, spec
 from tests.proof.deployability.test_flows import edit
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, endpoints, iam_s3, irsa, store_ports
+from tokenplane.proof.deployability import Finding, endpoints, iam_s3, irsa, service_accounts, store_ports
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.render import RenderedResource, RenderResult
 
@@ -27,6 +27,7 @@ RULES = (
     endpoints.TARGET_PORT,
     endpoints.PROBE_PORT,
     irsa.RULE,
+    service_accounts.RULE,  # the ServiceAccount side of IRSA, which irsa-trust leaves to it
     iam_s3.RULE,
     store_ports.RULE,
 )
@@ -220,17 +221,20 @@ def test_a_trust_naming_another_namespace_is_found_on_the_service_account() -> N
     def other_namespace(condition: dict[str, Any]) -> None:
         condition["StringEquals"][sub_key(condition)] = "system:serviceaccount:llm-serving:model-gateway"
 
-    finding = only(
-        found(trust("dev-local-model-gateway-role", other_namespace)), irsa.RULE, "dev-local-model-gateway-sa"
+    only(
+        found(trust("dev-local-model-gateway-role", other_namespace)),
+        service_accounts.RULE,
+        "dev-local-model-gateway-sa",
     )
-    assert "system:serviceaccount:llm-gateway:model-gateway" in finding.message and "AccessDenied" in finding.message
 
 
 def test_a_service_account_renamed_away_from_its_trust_is_found() -> None:
     def rename(inputs: dict[str, Any]) -> None:
         inputs["metadata"]["name"] = "clickhouse-server"
 
-    only(found(edit("ServiceAccount", "clickhouse", rename)), irsa.RULE, "dev-local-clickhouse-sa", "clickhouse-server")
+    findings = found(edit("ServiceAccount", "clickhouse", rename))
+    assert {f.rule for f in findings} == {service_accounts.RULE}, findings  # the pod's account is now missing too
+    assert any(f.urn.endswith("::dev-local-clickhouse-sa") and "clickhouse-server" in f.message for f in findings)
 
 
 def test_a_string_like_pattern_that_misses_the_service_account_is_found() -> None:
@@ -239,7 +243,7 @@ def test_a_string_like_pattern_that_misses_the_service_account_is_found() -> Non
         del condition["StringEquals"][key]
         condition["StringLike"] = {key: "system:serviceaccount:llm-serving:*"}
 
-    only(found(trust("dev-local-ai-gateway-role", pattern)), irsa.RULE, "dev-local-ai-gateway-sa")
+    only(found(trust("dev-local-ai-gateway-role", pattern)), service_accounts.RULE, "dev-local-ai-gateway-sa")
 
 
 def test_a_service_account_its_role_trusts_that_lacks_the_role_annotation_is_found() -> None:
@@ -250,13 +254,20 @@ def test_a_service_account_its_role_trusts_that_lacks_the_role_annotation_is_fou
     assert "nothing in the program carries the role's ARN" in finding.message
 
 
-def test_a_trust_whose_audience_is_not_sts_is_found_on_the_role() -> None:
-    def audience(condition: dict[str, Any]) -> None:
-        key = next(k for k in condition["StringEquals"] if k.endswith(":aud"))
-        condition["StringEquals"][key] = "sts.amazon.com"
+def audience(condition: dict[str, Any]) -> None:
+    key = next(k for k in condition["StringEquals"] if k.endswith(":aud"))
+    condition["StringEquals"][key] = "sts.amazon.com"
 
-    finding = only(found(trust("dev-local-batch-role", audience)), irsa.RULE, "dev-local-batch-role")
+
+def test_an_add_on_role_whose_audience_is_not_sts_is_found_on_the_role() -> None:
+    """The EBS CSI add-on's ServiceAccount is not in the graph: only irsa-trust reads this role's audience."""
+    role = "dev-local-cluster-ebs-csi-role"
+    finding = only(found(trust(role, audience)), irsa.RULE, role)
     assert "sts.amazon.com" in finding.message and '"sts.amazonaws.com"' in finding.fix
+
+
+def test_a_carried_role_whose_audience_is_not_sts_is_found_once() -> None:
+    only(found(trust("dev-local-batch-role", audience)), service_accounts.RULE, "dev-local-batch-sa")
 
 
 def test_string_like_wildcards_that_admit_the_service_account_are_not_flagged() -> None:

@@ -1,24 +1,22 @@
-"""A pod's IAM role (IRSA) can be assumed: the role's trust admits the ServiceAccount that carries the role.
+"""A web-identity IAM role (IRSA) reaches the pods it trusts, and asks for the audience EKS's tokens carry.
 
 EKS injects a web-identity token for every ServiceAccount annotated ``eks.amazonaws.com/role-arn``; the SDKs in
-the pod call ``AssumeRoleWithWebIdentity`` with it. STS grants the role only if a trust statement of the role
-(``Federated`` principal: the cluster's OIDC provider) admits the token: its ``<issuer>:sub`` condition
-(``StringEquals`` exact, ``StringLike`` with ``*`` and ``?``) matches ``system:serviceaccount:NAMESPACE:NAME``, and
-its ``<issuer>:aud`` condition, when present, is ``sts.amazonaws.com`` (the audience EKS's token carries). Otherwise
-every AWS call from the pod fails with AccessDenied (the SDK falls back to nothing: the node role is blocked by
-IMDS hop limits on EKS-managed nodes).
+the pod call ``AssumeRoleWithWebIdentity`` with it. ``service-account-trust`` (``service_accounts.py``) reads each
+annotated ServiceAccount against its role's trust. This check covers what that one cannot see from the
+ServiceAccounts' side (issue 27's held-out p08 kind):
 
-Checked for every ServiceAccount in the graph whose annotation names a role the graph creates (a role of another
-stack's cannot be read), for every web-identity trust statement's audience, and the other way round: a role whose
-trust names a ServiceAccount the program makes, while nothing in the program carries the role's ARN (the
-annotation forgotten or put on another account). Roles a chart's or an EKS add-on's
-ServiceAccount carries are not matched here (those ServiceAccounts are not in the graph).
+- a role whose trust names a ServiceAccount the program makes (``<issuer>:sub``), while nothing in the program
+  carries the role's ARN (no annotation, chart value, add-on or Pod Identity association, stack output): the
+  annotation was forgotten or put on another account, and that ServiceAccount's pods get no credentials;
+- a role no ServiceAccount of the graph carries (a chart's or an add-on's) whose ``<issuer>:aud`` condition is not
+  ``sts.amazonaws.com``, the audience EKS's tokens carry: AssumeRoleWithWebIdentity is denied for every pod.
+
+It cannot see: roles of other stacks.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,7 +32,14 @@ WEB_IDENTITY = "sts:AssumeRoleWithWebIdentity"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
+    carried = {
+        role.urn
+        for account in graph.kube(None, "ServiceAccount")
+        if (role := _role(graph, (account.manifest.get("metadata", {}).get("annotations") or {}).get(ROLE_ANNOTATION)))
+    }
     for trusted in graph.of_type(ROLE):
+        if trusted.urn in carried:
+            continue  # service-account-trust reads it against the ServiceAccounts that carry it, audience included
         for statement in _web_identity(trusted):
             for key, values in _conditions(statement, "aud"):
                 if AUDIENCE not in values:
@@ -46,25 +51,6 @@ def check(graph: Graph) -> Iterator[Finding]:
                         f'set the condition to "{key}": "{AUDIENCE}"',
                     )
     yield from _uncarried(graph)
-    for account in graph.kube(None, "ServiceAccount"):
-        annotations = account.manifest.get("metadata", {}).get("annotations") or {}
-        role = _role(graph, annotations.get(ROLE_ANNOTATION))
-        if role is None:
-            continue  # no annotation, or a role of another stack's: its trust cannot be read
-        subject = f"system:serviceaccount:{account.namespace}:{account.name}"
-        statements = _web_identity(role)
-        if any(_admits(s, subject) for s in statements):
-            continue
-        subs = [v for s in statements for _, values in _conditions(s, "sub") for v in values]
-        yield Finding(
-            RULE,
-            account.urn,
-            f"ServiceAccount {account.namespace}/{account.name} carries role {role.name}, whose trust admits "
-            f"{', '.join(subs) or 'no web identity'} but not {subject}: every AWS call from its pods is denied "
-            "(AccessDenied on AssumeRoleWithWebIdentity)",
-            f'make the role\'s trust condition "<oidc-issuer>:sub" equal "{subject}" (StringEquals), or move the '
-            "ServiceAccount to the namespace and name the trust names",
-        )
 
 
 def _role(graph: Graph, arn: Any) -> RenderedResource | None:
@@ -104,24 +90,6 @@ def _conditions(statement: dict[str, Any], claim: str) -> Iterator[tuple[str, li
         for key, values in ((statement.get("Condition") or {}).get(operator) or {}).items():
             if str(key).endswith(f":{claim}"):
                 yield f"{operator} {key}", [str(v) for v in (values if isinstance(values, list) else [values])]
-
-
-def _admits(statement: dict[str, Any], subject: str) -> bool:
-    """Whether the statement's sub conditions let ``subject`` in (every operator's, any of its values)."""
-    condition = statement.get("Condition") or {}
-    for operator, match in (("StringEquals", str.__eq__), ("StringLike", _like)):
-        for key, values in (condition.get(operator) or {}).items():
-            if str(key).endswith(":sub"):
-                listed = values if isinstance(values, list) else [values]
-                if not any(match(subject, str(v)) for v in listed):
-                    return False
-    return True
-
-
-def _like(value: str, pattern: str) -> bool:
-    """IAM's StringLike: ``*`` any run of characters, ``?`` one; nothing else is special."""
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, value, re.DOTALL) is not None
 
 
 def _uncarried(graph: Graph) -> Iterator[Finding]:
