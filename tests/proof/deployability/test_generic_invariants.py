@@ -3,12 +3,14 @@
 Each invariant is shown on defects planted into dev's rendered graph (none of them the held-out cases), each fires
 when its defect is put back, and the shipped stacks and correct variants stay clean: ``key-exists`` (a ConfigMap or
 Secret key a pod reads), ``storage-class-exists`` (a claim's StorageClass), ``target-exists`` (scaleTargetRef, PDB
-selectors, ingressClassName) and ``api-validation`` (values the API server rejects that the schema does not see).
+selectors, ingressClassName) and ``api-validation`` (values the API server rejects that the schema does not see) and ``topic-replication``
+(an MSK topic against its brokers and min.insync.replicas).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +22,7 @@ from tokenplane.proof.deployability import Assumptions, Finding
 from tokenplane.proof.render import RenderedResource, RenderResult
 
 pytestmark = pytest.mark.slow  # reads renders of whole stacks
-NEW_RULES = ("key-exists", "storage-class-exists", "target-exists", "api-validation")
+NEW_RULES = ("key-exists", "storage-class-exists", "target-exists", "api-validation", "topic-replication")
 
 
 def _findings(result: RenderResult, rule: str, assume: Assumptions | None = None) -> list[Finding]:
@@ -315,6 +317,56 @@ def test_an_hpa_with_min_above_max_or_zero_min_is_rejected() -> None:
     assert len(above) == 1 and "maxReplicas 3 below minReplicas 9" in above[0].message, above
     zero = _findings(_edit(hpa, lambda i: i["spec"].update(minReplicas=0)), "api-validation")
     assert len(zero) == 1 and "minReplicas 0" in zero[0].message, zero
+
+
+# --- every Kafka topic fits its cluster ------------------------------------------------------------------------
+
+
+def _topic(edit: Callable[[dict[str, Any]], None]) -> RenderResult:
+    return _edit("-kafka-topic-batch-jobs", edit)
+
+
+def _configs(**values: str) -> Callable[[dict[str, Any]], None]:
+    return lambda inputs: inputs.update(configs=json.dumps(values))
+
+
+def test_a_topic_replicated_beyond_the_brokers_is_reported_and_one_at_the_broker_count_is_not() -> None:
+    found = _findings(_topic(lambda i: i.update(replicationFactor=5.0)), "topic-replication")
+    assert len(found) == 1 and "replication factor 5" in found[0].message and "has 4 brokers" in found[0].message
+    ok = _topic(lambda i: (i.update(replicationFactor=4.0), _configs(**{"min.insync.replicas": "2"})(i)))
+    assert not _findings(ok, "topic-replication")
+
+
+def test_devs_old_topics_with_more_in_sync_replicas_than_replicas_are_reported() -> None:
+    # dev's topics before issue 27: replication factor 1 against min.insync.replicas 2
+    found = _findings(_topic(_configs(**{"min.insync.replicas": "2"})), "topic-replication")
+    assert len(found) == 1 and "NOT_ENOUGH_REPLICAS" in found[0].message and "topic's configs" in found[0].message
+
+
+def test_the_clusters_server_properties_apply_when_the_topic_sets_none() -> None:
+    found = _findings(_topic(_configs(**{"retention.ms": "1000"})), "topic-replication")
+    assert len(found) == 1 and "server properties" in found[0].message, found
+
+
+def test_fewer_brokers_than_a_topic_needs_is_reported_on_the_topic() -> None:
+    def grow(inputs: dict[str, Any]) -> None:
+        inputs.update(replicationFactor=3.0)
+
+    base = _topic(grow)
+    cluster = next(r for r in base.resources if r.name.endswith("-kafka-msk"))
+    shrunk = mutated(base, lambda r: with_inputs(r, lambda i: i.update(numberOfBrokerNodes=2.0)) if r is cluster else r)
+    found = _findings(shrunk, "topic-replication")
+    assert len(found) == 1 and found[0].urn.endswith("-kafka-topic-batch-jobs"), found
+
+
+def test_a_topic_on_a_cluster_the_program_does_not_create_is_not_judged() -> None:
+    def elsewhere(inputs: dict[str, Any]) -> None:
+        inputs.update(replicationFactor=9.0, clusterArn="arn:aws:kafka:eu-north-1:123456789012:cluster/shared/abc")
+
+    result = _topic(elsewhere)
+    topic = next(r for r in result.resources if r.name.endswith("-kafka-topic-batch-jobs"))
+    result = mutated(result, lambda r: dataclasses.replace(r, property_dependencies={}) if r is topic else r)
+    assert not _findings(result, "topic-replication")
 
 
 # --- the shipped stacks stay clean ---------------------------------------------------------------------------------
