@@ -3,8 +3,9 @@
 Each invariant is shown on defects planted into dev's rendered graph (none of them the held-out cases), each fires
 when its defect is put back, and the shipped stacks and correct variants stay clean: ``key-exists`` (a ConfigMap or
 Secret key a pod reads), ``storage-class-exists`` (a claim's StorageClass), ``target-exists`` (scaleTargetRef, PDB
-selectors, ingressClassName) and ``api-validation`` (values the API server rejects that the schema does not see) and ``topic-replication``
-(an MSK topic against its brokers and min.insync.replicas).
+selectors, ingressClassName), ``api-validation`` (values the API server rejects that the schema does not see) and
+``topic-replication`` (an MSK topic against its brokers and min.insync.replicas), ``record-in-zone`` (a Route 53
+record's name against its zone).
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from tokenplane.proof.deployability import Assumptions, Finding
 from tokenplane.proof.render import RenderedResource, RenderResult
 
 pytestmark = pytest.mark.slow  # reads renders of whole stacks
-NEW_RULES = ("key-exists", "storage-class-exists", "target-exists", "api-validation", "topic-replication")
+NEW_RULES = (
+    "key-exists",
+    "storage-class-exists",
+    "target-exists",
+    "api-validation",
+    "topic-replication",
+    "record-in-zone",
+)
 
 
 def _findings(result: RenderResult, rule: str, assume: Assumptions | None = None) -> list[Finding]:
@@ -367,6 +375,46 @@ def test_a_topic_on_a_cluster_the_program_does_not_create_is_not_judged() -> Non
     topic = next(r for r in result.resources if r.name.endswith("-kafka-topic-batch-jobs"))
     result = mutated(result, lambda r: dataclasses.replace(r, property_dependencies={}) if r is topic else r)
     assert not _findings(result, "topic-replication")
+
+
+# --- every Route 53 record lies within its zone ---------------------------------------------------------------
+
+ZONE_URN = "urn:pulumi:dev::tokenplane::aws:route53/zone:Zone::acme-zone"
+
+
+def _records(*names: str, zone_in_graph: bool = True) -> RenderResult:
+    """dev plus zone acme.com and one CNAME per name in it."""
+    zone = RenderedResource(
+        ZONE_URN, "aws:route53/zone:Zone", "acme-zone", None, None, "local", {"name": "acme.com"}, True
+    )
+    records = [
+        RenderedResource(
+            urn=f"urn:pulumi:dev::tokenplane::aws:route53/record:Record::record-{i}",
+            type="aws:route53/record:Record",
+            name=f"record-{i}",
+            parent=None,
+            provider=None,
+            region="local",
+            inputs={"zoneId": "Z0123", "name": name, "type": "CNAME", "ttl": 300, "records": ["lb.example.net"]},
+            custom=True,
+            property_dependencies={"zoneId": [ZONE_URN]},
+            dependencies=[ZONE_URN],
+        )
+        for i, name in enumerate(names)
+    ]
+    return mutated(rendered("dev"), lambda r: r, extra=[*([zone] if zone_in_graph else []), *records])
+
+
+@pytest.mark.parametrize("name", ["api.acme.ai", "gateway.example.org.", "acme.co"])
+def test_a_record_named_outside_its_zone_is_reported(name: str) -> None:
+    found = _findings(_records(name), "record-in-zone")
+    assert len(found) == 1 and "a name nobody asked for" in found[0].message, found
+    assert f"{name.rstrip('.')}.acme.com" in found[0].message, found[0]
+
+
+def test_relative_and_full_names_in_the_zone_and_unknown_zones_are_not_judged() -> None:
+    assert not _findings(_records("api", "api.acme.com", "acme.com", "API.Acme.com.", "*.acme.com"), "record-in-zone")
+    assert not _findings(_records("api.acme.ai", zone_in_graph=False), "record-in-zone")
 
 
 # --- the shipped stacks stay clean ---------------------------------------------------------------------------------
