@@ -52,6 +52,12 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "version-supported",
         "rollout-room",
         "platform-contract",
+        "key-exists",
+        "storage-class-exists",
+        "target-exists",
+        "api-validation",
+        "topic-replication",
+        "record-in-zone",
     }
 
 
