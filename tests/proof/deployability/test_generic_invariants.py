@@ -246,6 +246,20 @@ def test_a_pdb_selecting_by_expression_matches_like_the_api() -> None:
     assert len(found) == 1, found
 
 
+def test_a_pdb_for_a_charts_pods_is_not_judged_the_charts_workloads_are_not_in_the_graph() -> None:
+    keda = next(r for r in rendered("dev").resources if r.type.endswith("Release") and r.inputs.get("chart") == "keda")
+    selector = {"matchLabels": {"app": "keda-operator"}}
+    pdb: dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "keda-operator", "namespace": keda.inputs["namespace"]},
+        "spec": {"selector": selector, "maxUnavailable": 1},
+    }
+    assert not _findings(_plus(pdb), "target-exists")
+    pdb["metadata"]["namespace"] = "llm-data"  # the same PDB where only the program's own pods run
+    assert len(_findings(_plus(pdb), "target-exists")) == 1
+
+
 def _ingress(ingress_class: str) -> dict[str, Any]:
     backend = {"service": {"name": "ai-gateway", "port": {"number": 8080}}}
     return {
@@ -341,7 +355,11 @@ def _configs(**values: str) -> Callable[[dict[str, Any]], None]:
 def test_a_topic_replicated_beyond_the_brokers_is_reported_and_one_at_the_broker_count_is_not() -> None:
     found = _findings(_topic(lambda i: i.update(replicationFactor=5.0)), "topic-replication")
     assert len(found) == 1 and "replication factor 5" in found[0].message and "has 4 brokers" in found[0].message
-    ok = _topic(lambda i: (i.update(replicationFactor=4.0), _configs(**{"min.insync.replicas": "2"})(i)))
+
+    def at_brokers(inputs: dict[str, Any]) -> None:
+        inputs.update(replicationFactor=4.0, configs=json.dumps({"min.insync.replicas": "2"}))
+
+    ok = _topic(at_brokers)
     assert not _findings(ok, "topic-replication")
 
 

@@ -8,7 +8,8 @@
   creates (the AWS Load Balancer Controller's chart makes ``alb``; ingress-nginx's makes ``nginx``); with none, no
   controller reconciles the Ingress and it never gets an address.
 Programs deploying into an existing cluster (``--assume cluster``) may use objects it has, so Ingress classes are not
-judged there.
+judged there. A Helm chart's workloads are not in the graph, so scale targets and PDBs in a namespace a Helm release
+installs into are not judged either.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject, lookup
 
 RULE = "target-exists"
 SCALERS = ("HorizontalPodAutoscaler", "ScaledObject")
@@ -30,16 +31,19 @@ INGRESS_CHARTS = {
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
+        charted = {str(r.inputs.get("namespace") or "default") for r in graph.of_type(HELM_RELEASE, region)}
         workloads = graph.workloads(region)
-        yield from _scale_targets(graph, region, workloads)
-        yield from _disruption_budgets(graph, region, workloads)
+        yield from _scale_targets(graph, region, workloads, charted)
+        yield from _disruption_budgets(graph, region, workloads, charted)
         if not graph.assumed.cluster:
             yield from _ingress_classes(graph, region)
 
 
-def _scale_targets(graph: Graph, region: str, workloads: list[KubeObject]) -> Iterator[Finding]:
+def _scale_targets(graph: Graph, region: str, workloads: list[KubeObject], charted: set[str]) -> Iterator[Finding]:
     present = {(w.kind, w.namespace, w.name) for w in workloads}
     for scaler in graph.kube(region, *SCALERS):
+        if scaler.namespace in charted:
+            continue
         ref = lookup(scaler.manifest, "spec.scaleTargetRef") or {}
         kind = str(ref.get("kind") or "Deployment")  # KEDA's default kind
         name = str(ref.get("name"))
@@ -73,8 +77,10 @@ def _matches(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
     return True
 
 
-def _disruption_budgets(graph: Graph, region: str, workloads: list[KubeObject]) -> Iterator[Finding]:
+def _disruption_budgets(graph: Graph, region: str, workloads: list[KubeObject], charted: set[str]) -> Iterator[Finding]:
     for pdb in graph.kube(region, "PodDisruptionBudget"):
+        if pdb.namespace in charted:
+            continue
         selector = lookup(pdb.manifest, "spec.selector")
         if not isinstance(selector, dict) or not selector:
             continue  # an empty selector selects every pod of the namespace
