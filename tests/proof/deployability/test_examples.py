@@ -58,6 +58,12 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "irsa-trust",
         "iam-resource-type",
         "platform-contract",
+        "key-exists",
+        "storage-class-exists",
+        "target-exists",
+        "api-validation",
+        "topic-replication",
+        "record-in-zone",
     }
 
 

@@ -1,0 +1,111 @@
+"""Values the Kubernetes API server rejects that the OpenAPI schema check does not see.
+
+The schema says a field is an int-or-string; the API server's own validation (kubernetes/kubernetes, pkg/apis/*/
+validation) then relates fields to each other. A rejected object fails ``pulumi up`` at create time. Each rule below
+cites the function that rejects it:
+
+- Deployment/DaemonSet ``rollingUpdate`` with maxSurge and maxUnavailable both 0 (pkg/apis/apps/validation/
+  validation.go, ValidateRollingUpdateDeployment and ValidateRollingUpdateDaemonSet: "may not be 0 when `maxSurge`
+  is 0"). The server compares the values as written (an int, or a percent's number: ``getIntOrPercentValue``), after
+  defaulting the absent one (Deployment 25%/25%; DaemonSet maxSurge 0, maxUnavailable 1). A percent that resolves to
+  0 against the replica count is not rejected: the controller then rolls one pod at a time (ResolveFenceposts).
+- maxUnavailable above 100% (same functions, IsNotMoreThan100Percent).
+- PodDisruptionBudget with both minAvailable and maxUnavailable (pkg/apis/policy/validation/validation.go,
+  ValidatePodDisruptionBudgetSpec: "minAvailable and maxUnavailable cannot be both set").
+- HorizontalPodAutoscaler minReplicas below 1 (the HPAScaleToZero gate is alpha, off on EKS) or above maxReplicas
+  (pkg/apis/autoscaling/validation/validation.go, validateHorizontalPodAutoscalerSpec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+
+RULE = "api-validation"
+# Defaults the API server applies before validating (pkg/apis/apps/v1/defaults.go).
+ROLLING_DEFAULTS = {"Deployment": ("25%", "25%"), "DaemonSet": (0, 1)}  # (maxSurge, maxUnavailable)
+
+
+def _number(value: Any) -> int | None:
+    """An int-or-percent's number as the validator reads it: 3 -> 3, "25%" -> 25; None if neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.removesuffix("%")
+        if text.isdigit():
+            return int(text)
+    return None
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        for workload in graph.kube(region, *ROLLING_DEFAULTS):
+            yield from _rolling_update(workload)
+        for pdb in graph.kube(region, "PodDisruptionBudget"):
+            spec = pdb.manifest.get("spec") or {}
+            if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+                yield _rejected(
+                    pdb,
+                    f"sets both minAvailable ({spec['minAvailable']}) and maxUnavailable ({spec['maxUnavailable']})",
+                    "ValidatePodDisruptionBudgetSpec: minAvailable and maxUnavailable cannot be both set",
+                    "keep one of spec.minAvailable and spec.maxUnavailable",
+                )
+        for hpa in graph.kube(region, "HorizontalPodAutoscaler"):
+            spec = hpa.manifest.get("spec") or {}
+            low, high = spec.get("minReplicas", 1), spec.get("maxReplicas")
+            if isinstance(low, int) and low < 1:
+                yield _rejected(
+                    hpa,
+                    f"has minReplicas {low}",
+                    "validateHorizontalPodAutoscalerSpec: must be greater than or equal to 1 (HPAScaleToZero is alpha)",
+                    "set spec.minReplicas to 1 or more (KEDA's ScaledObject can scale to zero)",
+                )
+            elif isinstance(low, int) and isinstance(high, int) and high < low:
+                yield _rejected(
+                    hpa,
+                    f"has maxReplicas {high} below minReplicas {low}",
+                    "validateHorizontalPodAutoscalerSpec: must be greater than or equal to `minReplicas`",
+                    "make spec.maxReplicas at least spec.minReplicas",
+                )
+
+
+def _rolling_update(workload: KubeObject) -> Iterator[Finding]:
+    field = "spec.strategy" if workload.kind == "Deployment" else "spec.updateStrategy"
+    strategy = lookup(workload.manifest, field) or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return
+    rolling = strategy.get("rollingUpdate") or {}
+    surge_default, unavailable_default = ROLLING_DEFAULTS[workload.kind]
+    surge = rolling.get("maxSurge", surge_default)
+    unavailable = rolling.get("maxUnavailable", unavailable_default)
+    validator = "ValidateRollingUpdate" + ("Deployment" if workload.kind == "Deployment" else "DaemonSet")
+    if _number(surge) == 0 and _number(unavailable) == 0:
+        yield _rejected(
+            workload,
+            f"has {field}.rollingUpdate maxSurge {surge!r} and maxUnavailable {unavailable!r}: no pod could ever be "
+            "replaced",
+            f"{validator}: maxUnavailable may not be 0 when `maxSurge` is 0",
+            "allow a surge pod (maxSurge 1) where the nodes have room for one, else maxUnavailable 1",
+        )
+    if isinstance(unavailable, str) and (number := _number(unavailable)) is not None and number > 100:
+        yield _rejected(
+            workload,
+            f"has {field}.rollingUpdate maxUnavailable {unavailable!r}",
+            f"{validator}: must not be greater than 100%",
+            "set maxUnavailable to 100% or less",
+        )
+
+
+def _rejected(obj: KubeObject, what: str, source: str, fix: str) -> Finding:
+    return Finding(
+        RULE,
+        obj.urn,
+        f"{obj.kind} {obj.namespace}/{obj.name} {what}: the API server rejects it (kubernetes {source}) and "
+        "pulumi up fails",
+        fix,
+    )

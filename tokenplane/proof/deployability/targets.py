@@ -1,0 +1,120 @@
+"""References by name between Kubernetes objects resolve to an object that exists and is what they expect.
+
+- An HPA's or ScaledObject's ``scaleTargetRef`` names a workload of that kind in the same namespace; one that does
+  not exist leaves the HPA in FailedGetScale (KEDA's ScaledObject: "ScaledObjectCheckFailed") and nothing scales.
+- A PodDisruptionBudget's selector matches some pod the program runs in its namespace; one that matches none guards
+  nothing (the disruption controller reports "NoPods"), so the drain it was written for is unprotected.
+- An Ingress's ``ingressClassName`` names an IngressClass the program creates, or that a controller it installs
+  creates (the AWS Load Balancer Controller's chart makes ``alb``; ingress-nginx's makes ``nginx``); with none, no
+  controller reconciles the Ingress and it never gets an address.
+Programs deploying into an existing cluster (``--assume cluster``) may use objects it has, so Ingress classes are not
+judged there. A Helm chart's workloads are not in the graph, so scale targets and PDBs in a namespace a Helm release
+installs into are not judged either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject, lookup
+
+RULE = "target-exists"
+SCALERS = ("HorizontalPodAutoscaler", "ScaledObject")
+# Chart -> the IngressClass its default values create, and the value that renames it.
+INGRESS_CHARTS = {
+    "aws-load-balancer-controller": ("alb", "ingressClass"),
+    "ingress-nginx": ("nginx", "controller.ingressClassResource.name"),
+}
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        charted = {str(r.inputs.get("namespace") or "default") for r in graph.of_type(HELM_RELEASE, region)}
+        workloads = graph.workloads(region)
+        yield from _scale_targets(graph, region, workloads, charted)
+        yield from _disruption_budgets(graph, region, workloads, charted)
+        if not graph.assumed.cluster:
+            yield from _ingress_classes(graph, region)
+
+
+def _scale_targets(graph: Graph, region: str, workloads: list[KubeObject], charted: set[str]) -> Iterator[Finding]:
+    present = {(w.kind, w.namespace, w.name) for w in workloads}
+    for scaler in graph.kube(region, *SCALERS):
+        if scaler.namespace in charted:
+            continue
+        ref = lookup(scaler.manifest, "spec.scaleTargetRef") or {}
+        kind = str(ref.get("kind") or "Deployment")  # KEDA's default kind
+        name = str(ref.get("name"))
+        if (kind, scaler.namespace, name) in present:
+            continue
+        same = sorted(w.name for w in workloads if w.kind == kind and w.namespace == scaler.namespace)
+        yield Finding(
+            RULE,
+            scaler.urn,
+            f"{scaler.kind} {scaler.namespace}/{scaler.name} scales {kind} {name!r}, which the program does not "
+            f"create in {scaler.namespace} (its {kind}s there: {', '.join(same) or 'none'}): it reports "
+            "FailedGetScale and nothing is ever scaled",
+            f"set spec.scaleTargetRef to the {kind} it is meant to scale",
+        )
+
+
+def _matches(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
+    """Kubernetes label-selector semantics: matchLabels and matchExpressions, all of them."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, op, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and labels.get(key) in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _disruption_budgets(graph: Graph, region: str, workloads: list[KubeObject], charted: set[str]) -> Iterator[Finding]:
+    for pdb in graph.kube(region, "PodDisruptionBudget"):
+        if pdb.namespace in charted:
+            continue
+        selector = lookup(pdb.manifest, "spec.selector")
+        if not isinstance(selector, dict) or not selector:
+            continue  # an empty selector selects every pod of the namespace
+        pods = [
+            w
+            for w in workloads
+            if w.namespace == pdb.namespace
+            and _matches(selector, lookup(w.manifest, "spec.template.metadata.labels") or {})
+        ]
+        if pods:
+            continue
+        yield Finding(
+            RULE,
+            pdb.urn,
+            f"PodDisruptionBudget {pdb.namespace}/{pdb.name} selects {selector}, which no pod the program runs in "
+            f"{pdb.namespace} carries: it protects nothing, and a node drain takes the pods it was meant to keep",
+            "make spec.selector match the pod template labels of the workload it protects",
+        )
+
+
+def _ingress_classes(graph: Graph, region: str) -> Iterator[Finding]:
+    classes = {o.name for o in graph.kube(region, "IngressClass")}
+    for chart, (default, path) in INGRESS_CHARTS.items():
+        for release in graph.releases(region, chart):
+            classes.add(str(lookup(release.inputs.get("values") or {}, path) or default))
+    for ingress in graph.kube(region, "Ingress"):
+        name = lookup(ingress.manifest, "spec.ingressClassName")
+        if not isinstance(name, str) or name in classes:
+            continue
+        yield Finding(
+            RULE,
+            ingress.urn,
+            f"Ingress {ingress.namespace}/{ingress.name} asks for ingressClassName {name!r}, but no IngressClass of "
+            f"that name is created and no installed controller serves it (there are: {', '.join(sorted(classes)) or 'none'})"
+            ": no controller reconciles it and it never gets an address",
+            f"use one of {', '.join(sorted(classes)) or 'the installed classes'}, or install the controller for {name!r}",
+        )
