@@ -340,3 +340,22 @@ def test_an_egress_allow_list_with_dns_is_not_flagged() -> None:
     tcp = {"ports": [{"port": p, "protocol": "TCP"} for p in (8080, 8000, 6333, 4317, 6379, 9098)]}
     policy = egress_policy({"podSelector": {}, "policyTypes": ["Egress"], "egress": [dns, tcp]})
     assert found(mutated(rendered("dev"), lambda r: r, extra=[policy])) == []
+
+
+@pytest.mark.parametrize(
+    ("engine", "port"),
+    [
+        ("postgres", 5432),
+        ("aurora-postgresql", 5432),
+        ("mysql", 3306),
+        ("aurora-mysql", 3306),
+        ("mariadb", 3306),
+        ("oracle-ee", 1521),
+        ("sqlserver-se", 1433),
+        ("db2-se", 50000),
+    ],
+)
+def test_each_rds_engine_listens_on_its_own_default_port(engine: str, port: int) -> None:
+    from tokenplane.proof.deployability.flows import rds_default_port
+
+    assert rds_default_port(engine) == port

@@ -38,9 +38,9 @@ async def post(p: Platform, tenant_key: str, body: bytes, **headers: str) -> htt
             p.url + "/v1/chat/completions",
             # As bytes, as a raw client sends them: a header value is latin-1 on the wire (0xA0 is the NBSP).
             headers={
-                "authorization": f"Bearer {tenant_key}".encode("latin-1"),
-                "content-type": "application/json",
-                **headers,
+                b"authorization": f"Bearer {tenant_key}".encode("latin-1"),
+                b"content-type": b"application/json",
+                **{k.encode(): v.encode("latin-1") for k, v in headers.items()},
             },
             content=body,
         )

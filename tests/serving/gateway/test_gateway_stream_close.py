@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 import pytest
@@ -27,9 +27,9 @@ class Body:
 
 
 async def cut_after_first_chunk(response_type: type[StreamingResponse], body: Body) -> None:
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.body" and sent:
             raise OSError("the client closed the connection")  # what uvicorn's send does after a cut
         sent.append(message)

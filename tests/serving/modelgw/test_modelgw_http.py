@@ -108,7 +108,7 @@ async def test_a_missing_targets_header_is_a_400_that_names_it(
 
 @pytest.mark.parametrize("tokens", ["", "-3", "1.5", "²"])
 async def test_a_bad_estimate_header_is_a_400_that_names_it(
-    stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec, tokens: str | None
+    stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec, tokens: str
 ) -> None:
     url = await modelgw(stack, session, dev_spec, {})
     headers = {h.TARGETS: "pool:small@small", h.TOKENS: tokens}
@@ -170,7 +170,7 @@ async def test_the_ai_gateways_estimate_is_the_load_the_model_gateway_holds(
     modelgw = FailoverUpstream(config, session=session, registry=registry)
     stack.push_async_callback(modelgw.aclose)
     url = await stack.enter_async_context(serve(create_app(modelgw, registry=registry)))
-    body = {
+    body: dict[str, Any] = {
         "model": "small",
         "messages": [{"role": "user", "content": "word " * 300}],
         "max_tokens": 77,

@@ -546,7 +546,7 @@ def _stores(region: Region) -> list[Store]:
     for typ in ("aws:rds/instance:Instance", "aws:rds/cluster:Cluster"):
         for r in graph.of_type(typ, region.name):
             engine = str(r.inputs.get("engine") or "")
-            default = 3306 if ("mysql" in engine or "maria" in engine) else 5432
+            default = rds_default_port(engine)
             subnet_groups = graph.referenced(r, "dbSubnetGroupName")
             subnets = [s for g in subnet_groups for s in graph.referenced(g, "subnetIds")]
             out.append(
@@ -648,3 +648,14 @@ def _cluster_exposure(region: Region) -> Iterator[Finding]:
                             f"{policy.name}, beyond the VPC {', '.join(str(n) for n in vpc) or '(unknown)'}",
                             "admit its clients by pod and namespace selectors, or the VPC's range",
                         )
+
+
+# Each RDS engine family's default port, which the instance listens on when `port` is not set (the RDS API
+# reference, CreateDBInstance `Port`: MySQL/MariaDB/Aurora MySQL 3306, PostgreSQL/Aurora PostgreSQL 5432,
+# Oracle 1521, SQL Server 1433, Db2 50000).
+_RDS_DEFAULT_PORTS = (("mysql", 3306), ("maria", 3306), ("oracle", 1521), ("sqlserver", 1433), ("db2", 50000))
+
+
+def rds_default_port(engine: str) -> int:
+    """The port an RDS instance or cluster of ``engine`` (e.g. ``aurora-mysql``, ``sqlserver-se``) listens on by default."""
+    return next((port for family, port in _RDS_DEFAULT_PORTS if family in engine), 5432)
