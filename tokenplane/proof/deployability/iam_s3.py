@@ -19,12 +19,12 @@ policies.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.iam_policy import statements
 from tokenplane.proof.render import RenderedResource
 
 RULE = "iam-resource-type"
@@ -122,7 +122,7 @@ POLICY_INPUTS = {
 
 def check(graph: Graph) -> Iterator[Finding]:
     for resource, document in _documents(graph):
-        for statement in _statements(document):
+        for statement in statements(document):
             if statement.get("Effect") != "Allow" or "Action" not in statement or "Resource" not in statement:
                 continue
             kinds = {_kind(str(r)) for r in _list(statement["Resource"])}
@@ -154,16 +154,6 @@ def _documents(graph: Graph) -> Iterator[tuple[RenderedResource, Any]]:
         for inline in role.inputs.get("inlinePolicies") or []:
             if isinstance(inline, dict):
                 yield role, inline.get("policy")
-
-
-def _statements(document: Any) -> list[dict[str, Any]]:
-    if isinstance(document, str):
-        try:
-            document = json.loads(document)
-        except json.JSONDecodeError:
-            return []
-    statements = document.get("Statement") if isinstance(document, dict) else None
-    return [s for s in _list(statements) if isinstance(s, dict)]
 
 
 def _list(value: Any) -> list[Any]:

@@ -22,10 +22,10 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.iam_policy import ROLE, role_named, statements
 from tokenplane.proof.render import RenderedResource, physical_id
 
 RULE = "irsa-trust"
-ROLE = "aws:iam/role:Role"
 ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
 AUDIENCE = "sts.amazonaws.com"
 WEB_IDENTITY = "sts:AssumeRoleWithWebIdentity"
@@ -35,7 +35,11 @@ def check(graph: Graph) -> Iterator[Finding]:
     carried = {
         role.urn
         for account in graph.kube(None, "ServiceAccount")
-        if (role := _role(graph, (account.manifest.get("metadata", {}).get("annotations") or {}).get(ROLE_ANNOTATION)))
+        if (
+            role := role_named(
+                graph, (account.manifest.get("metadata", {}).get("annotations") or {}).get(ROLE_ANNOTATION)
+            )
+        )
     }
     for trusted in graph.of_type(ROLE):
         if trusted.urn in carried:
@@ -53,35 +57,16 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _uncarried(graph)
 
 
-def _role(graph: Graph, arn: Any) -> RenderedResource | None:
-    """The graph's role an ARN names (``arn:aws:iam::ACCOUNT:role[/path]/NAME``: by its name)."""
-    if not isinstance(arn, str) or ":role/" not in arn:
-        return None
-    found = graph.by_physical_id.get(arn.rsplit("/", 1)[-1])
-    return found if found is not None and found.type == ROLE else None
-
-
 def _web_identity(role: RenderedResource) -> list[dict[str, Any]]:
     """The role's Allow statements for AssumeRoleWithWebIdentity from a Federated (OIDC) principal."""
     out = []
-    for statement in _statements(role.inputs.get("assumeRolePolicy")):
+    for statement in statements(role.inputs.get("assumeRolePolicy")):
         actions = statement.get("Action")
         actions = actions if isinstance(actions, list) else [actions]
         federated = (statement.get("Principal") or {}) if isinstance(statement.get("Principal"), dict) else {}
         if statement.get("Effect") == "Allow" and WEB_IDENTITY in actions and "Federated" in federated:
             out.append(statement)
     return out
-
-
-def _statements(policy: Any) -> list[dict[str, Any]]:
-    if isinstance(policy, str):
-        try:
-            policy = json.loads(policy)
-        except json.JSONDecodeError:
-            return []
-    statements = policy.get("Statement") if isinstance(policy, dict) else None
-    statements = statements if isinstance(statements, list) else [statements] if statements else []
-    return [s for s in statements if isinstance(s, dict)]
 
 
 def _conditions(statement: dict[str, Any], claim: str) -> Iterator[tuple[str, list[str]]]:

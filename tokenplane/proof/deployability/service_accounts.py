@@ -22,12 +22,12 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject
+from tokenplane.proof.deployability.iam_policy import role_named
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "service-account-trust"
 ANNOTATION = "eks.amazonaws.com/role-arn"
 OIDC_PROVIDER = "aws:iam/openIdConnectProvider:OpenIdConnectProvider"
-ROLE = "aws:iam/role:Role"
 AUDIENCE = "sts.amazonaws.com"
 WEB_IDENTITY = "sts:AssumeRoleWithWebIdentity"
 POD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
@@ -42,7 +42,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         }
         for account in accounts.values():
             arn = str((account.manifest.get("metadata", {}).get("annotations") or {}).get(ANNOTATION) or "")
-            role = _role(graph, arn)
+            role = role_named(graph, arn)
             policy = _policy(role.inputs.get("assumeRolePolicy")) if role is not None else None
             if role is None or policy is None:
                 continue  # a role made outside the program, or a policy known only at apply time
@@ -77,15 +77,6 @@ def _missing(graph: Graph, region: str, accounts: dict[tuple[str, str], KubeObje
             f'in {namespace}: its pods are never created (serviceaccount "{name}" not found)',
             f"create ServiceAccount {namespace}/{name} before the {workload.kind}, or name one that exists",
         )
-
-
-def _role(graph: Graph, arn: str) -> Any:
-    """The program's role an ARN names (``arn:aws:iam::ACCOUNT:role/[path/]NAME``), or None."""
-    if ":role/" not in arn:
-        return None
-    name = arn.rsplit("/", 1)[-1]
-    found = graph.by_physical_id.get(name)
-    return found if found is not None and found.type == ROLE else None
 
 
 def _policy(value: object) -> dict[str, Any] | None:
