@@ -90,3 +90,15 @@ def test_size_warns_for_a_release_outside_the_memory_model(release: str, warned:
         assert not notes, notes
     else:
         assert len(notes) == 1 and warned in notes[0], notes
+
+
+def test_the_benchmark_reports_the_held_out_logs_apart_with_the_frozen_models_error() -> None:
+    from benchmarks import capacity_validation as bench
+
+    result = bench.run()
+    rows = [m for m in result["memory"] if m["split"] == "held out"]
+    assert {m["label"] for m in rows} == {p.label for p in held.HELD_OUT}
+    assert all(m["frozen_error"] is not None for m in rows)
+    assert not [m for m in result["memory"] if m["split"] != "held out" and m["frozen_error"] is not None]
+    assert [m["label"] for m in rows if m["current_release"]] == ["llama-3.1-8b bf16 TP1, A100-80GB (vLLM 0.31.0)"]
+    assert f"held out after the model was frozen at {held.FROZEN_AT}" in "\n".join(bench.lines(result))

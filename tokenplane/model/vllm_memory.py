@@ -50,9 +50,12 @@ Python), each with where it is and what this module does with it:
    (max(N/2, K) + max(N, K))`` activations, ``M`` = the batch's tokens *unchunked* (``M_chunk ==
    M_full``), ``N`` = the gate/up width per rank, ``K`` = hidden; 0.19 sized ``3 x width + hidden``.
    Where the hidden size exceeds the per-rank expert width (Qwen3-235B-A22B at TP4) that is up to
-   56% more. Modelled (``moe_workspace_kernel_shapes`` from 0.20). Not modelled:
-   ``experts/deep_gemm_moe.py`` ``DeepGemmExperts.workspace_shapes`` (block-FP8 experts on Hopper when
-   DeepGEMM is installed): FP8 bytes for the first buffer, rows padded per local expert; for
+   56% more. Modelled (``moe_workspace_kernel_shapes`` from 0.20). These are the shapes of the
+   FP8 experts too: ``fused_moe/oracle/fp8.py`` ``_get_priority_backends`` puts ``TRITON``
+   (``TritonExperts``) first for block-FP8 experts on Hopper without expert parallelism, and
+   FlashInfer CUTLASS first with it (not modelled: tokenplane does not plan expert parallelism).
+   ``experts/deep_gemm_moe.py`` ``DeepGemmExperts.workspace_shapes`` applies only when
+   ``VLLM_USE_DEEP_GEMM`` is set: FP8 bytes for the first buffer, rows padded per local expert; for
    Qwen3-235B-A22B-FP8 at TP4 and 8,192 tokens it is 0.94 GiB a rank against the Triton shapes'
    1.00 GiB, under 1% of that replica's KV cache.
 6. ``vllm/v1/worker/utils.py`` ``request_memory``: ``ceil(total x gpu_memory_utilization)`` of the
@@ -71,9 +74,10 @@ Python), each with where it is and what this module does with it:
    failed") and on more than two PCIe-only GPUs. The non-torch term keeps its 0.19 measurement, by
    interconnect and P2P (``non_torch_bytes``).
 
-The startup logs the constants come from are 0.17-0.19; no 0.32 log of a catalog model that
-prints every term was found, so 0.20-0.32 follow the source above (``BENCHMARKS.md`` says what
-the move from 0.19's accounting does to each example pool).
+The startup logs the constants come from are 0.17-0.19; 0.20-0.32 follow the source above
+(``BENCHMARKS.md`` says what the move from 0.19's accounting does to each example pool). One
+0.31.0 log of a catalog model was found after the model was frozen (Llama-3.1-8B on an A100,
+``tokenplane.model.calibration_heldout``): this accounting puts it within 0.1 %.
 """
 
 from __future__ import annotations
@@ -246,7 +250,8 @@ def cuda_graph_bytes(arch: Architecture, *, pp: int, overheads: VllmOverheads = 
 
 # The releases whose accounting this module follows (V1 engine, torch peak + non-torch +
 # weights, CUDA graphs outside the budget). tokenplane.model.calibration holds the 0.19.0 logs.
-# 0.17-0.19 are checked against startup logs; 0.20-0.32 follow 0.32.0's source (the module's docstring).
+# 0.17-0.19 are checked against startup logs; 0.20-0.32 follow 0.32.0's source (the module's docstring), with
+# one held-out 0.31.0 log (calibration_heldout) to check them.
 COVERED_VERSIONS = ((0, 17), (0, 32))
 VALIDATED_VERSIONS = ((0, 17), (0, 19))
 # From here vLLM subtracts its CUDA-graph estimate from the KV budget by default.
