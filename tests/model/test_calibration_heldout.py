@@ -102,3 +102,16 @@ def test_the_benchmark_reports_the_held_out_logs_apart_with_the_frozen_models_er
     assert not [m for m in result["memory"] if m["split"] != "held out" and m["frozen_error"] is not None]
     assert [m["label"] for m in rows if m["current_release"]] == ["llama-3.1-8b bf16 TP1, A100-80GB (vLLM 0.31.0)"]
     assert f"held out after the model was frozen at {held.FROZEN_AT}" in "\n".join(bench.lines(result))
+
+
+def test_four_times_the_token_budget_costs_kv_as_vllm_logged() -> None:
+    # Same GPU, model and release at 2,048 and 8,192 batched tokens: vLLM gave 1,168 fewer tokens at 8,192.
+    serve, large = (
+        next(p for p in held.HELD_OUT if p.label.startswith(f"qwen3-8b bf16 TP1, A100-40GB{s}"))
+        for s in (" serve", ", 8,192")
+    )
+    assert large.max_num_batched_tokens == 4 * serve.max_num_batched_tokens
+    assert (large.kv_tokens or 0) < (serve.kv_tokens or 0)
+    assert large.plan().kv_tokens < serve.plan().kv_tokens
+    # and the larger profile is not sized to promise more than vLLM gave (the dangerous direction)
+    assert large.plan().kv_tokens <= (large.kv_tokens or 0)
