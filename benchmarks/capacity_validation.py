@@ -318,7 +318,7 @@ def lines(r: dict[str, Any]) -> list[str]:
         "on an A100 40 GB (dariustanrd/tokenkaki), once as `vllm serve` (2,048 batched tokens) and once as",
         "`vllm bench latency` (the LLM class: 8,192), and two unused 0.19 logs of llm-d-planner's sweep",
         "(Mistral-Small-3.1-24B w8a8, TP1 and TP2; their vision tower is not sized, which is most of their",
-        "+1-2 %). Public 0.2x/0.3x logs are otherwise of hybrid-attention models (Qwen3.5+,",
+        "+1-2 %). Public 0.2x/0.3x logs are otherwise mostly of hybrid-attention models (Qwen3.5+,",
         "GLM-5.x) on RTX/AMD cards, which the model warns about. Still not found: a 0.2x/0.3x log of an MoE FP8",
         "model on H100s, and one of tensor parallelism over PCIe without P2P on a catalog GPU. For the first,",
         "0.32's source was read instead (`fused_moe/oracle/fp8.py`, `_get_priority_backends`): block-FP8",

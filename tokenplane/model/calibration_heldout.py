@@ -10,13 +10,14 @@ A point here must never enter a fit (``tests/model/test_calibration_heldout.py``
 change to the model that these points motivate must come from vLLM's source, not from them.
 
 What was found, and what was not (issue 28 item 5): public startup logs of vLLM >= 0.20 that
-print every term are almost all of hybrid attention models (Qwen3.5+, GLM-5.x) on consumer or
-AMD cards, which the model warns about instead of sizing. The one found on a catalog model and
-GPU is an A100 under vLLM 0.31.0; a public write-up of vLLM 0.19.1 on an A100 40 GB adds two more, at
-the A100's serving token budget and at four times it. No 0.2x/0.3x log of an MoE FP8 model on H100s, or of tensor
-parallelism over PCIe without P2P (L40S, A100 PCIe), that prints the KV cache and the settings
-was found; the Qwen3-235B-A22B FP8 TP4 log stays in ``calibration.OTHER_VERSIONS`` (vLLM ~0.9.2).
-Two logs from llm-d-planner's 0.19 sweep that the constants never saw are held out with them.
+print every term are mostly of hybrid attention models (Qwen3.5+, GLM-5.x) on consumer or AMD
+cards, which the model warns about instead of sizing. The one found on a catalog model and GPU
+is an A100 under vLLM 0.31.0. A public write-up of vLLM 0.19.1 on an A100 40 GB adds two more,
+at the A100's serving token budget and at four times it, and two logs of llm-d-planner's 0.19
+sweep that the constants never saw are held out with them. No 0.2x/0.3x log of an MoE FP8 model
+on H100s, or of tensor parallelism over PCIe without P2P (L40S, A100 PCIe), that prints the KV
+cache and the settings was found; the Qwen3-235B-A22B FP8 TP4 log stays in
+``calibration.OTHER_VERSIONS`` (vLLM ~0.9.2).
 """
 
 from __future__ import annotations
