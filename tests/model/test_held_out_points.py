@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tokenplane.model import calibration as cal
-from tokenplane.model import held_out
+from tokenplane.model import held_out, moe_kernels
 
 POST_FREEZE_LABELS = {p.label for p in held_out.POST_FREEZE}
 
@@ -20,6 +20,11 @@ def fit_lists() -> dict[str, set[str]]:
         "Efficiency floors (LatencyPoint.fit)": {p.label for p in (*cal.LATENCY, *held_out.POST_FREEZE) if p.fit},
         "calibration.API_TERM_FIT": set(cal.API_TERM_FIT),
     }
+
+
+def test_the_moe_kernel_term_is_read_from_kernel_tables_not_from_held_out_runs() -> None:
+    held_out_sources = {p.source for p in held_out.POST_FREEZE}
+    assert not held_out_sources & {t.source for t in moe_kernels.TABLES}
 
 
 @pytest.mark.parametrize("term", sorted(fit_lists()))

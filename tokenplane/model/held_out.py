@@ -3,8 +3,9 @@
 Issue 28 (item 3) asks that a new term be validated only on points added after it is fixed. The
 model was frozen at ``FROZEN_AT`` (no term changed in that commit); each point below was then
 copied from its public source and added here before its error was looked at. None of them may
-appear in a fit list (``calibration.API_TERM_FIT``, ``calibration.MOE_TERM_FIT``) or carry
-``fit=True``; ``tests/model/test_held_out_points.py`` fails if one does. Their error is what
+appear in a fit list (``calibration.API_TERM_FIT``), carry ``fit=True``, or be a source of the MoE
+kernel tables (``moe_kernels.TABLES``, the one term fixed after the freeze);
+``tests/model/test_held_out_points.py`` fails if one does. Their error is what
 ``BENCHMARKS.md`` reports as "held out from everything" (``benchmarks/capacity_validation.py``).
 
 Each point is classed by the load its benchmark offered (``calibration.Load``) from the command
