@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from tokenplane.catalog import Gpu, Interconnect, KvCacheDtype, Quantization
 from tokenplane.model.interconnect import Link, allreduce_latency_seconds, allreduce_seconds_per_row, link_for
+from tokenplane.model.moe_kernels import layer_cost as moe_layer_cost
 from tokenplane.model.vllm_memory import (
     DEFAULT_OVERHEADS,
     VllmOverheads,
@@ -313,6 +314,13 @@ class Efficiency:
                                   in decode and in prefill (``interconnect``)
     api_per_request_s    see      the OpenAI server's work for each other request in flight,
                          below    added to a new request's first token (``server_wait_seconds``)
+    moe_kernels          True     routed experts priced as vLLM's fused-MoE block runs them on
+                                  the GPU's generation: a fixed time per MoE layer and pass
+                                  plus the touched experts' weights at a bandwidth fraction,
+                                  fitted to ``benchmark_moe.py`` tables in vLLM pull requests
+                                  (``moe_kernels``: A100 56 us and 89 %, PR 19049; B200 27 us
+                                  and 74 %, PR 31448). No Hopper or Ada table was found: those
+                                  GPUs keep the dense roofline. False: every GPU keeps it
     ===================  =======  ===========================================================
 
     Attention runs at the precision vLLM's kernels run it (``ReplicaModel.attention_flops``):
@@ -331,6 +339,7 @@ class Efficiency:
     sampler_bytes_per_logit: float = 16.0
     ttft_floor_s: float = 0.020
     api_per_request_s: float = API_PER_REQUEST_S
+    moe_kernels: bool = True
 
 
 DEFAULT_EFFICIENCY = Efficiency()
@@ -463,6 +472,8 @@ class PrefillCost:
     read_experts_s: float = 0.0
     expert_miss: float = 1.0  # the chance that one row does not route to a given expert: 1 - top_k / experts
     read_floor_s: float = 0.0
+    # The MoE layers' fused-expert blocks' fixed time, paid once by any pass that routes a row (``moe_kernels``).
+    read_moe_fixed_s: float = 0.0
 
     def seconds(self, tokens: float, context_before: float = 0.0) -> float:
         return self.per_token_s * tokens + self.per_pair_s * causal_pairs(tokens, context_before)
@@ -475,9 +486,12 @@ class PrefillCost:
         """The weight reads of one pass over ``rows`` tokens (a float, or numpy arrays element by element)."""
         if isinstance(rows, np.ndarray):
             spread: F64 = self.read_fixed_s + self.read_experts_s * (1.0 - np.power(self.expert_miss, rows))
+            spread = spread + np.where(rows > 0, self.read_moe_fixed_s, 0.0)
             return np.maximum(spread, self.read_floor_s)
+        moe_fixed = self.read_moe_fixed_s if rows > 0 else 0.0
         return max(
-            self.read_fixed_s + self.read_experts_s * (1.0 - math.pow(self.expert_miss, rows)), self.read_floor_s
+            self.read_fixed_s + self.read_experts_s * (1.0 - math.pow(self.expert_miss, rows)) + moe_fixed,
+            self.read_floor_s,
         )
 
     @overload
@@ -512,21 +526,26 @@ def prefill_cost(model: ReplicaModel) -> PrefillCost:
     # The input embedding is a lookup, not a read of the whole table; when it is tied to the LM
     # head, the head reads it in full every pass anyway.
     read = total if arch.tie_word_embeddings else total - arch.vocab_size * arch.hidden_size * 2.0
-    experts, miss = 0.0, 1.0
+    experts, miss, expert_rate, moe_fixed = 0.0, 1.0, read_rate, 0.0
     if arch.is_moe:
         expert_params = 3 * arch.hidden_size * (arch.moe_intermediate_size or arch.intermediate_size)
         moe_layers = arch.num_layers - min(arch.first_dense_layers, arch.num_layers)
         experts = moe_layers * arch.num_experts * expert_params * bytes_per_weight(model.quantization)
         miss = 1 - arch.experts_per_token / arch.num_experts
+        # vLLM's fused-MoE block on this GPU's generation, where a public kernel table exists (``moe_kernels``).
+        kernel = moe_layer_cost(model.gpu.name) if eff.moe_kernels else None
+        if kernel is not None:
+            expert_rate, moe_fixed = model.bandwidth * kernel.efficiency, moe_layers * kernel.fixed_s
     attention_rate = model.attention_flops * eff.mfu_prefill
     return PrefillCost(
         # Each token's linear FLOPs, and its hidden state through the ranks' all-reduces (in line, not overlapped).
         per_token_s=_linear_flops_per_token(arch) / rate + model.allreduce_per_row_s(),
         per_pair_s=_attention_flops_per_pair(arch) / attention_rate,
         read_fixed_s=(read - experts) / read_rate,
-        read_experts_s=experts / read_rate,
+        read_experts_s=experts / expert_rate,
         expert_miss=miss,
         read_floor_s=arch.num_layers * eff.layer_floor_s,
+        read_moe_fixed_s=moe_fixed,
     )
 
 
