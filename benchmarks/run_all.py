@@ -9,7 +9,8 @@ pool's capacity), ``faults.py`` (one fault at a time under load), ``fuzz.py``
 (a day of byteion in the workbench), ``semantic_cache.py`` (the semantic cache's
 lookup cost by cached answers) and ``capacity_validation.py`` (the capacity model's
 error on public vLLM logs and benchmarks) and ``frontdoor_targets.py`` (issue 29's targets on the
-``tokenplane dev`` stack: a tenant's worst-case body, two tenants' batches). Each runs
+``tokenplane dev`` stack: a tenant's worst-case body, two tenants' batches) and ``plan_bench.py`` (the wall and
+CPU time of ``tokenplane plan --capacity-only`` on the three stacks, cold and warm pricing cache). Each runs
 as its own process under a time limit, so that one hung benchmark cannot hold
 the others; a failed one is reported in the file with its last lines of output.
 All of it takes about half an hour on two cores (LiteLLM alone takes minutes to start); ``--quick`` about ten.
@@ -55,6 +56,8 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     # Needs tokenplane[cpu-engine] (vLLM's CPU build) in the running Python; fails, and says so, without it.
     ("scheduler_structure.py", [], [], 1200),
     ("frontdoor_targets.py", [], ["--repeats", "1", "--seconds", "8"], 900),
+    # The capacity plan only: the full plan's render adds minutes at 5 runs (run plan_bench.py alone for it).
+    ("plan_bench.py", ["--capacity-only"], ["--capacity-only", "--runs", "3"], 900),
 )
 
 
@@ -433,6 +436,13 @@ def frontdoor_section(r: dict[str, Any]) -> list[str]:
     return lines(r)
 
 
+def plan_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.plan_bench import lines
+
+    return lines(r)
+
+
 def semantic_cache_section(r: dict[str, Any]) -> list[str]:
     rows = [
         [
@@ -490,6 +500,7 @@ SECTIONS = {
         "The front door's targets on the dev stack: a worst-case body, two batches (frontdoor_targets.py)",
         frontdoor_section,
     ),
+    "plan_bench.py": ("`tokenplane plan --capacity-only` on the three stacks (plan_bench.py)", plan_section),
 }
 
 

@@ -182,7 +182,7 @@ class PoolTiming:
         block_size: int = cap.BLOCK_SIZE,
         priority_scheduling: bool = False,
     ) -> PoolTiming:
-        terms = [cap.decode_step_terms(model, b) for b in range(max_num_seqs + 1)]
+        terms = cap.decode_step_table(model, max_num_seqs)
         return cls(
             max_num_seqs=max_num_seqs,
             token_budget=token_budget,

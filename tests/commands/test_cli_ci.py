@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.paths import REPO_ROOT
+from tokenplane.commands import progress
 from tokenplane.commands.cli import app
 from tokenplane.commands.progress import step
 from tokenplane.load import load_spec
@@ -35,16 +37,33 @@ def plain_console() -> tuple[Console, io.StringIO]:
 
 def test_a_step_prints_plain_lines_when_stderr_is_not_a_terminal() -> None:
     console, out = plain_console()
-    with step("rendering the graph", console=console):
+    with step("rendering the graph", console=console, after_s=0):
         assert out.getvalue() == "rendering the graph...\n", "the start line must be out before the step ends"
     assert out.getvalue().splitlines()[1].startswith("rendering the graph: done in ")
 
 
 def test_a_failed_step_does_not_claim_to_be_done() -> None:
     console, out = plain_console()
-    with pytest.raises(RuntimeError), step("rendering the graph", console=console):
+    with pytest.raises(RuntimeError), step("rendering the graph", console=console, after_s=0):
         raise RuntimeError("render failed")
     assert "done" not in out.getvalue()
+
+
+def test_a_step_that_ends_before_it_is_slow_prints_nothing() -> None:
+    console, out = plain_console()
+    with step("sizing 1 pool(s)", console=console, after_s=3600):
+        pass
+    assert out.getvalue() == ""
+
+
+def test_a_slow_step_is_announced_while_it_runs() -> None:
+    console, out = plain_console()
+    with step("rendering the graph", console=console, after_s=0.01):
+        deadline = time.monotonic() + 60  # the timer's thread prints; wait for it rather than for a fixed time
+        while not out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert out.getvalue() == "rendering the graph...\n"
+    assert out.getvalue().splitlines()[1].startswith("rendering the graph: done in ")
 
 
 def test_simulate_progress_prints_lines_during_the_run_when_stderr_is_not_a_terminal() -> None:
@@ -59,7 +78,10 @@ def test_simulate_progress_prints_lines_during_the_run_when_stderr_is_not_a_term
     assert len(out.getvalue().splitlines()) == 2
 
 
-def test_plan_says_what_it_is_doing_on_stderr_and_keeps_json_on_stdout_clean(runner: CliRunner) -> None:
+def test_plan_says_what_it_is_doing_on_stderr_and_keeps_json_on_stdout_clean(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(progress, "SHOW_AFTER_S", 0.0)  # as a plan slower than a second would
     result = runner.invoke(app, ["plan", "stacks/minimal.yaml", "--capacity-only", "--json"])
     assert result.exit_code == 0, result.output
     assert "sizing 1 pool(s)..." in result.stderr

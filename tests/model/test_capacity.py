@@ -183,6 +183,14 @@ def test_prefill_of_nothing_takes_no_time() -> None:
     assert cap.prefill_seconds(_replica("llama-3.1-8b"), 0) == 0.0
 
 
+@pytest.mark.parametrize(("name", "tp"), [("llama-3.1-8b", 1), ("llama-3.1-70b", 4), ("qwen3-30b-a3b", 2)])
+def test_a_timing_table_holds_each_batchs_decode_terms_to_the_bit(name: str, tp: int) -> None:
+    # The table prices the batch-independent terms once; every row must still be the same doubles.
+    model = _replica(name, tp=tp)
+    table = cap.decode_step_table(model, 300)
+    assert table == [cap.decode_step_terms(model, b) for b in range(301)]
+
+
 def test_decode_step_grows_with_batch_and_context() -> None:
     model = _replica("llama-3.1-8b")
     assert cap.decode_step_seconds(model, 1, mean_context=2000) < cap.decode_step_seconds(model, 64, mean_context=2000)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -40,13 +41,27 @@ def test_a_key_that_leaves_out_the_operating_point_changes_the_plan(
 ) -> None:
     # The defect the equality above guards against: two replica counts' pricings sharing one entry.
     computed = _numbers(None)
-    keyed = PricingCache.key
+    keyer = PricingCache.keyer
 
-    def without_operating_point(self: PricingCache, *inputs: object) -> str:
-        return keyed(self, *(x for x in inputs if not isinstance(x, Operating | int) or isinstance(x, bool)))
+    def without_operating_point(self: PricingCache, *fixed: object) -> Callable[..., str]:
+        key = keyer(self, *fixed)
+        return lambda *rest: key(*(x for x in rest if not isinstance(x, Operating | int) or isinstance(x, bool)))
 
-    monkeypatch.setattr(PricingCache, "key", without_operating_point)
+    monkeypatch.setattr(PricingCache, "keyer", without_operating_point)
     assert _numbers(PricingCache(tmp_path)) != computed
+
+
+@pytest.mark.parametrize("rest", [("fluid",), (1.5, Operating, 3), ([0.1, 2.0], None)])
+def test_a_pools_keyer_gives_the_key_of_all_its_inputs(tmp_path: Path, rest: tuple[object, ...]) -> None:
+    cache = PricingCache(tmp_path)
+    fixed = ({"memory_s": [0.1, 0.2]}, ["class-a", "class-b"], 0.75)
+    assert cache.keyer(*fixed)(*rest) == cache.key(*fixed, *rest)
+    assert cache.keyer(*fixed)(*rest) != cache.keyer(*fixed[:2], 0.5)(*rest)
+
+
+def test_a_keyer_asked_with_nothing_more_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least one input"):
+        PricingCache(tmp_path).keyer("timing")()
 
 
 def test_a_changed_pool_model_does_not_read_the_old_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

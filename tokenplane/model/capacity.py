@@ -63,6 +63,7 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "causal_pairs",
     "cuda_graph_bytes",
     "decode_step_seconds",
+    "decode_step_table",
     "decode_step_terms",
     "e2e_seconds",
     "inter_token_seconds",
@@ -615,18 +616,42 @@ def decode_step_terms(model: ReplicaModel, batch: int) -> DecodeStepTerms:
     which is what bounds small models and small batches. Sampling adds its logits
     traffic to both the memory and the compute path, so the step pays it either way.
     """
-    eff = model.efficiency
-    rate = model.bandwidth * eff.mbu_decode
-    kv_per_token = kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp
-    sampling = sampling_seconds(model, batch)
-    # The batch's rows through the ranks' all-reduces: like the sampler, paid on either side of the roofline.
-    serial = sampling + batch * model.allreduce_per_row_s()
-    return DecodeStepTerms(
-        memory_s=weight_read_seconds(model, batch) + serial,
-        kv_s_per_token=kv_per_token / rate,
-        compute_s=prefill_flops(model.arch, batch) / (model.peak_flops * eff.mfu_decode) + serial,
-        overhead_s=step_overhead_seconds(model),
-    )
+    return _DecodeStepPricer(model).terms(batch)
+
+
+def decode_step_table(model: ReplicaModel, max_batch: int) -> list[DecodeStepTerms]:
+    """``decode_step_terms(model, b)`` for every ``b`` from 0 to ``max_batch``, the same doubles.
+
+    A pool's timing table asks for hundreds of batch sizes; what does not depend on the batch
+    (the prefill cost, the KV read rate, the step overhead) is priced once instead of once a row,
+    which was most of a warm ``plan --capacity-only``.
+    """
+    pricer = _DecodeStepPricer(model)
+    return [pricer.terms(b) for b in range(max_batch + 1)]
+
+
+class _DecodeStepPricer:
+    """The batch-independent parts of ``decode_step_terms``, computed once per replica model."""
+
+    def __init__(self, model: ReplicaModel) -> None:
+        eff = model.efficiency
+        rate = model.bandwidth * eff.mbu_decode
+        self.model = model
+        self.cost = prefill_cost(model)
+        self.kv_s_per_token = kv_bytes_per_token(model.arch, model.kv_cache_dtype, tp=model.tp) * model.tp / rate
+        self.per_row_s = model.allreduce_per_row_s()
+        self.compute_rate = model.peak_flops * eff.mfu_decode
+        self.overhead_s = step_overhead_seconds(model)
+
+    def terms(self, batch: int) -> DecodeStepTerms:
+        # The batch's rows through the ranks' all-reduces: like the sampler, paid on either side of the roofline.
+        serial = sampling_seconds(self.model, batch) + batch * self.per_row_s
+        return DecodeStepTerms(
+            memory_s=self.cost.read_seconds(float(batch)) + serial,
+            kv_s_per_token=self.kv_s_per_token,
+            compute_s=prefill_flops(self.model.arch, batch) / self.compute_rate + serial,
+            overhead_s=self.overhead_s,
+        )
 
 
 def weight_read_seconds(model: ReplicaModel, rows: int) -> float:

@@ -56,6 +56,7 @@ expected hit rate, as in the simulator).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import astuple, dataclass
 from statistics import NormalDist
 from typing import Any
@@ -200,6 +201,7 @@ class ReplicaPerformance:
         self._fluid: float | None = None
         self._health: dict[tuple[float, int], Health] = {}
         self._cache = cache
+        self._keyer: Callable[..., str] | None = None
 
     # --- the mix -----------------------------------------------------------------------------
 
@@ -346,7 +348,7 @@ class ReplicaPerformance:
             if self._cache is None:
                 self._fluid = self._bisect_fluid()
             else:
-                key = self._cache.key("fluid", self.timing, self.classes, self.prefix_kept)
+                key = self._pricing_key(self._cache)("fluid")
                 self._fluid = float(self._cache.get_or_compute(key, self._bisect_fluid))
         return self._fluid
 
@@ -465,9 +467,15 @@ class ReplicaPerformance:
             classes, itl = self._ttft(op, replicas)
             return [[astuple(c) for c in classes.values()], itl]
 
-        key = self._cache.key(self.timing, self.classes, self.prefix_kept, self.z, op, replicas)
+        key = self._pricing_key(self._cache)(self.z, op, replicas)
         rows, itl = self._cache.get_or_compute(key, compute)
         return {row[0]: ClassLatency(*row) for row in rows}, float(itl)
+
+    def _pricing_key(self, cache: PricingCache) -> Callable[..., str]:
+        """The cache key of a question about this pool: its inputs are printed once, then each question's own."""
+        if self._keyer is None:
+            self._keyer = cache.keyer(self.timing, self.classes, self.prefix_kept)
+        return self._keyer
 
     def _unbounded(self) -> dict[str, ClassLatency]:
         return {

@@ -69,6 +69,24 @@ class PricingCache:
     def key(self, *inputs: object) -> str:
         return hashlib.sha256((_code_digest() + repr(inputs)).encode()).hexdigest()
 
+    def keyer(self, *fixed: object) -> Callable[..., str]:
+        """``key`` for inputs that start with ``fixed``: ``keyer(*fixed)(*rest) == key(*fixed, *rest)``.
+
+        A pool's TTFT pricings all start with its timing table (hundreds of floats) and class mix;
+        their ``repr`` is taken and hashed once here instead of once a question, which was most of
+        a warm plan's time. ``rest`` must not be empty (a tuple of one prints with a trailing comma).
+        """
+        head = hashlib.sha256((_code_digest() + "(" + "".join(f"{x!r}, " for x in fixed)).encode())
+
+        def key(*rest: object) -> str:
+            if not rest:
+                raise ValueError("keyer(...)() needs at least one input after the fixed ones")
+            digest = head.copy()
+            digest.update((", ".join(map(repr, rest)) + ")").encode())
+            return digest.hexdigest()
+
+        return key
+
     def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
         """The stored answer for ``key``, or ``compute()``'s, stored (a cache that cannot be written is skipped)."""
         path = self.folder / f"{key}.json"
