@@ -239,8 +239,9 @@ def lines(r: dict[str, Any]) -> list[str]:
         "`calibration.API_TERM_FIT` (the L4 waves and the H100 at 16 req/s); gpustack's ShareGPT closed loop is held",
         "out from it. No public loaded point with a published prompt length was found to add after the term was",
         "fixed, so the held-out set is the one point family that predates it and was not used to fit it. The",
-        "planner and the simulator do not add the term yet: with it, byteion's ap-southeast small-chat TTFT P95",
-        "disagreed by -7.8 % (the planner draws the batch at a first token with sd 6.2, the simulator shows 9.9).",
+        "planner and the simulator add the same term (`capacity.server_seconds`, through",
+        "`PoolTiming.first_token_server_s`), the planner on the batch at a first token as `model/batch_spread.py`",
+        "derives it (`plan_agreement.py` below holds the two together).",
         "",
         f"- TTFT under load, held out from the term: {_summary(loaded_held)}: "
         + ("meets" if loaded_held and statistics.median([abs(e) for e in loaded_held]) <= 0.25 else "**misses**")
