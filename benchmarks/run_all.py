@@ -8,7 +8,8 @@ pool's capacity), ``faults.py`` (one fault at a time under load), ``fuzz.py``
 (the fuzz suites at 8x their CI sizes, with the cases they tried), ``simulate_day.py``
 (a day of byteion in the workbench), ``semantic_cache.py`` (the semantic cache's
 lookup cost by cached answers) and ``capacity_validation.py`` (the capacity model's
-error on public vLLM logs and benchmarks) and ``frontdoor_targets.py`` (issue 29's targets on the
+error on public vLLM logs and benchmarks), ``plan_agreement.py`` (the planner against its simulator on
+every pool) and ``frontdoor_targets.py`` (issue 29's targets on the
 ``tokenplane dev`` stack: a tenant's worst-case body, two tenants' batches) and ``plan_bench.py`` (the wall and
 CPU time of ``tokenplane plan --capacity-only`` on the three stacks, cold and warm pricing cache). Each runs
 as its own process under a time limit, so that one hung benchmark cannot hold
@@ -52,6 +53,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("simulate_day.py", [], ["--quick"], 900),
     ("semantic_cache.py", ["--full"], ["--sizes", "10000", "--windows", "2"], 3600),  # 1M answers: ~15 min
     ("capacity_validation.py", [], [], 60),
+    ("plan_agreement.py", ["--rag-seeds", "3"], [], 900),
     ("finops_bench.py", [], ["--events", "50000", "--runs", "2"], 900),
     # Needs tokenplane[cpu-engine] (vLLM's CPU build) in the running Python; fails, and says so, without it.
     ("scheduler_structure.py", [], [], 1200),
@@ -415,6 +417,13 @@ def capacity_section(r: dict[str, Any]) -> list[str]:
     return lines(r)
 
 
+def plan_agreement_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.plan_agreement import lines
+
+    return lines(r)
+
+
 def finops_section(r: dict[str, Any]) -> list[str]:
     sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
     from benchmarks.finops_bench import lines
@@ -490,6 +499,10 @@ SECTIONS = {
     "capacity_validation.py": (
         "The capacity model against public vLLM logs (capacity_validation.py)",
         capacity_section,
+    ),
+    "plan_agreement.py": (
+        "The planner against its simulator on every pool (plan_agreement.py)",
+        plan_agreement_section,
     ),
     "finops_bench.py": (
         "The FinOps plane: the metering consumer and a day's chargeback (finops_bench.py)",

@@ -17,6 +17,10 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
+
+import numpy as np
+import numpy.typing as npt
 
 from tokenplane.catalog import GPUS, InstanceType, default_instance, instance_type
 from tokenplane.model import capacity as cap
@@ -26,6 +30,8 @@ from tokenplane.model.sizing import IMAGE_VLLM
 from tokenplane.model.vllm_memory import overheads_for_version
 from tokenplane.spec import PlatformSpec, Pool, SpeculativeMethod
 from tokenplane.transformer import ModelKind
+
+F64 = npt.NDArray[np.float64]
 
 EAGLE_DRAFT_COST = 0.05  # an EAGLE head is about one decoder layer of the target
 REQUEST_SHARE = 0.8  # of a node's CPU and memory per GPU; the rest is for kubelet and daemons
@@ -152,11 +158,8 @@ class PoolTiming:
     # The OpenAI server's share of every response (tokenization, the first scheduling step, detokenization,
     # the first chunk): each byte reaches the client this much after the engine's iteration produced it.
     ttft_floor_s: float = 0.0
-    # The server's per-request work: each other request in flight delays a first token this much more
-    # (``capacity.server_wait_seconds``); the simulator and the planner add it per the batch decoding then.
-    # Zero for spec-built pools for now: the term's tail follows the batch's spread at a first token, which
-    # the planner draws as M/G/inf (sd 6.2 at byteion's small-chat batch of 38) where the simulator shows
-    # sd 9.9-11.3, so with 2.4 ms the planner's TTFT P95 was 7.8 % short of the simulator's on one pool.
+    # The server's per-request work: each other request in flight delays a first token this much more. The
+    # planner and the simulator both add it through ``first_token_server_s``, per the batch decoding then.
     api_per_request_s: float = 0.0
     # vLLM's KV block, in tokens: every sequence holds a part-filled last block (half of one on average).
     block_size: int = cap.BLOCK_SIZE
@@ -164,6 +167,19 @@ class PoolTiming:
     # preempts the running sequence of the lowest level, latest arrival, and a preempted sequence waits again
     # in its own level's place. Under FCFS the newest admitted one is preempted and waits first in line.
     priority_scheduling: bool = False
+
+    @overload
+    def first_token_server_s(self, batch: float) -> float: ...
+    @overload
+    def first_token_server_s(self, batch: F64) -> F64: ...
+    def first_token_server_s(self, batch: float | F64) -> float | F64:
+        """What the OpenAI server adds to a first token produced beside ``batch`` decoding sequences.
+
+        The one TTFT server term (``capacity.server_seconds``), which the planner's pool model (on its
+        chains' batches) and the simulated engine (on each prefill iteration's batch) both call, as the
+        validation table does: the three cannot price a first token's server work differently.
+        """
+        return cap.server_seconds(self.ttft_floor_s, self.api_per_request_s, batch)
 
     @property
     def waste_tokens(self) -> float:
@@ -195,6 +211,7 @@ class PoolTiming:
             prefill=cap.prefill_cost(model),
             encoder=encoder,
             ttft_floor_s=model.efficiency.ttft_floor_s,
+            api_per_request_s=model.efficiency.api_per_request_s,
             block_size=block_size,
             priority_scheduling=priority_scheduling,
         )
@@ -236,6 +253,8 @@ class PoolTiming:
             prefill=cap.PrefillCost(host.prefill_per_token_s, host.prefill_per_pair_s),
             encoder=encoder,
             ttft_floor_s=host.ttft_floor_s + host.overhead_s - overhead,
+            # Measured one request at a time, the host's floor holds none of the server's per-request work.
+            api_per_request_s=cap.DEFAULT_EFFICIENCY.api_per_request_s,
         )
 
     def decode_seconds(self, batch: int, context: float) -> float:

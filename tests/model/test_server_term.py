@@ -80,3 +80,45 @@ def test_the_simulator_adds_it_per_sequence_decoding_beside() -> None:
 
     # The second request's prompt is prefilled beside the first one's decode: one sequence in flight.
     assert second_ttft(0.01) - second_ttft(0.0) == pytest.approx(0.01, rel=1e-6)
+
+
+def test_spec_built_pools_carry_the_fitted_term() -> None:
+    # It was zero for spec-built pools until the planner drew the batch at a first token as wide as the simulator.
+    model = cap.ReplicaModel(cal.QWEN3_8B, gpu("H100-80GB"))
+    timing = PoolTiming.build(model, max_num_seqs=8, token_budget=8192, kv_tokens=400_000.0)
+    assert timing.api_per_request_s == cap.DEFAULT_EFFICIENCY.api_per_request_s > 0
+    assert timing.first_token_server_s(10.0) == pytest.approx(timing.ttft_floor_s + 10 * timing.api_per_request_s)
+
+
+def test_the_planner_and_the_engine_take_the_server_term_from_one_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Shift the one function by a second: both sides move by exactly that, so neither prices the term on its own.
+    import math
+
+    import numpy as np
+
+    from tokenplane.sim.engine import Engine, RequestState
+
+    model = cap.ReplicaModel(cal.QWEN3_8B, gpu("H100-80GB"))
+    timing = PoolTiming.build(model, max_num_seqs=8, token_budget=8192, kv_tokens=400_000.0)
+    mix = [ClassMix("A", 1.0, (200, 200), (400, 400), 10.0, 0.99)]
+
+    def planner_p50() -> float:
+        return ReplicaPerformance(timing, mix, prefix_kept=1.0).health(1.0).classes["A"].ttft_p50_s
+
+    def engine_ttft() -> float:
+        state = RequestState(
+            arrival=[0.0, 0.2], priority=[1, 1], context=[100, 100], prefill=[100, 100], cached=[0, 0],
+            tokens=[400, 4], max_wait=[math.inf, math.inf],
+        )  # fmt: skip
+        engine = Engine([timing], [1], state, np.array(state.arrival))
+        engine.start(0, 0.0)
+        engine.dispatch(0, np.arange(2), np.zeros(2, dtype=np.int64))
+        engine.run_until(1e9)
+        return state.first[1] - state.arrival[1]
+
+    before = planner_p50(), engine_ttft()
+    original = PoolTiming.first_token_server_s
+    monkeypatch.setattr(PoolTiming, "first_token_server_s", lambda self, batch: original(self, batch) + 1.0)
+    after = planner_p50(), engine_ttft()
+    assert after[0] - before[0] == pytest.approx(1.0, abs=1e-9), (before, after)
+    assert after[1] - before[1] == pytest.approx(1.0, abs=1e-9)

@@ -464,13 +464,13 @@ class LatencyPoint:
         if self.load is Load.WAVES:
             first = wave(model, self.prompt_tokens, self.batch, self.token_budget).first_token_s
             # The wave's other c - 1 requests are in flight at the server as each one's first token leaves.
-            server = model.efficiency.ttft_floor_s + cap.server_wait_seconds(model, self.batch - 1)
+            server = cap.server_wait_seconds(model, self.batch - 1)
             return (server + first) * 1e3
         tpot = self.predicted_tpot_ms()
         cost = cap.prefill_cost(model)
         prefill = cost.in_iteration(cost.seconds(self.prompt_tokens), float(self.prompt_tokens), float(self.batch))
         joined = cap.decode_step_seconds(model, self.batch, mean_context=self.context) + prefill
-        server = model.efficiency.ttft_floor_s + cap.server_wait_seconds(model, self.batch - 1)
+        server = cap.server_wait_seconds(model, self.batch - 1)
         return server * 1e3 + tpot / 2 + joined * 1e3
 
 

@@ -83,6 +83,7 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "prefill_seconds_per_token",
     "replica_memory",
     "sampling_seconds",
+    "server_seconds",
     "server_wait_seconds",
     "speculation_factor",
     "step_overhead_seconds",
@@ -346,19 +347,32 @@ class Efficiency:
 DEFAULT_EFFICIENCY = Efficiency()
 
 
-def server_wait_seconds(model: ReplicaModel, others_in_flight: float) -> float:
-    """What the OpenAI server's per-request work adds to a first token with ``others_in_flight`` requests streaming.
+@overload
+def server_seconds(floor_s: float, per_request_s: float, others_in_flight: float) -> float: ...
+@overload
+def server_seconds(floor_s: float, per_request_s: float, others_in_flight: F64) -> F64: ...
+def server_seconds(floor_s: float, per_request_s: float, others_in_flight: float | F64) -> float | F64:
+    """The OpenAI server's part of a first token: its floor, and its work for ``others_in_flight`` requests streaming.
 
     vLLM's API server is one Python process: it tokenizes each arrival, and detokenizes and
     streams every running request's tokens, so a new request's first chunk waits behind work that
     grows with the requests in flight. The loaded public points show it where the engine's own
     work does not: on the L4 the closed-loop TTFT rises 108 ms from c = 1 to 32 where the GPU
     work rises 59 ms. ``Efficiency.api_per_request_s`` is fitted on those points
-    (``tokenplane.model.calibration.API_TERM_FIT``) and the validation table adds it. The planner
-    and the simulator add ``PoolTiming.api_per_request_s`` the same way, per the batch a first
-    token leaves beside; spec-built pools set it to zero for now (see ``PoolTiming``).
+    (``tokenplane.model.calibration.API_TERM_FIT``). This is the one TTFT server term: the
+    validation table (``server_wait_seconds``), the planner's pool model and the simulated engine
+    (both through ``PoolTiming.first_token_server_s``, per the batch a first token leaves beside)
+    all add it here. Takes a float or an array of batches (the planner's chains).
     """
-    return model.efficiency.api_per_request_s * max(others_in_flight, 0.0)
+    if isinstance(others_in_flight, np.ndarray):
+        return floor_s + per_request_s * np.maximum(others_in_flight, 0.0)
+    return floor_s + per_request_s * max(others_in_flight, 0.0)
+
+
+def server_wait_seconds(model: ReplicaModel, others_in_flight: float) -> float:
+    """What the OpenAI server adds to a first token with ``others_in_flight`` requests streaming (``server_seconds``)."""
+    eff = model.efficiency
+    return server_seconds(eff.ttft_floor_s, eff.api_per_request_s, others_in_flight)
 
 
 @dataclass(frozen=True)

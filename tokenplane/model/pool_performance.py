@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tokenplane.model import kv_stall, preemption
+from tokenplane.model import batch_spread, kv_stall, preemption
 from tokenplane.model.pricing_cache import PricingCache
 from tokenplane.model.scheduling import priority_levels
 from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
@@ -499,11 +499,13 @@ class ReplicaPerformance:
         rng = np.random.default_rng(SEED)
         decoding = op.batch > 0
         # The batch's population moves on the scale of a request's life (seconds), the prefill queue on
-        # the scale of iterations: each chain holds its own batch and KV level, drawn from the batch's
-        # M/G/inf spread, so a busy stretch of a larger batch (longer decode steps) is in the tail.
-        spread = rng.standard_normal(CHAINS)
-        batch = np.maximum(op.batch + spread * math.sqrt(max(op.batch, 0.0)), 0.0) if decoding else np.zeros(CHAINS)
-        kv = np.maximum(op.kv_tokens + spread * op.kv_sd, 0.0) if decoding else np.zeros(CHAINS)
+        # the scale of iterations: each chain holds its own batch and KV level, so a busy stretch of a larger
+        # batch (longer decode steps) is in the tail. The batch is drawn from continuous batching's birth-death
+        # chain (``batch_spread``: a larger or heavier batch's slower steps keep its sequences longer, wider than
+        # M/G/inf's sqrt(b) wherever the step grows with the batch or its KV); its KV is the batch's mean
+        # contexts and a shift of its mix (the contexts' own spread), which the batch's chain is conditioned on.
+        normals = rng.standard_normal((3, CHAINS))
+        batch, kv = self._batch_and_kv(op, replicas, normals) if decoding else (np.zeros(CHAINS), np.zeros(CHAINS))
         decode = self._decode_s_array(batch, kv)
         budget = np.maximum(1.0, t.token_budget - np.round(batch))
         per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token over the mix, attention included
@@ -583,9 +585,9 @@ class ReplicaPerformance:
             wait = np.zeros(samples)
             mass = 0.0
             met = 0.0  # the share within the SLO and not shed at the level's deadline
-            floor = self.timing.ttft_floor_s  # the server's floor, as the engines add it
-            # and its work for the requests decoding beside (``capacity.server_wait_seconds``), per the chain's batch
-            server = self.timing.api_per_request_s * batch
+            # The server's floor and its work for the requests decoding beside, per the chain's batch: the
+            # engines' own term (``PoolTiming.first_token_server_s``).
+            server = self.timing.first_token_server_s(batch)
             # A class sent at several priority levels is a mixture of their TTFTs: each sample takes one level's
             # (averaging the levels' samples instead would shrink the tail: a P95 5-7% short on dev's pools).
             active = [level for level, share in enumerate(c.levels) if share > 0]
@@ -632,9 +634,9 @@ class ReplicaPerformance:
                     wait[mine] = level_wait[mine]
                 mass += share
                 if c.ttft_slo_s is not None:
-                    kept = (r_s + elapsed + floor + server <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
+                    kept = (r_s + elapsed + server <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
                     met += share * float(kept.mean())
-            ttft = ttft + floor + server
+            ttft = ttft + server
             p50, p95, p99 = (float(x) for x in np.quantile(ttft, (0.5, 0.95, 0.99)))
             att = None if c.ttft_slo_s is None else met / max(mass, 1e-12)
             out[c.name] = ClassLatency(c.name, p50, p95, p99, att, float(wait.mean()), float(np.quantile(wait, 0.95)))
@@ -644,6 +646,43 @@ class ReplicaPerformance:
             weights = np.concatenate([np.ones(len(values) - CHAINS), np.full(CHAINS, max(decode_only, 1.0) / CHAINS)])
             (itl_p95,) = _weighted_quantiles(values, weights, (0.95,))
         return out, itl_p95
+
+    def _batch_and_kv(self, op: Operating, replicas: int, normals: F64) -> tuple[F64, F64]:
+        """The batch and its KV tokens for three rows of standard-normal draws (``batch_spread``).
+
+        The first ranks the batch within its chain, the second shifts every step (the mix's KV and
+        prefill share over a life), the third is the KV's own part of that shift's complement.
+        """
+        t, m = self.timing, self.moments
+        count, shift, rest = normals
+        context = op.kv_tokens / op.batch  # a sequence's mean KV tokens
+        own_sd = math.sqrt(max(op.kv_sd**2 - op.batch * context**2, 0.0))  # the contexts' spread, less the count's
+        sizes = np.arange(1, t.max_num_seqs + 1, dtype=np.float64)
+        mean_step = self._decode_s(op.batch, op.kv_tokens)
+        kv_share_sd = self._decode_s(op.batch, op.kv_tokens + own_sd) / mean_step - 1
+        # The prefill share over a life (its decode iterations at the mean iteration): the seconds that
+        # arrivals bring, a renewal stream's compound sum (Gamma(n) gaps: ca2 = 1 / n).
+        ca2 = 1.0 / max(1, replicas)
+        life_s = max(m.decode_iterations * op.iteration_s, 1e-9)
+        grid_s = m.prefill_seconds_grid
+        per_arrival = float(np.var(grid_s)) + ca2 * float(np.mean(grid_s)) ** 2
+        share_sd = math.sqrt(max(op.rps * per_arrival / life_s, 0.0))
+        shift_sd = batch_spread.step_shift(kv_share_sd, op.prefill_share, share_sd)
+        lives = [
+            (w, max(c.output[0] - 1, 0), max(c.output[1] - 1, 0))
+            for w, c in zip(self.weights, self.classes, strict=True)
+        ]
+        batch = batch_spread.draws(
+            self._decode_s_array(sizes, sizes * context),
+            op.batch,
+            batch_spread.renewal_factor(ca2, lives),
+            shift_sd,
+            count,
+            shift,
+        )
+        kv_part = min(kv_share_sd / shift_sd, 1.0) if shift_sd > 0 else 0.0  # the KV's correlation with the shift
+        own = kv_part * shift + math.sqrt(1 - kv_part**2) * rest
+        return batch, np.maximum(context * batch + own * own_sd, 0.0)
 
     def _stall_states(self, op: Operating, samples: int, replicas: int) -> kv_stall.BatchStates | None:
         """Independent draws of the batch an arrival finds, for its wait for KV room (``kv_stall``); None: no cache binds."""

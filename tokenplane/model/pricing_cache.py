@@ -7,7 +7,7 @@ edit-plan loop touches one pool at a time) asks the same questions, so the answe
 here, keyed by a digest of everything they depend on:
 
 - the inputs, by ``repr`` (floats print exactly, so equal reprs mean equal doubles);
-- the pool model's source (``PRICED_SOURCES``: ``pool_performance.py`` and the ``kv_stall.py`` its
+- the pool model's source (``PRICED_SOURCES``: ``pool_performance.py`` and the ``kv_stall.py`` and ``batch_spread.py`` its
   TTFT draws on, read as package data) and numpy's version, so that a changed model or random
   stream never reads an old answer.
 
@@ -37,7 +37,7 @@ PRUNE_EVERY = 64  # writes between two counts of the folder (listing it costs a 
 SCHEMA = 1  # of the stored payload; bumped when its shape changes
 # The modules whose code computes a cached answer (``_ttft`` and the fluid bisection): a change to any of them
 # must miss the old entries. ``preemption`` is priced after the cache, on every plan.
-PRICED_SOURCES = ("pool_performance.py", "kv_stall.py")
+PRICED_SOURCES = ("pool_performance.py", "kv_stall.py", "batch_spread.py")
 
 
 @cache

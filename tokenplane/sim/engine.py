@@ -235,6 +235,24 @@ class Engine:
             [reps[s].waiting + reps[s].batch + (reps[s].partial >= 0) for s in slots.tolist()], dtype=np.int64
         )
 
+    def outstanding_tokens(self, slots: I64) -> F64:
+        """Prompt plus output tokens of the requests each replica holds, waiting or running.
+
+        What the model gateway's balancer weighs (``serving.modelgw.balancer``: each request's prompt
+        plus its ``max_tokens``, held until it ends; here the output it will produce).
+        """
+        req = self.req
+        ctx, tokens, live, finish_at = req.context, req.tokens, req.running, req.finish_at
+        out = []
+        for s in slots.tolist():
+            r = self.replicas[s]
+            held = [*r.fifo[r.pos :], *(rid for _, _, rid in r.ready)]
+            held += [rid for f, rid in r.running if live[rid] and finish_at[rid] == f]
+            if r.partial >= 0:
+                held.append(r.partial)
+            out.append(float(sum(ctx[rid] + tokens[rid] for rid in held)))
+        return np.array(out, dtype=np.float64)
+
     def idle(self, slot: int) -> bool:
         return self.replicas[slot].idle
 
@@ -414,7 +432,7 @@ class Engine:
         joined, finish_at, live, preemptions = req.joined, req.finish_at, req.running, req.preemptions
         mem, comp, kv_s, overhead, spec = p.memory_s, p.compute_s, p.kv_s_per_token, p.overhead_s, p.speculation
         per_token, per_pair, floor = p.prefill.per_token_s, p.prefill.per_pair_s, p.ttft_floor_s
-        in_iteration, api = p.prefill.in_iteration, p.api_per_request_s
+        in_iteration, server_s = p.prefill.in_iteration, p.first_token_server_s
         kv_cap, max_seqs, token_budget, max_wait = p.kv_tokens, p.max_num_seqs, p.token_budget, req.max_wait
         waste, by_priority, peak = p.waste_tokens, p.priority_scheduling, rep.peak
         queue_level = level_of if self.queue_by_level else [0] * len(level_of)
@@ -499,8 +517,8 @@ class Engine:
                 rows = token_budget - batch - budget
                 clock += seconds + (in_iteration(compute, float(rows), float(batch)) if rows > 0 else 0.0)
                 context += batch
-                # The server's floor, and its work for the requests streaming beside (``server_wait_seconds``).
-                seen = clock + floor + api * batch
+                # The server's floor, and its work for the requests streaming beside: the planner's term.
+                seen = clock + server_s(batch)
                 for rid in prefilled:
                     reserved -= ctx[rid]
                     if first[rid] != first[rid]:

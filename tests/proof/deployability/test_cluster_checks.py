@@ -234,11 +234,11 @@ def test_gpu_pods_at_their_maxima_beyond_the_gpu_nodes_are_reported() -> None:
             return r
         return with_inputs(r, lambda i: i["scalingConfig"].update(maxSize=0))
 
-    # minimal's chat pool scales to 3 one-GPU replicas; a group capped at no nodes holds none.
+    # minimal's chat pool scales to 4 one-GPU replicas; a group capped at no nodes holds none.
     found = findings("minimal", mutated(rendered("minimal"), one_node), rule="node-capacity")
     gpu = [f for f in found if "nvidia.com/gpu" in f.message]
     assert [f.urn.rsplit("::", 1)[-1] for f in gpu] == ["minimal-us-pool-chat-deployment"], found
-    assert "request 3 nvidia.com/gpu, but the nodes hold 0" in gpu[0].message
+    assert "request 4 nvidia.com/gpu, but the nodes hold 0" in gpu[0].message
 
 
 def test_system_node_group_is_sized_for_the_gateways_maxima() -> None:
