@@ -133,11 +133,17 @@ def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
     return found
 
 
+def _held_out_case(rel: str) -> bool:
+    """A held-out deployability case: a user's program written blind (its runner is ours and is scanned)."""
+    parts = rel.split("/")
+    return len(parts) > 3 and parts[0] == "benchmarks" and parts[1].startswith("heldout_deployability")
+
+
 def test_no_env_var_name_is_written_outside_runtime_env() -> None:
     found = {
         rel: hits
         for rel, text in _sources((*PRODUCTION, "benchmarks"))
-        if rel != "tokenplane/runtime_env.py" and (hits := env_literals(text))
+        if rel != "tokenplane/runtime_env.py" and not _held_out_case(rel) and (hits := env_literals(text))
     }
     assert not found, f"use tokenplane.runtime_env.Var instead: {found}"
 
