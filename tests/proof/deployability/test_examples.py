@@ -64,6 +64,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "api-validation",
         "topic-replication",
         "record-in-zone",
+        "host-resolves",
     }
 
 
