@@ -401,3 +401,30 @@ def test_a_database_whose_group_does_not_open_its_port_is_found(port: int | None
 def test_a_database_on_the_port_its_group_opens_or_behind_an_all_traffic_rule_is_not_flagged() -> None:
     assert found(extra=[database(6379)]) == []
     assert found(ingress_port("dev-local-redis-sg", 0, protocol="-1"), extra=[database(5432)]) == []
+
+
+# One root cause, one finding: a Service something calls is not reported again by flow-allowed -------------------
+def every_finding(*changes: Change) -> list[Finding]:
+    result: RenderResult = rendered("dev")
+    for change in changes:
+        result = mutated(result, change)
+    return deploy.run(spec("dev"), result)
+
+
+def test_a_called_service_that_selects_nothing_is_one_finding() -> None:
+    def typo(inputs: dict[str, Any]) -> None:  # the AI gateway calls it (MODEL_GATEWAY_URL)
+        inputs["spec"]["selector"] = {"app.kubernetes.io/name": "model-gatway"}
+
+    only(every_finding(edit("Service", "model-gateway", typo)), endpoints.SELECTS, "dev-local-model-gateway-service")
+
+
+def test_a_called_service_with_a_wrong_target_port_is_one_finding() -> None:
+    def typo(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["ports"][0]["targetPort"] = "htp"
+
+    def wrong_number(inputs: dict[str, Any]) -> None:  # the pool's NetworkPolicy admits only the real port
+        inputs["spec"]["ports"][0]["targetPort"] = 8001
+
+    for change in (edit("Service", "model-gateway", typo), edit("Service", "vllm-embed", wrong_number)):
+        found_now = every_finding(change)
+        assert [f.rule for f in found_now] == [endpoints.TARGET_PORT], "\n".join(map(str, found_now))
