@@ -270,6 +270,27 @@ def test_a_carried_role_whose_audience_is_not_sts_is_found_once() -> None:
     only(found(trust("dev-local-batch-role", audience)), service_accounts.RULE, "dev-local-batch-sa")
 
 
+def test_an_add_on_role_read_with_the_shared_matcher_takes_a_string_like_audience_as_iam_does() -> None:
+    """irsa-trust reads the add-on's trust with service-account-trust's matcher (``web_identity``): a StringLike
+    audience pattern that matches sts.amazonaws.com admits it, one that does not is refused, on either side."""
+
+    def like(pattern: str) -> Callable[[dict[str, Any]], None]:
+        def apply(condition: dict[str, Any]) -> None:
+            key = next(k for k in condition["StringEquals"] if k.endswith(":aud"))
+            del condition["StringEquals"][key]
+            condition["StringLike"] = {key: pattern}
+
+        return apply
+
+    assert found(trust("dev-local-cluster-ebs-csi-role", like("sts.amazonaws.*"))) == []
+    only(
+        found(trust("dev-local-cluster-ebs-csi-role", like("sts.amazon.*"))),
+        irsa.RULE,
+        "dev-local-cluster-ebs-csi-role",
+    )
+    only(found(trust("dev-local-batch-role", like("sts.amazon.*"))), service_accounts.RULE, "dev-local-batch-sa")
+
+
 def test_string_like_wildcards_that_admit_the_service_account_are_not_flagged() -> None:
     def namespace_wide(condition: dict[str, Any]) -> None:
         key = sub_key(condition)
