@@ -79,5 +79,5 @@ def test_both_iam_trust_rules_read_with_this_matcher() -> None:
     # One matcher: neither rule keeps a condition reader of its own (the duplication issue 27 left behind).
     for module in (irsa, service_accounts):
         assert not any(hasattr(module, name) for name in ("_conditions", "_refusal", "_listed_statements")), module
-    assert service_accounts.refusal is web_identity.refusal
-    assert irsa.conditions is web_identity.conditions
+    assert vars(service_accounts)["refusal"] is web_identity.refusal
+    assert vars(irsa)["conditions"] is web_identity.conditions
