@@ -251,3 +251,64 @@ def test_system_node_group_is_sized_for_the_gateways_maxima() -> None:
         )
         held = group.inputs["scalingConfig"]["maxSize"] * plannable_cpu(group.inputs["instanceTypes"][0])
         assert held >= system_cpu_at_maxima(platform, region), f"{group.urn}: holds {held:.1f} vCPUs"
+
+
+# Every pod fits one node it may land on: a pod is never split across nodes, however far its group scales. -----
+def _pool_and_group(gpus: str | None = None, cpu: str | None = None, max_size: int = 10) -> RenderResult:
+    """minimal with its chat pool's vLLM container asking ``gpus``/``cpu`` and its g6.12xlarge group (4 L4s,
+    48 vCPUs) scaling to ``max_size`` nodes, so that only the per-pod fit can fail."""
+
+    def change(r: RenderedResource) -> RenderedResource:
+        if r.type == "aws:eks/nodeGroup:NodeGroup" and r.name.endswith("-gpu-chat-ng"):
+            return with_inputs(r, lambda i: i["scalingConfig"].update(maxSize=max_size))
+        if r.name != "minimal-us-pool-chat-deployment":
+            return r
+
+        def ask(inputs: dict[str, Any]) -> None:
+            resources = inputs["spec"]["template"]["spec"]["containers"][0]["resources"]
+            for side in ("requests", "limits"):
+                if gpus is not None:
+                    resources[side]["nvidia.com/gpu"] = gpus
+                if cpu is not None:
+                    resources[side]["cpu"] = cpu
+
+        return with_inputs(r, ask)
+
+    return mutated(rendered("minimal"), change)
+
+
+def _one_pod(result: RenderResult) -> list[str]:
+    found = findings("minimal", result, rule="node-capacity")
+    assert all(f.urn.endswith("::minimal-us-pool-chat-deployment") for f in found), found
+    return [f.message for f in found if "more than any single node" in f.message]
+
+
+def test_a_pod_asking_more_gpus_than_one_node_has_is_pending_however_far_the_group_scales() -> None:
+    [message] = _one_pod(_pool_and_group(gpus="8"))
+    assert "8 nvidia.com/gpu" in message and "g6.12xlarge" in message and "4 GPUs" in message
+
+
+def test_a_pod_asking_more_cpu_than_one_node_allocates_is_pending() -> None:
+    [message] = _one_pod(_pool_and_group(cpu="60"))
+    assert "60 vCPUs" in message and "g6.12xlarge" in message
+
+
+def test_an_init_container_larger_than_any_node_keeps_the_pod_pending() -> None:
+    def big_init(r: RenderedResource) -> RenderedResource:
+        if r.name != "minimal-us-pool-chat-deployment":
+            return r
+
+        def add(inputs: dict[str, Any]) -> None:
+            pod = inputs["spec"]["template"]["spec"]
+            init = {"name": "warm", "image": "busybox", "resources": {"requests": {"cpu": "50"}}}
+            pod["initContainers"] = [*(pod.get("initContainers") or []), init]
+
+        return with_inputs(r, add)
+
+    [message] = _one_pod(mutated(_pool_and_group(), big_init))
+    assert "50 vCPUs" in message
+
+
+def test_a_pod_taking_a_whole_node_fits() -> None:
+    # Each pod takes one whole node (4 GPUs); 4 nodes hold the pool at its maximum (3 replicas, or 4 on integ10).
+    assert findings("minimal", _pool_and_group(gpus="4", cpu="30", max_size=4), rule="node-capacity") == []

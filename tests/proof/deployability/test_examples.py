@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
+from tests.paths import REPO_ROOT
 from tests.proof.deployability.conftest import findings, mutated, rendered, spec
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import GraphDataMissing
@@ -64,6 +66,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "api-validation",
         "topic-replication",
         "record-in-zone",
+        "host-resolves",
     }
 
 
@@ -95,3 +98,18 @@ def test_an_unresolved_weights_list_stops_the_checks_instead_of_passing() -> Non
 
     with pytest.raises(GraphDataMissing, match=r"pool-chat-deployment: no ARTIFACTS env value"):
         deploy.run(spec("minimal"), mutated(rendered("minimal"), unresolved))
+
+
+def test_the_readme_places_every_rule_under_one_invariant_and_describes_it() -> None:
+    """The README's "Will `pulumi up` converge?" section: each rule has its row (what it sees), and each sits in
+    exactly one of the eight invariants (with what they cannot see)."""
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Will `pulumi up` converge?") :]
+    section = section[: section.index("\n## ", 1)]
+    described = set(re.findall(r"^\| `([a-z0-9-]+)` \|", section, re.MULTILINE))
+    assert set(deploy.CHECKS) <= described, set(deploy.CHECKS) - described
+    invariants = [line for line in section.splitlines() if line.startswith("| every ") or line.startswith("| the ")]
+    invariants += [line for line in section.splitlines() if line.startswith("| versions in support")]
+    assert len(invariants) == 8, invariants
+    placed = [rule for line in invariants for rule in re.findall(r"`([a-z0-9-]+)`", line.split(" | ")[1])]
+    assert sorted(placed) == sorted(deploy.CHECKS), sorted(set(placed) ^ set(deploy.CHECKS))

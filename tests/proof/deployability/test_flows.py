@@ -18,7 +18,7 @@ import pytest
 from tests.proof.deployability.conftest import mutated, rendered, spec, with_inputs
 from tests.proof.deployability.test_single_region_example import example
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, flows
+from tokenplane.proof.deployability import Finding, endpoints, flows
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.render import (
     RenderedResource,
@@ -180,20 +180,26 @@ def test_a_namespace_selector_typo_on_qdrant_cuts_the_semantic_cache_off() -> No
     assert not [f for f in findings if f.urn.endswith("batch-deployment")]  # llm-batch's peer is untouched
 
 
-def test_a_service_whose_target_port_names_no_container_port_is_found() -> None:
+def test_a_service_whose_target_port_names_no_container_port_is_service_target_ports_finding_alone() -> None:
+    """One root cause, one finding: the flows through the Service are not judged again (issue 27)."""
+
     def typo(inputs: dict[str, Any]) -> None:
         inputs["spec"]["ports"][0]["targetPort"] = "htp"
 
-    finding = one(found(mutated(rendered("dev"), edit("Service", "model-gateway", typo))), flows.FLOW, "'htp'")
-    assert finding.urn.endswith("model-gateway-service")
+    result = mutated(rendered("dev"), edit("Service", "model-gateway", typo))
+    assert found(result) == []
+    [finding] = endpoints.check_target_ports(Graph(spec("dev"), result))
+    assert "'htp'" in finding.message and finding.urn.endswith("model-gateway-service")
 
 
-def test_a_service_selector_that_matches_no_pod_is_found() -> None:
+def test_a_called_service_whose_selector_matches_no_pod_is_service_selects_finding_alone() -> None:
     def typo(inputs: dict[str, Any]) -> None:
         inputs["spec"]["selector"] = {"app.kubernetes.io/name": "vllm-smal"}
 
-    finding = one(found(mutated(rendered("dev"), edit("Service", "vllm-small", typo))), flows.FLOW, "matches no pod")
-    assert "POOL_URL_SMALL" in finding.message
+    result = mutated(rendered("dev"), edit("Service", "vllm-small", typo))
+    assert found(result) == []  # the gateway's POOL_URL_SMALL flow goes nowhere: service-selects says why
+    [finding] = endpoints.check_selects(Graph(spec("dev"), result))
+    assert "vllm-smal" in finding.message and finding.urn.endswith("pool-small-service")
 
 
 def test_a_kafka_security_group_that_admits_only_the_public_subnets_blocks_the_pods() -> None:

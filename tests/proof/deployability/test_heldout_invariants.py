@@ -270,6 +270,27 @@ def test_a_carried_role_whose_audience_is_not_sts_is_found_once() -> None:
     only(found(trust("dev-local-batch-role", audience)), service_accounts.RULE, "dev-local-batch-sa")
 
 
+def test_an_add_on_role_read_with_the_shared_matcher_takes_a_string_like_audience_as_iam_does() -> None:
+    """irsa-trust reads the add-on's trust with service-account-trust's matcher (``web_identity``): a StringLike
+    audience pattern that matches sts.amazonaws.com admits it, one that does not is refused, on either side."""
+
+    def like(pattern: str) -> Callable[[dict[str, Any]], None]:
+        def apply(condition: dict[str, Any]) -> None:
+            key = next(k for k in condition["StringEquals"] if k.endswith(":aud"))
+            del condition["StringEquals"][key]
+            condition["StringLike"] = {key: pattern}
+
+        return apply
+
+    assert found(trust("dev-local-cluster-ebs-csi-role", like("sts.amazonaws.*"))) == []
+    only(
+        found(trust("dev-local-cluster-ebs-csi-role", like("sts.amazon.*"))),
+        irsa.RULE,
+        "dev-local-cluster-ebs-csi-role",
+    )
+    only(found(trust("dev-local-batch-role", like("sts.amazon.*"))), service_accounts.RULE, "dev-local-batch-sa")
+
+
 def test_string_like_wildcards_that_admit_the_service_account_are_not_flagged() -> None:
     def namespace_wide(condition: dict[str, Any]) -> None:
         key = sub_key(condition)
@@ -401,3 +422,30 @@ def test_a_database_whose_group_does_not_open_its_port_is_found(port: int | None
 def test_a_database_on_the_port_its_group_opens_or_behind_an_all_traffic_rule_is_not_flagged() -> None:
     assert found(extra=[database(6379)]) == []
     assert found(ingress_port("dev-local-redis-sg", 0, protocol="-1"), extra=[database(5432)]) == []
+
+
+# One root cause, one finding: a Service something calls is not reported again by flow-allowed -------------------
+def every_finding(*changes: Change) -> list[Finding]:
+    result: RenderResult = rendered("dev")
+    for change in changes:
+        result = mutated(result, change)
+    return deploy.run(spec("dev"), result)
+
+
+def test_a_called_service_that_selects_nothing_is_one_finding() -> None:
+    def typo(inputs: dict[str, Any]) -> None:  # the AI gateway calls it (MODEL_GATEWAY_URL)
+        inputs["spec"]["selector"] = {"app.kubernetes.io/name": "model-gatway"}
+
+    only(every_finding(edit("Service", "model-gateway", typo)), endpoints.SELECTS, "dev-local-model-gateway-service")
+
+
+def test_a_called_service_with_a_wrong_target_port_is_one_finding() -> None:
+    def typo(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["ports"][0]["targetPort"] = "htp"
+
+    def wrong_number(inputs: dict[str, Any]) -> None:  # the pool's NetworkPolicy admits only the real port
+        inputs["spec"]["ports"][0]["targetPort"] = 8001
+
+    for change in (edit("Service", "model-gateway", typo), edit("Service", "vllm-embed", wrong_number)):
+        found_now = every_finding(change)
+        assert [f.rule for f in found_now] == [endpoints.TARGET_PORT], "\n".join(map(str, found_now))

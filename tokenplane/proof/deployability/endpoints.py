@@ -24,7 +24,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.reachability import Pod, Region, Service, pod_template, regions
+from tokenplane.proof.deployability.reachability import Pod, Region, Service, ServicePort, pod_template, regions
 
 SELECTS = "service-selects"
 TARGET_PORT = "service-target-port"
@@ -33,12 +33,33 @@ PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
 PROBE_HANDLERS = ("httpGet", "tcpSocket", "grpc")
 
 
+def selects_nothing(region: Region, service: Service) -> bool:
+    """``service-selects``' verdict: a Service of the program's own, in a namespace without a chart, whose
+    selector matches no pod template. ``flows`` reads it too, so that one root cause gives one finding."""
+    return (
+        _has_backends(region, service) and not region.has_release_in(service.namespace) and not region.backends(service)
+    )
+
+
+def target_port_refused(region: Region, service: Service, pod: Pod, entry: ServicePort) -> str | None:
+    """``service-target-port``'s verdict on one port of ``service`` for one pod it selects: why connections
+    through it are refused, or None (not judged, or a port the pod names or declares). ``flows`` reads it too."""
+    if pod.workload is None or not _has_backends(region, service):
+        return None  # a chart's pods (only some of their ports are modelled), or a Service not of the program's own
+    target = entry.target
+    if isinstance(target, str) and not target.isdigit():
+        return None if target in pod.ports else f"names port {target!r}, which no container of {pod} names"
+    declared = _declared(pod)
+    number = int(target)
+    if not declared or number in declared.values():
+        return None
+    return f"targets port {number}, which no container of {pod} declares"
+
+
 def check_selects(graph: Graph) -> Iterator[Finding]:
     for region in regions(graph):
         for service in region.services:
-            if not _has_backends(region, service) or region.has_release_in(service.namespace):
-                continue
-            if region.backends(service):
+            if not selects_nothing(region, service):
                 continue
             labels = sorted(
                 {f"{k}={v}" for p in region.pods if p.namespace == service.namespace for k, v in p.labels.items()}
@@ -56,28 +77,16 @@ def check_selects(graph: Graph) -> Iterator[Finding]:
 def check_target_ports(graph: Graph) -> Iterator[Finding]:
     for region in regions(graph):
         for service in region.services:
-            if not _has_backends(region, service):
-                continue
             for pod in region.backends(service):
-                if pod.workload is None:
-                    continue  # a chart's pods: only some of their ports are modelled
-                declared = _declared(pod)
                 for entry in service.ports:
-                    target = entry.target
-                    if isinstance(target, str) and not target.isdigit():
-                        if target in pod.ports:
-                            continue
-                        why = f"names port {target!r}, which no container of {pod} names"
-                    else:
-                        number = int(target)
-                        if not declared or number in declared.values():
-                            continue
-                        why = f"targets port {number}, which no container of {pod} declares"
+                    why = target_port_refused(region, service, pod, entry)
+                    if why is None:
+                        continue
                     yield Finding(
                         TARGET_PORT,
                         service.urn,
                         f"Service {service.namespace}/{service.name} port {entry.port} {why} (its ports: "
-                        f"{_ports(declared)}): connections through it are refused",
+                        f"{_ports(_declared(pod))}): connections through it are refused",
                         "set targetPort to one of the container's ports (its name, or its containerPort number), or "
                         "declare the port the process listens on in the container's ports",
                     )

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tokenplane.proof.deployability import nacls
+from tokenplane.proof.deployability import endpoints, nacls
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.reachability import (
@@ -167,6 +167,8 @@ def _load_balancer_flows(region: Region) -> Iterator[Finding]:
                 yield from _acl(region, service.urn, flow, ANY_IPV4, subnets, entry.port, ephemeral=nacls.ANY_EPHEMERAL)
         for target in region.backends(service) if networks else []:
             for entry in service.ports:
+                if endpoints.target_port_refused(region, service, target, entry) is not None:
+                    continue  # service-target-port's finding
                 port = entry.target if isinstance(entry.target, int) else target.ports.get(str(entry.target))
                 if port is not None:
                     flow = f"load balancer of {service.namespace}/{service.name} -> {target}:{port}"
@@ -228,17 +230,11 @@ def _to_service(region: Region, source: Pod, namespace: str, name: str, port: in
             f"use one of the Service's ports in {why}, or add port {port} to the Service",
         )
         return
-    backends = region.backends(service)
-    # A Service without a selector has its endpoints made by hand; a chart's pods are not in the graph.
-    if not backends and service.selector and not region.has_release_in(namespace):
-        yield Finding(
-            FLOW,
-            service.urn,
-            f"needed flow {flow} goes nowhere: Service {namespace}/{name}'s selector {service.selector} "
-            "matches no pod in the program",
-            "make the selector match the labels of the pods that serve it",
-        )
-    for target in backends:
+    # A selector that matches no pod is service-selects' finding, and a targetPort the pods do not have is
+    # service-target-port's: the flow through such a Service is not judged again (one root cause, one finding).
+    for target in region.backends(service):
+        if endpoints.target_port_refused(region, service, target, entry) is not None:
+            continue
         container_port = entry.target if isinstance(entry.target, int) else target.ports.get(str(entry.target))
         if isinstance(entry.target, float | str) and str(entry.target).isdigit():
             container_port = int(entry.target)

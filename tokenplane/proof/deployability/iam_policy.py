@@ -14,15 +14,20 @@ from tokenplane.proof.render import RenderedResource
 ROLE = "aws:iam/role:Role"
 
 
-def statements(document: Any) -> list[dict[str, Any]]:
-    """A policy document's statements (a JSON string or an object; one statement or a list), or [] when it
-    is not a document: a policy known only at apply time is not judged."""
-    if isinstance(document, str):
+def document(value: Any) -> dict[str, Any] | None:
+    """A policy document (a JSON string or an object), or None when it is not one: a policy known only at apply
+    time is not judged."""
+    if isinstance(value, str):
         try:
-            document = json.loads(document)
+            value = json.loads(value)
         except json.JSONDecodeError:
-            return []
-    found = document.get("Statement") if isinstance(document, dict) else None
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def statements(value: Any) -> list[dict[str, Any]]:
+    """A policy document's statements (one statement or a list), or [] when it is not a document."""
+    found = (document(value) or {}).get("Statement")
     listed = found if isinstance(found, list) else [found] if found else []
     return [s for s in listed if isinstance(s, dict)]
 

@@ -11,6 +11,8 @@ ServiceAccounts' side (issue 27's held-out p08 kind):
 - a role no ServiceAccount of the graph carries (a chart's or an add-on's) whose ``<issuer>:aud`` condition is not
   ``sts.amazonaws.com``, the audience EKS's tokens carry: AssumeRoleWithWebIdentity is denied for every pod.
 
+Both read trust policies with ``web_identity``'s one matcher.
+
 It cannot see: roles of other stacks.
 """
 
@@ -22,13 +24,18 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.iam_policy import ROLE, role_named, statements
+from tokenplane.proof.deployability.iam_policy import ROLE, role_named
+from tokenplane.proof.deployability.web_identity import (
+    AUDIENCE,
+    ROLE_ANNOTATION,
+    conditions,
+    federated,
+    subject,
+    web_identity_statements,
+)
 from tokenplane.proof.render import RenderedResource, physical_id
 
 RULE = "irsa-trust"
-ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
-AUDIENCE = "sts.amazonaws.com"
-WEB_IDENTITY = "sts:AssumeRoleWithWebIdentity"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -45,36 +52,22 @@ def check(graph: Graph) -> Iterator[Finding]:
         if trusted.urn in carried:
             continue  # service-account-trust reads it against the ServiceAccounts that carry it, audience included
         for statement in _web_identity(trusted):
-            for key, values in _conditions(statement, "aud"):
-                if AUDIENCE not in values:
+            for condition in conditions(statement, "aud"):
+                if not condition.admits(AUDIENCE):
+                    key = f"{condition.operator} {condition.key}"
                     yield Finding(
                         RULE,
                         trusted.urn,
-                        f"role {trusted.name}'s trust requires {key} in {values}, but EKS's ServiceAccount tokens carry "
-                        f"the audience {AUDIENCE}: AssumeRoleWithWebIdentity is denied for every pod",
-                        f'set the condition to "{key}": "{AUDIENCE}"',
+                        f"role {trusted.name}'s trust requires {key} in {condition.values}, but EKS's ServiceAccount "
+                        f"tokens carry the audience {AUDIENCE}: AssumeRoleWithWebIdentity is denied for every pod",
+                        f'set the condition to "{condition.key}": "{AUDIENCE}"',
                     )
     yield from _uncarried(graph)
 
 
 def _web_identity(role: RenderedResource) -> list[dict[str, Any]]:
     """The role's Allow statements for AssumeRoleWithWebIdentity from a Federated (OIDC) principal."""
-    out = []
-    for statement in statements(role.inputs.get("assumeRolePolicy")):
-        actions = statement.get("Action")
-        actions = actions if isinstance(actions, list) else [actions]
-        federated = (statement.get("Principal") or {}) if isinstance(statement.get("Principal"), dict) else {}
-        if statement.get("Effect") == "Allow" and WEB_IDENTITY in actions and "Federated" in federated:
-            out.append(statement)
-    return out
-
-
-def _conditions(statement: dict[str, Any], claim: str) -> Iterator[tuple[str, list[str]]]:
-    """(condition key, values) of every StringEquals/StringLike condition on ``<issuer>:<claim>``."""
-    for operator in ("StringEquals", "StringLike"):
-        for key, values in ((statement.get("Condition") or {}).get(operator) or {}).items():
-            if str(key).endswith(f":{claim}"):
-                yield f"{operator} {key}", [str(v) for v in (values if isinstance(values, list) else [values])]
+    return [s for s in web_identity_statements(role.inputs.get("assumeRolePolicy")) if federated(s)]
 
 
 def _uncarried(graph: Graph) -> Iterator[Finding]:
@@ -84,15 +77,15 @@ def _uncarried(graph: Graph) -> Iterator[Finding]:
     carried = json.dumps([r.inputs for r in graph.resources], default=str) + json.dumps(
         graph.result.outputs, default=str
     )
-    accounts = {f"system:serviceaccount:{a.namespace}:{a.name}": a for a in graph.kube(None, "ServiceAccount")}
+    accounts = {subject(a.namespace, a.name): a for a in graph.kube(None, "ServiceAccount")}
     for role in graph.of_type(ROLE):
         names = {physical_id(role.type, role.name).removesuffix("-id"), str(role.inputs.get("name") or "")} - {""}
         if any(f'/{n}"' in carried for n in names):  # the ARN's end, as a JSON string ends it
             continue
         for statement in _web_identity(role):
-            subs = [v for _, values in _conditions(statement, "sub") for v in values]
-            for subject in [s for s in subs if s in accounts]:
-                account = accounts[subject]
+            subs = [v for condition in conditions(statement, "sub") for v in condition.literals]
+            for named in [s for s in subs if s in accounts]:
+                account = accounts[named]
                 yield Finding(
                     RULE,
                     account.urn,
