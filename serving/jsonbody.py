@@ -26,6 +26,13 @@ for any prompt a model's context can hold (a comma or a bracket is at least
 one token), and the decode of a body at the limits takes a few milliseconds
 (``benchmarks/bench_frontdoor.py``).
 
+Two more bounds keep one body from holding an event loop: ``CostMeter`` counts
+the same bytes chunk by chunk as a body arrives (the AI gateway's edge refuses
+one past the bounds at the chunk that crosses them, before it is read whole),
+and ``loads_yielding`` gives the loop back between its passes (the cost check,
+the digit scan, the decode, the depth count), so the requests in flight wait
+for one pass, ~1.5 ms at the bounds, not for all of them back to back.
+
 ``dumps`` and ``loads_internal`` are the same speed for JSON that the serving
 processes send each other (the model gateway, the engines, Redis entries).
 """
