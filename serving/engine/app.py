@@ -153,7 +153,7 @@ class _Handlers:
     # --- generation -----------------------------------------------------------------------------------
 
     async def chat(self, request: Request) -> Response:
-        body = protocol.parse_body(await request.body())
+        body = await protocol.parse_body_yielding(await request.body())
         model = protocol.check_model(body, self.config)
         self._check_decoder("Chat Completions")
         params = protocol.parse_generate(body, model)
@@ -162,7 +162,7 @@ class _Handlers:
 
     async def responses(self, request: Request) -> Response:
         """``POST /v1/responses``: vLLM's Responses API, generating as chat does from the input's messages."""
-        body = protocol.parse_body(await request.body())
+        body = await protocol.parse_body_yielding(await request.body())
         model = protocol.check_model(body, self.config)
         self._check_decoder("Responses")
         params, messages = protocol.parse_responses(body, model)
@@ -170,7 +170,7 @@ class _Handlers:
         return await self._generate(request, params, ids, api=Api.RESPONSES, echo=body)
 
     async def completions(self, request: Request) -> Response:
-        body = protocol.parse_body(await request.body())
+        body = await protocol.parse_body_yielding(await request.body())
         model = protocol.check_model(body, self.config)
         self._check_decoder("Completions")
         params = protocol.parse_generate(body, model)
@@ -289,7 +289,7 @@ class _Handlers:
 
     async def embeddings(self, request: Request) -> Response:
         cfg = self.config
-        body = protocol.parse_body(await request.body())
+        body = await protocol.parse_body_yielding(await request.body())
         model = protocol.check_model(body, cfg)
         embedder = self.embedder
         if not cfg.encoder or embedder is None:

@@ -28,7 +28,26 @@ def parse_body(raw: bytes) -> Json:
     try:
         body = jsonbody.loads_forwarded(raw)
     except jsonbody.BadJson as e:
-        raise InvalidRequest(f"the request body is not valid JSON: {e}; send a JSON object") from e
+        raise _not_json(e) from e
+    return _object(body)
+
+
+async def parse_body_yielding(raw: bytes) -> Json:
+    """``parse_body`` on the engine's event loop: the loop is given back between the decoder's passes over a
+    large body (``jsonbody.loads_yielding``), so the streams in flight wait for one pass (the decode itself,
+    ~1.5 ms for the largest body the AI gateway admits), not for all of them back to back (~4 ms)."""
+    try:
+        body = await jsonbody.loads_yielding(raw, slack=jsonbody.FORWARDED_SLACK)
+    except jsonbody.BadJson as e:
+        raise _not_json(e) from e
+    return _object(body)
+
+
+def _not_json(error: jsonbody.BadJson) -> InvalidRequest:
+    return InvalidRequest(f"the request body is not valid JSON: {error}; send a JSON object")
+
+
+def _object(body: object) -> Json:
     if not isinstance(body, dict):
         raise InvalidRequest(f"the request body must be a JSON object, not {type(body).__name__}")
     return body

@@ -7,6 +7,9 @@ for anyone who can open a connection, key or no key:
   before a byte of it is read (and before authentication), and counts the
   bytes of a chunked body as they arrive, so memory stays flat whatever is
   sent. A body that trickles in is cut off after ``BODY_READ_TIMEOUT_S``.
+  A JSON body's decode cost is counted chunk by chunk as it arrives too
+  (``jsonbody.CostMeter``): one past the bounds is a 400 at the chunk that
+  crosses them, before it is read whole, scanned whole or decoded.
 - ``exception_handlers`` answer unknown paths, wrong methods and any failure
   that escaped a route in OpenAI's error shape, never Starlette's plain text.
 - ``public_app`` builds the Starlette app with both, and without the trailing
@@ -30,6 +33,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tokenplane.serving import jsonbody
 from tokenplane.serving.errors import (
     InvalidRequest,
     MethodNotAllowed,
@@ -68,6 +72,12 @@ def body_limit(path: str) -> int:
     return MAX_UPLOAD_BODY_BYTES if path.rstrip("/") == UPLOAD_PATH else MAX_BODY_BYTES
 
 
+def json_body(path: str) -> bool:
+    """Whether a body sent to ``path`` is JSON, metered for its decode cost as it arrives: every route's but
+    the file upload's (multipart, whose file is checked line by line off the event loop)."""
+    return path.rstrip("/") != UPLOAD_PATH
+
+
 def error_json(
     error: ServingError, *, request_id: str | None = None, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
@@ -85,17 +95,20 @@ def error_json(
 
 
 class BodyLimit:
-    """ASGI middleware: a request body over ``limit_for(path)`` bytes gets a 413 without being read whole."""
+    """ASGI middleware: a request body over ``limit_for(path)`` bytes gets a 413 without being read whole, and
+    a JSON body (``metered(path)``) past the decode bounds a 400 at the chunk that crosses them."""
 
     def __init__(
         self,
         app: ASGIApp,
         *,
         limit_for: Callable[[str], int] = body_limit,
+        metered: Callable[[str], bool] = json_body,
         timeout_s: float = BODY_READ_TIMEOUT_S,
     ) -> None:
         self.app = app
         self.limit_for = limit_for
+        self.metered = metered
         self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -113,6 +126,7 @@ class BodyLimit:
         cut_off = False  # the body was refused part-way: whoever answers, the connection must close
         received = 0
         body_done = False
+        meter = jsonbody.CostMeter() if self.metered(scope["path"]) else None
         deadline = asyncio.get_running_loop().time() + self.timeout_s
 
         async def limited_receive() -> Message:
@@ -128,10 +142,17 @@ class BodyLimit:
                     f"the request body did not arrive within {self.timeout_s:.0f} s; send it at once"
                 ) from None
             if message["type"] == "http.request":
-                received += len(message.get("body", b""))
+                chunk = message.get("body", b"")
+                received += len(chunk)
                 if received > limit:
                     cut_off = True
                     raise RequestTooLarge(_too_large(received, limit, so_far=True))
+                if meter is not None:
+                    try:
+                        meter.feed(chunk)
+                    except jsonbody.BadJson as e:
+                        cut_off = True
+                        raise requests.not_json(e) from e
                 body_done = not message.get("more_body", False)
             else:
                 body_done = True
@@ -147,8 +168,8 @@ class BodyLimit:
 
         try:
             await self.app(scope, limited_receive, tracked_send)
-        except (RequestTooLarge, RequestTimeout) as e:
-            if started:
+        except (RequestTooLarge, RequestTimeout, InvalidRequest) as e:
+            if started or not cut_off:
                 raise
             await _refuse(e, scope, receive, send)
 

@@ -51,15 +51,40 @@ class ParsedRequest:
 
 
 def decode_body(raw: bytes) -> Json:
-    if len(raw) > MAX_BODY_BYTES:
-        raise InvalidRequest(f"request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
+    """The request's JSON object (``jsonbody.loads``); anything else is a 400 ``invalid_json``."""
+    _check_size(raw)
     try:
         body = jsonbody.loads(raw)
     except jsonbody.BadJson as e:
-        raise InvalidRequest(
-            f"the request body is not valid JSON: {e}; send a JSON object with Content-Type: application/json",
-            code="invalid_json",
-        ) from e
+        raise not_json(e) from e
+    return _object(body)
+
+
+async def decode_body_yielding(raw: bytes) -> Json:
+    """``decode_body`` on the event loop, giving it back between the decoder's passes over a large body
+    (``jsonbody.loads_yielding``): the other requests in flight wait for one pass, not for all of them."""
+    _check_size(raw)
+    try:
+        body = await jsonbody.loads_yielding(raw)
+    except jsonbody.BadJson as e:
+        raise not_json(e) from e
+    return _object(body)
+
+
+def _check_size(raw: bytes) -> None:
+    if len(raw) > MAX_BODY_BYTES:
+        raise InvalidRequest(f"request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
+
+
+def not_json(error: jsonbody.BadJson) -> InvalidRequest:
+    """The 400 for a body that is not JSON this API accepts (or past the decode bounds), saying why."""
+    return InvalidRequest(
+        f"the request body is not valid JSON: {error}; send a JSON object with Content-Type: application/json",
+        code="invalid_json",
+    )
+
+
+def _object(body: object) -> Json:
     if not isinstance(body, dict):
         raise InvalidRequest(f"the request body must be a JSON object, got {type(body).__name__}")
     return body

@@ -29,7 +29,7 @@ from tokenplane.serving.gateway.exact_cache import ExactCache
 from tokenplane.serving.gateway.metrics import GatewayMetrics
 from tokenplane.serving.gateway.params import check_headers
 from tokenplane.serving.gateway.pricing import Prices
-from tokenplane.serving.gateway.requests import decode_body, parse
+from tokenplane.serving.gateway.requests import decode_body_yielding, parse
 from tokenplane.serving.gateway.routing import RequestSignals, Router
 from tokenplane.serving.gateway.semantic_cache import SemanticCache, scope_of
 from tokenplane.serving.gateway.streams import assemble, cacheable
@@ -263,7 +263,7 @@ class RouteStage:
         if tenant is None:
             raise RuntimeError("RouteStage runs after AuthenticateStage")
         with _span(self.tracer, "gateway.validate"):
-            body = decode_body(call.raw)
+            body = await decode_body_yielding(call.raw)
             model = body.get("model")
             call.request = parse(call.endpoint, body, self.counter_for(model if isinstance(model, str) else ""))
         with _span(self.tracer, "gateway.route"):

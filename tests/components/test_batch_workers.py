@@ -185,3 +185,22 @@ def test_deleted_batch_files_and_abandoned_uploads_expire_from_the_versioned_res
     everywhere = rules["abort-incomplete-uploads"]
     assert everywhere["status"] == "Enabled" and not everywhere.get("filter"), lifecycle.urn
     assert everywhere["abortIncompleteMultipartUpload"]["daysAfterInitiation"] == 1, lifecycle.urn
+
+
+@parametrize_batch_regions
+def test_workers_scale_out_with_keda_on_the_batch_queues_pending_jobs(name: str, region: str) -> None:
+    """Issue 29: batch workers scale out on the queue's lag. The ScaledObject targets the worker Deployment,
+    reads the metric the worker exports for its region, and validates against the pinned KEDA chart's CRD."""
+    from tokenplane.components.batch_workers import JOBS_PER_WORKER, WORKER_MAX_REPLICAS
+    from tokenplane.proof.render import validate_manifest
+
+    scaler = obj(rendered(name), "ScaledObject", f"{APP}", region)
+    deployment = obj(rendered(name), "Deployment", APP, region)
+    assert scaler["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+    assert scaler["spec"]["maxReplicaCount"] == WORKER_MAX_REPLICAS > scaler["spec"]["minReplicaCount"] >= 1
+    [trigger] = scaler["spec"]["triggers"]
+    assert trigger["type"] == "prometheus"
+    assert trigger["metadata"]["query"] == f'sum(tokenplane_batch_pending_jobs{{region="{region}"}})'
+    assert float(trigger["metadata"]["threshold"]) == JOBS_PER_WORKER
+    manifest = {k: v for k, v in scaler.items() if not k.startswith("_")}  # the test helper's own "_urn"
+    assert validate_manifest(manifest, "1.31") is None, scaler["_urn"]

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenplane.serving import jsonbody
@@ -282,3 +282,108 @@ def test_a_forwarded_body_has_room_for_the_fields_the_gateways_add() -> None:
     assert protocol.parse_body(forwarded)["model"] == "small-chat-v1"  # ...but within a forwarded body's
     with pytest.raises(jsonbody.BadJson, match="values"):
         jsonbody.loads_forwarded(raw + b" " + b"," * (jsonbody.FORWARDED_SLACK + 8))
+
+
+def _at_the_bounds() -> bytes:
+    """As close to both cost bounds as a body gets (``benchmarks/bench_frontdoor.largest_admitted``'s shape)."""
+    head = b'{"model": "small", "messages": [{"role": "user", "content": "x"}], "x": ['
+    arrays = jsonbody.MAX_CONTAINERS - (head.count(b"[") + head.count(b"{"))
+    values = 2 * arrays + head.count(b"[") + head.count(b"{") + head.count(b",")
+    body = head + b",".join([b"[]"] * arrays) + b"," + b",".join([b"0"] * (jsonbody.MAX_VALUES - values)) + b"]}"
+    jsonbody.check_cost(body)
+    return body
+
+
+def _fed(raw: bytes, size: int, meter: jsonbody.CostMeter) -> int:
+    """Feed ``raw`` in chunks of ``size``; the number of chunks fed when it stopped (raised or ended)."""
+    for n, start in enumerate(range(0, len(raw), size), start=1):
+        try:
+            meter.feed(raw[start : start + size])
+        except jsonbody.BadJson:
+            return n
+    return -1
+
+
+@settings(deadline=None, max_examples=25)
+@given(size=st.integers(min_value=64, max_value=70_000))
+def test_a_cost_meter_fed_in_chunks_admits_and_counts_what_check_cost_admits(size: int) -> None:
+    raw = _AT_THE_BOUNDS
+    meter = jsonbody.CostMeter()
+    assert _fed(raw, size, meter) == -1
+    assert meter.containers == raw.count(b"[") + raw.count(b"{")
+    assert meter.values == meter.containers + raw.count(b",")
+
+
+@pytest.mark.parametrize("extra", [b"[],", b"0,"])
+def test_a_cost_meter_refuses_at_the_chunk_that_crosses_a_bound_not_at_the_end(extra: bytes) -> None:
+    """2 MiB of ``[],[],...`` (or of ``0,0,...``) is refused within its first chunks: the rest is never read.
+    Put back (counting only once the body is whole) the meter would read all 32 chunks."""
+    raw = b'{"x": [' + extra * (2 * 1024 * 1024 // len(extra)) + b"0]}"
+    with pytest.raises(jsonbody.BadJson):
+        jsonbody.check_cost(raw)
+    chunks = _fed(raw, 64 * 1024, jsonbody.CostMeter())
+    assert 0 < chunks <= 6, chunks
+
+
+@pytest.mark.parametrize("split", [1, 30, jsonbody.MAX_DEPTH, jsonbody.MAX_DEPTH + 1])
+def test_a_cost_meter_finds_a_run_of_brackets_too_deep_split_across_chunks(split: int) -> None:
+    raw = (
+        b'{"a": "' + b"x" * 100 + b'", "b": ' + b"[" * (jsonbody.MAX_DEPTH + 1) + b"]" * (jsonbody.MAX_DEPTH + 1) + b"}"
+    )
+    at = raw.index(b"[") + split
+    meter = jsonbody.CostMeter()
+    meter.feed(raw[: raw.index(b"[")])
+    with pytest.raises(jsonbody.BadJson, match="nested deeper"):
+        meter.feed(raw[raw.index(b"[") : at])  # the run's first part: under the limit on its own
+        meter.feed(raw[at:])
+
+
+_AT_THE_BOUNDS = _at_the_bounds()
+
+
+async def test_loads_yielding_gives_the_loop_back_between_its_passes_over_a_large_body() -> None:
+    """The other requests on the loop wait for one pass (the decode), not for the cost check, the digit
+    scan, the decode and the depth count back to back. Put back (``loads`` called on the loop), the ticker
+    below runs no turn while the body decodes."""
+    import asyncio
+
+    turns = 0
+    done = False
+
+    async def ticker() -> None:
+        nonlocal turns
+        while not done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    before = turns
+    value = await jsonbody.loads_yielding(_AT_THE_BOUNDS)
+    during = turns - before
+    done = True
+    await task
+    assert value == jsonbody.loads(_AT_THE_BOUNDS)
+    assert during >= 3, during  # cost check | digit scan | decode | depth count
+
+
+async def test_loads_yielding_refuses_what_loads_refuses() -> None:
+    for raw in (b"[" * 70 + b"]" * 70, b'{"t": NaN}', b"[1,", b'["\\ud800"]'):
+        with pytest.raises(jsonbody.BadJson):
+            await jsonbody.loads_yielding(raw + b" " * jsonbody.YIELD_ABOVE_BYTES)
+
+
+def test_the_gateway_and_the_engine_decode_request_bodies_with_the_yielding_decoder() -> None:
+    """A guard: the AI gateway's route stage and the engine's handlers decode on their event loops, so they
+    must call the decoders that give the loop back (``loads_yielding``), not the ones that hold it for ~4 ms
+    at the bounds. Put back (``decode_body``/``parse_body`` called there), this names the call."""
+    import inspect
+
+    from tokenplane.serving.engine import app as engine_app
+    from tokenplane.serving.gateway import stages
+
+    for module, blocking in ((stages, "decode_body("), (engine_app, "parse_body(")):
+        source = inspect.getsource(module)
+        assert blocking not in source.replace(blocking.replace("(", "_yielding("), ""), (
+            f"{module.__name__} calls {blocking[:-1]} on its event loop; use its _yielding form"
+        )

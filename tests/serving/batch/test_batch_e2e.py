@@ -499,3 +499,23 @@ async def test_files_list_is_the_tenants_own_files_paginated(stack: Stack) -> No
     everything = [f.id async for f in await demo.files.list(limit=2)]  # the client follows the pages
     assert sorted(everything) == sorted(f.id for f in uploaded)
     assert (await acme.files.list()).data == []
+
+
+async def test_a_batch_input_file_is_parsed_off_the_event_loop(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: 50,000 input lines parsed on the gateway's loop stalled /healthz for 0.9-2.0 s. The parse
+    runs in a worker thread (the loop takes the GIL back every switch interval, between lines). Put back
+    (``parse_input`` called on the loop), the parse is seen on the loop's own thread."""
+    import threading
+
+    from tokenplane.serving.gateway import batch_api
+
+    threads: list[threading.Thread] = []
+    parse = batch_api.parse_input  # type: ignore[attr-defined]  # the name the route calls, imported there
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread())
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(batch_api, "parse_input", recorded)
+    await submit(stack.client(), [chat_line(str(i)) for i in range(200)])
+    assert threads and all(t is not threading.main_thread() for t in threads), threads

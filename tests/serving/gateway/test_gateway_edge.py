@@ -90,6 +90,46 @@ async def test_a_chunked_body_is_cut_off_at_the_limit_without_reading_the_rest()
     assert chunks_sent <= MAX_BODY_BYTES // MiB + 1  # memory stays bounded by the limit, not by the sender
 
 
+async def test_a_json_body_past_the_cost_bounds_is_a_400_at_the_chunk_that_crosses_them() -> None:
+    """2 MiB of nested empty arrays, from anyone: refused (and the connection closed) once its first chunks
+    cross the decode bounds, never read, scanned or decoded whole. Put back (the body read to its end and
+    refused by the decoder), all 32 chunks were read first and the 400 kept the connection open."""
+    inner = Recorder()
+    chunks_sent = 0
+    total = 32
+
+    async def receive() -> dict[str, Any]:
+        nonlocal chunks_sent
+        chunks_sent += 1
+        return {"type": "http.request", "body": b"[]," * (64 * 1024 // 3), "more_body": chunks_sent < total}
+
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    await BodyLimit(inner)(scope({"transfer-encoding": "chunked"}), receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = json.loads(b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body"))
+    assert start["status"] == 400
+    assert body["error"]["code"] == "invalid_json"
+    assert "arrays and objects" in body["error"]["message"]
+    assert (b"connection", b"close") in start["headers"]  # the unread rest is never drained
+    assert chunks_sent <= 2, chunks_sent
+
+
+async def test_a_file_upload_is_not_metered_as_json() -> None:
+    """The upload is multipart (its file is checked line by line off the loop): brackets are only bytes."""
+    inner = Recorder()
+    messages = [{"type": "http.request", "body": b"[" * 200_000, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop()
+
+    status, body = await call(BodyLimit(inner), scope({}, path="/v1/files"), receive)
+    assert (status, body) == (200, {"read": 200_000})
+
+
 async def test_a_body_that_trickles_in_past_the_deadline_is_a_408() -> None:
     async def receive() -> dict[str, Any]:
         await asyncio.sleep(0.05)
