@@ -7,18 +7,20 @@ the Batch API's files must live where both pods reach them.
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
 import pytest
 
 from tests.components.conftest import containers, k8s_objects, mock_output, named, of_type, rendered, spec
-from tokenplane.components.batch_workers import NONCURRENT_FILE_DAYS
+from tokenplane.components.batch_workers import JOBS_PER_WORKER, NONCURRENT_FILE_DAYS, WORKER_MAX_REPLICAS
 from tokenplane.components.gateway import CONFIG_DIR
 from tokenplane.components.naming import checksum
-from tokenplane.proof.render import REDACTED, RenderResult
+from tokenplane.proof.render import REDACTED, RenderResult, validate_manifest
 from tokenplane.runtime_env import DEFAULT_FILES_PREFIX as FILES_PREFIX
 from tokenplane.runtime_env import Var
+from tokenplane.serving.batch.worker import BatchWorker
 from tokenplane.spec import PlatformSpec, WorkloadClass
 
 NS = "llm-batch"
@@ -185,3 +187,22 @@ def test_deleted_batch_files_and_abandoned_uploads_expire_from_the_versioned_res
     everywhere = rules["abort-incomplete-uploads"]
     assert everywhere["status"] == "Enabled" and not everywhere.get("filter"), lifecycle.urn
     assert everywhere["abortIncompleteMultipartUpload"]["daysAfterInitiation"] == 1, lifecycle.urn
+
+
+@parametrize_batch_regions
+def test_workers_scale_out_on_the_batch_queues_lag_with_a_schema_valid_scaled_object(name: str, region: str) -> None:
+    """KEDA scales the worker Deployment on the pending-jobs gauge the worker exports (the batch topic's lag)."""
+    result = rendered(name)
+    scaler = obj(result, "ScaledObject", APP, region)
+    manifest = {k: v for k, v in scaler.items() if k != "_urn"}  # the test helpers tag each object with its URN
+    assert validate_manifest(manifest, spec(name).platform.kubernetes_version) is None
+    assert scaler["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": APP}
+    assert obj(result, "Deployment", APP, region)["metadata"]["name"] == APP
+    assert scaler["spec"]["minReplicaCount"] >= 1 and scaler["spec"]["maxReplicaCount"] == WORKER_MAX_REPLICAS
+    [trigger] = scaler["spec"]["triggers"]
+    assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue", trigger
+    # The metric the worker registers, for this region: a renamed gauge or label leaves KEDA reading nothing.
+    worker_metric = "tokenplane_batch_pending_jobs"
+    assert f'"{worker_metric}"' in inspect.getsource(BatchWorker.__init__)
+    assert trigger["metadata"]["query"] == f'sum({worker_metric}{{region="{region}"}})', trigger
+    assert float(trigger["metadata"]["threshold"]) == JOBS_PER_WORKER
