@@ -112,8 +112,10 @@ def new_file_object(purpose: str, filename: str, size: int, *, created_at: float
     """A fresh file object with a new id; ``ValueError`` for a purpose that is not a ``FilePurpose``."""
     if purpose not in {p.value for p in FilePurpose}:
         raise ValueError(f"purpose {purpose!r} is not one of {[p.value for p in FilePurpose]}")
+    # The id opens with the upload's millisecond (12 hex digits) and ends in 80 random bits: created_at is
+    # whole seconds, as OpenAI's is, and files uploaded within one second still list newest first by id.
     return {
-        "id": f"file-{secrets.token_hex(16)}",
+        "id": f"file-{round(created_at * 1000):012x}{secrets.token_hex(10)}",
         "object": "file",
         "bytes": size,
         "created_at": int(created_at),

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from tokenplane.serving.errors import InvalidRequest
 from tokenplane.serving.types import Endpoint, Json
+from tokenplane.spec import Priority
 
 ECHO_CHARS = 64  # of a refused value, in an error message: enough to recognise it, never a whole payload
 MAX_MODEL_CHARS = 256  # the longest model name or alias; OpenAI's ids are under 64
@@ -25,9 +26,11 @@ MAX_TOP_LOGPROBS = 20  # chat: OpenAI's range 0-20
 MAX_COMPLETION_LOGPROBS = 5  # completions: OpenAI's range 0-5
 MAX_LOGIT_BIAS = 300  # OpenAI's limit of biased tokens
 MAX_TIMEOUT_MS = 600_000.0  # the gateway's own request timeout: asking for more is asking for nothing
+MAX_TASK_TYPE_CHARS = 256  # a routing rule's task type is a short label, as MAX_MODEL_CHARS is for a model
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 TOOL_CHOICES = ("none", "auto", "required")
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+PRIORITIES = tuple(p.value for p in Priority)  # x-tokenplane-priority: a client may lower its own to any of these
 
 
 def echo(value: object) -> str:
@@ -196,8 +199,22 @@ def _number_header(headers: Mapping[str, str], name: str, low: float, high: floa
     return value
 
 
+def _label_headers(headers: Mapping[str, str]) -> None:
+    """The ``x-tokenplane-*`` headers that name something: a misspelt priority is the client's mistake, and the
+    gateway says so instead of serving the request at the tenant's own priority as if the header were absent."""
+    priority = headers.get("x-tokenplane-priority")
+    if priority is not None and priority not in PRIORITIES:
+        raise bad_param("x-tokenplane-priority", f"header must be one of {', '.join(PRIORITIES)}, got {echo(priority)}")
+    task_type = headers.get("x-tokenplane-task-type")
+    if task_type is not None and not 0 < len(task_type) <= MAX_TASK_TYPE_CHARS:
+        raise bad_param(
+            "x-tokenplane-task-type", f"header must be 1 to {MAX_TASK_TYPE_CHARS} characters, got {echo(task_type)}"
+        )
+
+
 def check_headers(headers: Mapping[str, str]) -> dict[str, float | None]:
-    """The numeric ``x-tokenplane-*`` headers, each checked to its range (400 naming the header otherwise)."""
+    """The ``x-tokenplane-*`` request headers, each checked (400 naming the header otherwise); the numbers read."""
+    _label_headers(headers)
     return {
         "timeout_ms": _number_header(headers, "x-tokenplane-timeout-ms", 0.0, MAX_TIMEOUT_MS, open_low=True),
         "complexity": _number_header(headers, "x-tokenplane-complexity", 0.0, 1.0, open_low=False),

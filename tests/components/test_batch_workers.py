@@ -7,18 +7,20 @@ the Batch API's files must live where both pods reach them.
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
 import pytest
 
 from tests.components.conftest import containers, k8s_objects, mock_output, named, of_type, rendered, spec
-from tokenplane.components.batch_workers import NONCURRENT_FILE_DAYS
+from tokenplane.components.batch_workers import JOBS_PER_WORKER, NONCURRENT_FILE_DAYS, WORKER_MAX_REPLICAS
 from tokenplane.components.gateway import CONFIG_DIR
 from tokenplane.components.naming import checksum
-from tokenplane.proof.render import REDACTED, RenderResult
+from tokenplane.proof.render import REDACTED, RenderResult, validate_manifest
 from tokenplane.runtime_env import DEFAULT_FILES_PREFIX as FILES_PREFIX
 from tokenplane.runtime_env import Var
+from tokenplane.serving.batch.worker import BatchWorker
 from tokenplane.spec import PlatformSpec, WorkloadClass
 
 NS = "llm-batch"
@@ -188,19 +190,19 @@ def test_deleted_batch_files_and_abandoned_uploads_expire_from_the_versioned_res
 
 
 @parametrize_batch_regions
-def test_workers_scale_out_with_keda_on_the_batch_queues_pending_jobs(name: str, region: str) -> None:
-    """Issue 29: batch workers scale out on the queue's lag. The ScaledObject targets the worker Deployment,
-    reads the metric the worker exports for its region, and validates against the pinned KEDA chart's CRD."""
-    from tokenplane.components.batch_workers import JOBS_PER_WORKER, WORKER_MAX_REPLICAS
-    from tokenplane.proof.render import validate_manifest
-
-    scaler = obj(rendered(name), "ScaledObject", f"{APP}", region)
-    deployment = obj(rendered(name), "Deployment", APP, region)
-    assert scaler["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
-    assert scaler["spec"]["maxReplicaCount"] == WORKER_MAX_REPLICAS > scaler["spec"]["minReplicaCount"] >= 1
+def test_workers_scale_out_on_the_batch_queues_lag_with_a_schema_valid_scaled_object(name: str, region: str) -> None:
+    """KEDA scales the worker Deployment on the pending-jobs gauge the worker exports (the batch topic's lag)."""
+    result = rendered(name)
+    scaler = obj(result, "ScaledObject", APP, region)
+    manifest = {k: v for k, v in scaler.items() if k != "_urn"}  # the test helpers tag each object with its URN
+    assert validate_manifest(manifest, spec(name).platform.kubernetes_version) is None
+    assert scaler["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": APP}
+    assert obj(result, "Deployment", APP, region)["metadata"]["name"] == APP
+    assert scaler["spec"]["minReplicaCount"] >= 1 and scaler["spec"]["maxReplicaCount"] == WORKER_MAX_REPLICAS
     [trigger] = scaler["spec"]["triggers"]
-    assert trigger["type"] == "prometheus"
-    assert trigger["metadata"]["query"] == f'sum(tokenplane_batch_pending_jobs{{region="{region}"}})'
+    assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue", trigger
+    # The metric the worker registers, for this region: a renamed gauge or label leaves KEDA reading nothing.
+    worker_metric = "tokenplane_batch_pending_jobs"
+    assert f'"{worker_metric}"' in inspect.getsource(BatchWorker.__init__)
+    assert trigger["metadata"]["query"] == f'sum({worker_metric}{{region="{region}"}})', trigger
     assert float(trigger["metadata"]["threshold"]) == JOBS_PER_WORKER
-    manifest = {k: v for k, v in scaler.items() if not k.startswith("_")}  # the test helper's own "_urn"
-    assert validate_manifest(manifest, "1.31") is None, scaler["_urn"]

@@ -19,7 +19,8 @@ import openai
 import pytest
 
 from tests.dev.test_dev_stack import Stack, running_stack
-from tokenplane.serving.gateway.server import HEADER_TIMEOUT_S
+from tokenplane.serving import jsonbody
+from tokenplane.serving.gateway.server import HEADER_TIMEOUT_S, MAX_HEADER_BYTES, MAX_HEADERS
 
 # Slow tier: starts a tokenplane dev stack as real processes.
 pytestmark = pytest.mark.slow
@@ -256,3 +257,140 @@ def test_connections_that_never_finish_their_headers_are_closed(stack: Stack) ->
             assert sock.recv(1024) == b"", "the gateway kept a half-sent request open"
         assert time.monotonic() - started < HEADER_TIMEOUT_S * 4
     assert stack.client().models.list().data  # and it still serves everyone else
+
+
+# --- the second probe (issue 29): the attacks of the second review, against tokenplane dev's processes ------------
+
+
+def raw_exchange(stack: Stack, head: bytes) -> bytes:
+    """Send a request head as an attacker's socket does and read the answer until the gateway closes."""
+    with socket.create_connection(gateway_address(stack)) as sock:
+        sock.settimeout(30)
+        with contextlib.suppress(OSError):  # the gateway may answer and close while the head is still going out
+            sock.sendall(head)
+        answer = b""
+        with contextlib.suppress(OSError):
+            while piece := sock.recv(65536):
+                answer += piece
+                if b"\r\n\r\n" in answer and b'"error"' in answer:
+                    break
+    return answer
+
+
+@pytest.mark.parametrize(
+    "head_fields",
+    [
+        b"".join(b"X-Pad-%d: a\r\n" % i for i in range(MAX_HEADERS + 1)),
+        b"X-Pad: " + b"a" * MAX_HEADER_BYTES + b"\r\n",
+    ],
+    ids=["too-many-headers", "too-many-bytes"],
+)
+def test_an_oversized_head_is_a_431_before_the_key_is_checked(stack: Stack, head_fields: bytes) -> None:
+    request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\n" + head_fields + b"Content-Length: 0\r\n\r\n"
+    answer = raw_exchange(stack, request)
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+    assert b"401" not in answer.split(b"\r\n", 1)[0]
+    assert stack.client().models.list().data
+
+
+def test_a_body_of_empty_arrays_from_a_limited_key_is_refused_by_its_cost_undecoded(stack: Stack) -> None:
+    raw = (
+        b'{"model": "large", "messages": [{"role": "user", "content": "x"}], "x": ['
+        + b",".join([b"[]"] * (2 * 1024 * 1024 // 3))
+        + b"]}"
+    )
+    error = assert_clean_4xx(post(stack, "/chat/completions", raw, tenant="free"), 400, "invalid_json")
+    assert f"at most {jsonbody.MAX_CONTAINERS}" in error["message"]
+    assert stack.client().chat.completions.create(model="small", messages=SYSTEM_CHAT, max_tokens=4).choices  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("x-tokenplane-timeout-ms", "0"),
+        ("x-tokenplane-timeout-ms", "-5000"),
+        ("x-tokenplane-priority", "urgent"),
+        ("x-tokenplane-complexity", "7"),
+    ],
+)
+def test_tokenplane_headers_out_of_range_are_a_400_naming_the_header_not_a_504(
+    stack: Stack, header: str, value: str
+) -> None:
+    raw = json.dumps({"model": "small", "messages": SYSTEM_CHAT, "max_tokens": 4}).encode()
+    response = stack.http.post(
+        base(stack) + "/chat/completions",
+        content=raw,
+        headers={"authorization": f"Bearer {key(stack)}", "content-type": "application/json", header: value},
+    )
+    assert assert_clean_4xx(response, 400)["param"] == header
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"logprobs": "yes"}, "logprobs"),
+        ({"logprobs": True, "top_logprobs": 1000}, "top_logprobs"),
+        ({"logprobs": True, "top_logprobs": -1}, "top_logprobs"),
+        ({"stop": 5}, "stop"),
+        ({"tools": "f"}, "tools"),
+        (
+            {
+                "tools": [{"type": "function", "function": {"name": "lookup"}}],
+                "tool_choice": {"type": "function", "function": {"name": "missing"}},
+            },
+            "tool_choice",
+        ),
+    ],
+)
+def test_nonsense_parameters_are_a_400_naming_them_through_the_official_client(
+    stack: Stack, extra: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        stack.client().chat.completions.create(model="small", messages=SYSTEM_CHAT, max_tokens=4, extra_body=extra)  # type: ignore[arg-type]
+    assert refused.value.param == param
+
+
+def test_a_64_kb_model_name_is_refused_without_being_echoed_whole(stack: Stack) -> None:
+    raw = json.dumps({"model": "m" * 65536, "messages": SYSTEM_CHAT}).encode()
+    response = post(stack, "/chat/completions", raw)
+    assert_clean_4xx(response, 400)
+    assert len(response.content) < 1024
+
+
+def test_a_key_followed_by_a_non_breaking_space_is_refused(stack: Stack) -> None:
+    raw = json.dumps({"model": "small", "messages": SYSTEM_CHAT, "max_tokens": 4}).encode()
+    response = stack.http.post(
+        base(stack) + "/chat/completions",
+        content=raw,
+        headers={b"authorization": f"Bearer {key(stack)}\xa0".encode("latin-1"), b"content-type": b"application/json"},
+    )
+    assert response.status_code == 401
+
+
+def test_the_surface_the_current_client_uses(stack: Stack) -> None:
+    client = stack.client("acme-eu")
+    assert client.models.retrieve("small").id == "small"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-9")
+    with pytest.raises(openai.BadRequestError) as dims:
+        client.embeddings.create(model="embedder-v1", input="hello", dimensions=64)
+    assert "dimensions" in dims.value.message
+    with pytest.raises(openai.BadRequestError) as ids:
+        client.completions.create(model="small", prompt=[1, 2, 3], max_tokens=4)
+    assert ids.value.code == "token_ids_not_supported"
+    # GET /v1/files: the tenant's own files, newest first, a page at a time.
+    uploaded = [client.files.create(file=(f"{i}.jsonl", b"{}\n"), purpose="batch").id for i in range(3)]
+    first = client.files.list(limit=2)
+    assert [f.id for f in first.data] == uploaded[::-1][:2] and first.has_more
+    rest = client.files.list(limit=2, after=first.data[-1].id)
+    assert rest.data[0].id == uploaded[0]
+    assert not set(uploaded) & {f.id for f in stack.client("demo").files.list(limit=100).data}
+
+
+def test_uploads_count_against_the_tenants_requests_per_minute(stack: Stack) -> None:
+    """free has 5 requests a minute: the sixth upload in a row is a 429, as a sixth chat would be."""
+    client = stack.client("free")
+    with pytest.raises(openai.RateLimitError) as limited:
+        for i in range(12):
+            client.files.create(file=(f"{i}.jsonl", b"{}\n"), purpose="batch")
+    assert int(limited.value.response.headers["retry-after"]) >= 1

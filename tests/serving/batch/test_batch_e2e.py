@@ -34,20 +34,24 @@ from prometheus_client import CollectorRegistry
 from tests.serving.conftest import FILES_BUCKET, S3_REGION, Broker, consume, serve
 from tests.serving.platform import model_gateway_process
 from tokenplane.serving.batch import BatchWorker
+from tokenplane.serving.batch import worker as batch_worker
 from tokenplane.serving.batch.worker import JOBS_AT_ONCE
 from tokenplane.serving.engine.app import create_app as engine_app
 from tokenplane.serving.engine.config import EngineConfig
 from tokenplane.serving.events.kafka import KafkaSink
+from tokenplane.serving.files import batch_lines
+from tokenplane.serving.files.batch_lines import BatchLine
 from tokenplane.serving.files.batch_store import BatchStore
 from tokenplane.serving.files.store import FileStore
 from tokenplane.serving.files.usage import FileUsage
+from tokenplane.serving.gateway import batch_api
 from tokenplane.serving.gateway.app import Gateway, build_gateway, create_app
 from tokenplane.serving.gateway.batch_api import batch_routes
 from tokenplane.serving.gateway.call import Call, Handler, Reply
 from tokenplane.serving.gateway.edge import public_app
 from tokenplane.serving.gateway.runtime import file_store, topics
 from tokenplane.serving.modelgw.client import HttpUpstream
-from tokenplane.serving.types import SystemClock
+from tokenplane.serving.types import Endpoint, SystemClock
 from tokenplane.spec import PlatformSpec
 
 # Slow tier: every test starts its own Kafka-protocol broker and the batch stack.
@@ -398,6 +402,67 @@ async def test_a_job_past_its_completion_window_is_marked_expired(stack: Stack) 
     assert batch.request_counts is not None and batch.request_counts.failed == 2
     errors = await read_jsonl(client, batch.error_file_id)
     assert {(e["custom_id"], e["error"]["code"]) for e in errors} == {("a", "batch_expired"), ("b", "batch_expired")}
+
+
+@dataclass
+class MovableClock:
+    """The wall clock, moved on by ``offset`` when a test says so: the window can pass mid-job."""
+
+    offset: float = 0.0
+
+    def monotonic(self) -> float:
+        return SystemClock.monotonic()
+
+    def time(self) -> float:
+        return SystemClock.time() + self.offset
+
+
+async def test_a_job_whose_window_ends_mid_job_expires_with_the_lines_it_has_done(stack: Stack) -> None:
+    """Three lines finish, the 24-hour window passes, the rest are expired: the three results are kept."""
+    client = stack.client()
+    ids = [f"req-{i}" for i in range(5)]
+    batch_id = await submit(client, [chat_line(i) for i in ids])
+    gate = Gate(stack.gateway.pipeline, open=2)
+    clock = MovableClock()
+    late = dataclasses.replace(stack.gateway, pipeline=gate, clock=clock)
+    worker = BatchWorker(
+        late, files=stack.worker_files, jobs=stack.jobs, bootstrap=stack.bootstrap, topic="batch-jobs", concurrency=1
+    )
+    job = asyncio.create_task(worker.process(batch_id, "demo"))
+    await gate.holding.wait()  # lines 1-2 done, line 3 in flight
+    clock.offset = 25 * 3600.0
+    gate.release.set()
+    assert await job is True
+    batch = await client.batches.retrieve(batch_id)
+    assert batch.status == "expired" and gate.calls == 3
+    assert batch.request_counts is not None
+    assert (batch.request_counts.completed, batch.request_counts.failed, batch.request_counts.total) == (3, 2, 5)
+    assert [line["custom_id"] for line in await read_jsonl(client, batch.output_file_id)] == ids[:3]
+    errors = await read_jsonl(client, batch.error_file_id)
+    assert [(e["custom_id"], e["error"]["code"]) for e in errors] == [(i, "batch_expired") for i in ids[3:]]
+
+
+async def test_input_files_are_parsed_off_the_event_loop_by_the_gateway_and_the_worker(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 50,000-line file takes seconds to parse: on the loop, every other request would wait for it."""
+    on_loop: list[bool] = []
+
+    def parse(data: bytes, endpoint: Endpoint) -> list[BatchLine]:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:  # no loop runs in this thread: a worker thread
+            on_loop.append(False)
+        return batch_lines.parse_input(data, endpoint)
+
+    monkeypatch.setattr(batch_api, "parse_input", parse)
+    monkeypatch.setattr(batch_worker, "parse_input", parse)
+    client = stack.client()
+    batch_id = await submit(client, [chat_line("a")])
+    assert await stack.worker().process(batch_id, "demo") is True
+    assert (await client.batches.retrieve(batch_id)).status == "completed"
+    assert on_loop == [False, False], "the gateway's create, then the worker's run, each parse in a thread"
 
 
 async def until(condition: Any) -> None:

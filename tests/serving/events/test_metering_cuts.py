@@ -108,6 +108,8 @@ async def test_a_stream_cut_before_its_first_chunk_mid_stream_or_before_its_usag
 
 
 async def test_a_non_stream_request_whose_client_leaves_is_metered_once(slow_dev: Platform) -> None:
+    """The client leaves while the engine works: one event, with every token the engine produced for it."""
+    generated_before = await slow_dev.engine_metric("small", "vllm:generation_tokens_total")
     async with httpx.AsyncClient(timeout=30) as client:
         task = asyncio.create_task(
             client.post(
@@ -125,6 +127,8 @@ async def test_a_non_stream_request_whose_client_leaves_is_metered_once(slow_dev
     assert sum(len(v) for v in events.values()) == 1, events
     [[event]] = events.values()
     assert event["tenant"] == "demo" and event["prompt_tokens"] > 0
+    generated = await slow_dev.engine_metric("small", "vllm:generation_tokens_total") - generated_before
+    assert generated > 0 and event["completion_tokens"] == generated, (event, generated)
 
 
 async def test_streams_cut_at_random_points_are_each_metered_exactly_once(slow_dev: Platform) -> None:

@@ -8,6 +8,7 @@ is in ``test_s3_files.py``.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,33 @@ async def test_a_listing_is_the_tenants_own_files_newest_first_in_pages(store: F
     rest, more = page(objects, limit=10, after=first[-1]["id"], purpose=None)
     assert [o["id"] for o in rest] == [ids[2], ids[1], ids[0]] and not more
     assert page(objects, limit=10, after=None, purpose="batch_output") == ([], False)
+
+
+@dataclass
+class OneSecond:
+    """A clock inside one second, a millisecond on at each reading: every upload has the same created_at."""
+
+    now: float = 1_790_000_000.0
+
+    def time(self) -> float:
+        self.now += 0.001
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("backend", ["directory", "s3"])
+async def test_files_uploaded_within_one_second_list_newest_first(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store: FileStore = (
+        S3FileStore(request.getfixturevalue("s3"), FILES_BUCKET, clock=OneSecond())
+        if backend == "s3"
+        else DirectoryFileStore(tmp_path / "files", clock=OneSecond())
+    )
+    ids = [(await store.put("demo", "batch", f"in-{i}.jsonl", DATA))["id"] for i in range(20)]
+    objects = await store.objects("demo")
+    assert len({o["created_at"] for o in objects}) == 1
+    listed, more = page(objects, limit=20, after=None, purpose=None)
+    assert [o["id"] for o in listed] == ids[::-1] and not more

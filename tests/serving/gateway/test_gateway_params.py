@@ -85,16 +85,28 @@ def test_a_huge_model_name_is_refused_and_echoed_only_in_part() -> None:
         ("x-tokenplane-complexity", "2"),
         ("x-tokenplane-complexity", "inf"),
         ("x-tokenplane-latency-slo-ms", "soon"),
+        ("x-tokenplane-priority", "urgent"),
+        ("x-tokenplane-priority", "HIGH"),
+        ("x-tokenplane-priority", ""),
+        ("x-tokenplane-task-type", ""),
+        ("x-tokenplane-task-type", "t" * 65536),
     ],
 )
 def test_tokenplane_headers_out_of_range_are_a_400_naming_the_header(header: str, value: str) -> None:
     with pytest.raises(InvalidRequest) as refused:
         params.check_headers({header: value})
-    assert refused.value.param == header
+    assert refused.value.param == header and len(refused.value.message) < 400
 
 
 def test_tokenplane_headers_in_range_are_read() -> None:
-    read = params.check_headers({"x-tokenplane-timeout-ms": "1500", "x-tokenplane-complexity": "0.3"})
+    read = params.check_headers(
+        {
+            "x-tokenplane-timeout-ms": "1500",
+            "x-tokenplane-complexity": "0.3",
+            "x-tokenplane-priority": "batch",
+            "x-tokenplane-task-type": "summarization",
+        }
+    )
     assert read == {"timeout_ms": 1500.0, "complexity": 0.3, "latency_slo_ms": None}
 
 
