@@ -33,13 +33,17 @@ region = ts.Region(
     name="eu", cloud_region=cloud_region, azs=azs, jurisdiction=ts.Jurisdiction.EU, traffic_share=1.0, pools=[placement]
 )
 
-# What the gateways route, price and admit with: the pool, its model, the routing (and tenants: none here).
+# Who may call (the gateway is Ready only once it holds a key; this one is read from Secrets Manager, created
+# beforehand), and what the gateways route, price and admit with: the pool, its model, the routing.
+key = "aws-sm://acme/tenants/acme-apps/api-key"
+tenant = ts.Tenant(name="acme-apps", rpm=600, tpm=200_000, allowed_tiers=[ts.Tier.SMALL], api_key_secret=key)
 config = tp.GatewayConfig(
     name=NAME,
     region=region,
     pools=[chat],
     models=[model],
     workload_classes=classes,
+    tenants=[tenant],
     routing=ts.Routing(mix={ts.Tier.SMALL: 1.0}),
     budget=ts.Budget(max_usd_per_hour=20),
     peak_rps=5,

@@ -37,12 +37,16 @@ region = ts.Region(
 )
 
 # What the gateways route, price and admit with: the pool, its model, the routing (and tenants: none here).
+# Amended after the blind run: the example gained a tenant (the AI gateway is Ready only with a key).
+key = "aws-sm://acme/tenants/acme-apps/api-key"
+tenant = ts.Tenant(name="acme-apps", rpm=600, tpm=200_000, allowed_tiers=[ts.Tier.SMALL], api_key_secret=key)
 config = tp.GatewayConfig(
     name=NAME,
     region=region,
     pools=[chat],
     models=[model],
     workload_classes=classes,
+    tenants=[tenant],
     routing=ts.Routing(mix={ts.Tier.SMALL: 1.0}),
     budget=ts.Budget(max_usd_per_hour=20),
     peak_rps=5,

@@ -159,3 +159,62 @@ def test_a_policy_resource_that_is_not_an_arn_is_reported(resource: str) -> None
 @pytest.mark.parametrize("stack", ["minimal", "dev", "byteion"])
 def test_the_shipped_stacks_keep_the_platform_contract(stack: str) -> None:
     assert not findings(stack, rule=RULE)
+
+
+# --- tenants: the AI gateway is Ready only with a key ---------------------------------------------------------
+
+
+def _runtime_document(edit: Any) -> Any:
+    def change(r: RenderedResource) -> RenderedResource:
+        data = r.inputs.get("data") or {}
+        if r.type != "kubernetes:core/v1:ConfigMap" or platform_contract.RUNTIME_DOCUMENT not in data:
+            return r
+
+        def plant(inputs: dict[str, Any]) -> None:
+            inputs["data"][platform_contract.RUNTIME_DOCUMENT] = edit(inputs["data"][platform_contract.RUNTIME_DOCUMENT])
+
+        return with_inputs(r, plant)
+
+    return change
+
+
+def _tenants(value: list[Any] | None) -> Any:
+    def edit(text: str) -> str:
+        document = json.loads(text)
+        if value is None:
+            document.pop("tenants", None)
+        else:
+            document["tenants"] = value
+        return json.dumps(document)
+
+    return edit
+
+
+def _gateways(found: list[Any]) -> set[str]:
+    return {f.urn for f in found if "names no tenant" in f.message and "/readyz answers 503" in f.message}
+
+
+def test_an_ai_gateway_whose_document_names_no_tenant_never_becomes_ready() -> None:
+    found = findings("minimal", mutated(rendered("minimal"), _runtime_document(_tenants([]))), rule=RULE)
+    assert len(found) == 1 and found[0].urn.endswith("ai-gateway-deployment"), found
+    assert "ConfigMap ai-gateway-config" in found[0].message and "tenant" in found[0].fix
+
+
+def test_every_regions_ai_gateway_without_tenants_is_reported_once() -> None:
+    result = rendered("byteion")
+    found = findings("byteion", mutated(result, _runtime_document(_tenants(None))), rule=RULE)
+    gateways = {
+        r.urn for r in result.resources if r.type == "kubernetes:apps/v1:Deployment" and r.urn.endswith("ai-gateway-deployment")
+    }
+    assert len(gateways) >= 2 and _gateways(found) == gateways and len(found) == len(gateways), found
+
+
+def test_only_the_ai_gateway_needs_a_tenant() -> None:
+    """The model gateway and the batch workers read the same document but answer /readyz without keys."""
+    found = findings("dev", mutated(rendered("dev"), _runtime_document(_tenants([]))), rule=RULE)
+    assert found and all(f.urn.endswith("ai-gateway-deployment") for f in found), found
+
+
+def test_a_runtime_document_unknown_until_apply_is_skipped_not_flagged() -> None:
+    found = findings("minimal", mutated(rendered("minimal"), _runtime_document(lambda text: None)), rule=RULE)
+    assert not found, found

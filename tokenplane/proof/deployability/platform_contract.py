@@ -10,10 +10,13 @@ Each item converges (``pulumi up`` succeeds) and is still broken, so nothing els
   without it is scaled up again while each new node's device plugin starts, and is never scaled down right;
 - DCGM: its series name the pod using the GPU; a pod scrape job without ``honor_labels`` overwrites that;
 - IAM: every ``Resource`` of a policy statement the graph carries is ``*`` or an ARN of six fields; anything
-  else (``""``, a bare name) is refused by IAM or matches nothing.
+  else (``""``, a bare name) is refused by IAM or matches nothing;
+- tenants: the AI gateway answers ``/readyz`` with 503 while it knows no API key (serving/gateway/app.py), and
+  its readiness probe is ``/readyz``, so a gateway whose runtime document names no tenant never becomes Ready
+  and ``pulumi up`` waits on its Deployment until the await times out.
 
-It cannot see: policies whose JSON is unknown until apply (they are skipped, not passed), and add-ons
-installed outside the program.
+It cannot see: policies whose JSON is unknown until apply (they are skipped, not passed), add-ons
+installed outside the program, and a runtime document that is unknown until apply (skipped, not passed).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any
 from tokenplane.catalog import instance_type
 from tokenplane.errors import CatalogError
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, lookup
+from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
+from tokenplane.proof.deployability.references import TENANT_KEY_RESOLVER
 
 RULE = "platform-contract"
 TOPIC = "aws:msk/topic:Topic"
@@ -35,6 +39,7 @@ ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 POLICY_TYPES = ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy")
 MSK_JMX_PORT, MSK_NODE_PORT = 11001, 11002  # MSK open monitoring's exporters
 ARN_FIELDS = 6  # arn:partition:service:region:account:resource
+RUNTIME_DOCUMENT = "platform.json"  # the key of the serving ConfigMap the gateways read (components.gateway)
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -44,6 +49,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _iam_resources(graph)
     yield from _dcgm_labels(graph)
     yield from _msk_monitoring(graph)
+    yield from _gateway_tenants(graph)
 
 
 def _properties(text: object) -> dict[str, str]:
@@ -183,6 +189,40 @@ def _msk_monitoring(graph: Graph) -> Iterator[Finding]:
                 "nothing can scrape it",
                 f"open {port} to the VPC in the brokers' security group and add a scrape job, or turn the exporter off",
             )
+
+
+def _gateway_tenants(graph: Graph) -> Iterator[Finding]:
+    """An AI gateway becomes Ready only with an API key: its runtime document must name a tenant."""
+    for region in graph.regions():
+        maps = {(m.namespace, m.name): m for m in graph.kube(region, "ConfigMap")}
+        for workload in graph.workloads(region):
+            pod = workload.pod_spec()
+            if not any(_runs_gateway(c) for c in pod.get("containers") or []):
+                continue
+            for volume in pod.get("volumes") or []:
+                name = lookup(volume, "configMap.name")
+                source = maps.get((workload.namespace, str(name))) if name else None
+                document = _json((source.manifest.get("data") or {}).get(RUNTIME_DOCUMENT)) if source else None
+                if document is None:
+                    continue  # not the runtime document, or unknown until apply
+                if not document.get("tenants"):
+                    yield _no_tenant(workload, str(name))
+
+
+def _runs_gateway(container: dict[str, Any]) -> bool:
+    return [str(c) for c in container.get("command") or []] == ["python", "-m", TENANT_KEY_RESOLVER]
+
+
+def _no_tenant(workload: KubeObject, config_map: str) -> Finding:
+    return Finding(
+        RULE,
+        workload.urn,
+        f"{workload.kind} {workload.namespace}/{workload.name} runs the AI gateway, whose runtime document "
+        f"(ConfigMap {config_map}, {RUNTIME_DOCUMENT}) names no tenant: with no API key /readyz answers 503, "
+        "its pods never become Ready, and pulumi up waits on the Deployment until its await times out",
+        "add at least one tenant (GatewayConfig(tenants=[Tenant(..., api_key_secret='aws-sm://...')]) or the "
+        "spec's tenants:), with its key in Secrets Manager or in the stack's env secrets",
+    )
 
 
 def _json(value: object) -> dict[str, Any] | None:
