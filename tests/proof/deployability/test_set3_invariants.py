@@ -1,0 +1,122 @@
+"""Issue 27, third blind set: the invariants its misses showed, planted into minimal's rendered graph.
+
+None of the planted defects is a set-3 program; each test fails when its check is removed, and each has a correct
+twin the check must not flag.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from tests.proof.deployability.conftest import findings, mutated, rendered
+from tokenplane.proof.deployability import Finding
+from tokenplane.proof.render import RenderedResource, RenderResult
+
+STACK = "minimal"
+
+
+def _resource(manifest: dict[str, Any]) -> RenderedResource:
+    kind, name = manifest["kind"], manifest["metadata"]["name"]
+    group = manifest["apiVersion"] if "/" in manifest["apiVersion"] else f"core/{manifest['apiVersion']}"
+    return RenderedResource(
+        urn=f"urn:pulumi:{STACK}::tokenplane::kubernetes:{group}:{kind}::planted-{name}",
+        type=f"kubernetes:{group}:{kind}",
+        name=f"planted-{name}",
+        parent=None,
+        provider=None,
+        region="us",
+        inputs=manifest,
+        custom=True,
+    )
+
+
+def plus(
+    *objects: dict[str, Any], change: Callable[[RenderedResource], RenderedResource | None] | None = None
+) -> RenderResult:
+    """minimal with extra Kubernetes objects (as a program of one's own adds them) and an optional change."""
+    return mutated(rendered(STACK), change or (lambda r: r), extra=[_resource(m) for m in objects])
+
+
+def rule(result: RenderResult, name: str) -> list[Finding]:
+    return findings(STACK, result, rule=name)
+
+
+def shipped(kind: str, name: str) -> dict[str, Any]:
+    """A deep copy of one of minimal's own manifests."""
+    found = [
+        r for r in rendered(STACK).resources if r.inputs.get("kind") == kind and r.inputs["metadata"]["name"] == name
+    ]
+    assert len(found) == 1, found
+    return copy.deepcopy(found[0].inputs)
+
+
+def renamed(manifest: dict[str, Any], name: str) -> dict[str, Any]:
+    manifest["metadata"] = {**manifest["metadata"], "name": name}
+    return manifest
+
+
+def deployment(name: str, pod: dict[str, Any], *, replicas: int = 1, namespace: str = "llm-data") -> dict[str, Any]:
+    labels = {"app.kubernetes.io/name": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod},
+        },
+    }
+
+
+def system_pod(cpu: str = "100m", memory: str = "64Mi", **extra: Any) -> dict[str, Any]:
+    resources = {"cpu": cpu, "memory": memory}
+    return {
+        "nodeSelector": {"tokenplane.io/node-role": "system"},
+        "containers": [
+            {"name": "app", "image": "nginx:1.27", "resources": {"requests": resources, "limits": resources}}
+        ],
+        **extra,
+    }
+
+
+# --- pod-fits-node ------------------------------------------------------------------------------------------------
+
+
+def _gpu_pod(*per_container: int) -> dict[str, Any]:
+    pod = copy.deepcopy(shipped("Deployment", "vllm-chat")["spec"]["template"]["spec"])
+    base = pod["containers"][0]
+    pod["containers"] = []
+    for i, gpus in enumerate(per_container):
+        container = copy.deepcopy(base)
+        container["name"] = f"shard-{i}"
+        container["resources"] = {"requests": {"nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}}
+        pod["containers"].append(container)
+    return pod
+
+
+def test_a_pod_asking_more_memory_than_any_system_node_has_fits_no_node() -> None:
+    result = plus(deployment("reporting", system_pod(memory="40Gi")))
+    found = rule(result, "pod-fits-node")
+    assert [f.urn.rsplit("::", 1)[-1] for f in found] == ["planted-reporting"], found
+    assert "no node can ever hold this pod" in found[0].message and "m6i.xlarge" in found[0].message, found
+    assert "40.0 GiB memory" in found[0].message and "16.0 GiB" in found[0].message, found
+    # one root cause, one finding: the group total does not also report it
+    assert not [f for f in rule(result, "node-capacity") if f.urn.endswith("planted-reporting")]
+
+
+def test_gpus_summed_over_a_pods_containers_beyond_the_node_type_fit_no_node() -> None:
+    found = rule(plus(deployment("sharded", _gpu_pod(3, 3), namespace="llm-serving")), "pod-fits-node")
+    assert len(found) == 1 and "6 nvidia.com/gpu" in found[0].message and "g6.12xlarge" in found[0].message, found
+    assert "4 nvidia.com/gpu" in found[0].message
+
+
+def test_pods_that_fit_one_node_exactly_are_not_flagged() -> None:
+    result = plus(
+        deployment("sharded", _gpu_pod(2, 2), namespace="llm-serving"),
+        deployment("reporting", system_pod(cpu="3", memory="8Gi")),
+    )
+    assert not rule(result, "pod-fits-node")
+    assert not rule(rendered(STACK), "pod-fits-node")
