@@ -105,7 +105,7 @@ def fits_nowhere(graph: Graph, workload: KubeObject) -> Finding | None:
             offers.append((group.resource.name, str(instance), offered))
     if not offers or any(all(wants[n] <= o[n] for n in wants) for _, _, o in offers):
         return None
-    group, instance, largest = max(offers, key=lambda o: (o[2][GPU], o[2]["cpu"], o[2]["memory"]))
+    group_name, instance, largest = max(offers, key=lambda o: (o[2][GPU], o[2]["cpu"], o[2]["memory"]))
     short = [n for n in wants if wants[n] > largest[n]]
     asks = ", ".join(_shown(n, wants[n]) for n in short)
     has = ", ".join(_shown(n, largest[n]) for n in short)
@@ -113,7 +113,7 @@ def fits_nowhere(graph: Graph, workload: KubeObject) -> Finding | None:
         RULE,
         workload.urn,
         f"no node can ever hold this pod: one pod of {workload.kind} {workload.namespace}/{workload.name} requests "
-        f"{asks}, but the largest instance type it may land on ({instance}, node group {group}) offers {has} "
+        f"{asks}, but the largest instance type it may land on ({instance}, node group {group_name}) offers {has} "
         "allocatable; the scheduler reports Insufficient resources and the Cluster Autoscaler finds no group whose "
         "node fits, so its pods stay Pending whatever maxSize is",
         f"lower the pod's requests to fit a {instance} node, or let it land on a node group of a larger instance type",
