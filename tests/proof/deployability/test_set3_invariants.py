@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.proof.deployability.conftest import findings, mutated, rendered
 from tokenplane.proof.deployability import Finding
+from tokenplane.proof.deployability.topology import HOSTNAME, ZONE
 from tokenplane.proof.render import RenderedResource, RenderResult
 
 STACK = "minimal"
@@ -120,3 +121,48 @@ def test_pods_that_fit_one_node_exactly_are_not_flagged() -> None:
     )
     assert not rule(result, "pod-fits-node")
     assert not rule(rendered(STACK), "pod-fits-node")
+
+
+# --- topology-placeable -------------------------------------------------------------------------------------------
+
+
+def _anti(key: str) -> dict[str, Any]:
+    term = {
+        "topologyKey": key,
+        "labelSelector": {
+            "matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In", "values": ["search"]}]
+        },
+    }
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def test_zone_anti_affinity_with_more_replicas_than_the_two_zones_never_places_the_third() -> None:
+    found = rule(plus(deployment("search", system_pod(affinity=_anti(ZONE)), replicas=3)), "topology-placeable")
+    assert len(found) == 1 and "span 2 (us-east-1a, us-east-1b)" in found[0].message, found
+
+
+def test_hostname_anti_affinity_beyond_the_groups_max_nodes_never_places_the_rest() -> None:
+    # minimal's system group grows to 11 nodes; 12 replicas one per node cannot fit
+    found = rule(plus(deployment("search", system_pod(affinity=_anti(HOSTNAME)), replicas=12)), "topology-placeable")
+    assert len(found) == 1 and "grow to 11 nodes" in found[0].message, found
+
+
+def test_spread_wanting_more_zones_than_exist_is_reported_and_skew_alone_is_not() -> None:
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "search"}},
+    }
+    strict = deployment("search", system_pod(topologySpreadConstraints=[{**spread, "minDomains": 3}]), replicas=3)
+    found = rule(plus(strict), "topology-placeable")
+    assert len(found) == 1 and "minDomains 3" in found[0].message, found
+    loose = deployment("search", system_pod(topologySpreadConstraints=[spread]), replicas=5)
+    assert not rule(plus(loose), "topology-placeable")
+
+
+def test_anti_affinity_within_the_zones_or_on_other_pods_is_not_flagged() -> None:
+    fits = deployment("search", system_pod(affinity=_anti(ZONE)), replicas=2)
+    other = deployment("indexer", system_pod(affinity=_anti(ZONE)), replicas=4)  # avoids search's pods, not its own
+    assert not rule(plus(fits), "topology-placeable")
+    assert not rule(plus(other), "topology-placeable")
