@@ -7,6 +7,7 @@ twin the check must not flag.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -166,3 +167,49 @@ def test_anti_affinity_within_the_zones_or_on_other_pods_is_not_flagged() -> Non
     other = deployment("indexer", system_pod(affinity=_anti(ZONE)), replicas=4)  # avoids search's pods, not its own
     assert not rule(plus(fits), "topology-placeable")
     assert not rule(plus(other), "topology-placeable")
+
+
+# --- drain-blocked ------------------------------------------------------------------------------------------------
+
+
+def _budget_of(name: str, spec: dict[str, Any]) -> Callable[[RenderedResource], RenderedResource]:
+    def change(r: RenderedResource) -> RenderedResource:
+        if r.inputs.get("kind") != "PodDisruptionBudget" or r.inputs["metadata"]["name"] != name:
+            return r
+        inputs = copy.deepcopy(r.inputs)
+        inputs["spec"] = {"selector": inputs["spec"]["selector"], **spec}
+        return dataclasses.replace(r, inputs=inputs)
+
+    return change
+
+
+def _statefulset_with_budget(budget: dict[str, Any]) -> list[dict[str, Any]]:
+    sts = deployment("ledger", system_pod(), replicas=3)
+    sts["kind"] = "StatefulSet"
+    sts["spec"]["serviceName"] = "ledger"
+    selector = {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In", "values": ["ledger"]}]}
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "ledger", "namespace": "llm-data"},
+        "spec": {"selector": selector, **budget},
+    }
+    return [sts, pdb]
+
+
+def test_a_budget_as_large_as_the_hpas_minimum_blocks_every_drain() -> None:
+    # ai-gateway's HPA may scale it to 6, but at its minimum of 2 a minAvailable of 2 allows no eviction
+    found = rule(plus(change=_budget_of("ai-gateway", {"minAvailable": 2})), "drain-blocked")
+    assert [f.urn.rsplit("::", 1)[-1] for f in found] == ["minimal-us-ai-gateway-pdb"], found
+    assert "at its 2 replica(s)" in found[0].message and "maxUnavailable: 1" in found[0].fix
+
+
+def test_a_zero_max_unavailable_over_a_statefulset_blocks_every_drain() -> None:
+    found = rule(plus(*_statefulset_with_budget({"maxUnavailable": 0})), "drain-blocked")
+    assert len(found) == 1 and "StatefulSet ledger at its 3 replica(s)" in found[0].message, found
+
+
+def test_budgets_that_leave_one_pod_to_evict_are_not_flagged() -> None:
+    assert not rule(plus(*_statefulset_with_budget({"minAvailable": "50%"})), "drain-blocked")
+    assert not rule(plus(change=_budget_of("ai-gateway", {"minAvailable": 1})), "drain-blocked")
+    assert not rule(rendered(STACK), "drain-blocked")

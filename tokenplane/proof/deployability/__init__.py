@@ -19,6 +19,7 @@ from tokenplane.proof.deployability import (
     api_validation,
     device_plugin,
     dns,
+    drains,
     ecr,
     endpoints,
     first_run,
@@ -109,6 +110,7 @@ CHECKS: dict[str, Check] = {
     first_run.RULE: first_run.check,
     versions.RULE: versions.check,
     rollouts.RULE: rollouts.check,
+    drains.RULE: drains.check,
     platform_contract.RULE: platform_contract.check,
 }
 
