@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from tests.proof.deployability.conftest import findings, mutated, rendered
 from tokenplane.proof.deployability import Finding
 from tokenplane.proof.deployability.topology import HOSTNAME, ZONE
@@ -213,3 +215,45 @@ def test_budgets_that_leave_one_pod_to_evict_are_not_flagged() -> None:
     assert not rule(plus(*_statefulset_with_budget({"minAvailable": "50%"})), "drain-blocked")
     assert not rule(plus(change=_budget_of("ai-gateway", {"minAvailable": 1})), "drain-blocked")
     assert not rule(rendered(STACK), "drain-blocked")
+
+
+# --- api-validation: cross-field rules ----------------------------------------------------------------------------
+
+
+def _spec_of(
+    kind: str, name: str, edit: Callable[[dict[str, Any]], None]
+) -> Callable[[RenderedResource], RenderedResource]:
+    def change(r: RenderedResource) -> RenderedResource:
+        if r.inputs.get("kind") != kind or r.inputs["metadata"]["name"] != name:
+            return r
+        inputs = copy.deepcopy(r.inputs)
+        edit(inputs["spec"])
+        return dataclasses.replace(r, inputs=inputs)
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"minReadySeconds": 60, "progressDeadlineSeconds": 60}, "progressDeadlineSeconds 60, not greater than"),
+        ({"minReadySeconds": 900}, "progressDeadlineSeconds 600 (the default), not greater than minReadySeconds 900"),
+    ],
+)
+def test_a_progress_deadline_not_above_min_ready_is_rejected(fields: dict[str, int], says: str) -> None:
+    result = plus(change=_spec_of("Deployment", "model-gateway", lambda s: s.update(fields)))
+    found = [f for f in rule(result, "api-validation") if "progressDeadline" in f.message]
+    assert len(found) == 1 and says in found[0].message, found
+
+
+def test_a_scaled_object_whose_minimum_exceeds_its_maximum_is_rejected() -> None:
+    edit = _spec_of("ScaledObject", "finops-consumer", lambda s: s.update(minReplicaCount=5, maxReplicaCount=2))
+    found = rule(plus(change=edit), "api-validation")
+    assert len(found) == 1 and "minReplicaCount 5 above maxReplicaCount 2" in found[0].message, found
+
+
+def test_cross_field_values_the_api_server_accepts_are_not_flagged() -> None:
+    deadline = _spec_of("Deployment", "model-gateway", lambda s: s.update(minReadySeconds=599))
+    assert not rule(plus(change=deadline), "api-validation")
+    equal = _spec_of("ScaledObject", "finops-consumer", lambda s: s.update(minReplicaCount=2, maxReplicaCount=2))
+    assert not rule(plus(change=equal), "api-validation")
