@@ -257,3 +257,52 @@ def test_cross_field_values_the_api_server_accepts_are_not_flagged() -> None:
     assert not rule(plus(change=deadline), "api-validation")
     equal = _spec_of("ScaledObject", "finops-consumer", lambda s: s.update(minReplicaCount=2, maxReplicaCount=2))
     assert not rule(plus(change=equal), "api-validation")
+
+
+# --- access-mode-supported ----------------------------------------------------------------------------------------
+
+
+def _claim(name: str, modes: list[str], storage_class: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "llm-data"},
+        "spec": {
+            "accessModes": modes,
+            "storageClassName": storage_class,
+            "resources": {"requests": {"storage": "1Gi"}},
+            **extra,
+        },
+    }
+
+
+def test_a_read_only_many_claim_on_ekss_gp2_is_reported() -> None:
+    found = rule(plus(_claim("shared-models", ["ReadOnlyMany"], "gp2")), "access-mode-supported")
+    assert len(found) == 1 and "ReadOnlyMany" in found[0].message and "kubernetes.io/aws-ebs" in found[0].message, found
+
+
+def test_a_read_write_many_volume_claim_template_on_the_programs_ebs_class_is_reported() -> None:
+    sts = deployment("ledger", system_pod(), replicas=2)
+    sts["kind"] = "StatefulSet"
+    sts["spec"]["volumeClaimTemplates"] = [
+        {"metadata": {"name": "journal"}, "spec": _claim("journal", ["ReadWriteMany"], "gp3-encrypted")["spec"]}
+    ]
+    found = rule(plus(sts), "access-mode-supported")
+    assert len(found) == 1 and "volumeClaimTemplate journal" in found[0].message and "efs.csi.aws.com" in found[0].fix
+
+
+def test_claims_their_provisioner_supports_are_not_flagged() -> None:
+    efs = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "efs"},
+        "provisioner": "efs.csi.aws.com",
+    }
+    result = plus(
+        efs,
+        _claim("shared", ["ReadWriteMany"], "efs"),
+        _claim("own", ["ReadWriteOncePod"], "gp3-encrypted"),
+        _claim("raw", ["ReadWriteMany"], "gp3-encrypted", volumeMode="Block"),
+    )
+    assert not rule(result, "access-mode-supported")
+    assert not rule(rendered(STACK), "access-mode-supported")

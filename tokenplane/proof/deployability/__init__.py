@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 
 from tokenplane.proof.deployability import (
     access,
+    access_modes,
     api_validation,
     device_plugin,
     dns,
@@ -71,6 +72,7 @@ CHECKS: dict[str, Check] = {
     tls.RULE: tls.check,
     storage.RULE: storage.check,
     storage_classes.RULE: storage_classes.check,
+    access_modes.RULE: access_modes.check,
     timeouts.RULE: timeouts.check,
     weights.RULE: weights.check,
     images.RULE: images.check,
