@@ -306,3 +306,55 @@ def test_claims_their_provisioner_supports_are_not_flagged() -> None:
     )
     assert not rule(result, "access-mode-supported")
     assert not rule(rendered(STACK), "access-mode-supported")
+
+
+# --- subnet-range -------------------------------------------------------------------------------------------------
+
+
+def _aws(type_token: str, name: str, inputs: dict[str, Any]) -> RenderedResource:
+    return RenderedResource(
+        urn=f"urn:pulumi:{STACK}::tokenplane::{type_token}::{name}",
+        type=type_token,
+        name=name,
+        parent=None,
+        provider=None,
+        region="us",
+        inputs=inputs,
+        custom=True,
+    )
+
+
+def _with_aws(*resources: RenderedResource) -> RenderResult:
+    return mutated(rendered(STACK), lambda r: r, extra=list(resources))
+
+
+def _subnet(name: str, cidr: str) -> RenderedResource:
+    vpc = next(r for r in rendered(STACK).resources if r.type == "aws:ec2/vpc:Vpc")
+    vpc_id = next(r.inputs["vpcId"] for r in rendered(STACK).resources if r.type == "aws:ec2/subnet:Subnet")
+    assert vpc.region == "us"
+    return _aws("aws:ec2/subnet:Subnet", name, {"vpcId": vpc_id, "cidrBlock": cidr, "availabilityZone": "us-east-1a"})
+
+
+@pytest.mark.parametrize(
+    ("cidr", "says"),
+    [
+        ("172.16.0.0/24", "outside every IPv4 block"),  # another private range than the VPC's 10.0.0.0/16
+        ("10.0.8.0/24", "overlaps subnet minimal-us-network-private-a (10.0.0.0/20)"),
+        ("10.0.250.0/29", "is a /29"),
+    ],
+)
+def test_subnet_ranges_ec2_rejects_are_reported(cidr: str, says: str) -> None:
+    found = rule(_with_aws(_subnet("planted-endpoints", cidr)), "subnet-range")
+    assert len(found) == 1 and says in found[0].message, found
+
+
+def test_a_subnet_in_a_secondary_block_and_a_free_range_are_not_flagged() -> None:
+    vpc_id = _subnet("x", "10.0.0.0/24").inputs["vpcId"]
+    association = _aws(
+        "aws:ec2/vpcIpv4CidrBlockAssociation:VpcIpv4CidrBlockAssociation",
+        "planted-secondary",
+        {"vpcId": vpc_id, "cidrBlock": "100.64.0.0/16"},
+    )
+    result = _with_aws(association, _subnet("planted-pods", "100.64.0.0/18"), _subnet("planted-free", "10.0.64.0/24"))
+    assert not rule(result, "subnet-range")
+    assert not rule(rendered(STACK), "subnet-range")
