@@ -358,3 +358,50 @@ def test_a_subnet_in_a_secondary_block_and_a_free_range_are_not_flagged() -> Non
     result = _with_aws(association, _subnet("planted-pods", "100.64.0.0/18"), _subnet("planted-free", "10.0.64.0/24"))
     assert not rule(result, "subnet-range")
     assert not rule(rendered(STACK), "subnet-range")
+
+
+# --- egress-allowed -----------------------------------------------------------------------------------------------
+
+DNS_RULE = {
+    "to": [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+        }
+    ],
+    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+}
+
+
+def _egress_policy(namespace: str, *rules: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "lock-egress", "namespace": namespace},
+        "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": list(rules)},
+    }
+
+
+def _https_to(cidr: str, *excepted: str) -> dict[str, Any]:
+    block: dict[str, Any] = {"cidr": cidr, **({"except": list(excepted)} if excepted else {})}
+    return {"to": [{"ipBlock": block}], "ports": [{"protocol": "TCP", "port": 443}]}
+
+
+def test_a_default_deny_egress_in_the_data_namespace_cuts_dns_and_aws_from_its_irsa_pods() -> None:
+    found = rule(plus(_egress_policy("llm-data")), "egress-allowed")
+    pods = {f.urn.rsplit("::", 1)[-1] for f in found}
+    assert {"minimal-us-clickhouse-statefulset", "minimal-us-finops-consumer-deployment"} <= pods, pods
+    assert any("cannot resolve" in f.message for f in found) and any("TCP 443" in f.message for f in found)
+
+
+def test_an_egress_policy_with_dns_but_no_https_cuts_the_publish_job_from_s3() -> None:
+    found = rule(plus(_egress_policy("llm-serving", DNS_RULE)), "egress-allowed")
+    job = [f for f in found if "publish-qwen-7b-chat-v1" in f.message]
+    assert len(job) == 1 and "TCP 443" in job[0].message and "cannot resolve" not in job[0].message, found
+
+
+def test_egress_policies_that_keep_dns_and_aws_endpoints_are_not_flagged() -> None:
+    internet = _egress_policy("llm-serving", DNS_RULE, _https_to("0.0.0.0/0", "10.0.0.0/8"))
+    assert not rule(plus(internet), "egress-allowed")
+    endpoints = _egress_policy("llm-data", DNS_RULE, _https_to("10.0.0.0/16"))  # interface VPC endpoints
+    assert not rule(plus(endpoints), "egress-allowed")
