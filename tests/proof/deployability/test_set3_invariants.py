@@ -405,3 +405,29 @@ def test_egress_policies_that_keep_dns_and_aws_endpoints_are_not_flagged() -> No
     assert not rule(plus(internet), "egress-allowed")
     endpoints = _egress_policy("llm-data", DNS_RULE, _https_to("10.0.0.0/16"))  # interface VPC endpoints
     assert not rule(plus(endpoints), "egress-allowed")
+
+
+# --- one-autoscaler -----------------------------------------------------------------------------------------------
+
+
+def test_an_hpa_beside_a_scaled_object_on_the_same_deployment_is_rejected() -> None:
+    hpa = renamed(shipped("HorizontalPodAutoscaler", "ai-gateway"), "finops-cpu")
+    hpa["metadata"]["namespace"] = "llm-data"
+    hpa["spec"]["scaleTargetRef"]["name"] = "finops-consumer"
+    found = rule(plus(hpa), "one-autoscaler")
+    assert len(found) == 1 and found[0].urn.endswith("planted-finops-cpu"), found
+    assert "ScaledObject finops-consumer already scales" in found[0].message and "webhook" in found[0].message
+
+
+def test_two_hpas_on_one_deployment_scale_neither() -> None:
+    hpa = renamed(shipped("HorizontalPodAutoscaler", "model-gateway"), "model-gateway-memory")
+    found = rule(plus(hpa), "one-autoscaler")
+    assert len(found) == 1 and "AmbiguousSelector" in found[0].message, found
+
+
+def test_one_autoscaler_per_workload_is_not_flagged() -> None:
+    hpa = renamed(shipped("HorizontalPodAutoscaler", "model-gateway"), "model-gateway-memory")
+    hpa["spec"]["scaleTargetRef"]["name"] = "otel-collector"
+    hpa["metadata"]["namespace"] = "monitoring"
+    assert not rule(plus(hpa), "one-autoscaler")
+    assert not rule(rendered(STACK), "one-autoscaler")
