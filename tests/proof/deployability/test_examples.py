@@ -64,6 +64,13 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "api-validation",
         "topic-replication",
         "record-in-zone",
+        "pod-fits-node",
+        "topology-placeable",
+        "drain-blocked",
+        "access-mode-supported",
+        "subnet-range",
+        "egress-allowed",
+        "one-autoscaler",
     }
 
 
