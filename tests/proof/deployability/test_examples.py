@@ -67,6 +67,13 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "topic-replication",
         "record-in-zone",
         "host-resolves",
+        "pod-fits-node",
+        "topology-placeable",
+        "drain-blocked",
+        "access-mode-supported",
+        "subnet-range",
+        "egress-allowed",
+        "one-autoscaler",
     }
 
 

@@ -121,7 +121,7 @@ def test_a_budget_that_allows_no_disruption_blocks_every_drain(budget: dict[str,
 
         return with_inputs(r, edit)
 
-    found = findings("dev", mutated(rendered("dev"), tighten), rule=RULE)
+    found = findings("dev", mutated(rendered("dev"), tighten), rule="drain-blocked")
     assert len(found) == 1 and "allows no disruption" in found[0].message, found
     assert found[0].urn.endswith("-pool-embed-pdb"), found[0].urn
 

@@ -12,8 +12,15 @@ cites the function that rejects it:
 - maxUnavailable above 100% (same functions, IsNotMoreThan100Percent).
 - PodDisruptionBudget with both minAvailable and maxUnavailable (pkg/apis/policy/validation/validation.go,
   ValidatePodDisruptionBudgetSpec: "minAvailable and maxUnavailable cannot be both set").
+- Deployment ``progressDeadlineSeconds`` not greater than ``minReadySeconds`` (pkg/apis/apps/validation/
+  validation.go, ValidateDeploymentSpec: "must be greater than minReadySeconds"), after defaulting the absent
+  deadline to 600 s (pkg/apis/apps/v1/defaults.go), so a minReadySeconds of 600 or more with no deadline fails too.
 - HorizontalPodAutoscaler minReplicas below 1 (the HPAScaleToZero gate is alpha, off on EKS) or above maxReplicas
   (pkg/apis/autoscaling/validation/validation.go, validateHorizontalPodAutoscalerSpec).
+- KEDA ScaledObject minReplicaCount above maxReplicaCount (kedacore/keda, apis/keda/v1alpha1/scaledobject_types.go,
+  CheckReplicaCountBoundsAreValid: "MinReplicaCount=%d must be less than MaxReplicaCount=%d"; its admission webhook
+  rejects the object, and without the webhook the operator marks it ScaledObjectCheckFailed and creates no HPA).
+  Absent counts default to 0 and 100.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 
 RULE = "api-validation"
 # Defaults the API server applies before validating (pkg/apis/apps/v1/defaults.go).
+PROGRESS_DEADLINE_DEFAULT = 600
+KEDA_DEFAULTS = (0, 100)  # ScaledObject (minReplicaCount, maxReplicaCount)
 ROLLING_DEFAULTS = {"Deployment": ("25%", "25%"), "DaemonSet": (0, 1)}  # (maxSurge, maxUnavailable)
 
 
@@ -46,6 +55,10 @@ def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
         for workload in graph.kube(region, *ROLLING_DEFAULTS):
             yield from _rolling_update(workload)
+        for deployment in graph.kube(region, "Deployment"):
+            yield from _progress_deadline(deployment)
+        for scaled in graph.kube(region, "ScaledObject"):
+            yield from _replica_counts(scaled)
         for pdb in graph.kube(region, "PodDisruptionBudget"):
             spec = pdb.manifest.get("spec") or {}
             if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
@@ -98,6 +111,36 @@ def _rolling_update(workload: KubeObject) -> Iterator[Finding]:
             f"has {field}.rollingUpdate maxUnavailable {unavailable!r}",
             f"{validator}: must not be greater than 100%",
             "set maxUnavailable to 100% or less",
+        )
+
+
+def _progress_deadline(deployment: KubeObject) -> Iterator[Finding]:
+    spec = deployment.manifest.get("spec") or {}
+    ready = spec.get("minReadySeconds") or 0
+    deadline = spec.get("progressDeadlineSeconds", PROGRESS_DEADLINE_DEFAULT)
+    if isinstance(ready, int | float) and isinstance(deadline, int | float) and deadline <= ready:
+        written = "" if "progressDeadlineSeconds" in spec else " (the default)"
+        yield _rejected(
+            deployment,
+            f"has progressDeadlineSeconds {deadline:g}{written}, not greater than minReadySeconds {ready:g}",
+            "ValidateDeploymentSpec: spec.progressDeadlineSeconds must be greater than minReadySeconds",
+            f"set spec.progressDeadlineSeconds above {ready:g} (it must also cover a pod's start-up), or lower "
+            "spec.minReadySeconds",
+        )
+
+
+def _replica_counts(scaled: KubeObject) -> Iterator[Finding]:
+    spec = scaled.manifest.get("spec") or {}
+    low = spec.get("minReplicaCount", KEDA_DEFAULTS[0])
+    high = spec.get("maxReplicaCount", KEDA_DEFAULTS[1])
+    if isinstance(low, int | float) and isinstance(high, int | float) and low > high:
+        yield Finding(
+            RULE,
+            scaled.urn,
+            f"ScaledObject {scaled.namespace}/{scaled.name} has minReplicaCount {low:g} above maxReplicaCount "
+            f"{high:g}: KEDA's admission webhook rejects it (kedacore/keda CheckReplicaCountBoundsAreValid) and "
+            "pulumi up fails; without the webhook the operator marks it ScaledObjectCheckFailed and never scales",
+            "make spec.maxReplicaCount at least spec.minReplicaCount",
         )
 
 

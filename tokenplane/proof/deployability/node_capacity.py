@@ -21,6 +21,7 @@ from tokenplane.catalog import instance_type
 from tokenplane.errors import CatalogError
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup, need
+from tokenplane.proof.deployability.pod_fits import fits_nowhere
 from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on, requested
 
 RULE = "node-capacity"
@@ -66,6 +67,8 @@ def check(graph: Graph) -> Iterator[Finding]:
                 (workload.namespace, workload.name), int(workload.manifest.get("spec", {}).get("replicas", 1))
             )
             targets = tuple(sorted(g.resource.urn for g in groups if lands_on(pod, g)))
+            if targets and fits_nowhere(graph, workload) is not None:
+                continue  # one pod larger than any node: pod-fits-node reports it, and no maxSize would help
             if targets:
                 demand[targets].append((workload, replicas, pod_cpu(pod), requested(pod, GPU)))
                 yield from _one_pod_fits(workload, [g for g in groups if g.resource.urn in targets])

@@ -7,11 +7,11 @@ For each pool Deployment, at its most replicas (the ScaledObject's ``maxReplicaC
   neither surge nor take a replica down (``maxUnavailable: 0``) never finishes;
 - time: the rollout takes ``ceil(replicas / per-wave)`` waves, each a whole time to Ready (the pool's start-up
   model), and ``pulumi up`` fails once its update timeout runs out;
-- drains: a PodDisruptionBudget over the pool that allows no disruption at its minimum replicas blocks every
-  node drain (node group updates, Cluster Autoscaler's scale-down) forever.
+
+Budgets that block node drains are ``drains`` (every workload, not only pools).
 
 It cannot see: capacity other workloads take on the same nodes, and nodes made outside the program (room is
-then unknown, and only the time and the budget are checked).
+then unknown, and only the time is checked).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from tokenplane.catalog import instance_type
 from tokenplane.contract import POOL_LABEL
 from tokenplane.errors import CatalogError
-from tokenplane.model.rollout import resolve, waves_at, worst_waves
+from tokenplane.model.rollout import waves_at, worst_waves
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on, requested
@@ -47,7 +47,6 @@ def check(graph: Graph) -> Iterator[Finding]:
             continue
         bounds = _bounds(graph, deployment)
         yield from _rollout(graph, deployment, str(pool), bounds)
-        yield from _budgets(graph, deployment, bounds)
 
 
 def _bounds(graph: Graph, deployment: KubeObject) -> Bounds:
@@ -115,27 +114,3 @@ def _rollout(graph: Graph, deployment: KubeObject, pool: str, bounds: Bounds) ->
             "roll a share of the pool per wave (tokenplane.model.rollout.plan_rollout) and set customTimeouts update to "
             f"at least {waves * seconds / 60:.0f}m",
         )
-
-
-def _budgets(graph: Graph, deployment: KubeObject, bounds: Bounds) -> Iterator[Finding]:
-    labels = lookup(deployment.manifest, "spec.template.metadata.labels") or {}
-    for budget in graph.kube(deployment.resource.region, "PodDisruptionBudget"):
-        selector = lookup(budget.manifest, "spec.selector.matchLabels") or {}
-        if budget.namespace != deployment.namespace or not selector:
-            continue
-        if any(labels.get(k) != v for k, v in selector.items()):
-            continue
-        spec = budget.manifest.get("spec") or {}
-        least = max(bounds.least, 1)
-        if "maxUnavailable" in spec:
-            allowed = resolve(spec["maxUnavailable"], least, round_up=True)
-        else:
-            allowed = least - resolve(spec.get("minAvailable", 0), least, round_up=True)
-        if allowed <= 0:
-            yield Finding(
-                RULE,
-                budget.urn,
-                f"PodDisruptionBudget {budget.namespace}/{budget.name} allows no disruption of {deployment.name} at "
-                f"its {least} replica(s): every node drain (node group update, scale-down) waits on it forever",
-                "set maxUnavailable: 1 (components.kube.pdb) instead of a minAvailable equal to the replicas",
-            )

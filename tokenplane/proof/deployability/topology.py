@@ -1,0 +1,123 @@
+"""Required topology rules can place every replica: zones and nodes against replicas at their maximum.
+
+A required pod anti-affinity against the workload's own pods puts at most one pod in each topology domain: on
+``topology.kubernetes.io/zone`` the domains are the zones of the subnets the node groups it may land on use, on
+``kubernetes.io/hostname`` the nodes those groups may grow to (their maxSize). A ``topologySpreadConstraint`` with
+``whenUnsatisfiable: DoNotSchedule`` whose ``minDomains`` exceeds the zones there are holds at most ``maxSkew`` pods
+per zone (the global minimum counts as 0 while fewer domains than minDomains exist). Replicas beyond that stay
+Pending forever ("didn't match pod anti-affinity rules" / "didn't match pod topology spread constraints"), no
+scale-up helps, and the Deployment's await times out.
+https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#inter-pod-affinity-and-anti-affinity ,
+https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/
+
+Replicas are the most the workload may run: its HPA's maxReplicas or ScaledObject's maxReplicaCount, else
+spec.replicas. Node groups outside the graph (``--assume cluster``) leave the domains unknown: not judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
+from tokenplane.proof.deployability.node_capacity import maxima
+from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on
+
+RULE = "topology-placeable"
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """True if a LabelSelector matches ``labels`` (matchLabels and matchExpressions, as the API server reads them)."""
+    if not selector:
+        return False  # an empty or absent selector in a pod affinity term selects no pod
+    if any(labels.get(k) != str(v) for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), {str(v) for v in expr.get("values") or []}
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _domains(graph: Graph, groups: list[NodeGroup]) -> tuple[set[str], int]:
+    """(zones, most nodes) of the node groups: zones from their subnets' availabilityZone."""
+    zones: set[str] = set()
+    nodes = 0
+    for group in groups:
+        for subnet in graph.referenced(group.resource, "subnetIds"):
+            if isinstance(az := subnet.inputs.get("availabilityZone"), str):
+                zones.add(az)
+        nodes += int(float(lookup(group.resource.inputs, "scalingConfig.maxSize") or 0))
+    return zones, nodes
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        groups = [NodeGroup.of(r) for r in graph.of_type(NODE_GROUP, region)]
+        most = maxima(graph, region)
+        for workload in graph.kube(region, "Deployment", "StatefulSet"):
+            pod = workload.pod_spec()
+            mine = [g for g in groups if lands_on(pod, g)]
+            if not mine:
+                continue  # node-capacity reports a pod that lands nowhere
+            replicas = most.get(
+                (workload.namespace, workload.name), int(lookup(workload.manifest, "spec.replicas") or 1)
+            )
+            zones, nodes = _domains(graph, mine)
+            yield from _placeable(workload, pod, replicas, zones, nodes, ", ".join(g.resource.name for g in mine))
+
+
+def _placeable(
+    workload: KubeObject, pod: Mapping[str, Any], replicas: int, zones: set[str], nodes: int, names: str
+) -> Iterator[Finding]:
+    labels = lookup(workload.manifest, "spec.template.metadata.labels") or {}
+    where = f"{workload.kind} {workload.namespace}/{workload.name}"
+    terms = lookup(pod, "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution") or []
+    for term in terms:
+        key = term.get("topologyKey")
+        own = not term.get("namespaces") or workload.namespace in term.get("namespaces")
+        if not own or not selects(term.get("labelSelector"), labels):
+            continue
+        if key == ZONE and zones and replicas > len(zones):
+            yield Finding(
+                RULE,
+                workload.urn,
+                f"{where} may run {replicas} replicas but its required pod anti-affinity on {ZONE} allows one per "
+                f"zone, and its node groups ({names}) span {len(zones)} ({', '.join(sorted(zones))}): "
+                f"{replicas - len(zones)} replica(s) stay Pending forever and no scale-up can place them",
+                f"make the anti-affinity preferred, or spread with topologySpreadConstraints (maxSkew 1, {ZONE}), "
+                f"or run at most {len(zones)} replicas",
+            )
+        elif key == HOSTNAME and nodes and replicas > nodes:
+            yield Finding(
+                RULE,
+                workload.urn,
+                f"{where} may run {replicas} replicas but its required pod anti-affinity on {HOSTNAME} allows one "
+                f"per node, and its node groups ({names}) grow to {nodes} nodes at maxSize: "
+                f"{replicas - nodes} replica(s) stay Pending forever",
+                f"raise the node groups' maxSize to at least {replicas}, or make the anti-affinity preferred",
+            )
+    for spread in pod.get("topologySpreadConstraints") or []:
+        if spread.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule" or spread.get("topologyKey") != ZONE:
+            continue
+        wanted = int(spread.get("minDomains") or 1)
+        skew = int(spread.get("maxSkew") or 1)
+        if zones and wanted > len(zones) and replicas > skew * len(zones):
+            yield Finding(
+                RULE,
+                workload.urn,
+                f"{where} may run {replicas} replicas but its topologySpreadConstraint on {ZONE} wants "
+                f"minDomains {wanted} with maxSkew {skew} and DoNotSchedule, and its node groups ({names}) span "
+                f"{len(zones)} zone(s): with fewer zones than minDomains at most {skew * len(zones)} pods place",
+                f"set minDomains to at most {len(zones)}, or whenUnsatisfiable: ScheduleAnyway",
+            )
