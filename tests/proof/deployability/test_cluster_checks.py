@@ -278,9 +278,11 @@ def _pool_and_group(gpus: str | None = None, cpu: str | None = None, max_size: i
 
 
 def _one_pod(result: RenderResult) -> list[str]:
-    found = findings("minimal", result, rule="node-capacity")
+    """pod-fits-node's findings, and node-capacity says nothing more of the same pod (one cause, one finding)."""
+    assert findings("minimal", result, rule="node-capacity") == []
+    found = findings("minimal", result, rule="pod-fits-node")
     assert all(f.urn.endswith("::minimal-us-pool-chat-deployment") for f in found), found
-    return [f.message for f in found if "more than any single node" in f.message]
+    return [f.message for f in found if "no node can ever hold this pod" in f.message]
 
 
 def test_a_pod_asking_more_gpus_than_one_node_has_is_pending_however_far_the_group_scales() -> None:

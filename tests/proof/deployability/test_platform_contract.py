@@ -171,7 +171,9 @@ def _runtime_document(edit: Any) -> Any:
             return r
 
         def plant(inputs: dict[str, Any]) -> None:
-            inputs["data"][platform_contract.RUNTIME_DOCUMENT] = edit(inputs["data"][platform_contract.RUNTIME_DOCUMENT])
+            inputs["data"][platform_contract.RUNTIME_DOCUMENT] = edit(
+                inputs["data"][platform_contract.RUNTIME_DOCUMENT]
+            )
 
         return with_inputs(r, plant)
 
@@ -204,7 +206,9 @@ def test_every_regions_ai_gateway_without_tenants_is_reported_once() -> None:
     result = rendered("byteion")
     found = findings("byteion", mutated(result, _runtime_document(_tenants(None))), rule=RULE)
     gateways = {
-        r.urn for r in result.resources if r.type == "kubernetes:apps/v1:Deployment" and r.urn.endswith("ai-gateway-deployment")
+        r.urn
+        for r in result.resources
+        if r.type == "kubernetes:apps/v1:Deployment" and r.urn.endswith("ai-gateway-deployment")
     }
     assert len(gateways) >= 2 and _gateways(found) == gateways and len(found) == len(gateways), found
 

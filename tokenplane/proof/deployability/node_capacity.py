@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from tokenplane.allocatable import PLANNABLE_SHARE, allocatable_cpu, plannable_cpu
+from tokenplane.allocatable import PLANNABLE_SHARE, plannable_cpu
 from tokenplane.catalog import instance_type
 from tokenplane.errors import CatalogError
 from tokenplane.proof.deployability.findings import Finding
@@ -71,7 +71,6 @@ def check(graph: Graph) -> Iterator[Finding]:
                 continue  # one pod larger than any node: pod-fits-node reports it, and no maxSize would help
             if targets:
                 demand[targets].append((workload, replicas, pod_cpu(pod), requested(pod, GPU)))
-                yield from _one_pod_fits(workload, [g for g in groups if g.resource.urn in targets])
             elif groups:  # with no node group in the graph, the program deploys onto nodes it does not show
                 yield Finding(
                     RULE,
@@ -85,44 +84,6 @@ def check(graph: Graph) -> Iterator[Finding]:
         by_urn = {g.resource.urn: g for g in groups}
         for targets, pods in demand.items():
             yield from _fits(graph, [by_urn[u] for u in targets], pods)
-
-
-def pod_gpus(pod: dict[str, object]) -> float:
-    """A pod's GPU request as the scheduler counts it: the containers' sum, or the largest init container."""
-
-    def each(containers: object) -> list[float]:
-        return [requested({"containers": [c]}, GPU) for c in (containers if isinstance(containers, list) else [])]
-
-    return max(sum(each(pod.get("containers"))), *each(pod.get("initContainers")), 0.0)
-
-
-def _one_pod_fits(workload: KubeObject, groups: list[NodeGroup]) -> Iterator[Finding]:
-    """Some node of the groups the pod may land on holds one pod: its CPU within a node's allocatable, its GPUs
-    within the instance's. Allocatable, not the planning share: a pod that fits a bare node is not flagged."""
-    pod = workload.pod_spec()
-    cpu, gpus = pod_cpu(pod), pod_gpus(pod)
-    nodes = []
-    for g in groups:
-        instance = str(
-            need(g.resource, (g.resource.inputs.get("instanceTypes") or [None])[0], "instanceTypes", "node size")
-        )
-        try:
-            node_cpu = allocatable_cpu(instance)
-        except KeyError:
-            return  # an instance type whose size the repository does not know: not judged
-        nodes.append((g, instance, node_cpu, _gpus(instance) if gpus else 0))
-    if not nodes or any(cpu <= node_cpu and gpus <= node_gpus for _, _, node_cpu, node_gpus in nodes):
-        return
-    offered = "; ".join(f"{g.resource.name}: {i}, {c:.2f} vCPUs, {n} GPUs" for g, i, c, n in nodes)
-    wants = f"{cpu:g} vCPUs" + (f" and {gpus:g} {GPU}" if gpus else "")
-    yield Finding(
-        RULE,
-        workload.urn,
-        f"one pod of {workload.kind} {workload.namespace}/{workload.name} requests {wants}, more than any single "
-        f"node it may land on offers ({offered}): a pod runs on one node, so it stays Pending however far the "
-        "groups scale",
-        "lower the pod's requests (or split it), or give it a node group of a larger instance type it may land on",
-    )
 
 
 def _gpus(instance: str) -> int:
