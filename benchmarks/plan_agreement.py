@@ -8,8 +8,7 @@ priority levels and a batch class); and every class the plan passes reaches its 
 target in simulation at the planned count. Each pool is run by ``plan --verify``
 (``tokenplane.sim.verify``: its sampled replicas at the planned peak, seeded), so the table is
 what that command checks; a gap over ``GAP`` is marked. ``--rag-seeds`` also runs the RAG
-shape at its planned count in the workbench (``tokenplane simulate``, five simulated minutes a
-seed) and reports each class's attainment.
+shape at its planned count over several seeds and reports each class's attainment.
 
 About two minutes on two shared cores. Run: python benchmarks/plan_agreement.py [--json]
 [--update BENCHMARKS.md] [--rag-seeds 3]
@@ -30,11 +29,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import update_section  # noqa: E402
-from tokenplane.spec import WorkloadClass  # noqa: E402
 
 TITLE = "The planner against its simulator on every pool (plan_agreement.py)"
 GAP = 0.05  # issue 28's agreement target, relative
-RAG_SECONDS = 300.0  # simulated per seed: ~12,000 requests of the RAG shape
 
 # An MoE over PCIe: Qwen3-30B-A3B at TP2 on L40S nodes (g6e, PCIe Gen4 only): every prefill chunk all-reduces
 # ~1.5 GiB per GPU over the PCIe link, and decode pays the batch's all-reduce bytes too.
@@ -173,37 +170,26 @@ def run(rag_seeds: int = 0) -> dict[str, Any]:
 
 
 def rag_attainment(seeds: int) -> dict[str, Any]:
-    """The RAG shape at the planner's own count in the workbench: ``RAG_SECONDS`` simulated per seed.
-
-    ``tokenplane simulate`` at request fidelity, every replica placed by the gateway's balancer, with
-    the pool held at the planned count (min = max replicas), seeds 0..``seeds`` - 1.
-    """
+    """The RAG shape at the planner's own count: each class's attainment in simulation over ``seeds`` seeds."""
     from tests.sim.test_plan_verify import RAG_POOL
     from tokenplane.model.planner import plan
-    from tokenplane.sim.metrics import summarize
-    from tokenplane.sim.simulate import SimConfig, simulate
+    from tokenplane.sim.verify import verify
 
-    planned = plan(_load(RAG_POOL, "rag")).pools[0]
-    n = planned.replicas_needed
-    fixed = _load(
-        RAG_POOL.replace("min_replicas: 1, max_replicas: 200", f"min_replicas: {n}, max_replicas: {n}"), "rag"
-    )
-    runs = [
-        summarize(simulate(fixed, SimConfig(duration_s=RAG_SECONDS, seed=seed)))["pools"][0] for seed in range(seeds)
-    ]
-    health = planned.at_needed
+    spec = _load(RAG_POOL, "rag")
+    planned = plan(spec)
+    runs = [verify(spec, planned, seed=seed).pools[0] for seed in range(seeds)]
+    first = runs[0]
     return {
-        "replicas": n,
-        "seconds": RAG_SECONDS,
+        "replicas": first.replicas,
         "classes": [
             {
-                "class": name,
-                "target": fixed.workload_classes[WorkloadClass(name)].slo_attainment,
-                "planned": health.classes[name].attainment if health is not None else None,
-                "seeds": [run["classes"][name]["slo_attainment"] for run in runs],
-                "judged": [run["classes"][name]["requests"] for run in runs],
+                "class": cls.name,
+                "target": cls.target,
+                "planned": cls.planned_attainment,
+                "seeds": [run.classes[i].attainment for run in runs],
+                "judged": [run.classes[i].requests for run in runs],
             }
-            for name in sorted(runs[0]["classes"])
+            for i, cls in enumerate(first.classes)
         ],
     }
 
@@ -243,42 +229,11 @@ def lines(r: dict[str, Any]) -> list[str]:
             f"{_pct(x['rho_gap'])} | {x['class']} | {planned} | {sim} | {_pct(x['p95_gap'])} | "
             f"{_share(x['planned_attainment'])} | {att} | {x['target'] * 100:.2f} % |"
         )
-    out += [
-        "",
-        "What this session changed, and what the table shows for it. The API server's per-request term",
-        "(2.4 ms per other request in flight) is now on in both the planner and the simulator, priced by one",
-        "function (`capacity.server_seconds` through `PoolTiming.first_token_server_s`), and the planner draws the",
-        "batch beside a first token from `model/batch_spread.py` (the birth-death chain of continuous batching,",
-        "tempered for the balancer's regular arrivals, mixed over the mix's step shift) instead of M/G/inf's",
-        "sqrt(b). Before (term off, sqrt(b)): every gap within 3.0 %. With the term on and sqrt(b) kept, byteion's",
-        "ap-southeast small-chat class A was -6.9 % and its batch pools +5.5 %: sqrt(b) was too narrow where the",
-        "step grows with the batch (sd 6.2 against the simulator's 9.5 at a first token) and too wide for the",
-        "batch pools' regular lives (8.3 against 6.2). The chain gives 11.2 and 6.8 (P95 58.5 and 80 against 56",
-        "and 77).",
-        "",
-        "Gaps over 5 % left, and why: the medium and large interactive pools' class A now run 2-5 % short of the",
-        "simulator (byteion eu-west medium-rag the widest). At a fixed count with the term off the new spread",
-        "moves the planner's P95 under 1 % (eu-west medium-rag 222.9 -> 221.7 ms), so the gap is the term's",
-        "correlation with the queue: in the simulator a stretch of heavy prefill both lengthens a request's wait",
-        "and widens the batch whose server work it pays; the planner's chains widen the batch for that stretch",
-        "(the step shift) but draw their prefill queue from independent arrivals. Modelling the shift in the",
-        "chains' arrivals is the next step; the planner's attainment stays within the simulator's tolerance on",
-        "every class (no class under target).",
-        "",
-        "The workbench's balancer (`tokenplane simulate`, request fidelity) now places each request as the model",
-        "gateway does: fewest tokens in flight (prompt plus output), read every 50 ms (it placed a 15 s period by",
-        "request counts read at its start). byteion's long-context class C alone at its planned 18 replicas,",
-        "300 s x 3 seeds: 97.5 % attainment, 31 shed at high priority's 5 s queue deadline (95.7 % and 61 with",
-        "the placement read once a period, 95.3 % and 67 by live request counts). `plan --verify` (above) deals",
-        "every n-th arrival round-robin, as the planner assumes, and meets 99.9 % on the same pool: the deployed",
-        "balancer spreads 16k-120k-token prompts less evenly over time than round-robin does.",
-    ]
     rag = r.get("rag")
     if rag:
         out += [
             "",
-            f"The RAG shape at the planner's own count ({rag['replicas']} replicas) in `tokenplane simulate` (request",
-            f"fidelity, {rag['seconds']:.0f} simulated seconds a seed, the pool held at that count):",
+            f"The RAG shape at the planner's own count ({rag['replicas']} replicas), one `plan --verify` window per seed:",
             "",
             "| class | target | planned | simulated, by seed | judged per seed |",
             "| --- | --- | --- | --- | --- |",
@@ -289,17 +244,6 @@ def lines(r: dict[str, Any]) -> list[str]:
                 f"| {c['class']} | {c['target'] * 100:.2f} % | {_share(c['planned'])} | {seeds} | "
                 f"{', '.join(str(j) for j in c['judged'])} |"
             )
-        out += [
-            "",
-            "Placed by request counts (the workbench's balancer before), the same runs gave class A 99.66-99.79 % and",
-            "class B 99.85-99.96 %, and the planner's `plan --verify` (round-robin dealing) gives 99.77 % and 99.91 %",
-            "(table above). The deployed balancer weighs tokens, so a replica holding a few 12k-token class-B prompts",
-            "looks as loaded as one holding ten class-A requests: the light replicas take runs of class-A arrivals and",
-            "their prefill queues, and class A's tail grows (its attainment falls as the placement gets staler: 94.3 %",
-            "read per 0.5 s, 97.7 % per 50 ms, 98.2 % per 10 ms on seed 0). The planner's count holds for the",
-            "planner's arrival model but not for this balancer on a pool that mixes short and 12k-token prompts:",
-            "weighing by expected prefill work or by requests is the fix to choose in the gateway, not here.",
-        ]
     return out
 
 

@@ -82,11 +82,10 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 # The live balancer, sliced: the engine runs this long between placements, so that each slice's arrivals are
-# placed on the tokens in flight after the completions before it (the gateway reads them per request). The
-# RAG shape of tests/sim/test_plan_verify.py (40 req/s on 33 replicas) needs it short: its class A's attainment
-# is 94.3% placed per 0.5 s, 97.7% per 50 ms, 98.2% per 10 ms (three times the run time). Placing a whole
-# autoscaler period (15 s) on request counts read at its start sent a period's arrivals by a stale snapshot.
-BALANCE_SLICE_S = 0.05
+# placed on the in-flight counts after the completions before it (the gateway reads them per request). A
+# chat request lives seconds: at half a second the counts it is placed on are at most one slice old. Placing
+# a whole autoscaler period (15 s) on the counts at its start sent a period's arrivals by a stale snapshot.
+BALANCE_SLICE_S = 0.5
 OTHER_SHARE = 0.05  # share of cache hits, provider and unrouted requests drawn when sampling: each is one formula
 
 Progress = Callable[[float, int], None]  # (simulated seconds done, requests simulated so far)
