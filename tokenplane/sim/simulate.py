@@ -3,8 +3,8 @@
 ``simulate(spec, SimConfig(...))`` walks time in autoscaler periods of
 ``EVALUATION_S``. Each period it draws that period's arrivals
 (``tokenplane.sim.arrivals``), the gateway sheds by priority and fails over to
-providers (``tokenplane.sim.gateway``), the model gateway's balancer places the rest
-on the ready replicas (fewest tokens in flight, read every ``BALANCE_SLICE_S``), and every replica of every pool runs continuous batching
+providers (``tokenplane.sim.gateway``), a least-request balancer queues the rest
+on the ready replicas, and every replica of every pool runs continuous batching
 iteration by iteration (``tokenplane.sim.engine``), timed by
 ``tokenplane.model.capacity`` only. At the end of the period each pool's autoscaler
 reads its signals and starts or drains replicas (``tokenplane.sim.autoscale``),
@@ -45,7 +45,6 @@ and their latency from the spec, without jitter.
 from __future__ import annotations
 
 import gc
-import heapq
 import itertools
 import math
 import time
@@ -81,11 +80,6 @@ from tokenplane.spec import PlatformSpec, Tier
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
-# The live balancer, sliced: the engine runs this long between placements, so that each slice's arrivals are
-# placed on the in-flight counts after the completions before it (the gateway reads them per request). A
-# chat request lives seconds: at half a second the counts it is placed on are at most one slice old. Placing
-# a whole autoscaler period (15 s) on the counts at its start sent a period's arrivals by a stale snapshot.
-BALANCE_SLICE_S = 0.5
 OTHER_SHARE = 0.05  # share of cache hits, provider and unrouted requests drawn when sampling: each is one formula
 
 Progress = Callable[[float, int], None]  # (simulated seconds done, requests simulated so far)
@@ -273,21 +267,17 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
     off = np.flatnonzero(reqs.kind != int(Kind.POOL))
     if len(off):
         run.account(reqs.take(off), _fresh_outcome(len(off)))
-    admitted = [_admit(run, s, reqs, window.counts[s.index], t0, t1, float(shares[s.index])) for s in setups]
-    rows = np.concatenate(admitted or [np.zeros(0, dtype=np.int64)])
+    plans = [
+        _gateway(run, s, reqs, window.slot, window.counts[s.index], t0, t1, float(shares[s.index])) for s in setups
+    ]
+    rows = np.concatenate([rows for rows, _ in plans] or [np.zeros(0, dtype=np.int64)])
     first = engine.add_requests(_pool_state(run, reqs.take(rows)), reqs.arrival[rows])
     run.live = _concat(run.live, reqs.take(rows))
-    starts = np.cumsum([first, *(len(mine) for mine in admitted)])[:-1].tolist()
-    # The gateway places each request on the replica with the fewest in flight at that moment
-    # (``serving.modelgw.balancer``): the engine runs between slices of ``BALANCE_SLICE_S``, so that each
-    # slice's arrivals are placed on the counts after the completions before it.
-    for a, b in _slices(t0, t1, any(not s.sampled for s in setups)):
-        for setup, mine, at in zip(setups, admitted, starts, strict=True):
-            lo, hi = np.searchsorted(reqs.arrival[mine], [a, b])
-            if hi > lo:
-                slots = _place(run, setup, reqs, mine[lo:hi], window.slot, a, b)
-                engine.dispatch(setup.index, np.arange(at + lo, at + hi, dtype=np.int64), slots)
-        engine.run_until(b)
+    at = first
+    for setup, (mine, slots) in zip(setups, plans, strict=True):
+        engine.dispatch(setup.index, np.arange(at, at + len(mine), dtype=np.int64), slots)
+        at += len(mine)
+    engine.run_until(t1)
     arrived: F64 = window.counts.sum(axis=(1, 2)).astype(np.float64)
     for setup in setups:
         setup.signals = _close_epoch(engine, setup, int(arrived[setup.index]), config, t0, t1)
@@ -452,20 +442,23 @@ def _trailing_rate(counts: I64, windows: I64) -> F64:
     return rate
 
 
-def _admit(run: _Run, setup: PoolSetup, reqs: Requests, counts: I64, t0: float, t1: float, share: float) -> I64:
-    """What the gateway lets through to this pool in the period: its rows, in arrival order.
+def _gateway(
+    run: _Run, setup: PoolSetup, reqs: Requests, slot_of: I64, counts: I64, t0: float, t1: float, share: float
+) -> tuple[I64, I64]:
+    """Shed by priority at the gateway, then pick replicas, least-loaded first.
 
-    It sheds by priority, turns away what arrives while no replica is ready, and in sampled mode
-    drops the requests beyond the share the sampled replicas get when more replicas become ready
-    (their weight is carried by the others). Shed requests are accounted here.
+    Returns the window's rows that go to the engine and the slot of each. Shed requests are
+    accounted here; in sampled mode, requests beyond the share the sampled replicas get
+    when more replicas become ready are dropped (their weight is carried by the others).
     """
-    scaler = setup.scaler
+    engine, scaler = run.engine, setup.scaler
     history = setup.recent
     seen = np.concatenate([history, counts], axis=1)
     setup.recent = seen[:, -gateway.SHED_WINDOWS :]
-    rids = np.flatnonzero((reqs.kind == int(Kind.POOL)) & (reqs.dest == setup.index)).astype(np.int64)
+    rids = np.flatnonzero((reqs.kind == int(Kind.POOL)) & (reqs.dest == setup.index))
+    empty = np.zeros(0, dtype=np.int64)
     if len(rids) == 0:
-        return rids
+        return empty, empty
     base = math.floor(t0 / gateway.SHED_WINDOW_S + 1e-9)
     window = np.minimum((reqs.arrival[rids] // gateway.SHED_WINDOW_S).astype(np.int64) - base, counts.shape[1] - 1)
     first, last = int(window[0]), int(window[-1])
@@ -479,9 +472,12 @@ def _admit(run: _Run, setup: PoolSetup, reqs: Requests, counts: I64, t0: float, 
     if not admitted.all():
         run.shed_now(reqs.take(rids[~admitted]))
         rids = rids[admitted]
-    kept: list[I64] = []
+    cuts = [t0, *scaler.ready_times(t0, t1), t1]
     times = reqs.arrival[rids]
-    for a, b in itertools.pairwise([t0, *scaler.ready_times(t0, t1), t1]):
+    assigned: dict[int, int] = {}
+    rows: list[I64] = []
+    slots: list[I64] = []
+    for a, b in itertools.pairwise(cuts):
         lo, hi = np.searchsorted(times, [a, b])
         part = rids[lo:hi]
         replicas, now = setup.targets(a)
@@ -493,47 +489,19 @@ def _admit(run: _Run, setup: PoolSetup, reqs: Requests, counts: I64, t0: float, 
         if setup.sampled and now < share:
             part = part[run.uniform(len(part)) < now / share]
             reqs.weight[part] = 1.0 / now
-        kept.append(part)
-    return np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64)
-
-
-def _place(run: _Run, setup: PoolSetup, reqs: Requests, rids: I64, slot_of: I64, t0: float, t1: float) -> I64:
-    """The engine slot of each of ``rids`` (admitted, arriving in [t0, t1), in that order): least loaded first.
-
-    As the model gateway's balancer (``serving.modelgw.balancer``): each request goes to the ready
-    replica with the fewest tokens in flight (prompt plus output of what it holds: ``Engine.outstanding_tokens``,
-    read after the engine has run up to ``t0``), and counts there from then on. Counting requests instead
-    sent an arrival to a replica prefilling a 100k-token prompt as readily as to one decoding short ones.
-    The sampled replicas' arrivals were dealt when drawn (``slot_of``).
-    """
-    engine = run.engine
-    slots = np.zeros(len(rids), dtype=np.int64)
-    times = reqs.arrival[rids]
-    weight = (reqs.prompt[rids] + reqs.output[rids]).tolist()
-    for a, b in itertools.pairwise([t0, *setup.scaler.ready_times(t0, t1), t1]):
-        lo, hi = np.searchsorted(times, [a, b])
-        part = rids[lo:hi]
-        if len(part) == 0:
+        if len(part) and slot_of[part[0]] >= 0:  # dealt to the sampled replicas when drawn
+            rows.append(part)
+            slots.append(setup.slot0 + slot_of[part])
             continue
-        if slot_of[part[0]] >= 0:  # dealt to the sampled replicas when drawn
-            slots[lo:hi] = setup.slot0 + slot_of[part]
-            continue
-        replicas, _ = setup.targets(a)
-        heap = [(load, i) for i, load in enumerate(engine.outstanding_tokens(replicas).tolist())]
-        heapq.heapify(heap)
-        for j in range(lo, hi):
-            load, i = heap[0]
-            slots[j] = replicas[i]
-            heapq.heapreplace(heap, (load + weight[j], i))
-    return slots
-
-
-def _slices(t0: float, t1: float, live: bool) -> list[tuple[float, float]]:
-    """The period in the balancer's slices (``BALANCE_SLICE_S``) when any pool is balanced live, else whole."""
-    if not live:
-        return [(t0, t1)]
-    cuts = np.arange(t0, t1, BALANCE_SLICE_S).tolist()
-    return list(itertools.pairwise([*cuts, t1]))
+        load = engine.outstanding(replicas) + np.array([assigned.get(r, 0) for r in replicas.tolist()], dtype=np.int64)
+        quota = gateway.water_fill(load, len(part))
+        for r, q in zip(replicas.tolist(), quota.tolist(), strict=True):
+            assigned[r] = assigned.get(r, 0) + q
+        rows.append(part)
+        slots.append(gateway.interleave(replicas, quota))
+    if not rows:
+        return empty, empty
+    return np.concatenate(rows), np.concatenate(slots)
 
 
 def _close_epoch(
