@@ -287,12 +287,12 @@ def _one_pod(result: RenderResult) -> list[str]:
 
 def test_a_pod_asking_more_gpus_than_one_node_has_is_pending_however_far_the_group_scales() -> None:
     [message] = _one_pod(_pool_and_group(gpus="8"))
-    assert "8 nvidia.com/gpu" in message and "g6.12xlarge" in message and "4 GPUs" in message
+    assert "8 nvidia.com/gpu" in message and "g6.12xlarge" in message and "offers 4 nvidia.com/gpu" in message
 
 
 def test_a_pod_asking_more_cpu_than_one_node_allocates_is_pending() -> None:
     [message] = _one_pod(_pool_and_group(cpu="60"))
-    assert "60 vCPUs" in message and "g6.12xlarge" in message
+    assert "60 cpu" in message and "g6.12xlarge" in message
 
 
 def test_an_init_container_larger_than_any_node_keeps_the_pod_pending() -> None:
@@ -308,7 +308,7 @@ def test_an_init_container_larger_than_any_node_keeps_the_pod_pending() -> None:
         return with_inputs(r, add)
 
     [message] = _one_pod(mutated(_pool_and_group(), big_init))
-    assert "50 vCPUs" in message
+    assert "50 cpu" in message
 
 
 def test_a_pod_taking_a_whole_node_fits() -> None:
