@@ -419,11 +419,13 @@ def test_a_billion_laughs_alias_bomb_is_rejected_at_the_value_bound() -> None:
 def test_modest_alias_reuse_still_loads() -> None:
     text = MINIMAL.replace("  mix: {small: 1.0}", "  mix: &mix {small: 1.0}") + "  # reuse\n"
     text = text.replace("    classes: [A]", "    classes: &classes [A]")
-    text += "tenants:\n" + "".join(
+    assert "\ntenants:\n" in text
+    text += "".join(  # minimal.yaml ends with its tenants list: these 50 extend it
         f"  - {{name: t{i}, rpm: 10, tpm: 100, api_key_secret: 'env://K{i}', allowed_tiers: [small]}}\n"
         for i in range(50)
     )
-    assert isinstance(load_spec_text(text), PlatformSpec)
+    spec = load_spec_text(text)
+    assert isinstance(spec, PlatformSpec) and len(spec.tenants) == 51
 
 
 def test_an_integer_too_large_for_the_rules_is_reported_at_its_field() -> None:
