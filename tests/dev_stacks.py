@@ -37,25 +37,3 @@ def child_plan(state_dir: Path, ports: list[int]) -> StackPlan:
     """One child per port, the first in an earlier stage than the rest."""
     services = [child(f"child-{i}", p, stage=Stage.DATA if i == 0 else Stage.ENGINES) for i, p in enumerate(ports)]
     return plan_of(state_dir, services)
-
-
-def free_port_block(count: int, *, attempts: int = 50) -> int:
-    """The first of ``count`` consecutive loopback ports that nothing listens on or holds right now."""
-    import random
-    import socket
-
-    for _ in range(attempts):
-        base = random.randrange(20000, 60000 - count)
-        sockets: list[socket.socket] = []
-        try:
-            for port in range(base, base + count):
-                s = socket.socket()
-                sockets.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in sockets:
-                s.close()
-    raise RuntimeError(f"no {count} consecutive free ports found in {attempts} tries")

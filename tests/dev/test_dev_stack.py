@@ -23,8 +23,7 @@ import pytest
 from openai import DefaultHttpxClient, OpenAI
 
 from tests.conftest import DEV_SPEC, ROOT
-from tests.dev_stacks import free_port_block
-from tokenplane.dev.standins import free_port
+from tokenplane.dev.standins import free_port, free_port_block
 from tokenplane.dev.state import StackRecord, pid_alive, read_state, state_path
 
 # Slow tier: starts tokenplane dev stacks as real processes.

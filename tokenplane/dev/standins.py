@@ -31,11 +31,47 @@ class StandInError(TokenplaneError):
     """A stand-in service's binary is missing, its port is taken, or it did not come up."""
 
 
+# Ports are chosen below the kernel's ephemeral range: a port from that range (what binding port 0 returns) can be
+# taken as the source port of any outgoing connection between the choice and the bind, and a stack binds its
+# ports over seconds. Below the range only a deliberate bind can take one.
+_LOWEST_CHOSEN_PORT = 20_000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768  # Linux's default; elsewhere (macOS: 49152) this is still below the range
+
+
+def free_port_block(count: int = 1, *, attempts: int = 100) -> int:
+    """The first of ``count`` consecutive loopback ports that nothing holds right now, below the ephemeral range.
+
+    Raises:
+        StandInError: no such block was found in ``attempts`` random tries.
+    """
+    import random  # only here: the module is imported by every dev process
+
+    highest = _ephemeral_start() - count
+    if highest <= _LOWEST_CHOSEN_PORT:
+        raise StandInError(f"the ephemeral port range starts at {highest + count}: no room below it for {count} ports")
+    for _ in range(attempts):
+        base = random.randrange(_LOWEST_CHOSEN_PORT, highest)
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(base, base + count):
+                    s = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                    s.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return base
+    raise StandInError(f"no {count} consecutive free loopback ports below {highest + count} in {attempts} tries")
+
+
 def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
+    """A TCP port on loopback that nothing holds right now (below the ephemeral range: see above)."""
+    return free_port_block(1)
 
 
 def port_in_use(port: int, host: str = LOOPBACK) -> bool:
