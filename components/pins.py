@@ -33,5 +33,5 @@ DCGM_EXPORTER_CHART = ("dcgm-exporter", "4.1.1", "https://nvidia.github.io/dcgm-
 CLUSTER_AUTOSCALER_CHART = ("cluster-autoscaler", "9.43.2", "https://kubernetes.github.io/autoscaler")
 KUBE_PROMETHEUS_STACK_CHART = ("kube-prometheus-stack", "67.9.0", "https://prometheus-community.github.io/helm-charts")
 
-MSK_KAFKA_VERSION = "3.6.0"
+MSK_KAFKA_VERSION = "3.8.x"  # MSK's recommended version; support.json's msk_kafka holds every version's end of support
 REDIS_ENGINE_VERSION = "7.1"

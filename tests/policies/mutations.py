@@ -236,7 +236,7 @@ def _cases() -> list[Mutation]:
             program(
                 lambda bad: aws.msk.Cluster(
                     "kafka",
-                    kafka_version="3.6.0",
+                    kafka_version="3.8.x",
                     number_of_broker_nodes=2,
                     broker_node_group_info=aws.msk.ClusterBrokerNodeGroupInfoArgs(
                         instance_type="kafka.m7g.large",

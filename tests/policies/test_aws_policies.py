@@ -57,7 +57,7 @@ def msk(
     if kms:
         encryption["encryptionAtRestKmsKeyArn"] = kms
     return {
-        "kafkaVersion": "3.6.0",
+        "kafkaVersion": "3.8.x",
         "encryptionInfo": encryption,
         "clientAuthentication": {"sasl": {"iam": iam}, "unauthenticated": unauthenticated},
     }

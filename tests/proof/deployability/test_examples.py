@@ -34,6 +34,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "namespace-exists",
         "aws-name",
         "aws-network",
+        "aws-api-values",
         "ecr-per-stack",
         "vllm-argv",
         "netpol-enforced",

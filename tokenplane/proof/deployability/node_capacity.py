@@ -102,9 +102,11 @@ def _fits(graph: Graph, groups: list[NodeGroup], pods: list[tuple[KubeObject, in
         instance = str(
             need(g.resource, (g.resource.inputs.get("instanceTypes") or [None])[0], "instanceTypes", "capacity")
         )
-        cpu_capacity += nodes * plannable_cpu(instance)
-        if any(p[3] for p in pods):
-            gpu_capacity += nodes * instance_type(instance).gpus
+        try:
+            cpu_capacity += nodes * plannable_cpu(instance)
+        except KeyError:
+            return  # a type no catalog sizes: its capacity is unknown, so nothing is judged (not a finding)
+        gpu_capacity += nodes * _gpus(instance)
     cpu = sum(n * c for _, n, c, _ in pods)
     names = ", ".join(g.resource.name for g in groups)
     # Ties (the two gateways scale alike) go to the first name in order, so the report is the same every render.

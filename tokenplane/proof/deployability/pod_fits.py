@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tokenplane.allocatable import CPU_INSTANCE_VCPUS, allocatable_cpu
+from tokenplane.allocatable import allocatable_cpu, cpu_instance
 from tokenplane.catalog import instance_type
 from tokenplane.errors import CatalogError
 from tokenplane.proof.deployability.findings import Finding
@@ -27,15 +27,6 @@ from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on
 
 RULE = "pod-fits-node"
 GPU = "nvidia.com/gpu"
-# Memory of the CPU instance types the system node groups use (EC2 general purpose instance type pages).
-CPU_INSTANCE_MEMORY_GIB = {
-    "m6i.large": 8,
-    "m6i.xlarge": 16,
-    "m6i.2xlarge": 32,
-    "m6i.4xlarge": 64,
-    "m7i.xlarge": 16,
-    "m7i.2xlarge": 32,
-}
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
 
@@ -72,11 +63,8 @@ def node_offers(instance: str) -> dict[str, float] | None:
         cpu = allocatable_cpu(instance)
     except KeyError:
         return None
-    if instance in CPU_INSTANCE_VCPUS:
-        memory = CPU_INSTANCE_MEMORY_GIB.get(instance)
-        if memory is None:
-            return None
-        return {"cpu": cpu, "memory": memory * 2.0**30, GPU: 0.0}
+    if (shape := cpu_instance(instance)) is not None:
+        return {"cpu": cpu, "memory": shape[1] * 2.0**30, GPU: 0.0}
     try:
         known = instance_type(instance)
     except CatalogError:

@@ -1,7 +1,9 @@
-"""Versions in support: the cluster's Kubernetes and the pinned charts, against a dated support table.
+"""Versions in support: the cluster's Kubernetes, the pinned charts and MSK's Kafka, against a dated support table.
 
 ``support.json`` (package data) records, with the date it was read and its sources, each EKS minor version's
-end of standard and extended support, and the Kubernetes versions each pinned chart's release is tested on.
+end of standard and extended support, the Kubernetes versions each pinned chart's release is tested on, and each
+Kafka version MSK lists with its end of support (an MSK cluster's ``kafkaVersion`` and its configuration's
+``kafkaVersions``).
 "Today" is the table's ``read_on`` date unless a caller passes another: a check that read the wall clock
 would turn red on its own one morning, with no change to the program.
 """
@@ -20,6 +22,8 @@ from tokenplane.proof.deployability.graph import Graph
 
 RULE = "version-supported"
 CLUSTER = "aws:eks/cluster:Cluster"
+MSK_CLUSTER = "aws:msk/cluster:Cluster"
+MSK_CONFIGURATION = "aws:msk/configuration:Configuration"
 
 
 @functools.cache
@@ -77,8 +81,42 @@ def chart_finding(chart: str, chart_version: str, kubernetes: str, urn: str) -> 
     )
 
 
+def kafka_finding(version: str, urn: str, today: datetime.date) -> Finding | None:
+    """A finding when MSK does not offer Kafka ``version``, or its end of support is past on ``today``."""
+    table: dict[str, Any] = support_table()["msk_kafka"]
+    versions: dict[str, str | None] = table["versions"]
+    recommended = table["recommended"]
+    if version not in versions:
+        current = [v for v, end in versions.items() if end is None or datetime.date.fromisoformat(end) >= today]
+        return Finding(
+            RULE,
+            urn,
+            f"MSK offers no Kafka version {version!r} (BadRequestException: unsupported KafkaVersion; it offers "
+            f"{', '.join(current)} as of {read_on()})",
+            f"use {recommended} (AWS's recommended version), spelled as MSK lists it",
+        )
+    end = versions[version]
+    if end is not None and datetime.date.fromisoformat(end) < today:
+        return Finding(
+            RULE,
+            urn,
+            f"MSK's support for Kafka {version} ended {end}: MSK no longer creates clusters on it and upgrades "
+            "running ones to its recommended version without notice",
+            f"use {recommended} (components/pins.py MSK_KAFKA_VERSION for tokenplane's own Queues)",
+        )
+    return None
+
+
 def check(graph: Graph, today: datetime.date | None = None) -> Iterator[Finding]:
     when = today or read_on()
+    for msk in graph.of_type(MSK_CLUSTER):
+        version = msk.inputs.get("kafkaVersion")
+        if isinstance(version, str) and (found := kafka_finding(version, msk.urn, when)) is not None:
+            yield found
+    for configuration in graph.of_type(MSK_CONFIGURATION):
+        for version in configuration.inputs.get("kafkaVersions") or []:
+            if isinstance(version, str) and (found := kafka_finding(version, configuration.urn, when)) is not None:
+                yield found
     for cluster in graph.of_type(CLUSTER):
         version = str(cluster.inputs.get("version") or "")
         if not version:

@@ -1,0 +1,362 @@
+"""Values an AWS API refuses that no schema sees: combinations and ranges each service validates at create time.
+
+The provider's schema types every field, but the services check how fields go together. Each refusal below fails
+``pulumi up`` at that resource (and whatever waits for it), with the service's own error:
+
+- **MSK** ``CreateCluster``: the broker count is a multiple of the client subnets (one AZ each: "The number of
+  broker nodes must be a multiple of Availability Zones in the Client Subnets parameter"); EBS volumes of 1 to
+  16,384 GiB; broker types of the ``kafka.`` or ``express.`` families
+  (https://docs.aws.amazon.com/msk/latest/developerguide/bestpractices.html,
+  https://docs.aws.amazon.com/msk/1.0/apireference/clusters.html).
+- **ElastiCache** ``CreateReplicationGroup``: automatic failover needs a replica, Multi-AZ needs automatic
+  failover, an AUTH token needs in-transit encryption (InvalidParameterCombination / InvalidParameterValue:
+  "The AUTH token is only supported when encryption-in-transit is enabled"), ``PreferredCacheClusterAZs`` names
+  one AZ per cache cluster, node types are ``cache.*``
+  (https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CreateReplicationGroup.html).
+- **EKS** ``CreateNodegroup``: ``minSize <= desiredSize <= maxSize`` and ``maxSize >= 1``; ``diskSize`` and
+  ``remoteAccess`` only without a launch template ("Disk size must be specified within the launch template");
+  an AMI type of the instance types' architecture (Graviton types, a ``g`` among the attributes after the
+  generation digit, run ``ARM_64`` AMIs only); no Amazon Linux 2 AMI from Kubernetes 1.33 on (EKS publishes
+  none: https://docs.aws.amazon.com/eks/latest/userguide/eks-ami-deprecation-faqs.html); ``maxUnavailable`` and
+  ``maxUnavailablePercentage`` not both, each within 1-100
+  (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html).
+- **S3** ``PutBucketLifecycleConfiguration``: a transition to ``STANDARD_IA`` or ``ONEZONE_IA`` at 30 days or
+  more, an expiration after every transition ("'Days' in the Expiration action for filter '...' must be greater
+  than 'Days' in the Transition action")
+  (https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-transition-general-considerations.html).
+- **Route 53** ``ChangeResourceRecordSets``: an alias record has no TTL and a plain one has one; a routing policy
+  has a set identifier; a CNAME has one value and never sits at the zone apex ("RRSet of type CNAME with DNS
+  name ... is not permitted at apex").
+- **KMS** ``ScheduleKeyDeletion``: a deletion window of 7 to 30 days. **CloudWatch Logs** ``PutRetentionPolicy``:
+  one of its enumerated retention periods. **EC2** security group rules: ports within 0-65535, ``fromPort`` no
+  higher than ``toPort``.
+
+A value unknown at render time (an output, a secret) is not judged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.render import RenderedResource
+
+RULE = "aws-api-values"
+
+MSK_CLUSTER = "aws:msk/cluster:Cluster"
+REPLICATION_GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+CLUSTER = "aws:eks/cluster:Cluster"
+LIFECYCLE = "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
+RECORD = "aws:route53/record:Record"
+ZONE = "aws:route53/zone:Zone"
+KMS_KEY = "aws:kms/key:Key"
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+SECURITY_GROUP_RULES = (
+    "aws:ec2/securityGroupRule:SecurityGroupRule",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
+)
+
+MSK_VOLUME_GIB = range(1, 16_385)
+INFREQUENT_ACCESS = {"STANDARD_IA": 30, "ONEZONE_IA": 30}  # storage class -> fewest days before the transition
+LOG_RETENTION_DAYS = {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288}
+LOG_RETENTION_DAYS |= {3653}
+KMS_WINDOW_DAYS = range(7, 31)
+AL2_LAST_KUBERNETES = (1, 32)
+ROUTING_POLICIES = (
+    "latencyRoutingPolicies",
+    "weightedRoutingPolicies",
+    "geolocationRoutingPolicies",
+    "failoverRoutingPolicies",
+    "geoproximityRoutingPolicy",
+    "cidrRoutingPolicy",
+)
+# An EC2 instance type's family: series letters, generation digit(s), attribute letters (m7gd: m, 7, gd).
+_FAMILY = re.compile(r"^([a-z]+?)(\d+)([a-z-]*)\.")
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _rejected(resource: RenderedResource, service: str, what: str, fix: str) -> Finding:
+    return Finding(RULE, resource.urn, f"{service} refuses {resource.name}: {what}", fix)
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for msk in graph.of_type(MSK_CLUSTER):
+        yield from _msk(msk)
+    for group in graph.of_type(REPLICATION_GROUP):
+        yield from _replication_group(group)
+    for node_group in graph.of_type(NODE_GROUP):
+        yield from _node_group(graph, node_group)
+    for lifecycle in graph.of_type(LIFECYCLE):
+        yield from _lifecycle(lifecycle)
+    for record in graph.of_type(RECORD):
+        yield from _record(graph, record)
+    for resource in graph.resources:
+        if resource.type == KMS_KEY:
+            window = _number(resource.inputs.get("deletionWindowInDays"))
+            if window is not None and int(window) not in KMS_WINDOW_DAYS:
+                yield _rejected(
+                    resource, "KMS", f"a deletion window of {window:g} days (7-30 allowed)", "set 7 to 30 days"
+                )
+        elif resource.type == LOG_GROUP:
+            days = _number(resource.inputs.get("retentionInDays"))
+            if days is not None and days != 0 and int(days) not in LOG_RETENTION_DAYS:
+                allowed = ", ".join(str(d) for d in sorted(LOG_RETENTION_DAYS))
+                yield _rejected(
+                    resource,
+                    "CloudWatch Logs",
+                    f"a retention of {days:g} days (InvalidParameterException: one of {allowed})",
+                    "choose one of the enumerated retention periods",
+                )
+        elif resource.type == SECURITY_GROUP:
+            for direction in ("ingress", "egress"):
+                for rule in resource.inputs.get(direction) or []:
+                    if isinstance(rule, dict):
+                        yield from _ports(resource, rule, direction)
+        elif resource.type in SECURITY_GROUP_RULES:
+            yield from _ports(resource, resource.inputs, "rule")
+
+
+def _msk(msk: RenderedResource) -> Iterator[Finding]:
+    brokers = _number(msk.inputs.get("numberOfBrokerNodes"))
+    info = msk.inputs.get("brokerNodeGroupInfo") or {}
+    subnets = info.get("clientSubnets")
+    if brokers is not None and isinstance(subnets, list) and subnets and brokers % len(subnets):
+        yield _rejected(
+            msk,
+            "MSK",
+            f"{brokers:g} brokers over {len(subnets)} client subnets (BadRequestException: the number of broker "
+            "nodes must be a multiple of the Availability Zones in the client subnets)",
+            f"use a multiple of {len(subnets)} brokers",
+        )
+    size = _number(((info.get("storageInfo") or {}).get("ebsStorageInfo") or {}).get("volumeSize"))
+    if size is not None and int(size) not in MSK_VOLUME_GIB:
+        yield _rejected(msk, "MSK", f"a broker volume of {size:g} GiB (1-16384 allowed)", "size it within 1-16384 GiB")
+    broker = info.get("instanceType")
+    if isinstance(broker, str) and not broker.startswith(("kafka.", "express.")):
+        yield _rejected(
+            msk,
+            "MSK",
+            f"broker type {broker!r}: MSK brokers are kafka.* (standard) or express.* types, not EC2 names",
+            f"use kafka.{broker.split('.', 1)[-1]} or another kafka.* type",
+        )
+
+
+def _replication_group(group: RenderedResource) -> Iterator[Finding]:
+    inputs = group.inputs
+    clusters = _number(inputs.get("numCacheClusters"))
+    replicas = _number(inputs.get("replicasPerNodeGroup"))
+    nodes = clusters if clusters is not None else (None if replicas is None else replicas + 1)
+    failover, multi_az = inputs.get("automaticFailoverEnabled") is True, inputs.get("multiAzEnabled") is True
+    if failover and nodes is not None and nodes < 2:
+        yield _rejected(
+            group,
+            "ElastiCache",
+            f"automatic failover with {nodes:g} node per shard (InvalidParameterCombination: failover needs a "
+            "replica to promote)",
+            "add a replica (num_cache_clusters >= 2 or replicas_per_node_group >= 1), or turn failover off",
+        )
+    if multi_az and inputs.get("automaticFailoverEnabled") is False:
+        yield _rejected(
+            group,
+            "ElastiCache",
+            "Multi-AZ with automatic failover off (InvalidParameterCombination: Multi-AZ requires it)",
+            "enable automatic_failover_enabled with multi_az_enabled",
+        )
+    if inputs.get("authToken") and inputs.get("transitEncryptionEnabled") is not True:
+        yield _rejected(
+            group,
+            "ElastiCache",
+            "an AUTH token without in-transit encryption (InvalidParameterValue: the AUTH token is only supported "
+            "when encryption-in-transit is enabled)",
+            "set transit_encryption_enabled=True",
+        )
+    azs = inputs.get("preferredCacheClusterAzs")
+    if clusters is not None and isinstance(azs, list) and azs and len(azs) != int(clusters):
+        yield _rejected(
+            group,
+            "ElastiCache",
+            f"{len(azs)} preferred AZs for {clusters:g} cache clusters (the list names one AZ per cluster)",
+            f"list {clusters:g} AZs, or drop preferred_cache_cluster_azs",
+        )
+    node_type = inputs.get("nodeType")
+    if isinstance(node_type, str) and not node_type.startswith("cache."):
+        yield _rejected(
+            group,
+            "ElastiCache",
+            f"node type {node_type!r}: ElastiCache nodes are cache.* types",
+            f"use cache.{node_type.split('.', 1)[-1]} or another cache.* type",
+        )
+
+
+def _graviton(instance_type: str) -> bool | None:
+    match = _FAMILY.match(instance_type)
+    return None if match is None else "g" in match.group(3)
+
+
+def _kubernetes(graph: Graph, node_group: RenderedResource) -> tuple[int, ...] | None:
+    version = node_group.inputs.get("version")
+    if not isinstance(version, str):
+        clusters = [c for c in graph.referenced(node_group, "clusterName") if c.type == CLUSTER]
+        version = clusters[0].inputs.get("version") if clusters else None
+    try:
+        return tuple(int(p) for p in version.split(".")[:2]) if isinstance(version, str) else None
+    except ValueError:
+        return None
+
+
+def _node_group(graph: Graph, node_group: RenderedResource) -> Iterator[Finding]:
+    inputs = node_group.inputs
+    scaling = inputs.get("scalingConfig") or {}
+    low, desired, high = (_number(scaling.get(k)) for k in ("minSize", "desiredSize", "maxSize"))
+    if high is not None and high < 1:
+        yield _rejected(node_group, "EKS", f"maxSize {high:g} (InvalidParameterException: at least 1)", "set 1+")
+    if None not in (low, desired, high) and not (low <= desired <= high):  # type: ignore[operator]
+        yield _rejected(
+            node_group,
+            "EKS",
+            f"scaling minSize {low:g}, desiredSize {desired:g}, maxSize {high:g} (InvalidParameterException: "
+            "minSize <= desiredSize <= maxSize)",
+            "order the three sizes",
+        )
+    update = inputs.get("updateConfig") or {}
+    if "maxUnavailable" in update and "maxUnavailablePercentage" in update:
+        yield _rejected(
+            node_group, "EKS", "both maxUnavailable and maxUnavailablePercentage", "set one of the two update limits"
+        )
+    for key in ("maxUnavailable", "maxUnavailablePercentage"):
+        value = _number(update.get(key))
+        if value is not None and not 1 <= value <= 100:
+            yield _rejected(node_group, "EKS", f"updateConfig.{key} {value:g} (1-100 allowed)", "set it within 1-100")
+    if inputs.get("launchTemplate"):
+        for key, field in (("diskSize", "disk_size"), ("remoteAccess", "remote_access")):
+            if inputs.get(key):
+                yield _rejected(
+                    node_group,
+                    "EKS",
+                    f"{field} with a launch template (InvalidParameterException: it must be specified within the "
+                    "launch template)",
+                    f"drop {field} and set it in the launch template",
+                )
+    ami = inputs.get("amiType")
+    if not isinstance(ami, str):
+        return
+    arm = "ARM_64" in ami
+    for instance_type in inputs.get("instanceTypes") or []:
+        graviton = _graviton(str(instance_type))
+        if graviton is not None and graviton != arm and ami != "CUSTOM":
+            yield _rejected(
+                node_group,
+                "EKS",
+                f"instance type {instance_type} ({'arm64' if graviton else 'x86_64'}) with AMI type {ami} "
+                "(InvalidParameterException: the instance type is not supported for the AMI type)",
+                f"use an {'ARM_64' if graviton else 'x86_64'} AMI type, or an instance type of {ami}'s architecture",
+            )
+    kubernetes = _kubernetes(graph, node_group)
+    if ami.startswith("AL2_") and kubernetes is not None and kubernetes > AL2_LAST_KUBERNETES:
+        version = ".".join(map(str, kubernetes))
+        yield _rejected(
+            node_group,
+            "EKS",
+            f"AMI type {ami} on Kubernetes {version}: EKS publishes no Amazon Linux 2 AMI after 1.32",
+            f"use the AL2023 equivalent ({ami.replace('AL2_', 'AL2023_', 1)}) or Bottlerocket",
+        )
+
+
+def _days(value: Any) -> float | None:
+    return _number(value.get("days")) if isinstance(value, dict) else None
+
+
+def _lifecycle(lifecycle: RenderedResource) -> Iterator[Finding]:
+    for rule in lifecycle.inputs.get("rules") or []:
+        if not isinstance(rule, dict) or rule.get("status") == "Disabled":
+            continue
+        name = rule.get("id") or "?"
+        transitions = [t for t in rule.get("transitions") or [] if isinstance(t, dict)]
+        noncurrent = [t for t in rule.get("noncurrentVersionTransitions") or [] if isinstance(t, dict)]
+        for transition, days_key in [(t, "days") for t in transitions] + [(t, "noncurrentDays") for t in noncurrent]:
+            days, storage = _number(transition.get(days_key)), transition.get("storageClass")
+            least = INFREQUENT_ACCESS.get(str(storage))
+            if days is not None and least is not None and days < least:
+                yield _rejected(
+                    lifecycle,
+                    "S3",
+                    f"rule {name!r} moves objects to {storage} after {days:g} days (InvalidArgument: at least "
+                    f"{least} for {storage})",
+                    f"transition to {storage} at {least} days or later, or to another class",
+                )
+        expires = _days(rule.get("expiration"))
+        latest = max((d for t in transitions if (d := _number(t.get("days"))) is not None), default=None)
+        if expires is not None and latest is not None and expires <= latest:
+            yield _rejected(
+                lifecycle,
+                "S3",
+                f"rule {name!r} expires objects after {expires:g} days, not after its last transition at "
+                f"{latest:g} (InvalidArgument: Expiration days must be greater than Transition days)",
+                "expire after the last transition, or drop the transition",
+            )
+
+
+def _zone_domain(graph: Graph, record: RenderedResource) -> str | None:
+    zones = [graph.by_urn[u] for u in record.property_dependencies.get("zoneId") or [] if u in graph.by_urn]
+    names = [z.inputs.get("name") for z in zones if z.type == ZONE]
+    return str(names[0]).rstrip(".").lower() if names and isinstance(names[0], str) else None
+
+
+def _record(graph: Graph, record: RenderedResource) -> Iterator[Finding]:
+    inputs = record.inputs
+    alias, ttl, values = inputs.get("aliases"), inputs.get("ttl"), inputs.get("records")
+    if alias and ttl is not None:
+        yield _rejected(
+            record, "Route 53", "an alias record with a TTL (alias records take the target's)", "drop the ttl"
+        )
+    if values and not alias and ttl is None:
+        yield _rejected(record, "Route 53", "a record with values and no TTL", "set a ttl (e.g. 300)")
+    if any(inputs.get(policy) for policy in ROUTING_POLICIES) and not inputs.get("setIdentifier"):
+        yield _rejected(
+            record,
+            "Route 53",
+            "a routing policy without a set identifier (InvalidInput: SetIdentifier is required)",
+            "give each record of the policy a unique set_identifier",
+        )
+    if inputs.get("type") != "CNAME":
+        return
+    if isinstance(values, list) and len(values) > 1:
+        yield _rejected(
+            record, "Route 53", f"a CNAME with {len(values)} values (a CNAME has exactly one)", "keep one value"
+        )
+    domain, name = _zone_domain(graph, record), inputs.get("name")
+    if domain is not None and isinstance(name, str) and name.rstrip(".").lower() in (domain, "@", ""):
+        yield _rejected(
+            record,
+            "Route 53",
+            f"a CNAME at the apex of {domain} (InvalidChangeBatch: RRSet of type CNAME is not permitted at apex)",
+            "use an alias A/AAAA record at the apex, or a CNAME on a subdomain",
+        )
+
+
+def _ports(resource: RenderedResource, rule: dict[str, Any], where: str) -> Iterator[Finding]:
+    low, high = _number(rule.get("fromPort")), _number(rule.get("toPort"))
+    protocol = str(rule.get("protocol") or rule.get("ipProtocol") or "")
+    if protocol in ("-1", "all", "icmp", "icmpv6", "1", "58"):
+        return  # ports mean ICMP types/codes or nothing there; -1 is allowed
+    for port in (low, high):
+        if port is not None and not 0 <= port <= 65535:
+            yield _rejected(
+                resource, "EC2", f"{where} port {port:g} (InvalidParameterValue: 0-65535)", "use a port in 0-65535"
+            )
+    if low is not None and high is not None and low > high:
+        yield _rejected(
+            resource,
+            "EC2",
+            f"{where} from port {low:g} above to port {high:g} (InvalidParameterValue)",
+            "swap the ports",
+        )
