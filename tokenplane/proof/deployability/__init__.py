@@ -19,6 +19,7 @@ from tokenplane.proof.deployability import (
     access_modes,
     api_validation,
     aws_values,
+    controllers,
     device_plugin,
     dns,
     drains,
@@ -74,6 +75,7 @@ Check = Callable[[Graph], Iterable[Finding]]
 CHECKS: dict[str, Check] = {
     device_plugin.RULE: device_plugin.check,
     load_balancers.RULE: load_balancers.check,
+    controllers.RULE: controllers.check,
     tls.RULE: tls.check,
     storage.RULE: storage.check,
     storage_classes.RULE: storage_classes.check,
