@@ -11,7 +11,11 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import typer
 
 from tests.paths import REPO_ROOT
 
@@ -82,3 +86,25 @@ def test_a_capacity_plan_imports_no_render_serving_or_other_heavy_package(tmp_pa
     )
     ours = [m for m in modules if m.startswith(NOT_ON_THE_CAPACITY_PATH)]
     assert not ours, f"tokenplane modules of other commands imported by plan --capacity-only: {ours}"
+
+
+def _commands(typer_app: typer.Typer) -> list[Callable[..., Any]]:
+    found = [c.callback for c in typer_app.registered_commands if c.callback is not None]
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            found += _commands(group.typer_instance)
+    return found
+
+
+def test_every_commands_annotations_are_evaluated_not_strings() -> None:
+    # typer reads every command's signature on every run of any command: string annotations (``from __future__
+    # import annotations`` in a command's module) are compiled again each time, 0.016 CPU s of a warm plan.
+    from tokenplane.commands.cli import app
+
+    stringly = {
+        f"{f.__module__}.{f.__name__}": name
+        for f in _commands(app)
+        for name, annotation in f.__annotations__.items()
+        if isinstance(annotation, str)
+    }
+    assert not stringly, f"commands with string annotations (drop `from __future__ import annotations`): {stringly}"

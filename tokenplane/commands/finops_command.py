@@ -3,9 +3,8 @@
 LEDGER is a ClickHouse URL (the cluster's store, or the dev stack's metering consumer) or a chDB directory
 (what ``tokenplane simulate --events`` writes). The command is registered in ``tokenplane.commands.cli``; its code is
 here so that the CLI module stays a list of commands. Heavy imports (chDB, the ledger) happen inside it.
+Its annotations are evaluated, not strings, as in ``cli``: typer reads the signature on every run of any command.
 """
-
-from __future__ import annotations
 
 import json
 import math

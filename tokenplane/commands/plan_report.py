@@ -13,7 +13,7 @@ from rich.text import Text
 from tokenplane.catalog import GIB
 from tokenplane.model.planner import Plan, PoolPlan
 from tokenplane.model.sizing import SizeResult
-from tokenplane.tables import console_for_output, fmt_num, simple_table
+from tokenplane.tables import console_for_output, fmt_num, print_table, simple_table
 
 if TYPE_CHECKING:
     from tokenplane.sim.verify import PoolCheck, Verification
@@ -127,8 +127,8 @@ def _load_table(pools: list[PoolPlan]) -> Table:
 
 def print_plan(result: Plan, console: Console | None = None) -> None:
     console = console or console_for_output()
-    console.print(_capacity_table(result.pools))
-    console.print(_load_table(result.pools))
+    print_table(console, _capacity_table(result.pools))
+    print_table(console, _load_table(result.pools))
     if result.spills:
         spill = simple_table(
             "traffic to external providers",
@@ -136,7 +136,7 @@ def print_plan(result: Plan, console: Console | None = None) -> None:
         )
         for s in result.spills:
             spill.add_row(s.region, s.cls.value, s.tier.value, s.provider, fmt_num(s.rps, 2))
-        console.print(spill)
+        print_table(console, spill)
     summary = result.summary()
     console.print(
         Text.assemble(
