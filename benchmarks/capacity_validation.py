@@ -96,12 +96,12 @@ def run() -> dict[str, Any]:
         row["server_term"] = "fit" if row["label"] in cal.API_TERM_FIT else "held out"
         row["at_freeze"] = held_out.AT_FREEZE.get(row["label"])
     return {
-        "frozen_at": held_out.FROZEN_AT,
+        "latency_frozen_at": held_out.FROZEN_AT,
         "term_fits": _term_fits(cal),
         "moe_term": _moe_term(cal),
         "api_per_request_ms": cap.DEFAULT_EFFICIENCY.api_per_request_s * 1e3,
         "vllm_version": cal.VLLM_VERSION,
-        "frozen_at": held.FROZEN_AT,
+        "memory_frozen_at": held.FROZEN_AT,
         "memory": memory,
         "latency": latency,
         "ttft_floor_sweep": _floor_sweep(cal),
@@ -259,7 +259,7 @@ def lines(r: dict[str, Any]) -> list[str]:
         "- held-out quantized: "
         + _summary([m["error"] for m in memory if m["split"] == "validation" and "quantized" in m["tags"]]),
         f"- fit set: {_summary(fit)}",
-        f"- held out after the model was frozen at {r['frozen_at']} (issue 28, target median <= 5 %, max <= 15 %; "
+        f"- held out after the model was frozen at {r['memory_frozen_at']} (issue 28, target median <= 5 %, max <= 15 %; "
         "`calibration_heldout.py`): "
         + _summary([m["error"] for m in memory if m["split"] == "held out"])
         + "; the frozen model: "
@@ -319,7 +319,7 @@ def lines(r: dict[str, Any]) -> list[str]:
         "",
         "TTFT under load (closed-loop waves and staggered arrivals) and TPOT, issue 28's target: median <= 25 %",
         "TTFT under load and <= 15 % TPOT over points not used to shape the model. The model was frozen at",
-        f"`{r['frozen_at'][:7]}` (no term changed there) before the points of `tokenplane/model/held_out.py` were",
+        f"`{r['latency_frozen_at'][:7]}` (no term changed there) before the points of `tokenplane/model/held_out.py` were",
         "added; they are held out from every fit (`tests/model/test_held_out_points.py` fails if a fit list names",
         "one), and their error at the freeze is recorded beside them. The planner and the simulator add the same",
         "server term (`capacity.server_seconds`, through `PoolTiming.first_token_server_s`), the planner on the",
@@ -331,7 +331,7 @@ def lines(r: dict[str, Any]) -> list[str]:
         f"- TTFT under load, held out from everything (added after the freeze): {_summary(post_loaded)}: "
         + _verdict(post_loaded, 0.25),
         f"- TPOT, held out from everything: {_summary(post_tpot)}: " + _verdict(post_tpot, 0.15),
-        f"- the same points at the freeze ({r['frozen_at'][:7]}): TTFT under load {_summary(frozen_loaded)}, "
+        f"- the same points at the freeze ({r['latency_frozen_at'][:7]}): TTFT under load {_summary(frozen_loaded)}, "
         f"TPOT {_summary(frozen_tpot)}",
         f"- TTFT under load, predating the freeze and held out from the server term: {_summary(loaded_held)}: "
         + _verdict(loaded_held, 0.25),
