@@ -230,7 +230,13 @@ def test_names_follow_their_kinds_rule() -> None:
     long_cron["metadata"]["name"] = "c" * 53
     found = _only(plus(long_cron), API, "c" * 53)
     assert len(found) == 1 and "no more than 52 characters" in found[0].message, found
-    twins = [_config_map("gateway.config-v2"), _service("status-1", {"port": 80, "targetPort": 8080})]
+    sts = deployment("ledger.v2", _pod(_container()), replicas=3)
+    sts["kind"] = "StatefulSet"
+    found = _only(plus(sts), API, "ledger.v2")
+    assert len(found) == 1 and "'ledger.v2-2', the pods' hostname" in found[0].message, found
+    twin_sts = copy.deepcopy(sts)
+    twin_sts["metadata"]["name"] = "ledger-v2"
+    twins = [_config_map("gateway.config-v2"), _service("status-1", {"port": 80, "targetPort": 8080}), twin_sts]
     assert not rule(plus(*twins), API)
 
 

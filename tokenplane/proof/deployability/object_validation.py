@@ -121,8 +121,9 @@ def _metadata(obj: KubeObject) -> Iterator[Finding]:
                 f"validateCronJob: must be no more than {CRONJOB_NAME_MAX} characters",
                 f"shorten metadata.name to {CRONJOB_NAME_MAX} characters",
             )
-        if obj.kind == "StatefulSet":
-            last = f"{meta['name']}-{max(int(lookup(obj.manifest, 'spec.replicas') or 1) - 1, 0)}"
+        if obj.kind == "StatefulSet" and not validate(meta["name"]):  # else reported above, once
+            replicas = lookup(obj.manifest, "spec.replicas")
+            last = f"{meta['name']}-{max(replicas - 1, 0) if isinstance(replicas, int) else 0}"
             if errors := syntax.is_dns1123_label(last):
                 yield Finding(
                     RULE,
@@ -134,7 +135,9 @@ def _metadata(obj: KubeObject) -> Iterator[Finding]:
                 )
     if "namespace" in meta and isinstance(meta["namespace"], str):
         fix = "use an RFC 1123 label (lowercase letters, digits, '-') as the namespace"
-        yield from problems(obj, "metadata.namespace", meta["namespace"], syntax.is_dns1123_label, source, fix)
+        yield from problems(
+            obj, "metadata.namespace", meta["namespace"], syntax.is_dns1123_label, "ValidateNamespaceName", fix
+        )
     yield from check_labels(obj, "metadata.labels", meta.get("labels"))
     yield from check_annotations(obj, "metadata.annotations", meta.get("annotations"))
 
