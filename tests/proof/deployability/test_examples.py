@@ -76,6 +76,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "subnet-range",
         "egress-allowed",
         "one-autoscaler",
+        "utilization-request",
     }
 
 

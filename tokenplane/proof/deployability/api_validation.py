@@ -21,6 +21,10 @@ cites the function that rejects it:
   CheckReplicaCountBoundsAreValid: "MinReplicaCount=%d must be less than MaxReplicaCount=%d"; its admission webhook
   rejects the object, and without the webhook the operator marks it ScaledObjectCheckFailed and creates no HPA).
   Absent counts default to 0 and 100.
+
+Every object's metadata, pod templates and Services are held to the API server's own validation functions in
+``object_validation`` and ``pod_validation`` (names per kind, labels, annotations, containers, ports, env, resources, volumes, mounts,
+selectors, restart policies), under this same rule.
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from tokenplane.proof.deployability import object_validation, pod_validation
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.object_validation import rejected as _rejected
 
-RULE = "api-validation"
+RULE = object_validation.RULE
+
 # Defaults the API server applies before validating (pkg/apis/apps/v1/defaults.go).
 PROGRESS_DEADLINE_DEFAULT = 600
 KEDA_DEFAULTS = (0, 100)  # ScaledObject (minReplicaCount, maxReplicaCount)
@@ -52,6 +59,8 @@ def _number(value: Any) -> int | None:
 
 
 def check(graph: Graph) -> Iterator[Finding]:
+    yield from object_validation.check(graph)
+    yield from pod_validation.check(graph)
     for region in graph.regions():
         for workload in graph.kube(region, *ROLLING_DEFAULTS):
             yield from _rolling_update(workload)
@@ -142,13 +151,3 @@ def _replica_counts(scaled: KubeObject) -> Iterator[Finding]:
             "pulumi up fails; without the webhook the operator marks it ScaledObjectCheckFailed and never scales",
             "make spec.maxReplicaCount at least spec.minReplicaCount",
         )
-
-
-def _rejected(obj: KubeObject, what: str, source: str, fix: str) -> Finding:
-    return Finding(
-        RULE,
-        obj.urn,
-        f"{obj.kind} {obj.namespace}/{obj.name} {what}: the API server rejects it (kubernetes {source}) and "
-        "pulumi up fails",
-        fix,
-    )

@@ -21,6 +21,7 @@ from tokenplane.catalog import instance_type
 from tokenplane.errors import CatalogError
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup, need
+from tokenplane.proof.deployability.k8s_syntax import quantity
 from tokenplane.proof.deployability.pod_fits import fits_nowhere
 from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on, requested
 
@@ -28,17 +29,13 @@ RULE = "node-capacity"
 GPU = "nvidia.com/gpu"
 
 
-def _cpu(value: object) -> float:
-    text = str(value)
-    return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
-
-
 def pod_cpu(pod: dict[str, object]) -> float:
     """A pod's CPU request as the scheduler counts it: the containers' sum, or the largest init container."""
 
     def total(containers: object) -> list[float]:
         return [
-            _cpu(lookup(c, "resources.requests.cpu") or 0) for c in (containers if isinstance(containers, list) else [])
+            quantity(lookup(c, "resources.requests.cpu") or 0)
+            for c in (containers if isinstance(containers, list) else [])
         ]
 
     return max(sum(total(pod.get("containers"))), *total(pod.get("initContainers")), 0.0)

@@ -23,23 +23,11 @@ from tokenplane.catalog import instance_type
 from tokenplane.errors import CatalogError
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject
+from tokenplane.proof.deployability.k8s_syntax import quantity
 from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on
 
 RULE = "pod-fits-node"
 GPU = "nvidia.com/gpu"
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
-
-
-def quantity(value: object) -> float:
-    """A Kubernetes resource quantity as a number ("500m" -> 0.5, "64Mi" -> 67108864); raises ValueError on junk."""
-    text = str(value).strip()
-    for suffix, factor in _BINARY.items():
-        if text.endswith(suffix):
-            return float(text[: -len(suffix)]) * factor
-    if text and text[-1] in _DECIMAL:
-        return float(text[:-1]) * _DECIMAL[text[-1]]
-    return float(text)
 
 
 def _container_request(container: Mapping[str, Any], name: str) -> float:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tokenplane.proof.deployability.k8s_syntax import quantity
 from tokenplane.proof.render import RenderedResource
 
 # EKS spells taint effects in upper snake case; Kubernetes in camel case.
@@ -95,5 +96,5 @@ def requested(pod: Mapping[str, Any], resource_name: str) -> float:
             resource_name
         )
         if value is not None:
-            most = max(most, float(value))
+            most = max(most, quantity(value))
     return most

@@ -1,0 +1,249 @@
+"""Every pod template as ValidatePodSpec and the workload validators see it (part of ``api-validation``).
+
+Read: Pods, the templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs'
+jobTemplates. Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go unless named):
+container and init container names (validateContainers, validateInitContainers: DNS-1123 labels, unique in the
+pod), ports (validateContainerPorts: IsValidPortName, unique in the container, IsValidPortNum), env names
+(validateEnv), resources (ValidateResourceRequirements and ValidateResourceQuantityValue: quantities that parse and
+are not negative, a request above its limit, an extended resource such as ``nvidia.com/gpu`` not whole, with a
+request other than its limit or without a limit), volumes (ValidateVolumes: DNS-1123 label names, unique), mounts
+(validateVolumeMounts: a volume of the pod, or for a StatefulSet one of its volumeClaimTemplates; a mountPath once
+per container); the template's labels and annotations, the selector matching its labels (pkg/apis/apps/validation,
+ValidateDeploymentSpec, ValidateStatefulSetSpec, ValidateDaemonSetSpec: "`selector` does not match template
+`labels`"), and the restart policy (pkg/apis/batch/validation, validateJobSpec: a Job's must be OnFailure or Never,
+and unset is Always; ValidatePodTemplateSpecForReplicaSet: a replicated workload's must be Always).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tokenplane.proof.deployability import k8s_syntax as syntax
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.object_validation import (
+    REPLICATED,
+    check_annotations,
+    check_labels,
+    problems,
+    rejected,
+)
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for obj in graph.kube_objects:
+        for path, template in _templates(obj):
+            yield from _template(obj, path, template)
+
+
+def _templates(obj: KubeObject) -> list[tuple[str, Mapping[str, Any]]]:
+    """(field path, pod template {metadata, spec}) of every pod the object makes."""
+    if obj.kind == "Pod":
+        return [("", obj.manifest)]
+    if obj.kind == "CronJob":
+        template = lookup(obj.manifest, "spec.jobTemplate.spec.template")
+        return [("spec.jobTemplate.spec.template", template)] if isinstance(template, dict) else []
+    template = lookup(obj.manifest, "spec.template")
+    if obj.kind in REPLICATED or obj.kind == "Job":
+        return [("spec.template", template)] if isinstance(template, dict) else []
+    return []
+
+
+def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterator[Finding]:
+    where = f"{path}." if path else ""
+    pod = template.get("spec") or {}
+    if path:
+        labels = lookup(template, "metadata.labels")
+        yield from check_labels(obj, f"{where}metadata.labels", labels)
+        yield from check_annotations(obj, f"{where}metadata.annotations", lookup(template, "metadata.annotations"))
+        yield from _selector(obj, labels if isinstance(labels, dict) else {})
+    yield from _restart_policy(obj, where, pod.get("restartPolicy"))
+    containers = [("containers", c) for c in pod.get("containers") or []]
+    containers += [("initContainers", c) for c in pod.get("initContainers") or []]
+    names = Counter(str(c.get("name")) for _, c in containers)
+    fix = "give each container a distinct RFC 1123 label name"
+    for name in sorted(n for n, count in names.items() if count > 1):
+        yield rejected(
+            obj, f"has two containers named {name!r} in {where}spec", "validateContainers: Duplicate value", fix
+        )
+    volumes = [str(v.get("name")) for v in pod.get("volumes") or []]
+    for volume in volumes:
+        yield from problems(obj, f"{where}spec.volumes name", volume, syntax.is_dns1123_label, "ValidateVolumes", fix)
+    for volume in sorted(v for v, count in Counter(volumes).items() if count > 1):
+        yield rejected(
+            obj, f"declares volume {volume!r} twice", "ValidateVolumes: Duplicate value", "keep one volume of each name"
+        )
+    claims = [str(lookup(t, "metadata.name")) for t in lookup(obj.manifest, "spec.volumeClaimTemplates") or []]
+    for field, container in containers:
+        yield from _container(obj, f"{where}spec.{field}[{container.get('name')}]", container, {*volumes, *claims})
+
+
+def _selector(obj: KubeObject, labels: Mapping[str, Any]) -> Iterator[Finding]:
+    if obj.kind not in REPLICATED and not (obj.kind == "Job" and lookup(obj.manifest, "spec.manualSelector")):
+        return
+    selector = lookup(obj.manifest, "spec.selector")
+    if not isinstance(selector, dict):
+        return
+    if selector_matches(selector, {str(k): str(v) for k, v in labels.items()}):
+        return
+    validator = {"Deployment": "ValidateDeploymentSpec", "StatefulSet": "ValidateStatefulSetSpec"}.get(
+        obj.kind, f"Validate{obj.kind}Spec"
+    )
+    yield rejected(
+        obj,
+        f"has spec.selector {json.dumps(selector, sort_keys=True)} and template labels "
+        f"{json.dumps(dict(labels), sort_keys=True)}",
+        f"{validator}: spec.template.metadata.labels: Invalid value: `selector` does not match template `labels`",
+        "make spec.template.metadata.labels carry every label spec.selector asks for",
+    )
+
+
+def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A LabelSelector against a label set (metav1.LabelSelectorAsSelector); an empty selector matches nothing here,
+    as the apps validators reject it ("empty selector is invalid")."""
+    match_labels = selector.get("matchLabels") or {}
+    expressions = selector.get("matchExpressions") or []
+    if not match_labels and not expressions:
+        return False
+    if any(labels.get(str(k)) != str(v) for k, v in match_labels.items()):
+        return False
+    for expression in expressions:
+        key, operator = str(expression.get("key")), expression.get("operator")
+        values = {str(v) for v in expression.get("values") or []}
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }.get(str(operator), True)
+        if not ok:
+            return False
+    return True
+
+
+def _restart_policy(obj: KubeObject, where: str, policy: Any) -> Iterator[Finding]:
+    if obj.kind in ("Job", "CronJob") and policy in (None, "Always"):
+        yield rejected(
+            obj,
+            f"has {where}spec.restartPolicy {policy or 'unset (Always by default)'}",
+            'validateJobSpec: Required value: valid values: "OnFailure", "Never"',
+            f"set {where}spec.restartPolicy to OnFailure (retry in place) or Never (a new pod per retry)",
+        )
+    elif obj.kind in REPLICATED and policy not in (None, "Always"):
+        yield rejected(
+            obj,
+            f"has {where}spec.restartPolicy {policy}",
+            f'ValidatePodTemplateSpecForReplicaSet: Unsupported value: "{policy}": supported values: "Always"',
+            f"drop {where}spec.restartPolicy (a {obj.kind}'s pods always restart), or run the work as a Job",
+        )
+
+
+def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: set[str]) -> Iterator[Finding]:
+    fix = "use an RFC 1123 label (lowercase letters, digits, '-', at most 63)"
+    yield from problems(
+        obj, f"{at} name", str(container.get("name")), syntax.is_dns1123_label, "validateContainers", fix
+    )
+    ports = container.get("ports") or []
+    port_fix = "a port name is at most 15 lowercase letters, digits and '-', with a letter, and no '--'"
+    for port in ports:
+        if isinstance(port.get("name"), str):
+            yield from problems(
+                obj, f"{at} port name", port["name"], syntax.is_valid_port_name, "validateContainerPorts", port_fix
+            )
+        for field in ("containerPort", "hostPort"):
+            if port.get(field) and (errors := syntax.is_valid_port_num(port[field])):
+                yield rejected(
+                    obj,
+                    f"has {at} {field} {port[field]}, which {errors[0]}",
+                    "validateContainerPorts",
+                    "use a port in 1-65535",
+                )
+    for name, count in Counter(str(p["name"]) for p in ports if p.get("name")).items():
+        if count > 1:
+            yield rejected(
+                obj, f"names two of {at}'s ports {name!r}", "validateContainerPorts: Duplicate value", port_fix
+            )
+    for env in container.get("env") or []:
+        fix = "name the variable with printable ASCII other than '=' (letters, digits, '_' are safe everywhere)"
+        yield from problems(
+            obj, f"{at} env name", str(env.get("name", "")), syntax.is_relaxed_env_var_name, "validateEnv", fix
+        )
+    yield from _resources(obj, at, container.get("resources") or {})
+    mounts = [*(container.get("volumeMounts") or []), *(container.get("volumeDevices") or [])]
+    for mount in mounts:
+        if str(mount.get("name")) not in volumes:
+            yield rejected(
+                obj,
+                f"has {at} mount {mount.get('name')!r}, which is not a volume of the pod",
+                "validateVolumeMounts: Not found",
+                f"add a volume named {mount.get('name')!r} to the pod's spec.volumes, or mount one it has",
+            )
+    paths = Counter(str(m.get("mountPath")) for m in container.get("volumeMounts") or [])
+    for path in sorted(p for p, count in paths.items() if count > 1):
+        yield rejected(
+            obj,
+            f"mounts two volumes at {path!r} in {at}",
+            "validateVolumeMounts: Invalid value: must be unique",
+            "give each mount its own mountPath (or one volume with subPaths)",
+        )
+
+
+def _resources(obj: KubeObject, at: str, resources: Mapping[str, Any]) -> Iterator[Finding]:
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    parsed: dict[tuple[str, str], Any] = {}
+    for kind, values in (("requests", requests), ("limits", limits)):
+        for name, raw in values.items():
+            value = syntax.parse_quantity(raw)
+            if value is None:
+                yield rejected(
+                    obj,
+                    f"has {at} resources.{kind}[{name}] {raw!r}, which is not a quantity",
+                    "ParseQuantity: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+                    "write a quantity such as 500m, 2, 512Mi or 4Gi",
+                )
+            elif value < 0:
+                yield rejected(
+                    obj,
+                    f"has {at} resources.{kind}[{name}] {raw!r}",
+                    "ValidateResourceQuantityValue: must be greater than or equal to 0",
+                    "use a non-negative quantity",
+                )
+            elif syntax.is_integer_resource(name) and value != value.to_integral_value():
+                yield rejected(
+                    obj,
+                    f"has {at} resources.{kind}[{name}] {raw!r}",
+                    "ValidateResourceQuantityValue: must be an integer",
+                    f"request whole {name} units (sharing is the device plugin's: time-slicing or MIG)",
+                )
+            else:
+                parsed[(kind, name)] = value
+    for name in requests:
+        request, limit = parsed.get(("requests", name)), parsed.get(("limits", name))
+        if request is None:
+            continue
+        if limit is None and name not in limits and not syntax.is_overcommit_allowed(name):
+            yield rejected(
+                obj,
+                f"requests {name} in {at} without a limit",
+                "ValidateResourceRequirements: Limit must be set for non overcommitable resources",
+                f"set resources.limits[{name}] (a limit alone is enough: the request defaults to it)",
+            )
+        elif limit is None:
+            continue
+        elif not syntax.is_overcommit_allowed(name) and request != limit:
+            yield rejected(
+                obj,
+                f"requests {requests[name]} {name} in {at} with a limit of {limits[name]}",
+                f"ValidateResourceRequirements: must be equal to {name} limit of {limits[name]}",
+                f"make resources.requests[{name}] equal its limit",
+            )
+        elif request > limit:
+            yield rejected(
+                obj,
+                f"requests {requests[name]} {name} in {at}, above its limit of {limits[name]}",
+                f"ValidateResourceRequirements: must be less than or equal to {name} limit of {limits[name]}",
+                f"lower resources.requests[{name}] to at most the limit, or raise the limit",
+            )
