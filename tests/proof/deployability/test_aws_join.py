@@ -429,3 +429,22 @@ def test_the_iam_tables_hold_their_sources_and_the_actions_the_components_name()
     assert "service-role/AmazonEBSCSIDriverPolicy" in policies["policies"]
     for name in ("dev", "byteion"):
         assert list(iam_names.check(Graph(spec(name), rendered(name)))) == [], name
+
+
+def _controller_chart(version: str) -> Change:
+    def change(r: RenderedResource) -> RenderedResource | None:
+        if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs.get("chart") == "aws-load-balancer-controller":
+            return with_inputs(r, lambda i: i.update(version=version))
+        return r
+
+    return change
+
+
+def test_a_recent_controller_falls_back_on_public_subnets_when_none_is_tagged() -> None:
+    """From v2.12.1 (chart 1.12.1) untagged public subnets serve an internet-facing scheme; no public subnet still
+    leaves it without one."""
+    untagged = _public_subnets(_untag("kubernetes.io/role/elb"))
+    assert _rule("lb-subnets", _chain(untagged, _controller_chart("1.13.0"))) == []
+    assert _rule("lb-subnets", _chain(untagged, _controller_chart("1.11.0")))
+    no_public = _chain(untagged, _controller_chart("1.13.0"), _edit("network-public-rt", lambda i: i.update(routes=[])))
+    assert any("unable to resolve at least one subnet" in f for f in _rule("lb-subnets", no_public))

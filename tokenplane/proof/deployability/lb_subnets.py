@@ -5,7 +5,8 @@ https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/deploy/sub
 balancer in the subnets a ``.../aws-load-balancer-subnets`` or ``alb.ingress.kubernetes.io/subnets`` annotation
 names, else in the subnets it discovers: those of the cluster's VPC tagged ``kubernetes.io/role/elb`` (an
 internet-facing scheme) or ``kubernetes.io/role/internal-elb`` (internal) with value ``1`` or empty, leaving out a
-subnet tagged ``kubernetes.io/cluster/<name>`` only for other clusters, one per AZ. Its schemes default to
+subnet tagged ``kubernetes.io/cluster/<name>`` only for other clusters, one per AZ; from v2.12.1, when no subnet
+of the VPC carries the role tag, the subnets whose reachability (public or private) matches the scheme. Its schemes default to
 *internal* for Services and Ingresses alike. With no subnet found the Service or Ingress never gets an address
 (event ``unable to resolve at least one subnet (0 match VPC and tags: [kubernetes.io/role/elb])``); an ALB needs
 two AZs (ELBv2: ``At least two subnets in two different Availability Zones must be specified``); and an
@@ -44,6 +45,7 @@ ALB_PREFIX = "alb.ingress.kubernetes.io/"
 ALB_CONTROLLER = "ingress.k8s.aws/alb"
 ALB_CLASS = "alb"  # the IngressClass the controller's chart creates
 ALB_MIN_ZONES = 2
+FALLBACK_CHART = (1, 12, 1)  # the chart that ships controller v2.12.1, whose discovery falls back on reachability
 
 
 @dataclass(frozen=True)
@@ -131,12 +133,20 @@ def _tags(subnet: RenderedResource) -> dict[str, str]:
     return {str(k): str(v) for k, v in (subnet.inputs.get("tags") or {}).items()}
 
 
-def _discoverable(subnet: RenderedResource, role: str, cluster_name: str) -> bool:
-    tags = _tags(subnet)
-    if tags.get(role) not in ("1", ""):
-        return False
-    clusters = [k.removeprefix(CLUSTER_TAG) for k in tags if k.startswith(CLUSTER_TAG)]
+def _for_cluster(subnet: RenderedResource, cluster_name: str) -> bool:
+    """Not left out for another cluster: no cluster tag, or one for this cluster among them."""
+    clusters = [k.removeprefix(CLUSTER_TAG) for k in _tags(subnet) if k.startswith(CLUSTER_TAG)]
     return not clusters or cluster_name in clusters
+
+
+def _falls_back(graph: Graph, region: str | None) -> bool:
+    """Whether the controller, with no subnet tagged for a role, falls back on subnets of the matching reachability
+    (v2.12.1 and later, chart 1.12.1 and later); an unpinned chart is taken to be recent."""
+    for release in graph.releases(region, LB_CONTROLLER_CHART):
+        parts = str(release.inputs.get("version") or "").split(".")
+        if not all(p.isdigit() for p in parts) or tuple(int(p) for p in parts) >= FALLBACK_CHART:
+            return True
+    return False
 
 
 def _by_name(graph: Graph, vpc: RenderedResource, wanted: list[str]) -> list[RenderedResource] | None:
@@ -169,13 +179,17 @@ def _placement(graph: Graph, cluster: RenderedResource, vpc: RenderedResource, l
         how = f"the subnets its annotation names ({', '.join(s.name for s in subnets)})"
     elif lb.discovered_by_tags:
         in_vpc = [s for s in graph.of_type(SUBNET, vpc.region) if vpc_routes.vpc_of(graph, s) == vpc]
-        subnets = [s for s in in_vpc if _discoverable(s, role, cluster_name)]
-        how = f"the subnets of VPC {vpc.name} tagged {role}"
+        tagged = [s for s in in_vpc if _tags(s).get(role) in ("1", "")]
+        candidates = tagged
+        if not tagged and _falls_back(graph, cluster.region):
+            # v2.12.1 and later: with no subnet tagged for the role, subnets whose reachability matches the scheme.
+            candidates = [s for s in in_vpc if vpc_routes.public(graph, s) in (lb.internet_facing, None)]
+        subnets = [s for s in candidates if _for_cluster(s, cluster_name)]
+        how = f"the subnets of VPC {vpc.name} tagged {role}" if tagged else f"the {scheme} subnets of VPC {vpc.name}"
         if not subnets:
-            tagged_elsewhere = [s.name for s in in_vpc if _tags(s).get(role) in ("1", "")]
             why = (
-                f" ({', '.join(tagged_elsewhere)} carry it but are tagged for another cluster only)"
-                if tagged_elsewhere
+                f" ({', '.join(s.name for s in tagged)} carry it but are tagged for another cluster only)"
+                if tagged
                 else ""
             )
             yield Finding(

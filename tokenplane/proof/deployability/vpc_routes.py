@@ -108,7 +108,10 @@ def egress(graph: Graph, subnet: RenderedResource) -> Egress:
         return Egress("unknown")
     if table is None:
         return Egress("none")
-    route = _public_route(_routes(graph, table))
+    routes = _routes(graph, table)
+    if any(str(r.get("ipv6CidrBlock") or r.get("destinationIpv6CidrBlock")) == "::/0" for r in routes):
+        return Egress("unknown", table)  # dual-stack: AWS endpoints may be reached over IPv6, not modelled
+    route = _public_route(routes)
     if route is None:
         return Egress("none", table)
     if any(route.get(key) for key in OTHER_TARGETS):
