@@ -448,3 +448,14 @@ def test_a_recent_controller_falls_back_on_public_subnets_when_none_is_tagged() 
     assert _rule("lb-subnets", _chain(untagged, _controller_chart("1.11.0")))
     no_public = _chain(untagged, _controller_chart("1.13.0"), _edit("network-public-rt", lambda i: i.update(routes=[])))
     assert any("unable to resolve at least one subnet" in f for f in _rule("lb-subnets", no_public))
+
+
+def test_the_controllers_default_target_type_decides_for_an_unannotated_ingress() -> None:
+    def ip_default(r: RenderedResource) -> RenderedResource | None:
+        if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs.get("chart") == "aws-load-balancer-controller":
+            return with_inputs(r, lambda i: i["values"].update(defaultTargetType="ip"))
+        return r
+
+    unannotated = [_ingress({"alb.ingress.kubernetes.io/scheme": "internal"})]
+    assert _rule("lb-subnets", lambda r: r, unannotated)
+    assert _rule("lb-subnets", ip_default, unannotated) == []

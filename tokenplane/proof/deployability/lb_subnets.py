@@ -255,7 +255,7 @@ def _instance_targets(graph: Graph, region: str) -> Iterator[Finding]:
         )
         if not alb or (declared is not None and lookup(declared.manifest, "spec.parameters")):
             continue
-        default = notes.get(ALB_PREFIX + "target-type", "instance")
+        default = notes.get(ALB_PREFIX + "target-type", _default_target_type(graph, region))
         for backend in _backends(ingress.manifest):
             service = services.get((ingress.namespace, backend))
             if service is None:
@@ -273,6 +273,15 @@ def _instance_targets(graph: Graph, region: str) -> Iterator[Finding]:
                     f"annotate the Ingress (or Service {backend}) {ALB_PREFIX}target-type: ip, or make the Service a "
                     "NodePort",
                 )
+
+
+def _default_target_type(graph: Graph, region: str) -> str:
+    """The controller's ``--default-target-type`` (chart value ``defaultTargetType``), else ``instance``."""
+    for release in graph.releases(region, LB_CONTROLLER_CHART):
+        value = (release.inputs.get("values") or {}).get("defaultTargetType")
+        if value:
+            return str(value)
+    return "instance"
 
 
 def _backends(manifest: dict[str, Any]) -> list[str]:

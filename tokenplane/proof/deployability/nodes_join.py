@@ -156,8 +156,9 @@ def _cluster(graph: Graph, cluster: RenderedResource) -> Iterator[Finding]:
     subnets = _subnets(graph, cluster, lookup(cluster.inputs, "vpcConfig.subnetIds"))
     if subnets is None:
         return
-    zones = {str(s.inputs.get("availabilityZone") or s.inputs.get("availabilityZoneId")) for s in subnets}
-    if len(zones) < MIN_ZONES:
+    named = [s.inputs.get("availabilityZone") or s.inputs.get("availabilityZoneId") for s in subnets]
+    zones = {str(z) for z in named if z}
+    if all(named) and len(zones) < MIN_ZONES:  # a subnet whose AZ is known only at apply time: not judged
         yield Finding(
             RULE,
             cluster.urn,
