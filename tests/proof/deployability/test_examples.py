@@ -74,6 +74,9 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "subnet-range",
         "egress-allowed",
         "one-autoscaler",
+        "nodes-join",
+        "lb-subnets",
+        "iam-name-exists",
     }
 
 
