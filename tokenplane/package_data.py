@@ -64,6 +64,16 @@ EXPORTERS = DataFile(
     "the metrics-exported rule holds every query to what the DCGM exporter, kube-state-metrics and tokenplane's "
     "own processes export",
 )
+IAM_ACTIONS = DataFile(
+    "tokenplane.proof.deployability",
+    "iam_actions.json",
+    "the iam-name-exists rule holds every action a policy names to AWS's Service Authorization Reference",
+)
+AWS_MANAGED_POLICIES = DataFile(
+    "tokenplane.proof.deployability",
+    "aws_managed_policies.json",
+    "the iam-name-exists rule holds every managed policy ARN the program attaches to the policies AWS publishes",
+)
 FINOPS_MIGRATIONS = (
     DataFile(
         "tokenplane.serving.finops.migrations",
@@ -170,5 +180,7 @@ DATA_FILES = (
     POLICY_REQUIREMENTS,
     VERSION_SUPPORT,
     EXPORTERS,
+    IAM_ACTIONS,
+    AWS_MANAGED_POLICIES,
     *FINOPS_MIGRATIONS,
 )

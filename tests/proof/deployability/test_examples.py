@@ -77,6 +77,9 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "egress-allowed",
         "one-autoscaler",
         "utilization-request",
+        "nodes-join",
+        "lb-subnets",
+        "iam-name-exists",
     }
 
 

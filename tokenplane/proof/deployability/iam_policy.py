@@ -5,6 +5,7 @@ One home for what the IAM invariants (``service_accounts``, ``irsa``, ``iam_s3``
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from typing import Any
 
@@ -38,3 +39,82 @@ def role_named(graph: Graph, arn: Any) -> RenderedResource | None:
         return None
     found = graph.by_physical_id.get(arn.rsplit("/", 1)[-1])
     return found if found is not None and found.type == ROLE else None
+
+
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+MANAGED_POLICY = "aws:iam/policy:Policy"
+# Where a managed policy is attached to a role: the resource type and its input naming the policy's ARN(s).
+ATTACHMENTS = {
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ("role", "policyArn"),
+    "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive": ("roleName", "policyArns"),
+    "aws:iam/policyAttachment:PolicyAttachment": ("roles", "policyArn"),
+}
+
+
+def attached(graph: Graph, role: RenderedResource) -> list[tuple[RenderedResource, str]]:
+    """Every managed policy ARN attached to ``role``, with the resource that attaches it (the role itself for its
+    ``managedPolicyArns``)."""
+    out = [(role, str(arn)) for arn in role.inputs.get("managedPolicyArns") or [] if isinstance(arn, str)]
+    for typ, (role_key, arn_key) in ATTACHMENTS.items():
+        for attachment in graph.of_type(typ):
+            if any(r.urn == role.urn for r in graph.referenced(attachment, role_key)):
+                arns = attachment.inputs.get(arn_key)
+                out += [(attachment, str(a)) for a in (arns if isinstance(arns, list) else [arns]) if a]
+    return out
+
+
+def role_documents(graph: Graph, role: RenderedResource) -> list[Any]:
+    """The policy documents ``role`` holds that the program writes: inline ones and its attached managed policies
+    of the program. None in the list stands for an attached policy the program does not show (unknown)."""
+    out: list[Any] = [p.get("policy") for p in role.inputs.get("inlinePolicies") or [] if isinstance(p, dict)]
+    for policy in graph.of_type(ROLE_POLICY):
+        if any(r.urn == role.urn for r in graph.referenced(policy, "role")):
+            out.append(policy.inputs.get("policy"))
+    for _, arn in attached(graph, role):
+        if arn.startswith(AWS_MANAGED):
+            continue
+        found = graph.by_physical_ids(arn) or [p for p in graph.of_type(MANAGED_POLICY) if p.inputs.get("arn") == arn]
+        policies = [p for p in found if p.type == MANAGED_POLICY]
+        out.append(policies[0].inputs.get("policy") if policies else None)
+    return out
+
+
+AWS_MANAGED = "arn:aws:iam::aws:policy/"
+
+
+def allows(documents: list[Any], action: str) -> bool | None:
+    """Whether some Allow statement of ``documents`` names ``action`` (IAM's case-insensitive wildcards); None when
+    a document is unknown and none of the known ones allows it."""
+    unknown = False
+    for value in documents:
+        if document(value) is None:
+            unknown = True
+            continue
+        for statement in statements(value):
+            if statement.get("Effect") != "Allow":
+                continue
+            listed = statement.get("Action")
+            names = listed if isinstance(listed, list) else [listed]
+            if any(isinstance(n, str) and fnmatch.fnmatchcase(action.lower(), n.lower()) for n in names):
+                return True
+    return None if unknown else False
+
+
+def trusts(role: RenderedResource, service: str) -> bool | None:
+    """Whether the role's trust policy lets ``service`` (``ec2.amazonaws.com``) call sts:AssumeRole; None when the
+    trust policy is not known at render time."""
+    trust = role.inputs.get("assumeRolePolicy")
+    if document(trust) is None:
+        return None
+    for statement in statements(trust):
+        listed = statement.get("Action")
+        actions = listed if isinstance(listed, list) else [listed]
+        if statement.get("Effect") != "Allow" or not any(
+            isinstance(a, str) and fnmatch.fnmatchcase("sts:assumerole", a.lower()) for a in actions
+        ):
+            continue
+        principal = statement.get("Principal")
+        services = principal.get("Service") if isinstance(principal, dict) else None
+        if service in (services if isinstance(services, list) else [services]):
+            return True
+    return False

@@ -1,0 +1,292 @@
+"""Every AWS load balancer a Service or an Ingress asks for finds subnets it works in, and targets it can reach.
+
+The AWS Load Balancer Controller (kubernetes-sigs/aws-load-balancer-controller, ``pkg/networking/subnet_resolver.go``;
+https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/deploy/subnet_discovery/) places a load
+balancer in the subnets a ``.../aws-load-balancer-subnets`` or ``alb.ingress.kubernetes.io/subnets`` annotation
+names, else in the subnets it discovers: those of the cluster's VPC tagged ``kubernetes.io/role/elb`` (an
+internet-facing scheme) or ``kubernetes.io/role/internal-elb`` (internal) with value ``1`` or empty, leaving out a
+subnet tagged ``kubernetes.io/cluster/<name>`` only for other clusters, one per AZ; from v2.12.1, when no subnet
+of the VPC carries the role tag, the subnets whose reachability (public or private) matches the scheme. Its schemes default to
+*internal* for Services and Ingresses alike. With no subnet found the Service or Ingress never gets an address
+(event ``unable to resolve at least one subnet (0 match VPC and tags: [kubernetes.io/role/elb])``); an ALB needs
+two AZs (ELBv2: ``At least two subnets in two different Availability Zones must be specified``); and an
+internet-facing load balancer in subnets with no route to an internet gateway is created and never answers.
+
+The in-tree cloud provider (a LoadBalancer Service the controller does not take) places an internet-facing load
+balancer only in public subnets (``could not find any suitable subnets for creating the ELB``).
+
+An ALB Ingress with target type ``instance`` (its default, per Ingress or per Service annotation) registers the
+nodes on each backend Service's node port: a ClusterIP backend has none, and the controller refuses it (``service
+is not of type NodePort or LoadBalancer and target-type is instance``); ``ip`` works with ClusterIP.
+
+It cannot see: subnets of a VPC the program does not create, IngressClassParams (their subnets and scheme), the
+controller's ``--default-tags`` and ``--aws-vpc-id`` flags, and Services of another ``loadBalancerClass``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tokenplane.proof.deployability import vpc_routes
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import CLUSTER, Graph, KubeObject, lookup
+from tokenplane.proof.deployability.load_balancers import LBC_CLASS, needs_controller
+from tokenplane.proof.render import LB_CONTROLLER_CHART, RenderedResource
+
+RULE = "lb-subnets"
+SUBNET = "aws:ec2/subnet:Subnet"
+ELB_ROLE = "kubernetes.io/role/elb"
+INTERNAL_ROLE = "kubernetes.io/role/internal-elb"
+CLUSTER_TAG = "kubernetes.io/cluster/"
+SERVICE_PREFIX = "service.beta.kubernetes.io/"
+ALB_PREFIX = "alb.ingress.kubernetes.io/"
+ALB_CONTROLLER = "ingress.k8s.aws/alb"
+ALB_CLASS = "alb"  # the IngressClass the controller's chart creates
+ALB_MIN_ZONES = 2
+FALLBACK_CHART = (1, 12, 1)  # the chart that ships controller v2.12.1, whose discovery falls back on reachability
+
+
+@dataclass(frozen=True)
+class Balancer:
+    """One load balancer the graph asks for: who asks, its scheme, named subnets, and whether it is an ALB."""
+
+    obj: KubeObject
+    internet_facing: bool
+    named: list[str]  # subnets an annotation names (IDs or Name tags); empty: discovered
+    alb: bool
+    discovered_by_tags: bool  # the controller's tag discovery (else the in-tree provider's)
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        clusters = graph.of_type(CLUSTER, region)
+        if len(clusters) != 1:
+            continue  # an existing cluster's VPC is not known
+        cluster = clusters[0]
+        vpcs = {
+            v.urn: v
+            for s in graph.by_physical_ids(lookup(cluster.inputs, "vpcConfig.subnetIds"))
+            if s.type == SUBNET and (v := vpc_routes.vpc_of(graph, s)) is not None
+        }
+        if len(vpcs) != 1:
+            continue
+        vpc = next(iter(vpcs.values()))
+        for balancer in _balancers(graph, region):
+            yield from _placement(graph, cluster, vpc, balancer)
+        yield from _instance_targets(graph, region)
+
+
+def _controller(graph: Graph, region: str) -> tuple[bool, bool]:
+    """Whether the AWS Load Balancer Controller runs in ``region``, and whether its Service webhook hands it every
+    new LoadBalancer Service (chart value ``enableServiceMutatorWebhook``, on by default since v2.5)."""
+    releases = graph.releases(region, LB_CONTROLLER_CHART)
+    webhook = any(
+        (r.inputs.get("values") or {}).get("enableServiceMutatorWebhook", True) is not False for r in releases
+    )
+    return bool(releases), webhook
+
+
+def _annotations(obj: KubeObject) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (lookup(obj.manifest, "metadata.annotations") or {}).items()}
+
+
+def _named(value: str | None) -> list[str]:
+    return [s.strip() for s in (value or "").split(",") if s.strip()]
+
+
+def _balancers(graph: Graph, region: str) -> Iterator[Balancer]:
+    installed, webhook = _controller(graph, region)
+    for service in graph.kube(region, "Service"):
+        if lookup(service.manifest, "spec.type") != "LoadBalancer":
+            continue
+        klass = lookup(service.manifest, "spec.loadBalancerClass")
+        if klass not in (None, LBC_CLASS):
+            continue  # another controller's
+        notes = _annotations(service)
+        by_controller = needs_controller(service.manifest) or (installed and webhook and klass is None)
+        internal_flag = notes.get(SERVICE_PREFIX + "aws-load-balancer-internal", "").lower() in ("true", "0.0.0.0/0")
+        scheme = notes.get(SERVICE_PREFIX + "aws-load-balancer-scheme")
+        # The controller defaults to internal; the in-tree provider to internet-facing.
+        facing = scheme == "internet-facing" if by_controller else not internal_flag
+        yield Balancer(
+            service, facing, _named(notes.get(SERVICE_PREFIX + "aws-load-balancer-subnets")), False, by_controller
+        )
+    classes = {c.name: c for c in graph.kube(region, "IngressClass")}
+    for ingress in graph.kube(region, "Ingress"):
+        notes = _annotations(ingress)
+        name = lookup(ingress.manifest, "spec.ingressClassName") or notes.get("kubernetes.io/ingress.class")
+        declared = classes.get(str(name))
+        if declared is not None:
+            if lookup(declared.manifest, "spec.controller") != ALB_CONTROLLER or lookup(
+                declared.manifest, "spec.parameters"
+            ):
+                continue  # another controller's, or IngressClassParams decide scheme and subnets
+        elif not (installed and name == ALB_CLASS):
+            continue
+        facing = notes.get(ALB_PREFIX + "scheme", "internal") == "internet-facing"
+        yield Balancer(ingress, facing, _named(notes.get(ALB_PREFIX + "subnets")), True, True)
+
+
+def _tags(subnet: RenderedResource) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (subnet.inputs.get("tags") or {}).items()}
+
+
+def _for_cluster(subnet: RenderedResource, cluster_name: str) -> bool:
+    """Not left out for another cluster: no cluster tag, or one for this cluster among them."""
+    clusters = [k.removeprefix(CLUSTER_TAG) for k in _tags(subnet) if k.startswith(CLUSTER_TAG)]
+    return not clusters or cluster_name in clusters
+
+
+def _falls_back(graph: Graph, region: str | None) -> bool:
+    """Whether the controller, with no subnet tagged for a role, falls back on subnets of the matching reachability
+    (v2.12.1 and later, chart 1.12.1 and later); an unpinned chart is taken to be recent."""
+    for release in graph.releases(region, LB_CONTROLLER_CHART):
+        parts = str(release.inputs.get("version") or "").split(".")
+        if not all(p.isdigit() for p in parts) or tuple(int(p) for p in parts) >= FALLBACK_CHART:
+            return True
+    return False
+
+
+def _by_name(graph: Graph, vpc: RenderedResource, wanted: list[str]) -> list[RenderedResource] | None:
+    """The subnets an annotation names (by ID or Name tag), or None when any of them is not the program's."""
+    subnets = graph.of_type(SUBNET, vpc.region)
+    found = []
+    for name in wanted:
+        match = [s for s in graph.by_physical_ids(name) if s.type == SUBNET] or [
+            s for s in subnets if _tags(s).get("Name") == name
+        ]
+        if not match:
+            return None
+        found.append(match[0])
+    return found
+
+
+def _zone(subnet: RenderedResource) -> str:
+    return str(subnet.inputs.get("availabilityZone") or subnet.inputs.get("availabilityZoneId"))
+
+
+def _placement(graph: Graph, cluster: RenderedResource, vpc: RenderedResource, lb: Balancer) -> Iterator[Finding]:
+    what = f"{lb.obj.kind} {lb.obj.namespace}/{lb.obj.name}"
+    scheme = "internet-facing" if lb.internet_facing else "internal"
+    role = ELB_ROLE if lb.internet_facing else INTERNAL_ROLE
+    cluster_name = str(cluster.inputs.get("name") or cluster.name)
+    if lb.named:
+        subnets = _by_name(graph, vpc, lb.named)
+        if subnets is None:
+            return
+        how = f"the subnets its annotation names ({', '.join(s.name for s in subnets)})"
+    elif lb.discovered_by_tags:
+        in_vpc = [s for s in graph.of_type(SUBNET, vpc.region) if vpc_routes.vpc_of(graph, s) == vpc]
+        tagged = [s for s in in_vpc if _tags(s).get(role) in ("1", "")]
+        candidates = tagged
+        if not tagged and _falls_back(graph, cluster.region):
+            # v2.12.1 and later: with no subnet tagged for the role, subnets whose reachability matches the scheme.
+            candidates = [s for s in in_vpc if vpc_routes.public(graph, s) in (lb.internet_facing, None)]
+        subnets = [s for s in candidates if _for_cluster(s, cluster_name)]
+        how = f"the subnets of VPC {vpc.name} tagged {role}" if tagged else f"the {scheme} subnets of VPC {vpc.name}"
+        if not subnets:
+            why = (
+                f" ({', '.join(s.name for s in tagged)} carry it but are tagged for another cluster only)"
+                if tagged
+                else ""
+            )
+            yield Finding(
+                RULE,
+                lb.obj.urn,
+                f"{what} asks for an {scheme} load balancer, and no subnet of VPC {vpc.name} is tagged {role}=1"
+                f"{why}: the AWS Load Balancer Controller reports 'unable to resolve at least one subnet (0 match VPC "
+                f"and tags: [{role}])' and it never gets an address",
+                f"tag the VPC's {'public' if lb.internet_facing else 'private'} subnets {role}=1, or name subnets in "
+                f"the {'alb.ingress.kubernetes.io/subnets' if lb.alb else SERVICE_PREFIX + 'aws-load-balancer-subnets'} "
+                "annotation" + ("" if lb.internet_facing else ", or set the scheme annotation to internet-facing"),
+            )
+            return
+    else:
+        if lb.internet_facing:
+            in_vpc = [s for s in graph.of_type(SUBNET, vpc.region) if vpc_routes.vpc_of(graph, s) == vpc]
+            verdicts = [vpc_routes.public(graph, s) for s in in_vpc]
+            if in_vpc and all(v is False for v in verdicts):
+                yield Finding(
+                    RULE,
+                    lb.obj.urn,
+                    f"{what} asks the in-tree cloud provider for an internet-facing load balancer, and VPC {vpc.name} "
+                    "has no subnet routed to an internet gateway: 'could not find any suitable subnets for creating "
+                    "the ELB', and it never gets an address",
+                    "add public subnets (a route 0.0.0.0/0 to an internet gateway) tagged kubernetes.io/role/elb=1",
+                )
+        return
+    zones = {_zone(s) for s in subnets}
+    if lb.alb and len(zones) < ALB_MIN_ZONES:
+        yield Finding(
+            RULE,
+            lb.obj.urn,
+            f"{what} is an ALB placed in {how}, all in {', '.join(sorted(zones))}: CreateLoadBalancer fails "
+            "(ValidationError: At least two subnets in two different Availability Zones must be specified)",
+            f"tag (or name) subnets of {role} in at least two availability zones",
+        )
+    if lb.internet_facing:
+        private = [s.name for s in subnets if vpc_routes.public(graph, s) is False]
+        if private and len(private) == len(subnets):
+            yield Finding(
+                RULE,
+                lb.obj.urn,
+                f"{what} is an internet-facing load balancer placed in {how}, none of which routes to an internet "
+                f"gateway ({', '.join(private)}): ELB places it there and no client on the internet can reach it "
+                "(or CreateLoadBalancer fails: InvalidSubnet ... has no internet gateway)",
+                f"tag the public subnets (a route 0.0.0.0/0 to the internet gateway) {ELB_ROLE}=1 instead, or make "
+                "the load balancer internal",
+            )
+
+
+def _instance_targets(graph: Graph, region: str) -> Iterator[Finding]:
+    installed, _ = _controller(graph, region)
+    classes = {c.name: c for c in graph.kube(region, "IngressClass")}
+    services = {(s.namespace, s.name): s for s in graph.kube(region, "Service")}
+    for ingress in graph.kube(region, "Ingress"):
+        notes = _annotations(ingress)
+        name = lookup(ingress.manifest, "spec.ingressClassName") or notes.get("kubernetes.io/ingress.class")
+        declared = classes.get(str(name))
+        alb = (
+            lookup(declared.manifest, "spec.controller") == ALB_CONTROLLER
+            if declared is not None
+            else installed and name == ALB_CLASS
+        )
+        if not alb or (declared is not None and lookup(declared.manifest, "spec.parameters")):
+            continue
+        default = notes.get(ALB_PREFIX + "target-type", _default_target_type(graph, region))
+        for backend in _backends(ingress.manifest):
+            service = services.get((ingress.namespace, backend))
+            if service is None:
+                continue  # target-exists / references report a missing one
+            target = _annotations(service).get(ALB_PREFIX + "target-type", default)
+            kind = lookup(service.manifest, "spec.type") or "ClusterIP"
+            if target == "instance" and kind not in ("NodePort", "LoadBalancer"):
+                yield Finding(
+                    RULE,
+                    ingress.urn,
+                    f"Ingress {ingress.namespace}/{ingress.name} is an ALB with target type instance (the default), "
+                    f"and its backend Service {backend} is {kind}: the AWS Load Balancer Controller refuses it "
+                    f"('{backend} service is not of type NodePort or LoadBalancer and target-type is instance') and the "
+                    "ALB gets no targets",
+                    f"annotate the Ingress (or Service {backend}) {ALB_PREFIX}target-type: ip, or make the Service a "
+                    "NodePort",
+                )
+
+
+def _default_target_type(graph: Graph, region: str) -> str:
+    """The controller's ``--default-target-type`` (chart value ``defaultTargetType``), else ``instance``."""
+    for release in graph.releases(region, LB_CONTROLLER_CHART):
+        value = (release.inputs.get("values") or {}).get("defaultTargetType")
+        if value:
+            return str(value)
+    return "instance"
+
+
+def _backends(manifest: dict[str, Any]) -> list[str]:
+    found = [lookup(manifest, "spec.defaultBackend.service.name")]
+    for rule in lookup(manifest, "spec.rules") or []:
+        for path in lookup(rule, "http.paths") or []:
+            found.append(lookup(path, "backend.service.name"))
+    return list(dict.fromkeys(str(n) for n in found if n))

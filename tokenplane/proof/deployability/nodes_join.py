@@ -1,0 +1,289 @@
+"""Every EKS cluster can be created and every managed node group's instances join it.
+
+AWS accepts a node group whose nodes can never register: the instances boot, kubelet cannot authenticate, pull
+its images or reach the API server, and after about 20 minutes EKS marks the group ``CREATE_FAILED`` with
+``NodeCreationFailure: Instances failed to join the kubernetes cluster``; ``pulumi up`` waits for it and fails.
+The invariants, from EKS's documentation of that failure
+(https://docs.aws.amazon.com/eks/latest/userguide/troubleshooting.html#worker-node-fail,
+https://repost.aws/knowledge-center/eks-worker-nodes-cluster) and of the roles
+(https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html, .../cluster-iam-role.html):
+
+- the node role trusts ``ec2.amazonaws.com`` (the instance profile cannot assume it otherwise) and holds
+  AmazonEKSWorkerNodePolicy, an ECR read policy (AmazonEC2ContainerRegistryReadOnly or ...PullOnly: the pause and
+  add-on images come from ECR) and AmazonEKS_CNI_Policy unless the vpc-cni add-on has its own role (IRSA or Pod
+  Identity): without it aws-node assigns no pod IP and the node never gets Ready. A policy of the program's own
+  that allows the same key action stands in for a managed one;
+- the node subnets reach the EKS endpoint, ECR and S3: a route to a NAT gateway that sits in a public subnet, or to
+  an internet gateway with public addresses on the instances (else EKS reports ``Ec2SubnetInvalidConfiguration``),
+  or, without a way out, VPC endpoints with private DNS for ecr.api, ecr.dkr, ec2 (the CNI's calls), a gateway or
+  interface endpoint for s3 (image layers), sts where the CNI assumes a role, and the cluster's private endpoint;
+- a cluster endpoint that is private only is resolved through the VPC's DNS, which needs ``enableDnsSupport`` and
+  ``enableDnsHostnames`` on the VPC (off by default for ``enableDnsHostnames``);
+- the cluster role trusts ``eks.amazonaws.com`` and holds AmazonEKSClusterPolicy (CreateCluster: ``Role ... could
+  not be assumed because it does not exist or the trusted entity is not correct``);
+- the cluster's subnets are in one VPC and at least two AZs (CreateCluster: ``Subnets specified must be in at least
+  two different AZs``), and each node group's subnets are in the cluster's VPC.
+
+It cannot see: roles, subnets, route tables and VPCs the program does not create (passed), transit gateways,
+peerings and proxies (unknown routes are passed), security groups and network ACLs on the way (``flow-allowed``
+and ``nacls`` own those), and AMIs that bootstrap differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tokenplane.proof.deployability import vpc_routes
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import CLUSTER, NODE_GROUP, Graph, lookup
+from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, allows, attached, role_documents, role_named, trusts
+from tokenplane.proof.render import RenderedResource
+
+RULE = "nodes-join"
+ADDON = "aws:eks/addon:Addon"
+POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+SUBNET = "aws:ec2/subnet:Subnet"
+NODE_FAILURE = "NodeCreationFailure: Instances failed to join the kubernetes cluster"
+
+
+@dataclass(frozen=True)
+class Needed:
+    """A permission a role must hold: one of these AWS managed policies, or a policy of the program's own that
+    allows ``action`` (a key action of the managed policy)."""
+
+    why: str
+    managed: tuple[str, ...]
+    action: str
+
+
+WORKER = Needed("kubelet cannot describe the cluster it joins", ("AmazonEKSWorkerNodePolicy",), "eks:DescribeCluster")
+ECR = Needed(
+    "kubelet cannot pull the pause and add-on images from ECR",
+    ("AmazonEC2ContainerRegistryReadOnly", "AmazonEC2ContainerRegistryPullOnly", "AmazonEC2ContainerRegistryPowerUser"),
+    "ecr:BatchGetImage",
+)
+CNI = Needed(
+    "aws-node (the VPC CNI) assigns no pod address and the node never becomes Ready",
+    ("AmazonEKS_CNI_Policy",),
+    "ec2:AssignPrivateIpAddresses",
+)
+CLUSTER_POLICY = Needed(
+    "EKS cannot manage the cluster's network interfaces",
+    ("AmazonEKSClusterPolicy",),
+    "ec2:CreateNetworkInterfacePermission",
+)
+# Services a node with no way out of its VPC needs an endpoint for (EKS private clusters' requirements:
+# https://docs.aws.amazon.com/eks/latest/userguide/private-clusters.html).
+PRIVATE_SERVICES = ("ecr.api", "ecr.dkr", "s3", "ec2")
+MIN_ZONES = 2  # CreateCluster's floor
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for cluster in graph.of_type(CLUSTER):
+        yield from _cluster(graph, cluster)
+    for group in graph.of_type(NODE_GROUP):
+        clusters = [c for c in graph.referenced(group, "clusterName") if c.type == CLUSTER]
+        yield from _node_role(graph, group, clusters[0] if clusters else None)
+        yield from _node_network(graph, group, clusters[0] if clusters else None)
+
+
+def _missing(graph: Graph, role: RenderedResource, needed: Needed) -> bool:
+    names = {arn.removeprefix(AWS_MANAGED).rsplit("/", 1)[-1] for _, arn in attached(graph, role)}
+    if names & set(needed.managed):
+        return False
+    return allows(role_documents(graph, role), needed.action) is False
+
+
+def _role(graph: Graph, owner: RenderedResource, key: str, service: str, needs: list[Needed]) -> Iterator[Finding]:
+    arn = owner.inputs.get(key)
+    role = role_named(graph, arn)
+    if role is None:
+        return  # a role the program does not create
+    what = "node" if service == "ec2.amazonaws.com" else "cluster"
+    failure = NODE_FAILURE if what == "node" else "CreateCluster fails or the cluster never becomes ACTIVE"
+    if trusts(role, service) is False:
+        yield Finding(
+            RULE,
+            owner.urn,
+            f"{what} role {role.name} does not trust {service} (no Allow sts:AssumeRole for Service {service} in its "
+            f"assumeRolePolicy): {'the instances get no credentials, ' + NODE_FAILURE if what == 'node' else 'EKS refuses it: Role ... could not be assumed because it does not exist or the trusted entity is not correct'}",
+            f'add {{"Effect": "Allow", "Principal": {{"Service": "{service}"}}, "Action": "sts:AssumeRole"}} to '
+            f"{role.name}'s assumeRolePolicy",
+        )
+    for needed in needs:
+        if _missing(graph, role, needed):
+            yield Finding(
+                RULE,
+                owner.urn,
+                f"{what} role {role.name} has none of {', '.join(needed.managed)} (nor a policy of its own allowing "
+                f"{needed.action}): {needed.why}, so {failure}",
+                f"attach {AWS_MANAGED}{needed.managed[0]} to {role.name} (and make the {'node group' if what == 'node' else 'cluster'} "
+                "depend on the attachment)",
+            )
+
+
+def _cni_has_own_role(graph: Graph, cluster: RenderedResource | None) -> bool:
+    if cluster is None:
+        return True  # an existing cluster's add-on: not known, so not demanded of the node role
+    for addon in graph.of_type(ADDON, cluster.region):
+        own = addon.inputs.get("serviceAccountRoleArn") or addon.inputs.get("podIdentityAssociations")
+        if own and addon.inputs.get("addonName") == "vpc-cni" and cluster in graph.referenced(addon, "clusterName"):
+            return True
+    return any(
+        association.inputs.get("serviceAccount") == "aws-node"
+        and association.inputs.get("namespace") == "kube-system"
+        and cluster in graph.referenced(association, "clusterName")
+        for association in graph.of_type(POD_IDENTITY, cluster.region)
+    )
+
+
+def _node_role(graph: Graph, group: RenderedResource, cluster: RenderedResource | None) -> Iterator[Finding]:
+    needs = [WORKER, ECR] + ([] if _cni_has_own_role(graph, cluster) else [CNI])
+    yield from _role(graph, group, "nodeRoleArn", "ec2.amazonaws.com", needs)
+
+
+def _subnets(graph: Graph, resource: RenderedResource, ids: object) -> list[RenderedResource] | None:
+    """The subnets ``ids`` names, or None when any of them is not the program's (then nothing is judged)."""
+    listed = ids if isinstance(ids, list) else []
+    found = [s for s in graph.by_physical_ids(listed) if s.type == SUBNET]
+    return found if listed and len(found) == len(listed) else None
+
+
+def _cluster(graph: Graph, cluster: RenderedResource) -> Iterator[Finding]:
+    yield from _role(graph, cluster, "roleArn", "eks.amazonaws.com", [CLUSTER_POLICY])
+    subnets = _subnets(graph, cluster, lookup(cluster.inputs, "vpcConfig.subnetIds"))
+    if subnets is None:
+        return
+    named = [s.inputs.get("availabilityZone") or s.inputs.get("availabilityZoneId") for s in subnets]
+    zones = {str(z) for z in named if z}
+    if all(named) and len(zones) < MIN_ZONES:  # a subnet whose AZ is known only at apply time: not judged
+        yield Finding(
+            RULE,
+            cluster.urn,
+            f"the cluster's subnets ({', '.join(s.name for s in subnets)}) are all in {', '.join(sorted(zones))}: "
+            "CreateCluster fails (InvalidParameterException: Subnets specified must be in at least two different AZs)",
+            "give vpcConfig.subnetIds subnets in at least two availability zones",
+        )
+    vpcs = {v.urn: v for s in subnets if (v := vpc_routes.vpc_of(graph, s)) is not None}
+    if len(vpcs) > 1:
+        yield Finding(
+            RULE,
+            cluster.urn,
+            f"the cluster's subnets are in {len(vpcs)} VPCs ({', '.join(v.name for v in vpcs.values())}): "
+            "CreateCluster fails (InvalidParameterException: the subnets must all be in one VPC)",
+            "list subnets of one VPC in vpcConfig.subnetIds",
+        )
+    if lookup(cluster.inputs, "vpcConfig.endpointPublicAccess") is False:
+        for vpc in vpcs.values():
+            off = [k for k in ("enableDnsSupport", "enableDnsHostnames") if not _dns_on(vpc, k)]
+            if off:
+                yield Finding(
+                    RULE,
+                    cluster.urn,
+                    f"the cluster's endpoint is private only, and VPC {vpc.name} has {' and '.join(off)} off: nodes "
+                    f"and pods cannot resolve the endpoint's private name, so {NODE_FAILURE}",
+                    f"set {' and '.join(k + '=True' for k in off)} on VPC {vpc.name}",
+                )
+
+
+def _dns_on(vpc: RenderedResource, key: str) -> bool:
+    value = vpc.inputs.get(key)
+    return value is True or (value is None and key == "enableDnsSupport")  # the provider's defaults
+
+
+def _node_network(graph: Graph, group: RenderedResource, cluster: RenderedResource | None) -> Iterator[Finding]:
+    subnets = _subnets(graph, group, group.inputs.get("subnetIds"))
+    if subnets is None:
+        return
+    cluster_subnets = _subnets(graph, cluster, lookup(cluster.inputs, "vpcConfig.subnetIds")) if cluster else None
+    cluster_vpcs = {v.urn for s in cluster_subnets or [] if (v := vpc_routes.vpc_of(graph, s)) is not None}
+    for subnet in subnets:
+        vpc = vpc_routes.vpc_of(graph, subnet)
+        if cluster_vpcs and vpc is not None and vpc.urn not in cluster_vpcs:
+            yield Finding(
+                RULE,
+                group.urn,
+                f"node subnet {subnet.name} is in VPC {vpc.name}, not the cluster's: CreateNodegroup fails "
+                "(InvalidParameterException: the subnets must be in the cluster's VPC)",
+                "place the node group in subnets of the cluster's VPC",
+            )
+            continue
+        if vpc is None:
+            continue
+        yield from _subnet_way_out(graph, group, cluster, subnet, vpc)
+
+
+def _public_ip(graph: Graph, group: RenderedResource, subnet: RenderedResource) -> bool:
+    if subnet.inputs.get("mapPublicIpOnLaunch") is True:
+        return True
+    for template in graph.referenced(group, "launchTemplate"):
+        if template.type == LAUNCH_TEMPLATE:
+            interfaces = template.inputs.get("networkInterfaces") or []
+            if any(str(i.get("associatePublicIpAddress")).lower() == "true" for i in interfaces if isinstance(i, dict)):
+                return True
+    return False
+
+
+def _subnet_way_out(
+    graph: Graph,
+    group: RenderedResource,
+    cluster: RenderedResource | None,
+    subnet: RenderedResource,
+    vpc: RenderedResource,
+) -> Iterator[Finding]:
+    out = vpc_routes.egress(graph, subnet)
+    where = f"node subnet {subnet.name}"
+    if out.kind == "unknown":
+        return
+    if out.kind == "igw" and not _public_ip(graph, group, subnet):
+        yield Finding(
+            RULE,
+            group.urn,
+            f"{where} routes to internet gateway {out.target.name if out.target else ''} but gives instances no public "
+            "address (mapPublicIpOnLaunch off, no associatePublicIpAddress in the launch template): the nodes reach "
+            f"neither ECR nor the EKS endpoint; EKS reports Ec2SubnetInvalidConfiguration and {NODE_FAILURE}",
+            "place the nodes in private subnets routed to a NAT gateway, or set mapPublicIpOnLaunch=True on the subnet",
+        )
+        return
+    if out.kind == "nat" and out.target is not None:
+        nat = out.target
+        nat_subnets = [s for s in graph.referenced(nat, "subnetId") if s.type == SUBNET]
+        private_nat = nat.inputs.get("connectivityType") == "private"
+        if private_nat or (nat_subnets and vpc_routes.egress(graph, nat_subnets[0]).kind in ("none", "nat")):
+            why = (
+                "is a private NAT gateway (connectivityType private), which reaches no internet"
+                if private_nat
+                else f"sits in subnet {nat_subnets[0].name}, which has no route to an internet gateway"
+            )
+            yield Finding(
+                RULE,
+                group.urn,
+                f"{where} routes to NAT gateway {nat.name}, which {why}: the nodes reach neither ECR nor the EKS "
+                f"endpoint, so {NODE_FAILURE}",
+                "place the NAT gateway in a public subnet (a route 0.0.0.0/0 to the internet gateway) with "
+                "connectivityType public",
+            )
+        return
+    if out.kind == "igw":
+        return
+    # No way out of the VPC: only endpoints and the cluster's private endpoint can serve the nodes.
+    needed = list(PRIVATE_SERVICES) + (["sts"] if cluster is not None and _cni_has_own_role(graph, cluster) else [])
+    have = vpc_routes.endpoints(graph, vpc, out.table)
+    lacking = [s for s in needed if s not in have]
+    private_api = cluster is None or lookup(cluster.inputs, "vpcConfig.endpointPrivateAccess") is True
+    if lacking or not private_api:
+        table = out.table.name if out.table is not None else f"{vpc.name}'s main route table"
+        reasons = ([f"no VPC endpoint (with private DNS) for {', '.join(lacking)}"] if lacking else []) + (
+            [] if private_api else ["the cluster's private endpoint is off (endpointPrivateAccess)"]
+        )
+        yield Finding(
+            RULE,
+            group.urn,
+            f"{where} has no route out of the VPC ({table} holds no route to a NAT or internet gateway) and "
+            f"{'; '.join(reasons)}: kubelet cannot reach the EKS endpoint or pull from ECR, so {NODE_FAILURE}",
+            "route 0.0.0.0/0 to a NAT gateway in a public subnet, or add interface endpoints (privateDnsEnabled) for "
+            f"{', '.join(s for s in needed if s != 's3')}, a gateway endpoint for s3 on {table}, and "
+            "endpointPrivateAccess=True",
+        )
