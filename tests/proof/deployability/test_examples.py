@@ -74,6 +74,11 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "subnet-range",
         "egress-allowed",
         "one-autoscaler",
+        "probe-patience",
+        "probe-path",
+        "shm-size",
+        "run-as-user",
+        "node-disk",
     }
 
 
