@@ -51,7 +51,7 @@ def _names(found: list[Finding]) -> list[str]:
 
 def _gpu_pod(**container: Any) -> dict[str, Any]:
     """minimal's vLLM pod, placed on its GPU nodes, with one container of one's own."""
-    pod = copy.deepcopy(shipped("Deployment", "vllm-chat")["spec"]["template"]["spec"])
+    pod: dict[str, Any] = copy.deepcopy(shipped("Deployment", "vllm-chat")["spec"]["template"]["spec"])
     pod["initContainers"] = []
     pod["containers"] = [{"name": "engine", "image": VLLM, **container}]
     return pod
