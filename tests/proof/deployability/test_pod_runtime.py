@@ -114,6 +114,7 @@ def test_a_gateway_readiness_path_it_does_not_serve_put_back_in_minimal_is_repor
     ("image", "command", "path", "served"),
     [
         (VLLM, None, "/healthz", False),
+        (VLLM, None, "", False),  # no path: the kubelet asks for /, which vLLM does not serve
         (MIRROR, ["vllm", "serve"], "/readyz", False),
         (SERVING, ["python", "-m", "tokenplane.serving.modelgw"], "/health", False),
         (SERVING, None, "/health", False),  # the image's CMD: the AI gateway, which serves /healthz
@@ -129,7 +130,8 @@ def test_a_gateway_readiness_path_it_does_not_serve_put_back_in_minimal_is_repor
 def test_a_liveness_path_is_judged_against_the_routes_of_the_image_it_probes(
     image: str, command: list[str] | None, path: str, served: bool
 ) -> None:
-    container: dict[str, Any] = {"image": image, "livenessProbe": {"httpGet": {"path": path, "port": 8000}}}
+    get: dict[str, Any] = {"port": 8000, **({"path": path} if path else {})}
+    container: dict[str, Any] = {"image": image, "livenessProbe": {"httpGet": get}}
     if command:
         container["command"] = command
     found = rule(plus(deployment("probed", _gpu_pod(**container))), "probe-path")

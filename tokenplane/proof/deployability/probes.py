@@ -96,8 +96,11 @@ def check_paths(graph: Graph) -> Iterator[Finding]:
             if routes is None:
                 continue
             for kind in PROBES:
-                path = lookup(container.get(kind), "httpGet.path")
-                if path is None or path_served(str(path), routes):
+                http = lookup(container.get(kind), "httpGet")
+                if not isinstance(http, dict):
+                    continue
+                path = str(http.get("path") or "/")  # the kubelet asks "/" when no path is given
+                if path_served(path, routes):
                     continue
                 effect = (
                     "the pod never becomes Ready and its Service never sends it traffic"
