@@ -16,7 +16,7 @@ from tokenplane.components.network import PrivateSubnets
 from tokenplane.pool_model import node_for, nodes_for
 from tokenplane.spec import Placement, Pool
 
-ROOT_VOLUME_GIB = 200  # the vLLM image is ~10 GB; weights live on instance-store NVMe, not here
+ROOT_VOLUME_GIB = 200  # the vLLM image is ~13 GB pulled, ~29 GB unpacked; weights live on instance-store NVMe
 # nodeadm (AL2023) assembles the instance-store NVMe drives into one RAID0 at /mnt/k8s-disks/0,
 # where the pools cache weights so that a restarted replica skips the S3 download.
 NODEADM_USER_DATA = """MIME-Version: 1.0

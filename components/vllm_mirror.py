@@ -1,7 +1,7 @@
 """VllmMirror: the pinned vLLM image, copied into an ECR repository in every region the pools run in.
 
 A GPU node that pulls ``vllm/vllm-openai`` from Docker Hub does it through the region's NAT gateways
-(about 10 GB per node, billed per GB), under Docker Hub's anonymous pull limit, and not at all while
+(about 13 GB per node, billed per GB), under Docker Hub's anonymous pull limit, and not at all while
 Docker Hub is down; a cold start that waits on that misses its SLO. So the stack builds
 ``serving/images/vllm.Dockerfile`` (a ``FROM`` of ``pins.VLLM_IMAGE``, checked equal by the tests) once
 and pushes it to its own repository in each region, and the pools reference their region's copy by

@@ -406,7 +406,7 @@ class VllmPool(Component):
             opts=self.opts(
                 depends_on=[account],
                 ignore_changes=["spec.replicas"],  # KEDA owns the replica count
-                # A first replica waits for a GPU node, a ~10 GB image and the weights before its own cold
+                # A first replica waits for a GPU node, a ~13 GB image and the weights before its own cold
                 # start: far past pulumi-kubernetes' 10-minute default await (tokenplane.model.startup).
                 # An update waits for every wave of the rollout, each a whole time to Ready.
                 custom_timeouts=pulumi.CustomTimeouts(

@@ -21,7 +21,14 @@ from tokenplane.vllm_args import artifacts
 # EC2 launch, the EKS NVIDIA AMI's boot and driver load, kubelet join and the device plugin's registration:
 # 3-6 minutes on p4d/p5 in EKS's own guidance for GPU node groups; the slow end.
 GPU_NODE_BOOT_SECONDS = 360
-VLLM_IMAGE_BYTES = 10e9  # vllm/vllm-openai v0.19.0 uncompressed, CUDA and PyTorch included (~10 GB)
+# The vllm/vllm-openai image, CUDA and PyTorch included. The earlier 10 GB (read for v0.19) was stale: the image
+# grew with each release. Pulled (compressed, Docker Hub's figure): 12.64 GB ("current vLLM docker image size is
+# 12.64GB", discuss.vllm.ai, cited in vllm-project/vllm issue #27154 of 2025-10-18, "around 12 GB" for :latest).
+# Unpacked on the node: 28.6 GB (vllm-project/vllm PR #22377, update of 2025-12-10: "Size of official
+# out-of-the-box vllm-openai:latest docker image: 28.6 GB"). Both read 2026-12-04; newer releases are not smaller.
+VLLM_IMAGE_COMPRESSED_BYTES = 12.64e9
+VLLM_IMAGE_UNPACKED_BYTES = 28.6e9
+VLLM_IMAGE_BYTES = VLLM_IMAGE_COMPRESSED_BYTES  # what a pull downloads; the rate below counts pull and unpack
 IMAGE_PULL_BYTES_PER_SECOND = 80e6  # containerd pull + unpack from Docker Hub through a NAT gateway
 S3_SYNC_BYTES_PER_SECOND = 400e6  # `aws s3 sync` with its default 10 concurrent requests, one node
 PULUMI_DEFAULT_AWAIT_SECONDS = 600  # pulumi-kubernetes: a Deployment's create/update await defaults to 10 minutes

@@ -80,6 +80,11 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "nodes-join",
         "lb-subnets",
         "iam-name-exists",
+        "probe-patience",
+        "probe-path",
+        "shm-size",
+        "run-as-user",
+        "node-disk",
     }
 
 

@@ -1,0 +1,158 @@
+"""What the program knows of the images its pods run: who they run as, what they serve over HTTP, their size.
+
+Two images are the program's own knowledge, and only those are judged (any other image: the checks stay silent):
+
+- tokenplane's serving image (``serving/images/Dockerfile``: ``USER 10001:10001``), pushed by ``components.images``
+  as ``<platform>/tokenplane-serving``; the process it runs is its ``python -m`` module (the Dockerfile's CMD runs
+  the AI gateway), and each module's routes are read from its code (a test holds this table to the code).
+- the pinned vLLM image (``components.pins.VLLM_IMAGE``, ``vllm/vllm-openai``) or its regional mirror
+  (``<platform>/vllm-openai``, ``components.vllm_mirror``). Its Dockerfile sets no USER: it runs as root ("vLLM
+  docker image is currently designed to be run under the root user", vLLM docs, Deploying with Docker). Its GET
+  routes are those of the pinned release's API server (``vllm/entrypoints``: the ``/health``, ``/ping``,
+  ``/load``, ``/version``, ``/v1/models`` routers, the ``/metrics`` mount and FastAPI's docs), counting the ones
+  only some flags or env serve, so that a path is reported only when no configuration serves it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from tokenplane.model.startup import VLLM_IMAGE_COMPRESSED_BYTES, VLLM_IMAGE_UNPACKED_BYTES
+
+# Last path segments of the program's own repositories (components/images.py, components/vllm_mirror.py; a test
+# keeps them equal) and the public vLLM image (components/pins.py).
+SERVING_REPOSITORY = "tokenplane-serving"
+VLLM_REPOSITORY = "vllm-openai"
+VLLM_PUBLIC = "vllm/vllm-openai"
+SERVING_DEFAULT_MODULE = "tokenplane.serving.gateway"  # serving/images/Dockerfile's CMD
+
+
+class Image(StrEnum):
+    SERVING = "tokenplane-serving"
+    VLLM = "vllm/vllm-openai"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one known image is: its USER as the Dockerfile writes it, and its size (None where not known)."""
+
+    user: str
+    compressed_bytes: float | None
+    unpacked_bytes: float | None
+
+
+FACTS = {
+    Image.SERVING: Facts(user="10001:10001", compressed_bytes=None, unpacked_bytes=None),
+    Image.VLLM: Facts(
+        user="root", compressed_bytes=VLLM_IMAGE_COMPRESSED_BYTES, unpacked_bytes=VLLM_IMAGE_UNPACKED_BYTES
+    ),
+}
+
+# GET paths each serving module answers (Starlette path syntax), from its routes: serving/gateway/app.py (with
+# batch_api.py's Files and Batch routes and the /metrics app on its own port), serving/modelgw/app.py,
+# serving/finops/server.py and serving/engine/app.py. The batch worker's metrics come from prometheus_client's
+# server, which answers any path: not judged.
+SERVING_ROUTES: dict[str, tuple[str, ...]] = {
+    "tokenplane.serving.gateway": (
+        "/v1/models",
+        "/v1/models/{model:path}",
+        "/healthz",
+        "/readyz",
+        "/openapi.json",
+        "/metrics",
+        "/v1/files",
+        "/v1/files/{file_id}",
+        "/v1/files/{file_id}/content",
+        "/v1/batches",
+        "/v1/batches/{batch_id}",
+    ),
+    "tokenplane.serving.modelgw": ("/healthz", "/readyz", "/metrics"),
+    "tokenplane.serving.finops": ("/metrics", "/ping"),
+    "tokenplane.serving.engine": ("/v1/models", "/health", "/metrics"),
+}
+VLLM_ROUTES = (
+    "/health",
+    "/ping",
+    "/load",
+    "/version",
+    "/v1/models",
+    "/v1/responses/{response_id}",
+    "/metrics",
+    "/metrics/{rest:path}",  # prometheus_client's ASGI app, mounted
+    "/tokenizer_info",
+    "/kv_event_sources",
+    "/docs",
+    "/docs/oauth2-redirect",
+    "/redoc",
+    "/openapi.json",
+    # served only in dev mode (VLLM_SERVER_DEV_MODE), with fault tolerance or the RL endpoints on
+    "/server_info",
+    "/is_sleeping",
+    "/fault_tolerance/status",
+    "/is_paused",
+    "/weight_info",
+    "/get_world_size",
+)
+
+
+def known(image: str) -> Image | None:
+    """Which of the program's known images ``image`` is (by tag or by digest), None for any other."""
+    path = image.split("@", 1)[0]
+    last_colon, last_slash = path.rfind(":"), path.rfind("/")
+    if last_colon > last_slash:
+        path = path[:last_colon]  # drop the tag, keep a registry's port
+    if path == VLLM_PUBLIC or path.endswith(f"/{VLLM_REPOSITORY}"):
+        return Image.VLLM
+    if path.endswith(f"/{SERVING_REPOSITORY}"):
+        return Image.SERVING
+    return None
+
+
+def serves_vllm(container: dict[str, Any]) -> bool:
+    """Whether a container runs vLLM's OpenAI server: ``vllm serve`` (the image's ENTRYPOINT, so also no command)
+    or the ``vllm.entrypoints.openai.api_server`` module."""
+    command = [str(c) for c in container.get("command") or []]
+    if not command:
+        return known(str(container.get("image") or "")) is Image.VLLM
+    line = " ".join(command)
+    return bool(re.search(r"(^|[/\s])vllm\s+serve\b", line)) or "vllm.entrypoints.openai.api_server" in line
+
+
+def serving_module(container: dict[str, Any]) -> str | None:
+    """The ``python -m`` module a serving-image container runs (the image's CMD without a command), or None."""
+    argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if not argv:
+        return SERVING_DEFAULT_MODULE
+    if "-m" in argv[:-1]:
+        return argv[argv.index("-m") + 1]
+    return None
+
+
+def get_routes(container: dict[str, Any]) -> tuple[str, ...] | None:
+    """The GET paths the container's process serves, or None where the program does not know them."""
+    image = known(str(container.get("image") or ""))
+    if image is Image.VLLM:
+        return VLLM_ROUTES if serves_vllm(container) else None
+    if image is Image.SERVING:
+        module = serving_module(container)
+        return SERVING_ROUTES.get(module) if module else None
+    return None
+
+
+def _pattern(route: str) -> re.Pattern[str]:
+    parts = re.split(r"(\{[^}]+\})", route)
+    regex = "".join(
+        (".*" if part.endswith(":path}") else "[^/]+") if part.startswith("{") else re.escape(part) for part in parts
+    )
+    return re.compile(f"^{regex}$")
+
+
+def path_served(path: str, routes: tuple[str, ...]) -> bool:
+    """Whether an HTTP GET of ``path`` (its query dropped) matches one of ``routes``; a trailing slash is
+    forgiven (the servers redirect it, and the kubelet counts a redirect as success)."""
+    bare = path.split("?", 1)[0] or "/"
+    candidates = {bare, bare.rstrip("/") or "/"}
+    return any(_pattern(route).match(candidate) for route in routes for candidate in candidates)

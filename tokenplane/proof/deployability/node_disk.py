@@ -1,0 +1,137 @@
+"""One pod's images and scratch space fit the disk of a node it may land on.
+
+A node keeps its images and its pods' writable layers, emptyDirs and logs on one filesystem (kubelet's nodefs,
+which is also containerd's imagefs on EKS's AMIs). While a pull runs, containerd holds the image twice: the
+compressed layers it downloaded and the snapshot it unpacks them into. The kubelet's hard eviction thresholds
+(``imagefs.available<15%``, ``nodefs.available<10%``, its defaults) put the node in DiskPressure well before it is
+full: it evicts pods and garbage-collects images; when the pull itself runs out, it fails with "failed to
+register layer ... no space left on device" (ImagePullBackOff). A pod's ephemeral-storage request larger than the
+node's allocatable stays Pending ("Insufficient ephemeral-storage").
+
+The disk of a node group: the instance-store NVMe when its launch template's nodeadm user data asks for
+``localStorage`` (RAID0 or Mount: kubelet and containerd move onto it), else the launch template's root volume
+(``/dev/xvda``), else the node group's ``diskSize``, whose default is 20 GiB (EKS CreateNodegroup: "The default
+disk size is 20 GiB for Linux"). A pod's need: each image the program knows the size of (``known_images``),
+compressed plus unpacked, and its disk-backed emptyDirs' ``sizeLimit`` and containers' ``ephemeral-storage``
+requests; images of unknown size count nothing, so a finding is a lower bound and certain.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.catalog import INSTANCE_TYPES
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject
+from tokenplane.proof.deployability.known_images import FACTS, known
+from tokenplane.proof.deployability.pod_fits import quantity
+from tokenplane.proof.deployability.probes import POD_KINDS
+from tokenplane.proof.deployability.reachability import pod_template
+from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on
+from tokenplane.proof.render import RenderedResource
+
+RULE = "node-disk"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+EKS_DEFAULT_DISK_GIB = 20
+IMAGEFS_EVICTION = 0.15  # kubelet's default hard eviction threshold imagefs.available<15% (nodefs: 10%)
+ROOT_DEVICES = ("/dev/xvda", "/dev/sda1")  # the AL2023 and Bottlerocket/Ubuntu root devices
+
+
+def _user_data(template: RenderedResource) -> str:
+    raw = str(template.inputs.get("userData") or "")
+    try:
+        return base64.b64decode(raw, validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return raw
+
+
+def disk_bytes(graph: Graph, group: RenderedResource) -> tuple[float, str] | None:
+    """The bytes of one node's kubelet filesystem in ``group`` and where that figure comes from; None if unknown."""
+    launch = group.inputs.get("launchTemplate") or {}
+    templates = graph.by_physical_ids([launch.get("id"), launch.get("name")]) if launch else []
+    template = next((t for t in templates if t.type == LAUNCH_TEMPLATE), None)
+    if launch and template is None:
+        return None  # a launch template made elsewhere: not judged
+    if template is not None:
+        text = _user_data(template)
+        if "localStorage" in text:
+            types = [str(t) for t in group.inputs.get("instanceTypes") or []]
+            nvme = [INSTANCE_TYPES[t].nvme_gb for t in types if t in INSTANCE_TYPES]
+            if len(nvme) != len(types) or not types:
+                return None
+            if min(nvme) > 0:
+                return min(
+                    nvme
+                ) * 1e9, f"the instance-store NVMe of {types[nvme.index(min(nvme))]} (nodeadm localStorage)"
+        for mapping in template.inputs.get("blockDeviceMappings") or []:
+            size = (mapping.get("ebs") or {}).get("volumeSize")
+            if mapping.get("deviceName") in ROOT_DEVICES and size is not None:
+                return float(size) * 2**30, f"launch template {template.name}'s root volume of {float(size):g} GiB"
+        return None  # the AMI's own root volume size: not known here
+    size = group.inputs.get("diskSize")
+    if size is None:
+        return EKS_DEFAULT_DISK_GIB * 2**30, f"EKS's default diskSize of {EKS_DEFAULT_DISK_GIB} GiB"
+    return float(size) * 2**30, f"diskSize {float(size):g} GiB"
+
+
+def pod_needs(pod: dict[str, Any]) -> tuple[float, list[str]]:
+    """The least disk one pod takes on its node, and what it is made of."""
+    parts: list[tuple[str, float]] = []
+    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+    images = {str(c.get("image") or "") for c in containers}
+    for image in sorted(images):
+        kind = known(image)
+        facts = FACTS[kind] if kind is not None else None
+        if facts is not None and facts.compressed_bytes and facts.unpacked_bytes:
+            parts.append(
+                (
+                    f"image {image.rsplit('/', 1)[-1][:40]} pulled and unpacked",
+                    facts.compressed_bytes + facts.unpacked_bytes,
+                )
+            )
+    for volume in pod.get("volumes") or []:
+        empty_dir = volume.get("emptyDir")
+        if isinstance(empty_dir, dict) and empty_dir.get("medium") != "Memory" and empty_dir.get("sizeLimit"):
+            parts.append((f"emptyDir {volume.get('name')}", quantity(empty_dir["sizeLimit"])))
+    for container in containers:
+        request = ((container.get("resources") or {}).get("requests") or {}).get("ephemeral-storage")
+        if request is not None:
+            parts.append((f"container {container.get('name')}'s ephemeral-storage request", quantity(request)))
+    return sum(b for _, b in parts), [f"{what} {b / 2**30:.1f} GiB" for what, b in parts]
+
+
+def _judge(graph: Graph, workload: KubeObject, groups: list[NodeGroup]) -> Finding | None:
+    pod = pod_template(workload).get("spec") or {}
+    landing = [g for g in groups if lands_on(pod, g)]
+    if not landing:
+        return None
+    needed, parts = pod_needs(pod)
+    if needed <= 0:
+        return None
+    disks = [(g, disk_bytes(graph, g.resource)) for g in landing]
+    if any(d is None or needed <= d[0] * (1 - IMAGEFS_EVICTION) for _, d in disks):
+        return None  # some node it may land on holds it, or one whose disk is not known might
+    group, (_, source) = max(((g, d) for g, d in disks if d is not None), key=lambda gd: gd[1][0])
+    return Finding(
+        RULE,
+        workload.urn,
+        f"one pod of {workload.kind} {workload.namespace}/{workload.name} needs at least {needed / 2**30:.1f} GiB of "
+        f"node disk ({', '.join(parts)}), but the largest disk of the node groups it may land on is {source} "
+        f"(node group {group.resource.name}), of which the kubelet keeps {IMAGEFS_EVICTION:.0%} free: the pull fails "
+        'with "no space left on device" or the node goes into DiskPressure and evicts the pod',
+        "give the node group a larger root volume (diskSize, or the launch template's /dev/xvda volumeSize), put "
+        "kubelet and containerd on instance-store NVMe (nodeadm localStorage), or lower the emptyDir sizeLimits",
+    )
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        groups = [NodeGroup.of(r) for r in graph.of_type(NODE_GROUP, region)]
+        if not groups:
+            continue
+        for workload in graph.kube(region, *POD_KINDS):
+            if (finding := _judge(graph, workload, groups)) is not None:
+                yield finding

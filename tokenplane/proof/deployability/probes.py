@@ -1,0 +1,117 @@
+"""Probes a container can pass: patient enough for its start-up, and on a path its image serves.
+
+``probe-patience``: the kubelet kills a container whose liveness probe fails ``failureThreshold`` times in a row;
+while a startupProbe is set, the liveness probe waits until it succeeds, and the startupProbe itself kills the
+container after ``initialDelaySeconds + failureThreshold x periodSeconds`` (defaults 0, 3 and 10:
+``k8s.io/kubernetes/pkg/apis/core/v1/defaults.go`` SetDefaults_Probe; the prober in ``pkg/kubelet/prober``). A vLLM
+server answers nothing (``/health`` included) until its engine has loaded the weights and started, so a window
+shorter than that restarts the container before it ever serves, in a loop ("Container vllm failed startup probe,
+will be restarted", then CrashLoopBackOff). Its start-up is the pool's cold start (``tokenplane.model.startup``:
+the part after node boot, image pull and weight fetch) where the spec has the pool, else the least any vLLM takes,
+the spec's default engine start with the weights already on NVMe.
+
+``probe-path``: an HTTP probe gets a 404 from a path its process does not serve, and the kubelet counts anything
+outside 200-399 as a failure: a readiness probe keeps the pod out of its Service for ever, a liveness or startup
+probe restarts it in a loop. Judged only for images whose routes the program knows (``known_images``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.contract import POOL_LABEL
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.known_images import get_routes, path_served, serves_vllm
+from tokenplane.proof.deployability.reachability import pod_template
+from tokenplane.spec import Autoscaling
+
+PATIENCE = "probe-patience"
+PATH = "probe-path"
+POD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
+PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
+# The least a vLLM engine takes from container start to serving: the spec's default engine start with the
+# weights already on local NVMe (Autoscaling.warm_start_seconds), one source of defaults.
+VLLM_LEAST_START_SECONDS = float(Autoscaling.model_fields["warm_start_seconds"].default)
+
+
+def window_seconds(probe: dict[str, Any]) -> float:
+    """How long a probe lets a container fail before the kubelet restarts it, with the API's defaults."""
+    return float(probe.get("initialDelaySeconds") or 0) + float(probe.get("failureThreshold") or 3) * float(
+        probe.get("periodSeconds") or 10
+    )
+
+
+def _containers(workload: KubeObject) -> list[dict[str, Any]]:
+    return list((pod_template(workload).get("spec") or {}).get("containers") or [])
+
+
+def _engine_start(graph: Graph, workload: KubeObject) -> tuple[float, str]:
+    labels = {
+        **(lookup(pod_template(workload), "metadata.labels") or {}),
+        **(lookup(workload.manifest, "metadata.labels") or {}),
+    }
+    pool_name = labels.get(POOL_LABEL)
+    if graph.spec is not None and pool_name is not None:
+        pool = next((p for p in graph.spec.pools if p.name == pool_name), None)
+        if pool is not None:
+            seconds = pool.autoscaling.cold_start_seconds
+            return seconds, f"pool {pool.name}'s cold start of {seconds:.0f} s (autoscaling.cold_start_seconds)"
+    return (
+        VLLM_LEAST_START_SECONDS,
+        f"at least {VLLM_LEAST_START_SECONDS:.0f} s (an engine start with its weights on NVMe)",
+    )
+
+
+def check_patience(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.kube(None, *POD_KINDS):
+        for container in _containers(workload):
+            if not serves_vllm(container):
+                continue
+            kind = "startupProbe" if container.get("startupProbe") else "livenessProbe"
+            probe = container.get(kind)
+            if not probe:
+                continue
+            window = window_seconds(probe)
+            needed, why = _engine_start(graph, workload)
+            if window >= needed:
+                continue
+            yield Finding(
+                PATIENCE,
+                workload.urn,
+                f"container {container.get('name')} of {workload.kind} {workload.namespace}/{workload.name} runs vLLM, "
+                f"which serves nothing until its engine has started, {why}; its {kind} gives up after {window:.0f} s "
+                "(initialDelaySeconds + failureThreshold x periodSeconds): the kubelet restarts it before it ever "
+                'serves ("failed startup probe, will be restarted"), in a loop, CrashLoopBackOff',
+                f"give it a startupProbe whose failureThreshold x periodSeconds covers {needed:.0f} s with margin "
+                "(components/vllm_pool.py: cold start / 10 + 6 checks of 10 s); the liveness probe then waits for it",
+            )
+
+
+def check_paths(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.kube(None, *POD_KINDS):
+        for container in _containers(workload):
+            routes = get_routes(container)
+            if routes is None:
+                continue
+            for kind in PROBES:
+                http = lookup(container.get(kind), "httpGet")
+                if not isinstance(http, dict):
+                    continue
+                path = str(http.get("path") or "/")  # the kubelet asks "/" when no path is given
+                if path_served(path, routes):
+                    continue
+                effect = (
+                    "the pod never becomes Ready and its Service never sends it traffic"
+                    if kind == "readinessProbe"
+                    else "the kubelet restarts it in a loop (CrashLoopBackOff)"
+                )
+                yield Finding(
+                    PATH,
+                    workload.urn,
+                    f"{kind} of container {container.get('name')} ({workload.kind} {workload.namespace}/"
+                    f"{workload.name}) asks GET {path}, which its image ({container.get('image')}) does not serve: "
+                    f"every probe gets 404, counted as a failure, so {effect}",
+                    f"probe one of the paths it serves: {', '.join(r for r in routes if '{' not in r)}",
+                )
