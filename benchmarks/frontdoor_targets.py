@@ -376,14 +376,14 @@ async def one_repeat(
             stop = asyncio.Event()
             sampler = asyncio.create_task(sample_rss(gateway, rss[name], stop))
             if name == "attack":
-                process, answers = await attacking(url, keys, seconds + ATTACK_TAIL_S, kinds)
                 prober = Prober(health_urls(record), seconds)
-                await prober.start()
-                cpu[name].start()
+                await prober.start()  # before the window: its start-up is not the attack's
+                cpu[name].start()  # before the attack's first body: all the CPU it causes is in the window
+                process, answers = await attacking(url, keys, seconds + ATTACK_TAIL_S, kinds)
                 with profiling(profiled, profile) if profile is not None else contextlib.nullcontext():
                     await chats(session, url, victim, phase, rate, seconds)
                 seen = await asyncio.to_thread(answers.get)
-                cpu[name].stop()  # every attack body answered: all the CPU it caused is spent
+                cpu[name].stop()  # every attack body answered
                 await asyncio.to_thread(process.join)
                 stalls[name] = await prober.result()
             elif name == "quiet":
