@@ -60,12 +60,30 @@ def attack_body(size: int = 2 * 1024 * 1024) -> bytes:
 
 
 def largest_admitted() -> bytes:
-    """As close to both limits as a chat body gets: arrays up to MAX_CONTAINERS, integers up to MAX_VALUES."""
+    """As close to both limits as a valid chat body gets: arrays up to MAX_CONTAINERS and integers up to
+    MAX_VALUES, in the JSON schema of a tool's parameters (an ``enum``), where a valid body's bulk may live and
+    every hop must carry it (a field no engine takes is refused at the gateway: ``gateway.fields``)."""
+    head = (
+        b'{"model": "small", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", '
+        b'"function": {"name": "pick", "parameters": {"type": "object", "properties": {"a": {"enum": ['
+    )
+    return _filled(head, b"]}}}}}]}")
+
+
+def largest_unknown_field() -> bytes:
+    """``largest_admitted``'s bulk in a top-level field neither OpenAI nor vLLM takes: within the decode
+    bounds, refused with a 400 once decoded (``gateway.fields``), never forwarded."""
     head = b'{"model": "small", "messages": [{"role": "user", "content": "x"}], "x": ['
-    arrays = jsonbody.MAX_CONTAINERS - (head.count(b"[") + head.count(b"{"))
-    values = arrays + head.count(b"[") + head.count(b"{") + head.count(b",") + arrays  # each array and its comma
+    return _filled(head, b"]}")
+
+
+def _filled(head: bytes, tail: bytes) -> bytes:
+    """``head``, then empty arrays up to MAX_CONTAINERS and zeros up to MAX_VALUES, then ``tail``."""
+    opened = head.count(b"[") + head.count(b"{")
+    arrays = jsonbody.MAX_CONTAINERS - opened
+    values = arrays + opened + head.count(b",") + arrays  # each array and its comma
     ints = jsonbody.MAX_VALUES - values
-    body = head + b",".join([b"[]"] * arrays) + b"," + b",".join([b"0"] * ints) + b"]}"
+    body = head + b",".join([b"[]"] * arrays) + b"," + b",".join([b"0"] * ints) + tail
     jsonbody.check_cost(body)  # raises if the arithmetic above is off: this must be admitted
     return body
 

@@ -51,9 +51,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script,
 import aiohttp
 from openai import DefaultHttpxClient, OpenAI
 
+from benchmarks import stack_costs
 from benchmarks._common import ROOT, emit, pct
-from benchmarks.bench_frontdoor import attack_body, largest_admitted
+from benchmarks.bench_frontdoor import attack_body, largest_admitted, largest_unknown_field
 from benchmarks.deployed_bench import profiling
+from benchmarks.stack_costs import CpuWindow, Prober, health_urls, per_request_ms, stack_pids
 from tokenplane.dev.standins import free_port
 from tokenplane.dev.state import read_state, state_path
 from tokenplane.serving.gateway.requests import MAX_BODY_BYTES
@@ -281,6 +283,9 @@ KINDS = ("admitted", "refused_cost", "refused_size")
 # A control, not part of the attack: the same key posting a small chat every 100 ms instead, which tells
 # the cost of the body apart from the cost of any tenant's 10 requests a second.
 CONTROL = "small_chat"
+# Another attack, one at a time (``--kinds unknown_field``): the admitted body's bulk in a field no engine
+# takes, which the gateway decodes and refuses.
+UNKNOWN = "unknown_field"
 
 
 async def attack(url: str, keys: tuple[str, str], seconds: float, kinds: tuple[str, ...]) -> dict[str, dict[int, int]]:
@@ -291,8 +296,9 @@ async def attack(url: str, keys: tuple[str, str], seconds: float, kinds: tuple[s
         "refused_cost": attack_body(),
         "refused_size": oversized_body(),
         CONTROL: small_chat(0),
+        UNKNOWN: largest_unknown_field(),
     }
-    first = next((k for k in kinds if k in ("admitted", CONTROL)), None)
+    first = next((k for k in kinds if k in ("admitted", CONTROL, UNKNOWN)), None)
     refused = [k for k in kinds if k.startswith("refused")]
     seen: dict[str, Counter[int]] = {k: Counter() for k in kinds}
     loop = asyncio.get_running_loop()
@@ -363,15 +369,30 @@ async def one_repeat(
         rss: dict[str, list[float]] = {name: [] for name in phases}
         seen: dict[str, Any] = {}
         keys = (stack.key(ATTACKER), stack.key(REFUSED_FROM))
+        record = stack.record()
+        cpu = {name: CpuWindow(stack_pids(record)) for name in ("quiet", "attack")}
+        stalls: dict[str, Any] = {}
         for name, phase in phases.items():
             stop = asyncio.Event()
             sampler = asyncio.create_task(sample_rss(gateway, rss[name], stop))
             if name == "attack":
+                prober = Prober(health_urls(record), seconds)
+                await prober.start()  # before the window: its start-up is not the attack's
+                cpu[name].start()  # before the attack's first body: all the CPU it causes is in the window
                 process, answers = await attacking(url, keys, seconds + ATTACK_TAIL_S, kinds)
                 with profiling(profiled, profile) if profile is not None else contextlib.nullcontext():
                     await chats(session, url, victim, phase, rate, seconds)
                 seen = await asyncio.to_thread(answers.get)
+                cpu[name].stop()  # every attack body answered
                 await asyncio.to_thread(process.join)
+                stalls[name] = await prober.result()
+            elif name == "quiet":
+                prober = Prober(health_urls(record), seconds)
+                await prober.start()
+                cpu[name].start()
+                await chats(session, url, victim, phase, rate, seconds)
+                cpu[name].stop()
+                stalls[name] = await prober.result()
             else:
                 await chats(session, url, victim, phase, rate, seconds)
             phase.load = os.getloadavg()[0]
@@ -389,6 +410,10 @@ async def one_repeat(
         "rss_peak_ratio": max(rss["attack"] + rss["after"]) / baseline,
         "rss_after_ratio": final / baseline,
         "attack_statuses": seen,
+        "attack_requests": sum(seen.get(kinds[0], {}).values()) if kinds else 0,
+        "cpu_ms_per_attack": per_request_ms(cpu["quiet"], cpu["attack"], sum(seen.get(kinds[0], {}).values())),
+        "cpu_s": {name: window.spent for name, window in cpu.items()},
+        "stall_ms": stalls,
     }
 
 
@@ -582,6 +607,14 @@ def lines(r: dict[str, Any]) -> list[str]:
         f"P99 delta (attack - quiet): median {f(d['median'])} ms (range {f(d['min'])} to {f(d['max'])}); target <= 20 ms. "
         f"RSS after/baseline: median {f(ra['median'], 3)} ({f(ra['min'], 3)}-{f(ra['max'], 3)}); target within 10 %.",
     ]
+    out += [
+        "",
+        "Per process (`benchmarks/stack_costs.py`): CPU ms per attack request (the attack phase's CPU less the quiet "
+        "phase's over the same time, over the attack's requests) and the slowest health probe (every 10 ms) in the "
+        "quiet and the attack phase: the longest event-loop stall, plus a probe's own ~1 ms.",
+        "",
+        *stack_costs.table(body["runs"]),
+    ]
     out += ["", *WHY]
     if "batches" in r:
         out += [
@@ -615,7 +648,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=15.0, help="each phase's length")
     parser.add_argument("--rate", type=float, default=4.0, help="the victim's small chats per second")
     parser.add_argument(
-        "--kinds", nargs="+", choices=(*KINDS, CONTROL), default=list(KINDS), help="the attack's bodies"
+        "--kinds", nargs="+", choices=(*KINDS, CONTROL, UNKNOWN), default=list(KINDS), help="the attack's bodies"
     )
     parser.add_argument(
         "--profile", type=Path, default=None, help="py-spy the gateways and engine during the attack into DIR"

@@ -114,8 +114,9 @@ class UpstreamRequest:
     # The AI gateway's one estimate of the request (prompt + output budget): the model gateway's balancer
     # counts it as the replica's load instead of counting the body again.
     estimated_tokens: int = field(kw_only=True)
-    # The body as the AI gateway serialized it, when the model gateway has not parsed it (``body`` is then
-    # empty until a provider needs it): a pool's replica is sent these bytes with its own fields appended.
+    # The body's bytes, where they can be sent as they are (``modelgw.app.forwardable``): a hop appends its
+    # own fields to them instead of encoding ``body`` again. The AI gateway sets both (the client's bytes);
+    # the model gateway, which does not parse them, leaves ``body`` empty until a provider needs it.
     raw: bytes | None = field(default=None, kw_only=True)
 
 

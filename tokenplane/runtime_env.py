@@ -70,6 +70,8 @@ class Var(StrEnum):
     AWS_ALLOW_HTTP = "AWS_ALLOW_HTTP"
     AWS_ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
     AWS_SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
+    # OpenBLAS's thread pool (numpy's matmuls): tokenplane dev gives its engines one thread (dev/services.py).
+    OPENBLAS_NUM_THREADS = "OPENBLAS_NUM_THREADS"
     # vLLM's and CUDA's, set on engine replicas.
     CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
     HF_HUB_OFFLINE = "HF_HUB_OFFLINE"

@@ -2,8 +2,9 @@
 
 Only what the gateway itself needs is checked here: the JSON, the fields that
 decide routing and limits (model, messages or prompt, max_tokens, stream, n),
-and their types. Everything else passes through to the engine untouched, as
-an OpenAI-compatible proxy should.
+and their types. Every other field OpenAI or vLLM takes passes through to the
+engine untouched, as an OpenAI-compatible proxy should; a field neither takes
+is refused (``fields``), as OpenAI refuses it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from tokenplane.serving import jsonbody
 from tokenplane.serving.errors import InvalidRequest
-from tokenplane.serving.gateway import params, responses_request
+from tokenplane.serving.gateway import fields, params, responses_request
 from tokenplane.serving.responses_api import input_messages
 from tokenplane.serving.tokens import DEFAULT_MAX_TOKENS, TokenCounter, content_text, count_messages, count_prompt
 from tokenplane.serving.types import Endpoint, Json
@@ -161,6 +162,7 @@ def _refuse_token_ids(value: object, name: str) -> None:
 
 def parse(endpoint: Endpoint, body: Json, counter: TokenCounter) -> ParsedRequest:
     """Check the fields the gateway depends on and count the prompt; raise ``InvalidRequest`` naming the field."""
+    fields.check_known(endpoint, body)  # first: a field no engine reads is neither counted nor forwarded
     model = params.check_model(body.get("model"))
     stream = body.get("stream", False)
     if not isinstance(stream, bool):

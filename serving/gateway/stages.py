@@ -33,6 +33,7 @@ from tokenplane.serving.gateway.requests import decode_body_yielding, parse
 from tokenplane.serving.gateway.routing import RequestSignals, Router
 from tokenplane.serving.gateway.semantic_cache import SemanticCache, scope_of
 from tokenplane.serving.gateway.streams import assemble, cacheable
+from tokenplane.serving.modelgw.app import forwardable
 from tokenplane.serving.responses_api import carries_text, stream_usage
 from tokenplane.serving.tokens import TokenCounter
 from tokenplane.serving.types import (
@@ -488,6 +489,8 @@ class ForwardStage:
             deadline=call.received + budget,
             affinity_key=request.affinity_key,
             estimated_tokens=request.estimated_tokens,
+            # The client's bytes, where they can travel as they are: no hop encodes the body again.
+            raw=call.raw if forwardable(call.raw) else None,
         )
 
     async def __call__(self, call: Call) -> Reply:

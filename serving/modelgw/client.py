@@ -25,7 +25,7 @@ from tokenplane.serving.errors import (
 )
 from tokenplane.serving.modelgw import headers as h
 from tokenplane.serving.modelgw.headers import forwarded
-from tokenplane.serving.modelgw.providers.vllm import SSE_DONE, sse_data
+from tokenplane.serving.modelgw.providers.vllm import SSE_DONE, appended, sse_data
 from tokenplane.serving.types import Clock, Completion, Json, SystemClock, Target, UpstreamRequest, format_targets
 
 # The model gateway enforces the deadline itself; this margin only keeps a caller from hanging on
@@ -121,7 +121,7 @@ class HttpUpstream:
         try:
             return await self._session.post(
                 self.base_url + request.endpoint.value,
-                data=jsonbody.dumps(for_model_gateway(request.body, stream=stream)),
+                data=to_model_gateway(request, stream=stream),
                 headers=self._headers(request, stream=stream),
                 timeout=self._timeout(request),
             )
@@ -169,6 +169,15 @@ class HttpUpstream:
 
     async def aclose(self) -> None:
         """The session is the caller's; nothing of its own to close."""
+
+
+def to_model_gateway(request: UpstreamRequest, *, stream: bool) -> bytes:
+    """The bytes to send: the client's (``request.raw``, which names neither ``priority`` nor
+    ``stream_options``) with ``stream`` appended, or else ``body`` encoded (``for_model_gateway``). The
+    largest body the bounds admit took ~1 ms to encode, on the event loop, for the bytes the client sent."""
+    if request.raw is not None:
+        return appended(request.raw, {"stream": stream})
+    return jsonbody.dumps(for_model_gateway(request.body, stream=stream))
 
 
 def for_model_gateway(body: Json, *, stream: bool) -> Json:

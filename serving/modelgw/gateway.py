@@ -275,7 +275,7 @@ class FailoverUpstream:
                 walk.failures.append(f"{label}: unavailable ({route})")
                 self.metrics.failures.labels(label, "unavailable").inc()
                 continue
-            if route.balancer is None and request.raw is not None:
+            if route.balancer is None and request.raw is not None and not request.body:
                 # A provider's SDK takes fields, not bytes: the body is parsed once, for the first provider.
                 request = dataclasses.replace(request, body=jsonbody.loads_internal(request.raw), raw=None)
             errors: list[str] = []

@@ -87,6 +87,13 @@ def test_a_shell_pointing_at_a_real_qdrant_does_not_reach_the_dev_gateway(tmp_pa
     assert "QDRANT_URL" not in gateway.env  # so its semantic cache is the embedded index, in its own memory
 
 
+def test_every_engine_runs_one_blas_thread_and_the_gateways_keep_the_default(tmp_path: Path) -> None:
+    services = plan(tmp_path).services
+    engines = [s for s in services if s.stage is Stage.ENGINES]
+    assert engines and all(s.env["OPENBLAS_NUM_THREADS"] == "1" for s in engines), [s.name for s in engines]
+    assert all("OPENBLAS_NUM_THREADS" not in s.env for s in services if s.stage is not Stage.ENGINES)
+
+
 def test_a_provider_without_its_key_is_noted_as_unavailable(tmp_path: Path) -> None:
     notes = plan(tmp_path).notes
     assert "provider openai: unavailable, OPENAI_API_KEY is not set (fallbacks to it are skipped)" in notes

@@ -23,6 +23,7 @@ from aiohttp import web
 
 # Hop-by-hop or recomputed when the body is re-sent; every other header passes both ways.
 _DROPPED = {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding"}
+SESSION = web.AppKey("session", aiohttp.ClientSession)  # a typed key: aiohttp warns about a str one
 
 
 def parsed(body: bytes) -> Any:
@@ -41,9 +42,9 @@ def make_app(upstream: str, record: Path) -> web.Application:
 
     async def session(app: web.Application) -> Any:
         # No total timeout: a paused engine holds requests as long as the test keeps it paused.
-        app["session"] = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None), auto_decompress=True)
+        app[SESSION] = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None), auto_decompress=True)
         yield
-        await app["session"].close()
+        await app[SESSION].close()
         out.close()
 
     async def forward(request: web.Request) -> web.StreamResponse:
@@ -53,7 +54,7 @@ def make_app(upstream: str, record: Path) -> web.Application:
         if recorded:
             note({"event": "sent", "path": request.path, "request_id": request_id, "body": parsed(body)})
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROPPED}
-        client: aiohttp.ClientSession = request.app["session"]
+        client = request.app[SESSION]
         async with client.request(request.method, upstream + request.path_qs, data=body, headers=headers) as answer:
             if recorded:
                 note({"event": "answered", "path": request.path, "request_id": request_id, "status": answer.status})

@@ -8,6 +8,7 @@ SDK call parses the body, once.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,7 +21,7 @@ from tests.serving.modelgw.test_modelgw_gateway import FakeReplica, chat, urls, 
 from tests.serving.modelgw.test_modelgw_http import modelgw
 from tokenplane.serving import jsonbody
 from tokenplane.serving.modelgw.app import forwardable
-from tokenplane.serving.modelgw.client import HttpUpstream
+from tokenplane.serving.modelgw.client import HttpUpstream, to_model_gateway
 from tokenplane.serving.modelgw.providers.vllm import appended
 from tokenplane.spec import PlatformSpec
 
@@ -93,3 +94,34 @@ async def test_a_provider_gets_the_body_parsed_once(session: aiohttp.ClientSessi
     assert str(completion.served_by) == "provider:openai@medium"
     [body] = cloud.bodies
     assert body["messages"] == [{"role": "user", "content": "hi"}] and body["max_tokens"] == 16
+
+
+def test_the_ai_gateway_sends_the_clients_bytes_with_stream_appended() -> None:
+    raw = b'{"model": "small", "messages": [{"role": "user", "content": "hi"}], "stream": true, "top_k": 3}'
+    request = dataclasses.replace(chat("pool:small@small"), raw=raw)
+    sent = to_model_gateway(request, stream=False)
+    assert sent.startswith(raw[:-1])  # the client's bytes as they are, not encoded again
+    assert orjson.loads(sent) == {**orjson.loads(raw), "stream": False}
+
+
+async def test_a_pool_gets_the_clients_bytes_with_no_hop_encoding_the_body(
+    monkeypatch: pytest.MonkeyPatch, session: aiohttp.ClientSession, dev_spec: PlatformSpec
+) -> None:
+    encoded: list[Any] = []
+    dumps = jsonbody.dumps
+
+    def spy(value: Any) -> bytes:
+        encoded.append(value)
+        return dumps(value)
+
+    small = FakeReplica("small")
+    async with contextlib.AsyncExitStack() as stack:
+        url = await modelgw(stack, session, dev_spec, {"POOL_URL_SMALL": await urls(stack, small)})
+        request = chat("pool:small@small")
+        request = dataclasses.replace(request, raw=jsonbody.dumps(request.body))
+        monkeypatch.setattr(jsonbody, "dumps", spy)
+        completion = await HttpUpstream(url, session=session).complete(request)
+    assert completion.body["choices"]
+    assert not [v for v in encoded if isinstance(v, dict) and "messages" in v], "a hop encoded the whole body again"
+    [body] = small.bodies
+    assert body["messages"] == [{"role": "user", "content": "hi"}] and body["stream"] is False
