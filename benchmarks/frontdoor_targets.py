@@ -34,7 +34,6 @@ import multiprocessing
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -56,7 +55,7 @@ from benchmarks._common import ROOT, emit, pct
 from benchmarks.bench_frontdoor import attack_body, largest_admitted, largest_unknown_field
 from benchmarks.deployed_bench import profiling
 from benchmarks.stack_costs import CpuWindow, Prober, health_urls, per_request_ms, stack_pids
-from tokenplane.dev.standins import free_port
+from tokenplane.dev.standins import free_port, free_port_block
 from tokenplane.dev.state import read_state, state_path
 from tokenplane.serving.gateway.requests import MAX_BODY_BYTES
 
@@ -79,21 +78,6 @@ BATCH_WAIT_S = 120.0  # give up on the small batch after this long (reported as 
 
 
 # ---------------------------------------------------------------------------------------------- the stack
-
-
-def free_port_block(count: int) -> int:
-    """The first of ``count`` consecutive loopback ports that nothing holds right now."""
-    for _ in range(50):
-        base = random.randrange(20000, 60000 - count)
-        with contextlib.ExitStack() as held:
-            try:
-                for port in range(base, base + count):
-                    s = held.enter_context(socket.socket())
-                    s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return base
-    raise RuntimeError(f"no {count} consecutive free ports on loopback")
 
 
 @dataclass
