@@ -41,7 +41,10 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
     "pdb_max_unavailable_zero": (True, "drain-blocked: maxUnavailable 0 allows no disruption"),
     "s3_notification_before_queue_policy": (False, "missed: the notification does not wait for the queue policy"),
-    "nodegroup_in_public_subnets": (False, "missed: nodes in public subnets without public IPs never join"),
+    "nodegroup_in_public_subnets": (
+        True,
+        "nodes-join (merged tree): the node subnets route to the internet gateway but map no public IP",
+    ),
     "nodegroup_sg_without_egress": (False, "missed: a node security group with no egress, nodes never join"),
     "gpu_smoke_job_without_toleration": (False, "missed: a GPU Job without the GPU taint's toleration"),
     "status_page_read_only_root_without_tmp": (False, "missed: nginx with a read-only root and no writable /tmp"),
