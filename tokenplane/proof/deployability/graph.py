@@ -19,6 +19,8 @@ from tokenplane.proof.render import (
 from tokenplane.spec import PlatformSpec
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
+# Every kind whose object makes pods, and a bare Pod: what the scheduler places, whichever controller asked.
+POD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod")
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 CLUSTER = "aws:eks/cluster:Cluster"
@@ -48,9 +50,13 @@ class KubeObject:
         return str(self.manifest.get("metadata", {}).get("namespace", "default"))
 
     def pod_spec(self) -> dict[str, Any]:
-        """The pod template's spec; raises if a workload has none (the render lost it)."""
-        template = self.manifest.get("spec", {}).get("template", {})
-        spec = template.get("spec")
+        """The pod template's spec (a CronJob's through its jobTemplate, a bare Pod's own spec); raises if a
+        workload has none (the render lost it)."""
+        spec: Any = self.manifest.get("spec") or {}
+        if self.kind == "CronJob":
+            spec = lookup(spec, "jobTemplate.spec") or {}
+        if self.kind != "Pod":
+            spec = (spec.get("template") or {}).get("spec")
         if not isinstance(spec, dict):
             raise GraphDataMissing(self.urn, "spec.template.spec", f"a {self.kind} without a pod template")
         return spec
@@ -88,6 +94,10 @@ class Graph:
 
     def workloads(self, region: str | None = None) -> list[KubeObject]:
         return self.kube(region, *WORKLOAD_KINDS)
+
+    def pod_bearers(self, region: str | None = None) -> list[KubeObject]:
+        """Every object the scheduler will place pods for (``POD_KINDS``), not only the long-running ones."""
+        return self.kube(region, *POD_KINDS)
 
     def releases(self, region: str | None, chart: str) -> list[RenderedResource]:
         return [r for r in self.of_type(HELM_RELEASE, region) if r.inputs.get("chart") == chart]

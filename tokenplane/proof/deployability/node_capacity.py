@@ -23,9 +23,10 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup, need
 from tokenplane.proof.deployability.k8s_syntax import quantity
 from tokenplane.proof.deployability.pod_fits import fits_nowhere
-from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on, requested
+from tokenplane.proof.deployability.scheduling import NodeGroup, affinity_matches, lands_on, requested, tolerates
 
 RULE = "node-capacity"
+REPLICATED = ("Deployment", "StatefulSet")  # the kinds whose replicas hold nodes for good, summed against maxSize
 GPU = "nvidia.com/gpu"
 
 
@@ -58,29 +59,50 @@ def check(graph: Graph) -> Iterator[Finding]:
         groups = [NodeGroup.of(r) for r in graph.of_type(NODE_GROUP, region)]
         most = maxima(graph, region)
         demand: dict[tuple[str, ...], list[tuple[KubeObject, int, float, float]]] = defaultdict(list)
-        for workload in graph.kube(region, "Deployment", "StatefulSet"):
+        # Every pod-bearing kind must land somewhere (a Job's or a CronJob's pod is Pending just the same); only
+        # the long-running replicated kinds are summed against maxSize. A DaemonSet that matches no node makes no
+        # pod at all, so it is never Pending.
+        for workload in graph.pod_bearers(region):
+            if workload.kind == "DaemonSet":
+                continue
             pod = workload.pod_spec()
-            replicas = most.get(
-                (workload.namespace, workload.name), int(workload.manifest.get("spec", {}).get("replicas", 1))
-            )
             targets = tuple(sorted(g.resource.urn for g in groups if lands_on(pod, g)))
             if targets and fits_nowhere(graph, workload) is not None:
                 continue  # one pod larger than any node: pod-fits-node reports it, and no maxSize would help
-            if targets:
+            if targets and workload.kind in REPLICATED:
+                replicas = most.get(
+                    (workload.namespace, workload.name), int(workload.manifest.get("spec", {}).get("replicas", 1))
+                )
                 demand[targets].append((workload, replicas, pod_cpu(pod), requested(pod, GPU)))
-            elif groups:  # with no node group in the graph, the program deploys onto nodes it does not show
+            elif (
+                not targets and groups
+            ):  # with no node group in the graph, the program deploys onto nodes it does not show
                 yield Finding(
                     RULE,
                     workload.urn,
                     f"{workload.kind} {workload.namespace}/{workload.name} lands on none of the node groups in "
-                    f"{region} ({', '.join(g.resource.name for g in groups)}): its node affinity or selector "
-                    "matches none of their labels, or it tolerates none of their taints, so its pods stay Pending",
+                    f"{region} ({', '.join(g.resource.name for g in groups)}): {_why_not(pod, groups)}, so its "
+                    "pods stay Pending (the scheduler reports 'untolerated taint' or 'didn't match Pod's node "
+                    "affinity/selector', and the Cluster Autoscaler's node templates carry the same labels and "
+                    "taints, so no scale-up helps)",
                     "give a VllmPool the GpuNodeGroup it runs on (nodes=...), or match a node group's labels "
                     "and tolerate its taints",
                 )
         by_urn = {g.resource.urn: g for g in groups}
         for targets, pods in demand.items():
             yield from _fits(graph, [by_urn[u] for u in targets], pods)
+
+
+def _why_not(pod: dict[str, object], groups: list[NodeGroup]) -> str:
+    """Per group, the first thing that keeps the pod off it: the selector, or a taint it does not tolerate."""
+    reasons = []
+    for g in groups:
+        if not affinity_matches(g.labels, pod):
+            reasons.append(f"{g.resource.name}: its labels do not match the pod's node selector or affinity")
+            continue
+        untolerated = [f"{k}={v}:{e}" for k, v, e in g.taints if not tolerates(pod, ((k, v, e),))]
+        reasons.append(f"{g.resource.name}: the pod tolerates no {', '.join(untolerated)} taint")
+    return "; ".join(reasons)
 
 
 def _gpus(instance: str) -> int:

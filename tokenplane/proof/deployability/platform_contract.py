@@ -4,13 +4,20 @@ Each item converges (``pulumi up`` succeeds) and is still broken, so nothing els
 
 - Kafka: a topic with fewer replicas than ``min.insync.replicas`` (its own config, else the broker
   configuration's) refuses every ``acks=all`` produce, and the gateways produce usage and audit with acks=all;
-- metrics API: a HorizontalPodAutoscaler on Resource metrics (CPU, memory) never acts without metrics-server
-  (an EKS add-on or a Helm release) in its cluster;
+- metrics API: a HorizontalPodAutoscaler never acts on a metric whose API no server in its cluster serves:
+  Resource metrics (CPU, memory) need metrics-server (an EKS add-on or a Helm release), Pods and Object metrics
+  custom.metrics.k8s.io, External ones external.metrics.k8s.io (an adapter such as prometheus-adapter; KEDA's
+  answers only for its own HPAs);
 - Cluster Autoscaler: on AWS it knows a GPU node only by ``k8s.amazonaws.com/accelerator``; a GPU node group
   without it is scaled up again while each new node's device plugin starts, and is never scaled down right;
 - DCGM: its series name the pod using the GPU; a pod scrape job without ``honor_labels`` overwrites that;
 - IAM: every ``Resource`` of a policy statement the graph carries is ``*`` or an ARN of six fields; anything
   else (``""``, a bare name) is refused by IAM or matches nothing;
+- Kafka topics: the processes that read a runtime document (the gateways, the FinOps consumer) produce to and
+  consume its queues' topics (usage, audit, batch); an MSK cluster whose configuration sets
+  ``auto.create.topics.enable=false`` (tokenplane's, and MSK's default configuration) answers
+  UNKNOWN_TOPIC_OR_PARTITION for a topic nobody created, so every topic the document names must be a Topic
+  resource on a cluster in the graph;
 - tenants: the AI gateway answers ``/readyz`` with 503 while it knows no API key (serving/gateway/app.py), and
   its readiness probe is ``/readyz``, so a gateway whose runtime document names no tenant never becomes Ready
   and ``pulumi up`` waits on its Deployment until the await times out.
@@ -30,6 +37,7 @@ from tokenplane.errors import CatalogError
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.references import TENANT_KEY_RESOLVER
+from tokenplane.spec import DEFAULT_TOPICS
 
 RULE = "platform-contract"
 TOPIC = "aws:msk/topic:Topic"
@@ -39,6 +47,7 @@ ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 POLICY_TYPES = ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy")
 MSK_JMX_PORT, MSK_NODE_PORT = 11001, 11002  # MSK open monitoring's exporters
 ARN_FIELDS = 6  # arn:partition:service:region:account:resource
+MSK_CLUSTER = "aws:msk/cluster:Cluster"
 RUNTIME_DOCUMENT = "platform.json"  # the key of the serving ConfigMap the gateways read (components.gateway)
 
 
@@ -50,6 +59,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _dcgm_labels(graph)
     yield from _msk_monitoring(graph)
     yield from _gateway_tenants(graph)
+    yield from _topics_exist(graph)
 
 
 def _properties(text: object) -> dict[str, str]:
@@ -82,22 +92,77 @@ def _kafka(graph: Graph) -> Iterator[Finding]:
             )
 
 
+# Which metrics API each HPA metric type is read from (kubernetes pkg/controller/podautoscaler/metrics/client.go:
+# resourceMetricsClient -> metrics.k8s.io, customMetricsClient -> custom.metrics.k8s.io for Pods and Object,
+# externalMetricsClient -> external.metrics.k8s.io; https://kubernetes.io/docs/tasks/run-application/
+# horizontal-pod-autoscale/#support-for-metrics-apis), and the condition reason the controller sets without it.
+RESOURCE_METRICS, CUSTOM_METRICS, EXTERNAL_METRICS = (
+    "metrics.k8s.io",
+    "custom.metrics.k8s.io",
+    "external.metrics.k8s.io",
+)
+METRIC_APIS = {
+    "Resource": (RESOURCE_METRICS, "FailedGetResourceMetric"),
+    "ContainerResource": (RESOURCE_METRICS, "FailedGetContainerResourceMetric"),
+    "Pods": (CUSTOM_METRICS, "FailedGetPodsMetric"),
+    "Object": (CUSTOM_METRICS, "FailedGetObjectMetric"),
+    "External": (EXTERNAL_METRICS, "FailedGetExternalMetric"),
+}
+
+
+def _served_metric_apis(graph: Graph, region: str) -> set[str]:
+    """The metrics API groups some installed server answers for an HPA of one's own.
+
+    metrics-server serves metrics.k8s.io; prometheus-adapter's chart registers custom.metrics.k8s.io, and
+    external.metrics.k8s.io only with ``rules.external`` (charts/prometheus-adapter templates); an APIService object
+    registers its group. KEDA's chart registers external.metrics.k8s.io, but its metrics server answers only for the
+    HPAs its own ScaledObjects create (keda-hpa-*; https://keda.sh/docs/latest/operate/metrics-server/), so it serves
+    no HPA a program declares.
+    """
+    served = set()
+    if any(a.inputs.get("addonName") == "metrics-server" for a in graph.of_type(ADDON, region)) or graph.releases(
+        region, "metrics-server"
+    ):
+        served.add(RESOURCE_METRICS)
+    for adapter in graph.releases(region, "prometheus-adapter"):
+        served.add(CUSTOM_METRICS)
+        if lookup(adapter.inputs.get("values") or {}, "rules.external"):
+            served.add(EXTERNAL_METRICS)
+    for service in graph.kube(region, "APIService"):
+        if group := lookup(service.manifest, "spec.group"):
+            served.add(str(group))
+    return served
+
+
 def _metrics_api(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
-        served = any(a.inputs.get("addonName") == "metrics-server" for a in graph.of_type(ADDON, region)) or bool(
-            graph.releases(region, "metrics-server")
-        )
-        if served:
-            continue
+        served = _served_metric_apis(graph, region)
         for hpa in graph.kube(region, "HorizontalPodAutoscaler"):
-            kinds = {m.get("type") for m in lookup(hpa.manifest, "spec.metrics") or []}
-            if kinds & {"Resource", "ContainerResource"}:
+            types = sorted({str(m.get("type")) for m in lookup(hpa.manifest, "spec.metrics") or []} & set(METRIC_APIS))
+            for api in sorted({METRIC_APIS[t][0] for t in types} - served):
+                reasons = ", ".join(METRIC_APIS[t][1] for t in types if METRIC_APIS[t][0] == api)
+                if api == RESOURCE_METRICS:
+                    what, fix = (
+                        "CPU or memory, which only metrics-server serves (metrics.k8s.io)",
+                        "install metrics-server (the EKS add-on, components.cluster.ADDONS, or its Helm chart)",
+                    )
+                else:
+                    what = (
+                        f"a {'/'.join(t for t in types if METRIC_APIS[t][0] == api)} metric, read from {api}, "
+                        "which no adapter in the cluster serves (KEDA's metrics server answers only for its own "
+                        "ScaledObjects' HPAs)"
+                    )
+                    fix = (
+                        "scale it with a KEDA ScaledObject (a prometheus trigger on the same query), or install an "
+                        f"adapter that serves {api} (prometheus-adapter with a rule for the metric)"
+                    )
                 yield Finding(
                     RULE,
                     hpa.urn,
-                    f"HorizontalPodAutoscaler {hpa.namespace}/{hpa.name} scales on CPU or memory, which only "
-                    "metrics-server serves, and the cluster has none: it never acts",
-                    "install metrics-server (the EKS add-on, components.cluster.ADDONS, or its Helm chart)",
+                    f"HorizontalPodAutoscaler {hpa.namespace}/{hpa.name} scales on {what}: the API server accepts "
+                    f"it, and the HPA controller sets ScalingActive=False ({reasons}: the server could not find "
+                    "the requested resource) and never scales",
+                    fix,
                 )
 
 
@@ -194,19 +259,55 @@ def _msk_monitoring(graph: Graph) -> Iterator[Finding]:
 def _gateway_tenants(graph: Graph) -> Iterator[Finding]:
     """An AI gateway becomes Ready only with an API key: its runtime document must name a tenant."""
     for region in graph.regions():
-        maps = {(m.namespace, m.name): m for m in graph.kube(region, "ConfigMap")}
-        for workload in graph.workloads(region):
-            pod = workload.pod_spec()
-            if not any(_runs_gateway(c) for c in pod.get("containers") or []):
-                continue
-            for volume in pod.get("volumes") or []:
-                name = lookup(volume, "configMap.name")
-                source = maps.get((workload.namespace, str(name))) if name else None
-                document = _json((source.manifest.get("data") or {}).get(RUNTIME_DOCUMENT)) if source else None
-                if document is None:
-                    continue  # not the runtime document, or unknown until apply
-                if not document.get("tenants"):
-                    yield _no_tenant(workload, str(name))
+        for workload, config_map, document in _runtime_documents(graph, region):
+            runs_gateway = any(_runs_gateway(c) for c in workload.pod_spec().get("containers") or [])
+            if runs_gateway and not document.get("tenants"):
+                yield _no_tenant(workload, config_map)
+
+
+def _runtime_documents(graph: Graph, region: str) -> Iterator[tuple[KubeObject, str, dict[str, Any]]]:
+    """(workload, ConfigMap name, runtime document) for each runtime document a workload mounts; a document
+    unknown until apply is skipped."""
+    maps = {(m.namespace, m.name): m for m in graph.kube(region, "ConfigMap")}
+    for workload in graph.workloads(region):
+        for volume in workload.pod_spec().get("volumes") or []:
+            name = lookup(volume, "configMap.name")
+            source = maps.get((workload.namespace, str(name))) if name else None
+            document = _json((source.manifest.get("data") or {}).get(RUNTIME_DOCUMENT)) if source else None
+            if document is not None:
+                yield workload, str(name), document
+
+
+def _auto_creates(graph: Graph, region: str) -> bool:
+    """Whether the region's MSK clusters create a topic on first use: only where a configuration says so
+    (``auto.create.topics.enable=true``); MSK's default configuration sets it false
+    (https://docs.aws.amazon.com/msk/latest/developerguide/msk-default-configuration.html)."""
+    brokers = [_properties(c.inputs.get("serverProperties")) for c in graph.of_type(MSK_CONFIGURATION, region)]
+    return any(b.get("auto.create.topics.enable", "false").lower() == "true" for b in brokers)
+
+
+def _topics_exist(graph: Graph) -> Iterator[Finding]:
+    """Every topic a runtime document names exists, where the region's MSK cluster does not auto-create them."""
+    for region in graph.regions():
+        if not graph.of_type(MSK_CLUSTER, region) or _auto_creates(graph, region):
+            continue  # brokers outside the graph (their topics are not in it either), or topics made on first use
+        created = {str(t.inputs.get("name")) for t in graph.of_type(TOPIC, region)}
+        for workload, config_map, document in _runtime_documents(graph, region):
+            listed = {str(t.get("purpose")): str(t.get("name")) for t in lookup(document, "queues.topics") or []}
+            wanted = {**{str(p): n for p, n in DEFAULT_TOPICS.items()}, **listed}  # the spec fills in defaults
+            missing = sorted({n for n in wanted.values() if n not in created})
+            if missing:
+                yield Finding(
+                    RULE,
+                    workload.urn,
+                    f"{workload.kind} {workload.namespace}/{workload.name} reads runtime document {config_map}, "
+                    f"whose queues name topic(s) {', '.join(missing)} that no Topic in {region} creates, and the "
+                    "MSK cluster's auto.create.topics.enable is false: every produce and fetch on them fails with "
+                    "UNKNOWN_TOPIC_OR_PARTITION, so usage and audit events never reach Kafka (they pile up in "
+                    "the gateway's spool) and batch jobs have no queue",
+                    "create the topics with the cluster (KafkaArgs(topics=spec.queues.topics), as the stack does), "
+                    "or name only topics that exist in the runtime document's queues",
+                )
 
 
 def _runs_gateway(container: dict[str, Any]) -> bool:

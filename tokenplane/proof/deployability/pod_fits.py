@@ -98,6 +98,6 @@ def fits_nowhere(graph: Graph, workload: KubeObject) -> Finding | None:
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
-        for workload in graph.kube(region, "Deployment", "StatefulSet", "DaemonSet", "Job"):
+        for workload in graph.pod_bearers(region):
             if (finding := fits_nowhere(graph, workload)) is not None:
                 yield finding
