@@ -58,7 +58,12 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     # Needs tokenplane[cpu-engine] (vLLM's CPU build) in the running Python; fails, and says so, without it.
     ("scheduler_structure.py", [], [], 1200),
     # 160 chats a phase: the P99 of fewer is one sample, and the spread between repeats hides the target.
-    ("frontdoor_targets.py", ["--repeats", "3", "--seconds", "20", "--rate", "8"], ["--repeats", "1", "--seconds", "8"], 900),
+    (
+        "frontdoor_targets.py",
+        ["--repeats", "3", "--seconds", "20", "--rate", "8"],
+        ["--repeats", "1", "--seconds", "8"],
+        900,
+    ),
     # The capacity plan only: the full plan's render adds minutes at 5 runs (run plan_bench.py alone for it).
     ("plan_bench.py", ["--capacity-only"], ["--capacity-only", "--runs", "3"], 900),
 )

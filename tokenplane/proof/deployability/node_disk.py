@@ -26,8 +26,8 @@ from typing import Any
 from tokenplane.catalog import INSTANCE_TYPES
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject
-from tokenplane.proof.deployability.known_images import FACTS, known
 from tokenplane.proof.deployability.k8s_syntax import quantity
+from tokenplane.proof.deployability.known_images import FACTS, known
 from tokenplane.proof.deployability.probes import POD_KINDS
 from tokenplane.proof.deployability.reachability import pod_template
 from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on

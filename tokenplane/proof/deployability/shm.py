@@ -18,8 +18,8 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.known_images import serves_vllm
 from tokenplane.proof.deployability.k8s_syntax import quantity
+from tokenplane.proof.deployability.known_images import serves_vllm
 from tokenplane.proof.deployability.probes import POD_KINDS
 from tokenplane.proof.deployability.reachability import pod_template
 
