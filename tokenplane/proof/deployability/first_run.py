@@ -8,9 +8,16 @@ for it through the graph. Three kinds are modelled, each from a table of who nee
   same update can do. A validation record in a zone the program creates waits for a delegation nobody makes.
 - Admission webhooks: a Helm release that registers a webhook with ``failurePolicy: Fail`` refuses the objects
   it admits until its pods are Ready. Each admitted object must wait for the release (or the webhook be off).
-- S3: a replication configuration is refused until versioning is enabled on its source and destinations.
+- S3: a replication configuration is refused until versioning is enabled on its source and destinations, and a
+  bucket notification until each destination's access policy lets S3 send to it: S3 test-sends to every SQS queue,
+  SNS topic and Lambda function when the configuration is put and refuses it (``InvalidArgument: Unable to validate
+  the following destination configurations``) if it cannot
+  (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ways-to-add-notification-config-to-bucket.html,
+  https://repost.aws/knowledge-center/unable-validate-destination-s3). A ``QueuePolicy``, ``TopicPolicy`` or
+  ``lambda.Permission`` on a destination is created beside the notification unless the notification waits for it.
 
-It cannot see: webhooks of charts not in ``WEBHOOKS``, zones delegated by hand between two runs, and
+It cannot see: webhooks of charts not in ``WEBHOOKS``, zones delegated by hand between two runs, destination
+policies set outside the program (or inline on the queue or topic, which are in place when it exists), and
 ordering done by hand outside Pulumi.
 """
 
@@ -31,6 +38,15 @@ BUCKET = "aws:s3/bucket:Bucket"
 BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
 VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
 REPLICATION = "aws:s3/bucketReplicationConfig:BucketReplicationConfig"
+NOTIFICATION = "aws:s3/bucketNotification:BucketNotification"
+# A notification's destination lists, the key naming each destination's ARN, and, per destination type, the
+# resources that grant S3 access to it with the input that names the destination.
+DESTINATIONS = {"queues": "queueArn", "topics": "topicArn", "lambdaFunctions": "lambdaFunctionArn"}
+GRANTS = {
+    "aws:sqs/queue:Queue": ("aws:sqs/queuePolicy:QueuePolicy", "queueUrl"),
+    "aws:sns/topic:Topic": ("aws:sns/topicPolicy:TopicPolicy", "arn"),
+    "aws:lambda/function:Function": ("aws:lambda/permission:Permission", "function"),
+}
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _zone_delegation(graph)
     yield from _webhooks(graph)
     yield from _versioning(graph)
+    yield from _notification_grants(graph)
 
 
 def _zone_delegation(graph: Graph) -> Iterator[Finding]:
@@ -119,6 +136,39 @@ def _versioning(graph: Graph) -> Iterator[Finding]:
                 "run S3 refuses it (InvalidRequest: versioning must be enabled) whenever it is sent first",
                 "add depends_on=[the source and destination buckets' BucketVersioning resources]",
             )
+
+
+def _notification_grants(graph: Graph) -> Iterator[Finding]:
+    for notification in graph.of_type(NOTIFICATION):
+        after = graph.waits_for(notification.urn)
+        for key in DESTINATIONS:
+            for urn in dict.fromkeys(_sources(notification, key)):
+                destination = graph.by_urn.get(urn)
+                grant = GRANTS.get(destination.type) if destination is not None else None
+                if destination is None or grant is None:
+                    continue
+                grant_type, target = grant
+                for policy in graph.of_type(grant_type):
+                    if urn not in _sources(policy, target) or policy.urn in after or not _grants_s3(policy):
+                        continue
+                    yield Finding(
+                        RULE,
+                        notification.urn,
+                        f"the bucket notification does not wait for {policy.name}, the {grant_type.rsplit(':', 1)[-1]} "
+                        f"that lets S3 send to {destination.name}: S3 test-sends to each destination when the "
+                        "configuration is put, so on a first run it is refused (InvalidArgument: Unable to validate "
+                        "the following destination configurations) whenever it is sent before the policy",
+                        f"add depends_on=[{policy.name}] to the BucketNotification",
+                    )
+
+
+def _grants_s3(policy: RenderedResource) -> bool:
+    """Whether the policy concerns S3 (a Permission's principal, or s3 named in the policy document); True when
+    the document is not known yet (an output of the update), since it then cannot be ruled out."""
+    if policy.type.startswith("aws:lambda/"):
+        return str(policy.inputs.get("principal", "")) == "s3.amazonaws.com"
+    document = policy.inputs.get("policy")
+    return not isinstance(document, str) or "s3.amazonaws.com" in document
 
 
 def _sources(resource: RenderedResource, prop: str) -> list[str]:

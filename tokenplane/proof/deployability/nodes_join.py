@@ -22,22 +22,35 @@ https://repost.aws/knowledge-center/eks-worker-nodes-cluster) and of the roles
 - the cluster role trusts ``eks.amazonaws.com`` and holds AmazonEKSClusterPolicy (CreateCluster: ``Role ... could
   not be assumed because it does not exist or the trusted entity is not correct``);
 - the cluster's subnets are in one VPC and at least two AZs (CreateCluster: ``Subnets specified must be in at least
-  two different AZs``), and each node group's subnets are in the cluster's VPC.
+  two different AZs``), and each node group's subnets are in the cluster's VPC;
+- security groups a launch template names replace the cluster security group on the nodes
+  (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html): together they must let the nodes out on
+  TCP 443 to the AWS endpoints (a public address, or the VPC's range for interface endpoints; a group the program
+  creates has no egress unless it declares some, as the provider removes AWS's default allow-all), and, where the
+  cluster's private endpoint is on (kubelet in the VPC resolves the API server to it), the cluster security group,
+  which admits only itself, must be among them or admit them on 443
+  (https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html);
+- the node subnets' network ACLs let the nodes' HTTPS out to the AWS endpoints and its replies back in on the
+  nodes' ephemeral ports when the way out is a NAT or internet gateway (ACLs keep no state:
+  https://docs.aws.amazon.com/vpc/latest/userguide/nacl-ephemeral-ports.html).
 
 It cannot see: roles, subnets, route tables and VPCs the program does not create (passed), transit gateways,
-peerings and proxies (unknown routes are passed), security groups and network ACLs on the way (``flow-allowed``
-and ``nacls`` own those), and AMIs that bootstrap differently.
+peerings and proxies (unknown routes are passed), security groups the program does not create (passed), the NAT
+gateway's own subnet's ACL, and AMIs that bootstrap differently.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tokenplane.proof.deployability import vpc_routes
+from tokenplane.proof.deployability import nacls, vpc_routes
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import CLUSTER, NODE_GROUP, Graph, lookup
 from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, allows, attached, role_documents, role_named, trusts
+from tokenplane.proof.deployability.reachability import Region
+from tokenplane.proof.deployability.security_groups import network
 from tokenplane.proof.render import RenderedResource
 
 RULE = "nodes-join"
@@ -78,6 +91,9 @@ CLUSTER_POLICY = Needed(
 # https://docs.aws.amazon.com/eks/latest/userguide/private-clusters.html).
 PRIVATE_SERVICES = ("ecr.api", "ecr.dkr", "s3", "ec2")
 MIN_ZONES = 2  # CreateCluster's floor
+HTTPS = 443
+AWS_PUBLIC = ipaddress.IPv4Network(f"{vpc_routes.AWS_PUBLIC}/32")
+EPHEMERAL = "{}-{}".format(*nacls.LINUX_EPHEMERAL)
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -87,6 +103,8 @@ def check(graph: Graph) -> Iterator[Finding]:
         clusters = [c for c in graph.referenced(group, "clusterName") if c.type == CLUSTER]
         yield from _node_role(graph, group, clusters[0] if clusters else None)
         yield from _node_network(graph, group, clusters[0] if clusters else None)
+        yield from _node_groups_security(graph, group, clusters[0] if clusters else None)
+        yield from _acls_way_out(graph, group)
 
 
 def _missing(graph: Graph, role: RenderedResource, needed: Needed) -> bool:
@@ -286,4 +304,88 @@ def _subnet_way_out(
             "route 0.0.0.0/0 to a NAT gateway in a public subnet, or add interface endpoints (privateDnsEnabled) for "
             f"{', '.join(s for s in needed if s != 's3')}, a gateway endpoint for s3 on {table}, and "
             "endpointPrivateAccess=True",
+        )
+
+
+def _acls_way_out(graph: Graph, group: RenderedResource) -> Iterator[Finding]:
+    """Each node subnet's ACL on the nodes' HTTPS to the AWS endpoints through a NAT or internet gateway: out on
+    443, and the replies, from the endpoints' public addresses, in on the nodes' ephemeral ports."""
+    acls = nacls.Acls(graph, group.region or "").by_subnet
+    blocked: dict[str, tuple[list[str], list[str]]] = {}  # ACL name -> (its node subnets, why)
+    for subnet in _subnets(graph, group, group.inputs.get("subnetIds")) or []:
+        acl = acls.get(subnet.urn)
+        if acl is None or vpc_routes.egress(graph, subnet).kind not in ("nat", "igw"):
+            continue
+        steps = [
+            (True, (HTTPS, HTTPS), f"egress TCP {HTTPS} to"),
+            (False, nacls.LINUX_EPHEMERAL, f"ingress of the replies on TCP {EPHEMERAL} from"),
+        ]
+        whys = [
+            f"{what} {AWS_PUBLIC}: {why}"
+            for egress, ports, what in steps
+            if (why := acl.decides(egress, AWS_PUBLIC, "tcp", ports))
+        ]
+        if whys:
+            blocked.setdefault(acl.name, ([], whys))[0].append(subnet.name)
+    for name, (subnets, whys) in blocked.items():
+        yield Finding(
+            RULE,
+            group.urn,
+            f"network ACL {name} on node subnets {', '.join(subnets)} stops the nodes' HTTPS to the AWS endpoints' "
+            f"public addresses through the gateway ({'; '.join(whys)}). ACLs keep no state, so kubelet's calls to "
+            f"the EKS endpoint, STS and ECR never complete, no image is pulled, and {NODE_FAILURE}",
+            nacls.fix(HTTPS) + "; for the AWS endpoints the peer is 0.0.0.0/0",
+        )
+
+
+def _launch_template_groups(graph: Graph, group: RenderedResource) -> list[RenderedResource] | None:
+    """The security groups the node group's launch template names (they replace the cluster security group), or
+    None when it names none or any of them is not the program's (then nothing is judged)."""
+    for template in graph.referenced(group, "launchTemplate"):
+        if template.type != LAUNCH_TEMPLATE:
+            continue
+        ids: list[object] = list(template.inputs.get("vpcSecurityGroupIds") or [])
+        for interface in template.inputs.get("networkInterfaces") or []:
+            if isinstance(interface, dict):
+                ids += list(interface.get("securityGroups") or [])
+        found = graph.by_physical_ids(ids)
+        return found if ids and len(found) == len(set(map(str, ids))) else None
+    return None
+
+
+def _node_groups_security(graph: Graph, group: RenderedResource, cluster: RenderedResource | None) -> Iterator[Finding]:
+    groups = _launch_template_groups(graph, group)
+    if groups is None or group.region is None:
+        return
+    region = Region(graph, group.region)
+    subnets = [s for s in graph.referenced(group, "subnetIds") if s.type == SUBNET]
+    vpc = [n for s in subnets if (v := vpc_routes.vpc_of(graph, s)) and (n := network(v.inputs.get("cidrBlock")))]
+    names = ", ".join(g.name if g.type != CLUSTER else f"{g.name}'s cluster security group" for g in groups)
+    public = region.sg_verdict(groups, HTTPS, set(), [AWS_PUBLIC], egress=True, peers="the AWS endpoints")
+    inside = region.sg_verdict(groups, HTTPS, set(), vpc[:1], egress=True, peers="the VPC") if vpc else public
+    if not public.allowed and not inside.allowed:
+        yield Finding(
+            RULE,
+            group.urn,
+            f"the launch template's security groups ({names}) replace the cluster security group on the nodes and "
+            f"let nothing out on TCP {HTTPS}, neither to the AWS endpoints' public addresses nor to the VPC's "
+            f"interface endpoints: {'; '.join(public.blockers)}. Kubelet reaches neither the API server, STS nor "
+            f"ECR, so {NODE_FAILURE}",
+            "declare egress on the nodes' security group (the provider removes AWS's default allow-all): "
+            'egress=[{"protocol": "-1", "fromPort": 0, "toPort": 0, "cidrBlocks": ["0.0.0.0/0"]}]',
+        )
+    if cluster is None or cluster in groups or lookup(cluster.inputs, "vpcConfig.endpointPrivateAccess") is not True:
+        return
+    admitted = region.sg_verdict([cluster], HTTPS, {g.urn for g in groups}, [], peers="the nodes")
+    if not admitted.allowed:
+        yield Finding(
+            RULE,
+            group.urn,
+            f"the launch template's security groups ({names}) replace the cluster security group on the nodes, "
+            f"and the cluster's private endpoint, which kubelet in the VPC resolves the API server to, carries "
+            f"{cluster.name}'s cluster security group, which admits only itself and none of them on TCP {HTTPS}: "
+            f"kubelet cannot register, so {NODE_FAILURE}",
+            "add the cluster security group (vpcConfig.clusterSecurityGroupId) to the launch template's "
+            "vpcSecurityGroupIds, or a rule on it admitting the nodes' group on TCP 443 (and the nodes' group "
+            "admitting it on 10250)",
         )

@@ -1,4 +1,5 @@
-"""Issue 27, fourth blind set: the invariants its misses showed, planted into minimal's rendered graph.
+"""Issue 27, fourth blind set: pod-bearing kinds land on a node group, metrics APIs an HPA needs, and topics, planted into minimal.
+
 
 None of the planted defects is a set-4 program; each test fails when its check (or its part of a check) is
 removed, and each has a correct twin the check must not flag.
