@@ -1,5 +1,5 @@
-"""Issue 27, fourth blind set: pod-bearing kinds land on a node group, metrics APIs an HPA needs, and topics, planted into minimal.
-
+"""Issue 27, fourth blind set: every pod-bearing kind lands on a node group, an HPA's metrics API is served, and
+the topics the platform produces to exist; planted into minimal's rendered graph.
 
 None of the planted defects is a set-4 program; each test fails when its check (or its part of a check) is
 removed, and each has a correct twin the check must not flag.
