@@ -61,6 +61,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "store-port-open",
         "irsa-trust",
         "iam-resource-type",
+        "iam-resource-matches",
+        "read-only-root",
         "platform-contract",
         "key-exists",
         "storage-class-exists",
