@@ -63,6 +63,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "iam-resource-type",
         "iam-resource-matches",
         "read-only-root",
+        "controller-permissions",
         "platform-contract",
         "key-exists",
         "storage-class-exists",

@@ -6,14 +6,18 @@ correct twin the check must not flag.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.proof.deployability.conftest import mutated, rendered
 from tests.proof.deployability.test_set3_invariants import STACK, deployment, plus, rule, system_pod
+from tests.proof.deployability.test_set3_invariants import _resource as _resource_of
 from tokenplane.proof.deployability.iam_arns import RULE as IAM_ARNS
+from tokenplane.proof.deployability.lb_permissions import RULE as LB_PERMISSIONS
 from tokenplane.proof.deployability.read_only_root import RULE as READ_ONLY
 from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, RenderResult
 
@@ -149,3 +153,89 @@ def test_a_read_only_root_with_volumes_where_the_image_writes_or_an_unknown_imag
     pod: dict[str, Any],
 ) -> None:
     assert not rule(plus(deployment("status", pod)), READ_ONLY)
+
+
+# --- controller-permissions ---------------------------------------------------------------------------------------
+
+CONTROLLER_ROLE_ID = "minimal-us-aws-lb-controller-role-4e49821-id"
+ALB_ACTIONS = [
+    "elasticloadbalancing:CreateRule",
+    "elasticloadbalancing:ModifyRule",
+    "elasticloadbalancing:DeleteRule",
+    "waf-regional:GetWebACLForResource",
+    "wafv2:GetWebACLForResource",
+    "shield:GetSubscriptionState",
+]
+
+
+def _ingress(*, rules: bool = True, by_annotation: bool = False, klass: str = "alb") -> dict[str, Any]:
+    backend = {"service": {"name": "grafana", "port": {"number": 80}}}
+    spec: dict[str, Any] = {} if by_annotation else {"ingressClassName": klass}
+    if rules:
+        spec["rules"] = [
+            {
+                "host": "grafana.example.com",
+                "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]},
+            }
+        ]
+    else:
+        spec["defaultBackend"] = backend
+    metadata: dict[str, Any] = {"name": "grafana", "namespace": "llm-data"}
+    if by_annotation:
+        metadata["annotations"] = {"kubernetes.io/ingress.class": klass}
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": metadata, "spec": spec}
+
+
+def _with(
+    ingress: dict[str, Any], *, grant: tuple[str, ...] | list[str] = (), flags: dict[str, bool] | None = None
+) -> RenderResult:
+    extra = [_resource_of(ingress)]
+    if grant:
+        policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": list(grant), "Resource": "*"}]}
+        extra.append(
+            _aws(
+                "aws:iam/rolePolicy:RolePolicy", "alb-extra", {"role": CONTROLLER_ROLE_ID, "policy": json.dumps(policy)}
+            )
+        )
+
+    def set_flags(r: RenderedResource) -> RenderedResource:
+        if not flags or not r.name.endswith("aws-lb-controller") or "Release" not in r.type:
+            return r
+        return dataclasses.replace(r, inputs={**r.inputs, "values": {**r.inputs["values"], **flags}})
+
+    return mutated(rendered(STACK), set_flags, extra=extra)
+
+
+def _missing(result: RenderResult) -> list[str]:
+    found = rule(result, LB_PERMISSIONS)
+    assert len(found) <= 1, found
+    return [a for a in ALB_ACTIONS if found and a in found[0].message]
+
+
+NO_WAF = {"enableWaf": False, "enableWafv2": False, "enableShield": False}
+
+
+def test_an_alb_ingress_with_a_host_rule_needs_rules_and_the_per_alb_reads_the_nlb_role_lacks() -> None:
+    assert _missing(_with(_ingress())) == ALB_ACTIONS
+
+
+def test_an_alb_ingress_by_annotation_without_rules_needs_only_the_per_alb_reads() -> None:
+    assert _missing(_with(_ingress(rules=False, by_annotation=True))) == ALB_ACTIONS[3:]
+
+
+def test_with_waf_and_shield_turned_off_only_the_rule_actions_are_needed() -> None:
+    assert _missing(_with(_ingress(), flags=NO_WAF)) == ALB_ACTIONS[:3]
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        lambda: _with(_ingress(), grant=ALB_ACTIONS),
+        lambda: _with(_ingress(), grant=["elasticloadbalancing:*Rule", "waf*:GetWebACLForResource", "shield:Get*"]),
+        lambda: _with(_ingress(rules=False), flags=NO_WAF),
+        lambda: _with(_ingress(klass="nginx")),  # another controller's Ingress
+        lambda: rendered(STACK),
+    ],
+)
+def test_a_controller_role_that_allows_what_its_albs_need_is_not_flagged(result: Callable[[], RenderResult]) -> None:
+    assert not rule(result(), LB_PERMISSIONS)
