@@ -74,6 +74,12 @@ AWS_MANAGED_POLICIES = DataFile(
     "aws_managed_policies.json",
     "the iam-name-exists rule holds every managed policy ARN the program attaches to the policies AWS publishes",
 )
+LB_CONTROLLER_IAM = DataFile(
+    "tokenplane.proof.deployability",
+    "lb_controller_iam.json",
+    "the controller-permissions rule holds the AWS Load Balancer Controller's role to the actions it calls for an "
+    "ALB Ingress (its published iam_policy.json)",
+)
 FINOPS_MIGRATIONS = (
     DataFile(
         "tokenplane.serving.finops.migrations",
@@ -182,5 +188,6 @@ DATA_FILES = (
     EXPORTERS,
     IAM_ACTIONS,
     AWS_MANAGED_POLICIES,
+    LB_CONTROLLER_IAM,
     *FINOPS_MIGRATIONS,
 )

@@ -11,6 +11,9 @@ Two images are the program's own knowledge, and only those are judged (any other
   routes are those of the pinned release's API server (``vllm/entrypoints``: the ``/health``, ``/ping``,
   ``/load``, ``/version``, ``/v1/models`` routers, the ``/metrics`` mount and FastAPI's docs), counting the ones
   only some flags or env serve, so that a path is reported only when no configuration serves it.
+
+For a few well-known third-party images the program also knows where their process writes (``WRITES``), so that a
+read-only root filesystem can be judged; for any other image that check stays silent too.
 """
 
 from __future__ import annotations
@@ -156,3 +159,46 @@ def path_served(path: str, routes: tuple[str, ...]) -> bool:
     bare = path.split("?", 1)[0] or "/"
     candidates = {bare, bare.rstrip("/") or "/"}
     return any(_pattern(route).match(candidate) for route in routes for candidate in candidates)
+
+
+# Directories a well-known third-party image's default process writes to at start, by repository (the registry and
+# tag dropped), from each image's documentation:
+# - the official ``nginx`` image: its nginx.conf keeps the pid at /var/run/nginx.pid and the client/proxy/fastcgi
+#   temp directories under /var/cache/nginx; its docs ("Running nginx in read-only mode",
+#   https://hub.docker.com/_/nginx) mount a volume at /var/cache/nginx and /var/run for ``--read-only``.
+# - ``nginxinc/nginx-unprivileged`` (also ``nginx/nginx-unprivileged`` on ECR Public): "The default NGINX PID has
+#   been moved from /var/run/nginx.pid to /tmp/nginx.pid" and "Change *_temp_path variables to /tmp/*"
+#   (https://github.com/nginxinc/docker-nginx-unprivileged#readme); nginx exits at start with
+#   ``[emerg] mkdir() "/tmp/client_temp" failed (30: Read-only file system)`` when /tmp is not writable.
+# /var/run is a link to /run in both images' bases (Debian and Alpine), so a volume at either serves it.
+_NGINX_OFFICIAL = ("/var/cache/nginx", "/var/run")
+_NGINX_UNPRIVILEGED = ("/tmp",)
+WRITES: dict[str, tuple[str, ...]] = {
+    "nginx": _NGINX_OFFICIAL,
+    "library/nginx": _NGINX_OFFICIAL,
+    "nginxinc/nginx-unprivileged": _NGINX_UNPRIVILEGED,
+    "nginx/nginx-unprivileged": _NGINX_UNPRIVILEGED,
+}
+ALIASES = {"/var/run": "/run"}
+# Files whose replacement (a volume mounted at them or above them) moves where the image writes: then not judged.
+CONFIGS: dict[tuple[str, ...], tuple[str, ...]] = {
+    _NGINX_OFFICIAL: ("/etc/nginx/nginx.conf",),
+    _NGINX_UNPRIVILEGED: ("/etc/nginx/nginx.conf",),
+}
+# Registries whose host is dropped before the repository is looked up (Docker Hub's names, ECR Public, GHCR).
+_PUBLIC_REGISTRIES = ("docker.io", "index.docker.io", "registry-1.docker.io", "public.ecr.aws", "ghcr.io")
+
+
+def repository(image: str) -> str:
+    """``image`` without its tag, digest and public registry host (``docker.io/library/nginx:1.27`` -> ``library/nginx``)."""
+    path = image.split("@", 1)[0]
+    last_colon, last_slash = path.rfind(":"), path.rfind("/")
+    if last_colon > last_slash:
+        path = path[:last_colon]
+    host, slash, rest = path.partition("/")
+    return rest if slash and host in _PUBLIC_REGISTRIES else path
+
+
+def writes(image: str) -> tuple[str, ...] | None:
+    """The directories ``image``'s default process writes to, or None where the program does not know them."""
+    return WRITES.get(repository(image))

@@ -1,0 +1,109 @@
+"""An IAM statement's Resource can match the resource it names: an ARN that no resource can ever have grants nothing.
+
+IAM matches a request's resource ARN against each Resource of an Allow statement, character by character (``*`` and
+``?`` are the only wildcards: IAM User Guide, "IAM JSON policy elements: Resource"). An ARN that the resource can
+never have makes the statement allow nothing, and the call is denied ("no identity-based policy allows the ...
+action") although the policy seems to grant it. Three ways a rendered ARN can never match:
+
+- a Secrets Manager secret's ARN ends in its name, a hyphen and six random characters
+  (``...:secret:acme/webhook-AbCdEf``); a Resource naming the secret without them (and without a ``*`` or
+  ``-??????`` wildcard) matches no secret (Secrets Manager User Guide, "Permissions policy examples": "Secrets
+  Manager appends a hyphen and six random characters to the secret name at the end of the ARN ... use a wildcard";
+  "Resources": ``arn:${Partition}:secretsmanager:${Region}:${Account}:secret:${SecretId}``). Judged when the name
+  part has no wildcard and no policy variable and does not already end in ``-`` and six letters or digits;
+- an ARN whose partition is not its region's (``arn:aws:...:cn-north-1:...``; China regions are ``aws-cn``,
+  GovCloud ``aws-us-gov``: AWS General Reference, "Amazon Resource Names");
+- an ARN naming one of the program's own resources (its name or ID, same service) in another region or account
+  than the one the program creates it in.
+
+Read from every policy document the graph holds (``iam_s3``'s sources); NotResource and Deny statements are not
+judged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.iam_policy import statements
+from tokenplane.proof.deployability.iam_s3 import _documents, _list
+from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, physical_id
+
+RULE = "iam-resource-matches"
+_ARN = re.compile(r"^arn:(?P<partition>[^:]*):(?P<service>[^:]*):(?P<region>[^:]*):(?P<account>[^:]*):(?P<rest>.+)$")
+_SECRET_SUFFIX = re.compile(r"-[A-Za-z0-9]{6}$")
+_WILD = re.compile(r"[*?]|\$\{")
+
+
+def partition(region: str) -> str:
+    """The partition a region is in (AWS General Reference: ``aws-cn`` for China, ``aws-us-gov`` for GovCloud)."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def never_matches(graph: Graph, arn: str) -> str | None:
+    """Why ``arn`` can match no resource (a sentence), or None when it can (or is not an ARN the rule judges)."""
+    parsed = _ARN.match(arn)
+    if parsed is None:
+        return None
+    part, service, region, account, rest = parsed.group("partition", "service", "region", "account", "rest")
+    if region and not _WILD.search(region) and not _WILD.search(part) and part != partition(region):
+        return f"region {region} is in partition {partition(region)}, not {part}"
+    if service == "secretsmanager" and rest.startswith("secret:"):
+        name = rest.removeprefix("secret:")
+        if not _WILD.search(name) and not _SECRET_SUFFIX.search(name):
+            return (
+                f"a secret's ARN ends in its name, a hyphen and six random characters ({arn}-AbCdEf); without them "
+                "(or a '-??????' wildcard) it names no secret"
+            )
+    if _WILD.search(rest):
+        return None
+    own = _own(graph, service, rest)
+    if not own:
+        return None
+    clouds = {graph.cloud_region(r.region) for r in own}
+    if region and not _WILD.search(region) and None not in clouds and region not in clouds:
+        return (
+            f"it names {own[0].name}, which the program creates in {', '.join(sorted(map(str, clouds)))}, in {region}"
+        )
+    if account and not _WILD.search(account) and account != ACCOUNT_ID:
+        return f"it names {own[0].name}, which the program creates in the deploying account, in account {account}"
+    return None
+
+
+def _own(graph: Graph, service: str, rest: str) -> list[RenderedResource]:
+    """The program's resources of ``service`` that the ARN's resource part names by its last segment (a name or
+    an ID)."""
+    last = re.split(r"[/:]", rest)[-1]
+    return [
+        r
+        for r in graph.resources
+        if r.custom
+        and r.type.startswith(f"aws:{service}/")
+        and (r.inputs.get("name") == last or physical_id(r.type, r.name) in (last, f"{last}-id"))
+    ]
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for resource, document in _documents(graph):
+        for statement in statements(document):
+            if statement.get("Effect") != "Allow" or "Resource" not in statement:
+                continue
+            for arn in _list(statement["Resource"]):
+                why = never_matches(graph, arn) if isinstance(arn, str) else None
+                if why is None:
+                    continue
+                actions = ", ".join(str(a) for a in _list(statement.get("Action")))
+                yield Finding(
+                    RULE,
+                    resource.urn,
+                    f"{resource.name} allows {actions or 'its actions'} on {arn}, an ARN no resource can have: "
+                    f"{why}; the grant matches nothing and the call is denied (AccessDenied)",
+                    "write the ARN the resource really has: take it from the resource's arn output, or end a "
+                    "secret's name in '-*' (IAM User Guide, 'IAM JSON policy elements: Resource')",
+                )
