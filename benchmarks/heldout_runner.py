@@ -45,6 +45,11 @@ class HeldOutSet:
     here: Path  # the set's folder: cases.yaml, the cases, the results files
     number: int
     judgement: dict[str, tuple[bool, str]]  # case id -> (right reason?, why), written after reading the messages
+    # A later run (``--label``) read on its own: its entries replace ``judgement``'s for that run's results only.
+    by_label: dict[str, dict[str, tuple[bool, str]]] = field(default_factory=dict)
+
+    def reading(self, label: str | None) -> dict[str, tuple[bool, str]]:
+        return {**self.judgement, **self.by_label.get(label or "", {})}
 
 
 @dataclass
@@ -103,7 +108,9 @@ def normalise(message: str, case_path: str, baseline: str) -> str:
     return message.replace(case_path, baseline)
 
 
-def evaluate(held: HeldOutSet, case: dict[str, Any], outcome: Outcome, baseline: Outcome) -> CaseResult:
+def evaluate(
+    held: HeldOutSet, case: dict[str, Any], outcome: Outcome, baseline: Outcome, label: str | None = None
+) -> CaseResult:
     rel = f"{held.here.relative_to(ROOT)}/{case['path']}"
     seen = {(f.policy, f.message) for f in baseline.findings}
     new = [f for f in outcome.findings if (f.policy, normalise(f.message, rel, case["baseline"])) not in seen]
@@ -120,8 +127,9 @@ def evaluate(held: HeldOutSet, case: dict[str, Any], outcome: Outcome, baseline:
     )
     blocking = [f for f in relevant if f.enforcement == "mandatory"]
     result.flagged = outcome.load_error is not None or (outcome.rc != 0 and bool(blocking))
-    if not result.correct and case["id"] in held.judgement:
-        right, why = held.judgement[case["id"]]
+    judgement = held.reading(label)
+    if not result.correct and case["id"] in judgement:
+        right, why = judgement[case["id"]]
         result.right_reason, result.judgement = result.flagged and right, why
     elif result.correct:
         result.judgement = "false positive" if result.flagged else "clean"
@@ -179,8 +187,8 @@ def rejudge(held: HeldOutSet, label: str | None) -> None:
     stem = f"results-{label}" if label else "results"
     results = [CaseResult(**r) for r in json.loads((held.here / f"{stem}.json").read_text())]
     for result in results:
-        if not result.correct and result.id in held.judgement:
-            right, why = held.judgement[result.id]
+        if not result.correct and result.id in held.reading(label):
+            right, why = held.reading(label)[result.id]
             result.right_reason, result.judgement = result.flagged and right, why
     write(held, results, label)
 
@@ -214,7 +222,9 @@ def main(held: HeldOutSet) -> None:
         if outcome.load_error or outcome.rc != 0:
             # Still comparable (only new findings count), but say so: a failing baseline hides nothing new.
             print(f"note: baseline {path} ({kind}) exits {outcome.rc} {outcome.load_error or ''}", file=sys.stderr)
-    results = [evaluate(held, c, o, base[(c["kind"], c["baseline"])]) for c, o in zip(cases, outcomes, strict=True)]
+    results = [
+        evaluate(held, c, o, base[(c["kind"], c["baseline"])], args.label) for c, o in zip(cases, outcomes, strict=True)
+    ]
     if args.only:
         print(table(held, results))
         return

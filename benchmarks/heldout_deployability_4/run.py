@@ -54,6 +54,40 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     "kafka_without_topics": (False, "missed: MSK with no topics while auto-creation is off"),
 }
 
+# The run after fixes written with the set in view (results-after-fixes.md): the lead's reading of its messages.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "s3_notification_before_queue_policy": (
+        True,
+        "first-run-order: the notification does not wait for the QueuePolicy that lets S3 send",
+    ),
+    "nodegroup_sg_without_egress": (
+        True,
+        "nodes-join: the launch template's groups replace the cluster group and let nothing out on 443",
+    ),
+    "gpu_smoke_job_without_toleration": (
+        True,
+        "node-capacity: the Job tolerates no nvidia.com/gpu taint and lands on no node group",
+    ),
+    "status_page_read_only_root_without_tmp": (
+        True,
+        "read-only-root: nginx-unprivileged writes /tmp, no writable volume is mounted there",
+    ),
+    "hpa_pods_metric_without_adapter": (True, "platform-contract: no adapter serves custom.metrics.k8s.io"),
+    "grafana_alb_ingress_without_controller_permissions": (
+        True,
+        "controller-permissions: the controller's role lacks CreateRule and the WAF/Shield reads",
+    ),
+    "private_nacl_drops_return_traffic": (
+        True,
+        "nodes-join: the node subnets' ACL refuses the replies of the nodes' HTTPS on 32768-60999",
+    ),
+    "secret_arn_without_random_suffix": (
+        True,
+        "iam-resource-matches: a secret ARN without its six random characters matches nothing",
+    ),
+    "kafka_without_topics": (True, "platform-contract: the gateways' topics are not created, auto-create is off"),
+}
+
 
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 4, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 4, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
