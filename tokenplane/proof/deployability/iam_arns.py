@@ -27,8 +27,8 @@ from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.iam_policy import statements
-from tokenplane.proof.deployability.iam_s3 import _documents, _list
+from tokenplane.proof.deployability.iam_policy import policy_documents, statements
+from tokenplane.proof.deployability.iam_s3 import _list
 from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, physical_id
 
 RULE = "iam-resource-matches"
@@ -90,7 +90,7 @@ def _own(graph: Graph, service: str, rest: str) -> list[RenderedResource]:
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    for resource, document in _documents(graph):
+    for resource, document in policy_documents(graph):
         for statement in statements(document):
             if statement.get("Effect") != "Allow" or "Resource" not in statement:
                 continue

@@ -27,14 +27,11 @@ import fnmatch
 import functools
 import json
 from collections.abc import Iterator
-from typing import Any
 
 from tokenplane import package_data
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, statements
-from tokenplane.proof.deployability.iam_s3 import POLICY_INPUTS
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, policy_documents, statements
 
 RULE = "iam-name-exists"
 POLICY_ARN_INPUTS = {
@@ -104,16 +101,6 @@ def _policy_arns(graph: Graph) -> Iterator[Finding]:
                 )
 
 
-def _documents(graph: Graph) -> Iterator[tuple[RenderedResource, Any]]:
-    for typ, key in POLICY_INPUTS.items():
-        for resource in graph.of_type(typ):
-            yield resource, resource.inputs.get(key)
-    for role in graph.of_type("aws:iam/role:Role"):
-        for inline in role.inputs.get("inlinePolicies") or []:
-            if isinstance(inline, dict):
-                yield role, inline.get("policy")
-
-
 def unknown_action(action: str) -> str | None:
     """Why ``action`` grants nothing (a did-you-mean), or None when it is real or its service is not in the table."""
     service, sep, name = action.partition(":")
@@ -133,7 +120,7 @@ def unknown_action(action: str) -> str | None:
 
 
 def _actions(graph: Graph) -> Iterator[Finding]:
-    for resource, document in _documents(graph):
+    for resource, document in policy_documents(graph):
         for statement in statements(document):
             if statement.get("Effect") != "Allow" or "Action" not in statement:
                 continue  # a Deny or NotAction with a misspelled name is a different defect: not judged here

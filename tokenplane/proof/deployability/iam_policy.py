@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.graph import Graph
@@ -118,3 +119,23 @@ def trusts(role: RenderedResource, service: str) -> bool | None:
         if service in (services if isinstance(services, list) else [services]):
             return True
     return False
+
+
+# Where each resource type reads its policy documents.
+POLICY_INPUTS = {
+    "aws:iam/rolePolicy:RolePolicy": "policy",
+    "aws:iam/policy:Policy": "policy",
+    "aws:iam/userPolicy:UserPolicy": "policy",
+    "aws:s3/bucketPolicy:BucketPolicy": "policy",
+}
+
+
+def policy_documents(graph: Graph) -> Iterator[tuple[RenderedResource, Any]]:
+    """Every policy document the program writes, with the resource that holds it (inline role policies too)."""
+    for typ, key in POLICY_INPUTS.items():
+        for resource in graph.of_type(typ):
+            yield resource, resource.inputs.get(key)
+    for role in graph.of_type("aws:iam/role:Role"):
+        for inline in role.inputs.get("inlinePolicies") or []:
+            if isinstance(inline, dict):
+                yield role, inline.get("policy")

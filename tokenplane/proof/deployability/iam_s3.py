@@ -24,8 +24,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.iam_policy import statements
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.deployability.iam_policy import policy_documents, statements
 
 RULE = "iam-resource-type"
 S3_ARN = "arn:aws:s3:::"
@@ -111,17 +110,10 @@ BUCKET_ACTIONS = frozenset(
         "PutReplicationConfiguration",
     }
 )
-# Where each resource type reads its policy documents.
-POLICY_INPUTS = {
-    "aws:iam/rolePolicy:RolePolicy": "policy",
-    "aws:iam/policy:Policy": "policy",
-    "aws:iam/userPolicy:UserPolicy": "policy",
-    "aws:s3/bucketPolicy:BucketPolicy": "policy",
-}
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    for resource, document in _documents(graph):
+    for resource, document in policy_documents(graph):
         for statement in statements(document):
             if statement.get("Effect") != "Allow" or "Action" not in statement or "Resource" not in statement:
                 continue
@@ -144,16 +136,6 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"grant {action} on {shape} (AWS Service Authorization Reference, Amazon S3: resource type "
                     f"{needs})",
                 )
-
-
-def _documents(graph: Graph) -> Iterator[tuple[RenderedResource, Any]]:
-    for typ, key in POLICY_INPUTS.items():
-        for resource in graph.of_type(typ):
-            yield resource, resource.inputs.get(key)
-    for role in graph.of_type("aws:iam/role:Role"):
-        for inline in role.inputs.get("inlinePolicies") or []:
-            if isinstance(inline, dict):
-                yield role, inline.get("policy")
 
 
 def _list(value: Any) -> list[Any]:
