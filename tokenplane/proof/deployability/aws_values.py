@@ -42,6 +42,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.record_names import zone_of
 from tokenplane.proof.render import RenderedResource
 
 RULE = "aws-api-values"
@@ -306,9 +307,8 @@ def _lifecycle(lifecycle: RenderedResource) -> Iterator[Finding]:
 
 
 def _zone_domain(graph: Graph, record: RenderedResource) -> str | None:
-    zones = [graph.by_urn[u] for u in record.property_dependencies.get("zoneId") or [] if u in graph.by_urn]
-    names = [z.inputs.get("name") for z in zones if z.type == ZONE]
-    return str(names[0]).rstrip(".").lower() if names and isinstance(names[0], str) else None
+    zone = zone_of(graph, record)
+    return None if zone is None else str(zone.inputs["name"]).rstrip(".").lower()
 
 
 def _record(graph: Graph, record: RenderedResource) -> Iterator[Finding]:

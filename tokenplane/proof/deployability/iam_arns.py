@@ -27,8 +27,7 @@ from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.iam_policy import policy_documents, statements
-from tokenplane.proof.deployability.iam_s3 import _list
+from tokenplane.proof.deployability.iam_policy import as_list, policy_documents, statements
 from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, physical_id
 
 RULE = "iam-resource-matches"
@@ -94,11 +93,11 @@ def check(graph: Graph) -> Iterator[Finding]:
         for statement in statements(document):
             if statement.get("Effect") != "Allow" or "Resource" not in statement:
                 continue
-            for arn in _list(statement["Resource"]):
+            for arn in as_list(statement["Resource"]):
                 why = never_matches(graph, arn) if isinstance(arn, str) else None
                 if why is None:
                     continue
-                actions = ", ".join(str(a) for a in _list(statement.get("Action")))
+                actions = ", ".join(str(a) for a in as_list(statement.get("Action")))
                 yield Finding(
                     RULE,
                     resource.urn,

@@ -139,3 +139,10 @@ def policy_documents(graph: Graph) -> Iterator[tuple[RenderedResource, Any]]:
         for inline in role.inputs.get("inlinePolicies") or []:
             if isinstance(inline, dict):
                 yield role, inline.get("policy")
+
+
+def as_list(value: Any) -> list[Any]:
+    """A policy field that IAM takes as one value or a list of them (Action, Resource), as a list."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]

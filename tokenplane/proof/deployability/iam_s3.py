@@ -20,11 +20,10 @@ policies.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.iam_policy import policy_documents, statements
+from tokenplane.proof.deployability.iam_policy import as_list, policy_documents, statements
 
 RULE = "iam-resource-type"
 S3_ARN = "arn:aws:s3:::"
@@ -117,15 +116,15 @@ def check(graph: Graph) -> Iterator[Finding]:
         for statement in statements(document):
             if statement.get("Effect") != "Allow" or "Action" not in statement or "Resource" not in statement:
                 continue
-            kinds = {_kind(str(r)) for r in _list(statement["Resource"])}
-            for action in _list(statement["Action"]):
+            kinds = {_kind(str(r)) for r in as_list(statement["Resource"])}
+            for action in as_list(statement["Action"]):
                 service, _, name = str(action).partition(":")
                 if service.lower() != "s3":
                     continue
                 needs = "object" if name in OBJECT_ACTIONS else "bucket" if name in BUCKET_ACTIONS else None
                 if needs is None or needs in kinds or "any" in kinds:
                     continue
-                resources = ", ".join(str(r) for r in _list(statement["Resource"]))
+                resources = ", ".join(str(r) for r in as_list(statement["Resource"]))
                 shape = "arn:aws:s3:::BUCKET/* (or a key prefix)" if needs == "object" else "arn:aws:s3:::BUCKET"
                 yield Finding(
                     RULE,
@@ -136,12 +135,6 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"grant {action} on {shape} (AWS Service Authorization Reference, Amazon S3: resource type "
                     f"{needs})",
                 )
-
-
-def _list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return value if isinstance(value, list) else [value]
 
 
 def _kind(resource: str) -> str:

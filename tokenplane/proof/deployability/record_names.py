@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.render import RenderedResource
 
 RULE = "record-in-zone"
 RECORD = "aws:route53/record:Record"
@@ -25,10 +26,15 @@ def _fqdn(name: str) -> str:
     return name.strip().rstrip(".").lower()
 
 
+def zone_of(graph: Graph, record: RenderedResource) -> RenderedResource | None:
+    """The program's hosted zone a record goes into, when its domain is known at render time."""
+    zones = [graph.by_urn[u] for u in record.property_dependencies.get("zoneId") or [] if u in graph.by_urn]
+    return next((z for z in zones if z.type == ZONE and isinstance(z.inputs.get("name"), str)), None)
+
+
 def check(graph: Graph) -> Iterator[Finding]:
     for record in graph.of_type(RECORD):
-        zones = [graph.by_urn[u] for u in record.property_dependencies.get("zoneId") or [] if u in graph.by_urn]
-        zone = next((z for z in zones if z.type == ZONE and isinstance(z.inputs.get("name"), str)), None)
+        zone = zone_of(graph, record)
         name = record.inputs.get("name")
         if zone is None or not isinstance(name, str):
             continue
