@@ -193,6 +193,14 @@ def rejudge(held: HeldOutSet, label: str | None) -> None:
     write(held, results, label)
 
 
+def normalised(case: dict[str, Any]) -> dict[str, Any]:
+    """A case in either spelling: set 4's ``kind: program`` with ``correct: true``, or set 5's ``kind: defect`` /
+    ``kind: correct`` (both programs)."""
+    if case["kind"] in ("defect", "correct"):
+        return {**case, "kind": "program", "correct": case["kind"] == "correct"}
+    return case
+
+
 def main(held: HeldOutSet) -> None:
     parser = argparse.ArgumentParser(description=f"Run held-out deployability set {held.number} against this tree.")
     parser.add_argument("--jobs", type=int, default=2)
@@ -211,7 +219,7 @@ def main(held: HeldOutSet) -> None:
     if args.rejudge:
         rejudge(held, args.label)
         return
-    cases: list[dict[str, Any]] = yaml.safe_load((held.here / "cases.yaml").read_text())["cases"]
+    cases = [normalised(c) for c in yaml.safe_load((held.here / "cases.yaml").read_text())["cases"]]
     if args.only:
         cases = [c for c in cases if c["id"] in args.only]
     baselines = sorted({(("spec" if c["kind"] == "spec" else "program"), c["baseline"]) for c in cases})
