@@ -18,6 +18,7 @@ from tests.paths import REPO_ROOT
 from tokenplane.commands.cli import app
 from tokenplane.load import load_spec, load_spec_text
 from tokenplane.model import planner as planner_module
+from tokenplane.model import pool_performance
 from tokenplane.model.planner import Plan, plan
 from tokenplane.model.pool_performance import CHAINS, READ_ARRIVALS, ReplicaPerformance, class_mix
 from tokenplane.model.scheduling import priority_levels, serves_several_levels
@@ -30,15 +31,15 @@ from tokenplane.spec import PlatformSpec, Pool, WorkloadClass
 ROOT = REPO_ROOT
 SPECS = sorted((ROOT / "stacks").glob("*.yaml")) + sorted((ROOT / "examples").rglob("*.tokenplane.yaml"))
 # The simulator's own spread from seed to seed (six seeds): its saturated mu within 1% (sd 0.2-0.7%), a class's
-# TTFT P95 over ~10,000 judged requests within 1-1.5% (byteion's long-context pools: sd 1.4% and 0.2%). The
-# planner agrees within 3% on every pool and class of the example specs, so AGREEMENT (10%) leaves room for
-# the other issue-15 work on the latency terms, not for the noise.
-# About three of the simulator's P95 spreads from seed to seed (4%) when the server's per-request term was off;
-# with it on (issue 28 item 3) byteion's eu-west medium-rag class A is -5.2%: the term follows the batch, which the
-# simulator's heavy-prefill stretches widen together with the queue, and the planner's chains widen the batch
-# for such a stretch but draw their queue apart from it (BENCHMARKS.md, plan_agreement). Loosened to 6% for that
-# known gap, not for noise.
-MIXED_AGREEMENT = 0.06
+# TTFT P95 over ~10,000 judged requests within 1-1.5% (byteion's long-context pools: sd 1.4% and 0.2%). AGREEMENT
+# is issue 28's 5%: the planner's worst class over eight simulator seeds is byteion's us-east long-context class C
+# (-1.4% to -4.7%, mean -3.6%); every other class and pool is within 2.5%.
+# Issue 28's target. With the server's per-request term on (issue 28 item 3) byteion's eu-west medium-rag class A
+# was -5.2% while the planner priced the term on the batch a request found: the engine prices it on the batch of
+# the iteration that finishes the prompt, which every prompt that queued ahead has joined by then. Priced there
+# (``pool_performance.first_token_batch``), every mixed class of the stacks is within 2.5% on three simulator seeds
+# (BENCHMARKS.md, plan_agreement).
+MIXED_AGREEMENT = 0.05
 
 Checked = tuple[str, Plan, Verification]
 
@@ -377,3 +378,48 @@ def test_the_server_term_off_on_one_side_only_shows_as_disagreement(side: str, m
     [pool] = verify(spec, plan(spec)).pools
     [cls] = pool.classes
     assert cls.agreement is not None and abs(cls.agreement) > SERVER_TERM_AGREEMENT, cls.agreement
+
+
+# The server's per-request term is most of a short class's TTFT on byteion's busy pools (~85 ms of eu-west
+# medium-rag class A's ~310 ms P95). Its part of the P95 (the term on less the term off, the same plan and seed on
+# each side) measured: the simulator 85.9 and 90.8 ms (classes A and B), the planner 84.3 and 86.7 ms; priced on
+# the batch a request found (the defect put back), 77.3 and 81.0 ms (-10%, -11%).
+SERVER_PART_AGREEMENT = 0.07
+
+
+def _server_part(spec: PlatformSpec, planned: Plan, region: str, pool_name: str) -> dict[str, tuple[float, float]]:
+    """Each class's TTFT P95 the server term adds, (planner, simulator), at the planned count: on less off."""
+    key = (region, pool_name)
+    [on] = verify(spec, planned, only={key}).pools
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(verify_module, "timing", _no_server_term)
+        [off] = verify(spec, planned, only={key}).pools
+    [pp] = [p for p in planned.pools if (p.region, p.name) == key]
+    pool = spec.pool(pool_name)
+    perf = pool_performance.for_pool(
+        spec, region, pool, route(spec).loads[key].per_class, pool_timing=_no_server_term(spec, pool)
+    )
+    assert perf is not None
+    n = pp.replicas_needed
+    planner_off = perf.health(pp.arrival_rps / n, replicas=n).classes
+    parts = {}
+    for c_on, c_off in zip(on.classes, off.classes, strict=True):
+        assert c_on.ttft_p95_ms is not None and c_off.ttft_p95_ms is not None
+        planner = c_on.planned_ttft_p95_ms - planner_off[c_on.name].ttft_p95_s * 1000
+        parts[c_on.name] = (planner, c_on.ttft_p95_ms - c_off.ttft_p95_ms)
+    return parts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("defect", [False, True], ids=["first-token-batch", "batch-as-found"])
+def test_the_server_term_follows_the_batch_a_queue_grew(defect: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if defect:
+        monkeypatch.setattr(pool_performance, "first_token_batch", lambda found, joined, ended: found)
+    spec = load_spec(ROOT / "stacks" / "byteion.yaml")
+    parts = _server_part(spec, plan(spec), "eu-west", "medium-rag")
+    apart = {name: planner / sim - 1 for name, (planner, sim) in parts.items()}
+    assert set(apart) == {"A", "B"}
+    if defect:
+        assert all(gap < -SERVER_PART_AGREEMENT for gap in apart.values()), apart
+    else:
+        assert all(abs(gap) <= SERVER_PART_AGREEMENT for gap in apart.values()), apart

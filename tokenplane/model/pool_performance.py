@@ -33,8 +33,11 @@ per-step latency model says, both sides price the same steps:
   that finishes its own prompt, shared with what arrived after it and fits. A class
   sent at several levels is a mixture of their TTFTs. Each chain holds its own
   batch and KV level from the batch's M/G/inf spread, since the batch moves on the
-  scale of a request's life and the queue on the scale of iterations. Attainment is
-  the share of a class's requests whose TTFT is within its P95 SLO.
+  scale of a request's life and the queue on the scale of iterations. The server's
+  per-request term is priced on the batch of the iteration that finishes the prompt:
+  the chain's batch, joined by the prompts prefilled before it, less the lives ended
+  meanwhile (``first_token_batch``). Attainment is the share of a class's requests
+  whose TTFT is within its P95 SLO.
 
 - **Preemption at saturation.** Where the KV cache binds, a saturated replica admits
   greedily and preempts what its batch outgrows (``tokenplane.model.preemption``); the
@@ -77,7 +80,8 @@ LEVELS = 4  # priority levels, critical first (``spec.Priority`` order)
 CHAINS = 256  # backlog chains run side by side: with READ_ARRIVALS, 8,192 arrivals' views per class and level
 WARMUP_ARRIVALS = 48  # arrivals before the chains are read: the backlog forgets its empty start in ~10-30
 READ_ARRIVALS = 32  # arrivals read per chain
-PROMPT_POINTS = 33  # quantile points a class's uniform prompt range is priced at
+PROMPT_POINTS = 129  # quantile points a class's uniform prompt range is priced at (at 33 the top one was the 98.5th
+# percentile: with attention's quadratic cost a long-context P95 lies up there, 0.9% short on byteion's us-east pool)
 SEED = 20_260_315  # fixed: a plan is a function of its spec
 FIXED_POINT_STEPS = 200
 SATURATION_STEPS = 40  # bisection steps for the saturated arrival rate (relative precision ~1e-12 of its bracket)
@@ -523,7 +527,10 @@ class ReplicaPerformance:
         residual = np.zeros(CHAINS)  # of the iteration in progress (0: the replica is idle), when the next one arrives
         queued = np.zeros(CHAINS)  # prompt tokens waiting for an iteration
         queued_s = np.zeros(CHAINS)  # and their prefill seconds
+        # Prompt tokens the iteration in progress finishes prefilling: they join the batch when it ends.
+        current = np.zeros(CHAINS)
         seen_r: list[F64] = []
+        seen_c: list[F64] = []
         seen_q: list[F64] = []
         seen_qs: list[F64] = []
         lengths: list[F64] = []
@@ -562,21 +569,27 @@ class ReplicaPerformance:
                     residual[live[stop]] = at_stop[stop]
                 else:  # an idle replica starts on the arrival
                     residual[live[stop]] = np.where(ends, length - left, 0.0)[stop]
+                current[live[stop]] = np.where(ends, done, 0.0)[stop]
                 more = ~stop
                 live, left, d_live, b_live = live[more], left[more] - length[more], d_live[more], b_live[more]
             if reading:
                 seen_r.append(residual.copy())
+                seen_c.append(current.copy())
                 seen_q.append(queued.copy())
                 seen_qs.append(queued_s.copy())
             pick = rng.integers(0, len(grid), CHAINS)
             queued = queued + grid[pick]
             queued_s = queued_s + grid_s[pick]
         r_s, q_s, qs_s = np.concatenate(seen_r), np.concatenate(seen_q), np.concatenate(seen_qs)
+        c_s = np.concatenate(seen_c)
         samples = len(r_s)
         reads = samples // CHAINS
         decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
         batch = np.tile(batch, reads)
         stalls = self._stall_states(op, samples, n)
+        # Lives ending per second in each chain: its batch over a life at its own decode step.
+        life_s = m.decode_iterations * op.iteration_s * decode / max(op.decode_s, 1e-12)
+        depart = batch / np.maximum(life_s, 1e-12)
         # Apart from the chains' stream, so that a pool whose cache never binds keeps its numbers exactly.
         stall_rng = np.random.default_rng(kv_stall.SEED + 1)
         out: dict[str, ClassLatency] = {}
@@ -585,9 +598,7 @@ class ReplicaPerformance:
             wait = np.zeros(samples)
             mass = 0.0
             met = 0.0  # the share within the SLO and not shed at the level's deadline
-            # The server's floor and its work for the requests decoding beside, per the chain's batch: the
-            # engines' own term (``PoolTiming.first_token_server_s``).
-            server = self.timing.first_token_server_s(batch)
+            server = np.zeros(samples)
             # A class sent at several priority levels is a mixture of their TTFTs: each sample takes one level's
             # (averaging the levels' samples instead would shrink the tail: a P95 5-7% short on dev's pools).
             active = [level for level, share in enumerate(c.levels) if share > 0]
@@ -618,6 +629,8 @@ class ReplicaPerformance:
                 rows = ahead + prefill[own] + np.minimum(rounds, waiting) * (budget - usable) + fill
                 spent = its * in_iteration((ahead_s + seconds[own] + jump_s + fill_s) / its, rows / its, batch)
                 elapsed = its * decode + spent
+                # Prompt tokens of others that finish before its last iteration (its own chunks fill the rest).
+                joined = c_s + np.minimum(ahead + np.minimum(rounds, waiting) * (budget - usable), rounds * budget)
                 if stalls is not None:  # the queue ahead and its own context must fit what the batch leaves
                     need = ahead * self._kv_per_prefill_token + prefill[own] / self.prefix_kept + 1 + WASTE_TOKENS
                     stall = stalls.stall_s(need)
@@ -625,16 +638,28 @@ class ReplicaPerformance:
                     # ahead of it at its level and above: their prefill, a budget an iteration, comes first.
                     built, built_s = _arrived(stall_rng, lam, stall, grid, grid_s, n)
                     elapsed = elapsed + stall + ahead_share * (built_s + np.ceil(built / budget) * decode)
+                    joined = joined + ahead_share * built
                 level_wait = r_s + elapsed - decode - seconds[own]
+                # The server's floor and its work for the requests decoding beside it: the engines' own term
+                # (``PoolTiming.first_token_server_s``), on the batch of the iteration that finishes its prompt.
+                # That is the chain's batch (as the request found it) grown by the prompts prefilled before that
+                # iteration, the one in progress and those ahead of it, and shrunk by the lives that ended
+                # meanwhile: a request that queues long sees the batch its queue has grown.
+                last = decode + spent / its
+                ended = np.maximum(r_s + elapsed - last, 0.0) * depart
+                # An encoder's prompts never decode: its batch stays empty.
+                at_first = first_token_batch(batch, joined / mean_tokens, ended) if decoding else batch
+                level_server = self.timing.first_token_server_s(at_first)
                 if chosen is None:
-                    ttft, wait = r_s + elapsed, level_wait
+                    ttft, wait, server = r_s + elapsed, level_wait, level_server
                 else:
                     mine = chosen == index
                     ttft[mine] = (r_s + elapsed)[mine]
                     wait[mine] = level_wait[mine]
+                    server[mine] = level_server[mine]
                 mass += share
                 if c.ttft_slo_s is not None:
-                    kept = (r_s + elapsed + server <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
+                    kept = (r_s + elapsed + level_server <= c.ttft_slo_s) & (level_wait <= c.max_wait_s[level])
                     met += share * float(kept.mean())
             ttft = ttft + server
             p50, p95, p99 = (float(x) for x in np.quantile(ttft, (0.5, 0.95, 0.99)))
@@ -700,6 +725,16 @@ class ReplicaPerformance:
             op.rps, replicas, op.decode_s, op.iteration_s, t.kv_tokens, WASTE_TOKENS, self.prefix_kept, t.prefill
         )
         return kv_stall.draw(shapes, replica, samples=samples, decode_s=self._decode_s_array)
+
+
+def first_token_batch(found: F64, joined: F64, ended: F64) -> F64:
+    """The batch decoding beside a first token: the one the request found, plus who joined, less who ended since.
+
+    The simulated engine adds the server's per-request work on the batch of the iteration that
+    finishes the prompt; a request that queued long sees the batch its queue grew (every prompt
+    ahead of it decodes by then), which widens the server term's tail together with the wait.
+    """
+    return np.maximum(found + joined - ended, 0.0)
 
 
 def _mixture(rng: np.random.Generator, shares: list[float], samples: int) -> npt.NDArray[np.int64]:

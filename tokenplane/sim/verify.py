@@ -58,7 +58,8 @@ SAMPLE_REPLICAS = 4  # at least
 MAX_SAMPLE_REPLICAS = 32  # and at most, for a pool whose rarest class is too quiet to judge JUDGED on four
 SATURATION_COMPLETIONS = 20_000  # a saturated replica runs until it has completed about this many (sd ~1% of mu)
 ARRIVAL_STEP_S = 1e-9  # the saturated queue's arrivals, in the order drawn: far below any iteration
-AGREEMENT = 0.10  # planner vs simulator, relative, on TTFT P95 and rho
+AGREEMENT = 0.05  # planner vs simulator, relative, on TTFT P95 and rho (issue 28's target)
+FEWER_SHARE = 0.10  # the count below the planned one that is also run: about this share fewer replicas
 SEED = 15
 
 
@@ -179,7 +180,7 @@ def _check_pool(spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], rng: np.r
                 shed=shed,
             )
         )
-    fewer = max(1, math.floor(n * (1 - AGREEMENT)))
+    fewer = max(1, math.floor(n * (1 - FEWER_SHARE)))
     fewer_met: bool | None = None
     if fewer < n:
         fewer_met = all(
