@@ -282,11 +282,13 @@ def test_admission_keeps_higher_levels_whole_and_trims_the_lowest() -> None:
     assert fractions[1, 0] == pytest.approx(0.7)  # batch gets 85 - 50 = 35 of its 50 req/s
 
 
-def test_the_balancer_fills_the_least_loaded_replicas_first() -> None:
-    quota = gateway.water_fill(np.array([10, 0, 4]), 8)
-    assert quota.sum() == 8
-    assert quota[0] == 0
-    assert quota[1] > quota[2]
+def test_the_balancer_deals_every_replica_every_nth_arrival_across_calls() -> None:
+    replicas = np.array([7, 3, 5])
+    first, turn = gateway.deal(replicas, 4, 0)
+    second, turn = gateway.deal(replicas, 5, turn)
+    dealt = np.concatenate([first, second])
+    assert dealt.tolist() == [7, 3, 5] * 3  # the rotation carries over from one call to the next
+    assert turn == 0
 
 
 def test_gateway_sheds_are_counted_and_never_served(dev_spec: PlatformSpec) -> None:

@@ -144,7 +144,7 @@ class Streams:
 class Replicas:
     """Each sampled replica's own arrivals: every n-th arrival of its pool, as the balancer deals them.
 
-    A least-request balancer over ``n`` evenly loaded replicas deals arrivals round-robin, so a
+    The balancer deals arrivals round-robin over ``n`` ready replicas (``gateway.deal``), so a
     replica sees every ``n``-th arrival of the pool: in the pool's operational time (the expected
     arrivals so far, ``Lambda(t)``) its gaps are Gamma(n, 1), not the Poisson gaps of random
     thinning, which would bunch arrivals on one replica and overstate its queueing. Each replica

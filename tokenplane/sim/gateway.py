@@ -1,4 +1,4 @@
-"""The gateway's part in the simulation: priority shedding, provider failover and least-request balancing.
+"""The gateway's part in the simulation: priority shedding, provider failover and balancing over replicas.
 
 Shedding follows ``queues.priorities``: a level is admitted only while the pool's
 utilization (its recent arrival rate over its ready replicas' service rate, from
@@ -6,6 +6,20 @@ the capacity model) stays under that level's ``shed_at_utilization``, counting
 every higher level first. So when a pool is overloaded the batch level goes
 first, then normal, then high; critical last. The rate is measured over the
 ``SHED_WINDOWS`` windows before the current one, as a real rate estimator lags.
+
+Balancing deals the admitted arrivals round-robin over the ready replicas (``deal``), so that each
+replica sees every n-th arrival of its pool: what the planner prices (``pool_performance``: gaps
+Gamma(n)), what ``plan --verify`` and the sampled fidelities feed their replicas
+(``arrivals.Replicas``). The request fidelity used to water-fill each autoscaler period's arrivals
+onto the replicas least loaded at the period's start: a count up to 15 s old, which no balancer
+reads (Envoy's least-request and the model gateway's balancer both decide per request on the
+current count). It herded a period's extra arrivals onto the replicas that were light when it
+began: byteion's eu-west/medium-rag class A met its TTFT SLO at 98.3% against 98.9% dealt
+round-robin, same requests on 32 replicas (two seeds), and the long-context pools' class C at
+94.5-97% against 99.9%. What TTFT pays is the regularity of each replica's arrivals: dealt at
+random the same pool meets 87.7%, and a per-request least-request on the current count (requests
+or tokens held, mostly running decodes, not the prefill a new request waits behind) 97.5% and
+89.6%; so the deployed gateway's own policy (``serving.modelgw.balancer``) is not what this models.
 """
 
 from __future__ import annotations
@@ -18,39 +32,20 @@ from tokenplane.model.admission import admit_fractions
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
-__all__ = ["admit_fractions", "interleave", "water_fill"]  # the shedding formula is the planner's too
+__all__ = ["admit_fractions", "deal"]  # the shedding formula is the planner's too
 
 SHED_WINDOW_S = 1.0  # the shedding decision is taken per window of arrivals
 SHED_WINDOWS = 5  # the rate is averaged over this many windows: 1 s alone is Poisson noise at tens of req/s
 
 
-def water_fill(load: I64, count: int) -> I64:
-    """How many of ``count`` new requests each replica gets so that the least loaded fill up first."""
-    n = len(load)
+def deal(replicas: I64, count: int, turn: int) -> tuple[I64, int]:
+    """The replica of each of ``count`` arrivals, in order, dealt round-robin from the rotation's ``turn``.
+
+    Returns the replicas and the turn the next arrival takes. A replica that became ready joins the
+    rotation with its next turn, as every other one (no catch-up burst onto it).
+    """
+    n = len(replicas)
     if n == 0 or count <= 0:
-        return np.zeros(n, dtype=np.int64)
-    order = np.argsort(load, kind="stable")
-    sorted_load = load[order].astype(np.float64)
-    # Level after filling the i+1 lightest replicas: (count + their load) / (i + 1); the answer is
-    # the last i whose own load is still under that level.
-    levels = (count + np.cumsum(sorted_load)) / np.arange(1, n + 1)
-    last = int(np.flatnonzero(sorted_load <= levels)[-1])
-    level = levels[last]
-    share = np.zeros(n)
-    share[order[: last + 1]] = level - sorted_load[: last + 1]
-    quota = np.floor(share).astype(np.int64)
-    rest = count - int(quota.sum())
-    if rest > 0:
-        quota[np.argsort(-(share - quota), kind="stable")[:rest]] += 1
-    return quota
-
-
-def interleave(replicas: I64, quota: I64) -> I64:
-    """A sequence in which each replica appears ``quota`` times, spread evenly (the order arrivals get)."""
-    repeated = np.repeat(replicas, quota)
-    if len(repeated) == 0:
-        return repeated
-    starts = np.repeat(np.cumsum(quota) - quota, quota)
-    rank = np.arange(len(repeated)) - starts
-    key = (rank + 0.5) / np.repeat(quota, quota)
-    return repeated[np.argsort(key, kind="stable")]
+        return np.zeros(0, dtype=np.int64), turn
+    dealt: I64 = replicas[(turn + np.arange(count)) % n]
+    return dealt, (turn + count) % n

@@ -3,8 +3,8 @@
 ``simulate(spec, SimConfig(...))`` walks time in autoscaler periods of
 ``EVALUATION_S``. Each period it draws that period's arrivals
 (``tokenplane.sim.arrivals``), the gateway sheds by priority and fails over to
-providers (``tokenplane.sim.gateway``), a least-request balancer queues the rest
-on the ready replicas, and every replica of every pool runs continuous batching
+providers (``tokenplane.sim.gateway``), the balancer deals the rest round-robin
+over the ready replicas, and every replica of every pool runs continuous batching
 iteration by iteration (``tokenplane.sim.engine``), timed by
 ``tokenplane.model.capacity`` only. At the end of the period each pool's autoscaler
 reads its signals and starts or drains replicas (``tokenplane.sim.autoscale``),
@@ -19,7 +19,7 @@ Three fidelities (``Fidelity``), stated in the output:
   gateway's shedding, the replica counts and the cost follow the whole pool and
   every arrival (counted, not drawn); only ``sample_replicas`` replicas per pool
   are simulated request by request, each fed every n-th arrival of its pool as
-  the least-request balancer deals them over ``n`` ready replicas
+  the round-robin balancer deals them over ``n`` ready replicas
   (``tokenplane.sim.arrivals.Replicas``), and each of their requests stands for
   ``n / sample_replicas`` in the latency and cost accounts.
 - ``aggregate``: sampled, and steady stretches replayed (``tokenplane.sim.stretches``):
@@ -28,10 +28,8 @@ Three fidelities (``Fidelity``), stated in the output:
   accounts scaled to their own arrivals, while the autoscaler runs on every one.
 
 A day at 10,000 RPS then costs what a few replicas per pool cost, for a fraction
-of its periods. What the sampled fidelities leave out: the
-  balancer's reaction to uneven load across the whole pool (the sampled replicas
-  get their turn whatever their load), and a draining replica's tail (it stops
-  costing one period after it is set draining).
+of its periods. What the sampled fidelities leave out: a draining replica's tail
+  (it stops costing one period after it is set draining).
 
 What is left out at every fidelity, on purpose: the gateway's own latency and the
 embedding call's latency are not added to a chat request's TTFT (embedding calls
@@ -445,13 +443,13 @@ def _trailing_rate(counts: I64, windows: I64) -> F64:
 def _gateway(
     run: _Run, setup: PoolSetup, reqs: Requests, slot_of: I64, counts: I64, t0: float, t1: float, share: float
 ) -> tuple[I64, I64]:
-    """Shed by priority at the gateway, then pick replicas, least-loaded first.
+    """Shed by priority at the gateway, then deal the rest round-robin over the ready replicas (``gateway.deal``).
 
     Returns the window's rows that go to the engine and the slot of each. Shed requests are
     accounted here; in sampled mode, requests beyond the share the sampled replicas get
     when more replicas become ready are dropped (their weight is carried by the others).
     """
-    engine, scaler = run.engine, setup.scaler
+    scaler = setup.scaler
     history = setup.recent
     seen = np.concatenate([history, counts], axis=1)
     setup.recent = seen[:, -gateway.SHED_WINDOWS :]
@@ -474,7 +472,6 @@ def _gateway(
         rids = rids[admitted]
     cuts = [t0, *scaler.ready_times(t0, t1), t1]
     times = reqs.arrival[rids]
-    assigned: dict[int, int] = {}
     rows: list[I64] = []
     slots: list[I64] = []
     for a, b in itertools.pairwise(cuts):
@@ -493,12 +490,9 @@ def _gateway(
             rows.append(part)
             slots.append(setup.slot0 + slot_of[part])
             continue
-        load = engine.outstanding(replicas) + np.array([assigned.get(r, 0) for r in replicas.tolist()], dtype=np.int64)
-        quota = gateway.water_fill(load, len(part))
-        for r, q in zip(replicas.tolist(), quota.tolist(), strict=True):
-            assigned[r] = assigned.get(r, 0) + q
+        dealt, setup.turn = gateway.deal(replicas, len(part), setup.turn)
         rows.append(part)
-        slots.append(gateway.interleave(replicas, quota))
+        slots.append(dealt)
     if not rows:
         return empty, empty
     return np.concatenate(rows), np.concatenate(slots)
