@@ -116,7 +116,7 @@ def test_a_capacity_plan_imports_no_render_serving_or_other_heavy_package(warm_c
 
 
 def test_a_plan_loads_numpy_with_one_blas_thread_and_leaves_the_environment_as_it_was(warm_cache: Path) -> None:
-    # OpenBLAS starts its threads as numpy loads it: a plan needs none of them (tokenplane/commands/blas_threads.py).
+    # OpenBLAS starts its threads as numpy loads it: a plan needs none of them (tokenplane/commands/process.py).
     blas = _capacity_plan(REPO_ROOT / "stacks" / "byteion.yaml", warm_cache)["blas"]
     assert blas == {"at_import": "1", "after": None}
 

@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 from tokenplane.commands.cli_options import FLAG, FormatOption, JsonFlag
 from tokenplane.commands.cli_options import fail as _fail
 from tokenplane.commands.cli_options import json_wanted as _json_wanted
+from tokenplane.commands.process import CommandLine
 
-app = typer.Typer(
+app = CommandLine(
     name="tokenplane",
     help="Size, stand up, serve and guard an LLM platform from one typed spec.",
     no_args_is_help=True,
@@ -104,7 +105,7 @@ def plan(
     The pool model's TTFT pricings are kept in $TOKENPLANE_CACHE_DIR (default ~/.cache/tokenplane; "off"
     turns it off): planning an unchanged pool again reads them back, the same numbers.
     """
-    from tokenplane.commands.blas_threads import import_numpy_with_one_blas_thread
+    from tokenplane.commands.process import import_numpy_with_one_blas_thread
 
     import_numpy_with_one_blas_thread()  # before the pool model imports it
     from tokenplane.commands.plan_report import plan_json, print_plan
