@@ -141,3 +141,26 @@ def test_every_commands_annotations_are_evaluated_not_strings() -> None:
         if isinstance(annotation, str)
     }
     assert not stringly, f"commands with string annotations (drop `from __future__ import annotations`): {stringly}"
+
+
+def test_the_spec_models_annotations_are_evaluated_not_strings() -> None:
+    # pydantic evaluates each field's annotation as it builds the model, on every import of the spec: a string
+    # (``from __future__ import annotations`` in tokenplane/spec.py or transformer.py) is compiled afresh each time.
+    from pydantic import BaseModel
+
+    from tokenplane import spec, transformer
+
+    models = [
+        m
+        for module in (spec, transformer)
+        for m in vars(module).values()
+        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == module.__name__
+    ]
+    assert len(models) > 20
+    stringly = {
+        f"{m.__name__}.{name}": annotation
+        for m in models
+        for name, annotation in vars(m).get("__annotations__", {}).items()
+        if isinstance(annotation, str)
+    }
+    assert not stringly, f"spec fields with string annotations (drop `from __future__ import annotations`): {stringly}"
