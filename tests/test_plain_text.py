@@ -112,3 +112,12 @@ def test_a_plan_printed_to_a_pipe_is_what_a_consoles_page_prints(monkeypatch: py
     plan_report.print_plan(result)  # tokenplane.plain_text's
     assert piped.getvalue() == console.file.getvalue()  # type: ignore[attr-defined]
     assert "plan ok" in piped.getvalue() or "violation(s)" in piped.getvalue()
+
+
+def test_a_pipe_that_cannot_write_utf8_is_left_to_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(Var.FORCE_COLOR, raising=False)
+    monkeypatch.delenv(Var.TTY_COMPATIBLE, raising=False)
+    monkeypatch.setattr("sys.stdout", io.TextIOWrapper(io.BytesIO(), encoding="ascii"))
+    assert plain_page_width(PIPE_WIDTH) is None  # rich says how to fix the encoding, as it did
+    monkeypatch.setattr("sys.stdout", io.TextIOWrapper(io.BytesIO(), encoding="utf-8"))
+    assert plain_page_width(PIPE_WIDTH) == PIPE_WIDTH

@@ -49,7 +49,8 @@ def plain_page_width(page_width: int) -> int | None:
     """``page_width`` if rich would print to stdout without colour (a pipe, a file), else None: rich's page.
 
     The same test as rich's ``Console`` for ``color_system="auto"``, on its safe side: its variables that
-    make a pipe a terminal (``FORCE_COLOR``, ``TTY_COMPATIBLE``), a notebook and Windows' consoles are rich's.
+    make a pipe a terminal (``FORCE_COLOR``, ``TTY_COMPATIBLE``), a notebook, Windows' consoles and a stream
+    that is not UTF-8 (rich substitutes what it cannot write, or says how to fix the encoding) are rich's.
     """
     from tokenplane.runtime_env import Var
 
@@ -58,7 +59,9 @@ def plain_page_width(page_width: int) -> int | None:
     if Var.FORCE_COLOR in os.environ or Var.TTY_COMPATIBLE in os.environ:
         return None
     try:
-        return None if sys.stdout.isatty() else page_width
+        encoding = sys.stdout.encoding  # None: a str buffer (a test's capture), which encodes nothing
+        utf8 = encoding is None or encoding.lower().replace("-", "").replace("_", "") == "utf8"
+        return page_width if utf8 and not sys.stdout.isatty() else None
     except (AttributeError, ValueError):  # no stdout, or a closed one: rich decides
         return None
 
