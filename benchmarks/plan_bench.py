@@ -69,25 +69,27 @@ def _time(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 # One warm capacity plan's phases in a fresh interpreter (CPU seconds, so that first-import costs count).
 _BREAKDOWN = """
-import io, json, sys, time
+import contextlib, io, json, sys, time
 cpu = [time.process_time()]
-import typer, rich.console, rich.table, pydantic.main, numpy, yaml
+import typer, pydantic.main, yaml
 cpu.append(time.process_time())
+from tokenplane.commands.process import import_numpy_with_one_blas_thread
+import_numpy_with_one_blas_thread()  # as the command imports it, after the spec's models (tokenplane.runtime_env)
 from tokenplane.commands.plan_report import print_plan
 from tokenplane.load import load_spec
 from tokenplane.model.planner import plan
 from tokenplane.model.pricing_cache import PricingCache
-from tokenplane.tables import PIPE_WIDTH
 cpu.append(time.process_time())
 spec = load_spec(sys.argv[1]); cpu.append(time.process_time())
 result = plan(spec, cache=PricingCache(__import__("pathlib").Path(sys.argv[2]))); cpu.append(time.process_time())
-print_plan(result, rich.console.Console(file=io.StringIO(), highlight=False, markup=False, width=PIPE_WIDTH))
+with contextlib.redirect_stdout(io.StringIO()):  # a pipe's page, as the command prints it (no rich)
+    print_plan(result)
 cpu.append(time.process_time())
 print(json.dumps([b - a for a, b in zip(cpu, cpu[1:])]))
 """
 _PHASES = (
-    "import typer, rich, pydantic, numpy, PyYAML",
-    "import tokenplane's spec models, planner and views",
+    "import typer, pydantic, PyYAML",
+    "import tokenplane's spec models, numpy (one BLAS thread), planner and views",
     "load and validate the spec",
     "plan (warm pricing cache)",
     "print the tables",

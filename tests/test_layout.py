@@ -273,7 +273,7 @@ ROOT_MODULES = {
         "errors",
     },
     "derived once": {"pool_model", "routes"},
-    "presentation shared by commands and the workbench": {"tables"},
+    "presentation shared by commands and the workbench": {"tables", "plain_text"},
     "contracts": {"runtime_env", "vllm_args", "vllm_cli", "vllm_metrics", "contract", "package_data", "weights_fetch"},
 }
 

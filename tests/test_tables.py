@@ -89,4 +89,6 @@ def test_a_colour_console_gets_rich_table() -> None:
 def test_a_capacity_plans_tables_take_the_fast_path() -> None:
     result = plan(load_spec(REPO_ROOT / "stacks" / "minimal.yaml"))
     for table in (plan_report._capacity_table(result.pools), plan_report._load_table(result.pools)):
-        assert plain_lines(table, PIPE_WIDTH) is not None, table.title
+        lines = table.lines(PIPE_WIDTH)
+        assert lines is not None, table.title
+        assert plain_lines(table.rich(), PIPE_WIDTH) == lines, table.title

@@ -70,8 +70,12 @@ class Var(StrEnum):
     AWS_ALLOW_HTTP = "AWS_ALLOW_HTTP"
     AWS_ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
     AWS_SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
-    # OpenBLAS's thread pool (numpy's matmuls): tokenplane dev gives its engines one thread (dev/services.py).
+    # OpenBLAS's thread pool (numpy's matmuls): tokenplane dev gives its engines one thread (dev/services.py),
+    # and a command imports numpy with one (tokenplane/commands/process.py).
     OPENBLAS_NUM_THREADS = "OPENBLAS_NUM_THREADS"
+    # rich's: either makes a pipe a terminal, so tokenplane/plain_text.py leaves such output to rich.
+    FORCE_COLOR = "FORCE_COLOR"
+    TTY_COMPATIBLE = "TTY_COMPATIBLE"
     # vLLM's and CUDA's, set on engine replicas.
     CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
     HF_HUB_OFFLINE = "HF_HUB_OFFLINE"

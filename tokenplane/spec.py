@@ -8,9 +8,12 @@ the models validate, reporting every violation at once with its field path.
 They are not a model validator here: the rules size pools through
 ``tokenplane.pool_model``, which reads these models, and the schema must not
 depend on what is derived from it.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: pydantic evaluates every field's annotation when it builds
+a model, and a string is compiled afresh on each import (a tenth of this module's import, on every
+``tokenplane plan``); evaluated ones come from the bytecode cache. A validator returning its own model
+names it quoted.
+"""
 
 import math
 import re
@@ -204,7 +207,7 @@ class Platform(Model):
         return value
 
     @model_validator(mode="after")
-    def _domain_has_zone(self) -> Platform:
+    def _domain_has_zone(self) -> "Platform":
         if self.domain is not None and self.hosted_zone_id is None:
             raise ValueError(
                 f"domain={self.domain!r} needs platform.hosted_zone_id: the gateway certificates validate through "
@@ -276,7 +279,7 @@ class Placement(Model):
     max_replicas: int = Field(ge=1)
 
     @model_validator(mode="after")
-    def _bounds(self) -> Placement:
+    def _bounds(self) -> "Placement":
         if self.min_replicas > self.max_replicas:
             raise ValueError(
                 f"min_replicas={self.min_replicas} exceeds max_replicas={self.max_replicas}; "
@@ -308,7 +311,7 @@ class Region(Model):
         return value
 
     @model_validator(mode="after")
-    def _azs_in_region(self) -> Region:
+    def _azs_in_region(self) -> "Region":
         for az in self.azs:
             if not re.fullmatch(re.escape(self.cloud_region) + r"[a-z]", az):
                 raise ValueError(
@@ -373,7 +376,7 @@ class RegistryModel(Model):
         return value
 
     @model_validator(mode="after")
-    def _one_architecture(self) -> RegistryModel:
+    def _one_architecture(self) -> "RegistryModel":
         if (self.preset is None) == (self.architecture is None):
             raise ValueError("give exactly one of preset (a catalog name) or architecture (explicit shapes)")
         if self.preset is not None:
@@ -406,7 +409,7 @@ class Speculative(Model):
     acceptance_rate: Fraction = Field(default=0.7, description="Expected per-token acceptance, for planning")
 
     @model_validator(mode="after")
-    def _draft_named(self) -> Speculative:
+    def _draft_named(self) -> "Speculative":
         if (self.method is SpeculativeMethod.DRAFT) != (self.draft_model is not None):
             raise ValueError("draft_model is required for method=draft and only allowed there")
         return self
@@ -452,7 +455,7 @@ class ScalingSignals(Model):
     gpu_utilization: Fraction | None = None
 
     @model_validator(mode="after")
-    def _composite(self) -> ScalingSignals:
+    def _composite(self) -> "ScalingSignals":
         if self.queue_wait_ms is None and self.kv_cache_usage is None and self.ttft_p95_ms is None:
             raise ValueError(
                 "set at least one of queue_wait_ms, kv_cache_usage or ttft_p95_ms; "
@@ -470,7 +473,7 @@ class ScheduledScale(Model):
     timezone: str = "UTC"
 
     @model_validator(mode="after")
-    def _supported_cron(self) -> ScheduledScale:
+    def _supported_cron(self) -> "ScheduledScale":
         from tokenplane.schedule import cron_window
 
         cron_window(self.cron, self.duration_minutes)  # raises SpecError (a ValueError) with the fix
@@ -521,7 +524,7 @@ class Pool(Model):
         return value
 
     @model_validator(mode="after")
-    def _instance_matches_gpu(self) -> Pool:
+    def _instance_matches_gpu(self) -> "Pool":
         if self.instance_type is not None:
             it = instance_type(self.instance_type)
             if it.gpu != self.gpu:
@@ -546,7 +549,7 @@ class TokenRange(Model):
     max: int = Field(ge=1)
 
     @model_validator(mode="after")
-    def _ordered(self) -> TokenRange:
+    def _ordered(self) -> "TokenRange":
         if self.min > self.max:
             raise ValueError(f"min={self.min} exceeds max={self.max}; swap them")
         return self
@@ -685,7 +688,7 @@ class Caches(Model):
     prefix: CacheLayer = Field(default_factory=lambda: CacheLayer(ttl_seconds=0, tenant_scoped=False))
 
     @model_validator(mode="after")
-    def _tenant_scoped_outputs(self) -> Caches:
+    def _tenant_scoped_outputs(self) -> "Caches":
         for layer in ("edge", "exact", "semantic"):
             cache: CacheLayer = getattr(self, layer)
             if cache.enabled and not cache.tenant_scoped:
@@ -775,7 +778,7 @@ class Queues(Model):
         return wait_ms / 1000
 
     @model_validator(mode="after")
-    def _levels_ordered(self) -> Queues:
+    def _levels_ordered(self) -> "Queues":
         order = [p for p in Priority if p in self.priorities]
         sheds = [self.priorities[p].shed_at_utilization for p in order]
         if sheds != sorted(sheds, reverse=True):

@@ -4,9 +4,10 @@ An architecture is either a catalog preset (``tokenplane.catalog.MODEL_PRESETS``
 or read from a Hugging Face ``config.json``, which is the source of truth a real
 user has on disk. Parameter counts are derived from the shapes rather than typed
 in, so that a preset and the config it came from cannot disagree.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations``: pydantic would compile ``Architecture``'s string annotations on
+every import (see ``tokenplane.spec``).
+"""
 
 import json
 from dataclasses import dataclass
@@ -65,7 +66,7 @@ class Architecture(BaseModel):
     uncovered: tuple[str, ...] = ()
 
     @model_validator(mode="after")
-    def _shapes_agree(self) -> Architecture:
+    def _shapes_agree(self) -> "Architecture":
         if self.num_attention_heads % self.num_kv_heads:
             raise ValueError(
                 f"num_kv_heads={self.num_kv_heads} must divide num_attention_heads="
@@ -109,7 +110,7 @@ class Architecture(BaseModel):
         return heads * self.vocab_size * self.hidden_size
 
     @cached_property
-    def param_groups(self) -> ParamGroups:
+    def param_groups(self) -> "ParamGroups":
         """Every weight by the kind of module that holds it, all experts included.
 
         Quantizers treat the kinds differently: the linear layers (attention, MLP,

@@ -15,13 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer
 
 from tests.paths import REPO_ROOT
+from tokenplane.runtime_env import Var
 
-# The third-party packages the capacity path uses: typer (and what it brings), rich for the tables, PyYAML and
-# pydantic for the spec, numpy for the pool model. Anything else is an import that a command module pulled in
-# at its top: make it lazy, inside the function that needs it, rather than add it here.
+# The third-party packages the capacity path uses: typer (and what it brings), PyYAML and pydantic for the spec,
+# numpy for the pool model. Not rich: a plan printed to a pipe is laid out by tokenplane.plain_text, and --json
+# prints no table. Anything else is an import that a command module pulled in at its top: make it lazy, inside
+# the function that needs it, rather than add it here.
 CAPACITY_PACKAGES = frozenset(
     {
         "annotated_doc",
@@ -29,7 +32,6 @@ CAPACITY_PACKAGES = frozenset(
         "numpy",
         "pydantic",
         "pydantic_core",
-        "rich",
         "shellingham",
         "typer",
         "typing_extensions",
@@ -47,35 +49,60 @@ NOT_ON_THE_CAPACITY_PATH = (
     "tokenplane.sim",
 )
 
-# `python -m tokenplane plan SPEC --capacity-only`, then the names of the modules it loaded.
+# `python -m tokenplane plan SPEC --capacity-only [ARGS]`, its stdout a pipe; then the names of the modules it
+# loaded, and OPENBLAS_NUM_THREADS as numpy's import found it and as the command left it.
 _CHILD = """
-import contextlib, io, json, runpy, sys
-sys.argv = ["tokenplane", "plan", sys.argv[1], "--capacity-only"]
+import contextlib, importlib.abc, io, json, os, runpy, sys
+var, blas = sys.argv[2], {}
+
+class _Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy":
+            blas["at_import"] = os.environ.get(var)
+        return None
+
+sys.meta_path.insert(0, _Watch())
+sys.argv = ["tokenplane", "plan", sys.argv[1], "--capacity-only", *sys.argv[3:]]
 code = None
 with contextlib.redirect_stdout(io.StringIO()):
     try:
         runpy.run_module("tokenplane", run_name="__main__")
     except SystemExit as e:
         code = e.code
-print(json.dumps({"exit": code, "modules": sorted(sys.modules)}))
+blas["after"] = os.environ.get(var)
+print(json.dumps({"exit": code, "modules": sorted(sys.modules), "blas": blas}))
 """
 
 
-def _modules_of_a_capacity_plan(spec: Path, cache_dir: Path) -> tuple[object, list[str]]:
+def _capacity_plan(spec: Path, cache_dir: Path, *args: str) -> dict[str, Any]:
+    environ = {k: v for k, v in os.environ.items() if k not in {Var.OPENBLAS_NUM_THREADS, Var.FORCE_COLOR}}
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(spec)],
+        [sys.executable, "-c", _CHILD, str(spec), Var.OPENBLAS_NUM_THREADS, *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=True,
-        env=os.environ | {"TOKENPLANE_CACHE_DIR": str(cache_dir)},
+        env=environ | {"TOKENPLANE_CACHE_DIR": str(cache_dir)},
     )
-    found = json.loads(done.stdout.strip().splitlines()[-1])
-    return found["exit"], found["modules"]
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
 
 
-def test_a_capacity_plan_imports_no_render_serving_or_other_heavy_package(tmp_path: Path) -> None:
-    code, modules = _modules_of_a_capacity_plan(REPO_ROOT / "stacks" / "byteion.yaml", tmp_path)
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pricing cache that holds byteion's pools: the plan a user repeats, which takes well under a second.
+
+    A first plan prices every pool for seconds, and a step slower than one second says so on stderr, through rich.
+    """
+    cache = tmp_path_factory.mktemp("pricing")
+    assert _capacity_plan(REPO_ROOT / "stacks" / "byteion.yaml", cache)["exit"] == 0
+    return cache
+
+
+@pytest.mark.parametrize("args", [(), ("--json",)], ids=["table", "json"])
+def test_a_capacity_plan_imports_no_render_serving_or_other_heavy_package(warm_cache: Path, args: tuple[str]) -> None:
+    found = _capacity_plan(REPO_ROOT / "stacks" / "byteion.yaml", warm_cache, *args)
+    code, modules = found["exit"], found["modules"]
     assert code == 0
     tops = {m.split(".")[0] for m in modules}
     third_party = {
@@ -86,6 +113,12 @@ def test_a_capacity_plan_imports_no_render_serving_or_other_heavy_package(tmp_pa
     )
     ours = [m for m in modules if m.startswith(NOT_ON_THE_CAPACITY_PATH)]
     assert not ours, f"tokenplane modules of other commands imported by plan --capacity-only: {ours}"
+
+
+def test_a_plan_loads_numpy_with_one_blas_thread_and_leaves_the_environment_as_it_was(warm_cache: Path) -> None:
+    # OpenBLAS starts its threads as numpy loads it: a plan needs none of them (tokenplane/commands/process.py).
+    blas = _capacity_plan(REPO_ROOT / "stacks" / "byteion.yaml", warm_cache)["blas"]
+    assert blas == {"at_import": "1", "after": None}
 
 
 def _commands(typer_app: typer.Typer) -> list[Callable[..., Any]]:
@@ -108,3 +141,26 @@ def test_every_commands_annotations_are_evaluated_not_strings() -> None:
         if isinstance(annotation, str)
     }
     assert not stringly, f"commands with string annotations (drop `from __future__ import annotations`): {stringly}"
+
+
+def test_the_spec_models_annotations_are_evaluated_not_strings() -> None:
+    # pydantic evaluates each field's annotation as it builds the model, on every import of the spec: a string
+    # (``from __future__ import annotations`` in tokenplane/spec.py or transformer.py) is compiled afresh each time.
+    from pydantic import BaseModel
+
+    from tokenplane import spec, transformer
+
+    models = [
+        m
+        for module in (spec, transformer)
+        for m in vars(module).values()
+        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == module.__name__
+    ]
+    assert len(models) > 20
+    stringly = {
+        f"{m.__name__}.{name}": annotation
+        for m in models
+        for name, annotation in vars(m).get("__annotations__", {}).items()
+        if isinstance(annotation, str)
+    }
+    assert not stringly, f"spec fields with string annotations (drop `from __future__ import annotations`): {stringly}"

@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 from tokenplane.commands.cli_options import FLAG, FormatOption, JsonFlag
 from tokenplane.commands.cli_options import fail as _fail
 from tokenplane.commands.cli_options import json_wanted as _json_wanted
+from tokenplane.commands.process import CommandLine
 
-app = typer.Typer(
+app = CommandLine(
     name="tokenplane",
     help="Size, stand up, serve and guard an LLM platform from one typed spec.",
     no_args_is_help=True,
@@ -104,13 +105,15 @@ def plan(
     The pool model's TTFT pricings are kept in $TOKENPLANE_CACHE_DIR (default ~/.cache/tokenplane; "off"
     turns it off): planning an unchanged pool again reads them back, the same numbers.
     """
+    from tokenplane.commands.process import import_numpy_with_one_blas_thread
+
+    import_numpy_with_one_blas_thread()  # before the pool model imports it
     from tokenplane.commands.plan_report import plan_json, print_plan
     from tokenplane.commands.progress import step
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
     from tokenplane.model.planner import plan as make_plan
     from tokenplane.model.pricing_cache import PricingCache, default_dir
-    from tokenplane.tables import console_for_output
 
     as_json = _json_wanted(as_json, fmt)
     try:
@@ -161,8 +164,11 @@ def plan(
             data["summary"]["ok"] = ok
         _emit_json(data)
     else:
-        console = console_for_output()
-        print_plan(result, console)
+        print_plan(result)  # on a pipe, without importing rich
+        if checked is not None or rendered is not None:
+            from tokenplane.tables import console_for_output
+
+            console = console_for_output()
         if checked is not None:
             from tokenplane.commands.plan_report import print_verification
 

@@ -1,4 +1,8 @@
-"""Human (rich) and machine (JSON) views of plans and sizes."""
+"""Human (a page of tables, rich on a terminal) and machine (JSON) views of plans and sizes.
+
+A capacity plan prints on a ``Page``, which imports rich only where the output needs it: a plan piped to a
+file or a CI log, and every ``--json``, never do (issue 28: plan speed). The other views print with rich.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,14 @@ import math
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from tokenplane.catalog import GIB
 from tokenplane.model.planner import Plan, PoolPlan
 from tokenplane.model.sizing import SizeResult
-from tokenplane.tables import console_for_output, fmt_num, print_table, simple_table
+from tokenplane.tables import Page, PlainTable, console_for_output, fmt_num, simple_table
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from tokenplane.sim.verify import PoolCheck, Verification
 
 
@@ -54,8 +56,8 @@ def _by_region(pools: list[PoolPlan]) -> list[list[PoolPlan]]:
     return list(groups.values())
 
 
-def _capacity_table(pools: list[PoolPlan]) -> Table:
-    table = simple_table(
+def _capacity_table(pools: list[PoolPlan]) -> PlainTable:
+    table = PlainTable(
         "memory and latency at peak (at max replicas)",
         [
             ("region", "l"),
@@ -89,8 +91,8 @@ def _capacity_table(pools: list[PoolPlan]) -> Table:
     return table
 
 
-def _load_table(pools: list[PoolPlan]) -> Table:
-    table = simple_table(
+def _load_table(pools: list[PoolPlan]) -> PlainTable:
+    table = PlainTable(
         "queue and cost at peak",
         [
             ("region", "l"),
@@ -115,7 +117,7 @@ def _load_table(pools: list[PoolPlan]) -> Table:
                 p.name,
                 fmt_num(p.arrival_rps, 2),
                 fmt_num(p.service_rps, 1),
-                Text(fmt_num(p.utilization, 2), style=style),
+                (fmt_num(p.utilization, 2), style),
                 _ms(p.queue_wait_p95_ms),
                 f"{p.replicas_needed}/{p.min_replicas}/{p.max_replicas}",
                 fmt_num(p.usd_per_hour, 2),
@@ -126,40 +128,39 @@ def _load_table(pools: list[PoolPlan]) -> Table:
 
 
 def print_plan(result: Plan, console: Console | None = None) -> None:
-    console = console or console_for_output()
-    print_table(console, _capacity_table(result.pools))
-    print_table(console, _load_table(result.pools))
+    """The capacity plan's tables and findings, on ``console`` if given, else on stdout (a ``Page``)."""
+    page = Page(console)
+    page.table(_capacity_table(result.pools))
+    page.table(_load_table(result.pools))
     if result.spills:
-        spill = simple_table(
+        spill = PlainTable(
             "traffic to external providers",
             [(c, "l") for c in ("region", "class", "tier", "provider")] + [("req/s", "r")],
         )
         for s in result.spills:
             spill.add_row(s.region, s.cls.value, s.tier.value, s.provider, fmt_num(s.rps, 2))
-        print_table(console, spill)
+        page.table(spill)
     summary = result.summary()
-    console.print(
-        Text.assemble(
-            (str(summary["platform"]), "bold"),
-            f": {summary['pools']} pools in {summary['regions']} regions; "
-            f"{summary['gpus_needed']} GPUs needed at peak ({summary['gpus_max']} at max replicas); "
-            f"${summary['usd_per_hour']:,.2f}/h at peak, ${summary['usd_per_hour_max']:,.2f}/h at max "
-            f"({summary['worst_case_scenario']}; budget ${summary['budget_usd_per_hour']:,.2f}/h); "
-            f"highest ρ {summary['max_utilization']}",
-        )
+    page.line(
+        (str(summary["platform"]), "bold"),
+        f": {summary['pools']} pools in {summary['regions']} regions; "
+        f"{summary['gpus_needed']} GPUs needed at peak ({summary['gpus_max']} at max replicas); "
+        f"${summary['usd_per_hour']:,.2f}/h at peak, ${summary['usd_per_hour_max']:,.2f}/h at max "
+        f"({summary['worst_case_scenario']}; budget ${summary['budget_usd_per_hour']:,.2f}/h); "
+        f"highest ρ {summary['max_utilization']}",
     )
     for pool, source in calibrated_pools(result).items():
-        console.print(Text.assemble(("calibrated ", "cyan"), f"pool {pool}: iteration costs measured in {source}"))
+        page.line(("calibrated ", "cyan"), f"pool {pool}: iteration costs measured in {source}")
     for note in result.notes:
-        console.print(Text.assemble(("note ", "cyan"), note))
+        page.line(("note ", "cyan"), note)
     for w in result.warnings:
-        console.print(Text.assemble(("warning ", "yellow"), f"[{w.kind}] {w.message}"))
+        page.line(("warning ", "yellow"), f"[{w.kind}] {w.message}")
     for v in result.violations:
-        console.print(Text.assemble(("violation ", "red"), f"[{v.kind}] {v.message}"))
+        page.line(("violation ", "red"), f"[{v.kind}] {v.message}")
     if result.ok:
-        console.print(Text("plan ok", style="green"))
+        page.line(("plan ok", "green"))
     else:
-        console.print(Text(f"{len(result.violations)} violation(s)", style="red"))
+        page.line((f"{len(result.violations)} violation(s)", "red"))
 
 
 def _pct(value: float | None) -> str:
@@ -182,6 +183,8 @@ def verification_json(checked: Verification) -> dict[str, Any]:
 
 def print_verification(checked: Verification, console: Console | None = None) -> None:
     """Each pool's simulated SLO attainment per class at its planned peak, beside the planner's figures."""
+    from rich.text import Text
+
     console = console or console_for_output()
     table = simple_table(
         "verify: each pool simulated at its planned peak with replicas_needed",
@@ -231,6 +234,9 @@ def print_verification(checked: Verification, console: Console | None = None) ->
 
 def print_size(result: SizeResult, console: Console | None = None) -> None:
     """One replica's memory, the rows named as vLLM's startup log names them, to compare line by line."""
+    from rich.table import Table
+    from rich.text import Text
+
     console = console or console_for_output()
     r, m = result.request, result.memory
     table = Table(title=f"{r.model_name} on {r.gpu.name}, TP={r.tp} PP={r.pp}", title_justify="left", show_header=False)

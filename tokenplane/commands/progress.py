@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.status import Status  # rich.live and its spinners: imported by ``console.status`` only when slow
 
 SHOW_AFTER_S = 1.0  # a step that ends sooner prints nothing: a second is where a silent command starts to look hung
@@ -26,19 +25,28 @@ SHOW_AFTER_S = 1.0  # a step that ends sooner prints nothing: a second is where 
 
 def stderr_console() -> Console:
     """The console progress goes to: stderr, plain where it is not a terminal."""
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class _Announcer:
     """Says that a step is under way, once, from the timer's thread, unless the step has ended first."""
 
-    def __init__(self, what: str, console: Console) -> None:
+    def __init__(self, what: str, console: Console | None) -> None:
         self.what = what
-        self.console = console
+        self._console = console
         self.shown = False
         self._ended = False
         self._status: Status | None = None
         self._lock = threading.Lock()  # the timer's announcement and the step's end must not interleave
+
+    @property
+    def console(self) -> Console:
+        """The given console, or stderr's, made when there is something to say (a quick step imports no rich)."""
+        if self._console is None:
+            self._console = stderr_console()
+        return self._console
 
     def announce(self) -> None:
         with self._lock:
@@ -64,7 +72,6 @@ def step(what: str, *, console: Console | None = None, after_s: float | None = N
 
     Nothing is printed when the step ends within ``after_s`` (default ``SHOW_AFTER_S``); ``0`` announces it at once.
     """
-    console = console or stderr_console()
     wait = SHOW_AFTER_S if after_s is None else after_s
     started = time.monotonic()
     announcer = _Announcer(what, console)
@@ -82,6 +89,5 @@ def step(what: str, *, console: Console | None = None, after_s: float | None = N
             timer.cancel()
         announcer.end()
     if announcer.shown:
-        console.print(
-            f"{what}: done in {time.monotonic() - started:.1f} s", style="dim" if console.is_terminal else None
-        )
+        shown = announcer.console
+        shown.print(f"{what}: done in {time.monotonic() - started:.1f} s", style="dim" if shown.is_terminal else None)
