@@ -10,7 +10,12 @@ its duplicate rules (``InvalidPermission.Duplicate``, ``RouteAlreadyExists``, ``
 replication prerequisites ("Versioning must be 'Enabled' on the bucket to apply a replication configuration") and
 lifecycle schema (``MalformedXML``), ECR's repository name pattern and enums (``InvalidParameterException``),
 SQS's and SNS's FIFO naming, Secrets Manager's and S3's name clashes. Each API error becomes a finding that names
-the URN, the call, AWS's error code and message, and a fix.
+the URN, the call, AWS's error code and message, and a fix. The codes are AWS's own (EC2:
+https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html, "InvalidPermission.Duplicate: the
+specified rule already exists", "RouteAlreadyExists", "InvalidVpc.Range"; S3 PutBucketReplication: versioning
+enabled on the source bucket, https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketReplication.html; IAM
+"MalformedPolicyDocument" and "NoSuchEntity" for AttachRolePolicy,
+https://docs.aws.amazon.com/IAM/latest/APIReference/API_AttachRolePolicy.html).
 
 What it does not report, so that it never flags what AWS accepts:
 
