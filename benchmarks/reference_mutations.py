@@ -50,9 +50,19 @@ Path_ = tuple[str | int, ...]
 
 # Kinds of reference whose breakage does not break deployment or the platform, with why.
 HARMLESS: dict[str, str] = {
-    "k8s:optional-ref": "marked optional: the kubelet starts the container without it (KEP optional refs)",
-    "k8s:name-in-value:description": "free text",
+    "k8s:optional-ref": "marked optional: the kubelet starts the container without it (optional: true)",
 }
+
+
+def harmless(ref: Reference) -> str | None:
+    """Why breaking ``ref`` breaks nothing, or None: by its kind, or a name-like value that is not a reference."""
+    if ref.kind in HARMLESS:
+        return HARMLESS[ref.kind]
+    if ref.kind.startswith("k8s:name-in-value") and "labels" in ref.path:
+        return "a label value that equals some object's name: the target of selectors, not a reference"
+    return None
+
+
 PROBE_HANDLERS = ("httpGet", "tcpSocket", "grpc")
 DNS = re.compile(r"^(?:[a-z]+://)?([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.cluster\.local)?(?::\d+)?(?:/.*)?$")
 SUBJECT = "system:serviceaccount:"
@@ -388,17 +398,36 @@ def report(outcomes: list[Outcome]) -> str:
     lines.append("|---|---|---|---|---|")
     for kind, items in sorted(by_kind.items()):
         rules = Counter(r for o in items for r in o.rules)
-        harmless = HARMLESS.get(kind)
+        reasons = {why for o in items if (why := harmless(o.ref)) is not None}
+        breaks = "yes" if not reasons else f"no ({len(reasons)} harmless): " + "; ".join(sorted(reasons))
         lines.append(
             f"| {kind} | {len(items)} | {sum(o.caught for o in items)} | "
-            f"{', '.join(f'{r} {n}' for r, n in rules.most_common(3))} | {'no: ' + harmless if harmless else 'yes'} |"
+            f"{', '.join(f'{r} {n}' for r, n in rules.most_common(3))} | {breaks} |"
         )
-    lines += ["", "Misses:"]
-    for o in outcomes:
-        if not o.caught:
-            extra = f" (other new findings: {', '.join(o.other)})" if o.other else ""
-            lines.append(f"- {o.ref.describe()}{extra}")
+    missed = [o for o in outcomes if not o.caught]
+    breaking = [o for o in missed if harmless(o.ref) is None]
+    lines += ["", f"Misses: {len(missed)}, of which {len(breaking)} would break deployment or the platform:"]
+    for o in breaking:
+        extra = f" (other new findings: {', '.join(o.other)})" if o.other else ""
+        lines.append(f"- {o.ref.describe()}{extra}")
+    lines += ["", "Misses that break nothing:"]
+    lines += [f"- {o.ref.describe()}: {harmless(o.ref)}" for o in missed if harmless(o.ref) is not None]
     return "\n".join(lines)
+
+
+def _outcome(row: dict[str, Any]) -> Outcome:
+    inner = row.get("inner")
+    ref = Reference(
+        str(row["kind"]),
+        str(row["urn"]),
+        tuple(row["path"]),
+        row["value"],
+        row["wrong"],
+        tuple(row["targets"]),
+        tuple(row["names"]),
+        tuple(inner) if inner is not None else None,
+    )
+    return Outcome(ref, bool(row["caught"]), list(row["rules"]), list(row.get("other") or []))
 
 
 def main() -> None:
@@ -407,7 +436,11 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="at most N mutations per graph")
     parser.add_argument("--list", action="store_true", help="list the references, mutate nothing")
     parser.add_argument("--json", type=Path, help="write every outcome here")
+    parser.add_argument("--report", type=Path, help="print the report of a saved --json run, mutate nothing")
     args = parser.parse_args()
+    if args.report:
+        print(report([_outcome(row) for row in json.loads(args.report.read_text(encoding="utf-8"))]))
+        return
     outcomes: list[Outcome] = []
     for name, spec, result in graphs(args.only):
         if args.list:
@@ -419,7 +452,7 @@ def main() -> None:
         return
     print(report(outcomes))
     if args.json:
-        rows = [{**dataclasses.asdict(o.ref), "caught": o.caught, "rules": o.rules} for o in outcomes]
+        rows = [{**dataclasses.asdict(o.ref), "caught": o.caught, "rules": o.rules, "other": o.other} for o in outcomes]
         args.json.write_text(json.dumps(rows, indent=1, default=str), encoding="utf-8")
 
 
