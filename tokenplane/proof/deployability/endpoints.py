@@ -93,7 +93,7 @@ def check_target_ports(graph: Graph) -> Iterator[Finding]:
 
 
 def check_probes(graph: Graph) -> Iterator[Finding]:
-    for workload in graph.workloads() + graph.kube(None, "CronJob"):
+    for workload in graph.pod_bearers():
         spec = pod_template(workload).get("spec") or {}
         for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
             declared = {

@@ -49,14 +49,21 @@ class KubeObject:
     def namespace(self) -> str:
         return str(self.manifest.get("metadata", {}).get("namespace", "default"))
 
-    def pod_spec(self) -> dict[str, Any]:
-        """The pod template's spec (a CronJob's through its jobTemplate, a bare Pod's own spec); raises if a
-        workload has none (the render lost it)."""
+    def pod_template(self) -> dict[str, Any]:
+        """The pod template (``metadata`` and ``spec``) of any of ``POD_KINDS``: a CronJob's through its
+        jobTemplate, a bare Pod as itself; {} where there is none. The one place that knows where each kind keeps
+        its pods, so that every rule reads every kind the scheduler places."""
+        if self.kind == "Pod":
+            return {"metadata": self.manifest.get("metadata") or {}, "spec": self.manifest.get("spec")}
         spec: Any = self.manifest.get("spec") or {}
         if self.kind == "CronJob":
             spec = lookup(spec, "jobTemplate.spec") or {}
-        if self.kind != "Pod":
-            spec = (spec.get("template") or {}).get("spec")
+        template = spec.get("template") if isinstance(spec, dict) else None
+        return template if isinstance(template, dict) else {}
+
+    def pod_spec(self) -> dict[str, Any]:
+        """The pod template's spec (``pod_template``'s); raises if a workload has none (the render lost it)."""
+        spec = self.pod_template().get("spec")
         if not isinstance(spec, dict):
             raise GraphDataMissing(self.urn, "spec.template.spec", f"a {self.kind} without a pod template")
         return spec

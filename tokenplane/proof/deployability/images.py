@@ -23,7 +23,6 @@ from tokenplane.proof.render import RenderedResource
 RULE = "image-published"
 REPOSITORY = "aws:ecr/repository:Repository"
 BUILD = "docker-build:index:Image"
-POD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
 ECR = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com/(?P<name>[^:@]+)"
     r"(?::(?P<tag>[^@]+))?(?:@(?P<digest>sha256:[0-9a-f]+))?$"
@@ -36,7 +35,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         repositories.setdefault(str(made.inputs.get("name") or ""), {})[graph.cloud_region(made.region)] = made
     pushes = [b for b in graph.of_type(BUILD) if b.inputs.get("push") is True]
     for region in graph.regions():
-        for workload in graph.kube(region, *POD_KINDS):
+        for workload in graph.pod_bearers(region):
             spec = pod_template(workload).get("spec") or {}
             for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
                 image = str(container.get("image") or "")

@@ -58,7 +58,7 @@ def key_refs(pod: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
         objects = {(o.kind.lower(), o.namespace, o.name): o for o in graph.kube(region, "Secret", "ConfigMap")}
-        for workload in graph.workloads(region):
+        for workload in graph.pod_bearers(region):
             for kind, name, key, where in key_refs(workload.pod_spec()):
                 obj = objects.get((kind, workload.namespace, name))
                 if obj is None:

@@ -28,7 +28,6 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject
 from tokenplane.proof.deployability.k8s_syntax import quantity
 from tokenplane.proof.deployability.known_images import FACTS, known
-from tokenplane.proof.deployability.probes import POD_KINDS
 from tokenplane.proof.deployability.reachability import pod_template
 from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on
 from tokenplane.proof.render import RenderedResource
@@ -132,6 +131,6 @@ def check(graph: Graph) -> Iterator[Finding]:
         groups = [NodeGroup.of(r) for r in graph.of_type(NODE_GROUP, region)]
         if not groups:
             continue
-        for workload in graph.kube(region, *POD_KINDS):
+        for workload in graph.pod_bearers(region):
             if (finding := _judge(graph, workload, groups)) is not None:
                 yield finding

@@ -29,7 +29,6 @@ from tokenplane.spec import Autoscaling
 
 PATIENCE = "probe-patience"
 PATH = "probe-path"
-POD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 # The least a vLLM engine takes from container start to serving: the spec's default engine start with the
 # weights already on local NVMe (Autoscaling.warm_start_seconds), one source of defaults.
@@ -65,7 +64,7 @@ def _engine_start(graph: Graph, workload: KubeObject) -> tuple[float, str]:
 
 
 def check_patience(graph: Graph) -> Iterator[Finding]:
-    for workload in graph.kube(None, *POD_KINDS):
+    for workload in graph.pod_bearers():
         for container in _containers(workload):
             if not serves_vllm(container):
                 continue
@@ -90,7 +89,7 @@ def check_patience(graph: Graph) -> Iterator[Finding]:
 
 
 def check_paths(graph: Graph) -> Iterator[Finding]:
-    for workload in graph.kube(None, *POD_KINDS):
+    for workload in graph.pod_bearers():
         for container in _containers(workload):
             routes = get_routes(container)
             if routes is None:

@@ -177,7 +177,7 @@ class Region:
 
     @cached_property
     def pods(self) -> list[Pod]:
-        out = [pod for obj in self.graph.kube(self.name, *POD_KINDS) if (pod := _pod(obj)) is not None]
+        out = [pod for obj in self.graph.pod_bearers(self.name) if (pod := _pod(obj)) is not None]
         for release in self.releases:
             chart = CHART_ENDPOINTS.get(str(release.inputs.get("chart")))
             if chart is not None:
@@ -506,7 +506,6 @@ class Region:
         return out
 
 
-POD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
 FULLNAME_LIMIT = 26  # kube-prometheus-stack truncates its fullname so that derived names fit 63 characters
 
 
@@ -523,10 +522,7 @@ def chart_fullname(release: RenderedResource) -> str:
 
 
 def pod_template(obj: KubeObject) -> dict[str, Any]:
-    spec = obj.manifest.get("spec") or {}
-    if obj.kind == "CronJob":
-        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
-    return spec.get("template") or {}
+    return obj.pod_template()
 
 
 def _pod(obj: KubeObject) -> Pod | None:

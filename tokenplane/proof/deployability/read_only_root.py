@@ -20,7 +20,6 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.known_images import ALIASES, CONFIGS, writes
-from tokenplane.proof.deployability.probes import POD_KINDS
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "read-only-root"
@@ -54,7 +53,7 @@ def unwritable(container: dict[str, Any]) -> list[str]:
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    for workload in graph.kube(None, *POD_KINDS):
+    for workload in graph.pod_bearers():
         pod = pod_template(workload).get("spec") or {}
         for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
             missing = unwritable(container)

@@ -61,7 +61,7 @@ def declared(workload: KubeObject) -> set[tuple[str, str]]:
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
         present = {(o.kind.lower(), o.namespace, o.name) for o in graph.kube(region, "Secret", "ConfigMap")}
-        for workload in graph.workloads(region):
+        for workload in graph.pod_bearers(region):
             pod = workload.pod_spec()
             allowed = declared(workload)
             for kind, name in sorted(referenced(pod)):

@@ -21,7 +21,6 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.known_images import FACTS, known
-from tokenplane.proof.deployability.probes import POD_KINDS
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "run-as-user"
@@ -51,7 +50,7 @@ def refusal(pod: dict[str, Any], container: dict[str, Any]) -> str | None:
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    for workload in graph.kube(None, *POD_KINDS):
+    for workload in graph.pod_bearers():
         pod = pod_template(workload).get("spec") or {}
         for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
             error = refusal(pod, container)

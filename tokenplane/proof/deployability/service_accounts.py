@@ -28,7 +28,6 @@ from tokenplane.proof.deployability.web_identity import AUDIENCE, ROLE_ANNOTATIO
 RULE = "service-account-trust"
 ANNOTATION = ROLE_ANNOTATION
 OIDC_PROVIDER = "aws:iam/openIdConnectProvider:OpenIdConnectProvider"
-POD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -61,7 +60,7 @@ def check(graph: Graph) -> Iterator[Finding]:
 def _missing(graph: Graph, region: str, accounts: dict[tuple[str, str], KubeObject]) -> Iterator[Finding]:
     """Pods naming a service account no one creates, in a namespace whose contents the program knows."""
     charted = {str(r.inputs.get("namespace") or "default") for r in graph.of_type(HELM_RELEASE, region)}
-    for workload in graph.kube(region, *POD_KINDS):
+    for workload in graph.pod_bearers(region):
         name = (pod_template(workload).get("spec") or {}).get("serviceAccountName")
         namespace = workload.namespace
         if not name or name == "default" or (namespace, name) in accounts:

@@ -20,7 +20,6 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.k8s_syntax import quantity
 from tokenplane.proof.deployability.known_images import serves_vllm
-from tokenplane.proof.deployability.probes import POD_KINDS
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "shm-size"
@@ -69,7 +68,7 @@ def shm_bytes(pod: dict[str, Any], container: dict[str, Any]) -> float | None:
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    for workload in graph.kube(None, *POD_KINDS):
+    for workload in graph.pod_bearers():
         pod = pod_template(workload).get("spec") or {}
         for container in pod.get("containers") or []:
             if not serves_vllm(container):

@@ -1,0 +1,222 @@
+"""A label selector of the program's own objects that selects nothing because of a typo selects what it meant.
+
+The API server accepts a selector that matches nothing, and the object then silently does nothing. A selector
+that matches nothing may be deliberate (an allow-list for a component this stack does not deploy), so the rule
+judges the typo: it selects no pod, and one of its ``matchLabels`` values is one or two edits from a value the
+namespace's pods carry for that key, and with that value it would select them. Judged where the graph knows every
+pod: a namespace the program creates, without a Helm release in it (a chart's pods are not in the graph) and not
+declared as made elsewhere (``--assume``). Service selectors are ``service-selects``' and PDB/scale-target
+selectors ``target-exists``'; this covers the others:
+
+- a NetworkPolicy's ``spec.podSelector``: the policy applies to none of the pods it was written for, so under the
+  namespace's default deny their traffic stays denied; a peer's ``podSelector``: the flow it allows stays denied
+  (NetworkPolicies are additive allow-lists: "peers ... selected by podSelector"; a peer matching nothing allows
+  nothing);
+- a peer's ``namespaceSelector`` on ``kubernetes.io/metadata.name`` (the label the API server sets on every
+  namespace) naming no namespace the cluster has, one or two edits from one it has;
+- a pod template's ``topologySpreadConstraints[].labelSelector`` or pod (anti-)affinity ``labelSelector``: the
+  scheduler counts no matching pods, so the spread never acts and every replica may land in one zone or node
+  (kube-scheduler PodTopologySpread / InterPodAffinity plugins); a *required* podAffinity nothing satisfies
+  leaves the pod Pending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, KubeObject
+from tokenplane.proof.deployability.namespaces import BUILT_IN
+from tokenplane.proof.deployability.reachability import NAMESPACE_NAME_LABEL, Pod, Region, regions, selects
+
+RULE = "selector-selects"
+AFFINITIES = ("podAffinity", "podAntiAffinity")
+TERMS = ("requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution")
+
+
+def near_miss(value: str, known: set[str], most: int = 2) -> str | None:
+    """The known name ``value`` is one or two edits from (a typo), or None; short names are not judged."""
+    if value in known or len(value) < 4:
+        return None
+    return next((k for k in sorted(known) if _distance(value, k, most) <= most), None)
+
+
+def _distance(a: str, b: str, most: int) -> int:
+    """Levenshtein distance, or ``most + 1`` as soon as it exceeds ``most``."""
+    if abs(len(a) - len(b)) > most:
+        return most + 1
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        if min(current) > most:
+            return most + 1
+        previous = current
+    return previous[-1]
+
+
+def known_pods(graph: Graph, region: Region, namespace: str) -> list[Pod] | None:
+    """Every pod template of ``namespace``, or None where the graph cannot know them all."""
+    if namespace not in region.namespaces or region.has_release_in(namespace):
+        return None
+    if namespace in graph.assumed.namespaces:
+        return None
+    return [p for p in region.pods if p.namespace == namespace]
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for region in regions(graph):
+        namespaces = set(region.namespaces) | set(BUILT_IN) | set(graph.assumed.namespaces)
+        namespaces |= {str(r.inputs.get("namespace") or "default") for r in region.releases}
+        for policy in region.policies:
+            yield from _policy(graph, region, policy, namespaces)
+        for workload in graph.pod_bearers(region.name):
+            yield from _spread(graph, region, workload)
+
+
+def _policy(graph: Graph, region: Region, policy: KubeObject, namespaces: set[str]) -> Iterator[Finding]:
+    spec = policy.manifest.get("spec") or {}
+    where = f"NetworkPolicy {policy.namespace}/{policy.name}"
+    own = known_pods(graph, region, policy.namespace)
+    selector = spec.get("podSelector") or {}
+    if own is not None and selector and (fix := typo_fix(selector, own)) is not None:
+        effect = "the policy applies to none of the pods it was written for, so their traffic stays denied"
+        yield _finding(policy, f"{where}'s spec.podSelector", selector, policy.namespace, own, fix, effect)
+    for direction, peers_key in (("ingress", "from"), ("egress", "to")):
+        for i, rule in enumerate(spec.get(direction) or []):
+            for j, peer in enumerate(rule.get(peers_key) or []):
+                at = f"{where}'s {direction}[{i}].{peers_key}[{j}]"
+                yield from _peer(graph, region, policy, peer, at, namespaces)
+
+
+def _peer(
+    graph: Graph, region: Region, policy: KubeObject, peer: dict[str, Any], at: str, namespaces: set[str]
+) -> Iterator[Finding]:
+    if "namespaceSelector" not in peer:
+        selected = [policy.namespace]
+    else:
+        ns_selector = peer.get("namespaceSelector") or {}
+        named = [str(v) for v in _named_namespaces(ns_selector)]
+        for name in named:
+            typo = near_miss(name, namespaces)
+            if typo is not None and _peer_would_match(graph, region, peer.get("podSelector"), typo):
+                yield Finding(
+                    RULE,
+                    policy.urn,
+                    f"{at} selects namespace {name!r} ({NAMESPACE_NAME_LABEL}), which the cluster does not have "
+                    f"(did you mean {typo!r}?): the peer matches nothing, so the flow it allows stays denied",
+                    f"name an existing namespace in the peer's namespaceSelector ({typo!r})",
+                )
+                return
+        selected = [ns for ns in namespaces if selects(ns_selector, region.namespace_labels(ns))]
+    pod_selector = peer.get("podSelector")
+    if not pod_selector or not selected:
+        return
+    pods: list[Pod] = []
+    for namespace in selected:
+        known = known_pods(graph, region, namespace)
+        if known is None:
+            return  # some selected namespace's pods are not all in the graph
+        pods += known
+    if (fix := typo_fix(pod_selector, pods)) is not None:
+        where = ", ".join(sorted(selected))
+        yield _finding(policy, f"{at}.podSelector", pod_selector, where, pods, fix, "the flow it allows stays denied")
+
+
+def _peer_would_match(graph: Graph, region: Region, pod_selector: Any, namespace: str) -> bool:
+    """Whether a peer naming ``namespace`` would match pods there: always when its pods are unknown."""
+    pods = known_pods(graph, region, namespace)
+    return pods is None or any(selects(pod_selector, p.labels) for p in pods)
+
+
+def _named_namespaces(selector: dict[str, Any]) -> list[Any]:
+    names = [v for k, v in (selector.get("matchLabels") or {}).items() if k == NAMESPACE_NAME_LABEL]
+    for expression in selector.get("matchExpressions") or []:
+        if expression.get("key") == NAMESPACE_NAME_LABEL and expression.get("operator") == "In":
+            names += list(expression.get("values") or [])
+    return names
+
+
+def _spread(graph: Graph, region: Region, workload: KubeObject) -> Iterator[Finding]:
+    template = workload.pod_template()
+    spec = template.get("spec") or {}
+    own = known_pods(graph, region, workload.namespace)
+    if own is None:
+        return
+    where = f"{workload.kind} {workload.namespace}/{workload.name}"
+    for i, constraint in enumerate(spec.get("topologySpreadConstraints") or []):
+        selector = constraint.get("labelSelector")
+        if selector and (fix := typo_fix(selector, own)) is not None:
+            yield _finding(
+                workload,
+                f"{where}'s topologySpreadConstraints[{i}].labelSelector",
+                selector,
+                workload.namespace,
+                own,
+                fix,
+                "the scheduler counts no matching pods, so the spread never acts and every replica may land in one "
+                "zone or node",
+            )
+    affinity = spec.get("affinity") or {}
+    for kind in AFFINITIES:
+        for term_kind in TERMS:
+            for i, entry in enumerate((affinity.get(kind) or {}).get(term_kind) or []):
+                term = entry.get("podAffinityTerm", entry)  # a preferred term wraps its podAffinityTerm
+                selector = term.get("labelSelector")
+                if not selector or term.get("namespaces") or term.get("namespaceSelector") is not None:
+                    continue
+                fix = typo_fix(selector, own)
+                if fix is None:
+                    continue
+                effect = (
+                    "no pod can satisfy it, so the pods stay Pending"
+                    if kind == "podAffinity" and term_kind.startswith("required")
+                    else "the scheduler finds no matching pod, so the rule never acts"
+                )
+                yield _finding(
+                    workload,
+                    f"{where}'s {kind}.{term_kind}[{i}].labelSelector",
+                    selector,
+                    workload.namespace,
+                    own,
+                    fix,
+                    effect,
+                )
+
+
+def typo_fix(selector: dict[str, Any], pods: list[Pod]) -> str | None:
+    """``key=value`` that would make ``selector`` select some of ``pods`` where it now selects none, one of its
+    matchLabels values corrected by one or two edits; None when it selects some, or no such typo explains it."""
+    if any(selects(selector, p.labels) for p in pods):
+        return None
+    labels = dict(selector.get("matchLabels") or {})
+    for key, value in labels.items():
+        carried = {p.labels[key] for p in pods if key in p.labels}
+        fixed = near_miss(str(value), carried)
+        corrected = {**selector, "matchLabels": {**labels, key: fixed}}
+        if fixed is not None and any(selects(corrected, p.labels) for p in pods):
+            return f"{key}={fixed}"
+    return None
+
+
+def _finding(
+    obj: KubeObject, at: str, selector: dict[str, Any], namespace: str, pods: list[Pod], fix: str, effect: str
+) -> Finding:
+    return Finding(
+        RULE,
+        obj.urn,
+        f"{at} {_show(selector)} selects no pod in namespace {namespace}, and its pods carry {fix} (one or two "
+        f"characters away): the API server accepts the selector, and {effect}",
+        f"correct the selector to {fix}, the label of the pods it is meant for (their spec.template.metadata.labels)",
+    )
+
+
+def _show(selector: dict[str, Any]) -> str:
+    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
+    parts += [
+        f"{e.get('key')} {e.get('operator')} {e.get('values') or ''}".strip()
+        for e in selector.get("matchExpressions") or []
+    ]
+    return "{" + ", ".join(parts) + "}"
