@@ -87,7 +87,7 @@ def _problems(
         if var.value not in env.values and not env.open_ended:
             yield (
                 f'"{var.value} is not set" (ConfigError)',
-                f"set {var.value} in the container's env (components/gateways.py gives it to every serving pod)",
+                f"set {var.value} in the container's env (components/gateway.py gives it to every serving pod)",
             )
         elif env.values.get(var.value) == "":
             yield f'"{var.value} is not set" (an empty value counts as unset)', f"give {var.value} a value"
@@ -102,7 +102,7 @@ def _problems(
         if reason is not None:
             yield (
                 f"it creates {directory} ({var.value}) and gets {reason}",
-                f"mount a writable volume (an emptyDir) at {directory}, as components/gateways.py does",
+                f"mount a writable volume (an emptyDir) at {directory}, as components/gateway.py does",
             )
 
 
