@@ -89,6 +89,11 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "shm-size",
         "run-as-user",
         "node-disk",
+        "image-command",
+        "mount-hides-image",
+        "runtime-contract",
+        "service-address",
+        "controller-values",
     }
 
 

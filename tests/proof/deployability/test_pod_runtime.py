@@ -214,7 +214,8 @@ def test_run_as_user_zero_breaks_the_non_root_policy_whatever_the_image() -> Non
 def test_images_whose_user_is_numeric_or_unknown_start_without_a_run_as_user() -> None:
     ours = system_pod(securityContext={"runAsNonRoot": True})
     ours["containers"][0]["image"] = SERVING  # USER 10001:10001
-    theirs = system_pod(securityContext={"runAsNonRoot": True})  # nginx: the program does not know its user
+    theirs = system_pod(securityContext={"runAsNonRoot": True})
+    theirs["containers"][0]["image"] = "example.com/team/app:1.0"  # the program does not know its user
     assert not rule(plus(deployment("ours", ours), deployment("theirs", theirs)), "run-as-user")
 
 

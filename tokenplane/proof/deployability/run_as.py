@@ -10,7 +10,8 @@ The kubelet checks ``runAsNonRoot`` before it starts a container (``pkg/kubelet/
   (NAME), cannot verify user is non-root".
 
 Each leaves the pod in ``CreateContainerConfigError`` for ever. The first needs no image; the others are judged
-for the images whose USER the program knows (``known_images``: ours is 10001, vLLM's is root).
+for the images whose USER the program knows (``image_files``: ours is 10001, vLLM's is root, and a few
+well-known third-party images': the official library images set none, Prometheus' is ``nobody``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.known_images import FACTS, known
+from tokenplane.proof.deployability.image_files import files
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "run-as-user"
@@ -38,10 +39,10 @@ def refusal(pod: dict[str, Any], container: dict[str, Any]) -> str | None:
     user = _effective(pod, container, "runAsUser")
     if user is not None:
         return "container's runAsUser breaks non-root policy" if str(user) == "0" else None
-    image = known(str(container.get("image") or ""))
-    if image is None:
+    image = files(str(container.get("image") or ""))  # ours, vLLM's, or a well-known third party's
+    if image is None or image.user is None:
         return None
-    name = FACTS[image].user.split(":", 1)[0]
+    name = image.user.split(":", 1)[0]
     if name in ("", "0", "root"):
         return "container has runAsNonRoot and image will run as root"
     if not name.isdigit():

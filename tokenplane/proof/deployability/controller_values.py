@@ -1,0 +1,212 @@
+"""Values a controller refuses: the API server accepts the object, and the controller never acts on it.
+
+Annotations and flags are free text to the API server; the controller that reads them validates them on every
+reconcile, records a warning event and builds nothing (or exits at start), so ``pulumi up`` waits for a load
+balancer address that never comes, or an autoscaler that never scales. Each value set below is the controller's
+own:
+
+- AWS Load Balancer Controller, Services (``service.beta.kubernetes.io/aws-load-balancer-*``) and Ingresses
+  (``alb.ingress.kubernetes.io/*``), https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/guide/
+  service/annotations/ and .../ingress/annotations/; its model builders (``pkg/service/model_build_*.go``,
+  ``pkg/ingress/model_build_*.go``) fail the reconcile with ``unknown scheme: X``, ``unknown target type: X``,
+  ``unknown IPAddressType: X`` and ``failed to parse listen-ports configuration``; health-check settings outside the
+  Elastic Load Balancing API's ranges (interval 5-300 s, timeout 2-120 s, thresholds 2-10: CreateTargetGroup,
+  ``ValidationError``) fail its CreateTargetGroup call; ``ssl-ports`` naming no port of the Service terminates
+  TLS on no listener, so the certificate is never used.
+- Cluster Autoscaler's ``--expander`` (cluster-autoscaler/FAQ.md, "What are Expanders?"; ``expander/factory``:
+  "Expander X not supported", and the process exits): random, most-pods, least-waste, price, priority, grpc; on
+  AWS ``price`` is not implemented (the FAQ: GCE, GKE and Equinix Metal only) and the autoscaler does not start.
+- ExternalDNS' ``policy`` (sync, upsert-only, create-only) and ``registry`` (txt, noop, dynamodb, aws-sd), from
+  its flags (``pkg/apis/externaldns/types.go``): another value fails flag parsing and the pod exits, so no record
+  is ever written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject
+from tokenplane.proof.render import RenderedResource
+
+RULE = "controller-values"
+NLB = "service.beta.kubernetes.io/aws-load-balancer-"
+ALB = "alb.ingress.kubernetes.io/"
+SCHEMES = ("internal", "internet-facing")
+# Annotation suffix -> the values the controller accepts (exact, as its switch statements compare them).
+SERVICE_ENUMS: dict[str, tuple[str, ...]] = {
+    "scheme": SCHEMES,
+    "nlb-target-type": ("instance", "ip"),
+    "ip-address-type": ("ipv4", "dualstack"),
+    "healthcheck-protocol": ("TCP", "HTTP", "HTTPS", "tcp", "http", "https"),
+}
+INGRESS_ENUMS: dict[str, tuple[str, ...]] = {
+    "scheme": SCHEMES,
+    "target-type": ("instance", "ip"),
+    "ip-address-type": ("ipv4", "dualstack", "dualstack-without-public-ipv4"),
+    "backend-protocol": ("HTTP", "HTTPS", "http", "https"),
+    "healthcheck-protocol": ("HTTP", "HTTPS", "http", "https"),
+}
+# Elastic Load Balancing's CreateTargetGroup ranges (seconds, counts).
+HEALTH_RANGES: dict[str, tuple[int, int]] = {
+    "healthcheck-interval": (5, 300),
+    "healthcheck-interval-seconds": (5, 300),
+    "healthcheck-timeout": (2, 120),
+    "healthcheck-timeout-seconds": (2, 120),
+    "healthcheck-healthy-threshold": (2, 10),
+    "healthy-threshold-count": (2, 10),
+    "healthcheck-unhealthy-threshold": (2, 10),
+    "unhealthy-threshold-count": (2, 10),
+}
+LISTEN_PROTOCOLS = ("HTTP", "HTTPS")
+EXPANDERS = ("random", "most-pods", "least-waste", "price", "priority", "grpc")
+EXPANDERS_NOT_ON_AWS = ("price",)
+EXTERNAL_DNS_ENUMS: dict[str, tuple[str, ...]] = {
+    "policy": ("sync", "upsert-only", "create-only"),
+    "registry": ("txt", "noop", "dynamodb", "aws-sd"),
+}
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for service in graph.kube(None, "Service"):
+        yield from _annotations(service, NLB, SERVICE_ENUMS, _service_ports(service))
+    for ingress in graph.kube(None, "Ingress"):
+        yield from _annotations(ingress, ALB, INGRESS_ENUMS, None)
+    for release in graph.of_type(HELM_RELEASE):
+        chart = str(release.inputs.get("chart") or "")
+        values: dict[str, Any] = release.inputs.get("values") or {}
+        if chart == "cluster-autoscaler":
+            yield from _expander(release, values)
+        elif chart == "external-dns":
+            yield from _external_dns(release, values)
+
+
+def _service_ports(service: KubeObject) -> set[str]:
+    ports = (service.manifest.get("spec") or {}).get("ports") or []
+    return {str(int(p["port"])) for p in ports if isinstance(p.get("port"), int | float)} | {
+        str(p["name"]) for p in ports if p.get("name")
+    }
+
+
+def _annotations(
+    obj: KubeObject, prefix: str, enums: dict[str, tuple[str, ...]], ports: set[str] | None
+) -> Iterator[Finding]:
+    annotations = (obj.manifest.get("metadata") or {}).get("annotations") or {}
+    for key, raw in annotations.items():
+        if not str(key).startswith(prefix) or not isinstance(raw, str):
+            continue
+        suffix, value = str(key).removeprefix(prefix), raw.strip()
+        if suffix in enums and value not in enums[suffix]:
+            error = {"scheme": "unknown scheme", "ip-address-type": "unknown IPAddressType"}.get(
+                suffix, "unknown target type" if "target-type" in suffix else f"invalid {suffix}"
+            )
+            yield _refused(obj, key, raw, f"{error}: {value}", f"use one of {', '.join(enums[suffix])}")
+        elif suffix in HEALTH_RANGES:
+            low, high = HEALTH_RANGES[suffix]
+            if not value.isdigit() or not low <= int(value) <= high:
+                yield _refused(
+                    obj,
+                    key,
+                    raw,
+                    f"CreateTargetGroup: ValidationError, {suffix} must be between {low} and {high}",
+                    f"set a whole number from {low} to {high}",
+                )
+        elif suffix == "listen-ports" and prefix == ALB:
+            problem = _listen_ports(value)
+            if problem is not None:
+                yield _refused(
+                    obj,
+                    key,
+                    raw,
+                    f"failed to parse listen-ports configuration: {problem}",
+                    'write a JSON list of one-key objects, e.g. [{"HTTP": 80}, {"HTTPS": 443}]',
+                )
+        elif suffix == "ssl-ports" and ports is not None and value != "*":
+            wanted = [p.strip() for p in value.split(",") if p.strip()]
+            if wanted and not set(wanted) & ports:
+                yield _refused(
+                    obj,
+                    key,
+                    raw,
+                    f"no port of the Service is {', '.join(wanted)}: every listener stays TCP and the certificate "
+                    "is never served",
+                    f"name a Service port ({', '.join(sorted(ports))}) or '*'",
+                )
+
+
+def _listen_ports(value: str) -> str | None:
+    try:
+        parsed = json.loads(value)
+    except ValueError as e:
+        return f"not JSON ({e})"
+    if not isinstance(parsed, list) or not parsed:
+        return "not a non-empty JSON list"
+    for entry in parsed:
+        if not isinstance(entry, dict) or len(entry) != 1:
+            return f"{json.dumps(entry)} is not a one-key object"
+        ((protocol, port),) = entry.items()
+        if protocol not in LISTEN_PROTOCOLS or isinstance(port, bool) or not isinstance(port, int):
+            return f"{json.dumps(entry)}: the key must be HTTP or HTTPS and the value a port number"
+        if not 1 <= port <= 65535:
+            return f"{json.dumps(entry)}: port out of range"
+    return None
+
+
+def _refused(obj: KubeObject, key: str, raw: str, error: str, fix: str) -> Finding:
+    return Finding(
+        RULE,
+        obj.urn,
+        f"{obj.kind} {obj.namespace}/{obj.name} has {key}: {raw!r}, which the AWS Load Balancer Controller refuses "
+        f"on every reconcile ({error}; a FailedBuildModel/FailedDeployModel event): no load balancer is built and "
+        "the object never gets an address",
+        f"{fix} ({key})",
+    )
+
+
+def _flag(values: dict[str, Any], name: str) -> Any:
+    """A flag as the chart's ``extraArgs`` map or list passes it, or None."""
+    extra = values.get("extraArgs")
+    if isinstance(extra, dict):
+        return extra.get(name)
+    if isinstance(extra, list):
+        for arg in extra:
+            text = str(arg)
+            if text.startswith(f"--{name}="):
+                return text.split("=", 1)[1]
+    return None
+
+
+def _expander(release: RenderedResource, values: dict[str, Any]) -> Iterator[Finding]:
+    expander = _flag(values, "expander")
+    if not isinstance(expander, str):
+        return
+    for name in [e.strip() for e in expander.split(",") if e.strip()]:
+        if name not in EXPANDERS:
+            why = f"Expander {name} not supported"
+        elif name in EXPANDERS_NOT_ON_AWS:
+            why = f"the {name} expander needs the cloud provider's pricing model, which AWS does not implement"
+        else:
+            continue
+        yield Finding(
+            RULE,
+            release.urn,
+            f"Cluster Autoscaler is started with --expander={expander}: {why}, the autoscaler exits at start and "
+            "pending pods never get a node",
+            f"use one of {', '.join(e for e in EXPANDERS if e not in EXPANDERS_NOT_ON_AWS)} (least-waste is the "
+            "usual choice on EKS)",
+        )
+
+
+def _external_dns(release: RenderedResource, values: dict[str, Any]) -> Iterator[Finding]:
+    for name, allowed in EXTERNAL_DNS_ENUMS.items():
+        value = values.get(name, _flag(values, name))
+        if isinstance(value, str) and value not in allowed:
+            yield Finding(
+                RULE,
+                release.urn,
+                f"ExternalDNS is given --{name}={value}, which its flag parser refuses ('{value}' is not one of "
+                f"{', '.join(allowed)}): the pod exits at start and no record is ever written",
+                f"set {name} to one of {', '.join(allowed)}",
+            )

@@ -1,0 +1,156 @@
+"""What is on an image's filesystem, for the images the program knows: its executables, its own directories, its
+user. ``known_images`` says which image a container runs; this says what that image holds.
+
+- tokenplane's serving image (``serving/images/Dockerfile``): ``python:3.11-slim-bookworm`` (Debian 12's
+  ``Priority: required`` packages, which the slim variant keeps, plus CPython under ``/usr/local``; no curl, wget,
+  ps or netcat: https://github.com/docker-library/python, ``3.11/slim-bookworm/Dockerfile`` installs only
+  ca-certificates, netbase and tzdata besides), the locked requirements' console scripts and the ``tokenplane``
+  CLI, ``USER 10001`` (home ``/home/tokenplane``), no WORKDIR (``/``) and no ENTRYPOINT (CMD ``python -m
+  tokenplane.serving.gateway``). Its ``python -m`` entry points are the ``serving/*/__main__.py`` modules (a test
+  holds the list to the code).
+- the vLLM image's ENTRYPOINT is ``vllm serve`` and its WORKDIR ``/vllm-workspace`` (vllm ``docker/Dockerfile``,
+  ``vllm-openai`` stage); its executables are not judged (the CUDA base's package set is not the program's own).
+- a few third-party images whose USER and WORKDIR their Dockerfiles set (``THIRD_PARTY``): the official library
+  images set no USER, so they run as root (their entrypoints drop privileges with gosu where they do), and
+  Prometheus' images run as ``nobody``, a name the kubelet cannot verify.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tokenplane.proof.deployability.known_images import Image, known, repository
+
+
+def names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Where PATH lookups find an executable in a Debian 12 image (merged /usr: /bin is /usr/bin).
+DEBIAN_BIN_DIRS = ("/bin", "/usr/bin", "/sbin", "/usr/sbin")
+LOCAL_BIN_DIRS = ("/usr/local/bin", "/usr/local/sbin")
+# Debian 12's Priority: required packages' executables (coreutils, dash, bash, util-linux, mount, grep, sed, mawk,
+# findutils, tar, gzip, diffutils, hostname, login, passwd, debianutils, sysvinit-utils, ncurses-bin, bsdutils,
+# libc-bin, perl-base, dpkg, apt, gpgv), the names a probe or hook script plausibly calls.
+DEBIAN_REQUIRED = names(
+    """
+    sh dash bash rbash cat chgrp chmod chown cp date dd df dir echo false ln ls mkdir mknod mktemp mv pwd readlink
+    rm rmdir sleep stty sync touch true uname vdir env head tail wc sort uniq cut tr tee test [ basename dirname id
+    whoami printf printenv timeout nohup nproc seq stat du md5sum sha1sum sha256sum sha512sum b2sum base64 base32
+    yes expr realpath install split od comm join paste fold nl tac shuf truncate chroot groups hostid users who sum
+    cksum csplit factor fmt link logname mkfifo numfmt pathchk pinky pr ptx runcon stdbuf tsort unexpand expand
+    unlink arch kill grep egrep fgrep rgrep sed awk mawk find xargs tar gzip gunzip zcat zgrep zdiff zless zmore
+    uncompress diff cmp sdiff diff3 which hostname domainname dnsdomainname login su nologin mount umount more
+    findmnt lsblk getopt setsid flock nsenter unshare renice logger script mesg wall perl run-parts savelog
+    ischroot pidof dpkg dpkg-query apt apt-get apt-cache gpgv tic tput tset clear reset infocmp toe getent ldd
+    ldconfig locale iconv tzselect zdump passwd chsh chfn useradd usermod userdel groupadd groupdel newgrp
+    """
+)
+# CPython's own scripts in /usr/local/bin (the python image), the locked requirements' console scripts and the
+# tokenplane CLI (pyproject's [project.scripts]), all installed into /usr/local/bin by pip.
+SERVING_LOCAL = names(
+    """
+    python python3 python3.11 python3-config python3.11-config pip pip3 pip3.11 pydoc pydoc3 pydoc3.11 idle idle3
+    idle3.11 2to3 2to3-3.11 wheel uvicorn watchfiles openai huggingface-cli hf tqdm httpx dotenv jp.py f2py
+    numpy-config websockets tokenplane
+    """
+)
+# The serving package's ``python -m`` entry points (serving/*/__main__.py, installed as tokenplane.serving.*).
+SERVING_PACKAGE = "tokenplane.serving"
+SERVING_MODULES = frozenset(f"{SERVING_PACKAGE}.{m}" for m in ("gateway", "modelgw", "finops", "engine", "batch"))
+SERVING_USER_HOME = "/home/tokenplane"  # useradd --create-home: the one directory UID 10001 owns in the image
+# Every image's programs and libraries live here; a volume mounted at one of them, or above, hides them.
+SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/usr", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/local")
+
+
+@dataclass(frozen=True)
+class ImageFiles:
+    """One image's USER (None: not known), WORKDIR, ENTRYPOINT and the directories of its own program."""
+
+    user: str | None
+    workdir: str = "/"
+    entrypoint: tuple[str, ...] = ()
+    own_dirs: tuple[str, ...] = ()
+
+
+SERVING = ImageFiles(user="10001", own_dirs=(*LOCAL_BIN_DIRS, "/usr/local/lib/python3.11"))
+VLLM = ImageFiles(
+    user="root",
+    workdir="/vllm-workspace",
+    entrypoint=("vllm", "serve"),
+)
+_ROOT = ImageFiles(user="root")
+# Third-party images by repository (registry host and tag dropped, ``known_images.repository``): their
+# Dockerfiles on Docker Hub (docker-library/official-images, prometheus/*, qdrant/qdrant). qdrant/qdrant's
+# ``-unprivileged`` tags are another Dockerfile (USER 1000): ``files`` reads the tag.
+THIRD_PARTY: dict[str, ImageFiles] = {
+    **{
+        name: _ROOT
+        for name in (
+            "nginx",
+            "httpd",
+            "redis",
+            "postgres",
+            "mysql",
+            "mariadb",
+            "mongo",
+            "rabbitmq",
+            "busybox",
+            "alpine",
+            "ubuntu",
+            "debian",
+            "python",
+            "node",
+            "golang",
+            "traefik",
+            "caddy",
+            "amazonlinux",
+        )
+    },
+    **{
+        name: ImageFiles(user="nobody", workdir="/prometheus")
+        for name in ("prom/prometheus", "quay.io/prometheus/prometheus")
+    },
+    **{name: ImageFiles(user="nobody") for name in ("prom/alertmanager", "prom/node-exporter", "prom/pushgateway")},
+    "memcached": ImageFiles(user="memcache"),
+    "haproxy": ImageFiles(user="haproxy"),
+    "curlimages/curl": ImageFiles(user="curl_user"),
+    "qdrant/qdrant": ImageFiles(user="root", workdir="/qdrant", own_dirs=("/qdrant",)),
+}
+QDRANT_UNPRIVILEGED = ImageFiles(user="1000", workdir="/qdrant", own_dirs=("/qdrant",))
+
+
+def files(image: str) -> ImageFiles | None:
+    """What ``image`` holds, or None where the program does not know it."""
+    ours = known(image)
+    if ours is Image.SERVING:
+        return SERVING
+    if ours is Image.VLLM:
+        return VLLM
+    name = repository(image).removeprefix("docker/library/").removeprefix("library/")  # ECR Public's mirror too
+    found = THIRD_PARTY.get(name)
+    if found is not None and name == "qdrant/qdrant" and _tag(image).endswith("-unprivileged"):
+        return QDRANT_UNPRIVILEGED
+    return found
+
+
+def _tag(image: str) -> str:
+    path = image.split("@", 1)[0]
+    last_colon, last_slash = path.rfind(":"), path.rfind("/")
+    return path[last_colon + 1 :] if last_colon > last_slash else ""
+
+
+def serving_executable(path: str) -> bool:
+    """Whether the serving image has ``path`` (a bare name, looked up on PATH, or an absolute path)."""
+    if "/" not in path:
+        return path in DEBIAN_REQUIRED or path in SERVING_LOCAL
+    directory, _, name = path.rpartition("/")
+    if directory in DEBIAN_BIN_DIRS:
+        return name in DEBIAN_REQUIRED
+    return directory in LOCAL_BIN_DIRS and name in SERVING_LOCAL
+
+
+def under(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or lies below it."""
+    directory = directory.rstrip("/") or "/"
+    return directory in ("/", path.rstrip("/") or "/") or path.startswith(f"{directory}/")
