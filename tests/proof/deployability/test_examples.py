@@ -94,6 +94,9 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "runtime-contract",
         "service-address",
         "controller-values",
+        "selector-selects",
+        "cluster-name-resolves",
+        "generated-name-resolves",
     }
 
 

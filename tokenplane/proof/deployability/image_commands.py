@@ -32,7 +32,7 @@ from tokenplane.proof.deployability.image_files import (
     serving_executable,
     under,
 )
-from tokenplane.proof.deployability.probes import POD_KINDS, PROBES
+from tokenplane.proof.deployability.probes import PROBES
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "image-command"
@@ -51,7 +51,7 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    for workload in graph.kube(None, *POD_KINDS):
+    for workload in graph.pod_bearers():
         pod = pod_template(workload).get("spec") or {}
         for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
             if files(str(container.get("image") or "")) is not SERVING:

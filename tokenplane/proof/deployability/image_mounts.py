@@ -20,7 +20,6 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.image_files import SYSTEM_DIRS, files, under
-from tokenplane.proof.deployability.probes import POD_KINDS
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "mount-hides-image"
@@ -45,7 +44,7 @@ def needed_dirs(container: dict[str, Any]) -> list[str]:
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    for workload in graph.kube(None, *POD_KINDS):
+    for workload in graph.pod_bearers():
         pod = pod_template(workload).get("spec") or {}
         filled = {
             str(m.get("name"))

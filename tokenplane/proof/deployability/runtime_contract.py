@@ -29,7 +29,6 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.image_files import SERVING, SERVING_USER_HOME, files, under
 from tokenplane.proof.deployability.known_images import serving_module
-from tokenplane.proof.deployability.probes import POD_KINDS
 from tokenplane.proof.deployability.reachability import pod_template
 from tokenplane.runtime_env import DEFAULT_SPOOL_DIR, Var
 
@@ -60,7 +59,7 @@ class Env:
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    for workload in graph.kube(None, *POD_KINDS):
+    for workload in graph.pod_bearers():
         pod = pod_template(workload).get("spec") or {}
         for container in pod.get("containers") or []:
             if files(str(container.get("image") or "")) is not SERVING:

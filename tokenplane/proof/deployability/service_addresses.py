@@ -27,8 +27,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.flows import SERVICE_URL
-from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject
-from tokenplane.proof.deployability.probes import POD_KINDS
+from tokenplane.proof.deployability.graph import HELM_RELEASE, POD_KINDS, Graph, KubeObject
 from tokenplane.proof.deployability.reachability import chart_fullname, pod_template
 from tokenplane.proof.render import RenderedResource
 
