@@ -135,8 +135,9 @@ class ClassOverPlatform:
         lost = "; ".join(self._lost(p) for p in self.providers if p.missing > 0)
         return (
             f"class {self.cls.value} meets its SLO for {self.attainment:.2%} of its requests over the platform "
-            f"(slo_attainment {self.target:.2%}), but providers too slow for it spend "
-            f"{self.share(self.provider_missed_rps):.2%} of its miss budget: {lost}"
+            f"(slo_attainment {self.target:.2%}), but providers too slow for it miss "
+            f"{self.share(self.provider_missed_rps):.2%} of its requests, out of the {1 - self.target:.2%} it may "
+            f"miss, whatever the pools' replicas: {lost}"
         )
 
 
