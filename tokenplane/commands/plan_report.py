@@ -7,13 +7,15 @@ file or a CI log, and every ``--json``, never do (issue 28: plan speed). The oth
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from tokenplane.catalog import GIB
 from tokenplane.model.planner import Plan, PoolPlan
+from tokenplane.model.platform_attainment import ClassOverPlatform
 from tokenplane.model.sizing import SizeResult
-from tokenplane.tables import Page, PlainTable, console_for_output, fmt_num, simple_table
+from tokenplane.tables import Page, PlainTable, console_for_output, fmt_num, print_table, simple_table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,10 +32,65 @@ def plan_json(result: Plan) -> dict[str, Any]:
         "summary": result.summary(),
         "pools": [_pool_json(p) for p in result.pools],
         "providers": [asdict(s) | {"cls": s.cls.value, "tier": s.tier.value} for s in result.spills],
+        "platform_attainment": platform_json(result.platform_attainment.values()),
         "violations": [asdict(v) for v in result.violations],
         "warnings": [asdict(w) for w in result.warnings],
         "notes": list(result.notes),
     }
+
+
+def platform_json(classes: Iterable[ClassOverPlatform]) -> list[dict[str, Any]]:
+    """Each class over the platform: its attainment, and the shares its pools, providers and nowhere take."""
+    return [
+        {
+            "cls": c.cls.value,
+            "target": c.target,
+            "attainment": round(c.attainment, 6),
+            "met": c.met,
+            "pooled_share": round(c.share(c.pooled_rps), 6),
+            "pooled_attainment": None if c.pooled_attainment is None else round(c.pooled_attainment, 6),
+            "provider_missed_share": round(c.share(c.provider_missed_rps), 6),
+            "unrouted_share": round(c.share(c.unrouted_rps), 6),
+            "ceiling": round(c.ceiling, 6),
+            "providers": [
+                {
+                    "provider": p.provider.name,
+                    "ttft_ms": p.provider.latency.ttft_ms,
+                    "slo_ttft_ms": c.ttft_slo_ms,
+                    "share": round(c.share(p.rps), 6),
+                    "missed_share": round(c.share(p.missed_rps), 6),
+                    "routes": [{"region": region, "tier": tier.value} for region, tier in p.routes],
+                }
+                for p in c.providers
+            ],
+        }
+        for c in classes
+    ]
+
+
+def _platform_table(classes: Iterable[ClassOverPlatform], title: str) -> PlainTable:
+    table = PlainTable(
+        title,
+        [
+            ("class", "l"),
+            ("attainment / target", "r"),
+            ("pools: share (attainment)", "r"),
+            ("providers: share (missed)", "r"),
+            ("unrouted", "r"),
+            ("at most", "r"),
+        ],
+    )
+    for c in classes:
+        pooled = "-" if c.pooled_attainment is None else f"{c.pooled_attainment:.2%}"
+        table.add_row(
+            c.cls.value,
+            (f"{c.attainment:.2%} / {c.target:.2%}", "" if c.met else "red"),
+            f"{c.share(c.pooled_rps):.2%} ({pooled})",
+            f"{c.share(c.provider_rps):.2%} ({c.share(c.provider_missed_rps):.2%})",
+            f"{c.share(c.unrouted_rps):.2%}",
+            f"{c.ceiling:.2%}",
+        )
+    return table
 
 
 def calibrated_pools(result: Plan) -> dict[str, str]:
@@ -140,6 +197,11 @@ def print_plan(result: Plan, console: Console | None = None) -> None:
         for s in result.spills:
             spill.add_row(s.region, s.cls.value, s.tier.value, s.provider, fmt_num(s.rps, 2))
         page.table(spill)
+    if result.platform_attainment:
+        title = (
+            "SLO attainment per class over the platform (pools at replicas needed; providers at their stated latency)"
+        )
+        page.table(_platform_table(result.platform_attainment.values(), title))
     summary = result.summary()
     page.line(
         (str(summary["platform"]), "bold"),
@@ -178,7 +240,12 @@ def _fewer(p: PoolCheck) -> str:
 
 
 def verification_json(checked: Verification) -> dict[str, Any]:
-    return {"ok": checked.ok, "fidelity": checked.fidelity, "pools": [asdict(p) for p in checked.pools]}
+    return {
+        "ok": checked.ok,
+        "fidelity": checked.fidelity,
+        "pools": [asdict(p) for p in checked.pools],
+        "platform_attainment": platform_json(checked.platform_attainment.values()),
+    }
 
 
 def print_verification(checked: Verification, console: Console | None = None) -> None:
@@ -222,6 +289,12 @@ def print_verification(checked: Verification, console: Console | None = None) ->
             )
     console.print(table)
     console.print(Text(f"fidelity: {checked.fidelity}"))
+    if checked.platform_attainment:
+        # The planner's verdict weighs the same requests with the model's pool attainments: they differ where pools do.
+        title = (
+            "verify: SLO attainment per class over the platform (pools as simulated; providers at their stated latency)"
+        )
+        print_table(console, _platform_table(checked.platform_attainment.values(), title).rich())
     missed = [f"{p.region}/{p.pool} class {c.name}" for p in checked.pools for c in p.classes if not c.met]
     if missed:
         console.print(

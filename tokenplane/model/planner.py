@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from tokenplane.catalog import GIB
 from tokenplane.model import capacity as cap
 from tokenplane.model.admission import shed_at_peak
+from tokenplane.model.platform_attainment import ClassOverPlatform, PoolAttainments, over_platform
 from tokenplane.model.pool_performance import Health, ReplicaPerformance, class_mix, for_pool
 from tokenplane.model.pricing_cache import PricingCache
-from tokenplane.model.provider_slo import provider_misses
 from tokenplane.model.replica_search import MAX_REPLICAS_SEARCHED, first_holding, first_meeting
 from tokenplane.model.sizing import IMAGE_VLLM
 from tokenplane.model.traffic import Spill, TrafficPlan, route
@@ -136,6 +136,8 @@ class Plan:
     worst_case_usd_per_hour: float = 0.0
     worst_case_scenario: str = "normal"
     notes: list[str] = field(default_factory=list)  # facts of the deployment a reader must know, not problems
+    # Each class with a TTFT SLO over the whole platform, at the pools' replicas_needed: the class's own verdict.
+    platform_attainment: dict[WorkloadClass, ClassOverPlatform] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -193,8 +195,12 @@ def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, progress: Pla
             )
         )
     # A class the pools all serve within its SLO can still miss over the platform, by what providers serve.
-    for slow in provider_misses(spec, traffic):
-        result.warnings.append(PlanViolation("slo", slow.message()))
+    result.platform_attainment = over_platform(spec, traffic, planned_attainments(result.pools))
+    for over in result.platform_attainment.values():
+        if not over.met:
+            result.violations.append(PlanViolation("slo", over.message()))
+        elif over.provider_missed_rps > 0:
+            result.warnings.append(PlanViolation("slo", over.note()))
     result.warnings.extend(_admission_checks(spec, result, traffic))
     result.warnings.extend(_release_checks(spec))
     result.worst_case_usd_per_hour, result.worst_case_scenario = worst_case_spend(spec, result.pools)
@@ -203,6 +209,15 @@ def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, progress: Pla
     result.warnings.extend(_idle_gpu_warnings(spec, result))
     result.notes.append(limits_note(spec))
     return result
+
+
+def planned_attainments(pools: list[PoolPlan]) -> PoolAttainments:
+    """Each pool's attainment per class in the pool model at ``replicas_needed`` (none where it has no model)."""
+    found: dict[tuple[str, str], dict[str, float | None]] = {}
+    for p in pools:
+        classes = p.at_needed.classes if p.at_needed is not None else {}
+        found[(p.region, p.name)] = {name: c.attainment for name, c in classes.items()}
+    return found
 
 
 def _admission_checks(spec: PlatformSpec, result: Plan, traffic: TrafficPlan) -> list[PlanViolation]:

@@ -29,6 +29,11 @@ with a fixed seed; not a day, no autoscaling (the replicas are the planned ones)
 gateway shedding (the plan must hold without it). A class passes when its measured
 attainment is within two standard errors of its target or above (``ClassCheck.tolerance``:
 at 10,000 judged requests and 99%, 0.2 points).
+
+It also reports each class over the whole platform (``tokenplane.model.platform_attainment``) with
+the simulated pools' attainments in place of the model's: the planner's verdict weighs the same
+requests the same way, so the two differ only where the pools do. A provider's share is the planner's
+own (its stated latency), so the platform line is reported, not judged again.
 """
 
 from __future__ import annotations
@@ -39,12 +44,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tokenplane.model.planner import Plan, PoolPlan
+from tokenplane.model.planner import Plan, PoolPlan, planned_attainments
+from tokenplane.model.platform_attainment import ClassOverPlatform, over_platform
 from tokenplane.model.pool_performance import ClassMix, class_mix
 from tokenplane.model.traffic import route
 from tokenplane.pool_model import PoolTiming, prefix_kept_share, timing
 from tokenplane.sim.engine import SERVED, Engine, RequestState
-from tokenplane.spec import PlatformSpec, Priority
+from tokenplane.spec import PlatformSpec, Priority, WorkloadClass
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -120,6 +126,8 @@ class PoolCheck:
 class Verification:
     pools: list[PoolCheck]
     fidelity: str
+    # Each class over the platform with the simulated pools' attainments (a pool not simulated: the model's).
+    platform_attainment: dict[WorkloadClass, ClassOverPlatform]
 
     @property
     def ok(self) -> bool:
@@ -154,7 +162,15 @@ def verify(
         if not mix:
             continue
         checks.append(_check_pool(spec, pp, mix, np.random.default_rng([seed, index])))
-    return Verification(checks, FIDELITY)
+    return Verification(checks, FIDELITY, over_platform(spec, traffic, simulated_attainments(planned, checks)))
+
+
+def simulated_attainments(planned: Plan, checks: list[PoolCheck]) -> dict[tuple[str, str], dict[str, float | None]]:
+    """Each pool's attainment per class as simulated, or as planned where it was not simulated."""
+    found = {key: dict(classes) for key, classes in planned_attainments(planned.pools).items()}
+    for check in checks:
+        found[(check.region, check.pool)] = {c.name: c.attainment for c in check.classes}
+    return found
 
 
 def _check_pool(spec: PlatformSpec, pp: PoolPlan, mix: list[ClassMix], rng: np.random.Generator) -> PoolCheck:
