@@ -35,6 +35,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-name",
         "aws-network",
         "aws-api-values",
+        "volume-writable",
+        "endpoint-admits",
         "controller-config",
         "ecr-per-stack",
         "vllm-argv",

@@ -33,6 +33,7 @@ from tokenplane.proof.deployability import (
     iam_names,
     iam_s3,
     images,
+    interface_endpoints,
     irsa,
     kafka_topics,
     keys,
@@ -72,6 +73,7 @@ from tokenplane.proof.deployability import (
     utilization_requests,
     versions,
     vllm_argv,
+    volume_writable,
     weights,
 )
 from tokenplane.proof.deployability.assumptions import Assumptions
@@ -105,6 +107,7 @@ CHECKS: dict[str, Check] = {
     shm.RULE: shm.check,
     run_as.RULE: run_as.check,
     read_only_root.RULE: read_only_root.check,
+    volume_writable.RULE: volume_writable.check,
     keys.RULE: keys.check,
     targets.RULE: targets.check,
     scalers.RULE: scalers.check,
@@ -119,6 +122,7 @@ CHECKS: dict[str, Check] = {
     subnets.RULE: subnets.check,
     aws_values.RULE: aws_values.check,
     nodes_join.RULE: nodes_join.check,
+    interface_endpoints.RULE: interface_endpoints.check,
     network_policy.RULE: network_policy.check,
     network_policy.POD_GROUPS: network_policy.check_pod_groups,
     flows.FLOW: flows.check,
