@@ -37,6 +37,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-api-values",
         "volume-writable",
         "endpoint-admits",
+        "ingress-claimed",
         "controller-config",
         "ecr-per-stack",
         "vllm-argv",

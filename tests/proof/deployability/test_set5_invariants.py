@@ -194,3 +194,57 @@ def test_the_default_group_counts_with_the_rules_the_program_gives_it() -> None:
 
 def test_an_endpoint_without_private_dns_captures_nothing() -> None:
     assert _endpoints(extra=[_endpoint("planted-ecr-dkr", private_dns=False)]) == []
+
+
+# ingress-claimed ------------------------------------------------------------------------------------------------
+
+CLAIMED = "ingress-claimed"
+
+
+def _ingress(*, class_name: str | None = None, annotation: str | None = None) -> dict[str, Any]:
+    backend = {"service": {"name": "ai-gateway", "port": {"number": 80}}}
+    path = {"path": "/", "pathType": "Prefix", "backend": backend}
+    manifest: dict[str, Any] = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": "planted-web", "namespace": "llm-gateway"},
+        "spec": {"rules": [{"http": {"paths": [path]}}]},
+    }
+    if class_name is not None:
+        manifest["spec"]["ingressClassName"] = class_name
+    if annotation is not None:
+        manifest["metadata"]["annotations"] = {"kubernetes.io/ingress.class": annotation}
+    return manifest
+
+
+def _ingress_class(name: str, controller: str, *, default: bool = False) -> dict[str, Any]:
+    notes = {"ingressclass.kubernetes.io/is-default-class": "true"} if default else {}
+    metadata = {"name": name, "annotations": notes}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "IngressClass",
+        "metadata": metadata,
+        "spec": {"controller": controller},
+    }
+
+
+CLAIM_CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+    "no class and no default": ([_ingress()], [_ingress(class_name="alb")]),
+    "a class nobody defines": ([_ingress(class_name="nginx")], [_ingress(annotation="alb")]),
+    "a default only the program could have made": (
+        [_ingress()],
+        [_ingress(), _ingress_class("internal-alb", "ingress.k8s.aws/alb", default=True)],
+    ),
+}
+
+
+def test_minimal_is_clean_of_ingress_claimed() -> None:
+    assert rule(plus(), CLAIMED) == []
+
+
+@pytest.mark.parametrize("case", sorted(CLAIM_CASES))
+def test_every_ingress_is_claimed_by_an_installed_controller(case: str) -> None:
+    defect, twin = CLAIM_CASES[case]
+    found = rule(plus(*defect), CLAIMED)
+    assert len(found) == 1 and "no ingress controller claims it" in found[0].message, found
+    assert rule(plus(*twin), CLAIMED) == []
