@@ -97,6 +97,21 @@ class GatewayArgs:
     certificate_arn: pulumi.Input[str] | None = None
     env_secrets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # The processes read a pool's replicas from POOL_URL_<POOL> (runtime_env.pool_urls), by the spec pool's
+        # name: a URL under any other key (a model's name, a Service's) is read by nobody, and the pool it was
+        # meant for is silently unavailable. Refused here, where the mistake is made.
+        region = self.deps.config.region
+        placed = [p.pool for p in region.pools]
+        stray = sorted(set(self.pool_urls) - set(placed))
+        if stray:
+            raise ValueError(
+                f"GatewayArgs.pool_urls: {', '.join(map(repr, stray))} is not a pool placed in region "
+                f"{region.name!r} (its pools: {', '.join(map(repr, placed)) or 'none'}); key each URL by its pool's "
+                "name (VllmPool.service_url of the pool named so in the spec): the gateways read POOL_URL_<POOL> "
+                "by pool name, so a URL under another key reaches no process and its pool stays unavailable"
+            )
+
 
 GATEWAY_CPU = 2.0  # vCPUs per gateway pod, requested and limited (Guaranteed QoS)
 

@@ -134,18 +134,7 @@ def test_the_gateways_take_their_tenants_and_providers_from_the_config() -> None
     config = by_hand(tenants=[ACME])
 
     def program() -> None:
-        deps = ServingDeps(
-            config=config,
-            image="registry.example/serving@sha256:" + "0" * 64,
-            redis_url="rediss://redis:6379",
-            kafka_bootstrap="kafka:9098",
-            kafka_cluster_arn="arn:aws:kafka:eu-central-1:123456789012:cluster/acme/0",
-            qdrant_url="http://qdrant:6333",
-            oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/oidc.example",
-            oidc_issuer="https://oidc.example",
-            account_id="123456789012",
-            tags={},
-        )
+        deps = _deps(config)
         gateway = Namespace.existing("llm-gateway")
         models = ModelGateway("mg", GatewayArgs(deps=deps, namespace=gateway), pulumi.ResourceOptions())
         AiGateway("ai", GatewayArgs(deps=deps, namespace=gateway, model_gateway_url=models.url))
@@ -156,3 +145,26 @@ def test_the_gateways_take_their_tenants_and_providers_from_the_config() -> None
     assert keys == {"ACME_API_KEY": "ai-gateway-env-secrets"}, keys  # the tenant's key, from its env Secret
     data = stack.kube("ConfigMap", "model-gateway-config", "llm-gateway")["data"]
     assert json.loads(data["platform.json"])["tenants"][0]["name"] == "acme" and data["region"] == "eu"
+
+
+def _deps(config: GatewayConfig) -> ServingDeps:
+    return ServingDeps(
+        config=config,
+        image="registry.example/serving@sha256:" + "0" * 64,
+        redis_url="rediss://redis:6379",
+        kafka_bootstrap="kafka:9098",
+        kafka_cluster_arn="arn:aws:kafka:eu-central-1:123456789012:cluster/acme/0",
+        qdrant_url="http://qdrant:6333",
+        oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/oidc.example",
+        oidc_issuer="https://oidc.example",
+        account_id="123456789012",
+        tags={},
+    )
+
+
+def test_pool_urls_are_keyed_by_the_pools_the_region_places() -> None:
+    # The processes read POOL_URL_<POOL> by pool name: a URL keyed by the model's name would reach nobody.
+    deps, gateway = _deps(by_hand()), Namespace.existing("llm-gateway")
+    GatewayArgs(deps=deps, namespace=gateway, pool_urls={CHAT.name: "http://vllm-chat:8000"})
+    with pytest.raises(ValueError, match=rf"'{MODEL.name}' is not a pool placed in region 'eu' \(its pools: 'chat'\)"):
+        GatewayArgs(deps=deps, namespace=gateway, pool_urls={MODEL.name: "http://vllm-chat:8000"})

@@ -338,7 +338,7 @@ def _acls_way_out(graph: Graph, group: RenderedResource) -> Iterator[Finding]:
         )
 
 
-def _launch_template_groups(graph: Graph, group: RenderedResource) -> list[RenderedResource] | None:
+def launch_template_groups(graph: Graph, group: RenderedResource) -> list[RenderedResource] | None:
     """The security groups the node group's launch template names (they replace the cluster security group), or
     None when it names none or any of them is not the program's (then nothing is judged)."""
     for template in graph.referenced(group, "launchTemplate"):
@@ -354,7 +354,7 @@ def _launch_template_groups(graph: Graph, group: RenderedResource) -> list[Rende
 
 
 def _node_groups_security(graph: Graph, group: RenderedResource, cluster: RenderedResource | None) -> Iterator[Finding]:
-    groups = _launch_template_groups(graph, group)
+    groups = launch_template_groups(graph, group)
     if groups is None or group.region is None:
         return
     region = Region(graph, group.region)
