@@ -173,6 +173,54 @@ def test_programs_the_serving_image_has_or_a_volume_brings_are_not_flagged(edit:
     assert fired(image_commands.check, edited(MODEL_GATEWAY, edit)) == []
 
 
+def _both(first: Edit, second: Edit) -> Edit:
+    def edit(m: dict[str, Any]) -> None:
+        first(m)
+        second(m)
+
+    return edit
+
+
+def _image(image: str, edit: Edit) -> Edit:
+    def both(m: dict[str, Any]) -> None:
+        container(m)["image"] = image
+        edit(m)
+
+    return both
+
+
+@pytest.mark.parametrize(
+    ("image", "edit", "said"),
+    [
+        ("python:3.12-slim", _exec_probe("readinessProbe", "nc", "-z", "127.0.0.1", "8080"), '"nc"'),
+        ("docker.io/library/python:3.11.9-slim-bookworm", _command("gunicorn", "app:app"), '"gunicorn"'),
+        (
+            "debian:bookworm-slim",
+            _both(_command("sleep", "infinity"), _exec_probe("livenessProbe", "sh", "-c", "ps aux")),
+            "ps",
+        ),
+        ("public.ecr.aws/docker/library/debian:12-slim", _command("python3", "-m", "http.server"), '"python3"'),
+    ],
+)
+def test_a_program_an_official_slim_image_lacks_is_flagged(image: str, edit: Edit, said: str) -> None:
+    found = fired(image_commands.check, edited(MODEL_GATEWAY, _image(image, edit)))
+    assert len(found) == 1 and said in found[0].message and image in found[0].message, found
+
+
+@pytest.mark.parametrize(
+    ("image", "edit"),
+    [
+        ("python:3.12-slim", _command("python3.12", "-m", "http.server", "8080")),
+        ("python:3.11-slim-bookworm", _exec_probe("livenessProbe", "sh", "-c", "pidof python3 && test -d /srv")),
+        ("python:3.12", _exec_probe("readinessProbe", "curl", "-fsS", "http://127.0.0.1:8080/")),  # not slim: has curl
+        ("debian:bookworm", _exec_probe("readinessProbe", "wget", "-q", "http://127.0.0.1:8080/")),  # not judged
+        ("busybox:1.36", _exec_probe("livenessProbe", "wget", "-q", "http://127.0.0.1:8080/")),  # files not known
+    ],
+)
+def test_programs_a_slim_image_has_or_images_not_known_are_not_flagged(image: str, edit: Edit) -> None:
+    assert fired(image_commands.check, edited(MODEL_GATEWAY, _image(image, edit))) == []
+
+
 # --- mount-hides-image: no volume over the image's own program --------------------------------------------------------
 
 

@@ -9,8 +9,8 @@ loop; a hook's (``lifecycle.preStop``/``postStart``) fails with FailedPreStopHoo
 postStart kills the container. ``sh -c`` scripts are read for the first word of each command. ``python -m M``
 fails with "No module named M" when the image has no such module.
 
-Judged for tokenplane's serving image only, whose files the program knows (``image_files``): Debian 12 slim with
-CPython and the locked packages. A path under one of the container's volumes (a script from a ConfigMap) is not
+Judged for the images whose files the program knows (``image_files``): tokenplane's serving image (Debian 12 slim
+with CPython and the locked packages) and the official python and debian slim images it builds on. A path under one of the container's volumes (a script from a ConfigMap) is not
 judged: the volume brings it.
 """
 
@@ -27,9 +27,9 @@ from tokenplane.proof.deployability.image_files import (
     SERVING,
     SERVING_MODULES,
     SERVING_PACKAGE,
+    ImageFiles,
     files,
     names,
-    serving_executable,
     under,
 )
 from tokenplane.proof.deployability.probes import PROBES
@@ -54,20 +54,21 @@ def check(graph: Graph) -> Iterator[Finding]:
     for workload in graph.pod_bearers():
         pod = pod_template(workload).get("spec") or {}
         for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
-            if files(str(container.get("image") or "")) is not SERVING:
+            image = files(str(container.get("image") or ""))
+            if image is None or image.system is None:
                 continue
             mounts = [str(m.get("mountPath")) for m in container.get("volumeMounts") or [] if m.get("mountPath")]
-            for where, argv, effect in _executions(container):
-                problem = _missing(argv, mounts)
+            for where, argv, effect in _executions(container, image):
+                problem = _missing(argv, mounts, image)
                 if problem is not None:
                     yield _finding(workload, container, where, problem, effect)
 
 
-def _executions(container: dict[str, Any]) -> Iterator[tuple[str, list[str], str]]:
+def _executions(container: dict[str, Any], image: ImageFiles) -> Iterator[tuple[str, list[str], str]]:
     """(where, argv, what its failure does) for each thing the runtime or kubelet execs in the container."""
     command = [str(c) for c in container.get("command") or []]
     args = [str(a) for a in container.get("args") or []]
-    process = command + args if command else (list(SERVING.entrypoint) + args if SERVING.entrypoint else args)
+    process = command + args if command else (list(image.entrypoint) + args if image.entrypoint else args)
     if process:
         yield "its process", process, "the container fails to start (StartError) and restarts in CrashLoopBackOff"
     for probe in PROBES:
@@ -88,22 +89,22 @@ def _executions(container: dict[str, Any]) -> Iterator[tuple[str, list[str], str
             yield f"its {hook} hook", [str(c) for c in exec_command], effect
 
 
-def _missing(argv: list[str], mounts: list[str]) -> str | None:
-    """What of ``argv`` the serving image lacks, as the runtime would say it, or None."""
+def _missing(argv: list[str], mounts: list[str], image: ImageFiles) -> str | None:
+    """What of ``argv`` ``image`` lacks, as the runtime would say it, or None."""
     program = argv[0]
     if any(under(program, m) for m in mounts if program.startswith("/")):
         return None
-    if not serving_executable(program):
+    if not image.has(program):
         return f'exec: "{program}": executable file not found in $PATH'
     name = program.rsplit("/", 1)[-1]
     if name in SHELLS or program in SHELLS:
         if "-c" in argv[1:-1]:
             script = argv[argv.index("-c") + 1]
             for word in _programs(script):
-                if not any(under(word, m) for m in mounts if word.startswith("/")) and not serving_executable(word):
+                if not any(under(word, m) for m in mounts if word.startswith("/")) and not image.has(word):
                     return f"{name}: 1: {word}: not found"
         return None
-    if name.startswith("python") and "-m" in argv[1:-1]:
+    if image is SERVING and name.startswith("python") and "-m" in argv[1:-1]:
         module = argv[argv.index("-m") + 1]
         top = module.split(".", 1)[0]
         if (module.startswith(f"{SERVING_PACKAGE}.") and module not in SERVING_MODULES) or top == "serving":
@@ -129,7 +130,8 @@ def _finding(workload: KubeObject, container: dict[str, Any], where: str, proble
         RULE,
         workload.urn,
         f"container {container.get('name')} of {workload.kind} {workload.namespace}/{workload.name} runs "
-        f"tokenplane's serving image, which lacks what {where} execs ({problem}): {effect}",
+        f"{container.get('image')}, which lacks what {where} execs ({problem}): {effect}",
         "call what the image has (python and the standard library: e.g. an httpGet probe, or python -c with "
-        f"urllib.request; the entry points {', '.join(sorted(SERVING_MODULES))}), or mount the tool from a volume",
+        f"urllib.request; the serving image's entry points {', '.join(sorted(SERVING_MODULES))}), use an image "
+        "that has the tool, or mount it from a volume",
     )

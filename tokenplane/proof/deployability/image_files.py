@@ -10,6 +10,9 @@ user. ``known_images`` says which image a container runs; this says what that im
   holds the list to the code).
 - the vLLM image's ENTRYPOINT is ``vllm serve`` and its WORKDIR ``/vllm-workspace`` (vllm ``docker/Dockerfile``,
   ``vllm-openai`` stage); its executables are not judged (the CUDA base's package set is not the program's own).
+- the official ``python:*-slim*`` and ``debian:*-slim`` images: the same Debian 12 required set (plus CPython's
+  scripts in ``/usr/local/bin`` for python's), judged as the serving image is; the full (non-slim) variants build on
+  buildpack-deps, which adds curl, wget, git and compilers, so their executables are not judged.
 - a few third-party images whose USER and WORKDIR their Dockerfiles set (``THIRD_PARTY``): the official library
   images set no USER, so they run as root (their entrypoints drop privileges with gosu where they do), and
   Prometheus' images run as ``nobody``, a name the kubelet cannot verify.
@@ -17,7 +20,8 @@ user. ``known_images`` says which image a container runs; this says what that im
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from tokenplane.proof.deployability.known_images import Image, known, repository
 
@@ -63,17 +67,44 @@ SERVING_USER_HOME = "/home/tokenplane"  # useradd --create-home: the one directo
 SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/usr", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/local")
 
 
+# CPython's scripts in the python image's /usr/local/bin, any minor version (python3.12, pip3.13, ...).
+CPYTHON_LOCAL = re.compile(r"(python|pip|pydoc|idle|2to3)(3(\.\d+)?)?(-3\.\d+)?|python3(\.\d+)?-config|wheel")
+
+
 @dataclass(frozen=True)
 class ImageFiles:
-    """One image's USER (None: not known), WORKDIR, ENTRYPOINT and the directories of its own program."""
+    """One image's USER (None: not known), WORKDIR, ENTRYPOINT, the directories of its own program, and its
+    executables: ``system`` in Debian's bin directories (None: not known, so no command is judged) and ``local``
+    in ``/usr/local/bin``."""
 
     user: str | None
     workdir: str = "/"
     entrypoint: tuple[str, ...] = ()
     own_dirs: tuple[str, ...] = ()
+    system: frozenset[str] | None = None
+    local: frozenset[str] = frozenset()
+    cpython: bool = False  # CPython's versioned scripts in /usr/local/bin (``CPYTHON_LOCAL``)
+
+    def has(self, path: str) -> bool:
+        """Whether the image has ``path`` (a bare name, looked up on PATH, or an absolute path); judge only images
+        whose ``system`` is known."""
+        if self.system is None:
+            return True
+        directory, _, name = path.rpartition("/")
+        local = name in self.local or (self.cpython and CPYTHON_LOCAL.fullmatch(name) is not None)
+        if "/" not in path:
+            return name in self.system or local
+        if directory in DEBIAN_BIN_DIRS:
+            return name in self.system
+        return directory in LOCAL_BIN_DIRS and local
 
 
-SERVING = ImageFiles(user="10001", own_dirs=(*LOCAL_BIN_DIRS, "/usr/local/lib/python3.11"))
+SERVING = ImageFiles(
+    user="10001",
+    own_dirs=(*LOCAL_BIN_DIRS, "/usr/local/lib/python3.11"),
+    system=DEBIAN_REQUIRED,
+    local=SERVING_LOCAL,
+)
 VLLM = ImageFiles(
     user="root",
     workdir="/vllm-workspace",
@@ -118,6 +149,12 @@ THIRD_PARTY: dict[str, ImageFiles] = {
     "qdrant/qdrant": ImageFiles(user="root", workdir="/qdrant", own_dirs=("/qdrant",)),
 }
 QDRANT_UNPRIVILEGED = ImageFiles(user="1000", workdir="/qdrant", own_dirs=("/qdrant",))
+# Slim variants by repository: the Debian required set, and CPython for python's (docker-library/python's
+# slim Dockerfiles install ca-certificates, netbase and tzdata besides, none of them a program a probe calls).
+SLIM: dict[str, ImageFiles] = {
+    "python": replace(_ROOT, system=DEBIAN_REQUIRED, cpython=True),
+    "debian": replace(_ROOT, system=DEBIAN_REQUIRED),
+}
 
 
 def files(image: str) -> ImageFiles | None:
@@ -131,6 +168,8 @@ def files(image: str) -> ImageFiles | None:
     found = THIRD_PARTY.get(name)
     if found is not None and name == "qdrant/qdrant" and _tag(image).endswith("-unprivileged"):
         return QDRANT_UNPRIVILEGED
+    if name in SLIM and "slim" in _tag(image).split("-"):
+        return SLIM[name]
     return found
 
 
@@ -138,16 +177,6 @@ def _tag(image: str) -> str:
     path = image.split("@", 1)[0]
     last_colon, last_slash = path.rfind(":"), path.rfind("/")
     return path[last_colon + 1 :] if last_colon > last_slash else ""
-
-
-def serving_executable(path: str) -> bool:
-    """Whether the serving image has ``path`` (a bare name, looked up on PATH, or an absolute path)."""
-    if "/" not in path:
-        return path in DEBIAN_REQUIRED or path in SERVING_LOCAL
-    directory, _, name = path.rpartition("/")
-    if directory in DEBIAN_BIN_DIRS:
-        return name in DEBIAN_REQUIRED
-    return directory in LOCAL_BIN_DIRS and name in SERVING_LOCAL
 
 
 def under(path: str, directory: str) -> bool:
