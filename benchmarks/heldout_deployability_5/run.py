@@ -40,6 +40,27 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     "model_gateway_pool_urls_keyed_by_model": (False, "missed: the model gateway's pool URLs keyed by model name"),
 }
 
+# The run after fixes written with the set in view (results-after-fixes.md): the lead's reading of its messages.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "qdrant_archive_volume_without_fs_group": (
+        True,
+        "volume-writable: user 1000 writes an EBS volume the pod gives no fsGroup, owned by root",
+    ),
+    "status_page_exec_probe_curl_in_slim_image": (
+        True,
+        "image-command: python:3.11.11-slim-bookworm has no curl, the readiness probe fails every period",
+    ),
+    "grafana_ingress_without_class": (True, "ingress-claimed: no class and no default IngressClass (known: alb)"),
+    "ecr_endpoint_on_default_security_group": (
+        True,
+        "endpoint-admits: the ECR endpoints' default group admits nothing on 443 from the nodes",
+    ),
+    "model_gateway_pool_urls_keyed_by_model": (
+        True,
+        "GatewayArgs refuses pool_urls keyed by a model name: the program fails at render with the pool to use",
+    ),
+}
+
 
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 5, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 5, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
