@@ -51,12 +51,14 @@ from __future__ import annotations
 import heapq
 import math
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from tokenplane.model import capacity as cap
+from tokenplane.model.balancing import Load
 from tokenplane.pool_model import PoolTiming
 
 F64 = npt.NDArray[np.float64]
@@ -256,6 +258,44 @@ class Engine:
     def idle(self, slot: int) -> bool:
         return self.replicas[slot].idle
 
+    def loads(self, slots: list[int]) -> list[Load]:
+        """What the model gateway's balancer knows of each replica (``tokenplane.model.balancing.Load``).
+
+        ``pending``: requests sent that have not produced their first token (queued, or being
+        prefilled); ``outstanding``: their tokens and those of the running sequences
+        (``outstanding_tokens``). Read after ``advance`` to the arrival, so the state is the
+        one the gateway sees then, to within the replica's current iteration.
+        """
+        reps = self.replicas
+        tokens = self.outstanding_tokens(np.array(slots, dtype=np.int64)).tolist()
+        return [
+            Load(reps[s].waiting + (reps[s].partial >= 0), int(held)) for s, held in zip(slots, tokens, strict=True)
+        ]
+
+    def advance(self, slots: Iterable[int], t: float) -> None:
+        """Advance these replicas, where they have work, to the first iteration boundary at or after ``t``.
+
+        A per-request balancer advances its pool's replicas to each arrival before it reads them.
+        """
+        arrival = self.req.arrival
+        for s in slots:
+            replica = self.replicas[s]
+            if not replica.on or replica.clock >= t:
+                continue
+            pending = replica.pos < len(replica.fifo) and arrival[replica.fifo[replica.pos]] < t
+            if self.pools[replica.pool].encoder:
+                if pending:
+                    self._run_encoder(replica, t)
+            elif replica.batch or replica.partial >= 0 or replica.ready or pending:
+                self._run(replica, t)
+
+    def send(self, pool: int, rid: int, slot: int) -> None:
+        """Queue one request (arriving no earlier than any queued on the replica) on the replica chosen for it."""
+        self.replicas[slot].fifo.append(rid)
+        counters = self.counters[pool]
+        counters.waiting += 1
+        counters.waiting_arrival_sum += self.req.arrival[rid]
+
     def kv_usage(self, slots: I64) -> F64:
         """Share of each replica's KV cache in use (0 for encoders, which keep none)."""
         usage = []
@@ -340,16 +380,7 @@ class Engine:
 
     def run_until(self, t_end: float) -> None:
         """Advance every replica that has work to the first iteration boundary at or after ``t_end``."""
-        arrival = self.req.arrival
-        for replica in self.replicas:
-            if not replica.on or replica.clock >= t_end:
-                continue
-            pending = replica.pos < len(replica.fifo) and arrival[replica.fifo[replica.pos]] < t_end
-            if self.pools[replica.pool].encoder:
-                if pending:
-                    self._run_encoder(replica, t_end)
-            elif replica.batch or replica.partial >= 0 or replica.ready or pending:
-                self._run(replica, t_end)
+        self.advance(range(len(self.replicas)), t_end)
 
     def _run_encoder(self, rep: Replica, t_end: float) -> None:
         """An embedding replica: each iteration embeds every arrived request that fits the budget, in order.

@@ -28,11 +28,13 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.model.admission import admit_fractions
+from tokenplane.model.balancing import BalancePolicy, choose
+from tokenplane.sim.engine import Engine
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
-__all__ = ["admit_fractions", "deal"]  # the shedding formula is the planner's too
+__all__ = ["admit_fractions", "balance", "choose", "deal"]  # the shedding formula is the planner's too
 
 SHED_WINDOW_S = 1.0  # the shedding decision is taken per window of arrivals
 SHED_WINDOWS = 5  # the rate is averaged over this many windows: 1 s alone is Poisson noise at tens of req/s
@@ -49,3 +51,33 @@ def deal(replicas: I64, count: int, turn: int) -> tuple[I64, int]:
         return np.zeros(0, dtype=np.int64), turn
     dealt: I64 = replicas[(turn + np.arange(count)) % n]
     return dealt, (turn + count) % n
+
+
+def balance(
+    engine: Engine, pool: int, ids: I64, segments: list[tuple[int, I64]], turn: int, policy: BalancePolicy
+) -> int:
+    """Send each request to the replica the model gateway's rule picks on the pool's state at its arrival.
+
+    ``choose`` is the model gateway's own function (``serving.modelgw.balancer``), run per request:
+    the pool's candidate replicas are advanced to the arrival, read (``Engine.loads``), and the
+    request is queued on the one chosen. Prefix affinity is not modelled: the simulator has no
+    prompt prefixes, only each pool's prefix-cache hit share.
+
+    Args:
+        engine: The engine holding the requests ``ids`` (in arrival order).
+        pool: The pool's index.
+        ids: The engine ids of the pool's admitted requests of this period.
+        segments: Consecutive runs of ``ids``: (how many, the ready replicas while they arrive).
+        turn: The rotation's position (ties, and round-robin); returns the next one.
+        policy: The rule.
+    """
+    arrival = engine.req.arrival
+    at = 0
+    for count, replicas in segments:
+        slots = replicas.tolist()
+        for rid in ids[at : at + count].tolist():
+            engine.advance(slots, arrival[rid])
+            engine.send(pool, rid, slots[choose(engine.loads(slots), turn=turn, policy=policy)])
+            turn += 1
+        at += count
+    return turn

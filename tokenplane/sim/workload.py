@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.errors import SpecError
+from tokenplane.model.balancing import BalancePolicy
 from tokenplane.model.scheduling import priority_levels
 from tokenplane.model.traffic import route
 from tokenplane.spec import PlatformSpec, Priority, Tier, WorkloadClass
@@ -312,6 +313,9 @@ class SimConfig:
         sample_replicas: in sampled mode, replicas per pool simulated request by request.
         trace: keep every request's outcome (``SimResult.requests`` / ``outcome``): memory grows with
             the run, so only for short runs and tests.
+        balance: how the gateway spreads a pool's arrivals over its replicas. ``ROUND_ROBIN`` deals
+            them as the planner prices them; the others run the model gateway's ``choose`` per
+            request on the replicas' state (``tokenplane.sim.gateway.balance``), at request fidelity only.
     """
 
     rps: float | None = None
@@ -325,3 +329,11 @@ class SimConfig:
     fidelity_reason: str | None = None  # why --fidelity auto chose it, stated in the output; None when asked for
     sample_replicas: int = SAMPLE_REPLICAS
     trace: bool = False
+    balance: BalancePolicy = BalancePolicy.ROUND_ROBIN
+
+    def __post_init__(self) -> None:
+        if self.balance is not BalancePolicy.ROUND_ROBIN and self.fidelity is not Fidelity.REQUEST:
+            raise ValueError(
+                f"SimConfig(balance={self.balance.value!r}) needs every replica simulated: fidelity="
+                f"{self.fidelity.value!r} feeds sampled replicas every n-th arrival; use fidelity='request'"
+            )
