@@ -14,6 +14,13 @@ Requests that share an affinity key (a prompt prefix) prefer the replica that re
 picks for it, so the engine's prefix cache finds the prefix already computed, within the rule's
 slack. Rendezvous hashing is consistent: adding or losing a replica moves only the keys that
 hashed to it.
+
+Known gap (issue 28): the rule acts only on the replica URLs in ``POOL_URL_<POOL>``. ``tokenplane dev``
+passes each replica's URL, but the Kubernetes stack passes one URL per pool, the pool's ClusterIP
+Service (``components.vllm_pool``: ``VllmPool.service_url``, wired by ``components.region``), so this
+balancer sees one "replica" and kube-proxy picks a pod per new connection, at random, and aiohttp's
+keep-alive then pins the requests on that connection. Closing it takes a headless Service per pool
+and a resolver here that refreshes the replica set from its A records.
 """
 
 from __future__ import annotations

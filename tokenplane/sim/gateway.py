@@ -10,16 +10,20 @@ first, then normal, then high; critical last. The rate is measured over the
 Balancing deals the admitted arrivals round-robin over the ready replicas (``deal``), so that each
 replica sees every n-th arrival of its pool: what the planner prices (``pool_performance``: gaps
 Gamma(n)), what ``plan --verify`` and the sampled fidelities feed their replicas
-(``arrivals.Replicas``). The request fidelity used to water-fill each autoscaler period's arrivals
-onto the replicas least loaded at the period's start: a count up to 15 s old, which no balancer
-reads (Envoy's least-request and the model gateway's balancer both decide per request on the
-current count). It herded a period's extra arrivals onto the replicas that were light when it
-began: byteion's eu-west/medium-rag class A met its TTFT SLO at 98.3% against 98.9% dealt
-round-robin, same requests on 32 replicas (two seeds), and the long-context pools' class C at
-94.5-97% against 99.9%. What TTFT pays is the regularity of each replica's arrivals: dealt at
-random the same pool meets 87.7%, and a per-request least-request on the current count (requests
-or tokens held, mostly running decodes, not the prefill a new request waits behind) 97.5% and
-89.6%; so the deployed gateway's own policy (``serving.modelgw.balancer``) is not what this models.
+(``arrivals.Replicas``). The model gateway instead chooses per request with
+``tokenplane.model.balancing.choose`` (``DEPLOYED``: fewest pending prefills); ``SimConfig.balance``
+runs that same function here per request on the replicas' state at each arrival (``balance``), at
+request fidelity. Dealing stays the default because the deployed rule meets what round-robin meets
+to within the seed spread (``benchmarks/balancing.py``, byteion's eu-west pools alone with classes A
+and B at their planned count, 120 s, seeds 0-2; class A's TTFT SLO, 99% target): medium-rag on 32
+replicas 99.16-99.52% against 99.24-99.73% dealt; large-reasoning on 32 replicas 99.39-99.49%
+against 99.29-99.55%; medium-rag on 128 replicas 99.29-99.35% against 99.37-99.48% (0.1 point
+under, just outside that spread, both over target). So the planner's round-robin pricing holds for
+what ships. The rule it replaced (fewest outstanding tokens, mostly running
+decodes rather than the prefills a new prompt waits behind) met 86.2-88.3% and 88.7-89.6% there.
+A per-request choice on a 15 s-old count herds (the request fidelity's old water-fill: 98.3%
+against 98.9%), and dealing at random met 87.7%: what TTFT pays for is the regularity of each
+replica's arrivals.
 """
 
 from __future__ import annotations

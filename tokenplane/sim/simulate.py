@@ -4,7 +4,8 @@
 ``EVALUATION_S``. Each period it draws that period's arrivals
 (``tokenplane.sim.arrivals``), the gateway sheds by priority and fails over to
 providers (``tokenplane.sim.gateway``), the balancer deals the rest round-robin
-over the ready replicas, and every replica of every pool runs continuous batching
+over the ready replicas (or, with ``SimConfig.balance``, runs the model gateway's own
+``choose`` per request), and every replica of every pool runs continuous batching
 iteration by iteration (``tokenplane.sim.engine``), timed by
 ``tokenplane.model.capacity`` only. At the end of the period each pool's autoscaler
 reads its signals and starts or drains replicas (``tokenplane.sim.autoscale``),
