@@ -15,12 +15,9 @@ picks for it, so the engine's prefix cache finds the prefix already computed, wi
 slack. Rendezvous hashing is consistent: adding or losing a replica moves only the keys that
 hashed to it.
 
-Known gap (issue 28): the rule acts only on the replica URLs in ``POOL_URL_<POOL>``. ``tokenplane dev``
-passes each replica's URL, but the Kubernetes stack passes one URL per pool, the pool's ClusterIP
-Service (``components.vllm_pool``: ``VllmPool.service_url``, wired by ``components.region``), so this
-balancer sees one "replica" and kube-proxy picks a pod per new connection, at random, and aiohttp's
-keep-alive then pins the requests on that connection. Closing it takes a headless Service per pool
-and a resolver here that refreshes the replica set from its A records.
+In Kubernetes a pool's URL names its headless Service, which ``serving.modelgw.discovery``
+resolves to every ready replica's address (``update``); a ClusterIP would leave one "replica" here
+and kube-proxy's per-connection random pick, pinned by keep-alive, in charge.
 """
 
 from __future__ import annotations
@@ -61,6 +58,20 @@ class Balancer:
         self._outstanding = dict.fromkeys(replicas, 0)
         self._turn = 0  # the rotation that breaks ties; advanced by each attempt sent (``hold``)
 
+    def update(self, replicas: tuple[str, ...]) -> None:
+        """Choose among ``replicas`` from now on (``serving.modelgw.discovery``); counts carry over by URL.
+
+        A replica that left keeps its counts while its leases last; once idle it is forgotten, so that
+        pods coming and going (a new address each) do not grow the counts without bound.
+        """
+        self.replicas = replicas
+        for gone in set(self._pending) - set(replicas):
+            if self._pending[gone] == 0 and self._outstanding[gone] == 0:
+                del self._pending[gone], self._outstanding[gone]
+        for replica in replicas:
+            self._pending.setdefault(replica, 0)
+            self._outstanding.setdefault(replica, 0)
+
     def pending(self, replica: str) -> int:
         return self._pending[replica]
 
@@ -94,11 +105,12 @@ class Balancer:
         self._turn += 1
         return Lease(self, replica, tokens)
 
+    # A lease of 0 tokens may outlive its replica's counts (``update`` forgets an idle one): .get, not [].
     def _first_token(self, replica: str) -> None:
-        self._pending[replica] -= 1
+        self._pending[replica] = self._pending.get(replica, 0) - 1
 
     def _release(self, replica: str, tokens: int) -> None:
-        self._outstanding[replica] -= tokens
+        self._outstanding[replica] = self._outstanding.get(replica, 0) - tokens
 
 
 class Lease:
