@@ -16,9 +16,10 @@ def test_pending_prefill_picks_the_fewest_pending_whatever_the_tokens() -> None:
     assert choose(loads, turn=0, policy=BalancePolicy.PENDING_PREFILL) == 1
 
 
-def test_pending_prefill_breaks_ties_by_outstanding_tokens() -> None:
-    loads = [Load(1, 900), Load(1, 300), Load(2, 0)]
-    assert choose(loads, turn=0, policy=BalancePolicy.PENDING_PREFILL) == 1
+def test_pending_prefill_breaks_ties_by_rotation_not_by_tokens() -> None:
+    # Fewest tokens would herd arrivals onto the replicas whose decodes just ended (see the module docstring).
+    loads = [Load(1, 300), Load(1, 900), Load(2, 0)]
+    assert choose(loads, turn=1, policy=BalancePolicy.PENDING_PREFILL) == 1
 
 
 def test_least_tokens_ignores_pending_prefills() -> None:
