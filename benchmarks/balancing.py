@@ -11,8 +11,8 @@ at the arrival rate that the planner sizes to ``REPLICAS`` replicas (byteion's o
 would take an hour per policy on two cores: a per-request choice reads every replica). The
 per-replica load is the plan's, so it is the regularity of each replica's arrivals that differs.
 
-About 10 minutes on two shared cores. Run: python benchmarks/balancing.py [--seeds 0 1]
-[--duration 120] [--update BENCHMARKS.md]
+About 15 minutes on two shared cores for the table in BENCHMARKS.md. Run: python benchmarks/balancing.py
+[--seeds 0 1 2] [--replicas 32 128] [--gateways 1 3] [--duration 120] [--update BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -85,9 +85,24 @@ def pool_alone(pool_name: str, replicas: int = REPLICAS) -> PlatformSpec:
     return at(rps)
 
 
-def attainment(spec: PlatformSpec, policy: BalancePolicy, seed: int, duration_s: float) -> dict[str, float]:
+def attainment(
+    spec: PlatformSpec,
+    policy: BalancePolicy,
+    seed: int,
+    duration_s: float,
+    gateways: int = 1,
+    partitioned: bool = False,
+) -> dict[str, float]:
     """Each class's share of requests (arrived after the warm-up, resolved) that met TTFT and E2E SLOs."""
-    config = SimConfig(duration_s=duration_s, seed=seed, fidelity=Fidelity.REQUEST, trace=True, balance=policy)
+    config = SimConfig(
+        duration_s=duration_s,
+        seed=seed,
+        fidelity=Fidelity.REQUEST,
+        trace=True,
+        balance=policy,
+        model_gateways=gateways,
+        partition_replicas=partitioned,
+    )
     result = simulate(spec, config)
     reqs, out = result.requests, result.outcome
     met_by_class: dict[str, float] = {}
@@ -107,46 +122,59 @@ def attainment(spec: PlatformSpec, policy: BalancePolicy, seed: int, duration_s:
     return met_by_class
 
 
+def _cases(gateways: list[int], policies: list[BalancePolicy]) -> list[tuple[int, bool, BalancePolicy]]:
+    """(processes, partitioned, policy) to run: the retired rule with one process only."""
+    cases = []
+    for k in gateways:
+        for partitioned in (False, True) if k > 1 else (False,):
+            cases += [(k, partitioned, p) for p in policies if k == 1 or p is not BalancePolicy.LEAST_TOKENS]
+    return cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--pools", nargs="+", default=list(POOLS))
-    parser.add_argument("--replicas", type=int, default=REPLICAS, help="the planned count each pool is sized to")
+    parser.add_argument("--replicas", type=int, nargs="+", default=[REPLICAS], help="planned counts to size to")
+    parser.add_argument("--gateways", type=int, nargs="+", default=[1, 3], help="model gateway processes")
     parser.add_argument("--policies", nargs="+", default=[p.value for p in BalancePolicy])
     parser.add_argument("--update", type=Path, help="write the table into this Markdown file's section")
     args = parser.parse_args()
     rows = [
-        "| policy | pool | class | target | attainment (mean) | spread over seeds | seeds |",
-        "|---|---|---|---|---|---|---|",
+        "| policy | pool | replicas | model gateways | class | target | attainment (mean) | spread over seeds |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for pool_name in args.pools:
-        spec = pool_alone(pool_name, args.replicas)
-        planned = plan(spec).pools[0]
-        print(
-            f"# {pool_name}: {planned.arrival_rps:.1f} req/s planned to {planned.replicas_needed} replicas", flush=True
-        )
-        for name in args.policies:
-            policy = BalancePolicy(name)
-            started = time.perf_counter()
-            runs = [attainment(spec, policy, seed, args.duration) for seed in args.seeds]
-            wall = time.perf_counter() - started
-            for cls, cls_spec in spec.workload_classes.items():
-                values = [r[cls.value] for r in runs]
-                spread = f"{min(values):.2%}-{max(values):.2%}"
-                line = (
-                    f"| {policy.value} | {pool_name} | {cls.value} | {cls_spec.slo_attainment:.0%} "
-                    f"| {statistics.mean(values):.2%} | {spread} | {len(values)} |"
-                )
-                rows.append(line)
-                print(line, f"({wall:.0f} s)", flush=True)
+    for replicas in args.replicas:
+        for pool_name in args.pools:
+            spec = pool_alone(pool_name, replicas)
+            planned = plan(spec).pools[0]
+            print(f"# {pool_name}: {planned.arrival_rps:.1f} req/s planned to {planned.replicas_needed}", flush=True)
+            for gateways, partitioned, policy in _cases(args.gateways, [BalancePolicy(p) for p in args.policies]):
+                started = time.perf_counter()
+                runs = [attainment(spec, policy, seed, args.duration, gateways, partitioned) for seed in args.seeds]
+                wall = time.perf_counter() - started
+                how = f"{gateways}, partitioned" if partitioned else str(gateways)
+                for cls, cls_spec in spec.workload_classes.items():
+                    values = [r[cls.value] for r in runs]
+                    line = (
+                        f"| {policy.value} | {pool_name} | {planned.replicas_needed} | {how} | {cls.value} "
+                        f"| {cls_spec.slo_attainment:.0%} | {statistics.mean(values):.2%} "
+                        f"| {min(values):.2%}-{max(values):.2%} |"
+                    )
+                    rows.append(line)
+                    print(line, f"({wall:.0f} s)", flush=True)
     print("\n".join(rows))
     if args.update:
         section = [
-            f"byteion's eu-west pools alone with classes A and B, each at the rate planned to {args.replicas} replicas,",
-            f"{args.duration:g} s simulated from the planned count, judged after {WARMUP_S:g} s, seeds {args.seeds}.",
+            "byteion's eu-west pools alone with classes A and B (its interactive classes), each at the rate the",
+            f"planner sizes to the given count, {args.duration:g} s simulated from that count, judged after",
+            f"{WARMUP_S:g} s; attainment: TTFT and E2E within the class's SLO; spread: min-max over seeds {args.seeds}.",
             "`round-robin` is what the planner prices; `pending-prefill` is what the model gateway runs",
-            "(`tokenplane.model.balancing.DEPLOYED`); `least-tokens` was its rule before.",
+            "(`tokenplane.model.balancing.DEPLOYED`); `least-tokens` was its rule before. `model gateways`:",
+            "independent model gateway processes, each choosing on what it sent itself, requests spread over",
+            "them at random (prod runs at least three); `partitioned`: each sends only to its own k-th of the",
+            "replicas (a design measured here, not deployed). `least-tokens` is run with one process only.",
             "",
             *rows,
         ]

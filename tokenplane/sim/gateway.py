@@ -58,30 +58,51 @@ def deal(replicas: I64, count: int, turn: int) -> tuple[I64, int]:
 
 
 def balance(
-    engine: Engine, pool: int, ids: I64, segments: list[tuple[int, I64]], turn: int, policy: BalancePolicy
-) -> int:
+    engine: Engine,
+    pool: int,
+    ids: I64,
+    segments: list[tuple[int, I64]],
+    turns: list[int],
+    policy: BalancePolicy,
+    via: I64 | None = None,
+    *,
+    partitioned: bool = False,
+) -> None:
     """Send each request to the replica the model gateway's rule picks on the pool's state at its arrival.
 
     ``choose`` is the model gateway's own function (``serving.modelgw.balancer``), run per request:
     the pool's candidate replicas are advanced to the arrival, read (``Engine.loads``), and the
-    request is queued on the one chosen. Prefix affinity is not modelled: the simulator has no
-    prompt prefixes, only each pool's prefix-cache hit share.
+    request is queued on the one chosen. With several model gateway processes (``via``), each
+    chooses on what it sent itself, with its own rotation, as the deployed ones do: none sees
+    the others' requests. Prefix affinity is not modelled: the simulator has no prompt
+    prefixes, only each pool's prefix-cache hit share.
 
     Args:
         engine: The engine holding the requests ``ids`` (in arrival order).
         pool: The pool's index.
         ids: The engine ids of the pool's admitted requests of this period.
         segments: Consecutive runs of ``ids``: (how many, the ready replicas while they arrive).
-        turn: The rotation's position (ties, and round-robin); returns the next one.
+        turns: Each model gateway process's rotation (ties, and round-robin); advanced in place.
         policy: The rule.
+        via: The model gateway process of each of ``ids``; ``None``: one process sends them all.
+        partitioned: Process ``g`` of ``k`` sends only to every k-th ready replica from the ``g``-th, so
+            each replica's pending prefills are all known to the one process that sends to it (a design
+            measured in ``benchmarks/balancing.py``, not what the model gateway does today).
     """
-    arrival = engine.req.arrival
+    req = engine.req
+    arrival, sent_by = req.arrival, req.via
+    tokens = policy is BalancePolicy.LEAST_TOKENS  # the only rule that reads them; summing them is the cost
+    by = [0] * len(ids) if via is None else via.tolist()
+    k = len(turns)
     at = 0
     for count, replicas in segments:
-        slots = replicas.tolist()
-        for rid in ids[at : at + count].tolist():
+        ready = replicas.tolist()
+        own = [(ready[g::k] or ready) if partitioned else ready for g in range(k)]
+        for rid, g in zip(ids[at : at + count].tolist(), by[at : at + count], strict=True):
+            sent_by[rid] = g
+            slots = own[g]
             engine.advance(slots, arrival[rid])
-            engine.send(pool, rid, slots[choose(engine.loads(slots), turn=turn, policy=policy)])
-            turn += 1
+            loads = engine.loads(slots, via=None if via is None else g, tokens=tokens)
+            engine.send(pool, rid, slots[choose(loads, turn=turns[g], policy=policy)])
+            turns[g] += 1
         at += count
-    return turn

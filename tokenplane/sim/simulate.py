@@ -53,7 +53,6 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.errors import SpecError
-from tokenplane.model.balancing import BalancePolicy
 from tokenplane.model.planner import Plan, PoolPlan, plan
 from tokenplane.pool_model import PoolTiming, node_for, prefix_kept_share, replicas_per_node, timing
 from tokenplane.routes import Routes
@@ -277,7 +276,19 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
     for setup, (mine, slots, segments) in zip(setups, plans, strict=True):
         ids = np.arange(at, at + len(mine), dtype=np.int64)
         if segments:
-            setup.turn = gateway.balance(engine, setup.index, ids, segments, setup.turn, config.balance)
+            k = config.model_gateways
+            via = run.rng.integers(0, k, len(ids), dtype=np.int64) if k > 1 else None
+            setup.turns = setup.turns or [0] * k
+            gateway.balance(
+                engine,
+                setup.index,
+                ids,
+                segments,
+                setup.turns,
+                config.balance,
+                via,
+                partitioned=config.partition_replicas,
+            )
         else:
             engine.dispatch(setup.index, ids, slots)
         at += len(mine)
@@ -502,7 +513,7 @@ def _gateway(
             rows.append(part)
             slots.append(setup.slot0 + slot_of[part])
             continue
-        if run.config.balance is BalancePolicy.ROUND_ROBIN:
+        if not run.config.per_request:
             dealt, setup.turn = gateway.deal(replicas, len(part), setup.turn)
         else:  # chosen per request on the replicas' state at each arrival, once they are in the engine
             dealt = np.full(len(part), -1, dtype=np.int64)
