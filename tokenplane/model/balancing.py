@@ -24,6 +24,11 @@ mostly running decodes, so ``LEAST_TOKENS`` stacked new prompts behind a replica
 queued prefills and missed class A's TTFT SLO at the planned count (numbers in
 ``benchmarks/BENCHMARKS.md``).
 
+Each model gateway process applies the rule to what it sent itself: it knows nothing of the
+others' requests. With the three processes prod runs, each one's own pending counts are mostly
+zero, the rule reduces to three independent rotations, and their sum is far less regular than
+one rotation (``SimConfig.model_gateways``; numbers in ``tokenplane.sim.gateway``).
+
 Prefix affinity: a request with an affinity key prefers the replica that
 rendezvous hashing picks for it, so the engine's prefix cache holds its prefix,
 as long as that replica has at most ``AFFINITY_SLACK_PREFILLS`` more pending

@@ -11,16 +11,27 @@ Balancing deals the admitted arrivals round-robin over the ready replicas (``dea
 replica sees every n-th arrival of its pool: what the planner prices (``pool_performance``: gaps
 Gamma(n)), what ``plan --verify`` and the sampled fidelities feed their replicas
 (``arrivals.Replicas``). The model gateway instead chooses per request with
-``tokenplane.model.balancing.choose`` (``DEPLOYED``: fewest pending prefills); ``SimConfig.balance``
-runs that same function here per request on the replicas' state at each arrival (``balance``), at
-request fidelity. Dealing stays the default because the deployed rule meets what round-robin meets
-to within the seed spread (``benchmarks/balancing.py``, byteion's eu-west pools alone with classes A
-and B at their planned count, 120 s, seeds 0-2; class A's TTFT SLO, 99% target): medium-rag on 32
-replicas 99.16-99.52% against 99.24-99.73% dealt; large-reasoning on 32 replicas 99.39-99.49%
-against 99.29-99.55%; medium-rag on 128 replicas 99.29-99.35% against 99.37-99.48% (0.1 point
-under, just outside that spread, both over target). So the planner's round-robin pricing holds for
-what ships. The rule it replaced (fewest outstanding tokens, mostly running
-decodes rather than the prefills a new prompt waits behind) met 86.2-88.3% and 88.7-89.6% there.
+``tokenplane.model.balancing.choose`` (``DEPLOYED``: fewest pending prefills, ties by rotation).
+``SimConfig.balance`` runs that same function here per request on the replicas' state at each
+arrival (``balance``), and ``SimConfig.model_gateways`` splits the requests among several model
+gateway processes, each choosing on what it sent itself, as the deployed ones do.
+
+Measured (``benchmarks/balancing.py``: byteion's eu-west pools alone with classes A and B at the
+rate planned to 32 or 128 replicas, 120 s, seeds 0-2; class A's TTFT and E2E SLOs, 99% target):
+
+- One process running the deployed rule meets what dealing meets, or more: medium-rag 99.54-99.79%
+  against 99.24-99.73% dealt on 32 replicas, 99.58-99.63% against 99.37-99.48% on 128;
+  large-reasoning 99.43-99.67% against 99.29-99.55%, and 99.49-99.55% against 99.47-99.52%. So
+  dealing stays the default here, and for one process the planner's round-robin pricing holds. The
+  rule it replaced (fewest outstanding tokens, mostly running decodes rather than the prefills a
+  new prompt waits behind) met 79.1-89.6%.
+- But prod runs at least three model gateway processes (``components.gateway_config``), and with
+  three, class A meets 93.3-96.3% (medium-rag) and 92.2-96.3% (large-reasoning), whatever the rule:
+  each process's own pending counts are mostly zero, and three independent rotations add up to
+  arrivals far less regular than one. The planner's pricing does not hold for that.
+- Giving each process its own share of the replicas (``SimConfig.partition_replicas``, not
+  deployed) recovers it: 99.28-99.60% and 98.92-99.48% with the deployed rule.
+
 A per-request choice on a 15 s-old count herds (the request fidelity's old water-fill: 98.3%
 against 98.9%), and dealing at random met 87.7%: what TTFT pays for is the regularity of each
 replica's arrivals.
