@@ -224,6 +224,8 @@ def summarize(result: SimResult) -> dict[str, Any]:
             "start": _clock(config.start_s),
             "seed": config.seed,
             "initial": config.initial.value,
+            "balance": config.balance.value,
+            "model_gateways": config.model_gateways,
         },
         "requests": {
             **{key: round(value) for key, value in tally.totals.items()},
