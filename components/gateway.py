@@ -71,8 +71,9 @@ class GatewayArgs:
     Args:
         deps: the region's image, data stores, cluster identity and runtime config (``ServingDeps``).
         namespace: where its objects go (``Namespace.create`` or ``Namespace.existing``).
-        pool_urls: pool name -> its base URL (``VllmPool.service_url``): the model gateway's backends, and the
-            AI gateway's semantic-cache embedding pool (``wiring.embedding_pool``).
+        pool_urls: pool name -> its base URL: the model gateway's backends (``VllmPool.replicas_url``, a
+            headless Service it resolves to each replica), and the AI gateway's semantic-cache embedding pool
+            (``VllmPool.service_url``, ``wiring.embedding_pool``).
         model_gateway_url: the model gateway's base URL, which the AI gateway and batch workers call.
         files_bucket: the bucket the Batch API's files live in (``BatchWorkers.results_bucket``); only the AI
             gateway serves files.

@@ -207,7 +207,8 @@ class Region(Component):
             GatewayArgs(
                 deps=deps,
                 namespace=namespaces[NS_GATEWAY],
-                pool_urls={name: pool.service_url for name, pool in pools.items()},
+                # Each replica's address (the headless Service): the model gateway balances per request itself.
+                pool_urls={name: pool.replicas_url for name, pool in pools.items()},
                 env_secrets=args.env_secrets,
             ),
             after_namespaces,

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from tokenplane.runtime_env import ConfigError, load_spec_from_env
 from tokenplane.serving.modelgw.app import create_app
 from tokenplane.serving.modelgw.config import ModelGatewayConfig, load_modelgw_config
+from tokenplane.serving.modelgw.discovery import ReplicaDiscovery
 from tokenplane.serving.modelgw.gateway import FailoverUpstream
 
 DEFAULT_PORT = 8080
@@ -40,13 +41,20 @@ async def _serve(config: ModelGatewayConfig, host: str, port: int) -> None:
     registry = CollectorRegistry()
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONNECTION_LIMIT)) as session:
         gateway = FailoverUpstream(config, session=session, registry=registry)
+        discovery = ReplicaDiscovery(gateway.balancers, {name: pool.replicas for name, pool in config.pools.items()})
+        refreshing: asyncio.Task[None] | None = None
         try:
+            if discovery.needed:  # each pool's headless Service, read before the first request and then kept fresh
+                await discovery.refresh()
+                refreshing = asyncio.create_task(discovery.run())
             app = create_app(gateway, registry=registry)
             server = uvicorn.Server(
                 uvicorn.Config(app, host=host, port=port, http="httptools", access_log=False, log_level="info")
             )
             await server.serve()
         finally:
+            if refreshing is not None:
+                refreshing.cancel()
             await gateway.aclose()
 
 

@@ -1,31 +1,33 @@
-"""Which replica of a pool gets an attempt: least outstanding tokens, with prefix affinity.
+"""Which replica of a pool gets an attempt: ``tokenplane.model.balancing.choose``, with prefix affinity.
 
-A replica's load is the tokens this process has in flight on it (prompt plus
-``max_tokens`` of each request not yet finished, as the AI gateway estimated
-them once: ``UpstreamRequest.estimated_tokens``): a decode-heavy request
-weighs more than a short one, which request counts miss. Requests that share
-an affinity key (a prompt prefix) prefer the replica that rendezvous hashing
-picks for it, so the engine's prefix cache finds the prefix already computed;
-the preference yields once that replica is busier than the least-loaded one
-by more than ``AFFINITY_SLACK_TOKENS``. Rendezvous hashing is consistent:
-adding or losing a replica moves only the keys that hashed to it.
+The rule itself lives in ``tokenplane.model.balancing`` (core, which serving may import and which
+imports nothing heavy), so that the simulator's gateway runs the very same function: what the
+workbench measures is what ships. This module keeps the state the rule reads, per replica:
+
+- ``pending``: attempts sent that have not produced their first token yet. A streaming attempt
+  stops being pending when its first chunk arrives (``Lease.first_token``); a whole-response
+  attempt only when the response is in, since nothing earlier tells the gateway its prefill ended.
+- ``outstanding``: the tokens in flight on it (prompt plus ``max_tokens`` of each request not yet
+  finished, as the AI gateway estimated them once: ``UpstreamRequest.estimated_tokens``).
+
+Requests that share an affinity key (a prompt prefix) prefer the replica that rendezvous hashing
+picks for it, so the engine's prefix cache finds the prefix already computed, within the rule's
+slack. Rendezvous hashing is consistent: adding or losing a replica moves only the keys that
+hashed to it.
+
+In Kubernetes a pool's URL names its headless Service, which ``serving.modelgw.discovery``
+resolves to every ready replica's address (``update``); a ClusterIP would leave one "replica" here
+and kube-proxy's per-connection random pick, pinned by keep-alive, in charge.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Collection
-from typing import Any, Protocol
 
-# A cached prefix saves its prefill; waiting behind up to one long prompt's worth of
-# extra work is still cheaper than recomputing it elsewhere, and more is not.
-AFFINITY_SLACK_TOKENS = 4096
+from tokenplane.model.balancing import AFFINITY_SLACK_PREFILLS, DEPLOYED, BalancePolicy, Load, choose
 
-
-class Chooser(Protocol):
-    """The part of ``random.Random`` used to break ties between equally loaded replicas."""
-
-    def choice(self, seq: Any) -> Any: ...
+__all__ = ["AFFINITY_SLACK_PREFILLS", "Balancer", "Lease"]
 
 
 def _weight(key: str, replica: str) -> int:
@@ -38,15 +40,40 @@ class Balancer:
 
     Args:
         replicas: The pool's replica base URLs.
-        rng: Breaks ties among equally loaded replicas.
-        slack: How many more outstanding tokens than the least-loaded replica the preferred one may have.
+        policy: The rule (``tokenplane.model.balancing.DEPLOYED`` unless a benchmark compares others).
+        slack: How many more pending prefills than the least-loaded replica the preferred one may have.
     """
 
-    def __init__(self, replicas: tuple[str, ...], *, rng: Chooser, slack: int = AFFINITY_SLACK_TOKENS) -> None:
+    def __init__(
+        self,
+        replicas: tuple[str, ...],
+        *,
+        policy: BalancePolicy = DEPLOYED,
+        slack: int = AFFINITY_SLACK_PREFILLS,
+    ) -> None:
         self.replicas = replicas
-        self._rng = rng
+        self.policy = policy
         self._slack = slack
+        self._pending = dict.fromkeys(replicas, 0)
         self._outstanding = dict.fromkeys(replicas, 0)
+        self._turn = 0  # the rotation that breaks ties; advanced by each attempt sent (``hold``)
+
+    def update(self, replicas: tuple[str, ...]) -> None:
+        """Choose among ``replicas`` from now on (``serving.modelgw.discovery``); counts carry over by URL.
+
+        A replica that left keeps its counts while its leases last; once idle it is forgotten, so that
+        pods coming and going (a new address each) do not grow the counts without bound.
+        """
+        self.replicas = replicas
+        for gone in set(self._pending) - set(replicas):
+            if self._pending[gone] == 0 and self._outstanding[gone] == 0:
+                del self._pending[gone], self._outstanding[gone]
+        for replica in replicas:
+            self._pending.setdefault(replica, 0)
+            self._outstanding.setdefault(replica, 0)
+
+    def pending(self, replica: str) -> int:
+        return self._pending[replica]
 
     def outstanding(self, replica: str) -> int:
         return self._outstanding[replica]
@@ -64,30 +91,47 @@ class Balancer:
         candidates = [r for r in self.replicas if r not in excluded and allowed(r)]
         if not candidates:
             return None
-        least = min(self._outstanding[r] for r in candidates)
+        preferred = None
         if affinity_key:
-            preferred = max(candidates, key=lambda r: _weight(affinity_key, r))
-            if self._outstanding[preferred] - least <= self._slack:
-                return preferred
-        tied = [r for r in candidates if self._outstanding[r] == least]
-        return str(self._rng.choice(tied))
+            preferred = max(range(len(candidates)), key=lambda i: _weight(affinity_key, candidates[i]))
+        loads = [Load(self._pending[r], self._outstanding[r]) for r in candidates]
+        index = choose(loads, turn=self._turn, preferred=preferred, policy=self.policy, slack=self._slack)
+        return candidates[index]
 
     def hold(self, replica: str, tokens: int) -> Lease:
-        """Count ``tokens`` against ``replica`` until the lease is released (the request ended, however)."""
+        """Count an attempt sent to ``replica``: pending until its first token, ``tokens`` until it ends."""
+        self._pending[replica] += 1
         self._outstanding[replica] += tokens
-        return Lease(self._outstanding, replica, tokens)
+        self._turn += 1
+        return Lease(self, replica, tokens)
+
+    # A lease of 0 tokens may outlive its replica's counts (``update`` forgets an idle one): .get, not [].
+    def _first_token(self, replica: str) -> None:
+        self._pending[replica] = self._pending.get(replica, 0) - 1
+
+    def _release(self, replica: str, tokens: int) -> None:
+        self._outstanding[replica] = self._outstanding.get(replica, 0) - tokens
 
 
 class Lease:
-    """Outstanding tokens held on a replica; ``release()`` is idempotent, so every exit path may call it."""
+    """One attempt's hold on a replica; both methods are idempotent, so every exit path may call them."""
 
-    def __init__(self, counts: dict[str, int], replica: str, tokens: int) -> None:
-        self._counts = counts
+    def __init__(self, balancer: Balancer, replica: str, tokens: int) -> None:
+        self._balancer = balancer
         self._replica = replica
         self._tokens = tokens
+        self._pending = True
         self._held = True
 
+    def first_token(self) -> None:
+        """The attempt's first token arrived: its prefill no longer delays the replica's next request."""
+        if self._pending:
+            self._pending = False
+            self._balancer._first_token(self._replica)
+
     def release(self) -> None:
+        """The attempt ended, however (finished, failed, cancelled)."""
+        self.first_token()
         if self._held:
             self._held = False
-            self._counts[self._replica] -= self._tokens
+            self._balancer._release(self._replica, self._tokens)

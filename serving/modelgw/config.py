@@ -4,7 +4,9 @@ Built from the spec, the region name and the pod environment::
 
     TOKENPLANE_CONFIG   the spec as JSON (the ConfigMap's platform.json) or a stacks/*.yaml file
     TOKENPLANE_REGION   the region this process runs in
-    POOL_URL_<POOL>     comma-separated base URLs of that pool's replicas ('-' -> '_', upper case)
+    POOL_URL_<POOL>     comma-separated base URLs of that pool's replicas ('-' -> '_', upper case); a URL
+                        whose host is a name stands for every address it resolves to (a headless
+                        Service in Kubernetes: ``serving.modelgw.discovery``)
 
 A pool without ``POOL_URL_*`` is not available here, and a provider whose key
 does not resolve is unavailable: both stay in the config with the reason, so

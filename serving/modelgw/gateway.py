@@ -79,6 +79,7 @@ class _Attempt:
     call: ProviderCall
     timeout: float
     started: float
+    lease: Lease | None = None  # pools only: the replica's count of pending prefills and tokens
 
 
 @dataclass(slots=True)
@@ -99,7 +100,7 @@ class FailoverUpstream:
         session: The aiohttp session for the pools (pooled keep-alive); the caller closes it.
         registry: Where the metrics are registered; a private one when ``None``.
         clock: Deadlines, latencies and breaker cooldowns.
-        rng: Backoff jitter and tie-breaks between replicas.
+        rng: Backoff jitter.
         sleep: Waits out a backoff (``asyncio.sleep``; tests pass one that steps their clock).
         providers: Ready-made providers by name, instead of building them from ``config`` (tests).
         attempts_per_target: Attempts at one target before failing over to the next.
@@ -147,9 +148,7 @@ class FailoverUpstream:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ModelGatewayMetrics(self.registry)
         self._vllm = VllmProvider(session)
-        self.balancers = {
-            name: Balancer(pool.replicas, rng=self._rng) for name, pool in config.pools.items() if pool.replicas
-        }
+        self.balancers = {name: Balancer(pool.replicas) for name, pool in config.pools.items() if pool.replicas}
         self._providers: dict[str, Provider] = dict(providers or {})
         for name, provider in config.providers.items():
             if name not in self._providers and provider.api_key:
@@ -195,6 +194,8 @@ class FailoverUpstream:
             except BaseException:
                 await chunks.aclose()  # a timeout or cancellation closes the upstream response too
                 raise
+            if attempt.lease is not None:
+                attempt.lease.first_token()  # the replica's prefill of it is done: no longer ahead of newcomers
             self.metrics.ttft.labels(str(target)).observe(self.clock.monotonic() - started)
             return GatewayStream(
                 first,
@@ -307,7 +308,7 @@ class FailoverUpstream:
                     vllm_priority(request.priority) if route.priority_scheduling else None,
                     raw=request.raw,
                 )
-                attempt = _Attempt(call, min(self.attempt_timeout, left), self.clock.monotonic())
+                attempt = _Attempt(call, min(self.attempt_timeout, left), self.clock.monotonic(), lease)
                 walk.attempts += 1
                 self.metrics.attempts.labels(label).inc()
                 handed_over = False  # a stream keeps the lease until it ends

@@ -205,6 +205,25 @@ def test_each_pool_has_a_service_selecting_its_pods(name: str, region: str, pool
 
 
 @parametrize_pools
+def test_the_model_gateway_reaches_each_replica_through_a_headless_service(name: str, region: str, pool: str) -> None:
+    # Through the ClusterIP, kube-proxy would choose a pod per connection at random, not the balancer per request.
+    service = obj(name, region, "Service", f"vllm-{pool}-replicas")
+    assert service["spec"].get("clusterIP") == "None", f"{service['_urn']} is not headless: {service['spec']}"
+    assert service["spec"]["selector"] == {"app.kubernetes.io/name": f"vllm-{pool}"}, f"{service['_urn']}"
+    gateway = named(
+        (
+            o
+            for o in k8s_objects(rendered(name), "Deployment", region)
+            if o["metadata"].get("namespace") == "llm-gateway"
+        ),
+        "model-gateway",
+    )
+    env = {e["name"]: e.get("value") for c in containers(gateway) for e in c.get("env", [])}
+    url = env[f"POOL_URL_{pool.upper().replace('-', '_')}"]
+    assert url.startswith(f"http://vllm-{pool}-replicas."), f"{gateway['_urn']} calls pool {pool} at {url}"
+
+
+@parametrize_pools
 def test_each_pool_has_a_disruption_budget(name: str, region: str, pool: str) -> None:
     pdb = obj(name, region, "PodDisruptionBudget", f"vllm-{pool}")
     assert pdb["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": f"vllm-{pool}"}, f"{pdb['_urn']}"

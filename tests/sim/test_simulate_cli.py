@@ -66,6 +66,8 @@ def test_simulate_report_writes_one_html_page_of_svg_plots(runner: CliRunner, tm
         ("--initial", "cold", "use settled or min"),
         ("--fidelity", "fluid", "--fidelity 'fluid' is not a fidelity; use auto, request, sampled or aggregate"),
         ("--sample-replicas", "0", "--sample-replicas 0 must be at least 1"),
+        ("--balance", "random", "--balance 'random' is not a rule; use round-robin, pending-prefill or least-tokens"),
+        ("--model-gateways", "0", "--model-gateways 0 must be at least 1"),
     ],
 )
 def test_bad_flag_values_exit_2_naming_the_flag_the_value_and_the_form(
@@ -74,6 +76,17 @@ def test_bad_flag_values_exit_2_naming_the_flag_the_value_and_the_form(
     result = runner.invoke(app, ["simulate", "stacks/dev.yaml", flag, value])
     assert result.exit_code == 2
     assert expected in " ".join(result.output.split())
+
+
+def test_a_per_request_balancer_runs_at_request_fidelity_and_says_so(runner: CliRunner) -> None:
+    args = ["simulate", "stacks/dev.yaml", "--duration", "30s", "--balance", "pending-prefill", "--model-gateways", "2"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["config"]["balance"] == "pending-prefill" and data["config"]["model_gateways"] == 2
+    assert data["config"]["fidelity"] == "request"
+    refused = runner.invoke(app, [*args, "--fidelity", "sampled"])
+    assert refused.exit_code == 2 and "use --fidelity request" in " ".join(refused.output.split())
 
 
 def test_simulate_of_a_missing_spec_exits_2(runner: CliRunner) -> None:

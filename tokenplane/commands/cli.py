@@ -807,6 +807,21 @@ def simulate(
     sample_replicas: Annotated[
         int, typer.Option(help="Replicas per pool simulated request by request at sampled/aggregate fidelity")
     ] = 2,
+    balance: Annotated[
+        str,
+        typer.Option(
+            help="How a pool's requests are spread over its replicas: round-robin (what the planner prices), "
+            "pending-prefill (what the model gateway runs) or least-tokens (its former rule); the last two "
+            "choose per request, at request fidelity"
+        ),
+    ] = "round-robin",
+    model_gateways: Annotated[
+        int,
+        typer.Option(
+            help="Model gateway processes, each balancing on what it sent itself (prod runs at least 3); "
+            "above 1, at request fidelity"
+        ),
+    ] = 1,
     progress: Annotated[
         bool,
         typer.Option(
@@ -836,6 +851,7 @@ def simulate(
     """Simulate SPEC's platform: latency, queues, autoscaling, shedding and cost over time (see --fidelity)."""
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
+    from tokenplane.model.balancing import BalancePolicy
     from tokenplane.sim.simulate import Fidelity, Initial, SimConfig
     from tokenplane.sim.simulate import simulate as run_simulation
     from tokenplane.sim.workload import Burst, Profile, auto_fidelity, parse_clock, parse_duration
@@ -853,6 +869,16 @@ def simulate(
         gates = _fail_on(fail_on or [])
         if sample_replicas < 1:
             raise SpecError(f"--sample-replicas {sample_replicas} must be at least 1, e.g. --sample-replicas 2")
+        if balance not in {b.value for b in BalancePolicy}:
+            raise SpecError(f"--balance {balance!r} is not a rule; use round-robin, pending-prefill or least-tokens")
+        if model_gateways < 1:
+            raise SpecError(f"--model-gateways {model_gateways} must be at least 1, e.g. --model-gateways 3")
+        per_request = balance != BalancePolicy.ROUND_ROBIN.value or model_gateways > 1
+        if per_request and fidelity not in ("auto", Fidelity.REQUEST.value):
+            raise SpecError(
+                f"--balance {balance} --model-gateways {model_gateways} choose each request's replica on every "
+                f"replica's state, which --fidelity {fidelity} does not simulate; use --fidelity request"
+            )
         config = SimConfig(
             rps=rps,
             duration_s=parse_duration(duration),
@@ -862,9 +888,13 @@ def simulate(
             seed=seed,
             initial=Initial(initial),
             sample_replicas=sample_replicas,
+            balance=BalancePolicy(balance),
+            model_gateways=model_gateways,
         )
         platform = load_spec(spec)
-        if fidelity == "auto":
+        if fidelity == "auto" and per_request:
+            config = dataclasses.replace(config, fidelity_reason="a per-request balancer needs every replica simulated")
+        elif fidelity == "auto":
             chosen, reason = auto_fidelity(config.rps or platform.platform.peak_rps, config.duration_s, config.bursts)
             config = dataclasses.replace(config, fidelity=chosen, fidelity_reason=reason)
         else:

@@ -51,12 +51,14 @@ from __future__ import annotations
 import heapq
 import math
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from tokenplane.model import capacity as cap
+from tokenplane.model.balancing import Load
 from tokenplane.pool_model import PoolTiming
 
 F64 = npt.NDArray[np.float64]
@@ -91,9 +93,11 @@ class RequestState:
     joined: list[float] = field(default_factory=list)  # iteration whose prefill finished
     finish_at: list[float] = field(default_factory=list)  # iteration of the last token
     running: list[bool] = field(default_factory=list)
+    via: list[int] = field(default_factory=list)  # the model gateway process that sent it (``gateway.balance``)
 
     def __post_init__(self) -> None:
         n = len(self.arrival)
+        self.via = [0] * n
         self.admitted, self.first, self.done = [NAN] * n, [NAN] * n, [NAN] * n
         self.shed, self.preemptions = [SERVED] * n, [0] * n
         self.joined, self.finish_at, self.running = [0.0] * n, [0.0] * n, [False] * n
@@ -130,6 +134,7 @@ _STATE_FIELDS = (
     "joined",
     "finish_at",
     "running",
+    "via",
 )
 
 
@@ -235,26 +240,72 @@ class Engine:
             [reps[s].waiting + reps[s].batch + (reps[s].partial >= 0) for s in slots.tolist()], dtype=np.int64
         )
 
-    def outstanding_tokens(self, slots: I64) -> F64:
+    def outstanding_tokens(self, slots: I64, via: int | None = None) -> F64:
         """Prompt plus output tokens of the requests each replica holds, waiting or running.
 
         What the model gateway's balancer weighs (``serving.modelgw.balancer``: each request's prompt
-        plus its ``max_tokens``, held until it ends; here the output it will produce).
+        plus its ``max_tokens``, held until it ends; here the output it will produce). ``via``: only
+        the requests that model gateway process sent, all that it knows of.
         """
         req = self.req
-        ctx, tokens, live, finish_at = req.context, req.tokens, req.running, req.finish_at
+        ctx, tokens, live, finish_at, sent_by = req.context, req.tokens, req.running, req.finish_at, req.via
         out = []
         for s in slots.tolist():
             r = self.replicas[s]
-            held = [*r.fifo[r.pos :], *(rid for _, _, rid in r.ready)]
+            held = [*self._queued(r)]
             held += [rid for f, rid in r.running if live[rid] and finish_at[rid] == f]
-            if r.partial >= 0:
-                held.append(r.partial)
-            out.append(float(sum(ctx[rid] + tokens[rid] for rid in held)))
+            out.append(float(sum(ctx[rid] + tokens[rid] for rid in held if via is None or sent_by[rid] == via)))
         return np.array(out, dtype=np.float64)
+
+    @staticmethod
+    def _queued(r: Replica) -> list[int]:
+        """The requests on a replica that have not produced their first token: queued or being prefilled."""
+        return [*r.fifo[r.pos :], *(rid for _, _, rid in r.ready), *((r.partial,) if r.partial >= 0 else ())]
 
     def idle(self, slot: int) -> bool:
         return self.replicas[slot].idle
+
+    def loads(self, slots: list[int], *, via: int | None = None, tokens: bool = True) -> list[Load]:
+        """What a model gateway's balancer knows of each replica (``tokenplane.model.balancing.Load``).
+
+        ``pending``: requests sent that have not produced their first token (queued, or being
+        prefilled); ``outstanding``: their tokens and those of the running sequences
+        (``outstanding_tokens``; 0 unless ``tokens``, for a rule that does not read them). Read
+        after ``advance`` to the arrival, so the state is the one the gateway sees then, to within
+        the replica's current iteration. ``via``: only what that model gateway process sent.
+        """
+        reps = self.replicas
+        held = self.outstanding_tokens(np.array(slots, dtype=np.int64), via).tolist() if tokens else [0] * len(slots)
+        if via is None:
+            pending = [reps[s].waiting + (reps[s].partial >= 0) for s in slots]
+        else:
+            sent_by = self.req.via
+            pending = [sum(1 for rid in self._queued(reps[s]) if sent_by[rid] == via) for s in slots]
+        return [Load(p, int(h)) for p, h in zip(pending, held, strict=True)]
+
+    def advance(self, slots: Iterable[int], t: float) -> None:
+        """Advance these replicas, where they have work, to the first iteration boundary at or after ``t``.
+
+        A per-request balancer advances its pool's replicas to each arrival before it reads them.
+        """
+        arrival = self.req.arrival
+        for s in slots:
+            replica = self.replicas[s]
+            if not replica.on or replica.clock >= t:
+                continue
+            pending = replica.pos < len(replica.fifo) and arrival[replica.fifo[replica.pos]] < t
+            if self.pools[replica.pool].encoder:
+                if pending:
+                    self._run_encoder(replica, t)
+            elif replica.batch or replica.partial >= 0 or replica.ready or pending:
+                self._run(replica, t)
+
+    def send(self, pool: int, rid: int, slot: int) -> None:
+        """Queue one request (arriving no earlier than any queued on the replica) on the replica chosen for it."""
+        self.replicas[slot].fifo.append(rid)
+        counters = self.counters[pool]
+        counters.waiting += 1
+        counters.waiting_arrival_sum += self.req.arrival[rid]
 
     def kv_usage(self, slots: I64) -> F64:
         """Share of each replica's KV cache in use (0 for encoders, which keep none)."""
@@ -340,16 +391,7 @@ class Engine:
 
     def run_until(self, t_end: float) -> None:
         """Advance every replica that has work to the first iteration boundary at or after ``t_end``."""
-        arrival = self.req.arrival
-        for replica in self.replicas:
-            if not replica.on or replica.clock >= t_end:
-                continue
-            pending = replica.pos < len(replica.fifo) and arrival[replica.fifo[replica.pos]] < t_end
-            if self.pools[replica.pool].encoder:
-                if pending:
-                    self._run_encoder(replica, t_end)
-            elif replica.batch or replica.partial >= 0 or replica.ready or pending:
-                self._run(replica, t_end)
+        self.advance(range(len(self.replicas)), t_end)
 
     def _run_encoder(self, rep: Replica, t_end: float) -> None:
         """An embedding replica: each iteration embeds every arrived request that fits the budget, in order.

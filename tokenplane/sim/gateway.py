@@ -10,16 +10,36 @@ first, then normal, then high; critical last. The rate is measured over the
 Balancing deals the admitted arrivals round-robin over the ready replicas (``deal``), so that each
 replica sees every n-th arrival of its pool: what the planner prices (``pool_performance``: gaps
 Gamma(n)), what ``plan --verify`` and the sampled fidelities feed their replicas
-(``arrivals.Replicas``). The request fidelity used to water-fill each autoscaler period's arrivals
-onto the replicas least loaded at the period's start: a count up to 15 s old, which no balancer
-reads (Envoy's least-request and the model gateway's balancer both decide per request on the
-current count). It herded a period's extra arrivals onto the replicas that were light when it
-began: byteion's eu-west/medium-rag class A met its TTFT SLO at 98.3% against 98.9% dealt
-round-robin, same requests on 32 replicas (two seeds), and the long-context pools' class C at
-94.5-97% against 99.9%. What TTFT pays is the regularity of each replica's arrivals: dealt at
-random the same pool meets 87.7%, and a per-request least-request on the current count (requests
-or tokens held, mostly running decodes, not the prefill a new request waits behind) 97.5% and
-89.6%; so the deployed gateway's own policy (``serving.modelgw.balancer``) is not what this models.
+(``arrivals.Replicas``). The model gateway instead chooses per request with
+``tokenplane.model.balancing.choose`` (``DEPLOYED``: fewest pending prefills, ties by rotation).
+``SimConfig.balance`` runs that same function here per request on the replicas' state at each
+arrival (``balance``), and ``SimConfig.model_gateways`` splits the requests among several model
+gateway processes, each choosing on what it sent itself, as the deployed ones do.
+
+Measured (``benchmarks/balancing.py``: byteion's eu-west pools alone with classes A and B at the
+rate planned to 32 or 128 replicas, 120 s, seeds 0-2; class A's TTFT and E2E SLOs, 99% target):
+
+- One process running the deployed rule meets what dealing meets, or more: medium-rag 99.54-99.79%
+  against 99.24-99.73% dealt on 32 replicas, 99.58-99.63% against 99.37-99.48% on 128;
+  large-reasoning 99.43-99.67% against 99.29-99.55%, and 99.49-99.55% against 99.47-99.52%;
+  medium-rag at byteion's own count, 413, 99.50-99.54% against 99.28-99.33%. So
+  dealing stays the default here, and for one process the planner's round-robin pricing holds. The
+  rule it replaced (fewest outstanding tokens, mostly running decodes rather than the prefills a
+  new prompt waits behind) met 79.1-89.6%.
+- But prod runs several model gateway processes (``components.gateway.replica_bounds``: at least
+  three; byteion's eu-west 4 to 12, us-east 8 to 24), each seeing only what it sent. Class A then
+  meets, whatever the rule, 93.3-96.3% (medium-rag) and 92.2-96.3% (large-reasoning) with three,
+  93.4-94.7% and 90.9-94.1% with four, 91.4-92.2% and 86.7-91.0% with eight (128 replicas); at
+  413 replicas, three processes meet 91.9-96.8% (medium-rag). Each
+  process's own pending counts are mostly zero, and independent rotations add up to arrivals far
+  less regular than one. The planner's pricing does not hold for what is deployed.
+- Giving each process its own share of the replicas (``SimConfig.partition_replicas``, not
+  deployed) recovers it with the deployed rule: 98.92-99.62% over 3, 4 and 8 processes (medium-rag
+  on 413 replicas, three processes: 99.43-99.51%).
+
+A per-request choice on a 15 s-old count herds (the request fidelity's old water-fill: 98.3%
+against 98.9%), and dealing at random met 87.7%: what TTFT pays for is the regularity of each
+replica's arrivals.
 """
 
 from __future__ import annotations
@@ -28,11 +48,13 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.model.admission import admit_fractions
+from tokenplane.model.balancing import BalancePolicy, choose
+from tokenplane.sim.engine import Engine
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
-__all__ = ["admit_fractions", "deal"]  # the shedding formula is the planner's too
+__all__ = ["admit_fractions", "balance", "choose", "deal"]  # the shedding formula is the planner's too
 
 SHED_WINDOW_S = 1.0  # the shedding decision is taken per window of arrivals
 SHED_WINDOWS = 5  # the rate is averaged over this many windows: 1 s alone is Poisson noise at tens of req/s
@@ -49,3 +71,54 @@ def deal(replicas: I64, count: int, turn: int) -> tuple[I64, int]:
         return np.zeros(0, dtype=np.int64), turn
     dealt: I64 = replicas[(turn + np.arange(count)) % n]
     return dealt, (turn + count) % n
+
+
+def balance(
+    engine: Engine,
+    pool: int,
+    ids: I64,
+    segments: list[tuple[int, I64]],
+    turns: list[int],
+    policy: BalancePolicy,
+    via: I64 | None = None,
+    *,
+    partitioned: bool = False,
+) -> None:
+    """Send each request to the replica the model gateway's rule picks on the pool's state at its arrival.
+
+    ``choose`` is the model gateway's own function (``serving.modelgw.balancer``), run per request:
+    the pool's candidate replicas are advanced to the arrival, read (``Engine.loads``), and the
+    request is queued on the one chosen. With several model gateway processes (``via``), each
+    chooses on what it sent itself, with its own rotation, as the deployed ones do: none sees
+    the others' requests. Prefix affinity is not modelled: the simulator has no prompt
+    prefixes, only each pool's prefix-cache hit share.
+
+    Args:
+        engine: The engine holding the requests ``ids`` (in arrival order).
+        pool: The pool's index.
+        ids: The engine ids of the pool's admitted requests of this period.
+        segments: Consecutive runs of ``ids``: (how many, the ready replicas while they arrive).
+        turns: Each model gateway process's rotation (ties, and round-robin); advanced in place.
+        policy: The rule.
+        via: The model gateway process of each of ``ids``; ``None``: one process sends them all.
+        partitioned: Process ``g`` of ``k`` sends only to every k-th ready replica from the ``g``-th, so
+            each replica's pending prefills are all known to the one process that sends to it (a design
+            measured in ``benchmarks/balancing.py``, not what the model gateway does today).
+    """
+    req = engine.req
+    arrival, sent_by = req.arrival, req.via
+    tokens = policy is BalancePolicy.LEAST_TOKENS  # the only rule that reads them; summing them is the cost
+    by = [0] * len(ids) if via is None else via.tolist()
+    k = len(turns)
+    at = 0
+    for count, replicas in segments:
+        ready = replicas.tolist()
+        own = [(ready[g::k] or ready) if partitioned else ready for g in range(k)]
+        for rid, g in zip(ids[at : at + count].tolist(), by[at : at + count], strict=True):
+            sent_by[rid] = g
+            slots = own[g]
+            engine.advance(slots, arrival[rid])
+            loads = engine.loads(slots, via=None if via is None else g, tokens=tokens)
+            engine.send(pool, rid, slots[choose(loads, turn=turns[g], policy=policy)])
+            turns[g] += 1
+        at += count

@@ -224,6 +224,8 @@ def summarize(result: SimResult) -> dict[str, Any]:
             "start": _clock(config.start_s),
             "seed": config.seed,
             "initial": config.initial.value,
+            "balance": config.balance.value,
+            "model_gateways": config.model_gateways,
         },
         "requests": {
             **{key: round(value) for key, value in tally.totals.items()},
@@ -363,6 +365,7 @@ class PoolSetup:
     signals: Signals | None = None  # what the autoscaler read last; a steady stretch holds it
     ttft_samples: int = 0  # first tokens behind the last simulated period's P95 TTFT
     turn: int = 0  # the balancer's place in its round-robin over the ready replicas (request fidelity)
+    turns: list[int] = field(default_factory=list)  # each model gateway process's, when they choose per request
     requests: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # trace rows routed here
 
     def targets(self, at: float) -> tuple[I64, float]:

@@ -4,7 +4,8 @@
 ``EVALUATION_S``. Each period it draws that period's arrivals
 (``tokenplane.sim.arrivals``), the gateway sheds by priority and fails over to
 providers (``tokenplane.sim.gateway``), the balancer deals the rest round-robin
-over the ready replicas, and every replica of every pool runs continuous batching
+over the ready replicas (or, with ``SimConfig.balance``, runs the model gateway's own
+``choose`` per request), and every replica of every pool runs continuous batching
 iteration by iteration (``tokenplane.sim.engine``), timed by
 ``tokenplane.model.capacity`` only. At the end of the period each pool's autoscaler
 reads its signals and starts or drains replicas (``tokenplane.sim.autoscale``),
@@ -268,12 +269,28 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
     plans = [
         _gateway(run, s, reqs, window.slot, window.counts[s.index], t0, t1, float(shares[s.index])) for s in setups
     ]
-    rows = np.concatenate([rows for rows, _ in plans] or [np.zeros(0, dtype=np.int64)])
+    rows = np.concatenate([rows for rows, _, _ in plans] or [np.zeros(0, dtype=np.int64)])
     first = engine.add_requests(_pool_state(run, reqs.take(rows)), reqs.arrival[rows])
     run.live = _concat(run.live, reqs.take(rows))
     at = first
-    for setup, (mine, slots) in zip(setups, plans, strict=True):
-        engine.dispatch(setup.index, np.arange(at, at + len(mine), dtype=np.int64), slots)
+    for setup, (mine, slots, segments) in zip(setups, plans, strict=True):
+        ids = np.arange(at, at + len(mine), dtype=np.int64)
+        if segments:
+            k = config.model_gateways
+            via = run.rng.integers(0, k, len(ids), dtype=np.int64) if k > 1 else None
+            setup.turns = setup.turns or [0] * k
+            gateway.balance(
+                engine,
+                setup.index,
+                ids,
+                segments,
+                setup.turns,
+                config.balance,
+                via,
+                partitioned=config.partition_replicas,
+            )
+        else:
+            engine.dispatch(setup.index, ids, slots)
         at += len(mine)
     engine.run_until(t1)
     arrived: F64 = window.counts.sum(axis=(1, 2)).astype(np.float64)
@@ -440,12 +457,17 @@ def _trailing_rate(counts: I64, windows: I64) -> F64:
     return rate
 
 
+Segments = list[tuple[int, I64]]  # runs of a pool's rows, each with the replicas ready while they arrive
+
+
 def _gateway(
     run: _Run, setup: PoolSetup, reqs: Requests, slot_of: I64, counts: I64, t0: float, t1: float, share: float
-) -> tuple[I64, I64]:
+) -> tuple[I64, I64, Segments]:
     """Shed by priority at the gateway, then deal the rest round-robin over the ready replicas (``gateway.deal``).
 
-    Returns the window's rows that go to the engine and the slot of each. Shed requests are
+    Returns the window's rows that go to the engine and the slot of each. Under a per-request
+    policy (``SimConfig.balance``) the slots are left to ``gateway.balance`` (-1 here) and the
+    segments say which replicas were ready for which rows. Shed requests are
     accounted here; in sampled mode, requests beyond the share the sampled replicas get
     when more replicas become ready are dropped (their weight is carried by the others).
     """
@@ -455,8 +477,9 @@ def _gateway(
     setup.recent = seen[:, -gateway.SHED_WINDOWS :]
     rids = np.flatnonzero((reqs.kind == int(Kind.POOL)) & (reqs.dest == setup.index))
     empty = np.zeros(0, dtype=np.int64)
+    segments: Segments = []
     if len(rids) == 0:
-        return empty, empty
+        return empty, empty, segments
     base = math.floor(t0 / gateway.SHED_WINDOW_S + 1e-9)
     window = np.minimum((reqs.arrival[rids] // gateway.SHED_WINDOW_S).astype(np.int64) - base, counts.shape[1] - 1)
     first, last = int(window[0]), int(window[-1])
@@ -490,12 +513,16 @@ def _gateway(
             rows.append(part)
             slots.append(setup.slot0 + slot_of[part])
             continue
-        dealt, setup.turn = gateway.deal(replicas, len(part), setup.turn)
+        if not run.config.per_request:
+            dealt, setup.turn = gateway.deal(replicas, len(part), setup.turn)
+        else:  # chosen per request on the replicas' state at each arrival, once they are in the engine
+            dealt = np.full(len(part), -1, dtype=np.int64)
+            segments.append((len(part), replicas))
         rows.append(part)
         slots.append(dealt)
     if not rows:
-        return empty, empty
-    return np.concatenate(rows), np.concatenate(slots)
+        return empty, empty, segments
+    return np.concatenate(rows), np.concatenate(slots), segments
 
 
 def _close_epoch(

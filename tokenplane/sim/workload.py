@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.errors import SpecError
+from tokenplane.model.balancing import BalancePolicy
 from tokenplane.model.scheduling import priority_levels
 from tokenplane.model.traffic import route
 from tokenplane.spec import PlatformSpec, Priority, Tier, WorkloadClass
@@ -312,6 +313,14 @@ class SimConfig:
         sample_replicas: in sampled mode, replicas per pool simulated request by request.
         trace: keep every request's outcome (``SimResult.requests`` / ``outcome``): memory grows with
             the run, so only for short runs and tests.
+        balance: how the gateway spreads a pool's arrivals over its replicas. ``ROUND_ROBIN`` deals
+            them as the planner prices them; the others run the model gateway's ``choose`` per
+            request on the replicas' state (``tokenplane.sim.gateway.balance``), at request fidelity only.
+        model_gateways: model gateway processes, each balancing on what it sent itself; a pool's
+            requests reach them at random (the AI gateway's connections to their Service). Above 1,
+            at request fidelity only.
+        partition_replicas: each model gateway process sends to its own share of the replicas only
+            (``tokenplane.sim.gateway.balance``): a design measured, not what is deployed.
     """
 
     rps: float | None = None
@@ -325,3 +334,21 @@ class SimConfig:
     fidelity_reason: str | None = None  # why --fidelity auto chose it, stated in the output; None when asked for
     sample_replicas: int = SAMPLE_REPLICAS
     trace: bool = False
+    balance: BalancePolicy = BalancePolicy.ROUND_ROBIN
+    model_gateways: int = 1
+    partition_replicas: bool = False
+
+    @property
+    def per_request(self) -> bool:
+        """Whether the gateway chooses each request's replica on the engine's state, not by dealing."""
+        return self.balance is not BalancePolicy.ROUND_ROBIN or self.model_gateways > 1
+
+    def __post_init__(self) -> None:
+        if self.model_gateways < 1:
+            raise ValueError(f"SimConfig(model_gateways={self.model_gateways}) must be at least 1")
+        if self.per_request and self.fidelity is not Fidelity.REQUEST:
+            raise ValueError(
+                f"SimConfig(balance={self.balance.value!r}, model_gateways={self.model_gateways}) needs every "
+                f"replica simulated: fidelity={self.fidelity.value!r} feeds sampled replicas every n-th arrival; "
+                "use fidelity='request'"
+            )

@@ -344,6 +344,32 @@ async def test_closing_a_stream_closes_the_upstream_request(
     assert gateway.balancers["small"].outstanding(gateway.config.pools["small"].replicas[0]) == 0
 
 
+async def test_a_new_request_goes_away_from_a_replica_whose_prefill_is_pending(
+    stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec
+) -> None:
+    decoding, prefilling = FakeReplica("decoding", "stall"), FakeReplica("prefilling", "hang")
+    env = {"POOL_URL_SMALL": await urls(stack, decoding, prefilling)}
+    gateway = await gateway_for(stack, session, dev_spec, env)
+    balancer, (first, second) = gateway.balancers["small"], gateway.config.pools["small"].replicas
+    # Equal loads: the rotation's first turn. Its first chunk arrives, then it decodes for ever.
+    long = await gateway.stream(chat("pool:small@small", stream=True, estimated_tokens=100_000))
+    stack.push_async_callback(long.aclose)
+    assert (balancer.pending(first), balancer.outstanding(first)) == (0, 100_000)
+    # Fewer tokens there: the second replica, which never answers: its prefill stays pending.
+    waiting = asyncio.create_task(gateway.stream(chat("pool:small@small", stream=True, estimated_tokens=10)))
+    while not prefilling.bodies:
+        await asyncio.sleep(0.01)
+    assert balancer.pending(second) == 1
+    # The first replica holds 10,000 times the tokens, and a new prompt queues behind none of them.
+    third = await asyncio.wait_for(gateway.stream(chat("pool:small@small", stream=True, estimated_tokens=10)), 10)
+    stack.push_async_callback(third.aclose)
+    assert len(decoding.bodies) == 2
+    waiting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiting
+    assert balancer.pending(second) == 0  # a cancelled attempt gives its count back
+
+
 async def test_a_cancelled_request_closes_the_upstream_request(
     stack: contextlib.AsyncExitStack, session: aiohttp.ClientSession, dev_spec: PlatformSpec
 ) -> None:

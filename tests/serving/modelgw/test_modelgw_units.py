@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tokenplane.runtime_env import ConfigError
 from tokenplane.serving.errors import InvalidRequest, UpstreamError
 from tokenplane.serving.modelgw.backoff import Backoff
-from tokenplane.serving.modelgw.balancer import AFFINITY_SLACK_TOKENS, Balancer
+from tokenplane.serving.modelgw.balancer import AFFINITY_SLACK_PREFILLS, Balancer
 from tokenplane.serving.modelgw.breaker import BreakerState, CircuitBreaker
 from tokenplane.serving.modelgw.config import load_modelgw_config
 from tokenplane.serving.modelgw.providers.anthropic import ChunkTranslator, to_chat_completion, to_messages_request
@@ -139,57 +139,83 @@ def test_a_cancelled_probe_frees_the_probe_for_the_next_request() -> None:
 REPLICAS = ("http://r0", "http://r1", "http://r2")
 
 
-def test_balancer_picks_the_replica_with_the_fewest_outstanding_tokens() -> None:
-    balancer = Balancer(REPLICAS, rng=random.Random(0))
-    balancer.hold("http://r0", 500)
-    balancer.hold("http://r1", 100)
-    balancer.hold("http://r2", 300)
+def test_balancer_sends_a_new_request_away_from_a_replica_with_a_pending_prefill() -> None:
+    balancer = Balancer(REPLICAS[:2])
+    balancer.hold("http://r0", 100)  # sent, no first token yet: its prefill is ahead of any newcomer
+    decoding = balancer.hold("http://r1", 10_000)
+    decoding.first_token()  # a long decode: many tokens outstanding, but nothing a new prompt queues behind
+    # The rotation's turn is r0's and r1 holds 100 times the tokens: only the pending count says r1.
     assert balancer.choose("") == "http://r1"
 
 
-def test_a_released_lease_gives_its_tokens_back_once() -> None:
-    balancer = Balancer(REPLICAS, rng=random.Random(0))
+def test_a_streams_first_token_ends_its_pending_count_and_its_release_the_tokens() -> None:
+    balancer = Balancer(REPLICAS)
     lease = balancer.hold("http://r0", 500)
+    assert (balancer.pending("http://r0"), balancer.outstanding("http://r0")) == (1, 500)
+    lease.first_token()
+    lease.first_token()
+    assert (balancer.pending("http://r0"), balancer.outstanding("http://r0")) == (0, 500)
     lease.release()
     lease.release()
-    assert balancer.outstanding("http://r0") == 0
+    assert (balancer.pending("http://r0"), balancer.outstanding("http://r0")) == (0, 0)
 
 
-def test_outstanding_tokens_are_conserved_over_any_hold_and_release_order() -> None:
-    balancer = Balancer(REPLICAS, rng=random.Random(0))
+def test_a_lease_released_before_its_first_token_ends_both_counts() -> None:
+    balancer = Balancer(REPLICAS)
+    balancer.hold("http://r0", 500).release()  # a whole response, or a failed attempt
+    assert (balancer.pending("http://r0"), balancer.outstanding("http://r0")) == (0, 0)
+
+
+def test_pending_and_outstanding_counts_are_conserved_over_any_hold_and_release_order() -> None:
+    balancer = Balancer(REPLICAS)
     rng = random.Random(3)
     leases = [balancer.hold(rng.choice(REPLICAS), rng.randint(1, 1000)) for _ in range(50)]
+    for lease in rng.sample(leases, 20):
+        lease.first_token()
     rng.shuffle(leases)
     for lease in leases:
         lease.release()
-    assert all(balancer.outstanding(r) == 0 for r in REPLICAS)
+    assert all(balancer.outstanding(r) == 0 and balancer.pending(r) == 0 for r in REPLICAS)
+
+
+def test_equally_loaded_replicas_take_turns() -> None:
+    balancer = Balancer(REPLICAS)
+    order = []
+    for _ in range(6):
+        choice = balancer.choose("")
+        assert choice is not None
+        order.append(choice)
+        balancer.hold(choice, 10).release()  # each ends before the next: the loads stay equal
+    assert order == [*REPLICAS, *REPLICAS]
 
 
 def test_requests_sharing_an_affinity_key_go_to_the_same_replica() -> None:
-    balancer = Balancer(REPLICAS, rng=random.Random(0))
+    balancer = Balancer(REPLICAS)
     chosen = {balancer.choose("system-prompt-v1") for _ in range(20)}
     assert len(chosen) == 1
 
 
 def test_different_affinity_keys_spread_over_the_replicas() -> None:
-    balancer = Balancer(REPLICAS, rng=random.Random(0))
+    balancer = Balancer(REPLICAS)
     assert {balancer.choose(f"prefix-{i}") for i in range(60)} == set(REPLICAS)
 
 
 def test_affinity_holds_within_the_slack_and_yields_beyond_it() -> None:
-    balancer = Balancer(REPLICAS, rng=random.Random(0))
+    balancer = Balancer(REPLICAS)
     preferred = balancer.choose("prefix")
     assert preferred is not None
-    lease = balancer.hold(preferred, AFFINITY_SLACK_TOKENS)
+    held = [balancer.hold(preferred, 1) for _ in range(AFFINITY_SLACK_PREFILLS)]
     assert balancer.choose("prefix") == preferred
-    lease.release()
-    balancer.hold(preferred, AFFINITY_SLACK_TOKENS + 1)
+    held.append(balancer.hold(preferred, 1))
     assert balancer.choose("prefix") != preferred
+    for lease in held:
+        lease.first_token()
+    assert balancer.choose("prefix") == preferred
 
 
 def test_losing_a_replica_moves_only_the_keys_that_hashed_to_it() -> None:
-    full = Balancer(REPLICAS, rng=random.Random(0))
-    smaller = Balancer(REPLICAS[:2], rng=random.Random(0))
+    full = Balancer(REPLICAS)
+    smaller = Balancer(REPLICAS[:2])
     for i in range(100):
         before = full.choose(f"key-{i}")
         if before != "http://r2":
@@ -197,7 +223,7 @@ def test_losing_a_replica_moves_only_the_keys_that_hashed_to_it() -> None:
 
 
 def test_balancer_skips_excluded_replicas_and_those_its_breaker_refuses() -> None:
-    balancer = Balancer(REPLICAS, rng=random.Random(0))
+    balancer = Balancer(REPLICAS)
     choice = balancer.choose("prefix", excluded={"http://r0"}, allowed=lambda r: r != "http://r1")
     assert choice == "http://r2"
     assert balancer.choose("", excluded={"http://r0", "http://r2"}, allowed=lambda r: r != "http://r1") is None
