@@ -138,7 +138,15 @@ def test_a_container_port_renamed_under_a_named_target_port_is_found() -> None:
         port["ports"][0]["name"] = "web"
 
     change = edit("Deployment", "vllm-embed", set_container("vllm", rename))
-    only(found(change), endpoints.TARGET_PORT, "dev-local-pool-embed-service", "'http'", "web=8000")
+    # Both Services in front of the pool name the port: the ClusterIP one and the headless one the model gateway
+    # resolves to every replica.
+    findings = found(change)
+    assert sorted(f.urn.rsplit("::", 1)[1] for f in findings) == [
+        "dev-local-pool-embed-replicas",
+        "dev-local-pool-embed-service",
+    ], findings
+    for finding in findings:
+        assert finding.rule == endpoints.TARGET_PORT and "'http'" in finding.message and "web=8000" in finding.message
 
 
 def test_a_named_target_port_and_pods_that_declare_no_ports_are_not_flagged() -> None:
