@@ -5,6 +5,16 @@ EKS gives the identity that created the cluster an admin entry (unless
 ``platform.admin_role_arns`` must each have an entry *and* an access policy
 association on every cluster: an entry alone authenticates but authorizes
 nothing, so ``kubectl`` answers Forbidden.
+
+An access policy is associated with an access entry, and with nothing else: AssociateAccessPolicy for a
+principal that has no entry on the cluster yet fails (ResourceNotFoundException, "The specified access entry
+resource is not found"; https://docs.aws.amazon.com/eks/latest/APIReference/API_AssociateAccessPolicy.html,
+https://docs.aws.amazon.com/eks/latest/userguide/access-policies.html). So every association whose entry the
+program creates must wait for it (``depends_on``, or its ``principal_arn`` taken from the entry's output); two
+literal copies of one ARN order nothing, and a first ``pulumi up`` creates both at once.
+
+It cannot see: entries created outside the program (the association then needs nothing from it), and
+clusters or principals named differently in the two resources (another spelling of the same ARN).
 """
 
 from __future__ import annotations
@@ -62,14 +72,31 @@ def check(graph: Graph) -> Iterator[Finding]:
                     "authenticates and every request is Forbidden",
                     "associate the cluster admin access policy (scope: cluster) with the entry",
                 )
-            elif not {e.urn for e in entry} & set(policy[0].dependencies):
-                yield Finding(
-                    RULE,
-                    policy[0].urn,
-                    f"the access policy association of {arn} does not wait for its access entry: EKS refuses it "
-                    "(ResourceNotFoundException) when created first",
-                    "give the association depends_on=[its access entry]",
-                )
+    yield from _association_order(graph)
+
+
+def _association_order(graph: Graph) -> Iterator[Finding]:
+    """Every association waits for the entry of its principal on its cluster, when the program creates one."""
+    entries: dict[tuple[str, str], list[RenderedResource]] = {}
+    for entry in graph.of_type(ENTRY):
+        entries.setdefault(_principal_on_cluster(entry), []).append(entry)
+    for association in graph.of_type(ASSOCIATION):
+        same = entries.get(_principal_on_cluster(association), [])
+        if not same or {e.urn for e in same} & graph.waits_for(association.urn):
+            continue
+        principal = association.inputs.get("principalArn")
+        yield Finding(
+            RULE,
+            association.urn,
+            f"the access policy association of {principal} does not wait for its access entry "
+            f"{same[0].name}: on a first run Pulumi creates both at once and EKS refuses the association "
+            "(ResourceNotFoundException: the specified access entry resource is not found) whenever it comes first",
+            f"take principal_arn from {same[0].name}.principal_arn, or add depends_on=[{same[0].name}]",
+        )
+
+
+def _principal_on_cluster(resource: RenderedResource) -> tuple[str, str]:
+    return str(resource.inputs.get("clusterName")), str(resource.inputs.get("principalArn"))
 
 
 def _of_cluster(graph: Graph, type_token: str, cluster_urn: str) -> list[RenderedResource]:

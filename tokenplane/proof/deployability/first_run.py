@@ -16,6 +16,14 @@ for it through the graph. Three kinds are modelled, each from a table of who nee
   https://repost.aws/knowledge-center/unable-validate-destination-s3). A ``QueuePolicy``, ``TopicPolicy`` or
   ``lambda.Permission`` on a destination is created beside the notification unless the notification waits for it.
 
+- References written out by hand: an input that names a resource of the same program by a literal ARN, name or
+  ID (``f"arn:aws:iam::{account}:policy/{name}"``) instead of the resource's output carries no dependency, so
+  Pulumi sends it as soon as its other inputs are ready, concurrently with the resource it names. Pulumi orders
+  only through outputs and ``depends_on`` (https://www.pulumi.com/docs/iac/concepts/inputs-outputs/); AWS
+  refuses a call naming what does not exist yet (AttachRolePolicy: NoSuchEntity, "Policy ... does not exist or
+  is not attachable", https://docs.aws.amazon.com/IAM/latest/APIReference/API_AttachRolePolicy.html; likewise
+  NotFound/ResourceNotFoundException elsewhere), so the first run fails whenever the referrer comes first.
+
 It cannot see: webhooks of charts not in ``WEBHOOKS``, zones delegated by hand between two runs, destination
 policies set outside the program (or inline on the queue or topic, which are in place when it exists), and
 ordering done by hand outside Pulumi.
@@ -23,8 +31,10 @@ ordering done by hand outside Pulumi.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
@@ -75,6 +85,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _webhooks(graph)
     yield from _versioning(graph)
     yield from _notification_grants(graph)
+    yield from _literal_references(graph)
 
 
 def _zone_delegation(graph: Graph) -> Iterator[Finding]:
@@ -178,3 +189,60 @@ def _sources(resource: RenderedResource, prop: str) -> list[str]:
 def _type(graph: Graph, urn: str) -> str | None:
     resource = graph.by_urn.get(urn)
     return resource.type if resource is not None else None
+
+
+ARN = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:([0-9]*|aws):(.+)$")
+# Inputs that name the resource itself or only describe it, where a match is a coincidence, not a reference; and a
+# record's values, DNS data that Route 53 stores without resolving (a CNAME may point at a name made later).
+NOT_REFERENCES = frozenset({"name", "namePrefix", "description", "tags", "tagsAll", "records"})
+
+
+def _literal_references(graph: Graph) -> Iterator[Finding]:
+    for resource in graph.resources:
+        if not resource.custom or not resource.type.startswith("aws:"):
+            continue
+        after: set[str] | None = None  # computed once, and only for a resource that names another
+        for key, value in _strings(resource.inputs):
+            target = _named(graph, value)
+            if target is None or target.urn == resource.urn:
+                continue
+            after = graph.waits_for(resource.urn) if after is None else after
+            if target.urn in after:
+                continue
+            yield Finding(
+                RULE,
+                resource.urn,
+                f"{resource.name}'s {key} names {target.name} ({target.type.rsplit(':', 1)[-1]}, created by this "
+                f"program) by the string {value!r}, not by its output: nothing orders {resource.name} after it, so on "
+                f"a first run it is sent while {target.name} may not exist yet and AWS refuses it (NoSuchEntity / "
+                "NotFound) whenever it comes first",
+                f"pass {target.name}'s output (its .arn, .name or .id) instead of the written-out string, or add "
+                f"depends_on=[{target.name}]",
+            )
+
+
+def _named(graph: Graph, value: str) -> RenderedResource | None:
+    """The resource a literal names: by its name or ID, or by the name or ID at the end of an ARN (not an
+    AWS-managed one, ``arn:aws:iam::aws:...``, nor a wildcard)."""
+    match = ARN.match(value)
+    if match is None:
+        return graph.by_physical_id.get(value)
+    if match.group(1) == "aws" or "*" in value:
+        return None
+    segments = [s for s in re.split(r"[/:]", match.group(2)) if s]
+    return graph.by_physical_id.get(segments[-1]) if segments else None
+
+
+def _strings(inputs: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Each string input (nested in lists and dicts) with its top-level key, leaving out JSON documents (a policy
+    may name what does not exist yet) and inputs that are not references."""
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in inputs.items() if k not in NOT_REFERENCES]
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, str):
+            if not value.lstrip().startswith(("{", "[")):
+                yield key, value
+        elif isinstance(value, dict):
+            stack.extend((key, v) for k, v in value.items() if k not in NOT_REFERENCES)
+        elif isinstance(value, list):
+            stack.extend((key, v) for v in value)

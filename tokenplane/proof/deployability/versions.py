@@ -3,7 +3,13 @@
 ``support.json`` (package data) records, with the date it was read and its sources, each EKS minor version's
 end of standard and extended support, the Kubernetes versions each pinned chart's release is tested on, and each
 Kafka version MSK lists with its end of support (an MSK cluster's ``kafkaVersion`` and its configuration's
-``kafkaVersions``).
+``kafkaVersions``), and each deprecated Lambda runtime with the dates Lambda blocks creating, then updating,
+functions on it (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html#runtimes-deprecated): from
+its "Block function create" date, CreateFunction on it is refused (InvalidParameterValueException: "The runtime
+parameter of python3.8 is no longer supported for creating or updating AWS Lambda functions"), so a program that
+creates a function on it fails on its first ``pulumi up`` (and, past "Block function update", any later change).
+It cannot see: a runtime Lambda does not list as deprecated, which passes (a misspelt runtime is
+``aws-api-values``' concern), nor container-image functions, which carry their runtime in the image.
 "Today" is the table's ``read_on`` date unless a caller passes another: a check that read the wall clock
 would turn red on its own one morning, with no change to the program.
 """
@@ -24,6 +30,7 @@ RULE = "version-supported"
 CLUSTER = "aws:eks/cluster:Cluster"
 MSK_CLUSTER = "aws:msk/cluster:Cluster"
 MSK_CONFIGURATION = "aws:msk/configuration:Configuration"
+LAMBDA_FUNCTION = "aws:lambda/function:Function"
 
 
 @functools.cache
@@ -107,8 +114,28 @@ def kafka_finding(version: str, urn: str, today: datetime.date) -> Finding | Non
     return None
 
 
+def lambda_finding(runtime: str, urn: str, today: datetime.date) -> Finding | None:
+    """A finding when Lambda blocks creating functions on ``runtime`` by ``today``."""
+    dates: dict[str, str] | None = support_table()["lambda_runtimes"]["runtimes"].get(runtime)
+    if dates is None or datetime.date.fromisoformat(dates["create_block"]) > today:
+        return None
+    return Finding(
+        RULE,
+        urn,
+        f"Lambda deprecated the {runtime} runtime on {dates['deprecated']} and blocks creating functions on it from "
+        f"{dates['create_block']} (updating them from {dates['update_block']}): CreateFunction is refused "
+        f"(InvalidParameterValueException: the runtime parameter of {runtime} is no longer supported) and pulumi "
+        "up fails",
+        f"set runtime to {dates['successor']} (or another runtime Lambda supports) and check the code runs on it",
+    )
+
+
 def check(graph: Graph, today: datetime.date | None = None) -> Iterator[Finding]:
     when = today or read_on()
+    for function in graph.of_type(LAMBDA_FUNCTION):
+        runtime = function.inputs.get("runtime")
+        if isinstance(runtime, str) and (found := lambda_finding(runtime, function.urn, when)) is not None:
+            yield found
     for msk in graph.of_type(MSK_CLUSTER):
         version = msk.inputs.get("kafkaVersion")
         if isinstance(version, str) and (found := kafka_finding(version, msk.urn, when)) is not None:
