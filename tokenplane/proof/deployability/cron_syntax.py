@@ -19,8 +19,11 @@ import zoneinfo
 
 FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 6))
 NAMES = {
-    "month": {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())},
-    "day of week": {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())},
+    "month": {
+        m: i + 1
+        for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"])
+    },
+    "day of week": {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])},
 }
 DESCRIPTORS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
 # validateTimeZone's validTimeZoneCharacters, applied to each "/"-separated part.
