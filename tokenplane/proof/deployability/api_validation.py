@@ -21,6 +21,9 @@ cites the function that rejects it:
   CheckReplicaCountBoundsAreValid: "MinReplicaCount=%d must be less than MaxReplicaCount=%d"; its admission webhook
   rejects the object, and without the webhook the operator marks it ScaledObjectCheckFailed and creates no HPA).
   Absent counts default to 0 and 100.
+- CronJob ``schedule`` not five cron fields (or a descriptor), ``TZ=``/``CRON_TZ=`` in it, or a ``timeZone`` that is
+  not an IANA name (pkg/apis/batch/validation/validation.go, validateScheduleFormat with robfig/cron's
+  ParseStandard, and validateTimeZone): the syntax is ``cron_syntax``'s.
 
 Every object's metadata, pod templates and Services are held to the API server's own validation functions in
 ``object_validation`` and ``pod_validation`` (names per kind, labels, annotations, containers, ports, env, resources, volumes, mounts,
@@ -33,6 +36,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability import object_validation, pod_validation
+from tokenplane.proof.deployability.cron_syntax import schedule_error, time_zone_error
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 from tokenplane.proof.deployability.object_validation import rejected as _rejected
@@ -68,6 +72,8 @@ def check(graph: Graph) -> Iterator[Finding]:
             yield from _progress_deadline(deployment)
         for scaled in graph.kube(region, "ScaledObject"):
             yield from _replica_counts(scaled)
+        for cronjob in graph.kube(region, "CronJob"):
+            yield from _schedule(cronjob)
         for pdb in graph.kube(region, "PodDisruptionBudget"):
             spec = pdb.manifest.get("spec") or {}
             if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
@@ -150,4 +156,24 @@ def _replica_counts(scaled: KubeObject) -> Iterator[Finding]:
             f"{high:g}: KEDA's admission webhook rejects it (kedacore/keda CheckReplicaCountBoundsAreValid) and "
             "pulumi up fails; without the webhook the operator marks it ScaledObjectCheckFailed and never scales",
             "make spec.maxReplicaCount at least spec.minReplicaCount",
+        )
+
+
+def _schedule(cronjob: KubeObject) -> Iterator[Finding]:
+    spec = cronjob.manifest.get("spec") or {}
+    schedule, zone = spec.get("schedule"), spec.get("timeZone")
+    if isinstance(schedule, str) and (error := schedule_error(schedule)) is not None:
+        yield _rejected(
+            cronjob,
+            f"has spec.schedule {schedule!r}",
+            f"validateScheduleFormat (robfig/cron ParseStandard): {error}",
+            "write five fields: minute hour day-of-month month day-of-week (no seconds field; weekday 0-6), or "
+            "@hourly/@daily/@weekly/@monthly/@yearly; put a time zone in spec.timeZone",
+        )
+    if isinstance(zone, str) and (error := time_zone_error(zone)) is not None:
+        yield _rejected(
+            cronjob,
+            f"has spec.timeZone {zone!r}",
+            f"validateTimeZone: {error}",
+            "name an IANA time zone such as Europe/Berlin or Etc/UTC",
         )

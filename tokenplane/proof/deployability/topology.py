@@ -12,10 +12,25 @@ https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constrai
 
 Replicas are the most the workload may run: its HPA's maxReplicas or ScaledObject's maxReplicaCount, else
 spec.replicas. Node groups outside the graph (``--assume cluster``) leave the domains unknown: not judged.
+
+A topology key no node carries places no pod at all. The spread filter refuses every node without the constraint's
+topologyKey (kubernetes pkg/scheduler/framework/plugins/podtopologyspread/filtering.go, Filter:
+UnschedulableAndUnresolvable "node(s) didn't match pod topology spread constraints (missing required label)"), and a
+required pod affinity term does the same (interpodaffinity/filtering.go, satisfyPodAffinity: "All topology labels
+must exist on the node"). A required *anti*-affinity on a missing key is not reported: satisfyPodAntiAffinity only
+counts nodes that have the key, so such pods schedule (unspread). The labels an EKS node carries: those kubelet and
+the AWS cloud provider set (``WELL_KNOWN``), EKS managed node groups' ``eks.amazonaws.com/*``, and the node group's
+own ``labels``. Keys under prefixes AWS components may add (``AWS_PREFIXES``: the EBS CSI driver's topology key,
+the cloud controller's zone-id) are not judged, nor groups whose launch template's user data may set kubelet
+``--node-labels``, nor regions where Karpenter or Fargate make nodes the program's groups do not describe. E.g. GKE's
+``topology.gke.io/zone`` on EKS: every pod of the workload stays Pending.
+https://kubernetes.io/docs/reference/labels-annotations-taints/
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -27,6 +42,32 @@ from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on
 RULE = "topology-placeable"
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
+# Labels kubelet and the AWS cloud provider put on every node (kubernetes.io/docs/reference/labels-annotations-taints),
+# the legacy beta spellings included.
+WELL_KNOWN = frozenset(
+    {
+        HOSTNAME,
+        ZONE,
+        "topology.kubernetes.io/region",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "node.kubernetes.io/instance-type",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "k8s.io/cloud-provider-aws",
+    }
+)
+# Prefixes AWS's own node components may label under (managed node groups set eks.amazonaws.com/nodegroup,
+# capacityType, nodegroup-image, sourceLaunchTemplate*; the cloud controller topology.k8s.aws/zone-id; kubelet adds a
+# CSI driver's topology keys when the driver registers): a key here is not judged.
+AWS_PREFIXES = ("eks.amazonaws.com/", "topology.k8s.aws/", "topology.ebs.csi.aws.com/", "topology.efs.csi.aws.com/")
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+# Node makers beyond managed node groups: their nodes' labels are not the groups'.
+OTHER_NODES = ("aws:eks/fargateProfile:FargateProfile",)
+OTHER_NODE_KINDS = ("NodePool", "Provisioner", "EC2NodeClass")
 
 
 def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
@@ -75,6 +116,56 @@ def check(graph: Graph) -> Iterator[Finding]:
             )
             zones, nodes = _domains(graph, mine)
             yield from _placeable(workload, pod, replicas, zones, nodes, ", ".join(g.resource.name for g in mine))
+        if not groups or any(graph.of_type(t, region) for t in OTHER_NODES) or graph.kube(region, *OTHER_NODE_KINDS):
+            continue
+        for bearer in graph.pod_bearers(region):
+            yield from _missing_keys(graph, bearer, groups)
+
+
+def _labels_open(graph: Graph, group: NodeGroup) -> bool:
+    """True if the group's launch template's user data may add node labels (kubelet --node-labels) we cannot read."""
+    for template in graph.referenced(group.resource, "launchTemplate"):
+        data = template.inputs.get("userData") if template.type == LAUNCH_TEMPLATE else None
+        if not data:
+            continue
+        try:
+            text = base64.b64decode(str(data), validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return True
+        if "label" in text.lower():
+            return True
+    return False
+
+
+def _carries(key: str, group: NodeGroup) -> bool:
+    return key in WELL_KNOWN or key.startswith(AWS_PREFIXES) or key in group.labels
+
+
+def _missing_keys(graph: Graph, bearer: KubeObject, groups: list[NodeGroup]) -> Iterator[Finding]:
+    pod = bearer.pod_spec()
+    mine = [g for g in groups if lands_on(pod, g)]
+    if not mine or any(_labels_open(graph, g) for g in mine):
+        return  # node-capacity reports a pod that lands nowhere
+    keys = [
+        ("topologySpreadConstraint", s.get("topologyKey"))
+        for s in pod.get("topologySpreadConstraints") or []
+        if s.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+    ]
+    affinity = lookup(pod, "affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution") or []
+    keys += [("required pod affinity", t.get("topologyKey")) for t in affinity]
+    names = ", ".join(g.resource.name for g in mine)
+    for what, key in keys:
+        if not isinstance(key, str) or any(_carries(key, g) for g in mine):
+            continue
+        yield Finding(
+            RULE,
+            bearer.urn,
+            f"{bearer.kind} {bearer.namespace}/{bearer.name} has a {what} on topologyKey {key!r}, a label no node "
+            f"of the node groups it may land on ({names}) carries: the scheduler refuses every node without the key "
+            "(missing required label) and every pod stays Pending",
+            f"use a label EKS nodes carry ({ZONE} for zones, {HOSTNAME} for nodes), or add {key!r} to the node "
+            "groups' labels",
+        )
 
 
 def _placeable(
