@@ -38,6 +38,7 @@ prefills than the least-loaded one (the same unit as the choice itself).
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -55,6 +56,37 @@ class BalancePolicy(enum.StrEnum):
 
 
 DEPLOYED = BalancePolicy.PENDING_PREFILL
+
+
+class Sharing(enum.StrEnum):
+    """How several model gateway processes share a pool's replicas (each knows only what it sent)."""
+
+    INDEPENDENT = "independent"  # each chooses among every replica
+    STRIDE = "stride"  # each sends only to every k-th replica (measured, not deployable: k and g must be known)
+    SPILL = "spill"  # deployed: each prefers the replicas it owns by rendezvous hashing, spills when all are pending
+    SCRAPE = "scrape"  # each reads every replica's waiting queue every few 100 ms and adds its own sends since
+
+
+DEPLOYED_SHARING = Sharing.SPILL
+
+
+def rendezvous_weight(key: str, member: str) -> int:
+    """Highest-random-weight hashing: ``key`` goes to the member with the largest weight."""
+    digest = hashlib.blake2b(f"{key}\0{member}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def owned(replicas: Sequence[str], peers: Sequence[str], me: str) -> list[bool]:
+    """Which of ``replicas`` the model gateway process ``me`` owns among ``peers`` (itself included).
+
+    Each replica belongs to the peer with the highest rendezvous weight for it, so a peer joining or
+    leaving moves only the replicas it gains or held (about 1/k of them), and every peer computes the
+    same split from the same lists without talking to the others. A lone process (no peers, or only
+    itself), or one not among its peers (a lookup that has not seen it yet), owns every replica.
+    """
+    if len(set(peers)) <= 1 or me not in peers:
+        return [True] * len(replicas)
+    return [max(peers, key=lambda peer: rendezvous_weight(r, peer)) == me for r in replicas]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +109,7 @@ def choose(
     preferred: int | None = None,
     policy: BalancePolicy = DEPLOYED,
     slack: int = AFFINITY_SLACK_PREFILLS,
+    own: Sequence[bool] | None = None,
 ) -> int:
     """The index into ``loads`` of the replica the next request goes to.
 
@@ -88,10 +121,18 @@ def choose(
         policy: The rule; ``PENDING_PREFILL`` reads only ``pending``, ``LEAST_TOKENS`` only ``outstanding``
             and ``ROUND_ROBIN`` neither.
         slack: How many more pending prefills than the least-loaded candidate ``preferred`` may have.
+        own: Which candidates this process owns (``owned``): while one of them has no pending prefill,
+            the choice stays among them; when all have one, it spills over every candidate.
 
     Raises:
         ValueError: ``loads`` is empty (the caller decides what no candidate means).
     """
+    if own is not None:
+        mine = [i for i, load in enumerate(loads) if own[i]]
+        if any(loads[i].pending == 0 for i in mine) and len(mine) < len(loads):
+            hint = mine.index(preferred) if preferred in mine else None
+            pick = choose([loads[i] for i in mine], turn=turn, preferred=hint, policy=policy, slack=slack)
+            return mine[pick]
     n = len(loads)
     if n == 0:
         raise ValueError("choose() needs at least one candidate replica; the caller handles none")

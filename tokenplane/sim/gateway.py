@@ -44,11 +44,13 @@ replica's arrivals.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
 from tokenplane.model.admission import admit_fractions
-from tokenplane.model.balancing import BalancePolicy, choose
+from tokenplane.model.balancing import BalancePolicy, Load, Sharing, choose, owned
 from tokenplane.sim.engine import Engine
 
 F64 = npt.NDArray[np.float64]
@@ -73,6 +75,9 @@ def deal(replicas: I64, count: int, turn: int) -> tuple[I64, int]:
     return dealt, (turn + count) % n
 
 
+SCRAPE_S = 0.25  # how often a model gateway process reads every replica's waiting queue (``Sharing.SCRAPE``)
+
+
 def balance(
     engine: Engine,
     pool: int,
@@ -82,7 +87,8 @@ def balance(
     policy: BalancePolicy,
     via: I64 | None = None,
     *,
-    partitioned: bool = False,
+    sharing: Sharing = Sharing.INDEPENDENT,
+    scrape_s: float = SCRAPE_S,
 ) -> None:
     """Send each request to the replica the model gateway's rule picks on the pool's state at its arrival.
 
@@ -101,24 +107,55 @@ def balance(
         turns: Each model gateway process's rotation (ties, and round-robin); advanced in place.
         policy: The rule.
         via: The model gateway process of each of ``ids``; ``None``: one process sends them all.
-        partitioned: Process ``g`` of ``k`` sends only to every k-th ready replica from the ``g``-th, so
-            each replica's pending prefills are all known to the one process that sends to it (a design
-            measured in ``benchmarks/balancing.py``, not what the model gateway does today).
+        sharing: How the processes share the replicas (``tokenplane.model.balancing.Sharing``):
+            ``STRIDE``: process ``g`` of ``k`` sends only to every k-th ready replica from the ``g``-th;
+            ``SPILL``: each prefers the replicas it owns by rendezvous hashing (``owned``, process ``g``
+            named ``str(g)`` and replica ``str(slot)``) and spills over all of them when each of its own
+            has a pending prefill it sent; ``SCRAPE``: each reads every replica's pending prefills (all
+            processes' requests) every ``scrape_s``, staggered, and adds its own sends since.
+        scrape_s: The period of ``SCRAPE``'s reads.
     """
     req = engine.req
-    arrival, sent_by = req.arrival, req.via
+    arrival, sent_by, first = req.arrival, req.via, req.first
     tokens = policy is BalancePolicy.LEAST_TOKENS  # the only rule that reads them; summing them is the cost
     by = [0] * len(ids) if via is None else via.tolist()
     k = len(turns)
+    names = [str(g) for g in range(k)]
+    # SCRAPE: each process's last read (time, pending per slot) and what it sent since; a period starts
+    # with a fresh read (request ids are renumbered between periods).
+    read_at = [-math.inf] * k
+    read: list[dict[int, int]] = [{} for _ in range(k)]
+    since: list[list[tuple[int, int]]] = [[] for _ in range(k)]
     at = 0
     for count, replicas in segments:
         ready = replicas.tolist()
-        own = [(ready[g::k] or ready) if partitioned else ready for g in range(k)]
+        own = [(ready[g::k] or ready) if sharing is Sharing.STRIDE else ready for g in range(k)]
+        mask = [owned([str(s) for s in ready], names, g) for g in names] if sharing is Sharing.SPILL else None
         for rid, g in zip(ids[at : at + count].tolist(), by[at : at + count], strict=True):
             sent_by[rid] = g
             slots = own[g]
-            engine.advance(slots, arrival[rid])
-            loads = engine.loads(slots, via=None if via is None else g, tokens=tokens)
-            engine.send(pool, rid, slots[choose(loads, turn=turns[g], policy=policy)])
+            t = arrival[rid]
+            if sharing is Sharing.SCRAPE:
+                if t >= read_at[g] + scrape_s:
+                    tick = g * scrape_s / k
+                    tick += math.floor((t - tick) / scrape_s) * scrape_s
+                    engine.advance(slots, tick)
+                    read[g] = dict(
+                        zip(slots, (load.pending for load in engine.loads(slots, tokens=False)), strict=True)
+                    )
+                    read_at[g], since[g] = tick, []
+                engine.advance(slots, t)
+                extra = dict.fromkeys(slots, 0)
+                for sent, slot in since[g]:
+                    if not first[sent] <= t:  # NaN: no first token yet
+                        extra[slot] = extra.get(slot, 0) + 1
+                loads = [Load(read[g].get(s, 0) + extra[s], 0) for s in slots]
+            else:
+                engine.advance(slots, t)
+                loads = engine.loads(slots, via=None if via is None else g, tokens=tokens)
+            slot = slots[choose(loads, turn=turns[g], policy=policy, own=None if mask is None else mask[g])]
+            engine.send(pool, rid, slot)
+            if sharing is Sharing.SCRAPE:
+                since[g].append((rid, slot))
             turns[g] += 1
         at += count
