@@ -11,8 +11,13 @@ at the arrival rate that the planner sizes to ``REPLICAS`` replicas (byteion's o
 would take an hour per policy on two cores: a per-request choice reads every replica). The
 per-replica load is the plan's, so it is the regularity of each replica's arrivals that differs.
 
+With several model gateway processes it runs each way of sharing the replicas among them
+(``--sharing``: ``tokenplane.model.balancing.Sharing``) with the requests spread over the processes
+evenly or in shares drawn from a Dirichlet (``--skew``: ``SimConfig.gateway_skew``).
+
 About 15 minutes on two shared cores for the table in BENCHMARKS.md. Run: python benchmarks/balancing.py
-[--seeds 0 1 2] [--replicas 32 128] [--gateways 1 3] [--duration 120] [--update BENCHMARKS.md]
+[--seeds 0 1 2] [--replicas 32 128] [--gateways 1 3] [--sharing spill stride] [--skew even 30]
+[--duration 120] [--update BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -195,9 +200,10 @@ def main() -> None:
             f"{WARMUP_S:g} s; attainment: TTFT and E2E within the class's SLO; spread: min-max over seeds {args.seeds}.",
             "`round-robin` is what the planner prices; `pending-prefill` is what the model gateway runs",
             "(`tokenplane.model.balancing.DEPLOYED`); `least-tokens` was its rule before. `model gateways`:",
-            "independent model gateway processes, each choosing on what it sent itself, requests spread over",
-            "them at random (prod runs at least three); `partitioned`: each sends only to its own k-th of the",
-            "replicas (a design measured here, not deployed). `least-tokens` is run with one process only.",
+            "model gateway processes, each choosing on what it sent itself (prod runs at least three);",
+            "`sharing`: how they share the replicas (`tokenplane.model.balancing.Sharing`; `spill` is deployed);",
+            "`shares`: the requests reach them at random evenly, or in shares drawn from a Dirichlet per run.",
+            "With several processes only `pending-prefill` is run, and `least-tokens` with one process only.",
             "",
             *rows,
         ]

@@ -27,7 +27,11 @@ queued prefills and missed class A's TTFT SLO at the planned count (numbers in
 Each model gateway process applies the rule to what it sent itself: it knows nothing of the
 others' requests. With the three processes prod runs, each one's own pending counts are mostly
 zero, the rule reduces to three independent rotations, and their sum is far less regular than
-one rotation (``SimConfig.model_gateways``; numbers in ``tokenplane.sim.gateway``).
+one rotation (``SimConfig.model_gateways``; numbers in ``tokenplane.sim.gateway``). So the
+processes share the replicas (``Sharing``, ``DEPLOYED_SHARING``): each owns those that rendezvous
+hashing with bounded loads gives it among its peers (``owners``), where it alone sends and so
+knows every pending prefill, and ``choose(own=...)`` stays among them while one has none pending,
+spilling over every replica only when each of its own has one.
 
 Prefix affinity: a request with an affinity key prefers the replica that
 rendezvous hashing picks for it, so the engine's prefix cache holds its prefix,
@@ -76,17 +80,39 @@ def rendezvous_weight(key: str, member: str) -> int:
     return int.from_bytes(digest, "big")
 
 
+def owners(replicas: Sequence[str], peers: Sequence[str]) -> list[str]:
+    """The peer that owns each of ``replicas``: rendezvous hashing with bounded loads.
+
+    Each replica goes to the peer with the highest rendezvous weight for it that holds fewer than
+    ceil(n / k) replicas yet, the replicas taken in an order of their own hash. Plain rendezvous
+    hashing gives the peers binomial counts (128 replicas over 8 peers: 16 +- 4), and a peer that
+    owns fewer replicas than its share of the requests keeps them all pending and spills; the bound
+    evens the counts and still moves few replicas when a peer joins or leaves (``owned``). Every peer
+    computes the same split from the same two lists, without talking to the others.
+    """
+    distinct = sorted(set(peers))
+    if not distinct:
+        raise ValueError("owners() needs at least one peer")
+    cap = -(-len(replicas) // len(distinct))
+    held = dict.fromkeys(distinct, 0)
+    owner = [""] * len(replicas)
+    for i in sorted(range(len(replicas)), key=lambda i: (rendezvous_weight(replicas[i], ""), replicas[i])):
+        ranked = sorted(distinct, key=lambda peer: rendezvous_weight(replicas[i], peer), reverse=True)
+        peer = next(p for p in ranked if held[p] < cap)
+        held[peer] += 1
+        owner[i] = peer
+    return owner
+
+
 def owned(replicas: Sequence[str], peers: Sequence[str], me: str) -> list[bool]:
     """Which of ``replicas`` the model gateway process ``me`` owns among ``peers`` (itself included).
 
-    Each replica belongs to the peer with the highest rendezvous weight for it, so a peer joining or
-    leaving moves only the replicas it gains or held (about 1/k of them), and every peer computes the
-    same split from the same lists without talking to the others. A lone process (no peers, or only
-    itself), or one not among its peers (a lookup that has not seen it yet), owns every replica.
+    A lone process (no peers, or only itself), or one not among its peers (a lookup that has not
+    seen it yet), owns every replica.
     """
     if len(set(peers)) <= 1 or me not in peers:
         return [True] * len(replicas)
-    return [max(peers, key=lambda peer: rendezvous_weight(r, peer)) == me for r in replicas]
+    return [owner == me for owner in owners(replicas, peers)]
 
 
 @dataclass(frozen=True, slots=True)
