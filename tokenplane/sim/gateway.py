@@ -44,12 +44,15 @@ rate planned to 32 or 128 replicas, 120 s, seeds 0-2; class A's TTFT and E2E SLO
   processes 99.47-99.62% with requests spread evenly, 99.40-99.51% / 99.36-99.38% / 98.98-99.25%
   with shares drawn from a Dirichlet(100 / 30 / 10) (``SimConfig.gateway_skew``: the AI gateway's
   keep-alive connections pinned per connection make the shares uneven; c connections spread
-  about as a Dirichlet((c - 1) / k)); eight processes 99.19-99.40% even, 97.92-98.44% at
-  Dirichlet(30), 92.2-95.4% at Dirichlet(10). So it meets 99% where the processes' shares of the
+  about as a Dirichlet((c - 1) / k)); eight processes 99.19-99.40% even, 98.97-99.02% at
+  Dirichlet(100), 97.92-98.44% at Dirichlet(30), 92.2-95.4% at Dirichlet(10); at Dirichlet(1)
+  70.6-96.3% (three) and 72.5-81.2% (eight). So it meets 99% where the processes' shares of the
   requests match their shares of the replicas, and the more processes, the less unevenness it
   takes to miss: a process with more than its share of requests keeps its own replicas at one
   pending prefill each, and its spill lands on replicas whose owners do not know of it. Plain
   rendezvous ownership (binomial counts, 16 +- 4 of 128 over 8) met 98.16-98.24% even at eight.
+  Not done: even shares at their source (the AI gateway dealing per request over the model
+  gateway's processes), after which ``SPILL`` measures as its even rows.
 - Reading every replica's waiting queue every 250 ms and adding the process's own sends since
   (``Sharing.SCRAPE``, what llm-d's scorer reads) met 91.7-93.6% evenly spread and 92.8-97.2%
   at Dirichlet(1): no better than choosing blind, since the rule's value is the regularity of
