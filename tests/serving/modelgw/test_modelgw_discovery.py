@@ -78,7 +78,7 @@ async def test_an_ipv6_pod_address_is_bracketed_in_its_url() -> None:
 
 
 PEERS = "model-gateway-peers.llm-gateway.svc"
-PODS = {HEADLESS.split("//")[1].split(":")[0]: [f"10.0.0.{i}" for i in range(12)]}
+PODS = {"vllm-chat-replicas.llm-serving.svc": [f"10.0.0.{i}" for i in range(12)]}
 
 
 async def _sent_to(peers: list[str] | None, me: str, requests: int = 12) -> set[str]:
