@@ -46,7 +46,8 @@ rate planned to 32 or 128 replicas, 120 s, seeds 0-2; class A's TTFT and E2E SLO
   keep-alive connections pinned per connection make the shares uneven; c connections spread
   about as a Dirichlet((c - 1) / k)); eight processes 99.19-99.40% even, 98.97-99.02% at
   Dirichlet(100), 97.92-98.44% at Dirichlet(30), 92.2-95.4% at Dirichlet(10); at Dirichlet(1)
-  70.6-96.3% (three) and 72.5-81.2% (eight). So it meets 99% where the processes' shares of the
+  70.6-96.3% (three) and 72.5-81.2% (eight). At byteion's own count (413 replicas), three
+  processes: 99.48-99.52% even, 99.13-99.30% at Dirichlet(30). So it meets 99% where the processes' shares of the
   requests match their shares of the replicas, and the more processes, the less unevenness it
   takes to miss: a process with more than its share of requests keeps its own replicas at one
   pending prefill each, and its spill lands on replicas whose owners do not know of it. Plain
