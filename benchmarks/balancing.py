@@ -11,8 +11,13 @@ at the arrival rate that the planner sizes to ``REPLICAS`` replicas (byteion's o
 would take an hour per policy on two cores: a per-request choice reads every replica). The
 per-replica load is the plan's, so it is the regularity of each replica's arrivals that differs.
 
+With several model gateway processes it runs each way of sharing the replicas among them
+(``--sharing``: ``tokenplane.model.balancing.Sharing``) with the requests spread over the processes
+evenly or in shares drawn from a Dirichlet (``--skew``: ``SimConfig.gateway_skew``).
+
 About 15 minutes on two shared cores for the table in BENCHMARKS.md. Run: python benchmarks/balancing.py
-[--seeds 0 1 2] [--replicas 32 128] [--gateways 1 3] [--duration 120] [--update BENCHMARKS.md]
+[--seeds 0 1 2] [--replicas 32 128] [--gateways 1 3] [--sharing spill stride] [--skew even 30]
+[--duration 120] [--update BENCHMARKS.md]
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks._common import update_section  # noqa: E402
 from tokenplane.load import load_spec_text  # noqa: E402
-from tokenplane.model.balancing import BalancePolicy  # noqa: E402
+from tokenplane.model.balancing import BalancePolicy, Sharing  # noqa: E402
 from tokenplane.model.planner import plan  # noqa: E402
 from tokenplane.sim.engine import SERVED  # noqa: E402
 from tokenplane.sim.simulate import SimConfig, simulate  # noqa: E402
@@ -91,7 +96,8 @@ def attainment(
     seed: int,
     duration_s: float,
     gateways: int = 1,
-    partitioned: bool = False,
+    sharing: Sharing = Sharing.INDEPENDENT,
+    skew: float | None = None,
 ) -> dict[str, float]:
     """Each class's share of requests (arrived after the warm-up, resolved) that met TTFT and E2E SLOs."""
     config = SimConfig(
@@ -101,7 +107,8 @@ def attainment(
         trace=True,
         balance=policy,
         model_gateways=gateways,
-        partition_replicas=partitioned,
+        sharing=sharing,
+        gateway_skew=skew,
     )
     result = simulate(spec, config)
     reqs, out = result.requests, result.outcome
@@ -122,13 +129,25 @@ def attainment(
     return met_by_class
 
 
-def _cases(gateways: list[int], policies: list[BalancePolicy]) -> list[tuple[int, bool, BalancePolicy]]:
-    """(processes, partitioned, policy) to run: the retired rule with one process only."""
-    cases = []
+Case = tuple[int, Sharing, float | None, BalancePolicy]
+
+
+def _cases(
+    gateways: list[int], policies: list[BalancePolicy], sharings: list[Sharing], skews: list[float | None]
+) -> list[Case]:
+    """(processes, sharing, skew, policy) to run: the retired rule, and round-robin, with one process only."""
+    cases: list[Case] = []
     for k in gateways:
-        for partitioned in (False, True) if k > 1 else (False,):
-            cases += [(k, partitioned, p) for p in policies if k == 1 or p is not BalancePolicy.LEAST_TOKENS]
+        if k == 1:
+            cases += [(1, Sharing.INDEPENDENT, None, p) for p in policies]
+            continue
+        multi = [p for p in policies if p is BalancePolicy.PENDING_PREFILL] or policies[:1]
+        cases += [(k, sharing, skew, p) for skew in skews for sharing in sharings for p in multi]
     return cases
+
+
+def _skew(text: str) -> float | None:
+    return None if text == "even" else float(text)
 
 
 def main() -> None:
@@ -139,26 +158,35 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, nargs="+", default=[REPLICAS], help="planned counts to size to")
     parser.add_argument("--gateways", type=int, nargs="+", default=[1, 3], help="model gateway processes")
     parser.add_argument("--policies", nargs="+", default=[p.value for p in BalancePolicy])
+    parser.add_argument("--sharing", nargs="+", default=[s.value for s in Sharing], help="with several processes")
+    parser.add_argument("--skew", nargs="+", default=["even", "1"], help="'even', or a Dirichlet concentration")
     parser.add_argument("--update", type=Path, help="write the table into this Markdown file's section")
     args = parser.parse_args()
     rows = [
-        "| policy | pool | replicas | model gateways | class | target | attainment (mean) | spread over seeds |",
-        "|---|---|---|---|---|---|---|---|",
+        "| policy | pool | replicas | model gateways | sharing | shares | class | target | attainment (mean) "
+        "| spread over seeds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for replicas in args.replicas:
         for pool_name in args.pools:
             spec = pool_alone(pool_name, replicas)
             planned = plan(spec).pools[0]
             print(f"# {pool_name}: {planned.arrival_rps:.1f} req/s planned to {planned.replicas_needed}", flush=True)
-            for gateways, partitioned, policy in _cases(args.gateways, [BalancePolicy(p) for p in args.policies]):
+            policies = [BalancePolicy(p) for p in args.policies]
+            skews = [_skew(s) for s in args.skew]
+            for gateways, sharing, skew, policy in _cases(
+                args.gateways, policies, list(map(Sharing, args.sharing)), skews
+            ):
                 started = time.perf_counter()
-                runs = [attainment(spec, policy, seed, args.duration, gateways, partitioned) for seed in args.seeds]
+                runs = [attainment(spec, policy, seed, args.duration, gateways, sharing, skew) for seed in args.seeds]
                 wall = time.perf_counter() - started
-                how = f"{gateways}, partitioned" if partitioned else str(gateways)
+                how = "-" if gateways == 1 else sharing.value
+                shares = "-" if gateways == 1 else "even" if skew is None else f"Dirichlet({skew:g})"
                 for cls, cls_spec in spec.workload_classes.items():
                     values = [r[cls.value] for r in runs]
                     line = (
-                        f"| {policy.value} | {pool_name} | {planned.replicas_needed} | {how} | {cls.value} "
+                        f"| {policy.value} | {pool_name} | {planned.replicas_needed} | {gateways} | {how} | {shares} "
+                        f"| {cls.value} "
                         f"| {cls_spec.slo_attainment:.0%} | {statistics.mean(values):.2%} "
                         f"| {min(values):.2%}-{max(values):.2%} |"
                     )
@@ -172,9 +200,10 @@ def main() -> None:
             f"{WARMUP_S:g} s; attainment: TTFT and E2E within the class's SLO; spread: min-max over seeds {args.seeds}.",
             "`round-robin` is what the planner prices; `pending-prefill` is what the model gateway runs",
             "(`tokenplane.model.balancing.DEPLOYED`); `least-tokens` was its rule before. `model gateways`:",
-            "independent model gateway processes, each choosing on what it sent itself, requests spread over",
-            "them at random (prod runs at least three); `partitioned`: each sends only to its own k-th of the",
-            "replicas (a design measured here, not deployed). `least-tokens` is run with one process only.",
+            "model gateway processes, each choosing on what it sent itself (prod runs at least three);",
+            "`sharing`: how they share the replicas (`tokenplane.model.balancing.Sharing`; `spill` is deployed);",
+            "`shares`: the requests reach them at random evenly, or in shares drawn from a Dirichlet per run.",
+            "With several processes only `pending-prefill` is run, and `least-tokens` with one process only.",
             "",
             *rows,
         ]

@@ -275,6 +275,7 @@ class GatewayWorkload(Component):
         env.extend(self.files_env(args))
         low, high = replica_bounds(runtime)
         env.extend(self.replica_env(low))
+        env.extend(self.peer_env(app, namespace))
         secret_env = self.secret_env(app, runtime)
         env.extend(secret_env)
         env_secret = self._env_secret(app, namespace, labels, env_variables(secret_env), args)
@@ -371,6 +372,7 @@ class GatewayWorkload(Component):
             spec=service_spec,
             opts=self.opts(),
         )
+        self.peer_service(app, namespace, labels)
         self.app = app
         # Its in-cluster base URL: what the AI gateway and the batch workers are given as model_gateway_url.
         # Without /v1: the client appends the OpenAI path (serving/modelgw/client.py), /v1 included.
@@ -416,6 +418,13 @@ class GatewayWorkload(Component):
     def replica_env(self, min_replicas: int) -> list[dict[str, Any]]:
         """Container env derived from the HPA's floor; none unless the serving module reads it."""
         return []
+
+    def peer_env(self, app: str, namespace: str) -> list[dict[str, Any]]:
+        """Container env that tells a process its peers and its own address; none unless it balances with them."""
+        return []
+
+    def peer_service(self, app: str, namespace: str, labels: dict[str, str]) -> None:
+        """A headless Service listing the processes to each other (``peer_env``); none by default."""
 
     def iam_statements(
         self, args: GatewayArgs, account_id: str, kafka_arn: str, files_bucket: str = ""

@@ -50,6 +50,10 @@ class Var(StrEnum):
     FILES_PREFIX = "TOKENPLANE_FILES_PREFIX"
     FILES_DIR = "TOKENPLANE_FILES_DIR"
     METRICS_PORT = "TOKENPLANE_METRICS_PORT"
+    # The model gateway's headless Service (its peers' addresses) and the pod's own address (the downward
+    # API): each process prefers the vLLM replicas it owns among its peers (serving/modelgw/discovery.py).
+    MODEL_GATEWAY_PEERS = "TOKENPLANE_MODEL_GATEWAY_PEERS"
+    POD_IP = "POD_IP"
     DEV_SECRETS = "TOKENPLANE_DEV_SECRETS"  # a JSON file of {reference: value} that tokenplane dev writes
     SECRETS_DIR = "TOKENPLANE_SECRETS_DIR"  # overrides where mounted secrets are read (tests, a laptop)
     OTEL_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"

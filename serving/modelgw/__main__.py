@@ -1,7 +1,8 @@
 """``python -m tokenplane.serving.modelgw``: the model gateway process.
 
 Reads ``TOKENPLANE_CONFIG``, ``TOKENPLANE_REGION`` and ``POOL_URL_<POOL>``
-(see ``serving.modelgw.config``) and serves on ``--host``/``--port``. A
+(see ``serving.modelgw.config``), and ``TOKENPLANE_MODEL_GATEWAY_PEERS`` with ``POD_IP`` where it
+runs beside other model gateway processes (``serving.modelgw.discovery``), and serves on ``--host``/``--port``. A
 missing or invalid config exits with status 2 and one line saying what to fix.
 """
 
@@ -19,7 +20,7 @@ import uvicorn
 import uvloop
 from prometheus_client import CollectorRegistry
 
-from tokenplane.runtime_env import ConfigError, load_spec_from_env
+from tokenplane.runtime_env import ConfigError, Var, load_spec_from_env
 from tokenplane.serving.modelgw.app import create_app
 from tokenplane.serving.modelgw.config import ModelGatewayConfig, load_modelgw_config
 from tokenplane.serving.modelgw.discovery import ReplicaDiscovery
@@ -37,14 +38,17 @@ def _config(environ: Mapping[str, str]) -> ModelGatewayConfig:
     return load_modelgw_config(spec, region, environ)
 
 
-async def _serve(config: ModelGatewayConfig, host: str, port: int) -> None:
+async def _serve(config: ModelGatewayConfig, host: str, port: int, peers: str = "", me: str = "") -> None:
     registry = CollectorRegistry()
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONNECTION_LIMIT)) as session:
         gateway = FailoverUpstream(config, session=session, registry=registry)
-        discovery = ReplicaDiscovery(gateway.balancers, {name: pool.replicas for name, pool in config.pools.items()})
+        urls = {name: pool.replicas for name, pool in config.pools.items()}
+        discovery = ReplicaDiscovery(gateway.balancers, urls, peers=peers, me=me)
         refreshing: asyncio.Task[None] | None = None
         try:
-            if discovery.needed:  # each pool's headless Service, read before the first request and then kept fresh
+            if (
+                discovery.needed
+            ):  # each pool's headless Service and the peers', read before the first request, kept fresh
                 await discovery.refresh()
                 refreshing = asyncio.create_task(discovery.run())
             app = create_app(gateway, registry=registry)
@@ -66,14 +70,15 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    env = os.environ if environ is None else environ
     try:
-        config = _config(os.environ if environ is None else environ)
+        config = _config(env)
     except (ConfigError, ValueError, RuntimeError) as e:
         print(f"tokenplane.serving.modelgw: {e}", file=sys.stderr)
         return EXIT_CONFIG
     # uvloop for the event loop; httptools parses HTTP (the Config above): both are the fast paths.
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(_serve(config, args.host, args.port))
+        runner.run(_serve(config, args.host, args.port, env.get(Var.MODEL_GATEWAY_PEERS, ""), env.get(Var.POD_IP, "")))
     return 0
 
 

@@ -18,21 +18,31 @@ hashed to it.
 In Kubernetes a pool's URL names its headless Service, which ``serving.modelgw.discovery``
 resolves to every ready replica's address (``update``); a ClusterIP would leave one "replica" here
 and kube-proxy's per-connection random pick, pinned by keep-alive, in charge.
+
+Several model gateway processes (prod runs at least three) each know only what they sent, and
+their independent rotations add up to arrivals far less regular than one rotation (class A at
+91-97% of its 99% TTFT target in ``benchmarks/balancing.py``). So each process learns its peers
+(the model gateway's own headless Service, ``serving.modelgw.discovery``; ``share``) and prefers the
+replicas it owns (``tokenplane.model.balancing.owners``: rendezvous hashing with bounded loads), whose
+pending prefills it alone sends, spilling over every replica only when each of its own has one
+pending. A lone process, or one that has not found itself among its peers, owns every replica.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Collection
 
-from tokenplane.model.balancing import AFFINITY_SLACK_PREFILLS, DEPLOYED, BalancePolicy, Load, choose
+from tokenplane.model.balancing import (
+    AFFINITY_SLACK_PREFILLS,
+    DEPLOYED,
+    BalancePolicy,
+    Load,
+    choose,
+    owned,
+    rendezvous_weight,
+)
 
 __all__ = ["AFFINITY_SLACK_PREFILLS", "Balancer", "Lease"]
-
-
-def _weight(key: str, replica: str) -> int:
-    digest = hashlib.blake2b(f"{key}\0{replica}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
 
 
 class Balancer:
@@ -57,6 +67,26 @@ class Balancer:
         self._pending = dict.fromkeys(replicas, 0)
         self._outstanding = dict.fromkeys(replicas, 0)
         self._turn = 0  # the rotation that breaks ties; advanced by each attempt sent (``hold``)
+        self._peers: tuple[str, ...] = ()  # the model gateway processes sharing the replicas, this one included
+        self._me = ""
+        self._own = dict.fromkeys(replicas, True)
+
+    def share(self, peers: Collection[str], me: str) -> None:
+        """Share the replicas with ``peers`` (this process is ``me`` among them): prefer the ones it owns.
+
+        No peers, only itself, or ``me`` not among them (a lookup that has not seen it ready yet): it
+        owns every replica, as a lone process does.
+        """
+        peers = tuple(sorted(set(peers)))
+        if (peers, me) != (self._peers, self._me):
+            self._peers, self._me = peers, me
+            self._assign()
+
+    def owns(self, replica: str) -> bool:
+        return self._own.get(replica, True)
+
+    def _assign(self) -> None:
+        self._own = dict(zip(self.replicas, owned(self.replicas, self._peers, self._me), strict=True))
 
     def update(self, replicas: tuple[str, ...]) -> None:
         """Choose among ``replicas`` from now on (``serving.modelgw.discovery``); counts carry over by URL.
@@ -71,6 +101,7 @@ class Balancer:
         for replica in replicas:
             self._pending.setdefault(replica, 0)
             self._outstanding.setdefault(replica, 0)
+        self._assign()
 
     def pending(self, replica: str) -> int:
         return self._pending[replica]
@@ -93,9 +124,10 @@ class Balancer:
             return None
         preferred = None
         if affinity_key:
-            preferred = max(range(len(candidates)), key=lambda i: _weight(affinity_key, candidates[i]))
+            preferred = max(range(len(candidates)), key=lambda i: rendezvous_weight(affinity_key, candidates[i]))
         loads = [Load(self._pending[r], self._outstanding[r]) for r in candidates]
-        index = choose(loads, turn=self._turn, preferred=preferred, policy=self.policy, slack=self._slack)
+        own = [self.owns(r) for r in candidates] if self._peers else None
+        index = choose(loads, turn=self._turn, preferred=preferred, policy=self.policy, slack=self._slack, own=own)
         return candidates[index]
 
     def hold(self, replica: str, tokens: int) -> Lease:

@@ -8,6 +8,12 @@ IP address (``tokenplane dev``'s replicas on loopback) is a replica as it stands
 
 A failed or empty lookup keeps the last set: a DNS hiccup must not empty a pool that still serves,
 and a replica that is really gone fails its attempts until its breaker opens.
+
+The model gateway's own peers are read the same way: ``TOKENPLANE_MODEL_GATEWAY_PEERS`` names its
+headless Service (``components.model_gateway``), and ``POD_IP`` (the downward API) says which of the
+addresses is this process, so each balancer prefers the replicas this process owns among its peers
+(``Balancer.share``). Without either (``tokenplane dev``), or before the lookup finds this pod
+ready, the process owns every replica.
 """
 
 from __future__ import annotations
@@ -58,22 +64,34 @@ class ReplicaDiscovery:
         balancers: Each pool's balancer, by pool name.
         urls: Each pool's configured URLs (``POOL_URL_*``), by pool name.
         resolve: Looks a host up; ``resolve_host`` unless a test passes a fake.
+        peers: The DNS name of the model gateway's headless Service; ``""``: no peers (a lone process).
+        me: This process's address among the peers (``POD_IP``).
     """
 
     def __init__(
-        self, balancers: Mapping[str, Balancer], urls: Mapping[str, tuple[str, ...]], *, resolve: Resolve = resolve_host
+        self,
+        balancers: Mapping[str, Balancer],
+        urls: Mapping[str, tuple[str, ...]],
+        *,
+        resolve: Resolve = resolve_host,
+        peers: str = "",
+        me: str = "",
     ) -> None:
         self._balancers = balancers
         self._urls = urls
         self._resolve = resolve
+        self._peers_host = peers if me else ""  # without its own address a process cannot tell which peer it is
+        self._me = me
 
     @property
     def needed(self) -> bool:
-        """Whether any configured URL names a host (in ``tokenplane dev`` none does)."""
-        return any(not _is_address(urlsplit(u).hostname or "") for urls in self._urls.values() for u in urls)
+        """Whether any configured URL names a host, or there are peers (in ``tokenplane dev`` neither)."""
+        named = any(not _is_address(urlsplit(u).hostname or "") for urls in self._urls.values() for u in urls)
+        return named or bool(self._peers_host)
 
     async def refresh(self) -> None:
-        """Look every pool's names up once and hand each balancer its replicas."""
+        """Look every pool's names, and the peers, up once; hand each balancer its replicas and peers."""
+        peers = await self._peers()
         for pool, balancer in self._balancers.items():
             found = await self._replicas(pool)
             if not found:
@@ -81,6 +99,19 @@ class ReplicaDiscovery:
             elif found != balancer.replicas:
                 log.info("pool %s: %d replicas: %s", pool, len(found), ", ".join(found))
                 balancer.update(found)
+            if peers is not None:
+                balancer.share(peers, self._me)
+
+    async def _peers(self) -> tuple[str, ...] | None:
+        """The model gateway processes' addresses; ``None`` (keep the last) when the lookup fails or is empty."""
+        if not self._peers_host:
+            return None
+        try:
+            found = tuple(sorted(set(await self._resolve(self._peers_host, 0))))
+        except OSError as e:
+            log.warning("looking up the model gateway's peers at %s failed: %s", self._peers_host, e)
+            return None
+        return found or None
 
     async def _replicas(self, pool: str) -> tuple[str, ...]:
         found: list[str] = []

@@ -11,6 +11,7 @@ from tokenplane.components.gateway import replica_bounds
 from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.naming import checksum
 from tokenplane.proof.render import REDACTED, RenderResult
+from tokenplane.runtime_env import Var
 from tokenplane.serving.gateway.runtime import METERING_WAIT_S
 from tokenplane.serving.gateway.server import DRAIN_TIMEOUT_S
 from tokenplane.spec import PlatformSpec, WorkloadClass
@@ -149,6 +150,21 @@ def test_ai_gateway_replicas_size_their_shares_by_the_hpa_floor(name: str, regio
     told = env_of(deployment).get("TOKENPLANE_GATEWAY_REPLICAS")
     assert told == str(floor), f"{deployment['_urn']} says {told} replicas; {hpa['_urn']} keeps at least {floor}"
     assert floor == replica_bounds(GatewayConfig.from_spec(spec(name), region))[0], f"{hpa['_urn']} floor is {floor}"
+
+
+@pytest.mark.parametrize("region", BYTEION_REGIONS)
+def test_model_gateway_processes_find_their_peers_and_themselves(byteion: RenderResult, region: str) -> None:
+    # Each prefers the vLLM replicas it owns among its peers (serving/modelgw/discovery.py): the peers are a
+    # headless Service's DNS answer, and the pod's own IP (the downward API) says which of them it is.
+    deployment = obj(byteion, "Deployment", "model-gateway", region)
+    [container] = containers(deployment)
+    env = {e["name"]: e for e in container.get("env", [])}
+    assert env[Var.POD_IP.value].get("valueFrom") == {"fieldRef": {"fieldPath": "status.podIP"}}, env.get("POD_IP")
+    service = obj(byteion, "Service", "model-gateway-peers", region)
+    assert env[Var.MODEL_GATEWAY_PEERS.value]["value"] == f"model-gateway-peers.{NS}.svc"
+    assert service["spec"].get("clusterIP") == "None", f"{service['_urn']} is not headless: {service['spec']}"
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items(), f"{service['_urn']} selects no model gateway pod"
 
 
 def test_model_gateway_is_not_told_a_replica_count_it_does_not_read(dev: RenderResult) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokenplane.model.balancing import AFFINITY_SLACK_PREFILLS, BalancePolicy, Load, choose
+from tokenplane.model.balancing import AFFINITY_SLACK_PREFILLS, BalancePolicy, Load, choose, owned, owners
 
 loads_st = st.lists(st.builds(Load, st.integers(0, 5), st.integers(0, 10_000)), min_size=1, max_size=8)
 
@@ -73,3 +75,61 @@ def test_affinity_never_costs_more_than_the_slack(loads: list[Load], turn: int, 
     preferred = data.draw(st.integers(0, len(loads) - 1))
     chosen = choose(loads, turn=turn, preferred=preferred)
     assert loads[chosen].pending - min(load.pending for load in loads) <= AFFINITY_SLACK_PREFILLS
+
+
+# Several model gateway processes: each owns a share of the replicas (``owners``) and spills over all of them.
+REPLICAS = [f"http://10.0.{i // 200}.{i % 200}:8000" for i in range(128)]
+PEERS = [f"10.1.0.{j}" for j in range(8)]
+
+
+def test_owners_give_every_peer_an_equal_share_within_one() -> None:
+    owner = owners(REPLICAS, PEERS)
+    counts = Counter(owner)
+    assert set(counts) == set(PEERS) and max(counts.values()) - min(counts.values()) <= 1, counts
+
+
+def test_owners_do_not_depend_on_the_order_the_lookup_answered_in() -> None:
+    shuffled = list(reversed(PEERS))
+    assert owners(REPLICAS, PEERS) == owners(REPLICAS, shuffled)
+    back = {r: o for r, o in zip(reversed(REPLICAS), owners(list(reversed(REPLICAS)), PEERS), strict=True)}
+    assert [back[r] for r in REPLICAS] == owners(REPLICAS, PEERS)
+
+
+@pytest.mark.parametrize("change", ["leaves", "joins"])
+def test_a_peer_joining_or_leaving_moves_few_replicas(change: str) -> None:
+    before = owners(REPLICAS, PEERS)
+    after = owners(REPLICAS, PEERS[:-1] if change == "leaves" else [*PEERS, "10.1.0.99"])
+    moved = sum(a != b for a, b in zip(before, after, strict=True))
+    # At least a share must move (128 / 8 = 16 leaving, 128 / 9 ~ 14 joining); a re-deal of all would move ~7/8.
+    assert moved <= 2 * len(REPLICAS) // len(PEERS), f"{moved} of {len(REPLICAS)} replicas moved when a peer {change}"
+
+
+@pytest.mark.parametrize(
+    "peers", [[], ["10.1.0.1"], ["10.1.0.2", "10.1.0.3"]], ids=["none", "only itself", "not listed"]
+)
+def test_a_lone_process_or_one_not_among_its_peers_owns_every_replica(peers: list[str]) -> None:
+    assert owned(REPLICAS, peers, "10.1.0.1") == [True] * len(REPLICAS)
+
+
+def test_each_replica_has_exactly_one_owner_among_the_peers() -> None:
+    masks = [owned(REPLICAS, PEERS, me) for me in PEERS]
+    assert all(sum(column) == 1 for column in zip(*masks, strict=True))
+
+
+def test_a_process_stays_on_its_own_replicas_while_one_has_no_pending_prefill() -> None:
+    loads = [Load(0, 0), Load(1, 0), Load(0, 0), Load(0, 0)]
+    own = [False, True, False, True]
+    assert choose(loads, turn=0, own=own) == 3  # replica 0 and 2 have none pending either, but are not its own
+
+
+def test_a_process_spills_over_every_replica_when_each_of_its_own_has_a_pending_prefill() -> None:
+    loads = [Load(0, 0), Load(1, 0), Load(0, 0), Load(2, 0)]
+    own = [False, True, False, True]
+    assert choose(loads, turn=1, own=own) == 2  # the fewest pending over all, from the rotation's turn
+    assert choose(loads, turn=1) == 2  # the same as without ownership
+
+
+def test_affinity_stays_within_the_own_replicas() -> None:
+    loads = [Load(0, 0), Load(0, 0), Load(0, 0)]
+    assert choose(loads, turn=0, own=[True, False, True], preferred=2) == 2
+    assert choose(loads, turn=0, own=[True, False, True], preferred=1) == 0  # not its own: its own rotation wins

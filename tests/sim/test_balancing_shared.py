@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import DEV_SPEC
 from tokenplane.load import load_spec
 from tokenplane.model import balancing
-from tokenplane.model.balancing import BalancePolicy, Load
+from tokenplane.model.balancing import BalancePolicy, Load, Sharing
 from tokenplane.pool_model import timing
 from tokenplane.serving.modelgw import balancer as modelgw_balancer
 from tokenplane.sim import gateway
@@ -103,6 +103,6 @@ def test_partitioned_gateways_send_only_to_their_own_share_of_the_replicas() -> 
         [0, 0],
         BalancePolicy.PENDING_PREFILL,
         via,
-        partitioned=True,
+        sharing=Sharing.STRIDE,
     )
     assert [sorted(engine.req.via[r] for r in _queued(engine, s)) for s in range(4)] == [[0, 0], [1, 1], [0, 0], [1, 1]]

@@ -68,6 +68,7 @@ def test_simulate_report_writes_one_html_page_of_svg_plots(runner: CliRunner, tm
         ("--sample-replicas", "0", "--sample-replicas 0 must be at least 1"),
         ("--balance", "random", "--balance 'random' is not a rule; use round-robin, pending-prefill or least-tokens"),
         ("--model-gateways", "0", "--model-gateways 0 must be at least 1"),
+        ("--sharing", "shared", "--sharing 'shared' is not a way to share; use independent, stride, spill, scrape"),
     ],
 )
 def test_bad_flag_values_exit_2_naming_the_flag_the_value_and_the_form(
@@ -85,6 +86,9 @@ def test_a_per_request_balancer_runs_at_request_fidelity_and_says_so(runner: Cli
     data = json.loads(result.stdout)
     assert data["config"]["balance"] == "pending-prefill" and data["config"]["model_gateways"] == 2
     assert data["config"]["fidelity"] == "request"
+    assert data["config"]["sharing"] == "spill"  # what the model gateway processes run, unless asked otherwise
+    stride = runner.invoke(app, [*args, "--sharing", "stride", "--json"])
+    assert json.loads(stride.stdout)["config"]["sharing"] == "stride", stride.output
     refused = runner.invoke(app, [*args, "--fidelity", "sampled"])
     assert refused.exit_code == 2 and "use --fidelity request" in " ".join(refused.output.split())
 

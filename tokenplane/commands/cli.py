@@ -822,6 +822,13 @@ def simulate(
             "above 1, at request fidelity"
         ),
     ] = 1,
+    sharing: Annotated[
+        str,
+        typer.Option(
+            help="How several model gateway processes share the replicas: spill (what they run: each prefers "
+            "its own by rendezvous hashing), independent, stride or scrape (benchmarks/balancing.py)"
+        ),
+    ] = "spill",  # tokenplane.model.balancing.DEPLOYED_SHARING (imported lazily, as every model module here)
     progress: Annotated[
         bool,
         typer.Option(
@@ -851,7 +858,7 @@ def simulate(
     """Simulate SPEC's platform: latency, queues, autoscaling, shedding and cost over time (see --fidelity)."""
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
-    from tokenplane.model.balancing import BalancePolicy
+    from tokenplane.model.balancing import BalancePolicy, Sharing
     from tokenplane.sim.simulate import Fidelity, Initial, SimConfig
     from tokenplane.sim.simulate import simulate as run_simulation
     from tokenplane.sim.workload import Burst, Profile, auto_fidelity, parse_clock, parse_duration
@@ -873,6 +880,8 @@ def simulate(
             raise SpecError(f"--balance {balance!r} is not a rule; use round-robin, pending-prefill or least-tokens")
         if model_gateways < 1:
             raise SpecError(f"--model-gateways {model_gateways} must be at least 1, e.g. --model-gateways 3")
+        if sharing not in {s.value for s in Sharing}:
+            raise SpecError(f"--sharing {sharing!r} is not a way to share; use {', '.join(s.value for s in Sharing)}")
         per_request = balance != BalancePolicy.ROUND_ROBIN.value or model_gateways > 1
         if per_request and fidelity not in ("auto", Fidelity.REQUEST.value):
             raise SpecError(
@@ -890,6 +899,7 @@ def simulate(
             sample_replicas=sample_replicas,
             balance=BalancePolicy(balance),
             model_gateways=model_gateways,
+            sharing=Sharing(sharing),
         )
         platform = load_spec(spec)
         if fidelity == "auto" and per_request:

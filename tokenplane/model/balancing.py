@@ -27,7 +27,11 @@ queued prefills and missed class A's TTFT SLO at the planned count (numbers in
 Each model gateway process applies the rule to what it sent itself: it knows nothing of the
 others' requests. With the three processes prod runs, each one's own pending counts are mostly
 zero, the rule reduces to three independent rotations, and their sum is far less regular than
-one rotation (``SimConfig.model_gateways``; numbers in ``tokenplane.sim.gateway``).
+one rotation (``SimConfig.model_gateways``; numbers in ``tokenplane.sim.gateway``). So the
+processes share the replicas (``Sharing``, ``DEPLOYED_SHARING``): each owns those that rendezvous
+hashing with bounded loads gives it among its peers (``owners``), where it alone sends and so
+knows every pending prefill, and ``choose(own=...)`` stays among them while one has none pending,
+spilling over every replica only when each of its own has one.
 
 Prefix affinity: a request with an affinity key prefers the replica that
 rendezvous hashing picks for it, so the engine's prefix cache holds its prefix,
@@ -38,6 +42,7 @@ prefills than the least-loaded one (the same unit as the choice itself).
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -55,6 +60,59 @@ class BalancePolicy(enum.StrEnum):
 
 
 DEPLOYED = BalancePolicy.PENDING_PREFILL
+
+
+class Sharing(enum.StrEnum):
+    """How several model gateway processes share a pool's replicas (each knows only what it sent)."""
+
+    INDEPENDENT = "independent"  # each chooses among every replica
+    STRIDE = "stride"  # each sends only to every k-th replica (measured, not deployable: k and g must be known)
+    SPILL = "spill"  # deployed: each prefers the replicas it owns by rendezvous hashing, spills when all are pending
+    SCRAPE = "scrape"  # each reads every replica's waiting queue every few 100 ms and adds its own sends since
+
+
+DEPLOYED_SHARING = Sharing.SPILL
+
+
+def rendezvous_weight(key: str, member: str) -> int:
+    """Highest-random-weight hashing: ``key`` goes to the member with the largest weight."""
+    digest = hashlib.blake2b(f"{key}\0{member}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def owners(replicas: Sequence[str], peers: Sequence[str]) -> list[str]:
+    """The peer that owns each of ``replicas``: rendezvous hashing with bounded loads.
+
+    Each replica goes to the peer with the highest rendezvous weight for it that holds fewer than
+    ceil(n / k) replicas yet, the replicas taken in an order of their own hash. Plain rendezvous
+    hashing gives the peers binomial counts (128 replicas over 8 peers: 16 +- 4), and a peer that
+    owns fewer replicas than its share of the requests keeps them all pending and spills; the bound
+    evens the counts and still moves few replicas when a peer joins or leaves (``owned``). Every peer
+    computes the same split from the same two lists, without talking to the others.
+    """
+    distinct = sorted(set(peers))
+    if not distinct:
+        raise ValueError("owners() needs at least one peer")
+    cap = -(-len(replicas) // len(distinct))
+    held = dict.fromkeys(distinct, 0)
+    owner = [""] * len(replicas)
+    for i in sorted(range(len(replicas)), key=lambda i: (rendezvous_weight(replicas[i], ""), replicas[i])):
+        ranked = sorted(distinct, key=lambda peer: rendezvous_weight(replicas[i], peer), reverse=True)
+        peer = next(p for p in ranked if held[p] < cap)
+        held[peer] += 1
+        owner[i] = peer
+    return owner
+
+
+def owned(replicas: Sequence[str], peers: Sequence[str], me: str) -> list[bool]:
+    """Which of ``replicas`` the model gateway process ``me`` owns among ``peers`` (itself included).
+
+    A lone process (no peers, or only itself), or one not among its peers (a lookup that has not
+    seen it yet), owns every replica.
+    """
+    if len(set(peers)) <= 1 or me not in peers:
+        return [True] * len(replicas)
+    return [owner == me for owner in owners(replicas, peers)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +135,7 @@ def choose(
     preferred: int | None = None,
     policy: BalancePolicy = DEPLOYED,
     slack: int = AFFINITY_SLACK_PREFILLS,
+    own: Sequence[bool] | None = None,
 ) -> int:
     """The index into ``loads`` of the replica the next request goes to.
 
@@ -88,10 +147,18 @@ def choose(
         policy: The rule; ``PENDING_PREFILL`` reads only ``pending``, ``LEAST_TOKENS`` only ``outstanding``
             and ``ROUND_ROBIN`` neither.
         slack: How many more pending prefills than the least-loaded candidate ``preferred`` may have.
+        own: Which candidates this process owns (``owned``): while one of them has no pending prefill,
+            the choice stays among them; when all have one, it spills over every candidate.
 
     Raises:
         ValueError: ``loads`` is empty (the caller decides what no candidate means).
     """
+    if own is not None:
+        mine = [i for i, load in enumerate(loads) if own[i]]
+        if any(loads[i].pending == 0 for i in mine) and len(mine) < len(loads):
+            hint = mine.index(preferred) if preferred in mine else None
+            pick = choose([loads[i] for i in mine], turn=turn, preferred=hint, policy=policy, slack=slack)
+            return mine[pick]
     n = len(loads)
     if n == 0:
         raise ValueError("choose() needs at least one candidate replica; the caller handles none")

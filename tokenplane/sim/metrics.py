@@ -226,6 +226,8 @@ def summarize(result: SimResult) -> dict[str, Any]:
             "initial": config.initial.value,
             "balance": config.balance.value,
             "model_gateways": config.model_gateways,
+            "sharing": config.sharing.value,
+            "gateway_skew": config.gateway_skew,
         },
         "requests": {
             **{key: round(value) for key, value in tally.totals.items()},
@@ -366,6 +368,7 @@ class PoolSetup:
     ttft_samples: int = 0  # first tokens behind the last simulated period's P95 TTFT
     turn: int = 0  # the balancer's place in its round-robin over the ready replicas (request fidelity)
     turns: list[int] = field(default_factory=list)  # each model gateway process's, when they choose per request
+    shares: F64 = field(default_factory=lambda: np.zeros(0))  # of the pool's requests per process (``gateway_skew``)
     requests: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # trace rows routed here
 
     def targets(self, at: float) -> tuple[I64, float]:

@@ -277,7 +277,14 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
         ids = np.arange(at, at + len(mine), dtype=np.int64)
         if segments:
             k = config.model_gateways
-            via = run.rng.integers(0, k, len(ids), dtype=np.int64) if k > 1 else None
+            if k > 1 and config.gateway_skew is not None and not len(setup.shares):
+                setup.shares = run.rng.dirichlet([config.gateway_skew] * k)
+            if k == 1:
+                via = None
+            elif len(setup.shares):
+                via = run.rng.choice(k, len(ids), p=setup.shares).astype(np.int64)
+            else:
+                via = run.rng.integers(0, k, len(ids), dtype=np.int64)
             setup.turns = setup.turns or [0] * k
             gateway.balance(
                 engine,
@@ -287,7 +294,7 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
                 setup.turns,
                 config.balance,
                 via,
-                partitioned=config.partition_replicas,
+                sharing=config.sharing,
             )
         else:
             engine.dispatch(setup.index, ids, slots)

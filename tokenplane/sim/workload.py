@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tokenplane.errors import SpecError
-from tokenplane.model.balancing import BalancePolicy
+from tokenplane.model.balancing import DEPLOYED_SHARING, BalancePolicy, Sharing
 from tokenplane.model.scheduling import priority_levels
 from tokenplane.model.traffic import route
 from tokenplane.spec import PlatformSpec, Priority, Tier, WorkloadClass
@@ -319,8 +319,13 @@ class SimConfig:
         model_gateways: model gateway processes, each balancing on what it sent itself; a pool's
             requests reach them at random (the AI gateway's connections to their Service). Above 1,
             at request fidelity only.
-        partition_replicas: each model gateway process sends to its own share of the replicas only
-            (``tokenplane.sim.gateway.balance``): a design measured, not what is deployed.
+        sharing: how those processes share the replicas (``tokenplane.model.balancing.Sharing``;
+            ``tokenplane.sim.gateway.balance``); the default is what the model gateway runs.
+        gateway_skew: ``None``: each request reaches a process chosen uniformly at random; a number
+            ``a``: each pool's requests are split among the processes in shares drawn once per run
+            from a Dirichlet(``a``, ..., ``a``), as keep-alive connections pinned per connection by
+            kube-proxy make them uneven (``a = 1``: every split equally likely; c connections
+            pinned at random spread about as a Dirichlet((c - 1) / k)).
     """
 
     rps: float | None = None
@@ -336,7 +341,8 @@ class SimConfig:
     trace: bool = False
     balance: BalancePolicy = BalancePolicy.ROUND_ROBIN
     model_gateways: int = 1
-    partition_replicas: bool = False
+    sharing: Sharing = DEPLOYED_SHARING
+    gateway_skew: float | None = None
 
     @property
     def per_request(self) -> bool:
@@ -346,6 +352,8 @@ class SimConfig:
     def __post_init__(self) -> None:
         if self.model_gateways < 1:
             raise ValueError(f"SimConfig(model_gateways={self.model_gateways}) must be at least 1")
+        if self.gateway_skew is not None and not self.gateway_skew > 0:
+            raise ValueError(f"SimConfig(gateway_skew={self.gateway_skew}) must be positive, or None for even")
         if self.per_request and self.fidelity is not Fidelity.REQUEST:
             raise ValueError(
                 f"SimConfig(balance={self.balance.value!r}, model_gateways={self.model_gateways}) needs every "

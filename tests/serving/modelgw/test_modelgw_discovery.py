@@ -75,3 +75,47 @@ async def test_an_ipv6_pod_address_is_bracketed_in_its_url() -> None:
     dns = FakeDns({"vllm-chat-replicas.llm-serving.svc": ["fd00::5"]})
     await ReplicaDiscovery({"chat": balancer}, {"chat": (HEADLESS,)}, resolve=dns).refresh()
     assert balancer.replicas == ("http://[fd00::5]:8000",)
+
+
+PEERS = "model-gateway-peers.llm-gateway.svc"
+PODS = {"vllm-chat-replicas.llm-serving.svc": [f"10.0.0.{i}" for i in range(12)]}
+
+
+async def _sent_to(peers: list[str] | None, me: str, requests: int = 12) -> set[str]:
+    """The replicas one process sends ``requests`` requests to, none of them finished, after a lookup."""
+    balancer = Balancer((HEADLESS,))
+    dns = FakeDns({**PODS, **({PEERS: peers} if peers is not None else {})})
+    await ReplicaDiscovery({"chat": balancer}, {"chat": (HEADLESS,)}, resolve=dns, peers=PEERS, me=me).refresh()
+    sent = set()
+    for _ in range(requests):
+        replica = balancer.choose("")
+        assert replica is not None
+        balancer.hold(replica, 100)
+        sent.add(replica)
+    return sent
+
+
+async def test_processes_send_to_the_replicas_they_own_while_one_has_no_pending_prefill() -> None:
+    peers = ["10.2.0.1", "10.2.0.2", "10.2.0.3"]
+    own = [await _sent_to(peers, me, requests=4) for me in peers]
+    assert all(len(s) == 4 for s in own), own
+    assert not (own[0] & own[1] or own[0] & own[2] or own[1] & own[2]), f"processes share replicas: {own}"
+
+
+async def test_a_process_spills_over_every_replica_when_each_of_its_own_is_pending() -> None:
+    sent = await _sent_to(["10.2.0.1", "10.2.0.2", "10.2.0.3"], "10.2.0.1", requests=12)
+    assert len(sent) == 12, f"12 requests went to only {len(sent)} replicas"
+
+
+@pytest.mark.parametrize("peers", [None, [], ["10.2.0.9"]], ids=["lookup fails", "no address", "not listed yet"])
+async def test_a_process_that_cannot_place_itself_among_peers_uses_every_replica(peers: list[str] | None) -> None:
+    assert len(await _sent_to(peers, "10.2.0.1", requests=12)) == 12
+    # ...and stays on 4 replicas (its own) once it is listed among 3: the counterpart that can fail.
+    assert len(await _sent_to(["10.2.0.1", "10.2.0.2", "10.2.0.3"], "10.2.0.1", requests=4)) == 4
+
+
+def test_a_process_without_peers_or_its_own_address_needs_no_lookup() -> None:
+    urls = {"chat": ("http://127.0.0.1:8001",)}
+    assert not ReplicaDiscovery({}, urls, peers="", me="10.2.0.1").needed
+    assert not ReplicaDiscovery({}, urls, peers=PEERS, me="").needed
+    assert ReplicaDiscovery({}, urls, peers=PEERS, me="10.2.0.1").needed
