@@ -96,10 +96,14 @@ def test_pods_relabelled_under_their_service_are_found() -> None:
     def relabel(inputs: dict[str, Any]) -> None:
         inputs["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] = "modelgw"
 
-    finding = only(
-        found(edit("Deployment", "model-gateway", relabel)), endpoints.SELECTS, "dev-local-model-gateway-service"
-    )
-    assert "app.kubernetes.io/name=modelgw" in finding.message
+    # Both Services that select the model gateway's pods lose them: the ClusterIP one and the headless one its
+    # processes find their peers by.
+    findings = found(edit("Deployment", "model-gateway", relabel))
+    assert sorted(f.urn.rsplit("::", 1)[1] for f in findings) == [
+        "dev-local-model-gateway-peers",
+        "dev-local-model-gateway-service",
+    ], findings
+    assert all(f.rule == endpoints.SELECTS and "app.kubernetes.io/name=modelgw" in f.message for f in findings)
 
 
 def test_a_service_without_a_selector_or_in_a_chart_namespace_is_not_judged() -> None:
