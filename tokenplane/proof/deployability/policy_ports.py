@@ -37,7 +37,9 @@ FLOW = "flow-allowed"  # flows.FLOW: the same invariant, for flows a policy decl
 
 def check(region: Region) -> Iterator[Finding]:
     headless = {
-        s.urn for s in region.graph.kube(region.name, "Service") if (s.manifest.get("spec") or {}).get("clusterIP") == "None"
+        s.urn
+        for s in region.graph.kube(region.name, "Service")
+        if (s.manifest.get("spec") or {}).get("clusterIP") == "None"
     }
     for policy in region.policies:
         spec = policy.manifest.get("spec") or {}
@@ -144,4 +146,3 @@ def _sources(region: Region, namespace: str, peer: dict[str, Any]) -> list[Pod]:
             return []
     labels = {str(k): str(v) for k, v in (selectors[1].get("matchLabels") or {}).items()}
     return [Pod(f"stand-in:{ns}", ns, f"a pod matching {describe_peer(peer)}", labels, {})]
-
