@@ -51,17 +51,22 @@ def check(region: Region) -> Iterator[Finding]:
         for rule in spec.get("ingress") or []:
             for entry in rule.get("ports") or []:
                 port = entry.get("port")
-                if not isinstance(port, int) or entry.get("endPort") or str(entry.get("protocol", "TCP")) != "TCP":
+                if (
+                    isinstance(port, bool)
+                    or not isinstance(port, int | float)
+                    or entry.get("endPort")
+                    or str(entry.get("protocol", "TCP")) != "TCP"
+                ):
                     continue
                 for target in targets:
-                    if port in _listens(target):
+                    if int(port) in _listens(target):
                         continue
                     for service in region.services:
                         if service.urn in headless or target not in region.backends(service):
                             continue
-                        pod_port = _translated(service, target, port)
+                        pod_port = _translated(service, target, int(port))
                         if pod_port is not None and pod_port != port:
-                            yield from _judge(region, policy, rule, service, target, port, pod_port)
+                            yield from _judge(region, policy, rule, service, target, int(port), pod_port)
 
 
 def _listens(pod: Pod) -> set[int]:
