@@ -1,11 +1,12 @@
 """A NetworkPolicy that admits a Service's port, where the Service sends to another pod port, admits nothing.
 
 A NetworkPolicy is enforced on the pod's own traffic, after kube-proxy (or the CNI's service handling) has
-translated the Service's address and ``port`` to a pod's address and ``targetPort``: "the ports are the ports
-of the pods, not of a Service" (https://kubernetes.io/docs/concepts/services-networking/network-policies/,
-"Targeting a range of ports" and the ingress ``ports`` field: "port ... on the pods"). So an ingress rule for
-port 80 in front of pods that listen on 8080 behind a Service ``80 -> 8080`` matches no packet: the rule's
-peers, which the policy was written to let in, call the Service and are dropped by the default-deny.
+translated the Service's address and ``port`` to a pod's address and ``targetPort``. The API says so of
+``NetworkPolicyPort.port``: "This can either be a numerical or named port on a pod"
+(networking.k8s.io/v1; https://kubernetes.io/docs/concepts/services-networking/network-policies/). So an
+ingress rule for port 80 in front of pods that listen on 8080 behind a Service ``80 -> 8080`` matches no
+packet: the rule's peers, which the policy was written to let in, call the Service and are dropped by the
+default-deny.
 
 Each such rule is a declared flow: its peers (the pods the graph has that match them, or one stand-in per
 peer when none does) -> the Service's port -> the pod's port, judged by ``reachability``'s model on the pod
