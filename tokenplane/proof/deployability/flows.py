@@ -7,6 +7,8 @@ The flows are read from the graph, not from a list of the platform's apps:
   from: the pod connects to it on the store's client port;
 - a KEDA ``prometheus`` trigger's ``serverAddress``: KEDA's operator queries it;
 - a pod annotated ``prometheus.io/scrape``: the region's Prometheus (kube-prometheus-stack) scrapes its port;
+- a NetworkPolicy ingress rule on a Service's port that the Service sends to another pod port: its peers
+  -> the Service -> the pod's port (``policy_ports``: a policy's ports are the pod's, after the Service);
 - the AI gateway's semantic cache: its spec names an embedding pool, so the gateway needs that pool's URL
   (``POOL_URL_<POOL>``) and the flow to it; without the URL it silently embeds lexically.
 
@@ -32,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tokenplane.proof.deployability import endpoints, nacls
+from tokenplane.proof.deployability import endpoints, nacls, policy_ports
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.reachability import (
@@ -99,6 +101,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _probes(region)
         yield from _store_flows(region)
         yield from _embedding_flow(region)
+        yield from policy_ports.check(region)
 
 
 def check_exposed(graph: Graph) -> Iterator[Finding]:

@@ -9,6 +9,14 @@ and variable queries on a Prometheus datasource) and the queries our processes s
 (``tokenplane.contract.CODE_QUERIES``, for a pod given ``TOKENPLANE_PROMETHEUS_URL``). What Prometheus stores is ``scrape.exported``: the
 exporters' real families, on the pods the scrape jobs keep, with the labels their relabelling leaves.
 
+A PodMonitor or ServiceMonitor that gives Prometheus no target is a finding whether or not a query reads its
+series yet (``scrape.idle_monitors``). A ServiceMonitor discovers Services only in the namespaces of its
+``namespaceSelector`` ("Selector to select which namespaces the Kubernetes Endpoints objects are discovered
+from"; without one, its own namespace: https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.NamespaceSelector),
+through a Service its ``selector`` matches and a Service port of the name its endpoint gives; and only if the
+Prometheus reads it (kube-prometheus-stack: ``serviceMonitorSelector``, by default the release's label unless
+``serviceMonitorSelectorNilUsesHelmValues`` is false).
+
 It cannot see: queries in code not listed in ``CODE_QUERIES``, recording rules'
 outputs as inputs to other queries, label values an exporter sets at run time (only their keys), and
 scrape jobs of roles other than ``pod``.
@@ -25,7 +33,7 @@ from tokenplane.contract import CODE_QUERIES
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.promql import Matcher, PromQLError, Selector, selectors
-from tokenplane.proof.deployability.scrape import PROMETHEUS_CHART, Exported, Series, exported, known
+from tokenplane.proof.deployability.scrape import PROMETHEUS_CHART, Exported, Series, exported, idle_monitors, known
 from tokenplane.runtime_env import Var
 
 RULE = "metrics-exported"
@@ -47,11 +55,10 @@ class Query:
 def check(graph: Graph) -> Iterator[Finding]:
     everything = known(graph)
     for region in graph.regions():
+        said: list[Finding] = []
         queries = list(_queries(graph, region))
-        if not queries:
-            continue
-        stored = exported(graph, region)
-        if not stored.series:
+        stored = exported(graph, region) if queries else Exported()
+        if queries and not stored.series:
             for query in queries:
                 yield Finding(
                     RULE,
@@ -62,7 +69,24 @@ def check(graph: Graph) -> Iterator[Finding]:
                 )
             continue
         for query in queries:
-            yield from _check_query(query, stored, everything, region)
+            said += _check_query(query, stored, everything, region)
+        yield from said
+        yield from _idle_monitors(graph, region, said)
+
+
+def _idle_monitors(graph: Graph, region: str, said: list[Finding]) -> Iterator[Finding]:
+    """A monitor that scrapes nothing: the series it was made to collect never exist, queried or not yet."""
+    for monitor, why, fix in idle_monitors(graph, region):
+        what = f"{monitor.kind} {monitor.namespace}/{monitor.name}"
+        if any(what in f.message for f in said):
+            continue  # a query's finding already names it (one root cause, one finding)
+        yield Finding(
+            RULE,
+            monitor.urn,
+            f"{what} gives Prometheus no target: {why}; none of the series it is meant to collect is ever stored, "
+            "so every query, alert or dashboard on them returns no data",
+            fix,
+        )
 
 
 def _check_query(query: Query, stored: Exported, everything: dict[str, str], region: str) -> Iterator[Finding]:

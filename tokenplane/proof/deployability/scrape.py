@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenplane import package_data
-from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.reachability import selects
 from tokenplane.proof.deployability.vllm_argv import vllm_version
 from tokenplane.vllm_metrics import MetricsSchemaMissing, load_metrics
@@ -383,7 +383,12 @@ def _service_meta(
 
 
 def _monitors(
-    graph: Graph, region: str, pod: Pod, releases: list[Any], services: list[Service]
+    graph: Graph,
+    region: str,
+    pod: Pod,
+    releases: list[Any],
+    services: list[Service],
+    monitors: list[KubeObject] | None = None,
 ) -> Iterator[tuple[str, dict[str, Any], dict[str, str]] | str]:
     """(job, endpoint, target labels) for each PodMonitor or ServiceMonitor endpoint that scrapes ``pod``, or a
     sentence saying why one that selects it scrapes nothing.
@@ -395,12 +400,15 @@ def _monitors(
     endpoint and job (``<namespace>/<monitor>`` for a PodMonitor, the Service's name, or its ``jobLabel``, for a
     ServiceMonitor), then ``podTargetLabels``/``targetLabels`` and the endpoint's relabelings.
     """
-    for monitor in graph.kube(region, "PodMonitor", "ServiceMonitor"):
+    for monitor in graph.kube(region, "PodMonitor", "ServiceMonitor") if monitors is None else monitors:
         spec = monitor.manifest.get("spec") or {}
+        what = f"{monitor.kind} {monitor.namespace}/{monitor.name}"
         namespaces = lookup(spec, "namespaceSelector.matchNames") or [monitor.namespace]
         if not lookup(spec, "namespaceSelector.any") and pod.namespace not in namespaces:
+            meant = _meant(monitor, pod, services)
+            if meant:
+                yield f"{what}'s selector matches {meant}, but {_reads_only(spec, monitor.namespace)}"
             continue
-        what = f"{monitor.kind} {monitor.namespace}/{monitor.name}"
         job = f"{monitor.namespace}/{monitor.name}"
         service: Service | None = None
         if monitor.kind == "ServiceMonitor":
@@ -449,6 +457,73 @@ def _monitors(
             labels = _relabel({**meta, **base}, [_snake(r) for r in endpoint.get("relabelings") or []])
             if labels is not None:
                 yield job, endpoint, labels
+
+
+def idle_monitors(graph: Graph, region: str) -> Iterator[tuple[KubeObject, str, str]]:
+    """(monitor, why, fix) for each PodMonitor or ServiceMonitor that gives the region's Prometheus no target.
+
+    One whose selectors pick a pod but scrape nothing says why (``_monitors``'s sentences: among them, the pod
+    it is meant for lies in a namespace it does not read). A ServiceMonitor that matches no Service at all is
+    reported only where that is certain: in namespaces where no Helm chart could have made one the graph cannot
+    list.
+    """
+    releases = graph.releases(region, PROMETHEUS_CHART)
+    if not releases:
+        return  # no Prometheus of the program's: what reads these monitors is unknown
+    pods = list(_pods(graph, region))
+    services = _services(graph, region)
+    charted = {str(r.inputs.get("namespace") or "default") for r in graph.of_type(HELM_RELEASE, region)}
+    for monitor in graph.kube(region, "PodMonitor", "ServiceMonitor"):
+        spec = monitor.manifest.get("spec") or {}
+        found = [f for pod in pods for f in _monitors(graph, region, pod, releases, services, [monitor])]
+        if any(not isinstance(f, str) for f in found):
+            continue
+        misses = [f for f in found if isinstance(f, str)]
+        namespaces = lookup(spec, "namespaceSelector.matchNames") or [monitor.namespace]
+        elsewhere = sorted(
+            {p.namespace for p in pods if p.namespace not in namespaces and _meant(monitor, p, services)}
+        )
+        if elsewhere and not lookup(spec, "namespaceSelector.any"):  # what it is meant for is in a namespace it skips
+            wanted = ", ".join([*namespaces, *elsewhere])
+            fix = (
+                f"give {monitor.kind} {monitor.namespace}/{monitor.name} namespaceSelector: {{matchNames: [{wanted}]}}"
+            )
+            yield monitor, next((m for m in misses if "namespaceSelector" in m), misses[0]), fix
+            continue
+        if misses:
+            yield monitor, misses[0], "make the monitor's selectors and port match what Prometheus reads"
+            continue
+        selector = spec.get("selector") or {}
+        if not selector.get("matchLabels") or selector.get("matchExpressions") or lookup(spec, "namespaceSelector.any"):
+            continue  # an empty or expression selector: not modelled
+        if monitor.kind != "ServiceMonitor" or any(n in charted for n in namespaces):
+            continue  # a chart (or a Job, an operator) may make the pods or the Service, which the graph cannot list
+        if any(s.namespace in namespaces and _selects(selector, s.labels) for s in services):
+            continue  # a Service whose pods the graph does not see: service-selects' concern
+        yield (
+            monitor,
+            f"its selector {selector['matchLabels']} matches no Service in {', '.join(namespaces)}, the "
+            "namespaces it reads",
+            "label the Service it is meant to scrape as its selector says, or fix the selector (or its namespaceSelector)",
+        )
+
+
+def _meant(monitor: KubeObject, pod: Pod, services: list[Service]) -> str:
+    """The Service (ServiceMonitor) or pod (PodMonitor) in ``pod``'s namespace the monitor's selector matches."""
+    selector = (monitor.manifest.get("spec") or {}).get("selector") or {}
+    if monitor.kind == "PodMonitor":
+        return f"pod {pod.what}" if _selects(selector, pod.labels) else ""
+    chosen = [s for s in services if s.selects(pod) and _selects(selector, s.labels)]
+    return f"Service {chosen[0].namespace}/{chosen[0].name}" if chosen else ""
+
+
+def _reads_only(spec: dict[str, Any], namespace: str) -> str:
+    # prometheus-operator: "namespaceSelector: Selector to select which namespaces the Kubernetes Endpoints
+    # objects are discovered from"; without one, only the monitor's own namespace.
+    names = lookup(spec, "namespaceSelector.matchNames")
+    if names:
+        return f"its namespaceSelector reads only {', '.join(names)}"
+    return f"it has no namespaceSelector, so it discovers targets only in its own namespace {namespace}"
 
 
 def _unread(monitor: KubeObject, releases: list[Any]) -> str | None:
