@@ -59,6 +59,34 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
 }
 
+# The run after fixes written with the set in view (results-after-fixes.md): the lead's reading of its messages.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "cronjob_six_field_schedule": (True, "api-validation: '0 0 */6 * * *' has six fields, ParseStandard wants five"),
+    "topology_spread_on_gke_zone_label": (
+        True,
+        "topology-placeable: a DoNotSchedule spread on topology.gke.io/zone, which no node it may land on carries",
+    ),
+    "rwo_volume_shared_by_spread_replicas": (
+        True,
+        "access-mode-supported: one ReadWriteOnce EBS claim, two pods its spread puts on different nodes",
+    ),
+    "netpol_allows_service_port": (
+        True,
+        "flow-allowed: the policy admits the Service's port 80, the pods listen on 8080 after the Service's DNAT",
+    ),
+    "access_policy_before_access_entry": (True, "eks-access: the association does not wait for its access entry"),
+    "policy_attached_by_constructed_arn": (
+        True,
+        "first-run-order: policyArn names the program's policy by a written ARN, not its output, so nothing waits",
+    ),
+    "lambda_python38_runtime": (True, "version-supported: python3.8 creation blocked since 2025-02-28"),
+    "servicemonitor_in_monitoring_without_namespace_selector": (
+        True,
+        "metrics-exported: without namespaceSelector the ServiceMonitor reads only monitoring, its Service is in "
+        "llm-serving",
+    ),
+}
+
 
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 6, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 6, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
