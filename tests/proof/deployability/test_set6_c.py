@@ -134,6 +134,18 @@ def test_a_written_out_arn_with_depends_on_or_naming_nothing_of_the_program_is_c
     assert _literal(_graph(policy, elsewhere, managed)) == []
 
 
+def test_a_word_that_is_also_a_resources_name_in_an_input_that_takes_no_reference_is_clean() -> None:
+    # Set 2's correct ok_route53_relative_name: a record named "api" beside EKS's log type "api" (a false positive
+    # of this rule's first version); a bare name counts only in an input that takes one (roleArn, vpcId, role, ...).
+    record = _aws("aws:route53/record:Record", "api-record", {"name": "api", "type": "A", "zoneId": "Z1"})
+    logs = _aws("aws:cloudwatch/logGroup:LogGroup", "audit-logs", {"name": "audit", "logGroupClass": "api"})
+    assert _literal(_graph(record, logs)) == []
+    # ... and the same word where a reference is taken is still judged
+    attachment = _aws(ATTACHMENT, "api-attach", {"role": "api", "policyArn": VIEW})
+    [found] = _literal(_graph(record, attachment))
+    assert found.urn == attachment.urn and "api-record" in found.message
+
+
 # version-supported: Lambda runtimes -------------------------------------------------------------------------------
 
 

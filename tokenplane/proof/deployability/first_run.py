@@ -195,6 +195,17 @@ ARN = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:([0-9]*|aws):(.+)$")
 # Inputs that name the resource itself or only describe it, where a match is a coincidence, not a reference; and a
 # record's values, DNS data that Route 53 stores without resolving (a CNAME may point at a name made later).
 NOT_REFERENCES = frozenset({"name", "namePrefix", "description", "tags", "tagsAll", "records"})
+# A bare name or ID (not an ARN) is a reference only in an input that takes one: the provider's reference fields end
+# so (``roleArn``, ``vpcId``, ``subnetIds``, ``clusterName``) or are named for what they take. Elsewhere a short
+# name is a coincidence: EKS's log type "api" is not a Route 53 record named "api".
+REFERENCE_SUFFIXES = ("Arn", "Arns", "Id", "Ids", "Name", "Names")
+REFERENCE_KEYS = frozenset(
+    {"role", "bucket", "user", "group", "cluster", "policy", "queue", "topic", "function", "repository", "zone"}
+)
+
+
+def _takes_reference(key: str) -> bool:
+    return key in REFERENCE_KEYS or key.endswith(REFERENCE_SUFFIXES)
 
 
 def _literal_references(graph: Graph) -> Iterator[Finding]:
@@ -203,6 +214,8 @@ def _literal_references(graph: Graph) -> Iterator[Finding]:
             continue
         after: set[str] | None = None  # computed once, and only for a resource that names another
         for key, value in _strings(resource.inputs):
+            if ARN.match(value) is None and not _takes_reference(key):
+                continue
             target = _named(graph, value)
             if target is None or target.urn == resource.urn:
                 continue
