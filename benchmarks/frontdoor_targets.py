@@ -55,7 +55,7 @@ from benchmarks._common import ROOT, emit, pct
 from benchmarks.bench_frontdoor import attack_body, largest_admitted, largest_unknown_field
 from benchmarks.deployed_bench import profiling
 from benchmarks.stack_costs import CpuWindow, Prober, health_urls, per_request_ms, stack_pids
-from tokenplane.dev.standins import free_port, free_port_block
+from tokenplane.dev.standins import dev_port_flags
 from tokenplane.dev.state import read_state, state_path
 from tokenplane.serving.gateway.requests import MAX_BODY_BYTES
 
@@ -105,7 +105,7 @@ def dev_stack() -> Iterator[Stack]:
         state_dir = Path(tmp)
         log = (state_dir / "tokenplane-dev.out").open("wb")
         argv = [str(TOKENPLANE), "dev", str(SPEC), "--state-dir", str(state_dir), "--speed", "inf"]
-        argv += ["--port", str(free_port()), "--ports-from", str(free_port_block(STACK_PORTS))]
+        argv += dev_port_flags(STACK_PORTS)
         process = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         stack = Stack(state_dir, process)
         try:

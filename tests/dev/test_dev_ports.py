@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import socket
 from pathlib import Path
 
@@ -39,3 +40,35 @@ def test_no_room_below_the_range_is_a_clear_error(monkeypatch: pytest.MonkeyPatc
         free_port_block(12)
     low.write_text("garbage")
     assert standins._ephemeral_start() == 32_768
+
+
+def flags_overlap(flags: list[str], stand_ins: int) -> bool:
+    port, first = int(flags[flags.index("--port") + 1]), int(flags[flags.index("--ports-from") + 1])
+    return first <= port < first + stand_ins
+
+
+def test_the_gateway_port_never_lands_among_the_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every draw starts at the same base, the worst case: two separate draws (the gateway's port, then the block)
+    # returned the same port, which is how session 13's CI run failed. One block keeps the two apart.
+    monkeypatch.setattr("random.randrange", lambda *_: 30_000)
+    monkeypatch.setattr(standins, "_ephemeral_start", lambda: 65_535)
+    monkeypatch.setattr(standins, "_HANDED_OUT", collections.deque(maxlen=1024))
+    assert not flags_overlap(standins.dev_port_flags(12), 12)
+
+
+def test_a_port_handed_out_is_not_handed_out_again_before_it_is_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    draws = iter([30_000, 30_000, 29_995, 30_020])
+    monkeypatch.setattr("random.randrange", lambda *_: next(draws))
+    monkeypatch.setattr(standins, "_ephemeral_start", lambda: 65_535)
+    monkeypatch.setattr(standins, "_HANDED_OUT", collections.deque(maxlen=1024))
+    assert free_port() == 30_000
+    assert free_port_block(12) == 30_020  # 30,000 again, then a block over it (29,995-30,006): both skipped
+
+
+def test_without_the_memory_two_draws_overlap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The defect put back: forget each port as it is handed out, and the two draws of the old flags collide.
+    monkeypatch.setattr("random.randrange", lambda *_: 30_000)
+    monkeypatch.setattr(standins, "_ephemeral_start", lambda: 65_535)
+    forgetful = collections.deque(maxlen=0)
+    monkeypatch.setattr(standins, "_HANDED_OUT", forgetful)
+    assert flags_overlap(["--port", str(free_port()), "--ports-from", str(free_port_block(12))], 12)

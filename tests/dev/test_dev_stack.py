@@ -23,7 +23,7 @@ import pytest
 from openai import DefaultHttpxClient, OpenAI
 
 from tests.conftest import DEV_SPEC, ROOT
-from tokenplane.dev.standins import free_port, free_port_block
+from tokenplane.dev.standins import dev_port_flags, free_port_block
 from tokenplane.dev.state import StackRecord, pid_alive, read_state, state_path
 
 # Slow tier: starts tokenplane dev stacks as real processes.
@@ -76,9 +76,7 @@ class Stack:
 def start_stack(state_dir: Path, output: Path, *flags: str) -> subprocess.Popen[bytes]:
     with output.open("wb") as out:
         return subprocess.Popen(
-            dev_command(
-                state_dir, "--port", str(free_port()), "--ports-from", str(free_port_block(STACK_PORTS)), *flags
-            ),
+            dev_command(state_dir, *dev_port_flags(STACK_PORTS), *flags),
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -9,6 +9,7 @@ gateway code that runs against them is the code that runs in production.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import signal
@@ -45,6 +46,11 @@ def _ephemeral_start() -> int:
         return 32_768  # Linux's default; elsewhere (macOS: 49152) this is still below the range
 
 
+# The ports this process handed out last: a caller binds its port later (often in a child), so until then the port
+# looks free and a second draw could return it again. Bounded, so a long test run never exhausts the range.
+_HANDED_OUT: collections.deque[int] = collections.deque(maxlen=1024)
+
+
 def free_port_block(count: int = 1, *, attempts: int = 100) -> int:
     """The first of ``count`` consecutive loopback ports that nothing holds right now, below the ephemeral range.
 
@@ -58,6 +64,8 @@ def free_port_block(count: int = 1, *, attempts: int = 100) -> int:
         raise StandInError(f"the ephemeral port range starts at {highest + count}: no room below it for {count} ports")
     for _ in range(attempts):
         base = random.randrange(_LOWEST_CHOSEN_PORT, highest)
+        if any(base <= port < base + count for port in _HANDED_OUT):
+            continue
         with contextlib.ExitStack() as held:
             try:
                 for port in range(base, base + count):
@@ -65,6 +73,7 @@ def free_port_block(count: int = 1, *, attempts: int = 100) -> int:
                     s.bind((LOOPBACK, port))
             except OSError:
                 continue
+            _HANDED_OUT.extend(range(base, base + count))
             return base
     raise StandInError(f"no {count} consecutive free loopback ports below {highest + count} in {attempts} tries")
 
@@ -72,6 +81,16 @@ def free_port_block(count: int = 1, *, attempts: int = 100) -> int:
 def free_port() -> int:
     """A TCP port on loopback that nothing holds right now (below the ephemeral range: see above)."""
     return free_port_block(1)
+
+
+def dev_port_flags(stand_ins: int) -> list[str]:
+    """``--port P --ports-from Q`` for ``tokenplane dev``: the gateway's port and ``stand_ins`` after it, one free block.
+
+    Drawn as one block because two separate draws can overlap: the gateway's port then lands among the stand-ins'
+    and the stack refuses to start (session 13's CI failure).
+    """
+    first = free_port_block(stand_ins + 1)
+    return ["--port", str(first), "--ports-from", str(first + 1)]
 
 
 def port_in_use(port: int, host: str = LOOPBACK) -> bool:
