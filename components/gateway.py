@@ -372,11 +372,13 @@ class GatewayWorkload(Component):
             spec=service_spec,
             opts=self.opts(),
         )
-        self.peer_service(app, namespace, labels)
+        peers = self.peer_service(app, namespace, labels)
         self.app = app
         # Its in-cluster base URL: what the AI gateway and the batch workers are given as model_gateway_url.
+        # The headless Service where there is one, so that its callers deal their requests over the processes
+        # (serving/modelgw/peers.py) rather than leave the split to kube-proxy's pick per connection.
         # Without /v1: the client appends the OpenAI path (serving/modelgw/client.py), /v1 included.
-        self.url = f"http://{app}.{namespace}.svc:{GATEWAY_PORT}"
+        self.url = f"http://{peers or app}.{namespace}.svc:{GATEWAY_PORT}"
         self.register_outputs({"deployment": deployment.metadata["name"], "service": self.service.metadata["name"]})
 
     def ingress_sources(self) -> list[dict[str, Any]]:
@@ -423,8 +425,10 @@ class GatewayWorkload(Component):
         """Container env that tells a process its peers and its own address; none unless it balances with them."""
         return []
 
-    def peer_service(self, app: str, namespace: str, labels: dict[str, str]) -> None:
-        """A headless Service listing the processes to each other (``peer_env``); none by default."""
+    def peer_service(self, app: str, namespace: str, labels: dict[str, str]) -> str | None:
+        """A headless Service listing the processes to each other (``peer_env``) and to callers; its name, or
+        None: none by default."""
+        return None
 
     def iam_statements(
         self, args: GatewayArgs, account_id: str, kafka_arn: str, files_bucket: str = ""

@@ -39,9 +39,10 @@ class ModelGateway(GatewayWorkload):
             {"name": Var.POD_IP.value, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         ]
 
-    def peer_service(self, app: str, namespace: str, labels: dict[str, str]) -> None:
+    def peer_service(self, app: str, namespace: str, labels: dict[str, str]) -> str:
         # Headless: its DNS name answers with every ready process's address, not one virtual IP. Only ready
         # ones: a process not yet ready gets no requests, and owns every replica until it sees itself listed.
+        # The AI gateway and the batch workers deal their requests over the same addresses.
         k8s.core.v1.Service(
             self.child("peers"),
             metadata={"name": peers_service_name(app), "namespace": namespace, "labels": labels},
@@ -52,6 +53,7 @@ class ModelGateway(GatewayWorkload):
             },
             opts=self.opts(),
         )
+        return peers_service_name(app)
 
     def secret_env(self, app: str, config: GatewayConfig) -> list[dict[str, Any]]:
         # The providers' env:// keys (the fallback's OpenAI key): optional, as serving.modelgw treats them: a

@@ -1,5 +1,8 @@
 """``HttpUpstream``: the AI gateway's side of the HTTP boundary to a remote model gateway.
 
+Each request goes to the next of the model gateway's processes in turn (``serving.modelgw.peers``); one that
+cannot be connected to (gone since the last lookup) is passed over for the next, since nothing was sent.
+
 It sends the chain and the request's context as ``x-tokenplane-*`` headers,
 and turns the model gateway's answers back into what ``FailoverUpstream`` itself
 would have returned or raised: error JSON becomes the matching
@@ -25,6 +28,7 @@ from tokenplane.serving.errors import (
 )
 from tokenplane.serving.modelgw import headers as h
 from tokenplane.serving.modelgw.headers import forwarded
+from tokenplane.serving.modelgw.peers import PeerDealer
 from tokenplane.serving.modelgw.providers.vllm import SSE_DONE, appended, sse_data
 from tokenplane.serving.types import Clock, Completion, Json, SystemClock, Target, UpstreamRequest, format_targets
 
@@ -88,15 +92,25 @@ class HttpUpstream:
     """``serving.types.Upstream`` over HTTP to a model gateway.
 
     Args:
-        base_url: The model gateway's base URL, e.g. ``http://model-gateway:8080``.
+        base_url: The model gateway's base URL; in Kubernetes its headless Service's, e.g.
+            ``http://model-gateway-peers.gateway.svc:8080``, whose processes the requests are dealt over.
         session: A shared aiohttp session; the caller closes it.
         clock: Turns the request's monotonic deadline into milliseconds left.
+        peers: Deals the requests over the processes; by default one reading ``base_url``.
     """
 
-    def __init__(self, base_url: str, *, session: aiohttp.ClientSession, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        session: aiohttp.ClientSession,
+        clock: Clock | None = None,
+        peers: PeerDealer | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._session = session
         self._clock = clock or SystemClock()
+        self.peers = peers or PeerDealer(self.base_url)
 
     def _headers(self, request: UpstreamRequest, *, stream: bool) -> dict[str, str]:
         left = max(0.0, request.deadline - self._clock.monotonic())
@@ -118,17 +132,22 @@ class HttpUpstream:
         return aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT_S, sock_read=left + DEADLINE_GRACE_S)
 
     async def _post(self, request: UpstreamRequest, *, stream: bool) -> aiohttp.ClientResponse:
-        try:
-            return await self._session.post(
-                self.base_url + request.endpoint.value,
-                data=to_model_gateway(request, stream=stream),
-                headers=self._headers(request, stream=stream),
-                timeout=self._timeout(request),
-            )
-        except aiohttp.ClientError as e:
-            raise UpstreamUnavailable(f"the model gateway at {self.base_url} is unreachable: {e}") from e
-        except TimeoutError as e:
-            raise UpstreamTimeout(f"the model gateway at {self.base_url} did not answer in time") from e
+        data, headers = to_model_gateway(request, stream=stream), self._headers(request, stream=stream)
+        urls = await self.peers.next_urls()
+        for i, url in enumerate(urls):
+            try:
+                return await self._session.post(
+                    url + request.endpoint.value, data=data, headers=headers, timeout=self._timeout(request)
+                )
+            except aiohttp.ClientConnectorError as e:
+                if i + 1 < len(urls):  # not connected, nothing sent: the next process takes it
+                    continue
+                raise UpstreamUnavailable(f"the model gateway at {self.base_url} is unreachable: {e}") from e
+            except aiohttp.ClientError as e:
+                raise UpstreamUnavailable(f"the model gateway at {url} is unreachable: {e}") from e
+            except TimeoutError as e:
+                raise UpstreamTimeout(f"the model gateway at {url} did not answer in time") from e
+        raise AssertionError("next_urls always returns at least one URL")
 
     async def complete(self, request: UpstreamRequest) -> Completion:
         """Send the request and wait for the whole response."""
@@ -168,7 +187,8 @@ class HttpUpstream:
         return HttpStream(response, first, events)
 
     async def aclose(self) -> None:
-        """The session is the caller's; nothing of its own to close."""
+        """Stop reading the processes' addresses; the session is the caller's."""
+        await self.peers.aclose()
 
 
 def to_model_gateway(request: UpstreamRequest, *, stream: bool) -> bytes:

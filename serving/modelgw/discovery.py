@@ -42,7 +42,7 @@ async def resolve_host(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-def _is_address(host: str) -> bool:
+def is_address(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
     except ValueError:
@@ -50,7 +50,7 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _with_host(url: str, address: str) -> str:
+def with_host(url: str, address: str) -> str:
     parts = urlsplit(url)
     host = f"[{address}]" if ":" in address else address
     netloc = f"{host}:{parts.port}" if parts.port is not None else host
@@ -86,7 +86,7 @@ class ReplicaDiscovery:
     @property
     def needed(self) -> bool:
         """Whether any configured URL names a host, or there are peers (in ``tokenplane dev`` neither)."""
-        named = any(not _is_address(urlsplit(u).hostname or "") for urls in self._urls.values() for u in urls)
+        named = any(not is_address(urlsplit(u).hostname or "") for urls in self._urls.values() for u in urls)
         return named or bool(self._peers_host)
 
     async def refresh(self) -> None:
@@ -118,7 +118,7 @@ class ReplicaDiscovery:
         for url in self._urls.get(pool, ()):
             parts = urlsplit(url)
             host = parts.hostname or ""
-            if _is_address(host):
+            if is_address(host):
                 found.append(url)
                 continue
             try:
@@ -126,7 +126,7 @@ class ReplicaDiscovery:
             except OSError as e:
                 log.warning("pool %s: looking up %s failed: %s", pool, host, e)
                 return ()
-            found.extend(_with_host(url, a) for a in sorted(set(addresses)))
+            found.extend(with_host(url, a) for a in sorted(set(addresses)))
         return tuple(found)
 
     async def run(self, interval: float = REFRESH_S) -> None:

@@ -167,6 +167,21 @@ def test_model_gateway_processes_find_their_peers_and_themselves(byteion: Render
     assert service["spec"]["selector"].items() <= labels.items(), f"{service['_urn']} selects no model gateway pod"
 
 
+@pytest.mark.parametrize("region", BYTEION_REGIONS)
+def test_the_model_gateways_callers_deal_over_its_processes_through_its_headless_service(
+    byteion: RenderResult, region: str
+) -> None:
+    # Through the ClusterIP Service kube-proxy picks a process per keep-alive connection, and the uneven shares that
+    # gives miss class A's SLO (serving/modelgw/peers.py); through the headless one the callers deal per request.
+    callers = [obj(byteion, "Deployment", "ai-gateway", region)] + [
+        d for d in k8s_objects(byteion, "Deployment", region) if d["metadata"]["name"] == "batch-workers"
+    ]
+    for caller in callers:
+        url = env_of(caller)[Var.MODEL_GATEWAY_URL.value]
+        assert url == f"http://model-gateway-peers.{NS}.svc:8080", f"{caller['_urn']} calls {url}"
+    assert obj(byteion, "Service", "model-gateway-peers", region)["spec"].get("clusterIP") == "None"
+
+
 def test_model_gateway_is_not_told_a_replica_count_it_does_not_read(dev: RenderResult) -> None:
     deployment = obj(dev, "Deployment", "model-gateway")
     env = env_of(deployment)

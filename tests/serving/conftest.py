@@ -154,10 +154,11 @@ async def consume(bootstrap: str, topic: str, *, count: int, timeout: float = 20
 
 
 @contextlib.asynccontextmanager
-async def serve(app: Any, *, port: int | None = None) -> AsyncIterator[str]:
-    """Run an ASGI app under uvicorn on loopback in this event loop; yield its base URL."""
+async def serve(app: Any, *, port: int | None = None, host: str = "127.0.0.1") -> AsyncIterator[str]:
+    """Run an ASGI app under uvicorn on loopback (``host``: any 127.x address) in this event loop; yield its base
+    URL."""
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -166,7 +167,7 @@ async def serve(app: Any, *, port: int | None = None) -> AsyncIterator[str]:
             raise RuntimeError("uvicorn exited before it started")
         await asyncio.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
         await task

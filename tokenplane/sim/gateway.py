@@ -52,8 +52,9 @@ rate planned to 32 or 128 replicas, 120 s, seeds 0-2; class A's TTFT and E2E SLO
   takes to miss: a process with more than its share of requests keeps its own replicas at one
   pending prefill each, and its spill lands on replicas whose owners do not know of it. Plain
   rendezvous ownership (binomial counts, 16 +- 4 of 128 over 8) met 98.16-98.24% even at eight.
-  Not done: even shares at their source (the AI gateway dealing per request over the model
-  gateway's processes), after which ``SPILL`` measures as its even rows.
+  So the shares are made even at their source: the AI gateway and the batch workers deal their
+  requests one each in turn over the model gateway's processes, read from its headless Service
+  (``serving.modelgw.peers``), and what is deployed is the even rows (``gateway_skew=None``).
 - Reading every replica's waiting queue every 250 ms and adding the process's own sends since
   (``Sharing.SCRAPE``, what llm-d's scorer reads) met 91.7-93.6% evenly spread and 92.8-97.2%
   at Dirichlet(1): no better than choosing blind, since the rule's value is the regularity of

@@ -321,7 +321,9 @@ class SimConfig:
             at request fidelity only.
         sharing: how those processes share the replicas (``tokenplane.model.balancing.Sharing``;
             ``tokenplane.sim.gateway.balance``); the default is what the model gateway runs.
-        gateway_skew: ``None``: each request reaches a process chosen uniformly at random; a number
+        gateway_skew: ``None``: each request reaches a process chosen uniformly at random (what is
+            deployed: the callers deal per request over the processes, ``serving.modelgw.peers``,
+            and several callers' turns add up to no less even than that); a number
             ``a``: each pool's requests are split among the processes in shares drawn once per run
             from a Dirichlet(``a``, ..., ``a``), as keep-alive connections pinned per connection by
             kube-proxy make them uneven (``a = 1``: every split equally likely; c connections

@@ -335,7 +335,7 @@ def test_an_egress_allow_list_that_forgets_dns_is_found_though_every_tcp_port_is
     assert {f.message.split(" -> ")[1].split(":")[0] for f in findings} == {
         "cluster DNS (kube-system, k8s-app=kube-dns)"
     }
-    one(findings, flows.FLOW, "ai-gateway (llm-gateway) -> cluster DNS", "model-gateway.llm-gateway.svc")
+    one(findings, flows.FLOW, "ai-gateway (llm-gateway) -> cluster DNS", "model-gateway-peers.llm-gateway.svc")
 
 
 def test_an_egress_allow_list_with_dns_is_not_flagged() -> None:
