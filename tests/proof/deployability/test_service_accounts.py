@@ -96,3 +96,32 @@ def test_a_pod_naming_a_service_account_nobody_creates_is_found() -> None:
     assert (
         'serviceaccount "model-gatway" not found' in finding.message and "llm-gateway/model-gateway" in finding.message
     )
+
+
+def sub_renamed(role: str, account: str, typo: str) -> RenderResult:
+    """dev with ``role``'s trust naming ``typo`` where it named the service account ``account``."""
+
+    def edit(r: RenderedResource) -> RenderedResource:
+        if r.name != role:
+            return r
+        policy = r.inputs["assumeRolePolicy"].replace(f":{account}", f":{typo}")
+        assert policy != r.inputs["assumeRolePolicy"], f"{role} does not trust {account}"
+        return dataclasses.replace(r, inputs={**r.inputs, "assumeRolePolicy": policy})
+
+    return mutated(rendered("dev"), edit)
+
+
+@pytest.mark.parametrize(
+    ("role", "account", "made_by"),
+    [
+        ("dev-local-cluster-ebs-csi-role", "ebs-csi-controller-sa", "EKS add-on aws-ebs-csi-driver"),
+        ("dev-local-cluster-autoscaler-role", "cluster-autoscaler", "Helm release"),
+        ("dev-local-aws-lb-controller-role", "aws-load-balancer-controller", "Helm release"),
+    ],
+)
+def test_a_role_that_does_not_trust_the_account_a_chart_or_add_on_makes_is_found(
+    role: str, account: str, made_by: str
+) -> None:
+    # The account is not in the graph (the chart or EKS makes it), but the program names it and gives it the role.
+    [finding] = found(sub_renamed(role, account, account + "s"))
+    assert f"kube-system/{account} ({made_by}" in finding.message and role in finding.message, finding.message

@@ -25,7 +25,7 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.reachability import Region, regions
-from tokenplane.proof.deployability.selectors import near_miss
+from tokenplane.proof.deployability.typos import near_miss
 from tokenplane.proof.render import RenderedResource
 
 RULE = "cluster-name-resolves"

@@ -204,7 +204,7 @@ REFERENCE_KEYS = frozenset(
 )
 
 
-def _takes_reference(key: str) -> bool:
+def takes_reference(key: str) -> bool:
     return key in REFERENCE_KEYS or key.endswith(REFERENCE_SUFFIXES)
 
 
@@ -213,10 +213,10 @@ def _literal_references(graph: Graph) -> Iterator[Finding]:
         if not resource.custom or not resource.type.startswith("aws:"):
             continue
         after: set[str] | None = None  # computed once, and only for a resource that names another
-        for key, value in _strings(resource.inputs):
-            if ARN.match(value) is None and not _takes_reference(key):
+        for key, value in literal_strings(resource.inputs):
+            if ARN.match(value) is None and not takes_reference(key):
                 continue
-            target = _named(graph, value)
+            target = named(graph, value)
             if target is None or target.urn == resource.urn:
                 continue
             after = graph.waits_for(resource.urn) if after is None else after
@@ -234,7 +234,7 @@ def _literal_references(graph: Graph) -> Iterator[Finding]:
             )
 
 
-def _named(graph: Graph, value: str) -> RenderedResource | None:
+def named(graph: Graph, value: str) -> RenderedResource | None:
     """The resource a literal names: by its name or ID, or by the name or ID at the end of an ARN (not an
     AWS-managed one, ``arn:aws:iam::aws:...``, nor a wildcard)."""
     match = ARN.match(value)
@@ -246,7 +246,7 @@ def _named(graph: Graph, value: str) -> RenderedResource | None:
     return graph.by_physical_id.get(segments[-1]) if segments else None
 
 
-def _strings(inputs: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def literal_strings(inputs: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """Each string input (nested in lists and dicts) with its top-level key, leaving out JSON documents (a policy
     may name what does not exist yet) and inputs that are not references."""
     stack: list[tuple[str, Any]] = [(k, v) for k, v in inputs.items() if k not in NOT_REFERENCES]

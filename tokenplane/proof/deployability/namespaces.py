@@ -4,14 +4,22 @@ The API server rejects an object whose namespace does not exist ("namespaces
 ... not found"); the mocks accept it. A namespace the stack creates must also
 come first: Pulumi applies in dependency order only, so an object that does
 not wait for its namespace fails on a fresh cluster and succeeds on a rerun.
+
+A chart told which namespace to watch (a values key ending in ``namespace``/``namespaces``: Grafana's dashboard
+sidecar's ``searchNamespace``, an operator's ``watchNamespace``) installs fine and then finds nothing there, silently.
+A charted namespace may be one the stack does not know, so only a name one or two edits from a namespace the stack
+creates, and not one itself, is judged: a typo of it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph
+from tokenplane.proof.deployability.typos import near_miss
 
 RULE = "namespace-exists"
 # Namespaces every cluster starts with.
@@ -37,9 +45,13 @@ CLUSTER_SCOPED = frozenset(
 )
 
 
+NAMESPACE_KEY = re.compile(r"(?i)namespaces?$")
+
+
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
         created = {o.name: o.urn for o in graph.kube(region, "Namespace")}
+        yield from _watched(graph, region, set(created))
         placed = [
             (o.urn, f"{o.kind} {o.namespace}/{o.name}", o.namespace)
             for o in graph.kube_objects
@@ -69,3 +81,35 @@ def check(graph: Graph) -> Iterator[Finding]:
                     "and be rejected",
                     "pass the Namespace to the component (it then waits for it), or add depends_on on it",
                 )
+
+
+def _watched(graph: Graph, region: str, created: set[str]) -> Iterator[Finding]:
+    """Chart values naming a namespace that is a typo of one the stack creates."""
+    known = created | BUILT_IN | set(graph.assumed.namespaces)
+    for release in graph.of_type(HELM_RELEASE, region):
+        for path, value in _namespace_values(release.inputs.get("values"), ""):
+            typo_of = near_miss(value, created) if value not in known else None
+            if typo_of is not None:
+                yield Finding(
+                    RULE,
+                    release.urn,
+                    f"Helm release {release.inputs.get('name')}'s values.{path} names namespace {value!r}, which "
+                    f"nothing creates; the stack creates {typo_of!r}: the chart installs and then watches an empty "
+                    "namespace, finding nothing, with no error",
+                    f"set values.{path} to {typo_of!r}",
+                )
+
+
+def _namespace_values(values: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(path, name) of each string under a key ending in ``namespace``/``namespaces`` in a chart's values."""
+    if isinstance(values, dict):
+        for key, value in values.items():
+            here = f"{path}.{key}" if path else str(key)
+            if NAMESPACE_KEY.search(str(key)):
+                names = value if isinstance(value, list) else [value]
+                yield from ((here, n) for n in names if isinstance(n, str))
+            else:
+                yield from _namespace_values(value, here)
+    elif isinstance(values, list):
+        for i, value in enumerate(values):
+            yield from _namespace_values(value, f"{path}[{i}]")

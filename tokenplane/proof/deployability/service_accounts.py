@@ -9,15 +9,22 @@ literally; only ``StringLike`` reads ``*`` and ``?``) and whose ``<issuer>:aud``
 ``sts.amazonaws.com``. Otherwise the pod's AWS SDK fails with AccessDenied on its first call, long after
 ``pulumi up`` reported success.
 
+The same holds for the service accounts the program does not create itself but configures: a Helm chart's (its
+values name the account and annotate it with the role, ``serviceAccount: {name, annotations}`` in the charts'
+common shape) and an EKS add-on's (``serviceAccountRoleArn``: EKS annotates the add-on's own fixed account with it,
+``ADDON_ACCOUNTS``).
+
 It cannot see: roles, providers and accounts the program does not create, Pod Identity (its associations name
-the account and role directly), and charts' own service accounts.
+the account and role directly), and a chart's account whose name its values leave to the chart's default.
 
 The trust is read with ``web_identity``'s matcher, the one ``irsa-trust`` reads it with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject
@@ -28,6 +35,27 @@ from tokenplane.proof.deployability.web_identity import AUDIENCE, ROLE_ANNOTATIO
 RULE = "service-account-trust"
 ANNOTATION = ROLE_ANNOTATION
 OIDC_PROVIDER = "aws:iam/openIdConnectProvider:OpenIdConnectProvider"
+ADDON = "aws:eks/addon:Addon"
+# Each EKS add-on's controller account, which EKS annotates with the add-on's serviceAccountRoleArn (the add-ons'
+# IAM pages in the EKS User Guide: "ebs-csi-controller-sa", "aws-node", "efs-csi-controller-sa", "s3-csi-driver-sa").
+ADDON_ACCOUNTS = {
+    "aws-ebs-csi-driver": ("kube-system", "ebs-csi-controller-sa"),
+    "vpc-cni": ("kube-system", "aws-node"),
+    "aws-efs-csi-driver": ("kube-system", "efs-csi-controller-sa"),
+    "aws-mountpoint-s3-csi-driver": ("kube-system", "s3-csi-driver-sa"),
+    "amazon-cloudwatch-observability": ("amazon-cloudwatch", "cloudwatch-agent"),
+}
+
+
+@dataclass(frozen=True)
+class Account:
+    """A service account given an IAM role: made by the program, or by a chart or an add-on it configures."""
+
+    urn: str
+    namespace: str
+    name: str
+    role_arn: str
+    what: str  # how the message names it
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -37,9 +65,8 @@ def check(graph: Graph) -> Iterator[Finding]:
         issuers = {
             str(p.inputs.get("url") or "").removeprefix("https://") for p in graph.of_type(OIDC_PROVIDER, region)
         }
-        for account in accounts.values():
-            arn = str((account.manifest.get("metadata", {}).get("annotations") or {}).get(ANNOTATION) or "")
-            role = role_named(graph, arn)
+        for account in [*_made(accounts.values()), *_configured(graph, region)]:
+            role = role_named(graph, account.role_arn)
             policy = role.inputs.get("assumeRolePolicy") if role is not None else None
             if role is None or document(policy) is None:
                 continue  # a role made outside the program, or a policy known only at apply time
@@ -49,12 +76,46 @@ def check(graph: Graph) -> Iterator[Finding]:
                 yield Finding(
                     RULE,
                     account.urn,
-                    f"ServiceAccount {account.namespace}/{account.name} is annotated with role {role.name}, whose "
-                    f"trust policy does not let it assume the role: {why}; its pods get no AWS credentials "
-                    "(AccessDenied on their first call)",
+                    f"{account.what} is annotated with role {role.name}, whose trust policy does not let it assume "
+                    f"the role: {why}; its pods get no AWS credentials (AccessDenied on their first call)",
                     f"trust the cluster's OIDC provider for {WEB_IDENTITY} with StringEquals {{<issuer>:sub: "
                     f"{sub}, <issuer>:aud: {AUDIENCE}}} in {role.name}'s assume_role_policy",
                 )
+
+
+def _made(accounts: Iterable[KubeObject]) -> Iterator[Account]:
+    for account in accounts:
+        arn = str((account.manifest.get("metadata", {}).get("annotations") or {}).get(ANNOTATION) or "")
+        what = f"ServiceAccount {account.namespace}/{account.name}"
+        yield Account(account.urn, account.namespace, account.name, arn, what)
+
+
+def _configured(graph: Graph, region: str) -> Iterator[Account]:
+    """The accounts charts and add-ons make from what the program gives them: a role annotation and a name."""
+    for release in graph.of_type(HELM_RELEASE, region):
+        namespace = str(release.inputs.get("namespace") or "default")
+        for name, arn in _annotated(release.inputs.get("values")):
+            what = f"ServiceAccount {namespace}/{name} (Helm release {release.name}'s values)"
+            yield Account(release.urn, namespace, name, arn, what)
+    for addon in graph.of_type(ADDON, region):
+        addon_name = str(addon.inputs.get("addonName"))
+        role_arn, known = addon.inputs.get("serviceAccountRoleArn"), ADDON_ACCOUNTS.get(addon_name)
+        if isinstance(role_arn, str) and known is not None:
+            what = f"ServiceAccount {known[0]}/{known[1]} (EKS add-on {addon_name})"
+            yield Account(addon.urn, *known, role_arn, what)
+
+
+def _annotated(values: Any) -> Iterator[tuple[str, str]]:
+    """(name, role ARN) of each ``{name, annotations: {eks.amazonaws.com/role-arn}}`` in a chart's values."""
+    if isinstance(values, dict):
+        annotations, name = values.get("annotations"), values.get("name")
+        if isinstance(annotations, dict) and isinstance(annotations.get(ANNOTATION), str) and isinstance(name, str):
+            yield name, annotations[ANNOTATION]
+        for value in values.values():
+            yield from _annotated(value)
+    elif isinstance(values, list):
+        for value in values:
+            yield from _annotated(value)
 
 
 def _missing(graph: Graph, region: str, accounts: dict[tuple[str, str], KubeObject]) -> Iterator[Finding]:
