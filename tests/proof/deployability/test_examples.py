@@ -31,6 +31,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "image-published",
         "references-exist",
         "service-account-trust",
+        "literal-name-resolves",
         "namespace-exists",
         "aws-name",
         "aws-network",

@@ -200,6 +200,30 @@ def test_a_startup_probe_by_socket_or_grpc_on_an_undeclared_port_is_found(handle
     only(found(change), endpoints.PROBE_PORT, "dev-local-pool-small-deployment", f"startupProbe {handler}", "9999")
 
 
+@pytest.mark.parametrize("port", [6334, "grpc"])
+def test_an_http_probe_on_the_grpc_port_is_found(port: int | str) -> None:
+    # From the reference-mutation benchmark: Qdrant's readiness probe moved from 6333 (HTTP) to 6334, a port the
+    # container declares, but gRPC's: the HTTP/1.1 GET gets a protocol error.
+    def wrong(c: dict[str, Any]) -> None:
+        c["readinessProbe"]["httpGet"]["port"] = port
+
+    finding = only(
+        found(edit("StatefulSet", "qdrant", set_container("qdrant", wrong))),
+        endpoints.PROBE_PORT,
+        "dev-local-qdrant-statefulset",
+    )
+    assert "serves gRPC" in finding.message and "speaks HTTP/1.1" in finding.message
+
+
+def test_a_grpc_probe_on_the_grpc_port_and_an_http_probe_on_the_http_port_are_not_flagged() -> None:
+    def grpc(c: dict[str, Any]) -> None:
+        c["livenessProbe"] = {"grpc": {"port": 6334}, "periodSeconds": 20}
+        c["readinessProbe"]["httpGet"]["port"] = "http"
+
+    changes = [edit("StatefulSet", "qdrant", set_container("qdrant", grpc))]
+    assert [f for f in found(*changes) if f.rule == endpoints.PROBE_PORT] == []
+
+
 def test_a_probe_on_a_named_port_or_in_a_container_without_ports_is_not_flagged() -> None:
     def named(c: dict[str, Any]) -> None:
         c["readinessProbe"]["httpGet"]["port"] = "http"

@@ -15,6 +15,10 @@ checks the Services some pod calls; these hold for every Service and probe in th
   declares, by name or number. The kubelet resolves a named port in the container's own ports (an unknown name
   fails the probe); a number the container does not declare is judged only when the container declares ports,
   for the same reason as above. A probe that fails keeps the pod unready (no endpoints) or restarts it.
+  Also a probe that speaks another protocol than the port it asks: an ``httpGet`` (HTTP/1.1) to a port the
+  container names or marks as gRPC (``appProtocol: grpc``/``kubernetes.io/h2c``, or a name ``grpc``/``grpc-*``
+  but not ``grpc-web``, which is HTTP/1.1), which a gRPC server answers with a protocol error; a ``grpc`` probe
+  to a port marked ``http``/``https``/``http-*``, where the kubelet's gRPC health call fails the same way.
 """
 
 from __future__ import annotations
@@ -101,11 +105,28 @@ def check_probes(graph: Graph) -> Iterator[Finding]:
                 for p in container.get("ports") or []
                 if isinstance(p.get("containerPort"), int | float)
             }
+            protocols = {str(p.get("containerPort")): _protocol(p) for p in container.get("ports") or []}
+            protocols |= {str(p["name"]): _protocol(p) for p in container.get("ports") or [] if p.get("name")}
             for kind in PROBES:
                 probe = container.get(kind) or {}
                 for handler in PROBE_HANDLERS:
                     port = (probe.get(handler) or {}).get("port")
-                    if port is None or _probe_port_ok(port, declared):
+                    if port is None:
+                        continue
+                    speaks = protocols.get(str(port).removesuffix(".0"))
+                    wants = HANDLER_SPEAKS[handler]
+                    if _probe_port_ok(port, declared) and None not in (speaks, wants) and speaks != wants:
+                        yield Finding(
+                            PROBE_PORT,
+                            workload.urn,
+                            f"{workload.kind} {workload.namespace}/{workload.name} container {container.get('name')}'s "
+                            f"{kind} {handler} asks port {port!r}, which serves {speaks}: the probe speaks "
+                            f"{HANDLER_SPEAKS[handler]}, so it always fails and "
+                            + ("the pod never becomes ready" if kind != "livenessProbe" else "the kubelet restarts it"),
+                            f"probe the container's {HANDLER_SPEAKS[handler]} port, or use a "
+                            f"{'grpc' if speaks == 'gRPC' else 'httpGet'} probe",
+                        )
+                    if _probe_port_ok(port, declared):
                         continue
                     yield Finding(
                         PROBE_PORT,
@@ -117,6 +138,19 @@ def check_probes(graph: Graph) -> Iterator[Finding]:
                         "point the probe at one of the container's ports (by name or number), or declare the port it "
                         "serves the probe on",
                     )
+
+
+HANDLER_SPEAKS = {"httpGet": "HTTP/1.1", "grpc": "gRPC", "tcpSocket": None}
+
+
+def _protocol(port: dict[str, Any]) -> str | None:
+    """What a container port serves, where its appProtocol or name says: ``gRPC``, ``HTTP/1.1``, or None."""
+    marked = str(port.get("appProtocol") or port.get("name") or "").lower()
+    if marked in ("grpc", "kubernetes.io/h2c") or (marked.startswith("grpc-") and "web" not in marked):
+        return "gRPC"
+    if marked in ("http", "https") or marked.startswith(("http-", "https-")):
+        return "HTTP/1.1"
+    return None
 
 
 def _probe_port_ok(port: Any, declared: dict[str, int]) -> bool:
