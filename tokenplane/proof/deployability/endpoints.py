@@ -5,8 +5,9 @@ checks the Services some pod calls; these hold for every Service and probe in th
 
 - ``service-selects``: a Service with a selector selects some pod template in its namespace (the workloads'
   and the modelled charts' pods, ``reachability.CHART_ENDPOINTS``). One that selects none has no endpoints:
-  every connection to it is refused. A namespace that holds a Helm release is skipped (its chart's other pods
-  are not in the graph), as is a Service without a selector (its endpoints are made by hand).
+  every connection to it is refused. In a namespace that holds a Helm release (its chart's other pods are not in
+  the graph) only a typo is judged (``selectors.typo_fix``: one value one or two edits from a label of the
+  program's own pods there); a Service without a selector is skipped (its endpoints are made by hand).
 - ``service-target-port``: each port's ``targetPort`` is, by name, a port some container of every selected pod
   names, or, by number, one it declares. Kubernetes does not require a container to declare the port it listens
   on, so a number is only judged for pods whose containers declare ports: those list what they listen on.
@@ -29,6 +30,7 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.reachability import Pod, Region, Service, ServicePort, pod_template, regions
+from tokenplane.proof.deployability.selectors import typo_fix, typo_pods
 
 SELECTS = "service-selects"
 TARGET_PORT = "service-target-port"
@@ -63,6 +65,8 @@ def target_port_refused(region: Region, service: Service, pod: Pod, entry: Servi
 def check_selects(graph: Graph) -> Iterator[Finding]:
     for region in regions(graph):
         for service in region.services:
+            if _has_backends(region, service) and region.has_release_in(service.namespace):
+                yield from _charted_typo(graph, region, service)
             if not selects_nothing(region, service):
                 continue
             labels = sorted(
@@ -76,6 +80,20 @@ def check_selects(graph: Graph) -> Iterator[Finding]:
                 f"refused (the namespace's pods carry {', '.join(labels) or 'no labels'})",
                 "make spec.selector equal the labels of the pod template that serves it (spec.template.metadata.labels)",
             )
+
+
+def _charted_typo(graph: Graph, region: Region, service: Service) -> Iterator[Finding]:
+    pods = typo_pods(graph, region, service.namespace)
+    fix = typo_fix({"matchLabels": service.selector}, pods) if pods is not None else None
+    if fix is not None:
+        yield Finding(
+            SELECTS,
+            service.urn,
+            f"Service {service.namespace}/{service.name}'s selector {_labels(service.selector)} matches none of the "
+            f"program's pods in {service.namespace} nor its chart's, and they carry {fix} (one or two characters "
+            "away): it has no endpoints and every connection to it is refused",
+            f"correct the selector to {fix}, the label of the pods that serve it",
+        )
 
 
 def check_target_ports(graph: Graph) -> Iterator[Finding]:

@@ -8,7 +8,8 @@ ServiceAccounts' side (issue 27's held-out p08 kind):
 - a role whose trust names a ServiceAccount the program makes (``<issuer>:sub``), while nothing in the program
   carries the role's ARN (no annotation, chart value, add-on or Pod Identity association, stack output): the
   annotation was forgotten or put on another account, and that ServiceAccount's pods get no credentials;
-- a role no ServiceAccount of the graph carries (a chart's or an add-on's) whose ``<issuer>:aud`` condition is not
+- a role no ServiceAccount that ``service-account-trust`` reads carries (neither the graph's, nor one a chart or an
+  add-on makes from the program's values) whose ``<issuer>:aud`` condition is not
   ``sts.amazonaws.com``, the audience EKS's tokens carry: AssumeRoleWithWebIdentity is denied for every pod.
 
 Both read trust policies with ``web_identity``'s one matcher.
@@ -22,6 +23,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from tokenplane.proof.deployability import service_accounts
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.iam_policy import ROLE, role_named
@@ -39,15 +41,7 @@ RULE = "irsa-trust"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    carried = {
-        role.urn
-        for account in graph.kube(None, "ServiceAccount")
-        if (
-            role := role_named(
-                graph, (account.manifest.get("metadata", {}).get("annotations") or {}).get(ROLE_ANNOTATION)
-            )
-        )
-    }
+    carried = service_accounts.carried_roles(graph)
     for trusted in graph.of_type(ROLE):
         if trusted.urn in carried:
             continue  # service-account-trust reads it against the ServiceAccounts that carry it, audience included

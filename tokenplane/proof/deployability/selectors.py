@@ -3,9 +3,10 @@
 The API server accepts a selector that matches nothing, and the object then silently does nothing. A selector
 that matches nothing may be deliberate (an allow-list for a component this stack does not deploy), so the rule
 judges the typo: it selects no pod, and one of its ``matchLabels`` values is one or two edits from a value the
-namespace's pods carry for that key, and with that value it would select them. Judged where the graph knows every
-pod: a namespace the program creates, without a Helm release in it (a chart's pods are not in the graph) and not
-declared as made elsewhere (``--assume``). Service selectors are ``service-selects``' and PDB/scale-target
+namespace's pods carry for that key, and with that value it would select them. Judged in a namespace the program
+creates and does not declare as made elsewhere (``--assume``); where a Helm release installs into it too, the
+chart's pods are not all in the graph, so the selector must also select none of the modelled chart pods, and the
+correction must select one of the program's own (``typo_pods``). Service selectors are ``service-selects``' and PDB/scale-target
 selectors ``target-exists``'; this covers the others:
 
 - a NetworkPolicy's ``spec.podSelector``: the policy applies to none of the pods it was written for, so under the
@@ -45,6 +46,16 @@ def known_pods(graph: Graph, region: Region, namespace: str) -> list[Pod] | None
     return [p for p in region.pods if p.namespace == namespace]
 
 
+def typo_pods(graph: Graph, region: Region, namespace: str) -> list[Pod] | None:
+    """The pods a selector in ``namespace`` is judged against for a typo: every pod where the graph knows them all
+    (``known_pods``); in a namespace the program creates that a chart also installs into, the program's own and
+    the modelled chart pods (a value one or two edits from an own pod's label is that pod's, not an unknown chart
+    pod's); None where the namespace is not the program's."""
+    if namespace not in region.namespaces or namespace in graph.assumed.namespaces:
+        return None
+    return [p for p in region.pods if p.namespace == namespace]
+
+
 def check(graph: Graph) -> Iterator[Finding]:
     for region in regions(graph):
         namespaces = set(region.namespaces) | set(BUILT_IN) | set(graph.assumed.namespaces)
@@ -58,7 +69,7 @@ def check(graph: Graph) -> Iterator[Finding]:
 def _policy(graph: Graph, region: Region, policy: KubeObject, namespaces: set[str]) -> Iterator[Finding]:
     spec = policy.manifest.get("spec") or {}
     where = f"NetworkPolicy {policy.namespace}/{policy.name}"
-    own = known_pods(graph, region, policy.namespace)
+    own = typo_pods(graph, region, policy.namespace)
     selector = spec.get("podSelector") or {}
     if own is not None and selector and (fix := typo_fix(selector, own)) is not None:
         effect = "the policy applies to none of the pods it was written for, so their traffic stays denied"
@@ -95,7 +106,7 @@ def _peer(
         return
     pods: list[Pod] = []
     for namespace in selected:
-        known = known_pods(graph, region, namespace)
+        known = typo_pods(graph, region, namespace)
         if known is None:
             return  # some selected namespace's pods are not all in the graph
         pods += known
@@ -121,7 +132,7 @@ def _named_namespaces(selector: dict[str, Any]) -> list[Any]:
 def _spread(graph: Graph, region: Region, workload: KubeObject) -> Iterator[Finding]:
     template = workload.pod_template()
     spec = template.get("spec") or {}
-    own = known_pods(graph, region, workload.namespace)
+    own = typo_pods(graph, region, workload.namespace)
     if own is None:
         return
     where = f"{workload.kind} {workload.namespace}/{workload.name}"
@@ -175,7 +186,7 @@ def typo_fix(selector: dict[str, Any], pods: list[Pod]) -> str | None:
         carried = {p.labels[key] for p in pods if key in p.labels}
         fixed = near_miss(str(value), carried)
         corrected = {**selector, "matchLabels": {**labels, key: fixed}}
-        if fixed is not None and any(selects(corrected, p.labels) for p in pods):
+        if fixed is not None and any(selects(corrected, p.labels) for p in pods if p.workload is not None):
             return f"{key}={fixed}"
     return None
 

@@ -83,6 +83,16 @@ def check(graph: Graph) -> Iterator[Finding]:
                 )
 
 
+def carried_roles(graph: Graph) -> set[str]:
+    """The URNs of the roles some account this rule reads carries: ``irsa-trust`` leaves those to it."""
+    carried: set[str] = set()
+    for region in graph.regions():
+        for account in [*_made(graph.kube(region, "ServiceAccount")), *_configured(graph, region)]:
+            if (role := role_named(graph, account.role_arn)) is not None:
+                carried.add(role.urn)
+    return carried
+
+
 def _made(accounts: Iterable[KubeObject]) -> Iterator[Account]:
     for account in accounts:
         arn = str((account.manifest.get("metadata", {}).get("annotations") or {}).get(ANNOTATION) or "")

@@ -8,8 +8,10 @@
   creates (the AWS Load Balancer Controller's chart makes ``alb``; ingress-nginx's makes ``nginx``); with none, no
   controller reconciles the Ingress and it never gets an address.
 Programs deploying into an existing cluster (``--assume cluster``) may use objects it has, so Ingress classes are not
-judged there. A Helm chart's workloads are not in the graph, so scale targets and PDBs in a namespace a Helm release
-installs into are not judged either.
+judged there. A Helm chart's workloads are not in the graph, so in a namespace a Helm release installs into, a scale
+target or a PDB is judged only as a typo: a name one or two edits from one of the program's workloads there, or a
+selector that selects none of the program's or the modelled chart pods there and would select one of the program's
+with one value corrected (``selectors.typo_fix``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject, lookup
+from tokenplane.proof.deployability.reachability import Region, regions
+from tokenplane.proof.deployability.selectors import typo_fix, typo_pods
+from tokenplane.proof.deployability.typos import near_miss
 
 RULE = "target-exists"
 SCALERS = ("HorizontalPodAutoscaler", "ScaledObject")
@@ -30,11 +35,12 @@ INGRESS_CHARTS = {
 
 
 def check(graph: Graph) -> Iterator[Finding]:
+    modelled = {r.name: r for r in regions(graph)}
     for region in graph.regions():
         charted = {str(r.inputs.get("namespace") or "default") for r in graph.of_type(HELM_RELEASE, region)}
         workloads = graph.workloads(region)
         yield from _scale_targets(graph, region, workloads, charted)
-        yield from _disruption_budgets(graph, region, workloads, charted)
+        yield from _disruption_budgets(graph, modelled[region], workloads, charted)
         if not graph.assumed.cluster:
             yield from _ingress_classes(graph, region)
 
@@ -42,14 +48,14 @@ def check(graph: Graph) -> Iterator[Finding]:
 def _scale_targets(graph: Graph, region: str, workloads: list[KubeObject], charted: set[str]) -> Iterator[Finding]:
     present = {(w.kind, w.namespace, w.name) for w in workloads}
     for scaler in graph.kube(region, *SCALERS):
-        if scaler.namespace in charted:
-            continue
         ref = lookup(scaler.manifest, "spec.scaleTargetRef") or {}
         kind = str(ref.get("kind") or "Deployment")  # KEDA's default kind
         name = str(ref.get("name"))
         if (kind, scaler.namespace, name) in present:
             continue
         same = sorted(w.name for w in workloads if w.kind == kind and w.namespace == scaler.namespace)
+        if scaler.namespace in charted and near_miss(name, set(same)) is None:
+            continue  # a chart's workload, which the graph does not hold
         yield Finding(
             RULE,
             scaler.urn,
@@ -77,13 +83,17 @@ def _matches(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
     return True
 
 
-def _disruption_budgets(graph: Graph, region: str, workloads: list[KubeObject], charted: set[str]) -> Iterator[Finding]:
-    for pdb in graph.kube(region, "PodDisruptionBudget"):
-        if pdb.namespace in charted:
-            continue
+def _disruption_budgets(
+    graph: Graph, region: Region, workloads: list[KubeObject], charted: set[str]
+) -> Iterator[Finding]:
+    for pdb in graph.kube(region.name, "PodDisruptionBudget"):
         selector = lookup(pdb.manifest, "spec.selector")
         if not isinstance(selector, dict) or not selector:
             continue  # an empty selector selects every pod of the namespace
+        pods_there = typo_pods(graph, region, pdb.namespace)
+        fix = typo_fix(selector, pods_there) if pods_there is not None else None
+        if pdb.namespace in charted and fix is None:
+            continue  # a chart's pods, which the graph does not hold
         pods = [
             w
             for w in workloads
@@ -96,8 +106,9 @@ def _disruption_budgets(graph: Graph, region: str, workloads: list[KubeObject], 
             RULE,
             pdb.urn,
             f"PodDisruptionBudget {pdb.namespace}/{pdb.name} selects {selector}, which no pod the program runs in "
-            f"{pdb.namespace} carries: it protects nothing, and a node drain takes the pods it was meant to keep",
-            "make spec.selector match the pod template labels of the workload it protects",
+            f"{pdb.namespace} carries{f' (they carry {fix}, one or two characters away)' if fix else ''}: it protects "
+            "nothing, and a node drain takes the pods it was meant to keep",
+            f"make spec.selector match the pod template labels of the workload it protects{f' ({fix})' if fix else ''}",
         )
 
 
