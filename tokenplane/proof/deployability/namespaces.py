@@ -2,8 +2,14 @@
 
 The API server rejects an object whose namespace does not exist ("namespaces
 ... not found"); the mocks accept it. A namespace the stack creates must also
-come first: Pulumi applies in dependency order only, so an object that does
-not wait for its namespace fails on a fresh cluster and succeeds on a rerun.
+come first, though not strictly: the Kubernetes provider retries a create that
+fails NotFound five times with doubling back-off (pulumi-kubernetes,
+provider/pkg/await/await.go, ``Creation``: ``WithMaxRetries(5).WithBackoffFactor(2)
+.Do(errors.IsNotFound, ...)``; its own test creates a Pod before its Namespace). So an
+object that does not wait for its namespace fails only where the namespace
+waits for something the object does not (a Helm release, a node group): the
+object is then tried minutes before its namespace exists, the retries run out,
+and the first run fails where a rerun succeeds.
 
 A chart told which namespace to watch (a values key ending in ``namespace``/``namespaces``: Grafana's dashboard
 sidecar's ``searchNamespace``, an operator's ``watchNamespace``) installs fine and then finds nothing there, silently.
@@ -73,14 +79,26 @@ def check(graph: Graph) -> Iterator[Finding]:
                     "rejects it (namespaces not found)",
                     f"create it (components.Namespace.create({namespace!r}, ...)) and pass that to the component",
                 )
-            elif created[namespace] not in graph.waits_for(urn):
+            elif (later := _namespace_waits_longer(graph, created[namespace], urn)) is not None:
                 yield Finding(
                     RULE,
                     urn,
-                    f"{what} does not wait for namespace {namespace}: on a fresh cluster it may be applied first "
-                    "and be rejected",
+                    f"{what} does not wait for namespace {namespace}, which waits for {later} that it does not: on a "
+                    "fresh cluster it is sent before the namespace exists, for longer than the provider's five "
+                    "retries of a NotFound create, and is rejected",
                     "pass the Namespace to the component (it then waits for it), or add depends_on on it",
                 )
+
+
+def _namespace_waits_longer(graph: Graph, namespace: str, urn: str) -> str | None:
+    """What the namespace (URN) waits for that the object does not, by name; None when the object waits for the
+    namespace, or for everything the namespace waits for (the two are then sent together, within the retries)."""
+    waits = graph.waits_for(urn)
+    if namespace in waits:
+        return None
+    extra = sorted(graph.waits_for(namespace) - waits - {urn})
+    named = [graph.by_urn[u].name for u in extra if u in graph.by_urn and graph.by_urn[u].custom]
+    return ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "") if named else None
 
 
 def _watched(graph: Graph, region: str, created: set[str]) -> Iterator[Finding]:
