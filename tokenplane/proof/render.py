@@ -451,6 +451,19 @@ def mock_outputs(
         extra = {"arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{rid}", "name": rid}
     elif typ == "aws:s3/bucket:Bucket":
         extra = {"bucket": rid, "arn": f"arn:aws:s3:::{rid}", "region": region}
+    elif typ == "aws:sqs/queue:Queue":
+        # A queue is named in its ARN without a resource type, and referenced by URL (QueuePolicy's queueUrl):
+        # without one here, whatever names the queue by URL loses the reference and the checks that follow it.
+        queue = str(inputs.get("name") or rid)
+        extra = {
+            "arn": f"arn:aws:sqs:{region}:{ACCOUNT_ID}:{queue}",
+            "url": f"https://sqs.{region}.amazonaws.com/{ACCOUNT_ID}/{queue}",
+        }
+    elif typ == "aws:sns/topic:Topic":
+        extra = {"arn": f"arn:aws:sns:{region}:{ACCOUNT_ID}:{inputs.get('name') or rid}"}
+    elif typ == "aws:lambda/function:Function":
+        function = str(inputs.get("name") or rid)
+        extra = {"arn": f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{function}", "functionName": function}
     elif typ == "aws:elasticache/replicationGroup:ReplicationGroup":
         extra = {"primaryEndpointAddress": f"master.{rid}.{_h(name, n=6)}.{region}.cache.amazonaws.com"}
     elif typ == "aws:msk/cluster:Cluster":

@@ -21,7 +21,13 @@ from tests.proof.deployability.conftest import mutated, rendered, spec
 from tests.proof.deployability.test_aws_join import STACK, Change, _aws, _chain, _edit, _named, _rule
 from tokenplane.proof.deployability import first_run
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.render import RenderedResource, cluster_security_group_id, physical_id
+from tokenplane.proof.render import (
+    RenderedResource,
+    RenderResult,
+    cluster_security_group_id,
+    physical_id,
+    render_program,
+)
 
 VPC_CIDR = "10.0.0.0/16"
 SG = "aws:ec2/securityGroup:SecurityGroup"
@@ -93,6 +99,36 @@ def test_a_notification_that_does_not_wait_for_its_destinations_policy_is_refuse
     assert len(caught) == 1 and f"planted-{kind}-grant" in caught[0] and "Unable to validate" in caught[0], caught
     assert _first_run(_notification(kind, waits=True)) == [], kind
     assert _first_run(_notification(kind, waits=False, via=True)) == [], kind  # waiting through another counts
+
+
+def _rendered_notification(waits: bool) -> RenderResult:
+    """A queue, the QueuePolicy that lets the bucket send to it (named by the queue's URL, as the provider takes
+    it), and the bucket's notification: a real program under the mocks, not hand-made records."""
+    import pulumi
+    import pulumi_aws as aws
+
+    def program() -> None:
+        bucket = aws.s3.Bucket("planted-bucket")
+        queue = aws.sqs.Queue("planted-queue")
+        document = pulumi.Output.all(queue.arn, bucket.arn).apply(lambda a: _s3_doc(a[0], "sqs:SendMessage"))
+        policy = aws.sqs.QueuePolicy("planted-queue-policy", queue_url=queue.url, policy=document)
+        aws.s3.BucketNotification(
+            "planted-notification",
+            bucket=bucket.id,
+            queues=[aws.s3.BucketNotificationQueueArgs(queue_arn=queue.arn, events=["s3:ObjectCreated:*"])],
+            opts=pulumi.ResourceOptions(depends_on=[policy] if waits else []),
+        )
+
+    return render_program(program, regions={"us-east-1": "use1"}, stack="planted")
+
+
+def test_a_rendered_queue_notification_that_does_not_wait_for_the_queue_policy_is_found() -> None:
+    # Session 14's set 7 s3_notification_before_queue_policy: the mock gave a queue no url output, so the
+    # QueuePolicy's queue_url was unknown, the policy named no queue and the rule never saw the grant. The
+    # hand-made records above agreed with the rule; a real render did not.
+    caught = [f for f in first_run.check(Graph(spec(STACK), _rendered_notification(waits=False)))]
+    assert any("planted-queue-policy" in f.message and "Unable to validate" in f.message for f in caught), caught
+    assert not [f for f in first_run.check(Graph(spec(STACK), _rendered_notification(waits=True)))]
 
 
 def test_a_lambda_permission_for_another_service_is_not_the_notifications_business() -> None:
