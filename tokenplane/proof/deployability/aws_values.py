@@ -27,6 +27,12 @@ The provider's schema types every field, but the services check how fields go to
 - **Route 53** ``ChangeResourceRecordSets``: an alias record has no TTL and a plain one has one; a routing policy
   has a set identifier; a CNAME has one value and never sits at the zone apex ("RRSet of type CNAME with DNS
   name ... is not permitted at apex").
+- **SQS** ``CreateQueue``: each attribute in its range (``VisibilityTimeout`` 0-43,200 s, ``MessageRetentionPeriod``
+  60-1,209,600 s, ``DelaySeconds`` 0-900 s, ``ReceiveMessageWaitTimeSeconds`` 0-20 s, ``MaximumMessageSize``
+  1,024-1,048,576 bytes: InvalidAttributeValue; https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html).
+- **EC2** ``CreateSecurityGroup``: a VPC group's description (and name) only of ``a-zA-Z0-9``, spaces and
+  ``._-:/()#,@[]+=&;{}!$*``, at most 255 characters (InvalidParameterValue;
+  https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html).
 - **KMS** ``ScheduleKeyDeletion``: a deletion window of 7 to 30 days. **CloudWatch Logs** ``PutRetentionPolicy``:
   one of its enumerated retention periods. **EC2** security group rules: ports within 0-65535, ``fromPort`` no
   higher than ``toPort``.
@@ -63,6 +69,20 @@ SECURITY_GROUP_RULES = (
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
 )
 
+SQS_QUEUE = "aws:sqs/queue:Queue"
+# A resource type's numeric inputs and the ranges its API takes (inclusive), with the API's name for each.
+RANGES: dict[str, dict[str, tuple[str, int, int, str]]] = {
+    SQS_QUEUE: {
+        "visibilityTimeoutSeconds": ("VisibilityTimeout", 0, 43_200, "s"),
+        "messageRetentionSeconds": ("MessageRetentionPeriod", 60, 1_209_600, "s"),
+        "delaySeconds": ("DelaySeconds", 0, 900, "s"),
+        "receiveWaitTimeSeconds": ("ReceiveMessageWaitTimeSeconds", 0, 20, "s"),
+        "maxMessageSize": ("MaximumMessageSize", 1_024, 1_048_576, "bytes"),
+    },
+}
+SERVICE_NAMES = {SQS_QUEUE: "SQS"}
+# What EC2 takes in a VPC security group's name and description (CreateSecurityGroup).
+SECURITY_GROUP_TEXT = re.compile(r"^[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]{0,255}$")
 MSK_VOLUME_GIB = range(1, 16_385)
 INFREQUENT_ACCESS = {"STANDARD_IA": 30, "ONEZONE_IA": 30}  # storage class -> fewest days before the transition
 LOG_RETENTION_DAYS = {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288}
@@ -101,6 +121,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     for record in graph.of_type(RECORD):
         yield from _record(graph, record)
     for resource in graph.resources:
+        yield from _ranges(resource)
         if resource.type == KMS_KEY:
             window = _number(resource.inputs.get("deletionWindowInDays"))
             if window is not None and int(window) not in KMS_WINDOW_DAYS:
@@ -118,12 +139,39 @@ def check(graph: Graph) -> Iterator[Finding]:
                     "choose one of the enumerated retention periods",
                 )
         elif resource.type == SECURITY_GROUP:
+            yield from _security_group_text(resource)
             for direction in ("ingress", "egress"):
                 for rule in resource.inputs.get(direction) or []:
                     if isinstance(rule, dict):
                         yield from _ports(resource, rule, direction)
         elif resource.type in SECURITY_GROUP_RULES:
             yield from _ports(resource, resource.inputs, "rule")
+
+
+def _ranges(resource: RenderedResource) -> Iterator[Finding]:
+    for key, (name, low, high, unit) in RANGES.get(resource.type, {}).items():
+        value = _number(resource.inputs.get(key))
+        if value is not None and not low <= value <= high:
+            yield _rejected(
+                resource,
+                SERVICE_NAMES[resource.type],
+                f"{name} {value:g} {unit} (InvalidAttributeValue: {low:,}-{high:,} {unit})",
+                f"set {key} within {low:,}-{high:,} {unit}",
+            )
+
+
+def _security_group_text(group: RenderedResource) -> Iterator[Finding]:
+    for key in ("description", "name"):
+        value = group.inputs.get(key)
+        if isinstance(value, str) and not SECURITY_GROUP_TEXT.match(value):
+            bad = sorted({c for c in value if not SECURITY_GROUP_TEXT.match(c)}) or ["(longer than 255)"]
+            yield _rejected(
+                group,
+                "EC2",
+                f"its {key} {value!r} has {''.join(bad)!r}, outside what CreateSecurityGroup takes for a VPC group "
+                "(a-zA-Z0-9, spaces and ._-:/()#,@[]+=&;{}!$*: InvalidParameterValue)",
+                f"remove those characters from the {key}",
+            )
 
 
 def _msk(msk: RenderedResource) -> Iterator[Finding]:
