@@ -26,7 +26,7 @@ from typing import Any
 from tokenplane.proof.deployability import service_accounts
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.iam_policy import ROLE, role_named
+from tokenplane.proof.deployability.iam_policy import ROLE
 from tokenplane.proof.deployability.web_identity import (
     AUDIENCE,
     ROLE_ANNOTATION,

@@ -15,7 +15,9 @@ series yet (``scrape.idle_monitors``). A ServiceMonitor discovers Services only 
 from"; without one, its own namespace: https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.NamespaceSelector),
 through a Service its ``selector`` matches and a Service port of the name its endpoint gives; and only if the
 Prometheus reads it (kube-prometheus-stack: ``serviceMonitorSelector``, by default the release's label unless
-``serviceMonitorSelectorNilUsesHelmValues`` is false).
+``serviceMonitorSelectorNilUsesHelmValues`` is false). A PrometheusRule is the same: the Prometheus loads only
+the rules its ``ruleSelector`` picks (by default ``release: <release>`` unless ``ruleSelectorNilUsesHelmValues`` is
+false: the chart's values.yaml), so an alert in one it does not pick is never evaluated.
 
 It cannot see: queries in code not listed in ``CODE_QUERIES``, recording rules'
 outputs as inputs to other queries, label values an exporter sets at run time (only their keys), and
@@ -33,7 +35,15 @@ from tokenplane.contract import CODE_QUERIES
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.promql import Matcher, PromQLError, Selector, selectors
-from tokenplane.proof.deployability.scrape import PROMETHEUS_CHART, Exported, Series, exported, idle_monitors, known
+from tokenplane.proof.deployability.scrape import (
+    PROMETHEUS_CHART,
+    Exported,
+    Series,
+    exported,
+    idle_monitors,
+    known,
+    unread,
+)
 from tokenplane.runtime_env import Var
 
 RULE = "metrics-exported"
@@ -72,6 +82,29 @@ def check(graph: Graph) -> Iterator[Finding]:
             said += _check_query(query, stored, everything, region)
         yield from said
         yield from _idle_monitors(graph, region, said)
+        yield from _unloaded_rules(graph, region)
+
+
+def _unloaded_rules(graph: Graph, region: str) -> Iterator[Finding]:
+    """PrometheusRules no Prometheus of the region loads: their alerts are never evaluated."""
+    releases = graph.releases(region, PROMETHEUS_CHART)
+    if not releases:
+        return  # no Prometheus of the program's: the query checks above say so
+    for rules in graph.kube(region, "PrometheusRule"):
+        why = unread(rules, releases)
+        if why is None:
+            continue
+        alerts = [
+            str(r.get("alert")) for g in lookup(rules.manifest, "spec.groups") or [] for r in g.get("rules") or []
+        ]
+        yield Finding(
+            RULE,
+            rules.urn,
+            f"PrometheusRule {rules.namespace}/{rules.name} is loaded by no Prometheus: {why}; its rules "
+            f"({', '.join(a for a in alerts if a != 'None') or 'recording rules'}) are never evaluated, so no alert "
+            "from them ever fires",
+            "label it with what the Prometheus's ruleSelector picks (kube-prometheus-stack: release: <release name>)",
+        )
 
 
 def _idle_monitors(graph: Graph, region: str, said: list[Finding]) -> Iterator[Finding]:

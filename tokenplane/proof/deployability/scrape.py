@@ -419,7 +419,7 @@ def _monitors(
             job = service.labels.get(str(spec.get("jobLabel")), service.name)
         elif not _selects(spec.get("selector") or {}, pod.labels):
             continue
-        refusal = _unread(monitor, releases)
+        refusal = unread(monitor, releases)
         if refusal:
             yield f"{what} selects it, but {refusal}"
             continue
@@ -526,9 +526,14 @@ def _reads_only(spec: dict[str, Any], namespace: str) -> str:
     return f"it has no namespaceSelector, so it discovers targets only in its own namespace {namespace}"
 
 
-def _unread(monitor: KubeObject, releases: list[Any]) -> str | None:
-    """Why no Prometheus of ``releases`` reads ``monitor`` (None when one does)."""
-    key = "serviceMonitor" if monitor.kind == "ServiceMonitor" else "podMonitor"
+# The prometheus-operator kinds a Prometheus picks by label, and the prometheusSpec key of its selector for each.
+SELECTOR_KEYS = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor", "PrometheusRule": "rule"}
+
+
+def unread(monitor: KubeObject, releases: list[Any]) -> str | None:
+    """Why no Prometheus of ``releases`` reads ``monitor`` (a ServiceMonitor, PodMonitor or PrometheusRule; None
+    when one does)."""
+    key = SELECTOR_KEYS[monitor.kind]
     labels = {str(k): str(v) for k, v in (monitor.manifest.get("metadata", {}).get("labels") or {}).items()}
     reasons = []
     for release in releases:
