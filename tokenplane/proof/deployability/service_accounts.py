@@ -14,6 +14,10 @@ values name the account and annotate it with the role, ``serviceAccount: {name, 
 common shape) and an EKS add-on's (``serviceAccountRoleArn``: EKS annotates the add-on's own fixed account with it,
 ``ADDON_ACCOUNTS``).
 
+An IRSA ServiceAccount no pod runs as is the other half of the same mistake: its role reaches no pod, and the pods
+meant to use it run as their namespace's ``default`` account, with no web-identity token (the CLI and SDKs then find
+no credentials, or the node's). Judged in namespaces whose pods the program knows (no Helm release installs there).
+
 It cannot see: roles, providers and accounts the program does not create, Pod Identity (its associations name
 the account and role directly), and a chart's account whose name its values leave to the chart's default.
 
@@ -62,6 +66,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
         accounts = {(a.namespace, a.name): a for a in graph.kube(region, "ServiceAccount")}
         yield from _missing(graph, region, accounts)
+        yield from _unused(graph, region, accounts)
         issuers = {
             str(p.inputs.get("url") or "").removeprefix("https://") for p in graph.of_type(OIDC_PROVIDER, region)
         }
@@ -126,6 +131,33 @@ def _annotated(values: Any) -> Iterator[tuple[str, str]]:
     elif isinstance(values, list):
         for value in values:
             yield from _annotated(value)
+
+
+def _unused(graph: Graph, region: str, accounts: dict[tuple[str, str], KubeObject]) -> Iterator[Finding]:
+    """IRSA accounts no pod of their namespace runs as, where the program knows every pod there."""
+    charted = {str(r.inputs.get("namespace") or "default") for r in graph.of_type(HELM_RELEASE, region)}
+    used = {
+        (w.namespace, str((pod_template(w).get("spec") or {}).get("serviceAccountName") or "default"))
+        for w in graph.pod_bearers(region)
+    }
+    for (namespace, name), account in accounts.items():
+        annotations = account.manifest.get("metadata", {}).get("annotations") or {}
+        if ANNOTATION not in annotations or (namespace, name) in used or namespace in charted:
+            continue
+        defaulted = sorted(
+            w.name
+            for w in graph.pod_bearers(region)
+            if w.namespace == namespace and not (pod_template(w).get("spec") or {}).get("serviceAccountName")
+        )
+        yield Finding(
+            RULE,
+            account.urn,
+            f"ServiceAccount {namespace}/{name} carries IAM role {annotations[ANNOTATION]}, but no pod the program runs "
+            f"in {namespace} runs as it"
+            + (f" ({', '.join(defaulted)} run as the default account, with no AWS credentials)" if defaulted else "")
+            + ": the role reaches no pod",
+            f"set serviceAccountName: {name} in the pod template meant to use the role",
+        )
 
 
 def _missing(graph: Graph, region: str, accounts: dict[tuple[str, str], KubeObject]) -> Iterator[Finding]:

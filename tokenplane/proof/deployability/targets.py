@@ -7,8 +7,11 @@
 - An Ingress's ``ingressClassName`` names an IngressClass the program creates, or that a controller it installs
   creates (the AWS Load Balancer Controller's chart makes ``alb``; ingress-nginx's makes ``nginx``); with none, no
   controller reconciles the Ingress and it never gets an address.
-Programs deploying into an existing cluster (``--assume cluster``) may use objects it has, so Ingress classes are not
-judged there. A Helm chart's workloads are not in the graph, so in a namespace a Helm release installs into, a scale
+- A pod template's ``priorityClassName`` names a PriorityClass the program creates or one every cluster has
+  (``system-cluster-critical``, ``system-node-critical``); with none, the Priority admission plugin rejects every
+  pod ("no PriorityClass with name X was found"), so the workload never has one.
+Programs deploying into an existing cluster (``--assume cluster``) may use objects it has, so Ingress and priority
+classes are not judged there, nor a priority class a Helm release's values name (its chart may create it). A Helm chart's workloads are not in the graph, so in a namespace a Helm release installs into, a scale
 target or a PDB is judged only as a typo: a name one or two edits from one of the program's workloads there, or a
 selector that selects none of the program's or the modelled chart pods there and would select one of the program's
 with one value corrected (``selectors.typo_fix``).
@@ -43,6 +46,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _disruption_budgets(graph, modelled[region], workloads, charted)
         if not graph.assumed.cluster:
             yield from _ingress_classes(graph, region)
+            yield from _priority_classes(graph, region)
 
 
 def _scale_targets(graph: Graph, region: str, workloads: list[KubeObject], charted: set[str]) -> Iterator[Finding]:
@@ -128,4 +132,24 @@ def _ingress_classes(graph: Graph, region: str) -> Iterator[Finding]:
             f"that name is created and no installed controller serves it (there are: {', '.join(sorted(classes)) or 'none'})"
             ": no controller reconciles it and it never gets an address",
             f"use one of {', '.join(sorted(classes)) or 'the installed classes'}, or install the controller for {name!r}",
+        )
+
+
+BUILT_IN_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+def _priority_classes(graph: Graph, region: str) -> Iterator[Finding]:
+    made = {o.name for o in graph.kube(region, "PriorityClass")} | BUILT_IN_PRIORITY_CLASSES
+    charted = " ".join(str(r.inputs.get("values")) for r in graph.of_type(HELM_RELEASE, region))
+    for workload in graph.pod_bearers(region):
+        name = workload.pod_spec().get("priorityClassName")
+        if not isinstance(name, str) or not name or name in made or repr(name) in charted:
+            continue
+        yield Finding(
+            RULE,
+            workload.urn,
+            f"{workload.kind} {workload.namespace}/{workload.name} runs its pods at priorityClassName {name!r}, which "
+            f"no PriorityClass the program creates is named (there are: {', '.join(sorted(made))}): the Priority "
+            "admission plugin rejects every pod (no PriorityClass with that name was found), so none ever runs",
+            f"create PriorityClass {name!r} before the {workload.kind}, or name an existing one",
         )

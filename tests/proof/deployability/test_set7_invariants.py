@@ -1,0 +1,119 @@
+"""The rules set 7's defects led to (written with the set in view, so not held out): each planted in a shipped
+render beside its correct twin. AWS API ranges and characters (aws-api-values), a claim's class and size
+(storage-class-exists), a PrometheusRule no Prometheus loads (metrics-exported), a priority class nothing creates
+(target-exists) and an IRSA account no pod runs as (service-account-trust)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from tests.proof.deployability.conftest import findings, mutated, rendered
+from tests.proof.deployability.test_aws_join import _aws
+from tests.proof.deployability.test_flows import edit
+from tokenplane.proof.deployability import aws_values, metrics, service_accounts, storage_classes, targets
+from tokenplane.proof.render import RenderedResource, RenderResult
+
+
+def dev_with(*changes: Any, extra: list[RenderedResource] | None = None) -> RenderResult:
+    result = rendered("dev")
+    for change in changes:
+        result = mutated(result, change)
+    return mutated(result, lambda r: r, extra=extra or [])
+
+
+def messages(result: RenderResult, rule: str) -> list[str]:
+    return [f.message for f in findings("dev", result, rule)]
+
+
+@pytest.mark.parametrize(("seconds", "refused"), [(86_400, True), (43_200, False)])
+def test_an_sqs_visibility_timeout_over_twelve_hours_is_refused(seconds: int, refused: bool) -> None:
+    queue = _aws("aws:sqs/queue:Queue", "planted-queue", {"visibilityTimeoutSeconds": seconds})
+    found = messages(dev_with(extra=[queue]), aws_values.RULE)
+    assert bool(found) == refused and all("VisibilityTimeout 86400 s" in m for m in found), found
+
+
+@pytest.mark.parametrize(("description", "refused"), [("Redis's clients", True), ("Redis: clients (VPC) only", False)])
+def test_a_security_group_description_outside_ec2s_characters_is_refused(description: str, refused: bool) -> None:
+    def describe(r: RenderedResource) -> RenderedResource:
+        if r.name != "dev-local-redis-sg":
+            return r
+        return dataclasses.replace(r, inputs={**r.inputs, "description": description})
+
+    found = messages(dev_with(describe), aws_values.RULE)
+    assert bool(found) == refused and all('"\'"' in m for m in found), found
+
+
+def _claim(change: Any) -> Any:
+    def apply(inputs: dict[str, Any]) -> None:
+        change(inputs["spec"]["volumeClaimTemplates"][0]["spec"])
+
+    return edit("StatefulSet", "qdrant", apply)
+
+
+def _default_class(inputs: dict[str, Any]) -> None:
+    inputs["metadata"]["annotations"] = {storage_classes.DEFAULT_ANNOTATION: "true"}
+
+
+def test_a_claim_without_a_class_on_a_current_eks_cluster_with_no_default_is_found() -> None:
+    unnamed = _claim(lambda spec: spec.pop("storageClassName"))
+    [message] = messages(dev_with(unnamed), storage_classes.RULE)
+    assert "names no StorageClass" in message and "1.30" in message
+    assert (
+        messages(dev_with(unnamed, edit("StorageClass", "gp3-encrypted", _default_class)), storage_classes.RULE) == []
+    )
+
+
+@pytest.mark.parametrize(("volume_type", "refused"), [("sc1", True), ("st1", True), ("gp3", False)])
+def test_a_claim_smaller_than_its_ebs_volume_type_takes_is_found(volume_type: str, refused: bool) -> None:
+    def retype(inputs: dict[str, Any]) -> None:
+        inputs["parameters"]["type"] = volume_type
+
+    small = _claim(lambda spec: spec["resources"]["requests"].update(storage="50Gi"))
+    found = messages(dev_with(small, edit("StorageClass", "gp3-encrypted", retype)), storage_classes.RULE)
+    assert bool(found) == refused and all("125-16,384 GiB" in m for m in found), found
+
+
+def _rule_object(labels: dict[str, str]) -> RenderedResource:
+    like = next(r for r in rendered("dev").resources if r.type == "kubernetes:core/v1:ConfigMap")
+    manifest = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "pool-down", "namespace": "monitoring", "labels": labels},
+        "spec": {"groups": [{"name": "pools", "rules": [{"alert": "PoolDown", "expr": "up == 0"}]}]},
+    }
+    return dataclasses.replace(
+        like,
+        urn=like.urn.rsplit("::", 1)[0].replace("core/v1:ConfigMap", "monitoring.coreos.com/v1:PrometheusRule")
+        + "::planted-rule",
+        type="kubernetes:monitoring.coreos.com/v1:PrometheusRule",
+        name="planted-rule",
+        inputs=manifest,
+    )
+
+
+def test_a_prometheus_rule_without_the_release_label_is_never_loaded() -> None:
+    [message] = messages(dev_with(extra=[_rule_object({"app": "tokenplane"})]), metrics.RULE)
+    assert "PrometheusRule monitoring/pool-down is loaded by no Prometheus" in message and "PoolDown" in message
+    release = {"release": "kube-prometheus-stack"}
+    assert [m for m in messages(dev_with(extra=[_rule_object(release)]), metrics.RULE) if "pool-down" in m] == []
+
+
+@pytest.mark.parametrize(("name", "refused"), [("tokenplane-critical", True), ("system-cluster-critical", False)])
+def test_a_priority_class_nothing_creates_is_found(name: str, refused: bool) -> None:
+    def prioritise(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["template"]["spec"]["priorityClassName"] = name
+
+    found = messages(dev_with(edit("StatefulSet", "qdrant", prioritise)), targets.RULE)
+    assert bool(found) == refused and all("'tokenplane-critical'" in m for m in found), found
+
+
+def test_an_irsa_account_no_pod_runs_as_is_found() -> None:
+    def forget(inputs: dict[str, Any]) -> None:
+        del inputs["spec"]["template"]["spec"]["serviceAccountName"]
+
+    found = [m for m in messages(dev_with(edit("Deployment", "batch-workers", forget)), service_accounts.RULE)]
+    assert any("llm-batch/batch-workers carries IAM role" in m and "reaches no pod" in m for m in found), found
+    assert messages(rendered("dev"), service_accounts.RULE) == []
