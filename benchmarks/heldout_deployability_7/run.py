@@ -10,7 +10,50 @@ from pathlib import Path
 from benchmarks.heldout_runner import HeldOutSet, main
 
 # The lead's reading of the blind run's messages: case -> (caught for the right reason?, what fired or missed).
-JUDGEMENT: dict[str, tuple[bool, str]] = {}
+JUDGEMENT: dict[str, tuple[bool, str]] = {
+    "s3_bucket_name_with_capitals": (True, "aws-name: 'Acme-EU-Eval-Datasets' does not match S3's bucket name rule"),
+    "sqs_visibility_timeout_a_day": (False, "missed: SQS refuses a visibility timeout over 43,200 s"),
+    "security_group_description_apostrophe": (False, "missed: EC2 refuses an apostrophe in a VPC group's description"),
+    "container_name_with_underscore": (True, "api-validation: 'redis_exporter' is not an RFC 1123 label"),
+    "pdb_min_available_and_max_unavailable": (True, "api-validation: minAvailable and maxUnavailable both set"),
+    "job_restart_policy_always": (True, "api-validation: a Job's restartPolicy must be OnFailure or Never"),
+    "zone_affinity_with_zone_id": (
+        True,
+        "node-capacity: no node group's labels match the affinity (zone IDs are not topology.kubernetes.io/zone)",
+    ),
+    "pvc_without_storage_class": (
+        False,
+        "missed: only namespace-exists fired (wrong reason); no default StorageClass on EKS 1.30+",
+    ),
+    "sc1_volume_below_minimum_size": (False, "missed: only namespace-exists fired (wrong reason); sc1 takes 125 GiB+"),
+    "gateway_egress_serving_selected_by_name_label": (
+        True,
+        "flow-allowed: the egress policy's peers select namespaces by a 'name' label none carries",
+    ),
+    "scraped_exporter_without_ingress_from_monitoring": (
+        True,
+        "flow-allowed: Prometheus's scrape of the exporter is blocked by llm-data's default deny",
+    ),
+    "prometheus_rule_without_release_label": (False, "missed: a PrometheusRule the Prometheus's ruleSelector skips"),
+    "pod_without_its_annotated_service_account": (
+        False,
+        "missed: only namespace-exists fired (wrong reason); the CronJob runs as default, not the IRSA account",
+    ),
+    "pod_identity_trust_on_irsa_service_account": (
+        True,
+        "service-account-trust: the role trusts pods.eks.amazonaws.com, no AssumeRoleWithWebIdentity statement",
+    ),
+    "priority_class_never_created": (
+        False,
+        "missed: only namespace-exists fired (wrong reason); priorityClassName names no PriorityClass",
+    ),
+    "s3_notification_before_queue_policy": (
+        False,
+        "missed: the mock gave the queue no url, so the QueuePolicy named no queue and the rule never saw it",
+    ),
+    "al2_node_group_on_current_kubernetes": (True, "aws-api-values: no Amazon Linux 2 AMI after Kubernetes 1.32"),
+    "pdb_max_unavailable_zero": (True, "drain-blocked: maxUnavailable 0 allows no eviction"),
+}
 
 
 if __name__ == "__main__":

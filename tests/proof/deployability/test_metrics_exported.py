@@ -218,11 +218,19 @@ def _custom(name: str, kind: str, spec: dict[str, Any], namespace: str = "monito
         inputs={
             "apiVersion": "monitoring.coreos.com/v1",
             "kind": kind,
-            "metadata": {"name": name, "namespace": namespace},
+            # A rule carries the label kube-prometheus-stack's ruleSelector picks by default, or it is never loaded.
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": RULE_LABELS if kind == "PrometheusRule" else {},
+            },
             "spec": spec,
         },
         custom=True,
     )
+
+
+RULE_LABELS = {"release": "kube-prometheus-stack"}
 
 
 TEAM_RULE = _custom(

@@ -117,3 +117,27 @@ def test_an_irsa_account_no_pod_runs_as_is_found() -> None:
     found = [m for m in messages(dev_with(edit("Deployment", "batch-workers", forget)), service_accounts.RULE)]
     assert any("llm-batch/batch-workers carries IAM role" in m and "reaches no pod" in m for m in found), found
     assert messages(rendered("dev"), service_accounts.RULE) == []
+
+
+def _zone_affinity(zone: str) -> Any:
+    def pin(inputs: dict[str, Any]) -> None:
+        term = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}
+        affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+        inputs["spec"]["template"]["spec"]["affinity"] = affinity
+
+    return edit("StatefulSet", "qdrant", pin)
+
+
+def test_a_zone_affinity_lands_on_the_zones_of_the_node_groups_subnets() -> None:
+    # A node carries topology.kubernetes.io/zone = its subnet's AZ: a zone of the system group's subnets is placeable,
+    # an AZ ID (what the console also shows) is not a zone name. Before, no zone label was modelled and both were
+    # found (set 7's correct zone_affinity_with_zone_name was flagged).
+    zones = sorted(
+        str(s.inputs["availabilityZone"])
+        for s in rendered("dev").resources
+        if s.type == "aws:ec2/subnet:Subnet" and isinstance(s.inputs.get("availabilityZone"), str)
+    )
+    assert zones, "dev's subnets name no AZ"
+    assert messages(dev_with(_zone_affinity(zones[0])), "node-capacity") == []
+    [message] = messages(dev_with(_zone_affinity("euc1-az2")), "node-capacity")
+    assert f"its nodes' zones: {zones[0]}" in message or zones[0] in message, message

@@ -122,7 +122,7 @@ def _surges(deployment: KubeObject) -> bool:
 
 
 def _shared(graph: Graph, region: str, provisioners: Mapping[str, str]) -> Iterator[Finding]:
-    groups = [NodeGroup.of(r) for r in graph.of_type(NODE_GROUP, region)]
+    groups = [NodeGroup.of(r, graph) for r in graph.of_type(NODE_GROUP, region)]
     if not groups:
         return  # the nodes are made outside the program: how many there are is unknown
     most = maxima(graph, region)

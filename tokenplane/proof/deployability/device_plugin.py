@@ -79,7 +79,7 @@ def plugin_pod(values: dict[str, Any]) -> dict[str, Any]:
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
-        groups = [NodeGroup.of(r) for r in graph.of_type(NODE_GROUP, region)]
+        groups = [NodeGroup.of(r, graph) for r in graph.of_type(NODE_GROUP, region)]
         plugins = [plugin_pod(dict(r.inputs.get("values") or {})) for r in graph.releases(region, CHART)]
         advertised = [g for g in groups if any(lands_on(p, g) for p in plugins)]
         for workload in graph.workloads(region):

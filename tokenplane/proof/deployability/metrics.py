@@ -212,7 +212,10 @@ def _queries(graph: Graph, region: str) -> Iterator[Query]:
             if trigger.get("type") == PROMETHEUS_TYPE and lookup(trigger, "metadata.query"):
                 where = f"{scaled.kind} {scaled.namespace}/{scaled.name} trigger {trigger.get('name', '?')}"
                 yield Query(scaled.urn, where, str(trigger["metadata"]["query"]), "KEDA never scales on it")
+    releases = graph.releases(region, PROMETHEUS_CHART)
     for rules in graph.kube(region, "PrometheusRule"):
+        if releases and unread(rules, releases) is not None:
+            continue  # loaded by no Prometheus: _unloaded_rules says so, once
         for group in lookup(rules.manifest, "spec.groups") or []:
             yield from _rules(rules.urn, f"PrometheusRule {rules.namespace}/{rules.name}", group)
     for release in graph.releases(region, PROMETHEUS_CHART):

@@ -23,7 +23,7 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup, need
 from tokenplane.proof.deployability.k8s_syntax import quantity
 from tokenplane.proof.deployability.pod_fits import fits_nowhere
-from tokenplane.proof.deployability.scheduling import NodeGroup, affinity_matches, lands_on, requested, tolerates
+from tokenplane.proof.deployability.scheduling import ZONE, NodeGroup, affinity_matches, lands_on, requested, tolerates
 
 RULE = "node-capacity"
 REPLICATED = ("Deployment", "StatefulSet")  # the kinds whose replicas hold nodes for good, summed against maxSize
@@ -56,7 +56,7 @@ def maxima(graph: Graph, region: str) -> dict[tuple[str, str], int]:
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
-        groups = [NodeGroup.of(r) for r in graph.of_type(NODE_GROUP, region)]
+        groups = [NodeGroup.of(r, graph) for r in graph.of_type(NODE_GROUP, region)]
         most = maxima(graph, region)
         demand: dict[tuple[str, ...], list[tuple[KubeObject, int, float, float]]] = defaultdict(list)
         # Every pod-bearing kind must land somewhere (a Job's or a CronJob's pod is Pending just the same); only
@@ -97,8 +97,10 @@ def _why_not(pod: dict[str, object], groups: list[NodeGroup]) -> str:
     """Per group, the first thing that keeps the pod off it: the selector, or a taint it does not tolerate."""
     reasons = []
     for g in groups:
-        if not affinity_matches(g.labels, pod):
-            reasons.append(f"{g.resource.name}: its labels do not match the pod's node selector or affinity")
+        if not affinity_matches(g.labels, pod, g.possible):
+            zones = g.possible.get(ZONE)
+            where = f" (its nodes' zones: {', '.join(sorted(zones))})" if zones else ""
+            reasons.append(f"{g.resource.name}: its labels do not match the pod's node selector or affinity{where}")
             continue
         untolerated = [f"{k}={v}:{e}" for k, v, e in g.taints if not tolerates(pod, ((k, v, e),))]
         reasons.append(f"{g.resource.name}: the pod tolerates no {', '.join(untolerated)} taint")

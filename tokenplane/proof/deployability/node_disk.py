@@ -128,7 +128,7 @@ def _judge(graph: Graph, workload: KubeObject, groups: list[NodeGroup]) -> Findi
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
-        groups = [NodeGroup.of(r) for r in graph.of_type(NODE_GROUP, region)]
+        groups = [NodeGroup.of(r, graph) for r in graph.of_type(NODE_GROUP, region)]
         if not groups:
             continue
         for workload in graph.pod_bearers(region):

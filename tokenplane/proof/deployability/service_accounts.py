@@ -144,6 +144,8 @@ def _unused(graph: Graph, region: str, accounts: dict[tuple[str, str], KubeObjec
         annotations = account.manifest.get("metadata", {}).get("annotations") or {}
         if ANNOTATION not in annotations or (namespace, name) in used or namespace in charted:
             continue
+        if any(ns == namespace and (ns, other) not in accounts and other != "default" for ns, other in used):
+            continue  # a pod there names an account nobody creates: _missing's finding is this one's cause
         defaulted = sorted(
             w.name
             for w in graph.pod_bearers(region)

@@ -37,33 +37,9 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.node_capacity import maxima
-from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on
+from tokenplane.proof.deployability.scheduling import AWS_PREFIXES, HOSTNAME, WELL_KNOWN, ZONE, NodeGroup, lands_on
 
 RULE = "topology-placeable"
-ZONE = "topology.kubernetes.io/zone"
-HOSTNAME = "kubernetes.io/hostname"
-# Labels kubelet and the AWS cloud provider put on every node (kubernetes.io/docs/reference/labels-annotations-taints),
-# the legacy beta spellings included.
-WELL_KNOWN = frozenset(
-    {
-        HOSTNAME,
-        ZONE,
-        "topology.kubernetes.io/region",
-        "kubernetes.io/os",
-        "kubernetes.io/arch",
-        "node.kubernetes.io/instance-type",
-        "beta.kubernetes.io/os",
-        "beta.kubernetes.io/arch",
-        "beta.kubernetes.io/instance-type",
-        "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region",
-        "k8s.io/cloud-provider-aws",
-    }
-)
-# Prefixes AWS's own node components may label under (managed node groups set eks.amazonaws.com/nodegroup,
-# capacityType, nodegroup-image, sourceLaunchTemplate*; the cloud controller topology.k8s.aws/zone-id; kubelet adds a
-# CSI driver's topology keys when the driver registers): a key here is not judged.
-AWS_PREFIXES = ("eks.amazonaws.com/", "topology.k8s.aws/", "topology.ebs.csi.aws.com/", "topology.efs.csi.aws.com/")
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 # Node makers beyond managed node groups: their nodes' labels are not the groups'.
 OTHER_NODES = ("aws:eks/fargateProfile:FargateProfile",)
@@ -104,7 +80,7 @@ def _domains(graph: Graph, groups: list[NodeGroup]) -> tuple[set[str], int]:
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
-        groups = [NodeGroup.of(r) for r in graph.of_type(NODE_GROUP, region)]
+        groups = [NodeGroup.of(r, graph) for r in graph.of_type(NODE_GROUP, region)]
         most = maxima(graph, region)
         for workload in graph.kube(region, "Deployment", "StatefulSet"):
             pod = workload.pod_spec()
