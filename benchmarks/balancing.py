@@ -50,6 +50,7 @@ TITLE = "Balancing rules at the planned count (balancing.py)"
 POOLS = ("medium-rag", "large-reasoning")  # byteion's eu-west pools that serve the interactive classes
 REGION = "eu-west"
 REPLICAS = 32  # planned replicas per pool: enough for the rule to matter, minutes to simulate
+DEALT = "dealt"  # --skew dealt: each request to the next process in turn (SimConfig.gateway_dealt)
 WARMUP_S = 30.0  # the replicas start empty; judged from here, as `plan --verify` judges after its warm-up
 
 
@@ -97,7 +98,7 @@ def attainment(
     duration_s: float,
     gateways: int = 1,
     sharing: Sharing = Sharing.INDEPENDENT,
-    skew: float | None = None,
+    skew: Skew = None,
 ) -> dict[str, float]:
     """Each class's share of requests (arrived after the warm-up, resolved) that met TTFT and E2E SLOs."""
     config = SimConfig(
@@ -108,7 +109,8 @@ def attainment(
         balance=policy,
         model_gateways=gateways,
         sharing=sharing,
-        gateway_skew=skew,
+        gateway_skew=None if isinstance(skew, str) else skew,
+        gateway_dealt=skew == DEALT,
     )
     result = simulate(spec, config)
     reqs, out = result.requests, result.outcome
@@ -129,11 +131,12 @@ def attainment(
     return met_by_class
 
 
-Case = tuple[int, Sharing, float | None, BalancePolicy]
+Skew = float | str | None  # a Dirichlet concentration, None for even at random, or DEALT
+Case = tuple[int, Sharing, Skew, BalancePolicy]
 
 
 def _cases(
-    gateways: list[int], policies: list[BalancePolicy], sharings: list[Sharing], skews: list[float | None]
+    gateways: list[int], policies: list[BalancePolicy], sharings: list[Sharing], skews: list[Skew]
 ) -> list[Case]:
     """(processes, sharing, skew, policy) to run: the retired rule, and round-robin, with one process only."""
     cases: list[Case] = []
@@ -146,8 +149,8 @@ def _cases(
     return cases
 
 
-def _skew(text: str) -> float | None:
-    return None if text == "even" else float(text)
+def _skew(text: str) -> Skew:
+    return None if text == "even" else DEALT if text == DEALT else float(text)
 
 
 def main() -> None:
@@ -159,7 +162,9 @@ def main() -> None:
     parser.add_argument("--gateways", type=int, nargs="+", default=[1, 3], help="model gateway processes")
     parser.add_argument("--policies", nargs="+", default=[p.value for p in BalancePolicy])
     parser.add_argument("--sharing", nargs="+", default=[s.value for s in Sharing], help="with several processes")
-    parser.add_argument("--skew", nargs="+", default=["even", "1"], help="'even', or a Dirichlet concentration")
+    parser.add_argument(
+        "--skew", nargs="+", default=["even", "1"], help="'even', 'dealt', or a Dirichlet concentration"
+    )
     parser.add_argument("--update", type=Path, help="write the table into this Markdown file's section")
     args = parser.parse_args()
     rows = [
@@ -181,7 +186,15 @@ def main() -> None:
                 runs = [attainment(spec, policy, seed, args.duration, gateways, sharing, skew) for seed in args.seeds]
                 wall = time.perf_counter() - started
                 how = "-" if gateways == 1 else sharing.value
-                shares = "-" if gateways == 1 else "even" if skew is None else f"Dirichlet({skew:g})"
+                shares = (
+                    "-"
+                    if gateways == 1
+                    else "even"
+                    if skew is None
+                    else "dealt in turn"
+                    if skew == DEALT
+                    else f"Dirichlet({skew:g})"
+                )
                 for cls, cls_spec in spec.workload_classes.items():
                     values = [r[cls.value] for r in runs]
                     line = (

@@ -106,3 +106,28 @@ def test_partitioned_gateways_send_only_to_their_own_share_of_the_replicas() -> 
         sharing=Sharing.STRIDE,
     )
     assert [sorted(engine.req.via[r] for r in _queued(engine, s)) for s in range(4)] == [[0, 0], [1, 1], [0, 0], [1, 1]]
+
+
+def test_dealt_requests_reach_the_model_gateway_processes_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As the AI gateway's PeerDealer sends them (serving/modelgw/peers.py): each pool's k-th request to process k mod 3.
+    from tokenplane.sim import simulate as simulate_module
+
+    sent: dict[int, list[int]] = {}
+    real = gateway.balance
+
+    def recording(engine: Engine, pool: int, ids: np.ndarray, *args: object, **kwargs: object) -> None:
+        via = args[3]
+        sent.setdefault(pool, []).extend(np.asarray(via).tolist())
+        real(engine, pool, ids, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(simulate_module.gateway, "balance", recording)
+    config = SimConfig(duration_s=20, seed=0, fidelity=Fidelity.REQUEST, model_gateways=3, gateway_dealt=True)
+    simulate_module.simulate(load_spec(DEV_SPEC), config)
+    assert sent, "no pool's requests went through the gateway"
+    for pool, via in sent.items():
+        assert via == [i % 3 for i in range(len(via))], (pool, via[:12])
+
+
+def test_dealing_takes_no_skew() -> None:
+    with pytest.raises(ValueError, match="gateway_dealt"):
+        SimConfig(fidelity=Fidelity.REQUEST, model_gateways=3, gateway_dealt=True, gateway_skew=30)

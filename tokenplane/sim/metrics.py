@@ -369,6 +369,7 @@ class PoolSetup:
     turn: int = 0  # the balancer's place in its round-robin over the ready replicas (request fidelity)
     turns: list[int] = field(default_factory=list)  # each model gateway process's, when they choose per request
     shares: F64 = field(default_factory=lambda: np.zeros(0))  # of the pool's requests per process (``gateway_skew``)
+    dealt: int = 0  # requests dealt over the processes so far (``gateway_dealt``)
     requests: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # trace rows routed here
 
     def targets(self, at: float) -> tuple[I64, float]:

@@ -281,6 +281,9 @@ def _simulated_period(run: _Run, t0: float, t1: float, other: float) -> F64:
                 setup.shares = run.rng.dirichlet([config.gateway_skew] * k)
             if k == 1:
                 via = None
+            elif config.gateway_dealt:
+                via = (setup.dealt + np.arange(len(ids), dtype=np.int64)) % k
+                setup.dealt += len(ids)
             elif len(setup.shares):
                 via = run.rng.choice(k, len(ids), p=setup.shares).astype(np.int64)
             else:

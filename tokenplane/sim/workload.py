@@ -328,6 +328,9 @@ class SimConfig:
             from a Dirichlet(``a``, ..., ``a``), as keep-alive connections pinned per connection by
             kube-proxy make them uneven (``a = 1``: every split equally likely; c connections
             pinned at random spread about as a Dirichlet((c - 1) / k)).
+        gateway_dealt: each pool's requests are dealt over the processes in turn, as one AI gateway
+            process's ``serving.modelgw.peers.PeerDealer`` deals them (several processes' turns
+            interleave: between this and ``gateway_skew=None``).
     """
 
     rps: float | None = None
@@ -345,6 +348,7 @@ class SimConfig:
     model_gateways: int = 1
     sharing: Sharing = DEPLOYED_SHARING
     gateway_skew: float | None = None
+    gateway_dealt: bool = False
 
     @property
     def per_request(self) -> bool:
@@ -354,6 +358,8 @@ class SimConfig:
     def __post_init__(self) -> None:
         if self.model_gateways < 1:
             raise ValueError(f"SimConfig(model_gateways={self.model_gateways}) must be at least 1")
+        if self.gateway_dealt and self.gateway_skew is not None:
+            raise ValueError("SimConfig: gateway_dealt deals evenly in turn; it takes no gateway_skew")
         if self.gateway_skew is not None and not self.gateway_skew > 0:
             raise ValueError(f"SimConfig(gateway_skew={self.gateway_skew}) must be positive, or None for even")
         if self.per_request and self.fidelity is not Fidelity.REQUEST:
