@@ -1,6 +1,6 @@
 """Held-out deployability set 7: run it against this tree with the shared runner.
 
-    .venv/bin/python -m benchmarks.heldout_deployability_7.run [--jobs 2] [--only CASE ...] [--label merged-tree]
+.venv/bin/python -m benchmarks.heldout_deployability_7.run [--jobs 2] [--only CASE ...] [--label merged-tree]
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     "pdb_min_available_and_max_unavailable": (True, "api-validation: minAvailable and maxUnavailable both set"),
     "job_restart_policy_always": (True, "api-validation: a Job's restartPolicy must be OnFailure or Never"),
     "zone_affinity_with_zone_id": (
-        True,
-        "node-capacity: no node group's labels match the affinity (zone IDs are not topology.kubernetes.io/zone)",
+        False,
+        "node-capacity fired, but not for this reason: it modelled no zone label at all, so it flagged the correct "
+        "twin (a real AZ name) too",
     ),
     "pvc_without_storage_class": (
         False,
@@ -56,5 +57,37 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
 }
 
 
+# The run after fixes written with the set in view (results-after-fixes.md): the lead's reading of its messages.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "sqs_visibility_timeout_a_day": (True, "aws-api-values: VisibilityTimeout 86400 s, SQS takes 0-43,200"),
+    "security_group_description_apostrophe": (
+        True,
+        "aws-api-values: an apostrophe in a VPC security group's description, outside EC2's characters",
+    ),
+    "zone_affinity_with_zone_id": (
+        True,
+        "node-capacity: no node group's nodes are in zone euc1-az2 (their zones are the subnets' AZ names)",
+    ),
+    "pvc_without_storage_class": (
+        True,
+        "storage-class-exists: no class named, and no default on EKS 1.35 (gp2 is not marked default from 1.30)",
+    ),
+    "sc1_volume_below_minimum_size": (True, "storage-class-exists: 50 GiB of sc1, which takes 125-16,384 GiB"),
+    "prometheus_rule_without_release_label": (
+        True,
+        "metrics-exported: the rule lacks release=kube-prometheus-stack, which the ruleSelector picks by default",
+    ),
+    "pod_without_its_annotated_service_account": (
+        True,
+        "service-account-trust: the IRSA account no pod runs as; the CronJob runs as default, without credentials",
+    ),
+    "priority_class_never_created": (True, "target-exists: priorityClassName tokenplane-critical names nothing"),
+    "s3_notification_before_queue_policy": (
+        True,
+        "first-run-order: the notification does not wait for the QueuePolicy (the mock now gives the queue its url)",
+    ),
+}
+
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 7, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 7, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
