@@ -43,7 +43,12 @@ ACCOUNT_ID = "123456789012"  # the mock account: a documentation-reserved-lookin
 REGION_TYPE = "tokenplane:region:Region"
 # API group of a custom resource -> the Helm chart that installs its CRDs (the deployability checks' crd-order
 # holds each such resource to waiting for that chart's release).
-CRD_CHARTS = {"keda.sh": "keda", "monitoring.coreos.com": "kube-prometheus-stack"}
+CRD_CHARTS = {
+    "keda.sh": "keda",
+    "monitoring.coreos.com": "kube-prometheus-stack",
+    # TargetGroupBinding and IngressClassParams: the chart's crds/ (kubernetes-sigs/aws-load-balancer-controller).
+    "elbv2.k8s.aws": "aws-load-balancer-controller",
+}
 # What every custom resource is, whatever its CRD: a named object with an object spec (where it has one).
 CUSTOM_RESOURCE_ENVELOPE: dict[str, Any] = {
     "type": "object",

@@ -1,5 +1,5 @@
-"""KMS, Secrets Manager, ECR, ACM, Route 53, CloudWatch Logs, SQS and SNS as the provider creates them (see
-``aws_calls``)."""
+"""KMS, Secrets Manager, ECR, ACM, Route 53, CloudWatch Logs, SQS, SNS and DynamoDB as the provider creates them
+(see ``aws_calls``)."""
 
 from __future__ import annotations
 
@@ -284,3 +284,67 @@ def topic(api: Api) -> Made:
     }
     arn = api.call("sns", "create_topic", Name=name, Attributes=attributes)["TopicArn"]
     return Made(arn, arn)
+
+
+# --- DynamoDB ----------------------------------------------------------------------------------------------------
+
+
+def _key_schema(hash_key: Any, range_key: Any) -> list[dict[str, str]]:
+    keys = [{"AttributeName": str(hash_key), "KeyType": "HASH"}]
+    return keys + ([{"AttributeName": str(range_key), "KeyType": "RANGE"}] if range_key else [])
+
+
+def _throughput(inputs: dict[str, Any], provisioned: bool) -> dict[str, int] | None:
+    if not provisioned:
+        return None
+    return {
+        "ReadCapacityUnits": whole(inputs.get("readCapacity")) or 0,
+        "WriteCapacityUnits": whole(inputs.get("writeCapacity")) or 0,
+    }
+
+
+def _projection(index: dict[str, Any]) -> dict[str, Any]:
+    return drop_none(
+        ProjectionType=index.get("projectionType") or "ALL", NonKeyAttributes=index.get("nonKeyAttributes") or None
+    )
+
+
+@builds("aws:dynamodb/table:Table")
+def dynamodb_table(api: Api) -> Made:
+    # CreateTable validates that every attribute definition is a key of the table or of an index (ValidationException:
+    # "Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions").
+    inputs = api.inputs
+    name = physical_name(api, limit=255)
+    provisioned = str(inputs.get("billingMode") or "PROVISIONED") == "PROVISIONED"
+    global_indexes = [
+        drop_none(
+            IndexName=str(index.get("name")),
+            KeySchema=_key_schema(index.get("hashKey"), index.get("rangeKey")),
+            Projection=_projection(index),
+            ProvisionedThroughput=_throughput(index, provisioned),
+        )
+        for index in inputs.get("globalSecondaryIndexes") or []
+    ]
+    local_indexes = [
+        {
+            "IndexName": str(index.get("name")),
+            "KeySchema": _key_schema(need(api, "hashKey"), index.get("rangeKey")),
+            "Projection": _projection(index),
+        }
+        for index in inputs.get("localSecondaryIndexes") or []
+    ]
+    params = drop_none(
+        TableName=name,
+        AttributeDefinitions=[
+            {"AttributeName": str(a.get("name")), "AttributeType": str(a.get("type"))}
+            for a in inputs.get("attributes") or []
+        ],
+        KeySchema=_key_schema(need(api, "hashKey"), inputs.get("rangeKey")),
+        BillingMode="PROVISIONED" if provisioned else "PAY_PER_REQUEST",
+        ProvisionedThroughput=_throughput(inputs, provisioned),
+        GlobalSecondaryIndexes=global_indexes or None,
+        LocalSecondaryIndexes=local_indexes or None,
+        Tags=tags(api) or None,
+    )
+    arn = api.call("dynamodb", "create_table", **params)["TableDescription"]["TableArn"]
+    return Made(name, arn)

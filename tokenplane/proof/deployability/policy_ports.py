@@ -13,6 +13,10 @@ peer when none does) -> the Service's port -> the pod's port, judged by ``reacha
 port like every other ``flow-allowed`` flow. Headless Services are left alone (clients reach the pods on
 their own port, with no translation), as are pods that declare the policy's port themselves.
 
+A named port in an ingress rule is resolved against each selected pod's own container ports ("a numerical or
+named port on a pod"): where no pod the policy selects names a port so, the rule admits nothing, and its peers
+are dropped by the default deny. Judged where every selected pod is one of the program's own.
+
 It cannot see: peers written as ipBlocks or matchExpressions (no stand-in can be built for them), port ranges
 (``endPort``), and Services made by Helm charts.
 """
@@ -50,6 +54,8 @@ def check(region: Region) -> Iterator[Finding]:
             if p.workload is not None and p.namespace == policy.namespace and selects(spec.get("podSelector"), p.labels)
         ]
         for rule in spec.get("ingress") or []:
+            if not region.has_release_in(policy.namespace):  # else a chart's pods, not in the graph, may name it
+                yield from _unnamed(policy, rule, targets)
             for entry in rule.get("ports") or []:
                 port = entry.get("port")
                 if (
@@ -68,6 +74,31 @@ def check(region: Region) -> Iterator[Finding]:
                         pod_port = _translated(service, target, int(port))
                         if pod_port is not None and pod_port != port:
                             yield from _judge(region, policy, rule, service, target, int(port), pod_port)
+
+
+def _unnamed(policy: KubeObject, rule: dict[str, Any], targets: list[Pod]) -> Iterator[Finding]:
+    """An ingress rule's named port that no pod the policy selects names: the rule admits nothing."""
+    if not targets:
+        return
+    names = {str(n) for t in targets for n in _port_names(t)}
+    for entry in rule.get("ports") or []:
+        port = entry.get("port")
+        if isinstance(port, str) and not port.isdigit() and port not in names:
+            yield Finding(
+                FLOW,
+                policy.urn,
+                f"NetworkPolicy {policy.namespace}/{policy.name} admits named port {port!r}, which no pod it selects "
+                f"names ({', '.join(sorted({t.name for t in targets}))}: ports {', '.join(sorted(names)) or 'none named'}): "
+                "a named port is resolved against the pod's own container ports, so the rule admits nothing and "
+                "its peers' traffic stays denied",
+                f"name the container port {port!r}, or give the rule the pod's port (one of: "
+                f"{', '.join(sorted(names)) or 'its containerPort number'})",
+            )
+
+
+def _port_names(pod: Pod) -> set[str]:
+    spec = pod.workload.pod_template().get("spec") or {} if pod.workload is not None else {}
+    return {str(p["name"]) for c in spec.get("containers") or [] for p in c.get("ports") or [] if p.get("name")}
 
 
 def _listens(pod: Pod) -> set[int]:
