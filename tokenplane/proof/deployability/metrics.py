@@ -19,6 +19,9 @@ Prometheus reads it (kube-prometheus-stack: ``serviceMonitorSelector``, by defau
 the rules its ``ruleSelector`` picks (by default ``release: <release>`` unless ``ruleSelectorNilUsesHelmValues`` is
 false: the chart's values.yaml), so an alert in one it does not pick is never evaluated.
 
+A name no known exporter writes is not judged where a scraped pod runs an image whose exporters are unknown (it may
+write any name), unless it is a near miss of a stored name (a typo).
+
 It cannot see: queries in code not listed in ``CODE_QUERIES``, recording rules'
 outputs as inputs to other queries, label values an exporter sets at run time (only their keys), and
 scrape jobs of roles other than ``pod``.
@@ -156,6 +159,8 @@ def _problem(selector: Selector, stored: Exported, everything: dict[str, str], r
                 f"install {everything[name]} in {region} (and have Prometheus scrape it), or drop the query",
             )
         close = difflib.get_close_matches(name, list(stored.series), n=2, cutoff=0.75)
+        if stored.opaque and not close:
+            return None  # a scraped pod whose exporters are unknown (an in-house image) may write it
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         return (
             f"no exporter in {region} writes {name}{hint}",

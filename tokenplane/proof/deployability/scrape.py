@@ -74,6 +74,8 @@ class Exported:
     unscraped: dict[str, str] = field(default_factory=dict)  # a sample name -> why no target carries it
     fixes: dict[str, str] = field(default_factory=dict)  # a sample name -> how to have it scraped
     misses: dict[str, str] = field(default_factory=dict)  # a pod's URN -> why a monitor selecting it scrapes nothing
+    # Scraped pods whose exporters the checks do not know (an in-house image): they may write any name.
+    opaque: list[str] = field(default_factory=list)
 
 
 @functools.cache
@@ -139,6 +141,7 @@ def exported(graph: Graph, region: str) -> Exported:
     for release in releases:
         if lookup(release.inputs.get("values") or {}, "kubeStateMetrics.enabled") is not False:
             _store(out, _ksm(release.urn, release.inputs.get("values") or {}), KSM, {"job": KSM}, True, None)
+    out.opaque.extend(sorted({pod.what for pod in pods if pod.urn in scraped and not pod.exporters}))
     for pod in pods:
         if pod.urn in scraped:
             continue
