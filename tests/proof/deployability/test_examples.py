@@ -32,6 +32,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "references-exist",
         "service-account-trust",
         "literal-name-resolves",
+        "dead-letter-keeps",
         "namespace-exists",
         "aws-name",
         "aws-network",

@@ -33,6 +33,11 @@ The provider's schema types every field, but the services check how fields go to
 - **EC2** ``CreateSecurityGroup``: a VPC group's description (and name) only of ``a-zA-Z0-9``, spaces and
   ``._-:/()#,@[]+=&;{}!$*``, at most 255 characters (InvalidParameterValue;
   https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html).
+- **CloudWatch** ``PutMetricAlarm``: a period of 10, 20 or 30 seconds or a multiple of 60 ("Valid values are 10,
+  20, 30, and any multiple of 60": ValidationError;
+  https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html).
+- **ECR** ``PutLifecyclePolicy``: a rule selecting ``tagged`` images names a ``tagPrefixList`` or a
+  ``tagPatternList`` (InvalidParameterException; https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html).
 - **KMS** ``ScheduleKeyDeletion``: a deletion window of 7 to 30 days. **CloudWatch Logs** ``PutRetentionPolicy``:
   one of its enumerated retention periods. **EC2** security group rules: ports within 0-65535, ``fromPort`` no
   higher than ``toPort``.
@@ -42,12 +47,13 @@ A value unknown at render time (an output, a secret) is not judged.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.record_names import zone_of
 from tokenplane.proof.render import RenderedResource
 
@@ -70,6 +76,9 @@ SECURITY_GROUP_RULES = (
 )
 
 SQS_QUEUE = "aws:sqs/queue:Queue"
+METRIC_ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
+ECR_LIFECYCLE = "aws:ecr/lifecyclePolicy:LifecyclePolicy"
+SHORT_ALARM_PERIODS = {10, 20, 30}  # high-resolution periods; any other is a multiple of 60
 # A resource type's numeric inputs and the ranges its API takes (inclusive), with the API's name for each.
 RANGES: dict[str, dict[str, tuple[str, int, int, str]]] = {
     SQS_QUEUE: {
@@ -122,6 +131,10 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _record(graph, record)
     for resource in graph.resources:
         yield from _ranges(resource)
+        if resource.type == METRIC_ALARM:
+            yield from _alarm_periods(resource)
+        elif resource.type == ECR_LIFECYCLE:
+            yield from _lifecycle_rules(resource)
         if resource.type == KMS_KEY:
             window = _number(resource.inputs.get("deletionWindowInDays"))
             if window is not None and int(window) not in KMS_WINDOW_DAYS:
@@ -157,6 +170,38 @@ def _ranges(resource: RenderedResource) -> Iterator[Finding]:
                 SERVICE_NAMES[resource.type],
                 f"{name} {value:g} {unit} (InvalidAttributeValue: {low:,}-{high:,} {unit})",
                 f"set {key} within {low:,}-{high:,} {unit}",
+            )
+
+
+def _alarm_periods(alarm: RenderedResource) -> Iterator[Finding]:
+    periods = [alarm.inputs.get("period")]
+    periods += [lookup(q, "metric.period") for q in alarm.inputs.get("metricQueries") or [] if isinstance(q, dict)]
+    for period in (_number(p) for p in periods):
+        if period is not None and period not in SHORT_ALARM_PERIODS and (period <= 0 or period % 60):
+            yield _rejected(
+                alarm,
+                "CloudWatch",
+                f"an alarm period of {period:g} s (ValidationError: 10, 20, 30 or a multiple of 60)",
+                "set the period to 10, 20, 30 or a multiple of 60 seconds",
+            )
+
+
+def _lifecycle_rules(policy: RenderedResource) -> Iterator[Finding]:
+    try:
+        document = json.loads(str(policy.inputs.get("policy")))
+    except json.JSONDecodeError:
+        return  # not JSON: the replay's PutLifecyclePolicy says so
+    for rule in document.get("rules") or [] if isinstance(document, dict) else []:
+        selection = rule.get("selection") or {}
+        if selection.get("tagStatus") == "tagged" and not (
+            selection.get("tagPrefixList") or selection.get("tagPatternList")
+        ):
+            yield _rejected(
+                policy,
+                "ECR",
+                f"lifecycle rule {rule.get('rulePriority')} selects tagged images with no tagPrefixList or "
+                "tagPatternList (InvalidParameterException)",
+                "give the rule a tagPrefixList (or tagPatternList), or select tagStatus any",
             )
 
 
