@@ -54,5 +54,34 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
 }
 
 
+# The run after fixes written with the set in view (results-after-fixes.md): the lead's reading of its messages.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "dynamodb_unused_attribute_definition": (
+        True,
+        "aws-api-replay: moto's CreateTable refuses the attribute no key schema uses (ValidationException)",
+    ),
+    "cloudwatch_alarm_period_45_seconds": (
+        True,
+        "aws-api-values: a 45 s period, CloudWatch takes 10, 20, 30 or n x 60",
+    ),
+    "ecr_lifecycle_tagged_without_prefix": (
+        True,
+        "aws-api-values: a rule on tagged images with no tagPrefixList or tagPatternList",
+    ),
+    "network_policy_named_port_not_on_pod": (
+        True,
+        "flow-allowed: the ingress rule's named port http is named by no pod the policy selects",
+    ),
+    "target_group_binding_before_lb_controller": (
+        True,
+        "crd-order: the TargetGroupBinding does not wait for the LB controller's release, which installs its CRD",
+    ),
+    "dead_letter_retention_shorter_than_source": (
+        True,
+        "dead-letter-keeps: the dead-letter queue keeps messages less long than its source",
+    ),
+}
+
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 8, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 8, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
