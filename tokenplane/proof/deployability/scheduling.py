@@ -100,7 +100,7 @@ def _expression_matches(
     labels: Mapping[str, str], expr: Mapping[str, Any], possible: Mapping[str, frozenset[str]] | None = None
 ) -> bool:
     key, op, values = expr.get("key"), expr.get("operator"), [str(v) for v in expr.get("values") or []]
-    if key not in labels and possible is not None and str(key) in WELL_KNOWN | set(possible):
+    if key not in labels and possible is not None and (str(key) in WELL_KNOWN or str(key) in possible):
         return _well_known_matches(possible.get(str(key)), str(op), values)
     present = key in labels
     if op == "In":
@@ -134,7 +134,7 @@ def affinity_matches(
     """True if a node with ``labels`` (and, for the well-known ones, one of the ``possible`` values) satisfies the
     pod's nodeSelector and required node affinity."""
     for key, value in (pod.get("nodeSelector") or {}).items():
-        if key not in labels and possible is not None and key in WELL_KNOWN | set(possible):
+        if key not in labels and possible is not None and (key in WELL_KNOWN or key in possible):
             if not _well_known_matches(possible.get(key), "In", [str(value)]):
                 return False
             continue

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from tokenplane.proof.deployability.cluster_names import strings
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.reachability import Region, regions
@@ -140,10 +141,10 @@ BUILT_IN_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-c
 
 def _priority_classes(graph: Graph, region: str) -> Iterator[Finding]:
     made = {o.name for o in graph.kube(region, "PriorityClass")} | BUILT_IN_PRIORITY_CLASSES
-    charted = " ".join(str(r.inputs.get("values")) for r in graph.of_type(HELM_RELEASE, region))
+    charted = {v for r in graph.of_type(HELM_RELEASE, region) for _, v in strings(r.inputs.get("values"))}
     for workload in graph.pod_bearers(region):
         name = workload.pod_spec().get("priorityClassName")
-        if not isinstance(name, str) or not name or name in made or repr(name) in charted:
+        if not isinstance(name, str) or not name or name in made or name in charted:
             continue
         yield Finding(
             RULE,
