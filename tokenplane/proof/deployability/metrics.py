@@ -20,7 +20,8 @@ the rules its ``ruleSelector`` picks (by default ``release: <release>`` unless `
 false: the chart's values.yaml), so an alert in one it does not pick is never evaluated.
 
 A name no known exporter writes is not judged where a scraped pod runs an image whose exporters are unknown (it may
-write any name), unless it is a near miss of a stored name (a typo).
+write any name) and the query's matchers may match that pod's target labels (its namespace, pod, job...), unless
+the name is a near miss of a stored name (a typo).
 
 It cannot see: queries in code not listed in ``CODE_QUERIES``, recording rules'
 outputs as inputs to other queries, label values an exporter sets at run time (only their keys), and
@@ -159,8 +160,8 @@ def _problem(selector: Selector, stored: Exported, everything: dict[str, str], r
                 f"install {everything[name]} in {region} (and have Prometheus scrape it), or drop the query",
             )
         close = difflib.get_close_matches(name, list(stored.series), n=2, cutoff=0.75)
-        if stored.opaque and not close:
-            return None  # a scraped pod whose exporters are unknown (an in-house image) may write it
+        if not close and any(_opaque_may_match(selector, s) for s in stored.opaque):
+            return None  # a scraped pod whose exporters are unknown, and whose target labels it may match, may write it
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         return (
             f"no exporter in {region} writes {name}{hint}",
@@ -177,6 +178,14 @@ def _problem(selector: Selector, stored: Exported, everything: dict[str, str], r
         message += f"; a monitor that selects its pods scrapes nothing: {'; '.join(misses)}"
         fix = "make the monitor's selectors and port match what Prometheus reads, or " + fix
     return message, fix
+
+
+def _opaque_may_match(selector: Selector, target: Series) -> bool:
+    """Whether an unknown exporter's series on ``target`` may match ``selector``: its target labels are known, and
+    any other label it may set."""
+    return all(
+        m.label == "__name__" or target.labels.get(m.label) is None or _may_match(m, target) for m in selector.matchers
+    )
 
 
 def _may_match(matcher: Matcher, series: Series) -> bool:

@@ -74,8 +74,9 @@ class Exported:
     unscraped: dict[str, str] = field(default_factory=dict)  # a sample name -> why no target carries it
     fixes: dict[str, str] = field(default_factory=dict)  # a sample name -> how to have it scraped
     misses: dict[str, str] = field(default_factory=dict)  # a pod's URN -> why a monitor selecting it scrapes nothing
-    # Scraped pods whose exporters the checks do not know (an in-house image): they may write any name.
-    opaque: list[str] = field(default_factory=list)
+    # The targets of scraped pods whose exporters the checks do not know (an in-house or third-party image): they may
+    # write any name, with their target labels and any others.
+    opaque: list[Series] = field(default_factory=list)
 
 
 @functools.cache
@@ -141,7 +142,6 @@ def exported(graph: Graph, region: str) -> Exported:
     for release in releases:
         if lookup(release.inputs.get("values") or {}, "kubeStateMetrics.enabled") is not False:
             _store(out, _ksm(release.urn, release.inputs.get("values") or {}), KSM, {"job": KSM}, True, None)
-    out.opaque.extend(sorted({pod.what for pod in pods if pod.urn in scraped and not pod.exporters}))
     for pod in pods:
         if pod.urn in scraped:
             continue
@@ -175,6 +175,8 @@ def _safe_samples(exporter: str) -> dict[str, frozenset[str]]:
 def _store(
     out: Exported, pod: Pod, job: str, target: dict[str, str], honor: bool, metric_relabel: list[Any] | None
 ) -> None:
+    if not pod.exporters:
+        out.opaque.append(Series(pod, job, dict[str, str | None](target), honor))
     # Prometheus writes these itself for every target, with the target's labels only.
     for sample in SCRAPE_SERIES:
         out.series.setdefault(sample, []).append(Series(pod, job, dict[str, str | None](target), honor))
