@@ -17,7 +17,7 @@ from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import Finding
 from tokenplane.proof.render import RenderedResource, RenderResult
 
-__all__ = ["ROOT_STACKS", "findings", "mutated", "rendered", "spec", "with_inputs"]
+__all__ = ["ROOT_STACKS", "dev_with", "findings", "mutated", "rendered", "spec", "with_inputs"]
 ROOT_STACKS = REPO_ROOT / "stacks"
 
 
@@ -35,6 +35,16 @@ def mutated(
     """A copy of ``result`` with ``change`` applied to every resource (None drops it), plus ``extra`` ones."""
     resources = [r2 for r in result.resources if (r2 := change(r)) is not None]
     return dataclasses.replace(result, resources=[*resources, *(extra or [])], issues=list(result.issues))
+
+
+def dev_with(
+    *changes: Callable[[RenderedResource], RenderedResource | None], extra: list[RenderedResource] | None = None
+) -> RenderResult:
+    """dev's rendered graph with each of ``changes`` applied in turn, plus ``extra`` resources."""
+    result = rendered("dev")
+    for change in changes:
+        result = mutated(result, change)
+    return mutated(result, lambda r: r, extra=extra or [])
 
 
 def with_inputs(resource: RenderedResource, edit: Callable[[dict[str, Any]], None]) -> RenderedResource:

@@ -428,3 +428,53 @@ def test_findings_name_the_resource_the_error_and_the_fix() -> None:
     ]:
         assert finding.urn.startswith("urn:pulumi:") and finding.fix and "reporting" in finding.message
     assert dataclasses.asdict(rule(plus(planted), API)[0])["rule"] == API
+
+
+def _data_object(kind: str, data: dict[str, str]) -> dict[str, Any]:
+    field = "stringData" if kind == "Secret" else "data"
+    return {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {"name": "planted-data", "namespace": "llm-gateway"},
+        field: data,
+    }
+
+
+@pytest.mark.parametrize("kind", ["ConfigMap", "Secret"])
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        ({"model.json": "x" * (2 * 1024 * 1024)}, "must have at most 1048576 bytes"),
+        ({"prompts/system.txt": "hello"}, "IsConfigMapKey"),
+        ({"model.json": "x" * (512 * 1024), "system.txt": "hello"}, None),
+    ],
+)
+def test_a_config_map_or_secret_the_api_server_refuses_is_found(
+    kind: str, data: dict[str, str], said: str | None
+) -> None:
+    found = [f for f in rule(plus(_data_object(kind, data)), API) if "planted-data" in f.message]
+    assert (said is None and found == []) or (len(found) == 1 and said in found[0].message), found
+
+
+@pytest.mark.parametrize(("policy", "found"), [("Never", True), ("IfNotPresent", False)])
+def test_an_image_the_kubelet_is_told_never_to_pull_is_found(policy: str, found: bool) -> None:
+    manifest = deployment("planted-never-pull", {"containers": [_container(imagePullPolicy=policy)]})
+    said = [f for f in rule(plus(manifest), "image-published") if "planted-never-pull" in f.message]
+    assert bool(said) == found and all("ErrImageNeverPull" in f.message for f in said), said
+
+
+@pytest.mark.parametrize(
+    ("probe", "field", "said"),
+    [
+        ("livenessProbe", {"successThreshold": 2}, "successThreshold must be 1"),
+        ("startupProbe", {"successThreshold": 3}, "successThreshold must be 1"),
+        ("readinessProbe", {"successThreshold": 2}, None),
+        ("readinessProbe", {"periodSeconds": 0}, "greater than or equal to 1"),
+        ("livenessProbe", {"successThreshold": 1, "periodSeconds": 10}, None),
+    ],
+)
+def test_probe_values_the_api_server_refuses_are_found(probe: str, field: dict[str, int], said: str | None) -> None:
+    check = {"httpGet": {"path": "/", "port": 8080}, **field}
+    manifest = deployment("planted-probe", {"containers": [_container(**{probe: check})]})
+    found = [f for f in rule(plus(manifest), API) if "planted-probe" in f.message]
+    assert (said is None and found == []) or (len(found) == 1 and said in found[0].message), found

@@ -6,6 +6,7 @@ in the fix; each test fails when its check is removed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -67,7 +68,11 @@ def _kube(manifest: dict[str, Any]) -> RenderedResource:
     kind, name = manifest["kind"], manifest["metadata"]["name"]
     group = manifest["apiVersion"] if "/" in manifest["apiVersion"] else f"core/{manifest['apiVersion']}"
     typ = f"kubernetes:{group}:{kind}"
-    return _aws(typ, f"planted-{name}", manifest)
+    # on the cluster's provider, as a program's own objects are (cluster-provider judges the default one)
+    return dataclasses.replace(
+        _aws(typ, f"planted-{name}", manifest),
+        provider=f"urn:pulumi:{STACK}::tokenplane::pulumi:providers:kubernetes::planted-k8s",
+    )
 
 
 CHECKS = {"nodes-join": nodes_join.check, "lb-subnets": lb_subnets.check, "iam-name-exists": iam_names.check}

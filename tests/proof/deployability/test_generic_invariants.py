@@ -261,7 +261,7 @@ def test_a_pdb_for_a_charts_pods_is_not_judged_the_charts_workloads_are_not_in_t
 
 
 def _ingress(ingress_class: str) -> dict[str, Any]:
-    backend = {"service": {"name": "ai-gateway", "port": {"number": 8080}}}
+    backend = {"service": {"name": "ai-gateway", "port": {"name": "http"}}}  # the Service's port (80 -> the pod's 8080)
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "Ingress",

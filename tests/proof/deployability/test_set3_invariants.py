@@ -29,7 +29,8 @@ def _resource(manifest: dict[str, Any]) -> RenderedResource:
         type=f"kubernetes:{group}:{kind}",
         name=f"planted-{name}",
         parent=None,
-        provider=None,
+        # as a program's own objects are: on the cluster's provider, not Pulumi's default one (cluster-provider)
+        provider=f"urn:pulumi:{STACK}::tokenplane::pulumi:providers:kubernetes::planted-k8s",
         region="us",
         inputs=manifest,
         custom=True,
@@ -106,7 +107,7 @@ def test_a_pod_asking_more_memory_than_any_system_node_has_fits_no_node() -> Non
     found = rule(result, "pod-fits-node")
     assert [f.urn.rsplit("::", 1)[-1] for f in found] == ["planted-reporting"], found
     assert "no node can ever hold this pod" in found[0].message and "m6i.xlarge" in found[0].message, found
-    assert "40.0 GiB memory" in found[0].message and "16.0 GiB" in found[0].message, found
+    assert "40.0 GiB memory" in found[0].message and "15.4 GiB" in found[0].message, found
     # one root cause, one finding: the group total does not also report it
     assert not [f for f in rule(result, "node-capacity") if f.urn.endswith("planted-reporting")]
 

@@ -10,18 +10,11 @@ from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import findings, mutated, rendered
+from tests.proof.deployability.conftest import dev_with, findings, rendered
 from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_flows import edit
 from tokenplane.proof.deployability import aws_values, metrics, service_accounts, storage_classes, targets
 from tokenplane.proof.render import RenderedResource, RenderResult
-
-
-def dev_with(*changes: Any, extra: list[RenderedResource] | None = None) -> RenderResult:
-    result = rendered("dev")
-    for change in changes:
-        result = mutated(result, change)
-    return mutated(result, lambda r: r, extra=extra or [])
 
 
 def messages(result: RenderResult, rule: str) -> list[str]:

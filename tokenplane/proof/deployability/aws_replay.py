@@ -239,7 +239,7 @@ class _Replayer:
         self.result.notes.append(f"{resource.urn}: not replayed: {why}")
 
     def _replay(self, resource: RenderedResource, builder: Any) -> None:
-        region = self.graph.cloud_region(resource.region) or _region_like(resource.region) or DEFAULT_REGION
+        region = cloud_region_of(self.graph, resource.region)
         physical, outputs = mock_outputs(resource.type, resource.name, resource.inputs, region)
         inputs = self._resolve(resource.inputs)
         if missing := sorted(s for s in _strings(inputs) if s in self.render_ids and s not in self.ids.values()):
@@ -353,8 +353,12 @@ def _finding(resource: RenderedResource, refused: _Refused) -> Finding:
     )
 
 
-def _region_like(name: str | None) -> str | None:
-    return name if name and re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", name) else None
+def cloud_region_of(graph: Graph, name: str | None) -> str:
+    """The AWS region a resource of region ``name`` is made in: the spec's mapping, a name that is an AWS
+    region itself, or the default."""
+    if (cloud := graph.cloud_region(name)) is not None:
+        return cloud
+    return name if name and re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", name) else DEFAULT_REGION
 
 
 def _strings(value: Any) -> Iterator[str]:

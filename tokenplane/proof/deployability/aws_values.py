@@ -33,6 +33,8 @@ The provider's schema types every field, but the services check how fields go to
 - **EC2** ``CreateSecurityGroup``: a VPC group's description (and name) only of ``a-zA-Z0-9``, spaces and
   ``._-:/()#,@[]+=&;{}!$*``, at most 255 characters (InvalidParameterValue;
   https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html).
+- **KMS** ``CreateKey``: a key policy that lets some AWS principal put the key policy again (the lockout safety
+  check; a deletion window of 7-30 days).
 - **CloudWatch** ``PutMetricAlarm``: a period of 10, 20 or 30 seconds or a multiple of 60 ("Valid values are 10,
   20, 30, and any multiple of 60": ValidationError;
   https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html).
@@ -47,11 +49,13 @@ A value unknown at render time (an output, a secret) is not judged.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from tokenplane.proof.deployability import iam_policy
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.record_names import zone_of
@@ -136,6 +140,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         elif resource.type == ECR_LIFECYCLE:
             yield from _lifecycle_rules(resource)
         if resource.type == KMS_KEY:
+            yield from _key_policy_lockout(resource)
             window = _number(resource.inputs.get("deletionWindowInDays"))
             if window is not None and int(window) not in KMS_WINDOW_DAYS:
                 yield _rejected(
@@ -159,6 +164,37 @@ def check(graph: Graph) -> Iterator[Finding]:
                         yield from _ports(resource, rule, direction)
         elif resource.type in SECURITY_GROUP_RULES:
             yield from _ports(resource, resource.inputs, "rule")
+
+
+def _key_policy_lockout(key: RenderedResource) -> Iterator[Finding]:
+    """KMS's policy lockout safety check: CreateKey (and PutKeyPolicy) refuses a key policy that would not let the
+    caller change the policy again (MalformedPolicyDocumentException: "The new key policy will not allow you to
+    update the key policy in the future"), unless ``bypassPolicyLockoutSafetyCheck`` is set
+    (https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html). The caller is whoever runs ``pulumi
+    up``, which the program does not name, so only a policy that lets no AWS principal at all put the key policy
+    (an account root, a role, a user, or ``*``) is judged: a service principal alone can never be the caller."""
+    policy = iam_policy.document(key.inputs.get("policy"))
+    if policy is None or key.inputs.get("bypassPolicyLockoutSafetyCheck") is True:
+        return
+    for statement in iam_policy.statements(policy):
+        actions = [str(a).lower() for a in iam_policy.as_list(statement.get("Action"))]
+        if statement.get("Effect") != "Allow" or not any(fnmatch.fnmatchcase("kms:putkeypolicy", a) for a in actions):
+            continue
+        principal = statement.get("Principal")
+        named = (
+            iam_policy.as_list(principal.get("AWS")) if isinstance(principal, dict) else iam_policy.as_list(principal)
+        )
+        if named:
+            return
+    yield _rejected(
+        key,
+        "KMS",
+        "its key policy lets no AWS principal (no account root, role, user or '*') call kms:PutKeyPolicy, so the "
+        "policy lockout safety check refuses the key (MalformedPolicyDocumentException: the new key policy will not "
+        "allow you to update the key policy in the future)",
+        'add the account\'s statement: {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::ACCOUNT:root"}, '
+        '"Action": "kms:*", "Resource": "*"} (the default key policy), then grant services beside it',
+    )
 
 
 def _ranges(resource: RenderedResource) -> Iterator[Finding]:

@@ -6,6 +6,9 @@ reference is the build's own output, so it names what was pushed). The repositor
 reference names (ECR is regional), and the workload must wait for the push: applied first, its pods sit in
 ImagePullBackOff until Pulumi's await runs out.
 
+A container with ``imagePullPolicy: Never`` never pulls at all: on a node that does not already hold the image (every
+EKS node the program makes, from an AMI) the pod fails with ErrImageNeverPull.
+
 It cannot see: repositories the program does not create (a prerequisite, or another stack's), public registries,
 and pull-through caches.
 """
@@ -39,6 +42,16 @@ def check(graph: Graph) -> Iterator[Finding]:
             spec = pod_template(workload).get("spec") or {}
             for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
                 image = str(container.get("image") or "")
+                if container.get("imagePullPolicy") == "Never":
+                    yield Finding(
+                        RULE,
+                        workload.urn,
+                        f"{workload.kind} {workload.namespace}/{workload.name} (container {container.get('name')}) "
+                        f"pulls {image} with imagePullPolicy Never: the kubelet only starts an image already on the "
+                        "node, and EKS nodes (an AMI, a fresh instance on every scale-up) hold none of the program's, so "
+                        "the pod fails with ErrImageNeverPull",
+                        "drop imagePullPolicy (IfNotPresent is the default for a tag or digest), or set IfNotPresent",
+                    )
                 match = ECR.match(image)
                 if match is None or match["name"] not in repositories:
                     continue  # not the program's registry: a prerequisite or a public image

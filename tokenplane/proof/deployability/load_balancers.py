@@ -28,8 +28,50 @@ def needs_controller(service: dict[str, object]) -> bool:
     return annotations.get(TYPE_ANNOTATION) in LBC_TYPES or lookup(service, "spec.loadBalancerClass") == LBC_CLASS
 
 
+AUTO_MODE_CLASS = "eks.amazonaws.com/nlb"  # EKS Auto Mode's own load balancing
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+
+
+def _classes(graph: Graph, region: str) -> dict[str, str]:
+    """Each loadBalancerClass a controller of the region serves -> that controller: the AWS Load Balancer
+    Controller's (its ``loadBalancerClass`` value, default ``service.k8s.aws/nlb``), and Auto Mode's on a cluster
+    that has it on (``computeConfig.enabled``)."""
+    out = {
+        str((r.inputs.get("values") or {}).get("loadBalancerClass") or LBC_CLASS): LB_CONTROLLER_CHART
+        for r in graph.releases(region, LB_CONTROLLER_CHART)
+    }
+    for cluster in graph.of_type(EKS_CLUSTER, region):
+        if lookup(cluster.inputs, "computeConfig.enabled") is True:
+            out[AUTO_MODE_CLASS] = "EKS Auto Mode"
+    return out
+
+
+def _unserved_classes(graph: Graph, region: str) -> Iterator[Finding]:
+    """A LoadBalancer Service whose loadBalancerClass no controller of the cluster serves: the in-tree cloud
+    provider leaves every Service that names a class to that class's controller
+    (https://kubernetes.io/docs/concepts/services-networking/service/#load-balancer-class), so nothing provisions it."""
+    served = _classes(graph, region)
+    for service in graph.kube(region, "Service"):
+        klass = lookup(service.manifest, "spec.loadBalancerClass")
+        if lookup(service.manifest, "spec.type") != "LoadBalancer" or not isinstance(klass, str) or klass in served:
+            continue
+        if klass == LBC_CLASS:
+            continue  # the missing controller is reported below
+        known = ", ".join(f"{k} ({v})" for k, v in sorted(served.items())) or "none"
+        yield Finding(
+            RULE,
+            service.urn,
+            f"Service {service.namespace}/{service.name} asks for loadBalancerClass {klass!r}, which no controller of "
+            f"the cluster serves (served here: {known}); the cloud provider skips Services that name a class, so "
+            "nothing provisions a load balancer, status.loadBalancer stays empty and Pulumi's Service await times out",
+            f"name a class a controller here serves ({known}), or install the controller for {klass!r}"
+            + (" (turn on EKS Auto Mode: the cluster's computeConfig)" if klass == AUTO_MODE_CLASS else ""),
+        )
+
+
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
+        yield from _unserved_classes(graph, region)
         controllers = graph.releases(region, LB_CONTROLLER_CHART)
         services = [
             s

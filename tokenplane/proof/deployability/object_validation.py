@@ -24,6 +24,7 @@ pod's hostname (a DNS-1123 label), so a longer or dotted name makes the controll
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -73,6 +74,8 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _metadata(obj)
         if obj.kind == "Service":
             yield from _service(obj)
+        if obj.kind in ("ConfigMap", "Secret"):
+            yield from _data(obj)
     for release in graph.of_type(HELM_RELEASE):
         yield from _release(release)
 
@@ -162,6 +165,42 @@ def check_annotations(obj: KubeObject, field: str, values: Any) -> Iterator[Find
             f"has {size} bytes of {field}",
             f"ValidateAnnotations: Too long: must have at most {ANNOTATIONS_MAX_BYTES} bytes",
             "move the large value into a ConfigMap the pod mounts",
+        )
+
+
+DATA_MAX_BYTES = (
+    1024 * 1024
+)  # ValidateConfigMap's MaxConfigMapSize (TotalAnnotationSizeLimitB's sibling); Secrets' MaxSecretSize
+CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # IsConfigMapKey, for ConfigMap and Secret keys alike
+
+
+def _data(obj: KubeObject) -> Iterator[Finding]:
+    """A ConfigMap's or Secret's keys (IsConfigMapKey: at most 253 of ``[-._a-zA-Z0-9]``, not ``.`` or ``..``) and
+    its size: at most 1 MiB of data in all (ValidateConfigMap, ValidateSecret), base64 fields counted decoded."""
+    fields = ("data", "binaryData") if obj.kind == "ConfigMap" else ("data", "stringData")
+    size = 0
+    for field in fields:
+        values = obj.manifest.get(field)
+        if not isinstance(values, dict):
+            continue
+        for raw, value in values.items():
+            key = str(raw)
+            if len(key) > 253 or not CONFIG_KEY.fullmatch(key) or key in (".", ".."):
+                yield rejected(
+                    obj,
+                    f"has {field} key {key!r}, which a key may not be (at most 253 of a-z, A-Z, 0-9, '-', '_', '.')",
+                    f"Validate{obj.kind}: IsConfigMapKey",
+                    "rename the key: a file name without '/' (the key is the file's name where the object is mounted)",
+                )
+            text = _text(value)
+            encoded = field == "binaryData" or (obj.kind == "Secret" and field == "data")
+            size += len(key.encode()) + (len(text) * 3 // 4 if encoded else len(text.encode()))
+    if size > DATA_MAX_BYTES:
+        yield rejected(
+            obj,
+            f"holds {size:,} bytes",
+            f"Validate{obj.kind}: Too long: must have at most {DATA_MAX_BYTES} bytes",
+            "keep large files out of the API: an image layer, an S3 object fetched by an init container, or a volume",
         )
 
 

@@ -9,8 +9,8 @@ Autoscaler skips every group ("pod didn't trigger scale-up": its node template d
 A pod's request is what the scheduler counts (kubernetes pkg/api/v1/resource, PodRequests): per resource, the sum
 of its containers' requests or the largest init container's, whichever is more; a limit without a request stands
 for the request. The node's side: CPU is allocatable after the EKS AMI's kube-reserved (``tokenplane.allocatable``),
-GPUs the instance type's count, memory the instance type's total (an upper bound on allocatable, so a finding on
-memory is certain). Instance types the catalogs do not know are not judged.
+GPUs the instance type's count, memory an upper bound on allocatable (``allocatable_memory``: the instance type's total
+less what no node can give a pod), so a finding on memory is certain. Instance types the catalogs do not know are not judged.
 """
 
 from __future__ import annotations
@@ -45,6 +45,22 @@ def pod_request(pod: Mapping[str, Any], name: str) -> float:
     return max(containers, *inits, 0.0)
 
 
+# Memory a node can never give a pod, whatever its configuration: the kernel's page descriptors (a 64-byte struct
+# page per 4 KiB page, 1/64 of RAM, outside MemTotal and so outside the node's capacity), and the EKS AMIs' smallest
+# kube-reserved memory (255 MiB plus 11 MiB a pod; the per-pod part is left out, as max-pods is configurable) with
+# the kubelet's hard eviction threshold (memory.available < 100Mi), both taken from allocatable.
+# https://docs.kernel.org/mm/memory-model.html, https://github.com/awslabs/amazon-eks-ami (kube-reserved),
+# https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/#hard-eviction-thresholds
+PAGE_DESCRIPTORS = 64 / 4096
+RESERVED_MEMORY = (255 + 100) * 2.0**20
+
+
+def allocatable_memory(total_gib: float) -> float:
+    """An upper bound on a node's allocatable memory (bytes) for an instance type of ``total_gib``: a pod asking
+    more never fits, a pod asking less may still not (per-pod reservations, DaemonSets)."""
+    return total_gib * 2.0**30 * (1 - PAGE_DESCRIPTORS) - RESERVED_MEMORY
+
+
 def node_offers(instance: str) -> dict[str, float] | None:
     """What one node of ``instance`` offers a pod (cpu cores, memory bytes, GPUs); None for a type no catalog knows."""
     try:
@@ -52,12 +68,12 @@ def node_offers(instance: str) -> dict[str, float] | None:
     except KeyError:
         return None
     if (shape := cpu_instance(instance)) is not None:
-        return {"cpu": cpu, "memory": shape[1] * 2.0**30, GPU: 0.0}
+        return {"cpu": cpu, "memory": allocatable_memory(shape[1]), GPU: 0.0}
     try:
         known = instance_type(instance)
     except CatalogError:
         return None
-    return {"cpu": cpu, "memory": known.memory_gib * 2.0**30, GPU: float(known.gpus)}
+    return {"cpu": cpu, "memory": allocatable_memory(known.memory_gib), GPU: float(known.gpus)}
 
 
 def _shown(name: str, amount: float) -> str:

@@ -172,6 +172,7 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             obj, f"{at} env name", str(env.get("name", "")), syntax.is_relaxed_env_var_name, "validateEnv", fix
         )
     yield from _resources(obj, at, container.get("resources") or {})
+    yield from _probes(obj, at, container)
     mounts = [*(container.get("volumeMounts") or []), *(container.get("volumeDevices") or [])]
     for mount in mounts:
         if str(mount.get("name")) not in volumes:
@@ -189,6 +190,43 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             "validateVolumeMounts: Invalid value: must be unique",
             "give each mount its own mountPath (or one volume with subPaths)",
         )
+
+
+# validateProbe's bounds: every count and period at least 1 (a delay or a timeout may be 0 and 1 respectively, as
+# the defaults are); validateContainers: a liveness or startup probe's successThreshold is exactly 1.
+PROBE_MINIMA = {
+    "periodSeconds": 1,
+    "timeoutSeconds": 1,
+    "successThreshold": 1,
+    "failureThreshold": 1,
+    "initialDelaySeconds": 0,
+}
+
+
+def _probes(obj: KubeObject, at: str, container: Mapping[str, Any]) -> Iterator[Finding]:
+    for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = container.get(kind)
+        if not isinstance(probe, dict):
+            continue
+        for field, least in PROBE_MINIMA.items():
+            if field == "successThreshold" and kind != "readinessProbe":
+                continue  # exactly 1, below
+            value = probe.get(field)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value < least:
+                yield rejected(
+                    obj,
+                    f"has {at} {kind}.{field} {value:g}",
+                    f"validateProbe: must be greater than or equal to {least}",
+                    f"set {kind}.{field} to {least} or more (or leave it to its default)",
+                )
+        threshold = probe.get("successThreshold")
+        if kind != "readinessProbe" and isinstance(threshold, int | float) and threshold not in (1, None):
+            yield rejected(
+                obj,
+                f"has {at} {kind}.successThreshold {threshold:g}",
+                f"validateContainers: {kind}.successThreshold must be 1",
+                f"drop {kind}.successThreshold (a {kind} succeeds on one success); a readinessProbe may ask more",
+            )
 
 
 def _resources(obj: KubeObject, at: str, resources: Mapping[str, Any]) -> Iterator[Finding]:

@@ -14,7 +14,8 @@ selectors ``target-exists``'; this covers the others:
   (NetworkPolicies are additive allow-lists: "peers ... selected by podSelector"; a peer matching nothing allows
   nothing);
 - a peer's ``namespaceSelector`` on ``kubernetes.io/metadata.name`` (the label the API server sets on every
-  namespace) naming no namespace the cluster has, one or two edits from one it has;
+  namespace) naming no namespace the cluster has, one or two edits from one it has; or requiring a label key no
+  namespace of the cluster carries at all (``name: llm-gateway``), which selects nothing anywhere;
 - a pod template's ``topologySpreadConstraints[].labelSelector`` or pod (anti-)affinity ``labelSelector``: the
   scheduler counts no matching pods, so the spread never acts and every replica may land in one zone or node
   (kube-scheduler PodTopologySpread / InterPodAffinity plugins); a *required* podAffinity nothing satisfies
@@ -101,6 +102,16 @@ def _peer(
                 )
                 return
         selected = [ns for ns in namespaces if selects(ns_selector, region.namespace_labels(ns))]
+        if not selected and not graph.assumed.cluster and (key := _unheld_key(ns_selector, region, namespaces)):
+            yield Finding(
+                RULE,
+                policy.urn,
+                f"{at} selects namespaces by label {key!r}, which no namespace of the cluster carries (the API server "
+                f"sets only {NAMESPACE_NAME_LABEL}; the program's namespaces carry no {key!r}): the peer matches nothing, "
+                "so the flow it allows stays denied",
+                f"select the namespace by {NAMESPACE_NAME_LABEL}: <name>, or give the namespace the label {key!r}",
+            )
+            return
     pod_selector = peer.get("podSelector")
     if not pod_selector or not selected:
         return
@@ -113,6 +124,18 @@ def _peer(
     if (fix := typo_fix(pod_selector, pods)) is not None:
         where = ", ".join(sorted(selected))
         yield _finding(policy, f"{at}.podSelector", pod_selector, where, pods, fix, "the flow it allows stays denied")
+
+
+def _unheld_key(selector: dict[str, Any], region: Region, namespaces: set[str]) -> str | None:
+    """A label key the namespace selector requires (matchLabels, or In/Exists) that no namespace carries at all:
+    a value no namespace has may be an allow-list for one not deployed here, but a key none has is a guess at a
+    label (``name``) that Kubernetes does not set."""
+    required = [str(k) for k in (selector.get("matchLabels") or {})]
+    required += [
+        str(e.get("key")) for e in selector.get("matchExpressions") or [] if e.get("operator") in ("In", "Exists")
+    ]
+    held = {key for ns in namespaces for key in region.namespace_labels(ns)}
+    return next((key for key in required if key not in held), None)
 
 
 def _peer_would_match(graph: Graph, region: Region, pod_selector: Any, namespace: str) -> bool:

@@ -13,9 +13,15 @@ without a class binds only where the program marks one of its own ``storageclass
 "true"``; otherwise it stays Pending ("no persistent volumes available for this claim and no storage class is
 set").
 
-A claim on an EBS class must also ask for a size the volume type takes: gp2/gp3 1-16,384 GiB, io1 4-16,384,
-io2 4-65,536, st1/sc1 125-16,384, standard 1-1,024 (EBS User Guide, "Amazon EBS volume types"); the CSI driver's
-CreateVolume is refused otherwise (InvalidParameterValue) and the claim stays Pending.
+A claim on an EBS class must also ask for a volume the type takes: sizes gp2 1-16,384 GiB, gp3 1-65,536 (since
+September 2025), io1 4-16,384, io2 4-65,536, st1/sc1 125-16,384, standard 1-1,024; and the class's ``iops`` and
+``throughput`` within the type's range and its ratio to the claim's size: gp3 3,000-80,000 IOPS and at most 500
+per GiB above its 3,000 baseline, 125-2,000 MiB/s and at most 0.25 MiB/s per IOPS above its 125 baseline; io1
+100-64,000 IOPS and 50 per GiB; io2 100-256,000 and 1,000 per GiB (EBS User Guide, "Amazon EBS volume types";
+the CSI driver passes ``iops`` and ``throughput`` to CreateVolume as they are:
+https://github.com/kubernetes-sigs/aws-ebs-csi-driver/blob/master/docs/parameters.md). CreateVolume is refused
+otherwise (InvalidParameterValue) and the claim stays Pending, and so does every pod that mounts it. Each upper
+limit is the newest AWS publishes: an older, lower one could only miss a refusal, never invent one.
 
 Programs deploying into an existing cluster (``--assume cluster``) may use its classes, so they are not judged.
 """
@@ -23,6 +29,7 @@ Programs deploying into an existing cluster (``--assume cluster``) may use its c
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
@@ -39,7 +46,7 @@ EBS_PROVISIONERS = frozenset({"ebs.csi.aws.com", "kubernetes.io/aws-ebs"})
 # EBS volume type -> the sizes it takes, GiB (inclusive).
 EBS_SIZES_GIB = {
     "gp2": (1, 16_384),
-    "gp3": (1, 16_384),
+    "gp3": (1, 65_536),
     "io1": (4, 16_384),
     "io2": (4, 65_536),
     "st1": (125, 16_384),
@@ -47,6 +54,25 @@ EBS_SIZES_GIB = {
     "standard": (1, 1_024),
 }
 GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Performance:
+    """What one EBS volume type takes beyond its size: provisioned IOPS and throughput (MiB/s)."""
+
+    iops: tuple[int, int]
+    iops_per_gib: int
+    iops_baseline: int = 0  # provisioned at any size (gp3's 3,000)
+    throughput: tuple[int, int] | None = None
+    throughput_per_iops: float = 0.0
+    throughput_baseline: int = 0
+
+
+EBS_PERFORMANCE = {
+    "gp3": Performance((3_000, 80_000), 500, 3_000, (125, 2_000), 0.25, 125),
+    "io1": Performance((100, 64_000), 50),
+    "io2": Performance((100, 256_000), 1_000),
+}
 
 
 def _in_values(value: Any, path: str = "values") -> Iterator[tuple[str, str]]:
@@ -132,15 +158,57 @@ def _sizes(specs: list[tuple[str, str, dict[str, Any]]], classes: dict[str, Kube
             continue
         low, high = EBS_SIZES_GIB[volume_type]
         gib = float(size) / GIB
+        refused = _refusal(volume_type, gib, storage_class.manifest.get("parameters") or {})
         if not low <= gib <= high:
+            refused = (
+                f"which takes {low:,}-{high:,} GiB",
+                f"request {low:,}-{high:,} GiB, or use a volume type that takes {gib:g} GiB (gp3: 1-65,536)",
+            )
+        if refused is not None:
+            why, fix = refused
             yield Finding(
                 RULE,
                 urn,
-                f"{who} asks for {gib:g} GiB of StorageClass {storage_class.name} (EBS {volume_type}), which takes "
-                f"{low:,}-{high:,} GiB: the CSI driver's CreateVolume is refused (InvalidParameterValue) and the claim "
-                "stays Pending, and so does every pod that mounts it",
-                f"request {low:,}-{high:,} GiB, or use a volume type that takes {gib:g} GiB (gp3: 1-16,384)",
+                f"{who} asks for {gib:g} GiB of StorageClass {storage_class.name} (EBS {volume_type}), {why}: the CSI "
+                "driver's CreateVolume is refused (InvalidParameterValue) and the claim stays Pending, and so does "
+                "every pod that mounts it",
+                fix,
             )
+
+
+def _refusal(volume_type: str, gib: float, parameters: dict[str, Any]) -> tuple[str, str] | None:
+    """Why EBS refuses the class's ``iops``/``throughput`` for a volume of ``gib``, and the fix; None if it takes them."""
+    limits = EBS_PERFORMANCE.get(volume_type)
+    iops, throughput = _number(parameters.get("iops")), _number(parameters.get("throughput"))
+    if limits is None:
+        return None
+    if iops is not None:
+        low, high = limits.iops
+        most = max(limits.iops_baseline, min(high, limits.iops_per_gib * gib))
+        if not low <= iops <= most:
+            return (
+                f"with iops {iops:g}, where {volume_type} takes {low:,}-{high:,} IOPS and at most {limits.iops_per_gib} per "
+                f"GiB ({most:,.0f} for {gib:g} GiB)",
+                f"set the class's iops to {low:,}-{most:,.0f}, or request at least {iops / limits.iops_per_gib:,.0f} GiB",
+            )
+    if throughput is not None and limits.throughput is not None:
+        low, high = limits.throughput
+        provisioned = iops if iops is not None else limits.iops_baseline
+        most = max(limits.throughput_baseline, min(high, limits.throughput_per_iops * provisioned))
+        if not low <= throughput <= most:
+            return (
+                f"with throughput {throughput:g} MiB/s at {provisioned:g} IOPS, where {volume_type} takes {low:,}-{high:,} "
+                f"MiB/s and at most {limits.throughput_per_iops} MiB/s per IOPS ({most:,.0f})",
+                f"set the class's throughput to {low:,}-{most:,.0f} MiB/s, or raise its iops",
+            )
+    return None
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _is_default(storage_class: KubeObject) -> bool:

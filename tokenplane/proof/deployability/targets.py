@@ -7,9 +7,13 @@
 - An Ingress's ``ingressClassName`` names an IngressClass the program creates, or that a controller it installs
   creates (the AWS Load Balancer Controller's chart makes ``alb``; ingress-nginx's makes ``nginx``); with none, no
   controller reconciles the Ingress and it never gets an address.
+- An Ingress's or TargetGroupBinding's backend names a Service of its namespace, and a port that Service has; the
+  controller otherwise builds no targets.
 - A pod template's ``priorityClassName`` names a PriorityClass the program creates or one every cluster has
   (``system-cluster-critical``, ``system-node-critical``); with none, the Priority admission plugin rejects every
-  pod ("no PriorityClass with name X was found"), so the workload never has one.
+  pod ("no PriorityClass with name X was found"), so the workload never has one. The same for its
+  ``runtimeClassName`` (a RuntimeClass; EKS creates none) and ``schedulerName`` (``default-scheduler``, or a
+  scheduler the program runs: a pod whose argv carries the name).
 Programs deploying into an existing cluster (``--assume cluster``) may use objects it has, so Ingress and priority
 classes are not judged there, nor a priority class a Helm release's values name (its chart may create it). A Helm chart's workloads are not in the graph, so in a namespace a Helm release installs into, a scale
 target or a PDB is judged only as a typo: a name one or two edits from one of the program's workloads there, or a
@@ -20,6 +24,7 @@ with one value corrected (``selectors.typo_fix``).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from tokenplane.proof.deployability.cluster_names import strings
@@ -45,9 +50,10 @@ def check(graph: Graph) -> Iterator[Finding]:
         workloads = graph.workloads(region)
         yield from _scale_targets(graph, region, workloads, charted)
         yield from _disruption_budgets(graph, modelled[region], workloads, charted)
+        yield from _backends(graph, region, charted)
         if not graph.assumed.cluster:
             yield from _ingress_classes(graph, region)
-            yield from _priority_classes(graph, region)
+            yield from _cluster_references(graph, region)
 
 
 def _scale_targets(graph: Graph, region: str, workloads: list[KubeObject], charted: set[str]) -> Iterator[Finding]:
@@ -136,21 +142,164 @@ def _ingress_classes(graph: Graph, region: str) -> Iterator[Finding]:
         )
 
 
+def _backend_refs(obj: KubeObject) -> Iterator[tuple[str, Any]]:
+    """(Service name, port: a number, a name, or None) of each backend an Ingress or TargetGroupBinding names."""
+    if obj.kind == "TargetGroupBinding":
+        ref = lookup(obj.manifest, "spec.serviceRef") or {}
+        if isinstance(ref.get("name"), str):
+            yield ref["name"], ref.get("port")
+        return
+    backends = [lookup(obj.manifest, "spec.defaultBackend")]
+    for rule in lookup(obj.manifest, "spec.rules") or []:
+        backends += [p.get("backend") for p in lookup(rule, "http.paths") or [] if isinstance(p, dict)]
+    for backend in backends:
+        service = lookup(backend, "service") if isinstance(backend, dict) else None
+        if isinstance(service, dict) and isinstance(service.get("name"), str):
+            port = service.get("port") or {}
+            yield service["name"], port.get("number", port.get("name"))
+
+
+def _backends(graph: Graph, region: str, charted: set[str]) -> Iterator[Finding]:
+    """An Ingress's or TargetGroupBinding's backend is a Service of its namespace, on a port that Service has: the
+    load balancer controller resolves the Service to build the target group and reports an error event otherwise
+    (no targets: every request answers 503), https://kubernetes.io/docs/concepts/services-networking/ingress/."""
+    services = {(s.namespace, s.name): s for s in graph.kube(region, "Service")}
+    alb_classes = _alb_classes(graph, region)
+    for obj in graph.kube(region, "Ingress", "TargetGroupBinding"):
+        for name, port in _backend_refs(obj):
+            service = services.get((obj.namespace, name))
+            if service is None:
+                if obj.namespace in charted:
+                    continue  # a chart there may make it
+                yield Finding(
+                    RULE,
+                    obj.urn,
+                    f"{obj.kind} {obj.namespace}/{obj.name} sends traffic to Service {name!r}, which the program does not "
+                    f"create in {obj.namespace}: the load balancer controller finds no backend (an error event, no "
+                    "targets), so every request through it fails",
+                    "name a Service of the same namespace (an Ingress reaches no other namespace's)",
+                )
+                continue
+            yield from _instance_targets(alb_classes, obj, service)
+            ports = [p for p in lookup(service.manifest, "spec.ports") or [] if isinstance(p, dict)]
+            if port is None or any(port in (p.get("port"), p.get("name")) for p in ports):
+                continue
+            have = ", ".join(str(p.get("name") or p.get("port")) for p in ports)
+            yield Finding(
+                RULE,
+                obj.urn,
+                f"{obj.kind} {obj.namespace}/{obj.name} sends traffic to Service {name} port {port!r}, which that Service "
+                f"does not have (its ports: {have}): the controller finds no such port and registers no targets",
+                f"name one of the Service's ports ({have}), by number or name",
+            )
+
+
+TARGET_TYPE = "alb.ingress.kubernetes.io/target-type"
+ALB_CONTROLLER = "ingress.k8s.aws/alb"
+
+
+def _alb_classes(graph: Graph, region: str) -> set[str]:
+    """The IngressClasses the AWS Load Balancer Controller serves: its chart's (``ingressClass``, default ``alb``)
+    and any the program makes for its controller name."""
+    chart, (default, path) = "aws-load-balancer-controller", INGRESS_CHARTS["aws-load-balancer-controller"]
+    out = {str(lookup(r.inputs.get("values") or {}, path) or default) for r in graph.releases(region, chart)}
+    return out | {
+        c.name for c in graph.kube(region, "IngressClass") if lookup(c.manifest, "spec.controller") == ALB_CONTROLLER
+    }
+
+
+def _instance_targets(alb_classes: set[str], ingress: KubeObject, service: KubeObject) -> Iterator[Finding]:
+    """An ALB Ingress with instance targets (the controller's default) routes to the Service's NodePort, which a
+    ClusterIP Service does not have: the controller fails to build the target group ("TargetGroup port is empty.
+    When using Instance targets, your service must be of type 'NodePort' or 'LoadBalancer'") and makes no ALB
+    (https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/guide/ingress/annotations/#target-type)."""
+    if ingress.kind != "Ingress" or lookup(ingress.manifest, "spec.ingressClassName") not in alb_classes:
+        return
+    annotations = {
+        **(lookup(ingress.manifest, "metadata.annotations") or {}),
+        **(lookup(service.manifest, "metadata.annotations") or {}),  # the Service's overrides the Ingress's
+    }
+    kind = lookup(service.manifest, "spec.type") or "ClusterIP"
+    if annotations.get(TARGET_TYPE, "instance") == "instance" and kind == "ClusterIP":
+        yield Finding(
+            RULE,
+            ingress.urn,
+            f"Ingress {ingress.namespace}/{ingress.name} sends the ALB to Service {service.name} with instance targets "
+            f"({TARGET_TYPE} {'unset: the default' if TARGET_TYPE not in annotations else 'instance'}), which route "
+            "to the Service's NodePort, and a ClusterIP Service has none: the controller refuses the target group "
+            "(TargetGroup port is empty) and never makes the ALB",
+            f"annotate the Ingress {TARGET_TYPE}: ip (the pods are targeted directly; the VPC CNI gives them VPC "
+            "addresses), or make the Service a NodePort",
+        )
+
+
 BUILT_IN_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-def _priority_classes(graph: Graph, region: str) -> Iterator[Finding]:
-    made = {o.name for o in graph.kube(region, "PriorityClass")} | BUILT_IN_PRIORITY_CLASSES
+@dataclass(frozen=True)
+class ClusterReference:
+    """A pod spec field naming a cluster-scoped object, what the cluster has of it unasked, and what a missing one
+    does."""
+
+    field: str
+    kind: str
+    built_in: frozenset[str]
+    refusal: str
+
+
+# The kinds a pod names by a field of its own spec: each is refused or never placed when the name resolves to
+# nothing (Priority admission; RuntimeClass admission, https://kubernetes.io/docs/concepts/containers/runtime-class/;
+# a scheduler no pod of the cluster runs leaves the pod unscheduled,
+# https://kubernetes.io/docs/tasks/extend-kubernetes/configure-multiple-schedulers/).
+CLUSTER_REFERENCES = (
+    ClusterReference(
+        "priorityClassName",
+        "PriorityClass",
+        BUILT_IN_PRIORITY_CLASSES,
+        "the Priority admission plugin rejects every pod (no PriorityClass with that name was found), so none ever runs",
+    ),
+    ClusterReference(
+        "runtimeClassName",
+        "RuntimeClass",
+        frozenset(),
+        "the RuntimeClass admission plugin rejects every pod (RuntimeClass not found), so none ever runs; EKS "
+        "creates no RuntimeClass (its NVIDIA AMIs make the NVIDIA runtime containerd's default instead)",
+    ),
+    ClusterReference(
+        "schedulerName",
+        "scheduler",
+        frozenset({"default-scheduler"}),
+        "no scheduler of that name runs, so no one binds its pods: they stay Pending with no event",
+    ),
+)
+
+
+def _cluster_references(graph: Graph, region: str) -> Iterator[Finding]:
     charted = {v for r in graph.of_type(HELM_RELEASE, region) for _, v in strings(r.inputs.get("values"))}
-    for workload in graph.pod_bearers(region):
-        name = workload.pod_spec().get("priorityClassName")
-        if not isinstance(name, str) or not name or name in made or name in charted:
-            continue
-        yield Finding(
-            RULE,
-            workload.urn,
-            f"{workload.kind} {workload.namespace}/{workload.name} runs its pods at priorityClassName {name!r}, which "
-            f"no PriorityClass the program creates is named (there are: {', '.join(sorted(made))}): the Priority "
-            "admission plugin rejects every pod (no PriorityClass with that name was found), so none ever runs",
-            f"create PriorityClass {name!r} before the {workload.kind}, or name an existing one",
-        )
+    argv = {a for w in graph.pod_bearers(region) for c in w.pod_spec().get("containers") or [] for a in _args(c)}
+    for reference in CLUSTER_REFERENCES:
+        made = {o.name for o in graph.kube(region, reference.kind)} | reference.built_in
+        for workload in graph.pod_bearers(region):
+            name = workload.pod_spec().get(reference.field)
+            # A chart may make it from its values; a scheduler is a pod the program runs with its name in its argv.
+            if not isinstance(name, str) or not name or name in made or name in charted or _in_argv(name, argv):
+                continue
+            there = f" (there are: {', '.join(sorted(made))})" if made else ""
+            yield Finding(
+                RULE,
+                workload.urn,
+                f"{workload.kind} {workload.namespace}/{workload.name} runs its pods with {reference.field} {name!r}, "
+                f"which names no {reference.kind} the program creates{there}: {reference.refusal}",
+                f"create {reference.kind} {name!r} before the {workload.kind}, or name an existing one (or drop "
+                f"{reference.field})",
+            )
+
+
+def _args(container: Any) -> list[str]:
+    if not isinstance(container, dict):
+        return []
+    return [str(a) for key in ("command", "args") for a in container.get(key) or []]
+
+
+def _in_argv(name: str, argv: set[str]) -> bool:
+    return any(name == a or a.endswith(f"={name}") for a in argv)

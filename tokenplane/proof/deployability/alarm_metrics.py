@@ -1,0 +1,138 @@
+"""Every CloudWatch alarm on an AWS service's metric names a metric the service publishes.
+
+A CloudWatch alarm watches one exact metric: its namespace, its name and its whole set of dimensions. PutMetricAlarm
+accepts any of them, because a metric exists once something publishes it; an alarm on a metric no one publishes
+sits in INSUFFICIENT_DATA forever (or in OK, with ``treatMissingData: notBreaching``) and never fires. The AWS
+services publish their metrics under fixed dimension names (each service's "metrics and dimensions" page, e.g.
+https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html:
+SQS's only dimension is ``QueueName``), so an alarm on ``AWS/SQS`` with a ``QueueUrl`` dimension, or a
+``QueueName`` of a queue's URL or ARN, watches nothing. Judged for the ``AWS/*`` namespaces in ``DIMENSIONS`` (and
+SQS's metric names); custom namespaces may have any dimension.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.render import RenderedResource
+
+RULE = "alarm-metric-exists"
+ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
+# Namespace -> the dimension names its metrics carry (each service's CloudWatch metrics page).
+DIMENSIONS: dict[str, frozenset[str]] = {
+    "AWS/SQS": frozenset({"QueueName"}),
+    "AWS/SNS": frozenset({"TopicName", "Application", "Platform", "Country", "SMSType"}),
+    "AWS/Lambda": frozenset({"FunctionName", "Resource", "ExecutedVersion"}),
+    "AWS/DynamoDB": frozenset(
+        {
+            "TableName",
+            "GlobalSecondaryIndexName",
+            "Operation",
+            "OperationType",
+            "ReceivingRegion",
+            "StreamLabel",
+            "Verb",
+            "DelegatedOperation",
+        }
+    ),
+    "AWS/ApplicationELB": frozenset({"LoadBalancer", "TargetGroup", "AvailabilityZone"}),
+    "AWS/NetworkELB": frozenset({"LoadBalancer", "TargetGroup", "AvailabilityZone"}),
+    "AWS/EC2": frozenset({"InstanceId", "AutoScalingGroupName", "ImageId", "InstanceType"}),
+    "AWS/EBS": frozenset({"VolumeId"}),
+    "AWS/ElastiCache": frozenset({"CacheClusterId", "CacheNodeId", "ReplicationGroupId"}),
+    "AWS/Kafka": frozenset({"Cluster Name", "Broker ID", "Topic", "Consumer Group", "Client Authentication"}),
+    "AWS/S3": frozenset({"BucketName", "StorageType", "FilterId"}),
+    "AWS/Logs": frozenset({"LogGroupName", "DestinationType", "FilterName"}),
+    "AWS/Events": frozenset({"RuleName", "EventBusName", "EventSourceName"}),
+    "AWS/Kinesis": frozenset({"StreamName", "ShardId"}),
+    "AWS/Firehose": frozenset({"DeliveryStreamName"}),
+    "AWS/NATGateway": frozenset({"NatGatewayId"}),
+    "AWS/EFS": frozenset({"FileSystemId", "StorageClass"}),
+    "AWS/Route53": frozenset({"HealthCheckId"}),
+    "AWS/CertificateManager": frozenset({"CertificateArn"}),
+}
+# Dimensions whose value is a resource's name, not its URL or ARN.
+NAMED = frozenset(
+    {
+        "QueueName",
+        "TopicName",
+        "FunctionName",
+        "TableName",
+        "BucketName",
+        "LogGroupName",
+        "RuleName",
+        "StreamName",
+        "DeliveryStreamName",
+    }
+)
+# The metrics SQS publishes (the page above): a misspelt one is a metric no one publishes.
+SQS_METRICS = frozenset(
+    {
+        "ApproximateAgeOfOldestMessage",
+        "ApproximateNumberOfMessagesDelayed",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesVisible",
+        "ApproximateNumberOfGroupsWithInflightMessages",
+        "NumberOfEmptyReceives",
+        "NumberOfMessagesDeleted",
+        "NumberOfMessagesReceived",
+        "NumberOfMessagesSent",
+        "NumberOfDeduplicatedSentMessages",
+        "SentMessageSize",
+    }
+)
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for alarm in graph.of_type(ALARM):
+        for namespace, metric, dimensions in _metrics(alarm):
+            problem = _problem(namespace, metric, dimensions)
+            if problem is not None:
+                what, fix = problem
+                yield Finding(
+                    RULE,
+                    alarm.urn,
+                    f"alarm {alarm.inputs.get('name') or alarm.name} watches {namespace} {metric} with "
+                    f"{_shown(dimensions)}: {what}; CloudWatch accepts the alarm, but no metric of that name and "
+                    "dimensions is ever published, so it stays in INSUFFICIENT_DATA and never fires",
+                    fix,
+                )
+
+
+def _metrics(alarm: RenderedResource) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(namespace, metric name, dimensions) of the alarm's metric, or of each metric of its math expression."""
+    inputs = alarm.inputs
+    if isinstance(inputs.get("namespace"), str) and isinstance(inputs.get("metricName"), str):
+        yield inputs["namespace"], inputs["metricName"], dict(inputs.get("dimensions") or {})
+    for query in inputs.get("metricQueries") or []:
+        metric = (query.get("metric") or {}) if isinstance(query, dict) else {}
+        if isinstance(metric.get("namespace"), str) and isinstance(metric.get("metricName"), str):
+            yield metric["namespace"], metric["metricName"], dict(metric.get("dimensions") or {})
+
+
+def _problem(namespace: str, metric: str, dimensions: dict[str, Any]) -> tuple[str, str] | None:
+    known = DIMENSIONS.get(namespace)
+    if known is None:
+        return None
+    if unknown := sorted(set(dimensions) - known):
+        return (
+            f"{namespace} publishes no dimension {', '.join(unknown)} (its dimensions: {', '.join(sorted(known))})",
+            f"use {namespace}'s own dimension names ({', '.join(sorted(known))})",
+        )
+    for key in sorted(set(dimensions) & NAMED):
+        value = str(dimensions[key])
+        if value.startswith(("https://", "http://", "arn:")):
+            return (
+                f"its {key} is {value!r}, a URL or ARN where {namespace} puts the resource's name",
+                f"set {key} to the resource's name (e.g. the queue's name output, not its url or arn)",
+            )
+    if namespace == "AWS/SQS" and metric not in SQS_METRICS:
+        return (f"SQS publishes no metric {metric!r}", f"use one of SQS's metrics ({', '.join(sorted(SQS_METRICS))})")
+    return None
+
+
+def _shown(dimensions: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(dimensions.items())) or "no dimensions"

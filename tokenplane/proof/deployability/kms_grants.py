@@ -1,0 +1,197 @@
+"""A role allowed to read or write data under one of the program's KMS keys is allowed to use the key too.
+
+Data encrypted with a customer managed key is read and written through the key, with the caller's own
+permissions: the service calls KMS on the caller's behalf, so an S3 ``GetObject`` of an SSE-KMS object needs
+``kms:Decrypt`` on its key and a ``PutObject`` needs ``kms:GenerateDataKey``
+(https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html#require-sse-kms); so do Secrets
+Manager's ``GetSecretValue`` under a secret's ``kmsKeyId``
+(https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html), SQS's ``ReceiveMessage``
+and ``SendMessage`` under a queue's ``kmsMasterKeyId`` and SNS's ``Publish`` under a topic's
+(https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-key-management.html). A role whose
+policies allow the data action but not the key's is denied every time (AccessDenied, KMS.AccessDeniedException),
+however right its S3, Secrets Manager or SQS grants are; listing a bucket still works, which hides it while the
+bucket is empty.
+
+The key's permission may come from the role's own policies (a statement allowing the KMS action on the key's ARN or
+``*``) or from the key's policy naming the role. Judged only for the program's own keys and roles, and only where
+every policy of the role is known at render time; an AWS managed key (``aws:kms`` without a key ID, ``aws/s3``)
+needs no grant.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tokenplane.proof.deployability.aws_replay import cloud_region_of
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.iam_policy import (
+    AWS_MANAGED,
+    ROLE,
+    as_list,
+    attached,
+    document,
+    role_documents,
+    statements,
+)
+from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
+
+RULE = "kms-grant"
+KEY = "aws:kms/key:Key"
+SSE_CONFIGS = (
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
+)
+# Encrypted resource type -> its input naming the key, and data action -> the KMS action it needs.
+KEYED = {
+    "aws:secretsmanager/secret:Secret": ("kmsKeyId", {"secretsmanager:GetSecretValue": "kms:Decrypt"}),
+    "aws:sqs/queue:Queue": (
+        "kmsMasterKeyId",
+        {"sqs:ReceiveMessage": "kms:Decrypt", "sqs:SendMessage": "kms:GenerateDataKey"},
+    ),
+    "aws:sns/topic:Topic": ("kmsMasterKeyId", {"sns:Publish": "kms:GenerateDataKey"}),
+}
+S3_ACTIONS = {"s3:GetObject": "kms:Decrypt", "s3:PutObject": "kms:GenerateDataKey"}
+
+
+@dataclass(frozen=True)
+class Encrypted:
+    """Data under one of the program's keys: what holds it, the ARNs a policy names it by, what each action needs."""
+
+    holder: RenderedResource
+    arns: tuple[str, ...]
+    key: RenderedResource
+    key_arns: tuple[str, ...]  # what a policy names the key by, read once
+    needs: dict[str, str]
+    objects: bool = False  # the ARNs are a bucket's: a policy names its objects under ARN/...
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    encrypted = [*_buckets(graph), *_keyed(graph)]
+    if not encrypted:
+        return
+    for role in graph.of_type(ROLE):
+        documents = role_documents(graph, role) + _aws_managed(graph, role)
+        if any(document(d) is None for d in documents):
+            continue  # a policy known only at apply time (or an AWS managed one not at hand) may grant the key
+        for data in encrypted:
+            for action, kms_action in data.needs.items():
+                if not _allowed(documents, action, data.arns, objects=data.objects):
+                    continue
+                if _allowed(documents, kms_action, data.key_arns) or _key_policy_allows(
+                    graph, data.key, role, kms_action
+                ):
+                    continue
+                yield Finding(
+                    RULE,
+                    role.urn,
+                    f"role {role.name} may {action} on {data.holder.name}, which is encrypted with the program's KMS "
+                    f"key {data.key.name}, but neither its policies nor the key's policy allow it {kms_action} on "
+                    f"that key: the service calls KMS as the role, so every {action} is denied (AccessDenied)",
+                    f"allow {kms_action} on the key's ARN ({data.key.name}.arn) in the role's policy, or grant the "
+                    "role in the key's policy",
+                )
+
+
+def _aws_managed(graph: Graph, role: RenderedResource) -> list[Any]:
+    """The documents of the AWS managed policies attached to ``role`` (AdministratorAccess grants every key), as
+    moto records them from IAM's ``ListPolicies --scope AWS``; None for each where moto is not installed."""
+    arns = [arn for _, arn in attached(graph, role) if arn.startswith(AWS_MANAGED)]
+    if not arns:
+        return []
+    try:
+        from moto.iam.aws_managed_policies import aws_managed_policies_data
+    except ImportError:
+        return [None for _ in arns]
+    data: dict[str, dict[str, Any]] = json.loads(aws_managed_policies_data)
+    return [(data.get(arn.rsplit("/", 1)[-1]) or {}).get("Document") for arn in arns]
+
+
+def _arns(graph: Graph, resource: RenderedResource) -> tuple[str, ...]:
+    """What a policy may name ``resource`` by: the ARN the mocks give it in its region (its ``arn`` output), and
+    its ID."""
+    out = {physical_id(resource.type, resource.name)}
+    for region in {"", cloud_region_of(graph, resource.region)}:
+        _, outputs = mock_outputs(resource.type, resource.name, resource.inputs, region)
+        if isinstance(outputs.get("arn"), str):
+            out.add(outputs["arn"])
+    return tuple(sorted(out))
+
+
+def _key_of(graph: Graph, value: Any) -> RenderedResource | None:
+    found = [r for r in graph.by_physical_ids(value) if r.type == KEY]
+    if found:
+        return found[0]
+    for key in graph.of_type(KEY):
+        if isinstance(value, str) and value in _arns(graph, key):
+            return key
+    return None
+
+
+def _buckets(graph: Graph) -> Iterator[Encrypted]:
+    for config in (r for t in SSE_CONFIGS for r in graph.of_type(t)):
+        for rule in as_list(config.inputs.get("rules")):
+            default = rule.get("applyServerSideEncryptionByDefault") if isinstance(rule, dict) else None
+            if not isinstance(default, dict) or not str(default.get("sseAlgorithm", "")).startswith("aws:kms"):
+                continue
+            key = _key_of(graph, default.get("kmsMasterKeyId"))
+            for bucket in graph.referenced(config, "bucket"):
+                if key is not None:
+                    name = str(bucket.inputs.get("bucket") or physical_id(bucket.type, bucket.name))
+                    arns = tuple(sorted({*_arns(graph, bucket), f"arn:aws:s3:::{name}"}))
+                    yield Encrypted(bucket, arns, key, _arns(graph, key), S3_ACTIONS, objects=True)
+
+
+def _keyed(graph: Graph) -> Iterator[Encrypted]:
+    for typ, (field, needs) in KEYED.items():
+        for resource in graph.of_type(typ):
+            key = _key_of(graph, resource.inputs.get(field))
+            if key is not None:
+                yield Encrypted(resource, _arns(graph, resource), key, _arns(graph, key), needs)
+
+
+def _allowed(documents: list[Any], action: str, arns: tuple[str, ...], *, objects: bool = False) -> bool:
+    """Whether an Allow statement of ``documents`` names ``action`` on one of ``arns`` (IAM's wildcards); with
+    ``objects``, on some object under one of them (``ARN/prefix/*``)."""
+    for value in documents:
+        for statement in statements(value):
+            if statement.get("Effect") != "Allow":
+                continue
+            actions = [a.lower() for a in as_list(statement.get("Action")) if isinstance(a, str)]
+            if not any(fnmatch.fnmatchcase(action.lower(), a) for a in actions):
+                continue
+            resources = [r for r in as_list(statement.get("Resource")) if isinstance(r, str)]
+            if any(_names(r, arn, objects) for r in resources for arn in arns):
+                return True
+    return False
+
+
+def _names(pattern: str, arn: str, objects: bool) -> bool:
+    if not objects:
+        return fnmatch.fnmatchcase(arn, pattern)
+    # An object ARN is the bucket's and a key: a pattern names some object when it is under the bucket, or its
+    # wildcards (which match '/' too) reach one.
+    return pattern.startswith(f"{arn}/") or fnmatch.fnmatchcase(f"{arn}/key", pattern)
+
+
+def _key_policy_allows(graph: Graph, key: RenderedResource, role: RenderedResource, action: str) -> bool:
+    """Whether the key's own policy allows ``action`` to the role (by its ARN) or to everyone in the account."""
+    role_arns = set(_arns(graph, role)) | {str(role.inputs.get("name") or "")}
+    for statement in statements(key.inputs.get("policy")):
+        if statement.get("Effect") != "Allow":
+            continue
+        actions = [a.lower() for a in as_list(statement.get("Action")) if isinstance(a, str)]
+        if not any(fnmatch.fnmatchcase(action.lower(), a) for a in actions):
+            continue
+        principal = statement.get("Principal")
+        named = as_list(principal.get("AWS")) if isinstance(principal, dict) else as_list(principal)
+        if any(
+            p == "*" or p in role_arns or (isinstance(p, str) and p.endswith(f":role/{role.inputs.get('name')}"))
+            for p in named
+        ):
+            return True
+    return False

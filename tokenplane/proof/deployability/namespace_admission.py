@@ -1,0 +1,231 @@
+"""Every pod is admitted by its namespace's LimitRanges and ResourceQuotas, at the most replicas it may run.
+
+A workload's pods are created by its controller, after ``pulumi up`` has sent the workload: the API server's
+admission plugins judge each pod then, and a refused pod is only an event (``FailedCreate`` on the ReplicaSet),
+so the workload never becomes available. Two plugins read objects of the namespace
+(https://kubernetes.io/docs/concepts/policy/limit-range/, https://kubernetes.io/docs/concepts/policy/resource-quotas/):
+
+- **LimitRanger** first fills a container's missing limit from the LimitRange's ``default`` and its missing request
+  from ``defaultRequest`` (else from its limit), then refuses a container whose request is under ``min`` or whose
+  limit is over ``max`` (or has no limit while ``max`` is set). A defaulted limit below the container's own request
+  makes an invalid pod ("must be less than or equal to cpu limit"), the classic trap of a namespace-wide default.
+- **ResourceQuota** refuses a pod that leaves a tracked resource unset ("failed quota: must specify limits.memory":
+  every container must set each ``requests.*``/``limits.*`` the quota tracks, after LimitRanger's defaults), and
+  any pod past the quota's ``hard`` totals ("exceeded quota"). Totals are judged at each workload's most replicas
+  (its HPA's or ScaledObject's maximum, else ``spec.replicas``; a Job's parallelism), so the replicas the
+  autoscaler adds at peak are refused exactly when they are needed.
+
+Quotas with ``scopes`` or a ``scopeSelector`` are not judged (which pods they count depends on priority classes
+and QoS the checks do not resolve), nor DaemonSets' totals (one pod per node), nor pods a Helm chart makes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.k8s_syntax import parse_quantity
+from tokenplane.proof.deployability.node_capacity import maxima
+
+RULE = "namespace-admits"
+TRACKED = ("cpu", "memory", "ephemeral-storage")  # requests.X / limits.X; a bare X is requests.X
+
+
+@dataclass(frozen=True)
+class Container:
+    """One container's requests and limits as admission sees them, after LimitRanger's defaults."""
+
+    name: str
+    requests: dict[str, float]
+    limits: dict[str, float]
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    ranges: dict[str, list[KubeObject]] = defaultdict(list)
+    quotas: dict[str, list[KubeObject]] = defaultdict(list)
+    for obj in graph.kube(None, "LimitRange"):
+        ranges[obj.namespace].append(obj)
+    for obj in graph.kube(None, "ResourceQuota"):
+        if not lookup(obj.manifest, "spec.scopes") and not lookup(obj.manifest, "spec.scopeSelector"):
+            quotas[obj.namespace].append(obj)
+    if not ranges and not quotas:
+        return
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    counted: dict[str, list[str]] = defaultdict(list)
+    for region in graph.regions():
+        most = maxima(graph, region)
+        for workload in graph.pod_bearers(region):
+            namespace = workload.namespace
+            if namespace not in ranges and namespace not in quotas:
+                continue
+            pod = workload.pod_spec()
+            containers = [_defaulted(c, ranges[namespace]) for c in _containers(pod)]
+            yield from _limit_ranges(workload, containers, ranges[namespace])
+            yield from _must_specify(workload, containers, quotas[namespace])
+            if workload.kind == "DaemonSet":
+                continue
+            replicas = _replicas(workload, most)
+            totals[namespace]["pods"] += replicas
+            for key, value in _pod_usage(pod, containers).items():
+                totals[namespace][key] += value * replicas
+            counted[namespace].append(f"{workload.kind} {workload.name} x{replicas}")
+    for namespace, held in quotas.items():
+        for quota in held:
+            yield from _exceeded(quota, totals[namespace], counted[namespace])
+
+
+def _containers(pod: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:
+    """(container, is an init container)."""
+    return [(c, False) for c in pod.get("containers") or []] + [(c, True) for c in pod.get("initContainers") or []]
+
+
+def _amounts(values: Any) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in (values or {}).items() if isinstance(values, dict) else []:
+        amount = parse_quantity(value)
+        if amount is not None:
+            out[str(key)] = float(amount)
+    return out
+
+
+def _container_ranges(ranges: list[KubeObject]) -> list[dict[str, Any]]:
+    return [
+        limit
+        for r in ranges
+        for limit in lookup(r.manifest, "spec.limits") or []
+        if isinstance(limit, dict) and limit.get("type", "Container") == "Container"
+    ]
+
+
+def _defaulted(entry: tuple[dict[str, Any], bool], ranges: list[KubeObject]) -> Container:
+    container, _ = entry
+    requests = _amounts(lookup(container, "resources.requests"))
+    limits = _amounts(lookup(container, "resources.limits"))
+    for limit in _container_ranges(ranges):
+        for key, value in _amounts(limit.get("default")).items():
+            limits.setdefault(key, value)
+        for key, value in _amounts(limit.get("defaultRequest")).items():
+            requests.setdefault(key, value)
+    for key, value in limits.items():
+        requests.setdefault(key, value)  # an unset request takes the limit (the API server's defaulting)
+    return Container(str(container.get("name", "?")), requests, limits)
+
+
+def _who(workload: KubeObject, container: Container) -> str:
+    return f"{workload.kind} {workload.namespace}/{workload.name} container {container.name}"
+
+
+def _limit_ranges(workload: KubeObject, containers: list[Container], ranges: list[KubeObject]) -> Iterator[Finding]:
+    refused = f"so the API server refuses every pod of {workload.kind} {workload.name} (FailedCreate) and it never becomes available"
+    for container in containers:
+        for key, limit in container.limits.items():
+            request = container.requests.get(key)
+            if request is not None and request > limit:
+                yield Finding(
+                    RULE,
+                    workload.urn,
+                    f"{_who(workload, container)} requests {_fmt(key, request)} {key} but its limit is {_fmt(key, limit)} "
+                    f"(the namespace's LimitRange default where the container sets none): a request above the limit "
+                    f"is an invalid pod (must be less than or equal to {key} limit), {refused}",
+                    f"set the container's own {key} limit (at least its request), or raise the LimitRange's default",
+                )
+        for bounds in _container_ranges(ranges):
+            for key, low in _amounts(bounds.get("min")).items():
+                request = container.requests.get(key)
+                if request is not None and request < low:
+                    yield Finding(
+                        RULE,
+                        workload.urn,
+                        f"{_who(workload, container)} requests {_fmt(key, request)} {key}, under the namespace's "
+                        f"LimitRange minimum of {_fmt(key, low)} per container, {refused}",
+                        f"request at least {_fmt(key, low)} {key}, or lower the LimitRange's min",
+                    )
+            for key, high in _amounts(bounds.get("max")).items():
+                value = container.limits.get(key)
+                if value is None or value > high:
+                    said = "sets no limit" if value is None else f"has a {key} limit of {_fmt(key, value)}"
+                    yield Finding(
+                        RULE,
+                        workload.urn,
+                        f"{_who(workload, container)} {said}, where the namespace's LimitRange allows at most "
+                        f"{_fmt(key, high)} {key} per container, {refused}",
+                        f"set a {key} limit of at most {_fmt(key, high)}, or raise the LimitRange's max",
+                    )
+
+
+def _must_specify(workload: KubeObject, containers: list[Container], quotas: list[KubeObject]) -> Iterator[Finding]:
+    for quota in quotas:
+        for tracked in _amounts(lookup(quota.manifest, "spec.hard")):
+            kind, resource = _split(tracked)
+            if kind is None:
+                continue
+            missing = [c.name for c in containers if resource not in (c.requests if kind == "requests" else c.limits)]
+            if missing:
+                yield Finding(
+                    RULE,
+                    workload.urn,
+                    f"{workload.kind} {workload.namespace}/{workload.name}: container(s) {', '.join(missing)} set no "
+                    f"{kind}.{resource}, which ResourceQuota {quota.name} tracks: the API server refuses every pod "
+                    f"(failed quota: {quota.name}: must specify {kind}.{resource}), so it never becomes available",
+                    f"set resources.{kind}.{resource} on every container (init containers too), or give the namespace a "
+                    f"LimitRange whose default{'Request' if kind == 'requests' else ''} supplies it",
+                )
+
+
+def _split(tracked: str) -> tuple[str | None, str]:
+    """A quota key as (requests | limits, resource); (None, key) for object counts and storage."""
+    if tracked in TRACKED:
+        return "requests", tracked
+    head, _, resource = tracked.partition(".")
+    if head in ("requests", "limits") and resource and resource != "storage":
+        return head, resource
+    return None, tracked
+
+
+def _replicas(workload: KubeObject, most: dict[tuple[str, str], int]) -> int:
+    spec = workload.manifest.get("spec") or {}
+    if workload.kind in ("Job", "CronJob"):
+        job = lookup(spec, "jobTemplate.spec") if workload.kind == "CronJob" else spec
+        return int((job or {}).get("parallelism", 1))
+    if workload.kind == "Pod":
+        return 1
+    return most.get((workload.namespace, workload.name), int(spec.get("replicas", 1)))
+
+
+def _pod_usage(pod: dict[str, Any], containers: list[Container]) -> dict[str, float]:
+    """What one pod counts against a quota: each resource's containers' sum, or the largest init container's."""
+    init = {c.get("name") for c in pod.get("initContainers") or []}
+    out: dict[str, float] = {}
+    for kind in ("requests", "limits"):
+        keys = {k for c in containers for k in getattr(c, kind)}
+        for key in keys:
+            running = sum(getattr(c, kind).get(key, 0.0) for c in containers if c.name not in init)
+            first = max([getattr(c, kind).get(key, 0.0) for c in containers if c.name in init] or [0.0])
+            out[f"{kind}.{key}"] = max(running, first)
+    return out
+
+
+def _exceeded(quota: KubeObject, used: dict[str, float], counted: list[str]) -> Iterator[Finding]:
+    for tracked, hard in _amounts(lookup(quota.manifest, "spec.hard")).items():
+        kind, resource = _split(tracked)
+        key = "pods" if tracked == "pods" else f"{kind}.{resource}" if kind else None
+        if key is None or used.get(key, 0.0) <= hard:
+            continue
+        yield Finding(
+            RULE,
+            quota.urn,
+            f"ResourceQuota {quota.namespace}/{quota.name} allows {_fmt(resource, hard)} {tracked}, but the namespace's "
+            f"workloads at their most replicas ({', '.join(counted)}) need {_fmt(resource, used[key])}: the pods past "
+            "the quota are refused (exceeded quota) and never run, at the peak the autoscaler scaled for",
+            f"raise the quota's {tracked} to at least {_fmt(resource, used[key])}, or lower the workloads' maxima",
+        )
+
+
+def _fmt(resource: str, value: float) -> str:
+    if resource in ("memory", "ephemeral-storage") or resource.endswith("memory"):
+        return f"{value / 2**30:g}Gi"
+    return f"{value:g}"
