@@ -28,6 +28,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "csi-iam",
         "await-timeout",
         "weights-published",
+        "weights-kept",
         "image-published",
         "references-exist",
         "service-account-trust",

@@ -93,6 +93,7 @@ from tokenplane.proof.deployability import (
     vllm_argv,
     volume_writable,
     weights,
+    weights_kept,
 )
 from tokenplane.proof.deployability.assumptions import Assumptions
 from tokenplane.proof.deployability.findings import Finding, GraphDataMissing, Prerequisite
@@ -117,6 +118,7 @@ CHECKS: dict[str, Check] = {
     access_modes.RULE: access_modes.check,
     timeouts.RULE: timeouts.check,
     weights.RULE: weights.check,
+    weights_kept.RULE: weights_kept.check,
     images.RULE: images.check,
     references.RULE: references.check,
     endpoints.SELECTS: endpoints.check_selects,

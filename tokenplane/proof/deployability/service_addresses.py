@@ -23,11 +23,12 @@ judged (its Services are not all known).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.flows import SERVICE_URL
-from tokenplane.proof.deployability.graph import HELM_RELEASE, POD_KINDS, Graph, KubeObject
+from tokenplane.proof.deployability.graph import HELM_RELEASE, POD_KINDS, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.reachability import chart_fullname, pod_template
 from tokenplane.proof.render import RenderedResource
 
@@ -50,18 +51,68 @@ CHART_SERVICES: dict[str, tuple[str, ...]] = {
 TRIGGER_KINDS = ("ScaledObject", "ScaledJob")
 
 
+@dataclass(frozen=True)
+class ChartService:
+    """A Service a chart makes whose spec is read from the release's values: ``values_path`` is the key of its
+    ``service`` block (type, port), each default the chart's own."""
+
+    template: str
+    values_path: str
+    port: int
+    port_name: str
+    type: str = "ClusterIP"
+
+
+# The Services a backend may name, from the charts' templates and values: kube-prometheus-stack's
+# templates/prometheus/service.yaml and templates/alertmanager/service.yaml (ports 9090 and 9093, named by
+# prometheusSpec.portName / alertmanagerSpec.portName, "http-web"; type ``*.service.type``, ClusterIP), and
+# grafana's templates/service.yaml (grafana/helm-charts: service.type ClusterIP, service.port 80, service.portName
+# "service", which kube-prometheus-stack's values set to "http-web").
+CHART_SERVICE_SPECS: dict[str, tuple[ChartService, ...]] = {
+    "kube-prometheus-stack": (
+        ChartService("{fullname}-prometheus", "prometheus.service", 9090, "http-web"),
+        ChartService("{fullname}-alertmanager", "alertmanager.service", 9093, "http-web"),
+        ChartService("{sub:grafana}", "grafana.service", 80, "http-web"),
+    ),
+}
+
+
+def chart_service_manifests(release: RenderedResource) -> list[dict[str, Any]]:
+    """The Service manifests (name, namespace, type, ports) of the release's chart where its values say them."""
+    values = release.inputs.get("values") or {}
+    namespace = str(release.inputs.get("namespace") or "default")
+    out = []
+    for spec in CHART_SERVICE_SPECS.get(str(release.inputs.get("chart")), ()):
+        block = lookup(values, spec.values_path) or {}
+        block = block if isinstance(block, dict) else {}
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": _service_name(release, spec.template), "namespace": namespace},
+                "spec": {
+                    "type": block.get("type") or spec.type,
+                    "ports": [
+                        {"name": block.get("portName") or spec.port_name, "port": block.get("port") or spec.port}
+                    ],
+                },
+            }
+        )
+    return out
+
+
+def _service_name(release: RenderedResource, template: str) -> str:
+    if template.startswith("{sub:"):
+        return _subchart_fullname(release, template.removeprefix("{sub:").removesuffix("}"))
+    return template.format(fullname=chart_fullname(release))
+
+
 def chart_services(release: RenderedResource) -> set[str] | None:
     """The Services a release's chart creates, None for a chart this rule does not know."""
     templates = CHART_SERVICES.get(str(release.inputs.get("chart")))
     if templates is None:
         return None
-    out = set()
-    for template in templates:
-        if template.startswith("{sub:"):
-            out.add(_subchart_fullname(release, template.removeprefix("{sub:").removesuffix("}")))
-        else:
-            out.add(template.format(fullname=chart_fullname(release)))
-    return out
+    return {_service_name(release, template) for template in templates}
 
 
 def _subchart_fullname(release: RenderedResource, chart: str) -> str:

@@ -32,6 +32,7 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.reachability import Region, regions
 from tokenplane.proof.deployability.selectors import typo_fix, typo_pods
+from tokenplane.proof.deployability.service_addresses import chart_service_manifests
 from tokenplane.proof.deployability.typos import near_miss
 
 RULE = "target-exists"
@@ -163,7 +164,8 @@ def _backends(graph: Graph, region: str, charted: set[str]) -> Iterator[Finding]
     """An Ingress's or TargetGroupBinding's backend is a Service of its namespace, on a port that Service has: the
     load balancer controller resolves the Service to build the target group and reports an error event otherwise
     (no targets: every request answers 503), https://kubernetes.io/docs/concepts/services-networking/ingress/."""
-    services = {(s.namespace, s.name): s for s in graph.kube(region, "Service")}
+    charts = [KubeObject(r, m) for r in graph.of_type(HELM_RELEASE, region) for m in chart_service_manifests(r)]
+    services = {(s.namespace, s.name): s for s in [*charts, *graph.kube(region, "Service")]}
     alb_classes = _alb_classes(graph, region)
     for obj in graph.kube(region, "Ingress", "TargetGroupBinding"):
         for name, port in _backend_refs(obj):
@@ -181,6 +183,8 @@ def _backends(graph: Graph, region: str, charted: set[str]) -> Iterator[Finding]
                 )
                 continue
             yield from _instance_targets(alb_classes, obj, service)
+            if service.resource.type == HELM_RELEASE:
+                continue  # a chart's Service: its type is read from the values, its ports are not all modelled
             ports = [p for p in lookup(service.manifest, "spec.ports") or [] if isinstance(p, dict)]
             if port is None or any(port in (p.get("port"), p.get("name")) for p in ports):
                 continue
