@@ -1,7 +1,8 @@
 """The rules set 12's misses led to (written after its blind run, so not held out), each planted in a shipped render
 beside its correct twin: an ALB Ingress with instance targets on a Service a chart makes as ClusterIP
 (target-exists, reading the chart's values for the Service's type), and a lifecycle rule on the model registry that
-deletes or archives the weights the pools fetch (weights-kept)."""
+deletes or archives the weights the pools fetch (weights-kept), and an EKS add-on pinned to a version EKS does not
+list for the cluster (version-supported)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tests.proof.deployability.conftest import mutated, rendered, spec, with_inp
 from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_set3_invariants import plus, rule
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import weights_kept
+from tokenplane.proof.deployability import versions, weights_kept
 from tokenplane.proof.deployability.weights import fetched
 from tokenplane.proof.render import RenderedResource, physical_id
 
@@ -124,3 +125,51 @@ def test_a_buckets_inline_lifecycle_rules_are_read_too() -> None:
 def test_the_shipped_stacks_keep_their_weights() -> None:
     for name in ("dev", "minimal", "byteion"):
         assert list(weights_kept.check(deploy.Graph(spec(name), rendered(name)))) == [], name
+
+
+# version-supported: an EKS add-on pinned to a version EKS does not list for the cluster ------------------------------
+
+
+def _addon_pinned(addon: str, version: str, kubernetes: str = "1.34") -> list[str]:
+    def pin(r: RenderedResource) -> RenderedResource:
+        if r.type == "aws:eks/cluster:Cluster":
+            return with_inputs(r, lambda i: i.update(version=kubernetes))
+        if r.type == "aws:eks/addon:Addon" and r.inputs.get("addonName") == addon:
+            return with_inputs(r, lambda i: i.update(addonVersion=version))
+        return r
+
+    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), pin))
+    return [f.message for f in versions.check(graph) if f"add-on {version}" in f.message or repr(version) in f.message]
+
+
+@pytest.mark.parametrize(
+    ("addon", "version", "refused"),
+    [
+        ("kube-proxy", "v1.33.5-eksbuild.2", "built for Kubernetes 1.33"),  # a minor behind the cluster's 1.34
+        ("kube-proxy", "v1.35.0-eksbuild.1", "built for Kubernetes 1.35"),  # ahead of it
+        ("kube-proxy", "v1.34.1-minimal-eksbuild.2", "self-managed"),  # the image's tag, not an add-on version
+        ("coredns", "1.11.4-eksbuild.2", "not an add-on version"),  # no leading v
+        ("vpc-cni", "v1.19.2", "not an add-on version"),  # no eksbuild
+        ("kube-proxy", "v1.34.1-eksbuild.2", None),
+        ("coredns", "v1.11.4-eksbuild.2", None),  # coredns' own release line: not tied to the minor
+        ("metrics-server", "v0.7.2-eksbuild.1", None),
+    ],
+)
+def test_an_eks_add_on_pinned_to_a_version_eks_does_not_list_is_refused(
+    addon: str, version: str, refused: str | None
+) -> None:
+    said = _addon_pinned(addon, version)
+    assert bool(said) == bool(refused) and all(refused and refused in m for m in said), said
+
+
+def test_a_kube_proxy_behind_the_cluster_is_told_the_newest_of_its_minor() -> None:
+    found = [f for f in versions.check(deploy.Graph(spec("dev"), mutated(rendered("dev"), _pin_kube_proxy))) if f.urn]
+    assert any("v1.34.1-eksbuild.2" in f.fix for f in found), found
+
+
+def _pin_kube_proxy(r: RenderedResource) -> RenderedResource:
+    if r.type == "aws:eks/cluster:Cluster":
+        return with_inputs(r, lambda i: i.update(version="1.34"))
+    if r.inputs.get("addonName") == "kube-proxy":
+        return with_inputs(r, lambda i: i.update(addonVersion="v1.31.13-eksbuild.2"))
+    return r

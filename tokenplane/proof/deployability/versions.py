@@ -1,4 +1,5 @@
-"""Versions in support: the cluster's Kubernetes, the pinned charts and MSK's Kafka, against a dated support table.
+"""Versions in support: the cluster's Kubernetes, its EKS add-ons, the pinned charts and MSK's Kafka, against a dated
+support table.
 
 ``support.json`` (package data) records, with the date it was read and its sources, each EKS minor version's
 end of standard and extended support, the Kubernetes versions each pinned chart's release is tested on, and each
@@ -8,6 +9,8 @@ functions on it (https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.ht
 its "Block function create" date, CreateFunction on it is refused (InvalidParameterValueException: "The runtime
 parameter of python3.8 is no longer supported for creating or updating AWS Lambda functions"), so a program that
 creates a function on it fails on its first ``pulumi up`` (and, past "Block function update", any later change).
+An EKS add-on pinned to a version EKS does not list for the cluster is refused the same way: AWS-owned add-ons'
+versions have one form (``v1.2.3-eksbuild.4``), and kube-proxy's are listed only for their own Kubernetes minor.
 It cannot see: a runtime Lambda does not list as deprecated, which passes (a misspelt runtime is
 ``aws-api-values``' concern), nor container-image functions, which carry their runtime in the image.
 "Today" is the table's ``read_on`` date unless a caller passes another: a check that read the wall clock
@@ -19,6 +22,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +35,9 @@ CLUSTER = "aws:eks/cluster:Cluster"
 MSK_CLUSTER = "aws:msk/cluster:Cluster"
 MSK_CONFIGURATION = "aws:msk/configuration:Configuration"
 LAMBDA_FUNCTION = "aws:lambda/function:Function"
+ADDON = "aws:eks/addon:Addon"
+# An AWS-owned add-on's version as describe-addon-versions lists it: v1.19.0-eksbuild.1.
+ADDON_VERSION = re.compile(r"v\d+\.\d+\.\d+-eksbuild\.\d+")
 
 
 @functools.cache
@@ -130,6 +137,40 @@ def lambda_finding(runtime: str, urn: str, today: datetime.date) -> Finding | No
     )
 
 
+def addon_finding(name: str, version: str, kubernetes: str | None, urn: str) -> Finding | None:
+    """A finding when EKS would refuse an AWS-owned add-on's pinned ``version`` on a cluster of ``kubernetes``
+    ("Addon version specified is not supported"): a version not in describe-addon-versions' form (the self-managed
+    image's ``-minimal-`` tag among them), or a kube-proxy of another minor than the cluster's."""
+    table: dict[str, Any] = support_table()["eks_addons"]
+    if name not in table["aws_owned"]:
+        return None  # a marketplace or community add-on: its versions are its vendor's
+    latest: dict[str, str] = table["kube_proxy_latest"]
+    fix = "leave addon_version unset (EKS installs the default version for the cluster's Kubernetes)"
+    if not ADDON_VERSION.fullmatch(version):
+        minimal = "-minimal-eksbuild." in version
+        return Finding(
+            RULE,
+            urn,
+            f"EKS add-on {name} version {version!r} is not an add-on version (describe-addon-versions lists them as "
+            "v1.2.3-eksbuild.4"
+            + ("; -minimal-eksbuild tags are the self-managed kube-proxy image's" if minimal else "")
+            + "): CreateAddon answers InvalidParameterException 'Addon version specified is not supported'",
+            f"write it as describe-addon-versions lists it ({version.replace('-minimal-', '-')}?), or {fix}",
+        )
+    if name == "kube-proxy" and kubernetes is not None and _minor(version[1:]) != _minor(kubernetes):
+        known = latest.get(kubernetes)
+        return Finding(
+            RULE,
+            urn,
+            f"kube-proxy add-on {version} is built for Kubernetes {'.'.join(version[1:].split('.')[:2])}, the cluster "
+            f"runs {kubernetes}: EKS lists only kube-proxy versions of the cluster's own minor, so CreateAddon "
+            "answers InvalidParameterException 'Addon version specified is not supported' (and a cluster upgraded "
+            "past it leaves kube-proxy behind its skew)",
+            f"pin {known} (the newest for {kubernetes} in the table read {read_on()}), or {fix}" if known else f"{fix}",
+        )
+    return None
+
+
 def check(graph: Graph, today: datetime.date | None = None) -> Iterator[Finding]:
     when = today or read_on()
     for function in graph.of_type(LAMBDA_FUNCTION):
@@ -143,6 +184,13 @@ def check(graph: Graph, today: datetime.date | None = None) -> Iterator[Finding]
     for configuration in graph.of_type(MSK_CONFIGURATION):
         for version in configuration.inputs.get("kafkaVersions") or []:
             if isinstance(version, str) and (found := kafka_finding(version, configuration.urn, when)) is not None:
+                yield found
+    for addon in graph.of_type(ADDON):
+        version = addon.inputs.get("addonVersion")
+        if isinstance(version, str) and version:
+            clusters = graph.of_type(CLUSTER, addon.region)
+            kubernetes = str(clusters[0].inputs.get("version") or "") or None if len(clusters) == 1 else None
+            if (found := addon_finding(str(addon.inputs.get("addonName")), version, kubernetes, addon.urn)) is not None:
                 yield found
     for cluster in graph.of_type(CLUSTER):
         version = str(cluster.inputs.get("version") or "")
