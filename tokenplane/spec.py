@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tokenplane import aws_zones
 from tokenplane.catalog import KvCacheDtype, Quantization, canonical_gpu_name, instance_type, model_preset
+from tokenplane.contract import SECRET_SCHEMES
 from tokenplane.errors import CatalogError, SpecError
 from tokenplane.model.vllm_memory import parse_version
 from tokenplane.transformer import Architecture, ModelKind
@@ -32,7 +33,7 @@ Name = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")]
 """A DNS-label-safe name: it becomes part of cloud and Kubernetes resource names."""
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
-SECRET_REF = re.compile(r"^(aws-sm|k8s|env|vault)://[A-Za-z0-9_./:-]+$")
+SECRET_REF = re.compile(rf"^({'|'.join(SECRET_SCHEMES)})://[A-Za-z0-9_./:-]+$")
 
 
 class Model(BaseModel):
@@ -95,14 +96,19 @@ class Priority(StrEnum):
 def secret_ref(value: str) -> str:
     """Secrets are referenced, never written inline (``aws-sm://path``, ``k8s://ns/name/key``, ``env://VAR``)."""
     if not SECRET_REF.match(value):
+        scheme, sep, _ = value.partition("://")
+        known = (
+            f"{scheme}:// is not a scheme the gateways resolve; " if sep and re.fullmatch(r"[a-z-]+", scheme) else ""
+        )
         raise ValueError(
-            f"{value[:6]!r}... is not a secret reference; write aws-sm://<path>, k8s://<namespace>/<name>/<key>, "
-            "env://<VAR> or vault://<path>, and keep the secret itself out of the spec"
+            f"{value[:6]!r}... is not a secret reference: {known}write aws-sm://<path>, "
+            "k8s://<namespace>/<name>/<key> or env://<VAR> (sync a Vault secret into Secrets Manager or a Kubernetes "
+            "Secret), and keep the secret itself out of the spec"
         )
     return value
 
 
-SecretRef = Annotated[str, Field(description="aws-sm://, k8s://, env:// or vault:// reference")]
+SecretRef = Annotated[str, Field(description="aws-sm://, k8s:// or env:// reference")]
 
 
 # --- platform ---------------------------------------------------------------------------------

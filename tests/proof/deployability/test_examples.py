@@ -29,6 +29,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "await-timeout",
         "weights-published",
         "weights-kept",
+        "service-admitted",
         "image-published",
         "references-exist",
         "service-account-trust",

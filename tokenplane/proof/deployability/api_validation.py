@@ -10,6 +10,8 @@ cites the function that rejects it:
   defaulting the absent one (Deployment 25%/25%; DaemonSet maxSurge 0, maxUnavailable 1). A percent that resolves to
   0 against the replica count is not rejected: the controller then rolls one pod at a time (ResolveFenceposts).
 - maxUnavailable above 100% (same functions, IsNotMoreThan100Percent).
+- A strategy type the kind does not have, and ``rollingUpdate`` beside a Deployment's Recreate or a StatefulSet's
+  OnDelete (ValidateDeploymentStrategy, ValidateStatefulSetUpdateStrategy).
 - PodDisruptionBudget with both minAvailable and maxUnavailable (pkg/apis/policy/validation/validation.go,
   ValidatePodDisruptionBudgetSpec: "minAvailable and maxUnavailable cannot be both set").
 - Deployment ``progressDeadlineSeconds`` not greater than ``minReadySeconds`` (pkg/apis/apps/validation/
@@ -47,6 +49,11 @@ RULE = object_validation.RULE
 PROGRESS_DEADLINE_DEFAULT = 600
 KEDA_DEFAULTS = (0, 100)  # ScaledObject (minReplicaCount, maxReplicaCount)
 ROLLING_DEFAULTS = {"Deployment": ("25%", "25%"), "DaemonSet": (0, 1)}  # (maxSurge, maxUnavailable)
+STRATEGY_TYPES = {
+    "Deployment": ("RollingUpdate", "Recreate"),
+    "StatefulSet": ("RollingUpdate", "OnDelete"),
+    "DaemonSet": ("RollingUpdate", "OnDelete"),
+}
 
 
 def _number(value: Any) -> int | None:
@@ -68,6 +75,8 @@ def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
         for workload in graph.kube(region, *ROLLING_DEFAULTS):
             yield from _rolling_update(workload)
+        for workload in graph.kube(region, *STRATEGY_TYPES):
+            yield from _strategy_type(workload)
         for deployment in graph.kube(region, "Deployment"):
             yield from _progress_deadline(deployment)
         for scaled in graph.kube(region, "ScaledObject"):
@@ -100,6 +109,30 @@ def check(graph: Graph) -> Iterator[Finding]:
                     "validateHorizontalPodAutoscalerSpec: must be greater than or equal to `minReplicas`",
                     "make spec.maxReplicas at least spec.minReplicas",
                 )
+
+
+def _strategy_type(workload: KubeObject) -> Iterator[Finding]:
+    """A strategy type the kind has, and ``rollingUpdate`` only beside RollingUpdate: ValidateDeploymentStrategy
+    ("may not be specified when strategy `type` is 'Recreate'") and ValidateStatefulSetUpdateStrategy ("only allowed
+    for updateStrategy 'RollingUpdate'"); a DaemonSet's OnDelete ignores it."""
+    field = "spec.strategy" if workload.kind == "Deployment" else "spec.updateStrategy"
+    strategy = lookup(workload.manifest, field) or {}
+    kind = strategy.get("type", "RollingUpdate")
+    allowed = STRATEGY_TYPES[workload.kind]
+    if kind not in allowed:
+        yield _rejected(
+            workload,
+            f"has {field}.type {kind!r}",
+            f"Unsupported value: supported values: {', '.join(repr(t) for t in allowed)}",
+            f"set {field}.type to one of {', '.join(allowed)}",
+        )
+    elif kind != "RollingUpdate" and strategy.get("rollingUpdate") is not None and workload.kind != "DaemonSet":
+        yield _rejected(
+            workload,
+            f"has {field}.rollingUpdate beside {field}.type {kind}",
+            f"{field}.rollingUpdate: Forbidden: may not be specified when strategy `type` is '{kind}'",
+            f"remove {field}.rollingUpdate (it applies only to RollingUpdate), or use type RollingUpdate",
+        )
 
 
 def _rolling_update(workload: KubeObject) -> Iterator[Finding]:

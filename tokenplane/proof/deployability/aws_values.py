@@ -56,6 +56,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability import iam_policy
+from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.record_names import zone_of
@@ -82,6 +83,15 @@ SECURITY_GROUP_RULES = (
 SQS_QUEUE = "aws:sqs/queue:Queue"
 METRIC_ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 ECR_LIFECYCLE = "aws:ecr/lifecyclePolicy:LifecyclePolicy"
+METRIC_FILTER = "aws:cloudwatch/logMetricFilter:LogMetricFilter"
+# WAFv2 resources whose scope CLOUDFRONT exists only in us-east-1 (the WAF API's Scope parameter).
+WAF_SCOPED = (
+    "aws:wafv2/webAcl:WebAcl",
+    "aws:wafv2/ipSet:IpSet",
+    "aws:wafv2/regexPatternSet:RegexPatternSet",
+    "aws:wafv2/ruleGroup:RuleGroup",
+)
+MAX_FILTER_DIMENSIONS = 3
 SHORT_ALARM_PERIODS = {10, 20, 30}  # high-resolution periods; any other is a multiple of 60
 # A resource type's numeric inputs and the ranges its API takes (inclusive), with the API's name for each.
 RANGES: dict[str, dict[str, tuple[str, int, int, str]]] = {
@@ -139,6 +149,10 @@ def check(graph: Graph) -> Iterator[Finding]:
             yield from _alarm_periods(resource)
         elif resource.type == ECR_LIFECYCLE:
             yield from _lifecycle_rules(resource)
+        elif resource.type == METRIC_FILTER:
+            yield from _metric_filter(resource)
+        elif resource.type in WAF_SCOPED:
+            yield from _waf_scope(graph, resource)
         if resource.type == KMS_KEY:
             yield from _key_policy_lockout(resource)
             window = _number(resource.inputs.get("deletionWindowInDays"))
@@ -164,6 +178,44 @@ def check(graph: Graph) -> Iterator[Finding]:
                         yield from _ports(resource, rule, direction)
         elif resource.type in SECURITY_GROUP_RULES:
             yield from _ports(resource, resource.inputs, "rule")
+
+
+def _waf_scope(graph: Graph, resource: RenderedResource) -> Iterator[Finding]:
+    region = cloud_region_of(graph, resource.region)
+    if resource.inputs.get("scope") == "CLOUDFRONT" and region != "us-east-1":
+        yield _rejected(
+            resource,
+            "WAF",
+            f"scope CLOUDFRONT in {region} (WAFInvalidParameterException: CloudFront-scoped resources are made in "
+            "us-east-1 only, https://docs.aws.amazon.com/waf/latest/APIReference/API_CreateWebACL.html)",
+            "create it with an AWS provider for us-east-1, or use scope REGIONAL for a regional load balancer",
+        )
+
+
+def _metric_filter(metric_filter: RenderedResource) -> Iterator[Finding]:
+    """PutMetricFilter refuses a transformation with dimensions and a default value, and more than three
+    dimensions (https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_MetricTransformation.html:
+    "If you specify dimensions, you can't specify a defaultValue"; "you can specify up to three dimensions")."""
+    transformation = metric_filter.inputs.get("metricTransformation")
+    transformation = transformation[0] if isinstance(transformation, list) and transformation else transformation
+    if not isinstance(transformation, dict):
+        return
+    dimensions = transformation.get("dimensions") or {}
+    if dimensions and transformation.get("defaultValue") not in (None, ""):
+        yield _rejected(
+            metric_filter,
+            "CloudWatch Logs",
+            f"a metric transformation with dimensions ({', '.join(sorted(dimensions))}) and a default value "
+            f"({transformation['defaultValue']!r}) (InvalidParameterException: a dimensioned metric takes no default)",
+            "drop default_value (a dimensioned metric reports only when a log event matches), or the dimensions",
+        )
+    if len(dimensions) > MAX_FILTER_DIMENSIONS:
+        yield _rejected(
+            metric_filter,
+            "CloudWatch Logs",
+            f"{len(dimensions)} dimensions in a metric transformation (at most {MAX_FILTER_DIMENSIONS})",
+            f"keep at most {MAX_FILTER_DIMENSIONS} dimensions",
+        )
 
 
 def _key_policy_lockout(key: RenderedResource) -> Iterator[Finding]:

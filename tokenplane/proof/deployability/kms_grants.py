@@ -122,7 +122,8 @@ def _arns(graph: Graph, resource: RenderedResource) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def _key_of(graph: Graph, value: Any) -> RenderedResource | None:
+def key_of(graph: Graph, value: Any) -> RenderedResource | None:
+    """The program's KMS key an input names by ID or ARN, or None."""
     found = [r for r in graph.by_physical_ids(value) if r.type == KEY]
     if found:
         return found[0]
@@ -138,7 +139,7 @@ def _buckets(graph: Graph) -> Iterator[Encrypted]:
             default = rule.get("applyServerSideEncryptionByDefault") if isinstance(rule, dict) else None
             if not isinstance(default, dict) or not str(default.get("sseAlgorithm", "")).startswith("aws:kms"):
                 continue
-            key = _key_of(graph, default.get("kmsMasterKeyId"))
+            key = key_of(graph, default.get("kmsMasterKeyId"))
             for bucket in graph.referenced(config, "bucket"):
                 if key is not None:
                     name = str(bucket.inputs.get("bucket") or physical_id(bucket.type, bucket.name))
@@ -149,7 +150,7 @@ def _buckets(graph: Graph) -> Iterator[Encrypted]:
 def _keyed(graph: Graph) -> Iterator[Encrypted]:
     for typ, (field, needs) in KEYED.items():
         for resource in graph.of_type(typ):
-            key = _key_of(graph, resource.inputs.get(field))
+            key = key_of(graph, resource.inputs.get(field))
             if key is not None:
                 yield Encrypted(resource, _arns(graph, resource), key, _arns(graph, key), needs)
 
