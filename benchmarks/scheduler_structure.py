@@ -83,6 +83,7 @@ SEED = 2026
 # The engine's /pause and /resume (``VLLM_SERVER_DEV_MODE``): the script's requests all arrive before its first step.
 ENGINE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
 POLL_S = 0.01
+RESUME_WAIT_S = 60.0  # from the resume to the first /metrics page that shows the queued requests: one step
 SETTLE_S = 0.3  # from a response's headers to its requests in the engine's queue: milliseconds, with room
 TOGETHER_S = 1e-9  # the model's spacing of one batch's arrivals: apart in order, together in time
 # What the engine tier accepts: the peak running count within one sequence (block rounding: the model holds
@@ -262,8 +263,15 @@ async def _measure(base_url: str, model: str) -> Outcome:
         finally:
             (await client.post(f"{base_url}/resume")).raise_for_status()
         counted[:] = [time.monotonic()] * len(everyone)
-        seen = 0.0
+        seen, deadline = 0.0, time.monotonic() + RESUME_WAIT_S
         while not seen:  # /metrics moves with the first step after the resume
+            if time.monotonic() > deadline or all(task.done() for task in sending):
+                # Never wait for ever: a /metrics that never shows the requests (they all finished between two
+                # scrapes on a starved machine, or the engine dropped them) ends the run with the reason.
+                raise RuntimeError(
+                    f"the engine's /metrics never showed the {len(everyone)} requests after the resume "
+                    f"(within {RESUME_WAIT_S:.0f} s, or before they all finished): rerun on a quieter machine"
+                )
             seen = await held()
             await asyncio.sleep(POLL_S / 2)
         if seen != len(everyone):  # none finishes within the first steps: outputs are long

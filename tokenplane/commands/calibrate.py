@@ -145,18 +145,23 @@ def _stream(base: str, model: str, words: int, max_tokens: int, budget: _Budget)
     start = time.monotonic()
     first: float | None = None
     usage: dict[str, Any] = {}
+    last = ""  # the stream's last event, which says why when it carries no tokens (an error event)
     with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as response:
         for raw in response:
             line = raw.decode().strip()
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
+            last = line[6:]
             chunk: dict[str, Any] = json.loads(line[6:])
             if chunk.get("choices") and first is None:
                 first = time.monotonic() - start
             usage = chunk.get("usage") or usage
     end = time.monotonic() - start
     if first is None or not usage:
-        raise CalibrationError(f"{base} streamed no tokens or no usage for a {max_tokens}-token completion")
+        raise CalibrationError(
+            f"{base} streamed no tokens or no usage for a {max_tokens}-token completion (its last event: "
+            f"{last[:300] or 'none'})"
+        )
     return Sample(first, end, int(usage["prompt_tokens"]), int(usage["completion_tokens"]))
 
 
