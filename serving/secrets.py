@@ -20,10 +20,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from tokenplane.contract import SECRET_SCHEMES
 from tokenplane.runtime_env import Var
 
 SECRETS_DIR = Path("/var/run/secrets/tokenplane")  # where the pod spec mounts the referenced Secrets
-SCHEMES = ("env://", "k8s://", "aws-sm://")
+SCHEMES = tuple(f"{scheme}://" for scheme in SECRET_SCHEMES)  # the spec accepts exactly these
 
 
 def resolve_secret(ref: str, *, environ: Mapping[str, str] | None = None) -> str | None:

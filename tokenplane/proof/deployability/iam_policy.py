@@ -34,6 +34,16 @@ def statements(value: Any) -> list[dict[str, Any]]:
     return [s for s in listed if isinstance(s, dict)]
 
 
+def allowing(policy: Any, action: str) -> Iterator[dict[str, Any]]:
+    """The Allow statements of a policy document whose Action names ``action`` (IAM's wildcards, any case)."""
+    for statement in statements(policy):
+        if statement.get("Effect") != "Allow":
+            continue
+        actions = [a.lower() for a in as_list(statement.get("Action")) if isinstance(a, str)]
+        if any(fnmatch.fnmatchcase(action.lower(), a) for a in actions):
+            yield statement
+
+
 def role_named(graph: Graph, arn: Any) -> RenderedResource | None:
     """The program's role an ARN names (``arn:aws:iam::ACCOUNT:role/[path/]NAME``, by its name), or None."""
     if not isinstance(arn, str) or ":role/" not in arn:

@@ -32,11 +32,11 @@ from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.iam_policy import (
     AWS_MANAGED,
     ROLE,
+    allowing,
     as_list,
     attached,
     document,
     role_documents,
-    statements,
 )
 from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
 
@@ -159,12 +159,7 @@ def _allowed(documents: list[Any], action: str, arns: tuple[str, ...], *, object
     """Whether an Allow statement of ``documents`` names ``action`` on one of ``arns`` (IAM's wildcards); with
     ``objects``, on some object under one of them (``ARN/prefix/*``)."""
     for value in documents:
-        for statement in statements(value):
-            if statement.get("Effect") != "Allow":
-                continue
-            actions = [a.lower() for a in as_list(statement.get("Action")) if isinstance(a, str)]
-            if not any(fnmatch.fnmatchcase(action.lower(), a) for a in actions):
-                continue
+        for statement in allowing(value, action):
             resources = [r for r in as_list(statement.get("Resource")) if isinstance(r, str)]
             if any(_names(r, arn, objects) for r in resources for arn in arns):
                 return True
@@ -182,12 +177,7 @@ def _names(pattern: str, arn: str, objects: bool) -> bool:
 def _key_policy_allows(graph: Graph, key: RenderedResource, role: RenderedResource, action: str) -> bool:
     """Whether the key's own policy allows ``action`` to the role (by its ARN) or to everyone in the account."""
     role_arns = set(_arns(graph, role)) | {str(role.inputs.get("name") or "")}
-    for statement in statements(key.inputs.get("policy")):
-        if statement.get("Effect") != "Allow":
-            continue
-        actions = [a.lower() for a in as_list(statement.get("Action")) if isinstance(a, str)]
-        if not any(fnmatch.fnmatchcase(action.lower(), a) for a in actions):
-            continue
+    for statement in allowing(key.inputs.get("policy"), action):
         principal = statement.get("Principal")
         named = as_list(principal.get("AWS")) if isinstance(principal, dict) else as_list(principal)
         if any(

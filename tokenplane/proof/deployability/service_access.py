@@ -28,14 +28,13 @@ policy statement are not read (a statement naming the service counts).
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.iam_policy import as_list, document, statements
+from tokenplane.proof.deployability.iam_policy import allowing, as_list, document
 from tokenplane.proof.deployability.kms_grants import KEY, key_of
 from tokenplane.proof.render import RenderedResource
 
@@ -178,12 +177,7 @@ def _key_admits(
 
 
 def _allows(policy: object, service: str, action: str) -> bool:
-    for statement in statements(policy):
-        if statement.get("Effect") != "Allow":
-            continue
-        actions = [a.lower() for a in as_list(statement.get("Action")) if isinstance(a, str)]
-        if not any(fnmatch.fnmatchcase(action.lower(), a) for a in actions):
-            continue
+    for statement in allowing(policy, action):
         principal = statement.get("Principal")
         if principal == "*":
             return True
