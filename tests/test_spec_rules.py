@@ -408,7 +408,7 @@ def test_a_reference_the_gateways_cannot_resolve_is_rejected_at_load(
     t = tenant_at(dev_data, "demo")
     dev_data["tenants"][t]["api_key_secret"] = reference
     issue = issue_at(rejected(dev_data), f"tenants[{t}].api_key_secret")
-    scheme = reference.split("://")[0]
+    scheme = reference.split("://", maxsplit=1)[0]
     assert f"{scheme}:// is not a scheme the gateways resolve" in issue.message and "aws-sm://" in issue.message
 
 

@@ -30,6 +30,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "weights-published",
         "weights-kept",
         "service-admitted",
+        "one-writer",
         "image-published",
         "references-exist",
         "service-account-trust",

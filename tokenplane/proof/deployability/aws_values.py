@@ -84,6 +84,8 @@ SQS_QUEUE = "aws:sqs/queue:Queue"
 METRIC_ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 ECR_LIFECYCLE = "aws:ecr/lifecyclePolicy:LifecyclePolicy"
 METRIC_FILTER = "aws:cloudwatch/logMetricFilter:LogMetricFilter"
+TOPIC = "aws:sns/topic:Topic"
+SUBSCRIPTION = "aws:sns/topicSubscription:TopicSubscription"
 # WAFv2 resources whose scope CLOUDFRONT exists only in us-east-1 (the WAF API's Scope parameter).
 WAF_SCOPED = (
     "aws:wafv2/webAcl:WebAcl",
@@ -143,6 +145,8 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _lifecycle(lifecycle)
     for record in graph.of_type(RECORD):
         yield from _record(graph, record)
+    for subscription in graph.of_type(SUBSCRIPTION):
+        yield from _fifo_subscription(graph, subscription)
     for resource in graph.resources:
         yield from _ranges(resource)
         if resource.type == METRIC_ALARM:
@@ -178,6 +182,22 @@ def check(graph: Graph) -> Iterator[Finding]:
                         yield from _ports(resource, rule, direction)
         elif resource.type in SECURITY_GROUP_RULES:
             yield from _ports(resource, resource.inputs, "rule")
+
+
+def _fifo_subscription(graph: Graph, subscription: RenderedResource) -> Iterator[Finding]:
+    """A FIFO topic delivers only to SQS queues: Subscribe answers InvalidParameter ("Invalid protocol type")
+    for any other protocol (https://docs.aws.amazon.com/sns/latest/dg/fifo-message-delivery.html)."""
+    topics = [graph.by_urn[u] for u in subscription.property_dependencies.get("topic", []) if u in graph.by_urn]
+    fifo = [t for t in topics if t.type == TOPIC and t.inputs.get("fifoTopic")]
+    protocol = subscription.inputs.get("protocol")
+    if fifo and isinstance(protocol, str) and protocol != "sqs":
+        yield _rejected(
+            subscription,
+            "SNS",
+            f"a {protocol} subscription on FIFO topic {fifo[0].name} (InvalidParameter: Invalid protocol type: "
+            f"{protocol}; a FIFO topic delivers only to SQS queues)",
+            "subscribe an SQS queue (which the paging tool reads), or make the topic a standard one",
+        )
 
 
 def _waf_scope(graph: Graph, resource: RenderedResource) -> Iterator[Finding]:

@@ -37,6 +37,7 @@ from tokenplane.proof.deployability.iam_policy import (
     attached,
     document,
     role_documents,
+    role_named,
 )
 from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
 
@@ -56,6 +57,9 @@ KEYED = {
     "aws:sns/topic:Topic": ("kmsMasterKeyId", {"sns:Publish": "kms:GenerateDataKey"}),
 }
 S3_ACTIONS = {"s3:GetObject": "kms:Decrypt", "s3:PutObject": "kms:GenerateDataKey"}
+EBS_PROVISIONER = "ebs.csi.aws.com"
+EBS_KMS = ("kms:CreateGrant", "kms:GenerateDataKeyWithoutPlaintext")
+ADDON = "aws:eks/addon:Addon"
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class Encrypted:
 
 
 def check(graph: Graph) -> Iterator[Finding]:
+    yield from _ebs_classes(graph)
     encrypted = [*_buckets(graph), *_keyed(graph)]
     if not encrypted:
         return
@@ -95,6 +100,59 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"allow {kms_action} on the key's ARN ({data.key.name}.arn) in the role's policy, or grant the "
                     "role in the key's policy",
                 )
+
+
+def _ebs_classes(graph: Graph) -> Iterator[Finding]:
+    """An EBS StorageClass encrypting with one of the program's keys (``parameters.kmsKeyId``) needs the EBS CSI
+    driver's role to use it: the driver's CreateVolume asks KMS for a data key and a grant as that role
+    (``kms:CreateGrant``, ``kms:GenerateDataKeyWithoutPlaintext``; AmazonEBSCSIDriverPolicy grants no KMS action),
+    else the volume is never made and every claim on the class stays Pending
+    (https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html, "KMS key for encryption")."""
+    for klass in graph.kube(None, "StorageClass"):
+        if klass.manifest.get("provisioner") != EBS_PROVISIONER:
+            continue
+        value = (klass.manifest.get("parameters") or {}).get("kmsKeyId")
+        named = [
+            graph.by_urn[u] for u in klass.resource.property_dependencies.get("parameters", []) if u in graph.by_urn
+        ]
+        key = key_of(graph, value) or next((r for r in named if r.type == KEY), None)
+        if key is None:
+            continue
+        key_arns = _arns(graph, key)
+        for role in _ebs_csi_roles(graph, klass.resource.region):
+            documents = role_documents(graph, role) + _aws_managed(graph, role)
+            if any(document(d) is None for d in documents):
+                continue
+            missing = [
+                a
+                for a in EBS_KMS
+                if not _allowed(documents, a, key_arns) and not _key_policy_allows(graph, key, role, a)
+            ]
+            if missing:
+                yield Finding(
+                    RULE,
+                    klass.urn,
+                    f"StorageClass {klass.name} encrypts EBS volumes with the program's KMS key {key.name}, but the "
+                    f"EBS CSI driver's role {role.name} may not {', '.join(missing)} on it: CreateVolume is refused "
+                    "and every claim on the class stays Pending",
+                    f"allow {', '.join(EBS_KMS)} (kms:CreateGrant conditioned on kms:GrantIsForAWSResource) on "
+                    f"{key.name}.arn to {role.name}, or grant the role in the key's policy",
+                )
+
+
+def _ebs_csi_roles(graph: Graph, region: str | None) -> list[RenderedResource]:
+    """The roles the EBS CSI add-on's controller runs as: its ``serviceAccountRoleArn``."""
+    out = []
+    for addon in graph.of_type(ADDON, region):
+        if addon.inputs.get("addonName") != "aws-ebs-csi-driver":
+            continue
+        roles = [
+            graph.by_urn[u] for u in addon.property_dependencies.get("serviceAccountRoleArn", []) if u in graph.by_urn
+        ]
+        out += [r for r in roles if r.type == ROLE] or [
+            r for r in [role_named(graph, addon.inputs.get("serviceAccountRoleArn"))] if r is not None
+        ]
+    return out
 
 
 def _aws_managed(graph: Graph, role: RenderedResource) -> list[Any]:

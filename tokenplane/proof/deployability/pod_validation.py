@@ -4,7 +4,8 @@ Read: Pods, the templates of Deployments, StatefulSets, DaemonSets, ReplicaSets,
 jobTemplates. Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go unless named):
 container and init container names (validateContainers, validateInitContainers: DNS-1123 labels, unique in the
 pod), ports (validateContainerPorts: IsValidPortName, unique in the container, IsValidPortNum), env names
-(validateEnv), resources (ValidateResourceRequirements and ValidateResourceQuantityValue: quantities that parse and
+(validateEnv; one of value and valueFrom, one source in valueFrom: validateEnvVarValueFrom), resources
+(ValidateResourceRequirements and ValidateResourceQuantityValue: quantities that parse and
 are not negative, a request above its limit, an extended resource such as ``nvidia.com/gpu`` not whole, with a
 request other than its limit or without a limit), volumes (ValidateVolumes: DNS-1123 label names, unique), mounts
 (validateVolumeMounts: a volume of the pod, or for a StatefulSet one of its volumeClaimTemplates; a mountPath once
@@ -171,6 +172,21 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
         yield from problems(
             obj, f"{at} env name", str(env.get("name", "")), syntax.is_relaxed_env_var_name, "validateEnv", fix
         )
+        source = env.get("valueFrom")
+        if env.get("value") and source:
+            yield rejected(
+                obj,
+                f"gives {at} env {env.get('name')} both a value and valueFrom",
+                "validateEnvVarValueFrom: Invalid value: may not be specified when `value` is not empty",
+                "keep one of value and valueFrom",
+            )
+        elif isinstance(source, dict) and len([k for k, v in source.items() if v]) > 1:
+            yield rejected(
+                obj,
+                f"gives {at} env {env.get('name')} several sources in valueFrom ({', '.join(sorted(source))})",
+                "validateEnvVarValueFrom: Invalid value: may not have more than one field specified at a time",
+                "keep one source (fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef)",
+            )
     yield from _resources(obj, at, container.get("resources") or {})
     yield from _probes(obj, at, container)
     mounts = [*(container.get("volumeMounts") or []), *(container.get("volumeDevices") or [])]

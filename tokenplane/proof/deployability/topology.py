@@ -19,7 +19,8 @@ UnschedulableAndUnresolvable "node(s) didn't match pod topology spread constrain
 required pod affinity term does the same (interpodaffinity/filtering.go, satisfyPodAffinity: "All topology labels
 must exist on the node"). A required *anti*-affinity on a missing key is not reported: satisfyPodAntiAffinity only
 counts nodes that have the key, so such pods schedule (unspread). The labels an EKS node carries: those kubelet and
-the AWS cloud provider set (``WELL_KNOWN``), EKS managed node groups' ``eks.amazonaws.com/*``, and the node group's
+the AWS cloud provider set (``WELL_KNOWN``), EKS managed node groups' five ``eks.amazonaws.com/*`` labels (any
+key under that prefix where the cluster runs Auto Mode), and the node group's
 own ``labels``. Keys under prefixes AWS components may add (``AWS_PREFIXES``: the EBS CSI driver's topology key,
 the cloud controller's zone-id) are not judged, nor groups whose launch template's user data may set kubelet
 ``--node-labels``, nor regions where Karpenter or Fargate make nodes the program's groups do not describe. E.g. GKE's
@@ -44,6 +45,19 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 # Node makers beyond managed node groups: their nodes' labels are not the groups'.
 OTHER_NODES = ("aws:eks/fargateProfile:FargateProfile",)
 OTHER_NODE_KINDS = ("NodePool", "Provisioner", "EC2NodeClass")
+CLUSTER = "aws:eks/cluster:Cluster"
+EKS_PREFIX = "eks.amazonaws.com/"
+# The eks.amazonaws.com/ labels a managed node group's nodes carry (the EKS managed node groups page: the node
+# group's name, its AMI, its capacity type, and the launch template it was made from).
+MANAGED_NODE_GROUP_LABELS = frozenset(
+    {
+        "eks.amazonaws.com/nodegroup",
+        "eks.amazonaws.com/nodegroup-image",
+        "eks.amazonaws.com/capacityType",
+        "eks.amazonaws.com/sourceLaunchTemplateId",
+        "eks.amazonaws.com/sourceLaunchTemplateVersion",
+    }
+)
 
 
 def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
@@ -113,8 +127,15 @@ def _labels_open(graph: Graph, group: NodeGroup) -> bool:
     return False
 
 
-def _carries(key: str, group: NodeGroup) -> bool:
+def _carries(key: str, group: NodeGroup, auto_mode: bool) -> bool:
+    if key.startswith(EKS_PREFIX) and not auto_mode:
+        return key in MANAGED_NODE_GROUP_LABELS  # EKS's own prefix: exactly what a managed node group sets
     return key in WELL_KNOWN or key.startswith(AWS_PREFIXES) or key in group.labels
+
+
+def _auto_mode(graph: Graph, region: str | None) -> bool:
+    """Whether a cluster of the region runs EKS Auto Mode, whose nodes carry more eks.amazonaws.com/ labels."""
+    return any(lookup(c.inputs, "computeConfig.enabled") is True for c in graph.of_type(CLUSTER, region))
 
 
 def _missing_keys(graph: Graph, bearer: KubeObject, groups: list[NodeGroup]) -> Iterator[Finding]:
@@ -130,8 +151,9 @@ def _missing_keys(graph: Graph, bearer: KubeObject, groups: list[NodeGroup]) -> 
     affinity = lookup(pod, "affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution") or []
     keys += [("required pod affinity", t.get("topologyKey")) for t in affinity]
     names = ", ".join(g.resource.name for g in mine)
+    auto = _auto_mode(graph, bearer.resource.region)
     for what, key in keys:
-        if not isinstance(key, str) or any(_carries(key, g) for g in mine):
+        if not isinstance(key, str) or any(_carries(key, g, auto) for g in mine):
             continue
         yield Finding(
             RULE,
