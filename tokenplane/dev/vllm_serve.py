@@ -30,7 +30,10 @@ def portable_attention() -> None:
     """Report no AMX to vLLM's CPU attention (``_get_attn_isa`` then picks ``vec``), unless ``TOKENPLANE_CPU_AMX=1``."""
     if os.environ.get(AMX_SWITCH) == "1":
         return
-    import torch
+    try:
+        import torch
+    except ImportError:
+        return  # not the engine's Python (a test importing this module): nothing to switch
 
     torch.cpu._is_amx_tile_supported = lambda: False  # type: ignore[attr-defined,unused-ignore]
 
