@@ -31,6 +31,19 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     "registry_second_bucket_policy": (False, "missed: a second policy on a bucket that holds one"),
     "batch_dlq_retention_shorter_than_source": (True, "dead-letter-keeps: the DLQ keeps messages for less"),
 }
+# After the fixes written with the set in view (not held out): the same cases, the blind misses as now caught.
+# batch_queue_policy_on_queue_arn, a correct variant, is still flagged by service-account-trust: its IRSA
+# ServiceAccount is used by no pod (its comment says the gateways' batch endpoint uses it; the gateways run as their
+# own account), so the role reaches nothing. Counted as flagged.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    **JUDGEMENT,
+    "sns_fifo_topic_email_subscription": (True, "aws-api-values: an email subscription on a FIFO topic"),
+    "docs_env_value_and_value_from": (True, "api-validation: value beside valueFrom"),
+    "docs_spread_on_nodegroup_name_label": (True, "topology-placeable: an eks.amazonaws.com/ key EKS never sets"),
+    "pushgateway_on_cmk_class_without_csi_grant": (True, "kms-grant: the EBS CSI role may not use the key"),
+    "registry_second_bucket_policy": (True, "one-writer: two policies on one bucket"),
+}
+
 
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 14, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 14, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
