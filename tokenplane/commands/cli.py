@@ -364,7 +364,7 @@ def check(
         from tokenplane.proof import deployability as deploy
         from tokenplane.proof import waivers
 
-        deploy_waivers = waivers.load(policy_config, deploy.CHECKS) if policy_config else None
+        deploy_waivers = waivers.load(policy_config, deploy.rule_names()) if policy_config else None
         if program is not None:
             from tokenplane.proof.program import kubernetes_minor, load_project, parse_config, render_project
             from tokenplane.spec import DEFAULT_KUBERNETES_VERSION

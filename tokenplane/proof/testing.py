@@ -144,7 +144,7 @@ class RenderedProgram:
         from tokenplane.proof.check import load_policy_config, run_checks
 
         settings = load_policy_config(Path(policy_config), ALL) if policy_config is not None else None
-        deploy_waivers = waivers.load(Path(policy_config), deploy.CHECKS) if policy_config is not None else None
+        deploy_waivers = waivers.load(Path(policy_config), deploy.rule_names()) if policy_config is not None else None
         applied = waivers.apply(deploy.run(self.spec, self.result), self.result, deploy_waivers)
         return Verdict(
             issues=[str(i) for i in self.result.issues],

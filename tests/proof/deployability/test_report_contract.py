@@ -81,3 +81,42 @@ def test_a_program_error_and_a_graph_the_checks_cannot_read_say_why_and_how_to_f
     missing = render(graph_data_missing(CheckResult([]), ISSUES, "urn:f", "urn:f: no spec.template.spec"), fmt)
     assert "deploy/graph-data-missing" in missing and "urn:f" in missing and "render/schema" in missing
     assert "the checks never pass by skipping a value" in missing
+
+
+def test_a_check_that_raises_becomes_a_finding_beside_the_others_and_the_report_carries_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tokenplane.proof import deployability as deploy
+    from tokenplane.proof.render import RenderedResource, RenderResult
+
+    def crashes(graph: object) -> list[Finding]:
+        return [*{{"unhashable": 1}: 1}]  # the bug the first service-admitted had: a dict as a set member
+
+    def finds(graph: object) -> list[Finding]:
+        return [Finding("works", "urn:w", "found", "fix it")]
+
+    monkeypatch.setattr(deploy, "CHECKS", {"crashes": crashes, "works": finds})
+    bucket = "urn:pulumi:dev::infra::aws:s3/bucket:Bucket::b"
+    resource = RenderedResource(bucket, "aws:s3/bucket:Bucket", "b", None, None, "us-east-1", {}, True)
+    findings = deploy.run(None, RenderResult([resource], {}))
+    crashed = [f for f in findings if f.rule == deploy.CHECK_CRASHED]
+    assert [f.rule for f in findings] == [deploy.CHECK_CRASHED, "works"]
+    assert crashed[0].urn == "urn:pulumi:dev::infra::pulumi:pulumi:Stack::infra-dev"
+    assert "'crashes' check raised TypeError" in crashed[0].message and "test_report_contract.py:" in crashed[0].message
+    data = json.loads(render(with_deployability(CheckResult([]), ["crashes", "works"], findings, []), "json"))
+    failed = {p["name"] for p in data["policies"] if p["status"] == "failed"}
+    assert failed == {"deploy/check-crashed", "deploy/works"}
+
+
+def test_a_graph_the_checks_cannot_read_still_raises_rather_than_becoming_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tokenplane.proof import deployability as deploy
+    from tokenplane.proof.render import RenderResult
+
+    def missing(graph: object) -> list[Finding]:
+        raise deploy.GraphDataMissing("urn:x", "arn", "the mock returned None")
+
+    monkeypatch.setattr(deploy, "CHECKS", {"missing": missing})
+    with pytest.raises(deploy.GraphDataMissing):
+        deploy.run(None, RenderResult([], {}))

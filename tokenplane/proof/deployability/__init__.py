@@ -12,7 +12,9 @@ pulumi, ``components`` or ``serving``: a check models what a controller would do
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from tokenplane.proof.deployability import (
     access,
@@ -208,11 +210,62 @@ def run(spec: PlatformSpec | None, rendered: RenderResult, assume: Assumptions |
         GraphDataMissing: a check needed a value the render does not have.
     """
     graph = Graph(spec, rendered, assume or Assumptions())
-    return [finding for check in CHECKS.values() for finding in check(graph)]
+    return [finding for rule, check in CHECKS.items() for finding in _guarded(rule, check, graph, rendered)]
+
+
+CHECK_CRASHED = "check-crashed"
+
+
+def rule_names() -> list[str]:
+    """Every rule a finding may carry, so a waiver may name it: each check's, and a crashed check's."""
+    return [*CHECKS, CHECK_CRASHED]
+
+
+def _guarded(rule: str, check: Check, graph: Graph, rendered: RenderResult) -> list[Finding]:
+    """One check's findings; a check that raises becomes a finding, so the report is written and says which.
+
+    A crash is a bug in the check, not in the program, but the program is then unproven: it fails the run like
+    any finding. GraphDataMissing stays an exception: it is the render's gap, reported as such by the callers.
+    """
+    try:
+        return list(check(graph))
+    except GraphDataMissing:
+        raise
+    except Exception as e:  # any bug in one check must not hide the other checks' findings
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        where = f"{Path(frame.filename).name}:{frame.lineno}"
+        return [
+            Finding(
+                CHECK_CRASHED,
+                _stack_urn(rendered),
+                f"the {rule!r} check raised {type(e).__name__}: {e} (at {where}), so this program is not proven "
+                "by it; the other checks ran",
+                "this is a tokenplane bug: report it with the program; until it is fixed, waive "
+                f"{CHECK_CRASHED!r} for this stack with a justified exception",
+            )
+        ]
+
+
+def _stack_urn(rendered: RenderResult) -> str:
+    """The stack's own URN, built from any resource's (the render keeps no record of the Stack itself)."""
+    for resource in rendered.resources:
+        stack, project = resource.urn.split("::")[0:2]
+        name = stack.removeprefix("urn:pulumi:")
+        return f"{stack}::{project}::pulumi:pulumi:Stack::{project}-{name}"
+    return "urn:pulumi:stack::project::pulumi:pulumi:Stack::project-stack"
 
 
 def prerequisites_of(spec: PlatformSpec | None, rendered: RenderResult) -> list[Prerequisite]:
     return prerequisites(Graph(spec, rendered))
 
 
-__all__ = ["CHECKS", "Assumptions", "Finding", "GraphDataMissing", "Prerequisite", "prerequisites_of", "run"]
+__all__ = [
+    "CHECKS",
+    "CHECK_CRASHED",
+    "Assumptions",
+    "Finding",
+    "GraphDataMissing",
+    "Prerequisite",
+    "prerequisites_of",
+    "run",
+]

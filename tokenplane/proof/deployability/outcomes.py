@@ -41,7 +41,10 @@ def with_deployability(
     description, so every report format shows what was waived and why.
     """
     outcomes = list(result.outcomes)
-    for rule in [*rules, STALE_RULE]:
+    named = [*rules, STALE_RULE]
+    # A finding under a rule the caller did not list (a crashed check's) still gets its outcome: none is dropped.
+    unlisted = sorted(({f.rule for f in findings} | {f.rule for f, _ in waived}) - set(named))
+    for rule in [*named, *unlisted]:
         mine = [f for f in findings if f.rule == rule]
         excused = [(f, reason) for f, reason in waived if f.rule == rule]
         description = f"deployability: {rule} (tokenplane/proof/deployability)" + "".join(
