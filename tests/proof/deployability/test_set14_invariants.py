@@ -17,7 +17,7 @@ from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_set3_invariants import deployment, plus, rule, system_pod
 from tests.proof.deployability.test_set6_a import _spread
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import aws_values, kms_grants, singletons
+from tokenplane.proof.deployability import aws_values, kms_grants, singletons, storage
 from tokenplane.proof.render import RenderedResource, physical_id
 
 
@@ -140,7 +140,8 @@ def test_under_auto_mode_eks_labels_are_not_judged() -> None:
 # kms-grant: an EBS class on a key the EBS CSI driver may not use ------------------------------------------------------
 
 
-def _ebs_class(*extra: RenderedResource, key_policy: str | None = None) -> list[str]:
+def _ebs_class(*extra: RenderedResource, key_policy: str | None = None, base: Any = None) -> list[str]:
+    """kms-grant's findings on a class encrypting with a planted key, over ``base`` (minimal's render)."""
     key = _aws("aws:kms/key:Key", "planted-key", {"policy": key_policy} if key_policy else {})
     klass = dataclasses.replace(
         _aws(
@@ -157,7 +158,7 @@ def _ebs_class(*extra: RenderedResource, key_policy: str | None = None) -> list[
         property_dependencies={"parameters": [key.urn]},
         region="us",
     )
-    result = mutated(rendered("minimal"), lambda r: r, extra=[key, klass, *extra])
+    result = mutated(base or rendered("minimal"), lambda r: r, extra=[key, klass, *extra])
     return [f.message for f in kms_grants.check(deploy.Graph(spec("minimal"), result)) if "gp3-cmk" in f.message]
 
 
@@ -181,3 +182,47 @@ def test_an_ebs_class_on_a_key_the_csi_role_may_not_use_is_found() -> None:
 )
 def test_the_csi_roles_own_kms_grant_admits_the_class(actions: list[str], found: bool) -> None:
     assert bool(_ebs_class(_ebs_role_policy(actions))) == found
+
+
+# The EBS controller's role by Pod Identity (the add-on's own associations or a separate one), for csi-iam and kms-grant
+
+
+def _on_pod_identity(result: Any, account: str, *, separate: bool = False) -> tuple[Any, RenderedResource]:
+    """``result`` with its EBS add-on's IRSA role replaced by a Pod Identity association for ``account``: the
+    add-on's own, or (``separate``) an association resource."""
+    role = _aws("aws:iam/role:Role", "planted-ebs-pod-identity", {"name": "planted-ebs-pod-identity"})
+    arn = f"arn:aws:iam::123456789012:role/{physical_id(role.type, role.name)}"
+    association = {"roleArn": arn, "serviceAccount": account}
+
+    def rewire(r: RenderedResource) -> RenderedResource:
+        if r.type != "aws:eks/addon:Addon" or r.inputs.get("addonName") != "aws-ebs-csi-driver":
+            return r
+
+        def edit(inputs: dict[str, Any]) -> None:
+            inputs.pop("serviceAccountRoleArn", None)
+            if not separate:
+                inputs["podIdentityAssociations"] = [association]
+
+        return dataclasses.replace(with_inputs(r, edit), property_dependencies={})
+
+    extra = [role]
+    if separate:
+        inputs = {"clusterName": "c", "namespace": "kube-system", **association}
+        extra.append(_aws("aws:eks/podIdentityAssociation:PodIdentityAssociation", "planted-ebs-pia", inputs))
+    return mutated(result, rewire, extra=extra), role
+
+
+@pytest.mark.parametrize("separate", [False, True])
+@pytest.mark.parametrize(("account", "found"), [("ebs-csi-controller-sa", False), ("ebs-csi-node-sa", True)])
+def test_the_ebs_add_on_may_take_its_role_by_pod_identity_for_its_controllers_account(
+    separate: bool, account: str, found: bool
+) -> None:
+    result, _ = _on_pod_identity(rendered("minimal"), account, separate=separate)
+    said = [f.message for f in storage.check(deploy.Graph(spec("minimal"), result))]
+    assert bool(said) == found, said
+
+
+def test_kms_grant_judges_the_pod_identity_role_the_ebs_controller_runs_as() -> None:
+    result, role = _on_pod_identity(rendered("minimal"), "ebs-csi-controller-sa")
+    said = _ebs_class(base=result)
+    assert len(said) == 1 and role.name in said[0] and "kms:CreateGrant" in said[0], said

@@ -37,8 +37,8 @@ from tokenplane.proof.deployability.iam_policy import (
     attached,
     document,
     role_documents,
-    role_named,
 )
+from tokenplane.proof.deployability.storage import ebs_csi_roles
 from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
 
 RULE = "kms-grant"
@@ -119,7 +119,7 @@ def _ebs_classes(graph: Graph) -> Iterator[Finding]:
         if key is None:
             continue
         key_arns = _arns(graph, key)
-        for role in _ebs_csi_roles(graph, klass.resource.region):
+        for role in ebs_csi_roles(graph, klass.resource.region):
             documents = role_documents(graph, role) + _aws_managed(graph, role)
             if any(document(d) is None for d in documents):
                 continue
@@ -138,21 +138,6 @@ def _ebs_classes(graph: Graph) -> Iterator[Finding]:
                     f"allow {', '.join(EBS_KMS)} (kms:CreateGrant conditioned on kms:GrantIsForAWSResource) on "
                     f"{key.name}.arn to {role.name}, or grant the role in the key's policy",
                 )
-
-
-def _ebs_csi_roles(graph: Graph, region: str | None) -> list[RenderedResource]:
-    """The roles the EBS CSI add-on's controller runs as: its ``serviceAccountRoleArn``."""
-    out = []
-    for addon in graph.of_type(ADDON, region):
-        if addon.inputs.get("addonName") != "aws-ebs-csi-driver":
-            continue
-        roles = [
-            graph.by_urn[u] for u in addon.property_dependencies.get("serviceAccountRoleArn", []) if u in graph.by_urn
-        ]
-        out += [r for r in roles if r.type == ROLE] or [
-            r for r in [role_named(graph, addon.inputs.get("serviceAccountRoleArn"))] if r is not None
-        ]
-    return out
 
 
 def _aws_managed(graph: Graph, role: RenderedResource) -> list[Any]:

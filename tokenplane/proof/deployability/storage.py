@@ -2,16 +2,20 @@
 
 The EBS CSI controller calls ec2:CreateVolume/AttachVolume. As an EKS add-on it
 takes its credentials from ``serviceAccountRoleArn`` (IRSA) or a Pod Identity
-association for ``kube-system/ebs-csi-controller-sa``; the node role fallback
-is off where IMDS allows one hop only, as on tokenplane's GPU nodes.
+association for ``kube-system/ebs-csi-controller-sa``, made by the add-on's own
+``podIdentityAssociations`` or by a separate association resource; the node role
+fallback is off where IMDS allows one hop only, as on tokenplane's GPU nodes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.iam_policy import ROLE, role_named
+from tokenplane.proof.render import RenderedResource
 
 RULE = "csi-iam"
 EBS_PROVISIONER = "ebs.csi.aws.com"
@@ -37,12 +41,8 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"add the {EBS_ADDON} EKS add-on with an IRSA role",
                 )
             continue
-        associations = {
-            (str(a.inputs.get("namespace")), str(a.inputs.get("serviceAccount")))
-            for a in graph.of_type(POD_IDENTITY, region)
-        }
         for addon in addons:
-            if addon.inputs.get("serviceAccountRoleArn") or EBS_SERVICE_ACCOUNT in associations:
+            if addon.inputs.get("serviceAccountRoleArn") or _role_arns(graph, addon):
                 continue
             yield Finding(
                 RULE,
@@ -52,3 +52,36 @@ def check(graph: Graph) -> Iterator[Finding]:
                 f"{', '.join(sc.name for sc in classes)} never bind",
                 "give the add-on service_account_role_arn: an IRSA role with AmazonEBSCSIDriverPolicy",
             )
+
+
+def _role_arns(graph: Graph, addon: RenderedResource) -> list[Any]:
+    """The role ARNs Pod Identity gives the EBS controller's service account: the add-on's own associations
+    (for that account) and separate association resources for it in the add-on's cluster's region."""
+    inline = [
+        a.get("roleArn")
+        for a in addon.inputs.get("podIdentityAssociations") or []
+        if isinstance(a, dict) and a.get("serviceAccount") == EBS_SERVICE_ACCOUNT[1]
+    ]
+    separate = [
+        a.inputs.get("roleArn")
+        for a in graph.of_type(POD_IDENTITY, addon.region)
+        if (str(a.inputs.get("namespace")), str(a.inputs.get("serviceAccount"))) == EBS_SERVICE_ACCOUNT
+    ]
+    return [arn for arn in [*inline, *separate] if arn]
+
+
+def ebs_csi_roles(graph: Graph, region: str | None) -> list[RenderedResource]:
+    """The program's roles the EBS CSI add-on's controller runs as in ``region``: its ``serviceAccountRoleArn``
+    (followed through the input's dependencies, else by the ARN's name) and its Pod Identity associations'."""
+    out: list[RenderedResource] = []
+    for addon in graph.of_type(ADDON, region):
+        if addon.inputs.get("addonName") != EBS_ADDON:
+            continue
+        deps = [
+            graph.by_urn[u] for u in addon.property_dependencies.get("serviceAccountRoleArn", []) if u in graph.by_urn
+        ]
+        irsa: list[RenderedResource | None] = [r for r in deps if r.type == ROLE]
+        named = [addon.inputs.get("serviceAccountRoleArn")] if not irsa else []
+        roles = irsa + [role_named(graph, arn) for arn in [*named, *_role_arns(graph, addon)]]
+        out += [r for r in roles if r is not None and r.urn not in {o.urn for o in out}]
+    return out
