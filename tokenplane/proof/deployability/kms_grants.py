@@ -111,11 +111,7 @@ def _ebs_classes(graph: Graph) -> Iterator[Finding]:
     for klass in graph.kube(None, "StorageClass"):
         if klass.manifest.get("provisioner") != EBS_PROVISIONER:
             continue
-        value = (klass.manifest.get("parameters") or {}).get("kmsKeyId")
-        named = [
-            graph.by_urn[u] for u in klass.resource.property_dependencies.get("parameters", []) if u in graph.by_urn
-        ]
-        key = key_of(graph, value) or next((r for r in named if r.type == KEY), None)
+        key = key_in(graph, klass.resource, "parameters", (klass.manifest.get("parameters") or {}).get("kmsKeyId"))
         if key is None:
             continue
         key_arns = _arns(graph, key)
@@ -163,6 +159,13 @@ def _arns(graph: Graph, resource: RenderedResource) -> tuple[str, ...]:
         if isinstance(outputs.get("arn"), str):
             out.add(outputs["arn"])
     return tuple(sorted(out))
+
+
+def key_in(graph: Graph, resource: RenderedResource, field: str, value: Any) -> RenderedResource | None:
+    """The program's KMS key ``resource``'s input ``field`` names with ``value``: by its ID or ARN, else (a value
+    the mocks make unrecognisable, such as an ARN built in an apply) the key the input was computed from."""
+    named = (graph.by_urn.get(u) for u in resource.property_dependencies.get(field, []))
+    return key_of(graph, value) or next((r for r in named if r is not None and r.type == KEY), None)
 
 
 def key_of(graph: Graph, value: Any) -> RenderedResource | None:

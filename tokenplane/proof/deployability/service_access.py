@@ -35,7 +35,7 @@ from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.iam_policy import allowing, as_list, document
-from tokenplane.proof.deployability.kms_grants import KEY, key_of
+from tokenplane.proof.deployability.kms_grants import key_in
 from tokenplane.proof.render import RenderedResource
 
 RULE = "service-admitted"
@@ -144,8 +144,7 @@ def _key_admits(
             f"{service}}} {', '.join(a + '*' for a in actions)} (or use SSE-SQS / no key for this destination)",
         )
         return
-    named = [graph.by_urn[u] for u in encrypted.property_dependencies.get(key_input, []) if u in graph.by_urn]
-    key = key_of(graph, value) or next((r for r in named if r.type == KEY), None)
+    key = key_in(graph, encrypted, key_input, value)
     if key is None:
         return  # a key the program does not create
     policies = [key.inputs.get("policy")] if key.inputs.get("policy") else []
