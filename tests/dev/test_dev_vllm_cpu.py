@@ -129,3 +129,31 @@ def test_the_cpu_builds_version_answers_as_vllm_plus_cpu(monkeypatch: pytest.Mon
     # "+cpu" is what vLLM's own platform detection looks for; without it the CPU build loads AVX-512 kernels.
     assert vllm_serve._vllm_version("vllm") == "0.32.0+cpu"
     assert vllm_serve._vllm_version("pyyaml") == real("pyyaml")
+
+
+@pytest.mark.parametrize(("switch", "amx_seen"), [(None, False), ("1", True)])
+def test_the_engine_sees_no_amx_unless_switched_on(
+    monkeypatch: pytest.MonkeyPatch, switch: str | None, amx_seen: bool
+) -> None:
+    """vLLM's CPU attention asks ``torch.cpu._is_amx_tile_supported()`` which kernels to run (``_get_attn_isa``);
+    its AMX kernels die with SIGILL on a 2-token prefill on hosts that advertise AMX, so the engine's module
+    answers no unless TOKENPLANE_CPU_AMX=1. A stand-in torch shows the switch without the engine installed."""
+    import sys
+    import types
+
+    cpu = types.SimpleNamespace(_is_amx_tile_supported=lambda: True)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cpu=cpu))
+    if switch is None:
+        monkeypatch.delenv(vllm_serve.AMX_SWITCH, raising=False)
+    else:
+        monkeypatch.setenv(vllm_serve.AMX_SWITCH, switch)
+    vllm_serve.portable_attention()
+    assert cpu._is_amx_tile_supported() is amx_seen
+
+
+def test_without_torch_the_switch_is_a_no_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError: the call must not
+    monkeypatch.delenv(vllm_serve.AMX_SWITCH, raising=False)
+    vllm_serve.portable_attention()
