@@ -578,7 +578,7 @@ CASES: list[tuple[str, Callable[[], Manifest], Callable[[], Manifest], tuple[str
         "ConfigMap key in data and binaryData",
         lambda: _obj("ConfigMap", "v1", data={"model.json": "{}"}, binaryData={"model.json": "e30="}),
         lambda: _obj("ConfigMap", "v1", data={"model.json": "{}"}, binaryData={"model.bin": "e30="}),
-        ("'model.json' in both data and binaryData", "duplicate of key present in data", "keep each key in one"),
+        ("'model.json' in both data and binaryData", "duplicate of key present in binaryData", "keep each key in one"),
     ),
 ]
 

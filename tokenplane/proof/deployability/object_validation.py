@@ -177,7 +177,7 @@ CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # IsConfigMapKey, for ConfigMap and
 def _data(obj: KubeObject) -> Iterator[Finding]:
     """A ConfigMap's or Secret's keys (IsConfigMapKey: at most 253 of ``[-._a-zA-Z0-9]``, not ``.`` or ``..``) and
     its size: at most 1 MiB of data in all (ValidateConfigMap, ValidateSecret), base64 fields counted decoded; a
-    ConfigMap's key in data and binaryData both (ValidateConfigMap: "duplicate of key present in data")."""
+    ConfigMap's key in data and binaryData both (ValidateConfigMap: "duplicate of key present in binaryData")."""
     fields = ("data", "binaryData") if obj.kind == "ConfigMap" else ("data", "stringData")
     size = 0
     for field in fields:
@@ -202,7 +202,7 @@ def _data(obj: KubeObject) -> Iterator[Finding]:
             yield rejected(
                 obj,
                 f"has key {key!r} in both data and binaryData",
-                "ValidateConfigMap: binaryData: Invalid value: duplicate of key present in data",
+                f"ValidateConfigMap: data[{key}]: Invalid value: duplicate of key present in binaryData",
                 "keep each key in one of data (text) and binaryData (base64)",
             )
     if size > DATA_MAX_BYTES:
