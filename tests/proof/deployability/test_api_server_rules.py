@@ -327,6 +327,18 @@ CASES: list[tuple[str, Callable[[], Manifest], Callable[[], Manifest], tuple[str
         lambda: _container(securityContext={"privileged": True}),
         ("allowPrivilegeEscalation false", "cannot set `allowPrivilegeEscalation` to false and privileged", "drop"),
     ),
+    (
+        "imagePullPolicy unknown",
+        lambda: _container(imagePullPolicy="IfNotExists"),
+        lambda: _container(imagePullPolicy="IfNotPresent"),
+        ("imagePullPolicy 'IfNotExists'", 'supported values: "Always", "IfNotPresent", "Never"', "case matters"),
+    ),
+    (
+        "a container resource without a domain",
+        lambda: _container(resources={"limits": {"cpu": "1", "memory": "1Gi", "gpu": 1}}),
+        lambda: _container(resources={"limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1}}),
+        ("resources.limits[gpu]", "must be a standard resource for containers", "nvidia.com/gpu"),
+    ),
     # --- volume_validation ---
     (
         "defaultMode written as decimal 644",
@@ -396,6 +408,12 @@ CASES: list[tuple[str, Callable[[], Manifest], Callable[[], Manifest], tuple[str
         lambda: _service(sessionAffinityConfig={"clientIP": {"timeoutSeconds": 600}}),
         lambda: _service(sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 600}}),
         ("sessionAffinityConfig", "must not be set when session affinity is None", "ClientIP"),
+    ),
+    (
+        "Service targetPort out of range",
+        lambda: _service(ports=[{"name": "http", "port": 80, "targetPort": 80800}]),
+        lambda: _service(ports=[{"name": "http", "port": 80, "targetPort": 8080}]),
+        ("targetPort 80800", "must be between 1 and 65535", "1-65535"),
     ),
     # --- networking_validation ---
     (
@@ -488,6 +506,18 @@ CASES: list[tuple[str, Callable[[], Manifest], Callable[[], Manifest], tuple[str
         lambda: _pod() | {"spec": {**_pod()["spec"], "strategy": {"rollingUpdate": {"maxSurge": "1"}}}},
         lambda: _pod() | {"spec": {**_pod()["spec"], "strategy": {"rollingUpdate": {"maxSurge": 1}}}},
         ("rollingUpdate.maxSurge '1'", "a valid percent string", "write maxSurge as an integer"),
+    ),
+    (
+        "Deployment revisionHistoryLimit negative",
+        lambda: _pod() | {"spec": {**_pod()["spec"], "revisionHistoryLimit": -1}},
+        lambda: _pod() | {"spec": {**_pod()["spec"], "revisionHistoryLimit": 0}},
+        ("spec.revisionHistoryLimit -1", "ValidateDeploymentSpec: must be greater than or equal to 0", "0 or more"),
+    ),
+    (
+        "StatefulSet podManagementPolicy unknown",
+        lambda: _pod() | {"kind": "StatefulSet", "spec": {**_pod()["spec"], "podManagementPolicy": "Ordered"}},
+        lambda: _pod() | {"kind": "StatefulSet", "spec": {**_pod()["spec"], "podManagementPolicy": "Parallel"}},
+        ("podManagementPolicy 'Ordered'", "must be 'OrderedReady' or 'Parallel'", "use OrderedReady"),
     ),
     (
         "Job backoffLimit negative",

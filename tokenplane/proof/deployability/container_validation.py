@@ -12,6 +12,9 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   one without Always may have no probes and no lifecycle, "may not be set for init containers without
   restartPolicy=Always"; a value outside Always/OnFailure/Never is refused whatever the ContainerRestartRules
   gate says);
+- imagePullPolicy Always, IfNotPresent or Never (validatePullPolicy), terminationMessagePolicy File or
+  FallbackToLogsOnError (validateContainers), and a resource name without a domain one of cpu, memory,
+  ephemeral-storage, hugepages-* (validateContainerResourceName: "must be a standard resource for containers");
 - security contexts (validatePodSpecSecurityContext, ValidateSecurityContext): runAsUser, runAsGroup, fsGroup and
   supplementalGroups in 0-2147483647 (IsValidUserID, IsValidGroupID); seccompProfile and appArmorProfile of type
   Localhost need localhostProfile and no other type may have it (validateSeccompProfileField,
@@ -32,6 +35,9 @@ from tokenplane.proof.deployability.object_validation import rejected
 # Always (a sidecar) on init containers; OnFailure and Never too under the ContainerRestartRules gate (alpha in
 # 1.34), so only a value outside all three is judged, and a regular container's policy not at all.
 CONTAINER_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")  # IsStandardContainerResourceName, and hugepages-*
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
 PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 HOOK_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")
@@ -78,6 +84,7 @@ def check(obj: KubeObject, at: str, container: Mapping[str, Any], *, init: bool)
         for hook in ("postStart", "preStop"):
             if isinstance(lifecycle.get(hook), dict):
                 yield from _handler(obj, f"{at}.lifecycle.{hook}", lifecycle[hook], HOOK_HANDLERS, "validateLifecycle")
+    yield from _enums(obj, at, container)
     context = container.get("securityContext")
     if isinstance(context, dict):
         yield from _security_context(obj, f"{at}.securityContext", context, "ValidateSecurityContext")
@@ -91,6 +98,33 @@ def check(obj: KubeObject, at: str, container: Mapping[str, Any], *, init: bool)
                     f"ValidateSecurityContext: cannot set `allowPrivilegeEscalation` to false and {why}",
                     "drop allowPrivilegeEscalation: false (a privileged container escalates by definition), or drop "
                     "privileged/CAP_SYS_ADMIN",
+                )
+
+
+def _enums(obj: KubeObject, at: str, container: Mapping[str, Any]) -> Iterator[Finding]:
+    for field, allowed, source in (
+        ("imagePullPolicy", PULL_POLICIES, "validatePullPolicy"),
+        ("terminationMessagePolicy", MESSAGE_POLICIES, "validateContainers"),
+    ):
+        value = container.get(field)
+        if value not in (None, "") and value not in allowed:
+            yield rejected(
+                obj,
+                f"has {at}.{field} {value!r}",
+                f"{source}: Unsupported value: supported values: " + ", ".join(f'"{v}"' for v in allowed),
+                f"use {' or '.join(allowed)} (case matters)",
+            )
+    resources = container.get("resources")
+    for kind in ("requests", "limits"):
+        values = resources.get(kind) if isinstance(resources, dict) else None
+        for name in values if isinstance(values, dict) else {}:
+            if "/" not in str(name) and name not in CONTAINER_RESOURCES and not str(name).startswith("hugepages-"):
+                yield rejected(
+                    obj,
+                    f"has {at}.resources.{kind}[{name}]",
+                    "validateContainerResourceName: must be a standard resource for containers",
+                    "use cpu, memory, ephemeral-storage or hugepages-<size>; an extended resource is fully qualified "
+                    "(nvidia.com/gpu), and a volume's size belongs in a PVC's resources.requests.storage",
                 )
 
 

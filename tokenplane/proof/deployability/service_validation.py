@@ -13,6 +13,7 @@ sessionAffinity None, externalTrafficPolicy Cluster only on NodePort and LoadBal
   Cluster or Local; healthCheckNodePort only on a LoadBalancer with Local ("may only be set when `type` is
   'LoadBalancer' and `externalTrafficPolicy` is 'Local'");
 - loadBalancerSourceRanges only on a LoadBalancer ("may only be used when `type` is 'LoadBalancer'"), each a CIDR;
+- a numeric targetPort in 1-65535 (validateServicePort; 0, or absent, defaults to the port);
 - sessionAffinity ClientIP or None; sessionAffinityConfig only with ClientIP ("must not be set when session
   affinity is None"), its timeout in 1-86400 (validateClientIPAffinityConfig).
 """
@@ -123,6 +124,15 @@ def _service(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
                 f"has spec.loadBalancerSourceRanges entry {value!r}",
                 "ValidateService: must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
                 "write each range as an address and a prefix length, e.g. 203.0.113.0/24 (a single host: /32)",
+            )
+    for port in spec.get("ports") or []:
+        target = syntax.integer(port.get("targetPort")) if isinstance(port, dict) else None
+        if target and (errors := syntax.is_valid_port_num(target)):
+            yield rejected(
+                obj,
+                f"has spec.ports targetPort {target}, which {errors[0]}",
+                "validateServicePort: targetPort: Invalid value",
+                "give the container's port (1-65535), or leave targetPort out to use the port",
             )
     yield from _affinity(obj, spec)
 

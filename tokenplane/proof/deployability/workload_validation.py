@@ -3,6 +3,9 @@
 
 Sources (kubernetes/kubernetes, pkg/apis/*/validation/validation.go):
 
+- replicas, minReadySeconds and revisionHistoryLimit not negative (apps ValidateDeploymentSpec,
+  ValidateReplicaSetSpec, ValidateStatefulSetSpec, ValidateDaemonSetSpec: ValidateNonnegativeField); a StatefulSet's
+  podManagementPolicy OrderedReady or Parallel and persistentVolumeClaimRetentionPolicy Retain or Delete;
 - int-or-percent fields (apps ValidatePositiveIntOrPercent, IsNotMoreThan100Percent): a Deployment's and
   DaemonSet's rollingUpdate maxSurge and maxUnavailable, a PodDisruptionBudget's minAvailable and maxUnavailable
   (policy ValidatePodDisruptionBudgetSpec) are a non-negative integer or a percent string ("50%"); a quoted
@@ -38,6 +41,12 @@ PERCENT = re.compile(r"[0-9]+%")  # IsValidPercent
 NONNEGATIVE = "must be greater than or equal to 0"  # ValidateNonnegativeField
 JOB_COUNTS = ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished")
 CRONJOB_COUNTS = ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit")
+WORKLOAD_COUNTS = {
+    "Deployment": ("replicas", "minReadySeconds", "revisionHistoryLimit"),
+    "ReplicaSet": ("replicas", "minReadySeconds"),
+    "StatefulSet": ("replicas", "minReadySeconds", "revisionHistoryLimit"),
+    "DaemonSet": ("minReadySeconds", "revisionHistoryLimit"),
+}
 METRIC_SOURCES = {
     "Object": "object",
     "Pods": "pods",
@@ -53,6 +62,10 @@ SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critica
 def check(graph: Graph) -> Iterator[Finding]:
     for obj in graph.kube_objects:
         spec = obj.manifest.get("spec")
+        if obj.kind in WORKLOAD_COUNTS and isinstance(spec, dict):
+            yield from _counts(obj, "spec", spec, WORKLOAD_COUNTS[obj.kind], f"Validate{obj.kind}Spec")
+        if obj.kind == "StatefulSet" and isinstance(spec, dict):
+            yield from _stateful_set(obj, spec)
         if obj.kind in ("Deployment", "DaemonSet") and isinstance(spec, dict):
             field = "spec.strategy" if obj.kind == "Deployment" else "spec.updateStrategy"
             rolling = lookup(obj.manifest, f"{field}.rollingUpdate")
@@ -91,6 +104,28 @@ def _int_or_percent(obj: KubeObject, at: str, value: Any, source: str) -> Iterat
         yield rejected(
             obj, f"has {at} {value!r}", f"{validator}: must not be greater than 100%", "use a percent of 100% or less"
         )
+
+
+def _stateful_set(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    policy = spec.get("podManagementPolicy")
+    if policy not in (None, "") and policy not in ("OrderedReady", "Parallel"):
+        yield rejected(
+            obj,
+            f"has spec.podManagementPolicy {policy!r}",
+            "ValidateStatefulSetSpec: podManagementPolicy: Invalid value: must be 'OrderedReady' or 'Parallel'",
+            "use OrderedReady (the default: one pod at a time) or Parallel",
+        )
+    retention = spec.get("persistentVolumeClaimRetentionPolicy")
+    for field in ("whenDeleted", "whenScaled"):
+        value = retention.get(field) if isinstance(retention, dict) else None
+        if value not in (None, "") and value not in ("Retain", "Delete"):
+            yield rejected(
+                obj,
+                f"has spec.persistentVolumeClaimRetentionPolicy.{field} {value!r}",
+                'ValidatePersistentVolumeClaimRetentionPolicyType: Unsupported value: supported values: "Retain", '
+                '"Delete"',
+                "use Retain (the default: keep the volumes) or Delete",
+            )
 
 
 def _budget(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
