@@ -94,6 +94,10 @@ def _pvc(**spec: Any) -> Manifest:
     return _obj("PersistentVolumeClaim", "v1", {**base, **spec})
 
 
+def _limits(item: Manifest) -> Manifest:
+    return _obj("LimitRange", "v1", {"limits": [item]})
+
+
 def _shipped_chat(edit: Callable[[Manifest], None]) -> Manifest:
     """A copy of minimal's own vllm-chat Deployment, renamed, with ``edit`` applied to its pod spec."""
     manifest = copy.deepcopy(shipped("Deployment", "vllm-chat"))
@@ -572,6 +576,36 @@ CASES: list[tuple[str, Callable[[], Manifest], Callable[[], Manifest], tuple[str
         lambda: _obj("PriorityClass", "scheduling.k8s.io/v1", value=2_000_000_000) | {"metadata": {"name": "rules"}},
         lambda: _obj("PriorityClass", "scheduling.k8s.io/v1", value=1_000_000) | {"metadata": {"name": "rules"}},
         ("value 2000000000", "maximum allowed value of a user defined priority is 1000000000", "at most"),
+    ),
+    # --- quota_validation ---
+    (
+        "LimitRange default above max",
+        lambda: _limits({"type": "Container", "max": {"memory": "4Gi"}, "default": {"memory": "8Gi"}}),
+        lambda: _limits({"type": "Container", "max": {"memory": "8Gi"}, "default": {"memory": "4Gi"}}),
+        ("default[memory] 8Gi above max[memory] 4Gi", "default value 8Gi is greater than max value 4Gi", "min <= "),
+    ),
+    (
+        "LimitRange min above the defaulted request",
+        # defaultRequest is absent, so it defaults to the default limit (500m), which is below min
+        lambda: _limits({"type": "Container", "min": {"cpu": "1"}, "default": {"cpu": "500m"}}),
+        lambda: _limits({"type": "Container", "min": {"cpu": "250m"}, "default": {"cpu": "500m"}}),
+        (
+            "min[cpu] 1 above defaultRequest[cpu] 500m",
+            "min value 1 is greater than default request value 500m",
+            "absent",
+        ),
+    ),
+    (
+        "LimitRange Pod item with a default",
+        lambda: _limits({"type": "Pod", "max": {"cpu": "8"}, "default": {"cpu": "1"}}),
+        lambda: _limits({"type": "Pod", "max": {"cpu": "8"}}),
+        ("of type Pod with a default", "may not be specified when `type` is 'Pod'", "Container item"),
+    ),
+    (
+        "ResourceQuota with a negative value",
+        lambda: _obj("ResourceQuota", "v1", {"hard": {"requests.nvidia.com/gpu": "-1"}}),
+        lambda: _obj("ResourceQuota", "v1", {"hard": {"requests.nvidia.com/gpu": "8"}}),
+        ("spec.hard[requests.nvidia.com/gpu] '-1'", "must be greater than or equal to 0", "non-negative"),
     ),
     # --- storage_validation and ConfigMaps ---
     (

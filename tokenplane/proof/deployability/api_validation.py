@@ -32,7 +32,8 @@ Every object's metadata, pod templates and Services are held to the API server's
 selectors, restart policies, with ``scheduling_validation``, ``container_validation`` and ``volume_validation``), and
 the other kinds' own validators in ``service_validation`` (ValidateService's type-dependent fields),
 ``networking_validation`` (Ingress, NetworkPolicy), ``workload_validation`` (int-or-percent fields, Job, CronJob,
-PDB, HPA metrics, PriorityClass) and ``storage_validation`` (PVC, StorageClass), under this same rule. The
+PDB, HPA metrics, PriorityClass), ``storage_validation`` (PVC, StorageClass) and ``quota_validation`` (LimitRange,
+ResourceQuota), under this same rule. The
 validators were read at kubernetes/kubernetes master as the search index stores it (autumn 2025, 1.35 in
 development); rules behind an alpha gate are read with the gate off, as EKS runs them.
 """
@@ -46,6 +47,7 @@ from tokenplane.proof.deployability import (
     networking_validation,
     object_validation,
     pod_validation,
+    quota_validation,
     service_validation,
     storage_validation,
     workload_validation,
@@ -88,6 +90,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from networking_validation.check(graph)
     yield from workload_validation.check(graph)
     yield from storage_validation.check(graph)
+    yield from quota_validation.check(graph)
     for region in graph.regions():
         for workload in graph.kube(region, *ROLLING_DEFAULTS):
             yield from _rolling_update(workload)
