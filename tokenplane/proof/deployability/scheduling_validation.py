@@ -308,8 +308,9 @@ def _is_ip(text: str) -> bool:
 
 
 def _host_network(obj: KubeObject, at: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
-    """A hostPort left unset is defaulted to the containerPort; one written differently is rejected."""
-    for field in ("containers", "initContainers"):
+    """A hostPort left unset is defaulted to the containerPort; one written differently is rejected. Only the
+    regular containers: validatePodSpecSecurityContext passes spec.Containers alone."""
+    for field in ("containers",):
         for container in _dicts(pod.get(field)):
             for port in _dicts(container.get("ports")):
                 host, number = syntax.integer(port.get("hostPort")), port.get("containerPort")
