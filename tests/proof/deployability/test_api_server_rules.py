@@ -256,6 +256,12 @@ CASES: list[tuple[str, Callable[[], Manifest], Callable[[], Manifest], tuple[str
         lambda: _job(template={"spec": system_pod(restartPolicy="Never", activeDeadlineSeconds=600)}),
         ("activeDeadlineSeconds 0", "must be between 1 and 2147483647", "set activeDeadlineSeconds to 1"),
     ),
+    (
+        "dnsConfig with four nameservers",
+        lambda: _pod(dnsConfig={"nameservers": ["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5"]}),
+        lambda: _pod(dnsConfig={"nameservers": ["10.0.0.2", "10.0.0.3", "10.0.0.4"]}),
+        ("4 spec.template.spec.dnsConfig.nameservers", "must not have more than 3 nameservers", "at most 3"),
+    ),
     # --- container_validation ---
     (
         "probe with two handlers",
@@ -419,6 +425,16 @@ CASES: list[tuple[str, Callable[[], Manifest], Callable[[], Manifest], tuple[str
         lambda: _service(ports=[{"name": "http", "port": 80, "targetPort": 8080}]),
         ("targetPort 80800", "must be between 1 and 65535", "1-65535"),
     ),
+    (
+        "healthCheckNodePort with externalTrafficPolicy Cluster",
+        lambda: _service(type="LoadBalancer", healthCheckNodePort=30100),
+        lambda: _service(type="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=30100),
+        (
+            "healthCheckNodePort 30100",
+            "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy`",
+            "Local",
+        ),
+    ),
     # --- networking_validation ---
     (
         "Ingress path without pathType",
@@ -445,6 +461,12 @@ CASES: list[tuple[str, Callable[[], Manifest], Callable[[], Manifest], tuple[str
             {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "rules", "port": {"name": "http"}}}}
         ),
         ("backend", "cannot set both port name & port number", "keep one of port.name"),
+    ),
+    (
+        "Ingress path without a backend",
+        lambda: _ingress({"path": "/", "pathType": "Prefix", "backend": {}}),
+        lambda: _ingress({"path": "/", "pathType": "Prefix"}),
+        ("backend", "resource or service backend is required", "backend.service"),
     ),
     (
         "NetworkPolicy endPort below port",
@@ -572,6 +594,27 @@ CASES: list[tuple[str, Callable[[], Manifest], Callable[[], Manifest], tuple[str
         ("target.type 'Percent'", "must be either Utilization, Value, or AverageValue", "Utilization"),
     ),
     (
+        "HPA Pods metric without averageValue",
+        lambda: _hpa(
+            {"type": "Pods", "pods": {"metric": {"name": "queue_depth"}, "target": {"type": "Value", "value": "10"}}}
+        ),
+        lambda: _hpa(
+            {
+                "type": "Pods",
+                "pods": {"metric": {"name": "queue_depth"}, "target": {"type": "AverageValue", "averageValue": "10"}},
+            }
+        ),
+        ("pods.target with value", "must specify a positive target averageValue", "AverageValue"),
+    ),
+    (
+        "PriorityClass named system-",
+        lambda: _obj("PriorityClass", "scheduling.k8s.io/v1", value=1000) | {"metadata": {"name": "system-inference"}},
+        lambda: (
+            _obj("PriorityClass", "scheduling.k8s.io/v1", value=1000) | {"metadata": {"name": "inference-critical"}}
+        ),
+        ("'system-inference'", "prefix are reserved for system use only", "without the system- prefix"),
+    ),
+    (
         "PriorityClass above the user maximum",
         lambda: _obj("PriorityClass", "scheduling.k8s.io/v1", value=2_000_000_000) | {"metadata": {"name": "rules"}},
         lambda: _obj("PriorityClass", "scheduling.k8s.io/v1", value=1_000_000) | {"metadata": {"name": "rules"}},
@@ -619,6 +662,12 @@ CASES: list[tuple[str, Callable[[], Manifest], Callable[[], Manifest], tuple[str
         lambda: _pvc(resources={"limits": {"storage": "10Gi"}}),
         lambda: _pvc(resources={"requests": {"storage": "10Gi"}}),
         ("spec.resources.requests.storage", "spec.resources[storage]: Required value", "request the volume's size"),
+    ),
+    (
+        "PVC ReadWriteOncePod beside another mode",
+        lambda: _pvc(accessModes=["ReadWriteOncePod", "ReadWriteOnce"]),
+        lambda: _pvc(accessModes=["ReadWriteOncePod"]),
+        ("spec.accessModes", "may not use ReadWriteOncePod with other access modes", "alone"),
     ),
     (
         "StorageClass volumeBindingMode unknown",
