@@ -34,8 +34,9 @@ the other kinds' own validators in ``service_validation`` (ValidateService's typ
 ``networking_validation`` (Ingress, NetworkPolicy), ``workload_validation`` (int-or-percent fields, Job, CronJob,
 PDB, HPA metrics, PriorityClass), ``storage_validation`` (PVC, StorageClass) and ``quota_validation`` (LimitRange,
 ResourceQuota), under this same rule. The
-validators were read at kubernetes/kubernetes master as the search index stores it (autumn 2025, 1.35 in
-development); rules behind an alpha gate are read with the gate off, as EKS runs them.
+validators were read from kubernetes/kubernetes through a search index of its history (the repository is too large
+to check out here), not a pinned release tree: the messages quoted were checked against the validators' source text;
+rules behind an alpha gate (tolerations' Gt/Lt, ContainerRestartRules) are read with the gate off, as EKS runs them.
 """
 
 from __future__ import annotations
