@@ -29,7 +29,14 @@ cites the function that rejects it:
 
 Every object's metadata, pod templates and Services are held to the API server's own validation functions in
 ``object_validation`` and ``pod_validation`` (names per kind, labels, annotations, containers, ports, env, resources, volumes, mounts,
-selectors, restart policies), under this same rule.
+selectors, restart policies, with ``scheduling_validation``, ``container_validation`` and ``volume_validation``), and
+the other kinds' own validators in ``service_validation`` (ValidateService's type-dependent fields),
+``networking_validation`` (Ingress, NetworkPolicy), ``workload_validation`` (int-or-percent fields, Job, CronJob,
+PDB, HPA metrics, PriorityClass), ``storage_validation`` (PVC, StorageClass) and ``quota_validation`` (LimitRange,
+ResourceQuota), under this same rule. The
+validators were read from kubernetes/kubernetes through a search index of its history (the repository is too large
+to check out here), not a pinned release tree: the messages quoted were checked against the validators' source text;
+rules behind an alpha gate (tolerations' Gt/Lt, ContainerRestartRules) are read with the gate off, as EKS runs them.
 """
 
 from __future__ import annotations
@@ -37,7 +44,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tokenplane.proof.deployability import object_validation, pod_validation
+from tokenplane.proof.deployability import (
+    networking_validation,
+    object_validation,
+    pod_validation,
+    quota_validation,
+    service_validation,
+    storage_validation,
+    workload_validation,
+)
 from tokenplane.proof.deployability.cron_syntax import schedule_error, time_zone_error
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
@@ -72,6 +87,11 @@ def _number(value: Any) -> int | None:
 def check(graph: Graph) -> Iterator[Finding]:
     yield from object_validation.check(graph)
     yield from pod_validation.check(graph)
+    yield from service_validation.check(graph)
+    yield from networking_validation.check(graph)
+    yield from workload_validation.check(graph)
+    yield from storage_validation.check(graph)
+    yield from quota_validation.check(graph)
     for region in graph.regions():
         for workload in graph.kube(region, *ROLLING_DEFAULTS):
             yield from _rolling_update(workload)

@@ -152,3 +152,17 @@ def is_overcommit_allowed(name: str) -> bool:
 def is_integer_resource(name: str) -> bool:
     """Extended resources (``nvidia.com/gpu``) are counted in whole units."""
     return not is_native_resource(name)
+
+
+def integer(value: object) -> int | None:
+    """A JSON integer as Go decodes it into an int field; None for anything else (a bool, a string, a float)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def is_valid_port_num_or_name(value: object) -> list[str]:
+    """ValidatePortNumOrName: an int-or-string port is a number in range or an IANA_SVC_NAME; a quoted number
+    ("8080") is a string, and a string must contain a letter; an absent port is the int 0."""
+    if isinstance(value, str):
+        return is_valid_port_name(value)
+    number = integer(value)
+    return is_valid_port_num(0 if value is None else number if number is not None else 1)

@@ -152,7 +152,7 @@ def check_labels(obj: KubeObject, field: str, values: Any) -> Iterator[Finding]:
         yield from problems(obj, f"{field}[{key}]", str(value), syntax.is_valid_label_value, "ValidateLabels", fix)
 
 
-def check_annotations(obj: KubeObject, field: str, values: Any) -> Iterator[Finding]:
+def check_annotations(obj: KubeObject, field: str, annotations: Any) -> Iterator[Finding]:
     if not isinstance(annotations, dict):
         return
     fix = "annotation keys are [prefix/]name like label keys"
@@ -176,7 +176,8 @@ CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # IsConfigMapKey, for ConfigMap and
 
 def _data(obj: KubeObject) -> Iterator[Finding]:
     """A ConfigMap's or Secret's keys (IsConfigMapKey: at most 253 of ``[-._a-zA-Z0-9]``, not ``.`` or ``..``) and
-    its size: at most 1 MiB of data in all (ValidateConfigMap, ValidateSecret), base64 fields counted decoded."""
+    its size: at most 1 MiB of data in all (ValidateConfigMap, ValidateSecret), base64 fields counted decoded; a
+    ConfigMap's key in data and binaryData both (ValidateConfigMap: "duplicate of key present in binaryData")."""
     fields = ("data", "binaryData") if obj.kind == "ConfigMap" else ("data", "stringData")
     size = 0
     for field in fields:
@@ -195,6 +196,15 @@ def _data(obj: KubeObject) -> Iterator[Finding]:
             text = _text(value)
             encoded = field == "binaryData" or (obj.kind == "Secret" and field == "data")
             size += len(key.encode()) + (len(text) * 3 // 4 if encoded else len(text.encode()))
+    binary, data = obj.manifest.get("binaryData"), obj.manifest.get("data")
+    if obj.kind == "ConfigMap" and isinstance(binary, dict) and isinstance(data, dict):
+        for key in sorted(set(binary) & set(data)):
+            yield rejected(
+                obj,
+                f"has key {key!r} in both data and binaryData",
+                f"ValidateConfigMap: data[{key}]: Invalid value: duplicate of key present in binaryData",
+                "keep each key in one of data (text) and binaryData (base64)",
+            )
     if size > DATA_MAX_BYTES:
         yield rejected(
             obj,

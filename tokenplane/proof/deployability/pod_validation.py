@@ -12,7 +12,9 @@ request other than its limit or without a limit), volumes (ValidateVolumes: DNS-
 per container); the template's labels and annotations, the selector matching its labels (pkg/apis/apps/validation,
 ValidateDeploymentSpec, ValidateStatefulSetSpec, ValidateDaemonSetSpec: "`selector` does not match template
 `labels`"), and the restart policy (pkg/apis/batch/validation, validateJobSpec: a Job's must be OnFailure or Never,
-and unset is Always; ValidatePodTemplateSpecForReplicaSet: a replicated workload's must be Always).
+and unset is Always; ValidatePodTemplateSpecForReplicaSet: a replicated workload's must be Always). Scheduling and
+DNS fields are ``scheduling_validation``'s, handlers, restart policies and security contexts
+``container_validation``'s, volume sources ``volume_validation``'s.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from tokenplane.proof.deployability import container_validation, scheduling_validation, volume_validation
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
@@ -62,6 +65,9 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
         yield from check_annotations(obj, f"{where}metadata.annotations", lookup(template, "metadata.annotations"))
         yield from _selector(obj, labels if isinstance(labels, dict) else {})
     yield from _restart_policy(obj, where, pod.get("restartPolicy"))
+    yield from scheduling_validation.check(obj, where, pod)
+    yield from container_validation.check_pod(obj, where, pod)
+    yield from volume_validation.check(obj, where, [v for v in pod.get("volumes") or [] if isinstance(v, dict)])
     containers = [("containers", c) for c in pod.get("containers") or []]
     containers += [("initContainers", c) for c in pod.get("initContainers") or []]
     names = Counter(str(c.get("name")) for _, c in containers)
@@ -79,7 +85,9 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
         )
     claims = [str(lookup(t, "metadata.name")) for t in lookup(obj.manifest, "spec.volumeClaimTemplates") or []]
     for field, container in containers:
-        yield from _container(obj, f"{where}spec.{field}[{container.get('name')}]", container, {*volumes, *claims})
+        at = f"{where}spec.{field}[{container.get('name')}]"
+        yield from _container(obj, at, container, {*volumes, *claims})
+        yield from container_validation.check(obj, at, container, init=field == "initContainers")
 
 
 def _selector(obj: KubeObject, labels: Mapping[str, Any]) -> Iterator[Finding]:

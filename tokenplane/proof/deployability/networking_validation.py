@@ -1,0 +1,199 @@
+"""Ingresses and NetworkPolicies as the networking validators see them (part of ``api-validation``).
+
+Sources (kubernetes/kubernetes, pkg/apis/networking/validation/validation.go):
+
+- Ingress (networking.k8s.io/v1, where pathType has no default): a rule's path needs a pathType, one of Exact,
+  Prefix, ImplementationSpecific (validateHTTPIngressPath: "pathType must be specified"); an Exact or Prefix path
+  starts with '/' and has no '//', '/./', '/../', '%2f' nor ends in '/..' or '/.'; an ImplementationSpecific one
+  starts with '/' where given ("must be an absolute path"); a backend is a service or a resource, not both and not
+  neither, and a service port a name or a number, not both and not neither (validateIngressBackend); the spec has
+  rules or a defaultBackend (ValidateIngressSpec);
+- NetworkPolicy (ValidateNetworkPolicySpec): policyTypes Ingress and Egress, at most two; a port's protocol TCP,
+  UDP or SCTP, its port a number in range or an IANA_SVC_NAME, its endPort only beside a numeric port and not
+  below it (ValidateNetworkPolicyPort); a peer with a selector or an ipBlock, not both (ValidateNetworkPolicyPeer);
+  an ipBlock's cidr and each except a CIDR, each except a strict subset of the cidr (ValidateIPBlock).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tokenplane.proof.deployability import k8s_syntax as syntax
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, KubeObject
+from tokenplane.proof.deployability.object_validation import rejected
+from tokenplane.proof.deployability.service_validation import is_cidr
+
+PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
+INVALID_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
+INVALID_SUFFIXES = ("/..", "/.")
+POLICY_TYPES = ("Ingress", "Egress")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for obj in graph.kube_objects:
+        spec = obj.manifest.get("spec")
+        if not isinstance(spec, dict):
+            continue
+        if obj.kind == "Ingress" and str(obj.manifest.get("apiVersion", "")).endswith("/v1"):
+            yield from _ingress(obj, spec)
+        elif obj.kind == "NetworkPolicy":
+            yield from _network_policy(obj, spec)
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _ingress(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    rules = _dicts(spec.get("rules"))
+    if not rules and not isinstance(spec.get("defaultBackend"), dict):
+        yield rejected(
+            obj,
+            "has neither spec.rules nor spec.defaultBackend",
+            "ValidateIngressSpec: either `defaultBackend` or `rules` must be specified",
+            "add a rule with a path and backend, or a defaultBackend",
+        )
+    if isinstance(spec.get("defaultBackend"), dict):
+        yield from _backend(obj, "spec.defaultBackend", spec["defaultBackend"])
+    for i, rule in enumerate(rules):
+        http = rule.get("http")
+        for j, path in enumerate(_dicts(http.get("paths")) if isinstance(http, dict) else []):
+            yield from _path(obj, f"spec.rules[{i}].http.paths[{j}]", path)
+
+
+def _path(obj: KubeObject, at: str, path: Mapping[str, Any]) -> Iterator[Finding]:
+    kind, text = path.get("pathType"), str(path.get("path") or "")
+    problem = None
+    if kind is None:
+        problem = "pathType: Required value: pathType must be specified"
+    elif kind not in PATH_TYPES:
+        problem = 'pathType: Unsupported value: supported values: "Exact", "ImplementationSpecific", "Prefix"'
+    elif (kind != "ImplementationSpecific" or text) and not text.startswith("/"):
+        problem = f"path: Invalid value: {text!r}: must be an absolute path"
+    elif kind != "ImplementationSpecific":
+        bad = [f"must not contain '{s}'" for s in INVALID_SEQUENCES if s in text]
+        bad += [f"cannot end with '{s}'" for s in INVALID_SUFFIXES if text.endswith(s)]
+        problem = "; ".join(bad) or None
+    if problem:
+        yield rejected(
+            obj,
+            f"has {at} {text!r} with pathType {kind}",
+            f"validateHTTPIngressPath: {problem}",
+            "set pathType Prefix (or Exact) with a path starting '/', e.g. /v1; a regex path needs "
+            "ImplementationSpecific and the controller's regex annotation",
+        )
+    if isinstance(path.get("backend"), dict):
+        yield from _backend(obj, f"{at}.backend", path["backend"])
+
+
+def _backend(obj: KubeObject, at: str, backend: Mapping[str, Any]) -> Iterator[Finding]:
+    service, resource = backend.get("service"), backend.get("resource")
+    if service is not None and resource is not None:
+        problem, fix = "cannot set both resource and service backends", "keep one of service and resource"
+    elif service is None and resource is None:
+        problem, fix = "resource or service backend is required", "give backend.service {name, port}"
+    elif isinstance(service, dict):
+        raw = service.get("port")
+        port: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+        name, number = port.get("name") or "", syntax.integer(port.get("number")) or 0
+        if name and number:
+            problem, fix = "cannot set both port name & port number", "keep one of port.name and port.number"
+        elif not name and not number:
+            problem = "port name or number is required"
+            fix = "give backend.service.port.number (the Service's port) or port.name"
+        elif errors := (syntax.is_valid_port_name(str(name)) if name else syntax.is_valid_port_num(number)):
+            problem, fix = "; ".join(errors), "name the Service's port, or give its number"
+        else:
+            return
+    else:
+        return
+    yield rejected(obj, f"has {at} that the validator refuses ({problem})", f"validateIngressBackend: {problem}", fix)
+
+
+def _network_policy(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    types = spec.get("policyTypes") or []
+    if isinstance(types, list):
+        unknown = [t for t in types if t not in POLICY_TYPES]
+        if len(types) > len(POLICY_TYPES) or unknown:
+            yield rejected(
+                obj,
+                f"has spec.policyTypes {types}",
+                'ValidateNetworkPolicySpec: Unsupported value: supported values: "Ingress", "Egress" (at most two)',
+                "list Ingress, Egress or both, each once (case matters)",
+            )
+    for direction, peers in (("ingress", "from"), ("egress", "to")):
+        for i, rule in enumerate(_dicts(spec.get(direction))):
+            at = f"spec.{direction}[{i}]"
+            for j, port in enumerate(_dicts(rule.get("ports"))):
+                yield from _port(obj, f"{at}.ports[{j}]", port)
+            for j, peer in enumerate(_dicts(rule.get(peers))):
+                yield from _peer(obj, f"{at}.{peers}[{j}]", peer)
+
+
+def _port(obj: KubeObject, at: str, port: Mapping[str, Any]) -> Iterator[Finding]:
+    protocol, number, end = port.get("protocol"), port.get("port"), syntax.integer(port.get("endPort"))
+    problem = fix = None
+    if protocol is not None and protocol not in PROTOCOLS:
+        problem = 'protocol: Unsupported value: supported values: "SCTP", "TCP", "UDP"'
+        fix = "use TCP, UDP or SCTP (case matters)"
+    elif number is not None and (errors := syntax.is_valid_port_num_or_name(number)):
+        problem, fix = f"port: {'; '.join(errors)}", "give the pod port as a number (unquoted) or a container port name"
+    elif end is not None and number is None:
+        problem, fix = "endPort: may not be specified when `port` is not specified", "give port, the range's start"
+    elif end is not None and isinstance(number, str):
+        problem, fix = "endPort: may not be specified when `port` is non-numeric", "give a numeric port for a range"
+    elif end is not None and isinstance(number, int) and end < number:
+        problem, fix = "endPort: must be greater than or equal to `port`", "make endPort at least port"
+    if problem and fix:
+        yield rejected(obj, f"has {at} {dict(port)}", f"ValidateNetworkPolicyPort: {problem}", fix)
+
+
+def _peer(obj: KubeObject, at: str, peer: Mapping[str, Any]) -> Iterator[Finding]:
+    selectors = any(peer.get(k) is not None for k in ("podSelector", "namespaceSelector"))
+    block = peer.get("ipBlock")
+    if block is None and not selectors:
+        yield rejected(
+            obj,
+            f"has {at} with no selector and no ipBlock",
+            "ValidateNetworkPolicyPeer: Required value: must specify a peer",
+            "give podSelector and/or namespaceSelector, or an ipBlock ({} selects all pods of the namespace)",
+        )
+    elif block is not None and selectors:
+        yield rejected(
+            obj,
+            f"has {at} with an ipBlock beside a selector",
+            "ValidateNetworkPolicyPeer: Forbidden: may not specify both ipBlock and another peer",
+            "split it into two peers: one with the selectors, one with the ipBlock",
+        )
+    if isinstance(block, dict):
+        yield from _ip_block(obj, f"{at}.ipBlock", block)
+
+
+def _ip_block(obj: KubeObject, at: str, block: Mapping[str, Any]) -> Iterator[Finding]:
+    cidr = str(block.get("cidr") or "")
+    fix = "write a CIDR such as 10.0.0.0/16 (a single host: 10.0.0.5/32), each except inside cidr and narrower"
+    if not is_cidr(cidr):
+        yield rejected(
+            obj,
+            f"has {at}.cidr {cidr!r}",
+            "ValidateIPBlock: must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+            fix,
+        )
+        return
+    outer = ipaddress.ip_network(cidr.strip(), strict=False)
+    for raw in block.get("except") or []:
+        text = str(raw)
+        if not is_cidr(text):
+            problem = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+        else:
+            inner = ipaddress.ip_network(text.strip(), strict=False)
+            # Go: cidrIPNet.Contains(except.IP) with the except's address masked, and a strictly longer prefix.
+            inside = inner.version == outer.version and inner.network_address in outer
+            if inside and inner.prefixlen > outer.prefixlen:
+                continue
+            problem = "must be a strict subset of `cidr`"
+        yield rejected(obj, f"has {at}.except {text!r} for cidr {cidr!r}", f"ValidateIPBlock: {problem}", fix)

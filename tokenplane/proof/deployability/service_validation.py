@@ -1,0 +1,164 @@
+"""A Service's type and the fields that depend on it, as ValidateService sees them (part of ``api-validation``).
+
+``object_validation`` holds the ports; this module the cross-field rules, after the v1 defaults (type ClusterIP,
+sessionAffinity None, externalTrafficPolicy Cluster only on NodePort and LoadBalancer). Sources
+(kubernetes/kubernetes, pkg/apis/core/validation/validation.go, ValidateService unless named):
+
+- type one of ClusterIP, NodePort, LoadBalancer, ExternalName;
+- an ExternalName Service needs spec.externalName (a DNS-1123 subdomain, a trailing dot allowed) and may have no
+  clusterIP ("may not be set for ExternalName services");
+- clusterIP None only on a ClusterIP Service ("may not be set to 'None' for LoadBalancer services", for NodePort);
+- externalTrafficPolicy only on an externally accessible Service: NodePort, LoadBalancer, or ClusterIP with
+  externalIPs (validateServiceExternalTrafficPolicy: "may only be set for externally-accessible services"), and
+  Cluster or Local; healthCheckNodePort only on a LoadBalancer with Local ("may only be set when `type` is
+  'LoadBalancer' and `externalTrafficPolicy` is 'Local'");
+- loadBalancerSourceRanges only on a LoadBalancer ("may only be used when `type` is 'LoadBalancer'"), each a CIDR;
+- a numeric targetPort in 1-65535 (validateServicePort; 0, or absent, defaults to the port);
+- sessionAffinity ClientIP or None; sessionAffinityConfig only with ClientIP ("must not be set when session
+  affinity is None"), its timeout in 1-86400 (validateClientIPAffinityConfig).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability import k8s_syntax as syntax
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.object_validation import rejected
+
+TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
+AFFINITY_TIMEOUT_MAX = 86400  # MaxClientIPServiceAffinitySeconds
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for service in graph.kube_objects:
+        if service.kind == "Service" and isinstance(service.manifest.get("spec"), dict):
+            yield from _service(service, service.manifest["spec"])
+
+
+def is_cidr(text: str) -> bool:
+    """IsValidCIDRForLegacyField: an address and a prefix length; host bits may be set (Go's ParseCIDR)."""
+    try:
+        ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
+        return False
+    return "/" in text
+
+
+def _service(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
+    kind = spec.get("type") or "ClusterIP"
+    if kind not in TYPES:
+        yield rejected(
+            obj,
+            f"has spec.type {kind!r}",
+            "ValidateService: Unsupported value: supported values: " + ", ".join(f'"{t}"' for t in TYPES),
+            "use ClusterIP, NodePort, LoadBalancer or ExternalName (case matters)",
+        )
+        return
+    cluster_ip = spec.get("clusterIP")
+    if kind == "ExternalName":
+        name = str(spec.get("externalName") or "").removesuffix(".")
+        if not name or syntax.is_dns1123_subdomain(name):
+            yield rejected(
+                obj,
+                f"is an ExternalName Service with spec.externalName {spec.get('externalName')!r}",
+                "ValidateService: spec.externalName: Required value / a lowercase RFC 1123 subdomain",
+                "set spec.externalName to the DNS name the Service aliases (e.g. db.example.internal)",
+            )
+        if cluster_ip or spec.get("clusterIPs"):
+            yield rejected(
+                obj,
+                f"is an ExternalName Service with spec.clusterIP {cluster_ip!r}",
+                "ValidateService: spec.clusterIPs: Forbidden: may not be set for ExternalName services",
+                "drop spec.clusterIP (an ExternalName Service is a DNS alias, with no address)",
+            )
+    if cluster_ip == "None" and kind in ("NodePort", "LoadBalancer"):
+        yield rejected(
+            obj,
+            f"is a {kind} Service with spec.clusterIP None",
+            f"ValidateService: spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for {kind} services",
+            "drop clusterIP: None (a headless Service is a ClusterIP Service), or make the Service ClusterIP",
+        )
+    accessible = kind in ("NodePort", "LoadBalancer") or (kind == "ClusterIP" and bool(spec.get("externalIPs")))
+    policy = spec.get("externalTrafficPolicy")
+    if policy and not accessible:
+        yield rejected(
+            obj,
+            f"is a {kind} Service with spec.externalTrafficPolicy {policy}",
+            f'validateServiceExternalTrafficPolicy: Invalid value: "{policy}": may only be set for '
+            "externally-accessible services",
+            "drop externalTrafficPolicy (it applies to NodePort and LoadBalancer Services), or change the type",
+        )
+    elif policy and policy not in ("Cluster", "Local"):
+        yield rejected(
+            obj,
+            f"has spec.externalTrafficPolicy {policy!r}",
+            'validateServiceExternalTrafficPolicy: Unsupported value: supported values: "Cluster", "Local"',
+            "use Cluster or Local",
+        )
+    effective = policy or ("Cluster" if accessible else None)
+    if spec.get("healthCheckNodePort") and not (kind == "LoadBalancer" and effective == "Local"):
+        yield rejected(
+            obj,
+            f"is a {kind} Service with externalTrafficPolicy {effective} and spec.healthCheckNodePort "
+            f"{spec['healthCheckNodePort']}",
+            "validateServiceExternalTrafficPolicy: may only be set when `type` is 'LoadBalancer' and "
+            "`externalTrafficPolicy` is 'Local'",
+            "drop healthCheckNodePort, or use a LoadBalancer with externalTrafficPolicy Local",
+        )
+    ranges = spec.get("loadBalancerSourceRanges") or []
+    if ranges and kind != "LoadBalancer":
+        yield rejected(
+            obj,
+            f"is a {kind} Service with spec.loadBalancerSourceRanges",
+            "ValidateService: Forbidden: may only be used when `type` is 'LoadBalancer'",
+            "drop loadBalancerSourceRanges (a NetworkPolicy limits in-cluster callers), or make it a LoadBalancer",
+        )
+    for value in ranges:
+        if not is_cidr(str(value)):
+            yield rejected(
+                obj,
+                f"has spec.loadBalancerSourceRanges entry {value!r}",
+                "ValidateService: must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+                "write each range as an address and a prefix length, e.g. 203.0.113.0/24 (a single host: /32)",
+            )
+    for port in spec.get("ports") or []:
+        target = syntax.integer(port.get("targetPort")) if isinstance(port, dict) else None
+        if target and (errors := syntax.is_valid_port_num(target)):
+            yield rejected(
+                obj,
+                f"has spec.ports targetPort {target}, which {errors[0]}",
+                "validateServicePort: targetPort: Invalid value",
+                "give the container's port (1-65535), or leave targetPort out to use the port",
+            )
+    yield from _affinity(obj, spec)
+
+
+def _affinity(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
+    affinity, config = spec.get("sessionAffinity") or "None", spec.get("sessionAffinityConfig")
+    if affinity not in ("ClientIP", "None"):
+        yield rejected(
+            obj,
+            f"has spec.sessionAffinity {affinity!r}",
+            'ValidateService: Unsupported value: supported values: "ClientIP", "None"',
+            "use ClientIP (sticky by client address) or None",
+        )
+    elif affinity == "None" and config is not None:
+        yield rejected(
+            obj,
+            "has spec.sessionAffinityConfig with sessionAffinity None",
+            "ValidateService: spec.sessionAffinityConfig: Forbidden: must not be set when session affinity is None",
+            "set spec.sessionAffinity ClientIP, or drop sessionAffinityConfig",
+        )
+    timeout = lookup(config, "clientIP.timeoutSeconds") if isinstance(config, dict) else None
+    seconds = syntax.integer(timeout) if affinity == "ClientIP" else None
+    if seconds is not None and not 0 < seconds <= AFFINITY_TIMEOUT_MAX:
+        yield rejected(
+            obj,
+            f"has spec.sessionAffinityConfig.clientIP.timeoutSeconds {seconds}",
+            f"validateClientIPAffinityConfig: must be greater than 0 and less than {AFFINITY_TIMEOUT_MAX}",
+            f"use 1 to {AFFINITY_TIMEOUT_MAX} seconds (the default is 10800)",
+        )

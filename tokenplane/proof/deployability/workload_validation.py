@@ -1,0 +1,281 @@
+"""Jobs, CronJobs, disruption budgets, autoscalers and priority classes as their validators see them
+(part of ``api-validation``; the cross-field rules already there are ``api_validation``'s).
+
+Sources (kubernetes/kubernetes, pkg/apis/*/validation/validation.go):
+
+- replicas, minReadySeconds and revisionHistoryLimit not negative (apps ValidateDeploymentSpec,
+  ValidateReplicaSetSpec, ValidateStatefulSetSpec, ValidateDaemonSetSpec: ValidateNonnegativeField); a StatefulSet's
+  podManagementPolicy OrderedReady or Parallel and persistentVolumeClaimRetentionPolicy Retain or Delete;
+- int-or-percent fields (apps ValidatePositiveIntOrPercent, IsNotMoreThan100Percent): a Deployment's and
+  DaemonSet's rollingUpdate maxSurge and maxUnavailable, a PodDisruptionBudget's minAvailable and maxUnavailable
+  (policy ValidatePodDisruptionBudgetSpec) are a non-negative integer or a percent string ("50%"); a quoted
+  number ("1") is refused ("a valid percent string must be a numeric string followed by an ending '%'");
+  a PDB's percent at most 100%; unhealthyPodEvictionPolicy IfHealthyBudget or AlwaysAllow;
+- Job (batch validateJobSpec, also a CronJob's jobTemplate): parallelism, completions, activeDeadlineSeconds,
+  backoffLimit, ttlSecondsAfterFinished not negative; completionMode NonIndexed or Indexed, and Indexed needs
+  completions;
+- CronJob (validateCronJobSpec): concurrencyPolicy Allow, Forbid or Replace (validateConcurrencyPolicy);
+  startingDeadlineSeconds, successfulJobsHistoryLimit, failedJobsHistoryLimit not negative;
+- HorizontalPodAutoscaler autoscaling/v2 (validateMetricSpec): a metric's type one of Object, Pods, Resource,
+  External, ContainerResource, with its own source field populated and no other ("must populate information for
+  the given metric source", "must populate the given metric source only"); validateMetricTarget: a target type
+  Utilization, Value or AverageValue, values positive, averageUtilization above 0; validateResourceSource and
+  validateContainerResourceSource: averageUtilization or averageValue, not both; validatePodsSource: averageValue;
+  validateObjectSource and validateExternalSource: value or averageValue (External: not both);
+- PriorityClass (scheduling ValidatePriorityClass): a user class's value at most 1000000000
+  (HighestUserDefinablePriority); a name starting "system-" is reserved for the two built-in classes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tokenplane.proof.deployability import k8s_syntax as syntax
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.object_validation import rejected
+
+PERCENT = re.compile(r"[0-9]+%")  # IsValidPercent
+NONNEGATIVE = "must be greater than or equal to 0"  # ValidateNonnegativeField
+JOB_COUNTS = ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished")
+CRONJOB_COUNTS = ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit")
+WORKLOAD_COUNTS = {
+    "Deployment": ("replicas", "minReadySeconds", "revisionHistoryLimit"),
+    "ReplicaSet": ("replicas", "minReadySeconds"),
+    "StatefulSet": ("replicas", "minReadySeconds", "revisionHistoryLimit"),
+    "DaemonSet": ("minReadySeconds", "revisionHistoryLimit"),
+}
+METRIC_SOURCES = {
+    "Object": "object",
+    "Pods": "pods",
+    "Resource": "resource",
+    "External": "external",
+    "ContainerResource": "containerResource",
+}
+TARGET_TYPES = ("Utilization", "Value", "AverageValue")
+USER_PRIORITY_MAX = 1_000_000_000  # HighestUserDefinablePriority
+SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for obj in graph.kube_objects:
+        spec = obj.manifest.get("spec")
+        if obj.kind in WORKLOAD_COUNTS and isinstance(spec, dict):
+            yield from _counts(obj, "spec", spec, WORKLOAD_COUNTS[obj.kind], f"Validate{obj.kind}Spec")
+        if obj.kind == "StatefulSet" and isinstance(spec, dict):
+            yield from _stateful_set(obj, spec)
+        if obj.kind in ("Deployment", "DaemonSet") and isinstance(spec, dict):
+            field = "spec.strategy" if obj.kind == "Deployment" else "spec.updateStrategy"
+            rolling = lookup(obj.manifest, f"{field}.rollingUpdate")
+            for name in ("maxSurge", "maxUnavailable"):
+                if isinstance(rolling, dict):
+                    yield from _int_or_percent(obj, f"{field}.rollingUpdate.{name}", rolling.get(name), "Rolling")
+        elif obj.kind == "PodDisruptionBudget" and isinstance(spec, dict):
+            yield from _budget(obj, spec)
+        elif obj.kind == "Job" and isinstance(spec, dict):
+            yield from _job(obj, "spec", spec)
+        elif obj.kind == "CronJob" and isinstance(spec, dict):
+            yield from _cronjob(obj, spec)
+        elif obj.kind == "HorizontalPodAutoscaler" and str(obj.manifest.get("apiVersion")) == "autoscaling/v2":
+            for i, metric in enumerate(spec.get("metrics") or [] if isinstance(spec, dict) else []):
+                if isinstance(metric, dict):
+                    yield from _metric(obj, f"spec.metrics[{i}]", metric)
+        elif obj.kind == "PriorityClass":
+            yield from _priority_class(obj)
+
+
+def _int_or_percent(obj: KubeObject, at: str, value: Any, source: str) -> Iterator[Finding]:
+    validator = "ValidatePodDisruptionBudgetSpec" if source == "PDB" else "ValidateRollingUpdate"
+    if isinstance(value, str) and not PERCENT.fullmatch(value):
+        yield rejected(
+            obj,
+            f"has {at} {value!r}",
+            f"{validator} (ValidatePositiveIntOrPercent): a valid percent string must be a numeric string followed "
+            "by an ending '%'",
+            f"write {at.rsplit('.', 1)[-1]} as an integer (1, unquoted) or a percent ('25%')",
+        )
+    elif (number := syntax.integer(value)) is not None and number < 0:
+        yield rejected(
+            obj, f"has {at} {number}", f"{validator} (ValidatePositiveIntOrPercent): {NONNEGATIVE}", "use 0 or more"
+        )
+    elif source == "PDB" and isinstance(value, str) and int(value[:-1]) > 100:
+        yield rejected(
+            obj, f"has {at} {value!r}", f"{validator}: must not be greater than 100%", "use a percent of 100% or less"
+        )
+
+
+def _stateful_set(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    policy = spec.get("podManagementPolicy")
+    if policy not in (None, "") and policy not in ("OrderedReady", "Parallel"):
+        yield rejected(
+            obj,
+            f"has spec.podManagementPolicy {policy!r}",
+            "ValidateStatefulSetSpec: podManagementPolicy: Invalid value: must be 'OrderedReady' or 'Parallel'",
+            "use OrderedReady (the default: one pod at a time) or Parallel",
+        )
+    retention = spec.get("persistentVolumeClaimRetentionPolicy")
+    for field in ("whenDeleted", "whenScaled"):
+        value = retention.get(field) if isinstance(retention, dict) else None
+        if value not in (None, "") and value not in ("Retain", "Delete"):
+            yield rejected(
+                obj,
+                f"has spec.persistentVolumeClaimRetentionPolicy.{field} {value!r}",
+                'ValidatePersistentVolumeClaimRetentionPolicyType: Unsupported value: supported values: "Retain", '
+                '"Delete"',
+                "use Retain (the default: keep the volumes) or Delete",
+            )
+
+
+def _budget(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    for name in ("minAvailable", "maxUnavailable"):
+        yield from _int_or_percent(obj, f"spec.{name}", spec.get(name), "PDB")
+    policy = spec.get("unhealthyPodEvictionPolicy")
+    if policy is not None and policy not in ("IfHealthyBudget", "AlwaysAllow"):
+        yield rejected(
+            obj,
+            f"has spec.unhealthyPodEvictionPolicy {policy!r}",
+            'ValidatePodDisruptionBudgetSpec: Unsupported value: supported values: "AlwaysAllow", "IfHealthyBudget"',
+            "use IfHealthyBudget (the default) or AlwaysAllow",
+        )
+
+
+def _counts(
+    obj: KubeObject, at: str, spec: Mapping[str, Any], fields: tuple[str, ...], source: str
+) -> Iterator[Finding]:
+    for field in fields:
+        number = syntax.integer(spec.get(field))
+        if number is not None and number < 0:
+            yield rejected(obj, f"has {at}.{field} {number}", f"{source}: {NONNEGATIVE}", f"set {field} to 0 or more")
+
+
+def _job(obj: KubeObject, at: str, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    yield from _counts(obj, at, spec, JOB_COUNTS, "validateJobSpec")
+    mode = spec.get("completionMode")
+    if mode is not None and mode not in ("NonIndexed", "Indexed"):
+        yield rejected(
+            obj,
+            f"has {at}.completionMode {mode!r}",
+            'validateJobSpec: Unsupported value: supported values: "Indexed", "NonIndexed"',
+            "use NonIndexed (the default) or Indexed",
+        )
+    elif mode == "Indexed" and spec.get("completions") is None:
+        yield rejected(
+            obj,
+            f"has {at}.completionMode Indexed without completions",
+            "validateJobSpec: completions: Required value: when completion mode is Indexed",
+            "set completions (the number of indexes), or use completionMode NonIndexed",
+        )
+
+
+def _cronjob(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    yield from _counts(obj, "spec", spec, CRONJOB_COUNTS, "validateCronJobSpec")
+    policy = spec.get("concurrencyPolicy")
+    if policy is not None and policy not in ("Allow", "Forbid", "Replace"):
+        yield rejected(
+            obj,
+            f"has spec.concurrencyPolicy {policy!r}",
+            'validateConcurrencyPolicy: Unsupported value: supported values: "Allow", "Forbid", "Replace"',
+            "use Allow (the default), Forbid or Replace (case matters)",
+        )
+    job = lookup(obj.manifest, "spec.jobTemplate.spec")
+    if isinstance(job, dict):
+        yield from _job(obj, "spec.jobTemplate.spec", job)
+
+
+def _metric(obj: KubeObject, at: str, metric: Mapping[str, Any]) -> Iterator[Finding]:
+    kind = metric.get("type")
+    present = [f for f in METRIC_SOURCES.values() if metric.get(f) is not None]
+    expected = METRIC_SOURCES.get(str(kind))
+    if expected is None:
+        yield rejected(
+            obj,
+            f"has {at}.type {kind!r}",
+            "validateMetricSpec: Unsupported value: supported values: " + ", ".join(f'"{k}"' for k in METRIC_SOURCES),
+            "use Resource, ContainerResource, Pods, Object or External",
+        )
+        return
+    if expected not in present or len(present) > 1:
+        yield rejected(
+            obj,
+            f"has {at}.type {kind} with {', '.join(present) or 'no source'}",
+            "validateMetricSpec: must populate information for the given metric source (and only it)",
+            f"put the metric under {at}.{expected}, matching its type, and drop the others",
+        )
+        return
+    source = metric[expected]
+    target = source.get("target") if isinstance(source, dict) else None
+    if not isinstance(target, dict):
+        return
+    where = f"{at}.{expected}.target"
+    kind_of_target = target.get("type")
+    if kind_of_target not in TARGET_TYPES:
+        yield rejected(
+            obj,
+            f"has {where}.type {kind_of_target!r}",
+            "validateMetricTarget: must be either Utilization, Value, or AverageValue",
+            "set target.type to Utilization, Value or AverageValue",
+        )
+    for field in ("value", "averageValue"):
+        value = target.get(field)
+        if value is not None and ((parsed := syntax.parse_quantity(value)) is None or parsed <= 0):
+            yield rejected(
+                obj,
+                f"has {where}.{field} {value!r}",
+                "validateMetricTarget: must be positive",
+                "use a positive quantity",
+            )
+    utilization = syntax.integer(target.get("averageUtilization"))
+    if utilization is not None and utilization < 1:
+        yield rejected(
+            obj,
+            f"has {where}.averageUtilization {utilization}",
+            "validateMetricTarget: must be greater than 0",
+            "set a utilization percent of 1 or more (e.g. 70)",
+        )
+    yield from _target_values(obj, where, expected, target)
+
+
+def _target_values(obj: KubeObject, where: str, source: str, target: Mapping[str, Any]) -> Iterator[Finding]:
+    has = {f for f in ("value", "averageValue", "averageUtilization") if target.get(f) is not None}
+    validator = f"validate{source[0].upper()}{source[1:]}Source"
+    if source in ("resource", "containerResource"):
+        if not has & {"averageUtilization", "averageValue"}:
+            problem = "must set either a target raw value or a target utilization"
+            fix = "set target.averageUtilization (type Utilization) or target.averageValue (type AverageValue)"
+        elif {"averageUtilization", "averageValue"} <= has:
+            problem, fix = "may not set both a target raw value and a target utilization", "keep one of the two"
+        else:
+            return
+    elif source == "pods" and "averageValue" not in has:
+        problem = "must specify a positive target averageValue"
+        fix = "set target.type AverageValue and target.averageValue (a Pods metric is averaged over the pods)"
+    elif source in ("object", "external") and not has & {"value", "averageValue"}:
+        problem = "must set either a target value or averageValue"
+        fix = "set target.value (type Value) or target.averageValue (type AverageValue)"
+    elif source == "external" and {"value", "averageValue"} <= has:
+        problem, fix = "may not set both a target value for metric and a per-pod target", "keep one of the two"
+    else:
+        return
+    yield rejected(obj, f"has {where} with {', '.join(sorted(has)) or 'no value'}", f"{validator}: {problem}", fix)
+
+
+def _priority_class(obj: KubeObject) -> Iterator[Finding]:
+    name, value = str(obj.name), syntax.integer(obj.manifest.get("value"))
+    if name.startswith("system-"):
+        if SYSTEM_CLASSES.get(name) != value:
+            yield rejected(
+                obj,
+                f"is named {name!r} with value {value}",
+                "ValidatePriorityClass: priority class names with 'system-' prefix are reserved for system use only",
+                "rename the class without the system- prefix (use the built-in system-cluster-critical or "
+                "system-node-critical by name in priorityClassName instead of creating it)",
+            )
+    elif value is not None and value > USER_PRIORITY_MAX:
+        yield rejected(
+            obj,
+            f"has value {value}",
+            f"ValidatePriorityClass: maximum allowed value of a user defined priority is {USER_PRIORITY_MAX}",
+            f"use a value of at most {USER_PRIORITY_MAX}",
+        )
