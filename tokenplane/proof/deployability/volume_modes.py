@@ -3,10 +3,11 @@ claim through volumeMounts.
 
 A raw block volume has no filesystem to mount: "you specify the device path in the container instead of a mount
 path" (https://kubernetes.io/docs/concepts/storage/persistent-volumes/#raw-block-volume-support). The kubelet checks
-each volume against how the container uses it (kubernetes/kubernetes ``pkg/kubelet/volumemanager``:
-``"volumeMode of the PVC is Block, but it is used in volumeMounts"`` / ``"... is Filesystem, but it is used in
-volumeDevices"``) and refuses to start the pod: FailedMount, the pod stays ContainerCreating and the workload's
-await times out (kubernetes/kubernetes#79794, #62238).
+each claim against how the pod's containers name it (kubernetes/kubernetes
+``pkg/kubelet/volumemanager/populator/desired_state_of_world_populator.go``: ``"volume %s has volumeMode %s, but is
+specified in volumeMounts"``, and the same for volumeDevices; ``test/e2e/storage/testsuites/volumemode.go`` waits for
+that FailedMount event) and never starts the pod: it stays ContainerCreating and the workload's await times out
+(kubernetes/kubernetes#79794, #62238).
 
 Followed: a pod volume's ``persistentVolumeClaim.claimName`` to the program's PersistentVolumeClaim of that name in
 the pod's namespace, a StatefulSet's ``volumeClaimTemplates`` by name, and a generic ephemeral volume's own
@@ -82,7 +83,8 @@ def _finding(
         workload.urn,
         f"{workload.kind} {workload.namespace}/{workload.name} container {container} names volume {volume} in "
         f"{refused}, but its claim ({declared}) has volumeMode {mode}, which reaches a container only through "
-        f"{wanted}: the kubelet refuses the volume (FailedMount), the pod stays ContainerCreating and the rollout "
+        f"{wanted}: the kubelet refuses it (FailedMount: 'volume {volume} has volumeMode {mode}, but is specified in "
+        f"{refused}'), the pod stays ContainerCreating and the rollout "
         "never completes",
         f"list {volume} under the container's {wanted} with a {path}, or give the claim volumeMode "
         f"{FILESYSTEM if mode == BLOCK else BLOCK}",
