@@ -111,6 +111,9 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "selector-selects",
         "cluster-name-resolves",
         "generated-name-resolves",
+        "host-port-free",
+        "volume-mode-used",
+        "env-reference-defined",
     }
 
 

@@ -103,7 +103,7 @@ def chart_service_manifests(release: RenderedResource) -> list[dict[str, Any]]:
 
 def _service_name(release: RenderedResource, template: str) -> str:
     if template.startswith("{sub:"):
-        return _subchart_fullname(release, template.removeprefix("{sub:").removesuffix("}"))
+        return subchart_fullname(release, template.removeprefix("{sub:").removesuffix("}"))
     return template.format(fullname=chart_fullname(release))
 
 
@@ -115,7 +115,9 @@ def chart_services(release: RenderedResource) -> set[str] | None:
     return {_service_name(release, template) for template in templates}
 
 
-def _subchart_fullname(release: RenderedResource, chart: str) -> str:
+def subchart_fullname(release: RenderedResource, chart: str) -> str:
+    """Helm's fullname of subchart ``chart`` in ``release``: its fullnameOverride, else the release name with the
+    chart's name (or nameOverride) appended unless it holds it already."""
     values = (release.inputs.get("values") or {}).get(chart) or {}
     if isinstance(values, dict) and values.get("fullnameOverride"):
         return str(values["fullnameOverride"])[:SUBCHART_LIMIT].rstrip("-")
