@@ -139,7 +139,7 @@ def exported(graph: Graph, region: str) -> Exported:
                 labels = _relabel(meta, rules)
                 if labels is None:
                     why, fix = _dropped_by(pod, meta, rules)
-                    refused.setdefault(pod.urn, (f"scrape job {job_name} drops the pod: {why}", fix))
+                    refused.setdefault(pod.urn, (f"no scrape job keeps that pod: job {job_name} drops it: {why}", fix))
                     continue
                 scraped.add(pod.urn)
                 _store(out, pod, job_name, labels, bool(job.get("honor_labels")), job.get("metric_relabel_configs"))
@@ -611,15 +611,17 @@ def _dropped_by(pod: Pod, labels: dict[str, str], rules: list[dict[str, Any]]) -
         return "its relabel_configs drop it", "make the job's relabel_configs keep the pod"
     sources = ";".join(str(s) for s in rule.get("source_labels") or [])
     regex = str(rule.get("regex", "(.*)"))
-    what = sources
-    if annotation := _ANNOTATION.fullmatch(sources):  # the annotation's own name, not its sanitised label name
-        what = next((k for k in pod.annotations if _UNSAFE.sub("_", k) == annotation.group(1)), annotation.group(1))
-        what = f"annotation {what}"
     verb = "keeps only" if rule.get("action") == "keep" else "drops"
-    why = (
-        f"its {what} is {joined!r}, a value the {rule.get('action')} rule refuses: it {verb} values matching the regex "
-        f"{regex!r}, which Prometheus anchors at both ends and matches case-sensitively"
-    )
+    refuses = f"the {rule.get('action')} rule {verb} values matching the regex {regex!r}"
+    annotation = _ANNOTATION.fullmatch(sources)
+    named = [k for k in pod.annotations if annotation and _UNSAFE.sub("_", k) == annotation.group(1)]
+    if annotation and not named:
+        return (
+            f"its pod template has no annotation Prometheus reads as {sources}, and {refuses}",
+            f"annotate the pod template (the annotation Prometheus reads as {sources}) with a value {regex!r} matches",
+        )
+    what = f"annotation {named[0]}" if named else sources  # the annotation's own name, not its label's
+    why = f"its {what} is {joined!r}, and {refuses}, which Prometheus anchors at both ends and matches case-sensitively"
     fix = f"set the pod's {what} to a value the regex {regex!r} matches exactly"
     if rule.get("action") == "keep" and re.fullmatch(r"[\w.-]+", regex):
         fix = f"set the pod's {what} to {regex!r} exactly (the keep regex is case-sensitive)"
