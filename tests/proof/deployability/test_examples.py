@@ -46,6 +46,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-name",
         "aws-network",
         "aws-api-values",
+        "aws-cli-permissions",
         "aws-api-replay",
         "volume-writable",
         "endpoint-admits",

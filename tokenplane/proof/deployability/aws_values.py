@@ -40,6 +40,10 @@ The provider's schema types every field, but the services check how fields go to
   https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html).
 - **ECR** ``PutLifecyclePolicy``: a rule selecting ``tagged`` images names a ``tagPrefixList`` or a
   ``tagPatternList`` (InvalidParameterException; https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html).
+- **KMS** ``CreateAlias``: an alias name of ``alias/`` and then ``a-zA-Z0-9/_-``, at most 256 characters, never
+  under ``alias/aws/``, the prefix reserved for AWS managed keys ("The alias name cannot begin with alias/aws/":
+  https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateAlias.html; the provider's own name check refuses it
+  at preview too: hashicorp/terraform-provider-aws internal/service/kms/validate.go, ``validNameForResource``).
 - **KMS** ``ScheduleKeyDeletion``: a deletion window of 7 to 30 days. **CloudWatch Logs** ``PutRetentionPolicy``:
   one of its enumerated retention periods. **EC2** security group rules: ports within 0-65535, ``fromPort`` no
   higher than ``toPort``.
@@ -72,6 +76,10 @@ LIFECYCLE = "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
 RECORD = "aws:route53/record:Record"
 ZONE = "aws:route53/zone:Zone"
 KMS_KEY = "aws:kms/key:Key"
+KMS_ALIAS = "aws:kms/alias:Alias"
+KMS_ALIAS_NAME = re.compile(r"^alias/[a-zA-Z0-9/_-]+$")
+KMS_ALIAS_MAX = 256
+KMS_RESERVED_ALIAS = "alias/aws/"  # AWS managed keys' aliases (alias/aws/s3, alias/aws/ebs...)
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 SECURITY_GROUP_RULES = (
@@ -164,6 +172,8 @@ def check(graph: Graph) -> Iterator[Finding]:
                 yield _rejected(
                     resource, "KMS", f"a deletion window of {window:g} days (7-30 allowed)", "set 7 to 30 days"
                 )
+        elif resource.type == KMS_ALIAS:
+            yield from _kms_alias(resource)
         elif resource.type == LOG_GROUP:
             days = _number(resource.inputs.get("retentionInDays"))
             if days is not None and days != 0 and int(days) not in LOG_RETENTION_DAYS:
@@ -235,6 +245,28 @@ def _metric_filter(metric_filter: RenderedResource) -> Iterator[Finding]:
             "CloudWatch Logs",
             f"{len(dimensions)} dimensions in a metric transformation (at most {MAX_FILTER_DIMENSIONS})",
             f"keep at most {MAX_FILTER_DIMENSIONS} dimensions",
+        )
+
+
+def _kms_alias(alias: RenderedResource) -> Iterator[Finding]:
+    name = alias.inputs.get("name")
+    if not isinstance(name, str):
+        return  # unknown at render time, or a name_prefix (the provider adds a suffix of its own)
+    if name.startswith(KMS_RESERVED_ALIAS):
+        yield _rejected(
+            alias,
+            "KMS",
+            f"alias name {name!r} (CreateAlias: an alias may not begin with {KMS_RESERVED_ALIAS}, the prefix reserved for "
+            "AWS managed keys; the provider refuses it at preview)",
+            f"rename it without the aws/ segment, e.g. {'alias/' + name[len(KMS_RESERVED_ALIAS) :]!r}",
+        )
+    elif len(name) > KMS_ALIAS_MAX or not KMS_ALIAS_NAME.match(name):
+        yield _rejected(
+            alias,
+            "KMS",
+            f"alias name {name!r} (CreateAlias takes alias/ and then a-z, A-Z, 0-9, '/', '_' or '-', at most "
+            f"{KMS_ALIAS_MAX} characters)",
+            "name it alias/<letters, digits, / _ ->",
         )
 
 

@@ -10,10 +10,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.deployability.aws_replay import cloud_region_of
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
 
 ROLE = "aws:iam/role:Role"
+ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
+POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 
 
 def document(value: Any) -> dict[str, Any] | None:
@@ -156,3 +159,52 @@ def as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return value if isinstance(value, list) else [value]
+
+
+def allows_on(documents: list[Any], action: str, arns: tuple[str, ...], *, objects: bool = False) -> bool:
+    """Whether an Allow statement of ``documents`` names ``action`` on one of ``arns`` (IAM's wildcards); with
+    ``objects``, on some object under one of them (``ARN/prefix/*``)."""
+    for value in documents:
+        for statement in allowing(value, action):
+            resources = [r for r in as_list(statement.get("Resource")) if isinstance(r, str)]
+            if any(_names(r, arn, objects) for r in resources for arn in arns):
+                return True
+    return False
+
+
+def _names(pattern: str, arn: str, objects: bool) -> bool:
+    if not objects:
+        return fnmatch.fnmatchcase(arn, pattern)
+    # An object ARN is the bucket's and a key: a pattern names some object when it is under the bucket, or its
+    # wildcards (which match '/' too) reach one.
+    return pattern.startswith(f"{arn}/") or fnmatch.fnmatchcase(f"{arn}/key", pattern)
+
+
+def arns_of(graph: Graph, resource: RenderedResource) -> tuple[str, ...]:
+    """What a policy may name ``resource`` by: the ARN the mocks give it in its region (its ``arn`` output), and
+    its ID."""
+    out = {physical_id(resource.type, resource.name)}
+    for region in {"", cloud_region_of(graph, resource.region)}:
+        _, outputs = mock_outputs(resource.type, resource.name, resource.inputs, region)
+        if isinstance(outputs.get("arn"), str):
+            out.add(outputs["arn"])
+    return tuple(sorted(out))
+
+
+def pod_roles(graph: Graph, workload: KubeObject, account: str) -> list[RenderedResource]:
+    """The IAM roles a pod of ``workload`` can use: its service account's IRSA role and Pod Identity ones."""
+    roles: list[RenderedResource] = []
+    for sa in graph.kube(workload.resource.region, "ServiceAccount"):
+        annotated = (lookup(sa.manifest, "metadata.annotations") or {}).get(ROLE_ANNOTATION)
+        if sa.namespace == workload.namespace and sa.name == account and annotated:
+            roles += _sources(graph, sa.resource, "metadata")
+    for association in graph.of_type(POD_IDENTITY, workload.resource.region):
+        inputs = association.inputs
+        if inputs.get("namespace") == workload.namespace and inputs.get("serviceAccount") == account:
+            roles += _sources(graph, association, "roleArn")
+    return roles
+
+
+def _sources(graph: Graph, resource: RenderedResource, field: str) -> list[RenderedResource]:
+    urns = resource.property_dependencies.get(field, [])
+    return [graph.by_urn[u] for u in urns if u in graph.by_urn and graph.by_urn[u].type == ROLE]

@@ -20,26 +20,26 @@ needs no grant.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.iam_policy import (
     AWS_MANAGED,
     ROLE,
     allowing,
+    allows_on,
+    arns_of,
     as_list,
     attached,
     document,
     role_documents,
 )
 from tokenplane.proof.deployability.storage import ebs_csi_roles
-from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
+from tokenplane.proof.render import RenderedResource, physical_id
 
 RULE = "kms-grant"
 KEY = "aws:kms/key:Key"
@@ -85,9 +85,9 @@ def check(graph: Graph) -> Iterator[Finding]:
             continue  # a policy known only at apply time (or an AWS managed one not at hand) may grant the key
         for data in encrypted:
             for action, kms_action in data.needs.items():
-                if not _allowed(documents, action, data.arns, objects=data.objects):
+                if not allows_on(documents, action, data.arns, objects=data.objects):
                     continue
-                if _allowed(documents, kms_action, data.key_arns) or _key_policy_allows(
+                if allows_on(documents, kms_action, data.key_arns) or _key_policy_allows(
                     graph, data.key, role, kms_action
                 ):
                     continue
@@ -114,7 +114,7 @@ def _ebs_classes(graph: Graph) -> Iterator[Finding]:
         key = key_in(graph, klass.resource, "parameters", (klass.manifest.get("parameters") or {}).get("kmsKeyId"))
         if key is None:
             continue
-        key_arns = _arns(graph, key)
+        key_arns = arns_of(graph, key)
         for role in ebs_csi_roles(graph, klass.resource.region):
             documents = role_documents(graph, role) + _aws_managed(graph, role)
             if any(document(d) is None for d in documents):
@@ -122,7 +122,7 @@ def _ebs_classes(graph: Graph) -> Iterator[Finding]:
             missing = [
                 a
                 for a in EBS_KMS
-                if not _allowed(documents, a, key_arns) and not _key_policy_allows(graph, key, role, a)
+                if not allows_on(documents, a, key_arns) and not _key_policy_allows(graph, key, role, a)
             ]
             if missing:
                 yield Finding(
@@ -150,17 +150,6 @@ def _aws_managed(graph: Graph, role: RenderedResource) -> list[Any]:
     return [(data.get(arn.rsplit("/", 1)[-1]) or {}).get("Document") for arn in arns]
 
 
-def _arns(graph: Graph, resource: RenderedResource) -> tuple[str, ...]:
-    """What a policy may name ``resource`` by: the ARN the mocks give it in its region (its ``arn`` output), and
-    its ID."""
-    out = {physical_id(resource.type, resource.name)}
-    for region in {"", cloud_region_of(graph, resource.region)}:
-        _, outputs = mock_outputs(resource.type, resource.name, resource.inputs, region)
-        if isinstance(outputs.get("arn"), str):
-            out.add(outputs["arn"])
-    return tuple(sorted(out))
-
-
 def key_in(graph: Graph, resource: RenderedResource, field: str, value: Any) -> RenderedResource | None:
     """The program's KMS key ``resource``'s input ``field`` names with ``value``: by its ID or ARN, else (a value
     the mocks make unrecognisable, such as an ARN built in an apply) the key the input was computed from."""
@@ -174,7 +163,7 @@ def key_of(graph: Graph, value: Any) -> RenderedResource | None:
     if found:
         return found[0]
     for key in graph.of_type(KEY):
-        if isinstance(value, str) and value in _arns(graph, key):
+        if isinstance(value, str) and value in arns_of(graph, key):
             return key
     return None
 
@@ -189,8 +178,8 @@ def _buckets(graph: Graph) -> Iterator[Encrypted]:
             for bucket in graph.referenced(config, "bucket"):
                 if key is not None:
                     name = str(bucket.inputs.get("bucket") or physical_id(bucket.type, bucket.name))
-                    arns = tuple(sorted({*_arns(graph, bucket), f"arn:aws:s3:::{name}"}))
-                    yield Encrypted(bucket, arns, key, _arns(graph, key), S3_ACTIONS, objects=True)
+                    arns = tuple(sorted({*arns_of(graph, bucket), f"arn:aws:s3:::{name}"}))
+                    yield Encrypted(bucket, arns, key, arns_of(graph, key), S3_ACTIONS, objects=True)
 
 
 def _keyed(graph: Graph) -> Iterator[Encrypted]:
@@ -198,31 +187,12 @@ def _keyed(graph: Graph) -> Iterator[Encrypted]:
         for resource in graph.of_type(typ):
             key = key_of(graph, resource.inputs.get(field))
             if key is not None:
-                yield Encrypted(resource, _arns(graph, resource), key, _arns(graph, key), needs)
-
-
-def _allowed(documents: list[Any], action: str, arns: tuple[str, ...], *, objects: bool = False) -> bool:
-    """Whether an Allow statement of ``documents`` names ``action`` on one of ``arns`` (IAM's wildcards); with
-    ``objects``, on some object under one of them (``ARN/prefix/*``)."""
-    for value in documents:
-        for statement in allowing(value, action):
-            resources = [r for r in as_list(statement.get("Resource")) if isinstance(r, str)]
-            if any(_names(r, arn, objects) for r in resources for arn in arns):
-                return True
-    return False
-
-
-def _names(pattern: str, arn: str, objects: bool) -> bool:
-    if not objects:
-        return fnmatch.fnmatchcase(arn, pattern)
-    # An object ARN is the bucket's and a key: a pattern names some object when it is under the bucket, or its
-    # wildcards (which match '/' too) reach one.
-    return pattern.startswith(f"{arn}/") or fnmatch.fnmatchcase(f"{arn}/key", pattern)
+                yield Encrypted(resource, arns_of(graph, resource), key, arns_of(graph, key), needs)
 
 
 def _key_policy_allows(graph: Graph, key: RenderedResource, role: RenderedResource, action: str) -> bool:
     """Whether the key's own policy allows ``action`` to the role (by its ARN) or to everyone in the account."""
-    role_arns = set(_arns(graph, role)) | {str(role.inputs.get("name") or "")}
+    role_arns = set(arns_of(graph, role)) | {str(role.inputs.get("name") or "")}
     for statement in allowing(key.inputs.get("policy"), action):
         principal = statement.get("Principal")
         named = as_list(principal.get("AWS")) if isinstance(principal, dict) else as_list(principal)

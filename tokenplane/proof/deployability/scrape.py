@@ -7,7 +7,13 @@ a target label is renamed ``exported_<name>`` unless the job sets ``honor_labels
 exporter's ``pod`` label (the pod using the GPU) is lost to the exporter's own pod name.
 
 The exporters' families come from real sources: vLLM's from the committed scrape of the real engine
-(``tokenplane.vllm_metrics``), the others from ``exporters.json`` (package data; each entry names its source).
+(``tokenplane.vllm_metrics``), the others from ``exporters.json`` (package data; each entry names its source). A
+container runs an exporter of the file by its ``python -m`` module, or by its image's repository (the entry's
+``images``, as ``known_images.repository`` names an image) unless its args hold one of the entry's ``not_with_args``.
+
+A pod no job keeps is reported with the keep or drop rule that refused it and the value it refused: Prometheus
+anchors every relabel regex at both ends (``^(?:regex)$``, https://prometheus.io/docs/prometheus/latest/configuration/configuration/#relabel_config),
+so a ``prometheus.io/scrape`` annotation of "True" fails a keep regex ``true``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any
 
 from tokenplane import package_data
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject, lookup
+from tokenplane.proof.deployability.known_images import repository
 from tokenplane.proof.deployability.reachability import selects
 from tokenplane.proof.deployability.vllm_argv import vllm_version
 from tokenplane.vllm_metrics import MetricsSchemaMissing, load_metrics
@@ -37,6 +44,7 @@ POD_SUFFIX = {"Deployment": "-5f7d8c9b6d-x2x4z", "StatefulSet": "-0"}
 DEFAULT_POD_SUFFIX = "-x2x4z"
 SCRAPE_SERIES = ("up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added")
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
+_ANNOTATION = re.compile(r"__meta_kubernetes_pod_annotation_(\w+)")
 _GO_GROUP = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 # Prometheus Operator's camelCase relabel keys -> Prometheus's own.
 _KEYS = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
@@ -123,11 +131,15 @@ def exported(graph: Graph, region: str) -> Exported:
     services = _services(graph, region)
     scraped: set[str] = set()
     misses = out.misses
+    refused: dict[str, tuple[str, str]] = {}  # a pod's URN -> why a job's rule dropped it (the value refused), the fix
     for pod in pods:
         for job_name, job in jobs:
             for meta in sd_targets(job, pod, services):
-                labels = _relabel(meta, [_snake(r) for r in job.get("relabel_configs") or []])
+                rules = [_snake(r) for r in job.get("relabel_configs") or []]
+                labels = _relabel(meta, rules)
                 if labels is None:
+                    why, fix = _dropped_by(pod, meta, rules)
+                    refused.setdefault(pod.urn, (f"no scrape job keeps that pod: job {job_name} drops it: {why}", fix))
                     continue
                 scraped.add(pod.urn)
                 _store(out, pod, job_name, labels, bool(job.get("honor_labels")), job.get("metric_relabel_configs"))
@@ -148,9 +160,13 @@ def exported(graph: Graph, region: str) -> Exported:
         for exporter in pod.exporters:
             for sample in _safe_samples(exporter):
                 miss = misses.get(pod.urn)
-                out.unscraped.setdefault(sample, f"{pod.what} exports it, but {miss or 'no scrape job keeps that pod'}")
+                dropped = refused.get(pod.urn)
+                why = miss or (dropped[0] if dropped else "no scrape job keeps that pod")
+                out.unscraped.setdefault(sample, f"{pod.what} exports it, but {why}")
                 if miss:
                     out.fixes.setdefault(sample, "make the monitor's selectors and port match what Prometheus reads")
+                elif dropped:
+                    out.fixes.setdefault(sample, dropped[1])
     return out
 
 
@@ -210,6 +226,8 @@ def _pods(graph: Graph, region: str) -> Iterator[Pod]:
                 runs += [f"{VLLM}:{version}"] if version else []
             elif command[:2] == ["python", "-m"] and len(command) > 2 and command[2] in exporters:
                 runs.append(command[2])
+            else:
+                runs += _image_exporters(container)
         yield Pod(
             workload.urn,
             f"{workload.kind} {workload.namespace}/{workload.name}",
@@ -238,6 +256,18 @@ def _pods(graph: Graph, region: str) -> Iterator[Pod]:
             (DCGM_CHART,),
             {"metrics": DCGM_PORT},
         )
+
+
+def _image_exporters(container: dict[str, Any]) -> list[str]:
+    """The exporters.json entries ``container`` runs by its image's repository."""
+    image = repository(str(container.get("image") or ""))
+    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    return [
+        name
+        for name, entry in catalogue().items()
+        if image in entry.get("images", ())
+        and not any(a.split("=", 1)[0] in entry.get("not_with_args", ()) for a in argv)
+    ]
 
 
 def _ksm(urn: str, values: dict[str, Any]) -> Pod:
@@ -571,6 +601,37 @@ def _go_template(replacement: str) -> str:
 
 def _relabel(labels: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, str] | None:
     """Prometheus's relabelling: the target's labels (``__*`` dropped, ``instance`` defaulted), or None if dropped."""
+    return _relabel_steps(labels, rules)[0]
+
+
+def _dropped_by(pod: Pod, labels: dict[str, str], rules: list[dict[str, Any]]) -> tuple[str, str]:
+    """The keep or drop rule that drops a target with the value it refused, and the fix (for messages)."""
+    _, rule, joined = _relabel_steps(labels, rules)
+    if rule is None:
+        return "its relabel_configs drop it", "make the job's relabel_configs keep the pod"
+    sources = ";".join(str(s) for s in rule.get("source_labels") or [])
+    regex = str(rule.get("regex", "(.*)"))
+    verb = "keeps only" if rule.get("action") == "keep" else "drops"
+    refuses = f"the {rule.get('action')} rule {verb} values matching the regex {regex!r}"
+    annotation = _ANNOTATION.fullmatch(sources)
+    named = [k for k in pod.annotations if annotation and _UNSAFE.sub("_", k) == annotation.group(1)]
+    if annotation and not named:
+        return (
+            f"its pod template has no annotation Prometheus reads as {sources}, and {refuses}",
+            f"annotate the pod template (the annotation Prometheus reads as {sources}) with a value {regex!r} matches",
+        )
+    what = f"annotation {named[0]}" if named else sources  # the annotation's own name, not its label's
+    why = f"its {what} is {joined!r}, and {refuses}, which Prometheus anchors at both ends and matches case-sensitively"
+    fix = f"set the pod's {what} to a value the regex {regex!r} matches exactly"
+    if rule.get("action") == "keep" and re.fullmatch(r"[\w.-]+", regex):
+        fix = f"set the pod's {what} to {regex!r} exactly (the keep regex is case-sensitive)"
+    return why, fix
+
+
+def _relabel_steps(
+    labels: dict[str, str], rules: list[dict[str, Any]]
+) -> tuple[dict[str, str] | None, dict[str, Any] | None, str]:
+    """``_relabel``'s result, and on a drop the keep/drop rule that dropped the target with the value it read."""
     labels = dict(labels)
     for rule in rules:
         action = str(rule.get("action") or "replace").lower()
@@ -588,7 +649,7 @@ def _relabel(labels: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, s
                 labels.pop(target, None)  # Prometheus deletes a label replaced by the empty string
         elif action in ("keep", "drop"):
             if (regex.fullmatch(joined) is not None) != (action == "keep"):
-                return None
+                return None, rule, joined
         elif action in ("labeldrop", "labelkeep"):
             labels = {k: v for k, v in labels.items() if (regex.fullmatch(k) is None) == (action == "labeldrop")}
         elif action == "labelmap":
@@ -599,4 +660,4 @@ def _relabel(labels: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, s
         elif action in ("lowercase", "uppercase"):
             labels[str(rule.get("target_label"))] = joined.lower() if action == "lowercase" else joined.upper()
     labels.setdefault("instance", labels.get("__address__", ""))
-    return {k: v for k, v in labels.items() if not k.startswith("__")}
+    return {k: v for k, v in labels.items() if not k.startswith("__")}, None, ""

@@ -23,6 +23,15 @@ https://github.com/kubernetes-sigs/aws-ebs-csi-driver/blob/master/docs/parameter
 otherwise (InvalidParameterValue) and the claim stays Pending, and so does every pod that mounts it. Each upper
 limit is the newest AWS publishes: an older, lower one could only miss a refusal, never invent one.
 
+The EBS CSI driver's own IOPS rules (https://github.com/kubernetes-sigs/aws-ebs-csi-driver/blob/master/docs/parameters.md,
+``CreateDisk`` and ``capIOPS`` in pkg/cloud/cloud.go): an io1 or io2 volume needs an IOPS figure, and the driver
+sends none unless the class sets ``iops`` or ``iopsPerGB`` (EC2 answers "InvalidParameterCombination: The parameter
+iops must be specified for io2 volumes"); a class may not set both ("invalid StorageClass parameters; specify either
+IOPS or IOPSPerGb, not both"); ``iopsPerGB`` times the claim's GiB above the type's maximum or its ratio (io1 50:1,
+io2 1,000:1) is capped by the driver, but below the type's minimum (io1/io2 100, gp3 3,000) it is sent as it is and
+refused, unless ``allowAutoIOPSPerGBIncrease`` is "true" (then the driver raises it to the minimum). Parameter keys
+are case-insensitive to the driver.
+
 Programs deploying into an existing cluster (``--assume cluster``) may use its classes, so they are not judged.
 """
 
@@ -54,6 +63,7 @@ EBS_SIZES_GIB = {
     "standard": (1, 1_024),
 }
 GIB = 2**30
+IOPS_REQUIRED = frozenset({"io1", "io2"})  # EC2 creates these only with an IOPS figure
 
 
 @dataclass(frozen=True)
@@ -158,10 +168,11 @@ def _sizes(specs: list[tuple[str, str, dict[str, Any]]], classes: dict[str, Kube
             continue
         low, high = EBS_SIZES_GIB[volume_type]
         gib = float(size) / GIB
-        refused = _refusal(volume_type, gib, storage_class.manifest.get("parameters") or {})
+        parameters = storage_class.manifest.get("parameters") or {}
+        refused = _iops_refusal(volume_type, gib, parameters) or _refusal(volume_type, gib, parameters)
         if not low <= gib <= high:
             refused = (
-                f"which takes {low:,}-{high:,} GiB",
+                f"which takes {low:,}-{high:,} GiB (InvalidParameterValue)",
                 f"request {low:,}-{high:,} GiB, or use a volume type that takes {gib:g} GiB (gp3: 1-65,536)",
             )
         if refused is not None:
@@ -170,10 +181,40 @@ def _sizes(specs: list[tuple[str, str, dict[str, Any]]], classes: dict[str, Kube
                 RULE,
                 urn,
                 f"{who} asks for {gib:g} GiB of StorageClass {storage_class.name} (EBS {volume_type}), {why}: the CSI "
-                "driver's CreateVolume is refused (InvalidParameterValue) and the claim stays Pending, and so does "
-                "every pod that mounts it",
+                "driver's CreateVolume is refused and the claim stays Pending, and so does every pod that mounts it",
                 fix,
             )
+
+
+def _iops_refusal(volume_type: str, gib: float, parameters: dict[str, Any]) -> tuple[str, str] | None:
+    """Why the CSI driver or EC2 refuses the class's IOPS parameters (or their absence) for ``gib``; None if fine."""
+    lowered = {str(k).lower(): v for k, v in parameters.items()}
+    iops, per_gib = _number(lowered.get("iops")), _number(lowered.get("iopspergb"))
+    if iops is not None and per_gib is not None:
+        return (
+            f"whose parameters set both iops ({iops:g}) and iopsPerGB ({per_gib:g}) (the driver: invalid StorageClass "
+            "parameters; specify either IOPS or IOPSPerGb, not both)",
+            "keep one of iops and iopsPerGB in the StorageClass's parameters",
+        )
+    limits = EBS_PERFORMANCE.get(volume_type)
+    if limits is None:
+        return None
+    if volume_type in IOPS_REQUIRED and not iops and not per_gib:
+        return (
+            f"whose parameters set neither iops nor iopsPerGB, so the driver sends no IOPS figure, which {volume_type} "
+            f"requires (InvalidParameterCombination: The parameter iops must be specified for {volume_type} volumes)",
+            f'set the StorageClass\'s parameters.iopsPerGB (with allowAutoIOPSPerGBIncrease: "true") or parameters.iops '
+            f"(at least {limits.iops[0]:,} IOPS, at most {limits.iops_per_gib:,} per GiB)",
+        )
+    auto = str(lowered.get("allowautoiopspergbincrease", "")).lower() == "true"
+    if per_gib and per_gib * int(gib) < limits.iops[0] and not auto:
+        return (
+            f"with iopsPerGB {per_gib:g}, {per_gib * int(gib):g} IOPS, below {volume_type}'s minimum of "
+            f"{limits.iops[0]:,} (InvalidParameterValue; the driver raises it only with allowAutoIOPSPerGBIncrease)",
+            f'set parameters.allowAutoIOPSPerGBIncrease: "true", or raise iopsPerGB to at least '
+            f"{-(-limits.iops[0] // max(int(gib), 1)):,}",
+        )
+    return None
 
 
 def _refusal(volume_type: str, gib: float, parameters: dict[str, Any]) -> tuple[str, str] | None:

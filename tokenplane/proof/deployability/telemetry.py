@@ -20,16 +20,15 @@ import yaml
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.iam_policy import pod_roles
 from tokenplane.proof.render import RenderedResource
 
 XRAY = "xray-iam"
 STATE = "monitoring-state"
 PROMETHEUS_CHART = "kube-prometheus-stack"
 CHART_PASSWORD = "prom-operator"  # the chart's default grafana.adminPassword, printed in its README
-ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
 XRAY_ACTION = "xray:PutTraceSegments"
 XRAY_MANAGED = ("AWSXRayDaemonWriteAccess", "AWSXrayWriteOnlyAccess", "AWSXrayFullAccess")
-POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 
 
 def check_xray(graph: Graph) -> Iterator[Finding]:
@@ -40,7 +39,7 @@ def check_xray(graph: Graph) -> Iterator[Finding]:
             if workload.namespace != config.namespace or not _mounts(workload, config.name):
                 continue
             account = str(workload.pod_spec().get("serviceAccountName") or "default")
-            roles = _roles_of(graph, workload, account)
+            roles = pod_roles(graph, workload, account)
             if not roles:
                 yield Finding(
                     XRAY,
@@ -120,25 +119,6 @@ def _exports_to_xray(value: Any) -> bool:
 def _mounts(workload: KubeObject, config_map: str) -> bool:
     volumes = workload.pod_spec().get("volumes") or []
     return any((v.get("configMap") or {}).get("name") == config_map for v in volumes)
-
-
-def _roles_of(graph: Graph, workload: KubeObject, account: str) -> list[RenderedResource]:
-    """The IAM roles a pod of ``workload`` can use: its service account's IRSA role and Pod Identity ones."""
-    roles: list[RenderedResource] = []
-    for sa in graph.kube(workload.resource.region, "ServiceAccount"):
-        annotated = (lookup(sa.manifest, "metadata.annotations") or {}).get(ROLE_ANNOTATION)
-        if sa.namespace == workload.namespace and sa.name == account and annotated:
-            roles += _sources(graph, sa.resource, "metadata")
-    for association in graph.of_type(POD_IDENTITY, workload.resource.region):
-        inputs = association.inputs
-        if inputs.get("namespace") == workload.namespace and inputs.get("serviceAccount") == account:
-            roles += _sources(graph, association, "roleArn")
-    return roles
-
-
-def _sources(graph: Graph, resource: RenderedResource, field: str) -> list[RenderedResource]:
-    urns = resource.property_dependencies.get(field, [])
-    return [graph.by_urn[u] for u in urns if u in graph.by_urn and graph.by_urn[u].type == "aws:iam/role:Role"]
 
 
 def _grants_xray(graph: Graph, role: RenderedResource) -> bool:

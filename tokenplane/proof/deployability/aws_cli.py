@@ -1,0 +1,244 @@
+"""The AWS CLI commands a container runs are allowed by the role its pod runs as.
+
+A container that runs ``aws s3 sync s3://BUCKET/prefix DIR`` calls S3 as its pod's IAM role (IRSA: its
+ServiceAccount's ``eks.amazonaws.com/role-arn``; or an EKS Pod Identity association). Each CLI command makes API
+calls, each needing an IAM action on a resource; a role that lacks one is denied at run time ("An error occurred
+(AccessDenied) when calling the ListObjectsV2 operation"), after ``pulumi up`` has succeeded, on every run. The
+table below is what each command calls, from the AWS CLI reference and the actions' permission pages:
+
+- ``aws s3 ls s3://b/p``, and ``sync``, and ``cp``/``mv``/``rm`` with ``--recursive`` on an ``s3://`` source (and
+  ``sync``'s destination, which it lists to compare): ListObjectsV2, which needs ``s3:ListBucket`` on
+  ``arn:aws:s3:::b`` (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html, "Permissions";
+  https://docs.aws.amazon.com/cli/latest/reference/s3/sync.html).
+- reading objects (a ``s3://`` source of ``cp``, ``mv``, ``sync``): ``s3:GetObject`` on ``arn:aws:s3:::b/p*``;
+  writing them (a ``s3://`` destination): ``s3:PutObject``; ``rm``, ``mv``'s source and ``sync --delete``'s
+  destination: ``s3:DeleteObject`` (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html,
+  API_PutObject.html, API_DeleteObject.html).
+- ``aws secretsmanager get-secret-value --secret-id X``: ``secretsmanager:GetSecretValue`` on the secret
+  (https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html).
+
+Commands are read from a container's command and args, a ``sh -c``/``bash -c`` script split at ``&&``, ``||``,
+``;``, ``|`` and new lines; ``$VAR``, ``${VAR}`` and ``$(VAR)`` are read from the container's literal env values.
+Judged only where the bucket or secret is the program's own, the role is the program's and all its policies are
+known at render time (none AWS managed), and no bucket policy of the program's allows the action.
+
+It cannot see: commands in scripts the image holds, names built from variables it cannot resolve, other SDK
+calls, and permission boundaries or SCPs (which could only deny more).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, KubeObject
+from tokenplane.proof.deployability.iam_policy import (
+    AWS_MANAGED,
+    allowing,
+    allows_on,
+    arns_of,
+    attached,
+    document,
+    pod_roles,
+    role_documents,
+)
+from tokenplane.proof.render import RenderedResource, physical_id
+
+RULE = "aws-cli-permissions"
+BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+SECRET = "aws:secretsmanager/secret:Secret"
+SHELLS = frozenset({"sh", "bash", "ash", "dash"})
+_SEPARATORS = re.compile(r"&&|\|\||[;|\n]")
+_VARIABLE = re.compile(r"\$\{(\w+)\}|\$\((\w+)\)|\$(\w+)")
+# A listing command's flag that walks a prefix instead of naming one object.
+RECURSIVE = "--recursive"
+
+
+@dataclass(frozen=True)
+class Need:
+    """One IAM action a command needs on one resource ARN (objects: on some object under it)."""
+
+    action: str
+    arn: str
+    objects: bool
+    holder: RenderedResource  # the program's bucket or secret
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.pod_bearers():
+        for container in [*workload.pod_spec().get("initContainers", []), *workload.pod_spec().get("containers", [])]:
+            for argv in _commands(container):
+                needs = list(_needs(graph, argv))
+                if needs:
+                    yield from _judge(graph, workload, str(container.get("name")), shlex.join(argv), needs)
+
+
+def _judge(graph: Graph, workload: KubeObject, container: str, command: str, needs: list[Need]) -> Iterator[Finding]:
+    account = str(workload.pod_spec().get("serviceAccountName") or "default")
+    for role in pod_roles(graph, workload, account):
+        documents = role_documents(graph, role)
+        if any(document(d) is None for d in documents) or any(
+            a.startswith(AWS_MANAGED) for _, a in attached(graph, role)
+        ):
+            continue  # a policy known only at apply time, or an AWS managed one, may allow it
+        missing = [
+            n
+            for n in needs
+            if not allows_on(documents, n.action, (n.arn,), objects=n.objects) and not _bucket_allows(graph, n)
+        ]
+        for need in missing:
+            on = f"{need.arn}/*" if need.objects else need.arn
+            yield Finding(
+                RULE,
+                workload.urn,
+                f"{workload.kind} {workload.namespace}/{workload.name} container {container} runs `{command}`, which "
+                f"needs {need.action} on {on} ({need.holder.name}), but its role {role.name} (ServiceAccount "
+                f"{account}) allows it nowhere on that resource: every run is denied (AccessDenied) after pulumi up "
+                "succeeds",
+                f"allow {need.action} on {on} in role {role.name}'s policy",
+            )
+
+
+def _bucket_allows(graph: Graph, need: Need) -> bool:
+    """Whether a bucket policy of the program's on the bucket allows the action to someone (a resource policy may
+    grant the role on its own)."""
+    if need.holder.type not in BUCKETS:
+        return False
+    return any(
+        any(b.urn == need.holder.urn for b in graph.referenced(policy, "bucket"))
+        and any(True for _ in allowing(policy.inputs.get("policy"), need.action))
+        for policy in graph.of_type(BUCKET_POLICY)
+    )
+
+
+def _commands(container: dict[str, object]) -> Iterator[list[str]]:
+    """Each ``aws ...`` command line of the container, variables resolved, as argv; one with an unresolved
+    variable is left out."""
+    argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]  # type: ignore[misc]  # a container's lists
+    env = {
+        str(e.get("name")): str(e["value"])
+        for e in container.get("env") or []  # type: ignore[attr-defined]  # a container's env list
+        if isinstance(e, dict) and isinstance(e.get("value"), str)
+    }
+    lines = [argv]
+    if argv and argv[0].rsplit("/", 1)[-1] in SHELLS and "-c" in argv[1:-1]:
+        script = argv[argv.index("-c", 1) + 1]
+        lines = []
+        for piece in _SEPARATORS.split(script):
+            try:
+                lines.append(shlex.split(piece))
+            except ValueError:
+                continue  # an unbalanced quote across pieces: not read
+    for line in lines:
+        words = [w for w in line if not re.fullmatch(r"\w+=\S*", w)] if line else []  # leading VAR=x assignments
+        if len(words) < 3 or words[0].rsplit("/", 1)[-1] != "aws":
+            continue
+        resolved = [_VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2) or m.group(3), "\0"), w) for w in words]
+        if not any("\0" in w for w in resolved):
+            yield resolved
+
+
+def _needs(graph: Graph, argv: list[str]) -> Iterator[Need]:
+    service, verb, rest = argv[1], argv[2], argv[3:]
+    if service == "s3":
+        yield from _s3(graph, verb, rest)
+    elif service == "secretsmanager" and verb == "get-secret-value":
+        name = _flag(rest, "--secret-id")
+        for secret in graph.of_type(SECRET):
+            arns = arns_of(graph, secret)
+            if name and name in (secret.inputs.get("name"), *arns):
+                yield Need(
+                    "secretsmanager:GetSecretValue", next(a for a in arns if a.startswith("arn:")), False, secret
+                )
+
+
+def _s3(graph: Graph, verb: str, rest: list[str]) -> Iterator[Need]:
+    paths = [w for i, w in enumerate(rest) if not w.startswith("--") and (i == 0 or rest[i - 1] not in _VALUED)]
+    recursive = RECURSIVE in rest
+    source, dest = [*paths, "", ""][:2]
+    reads: dict[str, tuple[str, ...]] = {
+        "ls": ("s3:ListBucket",),
+        "sync": ("s3:ListBucket", "s3:GetObject"),
+        "cp": ("s3:GetObject",) + (("s3:ListBucket",) if recursive else ()),
+        "mv": ("s3:GetObject", "s3:DeleteObject") + (("s3:ListBucket",) if recursive else ()),
+        "rm": ("s3:DeleteObject",) + (("s3:ListBucket",) if recursive else ()),
+    }
+    writes: dict[str, tuple[str, ...]] = {
+        "sync": ("s3:ListBucket", "s3:PutObject") + (("s3:DeleteObject",) if "--delete" in rest else ()),
+        "cp": ("s3:PutObject",),
+        "mv": ("s3:PutObject",),
+    }
+    yield from _on(graph, source, reads.get(verb, ()))
+    if verb in writes and dest:
+        yield from _on(graph, dest, writes[verb])
+
+
+def _on(graph: Graph, url: str, actions: tuple[str, ...]) -> Iterator[Need]:
+    if not url.startswith("s3://"):
+        return
+    name, _, prefix = url.removeprefix("s3://").partition("/")
+    bucket = next((b for b in graph.by_physical_ids(name) if b.type in BUCKETS), None)
+    bucket = bucket or next((b for t in BUCKETS for b in graph.of_type(t) if _name(b) == name), None)
+    if bucket is None:
+        return  # not the program's bucket: its policies are not in view
+    for action in actions:
+        if action == "s3:ListBucket":
+            yield Need(action, f"arn:aws:s3:::{name}", False, bucket)
+        else:
+            yield Need(action, f"arn:aws:s3:::{name}/{prefix}".rstrip("/"), True, bucket)
+
+
+def _name(bucket: RenderedResource) -> str:
+    return str(bucket.inputs.get("bucket") or physical_id(bucket.type, bucket.name))
+
+
+def _flag(words: list[str], flag: str) -> str | None:
+    for i, word in enumerate(words):
+        if word == flag and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith(flag + "="):
+            return word.split("=", 1)[1]
+    return None
+
+
+# The aws s3 flags that take a value (the value is not a path).
+_VALUED = frozenset(
+    {
+        "--exclude",
+        "--include",
+        "--acl",
+        "--sse",
+        "--sse-kms-key-id",
+        "--storage-class",
+        "--region",
+        "--profile",
+        "--endpoint-url",
+        "--content-type",
+        "--cache-control",
+        "--expires",
+        "--metadata",
+        "--grants",
+        "--page-size",
+        "--sse-c",
+        "--sse-c-key",
+        "--metadata-directive",
+        "--expected-size",
+        "--website-redirect",
+        "--content-encoding",
+        "--content-language",
+        "--content-disposition",
+        "--source-region",
+        "--output",
+        "--query",
+        "--color",
+        "--ca-bundle",
+        "--cli-read-timeout",
+        "--cli-connect-timeout",
+        "--checksum-algorithm",
+        "--request-payer",
+    }
+)
