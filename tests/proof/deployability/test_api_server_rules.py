@@ -708,3 +708,21 @@ def test_the_api_server_rejects_the_planted_value_and_accepts_its_twin(
     assert any(all(w in t for w in words) for t in text), (words, text)
     assert all("the API server rejects it" in f.message for f in found), found
     assert not _found(twin()), "the correct twin is flagged"
+
+
+@pytest.mark.parametrize(
+    ("annotations", "refused"),
+    [
+        ({"example.com/owner": "platform"}, None),
+        ({"example.com/owner team": "platform"}, "ValidateAnnotations"),
+        ({"example.com/blob": "x" * (256 * 1024)}, "Too long"),
+    ],
+)
+def test_annotation_keys_and_total_size_are_held_to_validate_annotations(
+    annotations: dict[str, str], refused: str | None
+) -> None:
+    # check_annotations once read the name __future__'s import binds, not its argument, and so checked nothing.
+    manifest = _obj("ConfigMap", "v1", data={"k": "v"})
+    manifest["metadata"]["annotations"] = annotations
+    found = [f.message for f in _found(manifest)]
+    assert (refused is None and not found) or any(refused in m for m in found), found
