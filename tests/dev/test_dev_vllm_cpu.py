@@ -154,6 +154,10 @@ def test_the_engine_sees_no_amx_unless_switched_on(
 def test_without_torch_the_switch_is_a_no_op(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError: the call must not
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
     monkeypatch.delenv(vllm_serve.AMX_SWITCH, raising=False)
-    vllm_serve.portable_attention()
+    try:
+        vllm_serve.portable_attention()
+    except ImportError as e:  # the fast tier imports this module without torch: the switch must stay quiet there
+        pytest.fail(f"the AMX switch needs torch where it is absent: {e}")
+    assert sys.modules["torch"] is None  # nothing stood a torch in
