@@ -233,25 +233,67 @@ gateways_non_root_read_only = ResourceValidationPolicy(
 )
 
 
+# A load balancer the AWS Load Balancer Controller (or the in-tree provider) makes internal: it has addresses in
+# the VPC only. The controller's own default scheme is internal too, but the in-tree provider's is internet-facing,
+# so a Service that names no scheme counts as public.
+INTERNAL_SCHEME = "service.beta.kubernetes.io/aws-load-balancer-scheme"
+INTERNAL_LEGACY = "service.beta.kubernetes.io/aws-load-balancer-internal"
+SERVING_NAMESPACE = "llm-serving"  # the model servers: reached through the AI gateway only
+# The ``app.kubernetes.io/component`` values of the serving path and its data (``tokenplane.components``' labels):
+# pools, the gateways, the vector store. Not ``part-of``: tools that users add beside the platform carry it too.
+SERVING_COMPONENTS = frozenset({"inference", "gateway", "vector-db"})
+
+
+def _internal(props: Mapping[str, Any]) -> bool:
+    notes = get(props, "metadata", "annotations", default={}) or {}
+    return notes.get(INTERNAL_SCHEME) == "internal" or str(notes.get(INTERNAL_LEGACY, "")).lower() == "true"
+
+
+def _serving_path(props: Mapping[str, Any]) -> bool:
+    """The platform's own serving path (a pool, a gateway, the vector store), which tenants reach through the AI
+    gateway only."""
+    component = get(props, "metadata", "labels", "app.kubernetes.io/component")
+    return get(props, "metadata", "namespace") == SERVING_NAMESPACE or component in SERVING_COMPONENTS
+
+
 def _load_balancers(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if kind(args.resource_type) != "Service" or get(args.props, "spec", "type") != "LoadBalancer":
         return
-    allowed = set(args.get_config().get("allowed", ["ai-gateway"]))
+    config = args.get_config()
+    allowed = set(config.get("allowed", ["ai-gateway"]))
     app = get(args.props, "metadata", "labels", "app.kubernetes.io/name", default=get(args.props, "metadata", "name"))
-    if app not in allowed:
+    if app in allowed:
+        return
+    # An internal load balancer for something outside the serving path (staff docs, an internal tool) exposes
+    # nothing to the internet, and nothing that should have gone through the gateway's auth and quotas.
+    if config.get("allowInternal", True) and _internal(args.props) and not _serving_path(args.props):
+        return
+    if _internal(args.props):
         report(
-            f"Service {object_name(args.props)} is a LoadBalancer; only {', '.join(sorted(allowed))} may be exposed, "
-            "everything else is reached through it. Use type ClusterIP",
+            f"Service {object_name(args.props)} is an internal LoadBalancer to the platform's serving path: clients "
+            f"in the VPC would reach it without {', '.join(sorted(allowed))}'s auth, quotas and metering. Use type "
+            "ClusterIP and route through the AI gateway",
             None,
         )
+        return
+    report(
+        f"Service {object_name(args.props)} is an internet-facing LoadBalancer; only {', '.join(sorted(allowed))} may "
+        f"be exposed, everything else is reached through it. Use type ClusterIP, or an internal load balancer "
+        f"({INTERNAL_SCHEME}: internal) for a tool that only the VPC reaches",
+        None,
+    )
 
 
 only_ai_gateway_load_balancer = ResourceValidationPolicy(
     name="only-ai-gateway-load-balancer",
-    description="No LoadBalancer Service other than the AI gateway's.",
+    description="No internet-facing LoadBalancer Service other than the AI gateway's, and no load balancer to the "
+    "serving path.",
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=PolicyConfigSchema(
-        properties={"allowed": {"type": "array", "items": {"type": "string"}, "default": ["ai-gateway"]}}
+        properties={
+            "allowed": {"type": "array", "items": {"type": "string"}, "default": ["ai-gateway"]},
+            "allowInternal": {"type": "boolean", "default": True},
+        }
     ),
     validate=_load_balancers,
 )

