@@ -95,8 +95,10 @@ def run() -> dict[str, Any]:
     for row in latency:
         row["server_term"] = "fit" if row["label"] in cal.API_TERM_FIT else "held out"
         row["at_freeze"] = held_out.AT_FREEZE.get(row["label"])
+        row["at_addition"] = held_out.AT_ADDITION.get(row["label"])
     return {
         "latency_frozen_at": held_out.FROZEN_AT,
+        "latency_added_at": held_out.ADDED_AT,
         "term_fits": _term_fits(cal),
         "moe_term": _moe_term(cal),
         "api_per_request_ms": cap.DEFAULT_EFFICIENCY.api_per_request_s * 1e3,
@@ -226,6 +228,46 @@ def _wave_rise(cal: Any) -> dict[str, float]:
     }
 
 
+# The second search for loaded points (issue 28, item 3): every candidate found and why it could not be used.
+SECOND_SEARCH_REJECTED = (
+    "vLLM PR 28200 (MiniMax-M2 on H100, closed loop at 10, 2,048 in / 1,024 out): an FP8 checkpoint (the latency"
+    " points price BF16 weights), TP not stated, not a catalog model",
+    "vLLM PR 26887 (Qwen3-Next-80B-A3B-FP8 on 2x H100, closed loop at 64, --ignore-eos): hybrid linear attention"
+    " (Gated DeltaNet) no Architecture can describe, FP8 weights",
+    "vLLM PR 15322 (DeepSeek-R1 w8a8 on L20, 16 prompts at concurrency 16): the L20 is not a catalog GPU, INT8"
+    " weights, and the 16 prompts arrive at once",
+    "vLLM PRs 19315 and 19401 (Qwen3-235B-A22B, BF16 and FP8, on H20-3e, closed loop at 8): the H20 is not a catalog GPU",
+    "vLLM PR 23340 (Qwen3-235B-A22B on A100s, TP4 x PP4): --enforce-eager and --max-num-seqs 1 (one request at a"
+    " time whatever the concurrency)",
+    "vLLM PR 16488 (Llama-4-Scout, TP8 on H100): figures published as an image; 81,920 batched tokens",
+    "vLLM PRs 36554 and 36559 (fused-MoE swap-AB, closed loops at 8 and 16): model and GPU not in the readable text",
+    "vLLM PR 25735 (closed loop at 10, 2,048 in / 1,024 out): model and GPU not in the readable text",
+    "vLLM PR 36823 (DeepSeek-V3.1-NVFP4 and Qwen3-30B-A3B request-rate sweeps): median TTFT and TPOT only, no lengths",
+    "vLLM PR 22478 (gpt-oss-20b at 100 req/s): GPU not stated, MXFP4 weights",
+    "vLLM PR 33743 (gemma-3-27b, 16 prompts at once): no concurrency cap or rate (saturating), GPU not stated",
+    "vLLM PRs 48983 (NVFP4 checkpoint) and 25135 (Llama-3.1-405B FP4): 4-bit float weights",
+    "vLLM PRs 18566 and 31660 (ShareGPT or random prompts, all at once): saturating",
+    "vLLM issue 42484 (H100, vLLM 0.19.1, closed loops at 4 and 16): P99 TTFT and throughput only in the readable"
+    " text, no mean TTFT or TPOT",
+    "vLLM issue 20469 and QwenLM/Qwen3 issue 1536 (Qwen3-14B-AWQ on A100 80 GB, 0.9.1): AWQ weights,"
+    " --enforce-eager, guided decoding",
+    "vLLM issue 13412 (Llama-3.3-70B, TP8 on H200): --num-scheduler-steps 10, chunked prefill off, one output token",
+    "vLLM issue 12568 (DeepSeek-R1 on 8x H200 at 4 req/s): FP8 weights, and the rate overloads the server"
+    " (mean TTFT 100 s)",
+    "vLLM issues 17540 and 20710 (Llama-3.3-70B FP8 on H100 and B200): figures as images, or TTFT in seconds"
+    " to two decimals and no TPOT; FP8 weights",
+    "vLLM's buildkite nightly pages (builds 9513, 9515, 9523, 9555: Llama-3.1-8B, Llama-3-70B, Mixtral at 1, 4"
+    " and 16 req/s on A100, H100, H200): ShareGPT sample whose token totals are not published, ITL not TPOT",
+    "tenstorrent issues 356 (DeepSeek-R1-0528-AWQ on 8x H100) and 379 (Llama-3.2-90B-Vision on 4x H100): AWQ"
+    " weights, a vision model; readable rows at concurrency 1 only. Issues 340 and 143 are already sources here",
+    "lmdeploy issue 2019 (vLLM 0.5.1, Mixtral on 2x A800 at 2 req/s): still not readable past the token totals;"
+    " the A800 is not a catalog GPU",
+    "gpustack's Qwen3.5-9B and Qwen3.5-35B-A3B latency pages: hybrid attention; the baseline gives mean latency only",
+    "sglang PRs 7631, 8852, 9204, 9770, 10631, 12343: SGLang servers, not vLLM",
+    "yobitel's concurrency sweep (c=16, 64), johnmusgrave.com and ai.wmx.dev: sources of calibration points already",
+)
+
+
 def _summary(errors: list[float]) -> str:
     if not errors:
         return "none"
@@ -299,9 +341,12 @@ def lines(r: dict[str, Any]) -> list[str]:
     post = [x for x in latency if x["split"] == "post-freeze"]
     post_loaded = [x["ttft_error"] for x in post if x["ttft_error"] is not None and x["load"] != "lone"]
     post_tpot = [x["tpot_error"] for x in post]
-    frozen = [x["at_freeze"] for x in post]
-    frozen_loaded = [f[1] for f, x in zip(frozen, post, strict=True) if f[1] is not None and x["load"] != "lone"]
-    frozen_tpot = [f[0] for f in frozen]
+    at_freeze = [x for x in post if x["at_freeze"] is not None]
+    frozen_loaded = [x["at_freeze"][1] for x in at_freeze if x["at_freeze"][1] is not None and x["load"] != "lone"]
+    frozen_tpot = [x["at_freeze"][0] for x in at_freeze]
+    at_addition = [x for x in post if x["at_addition"] is not None]
+    added_loaded = [x["at_addition"][1] for x in at_addition if x["at_addition"][1] is not None and x["load"] != "lone"]
+    added_tpot = [x["at_addition"][0] for x in at_addition]
     sweep, rise = r["ttft_floor_sweep"], r["wave_rise"]
     best_floor = min(sweep, key=lambda k: sweep[k])
     out += [
@@ -331,8 +376,10 @@ def lines(r: dict[str, Any]) -> list[str]:
         f"- TTFT under load, held out from everything (added after the freeze): {_summary(post_loaded)}: "
         + _verdict(post_loaded, 0.25),
         f"- TPOT, held out from everything: {_summary(post_tpot)}: " + _verdict(post_tpot, 0.15),
-        f"- the same points at the freeze ({r['latency_frozen_at'][:7]}): TTFT under load {_summary(frozen_loaded)}, "
-        f"TPOT {_summary(frozen_tpot)}",
+        f"- the points added at the freeze, as {r['latency_frozen_at'][:7]} predicted them: TTFT under load "
+        f"{_summary(frozen_loaded)}, TPOT {_summary(frozen_tpot)}",
+        f"- the points added later, as the model at their addition ({r['latency_added_at'][:7]}) predicted them: "
+        + (f"TTFT under load {_summary(added_loaded)}, TPOT {_summary(added_tpot)}" if at_addition else "none yet"),
         f"- TTFT under load, predating the freeze and held out from the server term: {_summary(loaded_held)}: "
         + _verdict(loaded_held, 0.25),
         f"- TTFT under load, the server term's fit points: {_summary(loaded_fit)}",
@@ -350,6 +397,12 @@ def lines(r: dict[str, Any]) -> list[str]:
         "the figures as images (KAITO's GPU benchmarks), or were not readable past their first lines here",
         "(lmdeploy issue 2019's Mixtral run, johnmusgrave.com's loaded rows). The held-out set is one point; its",
         "error is a data point, not a median that meets or misses a target with any confidence.",
+        "",
+        f"A second search (from {r['latency_added_at'][:7]}; vLLM pull requests and issues, tuned-MoE-config and",
+        "kernel PRs, tenstorrent's GPU reference runs, vLLM's buildkite nightly pages, gpustack's latency pages)",
+        "found no further run with every figure, so no point was added. Each candidate and why it was left out:",
+        "",
+        *[f"- {line}" for line in SECOND_SEARCH_REJECTED],
         "",
         "Interconnect and format (issue 28): tensor-parallel all-reduces are priced by link in prefill and decode",
         "(`tokenplane/model/interconnect.py`: NVLS 475 GB/s, NVLink 232, PCIe Gen4 20, Gen5 35, each with its",

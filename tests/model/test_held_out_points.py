@@ -43,10 +43,13 @@ def test_held_out_points_are_not_also_calibration_points() -> None:
     assert not {p.source for p in held_out.POST_FREEZE} & {p.source for p in cal.LATENCY}
 
 
-def test_each_held_out_point_is_loaded_cites_its_source_and_records_its_error_at_the_freeze() -> None:
-    assert len(held_out.FROZEN_AT) == 40 and int(held_out.FROZEN_AT, 16) >= 0
+def test_each_held_out_point_is_loaded_cites_its_source_and_records_its_error_when_added() -> None:
+    for commit in (held_out.FROZEN_AT, held_out.ADDED_AT):
+        assert len(commit) == 40 and int(commit, 16) >= 0
     for p in held_out.POST_FREEZE:
         assert p.source.startswith("https://"), p.label
         assert p.load is not cal.Load.LONE and p.ttft_ms is not None and p.prompt_tokens, p.label
-        assert p.label in held_out.AT_FREEZE, f"{p.label}: record the frozen model's error when adding a point"
-    assert set(held_out.AT_FREEZE) == POST_FREEZE_LABELS
+        recorded = (p.label in held_out.AT_FREEZE) + (p.label in held_out.AT_ADDITION)
+        assert recorded == 1, f"{p.label}: record the model's error when adding a point, in exactly one record"
+    assert set(held_out.AT_FREEZE) | set(held_out.AT_ADDITION) == POST_FREEZE_LABELS
+    assert not set(held_out.AT_FREEZE) & set(held_out.AT_ADDITION)
