@@ -57,6 +57,7 @@ from tokenplane.proof.deployability.cron_syntax import schedule_error, time_zone
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 from tokenplane.proof.deployability.object_validation import rejected as _rejected
+from tokenplane.proof.deployability.object_validation import unsupported
 
 RULE = object_validation.RULE
 
@@ -64,6 +65,11 @@ RULE = object_validation.RULE
 PROGRESS_DEADLINE_DEFAULT = 600
 KEDA_DEFAULTS = (0, 100)  # ScaledObject (minReplicaCount, maxReplicaCount)
 ROLLING_DEFAULTS = {"Deployment": ("25%", "25%"), "DaemonSet": (0, 1)}  # (maxSurge, maxUnavailable)
+STRATEGY_VALIDATORS = {
+    "Deployment": "ValidateDeploymentStrategy",
+    "StatefulSet": "ValidateStatefulSetUpdateStrategy",
+    "DaemonSet": "ValidateDaemonSetUpdateStrategy",
+}
 STRATEGY_TYPES = {
     "Deployment": ("RollingUpdate", "Recreate"),
     "StatefulSet": ("RollingUpdate", "OnDelete"),
@@ -140,10 +146,12 @@ def _strategy_type(workload: KubeObject) -> Iterator[Finding]:
     kind = strategy.get("type", "RollingUpdate")
     allowed = STRATEGY_TYPES[workload.kind]
     if kind not in allowed:
-        yield _rejected(
+        yield unsupported(
             workload,
-            f"has {field}.type {kind!r}",
-            f"Unsupported value: supported values: {', '.join(repr(t) for t in allowed)}",
+            f"{field}.type",
+            kind,
+            allowed,
+            STRATEGY_VALIDATORS[workload.kind],
             f"set {field}.type to one of {', '.join(allowed)}",
         )
     elif kind != "RollingUpdate" and strategy.get("rollingUpdate") is not None and workload.kind != "DaemonSet":

@@ -30,7 +30,7 @@ from typing import Any
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import KubeObject
-from tokenplane.proof.deployability.object_validation import rejected
+from tokenplane.proof.deployability.object_validation import rejected, unsupported
 
 # Always (a sidecar) on init containers; OnFailure and Never too under the ContainerRestartRules gate (alpha in
 # 1.34), so only a value outside all three is judged, and a regular container's policy not at all.
@@ -51,11 +51,12 @@ def check(obj: KubeObject, at: str, container: Mapping[str, Any], *, init: bool)
     policy = container.get("restartPolicy")
     sidecar = init and policy == "Always"
     if policy is not None and policy not in CONTAINER_RESTART_POLICIES:
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has {at}.restartPolicy {policy!r}",
-            f"{'validateInitContainers' if init else 'validateContainers'}: Unsupported value: supported values: "
-            '"Always"',
+            f"{at}.restartPolicy",
+            policy,
+            ("Always",),
+            "validateInitContainers" if init else "validateContainers",
             "drop restartPolicy (an init container runs once), or set Always to make an init container a sidecar",
         )
     for kind in PROBES:
@@ -108,11 +109,8 @@ def _enums(obj: KubeObject, at: str, container: Mapping[str, Any]) -> Iterator[F
     ):
         value = container.get(field)
         if value not in (None, "") and value not in allowed:
-            yield rejected(
-                obj,
-                f"has {at}.{field} {value!r}",
-                f"{source}: Unsupported value: supported values: " + ", ".join(f'"{v}"' for v in allowed),
-                f"use {' or '.join(allowed)} (case matters)",
+            yield unsupported(
+                obj, f"{at}.{field}", value, allowed, source, f"use {' or '.join(allowed)} (case matters)"
             )
     resources = container.get("resources")
     for kind in ("requests", "limits"):
@@ -141,10 +139,12 @@ def check_pod(obj: KubeObject, where: str, pod: Mapping[str, Any]) -> Iterator[F
         yield from _id(obj, at, "supplementalGroups", group, "IsValidGroupID")
     change = context.get("fsGroupChangePolicy")
     if change is not None and change not in ("OnRootMismatch", "Always"):
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has {at}.fsGroupChangePolicy {change!r}",
-            'validateFSGroupChangePolicy: Unsupported value: supported values: "OnRootMismatch", "Always"',
+            f"{at}.fsGroupChangePolicy",
+            change,
+            ("OnRootMismatch", "Always"),
+            "validateFSGroupChangePolicy",
             "use OnRootMismatch (chown only when the root differs) or Always",
         )
 
@@ -181,10 +181,12 @@ def _handler(
             )
         scheme = action.get("scheme")
         if kind == "httpGet" and scheme is not None and scheme not in ("HTTP", "HTTPS"):
-            yield rejected(
+            yield unsupported(
                 obj,
-                f"has {at}.httpGet.scheme {scheme!r}",
-                'validateHTTPGetAction: Unsupported value: supported values: "HTTP", "HTTPS"',
+                f"{at}.httpGet.scheme",
+                scheme,
+                ("HTTP", "HTTPS"),
+                "validateHTTPGetAction",
                 "write the scheme in capitals: HTTP or HTTPS",
             )
     grpc = handler.get("grpc")
@@ -215,10 +217,12 @@ def _security_context(obj: KubeObject, at: str, context: Mapping[str, Any], sour
         kind, local = profile.get("type"), profile.get("localhostProfile")
         label = "seccomp" if field == "seccompProfile" else "AppArmor"
         if kind not in types:
-            yield rejected(
+            yield unsupported(
                 obj,
-                f"has {at}.{field}.type {kind!r}",
-                f"{source}: Unsupported value: supported values: " + ", ".join(f'"{t}"' for t in types),
+                f"{at}.{field}.type",
+                kind,
+                types,
+                source,
                 "use RuntimeDefault (the runtime's profile), Localhost (with localhostProfile) or Unconfined",
             )
         elif kind == "Localhost" and local is None:

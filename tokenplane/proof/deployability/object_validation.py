@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from tokenplane.proof.deployability import k8s_syntax as syntax
@@ -50,6 +50,15 @@ def rejected(obj: KubeObject, what: str, source: str, fix: str) -> Finding:
         f"{obj.kind} {obj.namespace}/{obj.name} {what}: the API server rejects it (kubernetes {source}) and "
         "pulumi up fails",
         fix,
+    )
+
+
+def unsupported(obj: KubeObject, field: str, value: object, allowed: Iterable[str], source: str, fix: str) -> Finding:
+    """The API server's NotSupported error for an enum field, worded as field.NotSupported words it:
+    ``Unsupported value: "v": supported values: "a", "b"``."""
+    supported = ", ".join(f'"{v}"' for v in allowed)
+    return rejected(
+        obj, f"has {field} {value!r}", f'{source}: Unsupported value: "{value}": supported values: {supported}', fix
     )
 
 

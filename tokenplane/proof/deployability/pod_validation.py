@@ -34,6 +34,7 @@ from tokenplane.proof.deployability.object_validation import (
     check_labels,
     problems,
     rejected,
+    unsupported,
 )
 
 
@@ -142,10 +143,12 @@ def _restart_policy(obj: KubeObject, where: str, policy: Any) -> Iterator[Findin
             f"set {where}spec.restartPolicy to OnFailure (retry in place) or Never (a new pod per retry)",
         )
     elif obj.kind in REPLICATED and policy not in (None, "Always"):
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has {where}spec.restartPolicy {policy}",
-            f'ValidatePodTemplateSpecForReplicaSet: Unsupported value: "{policy}": supported values: "Always"',
+            f"{where}spec.restartPolicy",
+            policy,
+            ("Always",),
+            "ValidatePodTemplateSpecForReplicaSet",
             f"drop {where}spec.restartPolicy (a {obj.kind}'s pods always restart), or run the work as a Job",
         )
 

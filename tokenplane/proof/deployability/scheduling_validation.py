@@ -31,7 +31,7 @@ from typing import Any
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import KubeObject
-from tokenplane.proof.deployability.object_validation import rejected
+from tokenplane.proof.deployability.object_validation import rejected, unsupported
 
 TOLERATION_OPERATORS = ("Equal", "Exists")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -108,17 +108,21 @@ def _toleration(obj: KubeObject, at: str, toleration: Mapping[str, Any]) -> Iter
             obj, f"has {at}.value {value!r}, which {'; '.join(errors)}", "ValidateTolerations", "use the taint's value"
         )
     elif operator not in ("", *TOLERATION_OPERATORS):
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has {at}.operator {operator!r}",
-            'ValidateTolerations: Unsupported value: supported values: "Equal", "Exists"',
+            f"{at}.operator",
+            operator,
+            ("Equal", "Exists"),
+            "ValidateTolerations",
             "use operator Equal (with a value) or Exists (without one)",
         )
     if effect and effect not in TAINT_EFFECTS:
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has {at}.effect {effect!r}",
-            'validateTaintEffect: Unsupported value: supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
+            f"{at}.effect",
+            effect,
+            ("NoSchedule", "PreferNoSchedule", "NoExecute"),
+            "validateTaintEffect",
             "use the effect the taint has (case matters), or leave it empty to match every effect",
         )
 
@@ -218,10 +222,12 @@ def _spread(obj: KubeObject, at: str, constraints: list[dict[str, Any]]) -> Iter
                 "set topologyKey, e.g. topology.kubernetes.io/zone",
             )
         if action not in SPREAD_ACTIONS:
-            yield rejected(
+            yield unsupported(
                 obj,
-                f"has {where}.whenUnsatisfiable {action!r}",
-                'ValidateWhenUnsatisfiable: Unsupported value: supported values: "DoNotSchedule", "ScheduleAnyway"',
+                f"{where}.whenUnsatisfiable",
+                action,
+                ("DoNotSchedule", "ScheduleAnyway"),
+                "ValidateWhenUnsatisfiable",
                 "set whenUnsatisfiable to DoNotSchedule (hard) or ScheduleAnyway (soft)",
             )
         domains = constraint.get("minDomains")
@@ -247,10 +253,12 @@ def _spread(obj: KubeObject, at: str, constraints: list[dict[str, Any]]) -> Iter
 def _dns(obj: KubeObject, at: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
     policy, config = pod.get("dnsPolicy") or "ClusterFirst", pod.get("dnsConfig")
     if policy not in DNS_POLICIES:
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has {at}.dnsPolicy {policy!r}",
-            "validateDNSPolicy: Unsupported value: supported values: " + ", ".join(f'"{p}"' for p in DNS_POLICIES),
+            f"{at}.dnsPolicy",
+            policy,
+            DNS_POLICIES,
+            "validateDNSPolicy",
             "use ClusterFirst (cluster DNS), ClusterFirstWithHostNet (with hostNetwork), Default or None",
         )
     nameservers = config.get("nameservers") or [] if isinstance(config, dict) else []

@@ -27,7 +27,7 @@ from typing import Any
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
-from tokenplane.proof.deployability.object_validation import rejected
+from tokenplane.proof.deployability.object_validation import rejected, unsupported
 
 TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 AFFINITY_TIMEOUT_MAX = 86400  # MaxClientIPServiceAffinitySeconds
@@ -51,10 +51,12 @@ def is_cidr(text: str) -> bool:
 def _service(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
     kind = spec.get("type") or "ClusterIP"
     if kind not in TYPES:
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has spec.type {kind!r}",
-            "ValidateService: Unsupported value: supported values: " + ", ".join(f'"{t}"' for t in TYPES),
+            "spec.type",
+            kind,
+            TYPES,
+            "ValidateService",
             "use ClusterIP, NodePort, LoadBalancer or ExternalName (case matters)",
         )
         return
@@ -93,10 +95,12 @@ def _service(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
             "drop externalTrafficPolicy (it applies to NodePort and LoadBalancer Services), or change the type",
         )
     elif policy and policy not in ("Cluster", "Local"):
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has spec.externalTrafficPolicy {policy!r}",
-            'validateServiceExternalTrafficPolicy: Unsupported value: supported values: "Cluster", "Local"',
+            "spec.externalTrafficPolicy",
+            policy,
+            ("Cluster", "Local"),
+            "validateServiceExternalTrafficPolicy",
             "use Cluster or Local",
         )
     effective = policy or ("Cluster" if accessible else None)
@@ -140,10 +144,12 @@ def _service(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
 def _affinity(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
     affinity, config = spec.get("sessionAffinity") or "None", spec.get("sessionAffinityConfig")
     if affinity not in ("ClientIP", "None"):
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has spec.sessionAffinity {affinity!r}",
-            'ValidateService: Unsupported value: supported values: "ClientIP", "None"',
+            "spec.sessionAffinity",
+            affinity,
+            ("ClientIP", "None"),
+            "ValidateService",
             "use ClientIP (sticky by client address) or None",
         )
     elif affinity == "None" and config is not None:

@@ -20,7 +20,7 @@ from typing import Any
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
-from tokenplane.proof.deployability.object_validation import rejected
+from tokenplane.proof.deployability.object_validation import rejected, unsupported
 
 ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
 VOLUME_MODES = ("Block", "Filesystem")
@@ -52,10 +52,12 @@ def _claim(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
         )
     for mode in modes:
         if mode not in ACCESS_MODES:
-            yield rejected(
+            yield unsupported(
                 obj,
-                f"has spec.accessModes entry {mode!r}",
-                f"ValidatePersistentVolumeClaimSpec: Unsupported value: supported values: {_quoted(ACCESS_MODES)}",
+                "spec.accessModes entry",
+                mode,
+                ACCESS_MODES,
+                "ValidatePersistentVolumeClaimSpec",
                 "use ReadWriteOnce, ReadOnlyMany, ReadWriteMany or ReadWriteOncePod (case matters)",
             )
     if "ReadWriteOncePod" in modes and len(set(modes)) > 1:
@@ -82,10 +84,12 @@ def _claim(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
         )
     mode = spec.get("volumeMode")
     if mode is not None and mode not in VOLUME_MODES:
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has spec.volumeMode {mode!r}",
-            f"ValidatePersistentVolumeClaimSpec: Unsupported value: supported values: {_quoted(VOLUME_MODES)}",
+            "spec.volumeMode",
+            mode,
+            VOLUME_MODES,
+            "ValidatePersistentVolumeClaimSpec",
             "use Filesystem (the default) or Block",
         )
 
@@ -97,9 +101,4 @@ def _class(obj: KubeObject) -> Iterator[Finding]:
     ):
         value = obj.manifest.get(field)
         if value not in (None, "") and value not in allowed:
-            yield rejected(
-                obj,
-                f"has {field} {value!r}",
-                f"{source}: Unsupported value: supported values: {_quoted(allowed)}",
-                f"use {' or '.join(allowed)} (case matters)",
-            )
+            yield unsupported(obj, field, value, allowed, source, f"use {' or '.join(allowed)} (case matters)")

@@ -35,7 +35,7 @@ from typing import Any
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
-from tokenplane.proof.deployability.object_validation import rejected
+from tokenplane.proof.deployability.object_validation import rejected, unsupported
 
 PERCENT = re.compile(r"[0-9]+%")  # IsValidPercent
 NONNEGATIVE = "must be greater than or equal to 0"  # ValidateNonnegativeField
@@ -119,11 +119,12 @@ def _stateful_set(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]
     for field in ("whenDeleted", "whenScaled"):
         value = retention.get(field) if isinstance(retention, dict) else None
         if value not in (None, "") and value not in ("Retain", "Delete"):
-            yield rejected(
+            yield unsupported(
                 obj,
-                f"has spec.persistentVolumeClaimRetentionPolicy.{field} {value!r}",
-                'ValidatePersistentVolumeClaimRetentionPolicyType: Unsupported value: supported values: "Retain", '
-                '"Delete"',
+                f"spec.persistentVolumeClaimRetentionPolicy.{field}",
+                value,
+                ("Retain", "Delete"),
+                "ValidatePersistentVolumeClaimRetentionPolicyType",
                 "use Retain (the default: keep the volumes) or Delete",
             )
 
@@ -133,10 +134,12 @@ def _budget(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
         yield from _int_or_percent(obj, f"spec.{name}", spec.get(name), "PDB")
     policy = spec.get("unhealthyPodEvictionPolicy")
     if policy is not None and policy not in ("IfHealthyBudget", "AlwaysAllow"):
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has spec.unhealthyPodEvictionPolicy {policy!r}",
-            'ValidatePodDisruptionBudgetSpec: Unsupported value: supported values: "AlwaysAllow", "IfHealthyBudget"',
+            "spec.unhealthyPodEvictionPolicy",
+            policy,
+            ("AlwaysAllow", "IfHealthyBudget"),
+            "ValidatePodDisruptionBudgetSpec",
             "use IfHealthyBudget (the default) or AlwaysAllow",
         )
 
@@ -154,10 +157,12 @@ def _job(obj: KubeObject, at: str, spec: Mapping[str, Any]) -> Iterator[Finding]
     yield from _counts(obj, at, spec, JOB_COUNTS, "validateJobSpec")
     mode = spec.get("completionMode")
     if mode is not None and mode not in ("NonIndexed", "Indexed"):
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has {at}.completionMode {mode!r}",
-            'validateJobSpec: Unsupported value: supported values: "Indexed", "NonIndexed"',
+            f"{at}.completionMode",
+            mode,
+            ("Indexed", "NonIndexed"),
+            "validateJobSpec",
             "use NonIndexed (the default) or Indexed",
         )
     elif mode == "Indexed" and spec.get("completions") is None:
@@ -173,10 +178,12 @@ def _cronjob(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
     yield from _counts(obj, "spec", spec, CRONJOB_COUNTS, "validateCronJobSpec")
     policy = spec.get("concurrencyPolicy")
     if policy is not None and policy not in ("Allow", "Forbid", "Replace"):
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has spec.concurrencyPolicy {policy!r}",
-            'validateConcurrencyPolicy: Unsupported value: supported values: "Allow", "Forbid", "Replace"',
+            "spec.concurrencyPolicy",
+            policy,
+            ("Allow", "Forbid", "Replace"),
+            "validateConcurrencyPolicy",
             "use Allow (the default), Forbid or Replace (case matters)",
         )
     job = lookup(obj.manifest, "spec.jobTemplate.spec")
@@ -189,10 +196,12 @@ def _metric(obj: KubeObject, at: str, metric: Mapping[str, Any]) -> Iterator[Fin
     present = [f for f in METRIC_SOURCES.values() if metric.get(f) is not None]
     expected = METRIC_SOURCES.get(str(kind))
     if expected is None:
-        yield rejected(
+        yield unsupported(
             obj,
-            f"has {at}.type {kind!r}",
-            "validateMetricSpec: Unsupported value: supported values: " + ", ".join(f'"{k}"' for k in METRIC_SOURCES),
+            f"{at}.type",
+            kind,
+            METRIC_SOURCES,
+            "validateMetricSpec",
             "use Resource, ContainerResource, Pods, Object or External",
         )
         return
