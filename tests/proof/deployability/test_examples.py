@@ -115,6 +115,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "host-port-free",
         "volume-mode-used",
         "env-reference-defined",
+        "lb-attributes",
     }
 
 

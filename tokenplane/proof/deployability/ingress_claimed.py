@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import CLUSTER, Graph, lookup
+from tokenplane.proof.deployability.graph import CLUSTER, Graph, KubeObject, lookup
 from tokenplane.proof.render import LB_CONTROLLER_CHART
 
 RULE = "ingress-claimed"
@@ -54,6 +54,22 @@ def classes(graph: Graph, region: str) -> dict[str, IngressClass]:
         served = controller != ALB_CONTROLLER or bool(releases)
         out[obj.name] = IngressClass(obj.name, controller, default, served)
     return out
+
+
+def class_of(ingress: KubeObject, known: dict[str, IngressClass]) -> IngressClass | None:
+    """The IngressClass an Ingress gets: the one it names, else the default; None when neither is known."""
+    named = lookup(ingress.manifest, "spec.ingressClassName") or (
+        lookup(ingress.manifest, "metadata.annotations") or {}
+    ).get(CLASS_ANNOTATION)
+    if named is None:
+        return next((c for c in known.values() if c.default), None)
+    return known.get(str(named))
+
+
+def by_alb_controller(graph: Graph, region: str, ingress: KubeObject) -> bool:
+    """Whether the Load Balancer Controller builds this Ingress's ALB (its class is the controller's, installed)."""
+    found = class_of(ingress, classes(graph, region))
+    return found is not None and found.controller == ALB_CONTROLLER and found.served
 
 
 def check(graph: Graph) -> Iterator[Finding]:

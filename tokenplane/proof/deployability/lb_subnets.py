@@ -32,7 +32,7 @@ from typing import Any
 from tokenplane.proof.deployability import vpc_routes
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import CLUSTER, Graph, KubeObject, lookup
-from tokenplane.proof.deployability.load_balancers import LBC_CLASS, needs_controller
+from tokenplane.proof.deployability.load_balancers import LBC_CLASS, controller, needs_controller
 from tokenplane.proof.render import LB_CONTROLLER_CHART, RenderedResource
 
 RULE = "lb-subnets"
@@ -78,16 +78,6 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _instance_targets(graph, region)
 
 
-def _controller(graph: Graph, region: str) -> tuple[bool, bool]:
-    """Whether the AWS Load Balancer Controller runs in ``region``, and whether its Service webhook hands it every
-    new LoadBalancer Service (chart value ``enableServiceMutatorWebhook``, on by default since v2.5)."""
-    releases = graph.releases(region, LB_CONTROLLER_CHART)
-    webhook = any(
-        (r.inputs.get("values") or {}).get("enableServiceMutatorWebhook", True) is not False for r in releases
-    )
-    return bool(releases), webhook
-
-
 def _annotations(obj: KubeObject) -> dict[str, str]:
     return {str(k): str(v) for k, v in (lookup(obj.manifest, "metadata.annotations") or {}).items()}
 
@@ -97,7 +87,7 @@ def _named(value: str | None) -> list[str]:
 
 
 def _balancers(graph: Graph, region: str) -> Iterator[Balancer]:
-    installed, webhook = _controller(graph, region)
+    installed, webhook = controller(graph, region)
     for service in graph.kube(region, "Service"):
         if lookup(service.manifest, "spec.type") != "LoadBalancer":
             continue
@@ -241,7 +231,7 @@ def _placement(graph: Graph, cluster: RenderedResource, vpc: RenderedResource, l
 
 
 def _instance_targets(graph: Graph, region: str) -> Iterator[Finding]:
-    installed, _ = _controller(graph, region)
+    installed, _ = controller(graph, region)
     classes = {c.name: c for c in graph.kube(region, "IngressClass")}
     services = {(s.namespace, s.name): s for s in graph.kube(region, "Service")}
     for ingress in graph.kube(region, "Ingress"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 from tokenplane.proof.render import LB_CONTROLLER_CHART
 
 RULE = "lb-controller"
@@ -26,6 +26,26 @@ ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
 def needs_controller(service: dict[str, object]) -> bool:
     annotations = lookup(service, "metadata.annotations") or {}
     return annotations.get(TYPE_ANNOTATION) in LBC_TYPES or lookup(service, "spec.loadBalancerClass") == LBC_CLASS
+
+
+def controller(graph: Graph, region: str) -> tuple[bool, bool]:
+    """Whether the AWS Load Balancer Controller runs in ``region``, and whether its Service webhook hands it every
+    new LoadBalancer Service (chart value ``enableServiceMutatorWebhook``, on by default since v2.5)."""
+    releases = graph.releases(region, LB_CONTROLLER_CHART)
+    webhook = any(
+        (r.inputs.get("values") or {}).get("enableServiceMutatorWebhook", True) is not False for r in releases
+    )
+    return bool(releases), webhook
+
+
+def by_controller(graph: Graph, region: str, service: KubeObject) -> bool:
+    """Whether the Load Balancer Controller builds this LoadBalancer Service's NLB: it asks for it, or names no
+    class while the controller's webhook gives it every new one."""
+    klass = lookup(service.manifest, "spec.loadBalancerClass")
+    if lookup(service.manifest, "spec.type") != "LoadBalancer" or klass not in (None, LBC_CLASS):
+        return False
+    installed, webhook = controller(graph, region)
+    return needs_controller(service.manifest) or (installed and webhook and klass is None)
 
 
 AUTO_MODE_CLASS = "eks.amazonaws.com/nlb"  # EKS Auto Mode's own load balancing
