@@ -53,6 +53,94 @@ def test_every_shipped_aws_resource_of_a_mapped_type_is_linted() -> None:
     assert mapped and linted == mapped
 
 
+_TOPIC = "arn:aws:sns:us-east-1:123456789012:alarms-"
+_SUBNET = "subnet-0123456789abcdef0"
+_VISIBILITY = {"cloudwatchMetricsEnabled": True, "metricName": "gateway", "sampledRequestsEnabled": True}
+
+
+def _schedule(window: int) -> dict[str, Any]:
+    return {
+        "scheduleExpression": "rate(1 hour)",
+        "flexibleTimeWindow": {"mode": "FLEXIBLE", "maximumWindowInMinutes": window},
+        "target": {
+            "arn": "arn:aws:lambda:us-east-1:123456789012:function:eval",
+            "roleArn": "arn:aws:iam::123456789012:role/scheduler",
+        },
+    }
+
+
+def _web_acl(limit: int) -> dict[str, Any]:
+    rate = {"limit": limit, "aggregateKeyType": "IP", "evaluationWindowSec": 60}
+    rule = {
+        "name": "per-ip",
+        "priority": 1,
+        "action": {"block": {}},
+        "visibilityConfig": {**_VISIBILITY, "metricName": "per-ip"},
+        "statement": {"rateBasedStatement": rate},
+    }
+    return {
+        "name": "gateway",
+        "scope": "REGIONAL",
+        "defaultAction": {"allow": {}},
+        "visibilityConfig": _VISIBILITY,
+        "rules": [rule],
+    }
+
+
+def _firehose(size: int) -> dict[str, Any]:
+    s3 = {
+        "bucketArn": "arn:aws:s3:::completions",
+        "roleArn": "arn:aws:iam::123456789012:role/firehose",
+        "bufferingSize": size,
+        "bufferingInterval": 300,
+        "compressionFormat": "GZIP",
+    }
+    return {"name": "completions-log", "destination": "extended_s3", "extendedS3Configuration": s3}
+
+
+def _asg_policy(metric: str) -> dict[str, Any]:
+    tracking = {"targetValue": 70, "predefinedMetricSpecification": {"predefinedMetricType": metric}}
+    return {
+        "autoscalingGroupName": "gpu-workers",
+        "policyType": "TargetTrackingScaling",
+        "targetTrackingConfiguration": tracking,
+    }
+
+
+def _endpoint_policy(dimension: str) -> dict[str, Any]:
+    metric = {"predefinedMetricType": "SageMakerVariantInvocationsPerInstance"}
+    return {
+        "name": "invocations",
+        "policyType": "TargetTrackingScaling",
+        "serviceNamespace": "sagemaker",
+        "resourceId": "endpoint/llm/variant/AllTraffic",
+        "scalableDimension": dimension,
+        "targetTrackingScalingPolicyConfiguration": {"targetValue": 100, "predefinedMetricSpecification": metric},
+    }
+
+
+def _lifecycle(storage_class: str) -> dict[str, Any]:
+    rule = {
+        "id": "cold-checkpoints",
+        "status": "Enabled",
+        "filter": {"prefix": "ckpt/"},
+        "transitions": [{"days": 90, "storageClass": storage_class}],
+        "expiration": {"days": 365},
+    }
+    return {"bucket": "weights", "rules": [rule]}
+
+
+def _replication(status: str) -> dict[str, Any]:
+    rule = {
+        "id": "dr",
+        "status": status,
+        "filter": {"prefix": ""},
+        "deleteMarkerReplication": {"status": "Disabled"},
+        "destination": {"bucket": "arn:aws:s3:::weights-dr", "storageClass": "STANDARD"},
+    }
+    return {"bucket": "weights", "role": "arn:aws:iam::123456789012:role/replication", "rules": [rule]}
+
+
 CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
     # (type, name, refused inputs, accepted twin, a word the finding says)
     ("aws:sqs/queue:Queue", "q", {"visibilityTimeoutSeconds": 86_400}, {"visibilityTimeoutSeconds": 43_200}, "43200"),
@@ -137,6 +225,190 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         {"port": 80, "protocol": "HTTP", "targetType": "ip", "healthCheck": {"interval": 400}},
         {"port": 80, "protocol": "HTTP", "targetType": "ip", "healthCheck": {"interval": 30}},
         "HealthCheckIntervalSeconds",
+    ),
+    # Route 53 CreateHealthCheck: FailureThreshold is 1 to 10 (API reference, HealthCheckConfig).
+    (
+        "aws:route53/healthCheck:HealthCheck",
+        "hc",
+        {"type": "HTTPS", "fqdn": "api.example.com", "port": 443, "resourcePath": "/readyz", "failureThreshold": 11},
+        {"type": "HTTPS", "fqdn": "api.example.com", "port": 443, "resourcePath": "/readyz", "failureThreshold": 10},
+        "FailureThreshold",
+    ),
+    # CloudWatch PutCompositeAlarm: at most 5 alarm actions (API reference, AlarmActions).
+    (
+        "aws:cloudwatch/compositeAlarm:CompositeAlarm",
+        "composite",
+        {"alarmName": "c", "alarmRule": "ALARM(a)", "alarmActions": [f"{_TOPIC}{i}" for i in range(6)]},
+        {"alarmName": "c", "alarmRule": "ALARM(a)", "alarmActions": [f"{_TOPIC}{i}" for i in range(5)]},
+        "AlarmActions",
+    ),
+    # EventBridge Scheduler CreateSchedule: MaximumWindowInMinutes is 1 to 1440 (API reference, FlexibleTimeWindow).
+    (
+        "aws:scheduler/schedule:Schedule",
+        "schedule",
+        _schedule(1500),
+        _schedule(1440),
+        "MaximumWindowInMinutes",
+    ),
+    # Lambda AddPermission: Action matches (lambda:[*]|lambda:[a-zA-Z]+|[*]) (API reference).
+    (
+        "aws:lambda/permission:Permission",
+        "permission",
+        {"action": "InvokeFunction", "function": "router", "principal": "s3.amazonaws.com", "statementId": "AllowS3"},
+        {
+            "action": "lambda:InvokeFunction",
+            "function": "router",
+            "principal": "s3.amazonaws.com",
+            "statementId": "AllowS3",
+        },
+        "Action",
+    ),
+    # Lambda CreateFunctionUrlConfig: InvokeMode is BUFFERED or RESPONSE_STREAM (API reference).
+    (
+        "aws:lambda/functionUrl:FunctionUrl",
+        "url",
+        {"functionName": "router", "authorizationType": "AWS_IAM", "invokeMode": "STREAMING"},
+        {"functionName": "router", "authorizationType": "AWS_IAM", "invokeMode": "RESPONSE_STREAM"},
+        "InvokeMode",
+    ),
+    # Lambda CreateAlias: FunctionVersion matches (\$LATEST|[0-9]+) (API reference).
+    (
+        "aws:lambda/alias:Alias",
+        "alias",
+        {"name": "live", "functionName": "router", "functionVersion": "latest"},
+        {"name": "live", "functionName": "router", "functionVersion": "$LATEST"},
+        "FunctionVersion",
+    ),
+    # IAM CreateInstanceProfile: the name matches [\w+=,.@-]+ (API reference, InstanceProfileName).
+    (
+        "aws:iam/instanceProfile:InstanceProfile",
+        "profile",
+        {"name": "gpu nodes", "role": "gpu-node-role"},
+        {"name": "gpu-nodes", "role": "gpu-node-role"},
+        "InstanceProfileName",
+    ),
+    # IAM CreateUser: UserName is 1 to 64 characters (API reference).
+    ("aws:iam/user:User", "user", {"name": "u" * 65}, {"name": "u" * 64}, "UserName"),
+    # EC2 CreateNatGateway: SecondaryPrivateIpAddressCount is 1 to 31 (API reference).
+    (
+        "aws:ec2/natGateway:NatGateway",
+        "nat",
+        {"subnetId": _SUBNET, "connectivityType": "private", "secondaryPrivateIpAddressCount": 32},
+        {"subnetId": _SUBNET, "connectivityType": "private", "secondaryPrivateIpAddressCount": 31},
+        "SecondaryPrivateIpAddressCount",
+    ),
+    # EC2 CreatePlacementGroup: Strategy is cluster, spread or partition (API reference, PlacementStrategy).
+    (
+        "aws:ec2/placementGroup:PlacementGroup",
+        "pg",
+        {"name": "train", "strategy": "clustered"},
+        {"name": "train", "strategy": "cluster"},
+        "Strategy",
+    ),
+    # Athena CreateWorkGroup: BytesScannedCutoffPerQuery is at least 10,000,000 (API reference,
+    # WorkGroupConfiguration).
+    (
+        "aws:athena/workgroup:Workgroup",
+        "athena",
+        {"name": "analysts", "configuration": {"bytesScannedCutoffPerQuery": 1_000_000}},
+        {"name": "analysts", "configuration": {"bytesScannedCutoffPerQuery": 10_000_000}},
+        "BytesScannedCutoffPerQuery",
+    ),
+    # ECR CreatePullThroughCacheRule: the prefix is lowercase, 2 to 30 characters (API reference,
+    # ecrRepositoryPrefix).
+    (
+        "aws:ecr/pullThroughCacheRule:PullThroughCacheRule",
+        "cache",
+        {"ecrRepositoryPrefix": "DockerHub", "upstreamRegistryUrl": "registry-1.docker.io"},
+        {"ecrRepositoryPrefix": "docker-hub", "upstreamRegistryUrl": "registry-1.docker.io"},
+        "EcrRepositoryPrefix",
+    ),
+    # WAFv2 CreateIPSet: Name matches ^[\w\-]+$ (API reference).
+    (
+        "aws:wafv2/ipSet:IpSet",
+        "ipset",
+        {"name": "office ips", "scope": "REGIONAL", "ipAddressVersion": "IPV4", "addresses": ["203.0.113.0/24"]},
+        {"name": "office-ips", "scope": "REGIONAL", "ipAddressVersion": "IPV4", "addresses": ["203.0.113.0/24"]},
+        "Name",
+    ),
+    # WAFv2 CreateWebACL: a rate-based rule's Limit is 10 to 2,000,000,000 (API reference, RateBasedStatement).
+    ("aws:wafv2/webAcl:WebAcl", "acl", _web_acl(5), _web_acl(10), "Limit"),
+    # Firehose CreateDeliveryStream: BufferingHints.SizeInMBs is 1 to 128 (API reference, BufferingHints).
+    (
+        "aws:kinesis/firehoseDeliveryStream:FirehoseDeliveryStream",
+        "firehose",
+        _firehose(256),
+        _firehose(128),
+        "SizeInMBs",
+    ),
+    # CloudTrail CreateTrail: the name has only letters, digits, '.', '_' and '-' (API reference, Name).
+    (
+        "aws:cloudtrail/trail:Trail",
+        "trail",
+        {"name": "org trail", "s3BucketName": "audit-logs", "enableLogging": True},
+        {"name": "org-trail", "s3BucketName": "audit-logs", "enableLogging": True},
+        "TrailName",
+    ),
+    # EC2 Auto Scaling PutScalingPolicy: PredefinedMetricType is one of four; there is no GPU one (API reference,
+    # PredefinedMetricSpecification).
+    (
+        "aws:autoscaling/policy:Policy",
+        "asg-policy",
+        _asg_policy("ASGAverageGPUUtilization"),
+        _asg_policy("ASGAverageCPUUtilization"),
+        "PredefinedMetricType",
+    ),
+    # Application Auto Scaling PutScalingPolicy: a SageMaker variant scales sagemaker:variant:DesiredInstanceCount
+    # (API reference, ScalableDimension).
+    (
+        "aws:appautoscaling/policy:Policy",
+        "endpoint-policy",
+        _endpoint_policy("sagemaker:variant:DesiredCount"),
+        _endpoint_policy("sagemaker:variant:DesiredInstanceCount"),
+        "ScalableDimension",
+    ),
+    # S3 PutBucketLifecycleConfiguration: Transition.StorageClass is GLACIER, STANDARD_IA, ONEZONE_IA,
+    # INTELLIGENT_TIERING, DEEP_ARCHIVE or GLACIER_IR (API reference, Transition).
+    (
+        "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+        "lifecycle",
+        _lifecycle("GLACIER_DEEP_ARCHIVE"),
+        _lifecycle("DEEP_ARCHIVE"),
+        "GLACIER_DEEP_ARCHIVE",
+    ),
+    # S3 PutBucketVersioning: Status is Enabled or Suspended (API reference, VersioningConfiguration).
+    (
+        "aws:s3/bucketVersioningV2:BucketVersioningV2",
+        "versioning",
+        {"bucket": "weights", "versioningConfiguration": {"status": "On"}},
+        {"bucket": "weights", "versioningConfiguration": {"status": "Enabled"}},
+        "Status",
+    ),
+    # S3 PutBucketEncryption: a bucket's SSEAlgorithm is AES256, aws:kms or aws:kms:dsse (API reference,
+    # ServerSideEncryptionByDefault).
+    (
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        "sse",
+        {"bucket": "weights", "rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "SSE-KMS"}}]},
+        {"bucket": "weights", "rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "aws:kms"}}]},
+        "SSEAlgorithm",
+    ),
+    # S3 PutBucketCors: AllowedMethod is GET, PUT, HEAD, POST or DELETE; S3 answers preflights itself (user
+    # guide, "CORS configuration").
+    (
+        "aws:s3/bucketCorsConfiguration:BucketCorsConfiguration",
+        "cors",
+        {"bucket": "weights", "corsRules": [{"allowedMethods": ["GET", "OPTIONS"], "allowedOrigins": ["*"]}]},
+        {"bucket": "weights", "corsRules": [{"allowedMethods": ["GET", "HEAD"], "allowedOrigins": ["*"]}]},
+        "OPTIONS",
+    ),
+    # S3 PutBucketReplication: a rule's Status is Enabled or Disabled (API reference, ReplicationRule).
+    (
+        "aws:s3/bucketReplicationConfig:BucketReplicationConfig",
+        "replication",
+        _replication("enabled"),
+        _replication("Enabled"),
+        "enabled",
     ),
 ]
 

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokenplane.proof.deployability import cfn_s3
+
 Inputs = dict[str, Any]
 
 
@@ -351,6 +353,148 @@ def _policy_on(key: str, cfn: str, listed: bool) -> Callable[[Inputs], Inputs]:
     return prepare
 
 
+def _health_check(inputs: Inputs) -> Inputs:
+    """A Route 53 health check's settings are CloudFormation's ``HealthCheckConfig`` block, its alarm a pair."""
+    config = {k: v for k, v in inputs.items() if k in _HEALTH_CHECK_CONFIG}
+    for key, cfn in (
+        ("fqdn", "FullyQualifiedDomainName"),
+        ("invertHealthcheck", "Inverted"),
+        ("childHealthThreshold", "HealthThreshold"),
+    ):
+        if inputs.get(key) is not None:
+            config[cfn] = inputs[key]
+    if inputs.get("cloudwatchAlarmName") is not None:
+        config["AlarmIdentifier"] = {
+            "Name": inputs["cloudwatchAlarmName"],
+            "Region": inputs.get("cloudwatchAlarmRegion"),
+        }
+    return {"HealthCheckConfig": config, "HealthCheckTags": inputs.get("tags")}
+
+
+# The provider's inputs that are CloudFormation's ``HealthCheckConfig`` fields but for case.
+_HEALTH_CHECK_CONFIG = frozenset(
+    {
+        "type",
+        "ipAddress",
+        "port",
+        "resourcePath",
+        "searchString",
+        "requestInterval",
+        "failureThreshold",
+        "measureLatency",
+        "enableSni",
+        "childHealthchecks",
+        "insufficientDataHealthStatus",
+        "regions",
+        "routingControlArn",
+    }
+)
+
+
+def _composite_alarm(inputs: Inputs) -> Inputs:
+    """The ``actionsSuppressor`` block as CloudFormation's three flat ``ActionsSuppressor*`` properties."""
+    out = {k: v for k, v in inputs.items() if k != "actionsSuppressor"}
+    if isinstance(suppressor := inputs.get("actionsSuppressor"), dict):
+        out["ActionsSuppressor"] = suppressor.get("alarm")
+        out["ActionsSuppressorExtensionPeriod"] = suppressor.get("extensionPeriod")
+        out["ActionsSuppressorWaitPeriod"] = suppressor.get("waitPeriod")
+    return out
+
+
+def _schedule(inputs: Inputs) -> Inputs:
+    """A schedule's ECS target tags are a map in the provider and a list of maps in CloudFormation: dropped."""
+    target = inputs.get("target")
+    if isinstance(target, dict) and isinstance(ecs := target.get("ecsParameters"), dict):
+        ecs = {k: v for k, v in ecs.items() if k != "tags"}
+        return {**inputs, "target": {**target, "ecsParameters": ecs}}
+    return inputs
+
+
+def _alias(inputs: Inputs) -> Inputs:
+    """A Lambda alias's ``additionalVersionWeights`` map (version -> weight) as CloudFormation's list of pairs."""
+    out = dict(inputs)
+    routing = inputs.get("routingConfig")
+    if isinstance(routing, dict) and isinstance(weights := routing.get("additionalVersionWeights"), dict):
+        out["routingConfig"] = {
+            "AdditionalVersionWeights": [{"FunctionVersion": v, "FunctionWeight": w} for v, w in weights.items()]
+        }
+    return out
+
+
+def _instance_profile(inputs: Inputs) -> Inputs:
+    out = {k: v for k, v in inputs.items() if k != "role"}
+    if inputs.get("role") is not None:
+        out["Roles"] = [inputs["role"]]
+    return out
+
+
+def _workgroup(inputs: Inputs) -> Inputs:
+    """An Athena workgroup's result encryption names its key ``kmsKeyArn``, CloudFormation's ``KmsKey``."""
+    out = dict(inputs)
+    config = inputs.get("configuration")
+    results = config.get("resultConfiguration") if isinstance(config, dict) else None
+    if isinstance(config, dict) and isinstance(results, dict):
+        encryption = results.get("encryptionConfiguration")
+        if isinstance(encryption, dict) and "kmsKeyArn" in encryption:
+            encryption = {
+                **{k: v for k, v in encryption.items() if k != "kmsKeyArn"},
+                "KmsKey": encryption["kmsKeyArn"],
+            }
+            out["configuration"] = {**config, "resultConfiguration": {**results, "encryptionConfiguration": encryption}}
+    return out
+
+
+def _web_acl(inputs: Inputs) -> Inputs:
+    """A web ACL's rules are CloudFormation's but for case; its custom response bodies are a list of blocks named
+    by ``key`` where CloudFormation has a map. The rules as one JSON string (``ruleJson``) and the association
+    config (a list of per-service blocks, a map in CloudFormation) are dropped."""
+    out = {k: v for k, v in inputs.items() if k not in ("ruleJson", "associationConfig", "customResponseBodies")}
+    bodies = inputs.get("customResponseBodies")
+    if isinstance(bodies, list) and all(isinstance(b, dict) for b in bodies):
+        out["CustomResponseBodies"] = {
+            b.get("key"): {"Content": b.get("content"), "ContentType": b.get("contentType")} for b in bodies
+        }
+    return out
+
+
+def _firehose(inputs: Inputs) -> Inputs:
+    """A Firehose stream's S3 destination: the provider's flat buffering inputs are CloudFormation's
+    ``BufferingHints``. Only the fields laid out alike are carried; the other destinations are dropped."""
+    out: Inputs = {"DeliveryStreamName": inputs.get("name")}
+    if inputs.get("kinesisSourceConfiguration") is not None:
+        out["DeliveryStreamType"] = "KinesisStreamAsSource"
+    s3 = inputs.get("extendedS3Configuration")
+    if isinstance(s3, dict):
+        hints = {"SizeInMBs": s3.get("bufferingSize"), "IntervalInSeconds": s3.get("bufferingInterval")}
+        out["ExtendedS3DestinationConfiguration"] = {
+            "BucketARN": s3.get("bucketArn"),
+            "RoleARN": s3.get("roleArn"),
+            "BufferingHints": {k: v for k, v in hints.items() if v is not None},
+            **{cfn: s3.get(key) for key, cfn in _FIREHOSE_S3.items()},
+        }
+    return out
+
+
+_FIREHOSE_S3 = {
+    "compressionFormat": "CompressionFormat",
+    "prefix": "Prefix",
+    "errorOutputPrefix": "ErrorOutputPrefix",
+    "fileExtension": "FileExtension",
+    "customTimeZone": "CustomTimeZone",
+    "s3BackupMode": "S3BackupMode",
+    "cloudwatchLoggingOptions": "CloudWatchLoggingOptions",
+}
+
+
+def _without(*keys: str) -> Callable[[Inputs], Inputs]:
+    """Inputs that would land on a CloudFormation property of another meaning or shape, dropped."""
+
+    def prepare(inputs: Inputs) -> Inputs:
+        return {k: v for k, v in inputs.items() if k not in keys}
+
+    return prepare
+
+
 def _chain(*steps: Callable[[Inputs], Inputs]) -> Callable[[Inputs], Inputs]:
     def prepare(inputs: Inputs) -> Inputs:
         for step in steps:
@@ -577,4 +721,52 @@ TYPES: dict[str, CfnType] = {
         "AWS::EKS::FargateProfile", {"podExecutionRoleArn": "PodExecutionRoleArn", "subnetIds": "Subnets"}
     ),
     "aws:acm/certificate:Certificate": CfnType("AWS::CertificateManager::Certificate"),
+    "aws:route53/healthCheck:HealthCheck": CfnType("AWS::Route53::HealthCheck", {}, _health_check),
+    "aws:cloudwatch/compositeAlarm:CompositeAlarm": CfnType(
+        "AWS::CloudWatch::CompositeAlarm", {"okActions": "OKActions"}, _composite_alarm
+    ),
+    "aws:scheduler/schedule:Schedule": CfnType("AWS::Scheduler::Schedule", {}, _schedule),
+    # The qualifier and statement ID have no place of their own in CloudFormation's permission.
+    "aws:lambda/permission:Permission": CfnType(
+        "AWS::Lambda::Permission",
+        {"function": "FunctionName"},
+        _without("qualifier", "statementId", "statementIdPrefix"),
+    ),
+    "aws:lambda/functionUrl:FunctionUrl": CfnType(
+        "AWS::Lambda::Url", {"functionName": "TargetFunctionArn", "authorizationType": "AuthType"}
+    ),
+    "aws:lambda/alias:Alias": CfnType("AWS::Lambda::Alias", {}, _alias),
+    "aws:iam/instanceProfile:InstanceProfile": CfnType(
+        "AWS::IAM::InstanceProfile", {"name": "InstanceProfileName"}, _instance_profile
+    ),
+    "aws:iam/user:User": CfnType("AWS::IAM::User", {"name": "UserName"}),
+    "aws:ec2/natGateway:NatGateway": CfnType("AWS::EC2::NatGateway", {"privateIp": "PrivateIpAddress"}),
+    "aws:ec2/placementGroup:PlacementGroup": CfnType("AWS::EC2::PlacementGroup", {"name": "GroupName"}),
+    "aws:athena/workgroup:Workgroup": CfnType(
+        "AWS::Athena::WorkGroup", {"configuration": "WorkGroupConfiguration"}, _workgroup
+    ),
+    "aws:ecr/pullThroughCacheRule:PullThroughCacheRule": CfnType("AWS::ECR::PullThroughCacheRule"),
+    "aws:wafv2/ipSet:IpSet": CfnType("AWS::WAFv2::IPSet"),
+    "aws:wafv2/webAcl:WebAcl": CfnType("AWS::WAFv2::WebACL", {}, _web_acl),
+    "aws:kinesis/firehoseDeliveryStream:FirehoseDeliveryStream": CfnType(
+        "AWS::KinesisFirehose::DeliveryStream", {}, _firehose
+    ),
+    "aws:cloudtrail/trail:Trail": CfnType(
+        "AWS::CloudTrail::Trail",
+        {"name": "TrailName", "enableLogging": "IsLogging", "cloudWatchLogsGroupArn": "CloudWatchLogsLogGroupArn"},
+    ),
+    "aws:autoscaling/policy:Policy": CfnType("AWS::AutoScaling::ScalingPolicy", {"name": "PolicyName"}),
+    "aws:appautoscaling/policy:Policy": CfnType("AWS::ApplicationAutoScaling::ScalingPolicy", {"name": "PolicyName"}),
+    # The bucket sub-resources, under the provider's names and their ``V2`` aliases (cfn_s3).
+    **{
+        f"aws:s3/{token}:{token[0].upper()}{token[1:]}": CfnType("AWS::S3::Bucket", {}, prepare)
+        for base, prepare in (
+            ("bucketLifecycleConfiguration", cfn_s3.lifecycle),
+            ("bucketVersioning", cfn_s3.versioning),
+            ("bucketServerSideEncryptionConfiguration", cfn_s3.encryption),
+            ("bucketCorsConfiguration", cfn_s3.cors),
+        )
+        for token in (base, f"{base}V2")
+    },
+    "aws:s3/bucketReplicationConfig:BucketReplicationConfig": CfnType("AWS::S3::Bucket", {}, cfn_s3.replication),
 }
