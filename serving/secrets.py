@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tokenplane.contract import SECRET_SCHEMES
+from tokenplane.contract import SECRETS_DIR as MOUNTED_SECRETS
 from tokenplane.runtime_env import Var
 
-SECRETS_DIR = Path("/var/run/secrets/tokenplane")  # where the pod spec mounts the referenced Secrets
+SECRETS_DIR = Path(MOUNTED_SECRETS)  # where the pod spec mounts the referenced Secrets (tokenplane.contract)
 SCHEMES = tuple(f"{scheme}://" for scheme in SECRET_SCHEMES)  # the spec accepts exactly these
 
 

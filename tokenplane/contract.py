@@ -22,6 +22,20 @@ OFFLINE_RENDER_ENV = "TOKENPLANE_OFFLINE_RENDER"
 # The secret reference schemes the serving processes resolve (tokenplane.serving.secrets): the spec accepts these
 # and no other, so a reference that loads is one the gateways can read.
 SECRET_SCHEMES = ("env", "k8s", "aws-sm")
+# Where a serving pod finds a k8s://<namespace>/<name>/<key> reference: the Secret <name> mounted as files, one per
+# key, under <SECRETS_DIR>/<namespace>/<name>/ (the components mount it; tokenplane.serving.secrets reads it).
+SECRETS_DIR = "/var/run/secrets/tokenplane"
+
+
+def k8s_secret_parts(ref: str) -> tuple[str, str, str] | None:
+    """(namespace, name, key) of a ``k8s://namespace/name/key`` reference; None for another scheme or shape."""
+    if not ref.startswith("k8s://"):
+        return None
+    parts = ref.removeprefix("k8s://").split("/")
+    if len(parts) != 3 or not all(parts) or any(p in (".", "..") for p in parts):
+        return None
+    return parts[0], parts[1], parts[2]
+
 
 # The queries a serving process sends to Prometheus itself (at TOKENPLANE_PROMETHEUS_URL), by its `python -m` module:
 # the metrics-exported check holds them, like the render's own queries, to what the region's Prometheus stores.

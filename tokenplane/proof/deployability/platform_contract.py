@@ -20,7 +20,11 @@ Each item converges (``pulumi up`` succeeds) and is still broken, so nothing els
   resource on a cluster in the graph;
 - tenants: the AI gateway answers ``/readyz`` with 503 while it knows no API key (serving/gateway/app.py), and
   its readiness probe is ``/readyz``, so a gateway whose runtime document names no tenant never becomes Ready
-  and ``pulumi up`` waits on its Deployment until the await times out.
+  and ``pulumi up`` waits on its Deployment until the await times out;
+- mounted keys: a ``k8s://namespace/name/key`` tenant or provider key is read from the file
+  ``SECRETS_DIR/namespace/name/key`` (``tokenplane.serving.secrets``), so the gateway's pod must mount Secret
+  ``name`` there, and a pod mounts Secrets of its own namespace only. Unmounted, a tenant has no key (the AI gateway
+  never becomes Ready) and a provider is never available (the model gateway starts without it).
 
 It cannot see: policies whose JSON is unknown until apply (they are skipped, not passed), add-ons
 installed outside the program, and a runtime document that is unknown until apply (skipped, not passed).
@@ -33,10 +37,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.catalog import instance_type
+from tokenplane.contract import SECRETS_DIR, k8s_secret_parts
 from tokenplane.errors import CatalogError
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
-from tokenplane.proof.deployability.references import TENANT_KEY_RESOLVER
+from tokenplane.proof.deployability.references import PROVIDER_KEY_RESOLVER, TENANT_KEY_RESOLVER
 from tokenplane.spec import DEFAULT_TOPICS
 
 RULE = "platform-contract"
@@ -58,6 +63,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _iam_resources(graph)
     yield from _dcgm_labels(graph)
     yield from _msk_monitoring(graph)
+    yield from _mounted_keys(graph)
     yield from _gateway_tenants(graph)
     yield from _topics_exist(graph)
 
@@ -308,6 +314,68 @@ def _topics_exist(graph: Graph) -> Iterator[Finding]:
                     "create the topics with the cluster (KafkaArgs(topics=spec.queues.topics), as the stack does), "
                     "or name only topics that exist in the runtime document's queues",
                 )
+
+
+def _mounted_keys(graph: Graph) -> Iterator[Finding]:
+    """Every ``k8s://`` key a gateway resolves is a file of a Secret its pod mounts, from the pod's own namespace."""
+    readers = {TENANT_KEY_RESOLVER: ("tenants", "the tenant has no key, /readyz answers 503 and the pods never "
+                                    "become Ready"),
+               PROVIDER_KEY_RESOLVER: ("providers", "the provider is marked unavailable for as long as the pod runs")}  # fmt: skip
+    for region in graph.regions():
+        for workload, _, document in _runtime_documents(graph, region):
+            pod = workload.pod_spec()
+            for container in pod.get("containers") or []:
+                command = [str(c) for c in container.get("command") or []]
+                if len(command) != 3 or command[:2] != ["python", "-m"] or command[2] not in readers:
+                    continue
+                field, effect = readers[command[2]]
+                for entry in _list(document.get(field)):
+                    ref = str(entry.get("api_key_secret") or "") if isinstance(entry, dict) else ""
+                    parts = k8s_secret_parts(ref)
+                    if parts is not None and not _mounts(pod, container, workload.namespace, *parts):
+                        yield _unmounted(workload, container, ref, parts, effect)
+
+
+def _mounts(pod: dict[str, Any], container: dict[str, Any], namespace: str, ns: str, name: str, key: str) -> bool:
+    """Whether ``container`` sees Secret ``name``'s ``key`` at ``SECRETS_DIR/ns/name/key``."""
+    if ns != namespace:
+        return False
+    volumes = {str(v.get("name")): v.get("secret") for v in pod.get("volumes") or [] if v.get("secret")}
+    for mount in container.get("volumeMounts") or []:
+        source = volumes.get(str(mount.get("name")))
+        if not source or source.get("secretName") != name:
+            continue
+        path = str(mount.get("mountPath") or "").rstrip("/")
+        items = {str(i.get("key")): str(i.get("path")) for i in source.get("items") or []}
+        file = items.get(key, key) if items else key  # with items, only the keys listed are files
+        if mount.get("subPath"):
+            if path == f"{SECRETS_DIR}/{ns}/{name}/{key}" and str(mount["subPath"]) == file:
+                return True
+        elif path == f"{SECRETS_DIR}/{ns}/{name}" and file == key and (not items or key in items):
+            return True
+    return False
+
+
+def _unmounted(
+    workload: KubeObject, container: dict[str, Any], ref: str, parts: tuple[str, str, str], effect: str
+) -> Finding:
+    ns, name, key = parts
+    where = f"{workload.kind} {workload.namespace}/{workload.name}"
+    if ns != workload.namespace:
+        why = f"a pod mounts Secrets of its own namespace only, and {where} runs in {workload.namespace}"
+        fix = f"keep the Secret in {workload.namespace} and reference it as k8s://{workload.namespace}/{name}/{key}"
+    else:
+        why = f"container {container.get('name')} mounts no Secret {name} at {SECRETS_DIR}/{ns}/{name}"
+        fix = (
+            f"mount Secret {name} (key {key}) at {SECRETS_DIR}/{ns}/{name}, as tokenplane's gateway components do "
+            "(components.gateway.mounted_secrets)"
+        )
+    return Finding(
+        RULE,
+        workload.urn,
+        f"{where} resolves {ref} from the file {SECRETS_DIR}/{ns}/{name}/{key}, but {why}: {effect}",
+        fix,
+    )
 
 
 def _runs_gateway(container: dict[str, Any]) -> bool:

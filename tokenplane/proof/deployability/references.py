@@ -23,6 +23,7 @@ RULE = "references-exist"
 # The serving process that resolves the tenants' keys (serving/gateway/runtime.py). Providers' keys are
 # optional by design (serving/modelgw/config.py): one without its key is marked unavailable, not broken.
 TENANT_KEY_RESOLVER = "tokenplane.serving.gateway"
+PROVIDER_KEY_RESOLVER = "tokenplane.serving.modelgw"
 
 
 def referenced(pod: dict[str, Any]) -> set[tuple[str, str]]:
