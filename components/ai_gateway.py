@@ -6,7 +6,7 @@ from typing import Any
 
 import pulumi
 
-from tokenplane.components.gateway import METRICS_PORT, GatewayArgs, GatewayWorkload, env_secret_entries
+from tokenplane.components.gateway import METRICS_PORT, GatewayArgs, GatewayWorkload
 from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.tls import TLS_POLICY
 from tokenplane.runtime_env import Var, env_list
@@ -26,9 +26,9 @@ class AiGateway(GatewayWorkload):
     def ingress_sources(self) -> list[dict[str, Any]]:
         return []  # reached through the NLB from anywhere; auth is the gateway's first stage
 
-    def secret_env(self, app: str, config: GatewayConfig) -> list[dict[str, Any]]:
+    def secret_refs(self, config: GatewayConfig) -> list[str]:
         # Tenants' API keys: without them auth has no keys and /readyz answers 503 (serving/gateway/runtime.py).
-        return env_secret_entries(app, [t.api_key_secret for t in config.tenants])
+        return [t.api_key_secret for t in config.tenants]
 
     def files_env(self, args: GatewayArgs) -> list[dict[str, Any]]:
         if args.files_bucket is None:

@@ -24,7 +24,7 @@ from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.iam import irsa_role, msk_statements, policy_document
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import LABEL_REGION, NS_MONITORING, app_labels, checksum
-from tokenplane.contract import PREREQUISITES_ANNOTATION
+from tokenplane.contract import PREREQUISITES_ANNOTATION, SECRETS_DIR, k8s_secret_parts
 from tokenplane.runtime_env import DEFAULT_METRICS_PORT, MSK_IAM, Var, env_list, pool_url_var
 from tokenplane.spec import Environment, Region
 
@@ -188,6 +188,29 @@ def serving_volumes(app: str) -> list[dict[str, Any]]:
     ]
 
 
+def mounted_secrets(
+    refs: list[str], namespace: str, *, optional: bool = False
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Volumes and mounts for the ``k8s://`` references among ``refs``: each Secret's keys as files under
+    ``SECRETS_DIR/<namespace>/<name>/``, where ``serving.secrets`` reads them.
+
+    A pod mounts Secrets of its own namespace only: a reference to another namespace gets no volume (the
+    ``references-exist`` check reports it, with the fix), so that the pod does not wait on a mount that cannot be.
+    """
+    keys: dict[str, set[str]] = {}
+    for parts in filter(None, (k8s_secret_parts(r) for r in refs)):
+        if parts[0] == namespace:
+            keys.setdefault(parts[1], set()).add(parts[2])
+    volumes, mounts = [], []
+    for name, wanted in sorted(keys.items()):
+        volume = f"k8s-secret-{name.replace('.', '-')}"[:63].rstrip("-")
+        items = [{"key": k, "path": k} for k in sorted(wanted)]
+        source = {"secretName": name, "items": items} | ({"optional": True} if optional else {})
+        volumes.append({"name": volume, "secret": source})
+        mounts.append({"name": volume, "mountPath": f"{SECRETS_DIR}/{namespace}/{name}", "readOnly": True})
+    return volumes, mounts
+
+
 def env_secret_name(app: str) -> str:
     """The Kubernetes Secret that carries an app's ``env://`` secrets: created by the operator, per region."""
     return f"{app}-env-secrets"
@@ -279,6 +302,9 @@ class GatewayWorkload(Component):
         secret_env = self.secret_env(app, runtime)
         env.extend(secret_env)
         env_secret = self._env_secret(app, namespace, labels, env_variables(secret_env), args)
+        secret_volumes, secret_mounts = mounted_secrets(
+            self.secret_refs(runtime), namespace, optional=self.SECRETS_OPTIONAL
+        )
         env.extend({"name": pool_url_var(pool), "value": url} for pool, url in sorted(args.pool_urls.items()))
         ports = [{"name": "http", "containerPort": GATEWAY_PORT}]
         if self.METRICS_PORT is not None:
@@ -296,7 +322,7 @@ class GatewayWorkload(Component):
             liveness=kube.http_probe("/healthz", GATEWAY_PORT, period_seconds=5, failure_threshold=6),
             # Let the LB drain the pod before SIGTERM reaches the server; streams then finish in the grace period.
             lifecycle={"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 10"]}}},
-            volumeMounts=list(SERVING_MOUNTS),
+            volumeMounts=[*SERVING_MOUNTS, *secret_mounts],
         )
         deployment = kube.deployment(
             self.child("deployment"),
@@ -316,7 +342,7 @@ class GatewayWorkload(Component):
                 [container],
                 security=kube.pod_security(group=kube.SERVING_UID, fs_group=kube.SERVING_UID),
                 service_account=app,
-                volumes=serving_volumes(app),
+                volumes=[*serving_volumes(app), *secret_volumes],
                 terminationGracePeriodSeconds=120,
                 topologySpreadConstraints=kube.zone_spread(app),
             ),
@@ -409,9 +435,15 @@ class GatewayWorkload(Component):
             opts=self.opts(),
         )
 
-    def secret_env(self, app: str, config: GatewayConfig) -> list[dict[str, Any]]:
-        """Env entries for the config's ``env://`` secrets this process resolves; none by default."""
+    SECRETS_OPTIONAL = False  # whether the process starts without a secret it resolves (marking its user unavailable)
+
+    def secret_refs(self, config: GatewayConfig) -> list[str]:
+        """The config's secret references this process resolves; none by default."""
         return []
+
+    def secret_env(self, app: str, config: GatewayConfig) -> list[dict[str, Any]]:
+        """Env entries for the ``env://`` references among ``secret_refs``."""
+        return env_secret_entries(app, self.secret_refs(config), optional=self.SECRETS_OPTIONAL)
 
     def files_env(self, args: GatewayArgs) -> list[dict[str, Any]]:
         """Container env for the Batch API's file store: the bucket's, where one is given."""

@@ -7,7 +7,7 @@ from typing import Any
 import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
-from tokenplane.components.gateway import GATEWAY_PORT, GatewayArgs, GatewayWorkload, env_secret_entries
+from tokenplane.components.gateway import GATEWAY_PORT, GatewayArgs, GatewayWorkload
 from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.naming import NS_BATCH, NS_GATEWAY, NS_MONITORING
 from tokenplane.runtime_env import Var
@@ -55,7 +55,9 @@ class ModelGateway(GatewayWorkload):
         )
         return peers_service_name(app)
 
-    def secret_env(self, app: str, config: GatewayConfig) -> list[dict[str, Any]]:
-        # The providers' env:// keys (the fallback's OpenAI key): optional, as serving.modelgw treats them: a
-        # provider without its key is marked unavailable, and the pod still starts.
-        return env_secret_entries(app, [p.api_key_secret for p in config.providers], optional=True)
+    # The providers' keys (the fallback's OpenAI key) are optional, as serving.modelgw treats them: a provider
+    # without its key is marked unavailable, and the pod still starts.
+    SECRETS_OPTIONAL = True
+
+    def secret_refs(self, config: GatewayConfig) -> list[str]:
+        return [p.api_key_secret for p in config.providers]
