@@ -9,7 +9,7 @@ source needs, from the Lambda developer guide's execution-role sections:
 
 - SQS: ``sqs:ReceiveMessage``, ``sqs:DeleteMessage``, ``sqs:GetQueueAttributes`` on the queue
   (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html, "Execution role permissions"; the error verbatim in
-  https://github.com/hashicorp/terraform-provider-aws/issues/8970).
+  https://github.com/functionalone/serverless-iam-roles-per-function/issues/21).
 - Kinesis: ``kinesis:DescribeStream``, ``kinesis:GetRecords``, ``kinesis:GetShardIterator``, ``kinesis:ListShards``
   (https://docs.aws.amazon.com/lambda/latest/dg/with-kinesis.html, "Execution role permissions").
 - DynamoDB Streams: ``dynamodb:DescribeStream``, ``dynamodb:GetRecords``, ``dynamodb:GetShardIterator``,

@@ -18,9 +18,9 @@ us-east-1, whatever region the rest of the stack is in ("To use an ACM certifica
 request (or import) the certificate in the US East (N. Virginia) Region (us-east-1)":
 https://docs.aws.amazon.com/acm/latest/userguide/acm-regions.html; CreateDistribution refuses another with
 InvalidViewerCertificate, "The specified SSL certificate doesn't exist, isn't in us-east-1 region, isn't valid, or
-doesn't include a valid certificate chain": https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_CreateDistribution.html,
-and https://github.com/hashicorp/terraform-provider-aws/issues/10046). Read from a literal ARN's region, or from
-the region of the program's certificate (or its validation) the ARN comes from.
+doesn't include a valid certificate chain": https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_CreateDistribution.html;
+the error verbatim in https://github.com/cloudposse/terraform-aws-cloudfront-s3-cdn/issues/10). Read from a literal
+ARN's region, or from the region of the program's certificate (or its validation) the ARN comes from.
 """
 
 from __future__ import annotations
