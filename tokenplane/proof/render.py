@@ -464,6 +464,10 @@ def mock_outputs(
             "arn": f"arn:aws:sqs:{region}:{ACCOUNT_ID}:{queue}",
             "url": f"https://sqs.{region}.amazonaws.com/{ACCOUNT_ID}/{queue}",
         }
+    elif typ == "aws:dynamodb/table:Table":
+        # Auto-named like a queue: a container's env names the table by its generated name, a policy by its ARN.
+        table = str(inputs.get("name") or rid)
+        extra = {"name": table, "arn": f"arn:aws:dynamodb:{region}:{ACCOUNT_ID}:table/{table}"}
     elif typ == "aws:sns/topic:Topic":
         extra = {"arn": f"arn:aws:sns:{region}:{ACCOUNT_ID}:{inputs.get('name') or rid}"}
     elif typ == "aws:lambda/function:Function":

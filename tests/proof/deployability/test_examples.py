@@ -47,6 +47,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-network",
         "aws-api-values",
         "aws-cli-permissions",
+        "event-source-permissions",
+        "bucket-source-vpc",
         "aws-api-replay",
         "volume-writable",
         "endpoint-admits",

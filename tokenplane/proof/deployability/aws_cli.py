@@ -16,10 +16,17 @@ table below is what each command calls, from the AWS CLI reference and the actio
   API_PutObject.html, API_DeleteObject.html).
 - ``aws secretsmanager get-secret-value --secret-id X``: ``secretsmanager:GetSecretValue`` on the secret
   (https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html).
+- ``aws dynamodb query|scan|get-item|put-item|update-item|delete-item --table-name T``: ``dynamodb:Query`` (and so
+  on, the operation's name) on the table's ARN; with ``--index-name I`` (query, scan) on the index's,
+  ``arn:aws:dynamodb:REGION:ACCOUNT:table/T/index/I``, which a statement on the table's ARN alone does not cover
+  (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/iam-policy-specific-table-indexes.html;
+  https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondynamodb.html, the ``index``
+  resource type of Query and Scan). ``batch-get-item``/``batch-write-item``: ``dynamodb:BatchGetItem`` /
+  ``dynamodb:BatchWriteItem`` on each table named in a literal ``--request-items`` JSON.
 
 Commands are read from a container's command and args, a ``sh -c``/``bash -c`` script split at ``&&``, ``||``,
 ``;``, ``|`` and new lines; ``$VAR``, ``${VAR}`` and ``$(VAR)`` are read from the container's literal env values.
-Judged only where the bucket or secret is the program's own, the role is the program's and all its policies are
+Judged only where the bucket, secret or table is the program's own, the role is the program's and all its policies are
 known at render time (none AWS managed), and no bucket policy of the program's allows the action.
 
 It cannot see: commands in scripts the image holds, names built from variables it cannot resolve, other SDK
@@ -28,11 +35,13 @@ calls, and permission boundaries or SCPs (which could only deny more).
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.iam_policy import (
@@ -45,7 +54,7 @@ from tokenplane.proof.deployability.iam_policy import (
     pod_roles,
     role_documents,
 )
-from tokenplane.proof.render import RenderedResource, physical_id
+from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, physical_id
 
 RULE = "aws-cli-permissions"
 BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
@@ -146,6 +155,8 @@ def _needs(graph: Graph, argv: list[str]) -> Iterator[Need]:
     service, verb, rest = argv[1], argv[2], argv[3:]
     if service == "s3":
         yield from _s3(graph, verb, rest)
+    elif service == "dynamodb":
+        yield from _dynamodb(graph, verb, rest)
     elif service == "secretsmanager" and verb == "get-secret-value":
         name = _flag(rest, "--secret-id")
         for secret in graph.of_type(SECRET):
@@ -154,6 +165,46 @@ def _needs(graph: Graph, argv: list[str]) -> Iterator[Need]:
                 yield Need(
                     "secretsmanager:GetSecretValue", next(a for a in arns if a.startswith("arn:")), False, secret
                 )
+
+
+TABLE = "aws:dynamodb/table:Table"
+# The dynamodb commands read, by the IAM action each needs (its API operation's name).
+DYNAMODB = {
+    "query": "dynamodb:Query",
+    "scan": "dynamodb:Scan",
+    "get-item": "dynamodb:GetItem",
+    "put-item": "dynamodb:PutItem",
+    "update-item": "dynamodb:UpdateItem",
+    "delete-item": "dynamodb:DeleteItem",
+}
+BATCHES = {"batch-get-item": "dynamodb:BatchGetItem", "batch-write-item": "dynamodb:BatchWriteItem"}
+
+
+def _dynamodb(graph: Graph, verb: str, rest: list[str]) -> Iterator[Need]:
+    if verb in DYNAMODB:
+        names = [_flag(rest, "--table-name")]
+        action = DYNAMODB[verb]
+    elif verb in BATCHES:
+        try:
+            items = json.loads(_flag(rest, "--request-items") or "")
+        except json.JSONDecodeError:
+            return  # file://, or not literal: not read
+        names = list(items) if isinstance(items, dict) else []
+        action = BATCHES[verb]
+    else:
+        return
+    index = _flag(rest, "--index-name") if verb in ("query", "scan") else None
+    for name in names:
+        table = next((t for t in graph.of_type(TABLE) if name in (_table_name(t), *arns_of(graph, t))), None)
+        if name is None or table is None:
+            continue  # not the program's table: its policies are not in view
+        region = cloud_region_of(graph, table.region)
+        arn = name if name.startswith("arn:") else f"arn:aws:dynamodb:{region}:{ACCOUNT_ID}:table/{_table_name(table)}"
+        yield Need(action, f"{arn}/index/{index}" if index else arn, False, table)
+
+
+def _table_name(table: RenderedResource) -> str:
+    return str(table.inputs.get("name") or physical_id(table.type, table.name).removesuffix("-id"))
 
 
 def _s3(graph: Graph, verb: str, rest: list[str]) -> Iterator[Need]:

@@ -37,7 +37,10 @@ The provider's schema types every field, but the services check how fields go to
   check; a deletion window of 7-30 days).
 - **CloudWatch** ``PutMetricAlarm``: a period of 10, 20 or 30 seconds or a multiple of 60 ("Valid values are 10,
   20, 30, and any multiple of 60": ValidationError;
-  https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html).
+  https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html); and an evaluation range
+  (``Period`` x ``EvaluationPeriods``) of at most seven days (604,800 s), at most one day (86,400 s) for a period
+  under an hour ("For alarms with a period of less than one hour (3,600 seconds), the total evaluation period can't
+  be longer than one day": the same page, and botocore's cloudwatch service-2.json, ``PutMetricAlarmInput.Period``).
 - **ECR** ``PutLifecyclePolicy``: a rule selecting ``tagged`` images names a ``tagPrefixList`` or a
   ``tagPatternList`` (InvalidParameterException; https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html).
 - **KMS** ``CreateAlias``: an alias name of ``alias/`` and then ``a-zA-Z0-9/_-``, at most 256 characters, never
@@ -103,6 +106,10 @@ WAF_SCOPED = (
 )
 MAX_FILTER_DIMENSIONS = 3
 SHORT_ALARM_PERIODS = {10, 20, 30}  # high-resolution periods; any other is a multiple of 60
+# PutMetricAlarm's longest evaluation range (Period x EvaluationPeriods), and the shorter one for sub-hour periods.
+ALARM_RANGE_S = 604_800
+SHORT_PERIOD_RANGE_S = 86_400
+HOUR_S = 3_600
 # A resource type's numeric inputs and the ranges its API takes (inclusive), with the API's name for each.
 RANGES: dict[str, dict[str, tuple[str, int, int, str]]] = {
     SQS_QUEUE: {
@@ -324,6 +331,28 @@ def _alarm_periods(alarm: RenderedResource) -> Iterator[Finding]:
                 f"an alarm period of {period:g} s (ValidationError: 10, 20, 30 or a multiple of 60)",
                 "set the period to 10, 20, 30 or a multiple of 60 seconds",
             )
+    yield from _alarm_range(alarm, [p for p in (_number(p) for p in periods) if p])
+
+
+def _alarm_range(alarm: RenderedResource, periods: list[float]) -> Iterator[Finding]:
+    """Period x EvaluationPeriods within PutMetricAlarm's range (a metric math alarm's longest query period)."""
+    evaluations = _number(alarm.inputs.get("evaluationPeriods"))
+    if not periods or evaluations is None:
+        return
+    period = max(periods)
+    limit = SHORT_PERIOD_RANGE_S if period < HOUR_S else ALARM_RANGE_S
+    if period * evaluations > limit:
+        within = "one day (86,400 s) for a period under an hour" if limit < ALARM_RANGE_S else "seven days (604,800 s)"
+        yield _rejected(
+            alarm,
+            "CloudWatch",
+            f"period {period:g} s x evaluationPeriods {evaluations:g} = {period * evaluations:,.0f} s of evaluation "
+            f"range (ValidationError: at most {within})",
+            f"keep period x evaluationPeriods within {limit:,} s: a period of an hour or more allows seven days "
+            f"(e.g. period 3600 and evaluationPeriods {int(period * evaluations // HOUR_S)})"
+            if limit < ALARM_RANGE_S and period * evaluations <= ALARM_RANGE_S
+            else f"keep period x evaluationPeriods within {limit:,} s",
+        )
 
 
 def _lifecycle_rules(policy: RenderedResource) -> Iterator[Finding]:

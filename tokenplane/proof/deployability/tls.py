@@ -12,6 +12,15 @@ A certificate the stack requests is usable only once validated: the listener
 takes the ARN from the CertificateValidation (which waits for ISSUED), the
 certificate names every host that routes to the region, and the zone holds a
 DNS validation record for its names.
+
+A CloudFront distribution's viewer certificate is the converse: CloudFront takes only an ACM certificate of
+us-east-1, whatever region the rest of the stack is in ("To use an ACM certificate with CloudFront, make sure you
+request (or import) the certificate in the US East (N. Virginia) Region (us-east-1)":
+https://docs.aws.amazon.com/acm/latest/userguide/acm-regions.html; CreateDistribution refuses another with
+InvalidViewerCertificate, "The specified SSL certificate doesn't exist, isn't in us-east-1 region, isn't valid, or
+doesn't include a valid certificate chain": https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_CreateDistribution.html;
+the error verbatim in https://github.com/cloudposse/terraform-aws-cloudfront-s3-cdn/issues/10). Read from a literal
+ARN's region, or from the region of the program's certificate (or its validation) the ARN comes from.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ VALIDATION = "aws:acm/certificateValidation:CertificateValidation"
 HEALTH_CHECK = "aws:route53/healthCheck:HealthCheck"
 RECORD = "aws:route53/record:Record"
 HTTPS_CHECKS = ("HTTPS", "HTTPS_STR_MATCH")
+DISTRIBUTION = "aws:cloudfront/distribution:Distribution"
+EDGE_REGION = "us-east-1"  # the one region whose ACM certificates CloudFront takes
 
 
 def tls_ports(service: KubeObject) -> set[str]:
@@ -60,6 +71,30 @@ def check(graph: Graph) -> Iterator[Finding]:
             services[service.urn] = service
             yield from _listener(graph, service, cloud, region)
     yield from _health_checks(graph, services)
+    yield from _edge_certificates(graph)
+
+
+def _edge_certificates(graph: Graph) -> Iterator[Finding]:
+    for distribution in graph.of_type(DISTRIBUTION):
+        arn = str(lookup(distribution.inputs, "viewerCertificate.acmCertificateArn") or "")
+        sources = [
+            graph.by_urn[u]
+            for u in distribution.property_dependencies.get("viewerCertificate", [])
+            if u in graph.by_urn and graph.by_urn[u].type in (CERTIFICATE, VALIDATION)
+        ]
+        regions = {str(graph.cloud_region(r.region) or r.region) for r in sources}
+        if arn.startswith("arn:") and ":acm:" in arn:
+            regions.add(arn.split(":")[3])
+        for region in sorted(regions - {EDGE_REGION}):
+            yield Finding(
+                RULE,
+                distribution.urn,
+                f"CloudFront distribution {distribution.name}'s viewerCertificate.acmCertificateArn "
+                f"{arn or '(the program certificate)'} is an ACM certificate of {region}: CloudFront takes only "
+                f"certificates of {EDGE_REGION}, so CreateDistribution fails (InvalidViewerCertificate)",
+                f"request (or import) the certificate in {EDGE_REGION}: an aws.acm.Certificate on a us-east-1 "
+                "provider, validated, its ARN in viewer_certificate.acm_certificate_arn",
+            )
 
 
 def _listener(graph: Graph, service: KubeObject, cloud: str, region: str) -> Iterator[Finding]:
