@@ -110,6 +110,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "mount-hides-image",
         "runtime-contract",
         "service-address",
+        "service-short-name",
+        "affinity-satisfiable",
         "controller-values",
         "selector-selects",
         "cluster-name-resolves",

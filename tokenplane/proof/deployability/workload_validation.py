@@ -22,6 +22,11 @@ Sources (kubernetes/kubernetes, pkg/apis/*/validation/validation.go):
   Utilization, Value or AverageValue, values positive, averageUtilization above 0; validateResourceSource and
   validateContainerResourceSource: averageUtilization or averageValue, not both; validatePodsSource: averageValue;
   validateObjectSource and validateExternalSource: value or averageValue (External: not both);
+  validateBehavior / validateScalingRules / validateScalingPolicy: for spec.behavior.scaleUp and scaleDown, a
+  policy's type Pods or Percent, its value above 0, its periodSeconds above 0 and at most 1800 (MaxPeriodSeconds);
+  stabilizationWindowSeconds 0 to 3600 (MaxStabilizationWindowSeconds); selectPolicy Max, Min or Disabled (the API
+  reference, HPAScalingPolicy: "PeriodSeconds must be greater than zero and less than or equal to 1800 (30 min)",
+  https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/horizontal-pod-autoscaler-v2/);
 - PriorityClass (scheduling ValidatePriorityClass): a user class's value at most 1000000000
   (HighestUserDefinablePriority); a name starting "system-" is reserved for the two built-in classes.
 """
@@ -55,6 +60,10 @@ METRIC_SOURCES = {
     "ContainerResource": "containerResource",
 }
 TARGET_TYPES = ("Utilization", "Value", "AverageValue")
+MAX_PERIOD_SECONDS = 1800  # MaxPeriodSeconds
+MAX_STABILIZATION_WINDOW_SECONDS = 3600  # MaxStabilizationWindowSeconds
+POLICY_TYPES = ("Pods", "Percent")
+SELECT_POLICIES = ("Max", "Min", "Disabled")
 USER_PRIORITY_MAX = 1_000_000_000  # HighestUserDefinablePriority
 SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 
@@ -82,6 +91,10 @@ def check(graph: Graph) -> Iterator[Finding]:
             for i, metric in enumerate(spec.get("metrics") or [] if isinstance(spec, dict) else []):
                 if isinstance(metric, dict):
                     yield from _metric(obj, f"spec.metrics[{i}]", metric)
+            for direction in ("scaleUp", "scaleDown"):
+                rules = lookup(obj.manifest, f"spec.behavior.{direction}")
+                if isinstance(rules, dict):
+                    yield from _scaling_rules(obj, f"spec.behavior.{direction}", rules)
         elif obj.kind == "PriorityClass":
             yield from _priority_class(obj)
 
@@ -268,6 +281,61 @@ def _target_values(obj: KubeObject, where: str, source: str, target: Mapping[str
     else:
         return
     yield rejected(obj, f"has {where} with {', '.join(sorted(has)) or 'no value'}", f"{validator}: {problem}", fix)
+
+
+def _scaling_rules(obj: KubeObject, at: str, rules: Mapping[str, Any]) -> Iterator[Finding]:
+    window = syntax.integer(rules.get("stabilizationWindowSeconds"))
+    if window is not None and not 0 <= window <= MAX_STABILIZATION_WINDOW_SECONDS:
+        yield rejected(
+            obj,
+            f"has {at}.stabilizationWindowSeconds {window}",
+            "validateScalingRules: must be greater than or equal to zero and less than or equal to "
+            f"{MAX_STABILIZATION_WINDOW_SECONDS}",
+            f"set stabilizationWindowSeconds between 0 and {MAX_STABILIZATION_WINDOW_SECONDS} (one hour)",
+        )
+    select = rules.get("selectPolicy")
+    if select is not None and select not in SELECT_POLICIES:
+        yield unsupported(
+            obj,
+            f"{at}.selectPolicy",
+            select,
+            SELECT_POLICIES,
+            "validateScalingRules",
+            "use Max (the default), Min or Disabled",
+        )
+    for i, policy in enumerate(rules.get("policies") or []):
+        if isinstance(policy, dict):
+            yield from _scaling_policy(obj, f"{at}.policies[{i}]", policy)
+
+
+def _scaling_policy(obj: KubeObject, at: str, policy: Mapping[str, Any]) -> Iterator[Finding]:
+    kind = policy.get("type")
+    if kind not in POLICY_TYPES:
+        yield unsupported(obj, f"{at}.type", kind, POLICY_TYPES, "validateScalingPolicy", "use Pods or Percent")
+    value = syntax.integer(policy.get("value"))
+    if value is not None and value <= 0:
+        yield rejected(
+            obj,
+            f"has {at}.value {value}",
+            "validateScalingPolicy: must be greater than zero",
+            "set value to 1 or more (to stop scaling in this direction, set selectPolicy: Disabled)",
+        )
+    period = syntax.integer(policy.get("periodSeconds"))
+    if period is not None and period <= 0:
+        yield rejected(
+            obj,
+            f"has {at}.periodSeconds {period}",
+            "validateScalingPolicy: must be greater than zero",
+            "set periodSeconds between 1 and 1800",
+        )
+    elif period is not None and period > MAX_PERIOD_SECONDS:
+        yield rejected(
+            obj,
+            f"has {at}.periodSeconds {period}",
+            f"validateScalingPolicy: must be less than or equal to {MAX_PERIOD_SECONDS}",
+            f"set periodSeconds to at most {MAX_PERIOD_SECONDS} (30 minutes); to slow scaling further, lower the "
+            "policy's value or lengthen stabilizationWindowSeconds (up to 3600)",
+        )
 
 
 def _priority_class(obj: KubeObject) -> Iterator[Finding]:
