@@ -10,7 +10,31 @@ from pathlib import Path
 from benchmarks.heldout_runner import HeldOutSet, main
 
 # The lead's reading of the blind run's messages: case -> (caught for the right reason?, what fired or missed).
-JUDGEMENT: dict[str, tuple[bool, str]] = {}
+# The blind run: main at d404f25 (the checks as of a8498e1's parent, none written with this set in view) with the set merged.
+JUDGEMENT: dict[str, tuple[bool, str]] = {
+    "eval_cronjob_to_model_gateway_unlisted": (True, "flow-allowed: the model gateway's policy refuses eval-runner"),
+    "embedder_scales_to_zero_on_own_requests": (False, "missed: a scale-to-zero trigger on the workload's own metric"),
+    "embedder_trigger_counter_without_total": (True, "metrics-exported: the counter is written with _total"),
+    "embedder_maximum_beyond_system_capacity": (True, "node-capacity: the system group's maxSize is short"),
+    "serving_image_lifecycle_expires_by_age": (False, "missed: an ECR lifecycle rule expiring the image pods run"),
+    "tracking_claim_rwo_with_rolling_update": (True, "access-mode-supported: an RWO claim under a surging rollout"),
+    "system_nodes_alarm_on_node_group_name": (False, "missed: an alarm dimension naming the node group, not its ASG"),
+    "status_page_nlb_deletion_protection": (False, "missed: deletion protection on a controller-managed NLB"),
+    "qdrant_backup_selected_by_pod_label": (False, "missed: a backup selection by a tag no volume carries"),
+    "feedback_drain_without_delete_message": (False, "missed: aws sqs delete-message without sqs:DeleteMessage"),
+    "registry_metrics_put_on_metric_arn": (False, "missed: cloudwatch:PutMetricData allowed on an ARN, not *"),
+    "scan_rule_source_not_array": (False, "missed: an EventBridge pattern value that is not an array"),
+    "publish_events_visibility_below_timeout": (True, "aws-resource-schema: queue visibility below function timeout"),
+    # cfn-lint's pattern wants CloudFormation's quoted form, which the provider writes for the program: it fires on
+    # any TXT value, the correct split one too, so not for the reason (a character-string over 255).
+    "dkim_txt_record_single_string": (False, "aws-resource-schema, but on the quoting, not the 255-character string"),
+    "weekly_report_day_of_week_seven": (True, "api-validation: day-of-week 7 above 6"),
+    "status_page_priority_above_billion": (True, "api-validation: a user PriorityClass above 1,000,000,000"),
+    "publish_events_mapping_before_role_policy": (False, "missed: the event source mapping before its role's policy"),
+    "tenant_key_by_secret_arn": (False, "missed: an aws-sm:// ARN the gateway's IAM policy does not cover"),
+}
+# dkim_txt_record_split_strings, a correct variant, is flagged by aws-resource-schema: the Route 53 record's value was
+# not put in CloudFormation's quoted form before cfn-lint read it (a false positive).
 
 if __name__ == "__main__":
     main(HeldOutSet(Path(__file__).resolve().parent, 17, JUDGEMENT))
