@@ -10,7 +10,7 @@ from pathlib import Path
 from benchmarks.heldout_runner import HeldOutSet, main
 
 # The lead's reading of the blind run's messages: case -> (caught for the right reason?, what fired or missed).
-# The blind run: main at d404f25 (the checks as of a8498e1's parent, none written with this set in view) with the set merged.
+# The blind run: main at d404f25 (the checks with set 16's fixes merged, none written with this set in view).
 JUDGEMENT: dict[str, tuple[bool, str]] = {
     "eval_cronjob_to_model_gateway_unlisted": (True, "flow-allowed: the model gateway's policy refuses eval-runner"),
     "embedder_scales_to_zero_on_own_requests": (False, "missed: a scale-to-zero trigger on the workload's own metric"),
