@@ -197,9 +197,22 @@ _HEALTH_CHECK = {
 }
 
 
+def _txt_value(value: Any) -> Any:
+    """A TXT or SPF value as Route 53 receives it from the provider: wrapped in quotes, so that a ``""`` inside
+    (the provider's way to split a value over 255 characters) separates two character-strings
+    (https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/route53_record#records).
+    CloudFormation's template takes the quoted form itself, which is what cfn-lint's pattern reads."""
+    if isinstance(value, str) and not (len(value) > 1 and value.startswith('"') and value.endswith('"')):
+        return f'"{value}"'
+    return value
+
+
 def _record(inputs: Inputs) -> Inputs:
-    """A Route 53 record's routing-policy blocks as CloudFormation's flat ``Weight``/``Region``/``Failover``."""
+    """A Route 53 record's routing-policy blocks as CloudFormation's flat ``Weight``/``Region``/``Failover``, and
+    its TXT values quoted as the provider sends them."""
     out = {k: v for k, v in inputs.items() if not k.endswith("RoutingPolicies") and k != "aliases"}
+    if str(inputs.get("type")).upper() in ("TXT", "SPF") and isinstance(inputs.get("records"), list):
+        out["records"] = [_txt_value(v) for v in inputs["records"]]
     for key, pick in (
         ("weightedRoutingPolicies", lambda p: {"Weight": p.get("weight")}),
         ("latencyRoutingPolicies", lambda p: {"Region": p.get("region")}),
