@@ -230,13 +230,20 @@ def env_variables(entries: list[dict[str, Any]]) -> list[str]:
 
 
 def secret_arns(config: GatewayConfig, account_id: str) -> list[str]:
-    """Secrets Manager ARNs of every aws-sm:// reference the gateways resolve (tenant and provider keys)."""
+    """Secrets Manager ARNs of every aws-sm:// reference the gateways resolve (tenant and provider keys).
+
+    A reference is a secret's name (``aws-sm://acme/key``: its ARN is the name and the six characters Secrets
+    Manager appends, hence ``-*``) or its ARN (``aws-sm://arn:aws:secretsmanager:...``, copied from the console):
+    then the ARN itself, and with ``-*`` for an ARN written without its suffix.
+    """
     refs = [t.api_key_secret for t in config.tenants] + [p.api_key_secret for p in config.providers]
-    return sorted(
-        f"arn:aws:secretsmanager:{config.region.cloud_region}:{account_id}:secret:{ref.removeprefix('aws-sm://')}-*"
-        for ref in refs
-        if ref.startswith("aws-sm://")
-    )
+    arns: set[str] = set()
+    for ref in (r.removeprefix("aws-sm://") for r in refs if r.startswith("aws-sm://")):
+        if ref.startswith("arn:"):
+            arns.update((ref, f"{ref}-*"))
+        else:
+            arns.add(f"arn:aws:secretsmanager:{config.region.cloud_region}:{account_id}:secret:{ref}-*")
+    return sorted(arns)
 
 
 def secret_statements(config: GatewayConfig, account_id: str) -> list[dict[str, Any]]:

@@ -82,7 +82,10 @@ def _read_aws(path: str) -> str | None:
             f"aws-sm://{path} needs boto3, which is not installed; pip install boto3 "
             "(the serving image includes it) or reference the secret as k8s:// or env://"
         ) from e
-    client = boto3.client("secretsmanager")
+    # A secret named by its ARN is read in the ARN's region (a replica elsewhere has another ARN); by name, here.
+    fields = path.split(":")
+    region = fields[3] if path.startswith("arn:") and len(fields) > 6 and fields[3] else None
+    client = boto3.client("secretsmanager", region_name=region) if region else boto3.client("secretsmanager")
     try:
         value = client.get_secret_value(SecretId=path)
     except client.exceptions.ResourceNotFoundException:

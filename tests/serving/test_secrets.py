@@ -52,3 +52,19 @@ def test_aws_ref_without_boto3_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(RuntimeError, match="pip install boto3") as info:
         resolve_secret("aws-sm://prod/openai", environ={})
     assert isinstance(info.value.__cause__, ImportError)
+
+
+def test_an_aws_secret_is_read_by_name_here_and_by_arn_in_the_arns_region(monkeypatch: pytest.MonkeyPatch) -> None:
+    moto = pytest.importorskip("moto")
+    import boto3
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(name, value)
+    with moto.mock_aws():
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-central-1")
+        arn = boto3.client("secretsmanager").create_secret(Name="acme/tenant", SecretString="sk-tenant")["ARN"]
+        assert resolve_secret("aws-sm://acme/tenant", environ={}) == "sk-tenant"
+        # A pod in another region given the ARN (copied from the console) reads it where it lives.
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        assert resolve_secret(f"aws-sm://{arn}", environ={}) == "sk-tenant"
+        assert resolve_secret("aws-sm://acme/tenant", environ={}) is None  # by name: only this region's

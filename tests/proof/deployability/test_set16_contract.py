@@ -47,22 +47,27 @@ def test_the_mount_is_where_the_resolver_reads_and_other_namespaces_get_none(tmp
     assert optional[0]["secret"]["optional"] is True
 
 
-@pytest.fixture(scope="module")
-def keyed(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
-    """examples/single-region with its tenant keyed by a Kubernetes Secret the program creates."""
-    program = tmp_path_factory.mktemp("k8s-key") / "single-region"
+def example_keyed_by(directory: Path, key: str, extra: str = "") -> RenderResult:
+    """examples/single-region rendered with its tenant's key reference replaced by ``key``, plus ``extra`` code."""
+    program = directory / "single-region"
     shutil.copytree(REPO_ROOT / "examples" / "single-region", program)
     main = program / "__main__.py"
     text = main.read_text()
-    assert 'key = "aws-sm://acme/tenants/acme-apps/api-key"' in text
-    text = text.replace('key = "aws-sm://acme/tenants/acme-apps/api-key"', f'key = "{KEY}"')
-    text += (
+    baseline = 'key = "aws-sm://acme/tenants/acme-apps/api-key"'
+    assert baseline in text
+    main.write_text(text.replace(baseline, f'key = "{key}"') + extra)
+    return render_project_dir(program).result
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
+    """examples/single-region with its tenant keyed by a Kubernetes Secret the program creates."""
+    extra = (
         "\nimport pulumi_kubernetes as k8s\n"
         'k8s.core.v1.Secret("eu-tenant-keys", metadata={"name": "tenant-keys", "namespace": gateway.name},\n'
         '                   string_data={"api-key": "generated-elsewhere"}, opts=eu.ready)\n'
     )
-    main.write_text(text)
-    return render_project_dir(program).result
+    return example_keyed_by(tmp_path_factory.mktemp("k8s-key"), KEY, extra)
 
 
 def contract(result: RenderResult) -> list[str]:

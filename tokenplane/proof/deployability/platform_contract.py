@@ -24,7 +24,10 @@ Each item converges (``pulumi up`` succeeds) and is still broken, so nothing els
 - mounted keys: a ``k8s://namespace/name/key`` tenant or provider key is read from the file
   ``SECRETS_DIR/namespace/name/key`` (``tokenplane.serving.secrets``), so the gateway's pod must mount Secret
   ``name`` there, and a pod mounts Secrets of its own namespace only. Unmounted, a tenant has no key (the AI gateway
-  never becomes Ready) and a provider is never available (the model gateway starts without it).
+  never becomes Ready) and a provider is never available (the model gateway starts without it);
+- granted keys: an ``aws-sm://`` key (a secret's name, or its ARN) is read with the pod's role, so that role must
+  allow ``secretsmanager:GetSecretValue`` on the secret's ARN; a role that allows it on another ARN (one built
+  from a reference that was already an ARN, say) leaves the key unread, with the same effect.
 
 It cannot see: policies whose JSON is unknown until apply (they are skipped, not passed), add-ons
 installed outside the program, and a runtime document that is unknown until apply (skipped, not passed).
@@ -39,9 +42,13 @@ from typing import Any
 from tokenplane.catalog import instance_type
 from tokenplane.contract import SECRETS_DIR, k8s_secret_parts
 from tokenplane.errors import CatalogError
+from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
+from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, allows_on, attached, pod_roles, role_documents
+from tokenplane.proof.deployability.iam_policy import document as policy_document
 from tokenplane.proof.deployability.references import PROVIDER_KEY_RESOLVER, TENANT_KEY_RESOLVER
+from tokenplane.proof.render import ACCOUNT_ID
 from tokenplane.spec import DEFAULT_TOPICS
 
 RULE = "platform-contract"
@@ -53,7 +60,12 @@ POLICY_TYPES = ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy")
 MSK_JMX_PORT, MSK_NODE_PORT = 11001, 11002  # MSK open monitoring's exporters
 ARN_FIELDS = 6  # arn:partition:service:region:account:resource
 MSK_CLUSTER = "aws:msk/cluster:Cluster"
-RUNTIME_DOCUMENT = "platform.json"  # the key of the serving ConfigMap the gateways read (components.gateway)
+RUNTIME_DOCUMENT = "platform.json"
+# The serving processes that resolve keys, by `python -m` module: what they read and what a key they cannot read does.
+_READERS = {
+    TENANT_KEY_RESOLVER: ("tenants", "the tenant has no key, /readyz answers 503 and the pods never become Ready"),
+    PROVIDER_KEY_RESOLVER: ("providers", "the provider is marked unavailable for as long as the pod runs"),
+}  # the key of the serving ConfigMap the gateways read (components.gateway)
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -64,6 +76,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _dcgm_labels(graph)
     yield from _msk_monitoring(graph)
     yield from _mounted_keys(graph)
+    yield from _granted_keys(graph)
     yield from _gateway_tenants(graph)
     yield from _topics_exist(graph)
 
@@ -318,22 +331,68 @@ def _topics_exist(graph: Graph) -> Iterator[Finding]:
 
 def _mounted_keys(graph: Graph) -> Iterator[Finding]:
     """Every ``k8s://`` key a gateway resolves is a file of a Secret its pod mounts, from the pod's own namespace."""
-    readers = {TENANT_KEY_RESOLVER: ("tenants", "the tenant has no key, /readyz answers 503 and the pods never "
-                                    "become Ready"),
-               PROVIDER_KEY_RESOLVER: ("providers", "the provider is marked unavailable for as long as the pod runs")}  # fmt: skip
     for region in graph.regions():
         for workload, _, document in _runtime_documents(graph, region):
             pod = workload.pod_spec()
             for container in pod.get("containers") or []:
-                command = [str(c) for c in container.get("command") or []]
-                if len(command) != 3 or command[:2] != ["python", "-m"] or command[2] not in readers:
+                if (resolver := _resolver(container)) is None:
                     continue
-                field, effect = readers[command[2]]
+                field, effect = _READERS[resolver]
                 for entry in _list(document.get(field)):
                     ref = str(entry.get("api_key_secret") or "") if isinstance(entry, dict) else ""
                     parts = k8s_secret_parts(ref)
                     if parts is not None and not _mounts(pod, container, workload.namespace, *parts):
                         yield _unmounted(workload, container, ref, parts, effect)
+
+
+def _granted_keys(graph: Graph) -> Iterator[Finding]:
+    """Every ``aws-sm://`` key a gateway resolves is one its pod's role may read."""
+    for region in graph.regions():
+        cloud = cloud_region_of(graph, region)
+        for workload, _, document in _runtime_documents(graph, region):
+            readers = [c for c in workload.pod_spec().get("containers") or [] if _resolver(c) is not None]
+            if not readers:
+                continue
+            account = str(workload.pod_spec().get("serviceAccountName") or "default")
+            roles = pod_roles(graph, workload, account)
+            for role in roles:
+                documents = role_documents(graph, role)
+                if any(policy_document(d) is None for d in documents) or any(
+                    a.startswith(AWS_MANAGED) for _, a in attached(graph, role)
+                ):
+                    continue  # a policy known only at apply time, or an AWS managed one, may allow it
+                for container in readers:
+                    field, effect = _READERS[str(_resolver(container))]
+                    for entry in _list(document.get(field)):
+                        ref = str(entry.get("api_key_secret") or "") if isinstance(entry, dict) else ""
+                        if not ref.startswith("aws-sm://"):
+                            continue
+                        arn = _secret_arn(ref.removeprefix("aws-sm://"), cloud)
+                        if not allows_on(documents, "secretsmanager:GetSecretValue", (arn,)):
+                            yield Finding(
+                                RULE,
+                                workload.urn,
+                                f"{workload.kind} {workload.namespace}/{workload.name} resolves {ref} with role "
+                                f"{role.name} (ServiceAccount {account}), which allows secretsmanager:GetSecretValue "
+                                f"nowhere on {arn}: the read is denied, and {effect}",
+                                f"allow secretsmanager:GetSecretValue on {arn} in role {role.name}'s policy "
+                                "(tokenplane's gateways build it from the reference: components.gateway.secret_arns)",
+                            )
+
+
+def _secret_arn(path: str, cloud_region: str) -> str:
+    """The ARN a secret named by ``path`` has: its ARN when the reference is one (with a made-up suffix when it has
+    none), else the region's secret of that name with the six characters Secrets Manager appends."""
+    if path.startswith("arn:"):
+        return path if len(path.split(":")) > 6 else f"{path}-AbCdEf"
+    return f"arn:aws:secretsmanager:{cloud_region}:{ACCOUNT_ID}:secret:{path}-AbCdEf"
+
+
+def _resolver(container: dict[str, Any]) -> str | None:
+    command = [str(c) for c in container.get("command") or []]
+    if len(command) == 3 and command[:2] == ["python", "-m"] and command[2] in _READERS:
+        return command[2]
+    return None
 
 
 def _mounts(pod: dict[str, Any], container: dict[str, Any], namespace: str, ns: str, name: str, key: str) -> bool:
