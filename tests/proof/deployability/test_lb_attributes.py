@@ -80,7 +80,7 @@ def test_each_value_rule_is_the_one_botocores_text_states(key: str) -> None:
     [
         (NLB_ATTRIBUTES, "idle_timeout.timeout_seconds=3600", "load_balancing.cross_zone.enabled=true",
          "not supported on load balancers with type 'network'"),
-        (NLB_ATTRIBUTES, "deletion_protection.enable=true", "deletion_protection.enabled=true", "not recognized"),
+        (NLB_ATTRIBUTES, "deletion_protection.enable=true", "deletion_protection.enabled=false", "not recognized"),
         (NLB_ATTRIBUTES, "dns_record.client_routing_policy=zonal_affinity",
          "dns_record.client_routing_policy=partial_availability_zone_affinity", "value 'zonal_affinity'"),
         (NLB_ATTRIBUTES, "load_balancing.cross_zone.enabled=yes", "load_balancing.cross_zone.enabled=true",
@@ -138,3 +138,12 @@ def test_objects_another_controller_builds_are_not_judged() -> None:
         manifest["metadata"]["annotations"].pop("service.beta.kubernetes.io/aws-load-balancer-type")  # type: ignore[index]
 
     assert fired(lb_attributes.check, edited(LB_SERVICE, auto_mode)) == []
+
+
+def test_deletion_protection_on_a_controller_load_balancer_is_flagged_for_the_delete_that_hangs() -> None:
+    on = fired(lb_attributes.check, edited(LB_SERVICE, _annotation(NLB_ATTRIBUTES, "deletion_protection.enabled=true")))
+    assert len(on) == 1 and "cannot delete the service" in on[0].message and "protect=True" in on[0].fix, on
+    off = _annotation(NLB_ATTRIBUTES, "deletion_protection.enabled=false")
+    assert fired(lb_attributes.check, edited(LB_SERVICE, off)) == []
+    alb = fired(lb_attributes.check, added(_ingress({ALB_ATTRIBUTES: "deletion_protection.enabled=true"})))
+    assert len(alb) == 1 and "finalizer" in alb[0].message

@@ -6,7 +6,10 @@ separated: its ``ParseStringMapAnnotation``) into ModifyLoadBalancerAttributes a
 Elastic Load Balancing refuses a key that the load balancer's type does not have (an ALB's
 ``idle_timeout.timeout_seconds`` on an NLB is "not supported on load balancers with type 'network'"), a key it does
 not know, and a value outside the attribute's range. The controller records FailedDeployModel on every reconcile and
-the object never gets an address, so ``pulumi up`` waits out the Service's or Ingress's timeout.
+the object never gets an address, so ``pulumi up`` waits out the Service's or Ingress's timeout. And one the service
+takes that breaks later: ``deletion_protection.enabled=true`` makes the controller refuse to delete the load balancer
+and keep the object's finalizer (kubernetes-sigs/aws-load-balancer-controller#2172 and #3957: "deletion_protection
+is enabled, cannot delete the service"), so ``pulumi destroy`` or a replacement of the object hangs.
 
 Which keys each type has is read from botocore's ELBv2 model: the ``Key`` documentation of ``LoadBalancerAttribute``
 and ``TargetGroupAttribute`` is the API reference's text, sectioned by the load balancer types that support each key.
@@ -125,6 +128,19 @@ def _annotations(obj: KubeObject, annotations: tuple[tuple[str, str], ...], lb_t
                     "the controller cannot read it (failed to parse stringMap annotation: not key=value)",
                     "FailedBuildModel", "write key=value pairs, comma separated",
                 )  # fmt: skip
+            elif key == "deletion_protection.enabled" and value == "true" and shape == "LoadBalancerAttribute":
+                # The controller refuses to delete a protected load balancer and keeps the object's finalizer:
+                # deleting or replacing the object hangs (aws-load-balancer-controller#2172, #3957).
+                yield Finding(
+                    RULE,
+                    obj.urn,
+                    f"{obj.kind} {obj.namespace}/{obj.name} sets {pair!r} in {annotation}: the Load Balancer "
+                    "Controller then refuses to delete its load balancer ('deletion_protection is enabled, cannot "
+                    "delete the service') and keeps the object's finalizer, so pulumi destroy, and any update that "
+                    "replaces the object, waits on its deletion until it times out",
+                    "protect the object in Pulumi instead (opts=pulumi.ResourceOptions(protect=True)), which refuses "
+                    "the delete before anything starts; or set the attribute false before every delete",
+                )
             elif (problem := _problem(shape, keys, lb_type, key, value)) is not None:
                 error, fix = problem
                 lb = "ALB" if lb_type == ALB else "NLB"
