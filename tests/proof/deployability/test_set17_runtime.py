@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from tests.proof.deployability.conftest import dev_with, spec, with_inputs
+from tests.proof.deployability.test_aws_join import _aws
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import scale_from_zero
+from tokenplane.proof.deployability import backup_selection, scale_from_zero
 from tokenplane.proof.render import RenderedResource
 
 # scale-from-zero: a trigger on the workload's own series cannot wake it ------------------------------------------------
@@ -59,3 +60,46 @@ def test_a_workload_scaled_to_zero_wakes_only_on_a_signal_it_does_not_export(
     said = [f.message for f in scale_from_zero.check(graph) if f"/{scaler} scales Deployment" in f.message]
     assert bool(said) == flagged, said
     assert all("spec.minReplicaCount 0" in m and "never scales it up" in m for m in said), said
+
+
+# backup-selects: a backup selection's tags must be on some resource --------------------------------------------------
+
+
+def _selection(**inputs: Any) -> RenderedResource:
+    return _aws("aws:backup/selection:Selection", "planted-selection", {"name": "planted", "planId": "p", **inputs})
+
+
+def _tag(key: str, value: str) -> dict[str, Any]:
+    return {"type": "STRINGEQUALS", "key": key, "value": value}
+
+
+@pytest.mark.parametrize(
+    ("inputs", "flagged"),
+    [
+        ({"selectionTags": [_tag("app.kubernetes.io/name", "qdrant")]}, True),  # a pod label, not an AWS tag
+        ({"selectionTags": [_tag("kubernetes.io/created-for/pvc/namespace", "llm-data")]}, False),  # the CSI driver's
+        ({"selectionTags": [_tag("kubernetes.io/created-for/pvc/namespace", "qdrant")]}, True),  # no claim there
+        ({"selectionTags": [_tag("tokenplane:environment", "dev")]}, False),  # the provider's default tags
+        (
+            {"selectionTags": [_tag("app.kubernetes.io/name", "qdrant"), _tag("ebs.csi.aws.com/cluster", "true")]},
+            False,  # ORed: one tag that matches is enough
+        ),
+        (
+            {
+                "conditions": [
+                    {
+                        "stringEquals": [{"key": "aws:ResourceTag/ebs.csi.aws.com/cluster", "value": "true"}],
+                        "stringLikes": [{"key": "aws:ResourceTag/app", "value": "qdrant*"}],
+                    }
+                ]
+            },
+            True,  # ANDed: the second condition matches nothing
+        ),
+        ({"selectionTags": [_tag("app", "qdrant")], "resources": ["arn:aws:ec2:*:*:volume/vol-1"]}, False),  # by ARN
+    ],
+)
+def test_a_backup_selection_selects_a_resource_the_program_tags(inputs: dict[str, Any], flagged: bool) -> None:
+    graph = deploy.Graph(spec("dev"), dev_with(extra=[_selection(**inputs)]))
+    said = [f.message for f in backup_selection.check(graph) if "planted" in f.message]
+    assert bool(said) == flagged, said
+    assert all("backup selection planted" in m and "back up nothing" in m for m in said), said
