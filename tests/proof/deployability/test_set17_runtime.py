@@ -5,15 +5,17 @@ carries its Auto Scaling group (alarm-metric-exists)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import dev_with, spec, with_inputs
+from tests.proof.deployability.conftest import dev_with, rendered, spec, with_inputs
 from tests.proof.deployability.test_aws_join import _aws
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import backup_selection, scale_from_zero
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.deployability import alarm_metrics, backup_selection, scale_from_zero
+from tokenplane.proof.deployability.graph import NODE_GROUP
+from tokenplane.proof.render import RenderedResource, physical_id
 
 # scale-from-zero: a trigger on the workload's own series cannot wake it ------------------------------------------------
 
@@ -103,3 +105,41 @@ def test_a_backup_selection_selects_a_resource_the_program_tags(inputs: dict[str
     said = [f.message for f in backup_selection.check(graph) if "planted" in f.message]
     assert bool(said) == flagged, said
     assert all("backup selection planted" in m and "back up nothing" in m for m in said), said
+
+
+# alarm-metric-exists: an Auto Scaling group dimension names the group, not the EKS node group ------------------------
+
+
+def _node_group() -> RenderedResource:
+    """dev's first managed node group (its nodeGroupName output is its physical ID without ``-id``)."""
+    return next(r for r in rendered("dev").resources if r.type == NODE_GROUP)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "asg", "flagged"),
+    [
+        ("AWS/EC2", lambda ng: physical_id(NODE_GROUP, ng.name).removesuffix("-id"), True),  # the nodeGroupName output
+        ("AWS/AutoScaling", lambda ng: physical_id(NODE_GROUP, ng.name).removesuffix("-id"), True),
+        (
+            "AWS/EC2",
+            lambda ng: (
+                f"eks-{physical_id(NODE_GROUP, ng.name).removesuffix('-id')}-5c07be1a-71a8-facb-4dcf-b9703110bdc3"
+            ),
+            False,
+        ),
+        ("AWS/EC2", lambda ng: "some-other-asg", False),  # a group made outside the program: not judged
+    ],
+)
+def test_an_alarm_on_an_auto_scaling_group_names_the_group_eks_made_not_the_node_group(
+    namespace: str, asg: Callable[[RenderedResource], str], flagged: bool
+) -> None:
+    inputs = {
+        "namespace": namespace,
+        "metricName": "CPUUtilization" if namespace == "AWS/EC2" else "GroupInServiceInstances",
+        "dimensions": {"AutoScalingGroupName": asg(_node_group())},
+    }
+    alarm = _aws("aws:cloudwatch/metricAlarm:MetricAlarm", "planted-alarm", {"name": "planted-alarm", **inputs})
+    graph = deploy.Graph(spec("dev"), dev_with(extra=[alarm]))
+    said = [f.message for f in alarm_metrics.check(graph) if "planted-alarm" in f.message]
+    assert bool(said) == flagged, said
+    assert all("EKS managed node group" in m and "eks-<node group>-<uuid>" in m for m in said), said
