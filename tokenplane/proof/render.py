@@ -489,7 +489,11 @@ def mock_outputs(
     elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
         extra = {"latestVersion": 1}
     elif typ == "aws:eks/nodeGroup:NodeGroup":
-        extra = {"nodeGroupName": rid}
+        # EKS names the node group's Auto Scaling group eks-<node group name>-<uuid> (DescribeNodegroup's
+        # resources.autoScalingGroups), never the node group's own name.
+        uuid = _h("asg", name, n=32)
+        asg = f"eks-{rid}-{uuid[:8]}-{uuid[8:12]}-{uuid[12:16]}-{uuid[16:20]}-{uuid[20:]}"
+        extra = {"nodeGroupName": rid, "resources": [{"autoscalingGroups": [{"name": asg}]}]}
     elif typ == "aws:route53/zone:Zone":
         extra = {"zoneId": f"Z{_h(name, n=13).upper()}", "nameServers": [f"ns-{i}.awsdns-{i}.org" for i in range(4)]}
     elif typ == "aws:ecr/repository:Repository":

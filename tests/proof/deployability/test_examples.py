@@ -97,6 +97,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "subnet-range",
         "egress-allowed",
         "one-autoscaler",
+        "backup-selects",
+        "scale-from-zero",
         "utilization-request",
         "nodes-join",
         "lb-subnets",

@@ -8,6 +8,14 @@ https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-a
 SQS's only dimension is ``QueueName``), so an alarm on ``AWS/SQS`` with a ``QueueUrl`` dimension, or a
 ``QueueName`` of a queue's URL or ARN, watches nothing. Judged for the ``AWS/*`` namespaces in ``DIMENSIONS`` (and
 SQS's metric names); custom namespaces may have any dimension.
+
+A dimension whose value names a resource of the program must hold that resource's identifier for the dimension. An
+EKS managed node group's instances run in an Auto Scaling group EKS creates and names ``eks-<node group>-<uuid>``
+(https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html: "Amazon EKS tags managed node group
+resources ... the Auto Scaling group"; the name is DescribeNodegroup's ``resources.autoScalingGroups[].name``,
+https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupResources.html), so an ``AutoScalingGroupName`` of
+the node group's own name (``nodeGroupName``) matches no EC2 or Auto Scaling metric: the node group's
+``resources[0].autoscalingGroups[0].name`` output does.
 """
 
 from __future__ import annotations
@@ -16,11 +24,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.graph import NODE_GROUP, Graph
 from tokenplane.proof.render import RenderedResource
 
 RULE = "alarm-metric-exists"
 ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
+ASG_DIMENSION = "AutoScalingGroupName"
 # Namespace -> the dimension names its metrics carry (each service's CloudWatch metrics page).
 DIMENSIONS: dict[str, frozenset[str]] = {
     "AWS/SQS": frozenset({"QueueName"}),
@@ -41,6 +50,7 @@ DIMENSIONS: dict[str, frozenset[str]] = {
     "AWS/ApplicationELB": frozenset({"LoadBalancer", "TargetGroup", "AvailabilityZone"}),
     "AWS/NetworkELB": frozenset({"LoadBalancer", "TargetGroup", "AvailabilityZone"}),
     "AWS/EC2": frozenset({"InstanceId", "AutoScalingGroupName", "ImageId", "InstanceType"}),
+    "AWS/AutoScaling": frozenset({"AutoScalingGroupName"}),
     "AWS/EBS": frozenset({"VolumeId"}),
     "AWS/ElastiCache": frozenset({"CacheClusterId", "CacheNodeId", "ReplicationGroupId"}),
     "AWS/Kafka": frozenset({"Cluster Name", "Broker ID", "Topic", "Consumer Group", "Client Authentication"}),
@@ -89,7 +99,7 @@ SQS_METRICS = frozenset(
 def check(graph: Graph) -> Iterator[Finding]:
     for alarm in graph.of_type(ALARM):
         for namespace, metric, dimensions in _metrics(alarm):
-            problem = _problem(namespace, metric, dimensions)
+            problem = _problem(namespace, metric, dimensions) or _node_group_as_asg(graph, dimensions)
             if problem is not None:
                 what, fix = problem
                 yield Finding(
@@ -132,6 +142,30 @@ def _problem(namespace: str, metric: str, dimensions: dict[str, Any]) -> tuple[s
     if namespace == "AWS/SQS" and metric not in SQS_METRICS:
         return (f"SQS publishes no metric {metric!r}", f"use one of SQS's metrics ({', '.join(sorted(SQS_METRICS))})")
     return None
+
+
+def _node_group_as_asg(graph: Graph, dimensions: dict[str, Any]) -> tuple[str, str] | None:
+    """An AutoScalingGroupName that is a managed node group's name: EKS names its group eks-<name>-<uuid>."""
+    value = dimensions.get(ASG_DIMENSION)
+    if not isinstance(value, str):
+        return None
+    named = graph.by_physical_id.get(value)
+    group = next(
+        (
+            r
+            for r in graph.of_type(NODE_GROUP)
+            if r.inputs.get("nodeGroupName") == value or (named is not None and named.urn == r.urn)
+        ),
+        None,
+    )
+    if group is None:
+        return None
+    return (
+        f"{ASG_DIMENSION} {value!r} is the name of EKS managed node group {group.name}, whose instances run in an "
+        "Auto Scaling group EKS names eks-<node group>-<uuid>",
+        f"set {ASG_DIMENSION} to the node group's Auto Scaling group name (its "
+        "resources[0].autoscalingGroups[0].name output), not its nodeGroupName",
+    )
 
 
 def _shown(dimensions: dict[str, Any]) -> str:

@@ -180,6 +180,17 @@ def _problem(selector: Selector, stored: Exported, everything: dict[str, str], r
     return message, fix
 
 
+def writers(selector: Selector, stored: Exported, everything: dict[str, str]) -> list[Series]:
+    """The stored series ``selector`` may select: the known exporters' that its matchers may match, or, for a name no
+    known exporter writes, the targets of unknown exporters whose target labels it may match."""
+    name = str(selector.name)
+    if name in stored.series:
+        return [s for s in stored.series[name] if all(_may_match(m, s) for m in selector.matchers)]
+    if name in everything:
+        return []
+    return [s for s in stored.opaque if _opaque_may_match(selector, s)]
+
+
 def _opaque_may_match(selector: Selector, target: Series) -> bool:
     """Whether an unknown exporter's series on ``target`` may match ``selector``: its target labels are known, and
     any other label it may set."""

@@ -1,0 +1,176 @@
+"""An AWS Backup selection selects something: its tags match a resource the program makes.
+
+A backup selection picks resources by tag at each backup job: ``selectionTags`` (the API's ``ListOfTags``) are ORed,
+a resource matching any one is selected; ``conditions`` (``StringEquals``, ``StringLike``, ...) are ANDed, a resource
+must match all (https://docs.aws.amazon.com/aws-backup/latest/devguide/assigning-resources.html,
+https://docs.aws.amazon.com/aws-backup/latest/devguide/API_BackupSelection.html). A selection that matches no
+resource is accepted and its plan's jobs back up nothing: no error, no recovery point, the data is lost when it is
+needed. The tags that exist are those of the program's AWS resources (their ``tags``, tag specifications and the
+provider's ``defaultTags``) and those the EBS CSI driver puts on the volumes it provisions for claims: ``CSIVolumeName``,
+``ebs.csi.aws.com/cluster``, ``kubernetes.io/created-for/pvc/name``, ``kubernetes.io/created-for/pvc/namespace`` and
+``kubernetes.io/created-for/pv/name``, the StorageClass's ``tagSpecification*`` parameters, the driver's
+``extraVolumeTags`` and, with ``k8sTagClusterId``, ``KubernetesCluster`` and ``kubernetes.io/cluster/<id>``
+(kubernetes-sigs/aws-ebs-csi-driver docs/tagging.md). Kubernetes labels (a pod's or StatefulSet's
+``app.kubernetes.io/name``) are not AWS tags: nothing copies them to the volumes.
+
+It cannot see: resources made outside the program or tagged after creation, tags a Helm chart's own AWS objects carry,
+and selections by resource ARN (``resources``), which it leaves alone.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, lookup
+
+RULE = "backup-selects"
+SELECTION = "aws:backup/selection:Selection"
+EBS_ADDON = "aws-ebs-csi-driver"
+EBS_PROVISIONERS = frozenset({"ebs.csi.aws.com", "kubernetes.io/aws-ebs"})
+TAG_PARAMETER = "tagspecification"
+
+Tags = dict[str, str | None]  # a resource's tags; None: a value set at run time (a PV's generated name), any value
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    selections = graph.of_type(SELECTION)
+    if not selections:
+        return
+    tagged = _aws_tags(graph) + _volume_tags(graph)
+    for selection in selections:
+        if selection.inputs.get("resources") not in (None, [], ["*"]):
+            continue  # picked by ARN too: out of scope
+        any_of = [
+            (str(t.get("key")), str(t.get("value")), str(t.get("type") or "STRINGEQUALS"))
+            for t in selection.inputs.get("selectionTags") or []
+        ]
+        all_of = _conditions(selection.inputs.get("conditions"))
+        if not any_of and not all_of:
+            continue
+        if any(_selected(tags, any_of, all_of) for tags in tagged):
+            continue
+        wanted = [f"{k}={v}" for k, v, _ in any_of] + [f"{k} {op} {v}" for k, v, op in all_of]
+        name = selection.inputs.get("name") or selection.name
+        yield Finding(
+            RULE,
+            selection.urn,
+            f"backup selection {name} selects resources tagged {' or '.join(wanted) if any_of else ' and '.join(wanted)} "
+            "(selectionTags/conditions), which no resource of the program carries (Kubernetes labels are not AWS tags); "
+            "its plan's jobs back up nothing and the data it was meant to keep is lost",
+            "select by a tag the resources carry: an EBS CSI volume's kubernetes.io/created-for/pvc/namespace or "
+            "kubernetes.io/created-for/pvc/name, a tagSpecification_N parameter of its StorageClass, or a tag set on "
+            "the AWS resource",
+        )
+
+
+def _selected(tags: Tags, any_of: list[tuple[str, str, str]], all_of: list[tuple[str, str, str]]) -> bool:
+    if any_of and not any(_match(tags, key, value, op) for key, value, op in any_of):
+        return False
+    return all(_match(tags, key, value, op) for key, value, op in all_of)
+
+
+def _match(tags: Tags, key: str, value: str, op: str) -> bool:
+    op = op.upper().replace("_", "")
+    if "NOT" in op:
+        return True  # a negative condition matches whatever lacks the value: not judged
+    if key not in tags:
+        return False
+    have = tags[key]
+    if have is None:
+        return True
+    return fnmatch.fnmatchcase(have, value) if "LIKE" in op else have == value
+
+
+def _conditions(conditions: Any) -> list[tuple[str, str, str]]:
+    out: list[tuple[str, str, str]] = []
+    for block in conditions or []:
+        for op, entries in (block or {}).items():
+            for entry in entries or []:
+                key = str(entry.get("key", ""))
+                out.append((key.removeprefix("aws:ResourceTag/"), str(entry.get("value")), op))
+    return out
+
+
+def _aws_tags(graph: Graph) -> list[Tags]:
+    defaults: dict[str, Tags] = {
+        r.urn: _tag_map(lookup(_json(r.inputs.get("defaultTags")), "tags"))
+        for r in graph.resources
+        if r.type == "pulumi:providers:aws"
+    }
+    out: list[Tags] = []
+    for r in graph.resources:
+        if not (r.custom and r.type.startswith("aws:")):
+            continue
+        base = next((d for urn, d in defaults.items() if r.provider and r.provider.startswith(urn)), {})
+        out.append({**base, **_tag_map(r.inputs.get("tags"))})
+        out += [
+            {**base, **_tag_map(s.get("tags"))} for s in r.inputs.get("tagSpecifications") or [] if isinstance(s, dict)
+        ]
+    return out
+
+
+def _tag_map(tags: Any) -> Tags:
+    if isinstance(tags, dict):
+        return {str(k): None if v is None else str(v) for k, v in tags.items()}
+    if isinstance(tags, list):  # an Auto Scaling group's [{key, value, propagateAtLaunch}]
+        return {str(t.get("key")): str(t.get("value")) for t in tags if isinstance(t, dict)}
+    return {}
+
+
+def _volume_tags(graph: Graph) -> list[Tags]:
+    """The tags of each volume the EBS CSI driver provisions for a claim the program (or a chart it installs) makes."""
+    addons = [r for r in graph.of_type("aws:eks/addon:Addon") if r.inputs.get("addonName") == EBS_ADDON]
+    classes = {o.name: o.manifest for o in graph.kube(None, "StorageClass")}
+    if not addons and not any(c.get("provisioner") in EBS_PROVISIONERS for c in classes.values()):
+        return []
+    driver: Tags = {"CSIVolumeName": None, "ebs.csi.aws.com/cluster": "true", "kubernetes.io/created-for/pv/name": None}
+    for addon in addons:
+        config = _json(addon.inputs.get("configurationValues"))
+        driver |= _tag_map(lookup(config, "controller.extraVolumeTags"))
+        cluster_id = lookup(config, "controller.k8sTagClusterId")
+        if cluster_id:
+            driver |= {"KubernetesCluster": str(cluster_id), f"kubernetes.io/cluster/{cluster_id}": "owned"}
+    out: list[Tags] = []
+    for name, namespace, storage_class in _claims(graph):
+        sc = classes.get(storage_class or "", {})
+        if sc and sc.get("provisioner") not in EBS_PROVISIONERS:
+            continue
+        own: Tags = {}
+        for key, value in (sc.get("parameters") or {}).items():
+            if str(key).lower().startswith(TAG_PARAMETER) and "=" in str(value):
+                k, v = str(value).split("=", 1)
+                own[k] = None if "{{" in v else v  # {{ .PVCName }} and the like: filled in per claim
+        out.append(
+            {
+                **driver,
+                **own,
+                "kubernetes.io/created-for/pvc/name": name,
+                "kubernetes.io/created-for/pvc/namespace": namespace,
+            }
+        )
+    return out
+
+
+def _claims(graph: Graph) -> Iterator[tuple[str | None, str, str | None]]:
+    """(claim name or None for any, namespace, StorageClass name or None) of each claim the program may make."""
+    for claim in graph.kube(None, "PersistentVolumeClaim"):
+        yield claim.name, claim.namespace, lookup(claim.manifest, "spec.storageClassName")
+    for sts in graph.kube(None, "StatefulSet"):
+        for template in lookup(sts.manifest, "spec.volumeClaimTemplates") or []:
+            # <template>-<statefulset>-<ordinal>: the ordinal is any
+            yield None, sts.namespace, lookup(template, "spec.storageClassName")
+    for release in graph.of_type(HELM_RELEASE):
+        yield None, str(release.inputs.get("namespace") or "default"), None  # a chart's own claims
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return {}
+    return value or {}
