@@ -1,0 +1,92 @@
+"""The rules set 17's IAM and AWS-call misses led to (written after its blind run, so not held out), each planted in
+a shipped render beside its correct twin: an SQS drain whose role may receive but not delete (aws-cli-permissions)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+
+from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.test_aws_join import _aws
+from tests.proof.deployability.test_set3_invariants import _resource
+from tokenplane.proof import deployability as deploy
+from tokenplane.proof.deployability import aws_cli
+from tokenplane.proof.render import RenderedResource
+
+NAMESPACE = "llm-data"
+
+
+def _graph(*extra: RenderedResource) -> deploy.Graph:
+    return deploy.Graph(spec("minimal"), mutated(rendered("minimal"), lambda r: r, extra=list(extra)))
+
+
+def _policy(*statements: tuple[list[str], list[str]]) -> str:
+    listed = [{"Effect": "Allow", "Action": actions, "Resource": resources} for actions, resources in statements]
+    return json.dumps({"Version": "2012-10-17", "Statement": listed})
+
+
+def _pod_with_role(name: str, script: str, policy: str, env: dict[str, str], *extra: RenderedResource) -> deploy.Graph:
+    role = _aws("aws:iam/role:Role", "planted-role", {"name": "planted-role", "inlinePolicies": [{"policy": policy}]})
+    account = _resource(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {
+                "name": name,
+                "namespace": NAMESPACE,
+                "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/planted-role"},
+            },
+        }
+    )
+    account = dataclasses.replace(account, property_dependencies={"metadata": [role.urn]})
+    container: dict[str, Any] = {
+        "name": name,
+        "image": "public.ecr.aws/aws-cli/aws-cli:2.22.35",
+        "command": ["sh", "-c", script],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+    }
+    pod = {"serviceAccountName": name, "restartPolicy": "OnFailure", "containers": [container]}
+    cron = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"schedule": "*/15 * * * *", "jobTemplate": {"spec": {"template": {"spec": pod}}}},
+    }
+    return _graph(role, account, _resource(cron), *extra)
+
+
+# aws-cli-permissions: sqs commands, on the queue named by URL -----------------------------------------------------------
+
+QUEUE = "planted-feedback"
+URL = f"https://sqs.us-east-1.amazonaws.com/123456789012/{QUEUE}"
+ON_QUEUE = f"arn:aws:sqs:*:*:{QUEUE}"
+DRAIN = (
+    'aws sqs receive-message --queue-url "$QUEUE_URL" --max-number-of-messages 10 > /tmp/batch.json\n'
+    "cut -f 4 /tmp/batch.json | while read -r handle; do\n"
+    '  aws sqs delete-message --queue-url "$QUEUE_URL" --receipt-handle "$handle"\n'
+    "done\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("script", "policy", "missing"),
+    [
+        (DRAIN, _policy((["sqs:ReceiveMessage", "sqs:GetQueueAttributes"], [ON_QUEUE])), "sqs:DeleteMessage"),
+        (DRAIN, _policy((["sqs:ReceiveMessage", "sqs:DeleteMessage"], [ON_QUEUE])), None),
+        (DRAIN, _policy((["sqs:DeleteMessage"], [ON_QUEUE])), "sqs:ReceiveMessage"),
+        (f"aws sqs send-message-batch --queue-url {URL} --entries file://e.json", _policy(), "sqs:SendMessage"),
+        (f"aws sqs send-message-batch --queue-url {URL} --entries x", _policy((["sqs:Send*"], [ON_QUEUE])), None),
+        ("aws sqs purge-queue --queue-url https://sqs.us-east-1.amazonaws.com/123456789012/other", _policy(), None),
+    ],
+)
+def test_an_sqs_cli_command_needs_its_action_on_the_queue(script: str, policy: str, missing: str | None) -> None:
+    queue = _aws("aws:sqs/queue:Queue", "planted-queue", {"name": QUEUE})
+    graph = _pod_with_role("planted-drain", script, policy, {"QUEUE_URL": URL}, queue)
+    said = [f for f in aws_cli.check(graph) if "planted-drain" in f.message]
+    assert bool(said) == bool(missing), said
+    for finding in said:
+        assert missing in finding.message and QUEUE in finding.message and missing in finding.fix, finding
+        assert "\0" not in finding.message, finding
