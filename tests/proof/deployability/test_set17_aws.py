@@ -1,5 +1,6 @@
 """The rules set 17's IAM and AWS-call misses led to (written after its blind run, so not held out), each planted in
-a shipped render beside its correct twin: an SQS drain whose role may receive but not delete (aws-cli-permissions)."""
+a shipped render beside its correct twin: an SQS drain whose role may receive but not delete (aws-cli-permissions),
+and an action with no resource type allowed only on ARNs (iam-resource-type)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tests.proof.deployability.conftest import mutated, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_set3_invariants import _resource
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import aws_cli
+from tokenplane.proof.deployability import aws_cli, iam_s3
 from tokenplane.proof.render import RenderedResource
 
 NAMESPACE = "llm-data"
@@ -90,3 +91,35 @@ def test_an_sqs_cli_command_needs_its_action_on_the_queue(script: str, policy: s
     for finding in said:
         assert missing in finding.message and QUEUE in finding.message and missing in finding.fix, finding
         assert "\0" not in finding.message, finding
+
+
+# iam-resource-type: an action with no resource type is allowed only on "*" -----------------------------------------------
+
+METRIC_ARN = "arn:aws:cloudwatch:*:*:metric/Tokenplane/Registry/*"
+
+
+@pytest.mark.parametrize(
+    ("actions", "resources", "refused"),
+    [
+        (["cloudwatch:PutMetricData"], [METRIC_ARN], True),
+        (["cloudwatch:putmetricdata"], ["arn:aws:cloudwatch:*:*:*"], True),
+        (["cloudwatch:PutMetricData"], ["*"], False),
+        (["cloudwatch:PutMetricData"], [METRIC_ARN, "*"], False),
+        (["cloudwatch:Put*"], [METRIC_ARN], False),  # a wildcard spans actions with resource types
+        (["cloudwatch:PutMetricAlarm"], ["arn:aws:cloudwatch:*:*:alarm:x"], False),  # scoped to alarms
+        (["ecr:GetAuthorizationToken"], ["arn:aws:ecr:*:*:repository/x"], True),
+    ],
+)
+def test_an_action_without_resource_types_is_allowed_only_on_star(
+    actions: list[str], resources: list[str], refused: bool
+) -> None:
+    role = _aws(
+        "aws:iam/role:Role",
+        "planted-metrics-role",
+        {"name": "planted-metrics-role", "inlinePolicies": [{"policy": _policy((actions, resources))}]},
+    )
+    said = [f for f in iam_s3.check(_graph(role)) if f.urn == role.urn]
+    assert bool(said) == refused, said
+    for finding in said:
+        assert actions[0] in finding.message and resources[0] in finding.message, finding
+        assert '"*"' in finding.fix and actions[0] in finding.fix, finding
