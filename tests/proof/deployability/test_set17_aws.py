@@ -1,6 +1,7 @@
 """The rules set 17's IAM and AWS-call misses led to (written after its blind run, so not held out), each planted in
 a shipped render beside its correct twin: an SQS drain whose role may receive but not delete (aws-cli-permissions),
-and an action with no resource type allowed only on ARNs (iam-resource-type)."""
+an action with no resource type allowed only on ARNs (iam-resource-type), and an event pattern leaf that is not an
+array (aws-api-values)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.proof.deployability.conftest import mutated, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_set3_invariants import _resource
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import aws_cli, iam_s3
+from tokenplane.proof.deployability import aws_cli, aws_values, iam_s3
 from tokenplane.proof.render import RenderedResource
 
 NAMESPACE = "llm-data"
@@ -123,3 +124,33 @@ def test_an_action_without_resource_types_is_allowed_only_on_star(
     for finding in said:
         assert actions[0] in finding.message and resources[0] in finding.message, finding
         assert '"*"' in finding.fix and actions[0] in finding.fix, finding
+
+
+# aws-api-values: every leaf of an event pattern is an array -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "refused"),
+    [
+        ({"source": "aws.ecr", "detail-type": ["ECR Image Scan"]}, "source"),
+        ({"source": ["aws.ecr"], "detail-type": ["ECR Image Scan"]}, None),
+        ({"source": ["aws.ecr"], "detail": {"scan-status": "COMPLETE"}}, "detail.scan-status"),
+        ({"source": ["aws.ecr"], "detail": {"scan-status": ["COMPLETE"], "size": [{"numeric": [">", 0]}]}}, None),
+        ({"source": []}, "source"),
+        ({"$or": [{"source": ["aws.ecr"]}, {"source": "aws.s3"}]}, "$or[1].source"),
+        ({"$or": [{"source": ["aws.ecr"]}, {"detail-type": ["x"]}]}, None),
+    ],
+)
+def test_an_event_pattern_matches_each_field_with_an_array(pattern: dict[str, Any], refused: str | None) -> None:
+    rule = _aws("aws:cloudwatch/eventRule:EventRule", "planted-scan-rule", {"eventPattern": json.dumps(pattern)})
+    said = [f for f in aws_values.check(_graph(rule)) if f.urn == rule.urn]
+    assert bool(said) == bool(refused), said
+    for finding in said:
+        assert f"eventPattern has {refused} " in finding.message and refused in finding.fix, finding
+
+
+def test_a_lambda_event_filter_is_checked_as_a_pattern() -> None:
+    filters = {"filters": [{"pattern": json.dumps({"body": {"kind": "publish"}})}]}
+    mapping = _aws("aws:lambda/eventSourceMapping:EventSourceMapping", "planted-mapping", {"filterCriteria": filters})
+    said = [f for f in aws_values.check(_graph(mapping)) if f.urn == mapping.urn]
+    assert len(said) == 1 and "filterCriteria.filters[0].pattern has body.kind" in said[0].message, said
