@@ -15,7 +15,7 @@ from tests.proof.deployability.conftest import mutated, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_set3_invariants import _resource
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import aws_cli, aws_values, iam_s3
+from tokenplane.proof.deployability import aws_cli, aws_values, event_sources, iam_s3
 from tokenplane.proof.render import RenderedResource
 
 NAMESPACE = "llm-data"
@@ -154,3 +154,57 @@ def test_a_lambda_event_filter_is_checked_as_a_pattern() -> None:
     mapping = _aws("aws:lambda/eventSourceMapping:EventSourceMapping", "planted-mapping", {"filterCriteria": filters})
     said = [f for f in aws_values.check(_graph(mapping)) if f.urn == mapping.urn]
     assert len(said) == 1 and "filterCriteria.filters[0].pattern has body.kind" in said[0].message, said
+
+
+# event-source-permissions: the mapping waits for the policy that grants its calls ---------------------------------------
+
+SOURCE = "arn:aws:sqs:us-east-1:123456789012:planted-publish-events"
+SQS_ALL = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
+
+
+def _wired(typ: str, name: str, inputs: dict[str, Any], *after: RenderedResource, **refs: Any) -> RenderedResource:
+    planted = _aws(typ, name, inputs)
+    urns = {k: [r.urn] for k, r in refs.items()}
+    waits = [*(u for us in urns.values() for u in us), *(r.urn for r in after)]
+    return dataclasses.replace(planted, property_dependencies=urns, dependencies=waits)
+
+
+@pytest.mark.parametrize(
+    ("how", "late"),
+    [
+        ("role-policy", "planted-fn-sqs"),  # the mapping waits for the function and the queue only
+        ("role-policy-waited", None),
+        ("inline", None),  # in place once the role is, which the function waits for
+        ("managed-attachment", "planted-fn-sqs-managed"),
+    ],
+)
+def test_an_event_source_mapping_waits_for_the_grant_it_is_checked_against(how: str, late: str | None) -> None:
+    grant = _policy((SQS_ALL, [SOURCE]))
+    inline = [{"name": "sqs", "policy": grant}] if how == "inline" else []
+    role = _aws("aws:iam/role:Role", "planted-fn-role", {"name": "planted-fn-role", "inlinePolicies": inline})
+    grants: list[RenderedResource] = []
+    if how.startswith("role-policy"):
+        inputs = {"policy": grant, "role": "planted-fn-role"}
+        grants.append(_wired("aws:iam/rolePolicy:RolePolicy", "planted-fn-sqs", inputs, role=role))
+    elif how == "managed-attachment":
+        arn = "arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole"
+        inputs = {"policyArn": arn, "role": "planted-fn-role"}
+        grants.append(
+            _wired("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "planted-fn-sqs-managed", inputs, role=role)
+        )
+    function = _wired(
+        "aws:lambda/function:Function",
+        "planted-fn",
+        {"name": "planted-fn", "role": "arn:aws:iam::123456789012:role/planted-fn-role", "timeout": 30},
+        role=role,
+    )
+    after = grants if how == "role-policy-waited" else []
+    inputs = {"eventSourceArn": SOURCE, "functionName": "arn:aws:lambda:us-east-1:123456789012:function:planted-fn"}
+    mapping = _wired(
+        "aws:lambda/eventSourceMapping:EventSourceMapping", "planted-mapping", inputs, *after, functionName=function
+    )
+    said = list(event_sources.check(_graph(role, *grants, function, mapping)))
+    assert bool(said) == bool(late), said
+    for finding in said:
+        assert late and late in finding.message and "planted-mapping" in finding.message, finding
+        assert "first pulumi up" in finding.message and late in finding.fix, finding
