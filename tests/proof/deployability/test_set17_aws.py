@@ -15,7 +15,7 @@ from tests.proof.deployability.conftest import mutated, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_set3_invariants import _resource
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import aws_cli, aws_values, event_sources, iam_s3
+from tokenplane.proof.deployability import aws_cli, aws_values, event_sources, iam_s3, images_kept
 from tokenplane.proof.render import RenderedResource
 
 NAMESPACE = "llm-data"
@@ -208,3 +208,61 @@ def test_an_event_source_mapping_waits_for_the_grant_it_is_checked_against(how: 
     for finding in said:
         assert late and late in finding.message and "planted-mapping" in finding.message, finding
         assert "first pulumi up" in finding.message and late in finding.fix, finding
+
+
+# image-kept: no ECR lifecycle rule expires by age the image pods run ----------------------------------------------------
+
+REPOSITORY = "planted/serving"
+IMAGE = f"123456789012.dkr.ecr.us-east-1.amazonaws.com/{REPOSITORY}"
+DIGEST = "@sha256:" + "ab" * 32
+
+
+def _age(status: str, days: int = 14, priority: int = 1, **tags: list[str]) -> dict[str, Any]:
+    selection = {"tagStatus": status, "countType": "sinceImagePushed", "countUnit": "days", "countNumber": days}
+    return {"rulePriority": priority, "selection": {**selection, **tags}, "action": {"type": "expire"}}
+
+
+def _count(status: str, priority: int, **tags: list[str]) -> dict[str, Any]:
+    selection = {"tagStatus": status, "countType": "imageCountMoreThan", "countNumber": 10, **tags}
+    return {"rulePriority": priority, "selection": selection, "action": {"type": "expire"}}
+
+
+@pytest.mark.parametrize(
+    ("image", "rules", "expired"),
+    [
+        (IMAGE + DIGEST, [_age("any")], True),
+        (IMAGE + ":v1.4.0", [_age("any")], True),
+        (IMAGE + ":v1.4.0", [_age("tagged", tagPrefixList=["v"])], True),
+        (IMAGE + ":v1.4.0", [_age("tagged", tagPatternList=["v1.*"])], True),
+        (IMAGE + ":v1.4.0", [_age("tagged", tagPrefixList=["pr-"])], False),
+        (IMAGE + ":v1.4.0", [_age("untagged", days=1)], False),
+        (IMAGE + DIGEST, [_age("untagged", days=1)], False),
+        (IMAGE + DIGEST, [_count("any", 1)], False),
+        (IMAGE + ":v1.4.0", [_count("tagged", 1, tagPrefixList=["v"]), _age("any", priority=2)], False),
+        (IMAGE + ":v1.4.0", [_count("tagged", 1, tagPrefixList=["pr-"]), _age("any", priority=2)], True),
+        ("123456789012.dkr.ecr.us-east-1.amazonaws.com/someone/else:v1", [_age("any")], False),
+    ],
+)
+def test_no_ecr_lifecycle_rule_expires_by_age_an_image_pods_run(
+    image: str, rules: list[dict[str, Any]], expired: bool
+) -> None:
+    policy = _aws(
+        "aws:ecr/lifecyclePolicy:LifecyclePolicy",
+        "planted-lifecycle",
+        {"repository": REPOSITORY, "policy": json.dumps({"rules": rules})},
+    )
+    pod = {"containers": [{"name": "app", "image": image}]}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "planted-app", "namespace": NAMESPACE},
+        "spec": {
+            "selector": {"matchLabels": {"app": "x"}},
+            "template": {"metadata": {"labels": {"app": "x"}}, "spec": pod},
+        },
+    }
+    said = [f for f in images_kept.check(_graph(policy, _resource(deployment))) if f.urn == policy.urn]
+    assert bool(said) == expired, said
+    for finding in said:
+        assert "planted-app" in finding.message and "sinceImagePushed" in finding.message, finding
+        assert REPOSITORY in finding.message and "imageCountMoreThan" in finding.fix, finding
