@@ -29,6 +29,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "await-timeout",
         "weights-published",
         "weights-kept",
+        "image-kept",
         "service-admitted",
         "one-writer",
         "image-published",

@@ -174,6 +174,8 @@ def _mapping_graph(source: str, policy: str, managed: list[str]) -> deploy.Graph
         {"eventSourceArn": source, "functionName": "arn:aws:lambda:us-east-1:123456789012:function:planted-fn"},
         functionName=function,
     )
+    # Created after the role's grants, as a first pulumi up needs (set 17's mapping-before-policy race).
+    mapping = dataclasses.replace(mapping, dependencies=[function.urn, inline.urn, *(a.urn for a in attachments)])
     return _graph(role, inline, *attachments, function, mapping)
 
 

@@ -23,6 +23,14 @@ table below is what each command calls, from the AWS CLI reference and the actio
   https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondynamodb.html, the ``index``
   resource type of Query and Scan). ``batch-get-item``/``batch-write-item``: ``dynamodb:BatchGetItem`` /
   ``dynamodb:BatchWriteItem`` on each table named in a literal ``--request-items`` JSON.
+- ``aws sqs receive-message|delete-message|send-message|... --queue-url URL``: ``sqs:ReceiveMessage``,
+  ``sqs:DeleteMessage`` (also ``delete-message-batch``), ``sqs:SendMessage`` (also ``send-message-batch``),
+  ``sqs:GetQueueAttributes``, ``sqs:PurgeQueue``, ``sqs:ChangeMessageVisibility`` on the queue's ARN
+  (``https://sqs.REGION.amazonaws.com/ACCOUNT/NAME`` is ``arn:aws:sqs:REGION:ACCOUNT:NAME``); the batch
+  operations are authorised by their single-message actions
+  (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-api-permissions-reference.html;
+  https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsqs.html). A drain that receives
+  but may not delete archives each message again after its visibility timeout, forever.
 
 Commands are read from a container's command and args, a ``sh -c``/``bash -c`` script split at ``&&``, ``||``,
 ``;``, ``|`` and new lines; ``$VAR``, ``${VAR}`` and ``$(VAR)`` are read from the container's literal env values.
@@ -74,7 +82,7 @@ class Need:
     action: str
     arn: str
     objects: bool
-    holder: RenderedResource  # the program's bucket or secret
+    holder: RenderedResource  # the program's bucket, secret, table or queue
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -83,7 +91,8 @@ def check(graph: Graph) -> Iterator[Finding]:
             for argv in _commands(container):
                 needs = list(_needs(graph, argv))
                 if needs:
-                    yield from _judge(graph, workload, str(container.get("name")), shlex.join(argv), needs)
+                    command = re.sub("\0(\\w+)\0", r"$\1", shlex.join(argv))
+                    yield from _judge(graph, workload, str(container.get("name")), command, needs)
 
 
 def _judge(graph: Graph, workload: KubeObject, container: str, command: str, needs: list[Need]) -> Iterator[Finding]:
@@ -125,8 +134,7 @@ def _bucket_allows(graph: Graph, need: Need) -> bool:
 
 
 def _commands(container: dict[str, object]) -> Iterator[list[str]]:
-    """Each ``aws ...`` command line of the container, variables resolved, as argv; one with an unresolved
-    variable is left out."""
+    """Each ``aws ...`` command line of the container, variables resolved, as argv (an unresolved one as NUL)."""
     argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]  # type: ignore[misc]  # a container's lists
     env = {
         str(e.get("name")): str(e["value"])
@@ -146,9 +154,13 @@ def _commands(container: dict[str, object]) -> Iterator[list[str]]:
         words = [w for w in line if not re.fullmatch(r"\w+=\S*", w)] if line else []  # leading VAR=x assignments
         if len(words) < 3 or words[0].rsplit("/", 1)[-1] != "aws":
             continue
-        resolved = [_VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2) or m.group(3), "\0"), w) for w in words]
-        if not any("\0" in w for w in resolved):
-            yield resolved
+        # An unresolved variable reads as NUL: a resource named with one matches none of the program's, and a
+        # variable elsewhere (a receipt handle read in a loop) leaves the command judged.
+        yield [_VARIABLE.sub(lambda m: _value(env, m.group(1) or m.group(2) or m.group(3)), w) for w in words]
+
+
+def _value(env: dict[str, str], name: str) -> str:
+    return env.get(name, f"\0{name}\0")
 
 
 def _needs(graph: Graph, argv: list[str]) -> Iterator[Need]:
@@ -157,6 +169,8 @@ def _needs(graph: Graph, argv: list[str]) -> Iterator[Need]:
         yield from _s3(graph, verb, rest)
     elif service == "dynamodb":
         yield from _dynamodb(graph, verb, rest)
+    elif service == "sqs" and verb in SQS:
+        yield from _sqs(graph, SQS[verb], _flag(rest, "--queue-url"))
     elif service == "secretsmanager" and verb == "get-secret-value":
         name = _flag(rest, "--secret-id")
         for secret in graph.of_type(SECRET):
@@ -165,6 +179,33 @@ def _needs(graph: Graph, argv: list[str]) -> Iterator[Need]:
                 yield Need(
                     "secretsmanager:GetSecretValue", next(a for a in arns if a.startswith("arn:")), False, secret
                 )
+
+
+QUEUE = "aws:sqs/queue:Queue"
+# The sqs commands read, by the IAM action each needs (the batch operations use the single-message action).
+SQS = {
+    "receive-message": "sqs:ReceiveMessage",
+    "delete-message": "sqs:DeleteMessage",
+    "delete-message-batch": "sqs:DeleteMessage",
+    "send-message": "sqs:SendMessage",
+    "send-message-batch": "sqs:SendMessage",
+    "get-queue-attributes": "sqs:GetQueueAttributes",
+    "purge-queue": "sqs:PurgeQueue",
+    "change-message-visibility": "sqs:ChangeMessageVisibility",
+    "change-message-visibility-batch": "sqs:ChangeMessageVisibility",
+}
+_QUEUE_URL = re.compile(r"https://sqs\.([\w-]+)\.amazonaws\.com/(\d+)/([\w.-]+)")
+
+
+def _sqs(graph: Graph, action: str, url: str | None) -> Iterator[Need]:
+    match = _QUEUE_URL.fullmatch(url or "")
+    if match is None:
+        return  # a queue named otherwise, or not literal: not read
+    region, account, name = match.groups()
+    arn = f"arn:aws:sqs:{region}:{account}:{name}"
+    queue = next((q for q in graph.of_type(QUEUE) if arn in arns_of(graph, q)), None)
+    if queue is not None:  # else not the program's queue: its policies are not in view
+        yield Need(action, arn, False, queue)
 
 
 TABLE = "aws:dynamodb/table:Table"
@@ -183,6 +224,8 @@ BATCHES = {"batch-get-item": "dynamodb:BatchGetItem", "batch-write-item": "dynam
 def _dynamodb(graph: Graph, verb: str, rest: list[str]) -> Iterator[Need]:
     if verb in DYNAMODB:
         names = [_flag(rest, "--table-name")]
+        if "\0" in (names[0] or ""):
+            return
         action = DYNAMODB[verb]
     elif verb in BATCHES:
         try:
@@ -229,7 +272,7 @@ def _s3(graph: Graph, verb: str, rest: list[str]) -> Iterator[Need]:
 
 
 def _on(graph: Graph, url: str, actions: tuple[str, ...]) -> Iterator[Need]:
-    if not url.startswith("s3://"):
+    if not url.startswith("s3://") or "\0" in url:
         return
     name, _, prefix = url.removeprefix("s3://").partition("/")
     bucket = next((b for b in graph.by_physical_ids(name) if b.type in BUCKETS), None)

@@ -51,6 +51,9 @@ The provider's schema types every field, but the services check how fields go to
   one of its enumerated retention periods. **EC2** security group rules: ports within 0-65535, ``fromPort`` no
   higher than ``toPort``.
 
+- **EventBridge** ``PutRule`` (and Pipes, Lambda event filters): every leaf of an event pattern is an array
+  (``event_patterns``).
+
 A value unknown at render time (an output, a secret) is not judged.
 """
 
@@ -62,7 +65,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tokenplane.proof.deployability import iam_policy
+from tokenplane.proof.deployability import event_patterns, iam_policy
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
@@ -150,6 +153,7 @@ def _rejected(resource: RenderedResource, service: str, what: str, fix: str) -> 
 
 
 def check(graph: Graph) -> Iterator[Finding]:
+    yield from event_patterns.check(graph)
     for msk in graph.of_type(MSK_CLUSTER):
         yield from _msk(msk)
     for group in graph.of_type(REPLICATION_GROUP):

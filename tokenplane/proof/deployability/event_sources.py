@@ -21,6 +21,16 @@ it; of the AWS managed policies, those in ``MANAGED_GRANTS`` grant what their do
 in the AWS Managed Policy Reference, cited there), and a role with any other AWS managed policy, or a policy known
 only at apply time, is not judged.
 
+The grant must also exist when Lambda checks it: the policy that grants the calls (a RolePolicy, a
+RolePolicyAttachment, or the role's own inline policy) is created before the mapping, which waits for it directly
+or through what it waits for. Pulumi otherwise creates the policy in parallel with the function and the mapping,
+and on the first ``pulumi up`` the check at CreateEventSourceMapping usually runs before the grant exists (IAM
+changes also take seconds to propagate: https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_general.html#troubleshoot_general_eventual-consistency;
+the Serverless Framework makes every SQS and stream mapping ``DependsOn`` the role's policy,
+https://github.com/serverless/serverless/issues/8150; the race in https://github.com/aws-amplify/amplify-cli/issues/10805
+and https://github.com/aws/serverless-application-model/issues/2534).
+An inline policy on the role is in place once the role is, and the mapping waits for the role through the function.
+
 It cannot see: permission boundaries and SCPs (which could only deny more), a queue or stream another program
 owns (judged only by its ARN), and the key policy of an encrypted source (``kms_grants``'s concern).
 """
@@ -28,12 +38,15 @@ owns (judged only by its ARN), and the key policy of an encrypted source (``kms_
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.iam_policy import (
     AWS_MANAGED,
+    MANAGED_POLICY,
     ROLE,
+    ROLE_POLICY,
     allows,
     allows_on,
     attached,
@@ -116,6 +129,9 @@ def _judge(
         and action not in granted
         and not (allows(documents, action) if action in UNSCOPED else allows_on(documents, action, (source, stream)))
     ]
+    if not missing:
+        yield from _ordering(graph, mapping, role, service, (source, stream))
+        return
     if missing:
         what = SOURCE_NAMES[service]
         yield Finding(
@@ -137,3 +153,52 @@ def _refusal(service: str, action: str) -> str:
     if service == "sqs":
         return f'"The provided execution role does not have permissions to call {action.split(":")[1]} on SQS"'
     return '"Cannot access stream ... Please ensure the role can perform the GetRecords, GetShardIterator, ..."'
+
+
+def _ordering(
+    graph: Graph, mapping: RenderedResource, role: RenderedResource, service: str, arns: tuple[str, ...]
+) -> Iterator[Finding]:
+    """The calls the mapping needs are granted by some policy the mapping waits for (on the first run too)."""
+    waited = graph.waits_for(mapping.urn) | {mapping.urn}
+    holders = _holders(graph, role)
+    for action in NEEDS[service]:
+        grantors = [h for h, grants in holders if grants(action, arns)]
+        if not grantors or any(h.urn in waited for h in grantors):
+            continue
+        late = grantors[0]
+        yield Finding(
+            RULE,
+            mapping.urn,
+            f"EventSourceMapping {mapping.name} does not wait for {late.type.rsplit(':', 1)[-1]} {late.name}, which "
+            f"grants {action} to execution role {role.name} (nothing it waits for does): on the first pulumi up they "
+            "are created in "
+            "parallel, and CreateEventSourceMapping checks the role before the grant exists (or has propagated): "
+            f"InvalidParameterValueException {_refusal(service, action)}",
+            f"make {mapping.name} depend on {late.name} (depends_on=[...]), or put the grant inline on role "
+            f"{role.name}",
+        )
+        return
+
+
+def _holders(graph: Graph, role: RenderedResource) -> list[tuple[RenderedResource, Any]]:
+    """Each resource whose creation grants ``role`` something, with a test of whether it grants an action on one
+    of some ARNs."""
+
+    def granting(documents: list[Any]) -> Any:
+        return lambda action, arns: (
+            allows(documents, action) if action in UNSCOPED else allows_on(documents, action, arns)
+        )
+
+    inline = [p.get("policy") for p in role.inputs.get("inlinePolicies") or [] if isinstance(p, dict)]
+    out: list[tuple[RenderedResource, Any]] = [(role, granting(inline))]
+    for policy in graph.of_type(ROLE_POLICY):
+        if any(r.urn == role.urn for r in graph.referenced(policy, "role")):
+            out.append((policy, granting([policy.inputs.get("policy")])))
+    for holder, arn in attached(graph, role):
+        if arn.startswith(AWS_MANAGED):
+            names = MANAGED_GRANTS.get(arn.removeprefix(AWS_MANAGED), ())
+            out.append((holder, lambda action, _, names=names: "*" in names or action in names))
+            continue
+        found = [p for p in graph.by_physical_ids(arn) if p.type == MANAGED_POLICY]
+        out.append((holder, granting([p.inputs.get("policy") for p in found])))
+    return out
