@@ -53,14 +53,11 @@ from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.iam_policy import (
-    AWS_MANAGED,
     allowing,
     allows_on,
     arns_of,
-    attached,
-    document,
+    known_documents,
     pod_roles,
-    role_documents,
 )
 from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, physical_id
 
@@ -98,11 +95,8 @@ def check(graph: Graph) -> Iterator[Finding]:
 def _judge(graph: Graph, workload: KubeObject, container: str, command: str, needs: list[Need]) -> Iterator[Finding]:
     account = str(workload.pod_spec().get("serviceAccountName") or "default")
     for role in pod_roles(graph, workload, account):
-        documents = role_documents(graph, role)
-        if any(document(d) is None for d in documents) or any(
-            a.startswith(AWS_MANAGED) for _, a in attached(graph, role)
-        ):
-            continue  # a policy known only at apply time, or an AWS managed one, may allow it
+        if (documents := known_documents(graph, role)) is None:
+            continue
         missing = [
             n
             for n in needs

@@ -96,6 +96,15 @@ def role_documents(graph: Graph, role: RenderedResource) -> list[Any]:
 AWS_MANAGED = "arn:aws:iam::aws:policy/"
 
 
+def known_documents(graph: Graph, role: RenderedResource) -> list[Any] | None:
+    """``role``'s policy documents when every one is known at render time; None when a policy is known only at
+    apply time or an AWS managed one is attached: either may allow what the documents do not, so nothing is judged."""
+    documents = role_documents(graph, role)
+    if any(document(d) is None for d in documents) or any(a.startswith(AWS_MANAGED) for _, a in attached(graph, role)):
+        return None
+    return documents
+
+
 def allows(documents: list[Any], action: str) -> bool | None:
     """Whether some Allow statement of ``documents`` names ``action`` (IAM's case-insensitive wildcards); None when
     a document is unknown and none of the known ones allows it."""

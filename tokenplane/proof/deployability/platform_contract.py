@@ -45,8 +45,7 @@ from tokenplane.errors import CatalogError
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
-from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, allows_on, attached, pod_roles, role_documents
-from tokenplane.proof.deployability.iam_policy import document as policy_document
+from tokenplane.proof.deployability.iam_policy import allows_on, known_documents, pod_roles
 from tokenplane.proof.deployability.references import PROVIDER_KEY_RESOLVER, TENANT_KEY_RESOLVER
 from tokenplane.proof.render import ACCOUNT_ID
 from tokenplane.spec import DEFAULT_TOPICS
@@ -356,11 +355,8 @@ def _granted_keys(graph: Graph) -> Iterator[Finding]:
             account = str(workload.pod_spec().get("serviceAccountName") or "default")
             roles = pod_roles(graph, workload, account)
             for role in roles:
-                documents = role_documents(graph, role)
-                if any(policy_document(d) is None for d in documents) or any(
-                    a.startswith(AWS_MANAGED) for _, a in attached(graph, role)
-                ):
-                    continue  # a policy known only at apply time, or an AWS managed one, may allow it
+                if (documents := known_documents(graph, role)) is None:
+                    continue
                 for container in readers:
                     field, effect = _READERS[str(_resolver(container))]
                     for entry in _list(document.get(field)):
