@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.paths import REPO_ROOT
 from tokenplane.load import load_spec
 from tokenplane.model.planner import plan, sizing_target
-from tokenplane.model.pool_performance import WASTE_TOKENS, ClassMix, ReplicaPerformance, for_pool
+from tokenplane.model.pool_performance import WASTE_TOKENS, ClassMix, ReplicaPerformance, _power_sum, for_pool
 from tokenplane.model.scheduling import priority_levels
 from tokenplane.model.traffic import route
 from tokenplane.pool_model import timing
@@ -60,6 +60,47 @@ def test_kv_token_iterations_are_the_sum_over_every_prompt_and_output_pair(dev: 
     assert perf.moments.decode_iterations == pytest.approx(np.mean([o - 1 for _, o in pairs]))
     assert perf.moments.kv_token_iterations == pytest.approx(np.mean([sum(h) for h in held]))
     assert perf.moments.kv_square_iterations == pytest.approx(np.mean([sum(x * x for x in h) for h in held]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lo=st.integers(-3, 5000),
+    span=st.integers(0, 5000),
+    power=st.sampled_from([1, 2, 3]),
+)
+def test_power_sums_are_the_sums_over_the_range(lo: int, span: int, power: int) -> None:
+    assert _power_sum(lo, lo + span, power) == sum(i**power for i in range(lo, lo + span + 1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    prompt=st.tuples(st.integers(1, 3000), st.integers(0, 3000)),
+    output=st.tuples(st.integers(0, 400), st.integers(0, 400)),
+    second=st.booleans(),
+)
+def test_closed_form_moments_match_the_brute_force_over_every_request(
+    dev: PlatformSpec, prompt: tuple[int, int], output: tuple[int, int], second: bool
+) -> None:
+    # The moments are summed in closed form (exact integer power sums); the brute force averages every (prompt,
+    # output) pair's iterations, weighted by class, as the arrays did before. Equal to the last few bits.
+    classes = [ClassMix("A", 3.0, (prompt[0], sum(prompt)), (output[0], sum(output)), 0.5, 0.99)]
+    if second:
+        classes.append(ClassMix("B", 1.0, (50, 90), (1, 30), None, 0.99))
+    perf = _small(dev, classes=classes)
+    weights = np.array([c.rps for c in classes]) / sum(c.rps for c in classes)
+    dec = kv = kv2 = 0.0
+    for w, c in zip(weights, classes, strict=True):
+        n = np.arange(max(c.output[0] - 1, 0), max(c.output[1] - 1, 0) + 1, dtype=np.float64)
+        p = np.arange(c.prompt[0], c.prompt[1] + 1, dtype=np.float64)
+        base = 1 + WASTE_TOKENS
+        # sum_{j<n} (P + base + j) and its square, averaged over P, then over n.
+        s1 = n * (p.mean() + base) + n * (n - 1) / 2
+        e_p, e_p2 = p.mean(), (p**2).mean()
+        s2 = n * (e_p2 + 2 * e_p * base + base**2) + (e_p + base) * n * (n - 1) + (n - 1) * n * (2 * n - 1) / 6
+        dec, kv, kv2 = dec + w * n.mean(), kv + w * s1.mean(), kv2 + w * s2.mean()
+    assert perf.moments.decode_iterations == pytest.approx(dec, rel=1e-12, abs=1e-12)
+    assert perf.moments.kv_token_iterations == pytest.approx(kv, rel=1e-12, abs=1e-12)
+    assert perf.moments.kv_square_iterations == pytest.approx(kv2, rel=1e-12, abs=1e-12)
 
 
 def test_saturated_throughput_falls_with_the_kv_cache(dev: PlatformSpec) -> None:

@@ -58,6 +58,7 @@ expected hit rate, as in the simulator).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import astuple, dataclass
@@ -108,6 +109,19 @@ class ClassMix:
     max_wait_s: tuple[float, ...] = (math.inf,) * LEVELS
 
 
+def _power_sum(lo: int, hi: int, k: int) -> int:
+    """sum of i**k for the integers lo..hi (k = 1, 2, 3), exactly: Faulhaber's formulas, differenced."""
+
+    def upto(n: int) -> int:  # sum over 0..n; zero at n = -1 for each k, so lo = 0 needs no case
+        if k == 1:
+            return n * (n + 1) // 2
+        if k == 2:
+            return n * (n + 1) * (2 * n + 1) // 6
+        return (n * (n + 1) // 2) ** 2
+
+    return upto(hi) - upto(lo - 1)
+
+
 @dataclass(frozen=True)
 class _Moments:
     """Per-request expectations the fixed point and the chains need, over the pool's mix."""
@@ -117,8 +131,6 @@ class _Moments:
     kv_square_iterations: float  # E[sum of the square of those]: the batch's KV variance per arrival
     prefill_tokens: float  # E[tokens to prefill] after prefix-cache hits
     prefill_s: float  # E[prefill seconds]
-    prefill_tokens_grid: F64  # the pool's prompt mix as equally likely prefill-token points (for the chains)
-    prefill_seconds_grid: F64  # the same points' prefill seconds (attention grows with the prompt: not per token)
 
 
 @dataclass(frozen=True)
@@ -221,30 +233,47 @@ class ReplicaPerformance:
         return prefill, seconds
 
     def _moments(self) -> _Moments:
-        w = self.weights
+        """The mix's expectations in closed form: sums of powers over each class's uniform integer ranges.
+
+        Each sum is an exact integer, so a mean over prompts or decode iterations is the one numpy's mean of
+        the range gives (its partial sums are exact too), without the arrays: on a warm plan, building these
+        ranges for every pool was a third of the planner's time.
+        """
         dec = kv = kv2 = tok = sec = 0.0
-        grid: list[F64] = []
-        grid_s: list[F64] = []
         encoder = self.timing.encoder
-        for weight, c, (prefill, seconds) in zip(w, self.classes, self._class_grids, strict=True):
+        for weight, c, (prefill, seconds) in zip(self.weights, self.classes, self._class_grids, strict=True):
             p_lo, p_hi = c.prompt
             o_lo, o_hi = (0, 0) if encoder else c.output
             # Decode iterations n = output - 1 (uniform integer); context at decode iteration j is P + 1 + j + waste.
-            n = np.arange(max(o_lo - 1, 0), max(o_hi - 1, 0) + 1, dtype=np.float64)
-            prompts = np.arange(p_lo, p_hi + 1, dtype=np.float64)
-            e_p, e_p2 = float(prompts.mean()), float((prompts**2).mean())
+            n_lo, n_hi = max(o_lo - 1, 0), max(o_hi - 1, 0)
+            count = n_hi - n_lo + 1
+            n1, n2, n3 = (_power_sum(n_lo, n_hi, k) for k in (1, 2, 3))
+            prompts = p_hi - p_lo + 1
+            e_p, e_p2 = _power_sum(p_lo, p_hi, 1) / prompts, _power_sum(p_lo, p_hi, 2) / prompts
             base = 1 + WASTE_TOKENS
-            # sum_{j<n} (P + base + j) = n (P + base) + n(n-1)/2 ; squares expanded the same way.
-            s1 = n * (e_p + base) + n * (n - 1) / 2
-            s2 = n * (e_p2 + 2 * e_p * base + base**2) + (e_p + base) * n * (n - 1) + (n - 1) * n * (2 * n - 1) / 6
-            dec += weight * float(n.mean())
-            kv += weight * float(s1.mean())
-            kv2 += weight * float(s2.mean())
+            # sum_{j<n} (P + base + j) = n (P + base) + n(n-1)/2 ; squares expanded the same way, then averaged over n.
+            s1 = (n1 * (e_p + base) + (n2 - n1) / 2) / count
+            s2 = (
+                n1 * (e_p2 + 2 * e_p * base + base**2) + (e_p + base) * (n2 - n1) + (2 * n3 - 3 * n2 + n1) / 6
+            ) / count
+            dec += weight * (n1 / count)
+            kv += weight * s1
+            kv2 += weight * s2
             tok += weight * float(prefill.mean())
             sec += weight * float(seconds.mean())
-            grid.append(np.repeat(prefill, max(1, round(weight * 1000))))
-            grid_s.append(np.repeat(seconds, max(1, round(weight * 1000))))
-        return _Moments(dec, kv, kv2, tok, sec, np.concatenate(grid), np.concatenate(grid_s))
+        return _Moments(dec, kv, kv2, tok, sec)
+
+    @functools.cached_property
+    def _prefill_grid(self) -> tuple[F64, F64]:
+        """The pool's prompt mix as equally likely (prefill tokens, prefill seconds) points, for the chains.
+
+        Each class's points repeated in proportion to its weight; built only when a TTFT is priced (a warm
+        plan reads its pricings from the cache and never needs them).
+        """
+        repeats = [max(1, round(weight * 1000)) for weight in self.weights]
+        tokens = [np.repeat(prefill, r) for (prefill, _), r in zip(self._class_grids, repeats, strict=True)]
+        seconds = [np.repeat(secs, r) for (_, secs), r in zip(self._class_grids, repeats, strict=True)]
+        return np.concatenate(tokens), np.concatenate(seconds)
 
     # --- the fluid fixed point ---------------------------------------------------------------
 
@@ -517,7 +546,7 @@ class ReplicaPerformance:
         # the weight reads the decode batch has not paid (all of them on an idle replica; an MoE's untouched experts).
         in_iteration = t.prefill.in_iteration
         full = decode + in_iteration(per_token * budget, budget, batch)  # the whole budget on an average mix
-        grid, grid_s = m.prefill_tokens_grid, m.prefill_seconds_grid
+        grid, grid_s = self._prefill_grid
         mean_tokens = float(grid.mean())
         lam = op.rps
         n = max(1, replicas)
@@ -689,7 +718,7 @@ class ReplicaPerformance:
         # arrivals bring, a renewal stream's compound sum (Gamma(n) gaps: ca2 = 1 / n).
         ca2 = 1.0 / max(1, replicas)
         life_s = max(m.decode_iterations * op.iteration_s, 1e-9)
-        grid_s = m.prefill_seconds_grid
+        _, grid_s = self._prefill_grid
         per_arrival = float(np.var(grid_s)) + ca2 * float(np.mean(grid_s)) ** 2
         share_sd = math.sqrt(max(op.rps * per_arrival / life_s, 0.0))
         shift_sd = batch_spread.step_shift(kv_share_sd, op.prefill_share, share_sd)

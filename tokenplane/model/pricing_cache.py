@@ -65,6 +65,7 @@ class PricingCache:
         self.hits = 0
         self.misses = 0
         self._writes = 0
+        self._prints: dict[int, tuple[object, str]] = {}
 
     def key(self, *inputs: object) -> str:
         return hashlib.sha256((_code_digest() + repr(inputs)).encode()).hexdigest()
@@ -76,7 +77,7 @@ class PricingCache:
         their ``repr`` is taken and hashed once here instead of once a question, which was most of
         a warm plan's time. ``rest`` must not be empty (a tuple of one prints with a trailing comma).
         """
-        head = hashlib.sha256((_code_digest() + "(" + "".join(f"{x!r}, " for x in fixed)).encode())
+        head = hashlib.sha256((_code_digest() + "(" + "".join(f"{self._printed(x)}, " for x in fixed)).encode())
 
         def key(*rest: object) -> str:
             if not rest:
@@ -86,6 +87,18 @@ class PricingCache:
             return digest.hexdigest()
 
         return key
+
+    def _printed(self, x: object) -> str:
+        """``repr(x)``, printed once per object: a pool's timing table is one object in every region it serves.
+
+        The object is held beside its print, so that its ``id`` cannot be reused by another while the cache lives;
+        the inputs are the planner's frozen tables, never changed after they are built.
+        """
+        held = self._prints.get(id(x))
+        if held is None or held[0] is not x:
+            held = (x, repr(x))
+            self._prints[id(x)] = held
+        return held[1]
 
     def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
         """The stored answer for ``key``, or ``compute()``'s, stored (a cache that cannot be written is skipped)."""
