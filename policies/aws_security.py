@@ -294,9 +294,7 @@ def _wildcards(args: ResourceValidationArgs, flag: Flag) -> None:
             # An action that supports no resource type is authorised only on "*" (tokenplane.iam_actions): that is
             # no wildcard, so only the statement's scoped writes are judged.
             writes = [
-                a
-                for a in actions
-                if not a.split(":", 1)[-1].startswith(READ_ONLY_VERBS) and not takes_no_resource(a)
+                a for a in actions if not a.split(":", 1)[-1].startswith(READ_ONLY_VERBS) and not takes_no_resource(a)
             ]
             if "*" in _as_list(statement.get("Resource")) and writes and statement.get("Condition") is None:
                 flag(
