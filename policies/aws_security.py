@@ -20,6 +20,7 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
+from tokenplane.aws_iam_actions import takes_no_resource
 from tokenplane.policies import exceptions
 from tokenplane.policies.common import as_int, get
 from tokenplane.policies.exceptions import Flag
@@ -290,7 +291,11 @@ def _wildcards(args: ResourceValidationArgs, flag: Flag) -> None:
                     "the service. List the actions it needs",
                 )
                 continue
-            writes = [a for a in actions if not a.split(":", 1)[-1].startswith(READ_ONLY_VERBS)]
+            # An action that supports no resource type is authorised only on "*" (tokenplane.aws_iam_actions): that is
+            # no wildcard, so only the statement's scoped writes are judged.
+            writes = [
+                a for a in actions if not a.split(":", 1)[-1].startswith(READ_ONLY_VERBS) and not takes_no_resource(a)
+            ]
             if "*" in _as_list(statement.get("Resource")) and writes and statement.get("Condition") is None:
                 flag(
                     f"statement {i} resource",
@@ -301,7 +306,7 @@ def _wildcards(args: ResourceValidationArgs, flag: Flag) -> None:
 
 iam_no_wildcards = _policy(
     "iam-no-wildcards",
-    "IAM policies grant no wildcard actions, and no write action on Resource '*' without a Condition.",
+    "IAM policies grant no wildcard actions, and no write action on Resource '*' without a Condition (actions that support no resource type take only '*').",
     _wildcards,
 )
 

@@ -269,6 +269,7 @@ ROOT_MODULES = {
         "allocatable",
         "aws_offerings",
         "aws_zones",
+        "aws_iam_actions",
         "spec_rules",
         "errors",
     },

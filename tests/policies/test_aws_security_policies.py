@@ -106,6 +106,26 @@ def test_a_write_on_every_resource_needs_a_condition() -> None:
     assert iam({**write, "Condition": {"StringEquals": {"aws:ResourceTag/team": "ml"}}}) == []
 
 
+@pytest.mark.parametrize(
+    "actions",
+    [
+        ["logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:PutResourcePolicy"],
+        "ecr:GetAuthorizationToken",
+        ["cloudwatch:PutMetricData"],
+    ],
+)
+def test_actions_that_support_no_resource_type_may_take_every_resource(actions: str | list[str]) -> None:
+    # IAM authorises them only on "*" (the Service Authorization Reference lists no resource type for them).
+    assert iam({"Effect": "Allow", "Action": actions, "Resource": "*"}) == []
+
+
+def test_a_statement_mixing_them_with_scoped_writes_names_only_the_scoped_ones() -> None:
+    mixed = {"Effect": "Allow", "Action": ["ecr:GetAuthorizationToken", "ecr:PutImage"], "Resource": "*"}
+    [message] = iam(mixed)
+    assert "allows ecr:PutImage on every resource" in message
+    assert "GetAuthorizationToken" not in message
+
+
 @pytest.mark.parametrize("action", ["*", "s3:*"])
 def test_wildcard_actions_are_flagged_even_on_one_resource(action: str) -> None:
     [message] = iam({"Effect": "Allow", "Action": action, "Resource": "arn:aws:s3:::b"})

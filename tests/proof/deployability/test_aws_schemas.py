@@ -285,6 +285,15 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
         },
         "Action",
     ),
+    # Lambda PutFunctionConcurrency: ReservedConcurrentExecutions is 0 or more; -1 is the provider's "unreserved",
+    # which it never sends (cfn_layouts.lambda_function), so it is no value AWS refuses.
+    (
+        "aws:lambda/function:Function",
+        "function",
+        {"name": "rollup", "role": "arn:aws:iam::123456789012:role/r", "reservedConcurrentExecutions": -2},
+        {"name": "rollup", "role": "arn:aws:iam::123456789012:role/r", "reservedConcurrentExecutions": -1},
+        "ReservedConcurrentExecutions",
+    ),
     # Lambda CreateFunctionUrlConfig: InvokeMode is BUFFERED or RESPONSE_STREAM (API reference).
     (
         "aws:lambda/functionUrl:FunctionUrl",

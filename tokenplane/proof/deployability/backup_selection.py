@@ -15,6 +15,16 @@ provider's ``defaultTags``) and those the EBS CSI driver puts on the volumes it 
 
 It cannot see: resources made outside the program or tagged after creation, tags a Helm chart's own AWS objects carry,
 and selections by resource ARN (``resources``), which it leaves alone.
+
+``backup-retention``: a plan keeps what it backs up within the lock of the vault it writes to. A vault lock's
+``minRetentionDays``/``maxRetentionDays`` bound every job into the vault: "If the job's retention period is shorter
+than that minimum retention period, then the vault fails that backup or copy job" (and likewise above the maximum)
+(https://docs.aws.amazon.com/aws-backup/latest/devguide/API_PutBackupVaultLockConfiguration.html,
+https://docs.aws.amazon.com/aws-backup/latest/devguide/vault-lock.html). CreateBackupPlan does not compare the two,
+so ``pulumi up`` succeeds and each scheduled job ends FAILED with no recovery point. Judged for each plan rule whose
+``targetVaultName``, and each copy action whose ``destinationVaultArn``, is a vault a VaultLockConfiguration of the
+program locks, where its ``lifecycle.deleteAfter`` is known. It cannot see locks made outside the program, nor a rule
+without ``deleteAfter`` (kept forever) against a maximum.
 """
 
 from __future__ import annotations
@@ -28,7 +38,10 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, lookup
 
 RULE = "backup-selects"
+RETENTION = "backup-retention"
 SELECTION = "aws:backup/selection:Selection"
+PLAN = "aws:backup/plan:Plan"
+VAULT_LOCK = "aws:backup/vaultLockConfiguration:VaultLockConfiguration"
 EBS_ADDON = "aws-ebs-csi-driver"
 EBS_PROVISIONERS = frozenset({"ebs.csi.aws.com", "kubernetes.io/aws-ebs"})
 TAG_PARAMETER = "tagspecification"
@@ -174,3 +187,54 @@ def _json(value: Any) -> Any:
         except json.JSONDecodeError:
             return {}
     return value or {}
+
+
+def check_retention(graph: Graph) -> Iterator[Finding]:
+    locks = {
+        str(lock.inputs.get("backupVaultName")): lock
+        for lock in graph.of_type(VAULT_LOCK)
+        if isinstance(lock.inputs.get("backupVaultName"), str)
+    }
+    if not locks:
+        return
+    for plan in graph.of_type(PLAN):
+        plan_name = plan.inputs.get("name") or plan.name
+        for rule in plan.inputs.get("rules") or []:
+            if not isinstance(rule, dict):
+                continue
+            rule_name = rule.get("ruleName") or "?"
+            jobs = [(f"rule {rule_name}", "lifecycle.deleteAfter", rule.get("targetVaultName"), rule.get("lifecycle"))]
+            jobs += [
+                (
+                    f"rule {rule_name}'s copy action {i}",
+                    f"copyActions[{i}].lifecycle.deleteAfter",
+                    str(copy.get("destinationVaultArn") or "").rpartition(":backup-vault:")[2] or None,
+                    copy.get("lifecycle"),
+                )
+                for i, copy in enumerate(rule.get("copyActions") or [])
+                if isinstance(copy, dict)
+            ]
+            for job, field, vault, lifecycle in jobs:
+                lock = locks.get(str(vault))
+                days = _days(lookup(lifecycle, "deleteAfter") if isinstance(lifecycle, dict) else None)
+                if lock is None or days is None:
+                    continue
+                low, high = _days(lock.inputs.get("minRetentionDays")), _days(lock.inputs.get("maxRetentionDays"))
+                if (low is None or days >= low) and (high is None or days <= high):
+                    continue
+                bounds = f"{low or 1:g}-{high:g}" if high is not None else f"at least {low:g}"
+                yield Finding(
+                    RETENTION,
+                    plan.urn,
+                    f"backup plan {plan_name} {job} keeps its recovery points {days:g} days ({field}) in vault {vault}, "
+                    f"whose lock {lock.name} requires {bounds} days: AWS Backup fails every such backup or copy job, "
+                    "so no recovery point is ever stored (pulumi up succeeds)",
+                    f"set {field} of {plan_name} {job} to {bounds} days, or change the lock of {vault}",
+                )
+
+
+def _days(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None

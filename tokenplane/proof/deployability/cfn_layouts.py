@@ -405,6 +405,20 @@ def alias(inputs: Inputs) -> Inputs:
     return out
 
 
+def lambda_function(inputs: Inputs) -> Inputs:
+    """A Lambda function without ``reservedConcurrentExecutions: -1``, the provider's "no reservation".
+
+    The Pulumi/Terraform provider reads -1 as unreserved and then calls no PutFunctionConcurrency (its docs: "A value
+    of 0 disables lambda from being triggered and -1 removes any concurrency limitations. Defaults to Unreserved
+    Concurrency Limits -1", https://www.pulumi.com/registry/packages/aws/api-docs/lambda/function/ and
+    hashicorp/terraform-provider-aws website/docs/r/lambda_function.html.markdown), so AWS never sees it; placed as
+    CloudFormation's ReservedConcurrentExecutions (minimum 0) it would read as a value the service refuses.
+    """
+    if inputs.get("reservedConcurrentExecutions") in (-1, -1.0, "-1"):
+        return {k: v for k, v in inputs.items() if k != "reservedConcurrentExecutions"}
+    return inputs
+
+
 def instance_profile(inputs: Inputs) -> Inputs:
     out = {k: v for k, v in inputs.items() if k != "role"}
     if inputs.get("role") is not None:

