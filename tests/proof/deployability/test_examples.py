@@ -52,6 +52,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-api-values",
         "aws-cli-permissions",
         "event-source-permissions",
+        "service-role-trust",
+        "state-machine-log-delivery",
         "bucket-source-vpc",
         "aws-api-replay",
         "volume-writable",

@@ -5,7 +5,10 @@ Pulumi creates everything whose inputs are ready, concurrently, in dependency or
 for it through the graph. Three kinds are modelled, each from a table of who needs what:
 
 - ACM validation through a zone: the zone must be delegated from its parent domain, which no resource of the
-  same update can do. A validation record in a zone the program creates waits for a delegation nobody makes.
+  same update can do. A validation record in a zone the program creates waits for a delegation nobody makes; in a
+  private zone (one with ``vpcs``) it is never visible at all, as ACM validates over public DNS
+  (https://docs.aws.amazon.com/acm/latest/userguide/dns-validation.html), so the certificate stays
+  PENDING_VALIDATION.
 - Admission webhooks: a Helm release that registers a webhook with ``failurePolicy: Fail`` refuses the objects
   it admits until its pods are Ready. Each admitted object must wait for the release (or the webhook be off).
 - S3: a replication configuration is refused until versioning is enabled on its source and destinations, and a
@@ -23,6 +26,13 @@ for it through the graph. Three kinds are modelled, each from a table of who nee
   refuses a call naming what does not exist yet (AttachRolePolicy: NoSuchEntity, "Policy ... does not exist or
   is not attachable", https://docs.aws.amazon.com/IAM/latest/APIReference/API_AttachRolePolicy.html; likewise
   NotFound/ResourceNotFoundException elsewhere), so the first run fails whenever the referrer comes first.
+
+- Composite alarms: PutCompositeAlarm refuses a rule naming an alarm that does not exist ("Could not save the
+  composite alarm as alarms [...] in the alarm rule do not exist",
+  https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutCompositeAlarm.html; the error and its
+  fix, an explicit dependency, in https://github.com/awsdocs/aws-cloudformation-user-guide/issues/911). A rule that
+  names the program's alarms by literal strings inside ``ALARM(...)``, ``OK(...)`` or ``INSUFFICIENT_DATA(...)``
+  carries no dependency, so the composite must wait for them some other way.
 
 It cannot see: webhooks of charts not in ``WEBHOOKS``, zones delegated by hand between two runs, destination
 policies set outside the program (or inline on the queue or topic, which are in place when it exists), and
@@ -49,6 +59,10 @@ BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
 VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
 REPLICATION = "aws:s3/bucketReplicationConfig:BucketReplicationConfig"
 NOTIFICATION = "aws:s3/bucketNotification:BucketNotification"
+METRIC_ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
+COMPOSITE_ALARM = "aws:cloudwatch/compositeAlarm:CompositeAlarm"
+# An alarm a composite's rule names: ALARM(name), OK("name"), INSUFFICIENT_DATA(arn), quoted or not.
+RULE_ALARM = re.compile(r"\b(?:ALARM|OK|INSUFFICIENT_DATA)\(\s*\"?([^\")]+?)\"?\s*\)")
 # A notification's destination lists, the key naming each destination's ARN, and, per destination type, the
 # resources that grant S3 access to it with the input that names the destination.
 DESTINATIONS = {"queues": "queueArn", "topics": "topicArn", "lambdaFunctions": "lambdaFunctionArn"}
@@ -86,6 +100,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _versioning(graph)
     yield from _notification_grants(graph)
     yield from _literal_references(graph)
+    yield from _composite_alarms(graph)
 
 
 def _zone_delegation(graph: Graph) -> Iterator[Finding]:
@@ -95,6 +110,17 @@ def _zone_delegation(graph: Graph) -> Iterator[Finding]:
         created = [zones[u] for u in _sources(record, "zoneId") if u in zones]
         if validates and created:
             zone = str(created[0].inputs.get("name"))
+            if created[0].inputs.get("vpcs"):
+                yield Finding(
+                    RULE,
+                    record.urn,
+                    f"the certificate's validation record {record.name} goes into zone {zone}, a private zone (vpcs "
+                    "set): ACM validates over public DNS, and a private zone's records are never visible to it, so the "
+                    "certificate stays PENDING_VALIDATION and CertificateValidation fails after its timeout",
+                    f"put the validation record in a public zone for {zone} (the zone_id of a zone without vpcs), "
+                    "and keep the private zone for the internal host's own records",
+                )
+                continue
             yield Finding(
                 RULE,
                 record.urn,
@@ -259,3 +285,31 @@ def literal_strings(inputs: dict[str, Any]) -> Iterator[tuple[str, str]]:
             stack.extend((key, v) for k, v in value.items() if k not in NOT_REFERENCES)
         elif isinstance(value, list):
             stack.extend((key, v) for v in value)
+
+
+def _composite_alarms(graph: Graph) -> Iterator[Finding]:
+    alarms: dict[str, RenderedResource] = {}
+    for typ, key in ((METRIC_ALARM, "name"), (COMPOSITE_ALARM, "alarmName")):
+        for alarm in graph.of_type(typ):
+            if isinstance(alarm.inputs.get(key), str):
+                alarms.setdefault(alarm.inputs[key], alarm)
+    for composite in graph.of_type(COMPOSITE_ALARM):
+        rule = composite.inputs.get("alarmRule")
+        if not isinstance(rule, str):
+            continue  # known only at apply time: built from the alarms' outputs, so it waits for them
+        after = graph.waits_for(composite.urn)
+        for name in dict.fromkeys(m.rsplit(":alarm:", 1)[-1] for m in RULE_ALARM.findall(rule)):
+            named_alarm = alarms.get(name)
+            if named_alarm is None or named_alarm.urn == composite.urn or named_alarm.urn in after:
+                continue
+            alarm = named_alarm
+            yield Finding(
+                RULE,
+                composite.urn,
+                f"CompositeAlarm {composite.name}'s alarmRule names alarm {name} ({alarm.name}, created by this "
+                f"program) by a literal string, and nothing orders the composite after it: PutCompositeAlarm refuses "
+                "a rule naming an alarm that does not exist yet (Could not save the composite alarm as alarms ... in "
+                "the alarm rule do not exist), so the first pulumi up fails whenever the composite comes first",
+                f"build alarmRule from {alarm.name}'s name output (pulumi.Output.all(...).apply(...)), or add "
+                f"depends_on=[{alarm.name}]",
+            )
