@@ -79,6 +79,7 @@ class RenderedResource:
     dependencies: list[str] = field(default_factory=list)  # every URN it waits for (depends_on and inputs)
     custom_timeouts: dict[str, str] = field(default_factory=dict)  # create/update/delete, as ResourceOptions set them
     aliases: list[str] = field(default_factory=list)  # earlier URNs it answers to (moved resources keep their state)
+    ignore_changes: list[str] = field(default_factory=list)  # input paths a later update leaves as they are
 
     @property
     def is_kubernetes_object(self) -> bool:
@@ -239,6 +240,7 @@ class _Recorder:
         self.depends_on: dict[str, list[str]] = {}
         self.timeouts: dict[str, dict[str, str]] = {}
         self.aliases: dict[str, list[str]] = {}
+        self.ignore_changes: dict[str, list[str]] = {}
         self.lb_controllers: set[str] = set()  # Kubernetes provider URNs with the AWS Load Balancer Controller
         self.seen: set[str] = set()
 
@@ -309,6 +311,7 @@ class _Recorder:
                     self.depends_on.get(urn, []),
                     self.timeouts.get(urn, {}),
                     self.aliases.get(urn, []),
+                    self.ignore_changes.get(urn, []),
                 )
             )
         return out
@@ -398,6 +401,7 @@ def _recording_monitor_class() -> type:
                 timeouts = request.customTimeouts
                 rec.timeouts[urn] = {k: v for k in ("create", "update", "delete") if (v := getattr(timeouts, k, ""))}
                 rec.aliases[urn] = [self._alias_urn(a, request) for a in request.aliases]
+                rec.ignore_changes[urn] = [str(path) for path in request.ignoreChanges]
                 if request.type.startswith("kubernetes:helm.sh/") and inputs.get("chart") == LB_CONTROLLER_CHART:
                     rec.lb_controllers.add(request.provider.rsplit("::", 1)[0])
                 if request.type == "pulumi:providers:aws":
