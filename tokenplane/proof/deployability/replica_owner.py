@@ -8,7 +8,8 @@ drops to the program's until it reacts again, or, with server-side apply, the up
 with the HPA controller that now manages ``spec.replicas``. The first ``pulumi up`` succeeds; the trouble is every
 one after it. Kubernetes' guidance: "remove spec.replicas from the manifest" once an HPA scales the workload
 (https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/#migrating-deployments-and-statefulsets-to-horizontal-autoscaling;
-conflicts: https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts;
+conflicts: https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts; the Pulumi provider's refusal,
+"conflict with kube-controller-manager with subresource scale: .spec.replicas", in pulumi/pulumi-kubernetes#2491 and #2569;
 https://keda.sh/docs/latest/reference/scaledobject-spec/#scaletargetref for the default kind).
 
 It cannot see: workloads a Helm chart renders, and ignore_changes set by a transform the render does not run.
