@@ -15,8 +15,10 @@ has the service assume that role with sts:AssumeRole, which succeeds only if the
 - Lambda, ``role``, ``lambda.amazonaws.com``: CreateFunction refuses it (InvalidParameterValueException "The role
   defined for the function cannot be assumed by Lambda",
   https://docs.aws.amazon.com/lambda/latest/dg/lambda-intro-execution-role.html).
-- Data Firehose, each destination's ``roleArn``, ``firehose.amazonaws.com``: CreateDeliveryStream refuses it
-  ("Firehose is unable to assume role", https://docs.aws.amazon.com/firehose/latest/dev/controlling-access.html).
+- Data Firehose, each destination's ``roleArn``, ``firehose.amazonaws.com``: the stream cannot assume it, so it
+  delivers nothing (https://docs.aws.amazon.com/firehose/latest/dev/controlling-access.html). Whether
+  CreateDeliveryStream already refuses it ("Firehose is unable to assume role") was not confirmed from a public
+  source, so the message says only that delivery fails.
 - EventBridge rule targets, ``roleArn``, ``events.amazonaws.com``: PutTargets accepts it; each invocation then
   fails (FailedInvocations), https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-identity-based.html.
 - EventBridge Pipes, ``roleArn``, ``pipes.amazonaws.com``: the pipe cannot read its source or call its target,
@@ -82,7 +84,7 @@ HANDOFFS = (
         "aws:kinesis/firehoseDeliveryStream:FirehoseDeliveryStream",
         "**",
         "firehose.amazonaws.com",
-        "CreateDeliveryStream refuses it (Firehose is unable to assume role), so the first pulumi up fails",
+        "Firehose cannot assume it, so the stream delivers nothing (CreateDeliveryStream may refuse it outright)",
     ),
     Handoff(
         "aws:cloudwatch/eventTarget:EventTarget",
