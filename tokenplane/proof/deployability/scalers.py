@@ -8,6 +8,12 @@ webhook is not installed (its failurePolicy is Ignore) both run and fight over `
 target are refused by the HPA controller itself: it sets ScalingActive False, reason AmbiguousSelector ("pods by
 selector ... are controlled by multiple HPAs"; kubernetes pkg/controller/podautoscaler/horizontal.go) and scales
 neither. A KEDA ScaledObject composes any number of triggers: a second signal belongs in the first object.
+
+``scale-up-enabled``: an HPA (or the one a ScaledObject's ``advanced.horizontalPodAutoscalerConfig`` shapes) whose
+``behavior.scaleUp.selectPolicy`` is ``Disabled`` never adds a replica ("selectPolicy ... Disabled turns off scaling
+the given direction", https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/#scaling-policies):
+with maxReplicas above minReplicas the maximum is unreachable and the workload saturates at its minimum (status
+ScalingLimited). A Disabled scale-down is a legitimate choice and is not judged.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 
 RULE = "one-autoscaler"
+SCALE_UP = "scale-up-enabled"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -50,3 +57,28 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"add its triggers or metrics to {first.kind} {first.name} (one autoscaler per workload; a "
                     "ScaledObject composes triggers and scales to the largest) and delete this one",
                 )
+
+
+def check_scale_up(graph: Graph) -> Iterator[Finding]:
+    for scaler in graph.kube(None, "ScaledObject", "HorizontalPodAutoscaler"):
+        spec = scaler.manifest.get("spec") or {}
+        if scaler.kind == "HorizontalPodAutoscaler":
+            behavior, at = spec.get("behavior") or {}, "spec.behavior"
+            low, high = spec.get("minReplicas", 1), spec.get("maxReplicas")
+        else:
+            behavior = lookup(spec, "advanced.horizontalPodAutoscalerConfig.behavior") or {}
+            at = "spec.advanced.horizontalPodAutoscalerConfig.behavior"
+            low, high = spec.get("minReplicaCount", 0), spec.get("maxReplicaCount", 100)  # KEDA's defaults
+        if (behavior.get("scaleUp") or {}).get("selectPolicy") != "Disabled":
+            continue
+        if not isinstance(low, int) or not isinstance(high, int) or high <= max(low, 1):
+            continue
+        yield Finding(
+            SCALE_UP,
+            scaler.urn,
+            f"{scaler.kind} {scaler.namespace}/{scaler.name} sets {at}.scaleUp.selectPolicy Disabled with "
+            f"{high} replicas at most and {low} at least: scaling up is turned off, so it never adds a replica "
+            "however busy the pods are (ScalingLimited) and its maximum is unreachable",
+            f"drop selectPolicy: Disabled from {at}.scaleUp (slow scale-up with a policy such as Pods 1 per 60 s, or "
+            "a stabilizationWindowSeconds), or set maxReplicas to minReplicas if it must not scale out",
+        )

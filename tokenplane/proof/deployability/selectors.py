@@ -16,6 +16,11 @@ selectors ``target-exists``'; this covers the others:
 - a peer's ``namespaceSelector`` on ``kubernetes.io/metadata.name`` (the label the API server sets on every
   namespace) naming no namespace the cluster has, one or two edits from one it has; or requiring a label key no
   namespace of the cluster carries at all (``name: llm-gateway``), which selects nothing anywhere;
+- a peer that is only a ``podSelector`` (no namespaceSelector) "selects particular Pods in the same namespace as
+  the NetworkPolicy" (https://kubernetes.io/docs/concepts/services-networking/network-policies/#behavior-of-to-and-from-selectors):
+  one that selects no pod of the policy's namespace while it selects the program's pods of another namespace is
+  the classic missing namespaceSelector, and the flow from (or to) those pods stays denied; silent where it also
+  selects pods of its own namespace, or where that namespace's pods are not the program's;
 - a pod template's ``topologySpreadConstraints[].labelSelector`` or pod (anti-)affinity ``labelSelector``: the
   scheduler counts no matching pods, so the spread never acts and every replica may land in one zone or node
   (kube-scheduler PodTopologySpread / InterPodAffinity plugins); a *required* podAffinity nothing satisfies
@@ -87,6 +92,9 @@ def _peer(
 ) -> Iterator[Finding]:
     if "namespaceSelector" not in peer:
         selected = [policy.namespace]
+        if (elsewhere := _other_namespace_pods(graph, region, policy, peer.get("podSelector"))) is not None:
+            yield _missing_namespace_selector(policy, peer["podSelector"], at, elsewhere)
+            return
     else:
         ns_selector = peer.get("namespaceSelector") or {}
         named = [str(v) for v in _named_namespaces(ns_selector)]
@@ -124,6 +132,34 @@ def _peer(
     if (fix := typo_fix(pod_selector, pods)) is not None:
         where = ", ".join(sorted(selected))
         yield _finding(policy, f"{at}.podSelector", pod_selector, where, pods, fix, "the flow it allows stays denied")
+
+
+def _other_namespace_pods(graph: Graph, region: Region, policy: KubeObject, selector: Any) -> list[Pod] | None:
+    """The program's pods of other namespaces that a peer's bare ``podSelector`` names, where it selects no pod
+    of the policy's own namespace (a peer without namespaceSelector selects only there); None otherwise."""
+    own = typo_pods(graph, region, policy.namespace)
+    if not selector or own is None or any(selects(selector, p.labels) for p in own):
+        return None
+    elsewhere = [
+        p
+        for p in region.pods
+        if p.namespace != policy.namespace and p.workload is not None and selects(selector, p.labels)
+    ]
+    return elsewhere or None
+
+
+def _missing_namespace_selector(policy: KubeObject, selector: dict[str, Any], at: str, pods: list[Pod]) -> Finding:
+    namespaces = sorted({p.namespace for p in pods})
+    names = ", ".join(sorted({str(p) for p in pods}))
+    return Finding(
+        RULE,
+        policy.urn,
+        f"{at} is a podSelector {_show(selector)} without namespaceSelector, which selects pods only in the policy's "
+        f"namespace {policy.namespace}, where none carries those labels; the pods that do ({names}) run in "
+        f"{', '.join(namespaces)}, so the flow it allows stays denied",
+        f"add namespaceSelector: {{matchLabels: {{{NAMESPACE_NAME_LABEL}: {namespaces[0]}}}}} to the same peer "
+        "(one element holding both selectors: podSelector AND namespaceSelector)",
+    )
 
 
 def _unheld_key(selector: dict[str, Any], region: Region, namespaces: set[str]) -> str | None:
