@@ -80,6 +80,11 @@ LB_CONTROLLER_IAM = DataFile(
     "the controller-permissions rule holds the AWS Load Balancer Controller's role to the actions it calls for an "
     "ALB Ingress (its published iam_policy.json)",
 )
+EVENT_TYPES = DataFile(
+    "tokenplane.proof.deployability",
+    "event_types.json",
+    "the events-emitted rule holds an EventBridge rule's detail-types to those its AWS source sends",
+)
 FINOPS_MIGRATIONS = (
     DataFile(
         "tokenplane.serving.finops.migrations",
@@ -189,5 +194,6 @@ DATA_FILES = (
     IAM_ACTIONS,
     AWS_MANAGED_POLICIES,
     LB_CONTROLLER_IAM,
+    EVENT_TYPES,
     *FINOPS_MIGRATIONS,
 )

@@ -47,6 +47,13 @@ The provider's schema types every field, but the services check how fields go to
   under ``alias/aws/``, the prefix reserved for AWS managed keys ("The alias name cannot begin with alias/aws/":
   https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateAlias.html; the provider's own name check refuses it
   at preview too: hashicorp/terraform-provider-aws internal/service/kms/validate.go, ``validNameForResource``).
+- **Secrets Manager** ``DeleteSecret``: a recovery window of 0 (``ForceDeleteWithoutRecovery``, deleted at once) or
+  7 to 30 days (``RecoveryWindowInDays``: "Minimum value of 7. Maximum value of 30",
+  https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_DeleteSecret.html). The provider validates
+  ``recovery_window_in_days`` against exactly that at preview (hashicorp/terraform-provider-aws
+  ``aws_secretsmanager_secret``: ``validation.Any(IntBetween(7, 30), IntInSlice([]int{0}))``), so ``pulumi up`` stops
+  before creating anything; CloudFormation's ``AWS::SecretsManager::Secret`` has no such property, so cfn-lint's
+  schema cannot see it.
 - **KMS** ``ScheduleKeyDeletion``: a deletion window of 7 to 30 days. **CloudWatch Logs** ``PutRetentionPolicy``:
   one of its enumerated retention periods. **EC2** security group rules: ports within 0-65535, ``fromPort`` no
   higher than ``toPort``.
@@ -63,7 +70,7 @@ import fnmatch
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from tokenplane.proof.deployability import event_patterns, iam_policy
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
@@ -113,17 +120,37 @@ SHORT_ALARM_PERIODS = {10, 20, 30}  # high-resolution periods; any other is a mu
 ALARM_RANGE_S = 604_800
 SHORT_PERIOD_RANGE_S = 86_400
 HOUR_S = 3_600
-# A resource type's numeric inputs and the ranges its API takes (inclusive), with the API's name for each.
-RANGES: dict[str, dict[str, tuple[str, int, int, str]]] = {
+SECRET = "aws:secretsmanager/secret:Secret"
+
+
+class Range(NamedTuple):
+    """An input's inclusive range as its API names it, and the values outside the range it also takes."""
+
+    api: str
+    low: int
+    high: int
+    unit: str
+    also: frozenset[int] = frozenset()
+
+
+# A resource type's numeric inputs and the ranges its API takes.
+RANGES: dict[str, dict[str, Range]] = {
     SQS_QUEUE: {
-        "visibilityTimeoutSeconds": ("VisibilityTimeout", 0, 43_200, "s"),
-        "messageRetentionSeconds": ("MessageRetentionPeriod", 60, 1_209_600, "s"),
-        "delaySeconds": ("DelaySeconds", 0, 900, "s"),
-        "receiveWaitTimeSeconds": ("ReceiveMessageWaitTimeSeconds", 0, 20, "s"),
-        "maxMessageSize": ("MaximumMessageSize", 1_024, 1_048_576, "bytes"),
+        "visibilityTimeoutSeconds": Range("VisibilityTimeout", 0, 43_200, "s"),
+        "messageRetentionSeconds": Range("MessageRetentionPeriod", 60, 1_209_600, "s"),
+        "delaySeconds": Range("DelaySeconds", 0, 900, "s"),
+        "receiveWaitTimeSeconds": Range("ReceiveMessageWaitTimeSeconds", 0, 20, "s"),
+        "maxMessageSize": Range("MaximumMessageSize", 1_024, 1_048_576, "bytes"),
     },
+    # 0 deletes the secret at once (ForceDeleteWithoutRecovery); otherwise DeleteSecret's RecoveryWindowInDays.
+    SECRET: {"recoveryWindowInDays": Range("RecoveryWindowInDays", 7, 30, "days", frozenset({0}))},
 }
-SERVICE_NAMES = {SQS_QUEUE: "SQS"}
+SERVICE_NAMES = {SQS_QUEUE: "SQS", SECRET: "Secrets Manager"}
+# The error each service answers an out-of-range value with.
+RANGE_ERRORS = {
+    SQS_QUEUE: "InvalidAttributeValue",
+    SECRET: "the provider refuses it at preview, as DeleteSecret would",
+}
 # What EC2 takes in a VPC security group's name and description (CreateSecurityGroup).
 SECURITY_GROUP_TEXT = re.compile(r"^[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]{0,255}$")
 MSK_VOLUME_GIB = range(1, 16_385)
@@ -313,15 +340,18 @@ def _key_policy_lockout(key: RenderedResource) -> Iterator[Finding]:
 
 
 def _ranges(resource: RenderedResource) -> Iterator[Finding]:
-    for key, (name, low, high, unit) in RANGES.get(resource.type, {}).items():
+    for key, allowed in RANGES.get(resource.type, {}).items():
         value = _number(resource.inputs.get(key))
-        if value is not None and not low <= value <= high:
-            yield _rejected(
-                resource,
-                SERVICE_NAMES[resource.type],
-                f"{name} {value:g} {unit} (InvalidAttributeValue: {low:,}-{high:,} {unit})",
-                f"set {key} within {low:,}-{high:,} {unit}",
-            )
+        if value is None or allowed.low <= value <= allowed.high or value in allowed.also:
+            continue
+        span = f"{allowed.low:,}-{allowed.high:,} {allowed.unit}"
+        takes = " or ".join([*(f"{v:,}" for v in sorted(allowed.also)), span])
+        yield _rejected(
+            resource,
+            SERVICE_NAMES[resource.type],
+            f"{allowed.api} {value:g} {allowed.unit} ({RANGE_ERRORS[resource.type]}: {takes})",
+            f"set {key} to {takes}",
+        )
 
 
 def _alarm_periods(alarm: RenderedResource) -> Iterator[Finding]:

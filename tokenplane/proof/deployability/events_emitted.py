@@ -9,24 +9,59 @@ it ``pulumi up`` succeeds, the rule never matches and its targets never receive 
 
 Judged for each rule whose event pattern has ``source`` ``aws.s3`` and names, in ``detail.bucket.name``, a bucket
 the program creates. It cannot see buckets of other programs, nor a notification configuration set outside Pulumi.
+
+Two more ways the events never arrive, with ``pulumi up`` succeeding:
+
+- **A detail-type the source never sends.** EventBridge matches a pattern's strings exactly, case and words included
+  (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-event-patterns.html: "the values ... must match
+  exactly"), so ``"detail-type": ["EC2 Spot Interruption Warning"]`` on ``aws.ec2`` matches nothing: EC2 sends
+  "EC2 Spot Instance Interruption Warning" (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html).
+  ``event_types.json`` (package data) holds, with the date it was read and its sources (EventBridge's event
+  reference, https://docs.aws.amazon.com/eventbridge/latest/ref/, and the services' event pages), the detail-types
+  each listed AWS source sends, and the CloudTrail-delivered ones every source sends. A literal detail-type is judged
+  only when every source the pattern (or its ``$or`` branch) names is listed; a prefix, wildcard, anything-but or
+  other matcher is not read, and neither is a source outside the table.
+- **An S3 key filter with a wildcard.** A notification's ``filterPrefix`` and ``filterSuffix`` are literal: S3
+  compares the key's first (last) characters with them ("wildcard characters ... are not supported" in filter rules,
+  https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-filtering.html; aws/chalice#1209: "prefix
+  /suffix aren't globs"), so ``models/*`` matches only keys that begin with ``models/*``, the ``*`` included. A key may hold
+  a ``*``, but a program whose filter holds one means a glob: any ``*`` in a filter is judged (a ``?``, which reads
+  less surely as a glob and may stand in a key, is not).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
+from tokenplane import package_data
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.render import RenderedResource
 
 RULE = "events-emitted"
 EVENT_RULE = "aws:cloudwatch/eventRule:EventRule"
 NOTIFICATION = "aws:s3/bucketNotification:BucketNotification"
 BUCKETS = frozenset({"aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})
+# A notification's destinations, each a list of configurations with the same key filters.
+DESTINATIONS = ("queues", "topics", "lambdaFunctions")
+FILTERS = {"filterPrefix": "filter_prefix", "filterSuffix": "filter_suffix"}
+WILDCARD = "*"
+SHOWN = 5  # emitted detail-types named in a message, closest first
 
 
 def check(graph: Graph) -> Iterator[Finding]:
+    for rule in graph.of_type(EVENT_RULE):
+        yield from _detail_types(rule)
+    for notification in graph.of_type(NOTIFICATION):
+        yield from _key_filters(notification)
+    yield from _unsent_buckets(graph)
+
+
+def _unsent_buckets(graph: Graph) -> Iterator[Finding]:
     rules = [r for r in graph.of_type(EVENT_RULE) if "aws.s3" in _strings(lookup(_pattern(r.inputs), "source"))]
     if not rules:
         return
@@ -65,3 +100,76 @@ def _strings(value: Any) -> list[str]:
     """The plain strings of a pattern's value list (content filters such as {"prefix": ...} are left out)."""
     values = value if isinstance(value, list) else [value]
     return [v for v in values if isinstance(v, str)]
+
+
+@cache
+def emitted() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """Each listed source's detail-types, and the CloudTrail-delivered ones every source sends."""
+    data = json.loads(package_data.path(package_data.EVENT_TYPES).read_text(encoding="utf-8"))
+    sources = {name: tuple(entry["detail_types"]) for name, entry in data["sources"].items()}
+    return sources, tuple(data["cloudtrail"])
+
+
+def _branches(pattern: Any) -> Iterator[dict[str, Any]]:
+    """The pattern, or each of its top-level ``$or`` branches with the fields beside ``$or``."""
+    if not isinstance(pattern, dict):
+        return
+    branches = pattern.get("$or")
+    if not isinstance(branches, list):
+        yield pattern
+        return
+    rest = {k: v for k, v in pattern.items() if k != "$or"}
+    for branch in branches:
+        if isinstance(branch, dict):
+            yield {**rest, **branch}
+
+
+def _detail_types(rule: RenderedResource) -> Iterator[Finding]:
+    sources, cloudtrail = emitted()
+    for branch in _branches(_pattern(rule.inputs)):
+        named, types = branch.get("source"), branch.get("detail-type")
+        if not isinstance(named, list) or not named or not isinstance(types, list):
+            continue
+        if not all(isinstance(s, str) and s in sources for s in named):
+            continue  # a matcher, or a source the table does not list: not judged
+        sent = [t for s in named for t in sources[s]] + list(cloudtrail)
+        for wanted in _strings(types):
+            if wanted in sent:
+                continue
+            closest = sorted(sent, key=lambda t: -difflib.SequenceMatcher(None, wanted.lower(), t.lower()).ratio())
+            shown = ", ".join(repr(t) for t in closest[:SHOWN])
+            more = f" and {len(sent) - SHOWN} more" if len(sent) > SHOWN else ""
+            yield Finding(
+                RULE,
+                rule.urn,
+                f"EventBridge rule {rule.name}'s eventPattern detail-type {wanted!r} is not one that "
+                f"{' or '.join(named)} sends (closest first: {shown}{more}): EventBridge matches the string exactly, so the rule never "
+                "matches and its targets receive nothing (pulumi up succeeds)",
+                f"write the exact detail-type {' or '.join(named)} sends for the event (closest: {closest[0]!r})",
+            )
+
+
+def _key_filters(notification: RenderedResource) -> Iterator[Finding]:
+    for destination in DESTINATIONS:
+        for i, config in enumerate(notification.inputs.get(destination) or []):
+            if not isinstance(config, dict):
+                continue
+            for key, field in FILTERS.items():
+                value = config.get(key)
+                if not isinstance(value, str) or WILDCARD not in value:
+                    continue
+                prefix = key == "filterPrefix"
+                literal = value.split(WILDCARD)[0] if prefix else value.split(WILDCARD)[-1]
+                fix = f"set {field}={literal!r} (drop the '*')" if literal else f"drop {field}"
+                if value.count(WILDCARD) > 1 or value.strip(WILDCARD).count(WILDCARD):
+                    fix += ", and filter the rest of the key where the events are read"
+                yield Finding(
+                    RULE,
+                    notification.urn,
+                    f"S3 bucket notification {notification.name}'s {destination}[{i}].{key} is {value!r}: S3's key "
+                    f"filters are literal {'prefixes' if prefix else 'suffixes'}, not globs (wildcards are not "
+                    f"supported), so it matches only keys {'beginning' if prefix else 'ending'} with those exact "
+                    "characters, '*' included, and no notification is sent for the keys it was meant to match "
+                    "(pulumi up succeeds)",
+                    fix,
+                )
