@@ -476,7 +476,12 @@ def mock_outputs(
         extra = {"arn": f"arn:aws:sns:{region}:{ACCOUNT_ID}:{inputs.get('name') or rid}"}
     elif typ == "aws:lambda/function:Function":
         function = str(inputs.get("name") or rid)
-        extra = {"arn": f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{function}", "functionName": function}
+        # ``name`` is the output a Permission or an event source mapping names the function by (function=fn.name).
+        extra = {
+            "arn": f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{function}",
+            "name": function,
+            "functionName": function,
+        }
     elif typ == "aws:elasticache/replicationGroup:ReplicationGroup":
         extra = {"primaryEndpointAddress": f"master.{rid}.{_h(name, n=6)}.{region}.cache.amazonaws.com"}
     elif typ == "aws:msk/cluster:Cluster":

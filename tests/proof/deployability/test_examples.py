@@ -31,6 +31,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "weights-kept",
         "image-kept",
         "service-admitted",
+        "function-egress",
         "one-writer",
         "image-published",
         "references-exist",

@@ -4,19 +4,32 @@ the KMS key the destination (or a log group) is encrypted with.
 Some AWS services write into the program's resources on their own, as their service principal, not as a role of the
 program: CloudWatch alarms publish to SNS topics (``cloudwatch.amazonaws.com``), EventBridge rules send to SQS
 queues, SNS topics and Lambda functions (``events.amazonaws.com``), S3 notifications do the same
-(``s3.amazonaws.com``), and CloudWatch Logs encrypts a log group's events (``logs.<region>.amazonaws.com``). Each
-needs two things the program must give it:
+(``s3.amazonaws.com``), SNS subscriptions deliver to SQS queues and Lambda functions (``sns.amazonaws.com``), a log
+subscription filter invokes its Lambda destination (``logs.<region>.amazonaws.com``), and CloudWatch Logs encrypts a
+log group's events. Each needs two things the program must give it:
 
-- **The destination's resource policy** (EventBridge and S3; CloudWatch alarms publish to a topic of the same
-  account under its default policy): a queue or topic policy allowing the service ``sqs:SendMessage`` or
-  ``sns:Publish``, or a ``lambda.Permission`` for the service. Without it every event is dropped; EventBridge
-  counts FailedInvocations (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html) and
-  S3 refuses the notification configuration (InvalidArgument: Unable to validate the following destination
-  configurations).
+- **The destination's resource policy** (EventBridge, S3, SNS subscriptions and log subscription filters;
+  CloudWatch alarms publish to a topic of the same account under its default policy): a queue or topic policy
+  allowing the service ``sqs:SendMessage`` or ``sns:Publish``, or a ``lambda.Permission`` for the service, naming
+  the function by name, ARN or qualified ARN. Without it EventBridge drops every event and counts FailedInvocations
+  (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html), SNS fails every delivery
+  (https://docs.aws.amazon.com/sns/latest/dg/subscribe-sqs-queue-to-sns-topic.html,
+  https://docs.aws.amazon.com/sns/latest/dg/sns-lambda-as-subscriber.html), and two refuse at create time, so
+  ``pulumi up`` fails: S3 refuses the notification configuration (InvalidArgument: Unable to validate the following
+  destination configurations) and PutSubscriptionFilter test-invokes the function and answers
+  InvalidParameterException "Could not execute the lambda function. Make sure you have given CloudWatch Logs
+  permission to execute your function." (the provider retries it for five minutes, then fails:
+  internal/service/logs/subscription_filter.go of hashicorp/terraform-provider-aws;
+  https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/SubscriptionFilters.html#LambdaFunctionExample). A
+  filter that does not wait for its Permission races it on the first run and is reported too. Kinesis and Firehose
+  destinations of a filter need a ``roleArn`` instead and are not judged here.
 - **The destination's key**: a service principal may use a customer managed key only where the key's policy allows
   it ``kms:GenerateDataKey*`` and ``kms:Decrypt`` (CloudWatch Logs also ``kms:Encrypt*``), and never an AWS managed
   key (``alias/aws/sns``, ``alias/aws/sqs``), whose policy no one can change
   (https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger,
+  https://docs.aws.amazon.com/sns/latest/dg/sns-enable-encryption-for-topic-sqs-queue-subscriptions.html: SNS
+  delivering to a queue under ``alias/aws/sqs`` fails with KMS.AccessDeniedException; SSE-SQS,
+  ``sqsManagedSseEnabled``, uses no KMS key and needs no key policy,
   https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-troubleshooting.html,
   https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html: CreateLogGroup and
   AssociateKmsKey answer AccessDeniedException "The specified KMS key does not exist or is not allowed to be used").
@@ -50,6 +63,16 @@ DESTINATIONS = {
     FUNCTION: ("lambda:InvokeFunction", "aws:lambda/permission:Permission", "function", None),
 }
 AWS_MANAGED_KEYS = ("alias/aws/",)
+EVENTS_REFUSAL = "every event is dropped after deploy (EventBridge counts FailedInvocations)"
+S3_REFUSAL = (
+    "S3 refuses the notification configuration (InvalidArgument: Unable to validate the following destination "
+    "configurations) and pulumi up fails"
+)
+SNS_REFUSAL = "SNS fails every delivery after deploy and nothing arrives"
+LOGS_REFUSAL = (
+    "PutSubscriptionFilter test-invokes the function and answers InvalidParameterException (Could not execute the "
+    "lambda function); the provider retries for five minutes, then pulumi up fails at {filter}"
+)
 SENDER_KMS = ("kms:GenerateDataKey", "kms:Decrypt")
 LOGS_KMS = ("kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey")
 
@@ -62,6 +85,8 @@ class Sender:
     service: str  # its service principal
     destination: RenderedResource
     needs_resource_policy: bool
+    refusal: str = "every delivery is refused and nothing arrives"  # what follows when the destination refuses it
+    tested_at_create: bool = False  # the service test-sends when the sender is created: it must wait for the grant
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -69,16 +94,27 @@ def check(graph: Graph) -> Iterator[Finding]:
     senders = {(s.resource.urn, s.service, s.destination.urn): s for s in _senders(graph)}
     for sender in senders.values():
         action, grant_type, target, key_input = DESTINATIONS[sender.destination.type]
-        if sender.needs_resource_policy and not _destination_admits(graph, sender, action, grant_type, target):
+        grants = _grants(graph, sender, action, grant_type, target) if sender.needs_resource_policy else None
+        if grants == []:
             yield Finding(
                 RULE,
                 sender.resource.urn,
                 f"{sender.service} sends to {sender.destination.name} ({sender.resource.name}), whose resource policy "
-                f"does not allow it {action}: every delivery is refused (EventBridge counts FailedInvocations; S3 "
-                "refuses the notification configuration)",
+                f"does not allow it {action}: {sender.refusal}",
                 f"add a {grant_type.rsplit(':', 1)[-1]} allowing Principal {{Service: {sender.service}}} {action} on "
                 f"{sender.destination.name} (conditioned on aws:SourceArn of the sender), and make the sender wait for it",
             )
+        elif grants and sender.tested_at_create:
+            after = graph.waits_for(sender.resource.urn)
+            if not any(g.urn in after for g in grants):
+                yield Finding(
+                    RULE,
+                    sender.resource.urn,
+                    f"{sender.resource.name} does not wait for {grants[0].name}, which lets {sender.service} "
+                    f"{action} on {sender.destination.name}: the service tests the destination when "
+                    f"{sender.resource.name} is created, so on a first run that creates it first {sender.refusal}",
+                    f"add depends_on=[{grants[0].name}] to {sender.resource.name}",
+                )
         if key_input is not None and (sender.destination.urn, sender.service) not in keys_judged:
             keys_judged.add((sender.destination.urn, sender.service))
             yield from _key_admits(graph, sender.resource, sender.destination, key_input, sender.service, SENDER_KMS)
@@ -88,11 +124,19 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 
 def _senders(graph: Graph) -> Iterator[Sender]:
-    def to(resource: RenderedResource, prop: str, service: str, policy: bool) -> Iterator[Sender]:
+    def to(
+        resource: RenderedResource,
+        prop: str,
+        service: str,
+        policy: bool,
+        refusal: str = EVENTS_REFUSAL,
+        *,
+        tested_at_create: bool = False,
+    ) -> Iterator[Sender]:
         for urn in dict.fromkeys(resource.property_dependencies.get(prop, [])):
             destination = graph.by_urn.get(urn)
             if destination is not None and destination.type in DESTINATIONS:
-                yield Sender(resource, service, destination, policy)
+                yield Sender(resource, service, destination, policy, refusal, tested_at_create)
 
     for alarm in graph.of_type("aws:cloudwatch/metricAlarm:MetricAlarm"):
         for prop in ("alarmActions", "okActions", "insufficientDataActions"):
@@ -101,25 +145,54 @@ def _senders(graph: Graph) -> Iterator[Sender]:
         yield from to(target, "arn", "events.amazonaws.com", True)
     for notification in graph.of_type("aws:s3/bucketNotification:BucketNotification"):
         for prop in ("queues", "topics", "lambdaFunctions"):
-            yield from to(notification, prop, "s3.amazonaws.com", True)
+            yield from to(notification, prop, "s3.amazonaws.com", True, S3_REFUSAL)
+    for subscription in graph.of_type("aws:sns/topicSubscription:TopicSubscription"):
+        if subscription.inputs.get("protocol") in ("sqs", "lambda"):
+            yield from to(subscription, "endpoint", "sns.amazonaws.com", True, SNS_REFUSAL)
+    for filter_ in graph.of_type("aws:cloudwatch/logSubscriptionFilter:LogSubscriptionFilter"):
+        # Only Lambda destinations: Kinesis and Firehose ones are written with the filter's roleArn instead.
+        service = f"logs.{cloud_region_of(graph, filter_.region)}.amazonaws.com"
+        refusal = LOGS_REFUSAL.format(filter=filter_.name)
+        for sender in to(filter_, "destinationArn", service, True, refusal, tested_at_create=True):
+            if sender.destination.type == FUNCTION:
+                yield sender
 
 
-def _destination_admits(graph: Graph, sender: Sender, action: str, grant_type: str, target: str) -> bool:
+def _grants(graph: Graph, sender: Sender, action: str, grant_type: str, target: str) -> list[RenderedResource] | None:
+    """The resources granting the sender ``action`` on its destination ([]: none does), or None when one known only
+    at apply time may (or the destination's own inline policy does: nothing to wait for)."""
     destination = sender.destination
     if grant_type.startswith("aws:lambda/"):
-        return any(
-            destination.urn in p.property_dependencies.get(target, []) and p.inputs.get("principal") == sender.service
+        return [
+            p
             for p in graph.of_type(grant_type)
-        )
-    policies = [destination.inputs.get("policy")] if destination.inputs.get("policy") else []
-    policies += [
-        p.inputs.get("policy")
-        for p in graph.of_type(grant_type)
-        if destination.urn in p.property_dependencies.get(target, [])
-    ]
-    if any(document(p) is None for p in policies):
-        return True  # a policy known only at apply time may admit it
-    return any(_allows(p, sender.service, action) for p in policies)
+            if _names_function(p, target, destination) and _principal_is(p.inputs.get("principal"), sender.service)
+        ]
+    inline = destination.inputs.get("policy")
+    separate = [p for p in graph.of_type(grant_type) if destination.urn in p.property_dependencies.get(target, [])]
+    if any(document(p.inputs.get("policy")) is None for p in separate) or (inline and document(inline) is None):
+        return None  # a policy known only at apply time may admit it
+    if inline and _allows(inline, sender.service, action):
+        return None
+    return [p for p in separate if _allows(p.inputs.get("policy"), sender.service, action)]
+
+
+def _names_function(permission: RenderedResource, target: str, function: RenderedResource) -> bool:
+    """Whether a Permission is on ``function``: by reference (its name, ARN or a qualified ARN, as outputs), or by a
+    literal name or ARN; a Permission whose function is known only at apply time may be on it."""
+    if function.urn in permission.property_dependencies.get(target, []):
+        return True
+    value = permission.inputs.get(target)
+    if value is None:
+        return True  # an output of the update (Lambda's name unknown at render): it may name this function
+    name = str(function.inputs.get("name") or "")
+    named = str(value).split(":function:", 1)[-1].split(":", 1)[0]
+    return bool(name) and named == name
+
+
+def _principal_is(principal: object, service: str) -> bool:
+    """CloudWatch Logs answers to its regional principal and to ``logs.amazonaws.com``."""
+    return principal == service or (service.startswith("logs.") and principal == "logs.amazonaws.com")
 
 
 def _key_admits(
