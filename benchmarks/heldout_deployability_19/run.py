@@ -59,5 +59,26 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
 }
 
 
+# The run after the fixes this set's misses became (not held out).
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    **JUDGEMENT,
+    "tenant_secret_recovery_window_three_days": (True, "aws-api-values: RecoveryWindowInDays 3, not 0 or 7-30"),
+    "embedder_cache_tmpfs_above_memory_limit": (True, "tmpfs-within-memory: a 4Gi tmpfs in a 2Gi pod"),
+    "error_alerts_filter_without_lambda_permission": (
+        True,
+        "service-admitted: PutSubscriptionFilter test-invokes a function that does not admit logs",
+    ),
+    "spot_interruption_rule_wrong_detail_type": (True, "events-emitted: a detail-type aws.ec2 never sends"),
+    "alerts_queue_on_aws_managed_sqs_key": (True, "service-admitted: SNS cannot use alias/aws/sqs"),
+    "embedder_policy_peer_without_namespace_selector": (
+        True,
+        "selector-selects: a bare podSelector peer whose pods run in another namespace",
+    ),
+    "embedder_prestop_sleep_beyond_grace_period": (True, "prestop-within-grace: a 60 s sleep in a 30 s grace period"),
+    "embedder_hpa_scale_up_disabled": (True, "scale-up-enabled: scaleUp Disabled below maxReplicas"),
+    "registry_lambda_in_public_subnets": (True, "function-egress: public subnets, no NAT, no S3 endpoint"),
+    "registry_notification_prefix_glob": (True, "events-emitted: 'models/*' is a literal prefix"),
+}
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 19, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 19, JUDGEMENT, {"after-fixes": AFTER_FIXES}))

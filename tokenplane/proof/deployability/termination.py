@@ -6,8 +6,9 @@ SIGKILLs the container with the hook still running. A ``sleep N`` hook (the usua
 connections drain after the pod leaves the endpoints) with N at or above the grace period therefore never lets the
 server see SIGTERM: it is killed mid-drain on every rollout, drain and scale-in, and requests still arriving on
 kept-alive connections are reset. The exec form is not checked by the API server; the native ``sleep`` action is
-(validateSleepAction: "must be non-negative and less than terminationGracePeriodSeconds"), so ``pulumi up`` fails
-there when N exceeds the grace period.
+(validateSleepAction: "must be non-negative and less than terminationGracePeriodSeconds", refusing
+``sleep.Seconds > *gracePeriod``, as quoted in KEP-4818 in kubernetes/enhancements), so ``pulumi up`` fails there
+when N exceeds the grace period.
 https://kubernetes.io/docs/concepts/containers/container-lifecycle-hooks/#hook-handler-execution ,
 https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination
 
