@@ -405,7 +405,22 @@ def test_egress_policies_that_keep_dns_and_aws_endpoints_are_not_flagged() -> No
     internet = _egress_policy("llm-serving", DNS_RULE, _https_to("0.0.0.0/0", "10.0.0.0/8"))
     assert not rule(plus(internet), "egress-allowed")
     endpoints = _egress_policy("llm-data", DNS_RULE, _https_to("10.0.0.0/16"))  # interface VPC endpoints
-    assert not rule(plus(endpoints), "egress-allowed")
+    vpc_id = _subnet("x", "10.0.0.0/24").inputs["vpcId"]
+    interface = [
+        _aws(
+            "aws:ec2/vpcEndpoint:VpcEndpoint",
+            f"planted-{service}",
+            {
+                "vpcId": vpc_id,
+                "serviceName": f"com.amazonaws.us-east-1.{service}",
+                "vpcEndpointType": "Interface",
+                "privateDnsEnabled": True,
+            },
+        )
+        for service in ("sts", "s3")
+    ]
+    with_endpoints = mutated(plus(endpoints), lambda r: r, extra=interface)
+    assert not rule(with_endpoints, "egress-allowed")
 
 
 # --- one-autoscaler -----------------------------------------------------------------------------------------------

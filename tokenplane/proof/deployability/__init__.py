@@ -27,6 +27,7 @@ from tokenplane.proof.deployability import (
     aws_schemas,
     aws_values,
     backup_selection,
+    bare_pods,
     cluster_names,
     controller_values,
     controllers,
@@ -95,6 +96,7 @@ from tokenplane.proof.deployability import (
     service_access,
     service_accounts,
     service_addresses,
+    service_cidr,
     service_roles,
     shm,
     short_names,
@@ -244,6 +246,9 @@ CHECKS: dict[str, Check] = {
     versions.RULE: versions.check,
     rollouts.RULE: rollouts.check,
     drains.RULE: drains.check,
+    drains.ONE_BUDGET: drains.check_one_budget,
+    bare_pods.RULE: bare_pods.check,
+    service_cidr.RULE: service_cidr.check,
     platform_contract.RULE: platform_contract.check,
 }
 
