@@ -117,6 +117,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "nodes-join",
         "lb-subnets",
         "iam-name-exists",
+        "iam-requested-region",
+        "sns-filter-scope",
         "probe-patience",
         "probe-path",
         "shm-size",

@@ -13,6 +13,16 @@ https://docs.aws.amazon.com/eks/latest/userguide/access-policies.html). So every
 program creates must wait for it (``depends_on``, or its ``principal_arn`` taken from the entry's output); two
 literal copies of one ARN order nothing, and a first ``pulumi up`` creates both at once.
 
+An IAM principal has at most one access entry per cluster ("An IAM principal can't be included in more than
+one access entry", https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html), and when the
+cluster's authentication mode is API or API_AND_CONFIG_MAP, EKS creates the EC2_LINUX entry of a managed node group's
+node role itself, with the node group (https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html; the
+terraform-aws-eks module's access-entry docs). So an AccessEntry for a managed node group's ``nodeRoleArn`` on its
+cluster, or two AccessEntry resources for one principal, make CreateAccessEntry (or CreateNodegroup, whichever comes
+second) fail with 409 ResourceInUseException "The specified access entry resource is already in use on this
+cluster" (terraform-aws-modules/terraform-aws-eks#2977, eksctl-io/eksctl#7502). Self-managed nodes and Karpenter's
+nodes get no entry from EKS: theirs is the program's to create.
+
 It cannot see: entries created outside the program (the association then needs nothing from it), and
 clusters or principals named differently in the two resources (another spelling of the same ARN).
 """
@@ -22,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, lookup
 from tokenplane.proof.render import RenderedResource
 
 RULE = "eks-access"
@@ -73,6 +83,48 @@ def check(graph: Graph) -> Iterator[Finding]:
                     "associate the cluster admin access policy (scope: cluster) with the entry",
                 )
     yield from _association_order(graph)
+    yield from _one_entry_per_principal(graph)
+
+
+def _one_entry_per_principal(graph: Graph) -> Iterator[Finding]:
+    """At most one entry per principal and cluster, counting the ones EKS creates for managed node groups."""
+    clusters = {str(c.inputs.get("name")): c for c in graph.of_type(CLUSTER)}
+    seen: dict[tuple[str, str], RenderedResource] = {}
+    for entry in graph.of_type(ENTRY):
+        cluster_name, principal = key = _principal_on_cluster(entry)
+        if (first := seen.setdefault(key, entry)) is not entry:
+            yield Finding(
+                RULE,
+                entry.urn,
+                f"access entries {first.name} and {entry.name} both give {principal} access to cluster "
+                f"{cluster_name}: a principal has one access entry per cluster, so EKS refuses the second "
+                "(409 ResourceInUseException: the specified access entry resource is already in use on this cluster)",
+                f"keep one access entry for {principal} and associate every access policy with it",
+            )
+            continue
+        cluster = clusters.get(cluster_name)
+        mode = lookup(cluster.inputs, "accessConfig.authenticationMode") if cluster is not None else None
+        if mode not in ("API", "API_AND_CONFIG_MAP"):
+            continue  # CONFIG_MAP mode has no entries; elsewhere the mode is unknown
+        group = next(
+            (
+                g
+                for g in graph.of_type(NODE_GROUP)
+                if str(g.inputs.get("clusterName")) == cluster_name and g.inputs.get("nodeRoleArn") == principal
+            ),
+            None,
+        )
+        if group is not None:
+            yield Finding(
+                RULE,
+                entry.urn,
+                f"access entry {entry.name} is for {principal}, the node role (nodeRoleArn) of managed node group "
+                f"{group.name} on cluster {cluster_name}, whose authentication mode {mode} makes EKS create that "
+                "entry itself with the node group: a principal has one entry per cluster, so whichever comes second "
+                "fails (409 ResourceInUseException: the specified access entry resource is already in use)",
+                f"delete {entry.name}: EKS manages the node group role's EC2_LINUX entry (only self-managed or "
+                "Karpenter nodes' roles need one from the program)",
+            )
 
 
 def _association_order(graph: Graph) -> Iterator[Finding]:

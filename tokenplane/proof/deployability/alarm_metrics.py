@@ -16,6 +16,14 @@ resources ... the Auto Scaling group"; the name is DescribeNodegroup's ``resourc
 https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupResources.html), so an ``AutoScalingGroupName`` of
 the node group's own name (``nodeGroupName``) matches no EC2 or Auto Scaling metric: the node group's
 ``resources[0].autoscalingGroups[0].name`` output does.
+
+The ``ContainerInsights`` namespace is published by Container Insights, not by EKS or ECS themselves: on EKS by the
+CloudWatch agent (the ``amazon-cloudwatch-observability`` add-on or Helm chart, or the agent's own DaemonSet), on
+ECS by the cluster's ``containerInsights`` setting ("Metrics do not appear before Container Insights has been set up
+completely", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-metrics-EKS.html;
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/deploy-container-insights-EKS.html). An alarm on it
+in a program that installs none of these watches a metric that never exists. metrics-server serves the Kubernetes
+metrics API, not CloudWatch. Cannot see: an agent installed outside the program (then waive the finding).
 """
 
 from __future__ import annotations
@@ -24,12 +32,20 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import NODE_GROUP, Graph
+from tokenplane.proof.deployability.graph import HELM_RELEASE, NODE_GROUP, Graph
 from tokenplane.proof.render import RenderedResource
 
 RULE = "alarm-metric-exists"
 ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 ASG_DIMENSION = "AutoScalingGroupName"
+CONTAINER_INSIGHTS = "ContainerInsights"
+ADDON = "aws:eks/addon:Addon"
+CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
+# Helm charts that install the CloudWatch agent with Container Insights (aws-observability/helm-charts, eks-charts).
+CLOUDWATCH_CHARTS = ("amazon-cloudwatch-observability", "aws-cloudwatch-metrics")
+CLOUDWATCH_AGENT = "cloudwatch-agent"  # the agent's image, amazon/cloudwatch-agent
+ECS_CLUSTER = "aws:ecs/cluster:Cluster"
+ECS_ACCOUNT_SETTING = "aws:ecs/accountSettingDefault:AccountSettingDefault"
 # Namespace -> the dimension names its metrics carry (each service's CloudWatch metrics page).
 DIMENSIONS: dict[str, frozenset[str]] = {
     "AWS/SQS": frozenset({"QueueName"}),
@@ -99,7 +115,11 @@ SQS_METRICS = frozenset(
 def check(graph: Graph) -> Iterator[Finding]:
     for alarm in graph.of_type(ALARM):
         for namespace, metric, dimensions in _metrics(alarm):
-            problem = _problem(namespace, metric, dimensions) or _node_group_as_asg(graph, dimensions)
+            problem = (
+                _problem(namespace, metric, dimensions)
+                or _node_group_as_asg(graph, dimensions)
+                or _container_insights(graph, namespace)
+            )
             if problem is not None:
                 what, fix = problem
                 yield Finding(
@@ -166,6 +186,38 @@ def _node_group_as_asg(graph: Graph, dimensions: dict[str, Any]) -> tuple[str, s
         f"set {ASG_DIMENSION} to the node group's Auto Scaling group name (its "
         "resources[0].autoscalingGroups[0].name output), not its nodeGroupName",
     )
+
+
+def _container_insights(graph: Graph, namespace: str) -> tuple[str, str] | None:
+    """A ContainerInsights metric where the program installs nothing that publishes Container Insights."""
+    if namespace != CONTAINER_INSIGHTS or _installs_container_insights(graph):
+        return None
+    return (
+        f"{CONTAINER_INSIGHTS} metrics are published only by Container Insights (the CloudWatch agent on EKS, the "
+        "containerInsights cluster setting on ECS), and the program installs neither",
+        "install Container Insights (aws.eks.Addon amazon-cloudwatch-observability, with its IAM role), or alarm on "
+        "a metric that exists (AWS/EC2 CPUUtilization of the node group's Auto Scaling group, or a Prometheus rule)",
+    )
+
+
+def _installs_container_insights(graph: Graph) -> bool:
+    for addon in graph.of_type(ADDON):
+        if addon.inputs.get("addonName") == CLOUDWATCH_ADDON:
+            return True
+    for release in graph.of_type(HELM_RELEASE):
+        if any(c in str(release.inputs.get("chart", "")) for c in CLOUDWATCH_CHARTS):
+            return True
+    for bearer in graph.pod_bearers():
+        spec = bearer.pod_template().get("spec") or {}
+        images = [c.get("image", "") for c in spec.get("containers") or [] if isinstance(c, dict)]
+        if any(CLOUDWATCH_AGENT in str(i) for i in images):
+            return True
+    for cluster in graph.of_type(ECS_CLUSTER):
+        for setting in cluster.inputs.get("settings") or []:
+            named = isinstance(setting, dict) and setting.get("name") == "containerInsights"
+            if named and setting.get("value") != "disabled":
+                return True
+    return any(s.inputs.get("name") == "containerInsights" for s in graph.of_type(ECS_ACCOUNT_SETTING))
 
 
 def _shown(dimensions: dict[str, Any]) -> str:

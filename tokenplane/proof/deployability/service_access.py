@@ -91,8 +91,8 @@ class Sender:
 
 def check(graph: Graph) -> Iterator[Finding]:
     keys_judged: set[tuple[str, str]] = set()  # (destination, service): its key is judged once, however many send
-    senders = {(s.resource.urn, s.service, s.destination.urn): s for s in _senders(graph)}
-    for sender in senders.values():
+    by_key = {(s.resource.urn, s.service, s.destination.urn): s for s in senders(graph)}
+    for sender in by_key.values():
         action, grant_type, target, key_input = DESTINATIONS[sender.destination.type]
         grants = _grants(graph, sender, action, grant_type, target) if sender.needs_resource_policy else None
         if grants == []:
@@ -123,7 +123,9 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _key_admits(graph, group, group, "kmsKeyId", service, LOGS_KMS)
 
 
-def _senders(graph: Graph) -> Iterator[Sender]:
+def senders(graph: Graph) -> Iterator[Sender]:
+    """Every AWS service that sends to one of the program's queues, topics or functions, with what configures it."""
+
     def to(
         resource: RenderedResource,
         prop: str,
