@@ -55,6 +55,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "event-source-permissions",
         "service-role-trust",
         "state-machine-log-delivery",
+        "ttl-expires",
         "bucket-source-vpc",
         "aws-api-replay",
         "volume-writable",
