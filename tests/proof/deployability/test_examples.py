@@ -56,6 +56,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "service-role-trust",
         "state-machine-log-delivery",
         "state-machine-definition",
+        "ttl-expires",
         "bucket-source-vpc",
         "aws-api-replay",
         "volume-writable",

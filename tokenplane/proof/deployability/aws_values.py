@@ -60,6 +60,18 @@ The provider's schema types every field, but the services check how fields go to
 
 - **EventBridge** ``PutRule`` (and Pipes, Lambda event filters): every leaf of an event pattern is an array
   (``event_patterns``).
+- **Route 53** ``CreateHealthCheck``: a request interval of 10 or 30 seconds and a failure threshold of 1 to 10; the
+  provider validates both at preview (hashicorp/terraform-provider-aws ``aws_route53_health_check``:
+  ``request_interval`` ``IntInSlice([]int{10, 30})``, ``failure_threshold`` ``IntBetween(1, 10)``;
+  https://docs.aws.amazon.com/Route53/latest/APIReference/API_HealthCheckConfig.html).
+- **Lambda** ``CreateEventSourceMapping``: a batch size within its source's limit (SQS standard 1-10,000, FIFO 1-10,
+  Kinesis, DynamoDB streams, MSK, Kafka and MQ 1-10,000), and an SQS batch above 10 only with a batching window of at
+  least a second (InvalidParameterValueException "Maximum batch window in seconds must be greater than 0 if maximum
+  batch size is greater than 10"); the window itself 0-300 s
+  (https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html, BatchSize;
+  https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html).
+- **CloudWatch** ``PutMetricAlarm`` and ``PutCompositeAlarm``: SNS actions are topics in the alarm's own region
+  (``alarm_actions``).
 
 A value unknown at render time (an output, a secret) is not judged.
 """
@@ -72,7 +84,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from tokenplane.proof.deployability import event_patterns, iam_policy
+from tokenplane.proof.deployability import alarm_actions, event_patterns, iam_policy
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
@@ -121,6 +133,13 @@ ALARM_RANGE_S = 604_800
 SHORT_PERIOD_RANGE_S = 86_400
 HOUR_S = 3_600
 SECRET = "aws:secretsmanager/secret:Secret"
+HEALTH_CHECK = "aws:route53/healthCheck:HealthCheck"
+MAPPING = "aws:lambda/eventSourceMapping:EventSourceMapping"
+# CreateEventSourceMapping's largest BatchSize by the source's ARN service (MQ and self-managed Kafka take no ARN of
+# these; MSK is "kafka"). A standard queue's 10,000 needs a batching window above 10; a FIFO queue takes 10.
+BATCH_LIMITS = {"sqs": 10_000, "kinesis": 10_000, "dynamodb": 10_000, "kafka": 10_000, "mq": 10_000}
+SQS_UNWINDOWED_BATCH = 10
+FIFO_BATCH = 10
 
 
 class Range(NamedTuple):
@@ -144,12 +163,20 @@ RANGES: dict[str, dict[str, Range]] = {
     },
     # 0 deletes the secret at once (ForceDeleteWithoutRecovery); otherwise DeleteSecret's RecoveryWindowInDays.
     SECRET: {"recoveryWindowInDays": Range("RecoveryWindowInDays", 7, 30, "days", frozenset({0}))},
+    # Route 53's standard (30 s) and fast (10 s) checkers; nothing between.
+    HEALTH_CHECK: {
+        "requestInterval": Range("RequestInterval", 30, 30, "s", frozenset({10})),
+        "failureThreshold": Range("FailureThreshold", 1, 10, "checks"),
+    },
+    MAPPING: {"maximumBatchingWindowInSeconds": Range("MaximumBatchingWindowInSeconds", 0, 300, "s")},
 }
-SERVICE_NAMES = {SQS_QUEUE: "SQS", SECRET: "Secrets Manager"}
+SERVICE_NAMES = {SQS_QUEUE: "SQS", SECRET: "Secrets Manager", HEALTH_CHECK: "Route 53", MAPPING: "Lambda"}
 # The error each service answers an out-of-range value with.
 RANGE_ERRORS = {
     SQS_QUEUE: "InvalidAttributeValue",
     SECRET: "the provider refuses it at preview, as DeleteSecret would",
+    HEALTH_CHECK: "the provider refuses it at preview, as CreateHealthCheck would",
+    MAPPING: "InvalidParameterValueException",
 }
 # What EC2 takes in a VPC security group's name and description (CreateSecurityGroup).
 SECURITY_GROUP_TEXT = re.compile(r"^[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]{0,255}$")
@@ -181,6 +208,9 @@ def _rejected(resource: RenderedResource, service: str, what: str, fix: str) -> 
 
 def check(graph: Graph) -> Iterator[Finding]:
     yield from event_patterns.check(graph)
+    yield from alarm_actions.check(graph)
+    for mapping in graph.of_type(MAPPING):
+        yield from _batch_size(graph, mapping)
     for msk in graph.of_type(MSK_CLUSTER):
         yield from _msk(msk)
     for group in graph.of_type(REPLICATION_GROUP):
@@ -230,6 +260,36 @@ def check(graph: Graph) -> Iterator[Finding]:
                         yield from _ports(resource, rule, direction)
         elif resource.type in SECURITY_GROUP_RULES:
             yield from _ports(resource, resource.inputs, "rule")
+
+
+def _batch_size(graph: Graph, mapping: RenderedResource) -> Iterator[Finding]:
+    """BatchSize within the source's limit; an SQS batch above 10 with a batching window of a second or more."""
+    batch, source = _number(mapping.inputs.get("batchSize")), mapping.inputs.get("eventSourceArn")
+    parts = source.split(":") if isinstance(source, str) else []
+    if batch is None or len(parts) < 6 or parts[0] != "arn" or parts[2] not in BATCH_LIMITS:
+        return  # no batch size (the source's default), or a source unknown at render time
+    service, limit = parts[2], BATCH_LIMITS[parts[2]]
+    queues = [q for q in graph.by_physical_ids(source) if q.type == SQS_QUEUE]
+    fifo = service == "sqs" and (parts[-1].endswith(".fifo") or any(q.inputs.get("fifoQueue") for q in queues))
+    limit = FIFO_BATCH if fifo else limit
+    if not 1 <= batch <= limit:
+        kind = "a FIFO queue" if fifo else f"a {service} source"
+        yield _rejected(
+            mapping,
+            "Lambda",
+            f"batchSize {batch:g} from {kind} (InvalidParameterValueException: BatchSize 1-{limit:,} for it)",
+            f"set batch_size within 1-{limit:,}",
+        )
+    window = _number(mapping.inputs.get("maximumBatchingWindowInSeconds"))
+    if service == "sqs" and not fifo and batch > SQS_UNWINDOWED_BATCH and (window is None or window < 1):
+        yield _rejected(
+            mapping,
+            "Lambda",
+            f"batchSize {batch:g} from SQS queue {parts[-1]} with maximumBatchingWindowInSeconds "
+            f"{'unset' if window is None else f'{window:g}'} (InvalidParameterValueException: Maximum batch window in "
+            f"seconds must be greater than 0 if maximum batch size is greater than {SQS_UNWINDOWED_BATCH})",
+            f"set maximum_batching_window_in_seconds to 1-300, or batch_size to {SQS_UNWINDOWED_BATCH} or fewer",
+        )
 
 
 def _fifo_subscription(graph: Graph, subscription: RenderedResource) -> Iterator[Finding]:
@@ -344,7 +404,8 @@ def _ranges(resource: RenderedResource) -> Iterator[Finding]:
         value = _number(resource.inputs.get(key))
         if value is None or allowed.low <= value <= allowed.high or value in allowed.also:
             continue
-        span = f"{allowed.low:,}-{allowed.high:,} {allowed.unit}"
+        span = f"{allowed.low:,}" if allowed.low == allowed.high else f"{allowed.low:,}-{allowed.high:,}"
+        span = f"{span} {allowed.unit}"
         takes = " or ".join([*(f"{v:,}" for v in sorted(allowed.also)), span])
         yield _rejected(
             resource,
