@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from tokenplane.proof.deployability.aws_replay import known_cloud_region
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.render import RenderedResource
@@ -24,25 +25,17 @@ RULE = "aws-api-values"
 ALARMS = ("aws:cloudwatch/metricAlarm:MetricAlarm", "aws:cloudwatch/compositeAlarm:CompositeAlarm")
 TOPIC = "aws:sns/topic:Topic"
 ACTIONS = ("alarmActions", "okActions", "insufficientDataActions")
-AWS_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 SNS_ARN = re.compile(r"^arn:aws[a-z-]*:sns:([a-z0-9-]+):\d*:[^:]+$")
 
 
 def check(graph: Graph) -> Iterator[Finding]:
     for alarm in (a for kind in ALARMS for a in graph.of_type(kind)):
-        own = _region(graph, alarm)
+        own = known_cloud_region(graph, alarm.region)
         if own is None:
             continue
         for field in ACTIONS:
             for action in alarm.inputs.get(field) or []:
                 yield from _judge(graph, alarm, field, action, own)
-
-
-def _region(graph: Graph, resource: RenderedResource) -> str | None:
-    """The AWS region a resource is made in, where the render knows it."""
-    name = resource.region
-    cloud = graph.cloud_region(name)
-    return cloud if cloud is not None else (name if name and AWS_REGION.match(name) else None)
 
 
 def _judge(graph: Graph, alarm: RenderedResource, field: str, action: object, own: str) -> Iterator[Finding]:
@@ -51,7 +44,7 @@ def _judge(graph: Graph, alarm: RenderedResource, field: str, action: object, ow
     topics = [t for t in graph.by_physical_ids(action) if t.type == TOPIC]
     match = SNS_ARN.match(action)
     if topics:
-        where, what = _region(graph, topics[0]), f"topic {topics[0].name}"
+        where, what = known_cloud_region(graph, topics[0].region), f"topic {topics[0].name}"
     elif match:
         where, what = match.group(1), f"topic {action}"
     else:

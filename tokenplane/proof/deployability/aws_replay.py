@@ -356,9 +356,15 @@ def _finding(resource: RenderedResource, refused: _Refused) -> Finding:
 def cloud_region_of(graph: Graph, name: str | None) -> str:
     """The AWS region a resource of region ``name`` is made in: the spec's mapping, a name that is an AWS
     region itself, or the default."""
+    return known_cloud_region(graph, name) or DEFAULT_REGION
+
+
+def known_cloud_region(graph: Graph, name: str | None) -> str | None:
+    """The AWS region of region ``name`` where the render knows it (the spec's mapping, or a name that is an AWS
+    region itself); None where only the default would be a guess."""
     if (cloud := graph.cloud_region(name)) is not None:
         return cloud
-    return name if name and re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", name) else DEFAULT_REGION
+    return name if name and re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", name) else None
 
 
 def _strings(value: Any) -> Iterator[str]:
