@@ -267,6 +267,56 @@ SECOND_SEARCH_REJECTED = (
     "yobitel's concurrency sweep (c=16, 64), johnmusgrave.com and ai.wmx.dev: sources of calibration points already",
 )
 
+# The third search (issue 28, item 3), from ``THIRD_SEARCH_FROM``: blogs, cloud and vendor pages, benchmark
+# repositories and issues outside vllm-project, and every candidate it found, with why it could not be used.
+THIRD_SEARCH_FROM = "4fdaad4314230cf22afecc006158dfdd1b3a7f8a"
+THIRD_SEARCH_REJECTED = (
+    'BentoML\'s "Benchmarking LLM inference backends" (Llama 3 8B and 70B on an A100 80GB at 10, 50 and 100'
+    ' users): "4-bit quantization models" by its own summary, figures as charts, no prompt or output lengths in'
+    " the readable text",
+    "Ori's Llama 3.1 8B on H100 SXM and A100 (BeFOri): the readable text stops at the introduction; results as charts",
+    "Microsoft's Azure HPC posts (Llama 3.1 8B on ND-H100-v5; across GPUs with Hugging Face's inference-benchmarker):"
+    " the readable text stops before the results",
+    "hungchun0201/agentic-ai-survey, hands-on week 1 (Llama-3.1-8B BF16 on H200, H100, A100 PCIe and L40S at 1, 4"
+    " and 10 req/s, 150 ShareGPT prompts): a fork (vllm-continuum), p50 only, no token totals for the sample, and"
+    " a TTFT of 0.9 s at 1 req/s on the H100 that no prefill explains",
+    "modal-labs/stopwatch (guidellm at constant rates on H100s): results kept in a Modal volume; the repository"
+    " holds configs and PNG charts only",
+    "LMCache PR 997 (vanilla vLLM, Llama-3.1-8B, 1,000 ShareGPT prompts, 215,196 in / 198,065 out, 3.87 req/s"
+    " achieved): GPU and offered rate not in the readable text",
+    "LMCache issue 1326 (Llama-3.1-8B on an H100, 1,000 ShareGPT prompts): no rate or cap, all at once (saturating)",
+    "LMCache issue 1938 (LMBenchmark at 3 QPS, LMCache against pure vLLM): model, GPU and lengths not in the"
+    " readable text; mean TTFT only",
+    "sglang issue 1268 (H100 SXM, 300 ShareGPT prompts, 74,403 in / 61,393 out, Poisson 1, 2, 4 req/s ...): the"
+    " readable text holds SGLang's rows only; vLLM's rows and the model are past it",
+    "sglang issue 1639 (vLLM 0.6.3 against SGLang, Llama-3.1-8B on an H100, 2,000 ShareGPT prompts): all at once"
+    " (saturating); the later runs add --num-scheduler-steps 8",
+    "IOG-Foundation/llm-inference-benchmarks (vLLM 0.8.5, 200 ShareGPT prompts at Poisson 1-32 req/s, raw JSON):"
+    " run on H100 PCIe and RTX 4090 cards, neither a catalog GPU (the catalog's H100-80GB is the SXM part,"
+    " 3.35 TB/s against the PCIe card's 2.0)",
+    "dennislee22/vLLM-benchmarking (Qwen2-7B and Qwen2.5-32B on A100 80GB): every prompt at once (saturating),"
+    " gpu_memory_utilization varied, Ray across nodes",
+    "surajssd/llm-k8s (vLLM's nightly serving suite, Llama-3.3-70B at TP8): ShareGPT sample whose token totals"
+    " are not published, as on buildkite",
+    "kvcached issue 136 (Llama-3.1-8B, 15 req/s, 3,500 in / 1,500 out): --backend sglang against an SGLang server",
+    "Red Hat's MLPerf Inference v5.1 post (Llama-3.1-8B on H100 and L40S, vLLM 0.10.0): FP8 weights; server"
+    " scenario throughput only",
+    "jshim0978/MLPerf_local_test (Llama-3.1-8B, MLPerf server at 1 QPS): P99 latency and achieved QPS only, GPU not"
+    " stated",
+    "AMD ROCm's MI300X inference best-practices blog: the readable text stops before any H100 figures",
+    "substratus.ai's Llama-3.1-405B on 8x MI300X and Oracle's MI300X post: not NVIDIA GPUs, FP8 weights,"
+    " --num-scheduler-steps 15 or offline benchmarks",
+    "wangzheng422/docker_env's RHAI report (Qwen3.6-27B-FP8 on 4x L4): FP8 weights, hybrid attention,"
+    " 32,768 batched tokens",
+    "wang-junjian's Jetson Thor runs (Qwen3-8B at concurrency 8) and NVIDIA's forum \"6x Spark setup\""
+    " (Qwen3-VL-32B-FP8): Jetson Thor and DGX Spark are not catalog GPUs",
+    'Arm\'s learning path "vllm-benchmark-quantisation" (Llama-3.1-8B at 8 req/s, concurrency 10): an Arm CPU server',
+    "AI-Hypercomputer/gpu-recipes PR 41 (Qwen3-8B on G4): the RTX PRO 6000 Blackwell is not a catalog GPU",
+    "tenstorrent's tt-metal PR 55922 and tt-inference-server release reports (Llama-3.1-8B at concurrency 32):"
+    " Tenstorrent hardware, not GPUs",
+    "llm-d/llm-d-benchmark: harness and docs; no committed result table of a standalone vLLM run was found",
+)
+
 
 def _summary(errors: list[float]) -> str:
     if not errors:
@@ -403,6 +453,14 @@ def lines(r: dict[str, Any]) -> list[str]:
         "found no further run with every figure, so no point was added. Each candidate and why it was left out:",
         "",
         *[f"- {line}" for line in SECOND_SEARCH_REJECTED],
+        "",
+        f"A third search (from {THIRD_SEARCH_FROM[:7]}; BentoML's and other vendors' benchmark blogs, cloud",
+        "providers' posts, Modal's stopwatch, llm-d-benchmark, LMCache and sglang issues with vanilla-vLLM",
+        "baselines, benchmark repositories with raw `benchmark_serving` JSON, MLPerf and AMD comparisons) found no",
+        f"further run with every figure, so again no point was added. Its {len(THIRD_SEARCH_REJECTED)} candidates and why",
+        "each was left out:",
+        "",
+        *[f"- {line}" for line in THIRD_SEARCH_REJECTED],
         "",
         "Interconnect and format (issue 28): tensor-parallel all-reduces are priced by link in prefill and decode",
         "(`tokenplane/model/interconnect.py`: NVLS 475 GB/s, NVLink 232, PCIe Gen4 20, Gen5 35, each with its",

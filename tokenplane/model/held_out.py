@@ -17,7 +17,9 @@ What the searches for such points found, and why most public results could not b
 run a non-default scheduler (multi-step), omit the prompt length, quantize the weights, run a GPU
 or an architecture the catalog does not hold, or are published as images. A second search (issue
 28, item 3, from ``ADDED_AT``) found no further point with every figure; its rejected candidates are
-listed in ``BENCHMARKS.md``.
+listed in ``BENCHMARKS.md``. A third search (from 4fdaad4, outside vllm-project: vendor and cloud blogs,
+benchmark repositories, LMCache and sglang issues) found none either; its candidates are
+``benchmarks/capacity_validation.py``'s ``THIRD_SEARCH_REJECTED``.
 
 Two records hold each point's error when it was added, and every point is in exactly one of them:
 ``AT_FREEZE`` for the points added while the model was still the one frozen at ``FROZEN_AT``, and
