@@ -29,7 +29,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from tokenplane.catalog import KvCacheDtype, Quantization, gpu, model_preset
+from tokenplane.catalog import GB, TERA, Gpu, Interconnect, KvCacheDtype, Quantization, gpu, model_preset
 from tokenplane.model import capacity as cap
 from tokenplane.model.vllm_memory import overheads_for_version
 from tokenplane.quantization import WeightFormat, default_format
@@ -378,13 +378,28 @@ class Load(StrEnum):
     STAGGERED = "staggered"
 
 
+# GPUs a public latency point ran on that no AWS instance offers. The catalog sizes AWS node groups, so it
+# does not hold them (a spec cannot name one); a point may still be read on one.
+# NVIDIA H100 PCIe product brief (PB-11133-001) and datasheet: 80 GB HBM2e at 2,000 GB/s, 756 TFLOPS BF16 /
+# 1,513 FP8 dense (half the sparse figures), 114 SMs, a PCIe Gen5 card. Its memory total is the SXM part's
+# (both 80 GB); no latency term reads it.
+OFF_CATALOG_GPUS: dict[str, Gpu] = {
+    g.name: g for g in (Gpu("H100-PCIe", 79.19, 2000 * GB, 756 * TERA, 1513 * TERA, Interconnect.PCIE),)
+}
+
+
+def point_gpu(name: str) -> Gpu:
+    """The GPU a latency point ran on: a catalog GPU, or one of ``OFF_CATALOG_GPUS``."""
+    return OFF_CATALOG_GPUS[name] if name in OFF_CATALOG_GPUS else gpu(name)
+
+
 def vllm_default_token_budget(gpu_name: str) -> int:
     """``max_num_batched_tokens`` that ``vllm serve`` picks by default on ``gpu_name``.
 
     ``vllm/engine/arg_utils.py`` (``get_batch_defaults``, v0.19): 8,192 on GPUs of at least
     70 GiB other than the A100 (vLLM PR 17885), 2,048 elsewhere (A100, L4, L40S, A10G).
     """
-    device = gpu(gpu_name)
+    device = point_gpu(gpu_name)
     return 8192 if device.hbm_bytes >= 70 * 2**30 and not device.name.startswith("A100") else 2048
 
 
@@ -419,7 +434,7 @@ class LatencyPoint:
     efficiency: cap.Efficiency = field(default=cap.DEFAULT_EFFICIENCY, compare=False)
 
     def model(self) -> cap.ReplicaModel:
-        return cap.ReplicaModel(self.arch, gpu(self.gpu_name), tp=self.tp, efficiency=self.efficiency)
+        return cap.ReplicaModel(self.arch, point_gpu(self.gpu_name), tp=self.tp, efficiency=self.efficiency)
 
     @property
     def token_budget(self) -> int:

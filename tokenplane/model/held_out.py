@@ -29,7 +29,7 @@ at ``ADDED_AT``; a point's figures are written down before its error is looked a
 
 from __future__ import annotations
 
-from tokenplane.model.calibration import QWEN3_30B_A3B, LatencyPoint, Load
+from tokenplane.model.calibration import GEMMA_2_9B, L8, PHI_4, Q7, Q32, QWEN3_30B_A3B, LatencyPoint, Load
 
 FROZEN_AT = "641a017b63549bd5c4c916c8a614772e6815a7a5"  # the commit whose model predicted these points first
 
@@ -40,11 +40,64 @@ FROZEN_AT = "641a017b63549bd5c4c916c8a614772e6815a7a5"  # the commit whose model
 # 204,169 input and 101,576 generated tokens over 100 requests: means 2,042 and 1,016.
 VLLM_PR_23151 = "https://github.com/vllm-project/vllm/pull/23151"
 
+# IOG Foundation's vLLM 0.8.5 runs on io.net (``vllm serve MODEL --tensor-parallel-size 1`` on one H100 PCIe,
+# ``benchmark_serving.py --backend vllm --dataset-name sharegpt --num-prompts 200 --request-rate R``: Poisson
+# arrivals, no concurrency cap, outputs ending at EOS or ShareGPT's length; the raw JSON per run). The H100 PCIe
+# is an off-catalog GPU (``calibration.OFF_CATALOG_GPUS``, its datasheet figures). Taken, by a rule fixed before
+# any error was computed: every TP1 run of a model whose shape the catalog holds (Llama-3-8B and its R1 distill
+# as ``L8``; AceMath-7B and R1-Distill-Qwen-7B, Qwen2.5-Math-7B's shape, as ``Q7``; R1-Distill-Qwen-32B and
+# QwQ-32B-Preview as ``Q32``; phi-4; gemma-2-9b) at each rate whose arrivals span at least four mean end-to-end
+# times (200 / R >= 4 x E2E), so most of the run is in steady state rather than its ramp. Left out by that rule:
+# every 32 req/s run (1.3-1.9 end-to-end times), gemma-2-9b at 16 (3.5) and both 32B models at 8 and above
+# (2.2 and less; at 16 and 32 they queue). Left out otherwise: the RTX 4090 runs (no datasheet BF16 rate read
+# here), DeepSeek-R1-Distill-Qwen-1.5B and -14B (no checked shape), the TP2 runs (the link between the two cards
+# is not stated) and the FP8 Nemotron. Figures are the runs' means: TTFT, TPOT, and input and output tokens over
+# the 200 requests; the batch is R x the mean end to end (Little's law), as for the other open-loop points.
+IOG = "https://github.com/IOG-Foundation/llm-inference-benchmarks/tree/4990a807c6f1971edda635c18d98550059782eb8/results"
+IOG_FILE = "vllm_200prompts{rate}qps_{model}_sharegpt_1xNVIDIA-H100-PCIe.json"
+# (label, shape, the file's model name, rate, batch, context, TPOT ms, prompt, TTFT ms, output, end to end s)
+IOG_RUNS = (
+    ("llama-3-8b", L8, "Meta-Llama-3-8B-Instruct", 1, 2, 307, 10.64, 206, 20.6, 202, "2.16"),
+    ("llama-3-8b", L8, "Meta-Llama-3-8B-Instruct", 4, 9, 307, 10.98, 206, 21.7, 202, "2.23"),
+    ("llama-3-8b", L8, "Meta-Llama-3-8B-Instruct", 8, 19, 307, 11.69, 206, 23.1, 202, "2.37"),
+    ("llama-3-8b", L8, "Meta-Llama-3-8B-Instruct", 16, 40, 307, 12.21, 206, 24.7, 202, "2.48"),
+    ("r1-distill-llama-8b", L8, "DeepSeek-R1-Distill-Llama-8B", 1, 2, 312, 10.65, 206, 20.5, 212, "2.26"),
+    ("r1-distill-llama-8b", L8, "DeepSeek-R1-Distill-Llama-8B", 4, 9, 312, 11.07, 206, 22.2, 212, "2.35"),
+    ("r1-distill-llama-8b", L8, "DeepSeek-R1-Distill-Llama-8B", 8, 20, 312, 11.70, 206, 22.5, 212, "2.49"),
+    ("r1-distill-llama-8b", L8, "DeepSeek-R1-Distill-Llama-8B", 16, 42, 312, 12.24, 206, 24.2, 212, "2.60"),
+    ("acemath-7b", Q7, "AceMath-7B-Instruct", 1, 2, 313, 10.06, 205, 21.2, 217, "2.19"),
+    ("acemath-7b", Q7, "AceMath-7B-Instruct", 4, 9, 313, 10.33, 205, 21.9, 217, "2.25"),
+    ("acemath-7b", Q7, "AceMath-7B-Instruct", 8, 19, 313, 10.88, 205, 23.1, 217, "2.37"),
+    ("acemath-7b", Q7, "AceMath-7B-Instruct", 16, 41, 313, 11.66, 205, 23.9, 217, "2.54"),
+    ("r1-distill-qwen-7b", Q7, "DeepSeek-R1-Distill-Qwen-7B", 1, 2, 317, 10.11, 208, 20.2, 218, "2.22"),
+    ("r1-distill-qwen-7b", Q7, "DeepSeek-R1-Distill-Qwen-7B", 4, 9, 317, 10.36, 208, 21.5, 218, "2.26"),
+    ("r1-distill-qwen-7b", Q7, "DeepSeek-R1-Distill-Qwen-7B", 8, 19, 317, 10.89, 208, 22.5, 217, "2.37"),
+    ("r1-distill-qwen-7b", Q7, "DeepSeek-R1-Distill-Qwen-7B", 16, 40, 317, 11.48, 208, 24.0, 218, "2.52"),
+    ("phi-4", PHI_4, "phi-4", 1, 2, 262, 18.41, 203, 32.8, 118, "2.19"),
+    ("phi-4", PHI_4, "phi-4", 4, 9, 262, 18.97, 203, 34.5, 118, "2.26"),
+    ("phi-4", PHI_4, "phi-4", 8, 19, 262, 19.63, 203, 35.3, 118, "2.34"),
+    ("phi-4", PHI_4, "phi-4", 16, 39, 262, 20.69, 203, 36.7, 118, "2.46"),
+    ("gemma-2-9b", GEMMA_2_9B, "gemma-2-9b-it", 1, 3, 306, 14.08, 212, 26.3, 189, "2.67"),
+    ("gemma-2-9b", GEMMA_2_9B, "gemma-2-9b-it", 4, 12, 306, 15.23, 212, 29.5, 189, "2.89"),
+    ("gemma-2-9b", GEMMA_2_9B, "gemma-2-9b-it", 8, 26, 307, 16.91, 212, 32.3, 190, "3.22"),
+    ("r1-distill-qwen-32b", Q32, "DeepSeek-R1-Distill-Qwen-32B", 1, 9, 314, 41.63, 208, 94.8, 211, "8.85"),
+    ("r1-distill-qwen-32b", Q32, "DeepSeek-R1-Distill-Qwen-32B", 4, 41, 314, 48.70, 208, 114.5, 211, "10.36"),
+    ("qwq-32b-preview", Q32, "QwQ-32B-Preview", 1, 8, 302, 41.66, 205, 95.5, 195, "8.16"),
+    ("qwq-32b-preview", Q32, "QwQ-32B-Preview", 4, 38, 302, 48.57, 205, 111.5, 195, "9.52"),
+)  # fmt: skip
+
 POST_FREEZE: tuple[LatencyPoint, ...] = (
     LatencyPoint("qwen3-30b-a3b H100 c=10, 2,048 in (MoE)", QWEN3_30B_A3B, "H100-80GB", VLLM_PR_23151,
                  "main (2025-08)", 10, 2042 + 1016 // 2, 13.18, 2042, 267.22, load=Load.STAGGERED,
                  output_tokens=1016, tags=("moe",),
                  note="closed loop at 10, outputs end at EOS or 1,024 (no --ignore-eos): arrivals stagger; means"),
+    *(
+        LatencyPoint(f"{stem} H100-PCIe {rate} req/s ShareGPT", arch, "H100-PCIe", IOG, "0.8.5", batch, context,
+                     tpot, prompt, ttft, load=Load.STAGGERED, output_tokens=output, rate_rps=float(rate),
+                     tags=("h100-pcie",),
+                     note=f"{IOG_FILE.format(rate=rate, model=model)}: Poisson, means; {rate} x {e2e} s end to end")
+        for stem, arch, model, rate, batch, context, tpot, prompt, ttft, output, e2e in IOG_RUNS
+    ),
 )  # fmt: skip
 
 # Each point's relative error (TPOT, TTFT) as the model at ``FROZEN_AT`` predicted it, recorded when
