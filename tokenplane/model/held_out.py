@@ -16,10 +16,11 @@ What the searches for such points found, and why most public results could not b
 ``BENCHMARKS.md``: most loaded results either saturate the server (every prompt sent at once),
 run a non-default scheduler (multi-step), omit the prompt length, quantize the weights, run a GPU
 or an architecture the catalog does not hold, or are published as images. A second search (issue
-28, item 3, from ``ADDED_AT``) found no further point with every figure; its rejected candidates are
+28, item 3, from 61b14e5) found no further point with every figure; its rejected candidates are
 listed in ``BENCHMARKS.md``. A third search (from 4fdaad4, outside vllm-project: vendor and cloud blogs,
-benchmark repositories, LMCache and sglang issues) found none either; its candidates are
-``benchmarks/capacity_validation.py``'s ``THIRD_SEARCH_REJECTED``.
+benchmark repositories, LMCache and sglang issues) found IOG Foundation's sweep on an H100 PCIe
+(``IOG_RUNS``, an off-catalog GPU); its other candidates are ``benchmarks/capacity_validation.py``'s
+``THIRD_SEARCH_REJECTED``.
 
 Two records hold each point's error when it was added, and every point is in exactly one of them:
 ``AT_FREEZE`` for the points added while the model was still the one frozen at ``FROZEN_AT``, and
@@ -107,8 +108,37 @@ AT_FREEZE: dict[str, tuple[float, float | None]] = {
 }
 
 # Points added after a term changed past the freeze (the MoE kernel term, ``moe_kernels.TABLES``): each one's
-# relative error (TPOT, TTFT) as the model at ``ADDED_AT`` predicted it, recorded when the point was
-# added, with no term changed in that commit. The search from this commit found no point with every
-# figure (``BENCHMARKS.md`` lists the candidates and why each was left out), so the record is empty.
-ADDED_AT = "61b14e5f1c180cc1b904bdd05c11a20647b5c30a"  # main when the second search began
-AT_ADDITION: dict[str, tuple[float, float | None]] = {}
+# relative error (TPOT, TTFT) as the model at ``ADDED_AT`` predicted it, recorded in the commit after the one that
+# wrote its figures down, with no term changed in either. The second search (from 61b14e5) found no point with
+# every figure; the third (from 4fdaad4) found the IOG runs. No latency term changed between 61b14e5 and
+# ``ADDED_AT`` (the one model commit between, 219e5f5, made the planner faster with every number byte-identical).
+ADDED_AT = "0ec069d4fcccdee6e1e922f919e70ede3b60e098"  # the commit that wrote the IOG runs' figures down
+AT_ADDITION: dict[str, tuple[float, float | None]] = {
+    "llama-3-8b H100-PCIe 1 req/s ShareGPT": (-0.01124, 1.24775),
+    "llama-3-8b H100-PCIe 4 req/s ShareGPT": (-0.00004, 1.92711),
+    "llama-3-8b H100-PCIe 8 req/s ShareGPT": (-0.00356, 2.81459),
+    "llama-3-8b H100-PCIe 16 req/s ShareGPT": (0.07847, 4.66121),
+    "r1-distill-llama-8b H100-PCIe 1 req/s ShareGPT": (-0.01209, 1.25877),
+    "r1-distill-llama-8b H100-PCIe 4 req/s ShareGPT": (-0.00782, 1.86143),
+    "r1-distill-llama-8b H100-PCIe 8 req/s ShareGPT": (-0.00125, 3.02534),
+    "r1-distill-llama-8b H100-PCIe 16 req/s ShareGPT": (0.08241, 4.98109),
+    "acemath-7b H100-PCIe 1 req/s ShareGPT": (-0.01192, 1.11910),
+    "acemath-7b H100-PCIe 4 req/s ShareGPT": (-0.00594, 1.83007),
+    "acemath-7b H100-PCIe 8 req/s ShareGPT": (-0.01277, 2.73775),
+    "acemath-7b H100-PCIe 16 req/s ShareGPT": (0.01323, 4.85602),
+    "r1-distill-qwen-7b H100-PCIe 1 req/s ShareGPT": (-0.01667, 1.22965),
+    "r1-distill-qwen-7b H100-PCIe 4 req/s ShareGPT": (-0.00822, 1.88817),
+    "r1-distill-qwen-7b H100-PCIe 8 req/s ShareGPT": (-0.01246, 2.84286),
+    "r1-distill-qwen-7b H100-PCIe 16 req/s ShareGPT": (0.03055, 4.73637),
+    "phi-4 H100-PCIe 1 req/s ShareGPT": (0.03429, 1.00945),
+    "phi-4 H100-PCIe 4 req/s ShareGPT": (0.06620, 1.42157),
+    "phi-4 H100-PCIe 8 req/s ShareGPT": (0.12191, 2.08182),
+    "phi-4 H100-PCIe 16 req/s ShareGPT": (0.28018, 3.35179),
+    "gemma-2-9b H100-PCIe 1 req/s ShareGPT": (-0.08540, 1.02941),
+    "gemma-2-9b H100-PCIe 4 req/s ShareGPT": (-0.08777, 1.57954),
+    "gemma-2-9b H100-PCIe 8 req/s ShareGPT": (-0.08354, 2.45081),
+    "r1-distill-qwen-32b H100-PCIe 1 req/s ShareGPT": (0.03228, 0.44958),
+    "r1-distill-qwen-32b H100-PCIe 4 req/s ShareGPT": (0.03166, 0.91746),
+    "qwq-32b-preview H100-PCIe 1 req/s ShareGPT": (0.02928, 0.40727),
+    "qwq-32b-preview H100-PCIe 4 req/s ShareGPT": (0.02638, 0.89606),
+}
