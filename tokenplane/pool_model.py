@@ -161,6 +161,9 @@ class PoolTiming:
     # The server's per-request work: each other request in flight delays a first token this much more. The
     # planner and the simulator both add it through ``first_token_server_s``, per the batch decoding then.
     api_per_request_s: float = 0.0
+    # Whether ``api_per_request_s`` was measured on the pool's host (its calibration file's); False: the
+    # datasheet's constant, which a calibration written before the term was measured keeps too.
+    api_per_request_measured: bool = False
     # vLLM's KV block, in tokens: every sequence holds a part-filled last block (half of one on average).
     block_size: int = cap.BLOCK_SIZE
     # vLLM's ``--scheduling-policy priority`` (rendered for pools that serve several levels): a full KV cache
@@ -253,8 +256,13 @@ class PoolTiming:
             prefill=cap.PrefillCost(host.prefill_per_token_s, host.prefill_per_pair_s),
             encoder=encoder,
             ttft_floor_s=host.ttft_floor_s + host.overhead_s - overhead,
-            # Measured one request at a time, the host's floor holds none of the server's per-request work.
-            api_per_request_s=cap.DEFAULT_EFFICIENCY.api_per_request_s,
+            # The host's own per-request work where the file measured it (``host_calibration.per_request_s``,
+            # fitted against this same pricing of a first token beside a batch); an older file's host floor,
+            # measured one request at a time, holds none of it, so the pool keeps the default term.
+            api_per_request_s=cap.DEFAULT_EFFICIENCY.api_per_request_s
+            if host.api_per_request_s is None
+            else host.api_per_request_s,
+            api_per_request_measured=host.api_per_request_s is not None,
         )
 
     def decode_seconds(self, batch: int, context: float) -> float:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from tokenplane.commands.calibrate import (
     CONCURRENCY,
     HELD_OUT_CONCURRENCY,
     MAX_REQUESTS,
+    OUTPUT_TOKENS,
+    PROBE_CONCURRENCY,
     PROMPT_WORDS,
     CalibrationError,
     Sample,
@@ -30,7 +33,7 @@ from tokenplane.commands.calibrate import (
     prompt_words,
 )
 from tokenplane.load import load_spec
-from tokenplane.model.host_calibration import read_calibration
+from tokenplane.model.host_calibration import fit, read_calibration
 from tokenplane.spec import PlatformSpec
 
 # The simulated engine at 10x its modelled time: a decode step is about 3 ms of wall time, so the end-to-end
@@ -65,6 +68,11 @@ async def test_calibrate_measures_every_point_within_its_request_bound(dev_spec:
     assert [c for c, _ in result.held_out.tpot_by_concurrency] == [HELD_OUT_CONCURRENCY]
     held_prompt = result.held_out.ttft_by_prompt[0][0]
     assert prompts[1] < held_prompt < prompts[2]  # between fitted points, never one of them
+    # The server's per-request work: a short probe beside the fitted concurrencies, and one held out.
+    assert [c for c, _ in result.probe_ttft_by_concurrency] == list(PROBE_CONCURRENCY)
+    assert [c for c, _ in result.held_out.probe_ttft_by_concurrency] == [HELD_OUT_CONCURRENCY]
+    assert 0 < result.probe_prompt_tokens < prompts[1]
+    assert result.api_per_request_s is not None and result.api_per_request_s >= 0
     result.write(tmp_path / "c.json")
     assert json.loads((tmp_path / "c.json").read_text())["model"] == "small-chat-v1"
     assert read_calibration(tmp_path / "c.json") == result  # what is written reads back as it was
@@ -114,5 +122,73 @@ def test_a_step_measured_as_zero_is_refused_not_written(monkeypatch: pytest.Monk
     monkeypatch.setattr(calibrate_module, "check_vllm", lambda _base, _model: ("0.32.0", 16384))
     monkeypatch.setattr(calibrate_module, "lone_ttft", lambda _b, _m, words, _budget: (words + 1, 0.01))
     monkeypatch.setattr(calibrate_module, "wave_tpot", lambda *_args, **_kw: (flat, flat))
+    monkeypatch.setattr(calibrate_module, "probe_beside", lambda *_args: (18, 0.01))
     with pytest.raises(CalibrationError, match="a decode step measured as zero"):
+        calibrate("http://127.0.0.1:9", "small-chat-v1")
+
+
+def _stand_in(monkeypatch: pytest.MonkeyPatch, probe: Callable[[int], float | None]) -> None:
+    """A server of known terms in calibrate's place: lone TTFT 4 ms + 1 us per token, a step of 1 ms + 0.1 ms
+    per sequence, and ``probe(streams)`` as the probe's TTFT (None: its streams ended first)."""
+
+    def lone(_base: str, _model: str, words: int, _budget: object) -> tuple[int, float]:
+        return words + 1, 0.004 + 1e-6 * (words + 1)
+
+    def waves(_base: str, _model: str, streams: int, _budget: object, **_kw: object) -> tuple[Wave, Wave]:
+        step = 0.001 + 0.0001 * streams
+        one = Wave([Sample(0.004, 0.005, 17, 1)] * streams, wall_s=0.005)
+        return one, Wave([Sample(0.004, 0.005 + (OUTPUT_TOKENS - 1) * step, 17, OUTPUT_TOKENS)] * streams, wall_s=0.1)
+
+    def probe_beside(_base: str, _model: str, streams: int, _budget: object) -> tuple[int, float] | None:
+        ttft = probe(streams)
+        return None if ttft is None else (PROBE_TOKENS, ttft)
+
+    monkeypatch.setattr(calibrate_module, "check_vllm", lambda _base, _model: ("0.32.0", 16384))
+    monkeypatch.setattr(calibrate_module, "lone_ttft", lone)
+    monkeypatch.setattr(calibrate_module, "wave_tpot", waves)
+    monkeypatch.setattr(calibrate_module, "probe_beside", probe_beside)
+    monkeypatch.setattr(calibrate_module, "SETTLE_MAX_S", 0.0)
+
+
+PROBE_TOKENS = 17
+
+
+def _engine_price(streams: int) -> float:
+    """The stand-in's probe TTFT as the engines price it without the server: its lone TTFT less the iteration's
+    overhead (the one-sequence step), the decode step it joins and half of one it waits out."""
+    step = 0.001 + 0.0001 * streams
+    return 0.004 + 1e-6 * PROBE_TOKENS - 0.0011 + 1.5 * step
+
+
+def test_calibrate_recovers_the_servers_per_request_work_and_records_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    term = 0.0005
+    _stand_in(monkeypatch, lambda streams: _engine_price(streams) + term * streams)
+    result = calibrate("http://127.0.0.1:9", "small-chat-v1")
+    assert result.api_per_request_s == pytest.approx(term, rel=1e-6)
+    assert result.probe_prompt_tokens == PROBE_TOKENS
+    assert result.held_out is not None
+    ((held, measured),) = result.held_out.probe_ttft_by_concurrency
+    assert held == HELD_OUT_CONCURRENCY and held not in PROBE_CONCURRENCY
+    priced = fit(result).beside_batch_ttft_s(PROBE_TOKENS, held) + term * held
+    assert priced == pytest.approx(measured, rel=1e-6)
+    result.write(tmp_path / "c.json")
+    assert read_calibration(tmp_path / "c.json") == result
+
+
+def test_a_probe_round_whose_streams_ended_first_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first round of each point comes back empty; the others are kept, so the point is still measured.
+    seen: dict[int, int] = {}
+
+    def probe(streams: int) -> float | None:
+        seen[streams] = seen.get(streams, 0) + 1
+        return None if seen[streams] == 1 else _engine_price(streams)
+
+    _stand_in(monkeypatch, probe)
+    result = calibrate("http://127.0.0.1:9", "small-chat-v1")
+    assert result.api_per_request_s == pytest.approx(0.0, abs=1e-9)
+    # Every round empty: refused, not written.
+    _stand_in(monkeypatch, lambda _streams: None)
+    with pytest.raises(CalibrationError, match=r"ended before the probe's first token"):
         calibrate("http://127.0.0.1:9", "small-chat-v1")

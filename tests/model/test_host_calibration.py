@@ -20,11 +20,13 @@ from tests.paths import REPO_ROOT
 from tokenplane.commands.plan_report import plan_json, print_plan
 from tokenplane.errors import SpecLoadError
 from tokenplane.load import load_spec
+from tokenplane.model import capacity as cap
 from tokenplane.model.host_calibration import (
     CALIBRATION_FORMAT,
     CalibrationFileError,
     fit,
     parse_calibration,
+    per_request_s,
     read_calibration,
     release_tuple,
 )
@@ -121,6 +123,26 @@ def _predicted(t: PoolTiming, context: float, prompt: int, streams: int) -> tupl
     return ttft, t.decode_seconds(streams, streams * context)
 
 
+def probe_ttft(t: PoolTiming, context: float, prompt: float, streams: int) -> float:
+    """A fresh prompt's TTFT sent beside ``streams`` decoding sequences, as the planner and the simulator price it.
+
+    Half a step of the iteration in progress, then one iteration that decodes the batch and prefills the
+    prompt, then the server's floor and its work for the ``streams`` others (``first_token_server_s``).
+    """
+    step = t.decode_seconds(streams, streams * context)
+    return 0.5 * step + step + t.prefill.seconds(prompt) + t.first_token_server_s(streams)
+
+
+def held_out_probe_error(spec: PlatformSpec, cal_path: Path) -> float:
+    """The planner's relative error on the calibration's held-out probe (a TTFT beside decoding streams)."""
+    cal = read_calibration(cal_path)
+    assert cal.held_out is not None
+    ((streams, measured),) = cal.held_out.probe_ttft_by_concurrency
+    assert streams not in {k for k, _ in cal.probe_ttft_by_concurrency}  # held out: never a point of the fit
+    predicted = probe_ttft(timing(spec, spec.pool("small")), cal.tpot_context_tokens, cal.probe_prompt_tokens, streams)
+    return predicted / measured - 1
+
+
 def held_out_errors(spec: PlatformSpec, cal_path: Path = SAMPLE) -> tuple[float, float]:
     """The planner's relative error on the calibration's held-out TTFT and TPOT points."""
     cal = read_calibration(cal_path)
@@ -158,6 +180,107 @@ def test_only_the_calibrated_pool_changes(calibrated: PlatformSpec) -> None:
     assert timing(calibrated, calibrated.pool("small")) != timing(plain, plain.pool("small"))
     for name in ("medium", "large", "embed"):
         assert timing(calibrated, calibrated.pool(name)) == timing(plain, plain.pool(name))
+
+
+# --- the server's per-request work ---------------------------------------------------------------------------
+
+PROBE_TOKENS = 18  # a 16-word probe, as the engine counts it
+
+
+def with_probes(term_s: float, *, streams: tuple[int, ...] = (4, 8), held: int = 6) -> dict[str, Any]:
+    """The sample with probe TTFTs of a host whose server adds exactly ``term_s`` per request in flight."""
+    host = fit(read_calibration(SAMPLE))
+
+    def probe(k: int) -> float:
+        return host.beside_batch_ttft_s(PROBE_TOKENS, k) + term_s * k
+
+    data = sample_data(
+        probe_prompt_tokens=PROBE_TOKENS,
+        probe_ttft_by_concurrency=[[k, probe(k)] for k in streams],
+        api_per_request_s=per_request_s(host, PROBE_TOKENS, [(k, probe(k)) for k in streams]),
+    )
+    data["held_out"] = data["held_out"] | {"probe_ttft_by_concurrency": [[held, probe(held)]]}
+    return data
+
+
+def test_a_known_per_request_term_is_recovered_from_the_probes() -> None:
+    host = fit(read_calibration(SAMPLE))
+    for term in (0.0, 0.00012, 0.0024):
+        probes = [(k, host.beside_batch_ttft_s(PROBE_TOKENS, k) + term * k) for k in (4, 8)]
+        assert per_request_s(host, PROBE_TOKENS, probes) == pytest.approx(term, abs=1e-12)
+
+
+def test_the_term_is_the_least_squares_slope_through_the_origin() -> None:
+    host = fit(read_calibration(SAMPLE))
+    # Residuals of 1 ms at 4 streams and 4 ms at 8: (4 x 1 + 8 x 4) / (16 + 64) = 0.45 ms per request.
+    probes = [
+        (4, host.beside_batch_ttft_s(PROBE_TOKENS, 4) + 0.001),
+        (8, host.beside_batch_ttft_s(PROBE_TOKENS, 8) + 0.004),
+    ]
+    assert per_request_s(host, PROBE_TOKENS, probes) == pytest.approx(0.00045)
+
+
+def test_probes_faster_than_the_engine_terms_clamp_the_term_at_zero() -> None:
+    host = fit(read_calibration(SAMPLE))
+    # Half a step under the engines' price at each concurrency: a negative residual, never a negative term.
+    probes = [(k, host.beside_batch_ttft_s(PROBE_TOKENS, k) - 0.5 * host.step_s(k)) for k in (4, 8)]
+    assert per_request_s(host, PROBE_TOKENS, probes) == 0.0
+
+
+def test_the_engine_side_expectation_is_the_planners_price_without_the_server_term(tmp_path: Path) -> None:
+    # The term means the same on both sides: a calibrated pool prices a probe beside k streams as the fit's
+    # expectation plus k times the term, so the fitted probes are reproduced exactly.
+    term = 0.0003
+    data = with_probes(term)
+    spec = load_spec(write_spec(tmp_path, data))
+    t = timing(spec, spec.pool("small"))
+    host = fit(read_calibration(tmp_path / "cal.json"))
+    for k, measured in [*data["probe_ttft_by_concurrency"], *data["held_out"]["probe_ttft_by_concurrency"]]:
+        priced = probe_ttft(t, data["tpot_context_tokens"], PROBE_TOKENS, k)
+        assert priced == pytest.approx(host.beside_batch_ttft_s(PROBE_TOKENS, k) + term * k, rel=1e-9)
+        assert priced == pytest.approx(measured, rel=1e-9)
+
+
+def test_a_calibrated_pool_is_priced_with_the_measured_term(tmp_path: Path) -> None:
+    spec = load_spec(write_spec(tmp_path, with_probes(0.0003)))
+    t = timing(spec, spec.pool("small"))
+    assert t.api_per_request_s == pytest.approx(0.0003) and t.api_per_request_measured
+    assert t.first_token_server_s(10) == pytest.approx(t.ttft_floor_s + 0.003)
+    assert held_out_probe_error(spec, tmp_path / "cal.json") == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_file_written_before_the_term_loads_and_keeps_the_default(calibrated: PlatformSpec) -> None:
+    cal = read_calibration(SAMPLE)
+    assert "api_per_request_s" not in json.loads(SAMPLE.read_text(encoding="utf-8"))
+    assert cal.api_per_request_s is None and fit(cal).api_per_request_s is None
+    t = timing(calibrated, calibrated.pool("small"))
+    assert t.api_per_request_s == cap.DEFAULT_EFFICIENCY.api_per_request_s and not t.api_per_request_measured
+
+
+def test_the_default_misses_a_host_whose_server_adds_little_so_the_check_can_fail(tmp_path: Path) -> None:
+    # The defect put back: the calibrated pool keeps 2.4 ms per request on a host that measured 0.1 ms (+241%).
+    data = with_probes(0.0001)
+    del data["api_per_request_s"]
+    spec = load_spec(write_spec(tmp_path, data))
+    assert held_out_probe_error(spec, tmp_path / "cal.json") > HELD_OUT_TOLERANCE
+
+
+def test_plan_says_whether_a_calibrated_pools_server_term_was_measured(
+    calibrated: PlatformSpec, tmp_path: Path
+) -> None:
+    measured = load_spec(write_spec(tmp_path, with_probes(0.0003)))
+    for spec, shown, flag in (
+        (measured, "server work 0.30 ms per request in flight, measured", True),
+        (calibrated, "server work 2.40 ms per request in flight, the default (the file predates", False),
+    ):
+        result = plan(spec)
+        pools = {p["name"]: p for p in plan_json(result)["pools"]}
+        assert pools["small"]["api_per_request_measured"] is flag
+        assert not pools["medium"]["api_per_request_measured"]
+        console = Console(record=True, width=250)
+        print_plan(result, console)
+        line = next(line for line in console.export_text().splitlines() if "calibrated pool small" in line)
+        assert shown in line, line
 
 
 # --- the spec field ---------------------------------------------------------------------------------------------
@@ -261,6 +384,12 @@ def test_release_numbers_compare_as_releases(version: str, release: tuple[int, i
         ({"host": {"gpu": "L40S"}}, "host must be null or"),
         ({"model": ""}, "model must be a non-empty string"),
         ({"long_context": None}, "long_context must be {streams: N >= 1, context_tokens, step_s}"),
+        (
+            {"api_per_request_s": -0.001, "probe_prompt_tokens": 18, "probe_ttft_by_concurrency": [[4, 0.01]]},
+            "api_per_request_s=-0.001 must be at least 0.0",
+        ),
+        ({"api_per_request_s": 0.001}, "probe_prompt_tokens must be a count >= 1 beside api_per_request_s"),
+        ({"api_per_request_s": 0.001, "probe_prompt_tokens": 18}, "probe_ttft_by_concurrency must list at least 1"),
     ],
 )
 def test_each_malformed_field_is_named(changes: dict[str, Any], message: str) -> None:

@@ -9,7 +9,9 @@ are properties of the host, its driver and the release. This measures them on th
 - TPOT against concurrency (``CONCURRENCY``): streams started together, end to end at ``OUTPUT_TOKENS`` tokens
   less at one token, over the steps between (``wave_tpot``);
 - the KV read's growth: TPOT of ``LONG_CONTEXT_STREAMS`` streams of ``LONG_CONTEXT_WORDS``-word prompts;
-- saturated throughput: generated tokens per second at the highest concurrency.
+- saturated throughput: generated tokens per second at the highest concurrency;
+- the server's work per request in flight: TTFT of a short fresh prompt (``PROBE_WORDS``) sent once
+  ``PROBE_CONCURRENCY`` streams all decode (``probe_beside``), fitted by ``host_calibration.per_request_s``.
 
 Every point is the fastest of ``REPEATS`` rounds (a busy host, another tenant, only ever adds time; the
 engine's own cost is what a dedicated replica pays), and the whole run is bounded (``MAX_REQUESTS``,
@@ -28,11 +30,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokenplane.model.host_calibration import Calibration, HeldOut, HostShape, LongContext
+from tokenplane.model.host_calibration import Calibration, HeldOut, HostShape, LongContext, fit, per_request_s
 
 # Prompt lengths measured (words; the engine's token count is recorded), capped at half the server's max_model_len.
 # Long enough that prefill stands out of a busy host's millisecond noise, where the model is small.
@@ -41,7 +44,7 @@ CONCURRENCY = (1, 4, 8)  # streams started together for TPOT
 # Measured in the same rounds but never fitted: the calibration's own check (between the fitted points).
 HELD_OUT_WORDS = 1024
 HELD_OUT_CONCURRENCY = 6
-REPEATS = 5  # rounds over every point (305 requests with the held-out ones); each point keeps its fastest
+REPEATS = 5  # rounds over every point (410 requests with the held-out ones); each point keeps its fastest
 # Lone prompts per length and round: each is a few milliseconds on a small model, where a busy host's noise is too.
 PROMPT_SAMPLES = 3
 SETTLE_MAX_S = 0.25  # the most a lone prompt waits for the previous one's aftermath
@@ -50,7 +53,15 @@ TPOT_WORDS = 16  # prompt words of a TPOT stream
 # The KV read's growth with the context: a wave of this many streams of this many words, against the short one.
 LONG_CONTEXT_STREAMS = 4
 LONG_CONTEXT_WORDS = 2048
-MAX_REQUESTS = 350  # a calibration never sends more than this many requests
+# The server's per-request work: a probe of this many words sent once that many streams all decode (the TPOT
+# concurrencies with others in flight); the held-out check's probe goes beside HELD_OUT_CONCURRENCY streams.
+PROBE_CONCURRENCY = tuple(c for c in CONCURRENCY if c > 1)
+PROBE_WORDS = 16
+# Tokens of a stream beside the probe: twice the TPOT waves', so that every stream still decodes when the probe's
+# first token comes (a probe's TTFT is a few steps) even where the server streams its tokens in late bursts.
+PROBE_STREAM_TOKENS = 2 * OUTPUT_TOKENS
+FIRST_TOKEN_POLL_S = 0.05  # how often the wait for the streams' first tokens looks for a stream that failed
+MAX_REQUESTS = 420  # a calibration never sends more than this many requests
 REQUEST_TIMEOUT = 120.0  # seconds for one request
 _WORD = "token "
 
@@ -125,10 +136,29 @@ class Sample:
     e2e_s: float  # the end of the response, after its last token
     prompt_tokens: int  # as the engine counted them (usage)
     completion_tokens: int
+    started: float = 0.0  # the request's start, on time.monotonic's clock
+
+    @property
+    def first_at(self) -> float:
+        return self.started + self.ttft_s
+
+    @property
+    def ended_at(self) -> float:
+        return self.started + self.e2e_s
 
 
-def _stream(base: str, model: str, words: int, max_tokens: int, budget: _Budget) -> Sample:
-    """One streamed completion of a unique ``words``-word prompt and exactly ``max_tokens`` tokens."""
+def _stream(
+    base: str,
+    model: str,
+    words: int,
+    max_tokens: int,
+    budget: _Budget,
+    on_first: Callable[[], None] | None = None,
+) -> Sample:
+    """One streamed completion of a unique ``words``-word prompt and exactly ``max_tokens`` tokens.
+
+    ``on_first`` is called once its first token has arrived (``probe_beside`` waits for every stream's).
+    """
     prompt = unique_prompt(budget.spend(), words)
     body = {
         "model": model,
@@ -155,6 +185,8 @@ def _stream(base: str, model: str, words: int, max_tokens: int, budget: _Budget)
             chunk: dict[str, Any] = json.loads(line[6:])
             if chunk.get("choices") and first is None:
                 first = time.monotonic() - start
+                if on_first is not None:
+                    on_first()
             usage = chunk.get("usage") or usage
     end = time.monotonic() - start
     if first is None or not usage:
@@ -162,7 +194,7 @@ def _stream(base: str, model: str, words: int, max_tokens: int, budget: _Budget)
             f"{base} streamed no tokens or no usage for a {max_tokens}-token completion (its last event: "
             f"{last[:300] or 'none'})"
         )
-    return Sample(first, end, int(usage["prompt_tokens"]), int(usage["completion_tokens"]))
+    return Sample(first, end, int(usage["prompt_tokens"]), int(usage["completion_tokens"]), start)
 
 
 @dataclass
@@ -217,13 +249,52 @@ def lone_ttft(base: str, model: str, words: int, budget: _Budget) -> tuple[int, 
     return sample.prompt_tokens, sample.ttft_s
 
 
+def probe_beside(base: str, model: str, streams: int, budget: _Budget) -> tuple[int, float] | None:
+    """A fresh ``PROBE_WORDS``-word prompt's (prompt tokens, TTFT s), sent once ``streams`` others all decode.
+
+    The streams start together and run ``PROBE_STREAM_TOKENS`` tokens; once each has its first token the
+    probe goes out, so that it finds exactly ``streams`` sequences decoding. None when a stream ended
+    before the probe's first token came (it then saw fewer): that round of the point is not kept.
+    """
+    decoding = threading.Semaphore(0)
+    with ThreadPoolExecutor(max_workers=streams) as pool:
+        running = [
+            pool.submit(_stream, base, model, TPOT_WORDS, PROBE_STREAM_TOKENS, budget, decoding.release)
+            for _ in range(streams)
+        ]
+        for _ in range(streams):
+            # A stream that failed before its first token never releases: its error is raised instead.
+            while not decoding.acquire(timeout=FIRST_TOKEN_POLL_S):
+                for failed in (f for f in running if f.done()):
+                    failed.result()
+        probe = _stream(base, model, PROBE_WORDS, 1, budget)
+        samples = [f.result() for f in running]
+    if min(s.ended_at for s in samples) < probe.first_at:
+        return None
+    return probe.prompt_tokens, probe.ttft_s
+
+
+def _fastest_probes(rounds: dict[int, list[tuple[int, float] | None]]) -> tuple[int, list[tuple[int, float]]]:
+    """Each concurrency's fastest kept probe TTFT, and the probe's prompt tokens (one unique-prompt length)."""
+    kept = {streams: [r for r in runs if r is not None] for streams, runs in rounds.items()}
+    short = [streams for streams, runs in kept.items() if not runs]
+    if short:
+        raise CalibrationError(
+            f"beside {short} streams, every stream of {PROBE_STREAM_TOKENS} tokens ended before the probe's first "
+            "token; the endpoint's timing is dominated by something else than its engine; calibrate a replica "
+            "that serves nothing else"
+        )
+    tokens = max(tokens for runs in kept.values() for tokens, _ in runs)
+    return tokens, [(streams, min(t for _, t in runs)) for streams, runs in kept.items()]
+
+
 def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShape | None = None) -> Calibration:
     """Measure ``model`` at the vLLM server ``url`` (its base, without ``/v1``); ``host``: recorded as given.
 
     The repeats are rounds over every prompt length and concurrency, so that a busy spell of the host
     (another tenant, a noisy neighbour) falls on all of them alike rather than on one point of a curve.
-    Each round also measures the held-out points (``HELD_OUT_WORDS``, ``HELD_OUT_CONCURRENCY``), which
-    the fit never sees: the file records them so that anyone can check the fit against the engine.
+    Each round also measures the held-out points (``HELD_OUT_WORDS``, ``HELD_OUT_CONCURRENCY``, and a probe
+    beside ``HELD_OUT_CONCURRENCY`` streams), which the fit never sees: the file records them so that anyone can check the fit against the engine.
 
     Raises:
         CalibrationError: not vLLM, the model not served, or the request or time budget exhausted.
@@ -237,6 +308,9 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
     prompts: dict[int, list[tuple[int, float]]] = {words: [] for words in [*fitted, held_words]}
     waves: dict[int, list[tuple[Wave, Wave]]] = {streams: [] for streams in [*CONCURRENCY, HELD_OUT_CONCURRENCY]}
     long: list[tuple[Wave, Wave]] = []
+    probes: dict[int, list[tuple[int, float] | None]] = {
+        streams: [] for streams in [*PROBE_CONCURRENCY, HELD_OUT_CONCURRENCY]
+    }
     for _ in range(REPEATS):
         for _ in range(PROMPT_SAMPLES):  # lengths in turn, so that a busy spell does not take one length's samples
             for words, samples in prompts.items():
@@ -247,6 +321,8 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
         for streams, runs in waves.items():
             runs.append(wave_tpot(base, model, streams, budget))
         long.append(wave_tpot(base, model, LONG_CONTEXT_STREAMS, budget, words=long_words))
+        for streams, kept in probes.items():
+            kept.append(probe_beside(base, model, streams, budget))
 
     def ttft(words: int) -> tuple[int, float]:
         return prompts[words][0][0], min(t for _, t in prompts[words])
@@ -264,7 +340,9 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
             f"a decode step measured as zero (steps {steps}, long context {long_step}); the endpoint's timing is "
             "dominated by something else than its engine; calibrate a replica that serves nothing else"
         )
-    return Calibration(
+    probe_tokens, fastest = _fastest_probes(probes)
+    fitted_probes = [(streams, ttft) for streams, ttft in fastest if streams in PROBE_CONCURRENCY]
+    measured = Calibration(
         model=model,
         url=base,
         vllm_version=version,
@@ -279,5 +357,13 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
         held_out=HeldOut(
             ttft_by_prompt=[ttft(held_words)],
             tpot_by_concurrency=[(HELD_OUT_CONCURRENCY, steps[HELD_OUT_CONCURRENCY])],
+            probe_ttft_by_concurrency=[
+                (streams, ttft) for streams, ttft in fastest if streams not in PROBE_CONCURRENCY
+            ],
         ),
+        probe_prompt_tokens=probe_tokens,
+        probe_ttft_by_concurrency=fitted_probes,
     )
+    # The per-request term is priced against the other terms' fit, as the engines add it to them.
+    measured.api_per_request_s = per_request_s(fit(measured), probe_tokens, fitted_probes)
+    return measured

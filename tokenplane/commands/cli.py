@@ -740,7 +740,8 @@ def calibrate(
         int, typer.Option("--tensor-parallel", min=1, help="The replica's tensor parallelism (recorded with --gpu)")
     ] = 1,
 ) -> None:
-    """Measure a vLLM replica: TTFT floor, TTFT against prompt length, TPOT against concurrency, throughput.
+    """Measure a vLLM replica: TTFT floor, TTFT against prompt length, TPOT against concurrency, throughput, and
+    the server's work per request in flight.
 
     Bounded in requests and time; writes OUT (JSON), which a pool names as pools[].calibration.
     Exits 2 if URL is not a vLLM server serving MODEL, or --gpu is not a GPU tokenplane knows.
@@ -767,10 +768,16 @@ def calibrate(
         f"TPOT {', '.join(f'{c}: {t * 1000:.2f} ms' for c, t in result.tpot_by_concurrency)}, "
         f"saturated {result.saturated_tokens_per_s:.0f} tokens/s ({result.requests} requests); wrote {out}"
     )
-    if result.held_out is not None:
-        from tokenplane.model.host_calibration import fit
+    from tokenplane.model.host_calibration import fit
 
-        fitted = fit(result)
+    fitted = fit(result)
+    term = result.api_per_request_s or 0.0  # calibrate always measures it
+    beside = ", ".join(f"{k}: {t * 1000:.1f} ms" for k, t in result.probe_ttft_by_concurrency)
+    typer.echo(
+        f"server work {term * 1000:.2f} ms per request in flight (TTFT of a {result.probe_prompt_tokens}-token "
+        f"prompt beside streams decoding, {beside})"
+    )
+    if result.held_out is not None:
         (prompt, ttft), (streams, tpot) = result.held_out.ttft_by_prompt[0], result.held_out.tpot_by_concurrency[0]
         typer.echo(
             f"held out of the fit: TTFT at {prompt} tokens {ttft * 1000:.1f} ms measured, "
@@ -778,6 +785,12 @@ def calibrate(
             f"measured, {fitted.step_s(streams) * 1000:.2f} ms fitted; KV read {fitted.kv_s_per_token * 1e9:.2f} "
             "ns per token held"
         )
+        for k, probe in result.held_out.probe_ttft_by_concurrency:
+            priced = fitted.beside_batch_ttft_s(result.probe_prompt_tokens, k) + term * k
+            typer.echo(
+                f"held out of the fit: TTFT beside {k} streams {probe * 1000:.1f} ms measured, "
+                f"{priced * 1000:.1f} ms fitted"
+            )
 
 
 @app.command()

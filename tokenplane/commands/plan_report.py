@@ -98,6 +98,16 @@ def calibrated_pools(result: Plan) -> dict[str, str]:
     return {p.name: p.calibration for p in result.pools if p.calibration is not None}
 
 
+def _server_term(p: PoolPlan) -> str:
+    """Where a calibrated pool's per-request server term came from: its file, or the default an older file keeps."""
+    if p.api_per_request_measured:
+        return f"server work {p.api_per_request_ms:.2f} ms per request in flight, measured"
+    return (
+        f"server work {p.api_per_request_ms:.2f} ms per request in flight, the default (the file predates its "
+        "measurement: calibrate again to measure it)"
+    )
+
+
 def _pool_json(p: PoolPlan) -> dict[str, Any]:
     out = asdict(p)
     out.pop("at_needed")  # the model's internals at replicas_needed: --verify reports what matters of it
@@ -211,8 +221,11 @@ def print_plan(result: Plan, console: Console | None = None) -> None:
         f"({summary['worst_case_scenario']}; budget ${summary['budget_usd_per_hour']:,.2f}/h); "
         f"highest ρ {summary['max_utilization']}",
     )
+    by_name = {p.name: p for p in result.pools}  # a pool's timing is the same in every region it runs in
     for pool, source in calibrated_pools(result).items():
-        page.line(("calibrated ", "cyan"), f"pool {pool}: iteration costs measured in {source}")
+        page.line(
+            ("calibrated ", "cyan"), f"pool {pool}: iteration costs measured in {source}; {_server_term(by_name[pool])}"
+        )
     for note in result.notes:
         page.line(("note ", "cyan"), note)
     for w in result.warnings:

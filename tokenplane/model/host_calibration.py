@@ -20,9 +20,16 @@ How the measurements become the timing's terms (``fit``):
 - **The KV read against the context.** One more wave at long prompts (``long_context``) gives what a KV
   token held by the batch adds to a step, the step's growth over the short wave's at the same batch;
   the engines add it for the context beyond the one the steps were measured at.
-- **The iteration overhead** is the one-sequence decode step (at most ``A``), which is what an
-  iteration with one short sequence costs; the floor is ``A`` less it. Only an iteration that prefills
+- **The iteration overhead** is the one-sequence decode step less its KV read (at most ``A``, and under
+  every measured step less its KV read), which is what an iteration with one short sequence costs
+  besides reading its KV; the floor is ``A`` less it. Only an iteration that prefills
   with nothing decoding sees the split; a lone request's TTFT is ``A`` either way.
+- **The server's work per request in flight** (``api_per_request_s``, ``per_request_s``): a short fresh
+  prompt's TTFT sent while ``k`` streams decode, less what the engines price for it without the server's
+  term (``HostTiming.beside_batch_ttft_s``), over ``k``; a least-squares fit through the origin over the
+  measured ``k``, never negative. The pool's ``PoolTiming.api_per_request_s`` is it, so that the planner
+  and the simulator add the host's term (``capacity.server_seconds``) instead of the one read on other
+  hosts; a file written before it was measured keeps that default.
 - **Saturated throughput** is recorded, not an input: the pool model derives a replica's throughput from
   the steps above (``pool_model.PoolTiming.calibrated`` also keeps the overhead under every step less its
   KV read, so that no measured step is clipped).
@@ -74,6 +81,8 @@ class HeldOut:
 
     ttft_by_prompt: list[tuple[int, float]] = field(default_factory=list)
     tpot_by_concurrency: list[tuple[int, float]] = field(default_factory=list)
+    # The probe's TTFT beside a concurrency the per-request fit never sees; empty in files written before it.
+    probe_ttft_by_concurrency: list[tuple[int, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -93,6 +102,12 @@ class Calibration:
     host: HostShape | None = None
     held_out: HeldOut | None = None
     format: int = CALIBRATION_FORMAT
+    # A short fresh prompt's TTFT sent while that many streams decode (``probe_prompt_tokens`` each, as the
+    # engine counted them), and the server's per-request work fitted on them (``per_request_s``). Files
+    # written before these were measured have none: their pool keeps ``capacity``'s default term.
+    probe_prompt_tokens: int = 0
+    probe_ttft_by_concurrency: list[tuple[int, float]] = field(default_factory=list)  # (streams decoding, TTFT s)
+    api_per_request_s: float | None = None
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
@@ -181,6 +196,9 @@ def parse_calibration(data: Any) -> Calibration:
         held_out = HeldOut(
             _pairs(held, "ttft_by_prompt", first_min=1, least=1),
             _pairs(held, "tpot_by_concurrency", first_min=1, least=1),
+            _pairs(held, "probe_ttft_by_concurrency", first_min=1, least=1)
+            if held.get("probe_ttft_by_concurrency")
+            else [],
         )
     requests = data.get("requests", 0)
     return Calibration(
@@ -196,7 +214,23 @@ def parse_calibration(data: Any) -> Calibration:
         requests=int(requests) if isinstance(requests, int) else 0,
         host=shape,
         held_out=held_out,
+        **_probe(data),
     )
+
+
+def _probe(data: dict[str, Any]) -> dict[str, Any]:
+    """The server's per-request measurement, when the file has one (files written before it do not)."""
+    term = data.get("api_per_request_s")
+    if term is None:
+        return {}
+    tokens = data.get("probe_prompt_tokens")
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
+        raise CalibrationFileError(f"probe_prompt_tokens must be a count >= 1 beside api_per_request_s, got {tokens!r}")
+    return {
+        "probe_prompt_tokens": tokens,
+        "probe_ttft_by_concurrency": _pairs(data, "probe_ttft_by_concurrency", first_min=1, least=1),
+        "api_per_request_s": _number(data, "api_per_request_s", minimum=0.0, inclusive=True),
+    }
 
 
 def read_calibration(path: Path) -> Calibration:
@@ -250,6 +284,8 @@ class HostTiming:
     steps: tuple[tuple[int, float], ...]  # (batch, decode step s) at the measured context
     context_tokens: float  # per sequence, where ``steps`` were measured
     kv_s_per_token: float  # what one more KV token held by the batch adds to a step
+    # The server's work per other request in flight (``per_request_s``); None: not measured (an older file).
+    api_per_request_s: float | None = None
 
     def step_s(self, batch: float) -> float:
         """One decode step of ``batch`` sequences at the measured context."""
@@ -266,6 +302,39 @@ class HostTiming:
         """A lone request's TTFT for a fresh prompt, as the engines price it from these terms."""
         p = prompt_tokens
         return self.ttft_floor_s + self.overhead_s + self.prefill_per_token_s * p + self.prefill_per_pair_s * p * p / 2
+
+    def beside_batch_ttft_s(self, prompt_tokens: float, batch: int) -> float:
+        """A fresh prompt's TTFT sent while ``batch`` sequences decode, as the engines price it without the
+        server's per-request term: what ``per_request_s`` leaves to that term.
+
+        The planner (``pool_performance``'s chains) and the simulated engine (``sim.engine``) price such a
+        first token the same way: it waits out the iteration in progress (half a decode step of ``batch`` on
+        average, a Poisson arrival's residual), then comes out of one iteration that decodes the batch and
+        prefills it (the decode step, which holds the iteration's overhead, plus the prompt's prefill), and the
+        server adds its floor and its work for the ``batch`` others (``PoolTiming.first_token_server_s``).
+        The lone TTFT holds the overhead of an iteration with nothing decoding, so it is taken out here
+        rather than paid twice. (The overhead is split off as ``PoolTiming.calibrated`` does, so the two
+        agree, except where a noisy host's steps extrapolated beyond the measured batches fall under it:
+        the pool's floor then takes the difference, and the planner prices this that much higher.)
+        """
+        return self.lone_ttft_s(prompt_tokens) - self.overhead_s + 1.5 * self.step_s(batch)
+
+
+def per_request_s(host: HostTiming, prompt_tokens: float, probes: list[tuple[int, float]]) -> float:
+    """The server's work per other request in flight, from TTFTs of a fresh prompt beside ``k`` decoding streams.
+
+    Each probe's residual over ``host.beside_batch_ttft_s`` (the engines' price without the server's term)
+    is what the server added for ``k`` streams; the term is the least-squares slope of residual against
+    ``k`` through the origin (``capacity.server_seconds`` is linear in the requests in flight, and the floor
+    is already in the lone TTFT), clamped at 0: a host that served the probes faster than its engine terms
+    predict has no measurable per-request work, and a negative term would price load as a speed-up.
+    """
+    if not probes:
+        raise CalibrationFileError("no probe TTFTs to fit the server's per-request work on")
+    slope = sum(k * (ttft - host.beside_batch_ttft_s(prompt_tokens, k)) for k, ttft in probes) / sum(
+        k * k for k, _ in probes
+    )
+    return max(slope, 0.0)
 
 
 def _nnls3(rows: list[tuple[float, float, float]], y: list[float]) -> tuple[float, float, float]:
@@ -298,12 +367,14 @@ def fit(cal: Calibration) -> HostTiming:
     rows = [(1.0, float(p), p * p / 2.0) for p, _ in cal.ttft_by_prompt]
     fixed, per_token, per_pair = _nnls3(rows, [t for _, t in cal.ttft_by_prompt])
     steps = tuple(cal.tpot_by_concurrency)
-    overhead = min(steps[0][1], fixed)
     kv = 0.0
     long = cal.long_context
     if long is not None and long.context_tokens > cal.tpot_context_tokens:
         short = HostTiming(0.0, 0.0, 0.0, 0.0, steps, cal.tpot_context_tokens, 0.0).step_s(long.streams)
         kv = max(long.step_s - short, 0.0) / (long.streams * (long.context_tokens - cal.tpot_context_tokens))
+    # Under every measured step less its KV read, as ``PoolTiming.calibrated`` keeps it: the split of ``fixed``
+    # between floor and overhead is then the pool's, and ``beside_batch_ttft_s`` prices what the planner does.
+    overhead = max(min(fixed, *(s - kv * b * cal.tpot_context_tokens for b, s in steps)), 0.0)
     return HostTiming(
         ttft_floor_s=fixed - overhead,
         overhead_s=overhead,
@@ -312,6 +383,7 @@ def fit(cal: Calibration) -> HostTiming:
         steps=steps,
         context_tokens=cal.tpot_context_tokens,
         kv_s_per_token=kv,
+        api_per_request_s=cal.api_per_request_s,
     )
 
 
