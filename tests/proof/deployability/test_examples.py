@@ -121,6 +121,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "iam-requested-region",
         "sns-filter-scope",
         "probe-patience",
+        "store-data-durable",
         "probe-path",
         "shm-size",
         "run-as-user",

@@ -124,6 +124,40 @@ def serves_vllm(container: dict[str, Any]) -> bool:
     return bool(re.search(r"(^|[/\s])vllm\s+serve\b", line)) or "vllm.entrypoints.openai.api_server" in line
 
 
+# Hugging Face's model servers, which take a Hub model id and download it at start (their launchers'
+# --model-id / MODEL_ID); the repository is the image name's last path segment.
+HUB_MODEL_SERVERS = {
+    "text-embeddings-inference": "Text Embeddings Inference",
+    "text-generation-inference": "Text Generation Inference",
+}
+
+
+def image_name(image: str) -> str:
+    """The image name's last path segment, without tag or digest: ``redis`` for ``docker.io/library/redis:7``."""
+    return image.rsplit("/", 1)[-1].split("@", maxsplit=1)[0].split(":", maxsplit=1)[0]
+
+
+def hub_model_server(container: dict[str, Any]) -> tuple[str | None, str | None]:
+    """For a TEI or TGI image: the server's name and the Hub model id it downloads at start (``--model-id`` in
+    args, else ``MODEL_ID``); the model is None for a local path (already on a volume) or no id at all."""
+    server = HUB_MODEL_SERVERS.get(image_name(str(container.get("image") or "")))
+    if server is None or container.get("command"):
+        return None, None
+    argv = [str(a) for a in container.get("args") or []]
+    model: str | None = None
+    for i, arg in enumerate(argv):
+        if arg == "--model-id" and i + 1 < len(argv):
+            model = argv[i + 1]
+        elif arg.startswith("--model-id="):
+            model = arg.split("=", 1)[1]
+    if model is None:
+        env = {e.get("name"): e.get("value") for e in container.get("env") or [] if isinstance(e, dict)}
+        model = env.get("MODEL_ID") if isinstance(env.get("MODEL_ID"), str) else None
+    if model is None or model.startswith(("/", ".")) or model.count("/") > 1:
+        return server, None
+    return server, model
+
+
 def serving_module(container: dict[str, Any]) -> str | None:
     """The ``python -m`` module a serving-image container runs (the image's CMD without a command), or None."""
     argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]

@@ -10,6 +10,15 @@ will be restarted", then CrashLoopBackOff). Its start-up is the pool's cold star
 the part after node boot, image pull and weight fetch) where the spec has the pool, else the least any vLLM takes,
 the spec's default engine start with the weights already on NVMe.
 
+The same holds for Hugging Face's model servers, Text Embeddings Inference and Text Generation Inference, given a
+Hub model id (``--model-id`` or ``MODEL_ID``): they download the weights and load them before the port opens
+("the model files need to be downloaded for the inference backend to start, and then the server starts listening",
+huggingface/text-embeddings-inference#553, whose maintainer's answer is a longer startup timeout). Their floor is
+``HUB_MODEL_LEAST_START_SECONDS``, deliberately low: a 300M-parameter embedding model alone took about 35 s to load
+(vllm-project/semantic-router#809, which added a startupProbe for it), before any download. A liveness probe with
+no startupProbe counts from the container's start (https://kubernetes.io/docs/tasks/configure-pod-container/
+configure-liveness-readiness-startup-probes/#define-startup-probes, "protect slow starting containers").
+
 ``probe-path``: an HTTP probe gets a 404 from a path its process does not serve, and the kubelet counts anything
 outside 200-399 as a failure: a readiness probe keeps the pod out of its Service for ever, a liveness or startup
 probe restarts it in a loop. Judged only for images whose routes the program knows (``known_images``).
@@ -23,7 +32,7 @@ from typing import Any
 from tokenplane.contract import POOL_LABEL
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
-from tokenplane.proof.deployability.known_images import get_routes, path_served, serves_vllm
+from tokenplane.proof.deployability.known_images import get_routes, hub_model_server, path_served, serves_vllm
 from tokenplane.proof.deployability.reachability import pod_template
 from tokenplane.spec import Autoscaling
 
@@ -33,6 +42,10 @@ PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 # The least a vLLM engine takes from container start to serving: the spec's default engine start with the
 # weights already on local NVMe (Autoscaling.warm_start_seconds), one source of defaults.
 VLLM_LEAST_START_SECONDS = float(Autoscaling.model_fields["warm_start_seconds"].default)
+# The least a TEI or TGI server takes to download a Hub model and load it: below the ~35 s that loading a 300M
+# embedding model alone took in vllm-project/semantic-router#809, so that only a window that cannot cover any
+# model is reported.
+HUB_MODEL_LEAST_START_SECONDS = 30.0
 
 
 def window_seconds(probe: dict[str, Any]) -> float:
@@ -63,28 +76,45 @@ def _engine_start(graph: Graph, workload: KubeObject) -> tuple[float, str]:
     )
 
 
+def _start(graph: Graph, workload: KubeObject, container: dict[str, Any]) -> tuple[float, str, str] | None:
+    """The least time the container's server takes before it answers, why, and what it runs; None if not known."""
+    if serves_vllm(container):
+        needed, why = _engine_start(graph, workload)
+        return needed, f"which serves nothing until its engine has started, {why}", "vLLM"
+    server, model = hub_model_server(container)
+    if server is None or model is None:
+        return None
+    why = (
+        f"which opens its port only once it has downloaded {model} from the Hub and loaded it, "
+        f"at least {HUB_MODEL_LEAST_START_SECONDS:.0f} s"
+    )
+    return HUB_MODEL_LEAST_START_SECONDS, why, server
+
+
 def check_patience(graph: Graph) -> Iterator[Finding]:
     for workload in graph.pod_bearers():
         for container in _containers(workload):
-            if not serves_vllm(container):
+            start = _start(graph, workload, container)
+            if start is None:
                 continue
             kind = "startupProbe" if container.get("startupProbe") else "livenessProbe"
             probe = container.get(kind)
             if not probe:
                 continue
             window = window_seconds(probe)
-            needed, why = _engine_start(graph, workload)
+            needed, why, server = start
             if window >= needed:
                 continue
             yield Finding(
                 PATIENCE,
                 workload.urn,
-                f"container {container.get('name')} of {workload.kind} {workload.namespace}/{workload.name} runs vLLM, "
-                f"which serves nothing until its engine has started, {why}; its {kind} gives up after {window:.0f} s "
+                f"container {container.get('name')} of {workload.kind} {workload.namespace}/{workload.name} runs "
+                f"{server}, {why}; its {kind} gives up after {window:.0f} s "
                 "(initialDelaySeconds + failureThreshold x periodSeconds): the kubelet restarts it before it ever "
-                'serves ("failed startup probe, will be restarted"), in a loop, CrashLoopBackOff',
-                f"give it a startupProbe whose failureThreshold x periodSeconds covers {needed:.0f} s with margin "
-                "(components/vllm_pool.py: cold start / 10 + 6 checks of 10 s); the liveness probe then waits for it",
+                f'serves ("failed {kind.removesuffix("Probe")} probe, will be restarted"), in a loop, CrashLoopBackOff',
+                f"give it a startupProbe whose failureThreshold x periodSeconds covers {needed:.0f} s with margin"
+                + (" (components/vllm_pool.py: cold start / 10 + 6 checks of 10 s)" if server == "vLLM" else "")
+                + "; the liveness probe then waits for it",
             )
 
 

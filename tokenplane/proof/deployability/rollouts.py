@@ -8,6 +8,13 @@ For each pool Deployment, at its most replicas (the ScaledObject's ``maxReplicaC
 - time: the rollout takes ``ceil(replicas / per-wave)`` waves, each a whole time to Ready (the pool's start-up
   model), and ``pulumi up`` fails once its update timeout runs out;
 
+Room is judged the same way for any Deployment that requests GPUs (a reranker, an embedder on its own group):
+its RollingUpdate surge pod needs one more GPU than its replicas hold, and a group pinned at min=desired=max whose
+GPUs its replicas fill has none, so the new pod stays Pending, the Deployment exceeds its progress deadline and
+``pulumi up`` fails (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#max-surge: "the total
+number of Pods running at any time during the update is at most 125% of desired Pods"; defaults 25%/25%, surge
+rounded up, unavailable down: 1 and 0 for two replicas). The time to Ready is modelled only for pools.
+
 Budgets that block node drains are ``drains`` (every workload, not only pools).
 
 It cannot see: capacity other workloads take on the same nodes, and nodes made outside the program (room is
@@ -43,10 +50,10 @@ class Bounds:
 def check(graph: Graph) -> Iterator[Finding]:
     for deployment in graph.kube(None, "Deployment"):
         pool = (lookup(deployment.manifest, "metadata.labels") or {}).get(POOL_LABEL)
-        if pool is None:
+        if pool is None and requested(deployment.pod_spec(), "nvidia.com/gpu") <= 0:
             continue
         bounds = _bounds(graph, deployment)
-        yield from _rollout(graph, deployment, str(pool), bounds)
+        yield from _rollout(graph, deployment, None if pool is None else str(pool), bounds)
 
 
 def _bounds(graph: Graph, deployment: KubeObject) -> Bounds:
@@ -56,6 +63,12 @@ def _bounds(graph: Graph, deployment: KubeObject) -> Bounds:
         if target == deployment.name and scaled.namespace == deployment.namespace:
             least = int(lookup(scaled.manifest, "spec.minReplicaCount") or 0)
             return Bounds(least, int(lookup(scaled.manifest, "spec.maxReplicaCount") or 100))  # KEDA's default
+    for hpa in graph.kube(deployment.resource.region, "HorizontalPodAutoscaler"):
+        target = lookup(hpa.manifest, "spec.scaleTargetRef")
+        if isinstance(target, dict) and target.get("name") == deployment.name and hpa.namespace == deployment.namespace:
+            most = lookup(hpa.manifest, "spec.maxReplicas")
+            if isinstance(most, int):
+                return Bounds(int(lookup(hpa.manifest, "spec.minReplicas") or 1), most)
     return Bounds(fixed, fixed)
 
 
@@ -78,7 +91,7 @@ def _slots(graph: Graph, deployment: KubeObject) -> int | None:
     return slots
 
 
-def _rollout(graph: Graph, deployment: KubeObject, pool: str, bounds: Bounds) -> Iterator[Finding]:
+def _rollout(graph: Graph, deployment: KubeObject, pool: str | None, bounds: Bounds) -> Iterator[Finding]:
     strategy = lookup(deployment.manifest, "spec.strategy") or {}
     if strategy.get("type") == "Recreate":
         return  # every pod down, then up: one wave, and the create timeout's arithmetic
@@ -93,11 +106,15 @@ def _rollout(graph: Graph, deployment: KubeObject, pool: str, bounds: Bounds) ->
             RULE,
             deployment.urn,
             f"{where} can never roll at {stuck[-1]} replicas: maxSurge {surge} needs free GPU slots, its node "
-            f"groups hold {slots} replicas at most, and maxUnavailable {down} takes none down",
-            "let each wave take replicas down (maxUnavailable, tokenplane.model.rollout.plan_rollout) or add warm nodes "
+            f"groups hold {slots} replicas at most, and maxUnavailable {down} takes none down: the surge pod stays "
+            "Pending, the rollout exceeds its progress deadline and pulumi up fails",
+            "let each wave take replicas down (spec.strategy.rollingUpdate maxSurge 0, maxUnavailable 1; "
+            "tokenplane.model.rollout.plan_rollout) or raise the node group's maxSize above what the replicas fill "
             "to surge into",
         )
         return
+    if pool is None:
+        return  # the time to Ready is modelled for pools only
     expected = expected_ready(graph, deployment, pool)
     if isinstance(expected, Finding):
         return  # await-timeout reports the missing estimate

@@ -14,6 +14,9 @@ sessionAffinity None, externalTrafficPolicy Cluster only on NodePort and LoadBal
   'LoadBalancer' and `externalTrafficPolicy` is 'Local'");
 - loadBalancerSourceRanges only on a LoadBalancer ("may only be used when `type` is 'LoadBalancer'"), each a CIDR;
 - a numeric targetPort in 1-65535 (validateServicePort; 0, or absent, defaults to the port);
+- a nodePort (and healthCheckNodePort) in the API server's --service-node-port-range, 30000-32767 by default; EKS
+  does not change it (pkg/registry/core/service/portallocator: "provided port is not in the valid range. The range
+  of valid ports is 30000-32767"; https://kubernetes.io/docs/concepts/services-networking/service/#type-nodeport);
 - sessionAffinity ClientIP or None; sessionAffinityConfig only with ClientIP ("must not be set when session
   affinity is None"), its timeout in 1-86400 (validateClientIPAffinityConfig).
 """
@@ -31,6 +34,8 @@ from tokenplane.proof.deployability.object_validation import rejected, unsupport
 
 TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 AFFINITY_TIMEOUT_MAX = 86400  # MaxClientIPServiceAffinitySeconds
+# kube-apiserver's default --service-node-port-range; EKS runs the default and offers no flag to change it.
+NODE_PORT_RANGE = (30000, 32767)
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -129,6 +134,7 @@ def _service(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
                 "ValidateService: must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
                 "write each range as an address and a prefix length, e.g. 203.0.113.0/24 (a single host: /32)",
             )
+    yield from _node_ports(obj, spec)
     for port in spec.get("ports") or []:
         target = syntax.integer(port.get("targetPort")) if isinstance(port, dict) else None
         if target and (errors := syntax.is_valid_port_num(target)):
@@ -139,6 +145,26 @@ def _service(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
                 "give the container's port (1-65535), or leave targetPort out to use the port",
             )
     yield from _affinity(obj, spec)
+
+
+def _node_ports(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
+    low, high = NODE_PORT_RANGE
+    ports = [
+        (f"spec.ports[{i}].nodePort", p.get("nodePort"))
+        for i, p in enumerate(spec.get("ports") or [])
+        if isinstance(p, dict)
+    ]
+    for field, value in [*ports, ("spec.healthCheckNodePort", spec.get("healthCheckNodePort"))]:
+        number = syntax.integer(value) if value is not None else None
+        if number and not low <= number <= high:
+            yield rejected(
+                obj,
+                f"has {field} {number}, outside the service-node-port-range {low}-{high}",
+                f"portallocator: {field}: Invalid value: {number}: provided port is not in the valid range. The range "
+                f"of valid ports is {low}-{high}",
+                f"pick a nodePort in {low}-{high} (and point the target group at it), or drop nodePort to let the "
+                "API server allocate one",
+            )
 
 
 def _affinity(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
