@@ -490,7 +490,17 @@ def mock_outputs(
             "bootstrapBrokersSaslIam": brokers,
             "arn": f"arn:aws:kafka:{region}:{ACCOUNT_ID}:cluster/{rid}/{_h(name, n=8)}-1",
         }
-    elif typ in ("aws:elasticache/subnetGroup:SubnetGroup", "aws:rds/subnetGroup:SubnetGroup"):
+    elif typ == "aws:rds/instance:Instance":
+        # pulumi-aws v6+ (terraform-provider-aws v5, hashicorp/terraform-provider-aws#31232): the instance's id is
+        # its DBI resource id (db-...); the DB instance identifier, what RDS names its metrics and endpoint by,
+        # is the ``identifier`` output (auto-named when not set).
+        extra = {"identifier": inputs.get("identifier") or rid, "resourceId": physical_id(typ, name)}
+    elif typ in (
+        "aws:elasticache/subnetGroup:SubnetGroup",
+        "aws:rds/subnetGroup:SubnetGroup",
+        "aws:rds/parameterGroup:ParameterGroup",
+        "aws:rds/clusterParameterGroup:ClusterParameterGroup",
+    ):
         # Auto-named: its generated name is what a cache or database names it by (subnetGroupName).
         extra = {"name": inputs.get("name") or rid}
     elif typ == "aws:msk/configuration:Configuration":
@@ -551,9 +561,12 @@ def cluster_security_group_id(name: str) -> str:
 def physical_id(typ: str, name: str) -> str:
     """The ID the mock gives a resource, which other resources' inputs carry where they reference it.
 
-    Most AWS resources get an opaque ID; a bucket's ID is its name, as in AWS.
+    Most AWS resources get an opaque ID; a bucket's ID is its name, as in AWS; an RDS instance's is its DBI
+    resource id (``db-...``), not its identifier.
     """
     rid = _resource_id(typ, name)
+    if typ == "aws:rds/instance:Instance":
+        return f"db-{_h('dbi', name, n=26).upper()}"  # the DBI resource id, as pulumi-aws v6+ gives it
     return rid if typ == "aws:s3/bucket:Bucket" else f"{rid}-id"
 
 

@@ -51,6 +51,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-name",
         "aws-network",
         "aws-api-values",
+        "rds-values",
+        "security-group-rules-owned",
         "aws-cli-permissions",
         "event-source-permissions",
         "service-role-trust",

@@ -15,7 +15,10 @@ EKS managed node group's instances run in an Auto Scaling group EKS creates and 
 resources ... the Auto Scaling group"; the name is DescribeNodegroup's ``resources.autoScalingGroups[].name``,
 https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupResources.html), so an ``AutoScalingGroupName`` of
 the node group's own name (``nodeGroupName``) matches no EC2 or Auto Scaling metric: the node group's
-``resources[0].autoscalingGroups[0].name`` output does.
+``resources[0].autoscalingGroups[0].name`` output does. Likewise an ``AWS/RDS`` ``DBInstanceIdentifier`` of an
+``aws.rds.Instance``'s ``id``: since pulumi-aws v6 (terraform-provider-aws v5) the id is the DBI resource id
+(``db-...``), while RDS publishes under the DB instance identifier, the ``identifier`` output
+(hashicorp/terraform-provider-aws#31232; https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/dimensions.html).
 
 The ``ContainerInsights`` namespace is published by Container Insights, not by EKS or ECS themselves: on EKS by the
 CloudWatch agent (the ``amazon-cloudwatch-observability`` add-on or Helm chart, or the agent's own DaemonSet), on
@@ -38,6 +41,8 @@ from tokenplane.proof.render import RenderedResource
 RULE = "alarm-metric-exists"
 ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 ASG_DIMENSION = "AutoScalingGroupName"
+RDS_DIMENSION = "DBInstanceIdentifier"
+RDS_INSTANCE = "aws:rds/instance:Instance"
 CONTAINER_INSIGHTS = "ContainerInsights"
 ADDON = "aws:eks/addon:Addon"
 CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
@@ -79,6 +84,9 @@ DIMENSIONS: dict[str, frozenset[str]] = {
     "AWS/EFS": frozenset({"FileSystemId", "StorageClass"}),
     "AWS/Route53": frozenset({"HealthCheckId"}),
     "AWS/CertificateManager": frozenset({"CertificateArn"}),
+    "AWS/RDS": frozenset(
+        {"DBInstanceIdentifier", "DBClusterIdentifier", "DatabaseClass", "EngineName", "SourceRegion", "Role"}
+    ),
 }
 # Dimensions whose value is a resource's name, not its URL or ARN.
 NAMED = frozenset(
@@ -118,6 +126,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             problem = (
                 _problem(namespace, metric, dimensions)
                 or _node_group_as_asg(graph, dimensions)
+                or _rds_resource_id(graph, dimensions)
                 or _container_insights(graph, namespace)
             )
             if problem is not None:
@@ -185,6 +194,19 @@ def _node_group_as_asg(graph: Graph, dimensions: dict[str, Any]) -> tuple[str, s
         "Auto Scaling group EKS names eks-<node group>-<uuid>",
         f"set {ASG_DIMENSION} to the node group's Auto Scaling group name (its "
         "resources[0].autoscalingGroups[0].name output), not its nodeGroupName",
+    )
+
+
+def _rds_resource_id(graph: Graph, dimensions: dict[str, Any]) -> tuple[str, str] | None:
+    """A DBInstanceIdentifier that is an RDS instance's resource id (its ``id``), not its identifier."""
+    value = dimensions.get(RDS_DIMENSION)
+    named = graph.by_physical_id.get(value) if isinstance(value, str) else None
+    if named is None or named.type != RDS_INSTANCE or named.inputs.get("identifier") == value:
+        return None
+    return (
+        f"{RDS_DIMENSION} {value!r} is RDS instance {named.name}'s id, its DBI resource id (db-...) since pulumi-aws "
+        "v6, while RDS publishes its metrics under the DB instance identifier",
+        f"set {RDS_DIMENSION} to the instance's identifier output ({named.name}.identifier), not its id",
     )
 
 

@@ -1,0 +1,119 @@
+"""Values RDS refuses at create time: a master username the engine reserves, a parameter group of another family.
+
+- **Master username** (``CreateDBInstance`` / ``CreateDBCluster`` ``MasterUsername``): "Must start with a letter ...
+  Can't be a reserved word for the chosen database engine"; PostgreSQL 1 to 63 letters, digits or underscores,
+  MySQL and MariaDB 1 to 16 (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_CreateDBInstance.html).
+  ``admin`` is reserved on the PostgreSQL engines: InvalidParameterValue "MasterUsername admin cannot be used as it
+  is a reserved word used by the engine" (aws/aws-cdk#10597, aws-cloudformation/cfn-lint#4425, verified against
+  real deployments); ``rdsadmin`` and ``rdsrepladmin`` are the accounts RDS itself runs on every engine.
+- **Parameter group family** (``CreateDBInstance`` / ``CreateDBCluster``): a DB instance takes only a parameter group
+  of its engine version's family, InvalidParameterCombination "The parameter group ... with DBParameterGroupFamily
+  postgres15 can't be used for this instance. Use a parameter group with DBParameterGroupFamily postgres16"
+  (https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/USER_WorkingWithParamGroups.html). The family is the
+  engine and its major version: ``postgres<major>`` from PostgreSQL 10 on (``postgres9.6`` before),
+  ``aurora-postgresql<major>``, ``mysql<major>.<minor>``, ``mariadb<major>.<minor>``, ``aurora-mysql<major>.<minor>``
+  (``aws rds describe-db-engine-versions`` ``DBParameterGroupFamily``).
+
+Cannot see: an engine or version unknown at render time, other engines (Oracle, SQL Server, Db2), a parameter group
+not created by the program.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.render import RenderedResource
+
+RULE = "rds-values"
+
+INSTANCE = "aws:rds/instance:Instance"
+CLUSTER = "aws:rds/cluster:Cluster"
+PARAMETER_GROUP = "aws:rds/parameterGroup:ParameterGroup"
+CLUSTER_PARAMETER_GROUP = "aws:rds/clusterParameterGroup:ClusterParameterGroup"
+# The parameter-group input of each, and the group type it names.
+GROUP_INPUTS = {
+    INSTANCE: ("parameterGroupName", PARAMETER_GROUP),
+    CLUSTER: ("dbClusterParameterGroupName", CLUSTER_PARAMETER_GROUP),
+}
+USERNAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# Longest master username by engine (CreateDBInstance's MasterUsername constraints).
+USERNAME_MAX = {"postgres": 63, "aurora-postgresql": 63, "mysql": 16, "mariadb": 16, "aurora-mysql": 16}
+RDS_ACCOUNTS = frozenset({"rdsadmin", "rdsrepladmin"})  # the accounts RDS runs the engine with, on every engine
+RESERVED = {
+    "postgres": frozenset({"admin", *RDS_ACCOUNTS}),
+    "aurora-postgresql": frozenset({"admin", *RDS_ACCOUNTS}),
+    "mysql": RDS_ACCOUNTS,
+    "mariadb": RDS_ACCOUNTS,
+    "aurora-mysql": RDS_ACCOUNTS,
+}
+VERSION = re.compile(r"^(\d+)(?:\.(\d+))?")
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for typ in (INSTANCE, CLUSTER):
+        for db in graph.of_type(typ):
+            engine = str(db.inputs.get("engine"))
+            if engine not in USERNAME_MAX:
+                continue
+            yield from _username(db, engine)
+            yield from _family(graph, db, engine)
+
+
+def _username(db: RenderedResource, engine: str) -> Iterator[Finding]:
+    key = "username" if db.type == INSTANCE else "masterUsername"
+    name = db.inputs.get(key)
+    if not isinstance(name, str):
+        return
+    why = None
+    if name.lower() in RESERVED[engine]:
+        why = f'{name!r} is a reserved word of the {engine} engine (InvalidParameterValue "MasterUsername {name} '
+        why += 'cannot be used as it is a reserved word used by the engine")'
+    elif not USERNAME.match(name):
+        why = f"{name!r} must start with a letter and hold only letters, digits and underscores"
+    elif len(name) > USERNAME_MAX[engine]:
+        why = f"{name!r} is {len(name)} characters, over {engine}'s {USERNAME_MAX[engine]}"
+    if why is not None:
+        yield Finding(
+            RULE,
+            db.urn,
+            f"{db.name}.{key}={name!r}: {why}, so CreateDB{'Instance' if db.type == INSTANCE else 'Cluster'} "
+            "refuses it and `pulumi up` fails there",
+            f"set {key} to a name of your own that starts with a letter, of letters, digits and underscores, at "
+            f"most {USERNAME_MAX[engine]} characters, not a word the engine reserves (e.g. 'app_owner')",
+        )
+
+
+def family_of(engine: str, version: str) -> str | None:
+    """The DB parameter group family of ``engine`` at ``version``; None where the version is too vague to say."""
+    matched = VERSION.match(version)
+    if matched is None:
+        return None
+    major, minor = int(matched.group(1)), matched.group(2)
+    if engine in ("postgres", "aurora-postgresql") and major >= 10:
+        return f"{engine}{major}"
+    if minor is None:
+        return None
+    return f"{engine}{major}.{minor}"
+
+
+def _family(graph: Graph, db: RenderedResource, engine: str) -> Iterator[Finding]:
+    key, group_type = GROUP_INPUTS[db.type]
+    version = db.inputs.get("engineVersion")
+    if not isinstance(version, str) or (wanted := family_of(engine, version)) is None:
+        return
+    for group in graph.referenced(db, key):
+        family = group.inputs.get("family")
+        if group.type != group_type or not isinstance(family, str) or family == wanted:
+            continue
+        yield Finding(
+            RULE,
+            db.urn,
+            f"{db.name}.{key} names parameter group {group.name} of family {family!r}, but engine {engine} "
+            f"{version} takes only family {wanted!r}: CreateDB{'Instance' if db.type == INSTANCE else 'Cluster'} "
+            f'fails with InvalidParameterCombination "... Use a parameter group with DBParameterGroupFamily {wanted}"',
+            f"set {group.name}.family to {wanted!r} (a family change replaces the group), or the engine version "
+            f"to the group's family",
+        )
