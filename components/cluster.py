@@ -220,7 +220,8 @@ class Cluster(Component):
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             labels={"tokenplane.io/node-role": "system"},
             tags=tags,
-            opts=self.opts(depends_on=attachments),
+            # The Cluster Autoscaler owns the size once the group exists: an update must not send desired_size back.
+            opts=self.opts(depends_on=attachments, ignore_changes=["scalingConfig.desiredSize"]),
         )
         # The EBS CSI controller creates and attaches gp3 volumes (Qdrant's PVCs) with its own IRSA role:
         # the GPU nodes allow one IMDS hop, so the node-role fallback is off, and no pod should hold it anyway.

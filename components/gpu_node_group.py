@@ -203,7 +203,8 @@ class GpuNodeGroup(Component):
                 f"k8s.io/cluster-autoscaler/node-template/taint/{GPU_TAINT_KEY}": "true:NoSchedule",
                 f"k8s.io/cluster-autoscaler/node-template/label/{ACCELERATOR_LABEL}": accelerator_value(pool.gpu),
             },
-            opts=self.opts(),
+            # The Cluster Autoscaler owns the size once the group exists: an update must not send desired_size back.
+            opts=self.opts(ignore_changes=["scalingConfig.desiredSize"]),
         )
         self.node_group_name = group.node_group_name
         self.counts = counts
