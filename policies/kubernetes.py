@@ -234,10 +234,16 @@ gateways_non_root_read_only = ResourceValidationPolicy(
 
 
 # A load balancer the AWS Load Balancer Controller (or the in-tree provider) makes internal: it has addresses in
-# the VPC only. The controller's own default scheme is internal too, but the in-tree provider's is internet-facing,
-# so a Service that names no scheme counts as public.
+# the VPC only. Which one reconciles a Service decides the default scheme where it names none. The in-tree
+# provider's is internet-facing. The controller's is internal ("Secure by default: since v2.2.0 the LBC provisions
+# an internal NLB by default", https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/guide/service/nlb/;
+# the annotations table gives aws-load-balancer-scheme's default as internal), and it takes a Service that says
+# aws-load-balancer-type external (or the older nlb-ip) or spec.loadBalancerClass service.k8s.aws/nlb.
 INTERNAL_SCHEME = "service.beta.kubernetes.io/aws-load-balancer-scheme"
 INTERNAL_LEGACY = "service.beta.kubernetes.io/aws-load-balancer-internal"
+LB_TYPE = "service.beta.kubernetes.io/aws-load-balancer-type"
+LB_CONTROLLER_TYPES = frozenset({"external", "nlb-ip"})  # the annotation values that hand a Service to the controller
+LB_CONTROLLER_CLASS = "service.k8s.aws/nlb"  # the controller's loadBalancerClass
 SERVING_NAMESPACE = "llm-serving"  # the model servers: reached through the AI gateway only
 # The ``app.kubernetes.io/component`` values of the serving path and its data (``tokenplane.components``' labels):
 # pools, the gateways, the vector store. Not ``part-of``: tools that users add beside the platform carry it too.
@@ -245,8 +251,13 @@ SERVING_COMPONENTS = frozenset({"inference", "gateway", "vector-db"})
 
 
 def _internal(props: Mapping[str, Any]) -> bool:
+    """The scheme the Service names; else the legacy boolean; else its controller's default."""
     notes = get(props, "metadata", "annotations", default={}) or {}
-    return notes.get(INTERNAL_SCHEME) == "internal" or str(notes.get(INTERNAL_LEGACY, "")).lower() == "true"
+    if INTERNAL_SCHEME in notes:
+        return bool(notes[INTERNAL_SCHEME] == "internal")
+    if INTERNAL_LEGACY in notes:
+        return str(notes[INTERNAL_LEGACY]).lower() == "true"
+    return notes.get(LB_TYPE) in LB_CONTROLLER_TYPES or get(props, "spec", "loadBalancerClass") == LB_CONTROLLER_CLASS
 
 
 def _serving_path(props: Mapping[str, Any]) -> bool:

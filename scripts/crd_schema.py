@@ -53,7 +53,9 @@ def convert(crd_text: str, version: str, source: str) -> dict[str, Any]:
     schema = strict(served["schema"]["openAPIV3Schema"])
     schema["properties"]["apiVersion"] = {"const": f"{group}/{version}"}
     schema["properties"]["kind"] = {"const": kind}
-    schema["properties"]["metadata"] = METADATA
+    # A cluster-scoped kind (cert-manager's ClusterIssuer) has no namespace: the API server refuses one set on it.
+    cluster_scoped = crd["spec"].get("scope") == "Cluster"
+    schema["properties"]["metadata"] = {**METADATA, "required": ["name"]} if cluster_scoped else METADATA
     schema["properties"].pop("status", None)  # the controller's, never rendered
     schema["required"] = sorted({"apiVersion", "kind", "metadata", *schema.get("required", [])})
     schema["additionalProperties"] = False

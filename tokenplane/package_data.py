@@ -45,6 +45,14 @@ CRD_SCHEMAS = {
         )
         for kind in ("ServiceMonitor", "PodMonitor", "PrometheusRule")
     },
+    **{
+        ("cert-manager.io/v1", kind): DataFile(
+            "tokenplane.components",
+            f"schemas/certmanager-{kind.lower()}-v1.json",
+            f"the offline render validates {kind}s against cert-manager's CRD",
+        )
+        for kind in ("ClusterIssuer", "Issuer", "Certificate")
+    },
     # EKS's own: the VPC resource controller on the control plane installs this CRD on every cluster.
     ("vpcresources.k8s.aws/v1beta1", "SecurityGroupPolicy"): DataFile(
         "tokenplane.components",

@@ -286,6 +286,47 @@ def test_an_internet_facing_or_unnamed_scheme_is_still_refused_and_the_message_s
         assert "internet-facing LoadBalancer" in message and f"{kubernetes.INTERNAL_SCHEME}: internal" in message
 
 
+def _for_the_controller(svc: dict[str, Any], how: str, **notes: str) -> dict[str, Any]:
+    if how == "class":
+        svc["spec"]["loadBalancerClass"] = kubernetes.LB_CONTROLLER_CLASS
+    else:
+        notes[kubernetes.LB_TYPE] = how
+    svc["metadata"]["annotations"] = notes
+    return svc
+
+
+@pytest.mark.parametrize("how", ["external", "nlb-ip", "class"])
+def test_a_load_balancer_controller_service_without_a_scheme_is_internal_its_default(how: str) -> None:
+    # The controller provisions an internal NLB unless the Service says internet-facing (set 21's status page).
+    docs = _for_the_controller(service("docs", "llm-gateway"), how)
+    assert collect(kubernetes.only_ai_gateway_load_balancer, k8s_args(docs)) == []
+    pool = _for_the_controller(service("vllm-chat", "llm-serving"), how)
+    [message] = collect(kubernetes.only_ai_gateway_load_balancer, k8s_args(pool))
+    assert "internal LoadBalancer to the platform's serving path" in message
+
+
+@pytest.mark.parametrize(
+    "notes",
+    [{kubernetes.INTERNAL_SCHEME: "internet-facing"}, {kubernetes.INTERNAL_LEGACY: "false"}],
+    ids=["scheme", "legacy"],
+)
+@pytest.mark.parametrize("how", ["external", "class"])
+def test_a_load_balancer_controller_service_that_says_internet_facing_is_refused(
+    how: str, notes: dict[str, str]
+) -> None:
+    docs = _for_the_controller(service("docs", "llm-gateway"), how, **notes)
+    [message] = collect(kubernetes.only_ai_gateway_load_balancer, k8s_args(docs))
+    assert "llm-gateway/docs is an internet-facing LoadBalancer" in message
+
+
+def test_an_in_tree_service_without_a_scheme_stays_internet_facing() -> None:
+    # No controller type or class: the in-tree provider's default scheme is internet-facing.
+    nlb = service("docs", "llm-gateway")
+    nlb["metadata"]["annotations"] = {kubernetes.LB_TYPE: "nlb"}
+    [message] = collect(kubernetes.only_ai_gateway_load_balancer, k8s_args(nlb))
+    assert "internet-facing LoadBalancer" in message
+
+
 def test_an_internal_load_balancer_to_the_serving_path_is_refused_it_would_skip_the_gateways_auth() -> None:
     pool = internal(service("vllm-chat", "llm-serving"))
     own = internal(service("model-gateway", "llm-gateway"))

@@ -12,7 +12,8 @@ not: duplicate URNs, two Kubernetes objects with one name in one cluster, and
 every Kubernetes object against the Kubernetes JSON schema of the spec's
 version (strict: unknown fields are errors). Custom resources are checked
 against the CRD their pinned chart installs (``package_data.CRD_SCHEMAS``: KEDA's
-ScaledObject, kube-prometheus-stack's ServiceMonitor, PodMonitor and PrometheusRule),
+ScaledObject, kube-prometheus-stack's ServiceMonitor, PodMonitor and PrometheusRule, cert-manager's
+Certificate, Issuer and ClusterIssuer),
 and other kinds of those charts' groups against a custom resource's envelope.
 
 This module is glue: it imports pulumi lazily, so that ``plan --capacity-only``
@@ -41,14 +42,19 @@ if TYPE_CHECKING:
 
 ACCOUNT_ID = "123456789012"  # the mock account: a documentation-reserved-looking, obviously fake ID
 REGION_TYPE = "tokenplane:region:Region"
-# API group of a custom resource -> the Helm chart that installs its CRDs (the deployability checks' crd-order
-# holds each such resource to waiting for that chart's release).
-CRD_CHARTS = {
-    "keda.sh": "keda",
-    "monitoring.coreos.com": "kube-prometheus-stack",
+# Helm chart -> the API groups whose CRDs it installs (the deployability checks' crd-order holds each custom
+# resource of those groups to waiting for that chart's release). A chart that installs CRDs is one entry here.
+CHART_CRD_GROUPS: dict[str, tuple[str, ...]] = {
+    "keda": ("keda.sh",),
+    "kube-prometheus-stack": ("monitoring.coreos.com",),
     # TargetGroupBinding and IngressClassParams: the chart's crds/ (kubernetes-sigs/aws-load-balancer-controller).
-    "elbv2.k8s.aws": "aws-load-balancer-controller",
+    "aws-load-balancer-controller": ("elbv2.k8s.aws",),
+    # Certificate, Issuer, ClusterIssuer, CertificateRequest; Order and Challenge (with crds.enabled: its
+    # templates/crds.yaml, built from cert-manager/cert-manager deploy/crds/).
+    "cert-manager": ("cert-manager.io", "acme.cert-manager.io"),
 }
+# API group of a custom resource -> the chart that installs its CRDs: CHART_CRD_GROUPS read the other way.
+CRD_CHARTS = {group: chart for chart, groups in CHART_CRD_GROUPS.items() for group in groups}
 # What every custom resource is, whatever its CRD: a named object with an object spec (where it has one).
 CUSTOM_RESOURCE_ENVELOPE: dict[str, Any] = {
     "type": "object",

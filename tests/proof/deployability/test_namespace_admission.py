@@ -80,11 +80,20 @@ def test_a_limit_range_refuses_containers_outside_its_bounds(
 
 
 def test_a_quota_tracking_a_resource_some_container_leaves_unset_refuses_its_pods() -> None:
-    # The shipped gateways set cpu and memory; nothing sets ephemeral-storage limits.
-    [*messages] = found(_object("ResourceQuota", "compute", {"hard": {"limits.ephemeral-storage": "100Gi"}}))
-    assert messages and all("must specify limits.ephemeral-storage" in m for m in messages), messages
-    defaults = _limit_range(default={"ephemeral-storage": "1Gi"})
-    assert found(_object("ResourceQuota", "compute", {"hard": {"limits.ephemeral-storage": "100Gi"}}), defaults) == []
+    # The shipped gateways set cpu limits; stripped of them, a quota on limits.cpu refuses their pods.
+    stripped = mutated(rendered("dev"), _without_cpu_limits)
+    quota = _object("ResourceQuota", "compute", {"hard": {"limits.cpu": "1000"}})
+    graph = deploy.Graph(spec("dev"), mutated(stripped, lambda r: r, extra=[quota]))
+    messages = [f.message for f in namespace_admission.check(graph)]
+    assert messages and all("must specify limits.cpu" in m for m in messages), messages
+    defaults = _limit_range(default={"cpu": "1"}, defaultRequest={"cpu": "100m"})
+    graph = deploy.Graph(spec("dev"), mutated(stripped, lambda r: r, extra=[quota, defaults]))
+    assert [f.message for f in namespace_admission.check(graph) if "must specify" in f.message] == []
+
+
+def test_a_quota_on_a_resource_other_than_cpu_and_memory_only_counts_it() -> None:
+    # pods.go's validationSet: nothing sets ephemeral-storage limits, and the API server admits the pods all the same.
+    assert found(_object("ResourceQuota", "compute", {"hard": {"limits.ephemeral-storage": "100Gi"}})) == []
 
 
 def test_a_quota_under_the_workloads_at_their_maxima_is_exceeded() -> None:

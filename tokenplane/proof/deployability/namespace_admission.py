@@ -9,9 +9,12 @@ so the workload never becomes available. Two plugins read objects of the namespa
   from ``defaultRequest`` (else from its limit), then refuses a container whose request is under ``min`` or whose
   limit is over ``max`` (or has no limit while ``max`` is set). A defaulted limit below the container's own request
   makes an invalid pod ("must be less than or equal to cpu limit"), the classic trap of a namespace-wide default.
-- **ResourceQuota** refuses a pod that leaves a tracked resource unset ("failed quota: must specify limits.memory":
-  every container must set each ``requests.*``/``limits.*`` the quota tracks, after LimitRanger's defaults), and
-  any pod past the quota's ``hard`` totals ("exceeded quota"). Totals are judged at each workload's most replicas
+- **ResourceQuota** refuses a pod that leaves a tracked cpu or memory unset ("failed quota: must specify
+  limits.memory": every container must set each ``requests.``/``limits.`` cpu and memory the quota tracks, after
+  LimitRanger's defaults). Only those two: kubernetes pkg/quota/v1/evaluator/core/pods.go intersects the quota's
+  resources with its ``validationSet`` (cpu, memory and their requests./limits. forms; "a mistake ... let's not make
+  that mistake again with other resources"), so a quota on ``requests.nvidia.com/gpu`` or ephemeral-storage only
+  counts, and a CPU-only pod beside it is admitted. It also refuses any pod past the quota's ``hard`` totals ("exceeded quota"). Totals are judged at each workload's most replicas
   (its HPA's or ScaledObject's maximum, else ``spec.replicas``; a Job's parallelism), so the replicas the
   autoscaler adds at peak are refused exactly when they are needed.
 
@@ -33,6 +36,8 @@ from tokenplane.proof.deployability.node_capacity import maxima
 
 RULE = "namespace-admits"
 TRACKED = ("cpu", "memory", "ephemeral-storage")  # requests.X / limits.X; a bare X is requests.X
+# What a quota makes every container state (pods.go's validationSet); any other tracked resource is only counted.
+MUST_SPECIFY = ("cpu", "memory")
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,7 @@ def _must_specify(workload: KubeObject, containers: list[Container], quotas: lis
     for quota in quotas:
         for tracked in _amounts(lookup(quota.manifest, "spec.hard")):
             kind, resource = _split(tracked)
-            if kind is None:
+            if kind is None or resource not in MUST_SPECIFY:
                 continue
             missing = [c.name for c in containers if resource not in (c.requests if kind == "requests" else c.limits)]
             if missing:

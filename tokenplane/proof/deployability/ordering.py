@@ -1,7 +1,9 @@
 """What must exist before an object is applied: the CRD of a custom resource, and a node for any pod.
 
 Pulumi applies in dependency order and nothing else. A custom resource sent
-before its CRD's Helm release fails ("no matches for kind"); a release or
+before its CRD's Helm release fails ("no matches for kind"; render.CHART_CRD_GROUPS says which chart installs
+which groups, e.g. cert-manager's cert-manager.io with ``crds.enabled``: https://cert-manager.io/docs/installation/helm/,
+cert-manager/cert-manager#4583); a release or
 workload applied before any node group is active waits for pods that cannot
 be scheduled until its await times out.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import HELM_RELEASE, NODE_GROUP, Graph, KubeObject
+from tokenplane.proof.deployability.graph import HELM_RELEASE, NODE_GROUP, Graph, KubeObject, lookup
 from tokenplane.proof.render import CRD_CHARTS
 
 CRD_ORDER = "crd-order"
@@ -33,7 +35,7 @@ def check_crd_order(graph: Graph) -> Iterator[Finding]:
                 yield Finding(
                     CRD_ORDER,
                     obj.urn,
-                    f"{obj.kind} {obj.namespace}/{obj.name} ({group}) does not wait for the {chart} release that "
+                    f"{obj.kind} {_named(obj)} ({group}) does not wait for the {chart} release that "
                     "installs its CRD: applied first, it fails with 'no matches for kind'",
                     f"add depends_on=[the {chart} release] (directly or through its component)",
                 )
@@ -55,6 +57,11 @@ def check_cluster_ready(graph: Graph) -> Iterator[Finding]:
                     "and Pulumi's await runs out",
                     "make it depend on the cluster's system node group",
                 )
+
+
+def _named(obj: KubeObject) -> str:
+    """namespace/name, or the bare name of a cluster-scoped object (a ClusterIssuer has no namespace)."""
+    return f"{obj.namespace}/{obj.name}" if lookup(obj.manifest, "metadata.namespace") else obj.name
 
 
 def _custom_resources(graph: Graph, region: str) -> list[KubeObject]:
