@@ -23,24 +23,11 @@ explicit denies (it reads Allow statements only).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from functools import cache
-from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
-from tokenplane.proof.deployability.iam_policy import (
-    AWS_MANAGED,
-    MANAGED_POLICY,
-    ROLE_POLICY,
-    allows,
-    as_list,
-    attached,
-    document,
-    role_named,
-)
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.deployability.iam_policy import allows, as_list, document, role_grants, role_named
 
 RULE = "function-vpc-permissions"
 FUNCTION = "aws:lambda/function:Function"
@@ -56,7 +43,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         role = role_named(graph, function.inputs.get("role"))
         if role is None:
             continue
-        grants = _grants(graph, role)
+        grants = role_grants(graph, role, aws_managed=True)
         if any(document(d) is None for _, d in grants):
             continue  # a policy known only at apply time may grant them
         missing = [a for a in ENI_ACTIONS if not allows([d for _, d in grants], a)]
@@ -86,34 +73,3 @@ def check(graph: Graph) -> Iterator[Finding]:
                 "CreateNetworkInterface)",
                 f"make the function depend on {names} (ResourceOptions(depends_on=[...]))",
             )
-
-
-def _grants(graph: Graph, role: RenderedResource) -> list[tuple[RenderedResource, Any]]:
-    """Each policy document ``role`` holds, with the resource that gives it (the role itself for inline policies
-    and its ``managedPolicyArns``); None stands for a document not known at render time."""
-    out: list[tuple[RenderedResource, Any]] = [
-        (role, p.get("policy")) for p in role.inputs.get("inlinePolicies") or [] if isinstance(p, dict)
-    ]
-    for policy in graph.of_type(ROLE_POLICY):
-        if any(r.urn == role.urn for r in graph.referenced(policy, "role")):
-            out.append((policy, policy.inputs.get("policy")))
-    for holder, arn in attached(graph, role):
-        if arn.startswith(AWS_MANAGED):
-            out.append((holder, _aws_managed().get(arn.rsplit("/", 1)[-1])))
-            continue
-        found = graph.by_physical_ids(arn) or [p for p in graph.of_type(MANAGED_POLICY) if p.inputs.get("arn") == arn]
-        policies = [p for p in found if p.type == MANAGED_POLICY]
-        out.append((holder, policies[0].inputs.get("policy") if policies else None))
-    return out
-
-
-@cache
-def _aws_managed() -> dict[str, Any]:
-    """AWS managed policies' documents by name, as moto records them; empty where moto is not installed (every
-    such policy is then unknown, and nothing is judged)."""
-    try:
-        from moto.iam.aws_managed_policies import aws_managed_policies_data
-    except ImportError:
-        return {}
-    data: dict[str, dict[str, Any]] = json.loads(aws_managed_policies_data)
-    return {name: entry.get("Document") for name, entry in data.items()}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
@@ -77,20 +78,50 @@ def attached(graph: Graph, role: RenderedResource) -> list[tuple[RenderedResourc
     return out
 
 
-def role_documents(graph: Graph, role: RenderedResource) -> list[Any]:
-    """The policy documents ``role`` holds that the program writes: inline ones and its attached managed policies
-    of the program. None in the list stands for an attached policy the program does not show (unknown)."""
-    out: list[Any] = [p.get("policy") for p in role.inputs.get("inlinePolicies") or [] if isinstance(p, dict)]
+def role_grants(
+    graph: Graph, role: RenderedResource, *, aws_managed: bool = False
+) -> list[tuple[RenderedResource, Any]]:
+    """Each policy document ``role`` holds, with the resource that gives it (the role itself for inline policies and
+    its ``managedPolicyArns``): inline ones, RolePolicies and the program's attached managed policies, and with
+    ``aws_managed`` the AWS managed ones too (``aws_managed_document``). None stands for a document not known at
+    render time."""
+    out: list[tuple[RenderedResource, Any]] = [
+        (role, p.get("policy")) for p in role.inputs.get("inlinePolicies") or [] if isinstance(p, dict)
+    ]
     for policy in graph.of_type(ROLE_POLICY):
         if any(r.urn == role.urn for r in graph.referenced(policy, "role")):
-            out.append(policy.inputs.get("policy"))
-    for _, arn in attached(graph, role):
+            out.append((policy, policy.inputs.get("policy")))
+    for holder, arn in attached(graph, role):
         if arn.startswith(AWS_MANAGED):
+            if aws_managed:
+                out.append((holder, aws_managed_document(arn)))
             continue
         found = graph.by_physical_ids(arn) or [p for p in graph.of_type(MANAGED_POLICY) if p.inputs.get("arn") == arn]
         policies = [p for p in found if p.type == MANAGED_POLICY]
-        out.append(policies[0].inputs.get("policy") if policies else None)
+        out.append((holder, policies[0].inputs.get("policy") if policies else None))
     return out
+
+
+def role_documents(graph: Graph, role: RenderedResource) -> list[Any]:
+    """The policy documents ``role`` holds that the program writes: inline ones and its attached managed policies
+    of the program. None in the list stands for an attached policy the program does not show (unknown)."""
+    return [d for _, d in role_grants(graph, role)]
+
+
+def aws_managed_document(arn: str) -> Any:
+    """An AWS managed policy's document, as moto records IAM's ``ListPolicies --scope AWS``; None where moto is not
+    installed or does not know the policy (unknown: nothing is judged on it)."""
+    return _aws_managed_documents().get(arn.rsplit("/", 1)[-1])
+
+
+@cache
+def _aws_managed_documents() -> dict[str, Any]:
+    try:
+        from moto.iam.aws_managed_policies import aws_managed_policies_data
+    except ImportError:
+        return {}
+    data: dict[str, dict[str, Any]] = json.loads(aws_managed_policies_data)
+    return {name: entry.get("Document") for name, entry in data.items()}
 
 
 AWS_MANAGED = "arn:aws:iam::aws:policy/"

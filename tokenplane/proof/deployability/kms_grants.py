@@ -20,7 +20,6 @@ needs no grant.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,7 @@ from tokenplane.proof.deployability.iam_policy import (
     arns_of,
     as_list,
     attached,
+    aws_managed_document,
     document,
     role_documents,
 )
@@ -137,17 +137,9 @@ def _ebs_classes(graph: Graph) -> Iterator[Finding]:
 
 
 def _aws_managed(graph: Graph, role: RenderedResource) -> list[Any]:
-    """The documents of the AWS managed policies attached to ``role`` (AdministratorAccess grants every key), as
-    moto records them from IAM's ``ListPolicies --scope AWS``; None for each where moto is not installed."""
-    arns = [arn for _, arn in attached(graph, role) if arn.startswith(AWS_MANAGED)]
-    if not arns:
-        return []
-    try:
-        from moto.iam.aws_managed_policies import aws_managed_policies_data
-    except ImportError:
-        return [None for _ in arns]
-    data: dict[str, dict[str, Any]] = json.loads(aws_managed_policies_data)
-    return [(data.get(arn.rsplit("/", 1)[-1]) or {}).get("Document") for arn in arns]
+    """The documents of the AWS managed policies attached to ``role`` (AdministratorAccess grants every key); None for
+    each that moto does not record."""
+    return [aws_managed_document(arn) for _, arn in attached(graph, role) if arn.startswith(AWS_MANAGED)]
 
 
 def key_in(graph: Graph, resource: RenderedResource, field: str, value: Any) -> RenderedResource | None:
