@@ -137,6 +137,15 @@ def image_name(image: str) -> str:
     return image.rsplit("/", 1)[-1].split("@", maxsplit=1)[0].split(":", maxsplit=1)[0]
 
 
+def literal_env(container: dict[str, Any]) -> dict[str, str]:
+    """A container's env variables whose value is written in the spec (not ``valueFrom``), by name."""
+    return {
+        str(e["name"]): e["value"]
+        for e in container.get("env") or []
+        if isinstance(e, dict) and "name" in e and isinstance(e.get("value"), str)
+    }
+
+
 def hub_model_server(container: dict[str, Any]) -> tuple[str | None, str | None]:
     """For a TEI or TGI image: the server's name and the Hub model id it downloads at start (``--model-id`` in
     args, else ``MODEL_ID``); the model is None for a local path (already on a volume) or no id at all."""
@@ -151,8 +160,7 @@ def hub_model_server(container: dict[str, Any]) -> tuple[str | None, str | None]
         elif arg.startswith("--model-id="):
             model = arg.split("=", 1)[1]
     if model is None:
-        env = {e.get("name"): e.get("value") for e in container.get("env") or [] if isinstance(e, dict)}
-        model = env.get("MODEL_ID") if isinstance(env.get("MODEL_ID"), str) else None
+        model = literal_env(container).get("MODEL_ID")
     if model is None or model.startswith(("/", ".")) or model.count("/") > 1:
         return server, None
     return server, model

@@ -27,7 +27,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
-from tokenplane.proof.deployability.known_images import image_name
+from tokenplane.proof.deployability.known_images import image_name, literal_env
 
 RULE = "store-data-durable"
 
@@ -75,7 +75,7 @@ def _redis(argv: list[str]) -> tuple[str, str] | None:
 def _store(container: dict[str, Any]) -> tuple[str, str, str] | None:
     """(store, why it keeps data, data directory) for a container the rule judges, else None."""
     name = image_name(str(container.get("image") or ""))
-    env = {e.get("name"): e.get("value") for e in container.get("env") or [] if isinstance(e, dict)}
+    env = literal_env(container)
     if name in REDIS_LIKE:
         argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
         redis = _redis(argv)
@@ -83,7 +83,7 @@ def _store(container: dict[str, Any]) -> tuple[str, str, str] | None:
     if name in DATABASES:
         store, default, variable = DATABASES[name]
         override = env.get(variable) if variable else None
-        return store, "is a database", override if isinstance(override, str) and override else default
+        return store, "is a database", override or default
     return None
 
 
