@@ -87,6 +87,23 @@ IOG_RUNS = (
     ("qwq-32b-preview", Q32, "QwQ-32B-Preview", 4, 38, 302, 48.57, 205, 111.5, 195, "9.52"),
 )  # fmt: skip
 
+# The fourth search (from 952c4bd): llm-compressor's online-serving example (Neural Magic, 2024-07-08, branch
+# rs/concepts; the A10G row of its "Speedups from Weight-Only Quantization" table), the fp16 baseline run:
+# ``python -m vllm.entrypoints.openai.api_server --model meta-llama/Meta-Llama-3-8B-Instruct`` (defaults: TP1,
+# 16-bit weights; ``pip install vllm`` that day, the release unstated), then ``benchmark_serving.py --model $MODEL
+# --request-rate 1.0 --num-prompts 100 --dataset-path ShareGPT_V3_unfiltered_cleaned_split.json`` (Poisson, no
+# concurrency cap, outputs ending at EOS or ShareGPT's length), "on an A10" / "On an Nvidia A10G GPU". Copied:
+# 100 successful requests, duration 110.95 s, 22,805 input and 17,981 generated tokens (means 228 and 180), mean
+# TTFT 106.36 ms (median 78.82), mean TPOT 42.52 ms (median 43.07). The output prints no end-to-end latency: the
+# batch is 1 req/s x (mean TTFT + mean TPOT x (180 - 1)) = 7.7 s, about 8 (Little's law); the 100 arrivals span
+# about 13 of them (the IOG rule asks 4). Left out: the same file's earlier 200-request version of the run
+# (commit 53750c2, replaced by its author within the hour; its output disagrees with its command), and its FP8
+# and GPTQ rows (quantized weights, table figures only).
+LLMC_A10G = (
+    "https://github.com/vllm-project/llm-compressor/blob/bf17a75291423d2e0336b577a61c87c62b357f6b/"
+    "examples/benchmarking/online_serving/README.md"
+)
+
 POST_FREEZE: tuple[LatencyPoint, ...] = (
     LatencyPoint("qwen3-30b-a3b H100 c=10, 2,048 in (MoE)", QWEN3_30B_A3B, "H100-80GB", VLLM_PR_23151,
                  "main (2025-08)", 10, 2042 + 1016 // 2, 13.18, 2042, 267.22, load=Load.STAGGERED,
@@ -99,6 +116,9 @@ POST_FREEZE: tuple[LatencyPoint, ...] = (
                      note=f"{IOG_FILE.format(rate=rate, model=model)}: Poisson, means; {rate} x {e2e} s end to end")
         for stem, arch, model, rate, batch, context, tpot, prompt, ttft, output, e2e in IOG_RUNS
     ),
+    LatencyPoint("llama-3-8b A10G 1 req/s ShareGPT", L8, "A10G", LLMC_A10G, "unstated (2024-07)", 8, 228 + 180 // 2,
+                 42.52, 228, 106.36, load=Load.STAGGERED, output_tokens=180, rate_rps=1.0,
+                 note="Poisson 1 req/s, 100 ShareGPT prompts: means; about 8 in flight (1/s x 7.7 s)"),
 )  # fmt: skip
 
 # Each point's relative error (TPOT, TTFT) as the model at ``FROZEN_AT`` predicted it, recorded when
