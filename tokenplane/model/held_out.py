@@ -20,7 +20,9 @@ or an architecture the catalog does not hold, or are published as images. A seco
 listed in ``BENCHMARKS.md``. A third search (from 4fdaad4, outside vllm-project: vendor and cloud blogs,
 benchmark repositories, LMCache and sglang issues) found IOG Foundation's sweep on an H100 PCIe
 (``IOG_RUNS``, an off-catalog GPU); its other candidates are ``benchmarks/capacity_validation.py``'s
-``THIRD_SEARCH_REJECTED``.
+``THIRD_SEARCH_REJECTED``. A fourth search (from 952c4bd: raw ``benchmark_serving`` output in repositories and
+issues, version-regression issues, vendor example READMEs) found one run on an A10G (``LLMC_A10G``); its other
+candidates are ``FOURTH_SEARCH_REJECTED`` there.
 
 Two records hold each point's error when it was added, and every point is in exactly one of them:
 ``AT_FREEZE`` for the points added while the model was still the one frozen at ``FROZEN_AT``, and
@@ -132,6 +134,12 @@ AT_FREEZE: dict[str, tuple[float, float | None]] = {
 # wrote its figures down, with no term changed in either. The second search (from 61b14e5) found no point with
 # every figure; the third (from 4fdaad4) found the IOG runs. No latency term changed between 61b14e5 and
 # ``ADDED_AT`` (the one model commit between, 219e5f5, made the planner faster with every number byte-identical).
+# The fourth search (from 952c4bd) found one point (``LLMC_A10G``), its figures committed in e32ea80 and its error
+# recorded in the next commit. It is recorded here, as the model at ``ADDED_AT`` predicted it: the one model commit
+# since ``ADDED_AT``, f8ff6b4, adds the calibrate command's measured per-request term to calibrated pools
+# (``host_calibration``, ``planner``) and leaves ``capacity``, ``calibration``, ``pool_performance``,
+# ``interconnect``, ``moe_kernels``, ``catalog``, ``transformer`` and ``quantization`` untouched; ``ADDED_AT``'s
+# tree and e32ea80's predict every latency point (the 49 then, and this one) with byte-identical TPOT and TTFT.
 ADDED_AT = "0ec069d4fcccdee6e1e922f919e70ede3b60e098"  # the commit that wrote the IOG runs' figures down
 AT_ADDITION: dict[str, tuple[float, float | None]] = {
     "llama-3-8b H100-PCIe 1 req/s ShareGPT": (-0.01124, 1.24775),
@@ -161,4 +169,5 @@ AT_ADDITION: dict[str, tuple[float, float | None]] = {
     "r1-distill-qwen-32b H100-PCIe 4 req/s ShareGPT": (0.03166, 0.91746),
     "qwq-32b-preview H100-PCIe 1 req/s ShareGPT": (0.02928, 0.40727),
     "qwq-32b-preview H100-PCIe 4 req/s ShareGPT": (0.02638, 0.89606),
+    "llama-3-8b A10G 1 req/s ShareGPT": (-0.17876, 0.33728),
 }
