@@ -32,7 +32,7 @@ at ``ADDED_AT``; a point's figures are written down before its error is looked a
 
 from __future__ import annotations
 
-from tokenplane.model.calibration import GEMMA_2_9B, L8, PHI_4, Q7, Q32, QWEN3_30B_A3B, LatencyPoint, Load
+from tokenplane.model.calibration import GEMMA_2_9B, L8, L70, PHI_4, Q7, Q32, QWEN3_30B_A3B, LatencyPoint, Load
 
 FROZEN_AT = "641a017b63549bd5c4c916c8a614772e6815a7a5"  # the commit whose model predicted these points first
 
@@ -106,6 +106,42 @@ LLMC_A10G = (
     "examples/benchmarking/online_serving/README.md"
 )
 
+# surajssd/llm-k8s (Suraj Deshmukh, commit 58b61c5, 2025-04-15: "Add results"), the one-node run
+# ``results_serving_meta-llama-Llama-3.3-70B-Instruct/01_tp8_pp1``: ``vllm/vllm-openai:v0.8.3`` serving
+# ``--model meta-llama/Llama-3.3-70B-Instruct --tensor-parallel-size 8 --pipeline-parallel-size 1
+# --distributed-executor-backend mp --enable-prefix-caching`` (the deployment as of 9d09510, the commit that set TP8,
+# and 58b61c5; no dtype, quantization, max-model-len or scheduler flag: BF16 weights from the checkpoint, the V1
+# engine's defaults, whose prefix caching is on anyway) on one Azure Standard_ND96asr_v4 (8x A100 40 GB SXM4; Azure's
+# ND A100 v4 page: "Each GPU features NVLINK 3.0 connectivity for communication within the VM"), then vLLM's
+# ``benchmark_serving.py --backend vllm --dataset-name sharegpt --num-prompts 200 --request-rate R`` at R = 1, 4, 16
+# and inf (Poisson, seed 0, no concurrency cap, no --ignore-eos: outputs end at EOS or ShareGPT's length). The
+# catalog's A100-40GB (p4d) is the same part on the same fabric: NVSwitch, NVLink 3, which ``interconnect.NVLINK``
+# prices at 232 GB/s; no term is added for Azure. Llama-3.3-70B-Instruct's config.json has Llama-3.1-70B's shape
+# (80 layers, hidden 8,192, 64 heads, 8 KV heads, MLP 28,672, vocab 128,256), the catalog's ``L70``, which
+# ``calibration`` already uses for Llama-3.3-70B's startup logs.
+# The take rule, fixed before any error was computed (the IOG rule, for TP > 1): a catalog shape with 16-bit
+# weights; a catalog or off-catalog GPU; a stated TP with PP 1 on one node (the link is then the node's NVSwitch);
+# the default scheduler; a Poisson rate whose 200 arrivals span at least four mean end-to-end times (200 / R >= 4 x
+# E2E, E2E each request's TTFT plus its inter-token gaps from the run's raw JSON, as the printed summary has no
+# end-to-end line); and not saturated: the run ends within the longest request's end-to-end time after the last
+# expected arrival (duration - 200 / R <= max E2E: the tail is the last request, not a queue). Taken: TP8 at 1
+# req/s (200 / 1 = 200 s, 38 E2E; duration 205.22 s, 5.2 s past 200, max E2E 19.4 s) and at 4 req/s (50 s, 8.7
+# E2E; 62.99 s, 13.0 s past 50, max E2E 21.4 s). Left out: TP8 at 16 req/s (12.5 s of arrivals, 1.9 E2E), TP8 at
+# inf (every prompt at once), the three TP4 x PP2 directories over two VMs (PP 2, the stages over Ethernet or
+# InfiniBand), and the DeepSeek-V2.5 runs (TP8 x PP2 over two VMs, an MLA MoE shape the catalog does not hold).
+# Figures are the printed summaries' (and the JSON's, identical): 200 successful requests, 42,659 input tokens
+# (mean 213), generated tokens, mean TTFT and TPOT; the batch is R x the mean end to end (Little's law).
+LLMK8S = (
+    "https://github.com/surajssd/llm-k8s/tree/58b61c59450e06073120a8ad166c1e9c333851a7/"
+    "results_serving_meta-llama-Llama-3.3-70B-Instruct/01_tp8_pp1"
+)
+LLMK8S_FILE = "serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_{rate:02d}.json"
+# (rate, batch, context, TPOT ms, prompt, TTFT ms, output, end to end s, generated tokens, duration s)
+LLMK8S_RUNS = (
+    (1, 5, 320, 24.56, 213, 65.26, 214, "5.27", 42722, "205.22"),
+    (4, 23, 319, 27.08, 213, 50.33, 212, "5.77", 42449, "62.99"),
+)  # fmt: skip
+
 POST_FREEZE: tuple[LatencyPoint, ...] = (
     LatencyPoint("qwen3-30b-a3b H100 c=10, 2,048 in (MoE)", QWEN3_30B_A3B, "H100-80GB", VLLM_PR_23151,
                  "main (2025-08)", 10, 2042 + 1016 // 2, 13.18, 2042, 267.22, load=Load.STAGGERED,
@@ -121,6 +157,14 @@ POST_FREEZE: tuple[LatencyPoint, ...] = (
     LatencyPoint("llama-3-8b A10G 1 req/s ShareGPT", L8, "A10G", LLMC_A10G, "unstated (2024-07)", 8, 228 + 180 // 2,
                  42.52, 228, 106.36, load=Load.STAGGERED, output_tokens=180, rate_rps=1.0,
                  note="Poisson 1 req/s, 100 ShareGPT prompts: means; about 8 in flight (1/s x 7.7 s)"),
+    *(
+        LatencyPoint(f"llama-3.3-70b A100-40GB TP8 {rate} req/s ShareGPT", L70, "A100-40GB", LLMK8S, "0.8.3", batch,
+                     context, tpot, prompt, ttft, tp=8, load=Load.STAGGERED, output_tokens=output,
+                     rate_rps=float(rate), tags=("a100-tp8",),
+                     note=f"{LLMK8S_FILE.format(rate=rate)}: Poisson, 200 prompts, 42,659 in / {generated:,} out, "
+                     f"{duration} s: means; {rate} x {e2e} s end to end")
+        for rate, batch, context, tpot, prompt, ttft, output, e2e, generated, duration in LLMK8S_RUNS
+    ),
 )  # fmt: skip
 
 # Each point's relative error (TPOT, TTFT) as the model at ``FROZEN_AT`` predicted it, recorded when
