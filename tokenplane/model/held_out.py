@@ -22,7 +22,9 @@ benchmark repositories, LMCache and sglang issues) found IOG Foundation's sweep 
 (``IOG_RUNS``, an off-catalog GPU); its other candidates are ``benchmarks/capacity_validation.py``'s
 ``THIRD_SEARCH_REJECTED``. A fourth search (from 952c4bd: raw ``benchmark_serving`` output in repositories and
 issues, version-regression issues, vendor example READMEs) found one run on an A10G (``LLMC_A10G``); its other
-candidates are ``FOURTH_SEARCH_REJECTED`` there.
+candidates are ``FOURTH_SEARCH_REJECTED`` there. The fourth search also found that the third had rejected
+surajssd/llm-k8s for a wrong reason (its raw logs print the token totals); its two TP8 runs on 8x A100 40 GB that
+pass the IOG rule are ``LLMK8S_RUNS``.
 
 Two records hold each point's error when it was added, and every point is in exactly one of them:
 ``AT_FREEZE`` for the points added while the model was still the one frozen at ``FROZEN_AT``, and
@@ -184,6 +186,11 @@ AT_FREEZE: dict[str, tuple[float, float | None]] = {
 # (``host_calibration``, ``planner``) and leaves ``capacity``, ``calibration``, ``pool_performance``,
 # ``interconnect``, ``moe_kernels``, ``catalog``, ``transformer`` and ``quantization`` untouched; ``ADDED_AT``'s
 # tree and e32ea80's predict every latency point (the 49 then, and this one) with byte-identical TPOT and TTFT.
+# surajssd/llm-k8s's two TP8 runs (``LLMK8S_RUNS``), their figures and take rule committed in eeaa74f and their
+# error recorded in the next commit, are recorded here the same way: no commit since ``ADDED_AT`` touches a latency
+# term (``git log 0ec069d..eeaa74f -- tokenplane/model``: f8ff6b4 and the held-out commits), and ``ADDED_AT``'s tree,
+# given eeaa74f's ``held_out.py``, predicts every latency point (the 50 before, and these two) with byte-identical
+# TPOT and TTFT to eeaa74f's.
 ADDED_AT = "0ec069d4fcccdee6e1e922f919e70ede3b60e098"  # the commit that wrote the IOG runs' figures down
 AT_ADDITION: dict[str, tuple[float, float | None]] = {
     "llama-3-8b H100-PCIe 1 req/s ShareGPT": (-0.01124, 1.24775),
@@ -214,4 +221,6 @@ AT_ADDITION: dict[str, tuple[float, float | None]] = {
     "qwq-32b-preview H100-PCIe 1 req/s ShareGPT": (0.02928, 0.40727),
     "qwq-32b-preview H100-PCIe 4 req/s ShareGPT": (0.02638, 0.89606),
     "llama-3-8b A10G 1 req/s ShareGPT": (-0.17876, 0.33728),
+    "llama-3.3-70b A100-40GB TP8 1 req/s ShareGPT": (-0.31271, 0.26312),
+    "llama-3.3-70b A100-40GB TP8 4 req/s ShareGPT": (-0.29385, 1.52985),
 }
