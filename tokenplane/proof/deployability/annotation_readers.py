@@ -5,13 +5,14 @@ An annotation is free text to the API server: one that no installed controller r
 that only an add-on the cluster may lack reads to that add-on being installed by the program:
 
 - ``iam.amazonaws.com/role``: read from a pod's annotations by kube2iam
-  (https://github.com/jtblin/kube2iam#iam-roles: "add an iam.amazonaws.com/role annotation to your pods with the
-  role that you want to assume") or kiam (https://github.com/uswitch/kiam), each a DaemonSet that intercepts the
-  pods' calls to the instance metadata API. EKS reads no such annotation: its pod identity webhook reads only
-  ``eks.amazonaws.com/role-arn`` (and the web identity's other settings) on the ServiceAccount
-  (https://github.com/aws/amazon-eks-pod-identity-webhook#usage), and EKS Pod Identity reads its associations.
-  Without kube2iam or kiam the pods' SDKs fall back to the instance profile: they run as the node's role, not the
-  one named, and calls that role does not allow are denied (AccessDenied).
+  (https://github.com/jtblin/kube2iam#kubernetes-annotation; its chart's notes: "Add an iam.amazonaws.com/role
+  annotation to your pods with the role you want them to assume") or kiam (https://github.com/uswitch/kiam), each
+  a DaemonSet that intercepts the pods' calls to the instance metadata API. EKS reads no such annotation: its pod
+  identity webhook reads only ``eks.amazonaws.com/role-arn`` (and the web identity's other settings) on the
+  ServiceAccount (https://github.com/aws/amazon-eks-pod-identity-webhook#eks-walkthrough; its annotation prefix is
+  ``eks.amazonaws.com``), and EKS Pod Identity reads its associations. Without kube2iam or kiam the pods' SDKs
+  fall back to the instance profile: they run as the node's role, not the one named, and calls that role does not
+  allow are denied (AccessDenied).
 
 Judged where the program creates the EKS cluster (not with ``--assume cluster``: an existing cluster may run the
 add-on) and no Helm release, DaemonSet or other object of the add-on is in the region. Not flagged: a
