@@ -123,6 +123,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "nodes-join",
         "lb-subnets",
         "iam-name-exists",
+        "condition-keys-apply",
+        "annotation-reader-installed",
         "iam-requested-region",
         "sns-filter-scope",
         "probe-patience",
