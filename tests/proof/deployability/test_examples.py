@@ -55,6 +55,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-network",
         "aws-api-values",
         "rds-values",
+        "database-recoverable",
+        "replaceable-name",
         "security-group-rules-owned",
         "aws-cli-permissions",
         "event-source-permissions",
