@@ -77,6 +77,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "flow-allowed",
         "store-private",
         "metrics-exported",
+        "scrape-port",
         "crd-order",
         "cluster-ready",
         "node-capacity",

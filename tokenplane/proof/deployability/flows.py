@@ -2,7 +2,8 @@
 
 The flows are read from the graph, not from a list of the platform's apps:
 
-- a URL in a container's env that names a Service (``http://NAME.NAMESPACE.svc:PORT``): the pod calls it;
+- a URL that names a Service (``http://NAME.NAMESPACE.svc:PORT``, or ``NAME.NAMESPACE.svc:PORT``) in a container's
+  env, or in its command or args (``curl -X POST http://...``, a shell string under ``sh -c``): the pod calls it;
 - an AWS data store (ElastiCache, MSK, RDS) that a pod's spec, or a Secret or ConfigMap it reads, takes a value
   from: the pod connects to it on the store's client port;
 - a KEDA ``prometheus`` trigger's ``serverAddress``: KEDA's operator queries it;
@@ -116,12 +117,12 @@ def _service_flows(region: Region) -> Iterator[Finding]:
         if pod.workload is None:
             continue
         names = []
-        for variable, value in _env(pod):
+        for where, value in _addresses(pod):
             for match in SERVICE_URL.finditer(value):
                 port = int(match["port"]) if match["port"] else SCHEME_PORTS.get(match["scheme"] or "")
                 if port is not None:
                     names.append(f"{match['name']}.{match['namespace']}.svc")
-                    yield from _to_service(region, pod, match["namespace"], match["name"], port, f"env {variable}")
+                    yield from _to_service(region, pod, match["namespace"], match["name"], port, where)
         yield from _dns(region, pod, names)
     yield from _load_balancer_flows(region)
     prometheus = _chart_pods(region, "kube-prometheus-stack")
@@ -202,6 +203,17 @@ def _env(pod: Pod) -> Iterator[tuple[str, str]]:
         for entry in container.get("env") or []:
             if isinstance(entry.get("value"), str):
                 yield str(entry.get("name")), entry["value"]
+
+
+def _addresses(pod: Pod) -> Iterator[tuple[str, str]]:
+    """Where a pod is told an address: its env values, and its containers' command and args (a ``curl URL``, or a
+    shell string under ``sh -c``), each word read as written."""
+    yield from ((f"env {variable}", value) for variable, value in _env(pod))
+    for container in _containers(pod):
+        for field in ("command", "args"):
+            for word in container.get(field) or []:
+                if isinstance(word, str):
+                    yield f"container {container.get('name')}'s {field}", word
 
 
 def _containers(pod: Pod) -> list[dict[str, Any]]:

@@ -43,6 +43,13 @@ POD_IP = "10.0.0.10"  # any address: relabelling rewrites its port, nothing read
 POD_SUFFIX = {"Deployment": "-5f7d8c9b6d-x2x4z", "StatefulSet": "-0"}
 DEFAULT_POD_SUFFIX = "-x2x4z"
 SCRAPE_SERIES = ("up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added")
+# How an exporter's client library names the samples of each family type (absent: each family is one sample, as-is).
+# prometheus_client (Python) adds _total to counters; metrics-exporter-prometheus (Rust's metrics crate) writes counters
+# under their own names; both write a histogram as its _bucket, _count and _sum series.
+NAMING_SUFFIXES: dict[str, dict[str, tuple[str, ...]]] = {
+    "prometheus_client": {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")},
+    "metrics-rs": {"histogram": ("_bucket", "_count", "_sum")},
+}
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
 _ANNOTATION = re.compile(r"__meta_kubernetes_pod_annotation_(\w+)")
 _GO_GROUP = re.compile(r"\$\{(\w+)\}|\$(\w+)")
@@ -62,6 +69,7 @@ class Pod:
     annotations: dict[str, str]
     exporters: tuple[str, ...]  # keys of exporters.json, or "vllm:<version>"
     ports: dict[str, int] = field(default_factory=dict)  # named container ports
+    declared: frozenset[int] = frozenset()  # every containerPort of its containers, named or not
 
 
 @dataclass(frozen=True)
@@ -108,8 +116,8 @@ def samples(exporter: str) -> dict[str, frozenset[str]]:
     out: dict[str, frozenset[str]] = {}
     for name, family in entry["families"].items():
         labels = common | frozenset(family["labels"])
-        if entry.get("naming") == "prometheus_client":  # counters get _total; histograms their three series
-            suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")}.get(family["type"], ("",))
+        if entry.get("naming") in NAMING_SUFFIXES:  # counters may get _total; histograms their three series
+            suffixes = NAMING_SUFFIXES[entry["naming"]].get(family["type"], ("",))
             out |= {name + s: labels | ({"le"} if s == "_bucket" else set()) for s in suffixes}
         else:
             out[name] = labels
@@ -168,6 +176,24 @@ def exported(graph: Graph, region: str) -> Exported:
                 elif dropped:
                     out.fixes.setdefault(sample, dropped[1])
     return out
+
+
+def pod_scrapes(graph: Graph, region: str) -> Iterator[tuple[Pod, str, str]]:
+    """(pod, job, address) of every target the Prometheus's own scrape jobs (``additionalScrapeConfigs``) keep, with
+    the address their relabelling leaves (``__address__``: where Prometheus connects)."""
+    jobs = [
+        job
+        for release in graph.releases(region, PROMETHEUS_CHART)
+        for job in lookup(release.inputs.get("values") or {}, "prometheus.prometheusSpec.additionalScrapeConfigs") or []
+    ]
+    services = _services(graph, region) if jobs else []
+    for pod in _pods(graph, region) if jobs else ():
+        for job in jobs:
+            rules = [_snake(r) for r in job.get("relabel_configs") or []]
+            for meta in sd_targets(job, pod, services):
+                labels = _relabel_all(meta, rules)[0]
+                if labels is not None and labels.get("__address__"):
+                    yield pod, str(job.get("job_name", "")), labels["__address__"]
 
 
 def known(graph: Graph) -> dict[str, str]:
@@ -242,6 +268,15 @@ def _pods(graph: Graph, region: str) -> Iterator[Pod]:
                 for p in c.get("ports") or []
                 if p.get("name") and isinstance(p.get("containerPort"), int | float)
             },
+            frozenset(
+                int(p["containerPort"])
+                for c in [
+                    *(workload.pod_spec().get("initContainers") or []),
+                    *(workload.pod_spec().get("containers") or []),
+                ]
+                for p in c.get("ports") or []
+                if isinstance(p.get("containerPort"), int | float)
+            ),
         )
     for release in graph.releases(region, DCGM_CHART):
         values = release.inputs.get("values") or {}
@@ -255,6 +290,7 @@ def _pods(graph: Graph, region: str) -> Iterator[Pod]:
             {str(k): str(v) for k, v in (values.get("podAnnotations") or {}).items()},
             (DCGM_CHART,),
             {"metrics": DCGM_PORT},
+            frozenset({DCGM_PORT}),
         )
 
 
@@ -632,6 +668,18 @@ def _relabel_steps(
     labels: dict[str, str], rules: list[dict[str, Any]]
 ) -> tuple[dict[str, str] | None, dict[str, Any] | None, str]:
     """``_relabel``'s result, and on a drop the keep/drop rule that dropped the target with the value it read."""
+    kept, rule, joined = _relabel_all(labels, rules)
+    if kept is None:
+        return None, rule, joined
+    kept.setdefault("instance", kept.get("__address__", ""))
+    return {k: v for k, v in kept.items() if not k.startswith("__")}, None, ""
+
+
+def _relabel_all(
+    labels: dict[str, str], rules: list[dict[str, Any]]
+) -> tuple[dict[str, str] | None, dict[str, Any] | None, str]:
+    """Every label after relabelling, ``__address__`` and the other ``__*`` ones included (None: dropped, with the
+    keep/drop rule and the value it read)."""
     labels = dict(labels)
     for rule in rules:
         action = str(rule.get("action") or "replace").lower()
@@ -659,5 +707,4 @@ def _relabel_steps(
                     labels[found.expand(replacement)] = value
         elif action in ("lowercase", "uppercase"):
             labels[str(rule.get("target_label"))] = joined.lower() if action == "lowercase" else joined.upper()
-    labels.setdefault("instance", labels.get("__address__", ""))
-    return {k: v for k, v in labels.items() if not k.startswith("__")}, None, ""
+    return labels, None, ""
