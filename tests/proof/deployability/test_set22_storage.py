@@ -84,8 +84,9 @@ EFS_CLASS = {
 
 def _efs_driver(how: str) -> list[Any]:
     """The EFS CSI driver installed as ``how``: an EKS add-on, a Helm release, its DaemonSet; none for ''."""
-    if how == "addon":
-        return [_aws("aws:eks/addon:Addon", "efs-csi", {"addonName": "aws-efs-csi-driver", "clusterName": "x"})]
+    if how.startswith("addon"):
+        role = {"serviceAccountRoleArn": "arn:aws:iam::123456789012:role/efs-csi"} if how == "addon" else {}
+        return [_aws("aws:eks/addon:Addon", "efs-csi", {"addonName": "aws-efs-csi-driver", "clusterName": "x", **role})]
     if how == "helm":
         return [_aws("kubernetes:helm.sh/v3:Release", "efs-csi", {"chart": "aws-efs-csi-driver", "values": {}})]
     if how == "daemonset":
@@ -113,6 +114,15 @@ def test_a_claim_on_an_efs_class_needs_the_efs_driver_installed(how: str, report
         message = found[0].message
         assert "PersistentVolumeClaim llm-data/model-cache" in message and "efs.csi.aws.com" in message, message
         assert "aws-efs-csi-driver" in found[0].fix
+
+
+def test_an_efs_add_on_that_provisions_access_points_needs_an_iam_role() -> None:
+    claim = _claim("model-cache", ["ReadWriteMany"], "efs-sc")
+    found = rule(_with(EFS_CLASS, claim, *_efs_driver("addon-without-role")), "provisioner-served")
+    assert len(found) == 1 and "no IAM role" in found[0].message, found
+    assert "AmazonEFSCSIDriverPolicy" in found[0].fix
+    static = {**EFS_CLASS, "parameters": {}}  # no access points to create: nothing for the controller to call
+    assert not rule(_with(static, claim, *_efs_driver("addon-without-role")), "provisioner-served")
 
 
 def test_a_claim_on_ekss_gp2_needs_the_ebs_driver() -> None:

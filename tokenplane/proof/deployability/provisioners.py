@@ -18,22 +18,40 @@ named in ``DRIVERS`` are judged (another one's controller cannot be recognised);
 program creates is ``csi-iam``'s (it reports a missing add-on there). Regions where the program creates no EKS
 cluster, and programs deploying into an existing cluster (``--assume cluster``), whose drivers may already run, are
 not judged.
+
+The EFS driver provisions (``provisioningMode: efs-ap``) by creating an access point per claim, which its controller
+does with its own AWS credentials: the add-on's ``serviceAccountRoleArn`` (IRSA) or a Pod Identity association for
+``kube-system/efs-csi-controller-sa``, with the managed policy AmazonEFSCSIDriverPolicy
+(``elasticfilesystem:CreateAccessPoint``, https://docs.aws.amazon.com/eks/latest/userguide/efs-csi.html, "Step 1:
+Create an IAM role"). An EFS add-on with neither, where no role of the program holds that policy or
+``elasticfilesystem:CreateAccessPoint`` (a node role it could fall back to), leaves such claims Pending too
+("failed to provision volume ... AccessDeniedException ... elasticfilesystem:CreateAccessPoint").
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import CLUSTER, HELM_RELEASE, Graph, lookup
 from tokenplane.proof.deployability.known_images import image_name
-from tokenplane.proof.deployability.storage import ADDON, EBS_PROVISIONER
+from tokenplane.proof.deployability.storage import ADDON, EBS_PROVISIONER, POD_IDENTITY
 from tokenplane.proof.deployability.storage_classes import classes_in_values
 
 RULE = "provisioner-served"
 EKS_SHIPPED = {"gp2": "kubernetes.io/aws-ebs"}  # https://docs.aws.amazon.com/eks/latest/userguide/storage-classes.html
 CONTROLLER_KINDS = ("Deployment", "DaemonSet", "StatefulSet")
+EFS_PROVISIONER = "efs.csi.aws.com"
+EFS_ACCOUNT = ("kube-system", "efs-csi-controller-sa")
+EFS_GRANTS = ("AmazonEFSCSIDriverPolicy", "elasticfilesystem:CreateAccessPoint", "elasticfilesystem:*")
+IAM_TYPES = (
+    "aws:iam/role:Role",
+    "aws:iam/rolePolicy:RolePolicy",
+    "aws:iam/policy:Policy",
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,8 @@ def check(graph: Graph) -> Iterator[Finding]:
             if driver is None or (provisioner == EBS_PROVISIONER and name in classes):
                 continue  # not one of AWS's, or csi-iam's to report
             if _served(graph, region, driver):
+                if provisioner == EFS_PROVISIONER and _access_points(classes[name].manifest if name in classes else {}):
+                    yield from _efs_identity(graph, region, urn, who, name)
                 continue
             yield Finding(
                 RULE,
@@ -108,3 +128,37 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 def _class(spec: object) -> str:
     return str(spec.get("storageClassName") or "") if isinstance(spec, dict) else ""
+
+
+def _access_points(storage_class: dict[str, object]) -> bool:
+    parameters = storage_class.get("parameters")
+    return isinstance(parameters, dict) and parameters.get("provisioningMode") == "efs-ap"
+
+
+def _efs_identity(graph: Graph, region: str, urn: str, who: str, name: str) -> Iterator[Finding]:
+    """The EFS add-on's controller has no AWS identity that may create access points."""
+    addons = [a for a in graph.of_type(ADDON, region) if a.inputs.get("addonName") == DRIVERS[EFS_PROVISIONER].addon]
+    if not addons:
+        return  # a chart or manifests: their service account's role is service-account-trust's to judge
+    for addon in addons:
+        inline = [a for a in addon.inputs.get("podIdentityAssociations") or [] if isinstance(a, dict)]
+        if addon.inputs.get("serviceAccountRoleArn") or any(a.get("serviceAccount") == EFS_ACCOUNT[1] for a in inline):
+            return
+    if any(
+        (str(a.inputs.get("namespace")), str(a.inputs.get("serviceAccount"))) == EFS_ACCOUNT
+        for a in graph.of_type(POD_IDENTITY, region)
+    ):
+        return
+    written = json.dumps([r.inputs for t in IAM_TYPES for r in graph.of_type(t)], default=str)
+    if any(grant in written for grant in EFS_GRANTS):
+        return  # some role of the program may create access points (the node role, say)
+    yield Finding(
+        RULE,
+        urn,
+        f"{who} uses StorageClass {name!r} (efs.csi.aws.com, provisioningMode efs-ap), and the aws-efs-csi-driver "
+        f"add-on has no IAM role (no serviceAccountRoleArn, no Pod Identity association for {'/'.join(EFS_ACCOUNT)}) "
+        "and no role of the program may call elasticfilesystem:CreateAccessPoint: the controller cannot create the "
+        "claim's access point and the claim stays Pending",
+        "give the add-on service_account_role_arn: an IRSA role for kube-system/efs-csi-controller-sa with "
+        "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy",
+    )
