@@ -153,6 +153,9 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "volume-mode-used",
         "env-reference-defined",
         "lb-attributes",
+        "memory-startable",
+        "provisioner-served",
+        "claims-retained",
     }
 
 

@@ -29,6 +29,7 @@ from tokenplane.proof.deployability import (
     aws_values,
     backup_selection,
     bare_pods,
+    claims_retained,
     cluster_names,
     condition_keys,
     controller_values,
@@ -72,6 +73,7 @@ from tokenplane.proof.deployability import (
     lb_subnets,
     literal_names,
     load_balancers,
+    memory_floor,
     metrics,
     names,
     namespace_admission,
@@ -88,6 +90,7 @@ from tokenplane.proof.deployability import (
     pod_affinity,
     pod_fits,
     probes,
+    provisioners,
     rds_values,
     read_only_root,
     record_names,
@@ -278,6 +281,9 @@ CHECKS: dict[str, Check] = {
     bare_pods.RULE: bare_pods.check,
     service_cidr.RULE: service_cidr.check,
     platform_contract.RULE: platform_contract.check,
+    memory_floor.RULE: memory_floor.check,
+    provisioners.RULE: provisioners.check,
+    claims_retained.RULE: claims_retained.check,
 }
 
 

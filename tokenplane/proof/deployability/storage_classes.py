@@ -85,17 +85,17 @@ EBS_PERFORMANCE = {
 }
 
 
-def _in_values(value: Any, path: str = "values") -> Iterator[tuple[str, str]]:
+def classes_in_values(value: Any, path: str = "values") -> Iterator[tuple[str, str]]:
     """(field path, class name) of every storageClassName in a Helm release's values."""
     if isinstance(value, dict):
         for key, item in value.items():
             if key == CLASS_FIELD and isinstance(item, str):
                 yield f"{path}.{key}", item
             else:
-                yield from _in_values(item, f"{path}.{key}")
+                yield from classes_in_values(item, f"{path}.{key}")
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _in_values(item, f"{path}[{i}]")
+            yield from classes_in_values(item, f"{path}[{i}]")
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -118,7 +118,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _defaulted(graph, region, specs, classes)
         yield from _sizes(specs, classes)
         for release in graph.of_type(HELM_RELEASE, region):
-            for path, name in _in_values(release.inputs.get("values")):
+            for path, name in classes_in_values(release.inputs.get("values")):
                 claims.append((release.urn, f"Helm release {release.name} ({path})", name))
         for urn, who, name in claims:
             if not name or name in made or name in EKS_SHIPPED:

@@ -72,7 +72,7 @@ def _redis(argv: list[str]) -> tuple[str, str] | None:
     return " and ".join(asks), (directory[0] if directory else REDIS_DATA_DIR)
 
 
-def _store(container: dict[str, Any]) -> tuple[str, str, str] | None:
+def data_store(container: dict[str, Any]) -> tuple[str, str, str] | None:
     """(store, why it keeps data, data directory) for a container the rule judges, else None."""
     name = image_name(str(container.get("image") or ""))
     env = literal_env(container)
@@ -87,7 +87,7 @@ def _store(container: dict[str, Any]) -> tuple[str, str, str] | None:
     return None
 
 
-def _volume_at(container: dict[str, Any], directory: str) -> tuple[str, str] | None:
+def volume_at(container: dict[str, Any], directory: str) -> tuple[str, str] | None:
     """(volume name, mount path) of the mount holding ``directory``: the deepest at or above it."""
     best: tuple[str, str] | None = None
     for mount in container.get("volumeMounts") or []:
@@ -109,11 +109,11 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 
 def _container(workload: KubeObject, container: dict[str, Any], volumes: dict[str, Any]) -> Iterator[Finding]:
-    store = _store(container)
+    store = data_store(container)
     if store is None:
         return
     kind, why, directory = store
-    held = _volume_at(container, directory)
+    held = volume_at(container, directory)
     if held is None or "emptyDir" not in volumes.get(held[0], {}):
         return
     volume, path = held
