@@ -49,5 +49,36 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
 # the pool's ingress policy admits the model gateway's app label only, so the canary's calls to the pool are refused
 # (and node-capacity: the system nodes at their maximum cannot hold every gateway at its maximum).
 
+# The run after the fixes this set's misses became (not held out).
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    **JUDGEMENT,
+    "embedder_memory_milli_suffix": (True, "memory-startable: 4096m is four bytes, below what a container starts in"),
+    "embedder_cache_on_efs_class_without_driver": (True, "provisioner-served: nothing serves efs.csi.aws.com"),
+    "registry_reader_irsa_kube2iam_annotation": (
+        True,
+        "annotation-reader-installed: iam.amazonaws.com/role without kube2iam or kiam",
+    ),
+    "registry_reader_get_object_with_prefix_condition": (
+        True,
+        "condition-keys-apply: no GetObject request carries s3:prefix",
+    ),
+    "embedder_trigger_query_wrong_namespace_label": (
+        True,
+        'metrics-exported: the scrape sets namespace to llm-serving, which namespace="serving" never matches',
+    ),
+    "embedder_scrape_annotation_service_port": (True, "scrape-port: the pod declares no port 80 (8080, 9000)"),
+    "vectors_snapshot_cronjob_not_a_qdrant_client": (
+        True,
+        "flow-allowed: the URL in the job's command, refused by Qdrant's policy",
+    ),
+    "qdrant_archive_claims_deleted_with_statefulset": (True, "claims-retained: whenDeleted and whenScaled Delete"),
+    "eval_db_security_group_fixed_name": (
+        True,
+        "replaceable-name: a fixed name makes the replacement delete-first, refused while the database uses it",
+    ),
+    "eval_db_without_backups_skip_final_snapshot": (True, "database-recoverable: nothing to restore from"),
+}
+
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 22, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 22, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
