@@ -119,6 +119,7 @@ HEALTH = {"httpGet": {"path": "/health", "port": 2379}}
         # Readiness that needs no quorum, or none: the members start one by one and form the cluster.
         (_etcd(readiness={"tcpSocket": {"port": 2379}}), None),
         (_etcd(readiness=None), None),
+        (_etcd(readiness={"httpGet": {"path": "/health?serializable=true", "port": 2379}}), None),
         # One member, or joining an existing cluster: no quorum to wait for at bootstrap.
         (_etcd(replicas=1, readiness=HEALTH, cluster="lease-0=http://lease-0.lease-headless:2380"), None),
         (_etcd(readiness=HEALTH, state="existing"), None),

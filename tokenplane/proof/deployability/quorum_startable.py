@@ -4,9 +4,10 @@
 pod N+1 only once pod N is Running and Ready
 (https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/#pod-management-policies). An etcd member
 bootstrapping a cluster of several members (``--initial-cluster`` with more than one member, ``--initial-cluster-state
-new``, etcd's default) has no leader until a quorum of its peers is up, and its ``/health`` (and ``/readyz``)
-answers 503 without one (https://etcd.io/docs/v3.5/op-guide/monitoring/#health-check: "health ... returns
-true if the member ... has a leader"); ``etcdctl endpoint health`` fails the same way. A readiness probe of that
+new``, etcd's default) has no leader until a quorum of its peers is up, and its ``/health`` answers 503
+``{"health":"false","reason":"RAFT NO LEADER"}`` without one (etcd's ``server/etcdserver/api/etcdhttp/health.go``,
+``checkLeader``, unless asked ``?serializable=true``); ``/readyz`` makes a linearizable read, which needs a leader
+too, and ``etcdctl endpoint health`` fails the same way. A readiness probe of that
 kind keeps pod 0 not Ready for ever, so pods 1 and 2 are never created, the cluster never forms, and Pulumi's wait
 on the StatefulSet times out (bitnami/charts#1299: etcd needs ``Parallel``; loft-sh/vcluster#229).
 
@@ -64,7 +65,9 @@ def bootstrap_members(container: dict[str, Any]) -> int:
 def needs_quorum(probe: Any) -> str | None:
     """What in a readiness probe needs the cluster's quorum, or None."""
     path = lookup(probe, "httpGet.path")
-    if isinstance(lookup(probe, "httpGet"), dict) and str(path or "/").split("?")[0] in QUORUM_PATHS:
+    route, _, query = str(path or "/").partition("?")
+    # ?serializable=true (and /readyz's ?exclude=...) answer from the member alone.
+    if isinstance(lookup(probe, "httpGet"), dict) and route in QUORUM_PATHS and not query:
         return f"GET {path}"
     command = " ".join(str(c) for c in lookup(probe, "exec.command") or [])
     if "etcdctl" in command and "endpoint health" in command:
