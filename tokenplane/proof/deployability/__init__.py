@@ -75,6 +75,7 @@ from tokenplane.proof.deployability import (
     load_balancers,
     memory_floor,
     metrics,
+    model_cache,
     names,
     namespace_admission,
     namespaces,
@@ -91,6 +92,7 @@ from tokenplane.proof.deployability import (
     pod_fits,
     probes,
     provisioners,
+    quorum_startable,
     rds_values,
     read_only_root,
     record_names,
@@ -284,6 +286,8 @@ CHECKS: dict[str, Check] = {
     memory_floor.RULE: memory_floor.check,
     provisioners.RULE: provisioners.check,
     claims_retained.RULE: claims_retained.check,
+    model_cache.RULE: model_cache.check,
+    quorum_startable.RULE: quorum_startable.check,
 }
 
 
