@@ -123,6 +123,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "backup-selects",
         "scale-from-zero",
         "utilization-request",
+        "scaled-container",
+        "keda-query-single",
         "nodes-join",
         "lb-subnets",
         "iam-name-exists",

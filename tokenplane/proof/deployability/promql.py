@@ -101,6 +101,15 @@ def _tokens(query: str) -> list[_Token]:
     return out
 
 
+def tokens(query: str) -> list[_Token]:
+    """The query's tokens (``kind``, ``text``, offset ``at``), spaces and comments dropped.
+
+    Raises:
+        PromQLError: a character no token starts with.
+    """
+    return _tokens(query)
+
+
 def _unquote(text: str) -> str:
     body = text[1:-1]
     return body if text[0] == "`" else re.sub(r"\\(.)", r"\1", body)
