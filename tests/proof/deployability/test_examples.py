@@ -156,6 +156,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "memory-startable",
         "provisioner-served",
         "claims-retained",
+        "spread-selects-own",
+        "zonal-binding",
     }
 
 

@@ -117,6 +117,7 @@ from tokenplane.proof.deployability import (
     singletons,
     sns_filters,
     source_vpc,
+    spread_selectors,
     state_machine_definition,
     state_machine_logs,
     storage,
@@ -140,6 +141,7 @@ from tokenplane.proof.deployability import (
     volume_writable,
     weights,
     weights_kept,
+    zonal_binding,
 )
 from tokenplane.proof.deployability.assumptions import Assumptions
 from tokenplane.proof.deployability.findings import Finding, GraphDataMissing, Prerequisite
@@ -284,6 +286,8 @@ CHECKS: dict[str, Check] = {
     memory_floor.RULE: memory_floor.check,
     provisioners.RULE: provisioners.check,
     claims_retained.RULE: claims_retained.check,
+    spread_selectors.RULE: spread_selectors.check,
+    zonal_binding.RULE: zonal_binding.check,
 }
 
 
