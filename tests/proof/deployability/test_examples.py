@@ -160,6 +160,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "claims-retained",
         "model-cache-fits",
         "quorum-startable",
+        "spread-selects-own",
+        "zonal-binding",
     }
 
 

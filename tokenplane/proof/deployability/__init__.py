@@ -120,6 +120,7 @@ from tokenplane.proof.deployability import (
     singletons,
     sns_filters,
     source_vpc,
+    spread_selectors,
     state_machine_definition,
     state_machine_logs,
     storage,
@@ -143,6 +144,7 @@ from tokenplane.proof.deployability import (
     volume_writable,
     weights,
     weights_kept,
+    zonal_binding,
 )
 from tokenplane.proof.deployability.assumptions import Assumptions
 from tokenplane.proof.deployability.findings import Finding, GraphDataMissing, Prerequisite
@@ -291,6 +293,8 @@ CHECKS: dict[str, Check] = {
     claims_retained.RULE: claims_retained.check,
     model_cache.RULE: model_cache.check,
     quorum_startable.RULE: quorum_startable.check,
+    spread_selectors.RULE: spread_selectors.check,
+    zonal_binding.RULE: zonal_binding.check,
 }
 
 
