@@ -1,0 +1,58 @@
+"""The rules set 23's value and quota misses led to (written after its blind run, so not held out), each planted in a
+shipped render beside its correct twin: RDS allocated storage outside its engine's and storage type's range
+(rds-values), a namespace quota without room for a rollout's surge pod (namespace-admits), and how aws-cli-permissions
+reads an ``aws s3 cp`` to an object key and a shell redirection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.test_aws_join import _aws
+from tokenplane.proof import deployability as deploy
+from tokenplane.proof.deployability import Finding, rds_values
+from tokenplane.proof.render import RenderedResource
+
+INSTANCE = "aws:rds/instance:Instance"
+
+
+def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
+    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
+    return [f for f in check(graph) if "planted" in f.urn]
+
+
+# rds-values: allocated storage ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("inputs", "refused"),
+    [
+        ({"storageType": "gp3", "allocatedStorage": 10, "maxAllocatedStorage": 200}, "allocatedStorage=10 GiB"),
+        ({"storageType": "gp3", "allocatedStorage": 20, "maxAllocatedStorage": 200}, None),
+        ({"allocatedStorage": 10}, "gp2 (the default)"),
+        ({"storageType": "io1", "allocatedStorage": 50, "iops": 3000}, "allocatedStorage=50 GiB"),
+        ({"storageType": "io2", "allocatedStorage": 100, "iops": 3000}, None),
+        ({"storageType": "standard", "allocatedStorage": 5}, None),
+        ({"storageType": "standard", "allocatedStorage": 4000}, "5 to 3072"),
+        ({"storageType": "gp3", "allocatedStorage": 100, "maxAllocatedStorage": 50}, "maxAllocatedStorage=50"),
+        ({"storageType": "gp3", "allocatedStorage": 100, "maxAllocatedStorage": 0}, None),
+        ({"storageType": "gp3", "allocatedStorage": 100, "iops": 12000}, "sets iops on 100 GiB"),
+        ({"storageType": "gp3", "allocatedStorage": 400, "iops": 12000, "storageThroughput": 500}, None),
+    ],
+)
+def test_allocated_storage_lies_in_its_engines_and_storage_types_range(
+    inputs: dict[str, Any], refused: str | None
+) -> None:
+    said = _findings(
+        rds_values.check, _aws(INSTANCE, "planted-db", {"engine": "postgres", "engineVersion": "16", **inputs})
+    )
+    assert bool(said) == bool(refused), said
+    assert all(refused and refused in f.message and "planted-db" in f.message for f in said), said
+    assert all(f.fix.startswith(("set ", "drop ")) for f in said), said
+
+
+def test_aurora_storage_is_not_judged() -> None:
+    cluster = _aws("aws:rds/cluster:Cluster", "planted-aurora", {"engine": "aurora-postgresql", "allocatedStorage": 1})
+    assert _findings(rds_values.check, cluster) == []
