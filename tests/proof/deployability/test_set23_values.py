@@ -11,6 +11,7 @@ import pytest
 
 from tests.proof.deployability.conftest import mutated, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
+from tests.proof.deployability.test_set3_invariants import deployment, plus, rule
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import Finding, rds_values
 from tokenplane.proof.render import RenderedResource
@@ -56,3 +57,50 @@ def test_allocated_storage_lies_in_its_engines_and_storage_types_range(
 def test_aurora_storage_is_not_judged() -> None:
     cluster = _aws("aws:rds/cluster:Cluster", "planted-aurora", {"engine": "aurora-postgresql", "allocatedStorage": 1})
     assert _findings(rds_values.check, cluster) == []
+
+
+# namespace-admits: a quota with room for the rollout's surge pod ----------------------------------------------------
+
+EMBED = "planted-embedding"
+
+
+def _quota(pods: int, cpu: int, memory: int) -> dict[str, Any]:
+    hard = {"pods": str(pods), "requests.cpu": str(cpu), "limits.cpu": str(cpu)}
+    hard |= {"requests.memory": f"{memory}Gi", "limits.memory": f"{memory}Gi"}
+    meta = {"name": "embedding-quota", "namespace": EMBED}
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta, "spec": {"hard": hard}}
+
+
+def _embedder(replicas: int, strategy: dict[str, Any] | None = None, kind: str = "Deployment") -> dict[str, Any]:
+    resources = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
+    pod = {"containers": [{"name": "tei", "image": "ghcr.io/huggingface/tei:1.5", "resources": resources}]}
+    manifest = deployment("planted-embedder", pod, replicas=replicas, namespace=EMBED)
+    manifest["kind"] = kind
+    if strategy is not None:
+        manifest["spec"]["strategy" if kind == "Deployment" else "updateStrategy"] = strategy
+    return manifest
+
+
+@pytest.mark.parametrize(
+    ("quota", "workload", "refused"),
+    [
+        ((2, 2, 4), _embedder(2), "pods 3 (allows 2)"),  # the default 25% surge rounds up to 1
+        ((3, 3, 6), _embedder(2), None),
+        (
+            (2, 2, 4),
+            _embedder(2, {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}),
+            None,
+        ),
+        ((2, 2, 4), _embedder(2, {"type": "Recreate"}), None),
+        ((2, 2, 4), _embedder(2, kind="StatefulSet"), None),
+        ((10, 10, 20), _embedder(8), None),  # 25% of 8 surges 2: 10 fits
+        ((9, 9, 18), _embedder(8), "requests.cpu 10 (allows 9)"),
+    ],
+)
+def test_a_quota_leaves_room_for_a_rollouts_surge(
+    quota: tuple[int, int, int], workload: dict[str, Any], refused: str | None
+) -> None:
+    said = [f for f in rule(plus(workload, _quota(*quota)), "namespace-admits") if EMBED in f.message]
+    assert bool(said) == bool(refused), [f.message for f in said]
+    assert all(refused and refused in f.message and "embedding-quota" in f.message for f in said), said
+    assert all("maxSurge 0, maxUnavailable 1" in f.fix for f in said), said
