@@ -12,8 +12,9 @@ import pytest
 from tests.proof.deployability.conftest import mutated, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_set3_invariants import deployment, plus, rule
+from tests.proof.deployability.test_set15_aws import BUCKET, LISTING, OBJECTS, _cli_graph, _policy
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, rds_values
+from tokenplane.proof.deployability import Finding, aws_cli, rds_values
 from tokenplane.proof.render import RenderedResource
 
 INSTANCE = "aws:rds/instance:Instance"
@@ -104,3 +105,41 @@ def test_a_quota_leaves_room_for_a_rollouts_surge(
     assert bool(said) == bool(refused), [f.message for f in said]
     assert all(refused and refused in f.message and "embedding-quota" in f.message for f in said), said
     assert all("maxSurge 0, maxUnavailable 1" in f.fix for f in said), said
+
+
+# aws-cli-permissions: an object's own key, a key built at run time, and a shell redirection ------------------------
+
+REPORT = 'aws s3 cp /tmp/inventory.txt "s3://${BUCKET}/reports/inventory-$(date +%F).txt"'
+LISTED = f"aws s3 ls s3://{BUCKET}/ --recursive > /tmp/inventory.txt 2>&1"
+WRITES = ["s3:PutObject"]
+
+
+@pytest.mark.parametrize(
+    ("script", "policy", "missing"),
+    [
+        (
+            REPORT,
+            _policy((WRITES, [f"arn:aws:s3:::{BUCKET}/reports"])),
+            f"on arn:aws:s3:::{BUCKET}/reports/inventory-*.txt ",
+        ),
+        (REPORT, _policy((WRITES, [f"arn:aws:s3:::{BUCKET}/reports/*"])), None),
+        (REPORT, _policy((WRITES, [f"arn:aws:s3:::{BUCKET}/reports/inventory-2026-01-01.txt"])), "inventory-*.txt"),
+        (
+            f"aws s3 cp /tmp/r.json s3://{BUCKET}/reports/r.json",
+            _policy((WRITES, [f"arn:aws:s3:::{BUCKET}/reports/r.json"])),
+            None,
+        ),
+        (
+            f"aws s3 cp /tmp/r.json s3://{BUCKET}/reports/",
+            _policy((WRITES, [f"arn:aws:s3:::{BUCKET}/reports/*"])),
+            None,
+        ),
+        (LISTED, _policy(LISTING), None),
+        (LISTED, _policy(OBJECTS), f"`aws s3 ls s3://{BUCKET}/ --recursive`, which needs s3:ListBucket"),
+    ],
+)
+def test_a_cli_command_is_read_as_the_shell_runs_it(script: str, policy: str, missing: str | None) -> None:
+    said = list(aws_cli.check(_cli_graph(script, policy)))
+    assert bool(said) == bool(missing), [f.message for f in said]
+    assert all(missing and missing in f.message and "/*" not in f.message.split(" which ")[-1] for f in said), said
+    assert all("'>'" not in f.message and "2>&1" not in f.message for f in said), said
