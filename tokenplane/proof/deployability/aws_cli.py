@@ -33,7 +33,13 @@ table below is what each command calls, from the AWS CLI reference and the actio
   but may not delete archives each message again after its visibility timeout, forever.
 
 Commands are read from a container's command and args, a ``sh -c``/``bash -c`` script split at ``&&``, ``||``,
-``;``, ``|`` and new lines; ``$VAR``, ``${VAR}`` and ``$(VAR)`` are read from the container's literal env values.
+``;``, ``|`` and new lines; ``$VAR``, ``${VAR}`` and ``$(VAR)`` are read from the container's literal env values. A
+redirection (``> FILE``, ``2>&1``, ``< FILE``) is the shell's, not an argument of the command, and is dropped. A
+``cp``, ``mv`` or ``rm`` of one object (no ``--recursive``, a key not ending in ``/``) needs its action on that
+object's ARN itself, ``arn:aws:s3:::b/key`` (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-arn-format.html);
+a key built with a command substitution (``inventory-$(date +%F).txt``) needs it on every key it may take, the
+substitution a wildcard (``inventory-*.txt``): a Resource naming one day's key, or the prefix without ``/*``, does
+not cover it.
 Judged only where the bucket, secret or table is the program's own, the role is the program's and all its policies are
 known at render time (none AWS managed), and no bucket policy of the program's allows the action.
 
@@ -68,6 +74,11 @@ SECRET = "aws:secretsmanager/secret:Secret"
 SHELLS = frozenset({"sh", "bash", "ash", "dash"})
 _SEPARATORS = re.compile(r"&&|\|\||[;|\n]")
 _VARIABLE = re.compile(r"\$\{(\w+)\}|\$\((\w+)\)|\$(\w+)")
+# A shell redirection word: the operator alone (its target is the next word), or with its target attached.
+_REDIRECT = re.compile(r"^(?:\d*|&)(?:>>?|<)(&?\d*|-)?$")
+_REDIRECT_ATTACHED = re.compile(r"^(?:\d*|&)(?:>>?|<)\S")
+# A command substitution in a key: it may take any value, so the key it builds is a wildcard.
+_SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")
 # A listing command's flag that walks a prefix instead of naming one object.
 RECURSIVE = "--recursive"
 
@@ -150,7 +161,24 @@ def _commands(container: dict[str, object]) -> Iterator[list[str]]:
             continue
         # An unresolved variable reads as NUL: a resource named with one matches none of the program's, and a
         # variable elsewhere (a receipt handle read in a loop) leaves the command judged.
-        yield [_VARIABLE.sub(lambda m: _value(env, m.group(1) or m.group(2) or m.group(3)), w) for w in words]
+        yield [
+            _VARIABLE.sub(lambda m: _value(env, m.group(1) or m.group(2) or m.group(3)), w)
+            for w in _unredirected(words)
+        ]
+
+
+def _unredirected(words: list[str]) -> list[str]:
+    """``words`` without the shell's redirections (``> FILE``, ``>FILE``, ``2>&1``, ``< FILE``)."""
+    out: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif _REDIRECT.match(word):
+            skip = not re.search(r"&\d+$|-$", word)  # `2>&1` and `>&-` have no target word
+        elif not _REDIRECT_ATTACHED.match(word):
+            out.append(word)
+    return out
 
 
 def _value(env: dict[str, str], name: str) -> str:
@@ -260,15 +288,20 @@ def _s3(graph: Graph, verb: str, rest: list[str]) -> Iterator[Need]:
         "cp": ("s3:PutObject",),
         "mv": ("s3:PutObject",),
     }
-    yield from _on(graph, source, reads.get(verb, ()))
+    one = verb in ("cp", "mv", "rm") and not recursive  # one object: its key, when the URL names one
+    yield from _on(graph, source, reads.get(verb, ()), one=one)
     if verb in writes and dest:
-        yield from _on(graph, dest, writes[verb])
+        yield from _on(graph, dest, writes[verb], one=one)
 
 
-def _on(graph: Graph, url: str, actions: tuple[str, ...]) -> Iterator[Need]:
+def _on(graph: Graph, url: str, actions: tuple[str, ...], *, one: bool = False) -> Iterator[Need]:
     if not url.startswith("s3://") or "\0" in url:
         return
     name, _, prefix = url.removeprefix("s3://").partition("/")
+    if _SUBSTITUTION.search(name):
+        return  # a bucket named at run time: not read
+    prefix = _SUBSTITUTION.sub("*", prefix)
+    key = one and bool(prefix) and not prefix.endswith("/")  # the object's own ARN, not some object under it
     bucket = next((b for b in graph.by_physical_ids(name) if b.type in BUCKETS), None)
     bucket = bucket or next((b for t in BUCKETS for b in graph.of_type(t) if _name(b) == name), None)
     if bucket is None:
@@ -277,7 +310,7 @@ def _on(graph: Graph, url: str, actions: tuple[str, ...]) -> Iterator[Need]:
         if action == "s3:ListBucket":
             yield Need(action, f"arn:aws:s3:::{name}", False, bucket)
         else:
-            yield Need(action, f"arn:aws:s3:::{name}/{prefix}".rstrip("/"), True, bucket)
+            yield Need(action, f"arn:aws:s3:::{name}/{prefix}".rstrip("/"), not key, bucket)
 
 
 def _name(bucket: RenderedResource) -> str:

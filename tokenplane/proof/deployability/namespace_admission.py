@@ -18,6 +18,16 @@ so the workload never becomes available. Two plugins read objects of the namespa
   (its HPA's or ScaledObject's maximum, else ``spec.replicas``; a Job's parallelism), so the replicas the
   autoscaler adds at peak are refused exactly when they are needed.
 
+A rollout needs more: a Deployment's RollingUpdate creates up to ``maxSurge`` new pods before it removes old ones
+("the total number of Pods running at any time during the update is at most 125% of desired Pods",
+https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#max-surge; the default 25% rounds up, so one
+pod for two replicas), and the quota admits each of them like any other pod. A quota with no room for the surge lets
+the first ``pulumi up`` through and refuses every later rollout's new pods ("exceeded quota"): the new ReplicaSet
+never gets a pod and the update exceeds its progress deadline (kubernetes/kubernetes#89209). The peak judged is the
+lenient one, one workload rolling at a time: the namespace's workloads at their most replicas plus the largest single
+surge. StatefulSets, Recreate and ``maxSurge: 0`` have no surge (rollouts.py's and tokenplane.model.rollout's
+resolution: surge rounds up, unavailable down).
+
 Quotas with ``scopes`` or a ``scopeSelector`` are not judged (which pods they count depends on priority classes
 and QoS the checks do not resolve), nor DaemonSets' totals (one pod per node), nor pods a Helm chart makes.
 """
@@ -29,6 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tokenplane.model.rollout import resolve
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 from tokenplane.proof.deployability.k8s_syntax import parse_quantity
@@ -61,6 +72,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         return
     totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     counted: dict[str, list[str]] = defaultdict(list)
+    surges: dict[str, list[tuple[str, dict[str, float]]]] = defaultdict(list)
     for region in graph.regions():
         most = maxima(graph, region)
         for workload in graph.pod_bearers(region):
@@ -74,13 +86,20 @@ def check(graph: Graph) -> Iterator[Finding]:
             if workload.kind == "DaemonSet":
                 continue
             replicas = _replicas(workload, most)
+            usage = _pod_usage(pod, containers)
             totals[namespace]["pods"] += replicas
-            for key, value in _pod_usage(pod, containers).items():
+            for key, value in usage.items():
                 totals[namespace][key] += value * replicas
             counted[namespace].append(f"{workload.kind} {workload.name} x{replicas}")
+            if surge := _surge(workload, replicas):
+                extra = {"pods": float(surge), **{key: value * surge for key, value in usage.items()}}
+                surges[namespace].append((f"Deployment {workload.name} surges {surge} pod(s) past {replicas}", extra))
     for namespace, held in quotas.items():
         for quota in held:
-            yield from _exceeded(quota, totals[namespace], counted[namespace])
+            found = list(_exceeded(quota, totals[namespace], counted[namespace]))
+            yield from found
+            if not found:
+                yield from _no_surge_room(quota, totals[namespace], counted[namespace], surges[namespace])
 
 
 def _containers(pod: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:
@@ -201,6 +220,19 @@ def _replicas(workload: KubeObject, most: dict[tuple[str, str], int]) -> int:
     return most.get((workload.namespace, workload.name), int(spec.get("replicas", 1)))
 
 
+def _surge(workload: KubeObject, replicas: int) -> int:
+    """The pods a Deployment's RollingUpdate adds above ``replicas`` (0 for Recreate and other kinds)."""
+    if workload.kind != "Deployment":
+        return 0
+    strategy = lookup(workload.manifest, "spec.strategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return 0
+    try:
+        return max(resolve((strategy.get("rollingUpdate") or {}).get("maxSurge", "25%"), replicas, round_up=True), 0)
+    except ValueError:
+        return 0  # not an int-or-percent: api-validation's to report
+
+
 def _pod_usage(pod: dict[str, Any], containers: list[Container]) -> dict[str, float]:
     """What one pod counts against a quota: each resource's containers' sum, or the largest init container's."""
     init = {c.get("name") for c in pod.get("initContainers") or []}
@@ -228,6 +260,37 @@ def _exceeded(quota: KubeObject, used: dict[str, float], counted: list[str]) -> 
             "the quota are refused (exceeded quota) and never run, at the peak the autoscaler scaled for",
             f"raise the quota's {tracked} to at least {_fmt(resource, used[key])}, or lower the workloads' maxima",
         )
+
+
+def _no_surge_room(
+    quota: KubeObject, used: dict[str, float], counted: list[str], surges: list[tuple[str, dict[str, float]]]
+) -> Iterator[Finding]:
+    """One finding per quota: each tracked resource the namespace's peak plus the largest single surge passes."""
+    over: list[tuple[str, str, str]] = []  # (tracked, hard, peak), formatted
+    culprits: list[str] = []
+    for tracked, hard in _amounts(lookup(quota.manifest, "spec.hard")).items():
+        kind, resource = _split(tracked)
+        key = "pods" if tracked == "pods" else f"{kind}.{resource}" if kind else None
+        if key is None or not surges:
+            continue
+        who, extra = max(surges, key=lambda s: s[1].get(key, 0.0))
+        peak = used.get(key, 0.0) + extra.get(key, 0.0)
+        if peak > hard:
+            over.append((tracked, _fmt(resource, hard), _fmt(resource, peak)))
+            culprits += [who] if who not in culprits else []
+    if not over:
+        return
+    needs = ", ".join(f"{tracked} {peak} (allows {hard})" for tracked, hard, peak in over)
+    yield Finding(
+        RULE,
+        quota.urn,
+        f"ResourceQuota {quota.namespace}/{quota.name} fits the namespace's workloads at their most replicas "
+        f"({', '.join(counted)}) but leaves no room for a rollout's surge ({'; '.join(culprits)}): at its peak "
+        f"the namespace needs {needs}. The surge pods are refused (exceeded quota: {quota.name}), the new ReplicaSet "
+        "never gets a pod, and every later update exceeds its progress deadline and fails",
+        f"raise the quota to {', '.join(f'{tracked} {peak}' for tracked, _, peak in over)}, or roll without surging "
+        "(spec.strategy.rollingUpdate maxSurge 0, maxUnavailable 1)",
+    )
 
 
 def _fmt(resource: str, value: float) -> str:

@@ -1,4 +1,5 @@
-"""Values RDS refuses at create time: a master username the engine reserves, a parameter group of another family.
+"""Values RDS refuses at create time: a master username the engine reserves, a parameter group of another family,
+allocated storage outside its engine's and storage type's range.
 
 - **Master username** (``CreateDBInstance`` / ``CreateDBCluster`` ``MasterUsername``): "Must start with a letter ...
   Can't be a reserved word for the chosen database engine"; PostgreSQL 1 to 63 letters, digits or underscores,
@@ -13,6 +14,20 @@
   engine and its major version: ``postgres<major>`` from PostgreSQL 10 on (``postgres9.6`` before),
   ``aurora-postgresql<major>``, ``mysql<major>.<minor>``, ``mariadb<major>.<minor>``, ``aurora-mysql<major>.<minor>``
   (``aws rds describe-db-engine-versions`` ``DBParameterGroupFamily``).
+
+- **Allocated storage** (``CreateDBInstance`` ``AllocatedStorage``, "Constraints to the amount of storage for each
+  storage type"): RDS for MySQL, MariaDB and PostgreSQL take General Purpose SSD (gp2, gp3) from 20 to 65536 GiB,
+  Provisioned IOPS SSD (io1, io2) from 100 to 65536 and magnetic (standard) from 5 to 3072
+  (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_CreateDBInstance.html); an unset storage type is
+  io1 when ``iops`` is set, else gp2 (the provider's default), whose range is gp3's. ``MaxAllocatedStorage`` (storage
+  autoscaling) is a ceiling above the allocation: one below it, or past the type's maximum, is refused too ("must be
+  greater than or equal to allocated_storage or 0 to disable", the provider's ``maxAllocatedStorage``). On gp3 below
+  the engine's 400 GiB threshold the volume runs at its baseline (3,000 IOPS, 125 MiB/s) and takes no ``iops`` or
+  ``storageThroughput``: InvalidParameterCombination "You can't specify IOPS or storage throughput for engine
+  postgres and a storage size less than 400" (the gp3 table of
+  https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/CHAP_Storage.html; crossplane-contrib/provider-aws drops
+  them below the threshold for that error, pkg/controller/rds/dbinstance ``isStorageTypeGP3BelowAllocatedStorageThreshold``).
+  Aurora (``aws.rds.Cluster``) storage is not allocated and is not judged.
 
 Cannot see: an engine or version unknown at render time, other engines (Oracle, SQL Server, Db2), a parameter group
 not created by the program.
@@ -50,6 +65,16 @@ RESERVED = {
     "aurora-mysql": RDS_ACCOUNTS,
 }
 VERSION = re.compile(r"^(\d+)(?:\.(\d+))?")
+# AllocatedStorage (GiB) by storage type for RDS for MySQL, MariaDB and PostgreSQL (CreateDBInstance's constraints).
+STORAGE_ENGINES = frozenset({"postgres", "mysql", "mariadb"})
+STORAGE_RANGE = {
+    "gp2": (20, 65536),
+    "gp3": (20, 65536),
+    "io1": (100, 65536),
+    "io2": (100, 65536),
+    "standard": (5, 3072),
+}
+GP3_THRESHOLD = 400  # GiB: below it gp3 runs at its baseline and takes no iops or throughput (these three engines)
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -60,6 +85,8 @@ def check(graph: Graph) -> Iterator[Finding]:
                 continue
             yield from _username(db, engine)
             yield from _family(graph, db, engine)
+            if typ == INSTANCE and engine in STORAGE_ENGINES:
+                yield from _storage(db, engine)
 
 
 def _username(db: RenderedResource, engine: str) -> Iterator[Finding]:
@@ -117,3 +144,54 @@ def _family(graph: Graph, db: RenderedResource, engine: str) -> Iterator[Finding
             f"set {group.name}.family to {wanted!r} (a family change replaces the group), or the engine version "
             f"to the group's family",
         )
+
+
+def _gib(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) or (isinstance(value, str) and value.strip().isdigit()):
+        return int(float(value))
+    return None
+
+
+def _storage(db: RenderedResource, engine: str) -> Iterator[Finding]:
+    allocated = _gib(db.inputs.get("allocatedStorage"))
+    if allocated is None:
+        return
+    declared = db.inputs.get("storageType")
+    storage = declared if isinstance(declared, str) else "io1" if db.inputs.get("iops") else "gp2"
+    if storage not in STORAGE_RANGE:
+        return
+    low, high = STORAGE_RANGE[storage]
+    said = f"storage type {storage}" + ("" if isinstance(declared, str) else " (the default)")
+    refused = "so CreateDBInstance refuses it (InvalidParameterValue) and `pulumi up` fails there"
+    if not low <= allocated <= high:
+        yield Finding(
+            RULE,
+            db.urn,
+            f"{db.name}.allocatedStorage={allocated} GiB is outside {engine}'s {low} to {high} GiB on {said}, "
+            f"{refused}",
+            f"set allocatedStorage between {low} and {high} (e.g. {low}); let maxAllocatedStorage grow it later",
+        )
+        return
+    ceiling = _gib(db.inputs.get("maxAllocatedStorage"))
+    if ceiling and not allocated <= ceiling <= high:
+        yield Finding(
+            RULE,
+            db.urn,
+            f"{db.name}.maxAllocatedStorage={ceiling} GiB must lie between allocatedStorage ({allocated}) and "
+            f"{engine}'s {high} GiB on {said} (storage autoscaling grows the allocation up to it), {refused}",
+            f"set maxAllocatedStorage between {allocated} and {high}, or 0 to turn storage autoscaling off",
+        )
+    if storage == "gp3" and allocated < GP3_THRESHOLD:
+        tuned = [key for key in ("iops", "storageThroughput") if db.inputs.get(key)]
+        if tuned:
+            yield Finding(
+                RULE,
+                db.urn,
+                f"{db.name} sets {' and '.join(tuned)} on {allocated} GiB of gp3, below {engine}'s {GP3_THRESHOLD} "
+                "GiB threshold where gp3 runs at its 3,000 IOPS / 125 MiB/s baseline: CreateDBInstance refuses it "
+                f"(InvalidParameterCombination \"You can't specify IOPS or storage throughput for engine {engine} and "
+                f'a storage size less than {GP3_THRESHOLD}") and `pulumi up` fails there',
+                f"drop {' and '.join(tuned)} (the baseline applies), or allocate at least {GP3_THRESHOLD} GiB",
+            )
