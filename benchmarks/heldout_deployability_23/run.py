@@ -62,5 +62,19 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
 }
 
+# The run after the fixes this set's misses became (not held out).
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    **JUDGEMENT,
+    "eval_db_gp3_storage_below_minimum": (True, "rds-values: 10 GiB outside PostgreSQL's 20-65,536 GiB on gp3"),
+    "embedder_zone_spread_without_label_selector": (True, "spread-selects-own: a spread with no labelSelector"),
+    "embedder_model_cache_empty_dir_below_model": (True, "model-cache-fits: 1Gi emptyDir under bge-large's 1.34 GB"),
+    "embedder_cache_class_immediate_binding": (True, "zonal-binding: an EBS class binding Immediately over 3 zones"),
+    "lease_store_etcd_ordered_ready": (True, "quorum-startable: OrderedReady etcd whose readiness needs quorum"),
+    "embedder_namespace_quota_without_surge_room": (True, "namespace-admits: no room for the rollout's surge pod"),
+    "embedder_hpa_container_resource_wrong_container": (True, "scaled-container: no container 'embedder' in the pods"),
+    "embedder_keda_query_without_aggregation": (True, "keda-query-single: one series per pod"),
+}
+
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 23, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 23, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
