@@ -134,6 +134,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "sns-filter-scope",
         "probe-patience",
         "store-data-durable",
+        "data-dir-empty",
         "probe-path",
         "shm-size",
         "run-as-user",
