@@ -19,6 +19,14 @@ own:
 - ExternalDNS' ``policy`` (sync, upsert-only, create-only) and ``registry`` (txt, noop, dynamodb, aws-sd), from
   its flags (``pkg/apis/externaldns/types.go``): another value fails flag parsing and the pod exits, so no record
   is ever written.
+- The CronJob controller's ``startingDeadlineSeconds``: the API server takes any value not negative, but the
+  controller checks schedules about every 10 seconds and counts a run not started within the deadline of its time as
+  missed, so a deadline under 10 seconds may keep the CronJob from ever being scheduled
+  (https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#cron-job-limitations: "If
+  startingDeadlineSeconds is set to a value less than 10 seconds, the CronJob may not be scheduled"). The caution
+  dates from the polling controller; the one that replaced it in 1.21 requeues each CronJob for its due time, so a
+  run is often still created, but any delay past the deadline (controller restart or leader change, a busy queue,
+  clock skew) skips it: the finding says "may". Unset, or 10 and more, passes.
 """
 
 from __future__ import annotations
@@ -63,6 +71,8 @@ HEALTH_RANGES: dict[str, tuple[int, int]] = {
 LISTEN_PROTOCOLS = ("HTTP", "HTTPS")
 EXPANDERS = ("random", "most-pods", "least-waste", "price", "priority", "grpc")
 EXPANDERS_NOT_ON_AWS = ("price",)
+# The CronJob controller's check period (the cron-jobs page): a starting deadline shorter than it can miss every run.
+CRONJOB_CHECK_SECONDS = 10
 EXTERNAL_DNS_ENUMS: dict[str, tuple[str, ...]] = {
     "policy": ("sync", "upsert-only", "create-only"),
     "registry": ("txt", "noop", "dynamodb", "aws-sd"),
@@ -74,6 +84,8 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _annotations(service, NLB, SERVICE_ENUMS, _service_ports(service))
     for ingress in graph.kube(None, "Ingress"):
         yield from _annotations(ingress, ALB, INGRESS_ENUMS, None)
+    for cronjob in graph.kube(None, "CronJob"):
+        yield from _starting_deadline(cronjob)
     for release in graph.of_type(HELM_RELEASE):
         chart = str(release.inputs.get("chart") or "")
         values: dict[str, Any] = release.inputs.get("values") or {}
@@ -210,3 +222,17 @@ def _external_dns(release: RenderedResource, values: dict[str, Any]) -> Iterator
                 f"{', '.join(allowed)}): the pod exits at start and no record is ever written",
                 f"set {name} to one of {', '.join(allowed)}",
             )
+
+
+def _starting_deadline(cronjob: KubeObject) -> Iterator[Finding]:
+    deadline = (cronjob.manifest.get("spec") or {}).get("startingDeadlineSeconds")
+    if isinstance(deadline, bool) or not isinstance(deadline, int | float) or deadline >= CRONJOB_CHECK_SECONDS:
+        return
+    yield Finding(
+        RULE,
+        cronjob.urn,
+        f"CronJob {cronjob.namespace}/{cronjob.name} has spec.startingDeadlineSeconds: {deadline:g}, under the "
+        f"CronJob controller's {CRONJOB_CHECK_SECONDS}-second check period: a run not started within {deadline:g} "
+        "s of its time is counted as missed, so the CronJob may never (or only by chance) be scheduled",
+        f"set spec.startingDeadlineSeconds to {CRONJOB_CHECK_SECONDS} or more (e.g. 300), or leave it unset",
+    )

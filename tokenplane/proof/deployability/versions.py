@@ -11,8 +11,14 @@ parameter of python3.8 is no longer supported for creating or updating AWS Lambd
 creates a function on it fails on its first ``pulumi up`` (and, past "Block function update", any later change).
 An EKS add-on pinned to a version EKS does not list for the cluster is refused the same way: AWS-owned add-ons'
 versions have one form (``v1.2.3-eksbuild.4``), and kube-proxy's are listed only for their own Kubernetes minor.
+An ElastiCache replication group's or cluster's ``engineVersion`` must be a release its engine has on ElastiCache
+(https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/engine-versions.html, "Supported engines and versions"):
+Redis OSS ends at 7.1 there, and 7.2 and later exist only as the Valkey engine, so CreateReplicationGroup with
+engine redis and 7.2 answers InvalidParameterCombination and the cache is never created. The provider takes
+major.minor for 6 and later (``6.x`` for 6's newest), a full version before; each is judged by its major.minor.
 It cannot see: a runtime Lambda does not list as deprecated, which passes (a misspelt runtime is
-``aws-api-values``' concern), nor container-image functions, which carry their runtime in the image.
+``aws-api-values``' concern), nor container-image functions, which carry their runtime in the image; an ElastiCache engine the table does not list,
+nor a serverless cache's major version.
 "Today" is the table's ``read_on`` date unless a caller passes another: a check that read the wall clock
 would turn red on its own one morning, with no change to the program.
 """
@@ -36,6 +42,9 @@ MSK_CLUSTER = "aws:msk/cluster:Cluster"
 MSK_CONFIGURATION = "aws:msk/configuration:Configuration"
 LAMBDA_FUNCTION = "aws:lambda/function:Function"
 ADDON = "aws:eks/addon:Addon"
+# ElastiCache resources whose engineVersion CreateReplicationGroup / CreateCacheCluster check; a replication
+# group's engine defaults to redis, a cluster's is required.
+ELASTICACHE = {"aws:elasticache/replicationGroup:ReplicationGroup": "redis", "aws:elasticache/cluster:Cluster": None}
 # An AWS-owned add-on's version as describe-addon-versions lists it: v1.19.0-eksbuild.1.
 ADDON_VERSION = re.compile(r"v\d+\.\d+\.\d+-eksbuild\.\d+")
 
@@ -171,8 +180,51 @@ def addon_finding(name: str, version: str, kubernetes: str | None, urn: str) -> 
     return None
 
 
+def elasticache_finding(engine: str, version: str, name: str, urn: str) -> Finding | None:
+    """A finding when ElastiCache has no release ``version`` of ``engine`` (judged by its major.minor)."""
+    table: dict[str, Any] = support_table()["elasticache_engines"]
+    releases: list[str] | None = table["releases"].get(engine)
+    parts = version.split(".")
+    if releases is None or len(parts) < 2 or not parts[0].isdigit():
+        return None  # an engine the table does not know, or a version too vague to judge
+    major, minor = parts[0], parts[1]
+    offered = any(r.split(".")[0] == major for r in releases) if minor == "x" else f"{major}.{minor}" in releases
+    if offered:
+        return None
+    moved: dict[str, str] | None = table["moved"].get(engine)
+    elsewhere = [
+        other
+        for other, listed in table["releases"].items()
+        if other != engine and (minor != "x" and f"{major}.{minor}" in listed)
+    ]
+    newest = releases[-1]
+    if moved is not None and _minor(f"{major}.{minor if minor != 'x' else 99}") >= _minor(moved["from"]):
+        why = f": {moved['why']}"
+        fix = f"set engine to {moved['to']!r} with engine_version {version!r}, or keep {engine} at {newest}"
+    else:
+        why = ""
+        fix = f"set engine_version to a release ElastiCache lists for engine {engine} ({', '.join(releases)})" + (
+            f", or engine {elsewhere[0]!r}" if elsewhere else ""
+        )
+    return Finding(
+        RULE,
+        urn,
+        f"{name}: ElastiCache has no {engine} engine version {version} (it offers {engine} {', '.join(releases)} "
+        f"as of {table['read_on']}){why}; CreateReplicationGroup/CreateCacheCluster answers "
+        "InvalidParameterCombination and the cache is never created",
+        fix,
+    )
+
+
 def check(graph: Graph, today: datetime.date | None = None) -> Iterator[Finding]:
     when = today or read_on()
+    for type_, default in ELASTICACHE.items():
+        for cache in graph.of_type(type_):
+            engine, version = cache.inputs.get("engine") or default, cache.inputs.get("engineVersion")
+            if not (isinstance(engine, str) and isinstance(version, str) and version):
+                continue  # unset (ElastiCache's default release) or known only after deploy
+            if (found := elasticache_finding(engine.lower(), version, cache.name, cache.urn)) is not None:
+                yield found
     for function in graph.of_type(LAMBDA_FUNCTION):
         runtime = function.inputs.get("runtime")
         if isinstance(runtime, str) and (found := lambda_finding(runtime, function.urn, when)) is not None:
