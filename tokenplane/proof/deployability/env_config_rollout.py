@@ -1,4 +1,4 @@
-"""A ConfigMap or Secret with a fixed name that a long-running workload reads as environment variables rolls it.
+"""A ConfigMap with a fixed name that a long-running workload reads as environment variables rolls it on a change.
 
 Environment variables are read once, when the container starts: "ConfigMaps consumed as environment variables are
 not updated automatically and require a pod restart"
@@ -14,12 +14,15 @@ the new ones, so the replicas run mixed settings. An autonamed object gets a new
 the workload; so does a pod-template annotation computed from the data (the ``checksum/config`` pattern,
 https://helm.sh/docs/howto/charts_tips_and_tricks/#automatically-roll-deployments).
 
-``env-config-rollout``: each of the program's ConfigMaps and Secrets with a literal ``metadata.name`` that a
-Deployment, StatefulSet or DaemonSet reads as env (``envFrom[].configMapRef``/``secretRef``,
-``env[].valueFrom.configMapKeyRef``/``secretKeyRef``) is matched by a pod-template annotation whose key says
+``env-config-rollout``: each of the program's ConfigMaps with a literal ``metadata.name`` that a Deployment,
+StatefulSet or DaemonSet reads as env (``envFrom[].configMapRef``, ``env[].valueFrom.configMapKeyRef``) is matched by a pod-template annotation whose key says
 ``checksum`` or ``hash`` and names the object (its name, or the last word of it: ``checksum/config`` for
 ``reranker-config``), or whose value is the sha256 of its data. Files mounted from a ConfigMap are updated by the
-kubelet and are not judged; nor are Jobs and CronJobs, whose pods start anew on each run.
+kubelet and are not judged; nor are Jobs and CronJobs, whose pods start anew on each run. Secrets are not judged:
+their values are mostly credentials a process reads once by design (a database image's ``POSTGRES_PASSWORD`` sets
+the password at initdb only, and a restart would change nothing), so a missing checksum there is no finding; the
+same annotation (``tokenplane.io/connections-checksum`` on the shipped gateways) rolls pods on a Secret that does
+change.
 
 Cannot see: a restart made outside the program (``kubectl rollout restart``, Reloader), an application that
 re-reads its settings some other way, and an annotation whose value is computed from the data under another name.
@@ -38,8 +41,9 @@ from tokenplane.proof.deployability.graph import Graph, KubeObject
 
 RULE = "env-config-rollout"
 LONG_RUNNING = frozenset({"Deployment", "StatefulSet", "DaemonSet"})
-SOURCES = {"configMapRef": "ConfigMap", "secretRef": "Secret"}
-KEY_REFS = {"configMapKeyRef": "ConfigMap", "secretKeyRef": "Secret"}
+# The env sources judged, by the kind they name (Secrets are not judged: see above).
+SOURCES = {"configMapRef": "ConfigMap"}
+KEY_REFS = {"configMapKeyRef": "ConfigMap"}
 _HASH_KEY = re.compile(r"checksum|hash|digest", re.IGNORECASE)
 
 
@@ -66,7 +70,7 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 
 def _env_sources(workload: KubeObject) -> set[tuple[str, str, str]]:
-    """(kind, name, container) of each ConfigMap and Secret a container of ``workload`` reads as env."""
+    """(kind, name, container) of each ConfigMap a container of ``workload`` reads as env."""
     spec = workload.pod_spec()
     out: set[tuple[str, str, str]] = set()
     for container in [*spec.get("initContainers", []), *spec.get("containers", [])]:
