@@ -187,7 +187,7 @@ class BatchWorkers(Component):
             labels=labels,
             replicas=1,
             pod=pod,
-            pod_annotations=serving_pod_annotations(config_data, METRICS_PORT),
+            pod_annotations=serving_pod_annotations(config_data, METRICS_PORT, {"connections": secret}),
             opts=self.opts(depends_on=[config, account, secret], ignore_changes=["spec.replicas"]),
         )
         kube.pdb(self.child("pdb"), namespace=namespace, app=APP, opts=self.opts())

@@ -161,13 +161,23 @@ def runtime_objects(
     return config, secret, data
 
 
-def serving_pod_annotations(config_data: dict[str, str], metrics_port: int) -> dict[str, str]:
-    """A serving pod's annotations: the config's checksum (a changed spec rolls the pods) and its scrape port."""
+def serving_pod_annotations(
+    config_data: dict[str, str], metrics_port: int, env_secrets: Mapping[str, k8s.core.v1.Secret] | None = None
+) -> dict[str, Any]:
+    """A serving pod's annotations: the config's checksum (a changed spec rolls the pods), its scrape port, and a
+    checksum of each Secret the pods read as env (``{what}-checksum``): env is read once at start, and a Secret
+    replaced under its fixed name changes nothing else in the template, so without it the pods keep old values."""
     return {
         "tokenplane.io/config-checksum": checksum(config_data),
         "prometheus.io/scrape": "true",
         "prometheus.io/port": str(metrics_port),
+        **{f"tokenplane.io/{what}-checksum": secret_checksum(s) for what, s in (env_secrets or {}).items()},
     }
+
+
+def secret_checksum(secret: k8s.core.v1.Secret) -> pulumi.Output[str]:
+    """The sha256 of a Secret's values: a one-way digest, so not marked secret (the Deployment stays readable)."""
+    return pulumi.Output.unsecret(secret.string_data.apply(checksum))
 
 
 # The gateways' and batch workers' writable paths under a read-only root filesystem: usage events wait in the
@@ -343,7 +353,11 @@ class GatewayWorkload(Component):
             if secret_env and env_secret is None
             else None,
             strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}},
-            pod_annotations=serving_pod_annotations(config_data, self.METRICS_PORT or GATEWAY_PORT),
+            pod_annotations=serving_pod_annotations(
+                config_data,
+                self.METRICS_PORT or GATEWAY_PORT,
+                {"connections": secret, **({"env-secrets": env_secret} if env_secret else {})},
+            ),
             # IRSA's token is a projected volume of its own; the gateway never calls the Kubernetes API.
             pod=kube.pod_spec(
                 [container],

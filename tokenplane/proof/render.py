@@ -478,6 +478,8 @@ def mock_outputs(
         # Auto-named like a queue: a container's env names the table by its generated name, a policy by its ARN.
         table = str(inputs.get("name") or rid)
         extra = {"name": table, "arn": f"arn:aws:dynamodb:{region}:{ACCOUNT_ID}:table/{table}"}
+    elif typ == "aws:kms/key:Key":
+        extra = {"keyId": physical_id(typ, name)}  # what an Alias's targetKeyId or a kmsKeyId input names it by
     elif typ == "aws:sns/topic:Topic":
         extra = {"arn": f"arn:aws:sns:{region}:{ACCOUNT_ID}:{inputs.get('name') or rid}"}
     elif typ == "aws:lambda/function:Function":

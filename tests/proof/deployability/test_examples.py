@@ -49,6 +49,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "annotation-placed",
         "namespace-admits",
         "kms-grant",
+        "env-config-rollout",
         "alarm-metric-exists",
         "namespace-exists",
         "aws-name",

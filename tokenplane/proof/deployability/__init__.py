@@ -44,6 +44,7 @@ from tokenplane.proof.deployability import (
     ecr,
     egress,
     endpoints,
+    env_config_rollout,
     env_references,
     event_sources,
     events_emitted,
@@ -297,6 +298,7 @@ CHECKS: dict[str, Check] = {
     quorum_startable.RULE: quorum_startable.check,
     spread_selectors.RULE: spread_selectors.check,
     zonal_binding.RULE: zonal_binding.check,
+    env_config_rollout.RULE: env_config_rollout.check,
 }
 
 

@@ -96,7 +96,7 @@ class Need:
 def check(graph: Graph) -> Iterator[Finding]:
     for workload in graph.pod_bearers():
         for container in [*workload.pod_spec().get("initContainers", []), *workload.pod_spec().get("containers", [])]:
-            for argv in _commands(container):
+            for argv in commands(container):
                 needs = list(_needs(graph, argv))
                 if needs:
                     command = re.sub("\0(\\w+)\0", r"$\1", shlex.join(argv))
@@ -138,7 +138,7 @@ def _bucket_allows(graph: Graph, need: Need) -> bool:
     )
 
 
-def _commands(container: dict[str, object]) -> Iterator[list[str]]:
+def commands(container: dict[str, object]) -> Iterator[list[str]]:
     """Each ``aws ...`` command line of the container, variables resolved, as argv (an unresolved one as NUL)."""
     argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]  # type: ignore[misc]  # a container's lists
     env = {
@@ -192,9 +192,9 @@ def _needs(graph: Graph, argv: list[str]) -> Iterator[Need]:
     elif service == "dynamodb":
         yield from _dynamodb(graph, verb, rest)
     elif service == "sqs" and verb in SQS:
-        yield from _sqs(graph, SQS[verb], _flag(rest, "--queue-url"))
+        yield from _sqs(graph, SQS[verb], flag(rest, "--queue-url"))
     elif service == "secretsmanager" and verb == "get-secret-value":
-        name = _flag(rest, "--secret-id")
+        name = flag(rest, "--secret-id")
         for secret in graph.of_type(SECRET):
             arns = arns_of(graph, secret)
             if name and name in (secret.inputs.get("name"), *arns):
@@ -245,20 +245,20 @@ BATCHES = {"batch-get-item": "dynamodb:BatchGetItem", "batch-write-item": "dynam
 
 def _dynamodb(graph: Graph, verb: str, rest: list[str]) -> Iterator[Need]:
     if verb in DYNAMODB:
-        names = [_flag(rest, "--table-name")]
+        names = [flag(rest, "--table-name")]
         if "\0" in (names[0] or ""):
             return
         action = DYNAMODB[verb]
     elif verb in BATCHES:
         try:
-            items = json.loads(_flag(rest, "--request-items") or "")
+            items = json.loads(flag(rest, "--request-items") or "")
         except json.JSONDecodeError:
             return  # file://, or not literal: not read
         names = list(items) if isinstance(items, dict) else []
         action = BATCHES[verb]
     else:
         return
-    index = _flag(rest, "--index-name") if verb in ("query", "scan") else None
+    index = flag(rest, "--index-name") if verb in ("query", "scan") else None
     for name in names:
         table = next((t for t in graph.of_type(TABLE) if name in (_table_name(t), *arns_of(graph, t))), None)
         if name is None or table is None:
@@ -272,8 +272,13 @@ def _table_name(table: RenderedResource) -> str:
     return str(table.inputs.get("name") or physical_id(table.type, table.name).removesuffix("-id"))
 
 
+def s3_paths(rest: list[str]) -> list[str]:
+    """The paths of an ``aws s3`` command's arguments (after the verb): its words that are neither flags nor a flag's value."""
+    return [w for i, w in enumerate(rest) if not w.startswith("--") and (i == 0 or rest[i - 1] not in _VALUED)]
+
+
 def _s3(graph: Graph, verb: str, rest: list[str]) -> Iterator[Need]:
-    paths = [w for i, w in enumerate(rest) if not w.startswith("--") and (i == 0 or rest[i - 1] not in _VALUED)]
+    paths = s3_paths(rest)
     recursive = RECURSIVE in rest
     source, dest = [*paths, "", ""][:2]
     reads: dict[str, tuple[str, ...]] = {
@@ -317,11 +322,12 @@ def _name(bucket: RenderedResource) -> str:
     return str(bucket.inputs.get("bucket") or physical_id(bucket.type, bucket.name))
 
 
-def _flag(words: list[str], flag: str) -> str | None:
+def flag(words: list[str], option: str) -> str | None:
+    """The value ``words`` give ``option`` (``--opt VALUE`` or ``--opt=VALUE``), or None."""
     for i, word in enumerate(words):
-        if word == flag and i + 1 < len(words):
+        if word == option and i + 1 < len(words):
             return words[i + 1]
-        if word.startswith(flag + "="):
+        if word.startswith(option + "="):
             return word.split("=", 1)[1]
     return None
 

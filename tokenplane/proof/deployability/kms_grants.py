@@ -16,16 +16,28 @@ The key's permission may come from the role's own policies (a statement allowing
 ``*``) or from the key's policy naming the role. Judged only for the program's own keys and roles, and only where
 every policy of the role is known at render time; an AWS managed key (``aws:kms`` without a key ID, ``aws/s3``)
 needs no grant.
+
+The key may also be named by the upload itself rather than by the bucket's default encryption: a pod's ``aws s3
+cp|mv|sync ... s3://BUCKET/... --sse aws:kms --sse-kms-key-id KEY`` (KEY the program's key by ID, ARN, or an alias
+of the program's, ``alias/NAME`` or its ARN) sends ``x-amz-server-side-encryption-aws-kms-key-id``, and S3 asks KMS
+for a data key as the pod's role (https://docs.aws.amazon.com/cli/latest/reference/s3/cp.html, ``--sse-kms-key-id``;
+the same permissions page). Such a role needs ``kms:GenerateDataKey`` on the key; the CLI splits a file over 8 MB
+into a multipart upload, which also needs ``kms:Decrypt``
+(https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html#mpuAndPermissions: "you must have
+permission to the kms:Decrypt and kms:GenerateDataKey actions"), named in the fix. Judged where the role may
+``s3:PutObject`` there (else ``aws-cli-permissions`` reports the upload itself).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tokenplane.proof.deployability.aws_cli import commands, flag, s3_paths
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.iam_policy import (
     AWS_MANAGED,
     ROLE,
@@ -36,6 +48,7 @@ from tokenplane.proof.deployability.iam_policy import (
     attached,
     aws_managed_document,
     document,
+    pod_roles,
     role_documents,
 )
 from tokenplane.proof.deployability.storage import ebs_csi_roles
@@ -43,6 +56,8 @@ from tokenplane.proof.render import RenderedResource, physical_id
 
 RULE = "kms-grant"
 KEY = "aws:kms/key:Key"
+ALIAS = "aws:kms/alias:Alias"
+UPLOADS = ("cp", "mv", "sync")  # the aws s3 commands that PutObject to an s3:// destination
 SSE_CONFIGS = (
     "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
     "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
@@ -56,6 +71,8 @@ KEYED = {
     ),
     "aws:sns/topic:Topic": ("kmsMasterKeyId", {"sns:Publish": "kms:GenerateDataKey"}),
 }
+BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+_SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")  # a command substitution in a key: any value
 S3_ACTIONS = {"s3:GetObject": "kms:Decrypt", "s3:PutObject": "kms:GenerateDataKey"}
 EBS_PROVISIONER = "ebs.csi.aws.com"
 EBS_KMS = ("kms:CreateGrant", "kms:GenerateDataKeyWithoutPlaintext")
@@ -76,6 +93,7 @@ class Encrypted:
 
 def check(graph: Graph) -> Iterator[Finding]:
     yield from _ebs_classes(graph)
+    yield from _cli_uploads(graph)
     encrypted = [*_buckets(graph), *_keyed(graph)]
     if not encrypted:
         return
@@ -194,3 +212,82 @@ def _key_policy_allows(graph: Graph, key: RenderedResource, role: RenderedResour
         ):
             return True
     return False
+
+
+def _cli_uploads(graph: Graph) -> Iterator[Finding]:
+    """Each pod's ``aws s3`` upload that names one of the program's keys (``--sse aws:kms --sse-kms-key-id``) runs
+    as a role allowed ``s3:PutObject`` there and ``kms:GenerateDataKey`` on that key."""
+    for workload in graph.pod_bearers():
+        spec = workload.pod_spec()
+        for container in [*spec.get("initContainers", []), *spec.get("containers", [])]:
+            for argv in commands(container):
+                upload = _sse_kms_upload(graph, workload, argv)
+                if upload is not None:
+                    yield from _judge_upload(graph, workload, str(container.get("name")), *upload)
+
+
+def _sse_kms_upload(
+    graph: Graph, workload: KubeObject, argv: list[str]
+) -> tuple[str, RenderedResource, RenderedResource] | None:
+    """The upload's destination ARN pattern, the key it names and the bucket, when ``argv`` is an SSE-KMS upload
+    under one of the program's keys into one of its buckets."""
+    if argv[1] != "s3" or argv[2] not in UPLOADS:
+        return None
+    rest = argv[3:]
+    if not (flag(rest, "--sse") or "").startswith("aws:kms"):
+        return None  # SSE-S3, or aws:kms under the AWS managed aws/s3 key: no grant needed
+    key = _key_named(graph, workload.resource.region, flag(rest, "--sse-kms-key-id"))
+    paths = s3_paths(rest)
+    dest = paths[1] if len(paths) > 1 else ""
+    if key is None or not dest.startswith("s3://") or "\0" in dest:
+        return None
+    name, _, prefix = dest.removeprefix("s3://").partition("/")
+    buckets = [b for b in graph.by_physical_ids(name) if b.type in BUCKETS] or [
+        b for t in BUCKETS for b in graph.of_type(t) if str(b.inputs.get("bucket") or "") == name
+    ]
+    if not buckets:
+        return None  # not the program's bucket: where the role may write is not judged
+    # A substitution makes any key; one the shell split at its spaces (``$(date`` ``-u`` ``+%F)``) ends the prefix.
+    prefix = _SUBSTITUTION.sub("*", prefix)
+    prefix = prefix.split("$(")[0] + "*" if "$(" in prefix else prefix
+    return f"arn:aws:s3:::{name}/{prefix}".rstrip("/"), key, buckets[0]
+
+
+def _judge_upload(
+    graph: Graph, workload: KubeObject, container: str, arn: str, key: RenderedResource, bucket: RenderedResource
+) -> Iterator[Finding]:
+    account = str(workload.pod_spec().get("serviceAccountName") or "default")
+    for role in pod_roles(graph, workload, account):
+        documents = role_documents(graph, role) + _aws_managed(graph, role)
+        if any(document(d) is None for d in documents):
+            continue
+        if not allows_on(documents, "s3:PutObject", (arn,), objects=True):
+            continue  # the upload is denied anyway: aws-cli-permissions says so
+        need = "kms:GenerateDataKey"
+        if allows_on(documents, need, arns_of(graph, key)) or _key_policy_allows(graph, key, role, need):
+            continue
+        yield Finding(
+            RULE,
+            workload.urn,
+            f"{workload.kind} {workload.namespace}/{workload.name} container {container} uploads to "
+            f"{bucket.name} with --sse aws:kms --sse-kms-key-id naming the program's KMS key {key.name}, but its "
+            f"role {role.name} (ServiceAccount {account}) may not {need} on that key (neither its policies nor the "
+            f"key's policy allow it): S3 asks KMS for the data key as the role, so every upload is denied "
+            "(AccessDenied) after pulumi up succeeds",
+            f"allow {need} and kms:Decrypt (multipart uploads, files over 8 MB) on {key.name}.arn in role "
+            f"{role.name}'s policy, or grant the role in the key's policy",
+        )
+
+
+def _key_named(graph: Graph, region: str | None, named: str | None) -> RenderedResource | None:
+    """The program's KMS key an ``--sse-kms-key-id`` value names: by ID or ARN, or through one of the program's
+    aliases (``alias/NAME`` or the alias's ARN)."""
+    if not named:
+        return None
+    if (key := key_of(graph, named)) is not None:
+        return key
+    alias_name = named[named.index("alias/") :] if "alias/" in named else None
+    for alias in graph.of_type(ALIAS, region) or graph.of_type(ALIAS):
+        if alias_name is not None and alias.inputs.get("name") == alias_name:
+            return key_in(graph, alias, "targetKeyId", alias.inputs.get("targetKeyId"))
+    return None

@@ -1,0 +1,124 @@
+"""A ConfigMap with a fixed name that a long-running workload reads as environment variables rolls it on a change.
+
+Environment variables are read once, when the container starts: "ConfigMaps consumed as environment variables are
+not updated automatically and require a pod restart"
+(https://kubernetes.io/docs/concepts/configuration/configmap/#configmaps-consumed-as-environment-variables-are-not-updated-automatically).
+pulumi-kubernetes replaces a ConfigMap or Secret whose ``data`` changes (``forceNewProperties`` in
+provider/pkg/provider/diff.go adds ``.data`` and ``.binaryData`` unless ``enableConfigMapMutable`` is set, and
+``.data``/``.stringData`` unless ``enableSecretMutable``); with a fixed ``metadata.name`` the replacement is
+delete-before-replace under the same name (provider.go's ``Diff``: "Object is NOT autonamed") and, with the
+option, it is patched in place. Either way the Deployment, StatefulSet or DaemonSet that reads it by that name is
+unchanged: ``pulumi up`` rolls nothing, the running pods keep the old values, and only pods that restart later get
+the new ones, so the replicas run mixed settings. An autonamed object gets a new name with every replacement
+(https://www.pulumi.com/docs/iac/concepts/resources/names/#autonaming), which changes the pod template and rolls
+the workload; so does a pod-template annotation computed from the data (the ``checksum/config`` pattern,
+https://helm.sh/docs/howto/charts_tips_and_tricks/#automatically-roll-deployments).
+
+``env-config-rollout``: each of the program's ConfigMaps with a literal ``metadata.name`` that a Deployment,
+StatefulSet or DaemonSet reads as env (``envFrom[].configMapRef``, ``env[].valueFrom.configMapKeyRef``) is matched by a pod-template annotation whose key says
+``checksum`` or ``hash`` and names the object (its name, or the last word of it: ``checksum/config`` for
+``reranker-config``), or whose value is the sha256 of its data. Files mounted from a ConfigMap are updated by the
+kubelet and are not judged; nor are Jobs and CronJobs, whose pods start anew on each run. Secrets are not judged:
+their values are mostly credentials a process reads once by design (a database image's ``POSTGRES_PASSWORD`` sets
+the password at initdb only, and a restart would change nothing), so a missing checksum there is no finding; the
+same annotation (``tokenplane.io/connections-checksum`` on the shipped gateways) rolls pods on a Secret that does
+change.
+
+Cannot see: a restart made outside the program (``kubectl rollout restart``, Reloader), an application that
+re-reads its settings some other way, and an annotation whose value is computed from the data under another name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, KubeObject
+
+RULE = "env-config-rollout"
+LONG_RUNNING = frozenset({"Deployment", "StatefulSet", "DaemonSet"})
+# The env sources judged, by the kind they name (Secrets are not judged: see above).
+SOURCES = {"configMapRef": "ConfigMap"}
+KEY_REFS = {"configMapKeyRef": "ConfigMap"}
+_HASH_KEY = re.compile(r"checksum|hash|digest", re.IGNORECASE)
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.pod_bearers():
+        if workload.kind not in LONG_RUNNING:
+            continue
+        annotations = workload.pod_template().get("metadata", {}).get("annotations") or {}
+        for kind, name, container in sorted(_env_sources(workload)):
+            source = _fixed(graph, workload, kind, name)
+            if source is None or _rolls(annotations, source):
+                continue
+            yield Finding(
+                RULE,
+                source.urn,
+                f"{kind} {workload.namespace}/{name} has a fixed metadata.name and {workload.kind} "
+                f"{workload.namespace}/{workload.name} container {container} reads it as environment variables, "
+                f"but nothing in the pod template changes with its data: a data change replaces (or patches) it "
+                f"under the same name, pulumi up rolls no pod, running pods keep the old values until they "
+                "restart, and the replicas run mixed settings",
+                f"leave metadata.name to Pulumi's autonaming (read it from the {kind}'s metadata.name output), or "
+                f"add a pod-template annotation computed from its data (e.g. checksum/{name}: sha256 of the data)",
+            )
+
+
+def _env_sources(workload: KubeObject) -> set[tuple[str, str, str]]:
+    """(kind, name, container) of each ConfigMap a container of ``workload`` reads as env."""
+    spec = workload.pod_spec()
+    out: set[tuple[str, str, str]] = set()
+    for container in [*spec.get("initContainers", []), *spec.get("containers", [])]:
+        cname = str(container.get("name"))
+        for source in container.get("envFrom") or []:
+            for field, kind in SOURCES.items():
+                ref = source.get(field) if isinstance(source, dict) else None
+                if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+                    out.add((kind, ref["name"], cname))
+        for variable in container.get("env") or []:
+            value_from = variable.get("valueFrom") if isinstance(variable, dict) else None
+            for field, kind in KEY_REFS.items():
+                ref = value_from.get(field) if isinstance(value_from, dict) else None
+                if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+                    out.add((kind, ref["name"], cname))
+    return out
+
+
+def _fixed(graph: Graph, workload: KubeObject, kind: str, name: str) -> KubeObject | None:
+    """The program's ``kind`` named ``name`` in the workload's namespace when its name is written out (an
+    autonamed one has no ``metadata.name`` in its inputs)."""
+    for source in graph.kube(workload.resource.region, kind):
+        if source.namespace == workload.namespace and source.manifest.get("metadata", {}).get("name") == name:
+            return source
+    return None
+
+
+def _rolls(annotations: dict[str, Any], source: KubeObject) -> bool:
+    """Whether a pod-template annotation changes with ``source``'s data."""
+    digests = _digests(source.manifest)
+    words = {source.name.lower(), source.name.rsplit("-", 1)[-1].lower()}
+    for key, value in annotations.items():
+        if str(value) in digests:
+            return True
+        if _HASH_KEY.search(str(key)) and any(w in str(key).lower() for w in words):
+            return True
+    return False
+
+
+def _digests(manifest: dict[str, Any]) -> set[str]:
+    """The sha256 of the object's data as a pod annotation might hold it (sorted JSON of data, of all its data)."""
+    parts = [manifest.get(f) for f in ("data", "stringData", "binaryData") if manifest.get(f)]
+    merged: dict[str, Any] = {}
+    for part in parts:
+        if isinstance(part, dict):
+            merged.update(part)
+    out = set()
+    for value in (*parts, merged):
+        text = json.dumps(value, sort_keys=True, default=str)
+        out.add(hashlib.sha256(text.encode()).hexdigest())
+    return out
