@@ -125,6 +125,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "utilization-request",
         "scaled-container",
         "keda-query-single",
+        "range-spans-scrapes",
         "nodes-join",
         "lb-subnets",
         "iam-name-exists",

@@ -1,0 +1,121 @@
+"""The rule set 24's query miss led to (written after its blind run, so not held out), planted in minimal's render
+beside its correct twin: a rate() range shorter than two scrape intervals of the series it reads returns no data
+(range-spans-scrapes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.proof.deployability.conftest import mutated, rendered, with_inputs
+from tests.proof.deployability.test_set3_invariants import STACK, plus, rule
+from tokenplane.proof.deployability.query_ranges import seconds
+from tokenplane.proof.render import RenderedResource, RenderResult
+
+RANGES = "range-spans-scrapes"
+POOL = "minimal-us-pool-chat-scaler"
+PROMETHEUS = "minimal-us-observability-kube-prometheus-stack"
+COUNTER = 'vllm:request_queue_time_seconds_count{pool="chat"}'
+
+
+def _planted(query: str, *, global_interval: str | None = "15s", job_interval: str | None = None) -> RenderResult:
+    """minimal with its chat pool's kv-cache-usage trigger querying ``query``, its Prometheus scraping every
+    ``global_interval`` (None: the chart's empty default) and its pod job every ``job_interval``."""
+
+    def trigger(inputs: dict[str, Any]) -> None:
+        for each in inputs["spec"]["triggers"]:
+            if each["name"] == "kv-cache-usage":
+                each["metadata"]["query"] = query
+
+    def prometheus(inputs: dict[str, Any]) -> None:
+        spec = inputs["values"]["prometheus"]["prometheusSpec"]
+        if global_interval is None:
+            spec.pop("scrapeInterval", None)
+        else:
+            spec["scrapeInterval"] = global_interval
+        if job_interval is not None:
+            for job in spec["additionalScrapeConfigs"]:
+                job["scrape_interval"] = job_interval
+
+    def change(r: RenderedResource) -> RenderedResource:
+        if r.name == POOL:
+            return with_inputs(r, trigger)
+        return with_inputs(r, prometheus) if r.name == PROMETHEUS else r
+
+    return mutated(rendered(STACK), change)
+
+
+@pytest.mark.parametrize(
+    ("query", "intervals", "flagged"),
+    [
+        (f"sum(rate({COUNTER}[10s]))", {}, "15s"),
+        (f"sum(rate({COUNTER}[2m]))", {}, None),
+        (f"sum(rate({COUNTER}[30s]))", {}, None),  # exactly two intervals
+        (f"sum(increase({COUNTER}[29s]))", {}, "15s"),
+        (f"sum(irate({COUNTER}[20s] offset 1m))", {}, "15s"),
+        (f"sum(rate({COUNTER}[10s]))", {"global_interval": "5s"}, None),
+        (f"sum(rate({COUNTER}[45s]))", {"global_interval": None}, "30s"),  # the Operator's default
+        (f"sum(rate({COUNTER}[1m]))", {"global_interval": None}, None),
+        (f"sum(rate({COUNTER}[1m]))", {"job_interval": "1m"}, "1m"),  # the job's own interval wins
+        (f"sum(rate({COUNTER}[2m]))", {"job_interval": "1m"}, None),
+        (f"sum(max_over_time({COUNTER}[10s]))", {}, None),  # one sample suffices
+        (f"sum(max_over_time(rate({COUNTER}[1m])[5m:10s]))", {}, None),  # a subquery's resolution
+        (f"sum(rate({COUNTER}[$__rate_interval]))", {}, None),
+    ],
+)
+def test_a_rate_range_spans_two_scrape_intervals(query: str, intervals: dict[str, Any], flagged: str | None) -> None:
+    found = [f for f in rule(_planted(query, **intervals), RANGES) if "kv-cache-usage" in f.message]
+    assert all(f.urn.endswith(POOL) for f in found), found
+    assert bool(found) == bool(flagged), found
+    if flagged:
+        message, fix = found[0].message, found[0].fix
+        assert "trigger kv-cache-usage" in message and f"every {flagged} (job tokenplane-pods)" in message
+        assert "the two samples" in message and "KEDA never scales on it" in message
+        assert "make the range at least" in fix
+
+
+def test_an_alert_rule_reads_the_same_way() -> None:
+    rules = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": "planted-rules",
+            "namespace": "monitoring",
+            "labels": {"release": "kube-prometheus-stack"},
+        },
+        "spec": {
+            "groups": [
+                {
+                    "name": "planted",
+                    "rules": [
+                        {"alert": "QueueGrows", "expr": f"sum(rate({COUNTER}[10s])) > 5"},
+                        {"alert": "QueueGrowsSlowly", "expr": f"sum(rate({COUNTER}[5m])) > 5"},
+                    ],
+                }
+            ]
+        },
+    }
+    found = rule(plus(rules), RANGES)
+    assert len(found) == 1 and "rule QueueGrows " in found[0].message, found
+    assert "the alert never fires" in found[0].message and "at least 30s" in found[0].fix
+
+
+def test_the_shipped_queries_span_two_scrapes() -> None:
+    assert not rule(rendered(STACK), RANGES)
+
+
+def test_a_slower_job_makes_the_shipped_one_minute_rate_too_short() -> None:
+    found = rule(_planted(f"avg({COUNTER})", job_interval="1m"), RANGES)
+    assert [f.message.split(" reads ")[0] for f in found] == [
+        "ScaledObject llm-serving/vllm-chat trigger queue-wait-ms"
+    ]
+    assert "at least 2m" in found[0].fix
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("10s", 10), ("1m30s", 90), ("500ms", 0.5), ("2h", 7200), ("$__rate_interval", None), ("", None)],
+)
+def test_prometheus_durations(text: str, value: float | None) -> None:
+    assert seconds(text) == value
