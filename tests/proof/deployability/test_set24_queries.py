@@ -4,11 +4,13 @@ beside its correct twin: a rate() range shorter than two scrape intervals of the
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, with_inputs
+from tests.proof.deployability.conftest import findings, mutated, rendered, with_inputs
+from tests.proof.deployability.test_metrics_exported import TEAM_MONITOR, _custom
 from tests.proof.deployability.test_set3_invariants import STACK, plus, rule
 from tokenplane.proof.deployability.query_ranges import seconds
 from tokenplane.proof.render import RenderedResource, RenderResult
@@ -119,3 +121,18 @@ def test_a_slower_job_makes_the_shipped_one_minute_rate_too_short() -> None:
 )
 def test_prometheus_durations(text: str, value: float | None) -> None:
     assert seconds(text) == value
+
+
+@pytest.mark.parametrize(("interval", "flagged"), [("1m", True), ("15s", False), (None, False)])
+def test_a_monitor_endpoints_interval_is_the_one_its_series_are_scraped_at(interval: str | None, flagged: bool) -> None:
+    # Only the PodMonitor's relabelling gives the gateway's series team="platform": its endpoint's interval counts.
+    spec = json.loads(json.dumps(TEAM_MONITOR.inputs["spec"]))
+    if interval:
+        spec["podMetricsEndpoints"][0]["interval"] = interval
+    alert = {"alert": "TeamErrors", "expr": 'sum(rate(tokenplane_gateway_requests_total{team="platform"}[1m])) > 0'}
+    rules = _custom("gateway-team", "PrometheusRule", {"groups": [{"name": "team", "rules": [alert]}]})
+    extra = [rules, _custom("ai-gateway", "PodMonitor", spec)]
+    found = findings("dev", mutated(rendered("dev"), lambda r: r, extra=extra), RANGES)
+    assert bool(found) == flagged, found
+    if flagged:
+        assert "every 1m (job monitoring/ai-gateway)" in found[0].message and "at least 2m" in found[0].fix
