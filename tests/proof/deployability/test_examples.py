@@ -37,6 +37,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "node-group-size-owned",
         "one-writer",
         "image-published",
+        "image-tag-published",
         "references-exist",
         "service-account-trust",
         "literal-name-resolves",

@@ -1,6 +1,7 @@
-"""The rule set 24's query miss led to (written after its blind run, so not held out), planted in minimal's render
-beside its correct twin: a rate() range shorter than two scrape intervals of the series it reads returns no data
-(range-spans-scrapes)."""
+"""The rules set 24's query and image misses led to (written after its blind run, so not held out), planted in
+minimal's render beside their correct twins: a rate() range shorter than two scrape intervals of the series it reads
+returns no data (range-spans-scrapes), and a Text Embeddings Inference tag outside its published scheme, such as
+cpu-v1.6, is never pulled (image-tag-published)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from tests.proof.deployability.conftest import findings, mutated, rendered, with_inputs
 from tests.proof.deployability.test_metrics_exported import TEAM_MONITOR, _custom
-from tests.proof.deployability.test_set3_invariants import STACK, plus, rule
+from tests.proof.deployability.test_set3_invariants import STACK, deployment, plus, rule, system_pod
 from tokenplane.proof.deployability.query_ranges import seconds
 from tokenplane.proof.render import RenderedResource, RenderResult
 
@@ -136,3 +137,46 @@ def test_a_monitor_endpoints_interval_is_the_one_its_series_are_scraped_at(inter
     assert bool(found) == flagged, found
     if flagged:
         assert "every 1m (job monitoring/ai-gateway)" in found[0].message and "at least 2m" in found[0].fix
+
+
+# --- image-tag-published ------------------------------------------------------------------------------------------
+
+TAGS = "image-tag-published"
+TEI = "ghcr.io/huggingface/text-embeddings-inference"
+
+
+@pytest.mark.parametrize(
+    ("image", "fix"),
+    [
+        (f"{TEI}:cpu-v1.6", "cpu-1.6"),
+        (f"{TEI}:v1.6.1", "1.6.1"),
+        (f"{TEI}:89-v1.6", "89-1.6"),
+        (f"{TEI}:cpu-1", "cpu-1.6"),
+        (f"{TEI}:cpu-1.6", None),
+        (f"{TEI}:cpu-1.6.1", None),
+        (f"{TEI}:1.6", None),
+        (f"{TEI}:86-1.5", None),
+        (f"{TEI}:89-1.6", None),
+        (f"{TEI}:hopper-1.9-grpc", None),
+        (f"{TEI}:turing-latest", None),
+        (f"{TEI}:cpu-sha-661a77f", None),
+        (f"{TEI}:cpu-arm64-1.9", None),
+        (f"{TEI}@sha256:{'0' * 64}", None),
+        ("vllm/vllm-openai:v0.8.3", None),  # another publisher: not judged
+    ],
+)
+def test_a_tei_tag_fits_its_published_scheme(image: str, fix: str | None) -> None:
+    pod = system_pod()
+    pod["containers"][0]["image"] = image
+    found = rule(plus(deployment("planted-reranker", pod)), TAGS)
+    assert all(f.urn.endswith("planted-reranker") for f in found), found
+    assert bool(found) == bool(fix), found
+    if fix:
+        message = found[0].message
+        assert "Deployment llm-data/planted-reranker (container app)" in message and image in message
+        assert "never publishes" in message and "ImagePullBackOff" in message
+        assert found[0].fix.endswith(f"e.g. {fix}")
+
+
+def test_the_shipped_images_are_published_tags() -> None:
+    assert not rule(rendered(STACK), TAGS)
