@@ -70,10 +70,10 @@ def check(graph: Graph) -> Iterator[Finding]:
     everything = known(graph)
     for region in graph.regions():
         said: list[Finding] = []
-        queries = list(_queries(graph, region))
-        stored = exported(graph, region) if queries else Exported()
-        if queries and not stored.series:
-            for query in queries:
+        read = list(queries(graph, region))
+        stored = exported(graph, region) if read else Exported()
+        if read and not stored.series:
+            for query in read:
                 yield Finding(
                     RULE,
                     query.urn,
@@ -82,7 +82,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"install Prometheus in {region} (tokenplane.components.Observability) or drop the query",
                 )
             continue
-        for query in queries:
+        for query in read:
             said += _check_query(query, stored, everything, region)
         yield from said
         yield from _idle_monitors(graph, region, said)
@@ -231,7 +231,9 @@ def _explain(name: str, matcher: Matcher, series: list[Series]) -> tuple[str, st
     )
 
 
-def _queries(graph: Graph, region: str) -> Iterator[Query]:
+def queries(graph: Graph, region: str) -> Iterator[Query]:
+    """Every PromQL query the platform runs against the region's Prometheus: KEDA triggers, the alert and recording
+    rules it loads, our processes' own queries and the dashboards' panels and variables."""
     for scaled in graph.kube(region, *TRIGGER_KINDS):
         for trigger in lookup(scaled.manifest, "spec.triggers") or []:
             if trigger.get("type") == PROMETHEUS_TYPE and lookup(trigger, "metadata.query"):

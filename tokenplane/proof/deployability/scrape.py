@@ -80,6 +80,7 @@ class Series:
     job: str
     labels: dict[str, str | None]
     honor_labels: bool
+    interval: str | None = None  # the job's or endpoint's own scrape interval; None: the Prometheus's global one
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,8 @@ def exported(graph: Graph, region: str) -> Exported:
                     refused.setdefault(pod.urn, (f"no scrape job keeps that pod: job {job_name} drops it: {why}", fix))
                     continue
                 scraped.add(pod.urn)
-                _store(out, pod, job_name, labels, bool(job.get("honor_labels")), job.get("metric_relabel_configs"))
+                honor, relabel = bool(job.get("honor_labels")), job.get("metric_relabel_configs")
+                _store(out, pod, job_name, labels, honor, relabel, interval=job.get("scrape_interval"))
         for found in _monitors(graph, region, pod, releases, services):
             if isinstance(found, str):
                 misses.setdefault(pod.urn, found)
@@ -158,7 +160,8 @@ def exported(graph: Graph, region: str) -> Exported:
             job_name, endpoint, labels = found
             scraped.add(pod.urn)
             honor = bool(endpoint.get("honorLabels"))
-            _store(out, pod, job_name, labels, honor, [_snake(r) for r in endpoint.get("metricRelabelings") or []])
+            relabel = [_snake(r) for r in endpoint.get("metricRelabelings") or []]
+            _store(out, pod, job_name, labels, honor, relabel, interval=endpoint.get("interval"))
     for release in releases:
         if lookup(release.inputs.get("values") or {}, "kubeStateMetrics.enabled") is not False:
             _store(out, _ksm(release.urn, release.inputs.get("values") or {}), KSM, {"job": KSM}, True, None)
@@ -215,13 +218,20 @@ def _safe_samples(exporter: str) -> dict[str, frozenset[str]]:
 
 
 def _store(
-    out: Exported, pod: Pod, job: str, target: dict[str, str], honor: bool, metric_relabel: list[Any] | None
+    out: Exported,
+    pod: Pod,
+    job: str,
+    target: dict[str, str],
+    honor: bool,
+    metric_relabel: list[Any] | None,
+    *,
+    interval: str | None = None,
 ) -> None:
     if not pod.exporters:
-        out.opaque.append(Series(pod, job, dict[str, str | None](target), honor))
+        out.opaque.append(Series(pod, job, dict[str, str | None](target), honor, interval))
     # Prometheus writes these itself for every target, with the target's labels only.
     for sample in SCRAPE_SERIES:
-        out.series.setdefault(sample, []).append(Series(pod, job, dict[str, str | None](target), honor))
+        out.series.setdefault(sample, []).append(Series(pod, job, dict[str, str | None](target), honor, interval))
     for exporter in pod.exporters:
         for sample, own in _safe_samples(exporter).items():
             allowed = _ksm_node_labels(pod) if exporter == KSM and sample == "kube_node_labels" else []
@@ -236,7 +246,7 @@ def _store(
                 if kept is None:
                     continue
                 labels = {k: labels.get(k) for k in kept if k != "__name__"}
-            out.series.setdefault(sample, []).append(Series(pod, job, labels, honor))
+            out.series.setdefault(sample, []).append(Series(pod, job, labels, honor, interval))
 
 
 def _pods(graph: Graph, region: str) -> Iterator[Pod]:
