@@ -18,6 +18,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
+from tokenplane.components.arguments import check_base_url
 from tokenplane.components.base import Component
 from tokenplane.components.batch_files import WORKER_ACTIONS, files_env, files_statements
 from tokenplane.components.gateway import (
@@ -53,12 +54,16 @@ class BatchWorkersArgs:
     Args:
         deps: the gateways' cluster, data stores and identity: a worker runs the AI gateway's pipeline.
         namespace: where its objects go (``Namespace.create`` or ``Namespace.existing``).
-        model_gateway_url: the model gateway's base URL, which the workers call.
+        model_gateway_url: the model gateway's base URL (``ModelGateway.url``), which the workers call: scheme,
+            host and port, without /v1 (the client appends the OpenAI path); one with a path raises ``ValueError``.
     """
 
     deps: ServingDeps
     namespace: Namespace
     model_gateway_url: str
+
+    def __post_init__(self) -> None:
+        check_base_url("BatchWorkersArgs", "model_gateway_url", self.model_gateway_url)
 
 
 class BatchWorkers(Component):

@@ -26,12 +26,14 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from tokenplane.components import kube
+from tokenplane.components.arguments import EnvironmentName, check_environment
 from tokenplane.components.base import Component
 from tokenplane.components.iam import OidcCluster, irsa_role, policy_document
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import NS_MONITORING, app_labels
 from tokenplane.components.pins import CLICKHOUSE_IMAGE
 from tokenplane.runtime_env import Var
+from tokenplane.spec import Environment
 
 CREDENTIALS_DIR = "/var/run/secrets/clickhouse"  # the credentials Secret, mounted as files (user, password)
 
@@ -81,7 +83,8 @@ class ClickHouseArgs:
     """The FinOps ledger in one region.
 
     Args:
-        environment: ``prod`` runs three replicas (one per AZ), anything else one.
+        environment: ``prod`` runs three replicas (one per AZ), ``dev`` and ``staging`` one; any other value
+            raises ``ValueError``.
         namespace: where its objects go; its volumes use the ``gp3-encrypted`` StorageClass.
         backup_bucket: the registry bucket; backups go under ``finops-backups/<region>/``.
         backup_every_hours: the backup interval, the ledger's RPO.
@@ -91,7 +94,7 @@ class ClickHouseArgs:
         tags: AWS tags.
     """
 
-    environment: str
+    environment: EnvironmentName | Environment
     namespace: Namespace
     backup_bucket: pulumi.Input[str]
     backup_every_hours: int
@@ -99,6 +102,9 @@ class ClickHouseArgs:
     cluster: OidcCluster
     clients: list[dict[str, Any]]
     tags: dict[str, str]
+
+    def __post_init__(self) -> None:
+        check_environment(type(self).__name__, self.environment)
 
 
 def server_replicas(environment: str) -> int:

@@ -83,7 +83,7 @@ def finops_plane(
     store = ClickHouse(
         region.child("clickhouse"),
         ClickHouseArgs(
-            environment=spec.platform.environment.value,
+            environment=spec.platform.environment,
             namespace=namespace,
             backup_bucket=registry_bucket,
             backup_every_hours=spec.finops.backup_every_hours,

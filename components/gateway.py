@@ -18,6 +18,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
+from tokenplane.components.arguments import check_base_url
 from tokenplane.components.base import Component
 from tokenplane.components.batch_files import GATEWAY_ACTIONS, files_env, files_statements
 from tokenplane.components.gateway_config import GatewayConfig
@@ -74,7 +75,9 @@ class GatewayArgs:
         pool_urls: pool name -> its base URL: the model gateway's backends (``VllmPool.replicas_url``, a
             headless Service it resolves to each replica), and the AI gateway's semantic-cache embedding pool
             (``VllmPool.service_url``, ``wiring.embedding_pool``).
-        model_gateway_url: the model gateway's base URL, which the AI gateway and batch workers call.
+        model_gateway_url: the model gateway's base URL (``ModelGateway.url``), which the AI gateway and batch
+            workers call: scheme, host and port, without /v1 (the client appends the OpenAI path); a literal
+            URL with a path raises ``ValueError``. Pool URLs given as strings are held to the same rule.
         files_bucket: the bucket the Batch API's files live in (``BatchWorkers.results_bucket``); only the AI
             gateway serves files.
         app: the Kubernetes name of its objects; default ``ai-gateway`` or ``model-gateway``. Two gateways in
@@ -99,6 +102,12 @@ class GatewayArgs:
     env_secrets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # The clients post to base URL + /v1/...: a base URL with a path of its own 404s every request.
+        check_base_url("GatewayArgs", "model_gateway_url", self.model_gateway_url)
+        for pool, urls in self.pool_urls.items():
+            # POOL_URL_<POOL> may list several replicas, comma-separated (runtime_env.pool_urls).
+            for url in urls.split(",") if isinstance(urls, str) else [urls]:
+                check_base_url("GatewayArgs", f"pool_urls[{pool!r}]", url.strip() if isinstance(url, str) else url)
         # The processes read a pool's replicas from POOL_URL_<POOL> (runtime_env.pool_urls), by the spec pool's
         # name: a URL under any other key (a model's name, a Service's) is read by nobody, and the pool it was
         # meant for is silently unavailable. Refused here, where the mistake is made.

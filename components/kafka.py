@@ -9,10 +9,11 @@ import pulumi
 import pulumi_aws as aws
 
 from tokenplane.aws_zones import MSK_CLIENT_SUBNETS
+from tokenplane.components.arguments import EnvironmentName, check_environment
 from tokenplane.components.base import Component
 from tokenplane.components.network import PrivateSubnets, vpc_only_firewall
 from tokenplane.components.pins import MSK_KAFKA_VERSION
-from tokenplane.spec import Topic
+from tokenplane.spec import Environment, Topic
 
 IAM_TLS_PORT = 9098
 BROKER_TYPE = {"prod": "kafka.m7g.large", "staging": "kafka.m7g.large", "dev": "kafka.t3.small"}
@@ -30,10 +31,13 @@ unclean.leader.election.enable=false
 class KafkaArgs:
     """The environment (broker size), the private subnets it lives in (``Network.private``), topics and tags."""
 
-    environment: str
+    environment: EnvironmentName | Environment
     subnets: PrivateSubnets
     topics: list[Topic]
     tags: dict[str, str]
+
+    def __post_init__(self) -> None:
+        check_environment(type(self).__name__, self.environment)
 
 
 class Kafka(Component):

@@ -12,10 +12,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_random as random
 
+from tokenplane.components.arguments import EnvironmentName, check_environment
 from tokenplane.components.base import Component
 from tokenplane.components.naming import REPLICATION_GROUP_ID_MAX, fitted_name
 from tokenplane.components.network import PrivateSubnets, vpc_only_firewall
 from tokenplane.components.pins import REDIS_ENGINE_VERSION
+from tokenplane.spec import Environment
 
 REDIS_PORT = 6379
 NODE_TYPE = {"prod": "cache.r7g.large", "staging": "cache.r7g.large", "dev": "cache.t4g.medium"}
@@ -25,9 +27,12 @@ NODE_TYPE = {"prod": "cache.r7g.large", "staging": "cache.r7g.large", "dev": "ca
 class RedisArgs:
     """The environment (node size), the private subnets it lives in (``Network.private``), and AWS tags."""
 
-    environment: str
+    environment: EnvironmentName | Environment
     subnets: PrivateSubnets
     tags: dict[str, str]
+
+    def __post_init__(self) -> None:
+        check_environment(type(self).__name__, self.environment)
 
 
 class Redis(Component):

@@ -72,7 +72,7 @@ class Region(Component):
     def __init__(self, name: str, args: RegionArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, opts)
         spec, region, tags = args.spec, args.region, args.tags
-        environment = spec.platform.environment.value
+        environment = spec.platform.environment
         network = Network(
             self.child("network"),
             NetworkArgs(

@@ -9,10 +9,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from tokenplane.components import kube
+from tokenplane.components.arguments import EnvironmentName, check_environment
 from tokenplane.components.base import Component
 from tokenplane.components.kube import Namespace
 from tokenplane.components.naming import NS_BATCH, NS_GATEWAY, NS_MONITORING, app_labels
 from tokenplane.components.pins import QDRANT_IMAGE
+from tokenplane.spec import Environment
 
 APP = "qdrant"
 HTTP_PORT = 6333
@@ -28,15 +30,19 @@ class VectorDbArgs:
     """Qdrant in one cluster.
 
     Args:
-        environment: ``prod`` runs three replicas in distributed mode; anything else one.
+        environment: ``prod`` runs three replicas in distributed mode, ``dev`` and ``staging`` one; any other
+            value raises ``ValueError``.
         namespace: where its objects go (``Namespace.create`` or ``Namespace.existing``); its volumes use the
             ``gp3-encrypted`` StorageClass that ``ClusterAddons`` creates.
         clients: NetworkPolicy peers allowed to call it; default the gateway, batch and monitoring namespaces.
     """
 
-    environment: str
+    environment: EnvironmentName | Environment
     namespace: Namespace
     clients: list[dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        check_environment(type(self).__name__, self.environment)
 
 
 DEFAULT_CLIENTS = (kube.peer(NS_GATEWAY), kube.peer(NS_BATCH), kube.peer(NS_MONITORING))
