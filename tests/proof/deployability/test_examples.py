@@ -139,6 +139,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "store-data-durable",
         "data-dir-empty",
         "probe-path",
+        "probe-scheme",
         "shm-size",
         "run-as-user",
         "node-disk",

@@ -192,6 +192,7 @@ CHECKS: dict[str, Check] = {
     endpoints.PROBE_PORT: endpoints.check_probes,
     probes.PATH: probes.check_paths,
     probes.PATIENCE: probes.check_patience,
+    probes.SCHEME: probes.check_schemes,
     shm.RULE: shm.check,
     run_as.RULE: run_as.check,
     read_only_root.RULE: read_only_root.check,

@@ -22,6 +22,17 @@ configure-liveness-readiness-startup-probes/#define-startup-probes, "protect slo
 ``probe-path``: an HTTP probe gets a 404 from a path its process does not serve, and the kubelet counts anything
 outside 200-399 as a failure: a readiness probe keeps the pod out of its Service for ever, a liveness or startup
 probe restarts it in a loop. Judged only for images whose routes the program knows (``known_images``).
+
+``probe-scheme``: an ``httpGet`` probe with ``scheme: HTTPS`` makes the kubelet open TLS ("Scheme to use for
+connecting to the host (HTTP or HTTPS). Defaults to HTTP", https://kubernetes.io/docs/tasks/configure-pod-container/
+configure-liveness-readiness-startup-probes/#http-probes); a server that speaks plain HTTP on that port answers the
+handshake with an HTTP response ("http: server gave HTTP response to HTTPS client"), every probe fails, and the pod
+never becomes Ready (readiness) or restarts in a loop (liveness, startup). Judged for the images the program knows
+serve plain HTTP unless told otherwise: vLLM's OpenAI server (TLS only with ``--ssl-keyfile``/``--ssl-certfile``,
+vLLM's serve CLI), tokenplane's serving image (its Starlette apps run on uvicorn with no TLS options), and Hugging
+Face's Text Embeddings Inference and Text Generation Inference routers (no TLS options at all:
+huggingface/text-embeddings-inference docs/source/en/cli_arguments.md, ``text-generation-launcher --help``). Any arg
+or env variable naming SSL or TLS counts as TLS configured, and the probe is then not judged.
 """
 
 from __future__ import annotations
@@ -32,12 +43,18 @@ from typing import Any
 from tokenplane.contract import POOL_LABEL
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
-from tokenplane.proof.deployability.known_images import get_routes, hub_model_server, path_served, serves_vllm
+from tokenplane.proof.deployability.known_images import (
+    get_routes,
+    hub_model_server,
+    path_served,
+    serves_vllm,
+)
 from tokenplane.proof.deployability.reachability import pod_template
 from tokenplane.spec import Autoscaling
 
 PATIENCE = "probe-patience"
 PATH = "probe-path"
+SCHEME = "probe-scheme"
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 # The least a vLLM engine takes from container start to serving: the spec's default engine start with the
 # weights already on local NVMe (Autoscaling.warm_start_seconds), one source of defaults.
@@ -143,4 +160,48 @@ def check_paths(graph: Graph) -> Iterator[Finding]:
                     f"{workload.name}) asks GET {path}, which its image ({container.get('image')}) does not serve: "
                     f"every probe gets 404, counted as a failure, so {effect}",
                     f"probe one of the paths it serves: {', '.join(r for r in routes if '{' not in r)}",
+                )
+
+
+def _plain_http_server(container: dict[str, Any]) -> str | None:
+    """The server a container runs where the program knows it speaks plain HTTP, with no TLS in its args or env."""
+    if serves_vllm(container):
+        server: str | None = "vLLM's OpenAI server"
+    elif get_routes(container) is not None:
+        server = "tokenplane's serving image"
+    else:
+        server = hub_model_server(container)[0]
+    if server is None:
+        return None
+    words = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+    words += [str(e.get("name")) for e in container.get("env") or [] if isinstance(e, dict)]
+    if any("ssl" in w.lower() or "tls" in w.lower() for w in words) or container.get("envFrom"):
+        return None  # TLS may be configured (vLLM's --ssl-certfile, uvicorn's --ssl-keyfile, a mounted config)
+    return server
+
+
+def check_schemes(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.pod_bearers():
+        for container in _containers(workload):
+            server = _plain_http_server(container)
+            if server is None:
+                continue
+            for kind in PROBES:
+                http = lookup(container.get(kind), "httpGet")
+                if not isinstance(http, dict) or str(http.get("scheme") or "HTTP").upper() != "HTTPS":
+                    continue
+                effect = (
+                    "the pod never becomes Ready and its Service never sends it traffic"
+                    if kind == "readinessProbe"
+                    else "the kubelet restarts it in a loop (CrashLoopBackOff)"
+                )
+                yield Finding(
+                    SCHEME,
+                    workload.urn,
+                    f"{kind} of container {container.get('name')} ({workload.kind} {workload.namespace}/"
+                    f"{workload.name}) sets httpGet.scheme HTTPS on port {http.get('port')}, where its image "
+                    f"({container.get('image')}, {server}) serves plain HTTP with no TLS configured: the TLS handshake "
+                    f"gets an HTTP response, every probe fails, so {effect}",
+                    f"drop httpGet.scheme (HTTP is the default) from the {kind}, or configure TLS on the server "
+                    "(vLLM: --ssl-keyfile and --ssl-certfile)",
                 )

@@ -15,6 +15,14 @@ GPUs its replicas fill has none, so the new pod stays Pending, the Deployment ex
 number of Pods running at any time during the update is at most 125% of desired Pods"; defaults 25%/25%, surge
 rounded up, unavailable down: 1 and 0 for two replicas). The time to Ready is modelled only for pools.
 
+Room is also judged for any Deployment whose required pod anti-affinity selects its own pods: one pod per node on
+``kubernetes.io/hostname``, one per zone on ``topology.kubernetes.io/zone``. Its slots are the nodes the node groups
+it may land on grow to (their maxSize, summed) or the zones of their subnets; with its replicas filling them, a
+surge pod "didn't match pod anti-affinity rules" on every node and stays Pending, and with ``maxUnavailable: 0`` no
+old pod goes first, so every later rollout stalls (kubernetes/kubernetes#116891, #56539;
+https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#inter-pod-affinity-and-anti-affinity).
+Replicas beyond the domains are ``topology-placeable``'s, not reported here.
+
 Budgets that block node drains are ``drains`` (every workload, not only pools).
 
 It cannot see: capacity other workloads take on the same nodes, and nodes made outside the program (room is
@@ -32,8 +40,9 @@ from tokenplane.errors import CatalogError
 from tokenplane.model.rollout import waves_at, worst_waves
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
-from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on, requested
+from tokenplane.proof.deployability.scheduling import HOSTNAME, ZONE, NodeGroup, lands_on, requested
 from tokenplane.proof.deployability.timeouts import await_seconds, expected_ready
+from tokenplane.proof.deployability.topology import OTHER_NODE_KINDS, OTHER_NODES, domains, selects
 
 RULE = "rollout-room"
 DEFAULT_SURGE = DEFAULT_UNAVAILABLE = "25%"  # Kubernetes' RollingUpdate defaults
@@ -50,7 +59,7 @@ class Bounds:
 def check(graph: Graph) -> Iterator[Finding]:
     for deployment in graph.kube(None, "Deployment"):
         pool = (lookup(deployment.manifest, "metadata.labels") or {}).get(POOL_LABEL)
-        if pool is None and requested(deployment.pod_spec(), "nvidia.com/gpu") <= 0:
+        if pool is None and requested(deployment.pod_spec(), "nvidia.com/gpu") <= 0 and not _one_per_domain(deployment):
             continue
         bounds = _bounds(graph, deployment)
         yield from _rollout(graph, deployment, None if pool is None else str(pool), bounds)
@@ -91,6 +100,35 @@ def _slots(graph: Graph, deployment: KubeObject) -> int | None:
     return slots
 
 
+def _one_per_domain(deployment: KubeObject) -> list[str]:
+    """The topology keys of the Deployment's required anti-affinity terms against its own pods (one pod a domain)."""
+    labels = lookup(deployment.manifest, "spec.template.metadata.labels") or {}
+    terms = lookup(deployment.pod_spec(), "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution")
+    keys = []
+    for term in terms or []:
+        own = not term.get("namespaces") or deployment.namespace in term.get("namespaces")
+        if own and not term.get("namespaceSelector") and selects(term.get("labelSelector"), labels):
+            keys.append(str(term.get("topologyKey")))
+    return [k for k in keys if k in (HOSTNAME, ZONE)]
+
+
+def _domain_slots(graph: Graph, deployment: KubeObject) -> tuple[int, str] | None:
+    """Pods the Deployment's own required anti-affinity lets its node groups hold, and the key that bounds them;
+    None where it has none, or its nodes are not all the graph's node groups."""
+    keys = _one_per_domain(deployment)
+    region = deployment.resource.region
+    if not keys or any(graph.of_type(t, region) for t in OTHER_NODES) or graph.kube(region, *OTHER_NODE_KINDS):
+        return None
+    pod = deployment.pod_spec()
+    groups = [g for g in (NodeGroup.of(r, graph) for r in graph.of_type(NODE_GROUP, region)) if lands_on(pod, g)]
+    if not groups:
+        return None
+    zones, nodes = domains(graph, groups)
+    bounds = [(nodes, HOSTNAME)] if HOSTNAME in keys and nodes else []
+    bounds += [(len(zones), ZONE)] if ZONE in keys and zones else []
+    return min(bounds) if bounds else None
+
+
 def _rollout(graph: Graph, deployment: KubeObject, pool: str | None, bounds: Bounds) -> Iterator[Finding]:
     strategy = lookup(deployment.manifest, "spec.strategy") or {}
     if strategy.get("type") == "Recreate":
@@ -99,7 +137,25 @@ def _rollout(graph: Graph, deployment: KubeObject, pool: str | None, bounds: Bou
     surge = rolling.get("maxSurge", DEFAULT_SURGE)
     down = rolling.get("maxUnavailable", DEFAULT_UNAVAILABLE)
     slots = _slots(graph, deployment)
+    domain = _domain_slots(graph, deployment)
     where = f"Deployment {deployment.namespace}/{deployment.name}"
+    if domain is not None and (slots is None or domain[0] < slots):
+        most = min(bounds.most, domain[0])  # replicas beyond one a domain are topology-placeable's
+        stuck = [r for r in range(1, most + 1) if waves_at(r, surge, down, domain[0]) == 0]
+        if stuck:
+            per = "node" if domain[1] == HOSTNAME else "zone"
+            yield Finding(
+                RULE,
+                deployment.urn,
+                f"{where} can never roll at {stuck[-1]} replicas: its required pod anti-affinity on {domain[1]} "
+                f"allows one of its pods per {per}, its node groups hold {domain[0]} {per}s at most, so the "
+                f"maxSurge {surge} pod matches no {per} (didn't match pod anti-affinity rules), and maxUnavailable "
+                f"{down} takes no old pod down first: the surge pod stays Pending and every rollout after the first "
+                "exceeds its progress deadline, so pulumi up of the update fails",
+                "set spec.strategy.rollingUpdate maxSurge 0 and maxUnavailable 1 (or type Recreate), raise the node "
+                f"groups' maxSize above {stuck[-1]} {per}s, or make the anti-affinity preferred",
+            )
+            return
     stuck = [r for r in range(1, bounds.most + 1) if waves_at(r, surge, down, slots) == 0]
     if stuck:
         yield Finding(

@@ -80,7 +80,7 @@ def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bo
     return True
 
 
-def _domains(graph: Graph, groups: list[NodeGroup]) -> tuple[set[str], int]:
+def domains(graph: Graph, groups: list[NodeGroup]) -> tuple[set[str], int]:
     """(zones, most nodes) of the node groups: zones from their subnets' availabilityZone."""
     zones: set[str] = set()
     nodes = 0
@@ -104,7 +104,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             replicas = most.get(
                 (workload.namespace, workload.name), int(lookup(workload.manifest, "spec.replicas") or 1)
             )
-            zones, nodes = _domains(graph, mine)
+            zones, nodes = domains(graph, mine)
             yield from _placeable(workload, pod, replicas, zones, nodes, ", ".join(g.resource.name for g in mine))
         if not groups or any(graph.of_type(t, region) for t in OTHER_NODES) or graph.kube(region, *OTHER_NODE_KINDS):
             continue
