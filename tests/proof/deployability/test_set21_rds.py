@@ -28,7 +28,12 @@ def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
 
 
 def _db(**inputs: Any) -> RenderedResource:
-    return _aws(INSTANCE, "planted-db", {"engine": "postgres", "engineVersion": "16", **inputs})
+    # autoMinorVersionUpgrade off: these pin minors on purpose (rds-values flags a pin RDS would upgrade past)
+    return _aws(
+        INSTANCE,
+        "planted-db",
+        {"engine": "postgres", "engineVersion": "16", "autoMinorVersionUpgrade": False, **inputs},
+    )
 
 
 # rds-values: the master username ----------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Values RDS refuses at create time: a master username the engine reserves, a parameter group of another family,
-allocated storage outside its engine's and storage type's range.
+"""Values RDS refuses at create time, or fights later: a master username the engine reserves, a parameter group of
+another family, allocated storage outside its engine's and storage type's range, a master password with characters
+RDS refuses, a DB subnet group in one AZ, a minor version pinned while RDS upgrades minors itself.
 
 - **Master username** (``CreateDBInstance`` / ``CreateDBCluster`` ``MasterUsername``): "Must start with a letter ...
   Can't be a reserved word for the chosen database engine"; PostgreSQL 1 to 63 letters, digits or underscores,
@@ -28,6 +29,30 @@ allocated storage outside its engine's and storage type's range.
   https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/CHAP_Storage.html; crossplane-contrib/provider-aws drops
   them below the threshold for that error, pkg/controller/rds/dbinstance ``isStorageTypeGP3BelowAllocatedStorageThreshold``).
   Aurora (``aws.rds.Cluster``) storage is not allocated and is not judged.
+- **Master password** (``CreateDBInstance`` / ``CreateDBCluster`` ``MasterUserPassword``): "Can include any printable
+  ASCII character except '/', '"', or '@'", and InvalidParameterValue "The parameter MasterUserPassword is not a valid
+  password. Only printable ASCII characters besides '/', '@', '"', ' ' may be used" refuses a space too; MySQL and
+  MariaDB 8 to 41 characters, PostgreSQL 8 to 128, an Aurora cluster 8 to 41
+  (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_CreateDBInstance.html,
+  https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_CreateDBCluster.html). Judged only where the render
+  holds the literal: a secret (config ``require_secret``, Secrets Manager) is redacted and unseen, and with
+  ``manage_master_user_password`` RDS picks it.
+- **DB subnet group AZs** (``CreateDBSubnetGroup``): "A DB subnet group ... must have subnets in at least two
+  Availability Zones", even for a Single-AZ instance, else DBSubnetGroupDoesNotCoverEnoughAZs "The DB subnet group
+  doesn't meet Availability Zone (AZ) coverage requirement ... Add subnets to cover at least 2 AZs"
+  (https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/USER_VPC.WorkingWithRDSInstanceinaVPC.html#USER_VPC.Subnets).
+  Judged where every subnet is the program's and names its AZ. (ElastiCache subnet groups need no second AZ.)
+- **A minor version pinned under automatic minor upgrades** (``aws.rds.Instance``): with ``autoMinorVersionUpgrade``
+  on (the provider's default) RDS moves the instance to a newer minor in a maintenance window
+  (https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/USER_UpgradeDBInstance.Maintenance.html#USER_UpgradeDBInstance.Maintenance.AutoMinorVersionUpgrades).
+  The provider keeps a configured *prefix* (``16`` for 16.12, ``8.0`` for 8.0.39) as it is, but reads any other
+  running version back into ``engine_version`` (terraform-provider-aws internal/service/rds ``compareActualEngineVersion``:
+  ``if oldVersion != newVersion && oldVersion+"." == newVersionSubstr { return }``, else
+  ``d.Set(names.AttrEngineVersion, newVersion)``), and ``aws_db_instance`` has no diff suppression on it
+  (hashicorp/terraform-provider-aws#27240 open; #49496, the fix that would add one, open): the next update plans
+  16.12 -> 16.11 and ModifyDBInstance answers InvalidParameterCombination "Cannot upgrade postgres from 16.12 to
+  16.11". The provider's docs: "If auto_minor_version_upgrade is enabled, you can provide a prefix of the version
+  such as 8.0 (for 8.0.36)". A cluster is not judged (its own suppression landed upstream in #49396).
 
 Cannot see: an engine or version unknown at render time, other engines (Oracle, SQL Server, Db2), a parameter group
 not created by the program.
@@ -75,6 +100,16 @@ STORAGE_RANGE = {
     "standard": (5, 3072),
 }
 GP3_THRESHOLD = 400  # GiB: below it gp3 runs at its baseline and takes no iops or throughput (these three engines)
+SUBNET_GROUP = "aws:rds/subnetGroup:SubnetGroup"
+SUBNET = "aws:ec2/subnet:Subnet"
+REDACTED = "[secret]"  # what the render leaves of a secret value
+PASSWORD_REFUSED = frozenset('/"@ ')
+# MasterUserPassword length by engine on an instance (CreateDBInstance); a cluster takes 8 to 41 (CreateDBCluster).
+PASSWORD_LENGTH = {"postgres": (8, 128), "mysql": (8, 41), "mariadb": (8, 41)}
+CLUSTER_PASSWORD_LENGTH = (8, 41)
+# How many dot-separated parts an engine's version prefix has when it pins no minor: PostgreSQL 10+ "16",
+# MySQL and MariaDB "8.0" / "10.11" (a PostgreSQL 9.x prefix is "9.6").
+PREFIX_PARTS = {"postgres": 1, "mysql": 2, "mariadb": 2}
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -85,8 +120,88 @@ def check(graph: Graph) -> Iterator[Finding]:
                 continue
             yield from _username(db, engine)
             yield from _family(graph, db, engine)
+            yield from _password(db, engine)
             if typ == INSTANCE and engine in STORAGE_ENGINES:
                 yield from _storage(db, engine)
+                yield from _minor_pinned(db, engine)
+    for group in graph.of_type(SUBNET_GROUP):
+        yield from _subnet_group_azs(graph, group)
+
+
+def _password(db: RenderedResource, engine: str) -> Iterator[Finding]:
+    key = "password" if db.type == INSTANCE else "masterPassword"
+    password = db.inputs.get(key)
+    if not isinstance(password, str) or password == REDACTED or db.inputs.get("manageMasterUserPassword") is True:
+        return
+    if db.type == INSTANCE:
+        if engine not in PASSWORD_LENGTH:
+            return
+        low, high = PASSWORD_LENGTH[engine]
+    else:
+        low, high = CLUSTER_PASSWORD_LENGTH
+    refused = sorted({c for c in password if c in PASSWORD_REFUSED or not (" " <= c <= "~")})
+    why = None
+    if refused:
+        why = f"holds {', '.join(repr(c) for c in refused)}: only printable ASCII characters besides '/', '@', '\"' "
+        why += "and space may be used"
+    elif not low <= len(password) <= high:
+        why = f"is {len(password)} characters, outside {engine}'s {low} to {high}"
+    if why is not None:
+        call = "CreateDBInstance" if db.type == INSTANCE else "CreateDBCluster"
+        yield Finding(
+            RULE,
+            db.urn,
+            f'{db.name}.{key} {why}, so {call} refuses it (InvalidParameterValue "The parameter MasterUserPassword '
+            'is not a valid password") and `pulumi up` fails there',
+            f"set {key} to {low} to {high} printable ASCII characters without '/', '@', '\"' or space (regenerate it, "
+            "e.g. random.RandomPassword with override_special), or set manage_master_user_password=True",
+        )
+
+
+def _minor_pinned(db: RenderedResource, engine: str) -> Iterator[Finding]:
+    version = db.inputs.get("engineVersion")
+    if not isinstance(version, str) or db.inputs.get("autoMinorVersionUpgrade") is False:
+        return
+    if not re.fullmatch(r"\d+(\.\d+)*", version):
+        return
+    parts = version.split(".")
+    prefix = 2 if engine == "postgres" and int(parts[0]) < 10 else PREFIX_PARTS[engine]
+    if len(parts) <= prefix:
+        return
+    major = ".".join(parts[:prefix])
+    said = "on" if db.inputs.get("autoMinorVersionUpgrade") is True else "on (the provider's default)"
+    yield Finding(
+        RULE,
+        db.urn,
+        f"{db.name}.engineVersion={version!r} pins a minor version while autoMinorVersionUpgrade is {said}: RDS "
+        f"upgrades the instance past {version} in a maintenance window, the provider reads the newer version back, "
+        f"and the next `pulumi up` plans a downgrade to {version} that ModifyDBInstance refuses "
+        f'(InvalidParameterCombination "Cannot upgrade {engine} from <newer> to {version}")',
+        f"set engineVersion to the prefix {major!r} (the running minor is engineVersionActual), or set "
+        "autoMinorVersionUpgrade=False to keep the pin",
+    )
+
+
+def _subnet_group_azs(graph: Graph, group: RenderedResource) -> Iterator[Finding]:
+    ids = group.inputs.get("subnetIds")
+    if not isinstance(ids, list) or not ids:
+        return
+    subnets = [s for s in graph.by_physical_ids(ids) if s.type == SUBNET]
+    if len(subnets) != len(ids):
+        return  # a subnet not the program's, or an ID the render does not know
+    zones = {s.inputs.get("availabilityZone") or s.inputs.get("availabilityZoneId") for s in subnets}
+    if len(zones) != 1 or not all(isinstance(z, str) and z for z in zones):
+        return
+    zone = str(next(iter(zones)))
+    yield Finding(
+        RULE,
+        group.urn,
+        f"{group.name}.subnetIds ({', '.join(s.name for s in subnets)}) all lie in {zone}: a DB subnet group must "
+        "cover at least two Availability Zones, even for a Single-AZ instance, so CreateDBSubnetGroup answers "
+        "DBSubnetGroupDoesNotCoverEnoughAZs and `pulumi up` fails there, and no database in it is created",
+        f"add a subnet of a second AZ to {group.name}.subnetIds (e.g. all the VPC's private subnets); the instance "
+        "still runs in one AZ unless multiAz is set (availabilityZone picks which)",
+    )
 
 
 def _username(db: RenderedResource, engine: str) -> Iterator[Finding]:
