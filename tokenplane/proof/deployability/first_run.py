@@ -46,8 +46,8 @@ for it through the graph. Three kinds are modelled, each from a table of who nee
   once its attachments exist, so a group given it waits for them.)
 
 It cannot see: webhooks of charts not in ``WEBHOOKS``, zones delegated by hand between two runs, destination
-policies set outside the program (or inline on the queue or topic, which are in place when it exists), and
-ordering done by hand outside Pulumi.
+policies set outside the program (or inline on the queue or topic, which are in place when it exists), a node
+role of another program (its attachments are not in the graph), and ordering done by hand outside Pulumi.
 """
 
 from __future__ import annotations
