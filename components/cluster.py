@@ -242,7 +242,9 @@ class Cluster(Component):
                 opts=self.opts(),
             )
         self.name = cluster.name
-        self.node_role_arn = node_role.arn
+        # Ready once its EKS node policies are attached: CreateNodegroup refuses a role without them, and a node
+        # group (a GpuNodeGroup, a program's own) that takes this ARN then waits for the attachments too.
+        self.node_role_arn = pulumi.Output.all(node_role.arn, *(a.id for a in attachments)).apply(lambda a: str(a[0]))
         self.oidc_provider_arn = oidc.arn
         self.oidc_issuer = oidc.url
         self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, cluster.certificate_authority).apply(

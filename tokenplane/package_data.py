@@ -53,6 +53,22 @@ CRD_SCHEMAS = {
         )
         for kind in ("ClusterIssuer", "Issuer", "Certificate")
     },
+    # external-secrets chart 0.14.2's CRDs (every version that release serves; v1 came later, in 0.16).
+    **{
+        (f"external-secrets.io/{version}", kind): DataFile(
+            "tokenplane.components",
+            f"schemas/externalsecrets-{kind.lower()}-{version}.json",
+            f"the offline render validates {kind}s against the external-secrets chart's CRD",
+        )
+        for kind, versions in (
+            ("ClusterSecretStore", ("v1alpha1", "v1beta1")),
+            ("SecretStore", ("v1alpha1", "v1beta1")),
+            ("ExternalSecret", ("v1alpha1", "v1beta1")),
+            ("ClusterExternalSecret", ("v1beta1",)),
+            ("PushSecret", ("v1alpha1",)),
+        )
+        for version in versions
+    },
     # EKS's own: the VPC resource controller on the control plane installs this CRD on every cluster.
     ("vpcresources.k8s.aws/v1beta1", "SecurityGroupPolicy"): DataFile(
         "tokenplane.components",

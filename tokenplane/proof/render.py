@@ -52,6 +52,10 @@ CHART_CRD_GROUPS: dict[str, tuple[str, ...]] = {
     # Certificate, Issuer, ClusterIssuer, CertificateRequest; Order and Challenge (with crds.enabled: its
     # templates/crds.yaml, built from cert-manager/cert-manager deploy/crds/).
     "cert-manager": ("cert-manager.io", "acme.cert-manager.io"),
+    # SecretStore, ClusterSecretStore, ExternalSecret, ClusterExternalSecret, PushSecret; the generators
+    # (installCRDs, on by default: the chart's templates/crds/, built from external-secrets/external-secrets
+    # config/crds/bases/).
+    "external-secrets": ("external-secrets.io", "generators.external-secrets.io"),
 }
 # API group of a custom resource -> the chart that installs its CRDs: CHART_CRD_GROUPS read the other way.
 CRD_CHARTS = {group: chart for chart, groups in CHART_CRD_GROUPS.items() for group in groups}

@@ -34,9 +34,20 @@ for it through the graph. Three kinds are modelled, each from a table of who nee
   names the program's alarms by literal strings inside ``ALARM(...)``, ``OK(...)`` or ``INSUFFICIENT_DATA(...)``
   carries no dependency, so the composite must wait for them some other way.
 
+- A managed node group's role policies: CreateNodegroup checks that the node role holds the EKS managed node
+  policies and refuses it otherwise (InvalidParameterException "The provided role doesn't have the Amazon EKS
+  Managed Policies associated with it. Please ensure the following policies [...AmazonEKSWorkerNodePolicy,
+  ...AmazonEKS_CNI_Policy, ...AmazonEC2ContainerRegistryReadOnly] are attached", eksctl-io/eksctl#2675,
+  aws/containers-roadmap#1610; https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html). A
+  RolePolicyAttachment giving one of them is created beside the node group, which references only the role,
+  unless the group waits for it: the Terraform provider's aws_eks_node_group page asks for exactly that
+  dependency ("Ensure that IAM Role permissions are created before ... EKS Node Group handling"). Policies the
+  role holds itself (``managedPolicyArns``) exist with it. (The shipped Cluster's ``node_role_arn`` resolves only
+  once its attachments exist, so a group given it waits for them.)
+
 It cannot see: webhooks of charts not in ``WEBHOOKS``, zones delegated by hand between two runs, destination
-policies set outside the program (or inline on the queue or topic, which are in place when it exists), and
-ordering done by hand outside Pulumi.
+policies set outside the program (or inline on the queue or topic, which are in place when it exists), a node
+role of another program (its attachments are not in the graph), and ordering done by hand outside Pulumi.
 """
 
 from __future__ import annotations
@@ -47,7 +58,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, lookup
+from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, attached, role_named
+from tokenplane.proof.deployability.nodes_join import CNI, ECR, WORKER
 from tokenplane.proof.render import RenderedResource
 
 RULE = "first-run-order"
@@ -101,6 +114,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _notification_grants(graph)
     yield from _literal_references(graph)
     yield from _composite_alarms(graph)
+    yield from _node_role_policies(graph)
 
 
 def _zone_delegation(graph: Graph) -> Iterator[Finding]:
@@ -313,3 +327,30 @@ def _composite_alarms(graph: Graph) -> Iterator[Finding]:
                 f"build alarmRule from {alarm.name}'s name output (pulumi.Output.all(...).apply(...)), or add "
                 f"depends_on=[{alarm.name}]",
             )
+
+
+def _node_role_policies(graph: Graph) -> Iterator[Finding]:
+    checked = {f"{AWS_MANAGED}{name}" for needed in (WORKER, ECR, CNI) for name in needed.managed}
+    for group in graph.of_type(NODE_GROUP):
+        role = role_named(graph, group.inputs.get("nodeRoleArn"))
+        if role is None:
+            continue  # a role of another program, or known only at apply time
+        after = graph.waits_for(group.urn)
+        late = {
+            holder.name: arn.rsplit("/", 1)[-1]
+            for holder, arn in attached(graph, role)
+            if arn in checked and holder.urn != role.urn and holder.urn not in after
+        }
+        if not late:
+            continue
+        names = ", ".join(sorted(late))
+        yield Finding(
+            RULE,
+            group.urn,
+            f"NodeGroup {group.name}'s node role {role.name} gets {', '.join(sorted(set(late.values())))} from "
+            f"{names}, which the node group does not wait for (nodeRoleArn references only the role): Pulumi "
+            "creates them at once, and whenever CreateNodegroup comes first the first run fails with "
+            "InvalidParameterException (The provided role doesn't have the Amazon EKS Managed Policies associated "
+            "with it)",
+            f"add depends_on=[{names}] to the node group, or give the role the policies as managedPolicyArns",
+        )
