@@ -54,5 +54,31 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
 }
 
+# The run after the fixes this set's misses became (not held out).
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    **JUDGEMENT,
+    "evals_db_subnet_group_single_az": (True, "rds-values: every subnet of the group in eu-central-1a"),
+    "embed_node_group_before_role_policies": (True, "first-run-order: the group does not wait for the attachments"),
+    "tenant_key_mirror_before_external_secrets_crds": (
+        True,
+        "crd-order: the ClusterSecretStore and ExternalSecret do not wait for the release",
+    ),
+    "embedder_readiness_probe_https_on_plain_port": (True, "probe-scheme: HTTPS where TEI serves plain HTTP"),
+    "evals_db_minor_version_pinned_with_auto_upgrade": (True, "rds-values: 16.11 pinned under automatic upgrades"),
+    "qdrant_environment_spelled_production": (
+        True,
+        "the component refuses 'production' at construction (render/program-error names the field and 'prod')",
+    ),
+    "ai_gateway_model_gateway_url_with_v1": (
+        True,
+        "the component refuses a URL with a path at construction (render/program-error)",
+    ),
+    "reranker_required_anti_affinity_on_fixed_two_nodes": (True, "rollout-room: one pod per node, no node to surge"),
+    "ok_tenant_key_mirror_after_external_secrets": (False, "clean: External Secrets' CRD schemas are known"),
+}
+# Still missed: evals_db_master_password_with_at_sign. The password comes through require_secret and the render
+# redacts secrets, so rds-values never sees the '@' (it checks literal passwords only).
+
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 25, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 25, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
