@@ -135,6 +135,13 @@ def check_patience(graph: Graph) -> Iterator[Finding]:
             )
 
 
+def _failing_effect(kind: str) -> str:
+    """What a probe of ``kind`` that always fails does to its pod."""
+    if kind == "readinessProbe":
+        return "the pod never becomes Ready and its Service never sends it traffic"
+    return "the kubelet restarts it in a loop (CrashLoopBackOff)"
+
+
 def check_paths(graph: Graph) -> Iterator[Finding]:
     for workload in graph.pod_bearers():
         for container in _containers(workload):
@@ -148,11 +155,7 @@ def check_paths(graph: Graph) -> Iterator[Finding]:
                 path = str(http.get("path") or "/")  # the kubelet asks "/" when no path is given
                 if path_served(path, routes):
                     continue
-                effect = (
-                    "the pod never becomes Ready and its Service never sends it traffic"
-                    if kind == "readinessProbe"
-                    else "the kubelet restarts it in a loop (CrashLoopBackOff)"
-                )
+                effect = _failing_effect(kind)
                 yield Finding(
                     PATH,
                     workload.urn,
@@ -190,11 +193,7 @@ def check_schemes(graph: Graph) -> Iterator[Finding]:
                 http = lookup(container.get(kind), "httpGet")
                 if not isinstance(http, dict) or str(http.get("scheme") or "HTTP").upper() != "HTTPS":
                     continue
-                effect = (
-                    "the pod never becomes Ready and its Service never sends it traffic"
-                    if kind == "readinessProbe"
-                    else "the kubelet restarts it in a loop (CrashLoopBackOff)"
-                )
+                effect = _failing_effect(kind)
                 yield Finding(
                     SCHEME,
                     workload.urn,

@@ -154,7 +154,7 @@ def _missing_namespace_selector(policy: KubeObject, selector: dict[str, Any], at
     return Finding(
         RULE,
         policy.urn,
-        f"{at} is a podSelector {_show(selector)} without namespaceSelector, which selects pods only in the policy's "
+        f"{at} is a podSelector {show(selector)} without namespaceSelector, which selects pods only in the policy's "
         f"namespace {policy.namespace}, where none carries those labels; the pods that do ({names}) run in "
         f"{', '.join(namespaces)}, so the flow it allows stays denied",
         f"add namespaceSelector: {{matchLabels: {{{NAMESPACE_NAME_LABEL}: {namespaces[0]}}}}} to the same peer "
@@ -256,13 +256,14 @@ def _finding(
     return Finding(
         RULE,
         obj.urn,
-        f"{at} {_show(selector)} selects no pod in namespace {namespace}, and its pods carry {fix} (one or two "
+        f"{at} {show(selector)} selects no pod in namespace {namespace}, and its pods carry {fix} (one or two "
         f"characters away): the API server accepts the selector, and {effect}",
         f"correct the selector to {fix}, the label of the pods it is meant for (their spec.template.metadata.labels)",
     )
 
 
-def _show(selector: dict[str, Any]) -> str:
+def show(selector: dict[str, Any]) -> str:
+    """A label selector as one line: {k=v, key Op [values]}."""
     parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
     parts += [
         f"{e.get('key')} {e.get('operator')} {e.get('values') or ''}".strip()

@@ -30,6 +30,7 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.reachability import selects
+from tokenplane.proof.deployability.selectors import show
 
 RULE = "spread-selects-own"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -61,7 +62,7 @@ def _spread(bearer: KubeObject, labels: dict[str, str], i: int, spread: dict[str
     what = (
         "has no labelSelector, so it counts no pod"
         if selector is None
-        else f"has a labelSelector {_show(selector)} that does not match the pod template's labels {_show_labels(labels)}"
+        else f"has a labelSelector {show(selector)} that does not match the pod template's labels {_show_labels(labels)}"
     )
     yield Finding(
         RULE,
@@ -92,15 +93,6 @@ def _anti_affinity(bearer: KubeObject, spec: dict[str, Any]) -> Iterator[Finding
             "set the term's labelSelector to the labels of the pods it should keep away from (its own pod "
             "template's, to spread the replicas)",
         )
-
-
-def _show(selector: dict[str, Any]) -> str:
-    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
-    parts += [
-        f"{e.get('key')} {e.get('operator')} {e.get('values') or ''}".strip()
-        for e in selector.get("matchExpressions") or []
-    ]
-    return "{" + ", ".join(parts) + "}"
 
 
 def _show_labels(labels: dict[str, str]) -> str:
