@@ -30,7 +30,7 @@ SUBNETS = PrivateSubnets(azs=["eu-central-1a"], vpc_id="vpc-1", vpc_cidr="10.0.0
 MODEL_GATEWAY = "http://model-gateway-peers.llm-gateway.svc:8080"
 
 # Each component that sizes by the environment, built with the value given.
-BUILDERS: dict[str, Callable[[Any], object]] = {
+BUILDERS: dict[str, Callable[[Any], Any]] = {
     "VectorDbArgs": lambda env: VectorDbArgs(environment=env, namespace=DATA),
     "RedisArgs": lambda env: RedisArgs(environment=env, subnets=SUBNETS, tags={}),
     "KafkaArgs": lambda env: KafkaArgs(environment=env, subnets=SUBNETS, topics=[], tags={}),
@@ -49,8 +49,9 @@ BUILDERS: dict[str, Callable[[Any], object]] = {
 
 @pytest.mark.parametrize("owner", sorted(BUILDERS))
 @pytest.mark.parametrize("environment", ["dev", "staging", "prod", Environment.PROD, Environment.DEV])
-def test_a_known_environment_builds(owner: str, environment: object) -> None:
-    BUILDERS[owner](environment)
+def test_a_known_environment_builds(owner: str, environment: str) -> None:
+    built = BUILDERS[owner](environment)
+    assert Environment(built.environment) == Environment(environment)  # kept as given, not coerced away
 
 
 @pytest.mark.parametrize("owner", sorted(BUILDERS))
@@ -93,7 +94,7 @@ def _batch(url: str) -> BatchWorkersArgs:
     return BatchWorkersArgs(deps=_deps(), namespace=Namespace.existing("llm-batch"), model_gateway_url=url)
 
 
-BASE_URL_TAKERS: dict[str, Callable[[str], object]] = {
+BASE_URL_TAKERS: dict[str, Callable[[str], Any]] = {
     "GatewayArgs": lambda url: _gateway(model_gateway_url=url),
     "BatchWorkersArgs": _batch,
 }
@@ -102,7 +103,7 @@ BASE_URL_TAKERS: dict[str, Callable[[str], object]] = {
 @pytest.mark.parametrize("owner", sorted(BASE_URL_TAKERS))
 @pytest.mark.parametrize("url", [MODEL_GATEWAY, MODEL_GATEWAY + "/", "https://models.example:443"])
 def test_a_model_gateway_base_url_builds(owner: str, url: str) -> None:
-    BASE_URL_TAKERS[owner](url)
+    assert BASE_URL_TAKERS[owner](url).model_gateway_url == url
 
 
 @pytest.mark.parametrize("owner", sorted(BASE_URL_TAKERS))
@@ -117,7 +118,7 @@ def test_a_model_gateway_url_with_a_path_is_refused_with_its_base(owner: str, su
 
 
 def test_the_ai_gateway_without_a_model_gateway_url_builds() -> None:
-    _gateway()  # the model gateway then runs in the AI gateway's process
+    assert _gateway().model_gateway_url == ""  # the model gateway then runs in the AI gateway's process
 
 
 def test_a_literal_pool_url_with_v1_is_refused_and_several_replicas_pass() -> None:
