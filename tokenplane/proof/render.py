@@ -90,6 +90,10 @@ class RenderedResource:
     custom_timeouts: dict[str, str] = field(default_factory=dict)  # create/update/delete, as ResourceOptions set them
     aliases: list[str] = field(default_factory=list)  # earlier URNs it answers to (moved resources keep their state)
     ignore_changes: list[str] = field(default_factory=list)  # input paths a later update leaves as they are
+    # The top-level inputs that hold a secret, with their values: ``inputs`` shows them as ``[secret]`` so that no
+    # report or JSON carries one, but a check must still see a value AWS would refuse (a password's characters).
+    # Never printed: no report reads this field, and ``repr`` leaves it out.
+    secret_inputs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def is_kubernetes_object(self) -> bool:
@@ -251,6 +255,7 @@ class _Recorder:
         self.timeouts: dict[str, dict[str, str]] = {}
         self.aliases: dict[str, list[str]] = {}
         self.ignore_changes: dict[str, list[str]] = {}
+        self.secret_inputs: dict[str, dict[str, Any]] = {}
         self.lb_controllers: set[str] = set()  # Kubernetes provider URNs with the AWS Load Balancer Controller
         self.seen: set[str] = set()
 
@@ -322,6 +327,7 @@ class _Recorder:
                     self.timeouts.get(urn, {}),
                     self.aliases.get(urn, []),
                     self.ignore_changes.get(urn, []),
+                    self.secret_inputs.get(urn, {}),
                 )
             )
         return out
@@ -344,6 +350,25 @@ def redact_secrets(value: Any) -> Any:
     if isinstance(value, list):
         return [redact_secrets(v) for v in value]
     return value
+
+
+def reveal_secrets(value: Any) -> Any:
+    """The value with each secret unwrapped to its plain value: what the provider would send to AWS."""
+    if isinstance(value, dict):
+        if SECRET_SIG in value:
+            return reveal_secrets(value.get("value"))
+        return {k: reveal_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [reveal_secrets(v) for v in value]
+    return value
+
+
+def _holds_secret(value: Any) -> bool:
+    if isinstance(value, dict):
+        return SECRET_SIG in value or any(_holds_secret(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_secret(v) for v in value)
+    return False
 
 
 def _redact_leaves(value: Any) -> Any:
@@ -401,6 +426,7 @@ def _recording_monitor_class() -> type:
                 rec.placed[urn] = rec.local.region
             response = super().RegisterResource(request)  # type: ignore[no-untyped-call]  # the SDK leaves it untyped
             inputs = redact_secrets(rec.local.inputs)
+            revealed = {k: reveal_secrets(v) for k, v in rec.local.inputs.items() if _holds_secret(v)}
             with rec.lock:
                 rec.records.append(
                     (urn, request.type, request.name, request.parent, request.provider, bool(request.custom))
@@ -412,6 +438,8 @@ def _recording_monitor_class() -> type:
                 rec.timeouts[urn] = {k: v for k in ("create", "update", "delete") if (v := getattr(timeouts, k, ""))}
                 rec.aliases[urn] = [self._alias_urn(a, request) for a in request.aliases]
                 rec.ignore_changes[urn] = [str(path) for path in request.ignoreChanges]
+                if revealed:
+                    rec.secret_inputs[urn] = revealed
                 if request.type.startswith("kubernetes:helm.sh/") and inputs.get("chart") == LB_CONTROLLER_CHART:
                     rec.lb_controllers.add(request.provider.rsplit("::", 1)[0])
                 if request.type == "pulumi:providers:aws":

@@ -42,7 +42,7 @@ def _db(**inputs: Any) -> RenderedResource:
         ("postgres", {"password": "short1!"}, "7 characters, outside postgres's 8 to 128"),
         ("postgres", {"password": "x" * 100}, None),
         ("mysql", {"password": "x" * 42}, "42 characters, outside mysql's 8 to 41"),
-        ("postgres", {"password": "[secret]"}, None),  # a secret: the render never holds it
+        ("postgres", {"password": "[secret]"}, None),  # a secret whose value the graph does not hold
         ("postgres", {"password": "a@b/c d!", "manageMasterUserPassword": True}, None),
         ("postgres", {"manageMasterUserPassword": True}, None),
     ],

@@ -131,7 +131,9 @@ def check(graph: Graph) -> Iterator[Finding]:
 def _password(db: RenderedResource, engine: str) -> Iterator[Finding]:
     key = "password" if db.type == INSTANCE else "masterPassword"
     password = db.inputs.get(key)
-    if not isinstance(password, str) or password == REDACTED or db.inputs.get("manageMasterUserPassword") is True:
+    if password == REDACTED:  # read from a secret (config.require_secret): judged on its value, never printed
+        password = db.secret_inputs.get(key)
+    if not isinstance(password, str) or db.inputs.get("manageMasterUserPassword") is True:
         return
     if db.type == INSTANCE:
         if engine not in PASSWORD_LENGTH:
