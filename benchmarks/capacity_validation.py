@@ -406,6 +406,40 @@ FOURTH_SEARCH_REJECTED = (
 )
 
 
+# The fifth search (issue 28, item 3), from ``FIFTH_SEARCH_FROM`` (a helper session that computed no error): printed
+# "Serving Benchmark Result" blocks found by exact string at rates 1-8 and concurrency 8 and 16, personal and vendor
+# benchmark repositories, kubeai, LMCache, kvcached, tenstorrent and sglang threads, blogs. It took no point; every
+# candidate, with why it could not be used (candidates earlier searches rejected, met again, are not repeated).
+FIFTH_SEARCH_FROM = "a54da3a1"
+FIFTH_SEARCH_REJECTED = (
+    "cssnoeasy/a100-vllm-benchmark-blog (Qwen2.5-7B-Instruct fp16 on an A100 80 GB PCIe, vLLM 0.19.0, TP1 and TP2,"
+    " concurrency 8-32): percentiles averaged over three runs, no mean TTFT or TPOT, the raw JSON not committed,"
+    " --gpu-memory-utilization 0.75",
+    "a Chinese energy-per-token study (Qwen2.5-7B-Instruct, vLLM 0.25.1, 200 ShareGPT prompts at concurrency 1-32,"
+    " every printed figure): an RTX 4090, a consumer card",
+    "systalyze/vllm-benchmarks (Qwen3-32B BF16 on H200, vLLM 0.27.1, AIPerf at Poisson rates): no run's figures"
+    " committed, prompt means not published",
+    "mushfiqrahman.dev (Mistral-7B-Instruct-v0.3), ld-singh.github.io (RTX A6000), ctechfilmuniversity's"
+    " kai_layer_llm (RTX 4090): consumer or workstation cards, and no TPOT or p50 figures only",
+    "Ascend Atlas 300I Duo notes, a 4x MI100 report, tenstorrent PRs 1446, 1708 and 1365, pytorch/xla PR 9376, vLLM"
+    " PR 16458, JetStream PR 83: not NVIDIA GPUs",
+    "kubeai PR 341 (Llama-3.3-70B on GH200): an off-catalog part, saturated (mean TTFT 204.7 s)",
+    "databasemart's A40 blog (Llama-3.1-8B, Qwen2.5-7B): 50-100 prompts at once, medians only",
+    "a series of `vllm bench serve` reports of Qwen3.5-4B, Muse-Glimmer-30B, granite-4.1-8b, Nemotron-3-Nano-Omni,"
+    " Qwen3-VL-8B, Qwen3-4B-Instruct-2507, Qwen2.5-3B: no catalog shape, hybrid attention or NVFP4",
+    "Qwen3-32B W4A4 at 1 req/s and Qwen3-8B AWQ at concurrency 5: 4-bit weights",
+    "a chunked-prefill ablation (chunked prefill off, max_num_seqs 16), vLLM PR 8804 (multi-step), dphnAI/sonar PR"
+    " 983 (a fork, multi-step, saturated): non-default schedulers",
+    "encode/prefill/decode disaggregation runs, llm-d P/D of DeepSeek-V3, llm-d-inference-sim, Ray Serve in front of"
+    " vLLM, ScaleLLM issue 144, SGLang-dLoRA: several engines, a router, a simulator or another server",
+    "GoogleCloudPlatform/ai-on-gke PR 866, graz-dev/ and akamaslabs/vllm-benchmark (tuned flags by design),"
+    " llm-serving-lab/vllm-benchmark, Jiten-Bhalavat/SGLang-vLLM-benchmarks (PNG only), neuralmagic/vllm-benchmarking"
+    " (end-to-end only), bizrockman's AIInferenceBenchmark, satyarthi.online, docs.ngkore.org, t4mako.github.io,"
+    " morphllm.com, Ray's and Anyscale's benchmark docs: no mean TTFT and TPOT of a default run in the readable text",
+    "gpustack's other performance-lab pages: throughput pages (every prompt at once) or Ascend",
+)
+
+
 def _fourth_search() -> list[str]:
     """The fourth search's paragraph: the point it took, its error as the unchanged model predicts it, the rest."""
     from tokenplane.model import held_out
@@ -628,6 +662,13 @@ def lines(r: dict[str, Any]) -> list[str]:
         *_fourth_search(),
         "",
         *_llmk8s(),
+        "",
+        f"A fifth search (from {FIFTH_SEARCH_FROM[:7]}; printed `Serving Benchmark Result` blocks found by exact string",
+        "at rates 1-8 and concurrency 8 and 16, personal and vendor benchmark repositories, kubeai, LMCache, kvcached,",
+        "tenstorrent and sglang threads, blogs; about 60 sources) took no point. Its candidates, and why each was left",
+        "out (the ones earlier searches rejected, met again, are not repeated):",
+        "",
+        *[f"- {line}" for line in FIFTH_SEARCH_REJECTED],
         "",
         "Interconnect and format (issue 28): tensor-parallel all-reduces are priced by link in prefill and decode",
         "(`tokenplane/model/interconnect.py`: NVLS 475 GB/s, NVLink 232, PCIe Gen4 20, Gen5 35, each with its",
