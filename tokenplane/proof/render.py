@@ -523,10 +523,32 @@ def mock_outputs(
             "functionName": function,
         }
     elif typ == "aws:elasticache/replicationGroup:ReplicationGroup":
-        extra = {"primaryEndpointAddress": f"master.{rid}.{_h(name, n=6)}.{region}.cache.amazonaws.com"}
-    elif typ == "aws:msk/cluster:Cluster":
-        brokers = ",".join(f"b-{i}.{rid}.{_h(name, n=6)}.c2.kafka.{region}.amazonaws.com:9098" for i in range(1, 4))
+        # Host names without a port (the registry's primaryEndpointAddress, readerEndpointAddress,
+        # configurationEndpointAddress: "address of the ... endpoint"); the port is its own output.
+        cache = f"{rid}.{_h(name, n=6)}.{region}.cache.amazonaws.com"
         extra = {
+            "primaryEndpointAddress": f"master.{cache}",
+            "readerEndpointAddress": f"replica.{cache}",
+            "configurationEndpointAddress": f"clustercfg.{cache}",
+            "port": inputs.get("port") or 6379,
+        }
+    elif typ == "aws:elasticache/cluster:Cluster":
+        # clusterAddress is the host name; configurationEndpoint (Memcached) is "address:port"
+        # (terraform-provider-aws elasticache/cluster.go sets it as fmt.Sprintf("%s:%d", address, port)).
+        port = inputs.get("port") or (11211 if inputs.get("engine") == "memcached" else 6379)
+        host = f"{rid}.{_h(name, n=6)}.cfg.{region}.cache.amazonaws.com"
+        extra = {"clusterAddress": host, "configurationEndpoint": f"{host}:{port}", "port": port}
+    elif typ == "aws:msk/cluster:Cluster":
+        # Bootstrap broker strings are comma-separated host:port lists, one port per listener (MSK's
+        # GetBootstrapBrokers: 9092 plaintext, 9094 TLS, 9096 SASL/SCRAM, 9098 IAM).
+        def brokers_on(port: int) -> str:
+            return ",".join(f"b-{i}.{rid}.{_h(name, n=6)}.c2.kafka.{region}.amazonaws.com:{port}" for i in range(1, 4))
+
+        brokers = brokers_on(9098)
+        extra = {
+            "bootstrapBrokers": brokers_on(9092),
+            "bootstrapBrokersTls": brokers_on(9094),
+            "bootstrapBrokersSaslScram": brokers_on(9096),
             "bootstrapBrokersSaslIam": brokers,
             "arn": f"arn:aws:kafka:{region}:{ACCOUNT_ID}:cluster/{rid}/{_h(name, n=8)}-1",
         }
@@ -534,7 +556,28 @@ def mock_outputs(
         # pulumi-aws v6+ (terraform-provider-aws v5, hashicorp/terraform-provider-aws#31232): the instance's id is
         # its DBI resource id (db-...); the DB instance identifier, what RDS names its metrics and endpoint by,
         # is the ``identifier`` output (auto-named when not set).
-        extra = {"identifier": inputs.get("identifier") or rid, "resourceId": physical_id(typ, name)}
+        # ``address`` is the host name; ``endpoint`` is "address:port" (the registry's rds.Instance outputs:
+        # "The connection endpoint in address:port format"), the engine's default port unless ``port`` is set.
+        identifier = inputs.get("identifier") or rid
+        port = inputs.get("port") or _engine_port(str(inputs.get("engine") or "postgres"))
+        address = f"{identifier}.c{_h(name, n=11)}.{region}.rds.amazonaws.com"
+        extra = {
+            "identifier": identifier,
+            "resourceId": physical_id(typ, name),
+            "address": address,
+            "endpoint": f"{address}:{port}",
+            "port": port,
+        }
+    elif typ == "aws:rds/cluster:Cluster":
+        # A cluster's ``endpoint`` and ``readerEndpoint`` are host names (the registry: "DNS address of the RDS
+        # instance"), unlike an instance's ``endpoint``.
+        identifier = inputs.get("clusterIdentifier") or rid
+        suffix = f"c{_h(name, n=11)}.{region}.rds.amazonaws.com"
+        extra = {
+            "endpoint": f"{identifier}.cluster-{suffix}",
+            "readerEndpoint": f"{identifier}.cluster-ro-{suffix}",
+            "port": inputs.get("port") or _engine_port(str(inputs.get("engine") or "aurora-postgresql")),
+        }
     elif typ in (
         "aws:elasticache/subnetGroup:SubnetGroup",
         "aws:rds/subnetGroup:SubnetGroup",
@@ -587,6 +630,15 @@ def mock_outputs(
         host = f"k8s-{_h(name, n=8)}-{_h(region, name, n=10)}.elb.{region}.amazonaws.com"
         extra = {"status": {"loadBalancer": {"ingress": [{"hostname": host}]}}}
     return physical_id(typ, name), {**out, **extra}
+
+
+def _engine_port(engine: str) -> int:
+    """RDS's default port for an engine (CreateDBInstance's Port: 3306 MySQL/MariaDB/Aurora MySQL, 5432
+    PostgreSQL, 1521 Oracle, 1433 SQL Server, 50000 Db2)."""
+    for prefix, port in (("postgres", 5432), ("aurora-postgresql", 5432), ("oracle", 1521), ("sqlserver", 1433)):
+        if engine.startswith(prefix):
+            return port
+    return 50000 if engine.startswith("db2") else 3306
 
 
 def _resource_id(typ: str, name: str) -> str:

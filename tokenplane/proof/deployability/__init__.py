@@ -30,6 +30,8 @@ from tokenplane.proof.deployability import (
     backup_selection,
     bare_pods,
     claims_retained,
+    client_hosts,
+    client_tls,
     cluster_names,
     condition_keys,
     controller_values,
@@ -149,6 +151,7 @@ from tokenplane.proof.deployability import (
     weights,
     weights_kept,
     zonal_binding,
+    zone_answers,
 )
 from tokenplane.proof.deployability.assumptions import Assumptions
 from tokenplane.proof.deployability.findings import Finding, GraphDataMissing, Prerequisite
@@ -278,6 +281,9 @@ CHECKS: dict[str, Check] = {
     dns.RULE: dns.check,
     record_names.RULE: record_names.check,
     hostnames.RULE: hostnames.check,
+    zone_answers.RULE: zone_answers.check,
+    client_hosts.RULE: client_hosts.check,
+    client_tls.RULE: client_tls.check,
     access.RULE: access.check,
     irsa.RULE: irsa.check,
     iam_s3.RULE: iam_s3.check,
