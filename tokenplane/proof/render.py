@@ -783,6 +783,35 @@ def _validator(api_version: str, kind: str, kubernetes_version: str) -> jsonsche
     return jsonschema.Draft202012Validator(schema, registry=registry)
 
 
+def built_in_group(api_version: str) -> bool:
+    """Whether ``api_version``'s group is Kubernetes' own (core, ``apps``, ``*.k8s.io``), not a CRD's."""
+    group = api_version.split("/", maxsplit=1)[0] if "/" in api_version else ""
+    return "." not in group or group.endswith(".k8s.io")
+
+
+@functools.lru_cache(maxsize=64)
+def served_versions(group: str, kind: str, kubernetes_version: str) -> tuple[str, ...]:
+    """The apiVersions (``apps/v1``) in which Kubernetes ``kubernetes_version`` serves built-in ``kind`` of
+    ``group`` ("" for core): the schemas ``validate_manifest`` reads, one file per served group/version/kind."""
+    import importlib.resources
+
+    from kubernetes_validate import utils
+
+    def minor(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in utils.major_minor(v).split(".") if p.isdigit())
+
+    known = utils.all_versions()  # 1.25 on: an older cluster is judged by the oldest schemas held
+    version = ([v for v in known if minor(v) <= minor(kubernetes_version)] or known[:1])[-1]
+    root = importlib.resources.files("kubernetes_validate") / f"kubernetes-json-schema/v{version}-local-strict"
+    prefix = f"{kind.lower()}-{group.split('.', maxsplit=1)[0]}-" if group else f"{kind.lower()}-"
+    out = []
+    for entry in root.iterdir():
+        suffix = entry.name.removeprefix(prefix).removesuffix(".json")
+        if entry.name.startswith(prefix) and re.fullmatch(r"v\d+(?:(?:alpha|beta)\d+)?", suffix):
+            out.append(f"{group}/{suffix}" if group else suffix)
+    return tuple(sorted(out))
+
+
 @functools.lru_cache(maxsize=4)
 def _definitions(directory: str, version: str) -> Any:
     from kubernetes_validate import utils

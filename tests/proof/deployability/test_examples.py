@@ -158,6 +158,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "controller-values",
         "selector-selects",
         "cluster-name-resolves",
+        "governing-service-headless",
         "generated-name-resolves",
         "host-port-free",
         "volume-mode-used",

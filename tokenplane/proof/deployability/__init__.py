@@ -208,6 +208,7 @@ CHECKS: dict[str, Check] = {
     annotation_placement.RULE: annotation_placement.check,
     selectors.RULE: selectors.check,
     cluster_names.RULE: cluster_names.check,
+    cluster_names.HEADLESS: cluster_names.check_headless,
     targets.RULE: targets.check,
     scalers.RULE: scalers.check,
     scalers.SCALE_UP: scalers.check_scale_up,

@@ -10,6 +10,15 @@ The API server accepts any string in these places; the failure comes later, in t
   controller (env, ConfigMap data, a KEDA trigger's ``serverAddress``, Helm values): CoreDNS answers NXDOMAIN for a
   Service that does not exist, and the caller fails on every connection (KEDA: the scaler errors and never scales).
 
+A governing Service that exists must also give the pods their names (``governing-service-headless``): "StatefulSets
+currently require a Headless Service to be responsible for the network identity of the Pods"
+(https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/#limitations). Cluster DNS publishes
+``<pod>.<serviceName>`` only for a headless Service (``clusterIP: None``) whose endpoints hold the pod
+(https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/#pods); with a cluster IP, or a selector
+that misses the set's pods, the names never resolve, and peers that bootstrap from ``<set>-0.<service>`` crash-loop,
+so an OrderedReady set never becomes ready and Pulumi's await fails. The finding names the per-pod addresses the
+program writes (``peers``).
+
 A namespace the program creates without a Helm release in it holds only the graph's Services, so a name there must
 be one of them. In a namespace holding a chart (whose Services are not all in the graph, ``reachability``'s
 ``CHART_ENDPOINTS`` models some), only a name one or two edits from a Service the graph knows there is judged: a
@@ -24,11 +33,13 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
+from tokenplane.proof.deployability.peers import governed, pod_addresses
 from tokenplane.proof.deployability.reachability import Region, regions
 from tokenplane.proof.deployability.typos import near_miss
 from tokenplane.proof.render import RenderedResource
 
 RULE = "cluster-name-resolves"
+HEADLESS = "governing-service-headless"
 DNS_NAME = re.compile(r"(?<![A-Za-z0-9.-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.svc\b")
 
 
@@ -86,6 +97,62 @@ def _governing(obj: KubeObject, name: str, why: str) -> Finding:
         "never connect",
         f"create the headless Service {name!r} (clusterIP: None, selecting the set's pods) or name the existing one",
     )
+
+
+def check_headless(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        yield from _headless(graph, region)
+
+
+def _headless(graph: Graph, region: str) -> Iterator[Finding]:
+    """Each StatefulSet's governing Service, where the program makes it, is headless and selects the set's pods."""
+    sets = governed(graph, region)
+    written: dict[str, set[str]] = {}  # StatefulSet URN -> the per-pod names of its pods the program writes
+    for obj in graph.kube_objects:
+        if obj.resource.region != region or obj.kind == "Service":
+            continue
+        writer = obj if obj.kind == "StatefulSet" else None
+        for path, value in strings(obj.manifest):
+            if not path.startswith("metadata."):
+                for address in pod_addresses(sets, value, obj.namespace, writer):
+                    written.setdefault(address.statefulset.urn, set()).add(address.host)
+    services = {(s.namespace, s.name): s for s in graph.kube(region, "Service")}
+    for (namespace, name), statefulsets in sets.items():
+        service = services.get((namespace, name))
+        if service is None:
+            continue  # cluster-name-resolves' finding, or a Service made elsewhere
+        spec = service.manifest.get("spec") or {}
+        for statefulset in statefulsets:
+            names = sorted(written.get(statefulset.urn, set()))
+            outcome = (
+                f"{', '.join(names)}, which the program writes, never resolve: the peers that find one another by "
+                "them never connect and the set never becomes ready (Pulumi's await fails)"
+                if names
+                else "any member or client that finds a pod by <pod>.<service> gets NXDOMAIN (Kubernetes requires a "
+                "headless governing Service for a StatefulSet's network identity)"
+            )
+            labels = (statefulset.pod_template().get("metadata") or {}).get("labels") or {}
+            selector = spec.get("selector") or {}
+            if spec.get("clusterIP") != "None":
+                ip = spec.get("clusterIP")
+                problem = f"has a cluster IP ({f'clusterIP {ip}' if ip else 'clusterIP unset: one is allocated'})"
+                fix = f"set spec.clusterIP: None on Service {namespace}/{name} (clusterIP cannot change in place"
+                fix += ": Pulumi replaces the Service), and keep a separate ClusterIP Service for clients"
+            elif not selector or any(labels.get(k) != v for k, v in selector.items()):
+                problem = (
+                    f"selects {selector or 'no pods (no selector)'}, which the set's pods ({labels}) do not all carry"
+                )
+                fix = f"make Service {namespace}/{name}'s selector match the pod template labels of the set"
+            else:
+                continue
+            yield Finding(
+                HEADLESS,
+                statefulset.urn,
+                f"StatefulSet {namespace}/{statefulset.name} is governed by Service {name} (spec.serviceName), which "
+                f"{problem}: cluster DNS publishes per-pod names (<pod>.{name}) only for a headless Service's "
+                f"endpoints, so its pods get no DNS identity: {outcome}",
+                fix,
+            )
 
 
 def _dns_names(

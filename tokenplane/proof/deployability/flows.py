@@ -6,6 +6,10 @@ The flows are read from the graph, not from a list of the platform's apps:
   env, or in its command or args (``curl -X POST http://...``, a shell string under ``sh -c``): the pod calls it;
 - an AWS data store (ElastiCache, MSK, RDS) that a pod's spec, or a Secret or ConfigMap it reads, takes a value
   from: the pod connects to it on the store's client port;
+- a StatefulSet's pods by their own DNS names (``<set>-N.<service>``, or a pod's own ``$HOSTNAME.<service>``,
+  which its peers connect to), a pod's own Service by its short name (``NAME:PORT``: its own pods, itself
+  included), and a clustered store's peer port among its members (``peers``): NetworkPolicies that select the
+  pods must admit their own peers like any other client;
 - a KEDA ``prometheus`` trigger's ``serverAddress``: KEDA's operator queries it;
 - a pod annotated ``prometheus.io/scrape``: the region's Prometheus (kube-prometheus-stack) scrapes its port;
 - a NetworkPolicy ingress rule on a Service's port that the Service sends to another pod port: its peers
@@ -35,9 +39,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tokenplane.proof.deployability import endpoints, nacls, policy_ports
+from tokenplane.proof.deployability import endpoints, nacls, peers, policy_ports
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.reachability import (
     CHART_ENDPOINTS,
     CLUSTER_DNS,
@@ -62,6 +66,8 @@ SERVICE_URL = re.compile(
     r"(?P<name>[a-z0-9]([-a-z0-9]*[a-z0-9])?)\.(?P<namespace>[a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc"
     r"(?:\.cluster\.local)?(?::(?P<port>\d+))?"
 )
+# A single-label host with a port (``http://NAME:PORT``, ``NAME:PORT``): a Service of the pod's own namespace.
+SHORT_HOST_PORT = re.compile(r"(?<![-\w.$@])(?P<host>[a-z0-9](?:[-a-z0-9]*[a-z0-9])?):(?P<port>\d{1,5})(?![\w.])")
 SCHEME_PORTS = {"http": 80, "https": 443, "redis": 6379, "rediss": 6379, "grpc": 80}
 ANY_IPV4: list[Network] = [nacls.ANY_IPV4]  # where an internet-facing load balancer's clients come from
 GATEWAY_MODULE = "tokenplane.serving.gateway"  # the AI gateway's process (its semantic cache embeds prompts)
@@ -113,6 +119,7 @@ def check_exposed(graph: Graph) -> Iterator[Finding]:
 
 # Needed flows -------------------------------------------------------------------------------------------------
 def _service_flows(region: Region) -> Iterator[Finding]:
+    sets = peers.governed(region.graph, region.name)
     for pod in region.pods:
         if pod.workload is None:
             continue
@@ -123,6 +130,8 @@ def _service_flows(region: Region) -> Iterator[Finding]:
                 if port is not None:
                     names.append(f"{match['name']}.{match['namespace']}.svc")
                     yield from _to_service(region, pod, match["namespace"], match["name"], port, where)
+        names += [a.host for a in _addresses_of_peers(sets, pod)]
+        yield from _peer_flows(region, sets, pod)
         yield from _dns(region, pod, names)
     yield from _load_balancer_flows(region)
     prometheus = _chart_pods(region, "kube-prometheus-stack")
@@ -139,6 +148,41 @@ def _service_flows(region: Region) -> Iterator[Finding]:
                     port = int(match["port"]) if match["port"] else SCHEME_PORTS.get(match["scheme"] or "", 80)
                     why = f"ScaledObject {scaler.namespace}/{scaler.name}'s trigger {trigger.get('name')}"
                     yield from _to_service(region, keda, match["namespace"], match["name"], port, why)
+
+
+def _addresses_of_peers(sets: dict[tuple[str, str], list[KubeObject]], pod: Pod) -> Iterator[peers.PodAddress]:
+    for _, value in _addresses(pod):
+        yield from peers.pod_addresses(sets, value, pod.namespace, pod.workload)
+
+
+def _peer_flows(region: Region, sets: dict[tuple[str, str], list[KubeObject]], pod: Pod) -> Iterator[Finding]:
+    """Flows to a StatefulSet's pods by their own DNS names (``<pod>.<service>``, straight to the pod's port: a
+    headless Service translates nothing), to the pod's own Service by its short name, and a clustered store's
+    members to one another on its peer port (``peers``); a pod's flow to its own set's pods is a self-flow, which
+    a NetworkPolicy selecting the pods must admit like any other. One finding per (target, port)."""
+    flows: dict[tuple[str, int], tuple[Pod, str]] = {}
+    by_urn = {p.urn: p for p in region.pods}
+    for where, value in _addresses(pod):
+        for address in peers.pod_addresses(sets, value, pod.namespace, pod.workload):
+            target = by_urn.get(address.statefulset.urn)
+            if target is not None and address.port is not None:
+                flows.setdefault((target.urn, address.port), (target, f"{where}: {address.host}"))
+        for match in SHORT_HOST_PORT.finditer(value):
+            service = region.service(pod.namespace, match["host"])
+            if service is None or pod not in region.backends(service):
+                continue  # only a pod's own Service by its short name: the rest is service-short-name's
+            entry = next((e for e in service.ports if e.port == int(match["port"])), None)
+            target_port = entry.target if entry is not None else None
+            if isinstance(target_port, str) and not target_port.isdigit():
+                target_port = pod.ports.get(target_port)
+            if target_port is not None:
+                why = f"{where}: its own Service {match['host']}:{match['port']}"
+                flows.setdefault((pod.urn, int(target_port)), (pod, why))
+    if pod.workload is not None:
+        for port, why in peers.peer_ports(pod.workload):
+            flows.setdefault((pod.urn, port), (pod, why))
+    for (_, port), (target, why) in flows.items():
+        yield from _to_pod(region, pod, target, port, why)
 
 
 def _dns(region: Region, pod: Pod, names: list[str]) -> Iterator[Finding]:

@@ -2,6 +2,15 @@
 
 - An HPA's or ScaledObject's ``scaleTargetRef`` names a workload of that kind in the same namespace; one that does
   not exist leaves the HPA in FailedGetScale (KEDA's ScaledObject: "ScaledObjectCheckFailed") and nothing scales.
+- The group/version a scale target names serves its kind on the cluster's Kubernetes (its EKS cluster's
+  ``version``, else the platform's default): the HPA controller maps ``scaleTargetRef``'s group and kind to a REST
+  resource (any version of the group: ``RESTMappings(GroupKind)`` in kubernetes' podautoscaler/horizontal.go), KEDA
+  its group, version and kind (``ParseGVKR``: ``RESTMapping(GroupKind, version)``; unset means ``apps/v1``), the VPA
+  recommender its ``targetRef``'s group and kind. A group that no longer serves the kind (``extensions/v1beta1``
+  Deployments went in 1.16) leaves the HPA at FailedGetScale ("no matches for kind "Deployment" in group
+  "extensions""): it reports AbleToScale=False and never scales. Built-in kinds are judged by the schemas the render
+  validates objects with (``render.served_versions``), a CRD's kind by the apiVersion of the program's object of
+  that kind and name.
 - A PodDisruptionBudget's selector matches some pod the program runs in its namespace; one that matches none guards
   nothing (the disruption controller reports "NoPods"), so the drain it was written for is unprotected.
 - An Ingress's ``ingressClassName`` names an IngressClass the program creates, or that a controller it installs
@@ -34,9 +43,19 @@ from tokenplane.proof.deployability.reachability import Region, regions
 from tokenplane.proof.deployability.selectors import typo_fix, typo_pods
 from tokenplane.proof.deployability.service_addresses import chart_service_manifests
 from tokenplane.proof.deployability.typos import near_miss
+from tokenplane.proof.render import built_in_group, served_versions
+from tokenplane.spec import DEFAULT_KUBERNETES_VERSION
 
 RULE = "target-exists"
 SCALERS = ("HorizontalPodAutoscaler", "ScaledObject")
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+KEDA_DEFAULT_TARGET = "apps/v1"  # ScaledObject's scaleTargetRef.apiVersion when unset (KEDA's ParseGVKR)
+# Object references by apiVersion/kind: where each kind keeps it, and whether the version counts (KEDA's does).
+TARGET_REFS = {
+    "HorizontalPodAutoscaler": ("spec.scaleTargetRef", False),
+    "ScaledObject": ("spec.scaleTargetRef", True),
+    "VerticalPodAutoscaler": ("spec.targetRef", False),
+}
 # Chart -> the IngressClass its default values create, and the value that renames it.
 INGRESS_CHARTS = {
     "aws-load-balancer-controller": ("alb", "ingressClass"),
@@ -50,6 +69,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         charted = {str(r.inputs.get("namespace") or "default") for r in graph.of_type(HELM_RELEASE, region)}
         workloads = graph.workloads(region)
         yield from _scale_targets(graph, region, workloads, charted)
+        yield from _target_api_versions(graph, region)
         yield from _disruption_budgets(graph, modelled[region], workloads, charted)
         yield from _backends(graph, region, charted)
         if not graph.assumed.cluster:
@@ -75,6 +95,67 @@ def _scale_targets(graph: Graph, region: str, workloads: list[KubeObject], chart
             f"create in {scaler.namespace} (its {kind}s there: {', '.join(same) or 'none'}): it reports "
             "FailedGetScale and nothing is ever scaled",
             f"set spec.scaleTargetRef to the {kind} it is meant to scale",
+        )
+
+
+def kubernetes_version(graph: Graph, region: str) -> str:
+    """The Kubernetes minor the region's cluster runs: its EKS cluster's ``version``, else the platform's default."""
+    versions = {str(c.inputs.get("version")) for c in graph.of_type(EKS_CLUSTER, region) if c.inputs.get("version")}
+    return versions.pop() if len(versions) == 1 else DEFAULT_KUBERNETES_VERSION
+
+
+def _target_api_versions(graph: Graph, region: str) -> Iterator[Finding]:
+    version = kubernetes_version(graph, region)
+    for scaler in graph.kube(region, *TARGET_REFS):
+        path, exact = TARGET_REFS[scaler.kind]
+        ref = lookup(scaler.manifest, path)
+        if not isinstance(ref, dict):
+            continue
+        kind, name = (
+            str(ref.get("kind") or ("Deployment" if scaler.kind == "ScaledObject" else "")),
+            str(ref.get("name")),
+        )
+        if not kind:
+            continue
+        api = ref.get("apiVersion") or (KEDA_DEFAULT_TARGET if scaler.kind == "ScaledObject" else None)
+        if not isinstance(api, str):
+            continue  # unset on an HPA: the API server's concern, not judged here
+        group = api.rsplit("/", 1)[0] if "/" in api else ""
+        if built_in_group(api):
+            served = served_versions(group, kind, version)
+            where = f"Kubernetes {version}"
+        else:
+            # A CRD's kind: the program's object of that kind and name is created in a version its CRD serves.
+            made = [o for o in graph.kube(region, kind) if o.namespace == scaler.namespace and o.name == name]
+            if not made:
+                continue
+            served = tuple(sorted({str(o.manifest.get("apiVersion")) for o in made}))
+            where = f"its CRD (the program creates {kind} {name} as {', '.join(served)})"
+        groups = {s.rsplit("/", 1)[0] if "/" in s else "" for s in served}
+        if (api in served) if exact else (group in groups):
+            continue
+        # Where the kind is served instead: the apiVersions the program creates it in.
+        others = sorted({str(o.manifest.get("apiVersion")) for o in graph.kube(region, kind)} - {api})
+        wanted = served[-1] if served else (others[0] if others else None)
+        served_text = (
+            f"it serves {kind} as {', '.join(served)}"
+            if served
+            else f"it serves no {kind} in {group or 'the core group'}"
+            + (f"; the program creates its {kind}s as {', '.join(others)}" if others else "")
+        )
+        what = f'version "{api}"' if exact and group in groups else f'group "{group}"'
+        outcome = (
+            "KEDA marks the ScaledObject not Ready (ScaledObjectCheckFailed) and never scales it"
+            if scaler.kind == "ScaledObject"
+            else "the autoscaler reports AbleToScale=False (FailedGetScale) and never scales it"
+        )
+        field = path.rsplit(".", 1)[-1]
+        yield Finding(
+            RULE,
+            scaler.urn,
+            f"{scaler.kind} {scaler.namespace}/{scaler.name}'s {field} names {kind} {name!r} in {api}, which "
+            f'{where} does not serve ({served_text}): no REST mapping matches kind "{kind}" in {what}, so {outcome}',
+            f"set {field}.apiVersion to {wanted}" if wanted else "name an apiVersion that serves the kind",
         )
 
 
