@@ -535,6 +535,13 @@ def mock_outputs(
         # its DBI resource id (db-...); the DB instance identifier, what RDS names its metrics and endpoint by,
         # is the ``identifier`` output (auto-named when not set).
         extra = {"identifier": inputs.get("identifier") or rid, "resourceId": physical_id(typ, name)}
+    elif typ == "aws:rds/cluster:Cluster":
+        # Named by its cluster identifier (auto-named when not set) and, for IAM database authentication
+        # (rds-db:connect's dbuser ARN), by its cluster resource id (cluster-...).
+        extra = {
+            "clusterIdentifier": inputs.get("clusterIdentifier") or rid,
+            "clusterResourceId": f"cluster-{_h('cluster', name, n=26).upper()}",
+        }
     elif typ in (
         "aws:elasticache/subnetGroup:SubnetGroup",
         "aws:rds/subnetGroup:SubnetGroup",
