@@ -574,6 +574,9 @@ def mock_outputs(
         identifier = inputs.get("clusterIdentifier") or rid
         suffix = f"c{_h(name, n=11)}.{region}.rds.amazonaws.com"
         extra = {
+            "clusterIdentifier": identifier,
+            # For IAM database authentication (rds-db:connect's dbuser ARN), by its cluster resource id (cluster-...).
+            "clusterResourceId": f"cluster-{_h('cluster', name, n=26).upper()}",
             "endpoint": f"{identifier}.cluster-{suffix}",
             "readerEndpoint": f"{identifier}.cluster-ro-{suffix}",
             "port": inputs.get("port") or _engine_port(str(inputs.get("engine") or "aurora-postgresql")),

@@ -55,6 +55,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "kms-grant",
         "env-config-rollout",
         "alarm-metric-exists",
+        "alarm-threshold-unit",
+        "dashboard-loaded",
         "namespace-exists",
         "aws-name",
         "aws-network",

@@ -14,8 +14,9 @@ names nothing. AWS then refuses or silently grants nothing, by where the value s
   Guide, "IAM JSON policy elements: Resource"), so the statement allows nothing and the call is denied.
 
 The mock render gives every resource a deterministic name of the same shape, and every output-carried reference
-resolves to it (``Graph.by_physical_id``); so any generated-shaped value that resolves to nothing was written by
-hand. Values of other shapes (``vpc-0abc...``, a chosen name) are resources made outside the program and are not
+resolves to it (``Graph.by_physical_id``, and any other output that names it: ``Graph.by_identifying_output``, e.g.
+an RDS instance's ``identifier`` beside its ``id``, the DBI resource id); so any generated-shaped value that resolves
+to nothing was written by hand. Values of other shapes (``vpc-0abc...``, a chosen name) are resources made outside the program and are not
 judged. Tags are not judged (free text).
 """
 
@@ -75,13 +76,18 @@ def check(graph: Graph) -> Iterator[Finding]:
         for path, value in strings(resource.inputs):
             for token in tokens(value):
                 match = GENERATED.match(token)
-                if match is None or token in graph.by_physical_id or token in reported:
+                if match is None or token in reported or _resolves(graph, token):
                     continue
                 named = own.get(match.group("logical"))
                 if named is None or named.urn == resource.urn:
                     continue
                 reported.add(token)
                 yield _finding(resource, path, token, named, bool(match.group("id")))
+
+
+def _resolves(graph: Graph, token: str) -> bool:
+    """The token is one of this stack's resources' names: its ID or any output that names it."""
+    return token in graph.by_physical_id or token in graph.by_identifying_output
 
 
 def _finding(resource: RenderedResource, path: str, token: str, named: RenderedResource, is_id: bool) -> Finding:

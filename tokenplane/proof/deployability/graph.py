@@ -14,6 +14,7 @@ from tokenplane.proof.render import (
     RenderResult,
     cluster_security_group_id,
     kubernetes_manifest,
+    mock_outputs,
     physical_id,
 )
 from tokenplane.spec import PlatformSpec
@@ -24,6 +25,23 @@ POD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Cro
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 CLUSTER = "aws:eks/cluster:Cluster"
+# The outputs by which AWS and other resources name a resource, as the mock emits them (``render.mock_outputs``): an
+# RDS instance is named by its ``identifier`` (metrics, endpoint) and its ``resourceId`` (IAM database auth, its
+# ``id``), a cluster by ``clusterIdentifier`` and ``clusterResourceId``, most resources by ``arn`` or ``name``.
+IDENTIFYING_OUTPUTS = (
+    "identifier",
+    "resourceId",
+    "clusterIdentifier",
+    "clusterResourceId",
+    "arn",
+    "name",
+    "bucket",
+    "keyId",
+    "functionName",
+    "nodeGroupName",
+    "zoneId",
+    "url",
+)
 
 
 @dataclass(frozen=True)
@@ -158,6 +176,21 @@ class Graph:
                 out.setdefault(physical_id(r.type, r.name).removesuffix("-id"), r)  # a generated name
                 if r.type == CLUSTER:  # its security group stands for the cluster's nodes
                     out[cluster_security_group_id(r.name)] = r
+        return out
+
+    @cached_property
+    def by_identifying_output(self) -> dict[str, RenderedResource]:
+        """Resources by every output that names them (``IDENTIFYING_OUTPUTS``), as the mock emits them: a value
+        taken from any of them is this stack's resource, whichever of its names it is. Kept apart from
+        ``by_physical_id``, whose callers tell an ``id`` from the other names (an RDS instance's ``id`` is its
+        resource id, which its metrics do not carry)."""
+        out: dict[str, RenderedResource] = {}
+        for r in self.resources:
+            if r.custom and r.type.startswith("aws:"):
+                _, outputs = mock_outputs(r.type, r.name, r.inputs, self.cloud_region(r.region) or "")
+                for key in IDENTIFYING_OUTPUTS:
+                    if isinstance(outputs.get(key), str) and outputs[key]:
+                        out.setdefault(outputs[key], r)
         return out
 
     def by_physical_ids(self, ids: Any) -> list[RenderedResource]:

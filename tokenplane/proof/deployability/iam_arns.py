@@ -14,7 +14,15 @@ action") although the policy seems to grant it. Three ways a rendered ARN can ne
 - an ARN whose partition is not its region's (``arn:aws:...:cn-north-1:...``; China regions are ``aws-cn``,
   GovCloud ``aws-us-gov``: AWS General Reference, "Amazon Resource Names");
 - an ARN naming one of the program's own resources (its name or ID, same service) in another region or account
-  than the one the program creates it in.
+  than the one the program creates it in;
+- an ``rds-db`` ``dbuser`` ARN (what ``rds-db:connect``, IAM database authentication, is granted on) whose resource
+  part is not a resource id: the Service Authorization Reference (Amazon RDS IAM Authentication, resource type
+  ``db-user``) writes it ``arn:${Partition}:rds-db:${Region}:${Account}:dbuser:${DbiResourceId}/${DbUserName}``, the
+  instance's DBI resource id (``db-`` and upper-case letters and digits: the ``resource_id`` output), an Aurora
+  cluster's ``cluster-...`` resource id or an RDS Proxy's ``prx-...`` id
+  (https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/UsingWithRDS.IAMDBAuth.IAMPolicy.html: "don't specify the
+  DB instance identifier"). With the DB instance identifier there IAM signs the token, and the database refuses
+  every login (``PAM authentication failed for user``).
 
 Read from every policy document the graph holds (``iam_s3``'s sources); NotResource and Deny statements are not
 judged.
@@ -34,6 +42,8 @@ RULE = "iam-resource-matches"
 _ARN = re.compile(r"^arn:(?P<partition>[^:]*):(?P<service>[^:]*):(?P<region>[^:]*):(?P<account>[^:]*):(?P<rest>.+)$")
 _SECRET_SUFFIX = re.compile(r"-[A-Za-z0-9]{6}$")
 _WILD = re.compile(r"[*?]|\$\{")
+# The ids a dbuser ARN takes: an instance's DBI resource id, a cluster's resource id (both upper case), a proxy's id.
+_DB_RESOURCE_ID = re.compile(r"^((db|cluster)-[A-Z0-9]+|prx-[A-Za-z0-9]+)$")
 
 
 def partition(region: str) -> str:
@@ -60,6 +70,8 @@ def never_matches(graph: Graph, arn: str) -> str | None:
                 f"a secret's ARN ends in its name, a hyphen and six random characters ({arn}-AbCdEf); without them "
                 "(or a '-??????' wildcard) it names no secret"
             )
+    if service == "rds-db" and rest.startswith("dbuser:"):
+        return _db_user(graph, rest.removeprefix("dbuser:"))
     if _WILD.search(rest):
         return None
     own = _own(graph, service, rest)
@@ -73,6 +85,23 @@ def never_matches(graph: Graph, arn: str) -> str | None:
     if account and not _WILD.search(account) and account != ACCOUNT_ID:
         return f"it names {own[0].name}, which the program creates in the deploying account, in account {account}"
     return None
+
+
+def _db_user(graph: Graph, rest: str) -> str | None:
+    """Why an rds-db dbuser ARN's ``<resource id>/<user>`` names no database user, or None."""
+    resource_id, slash, user = rest.partition("/")
+    if not slash or not user:
+        return f"a dbuser ARN ends in <resource id>/<database user>, and {rest!r} names no user"
+    if _WILD.search(resource_id) or _DB_RESOURCE_ID.match(resource_id):
+        return None
+    named = graph.by_identifying_output.get(resource_id)
+    whose = f", the identifier of {named.type.split(':')[1]} {named.name}" if named is not None else ""
+    resource_output = "cluster_resource_id" if named is not None and "cluster" in named.type else "resource_id"
+    return (
+        f"rds-db:connect is authorised on the database's resource id (DbiResourceId, db-ABC...; a cluster's "
+        f"cluster-ABC...), and {resource_id!r}{whose} is not one: IAM signs the auth token, and the database refuses "
+        f"every login (PAM authentication failed); use its {resource_output} output"
+    )
 
 
 def _own(graph: Graph, service: str, rest: str) -> list[RenderedResource]:
@@ -103,6 +132,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                     resource.urn,
                     f"{resource.name} allows {actions or 'its actions'} on {arn}, an ARN no resource can have: "
                     f"{why}; the grant matches nothing and the call is denied (AccessDenied)",
-                    "write the ARN the resource really has: take it from the resource's arn output, or end a "
-                    "secret's name in '-*' (IAM User Guide, 'IAM JSON policy elements: Resource')",
+                    "write the ARN the resource really has: take it from the resource's arn output (an rds-db dbuser "
+                    "ARN: from the database's resource_id), or end a secret's name in '-*' (IAM User Guide, 'IAM JSON "
+                    "policy elements: Resource')",
                 )
