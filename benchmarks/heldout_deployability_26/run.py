@@ -46,5 +46,35 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
 }
 
 
+# The run after the fixes this set's misses became (not held out).
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    **JUDGEMENT,
+    "eks_metrics_server_addon_declared_again": (True, "aws-unique-key: two add-ons metrics-server on one cluster"),
+    "batch_launch_template_user_data_not_mime": (True, "node-user-data: AL2023 user data not MIME multi-part"),
+    "gateway_alias_record_with_own_zone_id": (True, "alias-target-zone: the NLB's zone is Z3F0SRJ5LGBH90"),
+    "qdrant_archive_headless_service_with_cluster_ip": (
+        True,
+        "governing-service-headless: the set's governing Service has a cluster IP; its pod names never resolve",
+    ),
+    "qdrant_archive_cluster_without_p2p_ingress": (True, "flow-allowed: the set's peers refused on 6335"),
+    "evals_report_iam_policy_on_instance_identifier": (
+        True,
+        "iam-resource-matches: a dbuser ARN on the identifier where rds-db:connect takes the resource id",
+    ),
+    "docs_hpa_target_extensions_v1beta1": (True, "target-exists: extensions/v1beta1 Deployments are not served"),
+    "gpu_dashboard_configmap_in_serving_namespace": (
+        True,
+        "dashboard-loaded: the ConfigMap is outside the sidecar's namespace",
+    ),
+    "evals_db_cname_in_zone_without_vpc": (True, "zone-answers: a VPC-only target in an undelegated public zone"),
+    "evals_report_verify_full_without_ca_bundle": (True, "tls-ca-file-present: no root.crt under HOME"),
+    "evals_report_pghost_from_endpoint_with_port": (True, "host-without-port: PGHOST is the endpoint (host:port)"),
+    "evals_db_free_storage_alarm_threshold_in_gib": (
+        True,
+        "alarm-threshold-unit: FreeStorageSpace in bytes against 10 (generated-name-resolves no longer fires)",
+    ),
+}
+
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 26, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 26, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
