@@ -23,7 +23,12 @@ The provider's schema types every field, but the services check how fields go to
 - **S3** ``PutBucketLifecycleConfiguration``: a transition to ``STANDARD_IA`` or ``ONEZONE_IA`` at 30 days or
   more, an expiration after every transition ("'Days' in the Expiration action for filter '...' must be greater
   than 'Days' in the Transition action")
-  (https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-transition-general-considerations.html).
+  (https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-transition-general-considerations.html); each
+  number of a rule's actions in its documented range (``LIFECYCLE_RANGES``): ``NewerNoncurrentVersions`` of a
+  noncurrent version expiration or transition retains 1 to 100 versions ("You can specify up to 100 noncurrent
+  versions to retain": https://docs.aws.amazon.com/AmazonS3/latest/API/API_NoncurrentVersionExpiration.html,
+  API_NoncurrentVersionTransition.html; the provider's own floor is 1, ``IntAtLeast(1)``). S3 refuses the whole
+  configuration (InvalidArgument; the exact text is not confirmed), so none of its rules apply.
 - **Route 53** ``ChangeResourceRecordSets``: an alias record has no TTL and a plain one has one; a routing policy
   has a set identifier; a CNAME has one value and never sits at the zone apex ("RRSet of type CNAME with DNS
   name ... is not permitted at apex").
@@ -41,6 +46,13 @@ The provider's schema types every field, but the services check how fields go to
   (``Period`` x ``EvaluationPeriods``) of at most seven days (604,800 s), at most one day (86,400 s) for a period
   under an hour ("For alarms with a period of less than one hour (3,600 seconds), the total evaluation period can't
   be longer than one day": the same page, and botocore's cloudwatch service-2.json, ``PutMetricAlarmInput.Period``).
+  Its fields go together: an "M out of N" alarm breaches on ``DatapointsToAlarm`` (M) of ``EvaluationPeriods`` (N)
+  datapoints, so M <= N (ValidationError "DatapointsToAlarm must be less than or equal to EvaluationPeriods":
+  hashicorp/terraform#24070); a metric math alarm (``Metrics``, the provider's ``metricQueries``) takes none of
+  ``MetricName``, ``Namespace``, ``Dimensions``, ``Period``, ``Unit``, ``Statistic`` or ``ExtendedStatistic``
+  ("If you use the Metrics parameter, you cannot include ...": PutMetricAlarm's ``Metrics``; the provider's schema
+  has ``metric_name`` and ``dimensions`` ``ConflictsWith: []string{"metric_query"}``) and watches one query,
+  the one with ``ReturnData`` true ("One item in the Metrics array is the expression that the alarm watches").
 - **ECR** ``PutLifecyclePolicy``: a rule selecting ``tagged`` images names a ``tagPrefixList`` or a
   ``tagPatternList`` (InvalidParameterException; https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html).
 - **KMS** ``CreateAlias``: an alias name of ``alias/`` and then ``a-zA-Z0-9/_-``, at most 256 characters, never
@@ -132,6 +144,8 @@ SHORT_ALARM_PERIODS = {10, 20, 30}  # high-resolution periods; any other is a mu
 ALARM_RANGE_S = 604_800
 SHORT_PERIOD_RANGE_S = 86_400
 HOUR_S = 3_600
+# The single-metric fields PutMetricAlarm refuses beside Metrics (the provider's metricQueries).
+SINGLE_METRIC_FIELDS = ("metricName", "namespace", "dimensions", "period", "statistic", "extendedStatistic", "unit")
 SECRET = "aws:secretsmanager/secret:Secret"
 HEALTH_CHECK = "aws:route53/healthCheck:HealthCheck"
 MAPPING = "aws:lambda/eventSourceMapping:EventSourceMapping"
@@ -181,6 +195,11 @@ RANGE_ERRORS = {
 # What EC2 takes in a VPC security group's name and description (CreateSecurityGroup).
 SECURITY_GROUP_TEXT = re.compile(r"^[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]{0,255}$")
 MSK_VOLUME_GIB = range(1, 16_385)
+# The numbers inside a lifecycle rule's actions and their documented ranges: (action, field) -> range.
+LIFECYCLE_RANGES: dict[tuple[str, str], Range] = {
+    ("noncurrentVersionExpiration", "newerNoncurrentVersions"): Range("NewerNoncurrentVersions", 1, 100, "versions"),
+    ("noncurrentVersionTransitions", "newerNoncurrentVersions"): Range("NewerNoncurrentVersions", 1, 100, "versions"),
+}
 INFREQUENT_ACCESS = {"STANDARD_IA": 30, "ONEZONE_IA": 30}  # storage class -> fewest days before the transition
 LOG_RETENTION_DAYS = {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288}
 LOG_RETENTION_DAYS |= {3653}
@@ -427,6 +446,43 @@ def _alarm_periods(alarm: RenderedResource) -> Iterator[Finding]:
                 "set the period to 10, 20, 30 or a multiple of 60 seconds",
             )
     yield from _alarm_range(alarm, [p for p in (_number(p) for p in periods) if p])
+    yield from _alarm_fields(alarm)
+
+
+def _alarm_fields(alarm: RenderedResource) -> Iterator[Finding]:
+    """PutMetricAlarm's cross-field constraints: M <= N, and what a metric math alarm takes beside its queries."""
+    datapoints, evaluations = (_number(alarm.inputs.get(k)) for k in ("datapointsToAlarm", "evaluationPeriods"))
+    if datapoints is not None and evaluations is not None and datapoints > evaluations:
+        yield _rejected(
+            alarm,
+            "CloudWatch",
+            f"datapointsToAlarm {datapoints:g} over evaluationPeriods {evaluations:g}: an M-out-of-N alarm needs M <= "
+            "N (ValidationError: DatapointsToAlarm must be less than or equal to EvaluationPeriods)",
+            f"set evaluationPeriods to at least {datapoints:g} (N datapoints of one period each are evaluated), or "
+            f"datapointsToAlarm to at most {evaluations:g}",
+        )
+    queries = [q for q in alarm.inputs.get("metricQueries") or [] if isinstance(q, dict)]
+    if not queries:
+        return
+    single = [k for k in SINGLE_METRIC_FIELDS if alarm.inputs.get(k) not in (None, "", {}, [])]
+    if single:
+        yield _rejected(
+            alarm,
+            "CloudWatch",
+            f"metricQueries beside {', '.join(single)}: a metric math alarm describes its metrics in its queries "
+            "only (the provider's schema refuses metricName and dimensions beside metricQueries at preview, "
+            "PutMetricAlarm the rest: ValidationError)",
+            f"move {', '.join(single)} into metricQueries' metric blocks, or drop metricQueries",
+        )
+    returned = [str(q.get("id")) for q in queries if q.get("returnData") is True]
+    if len(returned) > 1:
+        yield _rejected(
+            alarm,
+            "CloudWatch",
+            f"metric queries {', '.join(returned)} all set returnData: an alarm watches exactly one query "
+            "(ValidationError)",
+            "set returnData=True on the one expression the alarm watches and leave it off the others",
+        )
 
 
 def _alarm_range(alarm: RenderedResource, periods: list[float]) -> Iterator[Finding]:
@@ -651,6 +707,7 @@ def _lifecycle(lifecycle: RenderedResource) -> Iterator[Finding]:
                     f"{least} for {storage})",
                     f"transition to {storage} at {least} days or later, or to another class",
                 )
+        yield from _lifecycle_numbers(lifecycle, name, rule)
         expires = _days(rule.get("expiration"))
         latest = max((d for t in transitions if (d := _number(t.get("days"))) is not None), default=None)
         if expires is not None and latest is not None and expires <= latest:
@@ -660,6 +717,31 @@ def _lifecycle(lifecycle: RenderedResource) -> Iterator[Finding]:
                 f"rule {name!r} expires objects after {expires:g} days, not after its last transition at "
                 f"{latest:g} (InvalidArgument: Expiration days must be greater than Transition days)",
                 "expire after the last transition, or drop the transition",
+            )
+
+
+def _count(value: Any) -> float | None:
+    """A number, or the digits the provider's nullable integers render as ("200")."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return float(value)
+    return _number(value)
+
+
+def _lifecycle_numbers(lifecycle: RenderedResource, name: str, rule: dict[str, Any]) -> Iterator[Finding]:
+    for (action, key), allowed in LIFECYCLE_RANGES.items():
+        blocks = rule.get(action)
+        for block in blocks if isinstance(blocks, list) else [blocks]:
+            value = _count(block.get(key)) if isinstance(block, dict) else None
+            if value is None or allowed.low <= value <= allowed.high:
+                continue
+            yield _rejected(
+                lifecycle,
+                "S3",
+                f"rule {name!r} sets {action}.{key}={value:g}, outside {allowed.api}'s {allowed.low}-{allowed.high} "
+                f"{allowed.unit} (InvalidArgument), so PutBucketLifecycleConfiguration refuses the whole "
+                "configuration and none of its rules apply",
+                f"set {key} between {allowed.low} and {allowed.high} (noncurrentDays bounds how long the older "
+                "versions are kept; AWS Backup or replication keeps a longer history)",
             )
 
 

@@ -1,6 +1,7 @@
 """Values RDS refuses at create time, or fights later: a master username the engine reserves, a parameter group of
 another family, allocated storage outside its engine's and storage type's range, a master password with characters
-RDS refuses, a DB subnet group in one AZ, a minor version pinned while RDS upgrades minors itself.
+RDS refuses, a DB subnet group in one AZ, a minor version pinned while RDS upgrades minors itself, an initial
+database name the engine refuses, a Multi-AZ instance told which AZ to use.
 
 - **Master username** (``CreateDBInstance`` / ``CreateDBCluster`` ``MasterUsername``): "Must start with a letter ...
   Can't be a reserved word for the chosen database engine"; PostgreSQL 1 to 63 letters, digits or underscores,
@@ -53,6 +54,17 @@ RDS refuses, a DB subnet group in one AZ, a minor version pinned while RDS upgra
   16.12 -> 16.11 and ModifyDBInstance answers InvalidParameterCombination "Cannot upgrade postgres from 16.12 to
   16.11". The provider's docs: "If auto_minor_version_upgrade is enabled, you can provide a prefix of the version
   such as 8.0 (for 8.0.36)". A cluster is not judged (its own suppression landed upstream in #49396).
+- **Initial database name** (``CreateDBInstance`` ``DBName``, ``CreateDBCluster`` ``DatabaseName``): "Must begin
+  with a letter. Subsequent characters can be letters, underscores, or digits (0-9)"; RDS for PostgreSQL and Aurora
+  PostgreSQL 1 to 63 characters, MySQL, MariaDB and Aurora MySQL 1 to 64 (the CreateDBInstance reference's DBName
+  constraints per engine, https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_CreateDBInstance.html, and
+  botocore's rds service-2.json). A hyphen, allowed in the instance *identifier*, is refused here:
+  InvalidParameterValue "DBName must begin with a letter and contain only alphanumeric characters"
+  (terraform-aws-modules/terraform-aws-rds#425). Reserved words are not judged (no table of them).
+- **Multi-AZ with an AZ** (``CreateDBInstance``): "The AvailabilityZone parameter can't be specified if the DB
+  instance is a Multi-AZ deployment" (the same reference): RDS places the primary and the standby itself, and
+  answers InvalidParameterCombination "Requesting a specific availability zone is not valid for Multi-AZ
+  instances" (hashicorp/terraform-provider-aws#485, #39225). Judged on every engine.
 
 Cannot see: an engine or version unknown at render time, other engines (Oracle, SQL Server, Db2), a parameter group
 not created by the program.
@@ -80,6 +92,8 @@ GROUP_INPUTS = {
 }
 USERNAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # Longest master username by engine (CreateDBInstance's MasterUsername constraints).
+# Longest initial database name by engine (CreateDBInstance's DBName constraints); the same first-letter pattern.
+DB_NAME_MAX = {"postgres": 63, "aurora-postgresql": 63, "mysql": 64, "mariadb": 64, "aurora-mysql": 64}
 USERNAME_MAX = {"postgres": 63, "aurora-postgresql": 63, "mysql": 16, "mariadb": 16, "aurora-mysql": 16}
 RDS_ACCOUNTS = frozenset({"rdsadmin", "rdsrepladmin"})  # the accounts RDS runs the engine with, on every engine
 RESERVED = {
@@ -115,10 +129,13 @@ PREFIX_PARTS = {"postgres": 1, "mysql": 2, "mariadb": 2}
 def check(graph: Graph) -> Iterator[Finding]:
     for typ in (INSTANCE, CLUSTER):
         for db in graph.of_type(typ):
+            if typ == INSTANCE:
+                yield from _multi_az_zone(db)
             engine = str(db.inputs.get("engine"))
             if engine not in USERNAME_MAX:
                 continue
             yield from _username(db, engine)
+            yield from _db_name(db, engine)
             yield from _family(graph, db, engine)
             yield from _password(db, engine)
             if typ == INSTANCE and engine in STORAGE_ENGINES:
@@ -228,6 +245,50 @@ def _username(db: RenderedResource, engine: str) -> Iterator[Finding]:
             f"set {key} to a name of your own that starts with a letter, of letters, digits and underscores, at "
             f"most {USERNAME_MAX[engine]} characters, not a word the engine reserves (e.g. 'app_owner')",
         )
+
+
+def _db_name(db: RenderedResource, engine: str) -> Iterator[Finding]:
+    key = "dbName" if db.type == INSTANCE else "databaseName"
+    name = db.inputs.get(key)
+    if not isinstance(name, str) or not name:
+        return  # unset: no initial database (PostgreSQL still has its postgres database)
+    most = DB_NAME_MAX[engine]
+    why = None
+    if not USERNAME.match(name):
+        bad = sorted({c for c in name if not (c.isascii() and (c.isalnum() or c == "_"))})
+        held = f" (holds {', '.join(repr(c) for c in bad)})" if bad else ""
+        why = f"must begin with a letter and hold only letters, digits and underscores{held}"
+    elif len(name) > most:
+        why = f"is {len(name)} characters, over {engine}'s {most}"
+    if why is None:
+        return
+    call = "CreateDBInstance" if db.type == INSTANCE else "CreateDBCluster"
+    fixed = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    fixed = (fixed if fixed[:1].isalpha() else f"db_{fixed}")[:most]
+    yield Finding(
+        RULE,
+        db.urn,
+        f"{db.name}.{key}={name!r} (the initial database) {why}, so {call} refuses it (InvalidParameterValue "
+        '"DBName must begin with a letter and contain only alphanumeric characters") and `pulumi up` fails '
+        "there: no database is created",
+        f"set {key} to a name that begins with a letter, of letters, digits and underscores, at most {most} "
+        f"characters (e.g. {fixed!r}); a hyphen belongs only in the instance identifier",
+    )
+
+
+def _multi_az_zone(db: RenderedResource) -> Iterator[Finding]:
+    zone = db.inputs.get("availabilityZone")
+    if db.inputs.get("multiAz") is not True or not isinstance(zone, str) or not zone:
+        return
+    yield Finding(
+        RULE,
+        db.urn,
+        f"{db.name} is Multi-AZ (multiAz=True) and names availabilityZone={zone!r}: RDS places a Multi-AZ "
+        "instance's primary and standby itself, so CreateDBInstance refuses the pair (InvalidParameterCombination "
+        '"Requesting a specific availability zone is not valid for Multi-AZ instances") and `pulumi up` fails there',
+        "drop availabilityZone (the DB subnet group's AZs bound where RDS puts primary and standby), or set "
+        "multiAz=False to pin a Single-AZ instance to that zone",
+    )
 
 
 def family_of(engine: str, version: str) -> str | None:
