@@ -9,6 +9,10 @@ writes:
 
 - ``actions``: every action of the service;
 - ``unscoped``: the actions whose row names no resource type (``Resource`` must be ``"*"``);
+- ``resources``: each resource type of the service and the ARN AWS forms for it (``log-stream``:
+  ``arn:${Partition}:logs:${Region}:${Account}:log-group:${LogGroupName}:log-stream:${LogStreamName}``);
+- ``typed``: the actions every row of which names a resource type, and those types (an action with a row naming
+  none is left out: its grant on ``"*"`` or on ARNs is not judged by type);
 - ``conditions``: each service condition key (``s3:prefix``; the global ``aws:*`` keys are left out) and the
   actions whose request may carry it: the keys of the action's rows and of the resource types it names. A key
   most actions carry is written ``{"all_but": [...]}``, the actions that do not, which keeps the file small.
@@ -31,6 +35,14 @@ SOURCE = (
 UNSCOPED = (
     "per service, the actions whose Service Authorization Reference row names no resource type (Resource must be "
     '"*"), read from the same iam-definition.json'
+)
+RESOURCES = (
+    "per service, each resource type and its ARN format (${...} is a variable part), read from the same "
+    "iam-definition.json"
+)
+TYPED = (
+    "per service, the actions every row of which names a resource type, and those types (the ARNs of them a request "
+    "names), read from the same iam-definition.json"
 )
 CONDITIONS = (
     "per service, each of its condition keys (not the global aws:* ones) and the actions whose request may carry it "
@@ -73,9 +85,23 @@ def main() -> None:
             "url": service["service_authorization_url"],
             "actions": sorted(privileges),
             "unscoped": sorted(a for a, p in privileges.items() if set(p["resource_types"]) <= {""}),
+            "resources": {name: row["arn"] for name, row in sorted(service["resources"].items())},
+            "typed": {
+                a: sorted(p["resource_types"])
+                for a, p in sorted(privileges.items())
+                if p["resource_types"] and "" not in p["resource_types"]
+            },
             "conditions": carried(service),
         }
-    table = {"source": SOURCE, "read": args.read, "services": services, "unscoped": UNSCOPED, "conditions": CONDITIONS}
+    table = {
+        "source": SOURCE,
+        "read": args.read,
+        "services": services,
+        "unscoped": UNSCOPED,
+        "resources": RESOURCES,
+        "typed": TYPED,
+        "conditions": CONDITIONS,
+    }
     OUT.write_text(json.dumps(table, indent=1), encoding="utf-8")
 
 

@@ -498,6 +498,16 @@ def mock_outputs(
         extra = {"arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{rid}", "name": rid}
     elif typ == "aws:s3/bucket:Bucket":
         extra = {"bucket": rid, "arn": f"arn:aws:s3:::{rid}", "region": region}
+    elif typ == "aws:cloudwatch/logGroup:LogGroup":
+        # The provider's LogGroup.arn is the group's ARN without the ':*' the API adds ("removed for greater
+        # compatibility", the aws_cloudwatch_log_group docs): arn:aws:logs:R:A:log-group:NAME.
+        group = inputs.get("name") or rid
+        extra = {"name": group, "arn": f"arn:aws:logs:{region}:{ACCOUNT_ID}:log-group:{group}"}
+    elif typ == "aws:ssm/parameter:Parameter":
+        # A parameter's ARN is parameter/ and its name without the leading slash (Service Authorization Reference,
+        # resource type parameter: arn:${Partition}:ssm:${Region}:${Account}:parameter/${ParameterNameWithoutLeadingSlash}).
+        parameter = str(inputs.get("name") or rid)
+        extra = {"name": parameter, "arn": f"arn:aws:ssm:{region}:{ACCOUNT_ID}:parameter/{parameter.lstrip('/')}"}
     elif typ == "aws:sqs/queue:Queue":
         # A queue is named in its ARN without a resource type, and referenced by URL (QueuePolicy's queueUrl):
         # without one here, whatever names the queue by URL loses the reference and the checks that follow it.

@@ -3,7 +3,7 @@
 IAM matches a request's resource ARN against each Resource of an Allow statement, character by character (``*`` and
 ``?`` are the only wildcards: IAM User Guide, "IAM JSON policy elements: Resource"). An ARN that the resource can
 never have makes the statement allow nothing, and the call is denied ("no identity-based policy allows the ...
-action") although the policy seems to grant it. Three ways a rendered ARN can never match:
+action") although the policy seems to grant it. The ways a rendered ARN can never match:
 
 - a Secrets Manager secret's ARN ends in its name, a hyphen and six random characters
   (``...:secret:acme/webhook-AbCdEf``); a Resource naming the secret without them (and without a ``*`` or
@@ -15,6 +15,13 @@ action") although the policy seems to grant it. Three ways a rendered ARN can ne
   GovCloud ``aws-us-gov``: AWS General Reference, "Amazon Resource Names");
 - an ARN naming one of the program's own resources (its name or ID, same service) in another region or account
   than the one the program creates it in;
+- an SSM parameter ARN with ``parameter//``: the Service Authorization Reference (AWS Systems Manager, resource type
+  ``parameter``) writes it ``arn:${Partition}:ssm:${Region}:${Account}:parameter/${ParameterNameWithoutLeadingSlash}``,
+  so the parameter ``/acme/x`` is ``...:parameter/acme/x``; ``"parameter/" + name`` for a name with a leading slash
+  matches nothing and GetParameter is denied
+  (https://docs.aws.amazon.com/systems-manager/latest/userguide/sysman-paramstore-access.html; the same bug:
+  https://github.com/aws/aws-cdk/issues/4803, https://github.com/aws/serverless-application-model/issues/1106).
+  The parameter's ``arn`` output is the right one;
 - an ``rds-db`` ``dbuser`` ARN (what ``rds-db:connect``, IAM database authentication, is granted on) whose resource
   part is not a resource id: the Service Authorization Reference (Amazon RDS IAM Authentication, resource type
   ``db-user``) writes it ``arn:${Partition}:rds-db:${Region}:${Account}:dbuser:${DbiResourceId}/${DbUserName}``, the
@@ -70,6 +77,11 @@ def never_matches(graph: Graph, arn: str) -> str | None:
                 f"a secret's ARN ends in its name, a hyphen and six random characters ({arn}-AbCdEf); without them "
                 "(or a '-??????' wildcard) it names no secret"
             )
+    if service == "ssm" and rest.startswith("parameter//"):
+        return (
+            "a parameter's ARN is ...:parameter/ and its name without the leading '/' (the parameter /acme/x is "
+            "...:parameter/acme/x); 'parameter/' and a name that starts with '/' has two slashes and names no parameter"
+        )
     if service == "rds-db" and rest.startswith("dbuser:"):
         return _db_user(graph, rest.removeprefix("dbuser:"))
     if _WILD.search(rest):
@@ -132,7 +144,8 @@ def check(graph: Graph) -> Iterator[Finding]:
                     resource.urn,
                     f"{resource.name} allows {actions or 'its actions'} on {arn}, an ARN no resource can have: "
                     f"{why}; the grant matches nothing and the call is denied (AccessDenied)",
-                    "write the ARN the resource really has: take it from the resource's arn output (an rds-db dbuser "
+                    "write the ARN the resource really has: take it from the resource's arn output (an SSM parameter's: "
+                    "parameter/ and its name without the leading '/'; an rds-db dbuser "
                     "ARN: from the database's resource_id), or end a secret's name in '-*' (IAM User Guide, 'IAM JSON "
                     "policy elements: Resource')",
                 )

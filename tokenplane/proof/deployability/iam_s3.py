@@ -14,7 +14,8 @@ action named exactly (a wildcard action such as ``s3:Get*`` spans both types). A
 in the bucket name (``*``, ``arn:aws:s3:::b*``) may match both types and satisfies either; one after the
 slash (``BUCKET/*``) is still an object ARN. Read from every policy document the
 graph holds: role inline policies (``RolePolicy``, ``Role.inlinePolicies``), managed ``Policy`` and bucket
-policies. The same rule reports actions that support no resource type allowed only on ARNs (``iam_unscoped``).
+policies. The same rule reports actions that support no resource type allowed only on ARNs (``iam_unscoped``), and
+actions of other services granted only on ARNs of resource types they do not act on (``iam_types``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.iam_policy import as_list, policy_documents, statements
+from tokenplane.proof.deployability.iam_types import check as _typed
 from tokenplane.proof.deployability.iam_unscoped import check as _unscoped
 
 RULE = "iam-resource-type"
@@ -114,6 +116,7 @@ BUCKET_ACTIONS = frozenset(
 
 def check(graph: Graph) -> Iterator[Finding]:
     yield from _unscoped(graph)
+    yield from _typed(graph)
     for resource, document in policy_documents(graph):
         for statement in statements(document):
             if statement.get("Effect") != "Allow" or "Action" not in statement or "Resource" not in statement:

@@ -5,10 +5,11 @@ Some AWS services write into the program's resources on their own, as their serv
 program: CloudWatch alarms publish to SNS topics (``cloudwatch.amazonaws.com``), EventBridge rules send to SQS
 queues, SNS topics and Lambda functions (``events.amazonaws.com``), S3 notifications do the same
 (``s3.amazonaws.com``), SNS subscriptions deliver to SQS queues and Lambda functions (``sns.amazonaws.com``), a log
-subscription filter invokes its Lambda destination (``logs.<region>.amazonaws.com``), and CloudWatch Logs encrypts a
-log group's events. Each needs two things the program must give it:
+subscription filter invokes its Lambda destination (``logs.<region>.amazonaws.com``), a Secrets Manager rotation
+invokes its rotation function (``secretsmanager.amazonaws.com``), and CloudWatch Logs encrypts a log group's events.
+Each needs two things the program must give it:
 
-- **The destination's resource policy** (EventBridge, S3, SNS subscriptions and log subscription filters;
+- **The destination's resource policy** (EventBridge, S3, SNS subscriptions, log subscription filters and rotations;
   CloudWatch alarms publish to a topic of the same account under its default policy): a queue or topic policy
   allowing the service ``sqs:SendMessage`` or ``sns:Publish``, or a ``lambda.Permission`` for the service, naming
   the function by name, ARN or qualified ARN. Without it EventBridge drops every event and counts FailedInvocations
@@ -22,7 +23,14 @@ log group's events. Each needs two things the program must give it:
   internal/service/logs/subscription_filter.go of hashicorp/terraform-provider-aws;
   https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/SubscriptionFilters.html#LambdaFunctionExample). A
   filter that does not wait for its Permission races it on the first run and is reported too. Kinesis and Firehose
-  destinations of a filter need a ``roleArn`` instead and are not judged here.
+  destinations of a filter need a ``roleArn`` instead and are not judged here. A secret's rotation
+  (``secretsmanager.SecretRotation``) calls RotateSecret, which checks at once that Secrets Manager may invoke the
+  rotation function and answers AccessDeniedException "Secrets Manager cannot invoke the specified Lambda function.
+  Ensure that the function policy grants access to the principal secretsmanager.amazonaws.com."
+  (https://docs.aws.amazon.com/secretsmanager/latest/userguide/troubleshoot_rotation.html,
+  https://docs.aws.amazon.com/secretsmanager/latest/userguide/rotating-secrets-required-permissions.html); the
+  provider retries that answer for a minute (internal/service/secretsmanager/secret_rotation.go), which absorbs a
+  Permission created beside it, and then fails ``pulumi up``.
 - **The destination's key**: a service principal may use a customer managed key only where the key's policy allows
   it ``kms:GenerateDataKey*`` and ``kms:Decrypt`` (CloudWatch Logs also ``kms:Encrypt*``), and never an AWS managed
   key (``alias/aws/sns``, ``alias/aws/sqs``), whose policy no one can change
@@ -69,6 +77,10 @@ S3_REFUSAL = (
     "configurations) and pulumi up fails"
 )
 SNS_REFUSAL = "SNS fails every delivery after deploy and nothing arrives"
+ROTATION_REFUSAL = (
+    "RotateSecret answers AccessDeniedException (Secrets Manager cannot invoke the specified Lambda function); the "
+    "provider retries for a minute, then pulumi up fails and the secret is never rotated"
+)
 LOGS_REFUSAL = (
     "PutSubscriptionFilter test-invokes the function and answers InvalidParameterException (Could not execute the "
     "lambda function); the provider retries for five minutes, then pulumi up fails at {filter}"
@@ -158,6 +170,9 @@ def senders(graph: Graph) -> Iterator[Sender]:
         for sender in to(filter_, "destinationArn", service, True, refusal, tested_at_create=True):
             if sender.destination.type == FUNCTION:
                 yield sender
+    for rotation in graph.of_type("aws:secretsmanager/secretRotation:SecretRotation"):
+        # The provider retries RotateSecret's AccessDenied for a minute: a Permission made beside it is in time.
+        yield from to(rotation, "rotationLambdaArn", "secretsmanager.amazonaws.com", True, ROTATION_REFUSAL)
 
 
 def _grants(graph: Graph, sender: Sender, action: str, grant_type: str, target: str) -> list[RenderedResource] | None:

@@ -25,6 +25,11 @@ has the service assume that role with sts:AssumeRole, which succeeds only if the
   https://docs.aws.amazon.com/eventbridge/latest/pipes-reference/pipes-permissions.html.
 - AWS Backup selections, ``iamRoleArn``, ``backup.amazonaws.com``: every backup job of the selection fails,
   https://docs.aws.amazon.com/aws-backup/latest/devguide/iam-service-roles.html.
+- EKS Pod Identity associations, ``roleArn``, ``pods.eks.amazonaws.com``, which assumes the role *with session tags*
+  (the pod's cluster, namespace and service account), so the trust policy must allow ``sts:TagSession`` as well as
+  ``sts:AssumeRole`` (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html: "EKS Pod Identity uses
+  TagSession to include session tags in the requests to AWS STS"). CreatePodIdentityAssociation accepts the role;
+  the agent's AssumeRoleForPodIdentity is then denied and the pod's SDK finds no credentials.
 
 EKS clusters' and node groups' roles (``eks.amazonaws.com``, ``ec2.amazonaws.com``) are ``nodes_join``'s concern.
 
@@ -35,6 +40,7 @@ apply time, and a principal written as an AWS account or ``*`` (never a service'
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +62,7 @@ class Handoff:
     path: str
     principal: str
     when: str
+    actions: tuple[str, ...] = ("sts:AssumeRole",)  # what the trust policy must allow the principal
 
 
 HANDOFFS = (
@@ -104,6 +111,14 @@ HANDOFFS = (
         "backup.amazonaws.com",
         "the selection deploys, and at run time every backup job it starts fails (the role cannot be assumed)",
     ),
+    Handoff(
+        "aws:eks/podIdentityAssociation:PodIdentityAssociation",
+        "roleArn",
+        "pods.eks.amazonaws.com",
+        "CreatePodIdentityAssociation accepts it, and at run time the Pod Identity agent's AssumeRoleForPodIdentity is "
+        "denied, so the service account's pods get no AWS credentials",
+        ("sts:AssumeRole", "sts:TagSession"),
+    ),
 )
 
 
@@ -112,17 +127,22 @@ def check(graph: Graph) -> Iterator[Finding]:
         for resource in graph.of_type(handoff.type):
             for path, arn in _role_arns(resource.inputs, handoff.path):
                 role = _role(graph, resource, path, arn)
-                if role is None or trusted(role, handoff.principal) is not False:
-                    continue  # not the program's role, or a trust policy known only at apply time
+                if role is None:
+                    continue  # not the program's role
+                missing = [a for a in handoff.actions if trusted(role, handoff.principal, a) is False]
+                if not missing:
+                    continue  # trusted, or a trust policy known only at apply time
                 kind = handoff.type.rsplit(":", 1)[-1]
+                trusts = ", ".join(_principals(role)) or "no service"
+                action: Any = handoff.actions[0] if len(handoff.actions) == 1 else list(handoff.actions)
                 yield Finding(
                     RULE,
                     resource.urn,
                     f"{kind} {resource.name} hands role {role.name} ({path}) to {handoff.principal}, but the role's "
-                    f"assumeRolePolicy does not allow sts:AssumeRole to Service {handoff.principal} (it trusts "
-                    f"{', '.join(_principals(role)) or 'no service'}): {handoff.when}",
+                    f"assumeRolePolicy does not allow {' and '.join(missing)} to Service {handoff.principal} (it "
+                    f"trusts {trusts}; the service needs {' and '.join(handoff.actions)}): {handoff.when}",
                     f'add {{"Effect": "Allow", "Principal": {{"Service": "{handoff.principal}"}}, "Action": '
-                    f'"sts:AssumeRole"}} to {role.name}\'s assumeRolePolicy',
+                    f"{json.dumps(action)}}} to {role.name}'s assumeRolePolicy",
                 )
 
 
@@ -152,16 +172,16 @@ def _role(graph: Graph, resource: RenderedResource, path: str, arn: Any) -> Rend
     return roles[0] if len(roles) == 1 else None
 
 
-def trusted(role: RenderedResource, principal: str) -> bool | None:
+def trusted(role: RenderedResource, principal: str, action: str = "sts:AssumeRole") -> bool | None:
     """Whether ``role``'s trust policy lets Service ``principal`` (or its regional form, ``states.REGION.
-    amazonaws.com``) call sts:AssumeRole; None when the trust policy is known only at apply time."""
+    amazonaws.com``) call ``action``; None when the trust policy is known only at apply time."""
     trust = role.inputs.get("assumeRolePolicy")
     if document(trust) is None:
         return None
     service = principal.removesuffix(".amazonaws.com")
     for statement in statements(trust):
         actions = [a.lower() for a in as_list(statement.get("Action")) if isinstance(a, str)]
-        if statement.get("Effect") != "Allow" or not any(fnmatch.fnmatchcase("sts:assumerole", a) for a in actions):
+        if statement.get("Effect") != "Allow" or not any(fnmatch.fnmatchcase(action.lower(), a) for a in actions):
             continue
         for name in _services(statement):
             if name == principal or (name.startswith(f"{service}.") and name.endswith(".amazonaws.com")):
