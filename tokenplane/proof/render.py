@@ -513,6 +513,7 @@ def mock_outputs(
         # without one here, whatever names the queue by URL loses the reference and the checks that follow it.
         queue = str(inputs.get("name") or rid)
         extra = {
+            "name": queue,  # the generated name: what an alarm's QueueName dimension or a KEDA trigger names it by
             "arn": f"arn:aws:sqs:{region}:{ACCOUNT_ID}:{queue}",
             "url": f"https://sqs.{region}.amazonaws.com/{ACCOUNT_ID}/{queue}",
         }

@@ -27,6 +27,9 @@ completely", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Cont
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/deploy-container-insights-EKS.html). An alarm on it
 in a program that installs none of these watches a metric that never exists. metrics-server serves the Kubernetes
 metrics API, not CloudWatch. Cannot see: an agent installed outside the program (then waive the finding).
+
+A metric that exists may still never move for its resource as configured: a dead-letter queue's
+NumberOfMessagesSent, where only SQS's redrive fills the queue (``dead_letter_alarms``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from tokenplane.proof.deployability.dead_letter_alarms import redrive_only
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, NODE_GROUP, Graph
 from tokenplane.proof.render import RenderedResource
@@ -137,6 +141,17 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"alarm {alarm.inputs.get('name') or alarm.name} watches {namespace} {metric} with "
                     f"{_shown(dimensions)}: {what}; CloudWatch accepts the alarm, but no metric of that name and "
                     "dimensions is ever published, so it stays in INSUFFICIENT_DATA and never fires",
+                    fix,
+                )
+                continue
+            still = redrive_only(graph, namespace, metric, dimensions)
+            if still is not None:
+                what, fix = still
+                yield Finding(
+                    RULE,
+                    alarm.urn,
+                    f"alarm {alarm.inputs.get('name') or alarm.name} watches {namespace} {metric} with "
+                    f"{_shown(dimensions)}: {what}",
                     fix,
                 )
 

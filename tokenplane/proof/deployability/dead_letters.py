@@ -27,7 +27,7 @@ DEFAULT_RETENTION_S = 345_600  # SQS's MessageRetentionPeriod default: 4 days
 
 def check(graph: Graph) -> Iterator[Finding]:
     for source in graph.of_type(QUEUE):
-        target = _dead_letter_queue(graph, source)
+        target = dead_letter_queue(graph, source)
         if target is None:
             continue
         kept, sent_after = _retention(target), _retention(source)
@@ -43,7 +43,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             )
 
 
-def _dead_letter_queue(graph: Graph, source: RenderedResource) -> RenderedResource | None:
+def dead_letter_queue(graph: Graph, source: RenderedResource) -> RenderedResource | None:
     policy = source.inputs.get("redrivePolicy")
     try:
         arn = json.loads(policy).get("deadLetterTargetArn") if isinstance(policy, str) else None

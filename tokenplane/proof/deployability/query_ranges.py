@@ -24,14 +24,20 @@ that need one sample (``*_over_time``) and selectors whose writers are unknown a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.metrics import Query, queries, writers
 from tokenplane.proof.deployability.promql import PromQLError, selectors, tokens
-from tokenplane.proof.deployability.scrape import PROMETHEUS_CHART, Exported, exported, known
+from tokenplane.proof.deployability.scrape import (
+    DEFAULT_SCRAPE_INTERVAL,
+    PROMETHEUS_CHART,
+    Exported,
+    exported,
+    known,
+    seconds,
+)
 
 RULE = "range-spans-scrapes"
 # Functions whose result needs two samples of a series inside the range (Prometheus's functions.go: each returns
@@ -39,20 +45,7 @@ RULE = "range-spans-scrapes"
 TWO_SAMPLES = frozenset(
     {"rate", "irate", "increase", "delta", "idelta", "deriv", "predict_linear", "double_exponential_smoothing"}
 )
-# The Prometheus Operator's default scrape interval, which kube-prometheus-stack's empty scrapeInterval leaves.
-DEFAULT_SCRAPE_INTERVAL = "30s"
 SAMPLES_NEEDED = 2
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-_DURATION = re.compile(r"(?:\d+(?:ms|[smhdwy]))+")
-_PART = re.compile(r"(\d+)(ms|[smhdwy])")
-
-
-def seconds(duration: object) -> float | None:
-    """A Prometheus duration (``1m30s``, ``500ms``) in seconds; None for anything else (a number, a variable)."""
-    text = str(duration).strip() if isinstance(duration, str) else ""
-    if not _DURATION.fullmatch(text):
-        return None
-    return sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _PART.findall(text))
 
 
 def check(graph: Graph) -> Iterator[Finding]:

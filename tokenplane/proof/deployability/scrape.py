@@ -50,6 +50,12 @@ NAMING_SUFFIXES: dict[str, dict[str, tuple[str, ...]]] = {
     "prometheus_client": {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")},
     "metrics-rs": {"histogram": ("_bucket", "_count", "_sum")},
 }
+# The Prometheus Operator's default scrape interval, which kube-prometheus-stack's empty scrapeInterval leaves
+# (the Prometheus CRD's default for spec.scrapeInterval).
+DEFAULT_SCRAPE_INTERVAL = "30s"
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+_DURATION = re.compile(r"(?:\d+(?:ms|[smhdwy]))+")
+_PART = re.compile(r"(\d+)(ms|[smhdwy])")
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
 _ANNOTATION = re.compile(r"__meta_kubernetes_pod_annotation_(\w+)")
 _GO_GROUP = re.compile(r"\$\{(\w+)\}|\$(\w+)")
@@ -175,7 +181,7 @@ def exported(graph: Graph, region: str) -> Exported:
                 why = miss or (dropped[0] if dropped else "no scrape job keeps that pod")
                 out.unscraped.setdefault(sample, f"{pod.what} exports it, but {why}")
                 if miss:
-                    out.fixes.setdefault(sample, "make the monitor's selectors and port match what Prometheus reads")
+                    out.fixes.setdefault(sample, _miss_fix(miss))
                 elif dropped:
                     out.fixes.setdefault(sample, dropped[1])
     return out
@@ -504,6 +510,10 @@ def _monitors(
         if refusal:
             yield f"{what} selects it, but {refusal}"
             continue
+        refusal = timeout_refusal(monitor, releases)
+        if refusal:
+            yield f"{what} selects it, but {refusal}"
+            continue
         for endpoint in spec.get("endpoints") or spec.get("podMetricsEndpoints") or []:
             port_name = endpoint.get("port")
             base = {"namespace": pod.namespace, "pod": pod.name, "job": job}
@@ -572,7 +582,7 @@ def idle_monitors(graph: Graph, region: str) -> Iterator[tuple[KubeObject, str, 
             yield monitor, next((m for m in misses if "namespaceSelector" in m), misses[0]), fix
             continue
         if misses:
-            yield monitor, misses[0], "make the monitor's selectors and port match what Prometheus reads"
+            yield monitor, misses[0], _miss_fix(misses[0])
             continue
         selector = spec.get("selector") or {}
         if not selector.get("matchLabels") or selector.get("matchExpressions") or lookup(spec, "namespaceSelector.any"):
@@ -587,6 +597,15 @@ def idle_monitors(graph: Graph, region: str) -> Iterator[tuple[KubeObject, str, 
             "namespaces it reads",
             "label the Service it is meant to scrape as its selector says, or fix the selector (or its namespaceSelector)",
         )
+
+
+def _miss_fix(why: str) -> str:
+    if "scrapeTimeout" in why:
+        return (
+            "set the endpoint's scrapeTimeout to at most its interval (or raise interval to at least the timeout a "
+            "slow /metrics needs)"
+        )
+    return "make the monitor's selectors and port match what Prometheus reads"
 
 
 def _meant(monitor: KubeObject, pod: Pod, services: list[Service]) -> str:
@@ -629,6 +648,52 @@ def unread(monitor: KubeObject, releases: list[Any]) -> str | None:
             f"Prometheus of release {name} reads only {key}s matching {selector} (its labels: {labels or 'none'})"
         )
     return "; ".join(reasons) or None
+
+
+def seconds(duration: object) -> float | None:
+    """A Prometheus duration (``1m30s``, ``500ms``) in seconds; None for anything else (a number, a variable)."""
+    text = str(duration).strip() if isinstance(duration, str) else ""
+    if not _DURATION.fullmatch(text):
+        return None
+    return sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _PART.findall(text))
+
+
+def timeout_refusal(monitor: KubeObject, releases: list[Any]) -> str | None:
+    """Why a Prometheus of ``releases`` that reads ``monitor`` skips it for a scrapeTimeout above its interval (None
+    when none does).
+
+    prometheus-operator pkg/prometheus/resource_selector.go: for every endpoint of a ServiceMonitor
+    (``spec.endpoints``) or PodMonitor (``spec.podMetricsEndpoints``), validateScrapeIntervalAndTimeout compares
+    the endpoint's scrapeTimeout with its interval, or with the Prometheus's own spec.scrapeInterval where the
+    endpoint sets none (CompareScrapeTimeoutToScrapeInterval: 'scrapeTimeout "30s" greater than scrapeInterval
+    "15s"'); the selector then drops the whole monitor (a rejected resource, event InvalidConfiguration) and
+    generates no scrape job for it. Prometheus itself refuses such a config ("scrape timeout greater than scrape
+    interval", config.go), which is why the operator checks first.
+    """
+    if unread(monitor, releases) is not None:
+        return None  # read by none: ``unread`` says so
+    key = "endpoints" if monitor.kind == "ServiceMonitor" else "podMetricsEndpoints"
+    for release in releases:
+        if unread(monitor, [release]) is not None:
+            continue
+        prometheus = lookup(release.inputs.get("values") or {}, "prometheus.prometheusSpec") or {}
+        default = str(prometheus.get("scrapeInterval") or DEFAULT_SCRAPE_INTERVAL)
+        for i, endpoint in enumerate(lookup(monitor.manifest, f"spec.{key}") or []):
+            if not isinstance(endpoint, dict) or not endpoint.get("scrapeTimeout"):
+                continue
+            interval = str(endpoint.get("interval") or default)
+            timeout, every = seconds(endpoint.get("scrapeTimeout")), seconds(interval)
+            if timeout is None or every is None or timeout <= every:
+                continue
+            whose = "its interval" if endpoint.get("interval") else "the Prometheus's global scrapeInterval"
+            name = str(release.inputs.get("name") or release.name)
+            return (
+                f"its spec.{key}[{i}].scrapeTimeout {endpoint['scrapeTimeout']!r} is longer than {whose} "
+                f"{interval!r}: the Prometheus Operator of release {name} rejects the whole monitor "
+                f'(scrapeTimeout "{endpoint["scrapeTimeout"]}" greater than scrapeInterval "{interval}") and '
+                "writes no scrape job for it"
+            )
+    return None
 
 
 def _selects(selector: dict[str, Any], labels: dict[str, Any]) -> bool:

@@ -13,7 +13,8 @@ Sources (kubernetes/kubernetes, pkg/apis/*/validation/validation.go):
   a PDB's percent at most 100%; unhealthyPodEvictionPolicy IfHealthyBudget or AlwaysAllow;
 - Job (batch validateJobSpec, also a CronJob's jobTemplate): parallelism, completions, activeDeadlineSeconds,
   backoffLimit, ttlSecondsAfterFinished not negative; completionMode NonIndexed or Indexed, and Indexed needs
-  completions;
+  completions; the failure and index fields (podFailurePolicy, backoffLimitPerIndex, successPolicy) are
+  ``job_validation``'s;
 - CronJob (validateCronJobSpec): concurrencyPolicy Allow, Forbid or Replace (validateConcurrencyPolicy);
   startingDeadlineSeconds, successfulJobsHistoryLimit, failedJobsHistoryLimit not negative;
 - HorizontalPodAutoscaler autoscaling/v2 (validateMetricSpec): a metric's type one of Object, Pods, Resource,
@@ -37,6 +38,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from tokenplane.proof.deployability import job_validation
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
@@ -168,6 +170,7 @@ def _counts(
 
 def _job(obj: KubeObject, at: str, spec: Mapping[str, Any]) -> Iterator[Finding]:
     yield from _counts(obj, at, spec, JOB_COUNTS, "validateJobSpec")
+    yield from job_validation.check_spec(obj, at, spec)
     mode = spec.get("completionMode")
     if mode is not None and mode not in ("NonIndexed", "Indexed"):
         yield unsupported(
