@@ -151,6 +151,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "shm-size",
         "run-as-user",
         "node-disk",
+        "node-root-device",
+        "lambda-handler-resolves",
         "image-command",
         "mount-hides-image",
         "runtime-contract",

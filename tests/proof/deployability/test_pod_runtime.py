@@ -237,7 +237,7 @@ def _without_local_storage(root_gib: float) -> Callable[[RenderedResource], Rend
 def test_vllm_on_a_20_gib_root_volume_without_local_storage_put_back_in_minimal_runs_out_of_disk() -> None:
     found = rule(mutated(rendered(STACK), _without_local_storage(20)), "node-disk")
     assert _names(found) == ["minimal-us-pool-chat-deployment"], found
-    assert "vllm-openai" in found[0].message and "root volume of 20 GiB" in found[0].message, found
+    assert "vllm-openai" in found[0].message and "root volume (/dev/xvda) of 20 GiB" in found[0].message, found
     assert "no space left on device" in found[0].message, found
     assert not rule(mutated(rendered(STACK), _without_local_storage(200)), "node-disk")
 

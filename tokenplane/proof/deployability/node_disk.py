@@ -9,9 +9,11 @@ register layer ... no space left on device" (ImagePullBackOff). A pod's ephemera
 node's allocatable stays Pending ("Insufficient ephemeral-storage").
 
 The disk of a node group: the instance-store NVMe when its launch template's nodeadm user data asks for
-``localStorage`` (RAID0 or Mount: kubelet and containerd move onto it), else the launch template's root volume
-(``/dev/xvda``), else the node group's ``diskSize``, whose default is 20 GiB (EKS CreateNodegroup: "The default
-disk size is 20 GiB for Linux"). A pod's need: each image the program knows the size of (``known_images``),
+``localStorage`` (RAID0 or Mount: kubelet and containerd move onto it), else the launch template's volume at the
+device the AMI type keeps that filesystem on (``DISK_DEVICE``; a mapping at another name is another, empty volume,
+which ``node-root-device`` reports), or the Amazon Linux EKS AMI's own 20 GiB root when the template maps none;
+without a launch template, the node group's ``diskSize``, whose default is 20 GiB (EKS CreateNodegroup: "The
+default disk size is 20 GiB for Linux"). A pod's need: each image the program knows the size of (``known_images``),
 compressed plus unpacked, and its disk-backed emptyDirs' ``sizeLimit`` and containers' ``ephemeral-storage``
 requests; images of unknown size count nothing, so a finding is a lower bound and certain.
 """
@@ -36,7 +38,33 @@ RULE = "node-disk"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 EKS_DEFAULT_DISK_GIB = 20
 IMAGEFS_EVICTION = 0.15  # kubelet's default hard eviction threshold imagefs.available<15% (nodefs: 10%)
-ROOT_DEVICES = ("/dev/xvda", "/dev/sda1")  # the AL2023 and Bottlerocket/Ubuntu root devices
+AL_ROOT_GIB = (
+    20  # amazon-eks-ami templates/al2023 (and al2) variables-default.json: launch_block_device_mappings_volume_size
+)
+
+
+def ami_family(group: RenderedResource, template: RenderedResource | None) -> str | None:
+    """The EKS AMI family a managed node group boots (``AL``, ``BOTTLEROCKET``, ``WINDOWS``); None for a custom AMI."""
+    ami = str(group.inputs.get("amiType") or "")
+    if ami == "CUSTOM" or (template is not None and template.inputs.get("imageId")):
+        return None  # the template's own AMI: its device names are not known here
+    if ami.startswith(("BOTTLEROCKET", "WINDOWS")):
+        return ami.split("_", 1)[0]
+    return "AL"  # AL2_*, AL2023_*, and no amiType at all (EKS then picks an Amazon Linux type)
+
+
+# The block device that holds kubelet's and containerd's filesystem on each EKS AMI family: a launch template's
+# mapping at that name resizes it; a mapping at any other name attaches one more, empty volume beside it
+# (EC2: "block device mapping ... of the AMI" is overridden by a mapping of the same device name only:
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/block-device-mapping-concepts.html). Amazon Linux (AL2,
+# AL2023): the root, /dev/xvda (amazon-eks-ami's Packer templates; describe-images of the EKS AMIs, quoted by the
+# EKS module's maintainer in terraform-aws-modules/terraform-aws-eks#3180). Bottlerocket: /dev/xvda is the OS
+# volume and /dev/xvdb the data volume, where containerd keeps images and pods their ephemeral storage
+# (bottlerocket README "Default volumes"; the same issue). Windows AMIs: the root, /dev/sda1 (EC2 device naming).
+DISK_DEVICE = {"AL": "/dev/xvda", "BOTTLEROCKET": "/dev/xvdb", "WINDOWS": "/dev/sda1"}
+ROOT_DEVICE = {"AL": "/dev/xvda", "BOTTLEROCKET": "/dev/xvda", "WINDOWS": "/dev/sda1"}
+# What that disk is when the template does not map it: the AMI's own snapshot size, where it is documented.
+AMI_DISK_GIB = {"AL": AL_ROOT_GIB}
 
 
 def _user_data(template: RenderedResource) -> str:
@@ -65,11 +93,27 @@ def disk_bytes(graph: Graph, group: RenderedResource) -> tuple[float, str] | Non
                 return min(
                     nvme
                 ) * 1e9, f"the instance-store NVMe of {types[nvme.index(min(nvme))]} (nodeadm localStorage)"
+        family = ami_family(group, template)
+        if family is None:
+            return None  # a custom AMI: which device holds the kubelet's filesystem is not known here
+        device = DISK_DEVICE[family]
         for mapping in template.inputs.get("blockDeviceMappings") or []:
             size = (mapping.get("ebs") or {}).get("volumeSize")
-            if mapping.get("deviceName") in ROOT_DEVICES and size is not None:
-                return float(size) * 2**30, f"launch template {template.name}'s root volume of {float(size):g} GiB"
-        return None  # the AMI's own root volume size: not known here
+            if mapping.get("deviceName") == device:
+                if size is None:
+                    break
+                what = "root" if device == ROOT_DEVICE[family] else "data"
+                return float(
+                    size
+                ) * 2**30, f"launch template {template.name}'s {what} volume ({device}) of {float(size):g} GiB"
+        else:
+            if family in AMI_DISK_GIB:  # a mapping at another name is another volume: the AMI's own disk stays
+                gib = AMI_DISK_GIB[family]
+                return (
+                    gib * 2** 30,
+                    f"the EKS AMI's own {gib} GiB root volume ({device}: launch template {template.name} does not map it)",
+                )
+        return None  # the AMI's own disk size: not known here
     size = group.inputs.get("diskSize")
     if size is None:
         return EKS_DEFAULT_DISK_GIB * 2**30, f"EKS's default diskSize of {EKS_DEFAULT_DISK_GIB} GiB"
