@@ -110,7 +110,7 @@ def disk_bytes(graph: Graph, group: RenderedResource) -> tuple[float, str] | Non
             if family in AMI_DISK_GIB:  # a mapping at another name is another volume: the AMI's own disk stays
                 gib = AMI_DISK_GIB[family]
                 return (
-                    gib * 2** 30,
+                    gib * 2**30,
                     f"the EKS AMI's own {gib} GiB root volume ({device}: launch template {template.name} does not map it)",
                 )
         return None  # the AMI's own disk size: not known here
