@@ -200,8 +200,22 @@ def _scrape_findings(monitor: RenderedResource, global_interval: str | None = No
         (_service_monitor(scrapeTimeout="45s"), "", "longer than the Prometheus's global scrapeInterval '30s'"),
         # Compared as durations, not strings.
         (_service_monitor(interval="1m", scrapeTimeout="1m30s"), None, "scrapeTimeout '1m30s' is longer"),
+        # Rejected whatever it selects, pods the graph does not list (a chart's) included.
+        (
+            _custom(
+                "ai-gateway",
+                "PodMonitor",
+                {
+                    "namespaceSelector": {"any": True},
+                    "selector": {"matchLabels": {"app.kubernetes.io/name": "made-by-a-chart"}},
+                    "podMetricsEndpoints": [{"port": "metrics", "interval": "5s", "scrapeTimeout": "10s"}],
+                },
+            ),
+            None,
+            "scrapeTimeout '10s' is longer than its interval '5s'",
+        ),
     ],
-    ids=["podmonitor", "servicemonitor-default-interval", "servicemonitor-global-interval", "mixed-units"],
+    ids=["podmonitor", "servicemonitor-default-interval", "servicemonitor-global-interval", "mixed-units", "no-pods"],
 )
 def test_a_monitor_whose_timeout_exceeds_its_interval_is_caught(
     monitor: RenderedResource, global_interval: str | None, said: str

@@ -566,6 +566,10 @@ def idle_monitors(graph: Graph, region: str) -> Iterator[tuple[KubeObject, str, 
     charted = {str(r.inputs.get("namespace") or "default") for r in graph.of_type(HELM_RELEASE, region)}
     for monitor in graph.kube(region, "PodMonitor", "ServiceMonitor"):
         spec = monitor.manifest.get("spec") or {}
+        refusal = timeout_refusal(monitor, releases)
+        if refusal:  # rejected whatever it selects: pods a chart makes too
+            yield monitor, refusal, _miss_fix("scrapeTimeout")
+            continue
         found = [f for pod in pods for f in _monitors(graph, region, pod, releases, services, [monitor])]
         if any(not isinstance(f, str) for f in found):
             continue
