@@ -28,6 +28,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
+from tokenplane.runtime_env import Var
 
 RULE = "tls-ca-file-present"
 VERIFYING = ("verify-ca", "verify-full")
@@ -144,7 +145,7 @@ def _container(graph: Graph, obj: KubeObject, container: dict[str, Any]) -> Iter
         for root in (r for r in roots if r != "system"):
             if root.startswith("/") and (why := _absent(graph, obj, container, root)):
                 yield _missing(obj, where, f"sslmode={mode} with sslrootcert {root}", root, why)
-        home = env.get("HOME")
+        home = env.get(Var.HOME)
         if not roots and home and home.startswith("/"):
             default = f"{home.rstrip('/')}/.postgresql/root.crt"
             if why := _absent(graph, obj, container, default):
