@@ -75,12 +75,19 @@ def _user_data(template: RenderedResource) -> str:
         return raw
 
 
+def launch_template(graph: Graph, group: RenderedResource) -> tuple[bool, RenderedResource | None]:
+    """Whether a node group names a launch template, and that template where the program creates it (else None)."""
+    launch = group.inputs.get("launchTemplate") or {}
+    if not isinstance(launch, dict) or not launch:
+        return False, None
+    templates = graph.by_physical_ids([launch.get("id"), launch.get("name")])
+    return True, next((t for t in templates if t.type == LAUNCH_TEMPLATE), None)
+
+
 def disk_bytes(graph: Graph, group: RenderedResource) -> tuple[float, str] | None:
     """The bytes of one node's kubelet filesystem in ``group`` and where that figure comes from; None if unknown."""
-    launch = group.inputs.get("launchTemplate") or {}
-    templates = graph.by_physical_ids([launch.get("id"), launch.get("name")]) if launch else []
-    template = next((t for t in templates if t.type == LAUNCH_TEMPLATE), None)
-    if launch and template is None:
+    named, template = launch_template(graph, group)
+    if named and template is None:
         return None  # a launch template made elsewhere: not judged
     if template is not None:
         text = _user_data(template)

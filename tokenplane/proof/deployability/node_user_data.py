@@ -25,10 +25,10 @@ from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph
+from tokenplane.proof.deployability.node_disk import launch_template
 from tokenplane.proof.render import RenderedResource
 
 RULE = "node-user-data"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 MIME_EXAMPLE = (
     'MIME-Version: 1.0 / Content-Type: multipart/mixed; boundary="BOUNDARY", then each part after a --BOUNDARY line '
     "with its own Content-Type (application/node.eks.aws for a NodeConfig, text/x-shellscript for a script), closed "
@@ -38,13 +38,9 @@ MIME_EXAMPLE = (
 
 def check(graph: Graph) -> Iterator[Finding]:
     for group in graph.of_type(NODE_GROUP):
-        launch = group.inputs.get("launchTemplate") or {}
-        if not isinstance(launch, dict) or not launch:
-            continue
-        ids = [launch.get("id"), launch.get("name")]
-        template = next((t for t in graph.by_physical_ids(ids) if t.type == LAUNCH_TEMPLATE), None)
+        _, template = launch_template(graph, group)
         if template is None:
-            continue  # a template made elsewhere: its user data is not in the graph
+            continue  # no template, or one made elsewhere: its user data is not in the graph
         raw = template.inputs.get("userData")
         ami = str(group.inputs.get("amiType") or "")
         if not isinstance(raw, str) or not raw.strip() or template.inputs.get("imageId") or ami == "CUSTOM":

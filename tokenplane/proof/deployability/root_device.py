@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph
-from tokenplane.proof.deployability.node_disk import AMI_DISK_GIB, DISK_DEVICE, LAUNCH_TEMPLATE, ROOT_DEVICE, ami_family
+from tokenplane.proof.deployability.node_disk import AMI_DISK_GIB, DISK_DEVICE, ROOT_DEVICE, ami_family, launch_template
 
 RULE = "node-root-device"
 ROOT_NAMES = ("/dev/sda1", "/dev/xvda", "/dev/sda")  # what an AMI's root device is called, across families
@@ -31,11 +31,7 @@ ROOT_NAMES = ("/dev/sda1", "/dev/xvda", "/dev/sda")  # what an AMI's root device
 
 def check(graph: Graph) -> Iterator[Finding]:
     for group in graph.of_type(NODE_GROUP):
-        launch = group.inputs.get("launchTemplate") or {}
-        if not isinstance(launch, dict) or not launch:
-            continue
-        ids = [launch.get("id"), launch.get("name")]
-        template = next((t for t in graph.by_physical_ids(ids) if t.type == LAUNCH_TEMPLATE), None)
+        _, template = launch_template(graph, group)
         if template is None or (family := ami_family(group, template)) is None:
             continue
         mappings = [m for m in template.inputs.get("blockDeviceMappings") or [] if isinstance(m, dict)]
