@@ -23,11 +23,13 @@ from dataclasses import dataclass
 
 from tokenplane.proof.deployability.graph import Graph, KubeObject
 
-_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+# Bounded as DNS bounds them (a label is at most 63 characters; a URL scheme is short): unbounded runs make the
+# search quadratic on a long value without a dot, such as a 1 MiB ConfigMap entry (minutes per value).
+_LABEL = r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?"
 # The pod's own name as a shell or the kubelet ($(VAR) in command/args) expands it.
 _SELF = r"\$\{?(?:HOSTNAME|POD_NAME)\}?|\$\((?:HOSTNAME|POD_NAME)\)"
 POD_DNS = re.compile(
-    rf"(?:(?P<scheme>[a-z][a-z0-9+.-]*)://)?(?<![-\w.])(?P<pod>{_LABEL}|{_SELF})\.(?P<service>{_LABEL})"
+    rf"(?:(?P<scheme>[a-z][a-z0-9+.-]{{0,31}})://)?(?<![-\w.])(?P<pod>{_LABEL}|{_SELF})\.(?P<service>{_LABEL})"
     rf"(?:\.(?P<namespace>{_LABEL})(?:\.svc(?:\.cluster\.local)?)?)?(?::(?P<port>\d{{1,5}}))?(?![-\w.$])"
 )
 SCHEME_PORTS = {"http": 80, "https": 443, "grpc": 80}
