@@ -85,6 +85,10 @@ ENGINE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
 POLL_S = 0.01
 RESUME_WAIT_S = 60.0  # from the resume to the first /metrics page that shows the queued requests: one step
 SETTLE_S = 0.3  # from a response's headers to its requests in the engine's queue: milliseconds, with room
+# Runs of the script before giving up on /metrics: a run whose scrapes never show a request running (once in
+# CI, on a run whose tokens and preemptions were normal; once here, a hang before the deadline existed) says
+# nothing about the scheduler, so it is run again on the idle engine, and every attempt's reason is kept.
+ATTEMPTS = 3
 TOGETHER_S = 1e-9  # the model's spacing of one batch's arrivals: apart in order, together in time
 # What the engine tier accepts: the peak running count within one sequence (block rounding: the model holds
 # half a block per sequence, vLLM whole blocks), preemptions within a third (and at least 3) of the
@@ -132,6 +136,11 @@ class Outcome:
     sent: list[float]  # when the engine had it (same clock): its arrival, or (a real one) when it was resumed
     preempted: list[int] = dataclasses.field(default_factory=list)  # per request, where known (the model)
     issued: list[float] = dataclasses.field(default_factory=list)  # when the client sent it (``sent`` if empty)
+    retried: list[str] = dataclasses.field(default_factory=list)  # why earlier runs of the script were not used
+
+
+class Unobserved(RuntimeError):
+    """The engine ran the script but its /metrics never showed it doing so: the run measured nothing."""
 
 
 # --- the model ----------------------------------------------------------------------------------------------
@@ -198,15 +207,16 @@ async def _scrape(client: httpx.AsyncClient, base_url: str) -> dict[str, float]:
     return _gauges(response.text)
 
 
-async def _measure(base_url: str, model: str) -> Outcome:
+async def _measure(base_url: str, model: str, seed: int) -> Outcome:
     lows, second = script()
     everyone = lows + second
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     prompts = [[rng.randrange(16, 500) for _ in range(a.prompt)] for a in everyone]
     first = [float("nan")] * len(everyone)
     counted = [float("nan")] * len(everyone)
     issued = [float("nan")] * len(everyone)
     peak = 0.0
+    samples: list[tuple[float, float, float]] = []  # (seconds since the resume, running, waiting) per scrape
     done = asyncio.Event()
     async with httpx.AsyncClient(timeout=600, trust_env=False) as client:
         before = await _scrape(client, base_url)
@@ -243,7 +253,10 @@ async def _measure(base_url: str, model: str) -> Outcome:
         async def poll() -> None:
             nonlocal peak
             while not done.is_set():
-                peak = max(peak, (await _scrape(client, base_url))["vllm:num_requests_running"])
+                page = await _scrape(client, base_url)
+                running = page["vllm:num_requests_running"]
+                samples.append((time.monotonic() - counted[0], running, page["vllm:num_requests_waiting"]))
+                peak = max(peak, running)
                 await asyncio.sleep(POLL_S)
 
         async def held() -> float:
@@ -268,7 +281,7 @@ async def _measure(base_url: str, model: str) -> Outcome:
             if time.monotonic() > deadline or all(task.done() for task in sending):
                 # Never wait for ever: a /metrics that never shows the requests (they all finished between two
                 # scrapes on a starved machine, or the engine dropped them) ends the run with the reason.
-                raise RuntimeError(
+                raise Unobserved(
                     f"the engine's /metrics never showed the {len(everyone)} requests after the resume "
                     f"(within {RESUME_WAIT_S:.0f} s, or before they all finished): rerun on a quieter machine"
                 )
@@ -281,13 +294,29 @@ async def _measure(base_url: str, model: str) -> Outcome:
         done.set()
         await poller
         after = await _scrape(client, base_url)
+    if not peak:  # every request produced tokens, so each ran: the scrapes missed the whole run
+        raise Unobserved(
+            f"{len(samples)} scrapes of /metrics while the requests streamed showed none running "
+            f"(the first ones, as (s since the resume, running, waiting): {samples[:3]}, the last: {samples[-1:]})"
+        )
     preemptions = after["vllm:num_preemptions_total"] - before["vllm:num_preemptions_total"]
     return Outcome(max_running=int(peak), preemptions=int(preemptions), first=first, sent=counted, issued=issued)
 
 
 def measure(base_url: str, model: str) -> Outcome:
-    """The script against a running engine (started with ``ENGINE_FLAGS``)."""
-    return asyncio.run(_measure(base_url, model))
+    """The script against a running engine (started with ``ENGINE_FLAGS``), up to ``ATTEMPTS`` times."""
+    retried: list[str] = []
+    while True:
+        try:
+            # Other token ids on each attempt: the engine's prefix cache still holds the last attempt's blocks.
+            outcome = asyncio.run(_measure(base_url, model, SEED + len(retried)))
+        except Unobserved as error:
+            retried.append(str(error))
+            if len(retried) == ATTEMPTS:
+                raise Unobserved(f"{ATTEMPTS} runs of the script, none observed: {retried}") from error
+            continue
+        outcome.retried = retried
+        return outcome
 
 
 # --- the comparison -----------------------------------------------------------------------------------------
@@ -338,6 +367,7 @@ def compare(model: Outcome, engine: Outcome, before_fix: Outcome | None = None) 
             "engine_low": ttft(engine, late),
         },
         "tolerance": TOLERANCE,
+        "retried": engine.retried,
     }
     if before_fix is not None:
         result["before_fix"] = {
@@ -417,7 +447,8 @@ def lines(result: dict[str, Any]) -> list[str]:
         "",
         f"Median TTFT on the engine: critical {result['median_ttft_s']['engine_high'] * 1000:.0f} ms, "
         f"batch {result['median_ttft_s']['engine_low'] * 1000:.0f} ms. "
-        + (f"Disagreements: {'; '.join(result['failures'])}." if result["failures"] else "Within tolerance."),
+        + (f"Disagreements: {'; '.join(result['failures'])}." if result["failures"] else "Within tolerance.")
+        + "".join(f" A run not used: {why}." for why in result.get("retried", [])),
         "",
         "What this found: the simulator preempted the newest admitted sequence and put it back first in line "
         "on every pool, while vLLM's priority policy (rendered for every pool that serves several levels) "

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from benchmarks.heldout_runner import HeldOutSet, main
 
-
 # The lead's reading of the blind run's messages: case -> (caught for the right reason?, what fired or missed).
 # The blind run: main at d2d4c60 (set 26's fixes merged, none written with this set in view; the set was written from
 # 09:35 to 09:44 UTC while those fixes were being written). The author had set 26's brief.
