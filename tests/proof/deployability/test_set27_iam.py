@@ -204,6 +204,8 @@ def test_a_rotation_function_without_a_permission_refuses_rotate_secret() -> Non
     said = _admitted(function, _rotation("planted-rotation", function))
     assert len(said) == 1 and "RotateSecret answers AccessDeniedException" in said[0].message, said
     assert "secretsmanager.amazonaws.com" in said[0].fix
+    # AWS's rotation guide: aws:SourceArn would tie the function to one secret; it recommends aws:SourceAccount.
+    assert "aws:SourceAccount" in said[0].fix and "aws:SourceArn" not in said[0].fix, said[0].fix
 
 
 def test_a_permission_for_another_service_or_function_does_not_admit_secrets_manager() -> None:

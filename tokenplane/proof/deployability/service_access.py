@@ -99,6 +99,11 @@ class Sender:
     needs_resource_policy: bool
     refusal: str = "every delivery is refused and nothing arrives"  # what follows when the destination refuses it
     tested_at_create: bool = False  # the service test-sends when the sender is created: it must wait for the grant
+    # The grant's confused-deputy condition. A rotation function's takes aws:SourceAccount: "if you include the
+    # context key aws:SourceArn in your Lambda rotation function policy, the rotation function can only be used to
+    # rotate the secret specified by that ARN. We recommend that you include only the context key aws:SourceAccount"
+    # (https://docs.aws.amazon.com/secretsmanager/latest/userguide/rotating-secrets-required-permissions-function.html).
+    condition: str = "aws:SourceArn of the sender"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -114,7 +119,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                 f"{sender.service} sends to {sender.destination.name} ({sender.resource.name}), whose resource policy "
                 f"does not allow it {action}: {sender.refusal}",
                 f"add a {grant_type.rsplit(':', 1)[-1]} allowing Principal {{Service: {sender.service}}} {action} on "
-                f"{sender.destination.name} (conditioned on aws:SourceArn of the sender), and make the sender wait for it",
+                f"{sender.destination.name} (conditioned on {sender.condition}), and make the sender wait for it",
             )
         elif grants and sender.tested_at_create:
             after = graph.waits_for(sender.resource.urn)
@@ -146,11 +151,12 @@ def senders(graph: Graph) -> Iterator[Sender]:
         refusal: str = EVENTS_REFUSAL,
         *,
         tested_at_create: bool = False,
+        condition: str = Sender.condition,
     ) -> Iterator[Sender]:
         for urn in dict.fromkeys(resource.property_dependencies.get(prop, [])):
             destination = graph.by_urn.get(urn)
             if destination is not None and destination.type in DESTINATIONS:
-                yield Sender(resource, service, destination, policy, refusal, tested_at_create)
+                yield Sender(resource, service, destination, policy, refusal, tested_at_create, condition)
 
     for alarm in graph.of_type("aws:cloudwatch/metricAlarm:MetricAlarm"):
         for prop in ("alarmActions", "okActions", "insufficientDataActions"):
@@ -172,7 +178,14 @@ def senders(graph: Graph) -> Iterator[Sender]:
                 yield sender
     for rotation in graph.of_type("aws:secretsmanager/secretRotation:SecretRotation"):
         # The provider retries RotateSecret's AccessDenied for a minute: a Permission made beside it is in time.
-        yield from to(rotation, "rotationLambdaArn", "secretsmanager.amazonaws.com", True, ROTATION_REFUSAL)
+        yield from to(
+            rotation,
+            "rotationLambdaArn",
+            "secretsmanager.amazonaws.com",
+            True,
+            ROTATION_REFUSAL,
+            condition="aws:SourceAccount, as AWS recommends for a rotation function",
+        )
 
 
 def _grants(graph: Graph, sender: Sender, action: str, grant_type: str, target: str) -> list[RenderedResource] | None:
