@@ -224,7 +224,7 @@ def render_project(project: Project, *, kubernetes_version: str | None = DEFAULT
         stack = settings.get_root_resource()
         return dict(getattr(stack, "outputs", {}) or {})  # what the program passed to pulumi.export
 
-    return render_program(
+    result = render_program(
         program,
         regions={project.aws_region: project.aws_region},
         stack=project.stack,
@@ -232,6 +232,8 @@ def render_project(project: Project, *, kubernetes_version: str | None = DEFAULT
         kubernetes_version=kubernetes_version,
         default_region=project.aws_region,
     )
+    result.directory = project.entry.parent.resolve()  # as _program_environment's cwd
+    return result
 
 
 @contextlib.contextmanager

@@ -117,6 +117,9 @@ class RenderResult:
     issues: list[RenderIssue] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)  # invokes: (token, provider URN)
     regions: dict[str, str] = field(default_factory=dict)  # cloud region -> the name resources carry
+    # Where the program ran (its cwd under ``pulumi up``): its relative asset and archive paths resolve against it.
+    # None for a render of a spec, whose components build no file assets.
+    directory: Path | None = None
 
     @property
     def ok(self) -> bool:

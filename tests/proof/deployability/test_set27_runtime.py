@@ -213,3 +213,29 @@ def test_versioned_bitnami_tags_on_docker_hub_are_reported(image: str, fires: bo
     assert _names(found) == (["planted-cache-tool"] if fires else []), found
     if fires:
         assert "bitnamilegacy" in found[0].message and "latest" in found[0].message, found
+
+
+PROGRAM = """import pulumi
+import pulumi_aws as aws
+
+role = aws.iam.Role("fn-role", assume_role_policy='{{"Version": "2012-10-17", "Statement": []}}')
+aws.lambda_.Function("fn", runtime="python3.12", handler="{handler}", role=role.arn, code=pulumi.FileArchive("./fn"))
+"""
+
+
+@pytest.mark.parametrize(("handler", "fires"), [("missing.handler", True), ("app.handler", False)])
+def test_a_relative_archive_resolves_against_the_program_not_the_checkers_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handler: str, fires: bool
+) -> None:
+    """``pulumi up`` runs the program in its directory; ``check --program`` may run anywhere (here: elsewhere)."""
+    from tokenplane.proof.program import load_project, render_project
+
+    home = tmp_path / "shop"
+    (home / "fn").mkdir(parents=True)
+    (home / "fn" / "app.py").write_text(PY.format(name="handler"), encoding="utf-8")
+    (home / "Pulumi.yaml").write_text("name: shop\nruntime: python\nconfig:\n  aws:region: us-east-1\n")
+    (home / "__main__.py").write_text(PROGRAM.format(handler=handler), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # no ./fn here: resolved against this cwd, the archive would not be judged
+    result = render_project(load_project(home), kubernetes_version=None)
+    found = list(lambda_handlers.check(deploy.Graph(None, result)))
+    assert [("Runtime.ImportModuleError" in f.message) for f in found] == ([True] if fires else []), found

@@ -11,8 +11,8 @@ does not define, ``Runtime.HandlerNotFound``.
 
 The archive is read where the program builds it: a ``pulumi.AssetArchive`` (its file names, and each file's text
 for a ``StringAsset`` or a readable ``FileAsset``) or a ``pulumi.FileArchive`` of a directory or a .zip/.jar that
-exists where the check runs (a relative path resolves against the working directory, which is the program's under
-``pulumi up`` but not always here: one that is not found is not judged). A function is "defined" when its name
+exists (a relative path resolves against the program's directory, its working directory under ``pulumi up``; one
+that is not found is not judged). A function is "defined" when its name
 appears in the module's text at all, so only a name that is nowhere in it is reported.
 
 It cannot see: code from S3 (``s3Bucket``) or an image (``packageType`` Image), remote assets, functions with
@@ -38,21 +38,24 @@ FUNCTION = "aws:lambda/function:Function"
 NODE_EXTENSIONS = (".js", ".mjs", ".cjs")
 
 
-def archive_files(code: Any) -> dict[str, str | None] | None:
-    """The files of a program-built code archive (name -> text, None where unknown); None if not knowable."""
+def archive_files(code: Any, base: Path | None = None) -> dict[str, str | None] | None:
+    """The files of a program-built code archive (name -> text, None where unknown); None if not knowable.
+
+    ``base``: the directory relative paths resolve against (the program's); the working directory if None.
+    """
     assets = getattr(code, "assets", None)
     if isinstance(assets, dict):
         files: dict[str, str | None] = {}
         for name, member in assets.items():
             if hasattr(member, "assets") or _is_file_archive(member):
-                inner = archive_files(member)
+                inner = archive_files(member, base)
                 if inner is None:
                     return None
                 files.update({f"{str(name).rstrip('/')}/{n}": t for n, t in inner.items()})
             elif hasattr(member, "text"):
                 files[str(name)] = str(member.text)
             elif hasattr(member, "path"):
-                files[str(name)] = _read(Path(str(member.path)))
+                files[str(name)] = _read(_resolved(member.path, base))
             elif hasattr(member, "uri"):
                 if str(member.uri).endswith("/"):
                     return None
@@ -61,8 +64,12 @@ def archive_files(code: Any) -> dict[str, str | None] | None:
                 return None
         return files
     if _is_file_archive(code):
-        return _file_archive(Path(str(code.path)))
+        return _file_archive(_resolved(code.path, base))
     return None
+
+
+def _resolved(path: Any, base: Path | None) -> Path:
+    return (base or Path.cwd()) / Path(str(path))  # an absolute path stays itself
 
 
 def _is_file_archive(value: Any) -> bool:
@@ -129,11 +136,11 @@ def _node(handler: str, files: dict[str, str | None]) -> tuple[str, str | None, 
 
 def check(graph: Graph) -> Iterator[Finding]:
     for function in graph.of_type(FUNCTION):
-        if (finding := _judge(function)) is not None:
+        if (finding := _judge(function, graph.result.directory)) is not None:
             yield finding
 
 
-def _judge(function: RenderedResource) -> Finding | None:
+def _judge(function: RenderedResource, base: Path | None) -> Finding | None:
     inputs = function.inputs
     runtime = str(inputs.get("runtime") or "")
     handler = inputs.get("handler")
@@ -145,7 +152,7 @@ def _judge(function: RenderedResource) -> Finding | None:
         language, resolve = "Node.js", _node
     else:
         return None
-    files = archive_files(inputs.get("code"))
+    files = archive_files(inputs.get("code"), base)
     if files is None or not files:
         return None
     if language == "Node.js" and any(n.startswith("node_modules/") or "/node_modules/" in n for n in files):
