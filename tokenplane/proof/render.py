@@ -32,9 +32,11 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from tokenplane import package_data
+from tokenplane.proof.elb_zones import ELB_ZONES
 from tokenplane.spec import DEFAULT_KUBERNETES_VERSION, PlatformSpec
 
 if TYPE_CHECKING:
@@ -635,6 +637,32 @@ def mock_outputs(
                 for n in names
             ],
         }
+    elif typ in ("aws:lb/loadBalancer:LoadBalancer", "aws:alb/loadBalancer:LoadBalancer"):
+        # ELBv2's own forms (DescribeLoadBalancers; "CloudWatch metrics for your Application Load Balancer": the
+        # LoadBalancer dimension is "the final portion of the load balancer ARN", app/NAME/ID): the ARN's
+        # loadbalancer/app|net/NAME/ID, arnSuffix what follows loadbalancer/, an ALB's DNS name
+        # [internal-]NAME-DIGITS.REGION.elb.amazonaws.com and an NLB's NAME-HEX.elb.REGION.amazonaws.com, and the
+        # region's canonical hosted zone for each (what a Route 53 alias to it names). A Gateway Load Balancer has
+        # no DNS name.
+        kind = str(inputs.get("loadBalancerType") or "application")
+        balancer = str(inputs.get("name") or rid)
+        suffix = f"{_ELB_KINDS.get(kind, 'app')}/{balancer}/{_h('elb', name, n=16)}"
+        extra = {"name": balancer, "arn": f"arn:aws:elasticloadbalancing:{region}:{ACCOUNT_ID}:loadbalancer/{suffix}"}
+        extra["arnSuffix"] = suffix
+        if kind == "application" and region in ELB_ZONES:
+            internal = "internal-" if inputs.get("internal") else ""
+            digits = int(_h("elb-dns", name, n=12), 16) % 10**10
+            extra |= {"dnsName": f"{internal}{balancer}-{digits}.{region}.elb.amazonaws.com"}
+            extra |= {"zoneId": ELB_ZONES[region][0]}
+        elif kind == "network" and region in ELB_ZONES:
+            extra |= {"dnsName": f"{balancer}-{_h('elb-dns', name, n=16)}.elb.{region}.amazonaws.com"}
+            extra |= {"zoneId": ELB_ZONES[region][1]}
+    elif typ in ("aws:lb/targetGroup:TargetGroup", "aws:alb/targetGroup:TargetGroup"):
+        # targetgroup/NAME/ID: the TargetGroup dimension of ELB's metrics is this arnSuffix, not the ARN.
+        group = str(inputs.get("name") or rid)
+        suffix = f"targetgroup/{group}/{_h('tg', name, n=16)}"
+        extra = {"name": group, "arn": f"arn:aws:elasticloadbalancing:{region}:{ACCOUNT_ID}:{suffix}"}
+        extra["arnSuffix"] = suffix
     elif typ == "random:index/randomPassword:RandomPassword":
         extra = {"result": _h("password", name, n=64)}
     elif typ == "docker-build:index:Image":
@@ -647,6 +675,10 @@ def mock_outputs(
         host = f"k8s-{_h(name, n=8)}-{_h(region, name, n=10)}.elb.{region}.amazonaws.com"
         extra = {"status": {"loadBalancer": {"ingress": [{"hostname": host}]}}}
     return physical_id(typ, name), {**out, **extra}
+
+
+# ELBv2's load balancer kinds as its ARNs and metric dimensions spell them.
+_ELB_KINDS = {"application": "app", "network": "net", "gateway": "gwy"}
 
 
 def _engine_port(engine: str) -> int:

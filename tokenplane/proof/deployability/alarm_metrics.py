@@ -20,6 +20,14 @@ the node group's own name (``nodeGroupName``) matches no EC2 or Auto Scaling met
 (``db-...``), while RDS publishes under the DB instance identifier, the ``identifier`` output
 (hashicorp/terraform-provider-aws#31232; https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/dimensions.html).
 
+Elastic Load Balancing publishes under the final portion of each ARN: ``LoadBalancer`` is ``app/NAME/ID`` (an
+Application Load Balancer, ``AWS/ApplicationELB``) or ``net/NAME/ID`` (a Network one, ``AWS/NetworkELB``), and
+``TargetGroup`` is ``targetgroup/NAME/ID`` ("CloudWatch metrics for your Application Load Balancer", Metric
+dimensions: "The value is the final portion of the load balancer ARN";
+https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-cloudwatch-metrics.html, and the
+Network Load Balancer's page). The provider's ``arn_suffix`` output is that portion; an alarm given the ``arn``,
+the ``name`` or the other kind's balancer watches nothing.
+
 The ``ContainerInsights`` namespace is published by Container Insights, not by EKS or ECS themselves: on EKS by the
 CloudWatch agent (the ``amazon-cloudwatch-observability`` add-on or Helm chart, or the agent's own DaemonSet), on
 ECS by the cluster's ``containerInsights`` setting ("Metrics do not appear before Container Insights has been set up
@@ -34,6 +42,7 @@ NumberOfMessagesSent, where only SQS's redrive fills the queue (``dead_letter_al
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -47,6 +56,8 @@ ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 ASG_DIMENSION = "AutoScalingGroupName"
 RDS_DIMENSION = "DBInstanceIdentifier"
 RDS_INSTANCE = "aws:rds/instance:Instance"
+ELB_DIMENSION, TARGET_GROUP_DIMENSION = "LoadBalancer", "TargetGroup"
+ELB_KINDS = {"AWS/ApplicationELB": "app", "AWS/NetworkELB": "net"}  # namespace -> its balancers' ARN kind
 CONTAINER_INSIGHTS = "ContainerInsights"
 ADDON = "aws:eks/addon:Addon"
 CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
@@ -131,6 +142,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                 _problem(namespace, metric, dimensions)
                 or _node_group_as_asg(graph, dimensions)
                 or _rds_resource_id(graph, dimensions)
+                or _elb_dimension(namespace, dimensions)
                 or _container_insights(graph, namespace)
             )
             if problem is not None:
@@ -223,6 +235,37 @@ def _rds_resource_id(graph: Graph, dimensions: dict[str, Any]) -> tuple[str, str
         "v6, while RDS publishes its metrics under the DB instance identifier",
         f"set {RDS_DIMENSION} to the instance's identifier output ({named.name}.identifier), not its id",
     )
+
+
+def _elb_dimension(namespace: str, dimensions: dict[str, Any]) -> tuple[str, str] | None:
+    """A LoadBalancer or TargetGroup dimension that is not the final portion of its ARN, of the namespace's kind."""
+    kind = ELB_KINDS.get(namespace)
+    if kind is None:
+        return None
+    for key, form in ((ELB_DIMENSION, f"{kind}/NAME/ID"), (TARGET_GROUP_DIMENSION, "targetgroup/NAME/ID")):
+        value = dimensions.get(key)
+        if not isinstance(value, str) or not value:
+            continue
+        prefix = kind if key == ELB_DIMENSION else "targetgroup"
+        if re.fullmatch(rf"{prefix}/[^/]+/[0-9a-f]+", value):
+            continue
+        if value.startswith("arn:"):
+            what = "an ARN"
+        elif key == ELB_DIMENSION and re.fullmatch(r"(app|net)/[^/]+/[0-9a-f]+", value):
+            other = {"app": "an Application", "net": "a Network"}[value[:3]]
+            what = f"{other} Load Balancer's, which {namespace} does not publish"
+        else:
+            what = "not of that form (a name?)"
+        return (
+            f"its {key} is {value!r}, {what}; {namespace} publishes under the final portion of the ARN, {form}",
+            f"set {key} to the {'load balancer' if key == ELB_DIMENSION else 'target group'}'s arn_suffix output"
+            + (
+                " and the namespace to its kind's (AWS/ApplicationELB: app/, AWS/NetworkELB: net/)"
+                if "Load" in what
+                else ""
+            ),
+        )
+    return None
 
 
 def _container_insights(graph: Graph, namespace: str) -> tuple[str, str] | None:
