@@ -195,6 +195,15 @@ def _problem(namespace: str, metric: str, dimensions: dict[str, Any]) -> tuple[s
                 f"its {key} is {value!r}, a URL or ARN where {namespace} puts the resource's name",
                 f"set {key} to the resource's name (e.g. the queue's name output, not its url or arn)",
             )
+    # Every other dimension of these namespaces carries a name or an id too (an MSK cluster's "Cluster Name", a
+    # cache's CacheClusterId, a NAT gateway's id), except those named for an ARN: an ARN there matches nothing.
+    for key in sorted(set(dimensions) - NAMED - {"LoadBalancer", "TargetGroup"}):
+        value = str(dimensions[key])
+        if value.startswith("arn:") and not key.endswith("Arn"):
+            return (
+                f"its {key} is {value!r}, an ARN where {namespace} puts the resource's name or id",
+                f"set {key} to the resource's name or id output (for an MSK cluster its cluster_name), not its arn",
+            )
     if namespace == "AWS/SQS" and metric not in SQS_METRICS:
         return (f"SQS publishes no metric {metric!r}", f"use one of SQS's metrics ({', '.join(sorted(SQS_METRICS))})")
     return None
