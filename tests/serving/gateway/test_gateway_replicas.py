@@ -63,9 +63,15 @@ async def gateways(spec_path: Path, env: dict[str, str], tmp: Path) -> AsyncIter
     finally:
         for process in processes:
             process.terminate()
-        for process in processes:
-            process.wait(15)
-        logs.close()
+        try:
+            for process in processes:
+                try:
+                    process.wait(15)
+                except subprocess.TimeoutExpired:  # a starved machine: stop it for good, never leak it or its log
+                    process.kill()
+                    process.wait()
+        finally:
+            logs.close()
 
 
 async def test_tokens_admitted_across_three_gateways_stay_within_the_tpm(
