@@ -663,8 +663,8 @@ def mock_outputs(
         suffix = f"targetgroup/{group}/{_h('tg', name, n=16)}"
         extra = {"name": group, "arn": f"arn:aws:elasticloadbalancing:{region}:{ACCOUNT_ID}:{suffix}"}
         extra["arnSuffix"] = suffix
-    elif typ == "random:index/randomPassword:RandomPassword":
-        extra = {"result": _h("password", name, n=64)}
+    elif typ in ("random:index/randomPassword:RandomPassword", "random:index/randomString:RandomString"):
+        extra = {"result": _random_result(name, inputs)}
     elif typ == "docker-build:index:Image":
         extra = {"digest": f"sha256:{_h('image', name, n=64)}", "ref": f"{name}@sha256:{_h('image', name, n=64)}"}
     elif (
@@ -675,6 +675,42 @@ def mock_outputs(
         host = f"k8s-{_h(name, n=8)}-{_h(region, name, n=10)}.elb.{region}.amazonaws.com"
         extra = {"status": {"loadBalancer": {"ingress": [{"hostname": host}]}}}
     return physical_id(typ, name), {**out, **extra}
+
+
+# pulumi-random's special characters when ``overrideSpecial`` is unset (the provider's docs for ``special``).
+RANDOM_SPECIAL = "!@#$%&*()-_=+[]{}<>:?"
+
+
+def _random_result(name: str, inputs: dict[str, Any]) -> str:
+    """A RandomPassword's (or RandomString's) ``result`` as the provider would make it: exactly ``length``
+    characters, of the classes ``upper``, ``lower`` and ``numeric`` allow (each on by default), with the ``min*``
+    counts honoured, so that checks of a secret's length and character set (an ElastiCache AUTH token, an RDS
+    master password) see what the first ``pulumi up`` sends. Which special characters a real result holds is
+    chance: the mock shows one only where ``minSpecial`` asks for it (the set's first character, ``overrideSpecial``
+    or the provider's default), never a character the set does not hold."""
+
+    def count(key: str, default: int) -> int:
+        value = inputs.get(key)
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+
+    length = max(count("length", 16), 0)
+    pools = [
+        (pool, count(minimum, 0))
+        for key, pool, minimum in (
+            ("lower", "abcdefghijklmnopqrstuvwxyz", "minLower"),
+            ("upper", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "minUpper"),
+            ("numeric", "0123456789", "minNumeric"),
+        )
+        if inputs.get(key) is not False
+    ]
+    special = str(inputs.get("overrideSpecial") or RANDOM_SPECIAL)
+    chosen = special[0] * count("minSpecial", 0) if inputs.get("special") is not False else ""
+    seed = hashlib.sha256(f"password/{name}".encode()).digest() * (length // 32 + 2)
+    for pool, minimum in pools:
+        chosen += "".join(pool[b % len(pool)] for b in seed[len(chosen) : len(chosen) + minimum])
+    alphabet = "".join(pool for pool, _ in pools) or special
+    chosen += "".join(alphabet[b % len(alphabet)] for b in seed[len(chosen) : length])
+    return chosen[:length]
 
 
 # ELBv2's load balancer kinds as its ARNs and metric dimensions spell them.

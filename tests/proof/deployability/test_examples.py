@@ -62,6 +62,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-network",
         "aws-api-values",
         "rds-values",
+        "rds-static-parameter",
+        "backup-windows",
         "database-recoverable",
         "replaceable-name",
         "security-group-rules-owned",

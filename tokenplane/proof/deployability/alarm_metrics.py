@@ -20,6 +20,14 @@ the node group's own name (``nodeGroupName``) matches no EC2 or Auto Scaling met
 (``db-...``), while RDS publishes under the DB instance identifier, the ``identifier`` output
 (hashicorp/terraform-provider-aws#31232; https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/dimensions.html).
 
+RDS publishes some instance metrics only for some instances (https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/rds-metrics.html):
+``ReplicaLag`` "For read replica configurations, the amount of time a read replica DB instance lags behind the source
+DB instance", so only for an instance with ``replicateSourceDb``, never for its source; ``BinLogDiskUsage`` for
+MySQL and MariaDB; ``MaximumUsedTransactionIDs``, ``OldestReplicationSlotLag``, ``ReplicationSlotDiskUsage``,
+``TransactionLogsDiskUsage`` and ``TransactionLogsGeneration`` for PostgreSQL ("Applies to" on that page). An
+alarm on one of them for another of the program's instances watches a series that never has data (with missing
+data as breaching it pages at once and for ever). A replica's engine is its source's.
+
 Elastic Load Balancing publishes under the final portion of each ARN: ``LoadBalancer`` is ``app/NAME/ID`` (an
 Application Load Balancer, ``AWS/ApplicationELB``) or ``net/NAME/ID`` (a Network one, ``AWS/NetworkELB``), and
 ``TargetGroup`` is ``targetgroup/NAME/ID`` ("CloudWatch metrics for your Application Load Balancer", Metric
@@ -56,6 +64,16 @@ ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 ASG_DIMENSION = "AutoScalingGroupName"
 RDS_DIMENSION = "DBInstanceIdentifier"
 RDS_INSTANCE = "aws:rds/instance:Instance"
+# AWS/RDS instance metrics published only for read replicas, and those of some engines only (the page above).
+RDS_REPLICA_METRICS = frozenset({"ReplicaLag"})
+RDS_ENGINE_METRICS = {
+    "BinLogDiskUsage": frozenset({"mysql", "mariadb"}),
+    "MaximumUsedTransactionIDs": frozenset({"postgres"}),
+    "OldestReplicationSlotLag": frozenset({"postgres"}),
+    "ReplicationSlotDiskUsage": frozenset({"postgres"}),
+    "TransactionLogsDiskUsage": frozenset({"postgres"}),
+    "TransactionLogsGeneration": frozenset({"postgres"}),
+}
 ELB_DIMENSION, TARGET_GROUP_DIMENSION = "LoadBalancer", "TargetGroup"
 ELB_KINDS = {"AWS/ApplicationELB": "app", "AWS/NetworkELB": "net"}  # namespace -> its balancers' ARN kind
 CONTAINER_INSIGHTS = "ContainerInsights"
@@ -142,17 +160,23 @@ def check(graph: Graph) -> Iterator[Finding]:
                 _problem(namespace, metric, dimensions)
                 or _node_group_as_asg(graph, dimensions)
                 or _rds_resource_id(graph, dimensions)
+                or _rds_instance_metric(graph, namespace, metric, dimensions)
                 or _elb_dimension(namespace, dimensions)
                 or _container_insights(graph, namespace)
             )
             if problem is not None:
                 what, fix = problem
+                stays = (
+                    "it goes to ALARM at once and stays there (treatMissingData breaching), paging for nothing"
+                    if alarm.inputs.get("treatMissingData") == "breaching"
+                    else "it stays in INSUFFICIENT_DATA and never fires"
+                )
                 yield Finding(
                     RULE,
                     alarm.urn,
                     f"alarm {alarm.inputs.get('name') or alarm.name} watches {namespace} {metric} with "
                     f"{_shown(dimensions)}: {what}; CloudWatch accepts the alarm, but no metric of that name and "
-                    "dimensions is ever published, so it stays in INSUFFICIENT_DATA and never fires",
+                    f"dimensions is ever published, so {stays}",
                     fix,
                 )
                 continue
@@ -244,6 +268,52 @@ def _rds_resource_id(graph: Graph, dimensions: dict[str, Any]) -> tuple[str, str
         "v6, while RDS publishes its metrics under the DB instance identifier",
         f"set {RDS_DIMENSION} to the instance's identifier output ({named.name}.identifier), not its id",
     )
+
+
+def _rds_instance_metric(
+    graph: Graph, namespace: str, metric: str, dimensions: dict[str, Any]
+) -> tuple[str, str] | None:
+    """A replica-only metric on an instance that replicates nothing, or an engine's metric on another engine."""
+    value = dimensions.get(RDS_DIMENSION)
+    if namespace != "AWS/RDS" or not isinstance(value, str):
+        return None
+    instance = graph.by_identifying_output.get(value)
+    if instance is None or instance.type != RDS_INSTANCE:
+        return None
+    if metric in RDS_REPLICA_METRICS and not instance.inputs.get("replicateSourceDb"):
+        replicas = [
+            r.name
+            for r in graph.of_type(RDS_INSTANCE)
+            if graph.by_identifying_output.get(str(r.inputs.get("replicateSourceDb"))) is instance
+        ]
+        watch = f"the replica's identifier ({replicas[0]}.identifier)" if replicas else "a read replica's identifier"
+        return (
+            f"{metric} is published only for a read replica (how far it lags its source), and {instance.name} is "
+            "not one (no replicateSourceDb)" + (f": it is the source of {', '.join(replicas)}" if replicas else ""),
+            f"set {RDS_DIMENSION} to {watch}",
+        )
+    engines = RDS_ENGINE_METRICS.get(metric)
+    engine = _rds_engine(graph, instance)
+    if engines is not None and engine is not None and engine not in engines:
+        return (
+            f"{metric} is published only for {' and '.join(sorted(engines))} instances, and {instance.name} runs "
+            f"{engine}",
+            f"alarm on a metric {engine} publishes (the RDS metrics page lists which apply to which engine)",
+        )
+    return None
+
+
+def _rds_engine(graph: Graph, instance: RenderedResource) -> str | None:
+    """The instance's engine, a read replica's from its source (up to a few hops)."""
+    for _ in range(4):
+        engine = instance.inputs.get("engine")
+        if isinstance(engine, str) and engine:
+            return engine
+        source = graph.by_identifying_output.get(str(instance.inputs.get("replicateSourceDb")))
+        if source is None or source.type != RDS_INSTANCE:
+            return None
+        instance = source
+    return None
 
 
 def _elb_dimension(namespace: str, dimensions: dict[str, Any]) -> tuple[str, str] | None:

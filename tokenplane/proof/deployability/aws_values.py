@@ -11,7 +11,8 @@ The provider's schema types every field, but the services check how fields go to
 - **ElastiCache** ``CreateReplicationGroup``: automatic failover needs a replica, Multi-AZ needs automatic
   failover, an AUTH token needs in-transit encryption (InvalidParameterCombination / InvalidParameterValue:
   "The AUTH token is only supported when encryption-in-transit is enabled"), ``PreferredCacheClusterAZs`` names
-  one AZ per cache cluster, node types are ``cache.*``
+  one AZ per cache cluster, node types are ``cache.*``, an AUTH token of 16 to 128 characters whose only
+  non-alphanumerics are ``!&#$^<>-`` (judged on a secret's value too, e.g. a RandomPassword's result)
   (https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CreateReplicationGroup.html).
 - **EKS** ``CreateNodegroup``: ``minSize <= desiredSize <= maxSize`` and ``maxSize >= 1``; ``diskSize`` and
   ``remoteAccess`` only without a launch template ("Disk size must be specified within the launch template");
@@ -107,6 +108,13 @@ RULE = "aws-api-values"
 
 MSK_CLUSTER = "aws:msk/cluster:Cluster"
 REPLICATION_GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
+# CreateReplicationGroup's AuthToken: "Must be only printable ASCII characters. Must be at least 16 characters and no
+# more than 128 characters in length. The only permitted printable special characters are !, &, #, $, ^, <, >, and -"
+# (https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CreateReplicationGroup.html; the same in
+# https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/auth.html).
+AUTH_TOKEN_LENGTH = (16, 128)
+AUTH_TOKEN_SPECIAL = "!&#$^<>-"
+REDACTED = "[secret]"  # what the render leaves of a secret value
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 CLUSTER = "aws:eks/cluster:Cluster"
 LIFECYCLE = "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
@@ -593,6 +601,7 @@ def _replication_group(group: RenderedResource) -> Iterator[Finding]:
             "when encryption-in-transit is enabled)",
             "set transit_encryption_enabled=True",
         )
+    yield from _auth_token(group)
     azs = inputs.get("preferredCacheClusterAzs")
     if clusters is not None and isinstance(azs, list) and azs and len(azs) != int(clusters):
         yield _rejected(
@@ -609,6 +618,29 @@ def _replication_group(group: RenderedResource) -> Iterator[Finding]:
             f"node type {node_type!r}: ElastiCache nodes are cache.* types",
             f"use cache.{node_type.split('.', 1)[-1]} or another cache.* type",
         )
+
+
+def _auth_token(group: RenderedResource) -> Iterator[Finding]:
+    """An AUTH token of 16 to 128 printable characters whose only non-alphanumerics are ``AUTH_TOKEN_SPECIAL``."""
+    token = group.inputs.get("authToken")
+    if token == REDACTED:  # a secret (a RandomPassword's result, config): judged on its value, never printed
+        token = group.secret_inputs.get("authToken")
+    if not isinstance(token, str) or not token:
+        return
+    refused = sorted({c for c in token if not (c.isascii() and c.isalnum()) and c not in AUTH_TOKEN_SPECIAL})
+    if refused:
+        why = f"holds {', '.join(repr(c) for c in refused)}: its only non-alphanumerics may be {AUTH_TOKEN_SPECIAL}"
+    elif not AUTH_TOKEN_LENGTH[0] <= len(token) <= AUTH_TOKEN_LENGTH[1]:
+        why = f"is {len(token)} characters, outside 16 to 128"
+    else:
+        return
+    yield _rejected(
+        group,
+        "ElastiCache",
+        f"an AUTH token that {why} (InvalidParameterValue; the provider checks the length at preview)",
+        "make auth_token 16 to 128 characters of letters, digits and !&#$^<>- (e.g. random.RandomPassword("
+        "length=32, special=False), or override_special='!&#$^<>-')",
+    )
 
 
 def _graviton(instance_type: str) -> bool | None:

@@ -1,7 +1,8 @@
 """Values RDS refuses at create time, or fights later: a master username the engine reserves, a parameter group of
 another family, allocated storage outside its engine's and storage type's range, a master password with characters
 RDS refuses, a DB subnet group in one AZ, a minor version pinned while RDS upgrades minors itself, an initial
-database name the engine refuses, a Multi-AZ instance told which AZ to use.
+database name the engine refuses, a Multi-AZ instance told which AZ to use, a read replica of a source without
+automated backups.
 
 - **Master username** (``CreateDBInstance`` / ``CreateDBCluster`` ``MasterUsername``): "Must start with a letter ...
   Can't be a reserved word for the chosen database engine"; PostgreSQL 1 to 63 letters, digits or underscores,
@@ -65,6 +66,14 @@ database name the engine refuses, a Multi-AZ instance told which AZ to use.
   instance is a Multi-AZ deployment" (the same reference): RDS places the primary and the standby itself, and
   answers InvalidParameterCombination "Requesting a specific availability zone is not valid for Multi-AZ
   instances" (hashicorp/terraform-provider-aws#485, #39225). Judged on every engine.
+
+- **A read replica of a source without automated backups** (``aws.rds.Instance`` ``replicateSourceDb``): "Before
+  a DB instance can serve as a source instance, make sure to turn on automatic backups on the source DB instance. To
+  do this, set the backup retention period to a value other than 0"
+  (https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/USER_ReadRepl.Create.html);
+  CreateDBInstanceReadReplica answers InvalidDBInstanceState "Automated backups are not enabled for this database
+  instance". Judged where the source is the program's instance (by identifier or ARN) with
+  ``backupRetentionPeriod`` 0; unset, RDS keeps one day.
 
 Cannot see: an engine or version unknown at render time, other engines (Oracle, SQL Server, Db2), a parameter group
 not created by the program.
@@ -131,6 +140,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         for db in graph.of_type(typ):
             if typ == INSTANCE:
                 yield from _multi_az_zone(db)
+                yield from _replica_source_backups(graph, db)
             engine = str(db.inputs.get("engine"))
             if engine not in USERNAME_MAX:
                 continue
@@ -288,6 +298,28 @@ def _multi_az_zone(db: RenderedResource) -> Iterator[Finding]:
         '"Requesting a specific availability zone is not valid for Multi-AZ instances") and `pulumi up` fails there',
         "drop availabilityZone (the DB subnet group's AZs bound where RDS puts primary and standby), or set "
         "multiAz=False to pin a Single-AZ instance to that zone",
+    )
+
+
+def _replica_source_backups(graph: Graph, db: RenderedResource) -> Iterator[Finding]:
+    source_ref = db.inputs.get("replicateSourceDb")
+    if not isinstance(source_ref, str) or not source_ref:
+        return
+    source = graph.by_identifying_output.get(source_ref)
+    if source is None or source.type != INSTANCE:
+        return
+    retention = source.inputs.get("backupRetentionPeriod")
+    if isinstance(retention, bool) or not isinstance(retention, int | float) or retention != 0:
+        return
+    yield Finding(
+        RULE,
+        db.urn,
+        f"{db.name} is a read replica of {source.name} (replicateSourceDb), whose backupRetentionPeriod is 0: RDS "
+        "makes a read replica only of a source with automated backups on, so CreateDBInstanceReadReplica answers "
+        'InvalidDBInstanceState "Automated backups are not enabled for this database instance" and `pulumi up` '
+        "fails there: the replica is never created",
+        f"set {source.name}.backupRetentionPeriod to 1 or more (7 is the console's default); the replica is no "
+        "substitute for backups, it copies every mistake at once",
     )
 
 
