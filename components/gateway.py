@@ -496,9 +496,9 @@ class GatewayWorkload(Component):
         self, args: GatewayArgs, account_id: str, kafka_arn: str, files_bucket: str = ""
     ) -> list[dict[str, Any]]:
         """Connect to this region's MSK cluster and use its topics; read the referenced secrets and files."""
-        statements = msk_statements(
-            kafka_arn, ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData", "kafka-cluster:ReadData"]
-        )
+        # The gateways only produce (usage and audit events): no ReadData, which would also need consumer-group
+        # grants (msk-iam-actions) for nothing.
+        statements = msk_statements(kafka_arn, ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"])
         statements.extend(secret_statements(args.deps.config, account_id))
         if files_bucket:
             statements.extend(files_statements(files_bucket, GATEWAY_ACTIONS))

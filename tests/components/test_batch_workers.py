@@ -206,3 +206,12 @@ def test_workers_scale_out_on_the_batch_queues_lag_with_a_schema_valid_scaled_ob
     assert f'"{worker_metric}"' in inspect.getsource(BatchWorker.__init__)
     assert trigger["metadata"]["query"] == f'sum({worker_metric}{{region="{region}"}})', trigger
     assert float(trigger["metadata"]["threshold"]) == JOBS_PER_WORKER
+
+
+@parametrize_batch_regions
+def test_the_gateway_only_produces(name: str, region: str) -> None:
+    # The gateways run an AIOKafkaProducer and no consumer: ReadData would need consumer-group grants too
+    # (msk-iam-actions), for nothing.
+    urn, statements = role_policy(rendered(name), region, "ai-gateway")
+    assert allowed(statements, "kafka-cluster:WriteData"), f"{urn} cannot write its events"
+    assert allowed(statements, "kafka-cluster:ReadData") == set(), f"{urn} may read topics it never consumes"
