@@ -36,8 +36,9 @@ from dataclasses import dataclass
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import CLUSTER, HELM_RELEASE, Graph, lookup
+from tokenplane.proof.deployability.iam_policy import POD_IDENTITY
 from tokenplane.proof.deployability.known_images import image_name
-from tokenplane.proof.deployability.storage import ADDON, EBS_PROVISIONER, POD_IDENTITY
+from tokenplane.proof.deployability.storage import ADDON, EBS_PROVISIONER
 from tokenplane.proof.deployability.storage_classes import classes_in_values
 
 RULE = "provisioner-served"

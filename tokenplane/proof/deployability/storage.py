@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from tokenplane.proof.deployability.addon_iam import pod_identity_roles
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.iam_policy import ROLE, role_named
@@ -22,7 +23,6 @@ EBS_PROVISIONER = "ebs.csi.aws.com"
 EBS_ADDON = "aws-ebs-csi-driver"
 EBS_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
 ADDON = "aws:eks/addon:Addon"
-POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -55,19 +55,8 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 
 def _role_arns(graph: Graph, addon: RenderedResource) -> list[Any]:
-    """The role ARNs Pod Identity gives the EBS controller's service account: the add-on's own associations
-    (for that account) and separate association resources for it in the add-on's cluster's region."""
-    inline = [
-        a.get("roleArn")
-        for a in addon.inputs.get("podIdentityAssociations") or []
-        if isinstance(a, dict) and a.get("serviceAccount") == EBS_SERVICE_ACCOUNT[1]
-    ]
-    separate = [
-        a.inputs.get("roleArn")
-        for a in graph.of_type(POD_IDENTITY, addon.region)
-        if (str(a.inputs.get("namespace")), str(a.inputs.get("serviceAccount"))) == EBS_SERVICE_ACCOUNT
-    ]
-    return [arn for arn in [*inline, *separate] if arn]
+    """The role ARNs Pod Identity gives the EBS controller's service account (``addon_iam``'s reading, shared)."""
+    return pod_identity_roles(graph, addon, EBS_SERVICE_ACCOUNT[1])
 
 
 def ebs_csi_roles(graph: Graph, region: str | None) -> list[RenderedResource]:
