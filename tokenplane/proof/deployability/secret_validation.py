@@ -138,5 +138,6 @@ def _json_object_error(raw: bytes) -> str | None:
     except (ValueError, UnicodeDecodeError) as e:
         return f"invalid JSON ({e})"
     if parsed is not None and not isinstance(parsed, dict):
-        return f"json: cannot unmarshal {type(parsed).__name__} into Go value of type map[string]interface {{}}"
+        go = {list: "array", str: "string", bool: "bool", int: "number", float: "number"}.get(type(parsed), "value")
+        return f"json: cannot unmarshal {go} into Go value of type map[string]interface {{}}"
     return None
