@@ -75,6 +75,13 @@ LB_CONTROLLER_CHART = "aws-load-balancer-controller"  # the chart that serves aw
 _NOT_OBJECTS = ("pulumi:providers:", "kubernetes:helm.sh/")
 
 
+def is_patch_type(type_token: str) -> bool:
+    """Whether a Pulumi type token is one of pulumi-kubernetes' Server-Side Apply patch resources (``NamespacePatch``,
+    ``DeploymentPatch``, ...): each sets the fields it names on an object that exists and creates nothing
+    (https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/)."""
+    return type_token.startswith("kubernetes:") and type_token.endswith("Patch")
+
+
 @dataclass(frozen=True)
 class RenderedResource:
     """One resource as the engine would have registered it."""
@@ -784,7 +791,10 @@ def _check(resources: list[RenderedResource], kubernetes_version: str) -> list[R
             str(meta.get("namespace", "")),
             str(meta.get("name", "")),
         )
-        if key in seen:
+        # A patch of an object (the program's own or the cluster's) is not a second declaration of it, and names only
+        # the fields it sets: the object's required fields are the declaration's to give.
+        patch = is_patch_type(r.type)
+        if key in seen and not patch:
             issues.append(
                 RenderIssue(
                     "duplicate-object",
@@ -792,8 +802,9 @@ def _check(resources: list[RenderedResource], kubernetes_version: str) -> list[R
                     f"{key[1]} {key[2]}/{key[3]} is also declared by {seen[key]}; the second apply would overwrite the first",
                 )
             )
-        seen[key] = r.urn
-        error = validate_manifest(manifest, kubernetes_version)
+        if not patch:
+            seen[key] = r.urn
+        error = validate_manifest(manifest, kubernetes_version, partial=patch)
         if error:
             issues.append(RenderIssue("schema", r.urn, error))
     return issues
@@ -818,13 +829,17 @@ def _normalize(value: Any) -> Any:
     return value
 
 
-def validate_manifest(manifest: dict[str, Any], kubernetes_version: str) -> str | None:
-    """None if valid, else a message naming the field path and what is wrong."""
+def validate_manifest(manifest: dict[str, Any], kubernetes_version: str, *, partial: bool = False) -> str | None:
+    """None if valid, else a message naming the field path and what is wrong; ``partial`` (a patch's fields) leaves
+    out missing required fields."""
     try:
         validator = _validator(str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")), kubernetes_version)
     except LookupError as e:
         return str(e)
-    errors = sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path))
+    errors = sorted(
+        (e for e in validator.iter_errors(manifest) if not (partial and e.validator == "required")),
+        key=lambda e: list(e.absolute_path),
+    )
     if not errors:
         return None
     first = errors[0]

@@ -178,6 +178,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "governing-service-headless",
         "generated-name-resolves",
         "host-port-free",
+        "pod-security-admits",
+        "exec-argv",
         "volume-mode-used",
         "env-reference-defined",
         "lb-attributes",

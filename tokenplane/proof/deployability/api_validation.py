@@ -49,6 +49,7 @@ from tokenplane.proof.deployability import (
     object_validation,
     pod_validation,
     quota_validation,
+    secret_validation,
     service_validation,
     storage_validation,
     workload_validation,
@@ -98,6 +99,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from workload_validation.check(graph)
     yield from storage_validation.check(graph)
     yield from quota_validation.check(graph)
+    yield from secret_validation.check(graph)
     for region in graph.regions():
         for workload in graph.kube(region, *ROLLING_DEFAULTS):
             yield from _rolling_update(workload)

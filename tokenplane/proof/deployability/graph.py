@@ -13,6 +13,7 @@ from tokenplane.proof.render import (
     RenderedResource,
     RenderResult,
     cluster_security_group_id,
+    is_patch_type,
     kubernetes_manifest,
     mock_outputs,
     physical_id,
@@ -58,6 +59,12 @@ class KubeObject:
     @property
     def kind(self) -> str:
         return str(self.manifest.get("kind", ""))
+
+    @property
+    def is_patch(self) -> bool:
+        """A ``*Patch`` resource (pulumi-kubernetes' Server-Side Apply patch, e.g. ``NamespacePatch``): it sets the
+        fields it names on an object that exists (created by the program or the cluster), and creates nothing."""
+        return is_patch_type(self.resource.type)
 
     @property
     def name(self) -> str:

@@ -20,7 +20,11 @@ kube-prometheus-stack's prometheus-node-exporter subchart (prometheus-community/
 ``charts/kube-prometheus-stack/values.yaml``: ``nodeExporter.enabled: true``;
 ``charts/prometheus-node-exporter/values.yaml``: ``hostNetwork: true``, ``service.port: 9100``,
 ``nodeSelector: {kubernetes.io/os: linux}``, ``tolerations: [{effect: NoSchedule, operator: Exists}]``;
-``templates/daemonset.yaml`` declares ``containerPort: {{ .Values.service.port }}``).
+``templates/daemonset.yaml`` declares ``containerPort: {{ .Values.service.port }}``). The pod's other host-facing
+fields are modelled too, for ``pod_security`` (Pod Security admission): ``hostPID: true``, ``hostIPC: false``,
+``securityContext`` {runAsNonRoot, runAsUser/runAsGroup/fsGroup 65534}, ``containerSecurityContext``
+{readOnlyRootFilesystem}, and the hostPath volumes the template always mounts (``/proc``, ``/sys``; ``/`` while
+``hostRootFsMount.enabled``, true by default).
 
 Cannot see: ports opened by a process in a hostNetwork pod that it does not declare; nodes outside the program's
 managed node groups (a region without node groups is not judged); other charts' DaemonSets.
@@ -55,6 +59,12 @@ class ChartDaemonSet:
     port: int
     node_selector: dict[str, str]
     tolerations: tuple[dict[str, str], ...]
+    host_pid: bool = False
+    host_ipc: bool = False
+    # (volume name, host path, the values path that switches it, None where always mounted, and its default)
+    host_paths: tuple[tuple[str, str, str | None, bool], ...] = ()
+    security_context: tuple[tuple[str, Any], ...] = ()  # the pod's, as the subchart's values default it
+    container_security_context: tuple[tuple[str, Any], ...] = ()
 
 
 CHART_DAEMONSETS: dict[str, tuple[ChartDaemonSet, ...]] = {
@@ -68,6 +78,15 @@ CHART_DAEMONSETS: dict[str, tuple[ChartDaemonSet, ...]] = {
             port=9100,
             node_selector={"kubernetes.io/os": "linux"},
             tolerations=({"effect": "NoSchedule", "operator": "Exists"},),
+            host_pid=True,
+            host_ipc=False,
+            host_paths=(
+                ("proc", "/proc", None, True),
+                ("sys", "/sys", None, True),
+                ("root", "/", "hostRootFsMount.enabled", True),
+            ),
+            security_context=(("fsGroup", 65534), ("runAsGroup", 65534), ("runAsNonRoot", True), ("runAsUser", 65534)),
+            container_security_context=(("readOnlyRootFilesystem", True),),
         ),
     ),
 }
@@ -105,12 +124,26 @@ def chart_pods(release: RenderedResource) -> list[PodTemplate]:
         sub = sub if isinstance(sub, dict) else {}
         host_network = bool(_value(sub, "hostNetwork", ds.host_network))
         port = _value(sub, ds.port_path, ds.port)
+        volumes = [
+            {"name": name, "hostPath": {"path": path}}
+            for name, path, switch, default in ds.host_paths
+            if switch is None or _value(sub, switch, default)
+        ]
+        container = {
+            "name": "node-exporter",
+            "ports": [{"containerPort": port, "protocol": "TCP"}],
+            "securityContext": _value(sub, "containerSecurityContext", dict(ds.container_security_context)),
+        }
         pod = {
             "hostNetwork": host_network,
+            "hostPID": bool(_value(sub, "hostPID", ds.host_pid)),
+            "hostIPC": bool(_value(sub, "hostIPC", ds.host_ipc)),
+            "securityContext": _value(sub, "securityContext", dict(ds.security_context)),
             "nodeSelector": _value(sub, "nodeSelector", ds.node_selector),
             "tolerations": _value(sub, "tolerations", list(ds.tolerations)),
             "affinity": _value(sub, "affinity", {}),
-            "containers": [{"name": "node-exporter", "ports": [{"containerPort": port, "protocol": "TCP"}]}],
+            "containers": [container],
+            "volumes": volumes,
         }
         name = f"{namespace}/{subchart_fullname(release, ds.subchart)}"
         out.append(PodTemplate(release.urn, "DaemonSet", f"{name} (chart {release.inputs.get('chart')})", pod, True))
