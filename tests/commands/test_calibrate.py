@@ -25,6 +25,8 @@ from tokenplane.commands.calibrate import (
     MAX_REQUESTS,
     OUTPUT_TOKENS,
     PROBE_CONCURRENCY,
+    PROBE_STREAM_TOKENS,
+    PROBE_STREAM_TOKENS_MAX,
     PROMPT_WORDS,
     CalibrationError,
     Sample,
@@ -127,9 +129,17 @@ def test_a_step_measured_as_zero_is_refused_not_written(monkeypatch: pytest.Monk
         calibrate("http://127.0.0.1:9", "small-chat-v1")
 
 
-def _stand_in(monkeypatch: pytest.MonkeyPatch, probe: Callable[[int], float | None]) -> None:
+def _stand_in(
+    monkeypatch: pytest.MonkeyPatch,
+    probe: Callable[[int], float | None],
+    *,
+    ends_before: int = 0,
+    lengths: dict[int, list[int]] | None = None,
+) -> None:
     """A server of known terms in calibrate's place: lone TTFT 4 ms + 1 us per token, a step of 1 ms + 0.1 ms
-    per sequence, and ``probe(streams)`` as the probe's TTFT (None: its streams ended first)."""
+    per sequence, and ``probe(streams)`` as the probe's TTFT (None: its streams ended first, as they also do
+    when shorter than ``ends_before`` tokens); ``lengths`` records each probe's stream length by concurrency."""
+    lengths = {} if lengths is None else lengths
 
     def lone(_base: str, _model: str, words: int, _budget: object) -> tuple[int, float]:
         return words + 1, 0.004 + 1e-6 * (words + 1)
@@ -139,8 +149,11 @@ def _stand_in(monkeypatch: pytest.MonkeyPatch, probe: Callable[[int], float | No
         one = Wave([Sample(0.004, 0.005, 17, 1)] * streams, wall_s=0.005)
         return one, Wave([Sample(0.004, 0.005 + (OUTPUT_TOKENS - 1) * step, 17, OUTPUT_TOKENS)] * streams, wall_s=0.1)
 
-    def probe_beside(_base: str, _model: str, streams: int, _budget: object) -> tuple[int, float] | None:
-        ttft = probe(streams)
+    def probe_beside(
+        _base: str, _model: str, streams: int, _budget: object, tokens: int = PROBE_STREAM_TOKENS
+    ) -> tuple[int, float] | None:
+        lengths.setdefault(streams, []).append(tokens)
+        ttft = probe(streams) if tokens >= ends_before else None
         return None if ttft is None else (PROBE_TOKENS, ttft)
 
     monkeypatch.setattr(calibrate_module, "check_vllm", lambda _base, _model: ("0.32.0", 16384))
@@ -192,3 +205,21 @@ def test_a_probe_round_whose_streams_ended_first_is_not_kept(monkeypatch: pytest
     _stand_in(monkeypatch, lambda _streams: None)
     with pytest.raises(CalibrationError, match=r"ended before the probe's first token"):
         calibrate("http://127.0.0.1:9", "small-chat-v1")
+
+
+def test_streams_that_end_before_the_probe_run_longer_in_the_next_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A server that lags its engine: streams shorter than 4x the first length always end before the probe's first
+    # token. Each concurrency's streams double after each such round, so the third round measures it.
+    monkeypatch.setattr(calibrate_module, "REPEATS", 5)  # the shipped count: rounds enough to reach the cap
+    lengths: dict[int, list[int]] = {}
+    _stand_in(monkeypatch, _engine_price, ends_before=4 * PROBE_STREAM_TOKENS, lengths=lengths)
+    result = calibrate("http://127.0.0.1:9", "small-chat-v1")
+    assert result.api_per_request_s == pytest.approx(0.0, abs=1e-9)
+    first = [PROBE_STREAM_TOKENS, 2 * PROBE_STREAM_TOKENS, 4 * PROBE_STREAM_TOKENS, 4 * PROBE_STREAM_TOKENS]
+    assert all(runs[:4] == first for runs in lengths.values()), lengths
+    # Never past the cap: a server no length satisfies is refused, having tried the longest.
+    lengths.clear()
+    _stand_in(monkeypatch, _engine_price, ends_before=2 * PROBE_STREAM_TOKENS_MAX, lengths=lengths)
+    with pytest.raises(CalibrationError, match=r"ended before the probe's first token"):
+        calibrate("http://127.0.0.1:9", "small-chat-v1")
+    assert max(max(runs) for runs in lengths.values()) == PROBE_STREAM_TOKENS_MAX

@@ -60,6 +60,9 @@ PROBE_WORDS = 16
 # Tokens of a stream beside the probe: twice the TPOT waves', so that every stream still decodes when the probe's
 # first token comes (a probe's TTFT is a few steps) even where the server streams its tokens in late bursts.
 PROBE_STREAM_TOKENS = 2 * OUTPUT_TOKENS
+# Where they still end first (a server whose output loop lags its engine by more than the streams last, as a CI
+# host's engine tier once did in all five rounds), each later round doubles that concurrency's streams, up to this.
+PROBE_STREAM_TOKENS_MAX = 8 * PROBE_STREAM_TOKENS
 FIRST_TOKEN_POLL_S = 0.05  # how often the wait for the streams' first tokens looks for a stream that failed
 MAX_REQUESTS = 420  # a calibration never sends more than this many requests
 REQUEST_TIMEOUT = 120.0  # seconds for one request
@@ -249,18 +252,19 @@ def lone_ttft(base: str, model: str, words: int, budget: _Budget) -> tuple[int, 
     return sample.prompt_tokens, sample.ttft_s
 
 
-def probe_beside(base: str, model: str, streams: int, budget: _Budget) -> tuple[int, float] | None:
+def probe_beside(
+    base: str, model: str, streams: int, budget: _Budget, tokens: int = PROBE_STREAM_TOKENS
+) -> tuple[int, float] | None:
     """A fresh ``PROBE_WORDS``-word prompt's (prompt tokens, TTFT s), sent once ``streams`` others all decode.
 
-    The streams start together and run ``PROBE_STREAM_TOKENS`` tokens; once each has its first token the
+    The streams start together and run ``tokens`` tokens; once each has its first token the
     probe goes out, so that it finds exactly ``streams`` sequences decoding. None when a stream ended
     before the probe's first token came (it then saw fewer): that round of the point is not kept.
     """
     decoding = threading.Semaphore(0)
     with ThreadPoolExecutor(max_workers=streams) as pool:
         running = [
-            pool.submit(_stream, base, model, TPOT_WORDS, PROBE_STREAM_TOKENS, budget, decoding.release)
-            for _ in range(streams)
+            pool.submit(_stream, base, model, TPOT_WORDS, tokens, budget, decoding.release) for _ in range(streams)
         ]
         for _ in range(streams):
             # A stream that failed before its first token never releases: its error is raised instead.
@@ -280,8 +284,8 @@ def _fastest_probes(rounds: dict[int, list[tuple[int, float] | None]]) -> tuple[
     short = [streams for streams, runs in kept.items() if not runs]
     if short:
         raise CalibrationError(
-            f"beside {short} streams, every stream of {PROBE_STREAM_TOKENS} tokens ended before the probe's first "
-            "token; the endpoint's timing is dominated by something else than its engine; calibrate a replica "
+            f"beside {short} streams, every stream ({PROBE_STREAM_TOKENS} tokens, doubled after each such round up to "
+            f"{PROBE_STREAM_TOKENS_MAX}) ended before the probe's first token; the endpoint's timing is dominated by something else than its engine; calibrate a replica "
             "that serves nothing else"
         )
     tokens = max(tokens for runs in kept.values() for tokens, _ in runs)
@@ -311,6 +315,8 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
     probes: dict[int, list[tuple[int, float] | None]] = {
         streams: [] for streams in [*PROBE_CONCURRENCY, HELD_OUT_CONCURRENCY]
     }
+    longest = max(PROBE_STREAM_TOKENS, min(PROBE_STREAM_TOKENS_MAX, (max_model_len or PROBE_STREAM_TOKENS_MAX) // 2))
+    stream_tokens = dict.fromkeys(probes, PROBE_STREAM_TOKENS)
     for _ in range(REPEATS):
         for _ in range(PROMPT_SAMPLES):  # lengths in turn, so that a busy spell does not take one length's samples
             for words, samples in prompts.items():
@@ -322,7 +328,9 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
             runs.append(wave_tpot(base, model, streams, budget))
         long.append(wave_tpot(base, model, LONG_CONTEXT_STREAMS, budget, words=long_words))
         for streams, kept in probes.items():
-            kept.append(probe_beside(base, model, streams, budget))
+            kept.append(probe_beside(base, model, streams, budget, stream_tokens[streams]))
+            if kept[-1] is None:  # the streams ended first: the next round's last longer
+                stream_tokens[streams] = min(2 * stream_tokens[streams], longest)
 
     def ttft(words: int) -> tuple[int, float]:
         return prompts[words][0][0], min(t for _, t in prompts[words])
