@@ -57,6 +57,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ("finops_bench.py", [], ["--events", "50000", "--runs", "2"], 900),
     # Needs tokenplane[cpu-engine] (vLLM's CPU build) in the running Python; fails, and says so, without it.
     ("scheduler_structure.py", [], [], 1200),
+    ("server_arrivals.py", [], [], 900),  # needs tokenplane[cpu-engine] too
     # 160 chats a phase: the P99 of fewer is one sample, and the spread between repeats hides the target.
     (
         "frontdoor_targets.py",
@@ -444,6 +445,13 @@ def scheduler_section(r: dict[str, Any]) -> list[str]:
     return lines(r)
 
 
+def server_arrivals_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.server_arrivals import lines
+
+    return lines(r)
+
+
 def frontdoor_section(r: dict[str, Any]) -> list[str]:
     sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
     from benchmarks.frontdoor_targets import lines
@@ -515,6 +523,10 @@ SECTIONS = {
         finops_section,
     ),
     "scheduler_structure.py": ("The scheduler against vLLM's, in counts (scheduler_structure.py)", scheduler_section),
+    "server_arrivals.py": (
+        "The server's work per stream and per arrival, on the real engine (server_arrivals.py)",
+        server_arrivals_section,
+    ),
     "frontdoor_targets.py": (
         "The front door's targets on the dev stack: a worst-case body, two batches (frontdoor_targets.py)",
         frontdoor_section,

@@ -158,12 +158,14 @@ class PoolTiming:
     # The OpenAI server's share of every response (tokenization, the first scheduling step, detokenization,
     # the first chunk): each byte reaches the client this much after the engine's iteration produced it.
     ttft_floor_s: float = 0.0
-    # The server's per-request work: each other request in flight delays a first token this much more. The
-    # planner and the simulator both add it through ``first_token_server_s``, per the batch decoding then.
-    api_per_request_s: float = 0.0
-    # Whether ``api_per_request_s`` was measured on the pool's host (its calibration file's); False: the
+    # The server's work per stream: each other request decoding beside a first token delays it this much more
+    # (detokenizing and streaming its tokens). The planner and the simulator both add it through
+    # ``first_token_server_s``, per the batch decoding then. A burst's arrivals cost the server more each
+    # (``capacity.API_PER_REQUEST_S``), but the pool model's arrivals land at random phases and rarely meet.
+    api_per_stream_s: float = 0.0
+    # Whether ``api_per_stream_s`` was measured on the pool's host (its calibration file's); False: the
     # datasheet's constant, which a calibration written before the term was measured keeps too.
-    api_per_request_measured: bool = False
+    api_per_stream_measured: bool = False
     # vLLM's KV block, in tokens: every sequence holds a part-filled last block (half of one on average).
     block_size: int = cap.BLOCK_SIZE
     # vLLM's ``--scheduling-policy priority`` (rendered for pools that serve several levels): a full KV cache
@@ -176,13 +178,13 @@ class PoolTiming:
     @overload
     def first_token_server_s(self, batch: F64) -> F64: ...
     def first_token_server_s(self, batch: float | F64) -> float | F64:
-        """What the OpenAI server adds to a first token produced beside ``batch`` decoding sequences.
+        """What the OpenAI server adds to a first token produced beside ``batch`` decoding sequences (streams).
 
         The one TTFT server term (``capacity.server_seconds``), which the planner's pool model (on its
         chains' batches) and the simulated engine (on each prefill iteration's batch) both call, as the
         validation table does: the three cannot price a first token's server work differently.
         """
-        return cap.server_seconds(self.ttft_floor_s, self.api_per_request_s, batch)
+        return cap.server_seconds(self.ttft_floor_s, self.api_per_stream_s, batch)
 
     @property
     def waste_tokens(self) -> float:
@@ -214,7 +216,7 @@ class PoolTiming:
             prefill=cap.prefill_cost(model),
             encoder=encoder,
             ttft_floor_s=model.efficiency.ttft_floor_s,
-            api_per_request_s=model.efficiency.api_per_request_s,
+            api_per_stream_s=model.efficiency.api_per_stream_s,
             block_size=block_size,
             priority_scheduling=priority_scheduling,
         )
@@ -259,10 +261,10 @@ class PoolTiming:
             # The host's own per-request work where the file measured it (``host_calibration.per_request_s``,
             # fitted against this same pricing of a first token beside a batch); an older file's host floor,
             # measured one request at a time, holds none of it, so the pool keeps the default term.
-            api_per_request_s=cap.DEFAULT_EFFICIENCY.api_per_request_s
+            api_per_stream_s=cap.DEFAULT_EFFICIENCY.api_per_stream_s
             if host.api_per_request_s is None
             else host.api_per_request_s,
-            api_per_request_measured=host.api_per_request_s is not None,
+            api_per_stream_measured=host.api_per_request_s is not None,
         )
 
     def decode_seconds(self, batch: int, context: float) -> float:

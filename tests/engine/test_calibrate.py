@@ -65,7 +65,7 @@ def test_calibrate_measures_the_real_engine_and_writes_the_file(
     assert result["api_per_request_s"] >= 0
     assert [c for c, _ in result["probe_ttft_by_concurrency"]] == list(PROBE_CONCURRENCY)
     assert [c for c, _ in result["held_out"]["probe_ttft_by_concurrency"]] == [HELD_OUT_CONCURRENCY]
-    assert "ms per request in flight" in printed
+    assert "ms per stream beside a first token" in printed
     print(printed)  # the CPU's numbers, for the tier's log
 
 
@@ -77,11 +77,11 @@ def test_the_planner_predicts_the_engine_it_was_calibrated_on(calibration: tuple
     probe_error = held_out_probe_error(spec, tmp_path / "cal.json")
     cal = read_calibration(out)
     assert cal.held_out is not None and cal.api_per_request_s is not None
-    assert timing(spec, spec.pool("small")).api_per_request_s == cal.api_per_request_s  # the pool is priced with it
+    assert timing(spec, spec.pool("small")).api_per_stream_s == cal.api_per_request_s  # the pool is priced with it
     print(
         f"held out on the real engine: TTFT at {cal.held_out.ttft_by_prompt[0][0]} tokens {ttft_error:+.0%}, "
         f"TPOT at {HELD_OUT_CONCURRENCY} streams {tpot_error:+.0%}, TTFT beside {HELD_OUT_CONCURRENCY} streams "
-        f"{probe_error:+.0%} (server work {cal.api_per_request_s * 1000:.3f} ms per request in flight; bound: a "
+        f"{probe_error:+.0%} (server work {cal.api_per_request_s * 1000:.3f} ms per stream; bound: a "
         f"factor of {ENGINE_FACTOR:g} either way)"
     )
     measured = out.read_text(encoding="utf-8")  # in the message: the points the prediction came from

@@ -244,7 +244,7 @@ def test_the_engine_side_expectation_is_the_planners_price_without_the_server_te
 def test_a_calibrated_pool_is_priced_with_the_measured_term(tmp_path: Path) -> None:
     spec = load_spec(write_spec(tmp_path, with_probes(0.0003)))
     t = timing(spec, spec.pool("small"))
-    assert t.api_per_request_s == pytest.approx(0.0003) and t.api_per_request_measured
+    assert t.api_per_stream_s == pytest.approx(0.0003) and t.api_per_stream_measured
     assert t.first_token_server_s(10) == pytest.approx(t.ttft_floor_s + 0.003)
     assert held_out_probe_error(spec, tmp_path / "cal.json") == pytest.approx(0.0, abs=1e-9)
 
@@ -254,11 +254,11 @@ def test_a_file_written_before_the_term_loads_and_keeps_the_default(calibrated: 
     assert "api_per_request_s" not in json.loads(SAMPLE.read_text(encoding="utf-8"))
     assert cal.api_per_request_s is None and fit(cal).api_per_request_s is None
     t = timing(calibrated, calibrated.pool("small"))
-    assert t.api_per_request_s == cap.DEFAULT_EFFICIENCY.api_per_request_s and not t.api_per_request_measured
+    assert t.api_per_stream_s == cap.DEFAULT_EFFICIENCY.api_per_stream_s and not t.api_per_stream_measured
 
 
 def test_the_default_misses_a_host_whose_server_adds_little_so_the_check_can_fail(tmp_path: Path) -> None:
-    # The defect put back: the calibrated pool keeps 2.4 ms per request on a host that measured 0.1 ms (+241%).
+    # The defect put back: the calibrated pool keeps the default 0.3 ms per stream on a host that measured 0.1 ms (+21%).
     data = with_probes(0.0001)
     del data["api_per_request_s"]
     spec = load_spec(write_spec(tmp_path, data))
@@ -268,15 +268,15 @@ def test_the_default_misses_a_host_whose_server_adds_little_so_the_check_can_fai
 def test_plan_says_whether_a_calibrated_pools_server_term_was_measured(
     calibrated: PlatformSpec, tmp_path: Path
 ) -> None:
-    measured = load_spec(write_spec(tmp_path, with_probes(0.0003)))
+    measured = load_spec(write_spec(tmp_path, with_probes(0.0005)))
     for spec, shown, flag in (
-        (measured, "server work 0.30 ms per request in flight, measured", True),
-        (calibrated, "server work 2.40 ms per request in flight, the default (the file predates", False),
+        (measured, "server work 0.50 ms per stream beside a first token, measured", True),
+        (calibrated, "server work 0.30 ms per stream beside a first token, the default (the file predates", False),
     ):
         result = plan(spec)
         pools = {p["name"]: p for p in plan_json(result)["pools"]}
-        assert pools["small"]["api_per_request_measured"] is flag
-        assert not pools["medium"]["api_per_request_measured"]
+        assert pools["small"]["api_per_stream_measured"] is flag
+        assert not pools["medium"]["api_per_stream_measured"]
         console = Console(record=True, width=250)
         print_plan(result, console)
         line = next(line for line in console.export_text().splitlines() if "calibrated pool small" in line)

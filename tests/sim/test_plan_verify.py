@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from tests.paths import REPO_ROOT
 from tokenplane.commands.cli import app
 from tokenplane.load import load_spec, load_spec_text
+from tokenplane.model import capacity as cap
 from tokenplane.model import planner as planner_module
 from tokenplane.model import pool_performance
 from tokenplane.model.planner import Plan, plan
@@ -354,17 +355,29 @@ def test_without_the_kv_stall_the_rag_plan_disagrees_with_the_simulator(monkeypa
     assert [name for name, *_ in off] == ["A", "B"], off  # measured: 99.99% and 100% against 98.95% and 99.48%
 
 
-# Issue 28 item 3: the API server's per-request term is on in both the planner and the simulator. On minimal's chat
-# pool it adds ~2.4 ms for each of the ~15 sequences decoding beside a first token. Measured with it on both
-# sides: class A's TTFT P95 +0.5 % (planner 396 ms, simulator 394 ms); off in one side only, the gap is the term.
+# Issue 28 item 3: the API server's per-stream term is on in both the planner and the simulator. On minimal's chat
+# pool it adds 0.3 ms for each of the ~15 sequences decoding beside a first token: too little for the agreement
+# check to see it missing, so the structure is shown with the arrival rate (2.3 ms a sequence, the single term this
+# one was split from), which is: class A's TTFT P95 agrees with it on both sides; priced on one side only, the gap
+# is the term.
 SERVER_TERM_AGREEMENT = 0.05  # issue 28's target
+STRUCTURE_TERM_S = cap.API_PER_REQUEST_S
 
 
-def _no_server_term(spec: PlatformSpec, pool: Pool, **kwargs: Any) -> PoolTiming:
-    return dataclasses.replace(timing(spec, pool, **kwargs), api_per_request_s=0.0)
+def _with_server_term(rate_s: float) -> Any:
+    def build(spec: PlatformSpec, pool: Pool, **kwargs: Any) -> PoolTiming:
+        return dataclasses.replace(timing(spec, pool, **kwargs), api_per_stream_s=rate_s)
+
+    return build
 
 
-def test_with_the_server_term_on_both_sides_minimal_agrees() -> None:
+_no_server_term = _with_server_term(0.0)
+
+
+@pytest.mark.parametrize("rate_s", [cap.API_PER_STREAM_S, STRUCTURE_TERM_S], ids=["default", "arrival-rate"])
+def test_with_the_server_term_on_both_sides_minimal_agrees(rate_s: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    for module in (planner_module, verify_module):
+        monkeypatch.setattr(module, "timing", _with_server_term(rate_s))
     spec = load_spec(ROOT / "stacks" / "minimal.yaml")
     [pool] = verify(spec, plan(spec)).pools
     [cls] = pool.classes
@@ -372,8 +385,10 @@ def test_with_the_server_term_on_both_sides_minimal_agrees() -> None:
 
 
 @pytest.mark.parametrize("side", ["planner", "simulator"])
-def test_the_server_term_off_on_one_side_only_shows_as_disagreement(side: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(planner_module if side == "planner" else verify_module, "timing", _no_server_term)
+def test_the_server_term_on_one_side_only_shows_as_disagreement(side: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        planner_module if side == "planner" else verify_module, "timing", _with_server_term(STRUCTURE_TERM_S)
+    )
     spec = load_spec(ROOT / "stacks" / "minimal.yaml")
     [pool] = verify(spec, plan(spec)).pools
     [cls] = pool.classes
@@ -415,6 +430,8 @@ def _server_part(spec: PlatformSpec, planned: Plan, region: str, pool_name: str)
 def test_the_server_term_follows_the_batch_a_queue_grew(defect: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     if defect:
         monkeypatch.setattr(pool_performance, "first_token_batch", lambda found, joined, ended: found)
+    for module in (planner_module, verify_module):  # a term large enough to stand above the simulator's noise
+        monkeypatch.setattr(module, "timing", _with_server_term(STRUCTURE_TERM_S))
     spec = load_spec(ROOT / "stacks" / "byteion.yaml")
     parts = _server_part(spec, plan(spec), "eu-west", "medium-rag")
     apart = {name: planner / sim - 1 for name, (planner, sim) in parts.items()}

@@ -741,7 +741,7 @@ def calibrate(
     ] = 1,
 ) -> None:
     """Measure a vLLM replica: TTFT floor, TTFT against prompt length, TPOT against concurrency, throughput, and
-    the server's work per request in flight.
+    the server's work per stream beside a first token.
 
     Bounded in requests and time; writes OUT (JSON), which a pool names as pools[].calibration.
     Exits 2 if URL is not a vLLM server serving MODEL, or --gpu is not a GPU tokenplane knows.
@@ -774,7 +774,7 @@ def calibrate(
     term = result.api_per_request_s or 0.0  # calibrate always measures it
     beside = ", ".join(f"{k}: {t * 1000:.1f} ms" for k, t in result.probe_ttft_by_concurrency)
     typer.echo(
-        f"server work {term * 1000:.2f} ms per request in flight (TTFT of a {result.probe_prompt_tokens}-token "
+        f"server work {term * 1000:.2f} ms per stream beside a first token (TTFT of a {result.probe_prompt_tokens}-token "
         f"prompt beside streams decoding, {beside})"
     )
     if result.held_out is not None:

@@ -100,10 +100,10 @@ def calibrated_pools(result: Plan) -> dict[str, str]:
 
 def _server_term(p: PoolPlan) -> str:
     """Where a calibrated pool's per-request server term came from: its file, or the default an older file keeps."""
-    if p.api_per_request_measured:
-        return f"server work {p.api_per_request_ms:.2f} ms per request in flight, measured"
+    if p.api_per_stream_measured:
+        return f"server work {p.api_per_stream_ms:.2f} ms per stream beside a first token, measured"
     return (
-        f"server work {p.api_per_request_ms:.2f} ms per request in flight, the default (the file predates its "
+        f"server work {p.api_per_stream_ms:.2f} ms per stream beside a first token, the default (the file predates its "
         "measurement: calibrate again to measure it)"
     )
 

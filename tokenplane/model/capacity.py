@@ -96,8 +96,15 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
 ]
 
 F64 = npt.NDArray[np.float64]
-# Fitted on the loaded fit points (``calibration.API_TERM_FIT``) by ``benchmarks/capacity_validation.py --fit-api``.
-API_PER_REQUEST_S = 0.0024  # 2.4 ms per other request in flight
+# The OpenAI server's work for the other requests it handles while a first token waits (``server_seconds``).
+# Per request arriving with it (a burst: a closed-loop wave's c prompts): fitted on the public closed-loop
+# waves (``calibration.API_TERM_FIT``) by ``benchmarks/capacity_validation.py --fit-api``.
+API_PER_REQUEST_S = 0.0023
+# Per request streaming beside it (arrivals at random phases: Poisson, the planner's load): measured on the
+# real engine by ``benchmarks/server_arrivals.py`` (vLLM 0.32's CPU build: 0.00 to 0.29 ms over six runs,
+# against 1.4 to 2.4 ms per arrival; the top of the spread, rounded up, since under-pricing it promises a
+# TTFT the pool misses), which ``tests/engine/test_server_arrivals.py`` re-measures.
+API_PER_STREAM_S = 0.0003
 # GPUs whose attention kernels run FP8 with an FP8 KV cache: FlashAttention 3 is Hopper's (H100, H200).
 FP8_ATTENTION_GPUS = frozenset({"H100-80GB", "H200-141GB"})
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
@@ -314,8 +321,11 @@ class Efficiency:
                                   NVLink with vLLM's custom all-reduce, 3 us a ring hop over
                                   PCIe). Each row's bytes are priced by the link's bandwidth,
                                   in decode and in prefill (``interconnect``)
-    api_per_request_s    see      the OpenAI server's work for each other request in flight,
-                         below    added to a new request's first token (``server_wait_seconds``)
+    api_per_request_s    2.3 ms   the OpenAI server's work for each other request arriving
+                                  with a first token's (a burst, a closed-loop wave), fitted
+                                  on the public waves (``server_seconds``)
+    api_per_stream_s     see      its work for each request streaming beside a first token,
+                         above    measured on the real engine (``API_PER_STREAM_S``)
     moe_kernels          True     routed experts priced as vLLM's fused-MoE block runs them on
                                   the GPU's generation: a fixed time per MoE layer and pass
                                   plus the touched experts' weights at a bandwidth fraction,
@@ -341,6 +351,7 @@ class Efficiency:
     sampler_bytes_per_logit: float = 16.0
     ttft_floor_s: float = 0.020
     api_per_request_s: float = API_PER_REQUEST_S
+    api_per_stream_s: float = API_PER_STREAM_S
     moe_kernels: bool = True
 
 
@@ -352,27 +363,36 @@ def server_seconds(floor_s: float, per_request_s: float, others_in_flight: float
 @overload
 def server_seconds(floor_s: float, per_request_s: float, others_in_flight: F64) -> F64: ...
 def server_seconds(floor_s: float, per_request_s: float, others_in_flight: float | F64) -> float | F64:
-    """The OpenAI server's part of a first token: its floor, and its work for ``others_in_flight`` requests streaming.
+    """The OpenAI server's part of a first token: its floor, and ``per_request_s`` for each of ``others_in_flight``.
 
-    vLLM's API server is one Python process: it tokenizes each arrival, and detokenizes and
-    streams every running request's tokens, so a new request's first chunk waits behind work that
-    grows with the requests in flight. The loaded public points show it where the engine's own
-    work does not: on the L4 the closed-loop TTFT rises 108 ms from c = 1 to 32 where the GPU
-    work rises 59 ms. ``Efficiency.api_per_request_s`` is fitted on those points
-    (``tokenplane.model.calibration.API_TERM_FIT``). This is the one TTFT server term: the
-    validation table (``server_wait_seconds``), the planner's pool model and the simulated engine
-    (both through ``PoolTiming.first_token_server_s``, per the batch a first token leaves beside)
-    all add it here. Takes a float or an array of batches (the planner's chains).
+    vLLM's API server is one Python process: it parses and tokenizes each arrival, and detokenizes
+    and streams every running request's tokens, so a new request's first chunk waits behind work
+    that grows with the other requests. The two kinds cost it differently, and the real engine
+    shows it (``benchmarks/server_arrivals.py``): a request that arrives with others waits behind
+    each one's whole admission (``Efficiency.api_per_request_s``, fitted on the public closed-loop
+    waves, ``calibration.API_TERM_FIT``: on the L4 the TTFT rises 108 ms from c = 1 to 32 where
+    the GPU work rises 59 ms), while a request that arrives beside others already streaming waits
+    only on their per-iteration streaming (``Efficiency.api_per_stream_s``, several times less).
+    This is the one TTFT server term: the validation table (``server_wait_seconds``), the
+    planner's pool model and the simulated engine (both through ``PoolTiming.first_token_server_s``,
+    per the batch a first token leaves beside, at the per-stream rate: their arrivals land at
+    random phases) all add it here. Takes a float or an array of batches (the planner's chains).
     """
     if isinstance(others_in_flight, np.ndarray):
         return floor_s + per_request_s * np.maximum(others_in_flight, 0.0)
     return floor_s + per_request_s * max(others_in_flight, 0.0)
 
 
-def server_wait_seconds(model: ReplicaModel, others_in_flight: float) -> float:
-    """What the OpenAI server adds to a first token with ``others_in_flight`` requests streaming (``server_seconds``)."""
+def server_wait_seconds(model: ReplicaModel, *, arriving: float = 0.0, streaming: float = 0.0) -> float:
+    """What the OpenAI server adds to a first token with ``arriving`` others sent with it and ``streaming`` decoding.
+
+    Poisson arrivals rarely meet at the server (at 16 req/s and 2.4 ms each it is busy with arrivals
+    4 % of the time, an M/D/1 wait of 0.05 ms), so a staggered request counts only the streams.
+    """
     eff = model.efficiency
-    return server_seconds(eff.ttft_floor_s, eff.api_per_request_s, others_in_flight)
+    return server_seconds(eff.ttft_floor_s, eff.api_per_request_s, arriving) + eff.api_per_stream_s * max(
+        streaming, 0.0
+    )
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ How the measurements become the timing's terms (``fit``):
   every measured step less its KV read), which is what an iteration with one short sequence costs
   besides reading its KV; the floor is ``A`` less it. Only an iteration that prefills
   with nothing decoding sees the split; a lone request's TTFT is ``A`` either way.
-- **The server's work per request in flight** (``api_per_request_s``, ``per_request_s``): a short fresh
+- **The server's work per stream** (the file's ``api_per_request_s``, ``per_request_s``): a short fresh
   prompt's TTFT sent while ``k`` streams decode, less what the engines price for it without the server's
   term (``HostTiming.beside_batch_ttft_s``), over ``k``; a least-squares fit through the origin over the
-  measured ``k``, never negative. The pool's ``PoolTiming.api_per_request_s`` is it, so that the planner
+  measured ``k``, never negative. The pool's ``PoolTiming.api_per_stream_s`` is it, so that the planner
   and the simulator add the host's term (``capacity.server_seconds``) instead of the one read on other
   hosts; a file written before it was measured keeps that default.
 - **Saturated throughput** is recorded, not an input: the pool model derives a replica's throughput from

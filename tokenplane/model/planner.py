@@ -108,8 +108,8 @@ class PoolPlan:
     calibration: str | None = None  # the calibration file the pool's timing was measured in; None: the datasheet
     # The server's work per other request in flight that the pool is priced with, and whether its calibration
     # file measured it (False: the datasheet's constant, also kept by a file written before it was measured).
-    api_per_request_ms: float = 0.0
-    api_per_request_measured: bool = False
+    api_per_stream_ms: float = 0.0
+    api_per_stream_measured: bool = False
     at_needed: Health | None = field(default=None, repr=False)  # the pool model at replicas_needed, for --verify
 
     @property
@@ -472,8 +472,8 @@ def _plan_pool(
             provider_usd_per_million_tokens=provider_price,
             provider=provider_name,
             calibration=pool.calibration,
-            api_per_request_ms=costs.api_per_request_s * 1000,
-            api_per_request_measured=costs.api_per_request_measured,
+            api_per_stream_ms=costs.api_per_stream_s * 1000,
+            api_per_stream_measured=costs.api_per_stream_measured,
             at_needed=at_needed,
         ),
         problems,

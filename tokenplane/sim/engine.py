@@ -17,8 +17,8 @@ batch has not already paid, whichever is longer (the planner and the validation 
 price prefill with the same function). An iteration with nothing to decode pays the step
 overhead once. What an iteration produces reaches
 the client ``PoolTiming.ttft_floor_s`` later (the OpenAI server's own work), and a
-first token ``PoolTiming.api_per_request_s`` later again for each sequence decoding
-beside it (the server's per-request work), as the planner's pool model adds them too.
+first token ``PoolTiming.api_per_stream_s`` later again for each sequence decoding
+beside it (the server's work per stream), as the planner's pool model adds them too.
 
 Why it is fast enough for 10,000 RPS:
 
