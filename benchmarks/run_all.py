@@ -67,6 +67,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     ),
     # The capacity plan only: the full plan's render adds minutes at 5 runs (run plan_bench.py alone for it).
     ("plan_bench.py", ["--capacity-only"], ["--capacity-only", "--runs", "3"], 900),
+    ("check_bench.py", [], ["--runs", "1"], 900),
 )
 
 
@@ -459,6 +460,13 @@ def frontdoor_section(r: dict[str, Any]) -> list[str]:
     return lines(r)
 
 
+def check_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.check_bench import lines
+
+    return lines(r)
+
+
 def plan_section(r: dict[str, Any]) -> list[str]:
     sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
     from benchmarks.plan_bench import lines
@@ -532,6 +540,7 @@ SECTIONS = {
         frontdoor_section,
     ),
     "plan_bench.py": ("`tokenplane plan --capacity-only` on the three stacks (plan_bench.py)", plan_section),
+    "check_bench.py": ("`tokenplane check` on the three stacks (check_bench.py)", check_section),
 }
 
 
