@@ -223,23 +223,30 @@ class Outcome:
         return self.per_arrival_ms / self.per_stream_ms if self.per_stream_ms > 0 else float("inf")
 
 
-def measure(base: str, model: str, *, repeats: int = REPEATS) -> Outcome:
+def measure(
+    base: str,
+    model: str,
+    *,
+    repeats: int = REPEATS,
+    beside_k: tuple[int, ...] = STREAMS,
+    together_k: tuple[int, ...] = TOGETHER,
+) -> Outcome:
     budget = _Budget(0, time.monotonic() + TIME_LIMIT_S)
     for _ in range(3):  # warm the server's and the engine's first-request paths
         _stream(base, model, PROBE_WORDS, 4, budget)
-    streams: dict[int, list[float]] = {k: [] for k in STREAMS}
-    burst: dict[int, list[float]] = {k: [] for k in TOGETHER}
+    streams: dict[int, list[float]] = {k: [] for k in beside_k}
+    burst: dict[int, list[float]] = {k: [] for k in together_k}
     # Interleaved rounds, so that a slow minute of the machine touches every k alike. A beside round is lost when
     # a stream's first token stalls past its end (the server starved of a core here: 1 to 3 of 5 at some k);
     # extra rounds then bring each k to ``LEAST_KEPT``.
     for round_ in range(2 * repeats):
-        short = [k for k in STREAMS if len(streams[k]) < LEAST_KEPT]
+        short = [k for k in beside_k if len(streams[k]) < LEAST_KEPT]
         if round_ >= repeats and not short:
             break
-        for k in STREAMS if round_ < repeats else short:
+        for k in beside_k if round_ < repeats else short:
             if (part := beside(base, model, k, budget)) is not None:
                 streams[k].append(part)
-        for k in TOGETHER if round_ < repeats else ():
+        for k in together_k if round_ < repeats else ():
             if (part := together(base, model, k, budget)) is not None:
                 burst[k].append(part)
     empty = [k for k, runs in (*streams.items(), *burst.items()) if not runs]

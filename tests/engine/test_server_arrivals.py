@@ -24,11 +24,20 @@ STREAM_TERM_MARGIN = 3.0
 # Rounds over every k: three keep the tier's time (each round is about half a minute here); the medians of
 # three still stand above one stalled round.
 ROUNDS = 3
+# Up to 8 streams, where the server has a core to itself: beside 12 streams of the tiny model (about 5,000
+# tokens a second to stream) on a two-core CI machine, whose engine takes the other core, the server saturated
+# and the probe's first token waited 1.3 s (median of three). That is the term's limit, not its slope: the
+# linear per-stream price holds below the server's saturation, which the planner does not model
+# (BENCHMARKS.md, server_arrivals.py, measures up to 12 on a quiet machine).
+BESIDE = (0, 4, 8)
+TOGETHER = (1, 5, 9)
 
 
 def test_an_arrival_costs_the_server_more_than_a_stream(small_engine: RealEngine, dev_spec: PlatformSpec) -> None:
     pool = dev_spec.pool(bench.POOL)
-    outcome = bench.measure(small_engine.base_url, dev_spec.model(pool.model).ref, repeats=ROUNDS)
+    outcome = bench.measure(
+        small_engine.base_url, dev_spec.model(pool.model).ref, repeats=ROUNDS, beside_k=BESIDE, together_k=TOGETHER
+    )
     print("\n".join(bench.lines(bench.result(outcome))))  # the table, for the tier's log
     assert outcome.per_arrival_ms > 0.5, f"a burst's arrivals cost the server nothing: {outcome}"
     assert outcome.ratio >= LEAST_RATIO, (

@@ -103,7 +103,9 @@ API_PER_REQUEST_S = 0.0023
 # Per request streaming beside it (arrivals at random phases: Poisson, the planner's load): measured on the
 # real engine by ``benchmarks/server_arrivals.py`` (vLLM 0.32's CPU build: 0.00 to 0.29 ms over six runs,
 # against 1.4 to 2.4 ms per arrival; the top of the spread, rounded up, since under-pricing it promises a
-# TTFT the pool misses), which ``tests/engine/test_server_arrivals.py`` re-measures.
+# TTFT the pool misses), which ``tests/engine/test_server_arrivals.py`` re-measures. A price below the server's
+# saturation only: beside 12 streams on a two-core CI machine (the engine on the other core) a first token waited
+# 1.3 s, a queue this linear term does not model.
 API_PER_STREAM_S = 0.0003
 # GPUs whose attention kernels run FP8 with an FP8 KV cache: FlashAttention 3 is Hopper's (H100, H200).
 FP8_ATTENTION_GPUS = frozenset({"H100-80GB", "H200-141GB"})
