@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import resource
 import statistics
 import sys
 from collections.abc import Callable
@@ -13,6 +15,21 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+# The environment a timed command runs in. A normal install caches bytecode; some sandboxes set
+# PYTHONDONTWRITEBYTECODE, which would make every run recompile the project and its dependencies (pulumi_aws alone
+# is thousands of modules) and measure the compiler instead of tokenplane.
+BYTECODE_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+
+
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of the children this process has waited for: a run's is the difference."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    """Median and range of repeated runs."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def unlimited_dev_spec(*, semantic: bool = False) -> dict[str, Any]:

@@ -24,8 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -36,15 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._common import update_section  # noqa: E402
+from benchmarks._common import BYTECODE_ENV, children_cpu_s, spread, update_section  # noqa: E402
 
 TITLE = "`tokenplane check` on the three stacks (check_bench.py)"
 STACKS = ("minimal", "dev", "byteion")
 BARE = "python -c pass"
 SLOWEST = 8  # deployability checks named in the breakdown
-# A normal install caches bytecode; some sandboxes set PYTHONDONTWRITEBYTECODE, which would make every run
-# recompile the project and its dependencies (pulumi_aws alone is thousands of modules) and measure the compiler.
-ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+ENV = BYTECODE_ENV  # bytecode cached, as a normal install has it
 
 # One check in process, timed by phase: the spec's load and render, the policy pack, and each deployability check.
 _BREAKDOWN = """
@@ -70,16 +66,11 @@ print(json.dumps({"phases": phases, "checks": checks}))
 """
 
 
-def _cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
 def _time(argv: list[str]) -> tuple[float, float]:
     """One fresh process: (wall s, CPU s). A failing check still takes its time; only a crash is refused."""
-    cpu0, t0 = _cpu(), time.perf_counter()
+    cpu0, t0 = children_cpu_s(), time.perf_counter()
     done = subprocess.run(argv, check=False, cwd=ROOT, env=ENV, capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+    wall, cpu = time.perf_counter() - t0, children_cpu_s() - cpu0
     if done.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-800:]}")
     return wall, cpu
@@ -91,10 +82,6 @@ def _cases() -> dict[str, list[str]]:
     for stack in STACKS:
         cases[f"{stack}, check"] = [*tp, "check", f"stacks/{stack}.yaml"]
     return cases
-
-
-def _spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def breakdown(stack: str) -> dict[str, Any]:
@@ -122,8 +109,8 @@ def run(runs: int) -> dict[str, Any]:
         "cases": [
             {
                 "case": name,
-                "wall_s": _spread([w for w, _ in values]),
-                "cpu_s": _spread([c for _, c in values]),
+                "wall_s": spread([w for w, _ in values]),
+                "cpu_s": spread([c for _, c in values]),
             }
             for name, values in samples.items()
         ],

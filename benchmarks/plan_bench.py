@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -39,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._common import update_section  # noqa: E402
+from benchmarks._common import BYTECODE_ENV, children_cpu_s, spread, update_section  # noqa: E402
 
 TITLE = "`tokenplane plan --capacity-only` on the three stacks (plan_bench.py)"
 STACKS = ("byteion", "dev", "minimal")
@@ -47,24 +46,17 @@ CAPACITY_TARGET_S = 0.5
 FULL_TARGET_S = 5.0
 BARE = "python -c pass"
 
-# A normal install caches bytecode; some sandboxes set PYTHONDONTWRITEBYTECODE, which would make every
-# run recompile the project and measure the compiler instead of tokenplane (the no-bytecode case measures that).
-ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
-
-
-def _cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
+ENV = BYTECODE_ENV  # bytecode cached, as a normal install has it
 
 
 def _time(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds of one run of ``argv``."""
-    cpu, start = _cpu(), time.perf_counter()
+    cpu, start = children_cpu_s(), time.perf_counter()
     done = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
-    return elapsed, _cpu() - cpu
+    return elapsed, children_cpu_s() - cpu
 
 
 # One warm capacity plan's phases in a fresh interpreter (CPU seconds, so that first-import costs count).
@@ -132,10 +124,6 @@ def _fresh(env: dict[str, str], scratch: str) -> dict[str, str]:
     return env | {"TOKENPLANE_CACHE_DIR": tempfile.mkdtemp(prefix="cold-", dir=scratch)}
 
 
-def _spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def run(runs: int, *, full: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tokenplane-plan-bench-") as scratch:
         warm_dirs = {stack: str(Path(scratch) / f"warm-{stack}") for stack in STACKS}
@@ -159,8 +147,8 @@ def run(runs: int, *, full: bool) -> dict[str, Any]:
             {
                 "case": name,
                 "command": " ".join(Path(a).name if a == sys.executable else a for a in cases[name][0]),
-                "wall_s": _spread([w for w, _ in values]),
-                "cpu_s": _spread([c for _, c in values]),
+                "wall_s": spread([w for w, _ in values]),
+                "cpu_s": spread([c for _, c in values]),
             }
             for name, values in samples.items()
         ],
