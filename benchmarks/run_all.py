@@ -58,6 +58,7 @@ BENCHMARKS: tuple[tuple[str, list[str], list[str], int], ...] = (
     # Needs tokenplane[cpu-engine] (vLLM's CPU build) in the running Python; fails, and says so, without it.
     ("scheduler_structure.py", [], [], 1200),
     ("server_arrivals.py", [], [], 900),  # needs tokenplane[cpu-engine] too
+    ("server_cpu.py", [], ["--rounds", "1"], 600),  # and this one
     # 160 chats a phase: the P99 of fewer is one sample, and the spread between repeats hides the target.
     (
         "frontdoor_targets.py",
@@ -453,6 +454,13 @@ def server_arrivals_section(r: dict[str, Any]) -> list[str]:
     return lines(r)
 
 
+def server_cpu_section(r: dict[str, Any]) -> list[str]:
+    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+    from benchmarks.server_cpu import lines
+
+    return lines(r)
+
+
 def frontdoor_section(r: dict[str, Any]) -> list[str]:
     sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
     from benchmarks.frontdoor_targets import lines
@@ -534,6 +542,10 @@ SECTIONS = {
     "server_arrivals.py": (
         "The server's work per stream and per arrival, on the real engine (server_arrivals.py)",
         server_arrivals_section,
+    ),
+    "server_cpu.py": (
+        "The server's CPU per request, step and token, on the real engine (server_cpu.py)",
+        server_cpu_section,
     ),
     "frontdoor_targets.py": (
         "The front door's targets on the dev stack: a worst-case body, two batches (frontdoor_targets.py)",

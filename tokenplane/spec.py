@@ -431,6 +431,13 @@ class EngineArgs(Model):
     enable_prefix_caching: bool = True
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
     speculative: Speculative | None = None
+    api_server_count: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="API server processes per replica (vLLM's --api-server-count): one Python process detokenizes "
+        "and streams every token, and plan says when the planned load needs more.",
+    )
     vllm_version: str | None = Field(
         default=None,
         description="The vLLM release this pool runs (MAJOR.MINOR[.PATCH]); default: the release tokenplane pins. "

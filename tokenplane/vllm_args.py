@@ -74,6 +74,8 @@ def vllm_args(
     ]
     if priority_scheduling:
         args += ["--scheduling-policy", "priority"]
+    if engine.api_server_count > 1:  # vLLM's default is one (with data parallelism off, as every pool runs)
+        args += ["--api-server-count", str(engine.api_server_count)]
     if model.quantization in _QUANTIZATION_FLAG:
         args += ["--quantization", _QUANTIZATION_FLAG[model.quantization]]
     if model.quantization in _DTYPE_FLAG:

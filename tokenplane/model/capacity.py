@@ -45,6 +45,10 @@ from tokenplane.quantization import WeightFormat, default_format
 from tokenplane.transformer import Architecture, ModelKind
 
 __all__ = [  # the memory terms are defined in vllm_memory and are part of this interface too
+    "API_CPU_PER_REQUEST_S",
+    "API_CPU_PER_STEP_S",
+    "API_CPU_PER_TOKEN_S",
+    "API_SERVER_BUSY_MAX",
     "BLOCK_SIZE",
     "DEFAULT_EFFICIENCY",
     "DEFAULT_OVERHEADS",
@@ -57,6 +61,8 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "Speculation",
     "VllmOverheads",
     "activation_peak_bytes",
+    "api_server_busy",
+    "api_servers_needed",
     "backlog",
     "blended_price_per_million",
     "bytes_per_weight",
@@ -107,6 +113,18 @@ API_PER_REQUEST_S = 0.0023
 # saturation only: beside 12 streams on a two-core CI machine (the engine on the other core) a first token waited
 # 1.3 s, a queue this linear term does not model.
 API_PER_STREAM_S = 0.0003
+# The OpenAI server's CPU, which caps what one server process streams (``api_server_busy``): per request
+# (parsing, tokenization, the hand-off), per engine step (receiving the step's outputs) and per streamed token
+# (detokenizing it, writing its chunk). Read from the API server process's own CPU seconds on the real engine
+# by ``benchmarks/server_cpu.py`` (vLLM 0.32's CPU build); ``tests/engine/test_server_cpu.py`` re-measures them.
+# Fitted there at 2.2 ms, 0.23 ms and 46 us; priced at the fit rounded up, as ``API_PER_STREAM_S`` is, since
+# under-pricing it plans a server that cannot keep up. A host's CPU may be faster or slower than this one's.
+API_CPU_PER_REQUEST_S = 0.0025
+API_CPU_PER_STEP_S = 0.00025
+API_CPU_PER_TOKEN_S = 60e-6
+# The busiest a server process may be at the planned peak: an M/D/1 queue at 0.7 keeps a first token's and a
+# chunk's wait for the loop under about one step's output work (u / (2 (1 - u)) = 1.2 of it); at 0.9 it is 4.5.
+API_SERVER_BUSY_MAX = 0.7
 # GPUs whose attention kernels run FP8 with an FP8 KV cache: FlashAttention 3 is Hopper's (H100, H200).
 FP8_ATTENTION_GPUS = frozenset({"H100-80GB", "H200-141GB"})
 BLOCK_SIZE = 16  # vLLM's default KV block size, in tokens
@@ -395,6 +413,31 @@ def server_wait_seconds(model: ReplicaModel, *, arriving: float = 0.0, streaming
     return server_seconds(eff.ttft_floor_s, eff.api_per_request_s, arriving) + eff.api_per_stream_s * max(
         streaming, 0.0
     )
+
+
+def api_server_busy(*, arrivals_per_s: float, iteration_s: float, batch: float, servers: int = 1) -> float:
+    """The busy fraction of each of a replica's ``servers`` API server processes (``--api-server-count``).
+
+    vLLM deals requests to its server processes in turn; each takes its requests' admission
+    (``API_CPU_PER_REQUEST_S``), receives the engine's outputs once a step (``API_CPU_PER_STEP_S``, paid by
+    every process) and detokenizes and streams its requests' new tokens (``API_CPU_PER_TOKEN_S``, one a
+    sequence a step; a speculative step's several tokens go out in one chunk and are priced as one).
+    ``iteration_s`` is the replica's mean step, ``batch`` the sequences decoding in it.
+    """
+    if iteration_s <= 0:
+        return 0.0
+    per_step = API_CPU_PER_STEP_S + API_CPU_PER_TOKEN_S * batch / servers
+    return per_step / iteration_s + API_CPU_PER_REQUEST_S * arrivals_per_s / servers
+
+
+def api_servers_needed(*, arrivals_per_s: float, iteration_s: float, batch: float, most: int = 64) -> int | None:
+    """The fewest server processes that each stay under ``API_SERVER_BUSY_MAX``; None when ``most`` do not."""
+    for servers in range(1, most + 1):
+        if api_server_busy(arrivals_per_s=arrivals_per_s, iteration_s=iteration_s, batch=batch, servers=servers) <= (
+            API_SERVER_BUSY_MAX
+        ):
+            return servers
+    return None
 
 
 @dataclass(frozen=True)

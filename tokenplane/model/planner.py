@@ -29,7 +29,15 @@ from tokenplane.model.replica_search import MAX_REPLICAS_SEARCHED, first_holding
 from tokenplane.model.sizing import IMAGE_VLLM
 from tokenplane.model.traffic import Spill, TrafficPlan, route
 from tokenplane.model.vllm_memory import parse_version, version_warning
-from tokenplane.pool_model import PoolTiming, engine_release, memory, node_for, nodes_for, timing
+from tokenplane.pool_model import (
+    PoolTiming,
+    engine_release,
+    memory,
+    node_for,
+    nodes_for,
+    replica_requests,
+    timing,
+)
 from tokenplane.routes import Routes
 from tokenplane.spec import PlatformSpec, Pool, Priority, Region, WorkloadClass
 
@@ -110,6 +118,10 @@ class PoolPlan:
     # file measured it (False: the datasheet's constant, also kept by a file written before it was measured).
     api_per_stream_ms: float = 0.0
     api_per_stream_measured: bool = False
+    # Each API server process's busy share at the planned peak (``capacity.api_server_busy``), and the count the
+    # load needs under ``capacity.API_SERVER_BUSY_MAX`` (None: no count is enough).
+    api_server_busy: float = 0.0
+    api_servers_needed: int | None = 1
     at_needed: Health | None = field(default=None, repr=False)  # the pool model at replicas_needed, for --verify
 
     @property
@@ -403,6 +415,37 @@ def _plan_pool(
                         pool.name,
                     )
                 )
+    busy, servers = _api_server(pool, at_needed, encoder=spec.is_embedding(pool))
+    if servers is None or servers > pool.engine.api_server_count:
+        problems.append(
+            PlanViolation(
+                "server",
+                f"{where}: each of its replicas' {pool.engine.api_server_count} API server process(es) is "
+                f"{busy:.0%} busy at the planned peak (capacity.api_server_busy: admitting {lam / needed:.1f} req/s, "
+                f"streaming {_streamed(at_needed):,.0f} tokens/s), above {cap.API_SERVER_BUSY_MAX:.0%}: every first "
+                "token and every chunk waits behind it, past the latencies planned. "
+                + (
+                    f"Set engine.api_server_count: {servers}"
+                    if servers is not None
+                    else "No server count keeps up with its steps: lower max_num_seqs or use a larger model"
+                ),
+                region.name,
+                pool.name,
+            )
+        )
+    cores = replica_requests(pool).cpu
+    if pool.engine.api_server_count + 1 > cores:
+        warnings.append(
+            PlanViolation(
+                "server",
+                f"{where}: engine.api_server_count={pool.engine.api_server_count} server processes and the engine core "
+                f"need {pool.engine.api_server_count + 1} cores, but a replica's pod requests {cores} on "
+                f"{node.name}; they share them and the server falls behind. Use an instance type with more vCPUs "
+                "per GPU",
+                region.name,
+                pool.name,
+            )
+        )
     kv_usage = 0.0
     if at_max is not None and rho < 1 and mem.kv_tokens and at_max.operating.feasible:
         kv_usage = at_max.operating.kv_tokens / mem.kv_tokens
@@ -474,11 +517,36 @@ def _plan_pool(
             calibration=pool.calibration,
             api_per_stream_ms=costs.api_per_stream_s * 1000,
             api_per_stream_measured=costs.api_per_stream_measured,
+            api_server_busy=busy,
+            api_servers_needed=servers,
             at_needed=at_needed,
         ),
         problems,
         warnings,
     )
+
+
+def _streamed(health: Health | None) -> float:
+    """Tokens a second one replica streams at ``health``'s operating point: a token a sequence a step."""
+    if health is None or not health.operating.feasible or health.operating.iteration_s <= 0:
+        return 0.0
+    return health.operating.batch / health.operating.iteration_s
+
+
+def _api_server(pool: Pool, health: Health | None, *, encoder: bool) -> tuple[float, int | None]:
+    """Each API server process's busy share at ``health`` with the pool's count, and the count it needs.
+
+    An encoder streams no tokens: its server admits requests and returns their vectors. An infeasible
+    operating point (the pool cannot carry its load) is the stability check's to report.
+    """
+    if health is None or not health.operating.feasible:
+        return 0.0, 1
+    op = health.operating
+    batch, step = (0.0, math.inf) if encoder else (op.batch, op.iteration_s)
+    busy = cap.api_server_busy(
+        arrivals_per_s=op.rps, iteration_s=step, batch=batch, servers=pool.engine.api_server_count
+    )
+    return busy, cap.api_servers_needed(arrivals_per_s=op.rps, iteration_s=step, batch=batch)
 
 
 def _predictions(
