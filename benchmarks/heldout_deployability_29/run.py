@@ -8,7 +8,49 @@ from pathlib import Path
 
 from benchmarks.heldout_runner import HeldOutSet, main
 
-JUDGEMENT: dict[str, tuple[bool, str]] = {}
+JUDGEMENT: dict[str, tuple[bool, str]] = {
+    "evals_db_enhanced_monitoring_without_role": (False, "missed: a monitoring interval without a monitoring role"),
+    "evals_aurora_serverless_v2_without_instance": (False, "missed: an Aurora cluster with no instance to answer"),
+    "batch_node_group_label_kubernetes_io_prefix": (False, "missed: a node group label under kubernetes.io/"),
+    "batch_gpu_node_group_taint_not_tolerated_by_device_plugin": (
+        False,
+        "wrong reason: gpu-node-groups-tainted asks for the nvidia.com/gpu taint to keep CPU pods off, not that the "
+        "device plugin cannot run on the node",
+    ),
+    "batch_node_group_version_ahead_of_cluster": (False, "missed: a node group a minor ahead of its cluster"),
+    "eval_report_cronjob_cron_tz_in_schedule": (
+        True,
+        "api-validation: the API server rejects CRON_TZ in spec.schedule (use spec.timeZone)",
+    ),
+    "registry_access_logs_bucket_acl_log_delivery_write": (False, "missed: a canned ACL on a bucket with ACLs off"),
+    "eval_results_bucket_policy_principal_built_from_role_name": (
+        False,
+        "missed: a policy principal built from a role's name, not waiting for the role",
+    ),
+    "batch_node_role_policies_attached_exclusively": (False, "missed: the exclusive aws.iam.PolicyAttachment"),
+    "eval_report_irsa_annotation_without_role_path": (False, "missed: a role ARN without the role's path"),
+    "s3_gateway_endpoint_policy_without_ecr_layer_bucket": (
+        False,
+        "missed: an S3 endpoint policy that leaves out ECR's layer bucket",
+    ),
+    "secrets_endpoint_firewall_all_protocols_with_port": (False, "missed: protocol -1 with ports in a rule"),
+    "eval_jobs_fifo_queue_target_without_message_group": (
+        False,
+        "missed: a FIFO queue target without a message group",
+    ),
+    "grafana_ingress_class_field_and_annotation": (
+        False,
+        "wrong reason: controller-permissions on the ALB calls (true of any ALB Ingress here), not the class field "
+        "beside the class annotation",
+    ),
+    "vllm_alert_rule_with_grafana_rate_interval": (False, "missed: a Grafana variable in a PromQL rule"),
+    "domain_caa_record_without_amazon": (False, "missed: a CAA record that leaves out Amazon"),
+    "eval_corpus_static_pv_without_zone_affinity": (False, "missed: a static EBS volume without zone affinity"),
+    "ebs_default_cmk_without_autoscaling_grant": (
+        False,
+        "missed: EBS default encryption with a key Auto Scaling may not use",
+    ),
+}
 
 if __name__ == "__main__":
     main(HeldOutSet(Path(__file__).resolve().parent, 29, JUDGEMENT))
