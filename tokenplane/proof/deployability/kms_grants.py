@@ -77,6 +77,8 @@ S3_ACTIONS = {"s3:GetObject": "kms:Decrypt", "s3:PutObject": "kms:GenerateDataKe
 EBS_PROVISIONER = "ebs.csi.aws.com"
 EBS_KMS = ("kms:CreateGrant", "kms:GenerateDataKeyWithoutPlaintext")
 ADDON = "aws:eks/addon:Addon"
+DEFAULT_KMS_KEY = "aws:ebs/defaultKmsKey:DefaultKmsKey"
+ENCRYPTION_BY_DEFAULT = "aws:ebs/encryptionByDefault:EncryptionByDefault"
 
 
 @dataclass(frozen=True)
@@ -125,11 +127,17 @@ def _ebs_classes(graph: Graph) -> Iterator[Finding]:
     driver's role to use it: the driver's CreateVolume asks KMS for a data key and a grant as that role
     (``kms:CreateGrant``, ``kms:GenerateDataKeyWithoutPlaintext``; AmazonEBSCSIDriverPolicy grants no KMS action),
     else the volume is never made and every claim on the class stays Pending
-    (https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html, "KMS key for encryption")."""
+    (https://docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html, "KMS key for encryption"). A class without
+    ``kmsKeyId`` that encrypts (``encrypted: "true"``, or EBS encryption by default in the region) uses the region's
+    default EBS key, which ``aws.ebs.DefaultKmsKey`` may set to one of the program's keys
+    (https://docs.aws.amazon.com/ebs/latest/userguide/encryption-by-default.html)."""
     for klass in graph.kube(None, "StorageClass"):
         if klass.manifest.get("provisioner") != EBS_PROVISIONER:
             continue
-        key = key_in(graph, klass.resource, "parameters", (klass.manifest.get("parameters") or {}).get("kmsKeyId"))
+        parameters = klass.manifest.get("parameters") or {}
+        key = key_in(graph, klass.resource, "parameters", parameters.get("kmsKeyId"))
+        if key is None and (str(parameters.get("encrypted")).lower() == "true" or encrypts_by_default(graph, klass)):
+            key = default_key(graph, klass.resource.region)  # no kmsKeyId: EBS's default key for the region
         if key is None:
             continue
         key_arns = arns_of(graph, key)
@@ -152,6 +160,21 @@ def _ebs_classes(graph: Graph) -> Iterator[Finding]:
                     f"allow {', '.join(EBS_KMS)} (kms:CreateGrant conditioned on kms:GrantIsForAWSResource) on "
                     f"{key.name}.arn to {role.name}, or grant the role in the key's policy",
                 )
+
+
+def default_key(graph: Graph, region: str | None) -> RenderedResource | None:
+    """The program's KMS key ``aws.ebs.DefaultKmsKey`` makes the region's default EBS key, or None (aws/ebs)."""
+    for chosen in graph.of_type(DEFAULT_KMS_KEY, region):
+        key = key_in(graph, chosen, "keyArn", chosen.inputs.get("keyArn"))
+        if key is not None:
+            return key
+    return None
+
+
+def encrypts_by_default(graph: Graph, resource: RenderedResource | KubeObject) -> bool:
+    """Whether the program turns EBS encryption by default on in ``resource``'s region."""
+    region = resource.region if isinstance(resource, RenderedResource) else resource.resource.region
+    return any(r.inputs.get("enabled") is True for r in graph.of_type(ENCRYPTION_BY_DEFAULT, region))
 
 
 def _aws_managed(graph: Graph, role: RenderedResource) -> list[Any]:

@@ -75,6 +75,15 @@ automated backups.
   instance". Judged where the source is the program's instance (by identifier or ARN) with
   ``backupRetentionPeriod`` 0; unset, RDS keeps one day.
 
+- **Enhanced Monitoring** (``MonitoringInterval``, ``MonitoringRoleArn`` of ``CreateDBInstance``, and the same of
+  an Aurora ``aws.rds.ClusterInstance`` and of ``CreateDBCluster``): "Valid Values: 0 | 1 | 5 | 10 | 15 | 30 | 60",
+  and "If MonitoringInterval is set to a value other than 0, supply a MonitoringRoleArn value"
+  (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_CreateDBInstance.html,
+  https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_CreateDBCluster.html). Without the role RDS answers
+  InvalidParameterCombination "A MonitoringRoleARN value is required if you specify a MonitoringInterval value
+  other than 0" (hashicorp/terraform#5455, cloudposse/terraform-aws-rds#64); another interval is InvalidParameterValue.
+  (The role's trust in monitoring.rds.amazonaws.com is ``service-role-trust``'s.)
+
 Cannot see: an engine or version unknown at render time, other engines (Oracle, SQL Server, Db2), a parameter group
 not created by the program.
 """
@@ -92,6 +101,9 @@ RULE = "rds-values"
 
 INSTANCE = "aws:rds/instance:Instance"
 CLUSTER = "aws:rds/cluster:Cluster"
+CLUSTER_INSTANCE = "aws:rds/clusterInstance:ClusterInstance"
+MONITORING_INTERVALS = (0, 1, 5, 10, 15, 30, 60)  # seconds, MonitoringInterval's valid values
+CREATE_CALL = {INSTANCE: "CreateDBInstance", CLUSTER: "CreateDBCluster", CLUSTER_INSTANCE: "CreateDBInstance"}
 PARAMETER_GROUP = "aws:rds/parameterGroup:ParameterGroup"
 CLUSTER_PARAMETER_GROUP = "aws:rds/clusterParameterGroup:ClusterParameterGroup"
 # The parameter-group input of each, and the group type it names.
@@ -136,8 +148,11 @@ PREFIX_PARTS = {"postgres": 1, "mysql": 2, "mariadb": 2}
 
 
 def check(graph: Graph) -> Iterator[Finding]:
+    for db in graph.of_type(CLUSTER_INSTANCE):
+        yield from _monitoring(db)
     for typ in (INSTANCE, CLUSTER):
         for db in graph.of_type(typ):
+            yield from _monitoring(db)
             if typ == INSTANCE:
                 yield from _multi_az_zone(db)
                 yield from _replica_source_backups(graph, db)
@@ -153,6 +168,38 @@ def check(graph: Graph) -> Iterator[Finding]:
                 yield from _minor_pinned(db, engine)
     for group in graph.of_type(SUBNET_GROUP):
         yield from _subnet_group_azs(graph, group)
+
+
+def _monitoring(db: RenderedResource) -> Iterator[Finding]:
+    """MonitoringInterval is one of RDS's values, and one other than 0 comes with the role RDS publishes through."""
+    interval = db.inputs.get("monitoringInterval")
+    if isinstance(interval, bool) or not isinstance(interval, int | float):
+        return  # unset (0, no Enhanced Monitoring) or known only at apply time
+    call = CREATE_CALL[db.type]
+    if interval not in MONITORING_INTERVALS:
+        yield Finding(
+            RULE,
+            db.urn,
+            f"{db.name}.monitoringInterval={interval:g} is not one of RDS's Enhanced Monitoring intervals "
+            f"({', '.join(map(str, MONITORING_INTERVALS))} seconds), so {call} refuses it (InvalidParameterValue) "
+            "and `pulumi up` fails there",
+            f"set monitoringInterval to one of {', '.join(map(str, MONITORING_INTERVALS[1:]))} (or 0 to turn "
+            "Enhanced Monitoring off)",
+        )
+        return
+    if interval == 0 or db.inputs.get("monitoringRoleArn"):
+        return
+    yield Finding(
+        RULE,
+        db.urn,
+        f"{db.name}.monitoringInterval={interval:g} turns on Enhanced Monitoring without a monitoringRoleArn: RDS "
+        f"publishes the OS metrics through a role it assumes, so {call} refuses it (InvalidParameterCombination "
+        '"A MonitoringRoleARN value is required if you specify a MonitoringInterval value other than 0") and '
+        "`pulumi up` fails there: the database is never created",
+        "create an aws.iam.Role trusting Service monitoring.rds.amazonaws.com with the AWS managed policy "
+        "arn:aws:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole attached, set monitoringRoleArn to its "
+        "arn and make the database depend on the attachment; or set monitoringInterval=0",
+    )
 
 
 def _password(db: RenderedResource, engine: str) -> Iterator[Finding]:

@@ -30,6 +30,10 @@ has the service assume that role with sts:AssumeRole, which succeeds only if the
   ``sts:AssumeRole`` (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html: "EKS Pod Identity uses
   TagSession to include session tags in the requests to AWS STS"). CreatePodIdentityAssociation accepts the role;
   the agent's AssumeRoleForPodIdentity is then denied and the pod's SDK finds no credentials.
+- RDS Enhanced Monitoring, ``monitoringRoleArn`` of a DB instance, an Aurora cluster instance or a DB cluster,
+  ``monitoring.rds.amazonaws.com`` (https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/USER_Monitoring.OS.Enabling.html):
+  CreateDBInstance refuses it (InvalidParameterValue "IAM role ARN value is invalid or does not include the required
+  permissions for: ENHANCED_MONITORING", hashicorp/terraform#5455, claranet/terraform-aws-aurora#23).
 
 EKS clusters' and node groups' roles (``eks.amazonaws.com``, ``ec2.amazonaws.com``) are ``nodes_join``'s concern.
 
@@ -118,6 +122,23 @@ HANDOFFS = (
         "CreatePodIdentityAssociation accepts it, and at run time the Pod Identity agent's AssumeRoleForPodIdentity is "
         "denied, so the service account's pods get no AWS credentials",
         ("sts:AssumeRole", "sts:TagSession"),
+    ),
+    *(
+        Handoff(
+            typ,
+            "monitoringRoleArn",
+            "monitoring.rds.amazonaws.com",
+            "CreateDBInstance refuses it (InvalidParameterValue: IAM role ARN value is invalid or does not include the "
+            "required permissions for: ENHANCED_MONITORING), so the first pulumi up fails and the database is never created",
+        )
+        for typ in ("aws:rds/instance:Instance", "aws:rds/clusterInstance:ClusterInstance")
+    ),
+    Handoff(
+        "aws:rds/cluster:Cluster",
+        "monitoringRoleArn",
+        "monitoring.rds.amazonaws.com",
+        "CreateDBCluster refuses it (InvalidParameterValue: IAM role ARN value is invalid or does not include the "
+        "required permissions for: ENHANCED_MONITORING), so the first pulumi up fails and the database is never created",
     ),
 )
 

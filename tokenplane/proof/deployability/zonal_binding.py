@@ -58,7 +58,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                 storage_class = immediate.get(class_name)
                 if storage_class is None:
                     continue
-                zones = _zones(bearer.pod_spec(), groups)
+                zones = pod_zones(bearer.pod_spec(), groups)
                 if (allowed := _allowed(storage_class)) is not None:
                     zones &= allowed
                 if len(zones) > 1:
@@ -92,7 +92,7 @@ def _class(spec: dict[str, Any], default: str | None) -> str | None:
     return name if isinstance(name, str) else default
 
 
-def _zones(pod: dict[str, Any], groups: list[NodeGroup]) -> set[str]:
+def pod_zones(pod: dict[str, Any], groups: list[NodeGroup]) -> set[str]:
     """The zones a node the pod fits may be in: its node groups' subnets' zones, narrowed by its zone terms."""
     zones: set[str] = set()
     for group in groups:
