@@ -506,8 +506,14 @@ def mock_outputs(
     elif typ == "aws:iam/openIdConnectProvider:OpenIdConnectProvider":
         url = str(inputs.get("url", "")).removeprefix("https://")
         extra = {"arn": f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{url}", "url": url}
-    elif typ == "aws:iam/role:Role":
-        extra = {"arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{rid}", "name": rid}
+    elif typ in IAM_ARN_KINDS:
+        # IAM is global (no region in its ARNs), and a role's, user's, group's, policy's or instance profile's ARN
+        # carries its path: arn:aws:iam::ACCOUNT:role/PATH/NAME (IAM User Guide, "IAM identifiers": "the ARN
+        # includes the path"); its name is the one given, else the generated one.
+        extra = {
+            "arn": iam_arn(typ, str(inputs.get("name") or rid), inputs.get("path")),
+            "name": inputs.get("name") or rid,
+        }
     elif typ == "aws:s3/bucket:Bucket":
         extra = {"bucket": rid, "arn": f"arn:aws:s3:::{rid}", "region": region}
     elif typ == "aws:cloudwatch/logGroup:LogGroup":
@@ -682,6 +688,22 @@ def mock_outputs(
         host = f"k8s-{_h(name, n=8)}-{_h(region, name, n=10)}.elb.{region}.amazonaws.com"
         extra = {"status": {"loadBalancer": {"ingress": [{"hostname": host}]}}}
     return physical_id(typ, name), {**out, **extra}
+
+
+# The IAM entities whose ARN is arn:aws:iam::ACCOUNT:<kind><path><name> (IAM User Guide, "IAM identifiers").
+IAM_ARN_KINDS = {
+    "aws:iam/role:Role": "role",
+    "aws:iam/user:User": "user",
+    "aws:iam/group:Group": "group",
+    "aws:iam/policy:Policy": "policy",
+    "aws:iam/instanceProfile:InstanceProfile": "instance-profile",
+}
+
+
+def iam_arn(typ: str, name: str, path: Any = None) -> str:
+    """The ARN IAM gives the entity of type ``typ`` named ``name`` under ``path`` ("/" unless set)."""
+    where = path if isinstance(path, str) and path else "/"
+    return f"arn:aws:iam::{ACCOUNT_ID}:{IAM_ARN_KINDS[typ]}{where}{name}"
 
 
 # pulumi-random's special characters when ``overrideSpecial`` is unset (the provider's docs for ``special``).

@@ -45,6 +45,18 @@ for it through the graph. Three kinds are modelled, each from a table of who nee
   role holds itself (``managedPolicyArns``) exist with it. (The shipped Cluster's ``node_role_arn`` resolves only
   once its attachments exist, so a group given it waits for them.)
 
+- Principals written out by hand: a resource or trust policy (a bucket's, a key's, a queue's, a topic's, a
+  repository's, a secret's, a role's trust) whose ``Principal``/``NotPrincipal`` names an IAM role or user of the
+  same program by an ARN string (``f"arn:aws:iam::{account}:role/{name}"``). The service validates each principal
+  when the policy is put, and IAM stores the principal's unique ID in its place: a principal that does not exist
+  yet is refused (S3: MalformedPolicy "Invalid principal in policy"; IAM: MalformedPolicyDocument; KMS:
+  MalformedPolicyDocumentException; https://repost.aws/knowledge-center/s3-invalid-principal-in-policy-error,
+  https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_principal.html#principal-roles).
+  Unless the policy waits for the principal (its ARN taken from the role's output, or ``depends_on``), the first
+  run fails whenever the policy is sent first; and a string never changes when the role is replaced, so the
+  policy keeps the deleted role's unique ID and denies the new one. (Identity policies' Resource ARNs are not
+  validated, and are not judged here.)
+
 It cannot see: webhooks of charts not in ``WEBHOOKS``, zones delegated by hand between two runs, destination
 policies set outside the program (or inline on the queue or topic, which are in place when it exists), a node
 role of another program (its attachments are not in the graph), and ordering done by hand outside Pulumi.
@@ -59,7 +71,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, lookup
-from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, attached, role_named
+from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, attached, role_named, statements
 from tokenplane.proof.deployability.nodes_join import CNI, ECR, WORKER
 from tokenplane.proof.render import RenderedResource
 
@@ -113,6 +125,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _versioning(graph)
     yield from _notification_grants(graph)
     yield from _literal_references(graph)
+    yield from _policy_principals(graph)
     yield from _composite_alarms(graph)
     yield from _node_role_policies(graph)
 
@@ -272,6 +285,55 @@ def _literal_references(graph: Graph) -> Iterator[Finding]:
                 f"pass {target.name}'s output (its .arn, .name or .id) instead of the written-out string, or add "
                 f"depends_on=[{target.name}]",
             )
+
+
+PRINCIPAL_TYPES = frozenset({"aws:iam/role:Role", "aws:iam/user:User"})
+
+
+def _policy_principals(graph: Graph) -> Iterator[Finding]:
+    for resource in graph.resources:
+        if not resource.custom or not resource.type.startswith("aws:"):
+            continue
+        after: set[str] | None = None
+        for key, arn in _principal_arns(resource.inputs):
+            target = named(graph, arn)
+            if target is None or target.type not in PRINCIPAL_TYPES or target.urn == resource.urn:
+                continue
+            after = graph.waits_for(resource.urn) if after is None else after
+            if target.urn in after:
+                continue
+            kind = target.type.rsplit(":", 1)[-1].lower()
+            yield Finding(
+                RULE,
+                resource.urn,
+                f"{resource.name}'s {key} names {kind} {target.name} (created by this program) as a Principal by "
+                f"the string {arn!r}, and nothing orders {resource.name} after it: AWS validates a policy's "
+                "principals when it is put (and stores their unique IDs), so on a first run it is refused "
+                "(MalformedPolicy: Invalid principal in policy) whenever it is sent before the role exists; and "
+                f"when the {kind} is replaced the unchanged string keeps the deleted one's ID, denying the new one",
+                f"build the policy from {target.name}'s arn output (pulumi.Output.all({target.name}.arn, ...)"
+                f".apply(...)), or add depends_on=[{target.name}]",
+            )
+
+
+def _principal_arns(inputs: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Each AWS principal ARN (``Principal``/``NotPrincipal`` ``AWS``) of every policy document among the inputs
+    (top-level or nested), with the input's key."""
+    stack: list[tuple[str, Any]] = list(inputs.items())
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, str) and value.lstrip().startswith("{") and '"Statement"' in value:
+            for statement in statements(value):
+                for field in ("Principal", "NotPrincipal"):
+                    principal = statement.get(field)
+                    listed = principal.get("AWS") if isinstance(principal, dict) else None
+                    for arn in listed if isinstance(listed, list) else [listed]:
+                        if isinstance(arn, str) and ARN.match(arn):
+                            yield key, arn
+        elif isinstance(value, dict):
+            stack.extend((key, v) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((key, v) for v in value)
 
 
 def named(graph: Graph, value: str) -> RenderedResource | None:

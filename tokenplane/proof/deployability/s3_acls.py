@@ -1,0 +1,191 @@
+"""A bucket's ACLs are enabled before anything sets one, and a server access log target admits the logging service.
+
+Since April 2023 every new bucket has S3 Object Ownership ``BucketOwnerEnforced``: ACLs are disabled, and "requests
+to set ACLs or update ACLs fail with a 400 error and return the AccessControlListNotSupported error code"; only an
+ACL giving the bucket owner full control alone (``private``, ``bucket-owner-full-control``) is accepted
+(https://docs.aws.amazon.com/AmazonS3/latest/userguide/about-object-ownership.html,
+https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-ownership-error-responses.html). So, for a bucket the
+program creates:
+
+- ``s3-acls-disabled``: a ``BucketAcl`` (or the bucket's own ``acl``/``grants``, or a ``BucketLogging``'s
+  ``targetGrants``, which "buckets that use the bucket owner enforced setting ... don't support", S3 API
+  Reference, TargetGrant) that grants anyone but the owner: a canned ACL other than ``private`` /
+  ``bucket-owner-full-control``, or a grant to a group (``LogDelivery``, ``AllUsers``...) or by e-mail. It is
+  refused unless a ``BucketOwnershipControls`` on the bucket sets ``ObjectWriter`` or ``BucketOwnerPreferred`` and
+  the ACL waits for it (Pulumi creates the two at once otherwise, and the ACL loses the race);
+- ``s3-log-delivery``: server access logging (``BucketLogging``, or a bucket's ``logging``) into a target bucket
+  of the program whose ACLs are disabled, while no bucket policy on the target lets ``logging.s3.amazonaws.com``
+  ``s3:PutObject`` there. With ACLs off the log delivery group's ACL grant means nothing: "you must use a bucket
+  policy to grant access to the logging service principal"
+  (https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html); the configuration is
+  accepted and no log is ever delivered.
+
+It cannot see: buckets the program does not create (their ownership setting is not in the graph), an ACL's
+CanonicalUser grantee that is not the owner (the owner's canonical ID is not known offline), and policies put
+outside the program.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from typing import Any
+
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.iam_policy import as_list, statements
+from tokenplane.proof.render import RenderedResource, mock_outputs
+
+RULE = "s3-acls-disabled"
+LOG_DELIVERY = "s3-log-delivery"
+BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+ACLS = ("aws:s3/bucketAcl:BucketAcl", "aws:s3/bucketAclV2:BucketAclV2")
+LOGGING = ("aws:s3/bucketLogging:BucketLogging", "aws:s3/bucketLoggingV2:BucketLoggingV2")
+OWNERSHIP = "aws:s3/bucketOwnershipControls:BucketOwnershipControls"
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+# The canned ACLs that give the bucket owner full control and no one else: accepted with ACLs disabled.
+OWNER_ONLY = frozenset({"private", "bucket-owner-full-control"})
+ACLS_ON = frozenset({"ObjectWriter", "BucketOwnerPreferred"})
+LOGGING_SERVICE = "logging.s3.amazonaws.com"
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for acl in [r for r in graph.resources if r.type in ACLS]:
+        for bucket in _buckets(graph, acl.inputs.get("bucket")):
+            granted = _grants_others(acl.inputs.get("acl"), _grantees(acl.inputs.get("accessControlPolicy")))
+            if granted:
+                yield from _refused(graph, acl, bucket, granted)
+    for bucket in [r for r in graph.resources if r.type in BUCKETS]:
+        granted = _grants_others(bucket.inputs.get("acl"), _legacy_grantees(bucket.inputs.get("grants")))
+        if granted:
+            yield from _refused(graph, bucket, bucket, granted)
+    for logging in [r for r in graph.resources if r.type in LOGGING]:
+        grants = [g.get("grantee") for g in as_list(logging.inputs.get("targetGrants")) if isinstance(g, dict)]
+        granted = _grants_others(None, [g for g in grants if isinstance(g, dict)])
+        for target in _buckets(graph, logging.inputs.get("targetBucket")) if granted else []:
+            yield from _refused(graph, logging, target, f"target grants to {granted}")
+
+
+def check_log_delivery(graph: Graph) -> Iterator[Finding]:
+    for logging, target, prefix in _log_targets(graph):
+        if _acls_enabled(graph, target) is not None:
+            continue  # ACLs on: the log delivery group's ACL grant may do
+        arn = _arn(target)
+        if _policy_admits_logging(graph, target, f"{arn}/{prefix}"):
+            continue
+        yield Finding(
+            LOG_DELIVERY,
+            logging.urn,
+            f"{logging.name} sends server access logs to bucket {target.name}, whose ACLs are disabled (Object "
+            "Ownership BucketOwnerEnforced, the default for new buckets), and no bucket policy on it lets "
+            f"{LOGGING_SERVICE} s3:PutObject on {arn}/{prefix}*: the logging configuration is accepted, and no log "
+            "is ever delivered",
+            f"add a BucketPolicy on {target.name} allowing Principal {{'Service': '{LOGGING_SERVICE}'}} s3:PutObject "
+            f"on {arn}/{prefix}* (with aws:SourceArn the logged bucket and aws:SourceAccount this account), "
+            "instead of an ACL grant",
+        )
+
+
+def _refused(graph: Graph, setter: RenderedResource, bucket: RenderedResource, granted: str) -> Iterator[Finding]:
+    """The finding for ``setter`` putting an ACL that grants ``granted`` on ``bucket``, unless ACLs are on first."""
+    controls = _acls_enabled(graph, bucket)
+    if controls is not None and (setter.urn == controls.urn or controls.urn in graph.waits_for(setter.urn)):
+        return
+    if controls is not None:
+        yield Finding(
+            RULE,
+            setter.urn,
+            f"{setter.name} sets an ACL on bucket {bucket.name} ({granted}) without waiting for {controls.name}, "
+            "which enables ACLs on it: Pulumi creates both at once, and whenever the ACL comes first the bucket "
+            "still has ACLs disabled (BucketOwnerEnforced, the default) and S3 refuses it with "
+            "AccessControlListNotSupported (The bucket does not allow ACLs)",
+            f"add depends_on=[{controls.name}] to {setter.name}, or grant with a bucket policy instead",
+        )
+        return
+    yield Finding(
+        RULE,
+        setter.urn,
+        f"{setter.name} sets an ACL on bucket {bucket.name} ({granted}), a bucket this program creates with Object "
+        "Ownership BucketOwnerEnforced (the default since April 2023: ACLs disabled) and nothing enabling ACLs: S3 "
+        "refuses it with AccessControlListNotSupported (The bucket does not allow ACLs) and the first pulumi up fails",
+        "grant the access with a bucket policy (the log delivery group's: Principal {'Service': "
+        f"'{LOGGING_SERVICE}'}}), or, if ACLs are really needed, add a BucketOwnershipControls with "
+        "object_ownership='BucketOwnerPreferred' and make the ACL depend on it",
+    )
+
+
+def _grants_others(canned: Any, grantees: list[dict[str, Any]]) -> str:
+    """What an ACL grants beyond the bucket owner ("" when nothing): a canned ACL or group/e-mail grantees."""
+    found = [str(canned)] if isinstance(canned, str) and canned and canned not in OWNER_ONLY else []
+    for grantee in grantees:
+        kind = str(grantee.get("type") or "")
+        if kind in {"Group", "AmazonCustomerByEmail"}:
+            found.append(str(grantee.get("uri") or grantee.get("emailAddress") or kind).rsplit("/", 1)[-1])
+    return ", ".join(found)
+
+
+def _grantees(policy: Any) -> list[dict[str, Any]]:
+    """The grantees of a BucketAcl's accessControlPolicy.grants[]."""
+    grants = policy.get("grants") if isinstance(policy, dict) else None
+    out = [g.get("grantee") for g in as_list(grants) if isinstance(g, dict)]
+    return [g for g in out if isinstance(g, dict)]
+
+
+def _legacy_grantees(grants: Any) -> list[dict[str, Any]]:
+    """A Bucket's own ``grants`` (``{type, uri|id, permissions}``), as grantees."""
+    return [g for g in as_list(grants) if isinstance(g, dict)]
+
+
+def _buckets(graph: Graph, value: Any) -> list[RenderedResource]:
+    return [b for b in graph.by_physical_ids(value) if b.type in BUCKETS]
+
+
+def _acls_enabled(graph: Graph, bucket: RenderedResource) -> RenderedResource | None:
+    """The BucketOwnershipControls that turns the bucket's ACLs on (ObjectWriter, BucketOwnerPreferred), or None:
+    a bucket the program creates has them off unless one does."""
+    for controls in graph.of_type(OWNERSHIP):
+        rule = controls.inputs.get("rule")
+        ownership = rule.get("objectOwnership") if isinstance(rule, dict) else None
+        if ownership in ACLS_ON and any(b.urn == bucket.urn for b in _buckets(graph, controls.inputs.get("bucket"))):
+            return controls
+    return None
+
+
+def _log_targets(graph: Graph) -> Iterator[tuple[RenderedResource, RenderedResource, str]]:
+    """(the resource that turns logging on, the program's target bucket, the target prefix) for each logging."""
+    for logging in [r for r in graph.resources if r.type in LOGGING]:
+        for target in _buckets(graph, logging.inputs.get("targetBucket")):
+            yield logging, target, str(logging.inputs.get("targetPrefix") or "")
+    for bucket in [r for r in graph.resources if r.type in BUCKETS]:
+        for entry in as_list(bucket.inputs.get("logging")) + as_list(bucket.inputs.get("loggings")):
+            if isinstance(entry, dict):
+                for target in _buckets(graph, entry.get("targetBucket")):
+                    yield bucket, target, str(entry.get("targetPrefix") or "")
+
+
+def _arn(bucket: RenderedResource) -> str:
+    return str(mock_outputs(bucket.type, bucket.name, bucket.inputs, "")[1]["arn"])
+
+
+def _policy_admits_logging(graph: Graph, target: RenderedResource, key: str) -> bool:
+    """Whether a policy on ``target`` (a BucketPolicy or its own ``policy``) lets the logging service put ``key``
+    (a policy known only at apply time counts: it cannot be ruled out)."""
+    documents = [target.inputs.get("policy")] if target.inputs.get("policy") else []
+    for policy in graph.of_type(BUCKET_POLICY):
+        if any(b.urn == target.urn for b in _buckets(graph, policy.inputs.get("bucket"))):
+            documents.append(policy.inputs.get("policy"))
+    for document in documents:
+        if not isinstance(document, str | dict):
+            return True
+        for statement in statements(document):
+            principal = statement.get("Principal")
+            services = principal.get("Service") if isinstance(principal, dict) else None
+            if statement.get("Effect") != "Allow" or LOGGING_SERVICE not in as_list(services):
+                continue
+            actions = [str(a).lower() for a in as_list(statement.get("Action"))]
+            resources = [str(r) for r in as_list(statement.get("Resource"))]
+            if any(fnmatch.fnmatchcase("s3:putobject", a) for a in actions) and any(
+                fnmatch.fnmatchcase(f"{key}x", r) or fnmatch.fnmatchcase(key, r) for r in resources
+            ):
+                return True
+    return False
