@@ -157,6 +157,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "scaled-container",
         "keda-query-single",
         "range-spans-scrapes",
+        "prometheus-rule-valid",
+        "caa-allows-acm",
         "nodes-join",
         "lb-subnets",
         "iam-name-exists",

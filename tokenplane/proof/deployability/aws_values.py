@@ -68,8 +68,9 @@ The provider's schema types every field, but the services check how fields go to
   before creating anything; CloudFormation's ``AWS::SecretsManager::Secret`` has no such property, so cfn-lint's
   schema cannot see it.
 - **KMS** ``ScheduleKeyDeletion``: a deletion window of 7 to 30 days. **CloudWatch Logs** ``PutRetentionPolicy``:
-  one of its enumerated retention periods. **EC2** security group rules: ports within 0-65535, ``fromPort`` no
-  higher than ``toPort``.
+  one of its enumerated retention periods. **EC2** security group rules: each rule's protocol, ports and source as
+  EC2 and the provider take them together (``security_group_fields``: ports beside protocol ``-1``, TCP/UDP ports
+  within 0-65535 and in order, ICMP types and codes, one source per ``aws.vpc`` rule).
 
 - **EventBridge** ``PutRule`` (and Pipes, Lambda event filters): every leaf of an event pattern is an array
   (``event_patterns``).
@@ -83,6 +84,8 @@ The provider's schema types every field, but the services check how fields go to
   batch size is greater than 10"); the window itself 0-300 s
   (https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html, BatchSize;
   https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html).
+- **EventBridge** ``PutTargets``, Scheduler and Pipes: each target's parameters of its kind (``event_targets``: a FIFO
+  queue's message group and content-based deduplication, an ECS task's parameters and role, a Batch job's).
 - **CloudWatch** ``PutMetricAlarm`` and ``PutCompositeAlarm``: SNS actions are topics in the alarm's own region
   (``alarm_actions``).
 
@@ -97,7 +100,13 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from tokenplane.proof.deployability import alarm_actions, event_patterns, iam_policy
+from tokenplane.proof.deployability import (
+    alarm_actions,
+    event_patterns,
+    event_targets,
+    iam_policy,
+    security_group_fields,
+)
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
@@ -127,11 +136,6 @@ KMS_ALIAS_MAX = 256
 KMS_RESERVED_ALIAS = "alias/aws/"  # AWS managed keys' aliases (alias/aws/s3, alias/aws/ebs...)
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
-SECURITY_GROUP_RULES = (
-    "aws:ec2/securityGroupRule:SecurityGroupRule",
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
-    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
-)
 
 SQS_QUEUE = "aws:sqs/queue:Queue"
 METRIC_ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
@@ -236,6 +240,7 @@ def _rejected(resource: RenderedResource, service: str, what: str, fix: str) -> 
 def check(graph: Graph) -> Iterator[Finding]:
     yield from event_patterns.check(graph)
     yield from alarm_actions.check(graph)
+    yield from event_targets.check(graph)
     for mapping in graph.of_type(MAPPING):
         yield from _batch_size(graph, mapping)
     for msk in graph.of_type(MSK_CLUSTER):
@@ -281,12 +286,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                 )
         elif resource.type == SECURITY_GROUP:
             yield from _security_group_text(resource)
-            for direction in ("ingress", "egress"):
-                for rule in resource.inputs.get(direction) or []:
-                    if isinstance(rule, dict):
-                        yield from _ports(resource, rule, direction)
-        elif resource.type in SECURITY_GROUP_RULES:
-            yield from _ports(resource, resource.inputs, "rule")
+    yield from security_group_fields.check(graph.resources)
 
 
 def _batch_size(graph: Graph, mapping: RenderedResource) -> Iterator[Finding]:
@@ -811,23 +811,4 @@ def _record(graph: Graph, record: RenderedResource) -> Iterator[Finding]:
             "Route 53",
             f"a CNAME at the apex of {domain} (InvalidChangeBatch: RRSet of type CNAME is not permitted at apex)",
             "use an alias A/AAAA record at the apex, or a CNAME on a subdomain",
-        )
-
-
-def _ports(resource: RenderedResource, rule: dict[str, Any], where: str) -> Iterator[Finding]:
-    low, high = _number(rule.get("fromPort")), _number(rule.get("toPort"))
-    protocol = str(rule.get("protocol") or rule.get("ipProtocol") or "")
-    if protocol in ("-1", "all", "icmp", "icmpv6", "1", "58"):
-        return  # ports mean ICMP types/codes or nothing there; -1 is allowed
-    for port in (low, high):
-        if port is not None and not 0 <= port <= 65535:
-            yield _rejected(
-                resource, "EC2", f"{where} port {port:g} (InvalidParameterValue: 0-65535)", "use a port in 0-65535"
-            )
-    if low is not None and high is not None and low > high:
-        yield _rejected(
-            resource,
-            "EC2",
-            f"{where} from port {low:g} above to port {high:g} (InvalidParameterValue)",
-            "swap the ports",
         )

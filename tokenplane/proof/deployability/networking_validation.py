@@ -7,7 +7,14 @@ Sources (kubernetes/kubernetes, pkg/apis/networking/validation/validation.go):
   starts with '/' and has no '//', '/./', '/../', '%2f' nor ends in '/..' or '/.'; an ImplementationSpecific one
   starts with '/' where given ("must be an absolute path"); a backend is a service or a resource, not both and not
   neither, and a service port a name or a number, not both and not neither (validateIngressBackend); the spec has
-  rules or a defaultBackend (ValidateIngressSpec);
+  rules or a defaultBackend (ValidateIngressSpec); ``ingressClassName`` a DNS-1123 subdomain
+  (ValidateIngressClassName = NameIsDNSSubdomain); a rule's host a DNS-1123 subdomain (a wildcard only as the whole
+  first label) and never an IP address ("must be a DNS name, not an IP address"), its http block with at least one
+  path (validateHTTPIngressRuleValue); each TLS host likewise and its secretName a valid Secret name
+  (validateIngressTLS); a backend Service's name a DNS-1035 label (ValidateServiceName); and on create the deprecated
+  ``kubernetes.io/ingress.class`` annotation never beside ``spec.ingressClassName`` (ValidateIngressCreate:
+  'annotations.kubernetes.io/ingress.class: Invalid value: "alb": can not be set when the class field is also set';
+  https://kubernetes.io/docs/concepts/services-networking/ingress/#deprecated-annotation);
 - NetworkPolicy (ValidateNetworkPolicySpec): policyTypes Ingress and Egress, at most two; a port's protocol TCP,
   UDP or SCTP, its port a number in range or an IANA_SVC_NAME, its endPort only beside a numeric port and not
   below it (ValidateNetworkPolicyPort); a peer with a selector or an ipBlock, not both (ValidateNetworkPolicyPeer);
@@ -31,6 +38,7 @@ INVALID_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
 INVALID_SUFFIXES = ("/..", "/.")
 POLICY_TYPES = ("Ingress", "Egress")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
+CLASS_ANNOTATION = "kubernetes.io/ingress.class"  # annotationIngressClass
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -40,6 +48,8 @@ def check(graph: Graph) -> Iterator[Finding]:
             continue
         if obj.kind == "Ingress" and str(obj.manifest.get("apiVersion", "")).endswith("/v1"):
             yield from _ingress(obj, spec)
+            yield from _ingress_class(obj, spec)
+            yield from _ingress_hosts(obj, spec)
         elif obj.kind == "NetworkPolicy":
             yield from _network_policy(obj, spec)
 
@@ -63,6 +73,74 @@ def _ingress(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
         http = rule.get("http")
         for j, path in enumerate(_dicts(http.get("paths")) if isinstance(http, dict) else []):
             yield from _path(obj, f"spec.rules[{i}].http.paths[{j}]", path)
+
+
+def _ingress_class(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    annotations = obj.manifest.get("metadata", {}).get("annotations") or {}
+    name = spec.get("ingressClassName")
+    if name is not None and CLASS_ANNOTATION in annotations:
+        # Only on create: an Ingress created before the field existed may keep both, but this program creates it.
+        yield rejected(
+            obj,
+            f"sets spec.ingressClassName {name!r} and the annotation {CLASS_ANNOTATION} "
+            f"{annotations[CLASS_ANNOTATION]!r}",
+            f'ValidateIngressCreate: annotations.{CLASS_ANNOTATION}: Invalid value: "{annotations[CLASS_ANNOTATION]}": '
+            "can not be set when the class field is also set",
+            f"drop the {CLASS_ANNOTATION} annotation (deprecated since 1.18) and keep spec.ingressClassName",
+        )
+    if isinstance(name, str) and (errors := syntax.is_dns1123_subdomain(name)):
+        yield rejected(
+            obj,
+            f"has spec.ingressClassName {name!r}",
+            f"ValidateIngressClassName: {'; '.join(errors)}",
+            "name an IngressClass by its metadata.name (lower case, '-' and '.')",
+        )
+
+
+def _host_errors(host: str) -> list[str]:
+    try:
+        ipaddress.ip_address(host)
+        return ["must be a DNS name, not an IP address"]
+    except ValueError:
+        pass
+    if "*" in host:
+        # IsWildcardDNS1123Subdomain: '*.' then a DNS-1123 subdomain.
+        rest = host[2:] if host.startswith("*.") else None
+        if rest is None or "*" in rest or syntax.is_dns1123_subdomain(rest):
+            return ["a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain"]
+        return []
+    return syntax.is_dns1123_subdomain(host)
+
+
+def _ingress_hosts(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    hosts = [(f"spec.rules[{i}].host", rule.get("host")) for i, rule in enumerate(_dicts(spec.get("rules")))]
+    for i, tls in enumerate(_dicts(spec.get("tls"))):
+        hosts += [(f"spec.tls[{i}].hosts[{j}]", host) for j, host in enumerate(tls.get("hosts") or [])]
+        secret = tls.get("secretName")
+        if isinstance(secret, str) and secret and (errors := syntax.is_dns1123_subdomain(secret)):
+            yield rejected(
+                obj,
+                f"has spec.tls[{i}].secretName {secret!r}",
+                f"validateIngressTLS: {'; '.join(errors)}",
+                "name the TLS Secret by its metadata.name",
+            )
+    for at, host in hosts:
+        if isinstance(host, str) and host and (errors := _host_errors(host)):
+            yield rejected(
+                obj,
+                f"has {at} {host!r}",
+                f"validateIngressRules/validateIngressTLS: {'; '.join(errors)}",
+                "give a DNS name (lower case, no scheme, port or path; a wildcard only as '*.' in front)",
+            )
+    for i, rule in enumerate(_dicts(spec.get("rules"))):
+        http = rule.get("http")
+        if isinstance(http, dict) and not _dicts(http.get("paths")):
+            yield rejected(
+                obj,
+                f"has spec.rules[{i}].http without paths",
+                "validateHTTPIngressRuleValue: paths: Required value",
+                "give the rule at least one path with a pathType and a backend",
+            )
 
 
 def _path(obj: KubeObject, at: str, path: Mapping[str, Any]) -> Iterator[Finding]:
@@ -97,6 +175,14 @@ def _backend(obj: KubeObject, at: str, backend: Mapping[str, Any]) -> Iterator[F
     elif service is None and resource is None:
         problem, fix = "resource or service backend is required", "give backend.service {name, port}"
     elif isinstance(service, dict):
+        service_name = service.get("name")
+        if isinstance(service_name, str) and (errors := syntax.is_dns1035_label(service_name)):
+            yield rejected(
+                obj,
+                f"has {at}.service.name {service_name!r}",
+                f"validateIngressBackend (ValidateServiceName): {'; '.join(errors)}",
+                "name the Service by its metadata.name (a DNS-1035 label)",
+            )
         raw = service.get("port")
         port: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
         name, number = port.get("name") or "", syntax.integer(port.get("number")) or 0

@@ -1,6 +1,6 @@
 """The series a PromQL query reads: each vector selector's metric name and label matchers.
 
-No PromQL parser installs from PyPI without a native toolchain, so this is a tokenizer that knows the
+A tokenizer (whether a rule parses at all is ``rule_expressions``'s, with a real parser) that knows the
 grammar's few places where a name is not a metric: function and aggregation calls (``rate(``), the label
 lists of ``by``/``without``/``on``/``ignoring``/``group_left``/``group_right``, keywords (``and``, ``or``,
 ``offset``, ``bool``), durations (``[5m]``, ``offset 1h``) and strings. Grafana's ``label_values(metric,
