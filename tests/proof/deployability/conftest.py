@@ -17,8 +17,34 @@ from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import Finding
 from tokenplane.proof.render import RenderedResource, RenderResult
 
-__all__ = ["ROOT_STACKS", "dev_with", "findings", "mutated", "rendered", "spec", "with_inputs"]
+__all__ = ["ROOT_STACKS", "dev_with", "findings", "mutated", "planted", "rendered", "spec", "with_inputs"]
 ROOT_STACKS = REPO_ROOT / "stacks"
+
+
+def planted(
+    stack: str,
+    type_token: str,
+    name: str,
+    inputs: dict[str, Any],
+    *,
+    region: str = "us",
+    provider: str | None = None,
+    dependencies: list[str] | None = None,
+    property_dependencies: dict[str, list[str]] | None = None,
+) -> RenderedResource:
+    """A resource as the render records it, for a test to add to a graph: ``type_token`` named ``name`` in ``stack``."""
+    return RenderedResource(
+        urn=f"urn:pulumi:{stack}::tokenplane::{type_token}::{name}",
+        type=type_token,
+        name=name,
+        parent=None,
+        provider=provider,
+        region=region,
+        inputs=inputs,
+        custom=True,
+        dependencies=dependencies or [],
+        property_dependencies=property_dependencies or {},
+    )
 
 
 def findings(name: str, result: RenderResult | None = None, rule: str | None = None) -> list[Finding]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec, with_inputs
+from tests.proof.deployability.conftest import mutated, planted, rendered, spec, with_inputs
 from tokenplane import package_data
 from tokenplane.proof.deployability import iam_names, lb_subnets, nodes_join
 from tokenplane.proof.deployability.graph import Graph
@@ -51,17 +51,8 @@ def _chain(*changes: Change) -> Change:
     return change
 
 
-def _aws(typ: str, name: str, inputs: dict[str, Any]) -> RenderedResource:
-    return RenderedResource(
-        urn=f"urn:pulumi:{STACK}::tokenplane::{typ}::{name}",
-        type=typ,
-        name=name,
-        parent=None,
-        provider=None,
-        region="us",
-        inputs=inputs,
-        custom=True,
-    )
+def _aws(type_token: str, name: str, inputs: dict[str, Any]) -> RenderedResource:
+    return planted(STACK, type_token, name, inputs)
 
 
 def _kube(manifest: dict[str, Any]) -> RenderedResource:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.proof.deployability.conftest import planted
 from tests.proof.deployability.test_set3_invariants import STACK, deployment, plus, system_pod
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import client_hosts, client_tls, zone_answers
@@ -206,18 +207,7 @@ ZONE, RECORD = "aws:route53/zone:Zone", "aws:route53/record:Record"
 
 def _aws(typ: str, name: str, inputs: dict[str, Any], deps: dict[str, list[str]] | None = None) -> RenderedResource:
     urns = sorted({u for us in (deps or {}).values() for u in us})
-    return RenderedResource(
-        urn=f"urn:pulumi:{STACK}::tokenplane::{typ}::{name}",
-        type=typ,
-        name=name,
-        parent=None,
-        provider=None,
-        region="us",
-        inputs=inputs,
-        custom=True,
-        property_dependencies=deps or {},
-        dependencies=urns,
-    )
+    return planted(STACK, typ, name, inputs, dependencies=urns, property_dependencies=deps or {})
 
 
 def _zone(name: str, domain: str, **inputs: Any) -> RenderedResource:

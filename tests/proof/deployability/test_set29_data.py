@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import mutated, planted, rendered, spec
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import (
     Finding,
@@ -48,17 +48,8 @@ SLR = "arn:aws:iam::123456789012:role/aws-service-role/autoscaling.amazonaws.com
 PROVIDER = f"urn:pulumi:{STACK}::tokenplane::pulumi:providers:kubernetes::planted-k8s"
 
 
-def _aws(typ: str, name: str, inputs: dict[str, Any]) -> RenderedResource:
-    return RenderedResource(
-        urn=f"urn:pulumi:{STACK}::tokenplane::{typ}::{name}",
-        type=typ,
-        name=name,
-        parent=None,
-        provider=None,
-        region=REGION,
-        inputs=inputs,
-        custom=True,
-    )
+def _aws(type_token: str, name: str, inputs: dict[str, Any]) -> RenderedResource:
+    return planted(STACK, type_token, name, inputs, region=REGION)
 
 
 def _kube(manifest: dict[str, Any]) -> RenderedResource:

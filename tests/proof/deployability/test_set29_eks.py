@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import findings, mutated, rendered, with_inputs
+from tests.proof.deployability.conftest import findings, mutated, planted, rendered, with_inputs
 from tests.proof.deployability.test_set3_invariants import STACK, deployment, plus
 from tokenplane.proof.deployability import Finding
 from tokenplane.proof.render import RenderedResource, RenderResult
@@ -36,16 +36,7 @@ def _rule(result: RenderResult, name: str) -> list[Finding]:
 
 
 def _aws(type_token: str, name: str, inputs: dict[str, Any]) -> RenderedResource:
-    return RenderedResource(
-        urn=f"urn:pulumi:{STACK}::tokenplane::{type_token}::{name}",
-        type=type_token,
-        name=name,
-        parent=None,
-        provider=None,
-        region="us",
-        inputs=inputs,
-        custom=True,
-    )
+    return planted(STACK, type_token, name, inputs)
 
 
 def _shipped(name: str) -> RenderedResource:

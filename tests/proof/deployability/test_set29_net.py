@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import mutated, planted, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import (
@@ -52,16 +52,7 @@ def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
 
 def _kube(manifest: dict[str, Any]) -> RenderedResource:
     group, kind, name = manifest["apiVersion"], manifest["kind"], f"planted-{manifest['metadata']['name']}"
-    return RenderedResource(
-        urn=f"urn:pulumi:{STACK}::tokenplane::kubernetes:{group}:{kind}::{name}",
-        type=f"kubernetes:{group}:{kind}",
-        name=name,
-        parent=None,
-        provider=KUBE_PROVIDER,
-        region="us",
-        inputs=manifest,
-        custom=True,
-    )
+    return planted(STACK, f"kubernetes:{group}:{kind}", name, manifest, provider=KUBE_PROVIDER)
 
 
 def test_the_shipped_render_holds_none_of_these() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import findings, mutated, rendered
+from tests.proof.deployability.conftest import findings, mutated, planted, rendered
 from tokenplane.proof.deployability import Finding
 from tokenplane.proof.deployability.topology import HOSTNAME, ZONE
 from tokenplane.proof.render import RenderedResource, RenderResult
@@ -313,16 +313,7 @@ def test_claims_their_provisioner_supports_are_not_flagged() -> None:
 
 
 def _aws(type_token: str, name: str, inputs: dict[str, Any]) -> RenderedResource:
-    return RenderedResource(
-        urn=f"urn:pulumi:{STACK}::tokenplane::{type_token}::{name}",
-        type=type_token,
-        name=name,
-        parent=None,
-        provider=None,
-        region="us",
-        inputs=inputs,
-        custom=True,
-    )
+    return planted(STACK, type_token, name, inputs)
 
 
 def _with_aws(*resources: RenderedResource) -> RenderResult:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered
+from tests.proof.deployability.conftest import mutated, planted, rendered
 from tests.proof.deployability.test_set3_invariants import STACK, deployment, plus, rule, system_pod
 from tests.proof.deployability.test_set3_invariants import _resource as _resource_of
 from tokenplane.proof.deployability.iam_arns import RULE as IAM_ARNS
@@ -25,17 +25,8 @@ from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, RenderResult
 # --- iam-resource-matches -----------------------------------------------------------------------------------------
 
 
-def _aws(typ: str, name: str, inputs: dict[str, Any]) -> RenderedResource:
-    return RenderedResource(
-        urn=f"urn:pulumi:{STACK}::tokenplane::{typ}::planted-{name}",
-        type=typ,
-        name=f"planted-{name}",
-        parent=None,
-        provider=None,
-        region="us",
-        inputs=inputs,
-        custom=True,
-    )
+def _aws(type_token: str, name: str, inputs: dict[str, Any]) -> RenderedResource:
+    return planted(STACK, type_token, f"planted-{name}", inputs)
 
 
 def _granting(*resources: str, queue: bool = False) -> RenderResult:
