@@ -209,8 +209,10 @@ def main() -> None:
     spec = load_spec(SPEC)
     pool = spec.pool(POOL)
     with tempfile.TemporaryDirectory() as work, running_engine(spec, pool, Path(work)) as engine:
-        assert engine.process.process is not None
-        r = result(measure(engine.base_url, spec.model(pool.model).ref, engine.process.process.pid, rounds=args.rounds))
+        server = engine.process.process
+        if server is None:  # running_engine yields only a spawned server; say so rather than read pid of None
+            raise RuntimeError("the engine's server process was not started")
+        r = result(measure(engine.base_url, spec.model(pool.model).ref, server.pid, rounds=args.rounds))
     print(json.dumps(r, indent=2) if args.json else "\n".join(lines(r)))
     if args.update:
         update_section(args.update, TITLE, lines(r))
