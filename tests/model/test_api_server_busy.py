@@ -57,6 +57,8 @@ def test_plan_refuses_a_pool_whose_one_server_process_cannot_keep_up_and_names_t
     server = [v for v in one.violations if v.kind == "server"]
     assert {v.pool for v in server} == {"embed"}
     assert all("api_server_count: 2" in v.message and "busy at the planned peak" in v.message for v in server)
+    # An encoder's server admits requests and returns vectors: the message claims no token stream for it.
+    assert all("returning vectors" in v.message and "tokens/s" not in v.message for v in server)
     shipped = plan(load_spec_text(byteion(2), filename=str(BYTEION), base_dir=BYTEION.parent))
     assert not [v for v in shipped.violations if v.kind == "server"]
     embed = [p for p in shipped.pools if p.name == "embed" and p.arrival_rps > 0]

@@ -422,8 +422,13 @@ def _plan_pool(
                 "server",
                 f"{where}: each of its replicas' {pool.engine.api_server_count} API server process(es) is "
                 f"{busy:.0%} busy at the planned peak (capacity.api_server_busy: admitting {lam / needed:.1f} req/s, "
-                f"streaming {_streamed(at_needed):,.0f} tokens/s), above {cap.API_SERVER_BUSY_MAX:.0%}: every first "
-                "token and every chunk waits behind it, past the latencies planned. "
+                + (
+                    f"returning vectors, no stream), above {cap.API_SERVER_BUSY_MAX:.0%}: every request waits behind it"
+                    if spec.is_embedding(pool)
+                    else f"streaming {_streamed(at_needed):,.0f} tokens/s), above "
+                    f"{cap.API_SERVER_BUSY_MAX:.0%}: every first token and every chunk waits behind it"
+                )
+                + ", past the latencies planned. "
                 + (
                     f"Set engine.api_server_count: {servers}"
                     if servers is not None
