@@ -24,7 +24,8 @@ benchmark repositories, LMCache and sglang issues) found IOG Foundation's sweep 
 issues, version-regression issues, vendor example READMEs) found one run on an A10G (``LLMC_A10G``); its other
 candidates are ``FOURTH_SEARCH_REJECTED`` there. The fourth search also found that the third had rejected
 surajssd/llm-k8s for a wrong reason (its raw logs print the token totals); its two TP8 runs on 8x A100 40 GB that
-pass the IOG rule are ``LLMK8S_RUNS``.
+pass the IOG rule are ``LLMK8S_RUNS``. A fifth and a sixth search (from a54da3a and ca8e34c) found no
+point with every figure (``FIFTH_SEARCH_REJECTED`` and ``SIXTH_SEARCH_REJECTED`` there).
 
 Two records hold each point's error when it was added, and every point is in exactly one of them:
 ``AT_FREEZE`` for the points added while the model was still the one frozen at ``FROZEN_AT``, and
