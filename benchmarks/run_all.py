@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import math
 import os
@@ -33,6 +34,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -412,74 +414,15 @@ def fuzz_section(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def simulate_day_section(r: dict[str, Any]) -> list[str]:
-    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
-    from benchmarks.simulate_day import lines
+def delegated(module: str) -> Callable[[dict[str, Any]], list[str]]:
+    """A section that ``benchmarks/<module>.py`` renders itself, with its ``lines(result)``."""
 
-    return lines(r)
+    def section(r: dict[str, Any]) -> list[str]:
+        sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
+        rendered: list[str] = importlib.import_module(f"benchmarks.{module}").lines(r)
+        return rendered
 
-
-def capacity_section(r: dict[str, Any]) -> list[str]:
-    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
-    from benchmarks.capacity_validation import lines
-
-    return lines(r)
-
-
-def plan_agreement_section(r: dict[str, Any]) -> list[str]:
-    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
-    from benchmarks.plan_agreement import lines
-
-    return lines(r)
-
-
-def finops_section(r: dict[str, Any]) -> list[str]:
-    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
-    from benchmarks.finops_bench import lines
-
-    return lines(r)
-
-
-def scheduler_section(r: dict[str, Any]) -> list[str]:
-    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
-    from benchmarks.scheduler_structure import lines
-
-    return lines(r)
-
-
-def server_arrivals_section(r: dict[str, Any]) -> list[str]:
-    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
-    from benchmarks.server_arrivals import lines
-
-    return lines(r)
-
-
-def server_cpu_section(r: dict[str, Any]) -> list[str]:
-    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
-    from benchmarks.server_cpu import lines
-
-    return lines(r)
-
-
-def frontdoor_section(r: dict[str, Any]) -> list[str]:
-    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
-    from benchmarks.frontdoor_targets import lines
-
-    return lines(r)
-
-
-def check_section(r: dict[str, Any]) -> list[str]:
-    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
-    from benchmarks.check_bench import lines
-
-    return lines(r)
-
-
-def plan_section(r: dict[str, Any]) -> list[str]:
-    sys.path.insert(0, str(ROOT))  # run as a script, only benchmarks/ is on the path
-    from benchmarks.plan_bench import lines
-
-    return lines(r)
+    return section
 
 
 def semantic_cache_section(r: dict[str, Any]) -> list[str]:
@@ -524,35 +467,38 @@ SECTIONS = {
     "overload.py": ("Overload at 2x μ (overload.py)", overload_section),
     "faults.py": ("Faults under load (faults.py)", faults_section),
     "fuzz.py": ("Fuzzing (fuzz.py)", fuzz_section),
-    "simulate_day.py": ("A business day in the workbench (simulate_day.py)", simulate_day_section),
+    "simulate_day.py": ("A business day in the workbench (simulate_day.py)", delegated("simulate_day")),
     "semantic_cache.py": ("The semantic cache's vector store (semantic_cache.py)", semantic_cache_section),
     "capacity_validation.py": (
         "The capacity model against public vLLM logs (capacity_validation.py)",
-        capacity_section,
+        delegated("capacity_validation"),
     ),
     "plan_agreement.py": (
         "The planner against its simulator on every pool (plan_agreement.py)",
-        plan_agreement_section,
+        delegated("plan_agreement"),
     ),
     "finops_bench.py": (
         "The FinOps plane: the metering consumer and a day's chargeback (finops_bench.py)",
-        finops_section,
+        delegated("finops_bench"),
     ),
-    "scheduler_structure.py": ("The scheduler against vLLM's, in counts (scheduler_structure.py)", scheduler_section),
+    "scheduler_structure.py": (
+        "The scheduler against vLLM's, in counts (scheduler_structure.py)",
+        delegated("scheduler_structure"),
+    ),
     "server_arrivals.py": (
         "The server's work per stream and per arrival, on the real engine (server_arrivals.py)",
-        server_arrivals_section,
+        delegated("server_arrivals"),
     ),
     "server_cpu.py": (
         "The server's CPU per request, step and token, on the real engine (server_cpu.py)",
-        server_cpu_section,
+        delegated("server_cpu"),
     ),
     "frontdoor_targets.py": (
         "The front door's targets on the dev stack: a worst-case body, two batches (frontdoor_targets.py)",
-        frontdoor_section,
+        delegated("frontdoor_targets"),
     ),
-    "plan_bench.py": ("`tokenplane plan --capacity-only` on the three stacks (plan_bench.py)", plan_section),
-    "check_bench.py": ("`tokenplane check` on the three stacks (check_bench.py)", check_section),
+    "plan_bench.py": ("`tokenplane plan --capacity-only` on the three stacks (plan_bench.py)", delegated("plan_bench")),
+    "check_bench.py": ("`tokenplane check` on the three stacks (check_bench.py)", delegated("check_bench")),
 }
 
 
