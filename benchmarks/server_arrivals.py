@@ -54,6 +54,7 @@ from tokenplane.commands.calibrate import (  # noqa: E402
     Sample,
     _Budget,
     _stream,
+    completion_request,
     unique_prompt,
 )
 from tokenplane.model import capacity as cap  # noqa: E402
@@ -126,17 +127,7 @@ def _background(
     the engine and its server on a small machine, which a client elsewhere does not. Once ``stop`` is set
     the connection is closed (vLLM aborts the request), so that a round does not wait out every stream.
     """
-    body = {
-        "model": model,
-        "prompt": unique_prompt(budget.spend(), TPOT_WORDS),
-        "max_tokens": STREAM_TOKENS,
-        "stream": True,
-        "ignore_eos": True,
-        "temperature": 0,
-    }
-    request = urllib.request.Request(
-        f"{base}/v1/completions", data=json.dumps(body).encode(), headers={"content-type": "application/json"}
-    )
+    request = completion_request(base, model, unique_prompt(budget.spend(), TPOT_WORDS), STREAM_TOKENS)
     with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as response:
         first = response.readline()
         while first and not first.startswith(b"data: {"):

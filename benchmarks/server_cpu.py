@@ -45,6 +45,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import update_section  # noqa: E402
+from tokenplane.commands.calibrate import completion_request, unique_prompt  # noqa: E402
 from tokenplane.model import capacity as cap  # noqa: E402
 
 TITLE = "The server's CPU per request, step and token, on the real engine (server_cpu.py)"
@@ -83,17 +84,8 @@ _numbers = itertools.count()
 
 def stream(base: str, model: str, tokens: int) -> int:
     """One streamed completion of exactly ``tokens`` tokens, read unparsed; returns the chunks that carried one."""
-    body = {
-        "model": model,
-        "prompt": f"{next(_numbers)} " + "token " * (PROMPT_WORDS - 1),  # unique: no prefix-cache hit
-        "max_tokens": tokens,
-        "stream": True,
-        "ignore_eos": True,
-        "temperature": 0,
-    }
-    request = urllib.request.Request(
-        f"{base}/v1/completions", data=json.dumps(body).encode(), headers={"content-type": "application/json"}
-    )
+    # A unique first word: no prefix-cache hit.
+    request = completion_request(base, model, unique_prompt(next(_numbers), PROMPT_WORDS), tokens)
     chunks = 0
     with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as response:
         while block := response.read1(1 << 16):

@@ -150,6 +150,26 @@ class Sample:
         return self.started + self.e2e_s
 
 
+def completion_request(
+    base: str, model: str, prompt: str, max_tokens: int, *, usage: bool = False
+) -> urllib.request.Request:
+    """A streamed completion of exactly ``max_tokens`` tokens (vLLM's ``ignore_eos``), greedy; ``usage``: its last
+    event carries the token counts. Calibration and the real-engine benchmarks send every request through this."""
+    body: dict[str, Any] = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "ignore_eos": True,  # vLLM's extension: every request generates exactly max_tokens
+        "temperature": 0,
+    }
+    if usage:
+        body["stream_options"] = {"include_usage": True}
+    return urllib.request.Request(
+        f"{base}/v1/completions", data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
+
+
 def _stream(
     base: str,
     model: str,
@@ -162,19 +182,7 @@ def _stream(
 
     ``on_first`` is called once its first token has arrived (``probe_beside`` waits for every stream's).
     """
-    prompt = unique_prompt(budget.spend(), words)
-    body = {
-        "model": model,
-        "prompt": prompt,
-        "max_tokens": max_tokens,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "ignore_eos": True,  # vLLM's extension: every request generates exactly max_tokens
-        "temperature": 0,
-    }
-    request = urllib.request.Request(
-        f"{base}/v1/completions", data=json.dumps(body).encode(), headers={"content-type": "application/json"}
-    )
+    request = completion_request(base, model, unique_prompt(budget.spend(), words), max_tokens, usage=True)
     start = time.monotonic()
     first: float | None = None
     usage: dict[str, Any] = {}
