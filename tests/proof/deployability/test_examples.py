@@ -159,6 +159,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "range-spans-scrapes",
         "prometheus-rule-valid",
         "caa-allows-acm",
+        "policy-size",
+        "deployer-keeps-access",
         "nodes-join",
         "lb-subnets",
         "iam-name-exists",

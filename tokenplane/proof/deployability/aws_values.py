@@ -54,8 +54,11 @@ The provider's schema types every field, but the services check how fields go to
   ("If you use the Metrics parameter, you cannot include ...": PutMetricAlarm's ``Metrics``; the provider's schema
   has ``metric_name`` and ``dimensions`` ``ConflictsWith: []string{"metric_query"}``) and watches one query,
   the one with ``ReturnData`` true ("One item in the Metrics array is the expression that the alarm watches").
-- **ECR** ``PutLifecyclePolicy``: a rule selecting ``tagged`` images names a ``tagPrefixList`` or a
-  ``tagPatternList`` (InvalidParameterException; https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html).
+- **ECR** ``PutLifecyclePolicy``: unique rule priorities, the ``tagStatus: any`` rule last, a rule selecting
+  ``tagged`` images names a ``tagPrefixList`` or a ``tagPatternList`` (not both; an ``untagged`` one neither), at
+  most four wildcards per pattern, a ``countUnit`` with ``sinceImagePushed`` and none with ``imageCountMoreThan``
+  (InvalidParameterException; ``ecr_lifecycle``,
+  https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html).
 - **KMS** ``CreateAlias``: an alias name of ``alias/`` and then ``a-zA-Z0-9/_-``, at most 256 characters, never
   under ``alias/aws/``, the prefix reserved for AWS managed keys ("The alias name cannot begin with alias/aws/":
   https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateAlias.html; the provider's own name check refuses it
@@ -95,13 +98,13 @@ A value unknown at render time (an output, a secret) is not judged.
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from tokenplane.proof.deployability import (
     alarm_actions,
+    ecr_lifecycle,
     event_patterns,
     event_targets,
     iam_policy,
@@ -260,7 +263,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         if resource.type == METRIC_ALARM:
             yield from _alarm_periods(resource)
         elif resource.type == ECR_LIFECYCLE:
-            yield from _lifecycle_rules(resource)
+            yield from ecr_lifecycle.check(resource)
         elif resource.type == METRIC_FILTER:
             yield from _metric_filter(resource)
         elif resource.type in WAF_SCOPED:
@@ -512,25 +515,6 @@ def _alarm_range(alarm: RenderedResource, periods: list[float]) -> Iterator[Find
             if limit < ALARM_RANGE_S and period * evaluations <= ALARM_RANGE_S
             else f"keep period x evaluationPeriods within {limit:,} s",
         )
-
-
-def _lifecycle_rules(policy: RenderedResource) -> Iterator[Finding]:
-    try:
-        document = json.loads(str(policy.inputs.get("policy")))
-    except json.JSONDecodeError:
-        return  # not JSON: the replay's PutLifecyclePolicy says so
-    for rule in document.get("rules") or [] if isinstance(document, dict) else []:
-        selection = rule.get("selection") or {}
-        if selection.get("tagStatus") == "tagged" and not (
-            selection.get("tagPrefixList") or selection.get("tagPatternList")
-        ):
-            yield _rejected(
-                policy,
-                "ECR",
-                f"lifecycle rule {rule.get('rulePriority')} selects tagged images with no tagPrefixList or "
-                "tagPatternList (InvalidParameterException)",
-                "give the rule a tagPrefixList (or tagPatternList), or select tagStatus any",
-            )
 
 
 def _security_group_text(group: RenderedResource) -> Iterator[Finding]:
