@@ -57,6 +57,9 @@ for it through the graph. Three kinds are modelled, each from a table of who nee
   policy keeps the deleted role's unique ID and denies the new one. (Identity policies' Resource ARNs are not
   validated, and are not judged here.)
 
+- An S3 interface endpoint with private DNS: CreateVpcEndpoint refuses it while the VPC has no S3 gateway endpoint
+  (``vpc-endpoint-values``), so where the program creates both, the interface endpoint waits for the gateway one.
+
 It cannot see: webhooks of charts not in ``WEBHOOKS``, zones delegated by hand between two runs, destination
 policies set outside the program (or inline on the queue or topic, which are in place when it exists), a node
 role of another program (its attachments are not in the graph), and ordering done by hand outside Pulumi.
@@ -69,6 +72,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tokenplane.proof.deployability import endpoint_values, vpc_routes
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, lookup
 from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, attached, role_named, statements
@@ -128,6 +132,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _policy_principals(graph)
     yield from _composite_alarms(graph)
     yield from _node_role_policies(graph)
+    yield from _gateway_endpoint_first(graph)
 
 
 def _zone_delegation(graph: Graph) -> Iterator[Finding]:
@@ -415,4 +420,29 @@ def _node_role_policies(graph: Graph) -> Iterator[Finding]:
             "InvalidParameterException (The provided role doesn't have the Amazon EKS Managed Policies associated "
             "with it)",
             f"add depends_on=[{names}] to the node group, or give the role the policies as managedPolicyArns",
+        )
+
+
+def _gateway_endpoint_first(graph: Graph) -> Iterator[Finding]:
+    """An S3 interface endpoint with private DNS is refused while its VPC has no S3 gateway endpoint
+    (``vpc-endpoint-values``): with both in the program, the interface endpoint must wait for one of them, or
+    Pulumi creates them at once and CreateVpcEndpoint fails whenever the interface comes first."""
+    for endpoint in graph.of_type(endpoint_values.ENDPOINT):
+        vpc = vpc_routes.vpc_of(graph, endpoint)
+        if vpc is None or not endpoint_values.needs_gateway(endpoint):
+            continue
+        found = endpoint_values.gateways(graph, vpc, endpoint_values.service_of(endpoint))
+        after = graph.waits_for(endpoint.urn)
+        if not found or any(g.urn in after for g in found):
+            continue  # none at all is vpc-endpoint-values' finding
+        names = ", ".join(g.name for g in found)
+        yield Finding(
+            RULE,
+            endpoint.urn,
+            f"interface endpoint {endpoint.name} enables private DNS for {endpoint_values.service_of(endpoint)}, "
+            f"which needs the VPC's gateway endpoint ({names}) to exist, but does not wait for it: Pulumi creates "
+            "both at once, and whenever the interface endpoint comes first CreateVpcEndpoint answers InvalidParameter "
+            '"To set PrivateDnsOnlyForInboundResolverEndpoint to true, the VPC ... must have a Gateway endpoint for '
+            'the service"',
+            f"add depends_on=[{names}] to {endpoint.name}",
         )

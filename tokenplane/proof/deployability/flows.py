@@ -4,7 +4,7 @@ The flows are read from the graph, not from a list of the platform's apps:
 
 - a URL that names a Service (``http://NAME.NAMESPACE.svc:PORT``, or ``NAME.NAMESPACE.svc:PORT``) in a container's
   env, or in its command or args (``curl -X POST http://...``, a shell string under ``sh -c``): the pod calls it;
-- an AWS data store (ElastiCache, MSK, RDS) that a pod's spec, or a Secret or ConfigMap it reads, takes a value
+- an AWS data store (ElastiCache, MSK, RDS, OpenSearch) that a pod's spec, or a Secret or ConfigMap it reads, takes a value
   from: the pod connects to it on the store's client port;
 - a StatefulSet's pods by their own DNS names (``<set>-N.<service>``, or a pod's own ``$HOSTNAME.<service>``,
   which its peers connect to), a pod's own Service by its short name (``NAME:PORT``: its own pods, itself
@@ -100,6 +100,7 @@ class Store:
     groups: list[RenderedResource]
     subnets: list[RenderedResource]
     public: bool = False  # the service itself gives it a public address
+    also: tuple[int, ...] = ()  # other ports it serves the same clients on (MSK's other listeners, OpenSearch's 80)
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -588,16 +589,37 @@ def _stores(region: Region) -> list[Store]:
     for r in graph.of_type("aws:msk/cluster:Cluster", region.name):
         info = r.inputs.get("brokerNodeGroupInfo") or {}
         public = ((info.get("connectivityInfo") or {}).get("publicAccess") or {}).get("type")
+        port = _msk_port(r.inputs)
         out.append(
             Store(
                 r,
                 "MSK",
-                _msk_port(r.inputs),
+                port,
                 graph.by_physical_ids(info.get("securityGroups")),
                 graph.by_physical_ids(info.get("clientSubnets")),
                 public not in (None, "DISABLED"),
+                tuple(p for p in _msk_ports(r.inputs) if p != port),
             )
         )
+    # An OpenSearch Service domain serves its REST API on its endpoint's HTTPS port, 443, in a VPC through the
+    # interfaces that carry vpcOptions' security groups ("allow inbound HTTPS (443)":
+    # https://docs.aws.amazon.com/opensearch-service/latest/developerguide/vpc.html), never on 9200, self-managed
+    # OpenSearch's port; plain HTTP on 80 too while HTTPS is not enforced. Without vpcOptions the endpoint is public.
+    for typ in ("aws:opensearch/domain:Domain", "aws:elasticsearch/domain:Domain"):
+        for r in graph.of_type(typ, region.name):
+            vpc = r.inputs.get("vpcOptions") or {}
+            https_only = (r.inputs.get("domainEndpointOptions") or {}).get("enforceHttps") is not False
+            out.append(
+                Store(
+                    r,
+                    "OpenSearch",
+                    443,
+                    graph.by_physical_ids(vpc.get("securityGroupIds")),
+                    graph.by_physical_ids(vpc.get("subnetIds")),
+                    not vpc,
+                    () if https_only else (80,),
+                )
+            )
     for typ in ("aws:rds/instance:Instance", "aws:rds/cluster:Cluster"):
         for r in graph.of_type(typ, region.name):
             engine = str(r.inputs.get("engine") or "")
@@ -634,6 +656,19 @@ def _msk_port(inputs: dict[str, Any]) -> int:
     ):
         return 9094
     return 9092
+
+
+def _msk_ports(inputs: dict[str, Any]) -> list[int]:
+    """Every broker port MSK opens to clients in the VPC, by the authentications and encryption the cluster offers
+    (9092 plaintext, 9094 TLS, 9096 SASL/SCRAM, 9098 IAM: https://docs.aws.amazon.com/msk/latest/developerguide/port-info.html)."""
+    auth = inputs.get("clientAuthentication") or {}
+    sasl = auth.get("sasl") or {}
+    broker = ((inputs.get("encryptionInfo") or {}).get("encryptionInTransit") or {}).get("clientBroker", "TLS")
+    ports = [9092] if broker in ("PLAINTEXT", "TLS_PLAINTEXT") else []
+    if broker in ("TLS", "TLS_PLAINTEXT") and (not auth or auth.get("tls") or auth.get("unauthenticated")):
+        ports.append(9094)
+    ports += [p for key, p in (("scram", 9096), ("iam", 9098)) if sasl.get(key)]
+    return ports
 
 
 def _aws_exposure(region: Region) -> Iterator[Finding]:

@@ -1,0 +1,135 @@
+"""VPC endpoints as CreateVpcEndpoint takes them: what an interface endpoint with private DNS needs of its VPC.
+
+Each refusal fails ``pulumi up`` at the endpoint (InvalidParameter), and nothing that waits for it is created:
+
+- **Private DNS needs the VPC's DNS attributes**: "To use private DNS, you must set the following VPC attributes to
+  true: enableDnsHostnames and enableDnsSupport"
+  (https://docs.aws.amazon.com/vpc/latest/privatelink/create-interface-endpoint.html, prerequisites); ``aws.ec2.Vpc``
+  leaves ``enableDnsHostnames`` false unless told. Judged on VPCs the program creates.
+- **An S3 interface endpoint with private DNS needs an S3 gateway endpoint**: for a service offered as both kinds (S3)
+  private DNS comes with ``PrivateDnsOnlyForInboundResolverEndpoint``, which routes the VPC's own traffic to the
+  gateway endpoint and answers only inbound resolvers (on-premises, peered VPCs) with the interface's addresses
+  (https://docs.aws.amazon.com/AmazonS3/latest/userguide/privatelink-interface-endpoints.html#private-dns). The
+  provider sends it true for an S3 service name (hashicorp/terraform-provider-aws#32355), and without a gateway
+  endpoint for S3 in the VPC EC2 answers "InvalidParameter: To set PrivateDnsOnlyForInboundResolverEndpoint to true,
+  the VPC vpc-... must have a Gateway endpoint for the service" (terraform-aws-modules/terraform-aws-vpc#982;
+  setting it false does not help either: hashicorp/terraform-provider-aws#32407, #33689, both open). Judged where the
+  VPC is the program's and ``dnsOptions.privateDnsOnlyForInboundResolverEndpoint`` is not explicitly false. The
+  gateway endpoint must also exist *first*: ``first-run-order`` holds the interface endpoint to waiting for it.
+- **One subnet per AZ**: "For an interface VPC endpoint, you can specify only one subnet per Availability Zone"
+  (DuplicateSubnetsInSameZone, https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
+  Judged where the subnets are the program's and name their AZs.
+
+Cannot see: VPCs and gateway endpoints of other stacks, and AZ IDs given as ``availabilityZoneId``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tokenplane.proof.deployability import vpc_routes
+from tokenplane.proof.deployability.findings import Finding
+from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.render import RenderedResource
+
+RULE = "vpc-endpoint-values"
+
+VPC = "aws:ec2/vpc:Vpc"
+SUBNET = "aws:ec2/subnet:Subnet"
+ENDPOINT = vpc_routes.VPC_ENDPOINT
+# Services offered both as gateway and interface endpoints, whose private DNS answers only inbound resolvers.
+BOTH_KINDS = ("s3",)
+
+
+def service_of(endpoint: RenderedResource) -> str:
+    """``s3`` for ``com.amazonaws.eu-west-1.s3``; ``ecr.api`` for ``com.amazonaws.eu-west-1.ecr.api``."""
+    return str(endpoint.inputs.get("serviceName") or "").split(".", 3)[-1]
+
+
+def kind_of(endpoint: RenderedResource) -> str:
+    return str(endpoint.inputs.get("vpcEndpointType") or "Gateway")  # the provider's default type
+
+
+def needs_gateway(endpoint: RenderedResource) -> bool:
+    """An interface endpoint whose private DNS only answers inbound resolvers, which needs a gateway endpoint."""
+    return (
+        kind_of(endpoint) == "Interface"
+        and endpoint.inputs.get("privateDnsEnabled") is True
+        and service_of(endpoint) in BOTH_KINDS
+        and lookup(endpoint.inputs, "dnsOptions.privateDnsOnlyForInboundResolverEndpoint") is not False
+    )
+
+
+def gateways(graph: Graph, vpc: RenderedResource, service: str) -> list[RenderedResource]:
+    """The program's gateway endpoints for ``service`` in ``vpc``."""
+    return [
+        e
+        for e in graph.of_type(ENDPOINT, vpc.region)
+        if kind_of(e) == "Gateway"
+        and service_of(e) == service
+        and (v := vpc_routes.vpc_of(graph, e)) is not None
+        and v.urn == vpc.urn
+    ]
+
+
+def check(graph: Graph) -> Iterator[Finding]:
+    for endpoint in graph.of_type(ENDPOINT):
+        if kind_of(endpoint) != "Interface":
+            continue
+        vpc = vpc_routes.vpc_of(graph, endpoint)
+        if endpoint.inputs.get("privateDnsEnabled") is True and vpc is not None:
+            yield from _dns_attributes(endpoint, vpc)
+            if needs_gateway(endpoint) and not gateways(graph, vpc, service_of(endpoint)):
+                service = service_of(endpoint)
+                yield Finding(
+                    RULE,
+                    endpoint.urn,
+                    f"interface endpoint {endpoint.name} for {service} enables private DNS, which for {service} sets "
+                    f"PrivateDnsOnlyForInboundResolverEndpoint (the provider sends it true), and {vpc.name} has no "
+                    f'{service} gateway endpoint: CreateVpcEndpoint answers InvalidParameter "To set '
+                    "PrivateDnsOnlyForInboundResolverEndpoint to true, the VPC ... must have a Gateway endpoint for "
+                    'the service", and the endpoint is never created',
+                    f"create a {service} gateway endpoint (vpc_endpoint_type 'Gateway') on {vpc.name}'s route tables "
+                    f"and make {endpoint.name} depend on it, or set private_dns_enabled=False",
+                )
+        yield from _one_subnet_per_zone(graph, endpoint)
+
+
+def _dns_attributes(endpoint: RenderedResource, vpc: RenderedResource) -> Iterator[Finding]:
+    if vpc.type != VPC:
+        return
+    off = [
+        attribute
+        for attribute, default in (("enableDnsSupport", True), ("enableDnsHostnames", False))
+        if vpc.inputs.get(attribute, default) is False
+    ]
+    if off:
+        yield Finding(
+            RULE,
+            endpoint.urn,
+            f"interface endpoint {endpoint.name} enables private DNS in {vpc.name}, whose {' and '.join(off)} "
+            f"{'is' if len(off) == 1 else 'are'} off (aws.ec2.Vpc leaves enableDnsHostnames false unless set): "
+            'private DNS needs both, and CreateVpcEndpoint answers InvalidParameter "Enabling private DNS requires '
+            'both enableDnsSupport and enableDnsHostnames VPC attributes set to true"',
+            f"set {', '.join(a[0:6] + '_dns_' + a[9:].lower() for a in off)}=True on {vpc.name}",
+        )
+
+
+def _one_subnet_per_zone(graph: Graph, endpoint: RenderedResource) -> Iterator[Finding]:
+    ids = endpoint.inputs.get("subnetIds")
+    if not isinstance(ids, list) or len(ids) < 2:
+        return
+    subnets = [s for s in graph.by_physical_ids(ids) if s.type == SUBNET]
+    zones = [s.inputs.get("availabilityZone") for s in subnets]
+    if len(subnets) != len(set(map(str, ids))) or not all(isinstance(z, str) for z in zones):
+        return
+    shared = sorted({str(z) for z in zones if zones.count(z) > 1})
+    if shared:
+        yield Finding(
+            RULE,
+            endpoint.urn,
+            f"interface endpoint {endpoint.name} names several subnets in {', '.join(shared)} "
+            f"({', '.join(f'{s.name}: {z}' for s, z in zip(subnets, zones, strict=True))}): an interface endpoint "
+            "takes one subnet per Availability Zone, and CreateVpcEndpoint answers DuplicateSubnetsInSameZone",
+            "give subnet_ids one subnet in each AZ",
+        )
