@@ -22,7 +22,7 @@ from tokenplane.components.cluster import Cluster, ClusterArgs
 from tokenplane.components.cluster_addons import ClusterAddons, ClusterAddonsArgs
 from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
-from tokenplane.components.kube import Namespace
+from tokenplane.components.kube import READINESS_GATE_INJECT, Namespace
 from tokenplane.components.naming import NS_DATA, NS_GATEWAY, NS_MONITORING, NS_SERVING, cluster_name
 from tokenplane.components.network import Network, NetworkArgs
 from tokenplane.components.weights_publish import publish_jobs
@@ -141,7 +141,20 @@ class Foundation(Component):
         self.namespaces = {
             short: Namespace.create(ns, logical=self.child("ns", short), opts=on_cluster)
             for short, ns in NAMESPACES.items()
+            if short != "gateway"
         }
+        # The AI gateway's NLB registers its pods as ip targets. The controller's pod webhook gives every pod here
+        # a readiness gate (READINESS_GATE_INJECT), so a new pod is Ready only once its target is healthy and a
+        # rollout never removes the last healthy target. The webhook fails closed (failurePolicy Fail), so the
+        # namespace, and every pod in it, comes after the controller's release.
+        self.namespaces["gateway"] = Namespace.create(
+            NS_GATEWAY,
+            logical=self.child("ns", "gateway"),
+            opts=pulumi.ResourceOptions.merge(
+                on_cluster, pulumi.ResourceOptions(depends_on=[self.addons.lb_controller])
+            ),
+            labels={READINESS_GATE_INJECT: "enabled"},
+        )
         self.serving, self.gateway = self.namespaces["serving"], self.namespaces["gateway"]
         self.data, self.monitoring = self.namespaces["data"], self.namespaces["monitoring"]
         # Not parented here: a workload is the program's own, and names its children from its own name.

@@ -55,9 +55,11 @@ class Namespace:
     resource: pulumi.Resource | None = None
 
     @classmethod
-    def create(cls, name: str, *, logical: str, opts: pulumi.ResourceOptions) -> Namespace:
+    def create(
+        cls, name: str, *, logical: str, opts: pulumi.ResourceOptions, labels: dict[str, str] | None = None
+    ) -> Namespace:
         """Create ``name`` with a default-deny ingress policy; workloads in it open only what they need."""
-        return cls(name, namespace(name, logical, opts))
+        return cls(name, namespace(name, logical, opts, labels=labels))
 
     @classmethod
     def existing(cls, name: str) -> Namespace:
@@ -69,13 +71,24 @@ class Namespace:
         return [self.resource] if self.resource is not None else []
 
 
-def namespace(name: str, logical: str, opts: pulumi.ResourceOptions) -> k8s.core.v1.Namespace:
+# The AWS Load Balancer Controller injects target-health readiness gates into the pods of namespaces so labelled
+# (https://kubernetes-sigs.github.io/aws-load-balancer-controller/latest/deploy/pod_readiness_gate/).
+READINESS_GATE_INJECT = "elbv2.k8s.aws/pod-readiness-gate-inject"
+
+
+def namespace(
+    name: str, logical: str, opts: pulumi.ResourceOptions, *, labels: dict[str, str] | None = None
+) -> k8s.core.v1.Namespace:
     """A namespace that denies all ingress by default; workloads open only what they need."""
     ns = k8s.core.v1.Namespace(
         logical,
         metadata={
             "name": name,
-            "labels": {"kubernetes.io/metadata.name": name, "app.kubernetes.io/part-of": "tokenplane"},
+            "labels": {
+                "kubernetes.io/metadata.name": name,
+                "app.kubernetes.io/part-of": "tokenplane",
+                **(labels or {}),
+            },
         },
         opts=opts,
     )

@@ -19,8 +19,10 @@ from tokenplane.components.pins import AWS_LOAD_BALANCER_CONTROLLER_CHART
 
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 _CLUSTER_TAGGED: dict[str, Any] = {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
-# What the controller calls for NLB Services (IP targets, its own security groups), after the IAM policy the
-# controller's documentation publishes for v2.11; Ingress-only (WAF, Shield, Cognito, ACM listing) is left out.
+# What the controller calls for NLB Services (IP targets, its own security groups) and ALB Ingresses, after the IAM
+# policy the controller publishes for v2.11 (the pinned chart 1.11.0:
+# https://github.com/kubernetes-sigs/aws-load-balancer-controller/blob/v2.11.0/docs/install/iam_policy.json).
+# Cognito and WAF/Shield associations (only an Ingress annotation asks for them) are left out.
 STATEMENTS: list[dict[str, Any]] = [
     {
         "Effect": "Allow",
@@ -89,6 +91,36 @@ STATEMENTS: list[dict[str, Any]] = [
         "Effect": "Allow",
         "Action": ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
         "Resource": ["arn:aws:elasticloadbalancing:*:*:targetgroup/*/*"],
+    },
+    # An ALB Ingress: a listener rule per host/path, the certificates of its HTTPS listener (ACM discovery by host
+    # when no certificate-arn is annotated). The published policy grants these on "*" without the cluster-tag
+    # condition: a rule or listener certificate is created under a listener, so there is no resource tag to test yet.
+    {
+        "Effect": "Allow",
+        "Action": [
+            "elasticloadbalancing:CreateRule",
+            "elasticloadbalancing:ModifyRule",
+            "elasticloadbalancing:DeleteRule",
+            "elasticloadbalancing:AddListenerCertificates",
+            "elasticloadbalancing:RemoveListenerCertificates",
+            "acm:ListCertificates",
+            "acm:DescribeCertificate",
+        ],
+        "Resource": ["*"],
+    },
+    # Every ALB's WAF and Shield state, read on each reconcile while the chart's enableWaf / enableWafv2 /
+    # enableShield are true (their defaults): without these reads no ALB Ingress deploys ("AccessDenied").
+    {
+        "Effect": "Allow",
+        "Action": [
+            "waf-regional:GetWebACL",
+            "waf-regional:GetWebACLForResource",
+            "wafv2:GetWebACL",
+            "wafv2:GetWebACLForResource",
+            "shield:GetSubscriptionState",
+            "shield:DescribeProtection",
+        ],
+        "Resource": ["*"],
     },
 ]
 

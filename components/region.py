@@ -19,7 +19,7 @@ from tokenplane.components.gateway_config import GatewayConfig
 from tokenplane.components.gpu_node_group import GpuNodeGroup, GpuNodeGroupArgs
 from tokenplane.components.images import Images
 from tokenplane.components.kafka import Kafka, KafkaArgs
-from tokenplane.components.kube import Namespace
+from tokenplane.components.kube import READINESS_GATE_INJECT, Namespace
 from tokenplane.components.model_gateway import ModelGateway
 from tokenplane.components.naming import (
     APP_NAMESPACES,
@@ -101,7 +101,11 @@ class Region(Component):
             self.child("k8s"), kubeconfig=cluster.kubeconfig, enable_server_side_apply=True, opts=self.opts()
         )
         on_k8s = self.opts(providers=[k8s_provider])
-        namespaces = {ns: Namespace.create(ns, logical=self.child("ns", ns), opts=on_k8s) for ns in APP_NAMESPACES}
+        namespaces = {
+            ns: Namespace.create(ns, logical=self.child("ns", ns), opts=on_k8s)
+            for ns in APP_NAMESPACES
+            if ns != NS_GATEWAY
+        }
         # Named as this region, so that its children keep the names (and, by alias, the URNs) they had
         # when they were the Region's own.
         addons = ClusterAddons(
@@ -112,6 +116,15 @@ class Region(Component):
             on_k8s,
         )
         lb_controller, keda = addons.lb_controller, addons.keda
+        # The AI gateway's NLB has ip targets: the controller's pod webhook gives every pod here a target-health
+        # readiness gate, so a rollout never removes the last healthy target. It fails closed, so the namespace
+        # (and every pod in it) comes after the controller's release.
+        namespaces[NS_GATEWAY] = Namespace.create(
+            NS_GATEWAY,
+            logical=self.child("ns", NS_GATEWAY),
+            opts=self.opts(providers=[k8s_provider], depends_on=[lb_controller]),
+            labels={READINESS_GATE_INJECT: "enabled"},
+        )
         gpu_nodes = {
             placement.pool: GpuNodeGroup(
                 self.child("gpu", placement.pool),

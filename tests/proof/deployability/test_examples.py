@@ -130,6 +130,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "s3-endpoint-admits",
         "read-only-root",
         "controller-permissions",
+        "ip-target-readiness",
+        "health-check-reachable",
         "platform-contract",
         "key-exists",
         "storage-class-exists",

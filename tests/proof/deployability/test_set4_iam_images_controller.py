@@ -178,8 +178,23 @@ def _ingress(*, rules: bool = True, by_annotation: bool = False, klass: str = "a
     return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": metadata, "spec": spec}
 
 
+def _without_actions(r: RenderedResource, actions: tuple[str, ...] | list[str]) -> RenderedResource:
+    """The shipped controller role's policy with ``actions`` taken away again (the role before set 30's fix)."""
+    if not r.name.endswith("aws-lb-controller-role-policy") or not actions:
+        return r
+    document = json.loads(r.inputs["policy"])
+    for statement in document["Statement"]:
+        kept = [a for a in statement["Action"] if a not in actions]
+        statement["Action"] = kept or ["ec2:DescribeTags"]
+    return dataclasses.replace(r, inputs={**r.inputs, "policy": json.dumps(document)})
+
+
 def _with(
-    ingress: dict[str, Any], *, grant: tuple[str, ...] | list[str] = (), flags: dict[str, bool] | None = None
+    ingress: dict[str, Any],
+    *,
+    grant: tuple[str, ...] | list[str] = (),
+    flags: dict[str, bool] | None = None,
+    taken: tuple[str, ...] | list[str] = tuple(ALB_ACTIONS),
 ) -> RenderResult:
     extra = [_resource_of(ingress)]
     if grant:
@@ -190,12 +205,13 @@ def _with(
             )
         )
 
-    def set_flags(r: RenderedResource) -> RenderedResource:
+    def change(r: RenderedResource) -> RenderedResource:
+        r = _without_actions(r, taken)
         if not flags or not r.name.endswith("aws-lb-controller") or "Release" not in r.type:
             return r
         return dataclasses.replace(r, inputs={**r.inputs, "values": {**r.inputs["values"], **flags}})
 
-    return mutated(rendered(STACK), set_flags, extra=extra)
+    return mutated(rendered(STACK), change, extra=extra)
 
 
 def _missing(result: RenderResult) -> list[str]:
@@ -219,6 +235,11 @@ def test_with_waf_and_shield_turned_off_only_the_rule_actions_are_needed() -> No
     assert _missing(_with(_ingress(), flags=NO_WAF)) == ALB_ACTIONS[:3]
 
 
+@pytest.mark.parametrize("action", ALB_ACTIONS)
+def test_the_shipped_role_with_one_alb_action_taken_away_again_is_flagged_for_it(action: str) -> None:
+    assert _missing(_with(_ingress(), taken=[action])) == [action]
+
+
 @pytest.mark.parametrize(
     "result",
     [
@@ -227,6 +248,7 @@ def test_with_waf_and_shield_turned_off_only_the_rule_actions_are_needed() -> No
         lambda: _with(_ingress(rules=False), flags=NO_WAF),
         lambda: _with(_ingress(klass="nginx")),  # another controller's Ingress
         lambda: rendered(STACK),
+        lambda: _with(_ingress(), taken=()),  # the shipped role (set 30: it grants the ALB actions)
     ],
 )
 def test_a_controller_role_that_allows_what_its_albs_need_is_not_flagged(result: Callable[[], RenderResult]) -> None:

@@ -12,7 +12,14 @@ own:
   ``unknown IPAddressType: X`` and ``failed to parse listen-ports configuration``; health-check settings outside the
   Elastic Load Balancing API's ranges (interval 5-300 s, timeout 2-120 s, thresholds 2-10: CreateTargetGroup,
   ``ValidationError``) fail its CreateTargetGroup call; ``ssl-ports`` naming no port of the Service terminates
-  TLS on no listener, so the certificate is never used.
+  TLS on no listener, so the certificate is never used. Its Ingress model builder (v2.11.0, the pinned chart's
+  controller) also refuses, for an ALB Ingress: a ``Prefix`` or ``Exact`` path holding ``*`` or ``?``
+  (``model_build_listener_rules.go``: "prefix path shouldn't contain wildcards: /api/*"; for Prefix it generates
+  ``/api`` and ``/api/*`` itself; ``ImplementationSpecific`` paths are passed through as ALB path patterns), a
+  ``group.name`` that is not lower-case alphanumerics, '-' or '.' starting and ending alphanumeric, or longer than
+  63 (``group_loader.go``: "invalid ingress group"), a ``group.order`` that is not a whole number in [-1000, 1000]
+  ("explicit Ingress group order must be within [-1000:1000]"), and one group whose Ingresses set different
+  ``scheme`` values (``model_build_load_balancer.go``: "conflicting scheme").
 - Cluster Autoscaler's ``--expander`` (cluster-autoscaler/FAQ.md, "What are Expanders?"; ``expander/factory``:
   "Expander X not supported", and the process exits): random, most-pods, least-waste, price, priority, grpc; on
   AWS ``price`` is not implemented (the FAQ: GCE, GKE and Equinix Metal only) and the autoscaler does not start.
@@ -32,11 +39,13 @@ own:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject
+from tokenplane.proof.deployability.lb_permissions import is_alb
 from tokenplane.proof.render import RenderedResource
 
 RULE = "controller-values"
@@ -73,6 +82,12 @@ EXPANDERS = ("random", "most-pods", "least-waste", "price", "priority", "grpc")
 EXPANDERS_NOT_ON_AWS = ("price",)
 # The CronJob controller's check period (the cron-jobs page): a starting deadline shorter than it can miss every run.
 CRONJOB_CHECK_SECONDS = 10
+# The controller's Ingress group limits (pkg/ingress/group_loader.go at v2.11.0).
+GROUP_NAME = re.compile(r"^([a-z0-9][-a-z0-9.]*)?[a-z0-9]$")
+GROUP_NAME_MAX = 63
+GROUP_ORDER = (-1000, 1000)
+# The path types whose paths the controller turns into ALB path patterns itself, refusing wildcards in them.
+LITERAL_PATH_TYPES = ("Prefix", "Exact")
 EXTERNAL_DNS_ENUMS: dict[str, tuple[str, ...]] = {
     "policy": ("sync", "upsert-only", "create-only"),
     "registry": ("txt", "noop", "dynamodb", "aws-sd"),
@@ -82,8 +97,13 @@ EXTERNAL_DNS_ENUMS: dict[str, tuple[str, ...]] = {
 def check(graph: Graph) -> Iterator[Finding]:
     for service in graph.kube(None, "Service"):
         yield from _annotations(service, NLB, SERVICE_ENUMS, _service_ports(service))
+    groups: dict[str, list[KubeObject]] = {}
     for ingress in graph.kube(None, "Ingress"):
         yield from _annotations(ingress, ALB, INGRESS_ENUMS, None)
+        if is_alb(ingress):
+            yield from _paths(ingress)
+            yield from _group(ingress, groups)
+    yield from _conflicting_schemes(groups)
     for cronjob in graph.kube(None, "CronJob"):
         yield from _starting_deadline(cronjob)
     for release in graph.of_type(HELM_RELEASE):
@@ -146,6 +166,73 @@ def _annotations(
                     "is never served",
                     f"name a Service port ({', '.join(sorted(ports))}) or '*'",
                 )
+
+
+def _paths(ingress: KubeObject) -> Iterator[Finding]:
+    rules = (ingress.manifest.get("spec") or {}).get("rules") or []
+    for rule in rules:
+        for path in ((rule or {}).get("http") or {}).get("paths") or []:
+            value, kind = str((path or {}).get("path") or ""), (path or {}).get("pathType")
+            if kind not in LITERAL_PATH_TYPES or value == "/" or not set(value) & {"*", "?"}:
+                continue
+            literal = value.replace("*", "").replace("?", "").rstrip("/") or "/"
+            yield _refused(
+                ingress,
+                "spec.rules[].http.paths[].path",
+                value,
+                f"{kind.lower()} path shouldn't contain wildcards: {value}",
+                f"write the literal path {literal!r} with pathType {kind} (for Prefix the controller adds "
+                f"'{literal.rstrip('/')}/*' itself), or pathType ImplementationSpecific to pass an ALB path pattern",
+            )
+
+
+def _group(ingress: KubeObject, groups: dict[str, list[KubeObject]]) -> Iterator[Finding]:
+    annotations = (ingress.manifest.get("metadata") or {}).get("annotations") or {}
+    name = annotations.get(f"{ALB}group.name")
+    if isinstance(name, str):
+        if not GROUP_NAME.match(name) or len(name) > GROUP_NAME_MAX:
+            yield _refused(
+                ingress,
+                f"{ALB}group.name",
+                name,
+                "invalid ingress group: groupName must consist of lower case alphanumeric characters, '-' or '.', "
+                f"start and end with an alphanumeric character, and be no more than {GROUP_NAME_MAX} characters",
+                "use a DNS-label-like lower-case name",
+            )
+        else:
+            groups.setdefault(name, []).append(ingress)
+    order = annotations.get(f"{ALB}group.order")
+    if isinstance(order, str):
+        low, high = GROUP_ORDER
+        text = order.strip()
+        number = int(text) if re.fullmatch(r"-?\d+", text) else None
+        if number is None or not low <= number <= high:
+            yield _refused(
+                ingress,
+                f"{ALB}group.order",
+                order,
+                f"explicit Ingress group order must be within [{low}:{high}]",
+                f"set a whole number from {low} to {high}",
+            )
+
+
+def _conflicting_schemes(groups: dict[str, list[KubeObject]]) -> Iterator[Finding]:
+    for name, members in groups.items():
+        schemes = {
+            str(((m.manifest.get("metadata") or {}).get("annotations") or {}).get(f"{ALB}scheme")).strip()
+            for m in members
+            if isinstance(((m.manifest.get("metadata") or {}).get("annotations") or {}).get(f"{ALB}scheme"), str)
+        }
+        if len(schemes) < 2:
+            continue
+        for member in members:
+            yield _refused(
+                member,
+                f"{ALB}group.name",
+                name,
+                f"conflicting scheme: {sorted(schemes)} among the Ingresses of group {name} (one ALB, one scheme)",
+                "give every Ingress of the group the same scheme, or put them in different groups",
+            )
 
 
 def _listen_ports(value: str) -> str | None:
