@@ -49,6 +49,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "image-tag-published",
         "references-exist",
         "service-account-trust",
+        "rbac-grant-token",
+        "rbac-role-exists",
         "literal-name-resolves",
         "dead-letter-keeps",
         "function-invocable",

@@ -19,10 +19,8 @@ cites the function that rejects it:
   deadline to 600 s (pkg/apis/apps/v1/defaults.go), so a minReadySeconds of 600 or more with no deadline fails too.
 - HorizontalPodAutoscaler minReplicas below 1 (the HPAScaleToZero gate is alpha, off on EKS) or above maxReplicas
   (pkg/apis/autoscaling/validation/validation.go, validateHorizontalPodAutoscalerSpec).
-- KEDA ScaledObject minReplicaCount above maxReplicaCount (kedacore/keda, apis/keda/v1alpha1/scaledobject_types.go,
-  CheckReplicaCountBoundsAreValid: "MinReplicaCount=%d must be less than MaxReplicaCount=%d"; its admission webhook
-  rejects the object, and without the webhook the operator marks it ScaledObjectCheckFailed and creates no HPA).
-  Absent counts default to 0 and 100.
+- KEDA ScaledObjects as KEDA's admission webhook validates them (``keda_validation``: replica bounds, idle count,
+  fallback, triggers, names), and RBAC roles and bindings as ValidateRole/ValidateRoleBinding do (``rbac_validation``).
 - CronJob ``schedule`` not five cron fields (or a descriptor), ``TZ=``/``CRON_TZ=`` in it, or a ``timeZone`` that is
   not an IANA name (pkg/apis/batch/validation/validation.go, validateScheduleFormat with robfig/cron's
   ParseStandard, and validateTimeZone): the syntax is ``cron_syntax``'s.
@@ -45,10 +43,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability import (
+    keda_validation,
     networking_validation,
     object_validation,
     pod_validation,
     quota_validation,
+    rbac_validation,
     secret_validation,
     service_validation,
     storage_validation,
@@ -64,7 +64,6 @@ RULE = object_validation.RULE
 
 # Defaults the API server applies before validating (pkg/apis/apps/v1/defaults.go).
 PROGRESS_DEADLINE_DEFAULT = 600
-KEDA_DEFAULTS = (0, 100)  # ScaledObject (minReplicaCount, maxReplicaCount)
 ROLLING_DEFAULTS = {"Deployment": ("25%", "25%"), "DaemonSet": (0, 1)}  # (maxSurge, maxUnavailable)
 STRATEGY_VALIDATORS = {
     "Deployment": "ValidateDeploymentStrategy",
@@ -100,6 +99,8 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from storage_validation.check(graph)
     yield from quota_validation.check(graph)
     yield from secret_validation.check(graph)
+    yield from keda_validation.check(graph)
+    yield from rbac_validation.check(graph)
     for region in graph.regions():
         for workload in graph.kube(region, *ROLLING_DEFAULTS):
             yield from _rolling_update(workload)
@@ -107,8 +108,6 @@ def check(graph: Graph) -> Iterator[Finding]:
             yield from _strategy_type(workload)
         for deployment in graph.kube(region, "Deployment"):
             yield from _progress_deadline(deployment)
-        for scaled in graph.kube(region, "ScaledObject"):
-            yield from _replica_counts(scaled)
         for cronjob in graph.kube(region, "CronJob"):
             yield from _schedule(cronjob)
         for pdb in graph.kube(region, "PodDisruptionBudget"):
@@ -204,21 +203,6 @@ def _progress_deadline(deployment: KubeObject) -> Iterator[Finding]:
             "ValidateDeploymentSpec: spec.progressDeadlineSeconds must be greater than minReadySeconds",
             f"set spec.progressDeadlineSeconds above {ready:g} (it must also cover a pod's start-up), or lower "
             "spec.minReadySeconds",
-        )
-
-
-def _replica_counts(scaled: KubeObject) -> Iterator[Finding]:
-    spec = scaled.manifest.get("spec") or {}
-    low = spec.get("minReplicaCount", KEDA_DEFAULTS[0])
-    high = spec.get("maxReplicaCount", KEDA_DEFAULTS[1])
-    if isinstance(low, int | float) and isinstance(high, int | float) and low > high:
-        yield Finding(
-            RULE,
-            scaled.urn,
-            f"ScaledObject {scaled.namespace}/{scaled.name} has minReplicaCount {low:g} above maxReplicaCount "
-            f"{high:g}: KEDA's admission webhook rejects it (kedacore/keda CheckReplicaCountBoundsAreValid) and "
-            "pulumi up fails; without the webhook the operator marks it ScaledObjectCheckFailed and never scales",
-            "make spec.maxReplicaCount at least spec.minReplicaCount",
         )
 
 

@@ -2,7 +2,12 @@
 
 Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
 
-- probes and lifecycle hooks (validateProbe, validateLifecycle, validateHandler): exactly one handler
+- probes and lifecycle hooks (validateProbe, validateLifecycle, validateHandler): a readiness probe has no
+  terminationGracePeriodSeconds (validateReadinessProbe: "must not be set for readinessProbes": the probe-level
+  grace period overrides the pod's only when a failing liveness or startup probe kills the container, and a
+  readiness probe kills nothing); a probe's terminationGracePeriodSeconds, where set, is greater than 0
+  (validateProbe); an httpGet header name is a token of letters, digits and '-' (validateHTTPGetAction,
+  IsHTTPHeaderName); exactly one handler
   ("must specify a handler type", "may not specify more than 1 handler type": exec, httpGet, tcpSocket, grpc for a
   probe; exec, httpGet, tcpSocket, sleep for a hook); an httpGet or tcpSocket port a number in 1-65535 or an
   IANA_SVC_NAME (ValidatePortNumOrName: a quoted "8080" is a name, and a name needs a letter; an absent port is 0);
@@ -24,6 +29,7 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -41,6 +47,7 @@ CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")  # IsStandardContai
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
 PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 HOOK_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")
+HEADER_NAME = re.compile(r"[-A-Za-z0-9]+")  # apimachinery validation.IsHTTPHeaderName's httpHeaderNameFmt
 ID_MAX = 2**31 - 1  # IsValidUserID / IsValidGroupID
 PROFILE_TYPES = {"seccompProfile": ("RuntimeDefault", "Unconfined", "Localhost")}
 PROFILE_TYPES["appArmorProfile"] = PROFILE_TYPES["seccompProfile"]
@@ -72,6 +79,7 @@ def check(obj: KubeObject, at: str, container: Mapping[str, Any], *, init: bool)
                 f"drop {kind} (an init container's exit is its readiness), or set restartPolicy Always for a sidecar",
             )
         yield from _handler(obj, f"{at}.{kind}", probe, PROBE_HANDLERS, "validateProbe")
+        yield from _probe_grace(obj, f"{at}.{kind}", kind, probe.get("terminationGracePeriodSeconds"))
     lifecycle = container.get("lifecycle")
     if isinstance(lifecycle, dict):
         if init and not sidecar:
@@ -149,6 +157,28 @@ def check_pod(obj: KubeObject, where: str, pod: Mapping[str, Any]) -> Iterator[F
         )
 
 
+def _probe_grace(obj: KubeObject, at: str, kind: str, grace: Any) -> Iterator[Finding]:
+    if grace is None:
+        return
+    if kind == "readinessProbe":
+        yield rejected(
+            obj,
+            f"has {at}.terminationGracePeriodSeconds {grace!r}",
+            f"validateReadinessProbe: {kind}.terminationGracePeriodSeconds: Invalid value: {grace}: must not be set "
+            "for readinessProbes",
+            "drop it from the readinessProbe (a failing readiness probe only takes the pod out of its Services; it "
+            "kills nothing): set it on the livenessProbe or startupProbe, or the pod's "
+            "spec.terminationGracePeriodSeconds for every shutdown",
+        )
+    elif (number := syntax.integer(grace)) is not None and number <= 0:
+        yield rejected(
+            obj,
+            f"has {at}.terminationGracePeriodSeconds {number}",
+            f"validateProbe: {kind}.terminationGracePeriodSeconds: Invalid value: {number}: must be greater than 0",
+            "give the probe's grace period in whole seconds above 0, or drop it to use the pod's",
+        )
+
+
 def _handler(
     obj: KubeObject, at: str, handler: Mapping[str, Any], kinds: tuple[str, ...], source: str
 ) -> Iterator[Finding]:
@@ -179,6 +209,17 @@ def _handler(
                 f"validate{'HTTPGet' if kind == 'httpGet' else 'TCPSocket'}Action: ValidatePortNumOrName",
                 "give the port as a number (8080, unquoted) or as a named container port",
             )
+        for header in action.get("httpHeaders") or [] if kind == "httpGet" else []:
+            name = header.get("name") if isinstance(header, dict) else None
+            if isinstance(name, str) and not HEADER_NAME.fullmatch(name):
+                yield rejected(
+                    obj,
+                    f"has {at}.httpGet.httpHeaders name {name!r}",
+                    "validateHTTPGetAction: IsHTTPHeaderName: a valid HTTP header must consist of alphanumeric "
+                    "characters or '-'",
+                    "name the header with letters, digits and '-' only (no spaces, ':' or '_'); the value goes in "
+                    "value",
+                )
         scheme = action.get("scheme")
         if kind == "httpGet" and scheme is not None and scheme not in ("HTTP", "HTTPS"):
             yield unsupported(
