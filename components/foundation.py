@@ -138,23 +138,20 @@ class Foundation(Component):
         self.addons = ClusterAddons(self.child("addons"), addons_args, self.opts(providers=both))
         # Nothing deploys into a namespace no one creates; a namespace waits for nodes to schedule on.
         on_cluster = self.opts(providers=[self.kube], depends_on=[self.cluster.system_nodes])
+        # The AI gateway's NLB registers its pods as ip targets. The controller's pod webhook gives every pod in the
+        # gateway namespace a readiness gate (READINESS_GATE_INJECT), so a new pod is Ready only once its target is
+        # healthy and a rollout never removes the last healthy target. The namespace does not wait for the
+        # controller: the webhook admits pods, which a Deployment's ReplicaSet creates and retries until it
+        # answers, and programs that add workloads here wait for the namespace alone.
         self.namespaces = {
-            short: Namespace.create(ns, logical=self.child("ns", short), opts=on_cluster)
+            short: Namespace.create(
+                ns,
+                logical=self.child("ns", short),
+                opts=on_cluster,
+                labels={READINESS_GATE_INJECT: "enabled"} if short == "gateway" else None,
+            )
             for short, ns in NAMESPACES.items()
-            if short != "gateway"
         }
-        # The AI gateway's NLB registers its pods as ip targets. The controller's pod webhook gives every pod here
-        # a readiness gate (READINESS_GATE_INJECT), so a new pod is Ready only once its target is healthy and a
-        # rollout never removes the last healthy target. The webhook fails closed (failurePolicy Fail), so the
-        # namespace, and every pod in it, comes after the controller's release.
-        self.namespaces["gateway"] = Namespace.create(
-            NS_GATEWAY,
-            logical=self.child("ns", "gateway"),
-            opts=pulumi.ResourceOptions.merge(
-                on_cluster, pulumi.ResourceOptions(depends_on=[self.addons.lb_controller])
-            ),
-            labels={READINESS_GATE_INJECT: "enabled"},
-        )
         self.serving, self.gateway = self.namespaces["serving"], self.namespaces["gateway"]
         self.data, self.monitoring = self.namespaces["data"], self.namespaces["monitoring"]
         # Not parented here: a workload is the program's own, and names its children from its own name.

@@ -101,10 +101,16 @@ class Region(Component):
             self.child("k8s"), kubeconfig=cluster.kubeconfig, enable_server_side_apply=True, opts=self.opts()
         )
         on_k8s = self.opts(providers=[k8s_provider])
+        # The gateway namespace's pods get the controller's target-health readiness gate (see Foundation); the
+        # namespace does not wait for the controller, whose webhook admits pods that their ReplicaSets retry.
         namespaces = {
-            ns: Namespace.create(ns, logical=self.child("ns", ns), opts=on_k8s)
+            ns: Namespace.create(
+                ns,
+                logical=self.child("ns", ns),
+                opts=on_k8s,
+                labels={READINESS_GATE_INJECT: "enabled"} if ns == NS_GATEWAY else None,
+            )
             for ns in APP_NAMESPACES
-            if ns != NS_GATEWAY
         }
         # Named as this region, so that its children keep the names (and, by alias, the URNs) they had
         # when they were the Region's own.
@@ -116,15 +122,6 @@ class Region(Component):
             on_k8s,
         )
         lb_controller, keda = addons.lb_controller, addons.keda
-        # The AI gateway's NLB has ip targets: the controller's pod webhook gives every pod here a target-health
-        # readiness gate, so a rollout never removes the last healthy target. It fails closed, so the namespace
-        # (and every pod in it) comes after the controller's release.
-        namespaces[NS_GATEWAY] = Namespace.create(
-            NS_GATEWAY,
-            logical=self.child("ns", NS_GATEWAY),
-            opts=self.opts(providers=[k8s_provider], depends_on=[lb_controller]),
-            labels={READINESS_GATE_INJECT: "enabled"},
-        )
         gpu_nodes = {
             placement.pool: GpuNodeGroup(
                 self.child("gpu", placement.pool),

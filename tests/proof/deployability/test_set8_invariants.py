@@ -101,11 +101,7 @@ def _binding(waits: bool) -> RenderResult:
                 "targetGroupARN": "arn:aws:elasticloadbalancing:x",
             },
         },
-        # Not on the llm-gateway namespace: it waits for the controller itself (its pods' readiness gate webhook).
-        dependencies=[
-            *(d for d in like.dependencies if not d.endswith("-ns-llm-gateway")),
-            *([release.urn] if waits else []),
-        ],
+        dependencies=[*like.dependencies, *([release.urn] if waits else [])],
     )
     return dev_with(extra=[binding])
 
