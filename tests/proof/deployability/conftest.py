@@ -15,6 +15,7 @@ from tests.components.conftest import rendered, spec
 from tests.paths import REPO_ROOT
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import Finding
+from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.render import RenderedResource, RenderResult
 
 __all__ = ["ROOT_STACKS", "dev_with", "findings", "mutated", "planted", "rendered", "spec", "with_inputs"]
@@ -85,3 +86,9 @@ def _deep_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_deep_copy(v) for v in value]
     return value
+
+
+def planted_findings(check: Callable[[Graph], Any], *extra: RenderedResource, stack: str = "dev") -> list[Finding]:
+    """What ``check`` finds on ``stack``'s render with ``extra`` planted beside it, on the planted resources only."""
+    graph = Graph(spec(stack), mutated(rendered(stack), lambda r: r, extra=list(extra)))
+    return [f for f in check(graph) if "planted" in f.urn]

@@ -5,14 +5,14 @@ beside a rule resource on the same group and direction (security-group-rules-own
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings
 from tests.proof.deployability.test_aws_join import _aws
-from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, alarm_metrics, rds_values, security_group_rules
+from tokenplane.proof.deployability import alarm_metrics, rds_values, security_group_rules
 from tokenplane.proof.render import RenderedResource, physical_id
 
 INSTANCE = "aws:rds/instance:Instance"
@@ -22,9 +22,7 @@ CLUSTER_PARAMS = "aws:rds/clusterParameterGroup:ClusterParameterGroup"
 SG = "aws:ec2/securityGroup:SecurityGroup"
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 def _db(**inputs: Any) -> RenderedResource:

@@ -6,14 +6,14 @@ and an RDS database a destroy or replacement deletes with nothing to restore fro
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings
 from tests.proof.deployability.test_aws_join import _aws
-from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, database_recovery, replaceable_names
+from tokenplane.proof.deployability import database_recovery, replaceable_names
 from tokenplane.proof.render import RenderedResource, physical_id
 
 INSTANCE = "aws:rds/instance:Instance"
@@ -22,9 +22,7 @@ SG = "aws:ec2/securityGroup:SecurityGroup"
 SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 def _group(**inputs: Any) -> RenderedResource:

@@ -5,24 +5,21 @@ reads an ``aws s3 cp`` to an object key and a shell redirection."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings
 from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_set3_invariants import deployment, plus, rule
 from tests.proof.deployability.test_set15_aws import BUCKET, LISTING, OBJECTS, _cli_graph, _policy
-from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, aws_cli, rds_values
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.deployability import aws_cli, rds_values
 
 INSTANCE = "aws:rds/instance:Instance"
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 # rds-values: allocated storage ------------------------------------------------------------------------------------

@@ -5,24 +5,22 @@ in a shipped render beside its correct twin: an ElastiCache engine version its e
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings
 from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_set3_invariants import _resource
-from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, controller_values, versions
+from tokenplane.proof.deployability import controller_values, versions
 from tokenplane.proof.render import RenderedResource
 
 GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
 CLUSTER = "aws:elasticache/cluster:Cluster"
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 # version-supported: ElastiCache engine versions ---------------------------------------------------------------------

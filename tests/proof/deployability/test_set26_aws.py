@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, alias_targets, node_user_data, unique_keys
+from tokenplane.proof.deployability import alias_targets, node_user_data, unique_keys
 from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
 
 ADDON = "aws:eks/addon:Addon"
@@ -25,9 +26,7 @@ RECORD = "aws:route53/record:Record"
 ZONE = "aws:route53/zone:Zone"
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 def _in(resource: RenderedResource, region: str | None = None, provider: str | None = None) -> RenderedResource:

@@ -7,15 +7,15 @@ ranges (aws-api-values). The planted defects are of other engines, resources and
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, aws_values, rds_values
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.deployability import aws_values, rds_values
 
 INSTANCE = "aws:rds/instance:Instance"
 CLUSTER = "aws:rds/cluster:Cluster"
@@ -23,9 +23,7 @@ ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 LIFECYCLE = "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 def test_the_shipped_render_holds_none_of_these() -> None:

@@ -9,18 +9,19 @@ from __future__ import annotations
 import copy
 import dataclasses
 import zipfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import mutated, planted_findings, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tests.proof.deployability.test_pod_runtime import _names, _without_local_storage
 from tests.proof.deployability.test_set3_invariants import STACK, deployment, plus, rule, system_pod
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, lambda_handlers, root_device
+from tokenplane.proof.deployability import lambda_handlers, root_device
 from tokenplane.proof.render import RenderedResource, physical_id
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -28,9 +29,7 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 FUNCTION = "aws:lambda/function:Function"
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 def test_the_shipped_renders_map_their_roots_and_resolve_their_handlers() -> None:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, access_entries, addon_iam, keda_identity
+from tokenplane.proof.deployability import access_entries, addon_iam, keda_identity
 from tokenplane.proof.render import RenderedResource
 
 ENTRY = "aws:eks/accessEntry:AccessEntry"
@@ -43,9 +44,7 @@ def _kube(manifest: dict[str, Any]) -> RenderedResource:
     )
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec(STACK), mutated(rendered(STACK), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack=STACK)
 
 
 def test_the_shipped_render_holds_none_of_these() -> None:

@@ -9,15 +9,15 @@ ReplicaLag on a PostgreSQL primary, a 12-character token)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import (
-    Finding,
     alarm_metrics,
     aws_values,
     backup_windows,
@@ -36,9 +36,7 @@ ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 PASSWORD = "random:index/randomPassword:RandomPassword"
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 def test_the_shipped_render_holds_none_of_these() -> None:

@@ -8,14 +8,15 @@ DescribeTopic, a consumer without Connect, a consumer whose groups are granted o
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, msk_iam, pull_through_cache, s3_replication
+from tokenplane.proof.deployability import msk_iam, pull_through_cache, s3_replication
 from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
 
 BUCKET = "aws:s3/bucket:Bucket"
@@ -28,9 +29,7 @@ SECRET = "aws:secretsmanager/secret:Secret"
 CACHE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 def test_the_shipped_render_holds_none_of_these() -> None:

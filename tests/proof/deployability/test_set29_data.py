@@ -13,14 +13,14 @@ encryption by default, an Auto Scaling group's custom service-linked role, a pol
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, planted, rendered, spec
+from tests.proof.deployability.conftest import mutated, planted, planted_findings, rendered, spec
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import (
-    Finding,
     aurora_instances,
     kms_grants,
     launch_keys,
@@ -67,9 +67,7 @@ def _kube(manifest: dict[str, Any]) -> RenderedResource:
     )
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec(STACK), mutated(rendered(STACK), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack=STACK)
 
 
 def test_the_shipped_render_holds_none_of_these() -> None:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings, rendered, spec
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, endpoint_policies, first_run, iam_arn_paths, s3_acls
+from tokenplane.proof.deployability import endpoint_policies, first_run, iam_arn_paths, s3_acls
 from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, physical_id
 
 BUCKET = "aws:s3/bucket:Bucket"
@@ -54,9 +55,7 @@ def _res(typ: str, name: str, inputs: dict[str, Any], *, after: tuple[str, ...] 
     )
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 def _doc(*statements: dict[str, Any]) -> str:

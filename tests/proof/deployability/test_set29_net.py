@@ -11,15 +11,15 @@ leaves Amazon out of an apex certificate's SAN."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, planted, rendered, spec
+from tests.proof.deployability.conftest import mutated, planted, planted_findings, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import (
-    Finding,
     aws_values,
     caa_records,
     networking_validation,
@@ -45,9 +45,7 @@ STACK = "dev"
 KUBE_PROVIDER = f"urn:pulumi:{STACK}::tokenplane::pulumi:providers:kubernetes::planted-k8s"
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec(STACK), mutated(rendered(STACK), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack=STACK)
 
 
 def _kube(manifest: dict[str, Any]) -> RenderedResource:

@@ -12,14 +12,14 @@ endpoint in a VPC without DNS hostnames, two subnets in one AZ, a gateway endpoi
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, planted, rendered, spec
+from tests.proof.deployability.conftest import planted, planted_findings, rendered, spec
 from tokenplane.proof import deployability as deploy
 from tokenplane.proof.deployability import (
-    Finding,
     elasticache_users,
     endpoint_values,
     first_run,
@@ -51,9 +51,7 @@ def _aws(type_token: str, name: str, inputs: dict[str, Any], **kw: Any) -> Rende
     return planted(STACK, type_token, name, inputs, region=REGION, **kw)
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec(STACK), mutated(rendered(STACK), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack=STACK)
 
 
 def test_the_shipped_render_holds_none_of_these() -> None:

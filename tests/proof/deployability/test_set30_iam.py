@@ -10,14 +10,15 @@ NotPrincipal; duplicate priorities, tag lists on untagged rules, wildcards, coun
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import mutated, rendered, spec
+from tests.proof.deployability.conftest import planted_findings, rendered, spec
 from tests.proof.deployability.test_aws_join import _aws
 from tokenplane.proof import deployability as deploy
-from tokenplane.proof.deployability import Finding, aws_values, deployer_access, policy_size
+from tokenplane.proof.deployability import aws_values, deployer_access, policy_size
 from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
 
 ROLE = "aws:iam/role:Role"
@@ -30,9 +31,7 @@ TRUST = {
 }
 
 
-def _findings(check: Any, *extra: RenderedResource) -> list[Finding]:
-    graph = deploy.Graph(spec("dev"), mutated(rendered("dev"), lambda r: r, extra=list(extra)))
-    return [f for f in check(graph) if "planted" in f.urn]
+_findings = partial(planted_findings, stack="dev")
 
 
 def _policy(objects: int, *, indent: int | None = None) -> str:
