@@ -132,6 +132,14 @@ def _app(name: str = "tools", namespace: str = "llm-tools", **spec: Any) -> dict
             _service("tools", namespace="llm-tools"),
             _ingress("tools", namespace="llm-tools", service="tools", annotations={f"{ALB}target-type": "ip"}),
         ],
+        # ip targets asked by the backend Service's annotation, which overrides the Ingress's (none here)
+        [
+            _namespace("llm-tools"),
+            _app(),
+            _service("tools", namespace="llm-tools")
+            | {"metadata": {"name": "tools", "namespace": "llm-tools", "annotations": {f"{ALB}target-type": "ip"}}},
+            _ingress("tools", namespace="llm-tools", service="tools"),
+        ],
         # a minReadySeconds shorter than the ALB's health checks (2 x 15 s)
         [
             _namespace("llm-tools"),
@@ -160,6 +168,20 @@ def test_pods_behind_ip_targets_without_the_readiness_gate_are_reported(objects:
             _app(),
             _service("tools", namespace="llm-tools"),
             _ingress("tools", namespace="llm-tools", service="tools"),
+        ],
+        # the Service's annotation overrides the Ingress's ip with instance: the nodes are the targets
+        [
+            _namespace("llm-tools"),
+            _app(),
+            _service("tools", namespace="llm-tools")
+            | {
+                "metadata": {
+                    "name": "tools",
+                    "namespace": "llm-tools",
+                    "annotations": {f"{ALB}target-type": "instance"},
+                }
+            },
+            _ingress("tools", namespace="llm-tools", service="tools", annotations={f"{ALB}target-type": "ip"}),
         ],
         # minReadySeconds covering the health checks
         [

@@ -26,6 +26,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.reachability import internal_by_annotations
 from tokenplane.proof.render import RenderedResource
 
 RULE = "health-check-reachable"
@@ -46,11 +47,9 @@ def internal(resource: RenderedResource) -> str | None:
     notes = _annotations(resource)
     if resource.type in LOAD_BALANCERS and resource.inputs.get("internal") is True:
         return f"aws.lb.LoadBalancer {resource.name} has internal=True"
-    if kind == "Service" and (resource.inputs.get("spec") or {}).get("type") == "LoadBalancer":
-        if str(notes.get(f"{NLB}scheme", "")).strip() == "internal":
-            return f"Service {resource.name} has {NLB}scheme: internal"
-        if str(notes.get(f"{NLB}internal", "")).strip().lower() == "true":
-            return f"Service {resource.name} has {NLB}internal: true"
+    service_lb = kind == "Service" and (resource.inputs.get("spec") or {}).get("type") == "LoadBalancer"
+    if service_lb and internal_by_annotations(notes):
+        return f"Service {resource.name} has {NLB}scheme: internal (or {NLB}internal: true)"
     if kind == "Ingress" and str(notes.get(f"{ALB}scheme", "internal")).strip() != "internet-facing":
         return f"Ingress {resource.name}'s ALB scheme is internal (the controller's default without {ALB}scheme)"
     return None

@@ -245,8 +245,8 @@ def _instance_targets(graph: Graph, region: str) -> Iterator[Finding]:
         )
         if not alb or (declared is not None and lookup(declared.manifest, "spec.parameters")):
             continue
-        default = notes.get(ALB_PREFIX + "target-type", _default_target_type(graph, region))
-        for backend in _backends(ingress.manifest):
+        default = notes.get(ALB_PREFIX + "target-type", default_target_type(graph, region))
+        for backend in ingress_backends(ingress.manifest):
             service = services.get((ingress.namespace, backend))
             if service is None:
                 continue  # target-exists / references report a missing one
@@ -265,7 +265,7 @@ def _instance_targets(graph: Graph, region: str) -> Iterator[Finding]:
                 )
 
 
-def _default_target_type(graph: Graph, region: str) -> str:
+def default_target_type(graph: Graph, region: str) -> str:
     """The controller's ``--default-target-type`` (chart value ``defaultTargetType``), else ``instance``."""
     for release in graph.releases(region, LB_CONTROLLER_CHART):
         value = (release.inputs.get("values") or {}).get("defaultTargetType")
@@ -274,7 +274,7 @@ def _default_target_type(graph: Graph, region: str) -> str:
     return "instance"
 
 
-def _backends(manifest: dict[str, Any]) -> list[str]:
+def ingress_backends(manifest: dict[str, Any]) -> list[str]:
     found = [lookup(manifest, "spec.defaultBackend.service.name")]
     for rule in lookup(manifest, "spec.rules") or []:
         for path in lookup(rule, "http.paths") or []:

@@ -551,10 +551,14 @@ def _block_has(peer: dict[str, Any], networks: list[Network]) -> bool:
 
 def internal(service: Service) -> bool:
     """A LoadBalancer Service whose load balancer is internal; one that names no scheme counts as public."""
-    annotations = service.annotations
+    return internal_by_annotations(service.annotations)
+
+
+def internal_by_annotations(annotations: dict[str, Any]) -> bool:
+    """A Service's annotations ask the controller for an internal load balancer (the scheme, or the legacy flag)."""
     return (
-        annotations.get("service.beta.kubernetes.io/aws-load-balancer-scheme") == "internal"
-        or str(annotations.get("service.beta.kubernetes.io/aws-load-balancer-internal", "")).lower() == "true"
+        str(annotations.get("service.beta.kubernetes.io/aws-load-balancer-scheme", "")).strip() == "internal"
+        or str(annotations.get("service.beta.kubernetes.io/aws-load-balancer-internal", "")).strip().lower() == "true"
     )
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.lb_permissions import is_alb
+from tokenplane.proof.deployability.lb_subnets import default_target_type, ingress_backends
 
 RULE = "ip-target-readiness"
 INJECT_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject"
@@ -52,25 +53,21 @@ def _int(value: Any, default: int) -> int:
 def _ip_targets(graph: Graph, region: str) -> dict[tuple[str, str], tuple[str, int]]:
     """(namespace, Service) -> (what makes it an ip target, seconds until a new target is healthy)."""
     out: dict[tuple[str, str], tuple[str, int]] = {}
+    services = {(s.namespace, s.name): s for s in graph.kube(region, "Service")}
+    chart_default = default_target_type(graph, region)
     for ingress in graph.kube(region, "Ingress"):
-        notes = _annotations(ingress)
-        if not is_alb(ingress) or str(notes.get(f"{ALB}target-type", "")).strip() != "ip":
+        if not is_alb(ingress):
             continue
+        notes = _annotations(ingress)
         healthy = _int(notes.get(f"{ALB}healthy-threshold-count"), ALB_DEFAULTS[0])
         interval = _int(notes.get(f"{ALB}healthcheck-interval-seconds"), ALB_DEFAULTS[1])
-        spec = ingress.manifest.get("spec") or {}
-        backends = [spec.get("defaultBackend")] + [
-            path.get("backend")
-            for rule in spec.get("rules") or []
-            for path in ((rule or {}).get("http") or {}).get("paths") or []
-        ]
-        for backend in backends:
-            name = ((backend or {}).get("service") or {}).get("name")
-            if name:
-                out[(ingress.namespace, str(name))] = (
-                    f"ALB Ingress {ingress.namespace}/{ingress.name}",
-                    healthy * interval,
-                )
+        default = notes.get(f"{ALB}target-type", chart_default)
+        for name in ingress_backends(ingress.manifest):
+            service = services.get((ingress.namespace, name))
+            # The Service's annotation overrides the Ingress's, which overrides the controller's default.
+            target = _annotations(service).get(f"{ALB}target-type", default) if service is not None else default
+            if str(target).strip() == "ip":
+                out[(ingress.namespace, name)] = (f"ALB Ingress {ingress.namespace}/{ingress.name}", healthy * interval)
     for service in graph.kube(region, "Service"):
         notes = _annotations(service)
         spec = service.manifest.get("spec") or {}
@@ -122,7 +119,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                     "is Ready on its own probe before the load balancer has registered it and found it healthy "
                     f"(at least {healthy_after} s of health checks), so every rollout removes old pods whose targets "
                     "are the only healthy ones and the load balancer answers 502/503 until the new ones pass",
-                    f"label namespace {workload.namespace} {INJECT_LABEL}=enabled (created after the controller, "
-                    "whose pod webhook fails closed) so the controller injects its target-health readiness gate",
+                    f"label namespace {workload.namespace} {INJECT_LABEL}=enabled so the controller injects its "
+                    "target-health readiness gate (its webhook admits pods, which a ReplicaSet retries until it answers)",
                 )
                 break
