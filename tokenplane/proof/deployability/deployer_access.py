@@ -22,7 +22,6 @@ caller put it again.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -149,12 +148,9 @@ def _program_principals(graph: Graph, arns: list[Any]) -> list[RenderedResource]
 
 def _names(statement: dict[str, Any], action: str) -> bool:
     """Whether the statement's Action (or what its NotAction leaves) covers ``action``, IAM's wildcards, any case."""
-
-    def matches(key: str) -> bool:
-        patterns = [str(a).lower() for a in iam_policy.as_list(statement.get(key))]
-        return any(fnmatch.fnmatchcase(action.lower(), p) for p in patterns)
-
-    return not matches("NotAction") if "NotAction" in statement else matches("Action")
+    if "NotAction" in statement:
+        return not iam_policy.names_action(statement, action, "NotAction")
+    return iam_policy.names_action(statement, action)
 
 
 def _covers(statement: dict[str, Any], managed: Managed) -> bool:

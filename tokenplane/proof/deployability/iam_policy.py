@@ -38,13 +38,17 @@ def statements(value: Any) -> list[dict[str, Any]]:
     return [s for s in listed if isinstance(s, dict)]
 
 
+def names_action(statement: dict[str, Any], action: str, key: str = "Action") -> bool:
+    """Whether the statement's ``key`` (Action or NotAction) lists a pattern matching ``action``: IAM's wildcards,
+    any case."""
+    patterns = [a.lower() for a in as_list(statement.get(key)) if isinstance(a, str)]
+    return any(fnmatch.fnmatchcase(action.lower(), a) for a in patterns)
+
+
 def allowing(policy: Any, action: str) -> Iterator[dict[str, Any]]:
     """The Allow statements of a policy document whose Action names ``action`` (IAM's wildcards, any case)."""
     for statement in statements(policy):
-        if statement.get("Effect") != "Allow":
-            continue
-        actions = [a.lower() for a in as_list(statement.get("Action")) if isinstance(a, str)]
-        if any(fnmatch.fnmatchcase(action.lower(), a) for a in actions):
+        if statement.get("Effect") == "Allow" and names_action(statement, action):
             yield statement
 
 
@@ -143,14 +147,8 @@ def allows(documents: list[Any], action: str) -> bool | None:
     for value in documents:
         if document(value) is None:
             unknown = True
-            continue
-        for statement in statements(value):
-            if statement.get("Effect") != "Allow":
-                continue
-            listed = statement.get("Action")
-            names = listed if isinstance(listed, list) else [listed]
-            if any(isinstance(n, str) and fnmatch.fnmatchcase(action.lower(), n.lower()) for n in names):
-                return True
+        elif any(allowing(value, action)):
+            return True
     return None if unknown else False
 
 
