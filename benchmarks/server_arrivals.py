@@ -36,7 +36,6 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,13 +48,10 @@ if str(ROOT) not in sys.path:
 from benchmarks._common import update_section  # noqa: E402
 from tokenplane.commands.calibrate import (  # noqa: E402
     PROBE_WORDS,
-    REQUEST_TIMEOUT,
-    TPOT_WORDS,
+    Decoding,
     Sample,
     _Budget,
     _stream,
-    completion_request,
-    unique_prompt,
 )
 from tokenplane.model import capacity as cap  # noqa: E402
 
@@ -110,37 +106,6 @@ def engine_times(base: str, before: tuple[float, float, float], requests: int) -
         time.sleep(0.02)
 
 
-@dataclass(frozen=True)
-class Background:
-    """A stream beside the probe, timed on ``time.monotonic``'s clock."""
-
-    first_at: float
-    finished_at: float | None  # when its last token came; None: stopped before it
-
-
-def _background(
-    base: str, model: str, budget: _Budget, on_first: Callable[[], None], stop: threading.Event
-) -> Background:
-    """One long streamed completion, read as a remote client would: past its first chunk, in blocks, unparsed.
-
-    Parsing each of a dozen streams' chunks (thousands a second) in this process would take a core from
-    the engine and its server on a small machine, which a client elsewhere does not. Once ``stop`` is set
-    the connection is closed (vLLM aborts the request), so that a round does not wait out every stream.
-    """
-    request = completion_request(base, model, unique_prompt(budget.spend(), TPOT_WORDS), STREAM_TOKENS)
-    with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as response:
-        first = response.readline()
-        while first and not first.startswith(b"data: {"):
-            first = response.readline()
-        first_at = time.monotonic()
-        on_first()
-        while not stop.is_set() and response.read1(1 << 16):
-            pass
-        done = not stop.is_set()
-    now = time.monotonic()
-    return Background(first_at, now if done else None)
-
-
 def beside(base: str, model: str, streams: int, budget: _Budget) -> float | None:
     """A probe's server part (seconds) with ``streams`` decoding; None when a stream ended before the probe went out.
 
@@ -151,21 +116,11 @@ def beside(base: str, model: str, streams: int, budget: _Budget) -> float | None
     # so the delta at the probe's end holds the probe alone while every stream still decodes (and the
     # server answers /metrics slowly while streaming, which must not eat into the streams' length).
     before = _engine_sums(base)
-    stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=max(streams, 1)) as pool:
-        running = []
-        for _ in range(streams):
-            decoding = threading.Event()
-            running.append(pool.submit(_background, base, model, budget, decoding.set, stop))
-            while not decoding.wait(timeout=1.0):
-                for failed in (f for f in running if f.done()):
-                    failed.result()
+    with Decoding(base, model, streams, STREAM_TOKENS, budget) as decoding:
         time.sleep(SETTLE_S)
         probe = _stream(base, model, PROBE_WORDS, 1, budget)
         engine = engine_times(base, before, 1)
-        stop.set()
-        samples = [f.result() for f in running]
-    if engine.requests != 1 or any(s.finished_at is not None and s.finished_at < probe.first_at for s in samples):
+    if engine.requests != 1 or decoding.ended_before(probe.first_at):
         return None
     # The iteration in progress when the probe came, half of one on average: the engine's prefill time for the
     # probe is the next one, the streams' decode step with the probe's short prompt beside it.

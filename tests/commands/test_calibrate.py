@@ -26,12 +26,13 @@ from tokenplane.commands.calibrate import (
     OUTPUT_TOKENS,
     PROBE_CONCURRENCY,
     PROBE_STREAM_TOKENS,
-    PROBE_STREAM_TOKENS_MAX,
     PROMPT_WORDS,
     CalibrationError,
     Sample,
     Wave,
+    _Budget,
     calibrate,
+    probe_beside,
     prompt_words,
 )
 from tokenplane.load import load_spec
@@ -133,12 +134,11 @@ def _stand_in(
     monkeypatch: pytest.MonkeyPatch,
     probe: Callable[[int], float | None],
     *,
-    ends_before: int = 0,
     lengths: dict[int, list[int]] | None = None,
 ) -> None:
     """A server of known terms in calibrate's place: lone TTFT 4 ms + 1 us per token, a step of 1 ms + 0.1 ms
-    per sequence, and ``probe(streams)`` as the probe's TTFT (None: its streams ended first, as they also do
-    when shorter than ``ends_before`` tokens); ``lengths`` records each probe's stream length by concurrency."""
+    per sequence, and ``probe(streams)`` as the probe's TTFT (None: a stream ended first); ``lengths`` records
+    each probe's stream length by concurrency."""
     lengths = {} if lengths is None else lengths
 
     def lone(_base: str, _model: str, words: int, _budget: object) -> tuple[int, float]:
@@ -153,7 +153,7 @@ def _stand_in(
         _base: str, _model: str, streams: int, _budget: object, tokens: int = PROBE_STREAM_TOKENS
     ) -> tuple[int, float] | None:
         lengths.setdefault(streams, []).append(tokens)
-        ttft = probe(streams) if tokens >= ends_before else None
+        ttft = probe(streams)
         return None if ttft is None else (PROBE_TOKENS, ttft)
 
     monkeypatch.setattr(calibrate_module, "check_vllm", lambda _base, _model: ("0.32.0", 16384))
@@ -203,23 +203,57 @@ def test_a_probe_round_whose_streams_ended_first_is_not_kept(monkeypatch: pytest
     assert result.api_per_request_s == pytest.approx(0.0, abs=1e-9)
     # Every round empty: refused, not written.
     _stand_in(monkeypatch, lambda _streams: None)
-    with pytest.raises(CalibrationError, match=r"ended before the probe's first token"):
+    with pytest.raises(CalibrationError, match=r"a stream ran to its end before the probe's first token came"):
         calibrate("http://127.0.0.1:9", "small-chat-v1")
 
 
-def test_streams_that_end_before_the_probe_run_longer_in_the_next_round(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A server that lags its engine: streams shorter than 4x the first length always end before the probe's first
-    # token. Each concurrency's streams double after each such round, so the third round measures it.
-    monkeypatch.setattr(calibrate_module, "REPEATS", 5)  # the shipped count: rounds enough to reach the cap
+def test_a_concurrency_that_kept_no_probe_gets_more_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A busy spell that eats every round of one concurrency (a stream ended before the probe's first token each
+    # time): up to REPEATS more rounds of that concurrency alone, until one is kept.
+    monkeypatch.setattr(calibrate_module, "REPEATS", 5)  # the shipped count
+    lost = {HELD_OUT_CONCURRENCY: 5 + 3}  # every round, then three more
     lengths: dict[int, list[int]] = {}
-    _stand_in(monkeypatch, _engine_price, ends_before=4 * PROBE_STREAM_TOKENS, lengths=lengths)
+
+    def probe(streams: int) -> float | None:
+        lost[streams] = lost.get(streams, 0) - 1
+        return None if lost[streams] >= 0 else _engine_price(streams)
+
+    _stand_in(monkeypatch, probe, lengths=lengths)
     result = calibrate("http://127.0.0.1:9", "small-chat-v1")
     assert result.api_per_request_s == pytest.approx(0.0, abs=1e-9)
-    first = [PROBE_STREAM_TOKENS, 2 * PROBE_STREAM_TOKENS, 4 * PROBE_STREAM_TOKENS, 4 * PROBE_STREAM_TOKENS]
-    assert all(runs[:4] == first for runs in lengths.values()), lengths
-    # Never past the cap: a server no length satisfies is refused, having tried the longest.
+    assert len(lengths[HELD_OUT_CONCURRENCY]) == 5 + 4  # kept in the fourth extra round
+    assert all(len(lengths[streams]) == 5 for streams in PROBE_CONCURRENCY)  # the others got none
+    # Each stream may run half the context the server allows, and is closed once the probe's first token comes.
+    assert {n for runs in lengths.values() for n in runs} == {min(PROBE_STREAM_TOKENS, 16384 // 2)}
+    # One extra round short: refused, having tried REPEATS more.
     lengths.clear()
-    _stand_in(monkeypatch, _engine_price, ends_before=2 * PROBE_STREAM_TOKENS_MAX, lengths=lengths)
-    with pytest.raises(CalibrationError, match=r"ended before the probe's first token"):
+    lost.clear()
+    lost[HELD_OUT_CONCURRENCY] = 2 * 5
+    _stand_in(monkeypatch, probe, lengths=lengths)
+    with pytest.raises(CalibrationError, match=r"beside \[6\] streams, in 10 rounds a stream ran to its end"):
         calibrate("http://127.0.0.1:9", "small-chat-v1")
-    assert max(max(runs) for runs in lengths.values()) == PROBE_STREAM_TOKENS_MAX
+
+
+def _engine_sample(metrics: str, name: str) -> float:
+    return sample(metrics, name, model_name="small-chat-v1")
+
+
+async def test_the_probes_streams_are_closed_once_it_is_answered(dev_spec: PlatformSpec) -> None:
+    # Streams far longer than the probe needs decode beside it, and are aborted after: the engine ends idle,
+    # having generated a small part of what they asked for, and the round is kept.
+    async with running(small(dev_spec, speed=SPEED)) as engine:
+        url = str(engine.http.base_url)
+        budget = _Budget(deadline=float("inf"))
+        kept = await asyncio.to_thread(probe_beside, url, "small-chat-v1", 4, budget, 4096)
+        metrics = (await engine.http.get("/metrics")).text
+    assert kept is not None and kept[0] > 0 and kept[1] > 0
+    assert _engine_sample(metrics, "vllm:num_requests_running") == 0
+    assert _engine_sample(metrics, "vllm:generation_tokens_total") < 4 * 4096 / 4
+    assert budget.requests == 4 + 1
+
+
+async def test_a_round_whose_stream_ran_to_its_end_first_is_not_kept(dev_spec: PlatformSpec) -> None:
+    # One-token streams end as soon as they have their first token, so the probe finds none of them decoding.
+    async with running(small(dev_spec, speed=SPEED)) as engine:
+        url = str(engine.http.base_url)
+        assert await asyncio.to_thread(probe_beside, url, "small-chat-v1", 2, _Budget(deadline=float("inf")), 1) is None

@@ -33,18 +33,51 @@ BESIDE = (0, 4, 8)
 TOGETHER = (1, 5, 9)
 
 
+# Measurements before one is judged: a busy spell of a shared host (another tenant on the server's core) can
+# starve vLLM's API process for a whole measurement, and then every stream's tokens queue ahead of the probe's
+# (0.91 ms a stream in one CI run of five, against 0.00 to 0.29 ms in the others). A release that prices an
+# arrival like a stream fails every attempt; a busy minute rarely lasts two.
+ATTEMPTS = 2
+
+
+def _failures(outcome: bench.Outcome) -> list[str]:
+    failures = []
+    if outcome.per_arrival_ms <= 0.5:
+        failures.append(f"a burst's arrivals cost the server nothing: {outcome}")
+    if outcome.ratio < LEAST_RATIO:
+        failures.append(
+            f"one arrival costs the server only {outcome.ratio:.1f} streams' work ({outcome.per_arrival_ms:.2f} ms "
+            f"against {outcome.per_stream_ms:.2f} ms): the split of capacity.server_seconds no longer holds"
+        )
+    if outcome.per_stream_ms > STREAM_TERM_MARGIN * cap.API_PER_STREAM_S * 1e3:
+        failures.append(
+            f"per stream {outcome.per_stream_ms:.2f} ms measured, over {STREAM_TERM_MARGIN:.0f}x API_PER_STREAM_S "
+            f"({cap.API_PER_STREAM_S * 1e3:.2f} ms): the default under-prices the server"
+        )
+    return failures
+
+
 def test_an_arrival_costs_the_server_more_than_a_stream(small_engine: RealEngine, dev_spec: PlatformSpec) -> None:
     pool = dev_spec.pool(bench.POOL)
-    outcome = bench.measure(
-        small_engine.base_url, dev_spec.model(pool.model).ref, repeats=ROUNDS, beside_k=BESIDE, together_k=TOGETHER
-    )
-    print("\n".join(bench.lines(bench.result(outcome))))  # the table, for the tier's log
-    assert outcome.per_arrival_ms > 0.5, f"a burst's arrivals cost the server nothing: {outcome}"
-    assert outcome.ratio >= LEAST_RATIO, (
-        f"one arrival costs the server only {outcome.ratio:.1f} streams' work ({outcome.per_arrival_ms:.2f} ms "
-        f"against {outcome.per_stream_ms:.2f} ms): the split of capacity.server_seconds no longer holds"
-    )
-    assert outcome.per_stream_ms <= STREAM_TERM_MARGIN * cap.API_PER_STREAM_S * 1e3, (
-        f"per stream {outcome.per_stream_ms:.2f} ms measured, over {STREAM_TERM_MARGIN:.0f}x API_PER_STREAM_S "
-        f"({cap.API_PER_STREAM_S * 1e3:.2f} ms): the default under-prices the server"
-    )
+    failed: list[str] = []
+    for attempt in range(1, ATTEMPTS + 1):
+        outcome = bench.measure(
+            small_engine.base_url, dev_spec.model(pool.model).ref, repeats=ROUNDS, beside_k=BESIDE, together_k=TOGETHER
+        )
+        print(f"attempt {attempt}:", *bench.lines(bench.result(outcome)), sep="\n")  # the table, for the tier's log
+        failures = _failures(outcome)
+        if not failures:
+            return
+        failed.append(f"attempt {attempt}: " + "; ".join(failures))
+    raise AssertionError("\n".join(failed))
+
+
+def test_each_judgement_fails_on_the_outcome_it_guards_against() -> None:
+    # The judgement itself, on outcomes of known shape: what the two attempts are each held to.
+    def outcome(per_stream_ms: float, per_arrival_ms: float) -> bench.Outcome:
+        return bench.Outcome({}, {}, per_stream_ms, per_arrival_ms, kept=0, runs_ms={}, repeats=ROUNDS)
+
+    assert _failures(outcome(0.07, 1.39)) == []
+    assert any("split" in f for f in _failures(outcome(0.5, 1.0)))  # an arrival priced like two streams
+    assert any("nothing" in f for f in _failures(outcome(0.0, 0.2)))
+    assert any("under-prices" in f for f in _failures(outcome(1.0, 10.0)))

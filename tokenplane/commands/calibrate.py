@@ -31,7 +31,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,14 +57,14 @@ LONG_CONTEXT_WORDS = 2048
 # concurrencies with others in flight); the held-out check's probe goes beside HELD_OUT_CONCURRENCY streams.
 PROBE_CONCURRENCY = tuple(c for c in CONCURRENCY if c > 1)
 PROBE_WORDS = 16
-# Tokens of a stream beside the probe: twice the TPOT waves', so that every stream still decodes when the probe's
-# first token comes (a probe's TTFT is a few steps) even where the server streams its tokens in late bursts.
-PROBE_STREAM_TOKENS = 2 * OUTPUT_TOKENS
-# Where they still end first (a server whose output loop lags its engine by more than the streams last, as a CI
-# host's engine tier once did in all five rounds), each later round doubles that concurrency's streams, up to this.
-PROBE_STREAM_TOKENS_MAX = 8 * PROBE_STREAM_TOKENS
+# Tokens a stream beside the probe may run: it is closed (vLLM aborts it) once the probe's first token comes, so
+# its length costs nothing, and a long one still decodes then even where the server's output loop lags its engine
+# by seconds (a CI host's engine tier lost every round of 128 to 1024 tokens, run to their end, that way).
+PROBE_STREAM_TOKENS = 4096
 FIRST_TOKEN_POLL_S = 0.05  # how often the wait for the streams' first tokens looks for a stream that failed
-MAX_REQUESTS = 420  # a calibration never sends more than this many requests
+# A calibration never sends more than this many requests: 410 in the REPEATS rounds with the held-out ones, and
+# room for a second REPEATS of probe rounds where a concurrency kept none (``_more_probes``).
+MAX_REQUESTS = 520
 REQUEST_TIMEOUT = 120.0  # seconds for one request
 _WORD = "token "
 
@@ -176,12 +176,8 @@ def _stream(
     words: int,
     max_tokens: int,
     budget: _Budget,
-    on_first: Callable[[], None] | None = None,
 ) -> Sample:
-    """One streamed completion of a unique ``words``-word prompt and exactly ``max_tokens`` tokens.
-
-    ``on_first`` is called once its first token has arrived (``probe_beside`` waits for every stream's).
-    """
+    """One streamed completion of a unique ``words``-word prompt and exactly ``max_tokens`` tokens."""
     request = completion_request(base, model, unique_prompt(budget.spend(), words), max_tokens, usage=True)
     start = time.monotonic()
     first: float | None = None
@@ -196,8 +192,6 @@ def _stream(
             chunk: dict[str, Any] = json.loads(line[6:])
             if chunk.get("choices") and first is None:
                 first = time.monotonic() - start
-                if on_first is not None:
-                    on_first()
             usage = chunk.get("usage") or usage
     end = time.monotonic() - start
     if first is None or not usage:
@@ -260,28 +254,94 @@ def lone_ttft(base: str, model: str, words: int, budget: _Budget) -> tuple[int, 
     return sample.prompt_tokens, sample.ttft_s
 
 
+@dataclass(frozen=True)
+class Background:
+    """A stream beside a probe, timed on ``time.monotonic``'s clock."""
+
+    first_at: float
+    finished_at: float | None  # when its last token came; None: closed before it
+
+
+def background_stream(
+    base: str, model: str, tokens: int, budget: _Budget, on_first: Callable[[], None], stop: threading.Event
+) -> Background:
+    """One streamed completion of up to ``tokens`` tokens, read as a remote client would: past its first chunk,
+    in blocks, unparsed. Once ``stop`` is set the connection is closed, and vLLM aborts the request.
+
+    Parsing each of a dozen streams' chunks (thousands a second) in this process would take a core from
+    the engine and its server on a small machine, which a client elsewhere does not.
+    """
+    request = completion_request(base, model, unique_prompt(budget.spend(), TPOT_WORDS), tokens)
+    with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as response:
+        first = response.readline()
+        while first and not first.startswith(b"data: {"):
+            first = response.readline()
+        if not first:
+            raise CalibrationError(f"{base} streamed no tokens for a {tokens}-token completion")
+        first_at = time.monotonic()
+        on_first()
+        while not stop.is_set() and response.read1(1 << 16):
+            pass
+        done = not stop.is_set()
+    return Background(first_at, time.monotonic() if done else None)
+
+
+class Decoding:
+    """``count`` streams of up to ``tokens`` tokens, all decoding while the ``with`` body runs, closed at its end.
+
+    They start one after another, each once the previous one has its first token, so that each is admitted on
+    its own (started together on a small machine, some wait seconds for a first token while the first ones run).
+    ``streams`` holds them once the body has ended.
+    """
+
+    def __init__(self, base: str, model: str, count: int, tokens: int, budget: _Budget) -> None:
+        self._start = (base, model, tokens, budget)
+        self._count = count
+        self._stop = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=max(count, 1))
+        self._running: list[Future[Background]] = []
+        self.streams: list[Background] = []
+
+    def __enter__(self) -> Decoding:
+        try:
+            for _ in range(self._count):
+                first = threading.Event()
+                self._running.append(self._pool.submit(background_stream, *self._start, first.set, self._stop))
+                while not first.wait(timeout=FIRST_TOKEN_POLL_S):
+                    for failed in (f for f in self._running if f.done()):
+                        failed.result()  # a stream that failed before its first token never sets it: raise instead
+        except BaseException:
+            self._close()
+            raise
+        return self
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        self._close()
+        if kind is None:
+            self.streams = [f.result() for f in self._running]
+
+    def _close(self) -> None:
+        self._stop.set()
+        self._pool.shutdown(wait=True)
+
+    def ended_before(self, at: float) -> bool:
+        """Whether a stream ran to its end before ``at``: the body then found fewer than ``count`` decoding."""
+        return any(s.finished_at is not None and s.finished_at < at for s in self.streams)
+
+
 def probe_beside(
     base: str, model: str, streams: int, budget: _Budget, tokens: int = PROBE_STREAM_TOKENS
 ) -> tuple[int, float] | None:
     """A fresh ``PROBE_WORDS``-word prompt's (prompt tokens, TTFT s), sent once ``streams`` others all decode.
 
-    The streams start together and run ``tokens`` tokens; once each has its first token the
-    probe goes out, so that it finds exactly ``streams`` sequences decoding. None when a stream ended
-    before the probe's first token came (it then saw fewer): that round of the point is not kept.
+    The streams are closed once the probe's first token has come (``Decoding``). None when one ended before
+    that (the probe then found fewer): that round of the point is not kept.
     """
-    decoding = threading.Semaphore(0)
-    with ThreadPoolExecutor(max_workers=streams) as pool:
-        running = [
-            pool.submit(_stream, base, model, TPOT_WORDS, tokens, budget, decoding.release) for _ in range(streams)
-        ]
-        for _ in range(streams):
-            # A stream that failed before its first token never releases: its error is raised instead.
-            while not decoding.acquire(timeout=FIRST_TOKEN_POLL_S):
-                for failed in (f for f in running if f.done()):
-                    failed.result()
+    with Decoding(base, model, streams, tokens, budget) as decoding:
         probe = _stream(base, model, PROBE_WORDS, 1, budget)
-        samples = [f.result() for f in running]
-    if min(s.ended_at for s in samples) < probe.first_at:
+    # Closed streams are aborted as the server notices; the next measurement must not find them in its batch.
+    time.sleep(SETTLE_MAX_S)
+    if decoding.ended_before(probe.first_at):
         return None
     return probe.prompt_tokens, probe.ttft_s
 
@@ -292,12 +352,24 @@ def _fastest_probes(rounds: dict[int, list[tuple[int, float] | None]]) -> tuple[
     short = [streams for streams, runs in kept.items() if not runs]
     if short:
         raise CalibrationError(
-            f"beside {short} streams, every stream ({PROBE_STREAM_TOKENS} tokens, doubled after each such round up to "
-            f"{PROBE_STREAM_TOKENS_MAX}) ended before the probe's first token; the endpoint's timing is dominated by something else than its engine; calibrate a replica "
-            "that serves nothing else"
+            f"beside {short} streams, in {max(len(rounds[s]) for s in short)} rounds a stream ran to its end "
+            "before the probe's first token came; the endpoint's timing is dominated by something else than its "
+            "engine; calibrate a replica that serves nothing else"
         )
     tokens = max(tokens for runs in kept.values() for tokens, _ in runs)
     return tokens, [(streams, min(t for _, t in runs)) for streams, runs in kept.items()]
+
+
+def _more_probes(
+    base: str, model: str, probes: dict[int, list[tuple[int, float] | None]], budget: _Budget, tokens: int
+) -> None:
+    """Up to ``REPEATS`` more probe rounds for each concurrency that kept none (a busy spell ate all of its)."""
+    for _ in range(REPEATS):
+        short = [streams for streams, runs in probes.items() if not any(runs)]
+        if not short:
+            return
+        for streams in short:
+            probes[streams].append(probe_beside(base, model, streams, budget, tokens))
 
 
 def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShape | None = None) -> Calibration:
@@ -323,8 +395,8 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
     probes: dict[int, list[tuple[int, float] | None]] = {
         streams: [] for streams in [*PROBE_CONCURRENCY, HELD_OUT_CONCURRENCY]
     }
-    longest = max(PROBE_STREAM_TOKENS, min(PROBE_STREAM_TOKENS_MAX, (max_model_len or PROBE_STREAM_TOKENS_MAX) // 2))
-    stream_tokens = dict.fromkeys(probes, PROBE_STREAM_TOKENS)
+    # A stream beside the probe holds its prompt and output: half the context the server allows at most.
+    stream_tokens = max(OUTPUT_TOKENS, min(PROBE_STREAM_TOKENS, (max_model_len or 2 * PROBE_STREAM_TOKENS) // 2))
     for _ in range(REPEATS):
         for _ in range(PROMPT_SAMPLES):  # lengths in turn, so that a busy spell does not take one length's samples
             for words, samples in prompts.items():
@@ -336,9 +408,8 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
             runs.append(wave_tpot(base, model, streams, budget))
         long.append(wave_tpot(base, model, LONG_CONTEXT_STREAMS, budget, words=long_words))
         for streams, kept in probes.items():
-            kept.append(probe_beside(base, model, streams, budget, stream_tokens[streams]))
-            if kept[-1] is None:  # the streams ended first: the next round's last longer
-                stream_tokens[streams] = min(2 * stream_tokens[streams], longest)
+            kept.append(probe_beside(base, model, streams, budget, stream_tokens))
+    _more_probes(base, model, probes, budget, stream_tokens)
 
     def ttft(words: int) -> tuple[int, float]:
         return prompts[words][0][0], min(t for _, t in prompts[words])
