@@ -277,6 +277,59 @@ def test_a_volume_an_init_container_fills_first_brings_the_files() -> None:
     assert fired(image_mounts.check, edited(MODEL_GATEWAY, edit)) == []
 
 
+def _script_job(volume: dict[str, Any], *objects: dict[str, Any]) -> RenderResult:
+    """A tool whose command is a script at /scripts/run.sh, with ``volume`` mounted at /scripts."""
+    job = deployment("inventory", "public.ecr.aws/aws-cli/aws-cli:2.22.35", {}, command=["/scripts/run.sh"])
+    container(job)["volumeMounts"] = [{"name": "scripts", "mountPath": "/scripts", "readOnly": True}]
+    pod(job)["volumes"] = [{"name": "scripts", **volume}]
+    return added(job, *objects)
+
+
+def _data_object(kind: str, name: str, *keys: str) -> dict[str, Any]:
+    field = "stringData" if kind == "Secret" else "data"
+    return {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "llm-data"},
+        field: dict.fromkeys(keys, "x"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("volume", "objects"),
+    [
+        ({"configMap": {"name": "scripts", "defaultMode": 0o755}}, [_data_object("ConfigMap", "scripts", "run.sh")]),
+        ({"configMap": {"name": "scripts", "items": [{"key": "main", "path": "run.sh"}]}}, []),
+        ({"secret": {"secretName": "scripts"}}, [_data_object("Secret", "scripts", "run.sh", "lib.sh")]),
+        (
+            {"projected": {"sources": [{"configMap": {"name": "scripts"}}]}},
+            [_data_object("ConfigMap", "scripts", "run.sh")],
+        ),
+        ({"configMap": {"name": "made-elsewhere"}}, []),  # not in the program: whether it holds run.sh is not known
+    ],
+)
+def test_a_script_the_mounted_volume_holds_is_the_program_and_hides_nothing(
+    volume: dict[str, Any], objects: list[dict[str, Any]]
+) -> None:
+    # The held-out set 31's registry inventory: a ConfigMap's script run as the command was read as hidden.
+    assert fired(image_mounts.check, _script_job(volume, *objects)) == []
+
+
+@pytest.mark.parametrize(
+    ("volume", "objects"),
+    [
+        ({"configMap": {"name": "scripts"}}, [_data_object("ConfigMap", "scripts", "other.sh")]),  # not its key
+        ({"configMap": {"name": "scripts", "items": [{"key": "run.sh", "path": "bin/run.sh"}]}}, []),  # elsewhere
+        ({"emptyDir": {}}, []),
+    ],
+)
+def test_a_volume_at_the_scripts_directory_without_the_script_still_hides_it(
+    volume: dict[str, Any], objects: list[dict[str, Any]]
+) -> None:
+    found = fired(image_mounts.check, _script_job(volume, *objects))
+    assert len(found) == 1 and "/scripts" in found[0].message, found
+
+
 # --- runtime-contract: the serving process gets what it needs at start ------------------------------------------------
 
 

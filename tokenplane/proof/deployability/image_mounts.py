@@ -9,7 +9,9 @@ the runtime nothing to exec: ``exec: "./entrypoint.sh": stat ./entrypoint.sh: no
 Judged, for every container, against the directories every Linux image runs from (``image_files.SYSTEM_DIRS``)
 and the directory of an absolute or ``./`` program in ``command``; for the images the program knows
 (``image_files``), also their own program directories (qdrant's ``/qdrant``, the serving image's Python). A volume
-that an init container writes first (the copy-a-binary pattern) brings the files, and is not judged.
+that an init container writes first (the copy-a-binary pattern) brings the files, and is not judged; nor is the
+program's own directory where the mounted ConfigMap, Secret or projected volume holds the program itself (a script
+run from a ConfigMap: ``command: [/scripts/run.sh]`` with the ConfigMap's ``run.sh`` mounted at ``/scripts``).
 """
 
 from __future__ import annotations
@@ -18,29 +20,64 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.image_files import SYSTEM_DIRS, files, under
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "mount-hides-image"
 
 
-def needed_dirs(container: dict[str, Any]) -> list[str]:
-    """The directories whose files the container's process needs from its image."""
+def program_path(container: dict[str, Any]) -> str | None:
+    """The absolute path of the program the container runs, where its ``command`` (or its known image's entrypoint)
+    names one by an absolute or relative path; None for a bare name (found on ``PATH``, under the system dirs)."""
     image = files(str(container.get("image") or ""))
-    dirs = [*SYSTEM_DIRS, *(image.own_dirs if image is not None else ())]
     command = [str(c) for c in container.get("command") or []]
     program = command[0] if command else None
     if program is None and image is not None and image.entrypoint:
         program = image.entrypoint[0]
-    if program is not None and "/" in program:
-        workdir = str(container.get("workingDir") or (image.workdir if image is not None else "") or "")
-        if program.startswith("/"):
-            dirs.append(program.rsplit("/", 1)[0] or "/")
-        elif workdir:  # ./entrypoint.sh: found from the working directory (the image's WORKDIR without one)
-            relative = program.removeprefix("./").rsplit("/", 1)
-            dirs.append(workdir.rstrip("/") + ("/" + relative[0] if len(relative) == 2 else ""))
+    if program is None or "/" not in program:
+        return None
+    if program.startswith("/"):
+        return program
+    workdir = str(container.get("workingDir") or (image.workdir if image is not None else "") or "")
+    # ./entrypoint.sh: found from the working directory (the image's WORKDIR without one)
+    return workdir.rstrip("/") + "/" + program.removeprefix("./") if workdir else None
+
+
+def needed_dirs(container: dict[str, Any]) -> list[str]:
+    """The directories whose files the container's process needs from its image."""
+    image = files(str(container.get("image") or ""))
+    dirs = [*SYSTEM_DIRS, *(image.own_dirs if image is not None else ())]
+    program = program_path(container)
+    if program is not None:
+        dirs.append(program.rsplit("/", 1)[0] or "/")
     return dirs
+
+
+def _volume_keys(graph: Graph, namespace: str, source: dict[str, Any], kind: str) -> set[str] | None:
+    """The file names a ConfigMap or Secret volume source (or projection) puts in its directory; None: not known
+    (an object outside the program, which the reference rules judge)."""
+    if source.get("items"):
+        return {str(item.get("path")) for item in source["items"] if isinstance(item, dict)}
+    name = str(source.get("name") or source.get("secretName") or "")
+    for obj in graph.kube(None, kind):
+        if obj.name == name and obj.namespace == namespace:
+            return {str(k) for field in ("data", "binaryData", "stringData") for k in obj.manifest.get(field) or {}}
+    return None
+
+
+def brings(graph: Graph, namespace: str, volume: dict[str, Any], relative: str) -> bool:
+    """Whether ``volume`` itself holds the file ``relative`` to its mount point (or may: an object it names that
+    the program does not declare)."""
+    sources = [(volume.get("configMap"), "ConfigMap"), (volume.get("secret"), "Secret")]
+    for projection in lookup(volume, "projected.sources") or []:
+        sources += [(projection.get("configMap"), "ConfigMap"), (projection.get("secret"), "Secret")]
+    for source, kind in sources:
+        if isinstance(source, dict):
+            keys = _volume_keys(graph, namespace, source, kind)
+            if keys is None or relative in keys:
+                return True
+    return False
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -59,6 +96,13 @@ def check(graph: Graph) -> Iterator[Finding]:
                 if not path or mount.get("subPath") or str(mount.get("name")) in filled:
                     continue
                 hidden = [d for d in needed if under(d, path)]
+                program = program_path(container)
+                if program is not None and under(program, path):
+                    volume: dict[str, Any] = next(
+                        (v for v in pod.get("volumes") or [] if v.get("name") == mount.get("name")), {}
+                    )
+                    if brings(graph, workload.namespace, volume, program[len(path.rstrip("/")) + 1 :]):
+                        hidden = [d for d in hidden if d != program.rsplit("/", 1)[0]]
                 if not hidden:
                     continue
                 yield Finding(
