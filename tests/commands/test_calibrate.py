@@ -125,7 +125,7 @@ def test_a_step_measured_as_zero_is_refused_not_written(monkeypatch: pytest.Monk
     monkeypatch.setattr(calibrate_module, "check_vllm", lambda _base, _model: ("0.32.0", 16384))
     monkeypatch.setattr(calibrate_module, "lone_ttft", lambda _b, _m, words, _budget: (words + 1, 0.01))
     monkeypatch.setattr(calibrate_module, "wave_tpot", lambda *_args, **_kw: (flat, flat))
-    monkeypatch.setattr(calibrate_module, "probe_beside", lambda *_args: (18, 0.01))
+    monkeypatch.setattr(calibrate_module, "probe_beside", lambda *_args, **_kw: (18, 0.01))
     with pytest.raises(CalibrationError, match="a decode step measured as zero"):
         calibrate("http://127.0.0.1:9", "small-chat-v1")
 
@@ -150,10 +150,17 @@ def _stand_in(
         return one, Wave([Sample(0.004, 0.005 + (OUTPUT_TOKENS - 1) * step, 17, OUTPUT_TOKENS)] * streams, wall_s=0.1)
 
     def probe_beside(
-        _base: str, _model: str, streams: int, _budget: object, tokens: int = PROBE_STREAM_TOKENS
+        _base: str,
+        _model: str,
+        streams: int,
+        _budget: object,
+        tokens: int = PROBE_STREAM_TOKENS,
+        lost: list[str] | None = None,
     ) -> tuple[int, float] | None:
         lengths.setdefault(streams, []).append(tokens)
         ttft = probe(streams)
+        if ttft is None and lost is not None:
+            lost.append(f"round {len(lengths[streams])} beside {streams}")
         return None if ttft is None else (PROBE_TOKENS, ttft)
 
     monkeypatch.setattr(calibrate_module, "check_vllm", lambda _base, _model: ("0.32.0", 16384))
@@ -230,7 +237,9 @@ def test_a_concurrency_that_kept_no_probe_gets_more_rounds(monkeypatch: pytest.M
     lost.clear()
     lost[HELD_OUT_CONCURRENCY] = 2 * 5
     _stand_in(monkeypatch, probe, lengths=lengths)
-    with pytest.raises(CalibrationError, match=r"beside \[6\] streams, in 10 rounds a stream ran to its end"):
+    with pytest.raises(
+        CalibrationError, match=r"beside \[6\] streams, in 10 rounds a stream ran to its end.*round 10 beside 6\)$"
+    ):
         calibrate("http://127.0.0.1:9", "small-chat-v1")
 
 
@@ -256,4 +265,8 @@ async def test_a_round_whose_stream_ran_to_its_end_first_is_not_kept(dev_spec: P
     # One-token streams end as soon as they have their first token, so the probe finds none of them decoding.
     async with running(small(dev_spec, speed=SPEED)) as engine:
         url = str(engine.http.base_url)
-        assert await asyncio.to_thread(probe_beside, url, "small-chat-v1", 2, _Budget(deadline=float("inf")), 1) is None
+        lost: list[str] = []
+        budget = _Budget(deadline=float("inf"))
+        assert await asyncio.to_thread(probe_beside, url, "small-chat-v1", 2, budget, 1, lost) is None
+    (said,) = lost  # and says how it was lost
+    assert said.startswith("beside 2: a 1-token stream ended ") and "the probe's first token came" in said, said

@@ -330,23 +330,36 @@ class Decoding:
 
 
 def probe_beside(
-    base: str, model: str, streams: int, budget: _Budget, tokens: int = PROBE_STREAM_TOKENS
+    base: str,
+    model: str,
+    streams: int,
+    budget: _Budget,
+    tokens: int = PROBE_STREAM_TOKENS,
+    lost: list[str] | None = None,
 ) -> tuple[int, float] | None:
     """A fresh ``PROBE_WORDS``-word prompt's (prompt tokens, TTFT s), sent once ``streams`` others all decode.
 
     The streams are closed once the probe's first token has come (``Decoding``). None when one ended before
-    that (the probe then found fewer): that round of the point is not kept.
+    that (the probe then found fewer): that round of the point is not kept, and ``lost`` gets a line saying how.
     """
     with Decoding(base, model, streams, tokens, budget) as decoding:
         probe = _stream(base, model, PROBE_WORDS, 1, budget)
     # Closed streams are aborted as the server notices; the next measurement must not find them in its batch.
     time.sleep(SETTLE_MAX_S)
     if decoding.ended_before(probe.first_at):
+        if lost is not None:
+            ran = min(s.finished_at - s.first_at for s in decoding.streams if s.finished_at is not None)
+            lost.append(
+                f"beside {streams}: a {tokens}-token stream ended {ran:.2f} s after its first token, the probe's "
+                f"first token came {probe.ttft_s:.2f} s after it was sent"
+            )
         return None
     return probe.prompt_tokens, probe.ttft_s
 
 
-def _fastest_probes(rounds: dict[int, list[tuple[int, float] | None]]) -> tuple[int, list[tuple[int, float]]]:
+def _fastest_probes(
+    rounds: dict[int, list[tuple[int, float] | None]], lost: list[str]
+) -> tuple[int, list[tuple[int, float]]]:
     """Each concurrency's fastest kept probe TTFT, and the probe's prompt tokens (one unique-prompt length)."""
     kept = {streams: [r for r in runs if r is not None] for streams, runs in rounds.items()}
     short = [streams for streams, runs in kept.items() if not runs]
@@ -354,14 +367,19 @@ def _fastest_probes(rounds: dict[int, list[tuple[int, float] | None]]) -> tuple[
         raise CalibrationError(
             f"beside {short} streams, in {max(len(rounds[s]) for s in short)} rounds a stream ran to its end "
             "before the probe's first token came; the endpoint's timing is dominated by something else than its "
-            "engine; calibrate a replica that serves nothing else"
+            f"engine; calibrate a replica that serves nothing else (the last lost rounds: {'; '.join(lost[-3:])})"
         )
     tokens = max(tokens for runs in kept.values() for tokens, _ in runs)
     return tokens, [(streams, min(t for _, t in runs)) for streams, runs in kept.items()]
 
 
 def _more_probes(
-    base: str, model: str, probes: dict[int, list[tuple[int, float] | None]], budget: _Budget, tokens: int
+    base: str,
+    model: str,
+    probes: dict[int, list[tuple[int, float] | None]],
+    budget: _Budget,
+    tokens: int,
+    lost: list[str],
 ) -> None:
     """Up to ``REPEATS`` more probe rounds for each concurrency that kept none (a busy spell ate all of its)."""
     for _ in range(REPEATS):
@@ -369,7 +387,7 @@ def _more_probes(
         if not short:
             return
         for streams in short:
-            probes[streams].append(probe_beside(base, model, streams, budget, tokens))
+            probes[streams].append(probe_beside(base, model, streams, budget, tokens, lost=lost))
 
 
 def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShape | None = None) -> Calibration:
@@ -397,6 +415,7 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
     }
     # A stream beside the probe holds its prompt and output: half the context the server allows at most.
     stream_tokens = max(OUTPUT_TOKENS, min(PROBE_STREAM_TOKENS, (max_model_len or 2 * PROBE_STREAM_TOKENS) // 2))
+    lost: list[str] = []  # how each probe round that was not kept lost, for the error if a point keeps none
     for _ in range(REPEATS):
         for _ in range(PROMPT_SAMPLES):  # lengths in turn, so that a busy spell does not take one length's samples
             for words, samples in prompts.items():
@@ -408,8 +427,8 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
             runs.append(wave_tpot(base, model, streams, budget))
         long.append(wave_tpot(base, model, LONG_CONTEXT_STREAMS, budget, words=long_words))
         for streams, kept in probes.items():
-            kept.append(probe_beside(base, model, streams, budget, stream_tokens))
-    _more_probes(base, model, probes, budget, stream_tokens)
+            kept.append(probe_beside(base, model, streams, budget, stream_tokens, lost=lost))
+    _more_probes(base, model, probes, budget, stream_tokens, lost)
 
     def ttft(words: int) -> tuple[int, float]:
         return prompts[words][0][0], min(t for _, t in prompts[words])
@@ -427,7 +446,7 @@ def calibrate(url: str, model: str, *, time_limit: float = 300.0, host: HostShap
             f"a decode step measured as zero (steps {steps}, long context {long_step}); the endpoint's timing is "
             "dominated by something else than its engine; calibrate a replica that serves nothing else"
         )
-    probe_tokens, fastest = _fastest_probes(probes)
+    probe_tokens, fastest = _fastest_probes(probes, lost)
     fitted_probes = [(streams, ttft) for streams, ttft in fastest if streams in PROBE_CONCURRENCY]
     measured = Calibration(
         model=model,
