@@ -91,6 +91,11 @@ The provider's schema types every field, but the services check how fields go to
   queue's message group and content-based deduplication, an ECS task's parameters and role, a Batch job's).
 - **CloudWatch** ``PutMetricAlarm`` and ``PutCompositeAlarm``: SNS actions are topics in the alarm's own region
   (``alarm_actions``).
+- **Systems Manager** ``PutParameter``: a value within its tier's size (Standard 4 KB, Advanced and
+  Intelligent-Tiering 8 KB), a name of ``a-zA-Z0-9_.-/``, at most 15 levels and 1,011 characters with its ARN
+  (``ssm_parameters``).
+- **Lambda** ``CreateEventSourceMapping``: an SQS mapping's ``ScalingConfig.MaximumConcurrency`` of 2 to 1,000
+  (https://docs.aws.amazon.com/lambda/latest/api/API_ScalingConfig.html).
 
 A value unknown at render time (an output, a secret) is not judged.
 """
@@ -109,6 +114,7 @@ from tokenplane.proof.deployability import (
     event_targets,
     iam_policy,
     security_group_fields,
+    ssm_parameters,
 )
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
@@ -169,6 +175,7 @@ MAPPING = "aws:lambda/eventSourceMapping:EventSourceMapping"
 BATCH_LIMITS = {"sqs": 10_000, "kinesis": 10_000, "dynamodb": 10_000, "kafka": 10_000, "mq": 10_000}
 SQS_UNWINDOWED_BATCH = 10
 FIFO_BATCH = 10
+MAXIMUM_CONCURRENCY = (2, 1_000)  # an SQS mapping's ScalingConfig.MaximumConcurrency
 
 
 class Range(NamedTuple):
@@ -244,8 +251,10 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from event_patterns.check(graph)
     yield from alarm_actions.check(graph)
     yield from event_targets.check(graph)
+    yield from ssm_parameters.check(graph, RULE)
     for mapping in graph.of_type(MAPPING):
         yield from _batch_size(graph, mapping)
+        yield from _maximum_concurrency(mapping)
     for msk in graph.of_type(MSK_CLUSTER):
         yield from _msk(msk)
     for group in graph.of_type(REPLICATION_GROUP):
@@ -319,6 +328,20 @@ def _batch_size(graph: Graph, mapping: RenderedResource) -> Iterator[Finding]:
             f"{'unset' if window is None else f'{window:g}'} (InvalidParameterValueException: Maximum batch window in "
             f"seconds must be greater than 0 if maximum batch size is greater than {SQS_UNWINDOWED_BATCH})",
             f"set maximum_batching_window_in_seconds to 1-300, or batch_size to {SQS_UNWINDOWED_BATCH} or fewer",
+        )
+
+
+def _maximum_concurrency(mapping: RenderedResource) -> Iterator[Finding]:
+    """ScalingConfig.MaximumConcurrency: "Valid Range: Minimum value of 2. Maximum value of 1000"
+    (https://docs.aws.amazon.com/lambda/latest/api/API_ScalingConfig.html; the CloudFormation schema's the same)."""
+    value = _number(lookup(mapping.inputs, "scalingConfig.maximumConcurrency"))
+    low, high = MAXIMUM_CONCURRENCY
+    if value is not None and not low <= value <= high:
+        yield _rejected(
+            mapping,
+            "Lambda",
+            f"scalingConfig.maximumConcurrency {value:g} (InvalidParameterValueException: {low}-{high:,})",
+            f"set scaling_config.maximum_concurrency to {low}-{high:,} (at least two pollers always run)",
         )
 
 
