@@ -44,6 +44,7 @@ from typing import Any
 
 from tokenplane.proof.deployability import (
     keda_validation,
+    manual_endpoints,
     networking_validation,
     object_validation,
     pod_validation,
@@ -101,6 +102,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from secret_validation.check(graph)
     yield from keda_validation.check(graph)
     yield from rbac_validation.check(graph)
+    yield from manual_endpoints.check_validation(graph)
     for region in graph.regions():
         for workload in graph.kube(region, *ROLLING_DEFAULTS):
             yield from _rolling_update(workload)

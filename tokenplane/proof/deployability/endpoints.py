@@ -20,10 +20,20 @@ checks the Services some pod calls; these hold for every Service and probe in th
   container names or marks as gRPC (``appProtocol: grpc``/``kubernetes.io/h2c``, or a name ``grpc``/``grpc-*``
   but not ``grpc-web``, which is HTTP/1.1), which a gRPC server answers with a protocol error; a ``grpc`` probe
   to a port marked ``http``/``https``/``http-*``, where the kubelet's gRPC health call fails the same way.
+- ``probe-host``: an ``httpGet`` or ``tcpSocket`` probe's ``host`` is the address the kubelet connects to ("Host
+  name to connect to, defaults to the pod IP. You probably want to set "Host" in httpHeaders instead":
+  https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Probe). The kubelet runs on the
+  node, in the node's network namespace and with the node's resolver, so a loopback host (``localhost``,
+  ``127.0.0.0/8``, ``::1``, ``0.0.0.0``) probes the node itself, not the container (unless the pod runs with
+  ``hostNetwork``, where the two are one), and a cluster DNS name (``*.svc``, ``*.cluster.local``, or the short
+  name of a Service of the program) does not resolve there (an EKS node asks the VPC's resolver, which knows no
+  cluster.local). Either way the probe never reaches the container it judges: a readiness probe keeps the pod out
+  of its Services for ever (a Deployment's await times out), a liveness probe restarts it in a loop.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +45,9 @@ from tokenplane.proof.deployability.selectors import typo_fix, typo_pods
 SELECTS = "service-selects"
 TARGET_PORT = "service-target-port"
 PROBE_PORT = "probe-port"
+PROBE_HOST = "probe-host"
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
+CLUSTER_SUFFIXES = (".svc", ".cluster.local")
 PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
 PROBE_HANDLERS = ("httpGet", "tcpSocket", "grpc")
 
@@ -156,6 +169,49 @@ def check_probes(graph: Graph) -> Iterator[Finding]:
                         "point the probe at one of the container's ports (by name or number), or declare the port it "
                         "serves the probe on",
                     )
+
+
+def check_probe_hosts(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.pod_bearers():
+        spec = pod_template(workload).get("spec") or {}
+        services = {
+            s.name for s in graph.kube(workload.resource.region, "Service") if s.namespace == workload.namespace
+        }
+        for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            for kind in PROBES:
+                for handler in ("httpGet", "tcpSocket"):
+                    host = str(((container.get(kind) or {}).get(handler) or {}).get("host") or "").strip()
+                    why = _probe_host_misses(host, bool(spec.get("hostNetwork")), services) if host else None
+                    if why is None:
+                        continue
+                    yield Finding(
+                        PROBE_HOST,
+                        workload.urn,
+                        f"{workload.kind} {workload.namespace}/{workload.name} container {container.get('name')}'s "
+                        f"{kind} {handler} sets host {host!r}: the kubelet makes the probe from the node, so {why}; "
+                        "the probe never reaches the container and always fails, so "
+                        + ("the pod never becomes ready" if kind != "livenessProbe" else "the kubelet restarts it"),
+                        f"drop {handler}.host (the kubelet then probes the pod's own IP)"
+                        + ("; to send a Host header, set it in httpGet.httpHeaders" if handler == "httpGet" else ""),
+                    )
+
+
+def _probe_host_misses(host: str, host_network: bool, services: set[str]) -> str | None:
+    """Why a probe's ``host`` does not reach its container, from the node where the kubelet runs; None if it may."""
+    name = host.strip("[]").rstrip(".").lower()
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        address = None
+    loopback = name in LOOPBACK_NAMES or (address is not None and (address.is_loopback or address.is_unspecified))
+    if loopback and not host_network:
+        return "it connects to the node's own loopback, where the container does not listen"
+    if name.endswith(CLUSTER_SUFFIXES) or (address is None and "." not in name and name in services):
+        return (
+            "it resolves the name with the node's resolver, which does not know the cluster's DNS names "
+            "(and a Service's address would not be this pod's anyway)"
+        )
+    return None
 
 
 HANDLER_SPEAKS = {"httpGet": "HTTP/1.1", "grpc": "gRPC", "tcpSocket": None}
