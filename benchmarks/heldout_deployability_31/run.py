@@ -77,5 +77,32 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
 }
 
+# After the set's fixes (not held out: written with these programs in view), read from results-after-fixes.md.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "registry_policy_requires_sse_header": (
+        True,
+        "resource-policy-admits-callers: the Deny's negated condition matches the publish Job's header-less writes",
+    ),
+    "eval_jobs_consumer_reserved_concurrency_one": (
+        True,
+        "sqs-pollers-within-concurrency: 1 reserved execution against 5 pollers",
+    ),
+    "eval_jobs_dead_letter_queue_on_function": (
+        True,
+        "failure-destination-used: a function DLQ under an SQS event source, the queue without a redrive policy",
+    ),
+    "tenant_table_ssm_standard_tier_over_4kb": (True, "aws-api-values: a 6,301-character value in the Standard tier"),
+    "embedder_readiness_probe_host_localhost": (True, "probe-host: host 'localhost' is the node's own loopback"),
+    "embedder_trigger_https_to_plain_prometheus": (
+        True,
+        "service-url-scheme: https:// to kube-prometheus-stack's Prometheus, which has no web.tlsConfig",
+    ),
+    "legacy_search_external_name_with_ip": (True, "external-name-resolves: an IPv4 ExternalName never resolves"),
+    "legacy_search_endpoint_slice_without_service_name_label": (
+        True,
+        "manual-endpoints: the slice has no kubernetes.io/service-name label, so the Service has no endpoints",
+    ),
+}
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 31, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 31, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
