@@ -1,6 +1,7 @@
 """Held-out deployability set 32 (blind): 18 defects and 8 correct variants of examples/single-region.
 
-Run from the repository root: ``python -m benchmarks.heldout_deployability_32.run``.
+Run from the repository root: ``python -m benchmarks.heldout_deployability_32.run``. The set's author wrote it blind
+to the checks (two slips, in its README); JUDGEMENT is the reading of the blind run's messages, written after it.
 """
 
 from __future__ import annotations
@@ -9,7 +10,56 @@ from pathlib import Path
 
 from benchmarks.heldout_runner import HeldOutSet, main
 
-JUDGEMENT: dict[str, tuple[bool, str]] = {}
+JUDGEMENT: dict[str, tuple[bool, str]] = {
+    "chat_alias_service_two_ports_same_name": (True, "api-validation: two ports named http (Duplicate value)"),
+    "batch_node_role_access_entry_ec2_linux_with_groups": (
+        True,
+        "access-entry-request: an EC2_LINUX entry takes no Kubernetes groups",
+    ),
+    "chat_alias_service_named_vllm": (False, "missed: a Service named vllm injects VLLM_PORT into the pool's pods"),
+    "chat_alias_headless_service_port_80_to_8000": (
+        False,
+        "missed: a headless Service's port 80 is not translated to the pods' 8000",
+    ),
+    "eval_jobs_redrive_max_receive_count_zero": (False, "missed: maxReceiveCount 0 in a redrive policy"),
+    "eval_jobs_backlog_alarm_query_id_uppercase": (
+        False,
+        "missed: metric query ids that start with an uppercase letter",
+    ),
+    "pool_dashboard_configmap_without_sidecar_label": (
+        False,
+        "missed: a dashboard ConfigMap without the Grafana sidecar's label",
+    ),
+    "oncall_access_policy_namespace_scope_without_namespaces": (
+        False,
+        "missed: a namespace-scoped access policy without namespaces",
+    ),
+    "batch_node_group_instance_types_in_group_and_launch_template": (
+        False,
+        "missed: instance types in the launch template and the request",
+    ),
+    "batch_node_group_fixed_name": (False, "missed: a fixed node group name that a replacement cannot create again"),
+    "evals_db_ca_cert_rds_ca_2019": (False, "missed: the retired rds-ca-2019 certificate authority"),
+    "usage_ledger_gsi_include_without_non_key_attributes": (
+        False,
+        "missed: an INCLUDE projection without non-key attributes",
+    ),
+    "model_cards_htpasswd_secret_mode_0400_without_fs_group": (
+        False,
+        "missed: a 0400 Secret file the non-root user cannot read",
+    ),
+    "model_cards_htpasswd_secret_sub_path_mount": (False, "missed: a subPath Secret mount that never sees a rotation"),
+    "evals_namespace_quota_on_ephemeral_storage_without_pod_limits": (
+        False,
+        "missed: a quota on limits.ephemeral-storage, containers without the limit",
+    ),
+    "registry_verify_job_created_suspended": (
+        False,
+        "missed: a Job created suspended, which Pulumi's await never sees complete",
+    ),
+    "eu_subzone_without_parent_delegation": (False, "missed: a public subzone without an NS delegation in its parent"),
+    "registry_intelligent_tiering_archive_access": (False, "missed: archive tiers under the weights the pools fetch"),
+}
 
 if __name__ == "__main__":
     main(HeldOutSet(Path(__file__).resolve().parent, 32, JUDGEMENT))
