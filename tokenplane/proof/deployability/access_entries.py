@@ -12,6 +12,10 @@ API reference (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAcc
 - a principal that is not an IAM role or user: an STS assumed-role session ARN ("You can't use the STS session
   principal type with access entries"), an instance profile, or a service-linked role (``role/aws-service-role/``);
   and for the node types (EC2, EC2_LINUX, EC2_WINDOWS, FARGATE_LINUX, HYBRID_LINUX), anything but a role;
+- an access policy association whose access scope is of type ``namespace`` without namespaces ("A value is required
+  if you specified namespace for Type": https://docs.aws.amazon.com/eks/latest/APIReference/API_AccessScope.html), or
+  names one that is not a namespace name (a trailing ``*`` matches a prefix), or whose policy is not one of EKS's
+  access policies (``arn:aws:eks::aws:cluster-access-policy/NAME``; an IAM policy ARN is no access policy);
 - an access policy associated with a non-STANDARD entry ("You can't associate an access policy to this access
   entry, because its type is a value other than STANDARD").
 
@@ -29,6 +33,7 @@ spelled differently from the entry's, and ARNs known only at apply time.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
@@ -42,6 +47,11 @@ ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 NODE_TYPES = ("EC2", "EC2_LINUX", "EC2_WINDOWS", "FARGATE_LINUX", "HYBRID_LINUX", "HYPERPOD_LINUX")
 RESERVED_USER_PREFIXES = ("system:", "eks:", "aws:", "amazon:", "iam:")
 BINDINGS = ("RoleBinding", "ClusterRoleBinding")
+# EKS's own access policies, in every partition (https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html).
+ACCESS_POLICY_ARN = re.compile(r"^arn:aws[a-z-]*:eks::aws:cluster-access-policy/[A-Za-z0-9]+$")
+# A namespace an access scope names: a DNS-1123 label, or a prefix of one ending in '*' ("You can use a wildcard
+# character (*) at the end of a namespace name", https://docs.aws.amazon.com/eks/latest/userguide/access-policies.html).
+SCOPE_NAMESPACE = re.compile(r"^(?:[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?|[a-z0-9][-a-z0-9]{0,61}\*)$")
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -50,6 +60,8 @@ def check(graph: Graph) -> Iterator[Finding]:
         for message, fix in _refusals(entry):
             yield Finding(RULE, entry.urn, f"CreateAccessEntry refuses {entry.name}: {message}", fix)
     for association in graph.of_type(ASSOCIATION):
+        for message, fix in _association_refusals(association):
+            yield Finding(RULE, association.urn, f"AssociateAccessPolicy refuses {association.name}: {message}", fix)
         same = [e for e in entries if _key(e) == _key(association)]
         kind = str(same[0].inputs.get("type") or "STANDARD") if same else "STANDARD"
         if kind != "STANDARD":
@@ -59,6 +71,38 @@ def check(graph: Graph) -> Iterator[Finding]:
                 f"access entry {same[0].name} is of type {kind}, and EKS associates access policies only with "
                 "STANDARD entries: AssociateAccessPolicy answers InvalidParameterException",
                 "delete the association (a node entry's permissions come from its type), or make the entry STANDARD",
+            )
+
+
+def _association_refusals(association: RenderedResource) -> Iterator[tuple[str, str]]:
+    """An access scope and policy ARN AssociateAccessPolicy takes (InvalidParameterException)."""
+    policy = association.inputs.get("policyArn")
+    if isinstance(policy, str) and policy.startswith("arn:") and not ACCESS_POLICY_ARN.match(policy):
+        yield (
+            f"policy {policy} is not an EKS access policy (arn:aws:eks::aws:cluster-access-policy/NAME; IAM policies "
+            "cannot be associated with an access entry)",
+            "name one of EKS's access policies (`aws eks list-access-policies`: AmazonEKSViewPolicy, "
+            "AmazonEKSEditPolicy, AmazonEKSAdminPolicy, AmazonEKSClusterAdminPolicy...), or grant the IAM policy to "
+            "the role itself",
+        )
+    scope = association.inputs.get("accessScope")
+    if not isinstance(scope, dict) or scope.get("type") != "namespace":
+        return
+    namespaces = scope.get("namespaces")
+    if namespaces is None or namespaces == []:
+        yield (
+            'its access scope is of type namespace and lists no namespaces (AccessScope.namespaces: "A value is '
+            'required if you specified namespace for Type")',
+            "list the namespaces the policy applies in (access_scope={'type': 'namespace', 'namespaces': [...]}), "
+            "or make the scope type cluster",
+        )
+        return
+    for namespace in namespaces if isinstance(namespaces, list) else []:
+        if isinstance(namespace, str) and not SCOPE_NAMESPACE.match(namespace):
+            yield (
+                f"namespace {namespace!r} in its access scope is not a Kubernetes namespace name (lowercase letters, "
+                "digits and '-', at most 63, starting and ending alphanumeric; a trailing '*' matches a prefix)",
+                "spell the namespace as Kubernetes names it",
             )
 
 

@@ -35,7 +35,10 @@ The provider's schema types every field, but the services check how fields go to
   name ... is not permitted at apex").
 - **SQS** ``CreateQueue``: each attribute in its range (``VisibilityTimeout`` 0-43,200 s, ``MessageRetentionPeriod``
   60-1,209,600 s, ``DelaySeconds`` 0-900 s, ``ReceiveMessageWaitTimeSeconds`` 0-20 s, ``MaximumMessageSize``
-  1,024-1,048,576 bytes: InvalidAttributeValue; https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html).
+  1,024-1,048,576 bytes, ``KmsDataKeyReusePeriodSeconds`` 60-86,400 s: InvalidAttributeValue;
+  https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html); a ``RedrivePolicy``
+  (on the queue or an ``aws.sqs.RedrivePolicy``) with a ``deadLetterTargetArn`` and a ``maxReceiveCount`` of 1-1,000,
+  naming a dead-letter queue of the source's own type (FIFO to FIFO, standard to standard).
 - **EC2** ``CreateSecurityGroup``: a VPC group's description (and name) only of ``a-zA-Z0-9``, spaces and
   ``._-:/()#,@[]+=&;{}!$*``, at most 255 characters (InvalidParameterValue;
   https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html).
@@ -53,7 +56,9 @@ The provider's schema types every field, but the services check how fields go to
   ``MetricName``, ``Namespace``, ``Dimensions``, ``Period``, ``Unit``, ``Statistic`` or ``ExtendedStatistic``
   ("If you use the Metrics parameter, you cannot include ...": PutMetricAlarm's ``Metrics``; the provider's schema
   has ``metric_name`` and ``dimensions`` ``ConflictsWith: []string{"metric_query"}``) and watches one query,
-  the one with ``ReturnData`` true ("One item in the Metrics array is the expression that the alarm watches").
+  the one with ``ReturnData`` true ("One item in the Metrics array is the expression that the alarm watches"),
+  through queries whose ids start with a lowercase letter and hold only letters, digits and underscores, unique in
+  the alarm (``MetricDataQuery.Id``: "The first character must be a lowercase letter").
 - **ECR** ``PutLifecyclePolicy``: unique rule priorities, the ``tagStatus: any`` rule last, a rule selecting
   ``tagged`` images names a ``tagPrefixList`` or a ``tagPatternList`` (not both; an ``untagged`` one neither), at
   most four wildcards per pattern, a ``countUnit`` with ``sinceImagePushed`` and none with ``imageCountMoreThan``
@@ -94,6 +99,9 @@ The provider's schema types every field, but the services check how fields go to
 - **Systems Manager** ``PutParameter``: a value within its tier's size (Standard 4 KB, Advanced and
   Intelligent-Tiering 8 KB), a name of ``a-zA-Z0-9_.-/``, at most 15 levels and 1,011 characters with its ARN
   (``ssm_parameters``).
+- **DynamoDB** ``CreateTable``: index projections (INCLUDE with ``NonKeyAttributes``, KEYS_ONLY and ALL without, at
+  most 100 across the indexes), every key attribute defined and every defined attribute a key, at most 5 local
+  secondary indexes (``dynamodb_indexes``).
 - **Lambda** ``CreateEventSourceMapping``: an SQS mapping's ``ScalingConfig.MaximumConcurrency`` of 2 to 1,000
   (https://docs.aws.amazon.com/lambda/latest/api/API_ScalingConfig.html).
 
@@ -103,12 +111,15 @@ A value unknown at render time (an output, a secret) is not judged.
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from tokenplane.proof.deployability import (
     alarm_actions,
+    dead_letters,
+    dynamodb_indexes,
     ecr_lifecycle,
     event_patterns,
     event_targets,
@@ -147,6 +158,10 @@ LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 
 SQS_QUEUE = "aws:sqs/queue:Queue"
+SQS_REDRIVE = "aws:sqs/redrivePolicy:RedrivePolicy"
+# RedrivePolicy's maxReceiveCount: "valid values are from 1 to 1000 both inclusive" (SetQueueAttributes' error text;
+# https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html, RedrivePolicy).
+MAX_RECEIVE_COUNT = (1, 1_000)
 METRIC_ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 ECR_LIFECYCLE = "aws:ecr/lifecyclePolicy:LifecyclePolicy"
 METRIC_FILTER = "aws:cloudwatch/logMetricFilter:LogMetricFilter"
@@ -166,6 +181,9 @@ ALARM_RANGE_S = 604_800
 SHORT_PERIOD_RANGE_S = 86_400
 HOUR_S = 3_600
 # The single-metric fields PutMetricAlarm refuses beside Metrics (the provider's metricQueries).
+# MetricDataQuery.Id: "The first character must be a lowercase letter"; letters, numbers and underscores only, at
+# most 255 characters (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_MetricDataQuery.html).
+METRIC_QUERY_ID = re.compile(r"^[a-z][a-zA-Z0-9_]{0,254}$")
 SINGLE_METRIC_FIELDS = ("metricName", "namespace", "dimensions", "period", "statistic", "extendedStatistic", "unit")
 SECRET = "aws:secretsmanager/secret:Secret"
 HEALTH_CHECK = "aws:route53/healthCheck:HealthCheck"
@@ -196,6 +214,7 @@ RANGES: dict[str, dict[str, Range]] = {
         "delaySeconds": Range("DelaySeconds", 0, 900, "s"),
         "receiveWaitTimeSeconds": Range("ReceiveMessageWaitTimeSeconds", 0, 20, "s"),
         "maxMessageSize": Range("MaximumMessageSize", 1_024, 1_048_576, "bytes"),
+        "kmsDataKeyReusePeriodSeconds": Range("KmsDataKeyReusePeriodSeconds", 60, 86_400, "s"),
     },
     # 0 deletes the secret at once (ForceDeleteWithoutRecovery); otherwise DeleteSecret's RecoveryWindowInDays.
     SECRET: {"recoveryWindowInDays": Range("RecoveryWindowInDays", 7, 30, "days", frozenset({0}))},
@@ -252,6 +271,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from alarm_actions.check(graph)
     yield from event_targets.check(graph)
     yield from ssm_parameters.check(graph, RULE)
+    yield from dynamodb_indexes.check(graph, RULE)
     for mapping in graph.of_type(MAPPING):
         yield from _batch_size(graph, mapping)
         yield from _maximum_concurrency(mapping)
@@ -267,6 +287,8 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _record(graph, record)
     for subscription in graph.of_type(SUBSCRIPTION):
         yield from _fifo_subscription(graph, subscription)
+    for queue in graph.of_type(SQS_QUEUE) + graph.of_type(SQS_REDRIVE):
+        yield from _redrive(graph, queue)
     for resource in graph.resources:
         yield from _ranges(resource)
         if resource.type == METRIC_ALARM:
@@ -343,6 +365,60 @@ def _maximum_concurrency(mapping: RenderedResource) -> Iterator[Finding]:
             f"scalingConfig.maximumConcurrency {value:g} (InvalidParameterValueException: {low}-{high:,})",
             f"set scaling_config.maximum_concurrency to {low}-{high:,} (at least two pollers always run)",
         )
+
+
+def _redrive(graph: Graph, resource: RenderedResource) -> Iterator[Finding]:
+    """A RedrivePolicy SQS takes: a JSON object with deadLetterTargetArn and a maxReceiveCount of 1-1,000, naming a
+    dead-letter queue of the source's own type ("The dead-letter queue of a FIFO queue must also be a FIFO queue.
+    Similarly, the dead-letter queue of a standard queue must also be a standard queue":
+    https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html).
+    CreateQueue (SetQueueAttributes for a RedrivePolicy resource) answers InvalidParameterValue "Value ... for
+    parameter RedrivePolicy is invalid" for each."""
+    raw = resource.inputs.get("redrivePolicy")
+    try:
+        policy = json.loads(raw) if isinstance(raw, str) else None
+    except json.JSONDecodeError:
+        return  # a value the render does not show whole
+    if not isinstance(policy, dict):
+        return
+    count = policy.get("maxReceiveCount")
+    number = _count(count)
+    low, high = MAX_RECEIVE_COUNT
+    if "deadLetterTargetArn" not in policy or number is None or not low <= number <= high:
+        what = (
+            "no deadLetterTargetArn"
+            if "deadLetterTargetArn" not in policy
+            else f"maxReceiveCount {count!r} (Reason: Invalid value for maxReceiveCount: valid values are from "
+            f"{low} to {high:,} both inclusive)"
+        )
+        yield _rejected(
+            resource,
+            "SQS",
+            f"a redrive policy with {what}: InvalidParameterValue for parameter RedrivePolicy, so the queue's "
+            "create (or SetQueueAttributes) fails",
+            f"give the policy deadLetterTargetArn and a maxReceiveCount of {low} to {high:,} (the receives before a "
+            "message moves to the dead-letter queue; for no retries use 1, or drop the redrive policy)",
+        )
+    if resource.type != SQS_QUEUE:
+        return
+    target = dead_letters.dead_letter_queue(graph, resource)
+    if target is None:
+        return
+    source_fifo, target_fifo = _fifo_queue(resource), _fifo_queue(target)
+    if source_fifo != target_fifo:
+        kinds = ("FIFO", "standard") if source_fifo else ("standard", "FIFO")
+        yield _rejected(
+            resource,
+            "SQS",
+            f"a {kinds[0]} queue whose dead-letter queue {target.name} is a {kinds[1]} queue (InvalidParameterValue: "
+            "a FIFO queue's dead-letter queue is a FIFO queue, a standard queue's a standard one)",
+            f"make {target.name} a {kinds[0]} queue (fifo_queue={source_fifo}), or dead-letter to another",
+        )
+
+
+def _fifo_queue(queue: RenderedResource) -> bool:
+    name = queue.inputs.get("name")
+    return queue.inputs.get("fifoQueue") is True or (isinstance(name, str) and name.endswith(".fifo"))
 
 
 def _fifo_subscription(graph: Graph, subscription: RenderedResource) -> Iterator[Finding]:
@@ -508,6 +584,7 @@ def _alarm_fields(alarm: RenderedResource) -> Iterator[Finding]:
             "PutMetricAlarm the rest: ValidationError)",
             f"move {', '.join(single)} into metricQueries' metric blocks, or drop metricQueries",
         )
+    yield from _query_ids(alarm, queries)
     returned = [str(q.get("id")) for q in queries if q.get("returnData") is True]
     if len(returned) > 1:
         yield _rejected(
@@ -516,6 +593,32 @@ def _alarm_fields(alarm: RenderedResource) -> Iterator[Finding]:
             f"metric queries {', '.join(returned)} all set returnData: an alarm watches exactly one query "
             "(ValidationError)",
             "set returnData=True on the one expression the alarm watches and leave it off the others",
+        )
+
+
+def _query_ids(alarm: RenderedResource, queries: list[dict[str, Any]]) -> Iterator[Finding]:
+    """Each MetricDataQuery Id starts with a lowercase letter, holds only letters, digits and underscores, and is
+    unique in the alarm ("The first character must be a lowercase letter": API_MetricDataQuery.html; "Ids must be
+    unique": PutMetricAlarm answers ValidationError for either, aws/aws-cdk#13434)."""
+    ids = [q.get("id") for q in queries]
+    for query_id in ids:
+        if isinstance(query_id, str) and not METRIC_QUERY_ID.match(query_id):
+            suggested = re.sub(r"[^a-zA-Z0-9_]", "_", query_id)
+            suggested = suggested[:1].lower() + suggested[1:] if suggested[:1].isalpha() else f"m_{suggested}"
+            yield _rejected(
+                alarm,
+                "CloudWatch",
+                f"metric query id {query_id!r}: a MetricDataQuery id starts with a lowercase letter and holds only "
+                "letters, digits and underscores (ValidationError: invalid metrics list), so the alarm is not created",
+                f"rename it (e.g. {suggested!r}) and the references to it in the expressions",
+            )
+    seen = [i for i in ids if isinstance(i, str)]
+    for query_id in sorted({i for i in seen if seen.count(i) > 1}):
+        yield _rejected(
+            alarm,
+            "CloudWatch",
+            f"two metric queries with id {query_id!r}: the ids of one alarm are unique (ValidationError)",
+            "give each query its own id",
         )
 
 

@@ -2,7 +2,10 @@
 another family, allocated storage outside its engine's and storage type's range, a master password with characters
 RDS refuses, a DB subnet group in one AZ, a minor version pinned while RDS upgrades minors itself, an initial
 database name the engine refuses, a Multi-AZ instance told which AZ to use, a read replica of a source without
-automated backups.
+automated backups, a certificate authority RDS no longer offers.
+
+- **Certificate authority** (``CreateDBInstance`` / ``CreateDBCluster`` ``CACertificateIdentifier``): one of the CAs
+  RDS offers (``CA_CERTIFICATES``, dated); an expired one such as rds-ca-2019 (2024-08-22) fails CertificateNotFound.
 
 - **Master username** (``CreateDBInstance`` / ``CreateDBCluster`` ``MasterUsername``): "Must start with a letter ...
   Can't be a reserved word for the chosen database engine"; PostgreSQL 1 to 63 letters, digits or underscores,
@@ -102,6 +105,15 @@ RULE = "rds-values"
 INSTANCE = "aws:rds/instance:Instance"
 CLUSTER = "aws:rds/cluster:Cluster"
 CLUSTER_INSTANCE = "aws:rds/clusterInstance:ClusterInstance"
+# The certificate authorities RDS offers (DescribeCertificates; ``describe-db-engine-versions``'
+# SupportedCACertificateIdentifiers), as of the date below, from
+# https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/UsingWithRDS.SSL.html ("Certificate authorities"): all three
+# valid until 2061-2121. rds-ca-2019 expired 2024-08-22 and rds-ca-2015 2020-03-05; since then RDS answers
+# CertificateNotFound for them (aws/aws-cdk#31387: "Certificate not found: rds-ca-2019 (Service: Rds, Status Code:
+# 404"; hashicorp/terraform-provider-aws#12854 for rds-ca-2015). Revisit when AWS announces a new CA generation.
+CA_CERTIFICATES = ("rds-ca-rsa2048-g1", "rds-ca-rsa4096-g1", "rds-ca-ecc384-g1")
+CA_CERTIFICATES_AS_OF = "2026-12"
+RETIRED_CA_CERTIFICATES = {"rds-ca-2019": "2024-08-22", "rds-ca-2015": "2020-03-05"}
 MONITORING_INTERVALS = (0, 1, 5, 10, 15, 30, 60)  # seconds, MonitoringInterval's valid values
 CREATE_CALL = {INSTANCE: "CreateDBInstance", CLUSTER: "CreateDBCluster", CLUSTER_INSTANCE: "CreateDBInstance"}
 PARAMETER_GROUP = "aws:rds/parameterGroup:ParameterGroup"
@@ -150,9 +162,11 @@ PREFIX_PARTS = {"postgres": 1, "mysql": 2, "mariadb": 2}
 def check(graph: Graph) -> Iterator[Finding]:
     for db in graph.of_type(CLUSTER_INSTANCE):
         yield from _monitoring(db)
+        yield from _ca_certificate(db)
     for typ in (INSTANCE, CLUSTER):
         for db in graph.of_type(typ):
             yield from _monitoring(db)
+            yield from _ca_certificate(db)
             if typ == INSTANCE:
                 yield from _multi_az_zone(db)
                 yield from _replica_source_backups(graph, db)
@@ -168,6 +182,27 @@ def check(graph: Graph) -> Iterator[Finding]:
                 yield from _minor_pinned(db, engine)
     for group in graph.of_type(SUBNET_GROUP):
         yield from _subnet_group_azs(graph, group)
+
+
+def _ca_certificate(db: RenderedResource) -> Iterator[Finding]:
+    """A CA RDS still offers: an expired or unknown one fails CertificateNotFound (see ``CA_CERTIFICATES``)."""
+    ca = db.inputs.get("caCertIdentifier") or db.inputs.get("caCertificateIdentifier")  # instance / cluster
+    if not isinstance(ca, str) or not ca or ca in CA_CERTIFICATES:
+        return  # unset (RDS's default, rds-ca-rsa2048-g1), or known only at apply time
+    expired = RETIRED_CA_CERTIFICATES.get(ca)
+    why = (
+        f"{ca} expired on {expired} and RDS no longer offers it"
+        if expired
+        else f"{ca} is not one of the CAs RDS offers ({', '.join(CA_CERTIFICATES)}, as of {CA_CERTIFICATES_AS_OF})"
+    )
+    yield Finding(
+        RULE,
+        db.urn,
+        f"{db.name}.caCertIdentifier={ca!r}: {why}, so {CREATE_CALL[db.type]} answers CertificateNotFound "
+        f'("Certificate not found: {ca}", 404) and `pulumi up` fails there: the database is never created',
+        "set ca_cert_identifier to rds-ca-rsa2048-g1 (RDS's default; rds-ca-rsa4096-g1 or rds-ca-ecc384-g1 where the "
+        "clients trust them) and give clients the regional bundle from https://truststore.pki.rds.amazonaws.com/",
+    )
 
 
 def _monitoring(db: RenderedResource) -> Iterator[Finding]:
