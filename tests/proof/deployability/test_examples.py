@@ -150,6 +150,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "record-in-zone",
         "host-resolves",
         "zone-answers",
+        "subzone-delegated",
         "host-without-port",
         "tls-ca-file-present",
         "pod-fits-node",

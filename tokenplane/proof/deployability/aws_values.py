@@ -16,6 +16,11 @@ The provider's schema types every field, but the services check how fields go to
   (https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CreateReplicationGroup.html).
 - **EKS** ``CreateNodegroup``: ``minSize <= desiredSize <= maxSize`` and ``maxSize >= 1``; ``diskSize`` and
   ``remoteAccess`` only without a launch template ("Disk size must be specified within the launch template");
+  with one, no setting in both places (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html):
+  ``instanceTypes`` beside the template's ``instanceType`` ("Cannot specify instance types in launch template and
+  API request"), an ``amiType`` other than CUSTOM beside its ``imageId``, and none of what the template may not set
+  (an IAM instance profile, a network interface's subnet, shutdown or hibernate behaviour, security groups both on
+  the instance and on an interface);
   an AMI type of the instance types' architecture (Graviton types, a ``g`` among the attributes after the
   generation digit, run ``ARM_64`` AMIs only); no Amazon Linux 2 AMI from Kubernetes 1.33 on (EKS publishes
   none: https://docs.aws.amazon.com/eks/latest/userguide/eks-ami-deprecation-faqs.html); ``maxUnavailable`` and
@@ -130,6 +135,7 @@ from tokenplane.proof.deployability import (
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.launch_keys import launch_template
 from tokenplane.proof.deployability.record_names import zone_of
 from tokenplane.proof.render import RenderedResource
 
@@ -802,6 +808,9 @@ def _node_group(graph: Graph, node_group: RenderedResource) -> Iterator[Finding]
                     "launch template)",
                     f"drop {field} and set it in the launch template",
                 )
+    template = launch_template(graph, node_group)
+    if template is not None:
+        yield from _template_conflicts(node_group, template)
     ami = inputs.get("amiType")
     if not isinstance(ami, str):
         return
@@ -825,6 +834,71 @@ def _node_group(graph: Graph, node_group: RenderedResource) -> Iterator[Finding]
             f"AMI type {ami} on Kubernetes {version}: EKS publishes no Amazon Linux 2 AMI after 1.32",
             f"use the AL2023 equivalent ({ami.replace('AL2_', 'AL2023_', 1)}) or Bottlerocket",
         )
+
+
+def _template_conflicts(node_group: RenderedResource, template: RenderedResource) -> Iterator[Finding]:
+    """What CreateNodegroup refuses in the request, or in its launch template, when the other sets it too.
+
+    EKS user guide, "Launch template configuration basics"
+    (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html): "Don't specify a setting in both
+    places. If a setting exists where it shouldn't, then operations such as creating or updating a node group fail."
+    Prohibited in the template: a network interface's subnet, the IAM instance profile, the shutdown and hibernate
+    behaviour; in the request beside a template's AMI: the AMI type (other than CUSTOM); and "If you specify an
+    instance type in a launch template ... you can't specify any instance types" in the request
+    (InvalidRequestException: Cannot specify instance types in launch template and API request,
+    terraform-aws-modules/terraform-aws-eks#1386). A template sets security groups at the instance or on its network
+    interfaces, "but not both".
+    """
+    lt = template.inputs
+    name = f"launch template {template.name}"
+    types = node_group.inputs.get("instanceTypes") or []
+    if lt.get("instanceType") and types:
+        yield _rejected(
+            node_group,
+            "EKS",
+            f"instance_types {list(types)} with {name}, which sets instance_type {lt['instanceType']} "
+            "(InvalidRequestException: Cannot specify instance types in launch template and API request)",
+            "set the instance type in one place: drop the node group's instance_types, or the template's instance_type "
+            "(several types, e.g. for Spot, go in the node group)",
+        )
+    ami = node_group.inputs.get("amiType")
+    if lt.get("imageId") and isinstance(ami, str) and ami != "CUSTOM":
+        yield _rejected(
+            node_group,
+            "EKS",
+            f"ami_type {ami} with {name}, which sets image_id (InvalidParameterException: an AMI type other than "
+            "CUSTOM beside a launch template's image id)",
+            "drop ami_type (or set it to CUSTOM) while the template names the AMI, or drop the template's image_id",
+        )
+    prohibited = [
+        (bool(lt.get("iamInstanceProfile")), "iam_instance_profile", "the node group's node_role_arn gives the role"),
+        (
+            any(isinstance(n, dict) and n.get("subnetId") for n in lt.get("networkInterfaces") or []),
+            "a network interface's subnet_id",
+            "the node group's subnet_ids place the nodes",
+        ),
+        (
+            bool(lt.get("instanceInitiatedShutdownBehavior")),
+            "instance_initiated_shutdown_behavior",
+            "EKS controls the instance lifecycle",
+        ),
+        (bool((lt.get("hibernationOptions") or {}).get("configured")), "hibernation_options", "EKS controls it"),
+        (
+            bool(lt.get("vpcSecurityGroupIds") or lt.get("securityGroupNames"))
+            and any(isinstance(n, dict) and n.get("securityGroups") for n in lt.get("networkInterfaces") or []),
+            "security groups both on the instance (vpc_security_group_ids) and on a network interface",
+            "set them in one of the two places",
+        ),
+    ]
+    for present, field, why in prohibited:
+        if present:
+            yield _rejected(
+                node_group,
+                "EKS",
+                f"{name} sets {field}, which a managed node group's launch template may not (the node group fails to "
+                f"create or update: {why})",
+                f"remove {field} from {template.name}",
+            )
 
 
 def _days(value: Any) -> float | None:

@@ -90,7 +90,7 @@ def _keys(graph: Graph, launcher: RenderedResource) -> Iterator[tuple[RenderedRe
     default = default_key(graph, launcher.region)
     by_default = encrypts_by_default(graph, launcher)
     seen: set[str] = set()
-    template = _template(graph, launcher)
+    template = launch_template(graph, launcher)
     mappings = (
         [m for m in as_list(template.inputs.get("blockDeviceMappings")) if isinstance(m, dict)] if template else []
     )
@@ -109,7 +109,7 @@ def _keys(graph: Graph, launcher: RenderedResource) -> Iterator[tuple[RenderedRe
         yield default, f"EBS encryption by default with {default.name} as the region's default key"
 
 
-def _template(graph: Graph, launcher: RenderedResource) -> RenderedResource | None:
+def launch_template(graph: Graph, launcher: RenderedResource) -> RenderedResource | None:
     spec: Any = launcher.inputs.get("launchTemplate")
     if not isinstance(spec, dict):
         spec = ((launcher.inputs.get("mixedInstancesPolicy") or {}).get("launchTemplate") or {}).get(

@@ -54,11 +54,11 @@ def _fqdn(name: str) -> str:
     return name.strip().rstrip(".").lower()
 
 
-def _private(graph: Graph, zone: RenderedResource) -> bool:
+def private(graph: Graph, zone: RenderedResource) -> bool:
     return bool(zone.inputs.get("vpcs")) or any(zone.urn in a.dependencies for a in graph.of_type(ASSOCIATION))
 
 
-def _delegated(graph: Graph, zone: RenderedResource) -> bool:
+def delegated(graph: Graph, zone: RenderedResource) -> bool:
     domain = _fqdn(str(zone.inputs.get("name") or ""))
     for record in graph.of_type(RECORD):
         parent = zone_of(graph, record)
@@ -116,8 +116,8 @@ def check(graph: Graph) -> Iterator[Finding]:
     for urn, records in by_zone.items():
         zone = graph.by_urn[urn]
         domain = _fqdn(str(zone.inputs["name"]))
-        if not _private(graph, zone):
-            if _delegated(graph, zone):
+        if not private(graph, zone):
+            if delegated(graph, zone):
                 continue
             for record in records:
                 if target := _vpc_only(graph, record):
