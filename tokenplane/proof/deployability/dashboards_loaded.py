@@ -17,12 +17,15 @@ exists, and nothing fails. Defaults, from the pinned charts' values.yaml:
   searchNamespace (so the release's namespace only).
 
 Judged: an object with a sidecar's label key (the chart's or the one a release sets) in a region where the program
-installs Grafana, that no Grafana of the region loads. Cannot see: a Grafana installed outside the program, values
+installs Grafana, that no Grafana of the region loads; and a ConfigMap or Secret with no sidecar label at all whose
+``*.json`` key holds a dashboard model (a JSON object with ``panels`` or ``rows``): a dashboard shipped without the
+label the sidecar selects, never loaded either. Cannot see: a Grafana installed outside the program, values
 files (``valueYamlFiles``) and templated values other than ``{{ .Release.Namespace }}``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -99,25 +102,58 @@ def check(graph: Graph) -> Iterator[Finding]:
         sidecars = [s for r in graph.of_type(HELM_RELEASE, region) for s in _sidecars(r.inputs, r.name)]
         if not sidecars:
             continue  # no Grafana of the program's here: one outside it may load anything
+        # ConfigMaps the Grafana chart mounts by name (grafana.dashboardsConfigMaps: provider -> ConfigMap) are
+        # loaded without the sidecar.
+        mounted = {
+            str(name)
+            for r in graph.of_type(HELM_RELEASE, region)
+            for where in ("grafana.dashboardsConfigMaps", "dashboardsConfigMaps")
+            for name in ((lookup(r.inputs.get("values") or {}, where) or {}).values())
+        }
         for obj in graph.kube(region, "ConfigMap", "Secret"):
             labels = lookup(obj.manifest, "metadata.labels") or {}
             for kind in KINDS:
                 mine = [s for s in sidecars if s.kind == kind]
                 keys = {s.label for s in mine} | {CHARTS["grafana"][2][kind]["label"]}
-                if not keys & set(labels) or any(s.loads(obj) for s in mine):
+                if keys & set(labels):
+                    by = f"label {', '.join(sorted(keys & set(labels)))}"
+                elif kind == "dashboards" and obj.name not in mounted and not set(labels) & {s.label for s in sidecars}:
+                    body = _dashboard_body(obj)
+                    if body is None:
+                        continue
+                    by = body
+                else:
+                    continue
+                if any(s.loads(obj) for s in mine):
                     continue
                 what = kind.removesuffix("s")
                 reasons = "; ".join(dict.fromkeys(s.why_not(obj) for s in mine))
                 yield Finding(
                     RULE,
                     obj.urn,
-                    f"{obj.kind} {obj.namespace}/{obj.name} is a Grafana {what} (label "
-                    f"{', '.join(sorted(keys & set(labels)))}), but no Grafana sidecar loads it: {reasons}; it is "
+                    f"{obj.kind} {obj.namespace}/{obj.name} is a Grafana {what} ({by}), but no Grafana sidecar "
+                    f"loads it: {reasons}; it is "
                     f"created and never read, so the {what} never appears in Grafana",
                     f"create it where the sidecar looks, with its label and value (kube-prometheus-stack: namespace "
                     f"of the release unless grafana.sidecar.{kind}.searchNamespace says otherwise, "
                     f'{CHARTS["kube-prometheus-stack"][2][kind]["label"]}: "1"), or widen searchNamespace',
                 )
+
+
+def _dashboard_body(obj: KubeObject) -> str | None:
+    """How ``obj`` shows itself a Grafana dashboard without a sidecar's label: a ``*.json`` key whose value is a
+    dashboard model (a JSON object with ``panels`` or ``rows``, Grafana's dashboard JSON model:
+    https://grafana.com/docs/grafana/latest/dashboards/build-dashboards/view-dashboard-json-model/), or None."""
+    for key, value in (obj.manifest.get("data") or {}).items():
+        if not str(key).endswith(".json") or not isinstance(value, str):
+            continue
+        try:
+            body = json.loads(value)
+        except ValueError:
+            continue
+        if isinstance(body, dict) and ("panels" in body or "rows" in body):
+            return f"its key {key} holds a dashboard model with {'panels' if 'panels' in body else 'rows'}"
+    return None
 
 
 def _sidecars(inputs: dict[str, Any], name: str) -> Iterator[Sidecar]:

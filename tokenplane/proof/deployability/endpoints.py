@@ -12,6 +12,14 @@ checks the Services some pod calls; these hold for every Service and probe in th
   names, or, by number, one it declares. Kubernetes does not require a container to declare the port it listens
   on, so a number is only judged for pods whose containers declare ports: those list what they listen on.
   Chart pods are not judged (only some of their ports are modelled).
+- ``headless-service-port``: a headless Service (``clusterIP: None``) with a selector translates no port: "For
+  headless Services, a cluster IP is not allocated, kube-proxy does not handle these Services, and there is no load
+  balancing or proxying done by the platform" (https://kubernetes.io/docs/concepts/services-networking/service/
+  #headless-services); its name resolves to the pod IPs, and a caller of ``<name>:<port>`` connects to the pod on
+  ``port``. So each port must be the port the selected pods listen on: a ``targetPort`` that resolves (by the
+  container port's name, or as a number) to another number than ``port`` sends callers to a port where the pod
+  has nothing (connection refused). Only the program's own pods are judged, and a named target only where a
+  container names it (``service-target-port`` reports the rest).
 - ``probe-port``: a readiness, liveness or startup probe (httpGet, tcpSocket or grpc) asks a port its container
   declares, by name or number. The kubelet resolves a named port in the container's own ports (an unknown name
   fails the probe); a number the container does not declare is judged only when the container declares ports,
@@ -38,7 +46,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.reachability import Pod, Region, Service, ServicePort, pod_template, regions
 from tokenplane.proof.deployability.selectors import typo_fix, typo_pods
 
@@ -46,6 +54,7 @@ SELECTS = "service-selects"
 TARGET_PORT = "service-target-port"
 PROBE_PORT = "probe-port"
 PROBE_HOST = "probe-host"
+HEADLESS_PORT = "headless-service-port"
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 CLUSTER_SUFFIXES = (".svc", ".cluster.local")
 PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
@@ -125,6 +134,43 @@ def check_target_ports(graph: Graph) -> Iterator[Finding]:
                         "set targetPort to one of the container's ports (its name, or its containerPort number), or "
                         "declare the port the process listens on in the container's ports",
                     )
+
+
+def check_headless_ports(graph: Graph) -> Iterator[Finding]:
+    for region in regions(graph):
+        headless = {o.urn for o in graph.kube(region.name, "Service") if lookup(o.manifest, "spec.clusterIP") == "None"}
+        for service in region.services:
+            if service.urn not in headless or not _has_backends(region, service):
+                continue
+            for entry in service.ports:
+                listens = {
+                    f"{pod}: {n}"
+                    for pod in region.backends(service)
+                    if pod.workload is not None
+                    for n in [_resolved(pod, entry.target)]
+                    if n is not None and n != entry.port
+                }
+                if not listens:
+                    continue
+                yield Finding(
+                    HEADLESS_PORT,
+                    service.urn,
+                    f"headless Service {service.namespace}/{service.name} (clusterIP: None) maps port {entry.port} "
+                    f"to targetPort {entry.target!r} (pods {', '.join(sorted(listens))}), but a headless Service "
+                    f"has no virtual IP and kube-proxy translates no port: its name resolves to the pod IPs and "
+                    f"callers of {service.name}.{service.namespace}.svc:{entry.port} connect to the pods' port "
+                    f"{entry.port}, where nothing listens (connection refused)",
+                    "make port the number the pods listen on (that of its targetPort) and call that port, or drop "
+                    "clusterIP: None so that the Service's cluster IP translates the port",
+                )
+
+
+def _resolved(pod: Pod, target: int | str) -> int | None:
+    """The number a Service port's ``targetPort`` reaches on ``pod``: a name through the container ports that
+    carry it (None where none does), a number as itself."""
+    if isinstance(target, str) and not target.isdigit():
+        return pod.ports.get(target)
+    return int(target)
 
 
 def check_probes(graph: Graph) -> Iterator[Finding]:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, KubeObject
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 
 RULE = "env-reference-defined"
 # The variables the kubelet adds for each Service in the namespace (pkg/kubelet/envvars: FOO_SERVICE_HOST,
@@ -139,4 +139,85 @@ def _finding(workload: KubeObject, container: str, where: str, name: str) -> Fin
         "process gets that literal, so it starts with a wrong value or exits and the rollout never completes",
         f"define {name} in the container's env (above any env value that uses it), or write the value itself; "
         f"write $$({name}) where the literal text is meant",
+    )
+
+
+# --- service-link-collision -------------------------------------------------------------------------------------
+# The kubelet's Service links (pkg/kubelet/envvars/envvars.go FromServices/makeLinkVariables) carry the Service's
+# name upper-cased with "-" as "_": NAME_SERVICE_HOST, NAME_SERVICE_PORT, NAME_SERVICE_PORT_<PORTNAME>, and the
+# Docker-link style NAME_PORT=tcp://IP:PORT, NAME_PORT_<P>_<PROTO>[_PROTO|_PORT|_ADDR]. They are set for every
+# Service in the pod's namespace that exists when the pod starts, unless the pod sets enableServiceLinks: false
+# (https://kubernetes.io/docs/concepts/services-networking/service/#environment-variables), and an explicit env
+# entry of the same name wins over them. A program that reads one of those names as its own setting gets the
+# link's value instead: vLLM reads VLLM_PORT as an int and raises "VLLM_PORT 'tcp://...' appears to be a URI. This
+# may be caused by a Kubernetes service discovery issue" (vllm/envs.py get_vllm_port; its docs: "please do not name
+# the service as vllm", https://docs.vllm.ai/en/stable/serving/env_vars.html).
+COLLISION = "service-link-collision"
+# Per program, the variables of its own that a Service link can produce (names of the link shapes above) and that
+# it parses at start, so a link's "tcp://IP:PORT" or IP stops it: vllm/envs.py (VLLM_PORT, VLLM_DP_MASTER_PORT,
+# VLLM_NIXL_SIDE_CHANNEL_PORT are all int(os.getenv(...))). The Service that makes each is named in the finding.
+PROGRAM_VARIABLES: dict[str, frozenset[str]] = {
+    "vLLM": frozenset({"VLLM_PORT", "VLLM_DP_MASTER_PORT", "VLLM_NIXL_SIDE_CHANNEL_PORT"}),
+}
+
+
+def link_variables(service: dict[str, Any]) -> set[str]:
+    """The variable names the kubelet's Service links define for ``service`` (an ExternalName Service and a
+    headless one have no cluster IP and get none: envvars.go skips a Service whose ClusterIP is not set)."""
+    spec = service.get("spec") or {}
+    if spec.get("type") == "ExternalName" or spec.get("clusterIP") == "None":
+        return set()
+    prefix = str(lookup(service, "metadata.name") or "").upper().replace("-", "_")
+    names = {f"{prefix}_SERVICE_HOST", f"{prefix}_SERVICE_PORT", f"{prefix}_PORT"}
+    for port in spec.get("ports") or []:
+        if not isinstance(port, dict):
+            continue
+        if port.get("name"):
+            names.add(f"{prefix}_SERVICE_PORT_{str(port['name']).upper().replace('-', '_')}")
+        base = f"{prefix}_PORT_{port.get('port')}_{str(port.get('protocol') or 'TCP').upper()}"
+        names |= {base, f"{base}_PROTO", f"{base}_PORT", f"{base}_ADDR"}
+    return names
+
+
+def runs(container: dict[str, Any]) -> str | None:
+    """The program of PROGRAM_VARIABLES the container runs, or None: vLLM by its entry point (``vllm serve``,
+    ``python -m vllm.entrypoints...``) or its image's repository (vllm/vllm-openai, a mirror named *vllm*)."""
+    argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+    repository = str(container.get("image") or "").split("@")[0].rsplit(":", 1)[0].rsplit("/", 1)[-1]
+    if (argv and argv[0].rsplit("/", 1)[-1] == "vllm") or any(a.startswith("vllm.") for a in argv):
+        return "vLLM"
+    return "vLLM" if "vllm" in repository else None
+
+
+def check_collisions(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        services = graph.kube(region, "Service")
+        for workload in graph.pod_bearers(region):
+            pod = workload.pod_spec()
+            if pod.get("enableServiceLinks") is False:
+                continue
+            for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+                program = runs(container)
+                if program is None:
+                    continue
+                own = {str(e.get("name")) for e in container.get("env") or [] if isinstance(e, dict)}
+                for service in services:
+                    if service.namespace != workload.namespace:
+                        continue
+                    hit = sorted((link_variables(service.manifest) & PROGRAM_VARIABLES[program]) - own)
+                    if hit:
+                        yield _collision(workload, service, str(container.get("name")), program, hit)
+
+
+def _collision(workload: KubeObject, service: KubeObject, container: str, program: str, hit: list[str]) -> Finding:
+    return Finding(
+        COLLISION,
+        service.urn,
+        f"Service {service.namespace}/{service.name} makes the kubelet set {', '.join(hit)} (its Service link "
+        f"variables, e.g. {hit[0]}=tcp://<clusterIP>:<port>) in every pod of namespace {service.namespace} started "
+        f"after it, and {workload.kind} {workload.name}'s container {container} runs {program}, which reads "
+        f"{', '.join(hit)} as its own setting: it fails to parse it and exits at start, so every replica created "
+        "after the Service (a scale-out, a node replacement, the next rollout) crash-loops",
+        f"rename the Service (so that no link variable is one {program} reads), or set enableServiceLinks: false "
+        f"on {workload.kind} {workload.name}'s pod template",
     )
