@@ -288,13 +288,16 @@ def pod_spec(
 ) -> dict[str, Any]:
     """A pod spec that mounts no service-account token: tokenplane's workloads never call the Kubernetes API.
 
-    IRSA still works: the EKS pod identity webhook projects the AWS token as a volume of its own. ``security``
-    is a ``pod_security``; ``fields`` are the pod's other fields (``terminationGracePeriodSeconds``, ...).
+    IRSA still works: the EKS pod identity webhook projects the AWS token as a volume of its own. Nor does it
+    get the service-link variables (``<SERVICE>_PORT=tcp://...`` for every Service in the namespace): the
+    workloads find their peers by DNS, and a Service's name must not be able to set a program's setting.
+    ``security`` is a ``pod_security``; ``fields`` are the pod's other fields (``terminationGracePeriodSeconds``, ...).
     """
     out: dict[str, Any] = {}
     if service_account is not None:
         out["serviceAccountName"] = service_account
     out["automountServiceAccountToken"] = False
+    out["enableServiceLinks"] = False
     out.update(fields)
     out["securityContext"] = security
     out["containers"] = containers

@@ -355,6 +355,9 @@ class VllmPool(Component):
             "serviceAccountName": app,
             # IRSA's web-identity token is a projected volume of its own; nothing here calls the Kubernetes API.
             "automountServiceAccountToken": False,
+            # No service-link variables: a Service named vllm in the namespace would set VLLM_PORT=tcp://..., which
+            # vLLM parses as its own port at start and exits (vllm/envs.py, get_vllm_port). Peers are found by DNS.
+            "enableServiceLinks": False,
             "securityContext": kube.pod_security(user=VLLM_UID, group=VLLM_UID, fs_group=VLLM_UID),
             "terminationGracePeriodSeconds": grace_period_seconds(args.workload_classes, pool),
             "initContainers": [fetch],

@@ -25,6 +25,14 @@ def _found(name: str, *objects: dict[str, Any]) -> list[str]:
     return [f.message for f in rule(plus(*objects), name)]
 
 
+def _linked(*objects: dict[str, Any]) -> list[str]:
+    """service-link-collision's findings with the shipped pool's ``enableServiceLinks: false`` taken out (the
+    Kubernetes default put back), beside ``objects``."""
+    pool = shipped("Deployment", "vllm-chat")
+    del pool["spec"]["template"]["spec"]["enableServiceLinks"]
+    return [f.message for f in rule(plus(*objects, change=lambda r: _replace(r, pool)), "service-link-collision")]
+
+
 def _service(name: str, namespace: str = SERVING, **spec: Any) -> dict[str, Any]:
     body = {"selector": POOL, "ports": [{"name": "http", "port": 8000, "targetPort": "http"}], **spec}
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace}, "spec": body}
@@ -42,7 +50,7 @@ def _service(name: str, namespace: str = SERVING, **spec: Any) -> dict[str, Any]
     ],
 )
 def test_a_service_whose_links_are_variables_vllm_reads_is_reported(service: dict[str, Any], variable: str) -> None:
-    found = _found("service-link-collision", service)
+    found = _linked(service)
     assert len(found) == 1 and variable in found[0] and "vllm-chat" in found[0], found
 
 
@@ -55,14 +63,14 @@ def test_a_service_whose_links_are_variables_vllm_reads_is_reported(service: dic
     ],
 )
 def test_a_service_whose_links_vllm_does_not_read_is_not_reported(service: dict[str, Any]) -> None:
-    assert _found("service-link-collision", service) == []
+    assert _linked(service) == []
 
 
-def test_a_pool_without_service_links_is_not_reported() -> None:
-    pool = shipped("Deployment", "vllm-chat")
-    pool["spec"]["template"]["spec"]["enableServiceLinks"] = False
-    result = plus(_service("vllm"), change=lambda r: _replace(r, pool))
-    assert rule(result, "service-link-collision") == []
+def test_the_shipped_pool_takes_no_service_links_so_a_service_named_vllm_is_harmless() -> None:
+    # The shipped pools set enableServiceLinks: false (VllmPool); with the default put back, the same Service fires.
+    assert shipped("Deployment", "vllm-chat")["spec"]["template"]["spec"]["enableServiceLinks"] is False
+    assert rule(plus(_service("vllm")), "service-link-collision") == []
+    assert len(_linked(_service("vllm"))) == 1
 
 
 def _replace(resource: RenderedResource, manifest: dict[str, Any]) -> RenderedResource:
