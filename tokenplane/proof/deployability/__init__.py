@@ -189,6 +189,7 @@ from tokenplane.proof.deployability import (
     utilization_requests,
     versions,
     vllm_argv,
+    volume_file_modes,
     volume_modes,
     volume_writable,
     weights,
@@ -258,6 +259,7 @@ CHECKS: dict[str, Check] = {
     env_references.COLLISION: env_references.check_collisions,
     awaited_ready.RULE: awaited_ready.check,
     volume_writable.RULE: volume_writable.check,
+    volume_file_modes.RULE: volume_file_modes.check,
     keys.RULE: keys.check,
     annotation_placement.RULE: annotation_placement.check,
     selectors.RULE: selectors.check,
@@ -406,6 +408,7 @@ CHECKS: dict[str, Check] = {
     zonal_binding.RULE: zonal_binding.check,
     static_volumes.RULE: static_volumes.check,
     env_config_rollout.RULE: env_config_rollout.check,
+    env_config_rollout.SUB_PATH_RULE: env_config_rollout.check_sub_paths,
 }
 
 

@@ -24,6 +24,17 @@ the password at initdb only, and a restart would change nothing), so a missing c
 same annotation (``tokenplane.io/connections-checksum`` on the shipped gateways) rolls pods on a Secret that does
 change.
 
+``sub-path-updates``: a file mounted with ``subPath`` from a ConfigMap or Secret is never updated: "A container
+using a Secret as a subPath volume mount does not receive automated Secret updates"
+(https://kubernetes.io/docs/concepts/configuration/secret/#using-secrets-as-files-from-a-pod; the same for
+ConfigMaps, https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically),
+so it has the env case's fault: each ConfigMap or Secret with a literal name mounted so whose data the program
+rotates itself (an input computed from a ``random`` resource with ``keepers``, or ``time:Rotating``, which are
+replaced, with a new value, when a keeper changes or the period passes) needs the same annotation; without it, the
+running pods serve the old file (an old password) until they restart. Objects whose data changes only when the
+program is edited are not judged: many subPath files are read once by design (an ``init.sql`` run at first start,
+the shipped ClickHouse config), where a stale file changes nothing.
+
 Cannot see: a restart made outside the program (``kubectl rollout restart``, Reloader), an application that
 re-reads its settings some other way, and an annotation whose value is computed from the data under another name.
 """
@@ -37,9 +48,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, KubeObject
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 
 RULE = "env-config-rollout"
+SUB_PATH_RULE = "sub-path-updates"
 LONG_RUNNING = frozenset({"Deployment", "StatefulSet", "DaemonSet"})
 # The env sources judged, by the kind they name (Secrets are not judged: see above).
 SOURCES = {"configMapRef": "ConfigMap"}
@@ -67,6 +79,69 @@ def check(graph: Graph) -> Iterator[Finding]:
                 f"leave metadata.name to Pulumi's autonaming (read it from the {kind}'s metadata.name output), or "
                 f"add a pod-template annotation computed from its data (e.g. checksum/{name}: sha256 of the data)",
             )
+
+
+def check_sub_paths(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.pod_bearers():
+        if workload.kind not in LONG_RUNNING:
+            continue
+        annotations = workload.pod_template().get("metadata", {}).get("annotations") or {}
+        for kind, name, container, path in sorted(_sub_path_sources(workload)):
+            source = _fixed(graph, workload, kind, name)
+            if source is None or _rolls(annotations, source):
+                continue
+            rotator = _rotator(graph, source)
+            if rotator is None:
+                continue  # data that changes only when the program is edited: see the docstring
+            changes = f"its data comes from {rotator}, which the program rotates, and "
+            yield Finding(
+                SUB_PATH_RULE,
+                source.urn,
+                f"{kind} {workload.namespace}/{name} has a fixed metadata.name and {workload.kind} "
+                f"{workload.namespace}/{workload.name} container {container} mounts it with subPath at {path}: "
+                f"{changes}a subPath mount never receives updates and nothing in the pod template changes with its "
+                "data, so after a change pulumi up rolls no pod and the running pods keep serving the old file until "
+                "they restart",
+                f"mount the whole {kind} as a directory (the kubelet updates it), or add a pod-template annotation "
+                f"computed from its data (e.g. checksum/{name}: sha256 of the data) so a change rolls the pods",
+            )
+
+
+# Resources whose value the program replaces on its own schedule: random's keepers, time's rotation.
+_ROTATING_TYPES = ("random:", "time:index/rotating:Rotating")
+
+
+def _rotator(graph: Graph, source: KubeObject) -> str | None:
+    """The logical name of a rotating resource (``random`` with keepers, ``time:Rotating``) whose output feeds
+    ``source``'s data, if any."""
+    for field in ("data", "stringData", "binaryData"):
+        for urn in source.resource.property_dependencies.get(field, []):
+            feeder = graph.by_urn.get(urn)
+            if feeder is None or not feeder.type.startswith(_ROTATING_TYPES):
+                continue
+            if feeder.type.startswith("time:") or feeder.inputs.get("keepers"):
+                return f"{feeder.type.split(':')[-1]} {feeder.name}"
+    return None
+
+
+def _sub_path_sources(workload: KubeObject) -> set[tuple[str, str, str, str]]:
+    """(kind, name, container, mount path) of each ConfigMap or Secret a container mounts with subPath."""
+    spec = workload.pod_spec()
+    volumes = {str(v.get("name")): v for v in spec.get("volumes") or [] if isinstance(v, dict)}
+    out: set[tuple[str, str, str, str]] = set()
+    for container in [*spec.get("initContainers", []), *spec.get("containers", [])]:
+        for mount in container.get("volumeMounts") or []:
+            volume = volumes.get(str(mount.get("name")))
+            if not mount.get("subPath") or volume is None:
+                continue
+            sources = [volume, *(s for s in lookup(volume, "projected.sources") or [] if isinstance(s, dict))]
+            for source in sources:
+                for field, key, kind in (("configMap", "name", "ConfigMap"), ("secret", "secretName", "Secret")):
+                    ref = source.get(field)
+                    name = ref.get(key) or ref.get("name") if isinstance(ref, dict) else None
+                    if isinstance(name, str):
+                        out.add((kind, name, str(container.get("name")), str(mount.get("mountPath"))))
+    return out
 
 
 def _env_sources(workload: KubeObject) -> set[tuple[str, str, str]]:
