@@ -2,6 +2,18 @@
 
 Run from the repository root: ``python -m benchmarks.heldout_deployability_32.run``. The set's author wrote it blind
 to the checks (two slips, in its README); JUDGEMENT is the reading of the blind run's messages, written after it.
+
+Three cases do not hold as their author wrote them (read while fixing, each against its source):
+- ``batch_node_group_fixed_name``: pulumi-aws autonames ``nodeGroupName``, and where a program names it, the Terraform
+  bridge replaces the node group delete-first (``nameRequiresDeleteBeforeReplace``), so no second group of the same
+  name is ever created (a capacity gap during the replacement, not a failure; ``replaceable-name`` relies on the same).
+- ``evals_namespace_quota_on_ephemeral_storage_without_pod_limits``: Kubernetes' quota admission requires pods to state
+  only cpu and memory (``pkg/quota/v1/evaluator/core/pods.go``: "do not add more resources to this list"); a quota on
+  ``limits.ephemeral-storage`` counts usage, and the pods are admitted.
+- ``chat_alias_service_named_vllm`` was a true defect of the shipped pool (its pods took service links, and a Service
+  named ``vllm`` set ``VLLM_PORT=tcp://...``); the pools now set ``enableServiceLinks: false``, so on the fixed product
+  the program deploys. ``service-link-collision`` fires where the default is put back.
+All three still count as missed defects below.
 """
 
 from __future__ import annotations
@@ -61,5 +73,43 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     "registry_intelligent_tiering_archive_access": (False, "missed: archive tiers under the weights the pools fetch"),
 }
 
+# After the set's fixes (not held out: written with these programs in view), read from results-after-fixes.md.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "chat_alias_service_named_vllm": (False, "no longer a defect: the shipped pools set enableServiceLinks false"),
+    "chat_alias_headless_service_port_80_to_8000": (True, "headless-service-port: port 80 to the pods' 8000"),
+    "eval_jobs_redrive_max_receive_count_zero": (True, "aws-api-values: maxReceiveCount 0 is outside 1-1,000"),
+    "eval_jobs_backlog_alarm_query_id_uppercase": (True, "aws-api-values: query ids must start lowercase"),
+    "pool_dashboard_configmap_without_sidecar_label": (True, "dashboard-loaded: a dashboard without grafana_dashboard"),
+    "oncall_access_policy_namespace_scope_without_namespaces": (
+        True,
+        "access-entry-request: a namespace scope that lists no namespaces",
+    ),
+    "batch_node_group_instance_types_in_group_and_launch_template": (
+        True,
+        "aws-api-values: instance types in the request and the launch template",
+    ),
+    "batch_node_group_fixed_name": (False, "not a defect under Pulumi: a named node group is replaced delete-first"),
+    "evals_db_ca_cert_rds_ca_2019": (True, "rds-values: rds-ca-2019 expired 2024-08-22 (CertificateNotFound)"),
+    "usage_ledger_gsi_include_without_non_key_attributes": (True, "aws-api-values: INCLUDE without nonKeyAttributes"),
+    "model_cards_htpasswd_secret_mode_0400_without_fs_group": (
+        True,
+        "mounted-file-readable: uid 101 cannot read a 0400 root:root file",
+    ),
+    "model_cards_htpasswd_secret_sub_path_mount": (
+        True,
+        "sub-path-updates: a subPath mount of a Secret the program rotates never updates",
+    ),
+    "evals_namespace_quota_on_ephemeral_storage_without_pod_limits": (
+        False,
+        "not a defect: quota admission requires only cpu and memory to be stated",
+    ),
+    "registry_verify_job_created_suspended": (True, "awaited-can-be-ready: a suspended Job never completes"),
+    "eu_subzone_without_parent_delegation": (True, "subzone-delegated: no NS record in the parent zone"),
+    "registry_intelligent_tiering_archive_access": (
+        True,
+        "weights-kept: archive tiers under the weights the pools fetch (InvalidObjectState)",
+    ),
+}
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 32, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 32, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
