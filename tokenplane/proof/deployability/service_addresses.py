@@ -145,8 +145,9 @@ def known_services(graph: Graph, region: str | None, namespace: str) -> set[str]
     return names
 
 
-def _addresses(obj: KubeObject) -> Iterator[tuple[str, str]]:
-    """(where, value) of every string a pod's env or a KEDA trigger's metadata holds."""
+def addresses(obj: KubeObject, *, words: bool = False) -> Iterator[tuple[str, str]]:
+    """(where, value) of every string a pod's env or a KEDA trigger's metadata holds; ``words``: also each word of
+    its containers' command and args."""
     if obj.kind in TRIGGER_KINDS:
         for trigger in (obj.manifest.get("spec") or {}).get("triggers") or []:
             for key, value in ((trigger or {}).get("metadata") or {}).items():
@@ -158,12 +159,16 @@ def _addresses(obj: KubeObject) -> Iterator[tuple[str, str]]:
         for entry in container.get("env") or []:
             if isinstance(entry.get("value"), str):
                 yield f"container {container.get('name')} env {entry.get('name')}", entry["value"]
+        for field in ("command", "args") if words else ():
+            for word in container.get(field) or []:
+                if isinstance(word, str):
+                    yield f"container {container.get('name')}'s {field}", word
 
 
 def check(graph: Graph) -> Iterator[Finding]:
     for obj in graph.kube(None, *POD_KINDS, *TRIGGER_KINDS):
         region = obj.resource.region
-        for where, value in _addresses(obj):
+        for where, value in addresses(obj):
             for match in SERVICE_URL.finditer(value):
                 name, namespace = match["name"], match["namespace"]
                 known = known_services(graph, region, namespace)

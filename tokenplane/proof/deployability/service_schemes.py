@@ -32,30 +32,10 @@ from tokenplane.proof.deployability.flows import SERVICE_URL
 from tokenplane.proof.deployability.graph import HELM_RELEASE, POD_KINDS, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.probes import _plain_http_server
 from tokenplane.proof.deployability.reachability import chart_fullname, pod_template, selects
-from tokenplane.proof.deployability.service_addresses import subchart_fullname
+from tokenplane.proof.deployability.service_addresses import TRIGGER_KINDS, addresses, subchart_fullname
 
 RULE = "service-url-scheme"
-TRIGGER_KINDS = ("ScaledObject", "ScaledJob")
 PROMETHEUS_CHART = "kube-prometheus-stack"
-
-
-def _addresses(obj: KubeObject) -> Iterator[tuple[str, str]]:
-    """(where, value) of every string a pod's env, command or args, or a KEDA trigger's metadata holds."""
-    if obj.kind in TRIGGER_KINDS:
-        for trigger in (obj.manifest.get("spec") or {}).get("triggers") or []:
-            for key, value in ((trigger or {}).get("metadata") or {}).items():
-                if isinstance(value, str):
-                    yield f"trigger {trigger.get('name') or trigger.get('type')} metadata.{key}", value
-        return
-    spec = pod_template(obj).get("spec") or {}
-    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
-        for entry in container.get("env") or []:
-            if isinstance(entry.get("value"), str):
-                yield f"container {container.get('name')} env {entry.get('name')}", entry["value"]
-        for field in ("command", "args"):
-            for word in container.get(field) or []:
-                if isinstance(word, str):
-                    yield f"container {container.get('name')}'s {field}", word
 
 
 def _chart_server(graph: Graph, region: str | None, namespace: str, name: str) -> tuple[bool, str] | None:
@@ -113,7 +93,7 @@ def _own_server(graph: Graph, region: str | None, namespace: str, name: str, por
 def check(graph: Graph) -> Iterator[Finding]:
     for obj in graph.kube(None, *POD_KINDS, *TRIGGER_KINDS):
         region = obj.resource.region
-        for where, value in _addresses(obj):
+        for where, value in addresses(obj, words=True):
             for match in SERVICE_URL.finditer(value):
                 scheme = match["scheme"]
                 if scheme not in ("http", "https"):
