@@ -13,7 +13,8 @@ Three cases do not hold as their author wrote them (read while fixing, each agai
 - ``chat_alias_service_named_vllm`` was a true defect of the shipped pool (its pods took service links, and a Service
   named ``vllm`` set ``VLLM_PORT=tcp://...``); the pools now set ``enableServiceLinks: false``, so on the fixed product
   the program deploys. ``service-link-collision`` fires where the default is put back.
-All three still count as missed defects below.
+All three still count as missed defects below. A fourth, ``eu_subzone_without_parent_delegation``, is missed on
+purpose after the fixes (see AFTER_FIXES).
 """
 
 from __future__ import annotations
@@ -104,7 +105,12 @@ AFTER_FIXES: dict[str, tuple[bool, str]] = {
         "not a defect: quota admission requires only cpu and memory to be stated",
     ),
     "registry_verify_job_created_suspended": (True, "awaited-can-be-ready: a suspended Job never completes"),
-    "eu_subzone_without_parent_delegation": (True, "subzone-delegated: no NS record in the parent zone"),
+    "eu_subzone_without_parent_delegation": (
+        False,
+        "missed on purpose: the parent zone is outside the program (its id read, never used); subzone-delegated "
+        "judged it at first and flagged two correct programs (sets 17 and 26) of the same shape, so it now judges "
+        "only a subzone whose parent the program creates",
+    ),
     "registry_intelligent_tiering_archive_access": (
         True,
         "weights-kept: archive tiers under the weights the pools fetch (InvalidObjectState)",

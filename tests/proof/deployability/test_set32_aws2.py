@@ -132,9 +132,16 @@ def test_a_subzone_under_a_two_label_public_suffix_is_reported_and_the_domain_it
 
 
 def test_a_subzone_whose_record_points_at_a_private_address_is_reported() -> None:
+    parent = _zone("planted-io", "acme.io")
     sub = _zone("planted-internal", "internal.acme.io")
-    found = _subzone_findings(sub, _record("planted-db", sub, "db.internal.acme.io", records=["10.0.1.5"]))
+    found = _subzone_findings(parent, sub, _record("planted-db", sub, "db.internal.acme.io", records=["10.0.1.5"]))
     assert len(found) == 1 and "internal.acme.io" in found[0], found
+
+
+def test_a_subzone_whose_parent_is_outside_the_program_is_not_judged() -> None:
+    # Delegated out of band by whoever holds the parent (held-out sets 17 and 26 each have such a correct program).
+    sub = _zone("planted-internal", "internal.acme.io")
+    assert _subzone_findings(sub, _record("planted-db", sub, "db.internal.acme.io")) == []
 
 
 def test_a_delegated_private_or_registered_zone_is_not_reported() -> None:
