@@ -22,21 +22,17 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.image_files import files
+from tokenplane.proof.deployability.process_identity import effective
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "run-as-user"
 
 
-def _effective(pod: dict[str, Any], container: dict[str, Any], key: str) -> Any:
-    own = (container.get("securityContext") or {}).get(key)
-    return own if own is not None else (pod.get("securityContext") or {}).get(key)
-
-
 def refusal(pod: dict[str, Any], container: dict[str, Any]) -> str | None:
     """The kubelet's error for this container, or None if it starts (or the image's user is not known)."""
-    if _effective(pod, container, "runAsNonRoot") is not True:
+    if effective(pod, container, "runAsNonRoot") is not True:
         return None
-    user = _effective(pod, container, "runAsUser")
+    user = effective(pod, container, "runAsUser")
     if user is not None:
         return "container's runAsUser breaks non-root policy" if str(user) == "0" else None
     image = files(str(container.get("image") or ""))  # ours, vLLM's, or a well-known third party's

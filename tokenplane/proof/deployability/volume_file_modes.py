@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tokenplane.proof.deployability import known_images
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 from tokenplane.proof.deployability.image_files import under
 from tokenplane.proof.deployability.image_mounts import program_path
+from tokenplane.proof.deployability.process_identity import identity, numeric
 
 RULE = "mounted-file-readable"
 DEFAULT_MODE = (
@@ -69,30 +69,6 @@ def _files(volume: dict[str, Any]) -> list[tuple[str | None, int]] | None:
     return out
 
 
-def _context_value(pod: dict[str, Any], container: dict[str, Any], key: str) -> int | None:
-    for context in (container.get("securityContext") or {}, pod.get("securityContext") or {}):
-        if isinstance(context.get(key), int) and not isinstance(context.get(key), bool):
-            return int(context[key])
-    return None
-
-
-def _identity(pod: dict[str, Any], container: dict[str, Any]) -> tuple[int | None, int | None]:
-    """The process's user and primary group: the security contexts', else the known image's USER."""
-    user, group = _context_value(pod, container, "runAsUser"), _context_value(pod, container, "runAsGroup")
-    image = known_images.known(str(container.get("image") or ""))
-    if image is not None:
-        name, _, image_group = known_images.FACTS[image].user.partition(":")
-        if user is None:
-            user = 0 if name == "root" else int(name) if name.isdigit() else None
-            if group is None and image_group.isdigit():
-                group = int(image_group)
-        elif group is None and image_group.isdigit() and name.isdigit() and int(name) == user:
-            group = int(image_group)
-    if user == 0 and group is None:
-        group = 0
-    return user, group
-
-
 def _allowed(mode: int, want: int, user: int, groups: set[int | None], file_group: int, drops_all: bool) -> bool:
     """Whether a process of ``user`` with ``groups`` (None: a group not known) may ``want`` a file of root and
     ``file_group`` with ``mode``."""
@@ -118,12 +94,13 @@ def _drops_all(container: dict[str, Any]) -> bool:
 def check(graph: Graph) -> Iterator[Finding]:
     for workload in graph.pod_bearers():
         pod = workload.pod_spec()
-        fs_group = lookup(pod, "securityContext.fsGroup")
-        fs_group = int(fs_group) if isinstance(fs_group, int) and not isinstance(fs_group, bool) else None
-        supplemental = {int(g) for g in lookup(pod, "securityContext.supplementalGroups") or [] if isinstance(g, int)}
+        fs_group = numeric(lookup(pod, "securityContext.fsGroup"))
+        supplemental = {
+            g for g in map(numeric, lookup(pod, "securityContext.supplementalGroups") or []) if g is not None
+        }
         volumes = {str(v.get("name")): v for v in pod.get("volumes") or [] if isinstance(v, dict)}
         for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
-            user, group = _identity(pod, container)
+            user, group = identity(pod, container)
             if user is None:
                 continue
             groups: set[int | None] = {group, *supplemental, *([fs_group] if fs_group is not None else [])}

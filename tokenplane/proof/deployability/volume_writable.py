@@ -23,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tokenplane.proof.deployability import access_modes, known_images
+from tokenplane.proof.deployability import access_modes
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.process_identity import identity
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "volume-writable"
@@ -53,22 +54,10 @@ def _ebs_volumes(graph: Graph, obj: KubeObject, pod: dict[str, Any], provisioner
     return out
 
 
-def _user(pod: dict[str, Any], container: dict[str, Any]) -> int | None:
-    """The container's user ID: its own runAsUser, the pod's, else the image's USER if the program knows it."""
-    for context in (container.get("securityContext") or {}, pod.get("securityContext") or {}):
-        if isinstance(context.get("runAsUser"), int | float):
-            return int(context["runAsUser"])
-    image = known_images.known(str(container.get("image") or ""))
-    if image is None:
-        return None
-    user = known_images.FACTS[image].user.split(":", 1)[0]
-    return 0 if user == "root" else int(user) if user.isdigit() else None
-
-
 def _prepared(pod: dict[str, Any], volume: str) -> bool:
     """An init container that mounts the volume and runs as root (to chown it, say) is taken to prepare it."""
     return any(
-        any(m.get("name") == volume for m in init.get("volumeMounts") or []) and _user(pod, init) in (0, None)
+        any(m.get("name") == volume for m in init.get("volumeMounts") or []) and identity(pod, init)[0] in (0, None)
         for init in pod.get("initContainers") or []
     )
 
@@ -83,7 +72,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                 continue
             volumes = _ebs_volumes(graph, obj, pod, provisioners)
             for container in pod.get("containers") or []:
-                user = _user(pod, container)
+                user, _ = identity(pod, container)
                 if not user:
                     continue
                 for mount in container.get("volumeMounts") or []:
