@@ -37,10 +37,6 @@ HYGIENE = {
     "namespaces-have-network-policy",
     "replicated-workloads-have-pdb",
     "no-secrets-in-configmaps",
-    # A data store's hardening (versioning, encryption at rest, no public access): set 33's correct ALB log bucket
-    # was flagged only for lacking versioning, which says nothing about whether the platform deploys. Added after
-    # that set's blind run; it also took set 33's two defects that only this policy had "caught" off the count.
-    "s3-buckets-private-versioned-encrypted",
 }
 
 

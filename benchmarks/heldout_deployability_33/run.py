@@ -5,11 +5,10 @@ Run from the repository root: ``python -m benchmarks.heldout_deployability_33.ru
 they were chosen and checked against their sources. JUDGEMENT is the reading of the blind run's messages,
 written after it.
 
-The blind run (``results.md``) counted a security policy: ``s3-buckets-private-versioned-encrypted`` flagged the
-correct ALB log bucket (no versioning) and was the only new finding on two defects (the internet-facing ALB and the
-alarm in AWS/ELB), which are judged caught for the wrong reason. The runner now counts that policy as hygiene (a
-data store's hardening says nothing about whether the platform deploys); the blind figures stand as run: 5/18
-caught, 3/18 for the right reason, 1/8 correct flagged (0/8 by a deployability check).
+The blind run: 5/18 caught, 3/18 for the right reason. The security policy ``s3-buckets-private-versioned-encrypted``
+(a data store's hardening, not whether it deploys) flagged the correct ALB log bucket for lacking versioning, and was
+the only new finding on two defects (the internet-facing ALB, the alarm in AWS/ELB): those are judged caught for
+the wrong reason, and the correct program counts as flagged (1/8), by no deployability rule (0/8).
 """
 
 from __future__ import annotations
