@@ -158,6 +158,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "host-without-port",
         "tls-ca-file-present",
         "pod-fits-node",
+        "sysctls-allowed",
+        "fargate-pod-supported",
         "topology-placeable",
         "drain-blocked",
         "one-disruption-budget",

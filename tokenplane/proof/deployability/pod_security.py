@@ -22,7 +22,8 @@ ephemeral containers alike):
   set; no hostPath volume; no hostPort (a hostNetwork pod's containerPorts become host ports: the API server
   defaults hostPort to containerPort there); no Unconfined AppArmor or seccomp profile; SELinux type only
   container_t, container_init_t, container_kvm_t or container_engine_t and no user or role; procMount Default; only
-  the safe sysctls.
+  the safe sysctls (check_sysctls.go: the kubelet's safe set of the cluster's minor, ``pod_sysctls.safe_sysctls``:
+  ip_local_reserved_ports from v1.27, the tcp_keepalive/fin_timeout four from v1.29, tcp_rmem/tcp_wmem from v1.32).
 - restricted, in addition: volumes only configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim,
   projected and secret; allowPrivilegeEscalation false; runAsNonRoot true (the pod's or every container's); no
   runAsUser 0; a seccomp profile RuntimeDefault or Localhost (the pod's or every container's); capabilities drop
@@ -41,6 +42,7 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject
 from tokenplane.proof.deployability.host_ports import PodTemplate, chart_pods
+from tokenplane.proof.deployability.pod_sysctls import NEWEST_READ, cluster_minor, dotted, safe_sysctls
 
 RULE = "pod-security-admits"
 ENFORCE = "pod-security.kubernetes.io/enforce"
@@ -63,20 +65,6 @@ BASELINE_CAPABILITIES = frozenset(
     ]
 )
 SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
-SAFE_SYSCTLS = frozenset(
-    {
-        "kernel.shm_rmid_forced",
-        "net.ipv4.ip_local_port_range",
-        "net.ipv4.ip_unprivileged_port_start",
-        "net.ipv4.tcp_syncookies",
-        "net.ipv4.ping_group_range",
-        "net.ipv4.ip_local_reserved_ports",
-        "net.ipv4.tcp_keepalive_time",
-        "net.ipv4.tcp_fin_timeout",
-        "net.ipv4.tcp_keepalive_intvl",
-        "net.ipv4.tcp_keepalive_probes",
-    }
-)
 RESTRICTED_VOLUMES = frozenset(
     {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
 )
@@ -114,6 +102,8 @@ def check(graph: Graph) -> Iterator[Finding]:
         levels = namespace_levels(graph.kube(region, "Namespace"))
         if not any(level != "privileged" for level, _ in levels.values()):
             continue
+        minor = cluster_minor(graph, region)
+        safe = safe_sysctls(minor if minor is not None and minor <= NEWEST_READ else NEWEST_READ)
         templates = [
             PodTemplate(o.urn, o.kind, f"{o.namespace}/{o.name}", o.pod_template().get("spec") or {})
             for o in graph.pod_bearers(region)
@@ -123,7 +113,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             level, setter = levels.get(namespace, ("privileged", ""))
             if level == "privileged" or not isinstance(template.pod, dict):
                 continue
-            broken = violations(template.pod, level)
+            broken = violations(template.pod, level, safe)
             if broken:
                 yield _finding(template, namespace, level, setter, broken)
 
@@ -154,15 +144,16 @@ def _context(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def violations(pod: dict[str, Any], level: str) -> list[str]:
-    """What of ``pod`` breaks ``level``, each as the admission message words its control."""
-    out = _baseline(pod)
+def violations(pod: dict[str, Any], level: str, safe: frozenset[str] | None = None) -> list[str]:
+    """What of ``pod`` breaks ``level``, each as the admission message words its control; ``safe``: the sysctls
+    baseline allows at the cluster's minor (the newest read when not given)."""
+    out = _baseline(pod, safe_sysctls(NEWEST_READ) if safe is None else safe)
     if level == "restricted":
         out += _restricted(pod)
     return out
 
 
-def _baseline(pod: dict[str, Any]) -> list[str]:
+def _baseline(pod: dict[str, Any], safe: frozenset[str]) -> list[str]:
     out: list[str] = []
     hosts = [f"{f}=true" for f in ("hostNetwork", "hostPID", "hostIPC") if pod.get(f) is True]
     if hosts:
@@ -210,7 +201,7 @@ def _baseline(pod: dict[str, Any]) -> list[str]:
     sysctls = sorted(
         str(s.get("name"))
         for s in _context(pod.get("securityContext")).get("sysctls") or []
-        if isinstance(s, dict) and str(s.get("name")) not in SAFE_SYSCTLS
+        if isinstance(s, dict) and dotted(str(s.get("name"))) not in safe
     )
     if sysctls:
         out.append(f"forbidden sysctls ({', '.join(sysctls)})")

@@ -9,8 +9,19 @@ range assigned to the VPC"). ``None`` (a headless Service) and an empty value (a
 https://docs.aws.amazon.com/eks/latest/APIReference/API_KubernetesNetworkConfigRequest.html ,
 https://kubernetes.io/docs/concepts/services-networking/service/#choosing-your-own-ip-address
 
-It cannot see: a cluster the program does not create (its range is unknown), IPv6 clusters; where the VPC's CIDR is
-unknown either default range is accepted.
+A Service's IP families must be ones the cluster has a service CIDR of. An EKS cluster has one: IPv4, or IPv6 when
+``kubernetesNetworkConfig.ipFamily`` is ``ipv6`` (EKS has no dual-stack clusters:
+https://docs.aws.amazon.com/eks/latest/userguide/cni-ipv6.html). The API server's allocator
+(pkg/registry/core/service/storage/alloc.go, ``initIPFamilyFields``) refuses, on create, a Service with
+``ipFamilyPolicy: RequireDualStack`` ("spec.ipFamilyPolicy: Invalid value: "RequireDualStack": this cluster is not
+configured for dual-stack services"), one whose ``ipFamilies`` name the family the cluster lacks ("spec.ipFamilies[1]:
+Invalid value: "IPv6": not configured on this cluster"; so ``[IPv4, IPv6]`` even with PreferDualStack), and a
+``clusterIPs`` address of that family ("IPv6 is not configured on this cluster"). PreferDualStack and SingleStack
+with no families fall back to the cluster's one. ExternalName Services and headless Services without a selector are
+exempt (the allocator returns before these checks). https://kubernetes.io/docs/concepts/services-networking/dual-stack/#services
+
+It cannot see: a cluster the program does not create (its range is unknown), an IPv6 cluster's range; where the
+VPC's CIDR is unknown either default range is accepted; Services of Helm charts.
 """
 
 from __future__ import annotations
@@ -59,8 +70,75 @@ def _ranges(graph: Graph, region: str) -> tuple[list[Net], str] | None:
     return [EKS_DEFAULT], f"no serviceIpv4Cidr, and in VPC {vpc_cidr} EKS picks 10.100.0.0/16"
 
 
+def cluster_family(graph: Graph, region: str) -> str | None:
+    """The one IP family (``IPv4``/``IPv6``) of the region's EKS cluster's services; None if not known."""
+    clusters = graph.of_type(CLUSTER, region)
+    if len(clusters) != 1:
+        return None
+    family = lookup(clusters[0].inputs, "kubernetesNetworkConfig.ipFamily")
+    if family is None:
+        return "IPv4"  # EKS's default
+    return {"ipv4": "IPv4", "ipv6": "IPv6"}.get(str(family).lower()) if isinstance(family, str) else None
+
+
+def _families(graph: Graph, region: str) -> Iterator[Finding]:
+    family = cluster_family(graph, region)
+    if family is None:
+        return
+    other = "IPv6" if family == "IPv4" else "IPv4"
+    for service in graph.kube(region, "Service"):
+        spec = service.manifest.get("spec") or {}
+        if spec.get("type") == "ExternalName" or (spec.get("clusterIP") == "None" and not spec.get("selector")):
+            continue  # the allocator returns before judging families
+        what = f"Service {service.namespace}/{service.name}"
+        fix = (
+            f"drop spec.ipFamilyPolicy and spec.ipFamilies (the Service gets the cluster's {family}), or use "
+            f"PreferDualStack, which falls back to {family} on a single-stack cluster"
+        )
+        if spec.get("ipFamilyPolicy") == "RequireDualStack":
+            yield Finding(
+                RULE,
+                service.urn,
+                f"{what} sets spec.ipFamilyPolicy RequireDualStack, but its EKS cluster has {family} services only "
+                "(EKS has no dual-stack clusters): the API server refuses it (spec.ipFamilyPolicy: Invalid value: "
+                '"RequireDualStack": this cluster is not configured for dual-stack services) and pulumi up fails',
+                fix,
+            )
+            continue
+        families = spec.get("ipFamilies")
+        for i, asked in enumerate(families if isinstance(families, list) else []):
+            if asked == other:
+                yield Finding(
+                    RULE,
+                    service.urn,
+                    f"{what} lists {other} in spec.ipFamilies, but its EKS cluster has {family} services only: the "
+                    f'API server refuses it (spec.ipFamilies[{i}]: Invalid value: "{other}": not configured on this '
+                    "cluster) and pulumi up fails",
+                    fix,
+                )
+                break
+        else:
+            ips = spec.get("clusterIPs")
+            for value in dict.fromkeys([spec.get("clusterIP"), *(ips if isinstance(ips, list) else [])]):
+                try:
+                    address = ipaddress.ip_address(str(value))
+                except ValueError:
+                    continue
+                if f"IPv{address.version}" == other:
+                    yield Finding(
+                        RULE,
+                        service.urn,
+                        f"{what} asks for cluster IP {value}, an {other} address, but its EKS cluster has {family} "
+                        f"services only: the API server refuses it ({other} is not configured on this cluster) and "
+                        "pulumi up fails",
+                        f"drop the {other} address (let Kubernetes allocate a {family} one)",
+                    )
+                    break
+
+
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
+        yield from _families(graph, region)
         known = _ranges(graph, region)
         if known is None:
             continue

@@ -11,7 +11,14 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   "must be a number between 0 and 0777 (octal), both inclusive"): a Python ``0o644`` is 420, and a written ``644``
   is 01204, which the server refuses;
 - items' paths relative, with no '..' element and not starting '..' (validateKeyToPathList with
-  validateLocalNonReservedPath and validateLocalDescendingPath), and a key given.
+  validateLocalNonReservedPath and validateLocalDescendingPath), and a key given;
+- a projected volume's sources (validateProjectionSources): one source type per entry ("may not specify more than 1
+  volume type"); a serviceAccountToken's ``expirationSeconds`` at least 600 and at most 2^32 after the v1 default of
+  3600 (SetDefaults_ServiceAccountTokenProjection): "may not specify a duration less than 10 minutes" /
+  "larger than 2^32 seconds"; its ``path`` given ("projected.path: Required value") and local
+  (ValidateLocalNonReservedPath); a secret's or configMap's ``name`` given; no two items of the secret, configMap
+  and downwardAPI sources (and clusterTrustBundle paths) at one path ("conflicting duplicate paths": the token's
+  own path is not counted there). The ``audience`` is not validated (any string, the API server's own by default).
 """
 
 from __future__ import annotations
@@ -33,6 +40,11 @@ SOURCES = frozenset(
         "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral", "image",
     }
 )  # fmt: skip
+# The sources of one projected volume entry (core.VolumeProjection).
+PROJECTIONS = ("secret", "configMap", "downwardAPI", "serviceAccountToken", "clusterTrustBundle", "podCertificate")
+TOKEN_DEFAULT_SECONDS = 3600  # SetDefaults_ServiceAccountTokenProjection
+TOKEN_MIN_SECONDS = 600
+TOKEN_MAX_SECONDS = 1 << 32
 MODE_MAX = 0o777
 MODE_ERROR = "must be a number between 0 and 0777 (octal), both inclusive"
 
@@ -64,11 +76,116 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
                 yield from _mode(obj, f"{at}.{kind}.defaultMode", source.get("defaultMode"))
                 yield from _items(obj, f"{at}.{kind}", source.get("items"), keyed=kind != "downwardAPI")
         projected = volume.get("projected")
-        for i, part in enumerate((projected.get("sources") or []) if isinstance(projected, dict) else []):
+        sources = projected.get("sources") if isinstance(projected, dict) else None
+        for i, part in enumerate(sources if isinstance(sources, list) else []):
             for kind in ("configMap", "secret", "downwardAPI"):
                 if isinstance(part, dict) and isinstance(part.get(kind), dict):
                     where_part = f"{at}.projected.sources[{i}].{kind}"
                     yield from _items(obj, where_part, part[kind].get("items"), keyed=kind != "downwardAPI")
+        if isinstance(sources, list):
+            yield from _projection(obj, f"{at}.projected", [p for p in sources if isinstance(p, dict)])
+
+
+def _projection(obj: KubeObject, at: str, sources: list[Mapping[str, Any]]) -> Iterator[Finding]:
+    """validateProjectionSources on one projected volume's sources."""
+    seen: set[str] = set()
+    for i, source in enumerate(sources):
+        where = f"{at}.sources[{i}]"
+        kinds = sorted(k for k in PROJECTIONS if source.get(k) is not None)
+        if len(kinds) > 1:
+            yield rejected(
+                obj,
+                f"has {where} with {' and '.join(kinds)}",
+                f"validateProjectionSources: {where}: Forbidden: may not specify more than 1 volume type",
+                "give each entry of sources one source (a list entry each)",
+            )
+        for kind in ("secret", "configMap"):
+            part = source.get(kind)
+            if isinstance(part, dict) and part.get("name") in (None, ""):
+                yield rejected(
+                    obj,
+                    f"has {where}.{kind} without a name",
+                    f"validateProjectionSources: {where}.{kind}.name: Required value",
+                    f"name the {kind} to project",
+                )
+        paths = [
+            item.get("path")
+            for kind in ("secret", "configMap", "downwardAPI")
+            if isinstance(source.get(kind), dict)
+            for item in source[kind].get("items") or []
+            if isinstance(item, dict)
+        ]
+        bundle = source.get("clusterTrustBundle")
+        if isinstance(bundle, dict):
+            paths.append(bundle.get("path"))
+        for path in paths:
+            if not isinstance(path, str) or not path:
+                continue
+            if path in seen:
+                yield rejected(
+                    obj,
+                    f"projects two files at {path!r} in {at}",
+                    f"validateProjectionSources: {at}: Invalid value: conflicting duplicate paths",
+                    "give each projected item its own path",
+                )
+            seen.add(path)
+        token = source.get("serviceAccountToken")
+        if isinstance(token, dict):
+            yield from _token(obj, f"{where}.serviceAccountToken", at, token)
+
+
+def _token(obj: KubeObject, where: str, at: str, token: Mapping[str, Any]) -> Iterator[Finding]:
+    seconds = _whole(token.get("expirationSeconds", TOKEN_DEFAULT_SECONDS))
+    if seconds is not None and seconds < TOKEN_MIN_SECONDS:
+        yield rejected(
+            obj,
+            f"has {where}.expirationSeconds {seconds}",
+            f"validateProjectionSources: {where}.expirationSeconds: Invalid value: {seconds}: may not specify a "
+            "duration less than 10 minutes",
+            f"set expirationSeconds to {TOKEN_MIN_SECONDS} or more (the kubelet refreshes the token at 80% of its "
+            "life, so a short-lived token still rotates; leave it unset for 3600)",
+        )
+    elif seconds is not None and seconds > TOKEN_MAX_SECONDS:
+        yield rejected(
+            obj,
+            f"has {where}.expirationSeconds {seconds}",
+            f"validateProjectionSources: {where}.expirationSeconds: Invalid value: {seconds}: may not specify a "
+            "duration larger than 2^32 seconds",
+            "set expirationSeconds to at most 4294967296 (the API server caps a token's life at its "
+            "--service-account-max-token-expiration anyway)",
+        )
+    path = token.get("path")
+    if path is None or path == "":
+        yield rejected(
+            obj,
+            f"has {where} without a path",
+            f"validateProjectionSources: {at}.path: Required value",
+            "give the token a file name relative to the mount, such as token",
+        )
+    elif isinstance(path, str) and (problem := _path_problem(path)):
+        yield rejected(
+            obj,
+            f"has {where}.path {path!r}",
+            f"ValidateLocalNonReservedPath: {at}.path: Invalid value: {problem}",
+            "give the token a file name relative to the mount, such as token (set the directory in mountPath)",
+        )
+
+
+def _whole(value: Any) -> int | None:
+    """An integer input as Pulumi may send it (a float with no fraction included); None for anything else."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return syntax.integer(value)
+
+
+def _path_problem(path: str) -> str | None:
+    if posixpath.isabs(path):
+        return "must be a relative path"
+    if ".." in path.split("/"):
+        return "must not contain '..'"
+    if path.startswith(".."):
+        return "must not start with '..'"
+    return None
 
 
 def _mode(obj: KubeObject, at: str, value: Any) -> Iterator[Finding]:
@@ -95,15 +212,7 @@ def _items(obj: KubeObject, at: str, items: Any, *, keyed: bool) -> Iterator[Fin
                 "validateKeyToPathList: key: Required value",
                 "name the ConfigMap or Secret key to project",
             )
-        problem = (
-            "must be a relative path"
-            if posixpath.isabs(path)
-            else "must not contain '..'"
-            if ".." in path.split("/")
-            else "must not start with '..'"
-            if path.startswith("..")
-            else None
-        )
+        problem = _path_problem(path)
         if problem:
             yield rejected(
                 obj,
