@@ -36,6 +36,21 @@ https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balance
 Network Load Balancer's page). The provider's ``arn_suffix`` output is that portion; an alarm given the ``arn``,
 the ``name`` or the other kind's balancer watches nothing.
 
+A dimension whose value is a resource of the program must sit in the namespace that resource type publishes to:
+an Application Load Balancer's ``arn_suffix`` under ``AWS/ApplicationELB``, a Network one's under
+``AWS/NetworkELB``, a target group's under its load balancer type's (HTTP/HTTPS and Lambda target groups are an ALB's,
+TCP/TLS/UDP ones an NLB's), a Classic Load Balancer's name under ``AWS/ELB`` as ``LoadBalancerName``, a queue's name
+under ``AWS/SQS``, a function's under ``AWS/Lambda``, a topic's under ``AWS/SNS``, a table's under ``AWS/DynamoDB``,
+a stream's under ``AWS/Kinesis`` (``RESOURCE_HOMES``). ``AWS/ELB`` holds Classic Load Balancer metrics only, keyed
+by ``LoadBalancerName`` and ``AvailabilityZone``, and named without the ALB's ``_Count`` suffix (``HTTPCode_ELB_5XX``,
+``HTTPCode_Backend_5XX``, ``Latency``: "CloudWatch metrics for your Classic Load Balancer",
+https://docs.aws.amazon.com/elasticloadbalancing/latest/classic/elb-cloudwatch-metrics.html), so an alarm there on an
+ALB's ``LoadBalancer`` (``HTTPCode_ELB_5XX_Count``) watches nothing; likewise a Classic metric name under
+``AWS/ApplicationELB`` or ``AWS/NetworkELB``, whose metrics are named otherwise
+(https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-cloudwatch-metrics.html). Judged
+for the ``AWS/*`` namespaces of ``DIMENSIONS`` only, and only where no resource of the program with that value
+publishes to the alarm's namespace (two resources may share a name).
+
 The ``ContainerInsights`` namespace is published by Container Insights, not by EKS or ECS themselves: on EKS by the
 CloudWatch agent (the ``amazon-cloudwatch-observability`` add-on or Helm chart, or the agent's own DaemonSet), on
 ECS by the cluster's ``containerInsights`` setting ("Metrics do not appear before Container Insights has been set up
@@ -57,7 +72,7 @@ from typing import Any
 from tokenplane.proof.deployability.dead_letter_alarms import redrive_only
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, NODE_GROUP, Graph
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
 
 RULE = "alarm-metric-exists"
 ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
@@ -103,6 +118,7 @@ DIMENSIONS: dict[str, frozenset[str]] = {
     ),
     "AWS/ApplicationELB": frozenset({"LoadBalancer", "TargetGroup", "AvailabilityZone"}),
     "AWS/NetworkELB": frozenset({"LoadBalancer", "TargetGroup", "AvailabilityZone"}),
+    "AWS/ELB": frozenset({"LoadBalancerName", "AvailabilityZone"}),  # Classic Load Balancers only
     "AWS/EC2": frozenset({"InstanceId", "AutoScalingGroupName", "ImageId", "InstanceType"}),
     "AWS/AutoScaling": frozenset({"AutoScalingGroupName"}),
     "AWS/EBS": frozenset({"VolumeId"}),
@@ -133,6 +149,7 @@ NAMED = frozenset(
         "RuleName",
         "StreamName",
         "DeliveryStreamName",
+        "LoadBalancerName",
     }
 )
 # The metrics SQS publishes (the page above): a misspelt one is a metric no one publishes.
@@ -152,16 +169,79 @@ SQS_METRICS = frozenset(
     }
 )
 
+# The metrics a Classic Load Balancer publishes (AWS/ELB; the Classic page above), none of them an ALB's or NLB's.
+CLASSIC_METRICS = frozenset(
+    {
+        "BackendConnectionErrors",
+        "DesyncMitigationMode_NonCompliant_Request_Count",
+        "EstimatedALBActiveConnectionCount",
+        "EstimatedALBConsumedLCUs",
+        "EstimatedALBNewConnectionCount",
+        "EstimatedProcessedBytes",
+        "HealthyHostCount",
+        "HTTPCode_Backend_2XX",
+        "HTTPCode_Backend_3XX",
+        "HTTPCode_Backend_4XX",
+        "HTTPCode_Backend_5XX",
+        "HTTPCode_ELB_4XX",
+        "HTTPCode_ELB_5XX",
+        "Latency",
+        "RequestCount",
+        "SpilloverCount",
+        "SurgeQueueLength",
+        "UnHealthyHostCount",
+    }
+)
+# Classic names an ALB does not publish, and the ALB metric of the same meaning (the two metrics pages).
+CLASSIC_TO_ALB = {
+    "HTTPCode_ELB_4XX": "HTTPCode_ELB_4XX_Count",
+    "HTTPCode_ELB_5XX": "HTTPCode_ELB_5XX_Count",
+    "HTTPCode_Backend_2XX": "HTTPCode_Target_2XX_Count",
+    "HTTPCode_Backend_3XX": "HTTPCode_Target_3XX_Count",
+    "HTTPCode_Backend_4XX": "HTTPCode_Target_4XX_Count",
+    "HTTPCode_Backend_5XX": "HTTPCode_Target_5XX_Count",
+    "Latency": "TargetResponseTime",
+    "BackendConnectionErrors": "TargetConnectionErrorCount",
+    "SpilloverCount": "RejectedConnectionCount",
+    "SurgeQueueLength": "",
+    "EstimatedALBActiveConnectionCount": "ActiveConnectionCount",
+    "EstimatedALBConsumedLCUs": "ConsumedLCUs",
+    "EstimatedALBNewConnectionCount": "NewConnectionCount",
+    "EstimatedProcessedBytes": "ProcessedBytes",
+}
+ALB_TO_CLASSIC = {alb: classic for classic, alb in CLASSIC_TO_ALB.items() if alb}
+LB_TYPES = ("aws:lb/loadBalancer:LoadBalancer", "aws:alb/loadBalancer:LoadBalancer")
+TG_TYPES = ("aws:lb/targetGroup:TargetGroup", "aws:alb/targetGroup:TargetGroup")
+LB_NAMESPACES = {"application": "AWS/ApplicationELB", "network": "AWS/NetworkELB", "gateway": "AWS/GatewayELB"}
+TG_NAMESPACES = {
+    **dict.fromkeys(("HTTP", "HTTPS"), "AWS/ApplicationELB"),
+    **dict.fromkeys(("TCP", "TLS", "UDP", "TCP_UDP"), "AWS/NetworkELB"),
+    "GENEVE": "AWS/GatewayELB",
+}
+# Resource type -> (what it is, its namespace, the dimension it publishes under, the output that dimension holds).
+RESOURCE_HOMES: dict[str, tuple[str, str, str, str]] = {
+    "aws:elb/loadBalancer:LoadBalancer": ("Classic Load Balancer", "AWS/ELB", "LoadBalancerName", "name"),
+    "aws:sqs/queue:Queue": ("SQS queue", "AWS/SQS", "QueueName", "name"),
+    "aws:lambda/function:Function": ("Lambda function", "AWS/Lambda", "FunctionName", "name"),
+    "aws:sns/topic:Topic": ("SNS topic", "AWS/SNS", "TopicName", "name"),
+    "aws:dynamodb/table:Table": ("DynamoDB table", "AWS/DynamoDB", "TableName", "name"),
+    "aws:kinesis/stream:Stream": ("Kinesis stream", "AWS/Kinesis", "StreamName", "name"),
+}
+# The dimensions that name one resource: a value of one of the program's resources there is judged by its home.
+RESOURCE_DIMENSIONS = frozenset({"LoadBalancer", "TargetGroup"} | {home[2] for home in RESOURCE_HOMES.values()})
+
 
 def check(graph: Graph) -> Iterator[Finding]:
     for alarm in graph.of_type(ALARM):
         for namespace, metric, dimensions in _metrics(alarm):
             problem = (
-                _problem(namespace, metric, dimensions)
+                _elb_dimension(namespace, dimensions)
+                or _resource_namespace(graph, namespace, metric, dimensions)
+                or _problem(namespace, metric, dimensions)
+                or _classic_metric(namespace, metric)
                 or _node_group_as_asg(graph, dimensions)
                 or _rds_resource_id(graph, dimensions)
                 or _rds_instance_metric(graph, namespace, metric, dimensions)
-                or _elb_dimension(namespace, dimensions)
                 or _container_insights(graph, namespace)
             )
             if problem is not None:
@@ -230,6 +310,94 @@ def _problem(namespace: str, metric: str, dimensions: dict[str, Any]) -> tuple[s
             )
     if namespace == "AWS/SQS" and metric not in SQS_METRICS:
         return (f"SQS publishes no metric {metric!r}", f"use one of SQS's metrics ({', '.join(sorted(SQS_METRICS))})")
+    return None
+
+
+def _resource_namespace(
+    graph: Graph, namespace: str, metric: str, dimensions: dict[str, Any]
+) -> tuple[str, str] | None:
+    """A dimension holding a resource of the program whose type publishes to another namespace."""
+    if namespace not in DIMENSIONS:
+        return None
+    homes = _homes(graph)
+    for key in sorted(set(dimensions) & RESOURCE_DIMENSIONS):
+        value = dimensions[key]
+        found = homes.get(value) if isinstance(value, str) else None
+        if not found or any(home[1] == namespace for _, home in found):
+            continue
+        resource, (kind, home, dimension, output) = found[0]
+        output = "arn_suffix" if output == "arnSuffix" else output
+        same = ALB_TO_CLASSIC.get(metric) if home == "AWS/ELB" else CLASSIC_TO_ALB.get(metric)
+        named = f" (its {metric} there is {same})" if same else ""
+        if home == "AWS/ApplicationELB" and metric in ALB_TO_CLASSIC:
+            named = f" ({metric} is one)"
+        classic = (
+            "; AWS/ELB holds Classic Load Balancer metrics only, keyed by LoadBalancerName"
+            if namespace == "AWS/ELB"
+            else ""
+        )
+        return (
+            f"its {key} {value!r} is {kind} {resource.name}'s {output}, and {kind}s publish their metrics to {home} "
+            f"under {dimension}, never to {namespace}{classic}",
+            f"set the namespace to {home}, the dimension {dimension} to {resource.name}'s {output} output, and the "
+            f"metric to one {home} publishes{named}",
+        )
+    return None
+
+
+def _homes(graph: Graph) -> dict[str, list[tuple[RenderedResource, tuple[str, str, str, str]]]]:
+    """Each value that names one of the program's resources (its name, an ELB's arn_suffix) -> the resources, with
+    the namespace and dimension their metrics are published under."""
+    out: dict[str, list[tuple[RenderedResource, tuple[str, str, str, str]]]] = {}
+    for resource in graph.resources:
+        home = _home(resource)
+        if home is None:
+            continue
+        _, outputs = mock_outputs(
+            resource.type, resource.name, resource.inputs, graph.cloud_region(resource.region) or ""
+        )
+        values = {outputs.get(home[3]), outputs.get("name"), resource.inputs.get("name")}
+        values.add(physical_id(resource.type, resource.name).removesuffix("-id"))
+        for value in values:
+            if isinstance(value, str) and value:
+                out.setdefault(value, []).append((resource, home))
+    return out
+
+
+def _home(resource: RenderedResource) -> tuple[str, str, str, str] | None:
+    """(what it is, namespace, dimension, output) for a resource whose metrics CloudWatch publishes by one value."""
+    if resource.type in LB_TYPES:
+        kind = str(resource.inputs.get("loadBalancerType") or "application")
+        namespace = LB_NAMESPACES.get(kind)
+        what = {"application": "Application", "network": "Network", "gateway": "Gateway"}.get(kind, "")
+        return (f"{what} Load Balancer", namespace, "LoadBalancer", "arnSuffix") if namespace else None
+    if resource.type in TG_TYPES:
+        protocol = resource.inputs.get("protocol")
+        lambda_targets = resource.inputs.get("targetType") == "lambda"
+        namespace = "AWS/ApplicationELB" if lambda_targets else TG_NAMESPACES.get(str(protocol))
+        return ("target group", namespace, "TargetGroup", "arnSuffix") if namespace else None
+    return RESOURCE_HOMES.get(resource.type)
+
+
+def _classic_metric(namespace: str, metric: str) -> tuple[str, str] | None:
+    """A Classic Load Balancer metric name under ELBv2's namespaces, or another name under AWS/ELB."""
+    if namespace == "AWS/ELB" and metric not in CLASSIC_METRICS:
+        alb = (
+            f"; {metric} is an Application Load Balancer's metric, in AWS/ApplicationELB"
+            if metric in ALB_TO_CLASSIC
+            else ""
+        )
+        return (
+            f"AWS/ELB (Classic Load Balancers) publishes no metric {metric!r}{alb}",
+            f"use one of AWS/ELB's metrics ({', '.join(sorted(CLASSIC_METRICS))}), or for an ALB the namespace "
+            "AWS/ApplicationELB with its LoadBalancer arn_suffix",
+        )
+    if namespace in ("AWS/ApplicationELB", "AWS/NetworkELB") and metric in CLASSIC_TO_ALB:
+        same = CLASSIC_TO_ALB[metric]
+        return (
+            f"{metric} is a Classic Load Balancer metric (AWS/ELB); {namespace} publishes no metric of that name",
+            f"use {namespace}'s own metric" + (f" ({same} on an Application Load Balancer)" if same else ""),
+        )
     return None
 
 
