@@ -12,7 +12,10 @@ writes:
 - ``resources``: each resource type of the service and the ARN AWS forms for it (``log-stream``:
   ``arn:${Partition}:logs:${Region}:${Account}:log-group:${LogGroupName}:log-stream:${LogStreamName}``);
 - ``typed``: the actions every row of which names a resource type, and those types (an action with a row naming
-  none is left out: its grant on ``"*"`` or on ARNs is not judged by type);
+  none is left out: its grant on ``"*"`` or on ARNs is not judged by type). In the services of ``CONDITION_ROWS``
+  an action whose types are required (the reference's ``key*``) is typed too: its row naming no type is not
+  required and lists only condition keys the request carries (``kms:Sign``: ``key*``, then a row of
+  ``kms:SigningAlgorithm``, ``kms:RequestAlias``...), so the request still names a key;
 - ``conditions``: each service condition key (``s3:prefix``; the global ``aws:*`` keys are left out) and the
   actions whose request may carry it: the keys of the action's rows and of the resource types it names. A key
   most actions carry is written ``{"all_but": [...]}``, the actions that do not, which keeps the file small.
@@ -50,6 +53,27 @@ CONDITIONS = (
     "where most may; read from the same iam-definition.json"
 )
 
+# Services whose rows naming no resource type, beside a required type, hold only the action's condition keys (read
+# against their Service Authorization Reference pages: KMS's cryptographic and key-management actions all act on
+# ``key*``).
+CONDITION_ROWS = frozenset({"kms"})
+
+
+def typed(prefix: str, privileges: dict[str, Any]) -> dict[str, list[str]]:
+    """The actions every row of which names a resource type (or, in ``CONDITION_ROWS``, that require one and whose
+    untyped row only lists condition keys), and those types."""
+    out: dict[str, list[str]] = {}
+    for name, action in sorted(privileges.items()):
+        rows = action["resource_types"]
+        types = sorted(t for t in rows if t)
+        if not types:
+            continue
+        if "" not in rows or (
+            prefix in CONDITION_ROWS and not rows[""].get("required") and all(rows[t].get("required") for t in types)
+        ):
+            out[name] = types
+    return out
+
 
 def carried(service: dict[str, Any]) -> dict[str, Any]:
     """Condition key -> the actions that may carry it (or ``{"all_but": ...}``), for a service's own keys."""
@@ -86,11 +110,7 @@ def main() -> None:
             "actions": sorted(privileges),
             "unscoped": sorted(a for a, p in privileges.items() if set(p["resource_types"]) <= {""}),
             "resources": {name: row["arn"] for name, row in sorted(service["resources"].items())},
-            "typed": {
-                a: sorted(p["resource_types"])
-                for a, p in sorted(privileges.items())
-                if p["resource_types"] and "" not in p["resource_types"]
-            },
+            "typed": typed(prefix, privileges),
             "conditions": carried(service),
         }
     table = {

@@ -91,6 +91,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "replaceable-name",
         "security-group-rules-owned",
         "aws-cli-permissions",
+        "kms-key-usage",
         "event-source-permissions",
         "service-role-trust",
         "state-machine-log-delivery",

