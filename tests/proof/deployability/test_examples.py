@@ -169,6 +169,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "cluster-ip-in-range",
         "access-mode-supported",
         "subnet-range",
+        "vpc-cidr-block",
+        "fargate-private-subnets",
         "egress-allowed",
         "one-autoscaler",
         "scale-up-enabled",

@@ -19,8 +19,18 @@ An ALB Ingress with target type ``instance`` (its default, per Ingress or per Se
 nodes on each backend Service's node port: a ClusterIP backend has none, and the controller refuses it (``service
 is not of type NodePort or LoadBalancer and target-type is instance``); ``ip`` works with ClusterIP.
 
+A load balancer the program creates itself (``aws.lb.LoadBalancer``/``aws.alb.LoadBalancer``, application or
+network, and the classic ``aws.elb.LoadBalancer``) is internet-facing unless ``internal`` is true; ELB places a node
+in each subnet it names, and an internet-facing load balancer needs public subnets, routed to an internet gateway
+(https://docs.aws.amazon.com/elasticloadbalancing/latest/application/application-load-balancers.html#subnets-load-balancer,
+https://docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#availability-zones,
+https://repost.aws/knowledge-center/public-load-balancer-private-ec2). In subnets whose default route leads to a NAT
+gateway (or nowhere), its public addresses answer through the NAT, and no client reaches it; with no internet
+gateway in the VPC at all, CreateLoadBalancer fails (``InvalidSubnet: VPC ... has no internet gateway``).
+
 It cannot see: subnets of a VPC the program does not create, IngressClassParams (their subnets and scheme), the
-controller's ``--default-tags`` and ``--aws-vpc-id`` flags, and Services of another ``loadBalancerClass``.
+controller's ``--default-tags`` and ``--aws-vpc-id`` flags, Services of another ``loadBalancerClass``, and a
+program's own load balancer placed partly in public subnets (only the AZs of its private ones fail).
 """
 
 from __future__ import annotations
@@ -37,6 +47,13 @@ from tokenplane.proof.render import LB_CONTROLLER_CHART, RenderedResource
 
 RULE = "lb-subnets"
 SUBNET = "aws:ec2/subnet:Subnet"
+OWN_LOAD_BALANCERS = (
+    "aws:lb/loadBalancer:LoadBalancer",
+    "aws:alb/loadBalancer:LoadBalancer",
+    "aws:elb/loadBalancer:LoadBalancer",
+)
+INTERNET_GATEWAY = "aws:ec2/internetGateway:InternetGateway"
+GATEWAY_ATTACHMENT = "aws:ec2/internetGatewayAttachment:InternetGatewayAttachment"
 ELB_ROLE = "kubernetes.io/role/elb"
 INTERNAL_ROLE = "kubernetes.io/role/internal-elb"
 CLUSTER_TAG = "kubernetes.io/cluster/"
@@ -60,6 +77,7 @@ class Balancer:
 
 
 def check(graph: Graph) -> Iterator[Finding]:
+    yield from _own_balancers(graph)
     for region in graph.regions():
         clusters = graph.of_type(CLUSTER, region)
         if len(clusters) != 1:
@@ -228,6 +246,59 @@ def _placement(graph: Graph, cluster: RenderedResource, vpc: RenderedResource, l
                 f"tag the public subnets (a route 0.0.0.0/0 to the internet gateway) {ELB_ROLE}=1 instead, or make "
                 "the load balancer internal",
             )
+
+
+def _subnet_ids(balancer: RenderedResource) -> list[Any]:
+    """The subnets an ELB load balancer of the program names: ``subnets``, else ``subnetMappings[].subnetId``."""
+    named = balancer.inputs.get("subnets")
+    if isinstance(named, list) and named:
+        return named
+    mappings = balancer.inputs.get("subnetMappings")
+    return [m.get("subnetId") if isinstance(m, dict) else None for m in mappings] if isinstance(mappings, list) else []
+
+
+def _has_internet_gateway(graph: Graph, vpc: RenderedResource) -> bool:
+    holders = graph.of_type(INTERNET_GATEWAY, vpc.region) + graph.of_type(GATEWAY_ATTACHMENT, vpc.region)
+    return any(v.urn == vpc.urn for h in holders for v in graph.referenced(h, "vpcId"))
+
+
+def _own_balancers(graph: Graph) -> Iterator[Finding]:
+    """The program's own internet-facing load balancers placed only in subnets with no route to an internet gateway."""
+    for balancer in (b for t in OWN_LOAD_BALANCERS for b in graph.of_type(t)):
+        if balancer.inputs.get("internal") is not False and balancer.inputs.get("internal") is not None:
+            continue  # internal (or not known at render time)
+        if balancer.inputs.get("loadBalancerType") == "gateway":
+            continue  # a Gateway Load Balancer has no scheme
+        ids = _subnet_ids(balancer)
+        subnets = [s for s in graph.by_physical_ids(ids) if s.type == SUBNET]
+        if not ids or len(subnets) != len(ids):
+            continue  # a subnet not the program's, or not known at render time
+        egress = [vpc_routes.egress(graph, s) for s in subnets]
+        if any(e.kind in ("igw", "unknown") for e in egress):
+            continue
+        vpcs = {v.urn: v for s in subnets if (v := vpc_routes.vpc_of(graph, s)) is not None}
+        gateway = any(_has_internet_gateway(graph, v) for v in vpcs.values())
+        routes = ", ".join(
+            f"{s.name} to {e.target.name}" if e.target is not None else f"{s.name} nowhere outside the VPC"
+            for s, e in zip(subnets, egress, strict=True)
+        )
+        outcome = (
+            "ELB creates it with public addresses, but its nodes' subnets send the replies to internet clients "
+            "through NAT (or nowhere), so no client on the internet (nor one in the VPC, which reaches the public "
+            "addresses through NAT) can reach it"
+            if gateway
+            else "the VPC has no internet gateway, and CreateLoadBalancer fails (InvalidSubnet: VPC ... has no "
+            "internet gateway)"
+        )
+        yield Finding(
+            RULE,
+            balancer.urn,
+            f"load balancer {balancer.name} is internet-facing (internal is "
+            f"{'false' if 'internal' in balancer.inputs else 'not set, so false'}) and placed only in subnets with no "
+            f"route to an internet gateway (their way out: {routes}): {outcome}",
+            "place it in the VPC's public subnets (a route 0.0.0.0/0 to the internet gateway), one per availability "
+            "zone, or set internal=True if only the VPC should reach it",
+        )
 
 
 def _instance_targets(graph: Graph, region: str) -> Iterator[Finding]:
