@@ -3,7 +3,7 @@ shipped dev render (VPC 10.0.0.0/16, public subnets routed to an internet gatewa
 beside correct twins: secondary VPC blocks AssociateVpcCidrBlock refuses (vpc-cidr-block), Fargate profiles in
 public subnets (fargate-private-subnets), and the program's own internet-facing load balancers in private subnets
 (lb-subnets). The planted defects are of other values and resources than the held-out cases' (a 172.16/12 block
-beside a 10/8 primary, 198.19/16 beside a publicly routable primary, 10/8 beside a 192.168/16 primary, a /14 and a
+beside a 10/8 primary, 198.19/16 beside a publicly routable or an RFC 1918 primary, 10/8 beside a 192.168/16 primary, a /14 and a
 /29, overlaps, a route's destination, an IPAM netmask; a mixed and a standalone-route public subnet; an NLB, a
 classic ELB, subnet mappings, a VPC without an internet gateway)."""
 
@@ -97,6 +97,10 @@ def _vpc(cidr: str, name: str = "planted-vpc") -> RenderedResource:
         ("198.19.0.0/16", "172.31.0.0/16", "is in 172.16.0.0/12, which AWS restricts"),
         (None, "10.8.0.0/14", "is a /14"),
         (None, "100.64.0.0/29", "is a /29"),
+        (None, "198.19.0.0/16", "is in 198.19.0.0/16, which AWS restricts"),  # beside an RFC 1918 primary
+        ("172.16.0.0/16", "172.31.0.0/16", "is in 172.31.0.0/16, which AWS restricts"),
+        ("10.1.0.0/16", "10.0.4.0/24", "is in 10.0.0.0/16, which AWS restricts"),  # a block of 10.0.0.0/15
+        (None, "169.254.0.0/16", "is in 169.254.0.0/16, which AWS restricts"),
         (None, "10.0.128.0/17", "overlaps the VPC's primary block 10.0.0.0/16"),
     ],
 )
@@ -114,7 +118,7 @@ def test_a_secondary_block_associate_vpc_cidr_block_refuses_is_reported(
     [
         (None, "10.1.0.0/16"),  # the primary's own range
         (None, "100.65.0.0/16"),
-        (None, "198.19.0.0/16"),  # beside an RFC 1918 primary
+        ("10.4.0.0/16", "10.0.4.0/24"),  # 10.0.0.0/16 is restricted only beside a block of 10.0.0.0/15
         (None, "203.0.113.0/24"),  # publicly routable
         (None, "100.64.0.0/28"),
         (None, None),  # not known at render time

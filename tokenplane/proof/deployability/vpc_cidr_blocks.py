@@ -9,18 +9,21 @@ The VPC User Guide's rules for adding an IPv4 CIDR block to a VPC
 - Its range is permitted by the "IPv4 CIDR block association restrictions" table, keyed by the range the VPC's
   primary block lies in:
 
-  ========================================  ============================================================
-  primary block in                          restricted secondary blocks
-  ========================================  ============================================================
-  10.0.0.0/8                                the other RFC 1918 ranges, 172.16.0.0/12 and 192.168.0.0/16
-  172.16.0.0/12                             the other RFC 1918 ranges, 10.0.0.0/8 and 192.168.0.0/16
-  192.168.0.0/16                            the other RFC 1918 ranges, 10.0.0.0/8 and 172.16.0.0/12
-  198.19.0.0/16                             every RFC 1918 range
-  100.64.0.0/10, or publicly routable       every RFC 1918 range, and 198.19.0.0/16
-  ========================================  ============================================================
+  ===========================  ==========================================================================
+  primary block in             restricted secondary blocks
+  ===========================  ==========================================================================
+  10.0.0.0/8                   172.16.0.0/12, 192.168.0.0/16, 198.19.0.0/16; and 10.0.0.0/16 where a block
+                               of the VPC is in 10.0.0.0/15
+  172.16.0.0/12                10.0.0.0/8, 192.168.0.0/16, 172.31.0.0/16, 198.19.0.0/16
+  192.168.0.0/16               10.0.0.0/8, 172.16.0.0/12, 198.19.0.0/16
+  198.19.0.0/16                every RFC 1918 range
+  100.64.0.0/10, or public     every RFC 1918 range, and 198.19.0.0/16
+  any                          169.254.0.0/16 (link-local, RFC 5735: never assignable to a VPC)
+  ===========================  ==========================================================================
 
-  Permitted otherwise: the primary's own RFC 1918 range, publicly routable blocks, 100.64.0.0/10 (and 198.19.0.0/16
-  beside an RFC 1918 primary).
+  Permitted otherwise: the rest of the primary's own RFC 1918 range, publicly routable blocks, and 100.64.0.0/10.
+  The table as the guide's source states it: awsdocs/amazon-vpc-user-guide, ``doc_source/vpc-cidr-blocks.md`` at
+  a1298ceea56d79184f27c2fbc5e72a84a5730054 (2023-04-21), "IPv4 CIDR block association restrictions".
 - It overlaps neither the primary block nor another block associated with the VPC.
 - It is not the same as or larger than the destination of a route in one of the VPC's route tables (a route that
   exists before the association: one the association waits for).
@@ -30,8 +33,7 @@ association, and every subnet placed in the block with it. The quota of five IPv
 not judged.
 
 It cannot see: a VPC the program does not create (its primary block and existing associations), blocks unknown at
-render time (an IPAM pool's allocation), the table's finer rows about parts of a range the VPC already uses (such as
-10.0.0.0/15 beside 10.0.0.0/16 and 172.31.0.0/16), and routes not ordered before the association (created the
+render time (an IPAM pool's allocation), the 10.0.0.0/15 row for blocks of the VPC other than the primary, and routes not ordered before the association (created the
 other way round, the route itself is judged by EC2, not here).
 """
 
@@ -56,6 +58,10 @@ Network = ipaddress.IPv4Network
 RFC1918 = tuple(Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 SHARED = Network("100.64.0.0/10")
 BENCHMARK = Network("198.19.0.0/16")
+LINK_LOCAL = Network("169.254.0.0/16")
+# The 10.0.0.0/8 row's and the 172.16.0.0/12 row's own exceptions.
+TEN_FIFTEEN, TEN_SIXTEEN = Network("10.0.0.0/15"), Network("10.0.0.0/16")
+AWS_DEFAULT_VPC = Network("172.31.0.0/16")
 
 
 def _network(value: object) -> Network | None:
@@ -74,12 +80,17 @@ def _range_of(block: Network) -> Network | None:
 def restricted(primary: Network, block: Network) -> list[Network]:
     """The ranges of the restrictions table that forbid ``block`` beside a VPC whose primary block is ``primary``."""
     row = _range_of(primary)
+    forbidden = [LINK_LOCAL]
     if row in RFC1918:
-        forbidden = [r for r in RFC1918 if r != row]
+        forbidden += [r for r in RFC1918 if r != row] + [BENCHMARK]
+        if row == RFC1918[0] and primary.overlaps(TEN_FIFTEEN):
+            forbidden.append(TEN_SIXTEEN)
+        if row == RFC1918[1]:
+            forbidden.append(AWS_DEFAULT_VPC)
     elif row == BENCHMARK:
-        forbidden = list(RFC1918)
+        forbidden += list(RFC1918)
     else:
-        forbidden = [*RFC1918, BENCHMARK]
+        forbidden += [*RFC1918, BENCHMARK]
     return [r for r in forbidden if block.overlaps(r)]
 
 
@@ -87,9 +98,7 @@ def permitted(primary: Network) -> str:
     """The table's permitted column for a VPC whose primary block is ``primary``, in words."""
     row = _range_of(primary)
     if row in RFC1918:
-        return f"the primary's own range {row}, {SHARED}, {BENCHMARK} or a publicly routable range"
-    if row == BENCHMARK:
-        return f"{BENCHMARK}, {SHARED} or a publicly routable range"
+        return f"the rest of the primary's own range {row}, {SHARED} or a publicly routable range"
     return f"{SHARED} or a publicly routable range"
 
 
