@@ -1,0 +1,19 @@
+"""Held-out deployability set 34: 18 deployment defects and 8 correct variants of ``examples/single-region``.
+
+Written blind to the project's offline checks (see README.md). Run from the repository root:
+
+    .venv/bin/python -m benchmarks.heldout_deployability_34.run
+
+``JUDGEMENT`` is left empty: the set was written without running any check against it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.heldout_runner import HeldOutSet, main
+
+JUDGEMENT: dict[str, tuple[bool, str]] = {}
+
+if __name__ == "__main__":
+    main(HeldOutSet(Path(__file__).resolve().parent, 34, JUDGEMENT))
