@@ -56,5 +56,33 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
 }
 
+# After the set's fixes (not held out: written with these programs in view), read from results-after-fixes.md.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "pod_cidr_secondary_block_192_168": (True, "vpc-cidr-block: 192.168/16 restricted beside a 10/8 primary"),
+    "pod_cidr_secondary_block_whole_100_64_slash_10": (True, "vpc-cidr-block: a /10 (blocks are /16 to /28)"),
+    "manifest_signing_key_ecc_with_rotation": (True, "aws-api-values: EnableKeyRotation on an asymmetric key"),
+    "manifest_signer_policy_on_alias_arn": (True, "iam-resource-type and aws-cli-permissions: kms:Sign on the key"),
+    "manifest_signer_rsa_algorithm_on_ecc_key": (True, "kms-key-usage: RSASSA_PSS_SHA_256 on ECC_NIST_P256"),
+    "manifest_signer_service_account_custom_audience": (
+        True,
+        "service-account-trust: the token's audience is not the trust's aud",
+    ),
+    "manifest_signer_boundary_s3_read_only": (True, "aws-cli-permissions: no permissions boundary allows kms:Sign"),
+    "tools_alb_access_logs_to_sse_kms_bucket": (True, "lb-access-log-bucket: ALB logs support only SSE-S3"),
+    "tools_alb_internet_facing_in_private_subnets": (
+        True,
+        "lb-subnets: internet-facing, only in subnets without an internet gateway route",
+    ),
+    "tools_alb_5xx_alarm_in_classic_elb_namespace": (
+        True,
+        "alarm-metric-exists: an ALB's arn_suffix publishes to AWS/ApplicationELB",
+    ),
+    "fargate_publish_profile_in_public_subnets": (True, "fargate-private-subnets: a subnet routed to the IGW"),
+    "fargate_publish_profile_whole_serving_namespace": (True, "fargate-pod-supported: GPU pods taken by the profile"),
+    "status_page_sysctl_somaxconn": (True, "sysctls-allowed: net.core.somaxconn not allowlisted"),
+    "status_page_projected_token_five_minutes": (True, "api-validation: expirationSeconds under 600"),
+    "status_page_service_require_dual_stack": (True, "cluster-ip-in-range: RequireDualStack on an IPv4 cluster"),
+}
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 33, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 33, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
