@@ -136,7 +136,7 @@ from tokenplane.proof.deployability import (
 )
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.graph import Graph, lookup, number
 from tokenplane.proof.deployability.launch_keys import launch_template
 from tokenplane.proof.deployability.record_names import zone_of
 from tokenplane.proof.render import RenderedResource
@@ -266,10 +266,6 @@ ROUTING_POLICIES = (
 _FAMILY = re.compile(r"^([a-z]+?)(\d+)([a-z-]*)\.")
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _rejected(resource: RenderedResource, service: str, what: str, fix: str) -> Finding:
     return Finding(RULE, resource.urn, f"{service} refuses {resource.name}: {what}", fix)
 
@@ -310,7 +306,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             yield from _waf_scope(graph, resource)
         if resource.type == KMS_KEY:
             yield from _key_policy_lockout(resource)
-            window = _number(resource.inputs.get("deletionWindowInDays"))
+            window = number(resource.inputs.get("deletionWindowInDays"))
             if window is not None and int(window) not in KMS_WINDOW_DAYS:
                 yield _rejected(
                     resource, "KMS", f"a deletion window of {window:g} days (7-30 allowed)", "set 7 to 30 days"
@@ -318,7 +314,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         elif resource.type == KMS_ALIAS:
             yield from _kms_alias(resource)
         elif resource.type == LOG_GROUP:
-            days = _number(resource.inputs.get("retentionInDays"))
+            days = number(resource.inputs.get("retentionInDays"))
             if days is not None and days != 0 and int(days) not in LOG_RETENTION_DAYS:
                 allowed = ", ".join(str(d) for d in sorted(LOG_RETENTION_DAYS))
                 yield _rejected(
@@ -334,7 +330,7 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 def _batch_size(graph: Graph, mapping: RenderedResource) -> Iterator[Finding]:
     """BatchSize within the source's limit; an SQS batch above 10 with a batching window of a second or more."""
-    batch, source = _number(mapping.inputs.get("batchSize")), mapping.inputs.get("eventSourceArn")
+    batch, source = number(mapping.inputs.get("batchSize")), mapping.inputs.get("eventSourceArn")
     parts = source.split(":") if isinstance(source, str) else []
     if batch is None or len(parts) < 6 or parts[0] != "arn" or parts[2] not in BATCH_LIMITS:
         return  # no batch size (the source's default), or a source unknown at render time
@@ -350,7 +346,7 @@ def _batch_size(graph: Graph, mapping: RenderedResource) -> Iterator[Finding]:
             f"batchSize {batch:g} from {kind} (InvalidParameterValueException: BatchSize 1-{limit:,} for it)",
             f"set batch_size within 1-{limit:,}",
         )
-    window = _number(mapping.inputs.get("maximumBatchingWindowInSeconds"))
+    window = number(mapping.inputs.get("maximumBatchingWindowInSeconds"))
     if service == "sqs" and not fifo and batch > SQS_UNWINDOWED_BATCH and (window is None or window < 1):
         yield _rejected(
             mapping,
@@ -365,7 +361,7 @@ def _batch_size(graph: Graph, mapping: RenderedResource) -> Iterator[Finding]:
 def _maximum_concurrency(mapping: RenderedResource) -> Iterator[Finding]:
     """ScalingConfig.MaximumConcurrency: "Valid Range: Minimum value of 2. Maximum value of 1000"
     (https://docs.aws.amazon.com/lambda/latest/api/API_ScalingConfig.html; the CloudFormation schema's the same)."""
-    value = _number(lookup(mapping.inputs, "scalingConfig.maximumConcurrency"))
+    value = number(lookup(mapping.inputs, "scalingConfig.maximumConcurrency"))
     low, high = MAXIMUM_CONCURRENCY
     if value is not None and not low <= value <= high:
         yield _rejected(
@@ -539,7 +535,7 @@ def _key_policy_lockout(key: RenderedResource) -> Iterator[Finding]:
 
 def _ranges(resource: RenderedResource) -> Iterator[Finding]:
     for key, allowed in RANGES.get(resource.type, {}).items():
-        value = _number(resource.inputs.get(key))
+        value = number(resource.inputs.get(key))
         if value is None or allowed.low <= value <= allowed.high or value in allowed.also:
             continue
         span = f"{allowed.low:,}" if allowed.low == allowed.high else f"{allowed.low:,}-{allowed.high:,}"
@@ -556,7 +552,7 @@ def _ranges(resource: RenderedResource) -> Iterator[Finding]:
 def _alarm_periods(alarm: RenderedResource) -> Iterator[Finding]:
     periods = [alarm.inputs.get("period")]
     periods += [lookup(q, "metric.period") for q in alarm.inputs.get("metricQueries") or [] if isinstance(q, dict)]
-    for period in (_number(p) for p in periods):
+    for period in (number(p) for p in periods):
         if period is not None and period not in SHORT_ALARM_PERIODS and (period <= 0 or period % 60):
             yield _rejected(
                 alarm,
@@ -564,13 +560,13 @@ def _alarm_periods(alarm: RenderedResource) -> Iterator[Finding]:
                 f"an alarm period of {period:g} s (ValidationError: 10, 20, 30 or a multiple of 60)",
                 "set the period to 10, 20, 30 or a multiple of 60 seconds",
             )
-    yield from _alarm_range(alarm, [p for p in (_number(p) for p in periods) if p])
+    yield from _alarm_range(alarm, [p for p in (number(p) for p in periods) if p])
     yield from _alarm_fields(alarm)
 
 
 def _alarm_fields(alarm: RenderedResource) -> Iterator[Finding]:
     """PutMetricAlarm's cross-field constraints: M <= N, and what a metric math alarm takes beside its queries."""
-    datapoints, evaluations = (_number(alarm.inputs.get(k)) for k in ("datapointsToAlarm", "evaluationPeriods"))
+    datapoints, evaluations = (number(alarm.inputs.get(k)) for k in ("datapointsToAlarm", "evaluationPeriods"))
     if datapoints is not None and evaluations is not None and datapoints > evaluations:
         yield _rejected(
             alarm,
@@ -633,7 +629,7 @@ def _query_ids(alarm: RenderedResource, queries: list[dict[str, Any]]) -> Iterat
 
 def _alarm_range(alarm: RenderedResource, periods: list[float]) -> Iterator[Finding]:
     """Period x EvaluationPeriods within PutMetricAlarm's range (a metric math alarm's longest query period)."""
-    evaluations = _number(alarm.inputs.get("evaluationPeriods"))
+    evaluations = number(alarm.inputs.get("evaluationPeriods"))
     if not periods or evaluations is None:
         return
     period = max(periods)
@@ -667,7 +663,7 @@ def _security_group_text(group: RenderedResource) -> Iterator[Finding]:
 
 
 def _msk(msk: RenderedResource) -> Iterator[Finding]:
-    brokers = _number(msk.inputs.get("numberOfBrokerNodes"))
+    brokers = number(msk.inputs.get("numberOfBrokerNodes"))
     info = msk.inputs.get("brokerNodeGroupInfo") or {}
     subnets = info.get("clientSubnets")
     if brokers is not None and isinstance(subnets, list) and subnets and brokers % len(subnets):
@@ -678,7 +674,7 @@ def _msk(msk: RenderedResource) -> Iterator[Finding]:
             "nodes must be a multiple of the Availability Zones in the client subnets)",
             f"use a multiple of {len(subnets)} brokers",
         )
-    size = _number(((info.get("storageInfo") or {}).get("ebsStorageInfo") or {}).get("volumeSize"))
+    size = number(((info.get("storageInfo") or {}).get("ebsStorageInfo") or {}).get("volumeSize"))
     if size is not None and int(size) not in MSK_VOLUME_GIB:
         yield _rejected(msk, "MSK", f"a broker volume of {size:g} GiB (1-16384 allowed)", "size it within 1-16384 GiB")
     broker = info.get("instanceType")
@@ -693,8 +689,8 @@ def _msk(msk: RenderedResource) -> Iterator[Finding]:
 
 def _replication_group(group: RenderedResource) -> Iterator[Finding]:
     inputs = group.inputs
-    clusters = _number(inputs.get("numCacheClusters"))
-    replicas = _number(inputs.get("replicasPerNodeGroup"))
+    clusters = number(inputs.get("numCacheClusters"))
+    replicas = number(inputs.get("replicasPerNodeGroup"))
     nodes = clusters if clusters is not None else (None if replicas is None else replicas + 1)
     failover, multi_az = inputs.get("automaticFailoverEnabled") is True, inputs.get("multiAzEnabled") is True
     if failover and nodes is not None and nodes < 2:
@@ -781,7 +777,7 @@ def _kubernetes(graph: Graph, node_group: RenderedResource) -> tuple[int, ...] |
 def _node_group(graph: Graph, node_group: RenderedResource) -> Iterator[Finding]:
     inputs = node_group.inputs
     scaling = inputs.get("scalingConfig") or {}
-    low, desired, high = (_number(scaling.get(k)) for k in ("minSize", "desiredSize", "maxSize"))
+    low, desired, high = (number(scaling.get(k)) for k in ("minSize", "desiredSize", "maxSize"))
     if high is not None and high < 1:
         yield _rejected(node_group, "EKS", f"maxSize {high:g} (InvalidParameterException: at least 1)", "set 1+")
     if None not in (low, desired, high) and not (low <= desired <= high):  # type: ignore[operator]
@@ -798,7 +794,7 @@ def _node_group(graph: Graph, node_group: RenderedResource) -> Iterator[Finding]
             node_group, "EKS", "both maxUnavailable and maxUnavailablePercentage", "set one of the two update limits"
         )
     for key in ("maxUnavailable", "maxUnavailablePercentage"):
-        value = _number(update.get(key))
+        value = number(update.get(key))
         if value is not None and not 1 <= value <= 100:
             yield _rejected(node_group, "EKS", f"updateConfig.{key} {value:g} (1-100 allowed)", "set it within 1-100")
     if inputs.get("launchTemplate"):
@@ -905,7 +901,7 @@ def _template_conflicts(node_group: RenderedResource, template: RenderedResource
 
 
 def _days(value: Any) -> float | None:
-    return _number(value.get("days")) if isinstance(value, dict) else None
+    return number(value.get("days")) if isinstance(value, dict) else None
 
 
 def _lifecycle(lifecycle: RenderedResource) -> Iterator[Finding]:
@@ -916,7 +912,7 @@ def _lifecycle(lifecycle: RenderedResource) -> Iterator[Finding]:
         transitions = [t for t in rule.get("transitions") or [] if isinstance(t, dict)]
         noncurrent = [t for t in rule.get("noncurrentVersionTransitions") or [] if isinstance(t, dict)]
         for transition, days_key in [(t, "days") for t in transitions] + [(t, "noncurrentDays") for t in noncurrent]:
-            days, storage = _number(transition.get(days_key)), transition.get("storageClass")
+            days, storage = number(transition.get(days_key)), transition.get("storageClass")
             least = INFREQUENT_ACCESS.get(str(storage))
             if days is not None and least is not None and days < least:
                 yield _rejected(
@@ -928,7 +924,7 @@ def _lifecycle(lifecycle: RenderedResource) -> Iterator[Finding]:
                 )
         yield from _lifecycle_numbers(lifecycle, name, rule)
         expires = _days(rule.get("expiration"))
-        latest = max((d for t in transitions if (d := _number(t.get("days"))) is not None), default=None)
+        latest = max((d for t in transitions if (d := number(t.get("days"))) is not None), default=None)
         if expires is not None and latest is not None and expires <= latest:
             yield _rejected(
                 lifecycle,
@@ -943,7 +939,7 @@ def _count(value: Any) -> float | None:
     """A number, or the digits the provider's nullable integers render as ("200")."""
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return float(value)
-    return _number(value)
+    return number(value)
 
 
 def _lifecycle_numbers(lifecycle: RenderedResource, name: str, rule: dict[str, Any]) -> Iterator[Finding]:

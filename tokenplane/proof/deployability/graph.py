@@ -237,3 +237,9 @@ def lookup(data: Any, path: str) -> Any:
             return None
         data = data.get(part)
     return data
+
+
+def number(value: Any) -> float | None:
+    """A numeric input as the mocks carry it (an int, or the float a program's int becomes); None for anything else,
+    a bool included (True is an int in Python, never a number in an API's input)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.graph import Graph, number
 from tokenplane.proof.deployability.iam_policy import arns_of
 from tokenplane.proof.render import RenderedResource
 
@@ -144,7 +143,7 @@ def _create(key: RenderedResource, rule: str) -> Iterator[Finding]:
 
 def _rotation(key: RenderedResource, rule: str) -> Iterator[Finding]:
     inputs = key.inputs
-    period = _number(inputs.get("rotationPeriodInDays"))
+    period = number(inputs.get("rotationPeriodInDays"))
     if period is not None and not ROTATION_DAYS[0] <= period <= ROTATION_DAYS[1]:
         yield _refused(
             key,
@@ -172,7 +171,3 @@ def _rotation(key: RenderedResource, rule: str) -> Iterator[Finding]:
         "(https://docs.aws.amazon.com/kms/latest/developerguide/rotate-keys.html)",
         "set enable_key_rotation=False (rotate such a key by creating a new key and moving its alias to it)",
     )
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

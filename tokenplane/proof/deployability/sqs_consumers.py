@@ -36,11 +36,10 @@ competes for the account's pool, which this rule does not judge).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from tokenplane.proof.deployability.dead_letters import dead_letter_queue
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.graph import Graph, lookup, number
 from tokenplane.proof.deployability.lambda_concurrency import INVOKERS
 from tokenplane.proof.deployability.lambda_concurrency import _names as names_function
 from tokenplane.proof.render import RenderedResource
@@ -57,14 +56,14 @@ STREAMS = ("kinesis", "dynamodb")  # sources whose mapping carries its own on-fa
 
 def check_pollers(graph: Graph) -> Iterator[Finding]:
     for function in graph.of_type(FUNCTION):
-        reserved = _number(function.inputs.get("reservedConcurrentExecutions"))
+        reserved = number(function.inputs.get("reservedConcurrentExecutions"))
         if reserved is None or reserved <= 0:
             continue  # unreserved (-1 or none); 0 is function-invocable's
         counted: list[tuple[str, float, bool]] = []  # each mapping, its pollers, and whether it bounds them
         for mapping in _mappings(graph, function):
             if _service(mapping) != "sqs" or mapping.inputs.get("enabled") is False:
                 continue
-            maximum = _number(lookup(mapping.inputs, "scalingConfig.maximumConcurrency"))
+            maximum = number(lookup(mapping.inputs, "scalingConfig.maximumConcurrency"))
             if maximum is None and _fifo(graph, mapping):
                 continue
             counted.append((mapping.name, maximum if maximum is not None else STANDARD_POLLERS, maximum is not None))
@@ -175,7 +174,3 @@ def _service(mapping: RenderedResource) -> str | None:
 def _fifo(graph: Graph, mapping: RenderedResource) -> bool:
     source = str(mapping.inputs.get("eventSourceArn") or "")
     return source.endswith(".fifo") or any(q.inputs.get("fifoQueue") for q in _queues(graph, mapping))
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
