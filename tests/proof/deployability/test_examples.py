@@ -96,6 +96,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "service-role-trust",
         "state-machine-log-delivery",
         "state-machine-definition",
+        "state-machine-express-duration",
+        "state-machine-sync-permissions",
         "ttl-expires",
         "bucket-source-vpc",
         "aws-api-replay",
