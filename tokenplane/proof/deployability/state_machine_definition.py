@@ -144,7 +144,7 @@ def pattern_errors(machine: dict[str, Any], express: bool) -> list[str]:
 
 def check(graph: Graph) -> Iterator[Finding]:
     for machine in graph.of_type(STATE_MACHINE):
-        definition = _parsed(machine.inputs.get("definition"))
+        definition = parsed_definition(machine.inputs.get("definition"))
         if definition is None:
             continue  # known only at apply time, or not JSON: not judged
         problems = errors(definition)
@@ -161,7 +161,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             "remove or link any state nothing transitions to",
         )
     for machine in graph.of_type(STATE_MACHINE):
-        definition = _parsed(machine.inputs.get("definition"))
+        definition = parsed_definition(machine.inputs.get("definition"))
         kind = str(machine.inputs.get("type") or "STANDARD").upper()
         refused = pattern_errors(definition, kind == EXPRESS) if definition is not None else []
         if not refused:
@@ -180,7 +180,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         )
 
 
-def _parsed(value: Any) -> dict[str, Any] | None:
+def parsed_definition(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, str):
         return None
     try:
@@ -206,7 +206,7 @@ def errors(machine: dict[str, Any], at: str = "") -> list[str]:
             found.append(f"{SCHEMA}: state is not an object at {where}")
             continue
         found += _shape(state, where)
-        for field, target in _transitions(state):
+        for field, target in transitions(state):
             edges[name].append(target)
             if target not in states:
                 found.append(f"{MISSING}: Missing 'Next' target: {target} at {where}/{field}")
@@ -231,7 +231,7 @@ def _shape(state: dict[str, Any], where: str) -> list[str]:
     return []
 
 
-def _transitions(state: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+def transitions(state: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """(field path, target) of each transition out of a state."""
     if "Next" in state:
         yield "Next", state["Next"]

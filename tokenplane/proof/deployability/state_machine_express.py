@@ -24,7 +24,12 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.state_machine_definition import EXPRESS, STATE_MACHINE, _parsed, _transitions
+from tokenplane.proof.deployability.state_machine_definition import (
+    EXPRESS,
+    STATE_MACHINE,
+    parsed_definition,
+    transitions,
+)
 
 RULE = "state-machine-express-duration"
 LIMIT_SECONDS = 300  # an Express execution's maximum duration
@@ -34,7 +39,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     for machine in graph.of_type(STATE_MACHINE):
         if str(machine.inputs.get("type") or "").upper() != EXPRESS:
             continue
-        definition = _parsed(machine.inputs.get("definition"))
+        definition = parsed_definition(machine.inputs.get("definition"))
         least = shortest(definition) if definition is not None else None
         if least is None or least < LIMIT_SECONDS:
             continue  # not judged, never succeeds anyway, or a way through within five minutes
@@ -69,7 +74,7 @@ def shortest(machine: dict[str, Any]) -> float | None:
             return None
         if state.get("Type") == "Succeed" or (state.get("End") is True and state.get("Type") != "Fail"):
             return spent
-        for _, target in _transitions(state):
+        for _, target in transitions(state):
             if isinstance(target, str) and target in states and target not in done:
                 heapq.heappush(todo, (spent + cost[target], target))
     return None

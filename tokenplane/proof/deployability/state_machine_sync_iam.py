@@ -33,8 +33,8 @@ from tokenplane.proof.deployability.iam_policy import allows, allows_on, known_d
 from tokenplane.proof.deployability.state_machine_definition import (
     EXPRESS,
     STATE_MACHINE,
-    _parsed,
     integration,
+    parsed_definition,
     tasks,
 )
 
@@ -84,7 +84,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     for machine in graph.of_type(STATE_MACHINE):
         if str(machine.inputs.get("type") or "STANDARD").upper() == EXPRESS:
             continue  # refused at CreateStateMachine instead (state-machine-definition)
-        definition = _parsed(machine.inputs.get("definition"))
+        definition = parsed_definition(machine.inputs.get("definition"))
         role_arn = machine.inputs.get("roleArn")
         role = role_named(graph, role_arn)
         documents = known_documents(graph, role) if role is not None else None
