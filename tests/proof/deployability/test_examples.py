@@ -52,6 +52,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "service-account-trust",
         "rbac-grant-token",
         "rbac-role-exists",
+        "rbac-rule-resolves",
         "literal-name-resolves",
         "dead-letter-keeps",
         "function-invocable",

@@ -294,6 +294,7 @@ CHECKS: dict[str, Check] = {
     service_accounts.RULE: service_accounts.check,
     rbac_grants.RULE: rbac_grants.check,
     rbac_grants.ROLE: rbac_grants.check_roles,
+    rbac_grants.RULES: rbac_grants.check_rules,
     namespaces.RULE: namespaces.check,
     names.RULE: names.check,
     offerings.RULE: offerings.check,

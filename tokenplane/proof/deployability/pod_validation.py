@@ -12,7 +12,12 @@ request other than its limit or without a limit), volumes (ValidateVolumes: DNS-
 per container); the template's labels and annotations, the selector matching its labels (pkg/apis/apps/validation,
 ValidateDeploymentSpec, ValidateStatefulSetSpec, ValidateDaemonSetSpec: "`selector` does not match template
 `labels`"), and the restart policy (pkg/apis/batch/validation, validateJobSpec: a Job's must be OnFailure or Never,
-and unset is Always; ValidatePodTemplateSpecForReplicaSet: a replicated workload's must be Always). Scheduling and
+and unset is Always; ValidatePodTemplateSpecForReplicaSet, ValidateStatefulSetSpec, ValidateDaemonSetSpec: a
+replicated workload's must be Always, and its template may not set activeDeadlineSeconds at all: "Forbidden:
+activeDeadlineSeconds in ReplicaSet is not Supported", a Deployment's template being its ReplicaSet's; "in
+StatefulSet", "in DaemonSet"; any value is, one unknown at render time is not judged), and a replicated workload's
+selector with neither matchLabels nor matchExpressions ("empty selector is invalid for deployment", the
+ReplicaSet's wording too; "for statefulset", "for daemonset"). Scheduling and
 DNS fields are ``scheduling_validation``'s, handlers, restart policies and security contexts
 ``container_validation``'s, volume sources ``volume_validation``'s.
 """
@@ -36,6 +41,15 @@ from tokenplane.proof.deployability.object_validation import (
     rejected,
     unsupported,
 )
+
+# The apps validator that holds a replicated workload's template to restartPolicy Always and no
+# activeDeadlineSeconds (pkg/apis/apps/validation/validation.go).
+REPLICATED_VALIDATORS = {
+    "Deployment": "ValidatePodTemplateSpecForReplicaSet",
+    "ReplicaSet": "ValidatePodTemplateSpecForReplicaSet",
+    "StatefulSet": "ValidateStatefulSetSpec",
+    "DaemonSet": "ValidateDaemonSetSpec",
+}
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -66,6 +80,7 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
         yield from check_annotations(obj, f"{where}metadata.annotations", lookup(template, "metadata.annotations"))
         yield from _selector(obj, labels if isinstance(labels, dict) else {})
     yield from _restart_policy(obj, where, pod.get("restartPolicy"))
+    yield from _active_deadline(obj, where, pod.get("activeDeadlineSeconds"))
     yield from scheduling_validation.check(obj, where, pod)
     yield from container_validation.check_pod(obj, where, pod)
     yield from volume_validation.check(obj, where, [v for v in pod.get("volumes") or [] if isinstance(v, dict)])
@@ -97,11 +112,20 @@ def _selector(obj: KubeObject, labels: Mapping[str, Any]) -> Iterator[Finding]:
     selector = lookup(obj.manifest, "spec.selector")
     if not isinstance(selector, dict):
         return
-    if selector_matches(selector, {str(k): str(v) for k, v in labels.items()}):
-        return
     validator = {"Deployment": "ValidateDeploymentSpec", "StatefulSet": "ValidateStatefulSetSpec"}.get(
         obj.kind, f"Validate{obj.kind}Spec"
     )
+    if obj.kind in REPLICATED and not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        noun = "deployment" if obj.kind in ("Deployment", "ReplicaSet") else obj.kind.lower()
+        yield rejected(
+            obj,
+            "has an empty spec.selector",
+            f"{validator}: spec.selector: Invalid value: empty selector is invalid for {noun}",
+            "select the template's pods by their labels (spec.selector.matchLabels)",
+        )
+        return
+    if selector_matches(selector, {str(k): str(v) for k, v in labels.items()}):
+        return
     yield rejected(
         obj,
         f"has spec.selector {json.dumps(selector, sort_keys=True)} and template labels "
@@ -148,9 +172,26 @@ def _restart_policy(obj: KubeObject, where: str, policy: Any) -> Iterator[Findin
             f"{where}spec.restartPolicy",
             policy,
             ("Always",),
-            "ValidatePodTemplateSpecForReplicaSet",
+            REPLICATED_VALIDATORS[obj.kind],
             f"drop {where}spec.restartPolicy (a {obj.kind}'s pods always restart), or run the work as a Job",
         )
+
+
+def _active_deadline(obj: KubeObject, where: str, deadline: Any) -> Iterator[Finding]:
+    """A replicated workload's pods run for ever: the apps validators forbid the pod deadline in its template
+    (a Deployment's is judged as its ReplicaSet's, ValidatePodTemplateSpecForReplicaSet)."""
+    if obj.kind not in REPLICATED or deadline is None:
+        return
+    owner = "ReplicaSet" if obj.kind in ("Deployment", "ReplicaSet") else obj.kind
+    yield rejected(
+        obj,
+        f"has {where}spec.activeDeadlineSeconds {deadline}",
+        f"{REPLICATED_VALIDATORS[obj.kind]}: {where}spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in "
+        f"{owner} is not Supported",
+        f"drop {where}spec.activeDeadlineSeconds (a {obj.kind}'s pods are meant to run until replaced; to recycle "
+        "them, roll the workload on a schedule, e.g. a CronJob running kubectl rollout restart), or run "
+        "time-bounded work as a Job, whose activeDeadlineSeconds is supported",
+    )
 
 
 def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: set[str]) -> Iterator[Finding]:

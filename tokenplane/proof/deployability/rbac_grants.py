@@ -21,18 +21,42 @@ subjects is Forbidden ("... cannot list resource ..."). Judged where nothing els
 namespace no Helm release installs into, a ClusterRole in a region with no Helm release at all, that is not one of
 the API server's or EKS's own (cluster-admin, admin, edit, view, system:*, eks:*). A roleRef kind Role that names a
 ClusterRole of the program (or the reverse) is the usual form of this mistake.
+
+``rbac-rule-resolves``: nor does the API server check that a rule's ``apiGroups`` and ``resources`` name anything
+(pkg/apis/rbac/validation/validation.go, validatePolicyRule, only asks for some), and the authorizer compares them by
+exact string: a rule's group matches a request's group when equal or ``*`` (APIGroupMatches), its resource when
+equal to the request's resource or ``resource/subresource``, ``*``, or ``*/subresource`` (ResourceMatches,
+pkg/apis/rbac/v1/evaluation_helpers.go; ``pods/*`` is no wildcard). So a rule that names the core group by its
+version or a name (``v1``, ``core``: the core group is ``""``, https://kubernetes.io/docs/reference/
+access-authn-authz/rbac/#role-example), a group/version (``apps/v1``), a singular, capitalised or misspelt resource
+(``deployment``, ``Pods``) or subresource (``pods/logs``: the subresource is ``pods/log``,
+https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources) is accepted and grants
+nothing: its subjects are refused ("... cannot get resource "pods/log" in API group "" ..."). Judged against the
+API groups and resources Kubernetes serves itself (``kube_resources``, checked against the cluster release's
+kinds): a rule's resource is flagged when none of the rule's groups serves it. A rule with a group the check cannot
+know (``*``, a dotted group that is not Kubernetes' own: a CRD's, the program's charts' or an aggregated API's) is
+not judged; a dotless group other than Kubernetes' own, or one that is no DNS subdomain, is no group any cluster
+serves (a CRD's group "should be a domain with at least one dot", ValidateCustomResourceDefinitionSpec).
+ClusterRoles with an aggregationRule (whose rules the controller writes) are not judged.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from tokenplane.proof.deployability import k8s_syntax as syntax
+from tokenplane.proof.deployability import kube_resources
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject
+from tokenplane.proof.deployability.targets import kubernetes_version
 
 RULE = "rbac-grant-token"
 ROLE = "rbac-role-exists"
+RULES = "rbac-rule-resolves"
+CORE_ALIASES = frozenset({"v1", "core", "core/v1", "api", "api/v1"})
 BINDINGS = ("RoleBinding", "ClusterRoleBinding")
 AWS_AUDIENCES = frozenset({"sts.amazonaws.com", "pods.eks.amazonaws.com"})
 BUILT_IN_ROLES = frozenset({"cluster-admin", "admin", "edit", "view"})
@@ -141,3 +165,114 @@ def check_roles(graph: Graph) -> Iterator[Finding]:
                 f"create the {kind} {name!r}{' in ' + binding.namespace if kind == 'Role' else ''}, or point roleRef "
                 "at the role that holds the rules (kind and name as created)",
             )
+
+
+def check_rules(graph: Graph) -> Iterator[Finding]:
+    for region in graph.regions():
+        version = kubernetes_version(graph, region)
+        for role in graph.kube(region, "Role", "ClusterRole"):
+            if role.manifest.get("aggregationRule"):
+                continue
+            for i, rule in enumerate(role.manifest.get("rules") or []):
+                if isinstance(rule, dict) and not rule.get("nonResourceURLs"):
+                    yield from _rule(role, f"rules[{i}]", rule, version)
+
+
+def _rule(role: KubeObject, at: str, rule: Mapping[str, Any], version: str) -> Iterator[Finding]:
+    groups, resources = rule.get("apiGroups"), rule.get("resources")
+    if not isinstance(groups, list) or not isinstance(resources, list) or not groups or not resources:
+        return  # unknown at render time, or a rule api-validation refuses
+    if not all(isinstance(g, str) for g in [*groups, *resources]):
+        return
+    served: list[str] = []
+    unserved: list[str] = []
+    for group in groups:
+        if group == "*":
+            return
+        if group in kube_resources.BUILT_IN:
+            if not kube_resources.covers(group, version):
+                return  # a release newer than the table: its resources are not all known here
+            served.append(group)
+        elif "." not in group or syntax.is_dns1123_subdomain(group):
+            unserved.append(group)
+        else:
+            return  # a CRD's or an aggregated API's group: its resources are not known here
+    dead = [r for r in resources if not any(kube_resources.serves(g, r) for g in served)]
+    if not dead:
+        return
+    who = f"{role.namespace}/{role.name}" if role.kind == "Role" else role.name
+    verbs = [str(v) for v in rule.get("verbs") or []]
+    group_notes = [_group_note(g) for g in unserved]
+    meant = [g for _, _, g in group_notes if g is not None]
+    notes, fixes = [n for n, _, _ in group_notes], [f for _, f, _ in group_notes if f]
+    requests = []  # (resource, group) of each request the rule was meant to allow
+    for resource in dead:
+        note, fix, right, group = _resource_note(resource, served, meant)
+        notes.append(note)
+        fixes += [fix] if fix else []
+        requests.append((right, group))
+    name, group = requests[0]
+    lost = "this rule grants nothing" if len(dead) == len(resources) else f"it grants nothing on {', '.join(dead)}"
+    yield Finding(
+        RULES,
+        role.urn,
+        f"{role.kind} {who} {at} grants {', '.join(verbs) or 'nothing'} on {', '.join(dead)} in API groups "
+        f"{json.dumps(groups)}, which no group of the rule serves ({'; '.join(notes)}): the API "
+        "server does not validate a rule's groups and resources, and RBAC matches them by exact string, so the "
+        f"role is created and {lost}: its subjects are refused (... cannot "
+        f'{verbs[0] if verbs else "get"} resource "{name}" in API group "{group}" ...)',
+        "; ".join(dict.fromkeys(fixes)) or "name the resources as the API serves them (kubectl api-resources)",
+    )
+
+
+def _serving_groups(resource: str) -> list[str]:
+    return [g for g in kube_resources.BUILT_IN if kube_resources.serves(g, resource)]
+
+
+def _group_note(group: str) -> tuple[str, str, str | None]:
+    """(why the group is none, the fix, the group meant where it is plain)."""
+    name, slash, _ = group.partition("/")
+    if group.lower() in CORE_ALIASES or (slash and name.lower() in CORE_ALIASES):
+        return f'"{group}" is no API group: the core group (pods, services, ...) is ""', 'write apiGroups [""]', ""
+    if slash and name in kube_resources.BUILT_IN:
+        return f'"{group}" is a group/version: the group is "{name}"', f'write apiGroups ["{name}"]', name
+    if group.lower() in kube_resources.BUILT_IN:
+        lower = group.lower()
+        return f'"{group}" is no API group (groups are lowercase)', f'write apiGroups ["{lower}"]', lower
+    if group == "extensions":
+        return '"extensions" is no longer served (removed in Kubernetes 1.22)', "", None
+    return f'"{group}" is no API group the cluster serves', "", None
+
+
+def _resource_note(resource: str, served: list[str], meant: list[str]) -> tuple[str, str, str, str]:
+    """(why the resource matches nothing, the fix, the resource and group a request for it has)."""
+    base, slash, sub = resource.partition("/")
+    if any(kube_resources.serves(g, resource) for g in meant):
+        group = next(g for g in meant if kube_resources.serves(g, resource))
+        return f'{resource} is served in API group "{group}"', "", resource, group
+    if elsewhere := _serving_groups(resource):
+        where = " or ".join(f'"{g}"' for g in elsewhere)
+        return (
+            f"{resource} is served in API group {where}",
+            f"put {resource} under apiGroups [{where}]",
+            resource,
+            elsewhere[0],
+        )
+    groups = [*served, *meant]
+    if slash and sub == "*" and base != "*":
+        subs = sorted({s for g in groups for s in kube_resources.BUILT_IN[g].get(base, ())})
+        return (
+            f'"{resource}" is no wildcard (RBAC matches "*" and "*/subresource" only)',
+            f"list the subresources meant ({', '.join(f'{base}/{s}' for s in subs) or 'none here'})",
+            resource,
+            groups[0] if groups else "",
+        )
+    known = {n: g for g in reversed(groups) for n in kube_resources.names(g)}
+    lower = resource.lower()
+    close = [lower] if lower in known else difflib.get_close_matches(lower, sorted(known), n=1, cutoff=0.75)
+    if close:
+        right = close[0]
+        why = "resources are lowercase" if right == lower else f'the resource is "{right}"'
+        return f'"{resource}" is not served ({why})', f'write "{right}"', right, known[right]
+    where = ", ".join(f'"{g}"' for g in groups) or "none"
+    return f'no group of the rule ({where}) has "{resource}"', "", resource, groups[0] if groups else ""
