@@ -111,6 +111,10 @@ The provider's schema types every field, but the services check how fields go to
 - **Lambda** ``CreateEventSourceMapping``: an SQS mapping's ``ScalingConfig.MaximumConcurrency`` of 2 to 1,000
   (https://docs.aws.amazon.com/lambda/latest/api/API_ScalingConfig.html).
 
+- **EFS** ``CreateFileSystem`` and ``CreateMountTarget``: provisioned throughput with a rate of at least 1 MiB/s, a
+  KMS key only on an encrypted file system, no ``maxIO`` on a One Zone file system, a One Zone file system's mount
+  target in its own zone, a file system's mount targets in one VPC (``efs_values``).
+
 A value unknown at render time (an output, a secret) is not judged.
 """
 
@@ -127,6 +131,7 @@ from tokenplane.proof.deployability import (
     dead_letters,
     dynamodb_indexes,
     ecr_lifecycle,
+    efs_values,
     event_patterns,
     event_targets,
     iam_policy,
@@ -277,6 +282,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from ssm_parameters.check(graph, RULE)
     yield from dynamodb_indexes.check(graph, RULE)
     yield from kms_keys.check(graph, RULE)
+    yield from efs_values.check(graph, RULE)
     for mapping in graph.of_type(MAPPING):
         yield from _batch_size(graph, mapping)
         yield from _maximum_concurrency(mapping)

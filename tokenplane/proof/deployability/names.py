@@ -2,7 +2,19 @@
 
 A resource without an explicit name gets Pulumi's autoname: the logical name,
 a hyphen and seven random hex characters (eight characters more). AWS checks
-the result at create time, long after a preview passed.
+the result at create time, long after a preview passed. Where the type takes a
+name prefix (``namePrefix``) and the program gives one instead of a name, the
+provider appends 26 characters of timestamp and counter (Terraform's
+``id.PrefixedUniqueId``), which are digits only.
+
+Secrets Manager ``CreateSecret``: a name of letters, digits and ``/_+=.@-``, at
+most 512 characters (ValidationException "Invalid name. Must be a valid name
+containing alphanumeric characters, or any of the following: -/_+=.@!":
+https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_CreateSecret.html),
+so a ``aws-sm://...`` reference used as the name, whose ``:`` is refused, never
+becomes a secret. The same page advises against a name that ends in a hyphen
+and six characters (a partial ARN then matches the wrong secret); that is
+advice, not a refusal, and is not judged.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from tokenplane.proof.deployability.graph import Graph
 
 RULE = "aws-name"
 AUTONAME_SUFFIX = 8  # "-" + 7 hex characters (pulumi's resource.autoname)
+PREFIX_SUFFIX = 26  # what Terraform's id.PrefixedUniqueId appends to a name prefix: digits
 
 
 @dataclass(frozen=True)
@@ -24,6 +37,7 @@ class NameRule:
     max_length: int
     pattern: str  # what the whole name must match
     source: str
+    prefix_field: str | None = None  # the input of a name prefix the provider completes, if the type has one
 
 
 _LOWER_HYPHEN = r"[a-z][a-z0-9]*(-[a-z0-9]+)*"  # no "--", no trailing "-"
@@ -57,6 +71,13 @@ NAME_RULES: dict[str, NameRule] = {
     "aws:msk/configuration:Configuration": NameRule(
         "name", 64, r"[0-9A-Za-z][A-Za-z0-9-]*", "MSK API CreateConfiguration"
     ),
+    "aws:secretsmanager/secret:Secret": NameRule(
+        "name",
+        512,
+        r"[A-Za-z0-9/_+=.@-]+",
+        "Secrets Manager API CreateSecret, Name: letters, digits and /_+=.@- only (ValidationException: Invalid name)",
+        prefix_field="namePrefix",
+    ),
     "aws:ecr/repository:Repository": NameRule(
         "name",
         256,
@@ -78,8 +99,16 @@ def check(graph: Graph) -> Iterator[Finding]:
         rule = NAME_RULES.get(resource.type)
         if rule is None or not resource.custom:
             continue
-        name, auto = planned_name(resource.name, resource.inputs.get(rule.field))
-        how = f"the autoname {resource.name}-xxxxxxx" if auto else f"{rule.field}={name!r}"
+        explicit = resource.inputs.get(rule.field)
+        prefix = resource.inputs.get(rule.prefix_field) if rule.prefix_field else None
+        if rule.prefix_field and not explicit and isinstance(prefix, str) and prefix:
+            name, auto = prefix + "0" * PREFIX_SUFFIX, False
+            how = f"{rule.prefix_field}={prefix!r} (and the {PREFIX_SUFFIX} digits the provider appends)"
+        elif rule.prefix_field and not explicit and prefix is not None:
+            continue  # a prefix unknown at render time
+        else:
+            name, auto = planned_name(resource.name, explicit)
+            how = f"the autoname {resource.name}-xxxxxxx" if auto else f"{rule.field}={name!r}"
         if len(name) > rule.max_length:
             over = len(name) - rule.max_length
             yield Finding(
@@ -94,6 +123,24 @@ def check(graph: Graph) -> Iterator[Finding]:
             yield Finding(
                 RULE,
                 resource.urn,
-                f"{how} does not match {rule.pattern} ({rule.source})",
-                "use only the characters the pattern allows in the platform, region and pool names",
+                f"{how} does not match {rule.pattern}{_refused(rule, shape)} ({rule.source})",
+                _fix(name),
             )
+
+
+def _refused(rule: NameRule, name: str) -> str:
+    """The characters a name of a single character class refuses, to name in the message."""
+    if not (rule.pattern.startswith("[") and rule.pattern.endswith("]+")):
+        return ""
+    bad = sorted({c for c in name if not re.fullmatch(rule.pattern, c)})
+    return f": {' '.join(repr(c) for c in bad)} not allowed" if bad else ""
+
+
+def _fix(name: str) -> str:
+    scheme, sep, rest = name.partition("://")
+    if sep and rest:
+        return (
+            f"{scheme}://... is a reference to the object, not its name: name it {rest!r} (a reader of "
+            f"{scheme}://NAME looks up NAME)"
+        )
+    return "use only the characters the pattern allows in the platform, region and pool names"

@@ -27,7 +27,15 @@ Each item converges (``pulumi up`` succeeds) and is still broken, so nothing els
   never becomes Ready) and a provider is never available (the model gateway starts without it);
 - granted keys: an ``aws-sm://`` key (a secret's name, or its ARN) is read with the pod's role, so that role must
   allow ``secretsmanager:GetSecretValue`` on the secret's ARN; a role that allows it on another ARN (one built
-  from a reference that was already an ARN, say) leaves the key unread, with the same effect.
+  from a reference that was already an ARN, say) leaves the key unread, with the same effect;
+- stored keys: an ``aws-sm://`` key is the secret's whole ``SecretString`` (``serving.secrets._read_aws`` returns it
+  as it is; the AI gateway splits it on commas into the tenant's keys, ``serving.gateway.auth``; the model gateway
+  sends it as the provider's key, ``serving.modelgw.config``), so a ``SecretVersion`` of the program that stores a
+  JSON object there (Secrets Manager's key/value form, e.g. ``{"api_key": "..."}``) gives the tenant no key a client
+  can send (every request is answered 401 while the gateway is Ready) and the provider a key it refuses. Judged
+  only where every version of the secret the program writes is a JSON object known at render time
+  (https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html: SecretString is the
+  text stored).
 
 It cannot see: policies whose JSON is unknown until apply (they are skipped, not passed), add-ons
 installed outside the program, and a runtime document that is unknown until apply (skipped, not passed).
@@ -47,7 +55,7 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.iam_policy import allows_on, known_documents, pod_roles
 from tokenplane.proof.deployability.references import PROVIDER_KEY_RESOLVER, TENANT_KEY_RESOLVER
-from tokenplane.proof.render import ACCOUNT_ID
+from tokenplane.proof.render import ACCOUNT_ID, RenderedResource
 from tokenplane.spec import DEFAULT_TOPICS
 
 RULE = "platform-contract"
@@ -61,6 +69,20 @@ ARN_FIELDS = 6  # arn:partition:service:region:account:resource
 MSK_CLUSTER = "aws:msk/cluster:Cluster"
 RUNTIME_DOCUMENT = "platform.json"
 # The serving processes that resolve keys, by `python -m` module: what they read and what a key they cannot read does.
+SECRET = "aws:secretsmanager/secret:Secret"
+SECRET_VERSION = "aws:secretsmanager/secretVersion:SecretVersion"
+# What each reader does with a secret that holds a JSON object instead of the key itself.
+_JSON_EFFECTS = {
+    TENANT_KEY_RESOLVER: (
+        "the AI gateway takes the whole SecretString as the tenant's keys (split on commas: serving.gateway.auth), "
+        "so the key inside the JSON is never accepted and every request with it is answered 401, though the "
+        "gateway is Ready"
+    ),
+    PROVIDER_KEY_RESOLVER: (
+        "the model gateway sends the whole SecretString as the provider's API key (serving.modelgw.config), which "
+        "the provider refuses on every call"
+    ),
+}
 _READERS = {
     TENANT_KEY_RESOLVER: ("tenants", "the tenant has no key, /readyz answers 503 and the pods never become Ready"),
     PROVIDER_KEY_RESOLVER: ("providers", "the provider is marked unavailable for as long as the pod runs"),
@@ -76,6 +98,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from _msk_monitoring(graph)
     yield from _mounted_keys(graph)
     yield from _granted_keys(graph)
+    yield from _stored_keys(graph)
     yield from _gateway_tenants(graph)
     yield from _topics_exist(graph)
 
@@ -374,6 +397,53 @@ def _granted_keys(graph: Graph) -> Iterator[Finding]:
                                 f"allow secretsmanager:GetSecretValue on {arn} in role {role.name}'s policy "
                                 "(tokenplane's gateways build it from the reference: components.gateway.secret_arns)",
                             )
+
+
+def _stored_keys(graph: Graph) -> Iterator[Finding]:
+    """Every ``aws-sm://`` key a gateway resolves whose secret the program writes holds the key, not a JSON object."""
+    seen: set[tuple[str, str]] = set()
+    for region in graph.regions():
+        for workload, _, document in _runtime_documents(graph, region):
+            for container in workload.pod_spec().get("containers") or []:
+                resolver = _resolver(container)
+                if resolver is None:
+                    continue
+                field, _ = _READERS[resolver]
+                for entry in _list(document.get(field)):
+                    ref = str(entry.get("api_key_secret") or "") if isinstance(entry, dict) else ""
+                    if not ref.startswith("aws-sm://") or (workload.urn, ref) in seen:
+                        continue
+                    seen.add((workload.urn, ref))
+                    found = _json_secret(graph, ref.removeprefix("aws-sm://"))
+                    if found is None:
+                        continue
+                    secret, fields = found
+                    yield Finding(
+                        RULE,
+                        workload.urn,
+                        f"{workload.kind} {workload.namespace}/{workload.name} resolves {ref}, and the program "
+                        f"stores secret {secret.name}'s value as a JSON object (keys {', '.join(fields)}): an "
+                        f"aws-sm:// reference reads the whole SecretString (serving.secrets): {_JSON_EFFECTS[resolver]}",
+                        f"store the key itself as {secret.name}'s secretString (several keys: comma-separated), not "
+                        "a JSON object",
+                    )
+
+
+def _json_secret(graph: Graph, path: str) -> tuple[RenderedResource, list[str]] | None:
+    """The program's secret ``path`` names (by name or ARN) and its JSON object's keys, when every version the
+    program writes of it is a JSON object known at render time."""
+    secret = graph.by_physical_id.get(path) or graph.by_identifying_output.get(path)
+    if secret is None or secret.type != SECRET:
+        return None
+    values = [
+        v.secret_inputs.get("secretString", v.inputs.get("secretString"))
+        for v in graph.of_type(SECRET_VERSION)
+        if any(s.urn == secret.urn for s in graph.referenced(v, "secretId"))
+    ]
+    objects = [_json(v) if isinstance(v, str) and v.lstrip().startswith("{") else None for v in values]
+    if not objects or any(o is None for o in objects):
+        return None  # no version, a plain or unknown value, or some version stores the key itself
+    return secret, sorted({str(k) for o in objects if o is not None for k in o})
 
 
 def _secret_arn(path: str, cloud_region: str) -> str:

@@ -30,11 +30,24 @@ other). The keys and the errors, from each service's API reference:
 - **Route 53** ``ChangeResourceRecordSets``: one record set per zone, name, type and set identifier; the provider
   sends CREATE (InvalidChangeBatch "Tried to create resource record set ... but it already exists") unless
   ``allowOverwrite``, with which both succeed and the last written wins.
+- **EC2** ``AssociateRouteTable``: a subnet has one route table association, and so has a gateway (an edge
+  association); a second ``RouteTableAssociation`` of the subnet or gateway, to the same table or another, is
+  refused with Resource.AlreadyAssociated ("the specified association for route table rtb-... conflicts with an
+  existing association": https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_AssociateRouteTable.html,
+  https://docs.aws.amazon.com/vpc/latest/userguide/subnet-route-tables.html; the provider creates the association
+  with AssociateRouteTable and does not replace one: hashicorp/terraform-provider-aws#73, #38960). Changing a
+  subnet's table is ``ReplaceRouteTableAssociation``, i.e. the existing association's ``routeTableId``.
+- **EFS** ``CreateMountTarget``: one mount target per file system and Availability Zone ("You can create one mount
+  target in each Availability Zone in your VPC ... If you have multiple subnets in an Availability Zone, you create
+  a mount target in one of the subnets": MountTargetConflict,
+  https://docs.aws.amazon.com/efs/latest/ug/API_CreateMountTarget.html). The zone is the mount target's subnet's
+  (its ``availabilityZone``, or its ``availabilityZoneId``: a name and an id are not compared).
 
 SQS ``CreateQueue`` and SNS ``CreateTopic`` are idempotent (the same name returns the same object), and ELBv2
 ``CreateLoadBalancer``/``CreateTargetGroup`` too when the settings match: not judged here.
 
-Only keys known at render time are compared (a name Pulumi generates is unique by construction). Two providers
+Only keys known at render time are compared (a name Pulumi generates is unique by construction; a mount target's
+subnet that the program does not create, or whose zone it does not name, is not judged). Two providers
 are one account unless one of them names an account of its own (an assumed role, a profile, allowed account
 ids). It cannot see objects made outside the program (``service-log-group-first`` sees EKS's own log group),
 one name spelt two ways beyond IAM's case, nor add-ons that an EKS-managed pod identity creates.
@@ -42,7 +55,7 @@ one name spelt two ways beyond IAM's case, nor add-ons that an EKS-managed pod i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tokenplane.proof.deployability.findings import Finding
@@ -62,11 +75,29 @@ class Key:
     scope: str  # "region" | "account" | "partition"
     case_insensitive: bool = False
     overwrite: str | None = None  # an input with which the second call overwrites instead of failing
+    # Where the key is not a name: how to keep one object ({other} and {first} are the two resources' names).
+    fix: str | None = None
+    # Key parts that are not inputs of the resource (a mount target's zone is its subnet's): field -> reader.
+    derived: tuple[tuple[str, Callable[[Graph, RenderedResource], str | None]], ...] = ()
 
     @property
     def renamable(self) -> bool:
         """Whether the key is a name the program chooses (an add-on's name is the add-on itself)."""
-        return self.fields[-1] not in ("addonName", "serviceAccount", "setIdentifier")
+        return self.fix is None and self.fields[-1] not in ("addonName", "serviceAccount", "setIdentifier")
+
+
+SUBNET = "aws:ec2/subnet:Subnet"
+
+
+def _subnet_zone(graph: Graph, resource: RenderedResource) -> str | None:
+    """The Availability Zone of the resource's subnet (``id:`` before a zone id), None when not known."""
+    subnets = [s for s in graph.referenced(resource, "subnetId") if s.type == SUBNET]
+    if len(subnets) != 1:
+        return None
+    zone, zone_id = subnets[0].inputs.get("availabilityZone"), subnets[0].inputs.get("availabilityZoneId")
+    if isinstance(zone, str) and zone:
+        return zone
+    return f"id:{zone_id}" if isinstance(zone_id, str) and zone_id else None
 
 
 _IAM = "EntityAlreadyExists (IAM names are unique in the account, whatever the path, region or case)"
@@ -134,6 +165,36 @@ KEYS: dict[str, Key] = {
     "aws:msk/cluster:Cluster": Key("MSK cluster", ("clusterName",), "CreateCluster: ConflictException", "region"),
     "aws:s3/bucket:Bucket": Key("S3 bucket", ("bucket",), "CreateBucket: BucketAlreadyOwnedByYou", "partition"),
     "aws:s3/bucketV2:BucketV2": Key("S3 bucket", ("bucket",), "CreateBucket: BucketAlreadyOwnedByYou", "partition"),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": Key(
+        "route table association of a subnet",
+        ("subnetId",),
+        "AssociateRouteTable: Resource.AlreadyAssociated, a subnet has one route table",
+        "partition",
+        fix=(
+            "associate the subnet once: keep one of {first} and {other}, put the routes the other's table adds (a "
+            "gateway endpoint's routeTableIds, say) on the kept one's table, or point the kept association's "
+            "routeTableId at the table you want"
+        ),
+    ),
+    # A second key of one type: the type token, then "#" and what tells it apart.
+    "aws:ec2/routeTableAssociation:RouteTableAssociation#gateway": Key(
+        "route table association of a gateway",
+        ("gatewayId",),
+        "AssociateRouteTable: Resource.AlreadyAssociated, a gateway has one route table",
+        "partition",
+        fix="associate the gateway once: drop {other}, or point {first}'s routeTableId at the table you want",
+    ),
+    "aws:efs/mountTarget:MountTarget": Key(
+        "EFS mount target",
+        ("fileSystemId", "availabilityZone"),
+        "CreateMountTarget: MountTargetConflict, a file system has one mount target per Availability Zone",
+        "partition",
+        fix=(
+            "keep one mount target per Availability Zone: drop {other} (instances in the zone's other subnets "
+            "mount through {first}; they need not be in its subnet)"
+        ),
+        derived=(("availabilityZone", _subnet_zone),),
+    ),
     "aws:route53/record:Record": Key(
         "Route 53 record set",
         ("zoneId", "name", "type", "setIdentifier"),
@@ -148,18 +209,21 @@ KEYS: dict[str, Key] = {
 def check(graph: Graph) -> Iterator[Finding]:
     holders: dict[tuple[str, tuple[str | None, ...], tuple[str, ...]], list[RenderedResource]] = {}
     for typ, key in KEYS.items():
-        for resource in graph.of_type(typ):
-            values = _values(resource, key)
+        for resource in graph.of_type(typ.split("#")[0]):
+            values = _values(graph, resource, key)
             if values is None:
                 continue
             where = _where(graph, resource, key.scope)
             holders.setdefault((key.kind, where, values), []).append(resource)
+    kinds = {key.kind: key for key in KEYS.values()}
     for (kind, _, values), resources in holders.items():
         if len(resources) < 2:
             continue
-        key = KEYS[resources[0].type]
-        first, *others = resources
-        written = ", ".join(f"{field}={value!r}" for field, value in zip(key.fields, values, strict=True) if value)
+        key = kinds[kind]
+        first, *others = _creation_order(graph, resources)
+        written = ", ".join(
+            f"{field}={_shown(graph, field, value)}" for field, value in zip(key.fields, values, strict=True) if value
+        )
         overwriting = key.overwrite is not None and all(r.inputs.get(key.overwrite) is True for r in others)
         outcome = (
             f"with {key.overwrite} each call succeeds and the last one written wins, flipping at every update"
@@ -172,16 +236,34 @@ def check(graph: Graph) -> Iterator[Finding]:
                 other.urn,
                 f"{other.name} and {first.name} both create the {kind} {written}{SCOPES[key.scope]}, where AWS "
                 f"holds one: {outcome}",
-                f"declare the {kind} once: drop {other.name}, or move its settings onto {first.name}"
+                key.fix.format(other=other.name, first=first.name)
+                if key.fix
+                else f"declare the {kind} once: drop {other.name}, or move its settings onto {first.name}"
                 + (" (or give one of them another name)" if key.renamable else ""),
             )
 
 
-def _values(resource: RenderedResource, key: Key) -> tuple[str, ...] | None:
+def _creation_order(graph: Graph, resources: list[RenderedResource]) -> list[RenderedResource]:
+    """The holders of one key, one that the others all wait for first (it is created first, and the others are the
+    ones refused); otherwise in the program's order."""
+    for resource in resources:
+        if all(resource.urn in graph.waits_for(r.urn) for r in resources if r is not resource):
+            return [resource, *(r for r in resources if r is not resource)]
+    return resources
+
+
+def _shown(graph: Graph, field: str, value: str) -> str:
+    """A key part as the message shows it: an ID of the program's resource by that resource's name."""
+    found = graph.by_physical_id.get(value) if field.endswith("Id") else None
+    return f"{found.name} ({value})" if found is not None else repr(value)
+
+
+def _values(graph: Graph, resource: RenderedResource, key: Key) -> tuple[str, ...] | None:
     """The key's values as AWS compares them; None when a part is unknown at render time."""
     values: list[str] = []
+    derived = dict(key.derived)
     for field in key.fields:
-        value = lookup(resource.inputs, field)
+        value = derived[field](graph, resource) if field in derived else lookup(resource.inputs, field)
         if field == "setIdentifier" and value is None:
             value = ""
         if not isinstance(value, str) or (not value and field != "setIdentifier"):

@@ -5,6 +5,9 @@ route of the subnet's route table (https://docs.aws.amazon.com/vpc/latest/usergu
 the table explicitly associated with the subnet (``RouteTableAssociation``), else the VPC's main table (a
 ``MainRouteTableAssociation``, else the one EC2 made with the VPC, holding only the ``local`` route unless a
 ``DefaultRouteTable`` adopts it). A table's routes are its inline ``routes`` and every standalone ``Route``.
+A subnet takes one explicit association: of two the program makes, the second is refused (Resource.AlreadyAssociated,
+``aws-unique-key``), so the subnet keeps the table of the one created first, the one the other waits for; where
+neither waits for the other, which one is refused is a race and the subnet's table is not known (not judged).
 
 The verdict is ``igw`` (an internet gateway: public, if the instance has a public address), ``nat`` (a NAT
 gateway, itself placed in a public subnet), ``none`` (only the local route: no way out), or ``unknown`` (a
@@ -64,10 +67,15 @@ def vpc_of(graph: Graph, resource: RenderedResource) -> RenderedResource | None:
 def table_of(graph: Graph, subnet: RenderedResource) -> tuple[bool, RenderedResource | None]:
     """Whether the subnet's route table is known, and which it is (None: its VPC's untouched main table, which holds
     only the local route). Unknown: a VPC, a table or an adopted main table the program does not show."""
-    for association in graph.of_type(ASSOCIATION, subnet.region):
-        if any(s.urn == subnet.urn for s in graph.referenced(association, "subnetId")):
-            tables = [t for t in graph.referenced(association, "routeTableId") if t.type == ROUTE_TABLE]
-            return (True, tables[0]) if tables else (False, None)
+    associations = [
+        a
+        for a in graph.of_type(ASSOCIATION, subnet.region)
+        if any(s.urn == subnet.urn for s in graph.referenced(a, "subnetId"))
+    ]
+    if associations:
+        first = _first_created(graph, associations)
+        tables = [t for t in graph.referenced(first, "routeTableId") if t.type == ROUTE_TABLE] if first else []
+        return (True, tables[0]) if tables else (False, None)
     vpc = vpc_of(graph, subnet)
     if vpc is None:
         return False, None
@@ -78,6 +86,15 @@ def table_of(graph: Graph, subnet: RenderedResource) -> tuple[bool, RenderedReso
     if graph.of_type(DEFAULT_TABLE, subnet.region):
         return False, None  # an adopted main table, whose VPC the render may not name: not judged
     return True, None
+
+
+def _first_created(graph: Graph, associations: list[RenderedResource]) -> RenderedResource | None:
+    """The association that holds the subnet: the only one, or the one every other waits for (AWS refuses those
+    that come after it); None when they are not ordered."""
+    for association in associations:
+        if all(association.urn in graph.waits_for(a.urn) for a in associations if a is not association):
+            return association
+    return None
 
 
 def _routes(graph: Graph, table: RenderedResource) -> list[dict[str, Any]]:
