@@ -110,6 +110,11 @@ The provider's schema types every field, but the services check how fields go to
   secondary indexes (``dynamodb_indexes``).
 - **Lambda** ``CreateEventSourceMapping``: an SQS mapping's ``ScalingConfig.MaximumConcurrency`` of 2 to 1,000
   (https://docs.aws.amazon.com/lambda/latest/api/API_ScalingConfig.html).
+- **Data Firehose** ``CreateDeliveryStream``: an extended S3 destination's buffers of 1-128 MiB and 0-900 s, at least
+  64 MiB and 60 s with dynamic partitioning (the provider's default size is 5 MiB), and prefixes whose expressions
+  Firehose takes (an error prefix beside an expression prefix, with ``!{firehose:error-output-type}``; partition
+  keys only with dynamic partitioning, defined by its processors) (``firehose_streams``,
+  https://docs.aws.amazon.com/firehose/latest/dev/s3-prefixes.html).
 
 A value unknown at render time (an output, a secret) is not judged.
 """
@@ -129,6 +134,7 @@ from tokenplane.proof.deployability import (
     ecr_lifecycle,
     event_patterns,
     event_targets,
+    firehose_streams,
     iam_policy,
     kms_keys,
     security_group_fields,
@@ -281,6 +287,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from ssm_parameters.check(graph, RULE)
     yield from dynamodb_indexes.check(graph, RULE)
     yield from kms_keys.check(graph, RULE)
+    yield from firehose_streams.check(graph, RULE)
     for mapping in graph.of_type(MAPPING):
         yield from _batch_size(graph, mapping)
         yield from _maximum_concurrency(mapping)
