@@ -30,7 +30,9 @@ InvalidArgumentException, so ``pulumi up`` fails at the stream:
   for the query keys, a ``Lambda`` one for the Lambda keys), and a ``partitionKeyFromQuery:KEY`` names a key the
   ``MetadataExtractionQuery`` defines (judged only on a JQ object literal ``{key: expr, ...}``; the
   "Understand partitioning keys" page). The error prefix holds the records whose keys could not be evaluated, so
-  it uses no partition key expression.
+  it uses no partition key expression. Whether Firehose refuses these key mismatches at create or delivers every
+  record to the error prefix was not confirmed from a public source: their findings say the keys cannot be
+  evaluated, and claim neither.
 
 Cannot see: values unknown at render time (not judged), processors' code, JQ queries other than an object literal,
 destinations other than extended S3.
@@ -186,6 +188,18 @@ def _refused(stream: RenderedResource, rule: str, what: str, fix: str) -> Findin
     )
 
 
+def _unpartitionable(stream: RenderedResource, rule: str, what: str, fix: str) -> Finding:
+    """A prefix whose partition keys Firehose cannot evaluate: refused at create or, if not, every record lands in
+    the error prefix (which of the two is not confirmed from a public source, so the message claims neither)."""
+    return Finding(
+        rule,
+        stream.urn,
+        f"Firehose cannot evaluate the partition keys of {stream.name} (refused by CreateDeliveryStream or, at "
+        f"best, every record delivered to the error prefix): {what}",
+        fix,
+    )
+
+
 def _buffers(stream: RenderedResource, config: dict[str, Any], rule: str) -> Iterator[Finding]:
     size_input, interval_input = config.get("bufferingSize"), config.get("bufferingInterval")
     size = DEFAULT_SIZE_MIB if size_input is None else _number(size_input)
@@ -297,7 +311,7 @@ def _prefixes(stream: RenderedResource, config: dict[str, Any], rule: str) -> It
             "move !{firehose:error-output-type} to errorOutputPrefix",
         )
     if any(n in PARTITION_NAMESPACES for n, _ in error_exprs):
-        yield _refused(
+        yield _unpartitionable(
             stream,
             rule,
             f"the error output prefix {error_prefix!r} uses a partition key expression, which the records it receives (those whose keys failed) do not have",
@@ -312,7 +326,7 @@ def _prefixes(stream: RenderedResource, config: dict[str, Any], rule: str) -> It
             "put the partitioning keys in the prefix, e.g. 'data/customer=!{partitionKeyFromQuery:customer}/'",
         )
     if keys and not dynamic:
-        yield _refused(
+        yield _unpartitionable(
             stream,
             rule,
             f"the prefix {prefix!r} uses partition key expressions, which Firehose evaluates only with dynamic partitioning enabled",
@@ -349,14 +363,14 @@ def _keys_defined(
         return
     types = {p["type"] for p in processors}
     if any(n == "partitionKeyFromQuery" for n, _ in keys) and "MetadataExtraction" not in types:
-        yield _refused(
+        yield _unpartitionable(
             stream,
             rule,
             "the prefix uses partitionKeyFromQuery keys but no enabled MetadataExtraction processor defines them",
             "add a MetadataExtraction processor whose MetadataExtractionQuery defines each key",
         )
     if any(n == "partitionKeyFromLambda" for n, _ in keys) and "Lambda" not in types:
-        yield _refused(
+        yield _unpartitionable(
             stream,
             rule,
             "the prefix uses partitionKeyFromLambda keys but no enabled Lambda processor returns them",
@@ -370,7 +384,7 @@ def _keys_defined(
             continue
         missing = sorted({v for n, v in keys if n == "partitionKeyFromQuery" and v not in defined})
         if missing:
-            yield _refused(
+            yield _unpartitionable(
                 stream,
                 rule,
                 f"the prefix uses partitionKeyFromQuery:{', partitionKeyFromQuery:'.join(missing)}, which the "
