@@ -79,6 +79,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-name",
         "aws-network",
         "aws-api-values",
+        "athena-table-metadata",
+        "table-partitions-found",
         "rds-values",
         "opensearch-values",
         "elasticache-rbac",

@@ -110,6 +110,11 @@ The provider's schema types every field, but the services check how fields go to
   secondary indexes (``dynamodb_indexes``).
 - **Lambda** ``CreateEventSourceMapping``: an SQS mapping's ``ScalingConfig.MaximumConcurrency`` of 2 to 1,000
   (https://docs.aws.amazon.com/lambda/latest/api/API_ScalingConfig.html).
+- **Data Firehose** ``CreateDeliveryStream``: an extended S3 destination's buffers of 1-128 MiB and 0-900 s, at least
+  64 MiB and 60 s with dynamic partitioning (the provider's default size is 5 MiB), and prefixes whose expressions
+  Firehose takes (an error prefix beside an expression prefix, with ``!{firehose:error-output-type}``; partition
+  keys only with dynamic partitioning, defined by its processors) (``firehose_streams``,
+  https://docs.aws.amazon.com/firehose/latest/dev/s3-prefixes.html).
 
 - **EFS** ``CreateFileSystem`` and ``CreateMountTarget``: provisioned throughput with a rate of at least 1 MiB/s, a
   KMS key only on an encrypted file system, no ``maxIO`` on a One Zone file system, a One Zone file system's mount
@@ -134,6 +139,7 @@ from tokenplane.proof.deployability import (
     efs_values,
     event_patterns,
     event_targets,
+    firehose_streams,
     iam_policy,
     kms_keys,
     security_group_fields,
@@ -283,6 +289,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from dynamodb_indexes.check(graph, RULE)
     yield from kms_keys.check(graph, RULE)
     yield from efs_values.check(graph, RULE)
+    yield from firehose_streams.check(graph, RULE)
     for mapping in graph.of_type(MAPPING):
         yield from _batch_size(graph, mapping)
         yield from _maximum_concurrency(mapping)
