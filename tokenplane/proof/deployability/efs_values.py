@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 from tokenplane.proof.deployability import vpc_routes
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.graph import Graph, number
 from tokenplane.proof.render import RenderedResource
 
 FILE_SYSTEM = "aws:efs/fileSystem:FileSystem"
@@ -43,17 +43,13 @@ def check(graph: Graph, rule: str) -> Iterator[Finding]:
         yield from _mount_targets(graph, fs, rule)
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _file_system(fs: RenderedResource, rule: str) -> Iterator[Finding]:
     inputs = fs.inputs
     if inputs.get("throughputMode") == "provisioned":
         rate = inputs.get("provisionedThroughputInMibps")
-        number = _number(rate)
-        if rate is None or (number is not None and number < MIN_PROVISIONED_MIBPS):
-            given = "none" if rate is None else f"{number:g} MiB/s"
+        mibps = number(rate)
+        if rate is None or (mibps is not None and mibps < MIN_PROVISIONED_MIBPS):
+            given = "none" if rate is None else f"{mibps:g} MiB/s"
             yield Finding(
                 rule,
                 fs.urn,

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.graph import Graph, number
 from tokenplane.proof.render import RenderedResource
 
 STREAM = "aws:kinesis/firehoseDeliveryStream:FirehoseDeliveryStream"
@@ -175,10 +175,6 @@ def _dynamic(config: dict[str, Any]) -> bool:
     return isinstance(dynamic, dict) and dynamic.get("enabled") is True
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _refused(stream: RenderedResource, rule: str, what: str, fix: str) -> Finding:
     return Finding(
         rule,
@@ -202,8 +198,8 @@ def _unpartitionable(stream: RenderedResource, rule: str, what: str, fix: str) -
 
 def _buffers(stream: RenderedResource, config: dict[str, Any], rule: str) -> Iterator[Finding]:
     size_input, interval_input = config.get("bufferingSize"), config.get("bufferingInterval")
-    size = DEFAULT_SIZE_MIB if size_input is None else _number(size_input)
-    interval = DEFAULT_INTERVAL_S if interval_input is None else _number(interval_input)
+    size = DEFAULT_SIZE_MIB if size_input is None else number(size_input)
+    interval = DEFAULT_INTERVAL_S if interval_input is None else number(interval_input)
     if size is not None and not SIZE_RANGE[0] <= size <= SIZE_RANGE[1]:
         yield _refused(
             stream,
