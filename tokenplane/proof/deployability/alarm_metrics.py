@@ -59,6 +59,14 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/deploy-container-
 in a program that installs none of these watches a metric that never exists. metrics-server serves the Kubernetes
 metrics API, not CloudWatch. Cannot see: an agent installed outside the program (then waive the finding).
 
+Some metrics are published only at a fixed coarse interval, one datapoint per interval: S3's storage metrics
+(``AWS/S3`` ``BucketSizeBytes`` and ``NumberOfObjects``) once a day ("Amazon S3 CloudWatch daily storage metrics for
+buckets ... reported once per day", https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-dimensions.html).
+An alarm evaluates the last ``period`` x ``evaluationPeriods`` seconds (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarm-evaluation),
+so one whose window is shorter than the interval holds no datapoint most of the time: it sits in INSUFFICIENT_DATA
+(or flaps with it) and does not fire when the metric crosses its threshold. Judged where ``period`` and
+``evaluationPeriods`` are known (``COARSE_METRICS``: only intervals with a public source).
+
 A metric that exists may still never move for its resource as configured: a dead-letter queue's
 NumberOfMessagesSent, where only SQS's redrive fills the queue (``dead_letter_alarms``).
 """
@@ -99,6 +107,12 @@ CLOUDWATCH_CHARTS = ("amazon-cloudwatch-observability", "aws-cloudwatch-metrics"
 CLOUDWATCH_AGENT = "cloudwatch-agent"  # the agent's image, amazon/cloudwatch-agent
 ECS_CLUSTER = "aws:ecs/cluster:Cluster"
 ECS_ACCOUNT_SETTING = "aws:ecs/accountSettingDefault:AccountSettingDefault"
+# (namespace, metric) -> seconds between the datapoints the service publishes, and what it says: S3's daily storage
+# metrics (https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-dimensions.html).
+COARSE_METRICS = {
+    ("AWS/S3", "BucketSizeBytes"): (86400, "S3 publishes its storage metrics once a day"),
+    ("AWS/S3", "NumberOfObjects"): (86400, "S3 publishes its storage metrics once a day"),
+}
 # Namespace -> the dimension names its metrics carry (each service's CloudWatch metrics page).
 DIMENSIONS: dict[str, frozenset[str]] = {
     "AWS/SQS": frozenset({"QueueName"}),
@@ -260,6 +274,17 @@ def check(graph: Graph) -> Iterator[Finding]:
                     fix,
                 )
                 continue
+            coarse = _coarse_window(alarm, namespace, metric)
+            if coarse is not None:
+                what, fix = coarse
+                yield Finding(
+                    RULE,
+                    alarm.urn,
+                    f"alarm {alarm.inputs.get('name') or alarm.name} watches {namespace} {metric} with "
+                    f"{_shown(dimensions)}: {what}",
+                    fix,
+                )
+                continue
             still = redrive_only(graph, namespace, metric, dimensions)
             if still is not None:
                 what, fix = still
@@ -281,6 +306,29 @@ def _metrics(alarm: RenderedResource) -> Iterator[tuple[str, str, dict[str, Any]
         metric = (query.get("metric") or {}) if isinstance(query, dict) else {}
         if isinstance(metric.get("namespace"), str) and isinstance(metric.get("metricName"), str):
             yield metric["namespace"], metric["metricName"], dict(metric.get("dimensions") or {})
+
+
+def _coarse_window(alarm: RenderedResource, namespace: str, metric: str) -> tuple[str, str] | None:
+    """A metric published once per interval, on an alarm whose window (period x evaluationPeriods) is shorter."""
+    coarse = COARSE_METRICS.get((namespace, metric))
+    period, periods = _number(alarm.inputs.get("period")), _number(alarm.inputs.get("evaluationPeriods"))
+    if coarse is None or period is None or periods is None:
+        return None
+    interval, says = coarse
+    if period * periods >= interval:
+        return None
+    return (
+        f"{says} (one datapoint every {interval:g} s), and the alarm evaluates {period:g} s x {periods:g} "
+        f"period(s) = {period * periods:g} s, so its window holds no datapoint most of the time: it sits in "
+        "INSUFFICIENT_DATA and does not fire when the metric crosses its threshold (CloudWatch accepts it)",
+        f"set period to {interval:g} (with evaluationPeriods 1), the metric's publishing interval",
+    )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
 
 
 def _problem(namespace: str, metric: str, dimensions: dict[str, Any]) -> tuple[str, str] | None:

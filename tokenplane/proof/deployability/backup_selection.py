@@ -25,6 +25,19 @@ so ``pulumi up`` succeeds and each scheduled job ends FAILED with no recovery po
 ``targetVaultName``, and each copy action whose ``destinationVaultArn``, is a vault a VaultLockConfiguration of the
 program locks, where its ``lifecycle.deleteAfter`` is known. It cannot see locks made outside the program, nor a rule
 without ``deleteAfter`` (kept forever) against a maximum.
+
+``backup-role-can-back-up``: a selection's ``iamRoleArn`` is the role AWS Backup assumes to run each backup job
+(https://docs.aws.amazon.com/aws-backup/latest/devguide/iam-service-roles.html): it needs the backup actions of the
+resources selected, which the AWS managed AWSBackupServiceRolePolicyForBackup grants, while
+AWSBackupServiceRolePolicyForRestores grants only the restore ones (ec2:CreateVolume, not ec2:CreateSnapshot;
+https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSBackupServiceRolePolicyForBackup.html and
+.../AWSBackupServiceRolePolicyForRestores.html). CreateBackupSelection checks only that the caller may pass the role,
+so ``pulumi up`` succeeds and every job ends FAILED (access denied) with no recovery point. Judged for a role of the
+program whose every policy is known (its own documents, and AWS managed ones as moto records them), against
+``BACKUP_ACTIONS``: each resource type the selection names by ARN (``resources``) needs its create action (from
+AWSBackupServiceRolePolicyForBackup), and a tag-based selection (``selectionTags``/``conditions``) needs
+tag:GetResources to find its resources. It cannot see roles made outside the program (the default
+AWSBackupDefaultServiceRole), permission boundaries, and resource types not in the table.
 """
 
 from __future__ import annotations
@@ -36,12 +49,25 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, lookup
+from tokenplane.proof.deployability.iam_policy import allows, document, role_grants, role_named
 
 RULE = "backup-selects"
 RETENTION = "backup-retention"
 SELECTION = "aws:backup/selection:Selection"
 PLAN = "aws:backup/plan:Plan"
 VAULT_LOCK = "aws:backup/vaultLockConfiguration:VaultLockConfiguration"
+ROLE_RULE = "backup-role-can-back-up"
+# (service, resource type of the ARN) -> the action AWS Backup's role needs to back it up, as
+# AWSBackupServiceRolePolicyForBackup grants it.
+BACKUP_ACTIONS = {
+    ("ec2", "volume"): "ec2:CreateSnapshot",
+    ("ec2", "instance"): "ec2:CreateImage",
+    ("rds", "db"): "rds:CreateDBSnapshot",
+    ("rds", "cluster"): "rds:CreateDBClusterSnapshot",
+    ("dynamodb", "table"): "dynamodb:CreateBackup",
+    ("elasticfilesystem", "file-system"): "elasticfilesystem:Backup",
+}
+TAG_ACTION = "tag:GetResources"
 EBS_ADDON = "aws-ebs-csi-driver"
 EBS_PROVISIONERS = frozenset({"ebs.csi.aws.com", "kubernetes.io/aws-ebs"})
 TAG_PARAMETER = "tagspecification"
@@ -238,3 +264,38 @@ def _days(value: Any) -> float | None:
         return float(value) if value is not None and not isinstance(value, bool) else None
     except (TypeError, ValueError):
         return None
+
+
+def check_role(graph: Graph) -> Iterator[Finding]:
+    for selection in graph.of_type(SELECTION):
+        role = role_named(graph, selection.inputs.get("iamRoleArn"))
+        if role is None:
+            continue
+        documents = [d for _, d in role_grants(graph, role, aws_managed=True)]
+        if any(document(d) is None for d in documents):
+            continue  # a policy known only at apply time, or an AWS managed one moto does not know
+        needs: dict[str, str] = {}
+        for arn in selection.inputs.get("resources") or []:
+            parts = str(arn).split(":")
+            if len(parts) < 6:
+                continue
+            kind = parts[5].split("/", 1)[0]
+            action = BACKUP_ACTIONS.get((parts[2], kind))
+            if action is not None:
+                needs.setdefault(action, f"to back up {arn}")
+        if selection.inputs.get("selectionTags") or _conditions(selection.inputs.get("conditions")):
+            needs.setdefault(TAG_ACTION, "to find the resources its tags or conditions select")
+        missing = [(a, why) for a, why in needs.items() if allows(documents, a) is False]
+        if not missing:
+            continue
+        name = selection.inputs.get("name") or selection.name
+        yield Finding(
+            ROLE_RULE,
+            selection.urn,
+            f"backup selection {name} runs its jobs as role {role.name}, whose policies do not allow "
+            f"{', '.join(f'{a} ({why})' for a, why in missing)}: AWS Backup accepts the selection (it checks only "
+            "that the role may be passed), then every backup job fails with access denied and no recovery point is "
+            "created (AWSBackupServiceRolePolicyForRestores grants restores only)",
+            f"attach arn:aws:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup to {role.name} (or "
+            f"grant {', '.join(a for a, _ in missing)})",
+        )
