@@ -12,6 +12,20 @@ fails with "No module named M" when the image has no such module.
 Judged for the images whose files the program knows (``image_files``): tokenplane's serving image (Debian 12 slim
 with CPython and the locked packages) and the official python and debian slim images it builds on. A path under one of the container's volumes (a script from a ConfigMap) is not
 judged: the volume brings it.
+
+A server that daemonizes leaves the container with nothing to run: the official ``nginx`` and nginx-unprivileged
+images keep nginx in the foreground only through their CMD, ``["nginx", "-g", "daemon off;"]`` (``known_images.
+DAEMONIZING``). A ``command`` replaces the image's ENTRYPOINT and, without ``args``, its CMD too; ``args`` alone
+replace the CMD (https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/#notes).
+So an argv that runs ``nginx`` (or ``nginx-debug``, directly or through the image's ``/docker-entrypoint.sh``)
+without ``-g 'daemon off;'`` starts it with its default ``daemon on`` (https://nginx.org/en/docs/ngx_core_module.html
+#daemon): the master forks into the background and the container's process exits 0 at once; in a pod whose
+restartPolicy is Always (every Deployment, StatefulSet, DaemonSet, ReplicaSet; a sidecar init container) the
+kubelet restarts it in CrashLoopBackOff, the pod is never Ready and Pulumi's await on the workload times out.
+nginx's options are read as its ``ngx_get_options`` reads them (the last ``-g`` counts). Not judged: an argv not
+fully known, one through a shell, one that does not start the server (``-t``, ``-T``, ``-v``, ``-V``, ``-h``,
+``-s``), one with ``-c`` or ``-p`` (another config), a container with a volume at or above ``/etc/nginx/nginx.conf``
+(its config may say ``daemon off;``), a Job's pods (an exit 0 completes them), other images.
 """
 
 from __future__ import annotations
@@ -32,6 +46,7 @@ from tokenplane.proof.deployability.image_files import (
     names,
     under,
 )
+from tokenplane.proof.deployability.known_images import NGINX_CONF, daemonizing
 from tokenplane.proof.deployability.probes import PROBES
 from tokenplane.proof.deployability.reachability import pod_template
 
@@ -62,6 +77,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                 problem = _missing(argv, mounts, image)
                 if problem is not None:
                     yield _finding(workload, container, where, problem, effect)
+    yield from _daemons(graph)
 
 
 def _executions(container: dict[str, Any], image: ImageFiles) -> Iterator[tuple[str, list[str], str]]:
@@ -134,4 +150,103 @@ def _finding(workload: KubeObject, container: dict[str, Any], where: str, proble
         "call what the image has (python and the standard library: e.g. an httpGet probe, or python -c with "
         f"urllib.request; the serving image's entry points {', '.join(sorted(SERVING_MODULES))}), use an image "
         "that has the tool, or mount it from a volume",
+    )
+
+
+# nginx's command-line options (src/core/nginx.c, ngx_get_options): flags, and those that take a value (attached,
+# "-gdaemon off;", or as the next word); the flags that make it exit without serving.
+NGINX_FLAGS = frozenset("?hvVtTq")
+NGINX_VALUED = frozenset("pecgs")
+NGINX_NOT_SERVING = frozenset("?hvVtTs")
+NGINX_PROGRAMS = ("nginx", "nginx-debug")
+_DAEMON = re.compile(r"(?:^|[;{}\s])daemon\s+(on|off)\s*;")
+_DAEMON_WORD = re.compile(r"(?:^|[;{}\s])daemon(?:\s|;|$)")
+
+
+def _daemons(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.pod_bearers():
+        pod = pod_template(workload).get("spec") or {}
+        always = (pod.get("restartPolicy") or "Always") == "Always"
+        init = [c for c in pod.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+        for container in [*init, *(pod.get("containers") or [] if always else [])]:
+            image = container.get("image")
+            default = daemonizing(image) if isinstance(image, str) else None
+            argv = _process(container, default[0]) if default else None
+            if default is None or argv is None or _mounts_config(container):
+                continue
+            if _daemonizes(argv):
+                yield _daemon_finding(workload, container, list(default[1]))
+
+
+def _process(container: dict[str, Any], entrypoint: tuple[str, ...]) -> list[str] | None:
+    """The argv the runtime execs where ``command`` or ``args`` replace the image's, every word known; else None."""
+    command, args = container.get("command") or [], container.get("args") or []
+    if not isinstance(command, list) or not isinstance(args, list) or not (command or args):
+        return None
+    if not all(isinstance(word, str) for word in [*command, *args]):
+        return None
+    return [*command, *args] if command else [*entrypoint, *args]
+
+
+def _daemonizes(argv: list[str]) -> bool:
+    """Whether ``argv`` starts nginx's server with daemon on (the image's nginx.conf sets no daemon directive)."""
+    if argv and argv[0].rsplit("/", 1)[-1] == "docker-entrypoint.sh":
+        argv = argv[1:]  # the image's entrypoint script: it ends in exec "$@"
+    if not argv or argv[0].rsplit("/", 1)[-1] not in NGINX_PROGRAMS:
+        return False
+    options = _nginx_options(argv[1:])
+    if options is None or options.keys() & (NGINX_NOT_SERVING | {"c", "p"}):
+        return False
+    directives = options.get("g", "")
+    setting = _DAEMON.findall(directives)
+    if not setting and _DAEMON_WORD.search(directives):
+        return False  # a daemon directive nginx cannot parse: it exits with an error of its own
+    return not setting or setting[-1] == "on"
+
+
+def _nginx_options(words: list[str]) -> dict[str, str] | None:
+    """nginx's options as ngx_get_options reads them (a later value replaces an earlier one), or None where nginx
+    refuses the command line (an invalid option or a missing value: it exits with an error of its own)."""
+    options: dict[str, str] = {}
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if not word.startswith("-") or len(word) < 2:
+            return None
+        rest = word[1:]
+        while rest:
+            flag, rest = rest[0], rest[1:]
+            if flag in NGINX_FLAGS:
+                options[flag] = ""
+            elif flag in NGINX_VALUED:
+                if not rest:
+                    index += 1
+                    if index >= len(words):
+                        return None
+                    rest = words[index]
+                options[flag], rest = rest, ""
+            else:
+                return None
+        index += 1
+    return options
+
+
+def _mounts_config(container: dict[str, Any]) -> bool:
+    mounts = [str(m.get("mountPath")) for m in container.get("volumeMounts") or [] if m.get("mountPath")]
+    return any(under(NGINX_CONF, mount) for mount in mounts)
+
+
+def _daemon_finding(workload: KubeObject, container: dict[str, Any], cmd: list[str]) -> Finding:
+    given = [f"{k} {container[k]!r}" for k in ("command", "args") if container.get(k)]
+    return Finding(
+        RULE,
+        workload.urn,
+        f"container {container.get('name')} of {workload.kind} {workload.namespace}/{workload.name} runs "
+        f"{container.get('image')} with {' and '.join(given)}, which replaces the image's CMD {cmd} and with it "
+        "-g 'daemon off;': nginx starts with its default daemon on, its master forks into the background and the "
+        "container's process exits 0 at once; the kubelet restarts it (restartPolicy Always) in CrashLoopBackOff, "
+        "the pod never turns Ready, and Pulumi's await on the workload times out",
+        "keep nginx in the foreground: add -g 'daemon off;' (command: ['nginx', '-g', 'daemon off;']), drop "
+        "command and args to run the image's default, or set `daemon off;` in an nginx.conf mounted from a "
+        "ConfigMap",
     )

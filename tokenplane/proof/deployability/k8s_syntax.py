@@ -16,6 +16,9 @@ from decimal import Decimal, InvalidOperation
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _QUALIFIED_PART = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 LABEL_MAX, SUBDOMAIN_MAX, PORT_NAME_MAX = 63, 253, 15
+# pkg/apis/core/validation's supportedPortProtocols (sorted as field.NotSupported lists them): a container's,
+# a Service's and an EndpointSlice's port protocol, compared case-sensitively after the v1 default TCP.
+PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
 # ParseQuantity's grammar: <signedNumber><suffix>, suffix binary SI, decimal SI, or a decimal exponent.
 _QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?")
 _FACTORS = {

@@ -244,3 +244,24 @@ def repository(image: str) -> str:
 def writes(image: str) -> tuple[str, ...] | None:
     """The directories ``image``'s default process writes to, or None where the program does not know them."""
     return WRITES.get(repository(image))
+
+
+# Images whose server forks into the background unless its argv says otherwise, by repository, with the Dockerfile's
+# ENTRYPOINT and CMD: the official nginx image (Docker Hub ``nginx``, ``library/nginx``; ``nginx/nginx`` on ECR
+# Public) and nginx-unprivileged both run ``ENTRYPOINT ["/docker-entrypoint.sh"]`` (which ends in ``exec "$@"``) and
+# ``CMD ["nginx", "-g", "daemon off;"]`` (https://github.com/nginxinc/docker-nginx, mainline/*/Dockerfile;
+# https://github.com/nginxinc/docker-nginx-unprivileged; https://hub.docker.com/_/nginx: "daemon off"), and their
+# nginx.conf sets no ``daemon`` directive, so nginx's default ``daemon on`` applies to any other argv
+# (https://nginx.org/en/docs/ngx_core_module.html#daemon).
+NGINX_DEFAULT = (("/docker-entrypoint.sh",), ("nginx", "-g", "daemon off;"))
+DAEMONIZING: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    repo: NGINX_DEFAULT
+    for repo in ("nginx", "library/nginx", "nginx/nginx", "nginxinc/nginx-unprivileged", "nginx/nginx-unprivileged")
+}
+# The main config file of those images: a volume mounted at it or above it may set ``daemon off;`` itself.
+NGINX_CONF = "/etc/nginx/nginx.conf"
+
+
+def daemonizing(image: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(ENTRYPOINT, CMD) of ``image`` where its server daemonizes without the CMD's flag, else None."""
+    return DAEMONIZING.get(repository(image))

@@ -3,7 +3,9 @@
 Read: Pods, the templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs'
 jobTemplates. Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go unless named):
 container and init container names (validateContainers, validateInitContainers: DNS-1123 labels, unique in the
-pod), ports (validateContainerPorts: IsValidPortName, unique in the container, IsValidPortNum), env names
+pod), ports (validateContainerPorts: IsValidPortName, unique in the container, IsValidPortNum, a protocol
+among supportedPortProtocols, TCP, UDP or SCTP, case-sensitively: 'protocol: Unsupported value: "tcp": supported
+values: "SCTP", "TCP", "UDP"'; absent, it defaults to TCP), env names
 (validateEnv; one of value and valueFrom, one source in valueFrom: validateEnvVarValueFrom), resources
 (ValidateResourceRequirements and ValidateResourceQuantityValue: quantities that parse and
 are not negative, a request above its limit, an extended resource such as ``nvidia.com/gpu`` not whole, with a
@@ -201,7 +203,17 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
     )
     ports = container.get("ports") or []
     port_fix = "a port name is at most 15 lowercase letters, digits and '-', with a letter, and no '--'"
-    for port in ports:
+    for index, port in enumerate(ports):
+        protocol = port.get("protocol")
+        if isinstance(protocol, str) and protocol and protocol not in syntax.PORT_PROTOCOLS:
+            yield unsupported(
+                obj,
+                f"{at}.ports[{index}].protocol",
+                protocol,
+                syntax.PORT_PROTOCOLS,
+                "validateContainerPorts",
+                "write the protocol in capitals (TCP, UDP or SCTP; case matters), or drop it for the default TCP",
+            )
         if isinstance(port.get("name"), str):
             yield from problems(
                 obj, f"{at} port name", port["name"], syntax.is_valid_port_name, "validateContainerPorts", port_fix

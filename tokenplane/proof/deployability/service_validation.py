@@ -13,7 +13,9 @@ sessionAffinity None, externalTrafficPolicy Cluster only on NodePort and LoadBal
   Cluster or Local; healthCheckNodePort only on a LoadBalancer with Local ("may only be set when `type` is
   'LoadBalancer' and `externalTrafficPolicy` is 'Local'");
 - loadBalancerSourceRanges only on a LoadBalancer ("may only be used when `type` is 'LoadBalancer'"), each a CIDR;
-- a numeric targetPort in 1-65535 (validateServicePort; 0, or absent, defaults to the port);
+- a numeric targetPort in 1-65535 (validateServicePort; 0, or absent, defaults to the port); a port's protocol
+  TCP, UDP or SCTP, case-sensitively (validateServicePort: supportedPortProtocols, 'Unsupported value: "tcp"';
+  absent, it defaults to TCP);
 - a nodePort (and healthCheckNodePort) in the API server's --service-node-port-range, 30000-32767 by default; EKS
   does not change it (pkg/registry/core/service/portallocator: "provided port is not in the valid range. The range
   of valid ports is 30000-32767"; https://kubernetes.io/docs/concepts/services-networking/service/#type-nodeport);
@@ -135,7 +137,18 @@ def _service(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
                 "write each range as an address and a prefix length, e.g. 203.0.113.0/24 (a single host: /32)",
             )
     yield from _node_ports(obj, spec)
-    for port in spec.get("ports") or []:
+    for index, port in enumerate(spec.get("ports") or []):
+        protocol = port.get("protocol") if isinstance(port, dict) else None
+        if isinstance(protocol, str) and protocol and protocol not in syntax.PORT_PROTOCOLS:
+            yield unsupported(
+                obj,
+                f"spec.ports[{index}].protocol",
+                protocol,
+                syntax.PORT_PROTOCOLS,
+                "validateServicePort",
+                "write the protocol in capitals (TCP, UDP or SCTP; case matters), as the pods' container ports "
+                "declare it, or drop it for the default TCP",
+            )
         target = syntax.integer(port.get("targetPort")) if isinstance(port, dict) else None
         if target and (errors := syntax.is_valid_port_num(target)):
             yield rejected(
