@@ -49,7 +49,6 @@ MANUAL = "manual-endpoints"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 SKIP_MIRROR = "endpointslice.kubernetes.io/skip-mirror"
 ADDRESS_TYPES = ("IPv4", "IPv6", "FQDN")
-PROTOCOLS = ("TCP", "UDP", "SCTP")
 MAX_ENDPOINTS, MAX_ADDRESSES, MAX_PORTS = 1000, 100, 100  # discovery validation's maxEndpoints etc.
 
 
@@ -239,12 +238,12 @@ def check_validation(graph: Graph) -> Iterator[Finding]:
                 )
             seen.add(name)
             protocol = port.get("protocol") or "TCP"
-            if protocol not in PROTOCOLS:
+            if protocol not in syntax.PORT_PROTOCOLS:
                 yield unsupported(
                     piece,
                     f"ports[{index}].protocol",
                     protocol,
-                    PROTOCOLS,
+                    syntax.PORT_PROTOCOLS,
                     "ValidateEndpointSlice",
                     "use TCP, UDP or SCTP (case matters)",
                 )

@@ -37,7 +37,6 @@ PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
 INVALID_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
 INVALID_SUFFIXES = ("/..", "/.")
 POLICY_TYPES = ("Ingress", "Egress")
-PROTOCOLS = ("TCP", "UDP", "SCTP")
 CLASS_ANNOTATION = "kubernetes.io/ingress.class"  # annotationIngressClass
 
 
@@ -223,7 +222,7 @@ def _network_policy(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Findin
 def _port(obj: KubeObject, at: str, port: Mapping[str, Any]) -> Iterator[Finding]:
     protocol, number, end = port.get("protocol"), port.get("port"), syntax.integer(port.get("endPort"))
     problem = fix = None
-    if protocol is not None and protocol not in PROTOCOLS:
+    if protocol is not None and protocol not in syntax.PORT_PROTOCOLS:
         problem = 'protocol: Unsupported value: supported values: "SCTP", "TCP", "UDP"'
         fix = "use TCP, UDP or SCTP (case matters)"
     elif number is not None and (errors := syntax.is_valid_port_num_or_name(number)):
