@@ -88,6 +88,17 @@ The provider's schema types every field, but the services check how fields go to
 
 - **EventBridge** ``PutRule`` (and Pipes, Lambda event filters): every leaf of an event pattern is an array
   (``event_patterns``).
+- **Elastic Load Balancing** ``CreateTargetGroup``: an Application Load Balancer target group's (protocol HTTP or
+  HTTPS, or a Lambda target) health check interval greater than its timeout ("ValidationError: Health check interval
+  must be greater than the timeout";
+  https://docs.aws.amazon.com/elasticloadbalancing/latest/application/target-group-health-checks.html; defaults
+  interval 30 and timeout 5, 35 and 30 for a Lambda target; hashicorp/terraform-provider-aws#48071). Network Load
+  Balancer target groups (TCP, TLS, UDP) are not judged.
+- **EC2** ``CreateSecurityGroup`` without ``vpcId`` (the default VPC) for a resource placed in the program's VPC:
+  RDS, ElastiCache, Lambda, EKS, ELB, EFS, MSK and interface endpoints refuse a group of another VPC
+  (``security_group_vpc``).
+- **Lambda** ``CreateFunction``: environment variable keys of ``[a-zA-Z]([a-zA-Z0-9_])+``, none reserved, 4 KB in
+  all (``lambda_environment``).
 - **Route 53** ``CreateHealthCheck``: a request interval of 10 or 30 seconds and a failure threshold of 1 to 10; the
   provider validates both at preview (hashicorp/terraform-provider-aws ``aws_route53_health_check``:
   ``request_interval`` ``IntInSlice([]int{10, 30})``, ``failure_threshold`` ``IntBetween(1, 10)``;
@@ -142,7 +153,9 @@ from tokenplane.proof.deployability import (
     firehose_streams,
     iam_policy,
     kms_keys,
+    lambda_environment,
     security_group_fields,
+    security_group_vpc,
     ssm_parameters,
 )
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
@@ -207,6 +220,10 @@ SINGLE_METRIC_FIELDS = ("metricName", "namespace", "dimensions", "period", "stat
 SECRET = "aws:secretsmanager/secret:Secret"
 HEALTH_CHECK = "aws:route53/healthCheck:HealthCheck"
 MAPPING = "aws:lambda/eventSourceMapping:EventSourceMapping"
+TARGET_GROUP = "aws:lb/targetGroup:TargetGroup"
+ALB_PROTOCOLS = ("HTTP", "HTTPS")
+# An ALB target group's health check defaults (interval, timeout), by whether its targets are a Lambda function.
+ALB_HEALTH_DEFAULTS = {False: (30.0, 5.0), True: (35.0, 30.0)}
 # CreateEventSourceMapping's largest BatchSize by the source's ARN service (MQ and self-managed Kafka take no ARN of
 # these; MSK is "kafka"). A standard queue's 10,000 needs a batching window above 10; a FIFO queue takes 10.
 BATCH_LIMITS = {"sqs": 10_000, "kinesis": 10_000, "dynamodb": 10_000, "kafka": 10_000, "mq": 10_000}
@@ -290,6 +307,10 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from kms_keys.check(graph, RULE)
     yield from efs_values.check(graph, RULE)
     yield from firehose_streams.check(graph, RULE)
+    yield from lambda_environment.check(graph, RULE)
+    yield from security_group_vpc.check(graph, RULE)
+    for target_group in graph.of_type(TARGET_GROUP):
+        yield from _health_timing(target_group)
     for mapping in graph.of_type(MAPPING):
         yield from _batch_size(graph, mapping)
         yield from _maximum_concurrency(mapping)
@@ -369,6 +390,28 @@ def _batch_size(graph: Graph, mapping: RenderedResource) -> Iterator[Finding]:
             f"seconds must be greater than 0 if maximum batch size is greater than {SQS_UNWINDOWED_BATCH})",
             f"set maximum_batching_window_in_seconds to 1-300, or batch_size to {SQS_UNWINDOWED_BATCH} or fewer",
         )
+
+
+def _health_timing(target_group: RenderedResource) -> Iterator[Finding]:
+    lambda_target = target_group.inputs.get("targetType") == "lambda"
+    protocol = target_group.inputs.get("protocol")
+    if not lambda_target and protocol not in ALB_PROTOCOLS:
+        return  # an NLB (or GWLB) target group, or unknown
+    health = target_group.inputs.get("healthCheck") or {}
+    if not isinstance(health, dict) or health.get("enabled") is False:
+        return
+    defaults = ALB_HEALTH_DEFAULTS[lambda_target]
+    interval = number(health.get("interval")) if "interval" in health else defaults[0]
+    timeout = number(health.get("timeout")) if "timeout" in health else defaults[1]
+    if interval is None or timeout is None or interval > timeout:
+        return
+    yield _rejected(
+        target_group,
+        "Elastic Load Balancing",
+        f"its health check interval {interval:g} s is not greater than its timeout {timeout:g} s "
+        "(CreateTargetGroup: ValidationError, Health check interval must be greater than the timeout)",
+        f"set health_check.interval above the timeout (e.g. {timeout + 10:g}) or a timeout below {interval:g}",
+    )
 
 
 def _maximum_concurrency(mapping: RenderedResource) -> Iterator[Finding]:

@@ -19,7 +19,15 @@ own:
   ``group.name`` that is not lower-case alphanumerics, '-' or '.' starting and ending alphanumeric, or longer than
   63 (``group_loader.go``: "invalid ingress group"), a ``group.order`` that is not a whole number in [-1000, 1000]
   ("explicit Ingress group order must be within [-1000:1000]"), and one group whose Ingresses set different
-  ``scheme`` values (``model_build_load_balancer.go``: "conflicting scheme").
+  ``scheme`` values (``model_build_load_balancer.go``: "conflicting scheme"). An ALB target group's health check
+  interval must be greater than its timeout (CreateTargetGroup / ModifyTargetGroup: "ValidationError: Health check
+  interval must be greater than the timeout",
+  https://docs.aws.amazon.com/elasticloadbalancing/latest/application/target-group-health-checks.html; hashicorp/
+  terraform-provider-aws#48071), so an Ingress whose effective ``healthcheck-interval-seconds`` is not above its
+  ``healthcheck-timeout-seconds`` (the controller's defaults 15 and 5 for what is unset: the Ingress annotations
+  page, "Health Check") never gets its target group; a backend Service's own ``alb.ingress.kubernetes.io/``
+  health-check annotations override the Ingress's for its target group, as the controller merges them. An NLB
+  Service's health check is not judged for this (the controller's own NLB defaults are an equal 10 and 10).
 - Cluster Autoscaler's ``--expander`` (cluster-autoscaler/FAQ.md, "What are Expanders?"; ``expander/factory``:
   "Expander X not supported", and the process exits): random, most-pods, least-waste, price, priority, grpc; on
   AWS ``price`` is not implemented (the FAQ: GCE, GKE and Equinix Metal only) and the autoscaler does not start.
@@ -78,6 +86,8 @@ HEALTH_RANGES: dict[str, tuple[int, int]] = {
     "unhealthy-threshold-count": (2, 10),
 }
 LISTEN_PROTOCOLS = ("HTTP", "HTTPS")
+# The controller's Ingress health-check defaults (seconds), for the annotations left unset.
+INGRESS_HEALTH_DEFAULTS = {"healthcheck-interval-seconds": 15, "healthcheck-timeout-seconds": 5}
 EXPANDERS = ("random", "most-pods", "least-waste", "price", "priority", "grpc")
 EXPANDERS_NOT_ON_AWS = ("price",)
 # The CronJob controller's check period (the cron-jobs page): a starting deadline shorter than it can miss every run.
@@ -101,6 +111,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     for ingress in graph.kube(None, "Ingress"):
         yield from _annotations(ingress, ALB, INGRESS_ENUMS, None)
         if is_alb(ingress):
+            yield from _health_timing(graph, ingress)
             yield from _paths(ingress)
             yield from _group(ingress, groups)
     yield from _conflicting_schemes(groups)
@@ -166,6 +177,48 @@ def _annotations(
                     "is never served",
                     f"name a Service port ({', '.join(sorted(ports))}) or '*'",
                 )
+
+
+def _backend_services(ingress: KubeObject) -> set[str]:
+    spec = ingress.manifest.get("spec") or {}
+    names = {str(((spec.get("defaultBackend") or {}).get("service") or {}).get("name") or "")}
+    for rule in spec.get("rules") or []:
+        for path in ((rule or {}).get("http") or {}).get("paths") or []:
+            names.add(str((((path or {}).get("backend") or {}).get("service") or {}).get("name") or ""))
+    return names - {""}
+
+
+def _health_timing(graph: Graph, ingress: KubeObject) -> Iterator[Finding]:
+    own = (ingress.manifest.get("metadata") or {}).get("annotations") or {}
+    services = {
+        s.name: (s.manifest.get("metadata") or {}).get("annotations") or {}
+        for s in graph.kube(None, "Service")
+        if s.namespace == ingress.namespace and s.name in _backend_services(ingress)
+    }
+    judged: set[tuple[int, int]] = set()
+    for merged in [{**own, **extra} for extra in services.values()] or [own]:
+        seconds: dict[str, int] = {}
+        for suffix, default in INGRESS_HEALTH_DEFAULTS.items():
+            raw = merged.get(f"{ALB}{suffix}", str(default))
+            text = raw.strip() if isinstance(raw, str) else ""
+            low, high = HEALTH_RANGES[suffix]
+            if not text.isdigit() or not low <= int(text) <= high:
+                break  # unknown, or out of range (reported above)
+            seconds[suffix] = int(text)
+        else:
+            interval, timeout = seconds["healthcheck-interval-seconds"], seconds["healthcheck-timeout-seconds"]
+            if interval > timeout or (interval, timeout) in judged:
+                continue
+            judged.add((interval, timeout))
+            yield _refused(
+                ingress,
+                f"{ALB}healthcheck-interval-seconds",
+                str(merged.get(f"{ALB}healthcheck-interval-seconds", "15 (default)")),
+                f"CreateTargetGroup: ValidationError, Health check interval must be greater than the timeout; the "
+                f"interval is {interval} s and the timeout {timeout} s"
+                + ("" if f"{ALB}healthcheck-timeout-seconds" in merged else " (the controller's default)"),
+                f"set an interval above the timeout, e.g. {max(timeout + 5, 10)}, or a timeout below {interval}",
+            )
 
 
 def _paths(ingress: KubeObject) -> Iterator[Finding]:

@@ -27,12 +27,27 @@ Two more ways the events never arrive, with ``pulumi up`` succeeding:
   /suffix aren't globs"), so ``models/*`` matches only keys that begin with ``models/*``, the ``*`` included. A key may hold
   a ``*``, but a program whose filter holds one means a glob: any ``*`` in a filter is judged (a ``?``, which reads
   less surely as a glob and may stand in a key, is not).
+- **An S3 key filter with a leading "/".** S3 object keys written by ``aws s3 cp``/``sync``, ``PutObject`` from the
+  SDKs or an ``s3://bucket/path/`` URI never begin with "/" (the key is what follows the bucket's "/":
+  https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html), and the prefix filter compares the key's
+  first characters literally (notification-how-to-filtering.html above), so a notification ``filterPrefix`` of
+  ``/models/`` (or an EventBridge pattern's ``detail.object.key`` ``{"prefix": "/models/"}``) matches no upload.
+  Only the leading "/" is judged: a program could write keys starting with "/" through the API, but none of the
+  usual writers do, and the prefix written like a path is the slip.
+- **A source that is a service principal.** AWS services' events on EventBridge carry ``source`` ``aws.<service>``
+  (``aws.s3``, ``aws.ec2``: https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref.html,
+  https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html); ``s3.amazonaws.com`` is the service's IAM
+  principal (and CloudTrail's ``eventSource``), never an event's source, and PutEvents callers may not use the
+  ``aws.`` namespace, so a pattern whose ``source`` is ``<service>.amazonaws.com`` matches no event AWS sends.
+  Judged on literal sources of that form only (a custom source the program's own PutEvents callers send with such a
+  name is not looked for).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterator
 from functools import cache
 from typing import Any
@@ -51,11 +66,15 @@ DESTINATIONS = ("queues", "topics", "lambdaFunctions")
 FILTERS = {"filterPrefix": "filter_prefix", "filterSuffix": "filter_suffix"}
 WILDCARD = "*"
 SHOWN = 5  # emitted detail-types named in a message, closest first
+# A service principal (s3.amazonaws.com, events.amazonaws.com), as written by mistake for the event source aws.<svc>.
+PRINCIPAL = re.compile(r"^([a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
 
 
 def check(graph: Graph) -> Iterator[Finding]:
     for rule in graph.of_type(EVENT_RULE):
         yield from _detail_types(rule)
+        yield from _principal_sources(rule)
+        yield from _slashed_key_patterns(rule)
     for notification in graph.of_type(NOTIFICATION):
         yield from _key_filters(notification)
     yield from _unsent_buckets(graph)
@@ -154,6 +173,17 @@ def _key_filters(notification: RenderedResource) -> Iterator[Finding]:
         for i, config in enumerate(notification.inputs.get(destination) or []):
             if not isinstance(config, dict):
                 continue
+            prefix_value = config.get("filterPrefix")
+            if isinstance(prefix_value, str) and prefix_value.startswith("/"):
+                yield Finding(
+                    RULE,
+                    notification.urn,
+                    f"S3 bucket notification {notification.name}'s {destination}[{i}].filterPrefix is "
+                    f"{prefix_value!r}: S3 object keys do not begin with '/' (s3://bucket/{prefix_value.lstrip('/')} "
+                    f"is the key {prefix_value.lstrip('/')!r}) and the prefix is compared literally, so no upload "
+                    "matches and no notification is ever sent (pulumi up succeeds)",
+                    f"set filter_prefix={prefix_value.lstrip('/')!r} (no leading '/')",
+                )
             for key, field in FILTERS.items():
                 value = config.get(key)
                 if not isinstance(value, str) or WILDCARD not in value:
@@ -173,3 +203,44 @@ def _key_filters(notification: RenderedResource) -> Iterator[Finding]:
                     "(pulumi up succeeds)",
                     fix,
                 )
+
+
+def _principal_sources(rule: RenderedResource) -> Iterator[Finding]:
+    for branch in _branches(_pattern(rule.inputs)):
+        for source in _strings(branch.get("source")):
+            match = PRINCIPAL.match(source)
+            if match is None:
+                continue
+            yield Finding(
+                RULE,
+                rule.urn,
+                f"EventBridge rule {rule.name}'s eventPattern source {source!r} is a service principal, not an event "
+                f"source: AWS services' events carry source 'aws.{match.group(1)}' (aws.<service>), so the rule "
+                "never matches and its targets receive nothing (pulumi up succeeds)",
+                f'match "source": ["aws.{match.group(1)}"]',
+            )
+
+
+def _slashed_key_patterns(rule: RenderedResource) -> Iterator[Finding]:
+    for branch in _branches(_pattern(rule.inputs)):
+        if "aws.s3" not in _strings(branch.get("source")):
+            continue
+        keys = lookup(branch, "detail.object.key")
+        for matcher in keys if isinstance(keys, list) else []:
+            value = (
+                matcher
+                if isinstance(matcher, str)
+                else (matcher or {}).get("prefix")
+                if isinstance(matcher, dict)
+                else None
+            )
+            if not isinstance(value, str) or not value.startswith("/"):
+                continue
+            yield Finding(
+                RULE,
+                rule.urn,
+                f"EventBridge rule {rule.name}'s eventPattern detail.object.key matches {value!r}: S3 object keys do "
+                "not begin with '/' and EventBridge compares the key literally, so no S3 event matches and its "
+                "targets receive nothing (pulumi up succeeds)",
+                f"write {value.lstrip('/')!r} (no leading '/')",
+            )

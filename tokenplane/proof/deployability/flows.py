@@ -691,6 +691,8 @@ def _aws_exposure(region: Region) -> Iterator[Finding]:
                 "place it in the VPC's private subnets",
             )
         for group in store.groups:
+            if group.inputs.get("vpcId") is None and "vpcId" not in group.property_dependencies:
+                continue  # in the default VPC, which the store refuses: aws-api-values says so (security_group_vpc)
             vpc = region.vpc_networks(group)
             for rule in region.ingress_rules(group):
                 outside = [n for n in rule.networks if not vpc or not covered([n], vpc)]
