@@ -46,5 +46,29 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     "data_backups_role_with_restore_policy_only": (False, "missed: a backup role with only the restores policy"),
 }
 
+# After the set's fixes (not held out: written with these programs in view), read from results-after-fixes.md.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "status_page_nginx_command_without_daemon_off": (True, "image-command: command nginx drops -g 'daemon off;'"),
+    "status_page_container_port_protocol_lowercase": (True, "api-validation: protocol 'tcp' (validateContainerPorts)"),
+    "status_page_alb_healthcheck_interval_equal_to_timeout": (
+        True,
+        "controller-values: health check interval must be greater than the timeout",
+    ),
+    "evals_db_security_group_without_vpc_id": (
+        True,
+        "aws-api-values: a group without vpcId lands in the default VPC, its DB is in the program's",
+    ),
+    "registry_cors_origin_with_trailing_slash": (True, "s3-cors-origin-matches: an origin with a trailing slash"),
+    "weights_events_notification_prefix_with_leading_slash": (True, "events-emitted: S3 keys never start with '/'"),
+    "registry_dashboard_metric_widget_without_region": (True, "dashboard-body-valid: a metric widget without region"),
+    "registry_size_alarm_period_five_minutes": (True, "alarm-metric-exists: S3 storage metrics are daily"),
+    "weights_created_rule_source_service_principal": (True, "events-emitted: source is aws.s3, not a principal"),
+    "registry_indexer_env_key_with_hyphens": (True, "aws-api-values: Lambda environment keys [a-zA-Z]([a-zA-Z0-9_])+"),
+    "data_backups_role_with_restore_policy_only": (
+        True,
+        "backup-role-can-back-up: the role lacks ec2:CreateSnapshot and tag:GetResources",
+    ),
+}
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 35, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 35, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
