@@ -27,14 +27,16 @@ from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.runtime_env import Var
 
 FUNCTION = "aws:lambda/function:Function"
 KEY = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]+$")
-# The configuration-envvars page's reserved keys (those the key pattern would not already refuse).
+# The configuration-envvars page's reserved keys (those the key pattern would not already refuse); the four the
+# platform's own processes also read are spelled through runtime_env.Var, the one place env names are written.
 RESERVED = frozenset(
     {
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
+        Var.AWS_REGION,
+        Var.AWS_DEFAULT_REGION,
         "AWS_EXECUTION_ENV",
         "AWS_LAMBDA_FUNCTION_NAME",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
@@ -43,8 +45,8 @@ RESERVED = frozenset(
         "AWS_LAMBDA_LOG_GROUP_NAME",
         "AWS_LAMBDA_LOG_STREAM_NAME",
         "AWS_ACCESS_KEY",
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
+        Var.AWS_ACCESS_KEY_ID,
+        Var.AWS_SECRET_ACCESS_KEY,
         "AWS_SESSION_TOKEN",
         "AWS_LAMBDA_RUNTIME_API",
         "LAMBDA_TASK_ROOT",
