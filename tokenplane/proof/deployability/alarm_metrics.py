@@ -274,20 +274,10 @@ def check(graph: Graph) -> Iterator[Finding]:
                     fix,
                 )
                 continue
-            coarse = _coarse_window(alarm, namespace, metric)
-            if coarse is not None:
-                what, fix = coarse
-                yield Finding(
-                    RULE,
-                    alarm.urn,
-                    f"alarm {alarm.inputs.get('name') or alarm.name} watches {namespace} {metric} with "
-                    f"{_shown(dimensions)}: {what}",
-                    fix,
-                )
-                continue
-            still = redrive_only(graph, namespace, metric, dimensions)
-            if still is not None:
-                what, fix = still
+            # A metric published too coarsely for the alarm's window, else one only a redrive would publish.
+            reason = _coarse_window(alarm, namespace, metric) or redrive_only(graph, namespace, metric, dimensions)
+            if reason is not None:
+                what, fix = reason
                 yield Finding(
                     RULE,
                     alarm.urn,
