@@ -213,6 +213,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "lambda-handler-resolves",
         "image-command",
         "mount-hides-image",
+        "job-containers-exit",
+        "htpasswd-hash",
         "runtime-contract",
         "service-address",
         "service-short-name",

@@ -250,3 +250,31 @@ def _daemon_finding(workload: KubeObject, container: dict[str, Any], cmd: list[s
         "command and args to run the image's default, or set `daemon off;` in an nginx.conf mounted from a "
         "ConfigMap",
     )
+
+
+def nginx_options(container: dict[str, Any]) -> dict[str, str] | None:
+    """The options of the nginx server a container of an nginx image runs (the image's CMD's without ``command``
+    or ``args``), or None where its argv does not start nginx's server, is not fully known or nginx refuses it."""
+    default = daemonizing(str(container.get("image") or ""))
+    if default is None:
+        return None
+    argv = _process(container, default[0]) if container.get("command") or container.get("args") else None
+    argv = argv if argv is not None else ([] if container.get("command") or container.get("args") else [*default[1]])
+    return nginx_server_options(argv)
+
+
+def nginx_server_options(argv: list[str]) -> dict[str, str] | None:
+    """nginx's options where ``argv`` (directly or through the images' ``docker-entrypoint.sh``) starts nginx's
+    server, else None."""
+    if argv and argv[0].rsplit("/", 1)[-1] == "docker-entrypoint.sh":
+        argv = argv[1:]
+    if not argv or argv[0].rsplit("/", 1)[-1] not in NGINX_PROGRAMS:
+        return None
+    options = _nginx_options(argv[1:])
+    return None if options is None or options.keys() & NGINX_NOT_SERVING else options
+
+
+def nginx_stays_up(options: dict[str, str]) -> bool:
+    """Whether nginx's server, started with ``options``, keeps its master in the foreground: -g says daemon off."""
+    setting = _DAEMON.findall(options.get("g", ""))
+    return bool(setting) and setting[-1] == "off"

@@ -12,6 +12,14 @@ and the directory of an absolute or ``./`` program in ``command``; for the image
 that an init container writes first (the copy-a-binary pattern) brings the files, and is not judged; nor is the
 program's own directory where the mounted ConfigMap, Secret or projected volume holds the program itself (a script
 run from a ConfigMap: ``command: [/scripts/run.sh]`` with the ConfigMap's ``run.sh`` mounted at ``/scripts``).
+
+The same holds for the configuration a known image's process reads at start (``known_images.CONFIG_FILES``): the
+nginx images' nginx reads ``/etc/nginx/nginx.conf`` (unless ``-c``/``-p`` say otherwise), which includes the image's
+``mime.types``. A volume mounted at ``/etc/nginx`` (or above) that does not itself hold ``nginx.conf`` hides it:
+a ConfigMap or Secret volume holds exactly its keys (or its ``items``' paths), an emptyDir nothing
+(https://kubernetes.io/docs/concepts/storage/volumes/#configmap), and nginx exits at start with ``[emerg] open()
+"/etc/nginx/nginx.conf" failed (2: No such file or directory)``: CrashLoopBackOff. A ``subPath`` mount (one file),
+a volume an init container fills, or an object outside the program (its keys unknown) is not judged.
 """
 
 from __future__ import annotations
@@ -20,8 +28,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.image_commands import nginx_options
 from tokenplane.proof.deployability.image_files import SYSTEM_DIRS, files, under
+from tokenplane.proof.deployability.known_images import config_files
 from tokenplane.proof.deployability.reachability import pod_template
 
 RULE = "mount-hides-image"
@@ -90,6 +100,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             if not m.get("readOnly")
         }
         for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+            yield from _hidden_config(graph, workload, pod, container, filled)
             needed = needed_dirs(container)
             for mount in container.get("volumeMounts") or []:
                 path = str(mount.get("mountPath") or "")
@@ -115,3 +126,41 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"mount the volume below the image's files (e.g. {path.rstrip('/')}/data), or mount single "
                     "files with subPath",
                 )
+
+
+def _hidden_config(
+    graph: Graph, workload: KubeObject, pod: dict[str, Any], container: dict[str, Any], filled: set[str]
+) -> Iterator[Finding]:
+    """A volume over the directory of the config file a known image's process reads, which does not hold it."""
+    image = str(container.get("image") or "")
+    config = config_files(image)
+    options = nginx_options(container)
+    if config is None or options is None or options.keys() & {"c", "p"}:
+        return
+    conf, includes = config
+    for mount in container.get("volumeMounts") or []:
+        path = str(mount.get("mountPath") or "").rstrip("/") or "/"
+        if not mount.get("mountPath") or mount.get("subPath") or str(mount.get("name")) in filled:
+            continue
+        if path == conf or not under(conf, path):
+            continue
+        volume: dict[str, Any] = next((v for v in pod.get("volumes") or [] if v.get("name") == mount.get("name")), {})
+        if brings(graph, workload.namespace, volume, conf[len(path.rstrip("/")) + 1 :]):
+            continue
+        also = [
+            f
+            for f in includes
+            if under(f, path) and not brings(graph, workload.namespace, volume, f[len(path.rstrip("/")) + 1 :])
+        ]
+        hidden = ", ".join([conf, *also])
+        yield Finding(
+            RULE,
+            workload.urn,
+            f"container {container.get('name')} of {workload.kind} {workload.namespace}/{workload.name} ({image}) "
+            f"mounts volume {mount.get('name')} at {path}, which hides the image's {hidden} and does not hold "
+            f'{conf.rsplit("/", 1)[-1]} itself: nginx exits at start with [emerg] open() "{conf}" failed (2: No '
+            "such file or directory), the container restarts in CrashLoopBackOff and the workload never becomes "
+            "available (Pulumi's await times out)",
+            f"mount the volume at a directory the image's {conf.rsplit('/', 1)[-1]} includes (e.g. "
+            f"{conf.rsplit('/', 1)[0]}/conf.d for server blocks), or mount single files with subPath",
+        )

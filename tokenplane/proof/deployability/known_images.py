@@ -265,3 +265,49 @@ NGINX_CONF = "/etc/nginx/nginx.conf"
 def daemonizing(image: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(ENTRYPOINT, CMD) of ``image`` where its server daemonizes without the CMD's flag, else None."""
     return DAEMONIZING.get(repository(image))
+
+
+# Images whose default process is a server that runs until it is stopped, by repository (``repository``), with the
+# Dockerfile's ENTRYPOINT and CMD: the nginx images above (``NGINX_DEFAULT``, nginx in the foreground); the
+# OpenTelemetry Collector's distributions (open-telemetry/opentelemetry-collector-releases, distributions/*/
+# Dockerfile: ``ENTRYPOINT ["/otelcol-contrib"]``, ``CMD ["--config", "/etc/otelcol-contrib/config.yaml"]``, and
+# likewise ``/otelcol`` and ``/otelcol-k8s``), on Docker Hub and GHCR; Envoy's image (envoyproxy/envoy,
+# ci/Dockerfile-envoy: ``ENTRYPOINT ["/docker-entrypoint.sh"]``, ``CMD ["envoy", "-c", "/etc/envoy/envoy.yaml"]``).
+_OTEL_RELEASES = "open-telemetry/opentelemetry-collector-releases"
+LONG_RUNNING: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    **DAEMONIZING,
+    **{
+        repo: ((f"/{program}",), ("--config", f"/etc/{program}/config.yaml"))
+        for program, names in (
+            ("otelcol", ("otel/opentelemetry-collector", f"{_OTEL_RELEASES}/opentelemetry-collector")),
+            (
+                "otelcol-contrib",
+                ("otel/opentelemetry-collector-contrib", f"{_OTEL_RELEASES}/opentelemetry-collector-contrib"),
+            ),
+            ("otelcol-k8s", ("otel/opentelemetry-collector-k8s", f"{_OTEL_RELEASES}/opentelemetry-collector-k8s")),
+        )
+        for repo in names
+    },
+    "envoyproxy/envoy": (("/docker-entrypoint.sh",), ("envoy", "-c", "/etc/envoy/envoy.yaml")),
+}
+
+
+def long_running(image: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(ENTRYPOINT, CMD) of ``image`` where its default process is a server that never exits, else None."""
+    return LONG_RUNNING.get(repository(image))
+
+
+# The main configuration file the nginx images' process reads (nginx's default ``-c``, the ``--conf-path`` these
+# images are built with) and the files that configuration includes from the image (their nginx.conf: ``include
+# /etc/nginx/mime.types;`` and ``include /etc/nginx/conf.d/*.conf;``, a glob that may match nothing): nginx exits at
+# start with ``[emerg] open() "/etc/nginx/nginx.conf" failed (2: No such file or directory)`` without it
+# (https://github.com/nginxinc/docker-nginx, mainline/alpine/Dockerfile and its nginx.conf;
+# https://github.com/nginxinc/docker-nginx-unprivileged, the same nginx.conf with /tmp paths).
+CONFIG_FILES: dict[str, tuple[str, tuple[str, ...]]] = {
+    repo: (NGINX_CONF, ("/etc/nginx/mime.types",)) for repo in DAEMONIZING
+}
+
+
+def config_files(image: str) -> tuple[str, tuple[str, ...]] | None:
+    """(the main config file, the files it includes from the image) of ``image``'s process, or None: not known."""
+    return CONFIG_FILES.get(repository(image))
