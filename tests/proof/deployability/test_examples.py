@@ -101,6 +101,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "event-source-permissions",
         "service-role-trust",
         "state-machine-log-delivery",
+        "flow-log-delivery-role",
         "state-machine-definition",
         "state-machine-express-duration",
         "state-machine-sync-permissions",

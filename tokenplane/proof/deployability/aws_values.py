@@ -130,6 +130,10 @@ The provider's schema types every field, but the services check how fields go to
 - **EFS** ``CreateFileSystem`` and ``CreateMountTarget``: provisioned throughput with a rate of at least 1 MiB/s, a
   KMS key only on an encrypted file system, no ``maxIO`` on a One Zone file system, a One Zone file system's mount
   target in its own zone, a file system's mount targets in one VPC (``efs_values``).
+- **EC2** ``CreateFlowLogs``: a ``maxAggregationInterval`` of 60 or 600 seconds (the provider's ``IntInSlice``), and
+  a ``logDestination`` that is the ARN of what ``logDestinationType`` names (a log group, an S3 bucket, a Firehose
+  stream), not a bucket's or a group's name (``flow_logs``,
+  https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateFlowLogs.html).
 
 A value unknown at render time (an output, a secret) is not judged.
 """
@@ -151,6 +155,7 @@ from tokenplane.proof.deployability import (
     event_patterns,
     event_targets,
     firehose_streams,
+    flow_logs,
     iam_policy,
     kms_keys,
     lambda_environment,
@@ -307,6 +312,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from kms_keys.check(graph, RULE)
     yield from efs_values.check(graph, RULE)
     yield from firehose_streams.check(graph, RULE)
+    yield from flow_logs.check(graph, RULE)
     yield from lambda_environment.check(graph, RULE)
     yield from security_group_vpc.check(graph, RULE)
     for target_group in graph.of_type(TARGET_GROUP):

@@ -23,6 +23,9 @@ has the service assume that role with sts:AssumeRole, which succeeds only if the
   fails (FailedInvocations), https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-identity-based.html.
 - EventBridge Pipes, ``roleArn``, ``pipes.amazonaws.com``: the pipe cannot read its source or call its target,
   https://docs.aws.amazon.com/eventbridge/latest/pipes-reference/pipes-permissions.html.
+- VPC flow logs, ``iamRoleArn``, ``vpc-flow-logs.amazonaws.com``: the flow log is created and its deliveries to
+  CloudWatch Logs fail (https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-iam-role.html, the trust policy;
+  https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-troubleshooting.html, "Access error").
 - AWS Backup selections, ``iamRoleArn``, ``backup.amazonaws.com``: every backup job of the selection fails,
   https://docs.aws.amazon.com/aws-backup/latest/devguide/iam-service-roles.html.
 - EKS Pod Identity associations, ``roleArn``, ``pods.eks.amazonaws.com``, which assumes the role *with session tags*
@@ -108,6 +111,13 @@ HANDOFFS = (
         "roleArn",
         "pipes.amazonaws.com",
         "the pipe deploys, and at run time cannot read its source or call its target",
+    ),
+    Handoff(
+        "aws:ec2/flowLog:FlowLog",
+        "iamRoleArn",
+        "vpc-flow-logs.amazonaws.com",
+        "the flow log deploys, and every delivery fails (DeliverLogsStatus FAILED, access error): the service cannot "
+        "assume the role to publish to CloudWatch Logs",
     ),
     Handoff(
         "aws:backup/selection:Selection",
