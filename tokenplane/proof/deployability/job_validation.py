@@ -21,11 +21,22 @@ The rules, each quoted from its error:
 - onPodConditions: at most 20 patterns, status True, False or Unknown;
 - backoffLimitPerIndex and maxFailedIndexes not negative and only with completionMode Indexed ("requires indexed
   completion mode"); maxFailedIndexes needs backoffLimitPerIndex and is at most completions; an Indexed Job's
-  parallelism at most 100000 (maxParallelismForIndexedJob); successPolicy only with completionMode Indexed.
+  parallelism at most 100000 (maxParallelismForIndexedJob); successPolicy only with completionMode Indexed;
+- the generated selector (pkg/registry/batch/job/strategy.go Validate and generateSelector, validation.go
+  ValidateGeneratedSelector, https://kubernetes.io/docs/concepts/workloads/controllers/job/
+  #specifying-your-own-pod-selector): unless manualSelector is true (unset and false alike), the strategy keeps the
+  written selector, adds matchLabels batch.kubernetes.io/controller-uid, and the result must match the labels it
+  generates (controller-uid and batch.kubernetes.io/controller-uid = the new uid, job-name and
+  batch.kubernetes.io/job-name = the name), else "`selector` not auto-generated". Judged only for a selector that
+  names none of those four keys (their values are the server's uid or the name, not judged): any matchLabels, In or
+  Exists on another key is refused; NotIn or DoesNotExist alone, or an empty selector, is accepted. A CronJob's
+  jobTemplate may carry no selector at all ("`selector` will be auto-generated") and no manualSelector true
+  (ValidateJobTemplateSpec). Cannot see: template labels that conflict with the generated ones.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -33,6 +44,7 @@ from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import KubeObject, lookup
 from tokenplane.proof.deployability.object_validation import rejected, unsupported
+from tokenplane.proof.deployability.pod_validation import selector_matches
 
 MAX_RULES = 20  # maxPodFailurePolicyRules
 MAX_EXIT_CODES = 255  # maxPodFailurePolicyOnExitCodesValues
@@ -49,6 +61,7 @@ def check_spec(obj: KubeObject, at: str, spec: Mapping[str, Any]) -> Iterator[Fi
     """Findings for one JobSpec at ``at`` (``spec`` or ``spec.jobTemplate.spec``)."""
     indexed = spec.get("completionMode") == "Indexed"
     yield from _indexes(obj, at, spec, indexed)
+    yield from _selector(obj, at, spec)
     policy = spec.get("podFailurePolicy")
     pod = lookup(spec, "template.spec")
     pod = pod if isinstance(pod, dict) else {}
@@ -87,6 +100,69 @@ def check_spec(obj: KubeObject, at: str, spec: Mapping[str, Any]) -> Iterator[Fi
             f"{SOURCE}: {at}.successPolicy: requires indexed completion mode",
             "set completionMode Indexed (with completions), or drop successPolicy",
         )
+
+
+def _selector(obj: KubeObject, at: str, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    """The generated selector: a CronJob's jobTemplate may carry none (ValidateJobTemplateSpec), and a Job's without
+    manualSelector true must still select the labels the strategy generates (ValidateGeneratedSelector)."""
+    selector, manual = spec.get("selector"), spec.get("manualSelector")
+    if at != "spec":  # a CronJob's jobTemplate
+        if selector is not None:
+            yield rejected(
+                obj,
+                f"sets {at}.selector",
+                f"ValidateJobTemplateSpec: {at}.selector: Invalid value: `selector` will be auto-generated",
+                "drop the jobTemplate's selector (each Job the CronJob makes gets a generated one)",
+            )
+        if manual is True:
+            yield unsupported(
+                obj,
+                f"{at}.manualSelector",
+                "true",
+                ("nil", "false"),
+                "ValidateJobTemplateSpec",
+                "drop manualSelector from the jobTemplate",
+            )
+        return
+    if manual is True or not isinstance(selector, dict):
+        return
+    if not _refused_without_manual(selector):
+        return
+    yield rejected(
+        obj,
+        f"sets spec.selector {json.dumps(selector, sort_keys=True)} without spec.manualSelector true",
+        "ValidateGeneratedSelector: spec.selector: Invalid value: `selector` not auto-generated (the Job strategy "
+        "adds batch.kubernetes.io/controller-uid to the selector, which must then match the generated "
+        "controller-uid and job-name labels)",
+        "drop spec.selector (the API server generates one from the Job's uid), or set spec.manualSelector true "
+        "with a selector unique to this Job's pods",
+    )
+
+
+UID = "\x00uid"  # the Job's uid, unknown until it is created
+NAME = "\x00name"  # the Job's name (a generated key's value is not judged, so neither is the name)
+GENERATED = {
+    "controller-uid": UID,
+    "batch.kubernetes.io/controller-uid": UID,
+    "job-name": NAME,
+    "batch.kubernetes.io/job-name": NAME,
+}
+
+
+def _refused_without_manual(selector: Mapping[str, Any]) -> bool:
+    """True where the selector, once the strategy has added controller-uid, cannot match the generated labels.
+    A selector naming a generated key is not judged (its value is the server's or the name Pulumi gives)."""
+    match_labels = selector.get("matchLabels") or {}
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(match_labels, dict) or not isinstance(expressions, list):
+        return False
+    keys = {str(k) for k in match_labels} | {str(e.get("key")) for e in expressions if isinstance(e, dict)}
+    if keys & set(GENERATED) or not keys:
+        return False
+    if not all(isinstance(v, str) for v in match_labels.values()):
+        return False
+    with_uid = {"matchLabels": {**match_labels, "controller-uid": UID}, "matchExpressions": expressions}
+    return not selector_matches(with_uid, GENERATED)
 
 
 def _indexes(obj: KubeObject, at: str, spec: Mapping[str, Any], indexed: bool) -> Iterator[Finding]:

@@ -6,12 +6,15 @@ container and init container names (validateContainers, validateInitContainers: 
 pod), ports (validateContainerPorts: IsValidPortName, unique in the container, IsValidPortNum, a protocol
 among supportedPortProtocols, TCP, UDP or SCTP, case-sensitively: 'protocol: Unsupported value: "tcp": supported
 values: "SCTP", "TCP", "UDP"'; absent, it defaults to TCP), env names
-(validateEnv; one of value and valueFrom, one source in valueFrom: validateEnvVarValueFrom), resources
+(validateEnv; one of value and valueFrom, one source in valueFrom: validateEnvVarValueFrom; a fieldRef's path
+``downward_api_validation``'s), resources
 (ValidateResourceRequirements and ValidateResourceQuantityValue: quantities that parse and
 are not negative, a request above its limit, an extended resource such as ``nvidia.com/gpu`` not whole, with a
 request other than its limit or without a limit), volumes (ValidateVolumes: DNS-1123 label names, unique), mounts
 (validateVolumeMounts: a volume of the pod, or for a StatefulSet one of its volumeClaimTemplates; a mountPath once
-per container); the template's labels and annotations, the selector matching its labels (pkg/apis/apps/validation,
+per container; subPath and subPathExpr local descending paths, validateLocalDescendingPath: "must be a relative
+path", "must not contain '..'", and not both: "mutually exclusive"; mountPath itself is not checked there for being
+absolute); the template's labels and annotations, the selector matching its labels (pkg/apis/apps/validation,
 ValidateDeploymentSpec, ValidateStatefulSetSpec, ValidateDaemonSetSpec: "`selector` does not match template
 `labels`"), and the restart policy (pkg/apis/batch/validation, validateJobSpec: a Job's must be OnFailure or Never,
 and unset is Always; ValidatePodTemplateSpecForReplicaSet, ValidateStatefulSetSpec, ValidateDaemonSetSpec: a
@@ -27,11 +30,17 @@ DNS fields are ``scheduling_validation``'s, handlers, restart policies and secur
 from __future__ import annotations
 
 import json
+import posixpath
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tokenplane.proof.deployability import container_validation, scheduling_validation, volume_validation
+from tokenplane.proof.deployability import (
+    container_validation,
+    downward_api_validation,
+    scheduling_validation,
+    volume_validation,
+)
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
@@ -251,6 +260,7 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
                 "validateEnvVarValueFrom: Invalid value: may not have more than one field specified at a time",
                 "keep one source (fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef)",
             )
+        yield from downward_api_validation.check_env(obj, at, env)
     yield from _resources(obj, at, container.get("resources") or {})
     yield from _probes(obj, at, container)
     mounts = [*(container.get("volumeMounts") or []), *(container.get("volumeDevices") or [])]
@@ -262,6 +272,8 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
                 "validateVolumeMounts: Not found",
                 f"add a volume named {mount.get('name')!r} to the pod's spec.volumes, or mount one it has",
             )
+    for mount in container.get("volumeMounts") or []:
+        yield from _sub_path(obj, at, mount)
     paths = Counter(str(m.get("mountPath")) for m in container.get("volumeMounts") or [])
     for path in sorted(p for p, count in paths.items() if count > 1):
         yield rejected(
@@ -269,6 +281,36 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             f"mounts two volumes at {path!r} in {at}",
             "validateVolumeMounts: Invalid value: must be unique",
             "give each mount its own mountPath (or one volume with subPaths)",
+        )
+
+
+def _sub_path(obj: KubeObject, at: str, mount: Mapping[str, Any]) -> Iterator[Finding]:
+    """validateVolumeMounts: subPath and subPathExpr each a local descending path (validateLocalDescendingPath:
+    "must be a relative path", "must not contain '..'"), and not both."""
+    sub_path, expr = mount.get("subPath"), mount.get("subPathExpr")
+    where = f"{at} mount {mount.get('name')!r} at {mount.get('mountPath')!r}"
+    if sub_path and expr:
+        yield rejected(
+            obj,
+            f"gives {where} both subPath and subPathExpr",
+            "validateVolumeMounts: subPathExpr: Invalid value: subPathExpr and subPath are mutually exclusive",
+            "keep one of subPath and subPathExpr",
+        )
+    for field, value in (("subPath", sub_path), ("subPathExpr", expr)):
+        if not isinstance(value, str) or not value:
+            continue
+        if posixpath.isabs(value):
+            problem = "must be a relative path"
+        elif ".." in value.split("/"):
+            problem = "must not contain '..'"
+        else:
+            continue
+        yield rejected(
+            obj,
+            f"gives {where} {field} {value!r}",
+            f"validateVolumeMounts/validateLocalDescendingPath: {field}: Invalid value: {value!r}: {problem}",
+            f"write {field} relative to the volume's root, without '..' (for a ConfigMap key mounted as a file, "
+            "subPath is the key, e.g. index.html)",
         )
 
 

@@ -19,6 +19,7 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   (ValidateLocalNonReservedPath); a secret's or configMap's ``name`` given; no two items of the secret, configMap
   and downwardAPI sources (and clusterTrustBundle paths) at one path ("conflicting duplicate paths": the token's
   own path is not counted there). The ``audience`` is not validated (any string, the API server's own by default).
+- a downwardAPI file's fieldRef path (validateDownwardAPIVolumeFile) is ``downward_api_validation``'s.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from tokenplane.proof.deployability import downward_api_validation
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import KubeObject
@@ -75,6 +77,8 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
             if isinstance(source, dict):
                 yield from _mode(obj, f"{at}.{kind}.defaultMode", source.get("defaultMode"))
                 yield from _items(obj, f"{at}.{kind}", source.get("items"), keyed=kind != "downwardAPI")
+                if kind == "downwardAPI":
+                    yield from downward_api_validation.check_volume_items(obj, f"{at}.{kind}", source.get("items"))
         projected = volume.get("projected")
         sources = projected.get("sources") if isinstance(projected, dict) else None
         for i, part in enumerate(sources if isinstance(sources, list) else []):
@@ -82,6 +86,8 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
                 if isinstance(part, dict) and isinstance(part.get(kind), dict):
                     where_part = f"{at}.projected.sources[{i}].{kind}"
                     yield from _items(obj, where_part, part[kind].get("items"), keyed=kind != "downwardAPI")
+                    if kind == "downwardAPI":
+                        yield from downward_api_validation.check_volume_items(obj, where_part, part[kind].get("items"))
         if isinstance(sources, list):
             yield from _projection(obj, f"{at}.projected", [p for p in sources if isinstance(p, dict)])
 
