@@ -130,6 +130,9 @@ The provider's schema types every field, but the services check how fields go to
 - **EFS** ``CreateFileSystem`` and ``CreateMountTarget``: provisioned throughput with a rate of at least 1 MiB/s, a
   KMS key only on an encrypted file system, no ``maxIO`` on a One Zone file system, a One Zone file system's mount
   target in its own zone, a file system's mount targets in one VPC (``efs_values``).
+- **Data Lifecycle Manager** ``CreateLifecyclePolicy``: a schedule's interval of 1, 2, 3, 4, 6, 8, 12 or 24 hours,
+  and a cron expression or an interval, never both (``dlm_policies``,
+  https://docs.aws.amazon.com/dlm/latest/APIReference/API_CreateRule.html).
 
 A value unknown at render time (an output, a secret) is not judged.
 """
@@ -145,6 +148,7 @@ from typing import Any, NamedTuple
 from tokenplane.proof.deployability import (
     alarm_actions,
     dead_letters,
+    dlm_policies,
     dynamodb_indexes,
     ecr_lifecycle,
     efs_values,
@@ -303,6 +307,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from alarm_actions.check(graph)
     yield from event_targets.check(graph)
     yield from ssm_parameters.check(graph, RULE)
+    yield from dlm_policies.check_values(graph, RULE)
     yield from dynamodb_indexes.check(graph, RULE)
     yield from kms_keys.check(graph, RULE)
     yield from efs_values.check(graph, RULE)
