@@ -62,6 +62,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "events-emitted",
         "backup-retention",
         "backup-role-can-back-up",
+        "dlm-targets-volumes",
         "dashboard-body-valid",
         "s3-cors-origin-matches",
         "aws-resource-schema",

@@ -134,6 +134,9 @@ The provider's schema types every field, but the services check how fields go to
   a ``logDestination`` that is the ARN of what ``logDestinationType`` names (a log group, an S3 bucket, a Firehose
   stream), not a bucket's or a group's name (``flow_logs``,
   https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateFlowLogs.html).
+- **Data Lifecycle Manager** ``CreateLifecyclePolicy``: a schedule's interval of 1, 2, 3, 4, 6, 8, 12 or 24 hours,
+  and a cron expression or an interval, never both (``dlm_policies``,
+  https://docs.aws.amazon.com/dlm/latest/APIReference/API_CreateRule.html).
 
 A value unknown at render time (an output, a secret) is not judged.
 """
@@ -149,6 +152,7 @@ from typing import Any, NamedTuple
 from tokenplane.proof.deployability import (
     alarm_actions,
     dead_letters,
+    dlm_policies,
     dynamodb_indexes,
     ecr_lifecycle,
     efs_values,
@@ -308,6 +312,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from alarm_actions.check(graph)
     yield from event_targets.check(graph)
     yield from ssm_parameters.check(graph, RULE)
+    yield from dlm_policies.check_values(graph, RULE)
     yield from dynamodb_indexes.check(graph, RULE)
     yield from kms_keys.check(graph, RULE)
     yield from efs_values.check(graph, RULE)

@@ -205,6 +205,8 @@ TYPES: dict[str, CfnType] = {
         layout.documents("definition"),
     ),
     "aws:backup/plan:Plan": CfnType("AWS::Backup::BackupPlan", {}, layout.backup_plan),
+    # Same names and layout: tag maps become Key/Value lists and ``times`` a list of one (cfn_shape).
+    "aws:dlm/lifecyclePolicy:LifecyclePolicy": CfnType("AWS::DLM::LifecyclePolicy"),
     "aws:lambda/eventSourceMapping:EventSourceMapping": CfnType("AWS::Lambda::EventSourceMapping"),
     "aws:sns/topicSubscription:TopicSubscription": CfnType(
         "AWS::SNS::Subscription", {"topic": "TopicArn"}, layout.documents("filterPolicy", "redrivePolicy")
