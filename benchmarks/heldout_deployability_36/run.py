@@ -70,5 +70,36 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
 }
 
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "verify_job_selector_without_manual_selector": (
+        True,
+        "api-validation: `selector` not auto-generated (ValidateGeneratedSelector)",
+    ),
+    "verify_job_log_shipper_as_regular_container": (
+        True,
+        "job-containers-exit: the OpenTelemetry Collector as a regular container never exits",
+    ),
+    "catalog_env_field_ref_whole_labels": (True, "api-validation: env fieldRef 'metadata.labels' is not supported"),
+    "catalog_page_sub_path_absolute": (True, "api-validation: subPath must be a relative path"),
+    "catalog_config_mounted_over_etc_nginx": (True, "mount-hides-image: the mount hides /etc/nginx/nginx.conf"),
+    "flow_log_s3_aggregation_interval_30": (True, "aws-api-values: maxAggregationInterval takes 60 or 600"),
+    "flow_log_s3_destination_bucket_name": (True, "aws-api-values: logDestination is the bucket's name, not its ARN"),
+    "flow_log_role_without_create_log_stream": (
+        True,
+        "flow-log-delivery-role: the role does not allow logs:CreateLogStream on the group",
+    ),
+    "dlm_snapshot_interval_five_hours": (True, "aws-api-values: createRule.interval takes 1, 2, 3, 4, 6, 8, 12 or 24"),
+    "dlm_targets_provider_default_tag": (
+        True,
+        "dlm-targets-volumes: provider default tags never reach the CSI driver's volumes",
+    ),
+    "dlm_targets_claim_template_name": (
+        True,
+        "dlm-targets-volumes: pvc/name is the claim template's name, not a claim's",
+    ),
+    "catalog_htpasswd_plain_password": (True, "htpasswd-hash: a password in clear, with no scheme nginx recognises"),
+}
+
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 36, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 36, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
