@@ -19,6 +19,10 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   (ValidateLocalNonReservedPath); a secret's or configMap's ``name`` given; no two items of the secret, configMap
   and downwardAPI sources (and clusterTrustBundle paths) at one path ("conflicting duplicate paths": the token's
   own path is not counted there). The ``audience`` is not validated (any string, the API server's own by default).
+- a secret volume's ``secretName``, a configMap volume's ``name`` and a persistentVolumeClaim volume's
+  ``claimName`` given and not empty (validateSecretVolumeSource, validateConfigMapVolumeSource,
+  validatePersistentClaimVolumeSource: "Required value"; the schema requires claimName only, and none of the three
+  being non-empty: a secret volume with only items or defaultMode passes it);
 - a downwardAPI file's fieldRef path (validateDownwardAPIVolumeFile) is ``downward_api_validation``'s.
 """
 
@@ -43,6 +47,13 @@ SOURCES = frozenset(
     }
 )  # fmt: skip
 # The sources of one projected volume entry (core.VolumeProjection).
+# The volume sources whose object is named by a field the server requires (Required value when empty):
+# validateSecretVolumeSource, validateConfigMapVolumeSource, validatePersistentClaimVolumeSource.
+NAMED_SOURCES = (
+    ("secret", "secretName", "validateSecretVolumeSource"),
+    ("configMap", "name", "validateConfigMapVolumeSource"),
+    ("persistentVolumeClaim", "claimName", "validatePersistentClaimVolumeSource"),
+)
 PROJECTIONS = ("secret", "configMap", "downwardAPI", "serviceAccountToken", "clusterTrustBundle", "podCertificate")
 TOKEN_DEFAULT_SECONDS = 3600  # SetDefaults_ServiceAccountTokenProjection
 TOKEN_MIN_SECONDS = 600
@@ -71,6 +82,19 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
                     f"has {at}.emptyDir.sizeLimit {empty['sizeLimit']!r}",
                     "validateVolumeSource: SizeLimit field must be a valid resource quantity",
                     "write a non-negative quantity such as 10Gi",
+                )
+        for kind, field, function in NAMED_SOURCES:
+            source = volume.get(kind)
+            value = (
+                source.get(field, "" if kind != "persistentVolumeClaim" else None) if isinstance(source, dict) else 0
+            )
+            if value == "":  # an absent claimName is the schema's (render/schema)
+                yield rejected(
+                    obj,
+                    f"has {at}.{kind} without a {field}",
+                    f"{function}: {at}.{kind}.{field}: Required value",
+                    f"set {kind}.{field} to the object's name"
+                    + (" (a secret volume names it secretName, not name)" if kind == "secret" else ""),
                 )
         for kind in ("configMap", "secret", "downwardAPI", "projected"):
             source = volume.get(kind)
