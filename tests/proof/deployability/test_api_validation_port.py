@@ -154,3 +154,84 @@ def test_the_correct_twin_is_not_flagged(
     kind: str, container: dict[str, Any], volumes: list[dict[str, Any]] | None
 ) -> None:
     assert _messages(_workload(kind, container, volumes)) == []
+
+
+# --- label selectors (ValidateLabelSelector) ----------------------------------------------------------------------
+
+
+def _with_selector(kind: str, selector: dict[str, Any]) -> RenderedResource:
+    """A Deployment's or PDB's spec.selector, a NetworkPolicy peer's podSelector, or a pod anti-affinity term's."""
+    metadata = {"name": "planted-selector", "namespace": "llm-batch"}
+    if kind == "PodDisruptionBudget":
+        manifest = {"apiVersion": "policy/v1", "kind": kind, "metadata": metadata}
+        manifest["spec"] = {"maxUnavailable": 1, "selector": selector}
+        return planted(STACK, "kubernetes:policy/v1:PodDisruptionBudget", "planted-selector", manifest, region=REGION)
+    if kind == "NetworkPolicy":
+        peer = {"podSelector": selector, "namespaceSelector": {}}
+        manifest = {"apiVersion": "networking.k8s.io/v1", "kind": kind, "metadata": metadata}
+        manifest["spec"] = {"podSelector": {}, "ingress": [{"from": [peer]}], "policyTypes": ["Ingress"]}
+        return planted(
+            STACK, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "planted-selector", manifest, region=REGION
+        )
+    if kind == "Deployment":
+        resource = _workload("Deployment", {})
+        resource.inputs["spec"]["selector"] = {**resource.inputs["spec"]["selector"], **selector}
+        return resource
+    term = {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
+    affinity = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 50, "podAffinityTerm": term}]
+        }
+    }
+    resource = _workload("StatefulSet", {})
+    resource.inputs["spec"]["template"]["spec"]["affinity"] = affinity
+    return resource
+
+
+@pytest.mark.parametrize(
+    ("kind", "selector", "about"),
+    [
+        (
+            "Deployment",
+            {"matchExpressions": [{"key": "tier", "operator": "in", "values": ["web"]}]},
+            "not a valid selector operator",
+        ),
+        ("PodDisruptionBudget", {"matchExpressions": [{"key": "app", "operator": "NotIn"}]}, "values: Required value"),
+        (
+            "NetworkPolicy",
+            {"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["x"]}]},
+            "values: Forbidden",
+        ),
+        (
+            "StatefulSet",
+            {"matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]},
+            "not a valid selector operator",
+        ),
+        (
+            "PodDisruptionBudget",
+            {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a b"]}]},
+            "a valid label",
+        ),
+        ("NetworkPolicy", {"matchLabels": {"app": "api/v1"}}, "a valid label"),
+        ("StatefulSet", {"matchExpressions": [{"key": "team name", "operator": "Exists"}]}, "name part must consist"),
+    ],
+)
+def test_a_label_selector_the_server_refuses_is_found(kind: str, selector: dict[str, Any], about: str) -> None:
+    resource = _with_selector(kind, selector)
+    assert validate_manifest(resource.inputs, "1.33") is None  # the schema check does not already say it
+    messages = [m for m in _messages(resource) if about in m]
+    assert messages and "the API server rejects it" in messages[0], _messages(resource)
+
+
+@pytest.mark.parametrize(
+    ("kind", "selector"),
+    [
+        ("Deployment", {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["canary"]}]}),
+        ("PodDisruptionBudget", {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "Exists"}]}),
+        ("NetworkPolicy", {"matchLabels": {"app.kubernetes.io/name": "gateway"}}),
+        ("StatefulSet", {"matchExpressions": [{"key": "app", "operator": "In", "values": ["qdrant", ""]}]}),
+        ("StatefulSet", {"matchExpressions": [{"key": "app", "operator": "DoesNotExist", "values": []}]}),
+    ],
+)
+def test_a_valid_label_selector_is_not_flagged(kind: str, selector: dict[str, Any]) -> None:
+    assert _messages(_with_selector(kind, selector)) == []

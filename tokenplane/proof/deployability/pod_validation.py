@@ -44,6 +44,7 @@ from tokenplane.proof.deployability import (
     container_validation,
     downward_api_validation,
     scheduling_validation,
+    selector_validation,
     volume_validation,
 )
 from tokenplane.proof.deployability import k8s_syntax as syntax
@@ -99,6 +100,7 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
     yield from _restart_policy(obj, where, pod.get("restartPolicy"))
     yield from _active_deadline(obj, where, pod.get("activeDeadlineSeconds"))
     yield from scheduling_validation.check(obj, where, pod)
+    yield from selector_validation.check_pod(obj, where, pod)
     yield from container_validation.check_pod(obj, where, pod)
     yield from volume_validation.check(obj, where, [v for v in pod.get("volumes") or [] if isinstance(v, dict)])
     containers = [("containers", c) for c in pod.get("containers") or []]
