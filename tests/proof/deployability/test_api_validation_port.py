@@ -235,3 +235,51 @@ def test_a_label_selector_the_server_refuses_is_found(kind: str, selector: dict[
 )
 def test_a_valid_label_selector_is_not_flagged(kind: str, selector: dict[str, Any]) -> None:
     assert _messages(_with_selector(kind, selector)) == []
+
+
+# --- pod spec: nodeSelector, node affinity keys, serviceAccountName -----------------------------------------------
+
+
+def _node_affinity(key: str) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": key, "operator": "In", "values": ["g5.xlarge"]}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def _with_pod(kind: str, **fields: Any) -> RenderedResource:
+    resource = _workload(kind, {})
+    pod = resource.inputs["spec"] if kind == "Pod" else resource.inputs["spec"]["template"]["spec"]
+    pod.update(fields)
+    return resource
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "about"),
+    [
+        ("Deployment", {"nodeSelector": {"node.kubernetes.io/instance-type": "g5.xlarge,g5.2xlarge"}}, "nodeSelector"),
+        ("Job", {"nodeSelector": {"gpu type": "a10g"}}, "nodeSelector key"),
+        ("StatefulSet", {"affinity": _node_affinity("node.kubernetes.io/instance type")}, "matchExpressions[0].key"),
+        ("Pod", {"affinity": _node_affinity("-zone")}, "ValidateLabelName"),
+        ("Deployment", {"serviceAccountName": "Model_Server"}, "ValidateServiceAccountName"),
+        ("Job", {"serviceAccountName": "batch.runner."}, "spec.serviceAccountName"),
+    ],
+)
+def test_a_pod_spec_field_the_server_refuses_is_found(kind: str, fields: dict[str, Any], about: str) -> None:
+    resource = _with_pod(kind, **fields)
+    assert validate_manifest(resource.inputs, "1.33") is None  # the schema check does not already say it
+    messages = [m for m in _messages(resource) if about in m]
+    assert messages and "the API server rejects it" in messages[0], _messages(resource)
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields"),
+    [
+        (
+            "Deployment",
+            {"nodeSelector": {"node.kubernetes.io/instance-type": "g5.xlarge", "karpenter.sh/nodepool": ""}},
+        ),
+        ("StatefulSet", {"affinity": _node_affinity("topology.kubernetes.io/zone")}),
+        ("Job", {"serviceAccountName": "batch-runner.v2"}),
+    ],
+)
+def test_a_valid_pod_spec_field_is_not_flagged(kind: str, fields: dict[str, Any]) -> None:
+    assert _messages(_with_pod(kind, **fields)) == []

@@ -21,7 +21,8 @@ per container, not empty ("mountPath: Required value"; an absent one is the sche
 path", "must not contain '..'", and not both: "mutually exclusive"; mountPath itself is not checked there for being
 absolute); the template's labels and annotations, the selector matching its labels (pkg/apis/apps/validation,
 ValidateDeploymentSpec, ValidateStatefulSetSpec, ValidateDaemonSetSpec: "`selector` does not match template
-`labels`"), and the restart policy (pkg/apis/batch/validation, validateJobSpec: a Job's must be OnFailure or Never,
+`labels`"), the serviceAccountName a DNS-1123 subdomain (ValidatePodSpec, ValidateServiceAccountName), and the
+restart policy (pkg/apis/batch/validation, validateJobSpec: a Job's must be OnFailure or Never,
 and unset is Always; ValidatePodTemplateSpecForReplicaSet, ValidateStatefulSetSpec, ValidateDaemonSetSpec: a
 replicated workload's must be Always, and its template may not set activeDeadlineSeconds at all: "Forbidden:
 activeDeadlineSeconds in ReplicaSet is not Supported", a Deployment's template being its ReplicaSet's; "in
@@ -101,6 +102,11 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
     yield from _active_deadline(obj, where, pod.get("activeDeadlineSeconds"))
     yield from scheduling_validation.check(obj, where, pod)
     yield from selector_validation.check_pod(obj, where, pod)
+    account = pod.get("serviceAccountName")
+    if isinstance(account, str) and account:
+        fix = "name the ServiceAccount as it is named: a lowercase RFC 1123 subdomain"
+        source = "ValidatePodSpec/ValidateServiceAccountName"
+        yield from problems(obj, f"{where}spec.serviceAccountName", account, syntax.is_dns1123_subdomain, source, fix)
     yield from container_validation.check_pod(obj, where, pod)
     yield from volume_validation.check(obj, where, [v for v in pod.get("volumes") or [] if isinstance(v, dict)])
     containers = [("containers", c) for c in pod.get("containers") or []]
