@@ -24,6 +24,7 @@ REGION = "local"
 KINDS = {
     "Deployment": "kubernetes:apps/v1:Deployment",
     "StatefulSet": "kubernetes:apps/v1:StatefulSet",
+    "DaemonSet": "kubernetes:apps/v1:DaemonSet",
     "Job": "kubernetes:batch/v1:Job",
     "Pod": "kubernetes:core/v1:Pod",
 }
@@ -283,3 +284,21 @@ def test_a_pod_spec_field_the_server_refuses_is_found(kind: str, fields: dict[st
 )
 def test_a_valid_pod_spec_field_is_not_flagged(kind: str, fields: dict[str, Any]) -> None:
     assert _messages(_with_pod(kind, **fields)) == []
+
+
+@pytest.mark.parametrize(
+    ("host_type", "flagged"), [("directory", True), ("Dir", True), ("DirectoryOrCreate", False), ("", False)]
+)
+def test_a_host_path_type_outside_the_supported_list_is_found(host_type: str, flagged: bool) -> None:
+    volumes = [{"name": "logs", "hostPath": {"path": "/var/log", "type": host_type}}]
+    resource = _workload(
+        "DaemonSet" if flagged else "Deployment", {"volumeMounts": [{"name": "logs", "mountPath": "/logs"}]}, volumes
+    )
+    assert validate_manifest(resource.inputs, "1.33") is None
+    messages = [m for m in _messages(resource) if "validateHostPathType" in m]
+    assert bool(messages) is flagged, _messages(resource)
+    if flagged:
+        assert (
+            f'validateHostPathType: Unsupported value: "{host_type}": supported values: "", "BlockDevice"'
+            in messages[0]
+        )

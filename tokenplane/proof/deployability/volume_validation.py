@@ -23,6 +23,8 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   ``claimName`` given and not empty (validateSecretVolumeSource, validateConfigMapVolumeSource,
   validatePersistentClaimVolumeSource: "Required value"; the schema requires claimName only, and none of the three
   being non-empty: a secret volume with only items or defaultMode passes it);
+- a hostPath ``type`` among "", DirectoryOrCreate, Directory, FileOrCreate, File, Socket, CharDevice,
+  BlockDevice, case and all (validateHostPathType: "Unsupported value");
 - a downwardAPI file's fieldRef path (validateDownwardAPIVolumeFile) is ``downward_api_validation``'s.
 """
 
@@ -36,7 +38,7 @@ from tokenplane.proof.deployability import downward_api_validation
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import KubeObject
-from tokenplane.proof.deployability.object_validation import rejected
+from tokenplane.proof.deployability.object_validation import rejected, unsupported
 
 SOURCES = frozenset(
     {
@@ -54,6 +56,8 @@ NAMED_SOURCES = (
     ("configMap", "name", "validateConfigMapVolumeSource"),
     ("persistentVolumeClaim", "claimName", "validatePersistentClaimVolumeSource"),
 )
+# supportedHostPathTypes (validateHostPathType), sorted as field.NotSupported lists them.
+HOST_PATH_TYPES = ("", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket")
 PROJECTIONS = ("secret", "configMap", "downwardAPI", "serviceAccountToken", "clusterTrustBundle", "podCertificate")
 TOKEN_DEFAULT_SECONDS = 3600  # SetDefaults_ServiceAccountTokenProjection
 TOKEN_MIN_SECONDS = 600
@@ -83,6 +87,17 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
                     "validateVolumeSource: SizeLimit field must be a valid resource quantity",
                     "write a non-negative quantity such as 10Gi",
                 )
+        host_path = volume.get("hostPath")
+        kind_of_path = host_path.get("type") if isinstance(host_path, dict) else None
+        if isinstance(kind_of_path, str) and kind_of_path not in HOST_PATH_TYPES:
+            yield unsupported(
+                obj,
+                f"{at}.hostPath.type",
+                kind_of_path,
+                HOST_PATH_TYPES,
+                "validateHostPathType",
+                "write the type as the API spells it (case matters, e.g. Directory, DirectoryOrCreate), or drop it",
+            )
         for kind, field, function in NAMED_SOURCES:
             source = volume.get(kind)
             value = (
