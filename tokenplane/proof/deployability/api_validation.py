@@ -31,7 +31,7 @@ selectors, restart policies, with ``scheduling_validation``, ``container_validat
 the other kinds' own validators in ``service_validation`` (ValidateService's type-dependent fields),
 ``networking_validation`` (Ingress, NetworkPolicy), ``workload_validation`` (int-or-percent fields, Job, CronJob,
 PDB, HPA metrics, PriorityClass), ``storage_validation`` (PVC, StorageClass) and ``quota_validation`` (LimitRange,
-ResourceQuota), under this same rule. The
+ResourceQuota), with label selectors' operators, values and keys in ``selector_validation``, under this same rule. The
 validators were read from kubernetes/kubernetes through a search index of its history (the repository is too large
 to check out here), not a pinned release tree: the messages quoted were checked against the validators' source text;
 rules behind an alpha gate (tolerations' Gt/Lt, ContainerRestartRules) are read with the gate off, as EKS runs them.
@@ -51,6 +51,7 @@ from tokenplane.proof.deployability import (
     quota_validation,
     rbac_validation,
     secret_validation,
+    selector_validation,
     service_validation,
     storage_validation,
     workload_validation,
@@ -94,6 +95,7 @@ def _number(value: Any) -> int | None:
 def check(graph: Graph) -> Iterator[Finding]:
     yield from object_validation.check(graph)
     yield from pod_validation.check(graph)
+    yield from selector_validation.check(graph)
     yield from service_validation.check(graph)
     yield from networking_validation.check(graph)
     yield from workload_validation.check(graph)

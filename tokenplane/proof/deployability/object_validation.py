@@ -154,11 +154,11 @@ def _metadata(obj: KubeObject) -> Iterator[Finding]:
     yield from check_annotations(obj, "metadata.annotations", meta.get("annotations"))
 
 
-def check_labels(obj: KubeObject, field: str, values: Any) -> Iterator[Finding]:
+def check_labels(obj: KubeObject, field: str, values: Any, *, source: str = "ValidateLabels") -> Iterator[Finding]:
     fix = "label keys: [prefix/]name (name at most 63 of [A-Za-z0-9-_.]); values: at most 63 of the same, or empty"
     for key, value in (values or {}).items() if isinstance(values, dict) else ():
-        yield from problems(obj, f"{field} key", str(key), syntax.is_qualified_name, "ValidateLabels", fix)
-        yield from problems(obj, f"{field}[{key}]", str(value), syntax.is_valid_label_value, "ValidateLabels", fix)
+        yield from problems(obj, f"{field} key", str(key), syntax.is_qualified_name, source, fix)
+        yield from problems(obj, f"{field}[{key}]", str(value), syntax.is_valid_label_value, source, fix)
 
 
 def check_annotations(obj: KubeObject, field: str, annotations: Any) -> Iterator[Finding]:

@@ -6,17 +6,23 @@ container and init container names (validateContainers, validateInitContainers: 
 pod), ports (validateContainerPorts: IsValidPortName, unique in the container, IsValidPortNum, a protocol
 among supportedPortProtocols, TCP, UDP or SCTP, case-sensitively: 'protocol: Unsupported value: "tcp": supported
 values: "SCTP", "TCP", "UDP"'; absent, it defaults to TCP), env names
-(validateEnv; one of value and valueFrom, one source in valueFrom: validateEnvVarValueFrom; a fieldRef's path
-``downward_api_validation``'s), resources
+(validateEnv; one of value and valueFrom, one source in valueFrom, an empty valueFrom refused: "must specify one
+of: `fieldRef`, ...": validateEnvVarValueFrom; a fieldRef's path ``downward_api_validation``'s; a secretKeyRef's
+or configMapKeyRef's non-empty name a DNS-1123 subdomain and its key given and a config key:
+validateSecretKeySelector, validateConfigMapKeySelector with IsConfigMapKey, an absent key being the schema's),
+envFrom (ValidateEnvFrom: one of configMapRef and secretRef; validateConfigMapEnvSource, validateSecretEnvSource:
+the name given, a DNS-1123 subdomain but for a trailing '-'), an image given (validateContainers: "image:
+Required value"; absent or empty), resources
 (ValidateResourceRequirements and ValidateResourceQuantityValue: quantities that parse and
 are not negative, a request above its limit, an extended resource such as ``nvidia.com/gpu`` not whole, with a
 request other than its limit or without a limit), volumes (ValidateVolumes: DNS-1123 label names, unique), mounts
 (validateVolumeMounts: a volume of the pod, or for a StatefulSet one of its volumeClaimTemplates; a mountPath once
-per container; subPath and subPathExpr local descending paths, validateLocalDescendingPath: "must be a relative
+per container, not empty ("mountPath: Required value"; an absent one is the schema's); subPath and subPathExpr local descending paths, validateLocalDescendingPath: "must be a relative
 path", "must not contain '..'", and not both: "mutually exclusive"; mountPath itself is not checked there for being
 absolute); the template's labels and annotations, the selector matching its labels (pkg/apis/apps/validation,
 ValidateDeploymentSpec, ValidateStatefulSetSpec, ValidateDaemonSetSpec: "`selector` does not match template
-`labels`"), and the restart policy (pkg/apis/batch/validation, validateJobSpec: a Job's must be OnFailure or Never,
+`labels`"), the serviceAccountName a DNS-1123 subdomain (ValidatePodSpec, ValidateServiceAccountName), and the
+restart policy (pkg/apis/batch/validation, validateJobSpec: a Job's must be OnFailure or Never,
 and unset is Always; ValidatePodTemplateSpecForReplicaSet, ValidateStatefulSetSpec, ValidateDaemonSetSpec: a
 replicated workload's must be Always, and its template may not set activeDeadlineSeconds at all: "Forbidden:
 activeDeadlineSeconds in ReplicaSet is not Supported", a Deployment's template being its ReplicaSet's; "in
@@ -39,12 +45,14 @@ from tokenplane.proof.deployability import (
     container_validation,
     downward_api_validation,
     scheduling_validation,
+    selector_validation,
     volume_validation,
 )
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 from tokenplane.proof.deployability.object_validation import (
+    CONFIG_KEY,
     REPLICATED,
     check_annotations,
     check_labels,
@@ -93,6 +101,12 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
     yield from _restart_policy(obj, where, pod.get("restartPolicy"))
     yield from _active_deadline(obj, where, pod.get("activeDeadlineSeconds"))
     yield from scheduling_validation.check(obj, where, pod)
+    yield from selector_validation.check_pod(obj, where, pod)
+    account = pod.get("serviceAccountName")
+    if isinstance(account, str) and account:
+        fix = "name the ServiceAccount as it is named: a lowercase RFC 1123 subdomain"
+        source = "ValidatePodSpec/ValidateServiceAccountName"
+        yield from problems(obj, f"{where}spec.serviceAccountName", account, syntax.is_dns1123_subdomain, source, fix)
     yield from container_validation.check_pod(obj, where, pod)
     yield from volume_validation.check(obj, where, [v for v in pod.get("volumes") or [] if isinstance(v, dict)])
     containers = [("containers", c) for c in pod.get("containers") or []]
@@ -260,7 +274,27 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
                 "validateEnvVarValueFrom: Invalid value: may not have more than one field specified at a time",
                 "keep one source (fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef)",
             )
+        if source == {}:
+            yield rejected(
+                obj,
+                f"gives {at} env {env.get('name')} an empty valueFrom",
+                'validateEnvVarValueFrom: valueFrom: Invalid value: "": must specify one of: `fieldRef`, '
+                "`resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
+                "name the source in valueFrom (e.g. secretKeyRef with name and key), or give a value instead",
+            )
         yield from downward_api_validation.check_env(obj, at, env)
+        yield from _key_selectors(obj, f"{at} env {env.get('name')}", source)
+    for index, env_from in enumerate(container.get("envFrom") or []):
+        if isinstance(env_from, dict):
+            yield from _env_from(obj, f"{at}.envFrom[{index}]", env_from)
+    image = container.get("image")
+    if image is None or image == "":
+        yield rejected(
+            obj,
+            f"has {at} without an image",
+            f"validateContainers: {at}.image: Required value",
+            "give the container an image (a config value that resolved empty leaves it out)",
+        )
     yield from _resources(obj, at, container.get("resources") or {})
     yield from _probes(obj, at, container)
     mounts = [*(container.get("volumeMounts") or []), *(container.get("volumeDevices") or [])]
@@ -274,6 +308,13 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             )
     for mount in container.get("volumeMounts") or []:
         yield from _sub_path(obj, at, mount)
+        if mount.get("mountPath") == "":
+            yield rejected(
+                obj,
+                f"has {at} mount {mount.get('name')!r} with an empty mountPath",
+                "ValidateVolumeMounts: volumeMounts.mountPath: Required value",
+                "give the mount an absolute path in the container, e.g. /data",
+            )
     paths = Counter(str(m.get("mountPath")) for m in container.get("volumeMounts") or [])
     for path in sorted(p for p, count in paths.items() if count > 1):
         yield rejected(
@@ -282,6 +323,82 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             "validateVolumeMounts: Invalid value: must be unique",
             "give each mount its own mountPath (or one volume with subPaths)",
         )
+
+
+KEY_SELECTORS = {"secretKeyRef": "validateSecretKeySelector", "configMapKeyRef": "validateConfigMapKeySelector"}
+ENV_SOURCES = {"configMapRef": "validateConfigMapEnvSource", "secretRef": "validateSecretEnvSource"}
+
+
+def _key_selectors(obj: KubeObject, where: str, source: Any) -> Iterator[Finding]:
+    """validateSecretKeySelector / validateConfigMapKeySelector: the name a DNS-1123 subdomain (ValidateSecretName;
+    an empty one is not judged here), the key given and a config key (IsConfigMapKey)."""
+    if not isinstance(source, dict):
+        return
+    for kind, function in KEY_SELECTORS.items():
+        ref = source.get(kind)
+        if not isinstance(ref, dict):
+            continue
+        name, key = ref.get("name"), ref.get("key")
+        if isinstance(name, str) and name:
+            fix = f"name the {kind[:-6]} as it is named in the cluster: a lowercase RFC 1123 subdomain"
+            yield from problems(obj, f"{where} valueFrom.{kind}.name", name, syntax.is_dns1123_subdomain, function, fix)
+        if key == "":
+            yield rejected(
+                obj,
+                f"gives {where} valueFrom.{kind} an empty key",
+                f"{function}: valueFrom.{kind}.key: Required value",
+                f"name the key of the {kind[:-6]} to read",
+            )
+        elif isinstance(key, str) and (len(key) > 253 or not CONFIG_KEY.fullmatch(key) or key in (".", "..")):
+            yield rejected(
+                obj,
+                f"gives {where} valueFrom.{kind}.key {key!r}",
+                f"{function}: valueFrom.{kind}.key: Invalid value: {key!r}: a valid config key must consist of "
+                "alphanumeric characters, '-', '_' or '.' (IsConfigMapKey)",
+                "use the key as the object's data holds it (keys have no '/': a file's name, not its path)",
+            )
+
+
+def _env_from(obj: KubeObject, at: str, env_from: Mapping[str, Any]) -> Iterator[Finding]:
+    """ValidateEnvFrom: one of configMapRef and secretRef, whose name is given (validateConfigMapEnvSource,
+    validateSecretEnvSource: Required) and a DNS-1123 subdomain (ValidateConfigMapName/ValidateSecretName with
+    prefix true: a trailing '-' is allowed)."""
+    refs = [k for k in ENV_SOURCES if k in env_from]
+    if not refs:
+        yield rejected(
+            obj,
+            f"has {at} with neither configMapRef nor secretRef",
+            'ValidateEnvFrom: envFrom: Invalid value: "": must specify one of: `configMapRef` or `secretRef`',
+            "give the entry a configMapRef or a secretRef (or drop it)",
+        )
+    elif len(refs) > 1 and all(isinstance(env_from.get(k), dict) for k in refs):
+        yield rejected(
+            obj,
+            f"has {at} with both configMapRef and secretRef",
+            'ValidateEnvFrom: envFrom: Invalid value: "": may not have more than one field specified at a time',
+            "split it into two envFrom entries, one per source",
+        )
+    for kind in refs:
+        ref = env_from.get(kind)
+        if not isinstance(ref, dict):
+            continue
+        name = ref.get("name")
+        if name is None or name == "":
+            yield rejected(
+                obj,
+                f"has {at}.{kind} without a name",
+                f"{ENV_SOURCES[kind]}: {at}.{kind}.name: Required value",
+                f"name the {kind[:-3]} to read",
+            )
+        elif isinstance(name, str):
+            masked = name[:-1] + "a" if len(name) > 1 and name.endswith("-") else name  # maskTrailingDash
+            for error in syntax.is_dns1123_subdomain(masked):
+                yield rejected(
+                    obj,
+                    f"has {at}.{kind}.name {name!r}, which {error}",
+                    f"{ENV_SOURCES[kind]}: {at}.{kind}.name: Invalid value: {name!r}",
+                    f"name the {kind[:-3]} as it is named in the cluster: a lowercase RFC 1123 subdomain",
+                )
 
 
 def _sub_path(obj: KubeObject, at: str, mount: Mapping[str, Any]) -> Iterator[Finding]:

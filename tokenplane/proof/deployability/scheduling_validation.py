@@ -8,13 +8,15 @@ pkg/apis/core/validation/validation.go):
   other than Equal/Exists; tolerationSeconds only with effect NoExecute; an effect other than NoSchedule,
   PreferNoSchedule, NoExecute (validateTaintEffect); a key that is not a qualified name (ValidateLabelName);
 - node affinity (validateNodeAffinity, ValidateNodeSelector: at least one nodeSelectorTerm;
-  ValidateNodeSelectorRequirement: In/NotIn need values, Exists/DoesNotExist take none, Gt/Lt take exactly one;
+  ValidateNodeSelectorRequirement: In/NotIn need values, Exists/DoesNotExist take none, Gt/Lt take exactly one,
+  a key that is a qualified name (ValidateLabelName; the values are not validated there);
   ValidatePreferredSchedulingTerms: weight 1-100);
 - pod (anti-)affinity terms (validatePodAffinityTerm: topologyKey required; validateWeightedPodAffinityTerms:
   weight 1-100);
 - topologySpreadConstraints (validateTopologySpreadConstraints: maxSkew above 0, topologyKey required,
   whenUnsatisfiable DoNotSchedule or ScheduleAnyway, one constraint per {topologyKey, whenUnsatisfiable};
   validateMinDomains: above 0 and only with DoNotSchedule);
+- nodeSelector (ValidatePodSpec: ValidateLabels, so "g5.xlarge,g5.2xlarge" or a key with a space is refused);
 - dnsPolicy (validateDNSPolicy, after the v1 default ClusterFirst) and dnsConfig (validatePodDNSConfig: None needs
   a dnsConfig with a nameserver; at most 3 nameservers, each an IP; at most 32 search paths; options named);
 - hostNetwork (validateHostNetwork): a container port's hostPort, where written, equal to its containerPort;
@@ -31,7 +33,7 @@ from typing import Any
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import KubeObject
-from tokenplane.proof.deployability.object_validation import rejected, unsupported
+from tokenplane.proof.deployability.object_validation import check_labels, problems, rejected, unsupported
 
 TOLERATION_OPERATORS = ("Equal", "Exists")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -54,6 +56,7 @@ def check(obj: KubeObject, where: str, pod: Mapping[str, Any]) -> Iterator[Findi
         yield from _pod_affinity(obj, f"{at}.affinity.{kind}", affinity.get(kind))
     yield from _spread(obj, f"{at}.topologySpreadConstraints", _dicts(pod.get("topologySpreadConstraints")))
     yield from _dns(obj, at, pod)
+    yield from check_labels(obj, f"{at}.nodeSelector", pod.get("nodeSelector"), source="ValidatePodSpec/ValidateLabels")
     if pod.get("hostNetwork") is True:
         yield from _host_network(obj, at, pod)
     deadline = syntax.integer(pod.get("activeDeadlineSeconds"))
@@ -171,6 +174,11 @@ def _node_term(obj: KubeObject, at: str, term: Mapping[str, Any]) -> Iterator[Fi
             f"ValidateNodeSelectorRequirement: {message}",
             fix,
         )
+    for j, requirement in enumerate(_dicts(term.get("matchExpressions"))):
+        if isinstance(key := requirement.get("key"), str):
+            fix = "a node label key is [prefix/]name (name at most 63 of [A-Za-z0-9-_.]), e.g. node.kubernetes.io/instance-type"
+            source = "ValidateNodeSelectorRequirement/ValidateLabelName"
+            yield from problems(obj, f"{at}.matchExpressions[{j}].key", key, syntax.is_qualified_name, source, fix)
 
 
 def _weight(obj: KubeObject, at: str, term: Mapping[str, Any], source: str) -> Iterator[Finding]:

@@ -19,6 +19,12 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   (ValidateLocalNonReservedPath); a secret's or configMap's ``name`` given; no two items of the secret, configMap
   and downwardAPI sources (and clusterTrustBundle paths) at one path ("conflicting duplicate paths": the token's
   own path is not counted there). The ``audience`` is not validated (any string, the API server's own by default).
+- a secret volume's ``secretName``, a configMap volume's ``name`` and a persistentVolumeClaim volume's
+  ``claimName`` given and not empty (validateSecretVolumeSource, validateConfigMapVolumeSource,
+  validatePersistentClaimVolumeSource: "Required value"; the schema requires claimName only, and none of the three
+  being non-empty: a secret volume with only items or defaultMode passes it);
+- a hostPath ``type`` among "", DirectoryOrCreate, Directory, FileOrCreate, File, Socket, CharDevice,
+  BlockDevice, case and all (validateHostPathType: "Unsupported value");
 - a downwardAPI file's fieldRef path (validateDownwardAPIVolumeFile) is ``downward_api_validation``'s.
 """
 
@@ -32,7 +38,7 @@ from tokenplane.proof.deployability import downward_api_validation
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import KubeObject
-from tokenplane.proof.deployability.object_validation import rejected
+from tokenplane.proof.deployability.object_validation import rejected, unsupported
 
 SOURCES = frozenset(
     {
@@ -43,6 +49,15 @@ SOURCES = frozenset(
     }
 )  # fmt: skip
 # The sources of one projected volume entry (core.VolumeProjection).
+# The volume sources whose object is named by a field the server requires (Required value when empty):
+# validateSecretVolumeSource, validateConfigMapVolumeSource, validatePersistentClaimVolumeSource.
+NAMED_SOURCES = (
+    ("secret", "secretName", "validateSecretVolumeSource"),
+    ("configMap", "name", "validateConfigMapVolumeSource"),
+    ("persistentVolumeClaim", "claimName", "validatePersistentClaimVolumeSource"),
+)
+# supportedHostPathTypes (validateHostPathType), sorted as field.NotSupported lists them.
+HOST_PATH_TYPES = ("", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket")
 PROJECTIONS = ("secret", "configMap", "downwardAPI", "serviceAccountToken", "clusterTrustBundle", "podCertificate")
 TOKEN_DEFAULT_SECONDS = 3600  # SetDefaults_ServiceAccountTokenProjection
 TOKEN_MIN_SECONDS = 600
@@ -71,6 +86,30 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
                     f"has {at}.emptyDir.sizeLimit {empty['sizeLimit']!r}",
                     "validateVolumeSource: SizeLimit field must be a valid resource quantity",
                     "write a non-negative quantity such as 10Gi",
+                )
+        host_path = volume.get("hostPath")
+        kind_of_path = host_path.get("type") if isinstance(host_path, dict) else None
+        if isinstance(kind_of_path, str) and kind_of_path not in HOST_PATH_TYPES:
+            yield unsupported(
+                obj,
+                f"{at}.hostPath.type",
+                kind_of_path,
+                HOST_PATH_TYPES,
+                "validateHostPathType",
+                "write the type as the API spells it (case matters, e.g. Directory, DirectoryOrCreate), or drop it",
+            )
+        for kind, field, function in NAMED_SOURCES:
+            source = volume.get(kind)
+            value = (
+                source.get(field, "" if kind != "persistentVolumeClaim" else None) if isinstance(source, dict) else 0
+            )
+            if value == "":  # an absent claimName is the schema's (render/schema)
+                yield rejected(
+                    obj,
+                    f"has {at}.{kind} without a {field}",
+                    f"{function}: {at}.{kind}.{field}: Required value",
+                    f"set {kind}.{field} to the object's name"
+                    + (" (a secret volume names it secretName, not name)" if kind == "secret" else ""),
                 )
         for kind in ("configMap", "secret", "downwardAPI", "projected"):
             source = volume.get(kind)
