@@ -678,6 +678,11 @@ def mock_outputs(
         extra["arnSuffix"] = suffix
     elif typ in ("random:index/randomPassword:RandomPassword", "random:index/randomString:RandomString"):
         extra = {"result": _random_result(name, inputs)}
+        if typ == "random:index/randomPassword:RandomPassword":
+            # pulumi-random's bcryptHash: Go's bcrypt at its default cost, "$2a$10$" and 53 characters of bcrypt's
+            # base64 (salt and hash). Without it the output is None under the mocks, and a file built from it
+            # (an htpasswd line) would read "None" where the provider writes a hash.
+            extra["bcryptHash"] = "$2a$10$" + _bcrypt_base64(_h("bcrypt", name, n=64))[:53]
     elif typ == "docker-build:index:Image":
         extra = {"digest": f"sha256:{_h('image', name, n=64)}", "ref": f"{name}@sha256:{_h('image', name, n=64)}"}
     elif (
@@ -704,6 +709,12 @@ def iam_arn(typ: str, name: str, path: Any = None) -> str:
     """The ARN IAM gives the entity of type ``typ`` named ``name`` under ``path`` ("/" unless set)."""
     where = path if isinstance(path, str) and path else "/"
     return f"arn:aws:iam::{ACCOUNT_ID}:{IAM_ARN_KINDS[typ]}{where}{name}"
+
+
+def _bcrypt_base64(text: str) -> str:
+    """``text`` (hex) spelled in bcrypt's base64 alphabet, two characters a byte: enough for a hash's 53."""
+    alphabet = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    return "".join(alphabet[int(text[i : i + 2], 16) % 64] for i in range(0, len(text) - 1, 2)) * 2
 
 
 # pulumi-random's special characters when ``overrideSpecial`` is unset (the provider's docs for ``special``).

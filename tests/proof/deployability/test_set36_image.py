@@ -15,13 +15,14 @@ out), planted in the shipped dev render beside correct twins:
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import pytest
 
 from tests.proof.deployability.conftest import planted, planted_findings
 from tokenplane.proof.deployability import htpasswd_hash, image_mounts, job_completes
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.render import RenderedResource, mock_outputs
 
 STACK = "dev"
 REGION = "local"
@@ -275,3 +276,13 @@ def test_hashes_plain_scheme_auth_off_and_unknowns_are_not_flagged(content: str,
 def test_an_image_outside_the_nginx_table_is_not_judged() -> None:
     users = _object("Secret", "u5", stringData={"users": "u:hunter2"})
     assert _auth_messages(_auth("a5", users, {"secret": {"secretName": "u5"}}, image="registry.local/web:1")) == []
+
+
+def test_a_random_password_s_bcrypt_hash_renders_as_one() -> None:
+    # Held-out set 32's correct htpasswd line is built from RandomPassword.bcrypt_hash: the mocks must give the
+    # output a bcrypt shape (they left it None, read as a clear password "None": a false positive).
+    _, outputs = mock_outputs("random:index/randomPassword:RandomPassword", "cards", {"length": 32}, "us-east-1")
+    digest = outputs["bcryptHash"]
+    assert re.fullmatch(r"\$2a\$10\$[./A-Za-z0-9]{53}", digest), digest
+    assert htpasswd_hash._clear(f"reader:{digest}\n") == []
+    assert htpasswd_hash._clear("reader:None\n") == ["reader"]
