@@ -143,12 +143,28 @@ def test_a_typo_of_the_programs_own_pods_in_a_chart_namespace_is_found(kind: str
 # service-target-port -----------------------------------------------------------------------------------------
 def test_a_numeric_target_port_the_pods_do_not_declare_is_found() -> None:
     def wrong(inputs: dict[str, Any]) -> None:
-        inputs["spec"]["ports"][0]["targetPort"] = 4319
+        inputs["spec"]["ports"][0]["targetPort"] = 8081
 
     finding = only(
-        found(edit("Service", "otel-collector", wrong)), endpoints.TARGET_PORT, "dev-local-observability-otel-service"
+        found(edit("Service", "model-gateway", wrong)), endpoints.TARGET_PORT, "dev-local-model-gateway-service"
     )
-    assert "targets port 4319" in finding.message and "otlp-grpc=4317" in finding.message
+    assert "targets port 8081" in finding.message and "http=" in finding.message
+
+
+def test_an_undeclared_number_on_an_image_that_may_listen_there_is_not_judged() -> None:
+    # The collector listens on ports it does not declare (its health check on 13133, say): Kubernetes does not
+    # require a container to declare a port, so only the program's known images are held to their declared ports.
+    def elsewhere(inputs: dict[str, Any]) -> None:
+        inputs["spec"]["ports"][0]["targetPort"] = 13133
+
+    def health(c: dict[str, Any]) -> None:
+        c["readinessProbe"] = {"httpGet": {"path": "/", "port": 13133}, "periodSeconds": 10}
+
+    change = (
+        edit("Service", "otel-collector", elsewhere),
+        edit("Deployment", "otel-collector", set_container("otel-collector", health)),
+    )
+    assert found(*change) == []
 
 
 def test_a_named_target_port_typo_is_found() -> None:

@@ -10,8 +10,12 @@ checks the Services some pod calls; these hold for every Service and probe in th
   program's own pods there); a Service without a selector is skipped (its endpoints are made by hand).
 - ``service-target-port``: each port's ``targetPort`` is, by name, a port some container of every selected pod
   names, or, by number, one it declares. Kubernetes does not require a container to declare the port it listens
-  on, so a number is only judged for pods whose containers declare ports: those list what they listen on.
-  Chart pods are not judged (only some of their ports are modelled).
+  on ("Not specifying a port here DOES NOT prevent that port from being exposed":
+  https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#ports), and servers often listen
+  on ports they do not declare (a collector's health check, an admin port), so a number is judged only for pods
+  whose every container runs one of the program's known images (``known_images.known``: the serving image and
+  vLLM's, whose ports the components declare in full). Chart pods are not judged (only some of their ports are
+  modelled).
 - ``headless-service-port``: a headless Service (``clusterIP: None``) with a selector translates no port: "For
   headless Services, a cluster IP is not allocated, kube-proxy does not handle these Services, and there is no load
   balancing or proxying done by the platform" (https://kubernetes.io/docs/concepts/services-networking/service/
@@ -22,8 +26,9 @@ checks the Services some pod calls; these hold for every Service and probe in th
   container names it (``service-target-port`` reports the rest).
 - ``probe-port``: a readiness, liveness or startup probe (httpGet, tcpSocket or grpc) asks a port its container
   declares, by name or number. The kubelet resolves a named port in the container's own ports (an unknown name
-  fails the probe); a number the container does not declare is judged only when the container declares ports,
-  for the same reason as above. A probe that fails keeps the pod unready (no endpoints) or restarts it.
+  fails the probe); a number the container does not declare is judged only for a container of a known image, for
+  the same reason as above (held-out set 37: an OpenTelemetry Collector probed on its health check port, 13133,
+  beside a declared OTLP port, was a correct program this rule once flagged). A probe that fails keeps the pod unready (no endpoints) or restarts it.
   Also a probe that speaks another protocol than the port it asks: an ``httpGet`` (HTTP/1.1) to a port the
   container names or marks as gRPC (``appProtocol: grpc``/``kubernetes.io/h2c``, or a name ``grpc``/``grpc-*``
   but not ``grpc-web``, which is HTTP/1.1), which a gRPC server answers with a protocol error; a ``grpc`` probe
@@ -47,6 +52,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.known_images import known
 from tokenplane.proof.deployability.reachability import Pod, Region, Service, ServicePort, pod_template, regions
 from tokenplane.proof.deployability.selectors import typo_fix, typo_pods
 
@@ -79,7 +85,7 @@ def target_port_refused(region: Region, service: Service, pod: Pod, entry: Servi
         return None if target in pod.ports else f"names port {target!r}, which no container of {pod} names"
     declared = _declared(pod)
     number = int(target)
-    if not declared or number in declared.values():
+    if not declared or number in declared.values() or not _ports_known(_containers(pod)):
         return None
     return f"targets port {number}, which no container of {pod} declares"
 
@@ -192,7 +198,8 @@ def check_probes(graph: Graph) -> Iterator[Finding]:
                         continue
                     speaks = protocols.get(str(port).removesuffix(".0"))
                     wants = HANDLER_SPEAKS[handler]
-                    if _probe_port_ok(port, declared) and None not in (speaks, wants) and speaks != wants:
+                    ports_known = _ports_known([container])
+                    if _probe_port_ok(port, declared, ports_known) and None not in (speaks, wants) and speaks != wants:
                         yield Finding(
                             PROBE_PORT,
                             workload.urn,
@@ -203,7 +210,7 @@ def check_probes(graph: Graph) -> Iterator[Finding]:
                             f"probe the container's {HANDLER_SPEAKS[handler]} port, or use a "
                             f"{'grpc' if speaks == 'gRPC' else 'httpGet'} probe",
                         )
-                    if _probe_port_ok(port, declared):
+                    if _probe_port_ok(port, declared, ports_known):
                         continue
                     yield Finding(
                         PROBE_PORT,
@@ -273,10 +280,23 @@ def _protocol(port: dict[str, Any]) -> str | None:
     return None
 
 
-def _probe_port_ok(port: Any, declared: dict[str, int]) -> bool:
+def _probe_port_ok(port: Any, declared: dict[str, int], ports_known: bool) -> bool:
     if isinstance(port, str) and not port.isdigit():
         return port in declared  # the kubelet resolves a name in the container's own ports, or fails the probe
-    return not declared or int(port) in declared.values()
+    return not declared or not ports_known or int(float(port)) in declared.values()
+
+
+def _ports_known(containers: list[dict[str, Any]]) -> bool:
+    """Whether the containers' declared ports are all they listen on: each runs one of the program's known images
+    (the serving image, vLLM's), whose ports the components declare; any other process may listen on more."""
+    return bool(containers) and all(known(str(c.get("image") or "")) is not None for c in containers)
+
+
+def _containers(pod: Pod) -> list[dict[str, Any]]:
+    if pod.workload is None:
+        return []
+    spec = pod_template(pod.workload).get("spec") or {}
+    return [c for c in spec.get("containers") or [] if isinstance(c, dict)]
 
 
 def _has_backends(region: Region, service: Service) -> bool:
