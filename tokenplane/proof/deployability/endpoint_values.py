@@ -2,6 +2,15 @@
 
 Each refusal fails ``pulumi up`` at the endpoint (InvalidParameter), and nothing that waits for it is created:
 
+- **A Gateway endpoint only for a service that offers one**: ``vpcEndpointType`` defaults to ``Gateway`` (the
+  provider's default, https://www.pulumi.com/registry/packages/aws/api-docs/ec2/vpcendpoint/), and "Gateway
+  endpoints are supported for Amazon S3 and DynamoDB" (https://docs.aws.amazon.com/vpc/latest/privatelink/gateway-endpoints.html;
+  S3 Express One Zone's ``s3express`` as well); every other AWS service (``monitoring``, ``logs``, ``ecr.api``,
+  ``sts``...) offers Interface endpoints only, and CreateVpcEndpoint answers "InvalidParameter: Endpoint type
+  (Gateway) does not match available service types ([Interface])" (hashicorp/terraform#24478). Judged on
+  ``com.amazonaws.<region>.<service>`` names the program spells out; endpoint services of other accounts
+  (``com.amazonaws.vpce...``) and partner names are not judged.
+
 - **Private DNS needs the VPC's DNS attributes**: "To use private DNS, you must set the following VPC attributes to
   true: enableDnsHostnames and enableDnsSupport"
   (https://docs.aws.amazon.com/vpc/latest/privatelink/create-interface-endpoint.html, prerequisites); ``aws.ec2.Vpc``
@@ -25,6 +34,7 @@ Cannot see: VPCs and gateway endpoints of other stacks, and AZ IDs given as ``av
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from tokenplane.proof.deployability import vpc_routes
@@ -39,6 +49,8 @@ SUBNET = "aws:ec2/subnet:Subnet"
 ENDPOINT = vpc_routes.VPC_ENDPOINT
 # Services offered both as gateway and interface endpoints, whose private DNS answers only inbound resolvers.
 BOTH_KINDS = ("s3",)
+# The services that offer Gateway endpoints at all; any other AWS service is Interface only.
+GATEWAY_SERVICES = ("s3", "dynamodb", "s3express")
 
 
 def service_of(endpoint: RenderedResource) -> str:
@@ -74,6 +86,7 @@ def gateways(graph: Graph, vpc: RenderedResource, service: str) -> list[Rendered
 
 def check(graph: Graph) -> Iterator[Finding]:
     for endpoint in graph.of_type(ENDPOINT):
+        yield from _gateway_service(endpoint)
         if kind_of(endpoint) != "Interface":
             continue
         vpc = vpc_routes.vpc_of(graph, endpoint)
@@ -93,6 +106,26 @@ def check(graph: Graph) -> Iterator[Finding]:
                     f"and make {endpoint.name} depend on it, or set private_dns_enabled=False",
                 )
         yield from _one_subnet_per_zone(graph, endpoint)
+
+
+def _gateway_service(endpoint: RenderedResource) -> Iterator[Finding]:
+    name = endpoint.inputs.get("serviceName")
+    if kind_of(endpoint) != "Gateway" or not isinstance(name, str):
+        return
+    match = re.fullmatch(r"com\.amazonaws\.([a-z0-9-]+)\.([a-z0-9][a-z0-9.-]*)", name)
+    if match is None or match.group(1) == "vpce" or match.group(2) in GATEWAY_SERVICES:
+        return
+    given = "vpcEndpointType" in endpoint.inputs and endpoint.inputs["vpcEndpointType"] is not None
+    how = "is a Gateway endpoint" if given else "sets no vpc_endpoint_type, so it is a Gateway endpoint (the default)"
+    yield Finding(
+        RULE,
+        endpoint.urn,
+        f"VPC endpoint {endpoint.name} for {name} {how}, and only S3 and DynamoDB offer Gateway endpoints: "
+        f'{match.group(2)} is Interface only, CreateVpcEndpoint answers "InvalidParameter: Endpoint type (Gateway) '
+        'does not match available service types ([Interface])", and the endpoint is never created',
+        f"set vpc_endpoint_type='Interface' on {endpoint.name}, with subnet_ids (one per AZ) and security_group_ids "
+        "that admit HTTPS from its callers",
+    )
 
 
 def _dns_attributes(endpoint: RenderedResource, vpc: RenderedResource) -> Iterator[Finding]:

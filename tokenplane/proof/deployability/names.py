@@ -15,6 +15,13 @@ so a ``aws-sm://...`` reference used as the name, whose ``:`` is refused, never
 becomes a secret. The same page advises against a name that ends in a hyphen
 and six characters (a partial ARN then matches the wrong secret); that is
 advice, not a refusal, and is not judged.
+
+EC2 ``CreateSecurityGroup``'s ``GroupName``: "Constraints: Up to 255 characters in length. Cannot start with sg-.
+Valid characters: a-z, A-Z, 0-9, spaces, and ._-:/()#,@[]+=&;{}!$*"
+(https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html). A name, a ``namePrefix``
+or an autoname (the logical name) that begins with ``sg-`` is refused, InvalidParameterValue "Group names may not be
+in the format sg-*" (pulumi/pulumi-awsx#328), since ``sg-`` begins the group's ID. Cannot see: names unknown at
+render time.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ class NameRule:
     pattern: str  # what the whole name must match
     source: str
     prefix_field: str | None = None  # the input of a name prefix the provider completes, if the type has one
+    reserved_prefix: str | None = None  # a beginning the API refuses, however the name goes on
+    reserved_refusal: str = ""  # what the API answers to it
 
 
 _LOWER_HYPHEN = r"[a-z][a-z0-9]*(-[a-z0-9]+)*"  # no "--", no trailing "-"
@@ -78,6 +87,15 @@ NAME_RULES: dict[str, NameRule] = {
         "Secrets Manager API CreateSecret, Name: letters, digits and /_+=.@- only (ValidationException: Invalid name)",
         prefix_field="namePrefix",
     ),
+    "aws:ec2/securityGroup:SecurityGroup": NameRule(
+        "name",
+        255,
+        r"[A-Za-z0-9 ._\-:/()#,@\[\]+=&;{}!$*]+",
+        "EC2 API CreateSecurityGroup, GroupName",
+        prefix_field="namePrefix",
+        reserved_prefix="sg-",
+        reserved_refusal="InvalidParameterValue: Group names may not be in the format sg-*",
+    ),
     "aws:ecr/repository:Repository": NameRule(
         "name",
         256,
@@ -109,6 +127,14 @@ def check(graph: Graph) -> Iterator[Finding]:
         else:
             name, auto = planned_name(resource.name, explicit)
             how = f"the autoname {resource.name}-xxxxxxx" if auto else f"{rule.field}={name!r}"
+        if rule.reserved_prefix and name.startswith(rule.reserved_prefix):
+            yield Finding(
+                RULE,
+                resource.urn,
+                f"{how} begins with {rule.reserved_prefix!r}, which AWS refuses ({rule.reserved_refusal}; "
+                f"{rule.source}: cannot start with {rule.reserved_prefix})",
+                _fix_reserved(rule.reserved_prefix, resource.name, auto),
+            )
         if len(name) > rule.max_length:
             over = len(name) - rule.max_length
             yield Finding(
@@ -126,6 +152,12 @@ def check(graph: Graph) -> Iterator[Finding]:
                 f"{how} does not match {rule.pattern}{_refused(rule, shape)} ({rule.source})",
                 _fix(name),
             )
+
+
+def _fix_reserved(prefix: str, logical: str, auto: bool) -> str:
+    if auto:
+        return f"give {logical} an explicit name, or a logical name that does not begin with {prefix!r}"
+    return f"drop the leading {prefix!r} (e.g. end it in '-sg' instead)"
 
 
 def _refused(rule: NameRule, name: str) -> str:

@@ -17,7 +17,15 @@ reaches for them through a raw ``PutParameter`` is outside the graph, so only wh
 Names: "Parameter names can include only the following symbols and letters: a-zA-Z0-9_.-" and ``/`` between
 levels, no spaces (ValidationException), "Parameter hierarchies are limited to a maximum depth of fifteen levels"
 (HierarchyLevelLimitExceededException), and "The maximum length for a parameter name that you create is 1011
-characters. This includes the characters in the ARN that precede the name" (PutParameter's ``Name``).
+characters. This includes the characters in the ARN that precede the name" (PutParameter's ``Name``). "For
+parameters in a hierarchy, you must include a leading forward slash character (/)" (the same ``Name``; the user
+guide's "Requirements and constraints for parameter names",
+https://docs.aws.amazon.com/systems-manager/latest/userguide/sysman-paramstore-su-create.html): a name with a ``/``
+that does not begin with one (``team/app/url``) is refused, ValidationException "Parameter name must be a fully
+qualified name" (hashicorp/terraform-provider-aws#7251; the provider passes the name as given). "A parameter name
+can't be prefixed with "aws" or "ssm" (case-insensitive)" (the same ``Name``; "awsTestParameter or SSM-testparameter
+will fail"): judged on names outside a hierarchy only, since which first levels of a hierarchy are reserved the
+reference does not spell out.
 
 A value or name unknown at render time (an output the mocks cannot compute, a secret the render redacts) is not
 judged: only a value the program knows is measured. Not judged either: ``allowedPattern`` against the value (SSM's
@@ -42,6 +50,7 @@ DEFAULT_TIER = "Standard"
 MAX_LEVELS = 15
 MAX_NAME = 1_011  # the name with the ARN before it
 NAME = re.compile(r"^[a-zA-Z0-9_.\-/]+$")
+RESERVED = ("aws", "ssm")  # prefixes a name outside a hierarchy may not begin with (case-insensitive)
 REDACTED = "[secret]"  # what the render leaves of a secret value
 ACCOUNT = "123456789012"  # an account ID's twelve digits, for the ARN that counts toward the name's length
 
@@ -85,6 +94,22 @@ def _name(graph: Graph, parameter: RenderedResource, rule: str) -> Iterator[Find
     arn_prefix = f"arn:aws:ssm:{region}:{ACCOUNT}:parameter/"
     levels = len([part for part in name.split("/") if part])
     problems: list[tuple[str, str]] = []
+    if "/" in name and not name.startswith("/"):
+        problems.append(
+            (
+                f"the name {name!r} is a hierarchy without the leading slash (ValidationException: Parameter name "
+                "must be a fully qualified name; a hierarchical name begins with /)",
+                f"name it {'/' + name!r}, and read it by that name",
+            )
+        )
+    elif "/" not in name and name[:3].lower() in RESERVED:
+        problems.append(
+            (
+                f'the name {name!r} begins with "{name[:3]}" (ValidationException: a parameter name can\'t be '
+                'prefixed with "aws" or "ssm", case-insensitive)',
+                "choose a name that does not begin with aws or ssm (case-insensitive)",
+            )
+        )
     if not NAME.match(name):
         problems.append(
             ("a name with characters other than a-zA-Z0-9_.-/ (ValidationException)", "use only a-zA-Z0-9_.-/")
