@@ -67,6 +67,22 @@ so one whose window is shorter than the interval holds no datapoint most of the 
 (or flaps with it) and does not fire when the metric crosses its threshold. Judged where ``period`` and
 ``evaluationPeriods`` are known (``COARSE_METRICS``: only intervals with a public source).
 
+S3 publishes each metric under one exact set of dimensions ("Metrics and dimensions",
+https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-dimensions.html): its daily storage metrics
+(``BucketSizeBytes``, ``NumberOfObjects``) per ``BucketName`` and ``StorageType`` (``NumberOfObjects`` only for
+``AllStorageTypes``, ``BucketSizeBytes`` per storage class: ``StandardStorage``, ``StandardIAStorage``, ..., never
+``AllStorageTypes``), and its request metrics (``AllRequests``, ``GetRequests``, ``4xxErrors``, ``5xxErrors``,
+``FirstByteLatency``, ``BytesDownloaded``, ...) per ``BucketName`` and ``FilterId``. A CloudWatch metric is the
+whole set of its dimensions, so an alarm on a storage metric without ``StorageType``, or on a request metric without
+``FilterId``, matches no metric. Request metrics are published at all only for a bucket with a request-metrics
+configuration (PutBucketMetricsConfiguration, ``aws.s3.BucketMetric``), under its id as ``FilterId``
+("Creating a CloudWatch metrics configuration for all the objects in your bucket",
+https://docs.aws.amazon.com/AmazonS3/latest/userguide/configure-request-metrics-bucket.html; "CloudWatch metrics
+configurations", https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-configurations.html): an alarm whose
+``FilterId`` names no configuration of the bucket watches nothing. Judged for the program's own general purpose
+buckets only (``BucketName`` one of its ``aws.s3.Bucket``/``BucketV2``; directory buckets publish otherwise); cannot see a metrics configuration made outside the
+program (the console, another stack): then waive the finding.
+
 A metric that exists may still never move for its resource as configured: a dead-letter queue's
 NumberOfMessagesSent, where only SQS's redrive fills the queue (``dead_letter_alarms``).
 """
@@ -113,6 +129,44 @@ COARSE_METRICS = {
     ("AWS/S3", "BucketSizeBytes"): (86400, "S3 publishes its storage metrics once a day"),
     ("AWS/S3", "NumberOfObjects"): (86400, "S3 publishes its storage metrics once a day"),
 }
+# S3's metrics and the exact dimension sets they are published under (the S3 metrics page above).
+S3_STORAGE_METRICS = frozenset({"BucketSizeBytes", "NumberOfObjects"})
+S3_REQUEST_METRICS = frozenset(
+    {
+        "AllRequests",
+        "GetRequests",
+        "PutRequests",
+        "DeleteRequests",
+        "HeadRequests",
+        "PostRequests",
+        "SelectRequests",
+        "SelectBytesScanned",
+        "SelectBytesReturned",
+        "ListRequests",
+        "BytesDownloaded",
+        "BytesUploaded",
+        "4xxErrors",
+        "5xxErrors",
+        "FirstByteLatency",
+        "TotalRequestLatency",
+    }
+)
+S3_STORAGE_DIMENSIONS = frozenset({"BucketName", "StorageType"})
+S3_REQUEST_DIMENSIONS = frozenset({"BucketName", "FilterId"})
+S3_ALL_STORAGE_TYPES = "AllStorageTypes"  # NumberOfObjects' only StorageType, and never BucketSizeBytes'
+# S3 storage class names (the API's) -> the StorageType S3 publishes BucketSizeBytes of that class under.
+S3_STORAGE_CLASSES = {
+    "STANDARD": "StandardStorage",
+    "STANDARD_IA": "StandardIAStorage",
+    "ONEZONE_IA": "OneZoneIAStorage",
+    "REDUCED_REDUNDANCY": "ReducedRedundancyStorage",
+    "INTELLIGENT_TIERING": "IntelligentTieringFAStorage",
+    "GLACIER_IR": "GlacierInstantRetrievalStorage",
+    "GLACIER": "GlacierStorage",
+    "DEEP_ARCHIVE": "DeepArchiveStorage",
+}
+BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+BUCKET_METRIC = "aws:s3/bucketMetric:BucketMetric"
 # Namespace -> the dimension names its metrics carry (each service's CloudWatch metrics page).
 DIMENSIONS: dict[str, frozenset[str]] = {
     "AWS/SQS": frozenset({"QueueName"}),
@@ -138,7 +192,8 @@ DIMENSIONS: dict[str, frozenset[str]] = {
     "AWS/EBS": frozenset({"VolumeId"}),
     "AWS/ElastiCache": frozenset({"CacheClusterId", "CacheNodeId", "ReplicationGroupId"}),
     "AWS/Kafka": frozenset({"Cluster Name", "Broker ID", "Topic", "Consumer Group", "Client Authentication"}),
-    "AWS/S3": frozenset({"BucketName", "StorageType", "FilterId"}),
+    # Storage and request metrics, and replication metrics (SourceBucket, DestinationBucket, RuleId).
+    "AWS/S3": frozenset({"BucketName", "StorageType", "FilterId", "SourceBucket", "DestinationBucket", "RuleId"}),
     "AWS/Logs": frozenset({"LogGroupName", "DestinationType", "FilterName"}),
     "AWS/Events": frozenset({"RuleName", "EventBusName", "EventSourceName"}),
     "AWS/Kinesis": frozenset({"StreamName", "ShardId"}),
@@ -252,6 +307,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                 _elb_dimension(namespace, dimensions)
                 or _resource_namespace(graph, namespace, metric, dimensions)
                 or _problem(namespace, metric, dimensions)
+                or _s3_metric(graph, namespace, metric, dimensions)
                 or _classic_metric(namespace, metric)
                 or _node_group_as_asg(graph, dimensions)
                 or _rds_resource_id(graph, dimensions)
@@ -349,6 +405,128 @@ def _problem(namespace: str, metric: str, dimensions: dict[str, Any]) -> tuple[s
     if namespace == "AWS/SQS" and metric not in SQS_METRICS:
         return (f"SQS publishes no metric {metric!r}", f"use one of SQS's metrics ({', '.join(sorted(SQS_METRICS))})")
     return None
+
+
+def _s3_metric(graph: Graph, namespace: str, metric: str, dimensions: dict[str, Any]) -> tuple[str, str] | None:
+    """For a general purpose bucket of the program: an S3 metric without its exact dimension set, a StorageType it is
+    not published for, or a request metric with no request-metrics configuration of that FilterId."""
+    if namespace != "AWS/S3":
+        return None
+    storage = metric in S3_STORAGE_METRICS
+    if not storage and metric not in S3_REQUEST_METRICS:
+        return None
+    if _bucket(graph, dimensions.get("BucketName")) is None:
+        return None  # judged for the program's own general purpose buckets only
+    wanted = S3_STORAGE_DIMENSIONS if storage else S3_REQUEST_DIMENSIONS
+    if set(dimensions) != wanted:
+        missing, extra = sorted(wanted - set(dimensions)), sorted(set(dimensions) - wanted)
+        lacks = f"the alarm lacks {', '.join(missing)}" if missing else ""
+        more = f"{' and ' if lacks else 'the alarm '}adds {', '.join(extra)}" if extra else ""
+        kind = "daily storage metric" if storage else "request metric"
+        ids = None if storage else _s3_filter_ids(graph, dimensions.get("BucketName"))
+        if storage:
+            fix = (
+                "set the dimensions to exactly BucketName and StorageType ("
+                + ("AllStorageTypes" if metric == "NumberOfObjects" else "StandardStorage, or the storage class's")
+                + ")"
+            )
+        else:
+            fix = (
+                f"set the dimensions to exactly BucketName and FilterId, the id of one of the bucket's request-metrics "
+                f"configurations ({', '.join(ids)})"
+                if ids
+                else "add a request-metrics configuration to the bucket (aws.s3.BucketMetric, e.g. name EntireBucket) "
+                "and set the dimensions to exactly BucketName and FilterId (the configuration's name)"
+            )
+        published = (
+            " (and only for a bucket with a request-metrics configuration, whose id is the FilterId"
+            + ("; the program gives this bucket none)" if ids == [] else ")")
+            if not storage
+            else ""
+        )
+        return (
+            f"S3 publishes its {kind} {metric} only with the dimensions {' and '.join(sorted(wanted))}{published}, "
+            f"and {lacks}{more}",
+            fix,
+        )
+    if storage:
+        return _s3_storage_type(metric, dimensions.get("StorageType"))
+    return _s3_request_filter(graph, metric, dimensions)
+
+
+def _s3_storage_type(metric: str, value: Any) -> tuple[str, str] | None:
+    if not isinstance(value, str):
+        return None
+    if metric == "NumberOfObjects" and value != S3_ALL_STORAGE_TYPES:
+        return (
+            f"S3 publishes NumberOfObjects only with StorageType {S3_ALL_STORAGE_TYPES}, not {value!r}",
+            f"set StorageType to {S3_ALL_STORAGE_TYPES}",
+        )
+    if metric == "BucketSizeBytes" and value == S3_ALL_STORAGE_TYPES:
+        return (
+            f"S3 publishes BucketSizeBytes per storage class (StandardStorage, StandardIAStorage, ...), never with "
+            f"StorageType {S3_ALL_STORAGE_TYPES} (that is NumberOfObjects')",
+            "set StorageType to the storage class's (StandardStorage for S3 Standard), one alarm per class, or sum "
+            "them in a metric math expression",
+        )
+    if value in S3_STORAGE_CLASSES:
+        return (
+            f"StorageType {value!r} is the storage class's API name, and S3 publishes {metric} under its own "
+            f"StorageType names ({S3_STORAGE_CLASSES[value]} for {value})",
+            "set StorageType to "
+            + (S3_ALL_STORAGE_TYPES if metric == "NumberOfObjects" else repr(S3_STORAGE_CLASSES[value])),
+        )
+    return None
+
+
+def _s3_request_filter(graph: Graph, metric: str, dimensions: dict[str, Any]) -> tuple[str, str] | None:
+    """A request metric whose FilterId no request-metrics configuration of the program's bucket has."""
+    name, filter_id = dimensions.get("BucketName"), dimensions.get("FilterId")
+    if not isinstance(name, str) or not isinstance(filter_id, str):
+        return None
+    bucket = _bucket(graph, name)
+    ids = _s3_filter_ids(graph, name)
+    if bucket is None or ids is None or filter_id in ids:
+        return None
+    has = (
+        f"its request-metrics configurations are {', '.join(ids)}"
+        if ids
+        else "the program gives it no request-metrics configuration (aws.s3.BucketMetric)"
+    )
+    return (
+        f"S3 publishes request metrics such as {metric} only for a bucket with a request-metrics configuration, "
+        f"under the configuration's id as FilterId, and bucket {bucket.name} has none with id {filter_id!r}: {has}",
+        (
+            f"set FilterId to one of {', '.join(ids)}"
+            if ids
+            else f"add an aws.s3.BucketMetric on {bucket.name} named {filter_id!r} (e.g. EntireBucket, no filter) "
+            "and set the alarm's FilterId to its name"
+        ),
+    )
+
+
+def _s3_filter_ids(graph: Graph, name: Any) -> list[str] | None:
+    """The ids of the request-metrics configurations of the program's bucket ``name``; None where the bucket is not
+    the program's or a configuration's id is unknown at render time."""
+    bucket = _bucket(graph, name)
+    if bucket is None:
+        return None
+    configurations = [
+        c
+        for c in graph.of_type(BUCKET_METRIC)
+        if c.inputs.get("bucket") == name or _bucket(graph, c.inputs.get("bucket")) is bucket
+    ]
+    if any(not isinstance(c.inputs.get("name"), str) for c in configurations):
+        return None
+    return sorted(str(c.inputs["name"]) for c in configurations)
+
+
+def _bucket(graph: Graph, value: Any) -> RenderedResource | None:
+    """The program's bucket that a name or id names, if any."""
+    if not isinstance(value, str) or not value:
+        return None
+    found = graph.by_identifying_output.get(value) or graph.by_physical_id.get(value)
+    return found if found is not None and found.type in BUCKETS else None
 
 
 def _resource_namespace(
