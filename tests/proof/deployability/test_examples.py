@@ -59,6 +59,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "sqs-pollers-within-concurrency",
         "failure-destination-used",
         "resource-policy-admits-callers",
+        "collector-s3-export",
         "events-emitted",
         "backup-retention",
         "backup-role-can-back-up",
