@@ -21,14 +21,14 @@ the collector's pods stay Ready, so ``pulumi up`` succeeds and no trace, metric 
   plain-HTTP request, so the explicit Deny answers 403 AccessDenied whatever the pod's role allows
   (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html).
 
-The config is read from a ConfigMap a workload in its namespace mounts (a collector's ``--config`` file) and from an
-OpenTelemetry Operator ``OpenTelemetryCollector``'s ``spec.config``; an exporter used by no pipeline is not built
+The config is a workload's collector's as ``otel_collector_config`` reads it (the files its ``--config`` names, from
+the program's ConfigMaps and Secrets) and an OpenTelemetry Operator ``OpenTelemetryCollector``'s ``spec.config``; an exporter used by no pipeline is not built
 and is not judged. The region and TLS findings are made only where ``s3_bucket`` names a bucket of the program (by
 name) whose region is known, and no ``endpoint`` or ``resource_attrs_to_s3.s3_bucket`` is set (a custom endpoint may
 be an S3-compatible store; a resource attribute may route spans to another bucket); values with ``${...}``
 (environment substitution) are unknown and not judged.
 
-It cannot see: a collector config in a Helm release's values or a Secret, buckets outside the program (their region
+It cannot see: a collector config in a Helm release's values or given as ``--set``/``env:``/``http:``, buckets outside the program (their region
 and policy), a Deny on other condition keys (a source VPC or VPC endpoint), and a service control policy.
 """
 
@@ -41,10 +41,10 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from tokenplane.proof.deployability import iam_policy
+from tokenplane.proof.deployability import iam_policy, otel_collector_config
 from tokenplane.proof.deployability.aws_replay import known_cloud_region
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.render import RenderedResource, mock_outputs
 
 RULE = "collector-s3-export"
@@ -119,16 +119,13 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 
 def _exporters(graph: Graph) -> Iterator[Exporter]:
-    for config_map in graph.kube(None, "ConfigMap"):
-        mounted = [w for w in graph.pod_bearers(config_map.resource.region) if _mounts(w, config_map)]
-        if not mounted:
-            continue
-        for key, value in sorted((config_map.manifest.get("data") or {}).items()):
-            where = f"ConfigMap {config_map.namespace}/{config_map.name} ({key})"
-            yield from _in_config(config_map.resource, where, _parsed(value))
-    for collector in graph.kube(None, "OpenTelemetryCollector"):
-        where = f"OpenTelemetryCollector {collector.namespace}/{collector.name}"
-        yield from _in_config(collector.resource, where, _parsed(lookup(collector.manifest, "spec.config")))
+    # A workload's collector, its configuration as ``otel_collector_config`` reads it (the files its --config
+    # names, mounted from the program's ConfigMaps and Secrets); an Operator's collector, its spec.config.
+    for collector in otel_collector_config.collectors(graph):
+        yield from _in_config(collector.workload.resource, collector.where, collector.config)
+    for operated in graph.kube(None, "OpenTelemetryCollector"):
+        where = f"OpenTelemetryCollector {operated.namespace}/{operated.name}"
+        yield from _in_config(operated.resource, where, _parsed(lookup(operated.manifest, "spec.config")))
 
 
 def _in_config(source: RenderedResource, where: str, config: Any) -> Iterator[Exporter]:
@@ -159,18 +156,6 @@ def _parsed(value: Any) -> Any:
         return yaml.safe_load(value)
     except yaml.YAMLError:
         return None
-
-
-def _mounts(workload: KubeObject, config_map: KubeObject) -> bool:
-    if workload.namespace != config_map.namespace:
-        return False
-    for volume in workload.pod_spec().get("volumes") or []:
-        if (volume.get("configMap") or {}).get("name") == config_map.name:
-            return True
-        sources = lookup(volume, "projected.sources") or []
-        if any((s.get("configMap") or {}).get("name") == config_map.name for s in sources if isinstance(s, dict)):
-            return True
-    return False
 
 
 def _program_bucket(graph: Graph, name: str) -> RenderedResource | None:

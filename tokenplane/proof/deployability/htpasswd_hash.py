@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, KubeObject
+from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 from tokenplane.proof.deployability.image_files import under
 from tokenplane.proof.deployability.known_images import daemonizing
 from tokenplane.proof.deployability.reachability import pod_template
@@ -45,7 +45,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
             if daemonizing(str(container.get("image") or "")) is None:
                 continue
-            mounted = _mounted(graph, workload, pod, container)
+            mounted = mounted_files(graph, workload, pod, container)
             for conf, text in mounted.items():
                 if not isinstance(text, str) or not _is_config(conf) or not _auth_on(text):
                     continue
@@ -85,7 +85,7 @@ def _clear(content: str | None) -> list[str]:
     return users
 
 
-def _mounted(
+def mounted_files(
     graph: Graph, workload: KubeObject, pod: dict[str, Any], container: dict[str, Any]
 ) -> dict[str, str | None]:
     """The files the container's ConfigMap and Secret volumes (of objects the program makes) put at each path."""
@@ -107,7 +107,24 @@ def _mounted(
 
 
 def _volume_files(graph: Graph, namespace: str, volume: dict[str, Any]) -> dict[str, str | None] | None:
-    for field, kind, key in (("configMap", "ConfigMap", "name"), ("secret", "Secret", "secretName")):
+    """The files a ConfigMap, Secret or projected volume of the program's objects holds; None where one is unknown."""
+    projected = lookup(volume, "projected.sources")
+    if isinstance(projected, list):
+        out: dict[str, str | None] = {}
+        for source in projected:
+            # A projected source names its Secret by ``name``, not ``secretName`` (ProjectedVolumeSource).
+            held = _source_files(graph, namespace, source, "name") if isinstance(source, dict) else None
+            if held is None:
+                return None
+            out |= held
+        return out
+    return _source_files(graph, namespace, volume, "secretName")
+
+
+def _source_files(
+    graph: Graph, namespace: str, volume: dict[str, Any], secret_key: str
+) -> dict[str, str | None] | None:
+    for field, kind, key in (("configMap", "ConfigMap", "name"), ("secret", "Secret", secret_key)):
         source = volume.get(field)
         if not isinstance(source, dict):
             continue
