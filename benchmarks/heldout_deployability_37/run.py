@@ -68,5 +68,48 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
 }
 
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "trace_relay_flags_in_command_not_args": (True, "exec-argv: a command whose first word is a flag"),
+    "trace_relay_pipeline_processor_not_declared": (
+        True,
+        "otel-components-defined: the pipeline references processor batch, which is not configured",
+    ),
+    "trace_relay_otlp_receiver_default_endpoint": (
+        True,
+        "otel-receiver-loopback: the OTLP receiver listens on localhost by default from v0.104.0",
+    ),
+    "trace_relay_s3_exporter_region_us_east_1": (
+        True,
+        "collector-s3-export: the exporter's region is not the bucket's (301 PermanentRedirect)",
+    ),
+    "trace_relay_memory_limiter_above_container_limit": (
+        True,
+        "otel-memory-limiter: limit_mib at or above the container's memory limit",
+    ),
+    "trace_relay_s3_bucket_given_as_arn": (True, "collector-s3-export: s3_bucket is a bucket ARN, not its name"),
+    "trace_relay_s3_exporter_disable_ssl_on_tls_only_bucket": (
+        True,
+        "collector-s3-export: disable_ssl against the bucket's aws:SecureTransport deny (403)",
+    ),
+    "monitoring_endpoint_without_interface_type": (
+        True,
+        "vpc-endpoint-values: a Gateway endpoint (the default) for an Interface-only service",
+    ),
+    "monitoring_endpoint_security_group_prefix_sg": (True, "aws-name: group names may not be in the format sg-*"),
+    "pool_url_parameter_path_without_leading_slash": (
+        True,
+        "aws-api-values: a hierarchy name must be fully qualified (a leading /)",
+    ),
+    "registry_5xx_alarm_without_request_metrics": (
+        True,
+        "alarm-metric-exists: 5xxErrors needs FilterId and a request-metrics configuration",
+    ),
+    "registry_size_alarm_without_storage_type": (
+        True,
+        "alarm-metric-exists: BucketSizeBytes is published with StorageType",
+    ),
+}
+
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 37, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 37, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
