@@ -35,9 +35,10 @@ TOGETHER = (1, 5, 9)
 
 # Measurements before one is judged: a busy spell of a shared host (another tenant on the server's core) can
 # starve vLLM's API process for a whole measurement, and then every stream's tokens queue ahead of the probe's
-# (0.91 ms a stream in one CI run of five, against 0.00 to 0.29 ms in the others). A release that prices an
-# arrival like a stream fails every attempt; a busy minute rarely lasts two.
-ATTEMPTS = 2
+# (0.91 ms a stream in one CI run of five, against 0.00 to 0.29 ms in the others; in session 30's rehearsal a
+# median of 1.7 s at 8 streams, then a second attempt whose every round at 8 was lost). A release that prices an
+# arrival like a stream fails every attempt; a busy spell rarely lasts three.
+ATTEMPTS = 3
 
 
 def _failures(outcome: bench.Outcome) -> list[str]:
@@ -61,9 +62,17 @@ def test_an_arrival_costs_the_server_more_than_a_stream(small_engine: RealEngine
     pool = dev_spec.pool(bench.POOL)
     failed: list[str] = []
     for attempt in range(1, ATTEMPTS + 1):
-        outcome = bench.measure(
-            small_engine.base_url, dev_spec.model(pool.model).ref, repeats=ROUNDS, beside_k=BESIDE, together_k=TOGETHER
-        )
+        try:
+            outcome = bench.measure(
+                small_engine.base_url,
+                dev_spec.model(pool.model).ref,
+                repeats=ROUNDS,
+                beside_k=BESIDE,
+                together_k=TOGETHER,
+            )
+        except RuntimeError as lost:  # every round at some k lost to a starved server: this attempt measured nothing
+            failed.append(f"attempt {attempt}: {lost}")
+            continue
         print(f"attempt {attempt}:", *bench.lines(bench.result(outcome)), sep="\n")  # the table, for the tier's log
         failures = _failures(outcome)
         if not failures:
