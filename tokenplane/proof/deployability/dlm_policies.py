@@ -101,8 +101,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         if not targets or any(not isinstance(v, str) for v in targets.values()):
             continue  # no target tags (a default policy) or a value unknown at render time
         reasons: list[str] = []
-        for key, value in targets.items():
-            assert value is not None
+        for key, value in ((k, v) for k, v in targets.items() if isinstance(v, str)):  # all are, as checked above
             reason = _unmatched(key, value, volumes, claims, templates, defaults, followed)
             if reason is None:
                 break

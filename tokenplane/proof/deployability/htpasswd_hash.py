@@ -24,14 +24,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
+from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.image_files import under
 from tokenplane.proof.deployability.known_images import daemonizing
+from tokenplane.proof.deployability.mounted_files import REDACTED, mounted_files
 from tokenplane.proof.deployability.reachability import pod_template
-from tokenplane.proof.deployability.secret_validation import decode
 
 RULE = "htpasswd-hash"
-REDACTED = "[secret]"  # what the render leaves of a secret value
 CONF_PREFIX = "/etc/nginx"
 _USER_FILE = re.compile(r"(?:^|[;{}\s])auth_basic_user_file\s+(\"[^\"]*\"|'[^']*'|[^;\s]+)\s*;")
 _AUTH_BASIC = re.compile(r"(?:^|[;{}\s])auth_basic\s+(\"[^\"]*\"|'[^']*'|[^;\s]+)\s*;")
@@ -83,76 +82,6 @@ def _clear(content: str | None) -> list[str]:
             continue
         users.append(user)
     return users
-
-
-def mounted_files(
-    graph: Graph, workload: KubeObject, pod: dict[str, Any], container: dict[str, Any]
-) -> dict[str, str | None]:
-    """The files the container's ConfigMap and Secret volumes (of objects the program makes) put at each path."""
-    out: dict[str, str | None] = {}
-    volumes = {str(v.get("name")): v for v in pod.get("volumes") or [] if isinstance(v, dict)}
-    for mount in container.get("volumeMounts") or []:
-        path = str(mount.get("mountPath") or "").rstrip("/")
-        held = _volume_files(graph, workload.namespace, volumes.get(str(mount.get("name"))) or {})
-        if not path or held is None:
-            continue
-        sub = mount.get("subPath")
-        if sub:
-            if isinstance(sub, str) and sub in held:
-                out[path] = held[sub]
-            continue
-        for relative, content in held.items():
-            out[f"{path}/{relative}"] = content
-    return out
-
-
-def _volume_files(graph: Graph, namespace: str, volume: dict[str, Any]) -> dict[str, str | None] | None:
-    """The files a ConfigMap, Secret or projected volume of the program's objects holds; None where one is unknown."""
-    projected = lookup(volume, "projected.sources")
-    if isinstance(projected, list):
-        out: dict[str, str | None] = {}
-        for source in projected:
-            # A projected source names its Secret by ``name``, not ``secretName`` (ProjectedVolumeSource).
-            held = _source_files(graph, namespace, source, "name") if isinstance(source, dict) else None
-            if held is None:
-                return None
-            out |= held
-        return out
-    return _source_files(graph, namespace, volume, "secretName")
-
-
-def _source_files(
-    graph: Graph, namespace: str, volume: dict[str, Any], secret_key: str
-) -> dict[str, str | None] | None:
-    for field, kind, key in (("configMap", "ConfigMap", "name"), ("secret", "Secret", secret_key)):
-        source = volume.get(field)
-        if not isinstance(source, dict):
-            continue
-        obj = next((o for o in graph.kube(None, kind) if o.name == source.get(key) and o.namespace == namespace), None)
-        if obj is None:
-            return None
-        files = _contents(obj)
-        items = source.get("items")
-        if items:
-            return {str(i.get("path")): files.get(str(i.get("key"))) for i in items if isinstance(i, dict)}
-        return files
-    return None
-
-
-def _contents(obj: KubeObject) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    data = obj.resource.secret_inputs.get("data", obj.manifest.get("data")) or {}
-    for key, value in data.items() if isinstance(data, dict) else ():
-        if obj.kind == "Secret":
-            raw = decode(value)[0] if isinstance(value, str) and value != REDACTED else None
-            out[str(key)] = raw.decode("utf-8", "replace") if raw is not None else None
-        else:
-            out[str(key)] = value if isinstance(value, str) else None
-    if obj.kind == "Secret":
-        plain = obj.resource.secret_inputs.get("stringData", obj.manifest.get("stringData")) or {}
-        for key, value in plain.items() if isinstance(plain, dict) else ():
-            out[str(key)] = value if isinstance(value, str) and value != REDACTED else None
-    return out
 
 
 def _finding(workload: KubeObject, container: dict[str, Any], conf: str, path: str, users: list[str]) -> Finding:

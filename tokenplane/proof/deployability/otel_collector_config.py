@@ -6,7 +6,7 @@ flags (``--config=URI`` or ``--config URI``; repeated ones are merged in order, 
 https://opentelemetry.io/docs/collector/configuration/ and confmap's ``Merge``). A URI is a file path
 (``file:PATH`` or a bare path) or ``yaml:TEXT`` (the YAML inline, ``::`` separating nested keys); without any
 ``--config`` the image's CMD gives ``--config /etc/<program>/config.yaml``. A file is known where a ConfigMap or
-Secret the program makes is mounted at its path (``htpasswd_hash.mounted_files``).
+Secret the program makes is mounted at its path (``mounted_files.mounted_files``).
 
 ``collectors`` yields each such container with its merged configuration, only where every part is known: a
 ``--config`` from ``env:``/``http(s):`` or a file nothing of the program mounts, a ``--set`` flag, an argv not fully
@@ -28,8 +28,8 @@ from typing import Any
 import yaml
 
 from tokenplane.proof.deployability.graph import Graph, KubeObject
-from tokenplane.proof.deployability.htpasswd_hash import mounted_files
 from tokenplane.proof.deployability.known_images import long_running
+from tokenplane.proof.deployability.mounted_files import mounted_files
 from tokenplane.proof.deployability.reachability import pod_template
 
 PROGRAMS = frozenset({"otelcol", "otelcol-contrib", "otelcol-k8s"})
