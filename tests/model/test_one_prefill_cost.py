@@ -77,6 +77,31 @@ def test_a_calibrated_host_keeps_its_measured_prefill() -> None:
     assert cost.in_iteration(cost.seconds(128), 128.0, 0.0) == cost.seconds(128)
 
 
+@pytest.mark.parametrize(
+    "cost",
+    [
+        cap.prefill_cost(moe_model()),
+        cap.prefill_cost(cap.ReplicaModel(cal.QWEN3_8B, gpu("H100-80GB"))),
+        cap.PrefillCost(1e-5, 1e-9),
+    ],
+    ids=["moe", "dense", "calibrated"],
+)
+def test_a_chains_fixed_batch_prices_prefill_as_in_iteration_does_bit_for_bit(cost: cap.PrefillCost) -> None:
+    """``PrefillBeside`` (the planner's chains) prices its batch's reads once: the same doubles as ``in_iteration``."""
+    rng = np.random.default_rng(7)
+    batch = np.concatenate([np.zeros(8), rng.integers(1, 256, 56).astype(np.float64)])  # idle replicas too
+    rows = np.concatenate([rng.integers(0, 4096, 60).astype(np.float64), np.zeros(4)])  # and nothing to prefill
+    compute = rows * cost.per_token_s * rng.uniform(0.5, 2.0, len(rows))
+    beside = cost.beside(batch)
+    one_by_one = [cost.in_iteration(float(c), float(r), float(b)) for c, r, b in zip(compute, rows, batch, strict=True)]
+    assert list(beside.at(compute, rows)) == pytest.approx(one_by_one, rel=1e-12)
+    assert np.array_equal(beside.at(compute, rows), cost.in_iteration(compute, rows, batch))
+    some = np.array([3, 0, 41, 63, 8])
+    assert np.array_equal(
+        beside.at(compute[some], rows[some], some), cost.in_iteration(compute[some], rows[some], batch[some])
+    )
+
+
 # --- every path goes through it ------------------------------------------------------------------
 
 
@@ -152,7 +177,15 @@ def test_every_path_prices_prefill_with_the_one_function(monkeypatch: pytest.Mon
             return base + np.where(np.asarray(rows) > 0, SENTINEL_S, 0.0)
         return base + (SENTINEL_S if float(rows) > 0 else 0.0)  # type: ignore[arg-type]
 
+    def shifted_beside(self: cap.PrefillBeside, compute_s: object, rows: object, index: object = None) -> object:
+        base = original_beside(self, compute_s, rows, index)  # type: ignore[arg-type]
+        return base + np.where(np.asarray(rows) > 0, SENTINEL_S, 0.0)
+
+    # The planner's chains price through ``PrefillBeside`` (its equality with ``in_iteration`` is checked above);
+    # an array asked of ``in_iteration`` goes through both and moves twice, which the bound below allows.
+    original_beside = cap.PrefillBeside.at
     monkeypatch.setattr(cap.PrefillCost, "in_iteration", shifted)
+    monkeypatch.setattr(cap.PrefillBeside, "at", shifted_beside)
     after = every_path()
     # Each path's first token waits for at least one priced prefill iteration (a wave, several).
     moved = {path: after[path] - before[path] for path in before}

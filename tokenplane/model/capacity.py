@@ -55,6 +55,7 @@ __all__ = [  # the memory terms are defined in vllm_memory and are part of this 
     "DecodeStepTerms",
     "Efficiency",
     "MemoryPlan",
+    "PrefillBeside",
     "PrefillCost",
     "ReplicaModel",
     "RequestShape",
@@ -587,12 +588,42 @@ class PrefillCost:
         reads the experts the batch did not touch (a 128-token prompt touches all of them).
         """
         if isinstance(compute_s, np.ndarray) or isinstance(rows, np.ndarray) or isinstance(decode_rows, np.ndarray):
-            dec = np.asarray(decode_rows, dtype=np.float64)
-            already = np.where(dec > 0, self.read_seconds(dec), 0.0)
-            extra = self.read_seconds(np.asarray(dec + rows, dtype=np.float64)) - already
-            return np.maximum(np.asarray(compute_s, dtype=np.float64), extra)
+            beside = self.beside(np.asarray(decode_rows, dtype=np.float64))
+            return beside.at(np.asarray(compute_s, dtype=np.float64), np.asarray(rows, dtype=np.float64))
         done = self.read_seconds(decode_rows) if decode_rows > 0 else 0.0
         return max(compute_s, self.read_seconds(decode_rows + rows) - done)
+
+    def beside(self, decode_rows: F64) -> PrefillBeside:
+        """``in_iteration`` beside fixed decode batches (a backlog chain's each): what they read, priced once."""
+        return PrefillBeside(self, decode_rows)
+
+
+class PrefillBeside:
+    """``PrefillCost.in_iteration`` for element ``i`` decoding ``decode_rows[i]``, asked many times over.
+
+    The planner's backlog chains ask it once per iteration of each chain for a batch that does not
+    change, so the batch's own reads are priced once here. A dense model reads the same bytes
+    whatever the rows (``read_seconds`` is a constant ``R``), so what a prefill adds is known up
+    front: ``R`` on an idle replica, nothing beside a batch. The answers are the same doubles as
+    ``in_iteration``'s (the same operations on each element, ``R - R`` and ``R - 0`` exact).
+    """
+
+    def __init__(self, cost: PrefillCost, decode_rows: F64) -> None:
+        self._cost = cost
+        self._rows = decode_rows
+        self._already: F64 = np.where(decode_rows > 0, cost.read_seconds(decode_rows), 0.0)
+        # What a prefill adds when the reads do not grow with the rows: a dense model's, or a calibrated host's (0).
+        flat = cost.read_experts_s == 0.0 and cost.read_moe_fixed_s == 0.0
+        self._flat: F64 | None = cost.read_seconds(0.0) - self._already if flat else None
+
+    def at(self, compute_s: F64, rows: F64, index: npt.NDArray[np.intp] | None = None) -> F64:
+        """Prefill seconds for ``rows`` tokens of ``compute_s`` compute beside the batches at ``index`` (all: None)."""
+        if self._flat is not None:
+            return np.maximum(compute_s, self._flat if index is None else self._flat[index])
+        rows_there, already = (
+            (self._rows, self._already) if index is None else (self._rows[index], self._already[index])
+        )
+        return np.maximum(compute_s, self._cost.read_seconds(np.asarray(rows_there + rows, dtype=np.float64)) - already)
 
 
 @functools.lru_cache(maxsize=256)

@@ -544,8 +544,8 @@ class ReplicaPerformance:
         per_token = m.prefill_s / m.prefill_tokens  # seconds per prefill token over the mix, attention included
         # Prefill in an iteration is priced as the engines price it (``PrefillCost.in_iteration``): its compute, or
         # the weight reads the decode batch has not paid (all of them on an idle replica; an MoE's untouched experts).
-        in_iteration = t.prefill.in_iteration
-        full = decode + in_iteration(per_token * budget, budget, batch)  # the whole budget on an average mix
+        beside = t.prefill.beside(batch)  # each chain's batch is fixed: its own reads are priced once
+        full = decode + beside.at(per_token * budget, budget)  # the whole budget on an average mix
         grid, grid_s = self._prefill_grid
         mean_tokens = float(grid.mean())
         lam = op.rps
@@ -572,7 +572,7 @@ class ReplicaPerformance:
             stay = gap <= residual
             residual[stay] -= gap[stay]
             left = gap[live] - residual[live]
-            d_live, b_live = decode[live], batch[live]
+            d_live = decode[live]
             while len(live):
                 q, qs = queued[live], queued_s[live]
                 done = np.minimum(q, budget[live])
@@ -580,7 +580,7 @@ class ReplicaPerformance:
                 # A chunk costs its share of the queue's seconds: whole prompts keep their own attention cost.
                 # (An empty queue's is 0 * qs / 1e-9: zero, as the chain has nothing to prefill.)
                 done_s = qs * done / np.maximum(q, 1e-9)
-                length = d_live + np.where(busy, in_iteration(done_s, done, b_live), 0.0)
+                length = d_live + np.where(busy, beside.at(done_s, done, live), 0.0)
                 queued[live] = q - done
                 queued_s[live] = qs - done_s
                 if reading:
@@ -600,7 +600,7 @@ class ReplicaPerformance:
                     residual[live[stop]] = np.where(ends, length - left, 0.0)[stop]
                 current[live[stop]] = np.where(ends, done, 0.0)[stop]
                 more = ~stop
-                live, left, d_live, b_live = live[more], left[more] - length[more], d_live[more], b_live[more]
+                live, left, d_live = live[more], left[more] - length[more], d_live[more]
             if reading:
                 seen_r.append(residual.copy())
                 seen_c.append(current.copy())
@@ -615,6 +615,7 @@ class ReplicaPerformance:
         reads = samples // CHAINS
         decode, budget, full = np.tile(decode, reads), np.tile(budget, reads), np.tile(full, reads)
         batch = np.tile(batch, reads)
+        tiled = t.prefill.beside(batch)
         stalls = self._stall_states(op, samples, n)
         # Lives ending per second in each chain: its batch over a life at its own decode step.
         life_s = m.decode_iterations * op.iteration_s * decode / max(op.decode_s, 1e-12)
@@ -656,7 +657,7 @@ class ReplicaPerformance:
                 # Its rounds + 1 iterations prefill all of that, each priced as the engines do (compute or reads).
                 its = rounds + 1
                 rows = ahead + prefill[own] + np.minimum(rounds, waiting) * (budget - usable) + fill
-                spent = its * in_iteration((ahead_s + seconds[own] + jump_s + fill_s) / its, rows / its, batch)
+                spent = its * tiled.at((ahead_s + seconds[own] + jump_s + fill_s) / its, rows / its)
                 elapsed = its * decode + spent
                 # Prompt tokens of others that finish before its last iteration (its own chunks fill the rest).
                 joined = c_s + np.minimum(ahead + np.minimum(rounds, waiting) * (budget - usable), rounds * budget)
