@@ -22,7 +22,8 @@ _CLUSTER_TAGGED: dict[str, Any] = {"Null": {"aws:ResourceTag/elbv2.k8s.aws/clust
 # What the controller calls for NLB Services (IP targets, its own security groups) and ALB Ingresses, after the IAM
 # policy the controller publishes for v2.11 (the pinned chart 1.11.0:
 # https://github.com/kubernetes-sigs/aws-load-balancer-controller/blob/v2.11.0/docs/install/iam_policy.json).
-# Cognito and WAF/Shield associations (only an Ingress annotation asks for them) are left out.
+# The reads and associations that Ingress annotations ask for (Cognito sign-in, a WAF ACL, Shield Advanced, IAM
+# server certificates) are granted as the published policy grants them, so that those annotations work.
 STATEMENTS: list[dict[str, Any]] = [
     {
         "Effect": "Allow",
@@ -109,16 +110,29 @@ STATEMENTS: list[dict[str, Any]] = [
         "Resource": ["*"],
     },
     # Every ALB's WAF and Shield state, read on each reconcile while the chart's enableWaf / enableWafv2 /
-    # enableShield are true (their defaults): without these reads no ALB Ingress deploys ("AccessDenied").
+    # enableShield are true (their defaults): without these reads no ALB Ingress deploys ("AccessDenied"). The
+    # associations, the Cognito user pool client (`auth-type: cognito`) and IAM server certificates are what the
+    # `wafv2-acl-arn`, `waf-acl-id`, `shield-advanced-protection`, `auth-idp-cognito` and `certificate-arn`
+    # annotations make it call.
     {
         "Effect": "Allow",
         "Action": [
+            "cognito-idp:DescribeUserPoolClient",
+            "iam:ListServerCertificates",
+            "iam:GetServerCertificate",
             "waf-regional:GetWebACL",
             "waf-regional:GetWebACLForResource",
+            "waf-regional:AssociateWebACL",
+            "waf-regional:DisassociateWebACL",
             "wafv2:GetWebACL",
             "wafv2:GetWebACLForResource",
+            "wafv2:AssociateWebACL",
+            "wafv2:DisassociateWebACL",
             "shield:GetSubscriptionState",
             "shield:DescribeProtection",
+            "shield:CreateProtection",
+            "shield:DeleteProtection",
+            "elasticloadbalancing:SetWebAcl",
         ],
         "Resource": ["*"],
     },
