@@ -367,3 +367,32 @@ def test_the_architecture_check_fires_on_a_core_module_that_imports_the_glue() -
     ]
     assert group_of("tokenplane.spec", rules) == "core"
     assert group_of("tokenplane.sim.report", rules) == "sim"
+
+
+TEST_PATH = re.compile(r"\btests/[\w/]+\.py\b")
+SHIPPED_TEXT = ("README.md", "examples", "stacks", "docs", "components", "serving", "policies", "tokenplane")
+
+
+def stale_test_paths(root: Path) -> list[str]:
+    """Each ``tests/....py`` that a shipped file (docs, examples, code, the example's Pulumi.yaml) names and that is gone."""
+    stale = []
+    for top in SHIPPED_TEXT:
+        where = root / top
+        files = [where] if where.is_file() else [p for p in where.rglob("*") if p.suffix in (".py", ".md", ".yaml")]
+        for path in files:
+            if path.is_symlink() or "__pycache__" in path.parts:
+                continue
+            for named in TEST_PATH.findall(path.read_text(encoding="utf-8", errors="replace")):
+                if not (root / named).is_file():
+                    stale.append(f"{path.relative_to(root)} names {named}")
+    return stale
+
+
+def test_every_test_file_a_shipped_file_names_exists() -> None:
+    assert stale_test_paths(ROOT) == []
+
+
+def test_the_test_path_check_fires_on_a_moved_test(tmp_path: Path) -> None:
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "Pulumi.yaml").write_text("description: checked by tests/deploy/test_gone.py\n")
+    assert stale_test_paths(tmp_path) == ["examples/Pulumi.yaml names tests/deploy/test_gone.py"]
