@@ -248,3 +248,11 @@ def test_a_service_named_without_cluster_local_is_flagged(conf: str, extra: list
 )
 def test_a_name_the_resolver_answers_or_that_is_no_service_is_not_flagged(conf: str) -> None:
     assert _messages(*_proxy(conf)) == []
+
+
+def test_the_vpc_resolver_with_a_cluster_local_zone_is_not_flagged_but_a_public_one_is() -> None:
+    zone = planted(STACK, "aws:route53/zone:Zone", "planted-zone", {"name": "cluster.local"}, region=REGION)
+    upstream = "location / { set $b vectors.llm-data.svc.cluster.local; proxy_pass http://$b; }"
+    assert _messages(*_proxy(f"resolver 169.254.169.253;\nserver {{ {upstream} }}"), zone) == []
+    assert len(_messages(*_proxy(f"resolver 9.9.9.9;\nserver {{ {upstream} }}"), zone)) == 1
+    assert len(_messages(*_proxy(f"resolver 169.254.169.253;\nserver {{ {upstream} }}"))) == 1

@@ -21,6 +21,9 @@ The URL's host is known where its variables are ``set`` to literals in the enclo
 ``set`` of them in an ``if``, no ``map``); a host that is an IP address, an ``upstream`` block's name or a literal
 ``proxy_pass`` host elsewhere in the config (nginx's implicit upstreams, found before the resolver) is not judged.
 
+A Route 53 private zone or Resolver forwarding rule for cluster.local in the program (or one whose name is unknown)
+lets the VPC resolver answer: then only public resolvers are judged.
+
 It cannot see: a config nginx reads from the image or from objects outside the program, a host built from request
 variables or ``map``, a resolver given by name that is not the cluster DNS, and a CoreDNS configured to rewrite
 short names.
@@ -40,6 +43,8 @@ from tokenplane.proof.deployability.service_names import services_by_namespace
 
 RULE = "nginx-runtime-resolver"
 VPC = "aws:ec2/vpc:Vpc"
+ZONE = "aws:route53/zone:Zone"
+RESOLVER_RULE = "aws:route53/resolverRule:ResolverRule"
 PASSES = ("proxy_pass", "grpc_pass")
 # The VPC's Amazon DNS at its link-local addresses, and public resolvers: none serves cluster.local.
 OFF_CLUSTER = {
@@ -62,7 +67,11 @@ _SHORT = re.compile(rf"(?P<name>{_LABEL})\.(?P<namespace>{_LABEL})(?P<svc>\.svc)
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
+        # A Route 53 zone or resolver rule for cluster.local makes the VPC resolver answer it: then only public ones.
+        vpc_answers = _vpc_serves_cluster_local(graph, region)
         off_cluster = OFF_CLUSTER | _vpc_resolvers(graph, region)
+        if vpc_answers:
+            off_cluster = {a: k for a, k in off_cluster.items() if k == "a public resolver"}
         cluster_dns = EKS_DNS | _service_cidr_dns(graph, region)
         services = services_by_namespace(graph, region)
         for workload in graph.pod_bearers(region):
@@ -157,6 +166,15 @@ def _off_cluster(address: str, off_cluster: dict[str, str]) -> str | None:
         return off_cluster.get(str(ipaddress.ip_address(bare)))
     except ValueError:
         return None
+
+
+def _vpc_serves_cluster_local(graph: Graph, region: str) -> bool:
+    for type_token, field in ((ZONE, "name"), (RESOLVER_RULE, "domainName")):
+        for resource in graph.of_type(type_token, region):
+            name = resource.inputs.get(field)
+            if not isinstance(name, str) or name.rstrip(".").endswith("cluster.local"):
+                return True
+    return False
 
 
 def _vpc_resolvers(graph: Graph, region: str) -> dict[str, str]:
