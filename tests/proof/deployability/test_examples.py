@@ -222,6 +222,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "service-address",
         "service-short-name",
         "pod-dns-policy",
+        "nginx-runtime-resolver",
         "internal-traffic-local",
         "replicas-owned",
         "affinity-satisfiable",
