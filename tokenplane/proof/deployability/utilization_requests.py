@@ -34,6 +34,7 @@ limit (it may use up to its node's capacity), a chart's target.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from decimal import Decimal
 from typing import Any
 
 from tokenplane.proof.deployability import k8s_syntax as syntax
@@ -186,7 +187,7 @@ def check_average(graph: Graph) -> Iterator[Finding]:
                 limits = [syntax.parse_quantity(lookup(c, f"resources.limits.{resource}")) for c in read]
                 if value is None or not read or any(v is None for v in limits):
                     continue
-                ceiling = sum(v for v in limits if v is not None)
+                ceiling = sum((v for v in limits if v is not None), Decimal(0))
                 if value <= ceiling:
                     continue
                 shown = ", ".join(f"{c.get('name')}: {lookup(c, f'resources.limits.{resource}')}" for c in read)
