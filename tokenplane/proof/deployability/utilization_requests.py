@@ -207,5 +207,12 @@ def check_average(graph: Graph) -> Iterator[Finding]:
                     f"(its limits, {shown}): the average never reaches the target, so the HPA never scales it out "
                     "under any load",
                     f"use a Utilization target for a percentage{percent}, or an AverageValue below the pod's "
-                    f"limit (e.g. {'700m' if resource == 'cpu' else 'a fraction of the memory limit'})",
+                    f"limits (e.g. {_share(resource, ceiling)}, 70 % of them)",
                 )
+
+
+def _share(resource: str, ceiling: Decimal) -> str:
+    """70 % of a pod's limits, as a quantity: millicores of CPU, mebibytes of memory."""
+    if resource == "cpu":
+        return f"{int(ceiling * 700)}m"
+    return f"{int(ceiling * Decimal('0.7') / 2**20)}Mi"
