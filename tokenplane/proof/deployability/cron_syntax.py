@@ -101,3 +101,35 @@ def time_zone_error(zone: str) -> str | None:
     if known and zone not in known:
         return f"unknown time zone {zone}"
     return None
+
+
+# Descriptors that run at fixed minutes of every day (robfig cron v3's parseDescriptor), as five fields.
+DAILY_DESCRIPTORS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *"}
+
+
+def minutes_of_day(schedule: str) -> list[int] | None:
+    """The minutes of the day (0-1439, sorted) a schedule runs at, where it runs at the same minutes every day (day of
+    month, month and day of week all ``*`` or ``?``); None where it does not parse, or runs on some days only."""
+    text = DAILY_DESCRIPTORS.get(schedule.strip(), schedule.strip())
+    if schedule_error(text) is not None or text.startswith("@"):
+        return None
+    fields = text.split()
+    if any(f not in ("*", "?") for f in fields[2:]):
+        return None
+    minutes, hours = _field_values(fields[0], *FIELDS[0]), _field_values(fields[1], *FIELDS[1])
+    return sorted(h * 60 + m for h in hours for m in minutes)
+
+
+def _field_values(value: str, field: str, low: int, high: int) -> set[int]:
+    """The values one parsed field matches (robfig getRange over each comma-separated part)."""
+    out: set[int] = set()
+    for expr in value.split(","):
+        span, _, step_text = expr.partition("/")
+        if span in ("*", "?"):
+            start, end = low, high
+        else:
+            parts = [_value(p, field) or 0 for p in span.split("-")]
+            start = parts[0]
+            end = parts[1] if len(parts) == 2 else (high if step_text else start)
+        out.update(range(start, end + 1, int(step_text) if step_text else 1))
+    return out
