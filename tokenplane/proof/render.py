@@ -615,8 +615,11 @@ def mock_outputs(
         "aws:rds/subnetGroup:SubnetGroup",
         "aws:rds/parameterGroup:ParameterGroup",
         "aws:rds/clusterParameterGroup:ClusterParameterGroup",
+        "aws:memorydb/acl:Acl",
+        "aws:memorydb/subnetGroup:SubnetGroup",
+        "aws:memorydb/parameterGroup:ParameterGroup",
     ):
-        # Auto-named: its generated name is what a cache or database names it by (subnetGroupName).
+        # Auto-named: its generated name is what a cache or database names it by (subnetGroupName, aclName).
         extra = {"name": inputs.get("name") or rid}
     elif typ == "aws:msk/configuration:Configuration":
         extra = {"latestRevision": 1}

@@ -36,8 +36,13 @@ so ``pulumi up`` succeeds and every job ends FAILED (access denied) with no reco
 program whose every policy is known (its own documents, and AWS managed ones as moto records them), against
 ``BACKUP_ACTIONS``: each resource type the selection names by ARN (``resources``) needs its create action (from
 AWSBackupServiceRolePolicyForBackup), and a tag-based selection (``selectionTags``/``conditions``) needs
-tag:GetResources to find its resources. It cannot see roles made outside the program (the default
-AWSBackupDefaultServiceRole), permission boundaries, and resource types not in the table.
+tag:GetResources to find its resources. An S3 bucket (``arn:aws:s3:::NAME`` or ``arn:aws:s3:::*``) needs
+``S3_ACTIONS`` (s3:GetBucketVersioning, s3:ListBucketVersions), which the default backup and restore policies do not
+carry: "you must attach AWSBackupServiceRolePolicyForS3Backup" or equivalent permissions
+(https://docs.aws.amazon.com/aws-backup/latest/devguide/s3-backups.html,
+https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSBackupServiceRolePolicyForS3Backup.html). It
+cannot see roles made outside the program (the default AWSBackupDefaultServiceRole), permission boundaries, resource
+types not in the table, and a bucket's versioning (S3 backups need it on; not judged here).
 """
 
 from __future__ import annotations
@@ -67,6 +72,11 @@ BACKUP_ACTIONS = {
     ("dynamodb", "table"): "dynamodb:CreateBackup",
     ("elasticfilesystem", "file-system"): "elasticfilesystem:Backup",
 }
+# An S3 bucket (arn:aws:s3:::NAME, or arn:aws:s3:::* for all) needs the S3 actions AWSBackupServiceRolePolicyForBackup
+# lacks and AWSBackupServiceRolePolicyForS3Backup grants: AWS Backup reads the bucket's versioning and its object
+# versions for every S3 backup.
+S3_ACTIONS = ("s3:GetBucketVersioning", "s3:ListBucketVersions")
+S3_POLICY = "arn:aws:iam::aws:policy/AWSBackupServiceRolePolicyForS3Backup"
 TAG_ACTION = "tag:GetResources"
 EBS_ADDON = "aws-ebs-csi-driver"
 EBS_PROVISIONERS = frozenset({"ebs.csi.aws.com", "kubernetes.io/aws-ebs"})
@@ -279,6 +289,10 @@ def check_role(graph: Graph) -> Iterator[Finding]:
             parts = str(arn).split(":")
             if len(parts) < 6:
                 continue
+            if parts[2] == "s3" and "/" not in parts[5]:  # a bucket, not an object
+                for s3_action in S3_ACTIONS:
+                    needs.setdefault(s3_action, f"to back up {arn}")
+                continue
             kind = parts[5].split("/", 1)[0]
             action = BACKUP_ACTIONS.get((parts[2], kind))
             if action is not None:
@@ -289,13 +303,24 @@ def check_role(graph: Graph) -> Iterator[Finding]:
         if not missing:
             continue
         name = selection.inputs.get("name") or selection.name
+        s3 = any(a.startswith("s3:") for a, _ in missing)
+        attach = (
+            f"attach {S3_POLICY} (and AWSBackupServiceRolePolicyForS3Restore to restore) to {role.name}"
+            if s3
+            else f"attach arn:aws:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup to {role.name}"
+        )
+        reason = (
+            "AWSBackupServiceRolePolicyForBackup and ForRestores carry no S3 permissions: S3 backups need "
+            "AWSBackupServiceRolePolicyForS3Backup"
+            if s3
+            else "AWSBackupServiceRolePolicyForRestores grants restores only"
+        )
         yield Finding(
             ROLE_RULE,
             selection.urn,
             f"backup selection {name} runs its jobs as role {role.name}, whose policies do not allow "
             f"{', '.join(f'{a} ({why})' for a, why in missing)}: AWS Backup accepts the selection (it checks only "
             "that the role may be passed), then every backup job fails with access denied and no recovery point is "
-            "created (AWSBackupServiceRolePolicyForRestores grants restores only)",
-            f"attach arn:aws:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup to {role.name} (or "
-            f"grant {', '.join(a for a, _ in missing)})",
+            f"created ({reason})",
+            f"{attach} (or grant {', '.join(a for a, _ in missing)})",
         )
