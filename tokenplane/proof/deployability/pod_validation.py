@@ -43,6 +43,7 @@ from typing import Any
 from tokenplane.proof.deployability import (
     container_validation,
     downward_api_validation,
+    pod_spec_validation,
     scheduling_validation,
     selector_validation,
     volume_validation,
@@ -100,6 +101,7 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
     yield from _restart_policy(obj, where, pod.get("restartPolicy"))
     yield from _active_deadline(obj, where, pod.get("activeDeadlineSeconds"))
     yield from scheduling_validation.check(obj, where, pod)
+    yield from pod_spec_validation.check(obj, where, pod)
     yield from selector_validation.check_pod(obj, where, pod)
     account = pod.get("serviceAccountName")
     if isinstance(account, str) and account:
@@ -299,6 +301,7 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             )
     for mount in container.get("volumeMounts") or []:
         yield from _sub_path(obj, at, mount)
+        yield from _mount_propagation(obj, at, container, mount)
         if mount.get("mountPath") == "":
             yield rejected(
                 obj,
@@ -313,6 +316,36 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             f"mounts two volumes at {path!r} in {at}",
             "validateVolumeMounts: Invalid value: must be unique",
             "give each mount its own mountPath (or one volume with subPaths)",
+        )
+
+
+PROPAGATIONS = ("Bidirectional", "HostToContainer", "None")  # supportedMountPropagations, sorted
+
+
+def _mount_propagation(
+    obj: KubeObject, at: str, container: Mapping[str, Any], mount: Mapping[str, Any]
+) -> Iterator[Finding]:
+    """validateMountPropagation: one of the three modes, and Bidirectional only in a privileged container."""
+    mode = mount.get("mountPropagation")
+    if not isinstance(mode, str):
+        return
+    if mode not in PROPAGATIONS:
+        yield unsupported(
+            obj,
+            f"{at} mount {mount.get('name')!r} mountPropagation",
+            mode,
+            PROPAGATIONS,
+            "validateMountPropagation",
+            "use None (the default), HostToContainer or Bidirectional (case matters)",
+        )
+    elif mode == "Bidirectional" and lookup(container, "securityContext.privileged") is not True:
+        yield rejected(
+            obj,
+            f"has {at} mount {mount.get('name')!r} with mountPropagation Bidirectional in a container that is not "
+            "privileged",
+            "validateMountPropagation: volumeMounts.mountPropagation: Forbidden: Bidirectional mount propagation is "
+            "available only to privileged containers",
+            "use HostToContainer (mounts made on the host reach the container), or make the container privileged",
         )
 
 

@@ -179,6 +179,47 @@ def _node_term(obj: KubeObject, at: str, term: Mapping[str, Any]) -> Iterator[Fi
             fix = "a node label key is [prefix/]name (name at most 63 of [A-Za-z0-9-_.]), e.g. node.kubernetes.io/instance-type"
             source = "ValidateNodeSelectorRequirement/ValidateLabelName"
             yield from problems(obj, f"{at}.matchExpressions[{j}].key", key, syntax.is_qualified_name, source, fix)
+    yield from _node_fields(obj, at, term)
+
+
+def _node_fields(obj: KubeObject, at: str, term: Mapping[str, Any]) -> Iterator[Finding]:
+    """ValidateNodeFieldSelectorRequirement: a node field selector knows one key, metadata.name, operators In and
+    NotIn only, and exactly one value, a node name (a DNS-1123 subdomain)."""
+    for j, requirement in enumerate(_dicts(term.get("matchFields"))):
+        where = f"{at}.matchFields[{j}]"
+        key, operator, values = requirement.get("key"), requirement.get("operator"), requirement.get("values")
+        source = "ValidateNodeFieldSelectorRequirement"
+        if isinstance(operator, str) and operator not in ("In", "NotIn"):
+            yield rejected(
+                obj,
+                f"has {where}.operator {operator!r}",
+                f'{source}: {where}.operator: Invalid value: "{operator}": not a valid selector operator',
+                "use In or NotIn with a node field selector (matchExpressions take Exists and the others)",
+            )
+        elif operator in ("In", "NotIn") and isinstance(values, list) and len(values) != 1:
+            yield rejected(
+                obj,
+                f"has {where} {key} {operator} with {len(values)} values",
+                f"{source}: {where}.values: Required value: must be only one value when `operator` is 'In' or "
+                "'NotIn' for node field selector",
+                "give exactly one node name, or select nodes by label in matchExpressions",
+            )
+        if isinstance(key, str) and key != "metadata.name":
+            yield rejected(
+                obj,
+                f"has {where}.key {key!r}",
+                f'{source}: {where}.key: Invalid value: "{key}": not a valid field selector key',
+                "matchFields knows only metadata.name; select by a node label in matchExpressions instead",
+            )
+        elif isinstance(key, str) and isinstance(values, list):
+            for i, value in enumerate(values):
+                if isinstance(value, str) and (errors := syntax.is_dns1123_subdomain(value)):
+                    yield rejected(
+                        obj,
+                        f"has {where}.values[{i}] {value!r}, which {'; '.join(errors)}",
+                        f"{source} (ValidateNodeName)",
+                        "write the node's name (a lowercase RFC 1123 subdomain)",
+                    )
 
 
 def _weight(obj: KubeObject, at: str, term: Mapping[str, Any], source: str) -> Iterator[Finding]:
@@ -288,7 +329,7 @@ def _dns(obj: KubeObject, at: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
             f"keep at most {MAX_DNS_NAMESERVERS} nameservers (resolv.conf's limit)",
         )
     for server in nameservers:
-        if not _is_ip(str(server)):
+        if not is_ip(str(server)):
             yield rejected(
                 obj,
                 f"has {at}.dnsConfig.nameservers entry {server!r}",
@@ -313,7 +354,7 @@ def _dns(obj: KubeObject, at: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
             )
 
 
-def _is_ip(text: str) -> bool:
+def is_ip(text: str) -> bool:
     """IsValidIPForLegacyField: Go's ParseIP, which (unlike Python) also accepts IPv4 octets with leading zeros."""
     try:
         ipaddress.ip_address(text)

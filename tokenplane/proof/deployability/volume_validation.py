@@ -25,7 +25,11 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   value unknown until apply (a ConfigMap's generated name, held-out set 28's correct archiver), so an absent name
   cannot be told from a name known later;
 - a hostPath ``type`` among "", DirectoryOrCreate, Directory, FileOrCreate, File, Socket, CharDevice,
-  BlockDevice, case and all (validateHostPathType: "Unsupported value");
+  BlockDevice, case and all (validateHostPathType: "Unsupported value"); its ``path`` written non-empty
+  (validateHostPathVolumeSource: "hostPath.path: Required value") and without a '..' element
+  (validatePathNoBacksteps: "must not contain '..'");
+- an ephemeral volume's ``volumeClaimTemplate.spec`` held to ValidatePersistentVolumeClaimSpec
+  (validateEphemeralVolumeSource, ValidatePersistentVolumeClaimTemplate), by ``storage_validation.claim_spec``;
 - a downwardAPI file's fieldRef path (validateDownwardAPIVolumeFile) is ``downward_api_validation``'s.
 """
 
@@ -35,7 +39,7 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tokenplane.proof.deployability import downward_api_validation
+from tokenplane.proof.deployability import downward_api_validation, storage_validation
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import KubeObject
@@ -99,6 +103,19 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
                 "validateHostPathType",
                 "write the type as the API spells it (case matters, e.g. Directory, DirectoryOrCreate), or drop it",
             )
+        path = host_path.get("path") if isinstance(host_path, dict) else None
+        if path == "" or (isinstance(path, str) and ".." in path.split("/")):
+            yield rejected(
+                obj,
+                f"has {at}.hostPath.path {path!r}",
+                f"validateHostPathVolumeSource: {at}.hostPath.path: "
+                + ("Required value" if path == "" else f"Invalid value: \"{path}\": must not contain '..'"),
+                "give the host directory's absolute path, without '..' (e.g. /var/log)",
+            )
+        template = volume.get("ephemeral")
+        template = template.get("volumeClaimTemplate") if isinstance(template, dict) else None
+        if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+            yield from storage_validation.claim_spec(obj, f"{at}.ephemeral.volumeClaimTemplate.spec", template["spec"])
         for kind, field, function in NAMED_SOURCES:
             source = volume.get(kind)
             # Only an empty name is judged: the render leaves out a value unknown until apply (another object's
