@@ -12,7 +12,11 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
 - ``securityContext.sysctls`` (validateSysctls: a name of at most 253 characters matching the sysctl pattern, no
   name twice, and ValidateHostSysctl: no ``net.*`` sysctl beside ``hostNetwork: true``);
 - ``securityContext.shareProcessNamespace`` beside ``hostPID`` (validatePodSpecSecurityContext: "ShareProcessNamespace
-  and HostPID cannot both be enabled").
+  and HostPID cannot both be enabled");
+- ``readinessGates[*].conditionType`` and ``schedulingGates[*].name`` qualified names, no scheduling gate twice
+  (validateReadinessGates, validateSchedulingGates);
+- no protocol/hostIP/hostPort written twice across the regular containers (checkHostPortConflicts,
+  AccumulateUniqueHostPorts: 'hostPort: Duplicate value: "TCP//8080"').
 
 Only a literal value is judged: a name the render cannot know (an output) is left out, so it is never flagged.
 """
@@ -72,6 +76,8 @@ def check(obj: KubeObject, where: str, pod: Mapping[str, Any]) -> Iterator[Findi
             "use PreemptLowerPriority (the default) or Never (case matters)",
         )
     yield from _host_aliases(obj, f"{at}.hostAliases", pod.get("hostAliases"))
+    yield from _gates(obj, at, pod)
+    yield from _host_ports(obj, at, pod.get("containers"))
     context = pod.get("securityContext")
     context = context if isinstance(context, dict) else {}
     yield from _sysctls(obj, f"{at}.securityContext.sysctls", context.get("sysctls"), pod.get("hostNetwork") is True)
@@ -133,3 +139,48 @@ def _sysctls(obj: KubeObject, at: str, sysctls: Any, host_network: bool) -> Iter
                 f'validateSysctls: {at}: Duplicate value: "{name}"',
                 "set each sysctl once",
             )
+
+
+def _gates(obj: KubeObject, at: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
+    fix = "name the condition or gate as a qualified name: [prefix/]name, e.g. example.com/feature-ready"
+    gates = pod.get("readinessGates")
+    for i, gate in enumerate(gates if isinstance(gates, list) else []):
+        if isinstance(gate, dict) and isinstance(kind := gate.get("conditionType"), str):
+            field = f"{at}.readinessGates[{i}].conditionType"
+            yield from problems(obj, field, kind, syntax.is_qualified_name, "validateReadinessGates", fix)
+    gates = pod.get("schedulingGates")
+    names = [g.get("name") for g in gates if isinstance(g, dict)] if isinstance(gates, list) else []
+    for i, name in enumerate(names):
+        if isinstance(name, str):
+            yield from problems(
+                obj, f"{at}.schedulingGates[{i}]", name, syntax.is_qualified_name, "validateSchedulingGates", fix
+            )
+            if name in names[:i]:
+                yield rejected(
+                    obj,
+                    f"lists the scheduling gate {name!r} twice",
+                    f'validateSchedulingGates: {at}.schedulingGates[{i}]: Duplicate value: "{name}"',
+                    "list each scheduling gate once",
+                )
+
+
+def _host_ports(obj: KubeObject, at: str, containers: Any) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for container in containers if isinstance(containers, list) else []:
+        ports = container.get("ports") if isinstance(container, dict) else None
+        for j, port in enumerate(ports if isinstance(ports, list) else []):
+            host = port.get("hostPort") if isinstance(port, dict) else None
+            if isinstance(host, float) and host.is_integer():
+                host = int(host)
+            if not isinstance(host, int) or isinstance(host, bool) or host == 0:
+                continue
+            key = f"{port.get('protocol') or 'TCP'}/{port.get('hostIP') or ''}/{host}"
+            if key in seen:
+                field = f"{at}.containers[{container.get('name')}].ports[{j}].hostPort"
+                yield rejected(
+                    obj,
+                    f"claims host port {key} twice",
+                    f'checkHostPortConflicts: {field}: Duplicate value: "{key}"',
+                    "give each container port its own hostPort (one node port serves one container)",
+                )
+            seen.add(key)

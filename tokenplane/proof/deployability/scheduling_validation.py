@@ -11,10 +11,13 @@ pkg/apis/core/validation/validation.go):
   ValidateNodeSelectorRequirement: In/NotIn need values, Exists/DoesNotExist take none, Gt/Lt take exactly one,
   a key that is a qualified name (ValidateLabelName; the values are not validated there);
   ValidatePreferredSchedulingTerms: weight 1-100);
-- pod (anti-)affinity terms (validatePodAffinityTerm: topologyKey required; validateWeightedPodAffinityTerms:
-  weight 1-100);
+- pod (anti-)affinity terms (validatePodAffinityTerm: topologyKey required and a qualified name
+  (ValidateLabelName), each of namespaces a namespace name; validateWeightedPodAffinityTerms: weight 1-100);
+- matchFields (ValidateNodeFieldSelectorRequirement: key metadata.name, operator In or NotIn, exactly one value,
+  a node name);
 - topologySpreadConstraints (validateTopologySpreadConstraints: maxSkew above 0, topologyKey required,
   whenUnsatisfiable DoNotSchedule or ScheduleAnyway, one constraint per {topologyKey, whenUnsatisfiable};
+  nodeAffinityPolicy and nodeTaintsPolicy Honor or Ignore, validateNodeInclusionPolicy;
   validateMinDomains: above 0 and only with DoNotSchedule);
 - nodeSelector (ValidatePodSpec: ValidateLabels, so "g5.xlarge,g5.2xlarge" or a key with a space is refused);
 - dnsPolicy (validateDNSPolicy, after the v1 default ClusterFirst) and dnsConfig (validatePodDNSConfig: None needs
@@ -250,6 +253,15 @@ def _pod_affinity(obj: KubeObject, at: str, affinity: Any) -> Iterator[Finding]:
                 "validatePodAffinityTerm: topologyKey: Required value: can not be empty",
                 "set topologyKey, e.g. kubernetes.io/hostname (per node) or topology.kubernetes.io/zone (per zone)",
             )
+        elif isinstance(key := term.get("topologyKey"), str):
+            fix = "a topologyKey is a node label key: kubernetes.io/hostname or topology.kubernetes.io/zone"
+            source = "validatePodAffinityTerm/ValidateLabelName"
+            yield from problems(obj, f"{where}.topologyKey", key, syntax.is_qualified_name, source, fix)
+        for j, namespace in enumerate(term.get("namespaces") or [] if isinstance(term.get("namespaces"), list) else []):
+            if isinstance(namespace, str):
+                fix = "list namespaces by name (RFC 1123 labels), or select them with namespaceSelector"
+                source = "validatePodAffinityTerm/ValidateNamespaceName"
+                yield from problems(obj, f"{where}.namespaces[{j}]", namespace, syntax.is_dns1123_label, source, fix)
 
 
 def _spread(obj: KubeObject, at: str, constraints: list[dict[str, Any]]) -> Iterator[Finding]:
@@ -279,6 +291,17 @@ def _spread(obj: KubeObject, at: str, constraints: list[dict[str, Any]]) -> Iter
                 "ValidateWhenUnsatisfiable",
                 "set whenUnsatisfiable to DoNotSchedule (hard) or ScheduleAnyway (soft)",
             )
+        for field in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+            policy = constraint.get(field)
+            if isinstance(policy, str) and policy not in ("Honor", "Ignore"):
+                yield unsupported(
+                    obj,
+                    f"{where}.{field}",
+                    policy,
+                    ("Honor", "Ignore"),
+                    "validateNodeInclusionPolicy",
+                    "use Honor or Ignore (case matters)",
+                )
         domains = constraint.get("minDomains")
         if domains is not None and ((syntax.integer(domains) or 0) <= 0 or action != "DoNotSchedule"):
             yield rejected(
