@@ -79,6 +79,28 @@ def _claim_template(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": spec}}}]
 
 
+def _pod_affinity(key: str, namespaces: list[str]) -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": LABELS}, "topologyKey": key, "namespaces": namespaces}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _spread(**fields: Any) -> dict[str, Any]:
+    return {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": LABELS},
+        **fields,
+    }
+
+
+def _two_containers(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> RenderedResource:
+    resource = _pod("Deployment", {}, {"ports": first})
+    pod = resource.inputs["spec"]["template"]["spec"]
+    pod["containers"].append({"name": "sidecar", "image": "busybox:1.36", "ports": second})
+    return resource
+
+
 CLAIM = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}
 MOUNT = {"volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}
 HPA = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "server"}, "maxReplicas": 4}
@@ -442,6 +464,88 @@ CASES: list[tuple[str, RenderedResource, str, RenderedResource]] = [
         _pod("Deployment", {}),
         "spec.template.spec.containers: Required value",
         _pod("Deployment", {}),
+    ),
+]
+CASES += [
+    (
+        "pod affinity topologyKey",
+        _pod("Deployment", {"affinity": _pod_affinity("topology.kubernetes.io/zone ", [])}),
+        "topologyKey 'topology.kubernetes.io/zone '",
+        _pod("Deployment", {"affinity": _pod_affinity("topology.kubernetes.io/zone", ["llm-batch"])}),
+    ),
+    (
+        "pod affinity namespaces",
+        _pod("Deployment", {"affinity": _pod_affinity("kubernetes.io/hostname", ["LLM_Batch"])}),
+        "namespaces[0] 'LLM_Batch'",
+        _pod("Deployment", {"affinity": _pod_affinity("kubernetes.io/hostname", ["llm-batch"])}),
+    ),
+    (
+        "spread nodeTaintsPolicy",
+        _pod("Deployment", {"topologySpreadConstraints": [_spread(nodeTaintsPolicy="honor")]}),
+        'validateNodeInclusionPolicy: Unsupported value: "honor": supported values: "Honor", "Ignore"',
+        _pod("Deployment", {"topologySpreadConstraints": [_spread(nodeTaintsPolicy="Honor")]}),
+    ),
+    (
+        "readinessGates",
+        _pod("Pod", {"readinessGates": [{"conditionType": "target health/ready"}]}),
+        "readinessGates[0].conditionType 'target health/ready'",
+        _pod("Pod", {"readinessGates": [{"conditionType": "target-health.elbv2.k8s.aws/tg-1"}]}),
+    ),
+    (
+        "schedulingGates twice",
+        _pod("Pod", {"schedulingGates": [{"name": "example.com/quota"}, {"name": "example.com/quota"}]}),
+        'Duplicate value: "example.com/quota"',
+        _pod("Pod", {"schedulingGates": [{"name": "example.com/quota"}, {"name": "example.com/gpu"}]}),
+    ),
+    (
+        "duplicate hostPort",
+        _two_containers([{"containerPort": 8080, "hostPort": 8080}], [{"containerPort": 9090, "hostPort": 8080.0}]),
+        'hostPort: Duplicate value: "TCP//8080"',
+        _two_containers(
+            [{"containerPort": 8080, "hostPort": 8080}], [{"containerPort": 8080, "hostPort": 8080, "protocol": "UDP"}]
+        ),
+    ),
+    (
+        "recursiveReadOnly without readOnly",
+        _pod(
+            "Deployment",
+            {"volumes": [{"name": "scratch", "emptyDir": {}}]},
+            {"volumeMounts": [{"name": "scratch", "mountPath": "/s", "recursiveReadOnly": "Enabled"}]},
+        ),
+        "recursiveReadOnly: Forbidden: may only be specified when readOnly is true",
+        _pod(
+            "Deployment",
+            {"volumes": [{"name": "scratch", "emptyDir": {}}]},
+            {
+                "volumeMounts": [
+                    {"name": "scratch", "mountPath": "/s", "readOnly": True, "recursiveReadOnly": "IfPossible"}
+                ]
+            },
+        ),
+    ),
+    (
+        "resizePolicy resource",
+        _pod("Deployment", {}, {"resizePolicy": [{"resourceName": "gpu", "restartPolicy": "NotRequired"}]}),
+        'validateResizePolicy: Unsupported value: "gpu": supported values: "cpu", "memory"',
+        _pod("Deployment", {}, {"resizePolicy": [{"resourceName": "memory", "restartPolicy": "RestartContainer"}]}),
+    ),
+    (
+        "resizePolicy restartPolicy",
+        _pod("Deployment", {}, {"resizePolicy": [{"resourceName": "cpu", "restartPolicy": "Restart"}]}),
+        'Unsupported value: "Restart": supported values: "NotRequired", "RestartContainer"',
+        _pod("Deployment", {}, {"resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"}]}),
+    ),
+    (
+        "nfs path",
+        _pod("Deployment", {"volumes": [{"name": "shared", "nfs": {"server": "fs-1.efs.aws", "path": "exports"}}]}),
+        'nfs.path: Invalid value: "exports": must be an absolute path',
+        _pod("Deployment", {"volumes": [{"name": "shared", "nfs": {"server": "fs-1.efs.aws", "path": "/"}}]}),
+    ),
+    (
+        "csi driver",
+        _pod("Deployment", {"volumes": [{"name": "secrets", "csi": {"driver": ""}}]}),
+        "csi.driver: Required value",
+        _pod("Deployment", {"volumes": [{"name": "secrets", "csi": {"driver": "secrets-store.csi.k8s.io"}}]}),
     ),
 ]
 # Cases whose refused object needs one more touch after it is built.
