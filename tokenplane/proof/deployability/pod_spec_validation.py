@@ -24,7 +24,6 @@ Only a literal value is judged: a name the render cannot know (an output) is lef
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -131,12 +130,12 @@ def _sysctls(obj: KubeObject, at: str, sysctls: Any, host_network: bool) -> Iter
                 "'hostNetwork' is true",
                 "drop the net.* sysctl (on the host network it would change the node's own setting) or hostNetwork",
             )
-    for name, count in sorted(Counter(names).items()):
-        if count > 1:
+    for i, name in enumerate(names):
+        if name in names[:i]:
             yield rejected(
                 obj,
-                f"sets the sysctl {name!r} {count} times in {at}",
-                f'validateSysctls: {at}: Duplicate value: "{name}"',
+                f"sets the sysctl {name!r} twice in {at}",
+                f'validateSysctls: {at}[{i}].name: Duplicate value: "{name}"',
                 "set each sysctl once",
             )
 
