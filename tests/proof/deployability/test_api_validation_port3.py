@@ -548,6 +548,14 @@ CASES += [
         _pod("Deployment", {"volumes": [{"name": "secrets", "csi": {"driver": "secrets-store.csi.k8s.io"}}]}),
     ),
 ]
+CASES.append(
+    (
+        "Service ports empty",
+        _object("Service", _service(ports=[])),
+        "ValidateService: spec.ports: Required value",
+        _object("Service", _service(ports=[], clusterIP="None")),
+    )
+)
 # Cases whose refused object needs one more touch after it is built.
 CASES[[c[0] for c in CASES].index("StatefulSet partition")][1].inputs["spec"]["updateStrategy"] = {
     "type": "RollingUpdate",
@@ -597,6 +605,7 @@ def _without_containers() -> RenderedResource:
         ("StorageClass provisioner unknown", _object("StorageClass", {"reclaimPolicy": "Delete"})),
         ("hostPath path unknown", _pod("Deployment", {"volumes": [{"name": "logs", "hostPath": {}}]})),
         ("containers unknown", _without_containers()),
+        ("Service ports unknown", _object("Service", {"spec": {"selector": LABELS}})),
         ("storageClassName empty", _object("PersistentVolumeClaim", {"spec": {**CLAIM, "storageClassName": ""}})),
         (
             "HPA metric name unknown",

@@ -21,6 +21,8 @@ sessionAffinity None, externalTrafficPolicy Cluster only on NodePort and LoadBal
   of valid ports is 30000-32767"; https://kubernetes.io/docs/concepts/services-networking/service/#type-nodeport);
 - sessionAffinity ClientIP or None; sessionAffinityConfig only with ClientIP ("must not be set when session
   affinity is None"), its timeout in 1-86400 (validateClientIPAffinityConfig);
+- ports written as an empty list on a Service that is neither headless nor ExternalName ("spec.ports: Required
+  value"; an absent list is not judged, the render leaving out a list unknown until apply);
 - a port's appProtocol a qualified name (validateServicePort: ValidateQualifiedName, so "HTTP/2" or "grpc web" is
   refused); loadBalancerClass and allocateLoadBalancerNodePorts only on a LoadBalancer ("may only be used when
   `type` is 'LoadBalancer'"), loadBalancerClass a qualified name (validateLoadBalancerClassField);
@@ -173,6 +175,13 @@ FAMILIES = ("IPv4", "IPv6")
 
 
 def _fields(obj: KubeObject, spec: dict[str, Any], kind: str) -> Iterator[Finding]:
+    if spec.get("ports") == [] and kind != "ExternalName" and spec.get("clusterIP") != "None":
+        yield rejected(
+            obj,
+            "has an empty spec.ports",
+            "ValidateService: spec.ports: Required value",
+            "list the port(s) the Service serves, or make it headless (clusterIP: None) if it needs none",
+        )
     for index, port in enumerate(spec.get("ports") or []):
         protocol = port.get("appProtocol") if isinstance(port, dict) else None
         if isinstance(protocol, str):
