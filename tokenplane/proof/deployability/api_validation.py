@@ -27,7 +27,8 @@ cites the function that rejects it:
 
 Every object's metadata, pod templates and Services are held to the API server's own validation functions in
 ``object_validation`` and ``pod_validation`` (names per kind, labels, annotations, containers, ports, env, resources, volumes, mounts,
-selectors, restart policies, with ``scheduling_validation``, ``container_validation`` and ``volume_validation``), and
+selectors, restart policies, with ``scheduling_validation``, ``container_validation``, ``volume_validation`` and
+``pod_spec_validation``: hostname, class names, host aliases, sysctls, gates, host ports), and
 the other kinds' own validators in ``service_validation`` (ValidateService's type-dependent fields),
 ``networking_validation`` (Ingress, NetworkPolicy), ``workload_validation`` (int-or-percent fields, Job, CronJob,
 PDB, HPA metrics, PriorityClass), ``storage_validation`` (PVC, StorageClass) and ``quota_validation`` (LimitRange,

@@ -18,7 +18,13 @@ Sources (kubernetes/kubernetes, pkg/apis/networking/validation/validation.go):
 - NetworkPolicy (ValidateNetworkPolicySpec): policyTypes Ingress and Egress, at most two; a port's protocol TCP,
   UDP or SCTP, its port a number in range or an IANA_SVC_NAME, its endPort only beside a numeric port and not
   below it (ValidateNetworkPolicyPort); a peer with a selector or an ipBlock, not both (ValidateNetworkPolicyPeer);
-  an ipBlock's cidr and each except a CIDR, each except a strict subset of the cidr (ValidateIPBlock).
+  an ipBlock's cidr and each except a CIDR, each except a strict subset of the cidr (ValidateIPBlock);
+- IngressClass (ValidateIngressClassSpec): a controller, where written, not empty, at most 250 characters and a
+  domain-prefixed path (validateIngressClassController, IsDomainPrefixedPath: 'must be a domain-prefixed path
+  (such as "acme.io/foo")'); parameters with a kind and a name ("kind is required", "name is required"), a scope
+  Cluster or Namespace (the v1 default Cluster), with scope Namespace a namespace that is a namespace's name, and
+  none with Cluster
+  (validateIngressClassParametersReference).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from typing import Any
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
-from tokenplane.proof.deployability.object_validation import rejected
+from tokenplane.proof.deployability.object_validation import problems, rejected
 from tokenplane.proof.deployability.service_validation import is_cidr
 
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
@@ -51,6 +57,78 @@ def check(graph: Graph) -> Iterator[Finding]:
             yield from _ingress_hosts(obj, spec)
         elif obj.kind == "NetworkPolicy":
             yield from _network_policy(obj, spec)
+        elif obj.kind == "IngressClass":
+            yield from _class_controller(obj, spec.get("controller"))
+            if isinstance(spec.get("parameters"), dict):
+                yield from _class_parameters(obj, spec["parameters"])
+
+
+CONTROLLER_MAX = 250  # maxLenIngressClassController
+SCOPES = ("Cluster", "Namespace")
+
+
+def _class_controller(obj: KubeObject, controller: Any) -> Iterator[Finding]:
+    if not isinstance(controller, str):
+        return
+    fix = "name the controller as it registers, a domain-prefixed path: ingress.k8s.aws/alb, k8s.io/ingress-nginx"
+    source = "validateIngressClassController"
+    host, slash, path = controller.partition("/")
+    if not controller:
+        yield rejected(obj, "has an empty spec.controller", f"{source}: spec.controller: Required value", fix)
+    elif len(controller) > CONTROLLER_MAX:
+        yield rejected(
+            obj,
+            f"has a {len(controller)}-character spec.controller",
+            f"{source}: spec.controller: Too long: may not be more than {CONTROLLER_MAX} bytes",
+            fix,
+        )
+    elif not (slash and host and path):
+        yield rejected(
+            obj,
+            f"has spec.controller {controller!r}",
+            f'{source}: spec.controller: Invalid value: "{controller}": must be a domain-prefixed path (such as '
+            '"acme.io/foo")',
+            fix,
+        )
+    elif errors := syntax.is_dns1123_subdomain(host):
+        yield rejected(
+            obj,
+            f"has spec.controller {controller!r}, whose domain {'; '.join(errors)}",
+            f'{source} (IsDomainPrefixedPath): spec.controller: Invalid value: "{host}"',
+            fix,
+        )
+
+
+def _class_parameters(obj: KubeObject, params: Mapping[str, Any]) -> Iterator[Finding]:
+    source = "validateIngressClassParametersReference"
+    for field in ("kind", "name"):
+        if params.get(field) == "":
+            yield rejected(
+                obj,
+                f"has spec.parameters without a {field}",
+                f"{source}: spec.parameters.{field}: Required value: {field} is required",
+                f"set spec.parameters.{field} (the parameters object's {field})",
+            )
+    scope, namespace = params.get("scope"), params.get("namespace")
+    if isinstance(scope, str) and scope not in SCOPES:
+        yield rejected(
+            obj,
+            f"has spec.parameters.scope {scope!r}",
+            f'{source}: spec.parameters.scope: Unsupported value: "{scope}": supported values: "Cluster", "Namespace"',
+            "use Cluster (the default) or Namespace (case matters)",
+        )
+    elif scope == "Namespace" and isinstance(namespace, str):
+        fix = "name the parameters object's namespace (an RFC 1123 label) in spec.parameters.namespace"
+        yield from problems(
+            obj, "spec.parameters.namespace", namespace, syntax.is_dns1123_label, f"{source}/ValidateNamespaceName", fix
+        )
+    elif scope in (None, "Cluster") and isinstance(namespace, str) and namespace:
+        yield rejected(
+            obj,
+            f"has spec.parameters.namespace {namespace!r} with scope {scope or 'Cluster (the default)'}",
+            f"{source}: spec.parameters.namespace: Forbidden: `parameters.scope` is set to 'Cluster'",
+            "set spec.parameters.scope to Namespace, or drop the namespace",
+        )
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:

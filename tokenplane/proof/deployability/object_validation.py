@@ -62,7 +62,8 @@ def unsupported(obj: KubeObject, field: str, value: object, allowed: Iterable[st
     )
 
 
-def _rbac_name(value: str) -> list[str]:
+def path_segment_errors(value: str) -> list[str]:
+    """IsValidPathSegmentName (apimachinery api/validation/path): not '.' or '..', no '/' or '%'."""
     if value in (".", ".."):
         return [f"may not be '{value}'"]
     return [f"may not contain '{c}'" for c in "/%" if c in value]
@@ -74,7 +75,7 @@ def _name_rule(kind: str) -> tuple[Validator, str]:
     if kind == "Service":
         return syntax.is_dns1035_label, "ValidateServiceName"
     if kind in RBAC_KINDS:
-        return _rbac_name, "ValidateRBACName"
+        return path_segment_errors, "ValidateRBACName"
     return syntax.is_dns1123_subdomain, "NameIsDNSSubdomain"
 
 

@@ -43,6 +43,7 @@ from typing import Any
 from tokenplane.proof.deployability import (
     container_validation,
     downward_api_validation,
+    pod_spec_validation,
     scheduling_validation,
     selector_validation,
     volume_validation,
@@ -100,6 +101,7 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
     yield from _restart_policy(obj, where, pod.get("restartPolicy"))
     yield from _active_deadline(obj, where, pod.get("activeDeadlineSeconds"))
     yield from scheduling_validation.check(obj, where, pod)
+    yield from pod_spec_validation.check(obj, where, pod)
     yield from selector_validation.check_pod(obj, where, pod)
     account = pod.get("serviceAccountName")
     if isinstance(account, str) and account:
@@ -287,6 +289,7 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             "give the container an image (a config value that resolved empty leaves it out)",
         )
     yield from _resources(obj, at, container.get("resources") or {})
+    yield from _resize_policy(obj, at, container.get("resizePolicy"))
     yield from _probes(obj, at, container)
     mounts = [*(container.get("volumeMounts") or []), *(container.get("volumeDevices") or [])]
     for mount in mounts:
@@ -299,6 +302,8 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             )
     for mount in container.get("volumeMounts") or []:
         yield from _sub_path(obj, at, mount)
+        yield from _mount_propagation(obj, at, container, mount)
+        yield from _recursive_read_only(obj, at, mount)
         if mount.get("mountPath") == "":
             yield rejected(
                 obj,
@@ -314,6 +319,99 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             "validateVolumeMounts: Invalid value: must be unique",
             "give each mount its own mountPath (or one volume with subPaths)",
         )
+
+
+PROPAGATIONS = ("Bidirectional", "HostToContainer", "None")  # supportedMountPropagations, sorted
+
+
+def _mount_propagation(
+    obj: KubeObject, at: str, container: Mapping[str, Any], mount: Mapping[str, Any]
+) -> Iterator[Finding]:
+    """validateMountPropagation: one of the three modes, and Bidirectional only in a privileged container."""
+    mode = mount.get("mountPropagation")
+    if not isinstance(mode, str):
+        return
+    if mode not in PROPAGATIONS:
+        yield unsupported(
+            obj,
+            f"{at} mount {mount.get('name')!r} mountPropagation",
+            mode,
+            PROPAGATIONS,
+            "validateMountPropagation",
+            "use None (the default), HostToContainer or Bidirectional (case matters)",
+        )
+    elif mode == "Bidirectional" and lookup(container, "securityContext.privileged") is not True:
+        yield rejected(
+            obj,
+            f"has {at} mount {mount.get('name')!r} with mountPropagation Bidirectional in a container that is not "
+            "privileged",
+            "validateMountPropagation: volumeMounts.mountPropagation: Forbidden: Bidirectional mount propagation is "
+            "available only to privileged containers",
+            "use HostToContainer (mounts made on the host reach the container), or make the container privileged",
+        )
+
+
+READ_ONLY_MODES = ("Disabled", "Enabled", "IfPossible")  # RecursiveReadOnly (beta, on, since 1.31)
+
+
+def _recursive_read_only(obj: KubeObject, at: str, mount: Mapping[str, Any]) -> Iterator[Finding]:
+    """validateMountRecursiveReadOnly: Enabled or IfPossible only on a readOnly mount without propagation."""
+    mode = mount.get("recursiveReadOnly")
+    if not isinstance(mode, str) or mode == "Disabled":
+        return
+    where = f"{at} mount {mount.get('name')!r}"
+    source = "validateMountRecursiveReadOnly: volumeMounts.recursiveReadOnly"
+    if mode not in READ_ONLY_MODES:
+        yield unsupported(
+            obj,
+            f"{where} recursiveReadOnly",
+            mode,
+            READ_ONLY_MODES,
+            "validateMountRecursiveReadOnly",
+            "use Disabled, IfPossible or Enabled (case matters)",
+        )
+    elif mount.get("readOnly") is not True:
+        yield rejected(
+            obj,
+            f"has {where} with recursiveReadOnly {mode} but not readOnly",
+            f"{source}: Forbidden: may only be specified when readOnly is true",
+            "set readOnly: true on the mount, or drop recursiveReadOnly",
+        )
+    elif mount.get("mountPropagation") not in (None, "None"):
+        yield rejected(
+            obj,
+            f"has {where} with recursiveReadOnly {mode} and mountPropagation {mount.get('mountPropagation')}",
+            f"{source}: Forbidden: may only be specified when mountPropagation is None or not specified",
+            "drop the mount propagation, or recursiveReadOnly",
+        )
+
+
+RESIZE_RESOURCES = ("cpu", "memory")  # supportedResizeResources
+RESIZE_POLICIES = ("NotRequired", "RestartContainer")  # supportedResizePolicies
+
+
+def _resize_policy(obj: KubeObject, at: str, policies: Any) -> Iterator[Finding]:
+    """validateResizePolicy: cpu or memory, each once, with NotRequired or RestartContainer."""
+    entries = [p for p in policies if isinstance(p, dict)] if isinstance(policies, list) else []
+    names = [p.get("resourceName") for p in entries]
+    for i, policy in enumerate(entries):
+        name, restart = policy.get("resourceName"), policy.get("restartPolicy")
+        fix = "list cpu and memory, each with restartPolicy NotRequired or RestartContainer (case matters)"
+        if isinstance(name, str) and name and name not in RESIZE_RESOURCES:
+            yield unsupported(
+                obj, f"{at}.resizePolicy[{i}].resourceName", name, RESIZE_RESOURCES, "validateResizePolicy", fix
+            )
+        elif isinstance(name, str) and name in names[:i]:
+            yield rejected(
+                obj,
+                f"lists {name} twice in {at}.resizePolicy",
+                f'validateResizePolicy: {at}.resizePolicy[{i}]: Duplicate value: "{name}"',
+                fix,
+            )
+        if isinstance(restart, str) and restart and restart not in RESIZE_POLICIES:
+            yield unsupported(
+                obj, f"{at}.resizePolicy[{i}].restartPolicy", restart, RESIZE_POLICIES, "validateResizePolicy", fix
+            )
 
 
 KEY_SELECTORS = {"secretKeyRef": "validateSecretKeySelector", "configMapKeyRef": "validateConfigMapKeySelector"}

@@ -11,10 +11,13 @@ pkg/apis/core/validation/validation.go):
   ValidateNodeSelectorRequirement: In/NotIn need values, Exists/DoesNotExist take none, Gt/Lt take exactly one,
   a key that is a qualified name (ValidateLabelName; the values are not validated there);
   ValidatePreferredSchedulingTerms: weight 1-100);
-- pod (anti-)affinity terms (validatePodAffinityTerm: topologyKey required; validateWeightedPodAffinityTerms:
-  weight 1-100);
+- pod (anti-)affinity terms (validatePodAffinityTerm: topologyKey required and a qualified name
+  (ValidateLabelName), each of namespaces a namespace name; validateWeightedPodAffinityTerms: weight 1-100);
+- matchFields (ValidateNodeFieldSelectorRequirement: key metadata.name, operator In or NotIn, exactly one value,
+  a node name);
 - topologySpreadConstraints (validateTopologySpreadConstraints: maxSkew above 0, topologyKey required,
   whenUnsatisfiable DoNotSchedule or ScheduleAnyway, one constraint per {topologyKey, whenUnsatisfiable};
+  nodeAffinityPolicy and nodeTaintsPolicy Honor or Ignore, validateNodeInclusionPolicy;
   validateMinDomains: above 0 and only with DoNotSchedule);
 - nodeSelector (ValidatePodSpec: ValidateLabels, so "g5.xlarge,g5.2xlarge" or a key with a space is refused);
 - dnsPolicy (validateDNSPolicy, after the v1 default ClusterFirst) and dnsConfig (validatePodDNSConfig: None needs
@@ -179,6 +182,47 @@ def _node_term(obj: KubeObject, at: str, term: Mapping[str, Any]) -> Iterator[Fi
             fix = "a node label key is [prefix/]name (name at most 63 of [A-Za-z0-9-_.]), e.g. node.kubernetes.io/instance-type"
             source = "ValidateNodeSelectorRequirement/ValidateLabelName"
             yield from problems(obj, f"{at}.matchExpressions[{j}].key", key, syntax.is_qualified_name, source, fix)
+    yield from _node_fields(obj, at, term)
+
+
+def _node_fields(obj: KubeObject, at: str, term: Mapping[str, Any]) -> Iterator[Finding]:
+    """ValidateNodeFieldSelectorRequirement: a node field selector knows one key, metadata.name, operators In and
+    NotIn only, and exactly one value, a node name (a DNS-1123 subdomain)."""
+    for j, requirement in enumerate(_dicts(term.get("matchFields"))):
+        where = f"{at}.matchFields[{j}]"
+        key, operator, values = requirement.get("key"), requirement.get("operator"), requirement.get("values")
+        source = "ValidateNodeFieldSelectorRequirement"
+        if isinstance(operator, str) and operator not in ("In", "NotIn"):
+            yield rejected(
+                obj,
+                f"has {where}.operator {operator!r}",
+                f'{source}: {where}.operator: Invalid value: "{operator}": not a valid selector operator',
+                "use In or NotIn with a node field selector (matchExpressions take Exists and the others)",
+            )
+        elif operator in ("In", "NotIn") and isinstance(values, list) and len(values) != 1:
+            yield rejected(
+                obj,
+                f"has {where} {key} {operator} with {len(values)} values",
+                f"{source}: {where}.values: Required value: must be only one value when `operator` is 'In' or "
+                "'NotIn' for node field selector",
+                "give exactly one node name, or select nodes by label in matchExpressions",
+            )
+        if isinstance(key, str) and key != "metadata.name":
+            yield rejected(
+                obj,
+                f"has {where}.key {key!r}",
+                f'{source}: {where}.key: Invalid value: "{key}": not a valid field selector key',
+                "matchFields knows only metadata.name; select by a node label in matchExpressions instead",
+            )
+        elif isinstance(key, str) and isinstance(values, list):
+            for i, value in enumerate(values):
+                if isinstance(value, str) and (errors := syntax.is_dns1123_subdomain(value)):
+                    yield rejected(
+                        obj,
+                        f"has {where}.values[{i}] {value!r}, which {'; '.join(errors)}",
+                        f"{source} (ValidateNodeName)",
+                        "write the node's name (a lowercase RFC 1123 subdomain)",
+                    )
 
 
 def _weight(obj: KubeObject, at: str, term: Mapping[str, Any], source: str) -> Iterator[Finding]:
@@ -209,6 +253,15 @@ def _pod_affinity(obj: KubeObject, at: str, affinity: Any) -> Iterator[Finding]:
                 "validatePodAffinityTerm: topologyKey: Required value: can not be empty",
                 "set topologyKey, e.g. kubernetes.io/hostname (per node) or topology.kubernetes.io/zone (per zone)",
             )
+        elif isinstance(key := term.get("topologyKey"), str):
+            fix = "a topologyKey is a node label key: kubernetes.io/hostname or topology.kubernetes.io/zone"
+            source = "validatePodAffinityTerm/ValidateLabelName"
+            yield from problems(obj, f"{where}.topologyKey", key, syntax.is_qualified_name, source, fix)
+        for j, namespace in enumerate(term.get("namespaces") or [] if isinstance(term.get("namespaces"), list) else []):
+            if isinstance(namespace, str):
+                fix = "list namespaces by name (RFC 1123 labels), or select them with namespaceSelector"
+                source = "validatePodAffinityTerm/ValidateNamespaceName"
+                yield from problems(obj, f"{where}.namespaces[{j}]", namespace, syntax.is_dns1123_label, source, fix)
 
 
 def _spread(obj: KubeObject, at: str, constraints: list[dict[str, Any]]) -> Iterator[Finding]:
@@ -238,6 +291,17 @@ def _spread(obj: KubeObject, at: str, constraints: list[dict[str, Any]]) -> Iter
                 "ValidateWhenUnsatisfiable",
                 "set whenUnsatisfiable to DoNotSchedule (hard) or ScheduleAnyway (soft)",
             )
+        for field in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+            policy = constraint.get(field)
+            if isinstance(policy, str) and policy not in ("Honor", "Ignore"):
+                yield unsupported(
+                    obj,
+                    f"{where}.{field}",
+                    policy,
+                    ("Honor", "Ignore"),
+                    "validateNodeInclusionPolicy",
+                    "use Honor or Ignore (case matters)",
+                )
         domains = constraint.get("minDomains")
         if domains is not None and ((syntax.integer(domains) or 0) <= 0 or action != "DoNotSchedule"):
             yield rejected(
@@ -288,7 +352,7 @@ def _dns(obj: KubeObject, at: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
             f"keep at most {MAX_DNS_NAMESERVERS} nameservers (resolv.conf's limit)",
         )
     for server in nameservers:
-        if not _is_ip(str(server)):
+        if not is_ip(str(server)):
             yield rejected(
                 obj,
                 f"has {at}.dnsConfig.nameservers entry {server!r}",
@@ -313,7 +377,7 @@ def _dns(obj: KubeObject, at: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
             )
 
 
-def _is_ip(text: str) -> bool:
+def is_ip(text: str) -> bool:
     """IsValidIPForLegacyField: Go's ParseIP, which (unlike Python) also accepts IPv4 octets with leading zeros."""
     try:
         ipaddress.ip_address(text)

@@ -20,7 +20,15 @@ sessionAffinity None, externalTrafficPolicy Cluster only on NodePort and LoadBal
   does not change it (pkg/registry/core/service/portallocator: "provided port is not in the valid range. The range
   of valid ports is 30000-32767"; https://kubernetes.io/docs/concepts/services-networking/service/#type-nodeport);
 - sessionAffinity ClientIP or None; sessionAffinityConfig only with ClientIP ("must not be set when session
-  affinity is None"), its timeout in 1-86400 (validateClientIPAffinityConfig).
+  affinity is None"), its timeout in 1-86400 (validateClientIPAffinityConfig);
+- ports written as an empty list on a Service that is neither headless nor ExternalName ("spec.ports: Required
+  value"; an absent list is not judged, the render leaving out a list unknown until apply);
+- a port's appProtocol a qualified name (validateServicePort: ValidateQualifiedName, so "HTTP/2" or "grpc web" is
+  refused); loadBalancerClass and allocateLoadBalancerNodePorts only on a LoadBalancer ("may only be used when
+  `type` is 'LoadBalancer'"), loadBalancerClass a qualified name (validateLoadBalancerClassField);
+- ipFamilyPolicy SingleStack, PreferDualStack or RequireDualStack, ipFamilies IPv4 or IPv6, each once
+  (validateIPFamilies), internalTrafficPolicy Cluster or Local (validateServiceInternalTrafficFieldsValue), and a
+  written clusterIP "None" or an IP address (validateClusterIPs: "must be a valid IP address").
 """
 
 from __future__ import annotations
@@ -32,7 +40,8 @@ from typing import Any
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
-from tokenplane.proof.deployability.object_validation import rejected, unsupported
+from tokenplane.proof.deployability.object_validation import problems, rejected, unsupported
+from tokenplane.proof.deployability.scheduling_validation import is_ip
 
 TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 AFFINITY_TIMEOUT_MAX = 86400  # MaxClientIPServiceAffinitySeconds
@@ -158,6 +167,72 @@ def _service(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:
                 "give the container's port (1-65535), or leave targetPort out to use the port",
             )
     yield from _affinity(obj, spec)
+    yield from _fields(obj, spec, kind)
+
+
+FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
+FAMILIES = ("IPv4", "IPv6")
+
+
+def _fields(obj: KubeObject, spec: dict[str, Any], kind: str) -> Iterator[Finding]:
+    if spec.get("ports") == [] and kind != "ExternalName" and spec.get("clusterIP") != "None":
+        yield rejected(
+            obj,
+            "has an empty spec.ports",
+            "ValidateService: spec.ports: Required value",
+            "list the port(s) the Service serves, or make it headless (clusterIP: None) if it needs none",
+        )
+    for index, port in enumerate(spec.get("ports") or []):
+        protocol = port.get("appProtocol") if isinstance(port, dict) else None
+        if isinstance(protocol, str):
+            fix = "write appProtocol as an IANA name or a prefixed one: http, https, h2c, kubernetes.io/ws, grpc"
+            field = f"spec.ports[{index}].appProtocol"
+            yield from problems(obj, field, protocol, syntax.is_qualified_name, "validateServicePort", fix)
+    for field in ("loadBalancerClass", "allocateLoadBalancerNodePorts"):
+        if spec.get(field) is not None and kind != "LoadBalancer":
+            yield rejected(
+                obj,
+                f"is a {kind} Service with spec.{field}",
+                f"ValidateService: spec.{field}: Forbidden: may only be used when `type` is 'LoadBalancer'",
+                f"drop spec.{field} (it applies to LoadBalancer Services), or make the Service a LoadBalancer",
+            )
+    if isinstance(name := spec.get("loadBalancerClass"), str) and kind == "LoadBalancer":
+        fix = "name the load balancer class as a qualified name, e.g. service.k8s.aws/nlb"
+        yield from problems(
+            obj, "spec.loadBalancerClass", name, syntax.is_qualified_name, "validateLoadBalancerClassField", fix
+        )
+    for field, allowed, source in (
+        ("ipFamilyPolicy", FAMILY_POLICIES, "ValidateService"),
+        ("internalTrafficPolicy", ("Cluster", "Local"), "validateServiceInternalTrafficFieldsValue"),
+    ):
+        value = spec.get(field)
+        if isinstance(value, str) and value not in allowed:
+            yield unsupported(
+                obj, f"spec.{field}", value, allowed, source, f"use {' or '.join(allowed)} (case matters)"
+            )
+    families = spec.get("ipFamilies")
+    families = [f for f in families if isinstance(f, str)] if isinstance(families, list) else []
+    for index, family in enumerate(families):
+        if family not in FAMILIES:
+            yield unsupported(
+                obj, f"spec.ipFamilies[{index}]", family, FAMILIES, "validateIPFamilies", "use IPv4 or IPv6"
+            )
+        elif family in families[:index]:
+            yield rejected(
+                obj,
+                f"lists {family} twice in spec.ipFamilies",
+                f'validateIPFamilies: spec.ipFamilies[{index}]: Duplicate value: "{family}"',
+                "list each family once",
+            )
+    cluster_ip = spec.get("clusterIP")
+    if isinstance(cluster_ip, str) and cluster_ip not in ("", "None") and not is_ip(cluster_ip):
+        yield rejected(
+            obj,
+            f"has spec.clusterIP {cluster_ip!r}",
+            f'validateClusterIPs: spec.clusterIPs[0]: Invalid value: "{cluster_ip}": must be a valid IP address, '
+            "(e.g. 10.9.8.7 or 2001:db8::ffff)",
+            "leave clusterIP out (one is allocated), write None for a headless Service, or give an IP address",
+        )
 
 
 def _node_ports(obj: KubeObject, spec: dict[str, Any]) -> Iterator[Finding]:

@@ -25,7 +25,14 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   value unknown until apply (a ConfigMap's generated name, held-out set 28's correct archiver), so an absent name
   cannot be told from a name known later;
 - a hostPath ``type`` among "", DirectoryOrCreate, Directory, FileOrCreate, File, Socket, CharDevice,
-  BlockDevice, case and all (validateHostPathType: "Unsupported value");
+  BlockDevice, case and all (validateHostPathType: "Unsupported value"); its ``path`` written non-empty
+  (validateHostPathVolumeSource: "hostPath.path: Required value") and without a '..' element
+  (validatePathNoBacksteps: "must not contain '..'");
+- an nfs volume's ``server`` and ``path`` written non-empty and the path absolute (validateNFSVolumeSource: "must
+  be an absolute path"); a csi volume's ``driver`` and its nodePublishSecretRef's ``name`` written non-empty
+  (validateCSIVolumeSource: "Required value");
+- an ephemeral volume's ``volumeClaimTemplate.spec`` held to ValidatePersistentVolumeClaimSpec
+  (validateEphemeralVolumeSource, ValidatePersistentVolumeClaimTemplate), by ``storage_validation.claim_spec``;
 - a downwardAPI file's fieldRef path (validateDownwardAPIVolumeFile) is ``downward_api_validation``'s.
 """
 
@@ -35,7 +42,7 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tokenplane.proof.deployability import downward_api_validation
+from tokenplane.proof.deployability import downward_api_validation, storage_validation
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import KubeObject
@@ -99,6 +106,20 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
                 "validateHostPathType",
                 "write the type as the API spells it (case matters, e.g. Directory, DirectoryOrCreate), or drop it",
             )
+        path = host_path.get("path") if isinstance(host_path, dict) else None
+        if path == "" or (isinstance(path, str) and ".." in path.split("/")):
+            yield rejected(
+                obj,
+                f"has {at}.hostPath.path {path!r}",
+                f"validateHostPathVolumeSource: {at}.hostPath.path: "
+                + ("Required value" if path == "" else f"Invalid value: \"{path}\": must not contain '..'"),
+                "give the host directory's absolute path, without '..' (e.g. /var/log)",
+            )
+        yield from _network_sources(obj, at, volume)
+        template = volume.get("ephemeral")
+        template = template.get("volumeClaimTemplate") if isinstance(template, dict) else None
+        if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+            yield from storage_validation.claim_spec(obj, f"{at}.ephemeral.volumeClaimTemplate.spec", template["spec"])
         for kind, field, function in NAMED_SOURCES:
             source = volume.get(kind)
             # Only an empty name is judged: the render leaves out a value unknown until apply (another object's
@@ -130,6 +151,33 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
                         yield from downward_api_validation.check_volume_items(obj, where_part, part[kind].get("items"))
         if isinstance(sources, list):
             yield from _projection(obj, f"{at}.projected", [p for p in sources if isinstance(p, dict)])
+
+
+def _network_sources(obj: KubeObject, at: str, volume: Mapping[str, Any]) -> Iterator[Finding]:
+    nfs, csi = volume.get("nfs"), volume.get("csi")
+    empty: list[tuple[str, str]] = []
+    if isinstance(nfs, dict):
+        empty += [(f"nfs.{f}", "validateNFSVolumeSource") for f in ("server", "path") if nfs.get(f) == ""]
+        path = nfs.get("path")
+        if isinstance(path, str) and path and not path.startswith("/"):
+            yield rejected(
+                obj,
+                f"has {at}.nfs.path {path!r}",
+                f'validateNFSVolumeSource: {at}.nfs.path: Invalid value: "{path}": must be an absolute path',
+                "write the export's absolute path on the server, e.g. / for an EFS file system",
+            )
+    if isinstance(csi, dict):
+        empty += [("csi.driver", "validateCSIVolumeSource")] if csi.get("driver") == "" else []
+        secret = csi.get("nodePublishSecretRef")
+        if isinstance(secret, dict) and secret.get("name") == "":
+            empty.append(("csi.nodePublishSecretRef.name", "validateCSIVolumeSource"))
+    for field, source in empty:
+        yield rejected(
+            obj,
+            f"has {at}.{field} empty",
+            f"{source}: {at}.{field}: Required value",
+            f"set {field} (a config value that resolved empty leaves it so)",
+        )
 
 
 def _projection(obj: KubeObject, at: str, sources: list[Mapping[str, Any]]) -> Iterator[Finding]:

@@ -28,8 +28,18 @@ Sources (kubernetes/kubernetes, pkg/apis/*/validation/validation.go):
   stabilizationWindowSeconds 0 to 3600 (MaxStabilizationWindowSeconds); selectPolicy Max, Min or Disabled (the API
   reference, HPAScalingPolicy: "PeriodSeconds must be greater than zero and less than or equal to 1800 (30 min)",
   https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/horizontal-pod-autoscaler-v2/);
+- HorizontalPodAutoscaler, any version (validateHorizontalPodAutoscalerSpec): maxReplicas at least 1 ("must be
+  greater than 0"); scaleTargetRef's kind and name, where written, not empty and path segments
+  (ValidateCrossVersionObjectReference: "Required value"); autoscaling/v2 metric sources named: a resource's and
+  containerResource's name ("must specify a resource name"), a containerResource's container ("must specify a
+  container"), a pods, object or external metric's name (validateMetricIdentifier: "must specify a metric name"),
+  an object metric's describedObject kind and name (ValidateCrossVersionObjectReference). Only a written empty
+  string is judged: the render leaves out a name unknown until apply;
+- StatefulSet updateStrategy.rollingUpdate.partition and ordinals.start not negative (ValidateStatefulSetSpec,
+  ValidateStatefulSetUpdateStrategy: ValidateNonnegativeField);
 - PriorityClass (scheduling ValidatePriorityClass): a user class's value at most 1000000000
-  (HighestUserDefinablePriority); a name starting "system-" is reserved for the two built-in classes.
+  (HighestUserDefinablePriority); a name starting "system-" is reserved for the two built-in classes; a
+  preemptionPolicy PreemptLowerPriority or Never (ValidatePreemptionPolicy).
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ from tokenplane.proof.deployability import job_validation
 from tokenplane.proof.deployability import k8s_syntax as syntax
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
-from tokenplane.proof.deployability.object_validation import rejected, unsupported
+from tokenplane.proof.deployability.object_validation import path_segment_errors, rejected, unsupported
 
 PERCENT = re.compile(r"[0-9]+%")  # IsValidPercent
 NONNEGATIVE = "must be greater than or equal to 0"  # ValidateNonnegativeField
@@ -99,6 +109,74 @@ def check(graph: Graph) -> Iterator[Finding]:
                     yield from _scaling_rules(obj, f"spec.behavior.{direction}", rules)
         elif obj.kind == "PriorityClass":
             yield from _priority_class(obj)
+        if obj.kind == "HorizontalPodAutoscaler" and isinstance(spec, dict):
+            yield from _autoscaler(obj, spec)
+
+
+def _whole(value: Any) -> int | None:
+    """An int field's value where the render gives it as an int or a whole float (3.0); None otherwise."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return syntax.integer(value)
+
+
+def _reference(obj: KubeObject, at: str, ref: Any, source: str) -> Iterator[Finding]:
+    """ValidateCrossVersionObjectReference: kind and name required, each a path segment."""
+    for field in ("kind", "name") if isinstance(ref, dict) else ():
+        value = ref.get(field)
+        if value == "":
+            yield rejected(
+                obj,
+                f"has {at}.{field} empty",
+                f"{source}: {at}.{field}: Required value",
+                f"set {at}.{field} to the target's {field}",
+            )
+        elif isinstance(value, str) and (errors := path_segment_errors(value)):
+            yield rejected(
+                obj,
+                f"has {at}.{field} {value!r}, which {'; '.join(errors)}",
+                f'{source}: {at}.{field}: Invalid value: "{value}"',
+                f"write the target's {field} alone (no '/')",
+            )
+
+
+def _autoscaler(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    high = _whole(spec.get("maxReplicas"))
+    if high is not None and high < 1:
+        yield rejected(
+            obj,
+            f"has spec.maxReplicas {high}",
+            f"validateHorizontalPodAutoscalerSpec: spec.maxReplicas: Invalid value: {high}: must be greater than 0",
+            "set spec.maxReplicas to 1 or more (to stop scaling, scale the workload itself)",
+        )
+    source = "ValidateCrossVersionObjectReference"
+    yield from _reference(obj, "spec.scaleTargetRef", spec.get("scaleTargetRef"), source)
+    if str(obj.manifest.get("apiVersion")) != "autoscaling/v2":
+        return
+    metrics = spec.get("metrics")
+    for i, metric in enumerate(metrics if isinstance(metrics, list) else []):
+        if not isinstance(metric, dict):
+            continue
+        at = f"spec.metrics[{i}]"
+        names: list[tuple[str, Any, str, str]] = []
+        for kind in ("resource", "containerResource"):
+            if isinstance(part := metric.get(kind), dict):
+                names.append((f"{at}.{kind}.name", part.get("name"), "must specify a resource name", kind))
+                if kind == "containerResource":
+                    names.append((f"{at}.{kind}.container", part.get("container"), "must specify a container", kind))
+        for kind in ("pods", "object", "external"):
+            if isinstance(part := metric.get(kind), dict) and isinstance(identifier := part.get("metric"), dict):
+                names.append((f"{at}.{kind}.metric.name", identifier.get("name"), "must specify a metric name", kind))
+        for field, value, message, kind in names:
+            if value == "":
+                yield rejected(
+                    obj,
+                    f"has {field} empty",
+                    f"validate{kind[0].upper()}{kind[1:]}Source: {field}: Required value: {message}",
+                    f"set {field}",
+                )
+        described = lookup(metric, "object.describedObject") if isinstance(metric.get("object"), dict) else None
+        yield from _reference(obj, f"{at}.object.describedObject", described, source)
 
 
 def _int_or_percent(obj: KubeObject, at: str, value: Any, source: str) -> Iterator[Finding]:
@@ -122,6 +200,21 @@ def _int_or_percent(obj: KubeObject, at: str, value: Any, source: str) -> Iterat
 
 
 def _stateful_set(obj: KubeObject, spec: Mapping[str, Any]) -> Iterator[Finding]:
+    partition = (
+        lookup(spec, "updateStrategy.rollingUpdate.partition")
+        if isinstance(spec.get("updateStrategy"), dict)
+        and isinstance(spec["updateStrategy"].get("rollingUpdate"), dict)
+        else None
+    )
+    start = spec["ordinals"].get("start") if isinstance(spec.get("ordinals"), dict) else None
+    for field, value in (("spec.updateStrategy.rollingUpdate.partition", partition), ("spec.ordinals.start", start)):
+        if (number := _whole(value)) is not None and number < 0:
+            yield rejected(
+                obj,
+                f"has {field} {number}",
+                f"ValidateStatefulSetSpec: {field}: Invalid value: {number}: {NONNEGATIVE}",
+                "use 0 or more (a partition of 0 updates every pod)",
+            )
     policy = spec.get("podManagementPolicy")
     if policy not in (None, "") and policy not in ("OrderedReady", "Parallel"):
         yield rejected(
@@ -343,6 +436,16 @@ def _scaling_policy(obj: KubeObject, at: str, policy: Mapping[str, Any]) -> Iter
 
 def _priority_class(obj: KubeObject) -> Iterator[Finding]:
     name, value = str(obj.name), syntax.integer(obj.manifest.get("value"))
+    policy = obj.manifest.get("preemptionPolicy")
+    if isinstance(policy, str) and policy not in ("PreemptLowerPriority", "Never"):
+        yield unsupported(
+            obj,
+            "preemptionPolicy",
+            policy,
+            ("Never", "PreemptLowerPriority"),
+            "ValidatePriorityClass/ValidatePreemptionPolicy",
+            "use PreemptLowerPriority (the default) or Never (case matters)",
+        )
     if name.startswith("system-"):
         if SYSTEM_CLASSES.get(name) != value:
             yield rejected(
