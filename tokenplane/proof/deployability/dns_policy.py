@@ -31,7 +31,7 @@ EKS_DNS = {"10.100.0.10", "172.20.0.10"}  # the kube-dns address EKS picks when 
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
-        cluster_dns = EKS_DNS | _service_cidr_dns(graph, region)
+        cluster_dns = EKS_DNS | service_cidr_dns(graph, region)
         for workload in graph.pod_bearers(region):
             pod = workload.pod_template().get("spec") or {}
             why = _off_cluster_dns(pod, cluster_dns)
@@ -64,7 +64,8 @@ def _off_cluster_dns(pod: dict[str, Any], cluster_dns: set[str]) -> str | None:
     return None
 
 
-def _service_cidr_dns(graph: Graph, region: str) -> set[str]:
+def service_cidr_dns(graph: Graph, region: str) -> set[str]:
+    """The cluster DNS address of each cluster of ``region`` whose service CIDR the program sets (its base + 10)."""
     out: set[str] = set()
     for cluster in graph.of_type(CLUSTER, region):
         cidr = lookup(cluster.inputs, "kubernetesNetworkConfig.serviceIpv4Cidr")

@@ -35,7 +35,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from tokenplane.proof.deployability.dns_policy import EKS_DNS, _service_cidr_dns
+from tokenplane.proof.deployability.dns_policy import EKS_DNS, service_cidr_dns
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.nginx_config import Directive, Scoped, container_config, walk
@@ -72,7 +72,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         off_cluster = OFF_CLUSTER | _vpc_resolvers(graph, region)
         if vpc_answers:
             off_cluster = {a: k for a, k in off_cluster.items() if k == "a public resolver"}
-        cluster_dns = EKS_DNS | _service_cidr_dns(graph, region)
+        cluster_dns = EKS_DNS | service_cidr_dns(graph, region)
         services = services_by_namespace(graph, region)
         for workload in graph.pod_bearers(region):
             pod = workload.pod_template().get("spec") or {}
