@@ -162,6 +162,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "s3-endpoint-admits",
         "read-only-root",
         "controller-permissions",
+        "alb-backend-protocol",
         "ip-target-readiness",
         "health-check-reachable",
         "platform-contract",

@@ -54,6 +54,7 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject
 from tokenplane.proof.deployability.lb_permissions import is_alb
+from tokenplane.proof.deployability.load_balancers import needs_controller
 from tokenplane.proof.render import RenderedResource
 
 RULE = "controller-values"
@@ -98,6 +99,10 @@ GROUP_NAME_MAX = 63
 GROUP_ORDER = (-1000, 1000)
 # The path types whose paths the controller turns into ALB path patterns itself, refusing wildcards in them.
 LITERAL_PATH_TYPES = ("Prefix", "Exact")
+# Elastic Load Balancing's CreateLoadBalancer Name (the controller itself checks only the length).
+LB_NAME_MAX = 32
+LB_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$")
+LB_NAME_RESERVED_PREFIX = "internal-"
 EXTERNAL_DNS_ENUMS: dict[str, tuple[str, ...]] = {
     "policy": ("sync", "upsert-only", "create-only"),
     "registry": ("txt", "noop", "dynamodb", "aws-sd"),
@@ -107,14 +112,18 @@ EXTERNAL_DNS_ENUMS: dict[str, tuple[str, ...]] = {
 def check(graph: Graph) -> Iterator[Finding]:
     for service in graph.kube(None, "Service"):
         yield from _annotations(service, NLB, SERVICE_ENUMS, _service_ports(service))
+        if needs_controller(service.manifest):
+            yield from _load_balancer_name(service, f"{NLB}name")
     groups: dict[str, list[KubeObject]] = {}
     for ingress in graph.kube(None, "Ingress"):
         yield from _annotations(ingress, ALB, INGRESS_ENUMS, None)
         if is_alb(ingress):
+            yield from _load_balancer_name(ingress, f"{ALB}load-balancer-name")
             yield from _health_timing(graph, ingress)
             yield from _paths(ingress)
             yield from _group(ingress, groups)
     yield from _conflicting_schemes(groups)
+    yield from _conflicting_names(groups)
     for cronjob in graph.kube(None, "CronJob"):
         yield from _starting_deadline(cronjob)
     for release in graph.of_type(HELM_RELEASE):
@@ -285,6 +294,54 @@ def _conflicting_schemes(groups: dict[str, list[KubeObject]]) -> Iterator[Findin
                 name,
                 f"conflicting scheme: {sorted(schemes)} among the Ingresses of group {name} (one ALB, one scheme)",
                 "give every Ingress of the group the same scheme, or put them in different groups",
+            )
+
+
+def _load_balancer_name(obj: KubeObject, key: str) -> Iterator[Finding]:
+    name = ((obj.manifest.get("metadata") or {}).get("annotations") or {}).get(key)
+    if not isinstance(name, str):
+        return
+    if len(name) > LB_NAME_MAX:
+        error = f"load balancer name cannot be longer than {LB_NAME_MAX} characters; {name!r} has {len(name)}"
+    elif not LB_NAME.match(name):
+        error = (
+            "CreateLoadBalancer: ValidationError, a load balancer name must hold only alphanumeric characters and "
+            "hyphens and must not begin or end with a hyphen"
+        )
+    elif name.lower().startswith(LB_NAME_RESERVED_PREFIX):
+        error = (
+            f"CreateLoadBalancer: ValidationError, a load balancer name must not begin with {LB_NAME_RESERVED_PREFIX!r}"
+        )
+    else:
+        return
+    yield _refused(
+        obj,
+        key,
+        name,
+        error,
+        f"name it with at most {LB_NAME_MAX} alphanumerics and inner hyphens, not beginning with "
+        f"{LB_NAME_RESERVED_PREFIX!r}, or drop the annotation to let the controller generate one",
+    )
+
+
+def _conflicting_names(groups: dict[str, list[KubeObject]]) -> Iterator[Finding]:
+    key = f"{ALB}load-balancer-name"
+    for group, members in groups.items():
+        named = {
+            str(n)
+            for m in members
+            if isinstance(n := ((m.manifest.get("metadata") or {}).get("annotations") or {}).get(key), str)
+        }
+        if len(named) < 2:
+            continue
+        for member in members:
+            yield _refused(
+                member,
+                key,
+                ", ".join(sorted(named)),
+                f"conflicting load balancer name: {sorted(named)} among the Ingresses of group {group} (one ALB, "
+                "one name)",
+                "set the same load-balancer-name on every Ingress of the group, or on one of them only",
             )
 
 

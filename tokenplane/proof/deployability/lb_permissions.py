@@ -7,7 +7,13 @@ listener rule per host or path (``elasticloadbalancing:CreateRule``), and reads 
 chart's ``enableWafv2`` / ``enableWaf`` / ``enableShield`` is false. A call the role does not allow fails with
 "Failed deploy model due to AccessDenied", the controller retries for ever, the Ingress never gets an address and
 Pulumi's await on it times out. The actions are those of the controller's published IAM policy for the pinned chart
-(``lb_controller_iam.json``, with its source).
+(``lb_controller_iam.json``, with its source). An Ingress's annotations add what they make the controller call (the
+table's ``per_annotation``, from the controller's source): ``auth-type: cognito`` needs
+``cognito-idp:DescribeUserPoolClient``, ``wafv2-acl-arn`` ``wafv2:AssociateWebACL`` (and its read),
+``waf-acl-id`` ``waf-regional:AssociateWebACL``, ``shield-advanced-protection: "true"`` ``shield:CreateProtection``
+and ``shield:DescribeProtection``, a ``certificate-arn`` naming an IAM server certificate
+``iam:GetServerCertificate``; the WAF and Shield ones only while the chart's flag for them is on. Annotations on a
+backend Service, and values known only at apply time, are not read.
 
 Judged for the controller releases whose role the program creates and whose policies it shows (an attached policy
 it does not show makes the verdict unknown: not judged), against the ALB Ingresses of the release's region.
@@ -55,7 +61,22 @@ def needed(values: dict[str, Any], ingresses: list[KubeObject]) -> list[str]:
     for flag, actions in table["per_alb"].items():
         if values.get(flag) is not False:
             out += actions
+    for entry in table["per_annotation"]:
+        if entry.get("flag") and values.get(entry["flag"]) is False:
+            continue
+        if any(_asks(i, entry) for i in ingresses):
+            out += [a for a in entry["actions"] if a not in out]
     return out
+
+
+def _asks(ingress: KubeObject, entry: dict[str, Any]) -> bool:
+    """Whether the Ingress's annotation asks for what ``entry`` of the table's ``per_annotation`` describes."""
+    value = ((ingress.resource.inputs.get("metadata") or {}).get("annotations") or {}).get(entry["annotation"])
+    if not isinstance(value, str) or not value.strip() or value.strip().lower() == "none":
+        return False
+    if "equals" in entry:
+        return value.strip().lower() == str(entry["equals"])
+    return "contains" not in entry or str(entry["contains"]) in value
 
 
 def check(graph: Graph) -> Iterator[Finding]:

@@ -28,6 +28,16 @@ https://repost.aws/knowledge-center/public-load-balancer-private-ec2). In subnet
 gateway (or nowhere), its public addresses answer through the NAT, and no client reaches it; with no internet
 gateway in the VPC at all, CreateLoadBalancer fails (``InvalidSubnet: VPC ... has no internet gateway``).
 
+A dual-stack load balancer (``alb.ingress.kubernetes.io/ip-address-type: dualstack`` or
+``dualstack-without-public-ipv4``, or on a Service the controller takes ``service.beta.kubernetes.io/
+aws-load-balancer-ip-address-type: dualstack``) needs subnets with an IPv6 CIDR block: CreateLoadBalancer (and
+SetIpAddressType) answers ``ValidationError: You must specify subnets with an associated IPv6 CIDR block``
+(https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateLoadBalancer.html, IpAddressType;
+https://docs.aws.amazon.com/elasticloadbalancing/latest/application/application-load-balancers.html#ip-address-type),
+the controller's deploy fails on every reconcile and the object never gets an address. Judged only where every
+subnet the load balancer is placed in is the program's and is given no ``ipv6CidrBlock`` (not even one known only
+at apply time).
+
 It cannot see: subnets of a VPC the program does not create, IngressClassParams (their subnets and scheme), the
 controller's ``--default-tags`` and ``--aws-vpc-id`` flags, Services of another ``loadBalancerClass``, and a
 program's own load balancer placed partly in public subnets (only the AZs of its private ones fail).
@@ -62,6 +72,7 @@ ALB_PREFIX = "alb.ingress.kubernetes.io/"
 ALB_CONTROLLER = "ingress.k8s.aws/alb"
 ALB_CLASS = "alb"  # the IngressClass the controller's chart creates
 ALB_MIN_ZONES = 2
+DUALSTACK = ("dualstack", "dualstack-without-public-ipv4")  # the address types that need IPv6 subnets
 FALLBACK_CHART = (1, 12, 1)  # the chart that ships controller v2.12.1, whose discovery falls back on reachability
 
 
@@ -74,6 +85,7 @@ class Balancer:
     named: list[str]  # subnets an annotation names (IDs or Name tags); empty: discovered
     alb: bool
     discovered_by_tags: bool  # the controller's tag discovery (else the in-tree provider's)
+    dualstack: bool = False  # an IPv6 address type is asked for (of the controller)
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -118,8 +130,14 @@ def _balancers(graph: Graph, region: str) -> Iterator[Balancer]:
         scheme = notes.get(SERVICE_PREFIX + "aws-load-balancer-scheme")
         # The controller defaults to internal; the in-tree provider to internet-facing.
         facing = scheme == "internet-facing" if by_controller else not internal_flag
+        dualstack = by_controller and notes.get(SERVICE_PREFIX + "aws-load-balancer-ip-address-type") in DUALSTACK
         yield Balancer(
-            service, facing, _named(notes.get(SERVICE_PREFIX + "aws-load-balancer-subnets")), False, by_controller
+            service,
+            facing,
+            _named(notes.get(SERVICE_PREFIX + "aws-load-balancer-subnets")),
+            False,
+            by_controller,
+            dualstack,
         )
     classes = {c.name: c for c in graph.kube(region, "IngressClass")}
     for ingress in graph.kube(region, "Ingress"):
@@ -134,7 +152,8 @@ def _balancers(graph: Graph, region: str) -> Iterator[Balancer]:
         elif not (installed and name == ALB_CLASS):
             continue
         facing = notes.get(ALB_PREFIX + "scheme", "internal") == "internet-facing"
-        yield Balancer(ingress, facing, _named(notes.get(ALB_PREFIX + "subnets")), True, True)
+        dualstack = notes.get(ALB_PREFIX + "ip-address-type") in DUALSTACK
+        yield Balancer(ingress, facing, _named(notes.get(ALB_PREFIX + "subnets")), True, True, dualstack)
 
 
 def _tags(subnet: RenderedResource) -> dict[str, str]:
@@ -169,6 +188,13 @@ def _by_name(graph: Graph, vpc: RenderedResource, wanted: list[str]) -> list[Ren
             return None
         found.append(match[0])
     return found
+
+
+def _without_ipv6(subnet: RenderedResource) -> bool:
+    """The subnet is given no IPv6 CIDR block, not even one known only at apply time (an input key the render
+    records a dependency for but no value)."""
+    keys = ("ipv6CidrBlock", "ipv6Native")
+    return not any(subnet.inputs.get(k) or (k in subnet.property_dependencies and k not in subnet.inputs) for k in keys)
 
 
 def _zone(subnet: RenderedResource) -> str:
@@ -225,6 +251,17 @@ def _placement(graph: Graph, cluster: RenderedResource, vpc: RenderedResource, l
                     "add public subnets (a route 0.0.0.0/0 to an internet gateway) tagged kubernetes.io/role/elb=1",
                 )
         return
+    if lb.dualstack and subnets and all(_without_ipv6(s) for s in subnets):
+        kind = "ip-address-type" if lb.alb else "aws-load-balancer-ip-address-type"
+        yield Finding(
+            RULE,
+            lb.obj.urn,
+            f"{what} asks for a dual-stack load balancer ({kind}), and {how} have no IPv6 CIDR block "
+            f"({', '.join(s.name for s in subnets)}): CreateLoadBalancer fails (ValidationError: You must specify "
+            "subnets with an associated IPv6 CIDR block) on every reconcile, and it never gets an address",
+            "give the VPC an IPv6 block (assignGeneratedIpv6CidrBlock) and those subnets an ipv6CidrBlock, or set "
+            f"{kind} to ipv4",
+        )
     zones = {_zone(s) for s in subnets}
     if lb.alb and len(zones) < ALB_MIN_ZONES:
         yield Finding(
