@@ -28,8 +28,7 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 from tokenplane.proof.deployability.known_images import get_routes
 from tokenplane.proof.deployability.lb_permissions import is_alb
-from tokenplane.proof.deployability.mounted_files import mounted_files
-from tokenplane.proof.deployability.nginx_listen import is_nginx, listens
+from tokenplane.proof.deployability.nginx_listen import listens
 
 RULE = "alb-backend-protocol"
 ANNOTATION = "alb.ingress.kubernetes.io/backend-protocol"
@@ -153,9 +152,9 @@ def _protocol(
     graph: Graph, workload: KubeObject, pod: dict[str, Any], container: dict[str, Any], port: int
 ) -> tuple[str, str] | None:
     image = str(container.get("image") or "")
-    if is_nginx(image):
-        found = listens(mounted_files(graph, workload, pod, container))
-        on_port = [item for item in found or [] if item.port == port]
+    found = listens(graph, workload, pod, container)
+    if found is not None:
+        on_port = [item for item in found if item.port == port]
         if not on_port:
             return None
         tls = {item.tls for item in on_port}

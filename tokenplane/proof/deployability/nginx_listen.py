@@ -1,31 +1,24 @@
-"""Which ports a container's nginx listens on, and whether with TLS, read from the config files the program mounts.
+"""Which ports a container's nginx listens on, and whether with TLS, from the configuration it runs.
 
-A small reader for the rules that need to know what nginx serves on a port (``alb-backend-protocol``). The
-official ``nginx`` image and ``nginxinc/nginx-unprivileged`` read ``/etc/nginx/nginx.conf``, which includes
-``/etc/nginx/conf.d/*.conf`` inside its ``http`` block (the images' nginx.conf). A ``listen`` directive
+For the rules that need to know what nginx serves on a port (``alb-backend-protocol``). The configuration is
+``nginx_config.container_config``'s: the known nginx images' main file and its includes, read from the files the
+program mounts (the images' own ``conf.d/default.conf``, plain HTTP on 80 or 8080, is not mounted and so not read).
+A ``listen`` directive of a ``server`` in ``http``
 (https://nginx.org/en/docs/http/ngx_http_core_module.html#listen) takes ``address[:port]``, ``port`` or
 ``unix:path`` (a missing port is 80) and parameters; the ``ssl`` parameter makes every connection on that port TLS
 (https://nginx.org/en/docs/http/configuring_https_servers.html), ``quic`` is HTTP/3 over UDP. The old ``ssl on;``
-directive (removed in 1.25.1) and ``stream`` blocks make a file unread (None). Only files the program mounts are read:
-the image's own ``conf.d/default.conf`` (plain HTTP on 80, or 8080 for the unprivileged image) is not.
+directive (removed in 1.25.1), ``stream`` blocks and an include of unknown content make the answer unknown (None).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from typing import Any
 
-from tokenplane.proof.deployability.known_images import image_name
+from tokenplane.proof.deployability.graph import Graph, KubeObject
+from tokenplane.proof.deployability.nginx_config import container_config, walk
 
-NGINX_IMAGES = ("nginx", "nginx-unprivileged")
-OFFICIAL_OWNERS = ("", "library", "nginx", "nginxinc")
-CONF = "/etc/nginx/nginx.conf"
-CONF_D = "/etc/nginx/conf.d/"
 DEFAULT_PORT = 80
-_COMMENT = re.compile(r"#[^\n]*")
-_LISTEN = re.compile(r"(?:^|[;{}\s])listen\s+([^;{}]+);")
-_SSL_ON = re.compile(r"(?:^|[;{}\s])ssl\s+on\s*;")
-_STREAM = re.compile(r"(?:^|[;{}\s])stream\s*\{")
 
 
 @dataclass(frozen=True)
@@ -35,42 +28,22 @@ class Listen:
     file: str
 
 
-def is_nginx(image: str) -> bool:
-    """The official image (``nginx``, ``library/nginx``, ``public.ecr.aws/nginx/nginx``, a mirror's
-    ``.../library/nginx``) or ``nginxinc/nginx-unprivileged``; not others' nginx builds (Bitnami's reads
-    /opt/bitnami/nginx/conf)."""
-    name = image_name(image)
-    if name not in NGINX_IMAGES:
-        return False
-    parts = image.split("@", 1)[0].split("/")[:-1]
-    owner = parts[-1] if parts else ""
-    return owner in OFFICIAL_OWNERS or "." in owner or ":" in owner
-
-
-def config_files(files: dict[str, str | None]) -> dict[str, str | None]:
-    """Of the files mounted in a container, those nginx reads as configuration (nginx.conf and conf.d/*.conf)."""
-    return {
-        path: text
-        for path, text in files.items()
-        if path == CONF or (path.startswith(CONF_D) and "/" not in path[len(CONF_D) :] and path.endswith(".conf"))
-    }
-
-
-def listens(files: dict[str, str | None]) -> list[Listen] | None:
-    """The TCP ``listen`` directives of the mounted config files; None where a file is unknown or not read here."""
+def listens(graph: Graph, workload: KubeObject, pod: dict[str, Any], container: dict[str, Any]) -> list[Listen] | None:
+    """The TCP ``listen`` directives of the container's nginx; None where it runs no known nginx image or where the
+    configuration is not all known."""
+    config = container_config(graph, workload, pod, container)
+    if config is None:
+        return None
     out: list[Listen] = []
-    for path, text in sorted(config_files(files).items()):
-        if text is None:
+    for scoped in walk(config):
+        directive = scoped.directive
+        if directive.name in ("stream", "include") or (directive.name == "ssl" and directive.args == ("on",)):
             return None
-        body = _COMMENT.sub("", text)
-        if _SSL_ON.search(body) or _STREAM.search(body):
-            return None
-        for match in _LISTEN.finditer(body):
-            words = match.group(1).split()
-            port = _port(words[0])
-            if port is None or "quic" in words[1:]:
-                continue
-            out.append(Listen(port, "ssl" in words[1:], path))
+        if directive.name != "listen" or scoped.context[-2:] != ("http", "server") or not directive.args:
+            continue
+        port = _port(directive.args[0])
+        if port is not None and "quic" not in directive.args[1:]:
+            out.append(Listen(port, "ssl" in directive.args[1:], directive.file))
     return out
 
 
