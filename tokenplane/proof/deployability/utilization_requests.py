@@ -114,28 +114,33 @@ def check(graph: Graph) -> Iterator[Finding]:
                     yield _finding(scaler, workload, resource, missing)
 
 
-def check_container(graph: Graph) -> Iterator[Finding]:
+def _scaled(graph: Graph) -> Iterator[tuple[KubeObject, KubeObject]]:
+    """Each HPA and ScaledObject with the workload of its scaleTargetRef, where the program has that workload."""
     for region in graph.regions():
         workloads = {(w.namespace, w.kind, w.name): w for w in graph.kube(region, *SCALABLE)}
         for scaler in graph.kube(region, "HorizontalPodAutoscaler", "ScaledObject"):
             ref = lookup(scaler.manifest, "spec.scaleTargetRef") or {}
             workload = workloads.get((scaler.namespace, str(ref.get("kind") or "Deployment"), str(ref.get("name"))))
-            if workload is None:
+            if workload is not None:
+                yield scaler, workload
+
+
+def check_container(graph: Graph) -> Iterator[Finding]:
+    for scaler, workload in _scaled(graph):
+        names = [str(c.get("name")) for c in lookup(workload.manifest, "spec.template.spec.containers") or []]
+        for resource, container, at in _named_containers(scaler):
+            if container in names:
                 continue
-            names = [str(c.get("name")) for c in lookup(workload.manifest, "spec.template.spec.containers") or []]
-            for resource, container, at in _named_containers(scaler):
-                if container in names:
-                    continue
-                yield Finding(
-                    CONTAINER,
-                    scaler.urn,
-                    f"{scaler.kind} {scaler.namespace}/{scaler.name} {at} reads the {resource} of container "
-                    f"{container!r}, but the pods of {workload.kind} {workload.name} run only {', '.join(names)}: the "
-                    "metrics API has no such container, so the HPA controller reports FailedGetContainerResourceMetric "
-                    "(container not present in metrics), sets ScalingActive False and never scales it",
-                    f"name one of the pod template's containers ({', '.join(names)}) in {at}, or scale on a Resource "
-                    "metric (all containers)",
-                )
+            yield Finding(
+                CONTAINER,
+                scaler.urn,
+                f"{scaler.kind} {scaler.namespace}/{scaler.name} {at} reads the {resource} of container "
+                f"{container!r}, but the pods of {workload.kind} {workload.name} run only {', '.join(names)}: the "
+                "metrics API has no such container, so the HPA controller reports FailedGetContainerResourceMetric "
+                "(container not present in metrics), sets ScalingActive False and never scales it",
+                f"name one of the pod template's containers ({', '.join(names)}) in {at}, or scale on a Resource "
+                "metric (all containers)",
+            )
 
 
 def _finding(scaler: KubeObject, workload: KubeObject, resource: str, missing: list[str]) -> Finding:
@@ -173,42 +178,36 @@ def _average_targets(scaler: KubeObject) -> list[tuple[str, str | None, Any, str
 
 
 def check_average(graph: Graph) -> Iterator[Finding]:
-    for region in graph.regions():
-        workloads = {(w.namespace, w.kind, w.name): w for w in graph.kube(region, *SCALABLE)}
-        for scaler in graph.kube(region, "HorizontalPodAutoscaler", "ScaledObject"):
-            ref = lookup(scaler.manifest, "spec.scaleTargetRef") or {}
-            workload = workloads.get((scaler.namespace, str(ref.get("kind") or "Deployment"), str(ref.get("name"))))
-            if workload is None:
+    for scaler, workload in _scaled(graph):
+        containers = lookup(workload.manifest, "spec.template.spec.containers") or []
+        for resource, only, target, at in _average_targets(scaler):
+            value = syntax.parse_quantity(target) if isinstance(target, str | int | float) else None
+            read = [c for c in containers if only is None or c.get("name") == only]
+            limits = [syntax.parse_quantity(lookup(c, f"resources.limits.{resource}")) for c in read]
+            if value is None or not read or any(v is None for v in limits):
                 continue
-            containers = lookup(workload.manifest, "spec.template.spec.containers") or []
-            for resource, only, target, at in _average_targets(scaler):
-                value = syntax.parse_quantity(target) if isinstance(target, str | int | float) else None
-                read = [c for c in containers if only is None or c.get("name") == only]
-                limits = [syntax.parse_quantity(lookup(c, f"resources.limits.{resource}")) for c in read]
-                if value is None or not read or any(v is None for v in limits):
-                    continue
-                ceiling = sum((v for v in limits if v is not None), Decimal(0))
-                if value <= ceiling:
-                    continue
-                shown = ", ".join(f"{c.get('name')}: {lookup(c, f'resources.limits.{resource}')}" for c in read)
-                percent = (
-                    " (a percentage is metricType Utilization)"
-                    if scaler.kind == "ScaledObject"
-                    else " (a percentage is target.type Utilization with averageUtilization)"
-                )
-                yield Finding(
-                    AVERAGE,
-                    scaler.urn,
-                    f"{scaler.kind} {scaler.namespace}/{scaler.name} {at} is {target!r}, an AverageValue target: a "
-                    f"quantity of {resource} per pod ({format(value.normalize(), 'f')}{' cores' if resource == 'cpu' else ' bytes'}), "
-                    "not a "
-                    f"percentage, while each pod of {workload.kind} {workload.name} can use at most "
-                    f"{format(ceiling.normalize(), 'f')}{' cores' if resource == 'cpu' else ' bytes'} "
-                    f"(its limits, {shown}): the average never reaches the target, so the HPA never scales it out "
-                    "under any load",
-                    f"use a Utilization target for a percentage{percent}, or an AverageValue below the pod's "
-                    f"limits (e.g. {_share(resource, ceiling)}, 70 % of them)",
-                )
+            ceiling = sum((v for v in limits if v is not None), Decimal(0))
+            if value <= ceiling:
+                continue
+            shown = ", ".join(f"{c.get('name')}: {lookup(c, f'resources.limits.{resource}')}" for c in read)
+            percent = (
+                " (a percentage is metricType Utilization)"
+                if scaler.kind == "ScaledObject"
+                else " (a percentage is target.type Utilization with averageUtilization)"
+            )
+            yield Finding(
+                AVERAGE,
+                scaler.urn,
+                f"{scaler.kind} {scaler.namespace}/{scaler.name} {at} is {target!r}, an AverageValue target: a "
+                f"quantity of {resource} per pod ({format(value.normalize(), 'f')}{' cores' if resource == 'cpu' else ' bytes'}), "
+                "not a "
+                f"percentage, while each pod of {workload.kind} {workload.name} can use at most "
+                f"{format(ceiling.normalize(), 'f')}{' cores' if resource == 'cpu' else ' bytes'} "
+                f"(its limits, {shown}): the average never reaches the target, so the HPA never scales it out "
+                "under any load",
+                f"use a Utilization target for a percentage{percent}, or an AverageValue below the pod's "
+                f"limits (e.g. {_share(resource, ceiling)}, 70 % of them)",
+            )
 
 
 def _share(resource: str, ceiling: Decimal) -> str:
