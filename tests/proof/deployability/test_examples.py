@@ -92,6 +92,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "opensearch-values",
         "elasticache-rbac",
         "vpc-endpoint-values",
+        "one-subnet-per-zone",
+        "resolver-forwarding",
         "aurora-instances",
         "autoscaling-key-grant",
         "static-volume-zone",

@@ -70,6 +70,7 @@ The provider's schema types every field, but the services check how fields go to
   most four wildcards per pattern, a ``countUnit`` with ``sinceImagePushed`` and none with ``imageCountMoreThan``
   (InvalidParameterException; ``ecr_lifecycle``,
   https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html).
+- **Route 53 Resolver** ``CreateResolverEndpoint``: at least two IP addresses (``resolver_values``).
 - **KMS** ``CreateAlias``: an alias name of ``alias/`` and then ``a-zA-Z0-9/_-``, at most 256 characters, never
   under ``alias/aws/``, the prefix reserved for AWS managed keys ("The alias name cannot begin with alias/aws/":
   https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateAlias.html; the provider's own name check refuses it
@@ -163,6 +164,7 @@ from tokenplane.proof.deployability import (
     iam_policy,
     kms_keys,
     lambda_environment,
+    resolver_values,
     security_group_fields,
     security_group_vpc,
     ssm_parameters,
@@ -320,6 +322,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from flow_logs.check(graph, RULE)
     yield from lambda_environment.check(graph, RULE)
     yield from security_group_vpc.check(graph, RULE)
+    yield from resolver_values.check(graph, RULE)
     for target_group in graph.of_type(TARGET_GROUP):
         yield from _health_timing(target_group)
     for mapping in graph.of_type(MAPPING):
