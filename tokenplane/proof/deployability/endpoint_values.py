@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from tokenplane.proof.deployability import vpc_routes
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.subnet_zones import shared_zones
 from tokenplane.proof.render import RenderedResource
 
 RULE = "vpc-endpoint-values"
@@ -150,19 +151,15 @@ def _dns_attributes(endpoint: RenderedResource, vpc: RenderedResource) -> Iterat
 
 def _one_subnet_per_zone(graph: Graph, endpoint: RenderedResource) -> Iterator[Finding]:
     ids = endpoint.inputs.get("subnetIds")
-    if not isinstance(ids, list) or len(ids) < 2:
+    judged = shared_zones(graph, ids) if isinstance(ids, list) else None
+    if judged is None or not judged[0]:
         return
-    subnets = [s for s in graph.by_physical_ids(ids) if s.type == SUBNET]
-    zones = [s.inputs.get("availabilityZone") for s in subnets]
-    if len(subnets) != len(set(map(str, ids))) or not all(isinstance(z, str) for z in zones):
-        return
-    shared = sorted({str(z) for z in zones if zones.count(z) > 1})
-    if shared:
-        yield Finding(
-            RULE,
-            endpoint.urn,
-            f"interface endpoint {endpoint.name} names several subnets in {', '.join(shared)} "
-            f"({', '.join(f'{s.name}: {z}' for s, z in zip(subnets, zones, strict=True))}): an interface endpoint "
-            "takes one subnet per Availability Zone, and CreateVpcEndpoint answers DuplicateSubnetsInSameZone",
-            "give subnet_ids one subnet in each AZ",
-        )
+    shared, subnets = judged
+    yield Finding(
+        RULE,
+        endpoint.urn,
+        f"interface endpoint {endpoint.name} names several subnets in {', '.join(shared)} "
+        f"({', '.join(f'{s.name}: {z}' for s, z in subnets)}): an interface endpoint "
+        "takes one subnet per Availability Zone, and CreateVpcEndpoint answers DuplicateSubnetsInSameZone",
+        "give subnet_ids one subnet in each AZ",
+    )
