@@ -86,6 +86,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-name",
         "aws-network",
         "aws-api-values",
+        "efs-access-point-root",
+        "cognito-client-sign-in",
         "athena-table-metadata",
         "table-partitions-found",
         "rds-values",

@@ -131,6 +131,8 @@ The provider's schema types every field, but the services check how fields go to
 - **EFS** ``CreateFileSystem`` and ``CreateMountTarget``: provisioned throughput with a rate of at least 1 MiB/s, a
   KMS key only on an encrypted file system, no ``maxIO`` on a One Zone file system, a One Zone file system's mount
   target in its own zone, a file system's mount targets in one VPC (``efs_values``).
+- **Cognito** ``CreateUserPoolDomain``: a prefix domain without the reserved words ``aws``, ``amazon`` and
+  ``cognito``, of 1-63 lowercase letters, digits and inner hyphens (``cognito_values``).
 - **EC2** ``CreateFlowLogs``: a ``maxAggregationInterval`` of 60 or 600 seconds (the provider's ``IntInSlice``), and
   a ``logDestination`` that is the ARN of what ``logDestinationType`` names (a log group, an S3 bucket, a Firehose
   stream), not a bucket's or a group's name (``flow_logs``,
@@ -152,6 +154,7 @@ from typing import Any, NamedTuple
 
 from tokenplane.proof.deployability import (
     alarm_actions,
+    cognito_values,
     dead_letters,
     dlm_policies,
     dynamodb_indexes,
@@ -318,6 +321,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from dynamodb_indexes.check(graph, RULE)
     yield from kms_keys.check(graph, RULE)
     yield from efs_values.check(graph, RULE)
+    yield from cognito_values.check(graph, RULE)
     yield from firehose_streams.check(graph, RULE)
     yield from flow_logs.check(graph, RULE)
     yield from lambda_environment.check(graph, RULE)
