@@ -19,7 +19,9 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   gate says);
 - imagePullPolicy Always, IfNotPresent or Never (validatePullPolicy), terminationMessagePolicy File or
   FallbackToLogsOnError (validateContainers), and a resource name without a domain one of cpu, memory,
-  ephemeral-storage, hugepages-* (validateContainerResourceName: "must be a standard resource for containers");
+  ephemeral-storage, hugepages-* (validateContainerResourceName: "must be a standard resource for containers"), and
+  one with a domain a qualified name and, unless native (kubernetes.io/), an extended resource name
+  (IsExtendedResourceName: not "requests."-prefixed: "doesn't follow extended resource name standard");
 - security contexts (validatePodSpecSecurityContext, ValidateSecurityContext): runAsUser, runAsGroup, fsGroup and
   supplementalGroups in 0-2147483647 (IsValidUserID, IsValidGroupID); seccompProfile and appArmorProfile of type
   Localhost need localhostProfile and no other type may have it (validateSeccompProfileField,
@@ -132,6 +134,36 @@ def _enums(obj: KubeObject, at: str, container: Mapping[str, Any]) -> Iterator[F
                     "use cpu, memory, ephemeral-storage or hugepages-<size>; an extended resource is fully qualified "
                     "(nvidia.com/gpu), and a volume's size belongs in a PVC's resources.requests.storage",
                 )
+            elif isinstance(name, str) and "/" in name:
+                yield from _extended_resource_name(obj, f"{at}.resources.{kind}[{name}]", name)
+
+
+def _extended_resource_name(obj: KubeObject, field: str, name: str) -> Iterator[Finding]:
+    """validateContainerResourceName for a name with a domain: validateResourceName (a qualified name), then a
+    name that is not native (no kubernetes.io/ domain) must be an extended resource name (IsExtendedResourceName:
+    not starting with "requests.", and "requests." + name still a qualified name). A quota's key copied into a
+    container, "requests.nvidia.com/gpu", fails there."""
+    fix = (
+        "name the extended resource itself (nvidia.com/gpu): requests.<name> and limits.<name> are a "
+        "ResourceQuota's keys, not a container's"
+    )
+    if errors := syntax.is_qualified_name(name):
+        yield rejected(
+            obj,
+            f"has {field}, which {'; '.join(errors)}",
+            f'validateResourceName: {field}: Invalid value: "{name}": {errors[0]}',
+            fix,
+        )
+    elif not syntax.is_native_resource(name) and (
+        name.startswith("requests.") or syntax.is_qualified_name(f"requests.{name}")
+    ):
+        yield rejected(
+            obj,
+            f"has {field}",
+            f'validateContainerResourceName: {field}: Invalid value: "{name}": doesn\'t follow extended resource '
+            "name standard",
+            fix,
+        )
 
 
 def check_pod(obj: KubeObject, where: str, pod: Mapping[str, Any]) -> Iterator[Finding]:

@@ -11,7 +11,9 @@ or configMapKeyRef's non-empty name a DNS-1123 subdomain and its key given and a
 validateSecretKeySelector, validateConfigMapKeySelector with IsConfigMapKey, an absent key being the schema's),
 envFrom (ValidateEnvFrom: not both configMapRef and secretRef; validateConfigMapEnvSource, validateSecretEnvSource:
 the name not empty, a DNS-1123 subdomain but for a trailing '-'), an image not empty (validateContainers: "image:
-Required value"), resources
+Required value") and without surrounding whitespace (validateContainersOnlyForPod: a Pod is refused, a template's
+pods are), no ephemeralContainers on create (ValidatePodCreate: "cannot be set on create"; ValidatePodTemplateSpec:
+"ephemeral containers not allowed in pod template"), resources
 (ValidateResourceRequirements and ValidateResourceQuantityValue: quantities that parse and
 are not negative, a request above its limit, an extended resource such as ``nvidia.com/gpu`` not whole, with a
 request other than its limit or without a limit), volumes (ValidateVolumes: DNS-1123 label names, unique), mounts
@@ -109,6 +111,7 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
         source = "ValidatePodSpec/ValidateServiceAccountName"
         yield from problems(obj, f"{where}spec.serviceAccountName", account, syntax.is_dns1123_subdomain, source, fix)
     yield from container_validation.check_pod(obj, where, pod)
+    yield from _ephemeral_containers(obj, where, pod.get("ephemeralContainers"))
     yield from volume_validation.check(obj, where, [v for v in pod.get("volumes") or [] if isinstance(v, dict)])
     containers = [("containers", c) for c in pod.get("containers") or []]
     containers += [("initContainers", c) for c in pod.get("initContainers") or []]
@@ -220,6 +223,26 @@ def _active_deadline(obj: KubeObject, where: str, deadline: Any) -> Iterator[Fin
     )
 
 
+def _ephemeral_containers(obj: KubeObject, where: str, containers: Any) -> Iterator[Finding]:
+    """ValidatePodTemplateSpec: "ephemeral containers not allowed in pod template"; ValidatePodCreate: "cannot be
+    set on create" (they are added to a running pod through its ephemeralcontainers subresource)."""
+    if not (isinstance(containers, list) and containers):
+        return
+    field = f"{where}spec.ephemeralContainers"
+    source = (
+        f"ValidatePodCreate: {field}: Forbidden: cannot be set on create"
+        if obj.kind == "Pod"
+        else f"ValidatePodTemplateSpec: {field}: Forbidden: ephemeral containers not allowed in pod template"
+    )
+    yield rejected(
+        obj,
+        f"has {field}",
+        source,
+        "drop ephemeralContainers: add a debug container to a running pod with kubectl debug, or make it a "
+        "regular or init container",
+    )
+
+
 def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: set[str]) -> Iterator[Finding]:
     fix = "use an RFC 1123 label (lowercase letters, digits, '-', at most 63)"
     yield from problems(
@@ -287,6 +310,17 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             f"has {at} without an image",
             f"validateContainers: {at}.image: Required value",
             "give the container an image (a config value that resolved empty leaves it out)",
+        )
+    elif isinstance(image, str) and image != image.strip():
+        # validateContainersOnlyForPod: a Pod's own check; a template passes (" " is a token some tools put in
+        # templates), and every pod the controller creates from it is refused.
+        whose = "" if obj.kind == "Pod" else " (the template passes; every pod created from it is refused)"
+        yield rejected(
+            obj,
+            f"has {at}.image {image!r} with surrounding whitespace{whose}",
+            f'validateContainersOnlyForPod: {at}.image: Invalid value: "{image}": must not have leading or '
+            "trailing whitespace",
+            "strip the image reference (a config value or a concatenation left a space or a newline)",
         )
     yield from _resources(obj, at, container.get("resources") or {})
     yield from _resize_policy(obj, at, container.get("resizePolicy"))
