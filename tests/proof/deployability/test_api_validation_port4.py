@@ -21,6 +21,9 @@ TYPES = {
     "StatefulSet": "kubernetes:apps/v1:StatefulSet",
     "Job": "kubernetes:batch/v1:Job",
     "Pod": "kubernetes:core/v1:Pod",
+    "ResourceQuota": "kubernetes:core/v1:ResourceQuota",
+    "LimitRange": "kubernetes:core/v1:LimitRange",
+    "ConfigMap": "kubernetes:core/v1:ConfigMap",
 }
 LABELS = {"app.kubernetes.io/name": NAME, "tier": "serving"}
 
@@ -46,6 +49,32 @@ def _pod(
             body["serviceName"] = NAME
         manifest = {"apiVersion": "apps/v1", "kind": kind, "metadata": metadata, "spec": body}
     return planted(STACK, TYPES[kind], NAME, manifest, region=REGION)
+
+
+def _object(kind: str, body: dict[str, Any], **metadata: Any) -> RenderedResource:
+    manifest = {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {"name": NAME, "namespace": "llm-batch", **metadata},
+        **body,
+    }
+    return planted(STACK, TYPES[kind], NAME, manifest, region=REGION)
+
+
+def _env_resource(resource: str, divisor: Any = None) -> dict[str, Any]:
+    ref: dict[str, Any] = {"resource": resource}
+    if divisor is not None:
+        ref["divisor"] = divisor
+    return {"env": [{"name": "LIMIT", "valueFrom": {"resourceFieldRef": ref}}]}
+
+
+def _downward_volume(ref: dict[str, Any]) -> dict[str, Any]:
+    item = {"path": "cpu_limit", "resourceFieldRef": {"containerName": "app", **ref}}
+    return {"volumes": [{"name": "podinfo", "downwardAPI": {"items": [item]}}]}
+
+
+def _limits(item: dict[str, Any]) -> dict[str, Any]:
+    return {"spec": {"limits": [item]}}
 
 
 def _messages(resource: RenderedResource) -> list[str]:
@@ -210,6 +239,68 @@ CASES: list[tuple[str, RenderedResource, str, RenderedResource]] = [
         "spec.template.spec.ephemeralContainers: Forbidden: ephemeral containers not allowed in pod template",
         _pod("StatefulSet", {"ephemeralContainers": []}),
     ),
+    (
+        "resourceFieldRef resource without limits./requests.",
+        _pod("Deployment", {}, _env_resource("cpu")),
+        'valueFrom.resourceFieldRef.resource: Unsupported value: "cpu": supported values: "limits.cpu", '
+        '"limits.ephemeral-storage", "limits.memory", "requests.cpu", "requests.ephemeral-storage", "requests.memory"',
+        _pod("Deployment", {}, _env_resource("limits.cpu")),
+    ),
+    (
+        "resourceFieldRef on an extended resource",
+        _pod("Job", {}, _env_resource("limits.nvidia.com/gpu")),
+        'Unsupported value: "limits.nvidia.com/gpu"',
+        _pod("Job", {}, _env_resource("limits.hugepages-2Mi")),
+    ),
+    (
+        "resourceFieldRef memory divisor",
+        _pod("Pod", {}, _env_resource("requests.memory", "1m")),
+        'valueFrom.resourceFieldRef.divisor: Invalid value: "requests.memory": only divisor\'s values 1, 1k, 1M, 1G, '
+        "1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the memory resource",
+        _pod("Pod", {}, _env_resource("requests.memory", "1Mi")),
+    ),
+    (
+        "downwardAPI volume cpu divisor",
+        _pod("StatefulSet", _downward_volume({"resource": "limits.cpu", "divisor": "100m"})),
+        "only divisor's values 1m and 1 are supported with the cpu resource",
+        _pod("StatefulSet", _downward_volume({"resource": "limits.cpu", "divisor": "1m"})),
+    ),
+    (
+        "finalizer not a qualified name",
+        _object("ConfigMap", {"data": {"a": "b"}}, finalizers=["tokenplane.io/keep until drained"]),
+        "metadata.finalizers 'tokenplane.io/keep until drained'",
+        _object("ConfigMap", {"data": {"a": "b"}}, finalizers=["tokenplane.io/keep-until-drained"]),
+    ),
+    (
+        "orphan and foregroundDeletion",
+        _object("ConfigMap", {"data": {"a": "b"}}, finalizers=["orphan", "foregroundDeletion"]),
+        "finalizer orphan and foregroundDeletion cannot be both set",
+        _object("ConfigMap", {"data": {"a": "b"}}, finalizers=["foregroundDeletion"]),
+    ),
+    (
+        "quota key without a domain",
+        _object("ResourceQuota", {"spec": {"hard": {"gpu": "8", "requests.cpu": "64"}}}),
+        'spec.hard[gpu]: Invalid value: "gpu": must be a standard resource for quota',
+        _object("ResourceQuota", {"spec": {"hard": {"requests.nvidia.com/gpu": "8", "requests.cpu": "64"}}}),
+    ),
+    (
+        "quota key misspelt",
+        _object("ResourceQuota", {"spec": {"hard": {"limits.memmory": "256Gi", "count/jobs.batch": "20"}}}),
+        'spec.hard[limits.memmory]: Invalid value: "limits.memmory": must be a standard resource for quota',
+        _object("ResourceQuota", {"spec": {"hard": {"limits.memory": "256Gi", "count/jobs.batch": "20"}}}),
+    ),
+    (
+        "LimitRange type in lowercase",
+        _object("LimitRange", _limits({"type": "container", "default": {"cpu": "1"}})),
+        'spec.limits[0].type: Invalid value: "container": must be a standard limit type or fully qualified',
+        _object("LimitRange", _limits({"type": "Container", "default": {"cpu": "1"}})),
+    ),
+    (
+        "LimitRange resource not standard",
+        _object("LimitRange", _limits({"type": "Container", "max": {"gpu": "1", "memory": "8Gi"}})),
+        'spec.limits[0].max[gpu]: Invalid value: "gpu": must be a standard resource type or fully qualified',
+        _object("LimitRange", _limits({"type": "Container", "max": {"nvidia.com/gpu": "1", "memory": "8Gi"}})),
+    ),
 ]
 
 
@@ -244,6 +335,9 @@ def test_the_correct_twin_is_clean(about: str, twin: RenderedResource) -> None:
         # limits.<domain>/<name> passes the name check (IsExtendedResourceName): not this rule's to judge.
         ("limits. prefix", _pod("Deployment", {}, _resources("limits", "limits.nvidia.com/gpu"))),
         ("image unknown", _pod("Deployment", {}, {"image": None})),
+        ("resourceFieldRef resource unknown", _pod("Deployment", {}, _env_resource(None))),  # type: ignore[arg-type]
+        ("memory divisor 1Ki", _pod("Pod", {}, _env_resource("limits.memory", "1Ki"))),
+        ("finalizers unknown", _object("ConfigMap", {"data": {"a": "b"}}, finalizers=None)),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
