@@ -5,12 +5,14 @@ API server's own text, its correct twin is clean, and a field the render leaves 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
-from tests.proof.deployability.conftest import planted, planted_findings
+from tests.proof.deployability.conftest import mutated, planted, planted_findings, rendered, spec
 from tokenplane.proof.deployability import api_validation
+from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.render import RenderedResource
 
 STACK = "dev"
@@ -240,6 +242,38 @@ CASES: list[tuple[str, RenderedResource, str, RenderedResource]] = [
         _pod("StatefulSet", {"ephemeralContainers": []}),
     ),
     (
+        "resizePolicy RestartContainer in a Job",
+        _pod("Job", {}, {"resizePolicy": [{"resourceName": "memory", "restartPolicy": "RestartContainer"}]}),
+        "resizePolicy: Invalid value: \"RestartContainer\": must be 'NotRequired' when `restartPolicy` is 'Never'",
+        _pod("Job", {}, {"resizePolicy": [{"resourceName": "memory", "restartPolicy": "NotRequired"}]}),
+    ),
+    (
+        "resizePolicy RestartContainer in a Never Pod",
+        _pod(
+            "Pod",
+            {"restartPolicy": "Never"},
+            {"resizePolicy": [{"resourceName": "cpu", "restartPolicy": "RestartContainer"}]},
+        ),
+        "must be 'NotRequired' when `restartPolicy` is 'Never'",
+        _pod(
+            "Pod",
+            {"restartPolicy": "OnFailure"},
+            {"resizePolicy": [{"resourceName": "cpu", "restartPolicy": "RestartContainer"}]},
+        ),
+    ),
+    (
+        "hostUsers false with hostNetwork",
+        _pod("Deployment", {"hostNetwork": True, "securityContext": {"hostUsers": False}}),
+        "spec.template.spec.hostNetwork: Forbidden: when `pod.Spec.HostUsers` is false",
+        _pod("Deployment", {"hostNetwork": True, "securityContext": {"hostUsers": True}}),
+    ),
+    (
+        "hostUsers false with hostPID",
+        _pod("Pod", {"hostPID": True, "securityContext": {"hostUsers": False}}),
+        "spec.HostPID: Forbidden: when `pod.Spec.HostUsers` is false",
+        _pod("Pod", {"hostPID": False, "securityContext": {"hostUsers": False}}),
+    ),
+    (
         "resourceFieldRef resource without limits./requests.",
         _pod("Deployment", {}, _env_resource("cpu")),
         'valueFrom.resourceFieldRef.resource: Unsupported value: "cpu": supported values: "limits.cpu", '
@@ -343,3 +377,25 @@ def test_the_correct_twin_is_clean(about: str, twin: RenderedResource) -> None:
 )
 def test_a_value_unknown_or_absent_is_not_judged(about: str, resource: RenderedResource) -> None:
     assert _messages(resource) == []
+
+
+def _on_version(version: str, *extra: RenderedResource) -> list[str]:
+    """api-validation's findings on the planted objects, the stack's EKS cluster set to ``version``."""
+
+    def pin(resource: RenderedResource) -> RenderedResource:
+        if resource.type == "aws:eks/cluster:Cluster":
+            return dataclasses.replace(resource, inputs={**resource.inputs, "version": version})
+        return resource
+
+    graph = Graph(spec(STACK), mutated(rendered(STACK), pin, extra=list(extra)))
+    return [f.message for f in api_validation.check(graph) if "planted" in f.urn]
+
+
+def test_resize_and_host_users_are_judged_from_1_33_only() -> None:
+    """On 1.32 InPlacePodVerticalScaling is alpha and UserNamespacesSupport off: the API server drops both fields."""
+    job = _pod("Job", {}, {"resizePolicy": [{"resourceName": "memory", "restartPolicy": "RestartContainer"}]})
+    pod = _pod("Pod", {"hostIPC": True, "securityContext": {"hostUsers": False}})
+    assert _on_version("1.32", job, pod) == []
+    found = _on_version("1.33", job, pod)
+    assert any("HostIPC: Forbidden" in m for m in found), found
+    assert any("must be 'NotRequired'" in m for m in found), found

@@ -26,7 +26,9 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   supplementalGroups in 0-2147483647 (IsValidUserID, IsValidGroupID); seccompProfile and appArmorProfile of type
   Localhost need localhostProfile and no other type may have it (validateSeccompProfileField,
   ValidateAppArmorProfileField); allowPrivilegeEscalation false beside privileged true or an added CAP_SYS_ADMIN;
-  fsGroupChangePolicy OnRootMismatch or Always (validateFSGroupChangePolicy).
+  fsGroupChangePolicy OnRootMismatch or Always (validateFSGroupChangePolicy); from 1.33 (UserNamespacesSupport on
+  by default; off on 1.32, where the API server drops hostUsers) hostUsers false without hostNetwork, hostPID or
+  hostIPC (validateHostUsers: "Forbidden: when `pod.Spec.HostUsers` is false").
 """
 
 from __future__ import annotations
@@ -112,6 +114,18 @@ def check(obj: KubeObject, at: str, container: Mapping[str, Any], *, init: bool)
                 )
 
 
+def _host_users(obj: KubeObject, where: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
+    """validateHostUsers: a pod in its own user namespace (hostUsers false) shares none of the host's."""
+    for field, path in (("hostNetwork", "hostNetwork"), ("hostPID", "HostPID"), ("hostIPC", "HostIPC")):
+        if pod.get(field) is True:
+            yield rejected(
+                obj,
+                f"has {where}spec.{field} true beside securityContext.hostUsers false",
+                f"validateHostUsers: {where}spec.{path}: Forbidden: when `pod.Spec.HostUsers` is false",
+                f"drop hostUsers: false (a user namespace cannot share the host's network, PID or IPC), or {field}",
+            )
+
+
 def _enums(obj: KubeObject, at: str, container: Mapping[str, Any]) -> Iterator[Finding]:
     for field, allowed, source in (
         ("imagePullPolicy", PULL_POLICIES, "validatePullPolicy"),
@@ -166,9 +180,14 @@ def _extended_resource_name(obj: KubeObject, field: str, name: str) -> Iterator[
         )
 
 
-def check_pod(obj: KubeObject, where: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
-    """The pod-level securityContext (``where``: the template's path with a trailing dot)."""
+def check_pod(
+    obj: KubeObject, where: str, pod: Mapping[str, Any], *, user_namespaces: bool = False
+) -> Iterator[Finding]:
+    """The pod-level securityContext (``where``: the template's path with a trailing dot). ``user_namespaces``: the
+    cluster keeps hostUsers (UserNamespacesSupport on: 1.33 and later)."""
     context = pod.get("securityContext")
+    if user_namespaces and isinstance(context, dict) and context.get("hostUsers") is False:
+        yield from _host_users(obj, where, pod)
     if not isinstance(context, dict):
         return
     at = f"{where}spec.securityContext"
