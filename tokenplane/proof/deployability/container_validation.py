@@ -19,12 +19,16 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   gate says);
 - imagePullPolicy Always, IfNotPresent or Never (validatePullPolicy), terminationMessagePolicy File or
   FallbackToLogsOnError (validateContainers), and a resource name without a domain one of cpu, memory,
-  ephemeral-storage, hugepages-* (validateContainerResourceName: "must be a standard resource for containers");
+  ephemeral-storage, hugepages-* (validateContainerResourceName: "must be a standard resource for containers"), and
+  one with a domain a qualified name and, unless native (kubernetes.io/), an extended resource name
+  (IsExtendedResourceName: not "requests."-prefixed: "doesn't follow extended resource name standard");
 - security contexts (validatePodSpecSecurityContext, ValidateSecurityContext): runAsUser, runAsGroup, fsGroup and
   supplementalGroups in 0-2147483647 (IsValidUserID, IsValidGroupID); seccompProfile and appArmorProfile of type
   Localhost need localhostProfile and no other type may have it (validateSeccompProfileField,
   ValidateAppArmorProfileField); allowPrivilegeEscalation false beside privileged true or an added CAP_SYS_ADMIN;
-  fsGroupChangePolicy OnRootMismatch or Always (validateFSGroupChangePolicy).
+  fsGroupChangePolicy OnRootMismatch or Always (validateFSGroupChangePolicy); from 1.33 (UserNamespacesSupport on
+  by default; off on 1.32, where the API server drops hostUsers) hostUsers false without hostNetwork, hostPID or
+  hostIPC (validateHostUsers: "Forbidden: when `pod.Spec.HostUsers` is false").
 """
 
 from __future__ import annotations
@@ -110,6 +114,18 @@ def check(obj: KubeObject, at: str, container: Mapping[str, Any], *, init: bool)
                 )
 
 
+def _host_users(obj: KubeObject, where: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
+    """validateHostUsers: a pod in its own user namespace (hostUsers false) shares none of the host's."""
+    for field, path in (("hostNetwork", "hostNetwork"), ("hostPID", "HostPID"), ("hostIPC", "HostIPC")):
+        if pod.get(field) is True:
+            yield rejected(
+                obj,
+                f"has {where}spec.{field} true beside securityContext.hostUsers false",
+                f"validateHostUsers: {where}spec.{path}: Forbidden: when `pod.Spec.HostUsers` is false",
+                f"drop hostUsers: false (a user namespace cannot share the host's network, PID or IPC), or {field}",
+            )
+
+
 def _enums(obj: KubeObject, at: str, container: Mapping[str, Any]) -> Iterator[Finding]:
     for field, allowed, source in (
         ("imagePullPolicy", PULL_POLICIES, "validatePullPolicy"),
@@ -132,11 +148,46 @@ def _enums(obj: KubeObject, at: str, container: Mapping[str, Any]) -> Iterator[F
                     "use cpu, memory, ephemeral-storage or hugepages-<size>; an extended resource is fully qualified "
                     "(nvidia.com/gpu), and a volume's size belongs in a PVC's resources.requests.storage",
                 )
+            elif isinstance(name, str) and "/" in name:
+                yield from _extended_resource_name(obj, f"{at}.resources.{kind}[{name}]", name)
 
 
-def check_pod(obj: KubeObject, where: str, pod: Mapping[str, Any]) -> Iterator[Finding]:
-    """The pod-level securityContext (``where``: the template's path with a trailing dot)."""
+def _extended_resource_name(obj: KubeObject, field: str, name: str) -> Iterator[Finding]:
+    """validateContainerResourceName for a name with a domain: validateResourceName (a qualified name), then a
+    name that is not native (no kubernetes.io/ domain) must be an extended resource name (IsExtendedResourceName:
+    not starting with "requests.", and "requests." + name still a qualified name). A quota's key copied into a
+    container, "requests.nvidia.com/gpu", fails there."""
+    fix = (
+        "name the extended resource itself (nvidia.com/gpu): requests.<name> and limits.<name> are a "
+        "ResourceQuota's keys, not a container's"
+    )
+    if errors := syntax.is_qualified_name(name):
+        yield rejected(
+            obj,
+            f"has {field}, which {'; '.join(errors)}",
+            f'validateResourceName: {field}: Invalid value: "{name}": {errors[0]}',
+            fix,
+        )
+    elif not syntax.is_native_resource(name) and (
+        name.startswith("requests.") or syntax.is_qualified_name(f"requests.{name}")
+    ):
+        yield rejected(
+            obj,
+            f"has {field}",
+            f'validateContainerResourceName: {field}: Invalid value: "{name}": doesn\'t follow extended resource '
+            "name standard",
+            fix,
+        )
+
+
+def check_pod(
+    obj: KubeObject, where: str, pod: Mapping[str, Any], *, user_namespaces: bool = False
+) -> Iterator[Finding]:
+    """The pod-level securityContext (``where``: the template's path with a trailing dot). ``user_namespaces``: the
+    cluster keeps hostUsers (UserNamespacesSupport on: 1.33 and later)."""
     context = pod.get("securityContext")
+    if user_namespaces and isinstance(context, dict) and context.get("hostUsers") is False:
+        yield from _host_users(obj, where, pod)
     if not isinstance(context, dict):
         return
     at = f"{where}spec.securityContext"

@@ -18,12 +18,20 @@ A path outside ConvertDownwardAPIFieldLabel's own list (``metadata.label``, ``st
 "error converting fieldPath: field label not supported", and a subscript on another path with "field label does
 not support subscript"; both are refusals. The union over the supported versions is taken (status.hostIPs is not
 judged); a fieldRef with an apiVersion other than v1, or a path unknown at render time, is not judged.
+
+A resourceFieldRef, in an env var or a downwardAPI volume item (validateContainerResourceFieldSelector,
+validateContainerResourceDivisor): its resource one of limits./requests. cpu, memory, ephemeral-storage, or a
+limits.hugepages-/requests.hugepages- name ("Unsupported value": ``cpu`` alone, or an extended resource such as
+``limits.nvidia.com/gpu``, is refused); its divisor, where given, 1m or 1 for cpu and 1, 1k-1E, 1Ki-1Ei for memory
+and ephemeral-storage. A divisor is compared by value (the server compares its canonical text, so "1024" for
+memory is refused there and not here): a miss, never a false finding.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from decimal import Decimal
 from typing import Any
 
 from tokenplane.proof.deployability import k8s_syntax as syntax
@@ -52,6 +60,10 @@ SUBSCRIPTABLE = ("metadata.annotations", "metadata.labels")
 def check_env(obj: KubeObject, at: str, env: Mapping[str, Any]) -> Iterator[Finding]:
     """One env var at ``at`` (``spec.template.spec.containers[app]``)."""
     source = env.get("valueFrom")
+    resource_ref = source.get("resourceFieldRef") if isinstance(source, dict) else None
+    if isinstance(resource_ref, dict):
+        where = f"{at} env {env.get('name')} valueFrom.resourceFieldRef"
+        yield from _resource_field_ref(obj, where, resource_ref, "validateEnvVarValueFrom")
     ref = source.get("fieldRef") if isinstance(source, dict) else None
     if isinstance(ref, dict):
         yield from _field_ref(
@@ -68,6 +80,10 @@ def check_env(obj: KubeObject, at: str, env: Mapping[str, Any]) -> Iterator[Find
 def check_volume_items(obj: KubeObject, at: str, items: Any) -> Iterator[Finding]:
     """A downwardAPI volume's (or projected source's) ``items`` at ``at``."""
     for item in items if isinstance(items, list) else []:
+        resource_ref = item.get("resourceFieldRef") if isinstance(item, dict) else None
+        if isinstance(resource_ref, dict):
+            where = f"{at}.items[{item.get('path')}].resourceFieldRef"
+            yield from _resource_field_ref(obj, where, resource_ref, "validateDownwardAPIVolumeFile")
         ref = item.get("fieldRef") if isinstance(item, dict) else None
         if isinstance(ref, dict):
             yield from _field_ref(
@@ -79,6 +95,56 @@ def check_volume_items(obj: KubeObject, at: str, items: Any) -> Iterator[Finding
                 "a downwardAPI file takes metadata.name, namespace, uid, labels or annotations; pass spec.* and "
                 "status.* fields as env vars (valueFrom.fieldRef) instead",
             )
+
+
+RESOURCE_FIELDS = (  # validContainerResourceFieldPathExpressions, sorted as sets.List lists them
+    "limits.cpu",
+    "limits.ephemeral-storage",
+    "limits.memory",
+    "requests.cpu",
+    "requests.ephemeral-storage",
+    "requests.memory",
+)
+RESOURCE_PREFIXES = ("limits.hugepages-", "requests.hugepages-")
+_BINARY = [Decimal(1024) ** n for n in range(1, 7)]
+_DECIMAL = [Decimal(1000) ** n for n in range(1, 7)]
+DIVISORS: dict[str, tuple[list[Decimal], str]] = {
+    "cpu": ([Decimal("0.001"), Decimal(1)], "1m and 1"),
+    "memory": ([Decimal(1), *_DECIMAL, *_BINARY], "1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei"),
+}
+DIVISORS["ephemeral-storage"] = DIVISORS["memory"]
+
+
+def _resource_field_ref(obj: KubeObject, where: str, ref: Mapping[str, Any], source: str) -> Iterator[Finding]:
+    resource = ref.get("resource")
+    if isinstance(resource, str) and resource not in RESOURCE_FIELDS and not resource.startswith(RESOURCE_PREFIXES):
+        supported = ", ".join(f'"{r}"' for r in RESOURCE_FIELDS)
+        text = f'resource: Unsupported value: "{resource}": supported values: {supported}'
+        if not resource:
+            text = "resource: Required value"
+        yield rejected(
+            obj,
+            f"has {where}.resource {resource!r}",
+            f"{source}/validateContainerResourceFieldSelector: {where}.{text}",
+            "name the container's own limit or request: limits.cpu, requests.memory, ... (cpu alone is not one; an "
+            "extended resource such as a GPU cannot be read this way)",
+        )
+        return
+    divisor = ref.get("divisor")
+    kind = resource.split(".", 1)[1] if isinstance(resource, str) and "." in resource else ""
+    if divisor is None or kind not in DIVISORS or isinstance(divisor, bool):
+        return
+    value = syntax.parse_quantity(divisor)
+    allowed, words = DIVISORS[kind]
+    if value is None or value == 0 or value in allowed:
+        return  # a divisor that does not parse is the quantity check's; zero is "unset"
+    yield rejected(
+        obj,
+        f"has {where}.divisor {divisor!r} for {resource}",
+        f'validateContainerResourceDivisor: {where}.divisor: Invalid value: "{resource}": only divisor\'s values '
+        f"{words} are supported with the {kind} resource",
+        f"use one of {words} as the divisor (the value is reported in that unit, rounded up)",
+    )
 
 
 def _field_ref(

@@ -9,7 +9,8 @@ fails ``pulumi up``. What is read, with the function that rejects it:
   kinds and custom resources, ValidateNamespaceName (DNS-1123 label) for Namespaces, ValidateServiceName (DNS-1035
   label) for Services, ValidateRBACName (a path segment) for RBAC kinds, validateCronJob's 52 characters for
   CronJobs), its namespace (ValidateNamespaceName), labels (ValidateLabels: IsQualifiedName keys, IsValidLabelValue
-  values) and annotations (ValidateAnnotations: IsQualifiedName keys, 256 KiB in all);
+  values), annotations (ValidateAnnotations: IsQualifiedName keys, 256 KiB in all) and finalizers
+  (ValidateFinalizers: each a qualified name, not both orphan and foregroundDeletion);
 - every pod template: ``pod_validation``;
 - every Service (ValidateService, validateServicePort): each port named when there are several, names DNS-1123
   labels and unique, (port, protocol) pairs unique, port numbers in range, a named targetPort a valid port name,
@@ -153,6 +154,24 @@ def _metadata(obj: KubeObject) -> Iterator[Finding]:
         )
     yield from check_labels(obj, "metadata.labels", meta.get("labels"))
     yield from check_annotations(obj, "metadata.annotations", meta.get("annotations"))
+    yield from _finalizers(obj, meta.get("finalizers"))
+
+
+def _finalizers(obj: KubeObject, finalizers: Any) -> Iterator[Finding]:
+    """ValidateFinalizers (apimachinery pkg/api/validation/objectmeta.go): each a qualified name
+    (ValidateFinalizerName), and not both orphan and foregroundDeletion."""
+    names = [f for f in finalizers if isinstance(f, str)] if isinstance(finalizers, list) else []
+    fix = "a finalizer is a qualified name, domain-prefixed by its controller (example.com/cleanup)"
+    for name in names:
+        yield from problems(obj, "metadata.finalizers", name, syntax.is_qualified_name, "ValidateFinalizerName", fix)
+    if "orphan" in names and "foregroundDeletion" in names:
+        yield rejected(
+            obj,
+            "has both orphan and foregroundDeletion in metadata.finalizers",
+            "ValidateFinalizers: metadata.finalizers: Invalid value: finalizer orphan and foregroundDeletion "
+            "cannot be both set",
+            "keep one: orphan leaves the dependents behind, foregroundDeletion deletes them first",
+        )
 
 
 def check_labels(obj: KubeObject, field: str, values: Any, *, source: str = "ValidateLabels") -> Iterator[Finding]:

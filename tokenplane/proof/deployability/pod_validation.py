@@ -11,7 +11,10 @@ or configMapKeyRef's non-empty name a DNS-1123 subdomain and its key given and a
 validateSecretKeySelector, validateConfigMapKeySelector with IsConfigMapKey, an absent key being the schema's),
 envFrom (ValidateEnvFrom: not both configMapRef and secretRef; validateConfigMapEnvSource, validateSecretEnvSource:
 the name not empty, a DNS-1123 subdomain but for a trailing '-'), an image not empty (validateContainers: "image:
-Required value"), resources
+Required value") and without surrounding whitespace (validateContainersOnlyForPod: a Pod is refused, a template's
+pods are), no ephemeralContainers on create (ValidatePodCreate: "cannot be set on create"; ValidatePodTemplateSpec:
+"ephemeral containers not allowed in pod template"), from 1.33 (InPlacePodVerticalScaling beta, on) no
+resizePolicy RestartContainer under the pod's restartPolicy Never (validateResizePolicy), resources
 (ValidateResourceRequirements and ValidateResourceQuantityValue: quantities that parse and
 are not negative, a request above its limit, an extended resource such as ``nvidia.com/gpu`` not whole, with a
 request other than its limit or without a limit), volumes (ValidateVolumes: DNS-1123 label names, unique), mounts
@@ -60,6 +63,7 @@ from tokenplane.proof.deployability.object_validation import (
     rejected,
     unsupported,
 )
+from tokenplane.proof.deployability.targets import kubernetes_version
 
 # The apps validator that holds a replicated workload's template to restartPolicy Always and no
 # activeDeadlineSeconds (pkg/apis/apps/validation/validation.go).
@@ -74,7 +78,16 @@ REPLICATED_VALIDATORS = {
 def check(graph: Graph) -> Iterator[Finding]:
     for obj in graph.kube_objects:
         for path, template in _templates(obj):
-            yield from _template(obj, path, template)
+            yield from _template(obj, path, template, beta_on=_from_1_33(graph, obj))
+
+
+def _from_1_33(graph: Graph, obj: KubeObject) -> bool:
+    """Whether the object's cluster runs 1.33 or later, where InPlacePodVerticalScaling and UserNamespacesSupport
+    are beta and on by default (alpha, or off, on 1.32: the API server drops resizePolicy and hostUsers, and judges
+    neither)."""
+    version = kubernetes_version(graph, obj.resource.region or "")
+    parts = version.split(".")
+    return len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() and (int(parts[0]), int(parts[1])) >= (1, 33)
 
 
 def _templates(obj: KubeObject) -> list[tuple[str, Mapping[str, Any]]]:
@@ -90,7 +103,7 @@ def _templates(obj: KubeObject) -> list[tuple[str, Mapping[str, Any]]]:
     return []
 
 
-def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterator[Finding]:
+def _template(obj: KubeObject, path: str, template: Mapping[str, Any], *, beta_on: bool = False) -> Iterator[Finding]:
     where = f"{path}." if path else ""
     pod = template.get("spec") or {}
     if path:
@@ -108,7 +121,8 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
         fix = "name the ServiceAccount as it is named: a lowercase RFC 1123 subdomain"
         source = "ValidatePodSpec/ValidateServiceAccountName"
         yield from problems(obj, f"{where}spec.serviceAccountName", account, syntax.is_dns1123_subdomain, source, fix)
-    yield from container_validation.check_pod(obj, where, pod)
+    yield from container_validation.check_pod(obj, where, pod, user_namespaces=beta_on)
+    yield from _ephemeral_containers(obj, where, pod.get("ephemeralContainers"))
     yield from volume_validation.check(obj, where, [v for v in pod.get("volumes") or [] if isinstance(v, dict)])
     containers = [("containers", c) for c in pod.get("containers") or []]
     containers += [("initContainers", c) for c in pod.get("initContainers") or []]
@@ -129,6 +143,8 @@ def _template(obj: KubeObject, path: str, template: Mapping[str, Any]) -> Iterat
     for field, container in containers:
         at = f"{where}spec.{field}[{container.get('name')}]"
         yield from _container(obj, at, container, {*volumes, *claims})
+        if beta_on and pod.get("restartPolicy") == "Never":
+            yield from _resize_never(obj, at, container.get("resizePolicy"))
         yield from container_validation.check(obj, at, container, init=field == "initContainers")
 
 
@@ -220,6 +236,26 @@ def _active_deadline(obj: KubeObject, where: str, deadline: Any) -> Iterator[Fin
     )
 
 
+def _ephemeral_containers(obj: KubeObject, where: str, containers: Any) -> Iterator[Finding]:
+    """ValidatePodTemplateSpec: "ephemeral containers not allowed in pod template"; ValidatePodCreate: "cannot be
+    set on create" (they are added to a running pod through its ephemeralcontainers subresource)."""
+    if not (isinstance(containers, list) and containers):
+        return
+    field = f"{where}spec.ephemeralContainers"
+    source = (
+        f"ValidatePodCreate: {field}: Forbidden: cannot be set on create"
+        if obj.kind == "Pod"
+        else f"ValidatePodTemplateSpec: {field}: Forbidden: ephemeral containers not allowed in pod template"
+    )
+    yield rejected(
+        obj,
+        f"has {field}",
+        source,
+        "drop ephemeralContainers: add a debug container to a running pod with kubectl debug, or make it a "
+        "regular or init container",
+    )
+
+
 def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: set[str]) -> Iterator[Finding]:
     fix = "use an RFC 1123 label (lowercase letters, digits, '-', at most 63)"
     yield from problems(
@@ -287,6 +323,17 @@ def _container(obj: KubeObject, at: str, container: Mapping[str, Any], volumes: 
             f"has {at} without an image",
             f"validateContainers: {at}.image: Required value",
             "give the container an image (a config value that resolved empty leaves it out)",
+        )
+    elif isinstance(image, str) and image != image.strip():
+        # validateContainersOnlyForPod: a Pod's own check; a template passes (" " is a token some tools put in
+        # templates), and every pod the controller creates from it is refused.
+        whose = "" if obj.kind == "Pod" else " (the template passes; every pod created from it is refused)"
+        yield rejected(
+            obj,
+            f"has {at}.image {image!r} with surrounding whitespace{whose}",
+            f'validateContainersOnlyForPod: {at}.image: Invalid value: "{image}": must not have leading or '
+            "trailing whitespace",
+            "strip the image reference (a config value or a concatenation left a space or a newline)",
         )
     yield from _resources(obj, at, container.get("resources") or {})
     yield from _resize_policy(obj, at, container.get("resizePolicy"))
@@ -411,6 +458,21 @@ def _resize_policy(obj: KubeObject, at: str, policies: Any) -> Iterator[Finding]
         if isinstance(restart, str) and restart and restart not in RESIZE_POLICIES:
             yield unsupported(
                 obj, f"{at}.resizePolicy[{i}].restartPolicy", restart, RESIZE_POLICIES, "validateResizePolicy", fix
+            )
+
+
+def _resize_never(obj: KubeObject, at: str, policies: Any) -> Iterator[Finding]:
+    """validateResizePolicy (kubernetes/kubernetes#118768): under the pod's restartPolicy Never, each resize policy
+    must be NotRequired (a container that must restart to resize could not come back)."""
+    for i, policy in enumerate(policies if isinstance(policies, list) else []):
+        restart = policy.get("restartPolicy") if isinstance(policy, dict) else None
+        if restart == "RestartContainer":
+            yield rejected(
+                obj,
+                f"has {at}.resizePolicy[{i}] RestartContainer under the pod's restartPolicy Never",
+                f"validateResizePolicy: {at}.resizePolicy: Invalid value: \"RestartContainer\": must be 'NotRequired' "
+                "when `restartPolicy` is 'Never'",
+                "use restartPolicy NotRequired for every resource of a Never pod (a Job's), or drop resizePolicy",
             )
 
 

@@ -10,7 +10,13 @@ create. Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   ...). A Container item is compared after the v1 defaults (pkg/apis/core/v1/defaults.go,
   SetDefaults_LimitRangeItem: default from max, defaultRequest from default, else from min), as the server does;
 - ResourceQuota (ValidateResourceQuotaSpec, ValidateResourceQuantityValue): each hard value a quantity that is not
-  negative.
+  negative; each hard key a qualified name and, without a domain, a standard quota resource
+  (ValidateResourceQuotaResourceName, helper.IsStandardQuotaResourceName: "must be a standard resource for quota",
+  so "gpu" or "nvidia.com/gpu"'s bare "gpu" is refused, "requests.nvidia.com/gpu" and "count/jobs.batch" are not);
+- LimitRange names (validateLimitRangeTypeName, validateLimitRangeResourceName): a type without a domain one of
+  Pod, Container, PersistentVolumeClaim ("must be a standard limit type or fully qualified": "container" is
+  refused); a resource name without a domain a standard resource (helper.IsStandardResourceName: "must be a
+  standard resource type or fully qualified").
 """
 
 from __future__ import annotations
@@ -24,6 +30,19 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 from tokenplane.proof.deployability.object_validation import rejected
 
+# helper.standardQuotaResources and standardResources (pkg/apis/core/helper/helpers.go); hugepages-* and
+# requests.hugepages-* are standard to both (IsQuotaHugePageResourceName).
+QUOTA_RESOURCES = frozenset(
+    {
+        *("cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.storage"),
+        *("requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods"),
+        *("resourcequotas", "services", "replicationcontrollers", "secrets", "persistentvolumeclaims", "configmaps"),
+        *("services.nodeports", "services.loadbalancers"),
+    }
+)
+STANDARD_RESOURCES = QUOTA_RESOURCES | {"storage"}
+HUGEPAGES = ("hugepages-", "requests.hugepages-")
+LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
 BOUNDS = ("min", "max", "default", "defaultRequest", "maxLimitRequestRatio")
 # (lower, upper, the validator's words) in the order ValidateLimitRange compares them.
 ORDER = (
@@ -43,6 +62,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         elif obj.kind == "ResourceQuota":
             hard = lookup(obj.manifest, "spec.hard")
             for name, raw in hard.items() if isinstance(hard, dict) else ():
+                yield from _name(obj, f"spec.hard[{name}]", str(name), QUOTA_RESOURCES, "quota")
                 value = syntax.parse_quantity(raw)
                 if value is None or value < 0:
                     yield rejected(
@@ -58,6 +78,24 @@ def check(graph: Graph) -> Iterator[Finding]:
                     )
 
 
+def _name(obj: KubeObject, field: str, name: str, standard: frozenset[str], what: str) -> Iterator[Finding]:
+    """validateResourceName / ValidateResourceQuotaResourceName / validateLimitRangeResourceName."""
+    source = "ValidateResourceQuotaResourceName" if what == "quota" else "validateLimitRangeResourceName"
+    fix = (
+        "use a standard name (cpu, memory, requests.storage, pods, ...) or a fully qualified one "
+        "(requests.nvidia.com/gpu, count/jobs.batch)"
+    )
+    if errors := syntax.is_qualified_name(name):
+        yield rejected(obj, f"has {field}, which {'; '.join(errors)}", f"{source}: Invalid value", fix)
+    elif "/" not in name and name not in standard and not name.startswith(HUGEPAGES):
+        words = (
+            "must be a standard resource for quota"
+            if what == "quota"
+            else "must be a standard resource type or fully qualified"
+        )
+        yield rejected(obj, f"has {field}", f'{source}: {field}: Invalid value: "{name}": {words}', fix)
+
+
 def _limit_range(obj: KubeObject) -> Iterator[Finding]:
     items = lookup(obj.manifest, "spec.limits")
     seen: set[str] = set()
@@ -65,6 +103,18 @@ def _limit_range(obj: KubeObject) -> Iterator[Finding]:
         if not isinstance(item, dict):
             continue
         at, kind = f"spec.limits[{i}]", str(item.get("type"))
+        if isinstance(item.get("type"), str) and "/" not in kind and kind not in LIMIT_TYPES:
+            yield rejected(
+                obj,
+                f"has {at}.type {kind!r}",
+                f'validateLimitRangeTypeName: {at}.type: Invalid value: "{kind}": must be a standard limit type or '
+                "fully qualified",
+                "use Container, Pod or PersistentVolumeClaim (case matters)",
+            )
+        for bound in BOUNDS:
+            values = item.get(bound)
+            for name in values if isinstance(values, dict) else {}:
+                yield from _name(obj, f"{at}.{bound}[{name}]", str(name), STANDARD_RESOURCES, "limit")
         if kind in seen:
             yield rejected(
                 obj, f"has two {kind} items in spec.limits", "ValidateLimitRange: type: Duplicate value", "merge them"

@@ -19,6 +19,17 @@ pkg/apis/core/validation/validation.go):
   whenUnsatisfiable DoNotSchedule or ScheduleAnyway, one constraint per {topologyKey, whenUnsatisfiable};
   nodeAffinityPolicy and nodeTaintsPolicy Honor or Ignore, validateNodeInclusionPolicy;
   validateMinDomains: above 0 and only with DoNotSchedule);
+- matchLabelKeys of a spread constraint (validateMatchLabelKeysInTopologySpread: each key a label name; a key the
+  constraint's labelSelector also selects on is refused, "exists in both matchLabelKeys and labelSelector": on 1.32
+  the object itself; from 1.33, MatchLabelKeysInPodTopologySpreadSelectorMerge (beta, on) merges the keys into the
+  pod's selector and validates like affinity, kubernetes/kubernetes#129874, so every pod the controller creates is
+  refused instead); judged only where the pod's labels carry the key (the merge adds only those);
+- matchLabelKeys/mismatchLabelKeys of a pod (anti-)affinity term (validateMatchLabelKeysAndMismatchLabelKeys,
+  MatchLabelKeysInPodAffinity beta and on from 1.31): each key a label name; a key in both lists is refused on the
+  object; a matchLabelKeys key the term's labelSelector also selects on is refused on the pods, once the API server
+  has merged it into their selector (kubernetes/kubernetes#130063: a template passes, its pods do not).
+  Not judged: matchLabelKeys without a labelSelector (Forbidden), since an absent selector may be one unknown
+  until apply;
 - nodeSelector (ValidatePodSpec: ValidateLabels, so "g5.xlarge,g5.2xlarge" or a key with a space is refused);
 - dnsPolicy (validateDNSPolicy, after the v1 default ClusterFirst) and dnsConfig (validatePodDNSConfig: None needs
   a dnsConfig with a nameserver; at most 3 nameservers, each an IP; at most 32 search paths; options named);
@@ -58,6 +69,12 @@ def check(obj: KubeObject, where: str, pod: Mapping[str, Any]) -> Iterator[Findi
     for kind in ("podAffinity", "podAntiAffinity"):
         yield from _pod_affinity(obj, f"{at}.affinity.{kind}", affinity.get(kind))
     yield from _spread(obj, f"{at}.topologySpreadConstraints", _dicts(pod.get("topologySpreadConstraints")))
+    labels = _pod_labels(obj, where)
+    for i, constraint in enumerate(_dicts(pod.get("topologySpreadConstraints"))):
+        yield from _match_label_keys(obj, f"{at}.topologySpreadConstraints[{i}]", constraint, labels, spread=True)
+    for kind in ("podAffinity", "podAntiAffinity"):
+        for where_term, term in _affinity_terms(f"{at}.affinity.{kind}", affinity.get(kind)):
+            yield from _match_label_keys(obj, where_term, term, labels, spread=False)
     yield from _dns(obj, at, pod)
     yield from check_labels(obj, f"{at}.nodeSelector", pod.get("nodeSelector"), source="ValidatePodSpec/ValidateLabels")
     if pod.get("hostNetwork") is True:
@@ -236,16 +253,88 @@ def _weight(obj: KubeObject, at: str, term: Mapping[str, Any], source: str) -> I
         )
 
 
+def _affinity_terms(at: str, affinity: Any) -> list[tuple[str, dict[str, Any]]]:
+    if not isinstance(affinity, dict):
+        return []
+    terms = [(f"{at}.{AFFINITY_TERMS[0]}[{i}]", t) for i, t in enumerate(_dicts(affinity.get(AFFINITY_TERMS[0])))]
+    for i, weighted in enumerate(_dicts(affinity.get(AFFINITY_TERMS[1]))):
+        if isinstance(weighted.get("podAffinityTerm"), dict):
+            terms.append((f"{at}.{AFFINITY_TERMS[1]}[{i}].podAffinityTerm", weighted["podAffinityTerm"]))
+    return terms
+
+
+def _pod_labels(obj: KubeObject, where: str) -> dict[str, Any] | None:
+    """The pod's (or template's) metadata.labels where the render knows them."""
+    node: Any = obj.manifest
+    for part in f"{where}metadata".split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    labels = node.get("labels") if isinstance(node, dict) else None
+    return labels if isinstance(labels, dict) else None
+
+
+def _selector_keys(selector: Mapping[str, Any]) -> set[str]:
+    keys = (
+        {str(k) for k in selector.get("matchLabels") or {}} if isinstance(selector.get("matchLabels"), dict) else set()
+    )
+    keys.update(str(e["key"]) for e in _dicts(selector.get("matchExpressions")) if isinstance(e.get("key"), str))
+    return keys
+
+
+def _match_label_keys(
+    obj: KubeObject, at: str, term: Mapping[str, Any], labels: Mapping[str, Any] | None, *, spread: bool
+) -> Iterator[Finding]:
+    """matchLabelKeys (and an affinity term's mismatchLabelKeys): validateMatchLabelKeysInTopologySpread,
+    validateMatchLabelKeysAndMismatchLabelKeys."""
+    source = "validateMatchLabelKeysInTopologySpread" if spread else "validateMatchLabelKeysAndMismatchLabelKeys"
+    lists: dict[str, list[Any]] = {}
+    for name in ("matchLabelKeys", "mismatchLabelKeys"):
+        value = term.get(name)
+        lists[name] = value if isinstance(value, list) and not (spread and name == "mismatchLabelKeys") else []
+    for field, keys in lists.items():
+        for i, key in enumerate(keys):
+            if isinstance(key, str):
+                fix = "list pod label keys ([prefix/]name), e.g. pod-template-hash"
+                yield from problems(obj, f"{at}.{field}[{i}]", key, syntax.is_qualified_name, source, fix)
+    mismatch = {k for k in lists["mismatchLabelKeys"] if isinstance(k, str)}
+    for i, key in enumerate(lists["matchLabelKeys"]):
+        if isinstance(key, str) and key in mismatch:
+            yield rejected(
+                obj,
+                f"has {key!r} in both {at}.matchLabelKeys and mismatchLabelKeys",
+                f'{source}: {at}.matchLabelKeys[{i}]: Invalid value: "{key}": exists in both matchLabelKeys and '
+                "mismatchLabelKeys",
+                "keep each key in one of the two lists",
+            )
+    selector = term.get("labelSelector")
+    if not isinstance(selector, dict) or labels is None:
+        return
+    selected = _selector_keys(selector)
+    for i, key in enumerate(lists["matchLabelKeys"]):
+        if not (isinstance(key, str) and key in selected and key in labels):
+            continue
+        path = f"{at}.matchLabelKeys[{i}]" if spread else f"{at}[{i}]"
+        when = (
+            "on EKS 1.32 the object itself is refused; from 1.33 the API server merges matchLabelKeys into each "
+            "pod's selector and refuses every pod the controller creates"
+            if spread
+            else "the API server merges matchLabelKeys into each pod's selector and refuses every pod (a template "
+            "passes, kubernetes/kubernetes#130063)"
+        )
+        yield rejected(
+            obj,
+            f"has {key!r} in {at}.matchLabelKeys and in its labelSelector ({when})",
+            f'{source}: {path}: Invalid value: "{key}": exists in both matchLabelKeys and labelSelector',
+            f"drop {key!r} from matchLabelKeys (the labelSelector already pins it), or from the labelSelector; "
+            "to spread each rollout on its own, use matchLabelKeys: [pod-template-hash]",
+        )
+
+
 def _pod_affinity(obj: KubeObject, at: str, affinity: Any) -> Iterator[Finding]:
     if not isinstance(affinity, dict):
         return
-    terms = [(f"{at}.{AFFINITY_TERMS[0]}[{i}]", t) for i, t in enumerate(_dicts(affinity.get(AFFINITY_TERMS[0])))]
     for i, weighted in enumerate(_dicts(affinity.get(AFFINITY_TERMS[1]))):
-        where = f"{at}.{AFFINITY_TERMS[1]}[{i}]"
-        yield from _weight(obj, where, weighted, "validateWeightedPodAffinityTerms")
-        if isinstance(weighted.get("podAffinityTerm"), dict):
-            terms.append((f"{where}.podAffinityTerm", weighted["podAffinityTerm"]))
-    for where, term in terms:
+        yield from _weight(obj, f"{at}.{AFFINITY_TERMS[1]}[{i}]", weighted, "validateWeightedPodAffinityTerms")
+    for where, term in _affinity_terms(at, affinity):
         if not term.get("topologyKey"):
             yield rejected(
                 obj,
