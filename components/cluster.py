@@ -53,7 +53,8 @@ class ClusterArgs:
         system_nodes: the system node group's floor (gateways, Qdrant, Prometheus); 3 spans three AZs.
         system_cpu: vCPUs the system nodes must hold at every CPU workload's autoscaling maximum.
         admin_role_arns: IAM roles given cluster-admin through EKS access entries; the first one is the role
-            ``admin_kubeconfig`` assumes.
+            ``admin_kubeconfig`` assumes. The role that runs ``pulumi up`` may be among them: the cluster then
+            leaves the creator's entry to the program instead of EKS's bootstrap.
     """
 
     network: Network
@@ -82,6 +83,17 @@ class ExistingCluster:
     oidc_issuer: pulumi.Input[str]
     nodes: pulumi.Resource | None = None
     node_role_arn: pulumi.Input[str] | None = None
+
+
+def deploying_principal(component: Component) -> str | None:
+    """The IAM principal running this ``pulumi up``, as an access entry names it: the caller's ARN, and for an
+    assumed-role session (``arn:aws:sts::ACCOUNT:assumed-role/NAME/SESSION``, which access entries do not take) the
+    role's ARN, path included (``aws.iam.get_session_context``'s ``issuer_arn``). None where it cannot be told."""
+    opts = pulumi.InvokeOptions(parent=component)
+    arn = aws.get_caller_identity(opts=opts).arn
+    if isinstance(arn, str) and ":assumed-role/" in arn:
+        arn = aws.iam.get_session_context(arn=arn, opts=opts).issuer_arn
+    return arn if isinstance(arn, str) and arn.startswith("arn:") else None
 
 
 def ebs_csi_role(
@@ -141,6 +153,23 @@ class Cluster(Component):
             tags=tags,
             opts=self.opts(),
         )
+        # API mode admits only identities with an access entry. EKS makes one (with AmazonEKSClusterAdminPolicy) for
+        # the identity that creates the cluster while bootstrap_cluster_creator_admin_permissions is true, its
+        # default, and that entry is EKS's, not the program's: an aws.eks.AccessEntry for the same principal is then
+        # refused (CreateAccessEntry: 409 ResourceInUseException, "The specified access entry resource is already in
+        # use on this cluster"; https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html,
+        # https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessConfigRequest.html). So the creator's
+        # entry is EKS's only when the spec does not list the creator: listing the deploying role (a natural thing to
+        # do) turns the bootstrap off, and the spec's entry, visible in the state, gives it cluster-admin instead.
+        # The setting counts only at creation (the provider replaces a cluster whose value changes), so it is
+        # decided on the first `pulumi up` and then left alone (ignore_changes): a later up by another identity (CI
+        # after a laptop) sees another caller and must neither replace the cluster nor add, for a creator it lists,
+        # an entry EKS already holds; every listed role's entry is the program's, so none is ever deleted. Skipping
+        # the listed creator's entry instead would converge only until someone else runs `pulumi up`, which then
+        # creates it and meets the 409. What stays: listing the creator only after the cluster exists still meets
+        # EKS's entry; remove it with `aws eks delete-access-entry` first.
+        deployer = deploying_principal(self)
+        creator_listed = deployer is not None and deployer.lower() in {a.lower() for a in args.admin_role_arns}
         cluster = aws.eks.Cluster(
             self.child("eks"),
             name=args.network.cluster_name,
@@ -151,18 +180,20 @@ class Cluster(Component):
                 endpoint_private_access=True,
                 endpoint_public_access=True,
             ),
-            access_config=aws.eks.ClusterAccessConfigArgs(authentication_mode="API"),
+            access_config=aws.eks.ClusterAccessConfigArgs(
+                authentication_mode="API", bootstrap_cluster_creator_admin_permissions=not creator_listed
+            ),
             encryption_config=aws.eks.ClusterEncryptionConfigArgs(
                 resources=["secrets"], provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=secrets_key.arn)
             ),
             enabled_cluster_log_types=["api", "audit", "authenticator"],
             tags=tags,
-            opts=self.opts(),
+            opts=self.opts(ignore_changes=["accessConfig.bootstrapClusterCreatorAdminPermissions"]),
         )
-        # API mode admits only identities with an access entry. EKS gives one to whoever created the cluster
-        # (often a CI role); the spec's admin roles get theirs here, so that people keep access to the cluster
-        # when that identity changes or goes away.
-        for arn in args.admin_role_arns:
+        # The spec's admin roles get their entries here, so that people keep access to the cluster when the
+        # creating identity changes or goes away (and the creator keeps it through its own, when listed).
+        admitted: list[pulumi.Output[str]] = []
+        for arn in dict.fromkeys(args.admin_role_arns):  # one entry a principal: a second is refused (409)
             account, role = arn.split(":")[4], arn.rsplit("/", 1)[-1].lower()
             entry = aws.eks.AccessEntry(
                 self.child("admin", account, role),
@@ -172,7 +203,7 @@ class Cluster(Component):
                 tags=tags,
                 opts=self.opts(),
             )
-            aws.eks.AccessPolicyAssociation(
+            association = aws.eks.AccessPolicyAssociation(
                 self.child("admin", account, role, "policy"),
                 cluster_name=cluster.name,
                 principal_arn=arn,
@@ -180,6 +211,7 @@ class Cluster(Component):
                 access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                 opts=self.opts(depends_on=[entry]),  # a policy attaches to an existing entry only
             )
+            admitted.append(association.id)
         oidc = aws.iam.OpenIdConnectProvider(
             self.child("oidc"),
             url=cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer),
@@ -247,9 +279,10 @@ class Cluster(Component):
         self.node_role_arn = pulumi.Output.all(node_role.arn, *(a.id for a in attachments)).apply(lambda a: str(a[0]))
         self.oidc_provider_arn = oidc.arn
         self.oidc_issuer = oidc.url
-        self.kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, cluster.certificate_authority).apply(
-            lambda a: _kubeconfig(str(a[0]), str(a[1]), a[2], args.cloud_region)
-        )
+        # Pulumi's own kubeconfig waits for the admin entries too: a listed creator is admitted only through its own.
+        self.kubeconfig = pulumi.Output.all(
+            cluster.name, cluster.endpoint, cluster.certificate_authority, *admitted
+        ).apply(lambda a: _kubeconfig(str(a[0]), str(a[1]), a[2], args.cloud_region))
         admin_role = args.admin_role_arns[0] if args.admin_role_arns else None
         self.admin_kubeconfig = pulumi.Output.all(cluster.name, cluster.endpoint, cluster.certificate_authority).apply(
             lambda a: _kubeconfig(str(a[0]), str(a[1]), a[2], args.cloud_region, role_arn=admin_role)

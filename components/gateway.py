@@ -266,9 +266,29 @@ def secret_arns(config: GatewayConfig, account_id: str) -> list[str]:
 
 
 def secret_statements(config: GatewayConfig, account_id: str) -> list[dict[str, Any]]:
-    """Read every secret the gateways resolve (``secret_arns``); none when the config references none."""
+    """Read every secret the gateways resolve (``secret_arns``); none when the config references none.
+
+    A secret encrypted with a customer managed KMS key is decrypted with the caller's permissions: GetSecretValue
+    also needs ``kms:Decrypt`` on that key, else AccessDeniedException "Access to KMS is not allowed" (Secrets
+    Manager user guide, "Secret encryption and decryption", authorization:
+    https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html#security-encryption-authz).
+    The spec names secrets, not their keys, so the grant is the documented one for reading CMK-encrypted secrets:
+    any key, only through Secrets Manager in this region (``kms:ViaService``) and so only for the secrets above; a
+    key whose policy does not delegate to IAM (the default key policy does) must name the role itself.
+    """
     arns = secret_arns(config, account_id)
-    return [{"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns}] if arns else []
+    if not arns:
+        return []
+    via = f"secretsmanager.{config.region.cloud_region}.amazonaws.com"
+    return [
+        {"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": arns},
+        {
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt"],
+            "Resource": "*",
+            "Condition": {"StringEquals": {"kms:ViaService": via}},
+        },
+    ]
 
 
 class GatewayWorkload(Component):

@@ -9,7 +9,8 @@ The spec names secrets by reference only (``tokenplane.spec.secret_ref``)::
 
 A secret that is simply absent resolves to ``None``: the caller marks what
 needed it unavailable (a provider without a key is skipped, never faked). A
-reference the process cannot read at all (an unknown scheme, boto3 missing)
+reference the process cannot read at all (an unknown scheme, boto3 missing, a
+secret its role may not read or decrypt: PermissionError naming the grant)
 raises, because that is a deployment mistake to fix, not a state to run in.
 Values are never logged.
 """
@@ -90,5 +91,17 @@ def _read_aws(path: str) -> str | None:
         value = client.get_secret_value(SecretId=path)
     except client.exceptions.ResourceNotFoundException:
         return None
+    except client.exceptions.ClientError as e:
+        # Denied is not absent: the secret exists and this process may not read it. Still raised (nothing is served
+        # on a key that cannot be checked), with what to grant; a secret under a customer managed KMS key also needs
+        # kms:Decrypt on that key ("Access to KMS is not allowed"; Secrets Manager user guide, "Secret encryption and
+        # decryption in AWS Secrets Manager").
+        if e.response.get("Error", {}).get("Code") != "AccessDeniedException":
+            raise
+        raise PermissionError(
+            f"aws-sm://{path} cannot be read by this pod's role ({e.response['Error'].get('Message', '')}): allow "
+            "secretsmanager:GetSecretValue on the secret and, when the secret is encrypted with a customer managed "
+            "KMS key, kms:Decrypt on that key (condition kms:ViaService secretsmanager.<region>.amazonaws.com)"
+        ) from e
     secret = value.get("SecretString")
     return secret if isinstance(secret, str) else None

@@ -68,3 +68,24 @@ def test_an_aws_secret_is_read_by_name_here_and_by_arn_in_the_arns_region(monkey
         monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
         assert resolve_secret(f"aws-sm://{arn}", environ={}) == "sk-tenant"
         assert resolve_secret("aws-sm://acme/tenant", environ={}) is None  # by name: only this region's
+
+
+def test_an_aws_secret_the_role_may_not_decrypt_fails_closed_naming_the_secret_and_the_grant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GetSecretValue on a secret under a CMK the role may not use answers AccessDeniedException ("Access to KMS is
+    not allowed"): not an absent secret (None), but an error that names the secret and the missing kms:Decrypt."""
+    pytest.importorskip("boto3")
+    import boto3
+    from botocore.stub import Stubber  # type: ignore[import-untyped]
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-central-1")
+    client = boto3.client("secretsmanager", aws_access_key_id="testing", aws_secret_access_key="testing")
+    stub = Stubber(client)
+    stub.add_client_error(
+        "get_secret_value", service_error_code="AccessDeniedException", service_message="Access to KMS is not allowed"
+    )
+    monkeypatch.setattr(boto3, "client", lambda *a, **k: client)
+    with stub, pytest.raises(PermissionError, match=r"aws-sm://acme/tenants/data/api-key.*kms:Decrypt") as info:
+        resolve_secret("aws-sm://acme/tenants/data/api-key", environ={})
+    assert "Access to KMS is not allowed" in str(info.value)

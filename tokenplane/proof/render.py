@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import jsonschema
 
 ACCOUNT_ID = "123456789012"  # the mock account: a documentation-reserved-looking, obviously fake ID
+CALLER_ARN = f"arn:aws:iam::{ACCOUNT_ID}:user/mock"  # who runs `pulumi up`, as aws.get_caller_identity answers
 REGION_TYPE = "tokenplane:region:Region"
 # Helm chart -> the API groups whose CRDs it installs (the deployability checks' crd-order holds each custom
 # resource of those groups to waiting for that chart's release). A chart that installs CRDs is one entry here.
@@ -795,10 +796,18 @@ def mock_call(token: str, args: dict[str, Any]) -> dict[str, Any]:
     if token == "aws:index/getCallerIdentity:getCallerIdentity":
         return {
             "accountId": ACCOUNT_ID,
-            "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/mock",
+            "arn": CALLER_ARN,
             "userId": "AIDAMOCK",
             "id": ACCOUNT_ID,
         }
+    if token == "aws:iam/getSessionContext:getSessionContext":
+        # An assumed-role session's issuer is its role (the mock knows no path); any other ARN is its own issuer.
+        arn = str(args.get("arn") or "")
+        fields = arn.split(":")
+        issuer = arn
+        if len(fields) == 6 and fields[5].startswith("assumed-role/"):
+            issuer = f"arn:aws:iam::{fields[4]}:role/{fields[5].split('/')[1]}"
+        return {"arn": arn, "issuerArn": issuer, "id": arn}
     if token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
         return {
             "userName": "AWS",

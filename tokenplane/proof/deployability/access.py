@@ -23,8 +23,18 @@ second) fail with 409 ResourceInUseException "The specified access entry resourc
 cluster" (terraform-aws-modules/terraform-aws-eks#2977, eksctl-io/eksctl#7502). Self-managed nodes and Karpenter's
 nodes get no entry from EKS: theirs is the program's to create.
 
-It cannot see: entries created outside the program (the association then needs nothing from it), and
-clusters or principals named differently in the two resources (another spelling of the same ARN).
+Likewise the identity that creates the cluster: while the cluster's ``bootstrapClusterCreatorAdminPermissions`` is
+true (the default, https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessConfigRequest.html), EKS
+creates that principal's entry with the cluster, so an AccessEntry of the program for it meets the same 409
+(pulumi/pulumi-eks#2373, terraform-aws-modules/terraform-aws-eks#3293). The program can show the creator only when it
+reads the caller's identity (``aws.get_caller_identity``, an assumed role's ``aws.iam.get_session_context``
+issuer_arn) into the entry's principal: the render's mocks answer those with one identity, and an entry for it on a
+cluster the program creates with the bootstrap on is flagged.
+
+It cannot see: entries created outside the program (the association then needs nothing from it), clusters or
+principals named differently in the two resources (another spelling of the same ARN), and who runs ``pulumi up``
+when the program does not read it: an entry for the deploy role written as a literal ARN (or from config) is judged
+as anyone's, since offline the deploying identity is unknown.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, lookup
-from tokenplane.proof.render import RenderedResource
+from tokenplane.proof.render import CALLER_ARN, RenderedResource
 
 RULE = "eks-access"
 CLUSTER = "aws:eks/cluster:Cluster"
@@ -104,8 +114,25 @@ def _one_entry_per_principal(graph: Graph) -> Iterator[Finding]:
             continue
         cluster = clusters.get(cluster_name)
         mode = lookup(cluster.inputs, "accessConfig.authenticationMode") if cluster is not None else None
-        if mode not in ("API", "API_AND_CONFIG_MAP"):
+        if cluster is None or mode not in ("API", "API_AND_CONFIG_MAP"):
             continue  # CONFIG_MAP mode has no entries; elsewhere the mode is unknown
+        bootstrap = lookup(cluster.inputs, "accessConfig.bootstrapClusterCreatorAdminPermissions")
+        if principal == CALLER_ARN and bootstrap in (None, True):
+            yield Finding(
+                RULE,
+                entry.urn,
+                f"access entry {entry.name} is for {principal}, the identity that runs `pulumi up` (read from the "
+                f"caller's identity), and so the creator of cluster {cluster_name}, whose "
+                "bootstrapClusterCreatorAdminPermissions is "
+                + ("true" if bootstrap else "left at its default, true")
+                + ": EKS creates the creator's entry with the cluster, and a principal has one entry per cluster, so "
+                "CreateAccessEntry fails (409 ResourceInUseException: the specified access entry resource is already "
+                "in use on this cluster)",
+                "set access_config.bootstrap_cluster_creator_admin_permissions=False on the new cluster and keep this "
+                "entry (with its AmazonEKSClusterAdminPolicy association), or drop the entry and rely on EKS's "
+                "bootstrap entry for the creator",
+            )
+            continue
         group = next(
             (
                 g

@@ -13,9 +13,19 @@ however right its S3, Secrets Manager or SQS grants are; listing a bucket still 
 bucket is empty.
 
 The key's permission may come from the role's own policies (a statement allowing the KMS action on the key's ARN or
-``*``) or from the key's policy naming the role. Judged only for the program's own keys and roles, and only where
-every policy of the role is known at render time; an AWS managed key (``aws:kms`` without a key ID, ``aws/s3``)
-needs no grant.
+``*``) or from the key's policy naming the role. A role's own grant counts only where the key's policy lets IAM
+policies grant it: the default key policy does (its statement for the account root,
+https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html#key-policy-default-allow-root-enable-iam),
+a policy of the program's own must keep such a statement. A grant conditioned on ``kms:ViaService`` counts only where
+it names the service that calls KMS for the data (``secretsmanager.<region>.amazonaws.com`` for a secret: the
+documented pattern for reading secrets under a customer managed key,
+https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html#security-encryption-authz, and
+https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-via-service). A secret is
+named by its ARN, which is its name and the six characters Secrets Manager appends (a policy's ``NAME-*``). Judged
+only for the program's own keys and roles, and only where every policy of the role is known at render time; an AWS
+managed key (``aws:kms`` without a key ID, ``aws/s3``) needs no grant. It cannot see other conditions on a grant
+(they are taken as met), grants made with ``kms:CreateGrant`` at run time, or a key policy known only at apply time
+(taken as delegating to IAM).
 
 The key may also be named by the upload itself rather than by the bucket's default encryption: a pod's ``aws s3
 cp|mv|sync ... s3://BUCKET/... --sse aws:kms --sse-kms-key-id KEY`` (KEY the program's key by ID, ARN, or an alias
@@ -30,12 +40,14 @@ permission to the kms:Decrypt and kms:GenerateDataKey actions"), named in the fi
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from tokenplane.proof.deployability.aws_cli import commands, flag, s3_paths
+from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.iam_policy import (
@@ -52,7 +64,7 @@ from tokenplane.proof.deployability.iam_policy import (
     role_documents,
 )
 from tokenplane.proof.deployability.storage import ebs_csi_roles
-from tokenplane.proof.render import RenderedResource, physical_id
+from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, physical_id
 
 RULE = "kms-grant"
 KEY = "aws:kms/key:Key"
@@ -62,6 +74,9 @@ SSE_CONFIGS = (
     "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
     "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
 )
+SECRET = "aws:secretsmanager/secret:Secret"
+# The service that calls KMS for each kind of data: what a kms:ViaService condition must name (SERVICE.REGION.amazonaws.com).
+VIA = {SECRET: "secretsmanager", "aws:sqs/queue:Queue": "sqs", "aws:sns/topic:Topic": "sns"}
 # Encrypted resource type -> its input naming the key, and data action -> the KMS action it needs.
 KEYED = {
     "aws:secretsmanager/secret:Secret": ("kmsKeyId", {"secretsmanager:GetSecretValue": "kms:Decrypt"}),
@@ -91,6 +106,7 @@ class Encrypted:
     key_arns: tuple[str, ...]  # what a policy names the key by, read once
     needs: dict[str, str]
     objects: bool = False  # the ARNs are a bucket's: a policy names its objects under ARN/...
+    via: str | None = None  # the service endpoint that calls KMS for the data (a kms:ViaService value)
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -107,18 +123,26 @@ def check(graph: Graph) -> Iterator[Finding]:
             for action, kms_action in data.needs.items():
                 if not allows_on(documents, action, data.arns, objects=data.objects):
                     continue
-                if allows_on(documents, kms_action, data.key_arns) or _key_policy_allows(
-                    graph, data.key, role, kms_action
-                ):
+                granted = _iam_grants(documents, kms_action, data.key_arns, data.via)
+                delegates = _delegates_to_iam(data.key, kms_action)
+                if (granted and delegates) or _key_policy_allows(graph, data.key, role, kms_action):
                     continue
+                why = (
+                    f"its policies allow {kms_action} on that key, but the key's policy neither lets IAM policies "
+                    "grant it (no statement for the account root) nor names the role"
+                    if granted
+                    else f"neither its policies nor the key's policy allow it {kms_action} on that key"
+                )
+                via = f" (or on * with the condition kms:ViaService = {data.via})" if data.via else ""
                 yield Finding(
                     RULE,
                     role.urn,
                     f"role {role.name} may {action} on {data.holder.name}, which is encrypted with the program's KMS "
-                    f"key {data.key.name}, but neither its policies nor the key's policy allow it {kms_action} on "
-                    f"that key: the service calls KMS as the role, so every {action} is denied (AccessDenied)",
-                    f"allow {kms_action} on the key's ARN ({data.key.name}.arn) in the role's policy, or grant the "
-                    "role in the key's policy",
+                    f"key {data.key.name}, but {why}: the service calls KMS as the role, so every {action} is denied "
+                    "(AccessDenied" + (": Access to KMS is not allowed)" if data.holder.type == SECRET else ")"),
+                    f"allow {kms_action} on the key's ARN ({data.key.name}.arn){via} in the role's policy"
+                    + (", and keep the key policy's statement for the account root" if granted else "")
+                    + ", or grant the role in the key's policy",
                 )
 
 
@@ -212,15 +236,71 @@ def _buckets(graph: Graph) -> Iterator[Encrypted]:
                 if key is not None:
                     name = str(bucket.inputs.get("bucket") or physical_id(bucket.type, bucket.name))
                     arns = tuple(sorted({*arns_of(graph, bucket), f"arn:aws:s3:::{name}"}))
-                    yield Encrypted(bucket, arns, key, arns_of(graph, key), S3_ACTIONS, objects=True)
+                    via = f"s3.{cloud_region_of(graph, bucket.region)}.amazonaws.com"
+                    yield Encrypted(bucket, arns, key, arns_of(graph, key), S3_ACTIONS, objects=True, via=via)
 
 
 def _keyed(graph: Graph) -> Iterator[Encrypted]:
     for typ, (field, needs) in KEYED.items():
         for resource in graph.of_type(typ):
             key = key_of(graph, resource.inputs.get(field))
-            if key is not None:
-                yield Encrypted(resource, arns_of(graph, resource), key, arns_of(graph, key), needs)
+            if key is None:
+                continue
+            region = cloud_region_of(graph, resource.region)
+            arns = set(arns_of(graph, resource))
+            name = resource.inputs.get("name")
+            if typ == SECRET and isinstance(name, str) and name:
+                arns.add(f"arn:aws:secretsmanager:{region}:{ACCOUNT_ID}:secret:{name}-AbCdEf")  # its real ARN's shape
+            via = f"{VIA[typ]}.{region}.amazonaws.com"
+            yield Encrypted(resource, tuple(sorted(arns)), key, arns_of(graph, key), needs, via=via)
+
+
+def _iam_grants(documents: list[Any], action: str, key_arns: tuple[str, ...], via: str | None) -> bool:
+    """Whether an Allow statement of ``documents`` names ``action`` on one of ``key_arns`` without a
+    ``kms:ViaService`` condition that rules out ``via`` (the service calling KMS for the data)."""
+    for value in documents:
+        for statement in allowing(value, action):
+            resources = [r for r in as_list(statement.get("Resource")) if isinstance(r, str)]
+            if any(fnmatch.fnmatchcase(arn, r) for r in resources for arn in key_arns) and (
+                via is None or _via_admits(statement, via)
+            ):
+                return True
+    return False
+
+
+def _via_admits(statement: dict[str, Any], via: str) -> bool:
+    """False only where the statement's condition on ``kms:ViaService`` is known and does not admit ``via``."""
+    condition = statement.get("Condition")
+    for operator, block in (condition if isinstance(condition, dict) else {}).items():
+        for key, raw in (block if isinstance(block, dict) else {}).items():
+            values = [v for v in as_list(raw) if isinstance(v, str)]
+            if str(key).lower() != "kms:viaservice" or not values:
+                continue  # another key, or values known only at apply time: taken as met
+            op = str(operator).lower().split(":")[-1].removesuffix("ifexists")
+            equal = via in values if op == "stringequals" else via.lower() in {v.lower() for v in values}
+            like = any(fnmatch.fnmatchcase(via, v) for v in values)
+            if (op in ("stringequals", "stringequalsignorecase") and not equal) or (op == "stringlike" and not like):
+                return False
+            if (op in ("stringnotequals", "stringnotequalsignorecase") and equal) or (op == "stringnotlike" and like):
+                return False
+    return True
+
+
+def _delegates_to_iam(key: RenderedResource, action: str) -> bool:
+    """Whether the key's policy lets IAM policies grant ``action``: the default policy (none given), one known only
+    at apply time, or a statement allowing it to the account (its root, its ID) or to everyone."""
+    policy = key.inputs.get("policy")
+    if policy is None or document(policy) is None:
+        return True
+    for statement in allowing(policy, action):
+        principal = statement.get("Principal")
+        named = as_list(principal.get("AWS")) if isinstance(principal, dict) else as_list(principal)
+        if any(
+            not isinstance(p, str) or p in ("*", ACCOUNT_ID) or (p.endswith(":root") and f":{ACCOUNT_ID}:" in p)
+            for p in named
+        ):
+            return True
+    return False
 
 
 def _key_policy_allows(graph: Graph, key: RenderedResource, role: RenderedResource, action: str) -> bool:
