@@ -100,6 +100,20 @@ def test_the_creators_entry_on_a_cluster_without_the_bootstrap_or_another_princi
     assert _access(_cluster("batch-eks", access_config), _entry("deployer", cluster, principal)) == []
 
 
+def _entries_of(principal: Any, cluster: Any) -> list[Any]:
+    """eks-access's findings on two planted entries of one principal on one cluster (either may be unknown: None)."""
+    first = planted(STACK, ENTRY, "planted-one", {"clusterName": cluster, "principalArn": principal}, region=REGION)
+    second = planted(STACK, ENTRY, "planted-two", {"clusterName": cluster, "principalArn": principal}, region=REGION)
+    return [f for f in planted_findings(access.check, first, second, stack=STACK) if "planted-" in f.urn]
+
+
+def test_two_entries_of_one_known_principal_are_refused_and_two_unknown_ones_are_not_judged() -> None:
+    assert any("409 ResourceInUseException" in f.message for f in _entries_of(OTHER_ROLE, "batch-eks"))
+    # Values unknown until apply (an output the render leaves out) are not one principal: nothing to judge.
+    assert _entries_of(None, "batch-eks") == []
+    assert _entries_of(OTHER_ROLE, None) == []
+
+
 def _cluster_program(admins: list[str]) -> None:
     network = Network(
         "p", NetworkArgs(azs=["eu-central-1a", "eu-central-1b"], cluster_name="acme-p", tags={}, vpc_cidr="10.8.0.0/16")

@@ -101,7 +101,10 @@ def _one_entry_per_principal(graph: Graph) -> Iterator[Finding]:
     clusters = {str(c.inputs.get("name")): c for c in graph.of_type(CLUSTER)}
     seen: dict[tuple[str, str], RenderedResource] = {}
     for entry in graph.of_type(ENTRY):
-        cluster_name, principal = key = _principal_on_cluster(entry)
+        key = _principal_on_cluster(entry)
+        if key is None:
+            continue
+        cluster_name, principal = key
         if (first := seen.setdefault(key, entry)) is not entry:
             yield Finding(
                 RULE,
@@ -158,9 +161,11 @@ def _association_order(graph: Graph) -> Iterator[Finding]:
     """Every association waits for the entry of its principal on its cluster, when the program creates one."""
     entries: dict[tuple[str, str], list[RenderedResource]] = {}
     for entry in graph.of_type(ENTRY):
-        entries.setdefault(_principal_on_cluster(entry), []).append(entry)
+        if (key := _principal_on_cluster(entry)) is not None:
+            entries.setdefault(key, []).append(entry)
     for association in graph.of_type(ASSOCIATION):
-        same = entries.get(_principal_on_cluster(association), [])
+        key = _principal_on_cluster(association)
+        same = entries.get(key, []) if key is not None else []
         if not same or {e.urn for e in same} & graph.waits_for(association.urn):
             continue
         principal = association.inputs.get("principalArn")
@@ -174,8 +179,10 @@ def _association_order(graph: Graph) -> Iterator[Finding]:
         )
 
 
-def _principal_on_cluster(resource: RenderedResource) -> tuple[str, str]:
-    return str(resource.inputs.get("clusterName")), str(resource.inputs.get("principalArn"))
+def _principal_on_cluster(resource: RenderedResource) -> tuple[str, str] | None:
+    """(cluster name, principal ARN), or None where either is unknown until apply: two unknowns are not one key."""
+    cluster, principal = resource.inputs.get("clusterName"), resource.inputs.get("principalArn")
+    return (cluster, principal) if isinstance(cluster, str) and isinstance(principal, str) else None
 
 
 def _of_cluster(graph: Graph, type_token: str, cluster_urn: str) -> list[RenderedResource]:
