@@ -136,9 +136,8 @@ def _unwritable(graph: Graph, point: RenderedResource, path: str, info: dict[str
     if not isinstance(raw_secondary, list):
         return
     secondary = [number(g) for g in raw_secondary]
-    if None in (uid, gid, owner, group, mode) or None in secondary or uid == 0:
+    if mode is None or None in (uid, gid, owner, group) or None in secondary or uid == 0:
         return
-    assert mode is not None  # for mypy: checked above
     if uid == owner:
         bits, who = (mode >> 6) & 0o7, "its owner"
     elif gid == group or group in secondary:
