@@ -351,3 +351,20 @@ def test_an_average_value_target_above_the_pods_limits_never_scales(extra: list[
 )
 def test_an_average_value_target_within_the_pods_limits_is_not_flagged(extra: list[RenderedResource]) -> None:
     assert not _findings(utilization_requests.check_average, *extra)
+
+
+def test_the_shared_command_reader_reads_a_loops_body_and_an_exec() -> None:
+    """``aws_cli.commands`` (both aws-cli-permissions and the alarm rules read through it) sees past `do` and `exec`."""
+    from tokenplane.proof.deployability.aws_cli import commands
+
+    container = {
+        "command": ["sh", "-c"],
+        "args": [
+            "while true; do aws s3 cp /tmp/a s3://b/a; sleep 5; done && exec aws sqs purge-queue --queue-url $(Q)"
+        ],
+        "env": [{"name": "Q", "value": "https://sqs/q"}],
+    }
+    assert list(commands(container)) == [
+        ["aws", "s3", "cp", "/tmp/a", "s3://b/a"],
+        ["aws", "sqs", "purge-queue", "--queue-url", "https://sqs/q"],
+    ]

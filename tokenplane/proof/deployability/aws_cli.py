@@ -97,6 +97,8 @@ BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
 SECRET = "aws:secretsmanager/secret:Secret"
 SHELLS = frozenset({"sh", "bash", "ash", "dash"})
 _SEPARATORS = re.compile(r"&&|\|\||[;|\n]")
+# Shell words that may stand before a command once a script is split at its separators.
+_LEADING = frozenset({"do", "then", "else", "exec", "{", "!"})
 _VARIABLE = re.compile(r"\$\{(\w+)\}|\$\((\w+)\)|\$(\w+)")
 # A shell redirection word: the operator alone (its target is the next word), or with its target attached.
 _REDIRECT = re.compile(r"^(?:\d*|&)(?:>>?|<)(&?\d*|-)?$")
@@ -222,6 +224,8 @@ def commands(container: dict[str, object]) -> Iterator[list[str]]:
                 continue  # an unbalanced quote across pieces: not read
     for line in lines:
         words = [w for w in line if not re.fullmatch(r"\w+=\S*", w)] if line else []  # leading VAR=x assignments
+        while words and words[0] in _LEADING:  # a loop's body (`while true; do aws ...`), `exec aws ...`
+            words = words[1:]
         if len(words) < 3 or words[0].rsplit("/", 1)[-1] != "aws":
             continue
         # An unresolved variable reads as NUL: a resource named with one matches none of the program's, and a

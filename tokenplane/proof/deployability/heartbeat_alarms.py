@@ -28,11 +28,11 @@ run's start latency included). Cannot see: other publishers of the metric outsid
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tokenplane.proof.deployability.aws_cli import commands, flag
 from tokenplane.proof.deployability.cron_syntax import minutes_of_day
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
@@ -195,63 +195,35 @@ def _publishers(graph: Graph) -> list[Publisher]:
 
 
 def _container_publishers(bearer: KubeObject, container: Mapping[str, Any]) -> Iterator[Publisher]:
-    env = {
-        str(e.get("name")): e["value"]
-        for e in container.get("env") or []
-        if isinstance(e, dict) and isinstance(e.get("value"), str)
-    }
-    tokens: list[str] = []
-    for part in [*(container.get("command") or []), *(container.get("args") or [])]:
-        text = str(part)
-        for name, value in env.items():
-            text = text.replace(f"$({name})", value)  # the kubelet's expansion of $(VAR) in command and args
-        try:
-            tokens.extend(_shell_words(text) if any(c.isspace() for c in text) else [text])
-        except ValueError:
-            tokens.append(text)
-    for i, token in enumerate(tokens):
-        if token != "put-metric-data":
+    """The container's ``aws cloudwatch put-metric-data`` calls (``aws_cli.commands``: its command and args, a
+    ``sh -c`` script's lines, variables from its literal env), each with fixed names."""
+    for argv in commands(dict(container)):
+        if argv[1:3] != ["cloudwatch", "put-metric-data"]:
             continue
-        options = _options(tokens[i + 1 :])
-        namespace, metric = options.get("--namespace"), options.get("--metric-name")
-        if namespace is None or metric is None or "$" in namespace + metric:
+        namespace, metric = flag(argv, "--namespace"), flag(argv, "--metric-name")
+        if namespace is None or metric is None or _unresolved(namespace + metric):
             continue
-        yield Publisher(bearer, namespace, metric, _float(options.get("--value")), _dimensions(options))
+        yield Publisher(
+            bearer, namespace, metric, _float(flag(argv, "--value")), _dimensions(flag(argv, "--dimensions"))
+        )
 
 
-def _shell_words(text: str) -> list[str]:
-    """A shell line's words, its operators (``;``, ``&&``, ``|``) apart."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    return list(lexer)
+def _unresolved(text: str) -> bool:
+    """A variable ``commands`` could not resolve (NUL-marked) or a substitution it leaves as written."""
+    return "\0" in text or "$" in text
 
 
-def _options(tokens: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for i, token in enumerate(tokens):
-        if token and all(c in ";&|()<>" for c in token):
-            break
-        if token.startswith("--"):
-            key, eq, value = token.partition("=")
-            if eq:
-                out[key] = value
-            elif i + 1 < len(tokens):
-                out[key] = tokens[i + 1]
-    return out
-
-
-def _dimensions(options: Mapping[str, str]) -> dict[str, str] | None:
-    text = options.get("--dimensions")
+def _dimensions(text: str | None) -> dict[str, str] | None:
     if text is None:
         return {}
     pairs = [p.partition("=") for p in text.split(",")]
-    if "$" in text or any(not eq for _, eq, _ in pairs) or any(k in ("Name", "Value") for k, _, _ in pairs):
+    if _unresolved(text) or any(not eq for _, eq, _ in pairs) or any(k in ("Name", "Value") for k, _, _ in pairs):
         return None
     return {k: v for k, _, v in pairs}
 
 
 def _float(text: str | None) -> float | None:
-    if text is None or "$" in text:
+    if text is None or _unresolved(text):
         return None
     try:
         return float(text)
