@@ -581,15 +581,19 @@ class ReplicaPerformance:
                 # (An empty queue's is 0 * qs / 1e-9: zero, as the chain has nothing to prefill.)
                 done_s = qs * done / np.maximum(q, 1e-9)
                 length = d_live + np.where(busy, beside.at(done_s, done, live), 0.0)
-                queued[live] = q - done
+                rest = q - done
+                queued[live] = rest
                 queued_s[live] = qs - done_s
                 if reading:
                     lengths.append(length[busy])
                 ends = busy & (left <= length)  # the arrival lands inside this prefill iteration
-                idle = ~busy  # nothing to prefill until the arrival
+                # Nothing to prefill until the arrival: from the start of this round, or from the end of this
+                # iteration, which drained the queue (settled now, as the next round would: the same operations).
+                drained = busy & ~ends & (rest == 0)
+                idle = ~busy | drained
                 stop = ends | idle
                 if decoding:  # decode iterations until the arrival, which lands inside one
-                    d, wait = d_live[idle], left[idle]
+                    d, wait = d_live[idle], np.where(drained, left - length, left)[idle]
                     skipped = np.floor(wait / d)
                     if reading:
                         decode_only += float(skipped.sum())
