@@ -641,17 +641,21 @@ def mock_outputs(
         }
     elif typ == "aws:acm/certificate:Certificate":
         # ACM gives one validation CNAME per domain name and account, whatever the region: hashed from the name only.
+        # A wildcard shares its base name's (example.com and *.example.com validate through one record), so a
+        # certificate for both lists that record twice (hashicorp/terraform-provider-aws#7918: a record resource per
+        # entry fails with "Tried to create resource record set ... but it already exists").
         names = [str(inputs.get("domainName")), *(str(n) for n in inputs.get("subjectAlternativeNames") or [])]
         extra = {
             "status": "PENDING_VALIDATION",
             "domainValidationOptions": [
                 {
                     "domainName": n,
-                    "resourceRecordName": f"_{_h('acm', n, n=32)}.{n.removeprefix('*.')}.",
+                    "resourceRecordName": f"_{_h('acm', base, n=32)}.{base}.",
                     "resourceRecordType": "CNAME",
-                    "resourceRecordValue": f"_{_h('acm-value', n, n=32)}.{_h('acm-zone', n, n=10)}.acm-validations.aws.",
+                    "resourceRecordValue": f"_{_h('acm-value', base, n=32)}.{_h('acm-zone', base, n=10)}.acm-validations.aws.",
                 }
                 for n in names
+                for base in [n.removeprefix("*.")]
             ],
         }
     elif typ in ("aws:lb/loadBalancer:LoadBalancer", "aws:alb/loadBalancer:LoadBalancer"):

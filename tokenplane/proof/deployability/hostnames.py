@@ -15,7 +15,9 @@ that name; nothing fails until a client tries. A name resolves when:
 A wildcard certificate name (``*.<parent>``) publishes no name of its own: it is held to covering at least one
 published or recorded name, so a certificate for a domain nobody points at anything is reported.
 
-It cannot see: records made outside the program (another stack, by hand), zones only looked up
+Only names within a zone the program creates or declares are judged (the spec's own names always are): a name in a
+zone outside the program (its id read from config, a lookup) may well have its record there, made by another stack
+or by hand. It cannot see: records made outside the program (another stack, by hand), zones only looked up
 (``route53.get_zone``: their domains are not in the graph, but a record naming its host in full is still read),
 ExternalDNS's ``--source`` flags (taken as the chart's defaults, Services and Ingresses) and private zones'
 VPC associations.
@@ -50,6 +52,7 @@ class Published:
     urn: str
     source: str  # how it is published, for the message
     region: str | None  # the cluster region whose ExternalDNS could act on it; None for AWS-side names
+    spec: bool = False  # a name under the spec's domain, whose zone tokenplane manages
 
 
 def fqdn(name: str) -> str:
@@ -67,6 +70,8 @@ def check(graph: Graph) -> Iterator[Finding]:
     for item in published:
         if any(covers(name, item.host) for name in recorded):
             continue
+        if not item.spec and not any(_within(item.host, zone) for zone in zones):
+            continue  # a zone outside the program (its id from config, a lookup) may hold the record: not seen
         if _external_dns_acts(graph, item, zones):
             continue
         where = f"in a zone the program creates or declares ({', '.join(sorted(zones))})" if zones else ""
@@ -84,7 +89,7 @@ def check(graph: Graph) -> Iterator[Finding]:
             "what serves it), or annotate what serves it with "
             f"{EXTERNAL_DNS_ANNOTATION} where ExternalDNS runs with that zone in its domainFilters",
         )
-    yield from _certificates(graph, recorded + [p.host for p in published])
+    yield from _certificates(graph, recorded + [p.host for p in published], zones)
 
 
 def _record_name(graph: Graph, record: RenderedResource) -> str:
@@ -127,7 +132,7 @@ def _published(graph: Graph) -> Iterator[Published]:
             for host in (fqdn(h) for h in gateway_hosts(graph.spec, region)):
                 if host not in seen:
                     seen.add(host)
-                    yield Published(host, urn, f"the spec's domain (the AI gateway of {region})", region)
+                    yield Published(host, urn, f"the spec's domain (the AI gateway of {region})", region, spec=True)
     for ingress in graph.kube(None, "Ingress"):
         where = f"Ingress {ingress.namespace}/{ingress.name}"
         hosts = {str(r.get("host")) for r in lookup(ingress.manifest, "spec.rules") or [] if r.get("host")}
@@ -153,10 +158,12 @@ def _names(certificate: RenderedResource) -> list[str]:
     return [fqdn(n) for n in listed if isinstance(n, str) and n.strip()]
 
 
-def _certificates(graph: Graph, names: list[str]) -> Iterator[Finding]:
+def _certificates(graph: Graph, names: list[str], zones: set[str]) -> Iterator[Finding]:
     """A wildcard certificate name that covers no name the program records or publishes serves no one."""
     for certificate in graph.of_type(CERTIFICATE):
         for name in (n for n in _names(certificate) if n.startswith("*.")):
+            if not any(_within(name[2:], zone) for zone in zones):
+                continue  # its names' records may be in a zone outside the program
             if any(covers(name, host) for host in names if not host.startswith("*.")):
                 continue
             if any(covers(name, host.replace("*", "x", 1)) for host in names if host.startswith("*.")):

@@ -13,6 +13,13 @@ takes the ARN from the CertificateValidation (which waits for ISSUED), the
 certificate names every host that routes to the region, and the zone holds a
 DNS validation record for its names.
 
+A public certificate on an internet-facing listener is logged to Certificate Transparency: Chrome and Apple's
+platforms refuse a publicly trusted certificate without SCTs, and ACM embeds none when the request opts out
+(``certificate_transparency_logging_preference = DISABLED``; ACM user guide, "Certificate Transparency logging":
+https://docs.aws.amazon.com/acm/latest/userguide/acm-concepts.html#concept-transparency; Chrome's CT policy,
+https://googlechrome.github.io/CertificateTransparency/ct_policy.html; Apple's, https://support.apple.com/en-us/103214).
+A private CA's certificate (``certificate_authority_arn``) is not publicly trusted and not judged.
+
 A CloudFront distribution's viewer certificate is the converse: CloudFront takes only an ACM certificate of
 us-east-1, whatever region the rest of the stack is in ("To use an ACM certificate with CloudFront, make sure you
 request (or import) the certificate in the US East (N. Virginia) Region (us-east-1)":
@@ -148,8 +155,21 @@ def _certificate(graph: Graph, service: KubeObject, where: str, region: str) -> 
         certificates += [graph.by_urn[u] for u in validation.dependencies if u in graph.by_urn]
     # Without a spec the program's own hosts are unknown: the certificate's names are the user's to check.
     needed = gateway_hosts(graph.spec, region) if graph.spec is not None else []
+    public = str((lookup(service.manifest, "metadata.annotations") or {}).get(PREFIX + "scheme")) == "internet-facing"
     for certificate in (c for c in certificates if c.type == CERTIFICATE):
         names = _names(certificate)
+        logging = lookup(certificate.inputs, "options.certificateTransparencyLoggingPreference")
+        if public and str(logging).upper() == "DISABLED" and not certificate.inputs.get("certificateAuthorityArn"):
+            yield Finding(
+                RULE,
+                certificate.urn,
+                f"{where} is internet-facing with certificate {certificate.name}, requested with certificate "
+                "transparency logging DISABLED: Chrome and Apple's platforms (Safari, URLSession apps) refuse a "
+                "public certificate without SCTs (NET::ERR_CERTIFICATE_TRANSPARENCY_REQUIRED), so those clients "
+                "cannot connect",
+                "drop options.certificate_transparency_logging_preference (ENABLED is the default) and request "
+                "the certificate again",
+            )
         missing = [host for host in needed if not any(covers(n, host) for n in names)]
         if missing:
             yield Finding(

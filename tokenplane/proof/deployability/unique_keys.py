@@ -29,7 +29,8 @@ other). The keys and the errors, from each service's API reference:
   succeeds and both resources then own, and delete, one bucket).
 - **Route 53** ``ChangeResourceRecordSets``: one record set per zone, name, type and set identifier; the provider
   sends CREATE (InvalidChangeBatch "Tried to create resource record set ... but it already exists") unless
-  ``allowOverwrite``, with which both succeed and the last written wins.
+  ``allowOverwrite``, with which both succeed and the last written wins (the same records written by both, as a
+  certificate's apex and wildcard validation entries are, make one record set: not reported).
 - **EC2** ``AssociateRouteTable``: a subnet has one route table association, and so has a gateway (an edge
   association); a second ``RouteTableAssociation`` of the subnet or gateway, to the same table or another, is
   refused with Resource.AlreadyAssociated ("the specified association for route table rtb-... conflicts with an
@@ -79,6 +80,8 @@ class Key:
     fix: str | None = None
     # Key parts that are not inputs of the resource (a mount target's zone is its subnet's): field -> reader.
     derived: tuple[tuple[str, Callable[[Graph, RenderedResource], str | None]], ...] = ()
+    # What the object holds: holders that overwrite one another with the same content write one object, not two.
+    content: tuple[str, ...] = ()
 
     @property
     def renamable(self) -> bool:
@@ -202,6 +205,7 @@ KEYS: dict[str, Key] = {
         "partition",
         case_insensitive=True,
         overwrite="allowOverwrite",
+        content=("records", "ttl", "aliases", "multivalueAnswerRoutingPolicy"),
     ),
 }
 
@@ -225,6 +229,8 @@ def check(graph: Graph) -> Iterator[Finding]:
             f"{field}={_shown(graph, field, value)}" for field, value in zip(key.fields, values, strict=True) if value
         )
         overwriting = key.overwrite is not None and all(r.inputs.get(key.overwrite) is True for r in others)
+        if overwriting and key.content and _same_content(resources, key.content):
+            continue  # e.g. a certificate's apex and wildcard validation entries: one record, UPSERTed twice alike
         outcome = (
             f"with {key.overwrite} each call succeeds and the last one written wins, flipping at every update"
             if overwriting
@@ -241,6 +247,22 @@ def check(graph: Graph) -> Iterator[Finding]:
                 else f"declare the {kind} once: drop {other.name}, or move its settings onto {first.name}"
                 + (" (or give one of them another name)" if key.renamable else ""),
             )
+
+
+def _same_content(resources: list[RenderedResource], fields: tuple[str, ...]) -> bool:
+    """Whether every holder writes the same known content (an unknown part could differ)."""
+    first = [resources[0].inputs.get(f) for f in fields]
+    if any(v is None for v in first) and all(v is None for v in first):
+        return False
+    return all(_known(v) for v in first) and all([r.inputs.get(f) for f in fields] == first for r in resources[1:])
+
+
+def _known(value: object) -> bool:
+    if isinstance(value, list):
+        return all(_known(v) for v in value)
+    if isinstance(value, dict):
+        return all(_known(v) for v in value.values())
+    return value is None or isinstance(value, str | int | float | bool)
 
 
 def _creation_order(graph: Graph, resources: list[RenderedResource]) -> list[RenderedResource]:
