@@ -396,3 +396,35 @@ def test_the_test_path_check_fires_on_a_moved_test(tmp_path: Path) -> None:
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / "Pulumi.yaml").write_text("description: checked by tests/deploy/test_gone.py\n")
     assert stale_test_paths(tmp_path) == ["examples/Pulumi.yaml names tests/deploy/test_gone.py"]
+
+
+def escaping_links(links: dict[str, str]) -> list[str]:
+    """Tracked symbolic links (path -> target) whose target is absolute or leads out of the repository.
+
+    A worktree's ``.venv``, linked to another checkout's, was once committed: merging it replaced that checkout's
+    virtual environment with a link to itself, and a clean clone's setup would have built its venv through the link.
+    The package's own links (``tokenplane/serving`` -> ``../serving``) stay inside.
+    """
+    out = []
+    for path, target in links.items():
+        inside = (Path("/repo") / path).parent.joinpath(target).resolve().is_relative_to("/repo")
+        if Path(target).is_absolute() or not inside:
+            out.append(path)
+    return out
+
+
+def test_no_tracked_symbolic_link_leaves_the_repository() -> None:
+    import os
+    import subprocess
+
+    listing = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=False).stdout
+    if not listing:
+        pytest.skip("not a git checkout")
+    paths = [line.split("\t", 1)[1] for line in listing.splitlines() if line.startswith("120000 ")]
+    assert paths, "the package's links to components/, serving/ and policies/ are tracked"
+    assert escaping_links({p: os.readlink(ROOT / p) for p in paths if (ROOT / p).is_symlink()}) == []
+
+
+def test_the_link_check_fires_on_a_venv_linked_elsewhere() -> None:
+    links = {"tokenplane/serving": "../serving", ".venv": "/work/main/.venv", "docs/x": "../../outside"}
+    assert escaping_links(links) == [".venv", "docs/x"]
