@@ -175,6 +175,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "target-exists",
         "api-validation",
         "topic-replication",
+        "priority-preempts-serving",
         "record-in-zone",
         "host-resolves",
         "zone-answers",

@@ -24,7 +24,13 @@ validateContainerResourceDivisor): its resource one of limits./requests. cpu, me
 limits.hugepages-/requests.hugepages- name ("Unsupported value": ``cpu`` alone, or an extended resource such as
 ``limits.nvidia.com/gpu``, is refused); its divisor, where given, 1m or 1 for cpu and 1, 1k-1E, 1Ki-1Ei for memory
 and ephemeral-storage. A divisor is compared by value (the server compares its canonical text, so "1024" for
-memory is refused there and not here): a miss, never a false finding.
+memory is refused there and not here): a miss, never a false finding. In a downwardAPI *volume* item (or a
+projected volume's downwardAPI source) the resourceFieldRef must also name its container: a volume belongs to the
+pod, not to one container, so ``if volume && len(fs.ContainerName) == 0`` answers
+``...resourceFieldRef.containerName: Required value`` (an env var's defaults to its own container;
+https://kubernetes.io/docs/concepts/workloads/pods/downward-api/#downwardapi-resourcefieldref). Only a missing or
+empty containerName is judged (a name that is no container of the pod is the kubelet's error at mount time, not the
+API server's); a containerName unknown at render time is not judged.
 """
 
 from __future__ import annotations
@@ -83,7 +89,7 @@ def check_volume_items(obj: KubeObject, at: str, items: Any) -> Iterator[Finding
         resource_ref = item.get("resourceFieldRef") if isinstance(item, dict) else None
         if isinstance(resource_ref, dict):
             where = f"{at}.items[{item.get('path')}].resourceFieldRef"
-            yield from _resource_field_ref(obj, where, resource_ref, "validateDownwardAPIVolumeFile")
+            yield from _resource_field_ref(obj, where, resource_ref, "validateDownwardAPIVolumeFile", volume=True)
         ref = item.get("fieldRef") if isinstance(item, dict) else None
         if isinstance(ref, dict):
             yield from _field_ref(
@@ -115,9 +121,20 @@ DIVISORS: dict[str, tuple[list[Decimal], str]] = {
 DIVISORS["ephemeral-storage"] = DIVISORS["memory"]
 
 
-def _resource_field_ref(obj: KubeObject, where: str, ref: Mapping[str, Any], source: str) -> Iterator[Finding]:
+def _resource_field_ref(
+    obj: KubeObject, where: str, ref: Mapping[str, Any], source: str, *, volume: bool = False
+) -> Iterator[Finding]:
     resource = ref.get("resource")
-    if isinstance(resource, str) and resource not in RESOURCE_FIELDS and not resource.startswith(RESOURCE_PREFIXES):
+    container = ref.get("containerName", "")
+    if volume and isinstance(container, str) and not container:
+        yield rejected(
+            obj,
+            f"has {where} {{resource: {resource!r}}} with no containerName",
+            f"{source}/validateContainerResourceFieldSelector: {where}.containerName: Required value",
+            "name the container whose limit or request the file reports (resourceFieldRef.containerName): a "
+            "downwardAPI volume belongs to the pod, so unlike an env var's it has no container of its own",
+        )
+    elif isinstance(resource, str) and resource not in RESOURCE_FIELDS and not resource.startswith(RESOURCE_PREFIXES):
         supported = ", ".join(f'"{r}"' for r in RESOURCE_FIELDS)
         text = f'resource: Unsupported value: "{resource}": supported values: {supported}'
         if not resource:

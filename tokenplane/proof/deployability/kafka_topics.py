@@ -6,6 +6,15 @@
 - A topic whose ``min.insync.replicas`` (its own config, else the cluster configuration's server properties, else
   Kafka's default 1) exceeds its replication factor is created, but every ``acks=all`` produce fails with
   NOT_ENOUGH_REPLICAS: tokenplane's producers (usage, audit, batch) write with acks=all, so nothing is recorded.
+- A topic whose ``min.insync.replicas`` equals its replication factor (2 or more) deploys and works while every
+  broker is up, then refuses every ``acks=all`` produce (NOT_ENOUGH_REPLICAS) as soon as one broker of a partition's
+  replicas is down: MSK's security patching, version upgrades and configuration updates restart the brokers one at
+  a time (a rolling update), so this happens on every maintenance. AWS's MSK best practices
+  (https://docs.aws.amazon.com/msk/latest/developerguide/bestpractices.html, "Build highly available clusters":
+  keep the replication factor at least min.insync.replicas + 1; a min.insync.replicas equal to the replication
+  factor blocks producing during a rolling update) and Kafka's topic config min.insync.replicas
+  (https://kafka.apache.org/documentation/#topicconfigs_min.insync.replicas). A topic of replication factor 1 is
+  not judged here (its partitions go offline with their one broker whatever min.insync.replicas says).
 The topics read are every ``aws:msk/topic:Topic`` in the graph (the program's own and tokenplane's Queues topics),
 each matched to the cluster its ``clusterArn`` comes from; a topic on a cluster the program does not create is not
 judged (its broker count is not in the graph).
@@ -82,4 +91,20 @@ def check(graph: Graph) -> Iterator[Finding]:
                 f"topic {name} has replication factor {factor} but min.insync.replicas {insync} (from {source}): "
                 "every acks=all produce fails with NOT_ENOUGH_REPLICAS, so nothing is written",
                 f"set the topic's min.insync.replicas to at most {factor}, or raise its replication factor",
+            )
+        elif insync == factor and factor >= 2:
+            source = "the topic's configs" if own is not None else f"cluster {cluster.name}'s server properties"
+            yield Finding(
+                RULE,
+                topic.urn,
+                f"topic {name} has min.insync.replicas {insync} (from {source}) equal to its replication factor "
+                f"{factor}: with any one of a partition's brokers down, as MSK's patching and updates take each "
+                "broker down in turn (a rolling update), every acks=all produce fails with NOT_ENOUGH_REPLICAS "
+                "until it returns (MSK best practices: replication factor at least min.insync.replicas + 1)",
+                f"set the topic's min.insync.replicas to {factor - 1}"
+                + (
+                    f", or raise its replication factor to {factor + 1} (the cluster has {brokers} brokers)"
+                    if factor < brokers
+                    else ""
+                ),
             )
