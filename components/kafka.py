@@ -27,6 +27,16 @@ unclean.leader.election.enable=false
 """
 
 
+def min_insync(replicas: int) -> int:
+    """A topic's min.insync.replicas: below its replication factor, so that acks=all writes survive one broker down.
+
+    More than the topic has refuses every acks=all produce (NotEnoughReplicas: the broker default 2 on a topic of
+    factor 1); as many as it has refuses them whenever one broker is out, and MSK patches brokers one at a time
+    (its best practices: replication factor at least min.insync.replicas + 1).
+    """
+    return max(1, min(MIN_INSYNC_REPLICAS, replicas - 1))
+
+
 @dataclass(frozen=True, kw_only=True)
 class KafkaArgs:
     """The environment (broker size), the private subnets it lives in (``Network.private``), topics and tags."""
@@ -114,9 +124,7 @@ class Kafka(Component):
                 configs=json.dumps(
                     {
                         "retention.ms": str(topic.retention_hours * 3_600_000),
-                        # Never more in-sync replicas than the topic has: with the broker default (2) a topic of
-                        # replication factor 1 refuses every acks=all produce (NotEnoughReplicas).
-                        "min.insync.replicas": str(min(MIN_INSYNC_REPLICAS, replicas)),
+                        "min.insync.replicas": str(min_insync(replicas)),
                     }
                 ),
                 opts=self.opts(),

@@ -191,3 +191,14 @@ def test_each_region_runs_an_otel_collector_behind_a_service(name: str, region: 
     service = named(k8s_objects(result, "Service", region), "otel-collector")
     selector = collector["spec"]["selector"]["matchLabels"]
     assert service["spec"]["selector"] == selector, f"{service['_urn']} does not select {collector['_urn']}'s pods"
+
+
+def test_a_topics_min_insync_replicas_stays_below_its_replication_factor() -> None:
+    from tokenplane.components.kafka import min_insync
+
+    assert [min_insync(r) for r in (1, 2, 3, 4, 5)] == [1, 1, 2, 2, 2]
+    for name in ("dev", "byteion"):
+        for topic in of_type(rendered(name), "aws:msk/topic:Topic"):
+            factor = int(topic.inputs["replicationFactor"])
+            insync = int(json.loads(topic.inputs["configs"])["min.insync.replicas"])
+            assert insync < factor or factor == 1, f"{topic.urn}: min.insync.replicas {insync} of {factor}"

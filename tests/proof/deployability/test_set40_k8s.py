@@ -2,8 +2,8 @@
 each planted in dev's render beside its correct twin: a downwardAPI volume's resourceFieldRef without containerName
 (api-validation), a PriorityClass above serving on serving's node groups (priority-preempts-serving) and an MSK
 topic whose min.insync.replicas equals its replication factor (topic-replication). The planted defects are of other
-resources and values than the held-out cases' (Deployments, StatefulSets and Jobs for the downward API; a CPU
-Deployment beside the gateways, a Job on the large pool, a bare Pod on the embed pool; replication factors 2 and 4,
+resources and values than the held-out cases' (Deployments, StatefulSets and Jobs for the downward API; a Job on
+the large pool, a bare Pod on the embed pool; replication factors 2 and 4,
 and one taken from the cluster's server properties)."""
 
 from __future__ import annotations
@@ -124,12 +124,6 @@ def _preempting(*extra: RenderedResource) -> list[str]:
 @pytest.mark.parametrize(
     ("cls", "workload", "says"),
     [
-        # a CPU reporter without a nodeSelector lands on the system group, beside the gateways
-        (
-            _class("reports", 500),
-            _workload("Deployment", "planted-reports", {"priorityClassName": "reports"}),
-            "gateway's priority 0, and may land on its node group dev-local-cluster-system",
-        ),
         (
             _class("finetune", 1.0, "PreemptLowerPriority"),
             _workload("Job", "planted-finetune", {"priorityClassName": "finetune", **_on_pool("large")}),
@@ -176,6 +170,8 @@ def test_a_global_default_class_above_serving_is_reported_for_pods_without_a_cla
         ((_class("sweeps", 0), _on_pool("small")), "equal to serving"),
         ((_class("sweeps", 1000), {"nodeSelector": {"tokenplane.io/pool": "small"}}), "no GPU toleration"),
         ((_class("sweeps", 1000), {"nodeSelector": {"tokenplane.io/node-role": "batch"}}), "no such node group"),
+        # a CPU workload on the system group beside the gateways: a preempted gateway pod is back in seconds
+        ((_class("sweeps", 500), {}), "beside the gateways only"),
     ],
 )
 def test_a_class_that_cannot_preempt_serving_is_not_reported(extra: tuple[Any, dict[str, Any]], why: str) -> None:
