@@ -16,8 +16,10 @@ a VPC's IPv4 CIDR among them) is never the value:
   render time (inline, RolePolicies, attached managed ones; AWS managed ones as moto records them), a statement of
   those that allows the same actions without such a condition is another grant, and nothing is reported;
 - a Deny statement whose only condition is ``NotIpAddress`` on ``aws:SourceIp`` with only private ranges matches
-  every request that carries the key: it denies its actions to every caller (a Deny with further conditions is
-  limited by them and is not judged).
+  every request: a public address is not in the ranges, and a negated operator is true where the key is absent (a
+  VPC endpoint's request: "If the policy condition requires that the key is not matched ... and the right key is not
+  present, the condition is true", reference_policies_elements_condition.html). It denies its actions to every
+  caller (a Deny with further conditions is limited by them and is not judged).
 
 Not judged: the ``...IfExists`` forms (true through a VPC endpoint, where the key is absent), ``ForAnyValue:``
 forms, a list with any public or unparseable value, values unknown at render time.
@@ -113,8 +115,8 @@ def check(graph: Graph) -> Iterator[Finding]:
                     resource.urn,
                     f"{resource.name} {where} denies {', '.join(listed) or 'its actions'} unless aws:SourceIp is in "
                     f"{_spelled(values, vpcs)}, a private range AWS never sees as aws:SourceIp (a NAT's or client's "
-                    "public IP is): the Deny matches every request that reaches AWS over the internet, and those "
-                    f"calls{_by(graph, resource)} are all denied (AccessDenied)",
+                    "public IP is, and through a VPC endpoint the key is absent, which makes NotIpAddress true): the Deny "
+                    f"matches every request, and every such call{_by(graph, resource)} is denied (AccessDenied)",
                     _fix(),
                 )
 
