@@ -214,6 +214,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "lb-subnets",
         "iam-name-exists",
         "condition-keys-apply",
+        "source-ip-can-match",
         "annotation-reader-installed",
         "iam-requested-region",
         "sns-filter-scope",

@@ -35,7 +35,13 @@ Each item converges (``pulumi up`` succeeds) and is still broken, so nothing els
   can send (every request is answered 401 while the gateway is Ready) and the provider a key it refuses. Judged
   only where every version of the secret the program writes is a JSON object known at render time
   (https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html: SecretString is the
-  text stored).
+  text stored);
+- binary keys: ``serving.secrets._read_aws`` uses only the ``SecretString`` of GetSecretValue's answer, and a version
+  stored with ``SecretBinary`` has none (GetSecretValue returns the one field the version was written with:
+  https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html), so a secret whose every
+  ``SecretVersion`` in the program sets ``secretBinary`` resolves to no key: the tenant can never sign in (the AI
+  gateway logs ``tenant ... has no API key``, serving.gateway.auth; with no other tenant's key /readyz answers 503),
+  the provider is unavailable. A version written outside the program (console, CLI) is not seen.
 
 It cannot see: policies whose JSON is unknown until apply (they are skipped, not passed), add-ons
 installed outside the program, and a runtime document that is unknown until apply (skipped, not passed).
@@ -82,6 +88,14 @@ _JSON_EFFECTS = {
         "the model gateway sends the whole SecretString as the provider's API key (serving.modelgw.config), which "
         "the provider refuses on every call"
     ),
+}
+# What each reader does with a secret that holds no SecretString (a SecretBinary version).
+_BINARY_EFFECTS = {
+    TENANT_KEY_RESOLVER: (
+        "the tenant has no key (serving.gateway.auth logs 'tenant ... has no API key') and can never sign in: every "
+        "request with its key is answered 401, and /readyz answers 503 while no tenant has a key"
+    ),
+    PROVIDER_KEY_RESOLVER: "the provider has no key and is marked unavailable for as long as the pod runs",
 }
 _READERS = {
     TENANT_KEY_RESOLVER: ("tenants", "the tenant has no key, /readyz answers 503 and the pods never become Ready"),
@@ -414,6 +428,19 @@ def _stored_keys(graph: Graph) -> Iterator[Finding]:
                     if not ref.startswith("aws-sm://") or (workload.urn, ref) in seen:
                         continue
                     seen.add((workload.urn, ref))
+                    binary = _binary_secret(graph, ref.removeprefix("aws-sm://"))
+                    if binary is not None:
+                        yield Finding(
+                            RULE,
+                            workload.urn,
+                            f"{workload.kind} {workload.namespace}/{workload.name} resolves {ref}, and the program "
+                            f"stores secret {binary.name}'s value as secretBinary only: the gateway reads the "
+                            "SecretString of GetSecretValue's answer (serving.secrets._read_aws), which a SecretBinary "
+                            f"version has not, so {_BINARY_EFFECTS[resolver]}",
+                            f"store the key as text: set secretString (not secretBinary) on {binary.name}'s "
+                            "SecretVersion (several keys: comma-separated)",
+                        )
+                        continue
                     found = _json_secret(graph, ref.removeprefix("aws-sm://"))
                     if found is None:
                         continue
@@ -427,6 +454,30 @@ def _stored_keys(graph: Graph) -> Iterator[Finding]:
                         f"store the key itself as {secret.name}'s secretString (several keys: comma-separated), not "
                         "a JSON object",
                     )
+
+
+def _versions(graph: Graph, secret: RenderedResource) -> list[RenderedResource]:
+    """The program's SecretVersions of ``secret``."""
+    return [
+        v for v in graph.of_type(SECRET_VERSION) if any(s.urn == secret.urn for s in graph.referenced(v, "secretId"))
+    ]
+
+
+def _binary_secret(graph: Graph, path: str) -> RenderedResource | None:
+    """The program's secret ``path`` names (by name or ARN) when every version the program writes of it stores
+    ``secretBinary`` and no ``secretString`` (a value unknown at render time still shows which field it sets)."""
+    secret = graph.by_physical_id.get(path) or graph.by_identifying_output.get(path)
+    if secret is None or secret.type != SECRET:
+        return None
+    versions = _versions(graph, secret)
+
+    def sets(version: RenderedResource, key: str) -> bool:
+        return version.secret_inputs.get(key, version.inputs.get(key)) is not None
+
+    binary = [
+        v for v in versions if sets(v, "secretBinary") and not (sets(v, "secretString") or sets(v, "secretStringWo"))
+    ]
+    return secret if versions and len(binary) == len(versions) else None
 
 
 def _json_secret(graph: Graph, path: str) -> tuple[RenderedResource, list[str]] | None:
