@@ -141,6 +141,17 @@ The provider's schema types every field, but the services check how fields go to
   and a cron expression or an interval, never both (``dlm_policies``,
   https://docs.aws.amazon.com/dlm/latest/APIReference/API_CreateRule.html).
 
+- **Kinesis** ``CreateStream`` and ``IncreaseStreamRetentionPeriod``/``DecreaseStreamRetentionPeriod``: a retention
+  period of 24 to 8,760 hours (https://docs.aws.amazon.com/streams/latest/dev/kinesis-extended-retention.html; the
+  provider refuses it at preview: hashicorp/terraform-provider-aws internal/service/kinesis/stream.go,
+  ``retention_period`` ``validation.IntBetween(24, 8760)``; cfn-lint's schema for ``AWS::Kinesis::Stream`` has a
+  minimum of 1, so ``cfn_types`` does not see it).
+- **S3** ``PutBucketAccelerateConfiguration`` (an ``aws.s3.BucketAccelerateConfiguration`` or a bucket's own
+  ``accelerationStatus``) Enabled on a bucket whose name holds a period: "S3 Transfer Acceleration is not supported for
+  buckets with periods (.) in their names" (InvalidRequest; S3 User Guide, "Configuring fast, secure file transfers
+  using Amazon S3 Transfer Acceleration", requirements: the bucket name must be DNS-compliant and must not contain
+  periods). Judged on names written in the program; an autonamed bucket's is not.
+
 A value unknown at render time (an output, a secret) is not judged.
 """
 
@@ -244,6 +255,12 @@ BATCH_LIMITS = {"sqs": 10_000, "kinesis": 10_000, "dynamodb": 10_000, "kafka": 1
 SQS_UNWINDOWED_BATCH = 10
 FIFO_BATCH = 10
 MAXIMUM_CONCURRENCY = (2, 1_000)  # an SQS mapping's ScalingConfig.MaximumConcurrency
+KINESIS_STREAM = "aws:kinesis/stream:Stream"
+S3_BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+S3_ACCELERATE = (
+    "aws:s3/bucketAccelerateConfiguration:BucketAccelerateConfiguration",
+    "aws:s3/bucketAccelerateConfigurationV2:BucketAccelerateConfigurationV2",
+)
 
 
 class Range(NamedTuple):
@@ -274,14 +291,22 @@ RANGES: dict[str, dict[str, Range]] = {
         "failureThreshold": Range("FailureThreshold", 1, 10, "checks"),
     },
     MAPPING: {"maximumBatchingWindowInSeconds": Range("MaximumBatchingWindowInSeconds", 0, 300, "s")},
+    KINESIS_STREAM: {"retentionPeriod": Range("RetentionPeriodHours", 24, 8_760, "hours")},
 }
-SERVICE_NAMES = {SQS_QUEUE: "SQS", SECRET: "Secrets Manager", HEALTH_CHECK: "Route 53", MAPPING: "Lambda"}
+SERVICE_NAMES = {
+    SQS_QUEUE: "SQS",
+    SECRET: "Secrets Manager",
+    HEALTH_CHECK: "Route 53",
+    MAPPING: "Lambda",
+    KINESIS_STREAM: "Kinesis",
+}
 # The error each service answers an out-of-range value with.
 RANGE_ERRORS = {
     SQS_QUEUE: "InvalidAttributeValue",
     SECRET: "the provider refuses it at preview, as DeleteSecret would",
     HEALTH_CHECK: "the provider refuses it at preview, as CreateHealthCheck would",
     MAPPING: "InvalidParameterValueException",
+    KINESIS_STREAM: "the provider refuses it at preview, and Kinesis's retention calls take",
 }
 # What EC2 takes in a VPC security group's name and description (CreateSecurityGroup).
 SECURITY_GROUP_TEXT = re.compile(r"^[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]{0,255}$")
@@ -329,6 +354,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from resolver_values.check(graph, RULE)
     for target_group in graph.of_type(TARGET_GROUP):
         yield from _health_timing(target_group)
+    yield from _dotted_acceleration(graph)
     for mapping in graph.of_type(MAPPING):
         yield from _batch_size(graph, mapping)
         yield from _maximum_concurrency(mapping)
@@ -408,6 +434,34 @@ def _batch_size(graph: Graph, mapping: RenderedResource) -> Iterator[Finding]:
             f"seconds must be greater than 0 if maximum batch size is greater than {SQS_UNWINDOWED_BATCH})",
             f"set maximum_batching_window_in_seconds to 1-300, or batch_size to {SQS_UNWINDOWED_BATCH} or fewer",
         )
+
+
+def _dotted_acceleration(graph: Graph) -> Iterator[Finding]:
+    """Transfer Acceleration Enabled on a bucket whose written-out name holds a period."""
+    enabled: list[tuple[RenderedResource, Any]] = []  # (the resource that enables it, the bucket's name)
+    for bucket in (b for typ in S3_BUCKETS for b in graph.of_type(typ)):
+        if bucket.inputs.get("accelerationStatus") == "Enabled":
+            enabled.append((bucket, bucket.inputs.get("bucket")))
+    for config in (c for typ in S3_ACCELERATE for c in graph.of_type(typ)):
+        if config.inputs.get("status") != "Enabled":
+            continue
+        urns = config.property_dependencies.get("bucket", [])
+        buckets = [graph.by_urn[u] for u in urns if u in graph.by_urn and graph.by_urn[u].type in S3_BUCKETS]
+        buckets = buckets or [b for b in graph.by_physical_ids(config.inputs.get("bucket")) if b.type in S3_BUCKETS]
+        if len(buckets) == 1:
+            enabled.append((config, buckets[0].inputs.get("bucket")))
+        elif not buckets and not urns:
+            enabled.append((config, config.inputs.get("bucket")))  # a bucket of another stack, by its name
+    for resource, name in enabled:
+        if isinstance(name, str) and "." in name:
+            yield _rejected(
+                resource,
+                "S3",
+                f"Transfer Acceleration (status Enabled) on bucket {name!r}, whose name holds a period "
+                "(InvalidRequest: S3 Transfer Acceleration is not supported for buckets with periods (.) in their "
+                "names); the bucket is created, the acceleration never is",
+                "name the bucket without periods (hyphens instead: DNS-compliant), or drop Transfer Acceleration",
+            )
 
 
 def _health_timing(target_group: RenderedResource) -> Iterator[Finding]:
