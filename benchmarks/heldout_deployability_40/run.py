@@ -44,5 +44,58 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
 }
 
+# Read after set 40's fixes (the tree the after-fixes run names); the blind reading stands for the rest.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "gateway_cert_validation_records_for_apex_and_wildcard": (
+        True,
+        "aws-unique-key: the apex's and the wildcard's one validation CNAME created twice without allow_overwrite",
+    ),
+    "gateway_cert_without_transparency_logging": (
+        True,
+        "tls-listener: a public certificate without CT logging on an internet-facing listener",
+    ),
+    "registry_report_policy_source_ip_vpc_cidr": (
+        True,
+        "source-ip-can-match: aws:SourceIp in the VPC's private CIDR, which AWS never sees",
+    ),
+    "batch_tenant_key_stored_as_secret_binary": (
+        True,
+        "platform-contract: the tenant key stored as secretBinary, which the gateway never reads",
+    ),
+    "registry_inventory_downward_api_volume_without_container_name": (
+        True,
+        "api-validation: a downwardAPI volume's resourceFieldRef.containerName is required",
+    ),
+    "eval_results_topic_min_insync_equal_to_replication": (
+        True,
+        "topic-replication: min.insync.replicas equal to the replication factor",
+    ),
+    "usage_stream_retention_twelve_hours": (True, "aws-api-values: Kinesis retention takes 24-8,760 hours"),
+    "usage_consumer_batch_failures_without_response_type": (
+        True,
+        "batch-item-failures-reported: the handler returns batchItemFailures without ReportBatchItemFailures",
+    ),
+    "usage_consumer_filter_on_top_level_field": (
+        True,
+        "event-filter-matches-records: a filter key at the top level of an SQS record, not under body",
+    ),
+    "usage_consumer_log_group_named_without_autoname_suffix": (
+        True,
+        "lambda-log-group-written: /aws/lambda/<logical name> of an autonamed function",
+    ),
+    "eval_sweeps_priority_class_above_serving": (
+        True,
+        "priority-preempts-serving: a class above the pools' priority on their GPU node group",
+    ),
+    "weights_edge_bucket_dotted_name_with_transfer_acceleration": (
+        True,
+        "aws-api-values: Transfer Acceleration on a bucket name with periods",
+    ),
+    "tenant_key_secret_created_under_its_existing_name": (
+        False,
+        "missed: that the secret exists beforehand is said only in a comment; a program may create a tenant's secret",
+    ),
+}
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 40, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 40, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
