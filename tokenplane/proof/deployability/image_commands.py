@@ -26,6 +26,16 @@ nginx's options are read as its ``ngx_get_options`` reads them (the last ``-g`` 
 fully known, one through a shell, one that does not start the server (``-t``, ``-T``, ``-v``, ``-V``, ``-h``,
 ``-s``), one with ``-c`` or ``-p`` (another config), a container with a volume at or above ``/etc/nginx/nginx.conf``
 (its config may say ``daemon off;``), a Job's pods (an exit 0 completes them), other images.
+
+``args`` without ``command`` are arguments to the image's ENTRYPOINT, not a program of their own (the notes above).
+Where that ENTRYPOINT is a program that takes a command of its own first (``image_files``' ``entrypoint_refusal``:
+the AWS CLI image's ``ENTRYPOINT ["/usr/local/bin/aws"]``, aws/aws-cli ``docker/Dockerfile``), ``args: ["sh", "-c",
+SCRIPT]`` runs ``aws sh -c SCRIPT``: the CLI's parser refuses ``sh`` (``aws: error: argument command: Invalid
+choice``, exit 252) and the script never runs; the container exits at once, a Job's pods fail until its
+backoffLimit, a Deployment's restart in CrashLoopBackOff. Judged where ``args[0]`` is a literal shell or a program
+path (``/...`` or ``./...``: no CLI command is named so), for every workload and init container; not judged for
+images whose ENTRYPOINT is not known, or is a wrapper that execs its arguments (the nginx and Envoy images'
+``docker-entrypoint.sh``).
 """
 
 from __future__ import annotations
@@ -78,6 +88,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                 if problem is not None:
                     yield _finding(workload, container, where, problem, effect)
     yield from _daemons(graph)
+    yield from _programs_as_arguments(graph)
 
 
 def _executions(container: dict[str, Any], image: ImageFiles) -> Iterator[tuple[str, list[str], str]]:
@@ -151,6 +162,45 @@ def _finding(workload: KubeObject, container: dict[str, Any], where: str, proble
         f"urllib.request; the serving image's entry points {', '.join(sorted(SERVING_MODULES))}), use an image "
         "that has the tool, or mount it from a volume",
     )
+
+
+def _programs_as_arguments(graph: Graph) -> Iterator[Finding]:
+    """Containers whose ``args`` (no ``command``) name a program that the image's ENTRYPOINT takes as a command
+    of its own and refuses."""
+    for workload in graph.pod_bearers():
+        pod = pod_template(workload).get("spec") or {}
+        once = (pod.get("restartPolicy") or "Always") != "Always"
+        for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+            image = files(str(container.get("image") or ""))
+            args = container.get("args")
+            if image is None or image.entrypoint_refusal is None or container.get("command"):
+                continue
+            if not isinstance(args, list) or not args or not isinstance(args[0], str):
+                continue
+            program = args[0]
+            if program not in SHELLS and not program.startswith(("/", "./")):
+                continue
+            argv = [*image.entrypoint, *(str(a) for a in args)]
+            given = [str(a) for a in args[:2]] + (["..."] if len(args) > 2 else [])
+            shown = " ".join(argv[: len(image.entrypoint) + 2]) + (
+                " ..." if len(argv) > len(image.entrypoint) + 2 else ""
+            )
+            effect = (
+                "every run fails (a Job fails once its backoffLimit is spent)"
+                if once
+                else "the kubelet restarts it in CrashLoopBackOff and the pod never turns Ready"
+            )
+            yield Finding(
+                RULE,
+                workload.urn,
+                f"container {container.get('name')} of {workload.kind} {workload.namespace}/{workload.name} runs "
+                f"{container.get('image')} with args {given} and no command: args are arguments to the "
+                f"image's ENTRYPOINT {list(image.entrypoint)}, so the container runs `{shown}`, and "
+                f"{image.entrypoint[0].rsplit('/', 1)[-1]} takes {program!r} as its command and refuses it "
+                f"({image.entrypoint_refusal}): what args name never runs, the container exits at once and {effect}",
+                f"put the program in command (command: {given}), "
+                "which replaces the ENTRYPOINT, or pass the ENTRYPOINT's own arguments in args",
+            )
 
 
 # nginx's command-line options (src/core/nginx.c, ngx_get_options): flags, and those that take a value (attached,

@@ -16,6 +16,13 @@ user. ``known_images`` says which image a container runs; this says what that im
 - a few third-party images whose USER and WORKDIR their Dockerfiles set (``THIRD_PARTY``): the official library
   images set no USER, so they run as root (their entrypoints drop privileges with gosu where they do), and
   Prometheus' images run as ``nobody``, a name the kubelet cannot verify.
+- the AWS CLI v2 image (Docker Hub ``amazon/aws-cli``, ECR Public ``aws-cli/aws-cli``), built from aws/aws-cli's
+  ``docker/Dockerfile``: Amazon Linux 2, no USER (it runs as root), ``WORKDIR /aws``, ``ENTRYPOINT
+  ["/usr/local/bin/aws"]`` and no CMD (https://github.com/aws/aws-cli/blob/v2/docker/Dockerfile;
+  https://docs.aws.amazon.com/cli/latest/userguide/getting-started-docker.html runs ``docker run ... amazon/aws-cli
+  s3 ls``: the arguments are the CLI's). Its ENTRYPOINT takes a command (a service name, ``help``, ``configure``)
+  before anything else, so ``args`` alone must start with one (``entrypoint_refusal``); its executables (Amazon
+  Linux's) are not judged.
 """
 
 from __future__ import annotations
@@ -84,6 +91,9 @@ class ImageFiles:
     system: frozenset[str] | None = None
     local: frozenset[str] = frozenset()
     cpython: bool = False  # CPython's versioned scripts in /usr/local/bin (``CPYTHON_LOCAL``)
+    # How the ENTRYPOINT refuses a first argument that names a program (a shell, a path) where it takes a command
+    # of its own first, not a program to exec; None where it is not known (or the ENTRYPOINT execs its arguments).
+    entrypoint_refusal: str | None = None
 
     def has(self, path: str) -> bool:
         """Whether the image has ``path`` (a bare name, looked up on PATH, or an absolute path); judge only images
@@ -111,6 +121,15 @@ VLLM = ImageFiles(
     entrypoint=("vllm", "serve"),
 )
 _ROOT = ImageFiles(user="root")
+# The AWS CLI image (aws/aws-cli, docker/Dockerfile): no USER, WORKDIR /aws, ENTRYPOINT ["/usr/local/bin/aws"]. The
+# CLI's parser takes its command first and exits 252 on any other word ("aws: error: argument command: Invalid
+# choice", https://docs.aws.amazon.com/cli/latest/topic/return-codes.html: 252, the command syntax was invalid).
+AWS_CLI = ImageFiles(
+    user="root",
+    workdir="/aws",
+    entrypoint=("/usr/local/bin/aws",),
+    entrypoint_refusal="aws: error: argument command: Invalid choice",
+)
 # Third-party images by repository (registry host and tag dropped, ``known_images.repository``): their
 # Dockerfiles on Docker Hub (docker-library/official-images, prometheus/*, qdrant/qdrant). qdrant/qdrant's
 # ``-unprivileged`` tags are another Dockerfile (USER 1000): ``files`` reads the tag.
@@ -147,6 +166,7 @@ THIRD_PARTY: dict[str, ImageFiles] = {
     "haproxy": ImageFiles(user="haproxy"),
     "curlimages/curl": ImageFiles(user="curl_user"),
     "qdrant/qdrant": ImageFiles(user="root", workdir="/qdrant", own_dirs=("/qdrant",)),
+    **{name: AWS_CLI for name in ("amazon/aws-cli", "aws-cli/aws-cli")},
 }
 QDRANT_UNPRIVILEGED = ImageFiles(user="1000", workdir="/qdrant", own_dirs=("/qdrant",))
 # Slim variants by repository: the Debian required set, and CPython for python's (docker-library/python's

@@ -11,7 +11,8 @@ The kubelet checks ``runAsNonRoot`` before it starts a container (``pkg/kubelet/
 
 Each leaves the pod in ``CreateContainerConfigError`` for ever. The first needs no image; the others are judged
 for the images whose USER the program knows (``image_files``: ours is 10001, vLLM's is root, and a few
-well-known third-party images': the official library images set none, Prometheus' is ``nobody``).
+well-known third-party images': the official library images set none, Prometheus' is ``nobody``, the AWS CLI
+image's Dockerfile (aws/aws-cli, ``docker/Dockerfile``) sets none, so it runs as root).
 """
 
 from __future__ import annotations
