@@ -57,7 +57,16 @@ the shell's, not an argument of the command, and is dropped. A ``cp``, ``mv`` or
 (``inventory-$(date +%F).txt``) needs it on every key it may take, the substitution a wildcard
 (``inventory-*.txt``): a Resource naming one day's key, or the prefix without ``/*``, does not cover it. Judged only
 where the bucket, secret or table is the program's own, the role is the program's and all its policies are known at
-render time (none AWS managed), and no bucket policy of the program's allows the action.
+render time, and no bucket policy of the program's allows the action.
+
+An AWS managed policy attached to the role (``managedPolicyArns``, a ``RolePolicyAttachment`` of
+``arn:aws:iam::aws:policy/NAME``) is read from the document AWS publishes for it, as moto (PyPI ``moto``, Apache-2.0,
+``moto/iam/aws_managed_policies.py``, generated from IAM ``ListPolicies --scope AWS`` and ``GetPolicyVersion``)
+records it: ``AmazonS3ReadOnlyAccess`` allows only ``s3:Get*``, ``s3:List*``, ``s3:Describe*`` and
+``s3-object-lambda:Get*``/``List*`` on ``*``, so an upload (``s3:PutObject``) under it is denied
+(https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonS3ReadOnlyAccess.html). A managed policy moto
+does not know (or moto not installed), or one with an Allow statement of ``NotAction``/``NotResource``
+(``PowerUserAccess``), may grant anything: nothing is judged for that role.
 
 It cannot see: commands in scripts the image holds, names built from variables it cannot resolve, other SDK
 calls, SCPs (which could only deny more), and boundaries known only at apply time.
@@ -84,8 +93,8 @@ from tokenplane.proof.deployability.iam_policy import (
     as_list,
     aws_managed_document,
     document,
-    known_documents,
     pod_roles,
+    role_grants,
     statements,
 )
 from tokenplane.proof.deployability.kms_keys import key_named
@@ -152,7 +161,7 @@ def _judge(graph: Graph, workload: KubeObject, container: str, command: str, nee
                     "admits what its policies grant",
                 )
             needs_here = [n for n in needs_here if n not in cut]
-        if (documents := known_documents(graph, role)) is None:
+        if (documents := _documents(graph, role)) is None:
             continue
         missing = [n for n in needs_here if not allows_on(documents, n.action, (n.arn,), objects=n.objects)]
         for need in missing:
@@ -166,6 +175,19 @@ def _judge(graph: Graph, workload: KubeObject, container: str, command: str, nee
                 "succeeds",
                 f"allow {need.action} on {on} in role {role.name}'s policy",
             )
+
+
+def _documents(graph: Graph, role: RenderedResource) -> list[Any] | None:
+    """The role's policy documents (inline, the program's managed policies, and the AWS managed ones as moto
+    records them) when every one is known and read here; None when one is known only at apply time, is an AWS
+    managed policy moto does not know, or has an Allow statement of NotAction or NotResource (not read)."""
+    documents = [d for _, d in role_grants(graph, role, aws_managed=True)]
+    for value in documents:
+        if document(value) is None:
+            return None
+        if any(s.get("Effect") == "Allow" and ("NotAction" in s or "NotResource" in s) for s in statements(value)):
+            return None
+    return documents
 
 
 def _boundary(graph: Graph, role: RenderedResource) -> tuple[str, list[Any]] | None:
@@ -223,8 +245,10 @@ def commands(container: dict[str, object]) -> Iterator[list[str]]:
             except ValueError:
                 continue  # an unbalanced quote across pieces: not read
     for line in lines:
-        words = [w for w in line if not re.fullmatch(r"\w+=\S*", w)] if line else []  # leading VAR=x assignments
-        while words and words[0] in _LEADING:  # a loop's body (`while true; do aws ...`), `exec aws ...`
+        words = list(line)
+        # A loop's body (`while true; do aws ...`), `exec aws ...`, and leading VAR=x assignments (only leading ones:
+        # `--grants read=uri=...` is an argument).
+        while words and (words[0] in _LEADING or re.fullmatch(r"\w+=\S*", words[0])):
             words = words[1:]
         if len(words) < 3 or words[0].rsplit("/", 1)[-1] != "aws":
             continue
@@ -435,8 +459,7 @@ def _on(graph: Graph, url: str, actions: tuple[str, ...], *, one: bool = False) 
         return  # a bucket named at run time: not read
     prefix = _SUBSTITUTION.sub("*", prefix)
     key = one and bool(prefix) and not prefix.endswith("/")  # the object's own ARN, not some object under it
-    bucket = next((b for b in graph.by_physical_ids(name) if b.type in BUCKETS), None)
-    bucket = bucket or next((b for t in BUCKETS for b in graph.of_type(t) if _name(b) == name), None)
+    bucket = bucket_named(graph, name)
     if bucket is None:
         return  # not the program's bucket: its policies are not in view
     for action in actions:
@@ -444,6 +467,12 @@ def _on(graph: Graph, url: str, actions: tuple[str, ...], *, one: bool = False) 
             yield Need(action, f"arn:aws:s3:::{name}", False, bucket)
         else:
             yield Need(action, f"arn:aws:s3:::{name}/{prefix}".rstrip("/"), not key, bucket)
+
+
+def bucket_named(graph: Graph, name: str) -> RenderedResource | None:
+    """The program's bucket named ``name`` (its physical ID or its ``bucket`` input), or None."""
+    bucket = next((b for b in graph.by_physical_ids(name) if b.type in BUCKETS), None)
+    return bucket or next((b for t in BUCKETS for b in graph.of_type(t) if _name(b) == name), None)
 
 
 def _name(bucket: RenderedResource) -> str:

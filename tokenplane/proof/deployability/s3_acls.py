@@ -20,6 +20,17 @@ program creates:
   (https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html); the configuration is
   accepted and no log is ever delivered.
 
+The same holds for the ACL an ``aws`` command of a container puts, read with ``aws_cli.commands`` (its script's
+variables resolved from the container's literal env): ``aws s3 cp|mv|sync --acl X`` (or ``--grants
+read=uri=...``) to an ``s3://`` destination, ``aws s3api put-object|copy-object|create-multipart-upload|
+put-object-acl|put-bucket-acl --bucket B --acl X`` (or ``--grant-read``/``--grant-full-control``/... naming a
+``uri=`` or ``emailaddress=`` grantee) into a bucket the program creates with ACLs disabled: the call fails with
+``AccessControlListNotSupported: The bucket does not allow ACLs`` after ``pulumi up`` succeeded, on every run
+(https://docs.aws.amazon.com/AmazonS3/latest/userguide/about-object-ownership.html, "Disabling ACLs": "a PUT
+request that includes an ACL other than bucket-owner-full-control or private fails";
+https://docs.aws.amazon.com/cli/latest/reference/s3/cp.html, ``--acl``). A bucket or ACL named with a variable not
+resolved from literal env values is not judged.
+
 It cannot see: buckets the program does not create (their ownership setting is not in the graph), an ACL's
 CanonicalUser grantee that is not the owner (the owner's canonical ID is not known offline), and policies put
 outside the program.
@@ -28,11 +39,14 @@ outside the program.
 from __future__ import annotations
 
 import fnmatch
+import re
+import shlex
 from collections.abc import Iterator
 from typing import Any
 
+from tokenplane.proof.deployability import aws_cli
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph
+from tokenplane.proof.deployability.graph import Graph, KubeObject
 from tokenplane.proof.deployability.iam_policy import as_list, statements
 from tokenplane.proof.render import RenderedResource, mock_outputs
 
@@ -64,6 +78,74 @@ def check(graph: Graph) -> Iterator[Finding]:
         granted = _grants_others(None, [g for g in grants if isinstance(g, dict)])
         for target in _buckets(graph, logging.inputs.get("targetBucket")) if granted else []:
             yield from _refused(graph, logging, target, f"target grants to {granted}")
+    yield from _commands_setting_acls(graph)
+
+
+def _commands_setting_acls(graph: Graph) -> Iterator[Finding]:
+    """A container's aws command putting an ACL that grants others on a bucket of the program with ACLs disabled."""
+    for workload in graph.pod_bearers():
+        pod = workload.pod_spec()
+        for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
+            for argv in aws_cli.commands(container):
+                found = _command_acl(graph, argv)
+                if found is None:
+                    continue
+                bucket, granted = found
+                if _acls_enabled(graph, bucket) is None:
+                    yield _command_refused(workload, str(container.get("name")), argv, bucket, granted)
+
+
+# The s3api operations that take an ACL (``--acl`` and the ``--grant-*`` flags) on the bucket ``--bucket`` names.
+S3API_ACL = frozenset({"put-object", "copy-object", "create-multipart-upload", "put-object-acl", "put-bucket-acl"})
+S3API_GRANTS = ("--grant-full-control", "--grant-read", "--grant-read-acp", "--grant-write", "--grant-write-acp")
+# An ACL grantee that is not the bucket owner: a group (uri=...) or an account by e-mail.
+_OTHER_GRANTEE = re.compile(r"(?:^|[=,])\s*(?:uri|emailaddress)=", re.IGNORECASE)
+
+
+def _command_acl(graph: Graph, argv: list[str]) -> tuple[RenderedResource, str] | None:
+    """The program's bucket an ``aws`` command puts an ACL on, and what the ACL grants beyond the owner; None when it
+    puts none that does, or the bucket is not the program's (or not known before it runs)."""
+    service, verb, rest = argv[1], argv[2], argv[3:]
+    if service == "s3" and verb in ("cp", "mv", "sync"):
+        paths = aws_cli.s3_paths(rest)
+        target = paths[1] if len(paths) > 1 else ""
+        if not target.startswith("s3://"):
+            return None  # a download: no ACL is put
+        name = target.removeprefix("s3://").split("/", 1)[0]
+        grants = [w for i, w in enumerate(rest) if i and rest[i - 1] == "--grants"] + [
+            w.split("=", 1)[1] for w in rest if w.startswith("--grants=")
+        ]
+    elif service == "s3api" and verb in S3API_ACL:
+        name = aws_cli.flag(rest, "--bucket") or ""
+        grants = [g for f in S3API_GRANTS if (g := aws_cli.flag(rest, f)) is not None]
+    else:
+        return None
+    canned = aws_cli.flag(rest, "--acl")
+    words = [w for w in [name, canned or "", *grants] if "\0" in w]
+    if words or not name:
+        return None  # named by a variable not resolved here
+    found = [str(canned)] if canned and canned not in OWNER_ONLY else []
+    found += [g for g in grants if _OTHER_GRANTEE.search(g)]
+    bucket = aws_cli.bucket_named(graph, name)
+    return (bucket, ", ".join(found)) if found and bucket is not None else None
+
+
+def _command_refused(
+    workload: KubeObject, container: str, argv: list[str], bucket: RenderedResource, granted: str
+) -> Finding:
+    command = re.sub("\0(\\w+)\0", r"$\1", shlex.join(argv))
+    return Finding(
+        RULE,
+        workload.urn,
+        f"{workload.kind} {workload.namespace}/{workload.name} container {container} runs `{command}`, which puts an "
+        f"ACL ({granted}) on bucket {bucket.name}, a bucket this program creates with Object Ownership "
+        "BucketOwnerEnforced (the default since April 2023: ACLs disabled) and nothing enabling ACLs: S3 refuses the "
+        "request with AccessControlListNotSupported (The bucket does not allow ACLs), so every run fails after "
+        "pulumi up succeeds",
+        "drop the ACL from the command (with ACLs disabled the bucket owner owns every object; grant readers with a "
+        "bucket policy), or use --acl bucket-owner-full-control; if ACLs are really needed, add a "
+        f"BucketOwnershipControls on {bucket.name} with object_ownership='BucketOwnerPreferred'",
+    )
 
 
 def check_log_delivery(graph: Graph) -> Iterator[Finding]:
