@@ -208,6 +208,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "average-value-reachable",
         "scaled-container",
         "keda-query-single",
+        "keda-cron-trigger",
         "range-spans-scrapes",
         "prometheus-rule-valid",
         "caa-allows-acm",

@@ -70,6 +70,8 @@ The provider's schema types every field, but the services check how fields go to
   most four wildcards per pattern, a ``countUnit`` with ``sinceImagePushed`` and none with ``imageCountMoreThan``
   (InvalidParameterException; ``ecr_lifecycle``,
   https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html).
+- **EKS** add-ons: ``resolveConflictsOnCreate`` NONE or OVERWRITE, ``resolveConflictsOnUpdate`` NONE, OVERWRITE or
+  PRESERVE (the provider's own validation at preview: ``eks_addon_values``).
 - **Route 53 Resolver** ``CreateResolverEndpoint``: at least two IP addresses (``resolver_values``).
 - **KMS** ``CreateAlias``: an alias name of ``alias/`` and then ``a-zA-Z0-9/_-``, at most 256 characters, never
   under ``alias/aws/``, the prefix reserved for AWS managed keys ("The alias name cannot begin with alias/aws/":
@@ -171,6 +173,7 @@ from tokenplane.proof.deployability import (
     dynamodb_indexes,
     ecr_lifecycle,
     efs_values,
+    eks_addon_values,
     event_patterns,
     event_targets,
     firehose_streams,
@@ -349,6 +352,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from cognito_values.check(graph, RULE)
     yield from firehose_streams.check(graph, RULE)
     yield from flow_logs.check(graph, RULE)
+    yield from eks_addon_values.check(graph, RULE)
     yield from lambda_environment.check(graph, RULE)
     yield from security_group_vpc.check(graph, RULE)
     yield from resolver_values.check(graph, RULE)

@@ -33,6 +33,11 @@ Sources (kubernetes/kubernetes, pkg/apis/core/validation/validation.go):
   (validateCSIVolumeSource: "Required value");
 - an ephemeral volume's ``volumeClaimTemplate.spec`` held to ValidatePersistentVolumeClaimSpec
   (validateEphemeralVolumeSource, ValidatePersistentVolumeClaimTemplate), by ``storage_validation.claim_spec``;
+- an ephemeral volume's ``volumeClaimTemplate.metadata`` with labels and annotations only
+  (ValidatePersistentVolumeClaimTemplate calls ValidateTemplateObjectMeta, whose allowedTemplateObjectMetaFields are
+  Annotations and Labels: any other ObjectMeta field set is "Forbidden: cannot be set"); the claim is always named
+  ``<pod>-<volume>`` (https://kubernetes.io/docs/concepts/storage/ephemeral-volumes/#persistentvolumeclaim-naming).
+  A field left empty or null (``creationTimestamp: null``) is Go's zero value and passes;
 - a downwardAPI file's fieldRef path (validateDownwardAPIVolumeFile) is ``downward_api_validation``'s.
 """
 
@@ -64,6 +69,12 @@ NAMED_SOURCES = (
     ("configMap", "name", "validateConfigMapVolumeSource"),
     ("persistentVolumeClaim", "claimName", "validatePersistentClaimVolumeSource"),
 )
+# ObjectMeta's fields other than labels and annotations, by their JSON names: a claim template may set none of them
+# (ValidateTemplateObjectMeta's allowedTemplateObjectMetaFields holds only Annotations and Labels).
+TEMPLATE_META_FORBIDDEN = (
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
+    "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences", "finalizers", "managedFields",
+)  # fmt: skip
 # supportedHostPathTypes (validateHostPathType), sorted as field.NotSupported lists them.
 HOST_PATH_TYPES = ("", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket")
 PROJECTIONS = ("secret", "configMap", "downwardAPI", "serviceAccountToken", "clusterTrustBundle", "podCertificate")
@@ -120,6 +131,8 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
         template = template.get("volumeClaimTemplate") if isinstance(template, dict) else None
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):
             yield from storage_validation.claim_spec(obj, f"{at}.ephemeral.volumeClaimTemplate.spec", template["spec"])
+        if isinstance(template, dict) and isinstance(template.get("metadata"), dict):
+            yield from _claim_template_meta(obj, f"{at}.ephemeral.volumeClaimTemplate.metadata", template["metadata"])
         for kind, field, function in NAMED_SOURCES:
             source = volume.get(kind)
             # Only an empty name is judged: the render leaves out a value unknown until apply (another object's
@@ -151,6 +164,27 @@ def check(obj: KubeObject, where: str, volumes: list[Mapping[str, Any]]) -> Iter
                         yield from downward_api_validation.check_volume_items(obj, where_part, part[kind].get("items"))
         if isinstance(sources, list):
             yield from _projection(obj, f"{at}.projected", [p for p in sources if isinstance(p, dict)])
+
+
+def _claim_template_meta(obj: KubeObject, at: str, metadata: Mapping[str, Any]) -> Iterator[Finding]:
+    """ValidateTemplateObjectMeta: a claim template's metadata holds labels and annotations, nothing else."""
+    for field in TEMPLATE_META_FORBIDDEN:
+        value = metadata.get(field)
+        if value in (None, "", 0, [], {}):
+            continue  # Go's zero value: validateFieldAllowList does not see it
+        named = field in ("name", "generateName")
+        yield rejected(
+            obj,
+            f"has {at}.{field} {value!r}",
+            f"ValidatePersistentVolumeClaimTemplate/ValidateTemplateObjectMeta: {at}.{field}: Forbidden: cannot be "
+            "set (a claim template's metadata may carry only labels and annotations)",
+            f"drop volumeClaimTemplate.metadata.{field}"
+            + (
+                ": the ephemeral claim is always named <pod name>-<volume name>, so name the volume instead"
+                if named
+                else " and keep only labels and annotations there"
+            ),
+        )
 
 
 def _network_sources(obj: KubeObject, at: str, volume: Mapping[str, Any]) -> Iterator[Finding]:
