@@ -290,7 +290,7 @@ class _Recorder:
 
     # pulumi.runtime.Mocks protocol
     def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
-        self.local.inputs = dict(args.inputs)
+        self.local.inputs = kubernetes_autoname(args.typ, args.name, dict(args.inputs))
         region = getattr(self.local, "region", None) or ""
         cloud = self.by_name.get(region, region if self.open_regions else "")
         provider = (args.provider or "").rsplit("::", 1)[0]
@@ -857,6 +857,31 @@ def _check(resources: list[RenderedResource], kubernetes_version: str) -> list[R
         if error:
             issues.append(RenderIssue("schema", r.urn, error))
     return issues
+
+
+AUTONAMED = "pulumi.com/autonamed"  # the annotation pulumi-kubernetes puts on an object it named
+
+
+def kubernetes_autoname(typ: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """A Kubernetes object without ``metadata.name`` or ``generateName`` named as pulumi-kubernetes names it.
+
+    The provider's Check assigns ``<resource name>-<8 hex>`` (``metadata.AssignNameIfAutonamable``:
+    ``resource.NewUniqueName(seed, urn.Name() + "-", 0, 0, nil)``) and annotates ``pulumi.com/autonamed: "true"``;
+    the name is then an input like any other, and ``.metadata.name`` reads it back. Without this a Service account
+    (or anything) named by Pulumi read as "" to every check and to the program's own references.
+    """
+    if not typ.startswith("kubernetes:") or typ.startswith(_NOT_OBJECTS) or is_patch_type(typ):
+        return inputs
+    if typ.rsplit(":", 1)[-1].endswith("List"):
+        return inputs
+    metadata = inputs.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, dict) else {}
+    if metadata.get("name") or metadata.get("generateName"):
+        return inputs
+    annotations = metadata.get("annotations")
+    metadata["name"] = f"{name}-{_h('k8s-autoname', typ, name, n=8)}"
+    metadata["annotations"] = {**(annotations if isinstance(annotations, dict) else {}), AUTONAMED: "true"}
+    return {**inputs, "metadata": metadata}
 
 
 def kubernetes_manifest(resource: RenderedResource) -> dict[str, Any]:

@@ -166,9 +166,9 @@ def _env_sources(workload: KubeObject) -> set[tuple[str, str, str]]:
 
 def _fixed(graph: Graph, workload: KubeObject, kind: str, name: str) -> KubeObject | None:
     """The program's ``kind`` named ``name`` in the workload's namespace when its name is written out (an
-    autonamed one has no ``metadata.name`` in its inputs)."""
+    autonamed one is renamed by every replacement, which rolls its readers)."""
     for source in graph.kube(workload.resource.region, kind):
-        if source.namespace == workload.namespace and source.manifest.get("metadata", {}).get("name") == name:
+        if source.namespace == workload.namespace and source.name == name and not source.autonamed:
             return source
     return None
 

@@ -10,6 +10,7 @@ from typing import Any
 from tokenplane.proof.deployability.assumptions import Assumptions
 from tokenplane.proof.deployability.findings import GraphDataMissing
 from tokenplane.proof.render import (
+    AUTONAMED,
     RenderedResource,
     RenderResult,
     cluster_security_group_id,
@@ -73,6 +74,12 @@ class KubeObject:
     @property
     def namespace(self) -> str:
         return str(self.manifest.get("metadata", {}).get("namespace", "default"))
+
+    @property
+    def autonamed(self) -> bool:
+        """Whether Pulumi named it (no name written in the program): a replacement then takes a new name."""
+        annotations = self.manifest.get("metadata", {}).get("annotations") or {}
+        return isinstance(annotations, dict) and str(annotations.get(AUTONAMED)) == "true"
 
     def pod_template(self) -> dict[str, Any]:
         """The pod template (``metadata`` and ``spec``) of any of ``POD_KINDS``: a CronJob's through its
