@@ -56,5 +56,42 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     "catalog_table_attribute_type_string": (True, "aws-resource-schema: AttributeType STRING is not B, N or S"),
 }
 
+# Read after set 41's fixes (the tree the after-fixes run names); the blind reading stands for the rest.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "registry_index_service_account_autonamed": (
+        True,
+        "service-account-trust: the trust's subject names registry-index, the account is the autonamed "
+        "eu-registry-index-sa-<hex> (the render now names unnamed Kubernetes objects as pulumi-kubernetes does)",
+    ),
+    "registry_index_role_with_s3_read_only_managed_policy": (
+        True,
+        "aws-cli-permissions: aws s3 cp needs s3:PutObject, which AmazonS3ReadOnlyAccess does not allow",
+    ),
+    "registry_index_non_root_without_user_on_root_image": (
+        True,
+        "run-as-user: runAsNonRoot without runAsUser on the AWS CLI image, which runs as root",
+    ),
+    "registry_index_upload_with_public_read_acl": (
+        True,
+        "s3-acls-disabled: aws s3 cp --acl public-read into a bucket with ACLs disabled",
+    ),
+    "registry_index_scratch_ephemeral_claim_named": (
+        True,
+        "api-validation: an ephemeral claim template's metadata.name cannot be set",
+    ),
+    "registry_index_shell_in_args_behind_aws_entrypoint": (
+        True,
+        "image-command: a shell in args behind the AWS CLI image's aws entrypoint",
+    ),
+    "model_catalog_cron_scaler_timezone_cest": (
+        True,
+        "keda-cron-trigger: CEST is no time zone Go's time.LoadLocation loads",
+    ),
+    "node_monitoring_addon_resolve_conflicts_on_create_preserve": (
+        True,
+        "aws-api-values: resolve_conflicts_on_create takes NONE or OVERWRITE",
+    ),
+}
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 41, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 41, JUDGEMENT, {"after-fixes": AFTER_FIXES}))
