@@ -812,6 +812,19 @@ def mock_call(token: str, args: dict[str, Any]) -> dict[str, Any]:
         if len(fields) == 6 and fields[5].startswith("assumed-role/"):
             issuer = f"arn:aws:iam::{fields[4]}:role/{fields[5].split('/')[1]}"
         return {"arn": arn, "issuerArn": issuer, "id": arn}
+    if token == "aws:secretsmanager/getSecretVersion:getSecretVersion":
+        # A secret the program reads exists and holds a string (what an unanswered lookup would make "" or None,
+        # and a check then reads as an empty key); its content is not known, so it is no value a check could judge.
+        secret = str(args.get("secretId") or "secret")
+        arn = secret if secret.startswith("arn:") else f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:{secret}"
+        return {
+            "secretId": secret,
+            "arn": arn,
+            "id": f"{secret}|AWSCURRENT",
+            "secretString": f"mock-secret-value-{_h('secret-version', secret, n=16)}",
+            "versionId": _h("secret-version-id", secret, n=32),
+            "versionStage": "AWSCURRENT",
+        }
     if token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
         return {
             "userName": "AWS",

@@ -194,6 +194,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "pod-owned",
         "cluster-ip-in-range",
         "access-mode-supported",
+        "claim-binds",
         "subnet-range",
         "vpc-cidr-block",
         "fargate-private-subnets",

@@ -6,8 +6,8 @@ multi-attach (ReadWriteMany) only for ``volumeMode: Block`` on io1/io2
 (https://github.com/kubernetes-sigs/aws-ebs-csi-driver/blob/master/docs/multi-attach.md). A ReadWriteMany or
 ReadOnlyMany filesystem claim on an EBS class stays Pending ("volume capabilities not supported") and so does every
 pod that mounts it. EFS (``efs.csi.aws.com``) provides every mode. The claims read: PVCs and StatefulSets'
-``volumeClaimTemplates``; a claim without a class, a class the program does not make (other than EKS's gp2), or a
-provisioner not listed here is not judged.
+``volumeClaimTemplates``; a claim without a class, a class the program does not make (other than EKS's gp2), a
+provisioner not listed here, or a claim that names its volume (``volumeName``: never provisioned) is not judged.
 
 The same rule holds a ReadWriteOnce EBS claim to the pods that mount it: the volume attaches to one node at a time
 and lives in one AZ (https://kubernetes.io/docs/concepts/storage/persistent-volumes/#access-modes: "mounted as
@@ -69,6 +69,8 @@ def check(graph: Graph) -> Iterator[Finding]:
                 claims.append((sts.urn, who, template.get("spec") or {}))
         yield from _shared(graph, region, provisioners)
         for urn, who, spec in claims:
+            if spec.get("volumeName"):
+                continue  # a claim that names its volume binds to it or waits (claim-binds): nothing is provisioned
             name = spec.get("storageClassName")
             provisioner = provisioners.get(str(name)) if name else None
             if provisioner is None or not (modes := _unsupported(spec, provisioner)):
