@@ -165,6 +165,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "iam-arn-exact",
         "s3-acls-disabled",
         "s3-log-delivery",
+        "cloudtrail-delivery",
         "lb-access-log-bucket",
         "s3-endpoint-admits",
         "read-only-root",

@@ -210,6 +210,38 @@ def allows_on(documents: list[Any], action: str, arns: tuple[str, ...], *, objec
     return False
 
 
+def conditions_hold(statement: dict[str, Any], context: dict[str, str]) -> bool:
+    """Whether the statement's Condition block can hold for a request carrying ``context`` (condition keys, any case,
+    to their values): only the String and Arn operators on keys in ``context`` are judged; any other operator or
+    key, a set operator (ForAnyValue:/ForAllValues:), or a value not known at render time counts as holding."""
+    block = statement.get("Condition")
+    if not isinstance(block, dict):
+        return True
+    known = {k.lower(): v for k, v in context.items()}
+    for operator, tests in block.items():
+        if not isinstance(operator, str) or not isinstance(tests, dict) or ":" in operator:
+            continue
+        base = operator.removesuffix("IfExists")
+        negated = "Not" in base
+        test = base.replace("Not", "")
+        if test not in {"StringEquals", "StringEqualsIgnoreCase", "StringLike", "ArnEquals", "ArnLike"}:
+            continue
+        for key, wanted in tests.items():
+            value = known.get(str(key).lower())
+            values = as_list(wanted)
+            if value is None or not values or not all(isinstance(w, str) for w in values):
+                continue
+            if test == "StringEquals":
+                matched = value in values
+            elif test == "StringEqualsIgnoreCase":
+                matched = value.lower() in [w.lower() for w in values]
+            else:  # StringLike, ArnEquals and ArnLike take * and ? wildcards
+                matched = any(fnmatch.fnmatchcase(value, w.replace("[", "[[]")) for w in values)
+            if matched == negated:
+                return False
+    return True
+
+
 def _names(pattern: str, arn: str, objects: bool) -> bool:
     if not objects:
         return fnmatch.fnmatchcase(arn, pattern)

@@ -189,7 +189,7 @@ def _from_pairs(
 
 
 def _encryption(graph: Graph, logging: Logging) -> Iterator[Finding]:
-    sse = _default_encryption(graph, logging.bucket)
+    sse = default_encryption(graph, logging.bucket)
     if sse is None:
         return
     algorithm, key_id = sse
@@ -325,7 +325,7 @@ def _policies(graph: Graph, bucket: RenderedResource) -> list[tuple[RenderedReso
     return found
 
 
-def _default_encryption(graph: Graph, bucket: RenderedResource) -> tuple[str, Any] | None:
+def default_encryption(graph: Graph, bucket: RenderedResource) -> tuple[str, Any] | None:
     """(algorithm, key ID) of the bucket's SSE-KMS default encryption, or None for SSE-S3 (S3's default since
     January 2023) or a value not known at render time."""
     defaults = []

@@ -18,7 +18,16 @@ program creates:
   ``s3:PutObject`` there. With ACLs off the log delivery group's ACL grant means nothing: "you must use a bucket
   policy to grant access to the logging service principal"
   (https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html); the configuration is
-  accepted and no log is ever delivered.
+  accepted and no log is ever delivered. A statement that would admit it counts only if its String/Arn conditions
+  hold for the service's request: ``aws:SourceArn`` the source (logged) bucket's ARN, ``aws:SourceAccount`` this
+  account (the same page, "Grant permissions to the logging service principal by using a bucket policy"); one
+  conditioned on another bucket (the log bucket's own ARN, say) or account admits nothing. Whatever the ACLs, it also
+  reports a target bucket whose default encryption is SSE-KMS or DSSE-KMS ("You can use default bucket encryption
+  on the destination bucket only if you use server-side encryption with Amazon S3 managed keys (SSE-S3)": logging
+  is accepted and no log arrives), and a target in another Region than the source bucket (PutBucketLogging: "All
+  logs are saved to buckets in the same Amazon Web Services Region as the source bucket",
+  https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketLogging.html; refused with
+  ``CrossLocationLoggingProhibitted``), Regions judged only where both are known at render time.
 
 The same holds for the ACL an ``aws`` command of a container puts, read with ``aws_cli.commands`` (its script's
 variables resolved from the container's literal env): ``aws s3 cp|mv|sync --acl X`` (or ``--grants
@@ -32,8 +41,9 @@ https://docs.aws.amazon.com/cli/latest/reference/s3/cp.html, ``--acl``). A bucke
 resolved from literal env values is not judged.
 
 It cannot see: buckets the program does not create (their ownership setting is not in the graph), an ACL's
-CanonicalUser grantee that is not the owner (the owner's canonical ID is not known offline), and policies put
-outside the program.
+CanonicalUser grantee that is not the owner (the owner's canonical ID is not known offline), policies and
+encryption put outside the program, and a ``BucketV2`` source's ARN in a condition (its mocked ARN is not AWS's
+form, so those conditions are not judged).
 """
 
 from __future__ import annotations
@@ -45,10 +55,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokenplane.proof.deployability import aws_cli
+from tokenplane.proof.deployability.aws_replay import known_cloud_region
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject
-from tokenplane.proof.deployability.iam_policy import as_list, statements
-from tokenplane.proof.render import RenderedResource, mock_outputs
+from tokenplane.proof.deployability.iam_policy import as_list, conditions_hold, statements
+from tokenplane.proof.deployability.lb_access_logs import default_encryption
+from tokenplane.proof.render import ACCOUNT_ID, RenderedResource, mock_outputs
 
 RULE = "s3-acls-disabled"
 LOG_DELIVERY = "s3-log-delivery"
@@ -150,10 +162,53 @@ def _command_refused(
 
 def check_log_delivery(graph: Graph) -> Iterator[Finding]:
     for logging, target, prefix in _log_targets(graph):
+        source, source_arn, source_region = _source(graph, logging)
+        target_region = _region(graph, target)
+        if source_region and target_region and source_region != target_region:
+            yield Finding(
+                LOG_DELIVERY,
+                logging.urn,
+                f"{logging.name} sends server access logs of bucket {source} (in {source_region}) to bucket "
+                f"{target.name}, made in {target_region}: S3 saves server access logs only to a bucket in the same "
+                "Region as the source bucket, and PutBucketLogging is refused with CrossLocationLoggingProhibitted "
+                "(Cross S3 location logging not allowed), so pulumi up fails",
+                f"send the logs to a log bucket in {source_region} (one log bucket per Region), made with that "
+                "Region's provider",
+            )
+            continue
+        sse = default_encryption(graph, target)
+        if sse is not None:
+            yield Finding(
+                LOG_DELIVERY,
+                logging.urn,
+                f"{logging.name} sends server access logs to bucket {target.name}, whose default encryption is "
+                f"{sse[0]} (SSE-KMS): server access logs are delivered only to a destination bucket with SSE-S3 "
+                "default encryption, SSE-KMS is not supported there; the logging configuration is accepted and no log "
+                "is ever delivered",
+                f"give {target.name} default encryption SSE-S3 (BucketServerSideEncryptionConfiguration "
+                "sse_algorithm='AES256'): a log bucket of its own, not a KMS-encrypted one",
+            )
+            continue
         if _acls_enabled(graph, target) is not None:
             continue  # ACLs on: the log delivery group's ACL grant may do
         arn = _arn(target)
-        if _policy_admits_logging(graph, target, f"{arn}/{prefix}"):
+        context = {"aws:SourceAccount": ACCOUNT_ID, **({"aws:SourceArn": source_arn} if source_arn else {})}
+        conditioned = _policy_admits_logging(graph, target, f"{arn}/{prefix}", context)
+        if conditioned is None:
+            continue
+        if conditioned:
+            yield Finding(
+                LOG_DELIVERY,
+                logging.urn,
+                f"{logging.name} sends server access logs of bucket {source} to bucket {target.name}, whose ACLs are "
+                f"disabled, and the only bucket policy statements letting {LOGGING_SERVICE} s3:PutObject on "
+                f"{arn}/{prefix}* ({', '.join(conditioned)}) have conditions the logging service's request does not "
+                f"meet: it writes with aws:SourceArn {source_arn or 'the source bucket ARN'} (the source bucket, not "
+                f"the log bucket) and aws:SourceAccount {ACCOUNT_ID}; every delivery is denied, and no log is ever "
+                "written",
+                f"condition the statement on aws:SourceArn {source_arn or 'the ARN of the bucket being logged'} (and "
+                "aws:SourceAccount this account)",
+            )
             continue
         yield Finding(
             LOG_DELIVERY,
@@ -166,6 +221,34 @@ def check_log_delivery(graph: Graph) -> Iterator[Finding]:
             f"on {arn}/{prefix}* (with aws:SourceArn the logged bucket and aws:SourceAccount this account), "
             "instead of an ACL grant",
         )
+
+
+def _source(graph: Graph, logging: RenderedResource) -> tuple[str, str | None, str | None]:
+    """(the logged bucket's name, its ARN, its Region) for a logging; the ARN and Region None where not known at
+    render time: the program's bucket's own, else the name given and the logging's provider Region."""
+    if logging.type in BUCKETS:
+        return logging.name, _source_arn(logging), _region(graph, logging)
+    value = logging.inputs.get("bucket")
+    found = _buckets(graph, value)
+    if found:
+        return found[0].name, _source_arn(found[0]), _region(graph, found[0])
+    name = value if isinstance(value, str) and value else None
+    return name or "(unknown)", f"arn:aws:s3:::{name}" if name else None, _region(graph, logging)
+
+
+def _source_arn(bucket: RenderedResource) -> str | None:
+    """The program's bucket's ARN as a rendered policy names it: a ``Bucket``'s mocked ``arn``; None for a
+    ``BucketV2``, whose mocked ARN is not the form AWS gives (its conditions are then not judged)."""
+    return _arn(bucket) if bucket.type == BUCKETS[0] else None
+
+
+def _region(graph: Graph, resource: RenderedResource) -> str | None:
+    """The Region a resource is made in: its own ``region`` input (provider v7), else its provider's; None where
+    unknown."""
+    if "region" in resource.inputs:
+        region = resource.inputs["region"]
+        return region if isinstance(region, str) and region else None
+    return known_cloud_region(graph, resource.region)
 
 
 def _refused(graph: Graph, setter: RenderedResource, bucket: RenderedResource, granted: str) -> Iterator[Finding]:
@@ -249,16 +332,20 @@ def _arn(bucket: RenderedResource) -> str:
     return str(mock_outputs(bucket.type, bucket.name, bucket.inputs, "")[1]["arn"])
 
 
-def _policy_admits_logging(graph: Graph, target: RenderedResource, key: str) -> bool:
-    """Whether a policy on ``target`` (a BucketPolicy or its own ``policy``) lets the logging service put ``key``
-    (a policy known only at apply time counts: it cannot be ruled out)."""
+def _policy_admits_logging(
+    graph: Graph, target: RenderedResource, key: str, context: dict[str, str]
+) -> list[str] | None:
+    """None when a policy on ``target`` (a BucketPolicy or its own ``policy``) lets the logging service put ``key``
+    for a request carrying ``context`` (a policy known only at apply time counts: it cannot be ruled out); else the
+    Sids of the statements that would, but for their conditions ([] when none)."""
     documents = [target.inputs.get("policy")] if target.inputs.get("policy") else []
     for policy in graph.of_type(BUCKET_POLICY):
         if any(b.urn == target.urn for b in _buckets(graph, policy.inputs.get("bucket"))):
             documents.append(policy.inputs.get("policy"))
+    conditioned: list[str] = []
     for document in documents:
         if not isinstance(document, str | dict):
-            return True
+            return None
         for statement in statements(document):
             principal = statement.get("Principal")
             services = principal.get("Service") if isinstance(principal, dict) else None
@@ -269,5 +356,7 @@ def _policy_admits_logging(graph: Graph, target: RenderedResource, key: str) -> 
             if any(fnmatch.fnmatchcase("s3:putobject", a) for a in actions) and any(
                 fnmatch.fnmatchcase(f"{key}x", r) or fnmatch.fnmatchcase(key, r) for r in resources
             ):
-                return True
-    return False
+                if conditions_hold(statement, context):
+                    return None
+                conditioned.append(str(statement.get("Sid") or "a statement without a Sid"))
+    return conditioned
