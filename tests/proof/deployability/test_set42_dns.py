@@ -153,6 +153,7 @@ def test_services_external_dns_publishes_stay_quiet() -> None:
     # Without ExternalDNS at all the finding is the old one, naming no flag.
     [finding] = found(plus(service(host, plain)))
     assert "--publish-internal-services" not in finding.message
+    assert finding.fix.count("create a Route 53 record") == 1, finding.fix
 
 
 # --- rds-values: a master password beside manage_master_user_password ------------------------------------------

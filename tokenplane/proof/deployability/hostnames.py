@@ -109,7 +109,6 @@ def check(graph: Graph) -> Iterator[Finding]:
             skipped[0][1]
             if skipped
             else f"create a Route 53 record for {item.host} {where or 'in its domain'}'s zone (an alias or CNAME to "
-            f"create a Route 53 record for {item.host} {where or 'in its domain'}'s zone (an alias or CNAME to "
             "what serves it), or annotate what serves it with "
             f"{EXTERNAL_DNS_ANNOTATION} where ExternalDNS runs with that zone in its domainFilters",
         )
