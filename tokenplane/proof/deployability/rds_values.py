@@ -42,6 +42,15 @@ automated backups, a certificate authority RDS no longer offers.
   https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_CreateDBCluster.html). Judged only where the render
   holds the literal: a secret (config ``require_secret``, Secrets Manager) is redacted and unseen, and with
   ``manage_master_user_password`` RDS picks it.
+- **A master password with ``manage_master_user_password``** (``aws.rds.Instance`` ``password``, ``aws.rds.Cluster``
+  ``masterPassword``, or their write-only ``*Wo``): RDS picks the password itself and keeps it in Secrets Manager, so
+  the two are exclusive. The provider's schema declares ``password`` ``ConflictsWith`` ``manage_master_user_password``
+  (terraform-provider-aws internal/service/rds/instance.go, cluster.go), and its check refuses the pair with
+  ``Conflicting configuration arguments: "password": conflicts with manage_master_user_password``
+  (hashicorp/terraform-provider-aws#32002); CreateDBInstance's ManageMasterUserPassword: "Can't manage the master
+  user password with AWS Secrets Manager if MasterUserPassword is specified"
+  (https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_CreateDBInstance.html). Judged where the password
+  is a value (a literal, a secret, a RandomPassword's result), not where it is known only at apply time.
 - **DB subnet group AZs** (``CreateDBSubnetGroup``): "A DB subnet group ... must have subnets in at least two
   Availability Zones", even for a Single-AZ instance, else DBSubnetGroupDoesNotCoverEnoughAZs "The DB subnet group
   doesn't meet Availability Zone (AZ) coverage requirement ... Add subnets to cover at least 2 AZs"
@@ -167,6 +176,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         for db in graph.of_type(typ):
             yield from _monitoring(db)
             yield from _ca_certificate(db)
+            yield from _managed_and_given_password(db)
             if typ == INSTANCE:
                 yield from _multi_az_zone(db)
                 yield from _replica_source_backups(graph, db)
@@ -266,6 +276,31 @@ def _password(db: RenderedResource, engine: str) -> Iterator[Finding]:
             'is not a valid password") and `pulumi up` fails there',
             f"set {key} to {low} to {high} printable ASCII characters without '/', '@', '\"' or space (regenerate it, "
             "e.g. random.RandomPassword with override_special), or set manage_master_user_password=True",
+        )
+
+
+def _managed_and_given_password(db: RenderedResource) -> Iterator[Finding]:
+    """manage_master_user_password has RDS pick the master password: a password given too is refused."""
+    if db.inputs.get("manageMasterUserPassword") is not True:
+        return
+    prefix = "password" if db.type == INSTANCE else "masterPassword"
+    for key in (prefix, f"{prefix}Wo"):
+        value = db.inputs.get(key)
+        if value == REDACTED:
+            value = db.secret_inputs.get(key)
+        if not isinstance(value, str) or not value:
+            continue  # unset, or known only at apply time
+        flag = "manage_master_user_password"
+        yield Finding(
+            RULE,
+            db.urn,
+            f"{db.name} sets both manageMasterUserPassword=True and {key}: with a managed master password RDS picks "
+            "the password and keeps it in Secrets Manager, so the provider refuses the pair (Conflicting "
+            f'configuration arguments: "{key}": conflicts with {flag}; {CREATE_CALL[db.type]} refuses '
+            "MasterUserPassword with ManageMasterUserPassword) and `pulumi up` fails there: the database is never "
+            "created",
+            f"drop {key} and let clients read the password from the secret RDS manages (masterUserSecrets[0]."
+            f"secretArn), or drop {flag} and keep the password yourself",
         )
 
 
