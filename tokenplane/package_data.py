@@ -69,6 +69,19 @@ CRD_SCHEMAS = {
         )
         for version in versions
     },
+    # Karpenter's (the karpenter chart 1.11.1's crds/, from aws/karpenter-provider-aws pkg/apis/crds/ at v1.11.1).
+    **{
+        (api_version, kind): DataFile(
+            "tokenplane.components",
+            f"schemas/karpenter-{kind.lower()}-v1.json",
+            f"the offline render validates {kind}s against the karpenter chart's CRD",
+        )
+        for api_version, kind in (
+            ("karpenter.sh/v1", "NodePool"),
+            ("karpenter.sh/v1", "NodeClaim"),
+            ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+        )
+    },
     # EKS's own: the VPC resource controller on the control plane installs this CRD on every cluster.
     ("vpcresources.k8s.aws/v1beta1", "SecurityGroupPolicy"): DataFile(
         "tokenplane.components",

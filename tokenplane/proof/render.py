@@ -59,6 +59,9 @@ CHART_CRD_GROUPS: dict[str, tuple[str, ...]] = {
     # (installCRDs, on by default: the chart's templates/crds/, built from external-secrets/external-secrets
     # config/crds/bases/).
     "external-secrets": ("external-secrets.io", "generators.external-secrets.io"),
+    # NodePool, NodeClaim, NodeOverlay and EC2NodeClass: the karpenter chart's crds/ (aws/karpenter-provider-aws
+    # pkg/apis/crds/); the chart is installed from oci://public.ecr.aws/karpenter/karpenter.
+    "karpenter": ("karpenter.sh", "karpenter.k8s.aws"),
 }
 # API group of a custom resource -> the chart that installs its CRDs: CHART_CRD_GROUPS read the other way.
 CRD_CHARTS = {group: chart for chart, groups in CHART_CRD_GROUPS.items() for group in groups}

@@ -34,21 +34,49 @@ https://repost.aws/knowledge-center/eks-worker-nodes-cluster) and of the roles
   nodes' ephemeral ports when the way out is a NAT or internet gateway (ACLs keep no state:
   https://docs.aws.amazon.com/vpc/latest/userguide/nacl-ephemeral-ports.html).
 
+Karpenter's nodes (an ``EC2NodeClass``, karpenter.k8s.aws/v1: https://karpenter.sh/docs/concepts/nodeclasses/),
+which no managed node group waits for, fail the same way after ``pulumi up`` has succeeded:
+
+- on a cluster whose ``accessConfig.authenticationMode`` is ``API``, EKS creates node access entries only for the
+  roles of managed node groups (and Fargate profiles); instances launched under another role (the class's ``role``,
+  or the role of its ``instanceProfile``) authenticate as an unknown principal, kubelet gets ``Unauthorized``, the
+  node never registers and Karpenter deletes each NodeClaim after its registration timeout and launches another
+  (https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html, type EC2_LINUX;
+  https://karpenter.sh/docs/troubleshooting/#node-notready). The fix is an ``aws.eks.AccessEntry`` of type
+  EC2_LINUX for the role, as Karpenter's getting-started creates; any access entry for the role is taken as one;
+- ``subnetSelectorTerms`` that select only by tags (no ``id``) which no subnet of the program carries (its own
+  ``tags``, the provider's ``defaultTags``, ``aws.ec2.Tag`` resources) resolve no subnet: the class's
+  SubnetsReady/Ready condition stays False and no node is ever launched
+  (https://karpenter.sh/docs/concepts/nodeclasses/#specsubnetselectorterms). Judged only where the program creates
+  every subnet of the cluster's VPC; a tag value ``*`` matches any value.
+
 It cannot see: roles, subnets, route tables and VPCs the program does not create (passed), transit gateways,
 peerings and proxies (unknown routes are passed), security groups the program does not create (passed), the NAT
-gateway's own subnet's ACL, and AMIs that bootstrap differently.
+gateway's own subnet's ACL, and AMIs that bootstrap differently; for Karpenter, clusters in ``API_AND_CONFIG_MAP``
+or ``CONFIG_MAP`` mode (an aws-auth mapping may be made outside the program), whether an access entry's type is the
+right one, tags added to subnets outside the program (or subnets of other VPCs it does not create), and
+``securityGroupSelectorTerms`` (EKS and controllers create and tag security groups the render does not show).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tokenplane.proof.deployability import nacls, vpc_routes
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import CLUSTER, NODE_GROUP, Graph, lookup
-from tokenplane.proof.deployability.iam_policy import AWS_MANAGED, allows, attached, role_documents, role_named, trusts
+from tokenplane.proof.deployability.graph import CLUSTER, NODE_GROUP, Graph, KubeObject, lookup
+from tokenplane.proof.deployability.iam_policy import (
+    AWS_MANAGED,
+    ROLE,
+    allows,
+    attached,
+    role_documents,
+    role_named,
+    trusts,
+)
 from tokenplane.proof.deployability.reachability import Region
 from tokenplane.proof.deployability.security_groups import network
 from tokenplane.proof.render import RenderedResource
@@ -58,6 +86,12 @@ ADDON = "aws:eks/addon:Addon"
 POD_IDENTITY = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 SUBNET = "aws:ec2/subnet:Subnet"
+TAG = "aws:ec2/tag:Tag"
+AWS_PROVIDER = "pulumi:providers:aws"
+INSTANCE_PROFILE = "aws:iam/instanceProfile:InstanceProfile"
+ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+EC2_NODE_CLASS = "EC2NodeClass"
+KARPENTER_AWS = "karpenter.k8s.aws"
 NODE_FAILURE = "NodeCreationFailure: Instances failed to join the kubernetes cluster"
 
 
@@ -105,6 +139,111 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _node_network(graph, group, clusters[0] if clusters else None)
         yield from _node_groups_security(graph, group, clusters[0] if clusters else None)
         yield from _acls_way_out(graph, group)
+    for node_class in graph.kube_objects:
+        if node_class.kind == EC2_NODE_CLASS and str(node_class.manifest.get("apiVersion", "")).startswith(
+            f"{KARPENTER_AWS}/"
+        ):
+            clusters = graph.of_type(CLUSTER, node_class.resource.region)
+            if len(clusters) == 1:  # several clusters in a region: which one Karpenter serves is its values'
+                yield from _karpenter_role(graph, node_class, clusters[0])
+                yield from _karpenter_subnets(graph, node_class, clusters[0])
+
+
+def _karpenter_role(graph: Graph, node_class: KubeObject, cluster: RenderedResource) -> Iterator[Finding]:
+    """An EC2NodeClass's node role with no access entry on a cluster that authenticates by access entries only."""
+    if lookup(cluster.inputs, "accessConfig.authenticationMode") != "API":
+        return
+    spec = node_class.manifest.get("spec") or {}
+    role: RenderedResource | None = None
+    if isinstance(spec.get("role"), str):
+        found = graph.by_physical_id.get(spec["role"].rsplit("/", 1)[-1])  # a name (the CRD's), or an ARN
+        role = found if found is not None and found.type == ROLE else None
+        via = f"role {spec['role']}"
+    elif isinstance(spec.get("instanceProfile"), str):
+        profile = graph.by_physical_id.get(spec["instanceProfile"])
+        roles = [r for r in graph.referenced(profile, "role") if r.type == ROLE] if profile is not None else []
+        role = roles[0] if profile is not None and profile.type == INSTANCE_PROFILE and roles else None
+        via = f"instance profile {spec['instanceProfile']}"
+    if role is None:
+        return  # a role the program does not create, or a value known only at apply time
+    managed = {
+        r.urn
+        for group in graph.of_type(NODE_GROUP, cluster.region)
+        if cluster in graph.referenced(group, "clusterName")
+        and (r := role_named(graph, group.inputs.get("nodeRoleArn"))) is not None
+    }
+    if role.urn in managed:
+        return  # EKS made its EC2_LINUX entry with the managed node group
+    for entry in graph.of_type(ACCESS_ENTRY, cluster.region):
+        principal = entry.inputs.get("principalArn")
+        if not isinstance(principal, str):
+            return  # an entry whose principal is known only at apply time may be this role's
+        named = role_named(graph, principal)
+        if named is not None and named.urn == role.urn:
+            return
+    yield Finding(
+        RULE,
+        node_class.urn,
+        f"EC2NodeClass {node_class.name} launches Karpenter's nodes under {via} (IAM role {role.name}), which has no "
+        f"EKS access entry on cluster {cluster.name}, whose authentication mode is API (EKS makes node entries only "
+        "for managed node groups' roles): kubelet gets Unauthorized, the nodes never register, and Karpenter "
+        "deletes each NodeClaim after its registration timeout and launches another",
+        f'add aws.eks.AccessEntry(cluster_name=<the cluster>, principal_arn=<{role.name}\'s ARN>, type="EC2_LINUX") '
+        "and make the EC2NodeClass depend on it (or give the class the managed node groups' role)",
+    )
+
+
+def _karpenter_subnets(graph: Graph, node_class: KubeObject, cluster: RenderedResource) -> Iterator[Finding]:
+    """An EC2NodeClass whose subnet selector terms (by tags only) match no subnet of the program."""
+    terms = lookup(node_class.manifest, "spec.subnetSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        return
+    if not all(isinstance(t, dict) and set(t) == {"tags"} and isinstance(t["tags"], dict) for t in terms):
+        return  # a term by id, or a value known only at apply time
+    cluster_subnets = _subnets(graph, cluster, lookup(cluster.inputs, "vpcConfig.subnetIds"))
+    if cluster_subnets is None or any(vpc_routes.vpc_of(graph, s) is None for s in cluster_subnets):
+        return  # subnets or a VPC the program does not create: tags made elsewhere are unseen
+    subnets = graph.of_type(SUBNET, cluster.region)
+    tags = {s.urn: _subnet_tags(graph, s) for s in subnets}
+    if any(t is None for t in tags.values()):
+        return
+    wanted = [{str(k): v for k, v in t["tags"].items()} for t in terms]
+    if any(not isinstance(v, str) for term in wanted for v in term.values()):
+        return
+    for subnet_tags in tags.values():
+        assert subnet_tags is not None
+        if any(all(k in subnet_tags and v in ("*", subnet_tags[k]) for k, v in term.items()) for term in wanted):
+            return
+    shown = " or ".join("{" + ", ".join(f"{k}={v}" for k, v in term.items()) + "}" for term in wanted)
+    yield Finding(
+        RULE,
+        node_class.urn,
+        f"EC2NodeClass {node_class.name} selects subnets by tags {shown}, which no subnet carries (the cluster's "
+        f"VPC's subnets are all the program's, and none is tagged so): the class resolves no subnet, its "
+        "SubnetsReady/Ready condition stays False, and Karpenter never launches a node for pending pods",
+        "select subnets by tags the program's subnets carry (or by id), or add the tag to the private subnets "
+        "(e.g. karpenter.sh/discovery=<cluster name> in their tags)",
+    )
+
+
+def _subnet_tags(graph: Graph, subnet: RenderedResource) -> dict[str, str] | None:
+    """A subnet's tags as AWS will hold them: the provider's defaultTags, its own, and aws.ec2.Tag resources on it;
+    None when any is known only at apply time."""
+    out: dict[str, str] = {}
+    for provider in graph.of_type(AWS_PROVIDER):
+        if subnet.provider and subnet.provider.startswith(provider.urn):
+            defaults = provider.inputs.get("defaultTags")
+            if isinstance(defaults, str):
+                try:
+                    defaults = json.loads(defaults)
+                except json.JSONDecodeError:
+                    return None
+            out.update(lookup(defaults, "tags") or {} if isinstance(defaults, dict) else {})
+    out.update(subnet.inputs.get("tags") or {})
+    for tag in graph.of_type(TAG, subnet.region):
+        if subnet in graph.referenced(tag, "resourceId"):
+            out[str(tag.inputs.get("key"))] = tag.inputs.get("value")  # type: ignore[assignment]
+    return out if all(isinstance(v, str) for v in out.values()) else None
 
 
 def _missing(graph: Graph, role: RenderedResource, needed: Needed) -> bool:

@@ -30,7 +30,7 @@ def check_crd_order(graph: Graph) -> Iterator[Finding]:
         for obj in _custom_resources(graph, region):
             group = str(obj.manifest.get("apiVersion", "")).split("/", 1)[0]
             chart = CRD_CHARTS[group]
-            providers = {r.urn for r in releases if r.inputs.get("chart") == chart}
+            providers = {r.urn for r in releases if _chart_name(r.inputs.get("chart")) == chart}
             if not providers & _after(graph, obj.urn):
                 yield Finding(
                     CRD_ORDER,
@@ -57,6 +57,14 @@ def check_cluster_ready(graph: Graph) -> Iterator[Finding]:
                     "and Pulumi's await runs out",
                     "make it depend on the cluster's system node group",
                 )
+
+
+def _chart_name(chart: object) -> str | None:
+    """A release's chart by name: an OCI reference (``oci://public.ecr.aws/karpenter/karpenter``) names its chart
+    by its last path segment (https://helm.sh/docs/topics/registries/)."""
+    if not isinstance(chart, str):
+        return None
+    return chart.rsplit("/", 1)[-1] if chart.startswith("oci://") else chart
 
 
 def _named(obj: KubeObject) -> str:
