@@ -49,5 +49,64 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
 }
 
+# Read after set 42's fixes (the tree the after-fixes run names); the blind reading stands for the rest.
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "weights_s3_claim_on_gp3_class": (
+        True,
+        "claim-binds: the claim's class gp3-encrypted does not match the static volume's '': never bound",
+    ),
+    "karpenter_nodepool_node_class_ref_name_only": (
+        True,
+        "render/schema (Karpenter's v1 CRDs): nodeClassRef requires group and kind",
+    ),
+    "karpenter_node_class_without_ami_selector_terms": (
+        True,
+        "render/schema (Karpenter's v1 CRDs): amiSelectorTerms is required",
+    ),
+    "karpenter_subnets_by_discovery_tag": (True, "nodes-join: the subnet selector's tags are on no subnet"),
+    "karpenter_nodes_own_role_without_access_entry": (
+        True,
+        "nodes-join: the NodeClass's role has no access entry on an API-mode cluster",
+    ),
+    "evals_db_managed_password_with_explicit_password": (
+        True,
+        "rds-values: manage_master_user_password with a password is refused",
+    ),
+    "registry_access_logs_into_sse_kms_bucket": (True, "s3-log-delivery: an SSE-KMS target gets no access logs"),
+    "registry_access_logs_to_us_east_1_bucket": (
+        True,
+        "s3-log-delivery: a target in another region (CrossLocationLoggingProhibitted)",
+    ),
+    "registry_access_logs_policy_source_arn_of_log_bucket": (
+        True,
+        "s3-log-delivery: the grant's aws:SourceArn names the log bucket, not the source",
+    ),
+    "internal_dns_external_dns_public_zone_type": (
+        True,
+        "host-resolves: --aws-zone-type=public drops the program's private zone",
+    ),
+    "internal_dns_qdrant_service_cluster_ip": (
+        True,
+        "host-resolves: a ClusterIP Service without --publish-internal-services",
+    ),
+    "audit_trail_bucket_policy_tls_only": (
+        True,
+        "cloudtrail-delivery: the bucket policy grants CloudTrail nothing (InsufficientS3BucketPolicyException)",
+    ),
+    "audit_trail_write_grant_without_key_prefix": (
+        True,
+        "cloudtrail-delivery: the PutObject grant misses the prefix's AWSLogs path",
+    ),
+    "audit_trail_log_group_arn_without_stream_wildcard": (
+        True,
+        "cloudtrail-delivery: a log group ARN without :*",
+    ),
+    "evals_db_password_copied_into_kube_secret": (
+        False,
+        "missed: the render keeps no invoke's arguments, so a value read from the RDS-managed secret cannot be traced "
+        "to it",
+    ),
+}
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 42, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 42, JUDGEMENT, {"after-fixes": AFTER_FIXES}))

@@ -817,14 +817,18 @@ def mock_call(token: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"arn": arn, "issuerArn": issuer, "id": arn}
     if token == "aws:secretsmanager/getSecretVersion:getSecretVersion":
         # A secret the program reads exists and holds a string (what an unanswered lookup would make "" or None,
-        # and a check then reads as an empty key); its content is not known, so it is no value a check could judge.
+        # and a check then reads as an empty key); its content is not known. It is a JSON object of a username and
+        # a password, the shape RDS-managed and most database secrets hold, so that a program that parses it runs;
+        # a program that reads it as text gets a non-empty string.
         secret = str(args.get("secretId") or "secret")
         arn = secret if secret.startswith("arn:") else f"arn:aws:secretsmanager:us-east-1:{ACCOUNT_ID}:secret:{secret}"
         return {
             "secretId": secret,
             "arn": arn,
             "id": f"{secret}|AWSCURRENT",
-            "secretString": f"mock-secret-value-{_h('secret-version', secret, n=16)}",
+            "secretString": json.dumps(
+                {"username": "mock-user", "password": f"mock-secret-value-{_h('secret-version', secret, n=16)}"}
+            ),
             "versionId": _h("secret-version-id", secret, n=32),
             "versionStage": "AWSCURRENT",
         }

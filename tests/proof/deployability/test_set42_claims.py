@@ -5,6 +5,7 @@ built from it is not taken for an empty key."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -97,5 +98,5 @@ def test_a_claim_that_names_its_volume_is_not_judged_as_provisioned() -> None:
 def test_a_looked_up_secret_reads_as_a_string_of_its_own() -> None:
     first = mock_call("aws:secretsmanager/getSecretVersion:getSecretVersion", {"secretId": "acme/prompts/deploy-key"})
     other = mock_call("aws:secretsmanager/getSecretVersion:getSecretVersion", {"secretId": "acme/other"})
-    assert first["secretString"] and first["secretString"] != other["secretString"]
+    assert json.loads(first["secretString"])["password"] and first["secretString"] != other["secretString"]
     assert first["arn"].endswith(":secret:acme/prompts/deploy-key")
