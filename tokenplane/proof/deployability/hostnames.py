@@ -44,6 +44,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tokenplane.proof.deployability.aws_cli import flag
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import CLUSTER, Graph, lookup
 from tokenplane.proof.deployability.prerequisites import gateway_hosts
@@ -245,13 +246,11 @@ def _flags(values: dict[str, Any]) -> dict[str, str | bool | None] | None:
         raw = [f"--{k.lstrip('-')}" if v is True or v == "" else f"--{k.lstrip('-')}={v}" for k, v in raw.items()]
     if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
         return None
-    out: dict[str, str | bool | None] = {ZONE_TYPE: None, PUBLISH_INTERNAL: False}
-    for i, arg in enumerate(raw):
+    zone_type = flag([a.strip() for a in raw], ZONE_TYPE)
+    out: dict[str, str | bool | None] = {ZONE_TYPE: (zone_type or "").strip().lower() or None, PUBLISH_INTERNAL: False}
+    for arg in raw:
         name, _, value = arg.strip().partition("=")
-        if name == ZONE_TYPE:
-            value = value if "=" in arg else (raw[i + 1] if i + 1 < len(raw) else "")
-            out[ZONE_TYPE] = value.strip().lower() or None
-        elif name == PUBLISH_INTERNAL:
+        if name == PUBLISH_INTERNAL:
             out[PUBLISH_INTERNAL] = value.strip().lower() not in ("false", "0")
         elif name == f"--no-{PUBLISH_INTERNAL[2:]}":
             out[PUBLISH_INTERNAL] = False

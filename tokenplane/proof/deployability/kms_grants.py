@@ -59,6 +59,7 @@ from tokenplane.proof.deployability.iam_policy import (
     as_list,
     attached,
     aws_managed_document,
+    conditions_hold,
     document,
     pod_roles,
     role_documents,
@@ -262,28 +263,10 @@ def _iam_grants(documents: list[Any], action: str, key_arns: tuple[str, ...], vi
         for statement in allowing(value, action):
             resources = [r for r in as_list(statement.get("Resource")) if isinstance(r, str)]
             if any(fnmatch.fnmatchcase(arn, r) for r in resources for arn in key_arns) and (
-                via is None or _via_admits(statement, via)
+                via is None or conditions_hold(statement, {"kms:ViaService": via})
             ):
                 return True
     return False
-
-
-def _via_admits(statement: dict[str, Any], via: str) -> bool:
-    """False only where the statement's condition on ``kms:ViaService`` is known and does not admit ``via``."""
-    condition = statement.get("Condition")
-    for operator, block in (condition if isinstance(condition, dict) else {}).items():
-        for key, raw in (block if isinstance(block, dict) else {}).items():
-            values = [v for v in as_list(raw) if isinstance(v, str)]
-            if str(key).lower() != "kms:viaservice" or not values:
-                continue  # another key, or values known only at apply time: taken as met
-            op = str(operator).lower().split(":")[-1].removesuffix("ifexists")
-            equal = via in values if op == "stringequals" else via.lower() in {v.lower() for v in values}
-            like = any(fnmatch.fnmatchcase(via, v) for v in values)
-            if (op in ("stringequals", "stringequalsignorecase") and not equal) or (op == "stringlike" and not like):
-                return False
-            if (op in ("stringnotequals", "stringnotequalsignorecase") and equal) or (op == "stringnotlike" and like):
-                return False
-    return True
 
 
 def _delegates_to_iam(key: RenderedResource, action: str) -> bool:

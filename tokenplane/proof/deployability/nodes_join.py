@@ -204,14 +204,14 @@ def _karpenter_subnets(graph: Graph, node_class: KubeObject, cluster: RenderedRe
     if cluster_subnets is None or any(vpc_routes.vpc_of(graph, s) is None for s in cluster_subnets):
         return  # subnets or a VPC the program does not create: tags made elsewhere are unseen
     subnets = graph.of_type(SUBNET, cluster.region)
-    tags = {s.urn: _subnet_tags(graph, s) for s in subnets}
-    if any(t is None for t in tags.values()):
+    read = [_subnet_tags(graph, s) for s in subnets]
+    known = [t for t in read if t is not None]
+    if len(known) < len(read):
         return
     wanted = [{str(k): v for k, v in t["tags"].items()} for t in terms]
     if any(not isinstance(v, str) for term in wanted for v in term.values()):
         return
-    for subnet_tags in tags.values():
-        assert subnet_tags is not None
+    for subnet_tags in known:
         if any(all(k in subnet_tags and v in ("*", subnet_tags[k]) for k, v in term.items()) for term in wanted):
             return
     shown = " or ".join("{" + ", ".join(f"{k}={v}" for k, v in term.items()) + "}" for term in wanted)

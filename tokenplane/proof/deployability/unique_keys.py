@@ -252,7 +252,7 @@ def check(graph: Graph) -> Iterator[Finding]:
 def _same_content(resources: list[RenderedResource], fields: tuple[str, ...]) -> bool:
     """Whether every holder writes the same known content (an unknown part could differ)."""
     first = [resources[0].inputs.get(f) for f in fields]
-    if any(v is None for v in first) and all(v is None for v in first):
+    if all(v is None for v in first):
         return False
     return all(_known(v) for v in first) and all([r.inputs.get(f) for f in fields] == first for r in resources[1:])
 
