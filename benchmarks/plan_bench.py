@@ -9,6 +9,12 @@ Cases, each a fresh process, interleaved round by round so that machine noise hi
 - on byteion, warm: ``--json``, the ``tokenplane`` console script instead of ``python -m tokenplane``,
   and the same plan without bytecode caches (``PYTHONDONTWRITEBYTECODE`` with an empty
   ``PYTHONPYCACHEPREFIX``: every module compiled on every run, the standard library's too);
+- on byteion, cold: ``--jobs 1`` (the pools sized in one process: the baseline of the forked workers,
+  ``tokenplane.model.plan_workers``);
+- on byteion, cold and warm, from the built wheel installed in a venv (``uv build``, ``uv pip install
+  --compile-bytecode``; its dependencies are this environment's, through a ``.pth`` file): the shape
+  that ships. The checkout's editable install resolves every ``tokenplane`` import through
+  setuptools' editable finder, which a user's install does not;
 - without ``--capacity-only``: the full plan (render under Pulumi's mocks, validate every object).
 
 Each case's CPU seconds (user + system, from the child's rusage) are reported beside its wall time,
@@ -45,6 +51,9 @@ STACKS = ("byteion", "dev", "minimal")
 CAPACITY_TARGET_S = 0.5
 FULL_TARGET_S = 5.0
 BARE = "python -c pass"
+JOBS_ONE = "byteion, cold cache, --jobs 1"
+WHEEL_COLD = "byteion, cold cache, installed wheel"
+WHEEL_WARM = "byteion, warm cache, installed wheel"
 
 ENV = BYTECODE_ENV  # bytecode cached, as a normal install has it
 
@@ -98,7 +107,36 @@ def _breakdown(spec: Path, cache_dir: str) -> list[tuple[str, float]]:
     return [(name, statistics.median(r[i] for r in runs)) for i, name in enumerate(_PHASES)]
 
 
-def _cases(warm_dirs: dict[str, str], no_pyc_dir: str, full: bool) -> dict[str, tuple[list[str], dict[str, str]]]:
+def _installed_wheel(scratch: Path) -> Path:
+    """The ``tokenplane`` script of the built wheel, installed (bytecode compiled, as pip does) in a venv of its own.
+
+    Its dependencies are this environment's, put on its path by a ``.pth`` file: the same versions,
+    without a second install of them.
+    """
+    import sysconfig
+
+    def uv(*args: str) -> None:
+        subprocess.run([sys.executable, "-m", "uv", *args], check=True, capture_output=True, text=True)
+
+    uv("build", "--wheel", "--quiet", "--out-dir", str(scratch / "dist"), str(ROOT))
+    venv = scratch / "venv"
+    uv("venv", "--quiet", "--python", sys.executable, str(venv))
+    python = venv / "bin" / "python"
+    wheel = next((scratch / "dist").glob("*.whl"))
+    uv("pip", "install", "--quiet", "--no-deps", "--compile-bytecode", "--python", str(python), str(wheel))
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(purelib, "tokenplane-bench-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    return venv / "bin" / "tokenplane"
+
+
+def _cases(
+    warm_dirs: dict[str, str], no_pyc_dir: str, full: bool, wheel_script: Path
+) -> dict[str, tuple[list[str], dict[str, str]]]:
     """Each case's argv and environment; a cold case's cache folder is replaced before each run (``_fresh``)."""
     tp = [sys.executable, "-m", "tokenplane"]
     script = str(Path(sys.executable).with_name("tokenplane"))
@@ -113,6 +151,12 @@ def _cases(warm_dirs: dict[str, str], no_pyc_dir: str, full: bool) -> dict[str, 
     cases["byteion, warm, `tokenplane` script"] = ([script, *byteion], warm)
     no_pyc = warm | {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": no_pyc_dir}
     cases["byteion, warm, no bytecode cache"] = ([*tp, *byteion], no_pyc)
+    cases[JOBS_ONE] = ([*tp, *byteion, "--jobs", "1"], ENV | {"TOKENPLANE_CACHE_DIR": "<fresh>"})
+    # A console script's path starts at its own folder, not the working one: only the installed package imports.
+    installed = [str(wheel_script), *byteion]
+    user = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
+    cases[WHEEL_COLD] = (installed, user | {"TOKENPLANE_CACHE_DIR": "<fresh>"})
+    cases[WHEEL_WARM] = (installed, user | {"TOKENPLANE_CACHE_DIR": warm_dirs["byteion"]})
     if full:
         cases["byteion, full plan (render + validate)"] = ([*tp, "plan", "stacks/byteion.yaml"], warm)
     return cases
@@ -128,7 +172,7 @@ def run(runs: int, *, full: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tokenplane-plan-bench-") as scratch:
         warm_dirs = {stack: str(Path(scratch) / f"warm-{stack}") for stack in STACKS}
         no_pyc_dir = str(Path(scratch) / "no-pycache")  # stays empty: nothing is written under DONTWRITEBYTECODE
-        cases = _cases(warm_dirs, no_pyc_dir, full)
+        cases = _cases(warm_dirs, no_pyc_dir, full, _installed_wheel(Path(scratch)))
         for argv, env in cases.values():  # warm-up: bytecode caches, the OS page cache, the warm pricing caches
             _time(argv, _fresh(env, scratch))
         load_before = os.getloadavg()
@@ -183,13 +227,23 @@ def lines(r: dict[str, Any]) -> list[str]:
             f"| {c['case']} | {wall['median']:.2f} | {_range(wall)} | {cpu['median']:.2f} | {_range(cpu)} | "
             f"{wall['median'] / bare['wall_s']['median']:.1f} |"
         )
-    warm = next(c for c in r["cases"] if c["case"] == "byteion, warm cache")
-    verdict = "meets" if warm["wall_s"]["median"] < r["capacity_target_s"] else "misses"
+    by_name = {c["case"]: c for c in r["cases"]}
+    out.append("")
+    for name in (WHEEL_COLD, WHEEL_WARM, "byteion, cold cache", "byteion, warm cache"):
+        case = by_name[name]
+        verdict = "meets" if case["wall_s"]["median"] < r["capacity_target_s"] else "misses"
+        out.append(
+            f"- {name}: {case['wall_s']['median']:.2f} s wall, median (min {case['wall_s']['min']:.2f}; {verdict} the "
+            f"{r['capacity_target_s']} s target at this load), {case['cpu_s']['median']:.2f} CPU s "
+            f"(min {case['cpu_s']['min']:.2f})."
+        )
+    one, cold = by_name[JOBS_ONE], by_name["byteion, cold cache"]
     out += [
         "",
-        f"byteion, warm: {warm['wall_s']['median']:.2f} s wall, median (min {warm['wall_s']['min']:.2f}; {verdict} the "
-        f"{r['capacity_target_s']} s target at this load), {warm['cpu_s']['median']:.2f} CPU s "
-        f"(min {warm['cpu_s']['min']:.2f}).",
+        f"The pools sized in forked workers (one per core) against one process (`--jobs 1`), both a first plan: "
+        f"{cold['wall_s']['median']:.2f} s against {one['wall_s']['median']:.2f} s wall, median "
+        f"({one['wall_s']['median'] / cold['wall_s']['median']:.2f}x), for {cold['cpu_s']['median']:.2f} CPU s "
+        f"against {one['cpu_s']['median']:.2f}.",
         "",
         "Where one warm byteion capacity plan's CPU goes (in process, fresh interpreter, median of three):",
         "",

@@ -20,8 +20,9 @@ from tokenplane.load import load_spec, load_spec_text
 from tokenplane.model import capacity as cap
 from tokenplane.model import planner as planner_module
 from tokenplane.model import pool_performance
+from tokenplane.model.backlog_chains import CHAINS, READ_ARRIVALS
 from tokenplane.model.planner import Plan, plan
-from tokenplane.model.pool_performance import CHAINS, READ_ARRIVALS, ReplicaPerformance, class_mix
+from tokenplane.model.pool_performance import ReplicaPerformance, class_mix
 from tokenplane.model.scheduling import priority_levels, serves_several_levels
 from tokenplane.model.traffic import route
 from tokenplane.pool_model import PoolTiming, timing

@@ -94,6 +94,15 @@ def plan(
             metavar=FLAG,
         ),
     ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            help="Size the pools in N processes (default: the cores this process may use; the same plan either way)",
+        ),
+    ] = None,
 ) -> None:
     """Size every pool of SPEC and render its Pulumi graph offline. Exits 1 on any violation or render error.
 
@@ -112,6 +121,7 @@ def plan(
     from tokenplane.commands.progress import step
     from tokenplane.errors import SpecError
     from tokenplane.load import load_spec
+    from tokenplane.model.plan_workers import available_cpus
     from tokenplane.model.planner import plan as make_plan
     from tokenplane.model.pricing_cache import PricingCache, default_dir
 
@@ -122,7 +132,11 @@ def plan(
         _fail(str(e))
     cache_dir = default_dir()
     with step(f"sizing {len(platform.pools)} pool(s)"):
-        result = make_plan(platform, cache=PricingCache(cache_dir) if cache_dir is not None else None)
+        result = make_plan(
+            platform,
+            cache=PricingCache(cache_dir) if cache_dir is not None else None,
+            workers=available_cpus() if jobs is None else jobs,
+        )
     checked = None
     if verify:
         from tokenplane.sim.verify import verify as verify_plan

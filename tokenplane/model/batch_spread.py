@@ -161,4 +161,4 @@ def step_shift(kv_share_sd: float, prefill_share: float, prefill_share_sd: float
 
 
 def _erf(x: F64) -> F64:
-    return np.vectorize(math.erf, otypes=[np.float64])(x)  # type: ignore[no-any-return]
+    return np.fromiter(map(math.erf, x.tolist()), np.float64, len(x))

@@ -15,13 +15,14 @@ with headroom, and each class's share of requests within its TTFT SLO at its
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tokenplane.catalog import GIB
 from tokenplane.model import capacity as cap
 from tokenplane.model.admission import shed_at_peak
+from tokenplane.model.plan_workers import share_out
 from tokenplane.model.platform_attainment import ClassOverPlatform, PoolAttainments, over_platform
 from tokenplane.model.pool_performance import Health, ReplicaPerformance, class_mix, for_pool
 from tokenplane.model.pricing_cache import PricingCache
@@ -52,8 +53,6 @@ from tokenplane.spec import PlatformSpec, Pool, Priority, Region, WorkloadClass
 # pools are nearer the model: within 0.12 points on every class of dev, minimal and byteion's SLO-bound pools.
 PLANNED_MISS_SHARE = 0.5
 MISS_FLOOR = 1e-12  # a class with no modelled miss: its log distance to the target stays finite for the search
-
-PlanProgress = Callable[[int, int, str], None]  # (pools sized, pools in all, the last one as region/pool)
 
 
 def sizing_target(slo_attainment: float) -> float:
@@ -178,28 +177,28 @@ class Plan:
         }
 
 
-def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, progress: PlanProgress | None = None) -> Plan:
+def plan(spec: PlatformSpec, *, cache: PricingCache | None = None, workers: int = 1) -> Plan:
     """Size every (region, pool) of the spec and list what does not hold.
 
     ``cache``: where the pool model keeps its TTFT pricings between runs (the same numbers, read
-    back); ``progress``: told ``(done, total, "region/pool")`` after each pool is sized.
+    back); ``workers``: processes that size the pools (``plan_workers``: forked, the same plan).
     """
     traffic = route(spec)
-    total = sum(len(r.pools) for r in spec.regions)
     result = Plan(spec.platform.name, [], traffic.spills, budget_usd_per_hour=spec.budget.max_usd_per_hour)
     timings: dict[str, PoolTiming] = {}  # a pool's iteration costs are the same in every region it runs in
-    for region in spec.regions:
-        for placement in region.pools:
-            load = traffic.loads[(region.name, placement.pool)]
-            pool = spec.pool(placement.pool)
-            if pool.name not in timings:
-                timings[pool.name] = timing(spec, pool)
-            pool_plan, problems, warnings = _plan_pool(spec, region, pool, load.per_class, timings[pool.name], cache)
-            result.pools.append(pool_plan)
-            if progress is not None:
-                progress(len(result.pools), total, f"{region.name}/{pool.name}")
-            result.violations.extend(problems)
-            result.warnings.extend(warnings)
+
+    def size(region: Region, name: str) -> tuple[PoolPlan, list[PlanViolation], list[PlanViolation]]:
+        pool = spec.pool(name)
+        if pool.name not in timings:
+            timings[pool.name] = timing(spec, pool)
+        return _plan_pool(spec, region, pool, traffic.loads[(region.name, name)].per_class, timings[pool.name], cache)
+
+    placed = [(region, placement.pool) for region in spec.regions for placement in region.pools]
+    sized = share_out([functools.partial(size, region, name) for region, name in placed], workers)
+    for pool_plan, problems, warnings in sized:
+        result.pools.append(pool_plan)
+        result.violations.extend(problems)
+        result.warnings.extend(warnings)
     for miss in traffic.unrouted:
         result.violations.append(
             PlanViolation(
@@ -347,13 +346,17 @@ def _plan_pool(
     where = f"pool {pool.name} in {region.name}"
     mu = perf.saturation_rps() if perf is not None else 0.0
     slots = round(perf.concurrency()) if perf is not None else pool.engine.max_num_seqs
+    start = _search_start(perf, lam, pool, placement.min_replicas) if perf is not None else None
+    if perf is not None and lam > 0:  # the two counts every search asks first, priced together
+        first = [(lam / placement.max_replicas, placement.max_replicas)]
+        perf.prefetch(first + ([(lam / start, start)] if start is not None else []))
     at_max = (
         perf.health(lam / placement.max_replicas, replicas=placement.max_replicas)
         if perf is not None and lam > 0
         else None
     )
     needed = (
-        _replicas_needed(perf, lam, pool, placement.min_replicas, placement.max_replicas)
+        _replicas_needed(perf, lam, placement.min_replicas, placement.max_replicas, start)
         if perf is not None
         else placement.min_replicas
     )
@@ -584,28 +587,36 @@ def _predictions(
     return preds
 
 
-def _replicas_needed(perf: ReplicaPerformance, lam: float, pool: Pool, floor: int, priced: int) -> int:
+def _replicas_needed(perf: ReplicaPerformance, lam: float, floor: int, priced: int, start: int | None) -> int:
     """Fewest replicas within the utilization target, the KV and slot headroom, and every class's attainment.
 
     When even an idle replica misses a class's target (its prompts alone prefill too slowly),
     more replicas cannot help: the answer is then the fewest that meet everything else.
     ``priced``: a count whose health the caller has already asked for (the pool's ``max_replicas``),
-    tried first as the upper end of the search: it is free.
+    tried first as the upper end of the search: it is free. ``start``: ``_search_start``'s answer.
     """
     if lam <= 0:
         return floor
-    target = pool.autoscaling.target_utilization
-    mu = perf.saturation_rps()
-    if mu <= 0:
+    if start is None:
         return MAX_REPLICAS_SEARCHED
-    n = max(floor, 1, math.ceil(lam / (mu * target)))
+    return first_meeting(lambda count: _standing(perf.health(lam / count, replicas=count)), start, priced)
+
+
+def _search_start(perf: ReplicaPerformance, lam: float, pool: Pool, floor: int) -> int | None:
+    """The fewest replicas within the utilization target and the KV and slot headroom: where the TTFT search starts.
+
+    None when there is no search: no traffic, or a replica that completes nothing.
+    """
+    mu = perf.saturation_rps()
+    if lam <= 0 or mu <= 0:
+        return None
+    n = max(floor, 1, math.ceil(lam / (mu * pool.autoscaling.target_utilization)))
 
     def fits(count: int) -> bool:  # the fluid conditions: cheap, no TTFT distribution
         op, kv_ok, slots_ok = perf.headroom(lam / count)
         return op.feasible and kv_ok and slots_ok
 
-    n = first_holding(fits, n)
-    return first_meeting(lambda count: _standing(perf.health(lam / count, replicas=count)), n, priced)
+    return first_holding(fits, n)
 
 
 def _standing(health: Health) -> tuple[bool, float]:

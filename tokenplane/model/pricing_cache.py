@@ -17,10 +17,10 @@ every plan number is unchanged. Only the CLI passes a cache in; the library comp
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
@@ -37,7 +37,7 @@ PRUNE_EVERY = 64  # writes between two counts of the folder (listing it costs a 
 SCHEMA = 1  # of the stored payload; bumped when its shape changes
 # The modules whose code computes a cached answer (``_ttft`` and the fluid bisection): a change to any of them
 # must miss the old entries. ``preemption`` is priced after the cache, on every plan.
-PRICED_SOURCES = ("pool_performance.py", "kv_stall.py", "batch_spread.py")
+PRICED_SOURCES = ("pool_performance.py", "backlog_chains.py", "kv_stall.py", "batch_spread.py")
 
 
 @cache
@@ -100,6 +100,10 @@ class PricingCache:
             self._prints[id(x)] = held
         return held[1]
 
+    def holds(self, key: str) -> bool:
+        """Whether an answer for ``key`` is stored (``get_or_compute`` would read it, not compute it)."""
+        return (self.folder / f"{key}.json").is_file()
+
     def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
         """The stored answer for ``key``, or ``compute()``'s, stored (a cache that cannot be written is skipped)."""
         path = self.folder / f"{key}.json"
@@ -116,14 +120,19 @@ class PricingCache:
         return answer
 
     def _store(self, path: Path, answer: Any) -> None:
+        # Written aside and renamed into place: a concurrent plan reads a whole answer or none. The aside name is this
+        # process's own (``plan_workers`` forks writers that may answer the same question), so no two share one.
+        aside = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            # Written aside and renamed into place: a concurrent plan reads a whole answer or none.
-            fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(answer, f)
-            os.replace(tmp, path)
+            try:
+                aside.write_text(json.dumps(answer), encoding="utf-8")
+            except FileNotFoundError:  # the first answer of a new cache
+                self.folder.mkdir(parents=True, exist_ok=True)
+                aside.write_text(json.dumps(answer), encoding="utf-8")
+            os.replace(aside, path)
         except OSError:
+            with contextlib.suppress(OSError):
+                aside.unlink(missing_ok=True)
             return  # a read-only home still plans, at the uncached speed
         if self._writes % PRUNE_EVERY == 0:
             self._prune()
@@ -131,10 +140,11 @@ class PricingCache:
 
     def _prune(self) -> None:
         try:
+            # Counted from one read of the folder; its entries are stat'ed (for their age) only when it is over.
+            if sum(name.endswith(".json") for name in os.listdir(self.folder)) <= MAX_ENTRIES:
+                return
             entries = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
         except OSError:
-            return
-        if len(entries) <= MAX_ENTRIES:
             return
         for old in entries[: len(entries) - MAX_ENTRIES * 3 // 4]:
             old.unlink(missing_ok=True)
