@@ -290,28 +290,16 @@ class ReplicaPerformance:
     # --- the fluid fixed point ---------------------------------------------------------------
 
     def _decode_s(self, batch: float, kv_tokens: float) -> float:
-        """The decode step at ``batch`` sequences holding ``kv_tokens`` (``_decode_step``'s answer)."""
-        return self._decode_step(batch, kv_tokens)
-
-    @functools.cached_property
-    def _decode_step(self) -> Callable[[float, float], float]:
-        """The decode step as a function with the timing's tables bound: the fluid bisection calls it ~2,000 times."""
         t = self.timing
-        memory_s, compute_s, top = t.memory_s, t.compute_s, t.max_num_seqs
-        per_token, overhead, speculation = t.kv_s_per_token, t.overhead_s, t.speculation
-
-        def step(batch: float, kv_tokens: float) -> float:
-            if batch <= 0:
-                return overhead
-            b = min(batch, top)
-            lo = math.floor(b)
-            hi = min(lo + 1, top)
-            frac = b - lo
-            memory = memory_s[lo] * (1 - frac) + memory_s[hi] * frac
-            compute = compute_s[lo] * (1 - frac) + compute_s[hi] * frac
-            return (max(memory + per_token * kv_tokens, compute) + overhead) * speculation
-
-        return step
+        if batch <= 0:
+            return t.overhead_s
+        b = min(batch, t.max_num_seqs)
+        lo = math.floor(b)
+        hi = min(lo + 1, t.max_num_seqs)
+        frac = b - lo
+        memory = t.memory_s[lo] * (1 - frac) + t.memory_s[hi] * frac
+        compute = t.compute_s[lo] * (1 - frac) + t.compute_s[hi] * frac
+        return (max(memory + t.kv_s_per_token * kv_tokens, compute) + t.overhead_s) * t.speculation
 
     def _decode_s_array(self, batch: F64, kv_tokens: F64) -> F64:
         """``_decode_s`` over arrays, element by element (the same operations, so the same doubles)."""
@@ -350,17 +338,15 @@ class ReplicaPerformance:
         its batch or KV passes the cache the fixed point's does too: the saturation search stops there.
         """
         m, t = self.moments, self.timing
-        step, iterations, kv_iterations = self._decode_step, m.decode_iterations, m.kv_token_iterations
-        slots, kv_tokens = t.max_num_seqs, t.kv_tokens
-        tau = step(0.0, 0.0) / (1 - share)
+        tau = self._decode_s(0.0, 0.0) / (1 - share)
         for _ in range(FIXED_POINT_STEPS):
-            batch = rps * tau * iterations
-            kv = rps * tau * kv_iterations
-            if early and (batch > slots or kv > kv_tokens):
+            batch = rps * tau * m.decode_iterations
+            kv = rps * tau * m.kv_token_iterations
+            if early and (batch > t.max_num_seqs or kv > t.kv_tokens):
                 return math.inf
-            if batch > slots * 4 or kv > kv_tokens * 4:
+            if batch > t.max_num_seqs * 4 or kv > t.kv_tokens * 4:
                 break  # far past the cache: infeasible, and the iteration would only diverge
-            new = step(batch, kv) / (1 - share)
+            new = self._decode_s(batch, kv) / (1 - share)
             if abs(new - tau) <= 1e-9 * tau:
                 tau = new
                 break
