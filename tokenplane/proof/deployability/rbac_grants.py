@@ -19,8 +19,13 @@ workloads never call the API); a program that gives one of its pods a grant pass
 so a binding to a Role or ClusterRole that does not exist is accepted and grants nothing: every API call of its
 subjects is Forbidden ("... cannot list resource ..."). Judged where nothing else could create the role: a Role in a
 namespace no Helm release installs into, a ClusterRole in a region with no Helm release at all, that is not one of
-the API server's or EKS's own (cluster-admin, admin, edit, view, system:*, eks:*). A roleRef kind Role that names a
-ClusterRole of the program (or the reverse) is the usual form of this mistake.
+the API server's or EKS's own (cluster-admin, admin, edit, view, system:*, eks:*: the bootstrap roles of
+plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go, and those EKS creates, https://docs.aws.amazon.com/eks/
+latest/userguide/default-roles-users.html). A roleRef kind Role that names a ClusterRole of the program (or kind
+ClusterRole naming the program's Role in the binding's namespace) is the usual form of this mistake, and is judged
+even beside Helm releases: the authorizer looks the name up under the roleRef's kind only
+(pkg/registry/rbac/validation/rule.go, GetRoleReferenceRules, returns NotFound), so the program's role of the other
+kind grants nothing through the binding.
 
 ``rbac-rule-resolves``: nor does the API server check that a rule's ``apiGroups`` and ``resources`` name anything
 (pkg/apis/rbac/validation/validation.go, validatePolicyRule, only asks for some), and the authorizer compares them by
@@ -63,7 +68,7 @@ BUILT_IN_ROLES = frozenset({"cluster-admin", "admin", "edit", "view"})
 BUILT_IN_PREFIXES = ("system:", "eks:")
 
 
-def _subjects(binding: KubeObject) -> Iterator[tuple[str, str]]:
+def subjects(binding: KubeObject) -> Iterator[tuple[str, str]]:
     """(namespace, name) of each ServiceAccount subject; a RoleBinding's defaults to its own namespace (the
     authorizer's appliesToUser, pkg/registry/rbac/validation/rule.go)."""
     for subject in binding.manifest.get("subjects") or []:
@@ -78,7 +83,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
         grants: dict[tuple[str, str], KubeObject] = {}
         for binding in graph.kube(region, *BINDINGS):
-            for key in _subjects(binding):
+            for key in subjects(binding):
                 grants.setdefault(key, binding)
         if not grants:
             continue
@@ -141,16 +146,27 @@ def check_roles(graph: Graph) -> Iterator[Finding]:
                 continue
             kind, name = ref.get("kind"), ref["name"]
             if kind == "Role" and binding.kind == "RoleBinding":
-                if (binding.namespace, name) in roles or binding.namespace in charted:
+                if (binding.namespace, name) in roles:
                     continue
+                if binding.namespace in charted and name not in cluster_roles:
+                    continue  # a chart in the namespace may make it; a ClusterRole of the name says it is the kind
                 other = (
                     " (a ClusterRole of that name exists: roleRef.kind ClusterRole)" if name in cluster_roles else ""
                 )
             elif kind == "ClusterRole":
-                if name in cluster_roles or releases or name in BUILT_IN_ROLES or name.startswith(BUILT_IN_PREFIXES):
+                if name in cluster_roles or name in BUILT_IN_ROLES or name.startswith(BUILT_IN_PREFIXES):
                     continue
-                found = any(r == name for _, r in roles)
-                other = " (a Role of that name exists: roleRef.kind Role, in a RoleBinding)" if found else ""
+                found = any(
+                    r == name and (binding.kind == "ClusterRoleBinding" or ns == binding.namespace) for ns, r in roles
+                )
+                if releases and not found:
+                    continue  # a chart may make it; a Role of the name beside the binding says it is the kind
+                other = (
+                    " (a Role of that name exists: roleRef.kind Role, in a RoleBinding; the authorizer looks the name "
+                    "up as a ClusterRole only)"
+                    if found
+                    else ""
+                )
             else:
                 continue  # a kind the API server refuses: api-validation's
             scope = f"in namespace {binding.namespace} " if kind == "Role" else ""
