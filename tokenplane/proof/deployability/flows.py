@@ -101,6 +101,7 @@ class Store:
     subnets: list[RenderedResource]
     public: bool = False  # the service itself gives it a public address
     also: tuple[int, ...] = ()  # other ports it serves the same clients on (MSK's other listeners, OpenSearch's 80)
+    default_group: bool = False  # it names no security group, so AWS gives it its VPC's default one
 
 
 def check(graph: Graph) -> Iterator[Finding]:
@@ -585,7 +586,24 @@ def _stores(region: Region) -> list[Store]:
         subnet_groups = graph.referenced(r, "subnetGroupName")
         subnets = [s for g in subnet_groups for s in graph.referenced(g, "subnetIds")]
         port = int(r.inputs.get("port") or (11211 if r.inputs.get("engine") == "memcached" else 6379))
-        out.append(Store(r, "ElastiCache", port, graph.referenced(r, "securityGroupIds"), subnets))
+        unnamed = not r.inputs.get("replicationGroupId") and not _named(r, "securityGroupIds", "securityGroupNames")
+        groups = graph.referenced(r, "securityGroupIds")
+        out.append(Store(r, "ElastiCache", port, groups, subnets, default_group=unnamed))
+    # A serverless cache serves on 6379 and its reader endpoint on 6380 (Valkey, Redis OSS), or 11211 and 11212
+    # (Memcached): https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/serverless-connecting.html.
+    for r in graph.of_type("aws:elasticache/serverlessCache:ServerlessCache", region.name):
+        port = 11211 if r.inputs.get("engine") == "memcached" else 6379
+        out.append(
+            Store(
+                r,
+                "ElastiCache Serverless",
+                port,
+                graph.referenced(r, "securityGroupIds"),
+                graph.referenced(r, "subnetIds"),
+                also=(port + 1,),
+                default_group=not _named(r, "securityGroupIds"),
+            )
+        )
     for r in graph.of_type("aws:msk/cluster:Cluster", region.name):
         info = r.inputs.get("brokerNodeGroupInfo") or {}
         public = ((info.get("connectivityInfo") or {}).get("publicAccess") or {}).get("type")
@@ -599,6 +617,7 @@ def _stores(region: Region) -> list[Store]:
                 graph.by_physical_ids(info.get("clientSubnets")),
                 public not in (None, "DISABLED"),
                 tuple(p for p in _msk_ports(r.inputs) if p != port),
+                not info.get("securityGroups"),
             )
         )
     # An OpenSearch Service domain serves its REST API on its endpoint's HTTPS port, 443, in a VPC through the
@@ -618,6 +637,7 @@ def _stores(region: Region) -> list[Store]:
                     graph.by_physical_ids(vpc.get("subnetIds")),
                     not vpc,
                     () if https_only else (80,),
+                    bool(vpc) and not vpc.get("securityGroupIds"),
                 )
             )
     for typ in ("aws:rds/instance:Instance", "aws:rds/cluster:Cluster"):
@@ -634,9 +654,17 @@ def _stores(region: Region) -> list[Store]:
                     graph.referenced(r, "vpcSecurityGroupIds"),
                     subnets,
                     r.inputs.get("publiclyAccessible") is True,
+                    # An Aurora instance takes its cluster's groups.
+                    default_group=not r.inputs.get("clusterIdentifier")
+                    and not _named(r, "vpcSecurityGroupIds", "securityGroupNames"),
                 )
             )
     return out
+
+
+def _named(resource: RenderedResource, *keys: str) -> bool:
+    """Whether the resource names a security group in one of ``keys``."""
+    return any(resource.inputs.get(k) for k in keys)
 
 
 stores = _stores  # the store-port-open check (store_ports.py) reads the same stores

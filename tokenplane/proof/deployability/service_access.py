@@ -4,15 +4,19 @@ the KMS key the destination (or a log group) is encrypted with.
 Some AWS services write into the program's resources on their own, as their service principal, not as a role of the
 program: CloudWatch alarms publish to SNS topics (``cloudwatch.amazonaws.com``), EventBridge rules send to SQS
 queues, SNS topics and Lambda functions (``events.amazonaws.com``), S3 notifications do the same
-(``s3.amazonaws.com``), SNS subscriptions deliver to SQS queues and Lambda functions (``sns.amazonaws.com``), a log
-subscription filter invokes its Lambda destination (``logs.<region>.amazonaws.com``), a Secrets Manager rotation
+(``s3.amazonaws.com``), AWS Budgets publishes a budget's notifications and a budget action's to the SNS topics
+they name (``budgets.amazonaws.com``), SNS subscriptions deliver to SQS queues and Lambda functions
+(``sns.amazonaws.com``), a log subscription filter invokes its Lambda destination (``logs.<region>.amazonaws.com``), a Secrets Manager rotation
 invokes its rotation function (``secretsmanager.amazonaws.com``), and CloudWatch Logs encrypts a log group's events.
 Each needs two things the program must give it:
 
-- **The destination's resource policy** (EventBridge, S3, SNS subscriptions, log subscription filters and rotations;
-  CloudWatch alarms publish to a topic of the same account under its default policy): a queue or topic policy
+- **The destination's resource policy** (EventBridge, S3, Budgets, SNS subscriptions, log subscription filters and
+  rotations; CloudWatch alarms publish to a topic of the same account under its default policy): a queue or topic policy
   allowing the service ``sqs:SendMessage`` or ``sns:Publish``, or a ``lambda.Permission`` for the service, naming
-  the function by name, ARN or qualified ARN. Without it EventBridge drops every event and counts FailedInvocations
+  the function by name, ARN or qualified ARN. Without it Budgets' alerts never arrive: a topic's default policy
+  admits only the account's principals, and Budgets needs a statement allowing ``budgets.amazonaws.com``
+  ``SNS:Publish`` (https://docs.aws.amazon.com/cost-management/latest/userguide/budgets-sns-policy.html; CreateBudget
+  does not check it), EventBridge drops every event and counts FailedInvocations
   (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html), SNS fails every delivery
   (https://docs.aws.amazon.com/sns/latest/dg/subscribe-sqs-queue-to-sns-topic.html,
   https://docs.aws.amazon.com/sns/latest/dg/sns-lambda-as-subscriber.html), and two refuse at create time, so
@@ -85,6 +89,12 @@ LOGS_REFUSAL = (
     "PutSubscriptionFilter test-invokes the function and answers InvalidParameterException (Could not execute the "
     "lambda function); the provider retries for five minutes, then pulumi up fails at {filter}"
 )
+BUDGETS = "budgets.amazonaws.com"
+BUDGETS_REFUSAL = (
+    "CreateBudget accepts it, but when the threshold is crossed SNS refuses Budgets' publish and the alert never "
+    "arrives"
+)
+BUDGETS_CONDITION = "aws:SourceAccount (and aws:SourceArn of the budget), as the Budgets user guide shows"
 SENDER_KMS = ("kms:GenerateDataKey", "kms:Decrypt")
 LOGS_KMS = ("kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey")
 
@@ -175,6 +185,15 @@ def senders(graph: Graph) -> Iterator[Sender]:
         refusal = LOGS_REFUSAL.format(filter=filter_.name)
         for sender in to(filter_, "destinationArn", service, True, refusal, tested_at_create=True):
             if sender.destination.type == FUNCTION:
+                yield sender
+    for budget in graph.of_type("aws:budgets/budget:Budget"):
+        # notifications[].subscriberSnsTopicArns: Budgets publishes each alert as budgets.amazonaws.com.
+        for sender in to(budget, "notifications", BUDGETS, True, BUDGETS_REFUSAL, condition=BUDGETS_CONDITION):
+            if sender.destination.type == TOPIC:
+                yield sender
+    for action in graph.of_type("aws:budgets/budgetAction:BudgetAction"):
+        for sender in to(action, "subscribers", BUDGETS, True, BUDGETS_REFUSAL, condition=BUDGETS_CONDITION):
+            if sender.destination.type == TOPIC:
                 yield sender
     for rotation in graph.of_type("aws:secretsmanager/secretRotation:SecretRotation"):
         # The provider retries RotateSecret's AccessDenied for a minute: a Permission made beside it is in time.

@@ -9,17 +9,31 @@ its authentication, or another listener the cluster opens, OpenSearch Service's 
 whoever needs it. A group that opens only the port the self-managed engine would use (9200 for OpenSearch, 6380 for
 Redis) admits nobody: the managed service does not listen there.
 
-Stores without groups the program creates are skipped: their rules are unknown.
+A store that names no security group is not exempt: AWS puts its network interfaces in its VPC's default security
+group (CreateServerlessCache, SecurityGroupIds: "If no other information is given this will be the VPC's Default
+Security Group", https://docs.aws.amazon.com/AmazonElastiCache/latest/APIReference/API_CreateServerlessCache.html;
+likewise CreateReplicationGroup and CreateCacheCluster, CreateDBInstance and CreateDBCluster's VpcSecurityGroupIds,
+"Default: The default EC2 VPC security group for the DB subnet group's VPC", MSK's BrokerNodeGroupInfo and an
+OpenSearch domain's VPCOptions). When the program manages that default group (``aws.ec2.DefaultSecurityGroup``,
+which removes every rule it does not declare, https://www.pulumi.com/registry/packages/aws/api-docs/ec2/defaultsecuritygroup/)
+and none of its ingress rules covers the store's port, the store is as closed as above. The store's VPC is read from
+its subnets (a subnet group's); an Aurora instance and an ElastiCache cluster in a replication group take their
+parent's groups and are not judged on their own.
+
+Stores whose groups the program does not create are skipped: their rules are unknown; so is a store that falls back
+to a default group the program leaves to AWS (its own rule admits the group's members).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tokenplane.proof.deployability import vpc_routes
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.flows import stores
+from tokenplane.proof.deployability.flows import Store, stores
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.reachability import regions
+from tokenplane.proof.deployability.reachability import Region, regions
+from tokenplane.proof.render import RenderedResource
 
 RULE = "store-port-open"
 FIXED_PORTS = ("MSK", "OpenSearch")  # stores whose ports the program cannot set
@@ -29,6 +43,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     for region in regions(graph):
         for store in stores(region):
             if not store.groups:
+                yield from _default_group(region, store)
                 continue
             rules = [(g, r) for g in store.groups for r in region.ingress_rules(g)]
             if any(r.has_port(port) for _, r in rules for port in (store.port, *store.also)):
@@ -48,3 +63,37 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 def _ports(port: int, also: tuple[int, ...]) -> str:
     return " or ".join(str(p) for p in (port, *also))
+
+
+DEFAULT_SG = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
+
+
+def _default_group(region: Region, store: Store) -> Iterator[Finding]:
+    """A store naming no group carries its VPC's default one: judged when the program manages that group."""
+    if not store.default_group:
+        return
+    vpcs = {v.urn: v for s in store.subnets if (v := vpc_routes.vpc_of(region.graph, s)) is not None}
+    if len(vpcs) != 1:
+        return  # no subnet of the program's (the default VPC), or subnets it cannot place
+    vpc = next(iter(vpcs.values()))
+    defaults: list[RenderedResource] = [
+        g
+        for g in region.graph.of_type(DEFAULT_SG, region.name)
+        if (v := vpc_routes.vpc_of(region.graph, g)) is not None and v.urn == vpc.urn
+    ]
+    if not defaults:
+        return
+    rules = [(g, r) for g in defaults for r in region.ingress_rules(g)]
+    if any(r.has_port(port) for _, r in rules for port in (store.port, *store.also)):
+        return
+    opened = "; ".join(f"{r.protocol} {r.from_port}-{r.to_port} from {r.summary()}" for _, r in rules)
+    yield Finding(
+        RULE,
+        store.resource.urn,
+        f"{store.kind} {store.resource.name} names no security group, so AWS puts it in {vpc.name}'s default "
+        f"security group, which the program manages as {defaults[0].name} (aws.ec2.DefaultSecurityGroup) with no "
+        f"ingress rule for TCP {_ports(store.port, store.also)} (it opens: {opened or 'nothing'}): no client can "
+        "ever connect, every connection times out",
+        f"give {store.resource.name} a security group of its own that admits TCP {store.port} from its clients (the "
+        "node subnets' ranges, the nodes' security group, or the VPC's range), rather than opening the default group",
+    )
