@@ -154,6 +154,18 @@ The provider's schema types every field, but the services check how fields go to
   using Amazon S3 Transfer Acceleration", requirements: the bucket name must be DNS-compliant and must not contain
   periods). Judged on names written in the program; an autonamed bucket's is not.
 
+- **ElastiCache** ``CreateServerlessCache``, ``CreateReplicationGroup``, ``CreateCacheCluster``: a
+  ``SnapshotRetentionLimit`` of at most 35 days (CreateServerlessCache's SnapshotRetentionLimit; the provider's
+  ``snapshot_retention_limit`` ``validation.IntAtMost(35)`` on ``aws_elasticache_cluster`` and
+  ``aws_elasticache_replication_group``), and a serverless cache's usage limits (``service_limits``).
+- **S3** ``PutBucketLifecycleConfiguration``: ``AbortIncompleteMultipartUpload`` and ``ExpiredObjectDeleteMarker``
+  only in a rule whose filter has no tags and no object size ("InvalidRequest: AbortIncompleteMultipartUpload cannot
+  be specified with Tags.", and the same of ExpiredObjectDeleteMarker and of Object Size: an upload in progress and
+  a delete marker have neither; https://docs.aws.amazon.com/AmazonS3/latest/userguide/intro-lifecycle-rules.html,
+  terraform-aws-modules/terraform-aws-s3-bucket#109). The whole configuration is refused.
+- **Budgets** ``CreateBudget``: forecasted alerts only on monthly, quarterly and annual budgets; **Secrets Manager**
+  ``CreateSecret``: replicas in other Regions than the secret's, one each (``service_limits``).
+
 A value unknown at render time (an output, a secret) is not judged.
 """
 
@@ -184,6 +196,7 @@ from tokenplane.proof.deployability import (
     resolver_values,
     security_group_fields,
     security_group_vpc,
+    service_limits,
     ssm_parameters,
 )
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
@@ -207,6 +220,7 @@ REDACTED = "[secret]"  # what the render leaves of a secret value
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 CLUSTER = "aws:eks/cluster:Cluster"
 LIFECYCLE = "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
+LIFECYCLE_V2 = "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2"
 RECORD = "aws:route53/record:Record"
 ZONE = "aws:route53/zone:Zone"
 KMS_KEY = "aws:kms/key:Key"
@@ -260,6 +274,9 @@ FIFO_BATCH = 10
 MAXIMUM_CONCURRENCY = (2, 1_000)  # an SQS mapping's ScalingConfig.MaximumConcurrency
 KINESIS_STREAM = "aws:kinesis/stream:Stream"
 S3_BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+ELASTICACHE_CLUSTER = "aws:elasticache/cluster:Cluster"
+SERVERLESS_CACHE = "aws:elasticache/serverlessCache:ServerlessCache"
+
 S3_ACCELERATE = (
     "aws:s3/bucketAccelerateConfiguration:BucketAccelerateConfiguration",
     "aws:s3/bucketAccelerateConfigurationV2:BucketAccelerateConfigurationV2",
@@ -276,6 +293,8 @@ class Range(NamedTuple):
     also: frozenset[int] = frozenset()
 
 
+# ElastiCache keeps automatic snapshots for at most 35 days (SnapshotRetentionLimit; 0 turns them off).
+SNAPSHOT_RETENTION = Range("SnapshotRetentionLimit", 0, 35, "days")
 # A resource type's numeric inputs and the ranges its API takes.
 RANGES: dict[str, dict[str, Range]] = {
     SQS_QUEUE: {
@@ -295,6 +314,9 @@ RANGES: dict[str, dict[str, Range]] = {
     },
     MAPPING: {"maximumBatchingWindowInSeconds": Range("MaximumBatchingWindowInSeconds", 0, 300, "s")},
     KINESIS_STREAM: {"retentionPeriod": Range("RetentionPeriodHours", 24, 8_760, "hours")},
+    SERVERLESS_CACHE: {"snapshotRetentionLimit": SNAPSHOT_RETENTION},
+    REPLICATION_GROUP: {"snapshotRetentionLimit": SNAPSHOT_RETENTION},
+    ELASTICACHE_CLUSTER: {"snapshotRetentionLimit": SNAPSHOT_RETENTION},
 }
 SERVICE_NAMES = {
     SQS_QUEUE: "SQS",
@@ -302,6 +324,9 @@ SERVICE_NAMES = {
     HEALTH_CHECK: "Route 53",
     MAPPING: "Lambda",
     KINESIS_STREAM: "Kinesis",
+    SERVERLESS_CACHE: "ElastiCache",
+    REPLICATION_GROUP: "ElastiCache",
+    ELASTICACHE_CLUSTER: "ElastiCache",
 }
 # The error each service answers an out-of-range value with.
 RANGE_ERRORS = {
@@ -310,6 +335,9 @@ RANGE_ERRORS = {
     HEALTH_CHECK: "the provider refuses it at preview, as CreateHealthCheck would",
     MAPPING: "InvalidParameterValueException",
     KINESIS_STREAM: "the provider refuses it at preview, and Kinesis's retention calls take",
+    SERVERLESS_CACHE: "InvalidParameterValueException: CreateServerlessCache keeps snapshots",
+    REPLICATION_GROUP: "the provider refuses it at preview, as CreateReplicationGroup would: it keeps snapshots",
+    ELASTICACHE_CLUSTER: "the provider refuses it at preview, as CreateCacheCluster would: it keeps snapshots",
 }
 # What EC2 takes in a VPC security group's name and description (CreateSecurityGroup).
 SECURITY_GROUP_TEXT = re.compile(r"^[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]{0,255}$")
@@ -356,6 +384,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from lambda_environment.check(graph, RULE)
     yield from security_group_vpc.check(graph, RULE)
     yield from resolver_values.check(graph, RULE)
+    yield from service_limits.check(graph, RULE)
     for target_group in graph.of_type(TARGET_GROUP):
         yield from _health_timing(target_group)
     yield from _dotted_acceleration(graph)
@@ -368,7 +397,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _replication_group(group)
     for node_group in graph.of_type(NODE_GROUP):
         yield from _node_group(graph, node_group)
-    for lifecycle in graph.of_type(LIFECYCLE):
+    for lifecycle in graph.of_type(LIFECYCLE) + graph.of_type(LIFECYCLE_V2):
         yield from _lifecycle(lifecycle)
     for record in graph.of_type(RECORD):
         yield from _record(graph, record)
@@ -1055,6 +1084,7 @@ def _lifecycle(lifecycle: RenderedResource) -> Iterator[Finding]:
                     f"transition to {storage} at {least} days or later, or to another class",
                 )
         yield from _lifecycle_numbers(lifecycle, name, rule)
+        yield from _unfiltered_actions(lifecycle, name, rule)
         expires = _days(rule.get("expiration"))
         latest = max((d for t in transitions if (d := number(t.get("days"))) is not None), default=None)
         if expires is not None and latest is not None and expires <= latest:
@@ -1064,6 +1094,49 @@ def _lifecycle(lifecycle: RenderedResource) -> Iterator[Finding]:
                 f"rule {name!r} expires objects after {expires:g} days, not after its last transition at "
                 f"{latest:g} (InvalidArgument: Expiration days must be greater than Transition days)",
                 "expire after the last transition, or drop the transition",
+            )
+
+
+# Lifecycle actions S3 applies only to a rule whose filter has no tags and no object size: an upload in progress
+# has neither, nor has a delete marker ("InvalidRequest: <action> cannot be specified with Tags.").
+UNFILTERED_ACTIONS = {
+    "abortIncompleteMultipartUpload": "AbortIncompleteMultipartUpload",
+    "expiredObjectDeleteMarker": "ExpiredObjectDeleteMarker",
+}
+
+
+def _filter_narrowing(rule: dict[str, Any]) -> str | None:
+    """What of a lifecycle rule's filter narrows it by tag or object size: "Tags", "Object Size", or None."""
+    found: list[str] = []
+    for block in (rule.get("filter"), lookup(rule, "filter.and")):
+        if not isinstance(block, dict):
+            continue
+        if block.get("tag") or block.get("tags"):
+            found.append("Tags")
+        if block.get("objectSizeGreaterThan") is not None or block.get("objectSizeLessThan") is not None:
+            found.append("Object Size")
+    return found[0] if found else None
+
+
+def _unfiltered_actions(lifecycle: RenderedResource, name: str, rule: dict[str, Any]) -> Iterator[Finding]:
+    narrowing = _filter_narrowing(rule)
+    if narrowing is None:
+        return
+    expiration = rule.get("expiration")
+    present = {
+        "abortIncompleteMultipartUpload": isinstance(rule.get("abortIncompleteMultipartUpload"), dict),
+        "expiredObjectDeleteMarker": isinstance(expiration, dict)
+        and expiration.get("expiredObjectDeleteMarker") is True,
+    }
+    for key, api in UNFILTERED_ACTIONS.items():
+        if present[key]:
+            yield _rejected(
+                lifecycle,
+                "S3",
+                f"rule {name!r} has {api} and a filter on {narrowing.lower()} (InvalidRequest: {api} cannot be "
+                f"specified with {narrowing}.), so PutBucketLifecycleConfiguration refuses the whole configuration "
+                "and none of its rules apply",
+                f"move {key} into a rule of its own whose filter has only a prefix (or none)",
             )
 
 

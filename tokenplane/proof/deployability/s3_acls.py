@@ -2,7 +2,8 @@
 
 Since April 2023 every new bucket has S3 Object Ownership ``BucketOwnerEnforced``: ACLs are disabled, and "requests
 to set ACLs or update ACLs fail with a 400 error and return the AccessControlListNotSupported error code"; only an
-ACL giving the bucket owner full control alone (``private``, ``bucket-owner-full-control``) is accepted
+ACL giving the bucket owner full control alone (``private``, ``bucket-owner-full-control``) is accepted on a
+request that puts an object or creates a bucket
 (https://docs.aws.amazon.com/AmazonS3/latest/userguide/about-object-ownership.html,
 https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-ownership-error-responses.html). So, for a bucket the
 program creates:
@@ -12,7 +13,12 @@ program creates:
   Reference, TargetGrant) that grants anyone but the owner: a canned ACL other than ``private`` /
   ``bucket-owner-full-control``, or a grant to a group (``LogDelivery``, ``AllUsers``...) or by e-mail. It is
   refused unless a ``BucketOwnershipControls`` on the bucket sets ``ObjectWriter`` or ``BucketOwnerPreferred`` and
-  the ACL waits for it (Pulumi creates the two at once otherwise, and the ACL loses the race);
+  the ACL waits for it (Pulumi creates the two at once otherwise, and the ACL loses the race). A ``BucketAcl``
+  (``PutBucketAcl``) with the canned ``private`` ACL is refused too: "All S3 PUT requests must either specify the
+  bucket-owner-full-control canned ACL or not specify an ACL"
+  (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-ownership-error-responses.html;
+  ``PutBucketAcl ... AccessControlListNotSupported: The bucket does not allow ACLs`` for ``acl = "private"``,
+  hashicorp/terraform-provider-aws#34079); a bucket created with ``private`` (``CreateBucket``) is not refused;
 - ``s3-log-delivery``: server access logging (``BucketLogging``, or a bucket's ``logging``) into a target bucket
   of the program whose ACLs are disabled, while no bucket policy on the target lets ``logging.s3.amazonaws.com``
   ``s3:PutObject`` there. With ACLs off the log delivery group's ACL grant means nothing: "you must use a bucket
@@ -72,13 +78,19 @@ BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
 # The canned ACLs that give the bucket owner full control and no one else: accepted with ACLs disabled.
 OWNER_ONLY = frozenset({"private", "bucket-owner-full-control"})
 ACLS_ON = frozenset({"ObjectWriter", "BucketOwnerPreferred"})
+# Canned ACLs PutBucketAcl refuses with ACLs disabled though they grant the owner alone: only bucket-owner-full-control
+# (or no ACL) passes a PUT then, and "private" is accepted only at CreateBucket (terraform-provider-aws#34079).
+PUT_BUCKET_ACL_REFUSED = frozenset({"private"})
 LOGGING_SERVICE = "logging.s3.amazonaws.com"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
     for acl in [r for r in graph.resources if r.type in ACLS]:
         for bucket in _buckets(graph, acl.inputs.get("bucket")):
-            granted = _grants_others(acl.inputs.get("acl"), _grantees(acl.inputs.get("accessControlPolicy")))
+            canned = acl.inputs.get("acl")
+            granted = _grants_others(canned, _grantees(acl.inputs.get("accessControlPolicy")))
+            if not granted and canned in PUT_BUCKET_ACL_REFUSED:
+                granted = f"canned ACL {canned}"
             if granted:
                 yield from _refused(graph, acl, bucket, granted)
     for bucket in [r for r in graph.resources if r.type in BUCKETS]:
