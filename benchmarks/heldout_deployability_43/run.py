@@ -39,5 +39,57 @@ JUDGEMENT: dict[str, tuple[bool, str]] = {
     ),
 }
 
+AFTER_FIXES: dict[str, tuple[bool, str]] = {
+    "restarter_role_patch_without_get": (
+        True,
+        "kubectl-permissions: rollout restart first GETs the deployments, which the Role does not grant",
+    ),
+    "restarter_binding_role_ref_kind_cluster_role": (
+        True,
+        "rbac-role-exists: roleRef names a ClusterRole the program does not create (a Role of that name exists)",
+    ),
+    "serving_repository_tag_immutable": (
+        True,
+        "immutable-tag-moves: a fixed tag pushed again to an IMMUTABLE repository (ImageTagAlreadyExistsException)",
+    ),
+    "adot_addon_without_cert_manager": (
+        True,
+        "addon-prerequisites: the adot add-on needs cert-manager, which nothing installs",
+    ),
+    "prompt_cache_ecpu_limit_below_minimum": (
+        True,
+        "aws-api-values: ECPU per second 500, below the 1,000 minimum (the program spells the key as Terraform's"
+        " ecpu_per_second, which the check reads too)",
+    ),
+    "prompt_cache_without_security_group": (
+        True,
+        "store-port-open: no security group, so the VPC's default one, which the program keeps without ingress",
+    ),
+    "prompt_cache_snapshot_retention_ninety_days": (
+        True,
+        "aws-api-values: snapshot retention 90 days, over the 35-day limit",
+    ),
+    "eval_artifacts_abort_rule_with_tag_filter": (
+        True,
+        "aws-api-values: AbortIncompleteMultipartUpload in a rule filtered on tags",
+    ),
+    "eval_artifacts_bucket_acl_private": (
+        True,
+        "s3-acls-disabled: a BucketAcl on a bucket with ACLs disabled (AccessControlListNotSupported)",
+    ),
+    "region_budget_daily_with_forecasted_alert": (
+        True,
+        "aws-api-values: a FORECASTED notification on a DAILY budget",
+    ),
+    "region_budget_topic_without_budgets_publish_policy": (
+        True,
+        "service-admitted: the topic's policy does not let budgets.amazonaws.com publish",
+    ),
+    "usage_signing_secret_replica_in_own_region": (
+        True,
+        "aws-api-values: a replica in the secret's own Region (Invalid replica region)",
+    ),
+}
+
 if __name__ == "__main__":
-    main(HeldOutSet(Path(__file__).resolve().parent, 43, JUDGEMENT))
+    main(HeldOutSet(Path(__file__).resolve().parent, 43, JUDGEMENT, {"after-fixes": AFTER_FIXES}))

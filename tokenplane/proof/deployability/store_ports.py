@@ -33,6 +33,7 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.flows import Store, stores
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.reachability import Region, regions
+from tokenplane.proof.deployability.security_groups import SgRule
 from tokenplane.proof.render import RenderedResource
 
 RULE = "store-port-open"
@@ -46,9 +47,9 @@ def check(graph: Graph) -> Iterator[Finding]:
                 yield from _default_group(region, store)
                 continue
             rules = [(g, r) for g in store.groups for r in region.ingress_rules(g)]
-            if any(r.has_port(port) for _, r in rules for port in (store.port, *store.also)):
+            if _covers(rules, store):
                 continue
-            opened = "; ".join(f"{g.name}: {r.protocol} {r.from_port}-{r.to_port} from {r.summary()}" for g, r in rules)
+            opened = "; ".join(f"{g.name}: {_rule(r)}" for g, r in rules)
             yield Finding(
                 RULE,
                 store.resource.urn,
@@ -63,6 +64,14 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 def _ports(port: int, also: tuple[int, ...]) -> str:
     return " or ".join(str(p) for p in (port, *also))
+
+
+def _covers(rules: list[tuple[RenderedResource, SgRule]], store: Store) -> bool:
+    return any(r.has_port(port) for _, r in rules for port in (store.port, *store.also))
+
+
+def _rule(rule: SgRule) -> str:
+    return f"{rule.protocol} {rule.from_port}-{rule.to_port} from {rule.summary()}"
 
 
 DEFAULT_SG = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
@@ -84,9 +93,9 @@ def _default_group(region: Region, store: Store) -> Iterator[Finding]:
     if not defaults:
         return
     rules = [(g, r) for g in defaults for r in region.ingress_rules(g)]
-    if any(r.has_port(port) for _, r in rules for port in (store.port, *store.also)):
+    if _covers(rules, store):
         return
-    opened = "; ".join(f"{r.protocol} {r.from_port}-{r.to_port} from {r.summary()}" for _, r in rules)
+    opened = "; ".join(_rule(r) for _, r in rules)
     yield Finding(
         RULE,
         store.resource.urn,
