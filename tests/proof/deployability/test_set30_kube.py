@@ -296,6 +296,19 @@ def test_a_grant_whose_pods_mount_no_api_token_is_reported(objects: tuple[dict[s
     assert len(found) == 1 and says in found[0] and "no such file or directory" in found[0], found
 
 
+def test_a_job_without_an_api_token_fails_each_run_rather_than_crash_looping() -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "reporter", "namespace": "llm-data"},
+        "spec": {"template": {"spec": system_pod(serviceAccountName="reporter", restartPolicy="Never")}},
+    }
+    found = _tokens(_account(False), job, _binding("RoleBinding", CLUSTER_ROLE, ACCOUNT))
+    assert len(found) == 1 and "every run of the Job fails" in found[0] and "await" not in found[0], found
+    deployed = _tokens(_account(False), _client(), _binding("RoleBinding", CLUSTER_ROLE, ACCOUNT))
+    assert len(deployed) == 1 and "crash-loops" in deployed[0], deployed
+
+
 @pytest.mark.parametrize(
     "objects",
     [

@@ -111,8 +111,12 @@ def check(graph: Graph) -> Iterator[Finding]:
                 f"{binding.kind} {binding.name} grants Kubernetes API access ({ref.get('kind')} {ref.get('name')}), "
                 f"but its pods mount no service-account token ({where}, and no projected serviceAccountToken "
                 'volume): a client built from the in-cluster config fails with "open /var/run/secrets/'
-                'kubernetes.io/serviceaccount/token: no such file or directory", the process exits and the pod '
-                "crash-loops, and Pulumi's await on it times out",
+                'kubernetes.io/serviceaccount/token: no such file or directory", '
+                + (
+                    "and every run of the Job fails"
+                    if pod.kind in ("Job", "CronJob")
+                    else "the process exits and the pod crash-loops, and Pulumi's await on it times out"
+                ),
                 "set automountServiceAccountToken: true in the pod spec (kube.pod_spec(..., "
                 "automountServiceAccountToken=True)), or project a serviceAccountToken volume and mount it at "
                 "/var/run/secrets/kubernetes.io/serviceaccount; or drop the binding if the pod never calls the API",
