@@ -181,6 +181,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "storage-class-exists",
         "target-exists",
         "api-validation",
+        "admission-denies-workloads",
         "topic-replication",
         "priority-preempts-serving",
         "record-in-zone",

@@ -15,6 +15,11 @@ fails ``pulumi up``. What is read, with the function that rejects it:
 - every Service (ValidateService, validateServicePort): each port named when there are several, names DNS-1123
   labels and unique, (port, protocol) pairs unique, port numbers in range, a named targetPort a valid port name,
   no nodePort on a ClusterIP Service;
+- every ValidatingAdmissionPolicyBinding (pkg/apis/admissionregistration/validation/validation.go,
+  validateValidatingAdmissionPolicyBindingSpec, validateValidationActions): a policyName, at least one
+  validationAction, none repeated, each Deny, Warn or Audit, and not both Deny and Warn; a paramRef with a name or
+  a selector, not both; and every ValidatingAdmissionPolicy (validateValidatingAdmissionPolicySpec): a
+  matchConstraints, at least one validation or auditAnnotation, each validation with an expression;
 - every Helm release's name (helm pkg/chartutil/validate_name.go, ValidateReleaseName: a DNS-1123 subdomain of at
   most 53 characters) and namespace.
 
@@ -87,6 +92,10 @@ def check(graph: Graph) -> Iterator[Finding]:
             yield from _service(obj)
         if obj.kind in ("ConfigMap", "Secret"):
             yield from _data(obj)
+        if obj.kind == "ValidatingAdmissionPolicyBinding":
+            yield from _admission_binding(obj)
+        if obj.kind == "ValidatingAdmissionPolicy":
+            yield from _admission_policy(obj)
     for release in graph.of_type(HELM_RELEASE):
         yield from _release(release)
 
@@ -296,4 +305,112 @@ def _service(obj: KubeObject) -> Iterator[Finding]:
                 f"sets nodePort {port['nodePort']} on a ClusterIP Service",
                 "ValidateService: may not be used when `type` is 'ClusterIP'",
                 "drop nodePort, or make the Service a NodePort or LoadBalancer",
+            )
+
+
+ADMISSION_ACTIONS = ("Deny", "Warn", "Audit")
+ADMISSION_SOURCE = "pkg/apis/admissionregistration/validation/validation.go"
+
+
+def _admission_binding(obj: KubeObject) -> Iterator[Finding]:
+    """validateValidatingAdmissionPolicyBindingSpec and validateValidationActions."""
+    spec = obj.manifest.get("spec")
+    if not isinstance(spec, dict):
+        return
+    name = spec.get("policyName")
+    if name is None or name == "":
+        yield rejected(
+            obj,
+            "has no spec.policyName",
+            f"{ADMISSION_SOURCE}, validateValidatingAdmissionPolicyBindingSpec: spec.policyName: Required value",
+            "name the ValidatingAdmissionPolicy the binding applies in spec.policyName",
+        )
+    actions = spec.get("validationActions")
+    if isinstance(actions, list) and all(isinstance(a, str) for a in actions):
+        yield from _validation_actions(obj, actions)
+    elif actions is None:
+        yield rejected(
+            obj,
+            "has no spec.validationActions",
+            f"{ADMISSION_SOURCE}, validateValidationActions: spec.validationActions: Required value: at least one "
+            "validation action is required",
+            'set spec.validationActions, e.g. ["Deny"] (or ["Deny", "Audit"])',
+        )
+    ref = spec.get("paramRef")
+    if isinstance(ref, dict) and "name" in ref and "selector" in ref:
+        yield rejected(
+            obj,
+            "has a spec.paramRef with both name and selector",
+            f"{ADMISSION_SOURCE}, validateParamRef: spec.paramRef.name: Forbidden: name and selector are mutually "
+            "exclusive",
+            "give the paramRef either a name or a selector",
+        )
+    elif isinstance(ref, dict) and "name" not in ref and "selector" not in ref:
+        yield rejected(
+            obj,
+            "has a spec.paramRef with neither name nor selector",
+            f"{ADMISSION_SOURCE}, validateParamRef: spec.paramRef: Required value: one of name or selector must be "
+            "specified",
+            "give the paramRef a name (one parameter object) or a selector",
+        )
+
+
+def _validation_actions(obj: KubeObject, actions: list[str]) -> Iterator[Finding]:
+    source = f"{ADMISSION_SOURCE}, validateValidationActions: spec.validationActions"
+    if not actions:
+        yield rejected(
+            obj,
+            "has an empty spec.validationActions",
+            f"{source}: Required value: at least one validation action is required",
+            'set spec.validationActions, e.g. ["Deny"]',
+        )
+    for action, count in Counter(actions).items():
+        if action not in ADMISSION_ACTIONS:
+            yield unsupported(
+                obj, "spec.validationActions entry", action, ADMISSION_ACTIONS, source, "use Deny, Warn or Audit"
+            )
+        elif count > 1:
+            yield rejected(
+                obj, f"lists {action} twice in spec.validationActions", f"{source}: Duplicate value", "list it once"
+            )
+    if "Deny" in actions and "Warn" in actions:
+        yield rejected(
+            obj,
+            f"has spec.validationActions {actions}",
+            f"{source}: Invalid value: must not contain both Deny and Warn (repeating the same validation failure "
+            "information in the API response and headers serves no purpose)",
+            "keep Deny alone (a denied request already carries the message) or add Audit; use Warn without Deny to "
+            "only warn",
+        )
+
+
+def _admission_policy(obj: KubeObject) -> Iterator[Finding]:
+    """validateValidatingAdmissionPolicySpec."""
+    spec = obj.manifest.get("spec")
+    if not isinstance(spec, dict):
+        return
+    source = f"{ADMISSION_SOURCE}, validateValidatingAdmissionPolicySpec"
+    if spec.get("matchConstraints") is None:
+        yield rejected(
+            obj,
+            "has no spec.matchConstraints",
+            f"{source}: spec.matchConstraints: Required value",
+            "set spec.matchConstraints.resourceRules to the requests the policy judges",
+        )
+    validations, audits = spec.get("validations"), spec.get("auditAnnotations")
+    if validations is None and audits is None:
+        yield rejected(
+            obj,
+            "has neither validations nor auditAnnotations",
+            f"{source}: spec.validations: Required value: validations or auditAnnotations must contain at least "
+            "one item",
+            "add the policy's validations (CEL expressions)",
+        )
+    for i, validation in enumerate(validations if isinstance(validations, list) else []):
+        if isinstance(validation, dict) and validation.get("expression") in (None, ""):
+            yield rejected(
+                obj,
+                f"has spec.validations[{i}] without an expression",
+                f"{source}: spec.validations[{i}].expression: Required value: expression is not specified",
+                "give each validation its CEL expression",
             )
