@@ -192,6 +192,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "tls-ca-file-present",
         "pod-fits-node",
         "sysctls-allowed",
+        "apparmor-on-host",
+        "seccomp-profile-on-node",
         "fargate-pod-supported",
         "topology-placeable",
         "drain-blocked",

@@ -162,6 +162,9 @@ THIRD_PARTY: dict[str, ImageFiles] = {
         for name in ("prom/prometheus", "quay.io/prometheus/prometheus")
     },
     **{name: ImageFiles(user="nobody") for name in ("prom/alertmanager", "prom/node-exporter", "prom/pushgateway")},
+    # prometheus/blackbox_exporter's Dockerfile (v0.24.0 to v0.28.0 and main, read 2026-12-07) sets no USER on
+    # quay.io/prometheus/busybox (none either): it runs as root. Its -distroless variant (USER 65532) is ``files``'.
+    **{name: _ROOT for name in ("prom/blackbox-exporter", "quay.io/prometheus/blackbox-exporter")},
     "memcached": ImageFiles(user="memcache"),
     "haproxy": ImageFiles(user="haproxy"),
     "curlimages/curl": ImageFiles(user="curl_user"),
@@ -188,6 +191,8 @@ def files(image: str) -> ImageFiles | None:
     found = THIRD_PARTY.get(name)
     if found is not None and name == "qdrant/qdrant" and _tag(image).endswith("-unprivileged"):
         return QDRANT_UNPRIVILEGED
+    if found is _ROOT and name.endswith("blackbox-exporter") and "distroless" in _tag(image):
+        return None  # Dockerfile.distroless: gcr.io/distroless/static's nonroot user, not judged
     if name in SLIM and "slim" in _tag(image).split("-"):
         return SLIM[name]
     return found
