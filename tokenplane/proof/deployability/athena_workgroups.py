@@ -6,8 +6,9 @@ location included (https://docs.aws.amazon.com/athena/latest/ug/workgroups-setti
 ``InvalidRequestException: No output location provided. An output location is required either through the Workgroup
 result configuration setting or as an API input.``
 (https://docs.aws.amazon.com/athena/latest/ug/query-results-specify-location.html). The provider's
-``enforce_workgroup_configuration`` defaults to true inside a ``configuration`` block
-(https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/athena_workgroup). The workgroup is
+``enforce_workgroup_configuration`` defaults to true inside a ``configuration`` block (``Default: true`` in
+hashicorp/terraform-provider-aws internal/service/athena/workgroup.go;
+https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/athena_workgroup). The workgroup is
 created, then no query runs.
 
 Cannot see: a workgroup without a ``configuration`` block (the API's default is not sent by the provider), Spark
