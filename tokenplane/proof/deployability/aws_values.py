@@ -165,6 +165,10 @@ The provider's schema types every field, but the services check how fields go to
   terraform-aws-modules/terraform-aws-s3-bucket#109). The whole configuration is refused.
 - **Budgets** ``CreateBudget``: forecasted alerts only on monthly, quarterly and annual budgets; **Secrets Manager**
   ``CreateSecret``: replicas in other Regions than the secret's, one each (``service_limits``).
+- **Cost and Usage Report** ``PutReportDefinition``: through a us-east-1 provider only, with the artifact, format
+  and versioning combinations the provider accepts (``cur_reports``). **CloudWatch Logs** ``PutMetricFilter``:
+  dimensions only on JSON or space-delimited patterns. **Athena**: an enforced workgroup configuration names a
+  query result location (``athena_workgroups``; deploys, then every query fails).
 
 A value unknown at render time (an output, a secret) is not judged.
 """
@@ -179,7 +183,9 @@ from typing import Any, NamedTuple
 
 from tokenplane.proof.deployability import (
     alarm_actions,
+    athena_workgroups,
     cognito_values,
+    cur_reports,
     dead_letters,
     dlm_policies,
     dynamodb_indexes,
@@ -385,6 +391,8 @@ def check(graph: Graph) -> Iterator[Finding]:
     yield from security_group_vpc.check(graph, RULE)
     yield from resolver_values.check(graph, RULE)
     yield from service_limits.check(graph, RULE)
+    yield from cur_reports.check(graph, RULE)
+    yield from athena_workgroups.check(graph, RULE)
     for target_group in graph.of_type(TARGET_GROUP):
         yield from _health_timing(target_group)
     yield from _dotted_acceleration(graph)
@@ -618,7 +626,12 @@ def _waf_scope(graph: Graph, resource: RenderedResource) -> Iterator[Finding]:
 def _metric_filter(metric_filter: RenderedResource) -> Iterator[Finding]:
     """PutMetricFilter refuses a transformation with dimensions and a default value, and more than three
     dimensions (https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_MetricTransformation.html:
-    "If you specify dimensions, you can't specify a defaultValue"; "you can specify up to three dimensions")."""
+    "If you specify dimensions, you can't specify a defaultValue"; "you can specify up to three dimensions"), and
+    dimensions on a pattern that is neither JSON nor space-delimited (a term or regex pattern has no fields:
+    the section "Publishing dimensions with metrics from values in JSON or space-delimited log events" of
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/FilterAndPatternSyntaxForMetricFilters.html;
+    InvalidParameterException "The specified filter pattern does not support dimensions",
+    hashicorp/terraform-provider-aws#22105). An empty pattern is not judged."""
     transformation = metric_filter.inputs.get("metricTransformation")
     transformation = transformation[0] if isinstance(transformation, list) and transformation else transformation
     if not isinstance(transformation, dict):
@@ -631,6 +644,17 @@ def _metric_filter(metric_filter: RenderedResource) -> Iterator[Finding]:
             f"a metric transformation with dimensions ({', '.join(sorted(dimensions))}) and a default value "
             f"({transformation['defaultValue']!r}) (InvalidParameterException: a dimensioned metric takes no default)",
             "drop default_value (a dimensioned metric reports only when a log event matches), or the dimensions",
+        )
+    pattern = metric_filter.inputs.get("pattern")
+    if dimensions and isinstance(pattern, str) and pattern.strip() and pattern.strip()[0] not in "{[":
+        yield _rejected(
+            metric_filter,
+            "CloudWatch Logs",
+            f"dimensions ({', '.join(sorted(dimensions))}) on the filter pattern {pattern!r}, which is neither a JSON "
+            "({ ... }) nor a space-delimited ([ ... ]) pattern (InvalidParameterException: The specified filter "
+            "pattern does not support dimensions)",
+            "drop the dimensions, or match with a JSON pattern whose fields the dimensions name "
+            "(e.g. { $.responseStatus.code = 403 })",
         )
     if len(dimensions) > MAX_FILTER_DIMENSIONS:
         yield _rejected(

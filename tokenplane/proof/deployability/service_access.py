@@ -35,6 +35,11 @@ Each needs two things the program must give it:
   https://docs.aws.amazon.com/secretsmanager/latest/userguide/rotating-secrets-required-permissions.html); the
   provider retries that answer for a minute (internal/service/secretsmanager/secret_rotation.go), which absorbs a
   Permission created beside it, and then fails ``pulumi up``.
+- **A Cost and Usage Report's bucket**: the report's bucket policy must allow ``billingreports.amazonaws.com``
+  ``s3:GetBucketAcl``, ``s3:GetBucketPolicy`` and ``s3:PutObject``; PutReportDefinition verifies it and answers
+  ``ValidationException: Failed to verify customer bucket permission.`` otherwise, so ``pulumi up`` fails
+  (https://docs.aws.amazon.com/cur/latest/userguide/dataexports-s3-bucket.html; infrastructure as code does not
+  write the policy the console writes: aws-cloudformation/cloudformation-coverage-roadmap#1970).
 - **The destination's key**: a service principal may use a customer managed key only where the key's policy allows
   it ``kms:GenerateDataKey*`` and ``kms:Decrypt`` (CloudWatch Logs also ``kms:Encrypt*``), and never an AWS managed
   key (``alias/aws/sns``, ``alias/aws/sqs``), whose policy no one can change
@@ -95,6 +100,13 @@ BUDGETS_REFUSAL = (
     "arrives"
 )
 BUDGETS_CONDITION = "aws:SourceAccount (and aws:SourceArn of the budget), as the Budgets user guide shows"
+# Cost and Usage Reports: the bucket policy the billing service needs
+# (https://docs.aws.amazon.com/cur/latest/userguide/dataexports-s3-bucket.html).
+REPORT = "aws:cur/reportDefinition:ReportDefinition"
+BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+BILLING = "billingreports.amazonaws.com"
+BILLING_ACTIONS = ("s3:GetBucketAcl", "s3:GetBucketPolicy", "s3:PutObject")
 SENDER_KMS = ("kms:GenerateDataKey", "kms:Decrypt")
 LOGS_KMS = ("kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey")
 
@@ -148,6 +160,40 @@ def check(graph: Graph) -> Iterator[Finding]:
     for group in graph.of_type(LOG_GROUP):
         service = f"logs.{cloud_region_of(graph, group.region)}.amazonaws.com"
         yield from _key_admits(graph, group, group, "kmsKeyId", service, LOGS_KMS)
+    yield from _billing_reports(graph)
+
+
+def _billing_reports(graph: Graph) -> Iterator[Finding]:
+    """A Cost and Usage Report's bucket policy lets ``billingreports.amazonaws.com`` read the bucket's ACL and
+    policy and put objects: PutReportDefinition checks it and refuses the report otherwise."""
+    for report in graph.of_type(REPORT):
+        for urn in dict.fromkeys(report.property_dependencies.get("s3Bucket", [])):
+            bucket = graph.by_urn.get(urn)
+            if bucket is None or bucket.type not in BUCKETS:
+                continue
+            policies = [bucket.inputs["policy"]] if bucket.inputs.get("policy") else []
+            policies += [
+                p.inputs.get("policy")
+                for p in graph.of_type(BUCKET_POLICY)
+                if bucket.urn in p.property_dependencies.get("bucket", [])
+            ]
+            if any(document(p) is None for p in policies):
+                continue  # a policy known only at apply time may admit it
+            missing = [a for a in BILLING_ACTIONS if not any(_allows(p, BILLING, a) for p in policies)]
+            if not missing:
+                continue
+            yield Finding(
+                RULE,
+                report.urn,
+                f"{BILLING} must write {report.name}'s reports into {bucket.name}, and "
+                + ("the bucket has no policy" if not policies else "the bucket's policy does not allow it ")
+                + ("" if not policies else ", ".join(missing))
+                + ": PutReportDefinition verifies the bucket's permissions and answers ValidationException (Failed "
+                "to verify customer bucket permission), so pulumi up fails",
+                f"add a bucket policy statement allowing Principal {{Service: {BILLING}}} "
+                f"{', '.join(BILLING_ACTIONS)} (conditioned on aws:SourceAccount and aws:SourceArn of the report), "
+                "and make the report wait for the policy",
+            )
 
 
 def senders(graph: Graph) -> Iterator[Sender]:
