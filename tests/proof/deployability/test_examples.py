@@ -142,6 +142,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "scrape-path-query",
         "amp-scraper-zones",
         "amp-scraper-static-target",
+        "amp-scraper-reaches-cluster",
         "crd-order",
         "cluster-ready",
         "node-capacity",

@@ -1,7 +1,9 @@
 """The rules set 44's observability misses led to (written after its blind run, so not held out), planted in the
 shipped dev render beside correct twins: a query string in the metrics path the platform's annotation job scrapes
 (scrape-path-query), an AMP managed collector whose subnets are in one Availability Zone (amp-scraper-zones), and one
-scraping a static target by a cluster DNS name (amp-scraper-static-target). The planted defects differ from the held-out
+scraping a static target by a cluster DNS name (amp-scraper-static-target), and one whose security groups the
+cluster's API endpoint does not admit (amp-scraper-reaches-cluster: a group admitted only on the kubelet port, two
+groups with a CIDR rule covering one subnet). The planted defects differ from the held-out
 cases: other exporters, namespaces and paths (a '#' fragment, a query on a vLLM-like pod, one in a StatefulSet), two
 subnets in one zone and a single public subnet, a bare service name, a cluster.local name and a name among IPs."""
 
@@ -14,6 +16,7 @@ import pytest
 
 from tests.proof.deployability.conftest import planted, planted_findings
 from tokenplane.proof.deployability import amp_scraper, scrape_path
+from tokenplane.proof.deployability.graph import physical_id
 from tokenplane.proof.render import RenderedResource
 
 STACK = "dev"
@@ -141,3 +144,104 @@ def test_a_static_target_by_cluster_name_is_flagged(target: str) -> None:
 @pytest.mark.parametrize("config", [GOOD_CONFIG, "scrape_configs: [", "global: {}\n"])
 def test_static_targets_by_ip_or_api_server_are_not_flagged(config: str) -> None:
     assert _findings(amp_scraper.check_static_targets, _scraper([PRIVATE_A, PRIVATE_B], config)) == []
+
+
+# --- amp-scraper-reaches-cluster --------------------------------------------------------------------------------
+
+CLUSTER_URN = "urn:pulumi:dev::tokenplane::tokenplane:cluster:Cluster$aws:eks/cluster:Cluster::dev-local-cluster-eks"
+CLUSTER_SG = "sg-cf1aba0cf6d67ee8d"  # the cluster security group EKS creates for dev-local-cluster-eks (the mock's ID)
+VPC = "dev-local-network-vpc-c2a0b04-id"
+DISCOVERING = """scrape_configs:
+  - job_name: node-exporter
+    kubernetes_sd_configs:
+      - role: node
+"""
+
+
+def _group(name: str) -> RenderedResource:
+    egress = [{"protocol": "tcp", "fromPort": 0, "toPort": 65535, "cidrBlocks": ["10.0.0.0/16"]}]
+    return planted(STACK, "aws:ec2/securityGroup:SecurityGroup", name, {"vpcId": VPC, "egress": egress}, region=REGION)
+
+
+def _gid(name: str) -> str:
+    return physical_id("aws:ec2/securityGroup:SecurityGroup", name)
+
+
+def _cluster_rule(name: str, port: int, *, source: str | None = None, cidr: str | None = None) -> RenderedResource:
+    inputs: dict[str, Any] = {
+        "type": "ingress",
+        "securityGroupId": CLUSTER_SG,
+        "protocol": "tcp",
+        "fromPort": port,
+        "toPort": port,
+    }
+    if source:
+        inputs["sourceSecurityGroupId"] = source
+    if cidr:
+        inputs["cidrBlocks"] = [cidr]
+    return planted(STACK, "aws:ec2/securityGroupRule:SecurityGroupRule", name, inputs, region=REGION)
+
+
+def _reaching(groups: list[str], config: str = DISCOVERING, subnets: list[str] | None = None) -> RenderedResource:
+    return planted(
+        STACK,
+        SCRAPER,
+        "planted-scraper",
+        {
+            "scrapeConfiguration": config,
+            "source": {"eks": {"subnetIds": subnets or [PRIVATE_A, PRIVATE_B], "securityGroupIds": groups}},
+            "destination": {"amp": {"workspaceArn": "arn:aws:amp:eu-north-1:123456789012:workspace/ws-1"}},
+        },
+        region=REGION,
+        property_dependencies={"source": [CLUSTER_URN]},
+    )
+
+
+def _reach(*extra: RenderedResource) -> list[Any]:
+    return [f for f in _findings(amp_scraper.check_reach, *extra) if f.rule == amp_scraper.RULE_REACH]
+
+
+def test_a_scraper_on_its_own_group_alone_is_flagged() -> None:
+    found = _reach(_group("planted-collector-sg"), _reaching([_gid("planted-collector-sg")]))
+    assert len(found) == 1 and "API server" in found[0].message, found
+
+
+def test_a_scraper_admitted_only_on_the_kubelet_port_is_flagged() -> None:
+    sg = _gid("planted-collector-sg")
+    found = _reach(_group("planted-collector-sg"), _cluster_rule("planted-kubelet", 10250, source=sg), _reaching([sg]))
+    assert len(found) == 1 and "443" in found[0].message, found
+
+
+def test_a_scraper_admitted_from_one_of_its_subnets_only_is_flagged() -> None:
+    sgs = ["planted-one-sg", "planted-two-sg"]
+    found = _reach(
+        *(_group(n) for n in sgs),
+        _cluster_rule("planted-half", 443, cidr="10.0.0.0/20"),
+        _reaching([_gid(n) for n in sgs]),
+    )
+    assert len(found) == 1, found
+
+
+def test_a_scraper_the_cluster_admits_is_not_flagged() -> None:
+    sg = _gid("planted-collector-sg")
+    assert _reach(_reaching([CLUSTER_SG])) == []
+    assert _reach(_reaching([sg, CLUSTER_SG]), _group("planted-collector-sg")) == []
+    assert _reach(_group("planted-collector-sg"), _cluster_rule("planted-api", 443, source=sg), _reaching([sg])) == []
+    assert (
+        _reach(_group("planted-collector-sg"), _cluster_rule("planted-vpc", 443, cidr="10.0.0.0/16"), _reaching([sg]))
+        == []
+    )
+
+
+def test_a_scraper_whose_groups_or_discovery_are_unknown_is_not_flagged() -> None:
+    assert _reach(_reaching(["sg-0123456789abcdef0"])) == []
+    assert (
+        _reach(
+            _group("planted-collector-sg"),
+            _reaching(
+                [_gid("planted-collector-sg")],
+                GOOD_CONFIG.replace("  - job_name: pods\n    kubernetes_sd_configs:\n      - role: pod\n", ""),
+            ),
+        )
+        == []
+    )

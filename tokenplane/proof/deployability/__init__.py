@@ -414,6 +414,7 @@ CHECKS: dict[str, Check] = {
     scrape_path.RULE: scrape_path.check,
     amp_scraper.RULE_ZONES: amp_scraper.check_zones,
     amp_scraper.RULE_STATIC: amp_scraper.check_static_targets,
+    amp_scraper.RULE_REACH: amp_scraper.check_reach,
     alarm_metrics.RULE: alarm_metrics.check,
     heartbeat_alarms.ABSENCE: heartbeat_alarms.check_absence,
     heartbeat_alarms.WINDOW: heartbeat_alarms.check_window,

@@ -11,10 +11,20 @@ configuration the collector refuses or cannot follow.
   ``kubernetes.default.svc``: the same guide, scraper configuration): a ``static_configs`` target named by a
   Service's cluster name (``name.namespace.svc``, ``....cluster.local``, a bare service name) never resolves, so
   nothing is scraped from it.
+- ``amp-scraper-reaches-cluster``: the collector's network interfaces carry only the security groups its EKS source
+  names ("The security group and subnets should be set to the security group and subnets for the cluster you are
+  connecting to", the same guide), and it discovers targets through the cluster's API server (``kubernetes_sd_configs``)
+  on the private endpoint's interfaces, which carry the cluster security group (which admits only its own members)
+  and the cluster's additional groups (https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html). When
+  none of those groups' ingress rules admits TCP 443 from the scraper's groups or every address of its subnets
+  (``reachability.Region.sg_verdict``, as ``store-port-open`` and ``flow-allowed`` judge groups), discovery times
+  out and no series reaches the workspace.
 
 Cannot see: subnets the program does not create (their zones are unknown: not judged), a configuration blob known
 only at apply time or not valid YAML, public DNS names in static targets (not judged: the guide asks for IP
-addresses, but only cluster names are sure not to resolve).
+addresses, but only cluster names are sure not to resolve); for the reach, a scraper group or cluster group the program does not
+create (not judged), a cluster without private endpoint access (not judged), the scraper groups' egress, and the
+targets' own ports on the nodes.
 """
 
 from __future__ import annotations
@@ -26,13 +36,17 @@ from typing import Any
 import yaml
 
 from tokenplane.proof.deployability.findings import Finding
-from tokenplane.proof.deployability.graph import Graph, lookup
+from tokenplane.proof.deployability.graph import CLUSTER, Graph, lookup
+from tokenplane.proof.deployability.reachability import SECURITY_GROUP, Region
+from tokenplane.proof.deployability.security_groups import network
 from tokenplane.proof.render import RenderedResource
 
 SCRAPER = "aws:amp/scraper:Scraper"
 SUBNET = "aws:ec2/subnet:Subnet"
 RULE_ZONES = "amp-scraper-zones"
 RULE_STATIC = "amp-scraper-static-target"
+RULE_REACH = "amp-scraper-reaches-cluster"
+API_PORT = 443
 API_SERVER = "kubernetes.default.svc"
 
 
@@ -88,17 +102,7 @@ def check_static_targets(graph: Graph) -> Iterator[Finding]:
 
 
 def _static_targets(scraper: RenderedResource) -> Iterator[tuple[str, str]]:
-    blob = scraper.inputs.get("scrapeConfiguration")
-    if not isinstance(blob, str):
-        return
-    try:
-        config: Any = yaml.safe_load(blob)
-    except yaml.YAMLError:
-        return
-    jobs = config.get("scrape_configs") if isinstance(config, dict) else None
-    for job in jobs if isinstance(jobs, list) else []:
-        if not isinstance(job, dict):
-            continue
+    for job in _jobs(scraper):
         for static in job.get("static_configs") or []:
             targets = static.get("targets") if isinstance(static, dict) else None
             for target in targets if isinstance(targets, list) else []:
@@ -127,3 +131,69 @@ def _cluster_name(host: str) -> bool:
     if host == "localhost":
         return False
     return "." not in host or host.endswith((".svc", ".svc.cluster.local", ".cluster.local"))
+
+
+def check_reach(graph: Graph) -> Iterator[Finding]:
+    for scraper in graph.of_type(SCRAPER):
+        if not any(_discovers(job) for job in _jobs(scraper)):
+            continue  # no Kubernetes service discovery: the API server need not be reached
+        cluster = _cluster(graph, scraper)
+        ids = lookup(scraper.inputs, "source.eks.securityGroupIds")
+        subnet_ids = lookup(scraper.inputs, "source.eks.subnetIds")
+        if cluster is None or not isinstance(ids, list) or not ids or not isinstance(subnet_ids, list):
+            continue
+        if lookup(cluster.inputs, "vpcConfig.endpointPrivateAccess") is not True:
+            continue
+        groups = [next((g for g in graph.by_physical_ids(i) if g.type in (SECURITY_GROUP, CLUSTER)), None) for i in ids]
+        extra_ids = lookup(cluster.inputs, "vpcConfig.securityGroupIds") or []
+        extra = [next((g for g in graph.by_physical_ids(i) if g.type == SECURITY_GROUP), None) for i in extra_ids]
+        if any(g is None for g in groups) or any(g is None for g in extra) or not isinstance(extra_ids, list):
+            continue  # a group the program does not create: its rules are unknown
+        subnets = [s for i in subnet_ids for s in graph.by_physical_ids(i) if s.type == SUBNET]
+        networks = [n for s in subnets if (n := network(s.inputs.get("cidrBlock"))) is not None]
+        if len(networks) != len(subnet_ids):
+            networks = []
+        region = Region(graph, cluster.region or "")
+        plane = [cluster, *(g for g in extra if g is not None)]
+        peers = {g.urn for g in groups if g is not None}
+        verdict = region.sg_verdict(plane, API_PORT, peers, networks, peers="the scraper's subnets")
+        if verdict.allowed:
+            continue
+        named = ", ".join(g.name for g in groups if g is not None)
+        yield Finding(
+            RULE_REACH,
+            scraper.urn,
+            f"AMP scraper {scraper.name}: its network interfaces carry only security groups {named}, and the EKS "
+            f"cluster {cluster.name}'s API server (private endpoint, TCP {API_PORT}) admits neither them nor its "
+            f"subnets ({'; '.join(verdict.blockers)}): Kubernetes service discovery times out, so the collector "
+            "finds no target and no series reaches the workspace",
+            f"put the scraper on the cluster security group (source.eks.securityGroupIds), or admit its groups on "
+            f"TCP {API_PORT} in the cluster security group (and on the targets' ports on the nodes' groups)",
+        )
+
+
+def _jobs(scraper: RenderedResource) -> list[dict[str, Any]]:
+    blob = scraper.inputs.get("scrapeConfiguration")
+    if not isinstance(blob, str):
+        return []
+    try:
+        config: Any = yaml.safe_load(blob)
+    except yaml.YAMLError:
+        return []
+    jobs = config.get("scrape_configs") if isinstance(config, dict) else None
+    return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+
+
+def _discovers(job: dict[str, Any]) -> bool:
+    return bool(job.get("kubernetes_sd_configs"))
+
+
+def _cluster(graph: Graph, scraper: RenderedResource) -> RenderedResource | None:
+    """The EKS cluster the scraper's source names: by its ARN, or the one its source input was computed from."""
+    arn = lookup(scraper.inputs, "source.eks.clusterArn")
+    if isinstance(arn, str) and (found := graph.by_identifying_output.get(arn)) is not None:
+        return found if found.type == CLUSTER else None
+    clusters = {
+        u for u in scraper.property_dependencies.get("source", []) if (r := graph.by_urn.get(u)) and r.type == CLUSTER
+    }
+    return graph.by_urn[next(iter(clusters))] if len(clusters) == 1 else None
