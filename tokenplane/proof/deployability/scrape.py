@@ -190,6 +190,14 @@ def exported(graph: Graph, region: str) -> Exported:
 def pod_scrapes(graph: Graph, region: str) -> Iterator[tuple[Pod, str, str]]:
     """(pod, job, address) of every target the Prometheus's own scrape jobs (``additionalScrapeConfigs``) keep, with
     the address their relabelling leaves (``__address__``: where Prometheus connects)."""
+    for pod, job, labels in pod_targets(graph, region):
+        if labels.get("__address__"):
+            yield pod, job, labels["__address__"]
+
+
+def pod_targets(graph: Graph, region: str) -> Iterator[tuple[Pod, str, dict[str, str]]]:
+    """(pod, job, labels) of every target the Prometheus's own scrape jobs (``additionalScrapeConfigs``) keep, with
+    the labels their relabelling leaves (``__address__``, ``__metrics_path__``, ...)."""
     jobs = [
         job
         for release in graph.releases(region, PROMETHEUS_CHART)
@@ -201,8 +209,8 @@ def pod_scrapes(graph: Graph, region: str) -> Iterator[tuple[Pod, str, str]]:
             rules = [_snake(r) for r in job.get("relabel_configs") or []]
             for meta in sd_targets(job, pod, services):
                 labels = _relabel_all(meta, rules)[0]
-                if labels is not None and labels.get("__address__"):
-                    yield pod, str(job.get("job_name", "")), labels["__address__"]
+                if labels is not None:
+                    yield pod, str(job.get("job_name", "")), labels
 
 
 def known(graph: Graph) -> dict[str, str]:
