@@ -27,6 +27,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "lb-controller",
         "csi-iam",
         "addon-iam",
+        "fsx-settings",
+        "fsx-mount-name",
         "addon-prerequisites",
         "keda-aws-identity",
         "await-timeout",

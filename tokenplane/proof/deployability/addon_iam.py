@@ -16,6 +16,14 @@ when any of them holds a policy not known at render time.
 ``csi-iam`` (``storage``) reports the EBS CSI driver where an EBS StorageClass needs it; this rule reports it only
 elsewhere, so one missing role is one finding.
 
+The FSx for Lustre CSI driver calls AWS only to provision: its controller's CreateVolume, DeleteVolume and
+ControllerExpandVolume call CreateFileSystem, DeleteFileSystem and UpdateFileSystem, while its node plugin mounts a
+volume with the Lustre client and reads only the instance metadata service (kubernetes-sigs/aws-fsx-csi-driver,
+``pkg/driver/controller.go`` and ``pkg/driver/node.go``). A static PersistentVolume over a file system the program
+makes is mounted without any AWS call, so the FSx add-on is judged only where a StorageClass of the region
+provisions through it (``fsx.csi.aws.com``). The EBS driver attaches even static volumes through EC2 and is judged
+always.
+
 It cannot see: roles or associations made outside the program, node roles of self-managed or Karpenter nodes, ADOT's
 collectors (IAM only for the optional AWS exporters its configuration turns on), and a role's permissions boundary.
 """
@@ -33,6 +41,8 @@ from tokenplane.proof.render import RenderedResource
 RULE = "addon-iam"
 ADDON = "aws:eks/addon:Addon"
 EBS_ADDON, EBS_PROVISIONER = "aws-ebs-csi-driver", "ebs.csi.aws.com"
+# Add-ons that call AWS only to provision volumes dynamically: judged only beside a StorageClass of their provisioner.
+PROVISIONING_ONLY = {"aws-fsx-csi-driver": "fsx.csi.aws.com"}
 
 
 class Needs(NamedTuple):
@@ -90,6 +100,11 @@ def check(graph: Graph) -> Iterator[Finding]:
             c.manifest.get("provisioner") == EBS_PROVISIONER for c in graph.kube(addon.region, "StorageClass")
         ):
             continue  # csi-iam's to report, with the classes whose PVCs stay Pending
+        provisioner = PROVISIONING_ONLY.get(name)
+        if provisioner is not None and not any(
+            c.manifest.get("provisioner") == provisioner for c in graph.kube(addon.region, "StorageClass")
+        ):
+            continue  # static volumes only: the node plugin mounts them with no AWS call
         if node_route(graph, addon.region, needs.action) is not False:
             continue
         yield Finding(
