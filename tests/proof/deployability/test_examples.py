@@ -100,6 +100,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "table-partitions-found",
         "rds-values",
         "opensearch-values",
+        "opensearch-access-policy",
         "elasticache-rbac",
         "vpc-endpoint-values",
         "one-subnet-per-zone",

@@ -148,6 +148,13 @@ The provider's schema types every field, but the services check how fields go to
   provider refuses it at preview: hashicorp/terraform-provider-aws internal/service/kinesis/stream.go,
   ``retention_period`` ``validation.IntBetween(24, 8760)``; cfn-lint's schema for ``AWS::Kinesis::Stream`` has a
   minimum of 1, so ``cfn_types`` does not see it).
+- **Kinesis** stream capacity mode and shard count: an ON_DEMAND stream scales itself and takes no shard count, a
+  PROVISIONED one (the mode when ``streamModeDetails`` is left out) needs one of at least 1 (CreateStream's
+  ShardCount, https://docs.aws.amazon.com/kinesis/latest/APIReference/API_CreateStream.html; "Choosing the data
+  stream capacity mode", https://docs.aws.amazon.com/streams/latest/dev/how-do-i-size-a-stream.html). The provider
+  refuses both at preview in its CustomizeDiff ("shard_count must not be set when stream_mode is ON_DEMAND", "shard_count
+  must be at least 1 when stream_mode is PROVISIONED": hashicorp/terraform-provider-aws
+  internal/service/kinesis/stream.go). Judged where the mode and the count are known at render time.
 - **S3** ``PutBucketAccelerateConfiguration`` (an ``aws.s3.BucketAccelerateConfiguration`` or a bucket's own
   ``accelerationStatus``) Enabled on a bucket whose name holds a period: "S3 Transfer Acceleration is not supported for
   buckets with periods (.) in their names" (InvalidRequest; S3 User Guide, "Configuring fast, secure file transfers
@@ -396,6 +403,8 @@ def check(graph: Graph) -> Iterator[Finding]:
     for target_group in graph.of_type(TARGET_GROUP):
         yield from _health_timing(target_group)
     yield from _dotted_acceleration(graph)
+    for stream in graph.of_type(KINESIS_STREAM):
+        yield from _stream_capacity(stream)
     for mapping in graph.of_type(MAPPING):
         yield from _batch_size(graph, mapping)
         yield from _maximum_concurrency(mapping)
@@ -716,6 +725,35 @@ def _key_policy_lockout(key: RenderedResource) -> Iterator[Finding]:
         'add the account\'s statement: {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::ACCOUNT:root"}, '
         '"Action": "kms:*", "Resource": "*"} (the default key policy), then grant services beside it',
     )
+
+
+def _stream_capacity(stream: RenderedResource) -> Iterator[Finding]:
+    details = stream.inputs.get("streamModeDetails")
+    mode = "PROVISIONED" if details is None else lookup(details, "streamMode")
+    raw = stream.inputs.get("shardCount")
+    shards = number(raw)
+    if raw is not None and shards is None:
+        return  # a count known only at apply time
+    if mode == "ON_DEMAND" and shards is not None and shards > 0:
+        yield Finding(
+            RULE,
+            stream.urn,
+            f"Kinesis stream {stream.name} is ON_DEMAND and sets shard_count {shards:g}: an on-demand stream sizes "
+            'its own shards, and the provider refuses it at preview ("shard_count must not be set when stream_mode '
+            'is ON_DEMAND"), so nothing is deployed',
+            f"remove shard_count from {stream.name}, or set stream_mode_details.stream_mode to PROVISIONED to keep "
+            f"{shards:g} shards",
+        )
+    elif mode == "PROVISIONED" and (shards is None or shards < 1):
+        how = "sets no stream_mode_details, so it is PROVISIONED," if details is None else "is PROVISIONED"
+        yield Finding(
+            RULE,
+            stream.urn,
+            f"Kinesis stream {stream.name} {how} with {'no shard_count' if shards is None else f'shard_count {shards:g}'}"
+            ": a provisioned stream needs at least one shard (CreateStream's ShardCount), and the provider refuses it "
+            'at preview ("shard_count must be at least 1 when stream_mode is PROVISIONED"), so nothing is deployed',
+            f"set shard_count (at least 1) on {stream.name}, or stream_mode_details.stream_mode='ON_DEMAND'",
+        )
 
 
 def _ranges(resource: RenderedResource) -> Iterator[Finding]:

@@ -29,7 +29,19 @@ Each refusal fails ``pulumi up`` at the endpoint (InvalidParameter), and nothing
   (DuplicateSubnetsInSameZone, https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
   Judged where the subnets are the program's and name their AZs.
 
-Cannot see: VPCs and gateway endpoints of other stacks, and AZ IDs given as ``availabilityZoneId``.
+- **An AWS service name that does not exist**: CreateVpcEndpoint answers "InvalidServiceName: The Vpc Endpoint
+  Service 'com.amazonaws.<region>.<name>' does not exist" for a name no service offers. The names are listed in
+  "AWS services that integrate with AWS PrivateLink"
+  (https://docs.aws.amazon.com/vpc/latest/privatelink/aws-services-privatelink-support.html), and a few differ from
+  the service's API prefix or common name: Kinesis Data Streams' is ``kinesis-streams``
+  (https://docs.aws.amazon.com/streams/latest/dev/vpc.html), Firehose's ``kinesis-firehose``, ECR's ``ecr.api`` and
+  ``ecr.dkr`` (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html), SageMaker's runtime
+  ``sagemaker.runtime``, Bedrock's ``bedrock-runtime``, Session Manager's ``ssmmessages`` and ``ec2messages``,
+  CloudWatch Logs' ``logs``, Secrets Manager's ``secretsmanager``. The list is long and grows, so a name outside it
+  is not judged; only the names in ``NEAR_MISSES`` (no service has them; each is the right one misspelt) are.
+
+Cannot see: VPCs and gateway endpoints of other stacks, AZ IDs given as ``availabilityZoneId``, and misnamed
+services outside ``NEAR_MISSES``.
 """
 
 from __future__ import annotations
@@ -52,6 +64,27 @@ ENDPOINT = vpc_routes.VPC_ENDPOINT
 BOTH_KINDS = ("s3",)
 # The services that offer Gateway endpoints at all; any other AWS service is Interface only.
 GATEWAY_SERVICES = ("s3", "dynamodb", "s3express")
+# Names under com.amazonaws.<region>. that no endpoint service has, and the service's real name: the PrivateLink
+# support list (aws-services-privatelink-support.html) and each service's own VPC endpoint page.
+NEAR_MISSES = {
+    "kinesis": "kinesis-streams",
+    "kinesis-data-streams": "kinesis-streams",
+    "firehose": "kinesis-firehose",
+    "kinesis-data-firehose": "kinesis-firehose",
+    "ecr": "ecr.api (and ecr.dkr for image layers)",
+    "ecr-api": "ecr.api",
+    "ecr-dkr": "ecr.dkr",
+    "sagemaker-runtime": "sagemaker.runtime",
+    "bedrock.runtime": "bedrock-runtime",
+    "bedrock.agent-runtime": "bedrock-agent-runtime",
+    "ssm-messages": "ssmmessages",
+    "ec2-messages": "ec2messages",
+    "cloudwatch-logs": "logs",
+    "cloudwatchlogs": "logs",
+    "secrets-manager": "secretsmanager",
+    "secretmanager": "secretsmanager",
+}
+AWS_SERVICE_NAME = re.compile(r"com\.amazonaws\.([a-z0-9-]+)\.([a-z0-9][a-z0-9.-]*)")
 
 
 def service_of(endpoint: RenderedResource) -> str:
@@ -87,6 +120,10 @@ def gateways(graph: Graph, vpc: RenderedResource, service: str) -> list[Rendered
 
 def check(graph: Graph) -> Iterator[Finding]:
     for endpoint in graph.of_type(ENDPOINT):
+        misnamed = list(_near_miss(endpoint))
+        yield from misnamed
+        if misnamed:
+            continue  # the name is the failure; what else is judged of it would follow a service that is not there
         yield from _gateway_service(endpoint)
         if kind_of(endpoint) != "Interface":
             continue
@@ -109,11 +146,28 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _one_subnet_per_zone(graph, endpoint)
 
 
+def _near_miss(endpoint: RenderedResource) -> Iterator[Finding]:
+    name = endpoint.inputs.get("serviceName")
+    match = AWS_SERVICE_NAME.fullmatch(name) if isinstance(name, str) else None
+    if match is None or match.group(1) == "vpce" or match.group(2) not in NEAR_MISSES:
+        return
+    region, wrong = match.groups()
+    right = NEAR_MISSES[wrong]
+    yield Finding(
+        RULE,
+        endpoint.urn,
+        f"VPC endpoint {endpoint.name} names the service {name}, which does not exist (the service's endpoint name "
+        f"is {right}): CreateVpcEndpoint answers \"InvalidServiceName: The Vpc Endpoint Service '{name}' does not "
+        'exist", and the endpoint is never created',
+        f"set service_name to com.amazonaws.{region}.{right.split(' ', 1)[0]}",
+    )
+
+
 def _gateway_service(endpoint: RenderedResource) -> Iterator[Finding]:
     name = endpoint.inputs.get("serviceName")
     if kind_of(endpoint) != "Gateway" or not isinstance(name, str):
         return
-    match = re.fullmatch(r"com\.amazonaws\.([a-z0-9-]+)\.([a-z0-9][a-z0-9.-]*)", name)
+    match = AWS_SERVICE_NAME.fullmatch(name)
     if match is None or match.group(1) == "vpce" or match.group(2) in GATEWAY_SERVICES:
         return
     given = "vpcEndpointType" in endpoint.inputs and endpoint.inputs["vpcEndpointType"] is not None

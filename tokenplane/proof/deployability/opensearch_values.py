@@ -1,4 +1,4 @@
-"""Values OpenSearch Service refuses at create time: a domain's fields as CreateDomain takes them together.
+r"""Values OpenSearch Service refuses at create time: a domain's fields as CreateDomain takes them together.
 
 ``aws.opensearch.Domain`` (and the older ``aws.elasticsearch.Domain``) types each field, but the service checks how
 they go together, and CreateDomain answers ValidationException, failing ``pulumi up`` at the domain (and whatever
@@ -24,18 +24,27 @@ waits for its endpoint):
 - **UltraWarm** (``warmEnabled``): "To use warm storage, domains must have dedicated master nodes", and not on T2
   or T3 data nodes (https://docs.aws.amazon.com/opensearch-service/latest/developerguide/ultrawarm.html,
   prerequisites).
+- **The domain's name**: 3 to 28 characters, lowercase letters, digits and hyphens, starting with a letter
+  (https://docs.aws.amazon.com/opensearch-service/latest/APIReference/API_CreateDomain.html, DomainName: Length
+  Constraints 3-28, Pattern ``[a-z][a-z0-9\-]+``). The provider refuses any other at preview: both
+  ``aws.opensearch.Domain`` and ``aws.elasticsearch.Domain`` validate ``domain_name`` against
+  ``^[a-z][0-9a-z\-]{2,27}$`` ("must start with a lowercase alphabet and be at least 3 and no more than 28
+  characters long"; hashicorp/terraform-provider-aws internal/service/opensearch/domain.go and
+  internal/service/elasticsearch/domain.go). cfn-lint's schema for AWS::OpenSearchService::Domain types DomainName
+  as a bare string, so ``cfn_types`` does not see it.
 - **Instance types** of the API's enumeration: OpenSearch's end in ``.search`` (``r6g.large.search``), the
   Elasticsearch API's in ``.elasticsearch`` (``OpenSearchPartitionInstanceType``,
   https://docs.aws.amazon.com/opensearch-service/latest/APIReference/API_ClusterConfig.html); an ``ultrawarm1.*``
   type is a warm type only.
 
-Cannot see: values known only at apply time (subnets taken from another stack are counted, but their AZs are read
+Cannot see: names known only at apply time, values known only at apply time (subnets taken from another stack are counted, but their AZs are read
 only from the program's own subnets), dedicated master counts (the API takes any; 3 is advice), EBS volume limits
 per instance type (no table), and instance types an engine version does not offer.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,12 +62,14 @@ SUFFIX = {OPENSEARCH: ".search", ELASTICSEARCH: ".elasticsearch"}
 AZ_COUNTS = (2, 3)  # ZoneAwarenessConfig.AvailabilityZoneCount's valid values; 2 when unset
 # The cluster config's instance-type inputs: the data nodes', the dedicated masters', the warm nodes'.
 TYPE_INPUTS = ("instanceType", "dedicatedMasterType", "warmType")
+DOMAIN_NAME = re.compile(r"[a-z][0-9a-z\-]{2,27}")  # the provider's domain_name validation (fullmatch)
 
 
 def check(graph: Graph) -> Iterator[Finding]:
     for typ in (OPENSEARCH, ELASTICSEARCH):
         for domain in graph.of_type(typ):
             config = domain.inputs.get("clusterConfig") or {}
+            yield from _name(domain)
             yield from _subnets(graph, domain, config)
             yield from _data_nodes(domain, config)
             yield from _fine_grained(domain)
@@ -77,6 +88,26 @@ def _zones(config: dict[str, Any]) -> int | None:
     if config.get("zoneAwarenessEnabled") is not True:
         return 1 if config.get("zoneAwarenessEnabled") in (None, False) else None
     return _count(lookup(config, "zoneAwarenessConfig.availabilityZoneCount"), 2)
+
+
+def _name(domain: RenderedResource) -> Iterator[Finding]:
+    name = domain.inputs.get("domainName")
+    if not isinstance(name, str) or DOMAIN_NAME.fullmatch(name):
+        return
+    what = (
+        f"{len(name)} characters long, over the 28 a domain name may have"
+        if len(name) > 28 and re.fullmatch(r"[a-z][0-9a-z\-]*", name)
+        else "not 3 to 28 lowercase letters, digits and hyphens starting with a letter"
+    )
+    yield Finding(
+        RULE,
+        domain.urn,
+        f"OpenSearch domain {domain.name} is named {name!r}, {what}: the provider refuses domain_name at preview "
+        '("must start with a lowercase alphabet and be at least 3 and no more than 28 characters long"), as '
+        "CreateDomain would (DomainName), and nothing is deployed",
+        "give domain_name 3 to 28 characters of a-z, 0-9 and '-', starting with a letter (e.g. "
+        f"{re.sub(r'[^0-9a-z-]', '-', name.lower())[:28].rstrip('-')!r})",
+    )
 
 
 def _subnets(graph: Graph, domain: RenderedResource, config: dict[str, Any]) -> Iterator[Finding]:
