@@ -191,6 +191,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "admission-denies-workloads",
         "topic-replication",
         "priority-preempts-serving",
+        "pod-priority-admits",
+        "immutable-config-rollout",
         "record-in-zone",
         "host-resolves",
         "zone-answers",

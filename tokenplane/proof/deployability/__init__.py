@@ -159,6 +159,7 @@ from tokenplane.proof.deployability import (
     platform_contract,
     pod_affinity,
     pod_fits,
+    pod_priority_admission,
     pod_security,
     pod_sysctls,
     policy_callers,
@@ -342,6 +343,7 @@ CHECKS: dict[str, Check] = {
     admission_policies.RULE: admission_policies.check,
     kafka_topics.RULE: kafka_topics.check,
     priority_preemption.RULE: priority_preemption.check,
+    pod_priority_admission.RULE: pod_priority_admission.check,
     service_accounts.RULE: service_accounts.check,
     rbac_grants.RULE: rbac_grants.check,
     rbac_grants.ROLE: rbac_grants.check_roles,
@@ -513,6 +515,7 @@ CHECKS: dict[str, Check] = {
     static_volumes.RULE: static_volumes.check,
     env_config_rollout.RULE: env_config_rollout.check,
     env_config_rollout.SUB_PATH_RULE: env_config_rollout.check_sub_paths,
+    env_config_rollout.IMMUTABLE_RULE: env_config_rollout.check_immutable,
 }
 
 

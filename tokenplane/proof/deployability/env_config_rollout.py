@@ -35,6 +35,21 @@ running pods serve the old file (an old password) until they restart. Objects wh
 program is edited are not judged: many subPath files are read once by design (an ``init.sql`` run at first start,
 the shipped ClickHouse config), where a stale file changes nothing.
 
+``immutable-config-rollout``: a ConfigMap marked ``immutable: true`` is neither watched nor re-read by the kubelet
+("the kubelet does not watch immutable ConfigMaps"; to change one, "delete and recreate the ConfigMap. Because
+existing Pods maintain a mount point to the deleted ConfigMap, it is recommended to recreate these pods",
+https://kubernetes.io/docs/concepts/configuration/configmap/#configmap-immutable). pulumi-kubernetes replaces it on a
+data change whatever the provider's options (provider/pkg/provider/diff.go: ``.binaryData``/``.data`` force a
+replacement when ``clients.IsConfigMap(obj) && (!k.enableConfigMapMutable || clients.IsImmutable(obj))``), and with
+a fixed name under the same name (delete, then create), so the workload's template is
+unchanged, nothing rolls, and the running pods keep serving the old files even from a whole-directory mount, until
+they happen to be recreated. Judged: each of the program's immutable ConfigMaps with a literal name that a
+Deployment, StatefulSet or DaemonSet mounts as a volume (``configMap`` or ``projected``) without a rolling
+pod-template annotation, as above. The autonamed twin is correct: each replacement takes a new name, which changes
+the template (the pattern Pulumi documents,
+https://www.pulumi.com/registry/packages/kubernetes/api-docs/core/v1/configmap/). Env readers are
+``env-config-rollout``'s, immutable or not; immutable Secrets are not judged (see above).
+
 Cannot see: a restart made outside the program (``kubectl rollout restart``, Reloader), an application that
 re-reads its settings some other way, and an annotation whose value is computed from the data under another name.
 """
@@ -52,6 +67,7 @@ from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 
 RULE = "env-config-rollout"
 SUB_PATH_RULE = "sub-path-updates"
+IMMUTABLE_RULE = "immutable-config-rollout"
 LONG_RUNNING = frozenset({"Deployment", "StatefulSet", "DaemonSet"})
 # The env sources judged, by the kind they name (Secrets are not judged: see above).
 SOURCES = {"configMapRef": "ConfigMap"}
@@ -105,6 +121,43 @@ def check_sub_paths(graph: Graph) -> Iterator[Finding]:
                 f"mount the whole {kind} as a directory (the kubelet updates it), or add a pod-template annotation "
                 f"computed from its data (e.g. checksum/{name}: sha256 of the data) so a change rolls the pods",
             )
+
+
+def check_immutable(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.pod_bearers():
+        if workload.kind not in LONG_RUNNING:
+            continue
+        annotations = workload.pod_template().get("metadata", {}).get("annotations") or {}
+        for name in sorted(_volume_config_maps(workload)):
+            source = _fixed(graph, workload, "ConfigMap", name)
+            if source is None or source.manifest.get("immutable") is not True or _rolls(annotations, source):
+                continue
+            yield Finding(
+                IMMUTABLE_RULE,
+                source.urn,
+                f"ConfigMap {workload.namespace}/{name} is immutable with a fixed metadata.name and "
+                f"{workload.kind} {workload.namespace}/{workload.name} mounts it as a volume: a data change makes "
+                "pulumi-kubernetes delete and recreate it under the same name, the pod template does not change so "
+                "pulumi up rolls no pod, and the kubelet never re-reads an immutable ConfigMap, so the running pods "
+                "keep serving the old data until they happen to be recreated",
+                "leave metadata.name to Pulumi's autonaming and mount it by its metadata.name output (each change "
+                f"then rolls the pods), or add a pod-template annotation computed from its data (checksum/{name}: "
+                "sha256 of the data)",
+            )
+
+
+def _volume_config_maps(workload: KubeObject) -> set[str]:
+    """The names of the ConfigMaps a volume of ``workload``'s pods (``configMap`` or ``projected``) mounts."""
+    out: set[str] = set()
+    for volume in workload.pod_spec().get("volumes") or []:
+        if not isinstance(volume, dict):
+            continue
+        sources = [volume, *(s for s in lookup(volume, "projected.sources") or [] if isinstance(s, dict))]
+        for source in sources:
+            ref = source.get("configMap")
+            if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+                out.add(ref["name"])
+    return out
 
 
 # Resources whose value the program replaces on its own schedule: random's keepers, time's rotation.

@@ -21,7 +21,16 @@ configure-liveness-readiness-startup-probes/#define-startup-probes, "protect slo
 
 ``probe-path``: an HTTP probe gets a 404 from a path its process does not serve, and the kubelet counts anything
 outside 200-399 as a failure: a readiness probe keeps the pod out of its Service for ever, a liveness or startup
-probe restarts it in a loop. Judged only for images whose routes the program knows (``known_images``).
+probe restarts it in a loop. Judged only for images whose routes the program knows (``known_images``), and for
+Python's own static file server: a container of a plain Python image (Docker Hub's ``python``) whose command is
+``python -m http.server`` (or ``python3``) serves only the files under its directory (``--directory``/``-d``, else
+the container's ``workingDir``) and answers 404 for any other path (``SimpleHTTPRequestHandler.send_head``:
+"File not found"; https://docs.python.org/3/library/http.server.html). A path is judged only where every entry on
+its way is known: a directory that is a ConfigMap volume's mount point lists the ConfigMap's keys (or its ``items``'
+paths), a directory the plain Python image leaves empty (``PYTHON_EMPTY_DIRS``: Debian's and Alpine's base
+``/srv`` and ``/mnt``) lists nothing, and each lists the mount points below it. Any other directory (the image's
+own, an emptyDir or a claim something may fill, a mount with ``subPath``) is not judged, nor ``--cgi``, nor a
+probe on another port. ``/`` always answers (a listing, or index.html).
 
 ``probe-scheme``: an ``httpGet`` probe with ``scheme: HTTPS`` makes the kubelet open TLS ("Scheme to use for
 connecting to the host (HTTP or HTTPS). Defaults to HTTP", https://kubernetes.io/docs/tasks/configure-pod-container/
@@ -37,10 +46,13 @@ or env variable naming SSL or TLS counts as TLS configured, and the probe is the
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
 from tokenplane.contract import POOL_LABEL
+from tokenplane.proof.deployability import known_images
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
 from tokenplane.proof.deployability.known_images import (
@@ -164,6 +176,165 @@ def check_paths(graph: Graph) -> Iterator[Finding]:
                     f"every probe gets 404, counted as a failure, so {effect}",
                     f"probe one of the paths it serves: {', '.join(r for r in routes if '{' not in r)}",
                 )
+    yield from check_static_paths(graph)
+
+
+# Directories the official Python images (Debian's base-files, Alpine's alpine-baselayout) ship empty.
+PYTHON_EMPTY_DIRS = frozenset({"/srv", "/mnt"})
+PYTHON_IMAGES = frozenset({"python", "library/python", "docker/library/python"})
+
+
+def check_static_paths(graph: Graph) -> Iterator[Finding]:
+    """``probe-path`` for ``python -m http.server``: a probe path that names no file under the served directory."""
+    for workload in graph.pod_bearers():
+        spec = pod_template(workload).get("spec") or {}
+        for container in _containers(workload):
+            served = _static_server(container)
+            if served is None:
+                continue
+            directory, port = served
+            for kind in PROBES:
+                http = lookup(container.get(kind), "httpGet")
+                if not isinstance(http, dict) or _port_number(http.get("port"), container) != port:
+                    continue
+                path = str(http.get("path") or "/")
+                missing = _missing(graph, workload, spec, container, directory, path)
+                if missing is None:
+                    continue
+                effect = _failing_effect(kind)
+                yield Finding(
+                    PATH,
+                    workload.urn,
+                    f"{kind} of container {container.get('name')} ({workload.kind} {workload.namespace}/"
+                    f"{workload.name}) asks GET {path} of Python's http.server, which serves only the files under "
+                    f"{directory}: {missing} does not exist there, so every probe gets 404 (File not found), counted "
+                    f"as a failure, so {effect}",
+                    f"probe / (the directory listing) or the path of a file that is served, e.g. a key of the "
+                    f"ConfigMap mounted under {directory}",
+                )
+
+
+def _static_server(container: dict[str, Any]) -> tuple[str, int] | None:
+    """(served directory, port) of a plain Python image's container that runs ``python -m http.server``."""
+    if known_images.repository(str(container.get("image") or "")) not in PYTHON_IMAGES:
+        return None
+    words = [a for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if not words or not all(isinstance(w, str) for w in words):
+        return None
+    if posixpath.basename(words[0]) not in ("python", "python3") or words[1:3] != ["-m", "http.server"]:
+        return None
+    directory = container.get("workingDir")
+    port = 8000
+    rest = words[3:]
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word in ("--directory", "-d") and i + 1 < len(rest):
+            directory, i = rest[i + 1], i + 2
+        elif word.startswith("--directory="):
+            directory, i = word.split("=", 1)[1], i + 1
+        elif word in ("--bind", "-b", "--protocol", "-p") and i + 1 < len(rest):
+            i += 2
+        elif word.isdigit():
+            port, i = int(word), i + 1
+        else:
+            return None  # --cgi, or an option this reading does not know
+    if not isinstance(directory, str) or not directory.startswith("/"):
+        return None
+    return posixpath.normpath(directory), port
+
+
+def _port_number(port: Any, container: dict[str, Any]) -> int | None:
+    if isinstance(port, bool):
+        return None
+    if isinstance(port, (int, float)) and float(port).is_integer():
+        return int(port)
+    if isinstance(port, str):
+        if port.isdigit():
+            return int(port)
+        for entry in container.get("ports") or []:
+            if isinstance(entry, dict) and entry.get("name") == port:
+                number = entry.get("containerPort")
+                if isinstance(number, (int, float)) and not isinstance(number, bool):
+                    return int(number)
+    return None
+
+
+def _missing(
+    graph: Graph,
+    workload: KubeObject,
+    spec: dict[str, Any],
+    container: dict[str, Any],
+    directory: str,
+    path: str,
+) -> str | None:
+    """The first entry of ``path`` that surely does not exist under ``directory`` (as http.server resolves it),
+    or None where it exists or is not known."""
+    path = unquote(path.split("?", 1)[0].split("#", 1)[0])
+    parts = [p for p in posixpath.normpath("/" + path).split("/") if p and p not in (".", "..")]
+    volumes = {str(v.get("name")): v for v in spec.get("volumes") or [] if isinstance(v, dict)}
+    mounts: dict[str, dict[str, Any] | None] = {}
+    for mount in container.get("volumeMounts") or []:
+        if not isinstance(mount, dict) or not isinstance(mount.get("mountPath"), str):
+            return None
+        volume = None if mount.get("subPath") or mount.get("subPathExpr") else volumes.get(str(mount.get("name")))
+        mounts[posixpath.normpath(mount["mountPath"])] = volume
+    if any(_below(directory, m) and m != directory for m in mounts):
+        return None  # the served directory lies inside a volume: its entries are the volume's
+    current = directory
+    for part in parts:
+        listing = _listing(graph, workload, mounts, current)
+        if listing is None:
+            return None
+        if part not in listing:
+            return posixpath.join(current, part)
+        current = posixpath.join(current, part)
+    return None
+
+
+def _below(inner: str, outer: str) -> bool:
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def _listing(
+    graph: Graph, workload: KubeObject, mounts: dict[str, dict[str, Any] | None], directory: str
+) -> set[str] | None:
+    """The entries of ``directory`` in the container, where every one is known."""
+    if directory in mounts:
+        names = _config_map_entries(graph, workload, mounts[directory])
+        if names is None:
+            return None
+    elif directory in PYTHON_EMPTY_DIRS and not any(_below(directory, m) and m != directory for m in mounts):
+        names = set()
+    else:
+        return None
+    for mount in mounts:
+        if mount != directory and _below(mount, directory):
+            names.add(mount[len(directory.rstrip("/")) + 1 :].split("/", 1)[0])
+    return names
+
+
+def _config_map_entries(graph: Graph, workload: KubeObject, volume: dict[str, Any] | None) -> set[str] | None:
+    """The top-level entries a ConfigMap volume holds: its ``items``' paths, else the ConfigMap's keys."""
+    ref = (volume or {}).get("configMap")
+    if not isinstance(ref, dict) or not isinstance(ref.get("name"), str):
+        return None
+    items = ref.get("items")
+    if items:
+        paths = [i.get("path") if isinstance(i, dict) else None for i in items]
+        if not all(isinstance(p, str) for p in paths):
+            return None
+        return {str(p).lstrip("/").split("/", 1)[0] for p in paths}
+    for obj in graph.kube(workload.resource.region, "ConfigMap"):
+        if obj.namespace == workload.namespace and obj.name == ref["name"]:
+            keys: set[str] = set()
+            for field in ("data", "binaryData"):
+                data = obj.manifest.get(field) or {}
+                if not isinstance(data, dict):
+                    return None
+                keys |= {str(k) for k in data}
+            return keys
+    return None
 
 
 def _plain_http_server(container: dict[str, Any]) -> str | None:
