@@ -154,26 +154,39 @@ def _failing_effect(kind: str) -> str:
     return "the kubelet restarts it in a loop (CrashLoopBackOff)"
 
 
+def _http_probes(container: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """Each of the container's HTTP probes: its kind, its httpGet and the path the kubelet asks."""
+    for kind in PROBES:
+        http = lookup(container.get(kind), "httpGet")
+        if isinstance(http, dict):
+            yield kind, http, str(http.get("path") or "/")  # the kubelet asks "/" when no path is given
+
+
+def _not_found(workload: KubeObject, container: dict[str, Any], kind: str, asked: str, fix: str) -> Finding:
+    """A probe whose every answer is 404: ``asked`` says the path and why nothing serves it."""
+    return Finding(
+        PATH,
+        workload.urn,
+        f"{kind} of container {container.get('name')} ({workload.kind} {workload.namespace}/{workload.name}) asks "
+        f"GET {asked}: every probe gets 404, counted as a failure, so {_failing_effect(kind)}",
+        fix,
+    )
+
+
 def check_paths(graph: Graph) -> Iterator[Finding]:
     for workload in graph.pod_bearers():
         for container in _containers(workload):
             routes = get_routes(container)
             if routes is None:
                 continue
-            for kind in PROBES:
-                http = lookup(container.get(kind), "httpGet")
-                if not isinstance(http, dict):
-                    continue
-                path = str(http.get("path") or "/")  # the kubelet asks "/" when no path is given
+            for kind, _, path in _http_probes(container):
                 if path_served(path, routes):
                     continue
-                effect = _failing_effect(kind)
-                yield Finding(
-                    PATH,
-                    workload.urn,
-                    f"{kind} of container {container.get('name')} ({workload.kind} {workload.namespace}/"
-                    f"{workload.name}) asks GET {path}, which its image ({container.get('image')}) does not serve: "
-                    f"every probe gets 404, counted as a failure, so {effect}",
+                yield _not_found(
+                    workload,
+                    container,
+                    kind,
+                    f"{path}, which its image ({container.get('image')}) does not serve",
                     f"probe one of the paths it serves: {', '.join(r for r in routes if '{' not in r)}",
                 )
     yield from check_static_paths(graph)
@@ -193,22 +206,18 @@ def check_static_paths(graph: Graph) -> Iterator[Finding]:
             if served is None:
                 continue
             directory, port = served
-            for kind in PROBES:
-                http = lookup(container.get(kind), "httpGet")
-                if not isinstance(http, dict) or _port_number(http.get("port"), container) != port:
+            for kind, http, path in _http_probes(container):
+                if _port_number(http.get("port"), container) != port:
                     continue
-                path = str(http.get("path") or "/")
                 missing = _missing(graph, workload, spec, container, directory, path)
                 if missing is None:
                     continue
-                effect = _failing_effect(kind)
-                yield Finding(
-                    PATH,
-                    workload.urn,
-                    f"{kind} of container {container.get('name')} ({workload.kind} {workload.namespace}/"
-                    f"{workload.name}) asks GET {path} of Python's http.server, which serves only the files under "
-                    f"{directory}: {missing} does not exist there, so every probe gets 404 (File not found), counted "
-                    f"as a failure, so {effect}",
+                yield _not_found(
+                    workload,
+                    container,
+                    kind,
+                    f"{path} of Python's http.server, which serves only the files under {directory} ({missing} does "
+                    "not exist there, File not found)",
                     f"probe / (the directory listing) or the path of a file that is served, e.g. a key of the "
                     f"ConfigMap mounted under {directory}",
                 )
