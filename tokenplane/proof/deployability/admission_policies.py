@@ -39,8 +39,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tokenplane.proof.deployability import reachability
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import CLUSTER, Graph, KubeObject
+from tokenplane.proof.deployability.kube_resources import plural
 
 RULE = "admission-denies-workloads"
 ADDON = "aws:eks/addon:Addon"
@@ -212,15 +214,6 @@ def eks_node_pods(has_ebs_csi: bool) -> list[Target]:
     ]
 
 
-def plural(kind: str) -> str:
-    lower = kind.lower()
-    if lower.endswith("s"):
-        return lower + "es"
-    if lower.endswith("y") and lower[-2:-1] not in "aeiou":
-        return lower[:-1] + "ies"
-    return lower + "s"
-
-
 def _defaulted_pod(template: Mapping[str, Any], owner: str, namespace: str) -> dict[str, Any]:
     """A controller's pod CREATE from ``template``, with the defaults the checks may read set as the API server sets
     them (SetDefaults_PodSpec: an empty securityContext; a container's resources are always present)."""
@@ -275,37 +268,27 @@ def own_targets(graph: Graph, region: str) -> list[Target]:
     return out
 
 
+OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
 def selects(selector: Any, labels: Mapping[str, Any]) -> bool | None:
-    """A label selector over ``labels``; None where it cannot be decided (a value unknown at render time)."""
+    """A label selector over ``labels`` (an absent one selects all); None where it cannot be decided (a value unknown
+    at render time, an operator the API server would refuse)."""
     if selector is None:
         return True
-    if not isinstance(selector, dict):
+    if not isinstance(selector, dict) or not all(
+        isinstance(v, str) for v in (selector.get("matchLabels") or {}).values()
+    ):
         return None
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if not isinstance(value, str):
-            return None
-        if labels.get(key) != value:
-            return False
     for expr in selector.get("matchExpressions") or []:
-        if not isinstance(expr, dict):
+        if not (
+            isinstance(expr, dict)
+            and isinstance(expr.get("key"), str)
+            and expr.get("operator") in OPERATORS
+            and all(isinstance(v, str) for v in expr.get("values") or [])
+        ):
             return None
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        if not isinstance(key, str) or not all(isinstance(v, str) for v in values):
-            return None
-        has = key in labels
-        if op == "In":
-            ok = has and labels[key] in values
-        elif op == "NotIn":
-            ok = not has or labels[key] not in values
-        elif op == "Exists":
-            ok = has
-        elif op == "DoesNotExist":
-            ok = not has
-        else:
-            return None
-        if not ok:
-            return False
-    return True
+    return reachability.selects(selector, {str(k): str(v) for k, v in labels.items()})
 
 
 def _rule_matches(rule: Any, target: Target) -> bool | None:

@@ -168,7 +168,7 @@ def plural(kind: str) -> str:
     if kind in IRREGULAR_PLURALS:
         return IRREGULAR_PLURALS[kind]
     lower = kind.lower()
-    if lower.endswith("y"):
+    if lower.endswith("y") and lower[-2:-1] not in "aeiou":  # NetworkPolicy networkpolicies, Gateway gateways
         return lower[:-1] + "ies"
     if lower.endswith(("s", "x", "ch", "sh")):
         return lower + "es"

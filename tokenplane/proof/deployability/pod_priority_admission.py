@@ -21,22 +21,22 @@ from collections.abc import Iterator
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
-from tokenplane.proof.deployability.priority_preemption import _classes, _number, _priority
+from tokenplane.proof.deployability.priority_preemption import int_value, pod_priority, priority_classes
 
 RULE = "pod-priority-admits"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
-        classes = _classes(graph, region)
+        classes = priority_classes(graph, region)
         for obj in graph.pod_bearers(region):
             if obj.is_patch or not obj.pod_template():
                 continue
             pod = obj.pod_spec()
-            given = _number(pod.get("priority"))
+            given = int_value(pod.get("priority"))
             if given is None:
                 continue
-            computed, _, name = _priority(pod, classes)
+            computed, _, name = pod_priority(pod, classes)
             if computed is None or computed == given:
                 continue
             source = f"PriorityClass {name}" if name else "no priorityClassName and no globalDefault class"

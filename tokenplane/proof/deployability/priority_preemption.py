@@ -35,7 +35,7 @@ SYSTEM_PREFIX = "system-"
 SYSTEM_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 
 
-def _number(value: Any) -> int | None:
+def int_value(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -45,16 +45,16 @@ def _number(value: Any) -> int | None:
     return None
 
 
-def _classes(graph: Graph, region: str) -> dict[str, tuple[int | None, str, bool]]:
+def priority_classes(graph: Graph, region: str) -> dict[str, tuple[int | None, str, bool]]:
     """The program's PriorityClasses in ``region``: name -> (value, preemptionPolicy, globalDefault)."""
     out: dict[str, tuple[int | None, str, bool]] = {}
     for obj in graph.kube(region, "PriorityClass"):
         policy = obj.manifest.get("preemptionPolicy") or "PreemptLowerPriority"
-        out[obj.name] = (_number(obj.manifest.get("value")), str(policy), obj.manifest.get("globalDefault") is True)
+        out[obj.name] = (int_value(obj.manifest.get("value")), str(policy), obj.manifest.get("globalDefault") is True)
     return out
 
 
-def _priority(
+def pod_priority(
     pod: dict[str, Any], classes: dict[str, tuple[int | None, str, bool]]
 ) -> tuple[int | None, str, str | None]:
     """A pod's (priority, preemptionPolicy, class name); priority None where it is not known at render time."""
@@ -88,7 +88,7 @@ def _is_serving(obj: KubeObject) -> bool:
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
-        classes = _classes(graph, region)
+        classes = priority_classes(graph, region)
         if not classes:
             continue  # every pod at 0 (or a system class): no user class can outrank serving
         groups = [NodeGroup.of(r, graph) for r in graph.of_type(NODE_GROUP, region)]
@@ -96,14 +96,14 @@ def check(graph: Graph) -> Iterator[Finding]:
         serving: list[tuple[KubeObject, int, list[NodeGroup]]] = []
         for obj in bearers:
             if _is_serving(obj):
-                value, _, _ = _priority(obj.pod_spec(), classes)
+                value, _, _ = pod_priority(obj.pod_spec(), classes)
                 if value is not None:
                     serving.append((obj, value, [g for g in groups if lands_on(obj.pod_spec(), g)]))
         for obj in bearers:
             if obj.kind == "DaemonSet" or _is_serving(obj):
                 continue
             pod = obj.pod_spec()
-            value, policy, name = _priority(pod, classes)
+            value, policy, name = pod_priority(pod, classes)
             if value is None or name is None or name.startswith(SYSTEM_PREFIX) or policy == "Never":
                 continue
             mine = [g for g in groups if lands_on(pod, g)]
