@@ -32,7 +32,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph
-from tokenplane.proof.deployability.node_disk import ami_family, launch_template
+from tokenplane.proof.deployability.node_disk import known_ami
 from tokenplane.proof.deployability.pod_sysctls import OTHER_NODE_KINDS
 from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on
 
@@ -95,10 +95,5 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 
 def _without_apparmor(graph: Graph, group: NodeGroup) -> bool:
-    named, template = launch_template(graph, group.resource)
-    if named and template is None:
-        return False  # a launch template made elsewhere: its AMI is not known
-    ami = group.resource.inputs.get("amiType")
-    if ami is not None and not isinstance(ami, str):
-        return False  # unknown at render time
-    return ami_family(group.resource, template) in NO_APPARMOR
+    known = known_ami(graph, group.resource)
+    return known is not None and known[0] in NO_APPARMOR

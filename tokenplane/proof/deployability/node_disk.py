@@ -84,6 +84,16 @@ def launch_template(graph: Graph, group: RenderedResource) -> tuple[bool, Render
     return True, next((t for t in templates if t.type == LAUNCH_TEMPLATE), None)
 
 
+def known_ami(graph: Graph, group: RenderedResource) -> tuple[str | None, RenderedResource | None] | None:
+    """A node group's AMI family (``ami_family``) and its launch template; None where either is not known here (a
+    template made outside the program, an amiType unknown at render time)."""
+    named, template = launch_template(graph, group)
+    ami = group.inputs.get("amiType")
+    if (named and template is None) or (ami is not None and not isinstance(ami, str)):
+        return None
+    return ami_family(group, template), template
+
+
 def disk_bytes(graph: Graph, group: RenderedResource) -> tuple[float, str] | None:
     """The bytes of one node's kubelet filesystem in ``group`` and where that figure comes from; None if unknown."""
     named, template = launch_template(graph, group)

@@ -28,7 +28,7 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import HELM_RELEASE, NODE_GROUP, Graph
 from tokenplane.proof.deployability.image_files import under
-from tokenplane.proof.deployability.node_disk import ami_family, launch_template
+from tokenplane.proof.deployability.node_disk import known_ami
 from tokenplane.proof.deployability.node_user_data import user_data_text
 from tokenplane.proof.deployability.pod_sysctls import OTHER_NODE_KINDS
 from tokenplane.proof.deployability.scheduling import NodeGroup, lands_on
@@ -80,14 +80,10 @@ def _installs_profiles(graph: Graph, region: str) -> bool:
 
 def _bare_eks_ami(graph: Graph, group: NodeGroup) -> bool:
     """Whether the group's nodes boot an EKS AMI whose user data puts no seccomp profile on them."""
-    ami = group.resource.inputs.get("amiType")
-    if ami is not None and not isinstance(ami, str):
+    known = known_ami(graph, group.resource)
+    if known is None or known[0] not in ("AL", "BOTTLEROCKET"):
         return False
-    named, template = launch_template(graph, group.resource)
-    if named and template is None:
-        return False
-    if ami_family(group.resource, template) not in ("AL", "BOTTLEROCKET"):
-        return False
+    template = known[1]
     raw = template.inputs.get("userData") if template is not None else None
     if raw is None:
         return True
