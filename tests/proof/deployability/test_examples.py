@@ -94,6 +94,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-name",
         "aws-network",
         "aws-api-values",
+        "aws-api-model",
         "efs-access-point-root",
         "cognito-client-sign-in",
         "athena-table-metadata",
