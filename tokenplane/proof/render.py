@@ -687,6 +687,28 @@ def mock_outputs(
         suffix = f"targetgroup/{group}/{_h('tg', name, n=16)}"
         extra = {"name": group, "arn": f"arn:aws:elasticloadbalancing:{region}:{ACCOUNT_ID}:{suffix}"}
         extra["arnSuffix"] = suffix
+    elif typ in ("aws:apigatewayv2/api:Api", "aws:apigateway/restApi:RestApi"):
+        # An API has two ARNs: the management one (arn:aws:apigateway:R::/apis/ID, what IAM policies on the API's
+        # configuration name) and the invoke one, execute-api (arn:aws:execute-api:R:A:ID, what a Lambda
+        # permission's SourceArn and execute-api:Invoke grants name); and an endpoint of its ID
+        # (https://docs.aws.amazon.com/apigateway/latest/developerguide/arn-format-reference.html).
+        api = physical_id(typ, name)
+        kind = "apis" if "apigatewayv2" in typ else "restapis"
+        scheme = "wss" if str(inputs.get("protocolType", "")).upper() == "WEBSOCKET" else "https"
+        extra = {
+            "arn": f"arn:aws:apigateway:{region}::/{kind}/{api}",
+            "executionArn": f"arn:aws:execute-api:{region}:{ACCOUNT_ID}:{api}",
+            "apiEndpoint": f"{scheme}://{api}.execute-api.{region}.amazonaws.com",
+            "rootResourceId": _h("root", name, n=10),
+        }
+    elif typ in ("aws:apigatewayv2/stage:Stage", "aws:apigateway/stage:Stage"):
+        api = str(inputs.get("apiId") or inputs.get("restApi") or "")
+        stage = str(inputs.get("name") or inputs.get("stageName") or "")
+        path = "" if stage == "$default" else f"/{stage}"
+        extra = {
+            "executionArn": f"arn:aws:execute-api:{region}:{ACCOUNT_ID}:{api}/{stage}",
+            "invokeUrl": f"https://{api}.execute-api.{region}.amazonaws.com{path}",
+        }
     elif typ in ("random:index/randomPassword:RandomPassword", "random:index/randomString:RandomString"):
         extra = {"result": _random_result(name, inputs)}
         if typ == "random:index/randomPassword:RandomPassword":

@@ -40,6 +40,8 @@ DEFECTS = [
     ("aws:ecr/repository:Repository", {"name": "llm/AI-Gateway"}, "name", "CreateRepository.repositoryName"),
     ("aws:sfn/stateMachine:StateMachine", {"name": "x" * 81, "definition": "{}"}, "name",
      "length 81 is above the maximum 80"),
+    # a tail of the type's name is dropped too: a RolePolicy's name is PutRolePolicy's PolicyName
+    ("aws:iam/rolePolicy:RolePolicy", {"name": "s3:read", "policy": "{}"}, "name", "PutRolePolicy.PolicyName"),
 ]  # fmt: skip
 
 TWINS = [
@@ -51,6 +53,7 @@ TWINS = [
     ("aws:lambda/function:Function", {"memorySize": 128.0, "runtime": "python3.12"}),
     ("aws:ecr/repository:Repository", {"name": "llm/ai-gateway"}),
     ("aws:sfn/stateMachine:StateMachine", {"name": "x" * 80, "definition": "{}"}),
+    ("aws:iam/rolePolicy:RolePolicy", {"name": "s3-read", "policy": "{}"}),
 ]
 
 

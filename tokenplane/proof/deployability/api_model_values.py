@@ -223,7 +223,7 @@ def operation_members(
         if op.input_shape is None:
             continue
         _index(op.input_shape, op.name, members, set(), 0)
-        mine = _own_members(op.name, op.input_shape)
+        mine = _own_members(op.name, op.input_shape, resource_class)
         # A top-level key is the operations' own member only where every operation has one for it.
         own = (
             {k: [c] for k, c in mine.items()}
@@ -292,19 +292,20 @@ def _constraint(where: str, shape: Any) -> Constraint:
     )
 
 
-def _own_members(operation: str, input_shape: Any) -> dict[str, Constraint]:
-    """The operation's top-level scalar members by the key a Pulumi input gives them: their own name, and with the
-    operation's noun dropped (``CreateDomain``'s ``DomainName`` is ``name``, ``CreateDBInstance``'s
-    ``DBInstanceIdentifier`` is ``identifier``); a member's own name wins."""
+def _own_members(operation: str, input_shape: Any, resource_class: str) -> dict[str, Constraint]:
+    """The operation's top-level scalar members by the key a Pulumi input gives them: their own name, and with a
+    prefix of the thing it makes dropped: the operation's noun or a tail of the type's name (``CreateDomain``'s
+    ``DomainName`` is ``name``, ``CreateDBInstance``'s ``DBInstanceIdentifier`` is ``identifier``, ``RolePolicy``'s
+    ``PolicyName`` is ``name``); a member's own name wins, then the longest prefix."""
     verb = next(v for v in (*CREATE_VERBS, *LATER_VERBS) if operation.startswith(v))
-    noun = operation[len(verb) :].lower()
+    words = re.findall(r"[A-Z][a-z0-9]*|[a-z0-9]+", resource_class)
+    prefixes = {operation[len(verb) :].lower(), *("".join(words[i:]).lower() for i in range(len(words)))}
     out: dict[str, Constraint] = {}
-    for member, shape in input_shape.members.items():
-        if shape.type_name in ("structure", "list", "map"):
-            continue
-        key = member.lower()
-        if key.startswith(noun) and len(key) > len(noun):
-            out.setdefault(key[len(noun) :], _constraint(f"{operation}.{member}", shape))
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        for member, shape in input_shape.members.items():
+            key = member.lower()
+            if shape.type_name not in ("structure", "list", "map") and key.startswith(prefix) and key != prefix:
+                out.setdefault(key[len(prefix) :], _constraint(f"{operation}.{member}", shape))
     for member, shape in input_shape.members.items():
         if shape.type_name not in ("structure", "list", "map"):
             out[member.lower()] = _constraint(f"{operation}.{member}", shape)

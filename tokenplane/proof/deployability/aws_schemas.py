@@ -150,7 +150,8 @@ def templates(graph: Graph) -> dict[str, _Template]:
     for resource in mapped:
         region, name = regions[resource.urn], logical[resource.urn]
         kind = TYPES[resource.type]
-        inputs = kind.prepare(dict(resource.inputs)) if kind.prepare else dict(resource.inputs)
+        known = {k: v for k, v in resource.inputs.items() if not _from_missing_output(resource, k, v)}
+        inputs = kind.prepare(dict(known)) if kind.prepare else known
         own = _own_values(resource)
         inputs = {k: _substitute(v, stand_ins, region, own) for k, v in inputs.items() if k not in ("tagsAll",)}
         renamed = {kind.renames.get(k, k): v for k, v in inputs.items()}
@@ -257,6 +258,22 @@ def _stand_in(value: str, stand_ins: dict[str, _StandIn]) -> _StandIn | None:
     if (found := stand_ins.get(value)) is not None or not value.startswith("arn:"):
         return found
     return stand_ins.get(_ARN_TAIL + re.split(r"[:/]", value)[-1])
+
+
+_NONE = re.compile(r"(?<![A-Za-z])None(?![A-Za-z])")
+
+
+def _from_missing_output(resource: RenderedResource, key: str, value: Any) -> bool:
+    """Whether an input was built from an output the mock leaves out ('None/*/*'): AWS will see the real value."""
+    if not resource.property_dependencies.get(key):
+        return False
+    if isinstance(value, str):
+        return _NONE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_from_missing_output(resource, key, v) for v in value.values())
+    if isinstance(value, list):
+        return any(_from_missing_output(resource, key, v) for v in value)
+    return False
 
 
 def _own_values(resource: RenderedResource) -> set[str]:
