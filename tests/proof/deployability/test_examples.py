@@ -144,6 +144,8 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "metrics-exported",
         "scrape-port",
         "scrape-path-query",
+        "blackbox-config",
+        "blackbox-probe-params",
         "amp-scraper-zones",
         "amp-scraper-static-target",
         "amp-scraper-reaches-cluster",
