@@ -6,7 +6,9 @@ IAM treats the tag keys of users and roles case-insensitively while it preserves
 resource's ``tags`` by exact key, so a resource key that spells a default tag's key in another case is sent beside
 it, and ``CreateRole`` / ``CreateUser`` (``TagRole`` / ``TagUser`` on an update) refuse the request with InvalidInput
 "Duplicate tag keys found. Please note that Tag keys are case insensitive."
-(https://github.com/github-aws-runners/terraform-aws-github-runner/pull/1346 for the same error from default tags).
+(https://github.com/github-aws-runners/terraform-aws-github-runner/pull/1346 for the same error from default tags;
+https://github.com/aws/aws-cdk/issues/26253: IAM refuses both keys in one request, while tagging them one at a time
+replaces the first).
 The same holds for two keys of the resource's own ``tags`` that differ only by case.
 
 Only roles and users are judged: IAM's page says the other IAM resource types' keys are case sensitive, and so are

@@ -6,7 +6,9 @@ function's Region; https://docs.aws.amazon.com/lambda/latest/dg/chapter-layers.h
 ``UpdateFunctionConfiguration``) refuses a ``Layers`` entry of another Region with InvalidParameterValueException
 ("Layers are not in the same region as the function. Layers are expected to be in region REGION."; where the caller
 may not read the foreign layer it answers AccessDeniedException on lambda:GetLayerVersion instead): the function is
-not created and whatever waits for it fails with it. The usual way in is an ARN copied from a vendor's docs for
+not created and whatever waits for it fails with it (the service's message:
+https://github.com/TotalTechGeek/elysia-lambda/issues/2; the AccessDenied form:
+https://github.com/aws-amplify/amplify-backend/pull/2188). The usual way in is an ARN copied from a vendor's docs for
 ``us-east-1`` into a stack of another Region.
 
 Judged: each entry of an ``aws.lambda.Function``'s ``layers`` that is a literal layer version ARN

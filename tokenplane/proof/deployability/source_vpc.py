@@ -166,7 +166,10 @@ def check_identity(graph: Graph) -> Iterator[Finding]:
 def _required_keys(statement: dict[str, Any]) -> list[str]:
     """The aws:SourceVpc(e) keys the statement's condition requires to be present (positive operators)."""
     out: list[str] = []
-    for operator, keys in (statement.get("Condition") or {}).items():
+    condition = statement.get("Condition")
+    if not isinstance(condition, dict):
+        return out  # none, or not known at render time (then the statement counts as an unconditioned grant)
+    for operator, keys in condition.items():
         if POSITIVE.fullmatch(str(operator)) and isinstance(keys, dict):
             out += [str(k) for k in keys if str(k).lower() in KEYS]
     return out
