@@ -165,3 +165,8 @@ def test_single_dash_long_flags_to_kingpin_exporters_crash_loop(
 )
 def test_kingpin_flags_not_judged_or_well_formed_are_not_flagged(image: str, argv: dict[str, list[str]]) -> None:
     assert not _kingpin(_exporter(image, **argv))
+
+
+def test_an_image_known_only_at_apply_time_is_not_judged() -> None:
+    assert not _planted(_with_image("acme/App-04da6b54-80e4-46f7-96ec-b56ff0331ba9:v1"), "image-reference")
+    assert _planted(_with_image("acme/App:v1"), "image-reference")  # the same without the sentinel is flagged

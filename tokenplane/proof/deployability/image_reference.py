@@ -44,6 +44,7 @@ REFERENCE = re.compile(rf"^({NAME})(?::({TAG}))?(?:@({DIGEST}))?$", re.ASCII)
 # go-digest's registered algorithms: hex length of each (``algorithm.go``: Size() * 2).
 DIGEST_HEX = {"sha256": 64, "sha384": 96, "sha512": 128}
 NAME_MAX = 255
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown-value sentinel: not judged
 
 
 def problem(image: str) -> str | None:
@@ -97,7 +98,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         spec = pod_template(workload).get("spec") or {}
         for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
             image = container.get("image")
-            if not isinstance(image, str) or not image.strip() or image != image.strip():
+            if not isinstance(image, str) or not image.strip() or image != image.strip() or UNKNOWN in image:
                 continue
             why = problem(image)
             if why is None:
