@@ -51,6 +51,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "alias-target-zone",
         "image-published",
         "image-tag-published",
+        "image-reference",
         "immutable-tag-moves",
         "references-exist",
         "service-account-trust",

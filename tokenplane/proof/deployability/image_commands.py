@@ -36,6 +36,20 @@ backoffLimit, a Deployment's restart in CrashLoopBackOff. Judged where ``args[0]
 path (``/...`` or ``./...``: no CLI command is named so), for every workload and init container; not judged for
 images whose ENTRYPOINT is not known, or is a wrapper that execs its arguments (the nginx and Envoy images'
 ``docker-entrypoint.sh``).
+
+Prometheus exporters that parse their command line with kingpin (v2) take long flags only with two dashes: kingpin's
+lexer (alecthomas/kingpin ``parser.go``, ``ParseContext.Next``) reads a word ``-xyz`` as the short flag ``-x``
+(and the rest as its value or more short flags), and ``flags.go`` refuses a short flag the program does not define
+(``unknown short flag '-x'``); ``kingpin.Parse`` then exits 1 with ``blackbox_exporter: error: unknown short flag
+'-c', try --help``. So ``-config.file=...`` (the single-dash form of Prometheus 1.x and Go's ``flag`` package) stops
+the container at start: a Deployment's pods restart in CrashLoopBackOff and never turn Ready. Judged for the images
+read (``KINGPIN``): prometheus/blackbox_exporter from v0.8.0 (``main.go``: ``kingpin.Flag("config.file", ...)``,
+``kingpin.HelpFlag.Short('h')``, ``kingpin.Parse()``; Dockerfile ``ENTRYPOINT ["/bin/blackbox_exporter"]``) and
+prometheus/node_exporter from v0.15.0 (``node_exporter.go``, the same; CHANGELOG 0.15.0: "all flags now require
+double-dashes"), by tag (``latest`` and untagged count as current; a digest alone or another tag is not judged):
+``args`` alone (arguments to that ENTRYPOINT) or a ``command`` whose program is the exporter's binary. A word
+``-X...`` whose ``X`` is a short flag the program defines (``-h``) stops the judgement, as do ``--`` and the word
+after a ``--flag`` without ``=`` (it may be that flag's value). Not judged: other images, argv through a shell.
 """
 
 from __future__ import annotations
@@ -56,7 +70,7 @@ from tokenplane.proof.deployability.image_files import (
     names,
     under,
 )
-from tokenplane.proof.deployability.known_images import NGINX_CONF, daemonizing
+from tokenplane.proof.deployability.known_images import NGINX_CONF, daemonizing, repository
 from tokenplane.proof.deployability.probes import PROBES
 from tokenplane.proof.deployability.reachability import pod_template
 
@@ -89,6 +103,7 @@ def check(graph: Graph) -> Iterator[Finding]:
                     yield _finding(workload, container, where, problem, effect)
     yield from _daemons(graph)
     yield from _programs_as_arguments(graph)
+    yield from _kingpin_flags(graph)
 
 
 def _executions(container: dict[str, Any], image: ImageFiles) -> Iterator[tuple[str, list[str], str]]:
@@ -328,3 +343,79 @@ def nginx_stays_up(options: dict[str, str]) -> bool:
     """Whether nginx's server, started with ``options``, keeps its master in the foreground: -g says daemon off."""
     setting = _DAEMON.findall(options.get("g", ""))
     return bool(setting) and setting[-1] == "off"
+
+
+# Images whose program parses its flags with kingpin, by repository (``known_images.repository``): (the program's
+# path, the first version that does, the short flags it defines). Sources in the module docstring.
+KINGPIN: dict[str, tuple[str, tuple[int, int], frozenset[str]]] = {
+    **{
+        repo: ("/bin/blackbox_exporter", (0, 8), frozenset("h"))
+        for repo in ("prom/blackbox-exporter", "quay.io/prometheus/blackbox-exporter")
+    },
+    **{
+        repo: ("/bin/node_exporter", (0, 15), frozenset("h"))
+        for repo in ("prom/node-exporter", "quay.io/prometheus/node-exporter")
+    },
+}
+_VERSION_TAG = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+.].*)?$")
+CURRENT_TAGS = frozenset({"latest", "master", "main"})
+
+
+def _kingpin_program(image: str) -> tuple[str, frozenset[str]] | None:
+    """(program path, its short flags) where ``image`` runs a kingpin-parsed program at a version known to, else None."""
+    known = KINGPIN.get(repository(image))
+    if known is None:
+        return None
+    name, _, digest = image.partition("@")
+    colon, slash = name.rfind(":"), name.rfind("/")
+    tag = name[colon + 1 :] if colon > slash else ("" if digest else "latest")
+    match = _VERSION_TAG.match(tag)
+    if tag in CURRENT_TAGS or (match is not None and (int(match[1]), int(match[2])) >= known[1]):
+        return known[0], known[2]
+    return None
+
+
+def kingpin_refusal(words: list[str], shorts: frozenset[str]) -> str | None:
+    """The first word of ``words`` (a kingpin program's arguments) that kingpin lexes as an undefined short flag."""
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            return None
+        if word.startswith("--"):
+            index += 1 if "=" in word else 2
+            continue
+        if word.startswith("-") and len(word) > 1:
+            return None if word[1] in shorts else word
+        index += 1
+    return None
+
+
+def _kingpin_flags(graph: Graph) -> Iterator[Finding]:
+    for workload in graph.pod_bearers():
+        pod = pod_template(workload).get("spec") or {}
+        for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+            image = container.get("image")
+            known = _kingpin_program(image) if isinstance(image, str) else None
+            command, args = container.get("command") or [], container.get("args") or []
+            if known is None or not isinstance(command, list) or not isinstance(args, list):
+                continue
+            if not all(isinstance(word, str) for word in [*command, *args]):
+                continue
+            program, shorts = known
+            binary = program.rsplit("/", 1)[-1]
+            if command and command[0].rsplit("/", 1)[-1] != binary:
+                continue
+            word = kingpin_refusal([*command[1:], *args], shorts)
+            if word is None:
+                continue
+            yield Finding(
+                RULE,
+                workload.urn,
+                f"container {container.get('name')} of {workload.kind} {workload.namespace}/{workload.name} runs "
+                f"{image}, whose {binary} parses its flags with kingpin, with the argument {word!r}: kingpin takes "
+                f"a single dash for short flags, so it reads '-{word[1]}' and exits 1 at start ({binary}: error: "
+                f"unknown short flag '-{word[1]}', try --help); the container restarts in CrashLoopBackOff, the "
+                "pod never turns Ready and pulumi up's await on the workload times out",
+                f"write long flags with two dashes: -{word} (kingpin's and the exporter's --help spell them so)",
+            )

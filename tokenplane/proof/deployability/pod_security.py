@@ -29,13 +29,24 @@ ephemeral containers alike):
   runAsUser 0; a seccomp profile RuntimeDefault or Localhost (the pod's or every container's); capabilities drop
   ALL and add at most NET_BIND_SERVICE.
 
-Cannot see: pods of charts the project does not model (their templates are not rendered), ``warn``/``audit`` labels
-(they do not refuse), exemptions in the cluster's AdmissionConfiguration (EKS sets none), ``enforce-version`` pins
+A namespace's own Pod Security labels must parse: the plugin's ``ValidateNamespace`` (kubernetes/kubernetes
+``staging/src/k8s.io/pod-security-admission/admission/admission.go``: "require valid labels on create", and on an
+update that changes them) resolves them with ``PolicyToEvaluate``, which parses each level label (``enforce``,
+``audit``, ``warn``) with ``ParseLevel`` (``must be one of privileged, baseline, restricted``) and each version label
+(``enforce-version``, ``audit-version``, ``warn-version``) with ``ParseVersion`` (``api/helpers.go``: ``latest``
+or ``v1.`` and a minor, ``^v1\\.([0-9]|[1-9][0-9]*)$``; else ``must be "latest" or "v1.x"``), and refuses the
+Namespace (or the patch):
+``metadata.labels[pod-security.kubernetes.io/enforce-version]: Invalid value: "1.35": must be "latest" or "v1.x"``.
+pulumi up then fails on the namespace and everything in it is never created. Only literal string values are judged.
+
+Cannot see: pods of charts the project does not model (their templates are not rendered), the pods of ``warn``/``audit``
+labels (they do not refuse; their labels' values are judged above), exemptions in the cluster's AdmissionConfiguration (EKS sets none), ``enforce-version`` pins
 older than the control (every control above has held since v1.25, save container_engine_t (v1.31)).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,6 +57,9 @@ from tokenplane.proof.deployability.pod_sysctls import NEWEST_READ, cluster_mino
 
 RULE = "pod-security-admits"
 ENFORCE = "pod-security.kubernetes.io/enforce"
+PREFIX = "pod-security.kubernetes.io/"
+MODES = ("enforce", "audit", "warn")
+VERSION = re.compile(r"^v1\.([0-9]|[1-9][0-9]*)$")  # pod-security-admission api/helpers.go versionRegexp
 LEVELS = ("privileged", "baseline", "restricted")
 BASELINE_CAPABILITIES = frozenset(
     [
@@ -99,6 +113,8 @@ VOLUME_SOURCES = frozenset(
 
 def check(graph: Graph) -> Iterator[Finding]:
     for region in graph.regions():
+        for declared in graph.kube(region, "Namespace"):
+            yield from _label_errors(declared)
         levels = namespace_levels(graph.kube(region, "Namespace"))
         if not any(level != "privileged" for level, _ in levels.values()):
             continue
@@ -129,6 +145,47 @@ def namespace_levels(namespaces: list[KubeObject]) -> dict[str, tuple[str, str]]
         if level in LEVELS:  # another value the API server refuses on the namespace itself
             out[obj.name] = (level, obj.urn)
     return out
+
+
+def label_errors(labels: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(label, value, the plugin's message) for each Pod Security label ``ParseLevel``/``ParseVersion`` refuse."""
+    out: list[tuple[str, str, str]] = []
+    for mode in MODES:
+        level_label, version_label = f"{PREFIX}{mode}", f"{PREFIX}{mode}-version"
+        level, version = labels.get(level_label), labels.get(version_label)
+        if isinstance(level, str) and level not in LEVELS:
+            out.append((level_label, level, "must be one of privileged, baseline, restricted"))
+        if isinstance(version, str) and version != "latest" and not VERSION.match(version):
+            out.append((version_label, version, 'must be "latest" or "v1.x"'))
+    return out
+
+
+def _label_errors(namespace: KubeObject) -> Iterator[Finding]:
+    labels = (namespace.manifest.get("metadata") or {}).get("labels") or {}
+    if not isinstance(labels, dict):
+        return
+    errors = label_errors(labels)
+    if not errors:
+        return
+    invalid = "; ".join(f'metadata.labels[{k}]: Invalid value: "{v}": {m}' for k, v, m in errors)
+    fixes = ", ".join(
+        f"{k}: " + ("a level of privileged, baseline or restricted" if not k.endswith("-version") else _version_fix(v))
+        for k, v, _ in errors
+    )
+    what = "NamespacePatch" if namespace.is_patch else "Namespace"
+    yield Finding(
+        RULE,
+        namespace.urn,
+        f"{what} {namespace.name}'s Pod Security labels do not parse: the PodSecurity admission plugin validates a "
+        f"namespace's labels when it is created or they change and refuses it ({invalid}), so pulumi up fails on "
+        "the namespace and nothing that goes in it is created",
+        f"write {fixes}",
+    )
+
+
+def _version_fix(value: str) -> str:
+    bare = re.fullmatch(r"v?1\.(\d+)(?:\.\d+)?", value.strip())
+    return f'"v1.{int(bare[1])}" or "latest"' if bare else '"latest" or "v1.<minor>" (e.g. "v1.31")'
 
 
 def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
