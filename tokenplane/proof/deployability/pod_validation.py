@@ -46,6 +46,7 @@ from typing import Any
 from tokenplane.proof.deployability import (
     container_validation,
     downward_api_validation,
+    label_selectors,
     pod_spec_validation,
     scheduling_validation,
     selector_validation,
@@ -180,24 +181,7 @@ def _selector(obj: KubeObject, labels: Mapping[str, Any]) -> Iterator[Finding]:
 def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     """A LabelSelector against a label set (metav1.LabelSelectorAsSelector); an empty selector matches nothing here,
     as the apps validators reject it ("empty selector is invalid")."""
-    match_labels = selector.get("matchLabels") or {}
-    expressions = selector.get("matchExpressions") or []
-    if not match_labels and not expressions:
-        return False
-    if any(labels.get(str(k)) != str(v) for k, v in match_labels.items()):
-        return False
-    for expression in expressions:
-        key, operator = str(expression.get("key")), expression.get("operator")
-        values = {str(v) for v in expression.get("values") or []}
-        ok = {
-            "In": key in labels and labels[key] in values,
-            "NotIn": key not in labels or labels[key] not in values,
-            "Exists": key in labels,
-            "DoesNotExist": key not in labels,
-        }.get(str(operator), True)
-        if not ok:
-            return False
-    return True
+    return label_selectors.matches(selector, labels, empty=False)
 
 
 def _restart_policy(obj: KubeObject, where: str, policy: Any) -> Iterator[Finding]:

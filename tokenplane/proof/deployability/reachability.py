@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from tokenplane.proof.deployability import label_selectors
 from tokenplane.proof.deployability.graph import CLUSTER, HELM_RELEASE, NODE_GROUP, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.nacls import Acls
 from tokenplane.proof.deployability.security_groups import (
@@ -115,21 +116,7 @@ class Verdict:
 
 def selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
     """Kubernetes label-selector semantics: matchLabels AND every matchExpression; ``{}`` selects everything."""
-    selector = selector or {}
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
-        present = key in labels
-        if operator == "In" and (not present or labels[key] not in values):
-            return False
-        if operator == "NotIn" and present and labels[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True
+    return label_selectors.matches(selector, labels, empty=True)
 
 
 def _describe(selector: dict[str, Any] | None) -> str:

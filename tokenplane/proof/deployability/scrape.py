@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokenplane import package_data
+from tokenplane.proof.deployability import label_selectors
 from tokenplane.proof.deployability.graph import HELM_RELEASE, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.known_images import repository
 from tokenplane.proof.deployability.reachability import selects
@@ -709,8 +710,8 @@ def timeout_refusal(monitor: KubeObject, releases: list[Any]) -> str | None:
 
 
 def _selects(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
-    wanted = selector.get("matchLabels") or {}
-    return bool(wanted) and all(labels.get(k) == v for k, v in wanted.items())
+    # An empty selector is left unjudged: read as selecting nothing, so that no scrape is claimed for it.
+    return label_selectors.matches(selector, labels, empty=False)
 
 
 def _snake(rule: dict[str, Any]) -> dict[str, Any]:

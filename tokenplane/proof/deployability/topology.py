@@ -35,6 +35,7 @@ import binascii
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from tokenplane.proof.deployability import label_selectors
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, KubeObject, lookup
 from tokenplane.proof.deployability.node_capacity import maxima
@@ -62,22 +63,7 @@ MANAGED_NODE_GROUP_LABELS = frozenset(
 
 def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
     """True if a LabelSelector matches ``labels`` (matchLabels and matchExpressions, as the API server reads them)."""
-    if not selector:
-        return False  # an empty or absent selector in a pod affinity term selects no pod
-    if any(labels.get(k) != str(v) for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), {str(v) for v in expr.get("values") or []}
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
+    return label_selectors.matches(selector, labels, empty=False)  # an empty pod affinity selector selects no pod
 
 
 def domains(graph: Graph, groups: list[NodeGroup]) -> tuple[set[str], int]:
