@@ -637,6 +637,13 @@ def mock_outputs(
         extra = {"nodeGroupName": rid, "resources": [{"autoscalingGroups": [{"name": asg}]}]}
     elif typ == "aws:route53/zone:Zone":
         extra = {"zoneId": f"Z{_h(name, n=13).upper()}", "nameServers": [f"ns-{i}.awsdns-{i}.org" for i in range(4)]}
+    elif typ == "aws:cognito/resourceServer:ResourceServer" and isinstance(inputs.get("identifier"), str):
+        # The provider's scopeIdentifiers: "<identifier>/<scope_name>" for each scope, what an app client's
+        # allowedOauthScopes takes (the aws_cognito_resource_server docs: "A list of all scopes configured for this
+        # resource server in the format identifier/scope_name").
+        scopes = [s.get("scopeName") for s in inputs.get("scopes") or [] if isinstance(s, dict)]
+        if all(isinstance(s, str) for s in scopes):
+            extra = {"scopeIdentifiers": [f"{inputs['identifier']}/{s}" for s in scopes]}
     elif typ == "aws:ecr/repository:Repository":
         extra = {
             "repositoryUrl": f"{ACCOUNT_ID}.dkr.ecr.{region}.amazonaws.com/{inputs.get('name', rid)}",

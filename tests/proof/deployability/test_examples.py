@@ -102,6 +102,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "aws-api-model",
         "efs-access-point-root",
         "cognito-client-sign-in",
+        "cognito-client-oauth",
         "athena-table-metadata",
         "table-partitions-found",
         "rds-values",

@@ -368,6 +368,7 @@ CHECKS: dict[str, Check] = {
     fsx_mount_name.RULE: fsx_mount_name.check,
     efs_access_points.RULE: efs_access_points.check,
     cognito_clients.RULE: cognito_clients.check,
+    cognito_clients.RULE_OAUTH: cognito_clients.check_oauth,
     glue_tables.RULE: glue_tables.check,
     table_partitions.RULE: table_partitions.check,
     rds_values.RULE: rds_values.check,
