@@ -21,7 +21,7 @@ made outside it (the console's ``TrustEventsToStoreLogEvent``) happens to cover 
 
 Cannot see: resource policies made outside the program, policies known only at apply time (not judged), conditions
 in a statement (a statement naming the principal counts), ``NotResource`` (counted as admitting), groups named by a
-literal ARN the program does not create.
+literal ARN the program does not create; the Region a policy is written in (any of the program's policies counts).
 """
 
 from __future__ import annotations
