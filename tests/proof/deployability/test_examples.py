@@ -247,6 +247,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "lb-subnets",
         "iam-name-exists",
         "condition-keys-apply",
+        "policy-variables-versioned",
         "source-ip-can-match",
         "annotation-reader-installed",
         "iam-requested-region",

@@ -85,8 +85,10 @@ The provider's schema types every field, but the services check how fields go to
   before creating anything; CloudFormation's ``AWS::SecretsManager::Secret`` has no such property, so cfn-lint's
   schema cannot see it.
 - **KMS** ``ScheduleKeyDeletion``: a deletion window of 7 to 30 days. **CloudWatch Logs** ``PutRetentionPolicy``:
-  one of its enumerated retention periods. **EC2** security group rules: each rule's protocol, ports and source as
-  EC2 and the provider take them together (``security_group_fields``: ports beside protocol ``-1``, TCP/UDP ports
+  one of its enumerated retention periods; ``CreateLogGroup``: no name starting with ``aws/`` ("Log group names
+  can't start with the string aws/": InvalidParameterException;
+  https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_CreateLogGroup.html). **EC2** security
+  group rules: each rule's protocol, ports and source as EC2 and the provider take them together (``security_group_fields``: ports beside protocol ``-1``, TCP/UDP ports
   within 0-65535 and in order, ICMP types and codes, one source per ``aws.vpc`` rule).
 
 - **EventBridge** ``PutRule`` (and Pipes, Lambda event filters): every leaf of an event pattern is an array
@@ -242,6 +244,7 @@ KMS_ALIAS_NAME = re.compile(r"^alias/[a-zA-Z0-9/_-]+$")
 KMS_ALIAS_MAX = 256
 KMS_RESERVED_ALIAS = "alias/aws/"  # AWS managed keys' aliases (alias/aws/s3, alias/aws/ebs...)
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+LOG_GROUP_RESERVED = "aws/"  # CreateLogGroup refuses names starting with it
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 
 SQS_QUEUE = "aws:sqs/queue:Queue"
@@ -442,6 +445,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         elif resource.type == KMS_ALIAS:
             yield from _kms_alias(resource)
         elif resource.type == LOG_GROUP:
+            yield from _log_group_name(resource)
             days = number(resource.inputs.get("retentionInDays"))
             if days is not None and days != 0 and int(days) not in LOG_RETENTION_DAYS:
                 allowed = ", ".join(str(d) for d in sorted(LOG_RETENTION_DAYS))
@@ -454,6 +458,22 @@ def check(graph: Graph) -> Iterator[Finding]:
         elif resource.type == SECURITY_GROUP:
             yield from _security_group_text(resource)
     yield from security_group_fields.check(graph.resources)
+
+
+def _log_group_name(group: RenderedResource) -> Iterator[Finding]:
+    """CreateLogGroup: "Log group names can't start with the string aws/" (reserved for AWS services; a leading
+    slash, /aws/lambda/..., is a different name and allowed)."""
+    for key in ("name", "namePrefix"):
+        value = group.inputs.get(key)
+        if isinstance(value, str) and value.startswith(LOG_GROUP_RESERVED):
+            yield _rejected(
+                group,
+                "CloudWatch Logs",
+                f"its {key} {value!r} starts with {LOG_GROUP_RESERVED} (InvalidParameterException: log group names "
+                f"can't start with the string {LOG_GROUP_RESERVED}, which AWS reserves for its services)",
+                f"name it without the {LOG_GROUP_RESERVED} prefix (e.g. /{value} with a leading slash, or a "
+                "/<team>/<purpose> path of your own)",
+            )
 
 
 def _batch_size(graph: Graph, mapping: RenderedResource) -> Iterator[Finding]:

@@ -52,6 +52,9 @@ Each needs two things the program must give it:
   AssociateKmsKey answer AccessDeniedException "The specified KMS key does not exist or is not allowed to be used").
   A key without a policy gets KMS's default one, which admits the account's IAM principals and no service.
 
+- **A CloudWatch Logs target of an EventBridge rule**: a CloudWatch Logs resource policy allowing EventBridge
+  ``logs:CreateLogStream`` and ``logs:PutLogEvents`` on the group (``log_targets``).
+
 Judged only for destinations and keys the program creates, with policies known at render time; conditions in a
 policy statement are not read (a statement naming the service counts).
 """
@@ -61,6 +64,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from tokenplane.proof.deployability import log_targets
 from tokenplane.proof.deployability.aws_replay import cloud_region_of
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
@@ -161,6 +165,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         service = f"logs.{cloud_region_of(graph, group.region)}.amazonaws.com"
         yield from _key_admits(graph, group, group, "kmsKeyId", service, LOGS_KMS)
     yield from _billing_reports(graph)
+    yield from log_targets.check(graph)
 
 
 def _billing_reports(graph: Graph) -> Iterator[Finding]:
