@@ -1,9 +1,8 @@
 """An S3 event notification's SNS topic or SQS queue is a standard one: S3 does not deliver to FIFO destinations.
 
-S3 event notifications support "Amazon SNS topics" and "Amazon SQS queues" with the caveat that "FIFO topics/queues
-are not supported as an Amazon S3 event notification destination"
-(https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-event-types-and-destinations.html,
-"Supported event destinations"). S3 validates the destinations when the configuration is put, so the
+The S3 user guide's supported destinations (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-event-types-and-destinations.html,
+"Supported event destinations"): "Currently, Standard SNS is only allowed as an S3 event notification destination,
+whereas SNS FIFO is not allowed", and likewise only standard SQS queues, not FIFO ones. S3 validates the destinations when the configuration is put, so the
 ``aws.s3.BucketNotification`` naming a FIFO topic (``fifoTopic`` true, a name or ARN ending in ``.fifo``) or FIFO queue
 (``fifoQueue`` true) is refused by ``PutBucketNotificationConfiguration`` (400 InvalidArgument, "Unable to validate
 the following destination configurations"; https://repost.aws/questions/QU4Djq4-FdStqR673M0dm3iQ). To fan events
