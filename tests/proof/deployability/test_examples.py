@@ -74,6 +74,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "resource-policy-admits-callers",
         "collector-s3-export",
         "events-emitted",
+        "s3-notification-destination",
         "backup-retention",
         "backup-role-can-back-up",
         "dlm-targets-volumes",

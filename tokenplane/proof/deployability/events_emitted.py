@@ -41,6 +41,15 @@ Two more ways the events never arrive, with ``pulumi up`` succeeding:
   ``aws.`` namespace, so a pattern whose ``source`` is ``<service>.amazonaws.com`` matches no event AWS sends.
   Judged on literal sources of that form only (a custom source the program's own PutEvents callers send with such a
   name is not looked for).
+- **Events or a prefix the bucket's writers never produce.** S3 names each object-created event by the API that made
+  the object (``s3:ObjectCreated:Put``, ``:Post``, ``:Copy``, ``:CompleteMultipartUpload``,
+  https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-event-types-and-destinations.html), and
+  a prefix filter matches the key's first characters. The bucket's writers the program shows are read by
+  ``s3_notification_writers`` (``aws s3 sync``/``cp`` from ``s3://`` copy: Copy or CompleteMultipartUpload, never
+  Put; ``models/<name>/<version>/`` is where the publish Jobs write). A notification whose events are only
+  ``s3:ObjectCreated:<op>`` ones no writer raises, or whose ``filterPrefix`` no writer's keys can start with, never
+  fires. Judged only when every writer of the bucket is known and there is at least one; it cannot see writers
+  outside the program (other stacks, accounts, people), which may make those events or keys.
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ from functools import cache
 from typing import Any
 
 from tokenplane import package_data
+from tokenplane.proof.deployability import s3_notification_writers
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.render import RenderedResource
@@ -77,6 +87,7 @@ def check(graph: Graph) -> Iterator[Finding]:
         yield from _slashed_key_patterns(rule)
     for notification in graph.of_type(NOTIFICATION):
         yield from _key_filters(notification)
+        yield from _unwritten(graph, notification)
     yield from _unsent_buckets(graph)
 
 
@@ -244,3 +255,63 @@ def _slashed_key_patterns(rule: RenderedResource) -> Iterator[Finding]:
                 "targets receive nothing (pulumi up succeeds)",
                 f"write {value.lstrip('/')!r} (no leading '/')",
             )
+
+
+CREATED = "s3:ObjectCreated:"
+COPIES = ": aws s3 sync/cp from s3:// copies server-side, by CopyObject or a multipart copy, never PutObject"
+
+
+def _unwritten(graph: Graph, notification: RenderedResource) -> Iterator[Finding]:
+    buckets = [b for b in graph.referenced(notification, "bucket") if b.type in BUCKETS]
+    if len(buckets) != 1:
+        return
+    bucket = buckets[0]
+    configs = [
+        (destination, i, config)
+        for destination in DESTINATIONS
+        for i, config in enumerate(notification.inputs.get(destination) or [])
+        if isinstance(config, dict)
+    ]
+    if not configs:
+        return
+    known = s3_notification_writers.writers(graph, bucket)
+    if not known:
+        return  # a writer not read, or none: not judged
+    for destination, i, config in configs:
+        prefix = config.get("filterPrefix")
+        if prefix is not None and not isinstance(prefix, str):
+            continue  # known only at apply time
+        prefix = prefix or ""
+        reaching = [w for w in known if w.prefix.startswith(prefix) or prefix.startswith(w.prefix)]
+        where = f"S3 bucket notification {notification.name}'s {destination}[{i}]"
+        writes = "; ".join(sorted({f"{w.who} under {w.prefix or '(the root)'!r}" for w in known}))
+        if not reaching:
+            starts = sorted({w.prefix for w in known})
+            yield Finding(
+                RULE,
+                notification.urn,
+                f"{where}.filterPrefix is {prefix!r}, but no key the bucket {bucket.name}'s writers put starts with "
+                f"it (they write: {writes}): the prefix filter compares the key's first characters, so no "
+                "notification is ever sent (pulumi up succeeds)",
+                f"set filter_prefix to where the objects are written ({', '.join(repr(s) for s in starts)})",
+            )
+            continue
+        events = [e for e in config.get("events") or [] if isinstance(e, str)]
+        if not events or len(events) != len(config.get("events") or []):
+            continue
+        if not all(e.startswith(CREATED) and e != CREATED + "*" for e in events):
+            continue
+        named = {e.removeprefix(CREATED) for e in events}
+        raised = set().union(*(w.operations for w in reaching))
+        if named & raised:
+            continue
+        ops = ", ".join(sorted(CREATED + o for o in raised))
+        yield Finding(
+            RULE,
+            notification.urn,
+            f"{where} fires only on {', '.join(events)}, but every writer of bucket {bucket.name} the program "
+            f"has ({writes}) creates objects that raise {ops} instead (S3 names the event by the API that made the "
+            f"object{COPIES if raised <= s3_notification_writers.COPY else ''}), so the notification never fires "
+            "(pulumi up succeeds)",
+            f"subscribe to s3:ObjectCreated:* (or add {ops})",
+        )
