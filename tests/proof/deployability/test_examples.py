@@ -169,6 +169,7 @@ def test_every_check_has_a_rule_name_that_findings_carry() -> None:
         "eks-access",
         "access-entry-request",
         "access-entry-authorizes",
+        "security-group-rules-quota",
         "instance-offered",
         "first-run-order",
         "version-supported",

@@ -31,6 +31,15 @@ reads the caller's identity (``aws.get_caller_identity``, an assumed role's ``aw
 issuer_arn) into the entry's principal: the render's mocks answer those with one identity, and an entry for it on a
 cluster the program creates with the bootstrap on is flagged.
 
+A ``kube-system/aws-auth`` ConfigMap maps IAM principals (``mapRoles``' ``rolearn``, ``mapUsers``' ``userarn``) to
+Kubernetes users and groups only while the cluster's authentication mode is ``CONFIG_MAP`` or ``API_AND_CONFIG_MAP``:
+in ``API`` mode "the cluster only sources authenticated IAM principals from access entries" and ignores the
+ConfigMap (https://docs.aws.amazon.com/eks/latest/userguide/grant-k8s-access.html#set-cam;
+https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAccessConfigRequest.html). The ConfigMap deploys, and
+every principal it maps that has no access entry on the cluster gets ``error: You must be logged in to the server
+(Unauthorized)``. Judged where the region has one cluster the program creates in ``API`` mode; a mapped ARN known
+only at apply time, or a YAML that does not parse, is passed.
+
 It cannot see: entries created outside the program (the association then needs nothing from it), clusters or
 principals named differently in the two resources (another spelling of the same ARN), and who runs ``pulumi up``
 when the program does not read it: an entry for the deploy role written as a literal ARN (or from config) is judged
@@ -40,6 +49,9 @@ as anyone's, since offline the deploying identity is unknown.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
+
+import yaml
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import NODE_GROUP, Graph, lookup
@@ -94,6 +106,51 @@ def check(graph: Graph) -> Iterator[Finding]:
                 )
     yield from _association_order(graph)
     yield from _one_entry_per_principal(graph)
+    yield from _aws_auth_ignored(graph)
+
+
+def _aws_auth_ignored(graph: Graph) -> Iterator[Finding]:
+    """In API mode EKS ignores aws-auth: each principal it maps needs an access entry on the cluster."""
+    for region in {c.region for c in graph.of_type(CLUSTER)}:
+        clusters = graph.of_type(CLUSTER, region)
+        if len(clusters) != 1:
+            continue  # which cluster a Kubernetes provider targets is not read here
+        cluster = clusters[0]
+        if lookup(cluster.inputs, "accessConfig.authenticationMode") != "API":
+            continue
+        entries = {e.inputs.get("principalArn") for e in graph.of_type(ENTRY, region)}
+        for config_map in graph.kube(region, "ConfigMap"):
+            metadata = config_map.manifest.get("metadata") or {}
+            if metadata.get("name") != "aws-auth" or metadata.get("namespace") != "kube-system":
+                continue
+            for key, arn_key in (("mapRoles", "rolearn"), ("mapUsers", "userarn")):
+                for mapping in _mappings((config_map.manifest.get("data") or {}).get(key)):
+                    arn = mapping.get(arn_key)
+                    if not isinstance(arn, str) or not arn.startswith("arn:") or arn in entries:
+                        continue
+                    yield Finding(
+                        RULE,
+                        config_map.urn,
+                        f"kube-system/aws-auth maps {arn} ({key}) on cluster {cluster.name}, whose authentication "
+                        "mode is API: EKS then authenticates IAM principals from access entries only and ignores the "
+                        f"aws-auth ConfigMap, and {arn} has no access entry, so its kubectl requests get `error: You "
+                        "must be logged in to the server (Unauthorized)`",
+                        f"create an aws.eks.AccessEntry for {arn} (with kubernetes_groups "
+                        f"{mapping.get('groups') or []} bound by your RoleBindings, or an "
+                        "aws.eks.AccessPolicyAssociation) and drop the aws-auth mapping, or set the cluster's "
+                        "authentication mode to API_AND_CONFIG_MAP",
+                    )
+
+
+def _mappings(text: object) -> list[dict[str, Any]]:
+    """The entries of an aws-auth ``mapRoles``/``mapUsers`` YAML list; none where it is unknown or does not parse."""
+    if not isinstance(text, str):
+        return []
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return []
+    return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
 
 def _one_entry_per_principal(graph: Graph) -> Iterator[Finding]:
