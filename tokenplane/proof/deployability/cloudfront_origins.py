@@ -158,11 +158,10 @@ def check_context(graph: Graph) -> Iterator[Finding]:
             if not isinstance(default, dict) or not str(default.get("sseAlgorithm", "")).startswith("aws:kms"):
                 continue
             key = key_of(graph, default.get("kmsMasterKeyId"))
-            bucket_key = rule.get("bucketKeyEnabled")
-            if key is None or not isinstance(bucket_key, bool):
-                bucket_key = None if key is None else bool(bucket_key)
-            if key is None or bucket_key is None:
-                continue
+            unknown = "bucketKeyEnabled" not in rule and config.property_dependencies.get("rules")
+            if key is None or unknown:
+                continue  # not the program's key, or a bucket key setting known only at apply time
+            bucket_key = rule.get("bucketKeyEnabled") is True
             policy = _key_policy(graph, key)
             for bucket in (b for b in graph.referenced(config, "bucket") if b.type in BUCKETS):
                 if policy is not None:
