@@ -113,7 +113,7 @@ _VARIABLE = re.compile(r"\$\{(\w+)\}|\$\((\w+)\)|\$(\w+)")
 _REDIRECT = re.compile(r"^(?:\d*|&)(?:>>?|<)(&?\d*|-)?$")
 _REDIRECT_ATTACHED = re.compile(r"^(?:\d*|&)(?:>>?|<)\S")
 # A command substitution in a key: it may take any value, so the key it builds is a wildcard.
-_SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")
+SUBSTITUTION = re.compile(r"\$\([^)]*\)|`[^`]*`")
 # A listing command's flag that walks a prefix instead of naming one object.
 RECURSIVE = "--recursive"
 
@@ -455,9 +455,9 @@ def _on(graph: Graph, url: str, actions: tuple[str, ...], *, one: bool = False) 
     if not url.startswith("s3://") or "\0" in url:
         return
     name, _, prefix = url.removeprefix("s3://").partition("/")
-    if _SUBSTITUTION.search(name):
+    if SUBSTITUTION.search(name):
         return  # a bucket named at run time: not read
-    prefix = _SUBSTITUTION.sub("*", prefix)
+    prefix = SUBSTITUTION.sub("*", prefix)
     key = one and bool(prefix) and not prefix.endswith("/")  # the object's own ARN, not some object under it
     bucket = bucket_named(graph, name)
     if bucket is None:
@@ -472,10 +472,11 @@ def _on(graph: Graph, url: str, actions: tuple[str, ...], *, one: bool = False) 
 def bucket_named(graph: Graph, name: str) -> RenderedResource | None:
     """The program's bucket named ``name`` (its physical ID or its ``bucket`` input), or None."""
     bucket = next((b for b in graph.by_physical_ids(name) if b.type in BUCKETS), None)
-    return bucket or next((b for t in BUCKETS for b in graph.of_type(t) if _name(b) == name), None)
+    return bucket or next((b for t in BUCKETS for b in graph.of_type(t) if bucket_name(b) == name), None)
 
 
-def _name(bucket: RenderedResource) -> str:
+def bucket_name(bucket: RenderedResource) -> str:
+    """The name a command gives ``bucket``: its ``bucket`` input, else its physical ID."""
     return str(bucket.inputs.get("bucket") or physical_id(bucket.type, bucket.name))
 
 

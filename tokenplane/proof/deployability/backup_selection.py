@@ -89,7 +89,7 @@ def check(graph: Graph) -> Iterator[Finding]:
     selections = graph.of_type(SELECTION)
     if not selections:
         return
-    tagged = _aws_tags(graph) + _volume_tags(graph)
+    tagged = _aws_tags(graph) + volume_tags(graph)
     for selection in selections:
         if selection.inputs.get("resources") not in (None, [], ["*"]):
             continue  # picked by ARN too: out of scope
@@ -117,12 +117,12 @@ def check(graph: Graph) -> Iterator[Finding]:
 
 
 def _selected(tags: Tags, any_of: list[tuple[str, str, str]], all_of: list[tuple[str, str, str]]) -> bool:
-    if any_of and not any(_match(tags, key, value, op) for key, value, op in any_of):
+    if any_of and not any(tag_match(tags, key, value, op) for key, value, op in any_of):
         return False
-    return all(_match(tags, key, value, op) for key, value, op in all_of)
+    return all(tag_match(tags, key, value, op) for key, value, op in all_of)
 
 
-def _match(tags: Tags, key: str, value: str, op: str) -> bool:
+def tag_match(tags: Tags, key: str, value: str, op: str) -> bool:
     op = op.upper().replace("_", "")
     if "NOT" in op:
         return True  # a negative condition matches whatever lacks the value: not judged
@@ -146,7 +146,7 @@ def _conditions(conditions: Any) -> list[tuple[str, str, str]]:
 
 def _aws_tags(graph: Graph) -> list[Tags]:
     defaults: dict[str, Tags] = {
-        r.urn: _tag_map(lookup(_json(r.inputs.get("defaultTags")), "tags"))
+        r.urn: tag_map(lookup(json_value(r.inputs.get("defaultTags")), "tags"))
         for r in graph.resources
         if r.type == "pulumi:providers:aws"
     }
@@ -155,14 +155,14 @@ def _aws_tags(graph: Graph) -> list[Tags]:
         if not (r.custom and r.type.startswith("aws:")):
             continue
         base = next((d for urn, d in defaults.items() if r.provider and r.provider.startswith(urn)), {})
-        out.append({**base, **_tag_map(r.inputs.get("tags"))})
+        out.append({**base, **tag_map(r.inputs.get("tags"))})
         out += [
-            {**base, **_tag_map(s.get("tags"))} for s in r.inputs.get("tagSpecifications") or [] if isinstance(s, dict)
+            {**base, **tag_map(s.get("tags"))} for s in r.inputs.get("tagSpecifications") or [] if isinstance(s, dict)
         ]
     return out
 
 
-def _tag_map(tags: Any) -> Tags:
+def tag_map(tags: Any) -> Tags:
     if isinstance(tags, dict):
         return {str(k): None if v is None else str(v) for k, v in tags.items()}
     if isinstance(tags, list):  # an Auto Scaling group's [{key, value, propagateAtLaunch}]
@@ -170,7 +170,7 @@ def _tag_map(tags: Any) -> Tags:
     return {}
 
 
-def _volume_tags(graph: Graph) -> list[Tags]:
+def volume_tags(graph: Graph) -> list[Tags]:
     """The tags of each volume the EBS CSI driver provisions for a claim the program (or a chart it installs) makes."""
     addons = [r for r in graph.of_type("aws:eks/addon:Addon") if r.inputs.get("addonName") == EBS_ADDON]
     classes = {o.name: o.manifest for o in graph.kube(None, "StorageClass")}
@@ -178,8 +178,8 @@ def _volume_tags(graph: Graph) -> list[Tags]:
         return []
     driver: Tags = {"CSIVolumeName": None, "ebs.csi.aws.com/cluster": "true", "kubernetes.io/created-for/pv/name": None}
     for addon in addons:
-        config = _json(addon.inputs.get("configurationValues"))
-        driver |= _tag_map(lookup(config, "controller.extraVolumeTags"))
+        config = json_value(addon.inputs.get("configurationValues"))
+        driver |= tag_map(lookup(config, "controller.extraVolumeTags"))
         cluster_id = lookup(config, "controller.k8sTagClusterId")
         if cluster_id:
             driver |= {"KubernetesCluster": str(cluster_id), f"kubernetes.io/cluster/{cluster_id}": "owned"}
@@ -216,7 +216,7 @@ def _claims(graph: Graph) -> Iterator[tuple[str | None, str, str | None]]:
         yield None, str(release.inputs.get("namespace") or "default"), None  # a chart's own claims
 
 
-def _json(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)

@@ -50,7 +50,7 @@ from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.iam_policy import as_list, document, names_action, statements
 from tokenplane.proof.deployability.kms_grants import KEY, SSE_CONFIGS, key_of
-from tokenplane.proof.deployability.lb_access_logs import AWS_MANAGED_S3_KEY, BUCKETS, _name
+from tokenplane.proof.deployability.lb_access_logs import AWS_MANAGED_S3_KEY, BUCKETS, bucket_name
 from tokenplane.proof.render import RenderedResource
 
 ACCEPTED = "cloudfront-distribution-accepted"
@@ -165,7 +165,7 @@ def check_context(graph: Graph) -> Iterator[Finding]:
             policy = _key_policy(graph, key)
             for bucket in (b for b in graph.referenced(config, "bucket") if b.type in BUCKETS):
                 if policy is not None:
-                    yield from _context(key, bucket, f"arn:aws:s3:::{_name(bucket)}", bucket_key, policy)
+                    yield from _context(key, bucket, f"arn:aws:s3:::{bucket_name(bucket)}", bucket_key, policy)
 
 
 def _context(
@@ -296,7 +296,7 @@ def _origin_bucket(graph: Graph, dist: RenderedResource, origin: dict[str, Any])
     buckets = [b for t in BUCKETS for b in graph.of_type(t)]
     domain = origin.get("domainName")
     if isinstance(domain, str) and domain:
-        named = [b for b in buckets if domain.startswith(f"{_name(b)}.s3.")]
+        named = [b for b in buckets if domain.startswith(f"{bucket_name(b)}.s3.")]
         return named[0] if len(named) == 1 else None
     unknown = [o for o in as_list(dist.inputs.get("origins")) if isinstance(o, dict) and not o.get("domainName")]
     deps = [graph.by_urn.get(u) for u in dist.property_dependencies.get("origins", [])]

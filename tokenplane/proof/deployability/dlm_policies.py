@@ -25,7 +25,7 @@ match them, every target tag being one of:
   resources Pulumi creates with that provider (https://www.pulumi.com/registry/packages/aws/installation-configuration/),
   never a volume the EBS CSI driver or EC2 creates, and the driver tags its volumes only with ``CSIVolumeName``,
   ``ebs.csi.aws.com/cluster``, ``kubernetes.io/created-for/pvc|pv/*``, the StorageClass's ``tagSpecification_N``
-  parameters and the add-on's ``controller.extraVolumeTags`` (``backup_selection._volume_tags``). Flagged only where
+  parameters and the add-on's ``controller.extraVolumeTags`` (``backup_selection.volume_tags``). Flagged only where
   the program's EBS CSI claims exist (the volumes it is evidently for) and none of them, no ``aws:ebs/volume:Volume``
   and no ``volume`` tag specification of a launch template carries the tag; a program with EC2 instances, Auto
   Scaling group tags or Karpenter node classes (which may tag the volumes they launch) is not judged.
@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tokenplane.proof.deployability.backup_selection import Tags, _json, _match, _tag_map, _volume_tags
+from tokenplane.proof.deployability.backup_selection import Tags, json_value, tag_map, tag_match, volume_tags
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup, number
 from tokenplane.proof.render import RenderedResource
@@ -90,14 +90,14 @@ def check(graph: Graph) -> Iterator[Finding]:
     policies = [p for p in graph.of_type(POLICY) if _volume_policy(p)]
     if not policies:
         return
-    volumes = _volume_tags(graph)
+    volumes = volume_tags(graph)
     if not volumes:
         return  # no EBS CSI claim: the policy is for volumes made elsewhere
     claims, templates = _claim_names(graph)
     defaults = _default_tags(graph)
     followed = _followed(graph, defaults)
     for policy in policies:
-        targets = _tag_map(lookup(policy.inputs, "policyDetails.targetTags"))
+        targets = tag_map(lookup(policy.inputs, "policyDetails.targetTags"))
         if not targets or any(not isinstance(v, str) for v in targets.values()):
             continue  # no target tags (a default policy) or a value unknown at render time
         reasons: list[str] = []
@@ -149,9 +149,9 @@ def _followed(graph: Graph, defaults: list[Tags]) -> list[Tags] | None:
         return None
     if any(isinstance(t, dict) and t.get("propagateAtLaunch") for g in graph.of_type(ASG) for t in _list(g, "tags")):
         return None
-    own = [_tag_map(v.inputs.get("tags")) for v in graph.of_type(VOLUME)]
+    own = [tag_map(v.inputs.get("tags")) for v in graph.of_type(VOLUME)]
     own += [
-        _tag_map(s.get("tags"))
+        tag_map(s.get("tags"))
         for template in graph.of_type(LAUNCH_TEMPLATE)
         for s in _list(template, "tagSpecifications")
         if isinstance(s, dict) and s.get("resourceType") in ("volume", None)
@@ -167,7 +167,7 @@ def _list(resource: RenderedResource, key: str) -> list[Any]:
 def _default_tags(graph: Graph) -> list[Tags]:
     """The default tags of each AWS provider of the program (any of them could be meant)."""
     return [
-        _tag_map(lookup(_json(r.inputs.get("defaultTags")), "tags"))
+        tag_map(lookup(json_value(r.inputs.get("defaultTags")), "tags"))
         for r in graph.resources
         if r.type == "pulumi:providers:aws"
     ]
@@ -183,7 +183,7 @@ def _unmatched(
     followed: list[Tags] | None,
 ) -> str | None:
     """Why no volume of the program carries ``key=value``, or None where one may (or the tag is not judged)."""
-    if any(_match(tags, key, value, "STRINGEQUALS") and tags.get(key) is not None for tags in volumes):
+    if any(tag_match(tags, key, value, "STRINGEQUALS") and tags.get(key) is not None for tags in volumes):
         return None  # a CSI volume carries it, as a known value
     if key == CLAIM_NAME:
         if value in claims or value not in templates:
@@ -197,7 +197,7 @@ def _unmatched(
         )
     if not any(d.get(key) == value for d in defaults) or followed is None:
         return None
-    if any(_match(tags, key, value, "STRINGEQUALS") for tags in [*volumes, *followed]):
+    if any(tag_match(tags, key, value, "STRINGEQUALS") for tags in [*volumes, *followed]):
         return None
     return (
         f"{key}={value} is a default tag of the AWS provider, which reaches only the resources Pulumi creates, never "

@@ -40,7 +40,7 @@ from typing import Any
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.deployability.lambda_concurrency import _names as names_function
-from tokenplane.proof.deployability.lambda_handlers import _node, _python, archive_files
+from tokenplane.proof.deployability.lambda_handlers import archive_files, node_handler, python_handler
 from tokenplane.proof.render import RenderedResource
 
 REPORTED = "batch-item-failures-reported"
@@ -148,7 +148,7 @@ def _partial_response_module(function: RenderedResource, base: Path | None) -> s
     runtime, handler = str(inputs.get("runtime") or ""), inputs.get("handler")
     if not isinstance(handler, str) or str(inputs.get("packageType") or "Zip") != "Zip":
         return None
-    resolve = _python if runtime.startswith("python") else _node if runtime.startswith("nodejs") else None
+    resolve = python_handler if runtime.startswith("python") else node_handler if runtime.startswith("nodejs") else None
     files = archive_files(inputs.get("code"), base) if resolve is not None else None
     found = resolve(handler, files) if resolve is not None and files else None
     if found is None or found[1] is None or PARTIAL_RESPONSE not in found[1]:

@@ -48,7 +48,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, number
-from tokenplane.proof.deployability.lambda_handlers import _python, archive_files
+from tokenplane.proof.deployability.lambda_handlers import archive_files, python_handler
 from tokenplane.proof.render import RenderedResource, mock_outputs, physical_id
 
 PERMISSION_RULE = "api-permission-execute-arn"
@@ -249,7 +249,7 @@ def _bare_returns(function: RenderedResource, graph: Graph) -> tuple[str, str] |
     if inputs.get("layers") or str(inputs.get("packageType") or "Zip") != "Zip":
         return None
     files = archive_files(inputs.get("code"), graph.result.directory)
-    found = _python(handler, files) if files else None
+    found = python_handler(handler, files) if files else None
     text = found[1] if found is not None else None
     if found is None or text is None:
         return None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tokenplane.proof.deployability.backup_selection import _json, _tag_map
+from tokenplane.proof.deployability.backup_selection import json_value, tag_map
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
 from tokenplane.proof.render import RenderedResource
@@ -32,7 +32,9 @@ PROVIDER = "pulumi:providers:aws"
 
 
 def check(graph: Graph) -> Iterator[Finding]:
-    defaults = {p.urn: _tag_map(lookup(_json(p.inputs.get("defaultTags")), "tags")) for p in graph.of_type(PROVIDER)}
+    defaults = {
+        p.urn: tag_map(lookup(json_value(p.inputs.get("defaultTags")), "tags")) for p in graph.of_type(PROVIDER)
+    }
     for typ, call in CASE_INSENSITIVE.items():
         for resource in graph.of_type(typ):
             own = resource.inputs.get("tags")

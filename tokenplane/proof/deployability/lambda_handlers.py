@@ -106,7 +106,7 @@ def _file_archive(path: Path) -> dict[str, str | None] | None:
     return None
 
 
-def _python(handler: str, files: dict[str, str | None]) -> tuple[str, str | None, str] | None:
+def python_handler(handler: str, files: dict[str, str | None]) -> tuple[str, str | None, str] | None:
     """(module, its text or None, function) for a Python handler; module None-text means present but unread."""
     if "." not in handler:
         return None
@@ -120,7 +120,7 @@ def _python(handler: str, files: dict[str, str | None]) -> tuple[str, str | None
     return None
 
 
-def _node(handler: str, files: dict[str, str | None]) -> tuple[str, str | None, str] | None:
+def node_handler(handler: str, files: dict[str, str | None]) -> tuple[str, str | None, str] | None:
     head, _, last = handler.rpartition("/")
     if "." not in last:
         return None
@@ -147,9 +147,9 @@ def _judge(function: RenderedResource, base: Path | None) -> Finding | None:
     if not isinstance(handler, str) or inputs.get("layers") or str(inputs.get("packageType") or "Zip") != "Zip":
         return None
     if runtime.startswith("python"):
-        language, resolve = "Python", _python
+        language, resolve = "Python", python_handler
     elif runtime.startswith("nodejs"):
-        language, resolve = "Node.js", _node
+        language, resolve = "Node.js", node_handler
     else:
         return None
     files = archive_files(inputs.get("code"), base)

@@ -141,10 +141,10 @@ def _pulumi(
 ) -> Logging:
     refused = (
         f"ModifyLoadBalancerAttributes fails with InvalidConfigurationRequest: Access Denied for bucket: "
-        f"{_name(bucket)}. Please check S3bucket permission, and pulumi up fails on {lb.name}"
+        f"{bucket_name(bucket)}. Please check S3bucket permission, and pulumi up fails on {lb.name}"
     )
     if lb_type == NLB:
-        refused = f"no log can be written there (Access Denied for bucket: {_name(bucket)})"
+        refused = f"no log can be written there (Access Denied for bucket: {bucket_name(bucket)})"
     return Logging(
         lb.urn, f"{KINDS[lb_type]} {lb.name}", lb_type, what, bucket, _prefix(prefix),
         graph.cloud_region(lb.region) or lb.region, lb, refused,
@@ -178,9 +178,9 @@ def _from_pairs(
     for bucket in _buckets(graph, pairs.get("access_logs.s3.bucket")):
         refused = (
             "the AWS Load Balancer Controller's ModifyLoadBalancerAttributes fails with InvalidConfigurationRequest: "
-            f"Access Denied for bucket: {_name(bucket)}, on every reconcile (FailedDeployModel)"
+            f"Access Denied for bucket: {bucket_name(bucket)}, on every reconcile (FailedDeployModel)"
             if lb_type == ALB
-            else f"no log can be written there (Access Denied for bucket: {_name(bucket)})"
+            else f"no log can be written there (Access Denied for bucket: {bucket_name(bucket)})"
         )
         yield Logging(
             obj.urn, f"{obj.kind} {obj.namespace}/{obj.name}'s {KINDS[lb_type]}", lb_type, "access logs", bucket,
@@ -380,11 +380,11 @@ def _buckets(graph: Graph, value: Any) -> list[RenderedResource]:
 
 
 def _bucket_arns(graph: Graph, bucket: RenderedResource) -> list[str]:
-    name = _name(bucket)
+    name = bucket_name(bucket)
     return sorted({f"arn:aws:s3:::{name}", *(a for a in arns_of(graph, bucket) if a.startswith("arn:"))})
 
 
-def _name(bucket: RenderedResource) -> str:
+def bucket_name(bucket: RenderedResource) -> str:
     """The bucket's name: its ``bucket`` input, else the name the provider generates (the mocks' ``bucket``)."""
     named = bucket.inputs.get("bucket") or mock_outputs(bucket.type, bucket.name, bucket.inputs, "")[1].get("bucket")
     return str(named or physical_id(bucket.type, bucket.name).removesuffix("-id"))

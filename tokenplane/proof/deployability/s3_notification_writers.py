@@ -46,7 +46,7 @@ class Writer:
 
 def writers(graph: Graph, bucket: RenderedResource) -> list[Writer] | None:
     """Every writer of ``bucket`` the program shows, or None when one may write it in a way not read."""
-    name = aws_cli._name(bucket)
+    name = aws_cli.bucket_name(bucket)
     arn = f"arn:aws:s3:::{name}"
     out: list[Writer] = []
     writing_roles: set[str] = set()
@@ -89,7 +89,7 @@ def writers(graph: Graph, bucket: RenderedResource) -> list[Writer] | None:
 def _command(graph: Graph, bucket: RenderedResource, argv: list[str]) -> list[tuple[frozenset[str], str]] | None:
     """The writes into ``bucket`` of one ``aws`` command: [] when it writes none, None when it may in a way not read."""
     service, verb, rest = argv[1], argv[2], argv[3:]
-    name = aws_cli._name(bucket)
+    name = aws_cli.bucket_name(bucket)
     if service != "s3":
         named = aws_cli.flag(rest, "--bucket")
         if service == "s3api" and named is not None and (named == name or "\0" in named):
@@ -104,7 +104,7 @@ def _command(graph: Graph, bucket: RenderedResource, argv: list[str]) -> list[tu
     if not dest.startswith("s3://"):
         return []
     target, _, prefix = dest.removeprefix("s3://").partition("/")
-    if "\0" in target or aws_cli._SUBSTITUTION.search(target):
+    if "\0" in target or aws_cli.SUBSTITUTION.search(target):
         return None  # a bucket named at run time: it may be this one
     if aws_cli.bucket_named(graph, target) is not bucket and target != name:
         return []
@@ -121,5 +121,5 @@ def _command(graph: Graph, bucket: RenderedResource, argv: list[str]) -> list[tu
 
 
 def _first_substitution(text: str) -> int:
-    match = aws_cli._SUBSTITUTION.search(text)
+    match = aws_cli.SUBSTITUTION.search(text)
     return match.start() if match else -1
