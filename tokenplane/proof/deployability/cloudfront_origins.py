@@ -48,7 +48,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, lookup
-from tokenplane.proof.deployability.iam_policy import as_list, document, names_action, statements
+from tokenplane.proof.deployability.iam_policy import admits_service, as_list, document, statements
 from tokenplane.proof.deployability.kms_grants import KEY, SSE_CONFIGS, key_of
 from tokenplane.proof.deployability.lb_access_logs import AWS_MANAGED_S3_KEY, BUCKETS, bucket_name
 from tokenplane.proof.render import RenderedResource
@@ -138,7 +138,7 @@ def check_decrypt(graph: Graph) -> Iterator[Finding]:
             else:
                 key = key_of(graph, key_id)
                 policy = _key_policy(graph, key) if key is not None else None
-                if key is None or policy is None or _admits(policy, CLOUDFRONT, "kms:Decrypt"):
+                if key is None or policy is None or admits_service(policy, CLOUDFRONT, "kms:Decrypt"):
                     continue
                 why = f"{bucket.name} is encrypted under {key.name}, whose key policy lets {CLOUDFRONT} no kms:Decrypt"
             yield Finding(
@@ -182,7 +182,7 @@ def _context(
             continue
         actions = [a for a in as_list(statement.get("Action")) if isinstance(a, str)]
         others = [s for s in allows if s is not statement and _context_values(s) is None]
-        if any(_admits({"Statement": others}, service, a) for service in services for a in actions):
+        if any(admits_service({"Statement": others}, service, a) for service in services for a in actions):
             continue
         named = ", ".join(v for v, _ in values)
         if bucket_key:
@@ -234,17 +234,6 @@ def _context_values(statement: dict[str, Any]) -> list[tuple[str, bool]] | None:
 
 def _matches(values: list[tuple[str, bool]], sent: str) -> bool:
     return any(sent == v if exact else fnmatch.fnmatchcase(sent, v.replace("[", "[[]")) for v, exact in values)
-
-
-def _admits(policy: Any, service: str, action: str) -> bool:
-    for statement in statements(policy):
-        if statement.get("Effect") != "Allow" or not names_action(statement, action):
-            continue
-        principal = statement.get("Principal")
-        named = principal if isinstance(principal, dict) else {}
-        if principal == "*" or "*" in as_list(named.get("AWS")) or service in as_list(named.get("Service")):
-            return True
-    return False
 
 
 def _key_policy(graph: Graph, key: RenderedResource) -> Any | None:

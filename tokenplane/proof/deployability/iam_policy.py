@@ -45,6 +45,18 @@ def names_action(statement: dict[str, Any], action: str, key: str = "Action") ->
     return any(fnmatch.fnmatchcase(action.lower(), a) for a in patterns)
 
 
+def admits_service(policy: Any, service: str, action: str) -> bool:
+    """Whether an Allow statement of ``policy`` lets ``service`` (a service principal) or everyone do ``action``."""
+    for statement in statements(policy):
+        if statement.get("Effect") != "Allow" or not names_action(statement, action):
+            continue
+        principal = statement.get("Principal")
+        named = principal if isinstance(principal, dict) else {}
+        if principal == "*" or "*" in as_list(named.get("AWS")) or service in as_list(named.get("Service")):
+            return True
+    return False
+
+
 def allowing(policy: Any, action: str) -> Iterator[dict[str, Any]]:
     """The Allow statements of a policy document whose Action names ``action`` (IAM's wildcards, any case)."""
     for statement in statements(policy):

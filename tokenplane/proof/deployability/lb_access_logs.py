@@ -44,7 +44,7 @@ from typing import Any
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
-from tokenplane.proof.deployability.iam_policy import arns_of, as_list, names_action, statements
+from tokenplane.proof.deployability.iam_policy import admits_service, arns_of, as_list, names_action, statements
 from tokenplane.proof.deployability.ingress_claimed import by_alb_controller
 from tokenplane.proof.deployability.kms_grants import SSE_CONFIGS, key_of
 from tokenplane.proof.deployability.load_balancers import by_controller
@@ -348,14 +348,7 @@ def _key_denies(key: RenderedResource, service: str) -> bool:
         return True  # the default key policy admits the account's IAM principals only
     if not statements(policy):
         return False  # known only at apply time
-    for statement in statements(policy):
-        if statement.get("Effect") != "Allow" or not names_action(statement, "kms:GenerateDataKey"):
-            continue
-        principal = statement.get("Principal")
-        named = principal if isinstance(principal, dict) else {}
-        if principal == "*" or "*" in as_list(named.get("AWS")) or service in as_list(named.get("Service")):
-            return False
-    return True
+    return not admits_service(policy, service, "kms:GenerateDataKey")
 
 
 def _bucket_of(graph: Graph, resource: RenderedResource, field: str, value: Any) -> list[RenderedResource]:
