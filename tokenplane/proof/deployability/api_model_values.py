@@ -43,6 +43,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pulumi.runtime.rpc import UNKNOWN  # the engine's unknown-value sentinel
+
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.render import RenderedResource
@@ -84,7 +86,6 @@ BEYOND_MODEL: dict[str, frozenset[str]] = {
     "PutBucketAcl.ACL": frozenset({"log-delivery-write"}),
     "CreateBucket.ACL": frozenset({"log-delivery-write"}),
 }
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown-value sentinel
 SECRET = "[secret]"
 
 

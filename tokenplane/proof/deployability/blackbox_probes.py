@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from pulumi.runtime.rpc import UNKNOWN  # the engine's unknown-value sentinel
 
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph, KubeObject, lookup
@@ -79,7 +80,6 @@ PROBER_KEYS = {
 }
 # time.ParseDuration: "0", or a sequence of decimal numbers each with a unit.
 _GO_DURATION = re.compile(r"[-+]?(?:0|(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)")
-_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown-value sentinel
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class Exporter:
 
 
 def _known(value: Any) -> bool:
-    return isinstance(value, str) and _UNKNOWN not in value
+    return isinstance(value, str) and UNKNOWN not in value
 
 
 def _config_path(container: dict[str, Any]) -> str | None:

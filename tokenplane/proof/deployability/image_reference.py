@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from pulumi.runtime.rpc import UNKNOWN  # the engine's unknown-value sentinel
+
 from tokenplane.proof.deployability.findings import Finding
 from tokenplane.proof.deployability.graph import Graph
 from tokenplane.proof.deployability.reachability import pod_template
@@ -44,7 +46,6 @@ REFERENCE = re.compile(rf"^({NAME})(?::({TAG}))?(?:@({DIGEST}))?$", re.ASCII)
 # go-digest's registered algorithms: hex length of each (``algorithm.go``: Size() * 2).
 DIGEST_HEX = {"sha256": 64, "sha384": 96, "sha512": 128}
 NAME_MAX = 255
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown-value sentinel: not judged
 
 
 def problem(image: str) -> str | None:
